@@ -1,0 +1,830 @@
+/*
+ * tessera: the command-line front end. Each subcommand is a thin wrapper
+ * over libtessera (config, ISA tools, driver, JIT) so that everything the
+ * CLI can do, a C program can do through the same API.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tsr_asm.h"
+#include "tsr_config.h"
+#include "tsr_driver.h"
+#include "tsr_emit.h"
+#include "tsr_error.h"
+#include "tsr_isa.h"
+#include "tsr_matmul.h"
+#include "tsr_verify.h"
+
+static const char *prog_name = "tessera";
+
+static int fail(int rc)
+{
+    fprintf(stderr, "%s: error: %s\n", prog_name, tsr_errmsg()[0] ? tsr_errmsg() : tsr_errname(rc));
+    return 1;
+}
+
+static int usage_error(const char *cmd, const char *msg)
+{
+    fprintf(stderr, "%s %s: %s (see `%s %s --help`)\n", prog_name, cmd, msg, prog_name, cmd);
+    return 2;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int parse_long(const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 0);
+    if (errno || end == s || *end || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_u64(const char *s, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    if (*s == '-')
+        return -1;
+    unsigned long long v = strtoull(s, &end, 0);
+    if (errno || end == s || *end)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static FILE *open_out(const char *path)
+{
+    if (!path || !strcmp(path, "-"))
+        return stdout;
+    FILE *f = fopen(path, "w");
+    if (!f)
+        tsr_err(TSR_EIO, "%s: cannot open for writing: %s", path, strerror(errno));
+    return f;
+}
+
+static int close_out(FILE *f, const char *path)
+{
+    if (f == stdout)
+        return fflush(f) ? tsr_err(TSR_EIO, "write error on stdout") : TSR_OK;
+    if (fclose(f))
+        return tsr_err(TSR_EIO, "%s: write error", path);
+    return TSR_OK;
+}
+
+static int read_file(const char *path, uint8_t **data, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    *data = NULL;
+    *n = 0;
+    if (!f)
+        return tsr_err(TSR_EIO, "%s: cannot open: %s", path, strerror(errno));
+    size_t cap = 65536, len = 0;
+    uint8_t *buf = malloc(cap);
+    int rc = TSR_OK;
+    while (buf) {
+        size_t got = fread(buf + len, 1, cap - len, f);
+        len += got;
+        if (got == 0)
+            break;
+        if (len == cap) {
+            uint8_t *nb = realloc(buf, cap * 2);
+            if (!nb) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+    }
+    if (!buf)
+        rc = tsr_err(TSR_ENOMEM, "%s: out of memory", path);
+    else if (ferror(f))
+        rc = tsr_err(TSR_EIO, "%s: read error", path);
+    fclose(f);
+    if (rc) {
+        free(buf);
+        return rc;
+    }
+    *data = buf;
+    *n = len;
+    return TSR_OK;
+}
+
+/* ---------------------------------------------------------------- config */
+
+static const char *config_help =
+    "usage: tessera config show CONFIG\n"
+    "       tessera config emit-sv CONFIG [-o FILE]\n"
+    "\n"
+    "CONFIG is a JSON file (VTA's vta_config.json keys plus Tessera's) or a\n"
+    "preset name: default, tiny, large.\n"
+    "  show      print every key and derived value (buffer depths, field widths)\n"
+    "  emit-sv   write the SystemVerilog package tsr_pkg for this config\n"
+    "  -o FILE   output file (default: stdout)\n";
+
+static int cmd_config(int argc, char **argv)
+{
+    const char *out = NULL;
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        fputs(config_help, argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    const char *sub = argv[1];
+    static const struct option opts[] = {{"output", required_argument, 0, 'o'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    int c;
+    optind = 2;
+    while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+        if (c == 'o')
+            out = optarg;
+        else if (c == 'h') {
+            fputs(config_help, stdout);
+            return 0;
+        } else
+            return usage_error("config", "bad option");
+    }
+    if (optind != argc - 1)
+        return usage_error("config", "expected exactly one CONFIG");
+    tsr_config_t cfg;
+    int rc = tsr_config_load(argv[optind], &cfg);
+    if (rc)
+        return fail(rc);
+    if (!strcmp(sub, "show")) {
+        tsr_config_print(&cfg, stdout);
+        return 0;
+    }
+    if (!strcmp(sub, "emit-sv")) {
+        FILE *f = open_out(out);
+        if (!f)
+            return fail(TSR_EIO);
+        rc = tsr_emit_sv(&cfg, argv[optind], f);
+        int rc2 = close_out(f, out);
+        return rc || rc2 ? fail(rc ? rc : rc2) : 0;
+    }
+    return usage_error("config", "unknown subcommand (show, emit-sv)");
+}
+
+/* ------------------------------------------------------------------- isa */
+
+static const char *isa_help =
+    "usage: tessera isa doc [--config CONFIG] [-o FILE]\n"
+    "\n"
+    "Write the instruction field reference (Markdown) generated from the\n"
+    "field table for CONFIG (default: the default preset). isa/fields.md in\n"
+    "the repository is this output for the default preset.\n";
+
+static int cmd_isa(int argc, char **argv)
+{
+    const char *cfgname = "default", *out = NULL;
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        fputs(isa_help, argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    static const struct option opts[] = {{"config", required_argument, 0, 'c'}, {"output", required_argument, 0, 'o'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    int c;
+    optind = 2;
+    while ((c = getopt_long(argc, argv, "c:o:h", opts, NULL)) != -1) {
+        if (c == 'c')
+            cfgname = optarg;
+        else if (c == 'o')
+            out = optarg;
+        else if (c == 'h') {
+            fputs(isa_help, stdout);
+            return 0;
+        } else
+            return usage_error("isa", "bad option");
+    }
+    if (strcmp(argv[1], "doc") || optind != argc)
+        return usage_error("isa", "expected `isa doc`");
+    tsr_config_t cfg;
+    int rc = tsr_config_load(cfgname, &cfg);
+    if (rc)
+        return fail(rc);
+    FILE *f = open_out(out);
+    if (!f)
+        return fail(TSR_EIO);
+    rc = tsr_emit_doc(&cfg, cfgname, f);
+    int rc2 = close_out(f, out);
+    return rc || rc2 ? fail(rc ? rc : rc2) : 0;
+}
+
+/* --------------------------------------------------- asm / disasm / verify */
+
+static const char *asm_help =
+    "usage: tessera asm PROGRAM.s [--config CONFIG] [-o OUT.bin]\n"
+    "\n"
+    "Assemble a program into its binary instruction stream (16 bytes per\n"
+    "instruction, little-endian). Buffer declarations are resolved to their\n"
+    "device addresses. The grammar is documented in isa/tsr_asm.h and README.\n"
+    "  --config CONFIG   config file or preset (default: default)\n"
+    "  -o OUT.bin        output (default: PROGRAM.bin next to the input)\n";
+
+static const char *disasm_help =
+    "usage: tessera disasm STREAM.bin [--config CONFIG] [-o OUT.s]\n"
+    "\n"
+    "Print each instruction in canonical assembly, one per line; assembling\n"
+    "the output gives back the same bytes. Malformed instructions (bad opcode,\n"
+    "memory type or nonzero reserved bits) are reported by index.\n"
+    "  --config CONFIG   config file or preset (default: default)\n"
+    "  -o OUT.s          output (default: stdout)\n";
+
+static const char *verify_help =
+    "usage: tessera verify PROGRAM.s [--config CONFIG]\n"
+    "\n"
+    "Statically check a program: dependency flags and token balance, deadlock\n"
+    "(including full command and token queues), FINISH placement and ordering,\n"
+    "on-chip ranges (using the uop contents the program declares), and DRAM\n"
+    "accesses against the declared buffers. Prints OK or the first error with\n"
+    "its instruction index; exit status 0 or 1.\n"
+    "  --config CONFIG   config file or preset (default: default)\n";
+
+typedef struct {
+    const char *cfgname;
+    const char *out;
+    const char *backend;
+    const char *out_dir;
+    uint64_t seed;
+    long timeout_ms;
+    int quiet;
+} common_opts_t;
+
+/* Parse the options shared by the program subcommands; returns the index of
+ * the first positional argument, or -1 (usage error printed) / -2 (help printed). */
+static int parse_common(int argc, char **argv, const char *cmd, const char *help, common_opts_t *o)
+{
+    static const struct option opts[] = {
+        {"config", required_argument, 0, 'c'},  {"output", required_argument, 0, 'o'},
+        {"backend", required_argument, 0, 'b'}, {"seed", required_argument, 0, 's'},
+        {"out-dir", required_argument, 0, 'd'}, {"timeout", required_argument, 0, 't'},
+        {"quiet", no_argument, 0, 'q'},         {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "c:o:b:s:d:t:qh", opts, NULL)) != -1) {
+        switch (c) {
+        case 'c': o->cfgname = optarg; break;
+        case 'o': o->out = optarg; break;
+        case 'b': o->backend = optarg; break;
+        case 'd': o->out_dir = optarg; break;
+        case 'q': o->quiet = 1; break;
+        case 's':
+            if (parse_u64(optarg, &o->seed)) {
+                usage_error(cmd, "--seed needs a non-negative integer");
+                return -1;
+            }
+            break;
+        case 't':
+            if (parse_long(optarg, -1, 86400000L, &o->timeout_ms)) {
+                usage_error(cmd, "--timeout needs milliseconds (-1 = none)");
+                return -1;
+            }
+            break;
+        case 'h': fputs(help, stdout); return -2;
+        default: usage_error(cmd, "bad option"); return -1;
+        }
+    }
+    return optind;
+}
+
+static int cmd_asm(int argc, char **argv)
+{
+    common_opts_t o = {.cfgname = "default"};
+    int i = parse_common(argc, argv, "asm", asm_help, &o);
+    if (i < 0)
+        return i == -2 ? 0 : 2;
+    if (i != argc - 1)
+        return usage_error("asm", "expected one PROGRAM.s");
+    tsr_config_t cfg;
+    tsr_program_t p = {0};
+    int rc = tsr_config_load(o.cfgname, &cfg);
+    if (!rc)
+        rc = tsr_asm_parse_file(&cfg, argv[i], &p);
+    if (rc)
+        return fail(rc);
+    char defout[4096];
+    if (!o.out) {
+        const char *dot = strrchr(argv[i], '.');
+        size_t stem = dot && !strchr(dot, '/') ? (size_t)(dot - argv[i]) : strlen(argv[i]);
+        snprintf(defout, sizeof defout, "%.*s.bin", (int)stem, argv[i]);
+        o.out = defout;
+    }
+    FILE *f = fopen(o.out, "wb");
+    if (!f) {
+        tsr_program_free(&p);
+        return fail(tsr_err(TSR_EIO, "%s: cannot open for writing: %s", o.out, strerror(errno)));
+    }
+    for (size_t k = 0; k < p.ninsns && !rc; k++) {
+        tsr_insn_bits_t b;
+        uint8_t bytes[TSR_INSN_BYTES];
+        if ((rc = tsr_insn_encode(&cfg, &p.insns[k], &b)))
+            break;
+        tsr_insn_bits_store(&b, bytes);
+        if (fwrite(bytes, 1, sizeof bytes, f) != sizeof bytes)
+            rc = tsr_err(TSR_EIO, "%s: write error", o.out);
+    }
+    if (fclose(f) && !rc)
+        rc = tsr_err(TSR_EIO, "%s: write error", o.out);
+    size_t n = p.ninsns;
+    tsr_program_free(&p);
+    if (rc) {
+        remove(o.out);
+        return fail(rc);
+    }
+    if (!o.quiet)
+        fprintf(stderr, "%s: %zu instructions\n", o.out, n);
+    return 0;
+}
+
+static int cmd_disasm(int argc, char **argv)
+{
+    common_opts_t o = {.cfgname = "default"};
+    int i = parse_common(argc, argv, "disasm", disasm_help, &o);
+    if (i < 0)
+        return i == -2 ? 0 : 2;
+    if (i != argc - 1)
+        return usage_error("disasm", "expected one STREAM.bin");
+    tsr_config_t cfg;
+    uint8_t *data = NULL;
+    size_t n = 0;
+    int rc = tsr_config_load(o.cfgname, &cfg);
+    if (!rc)
+        rc = read_file(argv[i], &data, &n);
+    if (rc)
+        return fail(rc);
+    FILE *f = open_out(o.out);
+    if (!f) {
+        free(data);
+        return fail(TSR_EIO);
+    }
+    rc = tsr_disasm_stream(&cfg, data, n, f);
+    int rc2 = close_out(f, o.out);
+    free(data);
+    if (rc)
+        return fail(tsr_err_prefix(rc, "%s: ", argv[i]));
+    return rc2 ? fail(rc2) : 0;
+}
+
+static int fill_buffer(const tsr_config_t *cfg, const tsr_asm_buffer_t *b, uint8_t *dst)
+{
+    (void)cfg;
+    memset(dst, 0, (size_t)b->size);
+    switch (b->init) {
+    case TSR_INIT_RANDOM: tsr_asm_random_fill(b->seed, dst, (size_t)b->size); break;
+    case TSR_INIT_UOPS:
+        for (size_t k = 0; k < b->nuops; k++)
+            for (uint32_t j = 0; j < cfg->uop_bytes; j++)
+                dst[k * cfg->uop_bytes + j] = (uint8_t)(b->uops[k] >> (8 * j));
+        break;
+    case TSR_INIT_FILE: {
+        uint8_t *data;
+        size_t n;
+        int rc = read_file(b->path, &data, &n);
+        if (rc)
+            return tsr_err_prefix(rc, "buffer %s: ", b->name);
+        if (n > b->size) {
+            free(data);
+            return tsr_err(TSR_EINVAL, "buffer %s: file %s has %zu bytes, more than the buffer (%llu)",
+                           b->name, b->path, n, (unsigned long long)b->size);
+        }
+        memcpy(dst, data, n);
+        free(data);
+        break;
+    }
+    default: break;
+    }
+    return TSR_OK;
+}
+
+static int program_verify(const tsr_config_t *cfg, const tsr_program_t *p);
+
+static int cmd_verify(int argc, char **argv)
+{
+    common_opts_t o = {.cfgname = "default"};
+    int i = parse_common(argc, argv, "verify", verify_help, &o);
+    if (i < 0)
+        return i == -2 ? 0 : 2;
+    if (i != argc - 1)
+        return usage_error("verify", "expected one PROGRAM.s");
+    tsr_config_t cfg;
+    tsr_program_t p = {0};
+    int rc = tsr_config_load(o.cfgname, &cfg);
+    if (!rc)
+        rc = tsr_asm_parse_file(&cfg, argv[i], &p);
+    if (!rc)
+        rc = program_verify(&cfg, &p);
+    tsr_program_free(&p);
+    if (rc)
+        return fail(tsr_err_prefix(rc, "%s: ", argv[i]));
+    printf("%s: OK\n", argv[i]);
+    return 0;
+}
+
+typedef struct {
+    const tsr_config_t *cfg;
+    const tsr_program_t *p;
+} uop_ctx_t;
+
+static int decl_read(void *ctx, uint64_t addr, void *dst, size_t n)
+{
+    const uop_ctx_t *u = ctx;
+    for (size_t k = 0; k < u->p->nbufs; k++) {
+        const tsr_asm_buffer_t *b = &u->p->bufs[k];
+        if (b->init != TSR_INIT_UOPS || addr < b->addr || addr + n > b->addr + b->size)
+            continue;
+        uint8_t *tmp = malloc((size_t)b->size);
+        if (!tmp)
+            return TSR_ENOMEM;
+        fill_buffer(u->cfg, b, tmp);
+        memcpy(dst, tmp + (addr - b->addr), n);
+        free(tmp);
+        return TSR_OK;
+    }
+    return TSR_EFAULT;
+}
+
+static int program_verify(const tsr_config_t *cfg, const tsr_program_t *p)
+{
+    tsr_region_t *regs = calloc(p->nbufs ? p->nbufs : 1, sizeof *regs);
+    if (!regs)
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    for (size_t k = 0; k < p->nbufs; k++)
+        regs[k] = (tsr_region_t){p->bufs[k].addr, p->bufs[k].size, p->bufs[k].name};
+    uop_ctx_t ctx = {cfg, p};
+    tsr_verify_opts_t vo = {regs, p->nbufs, 1, decl_read, &ctx};
+    int rc = tsr_verify(cfg, p->insns, p->ninsns, &vo);
+    free(regs);
+    return rc;
+}
+
+/* ------------------------------------------------------------------- run */
+
+static const char *run_help =
+    "usage: tessera run PROGRAM.s [--config CONFIG] [--backend NAME] [--seed N]\n"
+    "                  [--out-dir DIR] [--timeout MS] [--quiet]\n"
+    "\n"
+    "Allocate the program's buffers on a device, fill them (zero, random SEED,\n"
+    "file PATH or uops), submit the stream (verified first), wait, write every\n"
+    "`.output` buffer to DIR/NAME.bin and print the counters.\n"
+    "  --config CONFIG   config file or preset (default: default)\n"
+    "  --backend NAME    fsim (default)\n"
+    "  --seed N          fsim stage interleaving: 0 = fixed order, else random\n"
+    "  --out-dir DIR     where outputs go (default: current directory)\n"
+    "  --timeout MS      give up waiting after MS milliseconds (default: none)\n"
+    "  --quiet           do not print counters\n";
+
+static int cmd_run(int argc, char **argv)
+{
+    common_opts_t o = {.cfgname = "default", .backend = "fsim", .out_dir = ".", .timeout_ms = -1};
+    int i = parse_common(argc, argv, "run", run_help, &o);
+    if (i < 0)
+        return i == -2 ? 0 : 2;
+    if (i != argc - 1)
+        return usage_error("run", "expected one PROGRAM.s");
+    tsr_config_t cfg;
+    tsr_program_t p = {0};
+    tsr_device_t *dev = NULL;
+    uint8_t *tmp = NULL;
+    int rc = tsr_config_load(o.cfgname, &cfg);
+    if (!rc)
+        rc = tsr_asm_parse_file(&cfg, argv[i], &p);
+    tsr_device_opts_t dopts = {.seed = o.seed};
+    if (!rc)
+        rc = tsr_device_open(o.backend, &cfg, &dopts, &dev);
+    for (size_t k = 0; !rc && k < p.nbufs; k++) {
+        const tsr_asm_buffer_t *b = &p.bufs[k];
+        free(tmp);
+        tmp = malloc((size_t)b->size);
+        if (!tmp)
+            rc = tsr_err(TSR_ENOMEM, "out of memory");
+        if (!rc)
+            rc = tsr_mem_alloc_at(dev, b->addr, b->size);
+        if (!rc)
+            rc = fill_buffer(&cfg, b, tmp);
+        if (!rc)
+            rc = tsr_mem_write(dev, b->addr, tmp, b->size);
+        if (rc)
+            tsr_err_prefix(rc, "buffer %s: ", b->name);
+    }
+    double t0 = now_s();
+    if (!rc)
+        rc = tsr_submit(dev, p.insns, p.ninsns);
+    if (!rc)
+        rc = tsr_wait(dev, (int)o.timeout_ms);
+    double t1 = now_s();
+    for (size_t k = 0; !rc && k < p.nbufs; k++) {
+        const tsr_asm_buffer_t *b = &p.bufs[k];
+        if (!b->is_output)
+            continue;
+        free(tmp);
+        tmp = malloc((size_t)b->size);
+        if (!tmp) {
+            rc = tsr_err(TSR_ENOMEM, "out of memory");
+            break;
+        }
+        if ((rc = tsr_mem_read(dev, b->addr, tmp, b->size)))
+            break;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s.bin", o.out_dir, b->name);
+        FILE *f = fopen(path, "wb");
+        if (!f || fwrite(tmp, 1, (size_t)b->size, f) != b->size) {
+            rc = tsr_err(TSR_EIO, "%s: cannot write: %s", path, strerror(errno));
+            if (f)
+                fclose(f);
+            break;
+        }
+        if (fclose(f)) {
+            rc = tsr_err(TSR_EIO, "%s: write error", path);
+            break;
+        }
+        if (!o.quiet)
+            printf("wrote %s (%llu bytes)\n", path, (unsigned long long)b->size);
+    }
+    if (!rc && !o.quiet) {
+        tsr_counters_t ctr;
+        tsr_read_counters(dev, &ctr);
+        printf("%s: %zu instructions on %s in %.3f s\n", argv[i], p.ninsns, o.backend, t1 - t0);
+        tsr_counters_print(&ctr, stdout);
+    }
+    free(tmp);
+    tsr_device_close(dev);
+    tsr_program_free(&p);
+    return rc ? fail(rc) : 0;
+}
+
+/* ---------------------------------------------------- demo / bench (matmul) */
+
+static const char *demo_help =
+    "usage: tessera demo [--config CONFIG] [--backend NAME] [-m M] [-k K] [-n N]\n"
+    "                    [--shift S] [--seed N]\n"
+    "\n"
+    "Run an int8 matrix multiply with requantization, C = clamp(round(A x B /\n"
+    "2^S), -128, 127), on the device through the driver and the JIT, and\n"
+    "compare every element with a plain C computation on the host. Prints\n"
+    "the counters and PASS, or the first mismatching element and FAIL.\n"
+    "  -m, -k, -n        matrix sizes (default 256 256 256; multiples of the\n"
+    "                    config's BATCH, BLOCK_IN, BLOCK_OUT)\n"
+    "  --shift S         requantization shift (default 8)\n"
+    "  --seed N          random data seed (default 1)\n"
+    "  --config, --backend as for `run`\n";
+
+static const char *bench_help =
+    "usage: tessera bench [--config CONFIG] [--backend NAME] [-m M] [-k K] [-n N]\n"
+    "\n"
+    "Measure simulator throughput on a large GEMM-heavy stream (the JIT's\n"
+    "tiled, double-buffered matmul; default 1024 x 1024 x 1024) and print\n"
+    "instructions, tensor ops and MACs per second of wall time.\n";
+
+typedef struct {
+    common_opts_t o;
+    long m, k, n, shift;
+} mm_opts_t;
+
+static int parse_mm(int argc, char **argv, const char *cmd, const char *help, mm_opts_t *mo)
+{
+    static const struct option opts[] = {
+        {"config", required_argument, 0, 'c'}, {"backend", required_argument, 0, 'b'},
+        {"seed", required_argument, 0, 's'},   {"shift", required_argument, 0, 'S'},
+        {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "c:b:s:m:k:n:h", opts, NULL)) != -1) {
+        long *dst = c == 'm' ? &mo->m : c == 'k' ? &mo->k : c == 'n' ? &mo->n : c == 'S' ? &mo->shift : NULL;
+        switch (c) {
+        case 'c': mo->o.cfgname = optarg; break;
+        case 'b': mo->o.backend = optarg; break;
+        case 's':
+            if (parse_u64(optarg, &mo->o.seed))
+                return usage_error(cmd, "--seed needs a non-negative integer"), -1;
+            break;
+        case 'm': case 'k': case 'n': case 'S':
+            if (parse_long(optarg, c == 'S' ? 0 : 1, c == 'S' ? 31 : 65536, dst))
+                return usage_error(cmd, c == 'S' ? "--shift needs 0..31" : "sizes must be 1..65536"), -1;
+            break;
+        case 'h': fputs(help, stdout); return -2;
+        default: return usage_error(cmd, "bad option"), -1;
+        }
+    }
+    if (optind != argc)
+        return usage_error(cmd, "unexpected argument"), -1;
+    return 0;
+}
+
+static uint64_t splitmix(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* Runs the matmul on the device; fills c_out (M x N) and timing. */
+static int run_matmul(const mm_opts_t *mo, const int8_t *a, const int8_t *b, int8_t *c_out,
+                      double *secs, tsr_counters_t *ctr, tsr_matmul_prog_t *info)
+{
+    tsr_config_t cfg;
+    tsr_device_t *dev = NULL;
+    tsr_matmul_prog_t prog = {0};
+    uint8_t *pa = NULL, *pb = NULL, *pc = NULL;
+    uint64_t da = 0, db = 0, dc = 0;
+    int m = (int)mo->m, k = (int)mo->k, n = (int)mo->n;
+    int rc = tsr_config_load(mo->o.cfgname, &cfg);
+    if (!rc)
+        rc = tsr_device_open(mo->o.backend, &cfg, NULL, &dev);
+    if (rc)
+        return rc;
+    if (m % cfg.batch || k % cfg.block_in || n % cfg.block_out) {
+        rc = tsr_err(TSR_EINVAL, "sizes %dx%dx%d must be multiples of %dx%dx%d for this config", m, k,
+                     n, cfg.batch, cfg.block_in, cfg.block_out);
+        goto out;
+    }
+    uint64_t na = tsr_matmul_a_bytes(&cfg, m, k), nb = tsr_matmul_b_bytes(&cfg, k, n);
+    uint64_t nc = tsr_matmul_c_bytes(&cfg, m, n);
+    pa = malloc(na);
+    pb = malloc(nb);
+    pc = malloc(nc);
+    if (!pa || !pb || !pc) {
+        rc = tsr_err(TSR_ENOMEM, "out of memory");
+        goto out;
+    }
+    tsr_pack_a(&cfg, a, m, k, pa);
+    tsr_pack_b(&cfg, b, k, n, pb);
+    if ((rc = tsr_mem_alloc(dev, na, &da)) || (rc = tsr_mem_alloc(dev, nb, &db)) ||
+        (rc = tsr_mem_alloc(dev, nc, &dc)) || (rc = tsr_mem_write(dev, da, pa, na)) ||
+        (rc = tsr_mem_write(dev, db, pb, nb)))
+        goto out;
+    if ((rc = tsr_matmul_build(dev, da, db, dc, m, k, n, (int)mo->shift, &prog)))
+        goto out;
+    double t0 = now_s();
+    if ((rc = tsr_submit(dev, prog.insns, prog.ninsns)) || (rc = tsr_wait(dev, -1)))
+        goto out;
+    *secs = now_s() - t0;
+    if ((rc = tsr_mem_read(dev, dc, pc, nc)))
+        goto out;
+    tsr_unpack_c(&cfg, pc, m, n, c_out);
+    tsr_read_counters(dev, ctr);
+    *info = prog;
+    info->insns = NULL;
+out:
+    tsr_matmul_free(dev, &prog);
+    free(pa);
+    free(pb);
+    free(pc);
+    tsr_device_close(dev);
+    return rc;
+}
+
+static void random_matrices(uint64_t seed, int8_t *a, size_t na, int8_t *b, size_t nb)
+{
+    uint64_t s = seed;
+    for (size_t i = 0; i < na; i++)
+        a[i] = (int8_t)(splitmix(&s) & 0xff);
+    for (size_t i = 0; i < nb; i++)
+        b[i] = (int8_t)(splitmix(&s) & 0xff);
+}
+
+static int cmd_demo(int argc, char **argv)
+{
+    mm_opts_t mo = {.o = {.cfgname = "default", .backend = "fsim", .seed = 1}, .m = 256, .k = 256, .n = 256, .shift = 8};
+    int r = parse_mm(argc, argv, "demo", demo_help, &mo);
+    if (r)
+        return r == -2 ? 0 : 2;
+    size_t m = (size_t)mo.m, k = (size_t)mo.k, n = (size_t)mo.n;
+    int8_t *a = malloc(m * k), *b = malloc(k * n), *c = malloc(m * n);
+    int rc = TSR_OK, status = 0;
+    double secs = 0;
+    tsr_counters_t ctr;
+    tsr_matmul_prog_t info;
+    if (!a || !b || !c) {
+        rc = tsr_err(TSR_ENOMEM, "out of memory");
+        goto out;
+    }
+    random_matrices(mo.o.seed, a, m * k, b, k * n);
+    printf("tessera demo: C = clamp(round(A x B / 2^%ld)), A %zux%zu, B %zux%zu, int8, config %s, backend %s\n",
+           mo.shift, m, k, k, n, mo.o.cfgname, mo.o.backend);
+    if ((rc = run_matmul(&mo, a, b, c, &secs, &ctr, &info)))
+        goto out;
+    /* Host reference: naive loops, round half away from zero, saturate. */
+    size_t bad = 0;
+    for (size_t i = 0; i < m; i++)
+        for (size_t j = 0; j < n; j++) {
+            int64_t acc = 0;
+            for (size_t q = 0; q < k; q++)
+                acc += (int64_t)a[i * k + q] * b[q * n + j];
+            int64_t v = acc;
+            if (mo.shift > 0) {
+                int64_t d = (int64_t)1 << mo.shift;
+                v = acc >= 0 ? (acc + d / 2) / d : -((-acc + d / 2) / d);
+            }
+            v = v < -128 ? -128 : v > 127 ? 127 : v;
+            if (c[i * n + j] != v && bad++ == 0)
+                printf("first mismatch at C[%zu][%zu]: device %d, reference %lld\n", i, j,
+                       c[i * n + j], (long long)v);
+        }
+    printf("%zu instructions, %llu tensor ops (%llu MACs), tiles of %dx%d blocks, %.3f s\n",
+           info.ninsns, (unsigned long long)ctr.gemm_ops, (unsigned long long)ctr.macs, info.tile_m,
+           info.tile_n, secs);
+    tsr_counters_print(&ctr, stdout);
+    if (bad) {
+        printf("FAIL: %zu of %zu elements differ from the host reference\n", bad, m * n);
+        status = 1;
+    } else {
+        printf("PASS: all %zu elements match the host reference\n", m * n);
+    }
+out:
+    free(a);
+    free(b);
+    free(c);
+    return rc ? fail(rc) : status;
+}
+
+static int cmd_bench(int argc, char **argv)
+{
+    mm_opts_t mo = {.o = {.cfgname = "default", .backend = "fsim", .seed = 1}, .m = 1024, .k = 1024, .n = 1024, .shift = 10};
+    int r = parse_mm(argc, argv, "bench", bench_help, &mo);
+    if (r)
+        return r == -2 ? 0 : 2;
+    size_t m = (size_t)mo.m, k = (size_t)mo.k, n = (size_t)mo.n;
+    int8_t *a = malloc(m * k), *b = malloc(k * n), *c = malloc(m * n);
+    int rc = TSR_OK;
+    double secs = 0;
+    tsr_counters_t ctr;
+    tsr_matmul_prog_t info;
+    if (!a || !b || !c) {
+        rc = tsr_err(TSR_ENOMEM, "out of memory");
+        goto out;
+    }
+    random_matrices(mo.o.seed, a, m * k, b, k * n);
+    if ((rc = run_matmul(&mo, a, b, c, &secs, &ctr, &info)))
+        goto out;
+    uint64_t insns = 0;
+    for (int i = 0; i < TSR_OP_COUNT; i++)
+        insns += ctr.insns[i];
+    printf("bench: matmul %zux%zux%zu, config %s, backend %s\n", m, k, n, mo.o.cfgname, mo.o.backend);
+    printf("  instructions       %llu\n", (unsigned long long)insns);
+    printf("  gemm tensor ops    %llu\n", (unsigned long long)ctr.gemm_ops);
+    printf("  alu tensor ops     %llu\n", (unsigned long long)ctr.alu_ops);
+    printf("  MACs               %llu\n", (unsigned long long)ctr.macs);
+    printf("  DRAM bytes         %llu loaded, %llu stored\n",
+           (unsigned long long)(ctr.bytes_loaded[TSR_MEM_INP] + ctr.bytes_loaded[TSR_MEM_WGT] + ctr.bytes_loaded[TSR_MEM_UOP]),
+           (unsigned long long)ctr.bytes_stored);
+    printf("  wall time          %.3f s\n", secs);
+    printf("  tensor ops/s       %.3e\n", ctr.gemm_ops / secs);
+    printf("  MACs/s             %.3e\n", ctr.macs / secs);
+    printf("  instructions/s     %.3e\n", insns / secs);
+    if (ctr.cycles)
+        printf("  cycles             %llu\n", (unsigned long long)ctr.cycles);
+out:
+    free(a);
+    free(b);
+    free(c);
+    return rc ? fail(rc) : 0;
+}
+
+/* ------------------------------------------------------------------ main */
+
+static const char *main_help =
+    "usage: tessera COMMAND [ARGS] (each command takes --help)\n"
+    "\n"
+    "  demo      run an int8 matmul + requantization on a device and check it\n"
+    "  run       assemble and run a program (.s) on a device\n"
+    "  bench     measure simulator throughput on a GEMM-heavy stream\n"
+    "  asm       assemble a program into a binary instruction stream\n"
+    "  disasm    print a binary stream as canonical assembly\n"
+    "  verify    statically check a program\n"
+    "  config    show a config's derived values, or emit the SystemVerilog package\n"
+    "  isa       generate the instruction field reference\n";
+
+int main(int argc, char **argv)
+{
+    static const struct {
+        const char *name;
+        int (*fn)(int, char **);
+    } cmds[] = {{"demo", cmd_demo},     {"run", cmd_run},       {"bench", cmd_bench},
+                {"asm", cmd_asm},       {"disasm", cmd_disasm}, {"verify", cmd_verify},
+                {"config", cmd_config}, {"isa", cmd_isa}};
+    if (argc < 2) {
+        fputs(main_help, stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        fputs(main_help, stdout);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+        if (!strcmp(argv[1], cmds[i].name))
+            return cmds[i].fn(argc - 1, argv + 1);
+    fprintf(stderr, "%s: unknown command \"%s\"\n\n%s", prog_name, argv[1], main_help);
+    return 2;
+}

@@ -1,0 +1,233 @@
+/*
+ * tsr_driver: device handle, buffer bookkeeping and stream submission on
+ * top of a backend ops struct (see tsr_driver.h). The driver keeps its own
+ * list of the buffers the user allocated: that list is what "the program's
+ * declared buffers" means to the verifier, so a stream can never read or
+ * write the instruction buffer or memory it was not given.
+ */
+#include "tsr_driver.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "tsr_error.h"
+#include "tsr_verify.h"
+
+#define TSR_BUF_ALIGN 4096ull
+
+typedef struct {
+    uint64_t addr;  /* device address */
+    uint64_t size;  /* bytes */
+} dbuf_t;
+
+struct tsr_device {
+    const tsr_backend_ops_t *ops; /* backend */
+    void *state;                  /* backend state */
+    tsr_config_t cfg;             /* configuration */
+    tsr_device_opts_t opts;       /* options given at open */
+    dbuf_t *bufs;                 /* user buffers */
+    size_t nbufs;                 /* entries in bufs */
+    size_t capbufs;               /* capacity of bufs */
+    uint64_t insn_addr;           /* instruction buffer (0 = none) */
+    uint64_t insn_cap;            /* its size in bytes */
+    int running;                  /* a submitted stream has not finished */
+};
+
+static const tsr_backend_ops_t *const backends[] = {&tsr_backend_fsim};
+
+const char *const *tsr_backend_names(void)
+{
+    static const char *names[] = {"fsim", NULL};
+    return names;
+}
+
+int tsr_device_open(const char *backend, const tsr_config_t *cfg, const tsr_device_opts_t *opts,
+                    tsr_device_t **out)
+{
+    const tsr_backend_ops_t *ops = NULL;
+    *out = NULL;
+    for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++)
+        if (backend && !strcmp(backends[i]->name, backend))
+            ops = backends[i];
+    if (!ops)
+        return tsr_err(TSR_EBACKEND, "unknown backend \"%s\" (available: fsim)", backend ? backend : "");
+    tsr_device_t *d = calloc(1, sizeof *d);
+    if (!d)
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    d->ops = ops;
+    d->cfg = *cfg;
+    if (opts)
+        d->opts = *opts;
+    if (!d->opts.dram_size)
+        d->opts.dram_size = 1ull << 30;
+    int rc = ops->open(&d->cfg, &d->opts, &d->state);
+    if (rc) {
+        free(d);
+        return rc;
+    }
+    *out = d;
+    return TSR_OK;
+}
+
+void tsr_device_close(tsr_device_t *d)
+{
+    if (!d)
+        return;
+    d->ops->close(d->state);
+    free(d->bufs);
+    free(d);
+}
+
+const tsr_config_t *tsr_device_config(const tsr_device_t *d) { return &d->cfg; }
+
+static int track(tsr_device_t *d, uint64_t addr, uint64_t size)
+{
+    if (d->nbufs == d->capbufs) {
+        size_t cap = d->capbufs ? d->capbufs * 2 : 16;
+        dbuf_t *b = realloc(d->bufs, cap * sizeof *b);
+        if (!b)
+            return tsr_err(TSR_ENOMEM, "out of memory");
+        d->bufs = b;
+        d->capbufs = cap;
+    }
+    d->bufs[d->nbufs++] = (dbuf_t){addr, size};
+    return TSR_OK;
+}
+
+int tsr_mem_alloc(tsr_device_t *d, uint64_t size, uint64_t *addr)
+{
+    /* Align to at least one element of every memory type, so any buffer can
+     * be addressed in element units. */
+    uint64_t align = TSR_BUF_ALIGN;
+    while (align < d->cfg.wgt_bytes)
+        align <<= 1;
+    int rc = d->ops->mem_alloc(d->state, size, align, addr);
+    if (!rc && (rc = track(d, *addr, size)))
+        d->ops->mem_free(d->state, *addr);
+    return rc;
+}
+
+int tsr_mem_alloc_at(tsr_device_t *d, uint64_t addr, uint64_t size)
+{
+    int rc = d->ops->mem_alloc_at(d->state, addr, size);
+    if (!rc && (rc = track(d, addr, size)))
+        d->ops->mem_free(d->state, addr);
+    return rc;
+}
+
+static dbuf_t *find(tsr_device_t *d, uint64_t addr, uint64_t n)
+{
+    for (size_t i = 0; i < d->nbufs; i++)
+        if (addr >= d->bufs[i].addr && addr - d->bufs[i].addr <= d->bufs[i].size &&
+            n <= d->bufs[i].size - (addr - d->bufs[i].addr))
+            return &d->bufs[i];
+    return NULL;
+}
+
+int tsr_mem_free(tsr_device_t *d, uint64_t addr)
+{
+    for (size_t i = 0; i < d->nbufs; i++)
+        if (d->bufs[i].addr == addr) {
+            if (d->running)
+                return tsr_err(TSR_EINVAL, "cannot free buffer 0x%llx while a stream is running",
+                               (unsigned long long)addr);
+            int rc = d->ops->mem_free(d->state, addr);
+            if (!rc)
+                d->bufs[i] = d->bufs[--d->nbufs];
+            return rc;
+        }
+    return tsr_err(TSR_EINVAL, "0x%llx is not the start of a buffer allocated on this device",
+                   (unsigned long long)addr);
+}
+
+int tsr_mem_write(tsr_device_t *d, uint64_t addr, const void *src, uint64_t n)
+{
+    if (!find(d, addr, n))
+        return tsr_err(TSR_EFAULT, "write of %llu bytes at 0x%llx is outside every allocated buffer",
+                       (unsigned long long)n, (unsigned long long)addr);
+    return d->ops->mem_write(d->state, addr, src, n);
+}
+
+int tsr_mem_read(tsr_device_t *d, uint64_t addr, void *dst, uint64_t n)
+{
+    if (!find(d, addr, n))
+        return tsr_err(TSR_EFAULT, "read of %llu bytes at 0x%llx is outside every allocated buffer",
+                       (unsigned long long)n, (unsigned long long)addr);
+    return d->ops->mem_read(d->state, addr, dst, n);
+}
+
+static int dev_read_cb(void *ctx, uint64_t addr, void *dst, size_t n)
+{
+    tsr_device_t *d = ctx;
+    return d->ops->mem_read(d->state, addr, dst, n);
+}
+
+int tsr_submit(tsr_device_t *d, const tsr_insn_t *insns, size_t n)
+{
+    int rc = TSR_OK;
+    uint8_t *bytes = NULL;
+    tsr_region_t *regs = NULL;
+    if (d->running)
+        return tsr_err(TSR_EINVAL, "a stream is already running: call tsr_wait first");
+    if (!n || n > UINT32_MAX)
+        return tsr_err(TSR_EINVAL, "cannot submit %zu instructions", n);
+    if (!d->opts.skip_verify) {
+        regs = malloc((d->nbufs ? d->nbufs : 1) * sizeof *regs);
+        if (!regs)
+            return tsr_err(TSR_ENOMEM, "out of memory");
+        for (size_t i = 0; i < d->nbufs; i++)
+            regs[i] = (tsr_region_t){d->bufs[i].addr, d->bufs[i].size, NULL};
+        tsr_verify_opts_t vo = {regs, d->nbufs, 1, dev_read_cb, d};
+        if ((rc = tsr_verify(&d->cfg, insns, n, &vo))) {
+            tsr_err_prefix(rc, "submit rejected: ");
+            goto out;
+        }
+    }
+    bytes = malloc(n * TSR_INSN_BYTES);
+    if (!bytes) {
+        rc = tsr_err(TSR_ENOMEM, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        tsr_insn_bits_t b;
+        if ((rc = tsr_insn_encode(&d->cfg, &insns[i], &b))) {
+            tsr_err_prefix(rc, "submit rejected: insn #%zu: ", i);
+            goto out;
+        }
+        tsr_insn_bits_store(&b, bytes + i * TSR_INSN_BYTES);
+    }
+    /* The instruction buffer is the driver's, not in the user's list. */
+    if (d->insn_cap < n * TSR_INSN_BYTES) {
+        if (d->insn_addr)
+            d->ops->mem_free(d->state, d->insn_addr);
+        d->insn_addr = 0;
+        uint64_t cap = 4096;
+        while (cap < n * TSR_INSN_BYTES)
+            cap <<= 1;
+        if ((rc = d->ops->mem_alloc(d->state, cap, 4096, &d->insn_addr)))
+            goto out;
+        d->insn_cap = cap;
+    }
+    if ((rc = d->ops->mem_write(d->state, d->insn_addr, bytes, n * TSR_INSN_BYTES)))
+        goto out;
+    if ((rc = d->ops->start(d->state, d->insn_addr, (uint32_t)n)))
+        goto out;
+    d->running = 1;
+out:
+    free(regs);
+    free(bytes);
+    return rc;
+}
+
+int tsr_wait(tsr_device_t *d, int timeout_ms)
+{
+    if (!d->running)
+        return tsr_err(TSR_EINVAL, "nothing submitted");
+    int rc = d->ops->wait(d->state, timeout_ms);
+    if (rc != TSR_ETIMEOUT)
+        d->running = 0;
+    return rc;
+}
+
+int tsr_read_counters(tsr_device_t *d, tsr_counters_t *out) { return d->ops->counters(d->state, out); }
+int tsr_reset_counters(tsr_device_t *d) { return d->ops->reset_counters(d->state); }

@@ -1,0 +1,73 @@
+/*
+ * tsr_driver: the host driver API. Open a device (a backend plus a config),
+ * allocate device DRAM buffers, copy data in and out, submit an instruction
+ * stream, wait for it with a timeout, read counters. One program runs
+ * unchanged on every backend.
+ *
+ * Every submitted stream is decoded and run through the static verifier
+ * against the buffers allocated on this device (and the uop contents in
+ * them) before the backend sees it: a stream that would touch memory
+ * outside its buffers, overrun an on-chip buffer or deadlock is refused
+ * with the instruction index and reason.
+ */
+#ifndef TSR_DRIVER_H
+#define TSR_DRIVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tsr_config.h"
+#include "tsr_counters.h"
+#include "tsr_isa.h"
+
+typedef struct tsr_device tsr_device_t;
+
+typedef struct tsr_device_opts {
+    uint64_t dram_size;      /* device DRAM bytes (0 = 1 GiB) */
+    uint64_t seed;           /* fsim stage interleaving (0 = deterministic) */
+    int skip_verify;         /* 1: do not verify before submit (for tests of the backends' own checks) */
+} tsr_device_opts_t;
+
+/* Names of the available backends, NULL-terminated. */
+const char *const *tsr_backend_names(void);
+/* Open backend "fsim" (more to come) with a config; opts may be NULL. */
+int tsr_device_open(const char *backend, const tsr_config_t *cfg,
+                    const tsr_device_opts_t *opts, tsr_device_t **out);
+void tsr_device_close(tsr_device_t *dev);
+const tsr_config_t *tsr_device_config(const tsr_device_t *dev);
+
+/* Device DRAM buffers. Addresses are device byte addresses. */
+int tsr_mem_alloc(tsr_device_t *dev, uint64_t size, uint64_t *addr);
+int tsr_mem_alloc_at(tsr_device_t *dev, uint64_t addr, uint64_t size);
+int tsr_mem_free(tsr_device_t *dev, uint64_t addr);
+int tsr_mem_write(tsr_device_t *dev, uint64_t addr, const void *src, uint64_t n);
+int tsr_mem_read(tsr_device_t *dev, uint64_t addr, void *dst, uint64_t n);
+
+/* Verify, copy into an instruction buffer and start n instructions. */
+int tsr_submit(tsr_device_t *dev, const tsr_insn_t *insns, size_t n);
+/* Wait for the submitted stream to finish. timeout_ms < 0 waits forever.
+ * TSR_ETIMEOUT leaves the run in progress (call again to keep waiting). */
+int tsr_wait(tsr_device_t *dev, int timeout_ms);
+/* Counters accumulated since open (or the last reset). */
+int tsr_read_counters(tsr_device_t *dev, tsr_counters_t *out);
+int tsr_reset_counters(tsr_device_t *dev);
+
+/* ---- backend interface (one ops struct per backend) ---- */
+typedef struct tsr_backend_ops {
+    const char *name;                                      /* "fsim" */
+    int (*open)(const tsr_config_t *cfg, const tsr_device_opts_t *opts, void **state);
+    void (*close)(void *state);
+    int (*mem_alloc)(void *state, uint64_t size, uint64_t align, uint64_t *addr);
+    int (*mem_alloc_at)(void *state, uint64_t addr, uint64_t size);
+    int (*mem_free)(void *state, uint64_t addr);
+    int (*mem_write)(void *state, uint64_t addr, const void *src, uint64_t n);
+    int (*mem_read)(void *state, uint64_t addr, void *dst, uint64_t n);
+    int (*start)(void *state, uint64_t insn_addr, uint32_t count);
+    int (*wait)(void *state, int timeout_ms);              /* TSR_OK when finished */
+    int (*counters)(void *state, tsr_counters_t *out);
+    int (*reset_counters)(void *state);
+} tsr_backend_ops_t;
+
+extern const tsr_backend_ops_t tsr_backend_fsim;
+
+#endif

@@ -1,0 +1,86 @@
+/*
+ * tsr_config: the hardware configuration, parsed once from JSON and turned
+ * into every derived quantity (element sizes, buffer depths, index widths,
+ * uop width). This is the only place those numbers are computed: the ISA
+ * field table, the simulators, the driver and the generated SystemVerilog
+ * package all read them from a tsr_config_t.
+ *
+ * Accepts VTA's vta_config.json keys unchanged, plus Tessera keys with
+ * defaults (so a VTA file is a complete Tessera config).
+ */
+#ifndef TSR_CONFIG_H
+#define TSR_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Maximum derived index width of any on-chip buffer (bits). */
+#define TSR_MAX_IDX_BITS 16
+
+typedef struct tsr_config {
+    /* ---- keys as written (VTA meanings) ---- */
+    char target[32];        /* TARGET: VTA board name, sets bus/clock defaults */
+    char hw_ver[32];        /* HW_VER: informational */
+    int log_inp_width;      /* LOG_INP_WIDTH: log2 bits of an input value */
+    int log_wgt_width;      /* LOG_WGT_WIDTH: log2 bits of a weight value */
+    int log_acc_width;      /* LOG_ACC_WIDTH: log2 bits of an accumulator */
+    int log_batch;          /* LOG_BATCH: log2 rows of the GEMM tile */
+    int log_block_in;       /* LOG_BLOCK_IN (or LOG_BLOCK): log2 reduction width */
+    int log_block_out;      /* LOG_BLOCK_OUT (or LOG_BLOCK): log2 output width */
+    int log_uop_buff_size;  /* LOG_UOP_BUFF_SIZE: log2 bytes of the uop buffer */
+    int log_inp_buff_size;  /* LOG_INP_BUFF_SIZE: log2 bytes of the input buffer */
+    int log_wgt_buff_size;  /* LOG_WGT_BUFF_SIZE: log2 bytes of the weight buffer */
+    int log_acc_buff_size;  /* LOG_ACC_BUFF_SIZE: log2 bytes of the accumulator buffer */
+    /* ---- Tessera keys (optional) ---- */
+    int dram_bus_width;     /* DRAM_BUS_WIDTH: AXI4 data width in bits */
+    int clock_mhz;          /* CLOCK_MHZ: target clock, for reports and timing */
+    int cmd_queue_depth;    /* CMD_QUEUE_DEPTH: fetch->stage command FIFO depth */
+    int dep_queue_depth;    /* DEP_QUEUE_DEPTH: capacity of each token queue */
+
+    /* ---- derived ---- */
+    int inp_width;          /* bits per input value */
+    int wgt_width;          /* bits per weight value */
+    int acc_width;          /* bits per accumulator value */
+    int out_width;          /* bits per output value (= input width, as VTA) */
+    int batch;              /* BATCH rows per tensor op */
+    int block_in;           /* BLOCK_IN reduction length */
+    int block_out;          /* BLOCK_OUT output columns */
+    uint32_t uop_bytes;     /* bytes per uop in DRAM and SRAM (4 or 8) */
+    uint32_t inp_bytes;     /* bytes per input row: BATCH x BLOCK_IN values */
+    uint32_t wgt_bytes;     /* bytes per weight row: BLOCK_OUT x BLOCK_IN values */
+    uint32_t acc_bytes;     /* bytes per accumulator row: BATCH x BLOCK_OUT values */
+    uint32_t acc8_bytes;    /* bytes per ACC_8BIT row: BATCH x BLOCK_OUT int8 */
+    uint32_t out_bytes;     /* bytes per output row: BATCH x BLOCK_OUT values */
+    uint32_t uop_depth;     /* rows in the uop buffer */
+    uint32_t inp_depth;     /* rows in the input buffer */
+    uint32_t wgt_depth;     /* rows in the weight buffer */
+    uint32_t acc_depth;     /* rows in the accumulator buffer */
+    uint32_t out_depth;     /* rows in the output buffer (= acc_depth) */
+    int uop_idx_bits;       /* log2(uop_depth) */
+    int inp_idx_bits;       /* log2(inp_depth) */
+    int wgt_idx_bits;       /* log2(wgt_depth) */
+    int acc_idx_bits;       /* log2(acc_depth) */
+    int uop_dst_bits;       /* uop dst field width (= acc_idx_bits) */
+    int uop_src_bits;       /* uop src field width (max of inp/acc idx bits) */
+    int uop_wgt_bits;       /* uop wgt field width (= wgt_idx_bits) */
+    int sram_base_bits;     /* LOAD/STORE sram_base width (max idx bits) */
+    uint64_t out_buff_size; /* bytes of the output buffer */
+    uint64_t macs_per_op;   /* BATCH x BLOCK_IN x BLOCK_OUT */
+} tsr_config_t;
+
+/* Parse JSON text; name is used in messages. Returns TSR_OK or TSR_ECONFIG. */
+int tsr_config_parse(const char *json, const char *name, tsr_config_t *cfg);
+/* Load a config from a file path, or a preset name ("default", "tiny", "large"). */
+int tsr_config_load(const char *path_or_preset, tsr_config_t *cfg);
+/* JSON text of a built-in preset, or NULL. */
+const char *tsr_config_preset_json(const char *name);
+/* NULL-terminated list of preset names. */
+const char *const *tsr_config_preset_names(void);
+/* Write a human-readable summary of keys and derived values. */
+void tsr_config_print(const tsr_config_t *cfg, void *file /* FILE* */);
+/* Bytes per DRAM element (= SRAM row) of a memory type (TSR_MEM_*), 0 if invalid. */
+uint32_t tsr_config_elem_bytes(const tsr_config_t *cfg, int mem_type);
+/* Rows of the on-chip buffer a memory type loads into (ACC_8BIT -> acc), 0 if none. */
+uint32_t tsr_config_sram_depth(const tsr_config_t *cfg, int mem_type);
+
+#endif

@@ -1,0 +1,357 @@
+/*
+ * tsr_isa: the instruction field table, encoder/decoder, uop packing and
+ * ALU semantics (see tsr_isa.h and isa/semantics.md).
+ *
+ * Formats are described as ordered field lists whose widths come from the
+ * config; positions are assigned by packing from bit 0. This single table
+ * drives encode, decode, the generated SystemVerilog package and the spec.
+ */
+#include "tsr_isa.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "tsr_error.h"
+
+#define F(member) offsetof(tsr_insn_t, member)
+
+/* Width selectors, resolved against a config. */
+enum { W_FIX, W_SRAM, W_UOP, W_UOP1, W_ACC, W_INP, W_WGT };
+
+typedef struct {
+    const char *name;
+    size_t offset;
+    int wsel;      /* width selector */
+    int fixed;     /* width for W_FIX */
+    int is_signed;
+    const char *desc;
+} field_spec_t;
+
+static const field_spec_t hdr[] = {
+    {"opcode", F(opcode), W_FIX, 3, 0, "LOAD 0, STORE 1, GEMM 2, FINISH 3, ALU 4"},
+    {"pop_prev", F(pop_prev), W_FIX, 1, 0, "wait for a token from the previous stage"},
+    {"pop_next", F(pop_next), W_FIX, 1, 0, "wait for a token from the next stage"},
+    {"push_prev", F(push_prev), W_FIX, 1, 0, "send a token to the previous stage when done"},
+    {"push_next", F(push_next), W_FIX, 1, 0, "send a token to the next stage when done"},
+};
+
+static const field_spec_t mem_fields[] = {
+    {"mem_type", F(mem_type), W_FIX, 3, 0, "uop 0, wgt 1, inp 2, acc 3, out 4, acc8 5"},
+    {"sram_base", F(sram_base), W_SRAM, 0, 0, "first on-chip row"},
+    {"dram_base", F(dram_base), W_FIX, TSR_DRAM_BASE_BITS, 0,
+     "first DRAM element (byte address / element bytes)"},
+    {"y_size", F(y_size), W_FIX, TSR_SIZE_BITS, 0, "rows"},
+    {"x_size", F(x_size), W_FIX, TSR_SIZE_BITS, 0, "elements per row (0: no transfer)"},
+    {"x_stride", F(x_stride), W_FIX, TSR_SIZE_BITS, 0, "DRAM elements between row starts"},
+    {"y_pad0", F(y_pad0), W_FIX, TSR_PAD_BITS, 0, "zero rows before (LOAD only)"},
+    {"y_pad1", F(y_pad1), W_FIX, TSR_PAD_BITS, 0, "zero rows after (LOAD only)"},
+    {"x_pad0", F(x_pad0), W_FIX, TSR_PAD_BITS, 0, "zero elements before each row (LOAD only)"},
+    {"x_pad1", F(x_pad1), W_FIX, TSR_PAD_BITS, 0, "zero elements after each row (LOAD only)"},
+};
+
+#define LOOP_FIELDS                                                                                \
+    {"reset", F(reset), W_FIX, 1, 0, "write zeros to acc[dst] instead of computing"},             \
+    {"uop_bgn", F(uop_bgn), W_UOP, 0, 0, "first uop"},                                          \
+    {"uop_end", F(uop_end), W_UOP1, 0, 0, "one past the last uop"},                             \
+    {"iter_out", F(iter_out), W_FIX, TSR_LOOP_BITS, 0, "outer loop extent"},                    \
+    {"iter_in", F(iter_in), W_FIX, TSR_LOOP_BITS, 0, "inner loop extent"},                      \
+    {"dst_factor_out", F(dst_factor_out), W_ACC, 0, 0, "acc row step per outer iteration"},     \
+    {"dst_factor_in", F(dst_factor_in), W_ACC, 0, 0, "acc row step per inner iteration"}
+
+static const field_spec_t gemm_fields[] = {
+    LOOP_FIELDS,
+    {"src_factor_out", F(src_factor_out), W_INP, 0, 0, "inp row step per outer iteration"},
+    {"src_factor_in", F(src_factor_in), W_INP, 0, 0, "inp row step per inner iteration"},
+    {"wgt_factor_out", F(wgt_factor_out), W_WGT, 0, 0, "wgt row step per outer iteration"},
+    {"wgt_factor_in", F(wgt_factor_in), W_WGT, 0, 0, "wgt row step per inner iteration"},
+};
+
+static const field_spec_t alu_fields[] = {
+    LOOP_FIELDS,
+    {"src_factor_out", F(src_factor_out), W_ACC, 0, 0, "acc src row step per outer iteration"},
+    {"src_factor_in", F(src_factor_in), W_ACC, 0, 0, "acc src row step per inner iteration"},
+    {"alu_opcode", F(alu_opcode), W_FIX, TSR_ALU_OP_BITS, 0,
+     "min 0, max 1, add 2, shr 3, mul 4, mov 5, rshr 6, mulhr 7"},
+    {"use_imm", F(use_imm), W_FIX, 1, 0, "operand b is imm instead of acc[src]"},
+    {"imm", F(imm), W_FIX, TSR_IMM_BITS, 1, "signed immediate operand"},
+};
+
+static int nz(int bits) { return bits > 0 ? bits : 1; }
+
+static int resolve_width(const tsr_config_t *c, const field_spec_t *s)
+{
+    switch (s->wsel) {
+    case W_SRAM: return c->sram_base_bits;
+    case W_UOP: return nz(c->uop_idx_bits);
+    case W_UOP1: return c->uop_idx_bits + 1;
+    case W_ACC: return nz(c->acc_idx_bits);
+    case W_INP: return nz(c->inp_idx_bits);
+    case W_WGT: return nz(c->wgt_idx_bits);
+    default: return s->fixed;
+    }
+}
+
+static void append(const tsr_config_t *c, tsr_format_t *fmt, const field_spec_t *specs, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        tsr_field_t *f = &fmt->fields[fmt->nfields++];
+        f->name = specs[i].name;
+        f->offset = specs[i].offset;
+        f->width = resolve_width(c, &specs[i]);
+        f->lsb = fmt->total_bits;
+        f->is_signed = specs[i].is_signed;
+        f->desc = specs[i].desc;
+        fmt->total_bits += f->width;
+    }
+}
+
+int tsr_isa_format(const tsr_config_t *cfg, uint32_t opcode, tsr_format_t *fmt)
+{
+    memset(fmt, 0, sizeof *fmt);
+    append(cfg, fmt, hdr, sizeof hdr / sizeof hdr[0]);
+    switch (opcode) {
+    case TSR_OP_LOAD:
+    case TSR_OP_STORE:
+        fmt->name = "MEM";
+        append(cfg, fmt, mem_fields, sizeof mem_fields / sizeof mem_fields[0]);
+        break;
+    case TSR_OP_GEMM:
+        fmt->name = "GEMM";
+        append(cfg, fmt, gemm_fields, sizeof gemm_fields / sizeof gemm_fields[0]);
+        break;
+    case TSR_OP_ALU:
+        fmt->name = "ALU";
+        append(cfg, fmt, alu_fields, sizeof alu_fields / sizeof alu_fields[0]);
+        break;
+    case TSR_OP_FINISH:
+        fmt->name = "FINISH";
+        break;
+    default:
+        return tsr_err(TSR_EINVAL, "invalid opcode %u", opcode);
+    }
+    if (fmt->total_bits > TSR_INSN_BITS)
+        return tsr_err(TSR_ECONFIG,
+                       "inconsistent buffer sizes: the %s instruction format needs %d bits, more "
+                       "than %d (reduce the buffer depths)",
+                       fmt->name, fmt->total_bits, TSR_INSN_BITS);
+    return TSR_OK;
+}
+
+int tsr_isa_check_config(const tsr_config_t *cfg)
+{
+    static const uint32_t ops[] = {TSR_OP_LOAD, TSR_OP_GEMM, TSR_OP_ALU, TSR_OP_FINISH};
+    tsr_format_t fmt;
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+        int rc = tsr_isa_format(cfg, ops[i], &fmt);
+        if (rc)
+            return rc;
+    }
+    return TSR_OK;
+}
+
+static uint64_t get_bits(const tsr_insn_bits_t *b, int lsb, int width)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < width; i++) {
+        int bit = lsb + i;
+        v |= ((b->w[bit >> 6] >> (bit & 63)) & 1ull) << i;
+    }
+    return v;
+}
+
+static void set_bits(tsr_insn_bits_t *b, int lsb, int width, uint64_t v)
+{
+    for (int i = 0; i < width; i++) {
+        int bit = lsb + i;
+        b->w[bit >> 6] |= ((v >> i) & 1ull) << (bit & 63);
+    }
+}
+
+static uint32_t *member(tsr_insn_t *in, size_t off) { return (uint32_t *)((char *)in + off); }
+static const uint32_t *cmember(const tsr_insn_t *in, size_t off)
+{
+    return (const uint32_t *)((const char *)in + off);
+}
+
+int tsr_insn_encode(const tsr_config_t *cfg, const tsr_insn_t *in, tsr_insn_bits_t *out)
+{
+    tsr_format_t fmt;
+    int rc = tsr_isa_format(cfg, in->opcode, &fmt);
+    if (rc)
+        return rc;
+    memset(out, 0, sizeof *out);
+    for (int i = 0; i < fmt.nfields; i++) {
+        const tsr_field_t *f = &fmt.fields[i];
+        uint64_t v;
+        if (f->is_signed) {
+            int64_t s = (int32_t)*cmember(in, f->offset);
+            int64_t lo = -(1ll << (f->width - 1)), hi = (1ll << (f->width - 1)) - 1;
+            if (s < lo || s > hi)
+                return tsr_err(TSR_EBOUNDS, "%s: field %s = %lld does not fit %d signed bits [%lld, %lld]",
+                               tsr_opcode_name(in->opcode), f->name, (long long)s, f->width,
+                               (long long)lo, (long long)hi);
+            v = (uint64_t)s & ((1ull << f->width) - 1);
+        } else {
+            v = *cmember(in, f->offset);
+            if (f->width < 64 && v >> f->width)
+                return tsr_err(TSR_EBOUNDS, "%s: field %s = %llu does not fit %d bits (max %llu)",
+                               tsr_opcode_name(in->opcode), f->name, (unsigned long long)v,
+                               f->width, (unsigned long long)((1ull << f->width) - 1));
+        }
+        set_bits(out, f->lsb, f->width, v);
+    }
+    if ((in->opcode == TSR_OP_LOAD || in->opcode == TSR_OP_STORE) && in->mem_type >= TSR_MEM_COUNT)
+        return tsr_err(TSR_EBOUNDS, "%s: field mem_type = %u is not a memory type (0..5)",
+                       tsr_opcode_name(in->opcode), in->mem_type);
+    return TSR_OK;
+}
+
+int tsr_insn_decode(const tsr_config_t *cfg, const tsr_insn_bits_t *in, tsr_insn_t *out)
+{
+    tsr_format_t fmt;
+    uint32_t op = (uint32_t)(in->w[0] & 7u);
+    memset(out, 0, sizeof *out);
+    if (op >= TSR_OP_COUNT)
+        return tsr_err(TSR_EINVAL, "malformed instruction: opcode %u is not LOAD/STORE/GEMM/FINISH/ALU",
+                       op);
+    int rc = tsr_isa_format(cfg, op, &fmt);
+    if (rc)
+        return rc;
+    for (int i = 0; i < fmt.nfields; i++) {
+        const tsr_field_t *f = &fmt.fields[i];
+        uint64_t v = get_bits(in, f->lsb, f->width);
+        if (f->is_signed && (v >> (f->width - 1)) & 1)
+            v |= ~0ull << f->width;
+        *member(out, f->offset) = (uint32_t)v;
+    }
+    /* Reserved bits must be zero: a stray bit means the producer and this
+     * decoder disagree about the layout. */
+    for (int bit = fmt.total_bits; bit < TSR_INSN_BITS; bit++)
+        if ((in->w[bit >> 6] >> (bit & 63)) & 1)
+            return tsr_err(TSR_EINVAL,
+                           "malformed %s instruction: reserved bit %d is set (format uses bits "
+                           "0..%d)",
+                           tsr_opcode_name(op), bit, fmt.total_bits - 1);
+    if ((op == TSR_OP_LOAD || op == TSR_OP_STORE) && out->mem_type >= TSR_MEM_COUNT)
+        return tsr_err(TSR_EINVAL, "malformed %s instruction: memory type %u is not 0..5",
+                       tsr_opcode_name(op), out->mem_type);
+    return TSR_OK;
+}
+
+void tsr_insn_bits_store(const tsr_insn_bits_t *in, uint8_t out[TSR_INSN_BYTES])
+{
+    for (int i = 0; i < TSR_INSN_BYTES; i++)
+        out[i] = (uint8_t)(in->w[i >> 3] >> ((i & 7) * 8));
+}
+
+void tsr_insn_bits_load(const uint8_t in[TSR_INSN_BYTES], tsr_insn_bits_t *out)
+{
+    out->w[0] = out->w[1] = 0;
+    for (int i = 0; i < TSR_INSN_BYTES; i++)
+        out->w[i >> 3] |= (uint64_t)in[i] << ((i & 7) * 8);
+}
+
+int tsr_uop_encode(const tsr_config_t *cfg, const tsr_uop_t *u, uint64_t *raw)
+{
+    const struct {
+        const char *name;
+        uint32_t v;
+        int bits;
+    } f[3] = {{"dst", u->dst, cfg->uop_dst_bits},
+              {"src", u->src, cfg->uop_src_bits},
+              {"wgt", u->wgt, cfg->uop_wgt_bits}};
+    for (int i = 0; i < 3; i++)
+        if ((uint64_t)f[i].v >> f[i].bits)
+            return tsr_err(TSR_EBOUNDS, "uop field %s = %u does not fit %d bits (max %u)",
+                           f[i].name, f[i].v, f[i].bits, (1u << f[i].bits) - 1);
+    *raw = (uint64_t)u->dst | (uint64_t)u->src << cfg->uop_dst_bits |
+           (uint64_t)u->wgt << (cfg->uop_dst_bits + cfg->uop_src_bits);
+    return TSR_OK;
+}
+
+void tsr_uop_decode(const tsr_config_t *cfg, uint64_t raw, tsr_uop_t *u)
+{
+    u->dst = (uint32_t)(raw & ((1ull << cfg->uop_dst_bits) - 1));
+    raw >>= cfg->uop_dst_bits;
+    u->src = (uint32_t)(raw & ((1ull << cfg->uop_src_bits) - 1));
+    raw >>= cfg->uop_src_bits;
+    u->wgt = (uint32_t)(raw & ((1ull << cfg->uop_wgt_bits) - 1));
+}
+
+tsr_stage_e tsr_insn_stage(const tsr_insn_t *in)
+{
+    switch (in->opcode) {
+    case TSR_OP_LOAD:
+        return (in->mem_type == TSR_MEM_INP || in->mem_type == TSR_MEM_WGT) ? TSR_STAGE_LOAD
+                                                                            : TSR_STAGE_COMPUTE;
+    case TSR_OP_STORE: return TSR_STAGE_STORE;
+    default: return TSR_STAGE_COMPUTE;
+    }
+}
+
+const char *tsr_opcode_name(uint32_t op)
+{
+    static const char *n[] = {"load", "store", "gemm", "finish", "alu"};
+    return op < TSR_OP_COUNT ? n[op] : NULL;
+}
+
+const char *tsr_mem_name(uint32_t m)
+{
+    static const char *n[] = {"uop", "wgt", "inp", "acc", "out", "acc8"};
+    return m < TSR_MEM_COUNT ? n[m] : NULL;
+}
+
+const char *tsr_alu_name(uint32_t op)
+{
+    static const char *n[] = {"min", "max", "add", "shr", "mul", "mov", "rshr", "mulhr"};
+    return op < TSR_ALU_COUNT ? n[op] : NULL;
+}
+
+const char *tsr_stage_name(int s)
+{
+    static const char *n[] = {"load", "compute", "store"};
+    return s >= 0 && s < TSR_STAGE_COUNT ? n[s] : "?";
+}
+
+int32_t tsr_wrap(int64_t v, int width)
+{
+    uint64_t m = width >= 64 ? ~0ull : (1ull << width) - 1;
+    uint64_t u = (uint64_t)v & m;
+    if (width < 64 && (u >> (width - 1)) & 1)
+        u |= ~m;
+    return (int32_t)(int64_t)u;
+}
+
+int32_t tsr_alu_apply(uint32_t op, int32_t a, int32_t b, int w)
+{
+    int64_t A = a, B = b;
+    int64_t s = B < -(w - 1) ? -(w - 1) : B > w - 1 ? w - 1 : B;
+    switch (op) {
+    case TSR_ALU_MIN: return a < b ? a : b;
+    case TSR_ALU_MAX: return a > b ? a : b;
+    case TSR_ALU_ADD: return tsr_wrap(A + B, w);
+    case TSR_ALU_MUL: return tsr_wrap((int64_t)((uint64_t)A * (uint64_t)B), w);
+    case TSR_ALU_MOV: return b;
+    case TSR_ALU_SHR:
+    case TSR_ALU_RSHR:
+        if (s <= 0)
+            return tsr_wrap((int64_t)((uint64_t)A << -s), w);
+        if (op == TSR_ALU_SHR)
+            return (int32_t)(A >> s);
+        {
+            int64_t mask = (1ll << s) - 1;
+            int64_t rem = A & mask;
+            int64_t thr = (mask >> 1) + (A < 0 ? 1 : 0);
+            return tsr_wrap((A >> s) + (rem > thr ? 1 : 0), w);
+        }
+    case TSR_ALU_MULHR: {
+        int64_t lim = 1ll << (w - 1);
+        if (A == -lim && B == -lim)
+            return (int32_t)(lim - 1);
+        int64_t p = A * B;
+        int64_t nudge = p >= 0 ? (1ll << (w - 2)) : 1 - (1ll << (w - 2));
+        return tsr_wrap((p + nudge) / lim, w);
+    }
+    default: return a;
+    }
+}

@@ -1,0 +1,370 @@
+/*
+ * tsr_fsim: the functional golden model (see tsr_fsim.h and
+ * isa/semantics.md). Clarity first: each instruction is one function that
+ * follows the spec text; ordering comes from tsr_pipe. Speed comes from
+ * keeping on-chip rows unpacked (int16 inputs/weights, int32 accumulators,
+ * decoded uops) so the GEMM inner loop is a plain dot product the compiler
+ * vectorises, and from resolving one DRAM pointer per transferred row.
+ */
+#include "tsr_fsim.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "tsr_error.h"
+#include "tsr_isa.h"
+#include "tsr_pipe.h"
+
+struct tsr_fsim {
+    tsr_config_t cfg;     /* copy of the configuration */
+    tsr_dram_t *dram;     /* device DRAM (not owned) */
+    tsr_uop_t *uop;       /* uop buffer, decoded */
+    int16_t *inp;         /* [inp_depth][BATCH*BLOCK_IN] */
+    int16_t *wgt;         /* [wgt_depth][BLOCK_OUT*BLOCK_IN] */
+    int32_t *acc;         /* [acc_depth][BATCH*BLOCK_OUT] */
+    int16_t *out;         /* [acc_depth][BATCH*BLOCK_OUT] */
+    uint32_t inp_row;     /* values per input row */
+    uint32_t wgt_row;     /* values per weight row */
+    uint32_t acc_row;     /* values per accumulator/output row */
+    tsr_insn_t *insns;    /* decoded stream of the current run */
+    size_t ninsns;        /* instructions in the current run */
+    tsr_pipe_t *pipe;     /* ordering model of the current run */
+    tsr_counters_t ctr;   /* activity counters */
+};
+
+int tsr_fsim_create(const tsr_config_t *cfg, tsr_dram_t *dram, tsr_fsim_t **out)
+{
+    tsr_fsim_t *s = calloc(1, sizeof *s);
+    *out = NULL;
+    if (!s)
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    s->cfg = *cfg;
+    s->dram = dram;
+    s->inp_row = (uint32_t)(cfg->batch * cfg->block_in);
+    s->wgt_row = (uint32_t)(cfg->block_out * cfg->block_in);
+    s->acc_row = (uint32_t)(cfg->batch * cfg->block_out);
+    s->uop = calloc(cfg->uop_depth, sizeof *s->uop);
+    s->inp = calloc((size_t)cfg->inp_depth * s->inp_row, sizeof *s->inp);
+    s->wgt = calloc((size_t)cfg->wgt_depth * s->wgt_row, sizeof *s->wgt);
+    s->acc = calloc((size_t)cfg->acc_depth * s->acc_row, sizeof *s->acc);
+    s->out = calloc((size_t)cfg->acc_depth * s->acc_row, sizeof *s->out);
+    if (!s->uop || !s->inp || !s->wgt || !s->acc || !s->out) {
+        tsr_fsim_destroy(s);
+        return tsr_err(TSR_ENOMEM, "out of memory for on-chip buffers");
+    }
+    *out = s;
+    return TSR_OK;
+}
+
+void tsr_fsim_destroy(tsr_fsim_t *s)
+{
+    if (!s)
+        return;
+    tsr_pipe_destroy(s->pipe);
+    free(s->insns);
+    free(s->uop);
+    free(s->inp);
+    free(s->wgt);
+    free(s->acc);
+    free(s->out);
+    free(s);
+}
+
+const tsr_counters_t *tsr_fsim_counters(const tsr_fsim_t *s) { return &s->ctr; }
+void tsr_fsim_reset_counters(tsr_fsim_t *s) { memset(&s->ctr, 0, sizeof s->ctr); }
+
+/* Little-endian signed value of `bytes` bytes. */
+static int32_t rd_le(const uint8_t *p, int bytes)
+{
+    switch (bytes) {
+    case 1: return (int8_t)p[0];
+    case 2: return (int16_t)(uint16_t)(p[0] | p[1] << 8);
+    default: return (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
+    }
+}
+
+static void wr_le(uint8_t *p, int32_t v, int bytes)
+{
+    for (int i = 0; i < bytes; i++)
+        p[i] = (uint8_t)((uint32_t)v >> (8 * i));
+}
+
+/* Fill on-chip row `row` of memory type m from DRAM bytes, or with zeros if src is NULL. */
+static void fill_row(tsr_fsim_t *s, uint32_t m, uint32_t row, const uint8_t *src)
+{
+    const tsr_config_t *c = &s->cfg;
+    switch (m) {
+    case TSR_MEM_UOP:
+        if (!src) {
+            memset(&s->uop[row], 0, sizeof s->uop[row]);
+        } else {
+            uint64_t raw = 0;
+            for (uint32_t i = 0; i < c->uop_bytes; i++)
+                raw |= (uint64_t)src[i] << (8 * i);
+            tsr_uop_decode(c, raw, &s->uop[row]);
+        }
+        break;
+    case TSR_MEM_INP:
+    case TSR_MEM_WGT: {
+        int16_t *dst = m == TSR_MEM_INP ? &s->inp[(size_t)row * s->inp_row] : &s->wgt[(size_t)row * s->wgt_row];
+        uint32_t n = m == TSR_MEM_INP ? s->inp_row : s->wgt_row;
+        int bytes = (m == TSR_MEM_INP ? c->inp_width : c->wgt_width) / 8;
+        for (uint32_t i = 0; i < n; i++)
+            dst[i] = src ? (int16_t)rd_le(src + (size_t)i * bytes, bytes) : 0;
+        break;
+    }
+    case TSR_MEM_ACC:
+    case TSR_MEM_ACC8: {
+        int32_t *dst = &s->acc[(size_t)row * s->acc_row];
+        int bytes = m == TSR_MEM_ACC ? c->acc_width / 8 : 1;
+        for (uint32_t i = 0; i < s->acc_row; i++)
+            dst[i] = src ? rd_le(src + (size_t)i * bytes, bytes) : 0;
+        break;
+    }
+    default: break;
+    }
+}
+
+static int exec_load(tsr_fsim_t *s, const tsr_insn_t *in)
+{
+    const tsr_config_t *c = &s->cfg;
+    uint32_t m = in->mem_type;
+    s->ctr.loads[m < TSR_MEM_COUNT ? m : 0]++;
+    if (in->x_size == 0)
+        return TSR_OK;
+    if (m == TSR_MEM_OUT || m >= TSR_MEM_COUNT)
+        return tsr_err(TSR_EINVAL, "LOAD into memory type %s is not allowed",
+                       tsr_mem_name(m) ? tsr_mem_name(m) : "?");
+    uint32_t eb = tsr_config_elem_bytes(c, (int)m);
+    uint64_t row = (uint64_t)in->x_pad0 + in->x_size + in->x_pad1;
+    uint64_t rows = (uint64_t)in->y_pad0 + in->y_size + in->y_pad1;
+    uint64_t depth = tsr_config_sram_depth(c, (int)m);
+    if ((uint64_t)in->sram_base + row * rows > depth)
+        return tsr_err(TSR_EBOUNDS, "on-chip rows [%u, %llu) exceed the %s buffer (%llu rows)",
+                       in->sram_base, (unsigned long long)(in->sram_base + row * rows),
+                       tsr_mem_name(m), (unsigned long long)depth);
+    uint32_t r = in->sram_base;
+    for (uint64_t y = 0; y < rows; y++) {
+        int pad_y = y < in->y_pad0 || y >= (uint64_t)in->y_pad0 + in->y_size;
+        const uint8_t *src = NULL;
+        if (!pad_y) {
+            uint64_t addr = ((uint64_t)in->dram_base + (y - in->y_pad0) * in->x_stride) * eb;
+            src = tsr_dram_ptr(s->dram, addr, (uint64_t)in->x_size * eb);
+            if (!src)
+                return tsr_err(TSR_EFAULT,
+                               "DRAM read of %llu bytes at 0x%llx (row %llu) is outside every "
+                               "allocated buffer",
+                               (unsigned long long)in->x_size * eb, (unsigned long long)addr,
+                               (unsigned long long)(y - in->y_pad0));
+        }
+        for (uint64_t x = 0; x < row; x++, r++) {
+            int pad = pad_y || x < in->x_pad0 || x >= (uint64_t)in->x_pad0 + in->x_size;
+            fill_row(s, m, r, pad ? NULL : src + (x - in->x_pad0) * eb);
+            s->ctr.pad_rows_loaded += (uint64_t)pad;
+        }
+    }
+    s->ctr.bytes_loaded[m] += (uint64_t)in->y_size * in->x_size * eb;
+    return TSR_OK;
+}
+
+static int exec_store(tsr_fsim_t *s, const tsr_insn_t *in)
+{
+    const tsr_config_t *c = &s->cfg;
+    if (in->x_size == 0)
+        return TSR_OK;
+    if (in->mem_type != TSR_MEM_OUT)
+        return tsr_err(TSR_EINVAL, "STORE from memory type %s is not allowed (only out)",
+                       tsr_mem_name(in->mem_type) ? tsr_mem_name(in->mem_type) : "?");
+    if (in->y_pad0 || in->y_pad1 || in->x_pad0 || in->x_pad1)
+        return tsr_err(TSR_EINVAL, "STORE cannot pad");
+    uint32_t eb = c->out_bytes;
+    int vb = c->out_width / 8;
+    uint64_t n = (uint64_t)in->y_size * in->x_size;
+    if (in->sram_base + n > c->out_depth)
+        return tsr_err(TSR_EBOUNDS, "on-chip rows [%u, %llu) exceed the out buffer (%u rows)",
+                       in->sram_base, (unsigned long long)(in->sram_base + n), c->out_depth);
+    uint32_t r = in->sram_base;
+    for (uint32_t y = 0; y < in->y_size; y++) {
+        uint64_t addr = ((uint64_t)in->dram_base + (uint64_t)y * in->x_stride) * eb;
+        uint8_t *dst = tsr_dram_ptr(s->dram, addr, (uint64_t)in->x_size * eb);
+        if (!dst)
+            return tsr_err(TSR_EFAULT,
+                           "DRAM write of %llu bytes at 0x%llx (row %u) is outside every "
+                           "allocated buffer",
+                           (unsigned long long)in->x_size * eb, (unsigned long long)addr, y);
+        for (uint32_t x = 0; x < in->x_size; x++, r++) {
+            const int16_t *o = &s->out[(size_t)r * s->acc_row];
+            for (uint32_t i = 0; i < s->acc_row; i++)
+                wr_le(dst + (size_t)x * eb + (size_t)i * vb, o[i], vb);
+        }
+    }
+    s->ctr.bytes_stored += n * eb;
+    return TSR_OK;
+}
+
+/* Mirror an accumulator row into the output buffer (truncation to out width). */
+static void mirror(tsr_fsim_t *s, uint32_t dst)
+{
+    const int32_t *a = &s->acc[(size_t)dst * s->acc_row];
+    int16_t *o = &s->out[(size_t)dst * s->acc_row];
+    if (s->cfg.out_width == 8)
+        for (uint32_t i = 0; i < s->acc_row; i++)
+            o[i] = (int8_t)(uint8_t)(uint32_t)a[i];
+    else
+        for (uint32_t i = 0; i < s->acc_row; i++)
+            o[i] = (int16_t)(uint16_t)(uint32_t)a[i];
+}
+
+static int check_uops(const tsr_fsim_t *s, const tsr_insn_t *in)
+{
+    if (in->uop_bgn > in->uop_end || in->uop_end > s->cfg.uop_depth)
+        return tsr_err(TSR_EBOUNDS, "uop range [%u, %u) is outside the uop buffer (%u entries)",
+                       in->uop_bgn, in->uop_end, s->cfg.uop_depth);
+    return TSR_OK;
+}
+
+static int index_error(const char *what, uint64_t idx, uint32_t depth, uint32_t u, uint32_t i,
+                       uint32_t j)
+{
+    return tsr_err(TSR_EBOUNDS, "%s index %llu is outside its buffer (%u rows) at uop %u, i=%u, j=%u",
+                   what, (unsigned long long)idx, depth, u, i, j);
+}
+
+/* Dot products of one tensor op; 8-bit operands cannot overflow int32 for
+ * BLOCK_IN <= 64, wider ones accumulate in int64. */
+static void gemm_op(tsr_fsim_t *s, uint32_t dst, uint32_t src, uint32_t w)
+{
+    const tsr_config_t *c = &s->cfg;
+    const int bi = c->block_in, bo = c->block_out, bt = c->batch;
+    int32_t *a = &s->acc[(size_t)dst * s->acc_row];
+    const int16_t *x = &s->inp[(size_t)src * s->inp_row];
+    const int16_t *wt = &s->wgt[(size_t)w * s->wgt_row];
+    const int narrow = c->inp_width + c->wgt_width <= 16;
+    for (int b = 0; b < bt; b++) {
+        const int16_t *xb = x + b * bi;
+        for (int o = 0; o < bo; o++) {
+            const int16_t *wo = wt + o * bi;
+            int64_t dot;
+            if (narrow) {
+                int32_t d = 0;
+                for (int i = 0; i < bi; i++)
+                    d += (int32_t)xb[i] * (int32_t)wo[i];
+                dot = d;
+            } else {
+                int64_t d = 0;
+                for (int i = 0; i < bi; i++)
+                    d += (int64_t)xb[i] * (int64_t)wo[i];
+                dot = d;
+            }
+            int32_t *ap = &a[b * bo + o];
+            *ap = tsr_wrap((int64_t)*ap + dot, c->acc_width);
+        }
+    }
+}
+
+static int exec_gemm_alu(tsr_fsim_t *s, const tsr_insn_t *in)
+{
+    const tsr_config_t *c = &s->cfg;
+    const int is_gemm = in->opcode == TSR_OP_GEMM;
+    const uint32_t src_depth = is_gemm ? c->inp_depth : c->acc_depth;
+    int rc = check_uops(s, in);
+    if (rc)
+        return rc;
+    for (uint32_t i = 0; i < in->iter_out; i++) {
+        for (uint32_t j = 0; j < in->iter_in; j++) {
+            for (uint32_t u = in->uop_bgn; u < in->uop_end; u++) {
+                const tsr_uop_t *uo = &s->uop[u];
+                uint64_t dst = uo->dst + (uint64_t)i * in->dst_factor_out + (uint64_t)j * in->dst_factor_in;
+                uint64_t src = uo->src + (uint64_t)i * in->src_factor_out + (uint64_t)j * in->src_factor_in;
+                uint64_t wgt = uo->wgt + (uint64_t)i * in->wgt_factor_out + (uint64_t)j * in->wgt_factor_in;
+                if (dst >= c->acc_depth)
+                    return index_error("dst (acc)", dst, c->acc_depth, u, i, j);
+                int32_t *a = &s->acc[dst * s->acc_row];
+                if (in->reset) {
+                    memset(a, 0, sizeof *a * s->acc_row);
+                    if (is_gemm)
+                        s->ctr.gemm_reset_ops++;
+                    else {
+                        s->ctr.alu_ops++;
+                        s->ctr.alu_lanes += s->acc_row;
+                    }
+                } else if (is_gemm) {
+                    if (src >= src_depth)
+                        return index_error("src (inp)", src, src_depth, u, i, j);
+                    if (wgt >= c->wgt_depth)
+                        return index_error("wgt", wgt, c->wgt_depth, u, i, j);
+                    gemm_op(s, (uint32_t)dst, (uint32_t)src, (uint32_t)wgt);
+                    s->ctr.gemm_ops++;
+                    s->ctr.macs += c->macs_per_op;
+                } else {
+                    if (!in->use_imm && src >= src_depth)
+                        return index_error("src (acc)", src, src_depth, u, i, j);
+                    /* Lane l reads only b[l] before writing a[l], so src == dst sees old values. */
+                    const int32_t *b = in->use_imm ? NULL : &s->acc[src * s->acc_row];
+                    for (uint32_t l = 0; l < s->acc_row; l++)
+                        a[l] = tsr_alu_apply(in->alu_opcode, a[l], b ? b[l] : in->imm, c->acc_width);
+                    s->ctr.alu_ops++;
+                    s->ctr.alu_lanes += s->acc_row;
+                }
+                mirror(s, (uint32_t)dst);
+            }
+        }
+    }
+    return TSR_OK;
+}
+
+static int exec_cb(void *ctx, uint32_t index, const tsr_insn_t *in)
+{
+    tsr_fsim_t *s = ctx;
+    (void)index;
+    s->ctr.insns[in->opcode]++;
+    switch (in->opcode) {
+    case TSR_OP_LOAD: return exec_load(s, in);
+    case TSR_OP_STORE: return exec_store(s, in);
+    case TSR_OP_GEMM:
+    case TSR_OP_ALU: return exec_gemm_alu(s, in);
+    default: return TSR_OK;
+    }
+}
+
+int tsr_fsim_start(tsr_fsim_t *s, uint64_t insn_addr, uint32_t count, uint64_t seed)
+{
+    int rc = TSR_OK;
+    tsr_pipe_destroy(s->pipe);
+    s->pipe = NULL;
+    free(s->insns);
+    s->insns = calloc(count ? count : 1, sizeof *s->insns);
+    s->ninsns = count;
+    if (!s->insns)
+        return tsr_err(TSR_ENOMEM, "out of memory for %u instructions", count);
+    const uint8_t *p = tsr_dram_ptr(s->dram, insn_addr, (uint64_t)count * TSR_INSN_BYTES);
+    if (!p)
+        return tsr_err(TSR_EFAULT,
+                       "fetch: instructions [0x%llx, +%llu bytes) are outside every allocated buffer",
+                       (unsigned long long)insn_addr, (unsigned long long)count * TSR_INSN_BYTES);
+    for (uint32_t i = 0; i < count; i++) {
+        tsr_insn_bits_t b;
+        tsr_insn_bits_load(p + (size_t)i * TSR_INSN_BYTES, &b);
+        if ((rc = tsr_insn_decode(&s->cfg, &b, &s->insns[i])))
+            return tsr_err_prefix(rc, "fetch: insn #%u: ", i);
+    }
+    s->ctr.insn_bytes_fetched += (uint64_t)count * TSR_INSN_BYTES;
+    return tsr_pipe_create(&s->cfg, s->insns, count, exec_cb, s, seed, &s->pipe);
+}
+
+int tsr_fsim_step(tsr_fsim_t *s, uint64_t budget, int *done)
+{
+    *done = 0;
+    if (!s->pipe)
+        return tsr_err(TSR_EINVAL, "no run started");
+    return tsr_pipe_run(s->pipe, budget, done);
+}
+
+int tsr_fsim_run(tsr_fsim_t *s, uint64_t insn_addr, uint32_t count, uint64_t seed)
+{
+    int done = 0;
+    int rc = tsr_fsim_start(s, insn_addr, count, seed);
+    if (!rc)
+        rc = tsr_fsim_step(s, 0, &done);
+    return rc;
+}

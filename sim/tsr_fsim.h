@@ -1,0 +1,33 @@
+/*
+ * tsr_fsim: the functional golden model. Executes a task-instruction stream
+ * read from device DRAM bit-exactly: on-chip buffers, GEMM, the ALU
+ * (tsr_alu_apply), padded/strided loads and stores, ordered by the token
+ * semantics of tsr_pipe. Untimed; counts activity in tsr_counters_t.
+ * On-chip buffers keep their contents between runs, as in hardware.
+ */
+#ifndef TSR_FSIM_H
+#define TSR_FSIM_H
+
+#include <stdint.h>
+
+#include "tsr_config.h"
+#include "tsr_counters.h"
+#include "tsr_dram.h"
+
+typedef struct tsr_fsim tsr_fsim_t;
+
+/* dram must outlive the simulator. */
+int tsr_fsim_create(const tsr_config_t *cfg, tsr_dram_t *dram, tsr_fsim_t **out);
+void tsr_fsim_destroy(tsr_fsim_t *s);
+/* Fetch and decode count instructions at insn_addr and prepare to run.
+ * seed selects the stage interleaving (0 = fast deterministic order). */
+int tsr_fsim_start(tsr_fsim_t *s, uint64_t insn_addr, uint32_t count, uint64_t seed);
+/* Execute up to budget instructions (0 = all); *done = 1 after FINISH. */
+int tsr_fsim_step(tsr_fsim_t *s, uint64_t budget, int *done);
+/* start + step to completion. */
+int tsr_fsim_run(tsr_fsim_t *s, uint64_t insn_addr, uint32_t count, uint64_t seed);
+/* Counters accumulated since creation or the last reset. */
+const tsr_counters_t *tsr_fsim_counters(const tsr_fsim_t *s);
+void tsr_fsim_reset_counters(tsr_fsim_t *s);
+
+#endif
