@@ -131,8 +131,9 @@ int tsr_emit_doc(const tsr_config_t *c, const char *source, FILE *f)
         fprintf(f, "| bits | field | width | meaning |\n|---|---|---|---|\n");
         for (int i = 0; i < fm.nfields; i++) {
             const tsr_field_t *fd = &fm.fields[i];
-            fprintf(f, "| %d..%d | `%s` | %d%s | %s |\n", fd->lsb + fd->width - 1, fd->lsb, fd->name,
-                    fd->width, fd->is_signed ? " (signed)" : "", fd->desc);
+            fprintf(f, "| %d..%d | `%s` | %d%s%s | %s |\n", fd->lsb + fd->width - 1, fd->lsb, fd->name,
+                    fd->width, fd->is_signed ? " (signed)" : "", fd->derived ? " *derived*" : "",
+                    fd->desc);
         }
     }
     fprintf(f, "\n## Micro-op\n\n%u bytes; `dst` bits %d..0 (accumulator row), `src` bits %d..%d "

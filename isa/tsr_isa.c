@@ -100,6 +100,7 @@ static void append(const tsr_config_t *c, tsr_format_t *fmt, const field_spec_t 
         f->width = resolve_width(c, &specs[i]);
         f->lsb = fmt->total_bits;
         f->is_signed = specs[i].is_signed;
+        f->derived = specs[i].wsel != W_FIX;
         f->desc = specs[i].desc;
         fmt->total_bits += f->width;
     }

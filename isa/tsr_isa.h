@@ -115,6 +115,7 @@ typedef struct tsr_field {
     int lsb;                 /* position of bit 0 of the field */
     int width;               /* bits */
     int is_signed;           /* sign-extended on decode */
+    int derived;             /* width depends on the config (buffer depths) */
     const char *desc;        /* meaning */
 } tsr_field_t;
 

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The test command: build and run every test, then again under
+# AddressSanitizer + UndefinedBehaviorSanitizer. Exit status is CI's verdict.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+JOBS=$(nproc)
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build -j "$JOBS"
+ctest --test-dir build --output-on-failure -j "$JOBS"
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTSR_SANITIZE=ON >/dev/null
+cmake --build build-asan -j "$JOBS"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  ctest --test-dir build-asan --output-on-failure -j "$JOBS"
+echo "test: all passed (release and ASan/UBSan)"
