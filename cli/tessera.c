@@ -376,9 +376,11 @@ static int cmd_disasm(int argc, char **argv)
     return rc2 ? fail(rc2) : 0;
 }
 
-static int fill_buffer(const tsr_config_t *cfg, const tsr_asm_buffer_t *b, uint8_t *dst)
+/* `file PATH` is relative to the program's directory (base), so programs
+ * can be run from anywhere. */
+static int fill_buffer(const tsr_config_t *cfg, const tsr_asm_buffer_t *b, const char *base,
+                       uint8_t *dst)
 {
-    (void)cfg;
     memset(dst, 0, (size_t)b->size);
     switch (b->init) {
     case TSR_INIT_RANDOM: tsr_asm_random_fill(b->seed, dst, (size_t)b->size); break;
@@ -390,7 +392,13 @@ static int fill_buffer(const tsr_config_t *cfg, const tsr_asm_buffer_t *b, uint8
     case TSR_INIT_FILE: {
         uint8_t *data;
         size_t n;
-        int rc = read_file(b->path, &data, &n);
+        char path[4096];
+        const char *slash = base ? strrchr(base, '/') : NULL;
+        if (b->path[0] == '/' || !slash)
+            snprintf(path, sizeof path, "%s", b->path);
+        else
+            snprintf(path, sizeof path, "%.*s/%s", (int)(slash - base), base, b->path);
+        int rc = read_file(path, &data, &n);
         if (rc)
             return tsr_err_prefix(rc, "buffer %s: ", b->name);
         if (n > b->size) {
@@ -446,7 +454,7 @@ static int decl_read(void *ctx, uint64_t addr, void *dst, size_t n)
         uint8_t *tmp = malloc((size_t)b->size);
         if (!tmp)
             return TSR_ENOMEM;
-        fill_buffer(u->cfg, b, tmp);
+        fill_buffer(u->cfg, b, NULL, tmp);
         memcpy(dst, tmp + (addr - b->addr), n);
         free(tmp);
         return TSR_OK;
@@ -511,7 +519,7 @@ static int cmd_run(int argc, char **argv)
         if (!rc)
             rc = tsr_mem_alloc_at(dev, b->addr, b->size);
         if (!rc)
-            rc = fill_buffer(&cfg, b, tmp);
+            rc = fill_buffer(&cfg, b, argv[i], tmp);
         if (!rc)
             rc = tsr_mem_write(dev, b->addr, tmp, b->size);
         if (rc)

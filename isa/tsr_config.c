@@ -40,15 +40,20 @@ typedef struct {
 } int_key_t;
 
 #define OFF(m) offsetof(tsr_config_t, m)
+/* Buffer sizes are range-checked in buffer_depth(), where the allowed range
+ * (at least one row, which depends on other keys) is known; here only
+ * absurd values are caught. */
+#define BUF_ANY_LO (-(1 << 30))
+#define BUF_ANY_HI (1 << 30)
 static const int_key_t int_keys[] = {
     {"LOG_INP_WIDTH", OFF(log_inp_width), 3, 4, K_REQ},
     {"LOG_WGT_WIDTH", OFF(log_wgt_width), 3, 4, K_REQ},
     {"LOG_ACC_WIDTH", OFF(log_acc_width), 4, 5, K_REQ},
     {"LOG_BATCH", OFF(log_batch), 0, 4, K_REQ},
-    {"LOG_UOP_BUFF_SIZE", OFF(log_uop_buff_size), 0, 24, K_REQ},
-    {"LOG_INP_BUFF_SIZE", OFF(log_inp_buff_size), 0, 24, K_REQ},
-    {"LOG_WGT_BUFF_SIZE", OFF(log_wgt_buff_size), 0, 24, K_REQ},
-    {"LOG_ACC_BUFF_SIZE", OFF(log_acc_buff_size), 0, 24, K_REQ},
+    {"LOG_UOP_BUFF_SIZE", OFF(log_uop_buff_size), BUF_ANY_LO, BUF_ANY_HI, K_REQ},
+    {"LOG_INP_BUFF_SIZE", OFF(log_inp_buff_size), BUF_ANY_LO, BUF_ANY_HI, K_REQ},
+    {"LOG_WGT_BUFF_SIZE", OFF(log_wgt_buff_size), BUF_ANY_LO, BUF_ANY_HI, K_REQ},
+    {"LOG_ACC_BUFF_SIZE", OFF(log_acc_buff_size), BUF_ANY_LO, BUF_ANY_HI, K_REQ},
     {"DRAM_BUS_WIDTH", OFF(dram_bus_width), 32, 512, K_OPT},
     {"CLOCK_MHZ", OFF(clock_mhz), 1, 1000, K_OPT},
     {"CMD_QUEUE_DEPTH", OFF(cmd_queue_depth), 2, 4096, K_OPT},
@@ -202,7 +207,8 @@ int tsr_config_parse(const char *json, const char *name, tsr_config_t *cfg)
 
     if (!json || !cfg)
         return tsr_err(TSR_EINVAL, "%s: no config given", cname);
-    root = cJSON_Parse(json);
+    /* Trailing text after the object means a damaged or concatenated file. */
+    root = cJSON_ParseWithOpts(json, NULL, 1);
     if (!root) {
         const char *where = cJSON_GetErrorPtr();
         int line = 1;
@@ -261,8 +267,12 @@ int tsr_config_parse(const char *json, const char *name, tsr_config_t *cfg)
         if ((rc = get_int(root, cname, k->name, k->lo, k->hi, int_at(&c, k->offset), &present)))
             goto out;
         if (!present && k->required) {
-            rc = tsr_err(TSR_ECONFIG, "%s: missing key %s (allowed [%d, %d])", cname, k->name,
-                         k->lo, k->hi);
+            if (k->lo == BUF_ANY_LO)
+                rc = tsr_err(TSR_ECONFIG, "%s: missing key %s (log2 of the buffer size in bytes)",
+                             cname, k->name);
+            else
+                rc = tsr_err(TSR_ECONFIG, "%s: missing key %s (allowed [%d, %d])", cname, k->name,
+                             k->lo, k->hi);
             goto out;
         }
     }

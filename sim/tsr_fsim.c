@@ -230,8 +230,9 @@ static int index_error(const char *what, uint64_t idx, uint32_t depth, uint32_t 
                    what, (unsigned long long)idx, depth, u, i, j);
 }
 
-/* Dot products of one tensor op; 8-bit operands cannot overflow int32 for
- * BLOCK_IN <= 64, wider ones accumulate in int64. */
+/* Dot products of one tensor op. 8-bit operands cannot overflow int32 for
+ * BLOCK_IN <= 64, so that case (the common one) sums in int32 and wraps
+ * with unsigned arithmetic; wider operands accumulate in int64. */
 static void gemm_op(tsr_fsim_t *s, uint32_t dst, uint32_t src, uint32_t w)
 {
     const tsr_config_t *c = &s->cfg;
@@ -239,25 +240,28 @@ static void gemm_op(tsr_fsim_t *s, uint32_t dst, uint32_t src, uint32_t w)
     int32_t *a = &s->acc[(size_t)dst * s->acc_row];
     const int16_t *x = &s->inp[(size_t)src * s->inp_row];
     const int16_t *wt = &s->wgt[(size_t)w * s->wgt_row];
-    const int narrow = c->inp_width + c->wgt_width <= 16;
+    if (c->inp_width + c->wgt_width <= 16 && c->acc_width == 32) {
+        for (int b = 0; b < bt; b++) {
+            const int16_t *xb = x + b * bi;
+            for (int o = 0; o < bo; o++) {
+                const int16_t *wo = wt + o * bi;
+                int32_t d = 0;
+                for (int i = 0; i < bi; i++)
+                    d += (int32_t)xb[i] * (int32_t)wo[i];
+                a[b * bo + o] = (int32_t)((uint32_t)a[b * bo + o] + (uint32_t)d);
+            }
+        }
+        return;
+    }
     for (int b = 0; b < bt; b++) {
         const int16_t *xb = x + b * bi;
         for (int o = 0; o < bo; o++) {
             const int16_t *wo = wt + o * bi;
-            int64_t dot;
-            if (narrow) {
-                int32_t d = 0;
-                for (int i = 0; i < bi; i++)
-                    d += (int32_t)xb[i] * (int32_t)wo[i];
-                dot = d;
-            } else {
-                int64_t d = 0;
-                for (int i = 0; i < bi; i++)
-                    d += (int64_t)xb[i] * (int64_t)wo[i];
-                dot = d;
-            }
+            int64_t d = 0;
+            for (int i = 0; i < bi; i++)
+                d += (int64_t)xb[i] * (int64_t)wo[i];
             int32_t *ap = &a[b * bo + o];
-            *ap = tsr_wrap((int64_t)*ap + dot, c->acc_width);
+            *ap = tsr_wrap((int64_t)*ap + d, c->acc_width);
         }
     }
 }
