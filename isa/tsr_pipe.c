@@ -203,22 +203,34 @@ static void tok_pop(tsr_pipe_t *p, int q, uint32_t clock[TSR_STAGE_COUNT])
     t->count--;
 }
 
-/* Checks at FINISH: every load/store-stage instruction is known complete,
- * and no token is left behind. */
+static uint64_t step_fetch(tsr_pipe_t *p, uint64_t max);
+static uint64_t step_stage(tsr_pipe_t *p, int s, uint64_t max, uint64_t *budget);
+static int deadlock_report(tsr_pipe_t *p);
+
+/* Checks at FINISH. To name the real defect, first let the load and store
+ * stages run on (without executing anything) until they stop: if one is
+ * stuck, the stream deadlocks; if tokens remain, they are unbalanced; only
+ * then is leftover work a FINISH-ordering error. */
 static int finish_checks(tsr_pipe_t *p, uint32_t idx)
 {
     const stage_t *c = &p->st[TSR_STAGE_COMPUTE];
     char d[32];
-    for (int s = 0; s < TSR_STAGE_COUNT; s++) {
-        if (s == TSR_STAGE_COMPUTE || c->clock[s] >= p->stage_total[s])
-            continue;
-        uint32_t j = p->stage_list[s][c->clock[s]];
-        return tsr_err(TSR_EVERIFY,
-                       "insn #%u (finish): %s-stage insn #%u (%s) is not ordered before FINISH, so "
-                       "completion could be signalled before it runs (make the last %s-stage "
-                       "instruction push a token that compute pops before FINISH)",
-                       idx, tsr_stage_name(s), j, insn_desc(&p->insns[j], d, sizeof d),
-                       tsr_stage_name(s));
+    tsr_pipe_exec_fn exec = p->exec;
+    uint32_t clock_load = c->clock[TSR_STAGE_LOAD], clock_store = c->clock[TSR_STAGE_STORE];
+    uint64_t executed = p->executed, budget = UINT64_MAX;
+    p->exec = NULL;
+    for (;;) {
+        uint64_t progress = step_fetch(p, UINT64_MAX);
+        progress += step_stage(p, TSR_STAGE_LOAD, UINT64_MAX, &budget);
+        progress += step_stage(p, TSR_STAGE_STORE, UINT64_MAX, &budget);
+        if (!progress)
+            break;
+    }
+    p->exec = exec;
+    p->executed = executed;
+    if (p->st[TSR_STAGE_LOAD].state != ST_IDLE || p->st[TSR_STAGE_STORE].state != ST_IDLE) {
+        deadlock_report(p);
+        return tsr_err_prefix(TSR_EDEADLOCK, "insn #%u (finish): a stage is blocked forever, FINISH cannot wait for it: ", idx);
     }
     for (int q = 0; q < TSR_Q_COUNT; q++) {
         const tqueue_t *t = &p->tok[q];
@@ -230,6 +242,18 @@ static int finish_checks(tsr_pipe_t *p, uint32_t idx)
                            from, insn_desc(&p->insns[from], d, sizeof d), t->count,
                            tsr_queue_name(q), from, d);
         }
+    }
+    const uint32_t known[TSR_STAGE_COUNT] = {clock_load, 0, clock_store};
+    for (int s = 0; s < TSR_STAGE_COUNT; s++) {
+        if (s == TSR_STAGE_COMPUTE || known[s] >= p->stage_total[s])
+            continue;
+        uint32_t j = p->stage_list[s][known[s]];
+        return tsr_err(TSR_EVERIFY,
+                       "insn #%u (finish): %s-stage insn #%u (%s) is not ordered before FINISH, so "
+                       "completion could be signalled before it runs (make the last %s-stage "
+                       "instruction push a token that compute pops before FINISH)",
+                       idx, tsr_stage_name(s), j, insn_desc(&p->insns[j], d, sizeof d),
+                       tsr_stage_name(s));
     }
     return TSR_OK;
 }
@@ -291,6 +315,7 @@ static uint64_t step_stage(tsr_pipe_t *p, int s, uint64_t max, uint64_t *budget)
             (*budget)--;
             done++;
             if (in->opcode == TSR_OP_FINISH) {
+                st->state = ST_IDLE;
                 int rc = finish_checks(p, st->idx);
                 if (rc) {
                     p->error = rc;
@@ -307,7 +332,8 @@ static uint64_t step_stage(tsr_pipe_t *p, int s, uint64_t max, uint64_t *budget)
         if (st->state == ST_PUSHING) {
             if (st->push_prev_left) {
                 int q = q_push_prev(s);
-                if (p->tok[q].count < (uint32_t)p->cfg->dep_queue_depth) {
+                /* q >= 0 always (precheck rejects illegal flags); the test keeps the compiler sure. */
+                if (q >= 0 && p->tok[q].count < (uint32_t)p->cfg->dep_queue_depth) {
                     tok_push(p, q, st->clock, st->idx);
                     st->push_prev_left = 0;
                     done++;
@@ -315,7 +341,7 @@ static uint64_t step_stage(tsr_pipe_t *p, int s, uint64_t max, uint64_t *budget)
             }
             if (st->push_next_left) {
                 int q = q_push_next(s);
-                if (p->tok[q].count < (uint32_t)p->cfg->dep_queue_depth) {
+                if (q >= 0 && p->tok[q].count < (uint32_t)p->cfg->dep_queue_depth) {
                     tok_push(p, q, st->clock, st->idx);
                     st->push_next_left = 0;
                     done++;
