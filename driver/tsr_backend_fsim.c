@@ -11,7 +11,7 @@
 #include "tsr_fsim.h"
 
 #define DRAM_BASE 0x1000ull /* address 0 stays unmapped so a null address faults */
-#define SLICE 4096          /* instructions between deadline checks */
+#define SLICE 64            /* instructions between deadline checks */
 
 typedef struct {
     tsr_dram_t *dram;  /* device memory */
