@@ -32,7 +32,7 @@ typedef struct {
 } cqueue_t;
 
 /* Where a stage is in its current instruction. */
-enum { ST_IDLE, ST_POPPING, ST_PUSHING };
+enum { ST_IDLE, ST_POPPING, ST_EXEC, ST_PUSHING };
 
 typedef struct {
     int state;                       /* ST_* */
@@ -302,8 +302,21 @@ static uint64_t step_stage(tsr_pipe_t *p, int s, uint64_t max, uint64_t *budget)
                 tok_pop(p, qp, st->clock);
             if (qn >= 0)
                 tok_pop(p, qn, st->clock);
+            st->state = ST_EXEC;
+        }
+        if (st->state == ST_EXEC) {
+            /* Each exec call is one unit of budget; a long instruction
+             * returns TSR_PIPE_MORE and is resumed, so callers regain
+             * control (timeouts) and other stages interleave. */
+            if (*budget == 0)
+                break;
+            (*budget)--;
             if (p->exec) {
                 int rc = p->exec(p->ctx, st->idx, in);
+                if (rc == TSR_PIPE_MORE) {
+                    done++;
+                    break;
+                }
                 if (rc) {
                     char d[32];
                     p->error = tsr_err_prefix(rc, "insn #%u (%s): ", st->idx, insn_desc(in, d, sizeof d));
@@ -312,7 +325,6 @@ static uint64_t step_stage(tsr_pipe_t *p, int s, uint64_t max, uint64_t *budget)
             }
             st->clock[s]++;
             p->executed++;
-            (*budget)--;
             done++;
             if (in->opcode == TSR_OP_FINISH) {
                 st->state = ST_IDLE;
@@ -380,6 +392,8 @@ static int deadlock_report(tsr_pipe_t *p)
         APPEND(" %s stage ", tsr_stage_name(s));
         if (st->state == ST_IDLE) {
             APPEND("idle (no command);");
+        } else if (st->state == ST_EXEC) {
+            APPEND("executing #%u (%s);", st->idx, insn_desc(in, d, sizeof d));
         } else if (st->state == ST_POPPING) {
             int qp = in->pop_prev ? q_pop_prev(s) : -1, qn = in->pop_next ? q_pop_next(s) : -1;
             int q = (qp >= 0 && !p->tok[qp].count) ? qp : qn;

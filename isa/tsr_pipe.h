@@ -38,7 +38,12 @@ typedef enum {
     TSR_Q_COUNT = 4
 } tsr_queue_e;
 
-/* Execute one instruction; return TSR_OK or a negative code (message set). */
+/* Returned by an exec callback that did part of a long instruction and
+ * wants to be called again for the same instruction. */
+#define TSR_PIPE_MORE 1
+
+/* Execute one instruction (or, returning TSR_PIPE_MORE, the next part of
+ * it); return TSR_OK when done or a negative code (message set). */
 typedef int (*tsr_pipe_exec_fn)(void *ctx, uint32_t index, const tsr_insn_t *insn);
 
 typedef struct tsr_pipe tsr_pipe_t;
@@ -47,7 +52,7 @@ typedef struct tsr_pipe tsr_pipe_t;
 int tsr_pipe_create(const tsr_config_t *cfg, const tsr_insn_t *insns, size_t n,
                     tsr_pipe_exec_fn exec, void *ctx, uint64_t seed, tsr_pipe_t **out);
 void tsr_pipe_destroy(tsr_pipe_t *p);
-/* Run up to max_insns executed instructions (0 = no limit). *done is set to
+/* Run up to max_insns exec calls (0 = no limit). *done is set to
  * 1 once FINISH has executed. Errors: TSR_EDEADLOCK (message names every
  * blocked agent and the queue fill levels), TSR_EVERIFY (no FINISH,
  * instruction after FINISH, illegal flag, work not ordered before FINISH,

@@ -29,6 +29,8 @@ struct tsr_fsim {
     tsr_insn_t *insns;    /* decoded stream of the current run */
     size_t ninsns;        /* instructions in the current run */
     tsr_pipe_t *pipe;     /* ordering model of the current run */
+    int loop_active;      /* a GEMM/ALU is part-way through its loops */
+    uint32_t li, lj, lu;  /* where it resumes: outer, inner, uop */
     tsr_counters_t ctr;   /* activity counters */
 };
 
@@ -266,17 +268,38 @@ static void gemm_op(tsr_fsim_t *s, uint32_t dst, uint32_t src, uint32_t w)
     }
 }
 
+/* Tensor ops per exec call: long instructions yield (TSR_PIPE_MORE) so a
+ * wait timeout is honoured even inside one instruction. */
+#define LOOP_CHUNK (1u << 16)
+
 static int exec_gemm_alu(tsr_fsim_t *s, const tsr_insn_t *in)
 {
     const tsr_config_t *c = &s->cfg;
     const int is_gemm = in->opcode == TSR_OP_GEMM;
     const uint32_t src_depth = is_gemm ? c->inp_depth : c->acc_depth;
-    int rc = check_uops(s, in);
-    if (rc)
-        return rc;
-    for (uint32_t i = 0; i < in->iter_out; i++) {
-        for (uint32_t j = 0; j < in->iter_in; j++) {
-            for (uint32_t u = in->uop_bgn; u < in->uop_end; u++) {
+    uint32_t i = 0, j = 0, u = in->uop_bgn, work = 0;
+    if (s->loop_active) {
+        i = s->li;
+        j = s->lj;
+        u = s->lu;
+    } else {
+        int rc = check_uops(s, in);
+        if (rc)
+            return rc;
+    }
+    s->loop_active = 0;
+    if (in->uop_bgn == in->uop_end)
+        return TSR_OK;
+    for (; i < in->iter_out; i++, j = 0) {
+        for (; j < in->iter_in; j++, u = in->uop_bgn) {
+            for (; u < in->uop_end; u++) {
+                if (work++ == LOOP_CHUNK) {
+                    s->loop_active = 1;
+                    s->li = i;
+                    s->lj = j;
+                    s->lu = u;
+                    return TSR_PIPE_MORE;
+                }
                 const tsr_uop_t *uo = &s->uop[u];
                 uint64_t dst = uo->dst + (uint64_t)i * in->dst_factor_out + (uint64_t)j * in->dst_factor_in;
                 uint64_t src = uo->src + (uint64_t)i * in->src_factor_out + (uint64_t)j * in->src_factor_in;
@@ -321,7 +344,10 @@ static int exec_cb(void *ctx, uint32_t index, const tsr_insn_t *in)
 {
     tsr_fsim_t *s = ctx;
     (void)index;
-    s->ctr.insns[in->opcode]++;
+    /* A resumed GEMM/ALU (only compute runs loops) was counted on its first call. */
+    int resumed = s->loop_active && (in->opcode == TSR_OP_GEMM || in->opcode == TSR_OP_ALU);
+    if (!resumed)
+        s->ctr.insns[in->opcode]++;
     switch (in->opcode) {
     case TSR_OP_LOAD: return exec_load(s, in);
     case TSR_OP_STORE: return exec_store(s, in);
@@ -336,6 +362,7 @@ int tsr_fsim_start(tsr_fsim_t *s, uint64_t insn_addr, uint32_t count, uint64_t s
     int rc = TSR_OK;
     tsr_pipe_destroy(s->pipe);
     s->pipe = NULL;
+    s->loop_active = 0;
     free(s->insns);
     s->insns = calloc(count ? count : 1, sizeof *s->insns);
     s->ninsns = count;

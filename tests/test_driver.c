@@ -245,6 +245,35 @@ static void test_wait_timeout_resumes(void **state)
     tsr_device_close(dev);
 }
 
+/* One GEMM of 16383 x 16383 tensor ops: a wait with a timeout must return
+ * while it is part-way through, and closing the device must not hang. */
+static void test_timeout_inside_one_instruction(void **state)
+{
+    (void)state;
+    tsr_device_t *dev = open_dev("tiny", 0);
+    const tsr_config_t *c = tsr_device_config(dev);
+    uint64_t u;
+    uint8_t zero[8] = {0};
+    assert_int_equal(tsr_mem_alloc(dev, c->uop_bytes, &u), TSR_OK);
+    assert_int_equal(tsr_mem_write(dev, u, zero, c->uop_bytes), TSR_OK);
+    tsr_insn_t s[3];
+    memset(s, 0, sizeof s);
+    s[0].opcode = TSR_OP_LOAD;
+    s[0].mem_type = TSR_MEM_UOP;
+    s[0].dram_base = (uint32_t)(u / c->uop_bytes);
+    s[0].y_size = s[0].x_size = s[0].x_stride = 1;
+    s[1].opcode = TSR_OP_GEMM;
+    s[1].uop_end = 1;
+    s[1].iter_out = s[1].iter_in = 16383;
+    s[2].opcode = TSR_OP_FINISH;
+    assert_int_equal(tsr_submit(dev, s, 3), TSR_OK);
+    expect_msg(tsr_wait(dev, 20), TSR_ETIMEOUT, "in progress");
+    tsr_counters_t ctr;
+    assert_int_equal(tsr_read_counters(dev, &ctr), TSR_OK);
+    assert_true(ctr.gemm_ops > 0 && ctr.gemm_ops < 16383ull * 16383ull);
+    tsr_device_close(dev);
+}
+
 static void test_matmul_bad_shapes(void **state)
 {
     (void)state;
@@ -267,6 +296,7 @@ int main(void)
         cmocka_unit_test(test_matmul_presets),
         cmocka_unit_test(test_matmul_interleavings),
         cmocka_unit_test(test_wait_timeout_resumes),
+        cmocka_unit_test(test_timeout_inside_one_instruction),
         cmocka_unit_test(test_matmul_bad_shapes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
