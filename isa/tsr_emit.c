@@ -11,6 +11,7 @@
 
 #include "tsr_error.h"
 #include "tsr_isa.h"
+#include "tsr_regs.h"
 
 static void upper(char *dst, const char *src, size_t n)
 {
@@ -99,6 +100,22 @@ int tsr_emit_sv(const tsr_config_t *c, const char *source, FILE *f)
             snprintf(name, sizeof name, "%s_%s_W", fm.name, fu);
             P(name, fm.fields[i].width);
         }
+    }
+    fprintf(f, "\n  // AXI4-Lite register map (byte offsets), from isa/tsr_regs.h\n");
+    P("BUS_BYTES", c->dram_bus_width / 8);
+    P("REG_CTRL", TSR_REG_CTRL);
+    P("REG_STATUS", TSR_REG_STATUS);
+    P("REG_INSN_ADDR", TSR_REG_INSN_ADDR);
+    P("REG_INSN_COUNT", TSR_REG_INSN_COUNT);
+    P("REG_STAGE_INSNS", TSR_REG_STAGE_INSNS);
+    P("REG_FETCHED", TSR_REG_FETCHED);
+    P("REG_COUNTERS", TSR_REG_COUNTERS);
+    P("CNT_COUNT", TSR_CNT_COUNT);
+    for (int k = 0; k < TSR_CNT_COUNT; k++) {
+        char cu[48];
+        upper(cu, tsr_cnt_name(k), sizeof cu);
+        snprintf(name, sizeof name, "CNT_%s", cu);
+        P(name, k);
     }
 #undef P
     fprintf(f, "\nendpackage\n");
