@@ -123,6 +123,7 @@ static void check_preset(const char *preset)
                          pkg, top), 0);
     assert_int_equal(run("yosys -q -p 'read_verilog -sv %s %s; hierarchy -top top; proc' >/dev/null", pkg,
                          top), 0);
+    assert_int_equal(run("iverilog -g2012 -o %s.vvp %s %s", top, pkg, top), 0);
 }
 
 static void test_sv_package_default(void **state)
