@@ -1,0 +1,150 @@
+// tsr_ctrl: AXI4-Lite control slave. Start, status, the instruction stream's
+// address and length, and the 64-bit performance counters, at the offsets
+// of the one register map (isa/tsr_regs.h -> tsr_pkg::REG_*). Counters
+// clear on START and count while the run is busy. Reading a counter's LO
+// word latches its HI word, so a 64-bit value is read consistently.
+module tsr_ctrl #(
+  parameter int NumCnt = tsr_pkg::CNT_COUNT
+) (
+  input  logic        clk_i,
+  input  logic        rst_ni,
+  // AXI4-Lite slave
+  input  logic        s_axil_awvalid_i,
+  output logic        s_axil_awready_o,
+  input  logic [7:0]  s_axil_awaddr_i,
+  input  logic        s_axil_wvalid_i,
+  output logic        s_axil_wready_o,
+  input  logic [31:0] s_axil_wdata_i,
+  input  logic [3:0]  s_axil_wstrb_i,
+  output logic        s_axil_bvalid_o,
+  input  logic        s_axil_bready_i,
+  output logic [1:0]  s_axil_bresp_o,
+  input  logic        s_axil_arvalid_i,
+  output logic        s_axil_arready_o,
+  input  logic [7:0]  s_axil_araddr_i,
+  output logic        s_axil_rvalid_o,
+  input  logic        s_axil_rready_i,
+  output logic [31:0] s_axil_rdata_o,
+  output logic [1:0]  s_axil_rresp_o,
+  // to the accelerator
+  output logic        start_o,
+  output logic [31:0] insn_addr_o,
+  output logic [31:0] insn_count_o,
+  input  logic        finish_i,       // FINISH executed
+  input  logic        err_i,          // any unit reported an error
+  input  logic [31:0] fetched_i,
+  input  logic [29:0] stage_insns_i,  // {store[9:0], compute[9:0], load[9:0]}
+  input  logic [NumCnt-1:0] cnt_inc_i,     // one event this cycle
+  input  logic [NumCnt*8-1:0] cnt_step_i   // amount per event (e.g. bytes per beat)
+);
+  logic        busy_q, busy_d, done_q, done_d;
+  logic [31:0] addr_q, addr_d, count_q, count_d;
+  logic [NumCnt*64-1:0] cnt_q, cnt_d;  // counter k at [64k +: 64]
+  logic [31:0] hi_latch_q, hi_latch_d;
+  logic        bvalid_q, bvalid_d, rvalid_q, rvalid_d;
+  logic [31:0] rdata_q, rdata_d;
+  logic        do_write, do_read, start;
+  logic [31:0] rd_value, rd_hi;
+  logic [7:0]  raddr;
+
+  // Accept a write when address and data are both present and the previous
+  // response has been taken; reads likewise.
+  assign do_write = s_axil_awvalid_i && s_axil_wvalid_i && !bvalid_q;
+  assign do_read  = s_axil_arvalid_i && !rvalid_q;
+  assign s_axil_awready_o = do_write;
+  assign s_axil_wready_o  = do_write;
+  assign s_axil_arready_o = do_read;
+  assign s_axil_bvalid_o  = bvalid_q;
+  assign s_axil_bresp_o   = 2'b00;
+  assign s_axil_rvalid_o  = rvalid_q;
+  assign s_axil_rdata_o   = rdata_q;
+  assign s_axil_rresp_o   = 2'b00;
+  assign raddr = s_axil_araddr_i;
+
+  assign start = do_write && s_axil_awaddr_i == 8'(tsr_pkg::REG_CTRL) && s_axil_wstrb_i[0] &&
+                 s_axil_wdata_i[0] && !busy_q;
+  assign start_o = start;
+  assign insn_addr_o = addr_q;
+  assign insn_count_o = count_q;
+
+  always_comb begin
+    rd_value = '0;
+    rd_hi = '0;
+    if (raddr == 8'(tsr_pkg::REG_STATUS)) rd_value = {29'd0, err_i, done_q, busy_q};
+    else if (raddr == 8'(tsr_pkg::REG_INSN_ADDR)) rd_value = addr_q;
+    else if (raddr == 8'(tsr_pkg::REG_INSN_COUNT)) rd_value = count_q;
+    else if (raddr == 8'(tsr_pkg::REG_STAGE_INSNS)) rd_value = {2'd0, stage_insns_i};
+    else if (raddr == 8'(tsr_pkg::REG_FETCHED)) rd_value = fetched_i;
+    for (int k = 0; k < NumCnt; k++) begin
+      if (raddr == 8'(tsr_pkg::REG_COUNTERS + 8 * k)) begin
+        rd_value = cnt_q[k*64 +: 32];
+        rd_hi = cnt_q[k*64+32 +: 32];
+      end
+      if (raddr == 8'(tsr_pkg::REG_COUNTERS + 8 * k + 4)) rd_value = hi_latch_q;
+    end
+  end
+
+  always_comb begin
+    busy_d = busy_q;
+    done_d = done_q;
+    addr_d = addr_q;
+    count_d = count_q;
+    hi_latch_d = hi_latch_q;
+    bvalid_d = bvalid_q;
+    rvalid_d = rvalid_q;
+    rdata_d = rdata_q;
+    cnt_d = cnt_q;
+    for (int k = 0; k < NumCnt; k++) begin
+      if (busy_q && cnt_inc_i[k]) cnt_d[k*64 +: 64] = cnt_q[k*64 +: 64] + 64'(cnt_step_i[k*8 +: 8]);
+    end
+    if (start) cnt_d = '0;
+    if (s_axil_bvalid_o && s_axil_bready_i) bvalid_d = 1'b0;
+    if (s_axil_rvalid_o && s_axil_rready_i) rvalid_d = 1'b0;
+    if (do_write) begin
+      bvalid_d = 1'b1;
+      if (!busy_q && s_axil_awaddr_i == 8'(tsr_pkg::REG_INSN_ADDR)) addr_d = s_axil_wdata_i;
+      if (!busy_q && s_axil_awaddr_i == 8'(tsr_pkg::REG_INSN_COUNT)) count_d = s_axil_wdata_i;
+    end
+    if (do_read) begin
+      rvalid_d = 1'b1;
+      rdata_d = rd_value;
+      hi_latch_d = rd_hi;
+    end
+    if (busy_q && (finish_i || err_i)) begin
+      busy_d = 1'b0;
+      done_d = 1'b1;
+    end
+    if (start) begin
+      busy_d = 1'b1;
+      done_d = 1'b0;
+    end
+  end
+
+  always_ff @(posedge clk_i) begin
+    if (!rst_ni) begin
+      busy_q <= 1'b0;
+      done_q <= 1'b0;
+      addr_q <= '0;
+      count_q <= '0;
+      hi_latch_q <= '0;
+      bvalid_q <= 1'b0;
+      rvalid_q <= 1'b0;
+      rdata_q <= '0;
+      cnt_q <= '0;
+    end else begin
+      busy_q <= busy_d;
+      done_q <= done_d;
+      addr_q <= addr_d;
+      count_q <= count_d;
+      hi_latch_q <= hi_latch_d;
+      bvalid_q <= bvalid_d;
+      rvalid_q <= rvalid_d;
+      rdata_q <= rdata_d;
+      cnt_q <= cnt_d;
+    end
+  end
+
+  // Only byte 0 of CTRL carries a bit; the other strobes select nothing.
+  logic unused_wstrb;
+  assign unused_wstrb = ^s_axil_wstrb_i[3:1];
+endmodule
