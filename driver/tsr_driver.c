@@ -33,11 +33,11 @@ struct tsr_device {
     int running;                  /* a submitted stream has not finished */
 };
 
-static const tsr_backend_ops_t *const backends[] = {&tsr_backend_fsim};
+static const tsr_backend_ops_t *const backends[] = {&tsr_backend_fsim, &tsr_backend_rtl};
 
 const char *const *tsr_backend_names(void)
 {
-    static const char *names[] = {"fsim", NULL};
+    static const char *names[] = {"fsim", "rtl", NULL};
     return names;
 }
 
@@ -50,7 +50,7 @@ int tsr_device_open(const char *backend, const tsr_config_t *cfg, const tsr_devi
         if (backend && !strcmp(backends[i]->name, backend))
             ops = backends[i];
     if (!ops)
-        return tsr_err(TSR_EBACKEND, "unknown backend \"%s\" (available: fsim)", backend ? backend : "");
+        return tsr_err(TSR_EBACKEND, "unknown backend \"%s\" (available: fsim, rtl)", backend ? backend : "");
     tsr_device_t *d = calloc(1, sizeof *d);
     if (!d)
         return tsr_err(TSR_ENOMEM, "out of memory");

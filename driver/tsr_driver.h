@@ -19,6 +19,7 @@
 #include "tsr_config.h"
 #include "tsr_counters.h"
 #include "tsr_isa.h"
+#include "tsr_rtl.h"
 
 typedef struct tsr_device tsr_device_t;
 
@@ -26,11 +27,12 @@ typedef struct tsr_device_opts {
     uint64_t dram_size;      /* device DRAM bytes (0 = 1 GiB) */
     uint64_t seed;           /* fsim stage interleaving (0 = deterministic) */
     int skip_verify;         /* 1: do not verify before submit (for tests of the backends' own checks) */
+    tsr_rtl_opts_t rtl;      /* RTL backend: DRAM timing, waveform, threads, watchdog */
 } tsr_device_opts_t;
 
 /* Names of the available backends, NULL-terminated. */
 const char *const *tsr_backend_names(void);
-/* Open backend "fsim" (more to come) with a config; opts may be NULL. */
+/* Open backend "fsim" or "rtl" with a config; opts may be NULL. */
 int tsr_device_open(const char *backend, const tsr_config_t *cfg,
                     const tsr_device_opts_t *opts, tsr_device_t **out);
 void tsr_device_close(tsr_device_t *dev);
@@ -69,5 +71,6 @@ typedef struct tsr_backend_ops {
 } tsr_backend_ops_t;
 
 extern const tsr_backend_ops_t tsr_backend_fsim;
+extern const tsr_backend_ops_t tsr_backend_rtl;
 
 #endif

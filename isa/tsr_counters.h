@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "tsr_isa.h"
+#include "tsr_regs.h"
 
 typedef struct tsr_counters {
     uint64_t insns[TSR_OP_COUNT];        /* instructions executed, by opcode */
@@ -23,11 +24,17 @@ typedef struct tsr_counters {
     uint64_t alu_ops;                    /* ALU tensor ops (uop iterations, incl. reset) */
     uint64_t alu_lanes;                  /* ALU element operations = alu_ops x BATCH x BLOCK_OUT */
     uint64_t cycles;                     /* clock cycles (0 on the untimed functional model) */
+    uint64_t has_hw;                     /* 1 if hw[] holds hardware counters (RTL, board) */
+    uint64_t hw[TSR_CNT_COUNT];          /* hardware performance counters, tsr_cnt_e order */
 } tsr_counters_t;
 
 /* Print counters, one per line, "name value". */
 void tsr_counters_print(const tsr_counters_t *c, FILE *f);
 /* Accumulate b into a. */
 void tsr_counters_add(tsr_counters_t *a, const tsr_counters_t *b);
+/* Add the counts a stream implies by its fields alone (everything except
+ * cycles and hw[]): what every correct backend must report for it. */
+void tsr_counters_static(const tsr_config_t *cfg, const tsr_insn_t *insns, size_t n,
+                         tsr_counters_t *out);
 
 #endif

@@ -198,6 +198,20 @@ static int run_matmul(const char *preset, uint64_t seed, int m, int k, int n, in
     assert_int_equal(ctr.gemm_ops, (uint64_t)(m / c->batch) * (k / c->block_in) * (n / c->block_out));
     assert_int_equal(ctr.macs, (uint64_t)m * k * n);
     assert_int_equal(ctr.bytes_stored, (uint64_t)m * n);
+    /* The simulator's dynamic counts equal what the stream's fields imply. */
+    tsr_counters_t st;
+    memset(&st, 0, sizeof st);
+    tsr_counters_static(c, prog.insns, prog.ninsns, &st);
+    st.cycles = ctr.cycles;
+    st.has_hw = ctr.has_hw;
+    memcpy(st.hw, ctr.hw, sizeof st.hw);
+    if (memcmp(&st, &ctr, sizeof st)) {
+        fprintf(stderr, "dynamic counters differ from static ones:\n--- static\n");
+        tsr_counters_print(&st, stderr);
+        fprintf(stderr, "--- dynamic\n");
+        tsr_counters_print(&ctr, stderr);
+        bad = 1;
+    }
     tsr_matmul_free(dev, &prog);
     tsr_device_close(dev);
     free(a); free(b); free(got); free(want); free(pa); free(pb); free(pc);

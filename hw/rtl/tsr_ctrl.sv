@@ -28,6 +28,7 @@ module tsr_ctrl #(
   output logic [1:0]  s_axil_rresp_o,
   // to the accelerator
   output logic        start_o,
+  output logic        done_o,         // STATUS.DONE (level; cleared by START)
   output logic [31:0] insn_addr_o,
   output logic [31:0] insn_count_o,
   input  logic        finish_i,       // FINISH executed
@@ -64,6 +65,7 @@ module tsr_ctrl #(
   assign start = do_write && s_axil_awaddr_i == 8'(tsr_pkg::REG_CTRL) && s_axil_wstrb_i[0] &&
                  s_axil_wdata_i[0] && !busy_q;
   assign start_o = start;
+  assign done_o = done_q;
   assign insn_addr_o = addr_q;
   assign insn_count_o = count_q;
 

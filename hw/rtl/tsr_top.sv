@@ -55,7 +55,7 @@ module tsr_top (
   output logic        m_axi_bready_o,
   input  logic [1:0]  m_axi_bresp_i,
   input  logic [1:0]  m_axi_bid_i,
-  // interrupt-style completion flag (also STATUS.DONE)
+  // completion flag (= STATUS.DONE: set by FINISH or an error, cleared by START)
   output logic        done_o
 );
   localparam int BW = tsr_pkg::DRAM_BUS_WIDTH;
@@ -129,6 +129,7 @@ module tsr_top (
     .s_axil_rdata_o   (s_axil_rdata_o),
     .s_axil_rresp_o   (s_axil_rresp_o),
     .start_o          (start),
+    .done_o           (done_o),
     .insn_addr_o      (insn_addr),
     .insn_count_o     (insn_count),
     .finish_i         (finish),
@@ -164,8 +165,6 @@ module tsr_top (
     cnt_inc[tsr_pkg::CNT_GEMM_OPS]          = gemm_op;
     cnt_inc[tsr_pkg::CNT_ALU_OPS]           = alu_op;
   end
-
-  assign done_o = finish;
 
   tsr_fetch u_fetch (
     .clk_i           (clk_i),

@@ -1,0 +1,183 @@
+// tsr_vshim: the thin C++ layer Verilator requires. It wraps Vtsr_top in
+// the plain function table of tsr_vtop.h so the harness stays C. Nothing
+// here knows about DRAM, registers or timing.
+#include <cstring>
+
+#include "Vtsr_top.h"
+#include "verilated.h"
+#ifdef TSR_TRACE
+#include "verilated_fst_c.h"
+#endif
+
+extern "C" {
+#include "tsr_vtop.h"
+}
+
+namespace {
+
+struct Model {
+    VerilatedContext ctx;
+    Vtsr_top *top;
+#ifdef TSR_TRACE
+    VerilatedFstC *fst = nullptr;
+    bool tracing = false;
+#endif
+    uint64_t time = 0;
+};
+
+// Byte copies for ports whose Verilator type depends on the width.
+template <typename T> void to_bytes(const T &v, uint8_t *b, int n)
+{
+    for (int i = 0; i < n; i++) b[i] = (uint8_t)((uint64_t)v >> (8 * i));
+}
+template <std::size_t W> void to_bytes(const VlWide<W> &v, uint8_t *b, int n)
+{
+    for (int i = 0; i < n; i++) b[i] = (uint8_t)(v[i / 4] >> (8 * (i % 4)));
+}
+template <typename T> void from_bytes(T &v, const uint8_t *b, int n)
+{
+    uint64_t x = 0;
+    for (int i = 0; i < n; i++) x |= (uint64_t)b[i] << (8 * i);
+    v = (T)x;
+}
+template <std::size_t W> void from_bytes(VlWide<W> &v, const uint8_t *b, int n)
+{
+    for (std::size_t i = 0; i < W; i++) v[i] = 0;
+    for (int i = 0; i < n; i++) v[i / 4] |= (uint32_t)b[i] << (8 * (i % 4));
+}
+
+void *create(const char *fst)
+{
+    Model *m = new Model;
+    m->top = new Vtsr_top{&m->ctx};
+#ifdef TSR_TRACE
+    if (fst) {
+        m->ctx.traceEverOn(true);
+        m->fst = new VerilatedFstC;
+        m->top->trace(m->fst, 99);
+        m->fst->open(fst);
+    }
+#else
+    (void)fst;
+#endif
+    m->top->clk_i = 0;
+    m->top->eval();
+    return m;
+}
+
+void destroy(void *p)
+{
+    Model *m = (Model *)p;
+    m->top->final();
+#ifdef TSR_TRACE
+    if (m->fst) {
+        m->fst->close();
+        delete m->fst;
+    }
+#endif
+    delete m->top;
+    delete m;
+}
+
+void eval(void *p) { ((Model *)p)->top->eval(); }
+
+void dump(Model *m)
+{
+#ifdef TSR_TRACE
+    if (m->fst && m->tracing) m->fst->dump(m->time);
+#else
+    (void)m;
+#endif
+}
+
+void tick(void *p)
+{
+    Model *m = (Model *)p;
+    m->top->clk_i = 1;
+    m->top->eval();
+    m->time += 5;
+    dump(m);
+    m->top->clk_i = 0;
+    m->top->eval();
+    m->time += 5;
+    dump(m);
+}
+
+void trace(void *p, int on)
+{
+#ifdef TSR_TRACE
+    ((Model *)p)->tracing = on != 0;
+#else
+    (void)p;
+    (void)on;
+#endif
+}
+
+uint64_t get(void *p, int sig)
+{
+    Vtsr_top *t = ((Model *)p)->top;
+    switch (sig) {
+    case TSR_V_AXIL_AWREADY: return t->s_axil_awready_o;
+    case TSR_V_AXIL_WREADY: return t->s_axil_wready_o;
+    case TSR_V_AXIL_BVALID: return t->s_axil_bvalid_o;
+    case TSR_V_AXIL_ARREADY: return t->s_axil_arready_o;
+    case TSR_V_AXIL_RVALID: return t->s_axil_rvalid_o;
+    case TSR_V_AXIL_RDATA: return t->s_axil_rdata_o;
+    case TSR_V_ARVALID: return t->m_axi_arvalid_o;
+    case TSR_V_ARADDR: return t->m_axi_araddr_o;
+    case TSR_V_ARLEN: return t->m_axi_arlen_o;
+    case TSR_V_ARSIZE: return t->m_axi_arsize_o;
+    case TSR_V_ARBURST: return t->m_axi_arburst_o;
+    case TSR_V_ARID: return t->m_axi_arid_o;
+    case TSR_V_RREADY: return t->m_axi_rready_o;
+    case TSR_V_AWVALID: return t->m_axi_awvalid_o;
+    case TSR_V_AWADDR: return t->m_axi_awaddr_o;
+    case TSR_V_AWLEN: return t->m_axi_awlen_o;
+    case TSR_V_AWSIZE: return t->m_axi_awsize_o;
+    case TSR_V_AWBURST: return t->m_axi_awburst_o;
+    case TSR_V_AWID: return t->m_axi_awid_o;
+    case TSR_V_WVALID: return t->m_axi_wvalid_o;
+    case TSR_V_WSTRB: return (uint64_t)t->m_axi_wstrb_o;
+    case TSR_V_WLAST: return t->m_axi_wlast_o;
+    case TSR_V_BREADY: return t->m_axi_bready_o;
+    case TSR_V_DONE: return t->done_o;
+    default: return 0;
+    }
+}
+
+void set(void *p, int sig, uint64_t v)
+{
+    Vtsr_top *t = ((Model *)p)->top;
+    switch (sig) {
+    case TSR_V_RST_N: t->rst_ni = v; break;
+    case TSR_V_AXIL_AWVALID: t->s_axil_awvalid_i = v; break;
+    case TSR_V_AXIL_AWADDR: t->s_axil_awaddr_i = v; break;
+    case TSR_V_AXIL_WVALID: t->s_axil_wvalid_i = v; break;
+    case TSR_V_AXIL_WDATA: t->s_axil_wdata_i = v; break;
+    case TSR_V_AXIL_WSTRB: t->s_axil_wstrb_i = v; break;
+    case TSR_V_AXIL_BREADY: t->s_axil_bready_i = v; break;
+    case TSR_V_AXIL_ARVALID: t->s_axil_arvalid_i = v; break;
+    case TSR_V_AXIL_ARADDR: t->s_axil_araddr_i = v; break;
+    case TSR_V_AXIL_RREADY: t->s_axil_rready_i = v; break;
+    case TSR_V_ARREADY: t->m_axi_arready_i = v; break;
+    case TSR_V_RVALID: t->m_axi_rvalid_i = v; break;
+    case TSR_V_RRESP: t->m_axi_rresp_i = v; break;
+    case TSR_V_RLAST: t->m_axi_rlast_i = v; break;
+    case TSR_V_RID: t->m_axi_rid_i = v; break;
+    case TSR_V_AWREADY: t->m_axi_awready_i = v; break;
+    case TSR_V_WREADY: t->m_axi_wready_i = v; break;
+    case TSR_V_BVALID: t->m_axi_bvalid_i = v; break;
+    case TSR_V_BRESP: t->m_axi_bresp_i = v; break;
+    case TSR_V_BID: t->m_axi_bid_i = v; break;
+    default: break;
+    }
+}
+
+void get_wdata(void *p, uint8_t *b) { to_bytes(((Model *)p)->top->m_axi_wdata_o, b, TSR_BUS_BYTES); }
+void set_rdata(void *p, const uint8_t *b) { from_bytes(((Model *)p)->top->m_axi_rdata_i, b, TSR_BUS_BYTES); }
+
+} // namespace
+
+extern "C" const tsr_vtop_api_t tsr_vtop_api = {
+    TSR_VTOP_API_VERSION, TSR_BUS_BYTES, create, destroy, eval, tick, get, set, get_wdata, set_rdata, trace,
+};

@@ -1,0 +1,573 @@
+/*
+ * tsr_rtl: Verilator harness for tsr_top (see tsr_rtl.h).
+ *
+ * Model build: the SystemVerilog package for the config is generated in
+ * memory; a hash of it, the RTL sources, the shim and the build script
+ * names a cache directory holding libtsrv.so. A miss runs
+ * scripts/build_rtl_model.sh under a lock, so concurrent tests share one
+ * build. The library is dlopen()ed and used through tsr_vtop_api_t.
+ *
+ * DRAM model (AXI4 slave): read and write bursts are accepted while fewer
+ * than `outstanding` are in flight per direction; a burst's first beat is
+ * available `latency` cycles after its address was accepted; beats of all
+ * bursts share a token bucket refilled by `bytes_per_cycle`, so sustained
+ * bandwidth is bounded and reads and writes compete for it. Accesses
+ * outside every allocated buffer answer SLVERR, which the RTL reports.
+ */
+#define _DEFAULT_SOURCE /* flock, mkdtemp */
+#include "tsr_rtl.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tsr_emit.h"
+#include "tsr_error.h"
+#include "tsr_isa.h"
+#include "rtl/tsr_vtop.h"
+
+#ifndef TSR_SOURCE_DIR
+#define TSR_SOURCE_DIR "."
+#endif
+
+#define RD_MAX 64  /* burst queue capacity (>= any outstanding limit) */
+
+typedef struct {
+    uint64_t addr;      /* next beat's byte address */
+    uint32_t beats;     /* beats left */
+    uint32_t id;        /* AXI ID */
+    uint64_t ready_at;  /* cycle the next beat may go */
+    int err;            /* a beat fell outside every buffer: answer SLVERR */
+} burst_t;
+
+typedef struct {
+    burst_t q[RD_MAX];
+    int head, count;
+} bq_t;
+
+struct tsr_rtl {
+    tsr_config_t cfg;
+    tsr_dram_t *dram;
+    tsr_rtl_opts_t o;
+    void *lib;                 /* dlopen handle */
+    const tsr_vtop_api_t *api; /* the model's functions */
+    void *m;                   /* model instance */
+    int bus;                   /* bytes per beat */
+    uint64_t cycle;            /* cycles since reset */
+    double bucket;             /* DRAM bandwidth tokens (bytes) */
+    bq_t rd;                   /* read bursts in flight */
+    bq_t aw;                   /* write bursts awaiting data */
+    bq_t b;                    /* write responses pending (ready_at) */
+    int rd_err, wr_err;        /* SLVERR pending on the current burst */
+    uint8_t *beat;             /* one beat of data */
+    /* run state */
+    int running;
+    tsr_insn_t *insns;         /* the stream, decoded, for watchdog reports */
+    uint32_t ninsns;
+    uint64_t last_activity;    /* sum of activity counters at the last check */
+    uint64_t last_change;      /* cycle it last changed */
+    int tracing;
+};
+
+static void bq_push(bq_t *q, burst_t b) { q->q[(q->head + q->count++) % RD_MAX] = b; }
+static burst_t *bq_front(bq_t *q) { return q->count ? &q->q[q->head] : NULL; }
+static void bq_pop(bq_t *q) { q->head = (q->head + 1) % RD_MAX; q->count--; }
+
+const char *tsr_rtl_cache_dir(char *buf, int n)
+{
+    const char *c = getenv("TESSERA_CACHE");
+    if (c && *c)
+        snprintf(buf, (size_t)n, "%s", c);
+    else if (getenv("XDG_CACHE_HOME") && *getenv("XDG_CACHE_HOME"))
+        snprintf(buf, (size_t)n, "%s/tessera", getenv("XDG_CACHE_HOME"));
+    else
+        snprintf(buf, (size_t)n, "%s/.cache/tessera", getenv("HOME") ? getenv("HOME") : "/tmp");
+    return buf;
+}
+
+static const char *root_dir(void)
+{
+    const char *r = getenv("TESSERA_ROOT");
+    return r && *r ? r : TSR_SOURCE_DIR;
+}
+
+static uint64_t fnv(uint64_t h, const void *data, size_t n)
+{
+    const uint8_t *p = data;
+    for (size_t i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+static int hash_file(uint64_t *h, const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return tsr_err(TSR_EIO, "cannot read %s: %s", path, strerror(errno));
+    uint8_t buf[65536];
+    size_t n;
+    *h = fnv(*h, path, strlen(path));
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+        *h = fnv(*h, buf, n);
+    fclose(f);
+    return TSR_OK;
+}
+
+static int mkdirs(const char *path)
+{
+    char tmp[1024];
+    snprintf(tmp, sizeof tmp, "%s", path);
+    for (char *p = tmp + 1; *p; p++)
+        if (*p == '/') {
+            *p = '\0';
+            mkdir(tmp, 0755);
+            *p = '/';
+        }
+    if (mkdir(tmp, 0755) && errno != EEXIST)
+        return tsr_err(TSR_EIO, "cannot create %s: %s", path, strerror(errno));
+    return TSR_OK;
+}
+
+/* Find or build the model library; writes its path. */
+static int model_path(const tsr_config_t *cfg, const tsr_rtl_opts_t *o, char *lib, size_t n)
+{
+    char *pkg = NULL, cache[512], dir[1024], path[1100];
+    size_t pkglen = 0;
+    int rc = TSR_OK, lockfd = -1;
+    FILE *mf = open_memstream(&pkg, &pkglen);
+    if (!mf)
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    rc = tsr_emit_sv(cfg, "rtl-backend", mf);
+    fclose(mf);
+    if (rc)
+        goto out;
+    uint64_t h = 0xcbf29ce484222325ull;
+    h = fnv(h, pkg, pkglen);
+    int trace = o->trace_path != NULL, threads = o->threads > 1 ? o->threads : 1;
+    h = fnv(h, &trace, sizeof trace);
+    h = fnv(h, &threads, sizeof threads);
+    const char *root = root_dir();
+    static const char *const extra[] = {"sim/rtl/tsr_vshim.cpp", "sim/rtl/tsr_vtop.h",
+                                        "scripts/build_rtl_model.sh", "hw/rtl/lint_waivers.vlt"};
+    glob_t g;
+    snprintf(path, sizeof path, "%s/hw/rtl/*.sv", root);
+    if (glob(path, 0, NULL, &g) != 0) {
+        rc = tsr_err(TSR_EBACKEND, "rtl: no RTL sources at %s (set TESSERA_ROOT to the source tree)", path);
+        goto out;
+    }
+    for (size_t i = 0; i < g.gl_pathc && !rc; i++)
+        rc = hash_file(&h, g.gl_pathv[i]);
+    globfree(&g);
+    for (size_t i = 0; i < sizeof extra / sizeof extra[0] && !rc; i++) {
+        snprintf(path, sizeof path, "%s/%s", root, extra[i]);
+        rc = hash_file(&h, path);
+    }
+    if (rc)
+        goto out;
+    snprintf(dir, sizeof dir, "%s/rtl-%016llx", tsr_rtl_cache_dir(cache, sizeof cache),
+             (unsigned long long)h);
+    snprintf(lib, n, "%s/libtsrv.so", dir);
+    if (access(lib, R_OK) == 0)
+        goto out;
+    if ((rc = mkdirs(dir)))
+        goto out;
+    /* One builder per model; others wait on the lock and then find the library. */
+    snprintf(path, sizeof path, "%s/lock", dir);
+    lockfd = open(path, O_CREAT | O_RDWR, 0644);
+    if (lockfd < 0 || flock(lockfd, LOCK_EX)) {
+        rc = tsr_err(TSR_EIO, "rtl: cannot lock %s: %s", path, strerror(errno));
+        goto out;
+    }
+    if (access(lib, R_OK) == 0)
+        goto out;
+    snprintf(path, sizeof path, "%s/tsr_pkg.sv", dir);
+    FILE *pf = fopen(path, "w");
+    if (!pf || fwrite(pkg, 1, pkglen, pf) != pkglen) {
+        if (pf)
+            fclose(pf);
+        rc = tsr_err(TSR_EIO, "rtl: cannot write %s", path);
+        goto out;
+    }
+    fclose(pf);
+    if (o->verbose)
+        fprintf(stderr, "tessera: building the RTL model for this config in %s ...\n", dir);
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "'%s/scripts/build_rtl_model.sh' '%s' '%s' %d %d %d > '%s/build.log' 2>&1",
+             root, dir, path, cfg->dram_bus_width / 8, trace, threads, dir);
+    if (system(cmd) != 0 || access(lib, R_OK) != 0)
+        rc = tsr_err(TSR_EBACKEND, "rtl: building the Verilator model failed; see %s/build.log", dir);
+out:
+    if (lockfd >= 0)
+        close(lockfd);
+    free(pkg);
+    return rc;
+}
+
+/* ---- one clock cycle: DRAM model + model evaluation ---- */
+
+static void cycle(tsr_rtl_t *r)
+{
+    const tsr_vtop_api_t *a = r->api;
+    void *m = r->m;
+    int bus = r->bus;
+    double cap = 4.0 * bus;
+    r->bucket += r->o.dram_bytes_per_cycle;
+    if (r->bucket > cap)
+        r->bucket = cap;
+
+    /* Drive slave outputs for this cycle. */
+    burst_t *rb = bq_front(&r->rd);
+    int rvalid = rb && r->cycle >= rb->ready_at && r->bucket >= bus;
+    int rerr = 0;
+    if (rvalid) {
+        rerr = tsr_dram_read(r->dram, rb->addr, r->beat, (uint64_t)bus) != TSR_OK;
+        if (rerr)
+            memset(r->beat, 0, (size_t)bus);
+        a->set_rdata(m, r->beat);
+    }
+    a->set(m, TSR_V_RVALID, (uint64_t)rvalid);
+    a->set(m, TSR_V_RLAST, (uint64_t)(rvalid && rb->beats == 1));
+    a->set(m, TSR_V_RID, rvalid ? rb->id : 0);
+    a->set(m, TSR_V_RRESP, rerr ? 2 : 0);
+    a->set(m, TSR_V_ARREADY, (uint64_t)(r->rd.count < (int)r->o.dram_outstanding));
+    a->set(m, TSR_V_AWREADY, (uint64_t)(r->aw.count + r->b.count < (int)r->o.dram_outstanding));
+    burst_t *wb = bq_front(&r->aw);
+    int wready = wb && r->bucket >= bus * (rvalid ? 2 : 1);
+    a->set(m, TSR_V_WREADY, (uint64_t)wready);
+    burst_t *bb = bq_front(&r->b);
+    int bvalid = bb && r->cycle >= bb->ready_at;
+    a->set(m, TSR_V_BVALID, (uint64_t)bvalid);
+    a->set(m, TSR_V_BID, bvalid ? bb->id : 0);
+    a->set(m, TSR_V_BRESP, bvalid && bb->err ? 2 : 0);
+    a->eval(m);
+
+    /* Handshakes seen at this edge. */
+    if (rvalid && a->get(m, TSR_V_RREADY)) {
+        r->bucket -= bus;
+        rb->addr += (uint64_t)bus;
+        if (--rb->beats == 0)
+            bq_pop(&r->rd);
+    }
+    if (a->get(m, TSR_V_ARVALID) && r->rd.count < (int)r->o.dram_outstanding) {
+        burst_t nb = {a->get(m, TSR_V_ARADDR), (uint32_t)a->get(m, TSR_V_ARLEN) + 1,
+                      (uint32_t)a->get(m, TSR_V_ARID), r->cycle + r->o.dram_latency, 0};
+        bq_push(&r->rd, nb);
+    }
+    if (wready && a->get(m, TSR_V_WVALID)) {
+        uint64_t strb = a->get(m, TSR_V_WSTRB);
+        uint8_t *p = tsr_dram_ptr(r->dram, wb->addr, (uint64_t)bus);
+        r->bucket -= bus;
+        a->get_wdata(m, r->beat);
+        if (!p) {
+            wb->err = 1;
+        } else {
+            for (int i = 0; i < bus; i++)
+                if ((strb >> i) & 1)
+                    p[i] = r->beat[i];
+        }
+        wb->addr += (uint64_t)bus;
+        if (--wb->beats == 0) {
+            burst_t resp = {0, 0, wb->id, r->cycle + r->o.dram_latency, wb->err};
+            bq_pop(&r->aw);
+            bq_push(&r->b, resp);
+        }
+    }
+    if (a->get(m, TSR_V_AWVALID) && r->aw.count + r->b.count < (int)r->o.dram_outstanding) {
+        burst_t nb = {a->get(m, TSR_V_AWADDR), (uint32_t)a->get(m, TSR_V_AWLEN) + 1,
+                      (uint32_t)a->get(m, TSR_V_AWID), 0, 0};
+        bq_push(&r->aw, nb);
+    }
+    if (bvalid && a->get(m, TSR_V_BREADY))
+        bq_pop(&r->b);
+
+    if (r->o.trace_path) {
+        int on = r->cycle >= r->o.trace_start &&
+                 (!r->o.trace_cycles || r->cycle < r->o.trace_start + r->o.trace_cycles);
+        if (on != r->tracing)
+            a->trace(m, on);
+        r->tracing = on;
+    }
+    a->tick(m);
+    r->cycle++;
+}
+
+/* ---- AXI4-Lite register access (a few cycles each, DRAM model running) ---- */
+
+#define LITE_TIMEOUT 1000
+
+static int reg_write(tsr_rtl_t *r, uint32_t addr, uint32_t val)
+{
+    const tsr_vtop_api_t *a = r->api;
+    int i;
+    a->set(r->m, TSR_V_AXIL_AWADDR, addr);
+    a->set(r->m, TSR_V_AXIL_WDATA, val);
+    a->set(r->m, TSR_V_AXIL_WSTRB, 0xf);
+    a->set(r->m, TSR_V_AXIL_AWVALID, 1);
+    a->set(r->m, TSR_V_AXIL_WVALID, 1);
+    a->set(r->m, TSR_V_AXIL_BREADY, 1);
+    for (i = 0; i < LITE_TIMEOUT; i++) {
+        a->eval(r->m);
+        int acc = a->get(r->m, TSR_V_AXIL_AWREADY) && a->get(r->m, TSR_V_AXIL_WREADY);
+        cycle(r);
+        if (acc)
+            break;
+    }
+    a->set(r->m, TSR_V_AXIL_AWVALID, 0);
+    a->set(r->m, TSR_V_AXIL_WVALID, 0);
+    for (; i < LITE_TIMEOUT; i++) {
+        a->eval(r->m);
+        int b = (int)a->get(r->m, TSR_V_AXIL_BVALID);
+        cycle(r);
+        if (b)
+            break;
+    }
+    a->set(r->m, TSR_V_AXIL_BREADY, 0);
+    if (i >= LITE_TIMEOUT)
+        return tsr_err(TSR_EBACKEND, "rtl: AXI4-Lite write to 0x%02x got no response", addr);
+    return TSR_OK;
+}
+
+static int reg_read(tsr_rtl_t *r, uint32_t addr, uint32_t *val)
+{
+    const tsr_vtop_api_t *a = r->api;
+    int i;
+    a->set(r->m, TSR_V_AXIL_ARADDR, addr);
+    a->set(r->m, TSR_V_AXIL_ARVALID, 1);
+    a->set(r->m, TSR_V_AXIL_RREADY, 1);
+    for (i = 0; i < LITE_TIMEOUT; i++) {
+        a->eval(r->m);
+        int acc = (int)a->get(r->m, TSR_V_AXIL_ARREADY);
+        cycle(r);
+        if (acc)
+            break;
+    }
+    a->set(r->m, TSR_V_AXIL_ARVALID, 0);
+    for (; i < LITE_TIMEOUT; i++) {
+        a->eval(r->m);
+        int v = (int)a->get(r->m, TSR_V_AXIL_RVALID);
+        *val = (uint32_t)a->get(r->m, TSR_V_AXIL_RDATA);
+        cycle(r);
+        if (v)
+            break;
+    }
+    a->set(r->m, TSR_V_AXIL_RREADY, 0);
+    if (i >= LITE_TIMEOUT)
+        return tsr_err(TSR_EBACKEND, "rtl: AXI4-Lite read of 0x%02x got no response", addr);
+    return TSR_OK;
+}
+
+int tsr_rtl_read_counters(tsr_rtl_t *r, uint64_t hw[TSR_CNT_COUNT])
+{
+    for (int k = 0; k < TSR_CNT_COUNT; k++) {
+        uint32_t lo, hi;
+        int rc = reg_read(r, tsr_cnt_offset(k), &lo);
+        if (!rc)
+            rc = reg_read(r, tsr_cnt_offset(k) + 4, &hi);
+        if (rc)
+            return rc;
+        hw[k] = (uint64_t)hi << 32 | lo;
+    }
+    return TSR_OK;
+}
+
+uint64_t tsr_rtl_cycles(const tsr_rtl_t *r) { return r->cycle; }
+
+int tsr_rtl_create(const tsr_config_t *cfg, tsr_dram_t *dram, const tsr_rtl_opts_t *opts,
+                   tsr_rtl_t **out)
+{
+    char lib[1200];
+    int rc;
+    *out = NULL;
+    tsr_rtl_t *r = calloc(1, sizeof *r);
+    if (!r)
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    r->cfg = *cfg;
+    r->dram = dram;
+    if (opts)
+        r->o = *opts;
+    if (!r->o.dram_latency)
+        r->o.dram_latency = 32;
+    if (r->o.dram_bytes_per_cycle <= 0)
+        r->o.dram_bytes_per_cycle = 8;
+    if (!r->o.dram_outstanding)
+        r->o.dram_outstanding = 8;
+    if (r->o.dram_outstanding > RD_MAX / 2)
+        r->o.dram_outstanding = RD_MAX / 2;
+    if (!r->o.watchdog_cycles)
+        r->o.watchdog_cycles = 200000;
+    r->bus = cfg->dram_bus_width / 8;
+    r->beat = calloc(1, (size_t)r->bus);
+    if (!r->beat) {
+        rc = tsr_err(TSR_ENOMEM, "out of memory");
+        goto fail;
+    }
+    if ((rc = model_path(cfg, &r->o, lib, sizeof lib)))
+        goto fail;
+    r->lib = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    if (!r->lib) {
+        rc = tsr_err(TSR_EBACKEND, "rtl: cannot load %s: %s", lib, dlerror());
+        goto fail;
+    }
+    r->api = dlsym(r->lib, "tsr_vtop_api");
+    if (!r->api || r->api->version != TSR_VTOP_API_VERSION || r->api->bus_bytes != r->bus) {
+        rc = tsr_err(TSR_EBACKEND, "rtl: %s is not a compatible model (delete the cache directory)", lib);
+        goto fail;
+    }
+    r->m = r->api->create(r->o.trace_path);
+    if (!r->m) {
+        rc = tsr_err(TSR_EBACKEND, "rtl: model creation failed");
+        goto fail;
+    }
+    r->api->set(r->m, TSR_V_RST_N, 0);
+    for (int i = 0; i < 8; i++)
+        cycle(r);
+    r->api->set(r->m, TSR_V_RST_N, 1);
+    cycle(r);
+    *out = r;
+    return TSR_OK;
+fail:
+    tsr_rtl_destroy(r);
+    return rc;
+}
+
+void tsr_rtl_destroy(tsr_rtl_t *r)
+{
+    if (!r)
+        return;
+    if (r->m)
+        r->api->destroy(r->m);
+    /* The library stays loaded: Verilator's runtime keeps global state that
+     * must not be unmapped while the process lives. */
+    free(r->insns);
+    free(r->beat);
+    free(r);
+}
+
+int tsr_rtl_start(tsr_rtl_t *r, uint64_t insn_addr, uint32_t count)
+{
+    int rc;
+    if (insn_addr + (uint64_t)count * TSR_INSN_BYTES > 0xffffffffull)
+        return tsr_err(TSR_EINVAL, "rtl: instructions at 0x%llx are beyond the 32-bit AXI address space",
+                       (unsigned long long)insn_addr);
+    free(r->insns);
+    r->insns = calloc(count ? count : 1, sizeof *r->insns);
+    r->ninsns = count;
+    if (!r->insns)
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    for (uint32_t i = 0; i < count; i++) {
+        uint8_t b[TSR_INSN_BYTES];
+        tsr_insn_bits_t bits;
+        if (tsr_dram_read(r->dram, insn_addr + (uint64_t)i * TSR_INSN_BYTES, b, sizeof b) == TSR_OK) {
+            tsr_insn_bits_load(b, &bits);
+            tsr_insn_decode(&r->cfg, &bits, &r->insns[i]);
+        }
+    }
+    if ((rc = reg_write(r, TSR_REG_INSN_ADDR, (uint32_t)insn_addr)) ||
+        (rc = reg_write(r, TSR_REG_INSN_COUNT, count)) || (rc = reg_write(r, TSR_REG_CTRL, 1)))
+        return rc;
+    r->running = 1;
+    r->last_activity = 0;
+    r->last_change = r->cycle;
+    return TSR_OK;
+}
+
+/* Index of the n-th (0-based) instruction of a stage, or -1. */
+static long nth_of_stage(const tsr_rtl_t *r, int stage, uint32_t n)
+{
+    for (uint32_t i = 0; i < r->ninsns; i++)
+        if ((int)tsr_insn_stage(&r->insns[i]) == stage && n-- == 0)
+            return (long)i;
+    return -1;
+}
+
+static int stuck_report(tsr_rtl_t *r, const char *why)
+{
+    uint32_t st = 0, fetched = 0;
+    reg_read(r, TSR_REG_STAGE_INSNS, &st);
+    reg_read(r, TSR_REG_FETCHED, &fetched);
+    char msg[700];
+    int len = snprintf(msg, sizeof msg, "rtl: %s at cycle %llu: fetched %u of %u instructions;", why,
+                       (unsigned long long)r->cycle, fetched, r->ninsns);
+    for (int s = 0; s < TSR_STAGE_COUNT && len > 0 && len < (int)sizeof msg; s++) {
+        uint32_t done = (st >> (10 * s)) & 0x3ff; /* modulo 1024 */
+        long total = 0;
+        for (uint32_t i = 0; i < r->ninsns; i++)
+            total += (int)tsr_insn_stage(&r->insns[i]) == s;
+        /* The completed count is mod 1024: find the candidate consistent with fetch. */
+        long next = -1;
+        for (uint32_t n = done; n < (uint32_t)total; n += 1024) {
+            long idx = nth_of_stage(r, s, n);
+            if (idx >= 0 && (uint32_t)idx < fetched) {
+                next = idx;
+                break;
+            }
+        }
+        if (next >= 0) {
+            const tsr_insn_t *in = &r->insns[next];
+            len += snprintf(msg + len, sizeof msg - (size_t)len,
+                            " %s stage at #%ld (%s%s%s)%s%s;", tsr_stage_name(s), next,
+                            tsr_opcode_name(in->opcode),
+                            in->opcode <= TSR_OP_STORE ? " " : "",
+                            in->opcode <= TSR_OP_STORE ? tsr_mem_name(in->mem_type) : "",
+                            in->pop_prev || in->pop_next ? " waiting on " : "",
+                            in->pop_prev && in->pop_next ? "both token queues" : in->pop_prev ? "pop_prev" : in->pop_next ? "pop_next" : "");
+        } else {
+            len += snprintf(msg + len, sizeof msg - (size_t)len, " %s stage idle (%u done);",
+                            tsr_stage_name(s), done);
+        }
+    }
+    r->running = 0;
+    return tsr_err(TSR_EBACKEND, "%s", msg);
+}
+
+int tsr_rtl_step(tsr_rtl_t *r, uint64_t max_cycles, int *done)
+{
+    *done = 0;
+    if (!r->running)
+        return tsr_err(TSR_EINVAL, "rtl: nothing started");
+    uint64_t end = max_cycles ? r->cycle + max_cycles : UINT64_MAX;
+    while (r->cycle < end) {
+        r->api->eval(r->m);
+        if (r->api->get(r->m, TSR_V_DONE)) {
+            uint32_t status = 0;
+            int rc = reg_read(r, TSR_REG_STATUS, &status);
+            r->running = 0;
+            if (rc)
+                return rc;
+            if (status & 4)
+                return stuck_report(r, "a unit reported an error (DRAM SLVERR, out-of-range index or malformed instruction)");
+            *done = 1;
+            return TSR_OK;
+        }
+        cycle(r);
+        /* Watchdog: some counter other than cycles must move. */
+        if ((r->cycle & 0x3fff) == 0) {
+            uint64_t act = 0, v;
+            static const int watched[] = {TSR_CNT_DRAM_RD_BYTES, TSR_CNT_DRAM_WR_BYTES, TSR_CNT_GEMM_OPS, TSR_CNT_ALU_OPS};
+            for (size_t k = 0; k < sizeof watched / sizeof watched[0]; k++) {
+                uint32_t lo = 0;
+                reg_read(r, tsr_cnt_offset(watched[k]), &lo);
+                act += lo;
+            }
+            uint32_t st = 0;
+            reg_read(r, TSR_REG_STAGE_INSNS, &st);
+            v = act + st;
+            if (v != r->last_activity) {
+                r->last_activity = v;
+                r->last_change = r->cycle;
+            } else if (r->cycle - r->last_change >= r->o.watchdog_cycles) {
+                return stuck_report(r, "watchdog: no progress for many cycles");
+            }
+        }
+    }
+    return TSR_OK;
+}

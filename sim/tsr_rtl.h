@@ -1,0 +1,48 @@
+/*
+ * tsr_rtl: the cycle-accurate RTL simulator. Builds (once per config, then
+ * cached) a Verilator model of hw/rtl/tsr_top, loads it, and runs it
+ * against a DRAM model with configurable latency, bandwidth and
+ * outstanding requests behind the AXI4 port. The instruction stream is
+ * started and observed through the AXI4-Lite registers, like a driver on
+ * a board would.
+ */
+#ifndef TSR_RTL_H
+#define TSR_RTL_H
+
+#include <stdint.h>
+
+#include "tsr_config.h"
+#include "tsr_dram.h"
+#include "tsr_regs.h"
+
+typedef struct tsr_rtl_opts {
+    uint32_t dram_latency;       /* cycles from address accepted to first data / write response (0 = 32) */
+    double dram_bytes_per_cycle; /* sustained DRAM bandwidth shared by reads and writes (0 = 8) */
+    uint32_t dram_outstanding;   /* bursts in flight per direction (0 = 8) */
+    const char *trace_path;      /* FST waveform file, or NULL */
+    uint64_t trace_start;        /* first cycle dumped */
+    uint64_t trace_cycles;       /* cycles dumped (0 = to the end) */
+    int threads;                 /* Verilator threads (0/1 = single-threaded) */
+    uint64_t watchdog_cycles;    /* cycles without any activity before a run is declared stuck (0 = 200000) */
+    int verbose;                 /* print model builds to stderr */
+} tsr_rtl_opts_t;
+
+typedef struct tsr_rtl tsr_rtl_t;
+
+/* Build or load the model for cfg (may take a minute on a cache miss). */
+int tsr_rtl_create(const tsr_config_t *cfg, tsr_dram_t *dram, const tsr_rtl_opts_t *opts,
+                   tsr_rtl_t **out);
+void tsr_rtl_destroy(tsr_rtl_t *r);
+/* Program the registers and pulse START. */
+int tsr_rtl_start(tsr_rtl_t *r, uint64_t insn_addr, uint32_t count);
+/* Run up to max_cycles (0 = until done); *done = 1 when STATUS.DONE. Errors:
+ * TSR_EBACKEND with the unit that failed, or the watchdog's stage report. */
+int tsr_rtl_step(tsr_rtl_t *r, uint64_t max_cycles, int *done);
+/* Hardware counters of the last run (tsr_cnt_e order). */
+int tsr_rtl_read_counters(tsr_rtl_t *r, uint64_t hw[TSR_CNT_COUNT]);
+/* Simulated cycles since the model was created. */
+uint64_t tsr_rtl_cycles(const tsr_rtl_t *r);
+/* Directory of the model cache ($TESSERA_CACHE, else ~/.cache/tessera). */
+const char *tsr_rtl_cache_dir(char *buf, int n);
+
+#endif
