@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Lint the whole accelerator for one config: Verilator -Wall (waivers only
+# in hw/rtl/lint_waivers.vlt), plus yosys and Icarus elaboration so the RTL
+# stays in the subset all three accept.
+# Usage: scripts/lint_rtl.sh TESSERA_BIN PRESET_OR_JSON [WORKDIR]
+set -euo pipefail
+cli=$1; cfg=$2
+root=$(cd "$(dirname "$0")/.." && pwd)
+work=${3:-$(mktemp -d)}
+mkdir -p "$work"
+"$cli" config emit-sv "$cfg" -o "$work/tsr_pkg.sv"
+srcs=("$work/tsr_pkg.sv" "$root"/hw/rtl/*.sv)
+verilator --lint-only -Wall "$root/hw/rtl/lint_waivers.vlt" "${srcs[@]}" --top-module tsr_top
+yosys -q -p "read_verilog -sv ${srcs[*]}; hierarchy -check -top tsr_top; proc" > "$work/yosys.log"
+iverilog -g2012 -o "$work/top.vvp" -s tsr_top "${srcs[@]}"
+echo "lint: tsr_top clean for $cfg (verilator -Wall, yosys, iverilog)"
