@@ -17,6 +17,7 @@
 #include "tsr_error.h"
 #include "tsr_isa.h"
 #include "tsr_matmul.h"
+#include "tsr_regs.h"
 #include "tsr_verify.h"
 
 static const char *prog_name = "tessera";
@@ -588,15 +589,23 @@ static const char *demo_help =
     "  --config, --backend as for `run`\n";
 
 static const char *bench_help =
-    "usage: tessera bench [--config CONFIG] [--backend NAME] [-m M] [-k K] [-n N]\n"
+    "usage: tessera bench [--config CONFIG] [--backend NAME] [--kind matmul|gemm]\n"
+    "                     [-m M] [-k K] [-n N] [--reps R]\n"
     "\n"
-    "Measure simulator throughput on a large GEMM-heavy stream (the JIT's\n"
-    "tiled, double-buffered matmul; default 1024 x 1024 x 1024) and print\n"
-    "instructions, tensor ops and MACs per second of wall time.\n";
+    "  --kind matmul  (default) the JIT's tiled, double-buffered int8 matmul\n"
+    "                 (default 1024 x 1024 x 1024; DRAM traffic included)\n"
+    "  --kind gemm    GEMM-bound: operands loaded once, then R GEMM instructions\n"
+    "                 of K/BLOCK_IN-long reductions over the on-chip tile\n"
+    "                 (default -m 256 -k 1024 -n 128 --reps 8, clipped to the\n"
+    "                 buffers) - measures the GEMM core against 1 op/cycle\n"
+    "Prints instructions, tensor ops and MACs per second of wall time; on a\n"
+    "timed backend (rtl) also cycles, tensor ops per cycle, MAC utilisation\n"
+    "and simulated cycles per second.\n";
 
 typedef struct {
     common_opts_t o;
-    long m, k, n, shift;
+    long m, k, n, shift, reps;
+    const char *kind;
 } mm_opts_t;
 
 static int parse_mm(int argc, char **argv, const char *cmd, const char *help, mm_opts_t *mo)
@@ -604,12 +613,22 @@ static int parse_mm(int argc, char **argv, const char *cmd, const char *help, mm
     static const struct option opts[] = {
         {"config", required_argument, 0, 'c'}, {"backend", required_argument, 0, 'b'},
         {"seed", required_argument, 0, 's'},   {"shift", required_argument, 0, 'S'},
+        {"kind", required_argument, 0, 'K'},   {"reps", required_argument, 0, 'R'},
         {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "c:b:s:m:k:n:h", opts, NULL)) != -1) {
         long *dst = c == 'm' ? &mo->m : c == 'k' ? &mo->k : c == 'n' ? &mo->n : c == 'S' ? &mo->shift : NULL;
         switch (c) {
+        case 'K':
+            if (strcmp(optarg, "matmul") && strcmp(optarg, "gemm"))
+                return usage_error(cmd, "--kind is matmul or gemm"), -1;
+            mo->kind = optarg;
+            break;
+        case 'R':
+            if (parse_long(optarg, 1, 100000, &mo->reps))
+                return usage_error(cmd, "--reps needs 1..100000"), -1;
+            break;
         case 'c': mo->o.cfgname = optarg; break;
         case 'b': mo->o.backend = optarg; break;
         case 's':
@@ -757,12 +776,126 @@ out:
     return rc ? fail(rc) : status;
 }
 
+/* GEMM-bound stream: uops, inputs and weights loaded once; then `reps`
+ * GEMMs over a tm x tn tile with a kb-long reduction per output row, the
+ * same loop nest the matmul JIT emits. */
+static int bench_gemm(const mm_opts_t *mo)
+{
+    tsr_config_t cfg;
+    tsr_device_t *dev = NULL;
+    tsr_insn_t *insns = NULL;
+    uint8_t *buf = NULL;
+    uint64_t du = 0, di = 0, dw = 0;
+    int rc = tsr_config_load(mo->o.cfgname, &cfg);
+    if (!rc)
+        rc = tsr_device_open(mo->o.backend, &cfg, NULL, &dev);
+    if (rc)
+        return rc;
+    long kb = mo->k / cfg.block_in, tm = mo->m / cfg.batch, tn = mo->n / cfg.block_out;
+    if (kb < 1) kb = 1;
+    if (kb > (long)cfg.uop_depth) kb = cfg.uop_depth;
+    if (kb > (long)cfg.inp_depth) kb = cfg.inp_depth;
+    if (kb > (long)cfg.wgt_depth) kb = cfg.wgt_depth;
+    if (tm < 1) tm = 1;
+    if (tn < 1) tn = 1;
+    if (tm * kb > (long)cfg.inp_depth) tm = (long)cfg.inp_depth / kb;
+    if (tn * kb > (long)cfg.wgt_depth) tn = (long)cfg.wgt_depth / kb;
+    if (tm * tn > (long)cfg.acc_depth) tn = (long)cfg.acc_depth / tm;
+    if (tm > 16383) tm = 16383;
+    if (tn > 16383) tn = 16383;
+    uint64_t nu = (uint64_t)kb * cfg.uop_bytes, ni = (uint64_t)tm * kb * cfg.inp_bytes, nw = (uint64_t)tn * kb * cfg.wgt_bytes;
+    size_t ninsns = 5 + (size_t)mo->reps;
+    insns = calloc(ninsns, sizeof *insns);
+    buf = malloc(ni > nw ? (ni > nu ? ni : nu) : (nw > nu ? nw : nu));
+    if (!insns || !buf) {
+        rc = tsr_err(TSR_ENOMEM, "out of memory");
+        goto out;
+    }
+    if ((rc = tsr_mem_alloc(dev, nu, &du)) || (rc = tsr_mem_alloc(dev, ni, &di)) || (rc = tsr_mem_alloc(dev, nw, &dw)))
+        goto out;
+    for (long i = 0; i < kb; i++) {
+        tsr_uop_t u = {0, (uint32_t)i, (uint32_t)i};
+        uint64_t raw;
+        if ((rc = tsr_uop_encode(&cfg, &u, &raw)))
+            goto out;
+        for (uint32_t b = 0; b < cfg.uop_bytes; b++)
+            buf[(size_t)i * cfg.uop_bytes + b] = (uint8_t)(raw >> (8 * b));
+    }
+    if ((rc = tsr_mem_write(dev, du, buf, nu)))
+        goto out;
+    uint64_t s = mo->o.seed + 1;
+    for (uint64_t i = 0; i < ni; i++)
+        buf[i] = (uint8_t)splitmix(&s);
+    if ((rc = tsr_mem_write(dev, di, buf, ni)))
+        goto out;
+    for (uint64_t i = 0; i < nw; i++)
+        buf[i] = (uint8_t)splitmix(&s);
+    if ((rc = tsr_mem_write(dev, dw, buf, nw)))
+        goto out;
+    tsr_insn_t *in = insns;
+    in->opcode = TSR_OP_LOAD; in->mem_type = TSR_MEM_UOP; in->dram_base = (uint32_t)(du / cfg.uop_bytes);
+    in->y_size = 1; in->x_size = in->x_stride = (uint32_t)kb; in++;
+    in->opcode = TSR_OP_LOAD; in->mem_type = TSR_MEM_INP; in->dram_base = (uint32_t)(di / cfg.inp_bytes);
+    in->y_size = 1; in->x_size = in->x_stride = (uint32_t)(tm * kb); in++;
+    in->opcode = TSR_OP_LOAD; in->mem_type = TSR_MEM_WGT; in->dram_base = (uint32_t)(dw / cfg.wgt_bytes);
+    in->y_size = 1; in->x_size = in->x_stride = (uint32_t)(tn * kb); in->push_next = 1; in++;
+    for (long r = 0; r < mo->reps; r++, in++) {
+        in->opcode = TSR_OP_GEMM;
+        in->uop_end = (uint32_t)kb;
+        in->iter_out = (uint32_t)tm;
+        in->iter_in = (uint32_t)tn;
+        in->dst_factor_out = (uint32_t)tn;
+        in->dst_factor_in = 1;
+        in->src_factor_out = (uint32_t)kb;
+        in->wgt_factor_in = (uint32_t)kb;
+        in->pop_prev = r == 0;
+    }
+    in->opcode = TSR_OP_ALU; /* a no-op ALU carrying nothing, then FINISH */
+    in->iter_out = in->iter_in = 0;
+    in++;
+    in->opcode = TSR_OP_FINISH;
+    double t0 = now_s();
+    if ((rc = tsr_submit(dev, insns, ninsns)) || (rc = tsr_wait(dev, -1)))
+        goto out;
+    double secs = now_s() - t0;
+    tsr_counters_t ctr;
+    tsr_read_counters(dev, &ctr);
+    printf("bench: GEMM-bound, tile %ld x %ld blocks, reduction %ld, %ld GEMM instructions, config %s, backend %s\n",
+           tm, tn, kb, mo->reps, mo->o.cfgname, mo->o.backend);
+    printf("  gemm tensor ops    %llu\n", (unsigned long long)ctr.gemm_ops);
+    printf("  MACs               %llu\n", (unsigned long long)ctr.macs);
+    printf("  wall time          %.3f s\n", secs);
+    printf("  tensor ops/s       %.3e (simulator speed)\n", ctr.gemm_ops / secs);
+    if (ctr.cycles) {
+        uint64_t compute_cycles = ctr.has_hw ? ctr.hw[TSR_CNT_COMPUTE_BUSY] : ctr.cycles;
+        printf("  cycles             %llu (compute busy %llu)\n", (unsigned long long)ctr.cycles,
+               (unsigned long long)compute_cycles);
+        printf("  tensor ops/cycle   %.4f of 1 (whole run, incl. the initial loads)\n",
+               (double)ctr.gemm_ops / (double)ctr.cycles);
+        printf("  simulated cycles/s %.3e\n", ctr.cycles / secs);
+    }
+out:
+    free(insns);
+    free(buf);
+    tsr_device_close(dev);
+    return rc;
+}
+
 static int cmd_bench(int argc, char **argv)
 {
-    mm_opts_t mo = {.o = {.cfgname = "default", .backend = "fsim", .seed = 1}, .m = 1024, .k = 1024, .n = 1024, .shift = 10};
+    mm_opts_t mo = {.o = {.cfgname = "default", .backend = "fsim", .seed = 1}, .m = 0, .k = 0, .n = 0,
+                    .shift = 10, .reps = 8, .kind = "matmul"};
     int r = parse_mm(argc, argv, "bench", bench_help, &mo);
     if (r)
         return r == -2 ? 0 : 2;
+    int gemm = !strcmp(mo.kind, "gemm");
+    if (!mo.m) mo.m = gemm ? 256 : 1024;
+    if (!mo.k) mo.k = 1024;
+    if (!mo.n) mo.n = gemm ? 128 : 1024;
+    if (gemm) {
+        int rc = bench_gemm(&mo);
+        return rc ? fail(rc) : 0;
+    }
     size_t m = (size_t)mo.m, k = (size_t)mo.k, n = (size_t)mo.n;
     int8_t *a = malloc(m * k), *b = malloc(k * n), *c = malloc(m * n);
     int rc = TSR_OK;
@@ -791,8 +924,18 @@ static int cmd_bench(int argc, char **argv)
     printf("  tensor ops/s       %.3e\n", ctr.gemm_ops / secs);
     printf("  MACs/s             %.3e\n", ctr.macs / secs);
     printf("  instructions/s     %.3e\n", insns / secs);
-    if (ctr.cycles)
+    if (ctr.cycles) {
+        tsr_config_t cfg;
+        tsr_config_load(mo.o.cfgname, &cfg);
         printf("  cycles             %llu\n", (unsigned long long)ctr.cycles);
+        printf("  MAC utilisation    %.1f%% (MACs / (cycles x %llu))\n",
+               100.0 * (double)ctr.macs / ((double)ctr.cycles * (double)cfg.macs_per_op),
+               (unsigned long long)cfg.macs_per_op);
+        printf("  simulated cycles/s %.3e\n", ctr.cycles / secs);
+        if (ctr.has_hw)
+            for (int k = 0; k < TSR_CNT_COUNT; k++)
+                printf("  hw %-16s %llu\n", tsr_cnt_name(k), (unsigned long long)ctr.hw[k]);
+    }
 out:
     free(a);
     free(b);
