@@ -4,6 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS=$(nproc)
+# One cache of Verilated models for both build trees (keyed by config and RTL sources).
+export TESSERA_CACHE=${TESSERA_CACHE:-$PWD/build/rtl-cache}
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j "$JOBS"
 ctest --test-dir build --output-on-failure -j "$JOBS"
