@@ -22,6 +22,75 @@
 
 static const char *prog_name = "tessera";
 
+/* Device options shared by every command that opens a device. */
+static tsr_device_opts_t g_dev;
+
+#define DEVICE_OPTIONS_HELP                                                                        \
+    "device options (rtl backend):\n"                                                            \
+    "  --dram-latency N      cycles from request to first data / write response (32)\n"          \
+    "  --dram-bw B           DRAM bytes per cycle, reads and writes together (8)\n"             \
+    "  --dram-outstanding N  bursts in flight per direction (8)\n"                              \
+    "  --trace FILE.fst      dump a waveform (FST; view in GTKWave or Surfer)\n"                 \
+    "  --trace-start C       first cycle dumped (0)\n"                                           \
+    "  --trace-cycles N      cycles dumped (0 = to the end)\n"                                   \
+    "  --threads N           Verilator threads (1; more rarely helps on 2 cores)\n"              \
+    "  --watchdog N          cycles without progress before a run is declared stuck (200000)\n"
+
+enum { OPT_DRAM_LAT = 1000, OPT_DRAM_BW, OPT_DRAM_OUT, OPT_TRACE, OPT_TRACE_START, OPT_TRACE_CYCLES,
+       OPT_THREADS, OPT_WATCHDOG };
+
+#define DEVICE_LONG_OPTIONS                                                                        \
+    {"dram-latency", required_argument, 0, OPT_DRAM_LAT},                                          \
+    {"dram-bw", required_argument, 0, OPT_DRAM_BW},                                                \
+    {"dram-outstanding", required_argument, 0, OPT_DRAM_OUT},                                      \
+    {"trace", required_argument, 0, OPT_TRACE},                                                    \
+    {"trace-start", required_argument, 0, OPT_TRACE_START},                                        \
+    {"trace-cycles", required_argument, 0, OPT_TRACE_CYCLES},                                      \
+    {"threads", required_argument, 0, OPT_THREADS},                                                \
+    {"watchdog", required_argument, 0, OPT_WATCHDOG}
+
+static int parse_long(const char *s, long lo, long hi, long *out);
+static int parse_u64(const char *s, uint64_t *out);
+
+/* Handles a device option; returns 1 if c was one, -1 on a bad value, 0 otherwise. */
+static int device_option(int c, const char *arg)
+{
+    long v;
+    uint64_t u;
+    char *end;
+    switch (c) {
+    case OPT_DRAM_LAT:
+        if (parse_long(arg, 1, 100000, &v)) return -1;
+        g_dev.rtl.dram_latency = (uint32_t)v;
+        return 1;
+    case OPT_DRAM_BW:
+        g_dev.rtl.dram_bytes_per_cycle = strtod(arg, &end);
+        return (*end || g_dev.rtl.dram_bytes_per_cycle <= 0 || g_dev.rtl.dram_bytes_per_cycle > 1024) ? -1 : 1;
+    case OPT_DRAM_OUT:
+        if (parse_long(arg, 1, 32, &v)) return -1;
+        g_dev.rtl.dram_outstanding = (uint32_t)v;
+        return 1;
+    case OPT_TRACE: g_dev.rtl.trace_path = arg; return 1;
+    case OPT_TRACE_START:
+        if (parse_u64(arg, &u)) return -1;
+        g_dev.rtl.trace_start = u;
+        return 1;
+    case OPT_TRACE_CYCLES:
+        if (parse_u64(arg, &u)) return -1;
+        g_dev.rtl.trace_cycles = u;
+        return 1;
+    case OPT_THREADS:
+        if (parse_long(arg, 1, 64, &v)) return -1;
+        g_dev.rtl.threads = (int)v;
+        return 1;
+    case OPT_WATCHDOG:
+        if (parse_u64(arg, &u) || !u) return -1;
+        g_dev.rtl.watchdog_cycles = u;
+        return 1;
+    default: return 0;
+    }
+}
+
 static int fail(int rc)
 {
     fprintf(stderr, "%s: error: %s\n", prog_name, tsr_errmsg()[0] ? tsr_errmsg() : tsr_errname(rc));
@@ -270,10 +339,17 @@ static int parse_common(int argc, char **argv, const char *cmd, const char *help
         {"backend", required_argument, 0, 'b'}, {"seed", required_argument, 0, 's'},
         {"out-dir", required_argument, 0, 'd'}, {"timeout", required_argument, 0, 't'},
         {"quiet", no_argument, 0, 'q'},         {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
+        DEVICE_LONG_OPTIONS,                    {0, 0, 0, 0}};
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "c:o:b:s:d:t:qh", opts, NULL)) != -1) {
+        int d = device_option(c, optarg);
+        if (d < 0) {
+            usage_error(cmd, "bad value for a device option");
+            return -1;
+        }
+        if (d > 0)
+            continue;
         switch (c) {
         case 'c': o->cfgname = optarg; break;
         case 'o': o->out = optarg; break;
@@ -487,11 +563,11 @@ static const char *run_help =
     "file PATH or uops), submit the stream (verified first), wait, write every\n"
     "`.output` buffer to DIR/NAME.bin and print the counters.\n"
     "  --config CONFIG   config file or preset (default: default)\n"
-    "  --backend NAME    fsim (default)\n"
+    "  --backend NAME    fsim (default) or rtl (cycle-accurate Verilator model)\n"
     "  --seed N          fsim stage interleaving: 0 = fixed order, else random\n"
     "  --out-dir DIR     where outputs go (default: current directory)\n"
     "  --timeout MS      give up waiting after MS milliseconds (default: none)\n"
-    "  --quiet           do not print counters\n";
+    "  --quiet           do not print counters\n" DEVICE_OPTIONS_HELP;
 
 static int cmd_run(int argc, char **argv)
 {
@@ -508,7 +584,9 @@ static int cmd_run(int argc, char **argv)
     int rc = tsr_config_load(o.cfgname, &cfg);
     if (!rc)
         rc = tsr_asm_parse_file(&cfg, argv[i], &p);
-    tsr_device_opts_t dopts = {.seed = o.seed};
+    tsr_device_opts_t dopts = g_dev;
+    dopts.seed = o.seed;
+    dopts.rtl.verbose = 1;
     if (!rc)
         rc = tsr_device_open(o.backend, &cfg, &dopts, &dev);
     for (size_t k = 0; !rc && k < p.nbufs; k++) {
@@ -586,7 +664,7 @@ static const char *demo_help =
     "                    config's BATCH, BLOCK_IN, BLOCK_OUT)\n"
     "  --shift S         requantization shift (default 8)\n"
     "  --seed N          random data seed (default 1)\n"
-    "  --config, --backend as for `run`\n";
+    "  --config, --backend as for `run`\n" DEVICE_OPTIONS_HELP;
 
 static const char *bench_help =
     "usage: tessera bench [--config CONFIG] [--backend NAME] [--kind matmul|gemm]\n"
@@ -600,7 +678,7 @@ static const char *bench_help =
     "                 buffers) - measures the GEMM core against 1 op/cycle\n"
     "Prints instructions, tensor ops and MACs per second of wall time; on a\n"
     "timed backend (rtl) also cycles, tensor ops per cycle, MAC utilisation\n"
-    "and simulated cycles per second.\n";
+    "and simulated cycles per second.\n" DEVICE_OPTIONS_HELP;
 
 typedef struct {
     common_opts_t o;
@@ -614,10 +692,15 @@ static int parse_mm(int argc, char **argv, const char *cmd, const char *help, mm
         {"config", required_argument, 0, 'c'}, {"backend", required_argument, 0, 'b'},
         {"seed", required_argument, 0, 's'},   {"shift", required_argument, 0, 'S'},
         {"kind", required_argument, 0, 'K'},   {"reps", required_argument, 0, 'R'},
-        {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
+        {"help", no_argument, 0, 'h'},         DEVICE_LONG_OPTIONS, {0, 0, 0, 0}};
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "c:b:s:m:k:n:h", opts, NULL)) != -1) {
+        int d = device_option(c, optarg);
+        if (d < 0)
+            return usage_error(cmd, "bad value for a device option"), -1;
+        if (d > 0)
+            continue;
         long *dst = c == 'm' ? &mo->m : c == 'k' ? &mo->k : c == 'n' ? &mo->n : c == 'S' ? &mo->shift : NULL;
         switch (c) {
         case 'K':
@@ -666,9 +749,11 @@ static int run_matmul(const mm_opts_t *mo, const int8_t *a, const int8_t *b, int
     uint8_t *pa = NULL, *pb = NULL, *pc = NULL;
     uint64_t da = 0, db = 0, dc = 0;
     int m = (int)mo->m, k = (int)mo->k, n = (int)mo->n;
+    tsr_device_opts_t dopts = g_dev;
+    dopts.rtl.verbose = 1;
     int rc = tsr_config_load(mo->o.cfgname, &cfg);
     if (!rc)
-        rc = tsr_device_open(mo->o.backend, &cfg, NULL, &dev);
+        rc = tsr_device_open(mo->o.backend, &cfg, &dopts, &dev);
     if (rc)
         return rc;
     if (m % cfg.batch || k % cfg.block_in || n % cfg.block_out) {
@@ -786,9 +871,11 @@ static int bench_gemm(const mm_opts_t *mo)
     tsr_insn_t *insns = NULL;
     uint8_t *buf = NULL;
     uint64_t du = 0, di = 0, dw = 0;
+    tsr_device_opts_t dopts = g_dev;
+    dopts.rtl.verbose = 1;
     int rc = tsr_config_load(mo->o.cfgname, &cfg);
     if (!rc)
-        rc = tsr_device_open(mo->o.backend, &cfg, NULL, &dev);
+        rc = tsr_device_open(mo->o.backend, &cfg, &dopts, &dev);
     if (rc)
         return rc;
     long kb = mo->k / cfg.block_in, tm = mo->m / cfg.batch, tn = mo->n / cfg.block_out;
