@@ -1,0 +1,284 @@
+// tsr_compute_load: LOAD of uop, acc and acc8 rows into the buffers inside
+// tsr_compute (isa/semantics.md LOAD). One tsr_dma_rd_elems per memory type
+// (their element widths differ); only one load runs at a time, so their
+// read ports are muxed onto the stage's single DMA read port by the type of
+// the running load. An issuer sends one element-reader command per DRAM row
+// (y_size of them, running ahead of the data); a writer walks the padded
+// on-chip rows in order, writing zeros for padding and the next streamed
+// element otherwise, one row per cycle when data is there.
+// The caller checks bounds (sram_base + rows*row <= depth) and x_size != 0
+// before start_i and keeps the inputs stable while busy_o.
+module tsr_compute_load #(
+  parameter int AddrW = 13  // on-chip row address bits (max of uop, acc)
+) (
+  input  logic        clk_i,
+  input  logic        rst_ni,
+  input  logic        start_i,
+  input  logic [2:0]  mem_type_i,  // tsr_pkg::MEM_UOP, MEM_ACC or MEM_ACC8
+  input  logic [AddrW-1:0] sram_base_i,
+  input  logic [31:0] dram_base_i,
+  input  logic [15:0] y_size_i,
+  input  logic [15:0] x_size_i,
+  input  logic [15:0] x_stride_i,
+  input  logic [3:0]  y_pad0_i,
+  input  logic [3:0]  y_pad1_i,
+  input  logic [3:0]  x_pad0_i,
+  input  logic [3:0]  x_pad1_i,
+  output logic        busy_o,
+  output logic        stall_o,     // waiting on DRAM
+  // DMA read port
+  output logic        rd_req_valid_o,
+  input  logic        rd_req_ready_i,
+  output logic [31:0] rd_req_addr_o,
+  output logic [31:0] rd_req_beats_o,
+  input  logic        rd_data_valid_i,
+  output logic        rd_data_ready_o,
+  input  logic [tsr_pkg::DRAM_BUS_WIDTH-1:0] rd_data_i,
+  // buffer writes
+  output logic        uop_we_o,
+  output logic        acc_we_o,
+  output logic [AddrW-1:0] waddr_o,
+  output logic [tsr_pkg::UOP_BYTES*8-1:0] uop_wdata_o,
+  output logic [tsr_pkg::ACC_BYTES*8-1:0] acc_wdata_o
+);
+  localparam int UB = tsr_pkg::UOP_BYTES;
+  localparam int AB = tsr_pkg::ACC_BYTES;
+  localparam int A8B = tsr_pkg::ACC8_BYTES;
+  localparam int AW = tsr_pkg::ACC_WIDTH;
+  localparam int LANES = tsr_pkg::BATCH * tsr_pkg::BLOCK_OUT;
+  localparam int NT = 3;  // element readers: 0 uop, 1 acc, 2 acc8
+
+  // ---- latched shape ----
+  logic [1:0]  sel_q, sel_d;          // reader of the running load
+  logic [16:0] row_q, row_d;          // x_pad0 + x_size + x_pad1
+  logic [16:0] rows_q, rows_d;        // y_pad0 + y_size + y_pad1
+  logic [16:0] x_lo_q, x_lo_d, x_hi_q, x_hi_d;  // data columns [x_lo, x_hi)
+  logic [16:0] y_lo_q, y_lo_d, y_hi_q, y_hi_d;  // data rows [y_lo, y_hi)
+
+  // ---- issuer ----
+  logic [15:0] iss_left_q, iss_left_d;
+  logic [31:0] iss_addr_q, iss_addr_d, stride_bytes, base_bytes;
+  logic        iss_valid;
+  logic [NT-1:0] cmd_valid, cmd_ready;
+
+  // ---- writer ----
+  logic        wr_active_q, wr_active_d;
+  logic [16:0] wy_q, wy_d, wx_q, wx_d;
+  logic [AddrW-1:0] waddr_q, waddr_d;
+  logic        pad, take, write;
+
+  // ---- readers ----
+  logic [NT-1:0]    req_valid, data_ready, elem_valid, elem_ready;
+  logic [NT*32-1:0] req_addr, req_beats;
+  logic [UB*8-1:0]  elem_uop;
+  logic [AB*8-1:0]  elem_acc;
+  logic [A8B*8-1:0] elem_acc8;
+  logic             sel_elem_valid;
+  logic [NT-1:0]    unused_busy, unused_stall;  // the writer tracks progress itself
+
+  always_comb begin
+    sel_d = sel_q;
+    row_d = row_q;
+    rows_d = rows_q;
+    x_lo_d = x_lo_q;
+    x_hi_d = x_hi_q;
+    y_lo_d = y_lo_q;
+    y_hi_d = y_hi_q;
+    iss_left_d = iss_left_q;
+    iss_addr_d = iss_addr_q;
+    wr_active_d = wr_active_q;
+    wy_d = wy_q;
+    wx_d = wx_q;
+    waddr_d = waddr_q;
+
+    // Byte addresses wrap at 32 bits like the bus; element sizes are
+    // constants, so these are shifts for power-of-two rows.
+    case (mem_type_i)
+      3'(tsr_pkg::MEM_UOP): begin
+        base_bytes = dram_base_i * 32'(UB);
+        stride_bytes = 32'(x_stride_i) * 32'(UB);
+      end
+      3'(tsr_pkg::MEM_ACC): begin
+        base_bytes = dram_base_i * 32'(AB);
+        stride_bytes = 32'(x_stride_i) * 32'(AB);
+      end
+      default: begin
+        base_bytes = dram_base_i * 32'(A8B);
+        stride_bytes = 32'(x_stride_i) * 32'(A8B);
+      end
+    endcase
+
+    iss_valid = (iss_left_q != '0);
+    cmd_valid = '0;
+    cmd_valid[sel_q] = iss_valid;
+    if (iss_valid && cmd_ready[sel_q]) begin
+      iss_left_d = iss_left_q - 16'd1;
+      iss_addr_d = iss_addr_q + stride_bytes;
+    end
+
+    pad = (wy_q < y_lo_q) || (wy_q >= y_hi_q) || (wx_q < x_lo_q) || (wx_q >= x_hi_q);
+    sel_elem_valid = elem_valid[sel_q];
+    take = wr_active_q && !pad && sel_elem_valid;
+    write = wr_active_q && (pad || sel_elem_valid);
+    elem_ready = '0;
+    elem_ready[sel_q] = take;
+    if (write) begin
+      waddr_d = waddr_q + AddrW'(1);
+      if (wx_q + 17'd1 == row_q) begin
+        wx_d = '0;
+        wy_d = wy_q + 17'd1;
+        if (wy_q + 17'd1 == rows_q) wr_active_d = 1'b0;
+      end else begin
+        wx_d = wx_q + 17'd1;
+      end
+    end
+
+    if (start_i && !wr_active_q) begin
+      case (mem_type_i)
+        3'(tsr_pkg::MEM_UOP): sel_d = 2'd0;
+        3'(tsr_pkg::MEM_ACC): sel_d = 2'd1;
+        default:              sel_d = 2'd2;
+      endcase
+      row_d = 17'(x_pad0_i) + 17'(x_size_i) + 17'(x_pad1_i);
+      rows_d = 17'(y_pad0_i) + 17'(y_size_i) + 17'(y_pad1_i);
+      x_lo_d = 17'(x_pad0_i);
+      x_hi_d = 17'(x_pad0_i) + 17'(x_size_i);
+      y_lo_d = 17'(y_pad0_i);
+      y_hi_d = 17'(y_pad0_i) + 17'(y_size_i);
+      iss_left_d = (x_size_i != '0) ? y_size_i : '0;
+      iss_addr_d = base_bytes;
+      wr_active_d = (rows_d != '0) && (row_d != '0);
+      wy_d = '0;
+      wx_d = '0;
+      waddr_d = sram_base_i;
+    end
+  end
+
+  always_ff @(posedge clk_i) begin
+    if (!rst_ni) begin
+      sel_q       <= '0;
+      row_q       <= '0;
+      rows_q      <= '0;
+      x_lo_q      <= '0;
+      x_hi_q      <= '0;
+      y_lo_q      <= '0;
+      y_hi_q      <= '0;
+      iss_left_q  <= '0;
+      iss_addr_q  <= '0;
+      wr_active_q <= 1'b0;
+      wy_q        <= '0;
+      wx_q        <= '0;
+      waddr_q     <= '0;
+    end else begin
+      sel_q       <= sel_d;
+      row_q       <= row_d;
+      rows_q      <= rows_d;
+      x_lo_q      <= x_lo_d;
+      x_hi_q      <= x_hi_d;
+      y_lo_q      <= y_lo_d;
+      y_hi_q      <= y_hi_d;
+      iss_left_q  <= iss_left_d;
+      iss_addr_q  <= iss_addr_d;
+      wr_active_q <= wr_active_d;
+      wy_q        <= wy_d;
+      wx_q        <= wx_d;
+      waddr_q     <= waddr_d;
+    end
+  end
+
+  // ---- element readers; only the selected one sees the port ----
+  tsr_dma_rd_elems #(
+    .ElemBytes (UB)
+  ) u_uop_reader (
+    .clk_i           (clk_i),
+    .rst_ni          (rst_ni),
+    .cmd_valid_i     (cmd_valid[0]),
+    .cmd_ready_o     (cmd_ready[0]),
+    .cmd_addr_i      (iss_addr_q),
+    .cmd_count_i     ({16'd0, x_size_i}),
+    .rd_req_valid_o  (req_valid[0]),
+    .rd_req_ready_i  (rd_req_ready_i && sel_q == 2'd0),
+    .rd_req_addr_o   (req_addr[0*32 +: 32]),
+    .rd_req_beats_o  (req_beats[0*32 +: 32]),
+    .rd_data_valid_i (rd_data_valid_i && sel_q == 2'd0),
+    .rd_data_ready_o (data_ready[0]),
+    .rd_data_i       (rd_data_i),
+    .elem_valid_o    (elem_valid[0]),
+    .elem_ready_i    (elem_ready[0]),
+    .elem_o          (elem_uop),
+    .busy_o          (unused_busy[0]),
+    .stall_o         (unused_stall[0])
+  );
+
+  tsr_dma_rd_elems #(
+    .ElemBytes (AB)
+  ) u_acc_reader (
+    .clk_i           (clk_i),
+    .rst_ni          (rst_ni),
+    .cmd_valid_i     (cmd_valid[1]),
+    .cmd_ready_o     (cmd_ready[1]),
+    .cmd_addr_i      (iss_addr_q),
+    .cmd_count_i     ({16'd0, x_size_i}),
+    .rd_req_valid_o  (req_valid[1]),
+    .rd_req_ready_i  (rd_req_ready_i && sel_q == 2'd1),
+    .rd_req_addr_o   (req_addr[1*32 +: 32]),
+    .rd_req_beats_o  (req_beats[1*32 +: 32]),
+    .rd_data_valid_i (rd_data_valid_i && sel_q == 2'd1),
+    .rd_data_ready_o (data_ready[1]),
+    .rd_data_i       (rd_data_i),
+    .elem_valid_o    (elem_valid[1]),
+    .elem_ready_i    (elem_ready[1]),
+    .elem_o          (elem_acc),
+    .busy_o          (unused_busy[1]),
+    .stall_o         (unused_stall[1])
+  );
+
+  tsr_dma_rd_elems #(
+    .ElemBytes (A8B)
+  ) u_acc8_reader (
+    .clk_i           (clk_i),
+    .rst_ni          (rst_ni),
+    .cmd_valid_i     (cmd_valid[2]),
+    .cmd_ready_o     (cmd_ready[2]),
+    .cmd_addr_i      (iss_addr_q),
+    .cmd_count_i     ({16'd0, x_size_i}),
+    .rd_req_valid_o  (req_valid[2]),
+    .rd_req_ready_i  (rd_req_ready_i && sel_q == 2'd2),
+    .rd_req_addr_o   (req_addr[2*32 +: 32]),
+    .rd_req_beats_o  (req_beats[2*32 +: 32]),
+    .rd_data_valid_i (rd_data_valid_i && sel_q == 2'd2),
+    .rd_data_ready_o (data_ready[2]),
+    .rd_data_i       (rd_data_i),
+    .elem_valid_o    (elem_valid[2]),
+    .elem_ready_i    (elem_ready[2]),
+    .elem_o          (elem_acc8),
+    .busy_o          (unused_busy[2]),
+    .stall_o         (unused_stall[2])
+  );
+
+  always_comb begin
+    rd_req_valid_o  = req_valid[sel_q];
+    rd_req_addr_o   = req_addr[sel_q*32 +: 32];
+    rd_req_beats_o  = req_beats[sel_q*32 +: 32];
+    rd_data_ready_o = data_ready[sel_q];
+
+    uop_we_o = write && (sel_q == 2'd0);
+    acc_we_o = write && (sel_q != 2'd0);
+    waddr_o  = waddr_q;
+    uop_wdata_o = pad ? '0 : elem_uop;
+    acc_wdata_o = '0;
+    if (!pad) begin
+      if (sel_q == 2'd1) begin
+        acc_wdata_o = elem_acc;
+      end else begin
+        // acc8: byte k of the element is lane k, sign-extended to W bits.
+        for (int k = 0; k < LANES; k++) begin
+          acc_wdata_o[k*AW +: AW] = AW'($signed(elem_acc8[k*8 +: 8]));
+        end
+      end
+    end
+  end
+
+  assign busy_o  = wr_active_q || (iss_left_q != '0);
+  assign stall_o = (rd_req_valid_o && !rd_req_ready_i) || (wr_active_q && !pad && !sel_elem_valid);
+endmodule

@@ -1,0 +1,289 @@
+// tsr_dma_rd_elems: reads `count` elements of ElemBytes bytes starting at a
+// byte address through one DMA read port and streams them out in address
+// order. Elements narrower than the bus are extracted from beats (first one
+// at byte offset addr % BusBytes); wider ones are gathered from
+// ElemBytes/BusBytes beats. Commands queue (CmdDepth deep) so the request for
+// the next command goes out while data of earlier ones still streams.
+//
+// Deadlock avoidance: with BufBeats > 0 (default) every request is cut into
+// chunks of at most 16 beats (aligned to 16-beat blocks) and a chunk is only
+// requested when the local data buffer has room reserved for all of it, so
+// rd_data_ready_o is never low for data that was requested. The AXI master
+// shares one R channel between ports and only takes a beat when its port is
+// ready: a port whose element consumer waits on another port's progress
+// (fetch waiting for a stage that waits for its own DRAM data) would
+// otherwise block the R channel for everybody. BufBeats = 0 turns the
+// reservation off (one request per command, unlimited look-ahead, 2-beat
+// buffer); use it only when the element consumer never waits on other DMA
+// traffic.
+module tsr_dma_rd_elems #(
+  parameter int ElemBytes = 4,
+  parameter int BusBytes  = tsr_pkg::BUS_BYTES,
+  parameter int BufBeats  = 32,
+  parameter int CmdDepth  = 4
+) (
+  input  logic                   clk_i,
+  input  logic                   rst_ni,
+  // command
+  input  logic                   cmd_valid_i,
+  output logic                   cmd_ready_o,
+  input  logic [31:0]            cmd_addr_i,
+  input  logic [31:0]            cmd_count_i,
+  // DMA read port
+  output logic                   rd_req_valid_o,
+  input  logic                   rd_req_ready_i,
+  output logic [31:0]            rd_req_addr_o,
+  output logic [31:0]            rd_req_beats_o,
+  input  logic                   rd_data_valid_i,
+  output logic                   rd_data_ready_o,
+  input  logic [BusBytes*8-1:0]  rd_data_i,
+  // element stream
+  output logic                   elem_valid_o,
+  input  logic                   elem_ready_i,
+  output logic [ElemBytes*8-1:0] elem_o,
+  // status
+  output logic                   busy_o,
+  output logic                   stall_o
+);
+  localparam int EW    = ElemBytes * 8;
+  localparam int BW    = BusBytes * 8;
+  localparam int BBL   = $clog2(BusBytes);
+  localparam int EBL   = $clog2(ElemBytes);
+  localparam bit SMALL = (ElemBytes < BusBytes);
+  localparam int EPB   = SMALL ? BusBytes / ElemBytes : 1;   // elements per beat
+  localparam int EPBL  = $clog2(EPB);
+  localparam int SW    = (EPBL > 0) ? EPBL : 1;               // slot index width
+  localparam int BPE   = SMALL ? 1 : ElemBytes / BusBytes;   // beats per element
+  localparam int BPEL  = $clog2(BPE);
+  localparam int BCW   = (BPEL > 0) ? BPEL : 1;
+  localparam int DDEPTH = (BufBeats > 2) ? BufBeats : 2;
+  localparam int CRW   = $clog2(DDEPTH + 1);
+  localparam int IW    = SW + 32;
+
+  // ---------------------------------------------------------------- command
+  logic        cmdq_in_ready, infoq_in_ready, cmd_fire;
+  logic [31:0] cmd_beat_addr, cmd_beats;
+  logic [SW-1:0] cmd_off;
+
+  assign cmd_ready_o   = cmdq_in_ready && infoq_in_ready;
+  assign cmd_fire      = cmd_valid_i && cmd_ready_o;
+  assign cmd_beat_addr = {cmd_addr_i[31:BBL], {BBL{1'b0}}};
+
+  if (SMALL) begin : g_small_beats
+    // beats = ceil((offset + count) / EPB), in 64 bits so it cannot wrap
+    logic [63:0] span, nbeats;
+    assign cmd_off   = cmd_addr_i[EBL +: SW];
+    assign span      = {32'd0, cmd_count_i} + {{(64 - SW){1'b0}}, cmd_off} + {32'd0, 32'(EPB - 1)};
+    assign nbeats    = span >> EPBL;
+    assign cmd_beats = nbeats[31:0];
+    logic unused_beats;
+    assign unused_beats = ^{nbeats[63:32], cmd_addr_i[BBL-1:0]};
+  end else begin : g_large_beats
+    assign cmd_off   = '0;
+    assign cmd_beats = cmd_count_i << BPEL;
+    logic unused_beats;
+    assign unused_beats = ^cmd_addr_i[BBL-1:0];
+  end
+
+  // Request side works on the head of cmdq; the data side on the head of infoq.
+  logic        cmdq_valid, cmdq_pop;
+  logic [$clog2(CmdDepth + 1)-1:0] cmdq_count, infoq_count;
+  logic [$clog2(DDEPTH + 1)-1:0]   dataq_count;
+  logic [63:0] cmdq_head;
+  tsr_fifo #(.Width(64), .Depth(CmdDepth)) u_cmdq (
+    .clk_i       (clk_i),
+    .rst_ni      (rst_ni),
+    .in_valid_i  (cmd_fire),
+    .in_ready_o  (cmdq_in_ready),
+    .in_data_i   ({cmd_beat_addr, cmd_beats}),
+    .out_valid_o (cmdq_valid),
+    .out_ready_i (cmdq_pop),
+    .out_data_o  (cmdq_head),
+    .count_o     (cmdq_count)
+  );
+
+  logic          info_valid, info_pop;
+  logic [IW-1:0] info_head;
+  tsr_fifo #(.Width(IW), .Depth(CmdDepth)) u_infoq (
+    .clk_i       (clk_i),
+    .rst_ni      (rst_ni),
+    .in_valid_i  (cmd_fire),
+    .in_ready_o  (infoq_in_ready),
+    .in_data_i   ({cmd_off, cmd_count_i}),
+    .out_valid_o (info_valid),
+    .out_ready_i (info_pop),
+    .out_data_o  (info_head),
+    .count_o     (infoq_count)
+  );
+
+  // ---------------------------------------------------------------- requests
+  logic        rstarted_q, rstarted_d;
+  logic [31:0] raddr_q, raddr_d, rleft_q, rleft_d;
+  logic [31:0] cur_addr, cur_left, chunk;
+  logic [4:0]  to_block;
+  logic        credit_ok, req_fire, data_pop;
+  logic [CRW-1:0] credit_q, credit_d;
+
+  always_comb begin
+    cur_addr = rstarted_q ? raddr_q : cmdq_head[63:32];
+    cur_left = rstarted_q ? rleft_q : cmdq_head[31:0];
+    to_block = 5'd16 - {1'b0, cur_addr[BBL +: 4]};
+    if (BufBeats == 0) chunk = cur_left;
+    else if (cur_left < {27'd0, to_block}) chunk = cur_left;
+    else chunk = {27'd0, to_block};
+  end
+
+  assign credit_ok      = (BufBeats == 0) || ({{(32 - CRW){1'b0}}, credit_q} >= chunk);
+  assign rd_req_valid_o = cmdq_valid && credit_ok;
+  assign rd_req_addr_o  = cur_addr;
+  assign rd_req_beats_o = chunk;
+  assign req_fire       = rd_req_valid_o && rd_req_ready_i;
+  assign cmdq_pop       = req_fire && (chunk == cur_left);
+
+  always_comb begin
+    rstarted_d = rstarted_q;
+    raddr_d    = raddr_q;
+    rleft_d    = rleft_q;
+    if (req_fire) begin
+      rstarted_d = !cmdq_pop;
+      raddr_d    = cur_addr + (chunk << BBL);
+      rleft_d    = cur_left - chunk;
+    end
+  end
+
+  // Credits: beats of buffer space not yet promised to a request.
+  always_comb begin
+    credit_d = credit_q;
+    if (BufBeats != 0) begin
+      if (req_fire) credit_d = credit_d - chunk[CRW-1:0];
+      if (data_pop) credit_d = credit_d + CRW'(1);
+    end
+  end
+
+  // ---------------------------------------------------------------- data
+  logic          beat_valid;
+  logic [BW-1:0] beat;
+  tsr_fifo #(.Width(BW), .Depth(DDEPTH)) u_dataq (
+    .clk_i       (clk_i),
+    .rst_ni      (rst_ni),
+    .in_valid_i  (rd_data_valid_i),
+    .in_ready_o  (rd_data_ready_o),
+    .in_data_i   (rd_data_i),
+    .out_valid_o (beat_valid),
+    .out_ready_i (data_pop),
+    .out_data_o  (beat),
+    .count_o     (dataq_count)
+  );
+
+  // Progress through the command at the head of infoq.
+  logic          first_q, first_d;
+  logic [SW-1:0] slot_q, slot_d, slot;
+  logic [31:0]   left_q, left_d, left;
+  logic          last_elem, elem_fire;
+
+  assign slot      = first_q ? info_head[IW-1:32] : slot_q;
+  assign left      = first_q ? info_head[31:0] : left_q;
+  assign last_elem = (left == 32'd1);
+  assign elem_fire = elem_valid_o && elem_ready_i;
+  assign info_pop  = elem_fire && last_elem;
+
+  always_comb begin
+    first_d = first_q;
+    slot_d  = slot_q;
+    left_d  = left_q;
+    if (elem_fire) begin
+      first_d = last_elem;
+      slot_d  = slot + SW'(1);
+      left_d  = left - 32'd1;
+    end
+  end
+
+  if (SMALL) begin : g_extract
+    assign elem_valid_o = beat_valid && info_valid;
+    assign elem_o       = beat[slot * EW +: EW];
+    assign data_pop     = elem_fire && (last_elem || slot == SW'(EPB - 1));
+  end else begin : g_gather
+    logic           full_q, full_d;
+    logic [BCW-1:0] bcnt_q, bcnt_d;
+    logic [EW-1:0]  elem_q, elem_d, elem_shift;
+
+    // Beats shift in from the top: after BPE beats, beat 0 is at the bottom.
+    if (BPE == 1) begin : g_one
+      assign elem_shift = beat;
+    end else begin : g_shift
+      assign elem_shift = {beat, elem_q[EW-1:BW]};
+    end
+
+    assign elem_valid_o = full_q;
+    assign elem_o       = elem_q;
+    assign data_pop     = beat_valid && (!full_q || elem_ready_i);
+
+    always_comb begin
+      full_d = full_q;
+      bcnt_d = bcnt_q;
+      elem_d = elem_q;
+      if (elem_fire) full_d = 1'b0;
+      if (data_pop) begin
+        elem_d = elem_shift;
+        if (BPEL > 0) bcnt_d = bcnt_q + BCW'(1);
+        if (bcnt_q == BCW'(BPE - 1)) begin
+          full_d = 1'b1;
+          bcnt_d = '0;
+        end
+      end
+    end
+
+    always_ff @(posedge clk_i) begin
+      if (!rst_ni) begin
+        full_q <= 1'b0;
+        bcnt_q <= '0;
+      end else begin
+        full_q <= full_d;
+        bcnt_q <= bcnt_d;
+      end
+    end
+
+    // Data register without reset (only read while full_q says it is valid).
+    always_ff @(posedge clk_i) begin
+      elem_q <= elem_d;
+    end
+
+    logic unused_slot;
+    assign unused_slot = ^slot;
+  end
+
+  logic unused_counts;
+  assign unused_counts = ^{cmdq_count, infoq_count, dataq_count};
+
+  assign busy_o  = info_valid;
+  assign stall_o = info_valid && !elem_valid_o;
+
+  always_ff @(posedge clk_i) begin
+    if (!rst_ni) begin
+      rstarted_q <= 1'b0;
+      raddr_q    <= '0;
+      rleft_q    <= '0;
+      credit_q   <= CRW'(BufBeats);
+      first_q    <= 1'b1;
+      slot_q     <= '0;
+      left_q     <= '0;
+    end else begin
+      rstarted_q <= rstarted_d;
+      raddr_q    <= raddr_d;
+      rleft_q    <= rleft_d;
+      credit_q   <= credit_d;
+      first_q    <= first_d;
+      slot_q     <= slot_d;
+      left_q     <= left_d;
+    end
+  end
+
+`ifndef SYNTHESIS
+  initial begin
+    if (BufBeats != 0 && BufBeats < 16)
+      $error("tsr_dma_rd_elems: BufBeats must be 0 or >= 16");
+    if ((ElemBytes & (ElemBytes - 1)) != 0 || (BusBytes & (BusBytes - 1)) != 0)
+      $error("tsr_dma_rd_elems: ElemBytes and BusBytes must be powers of two");
+  end
+`endif
+endmodule
