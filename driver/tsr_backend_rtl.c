@@ -137,7 +137,22 @@ static int r_wait(void *st, int timeout_ms)
 
 static int r_counters(void *st, tsr_counters_t *out)
 {
-    *out = ((rtl_state_t *)st)->ctr;
+    rtl_state_t *s = st;
+    *out = s->ctr;
+    if (s->started) {
+        /* Mid-run (after a wait timeout): add what the hardware counted so
+         * far; the per-instruction static counts exist only for whole runs. */
+        tsr_counters_t live;
+        memset(&live, 0, sizeof live);
+        int rc = tsr_rtl_read_counters(s->rtl, live.hw);
+        if (rc)
+            return rc;
+        live.has_hw = 1;
+        live.cycles = live.hw[TSR_CNT_CYCLES];
+        live.gemm_ops = live.hw[TSR_CNT_GEMM_OPS];
+        live.alu_ops = live.hw[TSR_CNT_ALU_OPS];
+        tsr_counters_add(out, &live);
+    }
     return TSR_OK;
 }
 

@@ -105,11 +105,12 @@ static int check_mem(vstate_t *v, size_t i, const tsr_insn_t *in)
                 if (!v->opts || !v->opts->read)
                     continue;
                 uint8_t raw[8] = {0};
+                uint32_t nb = c->uop_bytes < sizeof raw ? c->uop_bytes : (uint32_t)sizeof raw;
                 uint64_t addr = ((uint64_t)in->dram_base + y * in->x_stride + x) * c->uop_bytes;
-                if (v->opts->read(v->opts->read_ctx, addr, raw, c->uop_bytes) != TSR_OK)
+                if (v->opts->read(v->opts->read_ctx, addr, raw, nb) != TSR_OK)
                     continue;
                 uint64_t w = 0;
-                for (uint32_t b = 0; b < c->uop_bytes; b++)
+                for (uint32_t b = 0; b < nb; b++)
                     w |= (uint64_t)raw[b] << (8 * b);
                 tsr_uop_decode(c, w, &v->uops[slot]);
                 v->known[slot] = 1;

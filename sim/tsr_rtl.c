@@ -12,7 +12,9 @@
  * available `latency` cycles after its address was accepted; beats of all
  * bursts share a token bucket refilled by `bytes_per_cycle`, so sustained
  * bandwidth is bounded and reads and writes compete for it. Accesses
- * outside every allocated buffer answer SLVERR, which the RTL reports.
+ * outside every allocated buffer answer SLVERR (a read beat only when none
+ * of its bytes is in a buffer; a write when any enabled byte is outside),
+ * which the RTL reports.
  */
 #define _DEFAULT_SOURCE /* flock, mkdtemp */
 #include "tsr_rtl.h"
@@ -229,9 +231,18 @@ static void cycle(tsr_rtl_t *r)
     int rvalid = rb && r->cycle >= rb->ready_at && r->bucket >= bus;
     int rerr = 0;
     if (rvalid) {
-        rerr = tsr_dram_read(r->dram, rb->addr, r->beat, (uint64_t)bus) != TSR_OK;
-        if (rerr)
-            memset(r->beat, 0, (size_t)bus);
+        if (tsr_dram_read(r->dram, rb->addr, r->beat, (uint64_t)bus) != TSR_OK) {
+            /* A beat that straddles a buffer's end: the hardware reads whole
+             * beats, so bytes beside a buffer read as 0; only a beat with no
+             * byte in any buffer is an error. */
+            rerr = 1;
+            for (int i = 0; i < bus; i++) {
+                const uint8_t *q = tsr_dram_ptr(r->dram, rb->addr + (uint64_t)i, 1);
+                r->beat[i] = q ? *q : 0;
+                if (q)
+                    rerr = 0;
+            }
+        }
         a->set_rdata(m, r->beat);
     }
     a->set(m, TSR_V_RVALID, (uint64_t)rvalid);
@@ -267,12 +278,15 @@ static void cycle(tsr_rtl_t *r)
         uint8_t *p = tsr_dram_ptr(r->dram, wb->addr, (uint64_t)bus);
         r->bucket -= bus;
         a->get_wdata(m, r->beat);
-        if (!p) {
-            wb->err = 1;
-        } else {
-            for (int i = 0; i < bus; i++)
-                if ((strb >> i) & 1)
-                    p[i] = r->beat[i];
+        /* Writes are strobed: every enabled byte must lie in a buffer. */
+        for (int i = 0; i < bus; i++) {
+            if (!((strb >> i) & 1))
+                continue;
+            uint8_t *q = p ? p + i : tsr_dram_ptr(r->dram, wb->addr + (uint64_t)i, 1);
+            if (q)
+                *q = r->beat[i];
+            else
+                wb->err = 1;
         }
         wb->addr += (uint64_t)bus;
         if (--wb->beats == 0) {

@@ -404,7 +404,8 @@ int ref_gemm(ref_machine_t *m, const tsr_insn_t *in)
                 uint64_t dst = loop_idx(ud, i, in->dst_factor_out, j, in->dst_factor_in);
                 uint64_t src = loop_idx(us, i, in->src_factor_out, j, in->src_factor_in);
                 uint64_t wgt = loop_idx(uw, i, in->wgt_factor_out, j, in->wgt_factor_in);
-                if (dst >= m->acc_depth || src >= m->inp_depth || wgt >= m->wgt_depth)
+                /* operands a reset op does not read are not checked (semantics.md) */
+                if (dst >= m->acc_depth || (!in->reset && (src >= m->inp_depth || wgt >= m->wgt_depth)))
                     return ref_fail("gemm: i=%llu j=%llu u=%u: dst %llu src %llu wgt %llu out of range",
                                     (unsigned long long)i, (unsigned long long)j, u,
                                     (unsigned long long)dst, (unsigned long long)src,
@@ -449,15 +450,20 @@ int ref_alu_insn(ref_machine_t *m, const tsr_insn_t *in)
                 ref_uop_fields(m, m->uop[u], &ud, &us, &uw);
                 uint64_t dst = loop_idx(ud, i, in->dst_factor_out, j, in->dst_factor_in);
                 uint64_t src = loop_idx(us, i, in->src_factor_out, j, in->src_factor_in);
-                if (dst >= m->acc_depth || src >= m->acc_depth)
+                /* src is not read (nor checked) by a reset or immediate op */
+                if (dst >= m->acc_depth || (!in->reset && !in->use_imm && src >= m->acc_depth))
                     return ref_fail("alu: i=%llu j=%llu u=%u: dst %llu src %llu out of range",
                                     (unsigned long long)i, (unsigned long long)j, u,
                                     (unsigned long long)dst, (unsigned long long)src);
                 /* lane by lane: with src == dst each lane still reads its own old value */
                 for (int l = 0; l < lanes; l++) {
                     int32_t a = m->acc[(size_t)dst * lanes + l];
+                    if (in->reset) {
+                        write_acc(m, dst, l, 0);
+                        continue;
+                    }
                     int32_t b = in->use_imm ? imm : m->acc[(size_t)src * lanes + l];
-                    int32_t r = in->reset ? 0 : ref_alu(in->alu_opcode, a, b, m->acc_width);
+                    int32_t r = ref_alu(in->alu_opcode, a, b, m->acc_width);
                     write_acc(m, dst, l, r);
                 }
             }
