@@ -8,10 +8,12 @@
  *
  *   tsr_soak [--count N] [--seed S] [--backend NAME] [--config PRESET|random|FILE]
  *            [--no-ref] [--quiet] [--no-junk] [--no-empty-loops] [--round-sizes]
- *            [--max-insns N]
+ *            [--max-insns N] [--configs K]
  *
  * Program i uses generator seed S + i (for random configs also the config
- * seed), and the second backend gets interleaving seed mix(S + i) | 1, exactly
+ * seed; with --configs K the random configs cycle through seeds S .. S+K-1,
+ * since on the RTL backend each new config is a Verilator model build), and
+ * the second backend gets interleaving seed mix(S + i) | 1, exactly
  * as test_difftest does: `--seed SEED --count 1` reproduces a test failure.
  *
  * --no-junk / --no-empty-loops / --round-sizes / --max-insns narrow the generated programs
@@ -30,7 +32,7 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: tsr_soak [--count N] [--seed S] [--backend NAME] "
                "[--config PRESET|random|FILE] [--no-ref] [--quiet] [--no-junk] "
-               "[--no-empty-loops] [--round-sizes] [--max-insns N]\n");
+               "[--no-empty-loops] [--round-sizes] [--max-insns N] [--configs K]\n");
 }
 
 static uint64_t mix(uint64_t x)
@@ -43,7 +45,7 @@ static uint64_t mix(uint64_t x)
 
 int main(int argc, char **argv)
 {
-    uint64_t count = 100, seed = 1;
+    uint64_t count = 100, seed = 1, nconf = 0;
     const char *backend = "fsim", *config = "random";
     int use_ref = 1, quiet = 0;
     tsr_gen_opts_t go;
@@ -62,6 +64,9 @@ int main(int argc, char **argv)
             i++;
         } else if (!strcmp(a, "--config") && v) {
             config = v;
+            i++;
+        } else if (!strcmp(a, "--configs") && v) {
+            nconf = strtoull(v, NULL, 0);
             i++;
         } else if (!strcmp(a, "--max-insns") && v) {
             go.max_insns = (uint32_t)strtoul(v, NULL, 0);
@@ -98,7 +103,7 @@ int main(int argc, char **argv)
         tsr_config_t cfg = fixed;
         char json[1024];
         if (random_cfg) {
-            if (tsr_gen_random_config(ps, json, sizeof json) ||
+            if (tsr_gen_random_config(nconf ? seed + i % nconf : ps, json, sizeof json) ||
                 tsr_config_parse(json, "random", &cfg)) {
                 fprintf(stderr, "program seed %" PRIu64 ": bad random config: %s\n", ps, tsr_errmsg());
                 errors++;
