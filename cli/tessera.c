@@ -669,8 +669,9 @@ static const char *demo_help =
     "2^S), -128, 127), on the device through the driver and the JIT, and\n"
     "compare every element with a plain C computation on the host. Prints\n"
     "the counters and PASS, or the first mismatching element and FAIL.\n"
-    "  -m, -k, -n        matrix sizes (default 256 256 256; multiples of the\n"
-    "                    config's BATCH, BLOCK_IN, BLOCK_OUT)\n"
+    "  -m, -k, -n        matrix sizes (default 256, 256 or the longest K\n"
+    "                    the buffers hold, 256; multiples of the config's\n"
+    "                    BATCH, BLOCK_IN, BLOCK_OUT)\n"
     "  --shift S         requantization shift (default 8)\n"
     "  --seed N          random data seed (default 1)\n"
     "  --config, --backend as for `run`\n" DEVICE_OPTIONS_HELP;
@@ -818,10 +819,19 @@ static void random_matrices(uint64_t seed, int8_t *a, size_t na, int8_t *b, size
 
 static int cmd_demo(int argc, char **argv)
 {
-    mm_opts_t mo = {.o = {.cfgname = "default", .backend = "fsim", .seed = 1}, .m = 256, .k = 256, .n = 256, .shift = 8};
+    mm_opts_t mo = {.o = {.cfgname = "default", .backend = "fsim", .seed = 1}, .m = 256, .k = 0, .n = 256, .shift = 8};
     int r = parse_mm(argc, argv, "demo", demo_help, &mo);
     if (r)
         return r == -2 ? 0 : 2;
+    if (!mo.k) {
+        /* Default K 256, or the longest reduction the matmul lowering keeps
+         * on chip for this config (half the input and weight buffers). */
+        tsr_config_t cfg;
+        if (tsr_config_load(mo.o.cfgname, &cfg))
+            return fail(TSR_ECONFIG);
+        uint32_t rows = (cfg.inp_depth < cfg.wgt_depth ? cfg.inp_depth : cfg.wgt_depth) / 2;
+        mo.k = 256 < (long)rows * cfg.block_in ? 256 : (long)rows * cfg.block_in;
+    }
     size_t m = (size_t)mo.m, k = (size_t)mo.k, n = (size_t)mo.n;
     int8_t *a = malloc(m * k), *b = malloc(k * n), *c = malloc(m * n);
     int rc = TSR_OK, status = 0;
