@@ -66,11 +66,11 @@ typedef struct {
 /* Keys of instruction lines; flags are keys without a value. */
 enum {
     K_SRAM, K_DRAM, K_Y, K_X, K_STRIDE, K_PAD, K_RESET, K_UOP, K_ITER, K_DST, K_SRC, K_WGT,
-    K_IMM, K_USE_IMM, K_POP_PREV, K_POP_NEXT, K_PUSH_PREV, K_PUSH_NEXT, K_COUNT
+    K_IMM, K_USE_IMM, K_PAD_VALUE, K_POP_PREV, K_POP_NEXT, K_PUSH_PREV, K_PUSH_NEXT, K_COUNT
 };
 static const char *const key_names[K_COUNT] = {
     "sram", "dram", "y", "x", "stride", "pad", "reset", "uop", "iter", "dst", "src", "wgt",
-    "imm", "use_imm", "pop_prev", "pop_next", "push_prev", "push_next",
+    "imm", "use_imm", "pad_value", "pop_prev", "pop_next", "push_prev", "push_next",
 };
 #define B(k) (1u << (k))
 #define FLAG_KEYS (B(K_POP_PREV) | B(K_POP_NEXT) | B(K_PUSH_PREV) | B(K_PUSH_NEXT))
@@ -79,8 +79,8 @@ static const char *const key_names[K_COUNT] = {
 
 /* Indexed by opcode. */
 static const unsigned allowed_keys[TSR_OP_COUNT] = {
-    [TSR_OP_LOAD] = MEM_KEYS | B(K_PAD) | FLAG_KEYS,
-    [TSR_OP_STORE] = MEM_KEYS | B(K_PAD) | FLAG_KEYS,
+    [TSR_OP_LOAD] = MEM_KEYS | B(K_PAD) | B(K_PAD_VALUE) | FLAG_KEYS,
+    [TSR_OP_STORE] = MEM_KEYS | B(K_PAD) | B(K_PAD_VALUE) | FLAG_KEYS,
     [TSR_OP_GEMM] = LOOP_KEYS | B(K_WGT) | B(K_RESET) | FLAG_KEYS,
     [TSR_OP_FINISH] = FLAG_KEYS,
     [TSR_OP_ALU] = LOOP_KEYS | B(K_RESET) | B(K_IMM) | B(K_USE_IMM) | FLAG_KEYS,
@@ -584,6 +584,7 @@ static int parse_insn(asm_t *a, uint32_t op)
         case K_RESET: rc = bool01(a, v, t, &in.reset); break;
         case K_USE_IMM: rc = bool01(a, v, t, &in.use_imm); break;
         case K_IMM: rc = num_i32(a, v, t, &in.imm); break;
+        case K_PAD_VALUE: rc = num_i32(a, v, t, &in.pad_value); break;
         case K_UOP:
             if (!(rc = num_list(a, v, ':', 2, t, l))) {
                 in.uop_bgn = l[0];
@@ -891,6 +892,8 @@ int tsr_disasm_insn(const tsr_config_t *cfg, const tsr_insn_t *in, char *buf, si
                      tsr_opcode_name(in->opcode), tsr_mem_name(in->mem_type), in->sram_base,
                      in->dram_base, in->y_size, in->x_size, in->x_stride, in->y_pad0, in->y_pad1,
                      in->x_pad0, in->x_pad1);
+        if (k > 0 && in->pad_value && (size_t)k < sizeof t)
+            k += snprintf(t + k, sizeof t - (size_t)k, " pad_value=%d", in->pad_value);
         break;
     case TSR_OP_GEMM:
         k = snprintf(t, sizeof t,

@@ -47,6 +47,8 @@ static const field_spec_t mem_fields[] = {
     {"y_pad1", F(y_pad1), W_FIX, TSR_PAD_BITS, 0, "zero rows after (LOAD only)"},
     {"x_pad0", F(x_pad0), W_FIX, TSR_PAD_BITS, 0, "zero elements before each row (LOAD only)"},
     {"x_pad1", F(x_pad1), W_FIX, TSR_PAD_BITS, 0, "zero elements after each row (LOAD only)"},
+    {"pad_value", F(pad_value), W_FIX, TSR_PAD_VALUE_BITS, 1,
+     "value of each lane of a padded inp element (LOAD inp only; 0 otherwise)"},
 };
 
 #define LOOP_FIELDS                                                                                \

@@ -25,6 +25,7 @@
 #define TSR_DRAM_BASE_BITS 32
 #define TSR_SIZE_BITS 16     /* y_size, x_size, x_stride */
 #define TSR_PAD_BITS 4
+#define TSR_PAD_VALUE_BITS 8  /* LOAD inp pad value (int8, sign-extended to the input width) */
 #define TSR_IMM_BITS 16
 #define TSR_ALU_OP_BITS 3
 
@@ -86,6 +87,7 @@ typedef struct tsr_insn {
     uint32_t y_pad1;         /* zero rows after */
     uint32_t x_pad0;         /* zero elements before each row */
     uint32_t x_pad1;         /* zero elements after each row */
+    int32_t pad_value;       /* value of every lane of padded inp elements (LOAD inp; else 0) */
     /* GEMM / ALU */
     uint32_t reset;          /* write zeros to acc[dst] instead of computing */
     uint32_t uop_bgn;        /* first uop of the kernel */

@@ -81,6 +81,8 @@ static int check_mem(vstate_t *v, size_t i, const tsr_insn_t *in)
     int padded = in->y_pad0 || in->y_pad1 || in->x_pad0 || in->x_pad1;
     if (padded && (!is_load || m == TSR_MEM_UOP))
         return bad(i, in, "padding is only allowed on LOADs of wgt, inp, acc and acc8");
+    if (in->pad_value && !(is_load && m == TSR_MEM_INP))
+        return bad(i, in, "pad_value %d is only allowed on LOADs of inp (must be 0 here)", in->pad_value);
     if (in->x_size == 0)
         return TSR_OK;
     uint64_t row = (uint64_t)in->x_pad0 + in->x_size + in->x_pad1;

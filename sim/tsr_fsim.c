@@ -92,7 +92,8 @@ static void wr_le(uint8_t *p, int32_t v, int bytes)
 }
 
 /* Fill on-chip row `row` of memory type m from DRAM bytes, or with zeros if src is NULL. */
-static void fill_row(tsr_fsim_t *s, uint32_t m, uint32_t row, const uint8_t *src)
+/* src NULL: a padded row (every lane padv for inp, zero otherwise). */
+static void fill_row(tsr_fsim_t *s, uint32_t m, uint32_t row, const uint8_t *src, int16_t padv)
 {
     const tsr_config_t *c = &s->cfg;
     switch (m) {
@@ -112,7 +113,7 @@ static void fill_row(tsr_fsim_t *s, uint32_t m, uint32_t row, const uint8_t *src
         uint32_t n = m == TSR_MEM_INP ? s->inp_row : s->wgt_row;
         int bytes = (m == TSR_MEM_INP ? c->inp_width : c->wgt_width) / 8;
         for (uint32_t i = 0; i < n; i++)
-            dst[i] = src ? (int16_t)rd_le(src + (size_t)i * bytes, bytes) : 0;
+            dst[i] = src ? (int16_t)rd_le(src + (size_t)i * bytes, bytes) : (m == TSR_MEM_INP ? padv : 0);
         break;
     }
     case TSR_MEM_ACC:
@@ -161,7 +162,7 @@ static int exec_load(tsr_fsim_t *s, const tsr_insn_t *in)
         }
         for (uint64_t x = 0; x < row; x++, r++) {
             int pad = pad_y || x < in->x_pad0 || x >= (uint64_t)in->x_pad0 + in->x_size;
-            fill_row(s, m, r, pad ? NULL : src + (x - in->x_pad0) * eb);
+            fill_row(s, m, r, pad ? NULL : src + (x - in->x_pad0) * eb, (int16_t)in->pad_value);
             s->ctr.pad_rows_loaded += (uint64_t)pad;
         }
     }

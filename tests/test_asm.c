@@ -219,7 +219,7 @@ static void test_roundtrip_max_text_default(void **state)
     make_insn(&cfg, TSR_OP_LOAD, FILL_MAX, &rng, &in);
     assert_true(tsr_disasm_insn(&cfg, &in, text, sizeof text) > 0);
     assert_string_equal(text, "load acc8 sram=8191 dram=4294967295 y=65535 x=65535 stride=65535 "
-                              "pad=15,15,15,15 pop_prev pop_next push_prev push_next");
+                              "pad=15,15,15,15 pad_value=-1 pop_prev pop_next push_prev push_next");
 }
 
 /* --------------------------------------------------- canonical text */

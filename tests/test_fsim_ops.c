@@ -786,7 +786,11 @@ static void gen_load(pb_t *pb, uint64_t *r, uint32_t mem, const loadopts_t *o)
             continue;
         uint32_t sram = xs > 0 ? rnd(r, (uint32_t)(depth - rows + 1)) : rnd(r, depth);
         uint32_t dram = elem_index(&pb->L, mem, rnd(r, (uint32_t)(nel - span + 1)));
-        pb_add(pb, mk_load(mem, sram, dram, ys, xs, stride, p[0], p[1], p[2], p[3]));
+        tsr_insn_t in = mk_load(mem, sram, dram, ys, xs, stride, p[0], p[1], p[2], p[3]);
+        /* inp pads hold pad_value: random, including the extremes */
+        if (mem == TSR_MEM_INP && o->pad_max)
+            in.pad_value = (int32_t)rnd(r, 256) - 128;
+        pb_add(pb, in);
         return;
     }
     fail_msg("gen_load: no fitting load for %s", mem_names[mem]);

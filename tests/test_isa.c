@@ -125,6 +125,7 @@ static void ref_layout(const tsr_config_t *c, uint32_t op, ref_fmt_t *r)
         add(r, "y_pad1", M(y_pad1), 4, 0);
         add(r, "x_pad0", M(x_pad0), 4, 0);
         add(r, "x_pad1", M(x_pad1), 4, 0);
+        add(r, "pad_value", M(pad_value), 8, 1);
         break;
     case TSR_OP_GEMM:
     case TSR_OP_ALU:
@@ -230,7 +231,7 @@ static void test_layout_default_by_hand(void **state)
         {TSR_OP_LOAD, "y_size", 55, 16},       {TSR_OP_LOAD, "x_size", 71, 16},
         {TSR_OP_LOAD, "x_stride", 87, 16},     {TSR_OP_LOAD, "y_pad0", 103, 4},
         {TSR_OP_LOAD, "y_pad1", 107, 4},       {TSR_OP_LOAD, "x_pad0", 111, 4},
-        {TSR_OP_LOAD, "x_pad1", 115, 4},
+        {TSR_OP_LOAD, "x_pad1", 115, 4},      {TSR_OP_LOAD, "pad_value", 119, 8},
         {TSR_OP_GEMM, "reset", 7, 1},          {TSR_OP_GEMM, "uop_bgn", 8, 13},
         {TSR_OP_GEMM, "uop_end", 21, 14},      {TSR_OP_GEMM, "iter_out", 35, 14},
         {TSR_OP_GEMM, "iter_in", 49, 14},      {TSR_OP_GEMM, "dst_factor_out", 63, 11},
@@ -258,12 +259,12 @@ static void test_layout_default_by_hand(void **state)
         if (!found)
             fail_msg("default %s: no field %s", f.name, hand[i].field);
     }
-    /* Totals: MEM 7+3+13+32+48+16 = 119; GEMM 7+1+13+14+28+22+22+20 = 127;
+    /* Totals: MEM 7+3+13+32+48+16+8 = 127; GEMM 7+1+13+14+28+22+22+20 = 127;
      * ALU 7+1+13+14+28+22+22+3+1+16 = 127; FINISH 7. */
     static const struct {
         uint32_t op;
         int total;
-    } tot[] = {{TSR_OP_LOAD, 119}, {TSR_OP_STORE, 119}, {TSR_OP_GEMM, 127}, {TSR_OP_ALU, 127},
+    } tot[] = {{TSR_OP_LOAD, 127}, {TSR_OP_STORE, 127}, {TSR_OP_GEMM, 127}, {TSR_OP_ALU, 127},
                {TSR_OP_FINISH, 7}};
     for (size_t i = 0; i < 5; i++) {
         assert_int_equal(tsr_isa_format(&c, tot[i].op, &f), TSR_OK);

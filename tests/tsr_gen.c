@@ -389,6 +389,8 @@ static void make_load(gen_t *g, uint32_t m, uint32_t lo, uint32_t hi, int fill, 
     in->mem_type = m;
     pick_shape(g, hi - a, 1, in);
     pick_dram(g, mem_buf(m), in, 1);
+    if (m == TSR_MEM_INP && chance(r, 50))
+        in->pad_value = (int32_t)rbelow(r, 256) - 128;
     uint32_t total = load_rows(in);
     if (fill)
         in->sram_base = a;
@@ -415,6 +417,8 @@ static void make_noop(gen_t *g, uint32_t opcode, uint32_t m, tsr_insn_t *in)
     in->dram_base = (uint32_t)rnext(r);
     in->y_size = rbelow(r, 6);
     in->x_stride = rbelow(r, 100);
+    if (opcode == TSR_OP_LOAD && m == TSR_MEM_INP)
+        in->pad_value = (int32_t)rbelow(r, 256) - 128;
     if (opcode == TSR_OP_LOAD && m != TSR_MEM_UOP) {
         in->y_pad0 = rbelow(r, 16);
         in->y_pad1 = rbelow(r, 16);

@@ -306,6 +306,8 @@ int ref_load(ref_machine_t *m, const tsr_insn_t *in, const ref_dram_t *d)
         return 0;
     if (mem == TSR_MEM_UOP && (in->y_pad0 || in->y_pad1 || in->x_pad0 || in->x_pad1))
         return ref_fail("load uop: padding not allowed");
+    if (mem != TSR_MEM_INP && in->pad_value)
+        return ref_fail("load: pad_value %d on a non-inp load", in->pad_value);
 
     uint64_t ebytes = ref_elem_bytes(m, mem);
     uint64_t depth = ref_sram_depth(m, mem);
@@ -338,7 +340,7 @@ int ref_load(ref_machine_t *m, const tsr_insn_t *in, const ref_dram_t *d)
             int nvals, width;
             int32_t *vals = row_values(m, mem, r, &nvals, &width);
             for (int k = 0; k < nvals; k++)
-                vals[k] = pad ? 0 : get_val(src, (uint64_t)k * width, width);
+                vals[k] = pad ? (mem == TSR_MEM_INP ? in->pad_value : 0) : get_val(src, (uint64_t)k * width, width);
         }
     }
     return 0;
