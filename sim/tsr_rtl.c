@@ -249,8 +249,12 @@ static void cycle(tsr_rtl_t *r)
     a->set(m, TSR_V_RLAST, (uint64_t)(rvalid && rb->beats == 1));
     a->set(m, TSR_V_RID, rvalid ? rb->id : 0);
     a->set(m, TSR_V_RRESP, rerr ? 2 : 0);
-    a->set(m, TSR_V_ARREADY, (uint64_t)(r->rd.count < (int)r->o.dram_outstanding));
-    a->set(m, TSR_V_AWREADY, (uint64_t)(r->aw.count + r->b.count < (int)r->o.dram_outstanding));
+    /* The ready levels driven now decide this edge's AR/AW handshakes (a
+     * burst that completes at this edge frees its slot for the next cycle). */
+    int arready = r->rd.count < (int)r->o.dram_outstanding;
+    int awready = r->aw.count + r->b.count < (int)r->o.dram_outstanding;
+    a->set(m, TSR_V_ARREADY, (uint64_t)arready);
+    a->set(m, TSR_V_AWREADY, (uint64_t)awready);
     burst_t *wb = bq_front(&r->aw);
     int wready = wb && r->bucket >= bus * (rvalid ? 2 : 1);
     a->set(m, TSR_V_WREADY, (uint64_t)wready);
@@ -268,7 +272,7 @@ static void cycle(tsr_rtl_t *r)
         if (--rb->beats == 0)
             bq_pop(&r->rd);
     }
-    if (a->get(m, TSR_V_ARVALID) && r->rd.count < (int)r->o.dram_outstanding) {
+    if (arready && a->get(m, TSR_V_ARVALID)) {
         burst_t nb = {a->get(m, TSR_V_ARADDR), (uint32_t)a->get(m, TSR_V_ARLEN) + 1,
                       (uint32_t)a->get(m, TSR_V_ARID), r->cycle + r->o.dram_latency, 0};
         bq_push(&r->rd, nb);
@@ -295,7 +299,7 @@ static void cycle(tsr_rtl_t *r)
             bq_push(&r->b, resp);
         }
     }
-    if (a->get(m, TSR_V_AWVALID) && r->aw.count + r->b.count < (int)r->o.dram_outstanding) {
+    if (awready && a->get(m, TSR_V_AWVALID)) {
         burst_t nb = {a->get(m, TSR_V_AWADDR), (uint32_t)a->get(m, TSR_V_AWLEN) + 1,
                       (uint32_t)a->get(m, TSR_V_AWID), 0, 0};
         bq_push(&r->aw, nb);

@@ -153,8 +153,9 @@ module tsr_axi_master #(
   assign pick_addr = rcur_addr[pick*32 +: 32];
   assign pick_left = rcur_left[pick*32 +: 32];
   assign pick_len  = rblen[pick*5 +: 5];
+  // A burst finishing (RLAST) this cycle frees its slot for the next AR at once.
   assign ar_load   = (!ar_valid_q || m_axi_arready_i) && any_req &&
-                     (rd_out_q != ROW'(MaxRdOut));
+                     ((rd_out_q != ROW'(MaxRdOut)) || (r_fire && m_axi_rlast_i));
 
   always_comb begin
     ar_valid_d = ar_valid_q;

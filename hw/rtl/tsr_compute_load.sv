@@ -3,9 +3,16 @@
 // (their element widths differ); only one load runs at a time, so their
 // read ports are muxed onto the stage's single DMA read port by the type of
 // the running load. An issuer sends one element-reader command per DRAM row
-// (y_size of them, running ahead of the data); a writer walks the padded
-// on-chip rows in order, writing zeros for padding and the next streamed
-// element otherwise, one row per cycle when data is there.
+// (y_size of them, or one for the whole region when the rows are contiguous,
+// running ahead of the data); a writer walks the padded on-chip rows in
+// order, writing zeros for padding and the next streamed element otherwise,
+// one row per cycle when data is there. As in tsr_load, readers of elements
+// at least a bus beat wide have no buffer reservation (BufBeats = 0: full bus
+// rate whatever the DRAM latency): the writer takes every element as it
+// arrives and waits on nothing else, and reads start when it reaches the last
+// top padding row. Narrower elements (uop) keep the reservation: the writer
+// takes one element per cycle, less than a beat, and without it their beats
+// would hold the shared R channel at that rate.
 // The caller checks bounds (sram_base + rows*row <= depth) and x_size != 0
 // before start_i and keeps the inputs stable while busy_o.
 module tsr_compute_load #(
@@ -56,7 +63,8 @@ module tsr_compute_load #(
   logic [16:0] y_lo_q, y_lo_d, y_hi_q, y_hi_d;  // data rows [y_lo, y_hi)
 
   // ---- issuer ----
-  logic [15:0] iss_left_q, iss_left_d;
+  logic [15:0] iss_left_q, iss_left_d;      // commands still to issue
+  logic [31:0] iss_count_q, iss_count_d;    // elements per command
   logic [31:0] iss_addr_q, iss_addr_d, stride_bytes, base_bytes;
   logic        iss_valid;
   logic [NT-1:0] cmd_valid, cmd_ready;
@@ -85,6 +93,7 @@ module tsr_compute_load #(
     y_lo_d = y_lo_q;
     y_hi_d = y_hi_q;
     iss_left_d = iss_left_q;
+    iss_count_d = iss_count_q;
     iss_addr_d = iss_addr_q;
     wr_active_d = wr_active_q;
     wy_d = wy_q;
@@ -108,7 +117,9 @@ module tsr_compute_load #(
       end
     endcase
 
-    iss_valid = (iss_left_q != '0);
+    // Reads start once the writer is in the last top padding row (the
+    // readers have no buffer reservation; see the header).
+    iss_valid = (iss_left_q != '0) && (wy_q + 17'd1 >= y_lo_q);
     cmd_valid = '0;
     cmd_valid[sel_q] = iss_valid;
     if (iss_valid && cmd_ready[sel_q]) begin
@@ -145,7 +156,17 @@ module tsr_compute_load #(
       x_hi_d = 17'(x_pad0_i) + 17'(x_size_i);
       y_lo_d = 17'(y_pad0_i);
       y_hi_d = 17'(y_pad0_i) + 17'(y_size_i);
-      iss_left_d = (x_size_i != '0) ? y_size_i : '0;
+      // Contiguous rows (x_stride == x_size): one command for all of them.
+      if (x_size_i == '0) begin
+        iss_left_d  = '0;
+        iss_count_d = '0;
+      end else if (x_stride_i == x_size_i) begin
+        iss_left_d  = {15'd0, y_size_i != '0};
+        iss_count_d = 32'(y_size_i) * 32'(x_size_i);
+      end else begin
+        iss_left_d  = y_size_i;
+        iss_count_d = {16'd0, x_size_i};
+      end
       iss_addr_d = base_bytes;
       wr_active_d = (rows_d != '0) && (row_d != '0);
       wy_d = '0;
@@ -164,6 +185,7 @@ module tsr_compute_load #(
       y_lo_q      <= '0;
       y_hi_q      <= '0;
       iss_left_q  <= '0;
+      iss_count_q <= '0;
       iss_addr_q  <= '0;
       wr_active_q <= 1'b0;
       wy_q        <= '0;
@@ -178,6 +200,7 @@ module tsr_compute_load #(
       y_lo_q      <= y_lo_d;
       y_hi_q      <= y_hi_d;
       iss_left_q  <= iss_left_d;
+      iss_count_q <= iss_count_d;
       iss_addr_q  <= iss_addr_d;
       wr_active_q <= wr_active_d;
       wy_q        <= wy_d;
@@ -188,14 +211,16 @@ module tsr_compute_load #(
 
   // ---- element readers; only the selected one sees the port ----
   tsr_dma_rd_elems #(
-    .ElemBytes (UB)
+    .ElemBytes (UB),
+    .BufBeats  ((UB < tsr_pkg::BUS_BYTES) ? 32 : 0),
+    .CmdDepth  (16)
   ) u_uop_reader (
     .clk_i           (clk_i),
     .rst_ni          (rst_ni),
     .cmd_valid_i     (cmd_valid[0]),
     .cmd_ready_o     (cmd_ready[0]),
     .cmd_addr_i      (iss_addr_q),
-    .cmd_count_i     ({16'd0, x_size_i}),
+    .cmd_count_i     (iss_count_q),
     .rd_req_valid_o  (req_valid[0]),
     .rd_req_ready_i  (rd_req_ready_i && sel_q == 2'd0),
     .rd_req_addr_o   (req_addr[0*32 +: 32]),
@@ -211,14 +236,16 @@ module tsr_compute_load #(
   );
 
   tsr_dma_rd_elems #(
-    .ElemBytes (AB)
+    .ElemBytes (AB),
+    .BufBeats  ((AB < tsr_pkg::BUS_BYTES) ? 32 : 0),
+    .CmdDepth  (16)
   ) u_acc_reader (
     .clk_i           (clk_i),
     .rst_ni          (rst_ni),
     .cmd_valid_i     (cmd_valid[1]),
     .cmd_ready_o     (cmd_ready[1]),
     .cmd_addr_i      (iss_addr_q),
-    .cmd_count_i     ({16'd0, x_size_i}),
+    .cmd_count_i     (iss_count_q),
     .rd_req_valid_o  (req_valid[1]),
     .rd_req_ready_i  (rd_req_ready_i && sel_q == 2'd1),
     .rd_req_addr_o   (req_addr[1*32 +: 32]),
@@ -234,14 +261,16 @@ module tsr_compute_load #(
   );
 
   tsr_dma_rd_elems #(
-    .ElemBytes (A8B)
+    .ElemBytes (A8B),
+    .BufBeats  ((A8B < tsr_pkg::BUS_BYTES) ? 32 : 0),
+    .CmdDepth  (16)
   ) u_acc8_reader (
     .clk_i           (clk_i),
     .rst_ni          (rst_ni),
     .cmd_valid_i     (cmd_valid[2]),
     .cmd_ready_o     (cmd_ready[2]),
     .cmd_addr_i      (iss_addr_q),
-    .cmd_count_i     ({16'd0, x_size_i}),
+    .cmd_count_i     (iss_count_q),
     .rd_req_valid_o  (req_valid[2]),
     .rd_req_ready_i  (rd_req_ready_i && sel_q == 2'd2),
     .rd_req_addr_o   (req_addr[2*32 +: 32]),

@@ -1,7 +1,8 @@
 // tsr_store: the store stage. Executes STORE of out (isa/semantics.md):
 // output rows sram_base.. in order go to y_size DRAM rows of x_size elements,
 // x_stride elements apart. A command issuer queues one writer command per
-// DRAM row while the row reader streams the out SRAM into the element writer
+// DRAM row (one for the whole region when the rows are contiguous, so bursts
+// stay long) while the row reader streams the out SRAM into the element writer
 // at one row per cycle: reads are issued only when the skid FIFO has room for
 // them (the SRAM answers one cycle later), so writer back-pressure never
 // loses data. The instruction completes (and may push its token) only when
@@ -70,8 +71,11 @@ module tsr_store #(
   logic [SBW-1:0] sram_base_q, sram_base_d;
   logic [15:0]    y_size_q, y_size_d, x_size_q, x_size_d;
 
-  // Writer command issuer: one command per DRAM row.
-  logic [15:0]    iss_left_q, iss_left_d;
+  // Writer command issuer: one command per DRAM row, or one for the whole
+  // region when the rows are contiguous (x_stride == x_size: longer bursts).
+  logic [15:0]    iss_left_q, iss_left_d;  // commands still to issue
+  logic [31:0]    iss_count_q, iss_count_d;  // elements per command
+  logic           merge_q, merge_d;          // contiguous rows: one command
   logic [31:0]    iss_addr_q, iss_addr_d;
   logic [31:0]    stride_q, stride_d;      // x_stride in bytes
 
@@ -125,7 +129,7 @@ module tsr_store #(
     .cmd_valid_i     (iss_valid),
     .cmd_ready_o     (iss_ready),
     .cmd_addr_i      (iss_addr_q),
-    .cmd_count_i     ({16'd0, x_size_q}),
+    .cmd_count_i     (iss_count_q),
     .elem_valid_i    (skid_valid),
     .elem_ready_o    (skid_ready),
     .elem_i          (skid_data),
@@ -179,6 +183,8 @@ module tsr_store #(
     y_size_d    = y_size_q;
     x_size_d    = x_size_q;
     iss_left_d  = iss_left_q;
+    iss_count_d = iss_count_q;
+    merge_d     = merge_q;
     iss_addr_d  = iss_addr_q;
     stride_d    = stride_q;
     rd_left_d   = rd_left_q;
@@ -200,7 +206,9 @@ module tsr_store #(
           sram_base_d = c_sram_base;
           y_size_d    = c_y_size;
           x_size_d    = c_x_size;
-          iss_left_d  = c_y_size;
+          merge_d     = (c_x_stride == c_x_size);
+          iss_left_d  = merge_d ? {15'd0, c_y_size != '0} : c_y_size;
+          iss_count_d = {16'd0, c_x_size};
           // OUT_BYTES is a power of two (the config stores logs of the widths).
           iss_addr_d  = c_dram << OB_SHIFT;
           stride_d    = {16'd0, c_x_stride} << OB_SHIFT;
@@ -210,6 +218,7 @@ module tsr_store #(
       S_POP: begin
         if (pop_ok) begin
           pop_prev_o = pop_q;
+          if (merge_q) iss_count_d = n_rows;
           rd_left_d  = n_rows;
           fed_left_d = n_rows;
           raddr_d    = AW'(sram_base_q);
@@ -262,6 +271,8 @@ module tsr_store #(
       y_size_q    <= '0;
       x_size_q    <= '0;
       iss_left_q  <= '0;
+      iss_count_q <= '0;
+      merge_q     <= 1'b0;
       iss_addr_q  <= '0;
       stride_q    <= '0;
       rd_left_q   <= '0;
@@ -279,6 +290,8 @@ module tsr_store #(
       y_size_q    <= y_size_d;
       x_size_q    <= x_size_d;
       iss_left_q  <= iss_left_d;
+      iss_count_q <= iss_count_d;
+      merge_q     <= merge_d;
       iss_addr_q  <= iss_addr_d;
       stride_q    <= stride_d;
       rd_left_q   <= rd_left_d;

@@ -6,7 +6,12 @@
 // independent model of isa/semantics.md (so rows outside the target must
 // be unchanged). Tokens: nothing may happen before the pop token, the push
 // comes only after every row of the instruction is written, and only when
-// the queue has room. A first phase with an ideal DRAM checks throughput.
+// the queue has room (the stage may run one instruction ahead: its pop and
+// reads may come while the previous instruction still writes). inp pad rows
+// hold a random pad_value. A first phase with an ideal DRAM checks
+// per-instruction throughput; a second one, with a realistic DRAM latency,
+// checks that a run of contiguous and strided loads (rows of a few hundred
+// bytes) keeps the bus busy, with no latency bubble between instructions.
 `timescale 1ns/1ps
 module tb_load;
   localparam int BB = tsr_pkg::BUS_BYTES;
@@ -20,6 +25,9 @@ module tb_load;
   localparam int NPERF = 6;          // first instructions: ideal DRAM, throughput check
   localparam int NINSN = 160;
   localparam int PERF_LAT = 6;       // ideal DRAM latency (cycles from request to data)
+  localparam int NPERF2 = 8;         // next instructions: ideal DRAM with PERF_LAT2, run throughput
+  localparam int PERF_LAT2 = 32;
+  localparam int PERF2_BYTES = 2048; // about this much per instruction
   localparam int QD = 64;            // DRAM model request queue
   localparam int MAXCYC = 400000;
 
@@ -86,7 +94,7 @@ module tb_load;
   logic [127:0] insn [NINSN];
   integer f_wgt [NINSN], f_base [NINSN], f_dram [NINSN], f_ys [NINSN], f_xs [NINSN];
   integer f_st [NINSN], f_yp0 [NINSN], f_yp1 [NINSN], f_xp0 [NINSN], f_xp1 [NINSN];
-  integer f_pop [NINSN], f_push [NINSN], f_err [NINSN], f_writes [NINSN];
+  integer f_pop [NINSN], f_push [NINSN], f_err [NINSN], f_writes [NINSN], f_pv [NINSN];
   integer pop_prefix [NINSN+1];
 
   task automatic make_insn(input integer k, input integer perf, input integer bad);
@@ -121,10 +129,17 @@ module tb_load;
     if (r < 3) f_st[k] = f_xs[k];
     else if (r < 7 || perf) f_st[k] = f_xs[k] + 1 + rnd(10);
     else f_st[k] = rnd(f_xs[k] + 1);   // overlapping or repeated rows
+    // The region must fit the DRAM image (wide elements, large configs).
+    while (f_ys[k] > 1 && (f_ys[k] - 1) * f_st[k] + f_xs[k] > DRAM_BYTES / eb) begin
+      f_ys[k] = f_ys[k] - 1;
+      rows = f_yp0[k] + f_ys[k] + f_yp1[k];
+      total = row * rows;
+    end
     maxe = DRAM_BYTES / eb - ((f_ys[k] > 0 ? f_ys[k] - 1 : 0) * f_st[k] + f_xs[k]);
     f_dram[k] = rnd(maxe + 1);
     f_pop[k]  = perf ? 0 : rnd(2);
     f_push[k] = perf ? 0 : rnd(2);
+    f_pv[k]   = (f_wgt[k] || rnd(3) == 0) ? 0 : rnd(256) - 128;
     f_err[k]  = (f_xs[k] != 0) && (f_base[k] + total > depth);
     f_writes[k] = (f_xs[k] == 0 || f_err[k]) ? 0 : total;
     v = '0;
@@ -142,7 +157,56 @@ module tb_load;
     v[tsr_pkg::MEM_Y_PAD1_LSB +: tsr_pkg::MEM_Y_PAD1_W]       = tsr_pkg::MEM_Y_PAD1_W'(f_yp1[k]);
     v[tsr_pkg::MEM_X_PAD0_LSB +: tsr_pkg::MEM_X_PAD0_W]       = tsr_pkg::MEM_X_PAD0_W'(f_xp0[k]);
     v[tsr_pkg::MEM_X_PAD1_LSB +: tsr_pkg::MEM_X_PAD1_W]       = tsr_pkg::MEM_X_PAD1_W'(f_xp1[k]);
+    v[tsr_pkg::MEM_PAD_VALUE_LSB +: tsr_pkg::MEM_PAD_VALUE_W] = tsr_pkg::MEM_PAD_VALUE_W'(f_pv[k]);
     insn[k] = v;
+  endtask
+
+  // Second perf phase: no padding or tokens; alternately inp and wgt,
+  // contiguous rows (k % 4 < 2) or rows of about 256 bytes with gaps.
+  task automatic make_perf2(input integer k);
+    integer eb, depth, e, total, maxe;
+    f_wgt[k] = k % 2;
+    eb = f_wgt[k] ? WB : IB;
+    depth = f_wgt[k] ? WD : ID;
+    e = PERF2_BYTES / eb;
+    if (e > depth / 2) e = depth / 2;
+    if (e < 1) e = 1;
+    if (k % 4 < 2) begin
+      f_ys[k] = 2;
+      f_xs[k] = (e / 2 > 0) ? e / 2 : 1;
+      f_st[k] = f_xs[k];
+    end else begin
+      f_xs[k] = 256 / eb;
+      if (f_xs[k] > depth / 4) f_xs[k] = depth / 4;
+      if (f_xs[k] < 1) f_xs[k] = 1;
+      f_ys[k] = e / f_xs[k];
+      if (f_ys[k] > 8) f_ys[k] = 8;
+      if (f_ys[k] < 1) f_ys[k] = 1;
+      f_st[k] = f_xs[k] + 1 + rnd(3);
+      while (f_ys[k] > 1 && (f_ys[k] - 1) * f_st[k] + f_xs[k] > DRAM_BYTES / eb) f_ys[k] = f_ys[k] - 1;
+    end
+    f_xp0[k] = 0;
+    f_xp1[k] = 0;
+    f_yp0[k] = 0;
+    f_yp1[k] = 0;
+    f_pv[k]  = 0;
+    total = f_xs[k] * f_ys[k];
+    f_base[k] = rnd(depth - total + 1);
+    maxe = DRAM_BYTES / eb - ((f_ys[k] - 1) * f_st[k] + f_xs[k]);
+    f_dram[k] = rnd(maxe + 1);
+    f_pop[k]  = 0;
+    f_push[k] = 0;
+    f_err[k]  = 0;
+    f_writes[k] = total;
+    insn[k] = '0;
+    insn[k][tsr_pkg::MEM_OPCODE_LSB +: tsr_pkg::MEM_OPCODE_W]     = tsr_pkg::MEM_OPCODE_W'(tsr_pkg::OP_LOAD);
+    insn[k][tsr_pkg::MEM_MEM_TYPE_LSB +: tsr_pkg::MEM_MEM_TYPE_W] =
+        tsr_pkg::MEM_MEM_TYPE_W'(f_wgt[k] ? tsr_pkg::MEM_WGT : tsr_pkg::MEM_INP);
+    insn[k][tsr_pkg::MEM_SRAM_BASE_LSB +: tsr_pkg::MEM_SRAM_BASE_W] = tsr_pkg::MEM_SRAM_BASE_W'(f_base[k]);
+    insn[k][tsr_pkg::MEM_DRAM_BASE_LSB +: tsr_pkg::MEM_DRAM_BASE_W] = tsr_pkg::MEM_DRAM_BASE_W'(f_dram[k]);
+    insn[k][tsr_pkg::MEM_Y_SIZE_LSB +: tsr_pkg::MEM_Y_SIZE_W]       = tsr_pkg::MEM_Y_SIZE_W'(f_ys[k]);
+    insn[k][tsr_pkg::MEM_X_SIZE_LSB +: tsr_pkg::MEM_X_SIZE_W]       = tsr_pkg::MEM_X_SIZE_W'(f_xs[k]);
+    insn[k][tsr_pkg::MEM_X_STRIDE_LSB +: tsr_pkg::MEM_X_STRIDE_W]   = tsr_pkg::MEM_X_STRIDE_W'(f_st[k]);
   endtask
 
   // ---------------- memories: DRAM image, SRAMs, expected SRAMs ----------------
@@ -154,8 +218,14 @@ module tb_load;
 
   // The model: isa/semantics.md LOAD, row by row.
   task automatic model_insn(input integer k);
-    integer eb, row, rows, r, y, x, e, b;
+    integer eb, row, rows, r, y, x, e, b, l;
     logic [WB*8-1:0] val;
+    logic [IB*8-1:0] pad_row;
+    logic [7:0] pv8;
+    pv8 = 8'(f_pv[k]);
+    for (l = 0; l < IB * 8 / tsr_pkg::INP_WIDTH; l = l + 1)
+      pad_row[l * tsr_pkg::INP_WIDTH +: tsr_pkg::INP_WIDTH] =
+          {{(tsr_pkg::INP_WIDTH - 8){pv8[7]}}, pv8};
     if (f_xs[k] != 0 && !f_err[k]) begin
       eb = f_wgt[k] ? WB : IB;
       row = f_xp0[k] + f_xs[k] + f_xp1[k];
@@ -164,6 +234,7 @@ module tb_load;
       for (y = 0; y < rows; y = y + 1) begin
         for (x = 0; x < row; x = x + 1) begin
           val = '0;
+          if (!f_wgt[k]) val[IB*8-1:0] = pad_row;
           if (!(y < f_yp0[k] || y >= f_yp0[k] + f_ys[k] || x < f_xp0[k] || x >= f_xp0[k] + f_xs[k])) begin
             e = f_dram[k] + (y - f_yp0[k]) * f_st[k] + (x - f_xp0[k]);
             for (b = 0; b < eb; b = b + 1) val[8*b +: 8] = dram[e * eb + b];
@@ -209,6 +280,7 @@ module tb_load;
   integer q_head = 0, q_tail = 0, q_beat = 0;
   integer cycle = 0;
   logic ideal;          // perf phase: no back-pressure, fixed latency, no gaps
+  integer lat = PERF_LAT;
   integer req_ready_pct, data_pct;
 
   always @(posedge clk) cycle <= cycle + 1;
@@ -223,7 +295,7 @@ module tb_load;
       if (q_tail - q_head >= QD) begin $display("FAIL DRAM model queue overflow"); $fatal(1); end
       q_addr[q_tail % QD]  = rd_req_addr;
       q_beats[q_tail % QD] = rd_req_beats;
-      q_time[q_tail % QD]  = cycle + (ideal ? PERF_LAT - 1 : 1 + rnd(24));
+      q_time[q_tail % QD]  = cycle + (ideal ? lat - 1 : 1 + rnd(24));
       q_tail = q_tail + 1;
     end
     if (rst_n && rd_data_valid && rd_data_ready) begin
@@ -250,10 +322,12 @@ module tb_load;
   // ---------------- command, token and push drivers ----------------
   integer cmd_idx = 0;
   integer tokens = 0, pops = 0, pushes = 0;
+  integer pop_next_idx = 0;   // first instruction that may still pop
   integer push_pct;
 
   always @(negedge clk) begin
-    cmd_valid <= (cmd_idx < NINSN) && (ideal || rnd(4) != 0);
+    // The second perf phase starts on an idle stage.
+    cmd_valid <= (cmd_idx < NINSN) && (ideal || rnd(4) != 0) && !(cmd_idx == NPERF && done < NPERF);
     cmd <= (cmd_idx < NINSN) ? insn[cmd_idx] : 'x;
     if (ideal) begin
       push_ready <= 1'b1;
@@ -269,14 +343,28 @@ module tb_load;
     if (rst_n) begin
       if (cmd_valid && cmd_ready) cmd_idx <= cmd_idx + 1;
       if (pop) begin
-        if (insn_count >= NINSN) begin $display("FAIL pop after the last insn"); $fatal(1); end
+        // Pops come in instruction order; the stage may take the next
+        // instruction's pop while the current one (insn_count) still runs.
+        while (pop_next_idx < NINSN && !f_pop[pop_next_idx]) pop_next_idx = pop_next_idx + 1;
+        if (pop_next_idx >= NINSN) begin $display("FAIL pop after the last insn"); $fatal(1); end
         if (!pop_valid) begin $display("FAIL pop without a token"); $fatal(1); end
-        if (!f_pop[insn_count]) begin $display("FAIL pop by insn %0d without pop flag", insn_count); $fatal(1); end
+        if (pop_next_idx > insn_count + 1 || pop_next_idx >= cmd_idx) begin
+          $display("FAIL pop for insn %0d while insn %0d runs (%0d accepted)", pop_next_idx,
+                   insn_count, cmd_idx);
+          $fatal(1);
+        end
+        pop_next_idx = pop_next_idx + 1;
         tokens = tokens - 1;
         pops = pops + 1;
       end
-      // No activity before the instruction's pop.
-      if ((inp_we || wgt_we || rd_req_valid) &&
+      // No write before the instruction's pop (writes are in instruction
+      // order), no read before the pop of the instruction at most one ahead.
+      if ((inp_we || wgt_we) &&
+          (insn_count >= NINSN || pops < pop_prefix[insn_count + 1])) begin
+        $display("FAIL insn %0d writes before its pop token", insn_count);
+        $fatal(1);
+      end
+      if (rd_req_valid &&
           (insn_count >= NINSN || pops < pop_prefix[insn_count + 1])) begin
         $display("FAIL insn %0d active before its pop token", insn_count);
         $fatal(1);
@@ -299,6 +387,7 @@ module tb_load;
   // ---------------- per-instruction check ----------------
   integer done = 0;
   integer t_last = 4;
+  integer t2_start = 0, ideal2 = 0;
   integer any_err = 0;
   always @(negedge clk) begin
     integer ideal_cyc, eb, row, rows;
@@ -328,10 +417,27 @@ module tb_load;
           $fatal(1);
         end
       end
+      if (done >= NPERF && done < NPERF + NPERF2) begin
+        eb = f_wgt[done] ? WB : IB;
+        ideal2 = ideal2 + f_xs[done] * f_ys[done] * ((eb > BB) ? eb / BB : 1);
+        if (done == NPERF + NPERF2 - 1) begin
+          $display("perf run of %0d insns (latency %0d): %0d cycles, ideal %0d + latency", NPERF2,
+                   PERF_LAT2, cycle - t2_start, ideal2);
+          // 1% and one latency: no per-instruction or per-row bubbles.
+          if (cycle - t2_start > ideal2 + ideal2 / 100 + PERF_LAT2 + 8) begin
+            $display("FAIL perf run too slow: %0d cycles for ideal %0d", cycle - t2_start, ideal2);
+            $fatal(1);
+          end
+        end
+      end
       writes_cur = 0;
       t_last = cycle;
       done = done + 1;
-      if (done == NPERF) ideal = 1'b0;
+      if (done == NPERF) begin
+        lat = PERF_LAT2;
+        t2_start = cycle;
+      end
+      if (done == NPERF + NPERF2) ideal = 1'b0;
     end
   end
 
@@ -361,7 +467,8 @@ module tb_load;
     npush = 0;
     pop_prefix[0] = 0;
     for (k = 0; k < NINSN; k = k + 1) begin
-      make_insn(k, k < NPERF, k == NINSN - 20 || k == NINSN - 5);
+      if (k >= NPERF && k < NPERF + NPERF2) make_perf2(k);
+      else make_insn(k, k < NPERF, k == NINSN - 20 || k == NINSN - 5);
       npop = npop + f_pop[k];
       npush = npush + f_push[k];
       pop_prefix[k + 1] = npop;
