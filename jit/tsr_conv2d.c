@@ -1,0 +1,986 @@
+/*
+ * tsr_conv2d: quantized conv2d lowering (see tsr_conv2d.h for the values,
+ * layouts and tiling).
+ *
+ * Schedule (mirrors tsr_matmul.c). A step s = (tile t, chunk c) loads its
+ * input and weight blocks into half s%2 of the inp/wgt buffers; tile t
+ * accumulates in half t%2 of the acc buffer, whose tail holds the tile's
+ * constant rows (bias', M, shifts; reloaded only when the half held another
+ * output-channel tile). Per tile: on its first chunk, ALU mov initialises
+ * the accumulators with bias' (instead of a reset + add); each chunk runs
+ * one GEMM per output-channel block; after the last chunk the ALU
+ * requantizes (shr, mulhr, rshr, max, min, add) and STORE writes the out
+ * rows. Tokens: load->compute "step s loaded" (last LOAD of s pushes, first
+ * GEMM of s pops); compute->load "inp/wgt half free again" (last GEMM of s
+ * pushes, first LOAD of s+2 pops); compute->store "tile t ready" (last ALU
+ * pushes, first STORE pops); store->compute "out half drained" (last STORE
+ * of t pushes, popped by the mov of tile t+2, and by FINISH for the last
+ * tile). With one chunk per tile, a step whose half still holds the same
+ * input (or weight) blocks from step s-2 skips that load; a step that loads
+ * nothing still carries its tokens on an empty LOAD. In the single-buffer
+ * fallback (plan nbuf_inp / nbuf_acc = 1) every "2" above is a "1": step
+ * s+1's loads wait for step s's GEMMs, tile t+1's mov for tile t's STORE.
+ *
+ * On-chip layout of a step (q = s % nbuf_inp, pa = t % nbuf_acc; WR = the
+ * on-chip row length, TOW the tile's output columns):
+ *   inp  q*INP_PART + j*ROWS_IN*WR + y*WR + x     (channel block j of the step)
+ *   wgt  q*WGT_PART + (cl*TCI + ci)*KK + ky*KW + kx   (depthwise: cl*KK + ...)
+ *   acc  pa*ACC_PART + cl*TOH*TOW + oy*TOW + ox   then TCO*NCONST constant rows
+ * GEMM for block cl: uops (ci, ky, kx) -> dst cl*TOH*TOW, src ci*ROWS_IN*WR +
+ * ky*WR + kx, wgt as above; loops iter_out = rows (dst +TOW, src +sh*WR, or
+ * +WR when 1xK stride-sh kernels load only every sh-th row), iter_in = TOW
+ * (dst +1, src +sw).
+ */
+#include "tsr_conv2d.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tsr_error.h"
+
+#define OP "conv2d"
+
+static int imin(int a, int b) { return a < b ? a : b; }
+static int imax(int a, int b) { return a > b ? a : b; }
+static int cdiv(int a, int b) { return (a + b - 1) / b; }
+
+static int dt_ok(tsr_dtype_e d) { return d == TSR_DT_INT8 || d == TSR_DT_UINT8; }
+static int32_t dt_min(tsr_dtype_e d) { return d == TSR_DT_UINT8 ? 0 : -128; }
+static int32_t dt_max(tsr_dtype_e d) { return d == TSR_DT_UINT8 ? 255 : 127; }
+static int32_t dt_get(tsr_dtype_e d, const void *base, size_t i)
+{
+    return d == TSR_DT_UINT8 ? (int32_t)((const uint8_t *)base)[i] : (int32_t)((const int8_t *)base)[i];
+}
+
+int tsr_conv2d_check(const tsr_conv2d_params_t *p, int *oh, int *ow)
+{
+    if (!p)
+        return tsr_err(TSR_EINVAL, OP ": NULL parameters");
+    if (p->n < 1 || p->c_in < 1 || p->h < 1 || p->w < 1)
+        return tsr_err(TSR_EINVAL, OP ": input shape [%d, %d, %d, %d] must be positive", p->n, p->c_in, p->h, p->w);
+    if (p->c_out < 1 || p->kh < 1 || p->kw < 1)
+        return tsr_err(TSR_EINVAL, OP ": weight shape (C_out %d, kernel %dx%d) must be positive", p->c_out, p->kh,
+                       p->kw);
+    if (p->stride_h < 1 || p->stride_w < 1)
+        return tsr_err(TSR_EINVAL, OP ": strides (%d, %d) must be >= 1", p->stride_h, p->stride_w);
+    const int pads[4] = {p->pad_top, p->pad_left, p->pad_bottom, p->pad_right};
+    const char *pn[4] = {"top", "left", "bottom", "right"};
+    for (int i = 0; i < 4; i++) {
+        if (pads[i] < 0)
+            return tsr_err(TSR_EINVAL, OP ": negative %s padding %d", pn[i], pads[i]);
+        if (pads[i] > 15)
+            return tsr_err(TSR_EINVAL, OP ": %s padding %d is more than 15 (the LOAD pad fields are 4 bits; "
+                           "pad the input on the host)", pn[i], pads[i]);
+    }
+    if (p->groups != 1) {
+        if (p->groups != p->c_in || p->c_in < 2)
+            return tsr_err(TSR_EINVAL, OP ": groups %d is neither 1 nor the input channel count %d (depthwise)",
+                           p->groups, p->c_in);
+        if (p->c_out != p->c_in)
+            return tsr_err(TSR_EINVAL, OP ": depthwise (groups %d) needs C_out == C_in, got C_out %d", p->groups,
+                           p->c_out);
+    }
+    if (!dt_ok(p->x_dtype) || !dt_ok(p->w_dtype) || !dt_ok(p->y_dtype))
+        return tsr_err(TSR_EINVAL, OP ": dtypes must be int8 or uint8 (input %d, weights %d, output %d)",
+                       (int)p->x_dtype, (int)p->w_dtype, (int)p->y_dtype);
+    if (p->x_zp < dt_min(p->x_dtype) || p->x_zp > dt_max(p->x_dtype))
+        return tsr_err(TSR_EINVAL, OP ": input zero point %d outside [%d, %d]", p->x_zp, dt_min(p->x_dtype),
+                       dt_max(p->x_dtype));
+    if (p->y_zp < dt_min(p->y_dtype) || p->y_zp > dt_max(p->y_dtype))
+        return tsr_err(TSR_EINVAL, OP ": output zero point %d outside [%d, %d]", p->y_zp, dt_min(p->y_dtype),
+                       dt_max(p->y_dtype));
+    if (!p->w_zp || (p->w_zp_count != 1 && p->w_zp_count != p->c_out))
+        return tsr_err(TSR_EINVAL, OP ": weight zero points: need 1 or C_out = %d values, got %d%s", p->c_out,
+                       p->w_zp_count, p->w_zp ? "" : " (NULL)");
+    for (int i = 0; i < p->w_zp_count; i++)
+        if (p->w_zp[i] < dt_min(p->w_dtype) || p->w_zp[i] > dt_max(p->w_dtype))
+            return tsr_err(TSR_EINVAL, OP ": weight zero point [%d] = %d outside [%d, %d]", i, p->w_zp[i],
+                           dt_min(p->w_dtype), dt_max(p->w_dtype));
+    if (!p->mult || !p->shift || (p->rq_count != 1 && p->rq_count != p->c_out))
+        return tsr_err(TSR_EINVAL, OP ": requantization: need 1 or C_out = %d (multiplier, shift) pairs, got %d%s",
+                       p->c_out, p->rq_count, p->mult && p->shift ? "" : " (NULL)");
+    for (int i = 0; i < p->rq_count; i++) {
+        if (p->mult[i] < 0)
+            return tsr_err(TSR_EINVAL, OP ": multiplier [%d] = %d is negative", i, p->mult[i]);
+        if (p->shift[i] < -31 || p->shift[i] > 30)
+            return tsr_err(TSR_EINVAL, OP ": shift [%d] = %d outside [-31, 30]", i, p->shift[i]);
+    }
+    if (p->act_min > p->act_max || p->act_min < dt_min(p->y_dtype) || p->act_max > dt_max(p->y_dtype))
+        return tsr_err(TSR_EINVAL, OP ": activation range [%d, %d] is not a non-empty subrange of [%d, %d]",
+                       p->act_min, p->act_max, dt_min(p->y_dtype), dt_max(p->y_dtype));
+    int64_t sh = (int64_t)p->h + p->pad_top + p->pad_bottom - p->kh;
+    int64_t sw = (int64_t)p->w + p->pad_left + p->pad_right - p->kw;
+    if (sh < 0 || sw < 0)
+        return tsr_err(TSR_EINVAL, OP ": kernel %dx%d larger than the padded input %lldx%lld", p->kh, p->kw,
+                       (long long)p->h + p->pad_top + p->pad_bottom, (long long)p->w + p->pad_left + p->pad_right);
+    int64_t total = (int64_t)p->n * p->c_in * p->h * p->w;
+    int64_t wtotal = (int64_t)p->c_out * (p->groups == 1 ? p->c_in : 1) * p->kh * p->kw;
+    if (total > INT32_MAX || wtotal > INT32_MAX)
+        return tsr_err(TSR_EINVAL, OP ": tensor too large (more than 2^31 - 1 elements)");
+    if (oh)
+        *oh = (int)(sh / p->stride_h + 1);
+    if (ow)
+        *ow = (int)(sw / p->stride_w + 1);
+    return TSR_OK;
+}
+
+/* ---------------------------------------------------------------- stream */
+
+typedef struct {
+    tsr_insn_t *v;
+    size_t n, cap;
+    int count_only; /* dry run for the cost model: count, do not store */
+    uint64_t bytes; /* DRAM bytes moved by LOAD/STORE (dry run and real) */
+    int oom;
+    tsr_insn_t scratch; /* target of emits that are not stored */
+} ibuf_t;
+
+static tsr_insn_t *emit(ibuf_t *b, uint32_t opcode)
+{
+    tsr_insn_t *in;
+    if (b->count_only) {
+        in = &b->scratch;
+        b->n++;
+    } else {
+        if (b->n == b->cap) {
+            size_t cap = b->cap ? b->cap * 2 : 256;
+            tsr_insn_t *v = realloc(b->v, cap * sizeof *v);
+            if (!v) {
+                b->oom = 1;
+                in = &b->scratch;
+                memset(in, 0, sizeof *in);
+                return in;
+            }
+            b->v = v;
+            b->cap = cap;
+        }
+        in = &b->v[b->n++];
+    }
+    memset(in, 0, sizeof *in);
+    in->opcode = opcode;
+    return in;
+}
+
+/* Row geometry of a row tile. */
+typedef struct {
+    int oy0, toh;            /* first output row, rows in this tile */
+    int rows;                /* on-chip input rows per channel block (pads included) */
+    int pad0, real, pad1;    /* rows of top padding, DRAM rows, bottom padding */
+    int iy_first;            /* first DRAM input row loaded */
+} rowgeo_t;
+
+typedef struct {
+    int toh, tco, tci, co_inner;
+    int tow;      /* output columns per tile (OW, or fewer when a row does not fit) */
+    int nbi, nba; /* buffers in the inp/wgt and the acc rotation: 2 (double buffering) or 1 */
+} tiling_t;
+
+/* Everything the emitter needs, derived once per plan. */
+typedef struct {
+    const tsr_config_t *c;
+    const tsr_conv2d_params_t *p;
+    int oh, ow, nb, cib, cob, dw, kk, nconst;
+    int has_shl_row, has_rshr_row;
+    int inp_half, wgt_half, acc_half;
+    int h_pad;
+    int32_t shl_imm, rshr_imm;  /* per tensor: left shift amount (>0) and right shift (>0) */
+    /* tiling */
+    tiling_t t;
+    int row_step, rows_in, n_rt, n_ct, chunks, steps, tiles, nci, kern_sets;
+    int wr, n_wt; /* on-chip row length (TOW-1)*sw + KW, column tiles */
+    uint32_t x_el, w_el, y_el, c_el, uop_el;
+} geo_t;
+
+/* Column geometry of a column tile: the last one is shifted left to keep
+ * TOW columns (it recomputes a few columns of its neighbour, and stores
+ * the same values again), so every tile's on-chip row is WR long. */
+typedef struct {
+    int ox0;                 /* first output column */
+    int pad0, real, pad1;    /* elements of left padding, DRAM elements, right padding */
+    int ix_first;            /* first DRAM input column loaded */
+} colgeo_t;
+
+static void col_tile(const geo_t *g, int wt, colgeo_t *cg)
+{
+    const tsr_conv2d_params_t *p = g->p;
+    cg->ox0 = imin(wt * g->t.tow, g->ow - g->t.tow);
+    int ix0 = cg->ox0 * p->stride_w - p->pad_left;
+    cg->pad0 = cg->real = cg->pad1 = 0;
+    cg->ix_first = 0;
+    for (int u = 0; u < g->wr; u++) {
+        int ix = ix0 + u;
+        if (ix < 0)
+            cg->pad0++;
+        else if (ix < p->w) {
+            if (!cg->real)
+                cg->ix_first = ix;
+            cg->real++;
+        } else
+            cg->pad1++;
+    }
+}
+
+static void row_tile(const geo_t *g, int rt, rowgeo_t *r)
+{
+    const tsr_conv2d_params_t *p = g->p;
+    r->oy0 = rt * g->t.toh;
+    r->toh = imin(g->t.toh, g->oh - r->oy0);
+    r->rows = g->row_step == 1 ? (r->toh - 1) * p->stride_h + p->kh : r->toh;
+    int iy0 = r->oy0 * p->stride_h - p->pad_top;
+    r->pad0 = r->real = r->pad1 = 0;
+    r->iy_first = 0;
+    for (int v = 0; v < r->rows; v++) {
+        int iy = iy0 + v * g->row_step;
+        if (iy < 0)
+            r->pad0++;
+        else if (iy < p->h) {
+            if (!r->real)
+                r->iy_first = iy;
+            r->real++;
+        } else
+            r->pad1++;
+    }
+}
+
+/* Kernel (uop range) for GEMM of acc half pa, inp/wgt half q, block cl. */
+static uint32_t kern_base(const geo_t *g, int q, int pa, int cl)
+{
+    int set = g->kern_sets == g->t.nbi * g->t.nba ? q * g->t.nba + pa : pa;
+    return (uint32_t)((set * g->t.tco + cl) * g->nci * g->kk);
+}
+static uint32_t alu_uop(const geo_t *g, int pa, int k) /* k = -1: the imm uop, else const row k */
+{
+    return (uint32_t)(g->kern_sets * g->t.tco * g->nci * g->kk + pa * (1 + g->nconst) + 1 + k);
+}
+static int n_uops(const geo_t *g)
+{
+    return g->kern_sets * g->t.tco * g->nci * g->kk + g->t.nba * (1 + g->nconst);
+}
+static uint32_t acc_base(const geo_t *g, int pa) { return (uint32_t)(pa * g->acc_half); }
+static uint32_t const_base(const geo_t *g, int pa)
+{
+    return acc_base(g, pa) + (uint32_t)(g->t.tco * g->t.toh * g->t.tow);
+}
+
+static void set_tiling(geo_t *g, const tiling_t *t)
+{
+    const tsr_conv2d_params_t *p = g->p;
+    g->t = *t;
+    g->row_step = (p->kh == 1 && p->stride_h > 1) ? p->stride_h : 1;
+    g->rows_in = g->row_step == 1 ? (t->toh - 1) * p->stride_h + p->kh : t->toh;
+    g->n_rt = cdiv(g->oh, t->toh);
+    g->n_wt = cdiv(g->ow, t->tow);
+    g->wr = (t->tow - 1) * p->stride_w + p->kw;
+    g->n_ct = cdiv(g->cob, t->tco);
+    g->chunks = g->dw ? 1 : cdiv(g->cib, t->tci);
+    g->tiles = g->nb * g->n_rt * g->n_wt * g->n_ct;
+    g->steps = g->tiles * g->chunks;
+    g->nci = g->dw ? 1 : t->tci;
+    /* With one chunk per tile and equal rotations, step s = tile t: the
+     * inp/wgt buffer and the acc buffer always agree. */
+    g->kern_sets = g->chunks == 1 && t->nbi == t->nba ? t->nba : t->nbi * t->nba;
+    g->inp_half = (int)g->c->inp_depth / t->nbi;
+    g->wgt_half = (int)g->c->wgt_depth / t->nbi;
+    g->acc_half = (int)g->c->acc_depth / t->nba;
+}
+
+static long field_max(const tsr_config_t *c, uint32_t opcode, const char *name)
+{
+    tsr_format_t f;
+    if (tsr_isa_format(c, opcode, &f))
+        return 0;
+    for (int i = 0; i < f.nfields; i++)
+        if (!strcmp(f.fields[i].name, name))
+            return f.fields[i].width >= 31 ? 0x7fffffffL : (1L << f.fields[i].width) - 1;
+    return 0;
+}
+
+/* Does tiling t fit the buffers, the uop buffer and the loop fields? */
+static int tiling_fits(const geo_t *g0, const tiling_t *t)
+{
+    geo_t g = *g0;
+    set_tiling(&g, t);
+    const tsr_config_t *c = g.c;
+    const tsr_conv2d_params_t *p = g.p;
+    long in_blocks = g.dw ? t->tco : t->tci;
+    const long tow = t->tow;
+    if (in_blocks * g.rows_in * (long)g.wr > g.inp_half)
+        return 0;
+    if ((long)t->tco * g.nci * g.kk > g.wgt_half)
+        return 0;
+    if ((long)t->tco * (t->toh * tow + g.nconst) > g.acc_half)
+        return 0;
+    long nuops = n_uops(&g);
+    if (nuops > (long)c->uop_depth)
+        return 0;
+    const long loop_max = (1L << TSR_LOOP_BITS) - 1;
+    if (t->toh > loop_max || tow > loop_max || (long)t->toh * tow > loop_max || t->tco > loop_max)
+        return 0;
+    long sfo = g.row_step == 1 ? (long)p->stride_h * g.wr : g.wr;
+    if (t->toh > 1 && (tow > field_max(c, TSR_OP_GEMM, "dst_factor_out") ||
+                       sfo > field_max(c, TSR_OP_GEMM, "src_factor_out")))
+        return 0;
+    if (tow > 1 && (p->stride_w > field_max(c, TSR_OP_GEMM, "src_factor_in") ||
+                     1 > field_max(c, TSR_OP_GEMM, "dst_factor_in")))
+        return 0;
+    if (t->tco > 1 && ((long)t->toh * tow > field_max(c, TSR_OP_ALU, "dst_factor_out") ||
+                       g.nconst > field_max(c, TSR_OP_ALU, "src_factor_out")))
+        return 0;
+    return 1;
+}
+
+/* One requantization step: ALU op, constant row k (-1: immediate imm). */
+typedef struct {
+    uint32_t op;
+    int k;
+    int32_t imm;
+} alu_step_t;
+
+/* Emit (or, with b->count_only, count) the whole stream for g's tiling. */
+static void build(const geo_t *g, ibuf_t *b)
+{
+    const tsr_config_t *c = g->c;
+    const tsr_conv2d_params_t *p = g->p;
+    const int TOH = g->t.toh, TCO = g->t.tco, TCI = g->t.tci, OW = g->t.tow, FULL_OW = g->ow;
+    tsr_insn_t *in;
+    /* what each half holds (-1 = nothing known) */
+    long inp_key[2] = {-1, -1}, wgt_key[2] = {-1, -1}, const_key[2] = {-1, -1};
+    const int NBI = g->t.nbi, NBA = g->t.nba;
+
+    in = emit(b, TSR_OP_LOAD);
+    in->mem_type = TSR_MEM_UOP;
+    in->dram_base = g->uop_el;
+    in->y_size = 1;
+    in->x_size = (uint32_t)n_uops(g);
+    in->x_stride = in->x_size;
+    b->bytes += (uint64_t)in->x_size * c->uop_bytes;
+
+    const int sfo = g->row_step == 1 ? p->stride_h * g->wr : g->wr;
+    int s = 0;
+    const int n_rw = g->n_rt * g->n_wt; /* row x column tiles */
+    const int outer_n = g->t.co_inner ? n_rw : g->n_ct, inner_n = g->t.co_inner ? g->n_ct : n_rw;
+    int t = 0;
+    for (int nb = 0; nb < g->nb; nb++)
+        for (int o1 = 0; o1 < outer_n; o1++)
+            for (int i1 = 0; i1 < inner_n; i1++, t++) {
+                const int rw = g->t.co_inner ? o1 : i1, ct = g->t.co_inner ? i1 : o1;
+                const int rt = rw / g->n_wt, wt = rw % g->n_wt;
+                const int pa = t % g->t.nba;
+                const int cob0 = ct * TCO, tco = imin(TCO, g->cob - cob0);
+                rowgeo_t r;
+                colgeo_t cg;
+                row_tile(g, rt, &r);
+                col_tile(g, wt, &cg);
+                for (int ch = 0; ch < g->chunks; ch++, s++) {
+                    const int q = s % g->t.nbi;
+                    const int cib0 = g->dw ? cob0 : ch * TCI;
+                    const int nin = g->dw ? tco : imin(TCI, g->cib - cib0);
+                    /* ---- load stage ---- */
+                    size_t first_load = b->n;
+                    tsr_insn_t *last = NULL;
+                    long ikey = ((long)nb * n_rw + rw) * (g->dw ? g->n_ct : 1) + (g->dw ? ct : 0);
+                    long wkey = ct;
+                    int reuse = g->chunks == 1;
+                    if (!(reuse && inp_key[q] == ikey)) {
+                        for (int j = 0; j < nin; j++) {
+                            const uint32_t sram = (uint32_t)(q * g->inp_half + j * g->rows_in * g->wr);
+                            const uint32_t blk = g->x_el + (uint32_t)(((long)nb * g->cib + cib0 + j) * p->h * p->w);
+                            if (!cg.real) {
+                                /* the window lies in the left/right padding: pad rows only
+                                 * (y_size 0), at most 15 per LOAD */
+                                for (int y = 0; y < r.rows; y += 15) {
+                                    in = emit(b, TSR_OP_LOAD);
+                                    in->mem_type = TSR_MEM_INP;
+                                    in->sram_base = sram + (uint32_t)(y * g->wr);
+                                    in->dram_base = blk;
+                                    in->x_size = (uint32_t)g->wr;
+                                    in->x_stride = (uint32_t)g->wr;
+                                    in->y_pad0 = (uint32_t)imin(15, r.rows - y);
+                                    in->pad_value = g->h_pad;
+                                    last = in;
+                                }
+                                continue;
+                            }
+                            in = emit(b, TSR_OP_LOAD);
+                            in->mem_type = TSR_MEM_INP;
+                            in->sram_base = sram;
+                            in->dram_base = blk + (uint32_t)((long)r.iy_first * p->w + cg.ix_first);
+                            in->y_size = (uint32_t)r.real;
+                            in->x_size = (uint32_t)cg.real;
+                            in->x_stride = (uint32_t)(g->row_step * p->w);
+                            in->y_pad0 = (uint32_t)r.pad0;
+                            in->y_pad1 = (uint32_t)r.pad1;
+                            in->x_pad0 = (uint32_t)cg.pad0;
+                            in->x_pad1 = (uint32_t)cg.pad1;
+                            in->pad_value = g->h_pad;
+                            b->bytes += (uint64_t)r.real * cg.real * c->inp_bytes;
+                            last = in;
+                        }
+                        inp_key[q] = ikey;
+                    }
+                    if (!(reuse && wgt_key[q] == wkey)) {
+                        if (g->dw) {
+                            in = emit(b, TSR_OP_LOAD);
+                            in->mem_type = TSR_MEM_WGT;
+                            in->sram_base = (uint32_t)(q * g->wgt_half);
+                            in->dram_base = g->w_el + (uint32_t)(cob0 * g->kk);
+                            in->y_size = 1;
+                            in->x_size = (uint32_t)(tco * g->kk);
+                            in->x_stride = in->x_size;
+                            b->bytes += (uint64_t)tco * g->kk * c->wgt_bytes;
+                            last = in;
+                        } else {
+                            int per_row = nin != TCI && tco > 1;
+                            for (int k = 0; k < (per_row ? tco : 1); k++) {
+                                in = emit(b, TSR_OP_LOAD);
+                                in->mem_type = TSR_MEM_WGT;
+                                in->sram_base = (uint32_t)(q * g->wgt_half + k * TCI * g->kk);
+                                in->dram_base = g->w_el + (uint32_t)(((cob0 + k) * g->cib + cib0) * g->kk);
+                                in->y_size = (uint32_t)(per_row ? 1 : tco);
+                                in->x_size = (uint32_t)(nin * g->kk);
+                                in->x_stride = (uint32_t)(g->cib * g->kk);
+                                b->bytes += (uint64_t)in->y_size * in->x_size * c->wgt_bytes;
+                                last = in;
+                            }
+                        }
+                        wgt_key[q] = wkey;
+                    }
+                    if (!last) {
+                        last = emit(b, TSR_OP_LOAD); /* tokens only */
+                        last->mem_type = TSR_MEM_INP;
+                    }
+                    if (!b->count_only && !b->oom) {
+                        b->v[first_load].pop_next = s >= NBI;
+                        last->push_next = 1;
+                    }
+                    /* ---- compute stage ---- */
+                    if (ch == 0) {
+                        if (const_key[pa] != ct) {
+                            in = emit(b, TSR_OP_LOAD);
+                            in->mem_type = TSR_MEM_ACC;
+                            in->sram_base = const_base(g, pa);
+                            in->dram_base = g->c_el + (uint32_t)(cob0 * g->nconst);
+                            in->y_size = 1;
+                            in->x_size = (uint32_t)(tco * g->nconst);
+                            in->x_stride = in->x_size;
+                            b->bytes += (uint64_t)in->x_size * c->acc_bytes;
+                            const_key[pa] = ct;
+                        }
+                        in = emit(b, TSR_OP_ALU);
+                        in->alu_opcode = TSR_ALU_MOV;
+                        in->uop_bgn = alu_uop(g, pa, 0);
+                        in->uop_end = in->uop_bgn + 1;
+                        in->iter_out = (uint32_t)tco;
+                        in->dst_factor_out = tco > 1 ? (uint32_t)(TOH * OW) : 0;
+                        in->src_factor_out = tco > 1 ? (uint32_t)g->nconst : 0;
+                        in->iter_in = (uint32_t)(r.toh * OW);
+                        in->dst_factor_in = 1;
+                        in->pop_next = t >= NBA;
+                    }
+                    for (int cl = 0; cl < tco; cl++) {
+                        in = emit(b, TSR_OP_GEMM);
+                        in->uop_bgn = kern_base(g, q, pa, cl);
+                        in->uop_end = in->uop_bgn + (uint32_t)((g->dw ? 1 : nin) * g->kk);
+                        in->iter_out = (uint32_t)r.toh;
+                        in->dst_factor_out = r.toh > 1 ? (uint32_t)OW : 0;
+                        in->src_factor_out = r.toh > 1 ? (uint32_t)sfo : 0;
+                        in->iter_in = (uint32_t)OW;
+                        in->dst_factor_in = OW > 1 ? 1 : 0;
+                        in->src_factor_in = OW > 1 ? (uint32_t)p->stride_w : 0;
+                        in->pop_prev = cl == 0;
+                        in->push_prev = cl == tco - 1 && s < g->steps - NBI;
+                    }
+                    if (ch != g->chunks - 1)
+                        continue;
+                    /* requantize: shr (left), mulhr, rshr, max, min, add */
+                    alu_step_t seq[6];
+                    int ns = 0;
+                    if (g->has_shl_row)
+                        seq[ns++] = (alu_step_t){TSR_ALU_SHR, 2, 0};
+                    else if (g->shl_imm)
+                        seq[ns++] = (alu_step_t){TSR_ALU_SHR, -1, -g->shl_imm};
+                    seq[ns++] = (alu_step_t){TSR_ALU_MULHR, 1, 0};
+                    if (g->has_rshr_row)
+                        seq[ns++] = (alu_step_t){TSR_ALU_RSHR, 2 + g->has_shl_row, 0};
+                    else if (g->rshr_imm)
+                        seq[ns++] = (alu_step_t){TSR_ALU_RSHR, -1, g->rshr_imm};
+                    seq[ns++] = (alu_step_t){TSR_ALU_MAX, -1, p->act_min - p->y_zp};
+                    seq[ns++] = (alu_step_t){TSR_ALU_MIN, -1, p->act_max - p->y_zp};
+                    if (p->y_zp)
+                        seq[ns++] = (alu_step_t){TSR_ALU_ADD, -1, p->y_zp};
+                    for (int k = 0; k < ns; k++) {
+                        in = emit(b, TSR_OP_ALU);
+                        in->alu_opcode = seq[k].op;
+                        in->uop_bgn = alu_uop(g, pa, seq[k].k);
+                        in->uop_end = in->uop_bgn + 1;
+                        in->iter_out = (uint32_t)tco;
+                        in->dst_factor_out = tco > 1 ? (uint32_t)(TOH * OW) : 0;
+                        in->src_factor_out = tco > 1 && seq[k].k >= 0 ? (uint32_t)g->nconst : 0;
+                        in->iter_in = (uint32_t)(r.toh * OW);
+                        in->dst_factor_in = 1;
+                        in->use_imm = seq[k].k < 0;
+                        in->imm = seq[k].k < 0 ? seq[k].imm : 0;
+                        in->push_next = k == ns - 1;
+                    }
+                    /* ---- store stage ---- */
+                    const long plane = (long)g->oh * FULL_OW;
+                    const int full_rows = OW == FULL_OW;
+                    int one = full_rows && (r.toh == TOH || tco == 1);
+                    if (tco > 1 && plane > 0xffff)
+                        one = 0;
+                    int nst = one ? 1 : tco;
+                    for (int k = 0; k < nst; k++) {
+                        in = emit(b, TSR_OP_STORE);
+                        in->mem_type = TSR_MEM_OUT;
+                        in->sram_base = acc_base(g, pa) + (uint32_t)(k * TOH * OW);
+                        in->dram_base = g->y_el + (uint32_t)((((long)nb * g->cob + cob0 + k) * g->oh + r.oy0) * FULL_OW +
+                                                             cg.ox0);
+                        if (full_rows) {
+                            in->y_size = (uint32_t)(one ? tco : 1);
+                            in->x_size = (uint32_t)(r.toh * OW);
+                            in->x_stride = one && tco > 1 ? (uint32_t)plane : in->x_size;
+                        } else {
+                            in->y_size = (uint32_t)r.toh;
+                            in->x_size = (uint32_t)OW;
+                            in->x_stride = (uint32_t)FULL_OW;
+                        }
+                        in->pop_prev = k == 0;
+                        in->push_prev = k == nst - 1 && (t < g->tiles - NBA || t == g->tiles - 1);
+                        b->bytes += (uint64_t)in->y_size * in->x_size * c->out_bytes;
+                    }
+                }
+            }
+    in = emit(b, TSR_OP_FINISH);
+    in->pop_next = 1;
+}
+
+/* Candidate values v of a tile size along a dimension of n blocks: the
+ * smallest v for each distinct count ceil(n / v). */
+static int candidates(int n, int *out)
+{
+    int k = 0;
+    for (int v = 1; v <= n; v++)
+        if (v == 1 || cdiv(n, v) != cdiv(n, v - 1))
+            out[k++] = v;
+    return k;
+}
+
+/* Per-instruction overhead of the cost model, in DRAM-byte equivalents
+ * (16 bytes of fetch plus issue and DRAM latency of short transfers). */
+#define COST_PER_INSN 64.0
+
+static int choose_tiling(geo_t *g)
+{
+    int *ch = malloc(sizeof(int) * (size_t)(g->oh + g->cob + g->cib + 3));
+    if (!ch)
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    int *c_oh = ch, *c_co = ch + g->oh + 1, *c_ci = c_co + g->cob + 1;
+    int n_oh = candidates(g->oh, c_oh), n_co = candidates(g->cob, c_co);
+    int n_ci = g->dw ? 1 : candidates(g->cib, c_ci);
+    if (g->dw)
+        c_ci[0] = 1;
+    double best = -1;
+    tiling_t bt = {0, 0, 0, 0, 0, 2, 2};
+    /* Double buffering of both rotations if any tiling allows it; else
+     * single-buffer the inputs/weights, then the accumulators, then both
+     * (loads or stores then serialise with compute, but the tile fits). */
+    static const int nbs[4][2] = {{2, 2}, {1, 2}, {2, 1}, {1, 1}};
+    int *c_ow = malloc(sizeof(int) * (size_t)(g->ow + 1));
+    if (!c_ow) {
+        free(ch);
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    }
+    int n_ow = candidates(g->ow, c_ow);
+    for (int nbo = 0; nbo < 4 && best < 0; nbo++)
+        for (int wpass = 0; wpass < 2 && best < 0; wpass++) /* full rows first, then column tiles */
+            for (int d = n_ow - 1; d >= 0; d--) {
+                if ((c_ow[d] == g->ow) != (wpass == 0))
+                    continue;
+                /* for each of the other sizes only the tallest fitting tile is
+                 * evaluated (fewer row tiles re-read fewer halo rows and
+                 * weights, and need fewer instructions) */
+                for (int bco = n_co - 1; bco >= 0; bco--)
+                    for (int cci = n_ci - 1; cci >= 0; cci--)
+                        for (int order = 0; order < 2; order++) {
+                            tiling_t t = {0, c_co[bco], c_ci[cci], order, c_ow[d], nbs[nbo][0], nbs[nbo][1]};
+                            int a = n_oh - 1;
+                            for (; a >= 0; a--) {
+                                t.toh = c_oh[a];
+                                if (tiling_fits(g, &t))
+                                    break;
+                            }
+                            if (a < 0)
+                                continue;
+                            geo_t gg = *g;
+                            set_tiling(&gg, &t);
+                            ibuf_t b = {0};
+                            b.count_only = 1;
+                            build(&gg, &b);
+                            double cost = (double)b.bytes + COST_PER_INSN * (double)b.n;
+                            if (best < 0 || cost < best) {
+                                best = cost;
+                                bt = t;
+                            }
+                        }
+            }
+    free(c_ow);
+    free(ch);
+    if (best < 0) {
+        const tsr_conv2d_params_t *p = g->p;
+        return tsr_err(TSR_EINVAL,
+                       OP ": no tiling fits the buffers: one output element needs %d input rows of %d elements "
+                       "(%d on-chip rows, the input buffer holds %u), %d weight rows (buffer %u), "
+                       "%d accumulator rows (buffer %u), within %u uops; tiling along W is not supported yet",
+                       p->kh, p->kw, p->kh * p->kw, g->c->inp_depth, g->kk, g->c->wgt_depth, g->ow + g->nconst,
+                       g->c->acc_depth, g->c->uop_depth);
+    }
+    set_tiling(g, &bt);
+    return TSR_OK;
+}
+
+static int geo_init(const tsr_config_t *c, const tsr_conv2d_params_t *p, geo_t *g)
+{
+    memset(g, 0, sizeof *g);
+    int rc = tsr_conv2d_check(p, &g->oh, &g->ow);
+    if (rc)
+        return rc;
+    if (c->inp_width != 8 || c->wgt_width != 8 || c->acc_width != 32)
+        return tsr_err(TSR_EINVAL, OP ": needs int8 inputs and weights and int32 accumulators (config has "
+                       "int%d/int%d/int%d)", c->inp_width, c->wgt_width, c->acc_width);
+    g->c = c;
+    g->p = p;
+    g->dw = p->groups != 1;
+    if (g->dw && c->block_in != c->block_out)
+        return tsr_err(TSR_EINVAL, OP ": depthwise needs BLOCK_IN == BLOCK_OUT (config has %d and %d)",
+                       c->block_in, c->block_out);
+    g->nb = cdiv(p->n, c->batch);
+    g->cib = cdiv(p->c_in, c->block_in);
+    g->cob = cdiv(p->c_out, c->block_out);
+    g->kk = p->kh * p->kw;
+    g->h_pad = p->x_zp - (p->x_dtype == TSR_DT_UINT8 ? 128 : 0);
+    int any_pos = 0, any_neg = 0;
+    for (int i = 0; i < p->rq_count; i++) {
+        any_pos |= p->shift[i] > 0;
+        any_neg |= p->shift[i] < 0;
+    }
+    if (p->rq_count > 1) {
+        g->has_shl_row = any_pos;
+        g->has_rshr_row = any_neg;
+    } else {
+        g->shl_imm = imax(p->shift[0], 0);
+        g->rshr_imm = imax(-p->shift[0], 0);
+    }
+    g->nconst = 2 + g->has_shl_row + g->has_rshr_row;
+    return TSR_OK;
+}
+
+/* ------------------------------------------------------------- packing */
+
+static uint64_t x_elems(const geo_t *g) { return (uint64_t)g->nb * g->cib * g->p->h * g->p->w; }
+static uint64_t w_elems(const geo_t *g) { return (uint64_t)g->cob * (g->dw ? 1 : g->cib) * g->kk; }
+static uint64_t y_elems(const geo_t *g) { return (uint64_t)g->nb * g->cob * g->oh * g->ow; }
+static uint64_t c_elems(const geo_t *g) { return (uint64_t)g->cob * g->nconst; }
+
+void tsr_conv2d_pack_input(const tsr_config_t *c, const tsr_conv2d_plan_t *pl, const void *x, uint8_t *dst)
+{
+    const tsr_conv2d_params_t *p = &pl->p;
+    const int off = p->x_dtype == TSR_DT_UINT8 ? 128 : 0;
+    memset(dst, (uint8_t)(int8_t)pl->h_pad, pl->x_bytes);
+    size_t i = 0;
+    for (int n = 0; n < p->n; n++)
+        for (int ci = 0; ci < p->c_in; ci++)
+            for (int y = 0; y < p->h; y++)
+                for (int xx = 0; xx < p->w; xx++, i++) {
+                    size_t el = (((size_t)(n / c->batch) * pl->cib + (size_t)(ci / c->block_in)) * p->h + y) * p->w + xx;
+                    size_t o = el * c->inp_bytes + (size_t)(n % c->batch) * c->block_in + (size_t)(ci % c->block_in);
+                    dst[o] = (uint8_t)(int8_t)(dt_get(p->x_dtype, x, i) - off);
+                }
+}
+
+int tsr_conv2d_pack_weights(const tsr_config_t *c, const tsr_conv2d_plan_t *pl, const void *w,
+                            const int32_t *bias, uint8_t *wdst, uint8_t *cdst)
+{
+    const tsr_conv2d_params_t *p = &pl->p;
+    const int dw = pl->depthwise, kk = p->kh * p->kw, cin_g = dw ? 1 : p->c_in;
+    memset(wdst, 0, pl->w_bytes);
+    memset(cdst, 0, pl->c_bytes);
+    size_t i = 0;
+    for (int co = 0; co < p->c_out; co++) {
+        int32_t zp = p->w_zp[p->w_zp_count == 1 ? 0 : co];
+        int64_t sum = 0;
+        for (int ci = 0; ci < cin_g; ci++)
+            for (int k = 0; k < kk; k++, i++) {
+                int32_t v = dt_get(p->w_dtype, w, i) - zp;
+                if (v < -128 || v > 127)
+                    return tsr_err(TSR_EINVAL,
+                                   OP ": weight zero point correction not supported yet: w - w_zp = %d - %d = %d "
+                                   "out of int8 range at [%d][%d][%d][%d]",
+                                   v + zp, zp, v, co, ci, k / p->kw, k % p->kw);
+                sum += v;
+                size_t el, o;
+                if (dw) {
+                    el = (size_t)(co / c->block_out) * kk + k;
+                    o = el * c->wgt_bytes + (size_t)(co % c->block_out) * c->block_in + (size_t)(co % c->block_out);
+                } else {
+                    el = ((size_t)(co / c->block_out) * pl->cib + (size_t)(ci / c->block_in)) * kk + k;
+                    o = el * c->wgt_bytes + (size_t)(co % c->block_out) * c->block_in + (size_t)(ci % c->block_in);
+                }
+                wdst[o] = (uint8_t)(int8_t)v;
+            }
+        int r = p->rq_count == 1 ? 0 : co;
+        int32_t vals[4];
+        int nv = 0;
+        int64_t bp = (bias ? (int64_t)bias[co] : 0) - (int64_t)pl->h_pad * sum;
+        vals[nv++] = (int32_t)(uint32_t)(uint64_t)bp; /* wrap32 */
+        vals[nv++] = p->mult[r];
+        if (pl->nconst > 2) {
+            int any_pos = 0;
+            for (int k = 0; k < p->rq_count; k++)
+                any_pos |= p->shift[k] > 0;
+            if (any_pos)
+                vals[nv++] = -imax(p->shift[r], 0);
+            if (nv < pl->nconst)
+                vals[nv++] = imax(-p->shift[r], 0);
+        }
+        for (int k = 0; k < nv; k++)
+            for (int b = 0; b < c->batch; b++) {
+                size_t el = (size_t)(co / c->block_out) * pl->nconst + k;
+                size_t o = el * c->acc_bytes + ((size_t)b * c->block_out + (size_t)(co % c->block_out)) * 4;
+                uint32_t u = (uint32_t)vals[k];
+                for (int j = 0; j < 4; j++)
+                    cdst[o + j] = (uint8_t)(u >> (8 * j));
+            }
+    }
+    return TSR_OK;
+}
+
+void tsr_conv2d_unpack_output(const tsr_config_t *c, const tsr_conv2d_plan_t *pl, const uint8_t *src, void *y)
+{
+    const tsr_conv2d_params_t *p = &pl->p;
+    uint8_t *out = y;
+    size_t i = 0;
+    for (int n = 0; n < p->n; n++)
+        for (int co = 0; co < p->c_out; co++)
+            for (int oy = 0; oy < pl->oh; oy++)
+                for (int ox = 0; ox < pl->ow; ox++, i++) {
+                    size_t el = (((size_t)(n / c->batch) * pl->cob + (size_t)(co / c->block_out)) * pl->oh + oy) * pl->ow + ox;
+                    out[i] = src[el * c->out_bytes + (size_t)(n % c->batch) * c->block_out + (size_t)(co % c->block_out)];
+                }
+}
+
+/* ---------------------------------------------------------------- plan */
+
+static int write_uops(tsr_device_t *dev, const geo_t *g, tsr_conv2d_plan_t *pl)
+{
+    const tsr_config_t *c = g->c;
+    const tsr_conv2d_params_t *p = g->p;
+    size_t n = (size_t)n_uops(g);
+    uint8_t *u8 = calloc(n, c->uop_bytes);
+    if (!u8)
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    int rc = TSR_OK;
+    size_t k = 0;
+    for (int set = 0; set < g->kern_sets; set++) {
+        int full = g->kern_sets == g->t.nbi * g->t.nba;
+        int q = full ? set / g->t.nba : set, pa = full ? set % g->t.nba : set;
+        for (int cl = 0; cl < g->t.tco; cl++)
+            for (int ci = 0; ci < g->nci; ci++)
+                for (int ky = 0; ky < p->kh; ky++)
+                    for (int kx = 0; kx < p->kw; kx++, k++) {
+                        int blk = g->dw ? cl : ci;
+                        tsr_uop_t u;
+                        u.dst = acc_base(g, pa) + (uint32_t)(cl * g->t.toh * g->t.tow);
+                        u.src = (uint32_t)(q * g->inp_half + blk * g->rows_in * g->wr + ky * g->wr + kx);
+                        u.wgt = (uint32_t)(q * g->wgt_half + (g->dw ? cl : cl * g->t.tci + ci) * g->kk + ky * p->kw + kx);
+                        uint64_t raw;
+                        if ((rc = tsr_uop_encode(c, &u, &raw)))
+                            goto out;
+                        memcpy(u8 + k * c->uop_bytes, &raw, c->uop_bytes);
+                    }
+    }
+    for (int pa = 0; pa < g->t.nba; pa++)
+        for (int j = -1; j < g->nconst; j++, k++) {
+            tsr_uop_t u = {acc_base(g, pa), j < 0 ? acc_base(g, pa) : const_base(g, pa) + (uint32_t)j, 0};
+            uint64_t raw;
+            if ((rc = tsr_uop_encode(c, &u, &raw)))
+                goto out;
+            memcpy(u8 + k * c->uop_bytes, &raw, c->uop_bytes);
+        }
+    pl->nuops = n;
+    if ((rc = tsr_mem_alloc(dev, (uint64_t)n * c->uop_bytes, &pl->uop_addr)))
+        goto out;
+    rc = tsr_mem_write(dev, pl->uop_addr, u8, (uint64_t)n * c->uop_bytes);
+out:
+    free(u8);
+    return rc;
+}
+
+int tsr_conv2d_plan(tsr_device_t *dev, const tsr_conv2d_params_t *params, tsr_conv2d_plan_t *pl)
+{
+    const tsr_config_t *c = tsr_device_config(dev);
+    memset(pl, 0, sizeof *pl);
+    geo_t g;
+    int rc = geo_init(c, params, &g);
+    if (rc)
+        return rc;
+    pl->p = *params;
+    pl->w_zp = malloc(sizeof(int32_t) * (size_t)params->w_zp_count);
+    pl->mult = malloc(sizeof(int32_t) * (size_t)params->rq_count);
+    pl->shift = malloc(sizeof(int32_t) * (size_t)params->rq_count);
+    if (!pl->w_zp || !pl->mult || !pl->shift) {
+        rc = tsr_err(TSR_ENOMEM, "out of memory");
+        goto fail;
+    }
+    memcpy(pl->w_zp, params->w_zp, sizeof(int32_t) * (size_t)params->w_zp_count);
+    memcpy(pl->mult, params->mult, sizeof(int32_t) * (size_t)params->rq_count);
+    memcpy(pl->shift, params->shift, sizeof(int32_t) * (size_t)params->rq_count);
+    pl->p.w_zp = pl->w_zp;
+    pl->p.mult = pl->mult;
+    pl->p.shift = pl->shift;
+    g.p = &pl->p;
+    if ((rc = choose_tiling(&g)))
+        goto fail;
+    pl->oh = g.oh;
+    pl->ow = g.ow;
+    pl->nb = g.nb;
+    pl->cib = g.cib;
+    pl->cob = g.cob;
+    pl->depthwise = g.dw;
+    pl->toh = g.t.toh;
+    pl->tco = g.t.tco;
+    pl->tci = g.dw ? 1 : g.t.tci;
+    pl->rows_in = g.rows_in;
+    pl->row_step = g.row_step;
+    pl->wp = g.wr;
+    pl->tow = g.t.tow;
+    pl->nconst = g.nconst;
+    pl->co_inner = g.t.co_inner;
+    pl->nbuf_inp = g.t.nbi;
+    pl->nbuf_acc = g.t.nba;
+    pl->tiles = g.tiles;
+    pl->chunks = g.chunks;
+    pl->h_pad = g.h_pad;
+    pl->x_bytes = x_elems(&g) * c->inp_bytes;
+    pl->w_bytes = w_elems(&g) * c->wgt_bytes;
+    pl->y_bytes = y_elems(&g) * c->out_bytes;
+    pl->c_bytes = c_elems(&g) * c->acc_bytes;
+    if ((rc = tsr_mem_alloc(dev, pl->x_bytes, &pl->x_addr)) || (rc = tsr_mem_alloc(dev, pl->w_bytes, &pl->w_addr)) ||
+        (rc = tsr_mem_alloc(dev, pl->y_bytes, &pl->y_addr)) || (rc = tsr_mem_alloc(dev, pl->c_bytes, &pl->c_addr)))
+        goto fail;
+    if ((rc = write_uops(dev, &g, pl)))
+        goto fail;
+    g.x_el = (uint32_t)(pl->x_addr / c->inp_bytes);
+    g.w_el = (uint32_t)(pl->w_addr / c->wgt_bytes);
+    g.y_el = (uint32_t)(pl->y_addr / c->out_bytes);
+    g.c_el = (uint32_t)(pl->c_addr / c->acc_bytes);
+    g.uop_el = (uint32_t)(pl->uop_addr / c->uop_bytes);
+    if (pl->x_addr % c->inp_bytes || pl->w_addr % c->wgt_bytes || pl->y_addr % c->out_bytes ||
+        pl->c_addr % c->acc_bytes || pl->uop_addr % c->uop_bytes) {
+        rc = tsr_err(TSR_EINVAL, OP ": device buffers not aligned to their element sizes");
+        goto fail;
+    }
+    ibuf_t b = {0};
+    build(&g, &b);
+    if (b.oom) {
+        free(b.v);
+        rc = tsr_err(TSR_ENOMEM, "out of memory");
+        goto fail;
+    }
+    pl->insns = b.v;
+    pl->ninsns = b.n;
+    for (size_t i = 0; i < b.n; i++) {
+        tsr_insn_bits_t bits;
+        if ((rc = tsr_insn_encode(c, &b.v[i], &bits))) {
+            rc = tsr_err_prefix(rc, OP ": instruction %zu of the generated stream: ", i);
+            goto fail;
+        }
+    }
+    tsr_counters_t ct;
+    memset(&ct, 0, sizeof ct);
+    tsr_counters_static(c, b.v, b.n, &ct);
+    pl->gemm_ops = ct.gemm_ops;
+    pl->alu_ops = ct.alu_ops;
+    pl->dram_bytes = ct.bytes_stored;
+    for (int m = 0; m < TSR_MEM_COUNT; m++)
+        pl->dram_bytes += ct.bytes_loaded[m];
+    pl->cost = (double)b.bytes + COST_PER_INSN * (double)b.n;
+    return TSR_OK;
+fail:
+    tsr_conv2d_plan_free(dev, pl);
+    return rc;
+}
+
+void tsr_conv2d_plan_free(tsr_device_t *dev, tsr_conv2d_plan_t *pl)
+{
+    uint64_t *bufs[5] = {&pl->uop_addr, &pl->x_addr, &pl->w_addr, &pl->y_addr, &pl->c_addr};
+    for (int i = 0; i < 5; i++)
+        if (*bufs[i])
+            tsr_mem_free(dev, *bufs[i]);
+    free(pl->insns);
+    free(pl->w_zp);
+    free(pl->mult);
+    free(pl->shift);
+    memset(pl, 0, sizeof *pl);
+}
+
+int tsr_conv2d_write_input(tsr_device_t *dev, const tsr_conv2d_plan_t *pl, const void *x)
+{
+    uint8_t *buf = malloc(pl->x_bytes);
+    if (!buf)
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    tsr_conv2d_pack_input(tsr_device_config(dev), pl, x, buf);
+    int rc = tsr_mem_write(dev, pl->x_addr, buf, pl->x_bytes);
+    free(buf);
+    return rc;
+}
+
+int tsr_conv2d_write_weights(tsr_device_t *dev, const tsr_conv2d_plan_t *pl, const void *w, const int32_t *bias)
+{
+    uint8_t *wb = malloc(pl->w_bytes), *cb = malloc(pl->c_bytes);
+    int rc;
+    if (!wb || !cb)
+        rc = tsr_err(TSR_ENOMEM, "out of memory");
+    else if (!(rc = tsr_conv2d_pack_weights(tsr_device_config(dev), pl, w, bias, wb, cb)) &&
+             !(rc = tsr_mem_write(dev, pl->w_addr, wb, pl->w_bytes)))
+        rc = tsr_mem_write(dev, pl->c_addr, cb, pl->c_bytes);
+    free(wb);
+    free(cb);
+    return rc;
+}
+
+int tsr_conv2d_exec(tsr_device_t *dev, const tsr_conv2d_plan_t *pl)
+{
+    int rc = tsr_submit(dev, pl->insns, pl->ninsns);
+    if (!rc)
+        rc = tsr_wait(dev, -1);
+    return rc;
+}
+
+int tsr_conv2d_read_output(tsr_device_t *dev, const tsr_conv2d_plan_t *pl, void *y)
+{
+    uint8_t *buf = malloc(pl->y_bytes);
+    if (!buf)
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    int rc = tsr_mem_read(dev, pl->y_addr, buf, pl->y_bytes);
+    if (!rc)
+        tsr_conv2d_unpack_output(tsr_device_config(dev), pl, buf, y);
+    free(buf);
+    return rc;
+}
+
+int tsr_conv2d_run(tsr_device_t *dev, const tsr_conv2d_params_t *p, const void *x, const void *w,
+                   const int32_t *bias, void *y)
+{
+    if (!x || !w || !y)
+        return tsr_err(TSR_EINVAL, OP ": NULL input, weight or output data");
+    tsr_conv2d_plan_t pl;
+    int rc = tsr_conv2d_plan(dev, p, &pl);
+    if (rc)
+        return rc;
+    if (!(rc = tsr_conv2d_write_weights(dev, &pl, w, bias)) && !(rc = tsr_conv2d_write_input(dev, &pl, x)) &&
+        !(rc = tsr_conv2d_exec(dev, &pl)))
+        rc = tsr_conv2d_read_output(dev, &pl, y);
+    tsr_conv2d_plan_free(dev, &pl);
+    return rc;
+}

@@ -1,0 +1,130 @@
+/*
+ * tsr_conv2d: lowering of the quantized conv2d of jit/operators.md (NCHW,
+ * int8/uint8 activations and weights with zero points, int32 bias, TFLite
+ * requantization per tensor or per output channel, fused clamp; groups 1
+ * or depthwise) into a task-instruction stream and micro-op kernels, for
+ * any config with 8-bit inputs/weights and 32-bit accumulators.
+ *
+ * Hardware values. Inputs are re-centred to int8: h = x - off (off = 0 for
+ * int8, 128 for uint8) and padding (spatial, and input channels beyond C_in)
+ * holds h_pad = x_zp - off (the LOAD's pad_value). Weights are stored as
+ * w' = w - w_zp[o], which must fit int8 (checked when packing: always true
+ * for int8 weights with zero point 0 and for uint8 weights with zero point
+ * 128). Then, modulo 2^32,
+ *   SUM (x - x_zp)(w - w_zp) = SUM (h - h_pad) w' = SUM h w' - h_pad SUM w',
+ * so the GEMM core computes SUM h w' over the padded window and the bias
+ * row holds bias'[o] = wrap32(bias[o] - h_pad * SUM_{i,ky,kx} w'[o][i][ky][kx]).
+ *
+ * Blocked DRAM layouts (one element = one on-chip row; B = BATCH, BI =
+ * BLOCK_IN, BO = BLOCK_OUT; NB = ceil(N/B), CIB = ceil(C_in/BI), COB =
+ * ceil(C_out/BO); padded batch rows are ignored, padded channels hold h_pad
+ * (input) or 0 (weights, constants)):
+ *   input   inp elements [NB][CIB][H][W],          each [b][i] = h(n = nb*B+b, c = cib*BI+i)
+ *   weights wgt elements [COB][CIBW][KH][KW],      each [o][i] = w'(co = cob*BO+o, ci = cib*BI+i)
+ *           (CIBW = CIB; depthwise: CIBW = 1 and the element is diagonal,
+ *           [o][i] = (i == o) ? w'(cob*BO+o, 0) : 0)
+ *   output  out elements [NB][COB][OH][OW],        each [b][o] = y(n, co = cob*BO+o)
+ *   consts  acc elements [COB][NCONST],            each [b][o] = value for channel cob*BO+o:
+ *           row 0 bias', row 1 M, then (per-channel only, if needed) the
+ *           left shift -max(S,0) and the right shift max(-S,0).
+ *
+ * Schedule. An output tile is (one batch block, TCO output-channel blocks,
+ * TOH output rows, all OW columns, or TOW columns when an input row is too
+ * long for the buffer); the input channels are reduced in
+ * chunks of TCI blocks (depthwise: one chunk, the tile's own blocks). A
+ * step is one (tile, chunk). Step s uses half s%2 of the inp and wgt
+ * buffers, tile t half t%2 of the acc/out buffer, so loads of the next step
+ * and the store of the previous tile overlap the compute of this one (see
+ * the schedule comment in tsr_conv2d.c). Tiles and chunk sizes come from a
+ * cost model over the buffer depths (DRAM bytes plus a per-instruction
+ * overhead). When no double-buffered tiling fits (e.g. a 7x7 kernel over a
+ * wide row), the inp/wgt and then the acc rotation fall back to one buffer
+ * (correct, but loads or stores no longer overlap compute).
+ */
+#ifndef TSR_CONV2D_H
+#define TSR_CONV2D_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tsr_driver.h"
+#include "tsr_npy.h"
+
+typedef struct tsr_conv2d_params {
+    int n, c_in, h, w;             /* input shape [N, C_in, H, W], each >= 1 */
+    int c_out, kh, kw;             /* weights [C_out, C_in/groups, KH, KW], each >= 1 */
+    int stride_h, stride_w;        /* >= 1 */
+    int pad_top, pad_left;         /* zero padding (the real value 0 = x_zp), 0..15 each */
+    int pad_bottom, pad_right;
+    int groups;                    /* 1, or C_in (depthwise: C_out == C_in, weights [C][1][KH][KW]) */
+    tsr_dtype_e x_dtype;           /* TSR_DT_INT8 or TSR_DT_UINT8 */
+    int32_t x_zp;                  /* input zero point, within x_dtype's range */
+    tsr_dtype_e w_dtype;           /* TSR_DT_INT8 or TSR_DT_UINT8 */
+    const int32_t *w_zp;           /* [w_zp_count] weight zero points, within w_dtype's range */
+    int w_zp_count;                /* 1 (per tensor) or C_out (per output channel) */
+    tsr_dtype_e y_dtype;           /* TSR_DT_INT8 or TSR_DT_UINT8 */
+    int32_t y_zp;                  /* output zero point, within y_dtype's range */
+    const int32_t *mult;           /* [rq_count] requantization multipliers, [0, 2^31 - 1] */
+    const int32_t *shift;          /* [rq_count] shifts, [-31, 30] (> 0 shifts left) */
+    int rq_count;                  /* 1 (per tensor) or C_out (per output channel) */
+    int32_t act_min, act_max;      /* output clamp, within y_dtype's range, act_min <= act_max */
+} tsr_conv2d_params_t;
+
+typedef struct tsr_conv2d_plan {
+    tsr_conv2d_params_t p;         /* copy of the parameters (arrays point into the plan's own copies) */
+    int32_t *w_zp, *mult, *shift;  /* owned copies of the parameter arrays */
+    int oh, ow;                    /* output height and width */
+    int nb, cib, cob;              /* batch, input-channel and output-channel blocks */
+    int depthwise;                 /* groups == C_in > 1 */
+    int toh, tco, tci;             /* tile: output rows, output-channel blocks, input-channel blocks per chunk */
+    int rows_in;                   /* input rows per channel block on chip per tile */
+    int row_step;                  /* input rows between consecutive loaded rows (sh for 1xK stride-sh kernels) */
+    int tow;                       /* output columns per tile (OW unless a row does not fit; the last
+                                      column tile is shifted left to stay TOW wide) */
+    int wp;                        /* on-chip input row length (TOW-1)*stride_w + KW */
+    int nconst;                    /* constant acc rows per output-channel block */
+    int co_inner;                  /* loop order: 1 = output-channel tiles innermost, 0 = row tiles */
+    int tiles, chunks;             /* output tiles, input-channel chunks per tile */
+    int nbuf_inp, nbuf_acc;        /* 2: double-buffered inp/wgt (acc) buffers; 1: whole buffer per step (tile), serialised */
+    int h_pad;                     /* pad value h_pad = x_zp - off */
+    tsr_insn_t *insns;             /* the instruction stream (owned) */
+    size_t ninsns;                 /* its length */
+    size_t nuops;                  /* uops in the kernel buffer */
+    uint64_t uop_addr;             /* device buffer of the uop kernels (owned) */
+    uint64_t x_addr, w_addr, y_addr, c_addr; /* device buffers: packed input, weights, output, constants (owned) */
+    uint64_t x_bytes, w_bytes, y_bytes, c_bytes; /* their sizes */
+    uint64_t gemm_ops;             /* GEMM tensor ops (non-reset) the stream performs */
+    uint64_t alu_ops;              /* ALU tensor ops */
+    uint64_t dram_bytes;           /* DRAM bytes the stream loads and stores (instructions excluded) */
+    double cost;                   /* the cost model's value for the chosen tiling */
+} tsr_conv2d_plan_t;
+
+/* Output shape of a valid parameter set (checks everything the plan does
+ * that does not depend on the config). */
+int tsr_conv2d_check(const tsr_conv2d_params_t *p, int *oh, int *ow);
+
+/* Validate, choose the tiling for dev's config, allocate the device
+ * buffers, write the uop kernels and build the stream. */
+int tsr_conv2d_plan(tsr_device_t *dev, const tsr_conv2d_params_t *p, tsr_conv2d_plan_t *plan);
+void tsr_conv2d_plan_free(tsr_device_t *dev, tsr_conv2d_plan_t *plan);
+
+/* Host packing (once per tensor). x: NCHW bytes of x_dtype, dst: x_bytes. */
+void tsr_conv2d_pack_input(const tsr_config_t *cfg, const tsr_conv2d_plan_t *plan, const void *x, uint8_t *dst);
+/* w: OIHW bytes of w_dtype, bias: [C_out] or NULL; wdst: w_bytes, cdst:
+ * c_bytes. TSR_EINVAL if some w - w_zp does not fit int8. */
+int tsr_conv2d_pack_weights(const tsr_config_t *cfg, const tsr_conv2d_plan_t *plan, const void *w,
+                            const int32_t *bias, uint8_t *wdst, uint8_t *cdst);
+/* src: y_bytes of the output layout; y: NCHW bytes of y_dtype. */
+void tsr_conv2d_unpack_output(const tsr_config_t *cfg, const tsr_conv2d_plan_t *plan, const uint8_t *src, void *y);
+
+/* Pack and copy to the plan's device buffers / run / read back. */
+int tsr_conv2d_write_input(tsr_device_t *dev, const tsr_conv2d_plan_t *plan, const void *x);
+int tsr_conv2d_write_weights(tsr_device_t *dev, const tsr_conv2d_plan_t *plan, const void *w, const int32_t *bias);
+int tsr_conv2d_exec(tsr_device_t *dev, const tsr_conv2d_plan_t *plan);  /* tsr_submit (verifies) + tsr_wait */
+int tsr_conv2d_read_output(tsr_device_t *dev, const tsr_conv2d_plan_t *plan, void *y);
+
+/* One call: plan, pack, run, unpack, free. bias may be NULL. */
+int tsr_conv2d_run(tsr_device_t *dev, const tsr_conv2d_params_t *p, const void *x, const void *w,
+                   const int32_t *bias, void *y);
+
+#endif
