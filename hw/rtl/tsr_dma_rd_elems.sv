@@ -12,10 +12,12 @@
 // shares one R channel between ports and only takes a beat when its port is
 // ready: a port whose element consumer waits on another port's progress
 // (fetch waiting for a stage that waits for its own DRAM data) would
-// otherwise block the R channel for everybody. BufBeats = 0 turns the
-// reservation off (one request per command, unlimited look-ahead, 2-beat
-// buffer); use it only when the element consumer never waits on other DMA
-// traffic.
+// otherwise block the R channel for everybody. The reservation caps the
+// rate at about BufBeats beats per DRAM round trip (32 beats per ~51 cycles
+// at 32 cycles of latency). BufBeats = 0 turns the reservation off (one
+// request per command, unlimited look-ahead, 2-beat buffer: full bus rate);
+// use it only when the element consumer takes elements as they arrive and
+// never waits on other DMA traffic, with elements at least a beat wide.
 module tsr_dma_rd_elems #(
   parameter int ElemBytes = 4,
   parameter int BusBytes  = tsr_pkg::BUS_BYTES,
