@@ -881,18 +881,6 @@ out:
     return rc ? fail(rc) : status;
 }
 
-/* Largest value a GEMM field holds under cfg. */
-static long gemm_field_max(const tsr_config_t *cfg, const char *name)
-{
-    tsr_format_t f;
-    if (tsr_isa_format(cfg, TSR_OP_GEMM, &f))
-        return 1;
-    for (int i = 0; i < f.nfields; i++)
-        if (!strcmp(f.fields[i].name, name))
-            return f.fields[i].width >= 31 ? 0x7fffffffL : (1L << f.fields[i].width) - 1;
-    return 1;
-}
-
 /* GEMM-bound stream: uops, inputs and weights loaded once; then `reps`
  * GEMMs over a tm x tn tile with a kb-long reduction per output row, the
  * same loop nest the matmul JIT emits. */
@@ -921,10 +909,10 @@ static int bench_gemm(const mm_opts_t *mo)
     if (tn * kb > (long)cfg.wgt_depth) tn = (long)cfg.wgt_depth / kb;
     if (tm * tn > (long)cfg.acc_depth) tn = (long)cfg.acc_depth / tm;
     /* The loop factors must fit their (config-derived) fields. */
-    long fmax_k = gemm_field_max(&cfg, "src_factor_out"), fmax_w = gemm_field_max(&cfg, "wgt_factor_in");
+    long fmax_k = tsr_isa_field_max(&cfg, TSR_OP_GEMM, "src_factor_out"), fmax_w = tsr_isa_field_max(&cfg, TSR_OP_GEMM, "wgt_factor_in");
     if (kb > fmax_k) kb = fmax_k;
     if (kb > fmax_w) kb = fmax_w;
-    if (tn > gemm_field_max(&cfg, "dst_factor_out")) tn = gemm_field_max(&cfg, "dst_factor_out");
+    if (tn > tsr_isa_field_max(&cfg, TSR_OP_GEMM, "dst_factor_out")) tn = tsr_isa_field_max(&cfg, TSR_OP_GEMM, "dst_factor_out");
     if (tm > 16383) tm = 16383;
     if (tn > 16383) tn = 16383;
     uint64_t nu = (uint64_t)kb * cfg.uop_bytes, ni = (uint64_t)tm * kb * cfg.inp_bytes, nw = (uint64_t)tn * kb * cfg.wgt_bytes;

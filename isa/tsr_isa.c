@@ -140,6 +140,17 @@ int tsr_isa_format(const tsr_config_t *cfg, uint32_t opcode, tsr_format_t *fmt)
     return TSR_OK;
 }
 
+long tsr_isa_field_max(const tsr_config_t *cfg, uint32_t opcode, const char *name)
+{
+    tsr_format_t f;
+    if (tsr_isa_format(cfg, opcode, &f))
+        return 0;
+    for (int i = 0; i < f.nfields; i++)
+        if (!strcmp(f.fields[i].name, name))
+            return f.fields[i].width >= 31 ? 0x7fffffffL : (1L << f.fields[i].width) - 1;
+    return 0;
+}
+
 int tsr_isa_check_config(const tsr_config_t *cfg)
 {
     static const uint32_t ops[] = {TSR_OP_LOAD, TSR_OP_GEMM, TSR_OP_ALU, TSR_OP_FINISH};

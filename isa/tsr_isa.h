@@ -142,6 +142,10 @@ typedef struct tsr_uop {
  * Returns TSR_OK, TSR_EINVAL for a bad opcode, or TSR_ECONFIG if the
  * format does not fit 128 bits under cfg. */
 int tsr_isa_format(const tsr_config_t *cfg, uint32_t opcode, tsr_format_t *fmt);
+/* Largest value unsigned field `name` of opcode's format holds under cfg (0 if the
+ * format or field does not exist), for lowering code that must respect the
+ * config-derived field widths. */
+long tsr_isa_field_max(const tsr_config_t *cfg, uint32_t opcode, const char *name);
 /* Check every format fits 128 bits (called by config validation). */
 int tsr_isa_check_config(const tsr_config_t *cfg);
 

@@ -285,17 +285,6 @@ static void set_tiling(geo_t *g, const tiling_t *t)
     g->acc_half = (int)g->c->acc_depth / t->nba;
 }
 
-static long field_max(const tsr_config_t *c, uint32_t opcode, const char *name)
-{
-    tsr_format_t f;
-    if (tsr_isa_format(c, opcode, &f))
-        return 0;
-    for (int i = 0; i < f.nfields; i++)
-        if (!strcmp(f.fields[i].name, name))
-            return f.fields[i].width >= 31 ? 0x7fffffffL : (1L << f.fields[i].width) - 1;
-    return 0;
-}
-
 /* Does tiling t fit the buffers, the uop buffer and the loop fields? */
 static int tiling_fits(const geo_t *g0, const tiling_t *t)
 {
@@ -318,14 +307,14 @@ static int tiling_fits(const geo_t *g0, const tiling_t *t)
     if (t->toh > loop_max || tow > loop_max || (long)t->toh * tow > loop_max || t->tco > loop_max)
         return 0;
     long sfo = g.row_step == 1 ? (long)p->stride_h * g.wr : g.wr;
-    if (t->toh > 1 && (tow > field_max(c, TSR_OP_GEMM, "dst_factor_out") ||
-                       sfo > field_max(c, TSR_OP_GEMM, "src_factor_out")))
+    if (t->toh > 1 && (tow > tsr_isa_field_max(c, TSR_OP_GEMM, "dst_factor_out") ||
+                       sfo > tsr_isa_field_max(c, TSR_OP_GEMM, "src_factor_out")))
         return 0;
-    if (tow > 1 && (p->stride_w > field_max(c, TSR_OP_GEMM, "src_factor_in") ||
-                     1 > field_max(c, TSR_OP_GEMM, "dst_factor_in")))
+    if (tow > 1 && (p->stride_w > tsr_isa_field_max(c, TSR_OP_GEMM, "src_factor_in") ||
+                     1 > tsr_isa_field_max(c, TSR_OP_GEMM, "dst_factor_in")))
         return 0;
-    if (t->tco > 1 && ((long)t->toh * tow > field_max(c, TSR_OP_ALU, "dst_factor_out") ||
-                       g.nconst > field_max(c, TSR_OP_ALU, "src_factor_out")))
+    if (t->tco > 1 && ((long)t->toh * tow > tsr_isa_field_max(c, TSR_OP_ALU, "dst_factor_out") ||
+                       g.nconst > tsr_isa_field_max(c, TSR_OP_ALU, "src_factor_out")))
         return 0;
     return 1;
 }

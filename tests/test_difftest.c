@@ -58,14 +58,6 @@ static const char *diff_backend(void)
     return v && *v ? v : "fsim";
 }
 
-static uint64_t mix(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
 /* Config for program i of a config family: a preset, or "random". */
 static void family_config(const char *family, uint64_t seed, tsr_config_t *cfg, char *json, size_t n)
 {
@@ -389,12 +381,12 @@ static void run_family(const char *family, uint64_t salt)
     uint64_t mismatches = 0, errors = 0, insns = 0;
     double t0 = now_s();
     for (uint64_t i = 0; i < count; i++) {
-        uint64_t seed = mix(base * 1000003u + salt * 7919u + i);
+        uint64_t seed = tsr_gen_mix(base * 1000003u + salt * 7919u + i);
         tsr_config_t cfg;
         char json[1024];
         /* Random configs cycle through a pool of nconf (each RTL config is
          * a Verilator model build), or are fresh per program when 0. */
-        uint64_t cseed = nconf ? mix(salt * 31u + base + i % nconf) : seed;
+        uint64_t cseed = nconf ? tsr_gen_mix(salt * 31u + base + i % nconf) : seed;
         family_config(family, cseed, &cfg, json, sizeof json);
         tsr_gen_prog_t p;
         int rc = tsr_gen_program(seed, &cfg, NULL, &p);
@@ -409,7 +401,7 @@ static void run_family(const char *family, uint64_t salt)
         if (analyse_stream(&p, msg, sizeof msg, &cov))
             fail_msg("program seed %" PRIu64 " (config %s): generator produced a bad stream: %s",
                      seed, json, msg);
-        tsr_gen_exec_t ex[3] = {{"fsim", 0, NULL, NULL}, {backend, mix(seed) | 1, NULL, NULL},
+        tsr_gen_exec_t ex[3] = {{"fsim", 0, NULL, NULL}, {backend, tsr_gen_mix(seed) | 1, NULL, NULL},
                                 {"ref", 0, NULL, NULL}};
         rc = tsr_gen_difftest(&p, ex, 3, stdout);
         if (rc > 0)
@@ -423,7 +415,8 @@ static void run_family(const char *family, uint64_t salt)
            family, count, insns, backend, mismatches, errors, now_s() - t0);
     if (mismatches || errors)
         fail_msg("%s: %" PRIu64 " mismatches, %" PRIu64 " run errors (details above; reproduce "
-                 "one with: tsr_soak --seed SEED --count 1 --config %s --backend %s)",
+                 "one with: tsr_soak --seed SEED --count 1 --config %s --backend %s; for a random "
+                 "config, save the printed config JSON to a file and pass that file as --config)",
                  family, mismatches, errors, family, backend);
 }
 
@@ -667,9 +660,9 @@ static void test_generator_coverage(void **state)
     for (uint64_t s = 0; s < 100; s++) {
         tsr_config_t cfg;
         char json[1024];
-        family_config(fam[s % 3], mix(s + 77), &cfg, json, sizeof json);
+        family_config(fam[s % 3], tsr_gen_mix(s + 77), &cfg, json, sizeof json);
         tsr_gen_prog_t p;
-        assert_int_equal(tsr_gen_program(mix(s + 77), &cfg, NULL, &p), TSR_OK);
+        assert_int_equal(tsr_gen_program(tsr_gen_mix(s + 77), &cfg, NULL, &p), TSR_OK);
         for (size_t i = 0; i < p.ninsns; i++) {
             const tsr_insn_t *in = &p.insns[i];
             int flags = in->pop_prev || in->pop_next || in->push_prev || in->push_next;
@@ -727,7 +720,7 @@ static void test_generator_coverage(void **state)
         char msg[800];
         walk_cov_t cov;
         if (analyse_stream(&p, msg, sizeof msg, &cov))
-            fail_msg("seed %" PRIu64 ": %s", mix(s + 77), msg);
+            fail_msg("seed %" PRIu64 ": %s", tsr_gen_mix(s + 77), msg);
         cnt[C_DST_EDGE] += cov.dst_edge;
         cnt[C_SRC_EDGE] += cov.src_edge;
         cnt[C_WGT_EDGE] += cov.wgt_edge;

@@ -275,6 +275,12 @@ static void test_layout_default_by_hand(void **state)
     for (int k = 0; k < f.nfields; k++)
         if (f.fields[k].is_signed != !strcmp(f.fields[k].name, "imm"))
             fail_msg("ALU.%s: is_signed %d", f.fields[k].name, f.fields[k].is_signed);
+    /* Field maxima follow the hand layout above (dst_factor_out 11 bits, wgt_factor_in 10). */
+    assert_int_equal(tsr_isa_field_max(&c, TSR_OP_GEMM, "dst_factor_out"), 2047);
+    assert_int_equal(tsr_isa_field_max(&c, TSR_OP_GEMM, "wgt_factor_in"), 1023);
+    assert_int_equal(tsr_isa_field_max(&c, TSR_OP_LOAD, "y_size"), 65535);
+    assert_int_equal(tsr_isa_field_max(&c, TSR_OP_GEMM, "no_such_field"), 0);
+    assert_int_equal(tsr_isa_field_max(&c, 7, "opcode"), 0);
     tsr_err_clear();
     assert_int_equal(tsr_isa_format(&c, 5, &f), TSR_EINVAL);
     assert_int_equal(tsr_isa_format(&c, 7, &f), TSR_EINVAL);

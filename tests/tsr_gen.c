@@ -1630,3 +1630,11 @@ out:
         tsr_gen_outputs_free(outs[k]);
     return rc ? rc : mismatch;
 }
+
+uint64_t tsr_gen_mix(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}

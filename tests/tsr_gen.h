@@ -75,6 +75,11 @@ void tsr_gen_free(tsr_gen_prog_t *p);
  * small buffers, DEP_QUEUE_DEPTH 1..8, CMD_QUEUE_DEPTH 2..32. Returns
  * TSR_OK or TSR_EINVAL if n is too small. */
 int tsr_gen_random_config(uint64_t seed, char *json, size_t n);
+
+/* The seed mixer (splitmix64 finaliser) test_difftest and tsr_soak share, so
+ * a seed printed by one reproduces the same program and interleaving in the
+ * other. */
+uint64_t tsr_gen_mix(uint64_t x);
 /* The JSON keys of cfg (reproduces it through tsr_config_parse). */
 int tsr_gen_config_json(const tsr_config_t *cfg, char *json, size_t n);
 

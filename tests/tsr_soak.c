@@ -13,7 +13,7 @@
  * Program i uses generator seed S + i (for random configs also the config
  * seed; with --configs K the random configs cycle through seeds S .. S+K-1,
  * since on the RTL backend each new config is a Verilator model build), and
- * the second backend gets interleaving seed mix(S + i) | 1, exactly
+ * the second backend gets interleaving seed tsr_gen_mix(S + i) | 1, exactly
  * as test_difftest does: `--seed SEED --count 1` reproduces a test failure.
  *
  * --no-junk / --no-empty-loops / --round-sizes / --max-insns narrow the generated programs
@@ -33,14 +33,6 @@ static void usage(FILE *f)
     fprintf(f, "usage: tsr_soak [--count N] [--seed S] [--backend NAME] "
                "[--config PRESET|random|FILE] [--no-ref] [--quiet] [--no-junk] "
                "[--no-empty-loops] [--round-sizes] [--max-insns N] [--configs K]\n");
-}
-
-static uint64_t mix(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
 }
 
 int main(int argc, char **argv)
@@ -117,7 +109,7 @@ int main(int argc, char **argv)
             errors++;
             continue;
         }
-        tsr_gen_exec_t ex[3] = {{"fsim", 0, NULL, NULL}, {backend, mix(ps) | 1, NULL, NULL},
+        tsr_gen_exec_t ex[3] = {{"fsim", 0, NULL, NULL}, {backend, tsr_gen_mix(ps) | 1, NULL, NULL},
                                 {"ref", 0, NULL, NULL}};
         rc = tsr_gen_difftest(&p, ex, use_ref ? 3 : 2, stdout);
         if (rc > 0)
