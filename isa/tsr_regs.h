@@ -38,6 +38,7 @@ typedef enum {
     TSR_CNT_DRAM_WR_BYTES,
     TSR_CNT_GEMM_OPS,
     TSR_CNT_ALU_OPS,
+    TSR_CNT_DUAL_OPS,           /* cycles in which the GEMM and the ALU pipe both issued an op */
     TSR_CNT_COUNT
 } tsr_cnt_e;
 

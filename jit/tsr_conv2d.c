@@ -173,7 +173,8 @@ typedef struct {
 typedef struct {
     int toh, tco, tci, co_inner;
     int tow;      /* output columns per tile (OW, or fewer when a row does not fit) */
-    int nbi, nba; /* buffers in the inp/wgt and the acc rotation: 2 (double buffering) or 1 */
+    int nbi, nba; /* buffers in the inp/wgt rotation (2 = double buffering, or 1) and in the acc
+                     rotation (4: requantization and stores both overlap the next GEMMs, 2, or 1) */
 } tiling_t;
 
 /* Everything the emitter needs, derived once per plan. */
@@ -257,7 +258,16 @@ static int n_uops(const geo_t *g)
 {
     return g->kern_sets * g->t.tco * g->nci * g->kk + g->t.nba * (1 + g->nconst);
 }
-static uint32_t acc_base(const geo_t *g, int pa) { return (uint32_t)(pa * g->acc_half); }
+/* Accumulator region pa. With four regions, consecutive tiles alternate
+ * between the two accumulator banks (index MSB): region pa lies in bank
+ * pa % 2, so the GEMMs of tile t+1 and the requantization of tile t always
+ * use different banks and the compute stage runs them at once. */
+static uint32_t acc_base(const geo_t *g, int pa)
+{
+    if (g->t.nba == 4)
+        return (uint32_t)((pa % 2) * (int)(g->c->acc_depth / 2) + (pa / 2) * g->acc_half);
+    return (uint32_t)(pa * g->acc_half);
+}
 static uint32_t const_base(const geo_t *g, int pa)
 {
     return acc_base(g, pa) + (uint32_t)(g->t.tco * g->t.toh * g->t.tow);
@@ -326,16 +336,99 @@ typedef struct {
     int32_t imm;
 } alu_step_t;
 
+/* A finished output tile whose requantization and store are still to be
+ * emitted (they are deferred behind the next tile's first GEMMs so that the
+ * ALU pipe requantizes tile t while the GEMM pipe works on tile t+1). */
+typedef struct {
+    int valid;      /* a tile is pending */
+    int t;          /* tile number */
+    int pa;         /* its acc half */
+    int tco;        /* its output-channel blocks */
+    int cob0;       /* first output-channel block */
+    int nb;         /* batch block */
+    rowgeo_t r;     /* its rows */
+    colgeo_t cg;    /* its columns */
+} post_t;
+
+/* Emit the requantization ALU sequence and the STOREs of tile pt. */
+static void emit_post(const geo_t *g, ibuf_t *b, const post_t *pt)
+{
+    const tsr_config_t *c = g->c;
+    const tsr_conv2d_params_t *p = g->p;
+    const int TOH = g->t.toh, OW = g->t.tow, FULL_OW = g->ow, NBA = g->t.nba;
+    const int pa = pt->pa, tco = pt->tco, cob0 = pt->cob0, nb = pt->nb, t = pt->t;
+    const rowgeo_t r = pt->r;
+    const colgeo_t cg = pt->cg;
+    tsr_insn_t *in;
+    /* requantize: shr (left), mulhr, rshr, max, min, add */
+    alu_step_t seq[6];
+    int ns = 0;
+    if (g->has_shl_row)
+        seq[ns++] = (alu_step_t){TSR_ALU_SHR, 2, 0};
+    else if (g->shl_imm)
+        seq[ns++] = (alu_step_t){TSR_ALU_SHR, -1, -g->shl_imm};
+    seq[ns++] = (alu_step_t){TSR_ALU_MULHR, 1, 0};
+    if (g->has_rshr_row)
+        seq[ns++] = (alu_step_t){TSR_ALU_RSHR, 2 + g->has_shl_row, 0};
+    else if (g->rshr_imm)
+        seq[ns++] = (alu_step_t){TSR_ALU_RSHR, -1, g->rshr_imm};
+    seq[ns++] = (alu_step_t){TSR_ALU_MAX, -1, p->act_min - p->y_zp};
+    seq[ns++] = (alu_step_t){TSR_ALU_MIN, -1, p->act_max - p->y_zp};
+    if (p->y_zp)
+        seq[ns++] = (alu_step_t){TSR_ALU_ADD, -1, p->y_zp};
+    for (int k = 0; k < ns; k++) {
+        in = emit(b, TSR_OP_ALU);
+        in->alu_opcode = seq[k].op;
+        in->uop_bgn = alu_uop(g, pa, seq[k].k);
+        in->uop_end = in->uop_bgn + 1;
+        in->iter_out = (uint32_t)tco;
+        in->dst_factor_out = tco > 1 ? (uint32_t)(TOH * OW) : 0;
+        in->src_factor_out = tco > 1 && seq[k].k >= 0 ? (uint32_t)g->nconst : 0;
+        in->iter_in = (uint32_t)(r.toh * OW);
+        in->dst_factor_in = 1;
+        in->use_imm = seq[k].k < 0;
+        in->imm = seq[k].k < 0 ? seq[k].imm : 0;
+        in->push_next = k == ns - 1;
+    }
+    /* ---- store stage ---- */
+    const long plane = (long)g->oh * FULL_OW;
+    const int full_rows = OW == FULL_OW;
+    int one = full_rows && (r.toh == TOH || tco == 1);
+    if (tco > 1 && plane > 0xffff)
+        one = 0;
+    int nst = one ? 1 : tco;
+    for (int k = 0; k < nst; k++) {
+        in = emit(b, TSR_OP_STORE);
+        in->mem_type = TSR_MEM_OUT;
+        in->sram_base = acc_base(g, pa) + (uint32_t)(k * TOH * OW);
+        in->dram_base = g->y_el + (uint32_t)((((long)nb * g->cob + cob0 + k) * g->oh + r.oy0) * FULL_OW +
+                                             cg.ox0);
+        if (full_rows) {
+            in->y_size = (uint32_t)(one ? tco : 1);
+            in->x_size = (uint32_t)(r.toh * OW);
+            in->x_stride = one && tco > 1 ? (uint32_t)plane : in->x_size;
+        } else {
+            in->y_size = (uint32_t)r.toh;
+            in->x_size = (uint32_t)OW;
+            in->x_stride = (uint32_t)FULL_OW;
+        }
+        in->pop_prev = k == 0;
+        in->push_prev = k == nst - 1 && (t < g->tiles - NBA || t == g->tiles - 1);
+        b->bytes += (uint64_t)in->y_size * in->x_size * c->out_bytes;
+    }
+}
+
 /* Emit (or, with b->count_only, count) the whole stream for g's tiling. */
 static void build(const geo_t *g, ibuf_t *b)
 {
     const tsr_config_t *c = g->c;
     const tsr_conv2d_params_t *p = g->p;
-    const int TOH = g->t.toh, TCO = g->t.tco, TCI = g->t.tci, OW = g->t.tow, FULL_OW = g->ow;
+    const int TOH = g->t.toh, TCO = g->t.tco, TCI = g->t.tci, OW = g->t.tow;
     tsr_insn_t *in;
     /* what each half holds (-1 = nothing known) */
-    long inp_key[2] = {-1, -1}, wgt_key[2] = {-1, -1}, const_key[2] = {-1, -1};
+    long inp_key[2] = {-1, -1}, wgt_key[2] = {-1, -1}, const_key[4] = {-1, -1, -1, -1};
     const int NBI = g->t.nbi, NBA = g->t.nba;
+    post_t pend = {0};
 
     in = emit(b, TSR_OP_LOAD);
     in->mem_type = TSR_MEM_UOP;
@@ -467,10 +560,16 @@ static void build(const geo_t *g, ibuf_t *b)
                         in->dst_factor_in = 1;
                         in->pop_next = t >= NBA;
                     }
-                    for (int cl = 0; cl < tco; cl++) {
+                    /* The kernels of the tile's output blocks are contiguous
+                     * in the uop buffer: with a full chunk one GEMM covers
+                     * them all (one long instruction the ALU pipe can run
+                     * beside), else one GEMM per block. */
+                    const int per_blk = (g->dw ? 1 : nin) * g->kk;
+                    const int one_gemm = g->dw || nin == g->nci;
+                    for (int cl = 0; cl < (one_gemm ? 1 : tco); cl++) {
                         in = emit(b, TSR_OP_GEMM);
                         in->uop_bgn = kern_base(g, q, pa, cl);
-                        in->uop_end = in->uop_bgn + (uint32_t)((g->dw ? 1 : nin) * g->kk);
+                        in->uop_end = in->uop_bgn + (uint32_t)(per_blk * (one_gemm ? tco : 1));
                         in->iter_out = (uint32_t)r.toh;
                         in->dst_factor_out = r.toh > 1 ? (uint32_t)OW : 0;
                         in->src_factor_out = r.toh > 1 ? (uint32_t)sfo : 0;
@@ -478,68 +577,25 @@ static void build(const geo_t *g, ibuf_t *b)
                         in->dst_factor_in = OW > 1 ? 1 : 0;
                         in->src_factor_in = OW > 1 ? (uint32_t)p->stride_w : 0;
                         in->pop_prev = cl == 0;
-                        in->push_prev = cl == tco - 1 && s < g->steps - NBI;
+                        in->push_prev = (one_gemm || cl == tco - 1) && s < g->steps - NBI;
+                    }
+                    if (ch == 0 && pend.valid) {
+                        /* requantize and store the previous tile behind
+                         * this tile's first GEMMs (other acc half) */
+                        emit_post(g, b, &pend);
+                        pend.valid = 0;
                     }
                     if (ch != g->chunks - 1)
                         continue;
-                    /* requantize: shr (left), mulhr, rshr, max, min, add */
-                    alu_step_t seq[6];
-                    int ns = 0;
-                    if (g->has_shl_row)
-                        seq[ns++] = (alu_step_t){TSR_ALU_SHR, 2, 0};
-                    else if (g->shl_imm)
-                        seq[ns++] = (alu_step_t){TSR_ALU_SHR, -1, -g->shl_imm};
-                    seq[ns++] = (alu_step_t){TSR_ALU_MULHR, 1, 0};
-                    if (g->has_rshr_row)
-                        seq[ns++] = (alu_step_t){TSR_ALU_RSHR, 2 + g->has_shl_row, 0};
-                    else if (g->rshr_imm)
-                        seq[ns++] = (alu_step_t){TSR_ALU_RSHR, -1, g->rshr_imm};
-                    seq[ns++] = (alu_step_t){TSR_ALU_MAX, -1, p->act_min - p->y_zp};
-                    seq[ns++] = (alu_step_t){TSR_ALU_MIN, -1, p->act_max - p->y_zp};
-                    if (p->y_zp)
-                        seq[ns++] = (alu_step_t){TSR_ALU_ADD, -1, p->y_zp};
-                    for (int k = 0; k < ns; k++) {
-                        in = emit(b, TSR_OP_ALU);
-                        in->alu_opcode = seq[k].op;
-                        in->uop_bgn = alu_uop(g, pa, seq[k].k);
-                        in->uop_end = in->uop_bgn + 1;
-                        in->iter_out = (uint32_t)tco;
-                        in->dst_factor_out = tco > 1 ? (uint32_t)(TOH * OW) : 0;
-                        in->src_factor_out = tco > 1 && seq[k].k >= 0 ? (uint32_t)g->nconst : 0;
-                        in->iter_in = (uint32_t)(r.toh * OW);
-                        in->dst_factor_in = 1;
-                        in->use_imm = seq[k].k < 0;
-                        in->imm = seq[k].k < 0 ? seq[k].imm : 0;
-                        in->push_next = k == ns - 1;
-                    }
-                    /* ---- store stage ---- */
-                    const long plane = (long)g->oh * FULL_OW;
-                    const int full_rows = OW == FULL_OW;
-                    int one = full_rows && (r.toh == TOH || tco == 1);
-                    if (tco > 1 && plane > 0xffff)
-                        one = 0;
-                    int nst = one ? 1 : tco;
-                    for (int k = 0; k < nst; k++) {
-                        in = emit(b, TSR_OP_STORE);
-                        in->mem_type = TSR_MEM_OUT;
-                        in->sram_base = acc_base(g, pa) + (uint32_t)(k * TOH * OW);
-                        in->dram_base = g->y_el + (uint32_t)((((long)nb * g->cob + cob0 + k) * g->oh + r.oy0) * FULL_OW +
-                                                             cg.ox0);
-                        if (full_rows) {
-                            in->y_size = (uint32_t)(one ? tco : 1);
-                            in->x_size = (uint32_t)(r.toh * OW);
-                            in->x_stride = one && tco > 1 ? (uint32_t)plane : in->x_size;
-                        } else {
-                            in->y_size = (uint32_t)r.toh;
-                            in->x_size = (uint32_t)OW;
-                            in->x_stride = (uint32_t)FULL_OW;
-                        }
-                        in->pop_prev = k == 0;
-                        in->push_prev = k == nst - 1 && (t < g->tiles - NBA || t == g->tiles - 1);
-                        b->bytes += (uint64_t)in->y_size * in->x_size * c->out_bytes;
-                    }
+                    post_t cur = {1, t, pa, tco, cob0, nb, r, cg};
+                    if (NBA >= 2)
+                        pend = cur;
+                    else
+                        emit_post(g, b, &cur);
                 }
             }
+    if (pend.valid)
+        emit_post(g, b, &pend);
     in = emit(b, TSR_OP_FINISH);
     in->pop_next = 1;
 }
@@ -559,6 +615,7 @@ static int candidates(int n, int *out)
  * (16 bytes of fetch plus issue and DRAM latency of short transfers). */
 #define COST_PER_INSN 64.0
 
+#define QUAD_SLACK 1.25
 static int choose_tiling(geo_t *g)
 {
     int *ch = malloc(sizeof(int) * (size_t)(g->oh + g->cob + g->cib + 3));
@@ -574,14 +631,22 @@ static int choose_tiling(geo_t *g)
     /* Double buffering of both rotations if any tiling allows it; else
      * single-buffer the inputs/weights, then the accumulators, then both
      * (loads or stores then serialise with compute, but the tile fits). */
-    static const int nbs[4][2] = {{2, 2}, {1, 2}, {2, 1}, {1, 1}};
+    static const int nbs[5][2] = {{2, 4}, {2, 2}, {1, 2}, {2, 1}, {1, 1}};
     int *c_ow = malloc(sizeof(int) * (size_t)(g->ow + 1));
     if (!c_ow) {
         free(ch);
         return tsr_err(TSR_ENOMEM, "out of memory");
     }
     int n_ow = candidates(g->ow, c_ow);
-    for (int nbo = 0; nbo < 4 && best < 0; nbo++)
+    /* Four acc regions (tile t+2 accumulates while tile t is stored and
+     * tile t+1 requantized) are worth smaller tiles: they take the store
+     * off the critical path. Taken when its cost is at most QUAD_SLACK
+     * times that of the best two-region tiling. */
+    double best4 = -1;
+    tiling_t bt4 = bt;
+    for (int nbo = 0; nbo < 5 && best < 0; nbo++) {
+        if (nbs[nbo][1] == 4 && g->c->dep_queue_depth < 4)
+            continue;
         for (int wpass = 0; wpass < 2 && best < 0; wpass++) /* full rows first, then column tiles */
             for (int d = n_ow - 1; d >= 0; d--) {
                 if ((c_ow[d] == g->ow) != (wpass == 0))
@@ -613,6 +678,16 @@ static int choose_tiling(geo_t *g)
                             }
                         }
             }
+        if (nbs[nbo][1] == 4) {
+            best4 = best;
+            bt4 = bt;
+            best = -1;
+        }
+    }
+    if (best4 >= 0 && (best < 0 || best4 <= QUAD_SLACK * best)) {
+        best = best4;
+        bt = bt4;
+    }
     free(c_ow);
     free(ch);
     if (best < 0) {

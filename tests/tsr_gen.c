@@ -239,10 +239,14 @@ static int make_regions(gen_t *g, int kind, uint32_t depth)
     uint32_t cap = kind == K_WGT ? 128 : 256;
     uint32_t span = umin(depth, cap);
     uint32_t start;
-    uint32_t p = rbelow(r, 3);
+    uint32_t p = rbelow(r, kind == K_ACC ? 5 : 3);
     /* Small buffers are covered whole (their edges get touched); big ones
-     * get a window at the bottom, at the top edge, or anywhere. */
-    start = p == 0 ? 0 : p == 1 ? depth - span : rbelow(r, depth - span + 1);
+     * get a window at the bottom, at the top edge, or anywhere; the
+     * accumulator's is often centred on its bank boundary (index MSB) so
+     * that GEMM and ALU instructions on regions of different banks run side
+     * by side in the RTL's two compute pipes. */
+    start = p == 0 ? 0 : p == 1 ? depth - span : p == 2 ? rbelow(r, depth - span + 1)
+                                                         : depth / 2 - span / 2;
     uint32_t nreg = rrange(r, 1, umin(chance(r, 30) ? MAX_REG : 3, span));
     uint32_t cuts[MAX_REG + 1];
     cuts[0] = start;
@@ -1398,6 +1402,8 @@ int tsr_gen_read_outputs(tsr_device_t *dev, const tsr_gen_prog_t *p, uint8_t *ou
     return rc;
 }
 
+uint64_t tsr_gen_dual_ops;
+
 static int run_device(const char *backend, uint64_t seed, const tsr_gen_prog_t *p,
                       const tsr_insn_t *insns, size_t n, uint8_t *outs[TSR_GEN_MAX_BUFS])
 {
@@ -1411,6 +1417,9 @@ static int run_device(const char *backend, uint64_t seed, const tsr_gen_prog_t *
     if ((rc = tsr_gen_load(dev, p)) || (rc = tsr_submit(dev, insns, n)) ||
         (rc = tsr_wait(dev, 600000)) || (rc = tsr_gen_read_outputs(dev, p, outs)))
         goto out;
+    tsr_counters_t ct;
+    if (tsr_read_counters(dev, &ct) == TSR_OK && ct.has_hw)
+        tsr_gen_dual_ops += ct.hw[TSR_CNT_DUAL_OPS];
 out:
     tsr_device_close(dev);
     return rc;

@@ -114,6 +114,11 @@ typedef struct tsr_gen_exec {
     void *ctx;                 /* passed to run */
 } tsr_gen_exec_t;
 
+/* Cycles in which the compute stage's GEMM and ALU pipes both issued an op,
+ * summed over every run on a backend with hardware counters (coverage of the
+ * dual-issue path). */
+extern uint64_t tsr_gen_dual_ops;
+
 int tsr_gen_run(const tsr_gen_exec_t *e, const tsr_gen_prog_t *p, const tsr_insn_t *insns,
                 size_t n, uint8_t *outs[TSR_GEN_MAX_BUFS]);
 

@@ -1,22 +1,19 @@
 // tsr_compute: the compute stage (isa/semantics.md; hw/ARCHITECTURE.md).
-// Runs LOAD uop/acc/acc8, GEMM, ALU and FINISH in order, one instruction at
-// a time: take command, wait for and pop tokens, execute, push tokens.
-// Owns the uop buffer and the accumulator buffer (two tsr_sram copies
-// written together, so the ALU reads dst and src rows in the same cycle).
-//
-// GEMM/ALU pipeline, one tensor op per cycle, never stalls:
-//   P0  tsr_compute_loop emits (u, offsets); uop buffer read
-//   P1  indices = uop fields + offsets, range check; inp/wgt reads
-//   P2  inp/wgt rows arrive; MAC products (tsr_gemm_core)
-//   P3  adder trees; acc reads (dst, and src for ALU)
-//   P4  acc rows arrive; forward, accumulate / ALU lanes; acc + out write
-// The acc rows are read in P3, one cycle before P4 writes, so the only write
-// a read can miss is the one made in the same cycle (the op just ahead, or
-// a load): that write is kept in the wb_* registers and substituted for
-// the SRAM data when its row matches (dst and src independently). Ops on
-// one row back to back (a K reduction) thus run at one op per cycle.
-// An index out of range kills the op in P1 (no buffer is touched with
-// it), raises err_o (sticky) and stops the stage until reset.
+// Runs LOAD uop/acc/acc8, GEMM, ALU and FINISH. A dispatcher takes the
+// instructions in order and pops their tokens; GEMM goes to the GEMM pipe,
+// ALU to the ALU pipe (tsr_compute_pipe, one tensor op per cycle each).
+// An instruction may start while the other pipe still runs an older one:
+// the younger's ops then keep out of the older's accumulator bank(s) (the
+// bank rule in tsr_compute_pipe), so every row sees its ops in program
+// order, and requantization of one tile overlaps the GEMMs of the next.
+// Pushes stay in program order: an instruction pushes only once every older
+// instruction has finished. LOAD and FINISH wait until both pipes are idle.
+// The uop buffer is kept twice (one read port per pipe) and the
+// accumulator is split in two banks by its index MSB, each bank kept twice
+// (dst and src reads of the ALU in one cycle); the output buffer (in
+// tsr_top) is banked the same way, so the pipes write it through one port
+// per bank. An index out of range raises err_o (sticky) and stops the stage
+// until reset.
 module tsr_compute (
   input  logic         clk_i,
   input  logic         rst_ni,
@@ -48,9 +45,10 @@ module tsr_compute (
   output logic         wgt_re_o,
   output logic [tsr_pkg::WGT_IDX_BITS-1:0] wgt_raddr_o,
   input  logic [tsr_pkg::WGT_BYTES*8-1:0]  wgt_rdata_i,
-  output logic         out_we_o,
-  output logic [tsr_pkg::ACC_IDX_BITS-1:0] out_waddr_o,
-  output logic [tsr_pkg::OUT_BYTES*8-1:0]  out_wdata_o,
+  // output buffer, one write port per bank (row index without the MSB)
+  output logic [1:0]   out_we_o,
+  output logic [2*(tsr_pkg::ACC_IDX_BITS-1)-1:0] out_waddr_o,
+  output logic [2*tsr_pkg::OUT_BYTES*8-1:0]      out_wdata_o,
   // status
   output logic         busy_o,
   output logic         stall_tok_o,
@@ -69,11 +67,7 @@ module tsr_compute (
   localparam int AIB = tsr_pkg::ACC_IDX_BITS;
   localparam int IIB = tsr_pkg::INP_IDX_BITS;
   localparam int WIB = tsr_pkg::WGT_IDX_BITS;
-  localparam int MAXIB0 = (AIB > IIB) ? AIB : IIB;
-  localparam int MAXIB = (MAXIB0 > WIB) ? MAXIB0 : WIB;
-  localparam int OFFW = MAXIB + 1;  // loop offsets and indices
   localparam int LDW = (UIB > AIB) ? UIB : AIB;  // load row address
-  localparam int ITW = tsr_pkg::GEMM_ITER_OUT_W;
 
   // ---------------------------------------------------------------------
   // Command fields (all formats share the opcode and flag bits)
@@ -81,13 +75,9 @@ module tsr_compute (
   logic [127:0] cmd_q, cmd_d;
   logic [2:0]   opcode;
   logic         f_pop_prev, f_pop_next, f_push_prev, f_push_next;
-  logic         is_gemm, is_alu, op_reset, use_imm;
-  logic [2:0]   alu_opc;
-  logic [AW-1:0] imm_ext;
+  logic         is_gemm, is_alu;
   logic [UIB-1:0] uop_bgn;
   logic [UIB:0]   uop_end;
-  logic [ITW-1:0] iter_out, iter_in;
-  logic [OFFW-2:0] dst_fo, dst_fi, src_fo, src_fi, wgt_fo, wgt_fi;
   logic [2:0]   mem_type;
   logic [tsr_pkg::SRAM_BASE_BITS-1:0] sram_base;
   logic [15:0]  x_size;
@@ -104,28 +94,8 @@ module tsr_compute (
   assign f_push_next = cmd_q[tsr_pkg::GEMM_PUSH_NEXT_LSB];
   assign is_gemm     = (opcode == 3'(tsr_pkg::OP_GEMM));
   assign is_alu      = (opcode == 3'(tsr_pkg::OP_ALU));
-  assign op_reset    = cmd_q[tsr_pkg::GEMM_RESET_LSB];
   assign uop_bgn     = cmd_q[tsr_pkg::GEMM_UOP_BGN_LSB +: UIB];
   assign uop_end     = cmd_q[tsr_pkg::GEMM_UOP_END_LSB +: UIB + 1];
-  assign iter_out    = cmd_q[tsr_pkg::GEMM_ITER_OUT_LSB +: ITW];
-  assign iter_in     = cmd_q[tsr_pkg::GEMM_ITER_IN_LSB +: ITW];
-  assign dst_fo = (OFFW-1)'(cmd_q[tsr_pkg::GEMM_DST_FACTOR_OUT_LSB +: tsr_pkg::GEMM_DST_FACTOR_OUT_W]);
-  assign dst_fi = (OFFW-1)'(cmd_q[tsr_pkg::GEMM_DST_FACTOR_IN_LSB +: tsr_pkg::GEMM_DST_FACTOR_IN_W]);
-  // The src factors of GEMM (inp rows) and ALU (acc rows) may differ in
-  // width; ALU has no wgt factors (those bits hold alu_opcode/imm).
-  assign src_fo = is_gemm
-      ? (OFFW-1)'(cmd_q[tsr_pkg::GEMM_SRC_FACTOR_OUT_LSB +: tsr_pkg::GEMM_SRC_FACTOR_OUT_W])
-      : (OFFW-1)'(cmd_q[tsr_pkg::ALU_SRC_FACTOR_OUT_LSB +: tsr_pkg::ALU_SRC_FACTOR_OUT_W]);
-  assign src_fi = is_gemm
-      ? (OFFW-1)'(cmd_q[tsr_pkg::GEMM_SRC_FACTOR_IN_LSB +: tsr_pkg::GEMM_SRC_FACTOR_IN_W])
-      : (OFFW-1)'(cmd_q[tsr_pkg::ALU_SRC_FACTOR_IN_LSB +: tsr_pkg::ALU_SRC_FACTOR_IN_W]);
-  assign wgt_fo = is_gemm
-      ? (OFFW-1)'(cmd_q[tsr_pkg::GEMM_WGT_FACTOR_OUT_LSB +: tsr_pkg::GEMM_WGT_FACTOR_OUT_W]) : '0;
-  assign wgt_fi = is_gemm
-      ? (OFFW-1)'(cmd_q[tsr_pkg::GEMM_WGT_FACTOR_IN_LSB +: tsr_pkg::GEMM_WGT_FACTOR_IN_W]) : '0;
-  assign alu_opc = cmd_q[tsr_pkg::ALU_ALU_OPCODE_LSB +: 3];
-  assign use_imm = cmd_q[tsr_pkg::ALU_USE_IMM_LSB];
-  assign imm_ext = AW'($signed(cmd_q[tsr_pkg::ALU_IMM_LSB +: 16]));
 
   assign mem_type  = cmd_q[tsr_pkg::MEM_MEM_TYPE_LSB +: 3];
   assign sram_base = cmd_q[tsr_pkg::MEM_SRAM_BASE_LSB +: tsr_pkg::SRAM_BASE_BITS];
@@ -141,21 +111,33 @@ module tsr_compute (
   assign ld_size_d = 34'(in_rows) * 34'(in_row);
 
   // ---------------------------------------------------------------------
-  // Instruction sequencer
+  // Dispatcher
   // ---------------------------------------------------------------------
+  localparam int HAW = AIB - 1;  // row index within a bank
+  localparam int PG = 0, PA = 1; // pipe numbers: GEMM, ALU
+
   typedef enum logic [2:0] {
     S_IDLE, S_POP, S_EXEC, S_PUSH, S_ERR
   } state_e;
   state_e state_q, state_d;
   logic [31:0] count_q, count_d;
   logic        err_q, err_d;
-  logic        pop_ok, push_ok, loop_start, ld_start, cmd_err;
-  logic        loop_valid, ld_busy, ld_stall, pipe_busy;
-  logic        p1_err;
+  logic        pop_ok, push_ok, ld_start, cmd_err, unit_free;
+  logic        ld_busy, ld_stall;
+  logic [1:0]  occ_q, occ_d;       // pipe holds an unretired instruction
+  logic [1:0]  young_q, young_d;   // ... younger than the other pipe's
+  logic [3:0]  pflags_q, pflags_d; // its push flags {next, prev}, 2 bits per pipe
+  logic [1:0]  p_start, p_busy, p_known, p_err, p_op, p_retire;
+  logic [3:0]  p_banks;            // banks of each pipe's footprint, 2 bits per pipe
+  logic [1:0]  p_push_ok;
+  logic        unit;               // pipe of the command in cmd_q
 
   always_comb begin
+    unit    = is_alu ? 1'(PA) : 1'(PG);
     pop_ok  = (!f_pop_prev || pop_prev_valid_i) && (!f_pop_next || pop_next_valid_i);
     push_ok = (!f_push_prev || push_prev_ready_i) && (!f_push_next || push_next_ready_i);
+    // GEMM/ALU need their pipe; LOAD and FINISH wait for both (a barrier).
+    unit_free = (is_gemm || is_alu) ? !occ_q[unit] : (occ_q == 2'b00);
 
     // Errors found when the instruction starts (after its pops, as in the
     // golden model): uop range, load bounds, anything not for this stage.
@@ -179,34 +161,65 @@ module tsr_compute (
     state_d     = state_q;
     cmd_d       = cmd_q;
     count_d     = count_q;
-    err_d       = err_q || p1_err;
+    err_d       = err_q || (p_err != 2'b00);
+    occ_d       = occ_q;
+    young_d     = young_q;
+    pflags_d    = pflags_q;
     cmd_ready_o = 1'b0;
     pop_prev_o  = 1'b0;
     pop_next_o  = 1'b0;
     push_prev_o = 1'b0;
     push_next_o = 1'b0;
     finish_o    = 1'b0;
-    loop_start  = 1'b0;
     ld_start    = 1'b0;
+    p_start     = 2'b00;
+    p_retire    = 2'b00;
+
+    // Retire: a finished instruction pushes once no older one is pending;
+    // one without pushes frees its pipe at once. At most one retiring
+    // instruction pushes per cycle (a younger pusher waits for the older).
+    for (int u = 0; u < 2; u++) begin
+      p_push_ok[u] = (!pflags_q[2*u] || push_prev_ready_i) && (!pflags_q[2*u+1] || push_next_ready_i);
+      if (occ_q[u] && !p_busy[u] && !err_q &&
+          ((pflags_q[2*u +: 2] == 2'b00) || (!young_q[u] && p_push_ok[u]))) begin
+        p_retire[u] = 1'b1;
+      end
+    end
+    for (int u = 0; u < 2; u++) begin
+      if (p_retire[u]) begin
+        push_prev_o  = push_prev_o || pflags_q[2*u];
+        push_next_o  = push_next_o || pflags_q[2*u+1];
+        count_d      = count_d + 32'd1;
+        occ_d[u]     = 1'b0;
+        young_d[1-u] = 1'b0;
+      end
+    end
 
     case (state_q)
       S_IDLE: begin
-        cmd_ready_o = 1'b1;
-        if (cmd_valid_i) begin
+        cmd_ready_o = !err_q;
+        if (err_q) begin
+          state_d = S_ERR;
+        end else if (cmd_valid_i) begin
           cmd_d   = cmd_i;
           state_d = S_POP;
         end
       end
       S_POP: begin
-        if (pop_ok) begin
+        if (pop_ok && unit_free && !err_q) begin
           pop_prev_o = f_pop_prev;
           pop_next_o = f_pop_next;
           if (cmd_err) begin
             err_d   = 1'b1;
             state_d = S_ERR;
           end else if (is_gemm || is_alu) begin
-            loop_start = 1'b1;
-            state_d    = S_EXEC;
+            p_start[unit]  = 1'b1;
+            occ_d[unit]    = 1'b1;
+            // younger than the other pipe's instruction unless that one
+            // retires in this very cycle
+            young_d[unit]  = occ_q[1-unit] && !p_retire[1-unit];
+            pflags_d[2*unit +: 2] = {f_push_next, f_push_prev};
+            state_d        = S_IDLE;
           end else if (opcode == 3'(tsr_pkg::OP_LOAD)) begin
             ld_start = (x_size != '0);
             if (x_size != '0) state_d = S_EXEC;
@@ -215,16 +228,19 @@ module tsr_compute (
             finish_o = 1'b1;
             state_d  = S_PUSH;
           end
+        end else if (err_q) begin
+          state_d = S_ERR;
         end
       end
       S_EXEC: begin
         if (err_q) begin
-          state_d = S_ERR;  // in-flight ops still drain through the pipeline
-        end else if (!loop_valid && !pipe_busy && !ld_busy) begin
+          state_d = S_ERR;
+        end else if (!ld_busy) begin
           state_d = S_PUSH;
         end
       end
       S_PUSH: begin
+        // both pipes are idle here (barrier), so no retire competes
         if (push_ok) begin
           push_prev_o = f_push_prev;
           push_next_o = f_push_next;
@@ -238,246 +254,239 @@ module tsr_compute (
 
   always_ff @(posedge clk_i) begin
     if (!rst_ni) begin
-      state_q   <= S_IDLE;
-      cmd_q     <= '0;
-      count_q   <= '0;
-      err_q     <= 1'b0;
-      ld_size_q <= '0;
+      state_q     <= S_IDLE;
+      cmd_q       <= '0;
+      count_q     <= '0;
+      err_q       <= 1'b0;
+      ld_size_q   <= '0;
+      occ_q       <= '0;
+      young_q     <= '0;
+      pflags_q    <= '0;
     end else begin
-      state_q   <= state_d;
-      cmd_q     <= cmd_d;
-      count_q   <= count_d;
-      err_q     <= err_d;
-      ld_size_q <= cmd_ready_o ? ld_size_d : ld_size_q;
+      state_q     <= state_d;
+      cmd_q       <= cmd_d;
+      count_q     <= count_d;
+      err_q       <= err_d;
+      ld_size_q   <= cmd_ready_o ? ld_size_d : ld_size_q;
+      occ_q       <= occ_d;
+      young_q     <= young_d;
+      pflags_q    <= pflags_d;
     end
   end
 
   // ---------------------------------------------------------------------
-  // P0: loop nest and uop buffer read
+  // Pipes, uop buffer copies, accumulator banks
   // ---------------------------------------------------------------------
-  logic [UIB-1:0]  loop_uop;
-  logic [OFFW-1:0] loop_doff, loop_soff, loop_woff;
-  logic [tsr_pkg::UOP_BYTES*8-1:0] uop_rdata, ld_uop_wdata;
-  logic            ld_uop_we, ld_acc_we;
-  logic [LDW-1:0]  ld_waddr;
-  logic [ROW-1:0]  ld_acc_wdata;
+  logic [1:0]     uop_re;
+  logic [2*UIB-1:0] uop_raddr;
+  logic [2*tsr_pkg::UOP_BYTES*8-1:0] uop_rdata;
+  logic [tsr_pkg::UOP_BYTES*8-1:0] ld_uop_wdata;
+  logic           ld_uop_we, ld_acc_we;
+  logic [LDW-1:0] ld_waddr;
+  logic [ROW-1:0] ld_acc_wdata;
+  logic [1:0]     a_dre, a_sre, a_we;
+  logic [2*AIB-1:0] a_draddr, a_sraddr, a_waddr;  // per pipe
+  logic [2*ROW-1:0] a_drdata, a_srdata, a_wdata;
+  logic           alu_inp_re, alu_wgt_re;
+  logic [IIB-1:0] alu_inp_raddr;
+  logic [WIB-1:0] alu_wgt_raddr;
 
-  tsr_compute_loop #(
-    .UopBits (UIB),
-    .IterW   (ITW),
-    .OffW    (OFFW)
-  ) u_loop (
-    .clk_i      (clk_i),
-    .rst_ni     (rst_ni),
-    .start_i    (loop_start),
-    .abort_i    (err_q || p1_err),
-    .uop_bgn_i  (uop_bgn),
-    .uop_end_i  (uop_end),
-    .iter_out_i (iter_out),
-    .iter_in_i  (iter_in),
-    .dst_fo_i   (dst_fo),
-    .dst_fi_i   (dst_fi),
-    .src_fo_i   (src_fo),
-    .src_fi_i   (src_fi),
-    .wgt_fo_i   (wgt_fo),
-    .wgt_fi_i   (wgt_fi),
-    .valid_o    (loop_valid),
-    .uop_o      (loop_uop),
-    .dst_off_o  (loop_doff),
-    .src_off_o  (loop_soff),
-    .wgt_off_o  (loop_woff)
-  );
-
-  tsr_sram #(
-    .Width (tsr_pkg::UOP_BYTES * 8),
-    .Depth (tsr_pkg::UOP_DEPTH)
-  ) u_uop_buf (
-    .clk_i   (clk_i),
-    .we_i    (ld_uop_we),
-    .waddr_i (ld_waddr[UIB-1:0]),
-    .wdata_i (ld_uop_wdata),
-    .re_i    (loop_valid),
-    .raddr_i (loop_uop),
-    .rdata_o (uop_rdata)
-  );
-
-  // ---------------------------------------------------------------------
-  // P1: index formation and range check; inp/wgt reads
-  // ---------------------------------------------------------------------
-  logic            p1_valid_q;
-  logic [OFFW-1:0] p1_doff_q, p1_soff_q, p1_woff_q;
-  logic [OFFW-1:0] dst_idx, src_idx, wgt_idx;
-  logic            dst_bad, src_bad, wgt_bad, p1_ok;
-
-  // Field + offset cannot overflow OFFW bits (fields < 2^MAXIB,
-  // offsets <= 2^MAXIB).
-  assign dst_idx = OFFW'(uop_rdata[tsr_pkg::UOP_DST_LSB +: tsr_pkg::UOP_DST_W]) + p1_doff_q;
-  assign src_idx = OFFW'(uop_rdata[tsr_pkg::UOP_SRC_LSB +: tsr_pkg::UOP_SRC_W]) + p1_soff_q;
-  assign wgt_idx = OFFW'(uop_rdata[tsr_pkg::UOP_WGT_LSB +: tsr_pkg::UOP_WGT_W]) + p1_woff_q;
-
-  always_comb begin
-    dst_bad = dst_idx >= OFFW'(tsr_pkg::ACC_DEPTH);
-    src_bad = src_idx >= (is_gemm ? OFFW'(tsr_pkg::INP_DEPTH) : OFFW'(tsr_pkg::ACC_DEPTH));
-    wgt_bad = wgt_idx >= OFFW'(tsr_pkg::WGT_DEPTH);
-    // Operands a reset op or an immediate ALU op does not read are not
-    // checked, as in the golden model.
-    p1_err = p1_valid_q && !err_q &&
-             (dst_bad || (!op_reset && (is_gemm ? (src_bad || wgt_bad) : (!use_imm && src_bad))));
-    p1_ok = p1_valid_q && !err_q && !p1_err;
-
-    inp_re_o    = p1_ok && is_gemm && !op_reset;
-    inp_raddr_o = src_idx[IIB-1:0];
-    wgt_re_o    = p1_ok && is_gemm && !op_reset;
-    wgt_raddr_o = wgt_idx[WIB-1:0];
-    gemm_op_o   = p1_ok && is_gemm && !op_reset;
-    alu_op_o    = p1_ok && is_alu;
-  end
-
-  // Micro-op bits above the wgt field are zero by definition (fields.md).
-  localparam int UOP_USED = tsr_pkg::UOP_WGT_LSB + tsr_pkg::UOP_WGT_W;
-  if (UOP_USED < tsr_pkg::UOP_BYTES * 8) begin : g_uop_hi
-    logic unused_uop_hi;
-    assign unused_uop_hi = ^uop_rdata[tsr_pkg::UOP_BYTES*8-1:UOP_USED];
-  end
-
-  // ---------------------------------------------------------------------
-  // P2, P3: MAC array (tsr_gemm_core); acc reads in P3
-  // ---------------------------------------------------------------------
-  logic           p2_valid_q, p3_valid_q, p4_valid_q;
-  logic [AIB-1:0] p2_dst_q, p2_src_q, p3_dst_q, p3_src_q, p4_dst_q, p4_src_q;
-  logic [ROW-1:0] dot;
-
-  tsr_gemm_core #(
-    .Batch    (tsr_pkg::BATCH),
-    .BlockIn  (tsr_pkg::BLOCK_IN),
-    .BlockOut (tsr_pkg::BLOCK_OUT),
-    .InpWidth (tsr_pkg::INP_WIDTH),
-    .WgtWidth (tsr_pkg::WGT_WIDTH),
-    .AccWidth (AW)
-  ) u_gemm (
-    .clk_i (clk_i),
-    .inp_i (inp_rdata_i),
-    .wgt_i (wgt_rdata_i),
-    .dot_o (dot)
-  );
-
-  logic           acc_we;
-  logic [AIB-1:0] acc_waddr;
-  logic [ROW-1:0] acc_wdata, acc_dst_rdata, acc_src_rdata;
-
-  tsr_sram #(
-    .Width (ROW),
-    .Depth (tsr_pkg::ACC_DEPTH)
-  ) u_acc_dst (
-    .clk_i   (clk_i),
-    .we_i    (acc_we),
-    .waddr_i (acc_waddr),
-    .wdata_i (acc_wdata),
-    .re_i    (p3_valid_q),
-    .raddr_i (p3_dst_q),
-    .rdata_o (acc_dst_rdata)
-  );
-
-  tsr_sram #(
-    .Width (ROW),
-    .Depth (tsr_pkg::ACC_DEPTH)
-  ) u_acc_src (
-    .clk_i   (clk_i),
-    .we_i    (acc_we),
-    .waddr_i (acc_waddr),
-    .wdata_i (acc_wdata),
-    .re_i    (p3_valid_q && is_alu && !use_imm),
-    .raddr_i (p3_src_q),
-    .rdata_o (acc_src_rdata)
-  );
-
-  // ---------------------------------------------------------------------
-  // P4: forwarding, accumulate / ALU, acc + out write
-  // ---------------------------------------------------------------------
-  logic           wb_valid_q;
-  logic [AIB-1:0] wb_addr_q;
-  logic [ROW-1:0] wb_data_q;
-  logic [ROW-1:0] a_row, s_row, b_row, alu_row, res_row;
-
-  always_comb begin
-    a_row = (wb_valid_q && wb_addr_q == p4_dst_q) ? wb_data_q : acc_dst_rdata;
-    s_row = (wb_valid_q && wb_addr_q == p4_src_q) ? wb_data_q : acc_src_rdata;
-    b_row = use_imm ? {LANES{imm_ext}} : s_row;
-  end
-
-  for (genvar l = 0; l < LANES; l++) begin : g_lane
-    tsr_alu_lane #(
-      .Width (AW)
-    ) u_alu (
-      .op_i  (alu_opc),
-      .a_i   (a_row[l*AW +: AW]),
-      .b_i   (b_row[l*AW +: AW]),
-      .res_o (alu_row[l*AW +: AW])
+  for (genvar u = 0; u < 2; u++) begin : g_uop
+    tsr_sram #(
+      .Width (tsr_pkg::UOP_BYTES * 8),
+      .Depth (tsr_pkg::UOP_DEPTH)
+    ) u_uop_buf (
+      .clk_i   (clk_i),
+      .we_i    (ld_uop_we),
+      .waddr_i (ld_waddr[UIB-1:0]),
+      .wdata_i (ld_uop_wdata),
+      .re_i    (uop_re[u]),
+      .raddr_i (uop_raddr[u*UIB +: UIB]),
+      .rdata_o (uop_rdata[u*tsr_pkg::UOP_BYTES*8 +: tsr_pkg::UOP_BYTES*8])
     );
   end
 
-  always_comb begin
-    for (int l = 0; l < LANES; l++) begin
-      if (op_reset) begin
-        res_row[l*AW +: AW] = '0;
-      end else if (is_gemm) begin
-        res_row[l*AW +: AW] = a_row[l*AW +: AW] + dot[l*AW +: AW];
-      end else begin
-        res_row[l*AW +: AW] = alu_row[l*AW +: AW];
-      end
-      out_wdata_o[l*OW +: OW] = res_row[l*AW +: OW];  // truncation
-    end
-    out_we_o    = p4_valid_q;
-    out_waddr_o = p4_dst_q;
+  tsr_compute_pipe #(
+    .Gemm (1)
+  ) u_pipe_gemm (
+    .clk_i         (clk_i),
+    .rst_ni        (rst_ni),
+    .start_i       (p_start[PG]),
+    .cmd_i         (cmd_q),
+    .abort_i       (err_q),
+    .busy_o        (p_busy[PG]),
+    .check_i       (young_q[PG] && p_busy[PA]),
+    .other_known_i (p_known[PA]),
+    .other_banks_i (p_banks[2*PA +: 2]),
+    .known_o       (p_known[PG]),
+    .banks_o       (p_banks[2*PG +: 2]),
+    .uop_re_o      (uop_re[PG]),
+    .uop_raddr_o   (uop_raddr[PG*UIB +: UIB]),
+    .uop_rdata_i   (uop_rdata[PG*tsr_pkg::UOP_BYTES*8 +: tsr_pkg::UOP_BYTES*8]),
+    .inp_re_o      (inp_re_o),
+    .inp_raddr_o   (inp_raddr_o),
+    .inp_rdata_i   (inp_rdata_i),
+    .wgt_re_o      (wgt_re_o),
+    .wgt_raddr_o   (wgt_raddr_o),
+    .wgt_rdata_i   (wgt_rdata_i),
+    .acc_dre_o     (a_dre[PG]),
+    .acc_draddr_o  (a_draddr[PG*AIB +: AIB]),
+    .acc_drdata_i  (a_drdata[PG*ROW +: ROW]),
+    .acc_sre_o     (a_sre[PG]),
+    .acc_sraddr_o  (a_sraddr[PG*AIB +: AIB]),
+    .acc_srdata_i  (a_srdata[PG*ROW +: ROW]),
+    .acc_we_o      (a_we[PG]),
+    .acc_waddr_o   (a_waddr[PG*AIB +: AIB]),
+    .acc_wdata_o   (a_wdata[PG*ROW +: ROW]),
+    .err_o         (p_err[PG]),
+    .op_o          (p_op[PG])
+  );
 
-    // The acc write port is shared with loads (never at the same time: an
-    // instruction ends only after the pipeline drained).
-    acc_we    = p4_valid_q || ld_acc_we;
-    acc_waddr = p4_valid_q ? p4_dst_q : ld_waddr[AIB-1:0];
-    acc_wdata = p4_valid_q ? res_row : ld_acc_wdata;
-    pipe_busy = p1_valid_q || p2_valid_q || p3_valid_q || p4_valid_q;
+  tsr_compute_pipe #(
+    .Gemm (0)
+  ) u_pipe_alu (
+    .clk_i         (clk_i),
+    .rst_ni        (rst_ni),
+    .start_i       (p_start[PA]),
+    .cmd_i         (cmd_q),
+    .abort_i       (err_q),
+    .busy_o        (p_busy[PA]),
+    .check_i       (young_q[PA] && p_busy[PG]),
+    .other_known_i (p_known[PG]),
+    .other_banks_i (p_banks[2*PG +: 2]),
+    .known_o       (p_known[PA]),
+    .banks_o       (p_banks[2*PA +: 2]),
+    .uop_re_o      (uop_re[PA]),
+    .uop_raddr_o   (uop_raddr[PA*UIB +: UIB]),
+    .uop_rdata_i   (uop_rdata[PA*tsr_pkg::UOP_BYTES*8 +: tsr_pkg::UOP_BYTES*8]),
+    .inp_re_o      (alu_inp_re),
+    .inp_raddr_o   (alu_inp_raddr),
+    .inp_rdata_i   ({(tsr_pkg::INP_BYTES * 8){1'b0}}),
+    .wgt_re_o      (alu_wgt_re),
+    .wgt_raddr_o   (alu_wgt_raddr),
+    .wgt_rdata_i   ({(tsr_pkg::WGT_BYTES * 8){1'b0}}),
+    .acc_dre_o     (a_dre[PA]),
+    .acc_draddr_o  (a_draddr[PA*AIB +: AIB]),
+    .acc_drdata_i  (a_drdata[PA*ROW +: ROW]),
+    .acc_sre_o     (a_sre[PA]),
+    .acc_sraddr_o  (a_sraddr[PA*AIB +: AIB]),
+    .acc_srdata_i  (a_srdata[PA*ROW +: ROW]),
+    .acc_we_o      (a_we[PA]),
+    .acc_waddr_o   (a_waddr[PA*AIB +: AIB]),
+    .acc_wdata_o   (a_wdata[PA*ROW +: ROW]),
+    .err_o         (p_err[PA]),
+    .op_o          (p_op[PA])
+  );
+
+  logic unused_alu_ports;
+  assign unused_alu_ports = ^{alu_inp_re, alu_inp_raddr, alu_wgt_re, alu_wgt_raddr,
+                              a_sre[PG], a_sraddr[PG*AIB +: AIB]};
+
+  assign gemm_op_o = p_op[PG];
+  assign alu_op_o  = p_op[PA];
+
+  // Bank b ports. The bank rule guarantees that the two pipes never want
+  // the same bank in one cycle; GEMM is served first should that be broken
+  // (the assertion below reports it in simulation).
+  logic [1:0]     bk_dre, bk_sre, bk_we;
+  logic [2*HAW-1:0] bk_draddr, bk_sraddr, bk_waddr;  // per bank
+  logic [2*ROW-1:0] bk_wdata, bk_drdata, bk_srdata;
+  logic [1:0]     drbank_q, srbank_q;  // bank each pipe read last cycle
+
+  always_comb begin
+    for (int b = 0; b < 2; b++) begin
+      bk_dre[b] = 1'b0;
+      bk_sre[b] = 1'b0;
+      bk_we[b]  = 1'b0;
+      bk_draddr[b*HAW +: HAW] = '0;
+      bk_sraddr[b*HAW +: HAW] = '0;
+      bk_waddr[b*HAW +: HAW]  = '0;
+      bk_wdata[b*ROW +: ROW]  = '0;
+      out_we_o[b] = 1'b0;
+      for (int u = 1; u >= 0; u--) begin  // u = 0 (GEMM) last, so it wins
+        if (a_dre[u] && a_draddr[u*AIB + AIB-1] == 1'(b)) begin
+          bk_dre[b] = 1'b1;
+          bk_draddr[b*HAW +: HAW] = a_draddr[u*AIB +: HAW];
+        end
+        if (u == PA && a_sre[u] && a_sraddr[u*AIB + AIB-1] == 1'(b)) begin
+          bk_sre[b] = 1'b1;
+          bk_sraddr[b*HAW +: HAW] = a_sraddr[u*AIB +: HAW];
+        end
+        if (a_we[u] && a_waddr[u*AIB + AIB-1] == 1'(b)) begin
+          bk_we[b]    = 1'b1;
+          out_we_o[b] = 1'b1;
+          bk_waddr[b*HAW +: HAW] = a_waddr[u*AIB +: HAW];
+          bk_wdata[b*ROW +: ROW] = a_wdata[u*ROW +: ROW];
+        end
+      end
+      // loads run only while both pipes are idle
+      if (ld_acc_we && ld_waddr[AIB-1] == 1'(b)) begin
+        bk_we[b] = 1'b1;
+        bk_waddr[b*HAW +: HAW] = ld_waddr[HAW-1:0];
+        bk_wdata[b*ROW +: ROW] = ld_acc_wdata;
+      end
+      out_waddr_o[b*HAW +: HAW] = bk_waddr[b*HAW +: HAW];
+      for (int l = 0; l < LANES; l++) begin
+        out_wdata_o[b*LANES*OW + l*OW +: OW] = bk_wdata[b*ROW + l*AW +: OW];  // truncation
+      end
+    end
+    for (int u = 0; u < 2; u++) begin
+      a_drdata[u*ROW +: ROW] = drbank_q[u] ? bk_drdata[ROW +: ROW] : bk_drdata[0 +: ROW];
+      a_srdata[u*ROW +: ROW] = srbank_q[u] ? bk_srdata[ROW +: ROW] : bk_srdata[0 +: ROW];
+    end
+  end
+
+  for (genvar b = 0; b < 2; b++) begin : g_bank
+    tsr_sram #(
+      .Width (ROW),
+      .Depth (tsr_pkg::ACC_DEPTH / 2)
+    ) u_acc_dst (
+      .clk_i   (clk_i),
+      .we_i    (bk_we[b]),
+      .waddr_i (bk_waddr[b*HAW +: HAW]),
+      .wdata_i (bk_wdata[b*ROW +: ROW]),
+      .re_i    (bk_dre[b]),
+      .raddr_i (bk_draddr[b*HAW +: HAW]),
+      .rdata_o (bk_drdata[b*ROW +: ROW])
+    );
+    tsr_sram #(
+      .Width (ROW),
+      .Depth (tsr_pkg::ACC_DEPTH / 2)
+    ) u_acc_src (
+      .clk_i   (clk_i),
+      .we_i    (bk_we[b]),
+      .waddr_i (bk_waddr[b*HAW +: HAW]),
+      .wdata_i (bk_wdata[b*ROW +: ROW]),
+      .re_i    (bk_sre[b]),
+      .raddr_i (bk_sraddr[b*HAW +: HAW]),
+      .rdata_o (bk_srdata[b*ROW +: ROW])
+    );
   end
 
   always_ff @(posedge clk_i) begin
     if (!rst_ni) begin
-      p1_valid_q <= 1'b0;
-      p1_doff_q  <= '0;
-      p1_soff_q  <= '0;
-      p1_woff_q  <= '0;
-      p2_valid_q <= 1'b0;
-      p2_dst_q   <= '0;
-      p2_src_q   <= '0;
-      p3_valid_q <= 1'b0;
-      p3_dst_q   <= '0;
-      p3_src_q   <= '0;
-      p4_valid_q <= 1'b0;
-      p4_dst_q   <= '0;
-      p4_src_q   <= '0;
-      wb_valid_q <= 1'b0;
-      wb_addr_q  <= '0;
+      drbank_q <= '0;
+      srbank_q <= '0;
     end else begin
-      p1_valid_q <= loop_valid && !err_q && !p1_err;
-      p1_doff_q  <= loop_doff;
-      p1_soff_q  <= loop_soff;
-      p1_woff_q  <= loop_woff;
-      p2_valid_q <= p1_ok;
-      p2_dst_q   <= dst_idx[AIB-1:0];
-      p2_src_q   <= src_idx[AIB-1:0];
-      p3_valid_q <= p2_valid_q;
-      p3_dst_q   <= p2_dst_q;
-      p3_src_q   <= p2_src_q;
-      p4_valid_q <= p3_valid_q;
-      p4_dst_q   <= p3_dst_q;
-      p4_src_q   <= p3_src_q;
-      wb_valid_q <= acc_we;
-      wb_addr_q  <= acc_waddr;
+      drbank_q <= {a_draddr[PA*AIB + AIB-1], a_draddr[PG*AIB + AIB-1]};
+      srbank_q <= {a_sraddr[PA*AIB + AIB-1], a_sraddr[PG*AIB + AIB-1]};
     end
   end
 
-  // Forwarded row data: qualified by wb_valid_q, so no reset needed.
-  always_ff @(posedge clk_i) begin
-    wb_data_q <= acc_wdata;
+`ifndef SYNTHESIS
+  always @(posedge clk_i) begin
+    if (rst_ni) begin
+      if (a_dre[PG] && a_dre[PA] && a_draddr[PG*AIB + AIB-1] == a_draddr[PA*AIB + AIB-1])
+        $error("tsr_compute: both pipes read one accumulator bank");
+      if (a_we[PG] && a_we[PA] && a_waddr[PG*AIB + AIB-1] == a_waddr[PA*AIB + AIB-1])
+        $error("tsr_compute: both pipes write one accumulator bank");
+      if (a_we[PG] && a_sre[PA] && a_waddr[PG*AIB + AIB-1] == a_sraddr[PA*AIB + AIB-1])
+        $error("tsr_compute: GEMM writes the bank the ALU reads");
+      if (ld_acc_we && (a_we != 2'b00))
+        $error("tsr_compute: load and pipe write the accumulator together");
+    end
   end
+`endif
 
   // ---------------------------------------------------------------------
   // Loads of uop / acc / acc8
@@ -517,8 +526,12 @@ module tsr_compute (
   // ---------------------------------------------------------------------
   // Status
   // ---------------------------------------------------------------------
-  assign busy_o       = (state_q != S_IDLE) && (state_q != S_ERR);
-  assign stall_tok_o  = (state_q == S_POP && !pop_ok) || (state_q == S_PUSH && !push_ok);
+  assign busy_o       = !err_q && (((state_q != S_IDLE) && (state_q != S_ERR)) || (occ_q != 2'b00));
+  assign stall_tok_o  = (state_q == S_POP && unit_free && !pop_ok) || (state_q == S_PUSH && !push_ok) ||
+                        (occ_q[0] && !p_busy[0] && !young_q[0] && !p_push_ok[0]) ||
+                        (occ_q[1] && !p_busy[1] && !young_q[1] && !p_push_ok[1]);
+  // (a finished younger instruction waiting for the older to push is not a
+  // token stall: the older is still executing)
   assign stall_mem_o  = (state_q == S_EXEC) && ld_stall;
   assign insn_count_o = count_q;
   assign err_o        = err_q;

@@ -5,7 +5,8 @@
 // 2^(OffW-1): every buffer has at most that many rows, so a saturated offset
 // still marks the index as out of range, and the caller reports the error
 // only if an op with it is actually issued (as the golden model does).
-// The caller keeps the loop parameters stable while busy.
+// The caller keeps the loop parameters stable while busy; stall_i keeps
+// the current op on the outputs for another cycle.
 module tsr_compute_loop #(
   parameter int UopBits = tsr_pkg::UOP_IDX_BITS,  // uop index bits
   parameter int IterW   = 14,                     // iter_out/iter_in bits
@@ -14,6 +15,7 @@ module tsr_compute_loop #(
   input  logic              clk_i,
   input  logic              rst_ni,
   input  logic              start_i,   // pulse: begin a loop nest (when idle)
+  input  logic              stall_i,   // hold the current op (emit it again)
   input  logic              abort_i,   // stop emitting (error)
   input  logic [UopBits-1:0] uop_bgn_i,
   input  logic [UopBits:0]   uop_end_i,
@@ -79,7 +81,7 @@ module tsr_compute_loop #(
       w_cur_d = '0;
     end else if (active_q && abort_i) begin
       active_d = 1'b0;
-    end else if (active_q) begin
+    end else if (active_q && !stall_i) begin
       if (!u_last) begin
         u_d = u_q + 1'b1;
       end else begin

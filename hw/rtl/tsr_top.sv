@@ -91,13 +91,19 @@ module tsr_top (
   logic s2c_push, s2c_pop, s2c_valid, s2c_ready;
 
   // ---- SRAMs ----
-  logic                          inp_we, inp_re, wgt_we, wgt_re, out_we, out_re;
+  logic                          inp_we, inp_re, wgt_we, wgt_re, out_re;
   logic [IW-1:0]                 inp_waddr, inp_raddr;
   logic [WW-1:0]                 wgt_waddr, wgt_raddr;
-  logic [AW-1:0]                 out_waddr, out_raddr;
+  logic [AW-1:0]                 out_raddr;
+  // The output buffer is banked like the accumulator (index MSB): the
+  // compute stage's two pipes write it through one port per bank.
+  logic [1:0]                    out_we;
+  logic [2*(AW-1)-1:0]           out_waddr;
+  logic [2*tsr_pkg::OUT_BYTES*8-1:0] out_wdata, out_bank_rdata;
+  logic                          out_rbank_q;
   logic [tsr_pkg::INP_BYTES*8-1:0] inp_wdata, inp_rdata;
   logic [tsr_pkg::WGT_BYTES*8-1:0] wgt_wdata, wgt_rdata;
-  logic [tsr_pkg::OUT_BYTES*8-1:0] out_wdata, out_rdata;
+  logic [tsr_pkg::OUT_BYTES*8-1:0] out_rdata;
 
   // ---- status ----
   logic        load_busy, load_stall_tok, load_stall_mem, load_err;
@@ -164,6 +170,7 @@ module tsr_top (
     cnt_inc[tsr_pkg::CNT_DRAM_WR_BYTES]     = wr_beat;
     cnt_inc[tsr_pkg::CNT_GEMM_OPS]          = gemm_op;
     cnt_inc[tsr_pkg::CNT_ALU_OPS]           = alu_op;
+    cnt_inc[tsr_pkg::CNT_DUAL_OPS]          = gemm_op && alu_op;
   end
 
   tsr_fetch u_fetch (
@@ -308,9 +315,22 @@ module tsr_top (
   tsr_sram #(.Width(tsr_pkg::WGT_BYTES * 8), .Depth(tsr_pkg::WGT_DEPTH)) u_wgt (
     .clk_i (clk_i), .we_i (wgt_we), .waddr_i (wgt_waddr), .wdata_i (wgt_wdata),
     .re_i (wgt_re), .raddr_i (wgt_raddr), .rdata_o (wgt_rdata));
-  tsr_sram #(.Width(tsr_pkg::OUT_BYTES * 8), .Depth(tsr_pkg::ACC_DEPTH)) u_out (
-    .clk_i (clk_i), .we_i (out_we), .waddr_i (out_waddr), .wdata_i (out_wdata),
-    .re_i (out_re), .raddr_i (out_raddr), .rdata_o (out_rdata));
+  for (genvar b = 0; b < 2; b++) begin : g_out
+    tsr_sram #(.Width(tsr_pkg::OUT_BYTES * 8), .Depth(tsr_pkg::ACC_DEPTH / 2)) u_out (
+      .clk_i   (clk_i),
+      .we_i    (out_we[b]),
+      .waddr_i (out_waddr[b*(AW-1) +: AW-1]),
+      .wdata_i (out_wdata[b*tsr_pkg::OUT_BYTES*8 +: tsr_pkg::OUT_BYTES*8]),
+      .re_i    (out_re && out_raddr[AW-1] == 1'(b)),
+      .raddr_i (out_raddr[AW-2:0]),
+      .rdata_o (out_bank_rdata[b*tsr_pkg::OUT_BYTES*8 +: tsr_pkg::OUT_BYTES*8]));
+  end
+  always_ff @(posedge clk_i) begin
+    if (!rst_ni) out_rbank_q <= 1'b0;
+    else if (out_re) out_rbank_q <= out_raddr[AW-1];
+  end
+  assign out_rdata = out_rbank_q ? out_bank_rdata[tsr_pkg::OUT_BYTES*8 +: tsr_pkg::OUT_BYTES*8]
+                                 : out_bank_rdata[0 +: tsr_pkg::OUT_BYTES*8];
 
   tsr_axi_master #(.NumRd(NRD), .BusBytes(tsr_pkg::BUS_BYTES)) u_axi (
     .clk_i           (clk_i),

@@ -67,13 +67,14 @@ module tb_compute;
   logic         rd_req_valid, rd_req_ready, rd_data_valid, rd_data_ready;
   logic [31:0]  rd_req_addr, rd_req_beats;
   logic [BW-1:0] rd_data;
-  logic         inp_re, wgt_re, out_we;
+  logic         inp_re, wgt_re;
+  logic [1:0]   out_we;
   logic [tsr_pkg::INP_IDX_BITS-1:0] inp_raddr;
   logic [tsr_pkg::WGT_IDX_BITS-1:0] wgt_raddr;
-  logic [tsr_pkg::ACC_IDX_BITS-1:0] out_waddr;
+  logic [2*(tsr_pkg::ACC_IDX_BITS-1)-1:0] out_waddr;  // per bank
   logic [INPR-1:0] inp_rdata;
   logic [WGTR-1:0] wgt_rdata;
-  logic [OUTR-1:0] out_wdata;
+  logic [2*OUTR-1:0] out_wdata;
   logic         busy, stall_tok, stall_mem, finish, gemm_op, alu_op, err;
   logic [31:0]  insn_count;
 
@@ -133,9 +134,10 @@ module tb_compute;
       if (wgt_raddr >= WD) fail("wgt read out of range");
       wgt_rdata <= wgt_mem[wgt_raddr];
     end
-    if (out_we) begin
-      if (out_waddr >= AD) fail("out write out of range");
-      out_mem[out_waddr] <= out_wdata;
+    // the output buffer is banked by the row index MSB
+    for (int b = 0; b < 2; b++) begin
+      if (out_we[b]) out_mem[b * (AD / 2) + out_waddr[b*(tsr_pkg::ACC_IDX_BITS-1) +: tsr_pkg::ACC_IDX_BITS-1]]
+                       <= out_wdata[b*OUTR +: OUTR];
     end
   end
 
@@ -279,9 +281,11 @@ module tb_compute;
       if (finish) fin_total = fin_total + 1;
       if (verbose && dut.err_d && !dut.err_q)
         $display("[%0d] DUT error at insn %0d: cmd %h", cyc, insn_count, dut.cmd_q);
-      if (verbose && dut.p1_err)
-        $display("[%0d] DUT p1_err: dst %0d src %0d wgt %0d uop %h doff %0d soff %0d", cyc,
-                 dut.dst_idx, dut.src_idx, dut.wgt_idx, dut.uop_rdata, dut.p1_doff_q, dut.p1_soff_q);
+      if (verbose && dut.u_pipe_gemm.p1_err)
+        $display("[%0d] DUT GEMM p1_err: dst %0d src %0d wgt %0d", cyc, dut.u_pipe_gemm.dst_idx,
+                 dut.u_pipe_gemm.src_idx, dut.u_pipe_gemm.wgt_idx);
+      if (verbose && dut.u_pipe_alu.p1_err)
+        $display("[%0d] DUT ALU p1_err: dst %0d src %0d", cyc, dut.u_pipe_alu.dst_idx, dut.u_pipe_alu.src_idx);
       if (hold && (gemm_op || alu_op || out_we || rd_req_valid || inp_re || wgt_re || finish))
         fail("activity while a token is held back or a push is blocked");
     end
@@ -591,17 +595,29 @@ module tb_compute;
   endtask
 
   task automatic check_state(input string where);
+    // the accumulator is two banks (index MSB), each kept twice
     for (int r = 0; r < AD; r++) begin
-      if (dut.u_acc_dst.mem_q[r] !== m_acc[r])
-        fail($sformatf("%s: acc row %0d: dut %h model %h", where, r, dut.u_acc_dst.mem_q[r], m_acc[r]));
-      if (dut.u_acc_src.mem_q[r] !== m_acc[r])
+      logic [LANES*AW-1:0] d, s;
+      if (r < AD / 2) begin
+        d = dut.g_bank[0].u_acc_dst.mem_q[r];
+        s = dut.g_bank[0].u_acc_src.mem_q[r];
+      end else begin
+        d = dut.g_bank[1].u_acc_dst.mem_q[r - AD / 2];
+        s = dut.g_bank[1].u_acc_src.mem_q[r - AD / 2];
+      end
+      if (d !== m_acc[r])
+        fail($sformatf("%s: acc row %0d: dut %h model %h", where, r, d, m_acc[r]));
+      if (s !== m_acc[r])
         fail($sformatf("%s: acc (src copy) row %0d differs", where, r));
       if (out_mem[r] !== m_out[r])
         fail($sformatf("%s: out row %0d: dut %h model %h", where, r, out_mem[r], m_out[r]));
     end
-    for (int r = 0; r < UD; r++)
-      if (dut.u_uop_buf.mem_q[r] !== m_uop[r])
-        fail($sformatf("%s: uop row %0d: dut %h model %h", where, r, dut.u_uop_buf.mem_q[r], m_uop[r]));
+    for (int r = 0; r < UD; r++) begin
+      if (dut.g_uop[0].u_uop_buf.mem_q[r] !== m_uop[r])
+        fail($sformatf("%s: uop row %0d: dut %h model %h", where, r, dut.g_uop[0].u_uop_buf.mem_q[r], m_uop[r]));
+      if (dut.g_uop[1].u_uop_buf.mem_q[r] !== m_uop[r])
+        fail($sformatf("%s: uop row %0d (second copy) differs", where, r));
+    end
     if (g_total != m_gemm_ops) fail($sformatf("%s: gemm ops %0d, model %0d", where, g_total, m_gemm_ops));
     if (a_total != m_alu_ops) fail($sformatf("%s: alu ops %0d, model %0d", where, a_total, m_alu_ops));
     if (fin_total != m_finish) fail($sformatf("%s: finish %0d, model %0d", where, fin_total, m_finish));
@@ -991,7 +1007,8 @@ module tb_compute;
     auto_tokens = 1;
     sync("tokens ahead");
 
-    // --- blocked pushes hold the stage (and the next instruction) ---
+    // --- blocked pushes hold the stage (and the next instruction of the
+    // same pipe; LOADs hold everything) ---
     phase("blocked pushes hold the stage (and the next instruction)");
     for (int t = 0; t < 6; t++) begin
       int fl, c0, k;
@@ -999,9 +1016,13 @@ module tb_compute;
       fl = (t % 3 == 0) ? 4 : (t % 3 == 1) ? 8 : 12;
       prev_block = (fl & 4) != 0;
       next_block = (fl & 8) != 0;
-      if (t < 3) do_gemm(fl, 0, UD - 8, UD, 1, 1, 0, 0, 0, 0, 0, 0);
-      else do_load(fl, MEM_ACC8, 20, 50, 2, 2, 3, 1, 1, 0, 1);
-      do_alu(0, 0, UD - 8, UD, 1, 1, 0, 0, 0, 0, 2, 1, 1);
+      if (t < 3) begin
+        do_gemm(fl, 0, UD - 8, UD, 1, 1, 0, 0, 0, 0, 0, 0);
+        do_gemm(0, 0, UD - 8, UD, 1, 1, 0, 0, 0, 0, 0, 0);
+      end else begin
+        do_load(fl, MEM_ACC8, 20, 50, 2, 2, 3, 1, 1, 0, 1);
+        do_alu(0, 0, UD - 8, UD, 1, 1, 0, 0, 0, 0, 2, 1, 1);
+      end
       k = 0;
       while (!stall_tok) begin
         @(negedge clk);

@@ -1,0 +1,389 @@
+// tsr_compute_pipe: one execution pipeline of the compute stage, for GEMM
+// (Gemm = 1: MAC array) or for ALU instructions (Gemm = 0: ALU lanes).
+// tsr_compute owns two of them so that ALU post-processing of one tile runs
+// while the GEMM core works on the next (hw/ARCHITECTURE.md, "compute").
+//
+// Pipeline, one tensor op per cycle:
+//   P0  tsr_compute_loop emits (u, offsets); uop read
+//   P1  indices = uop fields + offsets, range check, bank check (may hold)
+//   P2  inp/wgt rows arrive; MAC products (GEMM)
+//   P3  adder trees; acc reads (dst, and src for ALU)
+//   P4  acc rows arrive; forward, accumulate / ALU lanes; acc write
+// Only P0/P1 can hold; an op past P1 always completes. The acc read in P3
+// can miss only the write made in the same cycle by this pipe's op just
+// ahead (the other pipe never touches the same rows concurrently, and loads
+// never overlap execution): that write is forwarded from the wb_* registers.
+//
+// Bank rule. The accumulator is split in two banks by its index MSB. When
+// the other pipe runs an OLDER instruction (check_i), an op here may pass P1
+// only once the older instruction's footprint is known (other_known_i) and
+// only if every bank the op touches lies outside it (other_banks_i);
+// otherwise it holds. Disjoint banks mean disjoint rows, so program order is
+// kept for every row, and no bank port is wanted by both pipes in a cycle.
+// The footprint of this pipe's own instruction (banks_o) is a bounding
+// interval: after the first pass over its uops (i = j = 0, every uop seen
+// once) min/max of the uop fields plus the largest loop offsets
+// (iter-1)*factor bound every index the instruction can touch.
+module tsr_compute_pipe #(
+  parameter int Gemm = 1
+) (
+  input  logic         clk_i,
+  input  logic         rst_ni,
+  // instruction (cmd_i sampled with start_i; the pipe must be idle)
+  input  logic         start_i,
+  input  logic [127:0] cmd_i,
+  input  logic         abort_i,   // stop issuing (an error anywhere)
+  output logic         busy_o,    // loop running or ops in flight
+  // bank rule
+  input  logic         check_i,
+  input  logic         other_known_i,
+  input  logic [1:0]   other_banks_i,
+  output logic         known_o,
+  output logic [1:0]   banks_o,
+  // uop buffer read port
+  output logic         uop_re_o,
+  output logic [tsr_pkg::UOP_IDX_BITS-1:0] uop_raddr_o,
+  input  logic [tsr_pkg::UOP_BYTES*8-1:0]  uop_rdata_i,
+  // inp/wgt read ports (GEMM)
+  output logic         inp_re_o,
+  output logic [tsr_pkg::INP_IDX_BITS-1:0] inp_raddr_o,
+  input  logic [tsr_pkg::INP_BYTES*8-1:0]  inp_rdata_i,
+  output logic         wgt_re_o,
+  output logic [tsr_pkg::WGT_IDX_BITS-1:0] wgt_raddr_o,
+  input  logic [tsr_pkg::WGT_BYTES*8-1:0]  wgt_rdata_i,
+  // accumulator ports (data one cycle after the read)
+  output logic         acc_dre_o,
+  output logic [tsr_pkg::ACC_IDX_BITS-1:0] acc_draddr_o,
+  input  logic [tsr_pkg::ACC_BYTES*8-1:0]  acc_drdata_i,
+  output logic         acc_sre_o,
+  output logic [tsr_pkg::ACC_IDX_BITS-1:0] acc_sraddr_o,
+  input  logic [tsr_pkg::ACC_BYTES*8-1:0]  acc_srdata_i,
+  output logic         acc_we_o,
+  output logic [tsr_pkg::ACC_IDX_BITS-1:0] acc_waddr_o,
+  output logic [tsr_pkg::ACC_BYTES*8-1:0]  acc_wdata_o,
+  // status
+  output logic         err_o,     // index out of range (pulse)
+  output logic         op_o       // a counted tensor op passed P1
+);
+  localparam int LANES = tsr_pkg::BATCH * tsr_pkg::BLOCK_OUT;
+  localparam int AW = tsr_pkg::ACC_WIDTH;
+  localparam int ROW = tsr_pkg::ACC_BYTES * 8;
+  localparam int UIB = tsr_pkg::UOP_IDX_BITS;
+  localparam int AIB = tsr_pkg::ACC_IDX_BITS;
+  localparam int IIB = tsr_pkg::INP_IDX_BITS;
+  localparam int WIB = tsr_pkg::WGT_IDX_BITS;
+  localparam int MAXIB0 = (AIB > IIB) ? AIB : IIB;
+  localparam int MAXIB = (MAXIB0 > WIB) ? MAXIB0 : WIB;
+  localparam int OFFW = MAXIB + 1;  // loop offsets and indices
+  localparam int ITW = tsr_pkg::GEMM_ITER_OUT_W;
+  localparam int XW = ITW + OFFW + 1;  // footprint arithmetic
+  localparam logic [XW-1:0] HALF = XW'(tsr_pkg::ACC_DEPTH / 2);
+
+  // ---------------------------------------------------------------------
+  // Instruction fields (held in cmd_q while busy)
+  // ---------------------------------------------------------------------
+  logic [127:0]    cmd_q;
+  logic            op_reset, use_imm, uses_src;
+  logic [2:0]      alu_opc;
+  logic [AW-1:0]   imm_ext;
+  logic [UIB-1:0]  uop_bgn;
+  logic [UIB:0]    uop_end;
+  logic [ITW-1:0]  iter_out, iter_in;
+  logic [OFFW-2:0] dst_fo, dst_fi, src_fo, src_fi, wgt_fo, wgt_fi;
+
+  assign op_reset = cmd_q[tsr_pkg::GEMM_RESET_LSB];
+  assign uop_bgn  = cmd_q[tsr_pkg::GEMM_UOP_BGN_LSB +: UIB];
+  assign uop_end  = cmd_q[tsr_pkg::GEMM_UOP_END_LSB +: UIB + 1];
+  assign iter_out = cmd_q[tsr_pkg::GEMM_ITER_OUT_LSB +: ITW];
+  assign iter_in  = cmd_q[tsr_pkg::GEMM_ITER_IN_LSB +: ITW];
+  assign dst_fo = (OFFW-1)'(cmd_q[tsr_pkg::GEMM_DST_FACTOR_OUT_LSB +: tsr_pkg::GEMM_DST_FACTOR_OUT_W]);
+  assign dst_fi = (OFFW-1)'(cmd_q[tsr_pkg::GEMM_DST_FACTOR_IN_LSB +: tsr_pkg::GEMM_DST_FACTOR_IN_W]);
+  if (Gemm != 0) begin : g_gemm_fields
+    assign src_fo = (OFFW-1)'(cmd_q[tsr_pkg::GEMM_SRC_FACTOR_OUT_LSB +: tsr_pkg::GEMM_SRC_FACTOR_OUT_W]);
+    assign src_fi = (OFFW-1)'(cmd_q[tsr_pkg::GEMM_SRC_FACTOR_IN_LSB +: tsr_pkg::GEMM_SRC_FACTOR_IN_W]);
+    assign wgt_fo = (OFFW-1)'(cmd_q[tsr_pkg::GEMM_WGT_FACTOR_OUT_LSB +: tsr_pkg::GEMM_WGT_FACTOR_OUT_W]);
+    assign wgt_fi = (OFFW-1)'(cmd_q[tsr_pkg::GEMM_WGT_FACTOR_IN_LSB +: tsr_pkg::GEMM_WGT_FACTOR_IN_W]);
+    assign alu_opc = '0;
+    assign use_imm = 1'b0;
+    assign imm_ext = '0;
+    assign uses_src = 1'b0;  // GEMM's src is an inp row, not an acc row
+  end else begin : g_alu_fields
+    assign src_fo = (OFFW-1)'(cmd_q[tsr_pkg::ALU_SRC_FACTOR_OUT_LSB +: tsr_pkg::ALU_SRC_FACTOR_OUT_W]);
+    assign src_fi = (OFFW-1)'(cmd_q[tsr_pkg::ALU_SRC_FACTOR_IN_LSB +: tsr_pkg::ALU_SRC_FACTOR_IN_W]);
+    assign wgt_fo = '0;
+    assign wgt_fi = '0;
+    assign alu_opc = cmd_q[tsr_pkg::ALU_ALU_OPCODE_LSB +: 3];
+    assign use_imm = cmd_q[tsr_pkg::ALU_USE_IMM_LSB];
+    assign imm_ext = AW'($signed(cmd_q[tsr_pkg::ALU_IMM_LSB +: 16]));
+    assign uses_src = !op_reset && !use_imm;
+  end
+
+  // ---------------------------------------------------------------------
+  // P0: loop nest and uop read
+  // ---------------------------------------------------------------------
+  logic            start_q, loop_valid, hold, p1_err, p1_ok, err_q;
+  logic [UIB-1:0]  loop_uop;
+  logic [OFFW-1:0] loop_doff, loop_soff, loop_woff;
+
+  tsr_compute_loop #(
+    .UopBits (UIB),
+    .IterW   (ITW),
+    .OffW    (OFFW)
+  ) u_loop (
+    .clk_i      (clk_i),
+    .rst_ni     (rst_ni),
+    .start_i    (start_q),
+    .stall_i    (hold),
+    .abort_i    (abort_i || p1_err),
+    .uop_bgn_i  (uop_bgn),
+    .uop_end_i  (uop_end),
+    .iter_out_i (iter_out),
+    .iter_in_i  (iter_in),
+    .dst_fo_i   (dst_fo),
+    .dst_fi_i   (dst_fi),
+    .src_fo_i   (src_fo),
+    .src_fi_i   (src_fi),
+    .wgt_fo_i   (wgt_fo),
+    .wgt_fi_i   (wgt_fi),
+    .valid_o    (loop_valid),
+    .uop_o      (loop_uop),
+    .dst_off_o  (loop_doff),
+    .src_off_o  (loop_soff),
+    .wgt_off_o  (loop_woff)
+  );
+
+  // A held op keeps its uop in the read register: no new read.
+  assign uop_re_o    = loop_valid && !hold;
+  assign uop_raddr_o = loop_uop;
+
+  // ---------------------------------------------------------------------
+  // P1: indices, range check, bank check
+  // ---------------------------------------------------------------------
+  logic            p1_valid_q;
+  logic [OFFW-1:0] p1_doff_q, p1_soff_q, p1_woff_q;
+  logic [OFFW-1:0] dst_idx, src_idx, wgt_idx;
+  logic            dst_bad, src_bad, wgt_bad;
+  logic [1:0]      op_banks;
+
+  assign dst_idx = OFFW'(uop_rdata_i[tsr_pkg::UOP_DST_LSB +: tsr_pkg::UOP_DST_W]) + p1_doff_q;
+  assign src_idx = OFFW'(uop_rdata_i[tsr_pkg::UOP_SRC_LSB +: tsr_pkg::UOP_SRC_W]) + p1_soff_q;
+  assign wgt_idx = OFFW'(uop_rdata_i[tsr_pkg::UOP_WGT_LSB +: tsr_pkg::UOP_WGT_W]) + p1_woff_q;
+
+  always_comb begin
+    dst_bad = dst_idx >= OFFW'(tsr_pkg::ACC_DEPTH);
+    src_bad = src_idx >= ((Gemm != 0) ? OFFW'(tsr_pkg::INP_DEPTH) : OFFW'(tsr_pkg::ACC_DEPTH));
+    wgt_bad = wgt_idx >= OFFW'(tsr_pkg::WGT_DEPTH);
+    // Operands a reset op or an immediate ALU op does not read are not
+    // checked, as in the golden model.
+    p1_err = p1_valid_q && !err_q && !abort_i &&
+             (dst_bad || (!op_reset && ((Gemm != 0) ? (src_bad || wgt_bad) : (!use_imm && src_bad))));
+    op_banks = 2'b00;
+    op_banks[dst_idx[AIB-1]] = 1'b1;
+    if (uses_src) op_banks[src_idx[AIB-1]] = 1'b1;
+    hold = p1_valid_q && !p1_err && check_i && (!other_known_i || ((op_banks & other_banks_i) != 2'b00));
+    p1_ok = p1_valid_q && !err_q && !abort_i && !p1_err && !hold;
+  end
+
+  assign inp_re_o    = (Gemm != 0) && p1_ok && !op_reset;
+  assign inp_raddr_o = src_idx[IIB-1:0];
+  assign wgt_re_o    = (Gemm != 0) && p1_ok && !op_reset;
+  assign wgt_raddr_o = wgt_idx[WIB-1:0];
+  assign op_o        = p1_ok && ((Gemm == 0) || !op_reset);
+  assign err_o       = p1_err;
+
+  // Micro-op bits above the wgt field are zero by definition (fields.md).
+  localparam int UOP_USED = tsr_pkg::UOP_WGT_LSB + tsr_pkg::UOP_WGT_W;
+  if (UOP_USED < tsr_pkg::UOP_BYTES * 8) begin : g_uop_hi
+    logic unused_uop_hi;
+    assign unused_uop_hi = ^uop_rdata_i[tsr_pkg::UOP_BYTES*8-1:UOP_USED];
+  end
+
+  // ---------------------------------------------------------------------
+  // Footprint: min/max uop fields over the first pass, plus max offsets
+  // ---------------------------------------------------------------------
+  logic [UIB:0]    first_left_q, first_left_d;  // first-pass ops still to see
+  logic            known_q, known_d;
+  logic [OFFW-1:0] dmin_q, dmin_d, dmax_q, dmax_d, smin_q, smin_d, smax_q, smax_d;
+  logic [XW-1:0]   doff_max_q, soff_max_q, dhi, shi;
+  logic            empty_insn;
+
+  assign empty_insn = !({1'b0, uop_bgn} < uop_end) || (iter_out == '0) || (iter_in == '0);
+
+  always_comb begin
+    first_left_d = first_left_q;
+    known_d = known_q;
+    dmin_d = dmin_q;
+    dmax_d = dmax_q;
+    smin_d = smin_q;
+    smax_d = smax_q;
+    if (start_q) begin
+      first_left_d = uop_end - {1'b0, uop_bgn};
+      known_d = empty_insn;
+      dmin_d = '1;
+      dmax_d = '0;
+      smin_d = '1;
+      smax_d = '0;
+    end else if (p1_ok && !known_q) begin
+      if (dst_idx < dmin_q) dmin_d = dst_idx;
+      if (dst_idx > dmax_q) dmax_d = dst_idx;
+      if (src_idx < smin_q) smin_d = src_idx;
+      if (src_idx > smax_q) smax_d = src_idx;
+      first_left_d = first_left_q - 1'b1;
+      known_d = (first_left_q == (UIB + 1)'(1));
+    end
+  end
+
+  // banks_o depends on registers only (kept apart from the update above).
+  always_comb begin
+    dhi = XW'(dmax_q) + doff_max_q;
+    shi = XW'(smax_q) + soff_max_q;
+    banks_o = 2'b00;
+    if (!empty_insn) begin
+      banks_o[0] = XW'(dmin_q) < HALF;
+      banks_o[1] = dhi >= HALF;
+      if (uses_src) begin
+        banks_o[0] = banks_o[0] || (XW'(smin_q) < HALF);
+        banks_o[1] = banks_o[1] || (shi >= HALF);
+      end
+    end
+    if (!known_q) banks_o = 2'b11;
+  end
+  assign known_o = known_q;
+
+  // ---------------------------------------------------------------------
+  // P2..P4
+  // ---------------------------------------------------------------------
+  logic           p2_valid_q, p3_valid_q, p4_valid_q;
+  logic [AIB-1:0] p2_dst_q, p2_src_q, p3_dst_q, p3_src_q, p4_dst_q, p4_src_q;
+  logic [ROW-1:0] dot;
+  logic           wb_valid_q;
+  logic [AIB-1:0] wb_addr_q;
+  logic [ROW-1:0] wb_data_q;
+  logic [ROW-1:0] a_row, s_row, b_row, alu_row, res_row;
+
+  if (Gemm != 0) begin : g_mac
+    tsr_gemm_core #(
+      .Batch    (tsr_pkg::BATCH),
+      .BlockIn  (tsr_pkg::BLOCK_IN),
+      .BlockOut (tsr_pkg::BLOCK_OUT),
+      .InpWidth (tsr_pkg::INP_WIDTH),
+      .WgtWidth (tsr_pkg::WGT_WIDTH),
+      .AccWidth (AW)
+    ) u_gemm (
+      .clk_i (clk_i),
+      .inp_i (inp_rdata_i),
+      .wgt_i (wgt_rdata_i),
+      .dot_o (dot)
+    );
+    assign alu_row = '0;
+    logic unused_alu;
+    assign unused_alu = ^{acc_srdata_i, alu_opc, imm_ext, p4_src_q, b_row, s_row};
+  end else begin : g_lanes
+    for (genvar l = 0; l < LANES; l++) begin : g_lane
+      tsr_alu_lane #(
+        .Width (AW)
+      ) u_alu (
+        .op_i  (alu_opc),
+        .a_i   (a_row[l*AW +: AW]),
+        .b_i   (b_row[l*AW +: AW]),
+        .res_o (alu_row[l*AW +: AW])
+      );
+    end
+    assign dot = '0;
+    logic unused_mac;
+    assign unused_mac = ^{inp_rdata_i, wgt_rdata_i, wgt_idx};
+  end
+
+  assign acc_dre_o    = p3_valid_q;
+  assign acc_draddr_o = p3_dst_q;
+  assign acc_sre_o    = p3_valid_q && uses_src;
+  assign acc_sraddr_o = p3_src_q;
+
+  always_comb begin
+    a_row = (wb_valid_q && wb_addr_q == p4_dst_q) ? wb_data_q : acc_drdata_i;
+    s_row = (wb_valid_q && wb_addr_q == p4_src_q) ? wb_data_q : acc_srdata_i;
+    b_row = use_imm ? {LANES{imm_ext}} : s_row;
+    for (int l = 0; l < LANES; l++) begin
+      if (op_reset) begin
+        res_row[l*AW +: AW] = '0;
+      end else if (Gemm != 0) begin
+        res_row[l*AW +: AW] = a_row[l*AW +: AW] + dot[l*AW +: AW];
+      end else begin
+        res_row[l*AW +: AW] = alu_row[l*AW +: AW];
+      end
+    end
+    acc_we_o    = p4_valid_q;
+    acc_waddr_o = p4_dst_q;
+    acc_wdata_o = res_row;
+    busy_o = start_q || loop_valid || p1_valid_q || p2_valid_q || p3_valid_q || p4_valid_q;
+  end
+
+  always_ff @(posedge clk_i) begin
+    if (!rst_ni) begin
+      cmd_q        <= '0;
+      start_q      <= 1'b0;
+      err_q        <= 1'b0;
+      p1_valid_q   <= 1'b0;
+      p1_doff_q    <= '0;
+      p1_soff_q    <= '0;
+      p1_woff_q    <= '0;
+      p2_valid_q   <= 1'b0;
+      p2_dst_q     <= '0;
+      p2_src_q     <= '0;
+      p3_valid_q   <= 1'b0;
+      p3_dst_q     <= '0;
+      p3_src_q     <= '0;
+      p4_valid_q   <= 1'b0;
+      p4_dst_q     <= '0;
+      p4_src_q     <= '0;
+      wb_valid_q   <= 1'b0;
+      wb_addr_q    <= '0;
+      first_left_q <= '0;
+      known_q      <= 1'b0;
+      dmin_q       <= '0;
+      dmax_q       <= '0;
+      smin_q       <= '0;
+      smax_q       <= '0;
+      doff_max_q   <= '0;
+      soff_max_q   <= '0;
+    end else begin
+      cmd_q        <= start_i ? cmd_i : cmd_q;
+      start_q      <= start_i;
+      err_q        <= err_q || p1_err;
+      if (!hold) begin
+        p1_valid_q <= loop_valid && !err_q && !p1_err && !abort_i;
+        p1_doff_q  <= loop_doff;
+        p1_soff_q  <= loop_soff;
+        p1_woff_q  <= loop_woff;
+      end
+      p2_valid_q   <= p1_ok;
+      p2_dst_q     <= dst_idx[AIB-1:0];
+      p2_src_q     <= src_idx[AIB-1:0];
+      p3_valid_q   <= p2_valid_q;
+      p3_dst_q     <= p2_dst_q;
+      p3_src_q     <= p2_src_q;
+      p4_valid_q   <= p3_valid_q;
+      p4_dst_q     <= p3_dst_q;
+      p4_src_q     <= p3_src_q;
+      wb_valid_q   <= acc_we_o;
+      wb_addr_q    <= acc_waddr_o;
+      first_left_q <= first_left_d;
+      known_q      <= known_d;
+      dmin_q       <= dmin_d;
+      dmax_q       <= dmax_d;
+      smin_q       <= smin_d;
+      smax_q       <= smax_d;
+      // Largest loop offsets; cmd_q is stable from the cycle after start,
+      // and the footprint is used only after the first pass.
+      doff_max_q   <= (iter_out == '0 || iter_in == '0) ? '0 :
+                      (XW'(iter_out) - XW'(1)) * XW'(dst_fo) + (XW'(iter_in) - XW'(1)) * XW'(dst_fi);
+      soff_max_q   <= (iter_out == '0 || iter_in == '0) ? '0 :
+                      (XW'(iter_out) - XW'(1)) * XW'(src_fo) + (XW'(iter_in) - XW'(1)) * XW'(src_fi);
+    end
+  end
+
+  // Forwarded row data: qualified by wb_valid_q, so no reset needed.
+  always_ff @(posedge clk_i) begin
+    wb_data_q <= acc_wdata_o;
+  end
+endmodule
