@@ -163,9 +163,12 @@ typedef struct {
     const tsr_add_params_t *pa;
     const tsr_clip_params_t *pc;
     int inputs, kr, ki, kw, nconst, lanes;
+    int linear;           /* add: both input paths are exact power-of-two scalings (one acc row group) */
+    int groups;           /* accumulator row groups per tile: 2 (add: a and b) or 1 */
+    int wsets;            /* identity weight blocks: 1, or 2 (linear add: one per input) */
     int64_t count;
     uint32_t rows, inp_rows;
-    int32_t wv;           /* identity weight value */
+    int32_t wv[2];        /* identity weight value per weight block */
     step_t init[2];       /* mov initialisations before the GEMMs */
     int ninit;
     step_t steps[16];     /* ALU steps after the GEMMs */
@@ -178,8 +181,26 @@ typedef struct {
 
 static int grp_rows(int grp) { return grp == GRP_AB ? 2 : 1; }
 
+/* Is MBQM((x - zp) * 2^ls, M, S) exactly (x - zp) * 2^j for every input?
+ * Yes when M = 2^m (m <= 30) and j = ls + m + S - 31 >= 0: the product
+ * (x - zp) * 2^(ls + m) is a multiple of 2^31, so SRDHM divides exactly
+ * (the nudge never crosses a multiple), and the quotient is a multiple of
+ * 2^-S, so RDBPOT divides exactly too. */
+static int linear_path(int ls, int32_t m, int s, int *j)
+{
+    if (m <= 0 || (m & (m - 1)))
+        return 0;
+    int lg = 0;
+    while ((1 << lg) != m)
+        lg++;
+    *j = ls + lg + s - 31;
+    return *j >= 0;
+}
+
+/* allow_linear: 0 forces the general add sequence (when the fast path's
+ * extra weight block does not fit). */
 static int geo_init(const tsr_config_t *c, tsr_eltwise_kind_e kind, const tsr_add_params_t *pa,
-                    const tsr_clip_params_t *pc, geo_t *g)
+                    const tsr_clip_params_t *pc, int allow_linear, geo_t *g)
 {
     const char *op = kind == TSR_ELTWISE_ADD ? "add" : "clip";
     memset(g, 0, sizeof *g);
@@ -197,6 +218,8 @@ static int geo_init(const tsr_config_t *c, tsr_eltwise_kind_e kind, const tsr_ad
     g->kr = c->block_in >= c->block_out ? c->block_in / c->block_out : 1;
     g->ki = c->block_in < c->block_out ? c->block_out / c->block_in : 1;
     g->kw = g->kr > g->ki ? g->kr : g->ki;
+    g->groups = 1;
+    g->wsets = 1;
     g->lanes = c->batch * c->block_out;
     g->nconst = kind == TSR_ELTWISE_ADD ? 3 : 0;
     g->rows = (uint32_t)(cdiv64(cdiv64(g->count, g->lanes), g->kr) * g->kr);
@@ -204,10 +227,26 @@ static int geo_init(const tsr_config_t *c, tsr_eltwise_kind_e kind, const tsr_ad
 
     step_t *s = g->steps;
     int n = 0;
-    if (kind == TSR_ELTWISE_ADD) {
+    int ja, jb;
+    if (kind == TSR_ELTWISE_ADD && allow_linear && linear_path(pa->left_shift, pa->mult_a, pa->shift_a, &ja) &&
+        linear_path(pa->left_shift, pa->mult_b, pa->shift_b, &jb) && ja - jb <= 6 && jb - ja <= 6) {
+        /* raw = (da * 2^(ja-jm) + db * 2^(jb-jm)) << jm, jm = min(ja, jb): both
+         * GEMMs accumulate into one row group with weights 2^(j-jm+f), the
+         * fold f taking up to 6 - |ja - jb| of the final left shift */
+        int jm = ja < jb ? ja : jb, d = ja > jb ? ja - jb : jb - ja, f = 6 - d < jm ? 6 - d : jm;
+        g->linear = 1;
+        g->wv[0] = 1 << (ja - jm + f);
+        g->wv[1] = 1 << (jb - jm + f);
+        g->wsets = g->wv[0] == g->wv[1] ? 1 : 2;
+        int32_t init = -(pa->a.zp - dt_off(pa->a.dtype)) * g->wv[0] - (pa->b.zp - dt_off(pa->b.dtype)) * g->wv[1];
+        g->init[g->ninit++] = (step_t){TSR_ALU_MOV, GRP_A, SRC_IMM, init};
+        if (jm > f)
+            s[n++] = (step_t){TSR_ALU_SHR, GRP_A, SRC_IMM, -(jm - f)};
+    } else if (kind == TSR_ELTWISE_ADD) {
         int ls = pa->left_shift, k = ls < 6 ? ls : 6;
-        g->wv = 1 << k;
-        int32_t ia = -(pa->a.zp - dt_off(pa->a.dtype)) * g->wv, ib = -(pa->b.zp - dt_off(pa->b.dtype)) * g->wv;
+        g->groups = 2;
+        g->wv[0] = 1 << k;
+        int32_t ia = -(pa->a.zp - dt_off(pa->a.dtype)) * g->wv[0], ib = -(pa->b.zp - dt_off(pa->b.dtype)) * g->wv[0];
         if (ia == ib)
             g->init[g->ninit++] = (step_t){TSR_ALU_MOV, GRP_AB, SRC_IMM, ia};
         else {
@@ -227,6 +266,8 @@ static int geo_init(const tsr_config_t *c, tsr_eltwise_kind_e kind, const tsr_ad
                 s[n++] = (step_t){TSR_ALU_RSHR, GRP_B, SRC_IMM, -pa->shift_b};
         }
         s[n++] = (step_t){TSR_ALU_ADD, GRP_A, SRC_B, 0};
+    }
+    if (kind == TSR_ELTWISE_ADD) {
         if (pa->shift_out > 0)
             s[n++] = (step_t){TSR_ALU_SHR, GRP_A, SRC_IMM, -pa->shift_out};
         s[n++] = (step_t){TSR_ALU_MULHR, GRP_A, 2, 0};
@@ -237,7 +278,7 @@ static int geo_init(const tsr_config_t *c, tsr_eltwise_kind_e kind, const tsr_ad
         if (pa->y.zp)
             s[n++] = (step_t){TSR_ALU_ADD, GRP_A, SRC_IMM, pa->y.zp};
     } else {
-        g->wv = 1;
+        g->wv[0] = 1;
         g->init[g->ninit++] = (step_t){TSR_ALU_MOV, GRP_A, SRC_IMM, dt_off(pc->x.dtype)};
         if (pc->lo > dt_min(pc->x.dtype))
             s[n++] = (step_t){TSR_ALU_MAX, GRP_A, SRC_IMM, pc->lo};
@@ -257,6 +298,7 @@ static int geo_init(const tsr_config_t *c, tsr_eltwise_kind_e kind, const tsr_ad
 /* uops: per half p, the GEMM kernels (KW per input), then the ALU uops. */
 enum { U_A_IMM = 0, U_B_IMM, U_A_B, U_CONST }; /* U_CONST + k: A rows, const k; + nconst + k: B rows */
 static int uops_per_half(const geo_t *g) { return g->inputs * g->kw + U_CONST + 2 * g->nconst; }
+static int wgt_rows(const geo_t *g) { return g->wsets * g->kw; }
 static int n_uops(const geo_t *g) { return g->nbuf * uops_per_half(g); }
 static uint32_t gemm_uop(const geo_t *g, int p, int j) { return (uint32_t)(p * uops_per_half(g) + j * g->kw); }
 static uint32_t alu_uop(const geo_t *g, int p, int grp, int src)
@@ -289,16 +331,16 @@ static int tiling_fits(const geo_t *g0, int T, int nbuf)
     set_tiling(&g, T, nbuf);
     const tsr_config_t *c = g.c;
     const long loop_max = (1L << TSR_LOOP_BITS) - 1;
-    if ((long)g.inputs * T > g.acc_half || (long)g.inputs * g.TI > g.inp_half)
+    if ((long)g.groups * T > g.acc_half || (long)g.inputs * g.TI > g.inp_half)
         return 0;
     if (T > loop_max || g.TI > loop_max)
         return 0;
-    if (g.kw > (int)c->wgt_depth || n_uops(&g) > (long)c->uop_depth)
+    if (wgt_rows(&g) > (int)c->wgt_depth || n_uops(&g) > (long)c->uop_depth)
         return 0;
     if (g.kr > tsr_isa_field_max(c, TSR_OP_GEMM, "dst_factor_in") ||
         g.ki > tsr_isa_field_max(c, TSR_OP_GEMM, "src_factor_in"))
         return 0;
-    if (g.inputs > 1 && T > tsr_isa_field_max(c, TSR_OP_ALU, "dst_factor_out"))
+    if (g.groups > 1 && T > tsr_isa_field_max(c, TSR_OP_ALU, "dst_factor_out"))
         return 0;
     return 1;
 }
@@ -344,7 +386,7 @@ static int choose_tiling(geo_t *g)
     return tsr_err(TSR_EINVAL, "%s: no tiling fits the buffers: %d inputs of %d inp rows and %d accumulator "
                    "rows each (+%d constant rows) need inp depth %u, acc depth %u, %d weight rows (depth %u), %d "
                    "uops (depth %u)", op, g->inputs, g->kr > 1 ? 1 : g->ki, g->kr, g->nconst, g->c->inp_depth,
-                   g->c->acc_depth, g->kw, g->c->wgt_depth, g->inputs * g->kw + U_CONST + 2 * g->nconst,
+                   g->c->acc_depth, wgt_rows(g), g->c->wgt_depth, g->inputs * g->kw + U_CONST + 2 * g->nconst,
                    g->c->uop_depth);
 }
 
@@ -415,7 +457,7 @@ static void build(const geo_t *g, ibuf_t *b)
     in->mem_type = TSR_MEM_WGT;
     in->dram_base = g->w_el;
     in->y_size = 1;
-    in->x_size = (uint32_t)g->kw;
+    in->x_size = (uint32_t)wgt_rows(g);
     in->x_stride = in->x_size;
     for (int t = 0; t < g->tiles; t++) {
         const int p = t % NB;
@@ -506,13 +548,13 @@ void tsr_eltwise_pack_input(const tsr_config_t *c, const tsr_eltwise_plan_t *pl,
 static void pack_weights(const tsr_config_t *c, const geo_t *g, uint8_t *w)
 {
     const int BI = c->block_in, BO = c->block_out;
-    memset(w, 0, (size_t)g->kw * c->wgt_bytes);
-    for (int k = 0; k < g->kw; k++)
+    memset(w, 0, (size_t)wgt_rows(g) * c->wgt_bytes);
+    for (int k = 0; k < wgt_rows(g); k++)
         for (int o = 0; o < BO; o++)
             for (int i = 0; i < BI; i++) {
-                int on = g->kr > 1 || BI == BO ? i == k * BO + o : o == k * BI + i;
+                int kk = k % g->kw, on = g->kr > 1 || BI == BO ? i == kk * BO + o : o == kk * BI + i;
                 if (on)
-                    w[(size_t)k * c->wgt_bytes + (size_t)o * BI + i] = (uint8_t)(int8_t)g->wv;
+                    w[(size_t)k * c->wgt_bytes + (size_t)o * BI + i] = (uint8_t)(int8_t)g->wv[k / g->kw];
             }
 }
 
@@ -556,22 +598,23 @@ static int write_uops(tsr_device_t *dev, const geo_t *g, tsr_eltwise_plan_t *pl)
         for (int j = 0; j < g->inputs; j++)
             for (int k = 0; k < g->kw; k++) {
                 tsr_uop_t *x = &u[gemm_uop(g, p, j) + (uint32_t)k];
+                const uint32_t grp = g->groups > 1 ? (uint32_t)(j * g->T) : 0; /* linear add: both into a's rows */
                 if (g->kr > 1) {
-                    x->dst = a_base(g, p) + (uint32_t)(j * g->T + k);
+                    x->dst = a_base(g, p) + grp + (uint32_t)k;
                     x->src = inp_base(g, p, j);
                 } else {
-                    x->dst = a_base(g, p) + (uint32_t)(j * g->T);
+                    x->dst = a_base(g, p) + grp;
                     x->src = inp_base(g, p, j) + (uint32_t)k;
                 }
-                x->wgt = (uint32_t)k;
+                x->wgt = (uint32_t)((g->wsets > 1 ? j * g->kw : 0) + k);
             }
         const uint32_t A = a_base(g, p), B = A + (uint32_t)g->T;
         u[alu_uop(g, p, GRP_A, SRC_IMM)] = (tsr_uop_t){A, 0, 0};
-        u[alu_uop(g, p, GRP_B, SRC_IMM)] = (tsr_uop_t){g->inputs > 1 ? B : A, 0, 0};
-        u[alu_uop(g, p, GRP_A, SRC_B)] = (tsr_uop_t){A, g->inputs > 1 ? B : A, 0};
+        u[alu_uop(g, p, GRP_B, SRC_IMM)] = (tsr_uop_t){g->groups > 1 ? B : A, 0, 0};
+        u[alu_uop(g, p, GRP_A, SRC_B)] = (tsr_uop_t){A, g->groups > 1 ? B : A, 0};
         for (int k = 0; k < g->nconst; k++) {
             u[alu_uop(g, p, GRP_A, k)] = (tsr_uop_t){A, (uint32_t)k, 0};
-            u[alu_uop(g, p, GRP_B, k)] = (tsr_uop_t){B, (uint32_t)k, 0};
+            u[alu_uop(g, p, GRP_B, k)] = (tsr_uop_t){g->groups > 1 ? B : A, (uint32_t)k, 0};
         }
     }
     for (size_t k = 0; k < n; k++) {
@@ -611,8 +654,10 @@ static int plan_common(tsr_device_t *dev, tsr_eltwise_kind_e kind, const tsr_add
     const tsr_config_t *c = tsr_device_config(dev);
     geo_t g;
     uint8_t *wb = NULL, *cb = NULL;
-    int rc = geo_init(c, kind, pa, pc, &g);
+    int rc = geo_init(c, kind, pa, pc, 1, &g);
     if (rc)
+        return rc;
+    if (g.linear && choose_tiling(&g) && (rc = geo_init(c, kind, pa, pc, 0, &g)))
         return rc;
     pl->kind = kind;
     if (kind == TSR_ELTWISE_ADD) {
@@ -635,10 +680,11 @@ static int plan_common(tsr_device_t *dev, tsr_eltwise_kind_e kind, const tsr_add
     pl->nbuf = g.nbuf;
     pl->nconst = g.nconst;
     pl->ops_per_row = g.ops_per_row;
+    pl->linear = g.linear;
     pl->est_cycles = model(&g, g.T, g.nbuf);
     pl->x_bytes = (uint64_t)g.inp_rows * c->inp_bytes;
     pl->y_bytes = (uint64_t)g.rows * c->out_bytes;
-    pl->w_bytes = (uint64_t)g.kw * c->wgt_bytes;
+    pl->w_bytes = (uint64_t)wgt_rows(&g) * c->wgt_bytes;
     pl->c_bytes = (uint64_t)g.nconst * c->acc_bytes;
     for (int j = 0; j < g.inputs; j++)
         if ((rc = tsr_mem_alloc(dev, pl->x_bytes, &pl->x_addr[j])) ||

@@ -103,6 +103,7 @@ typedef struct tsr_eltwise_plan {
     int nbuf;                      /* 2: double-buffered inp/acc halves; 1: one buffer, serialised */
     int nconst;                    /* constant accumulator rows (add: M_a, M_b, M_o; clip: 0) */
     int ops_per_row;               /* tensor ops (GEMM + ALU) per accumulator row of a full tile */
+    int linear;                    /* add: power-of-two fast path (both inputs accumulate into one row) */
     tsr_insn_t *insns;             /* the instruction stream (owned) */
     size_t ninsns;                 /* its length */
     size_t nuops;                  /* uops in the kernel buffer */
