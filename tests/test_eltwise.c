@@ -191,7 +191,10 @@ static void run_dev(tsr_device_t *dev, const elt_case_t *k, const uint8_t *a, co
     }
     if (rc)
         fail_msg("%s: run: %s", desc, tsr_errmsg());
-    tsr_add_plan_free(dev, &pl);
+    if (k->is_add)
+        tsr_add_plan_free(dev, &pl);
+    else
+        tsr_clip_plan_free(dev, &pl);
 }
 
 /* Compare y with yr; fail on the first difference. */
