@@ -65,9 +65,9 @@ static const char *CFG_CRAMPED = "{\"TARGET\": \"sim\", \"LOG_INP_WIDTH\": 3, \"
                                  "\"LOG_ACC_WIDTH\": 5, \"LOG_BATCH\": 0, \"LOG_BLOCK_IN\": 4, \"LOG_BLOCK_OUT\": 2, "
                                  "\"LOG_UOP_BUFF_SIZE\": 7, \"LOG_INP_BUFF_SIZE\": 8, \"LOG_WGT_BUFF_SIZE\": 8, "
                                  "\"LOG_ACC_BUFF_SIZE\": 8, \"CMD_QUEUE_DEPTH\": 8, \"DEP_QUEUE_DEPTH\": 2}";
-static const char *CFG_ACC16 = "{\"TARGET\": \"sim\", \"LOG_INP_WIDTH\": 3, \"LOG_WGT_WIDTH\": 3, \"LOG_ACC_WIDTH\": 4, "
-                               "\"LOG_BATCH\": 0, \"LOG_BLOCK\": 2, \"LOG_UOP_BUFF_SIZE\": 10, \"LOG_INP_BUFF_SIZE\": 9, "
-                               "\"LOG_WGT_BUFF_SIZE\": 10, \"LOG_ACC_BUFF_SIZE\": 10}";
+static const char *CFG_ACC16 = "{\"TARGET\": \"sim\", \"LOG_INP_WIDTH\": 3, \"LOG_WGT_WIDTH\": 3, "
+                               "\"LOG_ACC_WIDTH\": 4, \"LOG_BATCH\": 0, \"LOG_BLOCK\": 2, \"LOG_UOP_BUFF_SIZE\": 10, "
+                               "\"LOG_INP_BUFF_SIZE\": 9, \"LOG_WGT_BUFF_SIZE\": 10, \"LOG_ACC_BUFF_SIZE\": 10}";
 
 static tsr_device_t *open_dev(const char *name)
 {
@@ -829,7 +829,8 @@ static void bench_one(tsr_device_t *dev, elt_case_t *k, const char *name)
     double bound = (double)pl.dram_bytes / bus;
     printf("  %s [1,64,56,56] on %s%s: tile %d rows x %d tiles, %d buffers, %d ops/row (%.3f ops/element), %zu "
            "insns, DRAM %llu B -> bound %.0f cycles (%.3f/element)",
-           name, backend(), pl.linear ? " (power-of-two fast path)" : "", pl.tile_rows, pl.tiles, pl.nbuf, pl.ops_per_row,
+           name, backend(), pl.linear ? " (power-of-two fast path)" : "", pl.tile_rows, pl.tiles, pl.nbuf,
+           pl.ops_per_row,
            (double)pl.ops_per_row / (c->batch * c->block_out), pl.ninsns, (unsigned long long)pl.dram_bytes, bound,
            bound / (double)n);
     uint64_t cyc = c1.cycles - c0.cycles;
