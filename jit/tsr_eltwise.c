@@ -1,0 +1,888 @@
+/*
+ * tsr_eltwise: elementwise add and clip/relu lowering (see tsr_eltwise.h
+ * for the values, layouts, per-row work and the schedule).
+ *
+ * On-chip layout (p = t % NBUF, T = tile rows per input, TI = inp rows per
+ * input per tile, AH / IH = rows of one accumulator / inp half):
+ *   acc  rows [0, NCONST)              constants (add: M_a, M_b, M_o; every lane)
+ *        NCONST + p*AH + [0, T)        tile rows of a (clip: x); results, stored from here
+ *        NCONST + p*AH + T + [0, T)    tile rows of b (add)
+ *   inp  p*IH + j*TI + [0, TI)         packed rows of input j of the tile
+ *   wgt  [0, KW)                       the identity blocks (loaded once)
+ * Stream: LOAD uop and (add) LOAD acc constants in compute, LOAD wgt in the
+ * load stage, then per tile: LOAD inp per input (first pops "inp half
+ * free" from tile t-NBUF's GEMMs, last pushes "loaded"); ALU mov init (pops
+ * "out half drained" from tile t-NBUF's STORE), GEMM per input (first pops
+ * "loaded", last pushes "inp half free" unless no later tile needs it), the
+ * ALU steps (the last compute instruction pushes "done"); STORE (pops
+ * "done", pushes "drained" for tile t+NBUF, and on the last tile for
+ * FINISH, which pops it).
+ *
+ * The tile size T minimises a cost model of the pipelined run: per row,
+ * DRAM cycles D (bytes in and out over the configured bus width) and
+ * compute cycles C (tensor ops, one per cycle); per tile a fixed overhead
+ * (DRAM latency, instruction issue); the steady state runs at max(D, C)
+ * per row plus the fill/drain min(D, C) * T that cannot overlap.
+ */
+#include "tsr_eltwise.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tsr_error.h"
+
+/* Cost-model overheads in cycles: per tile (DRAM latency of a transfer
+ * plus the handover between stages) and per compute instruction (issue
+ * and pipeline fill). */
+#define COST_TILE 80.0
+#define COST_INSN 6.0
+
+static int imin(int a, int b) { return a < b ? a : b; }
+static int64_t cdiv64(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+static int dt_ok(tsr_dtype_e d) { return d == TSR_DT_INT8 || d == TSR_DT_UINT8; }
+static int32_t dt_min(tsr_dtype_e d) { return d == TSR_DT_UINT8 ? 0 : -128; }
+static int32_t dt_max(tsr_dtype_e d) { return d == TSR_DT_UINT8 ? 255 : 127; }
+static int32_t dt_off(tsr_dtype_e d) { return d == TSR_DT_UINT8 ? 128 : 0; }
+static const char *dt_name(tsr_dtype_e d) { return d == TSR_DT_UINT8 ? "uint8" : "int8"; }
+
+/* ------------------------------------------------------------ checks */
+
+static int check_desc(const char *op, const char *what, const tsr_eltwise_desc_t *d, int64_t *count)
+{
+    if (d->n < 1 || d->c < 1 || d->h < 1 || d->w < 1)
+        return tsr_err(TSR_EINVAL, "%s: %s shape [%d, %d, %d, %d] must be positive", op, what, d->n, d->c, d->h,
+                       d->w);
+    int64_t n = (int64_t)d->n * d->c * d->h * d->w;
+    if (n > INT32_MAX)
+        return tsr_err(TSR_EINVAL, "%s: %s has %lld elements, more than 2^31 - 1", op, what, (long long)n);
+    if (!dt_ok(d->dtype))
+        return tsr_err(TSR_EINVAL, "%s: %s dtype %d must be int8 or uint8", op, what, (int)d->dtype);
+    if (d->zp < dt_min(d->dtype) || d->zp > dt_max(d->dtype))
+        return tsr_err(TSR_EINVAL, "%s: %s zero point %d outside [%d, %d] (%s)", op, what, d->zp,
+                       dt_min(d->dtype), dt_max(d->dtype), dt_name(d->dtype));
+    *count = n;
+    return TSR_OK;
+}
+
+static int same_shape(const char *op, const char *what, const tsr_eltwise_desc_t *d, const tsr_eltwise_desc_t *ref,
+                      const char *refname)
+{
+    if (d->n != ref->n || d->c != ref->c || d->h != ref->h || d->w != ref->w)
+        return tsr_err(TSR_EINVAL, "%s: %s shape [%d, %d, %d, %d] differs from %s shape [%d, %d, %d, %d] (no "
+                       "broadcasting)", op, what, d->n, d->c, d->h, d->w, refname, ref->n, ref->c, ref->h, ref->w);
+    return TSR_OK;
+}
+
+int tsr_add_check(const tsr_add_params_t *p, int64_t *count)
+{
+    const char *op = "add";
+    int64_t n = 0, nb = 0, ny = 0;
+    int rc;
+    if (!p)
+        return tsr_err(TSR_EINVAL, "add: NULL parameters");
+    if ((rc = check_desc(op, "input a", &p->a, &n)) || (rc = check_desc(op, "input b", &p->b, &nb)) ||
+        (rc = check_desc(op, "output", &p->y, &ny)) || (rc = same_shape(op, "input b", &p->b, &p->a, "input a")) ||
+        (rc = same_shape(op, "output", &p->y, &p->a, "input a")))
+        return rc;
+    if (p->left_shift < 0 || p->left_shift > 22)
+        return tsr_err(TSR_EINVAL, "add: left_shift %d outside [0, 22]", p->left_shift);
+    const int32_t m[3] = {p->mult_a, p->mult_b, p->mult_out};
+    const int s[3] = {p->shift_a, p->shift_b, p->shift_out}, smax[3] = {0, 0, 30};
+    const char *nm[3] = {"input a", "input b", "output"};
+    for (int i = 0; i < 3; i++) {
+        if (m[i] < 0)
+            return tsr_err(TSR_EINVAL, "add: %s multiplier %d is negative (range [0, 2^31 - 1])", nm[i], m[i]);
+        if (s[i] < -31 || s[i] > smax[i])
+            return tsr_err(TSR_EINVAL, "add: %s shift %d outside [-31, %d]", nm[i], s[i], smax[i]);
+    }
+    if (p->act_min > p->act_max || p->act_min < dt_min(p->y.dtype) || p->act_max > dt_max(p->y.dtype))
+        return tsr_err(TSR_EINVAL, "add: activation range [%d, %d] is not a non-empty subrange of [%d, %d] (%s)",
+                       p->act_min, p->act_max, dt_min(p->y.dtype), dt_max(p->y.dtype), dt_name(p->y.dtype));
+    if (count)
+        *count = n;
+    return TSR_OK;
+}
+
+int tsr_clip_check(const tsr_clip_params_t *p, int64_t *count)
+{
+    const char *op = "clip";
+    int64_t n = 0, ny = 0;
+    int rc;
+    if (!p)
+        return tsr_err(TSR_EINVAL, "clip: NULL parameters");
+    if ((rc = check_desc(op, "input", &p->x, &n)) || (rc = check_desc(op, "output", &p->y, &ny)) ||
+        (rc = same_shape(op, "output", &p->y, &p->x, "input")))
+        return rc;
+    if (p->y.dtype != p->x.dtype || p->y.zp != p->x.zp)
+        return tsr_err(TSR_EINVAL, "clip: output quantization (%s, zero point %d) differs from the input's (%s, "
+                       "zero point %d): relu/clip do not rescale", dt_name(p->y.dtype), p->y.zp,
+                       dt_name(p->x.dtype), p->x.zp);
+    if (p->lo > p->hi || p->lo < dt_min(p->x.dtype) || p->hi > dt_max(p->x.dtype))
+        return tsr_err(TSR_EINVAL, "clip: bounds [%d, %d] are not a non-empty subrange of [%d, %d] (%s)", p->lo,
+                       p->hi, dt_min(p->x.dtype), dt_max(p->x.dtype), dt_name(p->x.dtype));
+    if (count)
+        *count = n;
+    return TSR_OK;
+}
+
+int tsr_relu_params(const tsr_eltwise_desc_t *x, tsr_clip_params_t *out)
+{
+    if (!x || !out)
+        return tsr_err(TSR_EINVAL, "relu: NULL tensor description or output");
+    int64_t n;
+    int rc = check_desc("relu", "input", x, &n);
+    if (rc)
+        return rc;
+    const tsr_eltwise_desc_t d = *x; /* x may point into *out */
+    memset(out, 0, sizeof *out);
+    out->x = d;
+    out->y = d;
+    out->lo = d.zp;
+    out->hi = dt_max(d.dtype);
+    return TSR_OK;
+}
+
+/* ------------------------------------------------------------- geometry */
+
+enum { GRP_A = 0, GRP_B = 1, GRP_AB = 2 };
+enum { SRC_IMM = -1, SRC_B = -2 }; /* else: constant row index */
+
+/* One ALU instruction per tile: op on the rows of group grp. */
+typedef struct {
+    uint32_t op;
+    int grp;
+    int src;
+    int32_t imm;
+} step_t;
+
+typedef struct {
+    const tsr_config_t *c;
+    tsr_eltwise_kind_e kind;
+    const tsr_add_params_t *pa;
+    const tsr_clip_params_t *pc;
+    int inputs, kr, ki, kw, nconst, lanes;
+    int linear;           /* add: both input paths are exact power-of-two scalings (one acc row group) */
+    int groups;           /* accumulator row groups per tile: 2 (add: a and b) or 1 */
+    int wsets;            /* identity weight blocks: 1, or 2 (linear add: one per input) */
+    int64_t count;
+    uint32_t rows, inp_rows;
+    int32_t wv[2];        /* identity weight value per weight block */
+    step_t init[2];       /* mov initialisations before the GEMMs */
+    int ninit;
+    step_t steps[16];     /* ALU steps after the GEMMs */
+    int nsteps;
+    int ops_per_row;
+    /* tiling */
+    int T, TI, nbuf, tiles, acc_half, inp_half;
+    uint32_t x_el[2], y_el, w_el, c_el, uop_el;
+} geo_t;
+
+static int grp_rows(int grp) { return grp == GRP_AB ? 2 : 1; }
+
+/* Is MBQM((x - zp) * 2^ls, M, S) exactly (x - zp) * 2^j for every input?
+ * Yes when M = 2^m (m <= 30) and j = ls + m + S - 31 >= 0: the product
+ * (x - zp) * 2^(ls + m) is a multiple of 2^31, so SRDHM divides exactly
+ * (the nudge never crosses a multiple), and the quotient is a multiple of
+ * 2^-S, so RDBPOT divides exactly too. */
+static int linear_path(int ls, int32_t m, int s, int *j)
+{
+    if (m <= 0 || (m & (m - 1)))
+        return 0;
+    int lg = 0;
+    while ((1 << lg) != m)
+        lg++;
+    *j = ls + lg + s - 31;
+    return *j >= 0;
+}
+
+/* allow_linear: 0 forces the general add sequence (when the fast path's
+ * extra weight block does not fit). */
+static int geo_init(const tsr_config_t *c, tsr_eltwise_kind_e kind, const tsr_add_params_t *pa,
+                    const tsr_clip_params_t *pc, int allow_linear, geo_t *g)
+{
+    const char *op = kind == TSR_ELTWISE_ADD ? "add" : "clip";
+    memset(g, 0, sizeof *g);
+    int rc = kind == TSR_ELTWISE_ADD ? tsr_add_check(pa, &g->count) : tsr_clip_check(pc, &g->count);
+    if (rc)
+        return rc;
+    if (c->inp_width != 8 || c->wgt_width != 8 || c->acc_width != 32)
+        return tsr_err(TSR_EINVAL, "%s: needs int8 inputs and weights and int32 accumulators (config has "
+                       "int%d/int%d/int%d)", op, c->inp_width, c->wgt_width, c->acc_width);
+    g->c = c;
+    g->kind = kind;
+    g->pa = pa;
+    g->pc = pc;
+    g->inputs = kind == TSR_ELTWISE_ADD ? 2 : 1;
+    g->kr = c->block_in >= c->block_out ? c->block_in / c->block_out : 1;
+    g->ki = c->block_in < c->block_out ? c->block_out / c->block_in : 1;
+    g->kw = g->kr > g->ki ? g->kr : g->ki;
+    g->groups = 1;
+    g->wsets = 1;
+    g->lanes = c->batch * c->block_out;
+    g->nconst = kind == TSR_ELTWISE_ADD ? 3 : 0;
+    g->rows = (uint32_t)(cdiv64(cdiv64(g->count, g->lanes), g->kr) * g->kr);
+    g->inp_rows = g->kr > 1 ? g->rows / (uint32_t)g->kr : g->rows * (uint32_t)g->ki;
+
+    step_t *s = g->steps;
+    int n = 0;
+    int ja, jb;
+    if (kind == TSR_ELTWISE_ADD && allow_linear && linear_path(pa->left_shift, pa->mult_a, pa->shift_a, &ja) &&
+        linear_path(pa->left_shift, pa->mult_b, pa->shift_b, &jb) && ja - jb <= 6 && jb - ja <= 6) {
+        /* raw = (da * 2^(ja-jm) + db * 2^(jb-jm)) << jm, jm = min(ja, jb): both
+         * GEMMs accumulate into one row group with weights 2^(j-jm+f), the
+         * fold f taking up to 6 - |ja - jb| of the final left shift */
+        int jm = ja < jb ? ja : jb, d = ja > jb ? ja - jb : jb - ja, f = 6 - d < jm ? 6 - d : jm;
+        g->linear = 1;
+        g->wv[0] = 1 << (ja - jm + f);
+        g->wv[1] = 1 << (jb - jm + f);
+        g->wsets = g->wv[0] == g->wv[1] ? 1 : 2;
+        int32_t init = -(pa->a.zp - dt_off(pa->a.dtype)) * g->wv[0] - (pa->b.zp - dt_off(pa->b.dtype)) * g->wv[1];
+        g->init[g->ninit++] = (step_t){TSR_ALU_MOV, GRP_A, SRC_IMM, init};
+        if (jm > f)
+            s[n++] = (step_t){TSR_ALU_SHR, GRP_A, SRC_IMM, -(jm - f)};
+    } else if (kind == TSR_ELTWISE_ADD) {
+        int ls = pa->left_shift, k = ls < 6 ? ls : 6;
+        g->groups = 2;
+        g->wv[0] = 1 << k;
+        int32_t ia = -(pa->a.zp - dt_off(pa->a.dtype)) * g->wv[0], ib = -(pa->b.zp - dt_off(pa->b.dtype)) * g->wv[0];
+        if (ia == ib)
+            g->init[g->ninit++] = (step_t){TSR_ALU_MOV, GRP_AB, SRC_IMM, ia};
+        else {
+            g->init[g->ninit++] = (step_t){TSR_ALU_MOV, GRP_A, SRC_IMM, ia};
+            g->init[g->ninit++] = (step_t){TSR_ALU_MOV, GRP_B, SRC_IMM, ib};
+        }
+        if (ls > k)
+            s[n++] = (step_t){TSR_ALU_SHR, GRP_AB, SRC_IMM, -(ls - k)};
+        s[n++] = (step_t){TSR_ALU_MULHR, GRP_A, 0, 0};
+        s[n++] = (step_t){TSR_ALU_MULHR, GRP_B, 1, 0};
+        if (pa->shift_a < 0 && pa->shift_a == pa->shift_b)
+            s[n++] = (step_t){TSR_ALU_RSHR, GRP_AB, SRC_IMM, -pa->shift_a};
+        else {
+            if (pa->shift_a < 0)
+                s[n++] = (step_t){TSR_ALU_RSHR, GRP_A, SRC_IMM, -pa->shift_a};
+            if (pa->shift_b < 0)
+                s[n++] = (step_t){TSR_ALU_RSHR, GRP_B, SRC_IMM, -pa->shift_b};
+        }
+        s[n++] = (step_t){TSR_ALU_ADD, GRP_A, SRC_B, 0};
+    }
+    if (kind == TSR_ELTWISE_ADD) {
+        if (pa->shift_out > 0)
+            s[n++] = (step_t){TSR_ALU_SHR, GRP_A, SRC_IMM, -pa->shift_out};
+        s[n++] = (step_t){TSR_ALU_MULHR, GRP_A, 2, 0};
+        if (pa->shift_out < 0)
+            s[n++] = (step_t){TSR_ALU_RSHR, GRP_A, SRC_IMM, -pa->shift_out};
+        s[n++] = (step_t){TSR_ALU_MAX, GRP_A, SRC_IMM, pa->act_min - pa->y.zp};
+        s[n++] = (step_t){TSR_ALU_MIN, GRP_A, SRC_IMM, pa->act_max - pa->y.zp};
+        if (pa->y.zp)
+            s[n++] = (step_t){TSR_ALU_ADD, GRP_A, SRC_IMM, pa->y.zp};
+    } else {
+        g->wv[0] = 1;
+        g->init[g->ninit++] = (step_t){TSR_ALU_MOV, GRP_A, SRC_IMM, dt_off(pc->x.dtype)};
+        if (pc->lo > dt_min(pc->x.dtype))
+            s[n++] = (step_t){TSR_ALU_MAX, GRP_A, SRC_IMM, pc->lo};
+        if (pc->hi < dt_max(pc->x.dtype))
+            s[n++] = (step_t){TSR_ALU_MIN, GRP_A, SRC_IMM, pc->hi};
+    }
+    g->nsteps = n;
+    int ops = g->inputs * g->ki; /* GEMM ops per accumulator row */
+    for (int i = 0; i < g->ninit; i++)
+        ops += grp_rows(g->init[i].grp);
+    for (int i = 0; i < n; i++)
+        ops += grp_rows(s[i].grp);
+    g->ops_per_row = ops;
+    return TSR_OK;
+}
+
+/* uops: per half p, the GEMM kernels (KW per input), then the ALU uops. */
+enum { U_A_IMM = 0, U_B_IMM, U_A_B, U_CONST }; /* U_CONST + k: A rows, const k; + nconst + k: B rows */
+static int uops_per_half(const geo_t *g) { return g->inputs * g->kw + U_CONST + 2 * g->nconst; }
+static int wgt_rows(const geo_t *g) { return g->wsets * g->kw; }
+static int n_uops(const geo_t *g) { return g->nbuf * uops_per_half(g); }
+static uint32_t gemm_uop(const geo_t *g, int p, int j) { return (uint32_t)(p * uops_per_half(g) + j * g->kw); }
+static uint32_t alu_uop(const geo_t *g, int p, int grp, int src)
+{
+    int k;
+    if (src == SRC_IMM)
+        k = grp == GRP_B ? U_B_IMM : U_A_IMM;
+    else if (src == SRC_B)
+        k = U_A_B;
+    else
+        k = U_CONST + (grp == GRP_B ? g->nconst : 0) + src;
+    return (uint32_t)(p * uops_per_half(g) + g->inputs * g->kw + k);
+}
+static uint32_t a_base(const geo_t *g, int p) { return (uint32_t)(g->nconst + p * g->acc_half); }
+static uint32_t inp_base(const geo_t *g, int p, int j) { return (uint32_t)(p * g->inp_half + j * g->TI); }
+
+static void set_tiling(geo_t *g, int T, int nbuf)
+{
+    g->T = T;
+    g->nbuf = nbuf;
+    g->TI = g->kr > 1 ? T / g->kr : T * g->ki;
+    g->tiles = (int)cdiv64(g->rows, T);
+    g->acc_half = ((int)g->c->acc_depth - g->nconst) / nbuf;
+    g->inp_half = (int)g->c->inp_depth / nbuf;
+}
+
+static int tiling_fits(const geo_t *g0, int T, int nbuf)
+{
+    geo_t g = *g0;
+    set_tiling(&g, T, nbuf);
+    const tsr_config_t *c = g.c;
+    const long loop_max = (1L << TSR_LOOP_BITS) - 1;
+    if ((long)g.groups * T > g.acc_half || (long)g.inputs * g.TI > g.inp_half)
+        return 0;
+    if (T > loop_max || g.TI > loop_max)
+        return 0;
+    if (wgt_rows(&g) > (int)c->wgt_depth || n_uops(&g) > (long)c->uop_depth)
+        return 0;
+    if (g.kr > tsr_isa_field_max(c, TSR_OP_GEMM, "dst_factor_in") ||
+        g.ki > tsr_isa_field_max(c, TSR_OP_GEMM, "src_factor_in"))
+        return 0;
+    if (g.groups > 1 && T > tsr_isa_field_max(c, TSR_OP_ALU, "dst_factor_out"))
+        return 0;
+    return 1;
+}
+
+/* Estimated cycles of the pipelined run with tile size T. */
+static double model(const geo_t *g0, int T, int nbuf)
+{
+    geo_t g = *g0;
+    set_tiling(&g, T, nbuf);
+    const tsr_config_t *c = g.c;
+    double bus = c->dram_bus_width / 8.0;
+    double in_per_row = g.kr > 1 ? (double)c->inp_bytes / g.kr : (double)c->inp_bytes * g.ki;
+    double D = (g.inputs * in_per_row + c->out_bytes) / bus, C = g.ops_per_row;
+    double insns = g.ninit + g.inputs + g.nsteps;
+    double tile_ovh = COST_TILE + COST_INSN * insns;
+    double hi = D > C ? D : C, lo = D > C ? C : D;
+    if (nbuf == 1)
+        return (double)g.rows * (D + C) + g.tiles * tile_ovh;
+    return (double)g.rows * hi + g.tiles * tile_ovh + lo * (T < (int)g.rows ? T : (int)g.rows);
+}
+
+static int choose_tiling(geo_t *g)
+{
+    const char *op = g->kind == TSR_ELTWISE_ADD ? "add" : "clip";
+    for (int nbuf = 2; nbuf >= 1; nbuf--) {
+        int best_t = 0;
+        double best = 0;
+        long tmax = (long)g->rows; /* a multiple of kr: one tile holds the whole tensor */
+        for (long T = g->kr; T <= tmax; T += g->kr) {
+            if (!tiling_fits(g, (int)T, nbuf))
+                break; /* every constraint is monotone in T */
+            double m = model(g, (int)T, nbuf);
+            if (!best_t || m <= best) {
+                best = m;
+                best_t = (int)T;
+            }
+        }
+        if (best_t) {
+            set_tiling(g, best_t, nbuf);
+            return TSR_OK;
+        }
+    }
+    return tsr_err(TSR_EINVAL, "%s: no tiling fits the buffers: %d inputs of %d inp rows and %d accumulator "
+                   "rows each (+%d constant rows) need inp depth %u, acc depth %u, %d weight rows (depth %u), %d "
+                   "uops (depth %u)", op, g->inputs, g->kr > 1 ? 1 : g->ki, g->kr, g->nconst, g->c->inp_depth,
+                   g->c->acc_depth, wgt_rows(g), g->c->wgt_depth, g->inputs * g->kw + U_CONST + 2 * g->nconst,
+                   g->c->uop_depth);
+}
+
+/* --------------------------------------------------------------- stream */
+
+typedef struct {
+    tsr_insn_t *v;
+    size_t n, cap;
+    int oom;
+    tsr_insn_t scratch; /* target of emits after an allocation failure */
+} ibuf_t;
+
+static tsr_insn_t *emit(ibuf_t *b, uint32_t opcode)
+{
+    tsr_insn_t *in;
+    if (b->n == b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 256;
+        tsr_insn_t *v = realloc(b->v, cap * sizeof *v);
+        if (!v) {
+            b->oom = 1;
+            in = &b->scratch;
+            memset(in, 0, sizeof *in);
+            return in;
+        }
+        b->v = v;
+        b->cap = cap;
+    }
+    in = &b->v[b->n++];
+    memset(in, 0, sizeof *in);
+    in->opcode = opcode;
+    return in;
+}
+
+static tsr_insn_t *emit_alu(ibuf_t *b, const geo_t *g, int p, const step_t *s, int R)
+{
+    tsr_insn_t *in = emit(b, TSR_OP_ALU);
+    in->alu_opcode = s->op;
+    in->uop_bgn = alu_uop(g, p, s->grp, s->src);
+    in->uop_end = in->uop_bgn + 1;
+    in->iter_out = (uint32_t)grp_rows(s->grp);
+    in->dst_factor_out = s->grp == GRP_AB ? (uint32_t)g->T : 0;
+    in->iter_in = (uint32_t)R;
+    in->dst_factor_in = R > 1;
+    in->src_factor_in = s->src == SRC_B && R > 1;
+    in->use_imm = s->src == SRC_IMM;
+    in->imm = s->src == SRC_IMM ? s->imm : 0;
+    return in;
+}
+
+static void build(const geo_t *g, ibuf_t *b)
+{
+    const int NB = g->nbuf;
+    tsr_insn_t *in = emit(b, TSR_OP_LOAD);
+    in->mem_type = TSR_MEM_UOP;
+    in->dram_base = g->uop_el;
+    in->y_size = 1;
+    in->x_size = (uint32_t)n_uops(g);
+    in->x_stride = in->x_size;
+    if (g->nconst) {
+        in = emit(b, TSR_OP_LOAD);
+        in->mem_type = TSR_MEM_ACC;
+        in->dram_base = g->c_el;
+        in->y_size = 1;
+        in->x_size = (uint32_t)g->nconst;
+        in->x_stride = in->x_size;
+    }
+    in = emit(b, TSR_OP_LOAD);
+    in->mem_type = TSR_MEM_WGT;
+    in->dram_base = g->w_el;
+    in->y_size = 1;
+    in->x_size = (uint32_t)wgt_rows(g);
+    in->x_stride = in->x_size;
+    for (int t = 0; t < g->tiles; t++) {
+        const int p = t % NB;
+        const int R = imin(g->T, (int)(g->rows - (uint32_t)t * (uint32_t)g->T));
+        const int RI = g->kr > 1 ? R / g->kr : R * g->ki;
+        /* ---- load ---- */
+        for (int j = 0; j < g->inputs; j++) {
+            in = emit(b, TSR_OP_LOAD);
+            in->mem_type = TSR_MEM_INP;
+            in->sram_base = inp_base(g, p, j);
+            in->dram_base = g->x_el[j] + (uint32_t)t * (uint32_t)g->TI;
+            in->y_size = 1;
+            in->x_size = (uint32_t)RI;
+            in->x_stride = (uint32_t)RI;
+            in->pop_next = j == 0 && t >= NB;
+            in->push_next = j == g->inputs - 1;
+        }
+        /* ---- compute ---- */
+        for (int i = 0; i < g->ninit; i++) {
+            in = emit_alu(b, g, p, &g->init[i], R);
+            in->pop_next = i == 0 && t >= NB;
+        }
+        for (int j = 0; j < g->inputs; j++) {
+            in = emit(b, TSR_OP_GEMM);
+            in->uop_bgn = gemm_uop(g, p, j);
+            in->uop_end = in->uop_bgn + (uint32_t)g->kw;
+            in->iter_out = 1;
+            if (g->kr > 1) {
+                in->iter_in = (uint32_t)RI;
+                in->dst_factor_in = RI > 1 ? (uint32_t)g->kr : 0;
+                in->src_factor_in = RI > 1;
+            } else {
+                in->iter_in = (uint32_t)R;
+                in->dst_factor_in = R > 1;
+                in->src_factor_in = R > 1 ? (uint32_t)g->ki : 0;
+            }
+            in->pop_prev = j == 0;
+            in->push_prev = j == g->inputs - 1 && t < g->tiles - NB;
+        }
+        for (int i = 0; i < g->nsteps; i++)
+            in = emit_alu(b, g, p, &g->steps[i], R);
+        in->push_next = 1; /* the last compute instruction of the tile */
+        /* ---- store ---- */
+        in = emit(b, TSR_OP_STORE);
+        in->mem_type = TSR_MEM_OUT;
+        in->sram_base = a_base(g, p);
+        in->dram_base = g->y_el + (uint32_t)t * (uint32_t)g->T;
+        in->y_size = 1;
+        in->x_size = (uint32_t)R;
+        in->x_stride = (uint32_t)R;
+        in->pop_prev = 1;
+        in->push_prev = t < g->tiles - NB || t == g->tiles - 1;
+    }
+    in = emit(b, TSR_OP_FINISH);
+    in->pop_next = 1;
+}
+
+/* ---------------------------------------------------------------- packing */
+
+static const tsr_eltwise_desc_t *input_desc(const tsr_eltwise_plan_t *pl, int which)
+{
+    if (pl->kind == TSR_ELTWISE_ADD)
+        return which ? &pl->add.b : &pl->add.a;
+    return &pl->clip.x;
+}
+
+void tsr_eltwise_pack_input(const tsr_config_t *c, const tsr_eltwise_plan_t *pl, int which, const void *x,
+                            uint8_t *dst)
+{
+    const tsr_eltwise_desc_t *d = input_desc(pl, which);
+    const int32_t off = dt_off(d->dtype);
+    const int L = c->batch * c->block_out, BI = c->block_in, BO = c->block_out;
+    memset(dst, (uint8_t)(int8_t)(d->zp - off), pl->x_bytes);
+    const uint8_t *u = x;
+    for (int64_t e = 0; e < pl->count; e++) {
+        int64_t R = e / L;
+        int l = (int)(e % L), bb = l / BO, o = l % BO;
+        int64_t pos;
+        if (pl->kr > 1 || BI == BO)
+            pos = (R / pl->kr) * c->inp_bytes + bb * BI + (R % pl->kr) * BO + o;
+        else
+            pos = (R * pl->ki + o / BI) * c->inp_bytes + bb * BI + o % BI;
+        int32_t v = d->dtype == TSR_DT_UINT8 ? (int32_t)u[e] : (int32_t)(int8_t)u[e];
+        dst[pos] = (uint8_t)(int8_t)(v - off);
+    }
+}
+
+static void pack_weights(const tsr_config_t *c, const geo_t *g, uint8_t *w)
+{
+    const int BI = c->block_in, BO = c->block_out;
+    memset(w, 0, (size_t)wgt_rows(g) * c->wgt_bytes);
+    for (int k = 0; k < wgt_rows(g); k++)
+        for (int o = 0; o < BO; o++)
+            for (int i = 0; i < BI; i++) {
+                int kk = k % g->kw, on = g->kr > 1 || BI == BO ? i == kk * BO + o : o == kk * BI + i;
+                if (on)
+                    w[(size_t)k * c->wgt_bytes + (size_t)o * BI + i] = (uint8_t)(int8_t)g->wv[k / g->kw];
+            }
+}
+
+static void pack_consts(const tsr_config_t *c, const geo_t *g, uint8_t *dst)
+{
+    const int32_t v[3] = {g->pa->mult_a, g->pa->mult_b, g->pa->mult_out};
+    for (int k = 0; k < g->nconst; k++)
+        for (int l = 0; l < g->lanes; l++) {
+            uint32_t u = (uint32_t)v[k];
+            for (int j = 0; j < 4; j++)
+                dst[(size_t)k * c->acc_bytes + (size_t)l * 4 + j] = (uint8_t)(u >> (8 * j));
+        }
+}
+
+/* ------------------------------------------------------------------ plan */
+
+static void plan_free(tsr_device_t *dev, tsr_eltwise_plan_t *pl)
+{
+    uint64_t *bufs[6] = {&pl->uop_addr, &pl->w_addr, &pl->c_addr, &pl->x_addr[0], &pl->x_addr[1], &pl->y_addr};
+    for (int i = 0; i < 6; i++)
+        if (*bufs[i])
+            tsr_mem_free(dev, *bufs[i]);
+    free(pl->insns);
+    memset(pl, 0, sizeof *pl);
+}
+
+static int write_uops(tsr_device_t *dev, const geo_t *g, tsr_eltwise_plan_t *pl)
+{
+    const tsr_config_t *c = g->c;
+    size_t n = (size_t)n_uops(g);
+    uint8_t *u8 = calloc(n, c->uop_bytes);
+    if (!u8)
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    int rc = TSR_OK;
+    tsr_uop_t *u = calloc(n, sizeof *u);
+    if (!u) {
+        rc = tsr_err(TSR_ENOMEM, "out of memory");
+        goto out;
+    }
+    for (int p = 0; p < g->nbuf; p++) {
+        for (int j = 0; j < g->inputs; j++)
+            for (int k = 0; k < g->kw; k++) {
+                tsr_uop_t *x = &u[gemm_uop(g, p, j) + (uint32_t)k];
+                const uint32_t grp = g->groups > 1 ? (uint32_t)(j * g->T) : 0; /* linear add: both into a's rows */
+                if (g->kr > 1) {
+                    x->dst = a_base(g, p) + grp + (uint32_t)k;
+                    x->src = inp_base(g, p, j);
+                } else {
+                    x->dst = a_base(g, p) + grp;
+                    x->src = inp_base(g, p, j) + (uint32_t)k;
+                }
+                x->wgt = (uint32_t)((g->wsets > 1 ? j * g->kw : 0) + k);
+            }
+        const uint32_t A = a_base(g, p), B = A + (uint32_t)g->T;
+        u[alu_uop(g, p, GRP_A, SRC_IMM)] = (tsr_uop_t){A, 0, 0};
+        u[alu_uop(g, p, GRP_B, SRC_IMM)] = (tsr_uop_t){g->groups > 1 ? B : A, 0, 0};
+        u[alu_uop(g, p, GRP_A, SRC_B)] = (tsr_uop_t){A, g->groups > 1 ? B : A, 0};
+        for (int k = 0; k < g->nconst; k++) {
+            u[alu_uop(g, p, GRP_A, k)] = (tsr_uop_t){A, (uint32_t)k, 0};
+            u[alu_uop(g, p, GRP_B, k)] = (tsr_uop_t){g->groups > 1 ? B : A, (uint32_t)k, 0};
+        }
+    }
+    for (size_t k = 0; k < n; k++) {
+        uint64_t raw;
+        if ((rc = tsr_uop_encode(c, &u[k], &raw)))
+            goto out;
+        memcpy(u8 + k * c->uop_bytes, &raw, c->uop_bytes);
+    }
+    pl->nuops = n;
+    if ((rc = tsr_mem_alloc(dev, (uint64_t)n * c->uop_bytes, &pl->uop_addr)))
+        goto out;
+    rc = tsr_mem_write(dev, pl->uop_addr, u8, (uint64_t)n * c->uop_bytes);
+out:
+    free(u);
+    free(u8);
+    return rc;
+}
+
+static int elem_of(const char *op, uint64_t addr, uint32_t bytes, uint32_t *el)
+{
+    if (addr % bytes || addr / bytes > UINT32_MAX)
+        return tsr_err(TSR_EINVAL, "%s: device buffer 0x%llx not addressable in %u-byte elements", op,
+                       (unsigned long long)addr, bytes);
+    *el = (uint32_t)(addr / bytes);
+    return TSR_OK;
+}
+
+static int plan_common(tsr_device_t *dev, tsr_eltwise_kind_e kind, const tsr_add_params_t *pa,
+                       const tsr_clip_params_t *pc, tsr_eltwise_plan_t *pl)
+{
+    const char *op = kind == TSR_ELTWISE_ADD ? "add" : "clip";
+    if (!pl)
+        return tsr_err(TSR_EINVAL, "%s: NULL plan", op);
+    memset(pl, 0, sizeof *pl);
+    if (!dev)
+        return tsr_err(TSR_EINVAL, "%s: NULL device", op);
+    const tsr_config_t *c = tsr_device_config(dev);
+    geo_t g;
+    uint8_t *wb = NULL, *cb = NULL;
+    int rc = geo_init(c, kind, pa, pc, 1, &g);
+    if (rc)
+        return rc;
+    if (g.linear && choose_tiling(&g) && (rc = geo_init(c, kind, pa, pc, 0, &g)))
+        return rc;
+    pl->kind = kind;
+    if (kind == TSR_ELTWISE_ADD) {
+        pl->add = *pa;
+        g.pa = &pl->add;
+    } else {
+        pl->clip = *pc;
+        g.pc = &pl->clip;
+    }
+    if ((rc = choose_tiling(&g)))
+        goto fail;
+    pl->inputs = g.inputs;
+    pl->count = g.count;
+    pl->rows = g.rows;
+    pl->inp_rows = g.inp_rows;
+    pl->kr = g.kr;
+    pl->ki = g.ki;
+    pl->tile_rows = g.T;
+    pl->tiles = g.tiles;
+    pl->nbuf = g.nbuf;
+    pl->nconst = g.nconst;
+    pl->ops_per_row = g.ops_per_row;
+    pl->linear = g.linear;
+    pl->est_cycles = model(&g, g.T, g.nbuf);
+    pl->x_bytes = (uint64_t)g.inp_rows * c->inp_bytes;
+    pl->y_bytes = (uint64_t)g.rows * c->out_bytes;
+    pl->w_bytes = (uint64_t)wgt_rows(&g) * c->wgt_bytes;
+    pl->c_bytes = (uint64_t)g.nconst * c->acc_bytes;
+    for (int j = 0; j < g.inputs; j++)
+        if ((rc = tsr_mem_alloc(dev, pl->x_bytes, &pl->x_addr[j])) ||
+            (rc = elem_of(op, pl->x_addr[j], c->inp_bytes, &g.x_el[j])))
+            goto fail;
+    if ((rc = tsr_mem_alloc(dev, pl->y_bytes, &pl->y_addr)) || (rc = elem_of(op, pl->y_addr, c->out_bytes, &g.y_el)) ||
+        (rc = tsr_mem_alloc(dev, pl->w_bytes, &pl->w_addr)) || (rc = elem_of(op, pl->w_addr, c->wgt_bytes, &g.w_el)))
+        goto fail;
+    if (g.nconst && ((rc = tsr_mem_alloc(dev, pl->c_bytes, &pl->c_addr)) ||
+                     (rc = elem_of(op, pl->c_addr, c->acc_bytes, &g.c_el))))
+        goto fail;
+    if ((rc = write_uops(dev, &g, pl)) || (rc = elem_of(op, pl->uop_addr, c->uop_bytes, &g.uop_el)))
+        goto fail;
+    wb = malloc(pl->w_bytes);
+    cb = malloc(pl->c_bytes ? pl->c_bytes : 1);
+    if (!wb || !cb) {
+        rc = tsr_err(TSR_ENOMEM, "out of memory");
+        goto fail;
+    }
+    pack_weights(c, &g, wb);
+    if ((rc = tsr_mem_write(dev, pl->w_addr, wb, pl->w_bytes)))
+        goto fail;
+    if (g.nconst) {
+        pack_consts(c, &g, cb);
+        if ((rc = tsr_mem_write(dev, pl->c_addr, cb, pl->c_bytes)))
+            goto fail;
+    }
+    ibuf_t b;
+    memset(&b, 0, sizeof b);
+    build(&g, &b);
+    pl->insns = b.v;
+    pl->ninsns = b.n;
+    if (b.oom) {
+        rc = tsr_err(TSR_ENOMEM, "out of memory");
+        goto fail;
+    }
+    for (size_t i = 0; i < b.n; i++) {
+        tsr_insn_bits_t bits;
+        if ((rc = tsr_insn_encode(c, &b.v[i], &bits))) {
+            rc = tsr_err_prefix(rc, "%s: instruction %zu of the generated stream: ", op, i);
+            goto fail;
+        }
+    }
+    tsr_counters_t ct;
+    memset(&ct, 0, sizeof ct);
+    tsr_counters_static(c, b.v, b.n, &ct);
+    pl->gemm_ops = ct.gemm_ops;
+    pl->alu_ops = ct.alu_ops;
+    pl->dram_bytes = ct.bytes_stored;
+    for (int m = 0; m < TSR_MEM_COUNT; m++)
+        pl->dram_bytes += ct.bytes_loaded[m];
+    free(wb);
+    free(cb);
+    return TSR_OK;
+fail:
+    free(wb);
+    free(cb);
+    plan_free(dev, pl);
+    return rc;
+}
+
+int tsr_add_plan(tsr_device_t *dev, const tsr_add_params_t *p, tsr_eltwise_plan_t *plan)
+{
+    return plan_common(dev, TSR_ELTWISE_ADD, p, NULL, plan);
+}
+
+int tsr_clip_plan(tsr_device_t *dev, const tsr_clip_params_t *p, tsr_eltwise_plan_t *plan)
+{
+    return plan_common(dev, TSR_ELTWISE_CLIP, NULL, p, plan);
+}
+
+void tsr_add_plan_free(tsr_device_t *dev, tsr_eltwise_plan_t *plan)
+{
+    if (plan)
+        plan_free(dev, plan);
+}
+
+void tsr_clip_plan_free(tsr_device_t *dev, tsr_eltwise_plan_t *plan)
+{
+    if (plan)
+        plan_free(dev, plan);
+}
+
+/* ------------------------------------------------------------- execution */
+
+static int check_plan(const char *fn, const tsr_eltwise_plan_t *pl, tsr_eltwise_kind_e kind)
+{
+    if (!pl || pl->kind != kind || !pl->insns)
+        return tsr_err(TSR_EINVAL, "%s: %s", fn,
+                       !pl ? "NULL plan" : !pl->insns ? "plan not built (or freed)" : "plan is of the other operator");
+    return TSR_OK;
+}
+
+static int write_input(tsr_device_t *dev, const tsr_eltwise_plan_t *pl, int which, const void *x)
+{
+    uint8_t *buf = malloc(pl->x_bytes);
+    if (!buf)
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    tsr_eltwise_pack_input(tsr_device_config(dev), pl, which, x, buf);
+    int rc = tsr_mem_write(dev, pl->x_addr[which], buf, pl->x_bytes);
+    free(buf);
+    return rc;
+}
+
+int tsr_add_write_inputs(tsr_device_t *dev, const tsr_eltwise_plan_t *pl, const void *a, const void *b)
+{
+    int rc = check_plan("tsr_add_write_inputs", pl, TSR_ELTWISE_ADD);
+    if (rc)
+        return rc;
+    if (!a || !b)
+        return tsr_err(TSR_EINVAL, "add: NULL input data");
+    if (!(rc = write_input(dev, pl, 0, a)))
+        rc = write_input(dev, pl, 1, b);
+    return rc;
+}
+
+int tsr_clip_write_input(tsr_device_t *dev, const tsr_eltwise_plan_t *pl, const void *x)
+{
+    int rc = check_plan("tsr_clip_write_input", pl, TSR_ELTWISE_CLIP);
+    if (rc)
+        return rc;
+    if (!x)
+        return tsr_err(TSR_EINVAL, "clip: NULL input data");
+    return write_input(dev, pl, 0, x);
+}
+
+static int exec_plan(tsr_device_t *dev, const tsr_eltwise_plan_t *pl)
+{
+    int rc = tsr_submit(dev, pl->insns, pl->ninsns);
+    if (!rc)
+        rc = tsr_wait(dev, -1);
+    return rc;
+}
+
+int tsr_add_exec(tsr_device_t *dev, const tsr_eltwise_plan_t *pl)
+{
+    int rc = check_plan("tsr_add_exec", pl, TSR_ELTWISE_ADD);
+    return rc ? rc : exec_plan(dev, pl);
+}
+
+int tsr_clip_exec(tsr_device_t *dev, const tsr_eltwise_plan_t *pl)
+{
+    int rc = check_plan("tsr_clip_exec", pl, TSR_ELTWISE_CLIP);
+    return rc ? rc : exec_plan(dev, pl);
+}
+
+/* The output rows are the flat vector: its first count bytes are y (STORE
+ * keeps the low 8 bits, which are the int8 or uint8 value). */
+static int read_output(tsr_device_t *dev, const tsr_eltwise_plan_t *pl, void *y)
+{
+    if (!y)
+        return tsr_err(TSR_EINVAL, "%s: NULL output data", pl->kind == TSR_ELTWISE_ADD ? "add" : "clip");
+    return tsr_mem_read(dev, pl->y_addr, y, (uint64_t)pl->count);
+}
+
+int tsr_add_read_output(tsr_device_t *dev, const tsr_eltwise_plan_t *pl, void *y)
+{
+    int rc = check_plan("tsr_add_read_output", pl, TSR_ELTWISE_ADD);
+    return rc ? rc : read_output(dev, pl, y);
+}
+
+int tsr_clip_read_output(tsr_device_t *dev, const tsr_eltwise_plan_t *pl, void *y)
+{
+    int rc = check_plan("tsr_clip_read_output", pl, TSR_ELTWISE_CLIP);
+    return rc ? rc : read_output(dev, pl, y);
+}
+
+int tsr_add_run(tsr_device_t *dev, const tsr_add_params_t *p, const void *a, const void *b, void *y)
+{
+    if (!a || !b || !y)
+        return tsr_err(TSR_EINVAL, "add: NULL input or output data");
+    tsr_eltwise_plan_t pl;
+    int rc = tsr_add_plan(dev, p, &pl);
+    if (rc)
+        return rc;
+    if (!(rc = tsr_add_write_inputs(dev, &pl, a, b)) && !(rc = tsr_add_exec(dev, &pl)))
+        rc = tsr_add_read_output(dev, &pl, y);
+    tsr_add_plan_free(dev, &pl);
+    return rc;
+}
+
+int tsr_clip_run(tsr_device_t *dev, const tsr_clip_params_t *p, const void *x, void *y)
+{
+    if (!x || !y)
+        return tsr_err(TSR_EINVAL, "clip: NULL input or output data");
+    tsr_eltwise_plan_t pl;
+    int rc = tsr_clip_plan(dev, p, &pl);
+    if (rc)
+        return rc;
+    if (!(rc = tsr_clip_write_input(dev, &pl, x)) && !(rc = tsr_clip_exec(dev, &pl)))
+        rc = tsr_clip_read_output(dev, &pl, y);
+    tsr_clip_plan_free(dev, &pl);
+    return rc;
+}
+
+int tsr_relu_run(tsr_device_t *dev, const tsr_eltwise_desc_t *x, const void *xd, void *y)
+{
+    tsr_clip_params_t p;
+    int rc = tsr_relu_params(x, &p);
+    return rc ? rc : tsr_clip_run(dev, &p, xd, y);
+}
