@@ -63,12 +63,11 @@ struct tsr_kcache {
     uint64_t cfg_hash;            /* identity of the device's config */
     struct tsr_kcache_entry *head, *tail; /* LRU list, most recent first */
     tsr_kcache_stats_t st;        /* counters */
+    uint64_t written;             /* file bytes written since the last prune of the directory (a prune
+                                     runs at the first write and after every eighth of the budget) */
+    int pruned;                   /* the directory was pruned at least once */
+    unsigned tmp_seq;             /* sequence number of temporary file names */
 };
-
-/* Bytes written to cache files by this process since the last prune of the
- * directory (a prune runs on the first write and after every eighth of the
- * budget). */
-static uint64_t g_written_since_prune = UINT64_MAX;
 
 static uint64_t now_ns(void)
 {
@@ -429,13 +428,12 @@ static void write_file(tsr_kcache_t *kc, const struct tsr_kcache_entry *e, const
         memcpy(p, uops, (size_t)ub);
     p += ub;
     put64(p, fnv(FNV0, b, (size_t)(p - b)));
-    static unsigned seq;
     int fd = -1;
     if (mkdirs(kc->dir)) {
         warn(kc, "cannot create %s: %s (kernels are not persisted)", kc->dir, strerror(errno));
         goto out;
     }
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%u", path, (long)getpid(), seq++);
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%p.%u", path, (long)getpid(), (void *)kc, kc->tmp_seq++);
     fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0) {
         warn(kc, "cannot write %s: %s", tmp, strerror(errno));
@@ -460,8 +458,10 @@ static void write_file(tsr_kcache_t *kc, const struct tsr_kcache_entry *e, const
         goto out;
     }
     kc->st.disk_writes++;
-    if (g_written_since_prune == UINT64_MAX || (g_written_since_prune += size) > kc->o.max_disk_bytes / 8) {
-        g_written_since_prune = 0;
+    kc->written += size;
+    if (!kc->pruned || kc->written > kc->o.max_disk_bytes / 8) {
+        kc->pruned = 1;
+        kc->written = 0;
         prune_dir(kc);
     }
 out:
@@ -664,6 +664,8 @@ tsr_kcache_t *tsr_kcache_get(tsr_device_t *dev)
         o.disabled = 1;
     else if (env && !strcmp(env, "mem"))
         o.dir = "";
+    else if (getenv("TESSERA_JIT_CACHE_DIR") && *getenv("TESSERA_JIT_CACHE_DIR"))
+        o.dir = getenv("TESSERA_JIT_CACHE_DIR");
     if (tsr_kcache_create(dev, &o, &kc))
         return NULL;
     return kc;

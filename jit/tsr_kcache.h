@@ -27,8 +27,9 @@
  * reference (tsr_kcache_ref_t) so an evicted entry's uop buffer lives until
  * its last plan is freed.
  *
- * On disk: one file per (config, signature) under $TESSERA_CACHE/jit (else
- * $XDG_CACHE_HOME/tessera/jit or ~/.cache/tessera/jit), written atomically
+ * On disk: one file per (config, signature) under $TESSERA_JIT_CACHE_DIR,
+ * else $TESSERA_CACHE/jit (else $XDG_CACHE_HOME/tessera/jit or
+ * ~/.cache/tessera/jit), written atomically
  * (temporary file + rename), with a magic, a format version, the config
  * hash, the full signature and an FNV-1a 64 checksum over everything. A
  * file that is truncated, corrupted, of another version, of another config
@@ -37,7 +38,15 @@
  * driver at every submit. The directory is kept under a byte budget by
  * deleting the least recently used files (reads refresh the mtime).
  *
- * Not thread-safe (like the device it belongs to).
+ * Generator identity: a lowering puts a string into its signature that
+ * changes whenever its code does (conv2d: a version plus the compile date
+ * and time of tsr_conv2d.c, so every rebuild of the lowering starts a new
+ * set of files; a build with a fixed SOURCE_DATE_EPOCH must bump the
+ * version by hand when the lowering changes).
+ *
+ * Not thread-safe: one cache per device, used by the thread using the
+ * device (caches of different devices are independent; concurrent
+ * processes share the directory safely through atomic renames).
  *
  * Use from a lowering (see tsr_conv2d_plan):
  *   tsr_kcache_t *kc = tsr_kcache_get(dev);
@@ -111,8 +120,9 @@ typedef struct tsr_kernel {
  * device; a previously attached one is freed now). opts may be NULL. */
 int tsr_kcache_create(tsr_device_t *dev, const tsr_kcache_opts_t *opts, tsr_kcache_t **out);
 /* The device's cache, created with the defaults on first use; NULL only when
- * out of memory (the error is recorded). TESSERA_JIT_CACHE=off disables
- * caching for lazily created caches, =mem keeps it in memory only. */
+ * out of memory (the error is recorded). For lazily created caches,
+ * TESSERA_JIT_CACHE=off disables caching, =mem keeps it in memory only, and
+ * TESSERA_JIT_CACHE_DIR overrides the directory. */
 tsr_kcache_t *tsr_kcache_get(tsr_device_t *dev);
 /* Detach from the device and free; entries still referenced by plans live
  * until released. NULL is ignored. */

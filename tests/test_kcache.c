@@ -525,6 +525,15 @@ static void test_disk_roundtrip(void **state)
     plan_run(d4, &a, TSR_KC_MISS, "memory only");
     tsr_device_close(d4);
     assert_int_equal(count_files(dir, NULL, 0), 3);
+    /* the directory's byte budget: least recently used files go first */
+    tsr_device_t *d5 = open_dev("default");
+    tsr_kcache_opts_t o = {.dir = dir, .max_disk_bytes = 1, .quiet = 1};
+    tsr_kcache_t *kc;
+    assert_int_equal(tsr_kcache_create(d5, &o, &kc), TSR_OK);
+    ccase_t c = mk(8, 5, 5, 8, 1, 1, 0, 0);
+    plan_run(d5, &c, TSR_KC_MISS, "over a 1-byte budget");
+    assert_int_equal(count_files(dir, NULL, 0), 0);
+    tsr_device_close(d5);
     rm_dir(dir);
 }
 
@@ -901,9 +910,9 @@ static void check_rows(const row_t *rows, int n, const char *want_jit)
 static void test_bench_smoke(void **state)
 {
     (void)state;
-    char dir[64], env[128], wall[256];
+    char dir[64], env[160], wall[256];
     make_dir(dir, sizeof dir);
-    snprintf(env, sizeof env, "TESSERA_CACHE=%s TESSERA_JIT_CACHE=on", dir);
+    snprintf(env, sizeof env, "TESSERA_JIT_CACHE_DIR=%s TESSERA_JIT_CACHE=on", dir);
     row_t rows[16];
     int n = run_bench(env, rows, 16, wall);
     check_rows(rows, n, "miss");
@@ -918,9 +927,6 @@ static void test_bench_smoke(void **state)
     assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 2);
     snprintf(cmd, sizeof cmd, "%s bench --kind resnet18 --help | grep -q -- --layers", TSR_CLI);
     assert_int_equal(system(cmd), 0);
-    snprintf(dir + strlen(dir), sizeof dir - strlen(dir), "%s", "/jit");
-    rm_dir(dir);
-    dir[strlen(dir) - 4] = 0;
     rm_dir(dir);
 }
 
