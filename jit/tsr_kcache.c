@@ -155,6 +155,8 @@ size_t tsr_kcache_sig_bytes(uint8_t *sig, size_t len, const void *p, size_t n)
 
 int tsr_kcache_relocate(const tsr_config_t *cfg, tsr_insn_t *insns, size_t n, const uint64_t base[TSR_MEM_COUNT])
 {
+    const long lmax = tsr_isa_field_max(cfg, TSR_OP_LOAD, "dram_base");
+    const uint64_t fmax = lmax > 0 && (uint64_t)lmax < UINT32_MAX ? (uint64_t)lmax : UINT32_MAX;
     for (size_t i = 0; i < n; i++) {
         tsr_insn_t *in = &insns[i];
         if (in->opcode != TSR_OP_LOAD && in->opcode != TSR_OP_STORE)
@@ -167,7 +169,7 @@ int tsr_kcache_relocate(const tsr_config_t *cfg, tsr_insn_t *insns, size_t n, co
             return tsr_err(TSR_EINVAL, "relocate: instruction %zu: buffer of memory type %u at 0x%llx is not "
                            "aligned to its %u-byte elements", i, m, (unsigned long long)base[m], eb);
         uint64_t v = (uint64_t)in->dram_base + base[m] / eb;
-        if (v > UINT32_MAX)
+        if (v > fmax)
             return tsr_err(TSR_EBOUNDS, "relocate: instruction %zu: DRAM element %llu does not fit dram_base", i,
                            (unsigned long long)v);
         in->dram_base = (uint32_t)v;

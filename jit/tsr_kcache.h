@@ -158,8 +158,9 @@ uint64_t tsr_kcache_config_hash(const tsr_config_t *cfg);
 /* Add the element offset of the buffer each LOAD/STORE names to its
  * dram_base: base[m] is the byte address of the buffer of memory type m
  * (TSR_MEM_*; STOREs use base[TSR_MEM_OUT]), a multiple of its element
- * size. TSR_EBOUNDS if an address no longer fits the field (the stream is
- * then partly relocated: discard it). */
+ * size. TSR_EBOUNDS if an address no longer fits the dram_base field (the
+ * stream is then partly relocated: discard it); this is the only field
+ * relocation changes. */
 int tsr_kcache_relocate(const tsr_config_t *cfg, tsr_insn_t *insns, size_t n, const uint64_t base[TSR_MEM_COUNT]);
 
 /* Helpers for building signatures: append a little-endian value / bytes.
