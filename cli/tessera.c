@@ -5,17 +5,21 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "tsr_asm.h"
 #include "tsr_config.h"
+#include "tsr_conv2d.h"
 #include "tsr_driver.h"
 #include "tsr_emit.h"
 #include "tsr_error.h"
 #include "tsr_isa.h"
+#include "tsr_kcache.h"
 #include "tsr_matmul.h"
 #include "tsr_regs.h"
 #include "tsr_verify.h"
@@ -677,7 +681,7 @@ static const char *demo_help =
     "  --config, --backend as for `run`\n" DEVICE_OPTIONS_HELP;
 
 static const char *bench_help =
-    "usage: tessera bench [--config CONFIG] [--backend NAME] [--kind matmul|gemm]\n"
+    "usage: tessera bench [--config CONFIG] [--backend NAME] [--kind matmul|gemm|resnet18]\n"
     "                     [-m M] [-k K] [-n N] [--reps R]\n"
     "\n"
     "  --kind matmul  (default) the JIT's tiled, double-buffered int8 matmul\n"
@@ -689,7 +693,10 @@ static const char *bench_help =
     "                 GEMM core against 1 tensor op per cycle\n"
     "Prints instructions, tensor ops and MACs per second (wall and CPU time);\n"
     "on a timed backend (rtl) also cycles, tensor ops per cycle, MAC\n"
-    "utilisation and simulated cycles per second.\n" DEVICE_OPTIONS_HELP;
+    "utilisation and simulated cycles per second.\n"
+    "  --kind resnet18  the ResNet-18 convolution table (cycles, utilisation,\n"
+    "                 roofline, DRAM bytes, JIT time per layer); its options:\n"
+    "                 `tessera bench --kind resnet18 --help`\n" DEVICE_OPTIONS_HELP;
 
 typedef struct {
     common_opts_t o;
@@ -716,7 +723,7 @@ static int parse_mm(int argc, char **argv, const char *cmd, const char *help, mm
         switch (c) {
         case 'K':
             if (strcmp(optarg, "matmul") && strcmp(optarg, "gemm"))
-                return usage_error(cmd, "--kind is matmul or gemm"), -1;
+                return usage_error(cmd, "--kind is matmul, gemm or resnet18"), -1;
             mo->kind = optarg;
             break;
         case 'R':
@@ -1003,10 +1010,403 @@ out:
     return rc;
 }
 
+/* ------------------------------------------------ bench --kind resnet18 */
+
+/* Why: the headline number of the accelerator is how close real layers get
+ * to their roofline, not a synthetic GEMM loop. Each ResNet-18 convolution
+ * runs through the conv2d JIT (plan with the kernel cache, pack, exec) on
+ * random int8 data with per-channel requantization; the table sets the
+ * device's cycles against max(compute, compulsory DRAM traffic). */
+
+static const char *bench_rn_help =
+    "usage: tessera bench --kind resnet18 [--layers C2,C5] [--config CONFIG]\n"
+    "                     [--backend NAME] [--check] [--seed N] [--no-jit-cache]\n"
+    "                     [device options]\n"
+    "\n"
+    "Run the convolution layers of ResNet-18 (batch 1, int8 activations with\n"
+    "zero point -128, int8 weights, int32 bias, per-channel requantization,\n"
+    "ReLU) through tsr_conv2d on the device and print one row per layer:\n"
+    "  C1 224x224 3->64 7x7 p3 s2    C2 56x56 64->64 3x3 p1 s1\n"
+    "  C3 56x56 64->128 3x3 p1 s2    C4 56x56 64->128 1x1 p0 s2\n"
+    "  C5 28x28 128->128 3x3 p1 s1   C6 28x28 128->256 3x3 p1 s2\n"
+    "  C7 28x28 128->256 1x1 p0 s2   C8 14x14 256->256 3x3 p1 s1\n"
+    "  C9 14x14 256->512 3x3 p1 s2   C10 14x14 256->512 1x1 p0 s2\n"
+    "  C11 7x7 512->512 3x3 p1 s1    (input H x W, C_in -> C_out, kernel, pad, stride)\n"
+    "\n"
+    "  --layers LIST     comma-separated subset, e.g. C2,C5 (default: all)\n"
+    "  --config CONFIG   config file or preset (default: default)\n"
+    "  --backend NAME    fsim or rtl (default: rtl, the headline; fsim is untimed)\n"
+    "  --check           also run every layer on fsim (random stage interleaving)\n"
+    "                    and compare the output bytes exactly; a difference is\n"
+    "                    reported (first differing element) and the exit status is 1\n"
+    "  --seed N          random data seed (default 1)\n"
+    "  --no-jit-cache    plan without the kernel cache (JIT ms = full generation)\n"
+    "\n"
+    "Columns: MACs of the layer (real tensor sizes, no padding); cycles (device\n"
+    "counter); util = MACs / (cycles x peak), peak = BATCH x BLOCK_IN x BLOCK_OUT\n"
+    "MACs per cycle; bound = roofline cycles = max(MACs / peak, compulsory /\n"
+    "DRAM bytes per cycle); ratio = bound / cycles; limit = which term binds;\n"
+    "moved = DRAM bytes the device moved (rtl: AXI read + write counters,\n"
+    "instruction fetch included; fsim: LOAD + STORE + fetch bytes); compulsory\n"
+    "= input + weights + 4-byte bias + output bytes, each moved once (real\n"
+    "sizes, no padding; input bytes no window reads, the rows and columns a\n"
+    "strided 1x1 kernel skips, are not counted); JIT ms = plan time and jit =\n"
+    "how the kernel was obtained (miss: generated, hit: device cache, disk:\n"
+    "on-disk kernel cache, off: no cache); check = ok / DIFF / -. The on-disk\n"
+    "cache is $TESSERA_JIT_CACHE_DIR, else $TESSERA_CACHE/jit, else\n"
+    "~/.cache/tessera/jit (TESSERA_JIT_CACHE=off disables it, =mem keeps\n"
+    "kernels in memory only).\n"
+    "DRAM bytes per cycle is --dram-bw (8 by default, the 64-bit port), at most\n"
+    "twice the bus width in bytes (one read and one write beat per cycle). Then a\n"
+    "total line, the wall time of the whole table and the kernel cache counters.\n"
+    DEVICE_OPTIONS_HELP;
+
+typedef struct {
+    const char *name;
+    int hw, cin, cout, k, pad, stride;
+} rn_layer_t;
+
+static const rn_layer_t rn_layers[] = {
+    {"C1", 224, 3, 64, 7, 3, 2},     {"C2", 56, 64, 64, 3, 1, 1},     {"C3", 56, 64, 128, 3, 1, 2},
+    {"C4", 56, 64, 128, 1, 0, 2},    {"C5", 28, 128, 128, 3, 1, 1},   {"C6", 28, 128, 256, 3, 1, 2},
+    {"C7", 28, 128, 256, 1, 0, 2},   {"C8", 14, 256, 256, 3, 1, 1},   {"C9", 14, 256, 512, 3, 1, 2},
+    {"C10", 14, 256, 512, 1, 0, 2},  {"C11", 7, 512, 512, 3, 1, 1},
+};
+#define RN_COUNT ((int)(sizeof rn_layers / sizeof rn_layers[0]))
+
+typedef struct {
+    const char *cfgname, *backend;
+    uint64_t seed;
+    int check, no_cache;
+    int sel[RN_COUNT]; /* 1 = run this layer */
+} rn_opts_t;
+
+/* Layer data and parameters, from the seed. */
+typedef struct {
+    tsr_conv2d_params_t p;
+    int32_t w_zp, *mult, *shift, *bias;
+    int8_t *x, *w;
+    size_t nx, nw, ny;
+    int oh, ow;
+} rn_data_t;
+
+static void rn_free(rn_data_t *d)
+{
+    free(d->mult);
+    free(d->shift);
+    free(d->bias);
+    free(d->x);
+    free(d->w);
+}
+
+static int rn_make(const rn_layer_t *L, uint64_t seed, rn_data_t *d)
+{
+    memset(d, 0, sizeof *d);
+    tsr_conv2d_params_t *p = &d->p;
+    p->n = 1;
+    p->c_in = L->cin;
+    p->h = p->w = L->hw;
+    p->c_out = L->cout;
+    p->kh = p->kw = L->k;
+    p->stride_h = p->stride_w = L->stride;
+    p->pad_top = p->pad_left = p->pad_bottom = p->pad_right = L->pad;
+    p->groups = 1;
+    p->x_dtype = p->w_dtype = p->y_dtype = TSR_DT_INT8;
+    p->x_zp = -128; /* post-ReLU activations, TFLite int8 style */
+    p->y_zp = -128;
+    p->act_min = -128; /* ReLU: clamp at the zero point */
+    p->act_max = 127;
+    p->w_zp = &d->w_zp;
+    p->w_zp_count = 1;
+    p->rq_count = L->cout;
+    d->oh = (L->hw + 2 * L->pad - L->k) / L->stride + 1;
+    d->ow = d->oh;
+    d->nx = (size_t)L->cin * L->hw * L->hw;
+    d->nw = (size_t)L->cout * L->cin * L->k * L->k;
+    d->ny = (size_t)L->cout * d->oh * d->ow;
+    d->mult = malloc(sizeof(int32_t) * (size_t)L->cout);
+    d->shift = malloc(sizeof(int32_t) * (size_t)L->cout);
+    d->bias = malloc(sizeof(int32_t) * (size_t)L->cout);
+    d->x = malloc(d->nx);
+    d->w = malloc(d->nw);
+    if (!d->mult || !d->shift || !d->bias || !d->x || !d->w) {
+        rn_free(d);
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    }
+    p->mult = d->mult;
+    p->shift = d->shift;
+    uint64_t s = seed * 0x100000001b3ull + (uint64_t)(L - rn_layers);
+    for (size_t i = 0; i < d->nx; i++)
+        d->x[i] = (int8_t)splitmix(&s);
+    for (size_t i = 0; i < d->nw; i++)
+        d->w[i] = (int8_t)splitmix(&s);
+    /* Accumulators have an rms of about sqrt(K) * 147 * 74; a multiplier in
+     * [0.5, 1) and a right shift of log2(sqrt(K) * 128) put the outputs in
+     * the int8 range without saturating most of them. */
+    int kterms = L->cin * L->k * L->k;
+    int sh = (int)lround(log2(sqrt((double)kterms) * 128.0));
+    for (int o = 0; o < L->cout; o++) {
+        d->mult[o] = (int32_t)((1u << 30) + (uint32_t)(splitmix(&s) % (1u << 30)));
+        d->shift[o] = -sh - (int)(splitmix(&s) % 2);
+        d->bias[o] = (int32_t)(splitmix(&s) % 32768) - 16384;
+    }
+    int rc = tsr_conv2d_check(p, &d->oh, &d->ow);
+    if (rc)
+        rn_free(d);
+    return rc;
+}
+
+/* Compulsory DRAM bytes of a layer: every input byte some window reads
+ * (all of them, except rows and columns a strided 1x1 kernel skips), the
+ * weights, a 4-byte bias per output channel and the output, each once. */
+static double rn_compulsory(const rn_layer_t *L, const rn_data_t *d)
+{
+    int used = 0; /* input rows (= columns: square) read by some window */
+    for (int i = 0; i < L->hw; i++) {
+        int hit = 0;
+        for (int o = 0; o < d->oh && !hit; o++)
+            hit = i >= o * L->stride - L->pad && i < o * L->stride - L->pad + L->k;
+        used += hit;
+    }
+    return (double)used * used * L->cin + (double)d->nw + 4.0 * L->cout + (double)d->ny;
+}
+
+/* Plan (timed), pack, run and read one layer on dev. */
+static int rn_run(tsr_device_t *dev, rn_data_t *d, int8_t *y, double *jit_ms, int *kc_status, tsr_counters_t *ctr)
+{
+    tsr_conv2d_plan_t pl;
+    double t0 = now_s();
+    int rc = tsr_conv2d_plan(dev, &d->p, &pl);
+    if (rc)
+        return rc;
+    if (jit_ms)
+        *jit_ms = (now_s() - t0) * 1e3;
+    if (kc_status)
+        *kc_status = pl.kcache;
+    if (!(rc = tsr_conv2d_write_weights(dev, &pl, d->w, d->bias)) && !(rc = tsr_conv2d_write_input(dev, &pl, d->x)) &&
+        !(rc = tsr_reset_counters(dev)) && !(rc = tsr_conv2d_exec(dev, &pl)) &&
+        !(rc = tsr_read_counters(dev, ctr)))
+        rc = tsr_conv2d_read_output(dev, &pl, y);
+    tsr_conv2d_plan_free(dev, &pl);
+    return rc;
+}
+
+static int rn_parse(int argc, char **argv, rn_opts_t *o)
+{
+    static const struct option opts[] = {
+        {"config", required_argument, 0, 'c'}, {"backend", required_argument, 0, 'b'},
+        {"seed", required_argument, 0, 's'},   {"kind", required_argument, 0, 'K'},
+        {"layers", required_argument, 0, 'L'}, {"check", no_argument, 0, 'C'},
+        {"no-jit-cache", no_argument, 0, 'N'}, {"help", no_argument, 0, 'h'},
+        DEVICE_LONG_OPTIONS,                   {0, 0, 0, 0}};
+    int c, any = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "c:b:s:h", opts, NULL)) != -1) {
+        int dv = device_option(c, optarg);
+        if (dv < 0)
+            return usage_error("bench", "bad value for a device option"), -1;
+        if (dv > 0)
+            continue;
+        switch (c) {
+        case 'c': o->cfgname = optarg; break;
+        case 'b': o->backend = optarg; break;
+        case 'K':
+            if (strcmp(optarg, "resnet18"))
+                return usage_error("bench", "--kind is matmul, gemm or resnet18"), -1;
+            break;
+        case 's':
+            if (parse_u64(optarg, &o->seed))
+                return usage_error("bench", "--seed needs a non-negative integer"), -1;
+            break;
+        case 'C': o->check = 1; break;
+        case 'N': o->no_cache = 1; break;
+        case 'L': {
+            char buf[256];
+            snprintf(buf, sizeof buf, "%s", optarg);
+            for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
+                int k = -1;
+                for (int i = 0; i < RN_COUNT; i++)
+                    if (!strcasecmp(t, rn_layers[i].name))
+                        k = i;
+                if (k < 0) {
+                    fprintf(stderr, "%s bench: unknown layer \"%s\" (C1..C11)\n", prog_name, t);
+                    return usage_error("bench", "bad --layers"), -1;
+                }
+                o->sel[k] = 1;
+                any = 1;
+            }
+            if (!any)
+                return usage_error("bench", "--layers needs at least one of C1..C11"), -1;
+            break;
+        }
+        case 'h': fputs(bench_rn_help, stdout); return -2;
+        default: return usage_error("bench", "bad option"), -1;
+        }
+    }
+    if (optind != argc)
+        return usage_error("bench", "unexpected argument"), -1;
+    if (!any)
+        for (int i = 0; i < RN_COUNT; i++)
+            o->sel[i] = 1;
+    return 0;
+}
+
+static int bench_resnet18(int argc, char **argv)
+{
+    rn_opts_t o = {.cfgname = "default", .backend = "rtl", .seed = 1};
+    int r = rn_parse(argc, argv, &o);
+    if (r)
+        return r == -2 ? 0 : 2;
+    const double t_start = now_s();
+    tsr_config_t cfg;
+    tsr_device_t *dev = NULL, *chk = NULL;
+    int8_t *y = NULL, *yc = NULL;
+    int rc = tsr_config_load(o.cfgname, &cfg), diffs = 0;
+    tsr_device_opts_t dopts = g_dev;
+    dopts.rtl.verbose = 1;
+    if (!rc)
+        rc = tsr_device_open(o.backend, &cfg, &dopts, &dev);
+    if (!rc && o.check) {
+        tsr_device_opts_t co = {.seed = o.seed * 2654435761u + 1}; /* random legal stage interleaving */
+        rc = tsr_device_open("fsim", &cfg, &co, &chk);
+    }
+    if (!rc && o.no_cache) {
+        tsr_kcache_opts_t ko = {.disabled = 1};
+        tsr_kcache_t *kc;
+        rc = tsr_kcache_create(dev, &ko, &kc);
+    }
+    if (rc)
+        goto out;
+    const double peak = (double)cfg.macs_per_op;
+    double bw = g_dev.rtl.dram_bytes_per_cycle > 0 ? g_dev.rtl.dram_bytes_per_cycle : 8.0;
+    if (bw > 2.0 * cfg.dram_bus_width / 8)
+        bw = 2.0 * cfg.dram_bus_width / 8;
+    printf("bench: ResNet-18 convolutions, batch 1, int8, per-channel requantization; config %s (%dx%dx%d, peak %.0f "
+           "MACs/cycle), backend %s, DRAM %.4g B/cycle, seed %llu%s\n",
+           o.cfgname, cfg.batch, cfg.block_in, cfg.block_out, peak, o.backend, bw, (unsigned long long)o.seed,
+           o.check ? ", checked against fsim" : "");
+    printf("%-5s %-26s %11s %11s %6s %11s %6s %-7s %11s %11s %8s %-4s %s\n", "layer", "shape", "MACs", "cycles",
+           "util", "bound", "ratio", "limit", "moved", "compulsory", "JIT_ms", "jit", "check");
+    fflush(stdout);
+    double tot_macs = 0, tot_cycles = 0, tot_bound = 0, tot_moved = 0, tot_comp = 0, tot_jit = 0;
+    int timed = 1, nrun = 0;
+    for (int li = 0; li < RN_COUNT; li++) {
+        if (!o.sel[li])
+            continue;
+        const rn_layer_t *L = &rn_layers[li];
+        rn_data_t d;
+        if ((rc = rn_make(L, o.seed, &d))) {
+            tsr_err_prefix(rc, "%s: ", L->name);
+            goto out;
+        }
+        free(y);
+        free(yc);
+        y = malloc(d.ny);
+        yc = malloc(d.ny);
+        if (!y || !yc) {
+            rn_free(&d);
+            rc = tsr_err(TSR_ENOMEM, "out of memory");
+            goto out;
+        }
+        double jit_ms = 0;
+        int kcs = 0;
+        tsr_counters_t ctr, cc;
+        memset(&ctr, 0, sizeof ctr);
+        rc = rn_run(dev, &d, y, &jit_ms, &kcs, &ctr);
+        const char *check = "-";
+        if (!rc && chk && !(rc = rn_run(chk, &d, yc, NULL, NULL, &cc))) {
+            check = "ok";
+            for (size_t i = 0; i < d.ny; i++)
+                if (y[i] != yc[i]) {
+                    size_t ox = i % (size_t)d.ow, oy = i / d.ow % (size_t)d.oh, co = i / ((size_t)d.ow * d.oh);
+                    fprintf(stderr, "%s: output differs from fsim at [0][%zu][%zu][%zu] (flat %zu of %zu): %s %d, fsim %d\n",
+                            L->name, co, oy, ox, i, d.ny, o.backend, y[i], yc[i]);
+                    check = "DIFF";
+                    diffs++;
+                    break;
+                }
+        }
+        if (rc) {
+            tsr_err_prefix(rc, "%s: ", L->name);
+            rn_free(&d);
+            goto out;
+        }
+        double macs = (double)d.ny * L->cin * L->k * L->k;
+        double comp = rn_compulsory(L, &d);
+        double moved;
+        if (ctr.has_hw)
+            moved = (double)ctr.hw[TSR_CNT_DRAM_RD_BYTES] + (double)ctr.hw[TSR_CNT_DRAM_WR_BYTES];
+        else {
+            moved = (double)ctr.bytes_stored + (double)ctr.insn_bytes_fetched;
+            for (int m = 0; m < TSR_MEM_COUNT; m++)
+                moved += (double)ctr.bytes_loaded[m];
+        }
+        double tc = macs / peak, tm = comp / bw, bound = tc > tm ? tc : tm;
+        double cycles = (double)ctr.cycles;
+        char shape[64], cyc[32], util[16], ratio[16];
+        snprintf(shape, sizeof shape, "%dx%d,%d->%d,%dx%d,s%d,p%d", L->hw, L->hw, L->cin, L->cout, L->k, L->k,
+                 L->stride, L->pad);
+        if (cycles > 0) {
+            snprintf(cyc, sizeof cyc, "%.0f", cycles);
+            snprintf(util, sizeof util, "%.3f", macs / (cycles * peak));
+            snprintf(ratio, sizeof ratio, "%.3f", bound / cycles);
+        } else {
+            timed = 0;
+            snprintf(cyc, sizeof cyc, "-");
+            snprintf(util, sizeof util, "-");
+            snprintf(ratio, sizeof ratio, "-");
+        }
+        static const char *kcn[] = {"off", "miss", "hit", "disk"};
+        printf("%-5s %-26s %11.0f %11s %6s %11.0f %6s %-7s %11.0f %11.0f %8.2f %-4s %s\n", L->name, shape, macs, cyc,
+               util, bound, ratio, tc >= tm ? "compute" : "memory", moved, comp, jit_ms,
+               kcs >= 0 && kcs < 4 ? kcn[kcs] : "?", check);
+        fflush(stdout);
+        tot_macs += macs;
+        tot_cycles += cycles;
+        tot_bound += bound;
+        tot_moved += moved;
+        tot_comp += comp;
+        tot_jit += jit_ms;
+        nrun++;
+        rn_free(&d);
+    }
+    char cyc[32] = "-", util[16] = "-", ratio[16] = "-";
+    if (timed && tot_cycles > 0) {
+        snprintf(cyc, sizeof cyc, "%.0f", tot_cycles);
+        snprintf(util, sizeof util, "%.3f", tot_macs / (tot_cycles * peak));
+        snprintf(ratio, sizeof ratio, "%.3f", tot_bound / tot_cycles);
+    }
+    printf("%-5s %-26s %11.0f %11s %6s %11.0f %6s %-7s %11.0f %11.0f %8.2f %-4s %s\n", "total", "-", tot_macs, cyc,
+           util, tot_bound, ratio, "-", tot_moved, tot_comp, tot_jit, "-", !chk ? "-" : diffs ? "DIFF" : "ok");
+    tsr_kcache_stats_t ks;
+    memset(&ks, 0, sizeof ks);
+    tsr_kcache_stats(tsr_kcache_get(dev), &ks);
+    printf("wall time %.2f s for %d layers (data, plans, packing, runs%s); jit cache: %llu misses, %llu hits, %llu "
+           "from disk, %.1f ms generating, %.1f ms saved\n",
+           now_s() - t_start, nrun, chk ? ", fsim check runs" : "", (unsigned long long)ks.misses,
+           (unsigned long long)ks.hits, (unsigned long long)ks.disk_hits, ks.gen_ns / 1e6, ks.saved_ns / 1e6);
+out:
+    free(y);
+    free(yc);
+    tsr_device_close(chk);
+    tsr_device_close(dev);
+    if (rc)
+        return fail(rc);
+    if (diffs) {
+        fprintf(stderr, "%s bench: %d layer(s) differ from fsim\n", prog_name, diffs);
+        return 1;
+    }
+    return 0;
+}
+
 static int cmd_bench(int argc, char **argv)
 {
     mm_opts_t mo = {.o = {.cfgname = "default", .backend = "fsim", .seed = 1}, .m = 0, .k = 0, .n = 0,
                     .shift = 10, .reps = 8, .kind = "matmul"};
+    for (int i = 1; i < argc; i++) /* --kind resnet18 has its own options */
+        if ((!strcmp(argv[i], "--kind") && i + 1 < argc && !strcmp(argv[i + 1], "resnet18")) ||
+            !strcmp(argv[i], "--kind=resnet18"))
+            return bench_resnet18(argc, argv);
     int r = parse_mm(argc, argv, "bench", bench_help, &mo);
     if (r)
         return r == -2 ? 0 : 2;

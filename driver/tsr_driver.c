@@ -31,6 +31,8 @@ struct tsr_device {
     uint64_t insn_addr;           /* instruction buffer (0 = none) */
     uint64_t insn_cap;            /* its size in bytes */
     int running;                  /* a submitted stream has not finished */
+    void *ext;                    /* host-side extension object (the JIT kernel cache), or NULL */
+    void (*ext_dtor)(tsr_device_t *, void *); /* destroys ext at close, or NULL */
 };
 
 static const tsr_backend_ops_t *const backends[] = {&tsr_backend_fsim, &tsr_backend_rtl};
@@ -73,12 +75,25 @@ void tsr_device_close(tsr_device_t *d)
 {
     if (!d)
         return;
+    if (d->ext && d->ext_dtor) {
+        void *ext = d->ext;
+        d->ext = NULL; /* the dtor may call tsr_device_set_ext */
+        d->ext_dtor(d, ext);
+    }
     d->ops->close(d->state);
     free(d->bufs);
     free(d);
 }
 
 const tsr_config_t *tsr_device_config(const tsr_device_t *d) { return &d->cfg; }
+
+void tsr_device_set_ext(tsr_device_t *d, void *ext, void (*dtor)(tsr_device_t *dev, void *ext))
+{
+    d->ext = ext;
+    d->ext_dtor = dtor;
+}
+
+void *tsr_device_ext(const tsr_device_t *d) { return d->ext; }
 
 static int track(tsr_device_t *d, uint64_t addr, uint64_t size)
 {

@@ -37,6 +37,12 @@ int tsr_device_open(const char *backend, const tsr_config_t *cfg,
                     const tsr_device_opts_t *opts, tsr_device_t **out);
 void tsr_device_close(tsr_device_t *dev);
 const tsr_config_t *tsr_device_config(const tsr_device_t *dev);
+/* One host-side object tied to the device's lifetime (the JIT kernel cache,
+ * jit/tsr_kcache.h): tsr_device_close first calls dtor(dev, ext), while the
+ * device's buffers can still be freed. Setting a new one replaces the old
+ * without destroying it; ext NULL clears the slot. */
+void tsr_device_set_ext(tsr_device_t *dev, void *ext, void (*dtor)(tsr_device_t *dev, void *ext));
+void *tsr_device_ext(const tsr_device_t *dev);
 
 /* Device DRAM buffers. Addresses are device byte addresses. */
 int tsr_mem_alloc(tsr_device_t *dev, uint64_t size, uint64_t *addr);

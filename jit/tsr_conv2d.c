@@ -36,8 +36,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "tsr_error.h"
+#include "tsr_kcache.h"
 
 #define OP "conv2d"
 
@@ -835,12 +837,15 @@ void tsr_conv2d_unpack_output(const tsr_config_t *c, const tsr_conv2d_plan_t *pl
 
 /* ---------------------------------------------------------------- plan */
 
-static int write_uops(tsr_device_t *dev, const geo_t *g, tsr_conv2d_plan_t *pl)
+/* Encode the uop kernels of g's tiling (host memory, n_uops(g) entries of
+ * uop_bytes; *out is malloc'ed). Uops hold on-chip indices only. */
+static int encode_uops(const geo_t *g, uint8_t **out)
 {
     const tsr_config_t *c = g->c;
     const tsr_conv2d_params_t *p = g->p;
     size_t n = (size_t)n_uops(g);
     uint8_t *u8 = calloc(n, c->uop_bytes);
+    *out = NULL;
     if (!u8)
         return tsr_err(TSR_ENOMEM, "out of memory");
     int rc = TSR_OK;
@@ -859,7 +864,7 @@ static int write_uops(tsr_device_t *dev, const geo_t *g, tsr_conv2d_plan_t *pl)
                         u.wgt = (uint32_t)(q * g->wgt_half + (g->dw ? cl : cl * g->t.tci + ci) * g->kk + ky * p->kw + kx);
                         uint64_t raw;
                         if ((rc = tsr_uop_encode(c, &u, &raw)))
-                            goto out;
+                            goto fail;
                         memcpy(u8 + k * c->uop_bytes, &raw, c->uop_bytes);
                     }
     }
@@ -868,23 +873,103 @@ static int write_uops(tsr_device_t *dev, const geo_t *g, tsr_conv2d_plan_t *pl)
             tsr_uop_t u = {acc_base(g, pa), j < 0 ? acc_base(g, pa) : const_base(g, pa) + (uint32_t)j, 0};
             uint64_t raw;
             if ((rc = tsr_uop_encode(c, &u, &raw)))
-                goto out;
+                goto fail;
             memcpy(u8 + k * c->uop_bytes, &raw, c->uop_bytes);
         }
-    pl->nuops = n;
-    if ((rc = tsr_mem_alloc(dev, (uint64_t)n * c->uop_bytes, &pl->uop_addr)))
-        goto out;
-    rc = tsr_mem_write(dev, pl->uop_addr, u8, (uint64_t)n * c->uop_bytes);
-out:
+    *out = u8;
+    return TSR_OK;
+fail:
     free(u8);
+    return rc;
+}
+
+/* Generator identity, part of every signature: it changes whenever this
+ * file is recompiled, so a cache file written by another build of the
+ * lowering (whose build() or tiling may differ) is never used. */
+#define GEN_ID OP " lowering v1, built " __DATE__ " " __TIME__
+
+/* The kernel cache signature of p: every parameter build(), the tiling and
+ * the uops read. Multipliers and per-channel shift values only reach the
+ * constant rows (packed with the weights), so they are left out (layers
+ * that differ only in them share one kernel); the signs of per-channel
+ * shifts select ALU steps, so they are in. Weight zero points are in (the
+ * stream does not read them today; a zero-point correction would). If the
+ * lowering starts to depend on another value, add it here. */
+static size_t conv2d_sig(const tsr_conv2d_params_t *p, uint8_t *sig)
+{
+    size_t n = tsr_kcache_sig_bytes(sig, 0, GEN_ID, sizeof GEN_ID);
+    const int32_t v[] = {p->n,          p->c_in,      p->h,          p->w,         p->c_out,        p->kh,
+                         p->kw,         p->stride_h,  p->stride_w,   p->pad_top,   p->pad_left,     p->pad_bottom,
+                         p->pad_right,  p->groups,    (int32_t)p->x_dtype, p->x_zp, (int32_t)p->w_dtype,
+                         (int32_t)p->y_dtype, p->y_zp, p->act_min,   p->act_max,   p->w_zp_count,   p->rq_count};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+        n = tsr_kcache_sig_i32(sig, n, v[i]);
+    for (int i = 0; i < p->w_zp_count; i++)
+        n = tsr_kcache_sig_i32(sig, n, p->w_zp[i]);
+    if (p->rq_count == 1) {
+        n = tsr_kcache_sig_i32(sig, n, p->shift[0]);
+    } else {
+        int any_pos = 0, any_neg = 0;
+        for (int i = 0; i < p->rq_count; i++) {
+            any_pos |= p->shift[i] > 0;
+            any_neg |= p->shift[i] < 0;
+        }
+        n = tsr_kcache_sig_i32(sig, n, any_pos);
+        n = tsr_kcache_sig_i32(sig, n, any_neg);
+    }
+    return n;
+}
+
+/* The lowering-specific part of a cached kernel. */
+typedef struct {
+    tiling_t t;  /* the chosen tiling */
+    double cost; /* the cost model's value for it */
+} conv_meta_t;
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Generate the kernel for g (tiling, uops, relocatable stream) and insert
+ * it into kc; *ref gets the reference. */
+static int generate(tsr_kcache_t *kc, geo_t *g, const uint8_t *sig, size_t sig_len, tsr_kcache_ref_t **ref)
+{
+    const uint64_t t0 = mono_ns();
+    uint8_t *uops = NULL;
+    ibuf_t b = {0};
+    int rc;
+    if ((rc = choose_tiling(g)) || (rc = encode_uops(g, &uops)))
+        goto out;
+    g->x_el = g->w_el = g->y_el = g->c_el = g->uop_el = 0; /* relocatable: every buffer at 0 */
+    build(g, &b);
+    if (b.oom) {
+        rc = tsr_err(TSR_ENOMEM, "out of memory");
+        goto out;
+    }
+    conv_meta_t meta;
+    memset(&meta, 0, sizeof meta);
+    meta.t = g->t;
+    meta.cost = (double)b.bytes + COST_PER_INSN * (double)b.n;
+    tsr_kernel_t k = {&meta, sizeof meta, b.v, b.n, uops, (size_t)n_uops(g), mono_ns() - t0};
+    rc = tsr_kcache_insert(kc, sig, sig_len, &k, ref);
+out:
+    free(b.v);
+    free(uops);
     return rc;
 }
 
 int tsr_conv2d_plan(tsr_device_t *dev, const tsr_conv2d_params_t *params, tsr_conv2d_plan_t *pl)
 {
+    const uint64_t t0 = mono_ns();
+    if (!dev || !pl)
+        return tsr_err(TSR_EINVAL, OP ": NULL device or plan");
     const tsr_config_t *c = tsr_device_config(dev);
     memset(pl, 0, sizeof *pl);
     geo_t g;
+    uint8_t *sig = NULL;
     int rc = geo_init(c, params, &g);
     if (rc)
         return rc;
@@ -892,7 +977,8 @@ int tsr_conv2d_plan(tsr_device_t *dev, const tsr_conv2d_params_t *params, tsr_co
     pl->w_zp = malloc(sizeof(int32_t) * (size_t)params->w_zp_count);
     pl->mult = malloc(sizeof(int32_t) * (size_t)params->rq_count);
     pl->shift = malloc(sizeof(int32_t) * (size_t)params->rq_count);
-    if (!pl->w_zp || !pl->mult || !pl->shift) {
+    sig = malloc(TSR_KCACHE_MAX_SIG);
+    if (!pl->w_zp || !pl->mult || !pl->shift || !sig) {
         rc = tsr_err(TSR_ENOMEM, "out of memory");
         goto fail;
     }
@@ -903,8 +989,52 @@ int tsr_conv2d_plan(tsr_device_t *dev, const tsr_conv2d_params_t *params, tsr_co
     pl->p.mult = pl->mult;
     pl->p.shift = pl->shift;
     g.p = &pl->p;
-    if ((rc = choose_tiling(&g)))
+
+    /* The kernel: from the device's cache, else generated and inserted. */
+    tsr_kcache_t *kc = tsr_kcache_get(dev);
+    if (!kc) {
+        rc = TSR_ENOMEM;
         goto fail;
+    }
+    size_t sig_len = conv2d_sig(&pl->p, sig);
+    if (sig_len > TSR_KCACHE_MAX_SIG) {
+        rc = tsr_err(TSR_EINVAL, OP ": parameters too long for a kernel cache signature (%zu bytes)", sig_len);
+        goto fail;
+    }
+    rc = tsr_kcache_lookup(kc, sig, sig_len, &pl->kref);
+    if (rc < 0)
+        goto fail;
+    pl->kcache = rc == 1 ? TSR_KC_HIT : rc == 2 ? TSR_KC_DISK : TSR_KC_MISS;
+    if (pl->kref) {
+        /* A cached kernel of this signature; its tiling must still fit
+         * (defence in depth: the signature makes this always true). */
+        const tsr_kernel_t *k = tsr_kcache_kernel(pl->kref);
+        conv_meta_t meta;
+        int ok = k->meta_len == sizeof meta;
+        if (ok) {
+            memcpy(&meta, k->meta, sizeof meta);
+            ok = tiling_fits(&g, &meta.t);
+        }
+        if (ok) {
+            set_tiling(&g, &meta.t);
+            ok = k->nuops == (size_t)n_uops(&g);
+        }
+        if (!ok) {
+            tsr_kcache_release(pl->kref);
+            pl->kref = NULL;
+            pl->kcache = TSR_KC_MISS;
+        }
+    }
+    if (!pl->kref) {
+        if ((rc = generate(kc, &g, sig, sig_len, &pl->kref)))
+            goto fail;
+        if (tsr_kcache_options(kc)->disabled)
+            pl->kcache = TSR_KC_NONE;
+    }
+    const tsr_kernel_t *k = tsr_kcache_kernel(pl->kref);
+    conv_meta_t meta;
+    memcpy(&meta, k->meta, sizeof meta);
+
     pl->oh = g.oh;
     pl->ow = g.ow;
     pl->nb = g.nb;
@@ -925,6 +1055,8 @@ int tsr_conv2d_plan(tsr_device_t *dev, const tsr_conv2d_params_t *params, tsr_co
     pl->tiles = g.tiles;
     pl->chunks = g.chunks;
     pl->h_pad = g.h_pad;
+    pl->nuops = k->nuops;
+    pl->uop_addr = tsr_kcache_uop_addr(pl->kref);
     pl->x_bytes = x_elems(&g) * c->inp_bytes;
     pl->w_bytes = w_elems(&g) * c->wgt_bytes;
     pl->y_bytes = y_elems(&g) * c->out_bytes;
@@ -932,55 +1064,68 @@ int tsr_conv2d_plan(tsr_device_t *dev, const tsr_conv2d_params_t *params, tsr_co
     if ((rc = tsr_mem_alloc(dev, pl->x_bytes, &pl->x_addr)) || (rc = tsr_mem_alloc(dev, pl->w_bytes, &pl->w_addr)) ||
         (rc = tsr_mem_alloc(dev, pl->y_bytes, &pl->y_addr)) || (rc = tsr_mem_alloc(dev, pl->c_bytes, &pl->c_addr)))
         goto fail;
-    if ((rc = write_uops(dev, &g, pl)))
-        goto fail;
-    g.x_el = (uint32_t)(pl->x_addr / c->inp_bytes);
-    g.w_el = (uint32_t)(pl->w_addr / c->wgt_bytes);
-    g.y_el = (uint32_t)(pl->y_addr / c->out_bytes);
-    g.c_el = (uint32_t)(pl->c_addr / c->acc_bytes);
-    g.uop_el = (uint32_t)(pl->uop_addr / c->uop_bytes);
     if (pl->x_addr % c->inp_bytes || pl->w_addr % c->wgt_bytes || pl->y_addr % c->out_bytes ||
         pl->c_addr % c->acc_bytes || pl->uop_addr % c->uop_bytes) {
         rc = tsr_err(TSR_EINVAL, OP ": device buffers not aligned to their element sizes");
         goto fail;
     }
-    ibuf_t b = {0};
-    build(&g, &b);
-    if (b.oom) {
-        free(b.v);
+    /* This plan's stream: the cached one, relocated to its buffers. */
+    pl->insns = malloc((k->ninsns ? k->ninsns : 1) * sizeof *pl->insns);
+    if (!pl->insns) {
         rc = tsr_err(TSR_ENOMEM, "out of memory");
         goto fail;
     }
-    pl->insns = b.v;
-    pl->ninsns = b.n;
-    for (size_t i = 0; i < b.n; i++) {
+    memcpy(pl->insns, k->insns, k->ninsns * sizeof *pl->insns);
+    pl->ninsns = k->ninsns;
+    uint64_t base[TSR_MEM_COUNT] = {0};
+    base[TSR_MEM_UOP] = pl->uop_addr;
+    base[TSR_MEM_INP] = pl->x_addr;
+    base[TSR_MEM_WGT] = pl->w_addr;
+    base[TSR_MEM_ACC] = pl->c_addr;
+    base[TSR_MEM_OUT] = pl->y_addr;
+    if ((rc = tsr_kcache_relocate(c, pl->insns, pl->ninsns, base))) {
+        tsr_err_prefix(rc, OP ": ");
+        goto fail;
+    }
+    /* A new stream is checked field by field. A cached one is not again
+     * (that was half the time of a hit): relocation changed only dram_base
+     * and checked it against its field, and every other field is that of a
+     * stream that passed this check when it was generated (memory) or was
+     * decoded from bits (disk). The driver encodes every stream it submits. */
+    for (size_t i = 0; (pl->kcache == TSR_KC_MISS || pl->kcache == TSR_KC_NONE) && i < pl->ninsns; i++) {
         tsr_insn_bits_t bits;
-        if ((rc = tsr_insn_encode(c, &b.v[i], &bits))) {
+        if ((rc = tsr_insn_encode(c, &pl->insns[i], &bits))) {
             rc = tsr_err_prefix(rc, OP ": instruction %zu of the generated stream: ", i);
             goto fail;
         }
     }
     tsr_counters_t ct;
     memset(&ct, 0, sizeof ct);
-    tsr_counters_static(c, b.v, b.n, &ct);
+    tsr_counters_static(c, pl->insns, pl->ninsns, &ct);
     pl->gemm_ops = ct.gemm_ops;
     pl->alu_ops = ct.alu_ops;
     pl->dram_bytes = ct.bytes_stored;
     for (int m = 0; m < TSR_MEM_COUNT; m++)
         pl->dram_bytes += ct.bytes_loaded[m];
-    pl->cost = (double)b.bytes + COST_PER_INSN * (double)b.n;
+    pl->cost = meta.cost;
+    pl->jit_ns = mono_ns() - t0;
+    free(sig);
     return TSR_OK;
 fail:
+    free(sig);
     tsr_conv2d_plan_free(dev, pl);
     return rc;
 }
 
 void tsr_conv2d_plan_free(tsr_device_t *dev, tsr_conv2d_plan_t *pl)
 {
-    uint64_t *bufs[5] = {&pl->uop_addr, &pl->x_addr, &pl->w_addr, &pl->y_addr, &pl->c_addr};
-    for (int i = 0; i < 5; i++)
+    if (!pl)
+        return;
+    uint64_t *bufs[4] = {&pl->x_addr, &pl->w_addr, &pl->y_addr, &pl->c_addr};
+    for (int i = 0; i < 4; i++)
         if (*bufs[i])
             tsr_mem_free(dev, *bufs[i]);
+    tsr_kcache_release(pl->kref); /* the uop buffer belongs to the cache entry */
     free(pl->insns);
     free(pl->w_zp);
     free(pl->mult);

@@ -48,6 +48,7 @@
 #include <stdint.h>
 
 #include "tsr_driver.h"
+#include "tsr_kcache.h"
 #include "tsr_npy.h"
 
 typedef struct tsr_conv2d_params {
@@ -90,21 +91,30 @@ typedef struct tsr_conv2d_plan {
     tsr_insn_t *insns;             /* the instruction stream (owned) */
     size_t ninsns;                 /* its length */
     size_t nuops;                  /* uops in the kernel buffer */
-    uint64_t uop_addr;             /* device buffer of the uop kernels (owned) */
+    uint64_t uop_addr;             /* device buffer of the uop kernels (owned by the cache entry kref) */
     uint64_t x_addr, w_addr, y_addr, c_addr; /* device buffers: packed input, weights, output, constants (owned) */
     uint64_t x_bytes, w_bytes, y_bytes, c_bytes; /* their sizes */
     uint64_t gemm_ops;             /* GEMM tensor ops (non-reset) the stream performs */
     uint64_t alu_ops;              /* ALU tensor ops */
     uint64_t dram_bytes;           /* DRAM bytes the stream loads and stores (instructions excluded) */
     double cost;                   /* the cost model's value for the chosen tiling */
+    tsr_kcache_ref_t *kref;        /* the kernel (tiling, relocatable stream, uop buffer) in the device's
+                                      kernel cache; released by tsr_conv2d_plan_free */
+    int kcache;                    /* tsr_kc_status_e: generated (miss / cache disabled) or cached (hit / disk) */
+    uint64_t jit_ns;               /* wall time tsr_conv2d_plan took, nanoseconds */
 } tsr_conv2d_plan_t;
 
 /* Output shape of a valid parameter set (checks everything the plan does
  * that does not depend on the config). */
 int tsr_conv2d_check(const tsr_conv2d_params_t *p, int *oh, int *ow);
 
-/* Validate, choose the tiling for dev's config, allocate the device
- * buffers, write the uop kernels and build the stream. */
+/* Validate, allocate the device buffers and get the kernel (tiling, uop
+ * kernels in a device buffer, stream) from the device's kernel cache
+ * (tsr_kcache_get): a plan with the same signature as an earlier one (on
+ * this device, or on any device of the same config through the on-disk
+ * cache) skips the tiling search, stream generation and uop upload; else
+ * choose the tiling, build and insert. The plan's stream is the kernel's,
+ * relocated to the plan's buffers. */
 int tsr_conv2d_plan(tsr_device_t *dev, const tsr_conv2d_params_t *p, tsr_conv2d_plan_t *plan);
 void tsr_conv2d_plan_free(tsr_device_t *dev, tsr_conv2d_plan_t *plan);
 
