@@ -73,7 +73,7 @@ static const field_spec_t alu_fields[] = {
     {"src_factor_out", F(src_factor_out), W_ACC, 0, 0, "acc src row step per outer iteration"},
     {"src_factor_in", F(src_factor_in), W_ACC, 0, 0, "acc src row step per inner iteration"},
     {"alu_opcode", F(alu_opcode), W_FIX, TSR_ALU_OP_BITS, 0,
-     "min 0, max 1, add 2, shr 3, mul 4, mov 5, rshr 6, mulhr 7"},
+     "min 0, max 1, add 2, shr 3, mul 4, mov 5, rshr 6, mulhr 7, rqfin 8"},
     {"use_imm", F(use_imm), W_FIX, 1, 0, "operand b is imm instead of acc[src]"},
     {"imm", F(imm), W_FIX, TSR_IMM_BITS, 1, "signed immediate operand"},
 };
@@ -317,7 +317,7 @@ const char *tsr_mem_name(uint32_t m)
 
 const char *tsr_alu_name(uint32_t op)
 {
-    static const char *n[] = {"min", "max", "add", "shr", "mul", "mov", "rshr", "mulhr"};
+    static const char *n[] = {"min", "max", "add", "shr", "mul", "mov", "rshr", "mulhr", "rqfin"};
     return op < TSR_ALU_COUNT ? n[op] : NULL;
 }
 
@@ -365,6 +365,28 @@ int32_t tsr_alu_apply(uint32_t op, int32_t a, int32_t b, int w)
         int64_t p = A * B;
         int64_t nudge = p >= 0 ? (1ll << (w - 2)) : 1 - (1ll << (w - 2));
         return tsr_wrap((p + nudge) / lim, w);
+    }
+    case TSR_ALU_RQFIN: {
+        /* b packs, in its low 32 bits (b sign-extended first): shift [4:0],
+         * zero point [13:5], lo [22:14], hi [31:23] (the last three signed). */
+        uint32_t p32 = (uint32_t)B;
+        int64_t sh = p32 & 31u;
+        int64_t zp = (int64_t)((int32_t)(p32 << 18) >> 23);
+        int64_t lo = (int64_t)((int32_t)(p32 << 9) >> 23);
+        int64_t hi = (int64_t)((int32_t)p32 >> 23);
+        if (sh > w - 1)
+            sh = w - 1;
+        int64_t r = A;
+        if (sh > 0) {
+            int64_t mask = (1ll << sh) - 1;
+            int64_t rem = A & mask;
+            int64_t thr = (mask >> 1) + (A < 0 ? 1 : 0);
+            r = (A >> sh) + (rem > thr ? 1 : 0);
+        }
+        int64_t v = r + zp;
+        v = v < lo ? lo : v;
+        v = v > hi ? hi : v;
+        return tsr_wrap(v, w);
     }
     default: return a;
     }

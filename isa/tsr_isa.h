@@ -27,7 +27,7 @@
 #define TSR_PAD_BITS 4
 #define TSR_PAD_VALUE_BITS 8  /* LOAD inp pad value (int8, sign-extended to the input width) */
 #define TSR_IMM_BITS 16
-#define TSR_ALU_OP_BITS 3
+#define TSR_ALU_OP_BITS 4
 
 typedef enum {
     TSR_OP_LOAD = 0,
@@ -57,7 +57,8 @@ typedef enum {
     TSR_ALU_MOV = 5,   /* b */
     TSR_ALU_RSHR = 6,  /* a >> b rounding half away from zero; b <= 0 as SHR */
     TSR_ALU_MULHR = 7, /* saturating rounding doubling high multiply */
-    TSR_ALU_COUNT = 8
+    TSR_ALU_RQFIN = 8, /* requantization finish: rounding shift, + zero point, clamp (b packs all four) */
+    TSR_ALU_COUNT = 9
 } tsr_alu_e;
 
 /* The three execution stages, joined by token queues load <-> compute <-> store. */

@@ -184,10 +184,10 @@ typedef struct {
     const tsr_config_t *c;
     const tsr_conv2d_params_t *p;
     int oh, ow, nb, cib, cob, dw, kk, nconst;
-    int has_shl_row, has_rshr_row;
+    int has_shl_row;
     int inp_half, wgt_half, acc_half;
     int h_pad;
-    int32_t shl_imm, rshr_imm;  /* per tensor: left shift amount (>0) and right shift (>0) */
+    int32_t shl_imm;            /* per tensor: left shift amount (>0) */
     /* tiling */
     tiling_t t;
     int row_step, rows_in, n_rt, n_ct, chunks, steps, tiles, nci, kern_sets;
@@ -356,28 +356,21 @@ typedef struct {
 static void emit_post(const geo_t *g, ibuf_t *b, const post_t *pt)
 {
     const tsr_config_t *c = g->c;
-    const tsr_conv2d_params_t *p = g->p;
     const int TOH = g->t.toh, OW = g->t.tow, FULL_OW = g->ow, NBA = g->t.nba;
     const int pa = pt->pa, tco = pt->tco, cob0 = pt->cob0, nb = pt->nb, t = pt->t;
     const rowgeo_t r = pt->r;
     const colgeo_t cg = pt->cg;
     tsr_insn_t *in;
-    /* requantize: shr (left), mulhr, rshr, max, min, add */
-    alu_step_t seq[6];
+    /* requantize: shr (left, if any shift is positive), mulhr by M, then
+     * rqfin (rounding right shift, + y_zp, clamp) with its packed row */
+    alu_step_t seq[3];
     int ns = 0;
     if (g->has_shl_row)
         seq[ns++] = (alu_step_t){TSR_ALU_SHR, 2, 0};
     else if (g->shl_imm)
         seq[ns++] = (alu_step_t){TSR_ALU_SHR, -1, -g->shl_imm};
     seq[ns++] = (alu_step_t){TSR_ALU_MULHR, 1, 0};
-    if (g->has_rshr_row)
-        seq[ns++] = (alu_step_t){TSR_ALU_RSHR, 2 + g->has_shl_row, 0};
-    else if (g->rshr_imm)
-        seq[ns++] = (alu_step_t){TSR_ALU_RSHR, -1, g->rshr_imm};
-    seq[ns++] = (alu_step_t){TSR_ALU_MAX, -1, p->act_min - p->y_zp};
-    seq[ns++] = (alu_step_t){TSR_ALU_MIN, -1, p->act_max - p->y_zp};
-    if (p->y_zp)
-        seq[ns++] = (alu_step_t){TSR_ALU_ADD, -1, p->y_zp};
+    seq[ns++] = (alu_step_t){TSR_ALU_RQFIN, 2 + g->has_shl_row, 0};
     for (int k = 0; k < ns; k++) {
         in = emit(b, TSR_OP_ALU);
         in->alu_opcode = seq[k].op;
@@ -725,19 +718,14 @@ static int geo_init(const tsr_config_t *c, const tsr_conv2d_params_t *p, geo_t *
     g->cob = cdiv(p->c_out, c->block_out);
     g->kk = p->kh * p->kw;
     g->h_pad = p->x_zp - (p->x_dtype == TSR_DT_UINT8 ? 128 : 0);
-    int any_pos = 0, any_neg = 0;
-    for (int i = 0; i < p->rq_count; i++) {
+    int any_pos = 0;
+    for (int i = 0; i < p->rq_count; i++)
         any_pos |= p->shift[i] > 0;
-        any_neg |= p->shift[i] < 0;
-    }
-    if (p->rq_count > 1) {
+    if (p->rq_count > 1)
         g->has_shl_row = any_pos;
-        g->has_rshr_row = any_neg;
-    } else {
+    else
         g->shl_imm = imax(p->shift[0], 0);
-        g->rshr_imm = imax(-p->shift[0], 0);
-    }
-    g->nconst = 2 + g->has_shl_row + g->has_rshr_row;
+    g->nconst = 3 + g->has_shl_row;
     return TSR_OK;
 }
 
@@ -800,15 +788,11 @@ int tsr_conv2d_pack_weights(const tsr_config_t *c, const tsr_conv2d_plan_t *pl, 
         int64_t bp = (bias ? (int64_t)bias[co] : 0) - (int64_t)pl->h_pad * sum;
         vals[nv++] = (int32_t)(uint32_t)(uint64_t)bp; /* wrap32 */
         vals[nv++] = p->mult[r];
-        if (pl->nconst > 2) {
-            int any_pos = 0;
-            for (int k = 0; k < p->rq_count; k++)
-                any_pos |= p->shift[k] > 0;
-            if (any_pos)
-                vals[nv++] = -imax(p->shift[r], 0);
-            if (nv < pl->nconst)
-                vals[nv++] = imax(-p->shift[r], 0);
-        }
+        if (pl->nconst > 3) /* per-channel left shifts (shr by a negative amount) */
+            vals[nv++] = -imax(p->shift[r], 0);
+        /* rqfin: right shift [4:0], y_zp [13:5], act_min [22:14], act_max [31:23] */
+        vals[nv++] = (int32_t)((uint32_t)imax(-p->shift[r], 0) | ((uint32_t)p->y_zp & 511u) << 5 |
+                               ((uint32_t)p->act_min & 511u) << 14 | ((uint32_t)p->act_max & 511u) << 23);
         for (int k = 0; k < nv; k++)
             for (int b = 0; b < c->batch; b++) {
                 size_t el = (size_t)(co / c->block_out) * pl->nconst + k;

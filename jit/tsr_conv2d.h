@@ -25,8 +25,11 @@
  *           [o][i] = (i == o) ? w'(cob*BO+o, 0) : 0)
  *   output  out elements [NB][COB][OH][OW],        each [b][o] = y(n, co = cob*BO+o)
  *   consts  acc elements [COB][NCONST],            each [b][o] = value for channel cob*BO+o:
- *           row 0 bias', row 1 M, then (per-channel only, if needed) the
- *           left shift -max(S,0) and the right shift max(-S,0).
+ *           row 0 bias', row 1 M, then (per-channel only, if some S > 0) the
+ *           left shift -max(S,0), then the rqfin row packing max(-S,0), y_zp,
+ *           act_min, act_max (isa/semantics.md): requantizing a row is mulhr +
+ *           rqfin (+ shr), so the ALU pipe keeps up with the GEMMs of the next
+ *           tile even for 1x1 convolutions.
  *
  * Schedule. An output tile is (one batch block, TCO output-channel blocks,
  * TOH output rows, all OW columns, or TOW columns when an input row is too

@@ -126,6 +126,8 @@ static void make_insn(const tsr_config_t *cfg, uint32_t op, int fill, uint64_t *
             v = op;
         else if (f->offset == offsetof(tsr_insn_t, mem_type))
             v = fill == FILL_MAX ? TSR_MEM_COUNT - 1 : v % TSR_MEM_COUNT;
+        else if (f->offset == offsetof(tsr_insn_t, alu_opcode)) /* the field is wider than the op list */
+            v = fill == FILL_MAX ? TSR_ALU_COUNT - 1 : v % TSR_ALU_COUNT;
         if (f->is_signed && f->width < 32 && (v >> (f->width - 1)) & 1)
             v |= ~mask; /* sign-extend */
         set_member(in, f->offset, (uint32_t)v);
@@ -213,7 +215,7 @@ static void test_roundtrip_max_text_default(void **state)
                               "src=2047,2047 wgt=1023,1023 pop_prev pop_next push_prev push_next");
     make_insn(&cfg, TSR_OP_ALU, FILL_MAX, &rng, &in);
     assert_true(tsr_disasm_insn(&cfg, &in, text, sizeof text) > 0);
-    assert_string_equal(text, "alu mulhr reset=1 uop=8191:16383 iter=16383,16383 dst=2047,2047 "
+    assert_string_equal(text, "alu rqfin reset=1 uop=8191:16383 iter=16383,16383 dst=2047,2047 "
                               "src=2047,2047 use_imm=1 imm=-1 pop_prev pop_next push_prev "
                               "push_next");
     make_insn(&cfg, TSR_OP_LOAD, FILL_MAX, &rng, &in);

@@ -1050,6 +1050,17 @@ static void test_alu_constants(void **state)
         {TSR_ALU_MAX, -1, -2, 16, -1},
         {TSR_ALU_MOV, 12345, -7, 32, -7},
         {TSR_ALU_MOV, 1, -32768, 16, -32768},
+        /* rqfin, b = shift | zp << 5 | lo << 14 | hi << 23 */
+        {TSR_ALU_RQFIN, 5, 1071644673, 32, 3}, /* 5/2 = 2.5 -> 3 */
+        {TSR_ALU_RQFIN, -5, 1071644673, 32, -3}, /* -2.5 -> -3 (away from zero) */
+        {TSR_ALU_RQFIN, -4, 1071644673, 32, -2},
+        {TSR_ALU_RQFIN, 1000, 1071656962, 32, 122}, /* 250 - 128 */
+        {TSR_ALU_RQFIN, INT32_MAX, 2139103200, 32, 255}, /* the zero-point add does not wrap */
+        {TSR_ALU_RQFIN, INT32_MIN, 2143297536, 32, -256},
+        {TSR_ALU_RQFIN, 7, 1071644675, 32, 1}, /* 0.875 -> 1 */
+        {TSR_ALU_RQFIN, -32768, 2143289375, 16, -1}, /* shift clamped to 15 */
+        {TSR_ALU_RQFIN, 0, 42106880, 32, 5}, /* lo > hi: max first, then min */
+        {TSR_ALU_RQFIN, 300, 1071644672, 32, 127}, /* saturates */
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
         int32_t r = ref_alu(t[i].op, t[i].a, t[i].b, t[i].W);
@@ -1210,7 +1221,7 @@ static void test_gemm_loops_reset(void **state)
 
 /* ============================================================= ALU tests */
 
-static const char *alu_names[] = {"min", "max", "add", "shr", "mul", "mov", "rshr", "mulhr"};
+static const char *alu_names[] = {"min", "max", "add", "shr", "mul", "mov", "rshr", "mulhr", "rqfin"};
 
 /* Each op with an immediate; every immediate acts on a fresh copy of the
  * edge rows (acc elements 0..7) in its own 8-row block, so the epilogue

@@ -146,7 +146,7 @@ static void ref_layout(const tsr_config_t *c, uint32_t op, ref_fmt_t *r)
             /* ALU src is an accumulator row. */
             add(r, "src_factor_out", M(src_factor_out), w.A, 0);
             add(r, "src_factor_in", M(src_factor_in), w.A, 0);
-            add(r, "alu_opcode", M(alu_opcode), 3, 0);
+            add(r, "alu_opcode", M(alu_opcode), 4, 0);
             add(r, "use_imm", M(use_imm), 1, 0);
             add(r, "imm", M(imm), 16, 1);
         }
@@ -242,8 +242,8 @@ static void test_layout_default_by_hand(void **state)
         {TSR_OP_ALU, "uop_end", 21, 14},       {TSR_OP_ALU, "iter_out", 35, 14},
         {TSR_OP_ALU, "iter_in", 49, 14},       {TSR_OP_ALU, "dst_factor_out", 63, 11},
         {TSR_OP_ALU, "dst_factor_in", 74, 11}, {TSR_OP_ALU, "src_factor_out", 85, 11},
-        {TSR_OP_ALU, "src_factor_in", 96, 11}, {TSR_OP_ALU, "alu_opcode", 107, 3},
-        {TSR_OP_ALU, "use_imm", 110, 1},       {TSR_OP_ALU, "imm", 111, 16},
+        {TSR_OP_ALU, "src_factor_in", 96, 11}, {TSR_OP_ALU, "alu_opcode", 107, 4},
+        {TSR_OP_ALU, "use_imm", 111, 1},       {TSR_OP_ALU, "imm", 112, 16},
     };
     for (size_t i = 0; i < sizeof hand / sizeof hand[0]; i++) {
         assert_int_equal(tsr_isa_format(&c, hand[i].op, &f), TSR_OK);
@@ -260,11 +260,11 @@ static void test_layout_default_by_hand(void **state)
             fail_msg("default %s: no field %s", f.name, hand[i].field);
     }
     /* Totals: MEM 7+3+13+32+48+16+8 = 127; GEMM 7+1+13+14+28+22+22+20 = 127;
-     * ALU 7+1+13+14+28+22+22+3+1+16 = 127; FINISH 7. */
+     * ALU 7+1+13+14+28+22+22+4+1+16 = 128; FINISH 7. */
     static const struct {
         uint32_t op;
         int total;
-    } tot[] = {{TSR_OP_LOAD, 127}, {TSR_OP_STORE, 127}, {TSR_OP_GEMM, 127}, {TSR_OP_ALU, 127},
+    } tot[] = {{TSR_OP_LOAD, 127}, {TSR_OP_STORE, 127}, {TSR_OP_GEMM, 127}, {TSR_OP_ALU, 128},
                {TSR_OP_FINISH, 7}};
     for (size_t i = 0; i < 5; i++) {
         assert_int_equal(tsr_isa_format(&c, tot[i].op, &f), TSR_OK);
@@ -706,10 +706,10 @@ static void test_stage_and_names(void **state)
     for (uint32_t i = 0; i < 6; i++)
         assert_string_equal(tsr_mem_name(i), mems[i]);
     assert_null(tsr_mem_name(6));
-    static const char *const alus[] = {"min", "max", "add", "shr", "mul", "mov", "rshr", "mulhr"};
-    for (uint32_t i = 0; i < 8; i++)
+    static const char *const alus[] = {"min", "max", "add", "shr", "mul", "mov", "rshr", "mulhr", "rqfin"};
+    for (uint32_t i = 0; i < 9; i++)
         assert_string_equal(tsr_alu_name(i), alus[i]);
-    assert_null(tsr_alu_name(8));
+    assert_null(tsr_alu_name(9));
     assert_string_equal(tsr_stage_name(0), "load");
     assert_string_equal(tsr_stage_name(1), "compute");
     assert_string_equal(tsr_stage_name(2), "store");

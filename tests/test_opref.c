@@ -840,6 +840,21 @@ static void test_alu_agreement(void **state)
             if (r != alus[f](TSR_ALU_RSHR, a, e, 32))
                 fail_msg("%s rshr(%d, %d) = %d, RDBPOT = %d", names[f], (int)a, e,
                          (int)alus[f](TSR_ALU_RSHR, a, e, 32), (int)r);
+            /* rqfin = clamp(RDBPOT(a, e) + zp, lo, hi), exact (operators.md,
+             * requantization mapping), for zp, lo, hi in 9-bit signed range */
+            {
+                int32_t qz = (int32_t)rr(&s, 0, 511) - 256, ql = (int32_t)rr(&s, 0, 511) - 256;
+                int32_t qh = (int32_t)rr(&s, 0, 511) - 256;
+                uint32_t pk = (uint32_t)e | ((uint32_t)qz & 511u) << 5 | ((uint32_t)ql & 511u) << 14 |
+                              ((uint32_t)qh & 511u) << 23;
+                int64_t want = (int64_t)r + qz;
+                want = want < ql ? ql : want;
+                want = want > qh ? qh : want;
+                int32_t got = alus[f](TSR_ALU_RQFIN, a, (int32_t)pk, 32);
+                if (got != want)
+                    fail_msg("%s rqfin(%d, shift %d zp %d lo %d hi %d) = %d, want %d", names[f], (int)a, e,
+                             (int)qz, (int)ql, (int)qh, (int)got, (int)want);
+            }
 
             /* the whole requantization of one value, through the public function */
             int32_t m = r_mult(&s);

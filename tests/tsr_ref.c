@@ -107,6 +107,28 @@ int32_t ref_alu(uint32_t op, int32_t a32, int32_t b32, int W)
         }
         break;
     }
+    case TSR_ALU_RQFIN: {
+        /* Fields of b's low 32 bits (b as a two's complement integer), read
+         * arithmetically: shift 5 bits, then zero point, lo, hi 9 bits each. */
+        uint64_t u = (uint64_t)b & 0xffffffffull;
+        int64_t f[4] = {(int64_t)(u % 32), (int64_t)((u / 32) % 512), (int64_t)((u / 16384) % 512),
+                        (int64_t)((u / 8388608) % 512)};
+        for (int k = 1; k < 4; k++)
+            if (f[k] >= 256)
+                f[k] -= 512;
+        int64_t sh = f[0] < W - 1 ? f[0] : W - 1, q = a;
+        if (sh > 0) { /* a / 2^sh rounded half away from zero */
+            int64_t h = (int64_t)1 << (sh - 1);
+            q = a >= 0 ? (a + h) >> sh : -((-a + h) >> sh);
+        }
+        q += f[1];
+        if (q < f[2])
+            q = f[2];
+        if (q > f[3])
+            q = f[3];
+        r = q;
+        break;
+    }
     default:
         return 0;
     }

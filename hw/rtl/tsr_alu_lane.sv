@@ -7,7 +7,7 @@ module tsr_alu_lane #(
   parameter int Width = tsr_pkg::ACC_WIDTH,
   localparam int SW = $clog2(Width)  // bits of a shift amount 0..W-1
 ) (
-  input  logic [2:0]       op_i,
+  input  logic [3:0]       op_i,
   input  logic [Width-1:0] a_i,
   input  logic [Width-1:0] b_i,
   output logic [Width-1:0] res_o
@@ -24,6 +24,25 @@ module tsr_alu_lane #(
   logic [SW-1:0]    rsh, lsh;  // clamp(b) as right / left shift amounts
   logic             b_is_neg, round_up;
   logic             unused_hi;  // mulhr keeps bits [W-1:0] of the shifted sum
+  // rqfin: b packs shift [4:0], zero point [13:5], lo [22:14], hi [31:23]
+  // of its low 32 bits (b sign-extended first); the sum and clamp are done
+  // exactly in QW bits before the result is cut to W.
+  localparam int QW = ((Width > 10) ? Width : 10) + 2;
+  logic [63:0]      b64;
+  logic [SW-1:0]    q_sh;
+  logic [Width-1:0] q_mask, q_rem, q_thr, q_r;
+  logic signed [QW-1:0] q_v, q_lo, q_hi, q_c;
+  logic             unused_b64;
+
+  assign b64 = 64'($signed(b_i));
+  assign unused_b64 = ^b64[63:32];
+
+  // rqfin's shift is clamped to W-1 (a no-op when W >= 32)
+  if (Width >= 32) begin : g_qsh_full
+    assign q_sh = SW'(b64[4:0]);
+  end else begin : g_qsh_clamp
+    assign q_sh = (b64[4:0] > 5'(Width - 1)) ? SW'(Width - 1) : SW'(b64[4:0]);
+  end
 
   always_comb begin
     a_s = $signed(a_i);
@@ -58,14 +77,25 @@ module tsr_alu_lane #(
     prod_nudged = (prod + $signed(HALF)) >>> (Width - 1);
     unused_hi = ^prod_nudged[2*Width-1:Width];
 
+    q_mask = ~({Width{1'b1}} << q_sh);
+    q_rem = a_i & q_mask;
+    q_thr = (q_mask >> 1) + Width'(a_i[Width-1]);
+    q_r = $unsigned(a_s >>> q_sh) + Width'(q_rem > q_thr);
+    q_v = QW'($signed(q_r)) + QW'($signed(b64[13:5]));
+    q_lo = QW'($signed(b64[22:14]));
+    q_hi = QW'($signed(b64[31:23]));
+    q_c = (q_v < q_lo) ? q_lo : q_v;
+    q_c = (q_c > q_hi) ? q_hi : q_c;
+
     case (op_i)
-      3'd0: res_o = (a_s < b_s) ? a_i : b_i;                      // min
-      3'd1: res_o = (a_s > b_s) ? a_i : b_i;                      // max
-      3'd2: res_o = a_i + b_i;                                     // add
-      3'd3: res_o = b_is_neg ? shl_res : shr_res;                  // shr
-      3'd4: res_o = prod[Width-1:0];                               // mul
-      3'd5: res_o = b_i;                                           // mov
-      3'd6: res_o = b_is_neg ? shl_res : shr_res + Width'(round_up); // rshr
+      4'd8: res_o = q_c[Width-1:0];                               // rqfin
+      4'd0: res_o = (a_s < b_s) ? a_i : b_i;                      // min
+      4'd1: res_o = (a_s > b_s) ? a_i : b_i;                      // max
+      4'd2: res_o = a_i + b_i;                                     // add
+      4'd3: res_o = b_is_neg ? shl_res : shr_res;                  // shr
+      4'd4: res_o = prod[Width-1:0];                               // mul
+      4'd5: res_o = b_i;                                           // mov
+      4'd6: res_o = b_is_neg ? shl_res : shr_res + Width'(round_up); // rshr
       default: res_o = (a_i == MIN_VAL && b_i == MIN_VAL) ? MAX_VAL  // mulhr
                                                           : prod_nudged[Width-1:0];
     endcase

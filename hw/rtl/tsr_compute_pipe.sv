@@ -84,7 +84,7 @@ module tsr_compute_pipe #(
   // ---------------------------------------------------------------------
   logic [127:0]    cmd_q;
   logic            op_reset, use_imm, uses_src;
-  logic [2:0]      alu_opc;
+  logic [3:0]      alu_opc;
   logic [AW-1:0]   imm_ext;
   logic [UIB-1:0]  uop_bgn;
   logic [UIB:0]    uop_end;
@@ -112,7 +112,7 @@ module tsr_compute_pipe #(
     assign src_fi = (OFFW-1)'(cmd_q[tsr_pkg::ALU_SRC_FACTOR_IN_LSB +: tsr_pkg::ALU_SRC_FACTOR_IN_W]);
     assign wgt_fo = '0;
     assign wgt_fi = '0;
-    assign alu_opc = cmd_q[tsr_pkg::ALU_ALU_OPCODE_LSB +: 3];
+    assign alu_opc = cmd_q[tsr_pkg::ALU_ALU_OPCODE_LSB +: 4];
     assign use_imm = cmd_q[tsr_pkg::ALU_USE_IMM_LSB];
     assign imm_ext = AW'($signed(cmd_q[tsr_pkg::ALU_IMM_LSB +: 16]));
     assign uses_src = !op_reset && !use_imm;

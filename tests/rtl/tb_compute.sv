@@ -362,6 +362,27 @@ module tb_compute;
           alu_ref = wrapw((p + n) / lim);  // SV division truncates toward zero
         end
       end
+      8: begin  // rqfin: rounding shift, + zero point, clamp (fields of b's low 32 bits)
+        longint u, sh, zp, lo, hi, q, hv;
+        u = b & 64'hffffffff;
+        sh = u & 31;
+        zp = (u >> 5) & 511;
+        lo = (u >> 14) & 511;
+        hi = (u >> 23) & 511;
+        if (zp >= 256) zp = zp - 512;
+        if (lo >= 256) lo = lo - 512;
+        if (hi >= 256) hi = hi - 512;
+        if (sh > AW - 1) sh = AW - 1;
+        q = a;
+        if (sh > 0) begin
+          hv = 64'sd1 <<< (sh - 1);
+          q = (a >= 0) ? ((a + hv) >>> sh) : -((-a + hv) >>> sh);
+        end
+        q = q + zp;
+        if (q < lo) q = lo;
+        if (q > hi) q = hi;
+        alu_ref = wrapw(q);
+      end
       default: begin  // 3 shr, 6 rshr
         if (s <= 0) begin
           alu_ref = wrapw(a <<< (-s));
@@ -566,7 +587,7 @@ module tb_compute;
     c = put(c, tsr_pkg::ALU_DST_FACTOR_IN_LSB, tsr_pkg::ALU_DST_FACTOR_IN_W, dfi);
     c = put(c, tsr_pkg::ALU_SRC_FACTOR_OUT_LSB, tsr_pkg::ALU_SRC_FACTOR_OUT_W, sfo);
     c = put(c, tsr_pkg::ALU_SRC_FACTOR_IN_LSB, tsr_pkg::ALU_SRC_FACTOR_IN_W, sfi);
-    c = put(c, tsr_pkg::ALU_ALU_OPCODE_LSB, 3, op);
+    c = put(c, tsr_pkg::ALU_ALU_OPCODE_LSB, tsr_pkg::ALU_ALU_OPCODE_W, op);
     c = put(c, tsr_pkg::ALU_USE_IMM_LSB, 1, use_imm);
     c = put(c, tsr_pkg::ALU_IMM_LSB, 16, imm);
     m_loops(0, rst, bgn, endu, io, ii, dfo, dfi, sfo, sfi, 0, 0, op, use_imm, imm);
@@ -803,7 +824,7 @@ module tb_compute;
     bgn = rnd(UD - nu + 1);
     stage_uops(bgn, nu);
     rst = (rnd(7) == 0);
-    op = rnd(8);
+    op = rnd(9);
     use_imm = rnd(2);
     imm = imm_val(rnd(64));
     mark();
@@ -931,7 +952,7 @@ module tb_compute;
 
     // --- ALU: each op with imm and register operand on edge values ---
     phase("ALU: each op with imm and register operand on edge values");
-    for (int op = 0; op < 8; op++) begin
+    for (int op = 0; op < 9; op++) begin
       for (int mode = 0; mode < 3; mode++) begin  // 0 imm, 1 register, 2 src == dst
         load_edge_rows(AD - 16, 16);
         for (int k = 0; k < 8; k++) begin
@@ -952,7 +973,7 @@ module tb_compute;
     // every immediate edge value through every op
     for (int k = 0; k < 16; k++) begin
       load_edge_rows(AD - 16, 16);
-      for (int op = 0; op < 8; op++) begin
+      for (int op = 0; op < 9; op++) begin
         mark();
         do_alu(0, 0, UD - 8, UD, 1, 1, 0, 0, 0, 0, op, 1, imm_val(k));
         check_rate($sformatf("alu imm %0d op %0d", imm_val(k), op), 0, 8);
