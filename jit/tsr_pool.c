@@ -184,6 +184,7 @@ typedef struct {
     size_t n, cap;
     int count_only;   /* dry run for the cost model: count, do not store */
     uint64_t bytes;   /* DRAM bytes moved by LOAD/STORE */
+    uint64_t sbytes;  /* of which STORE */
     uint64_t ops;     /* tensor ops plus compute-stage load rows (cycle estimate of compute) */
     int oom;          /* an allocation failed */
     tsr_insn_t scratch; /* target of emits that are not stored */
@@ -217,6 +218,8 @@ static tsr_insn_t *emit(ibuf_t *b, uint32_t opcode)
 
 typedef struct {
     int toh, tco; /* output rows, channel blocks per tile */
+    int tow;      /* output columns per tile (OW unless a row does not fit; the last
+                     column tile is shifted left to stay TOW wide) */
     int chunk;    /* global: elements of the flattened plane per step */
     int nbi, nba; /* input / output half rotation: 2 or 1 */
 } tiling_t;
@@ -233,7 +236,7 @@ typedef struct {
     int *vcount, *hcount;        /* [oh], [ow] valid rows / columns per output (cip 0) (owned) */
     int use_map, nconst;
     tiling_t t;
-    int rows_in, wr, n_rt, n_ct, tiles, chunks, steps, kern_sets;
+    int rows_in, wr, n_rt, n_wt, n_ct, tiles, chunks, steps, kern_sets;
     int inp_half, x_base, map_base, o_base, o_half;
     /* uop offsets */
     int u_xinit, u_copy, u_h, u_vmov, u_vmax, u_init, u_sum, u_imm, u_mul, nuops;
@@ -283,7 +286,7 @@ static int rows_interior(const geo_t *g, int rt)
 static int layout_uops(geo_t *g, tsr_uop_t *out)
 {
     const tsr_pool_params_t *p = g->p;
-    const int TCO = g->t.tco, RW = g->rows_in * g->wr, TO = g->t.toh * g->ow;
+    const int TCO = g->t.tco, RW = g->rows_in * g->wr, TO = g->t.toh * g->t.tow;
     int n = 0;
 #define U(d, s, w)                                                                                                   \
     do {                                                                                                             \
@@ -358,22 +361,24 @@ static void set_tiling(geo_t *g, const tiling_t *t)
         g->rows_in = t->chunk;
         g->wr = 1;
         g->n_rt = 1;
+        g->n_wt = 1;
         g->chunks = cdiv(p->h * p->w, t->chunk);
     } else {
         g->rows_in = (t->toh - 1) * p->stride_h + p->kh;
-        g->wr = (g->ow - 1) * p->stride_w + p->kw;
+        g->wr = (t->tow - 1) * p->stride_w + p->kw;
         g->n_rt = cdiv(g->oh, t->toh);
+        g->n_wt = cdiv(g->ow, t->tow);
         g->chunks = 1;
     }
-    g->tiles = g->nb * g->n_rt * g->n_ct;
+    g->tiles = g->nb * g->n_rt * g->n_wt * g->n_ct;
     g->steps = g->tiles * g->chunks;
     g->kern_sets = g->chunks == 1 && t->nbi == t->nba ? t->nba : t->nbi * t->nba;
     g->inp_half = (int)c->inp_depth / t->nbi;
     const int RW = g->rows_in * g->wr;
     g->x_base = g->nconst;
     g->map_base = g->x_base + (g->kind == TSR_POOL_MAX ? t->tco * RW : 0);
-    g->o_base = g->map_base + (g->use_map ? t->toh * g->ow : 0);
-    g->o_half = g->glob ? t->tco : t->tco * t->toh * g->ow;
+    g->o_base = g->map_base + (g->use_map ? t->toh * t->tow : 0);
+    g->o_half = g->glob ? t->tco : t->tco * t->toh * t->tow;
     g->nuops = layout_uops(g, NULL);
 }
 
@@ -389,7 +394,7 @@ static int tiling_fits(const geo_t *g0, const tiling_t *t)
     set_tiling(&g, t);
     const tsr_config_t *c = g.c;
     const tsr_pool_params_t *p = g.p;
-    const long RW = (long)g.rows_in * g.wr, TO = (long)t->toh * g.ow;
+    const long RW = (long)g.rows_in * g.wr, TO = (long)t->toh * t->tow;
     const long loop_max = (1L << TSR_LOOP_BITS) - 1;
     if ((long)t->tco * RW > g.inp_half)
         return 0;
@@ -401,7 +406,7 @@ static int tiling_fits(const geo_t *g0, const tiling_t *t)
         return 0;
     if (g.glob)
         return t->chunk <= loop_max;
-    if (g.rows_in > loop_max || g.wr > loop_max || TO > loop_max || g.ow > loop_max)
+    if (g.rows_in > loop_max || g.wr > loop_max || TO > loop_max)
         return 0;
     const uint32_t A = TSR_OP_ALU, G = TSR_OP_GEMM;
     if (!fmax_ok(c, A, "dst_factor_in", p->stride_w) || !fmax_ok(c, A, "src_factor_in", p->stride_w) ||
@@ -414,12 +419,12 @@ static int tiling_fits(const geo_t *g0, const tiling_t *t)
             !fmax_ok(c, G, "dst_factor_out", g.wr) || !fmax_ok(c, G, "src_factor_out", g.wr))
             return 0;
         if (t->toh > 1 &&
-            (!fmax_ok(c, A, "dst_factor_out", g.ow) || !fmax_ok(c, A, "src_factor_out", (long)p->stride_h * g.wr)))
+            (!fmax_ok(c, A, "dst_factor_out", t->tow) || !fmax_ok(c, A, "src_factor_out", (long)p->stride_h * g.wr)))
             return 0;
     } else if (t->toh > 1) {
-        if (!fmax_ok(c, G, "dst_factor_out", g.ow) || !fmax_ok(c, G, "src_factor_out", (long)p->stride_h * g.wr))
+        if (!fmax_ok(c, G, "dst_factor_out", t->tow) || !fmax_ok(c, G, "src_factor_out", (long)p->stride_h * g.wr))
             return 0;
-        if (g.use_map && (!fmax_ok(c, A, "dst_factor_out", g.ow) || !fmax_ok(c, A, "src_factor_out", g.ow)))
+        if (g.use_map && (!fmax_ok(c, A, "dst_factor_out", t->tow) || !fmax_ok(c, A, "src_factor_out", t->tow)))
             return 0;
     }
     return 1;
@@ -464,7 +469,8 @@ static tsr_insn_t *emit_division(const geo_t *g, ibuf_t *b, int pa, int tco, int
     if (g->div_k)
         last = alu_imm(b, TSR_ALU_SHR, g->u_imm + pa, io, dfo, ii, -g->div_k);
     if (g->use_map)
-        last = loop_op(b, TSR_OP_ALU, TSR_ALU_MULHR, g->u_mul + pa * g->t.tco, tco, toh, g->ow, g->ow, g->ow, 1, 1);
+        last = loop_op(b, TSR_OP_ALU, TSR_ALU_MULHR, g->u_mul + pa * g->t.tco, tco, toh, g->t.tow, g->t.tow,
+                       g->t.tow, 1, 1);
     else
         last = loop_op(b, TSR_OP_ALU, TSR_ALU_MULHR, g->u_mul + pa, 1, io, dfo, 0, ii, 1, 0);
     if (g->div_e)
@@ -529,6 +535,7 @@ static void emit_store(const geo_t *g, ibuf_t *b, int t, int pa, int tco, int x_
         in->pop_prev = k == 0;
         in->push_prev = k == nst - 1 && (t < g->tiles - g->t.nba || t == g->tiles - 1);
         b->bytes += (uint64_t)in->y_size * in->x_size * g->c->out_bytes;
+        b->sbytes += (uint64_t)in->y_size * in->x_size * g->c->out_bytes;
     }
 }
 
@@ -537,29 +544,31 @@ static void build_window(const geo_t *g, ibuf_t *b)
 {
     const tsr_config_t *c = g->c;
     const tsr_pool_params_t *p = g->p;
-    const int TCO = g->t.tco, TOH = g->t.toh, OW = g->ow, NBI = g->t.nbi, NBA = g->t.nba;
+    const int TCO = g->t.tco, TOH = g->t.toh, OW = g->t.tow, FULL_OW = g->ow, NBI = g->t.nbi, NBA = g->t.nba;
     const int RW = g->rows_in * g->wr, sh = p->stride_h, sw = p->stride_w;
     const int is_max = g->kind == TSR_POOL_MAX;
     long map_key = -1;
     emit_prologue(g, b);
-    /* column geometry (all tiles span every output column) */
-    int cpad0 = 0, creal = 0, cpad1 = 0, cfirst = 0;
-    for (int u = 0; u < g->wr; u++) {
-        int ix = u - p->pad_left;
-        if (ix < 0)
-            cpad0++;
-        else if (ix < p->w) {
-            if (!creal)
-                cfirst = ix;
-            creal++;
-        } else
-            cpad1++;
-    }
     int t = 0;
     for (int nb = 0; nb < g->nb; nb++)
-        for (int rt = 0; rt < g->n_rt; rt++)
+        for (int rw = 0; rw < g->n_rt * g->n_wt; rw++)
             for (int ct = 0; ct < g->n_ct; ct++, t++) {
+                const int rt = rw / g->n_wt, wt = rw % g->n_wt;
                 const int q = t % NBI, pa = t % NBA;
+                /* column geometry: the last column tile is shifted left to stay TOW wide */
+                const int ox0 = imin(wt * OW, FULL_OW - OW);
+                int cpad0 = 0, creal = 0, cpad1 = 0, cfirst = 0;
+                for (int u = 0; u < g->wr; u++) {
+                    int ix = ox0 * p->stride_w - p->pad_left + u;
+                    if (ix < 0)
+                        cpad0++;
+                    else if (ix < p->w) {
+                        if (!creal)
+                            cfirst = ix;
+                        creal++;
+                    } else
+                        cpad1++;
+                }
                 const int cb0 = ct * TCO, tco = imin(TCO, g->cb - cb0);
                 rowgeo_t r;
                 row_tile(g, rt, &r);
@@ -605,17 +614,17 @@ static void build_window(const geo_t *g, ibuf_t *b)
                         last = loop_op(b, TSR_OP_ALU, TSR_ALU_MAX, g->u_vmax + pa * TCO * (p->kh - 1),
                                        tco * (p->kh - 1), r.toh, OW, (long)sh * g->wr, OW, 1, sw);
                 } else {
-                    long key = rows_interior(g, rt) ? -2 : rt;
+                    long key = (long)(rows_interior(g, rt) ? g->n_rt : rt) * g->n_wt + wt;
                     if (g->use_map && key != map_key) {
                         in = emit(b, TSR_OP_LOAD);
                         in->mem_type = TSR_MEM_ACC;
                         in->sram_base = (uint32_t)g->map_base;
-                        in->dram_base = g->c_el + (uint32_t)(g->nconst + r.oy0 * OW);
-                        in->y_size = 1;
-                        in->x_size = (uint32_t)(TOH * OW);
-                        in->x_stride = in->x_size;
-                        b->bytes += (uint64_t)in->x_size * c->acc_bytes;
-                        b->ops += (uint64_t)in->x_size * c->acc_bytes / (uint64_t)(c->dram_bus_width / 8);
+                        in->dram_base = g->c_el + (uint32_t)(g->nconst + (long)r.oy0 * FULL_OW + ox0);
+                        in->y_size = (uint32_t)TOH;
+                        in->x_size = (uint32_t)OW;
+                        in->x_stride = (uint32_t)FULL_OW;
+                        b->bytes += (uint64_t)TOH * OW * c->acc_bytes;
+                        b->ops += (uint64_t)TOH * OW * c->acc_bytes / (uint64_t)(c->dram_bus_width / 8);
                         map_key = key;
                     }
                     in = loop_op(b, TSR_OP_ALU, TSR_ALU_MOV, g->u_init + pa, 1, tco, (long)TOH * OW, 0, r.toh * OW,
@@ -632,9 +641,23 @@ static void build_window(const geo_t *g, ibuf_t *b)
                 }
                 last->push_next = 1;
                 /* ---- store stage ---- */
-                emit_store(g, b, t, pa, tco, r.toh * OW, TOH * OW,
-                           g->y_el + (uint32_t)((((long)nb * g->cb + cb0) * g->oh + r.oy0) * OW),
-                           (long)g->oh * OW);
+                const uint32_t ydram = g->y_el + (uint32_t)((((long)nb * g->cb + cb0) * g->oh + r.oy0) * FULL_OW + ox0);
+                if (OW == FULL_OW)
+                    emit_store(g, b, t, pa, tco, r.toh * OW, TOH * OW, ydram, (long)g->oh * OW);
+                else
+                    for (int k = 0; k < tco; k++) { /* column tiles: r.toh rows of OW per block */
+                        in = emit(b, TSR_OP_STORE);
+                        in->mem_type = TSR_MEM_OUT;
+                        in->sram_base = (uint32_t)(g->o_base + pa * g->o_half + k * TOH * OW);
+                        in->dram_base = ydram + (uint32_t)((long)k * g->oh * FULL_OW);
+                        in->y_size = (uint32_t)r.toh;
+                        in->x_size = (uint32_t)OW;
+                        in->x_stride = (uint32_t)FULL_OW;
+                        in->pop_prev = k == 0;
+                        in->push_prev = k == tco - 1 && (t < g->tiles - NBA || t == g->tiles - 1);
+                        b->bytes += (uint64_t)r.toh * OW * c->out_bytes;
+                        b->sbytes += (uint64_t)r.toh * OW * c->out_bytes;
+                    }
             }
     tsr_insn_t *in = emit(b, TSR_OP_FINISH);
     in->pop_next = 1;
@@ -658,7 +681,9 @@ static void build_global(const geo_t *g, ibuf_t *b)
                 const size_t first = b->n; /* an index: emit may move the buffer */
                 if (s == 0)
                     emit_identity_load(g, b);
-                const int per_block = len != CH && tco > 1;
+                /* one LOAD for all blocks, unless the last chunk is short (the
+                 * on-chip pitch must stay CH) or the plane is too long for x_stride */
+                const int per_block = (len != CH || HW > 0xffff) && tco > 1;
                 for (int k = 0; k < (per_block ? tco : 1); k++) {
                     in = emit(b, TSR_OP_LOAD);
                     in->mem_type = TSR_MEM_INP;
@@ -666,7 +691,7 @@ static void build_global(const geo_t *g, ibuf_t *b)
                     in->dram_base = g->x_el + (uint32_t)(((long)nb * g->cb + cb0 + k) * HW + e0);
                     in->y_size = (uint32_t)(per_block ? 1 : tco);
                     in->x_size = (uint32_t)len;
-                    in->x_stride = (uint32_t)HW;
+                    in->x_stride = in->y_size == 1 ? (uint32_t)len : (uint32_t)HW;
                     in->pad_value = 0;
                     b->bytes += (uint64_t)in->y_size * len * c->inp_bytes;
                 }
@@ -724,53 +749,69 @@ static double cost_of(const geo_t *g, const tiling_t *t)
     memset(&b, 0, sizeof b);
     b.count_only = 1;
     build(&gg, &b);
-    double mem = (double)b.bytes / (double)(g->c->dram_bus_width / 8);
+    const double bus = (double)(g->c->dram_bus_width / 8);
+    double mem = (double)b.bytes / bus, st = (double)b.sbytes / bus;
     double comp = (double)b.ops;
-    return (mem > comp ? mem : comp) + COST_PER_INSN * (double)b.n;
+    /* overlapped, except what a single-buffered rotation serialises */
+    double cost = mem > comp ? mem : comp;
+    if (t->nbi == 1)
+        cost += mem - st;
+    if (t->nba == 1)
+        cost += st;
+    return cost + COST_PER_INSN * (double)b.n;
 }
 
 static int choose_tiling(geo_t *g)
 {
     const tsr_config_t *c = g->c;
-    int *cand = malloc(sizeof(int) * (size_t)(g->cb + g->oh + 2));
+    int *cand = malloc(sizeof(int) * (size_t)(g->cb + g->oh + g->ow + 3));
     if (!cand)
         return tsr_err(TSR_ENOMEM, "out of memory");
-    int *c_co = cand, *c_oh = cand + g->cb + 1;
-    int n_co = candidates(g->cb, c_co), n_oh = candidates(g->oh, c_oh);
+    int *c_co = cand, *c_oh = cand + g->cb + 1, *c_ow = c_oh + g->oh + 1;
+    int n_co = candidates(g->cb, c_co), n_oh = candidates(g->oh, c_oh), n_ow = candidates(g->ow, c_ow);
     static const int nbs[4][2] = {{2, 2}, {1, 2}, {2, 1}, {1, 1}};
     const long loop_max = (1L << TSR_LOOP_BITS) - 1;
     double best = -1;
-    tiling_t bt = {0, 0, 0, 0, 0};
-    for (int nbo = 0; nbo < 4 && best < 0; nbo++)
-        for (int a = n_co - 1; a >= 0; a--) {
-            tiling_t t = {1, c_co[a], 0, nbs[nbo][0], nbs[nbo][1]};
-            if (g->glob) {
-                long ch = (long)c->inp_depth / t.nbi / t.tco;
-                if (ch > loop_max)
-                    ch = loop_max;
-                if (ch > (long)g->p->h * g->p->w)
-                    ch = (long)g->p->h * g->p->w;
-                if (ch < 1)
+    tiling_t bt = {0, 0, 0, 0, 0, 0};
+    /* Every buffer rotation (the cost model charges single buffering for
+     * the transfers it serialises); full output rows first, and column tiles
+     * only if no full-row tiling fits. */
+    for (int wpass = 0; wpass < (g->glob ? 1 : 2) && best < 0; wpass++)
+        for (int nbo = 0; nbo < 4; nbo++)
+            for (int d = n_ow - 1; d >= 0; d--) {
+                if ((c_ow[d] == g->ow) != (wpass == 0))
                     continue;
-                t.chunk = (int)ch;
-                if (!tiling_fits(g, &t))
-                    continue;
-            } else {
-                int d = n_oh - 1;
-                for (; d >= 0; d--) {
-                    t.toh = c_oh[d];
-                    if (tiling_fits(g, &t))
-                        break;
+                for (int a = n_co - 1; a >= 0; a--) {
+                    tiling_t t = {1, c_co[a], c_ow[d], 0, nbs[nbo][0], nbs[nbo][1]};
+                    if (g->glob) {
+                        long ch = (long)c->inp_depth / t.nbi / t.tco;
+                        if (ch > loop_max)
+                            ch = loop_max;
+                        if (ch > (long)g->p->h * g->p->w)
+                            ch = (long)g->p->h * g->p->w;
+                        if (ch < 1)
+                            continue;
+                        t.chunk = (int)ch;
+                        if (!tiling_fits(g, &t))
+                            continue;
+                    } else {
+                        /* only the tallest fitting tile for each width and channel count */
+                        int e = n_oh - 1;
+                        for (; e >= 0; e--) {
+                            t.toh = c_oh[e];
+                            if (tiling_fits(g, &t))
+                                break;
+                        }
+                        if (e < 0)
+                            continue;
+                    }
+                    double cost = cost_of(g, &t);
+                    if (best < 0 || cost < best) {
+                        best = cost;
+                        bt = t;
+                    }
                 }
-                if (d < 0)
-                    continue;
             }
-            double cost = cost_of(g, &t);
-            if (best < 0 || cost < best) {
-                best = cost;
-                bt = t;
-            }
-        }
     free(cand);
     if (best < 0) {
         const tsr_pool_params_t *p = g->p;
@@ -778,13 +819,12 @@ static int choose_tiling(geo_t *g)
             return tsr_err(TSR_EINVAL, OP ": %s: no tiling fits the buffers (acc %u rows, uop %u)",
                            kind_name(g->kind), c->acc_depth, c->uop_depth);
         return tsr_err(TSR_EINVAL,
-                       OP ": %s: no tiling fits the buffers: one output row of one channel block needs %d input "
-                       "rows of %d elements (the input buffer holds %u rows), %d accumulator rows (buffer %u) and "
-                       "%d taps within %u uops; tiling along W is not supported",
-                       kind_name(g->kind), p->kh, (g->ow - 1) * p->stride_w + p->kw, c->inp_depth,
-                       (g->kind == TSR_POOL_MAX ? p->kh * ((g->ow - 1) * p->stride_w + p->kw) : 0) + g->ow +
-                           g->nconst,
-                       c->acc_depth, g->kk, c->uop_depth);
+                       OP ": %s: no tiling fits the buffers: one output of one channel block needs a %dx%d input "
+                       "window on chip (the input buffer holds %u rows), %d accumulator rows (buffer %u) and "
+                       "%d uops (buffer %u)",
+                       kind_name(g->kind), p->kh, p->kw, c->inp_depth,
+                       g->nconst + (g->kind == TSR_POOL_MAX ? g->kk : 0) + (g->use_map ? 1 : 0) + 1, c->acc_depth,
+                       g->kind == TSR_POOL_MAX ? 3 + p->kw + p->kh : 3 + g->kk, c->uop_depth);
     }
     set_tiling(g, &bt);
     return TSR_OK;
@@ -902,7 +942,7 @@ static uint64_t x_elems(const geo_t *g) { return (uint64_t)g->nb * g->cb * g->p-
 static uint64_t y_elems(const geo_t *g) { return (uint64_t)g->nb * g->cb * g->oh * g->ow; }
 static uint64_t c_elems(const geo_t *g)
 {
-    return (uint64_t)g->nconst + (g->use_map ? (uint64_t)g->n_rt * g->t.toh * g->ow : 0);
+    return (uint64_t)g->nconst + (g->use_map ? (uint64_t)g->n_rt * g->t.toh * g->ow : 0); /* map: full OW rows */
 }
 
 void tsr_pool_pack_input(const tsr_config_t *c, const tsr_pool_plan_t *pl, const void *x, uint8_t *dst)
@@ -1035,6 +1075,7 @@ int tsr_pool_plan(tsr_device_t *dev, const tsr_pool_params_t *params, tsr_pool_p
     pl->nb = g.nb;
     pl->cb = g.cb;
     pl->toh = g.t.toh;
+    pl->tow = g.glob ? 1 : g.t.tow;
     pl->tco = g.t.tco;
     pl->rows_in = g.rows_in;
     pl->wr = g.wr;

@@ -54,7 +54,9 @@
  *   weights one wgt element, the identity.
  *
  * Schedule. A tile is (batch block, TCO channel blocks, TOH output rows,
- * all OW columns); global: (batch block, TCO blocks) reduced over chunks.
+ * TOW output columns: all OW unless a padded row does not fit, then column
+ * tiles as in conv2d); global: (batch block, TCO blocks) reduced over
+ * chunks of the flattened plane.
  * Tile/step t loads into half t%2 of the input buffer and writes its
  * output in half t%2 of the output region, so loads of the next tile and
  * the store of the previous one overlap compute (tokens as in conv2d: the
@@ -62,9 +64,10 @@
  * half to STORE, the STORE hands it back). The copy region X (max) and the
  * multiplier map are used by compute alone and are single. TOH/TCO and the
  * buffer counts come from a cost model (DRAM bytes vs. tensor ops plus an
- * instruction overhead) over the config's buffer depths; single buffering
- * is the fallback. Rows are not tiled along W: a padded input row of TCO =
- * 1 block must fit half (or all) of the input buffer, else TSR_EINVAL.
+ * instruction overhead, single buffering charged for the transfers it
+ * serialises) over the config's buffer depths. A tiling must hold one
+ * window (KH x KW input rows; maxpool also KH x KW accumulator rows) and,
+ * for avgpool, KH*KW uops: larger kernels get TSR_EINVAL.
  */
 #ifndef TSR_POOL_H
 #define TSR_POOL_H
@@ -98,6 +101,8 @@ typedef struct tsr_pool_plan {
     int oh, ow;                    /* output height and width (1, 1 for global) */
     int nb, cb;                    /* batch blocks, channel blocks */
     int toh, tco;                  /* tile: output rows, channel blocks (global: toh = 1) */
+    int tow;                       /* tile: output columns (OW unless a padded row does not fit; the
+                                      last column tile is shifted left to stay TOW wide) */
     int rows_in, wr;               /* on-chip input rows and row length per channel block (global: chunk length, 1) */
     int tiles, chunks;             /* tiles, reduction chunks per tile (1 unless global) */
     int nbuf_inp, nbuf_acc;        /* 2: double-buffered input / output halves, 1: single */

@@ -7,7 +7,7 @@
  * asymmetric padding, count_include_pad and preset, bad parameters, and the
  * ResNet-18 pools with their figures. Failures print the seed, the case and
  * the first differing element. Backend from TSR_TEST_BACKEND (default fsim;
- * other backends run a tenth of the random cases and smaller figures);
+ * other backends run a quarter of the random cases);
  * TSR_POOL_SEED overrides the base seed, TSR_POOL_FILTER selects tests
  * (cmocka pattern). fsim runs with a random stage interleaving, so a
  * missing dependency token shows up as a wrong result.
@@ -35,8 +35,8 @@ static const char *backend(void)
 }
 static int on_fsim(void) { return !strcmp(backend(), "fsim"); }
 
-/* Random case counts: full on fsim, a tenth on the (much slower) RTL. */
-static int scaled(int n) { return on_fsim() ? n : (n + 9) / 10; }
+/* Random case counts: full on fsim, a quarter on the (slower) RTL. */
+static int scaled(int n) { return on_fsim() ? n : (n + 3) / 4; }
 
 static uint64_t base_seed(void)
 {
@@ -98,7 +98,7 @@ static void describe(const tsr_pool_params_t *p, const char *cfg, uint64_t seed,
 }
 
 /* Plan statistics over a group of cases. */
-static int g_single, g_map, g_div2, g_chunked, g_one_call;
+static int g_single, g_map, g_div2, g_chunked, g_coltile, g_one_call;
 
 /* Reference output of p on x into yr (oh x ow). */
 static void reference(const tsr_pool_params_t *p, const uint8_t *x, uint8_t *yr, int oh, int ow, const char *desc)
@@ -131,10 +131,11 @@ static void run_dev(tsr_device_t *dev, const tsr_pool_params_t *p, const uint8_t
     g_map += pl.use_map;
     g_div2 += pl.div_kind == 2;
     g_chunked += pl.chunks > 1;
+    g_coltile += pl.tow < pl.ow;
     if (verbose)
-        printf("  %s\n    toh %d tco %d, %d tiles x %d chunks, buffers %d/%d, division %d (k %d e %d, %d counts%s), "
+        printf("  %s\n    toh %d tow %d tco %d, %d tiles x %d chunks, buffers %d/%d, division %d (k %d e %d, %d counts%s), "
                "%zu insns\n",
-               desc, pl.toh, pl.tco, pl.tiles, pl.chunks, pl.nbuf_inp, pl.nbuf_acc, pl.div_kind, pl.div_k, pl.div_e,
+               desc, pl.toh, pl.tow, pl.tco, pl.tiles, pl.chunks, pl.nbuf_inp, pl.nbuf_acc, pl.div_kind, pl.div_k, pl.div_e,
                pl.ncounts, pl.use_map ? ", map" : "", pl.ninsns);
     int rc = tsr_pool_write_input(dev, &pl, x);
     if (!rc)
@@ -251,7 +252,7 @@ static void random_cases(const char *cfg, int count, int maxn, int maxc, int max
     tsr_device_t *dev = open_dev(cfg);
     uint64_t seed0 = base_seed() ^ salt;
     count = scaled(count);
-    g_single = g_map = g_div2 = g_chunked = 0;
+    g_single = g_map = g_div2 = g_chunked = g_coltile = 0;
     int kinds[3] = {0, 0, 0};
     for (int i = 0; i < count; i++) {
         uint64_t seed = seed0 + (uint64_t)i, s = seed;
@@ -261,30 +262,32 @@ static void random_cases(const char *cfg, int count, int maxn, int maxc, int max
         run_case(dev, cfg, &p, NULL, seed, 0);
     }
     printf("  %s: %d cases (%d max, %d avg, %d global; %d single-buffered, %d multiplier maps, %d reciprocal "
-           "divisions, %d chunked)\n",
-           cfg, count, kinds[0], kinds[1], kinds[2], g_single, g_map, g_div2, g_chunked);
+           "divisions, %d chunked, %d column-tiled)\n",
+           cfg, count, kinds[0], kinds[1], kinds[2], g_single, g_map, g_div2, g_chunked, g_coltile);
     tsr_device_close(dev);
 }
 
 static void test_random_tiny(void **state)
 {
     (void)state;
-    random_cases("tiny", 300, 2, 9, 9, 1);
+    random_cases("tiny", 500, 2, 9, 9, 1);
+    random_cases("tiny", 100, 1, 40, 14, 5); /* channel tiles, row tiles, single buffering */
 }
 static void test_random_default(void **state)
 {
     (void)state;
-    random_cases("default", 100, 2, 40, 16, 2);
+    random_cases("default", 150, 2, 40, 16, 2);
+    random_cases("default", 20, 1, 200, 40, 6); /* wider and taller: several row and channel tiles */
 }
 static void test_random_large(void **state)
 {
     (void)state;
-    random_cases("large", 40, 1, 70, 14, 3);
+    random_cases("large", 60, 1, 70, 14, 3);
 }
 static void test_random_batch2(void **state)
 {
     (void)state;
-    random_cases("b2", 80, 3, 9, 9, 4);
+    random_cases("b2", 120, 3, 9, 9, 4);
 }
 
 /* Hand cases of operators.md, with hand-worked expected values. */
@@ -386,6 +389,13 @@ static void test_edges(void **state)
     p.dtype = TSR_DT_UINT8;
     p.zp = 7;
     run_case(dev, "tiny", &p, NULL, 121, 0);
+    /* the largest count the plan proves (65535, uint8: sums up to 255 * 65535),
+     * and a plane longer than a LOAD's x_stride (2^16, rshr only) */
+    p = basic(TSR_POOL_GLOBAL_AVG, 1, 5, 255, 257, 0, 0, 0);
+    p.dtype = TSR_DT_UINT8;
+    run_case(dev, "tiny", &p, NULL, 129, 1);
+    p = basic(TSR_POOL_GLOBAL_AVG, 1, 6, 256, 256, 0, 0, 0);
+    run_case(dev, "tiny", &p, NULL, 130, 1);
     /* power-of-two global (rshr only) and count 1 */
     p = basic(TSR_POOL_GLOBAL_AVG, 1, 6, 4, 4, 0, 0, 0);
     run_case(dev, "tiny", &p, NULL, 122, 0);
@@ -403,6 +413,25 @@ static void test_edges(void **state)
     p.kh = 6;
     p.pad_top = 5;
     run_case(dev, "tiny", &p, NULL, 126, 0);
+    /* kernels larger than half of tiny's input (9x9) or accumulator buffer
+     * (11x11): single-buffered rotations; rows longer than the input
+     * buffer: column tiles */
+    g_single = g_coltile = 0;
+    p = basic(TSR_POOL_MAX, 1, 6, 12, 10, 9, 2, 4);
+    run_case(dev, "tiny", &p, NULL, 131, 1);
+    p = basic(TSR_POOL_AVG, 1, 6, 12, 10, 9, 1, 3);
+    run_case(dev, "tiny", &p, NULL, 132, 1);
+    p = basic(TSR_POOL_MAX, 2, 5, 11, 11, 11, 1, 0);
+    p.dtype = TSR_DT_UINT8;
+    run_case(dev, "tiny", &p, NULL, 133, 1);
+    p = basic(TSR_POOL_MAX, 1, 9, 5, 150, 3, 2, 1);
+    run_case(dev, "tiny", &p, NULL, 134, 1);
+    p = basic(TSR_POOL_AVG, 1, 9, 6, 137, 3, 1, 1);
+    run_case(dev, "tiny", &p, NULL, 135, 1);
+    p = basic(TSR_POOL_AVG, 1, 3, 4, 200, 1, 1, 0);
+    run_case(dev, "tiny", &p, NULL, 136, 1);
+    assert_true(g_single >= 3);
+    assert_true(g_coltile >= 3);
     /* the one-call API */
     g_one_call = 1;
     p = basic(TSR_POOL_AVG, 1, 6, 6, 6, 3, 1, 1);
@@ -448,7 +477,7 @@ static void test_bad_params(void **state)
     BAD(p.zp = 128, "zero point");
     BAD((p.dtype = TSR_DT_UINT8, p.zp = -1), "zero point");
     BAD((p.kind = TSR_POOL_GLOBAL_AVG, p.h = 0), "positive");
-    BAD((p.kh = p.kw = 1, p.pad_top = p.pad_left = p.pad_bottom = p.pad_right = 0, p.w = 200), "no tiling fits");
+    BAD((p.kind = TSR_POOL_MAX, p.kh = p.kw = p.h = p.w = 13), "no tiling fits"); /* 169 acc rows > tiny's 128 */
     BAD((p.kh = p.kw = 17, p.h = p.w = 17, p.pad_top = p.pad_left = p.pad_bottom = p.pad_right = 0), "no tiling fits");
     BAD((p.kind = TSR_POOL_GLOBAL_AVG, p.h = 300, p.w = 301, p.c = 1), "not supported");
 #undef BAD
