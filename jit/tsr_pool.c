@@ -221,6 +221,7 @@ typedef struct {
     int tow;      /* output columns per tile (OW unless a row does not fit; the last
                      column tile is shifted left to stay TOW wide) */
     int chunk;    /* global: elements of the flattened plane per step */
+    int sep;      /* 1: separable (copy/row-sum region X, then vertical ALU), 0: direct GEMM window sums */
     int nbi, nba; /* input / output half rotation: 2 or 1 */
 } tiling_t;
 
@@ -237,6 +238,7 @@ typedef struct {
     int use_map, nconst;
     tiling_t t;
     int rows_in, wr, n_rt, n_wt, n_ct, tiles, chunks, steps, kern_sets;
+    int xw; /* row length of the X region (separable): WR (max), TOW (avg) */
     int inp_half, x_base, map_base, o_base, o_half;
     /* uop offsets */
     int u_xinit, u_copy, u_h, u_vmov, u_vmax, u_init, u_sum, u_imm, u_mul, nuops;
@@ -295,27 +297,30 @@ static int layout_uops(geo_t *g, tsr_uop_t *out)
         n++;                                                                                                         \
     } while (0)
     g->u_xinit = g->u_copy = g->u_h = g->u_vmov = g->u_vmax = g->u_init = g->u_sum = g->u_imm = g->u_mul = -1;
-    if (g->kind == TSR_POOL_MAX) {
+    const int is_max = g->kind == TSR_POOL_MAX, RX = g->rows_in * g->xw;
+    if (g->t.sep) {
+        /* X init; copy (max: whole rows) or horizontal sums (avg: one uop per kx) */
         g->u_xinit = n;
         for (int cl = 0; cl < TCO; cl++)
-            U(g->x_base + cl * RW, g->x_base + cl * RW, 0);
+            U(g->x_base + cl * RX, g->x_base + cl * RX, 0);
         g->u_copy = n;
         for (int q = 0; q < g->t.nbi; q++)
             for (int cl = 0; cl < TCO; cl++)
-                U(g->x_base + cl * RW, q * g->inp_half + cl * RW, 0);
+                for (int kx = 0; kx < (is_max ? 1 : p->kw); kx++)
+                    U(g->x_base + cl * RX, q * g->inp_half + cl * RW + kx, 0);
         g->u_h = n;
-        for (int cl = 0; cl < TCO; cl++)
+        for (int cl = 0; cl < TCO && is_max; cl++)
             for (int kx = 1; kx < p->kw; kx++)
-                U(g->x_base + cl * RW, g->x_base + cl * RW + kx, 0);
+                U(g->x_base + cl * RX, g->x_base + cl * RX + kx, 0);
         g->u_vmov = n;
         for (int pa = 0; pa < g->t.nba; pa++)
             for (int cl = 0; cl < TCO; cl++)
-                U(g->o_base + pa * g->o_half + cl * TO, g->x_base + cl * RW, 0);
+                U(g->o_base + pa * g->o_half + cl * TO, g->x_base + cl * RX, 0);
         g->u_vmax = n;
         for (int pa = 0; pa < g->t.nba; pa++)
             for (int cl = 0; cl < TCO; cl++)
                 for (int ky = 1; ky < p->kh; ky++)
-                    U(g->o_base + pa * g->o_half + cl * TO, g->x_base + cl * RW + ky * g->wr, 0);
+                    U(g->o_base + pa * g->o_half + cl * TO, g->x_base + cl * RX + ky * g->xw, 0);
     } else {
         g->u_init = n;
         for (int pa = 0; pa < g->t.nba; pa++)
@@ -335,6 +340,8 @@ static int layout_uops(geo_t *g, tsr_uop_t *out)
                         U(ob + cl * TO, q * g->inp_half + cl * RW + ky * g->wr + kx, 0);
             }
         }
+    }
+    if (!is_max) {
         g->u_imm = n;
         for (int pa = 0; pa < g->t.nba; pa++)
             U(g->o_base + pa * g->o_half, g->o_base + pa * g->o_half, 0);
@@ -366,6 +373,7 @@ static void set_tiling(geo_t *g, const tiling_t *t)
     } else {
         g->rows_in = (t->toh - 1) * p->stride_h + p->kh;
         g->wr = (t->tow - 1) * p->stride_w + p->kw;
+        g->xw = g->kind == TSR_POOL_MAX ? g->wr : t->tow;
         g->n_rt = cdiv(g->oh, t->toh);
         g->n_wt = cdiv(g->ow, t->tow);
         g->chunks = 1;
@@ -374,9 +382,8 @@ static void set_tiling(geo_t *g, const tiling_t *t)
     g->steps = g->tiles * g->chunks;
     g->kern_sets = g->chunks == 1 && t->nbi == t->nba ? t->nba : t->nbi * t->nba;
     g->inp_half = (int)c->inp_depth / t->nbi;
-    const int RW = g->rows_in * g->wr;
     g->x_base = g->nconst;
-    g->map_base = g->x_base + (g->kind == TSR_POOL_MAX ? t->tco * RW : 0);
+    g->map_base = g->x_base + (t->sep ? t->tco * g->rows_in * g->xw : 0);
     g->o_base = g->map_base + (g->use_map ? t->toh * t->tow : 0);
     g->o_half = g->glob ? t->tco : t->tco * t->toh * t->tow;
     g->nuops = layout_uops(g, NULL);
@@ -414,12 +421,14 @@ static int tiling_fits(const geo_t *g0, const tiling_t *t)
         return 0;
     if (t->tco > 1 && !fmax_ok(c, A, "dst_factor_out", TO))
         return 0;
-    if (g.kind == TSR_POOL_MAX) {
+    if (t->sep) {
         if (!fmax_ok(c, A, "dst_factor_out", g.wr) || !fmax_ok(c, A, "src_factor_out", g.wr) ||
-            !fmax_ok(c, G, "dst_factor_out", g.wr) || !fmax_ok(c, G, "src_factor_out", g.wr))
+            !fmax_ok(c, G, "dst_factor_out", g.xw) || !fmax_ok(c, G, "src_factor_out", g.wr))
             return 0;
         if (t->toh > 1 &&
-            (!fmax_ok(c, A, "dst_factor_out", t->tow) || !fmax_ok(c, A, "src_factor_out", (long)p->stride_h * g.wr)))
+            (!fmax_ok(c, A, "dst_factor_out", t->tow) || !fmax_ok(c, A, "src_factor_out", (long)p->stride_h * g.xw)))
+            return 0;
+        if (g.use_map && t->toh > 1 && !fmax_ok(c, A, "src_factor_out", t->tow))
             return 0;
     } else if (t->toh > 1) {
         if (!fmax_ok(c, G, "dst_factor_out", t->tow) || !fmax_ok(c, G, "src_factor_out", (long)p->stride_h * g.wr))
@@ -597,23 +606,7 @@ static void build_window(const geo_t *g, ibuf_t *b)
                 in->push_next = 1;
                 /* ---- compute stage ---- */
                 tsr_insn_t *last;
-                if (is_max) {
-                    in = loop_op(b, TSR_OP_ALU, TSR_ALU_MOV, g->u_xinit, tco, r.rows, g->wr, 0, g->wr, 1, 0);
-                    in->use_imm = 1;
-                    in->imm = g->off;
-                    in = loop_op(b, TSR_OP_GEMM, 0, g->u_copy + q * TCO, tco, r.rows, g->wr, g->wr, g->wr, 1, 1);
-                    in->pop_prev = 1;
-                    in->push_prev = t < g->tiles - NBI;
-                    if (p->kw > 1)
-                        loop_op(b, TSR_OP_ALU, TSR_ALU_MAX, g->u_h, tco * (p->kw - 1), r.rows, g->wr, g->wr, OW, sw,
-                                sw);
-                    last = in = loop_op(b, TSR_OP_ALU, TSR_ALU_MOV, g->u_vmov + pa * TCO, tco, r.toh, OW,
-                                        (long)sh * g->wr, OW, 1, sw);
-                    in->pop_next = t >= NBA;
-                    if (p->kh > 1)
-                        last = loop_op(b, TSR_OP_ALU, TSR_ALU_MAX, g->u_vmax + pa * TCO * (p->kh - 1),
-                                       tco * (p->kh - 1), r.toh, OW, (long)sh * g->wr, OW, 1, sw);
-                } else {
+                if (!is_max) {
                     long key = (long)(rows_interior(g, rt) ? g->n_rt : rt) * g->n_wt + wt;
                     if (g->use_map && key != map_key) {
                         in = emit(b, TSR_OP_LOAD);
@@ -627,6 +620,34 @@ static void build_window(const geo_t *g, ibuf_t *b)
                         b->ops += (uint64_t)TOH * OW * c->acc_bytes / (uint64_t)(c->dram_bus_width / 8);
                         map_key = key;
                     }
+                }
+                if (g->t.sep) {
+                    /* X = off (max) or KW*off (avg: the raw row sums), then
+                     * GEMM: max copies whole rows, avg sums KW taps per output column */
+                    const int XW = g->xw, nk = is_max ? 1 : p->kw;
+                    in = loop_op(b, TSR_OP_ALU, TSR_ALU_MOV, g->u_xinit, tco, r.rows, XW, 0, XW, 1, 0);
+                    in->use_imm = 1;
+                    in->imm = is_max ? g->off : p->kw * g->off;
+                    in = loop_op(b, TSR_OP_GEMM, 0, g->u_copy + q * TCO * nk, tco * nk, r.rows, XW, g->wr,
+                                 is_max ? g->wr : OW, 1, is_max ? 1 : sw);
+                    in->pop_prev = 1;
+                    in->push_prev = t < g->tiles - NBI;
+                    if (is_max && p->kw > 1) /* in place: every source is read before it is overwritten */
+                        loop_op(b, TSR_OP_ALU, TSR_ALU_MAX, g->u_h, tco * (p->kw - 1), r.rows, XW, XW, OW, sw, sw);
+                    const int vsi = is_max ? sw : 1;
+                    last = in = loop_op(b, TSR_OP_ALU, TSR_ALU_MOV, g->u_vmov + pa * TCO, tco, r.toh, OW,
+                                        (long)sh * XW, OW, 1, vsi);
+                    in->pop_next = t >= NBA;
+                    if (p->kh > 1)
+                        last = loop_op(b, TSR_OP_ALU, is_max ? TSR_ALU_MAX : TSR_ALU_ADD,
+                                       g->u_vmax + pa * TCO * (p->kh - 1), tco * (p->kh - 1), r.toh, OW, (long)sh * XW,
+                                       OW, 1, vsi);
+                    if (!is_max) {
+                        tsr_insn_t *d = emit_division(g, b, pa, tco, r.toh, tco, (long)TOH * OW, r.toh * OW);
+                        if (d)
+                            last = d;
+                    }
+                } else {
                     in = loop_op(b, TSR_OP_ALU, TSR_ALU_MOV, g->u_init + pa, 1, tco, (long)TOH * OW, 0, r.toh * OW,
                                  1, 0);
                     in->pop_next = t >= NBA;
@@ -772,7 +793,7 @@ static int choose_tiling(geo_t *g)
     static const int nbs[4][2] = {{2, 2}, {1, 2}, {2, 1}, {1, 1}};
     const long loop_max = (1L << TSR_LOOP_BITS) - 1;
     double best = -1;
-    tiling_t bt = {0, 0, 0, 0, 0, 0};
+    tiling_t bt = {0, 0, 0, 0, 0, 0, 0};
     /* Every buffer rotation (the cost model charges single buffering for
      * the transfers it serialises); full output rows first, and column tiles
      * only if no full-row tiling fits. */
@@ -781,8 +802,13 @@ static int choose_tiling(geo_t *g)
             for (int d = n_ow - 1; d >= 0; d--) {
                 if ((c_ow[d] == g->ow) != (wpass == 0))
                     continue;
-                for (int a = n_co - 1; a >= 0; a--) {
-                    tiling_t t = {1, c_co[a], c_ow[d], 0, nbs[nbo][0], nbs[nbo][1]};
+                for (int a = n_co - 1; a >= 0; a--)
+                for (int sep = 0; sep < 2; sep++) {
+                    /* max is always separable, global never; avg either (by cost) */
+                    if ((g->kind == TSR_POOL_MAX && !sep) || (g->glob && sep) ||
+                        (g->kind == TSR_POOL_AVG && sep && g->p->kw * g->off > 32767))
+                        continue;
+                    tiling_t t = {1, c_co[a], c_ow[d], 0, sep, nbs[nbo][0], nbs[nbo][1]};
                     if (g->glob) {
                         long ch = (long)c->inp_depth / t.nbi / t.tco;
                         if (ch > loop_max)
@@ -1076,6 +1102,7 @@ int tsr_pool_plan(tsr_device_t *dev, const tsr_pool_params_t *params, tsr_pool_p
     pl->cb = g.cb;
     pl->toh = g.t.toh;
     pl->tow = g.glob ? 1 : g.t.tow;
+    pl->sep = g.t.sep;
     pl->tco = g.t.tco;
     pl->rows_in = g.rows_in;
     pl->wr = g.wr;

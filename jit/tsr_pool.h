@@ -24,11 +24,14 @@
  *    horizontal ALU max in place (uops over kx inside the loop over output
  *    columns, so every source is read before it is overwritten), vertical
  *    ALU mov + max into the compact output region O.
- *  - avgpool: O = ALU mov of the constant KH*KW*off, then GEMM sums the
- *    window into O (uops over the taps, loops over the outputs, as
- *    depthwise conv). Padding holds h = x_zp - off (count_include_pad 1:
- *    the raw value x_zp) or h = -off (0: the raw value 0), so O is the raw
- *    sum of operators.md. Division: see below.
+ *  - avgpool: padding holds h = x_zp - off (count_include_pad 1: the raw
+ *    value x_zp) or h = -off (0: the raw value 0), so the sums below are
+ *    the raw sums of operators.md. Direct form: O = ALU mov of the constant
+ *    KH*KW*off, then GEMM sums the window into O (uops over the taps, loops
+ *    over the outputs, as depthwise conv): KH*KW + 1 ops per output.
+ *    Separable form (chosen by the cost model when cheaper, e.g. stride 1):
+ *    X = KW*off, GEMM sums the KW taps of each row into X (one uop per kx),
+ *    then ALU mov + add of KH rows of X into O. Division: see below.
  *  - global average pool: the flattened H*W plane of TCO channel blocks is
  *    reduced in chunks that fit the input buffer (GEMM with loops over the
  *    chunk, one uop per channel block), then divided like avgpool.
@@ -108,6 +111,8 @@ typedef struct tsr_pool_plan {
     int nbuf_inp, nbuf_acc;        /* 2: double-buffered input / output halves, 1: single */
     int pad_value;                 /* the LOAD pad_value (re-centred) */
     int off;                       /* re-centring offset: 128 for uint8, 0 for int8 */
+    int sep;                       /* 1: separable (maxpool always; avgpool when cheaper: GEMM row sums
+                                      into X, ALU column sums into O), 0: direct GEMM window sums */
     int div_kind;                  /* 0: no division, 1: rshr only, 2: shr/mulhr/rshr */
     int div_k, div_e;              /* left shift k, rounding right shift e (rshr amount when div_kind 1) */
     int ncounts;                   /* distinct window counts */

@@ -98,7 +98,7 @@ static void describe(const tsr_pool_params_t *p, const char *cfg, uint64_t seed,
 }
 
 /* Plan statistics over a group of cases. */
-static int g_single, g_map, g_div2, g_chunked, g_coltile, g_one_call;
+static int g_single, g_map, g_div2, g_chunked, g_coltile, g_sepavg, g_one_call;
 
 /* Reference output of p on x into yr (oh x ow). */
 static void reference(const tsr_pool_params_t *p, const uint8_t *x, uint8_t *yr, int oh, int ow, const char *desc)
@@ -132,10 +132,11 @@ static void run_dev(tsr_device_t *dev, const tsr_pool_params_t *p, const uint8_t
     g_div2 += pl.div_kind == 2;
     g_chunked += pl.chunks > 1;
     g_coltile += pl.tow < pl.ow;
+    g_sepavg += pl.sep && p->kind == TSR_POOL_AVG;
     if (verbose)
-        printf("  %s\n    toh %d tow %d tco %d, %d tiles x %d chunks, buffers %d/%d, division %d (k %d e %d, %d counts%s), "
+        printf("  %s\n    %s, toh %d tow %d tco %d, %d tiles x %d chunks, buffers %d/%d, division %d (k %d e %d, %d counts%s), "
                "%zu insns\n",
-               desc, pl.toh, pl.tow, pl.tco, pl.tiles, pl.chunks, pl.nbuf_inp, pl.nbuf_acc, pl.div_kind, pl.div_k, pl.div_e,
+               desc, pl.sep ? "separable" : "direct", pl.toh, pl.tow, pl.tco, pl.tiles, pl.chunks, pl.nbuf_inp, pl.nbuf_acc, pl.div_kind, pl.div_k, pl.div_e,
                pl.ncounts, pl.use_map ? ", map" : "", pl.ninsns);
     int rc = tsr_pool_write_input(dev, &pl, x);
     if (!rc)
@@ -252,7 +253,7 @@ static void random_cases(const char *cfg, int count, int maxn, int maxc, int max
     tsr_device_t *dev = open_dev(cfg);
     uint64_t seed0 = base_seed() ^ salt;
     count = scaled(count);
-    g_single = g_map = g_div2 = g_chunked = g_coltile = 0;
+    g_single = g_map = g_div2 = g_chunked = g_coltile = g_sepavg = 0;
     int kinds[3] = {0, 0, 0};
     for (int i = 0; i < count; i++) {
         uint64_t seed = seed0 + (uint64_t)i, s = seed;
@@ -262,8 +263,8 @@ static void random_cases(const char *cfg, int count, int maxn, int maxc, int max
         run_case(dev, cfg, &p, NULL, seed, 0);
     }
     printf("  %s: %d cases (%d max, %d avg, %d global; %d single-buffered, %d multiplier maps, %d reciprocal "
-           "divisions, %d chunked, %d column-tiled)\n",
-           cfg, count, kinds[0], kinds[1], kinds[2], g_single, g_map, g_div2, g_chunked, g_coltile);
+           "divisions, %d chunked, %d column-tiled, %d separable avg)\n",
+           cfg, count, kinds[0], kinds[1], kinds[2], g_single, g_map, g_div2, g_chunked, g_coltile, g_sepavg);
     tsr_device_close(dev);
 }
 
@@ -502,9 +503,9 @@ static void figure(tsr_device_t *dev, const tsr_pool_params_t *p, const char *na
         fail_msg("%s: %s", name, tsr_errmsg());
     const tsr_config_t *c = tsr_device_config(dev);
     uint64_t comp = pl.x_bytes + pl.y_bytes;
-    printf("  %s: toh %d tco %d, %d tiles x %d chunks, buffers %d/%d, %zu insns, %llu gemm + %llu alu ops, DRAM "
+    printf("  %s: %s, toh %d tow %d tco %d, %d tiles x %d chunks, buffers %d/%d, %zu insns, %llu gemm + %llu alu ops, DRAM "
            "%llu B (compulsory %llu B, bound %llu cycles)\n",
-           name, pl.toh, pl.tco, pl.tiles, pl.chunks, pl.nbuf_inp, pl.nbuf_acc, pl.ninsns,
+           name, pl.sep ? "separable" : "direct", pl.toh, pl.tow, pl.tco, pl.tiles, pl.chunks, pl.nbuf_inp, pl.nbuf_acc, pl.ninsns,
            (unsigned long long)pl.gemm_ops, (unsigned long long)pl.alu_ops, (unsigned long long)pl.dram_bytes,
            (unsigned long long)comp, (unsigned long long)(comp / (uint64_t)(c->dram_bus_width / 8)));
     tsr_pool_plan_free(dev, &pl);
