@@ -5,11 +5,12 @@
  * a geometry derived once per plan, one stream builder that also runs dry
  * for the cost model, then packing and the device-side API.
  *
- * On-chip layout (q = input half of tile/step, pa = output half of tile):
+ * On-chip layout (q = input half of tile/step, pa = output half of tile,
+ * WR = (TOW-1)*SW + KW the on-chip input row, XW = WR for max, TOW for avg):
  *   inp  q*INP_HALF + cl*ROWS_IN*WR + y*WR + x           (global: q*INP_HALF + cl*CHUNK + i)
- *   acc  [0, NCONST) constants, then X (max: cl*ROWS_IN*WR + y*WR + x),
- *        then MAP (TOH*OW rows, map only), then O halves:
- *        O(pa) + cl*TOH*OW + oy*OW + ox                  (global: O(pa) + cl)
+ *   acc  [0, NCONST) constants, then X (separable forms: cl*ROWS_IN*XW +
+ *        y*XW + x), then MAP (TOH*TOW rows, map only), then O halves:
+ *        O(pa) + cl*TOH*TOW + oy*TOW + ox                (global: O(pa) + cl)
  *   wgt  row 0: the identity.
  * Tokens (as in conv2d): load->compute "tile/step loaded"; compute->load
  * "input half free" (pushed by the GEMM that consumes it, popped by the

@@ -45,8 +45,8 @@
  * of them, and refuses (TSR_EINVAL) when no (k, M_c, e) passes. With one
  * count M_c is one constant row; with count_include_pad 0 and borders the
  * count varies with the position: M_c then comes from a per-position map
- * ([OH][OW] acc rows in DRAM, loaded per row tile into a region reused by
- * all tiles with the same border pattern).
+ * ([OH][OW] acc rows in DRAM, loaded per tile into a region that is
+ * reused while consecutive tiles have the same border pattern).
  *
  * DRAM layouts (B = BATCH, BL = BLOCK_IN = BLOCK_OUT, NB = ceil(N/B), CB =
  * ceil(C/BL); padded lanes are ignored):
@@ -58,19 +58,21 @@
  *
  * Schedule. A tile is (batch block, TCO channel blocks, TOH output rows,
  * TOW output columns: all OW unless a padded row does not fit, then column
- * tiles as in conv2d); global: (batch block, TCO blocks) reduced over
- * chunks of the flattened plane.
+ * tiles as in conv2d, the last one shifted left to stay TOW wide); global:
+ * (batch block, TCO blocks) reduced over chunks of the flattened plane.
  * Tile/step t loads into half t%2 of the input buffer and writes its
  * output in half t%2 of the output region, so loads of the next tile and
  * the store of the previous one overlap compute (tokens as in conv2d: the
  * GEMM that consumes an input half frees it, the last ALU hands the output
- * half to STORE, the STORE hands it back). The copy region X (max) and the
- * multiplier map are used by compute alone and are single. TOH/TCO and the
- * buffer counts come from a cost model (DRAM bytes vs. tensor ops plus an
- * instruction overhead, single buffering charged for the transfers it
- * serialises) over the config's buffer depths. A tiling must hold one
- * window (KH x KW input rows; maxpool also KH x KW accumulator rows) and,
- * for avgpool, KH*KW uops: larger kernels get TSR_EINVAL.
+ * half to STORE, the STORE hands it back). The region X (separable forms)
+ * and the multiplier map are used by compute alone and are single. The
+ * form (avgpool), TOH/TOW/TCO and the buffer counts come from a cost model
+ * over the config's buffer depths: max(DRAM cycles at the bus width,
+ * tensor ops) plus pipeline fill/drain, a per-step and a per-instruction
+ * overhead, and the transfers a single-buffered rotation serialises. A
+ * tiling must hold one window (KH x KW input rows; the separable forms
+ * also KH x KW accumulator rows) and the uops (direct avgpool: KH*KW per
+ * channel block): otherwise TSR_EINVAL ("no tiling fits").
  */
 #ifndef TSR_POOL_H
 #define TSR_POOL_H
