@@ -5,12 +5,13 @@
  * a geometry derived once per plan, one stream builder that also runs dry
  * for the cost model, then packing and the device-side API.
  *
- * On-chip layout (q = input half of tile/step, pa = output half of tile,
- * WR = (TOW-1)*SW + KW the on-chip input row, XW = WR for max, TOW for avg):
+ * On-chip layout (q = input half of tile/step, pa = accumulator region of
+ * the tile, REGION = acc_depth / NBA, WR = (TOW-1)*SW + KW the on-chip
+ * input row, XW = WR for max, TOW for avg):
  *   inp  q*INP_HALF + cl*ROWS_IN*WR + y*WR + x           (global: q*INP_HALF + cl*CHUNK + i)
- *   acc  [0, NCONST) constants, then X (separable forms: cl*ROWS_IN*XW +
- *        y*XW + x), then MAP (TOH*TOW rows, map only), then O halves:
- *        O(pa) + cl*TOH*TOW + oy*TOW + ox                (global: O(pa) + cl)
+ *   acc  region pa at pa*REGION: NCONST constants, MAP (TOH*TOW rows, map
+ *        only), X (separable forms: cl*ROWS_IN*XW + y*XW + x), then
+ *        O + cl*TOH*TOW + oy*TOW + ox                    (global: O + cl)
  *   wgt  row 0: the identity.
  * Tokens (as in conv2d): load->compute "tile/step loaded"; compute->load
  * "input half free" (pushed by the GEMM that consumes it, popped by the
@@ -187,6 +188,7 @@ typedef struct {
     uint64_t bytes;   /* DRAM bytes moved by LOAD/STORE */
     uint64_t sbytes;  /* of which STORE */
     uint64_t ops;     /* tensor ops plus compute-stage load rows (cycle estimate of compute) */
+    uint64_t gops;    /* of which GEMM ops (resets included) */
     int oom;          /* an allocation failed */
     tsr_insn_t scratch; /* target of emits that are not stored */
 } ibuf_t;
@@ -239,10 +241,12 @@ typedef struct {
     int use_map, nconst;
     tiling_t t;
     int rows_in, wr, n_rt, n_wt, n_ct, tiles, chunks, steps, kern_sets;
-    int xw; /* row length of the X region (separable): WR (max), TOW (avg) */
-    int inp_half, x_base, map_base, o_base, o_half;
+    int xw;        /* row length of the X region (separable): WR (max), TOW (avg) */
+    int inp_half;  /* input rows per input half */
+    int region;    /* acc rows per region (acc_depth / NBA: with two, one accumulator bank each) */
+    int map_off, x_off, o_off, region_used; /* offsets of MAP, X, O inside a region; rows used */
     /* uop offsets */
-    int u_xinit, u_copy, u_h, u_vmov, u_vmax, u_init, u_sum, u_imm, u_mul, nuops;
+    int u_xinit, u_copy, u_h, u_vmov, u_vmax, u_init, u_sum, u_imm, u_c0, u_mul, nuops;
     uint32_t x_el, y_el, c_el, w_el, uop_el;
 } geo_t;
 
@@ -285,11 +289,24 @@ static int rows_interior(const geo_t *g, int rt)
     return 1;
 }
 
+/* Region pa of the accumulator buffer: constants, MAP, X, O. */
+static int reg_base(const geo_t *g, int pa) { return pa * g->region; }
+static int map_base(const geo_t *g, int pa) { return reg_base(g, pa) + g->map_off; }
+static int x_base(const geo_t *g, int pa) { return reg_base(g, pa) + g->x_off; }
+static int o_base(const geo_t *g, int pa) { return reg_base(g, pa) + g->o_off; }
+
+/* GEMM uop set of input half q and region pa. */
+static int kern_set(const geo_t *g, int q, int pa)
+{
+    return g->kern_sets == g->t.nbi * g->t.nba ? q * g->t.nba + pa : pa;
+}
+
 /* Lay out the uop buffer (offsets into g; the uops into out if not NULL). */
 static int layout_uops(geo_t *g, tsr_uop_t *out)
 {
     const tsr_pool_params_t *p = g->p;
-    const int TCO = g->t.tco, RW = g->rows_in * g->wr, TO = g->t.toh * g->t.tow;
+    const int TCO = g->t.tco, RW = g->rows_in * g->wr, TO = g->t.toh * g->t.tow, NBA = g->t.nba;
+    const int is_max = g->kind == TSR_POOL_MAX, RX = g->rows_in * g->xw;
     int n = 0;
 #define U(d, s, w)                                                                                                   \
     do {                                                                                                             \
@@ -297,64 +314,68 @@ static int layout_uops(geo_t *g, tsr_uop_t *out)
             out[n] = (tsr_uop_t){(uint32_t)(d), (uint32_t)(s), (uint32_t)(w)};                                       \
         n++;                                                                                                         \
     } while (0)
-    g->u_xinit = g->u_copy = g->u_h = g->u_vmov = g->u_vmax = g->u_init = g->u_sum = g->u_imm = g->u_mul = -1;
-    const int is_max = g->kind == TSR_POOL_MAX, RX = g->rows_in * g->xw;
+    g->u_xinit = g->u_copy = g->u_h = g->u_vmov = g->u_vmax = -1;
+    g->u_init = g->u_sum = g->u_imm = g->u_c0 = g->u_mul = -1;
+    const int full = g->kern_sets == g->t.nbi * NBA;
     if (g->t.sep) {
-        /* X init; copy (max: whole rows) or horizontal sums (avg: one uop per kx) */
+        /* X reset (GEMM); copy (max: whole rows) or horizontal sums (avg: one uop per kx) */
         g->u_xinit = n;
-        for (int cl = 0; cl < TCO; cl++)
-            U(g->x_base + cl * RX, g->x_base + cl * RX, 0);
+        for (int pa = 0; pa < NBA; pa++)
+            for (int cl = 0; cl < TCO; cl++)
+                U(x_base(g, pa) + cl * RX, 0, 0);
         g->u_copy = n;
-        for (int q = 0; q < g->t.nbi; q++)
+        for (int set = 0; set < g->kern_sets; set++) {
+            int q = full ? set / NBA : set, pa = full ? set % NBA : set;
             for (int cl = 0; cl < TCO; cl++)
                 for (int kx = 0; kx < (is_max ? 1 : p->kw); kx++)
-                    U(g->x_base + cl * RX, q * g->inp_half + cl * RW + kx, 0);
+                    U(x_base(g, pa) + cl * RX, q * g->inp_half + cl * RW + kx, 0);
+        }
         g->u_h = n;
-        for (int cl = 0; cl < TCO && is_max; cl++)
-            for (int kx = 1; kx < p->kw; kx++)
-                U(g->x_base + cl * RX, g->x_base + cl * RX + kx, 0);
-        g->u_vmov = n;
-        for (int pa = 0; pa < g->t.nba; pa++)
+        for (int pa = 0; pa < NBA && is_max; pa++)
             for (int cl = 0; cl < TCO; cl++)
-                U(g->o_base + pa * g->o_half + cl * TO, g->x_base + cl * RX, 0);
+                for (int kx = 1; kx < p->kw; kx++)
+                    U(x_base(g, pa) + cl * RX, x_base(g, pa) + cl * RX + kx, 0);
+        g->u_vmov = n;
+        for (int pa = 0; pa < NBA; pa++)
+            for (int cl = 0; cl < TCO; cl++)
+                U(o_base(g, pa) + cl * TO, x_base(g, pa) + cl * RX, 0);
         g->u_vmax = n;
-        for (int pa = 0; pa < g->t.nba; pa++)
+        for (int pa = 0; pa < NBA; pa++)
             for (int cl = 0; cl < TCO; cl++)
                 for (int ky = 1; ky < p->kh; ky++)
-                    U(g->o_base + pa * g->o_half + cl * TO, g->x_base + cl * RX + ky * g->xw, 0);
+                    U(o_base(g, pa) + cl * TO, x_base(g, pa) + cl * RX + ky * g->xw, 0);
     } else {
         g->u_init = n;
-        for (int pa = 0; pa < g->t.nba; pa++)
-            U(g->o_base + pa * g->o_half, 0, 0);
+        for (int pa = 0; pa < NBA; pa++)
+            U(o_base(g, pa), reg_base(g, pa), 0);
         g->u_sum = n;
         for (int set = 0; set < g->kern_sets; set++) {
-            int full = g->kern_sets == g->t.nbi * g->t.nba;
-            int q = full ? set / g->t.nba : set, pa = full ? set % g->t.nba : set;
-            const int ob = g->o_base + pa * g->o_half;
+            int q = full ? set / NBA : set, pa = full ? set % NBA : set;
             for (int cl = 0; cl < TCO; cl++) {
                 if (g->glob) {
-                    U(ob + cl, q * g->inp_half + cl * g->t.chunk, 0);
+                    U(o_base(g, pa) + cl, q * g->inp_half + cl * g->t.chunk, 0);
                     continue;
                 }
                 for (int ky = 0; ky < p->kh; ky++)
                     for (int kx = 0; kx < p->kw; kx++)
-                        U(ob + cl * TO, q * g->inp_half + cl * RW + ky * g->wr + kx, 0);
+                        U(o_base(g, pa) + cl * TO, q * g->inp_half + cl * RW + ky * g->wr + kx, 0);
             }
         }
     }
-    if (!is_max) {
-        g->u_imm = n;
-        for (int pa = 0; pa < g->t.nba; pa++)
-            U(g->o_base + pa * g->o_half, g->o_base + pa * g->o_half, 0);
-        g->u_mul = n;
-        if (g->use_map)
-            for (int pa = 0; pa < g->t.nba; pa++)
-                for (int cl = 0; cl < TCO; cl++)
-                    U(g->o_base + pa * g->o_half + cl * TO, g->map_base, 0);
-        else
-            for (int pa = 0; pa < g->t.nba; pa++)
-                U(g->o_base + pa * g->o_half, 1, 0);
-    }
+    g->u_imm = n; /* O with an immediate or itself */
+    for (int pa = 0; pa < NBA; pa++)
+        U(o_base(g, pa), o_base(g, pa), 0);
+    g->u_c0 = n; /* O with constant row 0 */
+    for (int pa = 0; pa < NBA; pa++)
+        U(o_base(g, pa), reg_base(g, pa), 0);
+    g->u_mul = n;
+    if (g->use_map)
+        for (int pa = 0; pa < NBA; pa++)
+            for (int cl = 0; cl < TCO; cl++)
+                U(o_base(g, pa) + cl * TO, map_base(g, pa), 0);
+    else
+        for (int pa = 0; pa < NBA; pa++)
+            U(o_base(g, pa), reg_base(g, pa) + 1, 0);
 #undef U
     return n;
 }
@@ -368,6 +389,7 @@ static void set_tiling(geo_t *g, const tiling_t *t)
     if (g->glob) {
         g->rows_in = t->chunk;
         g->wr = 1;
+        g->xw = 1;
         g->n_rt = 1;
         g->n_wt = 1;
         g->chunks = cdiv(p->h * p->w, t->chunk);
@@ -383,10 +405,11 @@ static void set_tiling(geo_t *g, const tiling_t *t)
     g->steps = g->tiles * g->chunks;
     g->kern_sets = g->chunks == 1 && t->nbi == t->nba ? t->nba : t->nbi * t->nba;
     g->inp_half = (int)c->inp_depth / t->nbi;
-    g->x_base = g->nconst;
-    g->map_base = g->x_base + (t->sep ? t->tco * g->rows_in * g->xw : 0);
-    g->o_base = g->map_base + (g->use_map ? t->toh * t->tow : 0);
-    g->o_half = g->glob ? t->tco : t->tco * t->toh * t->tow;
+    g->region = (int)c->acc_depth / t->nba;
+    g->map_off = g->nconst;
+    g->x_off = g->map_off + (g->use_map ? t->toh * t->tow : 0);
+    g->o_off = g->x_off + (t->sep ? t->tco * g->rows_in * g->xw : 0);
+    g->region_used = g->o_off + (g->glob ? t->tco : t->tco * t->toh * t->tow);
     g->nuops = layout_uops(g, NULL);
 }
 
@@ -406,7 +429,7 @@ static int tiling_fits(const geo_t *g0, const tiling_t *t)
     const long loop_max = (1L << TSR_LOOP_BITS) - 1;
     if ((long)t->tco * RW > g.inp_half)
         return 0;
-    if ((long)g.o_base + (long)t->nba * g.o_half > (long)c->acc_depth)
+    if (g.region_used > g.region)
         return 0;
     if (g.nuops > (int)c->uop_depth)
         return 0;
@@ -456,6 +479,8 @@ static tsr_insn_t *loop_op(ibuf_t *b, uint32_t opcode, uint32_t alu_op, int ubgn
     in->dst_factor_in = ii > 1 ? (uint32_t)dfi : 0;
     in->src_factor_in = ii > 1 ? (uint32_t)sfi : 0;
     b->ops += (uint64_t)io * (uint64_t)ii * (uint64_t)nu;
+    if (opcode == TSR_OP_GEMM)
+        b->gops += (uint64_t)io * (uint64_t)ii * (uint64_t)nu;
     return in;
 }
 
@@ -467,7 +492,7 @@ static tsr_insn_t *alu_imm(ibuf_t *b, uint32_t op, int ubgn, int io, long dfo, i
     return in;
 }
 
-/* Division of the O half pa (rows: io blocks of ii, block pitch dfo);
+/* Division of the O region pa (rows: io blocks of ii, block pitch dfo);
  * returns the last instruction, or NULL if the division is empty. */
 static tsr_insn_t *emit_division(const geo_t *g, ibuf_t *b, int pa, int tco, int toh, int io, long dfo, int ii)
 {
@@ -504,9 +529,10 @@ static void emit_prologue(const geo_t *g, ibuf_t *b)
     in->x_size = (uint32_t)g->nuops;
     in->x_stride = in->x_size;
     b->bytes += (uint64_t)in->x_size * c->uop_bytes;
-    if (g->nconst) {
+    for (int pa = 0; pa < g->t.nba && g->nconst; pa++) { /* a copy of the constants in each region */
         in = emit(b, TSR_OP_LOAD);
         in->mem_type = TSR_MEM_ACC;
+        in->sram_base = (uint32_t)reg_base(g, pa);
         in->dram_base = g->c_el;
         in->y_size = 1;
         in->x_size = (uint32_t)g->nconst;
@@ -527,7 +553,7 @@ static tsr_insn_t *emit_identity_load(const geo_t *g, ibuf_t *b)
     return in;
 }
 
-/* Store tco blocks of the O half pa (each block rows x_size long, pitch
+/* Store tco blocks of O region pa (each block rows x_size long, pitch
  * `pitch` on chip) to DRAM element dram (block stride plane). */
 static void emit_store(const geo_t *g, ibuf_t *b, int t, int pa, int tco, int x_size, int pitch, uint32_t dram,
                        long plane)
@@ -537,7 +563,7 @@ static void emit_store(const geo_t *g, ibuf_t *b, int t, int pa, int tco, int x_
     for (int k = 0; k < nst; k++) {
         tsr_insn_t *in = emit(b, TSR_OP_STORE);
         in->mem_type = TSR_MEM_OUT;
-        in->sram_base = (uint32_t)(g->o_base + pa * g->o_half + k * pitch);
+        in->sram_base = (uint32_t)(o_base(g, pa) + k * pitch);
         in->dram_base = dram + (uint32_t)(k * plane);
         in->y_size = (uint32_t)(one ? tco : 1);
         in->x_size = (uint32_t)x_size;
@@ -549,138 +575,220 @@ static void emit_store(const geo_t *g, ibuf_t *b, int t, int pa, int tco, int x_
     }
 }
 
-/* maxpool / avgpool: one step per tile. */
+/* What a window tile needs after its loads (computed once per tile). */
+typedef struct {
+    int t, nb, rt, wt, ct, q, pa, cb0, tco, ox0;
+    rowgeo_t r;
+} wtile_t;
+
+static void window_tile(const geo_t *g, int t, wtile_t *w)
+{
+    int i = t;
+    w->t = t;
+    w->ct = i % g->n_ct;
+    i /= g->n_ct;
+    int rw = i % (g->n_rt * g->n_wt);
+    w->nb = i / (g->n_rt * g->n_wt);
+    w->rt = rw / g->n_wt;
+    w->wt = rw % g->n_wt;
+    w->q = t % g->t.nbi;
+    w->pa = t % g->t.nba;
+    w->cb0 = w->ct * g->t.tco;
+    w->tco = imin(g->t.tco, g->cb - w->cb0);
+    w->ox0 = imin(w->wt * g->t.tow, g->ow - g->t.tow); /* the last column tile is shifted left */
+    row_tile(g, w->rt, &w->r);
+}
+
+/* Load stage of window tile w. */
+static void emit_window_loads(const geo_t *g, ibuf_t *b, const wtile_t *w)
+{
+    const tsr_pool_params_t *p = g->p;
+    const int RW = g->rows_in * g->wr;
+    int cpad0 = 0, creal = 0, cpad1 = 0, cfirst = 0;
+    for (int u = 0; u < g->wr; u++) {
+        int ix = w->ox0 * p->stride_w - p->pad_left + u;
+        if (ix < 0)
+            cpad0++;
+        else if (ix < p->w) {
+            if (!creal)
+                cfirst = ix;
+            creal++;
+        } else
+            cpad1++;
+    }
+    tsr_insn_t *in = NULL;
+    const size_t first = b->n; /* an index: emit may move the buffer */
+    if (w->t == 0)
+        emit_identity_load(g, b);
+    for (int cl = 0; cl < w->tco; cl++) {
+        in = emit(b, TSR_OP_LOAD);
+        in->mem_type = TSR_MEM_INP;
+        in->sram_base = (uint32_t)(w->q * g->inp_half + cl * RW);
+        in->dram_base = g->x_el + (uint32_t)((((long)w->nb * g->cb + w->cb0 + cl) * p->h + w->r.iy_first) * p->w +
+                                             cfirst);
+        in->y_size = (uint32_t)w->r.real;
+        in->x_size = (uint32_t)creal;
+        in->x_stride = (uint32_t)p->w;
+        in->y_pad0 = (uint32_t)w->r.pad0;
+        in->y_pad1 = (uint32_t)w->r.pad1;
+        in->x_pad0 = (uint32_t)cpad0;
+        in->x_pad1 = (uint32_t)cpad1;
+        in->pad_value = g->pad_value;
+        b->bytes += (uint64_t)w->r.real * creal * g->c->inp_bytes;
+    }
+    set_pop_next(b, first, w->t >= g->t.nbi);
+    in->push_next = 1;
+}
+
+/* Multiplier map of tile w into MAP(pa), if that region holds another one. */
+static void emit_map_load(const geo_t *g, ibuf_t *b, const wtile_t *w, long *map_key)
+{
+    if (!g->use_map)
+        return;
+    long key = (long)(rows_interior(g, w->rt) ? g->n_rt : w->rt) * g->n_wt + w->wt;
+    if (map_key[w->pa] == key)
+        return;
+    const tsr_config_t *c = g->c;
+    tsr_insn_t *in = emit(b, TSR_OP_LOAD);
+    in->mem_type = TSR_MEM_ACC;
+    in->sram_base = (uint32_t)map_base(g, w->pa);
+    in->dram_base = g->c_el + (uint32_t)(g->nconst + (long)w->r.oy0 * g->ow + w->ox0);
+    in->y_size = (uint32_t)g->t.toh;
+    in->x_size = (uint32_t)g->t.tow;
+    in->x_stride = (uint32_t)g->ow;
+    b->bytes += (uint64_t)g->t.toh * g->t.tow * c->acc_bytes;
+    b->ops += (uint64_t)g->t.toh * g->t.tow * c->acc_bytes / (uint64_t)(c->dram_bus_width / 8);
+    map_key[w->pa] = key;
+}
+
+/* Store stage of window tile w. */
+static void emit_window_store(const geo_t *g, ibuf_t *b, const wtile_t *w)
+{
+    const int TOH = g->t.toh, OW = g->t.tow, FULL_OW = g->ow;
+    const uint32_t ydram =
+        g->y_el + (uint32_t)((((long)w->nb * g->cb + w->cb0) * g->oh + w->r.oy0) * FULL_OW + w->ox0);
+    if (OW == FULL_OW) {
+        emit_store(g, b, w->t, w->pa, w->tco, w->r.toh * OW, TOH * OW, ydram, (long)g->oh * OW);
+        return;
+    }
+    for (int k = 0; k < w->tco; k++) { /* column tiles: r.toh rows of OW per block */
+        tsr_insn_t *in = emit(b, TSR_OP_STORE);
+        in->mem_type = TSR_MEM_OUT;
+        in->sram_base = (uint32_t)(o_base(g, w->pa) + k * TOH * OW);
+        in->dram_base = ydram + (uint32_t)((long)k * g->oh * FULL_OW);
+        in->y_size = (uint32_t)w->r.toh;
+        in->x_size = (uint32_t)OW;
+        in->x_stride = (uint32_t)FULL_OW;
+        in->pop_prev = k == 0;
+        in->push_prev = k == w->tco - 1 && (w->t < g->tiles - g->t.nba || w->t == g->tiles - 1);
+        b->bytes += (uint64_t)w->r.toh * OW * g->c->out_bytes;
+        b->sbytes += (uint64_t)w->r.toh * OW * g->c->out_bytes;
+    }
+}
+
+/* Separable forms, GEMM part of tile w: X = 0, then X += the input rows
+ * (max) or the KW taps of each output column (avg). Its GEMM frees the
+ * input half. */
+static void emit_sep_gemm(const geo_t *g, ibuf_t *b, const wtile_t *w)
+{
+    const tsr_pool_params_t *p = g->p;
+    const int TCO = g->t.tco, XW = g->xw, is_max = g->kind == TSR_POOL_MAX, nk = is_max ? 1 : p->kw;
+    tsr_insn_t *in = loop_op(b, TSR_OP_GEMM, 0, g->u_xinit + w->pa * TCO, w->tco, w->r.rows, XW, 0, XW, 1, 0);
+    in->reset = 1;
+    in = loop_op(b, TSR_OP_GEMM, 0, g->u_copy + kern_set(g, w->q, w->pa) * TCO * nk, w->tco * nk, w->r.rows, XW,
+                 g->wr, is_max ? g->wr : g->t.tow, 1, is_max ? 1 : p->stride_w);
+    in->pop_prev = 1;
+    in->push_prev = w->t < g->tiles - g->t.nbi;
+}
+
+/* Separable forms, ALU part of tile w: (max) horizontal max in place,
+ * vertical mov + max/add into O, the offset (uint8), the division (avg).
+ * Hands O to STORE. */
+static void emit_sep_alu(const geo_t *g, ibuf_t *b, const wtile_t *w, long *map_key)
+{
+    const tsr_pool_params_t *p = g->p;
+    const int TCO = g->t.tco, TOH = g->t.toh, OW = g->t.tow, XW = g->xw, is_max = g->kind == TSR_POOL_MAX;
+    const int sw = p->stride_w, sh = p->stride_h, pa = w->pa, tco = w->tco;
+    emit_map_load(g, b, w, map_key);
+    if (is_max && p->kw > 1) /* in place: every source is read before it is overwritten */
+        loop_op(b, TSR_OP_ALU, TSR_ALU_MAX, g->u_h + pa * TCO * (p->kw - 1), tco * (p->kw - 1), w->r.rows, XW, XW,
+                OW, sw, sw);
+    const int vsi = is_max ? sw : 1;
+    tsr_insn_t *last = loop_op(b, TSR_OP_ALU, TSR_ALU_MOV, g->u_vmov + pa * TCO, tco, w->r.toh, OW, (long)sh * XW,
+                               OW, 1, vsi);
+    last->pop_next = w->t >= g->t.nba;
+    if (p->kh > 1)
+        last = loop_op(b, TSR_OP_ALU, is_max ? TSR_ALU_MAX : TSR_ALU_ADD, g->u_vmax + pa * TCO * (p->kh - 1),
+                       tco * (p->kh - 1), w->r.toh, OW, (long)sh * XW, OW, 1, vsi);
+    if (g->off) { /* back to raw values: + off (max), + KH*KW*off (avg, constant row 0) */
+        if (is_max)
+            last = alu_imm(b, TSR_ALU_ADD, g->u_imm + pa, tco, (long)TOH * OW, w->r.toh * OW, g->off);
+        else
+            last = loop_op(b, TSR_OP_ALU, TSR_ALU_ADD, g->u_c0 + pa, 1, tco, (long)TOH * OW, 0, w->r.toh * OW, 1, 0);
+    }
+    if (!is_max) {
+        tsr_insn_t *d = emit_division(g, b, pa, tco, w->r.toh, tco, (long)TOH * OW, w->r.toh * OW);
+        if (d)
+            last = d;
+    }
+    last->push_next = 1;
+}
+
+/* Direct avgpool, compute of tile w: O = KH*KW*off, GEMM window sums,
+ * division. */
+static void emit_direct(const geo_t *g, ibuf_t *b, const wtile_t *w, long *map_key)
+{
+    const tsr_pool_params_t *p = g->p;
+    const int TCO = g->t.tco, TOH = g->t.toh, OW = g->t.tow, pa = w->pa, tco = w->tco;
+    emit_map_load(g, b, w, map_key);
+    tsr_insn_t *in = loop_op(b, TSR_OP_ALU, TSR_ALU_MOV, g->u_init + pa, 1, tco, (long)TOH * OW, 0, w->r.toh * OW,
+                             1, 0);
+    in->pop_next = w->t >= g->t.nba;
+    tsr_insn_t *last = in = loop_op(b, TSR_OP_GEMM, 0, g->u_sum + kern_set(g, w->q, pa) * TCO * g->kk, tco * g->kk,
+                                    w->r.toh, OW, (long)p->stride_h * g->wr, OW, 1, p->stride_w);
+    in->pop_prev = 1;
+    in->push_prev = w->t < g->tiles - g->t.nbi;
+    tsr_insn_t *d = emit_division(g, b, pa, tco, w->r.toh, tco, (long)TOH * OW, w->r.toh * OW);
+    if (d)
+        last = d;
+    last->push_next = 1;
+}
+
+/* maxpool / avgpool: one step per tile. With two accumulator regions (one
+ * bank each) the separable forms are software-pipelined: the GEMMs of tile
+ * t+1 are issued before the ALU work of tile t, so the compute stage's GEMM
+ * pipe fills X(t+1) while its ALU pipe reduces X(t) (the RTL's bank rule;
+ * the semantics are in order either way, and the regions are disjoint). */
 static void build_window(const geo_t *g, ibuf_t *b)
 {
-    const tsr_config_t *c = g->c;
-    const tsr_pool_params_t *p = g->p;
-    const int TCO = g->t.tco, TOH = g->t.toh, OW = g->t.tow, FULL_OW = g->ow, NBI = g->t.nbi, NBA = g->t.nba;
-    const int RW = g->rows_in * g->wr, sh = p->stride_h, sw = p->stride_w;
-    const int is_max = g->kind == TSR_POOL_MAX;
-    long map_key = -1;
+    long map_key[2] = {-1, -1};
+    const int pipelined = g->t.sep && g->t.nba == 2;
     emit_prologue(g, b);
-    int t = 0;
-    for (int nb = 0; nb < g->nb; nb++)
-        for (int rw = 0; rw < g->n_rt * g->n_wt; rw++)
-            for (int ct = 0; ct < g->n_ct; ct++, t++) {
-                const int rt = rw / g->n_wt, wt = rw % g->n_wt;
-                const int q = t % NBI, pa = t % NBA;
-                /* column geometry: the last column tile is shifted left to stay TOW wide */
-                const int ox0 = imin(wt * OW, FULL_OW - OW);
-                int cpad0 = 0, creal = 0, cpad1 = 0, cfirst = 0;
-                for (int u = 0; u < g->wr; u++) {
-                    int ix = ox0 * p->stride_w - p->pad_left + u;
-                    if (ix < 0)
-                        cpad0++;
-                    else if (ix < p->w) {
-                        if (!creal)
-                            cfirst = ix;
-                        creal++;
-                    } else
-                        cpad1++;
-                }
-                const int cb0 = ct * TCO, tco = imin(TCO, g->cb - cb0);
-                rowgeo_t r;
-                row_tile(g, rt, &r);
-                /* ---- load stage ---- */
-                tsr_insn_t *in = NULL;
-                const size_t first = b->n; /* an index: emit may move the buffer */
-                if (t == 0)
-                    emit_identity_load(g, b);
-                for (int cl = 0; cl < tco; cl++) {
-                    in = emit(b, TSR_OP_LOAD);
-                    in->mem_type = TSR_MEM_INP;
-                    in->sram_base = (uint32_t)(q * g->inp_half + cl * RW);
-                    in->dram_base = g->x_el + (uint32_t)((((long)nb * g->cb + cb0 + cl) * p->h + r.iy_first) * p->w +
-                                                         cfirst);
-                    in->y_size = (uint32_t)r.real;
-                    in->x_size = (uint32_t)creal;
-                    in->x_stride = (uint32_t)p->w;
-                    in->y_pad0 = (uint32_t)r.pad0;
-                    in->y_pad1 = (uint32_t)r.pad1;
-                    in->x_pad0 = (uint32_t)cpad0;
-                    in->x_pad1 = (uint32_t)cpad1;
-                    in->pad_value = g->pad_value;
-                    b->bytes += (uint64_t)r.real * creal * c->inp_bytes;
-                }
-                set_pop_next(b, first, t >= NBI);
-                in->push_next = 1;
-                /* ---- compute stage ---- */
-                tsr_insn_t *last;
-                if (!is_max) {
-                    long key = (long)(rows_interior(g, rt) ? g->n_rt : rt) * g->n_wt + wt;
-                    if (g->use_map && key != map_key) {
-                        in = emit(b, TSR_OP_LOAD);
-                        in->mem_type = TSR_MEM_ACC;
-                        in->sram_base = (uint32_t)g->map_base;
-                        in->dram_base = g->c_el + (uint32_t)(g->nconst + (long)r.oy0 * FULL_OW + ox0);
-                        in->y_size = (uint32_t)TOH;
-                        in->x_size = (uint32_t)OW;
-                        in->x_stride = (uint32_t)FULL_OW;
-                        b->bytes += (uint64_t)TOH * OW * c->acc_bytes;
-                        b->ops += (uint64_t)TOH * OW * c->acc_bytes / (uint64_t)(c->dram_bus_width / 8);
-                        map_key = key;
-                    }
-                }
-                if (g->t.sep) {
-                    /* X = off (max) or KW*off (avg: the raw row sums), then
-                     * GEMM: max copies whole rows, avg sums KW taps per output column */
-                    const int XW = g->xw, nk = is_max ? 1 : p->kw;
-                    in = loop_op(b, TSR_OP_ALU, TSR_ALU_MOV, g->u_xinit, tco, r.rows, XW, 0, XW, 1, 0);
-                    in->use_imm = 1;
-                    in->imm = is_max ? g->off : p->kw * g->off;
-                    in = loop_op(b, TSR_OP_GEMM, 0, g->u_copy + q * TCO * nk, tco * nk, r.rows, XW, g->wr,
-                                 is_max ? g->wr : OW, 1, is_max ? 1 : sw);
-                    in->pop_prev = 1;
-                    in->push_prev = t < g->tiles - NBI;
-                    if (is_max && p->kw > 1) /* in place: every source is read before it is overwritten */
-                        loop_op(b, TSR_OP_ALU, TSR_ALU_MAX, g->u_h, tco * (p->kw - 1), r.rows, XW, XW, OW, sw, sw);
-                    const int vsi = is_max ? sw : 1;
-                    last = in = loop_op(b, TSR_OP_ALU, TSR_ALU_MOV, g->u_vmov + pa * TCO, tco, r.toh, OW,
-                                        (long)sh * XW, OW, 1, vsi);
-                    in->pop_next = t >= NBA;
-                    if (p->kh > 1)
-                        last = loop_op(b, TSR_OP_ALU, is_max ? TSR_ALU_MAX : TSR_ALU_ADD,
-                                       g->u_vmax + pa * TCO * (p->kh - 1), tco * (p->kh - 1), r.toh, OW, (long)sh * XW,
-                                       OW, 1, vsi);
-                    if (!is_max) {
-                        tsr_insn_t *d = emit_division(g, b, pa, tco, r.toh, tco, (long)TOH * OW, r.toh * OW);
-                        if (d)
-                            last = d;
-                    }
-                } else {
-                    in = loop_op(b, TSR_OP_ALU, TSR_ALU_MOV, g->u_init + pa, 1, tco, (long)TOH * OW, 0, r.toh * OW,
-                                 1, 0);
-                    in->pop_next = t >= NBA;
-                    int set = g->kern_sets == NBI * NBA ? q * NBA + pa : pa;
-                    last = in = loop_op(b, TSR_OP_GEMM, 0, g->u_sum + set * TCO * g->kk, tco * g->kk, r.toh, OW,
-                                        (long)sh * g->wr, OW, 1, sw);
-                    in->pop_prev = 1;
-                    in->push_prev = t < g->tiles - NBI;
-                    tsr_insn_t *d = emit_division(g, b, pa, tco, r.toh, tco, (long)TOH * OW, r.toh * OW);
-                    if (d)
-                        last = d;
-                }
-                last->push_next = 1;
-                /* ---- store stage ---- */
-                const uint32_t ydram = g->y_el + (uint32_t)((((long)nb * g->cb + cb0) * g->oh + r.oy0) * FULL_OW + ox0);
-                if (OW == FULL_OW)
-                    emit_store(g, b, t, pa, tco, r.toh * OW, TOH * OW, ydram, (long)g->oh * OW);
-                else
-                    for (int k = 0; k < tco; k++) { /* column tiles: r.toh rows of OW per block */
-                        in = emit(b, TSR_OP_STORE);
-                        in->mem_type = TSR_MEM_OUT;
-                        in->sram_base = (uint32_t)(g->o_base + pa * g->o_half + k * TOH * OW);
-                        in->dram_base = ydram + (uint32_t)((long)k * g->oh * FULL_OW);
-                        in->y_size = (uint32_t)r.toh;
-                        in->x_size = (uint32_t)OW;
-                        in->x_stride = (uint32_t)FULL_OW;
-                        in->pop_prev = k == 0;
-                        in->push_prev = k == tco - 1 && (t < g->tiles - NBA || t == g->tiles - 1);
-                        b->bytes += (uint64_t)r.toh * OW * c->out_bytes;
-                        b->sbytes += (uint64_t)r.toh * OW * c->out_bytes;
-                    }
-            }
+    wtile_t prev, cur;
+    for (int t = 0; t < g->tiles; t++) {
+        window_tile(g, t, &cur);
+        emit_window_loads(g, b, &cur);
+        if (!g->t.sep) {
+            emit_direct(g, b, &cur, map_key);
+            emit_window_store(g, b, &cur);
+            continue;
+        }
+        emit_sep_gemm(g, b, &cur);
+        if (!pipelined) {
+            emit_sep_alu(g, b, &cur, map_key);
+            emit_window_store(g, b, &cur);
+            continue;
+        }
+        if (t > 0) {
+            emit_sep_alu(g, b, &prev, map_key);
+            emit_window_store(g, b, &prev);
+        }
+        prev = cur;
+    }
+    if (pipelined) {
+        emit_sep_alu(g, b, &prev, map_key);
+        emit_window_store(g, b, &prev);
+    }
     tsr_insn_t *in = emit(b, TSR_OP_FINISH);
     in->pop_next = 1;
 }
@@ -724,8 +832,8 @@ static void build_global(const geo_t *g, ibuf_t *b)
                     in = loop_op(b, TSR_OP_ALU, TSR_ALU_MOV, g->u_init + pa, 1, 1, 0, 0, tco, 1, 0);
                     in->pop_next = t >= NBA;
                 }
-                int set = g->kern_sets == NBI * NBA ? q * NBA + pa : pa;
-                tsr_insn_t *last = in = loop_op(b, TSR_OP_GEMM, 0, g->u_sum + set * TCO, tco, 1, 0, 0, len, 0, 1);
+                tsr_insn_t *last = in =
+                    loop_op(b, TSR_OP_GEMM, 0, g->u_sum + kern_set(g, q, pa) * TCO, tco, 1, 0, 0, len, 0, 1);
                 in->pop_prev = 1;
                 in->push_prev = s < g->steps - NBI;
                 if (ch != g->chunks - 1)
@@ -777,6 +885,10 @@ static double cost_of(const geo_t *g, const tiling_t *t)
     const double bus = (double)(g->c->dram_bus_width / 8);
     double mem = (double)b.bytes / bus, st = (double)b.sbytes / bus;
     double comp = (double)b.ops;
+    if (gg.t.sep && gg.t.nba == 2) { /* GEMM and ALU pipes overlap (software-pipelined tiles) */
+        double ga = (double)b.gops, al = (double)(b.ops - b.gops);
+        comp = ga > al ? ga : al;
+    }
     /* overlapped, plus the pipeline fill or drain (one step of the shorter
      * side), plus what a single-buffered rotation serialises */
     double cost = (mem > comp ? mem + comp / gg.steps : comp + mem / gg.steps) + COST_PER_STEP * gg.steps;
@@ -810,8 +922,7 @@ static int choose_tiling(geo_t *g)
                 for (int a = n_co - 1; a >= 0; a--)
                 for (int sep = 0; sep < 2; sep++) {
                     /* max is always separable, global never; avg either (by cost) */
-                    if ((g->kind == TSR_POOL_MAX && !sep) || (g->glob && sep) ||
-                        (g->kind == TSR_POOL_AVG && sep && g->p->kw * g->off > 32767))
+                    if ((g->kind == TSR_POOL_MAX && !sep) || (g->glob && sep))
                         continue;
                     tiling_t t = {1, c_co[a], c_ow[d], 0, sep, nbs[nbo][0], nbs[nbo][1]};
                     if (g->glob) {

@@ -18,20 +18,22 @@
  * average is the one of operators.md and STORE's low 8 bits are the output
  * byte for both dtypes.
  *
- *  - maxpool: ALU mov imm off over the tile's copy region X, GEMM X += h
- *    (X = raw x; padding is h = -128, i.e. the type minimum, which never
+ *  - maxpool: GEMM reset of the tile's copy region X, GEMM X += h
+ *    (padding is h = -128, the type minimum after re-centring, which never
  *    wins because every window holds a valid element), then separably:
  *    horizontal ALU max in place (uops over kx inside the loop over output
  *    columns, so every source is read before it is overwritten), vertical
- *    ALU mov + max into the compact output region O.
+ *    ALU mov + max into the compact output region O, and (uint8) ALU add
+ *    128 to get the raw values back.
  *  - avgpool: padding holds h = x_zp - off (count_include_pad 1: the raw
  *    value x_zp) or h = -off (0: the raw value 0), so the sums below are
  *    the raw sums of operators.md. Direct form: O = ALU mov of the constant
  *    KH*KW*off, then GEMM sums the window into O (uops over the taps, loops
  *    over the outputs, as depthwise conv): KH*KW + 1 ops per output.
  *    Separable form (chosen by the cost model when cheaper, e.g. stride 1):
- *    X = KW*off, GEMM sums the KW taps of each row into X (one uop per kx),
- *    then ALU mov + add of KH rows of X into O. Division: see below.
+ *    GEMM reset of X, GEMM sums the KW taps of each row into X (one uop per
+ *    kx), ALU mov + add of KH rows of X into O, ALU add of the constant
+ *    KH*KW*off (uint8). Division: see below.
  *  - global average pool: the flattened H*W plane of TCO channel blocks is
  *    reduced in chunks that fit the input buffer (GEMM with loops over the
  *    chunk, one uop per channel block), then divided like avgpool.
@@ -64,8 +66,12 @@
  * output in half t%2 of the output region, so loads of the next tile and
  * the store of the previous one overlap compute (tokens as in conv2d: the
  * GEMM that consumes an input half frees it, the last ALU hands the output
- * half to STORE, the STORE hands it back). The region X (separable forms)
- * and the multiplier map are used by compute alone and are single. The
+ * half to STORE, the STORE hands it back). The accumulator buffer is split
+ * into NBA regions (with two, one per RTL accumulator bank), each with its
+ * copy of the constants, its multiplier map, X and O; the separable forms
+ * are software-pipelined across them (the GEMMs of tile t+1 are issued
+ * before the ALU work of tile t), so the compute stage's GEMM and ALU
+ * pipes work side by side under the RTL's bank rule. The
  * form (avgpool), TOH/TOW/TCO and the buffer counts come from a cost model
  * over the config's buffer depths: max(DRAM cycles at the bus width,
  * tensor ops) plus pipeline fill/drain, a per-step and a per-instruction
