@@ -514,8 +514,10 @@ static void figure(tsr_device_t *dev, const tsr_pool_params_t *p, const char *na
     run_case(dev, "default", p, NULL, seed, 0);
     tsr_counters_t ct;
     if (!tsr_read_counters(dev, &ct) && ct.cycles)
-        printf("    %s: %llu cycles on %s (%.2fx the DRAM bound)\n", name, (unsigned long long)ct.cycles, backend(),
-               (double)ct.cycles / (double)(comp / (uint64_t)(c->dram_bus_width / 8)));
+        printf("    %s: %llu cycles on %s (%.2fx the DRAM bound), %llu cycles with GEMM and ALU both issuing\n", name,
+               (unsigned long long)ct.cycles, backend(),
+               (double)ct.cycles / (double)(comp / (uint64_t)(c->dram_bus_width / 8)),
+               (unsigned long long)(ct.has_hw ? ct.hw[TSR_CNT_DUAL_OPS] : 0));
 }
 
 static void test_resnet(void **state)
