@@ -221,8 +221,8 @@ static tsr_insn_t *emit(ibuf_t *b, uint32_t opcode)
 
 typedef struct {
     int toh, tco; /* output rows, channel blocks per tile */
-    int tow;      /* output columns per tile (OW unless a row does not fit; the last
-                     column tile is shifted left to stay TOW wide) */
+    int tow;      /* output columns per tile (OW or fewer; the last column tile is
+                     shifted left to stay TOW wide) */
     int chunk;    /* global: elements of the flattened plane per step */
     int sep;      /* 1: separable (copy/row-sum region X, then vertical ALU), 0: direct GEMM window sums */
     int nbi, nba; /* input / output half rotation: 2 or 1 */
@@ -912,9 +912,9 @@ static int choose_tiling(geo_t *g)
     double best = -1;
     tiling_t bt = {0, 0, 0, 0, 0, 0, 0};
     /* Every buffer rotation (the cost model charges single buffering for
-     * the transfers it serialises); full output rows first, and column tiles
-     * only if no full-row tiling fits. */
-    for (int wpass = 0; wpass < (g->glob ? 1 : 2) && best < 0; wpass++)
+     * the transfers it serialises), form and width: column tiles also pay
+     * when they allow taller tiles (fewer halo rows, e.g. maxpool 3x3 s2). */
+    for (int wpass = 0; wpass < (g->glob ? 1 : 2); wpass++)
         for (int nbo = 0; nbo < 4; nbo++)
             for (int d = n_ow - 1; d >= 0; d--) {
                 if ((c_ow[d] == g->ow) != (wpass == 0))

@@ -59,8 +59,9 @@
  *   weights one wgt element, the identity.
  *
  * Schedule. A tile is (batch block, TCO channel blocks, TOH output rows,
- * TOW output columns: all OW unless a padded row does not fit, then column
- * tiles as in conv2d, the last one shifted left to stay TOW wide); global:
+ * TOW output columns: all OW, or column tiles as in conv2d when a padded
+ * row does not fit or taller tiles pay, the last one shifted left to stay
+ * TOW wide); global:
  * (batch block, TCO blocks) reduced over chunks of the flattened plane.
  * Tile/step t loads into half t%2 of the input buffer and writes its
  * output in half t%2 of the output region, so loads of the next tile and
@@ -112,8 +113,8 @@ typedef struct tsr_pool_plan {
     int oh, ow;                    /* output height and width (1, 1 for global) */
     int nb, cb;                    /* batch blocks, channel blocks */
     int toh, tco;                  /* tile: output rows, channel blocks (global: toh = 1) */
-    int tow;                       /* tile: output columns (OW unless a padded row does not fit; the
-                                      last column tile is shifted left to stay TOW wide) */
+    int tow;                       /* tile: output columns (OW, or fewer by the cost model; the last
+                                      column tile is shifted left to stay TOW wide) */
     int rows_in, wr;               /* on-chip input rows and row length per channel block (global: chunk length, 1) */
     int tiles, chunks;             /* tiles, reduction chunks per tile (1 unless global) */
     int nbuf_inp, nbuf_acc;        /* 2: double-buffered input / output halves, 1: single */
