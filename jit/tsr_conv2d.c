@@ -33,6 +33,7 @@
  */
 #include "tsr_conv2d.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,6 +137,8 @@ typedef struct {
     uint64_t bytes; /* DRAM bytes moved by LOAD/STORE (dry run and real) */
     int oom;
     tsr_insn_t scratch; /* target of emits that are not stored */
+    int8_t *bank;       /* per instruction: accumulator bank its GEMM/ALU work touches (-1: both) */
+    int cur_bank;       /* bank recorded for the next emits */
 } ibuf_t;
 
 static tsr_insn_t *emit(ibuf_t *b, uint32_t opcode)
@@ -148,15 +151,20 @@ static tsr_insn_t *emit(ibuf_t *b, uint32_t opcode)
         if (b->n == b->cap) {
             size_t cap = b->cap ? b->cap * 2 : 256;
             tsr_insn_t *v = realloc(b->v, cap * sizeof *v);
-            if (!v) {
+            int8_t *bk = v ? realloc(b->bank, cap) : NULL;
+            if (!v || !bk) {
+                if (v)
+                    b->v = v;
                 b->oom = 1;
                 in = &b->scratch;
                 memset(in, 0, sizeof *in);
                 return in;
             }
             b->v = v;
+            b->bank = bk;
             b->cap = cap;
         }
+        b->bank[b->n] = (int8_t)b->cur_bank;
         in = &b->v[b->n++];
     }
     memset(in, 0, sizeof *in);
@@ -186,6 +194,7 @@ typedef struct {
     int oh, ow, nb, cib, cob, dw, kk, nconst;
     int has_shl_row;
     int inp_half, wgt_half, acc_half;
+    int wres;                   /* weights resident in wgt half 0 for the whole layer */
     int h_pad;
     int32_t shl_imm;            /* per tensor: left shift amount (>0) */
     /* tiling */
@@ -264,16 +273,28 @@ static int n_uops(const geo_t *g)
  * between the two accumulator banks (index MSB): region pa lies in bank
  * pa % 2, so the GEMMs of tile t+1 and the requantization of tile t always
  * use different banks and the compute stage runs them at once. */
+/* Accumulator bank (index MSB) region pa lies in, -1 if it spans both. */
+static int acc_bank(const geo_t *g, int pa)
+{
+    return g->t.nba == 4 ? pa % 2 : g->t.nba == 2 ? pa : -1;
+}
 static uint32_t acc_base(const geo_t *g, int pa)
 {
     if (g->t.nba == 4)
         return (uint32_t)((pa % 2) * (int)(g->c->acc_depth / 2) + (pa / 2) * g->acc_half);
     return (uint32_t)(pa * g->acc_half);
 }
+/* Constant rows of region pa. With four regions the two regions of a bank
+ * share one copy (loaded once per bank, not per region). */
+static int const_slot(const geo_t *g, int pa) { return g->t.nba == 4 ? pa % 2 : pa; }
 static uint32_t const_base(const geo_t *g, int pa)
 {
-    return acc_base(g, pa) + (uint32_t)(g->t.tco * g->t.toh * g->t.tow);
+    return acc_base(g, const_slot(g, pa)) + (uint32_t)(g->t.tco * g->t.toh * g->t.tow);
 }
+/* Weight buffer half of step half q: weights that never change over the
+ * layer (one output-channel tile, one input chunk) stay resident in half 0
+ * and are loaded once. */
+static int wgt_slot(const geo_t *g, int q) { return g->wres ? 0 : q; }
 
 static void set_tiling(geo_t *g, const tiling_t *t)
 {
@@ -286,6 +307,7 @@ static void set_tiling(geo_t *g, const tiling_t *t)
     g->wr = (t->tow - 1) * p->stride_w + p->kw;
     g->n_ct = cdiv(g->cob, t->tco);
     g->chunks = g->dw ? 1 : cdiv(g->cib, t->tci);
+    g->wres = g->n_ct == 1 && g->chunks == 1;
     g->tiles = g->nb * g->n_rt * g->n_wt * g->n_ct;
     g->steps = g->tiles * g->chunks;
     g->nci = g->dw ? 1 : t->tci;
@@ -361,6 +383,7 @@ static void emit_post(const geo_t *g, ibuf_t *b, const post_t *pt)
     const rowgeo_t r = pt->r;
     const colgeo_t cg = pt->cg;
     tsr_insn_t *in;
+    b->cur_bank = acc_bank(g, pa);
     /* requantize: shr (left, if any shift is positive), mulhr by M, then
      * rqfin (rounding right shift, + y_zp, clamp) with its packed row */
     alu_step_t seq[3];
@@ -496,11 +519,12 @@ static void build(const geo_t *g, ibuf_t *b)
                         }
                         inp_key[q] = ikey;
                     }
-                    if (!(reuse && wgt_key[q] == wkey)) {
+                    const int wq = wgt_slot(g, q);
+                    if (!(reuse && wgt_key[wq] == wkey)) {
                         if (g->dw) {
                             in = emit(b, TSR_OP_LOAD);
                             in->mem_type = TSR_MEM_WGT;
-                            in->sram_base = (uint32_t)(q * g->wgt_half);
+                            in->sram_base = (uint32_t)(wq * g->wgt_half);
                             in->dram_base = g->w_el + (uint32_t)(cob0 * g->kk);
                             in->y_size = 1;
                             in->x_size = (uint32_t)(tco * g->kk);
@@ -512,7 +536,7 @@ static void build(const geo_t *g, ibuf_t *b)
                             for (int k = 0; k < (per_row ? tco : 1); k++) {
                                 in = emit(b, TSR_OP_LOAD);
                                 in->mem_type = TSR_MEM_WGT;
-                                in->sram_base = (uint32_t)(q * g->wgt_half + k * TCI * g->kk);
+                                in->sram_base = (uint32_t)(wq * g->wgt_half + k * TCI * g->kk);
                                 in->dram_base = g->w_el + (uint32_t)(((cob0 + k) * g->cib + cib0) * g->kk);
                                 in->y_size = (uint32_t)(per_row ? 1 : tco);
                                 in->x_size = (uint32_t)(nin * g->kk);
@@ -521,7 +545,7 @@ static void build(const geo_t *g, ibuf_t *b)
                                 last = in;
                             }
                         }
-                        wgt_key[q] = wkey;
+                        wgt_key[wq] = wkey;
                     }
                     if (!last) {
                         last = emit(b, TSR_OP_LOAD); /* tokens only */
@@ -532,8 +556,9 @@ static void build(const geo_t *g, ibuf_t *b)
                         last->push_next = 1;
                     }
                     /* ---- compute stage ---- */
+                    b->cur_bank = acc_bank(g, pa);
                     if (ch == 0) {
-                        if (const_key[pa] != ct) {
+                        if (const_key[const_slot(g, pa)] != ct) {
                             in = emit(b, TSR_OP_LOAD);
                             in->mem_type = TSR_MEM_ACC;
                             in->sram_base = const_base(g, pa);
@@ -542,7 +567,7 @@ static void build(const geo_t *g, ibuf_t *b)
                             in->x_size = (uint32_t)(tco * g->nconst);
                             in->x_stride = in->x_size;
                             b->bytes += (uint64_t)in->x_size * c->acc_bytes;
-                            const_key[pa] = ct;
+                            const_key[const_slot(g, pa)] = ct;
                         }
                         in = emit(b, TSR_OP_ALU);
                         in->alu_opcode = TSR_ALU_MOV;
@@ -595,6 +620,180 @@ static void build(const geo_t *g, ibuf_t *b)
     in->pop_next = 1;
 }
 
+/* ------------------------------------------------------ timing estimate */
+
+/* Cycles the stream takes on the accelerator, estimated in one pass in
+ * program order (every token a stream pops was pushed by an earlier
+ * instruction): the load and store stages and the compute stage's two pipes
+ * each keep a clock, a shared DRAM port moves `bw` bytes per cycle with
+ * `lat` cycles of latency, GEMM/ALU take one cycle per tensor op, a GEMM and
+ * an ALU instruction overlap when they use different accumulator banks
+ * (hw/ARCHITECTURE.md), pushes wait for every older compute instruction.
+ * It is the cost the tiling search minimises: a model, not a promise (the
+ * bench prints the measured cycles beside it). */
+#define EST_LAT 32.0
+#define EST_PIPE 6.0
+
+typedef struct {
+    double *t;
+    size_t n, cap, next;
+} tokq_t;
+
+static int tq_push(tokq_t *q, double t)
+{
+    if (q->n == q->cap) {
+        size_t cap = q->cap ? q->cap * 2 : 64;
+        double *v = realloc(q->t, cap * sizeof *v);
+        if (!v)
+            return -1;
+        q->t = v;
+        q->cap = cap;
+    }
+    q->t[q->n++] = t;
+    return 0;
+}
+
+/* The DRAM port's busy intervals, sorted and merged: a transfer requested at
+ * t0 takes the first gap from t0 on that is long enough, so a load issued
+ * early is not queued behind a store that program order put first. */
+typedef struct {
+    double (*iv)[2];
+    size_t n, cap;
+    int oom;
+} dram_t;
+
+static double dram_book(dram_t *d, double t0, double len)
+{
+    if (len <= 0)
+        return t0;
+    size_t i = 0;
+    /* skip intervals that end before t0 (binary search on the sorted ends) */
+    size_t lo = 0, hi = d->n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (d->iv[mid][1] <= t0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    i = lo;
+    double start = t0;
+    while (i < d->n && d->iv[i][0] < start + len) {
+        start = fmax(start, d->iv[i][1]);
+        i++;
+    }
+    /* [start, start+len) goes before interval i; merge with neighbours */
+    double e = start + len;
+    if (i > 0 && d->iv[i - 1][1] >= start) {
+        d->iv[i - 1][1] = e;
+        if (i < d->n && d->iv[i][0] <= e) {
+            d->iv[i - 1][1] = d->iv[i][1];
+            memmove(&d->iv[i], &d->iv[i + 1], (d->n - i - 1) * sizeof d->iv[0]);
+            d->n--;
+        }
+        return e;
+    }
+    if (i < d->n && d->iv[i][0] <= e) {
+        d->iv[i][0] = start;
+        return e;
+    }
+    if (d->n == d->cap) {
+        size_t cap = d->cap ? d->cap * 2 : 64;
+        double(*v)[2] = realloc(d->iv, cap * sizeof *v);
+        if (!v) {
+            d->oom = 1;
+            return e;
+        }
+        d->iv = v;
+        d->cap = cap;
+    }
+    memmove(&d->iv[i + 1], &d->iv[i], (d->n - i) * sizeof d->iv[0]);
+    d->iv[i][0] = start;
+    d->iv[i][1] = e;
+    d->n++;
+    return e;
+}
+
+static double estimate_cycles(const geo_t *g, const ibuf_t *b)
+{
+    dram_t dr = {0};
+    const tsr_config_t *c = g->c;
+    const double bw = c->dram_bus_width / 8.0;
+    enum { L2C, C2L, C2S, S2C, NQ };
+    tokq_t q[NQ];
+    memset(q, 0, sizeof q);
+    double tl = 0, ts = 0, disp = 0, dram = 0, older = 0, total = 0;
+    double pipe[2] = {0, 0}, last_bank[2][2] = {{0, 0}, {0, 0}};
+    int bad = 0;
+    for (size_t i = 0; i < b->n && !bad; i++) {
+        const tsr_insn_t *in = &b->v[i];
+        const int st = in->opcode == TSR_OP_STORE ? 2
+                       : in->opcode == TSR_OP_LOAD && (in->mem_type == TSR_MEM_INP || in->mem_type == TSR_MEM_WGT) ? 0
+                                                                                                                  : 1;
+        double ready = st == 0 ? tl : st == 2 ? ts : disp;
+        const int qp = st == 0 ? -1 : st == 1 ? L2C : C2S, qn = st == 0 ? C2L : st == 1 ? S2C : -1;
+        if (in->pop_prev && qp >= 0) {
+            if (q[qp].next >= q[qp].n) { bad = 1; break; }
+            ready = fmax(ready, q[qp].t[q[qp].next++]);
+        }
+        if (in->pop_next && qn >= 0) {
+            if (q[qn].next >= q[qn].n) { bad = 1; break; }
+            ready = fmax(ready, q[qn].t[q[qn].next++]);
+        }
+        double end = ready, push = ready;
+        if (in->opcode == TSR_OP_LOAD || in->opcode == TSR_OP_STORE) {
+            double bytes = (double)in->y_size * in->x_size * tsr_config_elem_bytes(c, (int)in->mem_type);
+            double start = ready;
+            if (st == 1)
+                start = fmax(start, fmax(pipe[0], pipe[1])); /* compute loads wait for both pipes */
+            dram = dram_book(&dr, start, bytes / bw);
+            end = bytes > 0 ? dram + EST_LAT : start;
+            if (st == 0) {
+                tl = bytes > 0 ? dram : start;
+                push = end;
+            } else if (st == 2) {
+                ts = end; /* a STORE waits for its write responses */
+                push = end;
+            } else {
+                disp = end;
+                pipe[0] = pipe[1] = end;
+                older = fmax(older, end);
+                push = end;
+            }
+        } else if (in->opcode == TSR_OP_GEMM || in->opcode == TSR_OP_ALU) {
+            const int u = in->opcode == TSR_OP_ALU;
+            const int bk = b->bank ? b->bank[i] : -1;
+            double start = fmax(ready, pipe[u]);
+            if (bk < 0)
+                start = fmax(start, pipe[1 - u]);
+            else
+                start = fmax(start, last_bank[1 - u][bk]);
+            double ops = (double)in->iter_out * in->iter_in * (double)(in->uop_end - in->uop_bgn);
+            end = start + ops + EST_PIPE;
+            push = fmax(end, older);
+            older = fmax(older, end);
+            const int busy = in->push_prev || in->push_next;
+            pipe[u] = busy ? push : end;
+            for (int k = 0; k < 2; k++)
+                if (bk < 0 || bk == k)
+                    last_bank[u][k] = end;
+            disp = start;
+        } else { /* FINISH */
+            end = fmax(ready, older);
+            disp = end;
+        }
+        total = fmax(total, end);
+        if (in->push_prev && st > 0 && tq_push(&q[st == 1 ? C2L : S2C], push))
+            bad = 1;
+        if (in->push_next && st < 2 && tq_push(&q[st == 0 ? L2C : C2S], push))
+            bad = 1;
+    }
+    for (int k = 0; k < NQ; k++)
+        free(q[k].t);
+    free(dr.iv);
+    return bad || dr.oom ? 1e30 : total;
+}
+
 /* Candidate values v of a tile size along a dimension of n blocks: the
  * smallest v for each distinct count ceil(n / v). */
 static int candidates(int n, int *out)
@@ -608,9 +807,7 @@ static int candidates(int n, int *out)
 
 /* Per-instruction overhead of the cost model, in DRAM-byte equivalents
  * (16 bytes of fetch plus issue and DRAM latency of short transfers). */
-#define COST_PER_INSN 64.0
 
-#define QUAD_SLACK 1.25
 static int choose_tiling(geo_t *g)
 {
     int *ch = malloc(sizeof(int) * (size_t)(g->oh + g->cob + g->cib + 3));
@@ -633,22 +830,20 @@ static int choose_tiling(geo_t *g)
         return tsr_err(TSR_ENOMEM, "out of memory");
     }
     int n_ow = candidates(g->ow, c_ow);
-    /* Four acc regions (tile t+2 accumulates while tile t is stored and
-     * tile t+1 requantized) are worth smaller tiles: they take the store
-     * off the critical path. Taken when its cost is at most QUAD_SLACK
-     * times that of the best two-region tiling. */
-    double best4 = -1;
-    tiling_t bt4 = bt;
-    for (int nbo = 0; nbo < 5 && best < 0; nbo++) {
+    /* Every buffering choice is evaluated: the estimate decides whether
+     * four acc regions (requantization and stores off the critical path)
+     * are worth their smaller tiles. */
+    for (int nbo = 0; nbo < 5; nbo++) {
         if (nbs[nbo][1] == 4 && g->c->dep_queue_depth < 4)
             continue;
-        for (int wpass = 0; wpass < 2 && best < 0; wpass++) /* full rows first, then column tiles */
+        if (nbo >= 2 && best >= 0)
+            break; /* single-buffered fallbacks only when nothing else fits */
+        for (int wpass = 0; wpass < 2 && (wpass == 0 || best < 0); wpass++) /* full rows first, then column tiles */
             for (int d = n_ow - 1; d >= 0; d--) {
                 if ((c_ow[d] == g->ow) != (wpass == 0))
                     continue;
-                /* for each of the other sizes only the tallest fitting tile is
-                 * evaluated (fewer row tiles re-read fewer halo rows and
-                 * weights, and need fewer instructions) */
+                /* for each of the other sizes the tallest fitting tile and
+                 * one of about half its height are evaluated */
                 for (int bco = n_co - 1; bco >= 0; bco--)
                     for (int cci = n_ci - 1; cci >= 0; cci--)
                         for (int order = 0; order < 2; order++) {
@@ -661,27 +856,30 @@ static int choose_tiling(geo_t *g)
                             }
                             if (a < 0)
                                 continue;
-                            geo_t gg = *g;
-                            set_tiling(&gg, &t);
-                            ibuf_t b = {0};
-                            b.count_only = 1;
-                            build(&gg, &b);
-                            double cost = (double)b.bytes + COST_PER_INSN * (double)b.n;
-                            if (best < 0 || cost < best) {
-                                best = cost;
-                                bt = t;
+                            int tall = t.toh;
+                            for (int h = 0; h < 2; h++) {
+                                if (h == 1) {
+                                    int b2 = a;
+                                    while (b2 > 0 && c_oh[b2] > (tall + 1) / 2)
+                                        b2--;
+                                    if (c_oh[b2] == tall)
+                                        break;
+                                    t.toh = c_oh[b2];
+                                }
+                                geo_t gg = *g;
+                                set_tiling(&gg, &t);
+                                ibuf_t b = {0};
+                                build(&gg, &b);
+                                double cost = b.oom ? 1e30 : estimate_cycles(&gg, &b) + 1e-3 * (double)b.bytes;
+                                free(b.v);
+                                free(b.bank);
+                                if (best < 0 || cost < best) {
+                                    best = cost;
+                                    bt = t;
+                                }
                             }
                         }
             }
-        if (nbs[nbo][1] == 4) {
-            best4 = best;
-            bt4 = bt;
-            best = -1;
-        }
-    }
-    if (best4 >= 0 && (best < 0 || best4 <= QUAD_SLACK * best)) {
-        best = best4;
-        bt = bt4;
     }
     free(c_ow);
     free(ch);
@@ -845,7 +1043,7 @@ static int encode_uops(const geo_t *g, uint8_t **out)
                         tsr_uop_t u;
                         u.dst = acc_base(g, pa) + (uint32_t)(cl * g->t.toh * g->t.tow);
                         u.src = (uint32_t)(q * g->inp_half + blk * g->rows_in * g->wr + ky * g->wr + kx);
-                        u.wgt = (uint32_t)(q * g->wgt_half + (g->dw ? cl : cl * g->t.tci + ci) * g->kk + ky * p->kw + kx);
+                        u.wgt = (uint32_t)(wgt_slot(g, q) * g->wgt_half + (g->dw ? cl : cl * g->t.tci + ci) * g->kk + ky * p->kw + kx);
                         uint64_t raw;
                         if ((rc = tsr_uop_encode(c, &u, &raw)))
                             goto fail;
@@ -936,11 +1134,12 @@ static int generate(tsr_kcache_t *kc, geo_t *g, const uint8_t *sig, size_t sig_l
     conv_meta_t meta;
     memset(&meta, 0, sizeof meta);
     meta.t = g->t;
-    meta.cost = (double)b.bytes + COST_PER_INSN * (double)b.n;
+    meta.cost = estimate_cycles(g, &b); /* estimated cycles */
     tsr_kernel_t k = {&meta, sizeof meta, b.v, b.n, uops, (size_t)n_uops(g), mono_ns() - t0};
     rc = tsr_kcache_insert(kc, sig, sig_len, &k, ref);
 out:
     free(b.v);
+    free(b.bank);
     free(uops);
     return rc;
 }

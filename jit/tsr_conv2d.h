@@ -100,7 +100,7 @@ typedef struct tsr_conv2d_plan {
     uint64_t gemm_ops;             /* GEMM tensor ops (non-reset) the stream performs */
     uint64_t alu_ops;              /* ALU tensor ops */
     uint64_t dram_bytes;           /* DRAM bytes the stream loads and stores (instructions excluded) */
-    double cost;                   /* the cost model's value for the chosen tiling */
+    double cost;                   /* estimated cycles of the chosen tiling (the timing model the search minimises) */
     tsr_kcache_ref_t *kref;        /* the kernel (tiling, relocatable stream, uop buffer) in the device's
                                       kernel cache; released by tsr_conv2d_plan_free */
     int kcache;                    /* tsr_kc_status_e: generated (miss / cache disabled) or cached (hit / disk) */
