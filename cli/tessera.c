@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "tsr_asm.h"
+#include "tsr_cli_op.h"
 #include "tsr_config.h"
 #include "tsr_conv2d.h"
 #include "tsr_driver.h"
@@ -1465,12 +1466,23 @@ out:
     return rc ? fail(rc) : 0;
 }
 
+/* -------------------------------------------------------------------- op */
+
+/* `tessera op`: cli/tsr_cli_op.c, with this file's device options. */
+static int cmd_op(int argc, char **argv)
+{
+    static const struct option dev_opts[] = {DEVICE_LONG_OPTIONS, {0, 0, 0, 0}};
+    const tsr_cli_dev_t d = {dev_opts, device_option, &g_dev, DEVICE_OPTIONS_HELP};
+    return tsr_cli_op(argc, argv, &d);
+}
+
 /* ------------------------------------------------------------------ main */
 
 static const char *main_help =
     "usage: tessera COMMAND [ARGS] (each command takes --help)\n"
     "\n"
     "  demo      run an int8 matmul + requantization on a device and check it\n"
+    "  op        run one quantized operator (conv2d, dense) on .npy files\n"
     "  run       assemble and run a program (.s) on a device\n"
     "  bench     measure simulator throughput on a GEMM-heavy stream\n"
     "  asm       assemble a program into a binary instruction stream\n"
@@ -1486,7 +1498,7 @@ int main(int argc, char **argv)
         int (*fn)(int, char **);
     } cmds[] = {{"demo", cmd_demo},     {"run", cmd_run},       {"bench", cmd_bench},
                 {"asm", cmd_asm},       {"disasm", cmd_disasm}, {"verify", cmd_verify},
-                {"config", cmd_config}, {"isa", cmd_isa}};
+                {"config", cmd_config}, {"isa", cmd_isa},       {"op", cmd_op}};
     if (argc < 2) {
         fputs(main_help, stderr);
         return 2;
