@@ -234,7 +234,8 @@ static const char *shape_str(const tsr_tensor_t *t, char *buf, size_t n)
     return buf;
 }
 
-/* Read an operand: dtype one of the allowed ones, every dimension 1..2^31-1. */
+/* Read an operand: dtype one of the allowed ones, every dimension 1..2^31-1
+ * (on error *t is left empty). */
 static int load_operand(const char *flag, const char *path, unsigned dtypes, tsr_tensor_t *t)
 {
     int rc = tsr_npy_read(path, t);
@@ -246,13 +247,17 @@ static int load_operand(const char *flag, const char *path, unsigned dtypes, tsr
             if (dtypes & (1u << d))
                 snprintf(allowed + strlen(allowed), sizeof allowed - strlen(allowed), "%s%s", allowed[0] ? " or " : "",
                          tsr_dtype_name((tsr_dtype_e)d));
-        return tsr_err(TSR_EINVAL, "%s %s: dtype %s, expected %s", flag, path, tsr_dtype_name(t->dtype), allowed);
+        rc = tsr_err(TSR_EINVAL, "%s %s: dtype %s, expected %s", flag, path, tsr_dtype_name(t->dtype), allowed);
+        tsr_tensor_free(t);
+        return rc;
     }
     for (int i = 0; i < t->ndim; i++)
         if (t->shape[i] < 1 || t->shape[i] > INT32_MAX) {
             char sb[128];
-            return tsr_err(TSR_EINVAL, "%s %s: shape %s has an empty or too large dimension", flag, path,
-                           shape_str(t, sb, sizeof sb));
+            rc = tsr_err(TSR_EINVAL, "%s %s: shape %s has an empty or too large dimension", flag, path,
+                         shape_str(t, sb, sizeof sb));
+            tsr_tensor_free(t);
+            return rc;
         }
     return TSR_OK;
 }

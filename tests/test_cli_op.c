@@ -588,7 +588,9 @@ static void test_errors(void **state)
     save("x.npy", TSR_DT_INT8, 4, xs, x);
     save("w.npy", TSR_DT_INT8, 4, ws, w);
     save("xd.npy", TSR_DT_INT8, 2, xds, xd);
-    int64_t x1s[4] = {1, 4, 1, 1}, w5s[4] = {3, 5, 1, 1};
+    int64_t x1s[4] = {1, 4, 1, 1}, w5s[4] = {3, 5, 1, 1}, x0s[2] = {0, 8};
+    save("x0.npy", TSR_DT_INT8, 2, x0s, x);
+    save("xs.npy", TSR_DT_INT8, 0, NULL, x);
     save("w5.npy", TSR_DT_INT8, 4, w5s, w);
     save("x1.npy", TSR_DT_INT8, 4, x1s, x);
     save("wd.npy", TSR_DT_INT8, 2, wds, wd);
@@ -649,6 +651,9 @@ static void test_errors(void **state)
         expect_fail(1, "w5.npy have shape [3,5,1,1], expected [C_out, 4, KH, KW]",
                     "op conv2d -x x.npy -w w5.npy -o out.npy --mult 1 --shift 0");
         expect_fail(1, "must be 4-D [C_out", "op conv2d -x x.npy -w wd.npy -o out.npy --mult 1 --shift 0");
+        expect_fail(1, "x0.npy: shape [0,8] has an empty or too large dimension",
+                    "op dense -x x0.npy -w wd.npy -o out.npy --mult 1 --shift 0");
+        expect_fail(1, "must be [N, K] or [N, C, H, W], got []", "op dense -x xs.npy -w wd.npy -o out.npy --mult 1 --shift 0");
         expect_fail(1, "must be 4-D", "op conv2d -x xd.npy -w w.npy -o out.npy --mult 1 --shift 0");
         expect_fail(1, "expected [M, 8]", "op dense -x xd.npy -w w.npy -o out.npy --mult 1 --shift 0");
         expect_fail(1, "expected [M, 100]", "op dense -x x.npy -w wd.npy -o out.npy --mult 1 --shift 0");
