@@ -76,3 +76,36 @@ int tsr_quantize_bound(double real, double scale, int32_t zp, tsr_dtype_e dt, in
     *q = v < lo ? lo : v > hi ? hi : (int32_t)v;
     return TSR_OK;
 }
+
+/* QuantizeMultiplierSmallerThanOneExp: 0 < real < 1 and shift <= 0. */
+static int smaller_than_one(const char *what, double real, int32_t *mult, int32_t *shift)
+{
+    if (!(real > 0 && real < 1))
+        return tsr_err(TSR_EBOUNDS, "add scales: %s multiplier %g is not in (0, 1)", what, real);
+    int rc = tsr_quantize_multiplier(real, mult, shift);
+    if (rc)
+        return tsr_err_prefix(rc, "add scales: %s multiplier: ", what);
+    if (*shift > 0)
+        return tsr_err(TSR_EBOUNDS, "add scales: %s multiplier %g rounds to shift %d > 0", what, real, *shift);
+    return TSR_OK;
+}
+
+int tsr_quant_add_params(double scale_a, double scale_b, double scale_y, tsr_add_quant_t *out)
+{
+    if (!out)
+        return tsr_err(TSR_EINVAL, "add scales: NULL output");
+    const double s[3] = {scale_a, scale_b, scale_y};
+    const char *name[3] = {"input a", "input b", "output"};
+    for (int i = 0; i < 3; i++)
+        if (!isfinite(s[i]) || !(s[i] > 0))
+            return tsr_err(TSR_EINVAL, "add scales: %s scale %g is not a finite value > 0", name[i], s[i]);
+    out->left_shift = 20;
+    double twice_max = 2 * (scale_a > scale_b ? scale_a : scale_b);
+    int rc = smaller_than_one("input a", scale_a / twice_max, &out->mult_a, &out->shift_a);
+    if (!rc)
+        rc = smaller_than_one("input b", scale_b / twice_max, &out->mult_b, &out->shift_b);
+    if (!rc)
+        rc = smaller_than_one("output", twice_max / ((double)(1 << out->left_shift) * scale_y), &out->mult_out,
+                              &out->shift_out);
+    return rc;
+}

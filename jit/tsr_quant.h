@@ -31,6 +31,22 @@ int tsr_quantize_multiplier(double real, int32_t *mult, int32_t *shift);
 int tsr_quant_requant_params(double x_scale, const double *w_scale, int count, double y_scale, int32_t *mult,
                              int32_t *shift);
 
+/* Integer parameters of the quantized add (jit/operators.md "add"). */
+typedef struct tsr_add_quant {
+    int left_shift;            /* applied to both inputs first: 20 (TFLite) */
+    int32_t mult_a, shift_a;   /* input a: multiplier [2^30, 2^31) or 0, shift [-31, 0] */
+    int32_t mult_b, shift_b;   /* input b: as input a */
+    int32_t mult_out, shift_out; /* output: multiplier, shift [-31, 0] */
+} tsr_add_quant_t;
+
+/* TFLite ADD's Prepare from the three real scales (each finite and > 0):
+ * left_shift = 20, twice_max = 2 * max(scale_a, scale_b), (mult_a, shift_a)
+ * = QuantizeMultiplier(scale_a / twice_max), likewise b, and (mult_out,
+ * shift_out) = QuantizeMultiplier(twice_max / (2^20 * scale_y)); every real
+ * multiplier must be in (0, 1) with a shift <= 0, else TSR_EBOUNDS naming
+ * it (TFLite's QuantizeMultiplierSmallerThanOneExp). */
+int tsr_quant_add_params(double scale_a, double scale_b, double scale_y, tsr_add_quant_t *out);
+
 /* TFLite's activation-bound quantization (CalculateActivationRangeQuantized):
  * zp + round(real / scale), rounding half away from zero, clamped to the
  * range of dt (TSR_DT_INT8 or TSR_DT_UINT8). scale finite and > 0, zp within

@@ -229,6 +229,41 @@ static void test_requant_params(void **state)
     assert_int_equal(tsr_quant_requant_params(1, ws, 0, 1, m, s), TSR_EINVAL);
 }
 
+static void test_add_params(void **state)
+{
+    (void)state;
+    uint64_t st = base_seed() ^ 0xad;
+    int ok = 0;
+    for (int i = 0; i < 20000; i++) {
+        double sa = ldexp(0.5 + 0.5 * rnd01(&st), rnd(&st, -12, 2));
+        double sb = i % 7 == 0 ? sa : ldexp(0.5 + 0.5 * rnd01(&st), rnd(&st, -12, 2));
+        double sy = i % 11 == 0 ? (double)(float)sa : ldexp(0.5 + 0.5 * rnd01(&st), rnd(&st, -40, 2));
+        if (i % 13 == 0)
+            sy = i % 2 ? -sy : (i % 3 ? 0 : NAN);
+        tsr_add_quant_t q;
+        opref_add_params_t r;
+        memset(&q, 0x5a, sizeof q);
+        int rc1 = tsr_quant_add_params(sa, sb, sy, &q);
+        int rc2 = opref_add_params_from_scales(sa, sb, sy, OPREF_INT8, &r);
+        if (rc1 != rc2)
+            fail_msg("add_params(%.17g, %.17g, %.17g): rc %d, reference %d (%s)", sa, sb, sy, rc1, rc2, tsr_errmsg());
+        if (rc1)
+            continue;
+        ok++;
+        if (q.left_shift != r.left_shift || q.mult_a != r.mult_a || q.shift_a != r.shift_a || q.mult_b != r.mult_b ||
+            q.shift_b != r.shift_b || q.mult_out != r.mult_out || q.shift_out != r.shift_out)
+            fail_msg("add_params(%.17g, %.17g, %.17g): (%d; %d,%d; %d,%d; %d,%d), reference (%d; %d,%d; %d,%d; %d,%d)",
+                     sa, sb, sy, q.left_shift, q.mult_a, q.shift_a, q.mult_b, q.shift_b, q.mult_out, q.shift_out,
+                     r.left_shift, r.mult_a, r.shift_a, r.mult_b, r.shift_b, r.mult_out, r.shift_out);
+    }
+    assert_true(ok > 10000);
+    tsr_add_quant_t q;
+    assert_int_equal(tsr_quant_add_params(1, 1, ldexp(1, -30), &q), TSR_EBOUNDS); /* output multiplier >= 1 */
+    assert_non_null(strstr(tsr_errmsg(), "output multiplier"));
+    assert_int_equal(tsr_quant_add_params(0, 1, 1, &q), TSR_EINVAL);
+    assert_non_null(strstr(tsr_errmsg(), "input a scale"));
+}
+
 /* ================================================================ dense */
 
 typedef struct {
@@ -620,7 +655,8 @@ int main(void)
         cmocka_set_test_filter(filter);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_quantize_multiplier), cmocka_unit_test(test_quantize_bound),
-        cmocka_unit_test(test_requant_params),      cmocka_unit_test(test_bad_params),
+        cmocka_unit_test(test_requant_params),      cmocka_unit_test(test_add_params),
+        cmocka_unit_test(test_bad_params),
         cmocka_unit_test(test_plan_shape),          cmocka_unit_test(test_shapes),
         cmocka_unit_test(test_random_tiny),         cmocka_unit_test(test_random_default),
         cmocka_unit_test(test_random_large),        cmocka_unit_test(test_random_batch2),
