@@ -394,6 +394,45 @@ static void quant_free(quant_t *q)
 static int32_t qmin(tsr_dtype_e d) { return d == TSR_DT_UINT8 ? 0 : -128; }
 static int32_t qmax(tsr_dtype_e d) { return d == TSR_DT_UINT8 ? 255 : 127; }
 
+/* The output clamp from --act-min/--act-max, --relu or --relu6 (whose
+ * real bounds 0 and 6 are quantized with the scale given by scale_flag);
+ * default: the whole range of dt. */
+static int get_clamp(const op_args_t *a, tsr_dtype_e dt, int32_t zp, int scale_flag, int32_t *lo, int32_t *hi)
+{
+    long v;
+    int rc;
+    *lo = qmin(dt);
+    *hi = qmax(dt);
+    int n_act = (ARG(a, F_ACTMIN) || ARG(a, F_ACTMAX)) + !!ARG(a, F_RELU) + !!ARG(a, F_RELU6);
+    if (n_act > 1)
+        return tsr_err(TSR_EINVAL, "give only one of --act-min/--act-max, --relu, --relu6");
+    if (ARG(a, F_ACTMIN)) {
+        if (parse_int(ARG(a, F_ACTMIN), qmin(dt), qmax(dt), &v))
+            return tsr_err(TSR_EINVAL, "--act-min %s: expected an integer in [%d, %d] (the output is %s)",
+                           ARG(a, F_ACTMIN), qmin(dt), qmax(dt), tsr_dtype_name(dt));
+        *lo = (int32_t)v;
+    }
+    if (ARG(a, F_ACTMAX)) {
+        if (parse_int(ARG(a, F_ACTMAX), qmin(dt), qmax(dt), &v))
+            return tsr_err(TSR_EINVAL, "--act-max %s: expected an integer in [%d, %d] (the output is %s)",
+                           ARG(a, F_ACTMAX), qmin(dt), qmax(dt), tsr_dtype_name(dt));
+        *hi = (int32_t)v;
+    }
+    if (*lo > *hi)
+        return tsr_err(TSR_EINVAL, "--act-min %d is above --act-max %d", *lo, *hi);
+    if (ARG(a, F_RELU))
+        *lo = zp;
+    if (ARG(a, F_RELU6)) {
+        double sc;
+        const char *sf = op_long[scale_flag - F_INPUT].name;
+        if (!ARG(a, scale_flag) || parse_real(ARG(a, scale_flag), &sc))
+            return tsr_err(TSR_EINVAL, "--relu6 needs the output scale as a number (--%s R)", sf);
+        if ((rc = tsr_quantize_bound(0.0, sc, zp, dt, lo)) || (rc = tsr_quantize_bound(6.0, sc, zp, dt, hi)))
+            return tsr_err_prefix(rc, "--relu6: ");
+    }
+    return TSR_OK;
+}
+
 /* Zero points, requantization and clamp from the flags; cout = output
  * channels. Usage-level conflicts are TSR_EINVAL with the flags named. */
 static int get_quant(const op_args_t *a, tsr_dtype_e x_dtype, int cout, quant_t *q)
@@ -467,37 +506,7 @@ static int get_quant(const op_args_t *a, tsr_dtype_e x_dtype, int cout, quant_t 
                        "no requantization given: use --mult and --shift, or --x-scale, --w-scale and --y-scale");
     }
 
-    /* clamp */
-    q->act_min = qmin(q->y_dtype);
-    q->act_max = qmax(q->y_dtype);
-    int n_act = (ARG(a, F_ACTMIN) || ARG(a, F_ACTMAX)) + !!ARG(a, F_RELU) + !!ARG(a, F_RELU6);
-    if (n_act > 1)
-        return tsr_err(TSR_EINVAL, "give only one of --act-min/--act-max, --relu, --relu6");
-    if (ARG(a, F_ACTMIN)) {
-        if (parse_int(ARG(a, F_ACTMIN), qmin(q->y_dtype), qmax(q->y_dtype), &v))
-            return tsr_err(TSR_EINVAL, "--act-min %s: expected an integer in [%d, %d] (the output is %s)",
-                           ARG(a, F_ACTMIN), qmin(q->y_dtype), qmax(q->y_dtype), tsr_dtype_name(q->y_dtype));
-        q->act_min = (int32_t)v;
-    }
-    if (ARG(a, F_ACTMAX)) {
-        if (parse_int(ARG(a, F_ACTMAX), qmin(q->y_dtype), qmax(q->y_dtype), &v))
-            return tsr_err(TSR_EINVAL, "--act-max %s: expected an integer in [%d, %d] (the output is %s)",
-                           ARG(a, F_ACTMAX), qmin(q->y_dtype), qmax(q->y_dtype), tsr_dtype_name(q->y_dtype));
-        q->act_max = (int32_t)v;
-    }
-    if (q->act_min > q->act_max)
-        return tsr_err(TSR_EINVAL, "--act-min %d is above --act-max %d", q->act_min, q->act_max);
-    if (ARG(a, F_RELU))
-        q->act_min = q->y_zp;
-    if (ARG(a, F_RELU6)) {
-        double ys;
-        if (!ARG(a, F_YSCALE) || parse_real(ARG(a, F_YSCALE), &ys))
-            return tsr_err(TSR_EINVAL, "--relu6 needs the output scale as a number (--y-scale R)");
-        if ((rc = tsr_quantize_bound(0.0, ys, q->y_zp, q->y_dtype, &q->act_min)) ||
-            (rc = tsr_quantize_bound(6.0, ys, q->y_zp, q->y_dtype, &q->act_max)))
-            return tsr_err_prefix(rc, "--relu6: ");
-    }
-    return TSR_OK;
+    return get_clamp(a, q->y_dtype, q->y_zp, F_YSCALE, &q->act_min, &q->act_max);
 }
 
 /* ------------------------------------------------------------- running */
@@ -518,6 +527,36 @@ static int open_device(const op_args_t *a, const tsr_cli_dev_t *d, const tsr_con
     o.seed = a->seed;
     o.rtl.verbose = !a->quiet;
     return tsr_device_open(a->backend, cfg, &o, dev);
+}
+
+/* --stride S|SH,SW (default 1) and --pad P|PH,PW|T,L,B,R (default 0). */
+static int get_window(const op_args_t *a, int *sh, int *sw, int *pt, int *pl, int *pb, int *pr)
+{
+    int v[4], n;
+    *sh = *sw = 1;
+    *pt = *pl = *pb = *pr = 0;
+    if (ARG(a, F_STRIDE)) {
+        if (parse_list(ARG(a, F_STRIDE), 1, 1 << 16, 2, v, &n))
+            return tsr_err(TSR_EINVAL, "--stride %s: expected S or SH,SW (positive integers)", ARG(a, F_STRIDE));
+        *sh = v[0];
+        *sw = v[n - 1];
+    }
+    if (ARG(a, F_PAD)) {
+        if (parse_list(ARG(a, F_PAD), 0, 1 << 16, 4, v, &n) || n == 3)
+            return tsr_err(TSR_EINVAL, "--pad %s: expected P, PH,PW or T,L,B,R (integers >= 0)", ARG(a, F_PAD));
+        if (n == 1) {
+            *pt = *pl = *pb = *pr = v[0];
+        } else if (n == 2) {
+            *pt = *pb = v[0];
+            *pl = *pr = v[1];
+        } else {
+            *pt = v[0];
+            *pl = v[1];
+            *pb = v[2];
+            *pr = v[3];
+        }
+    }
+    return TSR_OK;
 }
 
 static int run_conv2d(const op_args_t *a, const tsr_cli_dev_t *d, const tsr_config_t *cfg, const tsr_tensor_t *x,
@@ -566,33 +605,8 @@ static int run_conv2d(const op_args_t *a, const tsr_cli_dev_t *d, const tsr_conf
                      p.c_in / p.groups, shape_str(x, sx, sizeof sx), p.groups > 1 ? " (depthwise)" : "");
         goto out;
     }
-    int v[4], n;
-    p.stride_h = p.stride_w = 1;
-    if (ARG(a, F_STRIDE)) {
-        if (parse_list(ARG(a, F_STRIDE), 1, 1 << 16, 2, v, &n)) {
-            rc = tsr_err(TSR_EINVAL, "--stride %s: expected S or SH,SW (positive integers)", ARG(a, F_STRIDE));
-            goto out;
-        }
-        p.stride_h = v[0];
-        p.stride_w = v[n - 1];
-    }
-    if (ARG(a, F_PAD)) {
-        if (parse_list(ARG(a, F_PAD), 0, 1 << 16, 4, v, &n) || n == 3) {
-            rc = tsr_err(TSR_EINVAL, "--pad %s: expected P, PH,PW or T,L,B,R (integers >= 0)", ARG(a, F_PAD));
-            goto out;
-        }
-        if (n == 1)
-            p.pad_top = p.pad_left = p.pad_bottom = p.pad_right = v[0];
-        else if (n == 2) {
-            p.pad_top = p.pad_bottom = v[0];
-            p.pad_left = p.pad_right = v[1];
-        } else {
-            p.pad_top = v[0];
-            p.pad_left = v[1];
-            p.pad_bottom = v[2];
-            p.pad_right = v[3];
-        }
-    }
+    if ((rc = get_window(a, &p.stride_h, &p.stride_w, &p.pad_top, &p.pad_left, &p.pad_bottom, &p.pad_right)))
+        goto out;
     if (bias && (bias->ndim != 1 || bias->shape[0] != p.c_out)) {
         rc = tsr_err(TSR_EINVAL, "conv2d: bias %s has shape %s, expected [%d] (C_out)", ARG(a, F_BIAS),
                      shape_str(bias, sx, sizeof sx), p.c_out);
@@ -723,12 +737,15 @@ typedef struct {
     const char *name;       /* operator name on the command line */
     const char *help;       /* its --help text */
     uint64_t flags;         /* BIT()s of the flags it takes */
+    int in1, in2;           /* flags of the first operand (required) and the second (0: none) */
+    const char *label1, *label2; /* their names in the summary line */
     op_run_fn run;          /* runs it */
 } op_desc_t;
 
 static const op_desc_t ops[] = {
-    {"conv2d", conv2d_help, COMMON_FLAGS | REQUANT_FLAGS | BIT(F_GROUPS) | BIT(F_STRIDE) | BIT(F_PAD), run_conv2d},
-    {"dense", dense_help, COMMON_FLAGS | REQUANT_FLAGS, run_dense},
+    {"conv2d", conv2d_help, COMMON_FLAGS | REQUANT_FLAGS | BIT(F_GROUPS) | BIT(F_STRIDE) | BIT(F_PAD), F_INPUT,
+     F_WEIGHT, "x", "w", run_conv2d},
+    {"dense", dense_help, COMMON_FLAGS | REQUANT_FLAGS, F_INPUT, F_WEIGHT, "x", "w", run_dense},
 };
 
 int tsr_cli_op(int argc, char **argv, const tsr_cli_dev_t *d)
@@ -841,9 +858,9 @@ int tsr_cli_op(int argc, char **argv, const tsr_cli_dev_t *d)
             goto done;
         }
     }
-    static const int required[] = {F_INPUT, F_WEIGHT, F_OUTPUT};
+    const int required[] = {o->in1, o->in2, F_OUTPUT};
     for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
-        if ((o->flags & BIT(required[i])) && !ARG(&a, required[i])) {
+        if (required[i] && !ARG(&a, required[i])) {
             char what[64];
             snprintf(what, sizeof what, "--%s", op_long[required[i] - F_INPUT].name);
             status = op_usage(o->name, "missing %s", what);
@@ -858,23 +875,26 @@ int tsr_cli_op(int argc, char **argv, const tsr_cli_dev_t *d)
     int rc = tsr_config_load(a.config, &cfg);
     if (rc)
         rc = tsr_err_prefix(rc, "--config %s: ", a.config);
+    char f1[32], f2[32];
+    snprintf(f1, sizeof f1, "--%s", op_long[o->in1 - F_INPUT].name);
+    snprintf(f2, sizeof f2, "--%s", o->in2 ? op_long[o->in2 - F_INPUT].name : "");
     if (!rc)
-        rc = load_operand("--input", ARG(&a, F_INPUT), DT_Q8, &x);
-    if (!rc && ARG(&a, F_WEIGHT))
-        rc = load_operand("--weight", ARG(&a, F_WEIGHT), DT_Q8, &w);
+        rc = load_operand(f1, ARG(&a, o->in1), DT_Q8, &x);
+    if (!rc && o->in2)
+        rc = load_operand(f2, ARG(&a, o->in2), DT_Q8, &w);
     if (!rc && ARG(&a, F_BIAS))
         rc = load_operand("--bias", ARG(&a, F_BIAS), 1u << TSR_DT_INT32, &b);
     if (!rc)
-        rc = o->run(&a, d, &cfg, &x, &w, ARG(&a, F_BIAS) ? &b : NULL, &y, &info);
+        rc = o->run(&a, d, &cfg, &x, o->in2 ? &w : NULL, ARG(&a, F_BIAS) ? &b : NULL, &y, &info);
     if (!rc)
         rc = tsr_npy_write(ARG(&a, F_OUTPUT), &y);
     if (rc) {
         status = op_fail(rc);
     } else if (!a.quiet) {
         char sx[128], sw[128], sy[128];
-        printf("%s: x %s %s", o->name, shape_str(&x, sx, sizeof sx), tsr_dtype_name(x.dtype));
-        if (ARG(&a, F_WEIGHT))
-            printf(", w %s %s", shape_str(&w, sw, sizeof sw), tsr_dtype_name(w.dtype));
+        printf("%s: %s %s %s", o->name, o->label1, shape_str(&x, sx, sizeof sx), tsr_dtype_name(x.dtype));
+        if (o->in2)
+            printf(", %s %s %s", o->label2, shape_str(&w, sw, sizeof sw), tsr_dtype_name(w.dtype));
         printf(" -> y %s %s (%s); %s/%s: %zu instructions, %llu GEMM ops, %llu ALU ops", shape_str(&y, sy, sizeof sy),
                tsr_dtype_name(y.dtype), ARG(&a, F_OUTPUT), a.backend, a.config, info.ninsns,
                (unsigned long long)info.ctr.gemm_ops, (unsigned long long)info.ctr.alu_ops);
