@@ -18,6 +18,7 @@
 #include "tsr_config.h"
 #include "tsr_conv2d.h"
 #include "tsr_dense.h"
+#include "tsr_eltwise.h"
 #include "tsr_error.h"
 #include "tsr_npy.h"
 #include "tsr_quant.h"
@@ -27,7 +28,7 @@
 enum {
     F_INPUT = 2000, F_WEIGHT, F_BIAS, F_OUTPUT, F_XZP, F_WZP, F_YZP, F_YDTYPE, F_MULT, F_SHIFT, F_XSCALE,
     F_WSCALE, F_YSCALE, F_ACTMIN, F_ACTMAX, F_RELU, F_RELU6, F_GROUPS, F_STRIDE, F_PAD, F_BACKEND, F_CONFIG,
-    F_SEED, F_QUIET, F_HELP, F_END
+    F_SEED, F_QUIET, F_HELP, F_INA, F_INB, F_AZP, F_BZP, F_ASCALE, F_BSCALE, F_ADDPARAMS, F_KERNEL, F_CIP, F_END
 };
 
 /* Flags of one operator: bit (F_x - F_INPUT). */
@@ -52,7 +53,11 @@ static const struct option op_long[] = {
     {"stride", required_argument, 0, F_STRIDE},   {"pad", required_argument, 0, F_PAD},
     {"backend", required_argument, 0, F_BACKEND}, {"config", required_argument, 0, F_CONFIG},
     {"seed", required_argument, 0, F_SEED},       {"quiet", no_argument, 0, F_QUIET},
-    {"help", no_argument, 0, F_HELP},
+    {"help", no_argument, 0, F_HELP},             {"input-a", required_argument, 0, F_INA},
+    {"input-b", required_argument, 0, F_INB},     {"a-zp", required_argument, 0, F_AZP},
+    {"b-zp", required_argument, 0, F_BZP},        {"a-scale", required_argument, 0, F_ASCALE},
+    {"b-scale", required_argument, 0, F_BSCALE},  {"add-params", required_argument, 0, F_ADDPARAMS},
+    {"kernel", required_argument, 0, F_KERNEL},   {"count-include-pad", no_argument, 0, F_CIP},
 };
 #define N_OP_LONG (sizeof op_long / sizeof op_long[0])
 
@@ -80,6 +85,9 @@ static const char op_help[] =
     "operators:\n"
     "  conv2d    2-D convolution, groups 1 or depthwise: x [N,C,H,W], w [C_out,C_in/groups,KH,KW]\n"
     "  dense     fully connected: x [N,K] (or [N,C,H,W] read as [N,C*H*W]), w [M,K] -> y [N,M]\n"
+    "  add       elementwise a + b with requantization (TFLite ADD), same shapes\n"
+    "  relu      y = max(x, x_zp)\n"
+    "  clip      y = clamp(x, lo, hi)\n"
     "\n"
     "common flags:\n"
     "  -x, --input FILE.npy    input activations (int8 or uint8)\n"
@@ -159,6 +167,52 @@ static const char dense_help[] =
     "      --mult M|FILE.npy --shift S|FILE.npy    fixed-point requantization, or\n"
     "      --x-scale R --w-scale R|FILE.npy --y-scale R   real scales (QuantizeMultiplier)\n"
     "      --act-min N, --act-max N, --relu, --relu6      output clamp\n"
+    "  -c, --config C, --backend NAME, --seed N, -q, --quiet   as for every operator\n";
+
+static const char add_help[] =
+    "usage: tessera op add -a A.npy -b B.npy -o Y.npy [zero points] (--a-scale R --b-scale R --y-scale R\n"
+    "                      | --add-params L,MA,SA,MB,SB,MO,SO) [clamp] [device]\n"
+    "\n"
+    "Quantized elementwise add (jit/operators.md \"add\", TFLite ADD, bit-exact): a, b\n"
+    "and y have the same shape (no broadcasting), each its own dtype and zero point.\n"
+    "\n"
+    "  -a, --input-a FILE.npy  first input (int8 or uint8, any shape)\n"
+    "  -b, --input-b FILE.npy  second input (same shape as a)\n"
+    "  -o, --output FILE.npy   result (a's shape)\n"
+    "      --a-zp N, --b-zp N, --y-zp N   zero points (default 0)\n"
+    "      --y-dtype T         int8 or uint8 (default: a's dtype)\n"
+    "      --a-scale R --b-scale R --y-scale R\n"
+    "                          real scales; the integer parameters are TFLite's (left\n"
+    "                          shift 20, QuantizeMultiplier of a/2max, b/2max, 2max/(2^20 y))\n"
+    "      --add-params L,MA,SA,MB,SB,MO,SO\n"
+    "                          or the integers directly: left shift [0, 22], then\n"
+    "                          multiplier and shift of a, of b ([-31, 0]) and of the output\n"
+    "      --act-min N, --act-max N, --relu, --relu6 (needs --y-scale)   output clamp\n"
+    "  -c, --config C, --backend NAME, --seed N, -q, --quiet   as for every operator\n";
+
+static const char relu_help[] =
+    "usage: tessera op relu -x X.npy -o Y.npy [--x-zp N] [device]\n"
+    "\n"
+    "Quantized relu (jit/operators.md \"relu and clip\"): y = max(x, x_zp), same\n"
+    "shape, dtype and zero point in and out.\n"
+    "\n"
+    "  -x, --input FILE.npy    input (int8 or uint8, any shape)\n"
+    "  -o, --output FILE.npy   result\n"
+    "      --x-zp N            zero point (default 0)\n"
+    "  -c, --config C, --backend NAME, --seed N, -q, --quiet   as for every operator\n";
+
+static const char clip_help[] =
+    "usage: tessera op clip -x X.npy -o Y.npy [--x-zp N] (--act-min LO --act-max HI | --relu6 --x-scale R)\n"
+    "                       [device]\n"
+    "\n"
+    "Quantized clip (jit/operators.md \"relu and clip\"): y = min(max(x, lo), hi),\n"
+    "same shape, dtype and zero point in and out.\n"
+    "\n"
+    "  -x, --input FILE.npy    input (int8 or uint8, any shape)\n"
+    "  -o, --output FILE.npy   result\n"
+    "      --x-zp N            zero point (default 0)\n"
+    "      --act-min LO, --act-max HI   integer bounds (default: the dtype's range)\n"
+    "      --relu6 --x-scale R  the real bounds [0, 6] quantized with scale R (TFLite)\n"
     "  -c, --config C, --backend NAME, --seed N, -q, --quiet   as for every operator\n";
 
 /* ---------------------------------------------------------- utilities */
@@ -393,6 +447,20 @@ static void quant_free(quant_t *q)
 
 static int32_t qmin(tsr_dtype_e d) { return d == TSR_DT_UINT8 ? 0 : -128; }
 static int32_t qmax(tsr_dtype_e d) { return d == TSR_DT_UINT8 ? 255 : 127; }
+
+/* A zero point flag for dtype dt (default 0). */
+static int get_zp(const op_args_t *a, int flag, tsr_dtype_e dt, const char *what, int32_t *zp)
+{
+    long v;
+    *zp = 0;
+    if (!ARG(a, flag))
+        return TSR_OK;
+    if (parse_int(ARG(a, flag), qmin(dt), qmax(dt), &v))
+        return tsr_err(TSR_EINVAL, "--%s %s: expected an integer in [%d, %d] (the %s is %s)", op_long[flag - F_INPUT].name,
+                       ARG(a, flag), qmin(dt), qmax(dt), what, tsr_dtype_name(dt));
+    *zp = (int32_t)v;
+    return TSR_OK;
+}
 
 /* The output clamp from --act-min/--act-max, --relu or --relu6 (whose
  * real bounds 0 and 6 are quantized with the scale given by scale_flag);
@@ -728,6 +796,190 @@ out:
     return rc;
 }
 
+/* Flat elementwise descriptor of a tensor (the shape does not matter to
+ * the lowering: the values are one vector). */
+static int flat_desc(const char *flag, const char *path, const tsr_tensor_t *t, int32_t zp, tsr_eltwise_desc_t *d)
+{
+    int64_t n = tsr_tensor_numel(t);
+    if (n < 1 || n > INT32_MAX)
+        return tsr_err(TSR_EINVAL, "%s %s: %lld elements (need 1 to 2^31 - 1)", flag, path, (long long)n);
+    d->n = d->c = d->h = 1;
+    d->w = (int)n;
+    d->dtype = t->dtype;
+    d->zp = zp;
+    return TSR_OK;
+}
+
+static int same_shape(const tsr_tensor_t *a, const tsr_tensor_t *b)
+{
+    if (a->ndim != b->ndim)
+        return 0;
+    for (int i = 0; i < a->ndim; i++)
+        if (a->shape[i] != b->shape[i])
+            return 0;
+    return 1;
+}
+
+static int run_add(const op_args_t *a, const tsr_cli_dev_t *d, const tsr_config_t *cfg, const tsr_tensor_t *ta,
+                   const tsr_tensor_t *tb, const tsr_tensor_t *bias, tsr_tensor_t *y, run_info_t *info)
+{
+    (void)bias;
+    char sa[128], sb[128];
+    tsr_add_params_t p;
+    memset(&p, 0, sizeof p);
+    tsr_device_t *dev = NULL;
+    tsr_eltwise_plan_t pl;
+    memset(&pl, 0, sizeof pl);
+    int rc, planned = 0;
+    int32_t azp, bzp, yzp;
+    if (!same_shape(ta, tb)) {
+        rc = tsr_err(TSR_EINVAL, "add: inputs %s %s and %s %s differ in shape (no broadcasting)", ARG(a, F_INA),
+                     shape_str(ta, sa, sizeof sa), ARG(a, F_INB), shape_str(tb, sb, sizeof sb));
+        goto out;
+    }
+    tsr_dtype_e ydt = ta->dtype;
+    if (ARG(a, F_YDTYPE)) {
+        if (!strcmp(ARG(a, F_YDTYPE), "int8"))
+            ydt = TSR_DT_INT8;
+        else if (!strcmp(ARG(a, F_YDTYPE), "uint8"))
+            ydt = TSR_DT_UINT8;
+        else {
+            rc = tsr_err(TSR_EINVAL, "--y-dtype %s: expected int8 or uint8", ARG(a, F_YDTYPE));
+            goto out;
+        }
+    }
+    if ((rc = get_zp(a, F_AZP, ta->dtype, "input a", &azp)) || (rc = get_zp(a, F_BZP, tb->dtype, "input b", &bzp)) ||
+        (rc = get_zp(a, F_YZP, ydt, "output", &yzp)))
+        goto out;
+    if ((rc = flat_desc("--input-a", ARG(a, F_INA), ta, azp, &p.a)) ||
+        (rc = flat_desc("--input-b", ARG(a, F_INB), tb, bzp, &p.b)))
+        goto out;
+    p.y = p.a;
+    p.y.dtype = ydt;
+    p.y.zp = yzp;
+    int scales = ARG(a, F_ASCALE) || ARG(a, F_BSCALE) || ARG(a, F_YSCALE);
+    if (scales && ARG(a, F_ADDPARAMS)) {
+        rc = tsr_err(TSR_EINVAL, "give either --a-scale/--b-scale/--y-scale or --add-params, not both");
+        goto out;
+    }
+    if (ARG(a, F_ADDPARAMS)) {
+        int v[7], n;
+        if (parse_list(ARG(a, F_ADDPARAMS), INT32_MIN, INT32_MAX, 7, v, &n) || n != 7) {
+            rc = tsr_err(TSR_EINVAL, "--add-params %s: expected 7 integers L,MA,SA,MB,SB,MO,SO", ARG(a, F_ADDPARAMS));
+            goto out;
+        }
+        p.left_shift = v[0];
+        p.mult_a = v[1];
+        p.shift_a = v[2];
+        p.mult_b = v[3];
+        p.shift_b = v[4];
+        p.mult_out = v[5];
+        p.shift_out = v[6];
+    } else if (scales) {
+        double s3[3];
+        const int fl[3] = {F_ASCALE, F_BSCALE, F_YSCALE};
+        for (int i = 0; i < 3; i++)
+            if (!ARG(a, fl[i]) || parse_real(ARG(a, fl[i]), &s3[i])) {
+                rc = tsr_err(TSR_EINVAL, "--a-scale, --b-scale and --y-scale go together and are numbers (--%s %s)",
+                             op_long[fl[i] - F_INPUT].name, ARG(a, fl[i]) ? ARG(a, fl[i]) : "missing");
+                goto out;
+            }
+        tsr_add_quant_t q;
+        if ((rc = tsr_quant_add_params(s3[0], s3[1], s3[2], &q)))
+            goto out;
+        p.left_shift = q.left_shift;
+        p.mult_a = q.mult_a;
+        p.shift_a = q.shift_a;
+        p.mult_b = q.mult_b;
+        p.shift_b = q.shift_b;
+        p.mult_out = q.mult_out;
+        p.shift_out = q.shift_out;
+    } else {
+        rc = tsr_err(TSR_EINVAL, "add: no requantization given: use --a-scale, --b-scale and --y-scale, or --add-params");
+        goto out;
+    }
+    if ((rc = get_clamp(a, ydt, yzp, F_YSCALE, &p.act_min, &p.act_max)) || (rc = tsr_add_check(&p, NULL)))
+        goto out;
+    if ((rc = tsr_tensor_alloc(y, ydt, ta->ndim, ta->shape)))
+        goto out;
+    if ((rc = open_device(a, d, cfg, &dev)) || (rc = tsr_add_plan(dev, &p, &pl)))
+        goto out;
+    planned = 1;
+    if ((rc = tsr_add_write_inputs(dev, &pl, ta->data, tb->data)))
+        goto out;
+    double t0 = op_now();
+    if ((rc = tsr_add_exec(dev, &pl)))
+        goto out;
+    info->secs = op_now() - t0;
+    info->ninsns = pl.ninsns;
+    if ((rc = tsr_add_read_output(dev, &pl, y->data)) || (rc = tsr_read_counters(dev, &info->ctr)))
+        goto out;
+out:
+    if (planned)
+        tsr_add_plan_free(dev, &pl);
+    tsr_device_close(dev);
+    return rc;
+}
+
+/* relu (relu != 0) or clip. */
+static int run_clip_or_relu(int relu, const op_args_t *a, const tsr_cli_dev_t *d, const tsr_config_t *cfg,
+                            const tsr_tensor_t *x, tsr_tensor_t *y, run_info_t *info)
+{
+    tsr_clip_params_t p;
+    memset(&p, 0, sizeof p);
+    tsr_device_t *dev = NULL;
+    tsr_eltwise_plan_t pl;
+    memset(&pl, 0, sizeof pl);
+    int rc, planned = 0;
+    int32_t zp;
+    tsr_eltwise_desc_t xd;
+    if ((rc = get_zp(a, F_XZP, x->dtype, "input", &zp)) || (rc = flat_desc("--input", ARG(a, F_INPUT), x, zp, &xd)))
+        goto out;
+    if (relu)
+        rc = tsr_relu_params(&xd, &p);
+    else {
+        p.x = p.y = xd;
+        rc = get_clamp(a, x->dtype, zp, F_XSCALE, &p.lo, &p.hi);
+    }
+    if (rc || (rc = tsr_clip_check(&p, NULL)))
+        goto out;
+    if ((rc = tsr_tensor_alloc(y, x->dtype, x->ndim, x->shape)))
+        goto out;
+    if ((rc = open_device(a, d, cfg, &dev)) || (rc = tsr_clip_plan(dev, &p, &pl)))
+        goto out;
+    planned = 1;
+    if ((rc = tsr_clip_write_input(dev, &pl, x->data)))
+        goto out;
+    double t0 = op_now();
+    if ((rc = tsr_clip_exec(dev, &pl)))
+        goto out;
+    info->secs = op_now() - t0;
+    info->ninsns = pl.ninsns;
+    if ((rc = tsr_clip_read_output(dev, &pl, y->data)) || (rc = tsr_read_counters(dev, &info->ctr)))
+        goto out;
+out:
+    if (planned)
+        tsr_clip_plan_free(dev, &pl);
+    tsr_device_close(dev);
+    return rc;
+}
+
+static int run_relu(const op_args_t *a, const tsr_cli_dev_t *d, const tsr_config_t *cfg, const tsr_tensor_t *x,
+                    const tsr_tensor_t *w, const tsr_tensor_t *bias, tsr_tensor_t *y, run_info_t *info)
+{
+    (void)w;
+    (void)bias;
+    return run_clip_or_relu(1, a, d, cfg, x, y, info);
+}
+
+static int run_clip(const op_args_t *a, const tsr_cli_dev_t *d, const tsr_config_t *cfg, const tsr_tensor_t *x,
+                    const tsr_tensor_t *w, const tsr_tensor_t *bias, tsr_tensor_t *y, run_info_t *info)
+{
+    (void)w;
+    (void)bias;
+    return run_clip_or_relu(0, a, d, cfg, x, y, info);
+}
+
 /* ------------------------------------------------------------ operators */
 
 typedef int (*op_run_fn)(const op_args_t *, const tsr_cli_dev_t *, const tsr_config_t *, const tsr_tensor_t *,
@@ -746,6 +998,14 @@ static const op_desc_t ops[] = {
     {"conv2d", conv2d_help, COMMON_FLAGS | REQUANT_FLAGS | BIT(F_GROUPS) | BIT(F_STRIDE) | BIT(F_PAD), F_INPUT,
      F_WEIGHT, "x", "w", run_conv2d},
     {"dense", dense_help, COMMON_FLAGS | REQUANT_FLAGS, F_INPUT, F_WEIGHT, "x", "w", run_dense},
+    {"add", add_help,
+     (COMMON_FLAGS & ~BIT(F_INPUT)) | BIT(F_INA) | BIT(F_INB) | BIT(F_AZP) | BIT(F_BZP) | BIT(F_YZP) |
+         BIT(F_YDTYPE) | BIT(F_ASCALE) | BIT(F_BSCALE) | BIT(F_YSCALE) | BIT(F_ADDPARAMS) | BIT(F_ACTMIN) |
+         BIT(F_ACTMAX) | BIT(F_RELU) | BIT(F_RELU6),
+     F_INA, F_INB, "a", "b", run_add},
+    {"relu", relu_help, COMMON_FLAGS | BIT(F_XZP), F_INPUT, 0, "x", NULL, run_relu},
+    {"clip", clip_help, COMMON_FLAGS | BIT(F_XZP) | BIT(F_ACTMIN) | BIT(F_ACTMAX) | BIT(F_RELU6) | BIT(F_XSCALE),
+     F_INPUT, 0, "x", NULL, run_clip},
 };
 
 int tsr_cli_op(int argc, char **argv, const tsr_cli_dev_t *d)
@@ -793,7 +1053,7 @@ int tsr_cli_op(int argc, char **argv, const tsr_cli_dev_t *d)
     opterr = 0;
     char **sub = argv + 1;
     int subc = argc - 1;
-    while ((c = getopt_long(subc, sub, ":x:w:o:c:qh", lo, &li)) != -1) {
+    while ((c = getopt_long(subc, sub, ":x:w:o:c:qha:b:", lo, &li)) != -1) {
         switch (c) {
         case 'x': c = F_INPUT; break;
         case 'w': c = F_WEIGHT; break;
@@ -801,6 +1061,8 @@ int tsr_cli_op(int argc, char **argv, const tsr_cli_dev_t *d)
         case 'c': c = F_CONFIG; break;
         case 'q': c = F_QUIET; break;
         case 'h': c = F_HELP; break;
+        case 'a': c = F_INA; break;
+        case 'b': c = F_INB; break;
         default: break;
         }
         if (c == '?' || c == ':') {

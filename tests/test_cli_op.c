@@ -500,7 +500,7 @@ static void test_help(void **state)
     static const char *all[] = {"--input", "--weight", "--bias", "--output", "--x-zp", "--w-zp", "--y-zp",
                                 "--y-dtype", "--mult", "--shift", "--x-scale", "--w-scale", "--y-scale",
                                 "--act-min", "--act-max", "--relu", "--relu6", "--backend", "--config", "--seed",
-                                "--quiet", "conv2d", "dense", "--dram-latency", "--watchdog"};
+                                "--quiet", "conv2d", "dense", "--dram-latency", "--watchdog", "add", "relu", "clip"};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (!strstr(g_stdout, all[i]))
             fail_msg("`tessera op --help` does not mention %s", all[i]);
@@ -515,6 +515,16 @@ static void test_help(void **state)
     assert_int_equal(cli("op dense -h"), 0);
     assert_non_null(strstr(g_stdout, "[N, C*H*W]"));
     assert_null(strstr(g_stdout, "--groups"));
+    assert_int_equal(cli("op add --help"), 0);
+    static const char *add[] = {"--input-a", "--input-b", "--a-zp", "--b-zp", "--y-zp", "--a-scale", "--b-scale",
+                                "--y-scale", "--add-params", "--relu6", "--y-dtype"};
+    for (size_t i = 0; i < sizeof add / sizeof add[0]; i++)
+        if (!strstr(g_stdout, add[i]))
+            fail_msg("`tessera op add --help` does not mention %s", add[i]);
+    assert_int_equal(cli("op clip --help"), 0);
+    assert_non_null(strstr(g_stdout, "--act-min"));
+    assert_int_equal(cli("op relu --help"), 0);
+    assert_non_null(strstr(g_stdout, "--x-zp"));
     assert_int_equal(cli("op"), 2);
     assert_non_null(strstr(g_stderr, "usage: tessera op"));
 }
@@ -711,6 +721,172 @@ static void test_errors(void **state)
     rm("out.npy");
 }
 
+/* ------------------------------------------------- add, relu, clip */
+
+/* A random shape of rank 1..4 with at most `max` elements. */
+static int random_shape(uint64_t *s, int64_t *shape, int max)
+{
+    int nd = rnd(s, 1, 4);
+    int64_t n = 1;
+    for (int i = 0; i < nd; i++) {
+        shape[i] = rnd(s, 1, i == nd - 1 ? 40 : 5);
+        if (n * shape[i] > max)
+            shape[i] = 1;
+        n *= shape[i];
+    }
+    return nd;
+}
+
+static int64_t numel(int nd, const int64_t *shape)
+{
+    int64_t n = 1;
+    for (int i = 0; i < nd; i++)
+        n *= shape[i];
+    return n;
+}
+
+static void add_case(uint64_t seed)
+{
+    uint64_t s = seed;
+    char flags[2048] = "";
+    int64_t shape[4];
+    int nd = random_shape(&s, shape, 3000);
+    int count = (int)numel(nd, shape);
+    tsr_dtype_e adt = rnd(&s, 0, 1) ? TSR_DT_UINT8 : TSR_DT_INT8, bdt = rnd(&s, 0, 1) ? TSR_DT_UINT8 : TSR_DT_INT8;
+    tsr_dtype_e ydt = adt;
+    if (rnd(&s, 0, 1)) {
+        ydt = rnd(&s, 0, 1) ? TSR_DT_UINT8 : TSR_DT_INT8;
+        add_flag(flags, sizeof flags, " --y-dtype %s", ydt == TSR_DT_UINT8 ? "uint8" : "int8");
+    }
+    int32_t azp = rnd(&s, dmin(adt), dmax(adt)), bzp = rnd(&s, dmin(bdt), dmax(bdt)), yzp = rnd(&s, dmin(ydt), dmax(ydt));
+    add_flag(flags, sizeof flags, " --a-zp %d --b-zp %d --y-zp %d", azp, bzp, yzp);
+    uint8_t *av = malloc((size_t)count), *bv = malloc((size_t)count), *yr = malloc((size_t)count);
+    assert_true(av && bv && yr);
+    for (int i = 0; i < count; i++) {
+        av[i] = (uint8_t)rnd(&s, dmin(adt), dmax(adt));
+        bv[i] = (uint8_t)rnd(&s, dmin(bdt), dmax(bdt));
+    }
+    save("a.npy", adt, nd, shape, av);
+    save("b.npy", bdt, nd, shape, bv);
+    opref_add_params_t ap;
+    double sa, sb, sy;
+    do {
+        sa = (double)(float)ldexp(0.5 + 0.5 * rnd01(&s), rnd(&s, -8, -3));
+        sb = rnd(&s, 0, 3) ? (double)(float)ldexp(0.5 + 0.5 * rnd01(&s), rnd(&s, -8, -3)) : sa;
+        sy = (double)(float)(fmax(sa, sb) * (1.0 + 1.5 * rnd01(&s)));
+    } while (opref_add_params_from_scales(sa, sb, sy, odt(ydt), &ap));
+    int raw = rnd(&s, 0, 2) == 0;
+    if (raw)
+        add_flag(flags, sizeof flags, " --add-params %d,%d,%d,%d,%d,%d,%d", ap.left_shift, ap.mult_a, ap.shift_a,
+                 ap.mult_b, ap.shift_b, ap.mult_out, ap.shift_out);
+    else
+        add_flag(flags, sizeof flags, " --a-scale %.17g --b-scale %.17g --y-scale %.17g", sa, sb, sy);
+    int clamp = rnd(&s, 0, 3);
+    if (clamp == 1) {
+        add_flag(flags, sizeof flags, " --relu");
+        ap.act_min = yzp;
+    } else if (clamp == 2) {
+        ap.act_min = rnd(&s, dmin(ydt), yzp);
+        ap.act_max = rnd(&s, ap.act_min, dmax(ydt));
+        add_flag(flags, sizeof flags, " --act-min %d --act-max %d", ap.act_min, ap.act_max);
+    } else if (clamp == 3 && !raw) {
+        add_flag(flags, sizeof flags, " --relu6");
+        assert_int_equal(opref_quantize_bound(0, sy, yzp, odt(ydt), &ap.act_min), TSR_OK);
+        assert_int_equal(opref_quantize_bound(6, sy, yzp, odt(ydt), &ap.act_max), TSR_OK);
+    }
+    opref_tensor_t oa = {odt(adt), 1, 1, 1, count, av, azp}, ob = {odt(bdt), 1, 1, 1, count, bv, bzp};
+    opref_tensor_t oy = {odt(ydt), 1, 1, 1, count, yr, yzp};
+    if (opref_add(&oa, &ob, &ap, &oy))
+        fail_msg("seed %llu: reference add: %s", (unsigned long long)seed, tsr_errmsg());
+    rm("y.npy");
+    int st = cli("op add -a a.npy -b b.npy -o y.npy --backend %s --seed %llu%s", backend(),
+                 (unsigned long long)(seed | 1), flags);
+    char desc[128];
+    snprintf(desc, sizeof desc, "add seed %llu (TSR_CLI_SEED base %llu)", (unsigned long long)seed,
+             (unsigned long long)base_seed());
+    if (st)
+        fail_msg("%s\n  %s: exit %d: %s", desc, g_cmd, st, g_stderr);
+    compare_output("y.npy", ydt, nd, shape, yr, desc);
+    free(av);
+    free(bv);
+    free(yr);
+}
+
+static void clip_case(uint64_t seed)
+{
+    uint64_t s = seed;
+    char flags[512] = "";
+    int64_t shape[4];
+    int nd = random_shape(&s, shape, 3000);
+    int count = (int)numel(nd, shape);
+    tsr_dtype_e dt = rnd(&s, 0, 1) ? TSR_DT_UINT8 : TSR_DT_INT8;
+    int32_t zp = rnd(&s, dmin(dt), dmax(dt));
+    add_flag(flags, sizeof flags, " --x-zp %d", zp);
+    uint8_t *xv = malloc((size_t)count), *yr = malloc((size_t)count);
+    assert_true(xv && yr);
+    for (int i = 0; i < count; i++)
+        xv[i] = (uint8_t)rnd(&s, dmin(dt), dmax(dt));
+    save("x.npy", dt, nd, shape, xv);
+    opref_tensor_t ox = {odt(dt), 1, 1, 1, count, xv, zp}, oy = {odt(dt), 1, 1, 1, count, yr, zp};
+    int kind = rnd(&s, 0, 2); /* relu, clip ints, clip relu6 */
+    const char *op = kind ? "clip" : "relu";
+    if (kind == 0) {
+        assert_int_equal(opref_relu(&ox, &oy), TSR_OK);
+    } else {
+        int32_t lo = rnd(&s, dmin(dt), dmax(dt)), hi = rnd(&s, lo, dmax(dt));
+        if (kind == 1) {
+            add_flag(flags, sizeof flags, " --act-min %d --act-max %d", lo, hi);
+        } else {
+            double sc = ldexp(0.5 + 0.5 * rnd01(&s), rnd(&s, -7, -2));
+            add_flag(flags, sizeof flags, " --relu6 --x-scale %.17g", sc);
+            assert_int_equal(opref_quantize_bound(0, sc, zp, odt(dt), &lo), TSR_OK);
+            assert_int_equal(opref_quantize_bound(6, sc, zp, odt(dt), &hi), TSR_OK);
+        }
+        assert_int_equal(opref_clip(&ox, lo, hi, &oy), TSR_OK);
+    }
+    rm("y.npy");
+    int st = cli("op %s -x x.npy -o y.npy --backend %s --seed %llu%s", op, backend(), (unsigned long long)(seed | 1),
+                 flags);
+    char desc[128];
+    snprintf(desc, sizeof desc, "%s seed %llu (TSR_CLI_SEED base %llu)", op, (unsigned long long)seed,
+             (unsigned long long)base_seed());
+    if (st)
+        fail_msg("%s\n  %s: exit %d: %s", desc, g_cmd, st, g_stderr);
+    compare_output("y.npy", dt, nd, shape, yr, desc);
+    free(xv);
+    free(yr);
+}
+
+static void test_eltwise_random(void **state)
+{
+    (void)state;
+    int count = is_fsim() ? 40 : 3;
+    for (int i = 0; i < count; i++) {
+        add_case(base_seed() * 41 + (uint64_t)i);
+        clip_case(base_seed() * 43 + (uint64_t)i);
+    }
+    printf("  %d add and %d relu/clip cases through the CLI on %s\n", count, count, backend());
+    /* errors */
+    int8_t v[12] = {0};
+    int64_t s1[2] = {3, 4}, s2[2] = {4, 3};
+    save("a.npy", TSR_DT_INT8, 2, s1, v);
+    save("b.npy", TSR_DT_INT8, 2, s2, v);
+    save("c.npy", TSR_DT_INT8, 2, s1, v);
+    rm("out.npy");
+    expect_fail(1, "differ in shape", "op add -a a.npy -b b.npy -o out.npy --a-scale 1 --b-scale 1 --y-scale 1");
+    expect_fail(1, "no requantization given", "op add -a a.npy -b c.npy -o out.npy");
+    expect_fail(1, "not both", "op add -a a.npy -b c.npy -o out.npy --a-scale 1 --add-params 20,1,0,1,0,1,0");
+    expect_fail(1, "--add-params 1,2", "op add -a a.npy -b c.npy -o out.npy --add-params 1,2");
+    expect_fail(1, "left", "op add -a a.npy -b c.npy -o out.npy --add-params 30,1,0,1,0,1,0");
+    expect_fail(1, "--b-scale", "op add -a a.npy -b c.npy -o out.npy --a-scale 1 --y-scale 1");
+    expect_fail(1, "--a-zp 128", "op add -a a.npy -b c.npy -o out.npy --a-zp 128 --a-scale 1 --b-scale 1 --y-scale 1");
+    expect_fail(2, "missing --input-b", "op add -a a.npy -o out.npy --a-scale 1 --b-scale 1 --y-scale 1");
+    expect_fail(2, "--x-zp does not apply", "op add -a a.npy -b c.npy -o out.npy --x-zp 1");
+    expect_fail(2, "--act-min does not apply", "op relu -x a.npy -o out.npy --act-min 1");
+    expect_fail(1, "--act-min 5 is above --act-max 2", "op clip -x a.npy -o out.npy --act-min 5 --act-max 2");
+    expect_fail(1, "--relu6 needs", "op clip -x a.npy -o out.npy --relu6");
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -739,6 +915,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_help),          cmocka_unit_test(test_quiet),        cmocka_unit_test(test_errors),
         cmocka_unit_test(test_conv2d_random), cmocka_unit_test(test_dense_random),
+        cmocka_unit_test(test_eltwise_random),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
