@@ -1482,7 +1482,7 @@ static const char *main_help =
     "usage: tessera COMMAND [ARGS] (each command takes --help)\n"
     "\n"
     "  demo      run an int8 matmul + requantization on a device and check it\n"
-    "  op        run one quantized operator (conv2d, dense, add, relu, clip) on .npy files\n"
+    "  op        run one quantized operator (conv2d, dense, pools, add, relu, clip) on .npy files\n"
     "  run       assemble and run a program (.s) on a device\n"
     "  bench     measure simulator throughput on a GEMM-heavy stream\n"
     "  asm       assemble a program into a binary instruction stream\n"

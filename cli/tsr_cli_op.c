@@ -21,6 +21,7 @@
 #include "tsr_eltwise.h"
 #include "tsr_error.h"
 #include "tsr_npy.h"
+#include "tsr_pool.h"
 #include "tsr_quant.h"
 
 /* ------------------------------------------------------------ the flags */
@@ -85,6 +86,9 @@ static const char op_help[] =
     "operators:\n"
     "  conv2d    2-D convolution, groups 1 or depthwise: x [N,C,H,W], w [C_out,C_in/groups,KH,KW]\n"
     "  dense     fully connected: x [N,K] (or [N,C,H,W] read as [N,C*H*W]), w [M,K] -> y [N,M]\n"
+    "  maxpool   max over KH x KW windows (padding never wins)\n"
+    "  avgpool   rounded average over KH x KW windows (TFLite AVERAGE_POOL_2D)\n"
+    "  globalavgpool  rounded average over each H x W plane -> [N, C, 1, 1]\n"
     "  add       elementwise a + b with requantization (TFLite ADD), same shapes\n"
     "  relu      y = max(x, x_zp)\n"
     "  clip      y = clamp(x, lo, hi)\n"
@@ -213,6 +217,24 @@ static const char clip_help[] =
     "      --x-zp N            zero point (default 0)\n"
     "      --act-min LO, --act-max HI   integer bounds (default: the dtype's range)\n"
     "      --relu6 --x-scale R  the real bounds [0, 6] quantized with scale R (TFLite)\n"
+    "  -c, --config C, --backend NAME, --seed N, -q, --quiet   as for every operator\n";
+
+static const char pool_help[] =
+    "usage: tessera op maxpool|avgpool -x X.npy -o Y.npy --kernel K|KH,KW [--stride S|SH,SW]\n"
+    "                                  [--pad P|PH,PW|T,L,B,R] [--count-include-pad] [--x-zp N] [device]\n"
+    "       tessera op globalavgpool -x X.npy -o Y.npy [--x-zp N] [device]\n"
+    "\n"
+    "Quantized pools (jit/operators.md \"maxpool\", \"avgpool\", \"global average pool\"),\n"
+    "NCHW; the output has the input's dtype and zero point. Averages are over the\n"
+    "raw quantized values, rounded half away from zero (TFLite).\n"
+    "\n"
+    "  -x, --input FILE.npy    input [N, C, H, W] (int8 or uint8)\n"
+    "  -o, --output FILE.npy   result [N, C, OH, OW] ([N, C, 1, 1] for globalavgpool)\n"
+    "      --kernel K|KH,KW    window (maxpool, avgpool; required)\n"
+    "      --stride S|SH,SW    strides (default 1)\n"
+    "      --pad P|PH,PW|T,L,B,R  padding (ONNX order), each below the kernel size\n"
+    "      --count-include-pad avgpool: padded positions (the real 0 = x_zp) count\n"
+    "      --x-zp N            zero point (default 0)\n"
     "  -c, --config C, --backend NAME, --seed N, -q, --quiet   as for every operator\n";
 
 /* ---------------------------------------------------------- utilities */
@@ -980,6 +1002,99 @@ static int run_clip(const op_args_t *a, const tsr_cli_dev_t *d, const tsr_config
     return run_clip_or_relu(0, a, d, cfg, x, y, info);
 }
 
+static int run_pool(tsr_pool_kind_e kind, const op_args_t *a, const tsr_cli_dev_t *d, const tsr_config_t *cfg,
+                    const tsr_tensor_t *x, tsr_tensor_t *y, run_info_t *info)
+{
+    char sx[128];
+    tsr_pool_params_t p;
+    memset(&p, 0, sizeof p);
+    tsr_device_t *dev = NULL;
+    tsr_pool_plan_t pl;
+    memset(&pl, 0, sizeof pl);
+    int rc = TSR_OK, planned = 0;
+    if (x->ndim != 4) {
+        rc = tsr_err(TSR_EINVAL, "pool: input %s must be 4-D [N, C, H, W], got %s", ARG(a, F_INPUT),
+                     shape_str(x, sx, sizeof sx));
+        goto out;
+    }
+    p.kind = kind;
+    p.n = (int)x->shape[0];
+    p.c = (int)x->shape[1];
+    p.h = (int)x->shape[2];
+    p.w = (int)x->shape[3];
+    p.dtype = x->dtype;
+    if ((rc = get_zp(a, F_XZP, x->dtype, "input", &p.zp)))
+        goto out;
+    if (kind == TSR_POOL_GLOBAL_AVG) {
+        p.kh = p.h;
+        p.kw = p.w;
+        p.stride_h = p.stride_w = 1;
+    } else {
+        int v[2], n;
+        if (!ARG(a, F_KERNEL)) {
+            rc = tsr_err(TSR_EINVAL, "pool: missing --kernel K or KH,KW");
+            goto out;
+        }
+        if (parse_list(ARG(a, F_KERNEL), 1, 1 << 16, 2, v, &n)) {
+            rc = tsr_err(TSR_EINVAL, "--kernel %s: expected K or KH,KW (positive integers)", ARG(a, F_KERNEL));
+            goto out;
+        }
+        p.kh = v[0];
+        p.kw = v[n - 1];
+        if ((rc = get_window(a, &p.stride_h, &p.stride_w, &p.pad_top, &p.pad_left, &p.pad_bottom, &p.pad_right)))
+            goto out;
+        p.count_include_pad = ARG(a, F_CIP) != NULL;
+    }
+    int oh, ow;
+    if ((rc = tsr_pool_check(&p, &oh, &ow)))
+        goto out;
+    const int64_t yshape[4] = {p.n, p.c, oh, ow};
+    if ((rc = tsr_tensor_alloc(y, p.dtype, 4, yshape)))
+        goto out;
+    if ((rc = open_device(a, d, cfg, &dev)) || (rc = tsr_pool_plan(dev, &p, &pl)))
+        goto out;
+    planned = 1;
+    if ((rc = tsr_pool_write_input(dev, &pl, x->data)))
+        goto out;
+    double t0 = op_now();
+    if ((rc = tsr_pool_exec(dev, &pl)))
+        goto out;
+    info->secs = op_now() - t0;
+    info->ninsns = pl.ninsns;
+    if ((rc = tsr_pool_read_output(dev, &pl, y->data)) || (rc = tsr_read_counters(dev, &info->ctr)))
+        goto out;
+out:
+    if (planned)
+        tsr_pool_plan_free(dev, &pl);
+    tsr_device_close(dev);
+    return rc;
+}
+
+static int run_maxpool(const op_args_t *a, const tsr_cli_dev_t *d, const tsr_config_t *cfg, const tsr_tensor_t *x,
+                       const tsr_tensor_t *w, const tsr_tensor_t *bias, tsr_tensor_t *y, run_info_t *info)
+{
+    (void)w;
+    (void)bias;
+    return run_pool(TSR_POOL_MAX, a, d, cfg, x, y, info);
+}
+
+static int run_avgpool(const op_args_t *a, const tsr_cli_dev_t *d, const tsr_config_t *cfg, const tsr_tensor_t *x,
+                       const tsr_tensor_t *w, const tsr_tensor_t *bias, tsr_tensor_t *y, run_info_t *info)
+{
+    (void)w;
+    (void)bias;
+    return run_pool(TSR_POOL_AVG, a, d, cfg, x, y, info);
+}
+
+static int run_globalavgpool(const op_args_t *a, const tsr_cli_dev_t *d, const tsr_config_t *cfg,
+                             const tsr_tensor_t *x, const tsr_tensor_t *w, const tsr_tensor_t *bias, tsr_tensor_t *y,
+                             run_info_t *info)
+{
+    (void)w;
+    (void)bias;
+    return run_pool(TSR_POOL_GLOBAL_AVG, a, d, cfg, x, y, info);
+}
+
 /* ------------------------------------------------------------ operators */
 
 typedef int (*op_run_fn)(const op_args_t *, const tsr_cli_dev_t *, const tsr_config_t *, const tsr_tensor_t *,
@@ -998,6 +1113,11 @@ static const op_desc_t ops[] = {
     {"conv2d", conv2d_help, COMMON_FLAGS | REQUANT_FLAGS | BIT(F_GROUPS) | BIT(F_STRIDE) | BIT(F_PAD), F_INPUT,
      F_WEIGHT, "x", "w", run_conv2d},
     {"dense", dense_help, COMMON_FLAGS | REQUANT_FLAGS, F_INPUT, F_WEIGHT, "x", "w", run_dense},
+    {"maxpool", pool_help, COMMON_FLAGS | BIT(F_XZP) | BIT(F_KERNEL) | BIT(F_STRIDE) | BIT(F_PAD), F_INPUT, 0, "x",
+     NULL, run_maxpool},
+    {"avgpool", pool_help, COMMON_FLAGS | BIT(F_XZP) | BIT(F_KERNEL) | BIT(F_STRIDE) | BIT(F_PAD) | BIT(F_CIP),
+     F_INPUT, 0, "x", NULL, run_avgpool},
+    {"globalavgpool", pool_help, COMMON_FLAGS | BIT(F_XZP), F_INPUT, 0, "x", NULL, run_globalavgpool},
     {"add", add_help,
      (COMMON_FLAGS & ~BIT(F_INPUT)) | BIT(F_INA) | BIT(F_INB) | BIT(F_AZP) | BIT(F_BZP) | BIT(F_YZP) |
          BIT(F_YDTYPE) | BIT(F_ASCALE) | BIT(F_BSCALE) | BIT(F_YSCALE) | BIT(F_ADDPARAMS) | BIT(F_ACTMIN) |

@@ -500,7 +500,7 @@ static void test_help(void **state)
     static const char *all[] = {"--input", "--weight", "--bias", "--output", "--x-zp", "--w-zp", "--y-zp",
                                 "--y-dtype", "--mult", "--shift", "--x-scale", "--w-scale", "--y-scale",
                                 "--act-min", "--act-max", "--relu", "--relu6", "--backend", "--config", "--seed",
-                                "--quiet", "conv2d", "dense", "--dram-latency", "--watchdog", "add", "relu", "clip"};
+                                "--quiet", "conv2d", "dense", "--dram-latency", "--watchdog", "maxpool", "avgpool", "globalavgpool", "add", "relu", "clip"};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (!strstr(g_stdout, all[i]))
             fail_msg("`tessera op --help` does not mention %s", all[i]);
@@ -525,6 +525,11 @@ static void test_help(void **state)
     assert_non_null(strstr(g_stdout, "--act-min"));
     assert_int_equal(cli("op relu --help"), 0);
     assert_non_null(strstr(g_stdout, "--x-zp"));
+    assert_int_equal(cli("op avgpool --help"), 0);
+    static const char *pool[] = {"--kernel", "--stride", "--pad", "--count-include-pad", "--x-zp", "globalavgpool"};
+    for (size_t i = 0; i < sizeof pool / sizeof pool[0]; i++)
+        if (!strstr(g_stdout, pool[i]))
+            fail_msg("`tessera op avgpool --help` does not mention %s", pool[i]);
     assert_int_equal(cli("op"), 2);
     assert_non_null(strstr(g_stderr, "usage: tessera op"));
 }
@@ -887,6 +892,98 @@ static void test_eltwise_random(void **state)
     expect_fail(1, "--relu6 needs", "op clip -x a.npy -o out.npy --relu6");
 }
 
+/* ---------------------------------------------------------------- pools */
+
+static void pool_case(uint64_t seed, int kind) /* 0 max, 1 avg, 2 global */
+{
+    static const char *names[3] = {"maxpool", "avgpool", "globalavgpool"};
+    uint64_t s = seed;
+    char flags[512] = "";
+    int n = rnd(&s, 1, 2), c = rnd(&s, 1, 20), h = rnd(&s, 1, 9), w = rnd(&s, 1, 9);
+    opref_pool_params_t pp = {1, 1, 1, 1, 0, 0, 0, 0, 0};
+    if (kind < 2) {
+        pp.kh = rnd(&s, 1, 3);
+        pp.kw = rnd(&s, 0, 2) ? pp.kh : rnd(&s, 1, 3);
+        if (pp.kh == pp.kw)
+            add_flag(flags, sizeof flags, " --kernel %d", pp.kh);
+        else
+            add_flag(flags, sizeof flags, " --kernel %d,%d", pp.kh, pp.kw);
+        pp.stride_h = pp.stride_w = rnd(&s, 1, 2);
+        if (pp.stride_h > 1 || rnd(&s, 0, 1))
+            add_flag(flags, sizeof flags, " --stride %d", pp.stride_h);
+        if (rnd(&s, 0, 1)) {
+            pp.pad_top = rnd(&s, 0, pp.kh - 1);
+            pp.pad_left = rnd(&s, 0, pp.kw - 1);
+            pp.pad_bottom = rnd(&s, 0, pp.kh - 1);
+            pp.pad_right = rnd(&s, 0, pp.kw - 1);
+            add_flag(flags, sizeof flags, " --pad %d,%d,%d,%d", pp.pad_top, pp.pad_left, pp.pad_bottom, pp.pad_right);
+        }
+        if (kind == 1 && rnd(&s, 0, 1)) {
+            pp.count_include_pad = 1;
+            add_flag(flags, sizeof flags, " --count-include-pad");
+        }
+        if (h + pp.pad_top + pp.pad_bottom < pp.kh)
+            h = pp.kh;
+        if (w + pp.pad_left + pp.pad_right < pp.kw)
+            w = pp.kw;
+    }
+    tsr_dtype_e dt = rnd(&s, 0, 1) ? TSR_DT_UINT8 : TSR_DT_INT8;
+    int32_t zp = rnd(&s, dmin(dt), dmax(dt));
+    add_flag(flags, sizeof flags, " --x-zp %d", zp);
+    size_t nx = (size_t)n * c * h * w;
+    uint8_t *xv = malloc(nx);
+    assert_non_null(xv);
+    for (size_t i = 0; i < nx; i++)
+        xv[i] = (uint8_t)rnd(&s, dmin(dt), dmax(dt));
+    int64_t xs[4] = {n, c, h, w};
+    save("x.npy", dt, 4, xs, xv);
+    opref_tensor_t ox = {odt(dt), n, c, h, w, xv, zp};
+    opref_shape_t os = {n, c, 1, 1};
+    if (kind < 2 && opref_pool_out_shape(&ox, &pp, &os))
+        fail_msg("seed %llu: reference shape: %s", (unsigned long long)seed, tsr_errmsg());
+    size_t ny = (size_t)os.n * os.c * os.h * os.w;
+    uint8_t *yr = malloc(ny);
+    assert_non_null(yr);
+    opref_tensor_t oy = {odt(dt), os.n, os.c, os.h, os.w, yr, zp};
+    int rc = kind == 0 ? opref_maxpool(&ox, &pp, &oy) : kind == 1 ? opref_avgpool(&ox, &pp, &oy)
+                                                                 : opref_global_avgpool(&ox, &oy);
+    if (rc)
+        fail_msg("seed %llu: reference: %s", (unsigned long long)seed, tsr_errmsg());
+    rm("y.npy");
+    int st = cli("op %s -x x.npy -o y.npy --backend %s --seed %llu%s", names[kind], backend(),
+                 (unsigned long long)(seed | 1), flags);
+    char desc[128];
+    snprintf(desc, sizeof desc, "%s seed %llu (TSR_CLI_SEED base %llu)", names[kind], (unsigned long long)seed,
+             (unsigned long long)base_seed());
+    if (st)
+        fail_msg("%s\n  %s: exit %d: %s", desc, g_cmd, st, g_stderr);
+    int64_t ys[4] = {os.n, os.c, os.h, os.w};
+    compare_output("y.npy", dt, 4, ys, yr, desc);
+    free(xv);
+    free(yr);
+}
+
+static void test_pool_random(void **state)
+{
+    (void)state;
+    int count = is_fsim() ? 25 : 2;
+    for (int i = 0; i < count; i++)
+        for (int k = 0; k < 3; k++)
+            pool_case(base_seed() * 47 + (uint64_t)(i * 3 + k), k);
+    printf("  %d maxpool, avgpool and globalavgpool cases each through the CLI on %s\n", count, backend());
+    int8_t v[32] = {0};
+    int64_t s4[4] = {1, 2, 4, 4}, s2[2] = {4, 8};
+    save("p.npy", TSR_DT_INT8, 4, s4, v);
+    save("p2.npy", TSR_DT_INT8, 2, s2, v);
+    rm("out.npy");
+    expect_fail(1, "missing --kernel", "op maxpool -x p.npy -o out.npy");
+    expect_fail(1, "--kernel 0", "op avgpool -x p.npy -o out.npy --kernel 0");
+    expect_fail(1, "must be 4-D", "op maxpool -x p2.npy -o out.npy --kernel 2");
+    expect_fail(1, "padding", "op maxpool -x p.npy -o out.npy --kernel 2 --pad 2");
+    expect_fail(2, "--kernel does not apply", "op globalavgpool -x p.npy -o out.npy --kernel 2");
+    expect_fail(2, "--count-include-pad does not apply", "op maxpool -x p.npy -o out.npy --kernel 2 --count-include-pad");
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -915,6 +1012,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_help),          cmocka_unit_test(test_quiet),        cmocka_unit_test(test_errors),
         cmocka_unit_test(test_conv2d_random), cmocka_unit_test(test_dense_random),
+        cmocka_unit_test(test_pool_random),
         cmocka_unit_test(test_eltwise_random),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
