@@ -120,6 +120,23 @@ static const char op_help[] =
     "      --relu              clamp below at the output zero point\n"
     "      --relu6             clamp to the reals [0, 6] (needs --y-scale)\n"
     "\n"
+    "maxpool, avgpool, globalavgpool (output: the input's dtype and zero point):\n"
+    "      --kernel K|KH,KW    window (not globalavgpool)\n"
+    "      --stride S|SH,SW, --pad P|PH,PW|T,L,B,R   as for conv2d (pads below the kernel)\n"
+    "      --count-include-pad avgpool: padded positions count in the divisor\n"
+    "      --x-zp N            zero point (default 0)\n"
+    "\n"
+    "add (a, b, y each with its own dtype and zero point; same shapes):\n"
+    "  -a, --input-a FILE.npy, -b, --input-b FILE.npy   the inputs (instead of -x)\n"
+    "      --a-zp N, --b-zp N, --y-zp N, --y-dtype T\n"
+    "      --a-scale R --b-scale R --y-scale R   real scales (TFLite ADD parameters), or\n"
+    "      --add-params L,MA,SA,MB,SB,MO,SO      the integer parameters directly\n"
+    "      --act-min N, --act-max N, --relu, --relu6   output clamp\n"
+    "\n"
+    "relu (y = max(x, x_zp)) and clip (same dtype and zero point in and out):\n"
+    "      --x-zp N            zero point (default 0)\n"
+    "      --act-min LO --act-max HI   clip bounds, or --relu6 --x-scale R\n"
+    "\n"
     "Per-channel .npy arrays are 1-D with one value per output channel (a\n"
     "single value is broadcast); integer ones may be int8, uint8, int16 or int32.\n"
     "Exit status: 0 ok, 1 error (named on one line), 2 bad usage.\n";
@@ -478,8 +495,8 @@ static int get_zp(const op_args_t *a, int flag, tsr_dtype_e dt, const char *what
     if (!ARG(a, flag))
         return TSR_OK;
     if (parse_int(ARG(a, flag), qmin(dt), qmax(dt), &v))
-        return tsr_err(TSR_EINVAL, "--%s %s: expected an integer in [%d, %d] (the %s is %s)", op_long[flag - F_INPUT].name,
-                       ARG(a, flag), qmin(dt), qmax(dt), what, tsr_dtype_name(dt));
+        return tsr_err(TSR_EINVAL, "--%s %s: expected an integer in [%d, %d] (the %s is %s)",
+                       op_long[flag - F_INPUT].name, ARG(a, flag), qmin(dt), qmax(dt), what, tsr_dtype_name(dt));
     *zp = (int32_t)v;
     return TSR_OK;
 }
@@ -917,7 +934,8 @@ static int run_add(const op_args_t *a, const tsr_cli_dev_t *d, const tsr_config_
         p.mult_out = q.mult_out;
         p.shift_out = q.shift_out;
     } else {
-        rc = tsr_err(TSR_EINVAL, "add: no requantization given: use --a-scale, --b-scale and --y-scale, or --add-params");
+        rc = tsr_err(TSR_EINVAL,
+                     "add: no requantization given: use --a-scale, --b-scale and --y-scale, or --add-params");
         goto out;
     }
     if ((rc = get_clamp(a, ydt, yzp, F_YSCALE, &p.act_min, &p.act_max)) || (rc = tsr_add_check(&p, NULL)))

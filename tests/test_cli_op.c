@@ -319,7 +319,8 @@ static void conv_case(uint64_t seed)
     int32_t w_zp[64];
     int nzp = rnd(&s, 0, 1) ? cout : 1;
     for (int i = 0; i < nzp; i++)
-        w_zp[i] = wdt == TSR_DT_UINT8 ? 128 + (rnd(&s, 0, 2) ? 0 : rnd(&s, -5, 5)) : (rnd(&s, 0, 2) ? 0 : rnd(&s, -9, 9));
+        w_zp[i] = wdt == TSR_DT_UINT8 ? 128 + (rnd(&s, 0, 2) ? 0 : rnd(&s, -5, 5))
+                                      : (rnd(&s, 0, 2) ? 0 : rnd(&s, -9, 9));
     if (nzp > 1) {
         int64_t sh[1] = {cout};
         if (rnd(&s, 0, 1))
@@ -500,7 +501,10 @@ static void test_help(void **state)
     static const char *all[] = {"--input", "--weight", "--bias", "--output", "--x-zp", "--w-zp", "--y-zp",
                                 "--y-dtype", "--mult", "--shift", "--x-scale", "--w-scale", "--y-scale",
                                 "--act-min", "--act-max", "--relu", "--relu6", "--backend", "--config", "--seed",
-                                "--quiet", "conv2d", "dense", "--dram-latency", "--watchdog", "maxpool", "avgpool", "globalavgpool", "add", "relu", "clip"};
+                                "--quiet", "conv2d", "dense", "--dram-latency", "--watchdog", "maxpool", "avgpool",
+                                "globalavgpool", "add", "relu", "clip",
+                                "--kernel", "--count-include-pad", "--input-a", "--input-b", "--a-zp", "--b-zp",
+                                "--a-scale", "--b-scale", "--add-params"};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (!strstr(g_stdout, all[i]))
             fail_msg("`tessera op --help` does not mention %s", all[i]);
@@ -657,7 +661,8 @@ static void test_errors(void **state)
         expect_fail(1, "trunc.npy", "op conv2d -x trunc.npy -w w.npy -o out.npy --mult 1 --shift 0");
         expect_fail(1, "badhdr.npy", "op conv2d -x badhdr.npy -w w.npy -o out.npy --mult 1 --shift 0");
         expect_fail(1, "empty.npy", "op dense -x empty.npy -w wd.npy -o out.npy --mult 1 --shift 0");
-        expect_fail(1, "dtype float32, expected int8 or uint8", "op conv2d -x xf.npy -w w.npy -o out.npy --mult 1 --shift 0");
+        expect_fail(1, "dtype float32, expected int8 or uint8",
+                    "op conv2d -x xf.npy -w w.npy -o out.npy --mult 1 --shift 0");
         expect_fail(1, "--bias b3i8.npy: dtype int8, expected int32", "%s --bias b3i8.npy", C);
         expect_fail(1, "--w-zp sc2.npy: dtype float32", "%s --w-zp sc2.npy", D);
         expect_fail(1, "--w-scale z2.npy: dtype int32, expected float32",
@@ -668,7 +673,8 @@ static void test_errors(void **state)
         expect_fail(1, "must be 4-D [C_out", "op conv2d -x x.npy -w wd.npy -o out.npy --mult 1 --shift 0");
         expect_fail(1, "x0.npy: shape [0,8] has an empty or too large dimension",
                     "op dense -x x0.npy -w wd.npy -o out.npy --mult 1 --shift 0");
-        expect_fail(1, "must be [N, K] or [N, C, H, W], got []", "op dense -x xs.npy -w wd.npy -o out.npy --mult 1 --shift 0");
+        expect_fail(1, "must be [N, K] or [N, C, H, W], got []",
+                    "op dense -x xs.npy -w wd.npy -o out.npy --mult 1 --shift 0");
         expect_fail(1, "must be 4-D", "op conv2d -x xd.npy -w w.npy -o out.npy --mult 1 --shift 0");
         expect_fail(1, "expected [M, 8]", "op dense -x xd.npy -w w.npy -o out.npy --mult 1 --shift 0");
         expect_fail(1, "expected [M, 100]", "op dense -x x.npy -w wd.npy -o out.npy --mult 1 --shift 0");
@@ -677,7 +683,8 @@ static void test_errors(void **state)
         expect_fail(1, "shape [2], expected 1 or 3 values", "%s --w-zp z2.npy", D);
         expect_fail(1, "shape [2], expected 1 or 3 values",
                     "op conv2d -x x.npy -w w.npy -o out.npy --x-scale 1 --w-scale sc2.npy --y-scale 1");
-        expect_fail(1, "kernel 3x3 larger than the padded input", "op conv2d -x x1.npy -w w.npy -o out.npy --mult 1 --shift 0");
+        expect_fail(1, "kernel 3x3 larger than the padded input",
+                    "op conv2d -x x1.npy -w w.npy -o out.npy --mult 1 --shift 0");
         /* flags and values */
         expect_fail(2, "unknown flag --frobnicate", "%s --frobnicate", C);
         expect_fail(2, "--stride does not apply", "%s --stride 2", D);
@@ -691,9 +698,12 @@ static void test_errors(void **state)
         expect_fail(1, "--x-zp 300", "%s --x-zp 300", C);
         expect_fail(1, "--y-zp -1", "%s --y-dtype uint8 --y-zp -1", C);
         expect_fail(1, "--y-dtype int16", "%s --y-dtype int16", C);
-        expect_fail(1, "shift [0] = 40 outside [-31, 30]", "op conv2d -x x.npy -w w.npy -o out.npy --mult 1 --shift 40");
-        expect_fail(1, "multiplier [0] = -5 is negative", "op dense -x xd.npy -w wd.npy -o out.npy --mult -5 --shift 0");
-        expect_fail(1, "--mult: \"big\" is neither an integer", "op dense -x xd.npy -w wd.npy -o out.npy --mult big --shift 0");
+        expect_fail(1, "shift [0] = 40 outside [-31, 30]",
+                    "op conv2d -x x.npy -w w.npy -o out.npy --mult 1 --shift 40");
+        expect_fail(1, "multiplier [0] = -5 is negative",
+                    "op dense -x xd.npy -w wd.npy -o out.npy --mult -5 --shift 0");
+        expect_fail(1, "--mult: \"big\" is neither an integer",
+                    "op dense -x xd.npy -w wd.npy -o out.npy --mult big --shift 0");
         expect_fail(1, "--pad 1,2,3", "%s --pad 1,2,3", C);
         expect_fail(1, "--pad -1", "%s --pad -1", C);
         expect_fail(1, "padding 16 is more than 15", "%s --pad 16", C);
@@ -763,7 +773,8 @@ static void add_case(uint64_t seed)
         ydt = rnd(&s, 0, 1) ? TSR_DT_UINT8 : TSR_DT_INT8;
         add_flag(flags, sizeof flags, " --y-dtype %s", ydt == TSR_DT_UINT8 ? "uint8" : "int8");
     }
-    int32_t azp = rnd(&s, dmin(adt), dmax(adt)), bzp = rnd(&s, dmin(bdt), dmax(bdt)), yzp = rnd(&s, dmin(ydt), dmax(ydt));
+    int32_t azp = rnd(&s, dmin(adt), dmax(adt)), bzp = rnd(&s, dmin(bdt), dmax(bdt));
+    int32_t yzp = rnd(&s, dmin(ydt), dmax(ydt));
     add_flag(flags, sizeof flags, " --a-zp %d --b-zp %d --y-zp %d", azp, bzp, yzp);
     uint8_t *av = malloc((size_t)count), *bv = malloc((size_t)count), *yr = malloc((size_t)count);
     assert_true(av && bv && yr);
@@ -981,7 +992,8 @@ static void test_pool_random(void **state)
     expect_fail(1, "must be 4-D", "op maxpool -x p2.npy -o out.npy --kernel 2");
     expect_fail(1, "padding", "op maxpool -x p.npy -o out.npy --kernel 2 --pad 2");
     expect_fail(2, "--kernel does not apply", "op globalavgpool -x p.npy -o out.npy --kernel 2");
-    expect_fail(2, "--count-include-pad does not apply", "op maxpool -x p.npy -o out.npy --kernel 2 --count-include-pad");
+    expect_fail(2, "--count-include-pad does not apply",
+                "op maxpool -x p.npy -o out.npy --kernel 2 --count-include-pad");
 }
 
 static int setup(void **state)

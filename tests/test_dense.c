@@ -116,7 +116,8 @@ static void test_quantize_multiplier(void **state)
                             ldexp(0.75, -32), ldexp(1, -34), ldexp(1, 29), ldexp(1, 30), ldexp(1, 30) - 0.25,
                             ldexp(1, 30) - 0.25 - ldexp(1, -23), ldexp(1, 30) - 0.5, 1.0 - ldexp(1, -33),
                             1.0 - ldexp(1, -32), 1.0 - ldexp(1, -31), 0.5 - ldexp(1, -34), 0.5 + ldexp(1, -33),
-                            ldexp(1, -32) - ldexp(1, -66), DBL_MIN, DBL_TRUE_MIN, DBL_MAX, -1.0, -DBL_MIN, NAN, INFINITY,
+                            ldexp(1, -32) - ldexp(1, -66), DBL_MIN, DBL_TRUE_MIN, DBL_MAX, -1.0, -DBL_MIN, NAN,
+                            INFINITY,
                             -INFINITY, 3.0, 1e-10, 1e9, 1e-9, 0.0078125, 2.0 / 3.0};
     for (size_t i = 0; i < sizeof edges / sizeof edges[0]; i++)
         check_qm(edges[i]);
