@@ -195,6 +195,7 @@ typedef struct {
     int has_shl_row;
     int inp_half, wgt_half, acc_half;
     int wres;                   /* weights resident in wgt half 0 for the whole layer */
+    int wsplit;                 /* int8 parts of w - w_zp (1..3), each meeting its own copy of the input */
     int h_pad;
     int32_t shl_imm;            /* per tensor: left shift amount (>0) */
     /* tiling */
@@ -912,7 +913,18 @@ static int geo_init(const tsr_config_t *c, const tsr_conv2d_params_t *p, geo_t *
         return tsr_err(TSR_EINVAL, OP ": depthwise needs BLOCK_IN == BLOCK_OUT (config has %d and %d)",
                        c->block_in, c->block_out);
     g->nb = cdiv(p->n, c->batch);
-    g->cib = cdiv(p->c_in, c->block_in);
+    /* w - w_zp fits int8 for every weight only with zero point 0 (int8) or
+     * 128 (uint8); otherwise (groups 1) it is split into 2 (or, when 255 can
+     * occur, 3) int8 parts that meet copies of the input: exact, at 2-3x the
+     * GEMM work */
+    int32_t vmin = 0, vmax = 0;
+    for (int i = 0; i < p->w_zp_count; i++) {
+        vmin = imin(vmin, dt_min(p->w_dtype) - p->w_zp[i]);
+        vmax = imax(vmax, dt_max(p->w_dtype) - p->w_zp[i]);
+    }
+    /* parts needed: each int8 part covers [-128, 127] */
+    g->wsplit = g->dw || (vmin >= -128 && vmax <= 127) ? 1 : (vmin >= -256 && vmax <= 254) ? 2 : 3;
+    g->cib = cdiv(p->c_in * g->wsplit, c->block_in);
     g->cob = cdiv(p->c_out, c->block_out);
     g->kk = p->kh * p->kw;
     g->h_pad = p->x_zp - (p->x_dtype == TSR_DT_UINT8 ? 128 : 0);
@@ -939,11 +951,12 @@ void tsr_conv2d_pack_input(const tsr_config_t *c, const tsr_conv2d_plan_t *pl, c
     const tsr_conv2d_params_t *p = &pl->p;
     const int off = p->x_dtype == TSR_DT_UINT8 ? 128 : 0;
     memset(dst, (uint8_t)(int8_t)pl->h_pad, pl->x_bytes);
-    size_t i = 0;
+    /* with split weights the input channels appear wsplit times (c, c_in + c, ...) */
     for (int n = 0; n < p->n; n++)
-        for (int ci = 0; ci < p->c_in; ci++)
+        for (int ci = 0; ci < p->c_in * pl->wsplit; ci++)
             for (int y = 0; y < p->h; y++)
-                for (int xx = 0; xx < p->w; xx++, i++) {
+                for (int xx = 0; xx < p->w; xx++) {
+                    size_t i = (((size_t)n * p->c_in + (size_t)(ci % p->c_in)) * p->h + y) * p->w + xx;
                     size_t el = (((size_t)(n / c->batch) * pl->cib + (size_t)(ci / c->block_in)) * p->h + y) * p->w + xx;
                     size_t o = el * c->inp_bytes + (size_t)(n % c->batch) * c->block_in + (size_t)(ci % c->block_in);
                     dst[o] = (uint8_t)(int8_t)(dt_get(p->x_dtype, x, i) - off);
@@ -957,29 +970,47 @@ int tsr_conv2d_pack_weights(const tsr_config_t *c, const tsr_conv2d_plan_t *pl, 
     const int dw = pl->depthwise, kk = p->kh * p->kw, cin_g = dw ? 1 : p->c_in;
     memset(wdst, 0, pl->w_bytes);
     memset(cdst, 0, pl->c_bytes);
-    size_t i = 0;
+    const int split = pl->wsplit; /* > 1: w - w_zp written as int8 parts over copies of the input */
     for (int co = 0; co < p->c_out; co++) {
         int32_t zp = p->w_zp[p->w_zp_count == 1 ? 0 : co];
         int64_t sum = 0;
-        for (int ci = 0; ci < cin_g; ci++)
-            for (int k = 0; k < kk; k++, i++) {
-                int32_t v = dt_get(p->w_dtype, w, i) - zp;
-                if (v < -128 || v > 127)
-                    return tsr_err(TSR_EINVAL,
-                                   OP ": weight zero point correction not supported yet: w - w_zp = %d - %d = %d "
-                                   "out of int8 range at [%d][%d][%d][%d]",
-                                   v + zp, zp, v, co, ci, k / p->kw, k % p->kw);
-                sum += v;
-                size_t el, o;
-                if (dw) {
-                    el = (size_t)(co / c->block_out) * kk + k;
-                    o = el * c->wgt_bytes + (size_t)(co % c->block_out) * c->block_in + (size_t)(co % c->block_out);
-                } else {
-                    el = ((size_t)(co / c->block_out) * pl->cib + (size_t)(ci / c->block_in)) * kk + k;
-                    o = el * c->wgt_bytes + (size_t)(co % c->block_out) * c->block_in + (size_t)(ci % c->block_in);
+        for (int part = 0; part < split; part++)
+            for (int ci = 0; ci < cin_g; ci++)
+                for (int k = 0; k < kk; k++) {
+                    const size_t i = ((size_t)co * cin_g + (size_t)ci) * kk + (size_t)k;
+                    int32_t v = dt_get(p->w_dtype, w, i) - zp;
+                    if (split > 1) {
+                        /* v in [-255, 255] = sum of split int8 parts, greedily
+                         * (part j meets copy j of the input) */
+                        if (part == 0)
+                            sum += v;
+                        for (int j = 0; j <= part; j++) {
+                            int32_t lo = v < -128 ? -128 : v > 127 ? 127 : v;
+                            if (j == part) {
+                                v = lo;
+                                break;
+                            }
+                            v -= lo;
+                        }
+                    } else {
+                        if (v < -128 || v > 127)
+                            return tsr_err(TSR_EINVAL,
+                                           OP ": depthwise weights with w - w_zp outside int8 are not supported: "
+                                           "w - w_zp = %d - %d = %d at [%d][%d][%d][%d]",
+                                           v + zp, zp, v, co, ci, k / p->kw, k % p->kw);
+                        sum += v;
+                    }
+                    const int cie = part * p->c_in + ci; /* channel of the (doubled) input */
+                    size_t el, o;
+                    if (dw) {
+                        el = (size_t)(co / c->block_out) * kk + k;
+                        o = el * c->wgt_bytes + (size_t)(co % c->block_out) * c->block_in + (size_t)(co % c->block_out);
+                    } else {
+                        el = ((size_t)(co / c->block_out) * pl->cib + (size_t)(cie / c->block_in)) * kk + k;
+                        o = el * c->wgt_bytes + (size_t)(co % c->block_out) * c->block_in + (size_t)(cie % c->block_in);
+                    }
+                    wdst[o] = (uint8_t)(int8_t)v;
                 }
-                wdst[o] = (uint8_t)(int8_t)v;
-            }
         int r = p->rq_count == 1 ? 0 : co;
         int32_t vals[4];
         int nv = 0;
@@ -1222,6 +1253,7 @@ int tsr_conv2d_plan(tsr_device_t *dev, const tsr_conv2d_params_t *params, tsr_co
     pl->ow = g.ow;
     pl->nb = g.nb;
     pl->cib = g.cib;
+    pl->wsplit = g.wsplit;
     pl->cob = g.cob;
     pl->depthwise = g.dw;
     pl->toh = g.t.toh;

@@ -8,9 +8,12 @@
  * Hardware values. Inputs are re-centred to int8: h = x - off (off = 0 for
  * int8, 128 for uint8) and padding (spatial, and input channels beyond C_in)
  * holds h_pad = x_zp - off (the LOAD's pad_value). Weights are stored as
- * w' = w - w_zp[o], which must fit int8 (checked when packing: always true
- * for int8 weights with zero point 0 and for uint8 weights with zero point
- * 128). Then, modulo 2^32,
+ * w' = w - w_zp[o]. That fits int8 for int8 weights with zero point 0 and
+ * uint8 weights with zero point 128; for any other zero point (groups 1) w'
+ * is split greedily into 2 parts (3 when w' = 255 can occur), each int8,
+ * and the input is packed once per part (channels c, C_in + c, ...) so the
+ * GEMM sums h * part0 + h * part1 (+ ...) = h w' exactly (2-3x the GEMM
+ * work; depthwise refuses w' outside int8). Then, modulo 2^32,
  *   SUM (x - x_zp)(w - w_zp) = SUM (h - h_pad) w' = SUM h w' - h_pad SUM w',
  * so the GEMM core computes SUM h w' over the padded window and the bias
  * row holds bias'[o] = wrap32(bias[o] - h_pad * SUM_{i,ky,kx} w'[o][i][ky][kx]).
@@ -79,6 +82,7 @@ typedef struct tsr_conv2d_plan {
     int32_t *w_zp, *mult, *shift;  /* owned copies of the parameter arrays */
     int oh, ow;                    /* output height and width */
     int nb, cib, cob;              /* batch, input-channel and output-channel blocks */
+    int wsplit;                    /* int8 parts of w - w_zp (1..3); the input is packed that many times */
     int depthwise;                 /* groups == C_in > 1 */
     int toh, tco, tci;             /* tile: output rows, output-channel blocks, input-channel blocks per chunk */
     int rows_in;                   /* input rows per channel block on chip per tile */

@@ -624,6 +624,11 @@ static void test_errors(void **state)
     for (int i = 0; i < 108; i++)
         wu[i] = (uint8_t)(i * 3);
     save("wu.npy", TSR_DT_UINT8, 4, ws, wu);
+    int64_t wdws[4] = {4, 1, 3, 3}; /* depthwise weights for x.npy's 4 channels, some above 127 */
+    uint8_t wudw[36];
+    for (int i = 0; i < 36; i++)
+        wudw[i] = (uint8_t)(i * 7);
+    save("wudw.npy", TSR_DT_UINT8, 4, wdws, wudw);
     double sc[2] = {0.5, 0.25};
     save1_f32("sc2.npy", sc, 2);
     int32_t z2[2] = {0, 1};
@@ -727,9 +732,10 @@ static void test_errors(void **state)
         expect_fail(1, "weight zero point [0] = 300", "%s --w-zp 300", D);
         expect_fail(1, "--config nosuch", "%s --config nosuch", C);
         expect_fail(1, "nosuch", "%s --backend nosuch", C);
-        /* conv2d's lowering limit, found when the weights are packed (after the device opened) */
-        expect_fail(1, "weight zero point correction not supported yet",
-                    "op conv2d -x x.npy -w wu.npy -o out.npy --mult 1 --shift 0");
+        /* conv2d's lowering limit (depthwise w - w_zp beyond int8), found when
+         * the weights are packed (after the device opened) */
+        expect_fail(1, "depthwise weights with w - w_zp outside int8",
+                    "op conv2d -x x.npy -w wudw.npy -o out.npy --groups 4 --mult 1 --shift 0");
         /* output into a missing directory */
         expect_fail(1, "nodir/y.npy", "op dense -x xd.npy -w wd.npy -o nodir/y.npy --mult 1 --shift 0");
     }
