@@ -194,7 +194,6 @@ typedef struct {
     int oh, ow, nb, cib, cob, dw, kk, nconst;
     int has_shl_row;
     int inp_half, wgt_half, acc_half;
-    int wres;                   /* weights resident in wgt half 0 for the whole layer */
     int wsplit;                 /* int8 parts of w - w_zp (1..3), each meeting its own copy of the input */
     int h_pad;
     int32_t shl_imm;            /* per tensor: left shift amount (>0) */
@@ -257,9 +256,9 @@ static void row_tile(const geo_t *g, int rt, rowgeo_t *r)
 }
 
 /* Kernel (uop range) for GEMM of acc half pa, inp/wgt half q, block cl. */
-static uint32_t kern_base(const geo_t *g, int q, int pa, int cl)
+static uint32_t kern_base(const geo_t *g, int qi, int qw, int pa, int cl)
 {
-    int set = g->kern_sets == g->t.nbi * g->t.nba ? q * g->t.nba + pa : pa;
+    int set = (qi * g->t.nbi + qw) * g->t.nba + pa;
     return (uint32_t)((set * g->t.tco + cl) * g->nci * g->kk);
 }
 static uint32_t alu_uop(const geo_t *g, int pa, int k) /* k = -1: the imm uop, else const row k */
@@ -292,10 +291,7 @@ static uint32_t const_base(const geo_t *g, int pa)
 {
     return acc_base(g, const_slot(g, pa)) + (uint32_t)(g->t.tco * g->t.toh * g->t.tow);
 }
-/* Weight buffer half of step half q: weights that never change over the
- * layer (one output-channel tile, one input chunk) stay resident in half 0
- * and are loaded once. */
-static int wgt_slot(const geo_t *g, int q) { return g->wres ? 0 : q; }
+
 
 static void set_tiling(geo_t *g, const tiling_t *t)
 {
@@ -308,13 +304,14 @@ static void set_tiling(geo_t *g, const tiling_t *t)
     g->wr = (t->tow - 1) * p->stride_w + p->kw;
     g->n_ct = cdiv(g->cob, t->tco);
     g->chunks = g->dw ? 1 : cdiv(g->cib, t->tci);
-    g->wres = g->n_ct == 1 && g->chunks == 1;
     g->tiles = g->nb * g->n_rt * g->n_wt * g->n_ct;
     g->steps = g->tiles * g->chunks;
     g->nci = g->dw ? 1 : t->tci;
     /* With one chunk per tile and equal rotations, step s = tile t: the
      * inp/wgt buffer and the acc buffer always agree. */
-    g->kern_sets = g->chunks == 1 && t->nbi == t->nba ? t->nba : t->nbi * t->nba;
+    /* one kernel per (input slot, weight slot, acc region): the input and
+     * weight buffers rotate independently, each when its contents change */
+    g->kern_sets = t->nbi * t->nbi * t->nba;
     g->inp_half = (int)g->c->inp_depth / t->nbi;
     g->wgt_half = (int)g->c->wgt_depth / t->nbi;
     g->acc_half = (int)g->c->acc_depth / t->nba;
@@ -444,9 +441,13 @@ static void build(const geo_t *g, ibuf_t *b)
     const tsr_conv2d_params_t *p = g->p;
     const int TOH = g->t.toh, TCO = g->t.tco, TCI = g->t.tci, OW = g->t.tow;
     tsr_insn_t *in;
-    /* what each half holds (-1 = nothing known) */
-    long inp_key[2] = {-1, -1}, wgt_key[2] = {-1, -1}, const_key[4] = {-1, -1, -1, -1};
+    /* The inp and wgt buffers each rotate over NBI slots when their contents
+     * change (not every step): data a later step needs again stays. Safe
+     * with the per-step tokens: a slot is refilled at step s only for the
+     * second key after the one it holds, whose last step is <= s - 2. */
+    long cur_ikey = -1, cur_wkey = -1, const_key[4] = {-1, -1, -1, -1};
     const int NBI = g->t.nbi, NBA = g->t.nba;
+    int islot = NBI - 1, wslot = NBI - 1;
     post_t pend = {0};
 
     in = emit(b, TSR_OP_LOAD);
@@ -474,7 +475,7 @@ static void build(const geo_t *g, ibuf_t *b)
                 row_tile(g, rt, &r);
                 col_tile(g, wt, &cg);
                 for (int ch = 0; ch < g->chunks; ch++, s++) {
-                    const int q = s % g->t.nbi;
+
                     const int cib0 = g->dw ? cob0 : ch * TCI;
                     const int nin = g->dw ? tco : imin(TCI, g->cib - cib0);
                     /* ---- load stage ---- */
@@ -483,9 +484,10 @@ static void build(const geo_t *g, ibuf_t *b)
                     long ikey = ((long)nb * n_rw + rw) * (g->dw ? g->n_ct : 1) + (g->dw ? ct : 0);
                     long wkey = ct;
                     int reuse = g->chunks == 1;
-                    if (!(reuse && inp_key[q] == ikey)) {
+                    if (!(reuse && cur_ikey == ikey)) {
+                        islot = (islot + 1) % NBI;
                         for (int j = 0; j < nin; j++) {
-                            const uint32_t sram = (uint32_t)(q * g->inp_half + j * g->rows_in * g->wr);
+                            const uint32_t sram = (uint32_t)(islot * g->inp_half + j * g->rows_in * g->wr);
                             const uint32_t blk = g->x_el + (uint32_t)(((long)nb * g->cib + cib0 + j) * p->h * p->w);
                             if (!cg.real) {
                                 /* the window lies in the left/right padding: pad rows only
@@ -518,10 +520,11 @@ static void build(const geo_t *g, ibuf_t *b)
                             b->bytes += (uint64_t)r.real * cg.real * c->inp_bytes;
                             last = in;
                         }
-                        inp_key[q] = ikey;
+                        cur_ikey = ikey;
                     }
-                    const int wq = wgt_slot(g, q);
-                    if (!(reuse && wgt_key[wq] == wkey)) {
+                    if (!(reuse && cur_wkey == wkey)) {
+                        wslot = (wslot + 1) % NBI;
+                        const int wq = wslot;
                         if (g->dw) {
                             in = emit(b, TSR_OP_LOAD);
                             in->mem_type = TSR_MEM_WGT;
@@ -546,7 +549,7 @@ static void build(const geo_t *g, ibuf_t *b)
                                 last = in;
                             }
                         }
-                        wgt_key[wq] = wkey;
+                        cur_wkey = wkey;
                     }
                     if (!last) {
                         last = emit(b, TSR_OP_LOAD); /* tokens only */
@@ -589,7 +592,7 @@ static void build(const geo_t *g, ibuf_t *b)
                     const int one_gemm = g->dw || nin == g->nci;
                     for (int cl = 0; cl < (one_gemm ? 1 : tco); cl++) {
                         in = emit(b, TSR_OP_GEMM);
-                        in->uop_bgn = kern_base(g, q, pa, cl);
+                        in->uop_bgn = kern_base(g, islot, wslot, pa, cl);
                         in->uop_end = in->uop_bgn + (uint32_t)(per_blk * (one_gemm ? tco : 1));
                         in->iter_out = (uint32_t)r.toh;
                         in->dst_factor_out = r.toh > 1 ? (uint32_t)OW : 0;
@@ -634,6 +637,7 @@ static void build(const geo_t *g, ibuf_t *b)
  * bench prints the measured cycles beside it). */
 #define EST_LAT 32.0
 #define EST_PIPE 6.0
+#define EST_ROW 16.0
 
 typedef struct {
     double *t;
@@ -747,7 +751,9 @@ static double estimate_cycles(const geo_t *g, const ibuf_t *b)
             double start = ready;
             if (st == 1)
                 start = fmax(start, fmax(pipe[0], pipe[1])); /* compute loads wait for both pipes */
-            dram = dram_book(&dr, start, bytes / bw);
+            /* every row of a LOAD is its own burst: a few cycles each on top */
+            const double rows = in->opcode == TSR_OP_LOAD && st == 0 ? (double)in->y_size : 0;
+            dram = dram_book(&dr, start, bytes / bw + EST_ROW * rows);
             end = bytes > 0 ? dram + EST_LAT : start;
             if (st == 0) {
                 tl = bytes > 0 ? dram : start;
@@ -1064,8 +1070,7 @@ static int encode_uops(const geo_t *g, uint8_t **out)
     int rc = TSR_OK;
     size_t k = 0;
     for (int set = 0; set < g->kern_sets; set++) {
-        int full = g->kern_sets == g->t.nbi * g->t.nba;
-        int q = full ? set / g->t.nba : set, pa = full ? set % g->t.nba : set;
+        int pa = set % g->t.nba, qw = set / g->t.nba % g->t.nbi, qi = set / g->t.nba / g->t.nbi;
         for (int cl = 0; cl < g->t.tco; cl++)
             for (int ci = 0; ci < g->nci; ci++)
                 for (int ky = 0; ky < p->kh; ky++)
@@ -1073,8 +1078,8 @@ static int encode_uops(const geo_t *g, uint8_t **out)
                         int blk = g->dw ? cl : ci;
                         tsr_uop_t u;
                         u.dst = acc_base(g, pa) + (uint32_t)(cl * g->t.toh * g->t.tow);
-                        u.src = (uint32_t)(q * g->inp_half + blk * g->rows_in * g->wr + ky * g->wr + kx);
-                        u.wgt = (uint32_t)(wgt_slot(g, q) * g->wgt_half + (g->dw ? cl : cl * g->t.tci + ci) * g->kk + ky * p->kw + kx);
+                        u.src = (uint32_t)(qi * g->inp_half + blk * g->rows_in * g->wr + ky * g->wr + kx);
+                        u.wgt = (uint32_t)(qw * g->wgt_half + (g->dw ? cl : cl * g->t.tci + ci) * g->kk + ky * p->kw + kx);
                         uint64_t raw;
                         if ((rc = tsr_uop_encode(c, &u, &raw)))
                             goto fail;
