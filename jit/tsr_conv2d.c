@@ -139,6 +139,8 @@ typedef struct {
     tsr_insn_t scratch; /* target of emits that are not stored */
     int8_t *bank;       /* per instruction: accumulator bank its GEMM/ALU work touches (-1: both) */
     int cur_bank;       /* bank recorded for the next emits */
+    int8_t set_map[2][2][4]; /* kernel sets used, as geo_t.set_map */
+    int n_sets;
 } ibuf_t;
 
 static tsr_insn_t *emit(ibuf_t *b, uint32_t opcode)
@@ -200,6 +202,8 @@ typedef struct {
     /* tiling */
     tiling_t t;
     int row_step, rows_in, n_rt, n_ct, chunks, steps, tiles, nci, kern_sets;
+    int8_t set_map[2][2][4];    /* kernel set (+1, 0 = unused) of (inp slot, wgt slot, acc region) */
+    int n_sets;                 /* kernel sets in use (set by build) */
     int wr, n_wt; /* on-chip row length (TOW-1)*sw + KW, column tiles */
     uint32_t x_el, w_el, y_el, c_el, uop_el;
 } geo_t;
@@ -256,28 +260,34 @@ static void row_tile(const geo_t *g, int rt, rowgeo_t *r)
 }
 
 /* Kernel (uop range) for GEMM of acc half pa, inp/wgt half q, block cl. */
-static uint32_t kern_base(const geo_t *g, int qi, int qw, int pa, int cl)
+/* Uop buffer: first the ALU uops of each acc region (1 + NCONST each), then
+ * the GEMM kernels of the (inp slot, wgt slot, acc region) sets the stream
+ * uses, numbered in order of first use. */
+static uint32_t kern_base(const geo_t *g, ibuf_t *b, int qi, int qw, int pa, int cl)
 {
-    int set = (qi * g->t.nbi + qw) * g->t.nba + pa;
-    return (uint32_t)((set * g->t.tco + cl) * g->nci * g->kk);
+    if (!b->set_map[qi][qw][pa])
+        b->set_map[qi][qw][pa] = (int8_t)++b->n_sets;
+    int set = b->set_map[qi][qw][pa] - 1;
+    return (uint32_t)(g->t.nba * (1 + g->nconst) + (set * g->t.tco + cl) * g->nci * g->kk);
 }
 static uint32_t alu_uop(const geo_t *g, int pa, int k) /* k = -1: the imm uop, else const row k */
 {
-    return (uint32_t)(g->kern_sets * g->t.tco * g->nci * g->kk + pa * (1 + g->nconst) + 1 + k);
+    return (uint32_t)(pa * (1 + g->nconst) + 1 + k);
 }
-static int n_uops(const geo_t *g)
+static int n_uops_sets(const geo_t *g, int sets)
 {
-    return g->kern_sets * g->t.tco * g->nci * g->kk + g->t.nba * (1 + g->nconst);
+    return g->t.nba * (1 + g->nconst) + sets * g->t.tco * g->nci * g->kk;
 }
-/* Accumulator region pa. With four regions, consecutive tiles alternate
- * between the two accumulator banks (index MSB): region pa lies in bank
- * pa % 2, so the GEMMs of tile t+1 and the requantization of tile t always
- * use different banks and the compute stage runs them at once. */
+static int n_uops(const geo_t *g) { return n_uops_sets(g, g->n_sets); }
 /* Accumulator bank (index MSB) region pa lies in, -1 if it spans both. */
 static int acc_bank(const geo_t *g, int pa)
 {
     return g->t.nba == 4 ? pa % 2 : g->t.nba == 2 ? pa : -1;
 }
+/* Accumulator region pa. With four regions, consecutive tiles alternate
+ * between the two accumulator banks (index MSB): region pa lies in bank
+ * pa % 2, so the GEMMs of tile t+1 and the requantization of tile t always
+ * use different banks and the compute stage runs them at once. */
 static uint32_t acc_base(const geo_t *g, int pa)
 {
     if (g->t.nba == 4)
@@ -332,7 +342,7 @@ static int tiling_fits(const geo_t *g0, const tiling_t *t)
         return 0;
     if ((long)t->tco * (t->toh * tow + g.nconst) > g.acc_half)
         return 0;
-    long nuops = n_uops(&g);
+    long nuops = n_uops_sets(&g, g.kern_sets); /* at most every set */
     if (nuops > (long)c->uop_depth)
         return 0;
     const long loop_max = (1L << TSR_LOOP_BITS) - 1;
@@ -434,12 +444,42 @@ static void emit_post(const geo_t *g, ibuf_t *b, const post_t *pt)
     }
 }
 
+/* Initialise the accumulators of tile t (region pa, tco blocks, toh rows)
+ * with the bias row: the MOV that opens a tile. */
+static void emit_mov(const geo_t *g, ibuf_t *b, int t, int pa, int tco, int toh)
+{
+    tsr_insn_t *in = emit(b, TSR_OP_ALU);
+    in->alu_opcode = TSR_ALU_MOV;
+    in->uop_bgn = alu_uop(g, pa, 0);
+    in->uop_end = in->uop_bgn + 1;
+    in->iter_out = (uint32_t)tco;
+    in->dst_factor_out = tco > 1 ? (uint32_t)(g->t.toh * g->t.tow) : 0;
+    in->src_factor_out = tco > 1 ? (uint32_t)g->nconst : 0;
+    in->iter_in = (uint32_t)(toh * g->t.tow);
+    in->dst_factor_in = 1;
+    in->pop_next = t >= g->t.nba;
+}
+
+/* Output-channel tile, channel blocks and rows of tile t (loop order of build()). */
+static void tile_of(const geo_t *g, int t, int *ct, int *tco, int *toh)
+{
+    const int n_rw = g->n_rt * g->n_wt;
+    const int inner_n = g->t.co_inner ? g->n_ct : n_rw;
+    const int i1 = t % inner_n, o1 = t / inner_n % (g->t.co_inner ? n_rw : g->n_ct);
+    const int rw = g->t.co_inner ? o1 : i1;
+    *ct = g->t.co_inner ? i1 : o1;
+    *tco = imin(g->t.tco, g->cob - *ct * g->t.tco);
+    rowgeo_t r;
+    row_tile(g, rw / g->n_wt, &r);
+    *toh = r.toh;
+}
+
 /* Emit (or, with b->count_only, count) the whole stream for g's tiling. */
 static void build(const geo_t *g, ibuf_t *b)
 {
     const tsr_config_t *c = g->c;
     const tsr_conv2d_params_t *p = g->p;
-    const int TOH = g->t.toh, TCO = g->t.tco, TCI = g->t.tci, OW = g->t.tow;
+    const int TCO = g->t.tco, TCI = g->t.tci, OW = g->t.tow;
     tsr_insn_t *in;
     /* The inp and wgt buffers each rotate over NBI slots when their contents
      * change (not every step): data a later step needs again stays. Safe
@@ -448,15 +488,15 @@ static void build(const geo_t *g, ibuf_t *b)
     long cur_ikey = -1, cur_wkey = -1, const_key[4] = {-1, -1, -1, -1};
     const int NBI = g->t.nbi, NBA = g->t.nba;
     int islot = NBI - 1, wslot = NBI - 1;
+    int mov_done = -1; /* tile whose MOV was emitted ahead */
     post_t pend = {0};
 
     in = emit(b, TSR_OP_LOAD);
     in->mem_type = TSR_MEM_UOP;
     in->dram_base = g->uop_el;
     in->y_size = 1;
-    in->x_size = (uint32_t)n_uops(g);
+    in->x_size = 1; /* patched below once the kernel sets in use are known */
     in->x_stride = in->x_size;
-    b->bytes += (uint64_t)in->x_size * c->uop_bytes;
 
     const int sfo = g->row_step == 1 ? p->stride_h * g->wr : g->wr;
     int s = 0;
@@ -573,16 +613,8 @@ static void build(const geo_t *g, ibuf_t *b)
                             b->bytes += (uint64_t)in->x_size * c->acc_bytes;
                             const_key[const_slot(g, pa)] = ct;
                         }
-                        in = emit(b, TSR_OP_ALU);
-                        in->alu_opcode = TSR_ALU_MOV;
-                        in->uop_bgn = alu_uop(g, pa, 0);
-                        in->uop_end = in->uop_bgn + 1;
-                        in->iter_out = (uint32_t)tco;
-                        in->dst_factor_out = tco > 1 ? (uint32_t)(TOH * OW) : 0;
-                        in->src_factor_out = tco > 1 ? (uint32_t)g->nconst : 0;
-                        in->iter_in = (uint32_t)(r.toh * OW);
-                        in->dst_factor_in = 1;
-                        in->pop_next = t >= NBA;
+                        if (mov_done != t)
+                            emit_mov(g, b, t, pa, tco, r.toh);
                     }
                     /* The kernels of the tile's output blocks are contiguous
                      * in the uop buffer: with a full chunk one GEMM covers
@@ -592,7 +624,7 @@ static void build(const geo_t *g, ibuf_t *b)
                     const int one_gemm = g->dw || nin == g->nci;
                     for (int cl = 0; cl < (one_gemm ? 1 : tco); cl++) {
                         in = emit(b, TSR_OP_GEMM);
-                        in->uop_bgn = kern_base(g, islot, wslot, pa, cl);
+                        in->uop_bgn = kern_base(g, b, islot, wslot, pa, cl);
                         in->uop_end = in->uop_bgn + (uint32_t)(per_blk * (one_gemm ? tco : 1));
                         in->iter_out = (uint32_t)r.toh;
                         in->dst_factor_out = r.toh > 1 ? (uint32_t)OW : 0;
@@ -602,6 +634,20 @@ static void build(const geo_t *g, ibuf_t *b)
                         in->src_factor_in = OW > 1 ? (uint32_t)p->stride_w : 0;
                         in->pop_prev = cl == 0;
                         in->push_prev = (one_gemm || cl == tco - 1) && s < g->steps - NBI;
+                    }
+                    if (ch == 0 && NBA == 4 && t + 1 < g->tiles) {
+                        /* Open the next tile now (its region was stored three
+                         * tiles ago), so its MOV runs before the ALU pipe
+                         * waits in the previous tile's final push; only when
+                         * its constants are already on chip. */
+                        int nct, ntco, ntoh;
+                        tile_of(g, t + 1, &nct, &ntco, &ntoh);
+                        const int npa = (t + 1) % NBA;
+                        if (const_key[const_slot(g, npa)] == nct) {
+                            b->cur_bank = acc_bank(g, npa);
+                            emit_mov(g, b, t + 1, npa, ntco, ntoh);
+                            mov_done = t + 1;
+                        }
                     }
                     if (ch == 0 && pend.valid) {
                         /* requantize and store the previous tile behind
@@ -622,6 +668,10 @@ static void build(const geo_t *g, ibuf_t *b)
         emit_post(g, b, &pend);
     in = emit(b, TSR_OP_FINISH);
     in->pop_next = 1;
+    const int nu = n_uops_sets(g, b->n_sets);
+    b->bytes += (uint64_t)nu * c->uop_bytes;
+    if (!b->count_only && !b->oom && b->n > 0)
+        b->v[0].x_size = b->v[0].x_stride = (uint32_t)nu;
 }
 
 /* ------------------------------------------------------ timing estimate */
@@ -1069,23 +1119,6 @@ static int encode_uops(const geo_t *g, uint8_t **out)
         return tsr_err(TSR_ENOMEM, "out of memory");
     int rc = TSR_OK;
     size_t k = 0;
-    for (int set = 0; set < g->kern_sets; set++) {
-        int pa = set % g->t.nba, qw = set / g->t.nba % g->t.nbi, qi = set / g->t.nba / g->t.nbi;
-        for (int cl = 0; cl < g->t.tco; cl++)
-            for (int ci = 0; ci < g->nci; ci++)
-                for (int ky = 0; ky < p->kh; ky++)
-                    for (int kx = 0; kx < p->kw; kx++, k++) {
-                        int blk = g->dw ? cl : ci;
-                        tsr_uop_t u;
-                        u.dst = acc_base(g, pa) + (uint32_t)(cl * g->t.toh * g->t.tow);
-                        u.src = (uint32_t)(qi * g->inp_half + blk * g->rows_in * g->wr + ky * g->wr + kx);
-                        u.wgt = (uint32_t)(qw * g->wgt_half + (g->dw ? cl : cl * g->t.tci + ci) * g->kk + ky * p->kw + kx);
-                        uint64_t raw;
-                        if ((rc = tsr_uop_encode(c, &u, &raw)))
-                            goto fail;
-                        memcpy(u8 + k * c->uop_bytes, &raw, c->uop_bytes);
-                    }
-    }
     for (int pa = 0; pa < g->t.nba; pa++)
         for (int j = -1; j < g->nconst; j++, k++) {
             tsr_uop_t u = {acc_base(g, pa), j < 0 ? acc_base(g, pa) : const_base(g, pa) + (uint32_t)j, 0};
@@ -1094,6 +1127,29 @@ static int encode_uops(const geo_t *g, uint8_t **out)
                 goto fail;
             memcpy(u8 + k * c->uop_bytes, &raw, c->uop_bytes);
         }
+    for (int qi = 0; qi < g->t.nbi; qi++)
+        for (int qw = 0; qw < g->t.nbi; qw++)
+            for (int pa = 0; pa < g->t.nba; pa++) {
+                if (!g->set_map[qi][qw][pa])
+                    continue;
+                k = (size_t)g->t.nba * (1 + g->nconst) +
+                    (size_t)(g->set_map[qi][qw][pa] - 1) * g->t.tco * g->nci * g->kk;
+                for (int cl = 0; cl < g->t.tco; cl++)
+                    for (int ci = 0; ci < g->nci; ci++)
+                        for (int ky = 0; ky < p->kh; ky++)
+                            for (int kx = 0; kx < p->kw; kx++, k++) {
+                                int blk = g->dw ? cl : ci;
+                                tsr_uop_t u;
+                                u.dst = acc_base(g, pa) + (uint32_t)(cl * g->t.toh * g->t.tow);
+                                u.src = (uint32_t)(qi * g->inp_half + blk * g->rows_in * g->wr + ky * g->wr + kx);
+                                u.wgt = (uint32_t)(qw * g->wgt_half + (g->dw ? cl : cl * g->t.tci + ci) * g->kk +
+                                                   ky * p->kw + kx);
+                                uint64_t raw;
+                                if ((rc = tsr_uop_encode(c, &u, &raw)))
+                                    goto fail;
+                                memcpy(u8 + k * c->uop_bytes, &raw, c->uop_bytes);
+                            }
+            }
     *out = u8;
     return TSR_OK;
 fail:
@@ -1140,8 +1196,10 @@ static size_t conv2d_sig(const tsr_conv2d_params_t *p, uint8_t *sig)
 
 /* The lowering-specific part of a cached kernel. */
 typedef struct {
-    tiling_t t;  /* the chosen tiling */
-    double cost; /* the cost model's value for it */
+    tiling_t t;              /* the chosen tiling */
+    double cost;             /* the cost model's value for it */
+    int8_t set_map[2][2][4]; /* kernel sets the stream uses (geo_t.set_map) */
+    int32_t n_sets;          /* how many */
 } conv_meta_t;
 
 static uint64_t mono_ns(void)
@@ -1159,7 +1217,7 @@ static int generate(tsr_kcache_t *kc, geo_t *g, const uint8_t *sig, size_t sig_l
     uint8_t *uops = NULL;
     ibuf_t b = {0};
     int rc;
-    if ((rc = choose_tiling(g)) || (rc = encode_uops(g, &uops)))
+    if ((rc = choose_tiling(g)))
         goto out;
     g->x_el = g->w_el = g->y_el = g->c_el = g->uop_el = 0; /* relocatable: every buffer at 0 */
     build(g, &b);
@@ -1167,9 +1225,15 @@ static int generate(tsr_kcache_t *kc, geo_t *g, const uint8_t *sig, size_t sig_l
         rc = tsr_err(TSR_ENOMEM, "out of memory");
         goto out;
     }
+    memcpy(g->set_map, b.set_map, sizeof g->set_map);
+    g->n_sets = b.n_sets;
+    if ((rc = encode_uops(g, &uops)))
+        goto out;
     conv_meta_t meta;
     memset(&meta, 0, sizeof meta);
     meta.t = g->t;
+    memcpy(meta.set_map, g->set_map, sizeof meta.set_map);
+    meta.n_sets = g->n_sets;
     meta.cost = estimate_cycles(g, &b); /* estimated cycles */
     tsr_kernel_t k = {&meta, sizeof meta, b.v, b.n, uops, (size_t)n_uops(g), mono_ns() - t0};
     rc = tsr_kcache_insert(kc, sig, sig_len, &k, ref);
@@ -1236,7 +1300,9 @@ int tsr_conv2d_plan(tsr_device_t *dev, const tsr_conv2d_params_t *params, tsr_co
         }
         if (ok) {
             set_tiling(&g, &meta.t);
-            ok = k->nuops == (size_t)n_uops(&g);
+            memcpy(g.set_map, meta.set_map, sizeof g.set_map);
+            g.n_sets = meta.n_sets;
+            ok = meta.n_sets >= 0 && meta.n_sets <= g.kern_sets && k->nuops == (size_t)n_uops(&g);
         }
         if (!ok) {
             tsr_kcache_release(pl->kref);
