@@ -688,6 +688,9 @@ static void build(const geo_t *g, ibuf_t *b)
 #define EST_LAT 32.0
 #define EST_PIPE 6.0
 #define EST_ROW 16.0
+/* Cycles a DRAM byte costs in the tiling search beyond its time: among
+ * near-equal schedules prefer the one that moves less data. */
+#define BYTE_WEIGHT 0.01
 
 typedef struct {
     double *t;
@@ -927,7 +930,7 @@ static int choose_tiling(geo_t *g)
                                 set_tiling(&gg, &t);
                                 ibuf_t b = {0};
                                 build(&gg, &b);
-                                double cost = b.oom ? 1e30 : estimate_cycles(&gg, &b) + 1e-3 * (double)b.bytes;
+                                double cost = b.oom ? 1e30 : estimate_cycles(&gg, &b) + BYTE_WEIGHT * (double)b.bytes;
                                 free(b.v);
                                 free(b.bank);
                                 if (best < 0 || cost < best) {
