@@ -518,6 +518,10 @@ static void build(const geo_t *g, ibuf_t *b)
 
                     const int cib0 = g->dw ? cob0 : ch * TCI;
                     const int nin = g->dw ? tco : imin(TCI, g->cib - cib0);
+                    /* The first step's weights arrive in groups of output blocks,
+                     * each with its own token, so the first GEMMs start on the
+                     * first group instead of waiting for all of them. */
+                    const int ngrp = s == 0 && !g->dw && tco > 1 ? imax(1, imin(imin(tco, 4), c->dep_queue_depth - 2)) : 1;
                     /* ---- load stage ---- */
                     size_t first_load = b->n;
                     tsr_insn_t *last = NULL;
@@ -576,17 +580,25 @@ static void build(const geo_t *g, ibuf_t *b)
                             b->bytes += (uint64_t)tco * g->kk * c->wgt_bytes;
                             last = in;
                         } else {
+                            /* rows of consecutive output blocks are contiguous
+                             * on chip only with a full chunk; groups (first
+                             * step only) each end with a token of their own */
                             int per_row = nin != TCI && tco > 1;
-                            for (int k = 0; k < (per_row ? tco : 1); k++) {
-                                in = emit(b, TSR_OP_LOAD);
-                                in->mem_type = TSR_MEM_WGT;
-                                in->sram_base = (uint32_t)(wq * g->wgt_half + k * TCI * g->kk);
-                                in->dram_base = g->w_el + (uint32_t)(((cob0 + k) * g->cib + cib0) * g->kk);
-                                in->y_size = (uint32_t)(per_row ? 1 : tco);
-                                in->x_size = (uint32_t)(nin * g->kk);
-                                in->x_stride = (uint32_t)(g->cib * g->kk);
-                                b->bytes += (uint64_t)in->y_size * in->x_size * c->wgt_bytes;
-                                last = in;
+                            for (int gi = 0; gi < ngrp; gi++) {
+                                const int c0 = gi * tco / ngrp, c1 = (gi + 1) * tco / ngrp;
+                                for (int k = c0; k < (per_row ? c1 : c0 + 1); k++) {
+                                    in = emit(b, TSR_OP_LOAD);
+                                    in->mem_type = TSR_MEM_WGT;
+                                    in->sram_base = (uint32_t)(wq * g->wgt_half + k * TCI * g->kk);
+                                    in->dram_base = g->w_el + (uint32_t)(((cob0 + k) * g->cib + cib0) * g->kk);
+                                    in->y_size = (uint32_t)(per_row ? 1 : c1 - c0);
+                                    in->x_size = (uint32_t)(nin * g->kk);
+                                    in->x_stride = (uint32_t)(g->cib * g->kk);
+                                    b->bytes += (uint64_t)in->y_size * in->x_size * c->wgt_bytes;
+                                    last = in;
+                                }
+                                if (gi < ngrp - 1 && !b->count_only && !b->oom)
+                                    last->push_next = 1;
                             }
                         }
                         cur_wkey = wkey;
@@ -622,18 +634,25 @@ static void build(const geo_t *g, ibuf_t *b)
                      * beside), else one GEMM per block. */
                     const int per_blk = (g->dw ? 1 : nin) * g->kk;
                     const int one_gemm = g->dw || nin == g->nci;
-                    for (int cl = 0; cl < (one_gemm ? 1 : tco); cl++) {
+                    /* with weight groups: one GEMM per group (or per block), and
+                     * each group's first pops its token */
+                    const int ngemm = one_gemm ? ngrp : tco;
+                    for (int cl = 0; cl < ngemm; cl++) {
+                        const int c0 = one_gemm ? cl * tco / ngrp : cl, c1 = one_gemm ? (cl + 1) * tco / ngrp : cl + 1;
                         in = emit(b, TSR_OP_GEMM);
-                        in->uop_bgn = kern_base(g, b, islot, wslot, pa, cl);
-                        in->uop_end = in->uop_bgn + (uint32_t)(per_blk * (one_gemm ? tco : 1));
+                        in->uop_bgn = kern_base(g, b, islot, wslot, pa, c0);
+                        in->uop_end = in->uop_bgn + (uint32_t)(per_blk * (c1 - c0));
                         in->iter_out = (uint32_t)r.toh;
                         in->dst_factor_out = r.toh > 1 ? (uint32_t)OW : 0;
                         in->src_factor_out = r.toh > 1 ? (uint32_t)sfo : 0;
                         in->iter_in = (uint32_t)OW;
                         in->dst_factor_in = OW > 1 ? 1 : 0;
                         in->src_factor_in = OW > 1 ? (uint32_t)p->stride_w : 0;
-                        in->pop_prev = cl == 0;
-                        in->push_prev = (one_gemm || cl == tco - 1) && s < g->steps - NBI;
+                        int grp_start = one_gemm;
+                        for (int gi = 0; gi < ngrp && !grp_start; gi++)
+                            grp_start = cl == gi * tco / ngrp;
+                        in->pop_prev = grp_start;
+                        in->push_prev = cl == ngemm - 1 && s < g->steps - NBI;
                     }
                     if (ch == 0 && NBA == 4 && t + 1 < g->tiles) {
                         /* Open the next tile now (its region was stored three
@@ -1039,17 +1058,18 @@ int tsr_conv2d_pack_weights(const tsr_config_t *c, const tsr_conv2d_plan_t *pl, 
                     const size_t i = ((size_t)co * cin_g + (size_t)ci) * kk + (size_t)k;
                     int32_t v = dt_get(p->w_dtype, w, i) - zp;
                     if (split > 1) {
-                        /* v in [-255, 255] = sum of split int8 parts, greedily
-                         * (part j meets copy j of the input) */
+                        /* v in [-255, 255] = sum of `split` int8 parts of
+                         * about v / split each (part j meets copy j of the
+                         * input): v/2 + (v - v/2), or v/3 + ... */
                         if (part == 0)
                             sum += v;
                         for (int j = 0; j <= part; j++) {
-                            int32_t lo = v < -128 ? -128 : v > 127 ? 127 : v;
+                            int32_t pj = v / (split - j);
                             if (j == part) {
-                                v = lo;
+                                v = j == split - 1 ? v : pj;
                                 break;
                             }
-                            v -= lo;
+                            v -= pj;
                         }
                     } else {
                         if (v < -128 || v > 127)

@@ -96,6 +96,7 @@ typedef struct {
     tsr_conv2d_params_t p;
     int32_t w_zp[256], mult[256], shift[256];
     int use_bias;
+    int full_w; /* weights drawn from the whole dtype range (w - w_zp may leave int8) */
 } conv_case_t;
 
 static int32_t dmin(tsr_dtype_e d) { return d == TSR_DT_UINT8 ? 0 : -128; }
@@ -144,9 +145,10 @@ static int run_case(tsr_device_t *dev, const char *cfgname, conv_case_t *k, uint
     for (size_t i = 0; i < nw; i++) {
         int co = (int)(i / ((size_t)cin_g * p->kh * p->kw));
         int32_t zp = k->w_zp[p->w_zp_count == 1 ? 0 : co];
-        /* groups 1 takes any weight (w - w_zp beyond int8 is split in two
-         * parts); depthwise needs w - w_zp within int8 */
-        int full = p->groups == 1;
+        /* groups 1 takes any weight (w - w_zp beyond int8 is split into
+         * parts): full_w cases draw from the whole dtype range; others keep
+         * w - w_zp within int8 (depthwise must) */
+        int full = k->full_w;
         int lo = !full && zp - 128 > dmin(p->w_dtype) ? zp - 128 : dmin(p->w_dtype);
         int hi = !full && zp + 127 < dmax(p->w_dtype) ? zp + 127 : dmax(p->w_dtype);
         w[i] = (uint8_t)rnd(&s, lo, hi);
@@ -255,6 +257,10 @@ static void random_case(uint64_t *s, conv_case_t *k, int maxn, int maxc, int max
     for (int i = 0; i < p->w_zp_count; i++)
         k->w_zp[i] = p->w_dtype == TSR_DT_INT8 ? (rnd(s, 0, 3) ? 0 : rnd(s, -10, 10))
                                                : (rnd(s, 0, 5) == 0 ? rnd(s, 0, 255) : 128 + rnd(s, -5, 5));
+    /* a third of the groups-1 cases take weights over the whole dtype range
+     * (w - w_zp up to +-255: the split path); a zero point off the centre
+     * then biases every term, so accumulators grow with K, not sqrt(K) */
+    k->full_w = p->groups == 1 && rnd(s, 0, 2) == 0;
     p->rq_count = rnd(s, 0, 1) ? p->c_out : 1;
     /* shift so that accumulators of ~K * 2^13 map to a few hundred. */
     int kterms = (p->groups == 1 ? p->c_in : 1) * p->kh * p->kw;
@@ -264,7 +270,7 @@ static void random_case(uint64_t *s, conv_case_t *k, int maxn, int maxc, int max
     for (int i = 0; i < p->rq_count; i++) {
         int r = rnd(s, 0, 9);
         k->mult[i] = r == 0 ? 0 : (int32_t)((1u << 30) + (uint32_t)rnd(s, 0, (1 << 30) - 1));
-        k->shift[i] = r == 1 ? rnd(s, 1, 3) : -(lg / 2 + 7) + rnd(s, -2, 2);
+        k->shift[i] = r == 1 ? rnd(s, 1, 3) : -((k->full_w ? lg : lg / 2) + 7) + rnd(s, -2, 2);
     }
     int full = rnd(s, 0, 2);
     p->act_min = full ? dmin(p->y_dtype) : rnd(s, dmin(p->y_dtype), p->y_zp);
@@ -411,6 +417,11 @@ static void test_edges(void **state)
             k.p.act_min = 0;
             k.p.act_max = 255;
             run_case(dev, "tiny", &k, (uint64_t)(10 + zp + wd), 0);
+            /* the same over the whole weight range: uint8 zero point 0 or 255
+             * makes w - w_zp reach +-255 (three int8 parts) */
+            k.full_w = 1;
+            k.shift[0] = -12;
+            run_case(dev, "tiny", &k, (uint64_t)(20 + zp + wd), 0);
         }
     /* pads larger than the kernel: windows entirely in padding give bias */
     conv_case_t k = basic_case(1, 3, 1, 2, 4, 3, 3, 1, 5);
