@@ -944,6 +944,8 @@ static int choose_tiling(geo_t *g)
                                     if (c_oh[b2] == tall)
                                         break;
                                     t.toh = c_oh[b2];
+                                    if (!tiling_fits(g, &t))
+                                        break;
                                 }
                                 geo_t gg = *g;
                                 set_tiling(&gg, &t);
