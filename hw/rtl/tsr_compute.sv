@@ -206,7 +206,9 @@ module tsr_compute (
         end
       end
       S_POP: begin
-        if (pop_ok && unit_free && !err_q) begin
+        // a malformed GEMM/ALU fails only once every older instruction is
+        // done (in program order they complete before it)
+        if (pop_ok && unit_free && (!cmd_err || occ_q == 2'b00) && !err_q) begin
           pop_prev_o = f_pop_prev;
           pop_next_o = f_pop_next;
           if (cmd_err) begin

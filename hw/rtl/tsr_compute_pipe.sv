@@ -162,7 +162,7 @@ module tsr_compute_pipe #(
   logic            p1_valid_q;
   logic [OFFW-1:0] p1_doff_q, p1_soff_q, p1_woff_q;
   logic [OFFW-1:0] dst_idx, src_idx, wgt_idx;
-  logic            dst_bad, src_bad, wgt_bad;
+  logic            dst_bad, src_bad, wgt_bad, idx_bad;
   logic [1:0]      op_banks;
 
   assign dst_idx = OFFW'(uop_rdata_i[tsr_pkg::UOP_DST_LSB +: tsr_pkg::UOP_DST_W]) + p1_doff_q;
@@ -175,13 +175,15 @@ module tsr_compute_pipe #(
     wgt_bad = wgt_idx >= OFFW'(tsr_pkg::WGT_DEPTH);
     // Operands a reset op or an immediate ALU op does not read are not
     // checked, as in the golden model.
-    p1_err = p1_valid_q && !err_q && !abort_i &&
-             (dst_bad || (!op_reset && ((Gemm != 0) ? (src_bad || wgt_bad) : (!use_imm && src_bad))));
+    idx_bad = dst_bad || (!op_reset && ((Gemm != 0) ? (src_bad || wgt_bad) : (!use_imm && src_bad)));
     op_banks = 2'b00;
     op_banks[dst_idx[AIB-1]] = 1'b1;
     if (uses_src) op_banks[src_idx[AIB-1]] = 1'b1;
-    hold = p1_valid_q && !p1_err && check_i && (!other_known_i || ((op_banks & other_banks_i) != 2'b00));
-    p1_ok = p1_valid_q && !err_q && !abort_i && !p1_err && !hold;
+    // A bad index also waits for the older instruction: in program order
+    // that one completes (and pushes) before this error happens.
+    hold = p1_valid_q && check_i && (idx_bad || !other_known_i || ((op_banks & other_banks_i) != 2'b00));
+    p1_err = p1_valid_q && !err_q && !abort_i && idx_bad && !hold;
+    p1_ok = p1_valid_q && !err_q && !abort_i && !idx_bad && !hold;
   end
 
   assign inp_re_o    = (Gemm != 0) && p1_ok && !op_reset;
@@ -249,6 +251,15 @@ module tsr_compute_pipe #(
     if (!known_q) banks_o = 2'b11;
   end
   assign known_o = known_q;
+
+`ifndef SYNTHESIS
+  // Every op of a known footprint stays within its banks (the bank rule's
+  // premise).
+  always @(posedge clk_i) begin
+    if (rst_ni && known_q && p1_ok && ((op_banks & ~banks_o) != 2'b00))
+      $error("tsr_compute_pipe: op outside its instruction's footprint banks");
+  end
+`endif
 
   // ---------------------------------------------------------------------
   // P2..P4

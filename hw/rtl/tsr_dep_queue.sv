@@ -1,7 +1,8 @@
 // tsr_dep_queue: a dependency-token queue between two stages. Tokens carry
 // no data, so the queue is a saturating counter; capacity is
-// DEP_QUEUE_DEPTH so a producer running ahead blocks exactly where the
-// golden model (isa/tsr_pipe.c) says it does.
+// DEP_QUEUE_DEPTH, the bound the verifier's deadlock check assumes. The
+// capacity limits run-ahead only: it orders no memory access
+// (isa/semantics.md), and consumers may pop earlier than the golden model.
 module tsr_dep_queue #(
   parameter int Depth = tsr_pkg::DEP_QUEUE_DEPTH,
   localparam int CW = $clog2(Depth + 1)
