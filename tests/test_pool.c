@@ -26,60 +26,21 @@
 #include "tsr_driver.h"
 #include "tsr_error.h"
 #include "tsr_opref.h"
+#include "tsr_testenv.h"
 #include "tsr_pool.h"
 
-static const char *backend(void)
-{
-    const char *b = getenv("TSR_TEST_BACKEND");
-    return b && *b ? b : "fsim";
-}
+static const char *backend(void) { return tsr_test_backend(); }
 static int on_fsim(void) { return !strcmp(backend(), "fsim"); }
 
 /* Random case counts: full on fsim, a quarter on the (slower) RTL. */
 static int scaled(int n) { return on_fsim() ? n : (n + 3) / 4; }
 
-static uint64_t base_seed(void)
-{
-    const char *s = getenv("TSR_POOL_SEED");
-    return s && *s ? strtoull(s, NULL, 0) : 20261124u;
-}
+static uint64_t base_seed(void) { return tsr_test_seed("TSR_POOL_SEED", 20261124u); }
 
-/* BATCH 2 config (tiny-sized blocks). */
-static const char *CFG_B2 = "{\"TARGET\": \"sim\", \"LOG_INP_WIDTH\": 3, \"LOG_WGT_WIDTH\": 3, \"LOG_ACC_WIDTH\": 5, "
-                            "\"LOG_BATCH\": 1, \"LOG_BLOCK\": 2, \"LOG_UOP_BUFF_SIZE\": 12, \"LOG_INP_BUFF_SIZE\": 11, "
-                            "\"LOG_WGT_BUFF_SIZE\": 11, \"LOG_ACC_BUFF_SIZE\": 13}";
-/* BLOCK_IN != BLOCK_OUT: refused (no identity weight). */
-static const char *CFG_RECT = "{\"TARGET\": \"sim\", \"LOG_INP_WIDTH\": 3, \"LOG_WGT_WIDTH\": 3, \"LOG_ACC_WIDTH\": 5, "
-                              "\"LOG_BATCH\": 0, \"LOG_BLOCK_IN\": 3, \"LOG_BLOCK_OUT\": 2, \"LOG_UOP_BUFF_SIZE\": 12, "
-                              "\"LOG_INP_BUFF_SIZE\": 11, \"LOG_WGT_BUFF_SIZE\": 12, \"LOG_ACC_BUFF_SIZE\": 13}";
 
-static tsr_device_t *open_dev(const char *name)
-{
-    tsr_config_t cfg;
-    int rc;
-    if (!strcmp(name, "b2"))
-        rc = tsr_config_parse(CFG_B2, "b2", &cfg);
-    else if (!strcmp(name, "rect"))
-        rc = tsr_config_parse(CFG_RECT, "rect", &cfg);
-    else
-        rc = tsr_config_load(name, &cfg);
-    if (rc)
-        fail_msg("config %s: %s", name, tsr_errmsg());
-    tsr_device_t *dev = NULL;
-    tsr_device_opts_t o = {.seed = base_seed() | 1};
-    if (tsr_device_open(backend(), &cfg, &o, &dev))
-        fail_msg("open %s/%s: %s", backend(), name, tsr_errmsg());
-    return dev;
-}
+static tsr_device_t *open_dev(const char *name) { return tsr_test_open(name, base_seed() | 1); }
 
-static uint64_t rng_next(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-static int rnd(uint64_t *s, int lo, int hi) { return lo + (int)(rng_next(s) % (uint64_t)(hi - lo + 1)); }
+static int rnd(uint64_t *s, int lo, int hi) { return tsr_test_rnd(s, lo, hi); }
 
 static int32_t dmin(tsr_dtype_e d) { return d == TSR_DT_UINT8 ? 0 : -128; }
 static int32_t dmax(tsr_dtype_e d) { return d == TSR_DT_UINT8 ? 255 : 127; }

@@ -1,0 +1,66 @@
+/* tsr_testenv: shared backend, config, device and random-number helpers of
+ * the operator tests (see tsr_testenv.h). */
+#include "tsr_testenv.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "tsr_error.h"
+
+static const char *CFG_B2 = "{\"TARGET\": \"sim\", \"LOG_INP_WIDTH\": 3, \"LOG_WGT_WIDTH\": 3, \"LOG_ACC_WIDTH\": 5, "
+                            "\"LOG_BATCH\": 1, \"LOG_BLOCK\": 2, \"LOG_UOP_BUFF_SIZE\": 12, \"LOG_INP_BUFF_SIZE\": 11, "
+                            "\"LOG_WGT_BUFF_SIZE\": 11, \"LOG_ACC_BUFF_SIZE\": 13}";
+static const char *CFG_RECT = "{\"TARGET\": \"sim\", \"LOG_INP_WIDTH\": 3, \"LOG_WGT_WIDTH\": 3, \"LOG_ACC_WIDTH\": 5, "
+                              "\"LOG_BATCH\": 0, \"LOG_BLOCK_IN\": 3, \"LOG_BLOCK_OUT\": 2, \"LOG_UOP_BUFF_SIZE\": 12, "
+                              "\"LOG_INP_BUFF_SIZE\": 11, \"LOG_WGT_BUFF_SIZE\": 12, \"LOG_ACC_BUFF_SIZE\": 13}";
+
+const char *tsr_test_backend(void)
+{
+    const char *b = getenv("TSR_TEST_BACKEND");
+    return b && *b ? b : "fsim";
+}
+
+uint64_t tsr_test_seed(const char *env, uint64_t dflt)
+{
+    const char *s = getenv(env);
+    return s && *s ? strtoull(s, NULL, 0) : dflt;
+}
+
+int tsr_test_config(const char *name, tsr_config_t *cfg)
+{
+    if (!strcmp(name, "b2"))
+        return tsr_config_parse(CFG_B2, "b2", cfg);
+    if (!strcmp(name, "rect"))
+        return tsr_config_parse(CFG_RECT, "rect", cfg);
+    return tsr_config_load(name, cfg);
+}
+
+tsr_device_t *tsr_test_open(const char *name, uint64_t seed)
+{
+    tsr_config_t cfg;
+    if (tsr_test_config(name, &cfg))
+        fail_msg("config %s: %s", name, tsr_errmsg());
+    tsr_device_t *dev = NULL;
+    tsr_device_opts_t o = {.seed = seed};
+    if (tsr_device_open(tsr_test_backend(), &cfg, &o, &dev))
+        fail_msg("open %s/%s: %s", tsr_test_backend(), name, tsr_errmsg());
+    return dev;
+}
+
+uint64_t tsr_test_next(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+int tsr_test_rnd(uint64_t *s, int lo, int hi)
+{
+    return lo + (int)(tsr_test_next(s) % (uint64_t)((int64_t)hi - lo + 1));
+}
