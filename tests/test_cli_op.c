@@ -30,33 +30,20 @@
 #include "tsr_error.h"
 #include "tsr_npy.h"
 #include "tsr_opref.h"
+#include "tsr_testenv.h"
 
 static char g_dir[256];      /* scratch directory (the CLI runs in it) */
 static char g_stdout[65536]; /* captured output of the last run */
 static char g_stderr[65536];
 static char g_cmd[8192]; /* the last command line */
 
-static const char *backend(void)
-{
-    const char *b = getenv("TSR_TEST_BACKEND");
-    return b && *b ? b : "fsim";
-}
+static const char *backend(void) { return tsr_test_backend(); }
 static int is_fsim(void) { return !strcmp(backend(), "fsim"); }
 
-static uint64_t base_seed(void)
-{
-    const char *s = getenv("TSR_CLI_SEED");
-    return s && *s ? strtoull(s, NULL, 0) : 20261123u;
-}
+static uint64_t base_seed(void) { return tsr_test_seed("TSR_CLI_SEED", 20261123u); }
 
-static uint64_t rng_next(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-static int rnd(uint64_t *s, int lo, int hi) { return lo + (int)(rng_next(s) % (uint64_t)(hi - lo + 1)); }
+static uint64_t rng_next(uint64_t *s) { return tsr_test_next(s); }
+static int rnd(uint64_t *s, int lo, int hi) { return tsr_test_rnd(s, lo, hi); }
 static double rnd01(uint64_t *s) { return (double)(rng_next(s) >> 11) * (1.0 / 9007199254740992.0); }
 
 static void read_text(const char *path, char *buf, size_t n)
@@ -228,7 +215,7 @@ static void random_rq(uint64_t *s, tsr_dtype_e x_dtype, int cout, int kterms, in
         }
     } else { /* real scales */
         double xs = ldexp(0.5 + 0.5 * rnd01(s), rnd(s, -8, -2));
-        double ws[256];
+        double ws[256] = {0};
         int nw = mode == 3 ? cout : 1;
         for (int i = 0; i < nw; i++)
             ws[i] = (double)(float)ldexp(0.5 + 0.5 * rnd01(s), rnd(s, -9, -5)); /* float32 exact */

@@ -31,33 +31,20 @@
 #include "tsr_eltwise.h"
 #include "tsr_error.h"
 #include "tsr_opref.h"
+#include "tsr_testenv.h"
 
-static const char *backend(void)
-{
-    const char *b = getenv("TSR_TEST_BACKEND");
-    return b && *b ? b : "fsim";
-}
+static const char *backend(void) { return tsr_test_backend(); }
 
 static int on_fsim(void) { return !strcmp(backend(), "fsim"); }
 
 /* Random case counts: full on fsim, a third on the slower RTL. */
 static int scaled(int n) { return on_fsim() ? n : (n + 2) / 3; }
 
-static uint64_t base_seed(void)
-{
-    const char *s = getenv("TSR_ELTWISE_SEED");
-    return s && *s ? strtoull(s, NULL, 0) : 20261124u;
-}
+static uint64_t base_seed(void) { return tsr_test_seed("TSR_ELTWISE_SEED", 20261124u); }
 
-/* Extra configs: BATCH 2; BLOCK_IN 8 > BLOCK_OUT 4; BLOCK_IN 4 < BLOCK_OUT
+/* Extra configs (besides tsr_testenv's b2 and rect): BLOCK_IN 4 < BLOCK_OUT
  * 8; BLOCK_IN 16 > BLOCK_OUT 4 with 16 accumulator rows (add cannot double
  * buffer: single-buffer fallback); 16-bit accumulators (refused). */
-static const char *CFG_B2 = "{\"TARGET\": \"sim\", \"LOG_INP_WIDTH\": 3, \"LOG_WGT_WIDTH\": 3, \"LOG_ACC_WIDTH\": 5, "
-                            "\"LOG_BATCH\": 1, \"LOG_BLOCK\": 2, \"LOG_UOP_BUFF_SIZE\": 12, \"LOG_INP_BUFF_SIZE\": 11, "
-                            "\"LOG_WGT_BUFF_SIZE\": 11, \"LOG_ACC_BUFF_SIZE\": 13}";
-static const char *CFG_RECT = "{\"TARGET\": \"sim\", \"LOG_INP_WIDTH\": 3, \"LOG_WGT_WIDTH\": 3, \"LOG_ACC_WIDTH\": 5, "
-                              "\"LOG_BATCH\": 0, \"LOG_BLOCK_IN\": 3, \"LOG_BLOCK_OUT\": 2, \"LOG_UOP_BUFF_SIZE\": 12, "
-                              "\"LOG_INP_BUFF_SIZE\": 11, \"LOG_WGT_BUFF_SIZE\": 12, \"LOG_ACC_BUFF_SIZE\": 13}";
 static const char *CFG_WIDE = "{\"TARGET\": \"sim\", \"LOG_INP_WIDTH\": 3, \"LOG_WGT_WIDTH\": 3, \"LOG_ACC_WIDTH\": 5, "
                               "\"LOG_BATCH\": 0, \"LOG_BLOCK_IN\": 2, \"LOG_BLOCK_OUT\": 3, \"LOG_UOP_BUFF_SIZE\": 12, "
                               "\"LOG_INP_BUFF_SIZE\": 10, \"LOG_WGT_BUFF_SIZE\": 12, \"LOG_ACC_BUFF_SIZE\": 12}";
@@ -73,10 +60,9 @@ static tsr_device_t *open_dev(const char *name)
 {
     tsr_config_t cfg;
     int rc;
-    const char *json = !strcmp(name, "b2") ? CFG_B2 : !strcmp(name, "rect") ? CFG_RECT
-                       : !strcmp(name, "wide") ? CFG_WIDE : !strcmp(name, "cramped") ? CFG_CRAMPED
+    const char *json = !strcmp(name, "wide") ? CFG_WIDE : !strcmp(name, "cramped") ? CFG_CRAMPED
                        : !strcmp(name, "acc16") ? CFG_ACC16 : NULL;
-    rc = json ? tsr_config_parse(json, name, &cfg) : tsr_config_load(name, &cfg);
+    rc = json ? tsr_config_parse(json, name, &cfg) : tsr_test_config(name, &cfg);
     if (rc)
         fail_msg("config %s: %s", name, tsr_errmsg());
     tsr_device_t *dev = NULL;
@@ -86,14 +72,8 @@ static tsr_device_t *open_dev(const char *name)
     return dev;
 }
 
-static uint64_t rng_next(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-static int rnd(uint64_t *s, int lo, int hi) { return lo + (int)(rng_next(s) % (uint64_t)((int64_t)hi - lo + 1)); }
+static uint64_t rng_next(uint64_t *s) { return tsr_test_next(s); }
+static int rnd(uint64_t *s, int lo, int hi) { return tsr_test_rnd(s, lo, hi); }
 static double rndf(uint64_t *s) { return (double)(rng_next(s) >> 11) / 9007199254740992.0; }
 
 static int32_t dmin(tsr_dtype_e d) { return d == TSR_DT_UINT8 ? 0 : -128; }

@@ -40,26 +40,13 @@
 #include "tsr_error.h"
 #include "tsr_kcache.h"
 #include "tsr_opref.h"
+#include "tsr_testenv.h"
 
 #define SEED0 20261123u
 
-static const char *backend(void)
-{
-    const char *b = getenv("TSR_TEST_BACKEND");
-    return b && *b ? b : "fsim";
-}
+static const char *backend(void) { return tsr_test_backend(); }
 
-static tsr_device_t *open_dev(const char *cfgname)
-{
-    tsr_config_t cfg;
-    if (tsr_config_load(cfgname, &cfg))
-        fail_msg("config %s: %s", cfgname, tsr_errmsg());
-    tsr_device_t *dev = NULL;
-    tsr_device_opts_t o = {.seed = SEED0 | 1};
-    if (tsr_device_open(backend(), &cfg, &o, &dev))
-        fail_msg("open %s/%s: %s", backend(), cfgname, tsr_errmsg());
-    return dev;
-}
+static tsr_device_t *open_dev(const char *cfgname) { return tsr_test_open(cfgname, SEED0 | 1); }
 
 /* A fresh, empty temporary cache directory (removed by rm_dir). */
 static void make_dir(char *buf, size_t n)
@@ -120,14 +107,7 @@ static tsr_kcache_stats_t stats(tsr_device_t *dev)
 
 /* ---------------------------------------------------------------- cases */
 
-static uint64_t rng_next(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-static int rnd(uint64_t *s, int lo, int hi) { return lo + (int)(rng_next(s) % (uint64_t)(hi - lo + 1)); }
+static int rnd(uint64_t *s, int lo, int hi) { return tsr_test_rnd(s, lo, hi); }
 
 /* One conv2d case: parameters, their arrays and the data. */
 typedef struct {
