@@ -40,6 +40,7 @@
 #include <time.h>
 
 #include "tsr_error.h"
+#include "tsr_jitutil.h"
 #include "tsr_kcache.h"
 
 #define OP "conv2d"
@@ -221,20 +222,12 @@ static void col_tile(const geo_t *g, int wt, colgeo_t *cg)
 {
     const tsr_conv2d_params_t *p = g->p;
     cg->ox0 = imin(wt * g->t.tow, g->ow - g->t.tow);
-    int ix0 = cg->ox0 * p->stride_w - p->pad_left;
-    cg->pad0 = cg->real = cg->pad1 = 0;
-    cg->ix_first = 0;
-    for (int u = 0; u < g->wr; u++) {
-        int ix = ix0 + u;
-        if (ix < 0)
-            cg->pad0++;
-        else if (ix < p->w) {
-            if (!cg->real)
-                cg->ix_first = ix;
-            cg->real++;
-        } else
-            cg->pad1++;
-    }
+    tsr_span_t sp;
+    tsr_span(cg->ox0 * p->stride_w - p->pad_left, g->wr, 1, p->w, &sp);
+    cg->pad0 = sp.pad0;
+    cg->real = sp.real;
+    cg->pad1 = sp.pad1;
+    cg->ix_first = sp.first;
 }
 
 static void row_tile(const geo_t *g, int rt, rowgeo_t *r)
@@ -243,20 +236,12 @@ static void row_tile(const geo_t *g, int rt, rowgeo_t *r)
     r->oy0 = rt * g->t.toh;
     r->toh = imin(g->t.toh, g->oh - r->oy0);
     r->rows = g->row_step == 1 ? (r->toh - 1) * p->stride_h + p->kh : r->toh;
-    int iy0 = r->oy0 * p->stride_h - p->pad_top;
-    r->pad0 = r->real = r->pad1 = 0;
-    r->iy_first = 0;
-    for (int v = 0; v < r->rows; v++) {
-        int iy = iy0 + v * g->row_step;
-        if (iy < 0)
-            r->pad0++;
-        else if (iy < p->h) {
-            if (!r->real)
-                r->iy_first = iy;
-            r->real++;
-        } else
-            r->pad1++;
-    }
+    tsr_span_t sp;
+    tsr_span(r->oy0 * p->stride_h - p->pad_top, r->rows, g->row_step, p->h, &sp);
+    r->pad0 = sp.pad0;
+    r->real = sp.real;
+    r->pad1 = sp.pad1;
+    r->iy_first = sp.first;
 }
 
 /* Kernel (uop range) for GEMM of acc half pa, inp/wgt half q, block cl. */

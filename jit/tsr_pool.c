@@ -20,6 +20,7 @@
  * popped by the first instruction writing that half NBA tiles later, or
  * by FINISH).
  */
+#include "tsr_jitutil.h"
 #include "tsr_pool.h"
 
 #include <stdio.h>
@@ -264,20 +265,12 @@ static void row_tile(const geo_t *g, int rt, rowgeo_t *r)
     r->oy0 = rt * g->t.toh;
     r->toh = imin(g->t.toh, g->oh - r->oy0);
     r->rows = (r->toh - 1) * p->stride_h + p->kh;
-    int iy0 = r->oy0 * p->stride_h - p->pad_top;
-    r->pad0 = r->real = r->pad1 = 0;
-    r->iy_first = 0;
-    for (int v = 0; v < r->rows; v++) {
-        int iy = iy0 + v;
-        if (iy < 0)
-            r->pad0++;
-        else if (iy < p->h) {
-            if (!r->real)
-                r->iy_first = iy;
-            r->real++;
-        } else
-            r->pad1++;
-    }
+    tsr_span_t sp;
+    tsr_span(r->oy0 * p->stride_h - p->pad_top, r->rows, 1, p->h, &sp);
+    r->pad0 = sp.pad0;
+    r->real = sp.real;
+    r->pad1 = sp.pad1;
+    r->iy_first = sp.first;
 }
 
 /* Is every output row of row tile rt a full-height window (map reuse)? */
@@ -604,18 +597,9 @@ static void emit_window_loads(const geo_t *g, ibuf_t *b, const wtile_t *w)
 {
     const tsr_pool_params_t *p = g->p;
     const int RW = g->rows_in * g->wr;
-    int cpad0 = 0, creal = 0, cpad1 = 0, cfirst = 0;
-    for (int u = 0; u < g->wr; u++) {
-        int ix = w->ox0 * p->stride_w - p->pad_left + u;
-        if (ix < 0)
-            cpad0++;
-        else if (ix < p->w) {
-            if (!creal)
-                cfirst = ix;
-            creal++;
-        } else
-            cpad1++;
-    }
+    tsr_span_t cs;
+    tsr_span(w->ox0 * p->stride_w - p->pad_left, g->wr, 1, p->w, &cs);
+    const int cpad0 = cs.pad0, creal = cs.real, cpad1 = cs.pad1, cfirst = cs.first;
     tsr_insn_t *in = NULL;
     const size_t first = b->n; /* an index: emit may move the buffer */
     if (w->t == 0)

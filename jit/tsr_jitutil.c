@@ -1,0 +1,19 @@
+/* tsr_jitutil: geometry shared by the operator lowerings (tsr_jitutil.h). */
+#include "tsr_jitutil.h"
+
+void tsr_span(int i0, int n, int step, int size, tsr_span_t *s)
+{
+    s->pad0 = s->real = s->pad1 = 0;
+    s->first = 0;
+    for (int v = 0; v < n; v++) {
+        int i = i0 + v * step;
+        if (i < 0)
+            s->pad0++;
+        else if (i < size) {
+            if (!s->real)
+                s->first = i;
+            s->real++;
+        } else
+            s->pad1++;
+    }
+}

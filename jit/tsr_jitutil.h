@@ -1,0 +1,21 @@
+/*
+ * tsr_jitutil: geometry shared by the operator lowerings. A LOAD brings a
+ * run of on-chip rows whose source positions may fall before or after the
+ * tensor (padding); every lowering splits such a run the same way, so the
+ * split is written once here.
+ */
+#ifndef TSR_JITUTIL_H
+#define TSR_JITUTIL_H
+
+/* The positions i0, i0 + step, ..., i0 + (n-1)*step against a tensor
+ * dimension [0, size): leading pads, positions inside, trailing pads. */
+typedef struct tsr_span {
+    int pad0;  /* positions below 0 */
+    int real;  /* positions inside [0, size) */
+    int pad1;  /* positions at or above size */
+    int first; /* first inside position (0 if none) */
+} tsr_span_t;
+
+void tsr_span(int i0, int n, int step, int size, tsr_span_t *s);
+
+#endif
