@@ -142,7 +142,18 @@ typedef struct {
     int cur_bank;       /* bank recorded for the next emits */
     int8_t set_map[2][2][4]; /* kernel sets used, as geo_t.set_map */
     int n_sets;
+    /* resident mode: the kernels the stream uses, in uop-buffer order */
+    struct res_kern *kern;
+    int nkern, capk;
+    int nuops;          /* uops of those kernels */
 } ibuf_t;
+
+/* A resident-mode kernel: GEMM (input slot, output blocks [c0, c1) of chunk
+ * j, acc region pa) or ALU (region pa, constants of block c0). */
+typedef struct res_kern {
+    int16_t alu, pa, islot, c0, c1, j;
+    int32_t base, n;    /* first uop, uops */
+} res_kern_t;
 
 static tsr_insn_t *emit(ibuf_t *b, uint32_t opcode)
 {
@@ -185,6 +196,9 @@ typedef struct {
 
 typedef struct {
     int toh, tco, tci, co_inner;
+    int res;      /* resident mode (build_res): weights and constants stay on chip, input blocks are
+                     cached in slots, tiles may differ in output-channel blocks */
+    int tail;     /* resident mode: the last row tile's channel tiles shrink by halves (short tail) */
     int tow;      /* output columns per tile (OW, or fewer when a row does not fit) */
     int nbi, nba; /* buffers in the inp/wgt rotation (2 = double buffering, or 1) and in the acc
                      rotation (4: requantization and stores both overlap the next GEMMs, 2, or 1) */
@@ -206,6 +220,14 @@ typedef struct {
     int8_t set_map[2][2][4];    /* kernel set (+1, 0 = unused) of (inp slot, wgt slot, acc region) */
     int n_sets;                 /* kernel sets in use (set by build) */
     int wr, n_wt; /* on-chip row length (TOW-1)*sw + KW, column tiles */
+    /* resident mode */
+    int n_islot, islot_sz;      /* input slots and their size (elements) */
+    int region_rows;            /* acc rows of one region (below the constant area) */
+    int const_off;              /* bank-relative first row of the bank's constant copy */
+    int kq;                     /* load stage lookahead in steps (tokens) */
+    int nuops_res;              /* uops of the kernels the stream uses (set by build_res) */
+    const res_kern_t *kern;     /* those kernels (encode_uops) */
+    int nkern;
     uint32_t x_el, w_el, y_el, c_el, uop_el;
 } geo_t;
 
@@ -255,15 +277,62 @@ static uint32_t kern_base(const geo_t *g, ibuf_t *b, int qi, int qw, int pa, int
     int set = b->set_map[qi][qw][pa] - 1;
     return (uint32_t)(g->t.nba * (1 + g->nconst) + (set * g->t.tco + cl) * g->nci * g->kk);
 }
-static uint32_t alu_uop(const geo_t *g, int pa, int k) /* k = -1: the imm uop, else const row k */
-{
-    return (uint32_t)(pa * (1 + g->nconst) + 1 + k);
-}
 static int n_uops_sets(const geo_t *g, int sets)
 {
     return g->t.nba * (1 + g->nconst) + sets * g->t.tco * g->nci * g->kk;
 }
-static int n_uops(const geo_t *g) { return n_uops_sets(g, g->n_sets); }
+static int n_uops(const geo_t *g) { return g->t.res ? g->nuops_res : n_uops_sets(g, g->n_sets); }
+
+/* Resident mode: uop base of a kernel, appended on first use. */
+static uint32_t res_kernel(ibuf_t *b, int alu, int pa, int islot, int c0, int c1, int j, int n)
+{
+    for (int i = 0; i < b->nkern; i++) {
+        const res_kern_t *k = &b->kern[i];
+        if (k->alu == alu && k->pa == pa && k->islot == islot && k->c0 == c0 && k->c1 == c1 && k->j == j)
+            return (uint32_t)k->base;
+    }
+    if (b->nkern == b->capk) {
+        int cap = b->capk ? b->capk * 2 : 64;
+        res_kern_t *v = realloc(b->kern, (size_t)cap * sizeof *v);
+        if (!v) {
+            b->oom = 1;
+            return 0;
+        }
+        b->kern = v;
+        b->capk = cap;
+    }
+    b->kern[b->nkern++] = (res_kern_t){(int16_t)alu, (int16_t)pa, (int16_t)islot, (int16_t)c0, (int16_t)c1,
+                                       (int16_t)j, b->nuops, n};
+    b->nuops += n;
+    return (uint32_t)(b->nuops - n);
+}
+
+/* Resident mode: each bank's constant copy is split in sections, one per
+ * constant row kind k (bias, M, rqfin[, shifts]), each holding the rows of
+ * all output blocks in block order, or a single row when the value is the
+ * same for every channel (per-tensor requantization: only the bias differs). */
+static int res_shared(const geo_t *g, int k) { return k > 0 && g->p->rq_count == 1; }
+static int res_sec_off(const geo_t *g, int k)
+{
+    int o = 0;
+    for (int i = 0; i < k; i++)
+        o += res_shared(g, i) ? 1 : g->cob;
+    return o;
+}
+/* source row step per output block of constant row k (0 when shared) */
+static uint32_t const_step(const geo_t *g, int k)
+{
+    return g->t.res ? (uint32_t)!res_shared(g, k) : (uint32_t)g->nconst;
+}
+
+/* ALU uop of region pa: k = -1 the imm uop, else constant row k (of output
+ * block c0 in resident mode, whose constants live in the bank's copy). */
+static uint32_t alu_uop_b(const geo_t *g, ibuf_t *b, int pa, int c0, int k)
+{
+    if (!g->t.res)
+        return (uint32_t)(pa * (1 + g->nconst) + 1 + k);
+    return res_kernel(b, 1, pa, 0, c0, c0, 0, 1 + g->nconst) + (uint32_t)(1 + k);
+}
 /* Accumulator bank (index MSB) region pa lies in, -1 if it spans both. */
 static int acc_bank(const geo_t *g, int pa)
 {
@@ -275,6 +344,8 @@ static int acc_bank(const geo_t *g, int pa)
  * use different banks and the compute stage runs them at once. */
 static uint32_t acc_base(const geo_t *g, int pa)
 {
+    if (g->t.res)
+        return (uint32_t)((pa % 2) * (int)(g->c->acc_depth / 2) + (pa / 2) * g->region_rows);
     if (g->t.nba == 4)
         return (uint32_t)((pa % 2) * (int)(g->c->acc_depth / 2) + (pa / 2) * g->acc_half);
     return (uint32_t)(pa * g->acc_half);
@@ -287,6 +358,37 @@ static uint32_t const_base(const geo_t *g, int pa)
     return acc_base(g, const_slot(g, pa)) + (uint32_t)(g->t.tco * g->t.toh * g->t.tow);
 }
 
+
+/* Resident mode: one tile (batch block, row x column tile, output blocks
+ * [c0, c1)) of the tile sequence. */
+typedef struct {
+    int nb, rw, c0, c1;
+} res_tile_t;
+
+/* The resident-mode tile sequence (into out unless NULL); returns its length.
+ * Per row tile, output-channel tiles of TCO blocks; with t.tail the last
+ * row tile ends in tiles of halving size (8, 4, 2, 1, 1 blocks), so that
+ * the requantization and store left after the last GEMM are short. */
+static int res_tiles(const geo_t *g, res_tile_t *out)
+{
+    const int n_rw = g->n_rt * g->n_wt, tco = g->t.tco;
+    int n = 0;
+    for (int nb = 0; nb < g->nb; nb++)
+        for (int rw = 0; rw < n_rw; rw++) {
+            const int last = g->t.tail && nb == g->nb - 1 && rw == n_rw - 1;
+            int c = 0;
+            while (c < g->cob) {
+                int rem = g->cob - c, sz = imin(tco, rem);
+                if (last && rem <= tco)
+                    sz = rem > 1 ? (rem + 1) / 2 : 1;
+                if (out)
+                    out[n] = (res_tile_t){nb, rw, c, c + sz};
+                n++;
+                c += sz;
+            }
+        }
+    return n;
+}
 
 static void set_tiling(geo_t *g, const tiling_t *t)
 {
@@ -310,6 +412,17 @@ static void set_tiling(geo_t *g, const tiling_t *t)
     g->inp_half = (int)g->c->inp_depth / t->nbi;
     g->wgt_half = (int)g->c->wgt_depth / t->nbi;
     g->acc_half = (int)g->c->acc_depth / t->nba;
+    if (t->res) {
+        g->islot_sz = t->tci * g->rows_in * g->wr;
+        g->n_islot = g->islot_sz > 0 ? (int)g->c->inp_depth / g->islot_sz : 0;
+        if (g->n_islot > 64)
+            g->n_islot = 64;
+        g->const_off = (int)g->c->acc_depth / 2 - res_sec_off(g, g->nconst);
+        g->region_rows = g->const_off / (t->nba / 2 > 0 ? t->nba / 2 : 1);
+        g->kq = imax(2, imin(8, (int)g->c->dep_queue_depth / 2));
+        g->tiles = res_tiles(g, NULL);
+        g->steps = g->tiles * g->chunks;
+    }
 }
 
 /* Does tiling t fit the buffers, the uop buffer and the loop fields? */
@@ -321,15 +434,25 @@ static int tiling_fits(const geo_t *g0, const tiling_t *t)
     const tsr_conv2d_params_t *p = g.p;
     long in_blocks = g.dw ? t->tco : t->tci;
     const long tow = t->tow;
-    if (in_blocks * g.rows_in * (long)g.wr > g.inp_half)
-        return 0;
-    if ((long)t->tco * g.nci * g.kk > g.wgt_half)
-        return 0;
-    if ((long)t->tco * (t->toh * tow + g.nconst) > g.acc_half)
-        return 0;
-    long nuops = n_uops_sets(&g, g.kern_sets); /* at most every set */
-    if (nuops > (long)c->uop_depth)
-        return 0;
+    if (t->res) {
+        /* weights of every chunk on chip at once, >= 2 input slots, a tile
+         * in a region below the bank's constant copy (the uop count is
+         * checked after the stream is built) */
+        if (g.dw || (t->nba != 2 && t->nba != 4) || c->dep_queue_depth < 4 || g.n_islot < 2 ||
+            g.region_rows <= 0 || (long)g.chunks * g.cob * t->tci * g.kk > (long)c->wgt_depth ||
+            (long)t->tco * t->toh * tow > g.region_rows)
+            return 0;
+    } else {
+        if (in_blocks * g.rows_in * (long)g.wr > g.inp_half)
+            return 0;
+        if ((long)t->tco * g.nci * g.kk > g.wgt_half)
+            return 0;
+        if ((long)t->tco * (t->toh * tow + g.nconst) > g.acc_half)
+            return 0;
+        long nuops = n_uops_sets(&g, g.kern_sets); /* at most every set */
+        if (nuops > (long)c->uop_depth)
+            return 0;
+    }
     const long loop_max = (1L << TSR_LOOP_BITS) - 1;
     if (t->toh > loop_max || tow > loop_max || (long)t->toh * tow > loop_max || t->tco > loop_max)
         return 0;
@@ -390,11 +513,11 @@ static void emit_post(const geo_t *g, ibuf_t *b, const post_t *pt)
     for (int k = 0; k < ns; k++) {
         in = emit(b, TSR_OP_ALU);
         in->alu_opcode = seq[k].op;
-        in->uop_bgn = alu_uop(g, pa, seq[k].k);
+        in->uop_bgn = alu_uop_b(g, b, pa, cob0, seq[k].k);
         in->uop_end = in->uop_bgn + 1;
         in->iter_out = (uint32_t)tco;
         in->dst_factor_out = tco > 1 ? (uint32_t)(TOH * OW) : 0;
-        in->src_factor_out = tco > 1 && seq[k].k >= 0 ? (uint32_t)g->nconst : 0;
+        in->src_factor_out = tco > 1 && seq[k].k >= 0 ? const_step(g, seq[k].k) : 0;
         in->iter_in = (uint32_t)(r.toh * OW);
         in->dst_factor_in = 1;
         in->use_imm = seq[k].k < 0;
@@ -431,15 +554,16 @@ static void emit_post(const geo_t *g, ibuf_t *b, const post_t *pt)
 
 /* Initialise the accumulators of tile t (region pa, tco blocks, toh rows)
  * with the bias row: the MOV that opens a tile. */
-static void emit_mov(const geo_t *g, ibuf_t *b, int t, int pa, int tco, int toh)
+static void emit_mov(const geo_t *g, ibuf_t *b, int t, int pa, int c0, int tco, int toh)
 {
+    const uint32_t u = alu_uop_b(g, b, pa, c0, 0);
     tsr_insn_t *in = emit(b, TSR_OP_ALU);
     in->alu_opcode = TSR_ALU_MOV;
-    in->uop_bgn = alu_uop(g, pa, 0);
+    in->uop_bgn = u;
     in->uop_end = in->uop_bgn + 1;
     in->iter_out = (uint32_t)tco;
     in->dst_factor_out = tco > 1 ? (uint32_t)(g->t.toh * g->t.tow) : 0;
-    in->src_factor_out = tco > 1 ? (uint32_t)g->nconst : 0;
+    in->src_factor_out = tco > 1 ? const_step(g, 0) : 0;
     in->iter_in = (uint32_t)(toh * g->t.tow);
     in->dst_factor_in = 1;
     in->pop_next = t >= g->t.nba;
@@ -611,7 +735,7 @@ static void build(const geo_t *g, ibuf_t *b)
                             const_key[const_slot(g, pa)] = ct;
                         }
                         if (mov_done != t)
-                            emit_mov(g, b, t, pa, tco, r.toh);
+                            emit_mov(g, b, t, pa, cob0, tco, r.toh);
                     }
                     /* The kernels of the tile's output blocks are contiguous
                      * in the uop buffer: with a full chunk one GEMM covers
@@ -649,7 +773,7 @@ static void build(const geo_t *g, ibuf_t *b)
                         const int npa = (t + 1) % NBA;
                         if (const_key[const_slot(g, npa)] == nct) {
                             b->cur_bank = acc_bank(g, npa);
-                            emit_mov(g, b, t + 1, npa, ntco, ntoh);
+                            emit_mov(g, b, t + 1, npa, nct * TCO, ntco, ntoh);
                             mov_done = t + 1;
                         }
                     }
@@ -676,6 +800,238 @@ static void build(const geo_t *g, ibuf_t *b)
     b->bytes += (uint64_t)nu * c->uop_bytes;
     if (!b->count_only && !b->oom && b->n > 0)
         b->v[0].x_size = b->v[0].x_stride = (uint32_t)nu;
+}
+
+/* Emit the stream of a resident-mode tiling. Every weight block gets a
+ * fixed place on chip (chunk j, output block co at (j*COB + co)*TCI*KK) and
+ * is loaded once, on first use; each bank keeps one copy of all constant
+ * rows, loaded before its first tile; input blocks of a (row tile, chunk)
+ * are cached in NI slots, refilled least recently used first. Tiles may
+ * differ in their output blocks (res_tiles), so the requantization left at
+ * the end is that of a one-block tile.
+ * Tokens: load->compute one per step (per weight group in step 0);
+ * compute->load one per step, pushed by its last GEMM. The load stage pops
+ * them in step order, at least up to step s-KQ before step s (a lookahead of
+ * KQ steps keeps both queues within their depth) and, before it overwrites
+ * a slot, up to the last step that read it. Only tokens it pops are pushed. */
+static void build_res(const geo_t *g, ibuf_t *b)
+{
+    const tsr_config_t *c = g->c;
+    const tsr_conv2d_params_t *p = g->p;
+    const int TCI = g->t.tci, OW = g->t.tow, NBA = g->t.nba, NI = g->n_islot, KQ = g->kq;
+    const int n_rw = g->n_rt * g->n_wt;
+    tsr_insn_t *in;
+    res_tile_t *tl = malloc(sizeof *tl * (size_t)(g->tiles > 0 ? g->tiles : 1));
+    long *skey = malloc(sizeof *skey * (size_t)NI);
+    int *slast = malloc(sizeof *slast * (size_t)NI);
+    uint8_t *wdone = calloc((size_t)g->chunks * (size_t)g->cob, 1);
+    size_t *glast = malloc(sizeof *glast * (size_t)(g->steps > 0 ? g->steps : 1));
+    if (!tl || !skey || !slast || !wdone || !glast) {
+        b->oom = 1;
+        goto out;
+    }
+    res_tiles(g, tl);
+    for (int x = 0; x < NI; x++) {
+        skey[x] = -1;
+        slast[x] = -1;
+    }
+    int popped = 0, mov_done = -1;
+    post_t pend = {0};
+
+    in = emit(b, TSR_OP_LOAD);
+    in->mem_type = TSR_MEM_UOP;
+    in->dram_base = g->uop_el;
+    in->y_size = 1;
+    in->x_size = 1; /* patched below once the kernels in use are known */
+    in->x_stride = in->x_size;
+
+    /* constants of every block, a copy in each bank a tile uses, first:
+     * a compute-stage LOAD later would wait for both pipes to drain */
+    for (int bk = 0; bk < imin(2, g->tiles); bk++)
+        for (int k = 0; k < g->nconst; k++) {
+            in = emit(b, TSR_OP_LOAD);
+            in->mem_type = TSR_MEM_ACC;
+            in->sram_base = (uint32_t)(bk * (int)(c->acc_depth / 2) + g->const_off + res_sec_off(g, k));
+            in->dram_base = g->c_el + (uint32_t)k;
+            in->y_size = res_shared(g, k) ? 1 : (uint32_t)g->cob;
+            in->x_size = 1;
+            in->x_stride = (uint32_t)g->nconst;
+            b->bytes += (uint64_t)in->y_size * c->acc_bytes;
+        }
+    const int sfo = g->row_step == 1 ? p->stride_h * g->wr : g->wr;
+    int s = 0;
+    for (int t = 0; t < g->tiles; t++) {
+        const int nb = tl[t].nb, rw = tl[t].rw, cob0 = tl[t].c0, tco = tl[t].c1 - tl[t].c0;
+        const int pa = t % NBA;
+        rowgeo_t r;
+        colgeo_t cg;
+        row_tile(g, rw / g->n_wt, &r);
+        col_tile(g, rw % g->n_wt, &cg);
+        for (int ch = 0; ch < g->chunks; ch++, s++) {
+            const int cib0 = ch * TCI, nin = imin(TCI, g->cib - cib0);
+            const int ngrp = s == 0 && tco > 1 ? imax(1, imin(imin(tco, 4), (int)c->dep_queue_depth - 2)) : 1;
+            /* ---- load stage ---- */
+            const long ikey = ((long)nb * n_rw + rw) * g->chunks + ch;
+            int islot = -1, need = 0, load_in = 0;
+            for (int x = 0; x < NI && islot < 0; x++)
+                if (skey[x] == ikey)
+                    islot = x;
+            if (islot < 0) {
+                islot = 0;
+                for (int x = 1; x < NI; x++)
+                    if (slast[x] < slast[islot])
+                        islot = x;
+                need = slast[islot] + 1;
+                skey[islot] = ikey;
+                load_in = 1;
+            }
+            slast[islot] = s;
+            const int npop = imax(0, imax(s - KQ + 1, need) - popped);
+            for (int k = 1; k < npop; k++) {
+                in = emit(b, TSR_OP_LOAD); /* tokens only */
+                in->mem_type = TSR_MEM_INP;
+                in->pop_next = 1;
+            }
+            popped += npop;
+            const size_t first_real = b->n;
+            tsr_insn_t *last = NULL;
+            if (load_in) {
+                for (int j = 0; j < nin; j++) {
+                    const uint32_t sram = (uint32_t)(islot * g->islot_sz + j * g->rows_in * g->wr);
+                    const uint32_t blk = g->x_el + (uint32_t)(((long)nb * g->cib + cib0 + j) * p->h * p->w);
+                    if (!cg.real) {
+                        for (int y = 0; y < r.rows; y += 15) {
+                            in = emit(b, TSR_OP_LOAD);
+                            in->mem_type = TSR_MEM_INP;
+                            in->sram_base = sram + (uint32_t)(y * g->wr);
+                            in->dram_base = blk;
+                            in->x_size = (uint32_t)g->wr;
+                            in->x_stride = (uint32_t)g->wr;
+                            in->y_pad0 = (uint32_t)imin(15, r.rows - y);
+                            in->pad_value = g->h_pad;
+                            last = in;
+                        }
+                        continue;
+                    }
+                    in = emit(b, TSR_OP_LOAD);
+                    in->mem_type = TSR_MEM_INP;
+                    in->sram_base = sram;
+                    in->dram_base = blk + (uint32_t)((long)r.iy_first * p->w + cg.ix_first);
+                    in->y_size = (uint32_t)r.real;
+                    in->x_size = (uint32_t)cg.real;
+                    in->x_stride = (uint32_t)(g->row_step * p->w);
+                    in->y_pad0 = (uint32_t)r.pad0;
+                    in->y_pad1 = (uint32_t)r.pad1;
+                    in->x_pad0 = (uint32_t)cg.pad0;
+                    in->x_pad1 = (uint32_t)cg.pad1;
+                    in->pad_value = g->h_pad;
+                    b->bytes += (uint64_t)r.real * cg.real * c->inp_bytes;
+                    last = in;
+                }
+            }
+            /* weights of the tile's blocks not yet on chip, in runs; in
+             * step 0 in groups that each end with a token */
+            const uint32_t wbase = (uint32_t)(ch * g->cob * TCI * g->kk);
+            for (int gi = 0; gi < ngrp; gi++) {
+                const int g0 = cob0 + gi * tco / ngrp, g1 = cob0 + (gi + 1) * tco / ngrp;
+                for (int co = g0; co < g1;) {
+                    if (wdone[(size_t)ch * g->cob + co]) {
+                        co++;
+                        continue;
+                    }
+                    int e = co;
+                    while (e < g1 && !wdone[(size_t)ch * g->cob + e])
+                        wdone[(size_t)ch * g->cob + e++] = 1;
+                    in = emit(b, TSR_OP_LOAD);
+                    in->mem_type = TSR_MEM_WGT;
+                    in->sram_base = wbase + (uint32_t)(co * nin * g->kk);
+                    in->dram_base = g->w_el + (uint32_t)(((long)co * g->cib + cib0) * g->kk);
+                    in->y_size = (uint32_t)(e - co);
+                    in->x_size = (uint32_t)(nin * g->kk);
+                    in->x_stride = (uint32_t)(g->cib * g->kk);
+                    b->bytes += (uint64_t)in->y_size * in->x_size * c->wgt_bytes;
+                    last = in;
+                    co = e;
+                }
+                if (gi < ngrp - 1 && last && !b->count_only && !b->oom)
+                    last->push_next = 1;
+            }
+            if (!last || b->n == first_real) {
+                last = emit(b, TSR_OP_LOAD); /* tokens only */
+                last->mem_type = TSR_MEM_INP;
+            }
+            if (!b->count_only && !b->oom) {
+                b->v[first_real].pop_next = npop > 0;
+                last->push_next = 1;
+            }
+            /* ---- compute stage ---- */
+            b->cur_bank = acc_bank(g, pa);
+            if (ch == 0) {
+                if (mov_done != t)
+                    emit_mov(g, b, t, pa, cob0, tco, r.toh);
+            }
+            const int per_blk = nin * g->kk;
+            const uint32_t kb = res_kernel(b, 0, pa, islot, cob0, cob0 + tco, ch, tco * per_blk);
+            for (int cl = 0; cl < ngrp; cl++) {
+                const int c0 = cl * tco / ngrp, c1 = (cl + 1) * tco / ngrp;
+                in = emit(b, TSR_OP_GEMM);
+                in->uop_bgn = kb + (uint32_t)(c0 * per_blk);
+                in->uop_end = kb + (uint32_t)(c1 * per_blk);
+                in->iter_out = (uint32_t)r.toh;
+                in->dst_factor_out = r.toh > 1 ? (uint32_t)OW : 0;
+                in->src_factor_out = r.toh > 1 ? (uint32_t)sfo : 0;
+                in->iter_in = (uint32_t)OW;
+                in->dst_factor_in = OW > 1 ? 1 : 0;
+                in->src_factor_in = OW > 1 ? (uint32_t)p->stride_w : 0;
+                in->pop_prev = 1;
+            }
+            glast[s] = b->n - 1;
+            if (ch == 0 && NBA == 4 && t + 1 < g->tiles) {
+                /* open the next tile now (see build) */
+                const int npa = (t + 1) % NBA;
+                rowgeo_t nr;
+                row_tile(g, tl[t + 1].rw / g->n_wt, &nr);
+                b->cur_bank = acc_bank(g, npa);
+                emit_mov(g, b, t + 1, npa, tl[t + 1].c0, tl[t + 1].c1 - tl[t + 1].c0, nr.toh);
+                mov_done = t + 1;
+            }
+            if (ch == 0 && pend.valid) {
+                emit_post(g, b, &pend);
+                pend.valid = 0;
+            }
+            if (ch == g->chunks - 1) {
+                pend = (post_t){1, t, pa, tco, cob0, nb, r, cg};
+                if (NBA == 2 && t + 1 < g->tiles && mov_done != t + 1) {
+                    /* with two regions, open the next tile behind this
+                     * tile's last GEMM and the previous requantization (its
+                     * MOV waits for that tile's store): the MOV runs beside
+                     * the last GEMM instead of after it */
+                    const int npa = (t + 1) % NBA;
+                    rowgeo_t nr;
+                    row_tile(g, tl[t + 1].rw / g->n_wt, &nr);
+                    b->cur_bank = acc_bank(g, npa);
+                    emit_mov(g, b, t + 1, npa, tl[t + 1].c0, tl[t + 1].c1 - tl[t + 1].c0, nr.toh);
+                    mov_done = t + 1;
+                }
+            }
+        }
+    }
+    if (pend.valid)
+        emit_post(g, b, &pend);
+    in = emit(b, TSR_OP_FINISH);
+    in->pop_next = 1;
+    /* a step's GEMMs free its slots for the load stage only if it pops the token */
+    for (int k = 0; k < popped && !b->count_only && !b->oom; k++)
+        b->v[glast[k]].push_prev = 1;
+    b->bytes += (uint64_t)b->nuops * c->uop_bytes;
+    if (!b->count_only && !b->oom && b->n > 0)
+        b->v[0].x_size = b->v[0].x_stride = (uint32_t)(b->nuops > 0 ? b->nuops : 1);
+out:
+    free(tl);
+    free(skey);
+    free(slast);
+    free(wdone);
+    free(glast);
 }
 
 /* ------------------------------------------------------ timing estimate */
@@ -872,6 +1228,30 @@ static int candidates(int n, int *out)
 /* Per-instruction overhead of the cost model, in DRAM-byte equivalents
  * (16 bytes of fetch plus issue and DRAM latency of short transfers). */
 
+/* Build tiling t's stream, estimate it and keep it in *bt if it is the
+ * cheapest so far. */
+static void consider(const geo_t *g, const tiling_t *t, double *best, tiling_t *bt)
+{
+    geo_t gg = *g;
+    set_tiling(&gg, t);
+    ibuf_t b = {0};
+    if (t->res)
+        build_res(&gg, &b);
+    else
+        build(&gg, &b);
+    double cost = b.oom || b.nuops > (int)g->c->uop_depth ? 1e30
+                                                          : estimate_cycles(&gg, &b) + BYTE_WEIGHT * (double)b.bytes;
+    free(b.v);
+    free(b.bank);
+    free(b.kern);
+    if (t->res && cost >= 1e30)
+        return; /* too many uops (or out of memory): the other modes remain */
+    if (*best < 0 || cost < *best) {
+        *best = cost;
+        *bt = *t;
+    }
+}
+
 static int choose_tiling(geo_t *g)
 {
     int *ch = malloc(sizeof(int) * (size_t)(g->oh + g->cob + g->cib + 3));
@@ -883,7 +1263,7 @@ static int choose_tiling(geo_t *g)
     if (g->dw)
         c_ci[0] = 1;
     double best = -1;
-    tiling_t bt = {0, 0, 0, 0, 0, 2, 2};
+    tiling_t bt = {.nbi = 2, .nba = 2};
     /* Double buffering of both rotations if any tiling allows it; else
      * single-buffer the inputs/weights, then the accumulators, then both
      * (loads or stores then serialise with compute, but the tile fits). */
@@ -911,7 +1291,8 @@ static int choose_tiling(geo_t *g)
                 for (int bco = n_co - 1; bco >= 0; bco--)
                     for (int cci = n_ci - 1; cci >= 0; cci--)
                         for (int order = 0; order < 2; order++) {
-                            tiling_t t = {0, c_co[bco], c_ci[cci], order, c_ow[d], nbs[nbo][0], nbs[nbo][1]};
+                            tiling_t t = {.tco = c_co[bco], .tci = c_ci[cci], .co_inner = order, .tow = c_ow[d],
+                                          .nbi = nbs[nbo][0], .nba = nbs[nbo][1]};
                             int a = n_oh - 1;
                             for (; a >= 0; a--) {
                                 t.toh = c_oh[a];
@@ -932,21 +1313,36 @@ static int choose_tiling(geo_t *g)
                                     if (!tiling_fits(g, &t))
                                         break;
                                 }
-                                geo_t gg = *g;
-                                set_tiling(&gg, &t);
-                                ibuf_t b = {0};
-                                build(&gg, &b);
-                                double cost = b.oom ? 1e30 : estimate_cycles(&gg, &b) + BYTE_WEIGHT * (double)b.bytes;
-                                free(b.v);
-                                free(b.bank);
-                                if (best < 0 || cost < best) {
-                                    best = cost;
-                                    bt = t;
-                                }
+                                consider(g, &t, &best, &bt);
                             }
                         }
             }
     }
+    /* resident mode (full rows): every chunk/channel-tile size, both
+     * acc rotations, with and without the shrinking last tiles */
+    for (int nba = 4; nba >= 2 && !g->dw; nba -= 2)
+        for (int tail = 1; tail >= 0; tail--)
+            for (int bco = n_co - 1; bco >= 0; bco--)
+                for (int cci = n_ci - 1; cci >= 0; cci--) {
+                    tiling_t t = {.tco = c_co[bco], .tci = c_ci[cci], .co_inner = 1, .res = 1, .tail = tail,
+                                  .tow = g->ow, .nbi = 2, .nba = nba};
+                    int a = n_oh - 1;
+                    for (; a >= 0; a--) {
+                        t.toh = c_oh[a];
+                        if (tiling_fits(g, &t))
+                            break;
+                    }
+                    if (a < 0)
+                        continue;
+                    const int tall = t.toh;
+                    consider(g, &t, &best, &bt);
+                    int b2 = a;
+                    while (b2 > 0 && c_oh[b2] > (tall + 1) / 2)
+                        b2--;
+                    t.toh = c_oh[b2];
+                    if (c_oh[b2] != tall && tiling_fits(g, &t))
+                        consider(g, &t, &best, &bt);
+                }
     free(c_ow);
     free(ch);
     if (best < 0) {
@@ -1129,6 +1525,43 @@ static int encode_uops(const geo_t *g, uint8_t **out)
         return tsr_err(TSR_ENOMEM, "out of memory");
     int rc = TSR_OK;
     size_t k = 0;
+    if (g->t.res) {
+        for (int i = 0; i < g->nkern; i++) {
+            const res_kern_t *kn = &g->kern[i];
+            k = (size_t)kn->base;
+            const uint32_t dst0 = acc_base(g, kn->pa);
+            if (kn->alu) {
+                const uint32_t cst = (uint32_t)((kn->pa % 2) * (int)(c->acc_depth / 2) + g->const_off);
+                for (int j = -1; j < g->nconst; j++, k++) {
+                    const uint32_t src = j < 0 ? dst0
+                                               : cst + (uint32_t)(res_sec_off(g, j) + (res_shared(g, j) ? 0 : kn->c0));
+                    tsr_uop_t u = {dst0, src, 0};
+                    uint64_t raw;
+                    if ((rc = tsr_uop_encode(c, &u, &raw)))
+                        goto fail;
+                    memcpy(u8 + k * c->uop_bytes, &raw, c->uop_bytes);
+                }
+                continue;
+            }
+            const int nin = imin(g->t.tci, g->cib - kn->j * g->t.tci);
+            const uint32_t wbase = (uint32_t)(kn->j * g->cob * g->t.tci * g->kk);
+            for (int cl = kn->c0; cl < kn->c1; cl++)
+                for (int ci = 0; ci < nin; ci++)
+                    for (int ky = 0; ky < p->kh; ky++)
+                        for (int kx = 0; kx < p->kw; kx++, k++) {
+                            tsr_uop_t u;
+                            u.dst = dst0 + (uint32_t)((cl - kn->c0) * g->t.toh * g->t.tow);
+                            u.src = (uint32_t)(kn->islot * g->islot_sz + ci * g->rows_in * g->wr + ky * g->wr + kx);
+                            u.wgt = wbase + (uint32_t)((cl * nin + ci) * g->kk + ky * p->kw + kx);
+                            uint64_t raw;
+                            if ((rc = tsr_uop_encode(c, &u, &raw)))
+                                goto fail;
+                            memcpy(u8 + k * c->uop_bytes, &raw, c->uop_bytes);
+                        }
+        }
+        *out = u8;
+        return TSR_OK;
+    }
     for (int pa = 0; pa < g->t.nba; pa++)
         for (int j = -1; j < g->nconst; j++, k++) {
             tsr_uop_t u = {acc_base(g, pa), j < 0 ? acc_base(g, pa) : const_base(g, pa) + (uint32_t)j, 0};
@@ -1210,6 +1643,7 @@ typedef struct {
     double cost;             /* the cost model's value for it */
     int8_t set_map[2][2][4]; /* kernel sets the stream uses (geo_t.set_map) */
     int32_t n_sets;          /* how many */
+    int32_t nuops;           /* uops in the kernel buffer */
 } conv_meta_t;
 
 static uint64_t mono_ns(void)
@@ -1230,13 +1664,19 @@ static int generate(tsr_kcache_t *kc, geo_t *g, const uint8_t *sig, size_t sig_l
     if ((rc = choose_tiling(g)))
         goto out;
     g->x_el = g->w_el = g->y_el = g->c_el = g->uop_el = 0; /* relocatable: every buffer at 0 */
-    build(g, &b);
+    if (g->t.res)
+        build_res(g, &b);
+    else
+        build(g, &b);
     if (b.oom) {
         rc = tsr_err(TSR_ENOMEM, "out of memory");
         goto out;
     }
     memcpy(g->set_map, b.set_map, sizeof g->set_map);
     g->n_sets = b.n_sets;
+    g->nuops_res = b.nuops;
+    g->kern = b.kern;
+    g->nkern = b.nkern;
     if ((rc = encode_uops(g, &uops)))
         goto out;
     conv_meta_t meta;
@@ -1244,12 +1684,16 @@ static int generate(tsr_kcache_t *kc, geo_t *g, const uint8_t *sig, size_t sig_l
     meta.t = g->t;
     memcpy(meta.set_map, g->set_map, sizeof meta.set_map);
     meta.n_sets = g->n_sets;
+    meta.nuops = n_uops(g);
     meta.cost = estimate_cycles(g, &b); /* estimated cycles */
     tsr_kernel_t k = {&meta, sizeof meta, b.v, b.n, uops, (size_t)n_uops(g), mono_ns() - t0};
     rc = tsr_kcache_insert(kc, sig, sig_len, &k, ref);
 out:
     free(b.v);
     free(b.bank);
+    free(b.kern);
+    g->kern = NULL;
+    g->nkern = 0;
     free(uops);
     return rc;
 }
@@ -1312,7 +1756,9 @@ int tsr_conv2d_plan(tsr_device_t *dev, const tsr_conv2d_params_t *params, tsr_co
             set_tiling(&g, &meta.t);
             memcpy(g.set_map, meta.set_map, sizeof g.set_map);
             g.n_sets = meta.n_sets;
-            ok = meta.n_sets >= 0 && meta.n_sets <= g.kern_sets && k->nuops == (size_t)n_uops(&g);
+            g.nuops_res = meta.nuops;
+            ok = meta.n_sets >= 0 && meta.n_sets <= g.kern_sets && k->nuops == (size_t)n_uops(&g) &&
+                 meta.nuops == n_uops(&g) && meta.nuops <= (int32_t)c->uop_depth;
         }
         if (!ok) {
             tsr_kcache_release(pl->kref);
@@ -1348,6 +1794,7 @@ int tsr_conv2d_plan(tsr_device_t *dev, const tsr_conv2d_params_t *params, tsr_co
     pl->co_inner = g.t.co_inner;
     pl->nbuf_inp = g.t.nbi;
     pl->nbuf_acc = g.t.nba;
+    pl->resident = g.t.res;
     pl->tiles = g.tiles;
     pl->chunks = g.chunks;
     pl->h_pad = g.h_pad;

@@ -94,6 +94,8 @@ typedef struct tsr_conv2d_plan {
     int co_inner;                  /* loop order: 1 = output-channel tiles innermost, 0 = row tiles */
     int tiles, chunks;             /* output tiles, input-channel chunks per tile */
     int nbuf_inp, nbuf_acc;        /* 2: double-buffered inp/wgt (acc) buffers; 1: whole buffer per step (tile), serialised */
+    int resident;                  /* resident mode: weights and constants loaded once and kept on chip, input
+                                      blocks cached in slots, the last tiles shrinking (tsr_conv2d.c build_res) */
     int h_pad;                     /* pad value h_pad = x_zp - off */
     tsr_insn_t *insns;             /* the instruction stream (owned) */
     size_t ninsns;                 /* its length */

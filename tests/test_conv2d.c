@@ -47,7 +47,7 @@ static int rnd(uint64_t *s, int lo, int hi) { return tsr_test_rnd(s, lo, hi); }
  * random cases must not be mostly saturated to mean something). */
 static uint64_t g_inside, g_total;
 /* Cases whose plan split the reduction, tiled the columns, single-buffered. */
-static int g_split, g_coltile, g_single;
+static int g_split, g_coltile, g_single, g_res;
 /* 1: run_case uses the one-call tsr_conv2d_run instead of plan/pack/exec. */
 static int g_one_call;
 
@@ -130,6 +130,7 @@ static int run_case(tsr_device_t *dev, const char *cfgname, conv_case_t *k, uint
     g_split += pl.chunks > 1;
     g_coltile += pl.tow < pl.ow;
     g_single += pl.nbuf_inp == 1 || pl.nbuf_acc == 1;
+    g_res += pl.resident;
     if (verbose)
         printf("  %s\n    tile toh %d tco %d tci %d co_inner %d, %d tiles x %d chunks, %zu insns, %llu gemm ops\n",
                desc, pl.toh, pl.tco, pl.tci, pl.co_inner, pl.tiles, pl.chunks, pl.ninsns,
@@ -244,7 +245,7 @@ static void random_cases(const char *cfg, int count, int maxn, int maxc, int max
     uint64_t seed0 = base_seed() ^ salt;
     count = scaled(count);
     g_inside = g_total = 0;
-    g_split = g_coltile = g_single = 0;
+    g_split = g_coltile = g_single = g_res = 0;
     for (int i = 0; i < count; i++) {
         uint64_t seed = seed0 + (uint64_t)i;
         uint64_t s = seed;
@@ -252,9 +253,9 @@ static void random_cases(const char *cfg, int count, int maxn, int maxc, int max
         random_case(&s, &k, maxn, maxc, maxhw, allow_dw);
         run_case(dev, cfg, &k, seed, 0);
     }
-    printf("  %s: %d cases (%d split reductions, %d column-tiled, %d single-buffered), %llu outputs, %.0f%% "
-           "strictly inside the clamp range\n",
-           cfg, count, g_split, g_coltile, g_single, (unsigned long long)g_total,
+    printf("  %s: %d cases (%d split reductions, %d column-tiled, %d single-buffered, %d resident), %llu outputs, "
+           "%.0f%% strictly inside the clamp range\n",
+           cfg, count, g_split, g_coltile, g_single, g_res, (unsigned long long)g_total,
            100.0 * (double)g_inside / (double)(g_total ? g_total : 1));
     if (count >= 16) /* too few cases (scaled-down runs) say little */
         assert_true(g_inside * 5 > g_total * 2);
