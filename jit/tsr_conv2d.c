@@ -311,14 +311,16 @@ static uint32_t res_kernel(ibuf_t *b, int alu, int pa, int islot, int c0, int c1
  * constant row kind k (bias, M, rqfin[, shifts]), each holding the rows of
  * all output blocks in block order, or a single row when the value is the
  * same for every channel (per-tensor requantization: only the bias differs). */
-static int res_shared(const geo_t *g, int k) { return k > 0 && g->p->rq_count == 1; }
-static int res_sec_off(const geo_t *g, int k)
+static int sec_shared(int rq_count, int k) { return k > 0 && rq_count == 1; }
+static int sec_off(int rq_count, int cob, int k)
 {
     int o = 0;
     for (int i = 0; i < k; i++)
-        o += res_shared(g, i) ? 1 : g->cob;
+        o += sec_shared(rq_count, i) ? 1 : cob;
     return o;
 }
+static int res_shared(const geo_t *g, int k) { return sec_shared(g->p->rq_count, k); }
+static int res_sec_off(const geo_t *g, int k) { return sec_off(g->p->rq_count, g->cob, k); }
 /* source row step per output block of constant row k (0 when shared) */
 static uint32_t const_step(const geo_t *g, int k)
 {
@@ -845,19 +847,28 @@ static void build_res(const geo_t *g, ibuf_t *b)
     in->x_size = 1; /* patched below once the kernels in use are known */
     in->x_stride = in->x_size;
 
+    tsr_insn_t *head_tok = NULL;
     /* constants of every block, a copy in each bank a tile uses, first:
      * a compute-stage LOAD later would wait for both pipes to drain */
-    for (int bk = 0; bk < imin(2, g->tiles); bk++)
-        for (int k = 0; k < g->nconst; k++) {
-            in = emit(b, TSR_OP_LOAD);
-            in->mem_type = TSR_MEM_ACC;
-            in->sram_base = (uint32_t)(bk * (int)(c->acc_depth / 2) + g->const_off + res_sec_off(g, k));
-            in->dram_base = g->c_el + (uint32_t)k;
-            in->y_size = res_shared(g, k) ? 1 : (uint32_t)g->cob;
-            in->x_size = 1;
-            in->x_stride = (uint32_t)g->nconst;
-            b->bytes += (uint64_t)in->y_size * c->acc_bytes;
-        }
+    for (int bk = 0; bk < imin(2, g->tiles); bk++) {
+        in = emit(b, TSR_OP_LOAD);
+        in->mem_type = TSR_MEM_ACC;
+        in->sram_base = (uint32_t)(bk * (int)(c->acc_depth / 2) + g->const_off);
+        in->dram_base = g->c_el; /* packed in the same section layout */
+        in->y_size = 1;
+        in->x_size = (uint32_t)res_sec_off(g, g->nconst);
+        in->x_stride = in->x_size;
+        b->bytes += (uint64_t)in->x_size * c->acc_bytes;
+        head_tok = in;
+    }
+    /* the load stage starts once the uops and constants are in: they are
+     * the first thing the compute stage needs */
+    if (head_tok && !b->count_only && !b->oom) {
+        head_tok->push_prev = 1;
+        in = emit(b, TSR_OP_LOAD); /* tokens only */
+        in->mem_type = TSR_MEM_INP;
+        in->pop_next = 1;
+    }
     const int sfo = g->row_step == 1 ? p->stride_h * g->wr : g->wr;
     int s = 0;
     for (int t = 0; t < g->tiles; t++) {
@@ -1486,7 +1497,10 @@ int tsr_conv2d_pack_weights(const tsr_config_t *c, const tsr_conv2d_plan_t *pl, 
                                ((uint32_t)p->act_min & 511u) << 14 | ((uint32_t)p->act_max & 511u) << 23);
         for (int k = 0; k < nv; k++)
             for (int b = 0; b < c->batch; b++) {
-                size_t el = (size_t)(co / c->block_out) * pl->nconst + k;
+                /* resident plans keep each kind of row together (one burst per kind) */
+                size_t el = pl->resident ? (size_t)sec_off(p->rq_count, pl->cob, k) +
+                                               (sec_shared(p->rq_count, k) ? 0 : (size_t)(co / c->block_out))
+                                         : (size_t)(co / c->block_out) * pl->nconst + k;
                 size_t o = el * c->acc_bytes + ((size_t)b * c->block_out + (size_t)(co % c->block_out)) * 4;
                 uint32_t u = (uint32_t)vals[k];
                 for (int j = 0; j < 4; j++)
