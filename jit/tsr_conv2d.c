@@ -421,7 +421,7 @@ static void set_tiling(geo_t *g, const tiling_t *t)
             g->n_islot = 64;
         g->const_off = (int)g->c->acc_depth / 2 - res_sec_off(g, g->nconst);
         g->region_rows = g->const_off / (t->nba / 2 > 0 ? t->nba / 2 : 1);
-        g->kq = imax(2, imin(8, (int)g->c->dep_queue_depth / 2));
+        g->kq = imax(2, imin(6, (int)g->c->dep_queue_depth / 2 - 2));
         g->tiles = res_tiles(g, NULL);
         g->steps = g->tiles * g->chunks;
     }
@@ -838,6 +838,7 @@ static void build_res(const geo_t *g, ibuf_t *b)
         slast[x] = -1;
     }
     int popped = 0, mov_done = -1;
+    int grp_budget = (int)c->dep_queue_depth - 1 - KQ; /* extra load->compute tokens within any KQ steps */
     post_t pend = {0};
 
     in = emit(b, TSR_OP_LOAD);
@@ -859,10 +860,12 @@ static void build_res(const geo_t *g, ibuf_t *b)
         in->x_size = (uint32_t)res_sec_off(g, g->nconst);
         in->x_stride = in->x_size;
         b->bytes += (uint64_t)in->x_size * c->acc_bytes;
-        head_tok = in;
+        if (!head_tok)
+            head_tok = in;
     }
-    /* the load stage starts once the uops and constants are in: they are
-     * the first thing the compute stage needs */
+    /* the load stage starts once the uops and the first bank's constants
+     * are in: the first MOV needs them and then runs while the first input
+     * and weights arrive */
     if (head_tok && !b->count_only && !b->oom) {
         head_tok->push_prev = 1;
         in = emit(b, TSR_OP_LOAD); /* tokens only */
@@ -880,7 +883,11 @@ static void build_res(const geo_t *g, ibuf_t *b)
         col_tile(g, rw % g->n_wt, &cg);
         for (int ch = 0; ch < g->chunks; ch++, s++) {
             const int cib0 = ch * TCI, nin = imin(TCI, g->cib - cib0);
-            const int ngrp = s == 0 && tco > 1 ? imax(1, imin(imin(tco, 4), (int)c->dep_queue_depth - 2)) : 1;
+            /* the first tile's steps (the load stage is then the bottleneck)
+             * hand over their weights in groups, each with its own token,
+             * within the queue depth the lookahead leaves */
+            const int ngrp = t == 0 ? imax(1, imin(imin(tco, 4), 1 + grp_budget)) : 1;
+            grp_budget -= ngrp - 1;
             /* ---- load stage ---- */
             const long ikey = ((long)nb * n_rw + rw) * g->chunks + ch;
             int islot = -1, need = 0, load_in = 0;
@@ -945,6 +952,7 @@ static void build_res(const geo_t *g, ibuf_t *b)
             const uint32_t wbase = (uint32_t)(ch * g->cob * TCI * g->kk);
             for (int gi = 0; gi < ngrp; gi++) {
                 const int g0 = cob0 + gi * tco / ngrp, g1 = cob0 + (gi + 1) * tco / ngrp;
+                const size_t grp_first = b->n;
                 for (int co = g0; co < g1;) {
                     if (wdone[(size_t)ch * g->cob + co]) {
                         co++;
@@ -964,8 +972,14 @@ static void build_res(const geo_t *g, ibuf_t *b)
                     last = in;
                     co = e;
                 }
-                if (gi < ngrp - 1 && last && !b->count_only && !b->oom)
-                    last->push_next = 1;
+                if (gi < ngrp - 1) {
+                    if (b->n == grp_first || !last) {
+                        last = emit(b, TSR_OP_LOAD); /* tokens only: the group's weights were on chip */
+                        last->mem_type = TSR_MEM_INP;
+                    }
+                    if (!b->count_only && !b->oom)
+                        last->push_next = 1;
+                }
             }
             if (!last || b->n == first_real) {
                 last = emit(b, TSR_OP_LOAD); /* tokens only */
