@@ -198,6 +198,7 @@ typedef struct {
     int toh, tco, tci, co_inner;
     int res;      /* resident mode (build_res): weights and constants stay on chip, input blocks are
                      cached in slots, tiles may differ in output-channel blocks */
+    int kq;       /* resident mode: load stage lookahead in steps (tokens) */
     int tail;     /* resident mode: the last row tile's channel tiles shrink by halves (short tail) */
     int tow;      /* output columns per tile (OW, or fewer when a row does not fit) */
     int nbi, nba; /* buffers in the inp/wgt rotation (2 = double buffering, or 1) and in the acc
@@ -421,7 +422,7 @@ static void set_tiling(geo_t *g, const tiling_t *t)
             g->n_islot = 64;
         g->const_off = (int)g->c->acc_depth / 2 - res_sec_off(g, g->nconst);
         g->region_rows = g->const_off / (t->nba / 2 > 0 ? t->nba / 2 : 1);
-        g->kq = imax(2, imin(6, (int)g->c->dep_queue_depth / 2 - 2));
+        g->kq = t->kq ? t->kq : 2;
         g->tiles = res_tiles(g, NULL);
         g->steps = g->tiles * g->chunks;
     }
@@ -804,6 +805,34 @@ static void build(const geo_t *g, ibuf_t *b)
         b->v[0].x_size = b->v[0].x_stride = (uint32_t)nu;
 }
 
+/* Resident mode: the LOAD of bank bk's constant copy (the constants of
+ * every output block, in the packed section layout). Bank 0's opens the
+ * stream; bank 1's is issued before the first MOV into bank 1, behind a
+ * GEMM in bank 0, which an acc LOAD without pushes runs beside. */
+static tsr_insn_t *res_const_rows(const geo_t *g, ibuf_t *b, int bk, int from, int to)
+{
+    tsr_insn_t *in = emit(b, TSR_OP_LOAD);
+    in->mem_type = TSR_MEM_ACC;
+    in->sram_base = (uint32_t)(bk * (int)(g->c->acc_depth / 2) + g->const_off + from);
+    in->dram_base = g->c_el + (uint32_t)from;
+    in->y_size = 1;
+    in->x_size = (uint32_t)(to - from);
+    in->x_stride = in->x_size;
+    b->bytes += (uint64_t)in->x_size * g->c->acc_bytes;
+    return in;
+}
+/* Make the constant rows a MOV (need 1: the bias section) or a
+ * requantization (need 2: all) of bank bk reads present; cst[bk] is what is
+ * loaded (0 nothing, 1 bias, 2 all). */
+static void res_consts(const geo_t *g, ibuf_t *b, int *cst, int bk, int need)
+{
+    const int nbias = res_sec_off(g, 1), all = res_sec_off(g, g->nconst);
+    if (cst[bk] >= need)
+        return;
+    res_const_rows(g, b, bk, cst[bk] >= 1 ? nbias : 0, all);
+    cst[bk] = 2;
+}
+
 /* Emit the stream of a resident-mode tiling. Every weight block gets a
  * fixed place on chip (chunk j, output block co at (j*COB + co)*TCI*KK) and
  * is loaded once, on first use; each bank keeps one copy of all constant
@@ -837,7 +866,7 @@ static void build_res(const geo_t *g, ibuf_t *b)
         skey[x] = -1;
         slast[x] = -1;
     }
-    int popped = 0, mov_done = -1;
+    int popped = 0, mov_done = -1, cst[2] = {0, 0};
     int grp_budget = (int)c->dep_queue_depth - 1 - KQ; /* extra load->compute tokens within any KQ steps */
     post_t pend = {0};
 
@@ -848,25 +877,15 @@ static void build_res(const geo_t *g, ibuf_t *b)
     in->x_size = 1; /* patched below once the kernels in use are known */
     in->x_stride = in->x_size;
 
-    tsr_insn_t *head_tok = NULL;
-    /* constants of every block, a copy in each bank a tile uses, first:
-     * a compute-stage LOAD later would wait for both pipes to drain */
-    for (int bk = 0; bk < imin(2, g->tiles); bk++) {
-        in = emit(b, TSR_OP_LOAD);
-        in->mem_type = TSR_MEM_ACC;
-        in->sram_base = (uint32_t)(bk * (int)(c->acc_depth / 2) + g->const_off);
-        in->dram_base = g->c_el; /* packed in the same section layout */
-        in->y_size = 1;
-        in->x_size = (uint32_t)res_sec_off(g, g->nconst);
-        in->x_stride = in->x_size;
-        b->bytes += (uint64_t)in->x_size * c->acc_bytes;
-        if (!head_tok)
-            head_tok = in;
-    }
-    /* the load stage starts once the uops and the first bank's constants
-     * are in: the first MOV needs them and then runs while the first input
-     * and weights arrive */
-    if (head_tok && !b->count_only && !b->oom) {
+    tsr_insn_t *head_tok = in;
+    /* bank 0's bias rows (the first MOV's operand) next; the rest of the
+     * constants is not needed before the first requantization and loads
+     * later, beside GEMMs of the other bank */
+    res_const_rows(g, b, 0, 0, res_sec_off(g, 1));
+    cst[0] = 1;
+    /* the load stage starts once the uops are in, so that the first
+     * instructions' uops are not queued behind input and weights */
+    if (!b->count_only && !b->oom) {
         head_tok->push_prev = 1;
         in = emit(b, TSR_OP_LOAD); /* tokens only */
         in->mem_type = TSR_MEM_INP;
@@ -992,8 +1011,10 @@ static void build_res(const geo_t *g, ibuf_t *b)
             /* ---- compute stage ---- */
             b->cur_bank = acc_bank(g, pa);
             if (ch == 0) {
-                if (mov_done != t)
+                if (mov_done != t) {
+                    res_consts(g, b, cst, pa % 2, 1);
                     emit_mov(g, b, t, pa, cob0, tco, r.toh);
+                }
             }
             const int per_blk = nin * g->kk;
             const uint32_t kb = res_kernel(b, 0, pa, islot, cob0, cob0 + tco, ch, tco * per_blk);
@@ -1017,10 +1038,12 @@ static void build_res(const geo_t *g, ibuf_t *b)
                 rowgeo_t nr;
                 row_tile(g, tl[t + 1].rw / g->n_wt, &nr);
                 b->cur_bank = acc_bank(g, npa);
+                res_consts(g, b, cst, npa % 2, 1);
                 emit_mov(g, b, t + 1, npa, tl[t + 1].c0, tl[t + 1].c1 - tl[t + 1].c0, nr.toh);
                 mov_done = t + 1;
             }
             if (ch == 0 && pend.valid) {
+                res_consts(g, b, cst, pend.pa % 2, 2);
                 emit_post(g, b, &pend);
                 pend.valid = 0;
             }
@@ -1035,14 +1058,17 @@ static void build_res(const geo_t *g, ibuf_t *b)
                     rowgeo_t nr;
                     row_tile(g, tl[t + 1].rw / g->n_wt, &nr);
                     b->cur_bank = acc_bank(g, npa);
+                    res_consts(g, b, cst, npa % 2, 1);
                     emit_mov(g, b, t + 1, npa, tl[t + 1].c0, tl[t + 1].c1 - tl[t + 1].c0, nr.toh);
                     mov_done = t + 1;
                 }
             }
         }
     }
-    if (pend.valid)
+    if (pend.valid) {
+        res_consts(g, b, cst, pend.pa % 2, 2);
         emit_post(g, b, &pend);
+    }
     in = emit(b, TSR_OP_FINISH);
     in->pop_next = 1;
     /* a step's GEMMs free its slots for the load stage only if it pops the token */
@@ -1072,7 +1098,7 @@ out:
  * bench prints the measured cycles beside it). */
 #define EST_LAT 32.0
 #define EST_PIPE 6.0
-#define EST_ROW 16.0
+#define EST_ROW 32.0
 /* Cycles a DRAM byte costs in the tiling search beyond its time: among
  * near-equal schedules prefer the one that moves less data. */
 #define BYTE_WEIGHT 0.01
@@ -1187,11 +1213,29 @@ static double estimate_cycles(const geo_t *g, const ibuf_t *b)
         if (in->opcode == TSR_OP_LOAD || in->opcode == TSR_OP_STORE) {
             double bytes = (double)in->y_size * in->x_size * tsr_config_elem_bytes(c, (int)in->mem_type);
             double start = ready;
-            if (st == 1)
-                start = fmax(start, fmax(pipe[0], pipe[1])); /* compute loads wait for both pipes */
-            /* every row of a LOAD is its own burst: a few cycles each on top */
+            /* compute loads wait for both pipes, an acc LOAD without pushes
+             * only for the banks it writes */
+            const int acc_nb = st == 1 && bytes > 0 && !in->push_prev && !in->push_next &&
+                               (in->mem_type == TSR_MEM_ACC || in->mem_type == TSR_MEM_ACC8);
+            int lbk[2] = {1, 1};
+            if (acc_nb) {
+                const uint32_t half = c->acc_depth / 2,
+                               last = in->sram_base + (in->y_pad0 + in->y_size + in->y_pad1) *
+                                                         (in->x_pad0 + in->x_size + in->x_pad1) - 1;
+                lbk[0] = in->sram_base < half;
+                lbk[1] = last >= half;
+                for (int k = 0; k < 2; k++)
+                    if (lbk[k])
+                        start = fmax(start, fmax(last_bank[0][k], last_bank[1][k]));
+            } else if (st == 1) {
+                start = fmax(start, fmax(pipe[0], pipe[1]));
+            }
+            /* every row of a LOAD is its own burst: a row takes at least
+             * EST_ROW cycles (the port's outstanding requests over the
+             * latency), a long one its transfer time */
             const double rows = in->opcode == TSR_OP_LOAD && st == 0 ? (double)in->y_size : 0;
-            dram = dram_book(&dr, start, bytes / bw + EST_ROW * rows);
+            const double dt = rows > 0 ? rows * fmax(bytes / rows / bw, EST_ROW) : bytes / bw;
+            dram = dram_book(&dr, start, dt);
             end = bytes > 0 ? dram + EST_LAT : start;
             if (st == 0) {
                 tl = bytes > 0 ? dram : start;
@@ -1201,7 +1245,13 @@ static double estimate_cycles(const geo_t *g, const ibuf_t *b)
                 push = end;
             } else {
                 disp = end;
-                pipe[0] = pipe[1] = end;
+                if (acc_nb) {
+                    for (int k = 0; k < 2; k++)
+                        if (lbk[k])
+                            last_bank[0][k] = last_bank[1][k] = end;
+                } else {
+                    pipe[0] = pipe[1] = end;
+                }
                 older = fmax(older, end);
                 push = end;
             }
@@ -1255,15 +1305,39 @@ static int candidates(int n, int *out)
 
 /* Build tiling t's stream, estimate it and keep it in *bt if it is the
  * cheapest so far. */
-static void consider(const geo_t *g, const tiling_t *t, double *best, tiling_t *bt)
+static void consider(const geo_t *g, const tiling_t *t0, double *best, tiling_t *bt)
 {
+    tiling_t tt = *t0;
+    const tiling_t *t = &tt;
     geo_t gg = *g;
-    set_tiling(&gg, t);
     ibuf_t b = {0};
-    if (t->res)
+    if (t->res) {
+        /* A deep lookahead (6 steps) evens out the first tile's loads; but
+         * when the DRAM is the bottleneck it only lets reads run ahead of
+         * the stores, which the memory then serves last, and the stores
+         * free the accumulator regions: there, 2 steps. (The timing model
+         * does not see this read priority, so the rule is explicit.) */
+        tt.kq = imax(2, imin(6, (int)g->c->dep_queue_depth / 2 - 2));
+        set_tiling(&gg, t);
         build_res(&gg, &b);
-    else
+        double ops = 0;
+        for (size_t i = 0; i < b.n && !b.oom; i++)
+            if (b.v[i].opcode == TSR_OP_GEMM)
+                ops += (double)b.v[i].iter_out * b.v[i].iter_in * (b.v[i].uop_end - b.v[i].uop_bgn);
+        if (!b.oom && tt.kq > 2 && (double)b.bytes / (g->c->dram_bus_width / 8.0) > ops) {
+            free(b.v);
+            free(b.bank);
+            free(b.kern);
+            memset(&b, 0, sizeof b);
+            tt.kq = 2;
+            gg = *g;
+            set_tiling(&gg, t);
+            build_res(&gg, &b);
+        }
+    } else {
+        set_tiling(&gg, t);
         build(&gg, &b);
+    }
     double cost = b.oom || b.nuops > (int)g->c->uop_depth ? 1e30
                                                           : estimate_cycles(&gg, &b) + BYTE_WEIGHT * (double)b.bytes;
     free(b.v);

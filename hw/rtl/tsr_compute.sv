@@ -7,7 +7,10 @@
 // bank rule in tsr_compute_pipe), so every row sees its ops in program
 // order, and requantization of one tile overlaps the GEMMs of the next.
 // Pushes stay in program order: an instruction pushes only once every older
-// instruction has finished. LOAD and FINISH wait until both pipes are idle.
+// instruction has finished. FINISH and uop LOADs wait until both pipes are
+// idle; an accumulator LOAD without push flags waits only for a running
+// pipe whose footprint shares a bank with the rows it writes (the bank rule
+// again), so constants for one bank load while the other bank computes.
 // The uop buffer is kept twice (one read port per pipe) and the
 // accumulator is split in two banks by its index MSB, each bank kept twice
 // (dst and src reads of the ALU in one cycle); the output buffer (in
@@ -84,6 +87,8 @@ module tsr_compute (
   logic [34:0]  ld_end;       // sram_base + rows*row
   logic [33:0]  ld_size_q, ld_size_d;  // rows*row of the accepted command
   logic [16:0]  in_rows, in_row;        // of cmd_i
+  logic         ld_acc_nb;    // accumulator LOAD that need not wait for both pipes
+  logic [1:0]   ld_banks;     // accumulator banks it writes
 
   // Continuous assignments (Icarus handles constant part-selects of a
   // vector read in always_comb only coarsely).
@@ -109,6 +114,10 @@ module tsr_compute (
   assign in_row  = 17'(cmd_i[tsr_pkg::MEM_X_PAD0_LSB +: 4]) + 17'(cmd_i[tsr_pkg::MEM_X_SIZE_LSB +: 16])
                  + 17'(cmd_i[tsr_pkg::MEM_X_PAD1_LSB +: 4]);
   assign ld_size_d = 34'(in_rows) * 34'(in_row);
+  assign ld_acc_nb = (opcode == 3'(tsr_pkg::OP_LOAD)) && (x_size != '0) && !f_push_prev && !f_push_next &&
+                     (mem_type == 3'(tsr_pkg::MEM_ACC) || mem_type == 3'(tsr_pkg::MEM_ACC8));
+  assign ld_banks  = {(ld_end - 35'd1) >= 35'(tsr_pkg::ACC_DEPTH / 2),
+                      35'(sram_base) < 35'(tsr_pkg::ACC_DEPTH / 2)};
 
   // ---------------------------------------------------------------------
   // Dispatcher
@@ -136,8 +145,15 @@ module tsr_compute (
     unit    = is_alu ? 1'(PA) : 1'(PG);
     pop_ok  = (!f_pop_prev || pop_prev_valid_i) && (!f_pop_next || pop_next_valid_i);
     push_ok = (!f_push_prev || push_prev_ready_i) && (!f_push_next || push_next_ready_i);
-    // GEMM/ALU need their pipe; LOAD and FINISH wait for both (a barrier).
+    // GEMM/ALU need their pipe; FINISH and most LOADs wait for both (a
+    // barrier); an accumulator LOAD only for pipes busy in its banks.
     unit_free = (is_gemm || is_alu) ? !occ_q[unit] : (occ_q == 2'b00);
+    if (ld_acc_nb) begin
+      unit_free = 1'b1;
+      for (int u = 0; u < 2; u++) begin
+        if (occ_q[u] && p_busy[u] && ((p_banks[2*u +: 2] & ld_banks) != 2'b00)) unit_free = 1'b0;
+      end
+    end
 
     // Errors found when the instruction starts (after its pops, as in the
     // golden model): uop range, load bounds, anything not for this stage.
@@ -242,11 +258,12 @@ module tsr_compute (
         end
       end
       S_PUSH: begin
-        // both pipes are idle here (barrier), so no retire competes
+        // an instruction with push flags came through a barrier (no older
+        // one can retire now); one without may complete beside a retire
         if (push_ok) begin
-          push_prev_o = f_push_prev;
-          push_next_o = f_push_next;
-          count_d     = count_q + 32'd1;
+          push_prev_o = push_prev_o || f_push_prev;
+          push_next_o = push_next_o || f_push_next;
+          count_d     = count_d + 32'd1;
           state_d     = S_IDLE;
         end
       end
@@ -421,7 +438,7 @@ module tsr_compute (
           bk_wdata[b*ROW +: ROW] = a_wdata[u*ROW +: ROW];
         end
       end
-      // loads run only while both pipes are idle
+      // loads run while no pipe uses their bank (dispatcher check)
       if (ld_acc_we && ld_waddr[AIB-1] == 1'(b)) begin
         bk_we[b] = 1'b1;
         bk_waddr[b*HAW +: HAW] = ld_waddr[HAW-1:0];
@@ -484,8 +501,12 @@ module tsr_compute (
         $error("tsr_compute: both pipes write one accumulator bank");
       if (a_we[PG] && a_sre[PA] && a_waddr[PG*AIB + AIB-1] == a_sraddr[PA*AIB + AIB-1])
         $error("tsr_compute: GEMM writes the bank the ALU reads");
-      if (ld_acc_we && (a_we != 2'b00))
-        $error("tsr_compute: load and pipe write the accumulator together");
+      for (int u = 0; u < 2; u++) begin
+        if (ld_acc_we && ((a_we[u] && a_waddr[u*AIB + AIB-1] == ld_waddr[AIB-1]) ||
+                          (a_dre[u] && a_draddr[u*AIB + AIB-1] == ld_waddr[AIB-1]) ||
+                          (a_sre[u] && a_sraddr[u*AIB + AIB-1] == ld_waddr[AIB-1])))
+          $error("tsr_compute: a load writes the accumulator bank a pipe uses");
+      end
     end
   end
 `endif
