@@ -494,7 +494,24 @@ typedef struct {
 } post_t;
 
 /* Emit the requantization ALU sequence and the STOREs of tile pt. */
-static void emit_post(const geo_t *g, ibuf_t *b, const post_t *pt)
+/* The requantization ALU steps: shr (left, if any shift is positive), mulhr
+ * by M, then rqfin (rounding right shift, + y_zp, clamp) with its packed
+ * row. Returns their number. */
+static int post_seq(const geo_t *g, alu_step_t seq[3])
+{
+    int ns = 0;
+    if (g->has_shl_row)
+        seq[ns++] = (alu_step_t){TSR_ALU_SHR, 2, 0};
+    else if (g->shl_imm)
+        seq[ns++] = (alu_step_t){TSR_ALU_SHR, -1, -g->shl_imm};
+    seq[ns++] = (alu_step_t){TSR_ALU_MULHR, 1, 0};
+    seq[ns++] = (alu_step_t){TSR_ALU_RQFIN, 2 + g->has_shl_row, 0};
+    return ns;
+}
+
+/* Emit requantization steps [k0, k1) of tile pt and, when k1 is the last,
+ * its STOREs (a tile's steps may be spread over the next tile's GEMMs). */
+static void emit_post_part(const geo_t *g, ibuf_t *b, const post_t *pt, int k0, int k1)
 {
     const tsr_config_t *c = g->c;
     const int TOH = g->t.toh, OW = g->t.tow, FULL_OW = g->ow, NBA = g->t.nba;
@@ -503,17 +520,9 @@ static void emit_post(const geo_t *g, ibuf_t *b, const post_t *pt)
     const colgeo_t cg = pt->cg;
     tsr_insn_t *in;
     b->cur_bank = acc_bank(g, pa);
-    /* requantize: shr (left, if any shift is positive), mulhr by M, then
-     * rqfin (rounding right shift, + y_zp, clamp) with its packed row */
     alu_step_t seq[3];
-    int ns = 0;
-    if (g->has_shl_row)
-        seq[ns++] = (alu_step_t){TSR_ALU_SHR, 2, 0};
-    else if (g->shl_imm)
-        seq[ns++] = (alu_step_t){TSR_ALU_SHR, -1, -g->shl_imm};
-    seq[ns++] = (alu_step_t){TSR_ALU_MULHR, 1, 0};
-    seq[ns++] = (alu_step_t){TSR_ALU_RQFIN, 2 + g->has_shl_row, 0};
-    for (int k = 0; k < ns; k++) {
+    const int ns = post_seq(g, seq);
+    for (int k = k0; k < k1; k++) {
         in = emit(b, TSR_OP_ALU);
         in->alu_opcode = seq[k].op;
         in->uop_bgn = alu_uop_b(g, b, pa, cob0, seq[k].k);
@@ -527,6 +536,8 @@ static void emit_post(const geo_t *g, ibuf_t *b, const post_t *pt)
         in->imm = seq[k].k < 0 ? seq[k].imm : 0;
         in->push_next = k == ns - 1;
     }
+    if (k1 < ns)
+        return;
     /* ---- store stage ---- */
     const long plane = (long)g->oh * FULL_OW;
     const int full_rows = OW == FULL_OW;
@@ -553,6 +564,12 @@ static void emit_post(const geo_t *g, ibuf_t *b, const post_t *pt)
         in->push_prev = k == nst - 1 && (t < g->tiles - NBA || t == g->tiles - 1);
         b->bytes += (uint64_t)in->y_size * in->x_size * c->out_bytes;
     }
+}
+
+static void emit_post(const geo_t *g, ibuf_t *b, const post_t *pt)
+{
+    alu_step_t seq[3];
+    emit_post_part(g, b, pt, 0, post_seq(g, seq));
 }
 
 /* Initialise the accumulators of tile t (region pa, tco blocks, toh rows)
@@ -857,7 +874,8 @@ static void build_res(const geo_t *g, ibuf_t *b)
     int *slast = malloc(sizeof *slast * (size_t)NI);
     uint8_t *wdone = calloc((size_t)g->chunks * (size_t)g->cob, 1);
     size_t *glast = malloc(sizeof *glast * (size_t)(g->steps > 0 ? g->steps : 1));
-    if (!tl || !skey || !slast || !wdone || !glast) {
+    int *runs = malloc(sizeof *runs * 2 * (size_t)g->cob);
+    if (!tl || !skey || !slast || !wdone || !glast || !runs) {
         b->oom = 1;
         goto out;
     }
@@ -903,9 +921,9 @@ static void build_res(const geo_t *g, ibuf_t *b)
         for (int ch = 0; ch < g->chunks; ch++, s++) {
             const int cib0 = ch * TCI, nin = imin(TCI, g->cib - cib0);
             /* the first tile's steps (the load stage is then the bottleneck)
-             * hand over their weights in groups, each with its own token,
-             * within the queue depth the lookahead leaves */
-            const int ngrp = t == 0 ? imax(1, imin(imin(tco, 4), 1 + grp_budget)) : 1;
+             * hand over their data in groups of input blocks, each with its
+             * own token, within the queue depth the lookahead leaves */
+            const int ngrp = t == 0 ? imax(1, imin(imin(nin, 4), 1 + grp_budget)) : 1;
             grp_budget -= ngrp - 1;
             /* ---- load stage ---- */
             const long ikey = ((long)nb * n_rw + rw) * g->chunks + ch;
@@ -932,11 +950,35 @@ static void build_res(const geo_t *g, ibuf_t *b)
             popped += npop;
             const size_t first_real = b->n;
             tsr_insn_t *last = NULL;
-            if (load_in) {
-                for (int j = 0; j < nin; j++) {
+            /* output blocks of the tile whose weights of this chunk are not
+             * on chip yet, as runs */
+            int nrun = 0;
+            for (int co = cob0; co < cob0 + tco;) {
+                if (wdone[(size_t)ch * g->cob + co]) {
+                    co++;
+                    continue;
+                }
+                int e = co;
+                while (e < cob0 + tco && !wdone[(size_t)ch * g->cob + e])
+                    wdone[(size_t)ch * g->cob + e++] = 1;
+                runs[2 * nrun] = co;
+                runs[2 * nrun + 1] = e;
+                nrun++;
+                co = e;
+            }
+            /* per input block of the chunk: its input, then its weights
+             * (on chip [chunk][block][output block], one LOAD per run);
+             * groups of blocks end with a token of their own */
+            const uint32_t wbase = (uint32_t)(ch * g->cob * TCI * g->kk);
+            for (int gi = 0; gi < ngrp; gi++) {
+                const int i0 = gi * nin / ngrp, i1 = (gi + 1) * nin / ngrp;
+                const size_t grp_first = b->n;
+                for (int j = i0; j < i1; j++) {
                     const uint32_t sram = (uint32_t)(islot * g->islot_sz + j * g->rows_in * g->wr);
                     const uint32_t blk = g->x_el + (uint32_t)(((long)nb * g->cib + cib0 + j) * p->h * p->w);
-                    if (!cg.real) {
+                    if (load_in && !cg.real) {
+                        /* the window lies in the left/right padding: pad rows
+                         * only (y_size 0), at most 15 per LOAD */
                         for (int y = 0; y < r.rows; y += 15) {
                             in = emit(b, TSR_OP_LOAD);
                             in->mem_type = TSR_MEM_INP;
@@ -948,52 +990,38 @@ static void build_res(const geo_t *g, ibuf_t *b)
                             in->pad_value = g->h_pad;
                             last = in;
                         }
-                        continue;
+                    } else if (load_in) {
+                        in = emit(b, TSR_OP_LOAD);
+                        in->mem_type = TSR_MEM_INP;
+                        in->sram_base = sram;
+                        in->dram_base = blk + (uint32_t)((long)r.iy_first * p->w + cg.ix_first);
+                        in->y_size = (uint32_t)r.real;
+                        in->x_size = (uint32_t)cg.real;
+                        in->x_stride = (uint32_t)(g->row_step * p->w);
+                        in->y_pad0 = (uint32_t)r.pad0;
+                        in->y_pad1 = (uint32_t)r.pad1;
+                        in->x_pad0 = (uint32_t)cg.pad0;
+                        in->x_pad1 = (uint32_t)cg.pad1;
+                        in->pad_value = g->h_pad;
+                        b->bytes += (uint64_t)r.real * cg.real * c->inp_bytes;
+                        last = in;
                     }
-                    in = emit(b, TSR_OP_LOAD);
-                    in->mem_type = TSR_MEM_INP;
-                    in->sram_base = sram;
-                    in->dram_base = blk + (uint32_t)((long)r.iy_first * p->w + cg.ix_first);
-                    in->y_size = (uint32_t)r.real;
-                    in->x_size = (uint32_t)cg.real;
-                    in->x_stride = (uint32_t)(g->row_step * p->w);
-                    in->y_pad0 = (uint32_t)r.pad0;
-                    in->y_pad1 = (uint32_t)r.pad1;
-                    in->x_pad0 = (uint32_t)cg.pad0;
-                    in->x_pad1 = (uint32_t)cg.pad1;
-                    in->pad_value = g->h_pad;
-                    b->bytes += (uint64_t)r.real * cg.real * c->inp_bytes;
-                    last = in;
-                }
-            }
-            /* weights of the tile's blocks not yet on chip, in runs; in
-             * step 0 in groups that each end with a token */
-            const uint32_t wbase = (uint32_t)(ch * g->cob * TCI * g->kk);
-            for (int gi = 0; gi < ngrp; gi++) {
-                const int g0 = cob0 + gi * tco / ngrp, g1 = cob0 + (gi + 1) * tco / ngrp;
-                const size_t grp_first = b->n;
-                for (int co = g0; co < g1;) {
-                    if (wdone[(size_t)ch * g->cob + co]) {
-                        co++;
-                        continue;
+                    for (int k = 0; k < nrun; k++) {
+                        const int c0 = runs[2 * k], c1 = runs[2 * k + 1];
+                        in = emit(b, TSR_OP_LOAD);
+                        in->mem_type = TSR_MEM_WGT;
+                        in->sram_base = wbase + (uint32_t)((j * g->cob + c0) * g->kk);
+                        in->dram_base = g->w_el + (uint32_t)(((long)c0 * g->cib + cib0 + j) * g->kk);
+                        in->y_size = (uint32_t)(c1 - c0);
+                        in->x_size = (uint32_t)g->kk;
+                        in->x_stride = (uint32_t)(g->cib * g->kk);
+                        b->bytes += (uint64_t)in->y_size * in->x_size * c->wgt_bytes;
+                        last = in;
                     }
-                    int e = co;
-                    while (e < g1 && !wdone[(size_t)ch * g->cob + e])
-                        wdone[(size_t)ch * g->cob + e++] = 1;
-                    in = emit(b, TSR_OP_LOAD);
-                    in->mem_type = TSR_MEM_WGT;
-                    in->sram_base = wbase + (uint32_t)(co * nin * g->kk);
-                    in->dram_base = g->w_el + (uint32_t)(((long)co * g->cib + cib0) * g->kk);
-                    in->y_size = (uint32_t)(e - co);
-                    in->x_size = (uint32_t)(nin * g->kk);
-                    in->x_stride = (uint32_t)(g->cib * g->kk);
-                    b->bytes += (uint64_t)in->y_size * in->x_size * c->wgt_bytes;
-                    last = in;
-                    co = e;
                 }
                 if (gi < ngrp - 1) {
                     if (b->n == grp_first || !last) {
-                        last = emit(b, TSR_OP_LOAD); /* tokens only: the group's weights were on chip */
+                        last = emit(b, TSR_OP_LOAD); /* tokens only: the group's data was on chip */
                         last->mem_type = TSR_MEM_INP;
                     }
                     if (!b->count_only && !b->oom)
@@ -1016,13 +1044,15 @@ static void build_res(const geo_t *g, ibuf_t *b)
                     emit_mov(g, b, t, pa, cob0, tco, r.toh);
                 }
             }
-            const int per_blk = nin * g->kk;
-            const uint32_t kb = res_kernel(b, 0, pa, islot, cob0, cob0 + tco, ch, tco * per_blk);
-            for (int cl = 0; cl < ngrp; cl++) {
-                const int c0 = cl * tco / ngrp, c1 = (cl + 1) * tco / ngrp;
+            /* the kernel runs input block by input block (all output blocks
+             * each), so a group of blocks is a uop range */
+            const int per_in = tco * g->kk;
+            const uint32_t kb = res_kernel(b, 0, pa, islot, cob0, cob0 + tco, ch, nin * per_in);
+            for (int gi = 0; gi < ngrp; gi++) {
+                const int i0 = gi * nin / ngrp, i1 = (gi + 1) * nin / ngrp;
                 in = emit(b, TSR_OP_GEMM);
-                in->uop_bgn = kb + (uint32_t)(c0 * per_blk);
-                in->uop_end = kb + (uint32_t)(c1 * per_blk);
+                in->uop_bgn = kb + (uint32_t)(i0 * per_in);
+                in->uop_end = kb + (uint32_t)(i1 * per_in);
                 in->iter_out = (uint32_t)r.toh;
                 in->dst_factor_out = r.toh > 1 ? (uint32_t)OW : 0;
                 in->src_factor_out = r.toh > 1 ? (uint32_t)sfo : 0;
@@ -1032,6 +1062,11 @@ static void build_res(const geo_t *g, ibuf_t *b)
                 in->pop_prev = 1;
             }
             glast[s] = b->n - 1;
+            if (t == 0 && ch == imin(1, g->chunks - 1) && g->tiles > 1) {
+                /* bank 1's constants, beside a long GEMM of the first tile
+                 * (not the first one, while the load stage is busiest) */
+                res_consts(g, b, cst, 1, 2);
+            }
             if (ch == 0 && NBA == 4 && t + 1 < g->tiles) {
                 /* open the next tile now (see build) */
                 const int npa = (t + 1) % NBA;
@@ -1042,10 +1077,20 @@ static void build_res(const geo_t *g, ibuf_t *b)
                 emit_mov(g, b, t + 1, npa, tl[t + 1].c0, tl[t + 1].c1 - tl[t + 1].c0, nr.toh);
                 mov_done = t + 1;
             }
-            if (ch == 0 && pend.valid) {
-                res_consts(g, b, cst, pend.pa % 2, 2);
-                emit_post(g, b, &pend);
-                pend.valid = 0;
+            if (pend.valid) {
+                /* the previous tile's requantization, one step behind each
+                 * of this tile's first GEMMs: the dispatcher holds a GEMM
+                 * behind an ALU step that waits for the ALU pipe, so a
+                 * block of steps would stall the GEMM pipe */
+                alu_step_t seq[3];
+                const int ns = post_seq(g, seq);
+                if (ch == 0)
+                    res_consts(g, b, cst, pend.pa % 2, 2);
+                const int k0 = imin(ch, ns), k1 = ch == g->chunks - 1 ? ns : imin(ch + 1, ns);
+                if (k1 > k0)
+                    emit_post_part(g, b, &pend, k0, k1);
+                if (k1 == ns)
+                    pend.valid = 0;
             }
             if (ch == g->chunks - 1) {
                 pend = (post_t){1, t, pa, tco, cob0, nb, r, cg};
@@ -1083,6 +1128,7 @@ out:
     free(slast);
     free(wdone);
     free(glast);
+    free(runs);
 }
 
 /* ------------------------------------------------------ timing estimate */
@@ -1647,14 +1693,14 @@ static int encode_uops(const geo_t *g, uint8_t **out)
             }
             const int nin = imin(g->t.tci, g->cib - kn->j * g->t.tci);
             const uint32_t wbase = (uint32_t)(kn->j * g->cob * g->t.tci * g->kk);
-            for (int cl = kn->c0; cl < kn->c1; cl++)
-                for (int ci = 0; ci < nin; ci++)
+            for (int ci = 0; ci < nin; ci++)
+                for (int cl = kn->c0; cl < kn->c1; cl++)
                     for (int ky = 0; ky < p->kh; ky++)
                         for (int kx = 0; kx < p->kw; kx++, k++) {
                             tsr_uop_t u;
                             u.dst = dst0 + (uint32_t)((cl - kn->c0) * g->t.toh * g->t.tow);
                             u.src = (uint32_t)(kn->islot * g->islot_sz + ci * g->rows_in * g->wr + ky * g->wr + kx);
-                            u.wgt = wbase + (uint32_t)((cl * nin + ci) * g->kk + ky * p->kw + kx);
+                            u.wgt = wbase + (uint32_t)((ci * g->cob + cl) * g->kk + ky * p->kw + kx);
                             uint64_t raw;
                             if ((rc = tsr_uop_encode(c, &u, &raw)))
                                 goto fail;

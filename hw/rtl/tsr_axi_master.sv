@@ -1,7 +1,10 @@
 // tsr_axi_master: serves NumRd DMA read ports and one DMA write port on one
 // AXI4 master. Port requests (bus-aligned address, beat count) are cut into
 // INCR bursts of at most 16 beats that never cross a 4 KiB boundary. Read
-// bursts are arbitrated round-robin between ports per burst, with ARID = port
+// bursts are arbitrated per burst, round-robin among the ports of RdPrio
+// that request (ports whose reads stall their stage: instruction fetch, the
+// compute stage's uop/acc loads) and among all ports when none of those
+// does (the load stage prefetches ahead), with ARID = port
 // index and up to MaxRdOut bursts outstanding; R beats are routed by RID and
 // only taken when the destination port is ready. Writes: AW bursts and W
 // beats proceed independently (W of a burst may go before its AW is
@@ -13,7 +16,8 @@ module tsr_axi_master #(
   parameter int NumRd    = 3,
   parameter int BusBytes = tsr_pkg::BUS_BYTES,
   parameter int MaxRdOut = 8,   // read bursts in flight (AR issued, RLAST not seen)
-  parameter int MaxWrOut = 8    // write bursts in flight (AW issued, B not seen)
+  parameter int MaxWrOut = 8,   // write bursts in flight (AW issued, B not seen)
+  parameter logic [NumRd-1:0] RdPrio = '0  // read ports served first
 ) (
   input  logic                  clk_i,
   input  logic                  rst_ni,
@@ -127,14 +131,17 @@ module tsr_axi_master #(
   logic           any_req;
   logic [PW:0]    idx;
 
+  logic [NumRd-1:0] rq_cand;
+
   always_comb begin
     pick    = rr_q;
     any_req = 1'b0;
     idx     = '0;
+    rq_cand = ((rq_valid & RdPrio) != '0) ? (rq_valid & RdPrio) : rq_valid;
     for (int i = 1; i <= NumRd; i++) begin
       idx = {1'b0, rr_q} + (PW + 1)'(i);
       if (idx >= (PW + 1)'(NumRd)) idx = idx - (PW + 1)'(NumRd);
-      if (!any_req && rq_valid[idx[PW-1:0]]) begin
+      if (!any_req && rq_cand[idx[PW-1:0]]) begin
         any_req = 1'b1;
         pick    = idx[PW-1:0];
       end

@@ -332,7 +332,9 @@ module tsr_top (
   assign out_rdata = out_rbank_q ? out_bank_rdata[tsr_pkg::OUT_BYTES*8 +: tsr_pkg::OUT_BYTES*8]
                                  : out_bank_rdata[0 +: tsr_pkg::OUT_BYTES*8];
 
-  tsr_axi_master #(.NumRd(NRD), .BusBytes(tsr_pkg::BUS_BYTES)) u_axi (
+  // fetch and compute reads first: they stall their stage, the load stage
+  // prefetches ahead of the compute stage
+  tsr_axi_master #(.NumRd(NRD), .BusBytes(tsr_pkg::BUS_BYTES), .RdPrio(3'b101)) u_axi (
     .clk_i           (clk_i),
     .rst_ni          (rst_ni),
     .rd_req_valid_i  (rd_req_valid),
