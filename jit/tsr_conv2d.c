@@ -1065,10 +1065,12 @@ static void build_res(const geo_t *g, ibuf_t *b)
             if (t == 0 && ch == imin(1, g->chunks - 1) && g->tiles > 1) {
                 /* bank 1's constants, beside a long GEMM of the first tile
                  * (not the first one, while the load stage is busiest) */
-                res_consts(g, b, cst, 1, 2);
+                res_consts(g, b, cst, 1, 1);
             }
-            if (ch == 0 && NBA == 4 && t + 1 < g->tiles) {
-                /* open the next tile now (see build) */
+            if (ch == (t == 0 ? g->chunks - 1 : 0) && NBA == 4 && t + 1 < g->tiles) {
+                /* open the next tile now (see build); behind the first
+                 * tile's last GEMM, not its first, which the load stage
+                 * still feeds (the MOV needs bank 1's constants) */
                 const int npa = (t + 1) % NBA;
                 rowgeo_t nr;
                 row_tile(g, tl[t + 1].rw / g->n_wt, &nr);
