@@ -116,8 +116,12 @@ module tsr_compute (
   assign ld_size_d = 34'(in_rows) * 34'(in_row);
   assign ld_acc_nb = (opcode == 3'(tsr_pkg::OP_LOAD)) && (x_size != '0) && !f_push_prev && !f_push_next &&
                      (mem_type == 3'(tsr_pkg::MEM_ACC) || mem_type == 3'(tsr_pkg::MEM_ACC8));
-  assign ld_banks  = {(ld_end - 35'd1) >= 35'(tsr_pkg::ACC_DEPTH / 2),
-                      35'(sram_base) < 35'(tsr_pkg::ACC_DEPTH / 2)};
+  localparam int ACC_HALF_ROWS = tsr_pkg::ACC_DEPTH / 2;
+  localparam logic [34:0] ACC_HALF = 35'(ACC_HALF_ROWS);
+  assign ld_banks  = {(ld_end - 35'd1) >= ACC_HALF, 35'(sram_base) < ACC_HALF};
+  // a pipe still running an instruction whose footprint shares a bank with
+  // the load (p_busy/p_banks come from the pipes, declared below)
+  logic ld_conflict;
 
   // ---------------------------------------------------------------------
   // Dispatcher
@@ -138,6 +142,8 @@ module tsr_compute (
   logic [3:0]  pflags_q, pflags_d; // its push flags {next, prev}, 2 bits per pipe
   logic [1:0]  p_start, p_busy, p_known, p_err, p_op, p_retire;
   logic [3:0]  p_banks;            // banks of each pipe's footprint, 2 bits per pipe
+  assign ld_conflict = (occ_q[0] && p_busy[0] && ((p_banks[1:0] & ld_banks) != 2'b00)) ||
+                       (occ_q[1] && p_busy[1] && ((p_banks[3:2] & ld_banks) != 2'b00));
   logic [1:0]  p_push_ok;
   logic        unit;               // pipe of the command in cmd_q
 
@@ -147,13 +153,7 @@ module tsr_compute (
     push_ok = (!f_push_prev || push_prev_ready_i) && (!f_push_next || push_next_ready_i);
     // GEMM/ALU need their pipe; FINISH and most LOADs wait for both (a
     // barrier); an accumulator LOAD only for pipes busy in its banks.
-    unit_free = (is_gemm || is_alu) ? !occ_q[unit] : (occ_q == 2'b00);
-    if (ld_acc_nb) begin
-      unit_free = 1'b1;
-      for (int u = 0; u < 2; u++) begin
-        if (occ_q[u] && p_busy[u] && ((p_banks[2*u +: 2] & ld_banks) != 2'b00)) unit_free = 1'b0;
-      end
-    end
+    unit_free = (is_gemm || is_alu) ? !occ_q[unit] : ld_acc_nb ? !ld_conflict : (occ_q == 2'b00);
 
     // Errors found when the instruction starts (after its pops, as in the
     // golden model): uop range, load bounds, anything not for this stage.
