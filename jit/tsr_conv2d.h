@@ -33,6 +33,9 @@
  *           act_min, act_max (isa/semantics.md): requantizing a row is mulhr +
  *           rqfin (+ shr), so the ALU pipe keeps up with the GEMMs of the next
  *           tile even for 1x1 convolutions.
+ *           Resident plans (plan.resident) keep each kind together instead:
+ *           [bias' of every block][M][left shift][rqfin], a kind with one
+ *           value for every channel (per-tensor requantization) as one row.
  *
  * Schedule. An output tile is (one batch block, TCO output-channel blocks,
  * TOH output rows, all OW columns, or TOW columns when an input row is too
@@ -41,11 +44,19 @@
  * step is one (tile, chunk). Step s uses half s%2 of the inp and wgt
  * buffers, tile t half t%2 of the acc/out buffer, so loads of the next step
  * and the store of the previous tile overlap the compute of this one (see
- * the schedule comment in tsr_conv2d.c). Tiles and chunk sizes come from a
- * cost model over the buffer depths (DRAM bytes plus a per-instruction
- * overhead). When no double-buffered tiling fits (e.g. a 7x7 kernel over a
- * wide row), the inp/wgt and then the acc rotation fall back to one buffer
- * (correct, but loads or stores no longer overlap compute).
+ * the schedule comment in tsr_conv2d.c). When no double-buffered tiling
+ * fits (e.g. a 7x7 kernel over a wide row), the inp/wgt and then the acc
+ * rotation fall back to one buffer (correct, but loads or stores no longer
+ * overlap compute).
+ * Resident mode (when all weights fit the weight buffer): every weight block
+ * and constant row is loaded once and stays on chip, input blocks are cached
+ * in slots, the load stage runs up to 6 steps ahead, the first tile's data
+ * arrives in token-separated groups of input blocks, and the last row tile's
+ * output-channel tiles shrink by halves so that little requantization is
+ * left after the last GEMM (build_res in tsr_conv2d.c).
+ * The tiling (sizes, rotations, mode) is the one a timing model of the
+ * accelerator (estimate_cycles: stages, two compute pipes under the bank
+ * rule, a shared DRAM port) finds fastest; plan.cost is its estimate.
  */
 #ifndef TSR_CONV2D_H
 #define TSR_CONV2D_H
