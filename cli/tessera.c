@@ -39,10 +39,13 @@ static tsr_device_opts_t g_dev;
     "  --trace-start C       first cycle dumped (0)\n"                                           \
     "  --trace-cycles N      cycles dumped (0 = to the end)\n"                                   \
     "  --threads N           Verilator threads (1; more rarely helps on 2 cores)\n"              \
-    "  --watchdog N          cycles without progress before a run is declared stuck (200000)\n"
+    "  --watchdog N          cycles without progress before a run is declared stuck (200000)\n"    \
+    "  --profile FILE.csv    utilisation timeline: per window of every run, the GEMM/ALU/dual\n"  \
+    "                        ops, DRAM bytes read/written and instructions each stage completed\n" \
+    "  --profile-window N    cycles per profile line (256)\n"
 
 enum { OPT_DRAM_LAT = 1000, OPT_DRAM_BW, OPT_DRAM_OUT, OPT_TRACE, OPT_TRACE_START, OPT_TRACE_CYCLES,
-       OPT_THREADS, OPT_WATCHDOG };
+       OPT_THREADS, OPT_WATCHDOG, OPT_PROFILE, OPT_PROFILE_WINDOW };
 
 #define DEVICE_LONG_OPTIONS                                                                        \
     {"dram-latency", required_argument, 0, OPT_DRAM_LAT},                                          \
@@ -52,7 +55,9 @@ enum { OPT_DRAM_LAT = 1000, OPT_DRAM_BW, OPT_DRAM_OUT, OPT_TRACE, OPT_TRACE_STAR
     {"trace-start", required_argument, 0, OPT_TRACE_START},                                        \
     {"trace-cycles", required_argument, 0, OPT_TRACE_CYCLES},                                      \
     {"threads", required_argument, 0, OPT_THREADS},                                                \
-    {"watchdog", required_argument, 0, OPT_WATCHDOG}
+    {"watchdog", required_argument, 0, OPT_WATCHDOG},                                              \
+    {"profile", required_argument, 0, OPT_PROFILE},                                                \
+    {"profile-window", required_argument, 0, OPT_PROFILE_WINDOW}
 
 static int parse_long(const char *s, long lo, long hi, long *out);
 static int parse_u64(const char *s, uint64_t *out);
@@ -91,6 +96,11 @@ static int device_option(int c, const char *arg)
     case OPT_WATCHDOG:
         if (parse_u64(arg, &u) || !u) return -1;
         g_dev.rtl.watchdog_cycles = u;
+        return 1;
+    case OPT_PROFILE: g_dev.rtl.profile_path = arg; return 1;
+    case OPT_PROFILE_WINDOW:
+        if (parse_long(arg, 16, 1L << 30, &v)) return -1;
+        g_dev.rtl.profile_window = (uint32_t)v;
         return 1;
     default: return 0;
     }

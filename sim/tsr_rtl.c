@@ -54,6 +54,11 @@ typedef struct {
     int head, count;
 } bq_t;
 
+/* Counters a profile line reports (deltas over its window). */
+static const int prof_cnt[] = {TSR_CNT_GEMM_OPS, TSR_CNT_ALU_OPS, TSR_CNT_DUAL_OPS, TSR_CNT_DRAM_RD_BYTES,
+                               TSR_CNT_DRAM_WR_BYTES};
+#define PROF_N (sizeof prof_cnt / sizeof prof_cnt[0] + 1) /* + the stage instruction counts */
+
 struct tsr_rtl {
     tsr_config_t cfg;
     tsr_dram_t *dram;
@@ -76,6 +81,11 @@ struct tsr_rtl {
     uint64_t last_activity;    /* sum of activity counters at the last check */
     uint64_t last_change;      /* cycle it last changed */
     int tracing;
+    /* profile */
+    FILE *prof;                /* open timeline, or NULL */
+    uint64_t prof_next;        /* cycle of the next sample */
+    uint32_t prof_last[PROF_N];/* counter values (low words) at the last sample */
+    uint32_t prof_run;         /* runs started */
 };
 
 static void bq_push(bq_t *q, burst_t b) { q->q[(q->head + q->count++) % RD_MAX] = b; }
@@ -383,6 +393,30 @@ static int reg_read(tsr_rtl_t *r, uint32_t addr, uint32_t *val)
     return TSR_OK;
 }
 
+/* Profile: read the counters (AXI4-Lite, a few cycles each; the
+ * accelerator runs on meanwhile) and, with emit, write the line of the
+ * window that ends now: counter deltas and the instructions each stage
+ * completed. */
+static void prof_sample(tsr_rtl_t *r, int emit)
+{
+    uint32_t v[PROF_N] = {0};
+    uint64_t t0 = r->cycle;
+    for (size_t k = 0; k + 1 < PROF_N; k++)
+        reg_read(r, tsr_cnt_offset(prof_cnt[k]), &v[k]);
+    reg_read(r, TSR_REG_STAGE_INSNS, &v[PROF_N - 1]);
+    if (emit) {
+        const uint32_t st = v[PROF_N - 1], st0 = r->prof_last[PROF_N - 1];
+        fprintf(r->prof, "%u,%llu", r->prof_run, (unsigned long long)t0);
+        for (size_t k = 0; k + 1 < PROF_N; k++)
+            fprintf(r->prof, ",%u", v[k] - r->prof_last[k]);
+        for (int sh = 0; sh < 30; sh += 10)
+            fprintf(r->prof, ",%u", ((st >> sh) - (st0 >> sh)) & 1023u);
+        fputc('\n', r->prof);
+    }
+    memcpy(r->prof_last, v, sizeof v);
+    r->prof_next = t0 + (r->o.profile_window ? r->o.profile_window : 256);
+}
+
 int tsr_rtl_read_counters(tsr_rtl_t *r, uint64_t hw[TSR_CNT_COUNT])
 {
     for (int k = 0; k < TSR_CNT_COUNT; k++) {
@@ -440,6 +474,15 @@ int tsr_rtl_create(const tsr_config_t *cfg, tsr_dram_t *dram, const tsr_rtl_opts
         rc = tsr_err(TSR_EBACKEND, "rtl: %s is not a compatible model (delete the cache directory)", lib);
         goto fail;
     }
+    if (r->o.profile_path) {
+        r->prof = fopen(r->o.profile_path, "w");
+        if (!r->prof) {
+            rc = tsr_err(TSR_EIO, "rtl: cannot write the profile %s: %s", r->o.profile_path, strerror(errno));
+            goto fail;
+        }
+        fprintf(r->prof, "run,cycle,gemm_ops,alu_ops,dual_ops,dram_rd_bytes,dram_wr_bytes,load_insns,compute_insns,"
+                         "store_insns\n");
+    }
     r->m = r->api->create(r->o.trace_path);
     if (!r->m) {
         rc = tsr_err(TSR_EBACKEND, "rtl: model creation failed");
@@ -465,6 +508,8 @@ void tsr_rtl_destroy(tsr_rtl_t *r)
         r->api->destroy(r->m);
     /* The library stays loaded: Verilator's runtime keeps global state that
      * must not be unmapped while the process lives. */
+    if (r->prof)
+        fclose(r->prof);
     free(r->insns);
     free(r->beat);
     free(r);
@@ -495,6 +540,10 @@ int tsr_rtl_start(tsr_rtl_t *r, uint64_t insn_addr, uint32_t count)
     r->running = 1;
     r->last_activity = 0;
     r->last_change = r->cycle;
+    if (r->prof) {
+        r->prof_run++;
+        prof_sample(r, 0);
+    }
     return TSR_OK;
 }
 
@@ -557,6 +606,10 @@ int tsr_rtl_step(tsr_rtl_t *r, uint64_t max_cycles, int *done)
         r->api->eval(r->m);
         if (r->api->get(r->m, TSR_V_DONE)) {
             uint32_t status = 0;
+            if (r->prof) {
+                prof_sample(r, 1); /* the last (partial) window */
+                fflush(r->prof);
+            }
             int rc = reg_read(r, TSR_REG_STATUS, &status);
             r->running = 0;
             if (rc)
@@ -567,6 +620,8 @@ int tsr_rtl_step(tsr_rtl_t *r, uint64_t max_cycles, int *done)
             return TSR_OK;
         }
         cycle(r);
+        if (r->prof && r->cycle >= r->prof_next)
+            prof_sample(r, 1);
         /* Watchdog: some counter other than cycles must move. */
         if ((r->cycle & 0x3fff) == 0) {
             uint64_t act = 0, v;

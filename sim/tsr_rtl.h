@@ -25,6 +25,8 @@ typedef struct tsr_rtl_opts {
     int threads;                 /* Verilator threads (0/1 = single-threaded) */
     uint64_t watchdog_cycles;    /* cycles without any activity before a run is declared stuck (0 = 200000) */
     int verbose;                 /* print model builds to stderr */
+    const char *profile_path;    /* utilisation timeline (CSV, one line per window of every run), or NULL */
+    uint32_t profile_window;     /* cycles per profile line (0 = 256) */
 } tsr_rtl_opts_t;
 
 typedef struct tsr_rtl tsr_rtl_t;

@@ -285,6 +285,95 @@ static void test_trace_and_threads(void **state)
                      v[k], (unsigned long long)cyc[k], v[0], (unsigned long long)cyc[0]);
 }
 
+/* The profile: one CSV line per window of every run; its deltas add up to
+ * the hardware counters, its cycles increase, profiling changes no cycle
+ * count, and a file that cannot be written is an error at open. */
+static void test_profile(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/tsr_test_rtl_XXXXXX.csv";
+    int fd = mkstemps(path, 4);
+    assert_true(fd >= 0);
+    close(fd);
+    uint64_t cyc[2];
+    uint64_t hw_alu = 0, hw_wr = 0;
+    for (int k = 0; k < 2; k++) {
+        tsr_device_opts_t o = {0};
+        if (k) {
+            o.rtl.profile_path = path;
+            o.rtl.profile_window = 16;
+        }
+        tsr_device_t *dev = open_rtl_opts("tiny", &o);
+        const tsr_config_t *c = tsr_device_config(dev);
+        uint64_t a;
+        assert_int_equal(tsr_mem_alloc(dev, 4096, &a), TSR_OK);
+        tsr_insn_t s[3];
+        store_stream(s, a, c, 5);
+        s[0].iter_out = 32; /* 32 x 8 ALU ops over rows 0..255 (dst +8, +1) */
+        s[0].iter_in = 8;
+        s[0].dst_factor_out = 8;
+        s[0].dst_factor_in = 1;
+        s[1].y_size = 1;
+        s[1].x_size = s[1].x_stride = 256 < c->acc_depth ? 256 : c->acc_depth;
+        if (c->acc_depth < 256) {
+            s[0].iter_out = c->acc_depth / 8;
+        }
+        for (int run = 0; run < 2; run++) { /* two runs: two groups of lines */
+            assert_int_equal(tsr_submit(dev, s, 3), TSR_OK);
+            if (tsr_wait(dev, -1))
+                fail_msg("%s", tsr_errmsg());
+        }
+        tsr_counters_t ctr;
+        assert_int_equal(tsr_read_counters(dev, &ctr), TSR_OK);
+        cyc[k] = ctr.cycles;
+        hw_alu = ctr.hw[TSR_CNT_ALU_OPS];
+        hw_wr = ctr.hw[TSR_CNT_DRAM_WR_BYTES];
+        tsr_device_close(dev);
+    }
+    assert_true(cyc[0] == cyc[1]);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    char line[512];
+    assert_non_null(fgets(line, sizeof line, f));
+    assert_string_equal(line, "run,cycle,gemm_ops,alu_ops,dual_ops,dram_rd_bytes,dram_wr_bytes,load_insns,"
+                              "compute_insns,store_insns\n");
+    unsigned long long sum_alu = 0, sum_wr = 0, sum_c = 0, sum_s = 0, sum_l = 0, last_cyc = 0;
+    unsigned run, g, al, du, rd, wr, li, ci, si, runs_seen = 0, lines = 0;
+    unsigned long long cy;
+    while (fgets(line, sizeof line, f)) {
+        if (sscanf(line, "%u,%llu,%u,%u,%u,%u,%u,%u,%u,%u", &run, &cy, &g, &al, &du, &rd, &wr, &li, &ci, &si) != 10)
+            fail_msg("bad profile line: %s", line);
+        if (cy <= last_cyc)
+            fail_msg("profile cycles do not increase: %llu after %llu", cy, last_cyc);
+        last_cyc = cy;
+        runs_seen = run > runs_seen ? run : runs_seen;
+        sum_alu += al;
+        sum_wr += wr;
+        sum_c += ci;
+        sum_s += si;
+        sum_l += li;
+        lines++;
+    }
+    fclose(f);
+    unlink(path);
+    assert_int_equal(runs_seen, 2);
+    assert_true(lines > 4);
+    if (sum_alu != hw_alu || sum_wr != hw_wr)
+        fail_msg("profile sums: %llu ALU ops, %llu bytes written; counters %llu, %llu", sum_alu, sum_wr,
+                 (unsigned long long)hw_alu, (unsigned long long)hw_wr);
+    /* per run the compute stage completes the ALU op and FINISH, the store
+     * stage the STORE */
+    if (sum_c != 4 || sum_s != 2 || sum_l != 0)
+        fail_msg("profile: %llu compute, %llu store, %llu load instructions; want 4, 2, 0", sum_c, sum_s, sum_l);
+    tsr_device_opts_t bad = {0};
+    bad.rtl.profile_path = "/nonexistent-dir/p.csv";
+    tsr_config_t cfg;
+    tsr_device_t *dev = NULL;
+    assert_int_equal(tsr_config_load("tiny", &cfg), TSR_OK);
+    assert_int_equal(tsr_device_open("rtl", &cfg, &bad, &dev), TSR_EIO);
+    assert_non_null(strstr(tsr_errmsg(), "/nonexistent-dir/p.csv"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -295,6 +384,7 @@ int main(void)
         cmocka_unit_test(test_index_out_of_range_reports_error),
         cmocka_unit_test(test_dram_bandwidth_shows_in_cycles),
         cmocka_unit_test(test_trace_and_threads),
+        cmocka_unit_test(test_profile),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
