@@ -1466,8 +1466,12 @@ static int choose_tiling(geo_t *g)
             }
     }
     /* resident mode (full rows): every chunk/channel-tile size, both
-     * acc rotations, with and without the shrinking last tiles */
-    for (int nba = 4; nba >= 2 && !g->dw; nba -= 2)
+     * acc rotations, with and without the shrinking last tiles; not when
+     * the best so far is within 0.5% of the GEMM work (nothing to gain,
+     * and large layers would pay for many more stream builds) */
+    const double gemm_ops = (double)g->nb * g->oh * g->ow * g->cob * (g->dw ? 1 : g->cib) * g->kk;
+    const int try_res = !g->dw && !(best >= 0 && best < 1.005 * gemm_ops);
+    for (int nba = 4; nba >= 2 && try_res; nba -= 2)
         for (int tail = 1; tail >= 0; tail--)
             for (int bco = n_co - 1; bco >= 0; bco--)
                 for (int cci = n_ci - 1; cci >= 0; cci--) {
