@@ -212,7 +212,8 @@ typedef struct {
     int oh, ow, nb, cib, cob, dw, kk, nconst;
     int has_shl_row;
     int inp_half, wgt_half, acc_half;
-    int wsplit;                 /* int8 parts of w - w_zp (1..3), each meeting its own copy of the input */
+    int wsplit;                 /* int8 parts of w - w_zp (1..3), each meeting its own copy of the input
+                                   (depthwise: the block itself, one uop per part) */
     int h_pad;
     int32_t shl_imm;            /* per tensor: left shift amount (>0) */
     /* tiling */
@@ -403,10 +404,10 @@ static void set_tiling(geo_t *g, const tiling_t *t)
     g->n_wt = cdiv(g->ow, t->tow);
     g->wr = (t->tow - 1) * p->stride_w + p->kw;
     g->n_ct = cdiv(g->cob, t->tco);
-    g->chunks = g->dw ? 1 : cdiv(g->cib, t->tci);
+    g->chunks = cdiv(g->dw ? g->wsplit : g->cib, t->tci); /* depthwise: chunks of weight parts */
     g->tiles = g->nb * g->n_rt * g->n_wt * g->n_ct;
     g->steps = g->tiles * g->chunks;
-    g->nci = g->dw ? 1 : t->tci;
+    g->nci = t->tci; /* uops per output block and tap: input blocks, or (depthwise) weight parts */
     /* With one chunk per tile and equal rotations, step s = tile t: the
      * inp/wgt buffer and the acc buffer always agree. */
     /* one kernel per (input slot, weight slot, acc region): the input and
@@ -699,14 +700,16 @@ static void build(const geo_t *g, ibuf_t *b)
                         wslot = (wslot + 1) % NBI;
                         const int wq = wslot;
                         if (g->dw) {
+                            /* the chunk's weight parts of each block (DRAM
+                             * [block][part][tap]; TCI divides the parts) */
                             in = emit(b, TSR_OP_LOAD);
                             in->mem_type = TSR_MEM_WGT;
                             in->sram_base = (uint32_t)(wq * g->wgt_half);
-                            in->dram_base = g->w_el + (uint32_t)(cob0 * g->kk);
-                            in->y_size = 1;
-                            in->x_size = (uint32_t)(tco * g->kk);
-                            in->x_stride = in->x_size;
-                            b->bytes += (uint64_t)tco * g->kk * c->wgt_bytes;
+                            in->dram_base = g->w_el + (uint32_t)((cob0 * g->wsplit + ch * TCI) * g->kk);
+                            in->y_size = (uint32_t)tco;
+                            in->x_size = (uint32_t)(TCI * g->kk);
+                            in->x_stride = (uint32_t)(g->wsplit * g->kk);
+                            b->bytes += (uint64_t)tco * TCI * g->kk * c->wgt_bytes;
                             last = in;
                         } else {
                             /* rows of consecutive output blocks are contiguous
@@ -761,7 +764,7 @@ static void build(const geo_t *g, ibuf_t *b)
                      * in the uop buffer: with a full chunk one GEMM covers
                      * them all (one long instruction the ALU pipe can run
                      * beside), else one GEMM per block. */
-                    const int per_blk = (g->dw ? 1 : nin) * g->kk;
+                    const int per_blk = (g->dw ? g->nci : nin) * g->kk;
                     const int one_gemm = g->dw || nin == g->nci;
                     /* with weight groups: one GEMM per group (or per block), and
                      * each group's first pops its token */
@@ -1407,8 +1410,11 @@ static int choose_tiling(geo_t *g)
     int *c_oh = ch, *c_co = ch + g->oh + 1, *c_ci = c_co + g->cob + 1;
     int n_oh = candidates(g->oh, c_oh), n_co = candidates(g->cob, c_co);
     int n_ci = g->dw ? 1 : candidates(g->cib, c_ci);
-    if (g->dw)
-        c_ci[0] = 1;
+    if (g->dw) { /* weight parts per chunk: all, or one at a time */
+        c_ci[0] = g->wsplit;
+        if (g->wsplit > 1)
+            c_ci[n_ci++] = 1;
+    }
     double best = -1;
     tiling_t bt = {.nbi = 2, .nba = 2};
     /* Double buffering of both rotations if any tiling allows it; else
@@ -1535,8 +1541,10 @@ static int geo_init(const tsr_config_t *c, const tsr_conv2d_params_t *p, geo_t *
         vmax = imax(vmax, dt_max(p->w_dtype) - p->w_zp[i]);
     }
     /* parts needed: each int8 part covers [-128, 127] */
-    g->wsplit = g->dw || (vmin >= -128 && vmax <= 127) ? 1 : (vmin >= -256 && vmax <= 254) ? 2 : 3;
-    g->cib = cdiv(p->c_in * g->wsplit, c->block_in);
+    g->wsplit = (vmin >= -128 && vmax <= 127) ? 1 : (vmin >= -256 && vmax <= 254) ? 2 : 3;
+    /* groups 1: the parts meet copies of the input (more input blocks);
+     * depthwise: each block's parts meet the block itself (more uops) */
+    g->cib = cdiv(p->c_in * (g->dw ? 1 : g->wsplit), c->block_in);
     g->cob = cdiv(p->c_out, c->block_out);
     g->kk = p->kh * p->kw;
     g->h_pad = p->x_zp - (p->x_dtype == TSR_DT_UINT8 ? 128 : 0);
@@ -1554,7 +1562,7 @@ static int geo_init(const tsr_config_t *c, const tsr_conv2d_params_t *p, geo_t *
 /* ------------------------------------------------------------- packing */
 
 static uint64_t x_elems(const geo_t *g) { return (uint64_t)g->nb * g->cib * g->p->h * g->p->w; }
-static uint64_t w_elems(const geo_t *g) { return (uint64_t)g->cob * (g->dw ? 1 : g->cib) * g->kk; }
+static uint64_t w_elems(const geo_t *g) { return (uint64_t)g->cob * (g->dw ? g->wsplit : g->cib) * g->kk; }
 static uint64_t y_elems(const geo_t *g) { return (uint64_t)g->nb * g->cob * g->oh * g->ow; }
 static uint64_t c_elems(const geo_t *g) { return (uint64_t)g->cob * g->nconst; }
 
@@ -1563,9 +1571,11 @@ void tsr_conv2d_pack_input(const tsr_config_t *c, const tsr_conv2d_plan_t *pl, c
     const tsr_conv2d_params_t *p = &pl->p;
     const int off = p->x_dtype == TSR_DT_UINT8 ? 128 : 0;
     memset(dst, (uint8_t)(int8_t)pl->h_pad, pl->x_bytes);
-    /* with split weights the input channels appear wsplit times (c, c_in + c, ...) */
+    /* with split weights (groups 1) the input channels appear wsplit times
+     * (c, c_in + c, ...); depthwise parts all meet the one copy */
+    const int copies = pl->depthwise ? 1 : pl->wsplit;
     for (int n = 0; n < p->n; n++)
-        for (int ci = 0; ci < p->c_in * pl->wsplit; ci++)
+        for (int ci = 0; ci < p->c_in * copies; ci++)
             for (int y = 0; y < p->h; y++)
                 for (int xx = 0; xx < p->w; xx++) {
                     size_t i = (((size_t)n * p->c_in + (size_t)(ci % p->c_in)) * p->h + y) * p->w + xx;
@@ -1582,7 +1592,8 @@ int tsr_conv2d_pack_weights(const tsr_config_t *c, const tsr_conv2d_plan_t *pl, 
     const int dw = pl->depthwise, kk = p->kh * p->kw, cin_g = dw ? 1 : p->c_in;
     memset(wdst, 0, pl->w_bytes);
     memset(cdst, 0, pl->c_bytes);
-    const int split = pl->wsplit; /* > 1: w - w_zp written as int8 parts over copies of the input */
+    const int split = pl->wsplit; /* > 1: w - w_zp written as int8 parts (over copies of the input; depthwise:
+                                     consecutive weight blocks that all meet the block's input) */
     for (int co = 0; co < p->c_out; co++) {
         int32_t zp = p->w_zp[p->w_zp_count == 1 ? 0 : co];
         int64_t sum = 0;
@@ -1606,17 +1617,17 @@ int tsr_conv2d_pack_weights(const tsr_config_t *c, const tsr_conv2d_plan_t *pl, 
                             v -= pj;
                         }
                     } else {
-                        if (v < -128 || v > 127)
+                        if (v < -128 || v > 127) /* the plan's split covers every weight the dtype allows */
                             return tsr_err(TSR_EINVAL,
-                                           OP ": depthwise weights with w - w_zp outside int8 are not supported: "
-                                           "w - w_zp = %d - %d = %d at [%d][%d][%d][%d]",
+                                           OP ": weight w - w_zp = %d - %d = %d at [%d][%d][%d][%d] does not fit "
+                                           "the plan (its weight zero points differ from these)",
                                            v + zp, zp, v, co, ci, k / p->kw, k % p->kw);
                         sum += v;
                     }
                     const int cie = part * p->c_in + ci; /* channel of the (doubled) input */
                     size_t el, o;
                     if (dw) {
-                        el = (size_t)(co / c->block_out) * kk + k;
+                        el = ((size_t)(co / c->block_out) * (size_t)split + (size_t)part) * kk + k;
                         o = el * c->wgt_bytes + (size_t)(co % c->block_out) * c->block_in + (size_t)(co % c->block_out);
                     } else {
                         el = ((size_t)(co / c->block_out) * pl->cib + (size_t)(cie / c->block_in)) * kk + k;
@@ -1739,7 +1750,7 @@ static int encode_uops(const geo_t *g, uint8_t **out)
                                 tsr_uop_t u;
                                 u.dst = acc_base(g, pa) + (uint32_t)(cl * g->t.toh * g->t.tow);
                                 u.src = (uint32_t)(qi * g->inp_half + blk * g->rows_in * g->wr + ky * g->wr + kx);
-                                u.wgt = (uint32_t)(qw * g->wgt_half + (g->dw ? cl : cl * g->t.tci + ci) * g->kk +
+                                u.wgt = (uint32_t)(qw * g->wgt_half + (g->dw ? cl * g->nci + ci : cl * g->t.tci + ci) * g->kk +
                                                    ky * p->kw + kx);
                                 uint64_t raw;
                                 if ((rc = tsr_uop_encode(c, &u, &raw)))
@@ -1939,7 +1950,7 @@ int tsr_conv2d_plan(tsr_device_t *dev, const tsr_conv2d_params_t *params, tsr_co
     pl->depthwise = g.dw;
     pl->toh = g.t.toh;
     pl->tco = g.t.tco;
-    pl->tci = g.dw ? 1 : g.t.tci;
+    pl->tci = g.t.tci;
     pl->rows_in = g.rows_in;
     pl->row_step = g.row_step;
     pl->wp = g.wr;

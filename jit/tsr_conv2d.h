@@ -9,11 +9,14 @@
  * int8, 128 for uint8) and padding (spatial, and input channels beyond C_in)
  * holds h_pad = x_zp - off (the LOAD's pad_value). Weights are stored as
  * w' = w - w_zp[o]. That fits int8 for int8 weights with zero point 0 and
- * uint8 weights with zero point 128; for any other zero point (groups 1) w'
- * is split greedily into 2 parts (3 when w' = 255 can occur), each int8,
- * and the input is packed once per part (channels c, C_in + c, ...) so the
- * GEMM sums h * part0 + h * part1 (+ ...) = h w' exactly (2-3x the GEMM
- * work; depthwise refuses w' outside int8). Then, modulo 2^32,
+ * uint8 weights with zero point 128; for any other zero point w' is split
+ * into 2 parts (3 when w' = 255 can occur), each int8. Groups 1: the input
+ * is packed once per part (channels c, C_in + c, ...) so the GEMM sums
+ * h * part0 + h * part1 (+ ...) = h w' exactly (2-3x the GEMM work).
+ * Depthwise: each block's parts are consecutive weight blocks ([block]
+ * [part][tap]) that all meet the block's input, one uop each, in one GEMM
+ * or in chunks of parts when the taps of all parts do not fit the weight
+ * buffer. Then, modulo 2^32,
  *   SUM (x - x_zp)(w - w_zp) = SUM (h - h_pad) w' = SUM h w' - h_pad SUM w',
  * so the GEMM core computes SUM h w' over the padded window and the bias
  * row holds bias'[o] = wrap32(bias[o] - h_pad * SUM_{i,ky,kx} w'[o][i][ky][kx]).
@@ -24,8 +27,9 @@
  * (input) or 0 (weights, constants)):
  *   input   inp elements [NB][CIB][H][W],          each [b][i] = h(n = nb*B+b, c = cib*BI+i)
  *   weights wgt elements [COB][CIBW][KH][KW],      each [o][i] = w'(co = cob*BO+o, ci = cib*BI+i)
- *           (CIBW = CIB; depthwise: CIBW = 1 and the element is diagonal,
- *           [o][i] = (i == o) ? w'(cob*BO+o, 0) : 0)
+ *           (CIBW = CIB, which counts the split copies; depthwise: CIBW =
+ *           the number of parts and each element is diagonal, [o][i] =
+ *           (i == o) ? part p of w'(cob*BO+o, 0) : 0)
  *   output  out elements [NB][COB][OH][OW],        each [b][o] = y(n, co = cob*BO+o)
  *   consts  acc elements [COB][NCONST],            each [b][o] = value for channel cob*BO+o:
  *           row 0 bias', row 1 M, then (per-channel only, if some S > 0) the
@@ -95,7 +99,8 @@ typedef struct tsr_conv2d_plan {
     int nb, cib, cob;              /* batch, input-channel and output-channel blocks */
     int wsplit;                    /* int8 parts of w - w_zp (1..3); the input is packed that many times */
     int depthwise;                 /* groups == C_in > 1 */
-    int toh, tco, tci;             /* tile: output rows, output-channel blocks, input-channel blocks per chunk */
+    int toh, tco, tci;             /* tile: output rows, output-channel blocks, input-channel blocks per chunk
+                                      (depthwise: weight parts per chunk) */
     int rows_in;                   /* input rows per channel block on chip per tile */
     int row_step;                  /* input rows between consecutive loaded rows (sh for 1xK stride-sh kernels) */
     int tow;                       /* output columns per tile (OW unless a row does not fit; the last

@@ -47,7 +47,7 @@ static int rnd(uint64_t *s, int lo, int hi) { return tsr_test_rnd(s, lo, hi); }
  * random cases must not be mostly saturated to mean something). */
 static uint64_t g_inside, g_total;
 /* Cases whose plan split the reduction, tiled the columns, single-buffered. */
-static int g_split, g_coltile, g_single, g_res;
+static int g_split, g_coltile, g_single, g_res, g_dwsplit;
 /* 1: run_case uses the one-call tsr_conv2d_run instead of plan/pack/exec. */
 static int g_one_call;
 
@@ -105,9 +105,9 @@ static int run_case(tsr_device_t *dev, const char *cfgname, conv_case_t *k, uint
     for (size_t i = 0; i < nw; i++) {
         int co = (int)(i / ((size_t)cin_g * p->kh * p->kw));
         int32_t zp = k->w_zp[p->w_zp_count == 1 ? 0 : co];
-        /* groups 1 takes any weight (w - w_zp beyond int8 is split into
-         * parts): full_w cases draw from the whole dtype range; others keep
-         * w - w_zp within int8 (depthwise must) */
+        /* any weight is taken (w - w_zp beyond int8 is split into parts):
+         * full_w cases draw from the whole dtype range; others keep w - w_zp
+         * within int8 */
         int full = k->full_w;
         int lo = !full && zp - 128 > dmin(p->w_dtype) ? zp - 128 : dmin(p->w_dtype);
         int hi = !full && zp + 127 < dmax(p->w_dtype) ? zp + 127 : dmax(p->w_dtype);
@@ -131,6 +131,7 @@ static int run_case(tsr_device_t *dev, const char *cfgname, conv_case_t *k, uint
     g_coltile += pl.tow < pl.ow;
     g_single += pl.nbuf_inp == 1 || pl.nbuf_acc == 1;
     g_res += pl.resident;
+    g_dwsplit += pl.depthwise && pl.wsplit > 1;
     if (verbose)
         printf("  %s\n    tile toh %d tco %d tci %d co_inner %d, %d tiles x %d chunks, %zu insns, %llu gemm ops\n",
                desc, pl.toh, pl.tco, pl.tci, pl.co_inner, pl.tiles, pl.chunks, pl.ninsns,
@@ -218,10 +219,11 @@ static void random_case(uint64_t *s, conv_case_t *k, int maxn, int maxc, int max
     for (int i = 0; i < p->w_zp_count; i++)
         k->w_zp[i] = p->w_dtype == TSR_DT_INT8 ? (rnd(s, 0, 3) ? 0 : rnd(s, -10, 10))
                                                : (rnd(s, 0, 5) == 0 ? rnd(s, 0, 255) : 128 + rnd(s, -5, 5));
-    /* a third of the groups-1 cases take weights over the whole dtype range
-     * (w - w_zp up to +-255: the split path); a zero point off the centre
-     * then biases every term, so accumulators grow with K, not sqrt(K) */
-    k->full_w = p->groups == 1 && rnd(s, 0, 2) == 0;
+    /* a third of the cases (depthwise too) take weights over the whole
+     * dtype range (w - w_zp up to +-255: the split path); a zero point off
+     * the centre then biases every term, so accumulators grow with K, not
+     * sqrt(K) */
+    k->full_w = rnd(s, 0, 2) == 0;
     p->rq_count = rnd(s, 0, 1) ? p->c_out : 1;
     /* shift so that accumulators of ~K * 2^13 map to a few hundred. */
     int kterms = (p->groups == 1 ? p->c_in : 1) * p->kh * p->kw;
@@ -245,7 +247,7 @@ static void random_cases(const char *cfg, int count, int maxn, int maxc, int max
     uint64_t seed0 = base_seed() ^ salt;
     count = scaled(count);
     g_inside = g_total = 0;
-    g_split = g_coltile = g_single = g_res = 0;
+    g_split = g_coltile = g_single = g_res = g_dwsplit = 0;
     for (int i = 0; i < count; i++) {
         uint64_t seed = seed0 + (uint64_t)i;
         uint64_t s = seed;
@@ -253,12 +255,14 @@ static void random_cases(const char *cfg, int count, int maxn, int maxc, int max
         random_case(&s, &k, maxn, maxc, maxhw, allow_dw);
         run_case(dev, cfg, &k, seed, 0);
     }
-    printf("  %s: %d cases (%d split reductions, %d column-tiled, %d single-buffered, %d resident), %llu outputs, "
-           "%.0f%% strictly inside the clamp range\n",
-           cfg, count, g_split, g_coltile, g_single, g_res, (unsigned long long)g_total,
+    printf("  %s: %d cases (%d split reductions, %d column-tiled, %d single-buffered, %d resident, %d depthwise "
+           "with split weights), %llu outputs, %.0f%% strictly inside the clamp range\n",
+           cfg, count, g_split, g_coltile, g_single, g_res, g_dwsplit, (unsigned long long)g_total,
            100.0 * (double)g_inside / (double)(g_total ? g_total : 1));
     if (count >= 16) /* too few cases (scaled-down runs) say little */
         assert_true(g_inside * 5 > g_total * 2);
+    if (count >= 100 && allow_dw && !g_one_call) /* the depthwise split path is exercised */
+        assert_true(g_dwsplit > 0);
     tsr_device_close(dev);
 }
 
@@ -516,25 +520,24 @@ static void test_bad_params(void **state)
     BAD(k.p.x_dtype = TSR_DT_INT16, "dtypes");
     BAD((k.p.kh = k.p.kw = 13, k.p.h = k.p.w = 13, k.p.c_in = 1), "no tiling fits"); /* 13x13 taps > tiny's 64 weight rows */
 #undef BAD
-    /* depthwise w - w_zp out of int8 range: refused when the weights are
-     * packed (groups 1 splits such weights; the random cases cover it) */
-    k = basic_case(1, 4, 5, 5, 4, 3, 3, 1, 1);
-    k.p.groups = 4;
-    k.p.w_dtype = TSR_DT_UINT8;
-    k.w_zp[0] = 0;
-    k.p.w_zp = k.w_zp;
-    k.p.mult = k.mult;
-    k.p.shift = k.shift;
-    tsr_conv2d_plan_t pl;
-    assert_int_equal(tsr_conv2d_plan(dev, &k.p, &pl), TSR_OK);
-    uint8_t w[4 * 1 * 9];
-    memset(w, 1, sizeof w);
-    w[10] = 200;
-    int rc = tsr_conv2d_write_weights(dev, &pl, w, NULL);
-    assert_int_equal(rc, TSR_EINVAL);
-    assert_non_null(strstr(tsr_errmsg(), "depthwise weights with w - w_zp outside int8"));
-    assert_non_null(strstr(tsr_errmsg(), "[1][0][0][1]"));
-    tsr_conv2d_plan_free(dev, &pl);
+    /* depthwise with w - w_zp beyond int8 (uint8 weights, zero point 0 and
+     * 255: three and two int8 parts per block) is exact */
+    for (int zp = 0; zp <= 255; zp += 255) {
+        k = basic_case(1, 20, 6, 5, 20, 3, 3, 1, 1);
+        k.p.groups = 20;
+        k.p.w_dtype = TSR_DT_UINT8;
+        k.w_zp[0] = zp;
+        k.full_w = 1;
+        k.shift[0] = -10;
+        run_case(dev, "tiny", &k, (uint64_t)(40 + zp), 0);
+        tsr_conv2d_plan_t pl;
+        k.p.w_zp = k.w_zp;
+        k.p.mult = k.mult;
+        k.p.shift = k.shift;
+        assert_int_equal(tsr_conv2d_plan(dev, &k.p, &pl), TSR_OK);
+        assert_int_equal(pl.wsplit, zp ? 2 : 3); /* [-255, 0]: two parts; [0, 255]: three */
+        tsr_conv2d_plan_free(dev, &pl);
+    }
     tsr_device_close(dev);
 }
 
