@@ -573,6 +573,46 @@ static void emit_post(const geo_t *g, ibuf_t *b, const post_t *pt)
     emit_post_part(g, b, pt, 0, post_seq(g, seq));
 }
 
+/* LOADs of one input block (batch block x channel block `el_blk` of the
+ * packed input) for row/column tile r/cg into on-chip rows from `sram`:
+ * the window's DRAM rows with their zero padding, or, when the window lies
+ * entirely in the left/right padding, pad rows only (y_size 0, at most 15
+ * per LOAD). Returns the last LOAD. */
+static tsr_insn_t *emit_inp_block(const geo_t *g, ibuf_t *b, uint32_t sram, long el_blk, const rowgeo_t *r,
+                                  const colgeo_t *cg)
+{
+    const tsr_conv2d_params_t *p = g->p;
+    const uint32_t blk = g->x_el + (uint32_t)(el_blk * p->h * p->w);
+    tsr_insn_t *in = NULL;
+    if (!cg->real) {
+        for (int y = 0; y < r->rows; y += 15) {
+            in = emit(b, TSR_OP_LOAD);
+            in->mem_type = TSR_MEM_INP;
+            in->sram_base = sram + (uint32_t)(y * g->wr);
+            in->dram_base = blk;
+            in->x_size = (uint32_t)g->wr;
+            in->x_stride = (uint32_t)g->wr;
+            in->y_pad0 = (uint32_t)imin(15, r->rows - y);
+            in->pad_value = g->h_pad;
+        }
+        return in;
+    }
+    in = emit(b, TSR_OP_LOAD);
+    in->mem_type = TSR_MEM_INP;
+    in->sram_base = sram;
+    in->dram_base = blk + (uint32_t)((long)r->iy_first * p->w + cg->ix_first);
+    in->y_size = (uint32_t)r->real;
+    in->x_size = (uint32_t)cg->real;
+    in->x_stride = (uint32_t)(g->row_step * p->w);
+    in->y_pad0 = (uint32_t)r->pad0;
+    in->y_pad1 = (uint32_t)r->pad1;
+    in->x_pad0 = (uint32_t)cg->pad0;
+    in->x_pad1 = (uint32_t)cg->pad1;
+    in->pad_value = g->h_pad;
+    b->bytes += (uint64_t)r->real * cg->real * g->c->inp_bytes;
+    return in;
+}
+
 /* Initialise the accumulators of tile t (region pa, tco blocks, toh rows)
  * with the bias row: the MOV that opens a tile. */
 static void emit_mov(const geo_t *g, ibuf_t *b, int t, int pa, int c0, int tco, int toh)
@@ -661,38 +701,8 @@ static void build(const geo_t *g, ibuf_t *b)
                     if (!(reuse && cur_ikey == ikey)) {
                         islot = (islot + 1) % NBI;
                         for (int j = 0; j < nin; j++) {
-                            const uint32_t sram = (uint32_t)(islot * g->inp_half + j * g->rows_in * g->wr);
-                            const uint32_t blk = g->x_el + (uint32_t)(((long)nb * g->cib + cib0 + j) * p->h * p->w);
-                            if (!cg.real) {
-                                /* the window lies in the left/right padding: pad rows only
-                                 * (y_size 0), at most 15 per LOAD */
-                                for (int y = 0; y < r.rows; y += 15) {
-                                    in = emit(b, TSR_OP_LOAD);
-                                    in->mem_type = TSR_MEM_INP;
-                                    in->sram_base = sram + (uint32_t)(y * g->wr);
-                                    in->dram_base = blk;
-                                    in->x_size = (uint32_t)g->wr;
-                                    in->x_stride = (uint32_t)g->wr;
-                                    in->y_pad0 = (uint32_t)imin(15, r.rows - y);
-                                    in->pad_value = g->h_pad;
-                                    last = in;
-                                }
-                                continue;
-                            }
-                            in = emit(b, TSR_OP_LOAD);
-                            in->mem_type = TSR_MEM_INP;
-                            in->sram_base = sram;
-                            in->dram_base = blk + (uint32_t)((long)r.iy_first * p->w + cg.ix_first);
-                            in->y_size = (uint32_t)r.real;
-                            in->x_size = (uint32_t)cg.real;
-                            in->x_stride = (uint32_t)(g->row_step * p->w);
-                            in->y_pad0 = (uint32_t)r.pad0;
-                            in->y_pad1 = (uint32_t)r.pad1;
-                            in->x_pad0 = (uint32_t)cg.pad0;
-                            in->x_pad1 = (uint32_t)cg.pad1;
-                            in->pad_value = g->h_pad;
-                            b->bytes += (uint64_t)r.real * cg.real * c->inp_bytes;
-                            last = in;
+                            last = emit_inp_block(g, b, (uint32_t)(islot * g->inp_half + j * g->rows_in * g->wr),
+                                                  nb * g->cib + cib0 + j, &r, &cg);
                         }
                         cur_ikey = ikey;
                     }
@@ -977,38 +987,9 @@ static void build_res(const geo_t *g, ibuf_t *b)
                 const int i0 = gi * nin / ngrp, i1 = (gi + 1) * nin / ngrp;
                 const size_t grp_first = b->n;
                 for (int j = i0; j < i1; j++) {
-                    const uint32_t sram = (uint32_t)(islot * g->islot_sz + j * g->rows_in * g->wr);
-                    const uint32_t blk = g->x_el + (uint32_t)(((long)nb * g->cib + cib0 + j) * p->h * p->w);
-                    if (load_in && !cg.real) {
-                        /* the window lies in the left/right padding: pad rows
-                         * only (y_size 0), at most 15 per LOAD */
-                        for (int y = 0; y < r.rows; y += 15) {
-                            in = emit(b, TSR_OP_LOAD);
-                            in->mem_type = TSR_MEM_INP;
-                            in->sram_base = sram + (uint32_t)(y * g->wr);
-                            in->dram_base = blk;
-                            in->x_size = (uint32_t)g->wr;
-                            in->x_stride = (uint32_t)g->wr;
-                            in->y_pad0 = (uint32_t)imin(15, r.rows - y);
-                            in->pad_value = g->h_pad;
-                            last = in;
-                        }
-                    } else if (load_in) {
-                        in = emit(b, TSR_OP_LOAD);
-                        in->mem_type = TSR_MEM_INP;
-                        in->sram_base = sram;
-                        in->dram_base = blk + (uint32_t)((long)r.iy_first * p->w + cg.ix_first);
-                        in->y_size = (uint32_t)r.real;
-                        in->x_size = (uint32_t)cg.real;
-                        in->x_stride = (uint32_t)(g->row_step * p->w);
-                        in->y_pad0 = (uint32_t)r.pad0;
-                        in->y_pad1 = (uint32_t)r.pad1;
-                        in->x_pad0 = (uint32_t)cg.pad0;
-                        in->x_pad1 = (uint32_t)cg.pad1;
-                        in->pad_value = g->h_pad;
-                        b->bytes += (uint64_t)r.real * cg.real * c->inp_bytes;
-                        last = in;
-                    }
+                    if (load_in)
+                        last = emit_inp_block(g, b, (uint32_t)(islot * g->islot_sz + j * g->rows_in * g->wr),
+                                              nb * g->cib + cib0 + j, &r, &cg);
                     for (int k = 0; k < nrun; k++) {
                         const int c0 = runs[2 * k], c1 = runs[2 * k + 1];
                         in = emit(b, TSR_OP_LOAD);
