@@ -11,8 +11,9 @@
 //   P4  acc rows arrive; forward, accumulate / ALU lanes; acc write
 // Only P0/P1 can hold; an op past P1 always completes. The acc read in P3
 // can miss only the write made in the same cycle by this pipe's op just
-// ahead (the other pipe never touches the same rows concurrently, and loads
-// never overlap execution): that write is forwarded from the wb_* registers.
+// ahead (the other pipe never touches the same rows concurrently, and an
+// accumulator load runs beside a busy pipe only in a bank outside its
+// footprint, tsr_compute): that write is forwarded from the wb_* registers.
 //
 // Bank rule. The accumulator is split in two banks by its index MSB. When
 // the other pipe runs an OLDER instruction (check_i), an op here may pass P1
