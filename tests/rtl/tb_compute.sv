@@ -8,8 +8,10 @@
 // (1-cycle read latency), an out SRAM model, token sources and push sinks
 // with random back-pressure. Also checks one tensor op per cycle (first to
 // last gemm_op_o/alu_op_o pulse == ops-1), that nothing executes while a
-// token is held back, that a blocked push holds the stage, and the sticky
-// error on an out-of-range index.
+// token is held back, that a blocked push holds the stage, the sticky
+// error on an out-of-range index, and (bank-rule phase, counted through
+// hierarchical references) that accumulator LOADs run beside a pipe busy in
+// the other bank and complete in the cycle a pipe retires.
 module tb_compute;
   localparam int B = tsr_pkg::BATCH;
   localparam int BI = tsr_pkg::BLOCK_IN;
@@ -288,6 +290,25 @@ module tb_compute;
         $display("[%0d] DUT ALU p1_err: dst %0d src %0d", cyc, dut.u_pipe_alu.dst_idx, dut.u_pipe_alu.src_idx);
       if (hold && (gemm_op || alu_op || out_we || rd_req_valid || inp_re || wgt_re || finish))
         fail("activity while a token is held back or a push is blocked");
+    end
+  end
+
+  // Overlap of accumulator LOADs with the pipes (bank-rule phase only, ov_on):
+  // cycles in which a load writes acc while a pipe is busy, cycles in which
+  // the dispatcher completes an instruction in S_PUSH while a pipe retires
+  // (count_d + 2), cycles in which an acc LOAD waits on a busy pipe's banks,
+  // and acc LOADs that start beside a busy pipe.
+  bit ov_on = 0;
+  int ov_ld_busy = 0, ov_push_retire = 0, ov_ld_wait = 0, ov_ld_start = 0;
+  int ov_stuck = 0;  // directed rounds in which no LOAD completed beside a waiting pipe
+
+  always @(posedge clk) begin
+    if (rst_n && ov_on) begin
+      if (dut.ld_acc_we && dut.p_busy != 2'b00) ov_ld_busy = ov_ld_busy + 1;
+      if (dut.state_q == dut.S_PUSH && dut.push_ok && dut.p_retire != 2'b00)
+        ov_push_retire = ov_push_retire + 1;
+      if (dut.state_q == dut.S_POP && dut.ld_acc_nb && dut.ld_conflict) ov_ld_wait = ov_ld_wait + 1;
+      if (dut.ld_start && dut.ld_acc_nb && dut.p_busy != 2'b00) ov_ld_start = ov_ld_start + 1;
     end
   end
 
@@ -880,6 +901,92 @@ module tb_compute;
     rflags = (rnd(3) == 0) ? rnd(16) : 0;
   endfunction
 
+  // Bank-rule phase: GEMM/ALU instructions confined to one accumulator bank
+  // (rows [0, AD/2) or [AD/2, AD)) with acc LOADs beside them. A pool of 64
+  // uops at OVU, 16 per region r = 2*pipe + bank (pipe 0 GEMM, 1 ALU): dst
+  // (and the ALU's src) in the first quarter of the bank, so loop offsets up
+  // to 3/4 of a bank keep the instruction's whole footprint inside it.
+  localparam int OVU = UD - 64;
+  localparam int HB = AD / 2;  // rows per accumulator bank
+
+  task automatic ov_stage_uops;
+    for (int r = 0; r < 4; r++) begin
+      for (int k = 0; k < 16; k++) begin
+        u_dst[r * 16 + k] = (r % 2) * HB + rnd(HB / 4);
+        if (r < 2) begin
+          u_src[r * 16 + k] = rnd(ID / 4);
+          u_wgt[r * 16 + k] = rnd(WD / 4);
+        end else begin
+          u_src[r * 16 + k] = (r % 2) * HB + rnd(HB / 4);
+          u_wgt[r * 16 + k] = rnd(1 << tsr_pkg::UOP_WGT_W);
+        end
+      end
+    end
+    stage_uops(OVU, 64);
+  endtask
+
+  // Loop factor f with (iters - 1) * f <= budget and f < 2^w; mostly small.
+  function automatic int ov_factor(input int iters, input int budget, input int w);
+    int lim;
+    lim = (iters > 1) ? budget / (iters - 1) : budget;
+    if (lim > (1 << w) - 1) lim = (1 << w) - 1;
+    if (lim > 4 && rnd(4) != 0) lim = 4;
+    ov_factor = rnd(lim + 1);
+  endfunction
+
+  // A long GEMM (pipe 0) or ALU (pipe 1) instruction whose acc rows (dst;
+  // the ALU's src too) all lie in accumulator bank bk.
+  task automatic ov_insn(input int pipe, input int bk, input int flags);
+    int nu, bgn, io, ii, db, sb, wb, dfo, dfi, sfo, sfi, wfo, wfi;
+    bit rst;
+    nu = 1 + rnd(4);
+    bgn = OVU + (2 * pipe + bk) * 16 + rnd(16 - nu + 1);
+    io = 2 + rnd(BIG ? 2 : 3);
+    ii = 4 + rnd(BIG ? 4 : 9);
+    db = (3 * HB / 4 - 1) / 2;  // each of the two loop levels gets half
+    sb = (pipe == 0) ? (3 * ID / 4 - 1) / 2 : db;
+    wb = (3 * WD / 4 - 1) / 2;
+    rst = (rnd(10) == 0);
+    if (pipe == 0) begin
+      dfo = ov_factor(io, db, tsr_pkg::GEMM_DST_FACTOR_OUT_W);
+      dfi = ov_factor(ii, db, tsr_pkg::GEMM_DST_FACTOR_IN_W);
+      sfo = ov_factor(io, sb, tsr_pkg::GEMM_SRC_FACTOR_OUT_W);
+      sfi = ov_factor(ii, sb, tsr_pkg::GEMM_SRC_FACTOR_IN_W);
+      wfo = ov_factor(io, wb, tsr_pkg::GEMM_WGT_FACTOR_OUT_W);
+      wfi = ov_factor(ii, wb, tsr_pkg::GEMM_WGT_FACTOR_IN_W);
+      do_gemm(flags, rst, bgn, bgn + nu, io, ii, dfo, dfi, sfo, sfi, wfo, wfi);
+    end else begin
+      dfo = ov_factor(io, db, tsr_pkg::ALU_DST_FACTOR_OUT_W);
+      dfi = ov_factor(ii, db, tsr_pkg::ALU_DST_FACTOR_IN_W);
+      sfo = ov_factor(io, sb, tsr_pkg::ALU_SRC_FACTOR_OUT_W);
+      sfi = ov_factor(ii, sb, tsr_pkg::ALU_SRC_FACTOR_IN_W);
+      do_alu(flags, rst, bgn, bgn + nu, io, ii, dfo, dfi, sfo, sfi, rnd(9), rnd(2), imm_val(rnd(64)));
+    end
+  endtask
+
+  // An acc/acc8 LOAD without push flags (pops sometimes) of up to 30 rows,
+  // padding sometimes: straddle = 0 inside bank bk, 1 across the bank boundary.
+  task automatic ov_load(input int bk, input bit straddle);
+    int mt, eb, xs, ys, xst, yp0, yp1, xp0, xp1, n, sb, db, span;
+    mt = rnd(2) ? MEM_ACC : MEM_ACC8;
+    eb = elem_bytes(mt);
+    xs = (straddle ? 2 : 1) + rnd(BIG ? 2 : 3);  // default: shorter (8-beat rows)
+    ys = 1 + rnd(BIG ? 2 : 3);
+    xst = xs + rnd(3);
+    if (rnd(5) == 0) xst = rnd(xs + 1);  // overlapping or repeated rows
+    yp0 = (rnd(4) == 0) ? 1 : 0;
+    yp1 = (rnd(4) == 0) ? 1 : 0;
+    xp0 = (rnd(4) == 0) ? 1 : 0;
+    xp1 = (rnd(4) == 0) ? 1 : 0;
+    n = (yp0 + ys + yp1) * (xp0 + xs + xp1);
+    if (n > HB) fail("testbench generated an oversized bank-rule load");
+    if (straddle) sb = HB - 1 - rnd(n - 1);  // first row in bank 0, last in bank 1
+    else sb = bk * HB + rnd(HB - n + 1);
+    span = ((ys - 1) * xst + xs) * eb;
+    db = rnd((STAGE - span) / eb);
+    do_load((rnd(4) == 0) ? 1 + rnd(3) : 0, mt, sb, db, ys, xs, xst, yp0, yp1, xp0, xp1);
+  endtask
+
   // ------------------------------------------------------------------
   // Test sequence
   // ------------------------------------------------------------------
@@ -1103,6 +1210,98 @@ module tb_compute;
            (1 << tsr_pkg::ALU_SRC_FACTOR_IN_W) - 1, 2, 1, -7);
     check_rate("unread operands out of range", 0, 18);
     if (mem_stall_cycles == 0) fail("stall_mem_o never set during loads");
+
+    // --- acc LOADs beside running pipes (bank rule), LOADs completing
+    // beside retires: long GEMM/ALU confined to one bank, each followed by
+    // acc/acc8 LOADs without push flags, mostly into the other bank (they
+    // run beside the pipe), some across the boundary or into the pipe's bank
+    // (they wait); random pops/pushes and back-pressure. Every fourth round
+    // lines a pipe's retire up with a LOAD's completion (S_PUSH). Results
+    // must be those of in-order execution, and the overlap must be seen. ---
+    phase("acc loads beside running pipes (bank rule) and loads completing beside retires");
+    ov_stage_uops();
+    wait_done();
+    ov_on = 1;
+    for (int t = 0; t < (BIG ? 16 : 40); t++) begin
+      int bk, kind, nl, w;
+      if (t % 8 == 0) begin
+        if (t > 0) begin
+          sync($sformatf("bank-rule loads, round %0d", t));
+          ov_stage_uops();  // fresh uops (a barrier)
+        end
+        req_pct = 50 + rnd(51);
+        data_pct = 50 + rnd(51);
+        push_pct = (rnd(3) == 0) ? 100 : 30 + rnd(60);
+        cmd_pct = 60 + rnd(41);
+      end
+      bk = rnd(2);
+      if (t % 4 != 3) begin
+        // 0, 1: GEMM; 2, 3: ALU; 4: GEMM and ALU both in bank bk (the ALU
+        // waits for the GEMM, the loads for the ALU's footprint); 5: GEMM,
+        // the loads, then an ALU in bank bk
+        kind = rnd(6);
+        if (kind != 2 && kind != 3) ov_insn(0, bk, rnd(2) ? rnd(16) : 0);
+        if (kind >= 2 && kind <= 4) ov_insn(1, bk, rnd(2) ? rnd(16) : 0);
+        nl = 1 + rnd(4);
+        for (int k = 0; k < nl; k++) begin
+          w = rnd(10);
+          if (w < 6) ov_load(1 - bk, 0);   // the other bank: beside the pipe
+          else if (w < 8) ov_load(bk, 1);  // across the boundary: waits
+          else ov_load(bk, 0);             // the pipe's bank: waits
+        end
+        if (kind == 5) ov_insn(1, bk, rnd(2) ? rnd(16) : 0);
+        // sometimes a younger instruction in the other bank (it reads rows
+        // the loads wrote)
+        if (rnd(3) == 0) ov_insn(rnd(2), 1 - bk, rnd(2) ? rnd(16) : 0);
+      end else begin
+        // A pipe instruction that pushes, its queue blocked, while LOADs
+        // into the other bank stream beside it (issued as the queue drains);
+        // once it has finished (and is the oldest), the block is lifted in a
+        // cycle where a LOAD completes (S_PUSH) and the push queue is ready,
+        // so the pipe retires in that very cycle.
+        int pipe, fl, k;
+        bit done;
+        wait_done();
+        pipe = rnd(2);
+        fl = (4 << rnd(2)) | rnd(4);  // push_prev or push_next, pops sometimes
+        prev_block = (fl & 4) != 0;
+        next_block = (fl & 8) != 0;
+        ov_insn(pipe, bk, fl);
+        done = 0;
+        k = 0;
+        while (!done) begin
+          if (cq_wr - cq_rd < 2) ov_load(1 - bk, 0);
+          @(negedge clk);
+          if (dut.occ_q[pipe] && !dut.p_busy[pipe] && !dut.young_q[pipe]) begin
+            k++;  // cycles the finished pipe has waited for its push
+            if (dut.state_q == dut.S_PUSH && (!(fl & 4) || prev_rdy_r) && (!(fl & 8) || next_rdy_r)) done = 1;
+          end
+          if (!done && k >= 500) begin  // no LOAD completes beside the waiting pipe
+            ov_stuck++;
+            done = 1;
+          end
+        end
+        prev_block = 0;
+        next_block = 0;
+      end
+    end
+    sync("bank-rule loads");
+    ov_on = 0;
+    req_pct = 70;
+    data_pct = 70;
+    push_pct = 75;
+    cmd_pct = 80;
+    $display("bank-rule phase: %0d cycles of acc LOAD writes beside a busy pipe (%0d LOADs started beside one), %0d S_PUSH completions beside a pipe retire, %0d cycles of acc LOADs waiting on a pipe's banks, %0d directed rounds without a LOAD beside the waiting pipe",
+             ov_ld_busy, ov_ld_start, ov_push_retire, ov_ld_wait, ov_stuck);
+    if (ov_ld_busy == 0)
+      fail("bank-rule phase: no acc LOAD wrote the accumulator while a pipe was busy (acc LOADs no longer run beside the pipes)");
+    if (ov_push_retire == 0)
+      fail("bank-rule phase: no LOAD completed in S_PUSH in the cycle a pipe retired (path never exercised)");
+    if (ov_ld_wait == 0)
+      fail("bank-rule phase: no acc LOAD waited on a busy pipe's bank (conflict path never exercised)");
+    if (ov_stuck != 0)
+      fail($sformatf("bank-rule phase: in %0d rounds no LOAD completed within 500 cycles while a finished pipe waited for its push",
+                     ov_stuck));
 
     // --- errors: sticky err_o, nothing out of range touched, stage stops ---
     phase("errors: sticky err_o, nothing out of range touched, stage stops");
