@@ -863,6 +863,19 @@ static void res_consts(const geo_t *g, ibuf_t *b, int *cst, int bk, int need)
     cst[bk] = 2;
 }
 
+/* Resident mode: open tile t ahead of its first GEMM (its bank's bias rows,
+ * then the MOV of its region); returns t. */
+static int res_open(const geo_t *g, ibuf_t *b, int *cst, const res_tile_t *tl, int t)
+{
+    const int pa = t % g->t.nba;
+    rowgeo_t r;
+    row_tile(g, tl[t].rw / g->n_wt, &r);
+    b->cur_bank = acc_bank(g, pa);
+    res_consts(g, b, cst, pa % 2, 1);
+    emit_mov(g, b, t, pa, tl[t].c0, tl[t].c1 - tl[t].c0, r.toh);
+    return t;
+}
+
 /* Emit the stream of a resident-mode tiling. Every weight block gets a
  * fixed place on chip (chunk j, output block co at (j*COB + co)*TCI*KK) and
  * is loaded once, on first use; each bank keeps one copy of all constant
@@ -1055,13 +1068,7 @@ static void build_res(const geo_t *g, ibuf_t *b)
                 /* open the next tile now (see build); behind the first
                  * tile's last GEMM, not its first, which the load stage
                  * still feeds (the MOV needs bank 1's constants) */
-                const int npa = (t + 1) % NBA;
-                rowgeo_t nr;
-                row_tile(g, tl[t + 1].rw / g->n_wt, &nr);
-                b->cur_bank = acc_bank(g, npa);
-                res_consts(g, b, cst, npa % 2, 1);
-                emit_mov(g, b, t + 1, npa, tl[t + 1].c0, tl[t + 1].c1 - tl[t + 1].c0, nr.toh);
-                mov_done = t + 1;
+                mov_done = res_open(g, b, cst, tl, t + 1);
             }
             if (pend.valid) {
                 /* the previous tile's requantization, one step behind each
@@ -1085,13 +1092,7 @@ static void build_res(const geo_t *g, ibuf_t *b)
                      * tile's last GEMM and the previous requantization (its
                      * MOV waits for that tile's store): the MOV runs beside
                      * the last GEMM instead of after it */
-                    const int npa = (t + 1) % NBA;
-                    rowgeo_t nr;
-                    row_tile(g, tl[t + 1].rw / g->n_wt, &nr);
-                    b->cur_bank = acc_bank(g, npa);
-                    res_consts(g, b, cst, npa % 2, 1);
-                    emit_mov(g, b, t + 1, npa, tl[t + 1].c0, tl[t + 1].c1 - tl[t + 1].c0, nr.toh);
-                    mov_done = t + 1;
+                    mov_done = res_open(g, b, cst, tl, t + 1);
                 }
             }
         }
