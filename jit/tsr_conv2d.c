@@ -1384,6 +1384,29 @@ static void consider(const geo_t *g, const tiling_t *t0, double *best, tiling_t 
     }
 }
 
+/* Tiling t with the tallest fitting tile height among the n_oh candidates
+ * c_oh (ascending), and with one of about half that height, through
+ * consider(); nothing if no height fits. */
+static void consider_heights(const geo_t *g, tiling_t *t, const int *c_oh, int n_oh, double *best, tiling_t *bt)
+{
+    int a = n_oh - 1;
+    for (; a >= 0; a--) {
+        t->toh = c_oh[a];
+        if (tiling_fits(g, t))
+            break;
+    }
+    if (a < 0)
+        return;
+    const int tall = t->toh;
+    consider(g, t, best, bt);
+    int b2 = a;
+    while (b2 > 0 && c_oh[b2] > (tall + 1) / 2)
+        b2--;
+    t->toh = c_oh[b2];
+    if (c_oh[b2] != tall && tiling_fits(g, t))
+        consider(g, t, best, bt);
+}
+
 static int choose_tiling(geo_t *g)
 {
     int *ch = malloc(sizeof(int) * (size_t)(g->oh + g->cob + g->cib + 3));
@@ -1428,28 +1451,7 @@ static int choose_tiling(geo_t *g)
                         for (int order = 0; order < 2; order++) {
                             tiling_t t = {.tco = c_co[bco], .tci = c_ci[cci], .co_inner = order, .tow = c_ow[d],
                                           .nbi = nbs[nbo][0], .nba = nbs[nbo][1]};
-                            int a = n_oh - 1;
-                            for (; a >= 0; a--) {
-                                t.toh = c_oh[a];
-                                if (tiling_fits(g, &t))
-                                    break;
-                            }
-                            if (a < 0)
-                                continue;
-                            int tall = t.toh;
-                            for (int h = 0; h < 2; h++) {
-                                if (h == 1) {
-                                    int b2 = a;
-                                    while (b2 > 0 && c_oh[b2] > (tall + 1) / 2)
-                                        b2--;
-                                    if (c_oh[b2] == tall)
-                                        break;
-                                    t.toh = c_oh[b2];
-                                    if (!tiling_fits(g, &t))
-                                        break;
-                                }
-                                consider(g, &t, &best, &bt);
-                            }
+                            consider_heights(g, &t, c_oh, n_oh, &best, &bt);
                         }
             }
     }
@@ -1465,22 +1467,7 @@ static int choose_tiling(geo_t *g)
                 for (int cci = n_ci - 1; cci >= 0; cci--) {
                     tiling_t t = {.tco = c_co[bco], .tci = c_ci[cci], .co_inner = 1, .res = 1, .tail = tail,
                                   .tow = g->ow, .nbi = 2, .nba = nba};
-                    int a = n_oh - 1;
-                    for (; a >= 0; a--) {
-                        t.toh = c_oh[a];
-                        if (tiling_fits(g, &t))
-                            break;
-                    }
-                    if (a < 0)
-                        continue;
-                    const int tall = t.toh;
-                    consider(g, &t, &best, &bt);
-                    int b2 = a;
-                    while (b2 > 0 && c_oh[b2] > (tall + 1) / 2)
-                        b2--;
-                    t.toh = c_oh[b2];
-                    if (c_oh[b2] != tall && tiling_fits(g, &t))
-                        consider(g, &t, &best, &bt);
+                    consider_heights(g, &t, c_oh, n_oh, &best, &bt);
                 }
     free(c_ow);
     free(ch);
