@@ -23,6 +23,7 @@
 #include "tsr_kcache.h"
 #include "tsr_matmul.h"
 #include "tsr_regs.h"
+#include "tsr_roofline.h"
 #include "tsr_verify.h"
 
 static const char *prog_name = "tessera";
@@ -1169,22 +1170,6 @@ static int rn_make(const rn_layer_t *L, uint64_t seed, rn_data_t *d)
     return rc;
 }
 
-/* Compulsory DRAM bytes of a layer: every input byte (with read_only,
- * only those some window reads: not the rows and columns a strided 1x1
- * kernel skips), the weights, a 4-byte bias per output channel and the
- * output, each once. */
-static double rn_compulsory(const rn_layer_t *L, const rn_data_t *d, int read_only)
-{
-    int used = 0; /* input rows (= columns: square) read by some window */
-    for (int i = 0; i < L->hw; i++) {
-        int hit = !read_only;
-        for (int o = 0; o < d->oh && !hit; o++)
-            hit = i >= o * L->stride - L->pad && i < o * L->stride - L->pad + L->k;
-        used += hit;
-    }
-    return (double)used * used * L->cin + (double)d->nw + 4.0 * L->cout + (double)d->ny;
-}
-
 /* Plan (timed), pack, run and read one layer on dev. */
 static int rn_run(tsr_device_t *dev, rn_data_t *d, int8_t *y, double *jit_ms, int *kc_status, tsr_counters_t *ctr)
 {
@@ -1292,9 +1277,7 @@ static int bench_resnet18(int argc, char **argv)
     if (rc)
         goto out;
     const double peak = (double)cfg.macs_per_op;
-    double bw = g_dev.rtl.dram_bytes_per_cycle > 0 ? g_dev.rtl.dram_bytes_per_cycle : 8.0;
-    if (bw > 2.0 * cfg.dram_bus_width / 8)
-        bw = 2.0 * cfg.dram_bus_width / 8;
+    const double bw = tsr_roofline_dram_bw(&cfg, g_dev.rtl.dram_bytes_per_cycle);
     printf("bench: ResNet-18 convolutions, batch 1, int8, per-channel requantization; config %s (%dx%dx%d, peak %.0f "
            "MACs/cycle), backend %s, DRAM %.4g B/cycle, seed %llu%s\n",
            o.cfgname, cfg.batch, cfg.block_in, cfg.block_out, peak, o.backend, bw, (unsigned long long)o.seed,
@@ -1345,18 +1328,11 @@ static int bench_resnet18(int argc, char **argv)
             rn_free(&d);
             goto out;
         }
-        double macs = (double)d.ny * L->cin * L->k * L->k;
-        double comp = rn_compulsory(L, &d, 0), comp_rd = rn_compulsory(L, &d, 1);
-        double moved;
-        if (ctr.has_hw)
-            moved = (double)ctr.hw[TSR_CNT_DRAM_RD_BYTES] + (double)ctr.hw[TSR_CNT_DRAM_WR_BYTES];
-        else {
-            moved = (double)ctr.bytes_stored + (double)ctr.insn_bytes_fetched;
-            for (int m = 0; m < TSR_MEM_COUNT; m++)
-                moved += (double)ctr.bytes_loaded[m];
-        }
-        double tc = macs / peak, tm = comp / bw, bound = tc > tm ? tc : tm;
-        double bound_rd = tc > comp_rd / bw ? tc : comp_rd / bw;
+        const double macs = tsr_roofline_conv2d_macs(&d.p);
+        const double comp = tsr_roofline_conv2d_compulsory(&d.p, 0), comp_rd = tsr_roofline_conv2d_compulsory(&d.p, 1);
+        const double moved = tsr_roofline_moved(&ctr);
+        const tsr_roofline_t rl = tsr_roofline_bound(&cfg, macs, comp, bw);
+        const double bound = rl.bound, bound_rd = tsr_roofline_bound(&cfg, macs, comp_rd, bw).bound;
         double cycles = (double)ctr.cycles;
         char shape[64], cyc[32], util[16], ratio[16], ratio_rd[16];
         snprintf(shape, sizeof shape, "%dx%d,%d->%d,%dx%d,s%d,p%d", L->hw, L->hw, L->cin, L->cout, L->k, L->k,
@@ -1375,7 +1351,7 @@ static int bench_resnet18(int argc, char **argv)
         }
         static const char *kcn[] = {"off", "miss", "hit", "disk"};
         printf("%-5s %-26s %11.0f %11s %6s %11.0f %6s %8s %-7s %11.0f %11.0f %8.2f %-4s %s\n", L->name, shape, macs,
-               cyc, util, bound, ratio, ratio_rd, tc >= tm ? "compute" : "memory", moved, comp, jit_ms,
+               cyc, util, bound, ratio, ratio_rd, rl.memory_bound ? "memory" : "compute", moved, comp, jit_ms,
                kcs >= 0 && kcs < 4 ? kcn[kcs] : "?", check);
         fflush(stdout);
         tot_macs += macs;

@@ -1832,7 +1832,11 @@ out:
     return rc;
 }
 
-int tsr_conv2d_plan(tsr_device_t *dev, const tsr_conv2d_params_t *params, tsr_conv2d_plan_t *pl)
+/* The plan: the kernel from the cache (or generated), the weight and
+ * constant buffers, and the stream relocated to x and y (device tensors,
+ * not owned) or, when x is NULL, to input and output buffers of its own. */
+static int plan_impl(tsr_device_t *dev, const tsr_conv2d_params_t *params, const tsr_dtensor_t *x,
+                     const tsr_dtensor_t *y, tsr_conv2d_plan_t *pl)
 {
     const uint64_t t0 = mono_ns();
     if (!dev || !pl)
@@ -1938,8 +1942,28 @@ int tsr_conv2d_plan(tsr_device_t *dev, const tsr_conv2d_params_t *params, tsr_co
     pl->w_bytes = w_elems(&g) * c->wgt_bytes;
     pl->y_bytes = y_elems(&g) * c->out_bytes;
     pl->c_bytes = c_elems(&g) * c->acc_bytes;
-    if ((rc = tsr_mem_alloc(dev, pl->x_bytes, &pl->x_addr)) || (rc = tsr_mem_alloc(dev, pl->w_bytes, &pl->w_addr)) ||
-        (rc = tsr_mem_alloc(dev, pl->y_bytes, &pl->y_addr)) || (rc = tsr_mem_alloc(dev, pl->c_bytes, &pl->c_addr)))
+    if (x) {
+        /* over device tensors: the plan's input and output are exactly
+         * theirs (wsplit 1, the tensors' blocked layout) */
+        if (pl->wsplit > 1 && !pl->depthwise) {
+            rc = tsr_err(TSR_EINVAL,
+                         OP ": weight zero points that do not fit int8 (w - w_zp split into %d parts) need the "
+                         "input packed %d times, which a device tensor does not hold",
+                         pl->wsplit, pl->wsplit);
+            goto fail;
+        }
+        if (x->bytes != pl->x_bytes || y->bytes != pl->y_bytes || !x->addr || !y->addr) {
+            rc = tsr_err(TSR_EINVAL, OP ": device tensors do not match the plan's input/output layout");
+            goto fail;
+        }
+        pl->x_addr = x->addr;
+        pl->y_addr = y->addr;
+    } else {
+        pl->io_owned = 1;
+        if ((rc = tsr_mem_alloc(dev, pl->x_bytes, &pl->x_addr)) || (rc = tsr_mem_alloc(dev, pl->y_bytes, &pl->y_addr)))
+            goto fail;
+    }
+    if ((rc = tsr_mem_alloc(dev, pl->w_bytes, &pl->w_addr)) || (rc = tsr_mem_alloc(dev, pl->c_bytes, &pl->c_addr)))
         goto fail;
     if (pl->x_addr % c->inp_bytes || pl->w_addr % c->wgt_bytes || pl->y_addr % c->out_bytes ||
         pl->c_addr % c->acc_bytes || pl->uop_addr % c->uop_bytes) {
@@ -2000,7 +2024,7 @@ void tsr_conv2d_plan_free(tsr_device_t *dev, tsr_conv2d_plan_t *pl)
         return;
     uint64_t *bufs[4] = {&pl->x_addr, &pl->w_addr, &pl->y_addr, &pl->c_addr};
     for (int i = 0; i < 4; i++)
-        if (*bufs[i])
+        if (*bufs[i] && (pl->io_owned || (i != 0 && i != 2))) /* tensors' buffers belong to the tensors */
             tsr_mem_free(dev, *bufs[i]);
     tsr_kcache_release(pl->kref); /* the uop buffer belongs to the cache entry */
     free(pl->insns);
@@ -2008,6 +2032,68 @@ void tsr_conv2d_plan_free(tsr_device_t *dev, tsr_conv2d_plan_t *pl)
     free(pl->mult);
     free(pl->shift);
     memset(pl, 0, sizeof *pl);
+}
+
+int tsr_conv2d_plan(tsr_device_t *dev, const tsr_conv2d_params_t *params, tsr_conv2d_plan_t *pl)
+{
+    return plan_impl(dev, params, NULL, NULL, pl);
+}
+
+int tsr_conv2d_plan_tensors(tsr_device_t *dev, const tsr_conv2d_params_t *params, const tsr_dtensor_t *x,
+                            const tsr_dtensor_t *y, tsr_conv2d_plan_t *pl)
+{
+    if (pl)
+        memset(pl, 0, sizeof *pl);
+    if (!params || !x || !y)
+        return tsr_err(TSR_EINVAL, OP ": NULL parameters or tensor");
+    int oh, ow, rc = tsr_conv2d_check(params, &oh, &ow);
+    if (rc)
+        return rc;
+    const tsr_conv2d_params_t *p = params;
+    if (x->n != p->n || x->c != p->c_in || x->h != p->h || x->w != p->w || x->dtype != p->x_dtype ||
+        x->zp != p->x_zp)
+        return tsr_err(TSR_EINVAL, OP ": input tensor [%d,%d,%d,%d] zp %d does not match the parameters "
+                       "[%d,%d,%d,%d] zp %d (or its dtype differs)",
+                       x->n, x->c, x->h, x->w, (int)x->zp, p->n, p->c_in, p->h, p->w, (int)p->x_zp);
+    if (y->n != p->n || y->c != p->c_out || y->h != oh || y->w != ow || y->dtype != p->y_dtype || y->zp != p->y_zp)
+        return tsr_err(TSR_EINVAL, OP ": output tensor [%d,%d,%d,%d] zp %d does not match the parameters "
+                       "[%d,%d,%d,%d] zp %d (or its dtype differs)",
+                       y->n, y->c, y->h, y->w, (int)y->zp, p->n, p->c_out, oh, ow, (int)p->y_zp);
+    /* the device view: int8 values h = x - off in, re-centred y - off out
+     * (the requantization's zero point and clamp move with it) */
+    tsr_conv2d_params_t v = *p;
+    const int xo = tsr_dtensor_off(p->x_dtype), yo = tsr_dtensor_off(p->y_dtype);
+    v.x_dtype = v.y_dtype = TSR_DT_INT8;
+    v.x_zp -= xo;
+    v.y_zp -= yo;
+    v.act_min -= yo;
+    v.act_max -= yo;
+    return plan_impl(dev, &v, x, y, pl);
+}
+
+int tsr_conv2d_bind(tsr_device_t *dev, tsr_conv2d_plan_t *pl, const tsr_dtensor_t *x, const tsr_dtensor_t *y)
+{
+    if (!dev || !pl || !pl->kref || !x || !y)
+        return tsr_err(TSR_EINVAL, OP ": NULL device, plan or tensor");
+    if (pl->io_owned)
+        return tsr_err(TSR_EINVAL, OP ": the plan owns its input and output buffers (plan it over tensors)");
+    if (x->bytes != pl->x_bytes || y->bytes != pl->y_bytes || !x->addr || !y->addr)
+        return tsr_err(TSR_EINVAL, OP ": device tensors do not match the plan's input/output layout");
+    const tsr_config_t *c = tsr_device_config(dev);
+    const tsr_kernel_t *k = tsr_kcache_kernel(pl->kref);
+    memcpy(pl->insns, k->insns, k->ninsns * sizeof *pl->insns);
+    uint64_t base[TSR_MEM_COUNT] = {0};
+    base[TSR_MEM_UOP] = pl->uop_addr;
+    base[TSR_MEM_INP] = x->addr;
+    base[TSR_MEM_WGT] = pl->w_addr;
+    base[TSR_MEM_ACC] = pl->c_addr;
+    base[TSR_MEM_OUT] = y->addr;
+    int rc = tsr_kcache_relocate(c, pl->insns, pl->ninsns, base);
+    if (rc)
+        return tsr_err_prefix(rc, OP ": ");
+    pl->x_addr = x->addr;
+    pl->y_addr = y->addr;
+    return TSR_OK;
 }
 
 int tsr_conv2d_write_input(tsr_device_t *dev, const tsr_conv2d_plan_t *pl, const void *x)

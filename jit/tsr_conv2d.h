@@ -69,6 +69,7 @@
 #include <stdint.h>
 
 #include "tsr_driver.h"
+#include "tsr_dtensor.h"
 #include "tsr_kcache.h"
 #include "tsr_npy.h"
 
@@ -119,6 +120,8 @@ typedef struct tsr_conv2d_plan {
     uint64_t uop_addr;             /* device buffer of the uop kernels (owned by the cache entry kref) */
     uint64_t x_addr, w_addr, y_addr, c_addr; /* device buffers: packed input, weights, output, constants (owned) */
     uint64_t x_bytes, w_bytes, y_bytes, c_bytes; /* their sizes */
+    int io_owned;                  /* 1: x_addr and y_addr are the plan's own buffers (tsr_conv2d_plan); 0: those
+                                      of device tensors (tsr_conv2d_plan_tensors), which the plan does not free */
     uint64_t gemm_ops;             /* GEMM tensor ops (non-reset) the stream performs */
     uint64_t alu_ops;              /* ALU tensor ops */
     uint64_t dram_bytes;           /* DRAM bytes the stream loads and stores (instructions excluded) */
@@ -142,6 +145,18 @@ int tsr_conv2d_check(const tsr_conv2d_params_t *p, int *oh, int *ow);
  * relocated to the plan's buffers. */
 int tsr_conv2d_plan(tsr_device_t *dev, const tsr_conv2d_params_t *p, tsr_conv2d_plan_t *plan);
 void tsr_conv2d_plan_free(tsr_device_t *dev, tsr_conv2d_plan_t *plan);
+
+/* Plan over device tensors (tsr_dtensor.h): p is expressed in x's and y's
+ * logical dtypes and zero points, which must match the tensors, as must
+ * the shapes; the plan is made on the device view (int8 in, re-centred
+ * int8 out: y_zp and the clamp move by y's offset) and its stream reads x
+ * and writes y directly. Refused (TSR_EINVAL) when the weight zero points
+ * need the input packed more than once (groups 1 with wsplit > 1). */
+int tsr_conv2d_plan_tensors(tsr_device_t *dev, const tsr_conv2d_params_t *p, const tsr_dtensor_t *x,
+                            const tsr_dtensor_t *y, tsr_conv2d_plan_t *plan);
+/* Re-bind a tensor plan to other tensors of the same layout: the cached
+ * stream relocated again (no generation). */
+int tsr_conv2d_bind(tsr_device_t *dev, tsr_conv2d_plan_t *plan, const tsr_dtensor_t *x, const tsr_dtensor_t *y);
 
 /* Host packing (once per tensor). x: NCHW bytes of x_dtype, dst: x_bytes. */
 void tsr_conv2d_pack_input(const tsr_config_t *cfg, const tsr_conv2d_plan_t *plan, const void *x, uint8_t *dst);

@@ -575,7 +575,7 @@ static void plan_free(tsr_device_t *dev, tsr_eltwise_plan_t *pl)
 {
     uint64_t *bufs[6] = {&pl->uop_addr, &pl->w_addr, &pl->c_addr, &pl->x_addr[0], &pl->x_addr[1], &pl->y_addr};
     for (int i = 0; i < 6; i++)
-        if (*bufs[i])
+        if (*bufs[i] && (pl->io_owned || i < 3)) /* tensors' buffers belong to the tensors */
             tsr_mem_free(dev, *bufs[i]);
     free(pl->insns);
     memset(pl, 0, sizeof *pl);
@@ -642,8 +642,10 @@ static int elem_of(const char *op, uint64_t addr, uint32_t bytes, uint32_t *el)
     return TSR_OK;
 }
 
+/* ext: NULL (the plan allocates its inputs and output) or the device
+ * tensors to read (ext[0], ext[1] for add's b) and write (ext[2]). */
 static int plan_common(tsr_device_t *dev, tsr_eltwise_kind_e kind, const tsr_add_params_t *pa,
-                       const tsr_clip_params_t *pc, tsr_eltwise_plan_t *pl)
+                       const tsr_clip_params_t *pc, const tsr_dtensor_t *const *ext, tsr_eltwise_plan_t *pl)
 {
     const char *op = kind == TSR_ELTWISE_ADD ? "add" : "clip";
     if (!pl)
@@ -686,11 +688,28 @@ static int plan_common(tsr_device_t *dev, tsr_eltwise_kind_e kind, const tsr_add
     pl->y_bytes = (uint64_t)g.rows * c->out_bytes;
     pl->w_bytes = (uint64_t)wgt_rows(&g) * c->wgt_bytes;
     pl->c_bytes = (uint64_t)g.nconst * c->acc_bytes;
-    for (int j = 0; j < g.inputs; j++)
-        if ((rc = tsr_mem_alloc(dev, pl->x_bytes, &pl->x_addr[j])) ||
-            (rc = elem_of(op, pl->x_addr[j], c->inp_bytes, &g.x_el[j])))
+    pl->io_owned = !ext;
+    for (int j = 0; j < g.inputs; j++) {
+        if (ext && ext[j]->bytes != pl->x_bytes) {
+            rc = tsr_err(TSR_EINVAL, "%s: device tensors do not match the plan's input layout", op);
             goto fail;
-    if ((rc = tsr_mem_alloc(dev, pl->y_bytes, &pl->y_addr)) || (rc = elem_of(op, pl->y_addr, c->out_bytes, &g.y_el)) ||
+        }
+        if (ext)
+            pl->x_addr[j] = ext[j]->addr;
+        else if ((rc = tsr_mem_alloc(dev, pl->x_bytes, &pl->x_addr[j])))
+            goto fail;
+        if ((rc = elem_of(op, pl->x_addr[j], c->inp_bytes, &g.x_el[j])))
+            goto fail;
+    }
+    if (ext && ext[2]->bytes != pl->y_bytes) {
+        rc = tsr_err(TSR_EINVAL, "%s: device tensors do not match the plan's output layout", op);
+        goto fail;
+    }
+    if (ext)
+        pl->y_addr = ext[2]->addr;
+    else if ((rc = tsr_mem_alloc(dev, pl->y_bytes, &pl->y_addr)))
+        goto fail;
+    if ((rc = elem_of(op, pl->y_addr, c->out_bytes, &g.y_el)) ||
         (rc = tsr_mem_alloc(dev, pl->w_bytes, &pl->w_addr)) || (rc = elem_of(op, pl->w_addr, c->wgt_bytes, &g.w_el)))
         goto fail;
     if (g.nconst && ((rc = tsr_mem_alloc(dev, pl->c_bytes, &pl->c_addr)) ||
@@ -748,12 +767,78 @@ fail:
 
 int tsr_add_plan(tsr_device_t *dev, const tsr_add_params_t *p, tsr_eltwise_plan_t *plan)
 {
-    return plan_common(dev, TSR_ELTWISE_ADD, p, NULL, plan);
+    return plan_common(dev, TSR_ELTWISE_ADD, p, NULL, NULL, plan);
 }
 
 int tsr_clip_plan(tsr_device_t *dev, const tsr_clip_params_t *p, tsr_eltwise_plan_t *plan)
 {
-    return plan_common(dev, TSR_ELTWISE_CLIP, NULL, p, plan);
+    return plan_common(dev, TSR_ELTWISE_CLIP, NULL, p, NULL, plan);
+}
+
+/* The device view of tensor t as a flat elementwise operand: all its rows
+ * (padded lanes included: elementwise, they only meet padded lanes) as
+ * int8 values with zero point zp - off. */
+static int flat_view(const char *op, const char *what, const tsr_eltwise_desc_t *d, const tsr_dtensor_t *t,
+                     tsr_eltwise_desc_t *v)
+{
+    if (!t || !t->addr)
+        return tsr_err(TSR_EINVAL, "%s: NULL %s tensor or one without a buffer", op, what);
+    if (t->n != d->n || t->c != d->c || t->h != d->h || t->w != d->w || t->dtype != d->dtype || t->zp != d->zp)
+        return tsr_err(TSR_EINVAL, "%s: %s tensor [%d,%d,%d,%d] zp %d does not match the parameters [%d,%d,%d,%d] "
+                       "zp %d (or its dtype differs)",
+                       op, what, t->n, t->c, t->h, t->w, (int)t->zp, d->n, d->c, d->h, d->w, (int)d->zp);
+    uint64_t lanes = (uint64_t)t->batch * (uint64_t)t->block;
+    if (t->bytes / lanes > INT32_MAX || t->bytes > INT32_MAX)
+        return tsr_err(TSR_EINVAL, "%s: %s tensor too large", op, what);
+    v->n = (int)(t->bytes / lanes);
+    v->c = (int)lanes;
+    v->h = v->w = 1;
+    v->dtype = TSR_DT_INT8;
+    v->zp = t->zp - tsr_dtensor_off(t->dtype);
+    return TSR_OK;
+}
+
+int tsr_add_plan_tensors(tsr_device_t *dev, const tsr_add_params_t *p, const tsr_dtensor_t *a,
+                         const tsr_dtensor_t *b, const tsr_dtensor_t *y, tsr_eltwise_plan_t *plan)
+{
+    if (plan)
+        memset(plan, 0, sizeof *plan);
+    if (!p)
+        return tsr_err(TSR_EINVAL, "add: NULL parameters");
+    int64_t count;
+    int rc = tsr_add_check(p, &count);
+    if (rc)
+        return rc;
+    tsr_add_params_t v = *p;
+    if ((rc = flat_view("add", "a", &p->a, a, &v.a)) || (rc = flat_view("add", "b", &p->b, b, &v.b)) ||
+        (rc = flat_view("add", "output", &p->y, y, &v.y)))
+        return rc;
+    const int yo = tsr_dtensor_off(p->y.dtype);
+    v.act_min -= yo;
+    v.act_max -= yo;
+    const tsr_dtensor_t *ext[3] = {a, b, y};
+    return plan_common(dev, TSR_ELTWISE_ADD, &v, NULL, ext, plan);
+}
+
+int tsr_clip_plan_tensors(tsr_device_t *dev, const tsr_clip_params_t *p, const tsr_dtensor_t *x,
+                          const tsr_dtensor_t *y, tsr_eltwise_plan_t *plan)
+{
+    if (plan)
+        memset(plan, 0, sizeof *plan);
+    if (!p)
+        return tsr_err(TSR_EINVAL, "clip: NULL parameters");
+    int64_t count;
+    int rc = tsr_clip_check(p, &count);
+    if (rc)
+        return rc;
+    tsr_clip_params_t v = *p;
+    if ((rc = flat_view("clip", "input", &p->x, x, &v.x)) || (rc = flat_view("clip", "output", &p->y, y, &v.y)))
+        return rc;
+    const int off = tsr_dtensor_off(p->x.dtype);
+    v.lo -= off;
+    v.hi -= off;
+    const tsr_dtensor_t *ext[3] = {x, NULL, y};
+    return plan_common(dev, TSR_ELTWISE_CLIP, NULL, &v, ext, plan);
 }
 
 void tsr_add_plan_free(tsr_device_t *dev, tsr_eltwise_plan_t *plan)

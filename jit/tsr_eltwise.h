@@ -68,6 +68,7 @@
 #include <stdint.h>
 
 #include "tsr_driver.h"
+#include "tsr_dtensor.h"
 #include "tsr_npy.h"
 
 /* One quantized tensor of an elementwise operator. */
@@ -123,6 +124,7 @@ typedef struct tsr_eltwise_plan {
     uint64_t x_addr[2];            /* device buffers of the packed inputs (a, b; clip: x only) */
     uint64_t y_addr;               /* device buffer of the output rows */
     uint64_t x_bytes, y_bytes, w_bytes, c_bytes; /* sizes: one packed input, output, weights, constants */
+    int io_owned;                  /* 1: x_addr, y_addr are the plan's own buffers; 0: device tensors' (not freed) */
     uint64_t gemm_ops;             /* GEMM tensor ops (non-reset) the stream performs */
     uint64_t alu_ops;              /* ALU tensor ops */
     uint64_t dram_bytes;           /* DRAM bytes the stream loads and stores (instructions excluded) */
@@ -140,6 +142,17 @@ int tsr_relu_params(const tsr_eltwise_desc_t *x, tsr_clip_params_t *out);
  * buffers, write uops, weights and constants, build the stream. */
 int tsr_add_plan(tsr_device_t *dev, const tsr_add_params_t *p, tsr_eltwise_plan_t *plan);
 int tsr_clip_plan(tsr_device_t *dev, const tsr_clip_params_t *p, tsr_eltwise_plan_t *plan);
+/* Plan over device tensors (tsr_dtensor.h): p in the tensors' logical
+ * dtypes and zero points (which, with the shapes, must match them). A
+ * device tensor's rows are one flat vector of int8 values (x - off) whose
+ * lanes are the flat elements of this lowering (BLOCK_IN == BLOCK_OUT), so
+ * the plan runs on that vector (padded lanes included, harmlessly) with
+ * zero points zp - off and clamp bounds moved by the output's offset:
+ * exactly the operator on the real elements, written re-centred. */
+int tsr_add_plan_tensors(tsr_device_t *dev, const tsr_add_params_t *p, const tsr_dtensor_t *a,
+                         const tsr_dtensor_t *b, const tsr_dtensor_t *y, tsr_eltwise_plan_t *plan);
+int tsr_clip_plan_tensors(tsr_device_t *dev, const tsr_clip_params_t *p, const tsr_dtensor_t *x,
+                          const tsr_dtensor_t *y, tsr_eltwise_plan_t *plan);
 /* Free the device buffers and the stream (safe on a zeroed or failed plan). */
 void tsr_add_plan_free(tsr_device_t *dev, tsr_eltwise_plan_t *plan);
 void tsr_clip_plan_free(tsr_device_t *dev, tsr_eltwise_plan_t *plan);

@@ -235,6 +235,7 @@ typedef struct {
     const tsr_pool_params_t *p;
     int kind, glob, oh, ow, nb, cb, kk, off, pad_value;
     int div_kind, div_k, div_e;  /* see tsr_pool_plan_t */
+    int y_off;                   /* subtracted from the averages (128: uint8 written re-centred for a device tensor) */
     int ncounts;                 /* distinct window counts */
     int *counts;                 /* [ncounts] (owned) */
     int32_t *mults;              /* [ncounts] multipliers (div_kind 2) (owned) */
@@ -492,17 +493,19 @@ static tsr_insn_t *emit_division(const geo_t *g, ibuf_t *b, int pa, int tco, int
     tsr_insn_t *last = NULL;
     if (g->div_kind == 1)
         last = alu_imm(b, TSR_ALU_RSHR, g->u_imm + pa, io, dfo, ii, g->div_e);
-    if (g->div_kind != 2)
-        return last;
-    if (g->div_k)
-        last = alu_imm(b, TSR_ALU_SHR, g->u_imm + pa, io, dfo, ii, -g->div_k);
-    if (g->use_map)
-        last = loop_op(b, TSR_OP_ALU, TSR_ALU_MULHR, g->u_mul + pa * g->t.tco, tco, toh, g->t.tow, g->t.tow,
-                       g->t.tow, 1, 1);
-    else
-        last = loop_op(b, TSR_OP_ALU, TSR_ALU_MULHR, g->u_mul + pa, 1, io, dfo, 0, ii, 1, 0);
-    if (g->div_e)
-        last = alu_imm(b, TSR_ALU_RSHR, g->u_imm + pa, io, dfo, ii, g->div_e);
+    if (g->div_kind == 2) {
+        if (g->div_k)
+            last = alu_imm(b, TSR_ALU_SHR, g->u_imm + pa, io, dfo, ii, -g->div_k);
+        if (g->use_map)
+            last = loop_op(b, TSR_OP_ALU, TSR_ALU_MULHR, g->u_mul + pa * g->t.tco, tco, toh, g->t.tow, g->t.tow,
+                           g->t.tow, 1, 1);
+        else
+            last = loop_op(b, TSR_OP_ALU, TSR_ALU_MULHR, g->u_mul + pa, 1, io, dfo, 0, ii, 1, 0);
+        if (g->div_e)
+            last = alu_imm(b, TSR_ALU_RSHR, g->u_imm + pa, io, dfo, ii, g->div_e);
+    }
+    if (g->y_off) /* the average of raw values, re-centred after the rounding (operators.md) */
+        last = alu_imm(b, TSR_ALU_ADD, g->u_imm + pa, io, dfo, ii, -g->y_off);
     return last;
 }
 
@@ -1180,7 +1183,10 @@ out:
 
 /* ---------------------------------------------------------------- plan */
 
-int tsr_pool_plan(tsr_device_t *dev, const tsr_pool_params_t *params, tsr_pool_plan_t *pl)
+/* The plan, reading x and writing y (device tensors, not owned) or, when
+ * x is NULL, input and output buffers of its own. */
+static int plan_impl(tsr_device_t *dev, const tsr_pool_params_t *params, const tsr_dtensor_t *x,
+                     const tsr_dtensor_t *y, int y_off, tsr_pool_plan_t *pl)
 {
     if (!pl)
         return tsr_err(TSR_EINVAL, OP ": NULL plan");
@@ -1194,6 +1200,7 @@ int tsr_pool_plan(tsr_device_t *dev, const tsr_pool_params_t *params, tsr_pool_p
         return rc;
     pl->p = *params;
     g.p = &pl->p;
+    g.y_off = y_off;
     if ((rc = choose_tiling(&g)))
         goto fail;
     pl->oh = g.oh;
@@ -1222,8 +1229,19 @@ int tsr_pool_plan(tsr_device_t *dev, const tsr_pool_params_t *params, tsr_pool_p
     pl->y_bytes = y_elems(&g) * c->out_bytes;
     pl->c_bytes = c_elems(&g) * c->acc_bytes;
     pl->w_bytes = c->wgt_bytes;
-    if ((rc = tsr_mem_alloc(dev, pl->x_bytes, &pl->x_addr)) || (rc = tsr_mem_alloc(dev, pl->y_bytes, &pl->y_addr)) ||
-        (pl->c_bytes && (rc = tsr_mem_alloc(dev, pl->c_bytes, &pl->c_addr))) ||
+    if (x) {
+        if (x->bytes != pl->x_bytes || y->bytes != pl->y_bytes || !x->addr || !y->addr) {
+            rc = tsr_err(TSR_EINVAL, OP ": device tensors do not match the plan's input/output layout");
+            goto fail;
+        }
+        pl->x_addr = x->addr;
+        pl->y_addr = y->addr;
+    } else {
+        pl->io_owned = 1;
+        if ((rc = tsr_mem_alloc(dev, pl->x_bytes, &pl->x_addr)) || (rc = tsr_mem_alloc(dev, pl->y_bytes, &pl->y_addr)))
+            goto fail;
+    }
+    if ((pl->c_bytes && (rc = tsr_mem_alloc(dev, pl->c_bytes, &pl->c_addr))) ||
         (rc = tsr_mem_alloc(dev, pl->w_bytes, &pl->w_addr)))
         goto fail;
     if ((rc = write_uops(dev, &g, pl)) || (rc = write_consts(dev, &g, pl)))
@@ -1278,10 +1296,48 @@ void tsr_pool_plan_free(tsr_device_t *dev, tsr_pool_plan_t *pl)
         return;
     uint64_t *bufs[5] = {&pl->uop_addr, &pl->x_addr, &pl->y_addr, &pl->c_addr, &pl->w_addr};
     for (int i = 0; i < 5 && dev; i++)
-        if (*bufs[i])
+        if (*bufs[i] && (pl->io_owned || (i != 1 && i != 2))) /* tensors' buffers belong to the tensors */
             tsr_mem_free(dev, *bufs[i]);
     free(pl->insns);
     memset(pl, 0, sizeof *pl);
+}
+
+int tsr_pool_plan(tsr_device_t *dev, const tsr_pool_params_t *params, tsr_pool_plan_t *pl)
+{
+    return plan_impl(dev, params, NULL, NULL, 0, pl);
+}
+
+int tsr_pool_plan_tensors(tsr_device_t *dev, const tsr_pool_params_t *params, const tsr_dtensor_t *x,
+                          const tsr_dtensor_t *y, tsr_pool_plan_t *pl)
+{
+    if (pl)
+        memset(pl, 0, sizeof *pl);
+    if (!params || !x || !y)
+        return tsr_err(TSR_EINVAL, OP ": NULL parameters or tensor");
+    int oh, ow, rc = tsr_pool_check(params, &oh, &ow);
+    if (rc)
+        return rc;
+    const tsr_pool_params_t *p = params;
+    if (x->n != p->n || x->c != p->c || x->h != p->h || x->w != p->w || x->dtype != p->dtype || x->zp != p->zp)
+        return tsr_err(TSR_EINVAL, OP ": input tensor [%d,%d,%d,%d] zp %d does not match the parameters "
+                       "[%d,%d,%d,%d] zp %d (or its dtype differs)",
+                       x->n, x->c, x->h, x->w, (int)x->zp, p->n, p->c, p->h, p->w, (int)p->zp);
+    if (y->n != p->n || y->c != p->c || y->h != oh || y->w != ow || y->dtype != p->dtype || y->zp != p->zp)
+        return tsr_err(TSR_EINVAL, OP ": output tensor [%d,%d,%d,%d] zp %d does not match [%d,%d,%d,%d] zp %d "
+                       "(or its dtype differs)",
+                       y->n, y->c, y->h, y->w, (int)y->zp, p->n, p->c, oh, ow, (int)p->zp);
+    /* max over h = x - off is the max of x minus off: planned on the device
+     * view (int8, zp - off). Averages are rounded on raw values
+     * (operators.md), which h does not give at ties for uint8: planned on
+     * the logical dtype (the input packing of a uint8 pool is already
+     * h = x - 128 and the sums are raw), the rounded average then
+     * re-centred by one ALU add (y_off). */
+    if (p->dtype == TSR_DT_UINT8 && p->kind != TSR_POOL_MAX)
+        return plan_impl(dev, p, x, y, tsr_dtensor_off(p->dtype), pl);
+    tsr_pool_params_t v = *p;
+    v.dtype = TSR_DT_INT8;
+    v.zp -= tsr_dtensor_off(p->dtype);
+    return plan_impl(dev, &v, x, y, 0, pl);
 }
 
 int tsr_pool_write_input(tsr_device_t *dev, const tsr_pool_plan_t *pl, const void *x)

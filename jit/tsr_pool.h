@@ -88,6 +88,7 @@
 #include <stdint.h>
 
 #include "tsr_driver.h"
+#include "tsr_dtensor.h"
 #include "tsr_npy.h"
 
 typedef enum tsr_pool_kind {
@@ -135,6 +136,7 @@ typedef struct tsr_pool_plan {
     uint64_t c_addr, w_addr;       /* device buffers: constants (+ map), identity weight (owned) */
     uint64_t x_bytes, y_bytes;     /* their sizes */
     uint64_t c_bytes, w_bytes;
+    int io_owned;                  /* 1: x_addr, y_addr are the plan's own buffers; 0: device tensors' (not freed) */
     uint64_t gemm_ops;             /* GEMM tensor ops (non-reset) the stream performs */
     uint64_t alu_ops;              /* ALU tensor ops */
     uint64_t dram_bytes;           /* DRAM bytes the stream loads and stores (instructions excluded) */
@@ -149,6 +151,14 @@ int tsr_pool_check(const tsr_pool_params_t *p, int *oh, int *ow);
  * allocate the device buffers, write uops and constants, build the stream. */
 int tsr_pool_plan(tsr_device_t *dev, const tsr_pool_params_t *p, tsr_pool_plan_t *plan);
 void tsr_pool_plan_free(tsr_device_t *dev, tsr_pool_plan_t *plan);
+/* Plan over device tensors (tsr_dtensor.h): p in the tensors' logical dtype
+ * and zero point (both must match it, and the shapes), reading x and
+ * writing y directly. Max pools are planned on the device view (int8, zp -
+ * off); average pools of uint8 tensors (rounded on raw values) on the
+ * logical dtype with one more ALU add per output row that re-centres the
+ * rounded average. */
+int tsr_pool_plan_tensors(tsr_device_t *dev, const tsr_pool_params_t *p, const tsr_dtensor_t *x,
+                          const tsr_dtensor_t *y, tsr_pool_plan_t *plan);
 
 /* Host packing. x: NCHW bytes of dtype, dst: x_bytes. src: y_bytes of the
  * output layout, y: NCHW bytes ([N, C, OH, OW]). */
