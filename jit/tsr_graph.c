@@ -1,0 +1,916 @@
+/*
+ * tsr_graph: build, validate, plan and execute a graph of operators over
+ * device tensors (tsr_graph.h). The operators are the JIT's lowerings
+ * planned over tensors (tsr_*_plan_tensors); this file adds the graph:
+ * ordering, activation placement with lifetimes, and the per-layer report.
+ */
+#include "tsr_graph.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tsr_error.h"
+#include "tsr_roofline.h"
+
+typedef struct {
+    tsr_dtensor_t t;       /* descriptor; addr set by the plan */
+    int producer;          /* node index, -1 for an input */
+    int alias;             /* the tensor whose bytes this one relabels (itself unless produced by a reshape) */
+    int is_output;         /* marked with tsr_graph_output */
+    int first, last;       /* lifetime (plan positions; roots only) */
+    uint64_t off;          /* offset in the arena (roots only) */
+} gtensor_t;
+
+typedef struct {
+    tsr_graph_op_e op;     /* operator */
+    char name[48];         /* for errors and the report */
+    int in[2], out;        /* tensor ids (in[1] = -1 unless add) */
+    tsr_conv2d_params_t conv;  /* conv, and dense as a 1x1 conv over [N, K, 1, 1] */
+    int32_t *w_zp, *mult, *shift; /* owned copies of conv's arrays */
+    void *w;               /* owned weights (OIHW bytes of the weight dtype) */
+    int32_t *bias;         /* owned bias or NULL */
+    tsr_pool_params_t pool;
+    tsr_add_params_t add;
+    tsr_clip_params_t clip;
+    int is_dense;          /* conv built from a dense node */
+    tsr_conv2d_plan_t cp;  /* plans (by op) */
+    tsr_pool_plan_t pp;
+    tsr_eltwise_plan_t ep;
+    int planned;           /* the plan above is live */
+    tsr_graph_layer_t L;   /* report of the last execution */
+} gnode_t;
+
+struct tsr_graph {
+    tsr_config_t cfg;      /* config the tensors are laid out for */
+    gtensor_t *ts;         /* tensors */
+    int nt, capt;
+    gnode_t *ns;           /* nodes, in the order they were added */
+    int nn, capn;
+    int *order;            /* plan: node indices in execution order */
+    int *outs;             /* marked outputs, in marking order */
+    int nout;
+    tsr_device_t *dev;     /* the plan's device (NULL: not planned) */
+    uint64_t arena, arena_bytes, tensor_bytes, weight_bytes;
+    double bw;             /* DRAM bytes per cycle of the bounds */
+    double plan_ms, exec_ms;
+};
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+int tsr_graph_create(const tsr_config_t *cfg, tsr_graph_t **out)
+{
+    if (!cfg || !out)
+        return tsr_err(TSR_EINVAL, "graph: NULL config or result");
+    *out = NULL;
+    tsr_dtensor_t probe;
+    int rc = tsr_dtensor_init(cfg, 1, 1, 1, 1, TSR_DT_INT8, 0, &probe); /* refuses configs that cannot chain */
+    if (rc)
+        return tsr_err_prefix(rc, "graph: ");
+    tsr_graph_t *g = calloc(1, sizeof *g);
+    if (!g)
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    g->cfg = *cfg;
+    g->bw = tsr_roofline_dram_bw(cfg, 0);
+    *out = g;
+    return TSR_OK;
+}
+
+static void unplan(tsr_graph_t *g)
+{
+    if (!g->dev)
+        return;
+    for (int i = 0; i < g->nn; i++) {
+        gnode_t *n = &g->ns[i];
+        if (!n->planned)
+            continue;
+        if (n->op == TSR_GOP_CONV || n->op == TSR_GOP_DENSE)
+            tsr_conv2d_plan_free(g->dev, &n->cp);
+        else if (n->op == TSR_GOP_POOL)
+            tsr_pool_plan_free(g->dev, &n->pp);
+        else if (n->op == TSR_GOP_ADD)
+            tsr_add_plan_free(g->dev, &n->ep);
+        else if (n->op == TSR_GOP_CLIP)
+            tsr_clip_plan_free(g->dev, &n->ep);
+        n->planned = 0;
+    }
+    if (g->arena)
+        tsr_mem_free(g->dev, g->arena);
+    for (int t = 0; t < g->nt; t++)
+        g->ts[t].t.addr = 0;
+    g->arena = g->arena_bytes = g->weight_bytes = 0;
+    free(g->order);
+    g->order = NULL;
+    g->dev = NULL;
+}
+
+void tsr_graph_free(tsr_graph_t *g)
+{
+    if (!g)
+        return;
+    unplan(g);
+    for (int i = 0; i < g->nn; i++) {
+        free(g->ns[i].w_zp);
+        free(g->ns[i].mult);
+        free(g->ns[i].shift);
+        free(g->ns[i].w);
+        free(g->ns[i].bias);
+    }
+    free(g->ns);
+    free(g->ts);
+    free(g->outs);
+    free(g);
+}
+
+int tsr_graph_tensor(tsr_graph_t *g, int n, int c, int h, int w, tsr_dtype_e dt, int32_t zp, int *id)
+{
+    if (!g || !id)
+        return tsr_err(TSR_EINVAL, "graph: NULL graph or id");
+    if (g->dev)
+        return tsr_err(TSR_EINVAL, "graph: already planned (build the whole graph first)");
+    tsr_dtensor_t t;
+    int rc = tsr_dtensor_init(&g->cfg, n, c, h, w, dt, zp, &t);
+    if (rc)
+        return tsr_err_prefix(rc, "graph: tensor %d: ", g->nt);
+    if (g->nt == g->capt) {
+        int cap = g->capt ? 2 * g->capt : 16;
+        gtensor_t *p = realloc(g->ts, sizeof *p * (size_t)cap);
+        if (!p)
+            return tsr_err(TSR_ENOMEM, "out of memory");
+        g->ts = p;
+        g->capt = cap;
+    }
+    gtensor_t *gt = &g->ts[g->nt];
+    memset(gt, 0, sizeof *gt);
+    gt->t = t;
+    gt->producer = -1;
+    gt->alias = g->nt;
+    *id = g->nt++;
+    return TSR_OK;
+}
+
+int tsr_graph_output(tsr_graph_t *g, int t)
+{
+    if (!g || t < 0 || t >= g->nt)
+        return tsr_err(TSR_EINVAL, "graph: output: no tensor %d", t);
+    if (g->dev)
+        return tsr_err(TSR_EINVAL, "graph: already planned");
+    if (g->ts[t].is_output)
+        return TSR_OK;
+    int *p = realloc(g->outs, sizeof *p * (size_t)(g->nout + 1));
+    if (!p)
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    g->outs = p;
+    g->outs[g->nout++] = t;
+    g->ts[t].is_output = 1;
+    return TSR_OK;
+}
+
+/* A new node: name, tensor ids checked (inputs exist, output exists and has
+ * no producer yet, output not an input). */
+static int new_node(tsr_graph_t *g, tsr_graph_op_e op, const char *name, int a, int b, int y, gnode_t **out)
+{
+    if (!g)
+        return tsr_err(TSR_EINVAL, "graph: NULL graph");
+    if (g->dev)
+        return tsr_err(TSR_EINVAL, "graph: already planned (build the whole graph first)");
+    char nm[48];
+    snprintf(nm, sizeof nm, "%s", name && *name ? name : "?");
+    const int ids[3] = {a, b, y};
+    for (int k = 0; k < 3; k++) {
+        if (k == 1 && op != TSR_GOP_ADD)
+            continue;
+        if (ids[k] < 0 || ids[k] >= g->nt)
+            return tsr_err(TSR_EINVAL, "graph: node \"%s\": %s tensor %d does not exist", nm,
+                           k == 2 ? "output" : "input", ids[k]);
+    }
+    if (g->ts[y].producer >= 0)
+        return tsr_err(TSR_EINVAL, "graph: node \"%s\": tensor %d already has a producer (node \"%s\")", nm, y,
+                       g->ns[g->ts[y].producer].name);
+    if (y == a || (op == TSR_GOP_ADD && y == b))
+        return tsr_err(TSR_EINVAL, "graph: node \"%s\": tensor %d is both an input and the output (a cycle)", nm, y);
+    if (g->nn == g->capn) {
+        int cap = g->capn ? 2 * g->capn : 16;
+        gnode_t *p = realloc(g->ns, sizeof *p * (size_t)cap);
+        if (!p)
+            return tsr_err(TSR_ENOMEM, "out of memory");
+        g->ns = p;
+        g->capn = cap;
+    }
+    gnode_t *n = &g->ns[g->nn];
+    memset(n, 0, sizeof *n);
+    n->op = op;
+    memcpy(n->name, nm, sizeof nm);
+    n->in[0] = a;
+    n->in[1] = op == TSR_GOP_ADD ? b : -1;
+    n->out = y;
+    *out = n;
+    return TSR_OK;
+}
+
+/* The node becomes part of the graph (after every check passed). */
+static void commit_node(tsr_graph_t *g, gnode_t *n)
+{
+    g->ts[n->out].producer = g->nn;
+    g->nn++;
+}
+
+static void free_node_arrays(gnode_t *n)
+{
+    free(n->w_zp);
+    free(n->mult);
+    free(n->shift);
+    free(n->w);
+    free(n->bias);
+    n->w_zp = n->mult = n->shift = n->bias = NULL;
+    n->w = NULL;
+}
+
+static const char *dt_name(tsr_dtype_e dt) { return dt == TSR_DT_UINT8 ? "uint8" : "int8"; }
+
+/* Does tensor t match shape/dtype/zp? Else an error naming the node. */
+static int match(const tsr_graph_t *g, const gnode_t *n, const char *what, int id, int N, int C, int H, int W,
+                 tsr_dtype_e dt, int32_t zp)
+{
+    const tsr_dtensor_t *t = &g->ts[id].t;
+    if (t->n != N || t->c != C || t->h != H || t->w != W)
+        return tsr_err(TSR_EINVAL, "graph: node \"%s\": %s tensor %d is [%d,%d,%d,%d], the operator needs [%d,%d,%d,%d]",
+                       n->name, what, id, t->n, t->c, t->h, t->w, N, C, H, W);
+    if (t->dtype != dt || t->zp != zp)
+        return tsr_err(TSR_EINVAL, "graph: node \"%s\": %s tensor %d is %s zp %d, the operator needs %s zp %d",
+                       n->name, what, id, dt_name(t->dtype), (int)t->zp, dt_name(dt), (int)zp);
+    return TSR_OK;
+}
+
+/* Copy conv parameters, weights and bias into the node (owned). */
+static int copy_conv(gnode_t *n, const tsr_conv2d_params_t *p, const void *w, const int32_t *bias)
+{
+    n->conv = *p;
+    const size_t nw = (size_t)p->c_out * (size_t)(p->groups > 1 ? 1 : p->c_in) * (size_t)p->kh * (size_t)p->kw;
+    n->w_zp = malloc(sizeof(int32_t) * (size_t)p->w_zp_count);
+    n->mult = malloc(sizeof(int32_t) * (size_t)p->rq_count);
+    n->shift = malloc(sizeof(int32_t) * (size_t)p->rq_count);
+    n->w = malloc(nw);
+    n->bias = bias ? malloc(sizeof(int32_t) * (size_t)p->c_out) : NULL;
+    if (!n->w_zp || !n->mult || !n->shift || !n->w || (bias && !n->bias)) {
+        free_node_arrays(n);
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    }
+    memcpy(n->w_zp, p->w_zp, sizeof(int32_t) * (size_t)p->w_zp_count);
+    memcpy(n->mult, p->mult, sizeof(int32_t) * (size_t)p->rq_count);
+    memcpy(n->shift, p->shift, sizeof(int32_t) * (size_t)p->rq_count);
+    memcpy(n->w, w, nw);
+    if (bias)
+        memcpy(n->bias, bias, sizeof(int32_t) * (size_t)p->c_out);
+    n->conv.w_zp = n->w_zp;
+    n->conv.mult = n->mult;
+    n->conv.shift = n->shift;
+    return TSR_OK;
+}
+
+/* Checks shared by conv and dense: tensors, and what device tensors cannot
+ * hold (weights whose w - w_zp does not fit int8 need the input packed
+ * once per int8 part, groups 1). */
+static int check_conv(tsr_graph_t *g, gnode_t *n, const tsr_conv2d_params_t *p)
+{
+    int oh, ow, rc = tsr_conv2d_check(p, &oh, &ow);
+    if (rc)
+        return tsr_err_prefix(rc, "graph: node \"%s\": ", n->name);
+    if ((rc = match(g, n, "input", n->in[0], p->n, p->c_in, p->h, p->w, p->x_dtype, p->x_zp)) ||
+        (rc = match(g, n, "output", n->out, p->n, p->c_out, oh, ow, p->y_dtype, p->y_zp)))
+        return rc;
+    if (p->groups == 1) {
+        const int32_t lo = p->w_dtype == TSR_DT_UINT8 ? 0 : -128, hi = p->w_dtype == TSR_DT_UINT8 ? 255 : 127;
+        for (int i = 0; i < p->w_zp_count; i++)
+            if (lo - p->w_zp[i] < -128 || hi - p->w_zp[i] > 127)
+                return tsr_err(TSR_EINVAL,
+                               "graph: node \"%s\": weight zero point %d of a %s weight needs w - w_zp split into "
+                               "int8 parts and the input packed once per part; device tensors hold one copy "
+                               "(use int8 weights with zero point 0 or uint8 weights with zero point 128)",
+                               n->name, (int)p->w_zp[i], dt_name(p->w_dtype));
+    }
+    return TSR_OK;
+}
+
+int tsr_graph_conv2d(tsr_graph_t *g, const char *name, int x, int y, const tsr_conv2d_params_t *p, const void *w,
+                     const int32_t *bias)
+{
+    gnode_t *n = NULL;
+    int rc = new_node(g, TSR_GOP_CONV, name, x, -1, y, &n);
+    if (rc)
+        return rc;
+    if (!p || !w)
+        return tsr_err(TSR_EINVAL, "graph: node \"%s\": NULL parameters or weights", n->name);
+    if ((rc = check_conv(g, n, p)) || (rc = copy_conv(n, p, w, bias)))
+        return rc;
+    commit_node(g, n);
+    return TSR_OK;
+}
+
+int tsr_graph_dense(tsr_graph_t *g, const char *name, int x, int y, const tsr_dense_params_t *p, const void *w,
+                    const int32_t *bias)
+{
+    gnode_t *n = NULL;
+    int rc = new_node(g, TSR_GOP_DENSE, name, x, -1, y, &n);
+    if (rc)
+        return rc;
+    if (!p || !w)
+        return tsr_err(TSR_EINVAL, "graph: node \"%s\": NULL parameters or weights", n->name);
+    if ((rc = tsr_dense_check(p, NULL)))
+        return tsr_err_prefix(rc, "graph: node \"%s\": ", n->name);
+    const tsr_dtensor_t *xt = &g->ts[x].t;
+    /* the blocked layout of [N, C, H, W] is that of [N, K] only when H*W == 1 */
+    if (xt->h * xt->w != 1)
+        return tsr_err(TSR_EINVAL,
+                       "graph: node \"%s\": dense over a [%d,%d,%d,%d] tensor: its blocked layout is not [N][K] "
+                       "(only H = W = 1 inputs, e.g. after a global pool, are supported)",
+                       n->name, xt->n, xt->c, xt->h, xt->w);
+    /* a dense layer over [N, K, 1, 1] is the 1x1 conv2d K -> M */
+    tsr_conv2d_params_t c;
+    memset(&c, 0, sizeof c);
+    c.n = p->n;
+    c.c_in = p->k;
+    c.h = c.w = 1;
+    c.c_out = p->m;
+    c.kh = c.kw = c.stride_h = c.stride_w = c.groups = 1;
+    c.x_dtype = p->x_dtype;
+    c.x_zp = p->x_zp;
+    c.w_dtype = p->w_dtype;
+    c.w_zp = p->w_zp;
+    c.w_zp_count = p->w_zp_count;
+    c.y_dtype = p->y_dtype;
+    c.y_zp = p->y_zp;
+    c.mult = p->mult;
+    c.shift = p->shift;
+    c.rq_count = p->rq_count;
+    c.act_min = p->act_min;
+    c.act_max = p->act_max;
+    if ((rc = check_conv(g, n, &c)) || (rc = copy_conv(n, &c, w, bias)))
+        return rc;
+    n->is_dense = 1;
+    commit_node(g, n);
+    return TSR_OK;
+}
+
+int tsr_graph_pool(tsr_graph_t *g, const char *name, int x, int y, const tsr_pool_params_t *p)
+{
+    gnode_t *n = NULL;
+    int rc = new_node(g, TSR_GOP_POOL, name, x, -1, y, &n);
+    if (rc)
+        return rc;
+    if (!p)
+        return tsr_err(TSR_EINVAL, "graph: node \"%s\": NULL parameters", n->name);
+    int oh, ow;
+    if ((rc = tsr_pool_check(p, &oh, &ow)))
+        return tsr_err_prefix(rc, "graph: node \"%s\": ", n->name);
+    if ((rc = match(g, n, "input", x, p->n, p->c, p->h, p->w, p->dtype, p->zp)) ||
+        (rc = match(g, n, "output", y, p->n, p->c, oh, ow, p->dtype, p->zp)))
+        return rc;
+    n->pool = *p;
+    commit_node(g, n);
+    return TSR_OK;
+}
+
+int tsr_graph_add(tsr_graph_t *g, const char *name, int a, int b, int y, const tsr_add_params_t *p)
+{
+    gnode_t *n = NULL;
+    int rc = new_node(g, TSR_GOP_ADD, name, a, b, y, &n);
+    if (rc)
+        return rc;
+    if (!p)
+        return tsr_err(TSR_EINVAL, "graph: node \"%s\": NULL parameters", n->name);
+    int64_t count;
+    if ((rc = tsr_add_check(p, &count)))
+        return tsr_err_prefix(rc, "graph: node \"%s\": ", n->name);
+    if ((rc = match(g, n, "input a", a, p->a.n, p->a.c, p->a.h, p->a.w, p->a.dtype, p->a.zp)) ||
+        (rc = match(g, n, "input b", b, p->b.n, p->b.c, p->b.h, p->b.w, p->b.dtype, p->b.zp)) ||
+        (rc = match(g, n, "output", y, p->y.n, p->y.c, p->y.h, p->y.w, p->y.dtype, p->y.zp)))
+        return rc;
+    n->add = *p;
+    commit_node(g, n);
+    return TSR_OK;
+}
+
+int tsr_graph_clip(tsr_graph_t *g, const char *name, int x, int y, const tsr_clip_params_t *p)
+{
+    gnode_t *n = NULL;
+    int rc = new_node(g, TSR_GOP_CLIP, name, x, -1, y, &n);
+    if (rc)
+        return rc;
+    if (!p)
+        return tsr_err(TSR_EINVAL, "graph: node \"%s\": NULL parameters", n->name);
+    int64_t count;
+    if ((rc = tsr_clip_check(p, &count)))
+        return tsr_err_prefix(rc, "graph: node \"%s\": ", n->name);
+    if ((rc = match(g, n, "input", x, p->x.n, p->x.c, p->x.h, p->x.w, p->x.dtype, p->x.zp)) ||
+        (rc = match(g, n, "output", y, p->y.n, p->y.c, p->y.h, p->y.w, p->y.dtype, p->y.zp)))
+        return rc;
+    n->clip = *p;
+    commit_node(g, n);
+    return TSR_OK;
+}
+
+int tsr_graph_reshape(tsr_graph_t *g, const char *name, int x, int y)
+{
+    gnode_t *n = NULL;
+    int rc = new_node(g, TSR_GOP_RESHAPE, name, x, -1, y, &n);
+    if (rc)
+        return rc;
+    const tsr_dtensor_t *a = &g->ts[x].t, *b = &g->ts[y].t;
+    if (a->n != b->n || a->c != b->c || (int64_t)a->h * a->w != (int64_t)b->h * b->w || a->dtype != b->dtype ||
+        a->zp != b->zp)
+        return tsr_err(TSR_EINVAL,
+                       "graph: node \"%s\": reshape [%d,%d,%d,%d] -> [%d,%d,%d,%d] is not a relabelling of the "
+                       "blocked layout (N, C, H*W, dtype and zero point must stay)",
+                       n->name, a->n, a->c, a->h, a->w, b->n, b->c, b->h, b->w);
+    commit_node(g, n);
+    return TSR_OK;
+}
+
+/* ---------------------------------------------------------------- plan */
+
+static int root_of(const tsr_graph_t *g, int t)
+{
+    while (g->ts[t].alias != t)
+        t = g->ts[t].alias;
+    return t;
+}
+
+/* Kahn's algorithm over the producer relation; a node left over is on (or
+ * behind) a cycle. */
+static int order_nodes(tsr_graph_t *g)
+{
+    int *indeg = calloc((size_t)(unsigned)g->nn + 1, sizeof *indeg);
+    int *q = malloc(sizeof *q * ((size_t)(unsigned)g->nn + 1));
+    g->order = malloc(sizeof *g->order * ((size_t)(unsigned)g->nn + 1));
+    int rc = TSR_OK;
+    if (!indeg || !q || !g->order) {
+        rc = tsr_err(TSR_ENOMEM, "out of memory");
+        goto out;
+    }
+    for (int i = 0; i < g->nn; i++)
+        for (int k = 0; k < 2; k++)
+            if (g->ns[i].in[k] >= 0 && g->ts[g->ns[i].in[k]].producer >= 0)
+                indeg[i]++;
+    int qh = 0, qt = 0, no = 0;
+    for (int i = 0; i < g->nn; i++)
+        if (!indeg[i])
+            q[qt++] = i;
+    while (qh < qt) {
+        int i = q[qh++];
+        g->order[no++] = i;
+        for (int j = 0; j < g->nn; j++)
+            for (int k = 0; k < 2; k++)
+                if (g->ns[j].in[k] == g->ns[i].out && --indeg[j] == 0)
+                    q[qt++] = j;
+    }
+    if (no < g->nn) {
+        int bad = -1;
+        for (int i = 0; i < g->nn && bad < 0; i++)
+            if (indeg[i])
+                bad = i;
+        rc = tsr_err(TSR_EINVAL, "graph: node \"%s\" is on a cycle (its input depends on its own output)",
+                     g->ns[bad].name);
+    }
+out:
+    free(indeg);
+    free(q);
+    return rc;
+}
+
+/* Place the roots' buffers in one arena: a root lives from its producer's
+ * position to its last consumer's (outputs and KEEP_ALL: to the end); two
+ * roots whose lifetimes meet (a node's inputs and output included) never
+ * overlap. Largest first, lowest offset that fits. */
+static int place(tsr_graph_t *g, unsigned flags, uint64_t align)
+{
+    int *pos = malloc(sizeof *pos * ((size_t)(unsigned)g->nn + 1));
+    int *roots = malloc(sizeof *roots * ((size_t)(unsigned)g->nt + 1));
+    int *placed = malloc(sizeof *placed * ((size_t)(unsigned)g->nt + 1));
+    if (!pos || !roots || !placed) {
+        free(pos);
+        free(roots);
+        free(placed);
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    }
+    for (int k = 0; k < g->nn; k++)
+        pos[g->order[k]] = k;
+    for (int t = 0; t < g->nt; t++) {
+        g->ts[t].first = INT_MAX;
+        g->ts[t].last = INT_MIN;
+    }
+    for (int t = 0; t < g->nt; t++) {
+        gtensor_t *r = &g->ts[root_of(g, t)];
+        int p = g->ts[t].producer;
+        int def = p < 0 ? -1 : pos[p];
+        if (def < r->first)
+            r->first = def;
+        if (def > r->last)
+            r->last = def;
+        if (g->ts[t].is_output || (flags & TSR_GRAPH_KEEP_ALL)) {
+            r->first = -1;
+            r->last = INT_MAX;
+        }
+    }
+    for (int i = 0; i < g->nn; i++)
+        for (int k = 0; k < 2; k++)
+            if (g->ns[i].in[k] >= 0) {
+                gtensor_t *r = &g->ts[root_of(g, g->ns[i].in[k])];
+                if (pos[i] > r->last)
+                    r->last = pos[i];
+            }
+    int nr = 0;
+    g->tensor_bytes = 0;
+    for (int t = 0; t < g->nt; t++)
+        if (g->ts[t].alias == t) {
+            roots[nr++] = t;
+            g->tensor_bytes += g->ts[t].t.bytes;
+        }
+    /* largest first (insertion sort: graphs are small) */
+    for (int i = 1; i < nr; i++)
+        for (int j = i; j > 0 && g->ts[roots[j]].t.bytes > g->ts[roots[j - 1]].t.bytes; j--) {
+            int s = roots[j];
+            roots[j] = roots[j - 1];
+            roots[j - 1] = s;
+        }
+    uint64_t end = 0;
+    int np = 0;
+    for (int i = 0; i < nr; i++) {
+        gtensor_t *r = &g->ts[roots[i]];
+        const uint64_t sz = (r->t.bytes + align - 1) / align * align;
+        uint64_t off = 0;
+        for (int again = 1; again;) { /* move past every conflicting placed buffer */
+            again = 0;
+            for (int j = 0; j < np; j++) {
+                const gtensor_t *o = &g->ts[placed[j]];
+                const uint64_t osz = (o->t.bytes + align - 1) / align * align;
+                if (o->first <= r->last && r->first <= o->last && off < o->off + osz && o->off < off + sz) {
+                    off = o->off + osz;
+                    again = 1;
+                }
+            }
+        }
+        r->off = off;
+        placed[np++] = roots[i];
+        if (off + sz > end)
+            end = off + sz;
+    }
+    g->arena_bytes = end ? end : align;
+    free(pos);
+    free(roots);
+    free(placed);
+    return TSR_OK;
+}
+
+static void layer_shape(const gnode_t *n, const tsr_graph_t *g, char *s, size_t len)
+{
+    const tsr_dtensor_t *x = &g->ts[n->in[0]].t;
+    if (n->op == TSR_GOP_CONV)
+        snprintf(s, len, "%dx%d,%d->%d,%dx%d,s%d%s", x->h, x->w, n->conv.c_in, n->conv.c_out, n->conv.kh, n->conv.kw,
+                 n->conv.stride_h, n->conv.groups > 1 ? ",dw" : "");
+    else if (n->op == TSR_GOP_DENSE)
+        snprintf(s, len, "%d->%d", n->conv.c_in, n->conv.c_out);
+    else if (n->op == TSR_GOP_POOL && n->pool.kind == TSR_POOL_GLOBAL_AVG)
+        snprintf(s, len, "%dx%d,%d->1x1", x->h, x->w, x->c);
+    else if (n->op == TSR_GOP_POOL)
+        snprintf(s, len, "%dx%d,%d,%dx%d,s%d", x->h, x->w, x->c, n->pool.kh, n->pool.kw, n->pool.stride_h);
+    else
+        snprintf(s, len, "%dx%d,%d", x->h, x->w, x->c);
+}
+
+static const char *op_name(const gnode_t *n)
+{
+    switch (n->op) {
+    case TSR_GOP_CONV: return n->conv.groups > 1 ? "dwconv" : "conv";
+    case TSR_GOP_DENSE: return "dense";
+    case TSR_GOP_POOL: return n->pool.kind == TSR_POOL_MAX ? "maxpool" : n->pool.kind == TSR_POOL_AVG ? "avgpool" : "gap";
+    case TSR_GOP_ADD: return "add";
+    case TSR_GOP_CLIP: return "clip";
+    case TSR_GOP_RESHAPE: return "reshape";
+    }
+    return "?";
+}
+
+static double real_bytes(const tsr_dtensor_t *t) { return (double)t->n * t->c * t->h * t->w; }
+
+/* Static per-layer figures: MACs, compulsory bytes, bound. */
+static void layer_static(tsr_graph_t *g, gnode_t *n)
+{
+    tsr_graph_layer_t *L = &n->L;
+    L->name = n->name;
+    L->op = op_name(n);
+    layer_shape(n, g, L->shape, sizeof L->shape);
+    L->kcache = -1;
+    if (n->op == TSR_GOP_CONV || n->op == TSR_GOP_DENSE) {
+        L->macs = tsr_roofline_conv2d_macs(&n->conv);
+        L->compulsory = tsr_roofline_conv2d_compulsory(&n->conv, 0);
+        if (!n->bias) /* no bias moves no bias bytes */
+            L->compulsory -= 4.0 * n->conv.c_out;
+    } else if (n->op != TSR_GOP_RESHAPE) {
+        L->compulsory = real_bytes(&g->ts[n->in[0]].t) + real_bytes(&g->ts[n->out].t);
+        if (n->in[1] >= 0)
+            L->compulsory += real_bytes(&g->ts[n->in[1]].t);
+    }
+    tsr_roofline_t r = tsr_roofline_bound(&g->cfg, L->macs, L->compulsory, g->bw);
+    L->bound = r.bound;
+    L->memory_bound = r.memory_bound;
+}
+
+static int plan_node(tsr_graph_t *g, gnode_t *n)
+{
+    tsr_device_t *dev = g->dev;
+    const tsr_dtensor_t *x = &g->ts[n->in[0]].t, *y = &g->ts[n->out].t;
+    const double t0 = now_ms();
+    int rc = TSR_OK;
+    switch (n->op) {
+    case TSR_GOP_CONV:
+    case TSR_GOP_DENSE:
+        if (!(rc = tsr_conv2d_plan_tensors(dev, &n->conv, x, y, &n->cp))) {
+            n->planned = 1;
+            rc = tsr_conv2d_write_weights(dev, &n->cp, n->w, n->bias);
+            g->weight_bytes += n->cp.w_bytes + n->cp.c_bytes;
+        }
+        break;
+    case TSR_GOP_POOL:
+        if (!(rc = tsr_pool_plan_tensors(dev, &n->pool, x, y, &n->pp))) {
+            n->planned = 1;
+            g->weight_bytes += n->pp.c_bytes + n->pp.w_bytes;
+        }
+        break;
+    case TSR_GOP_ADD:
+        if (!(rc = tsr_add_plan_tensors(dev, &n->add, x, &g->ts[n->in[1]].t, y, &n->ep))) {
+            n->planned = 1;
+            g->weight_bytes += n->ep.w_bytes + n->ep.c_bytes;
+        }
+        break;
+    case TSR_GOP_CLIP:
+        if (!(rc = tsr_clip_plan_tensors(dev, &n->clip, x, y, &n->ep))) {
+            n->planned = 1;
+            g->weight_bytes += n->ep.w_bytes + n->ep.c_bytes;
+        }
+        break;
+    case TSR_GOP_RESHAPE: break;
+    }
+    if (rc)
+        return tsr_err_prefix(rc, "graph: node \"%s\": ", n->name);
+    layer_static(g, n);
+    n->L.plan_ms = now_ms() - t0;
+    if (n->op == TSR_GOP_CONV || n->op == TSR_GOP_DENSE)
+        n->L.kcache = n->cp.kcache;
+    return TSR_OK;
+}
+
+int tsr_graph_plan(tsr_graph_t *g, tsr_device_t *dev, unsigned flags)
+{
+    if (!g || !dev)
+        return tsr_err(TSR_EINVAL, "graph: NULL graph or device");
+    if (g->dev)
+        return tsr_err(TSR_EINVAL, "graph: already planned");
+    const double t0 = now_ms();
+    const tsr_config_t *dc = tsr_device_config(dev);
+    if (dc->batch != g->cfg.batch || dc->block_in != g->cfg.block_in || dc->block_out != g->cfg.block_out)
+        return tsr_err(TSR_EINVAL, "graph: the device's config has another BATCH/BLOCK than the graph's");
+    if (!g->nn)
+        return tsr_err(TSR_EINVAL, "graph: no nodes");
+    /* reshapes alias their input's bytes */
+    for (int i = 0; i < g->nn; i++)
+        if (g->ns[i].op == TSR_GOP_RESHAPE)
+            g->ts[g->ns[i].out].alias = g->ns[i].in[0];
+    g->dev = dev;
+    int rc = order_nodes(g);
+    uint64_t align = 64;
+    while (align < dc->inp_bytes || align < dc->wgt_bytes || align < dc->acc_bytes)
+        align <<= 1;
+    if (!rc)
+        rc = place(g, flags, align);
+    if (!rc)
+        rc = tsr_mem_alloc(dev, g->arena_bytes, &g->arena);
+    if (rc)
+        goto fail;
+    for (int t = 0; t < g->nt; t++)
+        g->ts[t].t.addr = g->arena + g->ts[root_of(g, t)].off;
+    for (int k = 0; k < g->nn; k++)
+        if ((rc = plan_node(g, &g->ns[g->order[k]])))
+            goto fail;
+    g->plan_ms = now_ms() - t0;
+    return TSR_OK;
+fail:
+    unplan(g);
+    for (int t = 0; t < g->nt; t++)
+        g->ts[t].alias = t;
+    return rc;
+}
+
+/* ------------------------------------------------------------- execute */
+
+static int run_node(tsr_graph_t *g, gnode_t *n)
+{
+    const tsr_insn_t *insns = NULL;
+    size_t ni = 0;
+    if (n->op == TSR_GOP_CONV || n->op == TSR_GOP_DENSE) {
+        insns = n->cp.insns;
+        ni = n->cp.ninsns;
+    } else if (n->op == TSR_GOP_POOL) {
+        insns = n->pp.insns;
+        ni = n->pp.ninsns;
+    } else if (n->op == TSR_GOP_ADD || n->op == TSR_GOP_CLIP) {
+        insns = n->ep.insns;
+        ni = n->ep.ninsns;
+    } else
+        return TSR_OK; /* reshape: nothing to run */
+    tsr_counters_t a, b, d;
+    const double t0 = now_ms();
+    int rc = tsr_read_counters(g->dev, &a);
+    if (!rc)
+        rc = tsr_submit(g->dev, insns, ni);
+    if (!rc)
+        rc = tsr_wait(g->dev, -1);
+    if (!rc)
+        rc = tsr_read_counters(g->dev, &b);
+    if (rc)
+        return tsr_err_prefix(rc, "graph: node \"%s\": ", n->name);
+    n->L.wall_ms = now_ms() - t0;
+    tsr_counters_delta(&a, &b, &d);
+    n->L.cycles = (double)d.cycles;
+    n->L.moved = tsr_roofline_moved(&d);
+    return TSR_OK;
+}
+
+int tsr_graph_exec(tsr_graph_t *g, const void *const *inputs, void *const *outputs)
+{
+    if (!g || !g->dev)
+        return tsr_err(TSR_EINVAL, "graph: not planned");
+    const double t0 = now_ms();
+    int rc = TSR_OK, k = 0;
+    for (int t = 0; t < g->nt && !rc; t++)
+        if (g->ts[t].producer < 0) {
+            if (!inputs || !inputs[k])
+                return tsr_err(TSR_EINVAL, "graph: no data for input %d (tensor %d)", k, t);
+            rc = tsr_dtensor_write_nchw(g->dev, &g->ts[t].t, inputs[k++]);
+        }
+    for (int i = 0; i < g->nn && !rc; i++)
+        rc = run_node(g, &g->ns[g->order[i]]);
+    for (int j = 0; j < g->nout && !rc && outputs; j++)
+        if (outputs[j])
+            rc = tsr_dtensor_read_nchw(g->dev, &g->ts[g->outs[j]].t, outputs[j]);
+    g->exec_ms = now_ms() - t0;
+    return rc;
+}
+
+int tsr_graph_read_tensor(tsr_graph_t *g, int t, void *dst)
+{
+    if (!g || !g->dev || t < 0 || t >= g->nt || !dst)
+        return tsr_err(TSR_EINVAL, "graph: not planned, no tensor %d or NULL destination", t);
+    return tsr_dtensor_read_nchw(g->dev, &g->ts[t].t, dst);
+}
+
+/* ------------------------------------------------------------- netdesc */
+
+int tsr_graph_from_netdesc(const tsr_config_t *cfg, const tsr_netdesc_t *nd, tsr_graph_t **out)
+{
+    if (!nd || !out)
+        return tsr_err(TSR_EINVAL, "graph: NULL network description or result");
+    tsr_graph_t *g;
+    int rc = tsr_graph_create(cfg, &g);
+    if (rc)
+        return rc;
+    for (int t = 0; t < nd->ntensors && !rc; t++) {
+        const tsr_nd_tensor_t *d = &nd->tensors[t];
+        int id;
+        rc = tsr_graph_tensor(g, d->n, d->c, d->h, d->w, d->dtype, d->zp, &id);
+    }
+    for (int i = 0; i < nd->nnodes && !rc; i++) {
+        const tsr_nd_node_t *n = &nd->nodes[i];
+        switch (n->kind) {
+        case TSR_ND_CONV: rc = tsr_graph_conv2d(g, n->name, n->in[0], n->out, &n->conv, n->w, n->bias); break;
+        case TSR_ND_DENSE: rc = tsr_graph_dense(g, n->name, n->in[0], n->out, &n->dense, n->w, n->bias); break;
+        case TSR_ND_POOL: rc = tsr_graph_pool(g, n->name, n->in[0], n->out, &n->pool); break;
+        case TSR_ND_ADD: rc = tsr_graph_add(g, n->name, n->in[0], n->in[1], n->out, &n->add); break;
+        case TSR_ND_CLIP: rc = tsr_graph_clip(g, n->name, n->in[0], n->out, &n->clip); break;
+        default: rc = tsr_err(TSR_EINVAL, "graph: node \"%s\": unknown kind %d", n->name, (int)n->kind);
+        }
+    }
+    if (!rc)
+        rc = tsr_graph_output(g, nd->output);
+    if (rc) {
+        tsr_graph_free(g);
+        return rc;
+    }
+    *out = g;
+    return TSR_OK;
+}
+
+/* ------------------------------------------------------------- queries */
+
+int tsr_graph_ntensors(const tsr_graph_t *g) { return g ? g->nt : 0; }
+int tsr_graph_nnodes(const tsr_graph_t *g) { return g ? g->nn : 0; }
+
+const tsr_dtensor_t *tsr_graph_tensor_desc(const tsr_graph_t *g, int t)
+{
+    return g && t >= 0 && t < g->nt ? &g->ts[t].t : NULL;
+}
+
+const char *tsr_graph_producer(const tsr_graph_t *g, int t)
+{
+    if (!g || t < 0 || t >= g->nt || g->ts[t].producer < 0)
+        return "";
+    return g->ns[g->ts[t].producer].name;
+}
+
+const tsr_graph_layer_t *tsr_graph_layer(const tsr_graph_t *g, int i)
+{
+    if (!g || !g->order || i < 0 || i >= g->nn)
+        return NULL;
+    return &g->ns[g->order[i]].L;
+}
+
+void tsr_graph_set_dram_bw(tsr_graph_t *g, double bytes_per_cycle)
+{
+    if (!g)
+        return;
+    g->bw = tsr_roofline_dram_bw(&g->cfg, bytes_per_cycle);
+    for (int i = 0; g->dev && i < g->nn; i++) {
+        tsr_roofline_t r = tsr_roofline_bound(&g->cfg, g->ns[i].L.macs, g->ns[i].L.compulsory, g->bw);
+        g->ns[i].L.bound = r.bound;
+        g->ns[i].L.memory_bound = r.memory_bound;
+    }
+}
+
+void tsr_graph_totals(const tsr_graph_t *g, tsr_graph_totals_t *o)
+{
+    memset(o, 0, sizeof *o);
+    if (!g)
+        return;
+    for (int i = 0; i < g->nn; i++) {
+        const gnode_t *n = &g->ns[i];
+        if (n->op == TSR_GOP_RESHAPE)
+            continue;
+        o->layers++;
+        o->macs += n->L.macs;
+        o->cycles += n->L.cycles;
+        o->moved += n->L.moved;
+        o->compulsory += n->L.compulsory;
+        o->bound += n->L.bound;
+        if (n->L.kcache == TSR_KC_HIT || n->L.kcache == TSR_KC_DISK)
+            o->kc_hits++;
+        else if (n->L.kcache >= 0)
+            o->kc_misses++;
+    }
+    o->exec_ms = g->exec_ms;
+    o->plan_ms = g->plan_ms;
+    o->peak_bytes = g->arena_bytes;
+    o->tensor_bytes = g->tensor_bytes;
+    o->weight_bytes = g->weight_bytes;
+}
+
+void tsr_graph_print_report(const tsr_graph_t *g, FILE *f)
+{
+    if (!g || !g->order)
+        return;
+    const double peak = (double)g->cfg.macs_per_op;
+    fprintf(f, "%-3s %-18s %-7s %-22s %11s %10s %6s %10s %6s %-7s %10s %10s %7s %-4s\n", "#", "layer", "op", "shape",
+            "MACs", "cycles", "util", "bound", "ratio", "limit", "moved", "compulsory", "plan_ms", "jit");
+    static const char *kcn[] = {"off", "miss", "hit", "disk"};
+    int k = 0;
+    for (int i = 0; i < g->nn; i++) {
+        const gnode_t *n = &g->ns[g->order[i]];
+        if (n->op == TSR_GOP_RESHAPE)
+            continue;
+        const tsr_graph_layer_t *L = &n->L;
+        char cyc[24] = "-", util[16] = "-", ratio[16] = "-";
+        if (L->cycles > 0) {
+            snprintf(cyc, sizeof cyc, "%.0f", L->cycles);
+            snprintf(util, sizeof util, "%.3f", L->macs / (L->cycles * peak));
+            snprintf(ratio, sizeof ratio, "%.3f", L->bound / L->cycles);
+        }
+        fprintf(f, "%-3d %-18.18s %-7s %-22.22s %11.0f %10s %6s %10.0f %6s %-7s %10.0f %10.0f %7.2f %-4s\n", k++,
+                L->name, L->op, L->shape, L->macs, cyc, util, L->bound, ratio, L->memory_bound ? "memory" : "compute",
+                L->moved, L->compulsory, L->plan_ms, L->kcache >= 0 && L->kcache < 4 ? kcn[L->kcache] : "-");
+    }
+    tsr_graph_totals_t t;
+    tsr_graph_totals(g, &t);
+    char cyc[24] = "-", util[16] = "-", ratio[16] = "-";
+    if (t.cycles > 0) {
+        snprintf(cyc, sizeof cyc, "%.0f", t.cycles);
+        snprintf(util, sizeof util, "%.3f", t.macs / (t.cycles * peak));
+        snprintf(ratio, sizeof ratio, "%.3f", t.bound / t.cycles);
+    }
+    fprintf(f, "%-3s %-18s %-7s %-22s %11.0f %10s %6s %10.0f %6s %-7s %10.0f %10.0f %7.2f %-4s\n", "", "total", "-", "-",
+            t.macs, cyc, util, t.bound, ratio, "-", t.moved, t.compulsory, t.plan_ms, "-");
+    fprintf(f, "layers %d; DRAM moved %.0f B vs compulsory %.0f B (%.2fx); activations: peak device DRAM %llu B vs "
+               "sum of tensors %llu B (%.2fx less); weights and constants %llu B\n",
+            t.layers, t.moved, t.compulsory, t.compulsory > 0 ? t.moved / t.compulsory : 0.0,
+            (unsigned long long)t.peak_bytes, (unsigned long long)t.tensor_bytes,
+            t.peak_bytes ? (double)t.tensor_bytes / (double)t.peak_bytes : 0.0, (unsigned long long)t.weight_bytes);
+    if (t.cycles > 0)
+        fprintf(f, "total cycles %.0f, sum of per-layer bounds %.0f, ratio %.3f; %.1f frames/s at %d MHz\n", t.cycles,
+                t.bound, t.bound / t.cycles, g->cfg.clock_mhz * 1e6 / t.cycles, g->cfg.clock_mhz);
+    fprintf(f, "plan %.1f ms (%d kernels generated, %d from the cache); last execution %.1f ms wall\n", t.plan_ms,
+            t.kc_misses, t.kc_hits, t.exec_ms);
+}

@@ -1,0 +1,135 @@
+/*
+ * tsr_graph: the graph runtime. A network is built as operators over
+ * tensors (conv2d incl. depthwise and strided, dense, max/avg/global pool,
+ * add, relu/clip, reshape as a relabelling), validated as it is built,
+ * planned once for a device (every kernel generated or taken from the
+ * kernel cache, every weight packed and uploaded, all activations placed in
+ * one DRAM arena with lifetimes so buffers are reused between layers) and
+ * executed many times on new inputs. Activations stay on the device in the
+ * blocked layout of tsr_dtensor.h from the first layer to the last: the
+ * host packs the inputs and unpacks the outputs, nothing in between (one
+ * submission per layer, no host computation or round trip between layers).
+ *
+ * Errors name the node: a producer/consumer shape, dtype or zero-point
+ * mismatch, a tensor with two producers, a cycle, a consumer of a tensor
+ * nobody produces, parameters device tensors cannot hold (weight zero
+ * points that need the input packed once per int8 part, a dense over a
+ * tensor whose blocked layout is not [N][K]) are refused when the node is
+ * added or when the graph is planned; a failed plan frees everything it
+ * allocated.
+ *
+ * Every execution leaves a per-layer report (tsr_graph_stats): operator,
+ * shape, cycles (counter deltas on timed backends), MACs, DRAM bytes moved
+ * vs compulsory, roofline bound (tsr_roofline.h); tsr_graph_print_report
+ * prints it with the whole network's totals.
+ */
+#ifndef TSR_GRAPH_H
+#define TSR_GRAPH_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "tsr_conv2d.h"
+#include "tsr_dense.h"
+#include "tsr_driver.h"
+#include "tsr_dtensor.h"
+#include "tsr_eltwise.h"
+#include "tsr_netdesc.h"
+#include "tsr_pool.h"
+
+typedef struct tsr_graph tsr_graph_t;
+
+typedef enum tsr_graph_op {
+    TSR_GOP_CONV = 1, /* conv2d + bias + requantization + clamp (groups 1 or depthwise) */
+    TSR_GOP_DENSE,    /* fully connected over an [N, K, 1, 1] tensor (run as a 1x1 conv2d) */
+    TSR_GOP_POOL,     /* max / avg / global-avg pool */
+    TSR_GOP_ADD,      /* quantized add */
+    TSR_GOP_CLIP,     /* relu / clip */
+    TSR_GOP_RESHAPE,  /* relabelling of the same bytes (no kernel) */
+} tsr_graph_op_e;
+
+/* Plan flags. */
+#define TSR_GRAPH_KEEP_ALL 1u /* every tensor keeps its own buffer (readable after exec; no reuse) */
+
+/* One layer of the last execution. */
+typedef struct tsr_graph_layer {
+    const char *name;       /* node name */
+    const char *op;         /* "conv", "dwconv", "dense", "maxpool", "avgpool", "gap", "add", "clip", "reshape" */
+    char shape[64];         /* e.g. "56x56,64->64,3x3,s1" */
+    double macs;            /* unpadded multiply-accumulates */
+    double cycles;          /* device cycles (0 on untimed backends) */
+    double moved;           /* DRAM bytes moved (counters; instruction fetch included) */
+    double compulsory;      /* inputs + weights + 4-byte bias + outputs, real sizes, each once */
+    double bound;           /* roofline bound, cycles (tsr_roofline_bound) */
+    int memory_bound;       /* 1 if the memory term binds */
+    double wall_ms;         /* host wall time of the submission (submit + wait) */
+    double plan_ms;         /* time its plan took */
+    int kcache;             /* tsr_kc_status_e of its kernel (conv/dense), -1 otherwise */
+} tsr_graph_layer_t;
+
+/* Whole-network figures of the last execution and of the plan. */
+typedef struct tsr_graph_totals {
+    int layers;             /* nodes that ran a kernel */
+    double macs, cycles, moved, compulsory, bound; /* sums over layers */
+    double exec_ms;         /* wall time of the last tsr_graph_exec (inputs written to outputs read) */
+    double plan_ms;         /* wall time of tsr_graph_plan */
+    uint64_t peak_bytes;    /* activation arena: device DRAM for all activations (lifetimes reused) */
+    uint64_t tensor_bytes;  /* sum of all activation tensors' bytes (no reuse) */
+    uint64_t weight_bytes;  /* device DRAM of weights, constants and identity rows */
+    int kc_hits, kc_misses; /* conv kernels from the cache (memory or disk) / generated */
+} tsr_graph_totals_t;
+
+/* An empty graph for cfg (TSR_EINVAL for configs device tensors cannot use). */
+int tsr_graph_create(const tsr_config_t *cfg, tsr_graph_t **out);
+void tsr_graph_free(tsr_graph_t *g); /* also frees a plan (the device must still be open) */
+
+/* Declare a tensor; *id gets its index (0, 1, ...). Tensors nobody
+ * produces are the graph's inputs. */
+int tsr_graph_tensor(tsr_graph_t *g, int n, int c, int h, int w, tsr_dtype_e dt, int32_t zp, int *id);
+/* Mark a tensor as an output (kept until the end; readable after exec). */
+int tsr_graph_output(tsr_graph_t *g, int t);
+
+/* Operators: x/a/b inputs, y output (tensor ids). Parameters, weights and
+ * bias are copied. The parameters must agree with the tensors (shapes,
+ * dtypes, zero points): otherwise TSR_EINVAL naming the node. */
+int tsr_graph_conv2d(tsr_graph_t *g, const char *name, int x, int y, const tsr_conv2d_params_t *p, const void *w,
+                     const int32_t *bias);
+int tsr_graph_dense(tsr_graph_t *g, const char *name, int x, int y, const tsr_dense_params_t *p, const void *w,
+                    const int32_t *bias);
+int tsr_graph_pool(tsr_graph_t *g, const char *name, int x, int y, const tsr_pool_params_t *p);
+int tsr_graph_add(tsr_graph_t *g, const char *name, int a, int b, int y, const tsr_add_params_t *p);
+int tsr_graph_clip(tsr_graph_t *g, const char *name, int x, int y, const tsr_clip_params_t *p);
+/* y relabels x's bytes: same N, C, dtype and zero point and H*W (the
+ * blocked layout is then identical), e.g. [N,C,1,1] -> [N,C,1,1] views. */
+int tsr_graph_reshape(tsr_graph_t *g, const char *name, int x, int y);
+
+/* Build a graph from a network description (tsr_netdesc.h); the netdesc's
+ * output is marked as the graph's output. */
+int tsr_graph_from_netdesc(const tsr_config_t *cfg, const tsr_netdesc_t *nd, tsr_graph_t **out);
+
+/* Plan for dev: order the nodes (a cycle is an error naming a node on it),
+ * place the activations, plan every operator and upload its weights. On
+ * failure nothing stays allocated on the device. */
+int tsr_graph_plan(tsr_graph_t *g, tsr_device_t *dev, unsigned flags);
+/* Run once: inputs[i] holds the NCHW bytes of the i-th input tensor (in
+ * id order), outputs[j] receives those of the j-th marked output. */
+int tsr_graph_exec(tsr_graph_t *g, const void *const *inputs, void *const *outputs);
+/* NCHW bytes of tensor t after exec (an output, or any tensor with
+ * TSR_GRAPH_KEEP_ALL). */
+int tsr_graph_read_tensor(tsr_graph_t *g, int t, void *dst);
+
+/* Queries. */
+int tsr_graph_ntensors(const tsr_graph_t *g);
+int tsr_graph_nnodes(const tsr_graph_t *g);
+const tsr_dtensor_t *tsr_graph_tensor_desc(const tsr_graph_t *g, int t);
+/* The node producing tensor t ("" if an input). */
+const char *tsr_graph_producer(const tsr_graph_t *g, int t);
+/* Layer i of the last execution, in execution order (NULL past the end). */
+const tsr_graph_layer_t *tsr_graph_layer(const tsr_graph_t *g, int i);
+void tsr_graph_totals(const tsr_graph_t *g, tsr_graph_totals_t *out);
+/* DRAM bytes per cycle of the bounds (default 8, see tsr_roofline_dram_bw). */
+void tsr_graph_set_dram_bw(tsr_graph_t *g, double bytes_per_cycle);
+/* The per-layer table and the totals. */
+void tsr_graph_print_report(const tsr_graph_t *g, FILE *f);
+
+#endif
