@@ -19,9 +19,11 @@
 #include "tsr_driver.h"
 #include "tsr_emit.h"
 #include "tsr_error.h"
+#include "tsr_graph.h"
 #include "tsr_isa.h"
 #include "tsr_kcache.h"
 #include "tsr_matmul.h"
+#include "tsr_netdesc.h"
 #include "tsr_regs.h"
 #include "tsr_roofline.h"
 #include "tsr_verify.h"
@@ -1473,12 +1475,214 @@ static int cmd_op(int argc, char **argv)
 
 /* ------------------------------------------------------------------ main */
 
+/* ------------------------------------------------------------ net */
+
+/* Why: the accelerator's job is a whole network, not one layer. `net`
+ * builds ResNet-18 (jit/tsr_netdesc) as a graph (jit/tsr_graph), plans it
+ * once and runs it end to end on the device, activations staying in device
+ * DRAM from the first layer to the last, and prints the per-layer table
+ * and the whole-network figures. The bit-exact comparison with the
+ * independent reference is tests/test_graph.c (the CLI cannot link the
+ * tests' reference); --check here compares the device with fsim. */
+
+static const char *net_help =
+    "usage: tessera net resnet18 [--backend NAME] [--config CONFIG] [--seed N]\n"
+    "                            [--batch N] [--small HW,WIDTH,CLASSES] [--runs N]\n"
+    "                            [--check] [device options]\n"
+    "\n"
+    "Build ResNet-18 (ImageNet shape, int8 weights, per-channel requantization,\n"
+    "uint8 activations after ReLU, seeded random weights calibrated so no\n"
+    "tensor saturates) as a graph, plan it (kernels from the JIT cache, weights\n"
+    "uploaded, activations placed with lifetimes), run it on a seeded random\n"
+    "image and print one row per layer and the network's totals.\n"
+    "\n"
+    "  --backend NAME    fsim or rtl (default fsim)\n"
+    "  --config CONFIG   config file or preset (default: default)\n"
+    "  --seed N          weights and input seed (default 1)\n"
+    "  --batch N         batch size (default 1)\n"
+    "  --small H,W,K     the scaled-down network: input H x H, base width W\n"
+    "                    (64 in ResNet-18), K classes\n"
+    "  --runs N          executions timed (default 1; wall time is their mean)\n"
+    "  --check           also run on fsim (random stage interleaving) and compare\n"
+    "                    every byte of every tensor (both keep all tensors, no\n"
+    "                    buffer reuse); exit status 1 on a difference\n"
+    "\n"
+    "Columns as for `bench --kind resnet18`: MACs (unpadded), cycles (device\n"
+    "counter deltas; - on fsim), util, bound = max(MACs / peak, compulsory /\n"
+    "DRAM bytes per cycle), ratio = bound / cycles, moved = DRAM bytes moved\n"
+    "(counters, instruction fetch included), compulsory = inputs + weights +\n"
+    "bias + outputs once, plan_ms and how the kernel was obtained. Then the\n"
+    "totals: cycles vs the sum of the bounds, frames/s at the config's clock,\n"
+    "moved vs compulsory, the activation arena vs the sum of all tensors, plan\n"
+    "time (first plan, then a second plan of the same network from the\n"
+    "in-memory kernel cache) and wall time per inference.\n" DEVICE_OPTIONS_HELP;
+
+static int cmd_net(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"config", required_argument, 0, 'c'}, {"backend", required_argument, 0, 'b'},
+        {"seed", required_argument, 0, 's'},   {"batch", required_argument, 0, 'n'},
+        {"small", required_argument, 0, 'S'},  {"runs", required_argument, 0, 'r'},
+        {"check", no_argument, 0, 'C'},        {"help", no_argument, 0, 'h'},
+        DEVICE_LONG_OPTIONS,                   {0, 0, 0, 0}};
+    const char *cfgname = "default", *backend = "fsim";
+    uint64_t seed = 1;
+    long batch = 1, runs = 1;
+    int check = 0, small = 0, shw = 0, swidth = 0, sclasses = 0, c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "c:b:s:h", opts, NULL)) != -1) {
+        int dv = device_option(c, optarg);
+        if (dv < 0)
+            return usage_error("net", "bad value for a device option");
+        if (dv > 0)
+            continue;
+        switch (c) {
+        case 'c': cfgname = optarg; break;
+        case 'b': backend = optarg; break;
+        case 's':
+            if (parse_u64(optarg, &seed))
+                return usage_error("net", "--seed needs a non-negative integer");
+            break;
+        case 'n':
+            if (parse_long(optarg, 1, 64, &batch))
+                return usage_error("net", "--batch needs 1..64");
+            break;
+        case 'r':
+            if (parse_long(optarg, 1, 1000, &runs))
+                return usage_error("net", "--runs needs 1..1000");
+            break;
+        case 'S':
+            if (sscanf(optarg, "%d,%d,%d", &shw, &swidth, &sclasses) != 3 || shw < 1 || swidth < 1 || sclasses < 1)
+                return usage_error("net", "--small needs H,WIDTH,CLASSES");
+            small = 1;
+            break;
+        case 'C': check = 1; break;
+        case 'h': fputs(net_help, stdout); return 0;
+        default: return usage_error("net", "bad option");
+        }
+    }
+    if (optind != argc - 1 || strcmp(argv[optind], "resnet18"))
+        return usage_error("net", "expected the network name: resnet18");
+    tsr_config_t cfg;
+    tsr_device_t *dev = NULL, *chk = NULL;
+    tsr_netdesc_t nd;
+    memset(&nd, 0, sizeof nd);
+    tsr_graph_t *g = NULL, *g2 = NULL, *gc = NULL;
+    uint8_t *in = NULL, *out = NULL, *a = NULL, *b = NULL;
+    int diffs = 0;
+    const unsigned flags = check ? TSR_GRAPH_KEEP_ALL : 0;
+    int rc = tsr_config_load(cfgname, &cfg);
+    tsr_device_opts_t dopts = g_dev;
+    dopts.rtl.verbose = 1;
+    if (!rc)
+        rc = tsr_device_open(backend, &cfg, &dopts, &dev);
+    if (!rc && check) {
+        tsr_device_opts_t co = {.seed = seed * 2654435761u + 1}; /* random legal stage interleaving */
+        rc = tsr_device_open("fsim", &cfg, &co, &chk);
+    }
+    const double t_desc = now_s();
+    if (!rc)
+        rc = small ? tsr_netdesc_resnet18_small(seed, (int)batch, shw, swidth, sclasses, &nd)
+                   : tsr_netdesc_resnet18(seed, (int)batch, &nd);
+    const double desc_ms = (now_s() - t_desc) * 1e3;
+    if (!rc)
+        rc = tsr_graph_from_netdesc(&cfg, &nd, &g);
+    if (rc)
+        goto out;
+    tsr_graph_set_dram_bw(g, g_dev.rtl.dram_bytes_per_cycle);
+    if ((rc = tsr_graph_plan(g, dev, flags)))
+        goto out;
+    /* the same network planned again: every kernel from the in-memory cache */
+    if ((rc = tsr_graph_from_netdesc(&cfg, &nd, &g2)) || (rc = tsr_graph_plan(g2, dev, flags)))
+        goto out;
+    tsr_graph_totals_t t2;
+    tsr_graph_totals(g2, &t2);
+    tsr_graph_free(g2);
+    g2 = NULL;
+    const uint64_t nin = tsr_netdesc_tensor_bytes(&nd, 0), nout = tsr_netdesc_tensor_bytes(&nd, nd.output);
+    in = malloc(nin);
+    out = malloc(nout);
+    if (!in || !out) {
+        rc = tsr_err(TSR_ENOMEM, "out of memory");
+        goto out;
+    }
+    tsr_netdesc_random_input(&nd, seed, in);
+    const void *ins[1] = {in};
+    void *outs[1] = {out};
+    double wall = 0;
+    for (long r = 0; r < runs; r++) {
+        const double t0 = now_s();
+        if ((rc = tsr_graph_exec(g, ins, outs)))
+            goto out;
+        wall += now_s() - t0;
+    }
+    printf("net: %s, batch %ld, config %s (%dx%dx%d, %d MHz), backend %s, DRAM %.4g B/cycle, seed %llu%s\n", nd.name,
+           batch, cfgname, cfg.batch, cfg.block_in, cfg.block_out, cfg.clock_mhz, backend,
+           tsr_roofline_dram_bw(&cfg, g_dev.rtl.dram_bytes_per_cycle), (unsigned long long)seed,
+           check ? ", every tensor kept and checked against fsim" : "");
+    tsr_graph_print_report(g, stdout);
+    printf("plan again from the in-memory kernel cache %.1f ms (operators %.1f ms, %d hits; weights %.1f ms); network "
+           "description %.1f ms; wall time per inference %.3f s (%s, mean of %ld)\n",
+           t2.plan_ms, t2.jit_ms, t2.kc_hits, t2.upload_ms, desc_ms, wall / (double)runs, backend, runs);
+    int top = 0;
+    for (uint64_t i = 1; i < nout && i < (uint64_t)nd.tensors[nd.output].c; i++)
+        if ((int8_t)out[i] > (int8_t)out[top])
+            top = (int)i;
+    printf("output: tensor %d [%d,%d,%d,%d], class %d of the first image has the largest logit (%d)\n", nd.output,
+           nd.tensors[nd.output].n, nd.tensors[nd.output].c, nd.tensors[nd.output].h, nd.tensors[nd.output].w, top,
+           (int)(int8_t)out[top]);
+    if (check) {
+        if ((rc = tsr_graph_from_netdesc(&cfg, &nd, &gc)) || (rc = tsr_graph_plan(gc, chk, TSR_GRAPH_KEEP_ALL)) ||
+            (rc = tsr_graph_exec(gc, ins, NULL)))
+            goto out;
+        for (int i = 0; i < nd.nnodes && !rc; i++) {
+            const int t = nd.nodes[i].out;
+            const uint64_t n = tsr_netdesc_tensor_bytes(&nd, t);
+            free(a);
+            free(b);
+            a = malloc(n);
+            b = malloc(n);
+            if (!a || !b) {
+                rc = tsr_err(TSR_ENOMEM, "out of memory");
+                break;
+            }
+            if ((rc = tsr_graph_read_tensor(g, t, a)) || (rc = tsr_graph_read_tensor(gc, t, b)))
+                break;
+            for (uint64_t k = 0; k < n; k++)
+                if (a[k] != b[k]) {
+                    fprintf(stderr, "net: tensor %d (output of node \"%s\") differs from fsim at flat %llu of %llu: "
+                            "%s %d, fsim %d\n", t, nd.nodes[i].name, (unsigned long long)k, (unsigned long long)n,
+                            backend, a[k], b[k]);
+                    diffs++;
+                    break;
+                }
+        }
+        if (!rc)
+            printf("check: %d of %d tensors differ from fsim\n", diffs, nd.nnodes);
+    }
+out:
+    free(in);
+    free(out);
+    free(a);
+    free(b);
+    tsr_graph_free(gc);
+    tsr_graph_free(g2);
+    tsr_graph_free(g);
+    tsr_netdesc_free(&nd);
+    tsr_device_close(chk);
+    tsr_device_close(dev);
+    if (rc)
+        return fail(rc);
+    return diffs ? 1 : 0;
+}
+
 static const char *main_help =
     "usage: tessera COMMAND [ARGS] (each command takes --help)\n"
     "\n"
     "  demo      run an int8 matmul + requantization on a device and check it\n"
     "  op        run one quantized operator (conv2d, dense, pools, add, relu, clip) on .npy files\n"
     "  run       assemble and run a program (.s) on a device\n"
+    "  net       run a whole network (ResNet-18) on a device: per-layer table and totals\n"
     "  bench     measure simulator throughput on a GEMM-heavy stream\n"
     "  asm       assemble a program into a binary instruction stream\n"
     "  disasm    print a binary stream as canonical assembly\n"
@@ -1493,7 +1697,8 @@ int main(int argc, char **argv)
         int (*fn)(int, char **);
     } cmds[] = {{"demo", cmd_demo},     {"run", cmd_run},       {"bench", cmd_bench},
                 {"asm", cmd_asm},       {"disasm", cmd_disasm}, {"verify", cmd_verify},
-                {"config", cmd_config}, {"isa", cmd_isa},       {"op", cmd_op}};
+                {"config", cmd_config}, {"isa", cmd_isa},       {"op", cmd_op},
+                {"net", cmd_net}};
     if (argc < 2) {
         fputs(main_help, stderr);
         return 2;

@@ -63,7 +63,8 @@ typedef struct tsr_graph_layer {
     double bound;           /* roofline bound, cycles (tsr_roofline_bound) */
     int memory_bound;       /* 1 if the memory term binds */
     double wall_ms;         /* host wall time of the submission (submit + wait) */
-    double plan_ms;         /* time its plan took */
+    double plan_ms;         /* time its plan took (kernel, buffers, stream; weights excluded) */
+    double upload_ms;       /* time packing and uploading its weights and constants took */
     int kcache;             /* tsr_kc_status_e of its kernel (conv/dense), -1 otherwise */
 } tsr_graph_layer_t;
 
@@ -73,6 +74,8 @@ typedef struct tsr_graph_totals {
     double macs, cycles, moved, compulsory, bound; /* sums over layers */
     double exec_ms;         /* wall time of the last tsr_graph_exec (inputs written to outputs read) */
     double plan_ms;         /* wall time of tsr_graph_plan */
+    double jit_ms;          /* of which planning the operators (kernels from the cache or generated) */
+    double upload_ms;       /* of which packing and uploading weights */
     uint64_t peak_bytes;    /* activation arena: device DRAM for all activations (lifetimes reused) */
     uint64_t tensor_bytes;  /* sum of all activation tensors' bytes (no reuse) */
     uint64_t weight_bytes;  /* device DRAM of weights, constants and identity rows */

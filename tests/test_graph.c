@@ -12,6 +12,8 @@
  *    avg / global pools, clips, residual branches joined by add, a dense
  *    head; random shapes, dtypes and zero points) vs the reference, seed
  *    printed (TSR_GRAPH_SEED overrides it, TSR_GRAPH_COUNT the count).
+ *  - full ResNet-18 (batch 1, ImageNet shape) on fsim: every tensor equal to
+ *    the reference.
  *  - bad graphs (shape, dtype and zero-point mismatches, a cycle, two
  *    producers, parameters device tensors cannot hold) rejected with an
  *    error naming the node, and a failed plan leaving no device memory.
@@ -123,6 +125,26 @@ static void test_small_resnet(void **state)
     if (tot.peak_bytes >= tot.tensor_bytes)
         fail_msg("buffer reuse: arena %llu B is not below the sum of the tensors %llu B",
                  (unsigned long long)tot.peak_bytes, (unsigned long long)tot.tensor_bytes);
+    tsr_netdesc_free(&nd);
+    tsr_device_close(dev);
+}
+
+/* Full ResNet-18 (ImageNet shape, batch 1) on fsim: every tensor equal to
+ * the reference. (On RTL it is `tessera net resnet18 --backend rtl
+ * --check`, which compares with fsim: too long for a test.) */
+static void test_resnet18_full(void **state)
+{
+    (void)state;
+    if (is_rtl()) {
+        print_message("full ResNet-18: skipped on rtl (run `tessera net resnet18 --backend rtl --check`)\n");
+        return;
+    }
+    tsr_device_t *dev = tsr_test_open("default", seed());
+    tsr_netdesc_t nd;
+    if (tsr_netdesc_resnet18(seed(), 1, &nd))
+        fail_msg("resnet18: %s", tsr_errmsg());
+    if (check_net(dev, &nd, seed(), "ResNet-18, every tensor", TSR_GRAPH_KEEP_ALL, NULL))
+        fail_msg("ResNet-18: a tensor differs from the reference (above)");
     tsr_netdesc_free(&nd);
     tsr_device_close(dev);
 }
@@ -552,6 +574,7 @@ int main(void)
         cmocka_unit_test(test_plan_failure_frees),
         cmocka_unit_test(test_small_resnet),
         cmocka_unit_test(test_random_graphs),
+        cmocka_unit_test(test_resnet18_full),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
