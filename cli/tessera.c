@@ -1488,7 +1488,7 @@ static int cmd_op(int argc, char **argv)
 static const char *net_help =
     "usage: tessera net resnet18 [--backend NAME] [--config CONFIG] [--seed N]\n"
     "                            [--batch N] [--small HW,WIDTH,CLASSES] [--runs N]\n"
-    "                            [--check] [device options]\n"
+    "                            [--check] [--no-tappack] [device options]\n"
     "\n"
     "Build ResNet-18 (ImageNet shape, int8 weights, per-channel requantization,\n"
     "uint8 activations after ReLU, seeded random weights calibrated so no\n"
@@ -1506,6 +1506,7 @@ static const char *net_help =
     "  --check           also run on fsim (random stage interleaving) and compare\n"
     "                    every byte of every tensor (both keep all tensors, no\n"
     "                    buffer reuse); exit status 1 on a difference\n"
+    "  --no-tappack      run the stem conv as it is (not tap-packed, jit/tsr_tappack.h)\n"
     "\n"
     "Columns as for `bench --kind resnet18`: MACs (unpadded), cycles (device\n"
     "counter deltas; - on fsim), util, bound = max(MACs / peak, compulsory /\n"
@@ -1524,8 +1525,10 @@ static int cmd_net(int argc, char **argv)
         {"seed", required_argument, 0, 's'},   {"batch", required_argument, 0, 'n'},
         {"small", required_argument, 0, 'S'},  {"runs", required_argument, 0, 'r'},
         {"check", no_argument, 0, 'C'},        {"help", no_argument, 0, 'h'},
-        DEVICE_LONG_OPTIONS,                   {0, 0, 0, 0}};
+        {"no-tappack", no_argument, 0, 'T'},   DEVICE_LONG_OPTIONS,
+        {0, 0, 0, 0}};
     const char *cfgname = "default", *backend = "fsim";
+    unsigned flags = 0;
     uint64_t seed = 1;
     long batch = 1, runs = 1;
     int check = 0, small = 0, shw = 0, swidth = 0, sclasses = 0, c;
@@ -1557,6 +1560,7 @@ static int cmd_net(int argc, char **argv)
             small = 1;
             break;
         case 'C': check = 1; break;
+        case 'T': flags |= TSR_GRAPH_NO_TAPPACK; break;
         case 'h': fputs(net_help, stdout); return 0;
         default: return usage_error("net", "bad option");
         }
@@ -1570,7 +1574,8 @@ static int cmd_net(int argc, char **argv)
     tsr_graph_t *g = NULL, *g2 = NULL, *gc = NULL;
     uint8_t *in = NULL, *out = NULL, *a = NULL, *b = NULL;
     int diffs = 0;
-    const unsigned flags = check ? TSR_GRAPH_KEEP_ALL : 0;
+    if (check)
+        flags |= TSR_GRAPH_KEEP_ALL;
     int rc = tsr_config_load(cfgname, &cfg);
     tsr_device_opts_t dopts = g_dev;
     dopts.rtl.verbose = 1;
@@ -1632,7 +1637,7 @@ static int cmd_net(int argc, char **argv)
            nd.tensors[nd.output].n, nd.tensors[nd.output].c, nd.tensors[nd.output].h, nd.tensors[nd.output].w, top,
            (int)(int8_t)out[top]);
     if (check) {
-        if ((rc = tsr_graph_from_netdesc(&cfg, &nd, &gc)) || (rc = tsr_graph_plan(gc, chk, TSR_GRAPH_KEEP_ALL)) ||
+        if ((rc = tsr_graph_from_netdesc(&cfg, &nd, &gc)) || (rc = tsr_graph_plan(gc, chk, flags)) ||
             (rc = tsr_graph_exec(gc, ins, NULL)))
             goto out;
         for (int i = 0; i < nd.nnodes && !rc; i++) {

@@ -13,6 +13,7 @@
 
 #include "tsr_error.h"
 #include "tsr_roofline.h"
+#include "tsr_tappack.h"
 
 typedef struct {
     tsr_dtensor_t t;       /* descriptor; addr set by the plan */
@@ -21,6 +22,8 @@ typedef struct {
     int is_output;         /* marked with tsr_graph_output */
     int first, last;       /* lifetime (plan positions; roots only) */
     uint64_t off;          /* offset in the arena (roots only) */
+    int tap;               /* plan: node whose tap-packed input this graph input holds (-1: none) */
+    tsr_dtensor_t orig;    /* the tensor as declared, while t is its tap-packed form */
 } gtensor_t;
 
 typedef struct {
@@ -35,6 +38,9 @@ typedef struct {
     tsr_add_params_t add;
     tsr_clip_params_t clip;
     int is_dense;          /* conv built from a dense node */
+    int tap;               /* plan: the conv runs tap-packed (tsr_tappack.h) over its packed graph input */
+    tsr_conv2d_params_t tconv; /* the rewritten parameters (tap) */
+    void *tw;              /* the rewritten weights (tap; owned) */
     tsr_conv2d_plan_t cp;  /* plans (by op) */
     tsr_pool_plan_t pp;
     tsr_eltwise_plan_t ep;
@@ -102,8 +108,17 @@ static void unplan(tsr_graph_t *g)
     }
     if (g->arena)
         tsr_mem_free(g->dev, g->arena);
-    for (int t = 0; t < g->nt; t++)
+    for (int i = 0; i < g->nn; i++) {
+        free(g->ns[i].tw);
+        g->ns[i].tw = NULL;
+        g->ns[i].tap = 0;
+    }
+    for (int t = 0; t < g->nt; t++) {
+        if (g->ts[t].tap >= 0)
+            g->ts[t].t = g->ts[t].orig;
+        g->ts[t].tap = -1;
         g->ts[t].t.addr = 0;
+    }
     g->arena = g->arena_bytes = g->weight_bytes = 0;
     free(g->order);
     g->order = NULL;
@@ -151,6 +166,7 @@ int tsr_graph_tensor(tsr_graph_t *g, int n, int c, int h, int w, tsr_dtype_e dt,
     gt->t = t;
     gt->producer = -1;
     gt->alias = g->nt;
+    gt->tap = -1;
     *id = g->nt++;
     return TSR_OK;
 }
@@ -572,8 +588,8 @@ static void layer_shape(const gnode_t *n, const tsr_graph_t *g, char *s, size_t 
 {
     const tsr_dtensor_t *x = &g->ts[n->in[0]].t;
     if (n->op == TSR_GOP_CONV)
-        snprintf(s, len, "%dx%d,%d->%d,%dx%d,s%d%s", x->h, x->w, n->conv.c_in, n->conv.c_out, n->conv.kh, n->conv.kw,
-                 n->conv.stride_h, n->conv.groups > 1 ? ",dw" : "");
+        snprintf(s, len, "%dx%d,%d->%d,%dx%d,s%d%s", n->conv.h, n->conv.w, n->conv.c_in, n->conv.c_out, n->conv.kh,
+                 n->conv.kw, n->conv.stride_h, n->conv.groups > 1 ? ",dw" : n->tap ? ",tap" : "");
     else if (n->op == TSR_GOP_DENSE)
         snprintf(s, len, "%d->%d", n->conv.c_in, n->conv.c_out);
     else if (n->op == TSR_GOP_POOL && n->pool.kind == TSR_POOL_GLOBAL_AVG)
@@ -631,10 +647,10 @@ static int plan_node(tsr_graph_t *g, gnode_t *n)
     switch (n->op) {
     case TSR_GOP_CONV:
     case TSR_GOP_DENSE:
-        if (!(rc = tsr_conv2d_plan_tensors(dev, &n->conv, x, y, &n->cp))) {
+        if (!(rc = tsr_conv2d_plan_tensors(dev, n->tap ? &n->tconv : &n->conv, x, y, &n->cp))) {
             n->planned = 1;
             const double t1 = now_ms();
-            rc = tsr_conv2d_write_weights(dev, &n->cp, n->w, n->bias);
+            rc = tsr_conv2d_write_weights(dev, &n->cp, n->tap ? n->tw : n->w, n->bias);
             n->L.upload_ms = now_ms() - t1;
             g->weight_bytes += n->cp.w_bytes + n->cp.c_bytes;
         }
@@ -670,6 +686,42 @@ static int plan_node(tsr_graph_t *g, gnode_t *n)
     return TSR_OK;
 }
 
+/* A conv with few input channels reading a graph input that nothing else
+ * reads runs tap-packed (tsr_tappack.h: the stem's 3 channels x 7 taps
+ * fill 21 of 32 input lanes instead of 3 of 16): the input tensor takes the
+ * packed shape and the host packs it at the edge, where it touches the
+ * data anyway. */
+static int tap_inputs(tsr_graph_t *g)
+{
+    for (int i = 0; i < g->nn; i++) {
+        gnode_t *n = &g->ns[i];
+        const int x = n->in[0];
+        if (n->op != TSR_GOP_CONV || g->ts[x].producer >= 0 || g->ts[x].is_output || g->ts[x].tap >= 0 ||
+            !tsr_tappack_applies(&n->conv, &g->cfg))
+            continue;
+        int uses = 0;
+        for (int j = 0; j < g->nn; j++)
+            uses += g->ns[j].in[0] == x || g->ns[j].in[1] == x;
+        if (uses != 1)
+            continue;
+        const size_t nw = (size_t)n->conv.c_out * (size_t)n->conv.c_in * (size_t)n->conv.kh * (size_t)n->conv.kw;
+        tsr_dtensor_t packed;
+        if (!(n->tw = malloc(nw)))
+            return tsr_err(TSR_ENOMEM, "out of memory");
+        int rc = tsr_tappack_rewrite(&n->conv, n->w, &n->tconv, n->tw);
+        if (!rc)
+            rc = tsr_dtensor_init(&g->cfg, n->tconv.n, n->tconv.c_in, n->tconv.h, n->tconv.w, n->tconv.x_dtype,
+                                  n->tconv.x_zp, &packed);
+        if (rc)
+            return tsr_err_prefix(rc, "graph: node \"%s\": ", n->name);
+        n->tap = 1;
+        g->ts[x].orig = g->ts[x].t;
+        g->ts[x].t = packed;
+        g->ts[x].tap = i;
+    }
+    return TSR_OK;
+}
+
 int tsr_graph_plan(tsr_graph_t *g, tsr_device_t *dev, unsigned flags)
 {
     if (!g || !dev)
@@ -687,7 +739,9 @@ int tsr_graph_plan(tsr_graph_t *g, tsr_device_t *dev, unsigned flags)
         if (g->ns[i].op == TSR_GOP_RESHAPE)
             g->ts[g->ns[i].out].alias = g->ns[i].in[0];
     g->dev = dev;
-    int rc = order_nodes(g);
+    int rc = (flags & TSR_GRAPH_NO_TAPPACK) ? TSR_OK : tap_inputs(g);
+    if (!rc)
+        rc = order_nodes(g);
     uint64_t align = 64;
     while (align < dc->inp_bytes || align < dc->wgt_bytes || align < dc->acc_bytes)
         align <<= 1;
@@ -756,7 +810,16 @@ int tsr_graph_exec(tsr_graph_t *g, const void *const *inputs, void *const *outpu
         if (g->ts[t].producer < 0) {
             if (!inputs || !inputs[k])
                 return tsr_err(TSR_EINVAL, "graph: no data for input %d (tensor %d)", k, t);
-            rc = tsr_dtensor_write_nchw(g->dev, &g->ts[t].t, inputs[k++]);
+            if (g->ts[t].tap >= 0) { /* the tap-packed layout, packed at the edge */
+                const tsr_conv2d_params_t *p = &g->ns[g->ts[t].tap].conv;
+                uint8_t *buf = malloc(tsr_tappack_input_bytes(p));
+                if (!buf)
+                    return tsr_err(TSR_ENOMEM, "out of memory");
+                tsr_tappack_pack_input(p, inputs[k++], buf);
+                rc = tsr_dtensor_write_nchw(g->dev, &g->ts[t].t, buf);
+                free(buf);
+            } else
+                rc = tsr_dtensor_write_nchw(g->dev, &g->ts[t].t, inputs[k++]);
         }
     for (int i = 0; i < g->nn && !rc; i++)
         rc = run_node(g, &g->ns[g->order[i]]);
@@ -771,6 +834,9 @@ int tsr_graph_read_tensor(tsr_graph_t *g, int t, void *dst)
 {
     if (!g || !g->dev || t < 0 || t >= g->nt || !dst)
         return tsr_err(TSR_EINVAL, "graph: not planned, no tensor %d or NULL destination", t);
+    if (g->ts[t].tap >= 0)
+        return tsr_err(TSR_EINVAL, "graph: input tensor %d is held tap-packed for node \"%s\" (plan with "
+                       "TSR_GRAPH_NO_TAPPACK to read it back)", t, g->ns[g->ts[t].tap].name);
     return tsr_dtensor_read_nchw(g->dev, &g->ts[t].t, dst);
 }
 
@@ -880,7 +946,7 @@ void tsr_graph_print_report(const tsr_graph_t *g, FILE *f)
     if (!g || !g->order)
         return;
     const double peak = (double)g->cfg.macs_per_op;
-    fprintf(f, "%-3s %-18s %-7s %-22s %11s %10s %6s %10s %6s %-7s %10s %10s %7s %-4s\n", "#", "layer", "op", "shape",
+    fprintf(f, "%-3s %-18s %-7s %-26s %11s %10s %6s %10s %6s %-7s %10s %10s %7s %-4s\n", "#", "layer", "op", "shape",
             "MACs", "cycles", "util", "bound", "ratio", "limit", "moved", "compulsory", "plan_ms", "jit");
     static const char *kcn[] = {"off", "miss", "hit", "disk"};
     int k = 0;
@@ -895,7 +961,7 @@ void tsr_graph_print_report(const tsr_graph_t *g, FILE *f)
             snprintf(util, sizeof util, "%.3f", L->macs / (L->cycles * peak));
             snprintf(ratio, sizeof ratio, "%.3f", L->bound / L->cycles);
         }
-        fprintf(f, "%-3d %-18.18s %-7s %-22.22s %11.0f %10s %6s %10.0f %6s %-7s %10.0f %10.0f %7.2f %-4s\n", k++,
+        fprintf(f, "%-3d %-18.18s %-7s %-26.26s %11.0f %10s %6s %10.0f %6s %-7s %10.0f %10.0f %7.2f %-4s\n", k++,
                 L->name, L->op, L->shape, L->macs, cyc, util, L->bound, ratio, L->memory_bound ? "memory" : "compute",
                 L->moved, L->compulsory, L->plan_ms, L->kcache >= 0 && L->kcache < 4 ? kcn[L->kcache] : "-");
     }
@@ -907,13 +973,13 @@ void tsr_graph_print_report(const tsr_graph_t *g, FILE *f)
         snprintf(util, sizeof util, "%.3f", t.macs / (t.cycles * peak));
         snprintf(ratio, sizeof ratio, "%.3f", t.bound / t.cycles);
     }
-    fprintf(f, "%-3s %-18s %-7s %-22s %11.0f %10s %6s %10.0f %6s %-7s %10.0f %10.0f %7.2f %-4s\n", "", "total", "-", "-",
+    fprintf(f, "%-3s %-18s %-7s %-26s %11.0f %10s %6s %10.0f %6s %-7s %10.0f %10.0f %7.2f %-4s\n", "", "total", "-", "-",
             t.macs, cyc, util, t.bound, ratio, "-", t.moved, t.compulsory, t.plan_ms, "-");
     fprintf(f, "layers %d; DRAM moved %.0f B vs compulsory %.0f B (%.2fx); activations: peak device DRAM %llu B vs "
-               "sum of tensors %llu B (%.2fx less); weights and constants %llu B\n",
+               "sum of tensors %llu B (%.2f of it); weights and constants %llu B\n",
             t.layers, t.moved, t.compulsory, t.compulsory > 0 ? t.moved / t.compulsory : 0.0,
             (unsigned long long)t.peak_bytes, (unsigned long long)t.tensor_bytes,
-            t.peak_bytes ? (double)t.tensor_bytes / (double)t.peak_bytes : 0.0, (unsigned long long)t.weight_bytes);
+            t.tensor_bytes ? (double)t.peak_bytes / (double)t.tensor_bytes : 0.0, (unsigned long long)t.weight_bytes);
     if (t.cycles > 0)
         fprintf(f, "total cycles %.0f, sum of per-layer bounds %.0f, ratio %.3f; %.1f frames/s at %d MHz\n", t.cycles,
                 t.bound, t.bound / t.cycles, g->cfg.clock_mhz * 1e6 / t.cycles, g->cfg.clock_mhz);

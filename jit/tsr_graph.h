@@ -49,7 +49,8 @@ typedef enum tsr_graph_op {
 } tsr_graph_op_e;
 
 /* Plan flags. */
-#define TSR_GRAPH_KEEP_ALL 1u /* every tensor keeps its own buffer (readable after exec; no reuse) */
+#define TSR_GRAPH_KEEP_ALL 1u    /* every tensor keeps its own buffer (readable after exec; no reuse) */
+#define TSR_GRAPH_NO_TAPPACK 2u  /* never run a stem conv tap-packed (tsr_tappack.h) over its graph input */
 
 /* One layer of the last execution. */
 typedef struct tsr_graph_layer {
@@ -112,7 +113,10 @@ int tsr_graph_from_netdesc(const tsr_config_t *cfg, const tsr_netdesc_t *nd, tsr
 
 /* Plan for dev: order the nodes (a cycle is an error naming a node on it),
  * place the activations, plan every operator and upload its weights. On
- * failure nothing stays allocated on the device. */
+ * failure nothing stays allocated on the device. A conv with few input
+ * channels (the stem) that is the only reader of a graph input runs
+ * tap-packed (tsr_tappack.h): that input is then held in the packed layout,
+ * packed on the host at the edge (TSR_GRAPH_NO_TAPPACK: never). */
 int tsr_graph_plan(tsr_graph_t *g, tsr_device_t *dev, unsigned flags);
 /* Run once: inputs[i] holds the NCHW bytes of the i-th input tensor (in
  * id order), outputs[j] receives those of the j-th marked output. */
