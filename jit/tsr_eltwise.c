@@ -221,7 +221,7 @@ static int geo_init(const tsr_config_t *c, tsr_eltwise_kind_e kind, const tsr_ad
     g->groups = 1;
     g->wsets = 1;
     g->lanes = c->batch * c->block_out;
-    g->nconst = kind == TSR_ELTWISE_ADD ? 3 : 0;
+    g->nconst = kind == TSR_ELTWISE_ADD ? 4 : 0; /* M_a, M_b, M_o, the output's rqfin row */
     g->rows = (uint32_t)(cdiv64(cdiv64(g->count, g->lanes), g->kr) * g->kr);
     g->inp_rows = g->kr > 1 ? g->rows / (uint32_t)g->kr : g->rows * (uint32_t)g->ki;
 
@@ -271,12 +271,9 @@ static int geo_init(const tsr_config_t *c, tsr_eltwise_kind_e kind, const tsr_ad
         if (pa->shift_out > 0)
             s[n++] = (step_t){TSR_ALU_SHR, GRP_A, SRC_IMM, -pa->shift_out};
         s[n++] = (step_t){TSR_ALU_MULHR, GRP_A, 2, 0};
-        if (pa->shift_out < 0)
-            s[n++] = (step_t){TSR_ALU_RSHR, GRP_A, SRC_IMM, -pa->shift_out};
-        s[n++] = (step_t){TSR_ALU_MAX, GRP_A, SRC_IMM, pa->act_min - pa->y.zp};
-        s[n++] = (step_t){TSR_ALU_MIN, GRP_A, SRC_IMM, pa->act_max - pa->y.zp};
-        if (pa->y.zp)
-            s[n++] = (step_t){TSR_ALU_ADD, GRP_A, SRC_IMM, pa->y.zp};
+        /* RDBPOT by -S_o, + y_zp, clamp: one rqfin with constant row 3
+         * (operators.md: exactly rshr, max, min, add) */
+        s[n++] = (step_t){TSR_ALU_RQFIN, GRP_A, 3, 0};
     } else {
         g->wv[0] = 1;
         g->init[g->ninit++] = (step_t){TSR_ALU_MOV, GRP_A, SRC_IMM, dt_off(pc->x.dtype)};
@@ -560,7 +557,11 @@ static void pack_weights(const tsr_config_t *c, const geo_t *g, uint8_t *w)
 
 static void pack_consts(const tsr_config_t *c, const geo_t *g, uint8_t *dst)
 {
-    const int32_t v[3] = {g->pa->mult_a, g->pa->mult_b, g->pa->mult_out};
+    const tsr_add_params_t *pa = g->pa;
+    /* rqfin: right shift [4:0], y_zp [13:5], act_min [22:14], act_max [31:23] */
+    const int32_t fin = (int32_t)((uint32_t)(pa->shift_out < 0 ? -pa->shift_out : 0) | ((uint32_t)pa->y.zp & 511u) << 5 |
+                                  ((uint32_t)pa->act_min & 511u) << 14 | ((uint32_t)pa->act_max & 511u) << 23);
+    const int32_t v[4] = {pa->mult_a, pa->mult_b, pa->mult_out, fin};
     for (int k = 0; k < g->nconst; k++)
         for (int l = 0; l < g->lanes; l++) {
             uint32_t u = (uint32_t)v[k];

@@ -32,18 +32,18 @@
  * Work per accumulator row (one tensor op = one compute cycle):
  *   add:  for a and b: mov (init to -h_zp*WV), GEMM, shr by -(left_shift -
  *         log2 WV) (if > 0), mulhr by M from a constant row, rshr by -S
- *         (if S < 0); then add, [shr -S_o], mulhr M_o, [rshr S_o], max
- *         (act_min - y_zp), min (act_max - y_zp), [add y_zp] -- exactly the
- *         ALU mapping of operators.md.
- *         15 ops per row for TFLite's parameters (left_shift 20, one input
- *         shift 0): the ALU, not DRAM, bounds add (about 0.97 cycles per
- *         element on default vs a DRAM bound of 0.375).
+ *         (if S < 0); then add, [shr -S_o], mulhr M_o, and rqfin (RDBPOT
+ *         by -S_o, + y_zp and the clamp in one op, its operands packed in
+ *         a constant row) -- exactly the ALU mapping of operators.md.
+ *         About 13 ops per row for TFLite's parameters (left_shift 20):
+ *         the ALU, not DRAM, bounds add (about 0.8 cycles per element on
+ *         default vs a DRAM bound of 0.375).
  *   add, power-of-two fast path: when M_a and M_b are powers of two and
  *         left_shift is large enough that MBQM((x - zp) * 2^left_shift, M, S)
  *         is exactly (x - zp) * 2^j (j >= 0; TFLite's parameters for equal
  *         input scales or scales in a power-of-two ratio, |j_a - j_b| <= 6),
  *         both GEMMs accumulate into one row (weights 2^(j - min j)): mov
- *         init, GEMM a, GEMM b, [shr], then the output steps: 9 ops per row.
+ *         init, GEMM a, GEMM b, [shr], then the output steps: 6 ops per row.
  *         Falls back to the general sequence if its second weight block
  *         does not fit the weight buffer.
  *   clip: mov (init to the re-centring offset), GEMM, [max lo], [min hi]
@@ -114,7 +114,7 @@ typedef struct tsr_eltwise_plan {
     int tile_rows;                 /* T: accumulator rows per input per tile (a multiple of kr) */
     int tiles;                     /* number of tiles, ceil(rows / T) */
     int nbuf;                      /* 2: double-buffered inp/acc halves; 1: one buffer, serialised */
-    int nconst;                    /* constant accumulator rows (add: M_a, M_b, M_o; clip: 0) */
+    int nconst;                    /* constant accumulator rows (add: M_a, M_b, M_o, rqfin; clip: 0) */
     int ops_per_row;               /* tensor ops (GEMM + ALU) per accumulator row of a full tile */
     int linear;                    /* add: power-of-two fast path (both inputs accumulate into one row) */
     tsr_insn_t *insns;             /* the instruction stream (owned) */
