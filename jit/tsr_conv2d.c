@@ -1566,7 +1566,29 @@ int tsr_conv2d_pack_weights(const tsr_config_t *c, const tsr_conv2d_plan_t *pl, 
     for (int co = 0; co < p->c_out; co++) {
         int32_t zp = p->w_zp[p->w_zp_count == 1 ? 0 : co];
         int64_t sum = 0;
-        for (int part = 0; part < split; part++)
+        if (split == 1 && !dw) {
+            /* the common case (one int8 part, groups 1), with the block
+             * arithmetic hoisted out of the tap loop: a network's weights
+             * are packed once per plan, megabytes of them */
+            const uint8_t *src = (const uint8_t *)w + (size_t)co * (size_t)cin_g * (size_t)kk;
+            const int u8 = p->w_dtype == TSR_DT_UINT8;
+            const size_t orow = (size_t)(co / c->block_out) * pl->cib, olane = (size_t)(co % c->block_out) * c->block_in;
+            for (int ci = 0; ci < cin_g; ci++) {
+                uint8_t *d = wdst + ((orow + (size_t)(ci / c->block_in)) * (size_t)kk) * c->wgt_bytes + olane +
+                             (size_t)(ci % c->block_in);
+                for (int k = 0; k < kk; k++) {
+                    const int32_t v = (u8 ? (int32_t)src[(size_t)ci * kk + k] : (int32_t)(int8_t)src[(size_t)ci * kk + k]) - zp;
+                    if (v < -128 || v > 127)
+                        return tsr_err(TSR_EINVAL,
+                                       OP ": weight w - w_zp = %d - %d = %d at [%d][%d][%d][%d] does not fit "
+                                       "the plan (its weight zero points differ from these)",
+                                       v + zp, zp, v, co, ci, k / p->kw, k % p->kw);
+                    sum += v;
+                    d[(size_t)k * c->wgt_bytes] = (uint8_t)(int8_t)v;
+                }
+            }
+        }
+        for (int part = 0; part < split && !(split == 1 && !dw); part++)
             for (int ci = 0; ci < cin_g; ci++)
                 for (int k = 0; k < kk; k++) {
                     const size_t i = ((size_t)co * cin_g + (size_t)ci) * kk + (size_t)k;
