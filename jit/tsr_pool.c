@@ -40,11 +40,6 @@ static int cdiv(int a, int b) { return (a + b - 1) / b; }
 static int dt_ok(tsr_dtype_e d) { return d == TSR_DT_INT8 || d == TSR_DT_UINT8; }
 static int32_t dt_min(tsr_dtype_e d) { return d == TSR_DT_UINT8 ? 0 : -128; }
 static int32_t dt_max(tsr_dtype_e d) { return d == TSR_DT_UINT8 ? 255 : 127; }
-static int32_t dt_get(tsr_dtype_e d, const void *base, size_t i)
-{
-    return d == TSR_DT_UINT8 ? (int32_t)((const uint8_t *)base)[i] : (int32_t)((const int8_t *)base)[i];
-}
-
 static const char *kind_name(int k)
 {
     return k == TSR_POOL_MAX ? "maxpool" : k == TSR_POOL_AVG ? "avgpool" : "global_avgpool";
@@ -1076,31 +1071,14 @@ static uint64_t c_elems(const geo_t *g)
 
 void tsr_pool_pack_input(const tsr_config_t *c, const tsr_pool_plan_t *pl, const void *x, uint8_t *dst)
 {
-    const tsr_pool_params_t *p = &pl->p;
-    memset(dst, 0, pl->x_bytes);
-    size_t i = 0;
-    for (int n = 0; n < p->n; n++)
-        for (int ci = 0; ci < p->c; ci++)
-            for (int y = 0; y < p->h; y++)
-                for (int xx = 0; xx < p->w; xx++, i++) {
-                    size_t el = (((size_t)(n / c->batch) * pl->cb + (size_t)(ci / c->block_in)) * p->h + y) * p->w + xx;
-                    size_t o = el * c->inp_bytes + (size_t)(n % c->batch) * c->block_in + (size_t)(ci % c->block_in);
-                    dst[o] = (uint8_t)(int8_t)(dt_get(p->dtype, x, i) - pl->off);
-                }
+    (void)c;
+    tsr_dtensor_pack(&pl->xt, x, dst);
 }
 
 void tsr_pool_unpack_output(const tsr_config_t *c, const tsr_pool_plan_t *pl, const uint8_t *src, void *y)
 {
-    const tsr_pool_params_t *p = &pl->p;
-    uint8_t *out = y;
-    size_t i = 0;
-    for (int n = 0; n < p->n; n++)
-        for (int co = 0; co < p->c; co++)
-            for (int oy = 0; oy < pl->oh; oy++)
-                for (int ox = 0; ox < pl->ow; ox++, i++) {
-                    size_t el = (((size_t)(n / c->batch) * pl->cb + (size_t)(co / c->block_out)) * pl->oh + oy) * pl->ow + ox;
-                    out[i] = src[el * c->out_bytes + (size_t)(n % c->batch) * c->block_out + (size_t)(co % c->block_out)];
-                }
+    (void)c;
+    tsr_dtensor_unpack(&pl->yt, src, y);
 }
 
 /* Constant rows (every lane the same value) and the identity weight. */
@@ -1183,8 +1161,7 @@ out:
 
 /* ---------------------------------------------------------------- plan */
 
-/* The plan, reading x and writing y (device tensors, not owned) or, when
- * x is NULL, input and output buffers of its own. */
+/* The plan, reading x and writing y (device tensors, not owned). */
 static int plan_impl(tsr_device_t *dev, const tsr_pool_params_t *params, const tsr_dtensor_t *x,
                      const tsr_dtensor_t *y, int y_off, tsr_pool_plan_t *pl)
 {
@@ -1229,18 +1206,12 @@ static int plan_impl(tsr_device_t *dev, const tsr_pool_params_t *params, const t
     pl->y_bytes = y_elems(&g) * c->out_bytes;
     pl->c_bytes = c_elems(&g) * c->acc_bytes;
     pl->w_bytes = c->wgt_bytes;
-    if (x) {
-        if (x->bytes != pl->x_bytes || y->bytes != pl->y_bytes || !x->addr || !y->addr) {
-            rc = tsr_err(TSR_EINVAL, OP ": device tensors do not match the plan's input/output layout");
-            goto fail;
-        }
-        pl->x_addr = x->addr;
-        pl->y_addr = y->addr;
-    } else {
-        pl->io_owned = 1;
-        if ((rc = tsr_mem_alloc(dev, pl->x_bytes, &pl->x_addr)) || (rc = tsr_mem_alloc(dev, pl->y_bytes, &pl->y_addr)))
-            goto fail;
+    if (x->bytes != pl->x_bytes || y->bytes != pl->y_bytes || !x->addr || !y->addr) {
+        rc = tsr_err(TSR_EINVAL, OP ": device tensors do not match the plan's input/output layout");
+        goto fail;
     }
+    pl->x_addr = x->addr;
+    pl->y_addr = y->addr;
     if ((pl->c_bytes && (rc = tsr_mem_alloc(dev, pl->c_bytes, &pl->c_addr))) ||
         (rc = tsr_mem_alloc(dev, pl->w_bytes, &pl->w_addr)))
         goto fail;
@@ -1296,15 +1267,48 @@ void tsr_pool_plan_free(tsr_device_t *dev, tsr_pool_plan_t *pl)
         return;
     uint64_t *bufs[5] = {&pl->uop_addr, &pl->x_addr, &pl->y_addr, &pl->c_addr, &pl->w_addr};
     for (int i = 0; i < 5 && dev; i++)
-        if (*bufs[i] && (pl->io_owned || (i != 1 && i != 2))) /* tensors' buffers belong to the tensors */
+        if (*bufs[i] && i != 1 && i != 2) /* x and y belong to the tensors */
             tsr_mem_free(dev, *bufs[i]);
+    if (pl->io_owned) {
+        tsr_dtensor_free(dev, &pl->xt);
+        tsr_dtensor_free(dev, &pl->yt);
+    }
     free(pl->insns);
     memset(pl, 0, sizeof *pl);
 }
 
 int tsr_pool_plan(tsr_device_t *dev, const tsr_pool_params_t *params, tsr_pool_plan_t *pl)
 {
-    return plan_impl(dev, params, NULL, NULL, 0, pl);
+    /* a thin wrapper: the plan over device tensors of its own (the host
+     * packs into and unpacks from them) */
+    if (!pl)
+        return tsr_err(TSR_EINVAL, OP ": NULL plan");
+    memset(pl, 0, sizeof *pl);
+    if (!dev || !params)
+        return tsr_err(TSR_EINVAL, OP ": NULL device or parameters");
+    int oh, ow, rc = tsr_pool_check(params, &oh, &ow);
+    if (rc)
+        return rc;
+    const tsr_config_t *c = tsr_device_config(dev);
+    tsr_dtensor_t x, y;
+    memset(&y, 0, sizeof y);
+    if ((rc = tsr_dtensor_init(c, params->n, params->c, params->h, params->w, params->dtype, params->zp, &x)) ||
+        (rc = tsr_dtensor_init(c, params->n, params->c, oh, ow, params->dtype, params->zp, &y))) {
+        if (c->block_in != c->block_out)
+            return tsr_err(TSR_EINVAL, OP ": needs BLOCK_IN == BLOCK_OUT (config has %d and %d)", c->block_in,
+                           c->block_out);
+        return tsr_err_prefix(rc, OP ": ");
+    }
+    if ((rc = tsr_dtensor_alloc(dev, &x)) || (rc = tsr_dtensor_alloc(dev, &y)) ||
+        (rc = tsr_pool_plan_tensors(dev, params, &x, &y, pl))) {
+        tsr_dtensor_free(dev, &x);
+        tsr_dtensor_free(dev, &y);
+        return rc;
+    }
+    pl->xt = x;
+    pl->yt = y;
+    pl->io_owned = 1;
+    return TSR_OK;
 }
 
 int tsr_pool_plan_tensors(tsr_device_t *dev, const tsr_pool_params_t *params, const tsr_dtensor_t *x,

@@ -136,7 +136,9 @@ typedef struct tsr_pool_plan {
     uint64_t c_addr, w_addr;       /* device buffers: constants (+ map), identity weight (owned) */
     uint64_t x_bytes, y_bytes;     /* their sizes */
     uint64_t c_bytes, w_bytes;
-    int io_owned;                  /* 1: x_addr, y_addr are the plan's own buffers; 0: device tensors' (not freed) */
+    tsr_dtensor_t xt, yt;          /* tsr_pool_plan: the plan's own input and output device tensors */
+    int io_owned;                  /* 1: xt, yt are the plan's own (tsr_pool_plan; freed with it); 0: x_addr,
+                                      y_addr are those of the caller's tensors (tsr_pool_plan_tensors) */
     uint64_t gemm_ops;             /* GEMM tensor ops (non-reset) the stream performs */
     uint64_t alu_ops;              /* ALU tensor ops */
     uint64_t dram_bytes;           /* DRAM bytes the stream loads and stores (instructions excluded) */
@@ -148,7 +150,9 @@ typedef struct tsr_pool_plan {
 int tsr_pool_check(const tsr_pool_params_t *p, int *oh, int *ow);
 
 /* Validate, prove the division, choose the tiling for dev's config,
- * allocate the device buffers, write uops and constants, build the stream. */
+ * allocate the device buffers, write uops and constants, build the stream.
+ * A thin wrapper over tsr_pool_plan_tensors with input and output device
+ * tensors of its own (the host packs and unpacks them). */
 int tsr_pool_plan(tsr_device_t *dev, const tsr_pool_params_t *p, tsr_pool_plan_t *plan);
 void tsr_pool_plan_free(tsr_device_t *dev, tsr_pool_plan_t *plan);
 /* Plan over device tensors (tsr_dtensor.h): p in the tensors' logical dtype
@@ -160,8 +164,10 @@ void tsr_pool_plan_free(tsr_device_t *dev, tsr_pool_plan_t *plan);
 int tsr_pool_plan_tensors(tsr_device_t *dev, const tsr_pool_params_t *p, const tsr_dtensor_t *x,
                           const tsr_dtensor_t *y, tsr_pool_plan_t *plan);
 
-/* Host packing. x: NCHW bytes of dtype, dst: x_bytes. src: y_bytes of the
- * output layout, y: NCHW bytes ([N, C, OH, OW]). */
+/* Host packing into / unpacking from the plan's device tensors
+ * (tsr_dtensor_pack / tsr_dtensor_unpack). x: NCHW bytes of dtype, dst:
+ * x_bytes. src: y_bytes of the output tensor (re-centred), y: NCHW bytes
+ * ([N, C, OH, OW]). */
 void tsr_pool_pack_input(const tsr_config_t *cfg, const tsr_pool_plan_t *plan, const void *x, uint8_t *dst);
 void tsr_pool_unpack_output(const tsr_config_t *cfg, const tsr_pool_plan_t *plan, const uint8_t *src, void *y);
 
