@@ -57,6 +57,29 @@ static int32_t dt_get(tsr_dtype_e d, const void *base, size_t i)
     return d == TSR_DT_UINT8 ? (int32_t)((const uint8_t *)base)[i] : (int32_t)((const int8_t *)base)[i];
 }
 
+/* w - w_zp fits int8 for every weight only with zero point 0 (int8) or
+ * 128 (uint8); otherwise it is split into 2 (or, when 255 can occur, 3)
+ * int8 parts (groups 1: meeting copies of the input; exact, at 2-3x the
+ * GEMM work). p's weight fields must be valid. */
+static int wsplit_of(const tsr_conv2d_params_t *p)
+{
+    int32_t vmin = 0, vmax = 0;
+    for (int i = 0; i < p->w_zp_count; i++) {
+        vmin = imin(vmin, dt_min(p->w_dtype) - p->w_zp[i]);
+        vmax = imax(vmax, dt_max(p->w_dtype) - p->w_zp[i]);
+    }
+    /* parts needed: each int8 part covers [-128, 127] */
+    return (vmin >= -128 && vmax <= 127) ? 1 : (vmin >= -256 && vmax <= 254) ? 2 : 3;
+}
+
+int tsr_conv2d_input_copies(const tsr_conv2d_params_t *p)
+{
+    int oh, ow;
+    if (!p || tsr_conv2d_check(p, &oh, &ow))
+        return 0;
+    return p->groups != 1 ? 1 : wsplit_of(p);
+}
+
 int tsr_conv2d_check(const tsr_conv2d_params_t *p, int *oh, int *ow)
 {
     if (!p)
@@ -1500,17 +1523,7 @@ static int geo_init(const tsr_config_t *c, const tsr_conv2d_params_t *p, geo_t *
         return tsr_err(TSR_EINVAL, OP ": depthwise needs BLOCK_IN == BLOCK_OUT (config has %d and %d)",
                        c->block_in, c->block_out);
     g->nb = cdiv(p->n, c->batch);
-    /* w - w_zp fits int8 for every weight only with zero point 0 (int8) or
-     * 128 (uint8); otherwise (groups 1) it is split into 2 (or, when 255 can
-     * occur, 3) int8 parts that meet copies of the input: exact, at 2-3x the
-     * GEMM work */
-    int32_t vmin = 0, vmax = 0;
-    for (int i = 0; i < p->w_zp_count; i++) {
-        vmin = imin(vmin, dt_min(p->w_dtype) - p->w_zp[i]);
-        vmax = imax(vmax, dt_max(p->w_dtype) - p->w_zp[i]);
-    }
-    /* parts needed: each int8 part covers [-128, 127] */
-    g->wsplit = (vmin >= -128 && vmax <= 127) ? 1 : (vmin >= -256 && vmax <= 254) ? 2 : 3;
+    g->wsplit = wsplit_of(p);
     /* groups 1: the parts meet copies of the input (more input blocks);
      * depthwise: each block's parts meet the block itself (more uops) */
     g->cib = cdiv(p->c_in * (g->dw ? 1 : g->wsplit), c->block_in);
@@ -1537,6 +1550,10 @@ static uint64_t c_elems(const geo_t *g) { return (uint64_t)g->cob * g->nconst; }
 
 void tsr_conv2d_pack_input(const tsr_config_t *c, const tsr_conv2d_plan_t *pl, const void *x, uint8_t *dst)
 {
+    if (pl->tensors_owned) {
+        tsr_dtensor_pack(&pl->xt, x, dst);
+        return;
+    }
     const tsr_conv2d_params_t *p = &pl->p;
     const int off = p->x_dtype == TSR_DT_UINT8 ? 128 : 0;
     memset(dst, (uint8_t)(int8_t)pl->h_pad, pl->x_bytes);
@@ -1654,6 +1671,10 @@ int tsr_conv2d_pack_weights(const tsr_config_t *c, const tsr_conv2d_plan_t *pl, 
 
 void tsr_conv2d_unpack_output(const tsr_config_t *c, const tsr_conv2d_plan_t *pl, const uint8_t *src, void *y)
 {
+    if (pl->tensors_owned) {
+        tsr_dtensor_unpack(&pl->yt, src, y);
+        return;
+    }
     const tsr_conv2d_params_t *p = &pl->p;
     uint8_t *out = y;
     size_t i = 0;
@@ -2048,6 +2069,10 @@ void tsr_conv2d_plan_free(tsr_device_t *dev, tsr_conv2d_plan_t *pl)
     for (int i = 0; i < 4; i++)
         if (*bufs[i] && (pl->io_owned || (i != 0 && i != 2))) /* tensors' buffers belong to the tensors */
             tsr_mem_free(dev, *bufs[i]);
+    if (pl->tensors_owned) {
+        tsr_dtensor_free(dev, &pl->xt);
+        tsr_dtensor_free(dev, &pl->yt);
+    }
     tsr_kcache_release(pl->kref); /* the uop buffer belongs to the cache entry */
     free(pl->insns);
     free(pl->w_zp);
@@ -2058,7 +2083,32 @@ void tsr_conv2d_plan_free(tsr_device_t *dev, tsr_conv2d_plan_t *pl)
 
 int tsr_conv2d_plan(tsr_device_t *dev, const tsr_conv2d_params_t *params, tsr_conv2d_plan_t *pl)
 {
-    return plan_impl(dev, params, NULL, NULL, pl);
+    /* A thin wrapper over tsr_conv2d_plan_tensors with device tensors of its
+     * own, whenever a device tensor can hold the input: one copy of it
+     * (tsr_conv2d_input_copies) on a config that can chain (BLOCK_IN ==
+     * BLOCK_OUT, 8-bit). Else the input is packed as this lowering needs it
+     * (copies per weight part; rows of BLOCK_IN) into buffers of the plan. */
+    if (!dev || !pl || !params)
+        return plan_impl(dev, params, NULL, NULL, pl);
+    const tsr_config_t *c = tsr_device_config(dev);
+    int oh, ow, rc = tsr_conv2d_check(params, &oh, &ow);
+    tsr_dtensor_t x, y;
+    if (rc || tsr_conv2d_input_copies(params) != 1 ||
+        tsr_dtensor_init(c, params->n, params->c_in, params->h, params->w, params->x_dtype, params->x_zp, &x) ||
+        tsr_dtensor_init(c, params->n, params->c_out, oh, ow, params->y_dtype, params->y_zp, &y)) {
+        tsr_err_clear();
+        return plan_impl(dev, params, NULL, NULL, pl);
+    }
+    if ((rc = tsr_dtensor_alloc(dev, &x)) || (rc = tsr_dtensor_alloc(dev, &y)) ||
+        (rc = tsr_conv2d_plan_tensors(dev, params, &x, &y, pl))) {
+        tsr_dtensor_free(dev, &x);
+        tsr_dtensor_free(dev, &y);
+        return rc;
+    }
+    pl->xt = x;
+    pl->yt = y;
+    pl->tensors_owned = 1;
+    return TSR_OK;
 }
 
 int tsr_conv2d_plan_tensors(tsr_device_t *dev, const tsr_conv2d_params_t *params, const tsr_dtensor_t *x,

@@ -120,8 +120,11 @@ typedef struct tsr_conv2d_plan {
     uint64_t uop_addr;             /* device buffer of the uop kernels (owned by the cache entry kref) */
     uint64_t x_addr, w_addr, y_addr, c_addr; /* device buffers: packed input, weights, output, constants (owned) */
     uint64_t x_bytes, w_bytes, y_bytes, c_bytes; /* their sizes */
-    int io_owned;                  /* 1: x_addr and y_addr are the plan's own buffers (tsr_conv2d_plan); 0: those
-                                      of device tensors (tsr_conv2d_plan_tensors), which the plan does not free */
+    int io_owned;                  /* 1: x_addr and y_addr are the plan's own buffers in this lowering's layout
+                                      (tsr_conv2d_plan when no device tensor can hold the input); 0: those of
+                                      device tensors, which the plan does not free */
+    tsr_dtensor_t xt, yt;          /* tsr_conv2d_plan over device tensors of its own: input and output */
+    int tensors_owned;             /* 1: xt, yt are the plan's own (freed with it; packing goes through them) */
     uint64_t gemm_ops;             /* GEMM tensor ops (non-reset) the stream performs */
     uint64_t alu_ops;              /* ALU tensor ops */
     uint64_t dram_bytes;           /* DRAM bytes the stream loads and stores (instructions excluded) */
@@ -135,6 +138,10 @@ typedef struct tsr_conv2d_plan {
 /* Output shape of a valid parameter set (checks everything the plan does
  * that does not depend on the config). */
 int tsr_conv2d_check(const tsr_conv2d_params_t *p, int *oh, int *ow);
+/* How many copies of the input the lowering packs: 1, or for groups 1 the
+ * int8 parts of w - w_zp (2-3 when the weight zero points let w - w_zp
+ * leave int8). A device tensor holds one copy. 0 if p is invalid. */
+int tsr_conv2d_input_copies(const tsr_conv2d_params_t *p);
 
 /* Validate, allocate the device buffers and get the kernel (tiling, uop
  * kernels in a device buffer, stream) from the device's kernel cache
@@ -142,7 +149,10 @@ int tsr_conv2d_check(const tsr_conv2d_params_t *p, int *oh, int *ow);
  * this device, or on any device of the same config through the on-disk
  * cache) skips the tiling search, stream generation and uop upload; else
  * choose the tiling, build and insert. The plan's stream is the kernel's,
- * relocated to the plan's buffers. */
+ * relocated to the plan's buffers. When a device tensor can hold the input
+ * (one copy, BLOCK_IN == BLOCK_OUT) this is a thin wrapper over
+ * tsr_conv2d_plan_tensors with input and output tensors of its own, and
+ * the write/read functions pack into and unpack from them. */
 int tsr_conv2d_plan(tsr_device_t *dev, const tsr_conv2d_params_t *p, tsr_conv2d_plan_t *plan);
 void tsr_conv2d_plan_free(tsr_device_t *dev, tsr_conv2d_plan_t *plan);
 

@@ -301,16 +301,13 @@ static int check_conv(tsr_graph_t *g, gnode_t *n, const tsr_conv2d_params_t *p)
     if ((rc = match(g, n, "input", n->in[0], p->n, p->c_in, p->h, p->w, p->x_dtype, p->x_zp)) ||
         (rc = match(g, n, "output", n->out, p->n, p->c_out, oh, ow, p->y_dtype, p->y_zp)))
         return rc;
-    if (p->groups == 1) {
-        const int32_t lo = p->w_dtype == TSR_DT_UINT8 ? 0 : -128, hi = p->w_dtype == TSR_DT_UINT8 ? 255 : 127;
-        for (int i = 0; i < p->w_zp_count; i++)
-            if (lo - p->w_zp[i] < -128 || hi - p->w_zp[i] > 127)
-                return tsr_err(TSR_EINVAL,
-                               "graph: node \"%s\": weight zero point %d of a %s weight needs w - w_zp split into "
-                               "int8 parts and the input packed once per part; device tensors hold one copy "
-                               "(use int8 weights with zero point 0 or uint8 weights with zero point 128)",
-                               n->name, (int)p->w_zp[i], dt_name(p->w_dtype));
-    }
+    const int copies = tsr_conv2d_input_copies(p);
+    if (copies != 1)
+        return tsr_err(TSR_EINVAL,
+                       "graph: node \"%s\": weight zero point %d of %s weights needs w - w_zp split into %d int8 "
+                       "parts and the input packed once per part; device tensors hold one copy (use int8 weights "
+                       "with zero point 0 or uint8 weights with zero point 128)",
+                       n->name, (int)p->w_zp[0], dt_name(p->w_dtype), copies);
     return TSR_OK;
 }
 
