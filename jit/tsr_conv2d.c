@@ -1823,18 +1823,11 @@ typedef struct {
     int32_t nuops;           /* uops in the kernel buffer */
 } conv_meta_t;
 
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* Generate the kernel for g (tiling, uops, relocatable stream) and insert
  * it into kc; *ref gets the reference. */
 static int generate(tsr_kcache_t *kc, geo_t *g, const uint8_t *sig, size_t sig_len, tsr_kcache_ref_t **ref)
 {
-    const uint64_t t0 = mono_ns();
+    const uint64_t t0 = tsr_mono_ns();
     uint8_t *uops = NULL;
     ibuf_t b = {0};
     int rc;
@@ -1863,7 +1856,7 @@ static int generate(tsr_kcache_t *kc, geo_t *g, const uint8_t *sig, size_t sig_l
     meta.n_sets = g->n_sets;
     meta.nuops = n_uops(g);
     meta.cost = estimate_cycles(g, &b); /* estimated cycles */
-    tsr_kernel_t k = {&meta, sizeof meta, b.v, b.n, uops, (size_t)n_uops(g), mono_ns() - t0};
+    tsr_kernel_t k = {&meta, sizeof meta, b.v, b.n, uops, (size_t)n_uops(g), tsr_mono_ns() - t0};
     rc = tsr_kcache_insert(kc, sig, sig_len, &k, ref);
 out:
     free(b.v);
@@ -1881,7 +1874,7 @@ out:
 static int plan_impl(tsr_device_t *dev, const tsr_conv2d_params_t *params, const tsr_dtensor_t *x,
                      const tsr_dtensor_t *y, tsr_conv2d_plan_t *pl)
 {
-    const uint64_t t0 = mono_ns();
+    const uint64_t t0 = tsr_mono_ns();
     if (!dev || !pl)
         return tsr_err(TSR_EINVAL, OP ": NULL device or plan");
     const tsr_config_t *c = tsr_device_config(dev);
@@ -2052,7 +2045,7 @@ static int plan_impl(tsr_device_t *dev, const tsr_conv2d_params_t *params, const
     for (int m = 0; m < TSR_MEM_COUNT; m++)
         pl->dram_bytes += ct.bytes_loaded[m];
     pl->cost = meta.cost;
-    pl->jit_ns = mono_ns() - t0;
+    pl->jit_ns = tsr_mono_ns() - t0;
     free(sig);
     return TSR_OK;
 fail:

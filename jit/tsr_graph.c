@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "tsr_error.h"
+#include "tsr_jitutil.h"
 #include "tsr_roofline.h"
 #include "tsr_tappack.h"
 
@@ -63,12 +64,7 @@ struct tsr_graph {
     double plan_ms, exec_ms;
 };
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
+static double now_ms(void) { return (double)tsr_mono_ns() / 1e6; }
 
 int tsr_graph_create(const tsr_config_t *cfg, tsr_graph_t **out)
 {
@@ -680,6 +676,8 @@ static int plan_node(tsr_graph_t *g, gnode_t *n)
     n->L.plan_ms = now_ms() - t0 - upload;
     if (n->op == TSR_GOP_CONV || n->op == TSR_GOP_DENSE)
         n->L.kcache = n->cp.kcache;
+    else if (n->op == TSR_GOP_POOL)
+        n->L.kcache = n->pp.kcache;
     return TSR_OK;
 }
 

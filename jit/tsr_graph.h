@@ -66,7 +66,7 @@ typedef struct tsr_graph_layer {
     double wall_ms;         /* host wall time of the submission (submit + wait) */
     double plan_ms;         /* time its plan took (kernel, buffers, stream; weights excluded) */
     double upload_ms;       /* time packing and uploading its weights and constants took */
-    int kcache;             /* tsr_kc_status_e of its kernel (conv/dense), -1 otherwise */
+    int kcache;             /* tsr_kc_status_e of its kernel (conv/dense/pool), -1 otherwise */
 } tsr_graph_layer_t;
 
 /* Whole-network figures of the last execution and of the plan. */
@@ -80,7 +80,7 @@ typedef struct tsr_graph_totals {
     uint64_t peak_bytes;    /* activation arena: device DRAM for all activations (lifetimes reused) */
     uint64_t tensor_bytes;  /* sum of all activation tensors' bytes (no reuse) */
     uint64_t weight_bytes;  /* device DRAM of weights, constants and identity rows */
-    int kc_hits, kc_misses; /* conv kernels from the cache (memory or disk) / generated */
+    int kc_hits, kc_misses; /* kernels from the cache (memory or disk) / generated */
 } tsr_graph_totals_t;
 
 /* An empty graph for cfg (TSR_EINVAL for configs device tensors cannot use). */

@@ -1,6 +1,8 @@
 /* tsr_jitutil: geometry shared by the operator lowerings (tsr_jitutil.h). */
 #include "tsr_jitutil.h"
 
+#include <time.h>
+
 void tsr_span(int i0, int n, int step, int size, tsr_span_t *s)
 {
     s->pad0 = s->real = s->pad1 = 0;
@@ -16,4 +18,11 @@ void tsr_span(int i0, int n, int step, int size, tsr_span_t *s)
         } else
             s->pad1++;
     }
+}
+
+uint64_t tsr_mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }

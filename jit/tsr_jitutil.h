@@ -2,10 +2,13 @@
  * tsr_jitutil: geometry shared by the operator lowerings. A LOAD brings a
  * run of on-chip rows whose source positions may fall before or after the
  * tensor (padding); every lowering splits such a run the same way, so the
- * split is written once here.
+ * split is written once here. Also the clock the lowerings time
+ * themselves with.
  */
 #ifndef TSR_JITUTIL_H
 #define TSR_JITUTIL_H
+
+#include <stdint.h>
 
 /* The positions i0, i0 + step, ..., i0 + (n-1)*step against a tensor
  * dimension [0, size): leading pads, positions inside, trailing pads. */
@@ -17,5 +20,8 @@ typedef struct tsr_span {
 } tsr_span_t;
 
 void tsr_span(int i0, int n, int step, int size, tsr_span_t *s);
+
+/* Monotonic clock in nanoseconds (plan and generation times). */
+uint64_t tsr_mono_ns(void);
 
 #endif

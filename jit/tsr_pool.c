@@ -1131,13 +1131,15 @@ static int write_consts(tsr_device_t *dev, const geo_t *g, tsr_pool_plan_t *pl)
     return rc;
 }
 
-static int write_uops(tsr_device_t *dev, geo_t *g, tsr_pool_plan_t *pl)
+/* Encode g's uops into a host buffer (*out, g->nuops * uop_bytes; malloc'ed). */
+static int encode_uops(geo_t *g, uint8_t **out)
 {
     const tsr_config_t *c = g->c;
     size_t n = (size_t)g->nuops;
-    tsr_uop_t *u = calloc(n, sizeof *u);
-    uint8_t *u8 = calloc(n, c->uop_bytes);
+    tsr_uop_t *u = calloc(n ? n : 1, sizeof *u);
+    uint8_t *u8 = calloc(n ? n : 1, c->uop_bytes);
     int rc = TSR_OK;
+    *out = NULL;
     if (!u || !u8) {
         rc = tsr_err(TSR_ENOMEM, "out of memory");
         goto out;
@@ -1149,13 +1151,73 @@ static int write_uops(tsr_device_t *dev, geo_t *g, tsr_pool_plan_t *pl)
             goto out;
         memcpy(u8 + k * c->uop_bytes, &raw, c->uop_bytes);
     }
-    pl->nuops = n;
-    if ((rc = tsr_mem_alloc(dev, (uint64_t)n * c->uop_bytes, &pl->uop_addr)))
-        goto out;
-    rc = tsr_mem_write(dev, pl->uop_addr, u8, (uint64_t)n * c->uop_bytes);
+    *out = u8;
+    u8 = NULL;
 out:
     free(u);
     free(u8);
+    return rc;
+}
+
+#define GEN_ID OP " lowering v1, built " __DATE__ " " __TIME__
+
+/* The kernel cache signature: every parameter (they all shape the stream,
+ * the uops or the tiling) and the output re-centring. */
+static size_t pool_sig(const tsr_pool_params_t *p, int y_off, uint8_t *sig)
+{
+    size_t n = tsr_kcache_sig_bytes(sig, 0, GEN_ID, sizeof GEN_ID);
+    const int32_t v[] = {(int32_t)p->kind, p->n,        p->c,         p->h,        p->w,
+                         p->kh,            p->kw,       p->stride_h,  p->stride_w, p->pad_top,
+                         p->pad_left,      p->pad_bottom, p->pad_right, p->count_include_pad, (int32_t)p->dtype,
+                         p->zp,            y_off};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+        n = tsr_kcache_sig_i32(sig, n, v[i]);
+    return n;
+}
+
+/* The lowering-specific part of a cached kernel. */
+typedef struct {
+    tiling_t t;     /* the chosen tiling */
+    double cost;    /* the cost model's value for it */
+    int32_t nuops;  /* uops in the kernel buffer */
+} pool_meta_t;
+
+/* Choose the tiling, build the relocatable stream (every buffer at 0) and
+ * the uops, and insert them into kc. */
+static int generate(tsr_kcache_t *kc, geo_t *g, const uint8_t *sig, size_t sig_len, tsr_kcache_ref_t **ref)
+{
+    const uint64_t t0 = tsr_mono_ns();
+    uint8_t *uops = NULL;
+    ibuf_t b;
+    memset(&b, 0, sizeof b);
+    int rc = choose_tiling(g);
+    if (rc)
+        return rc;
+    g->x_el = g->y_el = g->c_el = g->w_el = g->uop_el = 0;
+    build(g, &b);
+    if (b.oom) {
+        rc = tsr_err(TSR_ENOMEM, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < b.n; i++) {
+        tsr_insn_bits_t bits;
+        if ((rc = tsr_insn_encode(g->c, &b.v[i], &bits))) {
+            rc = tsr_err_prefix(rc, OP ": instruction %zu of the generated stream: ", i);
+            goto out;
+        }
+    }
+    if ((rc = encode_uops(g, &uops)))
+        goto out;
+    pool_meta_t meta;
+    memset(&meta, 0, sizeof meta);
+    meta.t = g->t;
+    meta.cost = cost_of(g, &g->t);
+    meta.nuops = g->nuops;
+    tsr_kernel_t k = {&meta, sizeof meta, b.v, b.n, uops, (size_t)g->nuops, tsr_mono_ns() - t0};
+    rc = tsr_kcache_insert(kc, sig, sig_len, &k, ref);
+out:
+    free(b.v);
+    free(uops);
     return rc;
 }
 
@@ -1178,8 +1240,45 @@ static int plan_impl(tsr_device_t *dev, const tsr_pool_params_t *params, const t
     pl->p = *params;
     g.p = &pl->p;
     g.y_off = y_off;
-    if ((rc = choose_tiling(&g)))
+    /* the kernel (tiling, relocatable stream, uops): from the device's
+     * cache, else generated and inserted */
+    tsr_kcache_t *kc = tsr_kcache_get(dev);
+    if (!kc) {
+        rc = TSR_ENOMEM;
         goto fail;
+    }
+    uint8_t sig[512];
+    const size_t sig_len = pool_sig(&pl->p, y_off, sig);
+    if ((rc = tsr_kcache_lookup(kc, sig, sig_len, &pl->kref)) < 0)
+        goto fail;
+    pl->kcache = rc == 1 ? TSR_KC_HIT : rc == 2 ? TSR_KC_DISK : TSR_KC_MISS;
+    if (pl->kref) { /* its tiling must still fit (the signature makes this always true) */
+        const tsr_kernel_t *k = tsr_kcache_kernel(pl->kref);
+        pool_meta_t meta;
+        int ok = k->meta_len == sizeof meta;
+        if (ok) {
+            memcpy(&meta, k->meta, sizeof meta);
+            ok = tiling_fits(&g, &meta.t);
+        }
+        if (ok) {
+            set_tiling(&g, &meta.t);
+            ok = meta.nuops == g.nuops && k->nuops == (size_t)g.nuops;
+        }
+        if (!ok) {
+            tsr_kcache_release(pl->kref);
+            pl->kref = NULL;
+            pl->kcache = TSR_KC_MISS;
+        }
+    }
+    if (!pl->kref) {
+        if ((rc = generate(kc, &g, sig, sig_len, &pl->kref)))
+            goto fail;
+        if (tsr_kcache_options(kc)->disabled)
+            pl->kcache = TSR_KC_NONE;
+    }
+    const tsr_kernel_t *kern = tsr_kcache_kernel(pl->kref);
+    pool_meta_t kmeta;
+    memcpy(&kmeta, kern->meta, sizeof kmeta);
     pl->oh = g.oh;
     pl->ow = g.ow;
     pl->nb = g.nb;
@@ -1215,44 +1314,43 @@ static int plan_impl(tsr_device_t *dev, const tsr_pool_params_t *params, const t
     if ((pl->c_bytes && (rc = tsr_mem_alloc(dev, pl->c_bytes, &pl->c_addr))) ||
         (rc = tsr_mem_alloc(dev, pl->w_bytes, &pl->w_addr)))
         goto fail;
-    if ((rc = write_uops(dev, &g, pl)) || (rc = write_consts(dev, &g, pl)))
+    pl->nuops = (size_t)g.nuops;
+    pl->uop_addr = tsr_kcache_uop_addr(pl->kref); /* owned by the cache entry */
+    if ((rc = write_consts(dev, &g, pl)))
         goto fail;
     if (pl->x_addr % c->inp_bytes || pl->y_addr % c->out_bytes || pl->c_addr % c->acc_bytes ||
         pl->w_addr % c->wgt_bytes || pl->uop_addr % c->uop_bytes) {
         rc = tsr_err(TSR_EINVAL, OP ": device buffers not aligned to their element sizes");
         goto fail;
     }
-    g.x_el = (uint32_t)(pl->x_addr / c->inp_bytes);
-    g.y_el = (uint32_t)(pl->y_addr / c->out_bytes);
-    g.c_el = (uint32_t)(pl->c_addr / c->acc_bytes);
-    g.w_el = (uint32_t)(pl->w_addr / c->wgt_bytes);
-    g.uop_el = (uint32_t)(pl->uop_addr / c->uop_bytes);
-    ibuf_t b;
-    memset(&b, 0, sizeof b);
-    build(&g, &b);
-    if (b.oom) {
-        free(b.v);
+    /* this plan's stream: the kernel's, relocated to its buffers (checked
+     * field by field when it was generated; relocation checks dram_base) */
+    pl->insns = malloc((kern->ninsns ? kern->ninsns : 1) * sizeof *pl->insns);
+    if (!pl->insns) {
         rc = tsr_err(TSR_ENOMEM, "out of memory");
         goto fail;
     }
-    pl->insns = b.v;
-    pl->ninsns = b.n;
-    for (size_t i = 0; i < b.n; i++) {
-        tsr_insn_bits_t bits;
-        if ((rc = tsr_insn_encode(c, &b.v[i], &bits))) {
-            rc = tsr_err_prefix(rc, OP ": instruction %zu of the generated stream: ", i);
-            goto fail;
-        }
+    memcpy(pl->insns, kern->insns, kern->ninsns * sizeof *pl->insns);
+    pl->ninsns = kern->ninsns;
+    uint64_t base[TSR_MEM_COUNT] = {0};
+    base[TSR_MEM_UOP] = pl->uop_addr;
+    base[TSR_MEM_INP] = pl->x_addr;
+    base[TSR_MEM_WGT] = pl->w_addr;
+    base[TSR_MEM_ACC] = pl->c_addr;
+    base[TSR_MEM_OUT] = pl->y_addr;
+    if ((rc = tsr_kcache_relocate(c, pl->insns, pl->ninsns, base))) {
+        tsr_err_prefix(rc, OP ": ");
+        goto fail;
     }
     tsr_counters_t ct;
     memset(&ct, 0, sizeof ct);
-    tsr_counters_static(c, b.v, b.n, &ct);
+    tsr_counters_static(c, pl->insns, pl->ninsns, &ct);
     pl->gemm_ops = ct.gemm_ops;
     pl->alu_ops = ct.alu_ops;
     pl->dram_bytes = ct.bytes_stored;
     for (int m = 0; m < TSR_MEM_COUNT; m++)
         pl->dram_bytes += ct.bytes_loaded[m];
-    pl->cost = cost_of(&g, &g.t);
+    pl->cost = kmeta.cost;
     geo_free(&g);
     return TSR_OK;
 fail:
@@ -1265,10 +1363,11 @@ void tsr_pool_plan_free(tsr_device_t *dev, tsr_pool_plan_t *pl)
 {
     if (!pl)
         return;
-    uint64_t *bufs[5] = {&pl->uop_addr, &pl->x_addr, &pl->y_addr, &pl->c_addr, &pl->w_addr};
-    for (int i = 0; i < 5 && dev; i++)
-        if (*bufs[i] && i != 1 && i != 2) /* x and y belong to the tensors */
+    uint64_t *bufs[2] = {&pl->c_addr, &pl->w_addr}; /* x and y belong to the tensors, the uops to the cache */
+    for (int i = 0; i < 2 && dev; i++)
+        if (*bufs[i])
             tsr_mem_free(dev, *bufs[i]);
+    tsr_kcache_release(pl->kref);
     if (pl->io_owned) {
         tsr_dtensor_free(dev, &pl->xt);
         tsr_dtensor_free(dev, &pl->yt);

@@ -89,6 +89,7 @@
 
 #include "tsr_driver.h"
 #include "tsr_dtensor.h"
+#include "tsr_kcache.h"
 #include "tsr_npy.h"
 
 typedef enum tsr_pool_kind {
@@ -131,7 +132,7 @@ typedef struct tsr_pool_plan {
     tsr_insn_t *insns;             /* the instruction stream (owned) */
     size_t ninsns;                 /* its length */
     size_t nuops;                  /* uops in the kernel buffer */
-    uint64_t uop_addr;             /* device buffer of the uop kernels (owned) */
+    uint64_t uop_addr;             /* device buffer of the uop kernels (owned by the cache entry kref) */
     uint64_t x_addr, y_addr;       /* device buffers: packed input, output (owned) */
     uint64_t c_addr, w_addr;       /* device buffers: constants (+ map), identity weight (owned) */
     uint64_t x_bytes, y_bytes;     /* their sizes */
@@ -143,6 +144,8 @@ typedef struct tsr_pool_plan {
     uint64_t alu_ops;              /* ALU tensor ops */
     uint64_t dram_bytes;           /* DRAM bytes the stream loads and stores (instructions excluded) */
     double cost;                   /* the cost model's value for the chosen tiling */
+    tsr_kcache_ref_t *kref;        /* the kernel (tiling, relocatable stream, uops) in the device's kernel cache */
+    int kcache;                    /* tsr_kc_status_e: generated or cached */
 } tsr_pool_plan_t;
 
 /* Output shape of a valid parameter set (everything that does not depend
