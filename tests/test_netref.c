@@ -22,8 +22,9 @@
  *    dead (< 90% zeros), and the logits of two different inputs differ.
  *    Fails if the calibration over- or under-estimates the activations.
  *  - Bad descs are rejected with an error (validation, the reference).
- * The full ResNet-18 reference runs once (test_resnet18_full, timed and
- * printed). TSR_NETREF_SEED overrides the seed.
+ * The full ResNet-18 reference runs in one test only (test_resnet18_full:
+ * two inputs, the first timed and printed, ~2.5 s each on one core at -O3).
+ * TSR_NETREF_SEED overrides the seed.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -42,13 +43,17 @@
 #include "tsr_netref.h"
 #include "tsr_testenv.h"
 
-/* Saturation limit: the calibration puts 3.5 standard deviations of the
+/* Saturation limit: the calibration puts 4 standard deviations of the
  * modelled distribution below the top of the range, where a Gaussian has
- * 0.02% of its mass; the model is approximate (random-weight statistics,
- * maxpool and the residual sums), so allow 2% — still 100x what a
- * scale 3x too small gives (a third of the values clipped) and well below
- * the 5% the brief asks for. */
+ * 0.003% of its mass; the model is approximate (random-weight statistics,
+ * maxpool and the residual sums; loose for the tiny tensors of the small
+ * networks, a few hundred values over 4 channels), so allow 2%: measured
+ * at most ~0.5% on the full network and ~1% on the small ones, while a
+ * scale 3x too small clips about a third of the values. */
 #define SAT_LIMIT 0.02
+/* Smallest tensor whose fractions are checked (below, one channel's few
+ * values are already several percent). */
+#define STAT_MIN 1024
 
 static uint64_t seed(void) { return tsr_test_seed("TSR_NETREF_SEED", 20261125u); }
 
@@ -261,6 +266,14 @@ static void naive_node(const tsr_netdesc_t *nd, const tsr_nd_node_t *nn, void **
 
 /* ----------------------------------------------------------- calibration */
 
+static tsr_nd_kind_e producer_kind(const tsr_netdesc_t *nd, int t)
+{
+    for (int i = 0; i < nd->nnodes; i++)
+        if (nd->nodes[i].out == t)
+            return nd->nodes[i].kind;
+    return (tsr_nd_kind_e)0;
+}
+
 /* Calibration of every tensor (see the top comment); prints a summary. */
 static void check_calibration(const tsr_netdesc_t *nd, void **outs)
 {
@@ -285,19 +298,26 @@ static void check_calibration(const tsr_netdesc_t *nd, void **outs)
             if (nd->nodes[i].out == t)
                 name = nd->nodes[i].name;
         double f = (double)sat / (double)n;
-        if (f > worst) {
+        if (f > worst && n >= STAT_MIN) {
             worst = f;
             worst_t = t;
         }
         int range = (x->zp == lo ? hi - lo : hi - x->zp); /* largest |q - zp| on the positive side */
-        if (f > SAT_LIMIT || mn == mx || span < range / 4 || (lo == x->zp && (double)zeros / (double)n > 0.9))
+        /* pools keep their input's scale (they do not choose one): no range-use check */
+        int want = producer_kind(nd, t) == TSR_ND_POOL ? 1 : range / 4;
+        /* fractions of fewer than STAT_MIN values (the last stages of the
+         * small networks: a few channels of a few pixels) say little: only
+         * "not constant" there */
+        int stats = n >= STAT_MIN;
+        if (mn == mx ||
+            (stats && (f > SAT_LIMIT || span < want || (lo == x->zp && (double)zeros / (double)n > 0.9))))
             fail_msg("seed %llu tensor %d (%s): %.2f%% of %zu values at a saturating bound (limit %.0f%%), values in "
                      "[%d, %d], largest |q - zp| %d (want >= %d), %.1f%% at the zero point",
-                     (unsigned long long)seed(), t, name, 100 * f, n, 100 * SAT_LIMIT, mn, mx, span, range / 4,
+                     (unsigned long long)seed(), t, name, 100 * f, n, 100 * SAT_LIMIT, mn, mx, span, want,
                      100.0 * (double)zeros / (double)n);
     }
-    printf("calibration: %d tensors; most saturated: tensor %d, %.3f%% at a bound\n", nd->ntensors - 1, worst_t,
-           100 * worst);
+    printf("calibration: %d tensors; most saturated (of >= %d values): tensor %d, %.3f%% at a bound\n",
+           nd->ntensors - 1, STAT_MIN, worst_t, 100 * worst);
 }
 
 /* Run the reference on two inputs, check calibration of the first run and

@@ -2,7 +2,9 @@
  * tsr_opref: the plain-C reference for the quantized operators of
  * jit/operators.md (the normative definition; read it first). Written from
  * that document only, for clarity rather than speed: naive loops, 64-bit
- * intermediates, every rule spelled out. It uses nothing from jit/ and is
+ * intermediates, every rule spelled out (conv2d alone centres its operands
+ * once and skips padded taps, which contribute exactly 0, so that whole
+ * networks, tests/tsr_netref.c, run in seconds). It uses nothing from jit/ and is
  * compiled into the tests only (never into libtessera).
  *
  * Data structures (all plain arrays, row-major, caller-owned memory):
