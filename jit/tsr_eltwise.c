@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "tsr_error.h"
+#include "tsr_jitutil.h"
 
 /* Cost-model overheads in cycles: per tile (DRAM latency of a transfer
  * plus the handover between stages) and per compute instruction (issue
@@ -574,19 +575,22 @@ static void pack_consts(const tsr_config_t *c, const geo_t *g, uint8_t *dst)
 
 static void plan_free(tsr_device_t *dev, tsr_eltwise_plan_t *pl)
 {
-    uint64_t *bufs[6] = {&pl->uop_addr, &pl->w_addr, &pl->c_addr, &pl->x_addr[0], &pl->x_addr[1], &pl->y_addr};
-    for (int i = 0; i < 6; i++)
-        if (*bufs[i] && (pl->io_owned || i < 3)) /* tensors' buffers belong to the tensors */
+    uint64_t *bufs[5] = {&pl->w_addr, &pl->c_addr, &pl->x_addr[0], &pl->x_addr[1], &pl->y_addr};
+    for (int i = 0; i < 5; i++)
+        if (*bufs[i] && (pl->io_owned || i < 2)) /* tensors' buffers belong to the tensors, uops to the cache */
             tsr_mem_free(dev, *bufs[i]);
+    tsr_kcache_release(pl->kref);
     free(pl->insns);
     memset(pl, 0, sizeof *pl);
 }
 
-static int write_uops(tsr_device_t *dev, const geo_t *g, tsr_eltwise_plan_t *pl)
+/* Encode g's uops into a host buffer (*out: n_uops(g) * uop_bytes, malloc'ed). */
+static int encode_uops(const geo_t *g, uint8_t **out)
 {
     const tsr_config_t *c = g->c;
     size_t n = (size_t)n_uops(g);
     uint8_t *u8 = calloc(n, c->uop_bytes);
+    *out = NULL;
     if (!u8)
         return tsr_err(TSR_ENOMEM, "out of memory");
     int rc = TSR_OK;
@@ -624,13 +628,112 @@ static int write_uops(tsr_device_t *dev, const geo_t *g, tsr_eltwise_plan_t *pl)
             goto out;
         memcpy(u8 + k * c->uop_bytes, &raw, c->uop_bytes);
     }
-    pl->nuops = n;
-    if ((rc = tsr_mem_alloc(dev, (uint64_t)n * c->uop_bytes, &pl->uop_addr)))
-        goto out;
-    rc = tsr_mem_write(dev, pl->uop_addr, u8, (uint64_t)n * c->uop_bytes);
+    *out = u8;
+    u8 = NULL;
 out:
     free(u);
     free(u8);
+    return rc;
+}
+
+#define GEN_ID "eltwise lowering v1, built " __DATE__ " " __TIME__
+
+/* The kernel cache signature: the kind and every parameter (all of them
+ * reach the stream, its tiling or the fast-path choice; multipliers only
+ * reach constant rows but decide the power-of-two path). */
+static size_t eltwise_sig(tsr_eltwise_kind_e kind, const tsr_add_params_t *pa, const tsr_clip_params_t *pc,
+                          uint8_t *sig)
+{
+    size_t n = tsr_kcache_sig_bytes(sig, 0, GEN_ID, sizeof GEN_ID);
+    n = tsr_kcache_sig_i32(sig, n, (int32_t)kind);
+    const tsr_eltwise_desc_t *d[3] = {kind == TSR_ELTWISE_ADD ? &pa->a : &pc->x, kind == TSR_ELTWISE_ADD ? &pa->b : NULL,
+                                      kind == TSR_ELTWISE_ADD ? &pa->y : &pc->y};
+    for (int k = 0; k < 3; k++)
+        if (d[k]) {
+            const int32_t v[6] = {d[k]->n, d[k]->c, d[k]->h, d[k]->w, (int32_t)d[k]->dtype, d[k]->zp};
+            for (int i = 0; i < 6; i++)
+                n = tsr_kcache_sig_i32(sig, n, v[i]);
+        }
+    if (kind == TSR_ELTWISE_ADD) {
+        const int32_t v[9] = {pa->left_shift, pa->mult_a, pa->mult_b, pa->shift_a,  pa->shift_b,
+                              pa->mult_out,   pa->shift_out, pa->act_min, pa->act_max};
+        for (int i = 0; i < 9; i++)
+            n = tsr_kcache_sig_i32(sig, n, v[i]);
+    } else {
+        n = tsr_kcache_sig_i32(sig, n, pc->lo);
+        n = tsr_kcache_sig_i32(sig, n, pc->hi);
+    }
+    return n;
+}
+
+/* The lowering-specific part of a cached kernel, followed by the slot map
+ * (one byte per instruction: 1 for LOADs of input b, else 0). */
+typedef struct {
+    int32_t T, nbuf, linear; /* tile rows, buffers, power-of-two path */
+    int32_t nuops;           /* uops in the kernel buffer */
+    double est;              /* the cost model's estimate */
+} elt_meta_t;
+
+/* Slot 1 (input b) is built at this element offset and moved to its own
+ * offset space afterwards (relocatable streams count from 0 per slot). */
+#define SLOT1_MARK 0x80000000u
+
+/* Choose the tiling (with the power-of-two path when it fits), build the
+ * relocatable stream and the uops, and insert them into kc. */
+static int generate(tsr_kcache_t *kc, geo_t *g, tsr_eltwise_kind_e kind, const tsr_add_params_t *pa,
+                    const tsr_clip_params_t *pc, const uint8_t *sig, size_t sig_len, tsr_kcache_ref_t **ref)
+{
+    const uint64_t t0 = tsr_mono_ns();
+    const tsr_config_t *c = g->c;
+    const char *op = kind == TSR_ELTWISE_ADD ? "add" : "clip";
+    int rc;
+    if (g->linear && choose_tiling(g)) {
+        tsr_err_clear();
+        const tsr_add_params_t *keep = g->pa;
+        if ((rc = geo_init(c, kind, pa, pc, 0, g)))
+            return rc;
+        g->pa = keep;
+    }
+    if ((rc = choose_tiling(g)))
+        return rc;
+    uint8_t *uops = NULL, *meta = NULL;
+    ibuf_t b;
+    memset(&b, 0, sizeof b);
+    g->uop_el = g->w_el = g->c_el = g->y_el = g->x_el[0] = 0;
+    g->x_el[1] = SLOT1_MARK;
+    build(g, &b);
+    if (b.oom) {
+        rc = tsr_err(TSR_ENOMEM, "out of memory");
+        goto out;
+    }
+    meta = calloc(1, sizeof(elt_meta_t) + b.n + 1);
+    if (!meta) {
+        rc = tsr_err(TSR_ENOMEM, "out of memory");
+        goto out;
+    }
+    uint8_t *slot = meta + sizeof(elt_meta_t);
+    for (size_t i = 0; i < b.n; i++)
+        if (b.v[i].opcode == TSR_OP_LOAD && b.v[i].mem_type == TSR_MEM_INP && b.v[i].dram_base >= SLOT1_MARK) {
+            b.v[i].dram_base -= SLOT1_MARK;
+            slot[i] = 1;
+        }
+    for (size_t i = 0; i < b.n; i++) {
+        tsr_insn_bits_t bits;
+        if ((rc = tsr_insn_encode(c, &b.v[i], &bits))) {
+            rc = tsr_err_prefix(rc, "%s: instruction %zu of the generated stream: ", op, i);
+            goto out;
+        }
+    }
+    if ((rc = encode_uops(g, &uops)))
+        goto out;
+    elt_meta_t m = {g->T, g->nbuf, g->linear, n_uops(g), model(g, g->T, g->nbuf)};
+    memcpy(meta, &m, sizeof m);
+    tsr_kernel_t k = {meta, sizeof m + b.n, b.v, b.n, uops, (size_t)n_uops(g), tsr_mono_ns() - t0};
+    rc = tsr_kcache_insert(kc, sig, sig_len, &k, ref);
+out:
+    free(b.v);
+    free(meta);
+    free(uops);
     return rc;
 }
 
@@ -660,8 +763,6 @@ static int plan_common(tsr_device_t *dev, tsr_eltwise_kind_e kind, const tsr_add
     int rc = geo_init(c, kind, pa, pc, 1, &g);
     if (rc)
         return rc;
-    if (g.linear && choose_tiling(&g) && (rc = geo_init(c, kind, pa, pc, 0, &g)))
-        return rc;
     pl->kind = kind;
     if (kind == TSR_ELTWISE_ADD) {
         pl->add = *pa;
@@ -670,8 +771,50 @@ static int plan_common(tsr_device_t *dev, tsr_eltwise_kind_e kind, const tsr_add
         pl->clip = *pc;
         g.pc = &pl->clip;
     }
-    if ((rc = choose_tiling(&g)))
+    /* the kernel (tiling, relocatable stream with its slot map, uops): from
+     * the device's cache, else generated and inserted */
+    tsr_kcache_t *kc = tsr_kcache_get(dev);
+    if (!kc)
+        return TSR_ENOMEM;
+    uint8_t sig[512];
+    const size_t sig_len = eltwise_sig(kind, pa, pc, sig);
+    if ((rc = tsr_kcache_lookup(kc, sig, sig_len, &pl->kref)) < 0)
         goto fail;
+    pl->kcache = rc == 1 ? TSR_KC_HIT : rc == 2 ? TSR_KC_DISK : TSR_KC_MISS;
+    if (pl->kref) { /* its tiling must still fit (the signature makes this always true) */
+        const tsr_kernel_t *k = tsr_kcache_kernel(pl->kref);
+        elt_meta_t m;
+        int ok = k->meta_len == sizeof m + k->ninsns;
+        if (ok) {
+            memcpy(&m, k->meta, sizeof m);
+            if (!m.linear && g.linear) { /* generated on the general path */
+                const tsr_add_params_t *keep = g.pa;
+                if ((rc = geo_init(c, kind, pa, pc, 0, &g)))
+                    goto fail;
+                g.pa = keep;
+            }
+            ok = m.linear == g.linear && tiling_fits(&g, m.T, m.nbuf);
+        }
+        if (ok) {
+            set_tiling(&g, m.T, m.nbuf);
+            ok = m.nuops == n_uops(&g) && k->nuops == (size_t)n_uops(&g);
+        }
+        if (!ok) {
+            tsr_kcache_release(pl->kref);
+            pl->kref = NULL;
+            pl->kcache = TSR_KC_MISS;
+        }
+    }
+    if (!pl->kref) {
+        if ((rc = generate(kc, &g, kind, pa, pc, sig, sig_len, &pl->kref)))
+            goto fail;
+        if (tsr_kcache_options(kc)->disabled)
+            pl->kcache = TSR_KC_NONE;
+    }
+    const tsr_kernel_t *kern = tsr_kcache_kernel(pl->kref);
+    elt_meta_t kmeta;
+    memcpy(&kmeta, kern->meta, sizeof kmeta);
+    const uint8_t *slot = (const uint8_t *)kern->meta + sizeof kmeta;
     pl->inputs = g.inputs;
     pl->count = g.count;
     pl->rows = g.rows;
@@ -684,7 +827,7 @@ static int plan_common(tsr_device_t *dev, tsr_eltwise_kind_e kind, const tsr_add
     pl->nconst = g.nconst;
     pl->ops_per_row = g.ops_per_row;
     pl->linear = g.linear;
-    pl->est_cycles = model(&g, g.T, g.nbuf);
+    pl->est_cycles = kmeta.est;
     pl->x_bytes = (uint64_t)g.inp_rows * c->inp_bytes;
     pl->y_bytes = (uint64_t)g.rows * c->out_bytes;
     pl->w_bytes = (uint64_t)wgt_rows(&g) * c->wgt_bytes;
@@ -716,8 +859,8 @@ static int plan_common(tsr_device_t *dev, tsr_eltwise_kind_e kind, const tsr_add
     if (g.nconst && ((rc = tsr_mem_alloc(dev, pl->c_bytes, &pl->c_addr)) ||
                      (rc = elem_of(op, pl->c_addr, c->acc_bytes, &g.c_el))))
         goto fail;
-    if ((rc = write_uops(dev, &g, pl)) || (rc = elem_of(op, pl->uop_addr, c->uop_bytes, &g.uop_el)))
-        goto fail;
+    pl->nuops = kern->nuops;
+    pl->uop_addr = tsr_kcache_uop_addr(pl->kref); /* owned by the cache entry */
     wb = malloc(pl->w_bytes);
     cb = malloc(pl->c_bytes ? pl->c_bytes : 1);
     if (!wb || !cb) {
@@ -732,25 +875,31 @@ static int plan_common(tsr_device_t *dev, tsr_eltwise_kind_e kind, const tsr_add
         if ((rc = tsr_mem_write(dev, pl->c_addr, cb, pl->c_bytes)))
             goto fail;
     }
-    ibuf_t b;
-    memset(&b, 0, sizeof b);
-    build(&g, &b);
-    pl->insns = b.v;
-    pl->ninsns = b.n;
-    if (b.oom) {
+    /* this plan's stream: the kernel's, relocated by slot (a, b) to its
+     * buffers (checked field by field when generated; relocation checks
+     * dram_base) */
+    pl->insns = malloc((kern->ninsns ? kern->ninsns : 1) * sizeof *pl->insns);
+    if (!pl->insns) {
         rc = tsr_err(TSR_ENOMEM, "out of memory");
         goto fail;
     }
-    for (size_t i = 0; i < b.n; i++) {
-        tsr_insn_bits_t bits;
-        if ((rc = tsr_insn_encode(c, &b.v[i], &bits))) {
-            rc = tsr_err_prefix(rc, "%s: instruction %zu of the generated stream: ", op, i);
-            goto fail;
-        }
+    memcpy(pl->insns, kern->insns, kern->ninsns * sizeof *pl->insns);
+    pl->ninsns = kern->ninsns;
+    uint64_t base[2][TSR_MEM_COUNT] = {{0}};
+    base[0][TSR_MEM_UOP] = pl->uop_addr;
+    base[0][TSR_MEM_INP] = pl->x_addr[0];
+    base[0][TSR_MEM_WGT] = pl->w_addr;
+    base[0][TSR_MEM_ACC] = pl->c_addr;
+    base[0][TSR_MEM_OUT] = pl->y_addr;
+    memcpy(base[1], base[0], sizeof base[0]);
+    base[1][TSR_MEM_INP] = pl->x_addr[1];
+    if ((rc = tsr_kcache_relocate_slots(c, pl->insns, pl->ninsns, slot, 2, (const uint64_t(*)[TSR_MEM_COUNT])base))) {
+        tsr_err_prefix(rc, "%s: ", op);
+        goto fail;
     }
     tsr_counters_t ct;
     memset(&ct, 0, sizeof ct);
-    tsr_counters_static(c, b.v, b.n, &ct);
+    tsr_counters_static(c, pl->insns, pl->ninsns, &ct);
     pl->gemm_ops = ct.gemm_ops;
     pl->alu_ops = ct.alu_ops;
     pl->dram_bytes = ct.bytes_stored;

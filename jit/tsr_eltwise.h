@@ -69,6 +69,7 @@
 
 #include "tsr_driver.h"
 #include "tsr_dtensor.h"
+#include "tsr_kcache.h"
 #include "tsr_npy.h"
 
 /* One quantized tensor of an elementwise operator. */
@@ -120,7 +121,8 @@ typedef struct tsr_eltwise_plan {
     tsr_insn_t *insns;             /* the instruction stream (owned) */
     size_t ninsns;                 /* its length */
     size_t nuops;                  /* uops in the kernel buffer */
-    uint64_t uop_addr, w_addr, c_addr; /* device buffers: uops, identity weights, constants (owned; c_addr 0 if none) */
+    uint64_t uop_addr, w_addr, c_addr; /* device buffers: uops (owned by the cache entry kref), identity weights,
+                                          constants (owned; c_addr 0 if none) */
     uint64_t x_addr[2];            /* device buffers of the packed inputs (a, b; clip: x only) */
     uint64_t y_addr;               /* device buffer of the output rows */
     uint64_t x_bytes, y_bytes, w_bytes, c_bytes; /* sizes: one packed input, output, weights, constants */
@@ -129,6 +131,9 @@ typedef struct tsr_eltwise_plan {
     uint64_t alu_ops;              /* ALU tensor ops */
     uint64_t dram_bytes;           /* DRAM bytes the stream loads and stores (instructions excluded) */
     double est_cycles;             /* the cost model's estimate for the chosen tile size */
+    tsr_kcache_ref_t *kref;        /* the kernel (tiling, relocatable stream + slot map, uops) in the device's
+                                      kernel cache */
+    int kcache;                    /* tsr_kc_status_e: generated or cached */
 } tsr_eltwise_plan_t;
 
 /* Element count (N*C*H*W) of a valid parameter set; checks everything the

@@ -678,6 +678,8 @@ static int plan_node(tsr_graph_t *g, gnode_t *n)
         n->L.kcache = n->cp.kcache;
     else if (n->op == TSR_GOP_POOL)
         n->L.kcache = n->pp.kcache;
+    else if (n->op == TSR_GOP_ADD || n->op == TSR_GOP_CLIP)
+        n->L.kcache = n->ep.kcache;
     return TSR_OK;
 }
 

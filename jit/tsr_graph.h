@@ -66,7 +66,7 @@ typedef struct tsr_graph_layer {
     double wall_ms;         /* host wall time of the submission (submit + wait) */
     double plan_ms;         /* time its plan took (kernel, buffers, stream; weights excluded) */
     double upload_ms;       /* time packing and uploading its weights and constants took */
-    int kcache;             /* tsr_kc_status_e of its kernel (conv/dense/pool), -1 otherwise */
+    int kcache;             /* tsr_kc_status_e of its kernel, -1 for a reshape */
 } tsr_graph_layer_t;
 
 /* Whole-network figures of the last execution and of the plan. */

@@ -155,6 +155,12 @@ size_t tsr_kcache_sig_bytes(uint8_t *sig, size_t len, const void *p, size_t n)
 
 int tsr_kcache_relocate(const tsr_config_t *cfg, tsr_insn_t *insns, size_t n, const uint64_t base[TSR_MEM_COUNT])
 {
+    return tsr_kcache_relocate_slots(cfg, insns, n, NULL, 1, (const uint64_t(*)[TSR_MEM_COUNT])base);
+}
+
+int tsr_kcache_relocate_slots(const tsr_config_t *cfg, tsr_insn_t *insns, size_t n, const uint8_t *slot, int nslots,
+                              const uint64_t base[][TSR_MEM_COUNT])
+{
     const long lmax = tsr_isa_field_max(cfg, TSR_OP_LOAD, "dram_base");
     const uint64_t fmax = lmax > 0 && (uint64_t)lmax < UINT32_MAX ? (uint64_t)lmax : UINT32_MAX;
     for (size_t i = 0; i < n; i++) {
@@ -163,12 +169,15 @@ int tsr_kcache_relocate(const tsr_config_t *cfg, tsr_insn_t *insns, size_t n, co
             continue;
         if (in->x_size == 0) /* transfers nothing: a token carrier */
             continue;
+        const int sl = slot ? slot[i] : 0;
+        if (sl >= nslots)
+            return tsr_err(TSR_EINVAL, "relocate: instruction %zu names buffer slot %d of %d", i, sl, nslots);
         uint32_t m = in->opcode == TSR_OP_STORE ? (uint32_t)TSR_MEM_OUT : in->mem_type;
         uint32_t eb = m < TSR_MEM_COUNT ? tsr_config_elem_bytes(cfg, (int)m) : 0;
-        if (!eb || base[m] % eb)
+        if (!eb || base[sl][m] % eb)
             return tsr_err(TSR_EINVAL, "relocate: instruction %zu: buffer of memory type %u at 0x%llx is not "
-                           "aligned to its %u-byte elements", i, m, (unsigned long long)base[m], eb);
-        uint64_t v = (uint64_t)in->dram_base + base[m] / eb;
+                           "aligned to its %u-byte elements", i, m, (unsigned long long)base[sl][m], eb);
+        uint64_t v = (uint64_t)in->dram_base + base[sl][m] / eb;
         if (v > fmax)
             return tsr_err(TSR_EBOUNDS, "relocate: instruction %zu: DRAM element %llu does not fit dram_base", i,
                            (unsigned long long)v);

@@ -162,6 +162,13 @@ uint64_t tsr_kcache_config_hash(const tsr_config_t *cfg);
  * stream is then partly relocated: discard it); this is the only field
  * relocation changes. */
 int tsr_kcache_relocate(const tsr_config_t *cfg, tsr_insn_t *insns, size_t n, const uint64_t base[TSR_MEM_COUNT]);
+/* Relocation by buffer slot: an operator with two buffers of one memory
+ * type (add's inputs a and b are both inp) keeps one relocatable offset
+ * space per slot; instruction i is relocated against base[slot[i]]
+ * (slot NULL: every instruction in slot 0; a slot >= nslots is TSR_EINVAL).
+ * The slot map is the lowering's (e.g. in its kernel metadata). */
+int tsr_kcache_relocate_slots(const tsr_config_t *cfg, tsr_insn_t *insns, size_t n, const uint8_t *slot, int nslots,
+                              const uint64_t base[][TSR_MEM_COUNT]);
 
 /* Helpers for building signatures: append a little-endian value / bytes.
  * Return the new length; at most TSR_KCACHE_MAX_SIG bytes are written
