@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install test: `cmake --install` the build tree into a temporary prefix,
-# build examples/conv_relu out of tree with pkg-config against it, run it
-# (fsim), and check the installed RTL files.
+# build examples/conv_relu and examples/small_graph out of tree with
+# pkg-config against it, run them (fsim), and check the installed RTL files.
 # Usage: test_install.sh BUILD_DIR SOURCE_DIR [EXTRA_CFLAGS]
 set -euo pipefail
 build=$1; src=$2; extra=${3:-}
@@ -22,3 +22,7 @@ CFLAGS="-O2 $extra" LDFLAGS="$extra" make -s -C "$tmp/ex" -f "$src/examples/conv
 # the kernel cache stays in memory (no files in the home directory)
 TESSERA_JIT_CACHE=mem "$tmp/ex/conv_relu" fsim default
 TESSERA_JIT_CACHE=mem "$tmp/ex/conv_relu" fsim tiny
+# a small network through the graph API (tsr_graph.h) vs the single operators
+CFLAGS="-O2 $extra" LDFLAGS="$extra" make -s -C "$tmp/ex" -f "$src/examples/small_graph/Makefile"
+TESSERA_JIT_CACHE=mem "$tmp/ex/small_graph" fsim default >/dev/null
+TESSERA_JIT_CACHE=mem "$tmp/ex/small_graph" fsim tiny | tail -1
