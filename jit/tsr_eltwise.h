@@ -143,8 +143,11 @@ int tsr_clip_check(const tsr_clip_params_t *p, int64_t *count);
 /* relu parameters for x: lo = x.zp (the real 0), hi = the type maximum, y = x. */
 int tsr_relu_params(const tsr_eltwise_desc_t *x, tsr_clip_params_t *out);
 
-/* Validate, choose the tiling for dev's config, allocate the device
- * buffers, write uops, weights and constants, build the stream. */
+/* Validate, get the kernel (tiling, relocatable stream, uops) from the
+ * device's kernel cache (tsr_kcache.h; signature: every parameter; add's
+ * inputs a and b are two relocation slots of the inp memory type,
+ * tsr_kcache_relocate_slots) or choose the tiling and generate it, allocate
+ * the device buffers, write weights and constants, relocate the stream. */
 int tsr_add_plan(tsr_device_t *dev, const tsr_add_params_t *p, tsr_eltwise_plan_t *plan);
 int tsr_clip_plan(tsr_device_t *dev, const tsr_clip_params_t *p, tsr_eltwise_plan_t *plan);
 /* Plan over device tensors (tsr_dtensor.h): p in the tensors' logical

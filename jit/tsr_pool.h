@@ -152,8 +152,10 @@ typedef struct tsr_pool_plan {
  * on the config). */
 int tsr_pool_check(const tsr_pool_params_t *p, int *oh, int *ow);
 
-/* Validate, prove the division, choose the tiling for dev's config,
- * allocate the device buffers, write uops and constants, build the stream.
+/* Validate, prove the division, get the kernel (tiling, relocatable
+ * stream, uops) from the device's kernel cache (tsr_kcache.h; signature:
+ * every parameter) or choose the tiling for dev's config and generate it,
+ * allocate the constant buffers and write them, relocate the stream.
  * A thin wrapper over tsr_pool_plan_tensors with input and output device
  * tensors of its own (the host packs and unpacks them). */
 int tsr_pool_plan(tsr_device_t *dev, const tsr_pool_params_t *p, tsr_pool_plan_t *plan);
