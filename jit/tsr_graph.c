@@ -24,6 +24,7 @@ typedef struct {
     int first, last;       /* lifetime (plan positions; roots only) */
     uint64_t off;          /* offset in the arena (roots only) */
     int tap;               /* plan: node whose tap-packed input this graph input holds (-1: none) */
+    int is_input;          /* plan: a graph input (no producer, read by some node) */
     tsr_dtensor_t orig;    /* the tensor as declared, while t is its tap-packed form */
 } gtensor_t;
 
@@ -748,8 +749,12 @@ int tsr_graph_plan(tsr_graph_t *g, tsr_device_t *dev, unsigned flags)
         rc = tsr_mem_alloc(dev, g->arena_bytes, &g->arena);
     if (rc)
         goto fail;
-    for (int t = 0; t < g->nt; t++)
+    for (int t = 0; t < g->nt; t++) {
         g->ts[t].t.addr = g->arena + g->ts[root_of(g, t)].off;
+        g->ts[t].is_input = 0;
+        for (int i = 0; i < g->nn && g->ts[t].producer < 0; i++)
+            g->ts[t].is_input |= g->ns[i].in[0] == t || g->ns[i].in[1] == t;
+    }
     for (int k = 0; k < g->nn; k++)
         if ((rc = plan_node(g, &g->ns[g->order[k]])))
             goto fail;
@@ -804,7 +809,7 @@ int tsr_graph_exec(tsr_graph_t *g, const void *const *inputs, void *const *outpu
     const double t0 = now_ms();
     int rc = TSR_OK, k = 0;
     for (int t = 0; t < g->nt && !rc; t++)
-        if (g->ts[t].producer < 0) {
+        if (g->ts[t].is_input) {
             if (!inputs || !inputs[k])
                 return tsr_err(TSR_EINVAL, "graph: no data for input %d (tensor %d)", k, t);
             if (g->ts[t].tap >= 0) { /* the tap-packed layout, packed at the edge */

@@ -88,7 +88,7 @@ int tsr_graph_create(const tsr_config_t *cfg, tsr_graph_t **out);
 void tsr_graph_free(tsr_graph_t *g); /* also frees a plan (the device must still be open) */
 
 /* Declare a tensor; *id gets its index (0, 1, ...). Tensors nobody
- * produces are the graph's inputs. */
+ * produces and some node reads are the graph's inputs. */
 int tsr_graph_tensor(tsr_graph_t *g, int n, int c, int h, int w, tsr_dtype_e dt, int32_t zp, int *id);
 /* Mark a tensor as an output (kept until the end; readable after exec). */
 int tsr_graph_output(tsr_graph_t *g, int t);
@@ -119,7 +119,8 @@ int tsr_graph_from_netdesc(const tsr_config_t *cfg, const tsr_netdesc_t *nd, tsr
  * packed on the host at the edge (TSR_GRAPH_NO_TAPPACK: never). */
 int tsr_graph_plan(tsr_graph_t *g, tsr_device_t *dev, unsigned flags);
 /* Run once: inputs[i] holds the NCHW bytes of the i-th input tensor (in
- * id order), outputs[j] receives those of the j-th marked output. */
+ * id order; the inputs array must have one entry per input), outputs[j]
+ * receives those of the j-th marked output (NULL entries are skipped). */
 int tsr_graph_exec(tsr_graph_t *g, const void *const *inputs, void *const *outputs);
 /* NCHW bytes of tensor t after exec (an output, or any tensor with
  * TSR_GRAPH_KEEP_ALL). */

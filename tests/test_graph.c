@@ -568,12 +568,58 @@ static void test_plan_failure_frees(void **state)
     tsr_device_close(dev);
 }
 
+/* Reshape relabels bytes: clip -> reshape [1,8,4,6] -> [1,8,6,4] -> clip
+ * over uint8 values; the reference is two clamps of the NCHW bytes (the
+ * reshape keeps them). A reshape that changes C is refused naming it. */
+static void test_reshape(void **state)
+{
+    (void)state;
+    tsr_device_t *dev = tsr_test_open("default", seed());
+    tsr_graph_t *g = NULL;
+    assert_int_equal(tsr_graph_create(tsr_device_config(dev), &g), 0);
+    int t[4];
+    assert_int_equal(tsr_graph_tensor(g, 1, 8, 4, 6, TSR_DT_UINT8, 100, &t[0]), 0);
+    assert_int_equal(tsr_graph_tensor(g, 1, 8, 4, 6, TSR_DT_UINT8, 100, &t[1]), 0);
+    assert_int_equal(tsr_graph_tensor(g, 1, 8, 6, 4, TSR_DT_UINT8, 100, &t[2]), 0);
+    assert_int_equal(tsr_graph_tensor(g, 1, 8, 6, 4, TSR_DT_UINT8, 100, &t[3]), 0);
+    tsr_clip_params_t c1 = {.x = {1, 8, 4, 6, TSR_DT_UINT8, 100}, .y = {1, 8, 4, 6, TSR_DT_UINT8, 100}, .lo = 30,
+                            .hi = 200};
+    tsr_clip_params_t c2 = {.x = {1, 8, 6, 4, TSR_DT_UINT8, 100}, .y = {1, 8, 6, 4, TSR_DT_UINT8, 100}, .lo = 60,
+                            .hi = 220};
+    int bad;
+    assert_int_equal(tsr_graph_tensor(g, 1, 4, 12, 4, TSR_DT_UINT8, 100, &bad), 0);
+    expect_err(tsr_graph_reshape(g, "badview", t[1], bad), "badview", "reshape changing C");
+    assert_int_equal(tsr_graph_clip(g, "c1", t[0], t[1], &c1), 0);
+    assert_int_equal(tsr_graph_reshape(g, "view", t[1], t[2]), 0);
+    assert_int_equal(tsr_graph_clip(g, "c2", t[2], t[3], &c2), 0);
+    assert_int_equal(tsr_graph_output(g, t[3]), 0);
+    if (tsr_graph_plan(g, dev, 0))
+        fail_msg("plan: %s", tsr_errmsg());
+    uint8_t x[192], y[192];
+    uint64_t s = seed();
+    for (int i = 0; i < 192; i++)
+        x[i] = (uint8_t)tsr_test_next(&s);
+    const void *ins[1] = {x};
+    void *outs[1] = {y};
+    if (tsr_graph_exec(g, ins, outs))
+        fail_msg("exec: %s", tsr_errmsg());
+    for (int i = 0; i < 192; i++) {
+        int v = x[i] < 30 ? 30 : x[i] > 200 ? 200 : x[i];
+        v = v < 60 ? 60 : v > 220 ? 220 : v;
+        if (y[i] != v)
+            fail_msg("reshape graph: flat %d is %d, the reference %d (input %d)", i, y[i], v, x[i]);
+    }
+    tsr_graph_free(g);
+    tsr_device_close(dev);
+}
+
 int main(void)
 {
     printf("test_graph seed %llu (TSR_GRAPH_SEED), backend %s\n", (unsigned long long)seed(), tsr_test_backend());
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_graphs),
         cmocka_unit_test(test_plan_failure_frees),
+        cmocka_unit_test(test_reshape),
         cmocka_unit_test(test_small_resnet),
         cmocka_unit_test(test_random_graphs),
         cmocka_unit_test(test_resnet18_full),
