@@ -533,6 +533,13 @@ static void test_bad_graphs(void **state)
 
     tsr_netdesc_free(&nd);
     tsr_device_close(dev);
+
+    /* a config whose output rows cannot be the next input rows */
+    tsr_config_t rect;
+    assert_int_equal(tsr_test_config("rect", &rect), 0);
+    assert_int_equal(tsr_graph_create(&rect, &c), TSR_EINVAL);
+    if (!strstr(tsr_errmsg(), "BLOCK_IN"))
+        fail_msg("BLOCK_IN != BLOCK_OUT refused without saying why: %s", tsr_errmsg());
 }
 
 /* A failed plan leaves no device memory behind: plan a graph whose last
