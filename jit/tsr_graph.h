@@ -123,7 +123,7 @@ int tsr_graph_plan(tsr_graph_t *g, tsr_device_t *dev, unsigned flags);
  * receives those of the j-th marked output (NULL entries are skipped). */
 int tsr_graph_exec(tsr_graph_t *g, const void *const *inputs, void *const *outputs);
 /* NCHW bytes of tensor t after exec (an output, or any tensor with
- * TSR_GRAPH_KEEP_ALL). */
+ * TSR_GRAPH_KEEP_ALL; a graph input held tap-packed is refused). */
 int tsr_graph_read_tensor(tsr_graph_t *g, int t, void *dst);
 
 /* Queries. */
