@@ -112,8 +112,8 @@ static void test_small_resnet(void **state)
     (void)state;
     tsr_device_t *dev = tsr_test_open("default", seed());
     tsr_netdesc_t nd;
-    /* batch 2 (two batch blocks on default), 32x32 input, width 16, 10 classes */
-    const int n = is_rtl() ? 1 : 2, hw = is_rtl() ? 16 : 32;
+    /* batch 2 (two batch blocks on default; 1 on rtl), 32x32 input, width 16, 10 classes */
+    const int n = is_rtl() ? 1 : 2, hw = 32;
     if (tsr_netdesc_resnet18_small(seed(), n, hw, 16, 10, &nd))
         fail_msg("resnet18_small: %s", tsr_errmsg());
     if (check_net(dev, &nd, seed(), "small resnet, every tensor", TSR_GRAPH_KEEP_ALL, NULL))
@@ -416,7 +416,7 @@ static void test_random_graphs(void **state)
 {
     (void)state;
     const uint64_t s0 = seed();
-    int count = is_rtl() ? 3 : 40;
+    int count = is_rtl() ? 12 : 40;
     const char *e = getenv("TSR_GRAPH_COUNT");
     if (e)
         count = atoi(e);
