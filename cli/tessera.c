@@ -1527,7 +1527,8 @@ static int cmd_op(int argc, char **argv)
 static const char *net_help =
     "usage: tessera net resnet18 [--backend NAME] [--config CONFIG] [--seed N]\n"
     "                            [--batch N] [--small HW,WIDTH,CLASSES] [--runs N]\n"
-    "                            [--check] [--no-tappack] [device options]\n"
+    "                            [--check] [--no-tappack] [--one-submission]\n"
+    "                            [device options]\n"
     "\n"
     "Build ResNet-18 (ImageNet shape, int8 weights, per-channel requantization,\n"
     "uint8 activations after ReLU, seeded random weights calibrated so no\n"
@@ -1546,6 +1547,8 @@ static const char *net_help =
     "                    every byte of every tensor (both keep all tensors, no\n"
     "                    buffer reuse); exit status 1 on a difference\n"
     "  --no-tappack      run the stem conv as it is (not tap-packed, jit/tsr_tappack.h)\n"
+    "  --one-submission  every layer in one submission (streams joined by token\n"
+    "                    barriers): whole-network counters only\n"
     "\n"
     "Columns as for `bench --kind resnet18`: MACs (unpadded), cycles (device\n"
     "counter deltas; - on fsim), util, bound = max(MACs / peak, compulsory /\n"
@@ -1564,8 +1567,8 @@ static int cmd_net(int argc, char **argv)
         {"seed", required_argument, 0, 's'},   {"batch", required_argument, 0, 'n'},
         {"small", required_argument, 0, 'S'},  {"runs", required_argument, 0, 'r'},
         {"check", no_argument, 0, 'C'},        {"help", no_argument, 0, 'h'},
-        {"no-tappack", no_argument, 0, 'T'},   DEVICE_LONG_OPTIONS,
-        {0, 0, 0, 0}};
+        {"no-tappack", no_argument, 0, 'T'},   {"one-submission", no_argument, 0, 'O'},
+        DEVICE_LONG_OPTIONS,                   {0, 0, 0, 0}};
     const char *cfgname = "default", *backend = "fsim";
     unsigned flags = 0;
     uint64_t seed = 1;
@@ -1600,6 +1603,7 @@ static int cmd_net(int argc, char **argv)
             break;
         case 'C': check = 1; break;
         case 'T': flags |= TSR_GRAPH_NO_TAPPACK; break;
+        case 'O': flags |= TSR_GRAPH_ONE_SUBMISSION; break;
         case 'h': fputs(net_help, stdout); return 0;
         default: return usage_error("net", "bad option");
         }

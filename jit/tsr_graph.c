@@ -63,9 +63,15 @@ struct tsr_graph {
     uint64_t arena, arena_bytes, tensor_bytes, weight_bytes;
     double bw;             /* DRAM bytes per cycle of the bounds */
     double plan_ms, exec_ms;
+    unsigned flags;        /* the plan's flags */
+    tsr_insn_t *all;       /* TSR_GRAPH_ONE_SUBMISSION: every layer's stream, joined by token barriers */
+    size_t nall;
+    double all_cycles, all_moved; /* its counters in the last execution */
 };
 
 static double now_ms(void) { return (double)tsr_mono_ns() / 1e6; }
+
+static int join_streams(tsr_graph_t *g);
 
 int tsr_graph_create(const tsr_config_t *cfg, tsr_graph_t **out)
 {
@@ -119,6 +125,9 @@ static void unplan(tsr_graph_t *g)
     g->arena = g->arena_bytes = g->weight_bytes = 0;
     free(g->order);
     g->order = NULL;
+    free(g->all);
+    g->all = NULL;
+    g->nall = 0;
     g->dev = NULL;
 }
 
@@ -758,6 +767,9 @@ int tsr_graph_plan(tsr_graph_t *g, tsr_device_t *dev, unsigned flags)
     for (int k = 0; k < g->nn; k++)
         if ((rc = plan_node(g, &g->ns[g->order[k]])))
             goto fail;
+    g->flags = flags;
+    if ((flags & TSR_GRAPH_ONE_SUBMISSION) && (rc = join_streams(g)))
+        goto fail;
     g->plan_ms = now_ms() - t0;
     return TSR_OK;
 fail:
@@ -769,20 +781,77 @@ fail:
 
 /* ------------------------------------------------------------- execute */
 
+/* A node's stream (NULL for a reshape). */
+static const tsr_insn_t *node_stream(const gnode_t *n, size_t *ni)
+{
+    *ni = 0;
+    if (n->op == TSR_GOP_CONV || n->op == TSR_GOP_DENSE) {
+        *ni = n->cp.ninsns;
+        return n->cp.insns;
+    }
+    if (n->op == TSR_GOP_POOL) {
+        *ni = n->pp.ninsns;
+        return n->pp.insns;
+    }
+    if (n->op == TSR_GOP_ADD || n->op == TSR_GOP_CLIP) {
+        *ni = n->ep.ninsns;
+        return n->ep.insns;
+    }
+    return NULL;
+}
+
+/* TSR_GRAPH_ONE_SUBMISSION: join the layers' streams into one. Every
+ * lowering ends in FINISH with pop_next (it waits for the store stage's
+ * last token, so every STORE of the layer is done). Between two layers
+ * that FINISH becomes a compute-stage token carrier (LOAD acc, x_size 0)
+ * that pops the same token and pushes one to the load stage, and the next
+ * layer starts with a load-stage carrier (LOAD inp, x_size 0) popping it:
+ * no LOAD of the next layer reads DRAM or overwrites an on-chip buffer
+ * before the previous layer's last STORE and last compute instruction. */
+static int join_streams(tsr_graph_t *g)
+{
+    size_t total = 0, ni;
+    for (int k = 0; k < g->nn; k++)
+        if (node_stream(&g->ns[g->order[k]], &ni))
+            total += ni + 1;
+    g->all = malloc(sizeof *g->all * (total ? total : 1));
+    if (!g->all)
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    size_t n = 0;
+    tsr_insn_t *last_finish = NULL;
+    for (int k = 0; k < g->nn; k++) {
+        const tsr_insn_t *v = node_stream(&g->ns[g->order[k]], &ni);
+        if (!v)
+            continue;
+        if (!ni || v[ni - 1].opcode != TSR_OP_FINISH || !v[ni - 1].pop_next || v[ni - 1].pop_prev ||
+            v[ni - 1].push_prev || v[ni - 1].push_next)
+            return tsr_err(TSR_EINVAL, "graph: node \"%s\": its stream does not end in FINISH waiting for the "
+                           "store stage (cannot be joined)", g->ns[g->order[k]].name);
+        if (last_finish) {
+            memset(last_finish, 0, sizeof *last_finish);
+            last_finish->opcode = TSR_OP_LOAD;
+            last_finish->mem_type = TSR_MEM_ACC; /* compute stage */
+            last_finish->pop_next = 1;
+            last_finish->push_prev = 1;
+            tsr_insn_t *c = &g->all[n++];
+            memset(c, 0, sizeof *c);
+            c->opcode = TSR_OP_LOAD;
+            c->mem_type = TSR_MEM_INP; /* load stage */
+            c->pop_next = 1;
+        }
+        memcpy(&g->all[n], v, ni * sizeof *v);
+        n += ni;
+        last_finish = &g->all[n - 1];
+    }
+    g->nall = n;
+    return TSR_OK;
+}
+
 static int run_node(tsr_graph_t *g, gnode_t *n)
 {
-    const tsr_insn_t *insns = NULL;
     size_t ni = 0;
-    if (n->op == TSR_GOP_CONV || n->op == TSR_GOP_DENSE) {
-        insns = n->cp.insns;
-        ni = n->cp.ninsns;
-    } else if (n->op == TSR_GOP_POOL) {
-        insns = n->pp.insns;
-        ni = n->pp.ninsns;
-    } else if (n->op == TSR_GOP_ADD || n->op == TSR_GOP_CLIP) {
-        insns = n->ep.insns;
-        ni = n->ep.ninsns;
-    } else
+    const tsr_insn_t *insns = node_stream(n, &ni);
+    if (!insns)
         return TSR_OK; /* reshape: nothing to run */
     tsr_counters_t a, b, d;
     const double t0 = now_ms();
@@ -823,7 +892,18 @@ int tsr_graph_exec(tsr_graph_t *g, const void *const *inputs, void *const *outpu
             } else
                 rc = tsr_dtensor_write_nchw(g->dev, &g->ts[t].t, inputs[k++]);
         }
-    for (int i = 0; i < g->nn && !rc; i++)
+    if (g->all) { /* one submission for the whole network */
+        tsr_counters_t a, b, d;
+        if (!(rc = tsr_read_counters(g->dev, &a)) && !(rc = tsr_submit(g->dev, g->all, g->nall)) &&
+            !(rc = tsr_wait(g->dev, -1)) && !(rc = tsr_read_counters(g->dev, &b))) {
+            tsr_counters_delta(&a, &b, &d);
+            g->all_cycles = (double)d.cycles;
+            g->all_moved = tsr_roofline_moved(&d);
+        }
+        if (rc)
+            tsr_err_prefix(rc, "graph: the joined stream: ");
+    }
+    for (int i = 0; i < g->nn && !rc && !g->all; i++)
         rc = run_node(g, &g->ns[g->order[i]]);
     for (int j = 0; j < g->nout && !rc && outputs; j++)
         if (outputs[j])
@@ -935,6 +1015,10 @@ void tsr_graph_totals(const tsr_graph_t *g, tsr_graph_totals_t *o)
             o->kc_hits++;
         else if (n->L.kcache >= 0)
             o->kc_misses++;
+    }
+    if (g->all) { /* one submission: only whole-network counters */
+        o->cycles = g->all_cycles;
+        o->moved = g->all_moved;
     }
     o->exec_ms = g->exec_ms;
     o->plan_ms = g->plan_ms;

@@ -51,6 +51,9 @@ typedef enum tsr_graph_op {
 /* Plan flags. */
 #define TSR_GRAPH_KEEP_ALL 1u    /* every tensor keeps its own buffer (readable after exec; no reuse) */
 #define TSR_GRAPH_NO_TAPPACK 2u  /* never run a stem conv tap-packed (tsr_tappack.h) over its graph input */
+#define TSR_GRAPH_ONE_SUBMISSION 4u /* run every layer in one submission, the streams joined by token barriers
+                                       (a layer's loads wait for the previous layer's last store); the report
+                                       then has whole-network counters only */
 
 /* One layer of the last execution. */
 typedef struct tsr_graph_layer {

@@ -8,7 +8,8 @@
  *    to the reference; the first divergent tensor is named with the node
  *    that produced it (the stem runs tap-packed). Then the same graph planned
  *    with buffer reuse and the stem not tap-packed: the output still equal
- *    and the arena smaller than the sum of the tensors.
+ *    and the arena smaller than the sum of the tensors; and every layer in one
+ *    submission (streams joined by token barriers): every tensor equal.
  *  - random small graphs (chains of conv incl. depthwise and strided, max /
  *    avg / global pools, clips, residual branches joined by add, a dense
  *    head; random shapes, dtypes and zero points) vs the reference, seed
@@ -122,6 +123,9 @@ static void test_small_resnet(void **state)
     if (check_net(dev, &nd, seed() + 1, "small resnet, buffers reused, stem not tap-packed", TSR_GRAPH_NO_TAPPACK,
                   &tot))
         fail_msg("small resnet with buffer reuse: the output differs from the reference (above)");
+    if (check_net(dev, &nd, seed() + 2, "small resnet, one submission", TSR_GRAPH_KEEP_ALL | TSR_GRAPH_ONE_SUBMISSION,
+                  NULL))
+        fail_msg("small resnet in one submission: a tensor differs from the reference (above)");
     print_message("small resnet: %d layers, activations peak %llu B vs sum %llu B\n", tot.layers,
                   (unsigned long long)tot.peak_bytes, (unsigned long long)tot.tensor_bytes);
     if (tot.peak_bytes >= tot.tensor_bytes)
