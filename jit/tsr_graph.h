@@ -8,7 +8,8 @@
  * executed many times on new inputs. Activations stay on the device in the
  * blocked layout of tsr_dtensor.h from the first layer to the last: the
  * host packs the inputs and unpacks the outputs, nothing in between (one
- * submission per layer, no host computation or round trip between layers).
+ * submission per layer, or with TSR_GRAPH_ONE_SUBMISSION one for the whole
+ * network; no host computation or round trip between layers).
  *
  * Errors name the node: a producer/consumer shape, dtype or zero-point
  * mismatch, a tensor with two producers, a cycle, a consumer of a tensor
