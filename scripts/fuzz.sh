@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Build the libFuzzer targets (fuzz/, clang with ASan + UBSan) in build-fuzz
+# and run each for SECONDS (default 600 = the documented long run; CI runs
+# 20 s each). Prints per target: executions, edge coverage (cov), features
+# (ft), corpus size and findings; exit status 1 if any target found a crash,
+# leak, timeout or out-of-memory input (saved in build-fuzz/findings/TARGET/).
+#
+#   scripts/fuzz.sh [SECONDS] [TARGET...]
+#   FUZZ_PARALLEL=2 scripts/fuzz.sh 600     # two targets at a time
+#
+# The committed seeds (fuzz/corpus/TARGET) are copied into a working corpus
+# (build-fuzz/corpus/TARGET) that grows across runs; the tree stays clean.
+# Reproduce a finding: build-fuzz/fuzz/TARGET build-fuzz/findings/TARGET/crash-...
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SECS=${1:-600}
+shift || true
+ALL=(fuzz_asm fuzz_decode_verify fuzz_npy fuzz_config)
+if [ $# -gt 0 ]; then TARGETS=("$@"); else TARGETS=("${ALL[@]}"); fi
+PAR=${FUZZ_PARALLEL:-1}
+B=build-fuzz
+CC=clang cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTSR_FUZZ=ON >/dev/null
+cmake --build "$B" -j "$(nproc)" --target "${TARGETS[@]}" >/dev/null
+
+run_one() {
+  local t=$1 corp="$B/corpus/$1" find="$B/findings/$1" dict=()
+  mkdir -p "$corp" "$find"
+  cp -n fuzz/corpus/"$t"/* "$corp"/
+  [ -f fuzz/"$t".dict ] && dict=(-dict=fuzz/"$t".dict)
+  # -timeout: an input running 10 s is a hang finding; -rss_limit_mb: 2 GiB
+  # per input is an out-of-memory finding (bounded work on any input).
+  "$B"/fuzz/"$t" "$corp" "${dict[@]}" -max_total_time="$SECS" -timeout=10 -rss_limit_mb=2048 \
+    -print_final_stats=1 -artifact_prefix="$find"/ >"$B/$t.log" 2>&1 || true
+}
+
+i=0
+for t in "${TARGETS[@]}"; do
+  run_one "$t" &
+  i=$((i + 1))
+  if [ $((i % PAR)) -eq 0 ]; then wait; fi
+done
+wait
+
+status=0
+printf '%-20s %12s %8s %8s %8s %s\n' target executions cov ft corpus findings
+for t in "${TARGETS[@]}"; do
+  log="$B/$t.log"
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+  last=$(grep -E '^#[0-9]+.*cov: ' "$log" | tail -1 || true)
+  cov=$(sed -n 's/.* cov: \([0-9]*\).*/\1/p' <<<"$last")
+  ft=$(sed -n 's/.* ft: \([0-9]*\).*/\1/p' <<<"$last")
+  corp=$(sed -n 's/.* corp: \([0-9]*\).*/\1/p' <<<"$last")
+  nfind=$(find "$B/findings/$t" -type f | wc -l)
+  printf '%-20s %12s %8s %8s %8s %s\n' "$t" "${execs:-?}" "${cov:-?}" "${ft:-?}" "${corp:-?}" "$nfind"
+  if [ "$nfind" -gt 0 ] || [ -z "$execs" ]; then
+    status=1
+    echo "  $t: see $log and $B/findings/$t/" >&2
+    grep -E '^(==[0-9]+==ERROR|SUMMARY|fuzz:)' "$log" | head -5 >&2 || true
+  fi
+done
+exit $status
