@@ -35,6 +35,9 @@
 #define TSR_ASM_BASE_ADDR 0x100000ull /* first automatically placed buffer */
 #define TSR_ASM_ALIGN 4096ull         /* minimum buffer alignment */
 #define TSR_ASM_NAME_MAX 64
+/* Largest assembly file or binary instruction stream read from a path
+ * (16 Mi instructions of binary; text at ~60 bytes a line is a few Mi). */
+#define TSR_ASM_MAX_FILE (256ull << 20)
 
 typedef enum {
     TSR_INIT_ZERO = 0,   /* zero-filled */
@@ -66,7 +69,7 @@ typedef struct tsr_program {
 
 /* Assemble text. Errors are TSR_EPARSE "NAME:LINE: message". */
 int tsr_asm_parse(const tsr_config_t *cfg, const char *text, const char *name, tsr_program_t *prog);
-/* Read a file and assemble it. */
+/* Read a file (a regular file of at most TSR_ASM_MAX_FILE bytes) and assemble it. */
 int tsr_asm_parse_file(const tsr_config_t *cfg, const char *path, tsr_program_t *prog);
 void tsr_program_free(tsr_program_t *prog);
 
