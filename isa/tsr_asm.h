@@ -9,6 +9,10 @@
  *
  * Grammar (one statement per line, '#' starts a comment):
  *   .buffer NAME SIZE [@ADDR] [zero | random SEED | file PATH]
+ *                                     (file PATH: a regular file of at most
+ *                                      SIZE bytes, relative to the program;
+ *                                      `tessera run` refuses a buffer outside
+ *                                      device DRAM before allocating it)
  *   .uops NAME D,S,W [D,S,W ...]      (appends uops to buffer NAME,
  *                                      declaring it on first use)
  *   .output NAME                      (dump NAME after `tessera run`)
