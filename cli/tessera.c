@@ -454,19 +454,20 @@ static int fill_buffer(const tsr_config_t *cfg, const tsr_asm_buffer_t *b, const
                 dst[k * cfg->uop_bytes + j] = (uint8_t)(b->uops[k] >> (8 * j));
         break;
     case TSR_INIT_FILE: {
-        uint8_t *data;
-        size_t n;
+        tsr_file_t f;
         char path[4096];
         const char *slash = base ? strrchr(base, '/') : NULL;
         if (b->path[0] == '/' || !slash)
             snprintf(path, sizeof path, "%s", b->path);
         else
             snprintf(path, sizeof path, "%.*s/%s", (int)(slash - base), base, b->path);
-        int rc = tsr_file_read(path, b->size, "buffer file", &data, &n);
+        /* Straight into the buffer (no second copy): at most b->size bytes. */
+        int rc = tsr_file_open(&f, path, b->size, "buffer file");
+        if (!rc && !(rc = tsr_file_read_at(&f, 0, dst, (size_t)f.size, "contents")))
+            rc = tsr_file_check_end(&f);
+        tsr_file_close(&f);
         if (rc)
             return rc;
-        memcpy(dst, data, n);
-        free(data);
         break;
     }
     default: break;

@@ -119,9 +119,18 @@ static void test_buffer_file_errors(void **state)
     write_text("missing.s", ".buffer a 64\n.buffer z 64 file nosuch.bin\nfinish\n");
     expect_error("buffer z: nosuch.bin: cannot open buffer file: No such file or directory",
                  "run -q missing.s");
-    /* the file fits: runs */
+    /* the file fits: its bytes, then zeros */
     write_text("fits.s", ".buffer z 16 file data.bin\n.output z\nfinish\n");
     assert_int_equal(cli("run -q fits.s"), 0);
+    char p[512];
+    uint8_t got[32];
+    snprintf(p, sizeof p, "%s/z.bin", g_dir);
+    FILE *f = fopen(p, "rb");
+    assert_non_null(f);
+    size_t n = fread(got, 1, sizeof got, f);
+    fclose(f);
+    assert_int_equal(n, 16);
+    assert_memory_equal(got, "0123456789\0\0\0\0\0\0", 16);
 }
 
 /* 1 TiB: the device (1 GiB of DRAM by default) refuses it before the host
