@@ -7,6 +7,9 @@
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]
 #   FUZZ_PARALLEL=2 scripts/fuzz.sh 600     # two targets at a time
+#   FUZZ_COVERAGE=1 scripts/fuzz.sh 600     # then line/branch coverage of the
+#                                            # code each target is aimed at
+#                                            # (llvm-cov over the final corpus)
 #
 # The committed seeds (fuzz/corpus/TARGET) are copied into a working corpus
 # (build-fuzz/corpus/TARGET) that grows across runs; the tree stays clean.
@@ -58,4 +61,33 @@ for t in "${TARGETS[@]}"; do
     grep -E '^(==[0-9]+==ERROR|SUMMARY|fuzz:)' "$log" | head -5 >&2 || true
   fi
 done
+
+# Source coverage: the final corpus replayed once through a clang build
+# with coverage mapping (fuzz_replay.c as main), reported for the files
+# each target is aimed at.
+if [ -n "${FUZZ_COVERAGE:-}" ]; then
+  if ! command -v llvm-cov >/dev/null || ! command -v llvm-profdata >/dev/null; then
+    echo "fuzz: FUZZ_COVERAGE needs llvm-cov and llvm-profdata (Debian package llvm)" >&2
+    exit 1
+  fi
+  C=build-fuzzcov
+  CC=clang cmake -S . -B "$C" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_C_FLAGS="-fprofile-instr-generate -fcoverage-mapping" >/dev/null
+  cmake --build "$C" -j "$(nproc)" --target "${TARGETS[@]}" >/dev/null
+  echo "source coverage of the final corpus (llvm-cov; regions, functions, lines, branches):"
+  for t in "${TARGETS[@]}"; do
+    case $t in
+      fuzz_asm) src=(isa/tsr_asm.c) ;;
+      fuzz_decode_verify) src=(isa/tsr_isa.c isa/tsr_verify.c isa/tsr_pipe.c) ;;
+      fuzz_npy) src=(jit/tsr_npy.c) ;;
+      fuzz_config) src=(isa/tsr_config.c) ;;
+      *) src=() ;;
+    esac
+    LLVM_PROFILE_FILE="$C/$t.profraw" "$C/fuzz/$t" "$B/corpus/$t" >/dev/null
+    llvm-profdata merge -o "$C/$t.profdata" "$C/$t.profraw"
+    echo "$t:"
+    llvm-cov report "$C/fuzz/$t" -instr-profile="$C/$t.profdata" "${src[@]}" |
+      awk 'NR == 1 || /^[a-z]/ || /^TOTAL/'
+  done
+fi
 exit $status
