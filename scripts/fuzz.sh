@@ -3,7 +3,8 @@
 # and run each for SECONDS (default 600 = the documented long run; CI runs
 # 20 s each). Prints per target: executions, edge coverage (cov), features
 # (ft), corpus size and findings; exit status 1 if any target found a crash,
-# leak, timeout or out-of-memory input (saved in build-fuzz/findings/TARGET/).
+# leak, timeout or out-of-memory input (saved in build-fuzz/findings/TARGET/,
+# emptied when the target's next run starts).
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]
 #   FUZZ_PARALLEL=2 scripts/fuzz.sh 600     # two targets at a time
@@ -27,6 +28,7 @@ cmake --build "$B" -j "$(nproc)" --target "${TARGETS[@]}" >/dev/null
 
 run_one() {
   local t=$1 corp="$B/corpus/$1" find="$B/findings/$1" dict=()
+  rm -rf "$find" # findings are this run's (a fixed one must not fail the next run)
   mkdir -p "$corp" "$find"
   cp -n fuzz/corpus/"$t"/* "$corp"/
   [ -f fuzz/"$t".dict ] && dict=(-dict=fuzz/"$t".dict)
