@@ -19,6 +19,7 @@
 #include "tsr_driver.h"
 #include "tsr_emit.h"
 #include "tsr_error.h"
+#include "tsr_file.h"
 #include "tsr_isa.h"
 #include "tsr_kcache.h"
 #include "tsr_matmul.h"
@@ -175,46 +176,6 @@ static int close_out(FILE *f, const char *path)
         return fflush(f) ? tsr_err(TSR_EIO, "write error on stdout") : TSR_OK;
     if (fclose(f))
         return tsr_err(TSR_EIO, "%s: write error", path);
-    return TSR_OK;
-}
-
-static int read_file(const char *path, uint8_t **data, size_t *n)
-{
-    FILE *f = fopen(path, "rb");
-    *data = NULL;
-    *n = 0;
-    if (!f)
-        return tsr_err(TSR_EIO, "%s: cannot open: %s", path, strerror(errno));
-    size_t cap = 65536, len = 0;
-    uint8_t *buf = malloc(cap);
-    int rc = TSR_OK;
-    while (buf) {
-        size_t got = fread(buf + len, 1, cap - len, f);
-        len += got;
-        if (got == 0)
-            break;
-        if (len == cap) {
-            uint8_t *nb = realloc(buf, cap * 2);
-            if (!nb) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = nb;
-            cap *= 2;
-        }
-    }
-    if (!buf)
-        rc = tsr_err(TSR_ENOMEM, "%s: out of memory", path);
-    else if (ferror(f))
-        rc = tsr_err(TSR_EIO, "%s: read error", path);
-    fclose(f);
-    if (rc) {
-        free(buf);
-        return rc;
-    }
-    *data = buf;
-    *n = len;
     return TSR_OK;
 }
 
@@ -462,7 +423,7 @@ static int cmd_disasm(int argc, char **argv)
     size_t n = 0;
     int rc = tsr_config_load(o.cfgname, &cfg);
     if (!rc)
-        rc = read_file(argv[i], &data, &n);
+        rc = tsr_file_read(argv[i], TSR_ASM_MAX_FILE, "instruction stream", &data, &n);
     if (rc)
         return fail(rc);
     FILE *f = open_out(o.out);
@@ -479,7 +440,9 @@ static int cmd_disasm(int argc, char **argv)
 }
 
 /* `file PATH` is relative to the program's directory (base), so programs
- * can be run from anywhere. */
+ * can be run from anywhere. The file may not be larger than the buffer
+ * (checked before reading it). Messages do not name the buffer: the caller
+ * prefixes "buffer NAME: " once. */
 static int fill_buffer(const tsr_config_t *cfg, const tsr_asm_buffer_t *b, const char *base,
                        uint8_t *dst)
 {
@@ -492,24 +455,20 @@ static int fill_buffer(const tsr_config_t *cfg, const tsr_asm_buffer_t *b, const
                 dst[k * cfg->uop_bytes + j] = (uint8_t)(b->uops[k] >> (8 * j));
         break;
     case TSR_INIT_FILE: {
-        uint8_t *data;
-        size_t n;
+        tsr_file_t f;
         char path[4096];
         const char *slash = base ? strrchr(base, '/') : NULL;
         if (b->path[0] == '/' || !slash)
             snprintf(path, sizeof path, "%s", b->path);
         else
             snprintf(path, sizeof path, "%.*s/%s", (int)(slash - base), base, b->path);
-        int rc = read_file(path, &data, &n);
+        /* Straight into the buffer (no second copy): at most b->size bytes. */
+        int rc = tsr_file_open(&f, path, b->size, "buffer file");
+        if (!rc && !(rc = tsr_file_read_at(&f, 0, dst, (size_t)f.size, "contents")))
+            rc = tsr_file_check_end(&f);
+        tsr_file_close(&f);
         if (rc)
-            return tsr_err_prefix(rc, "buffer %s: ", b->name);
-        if (n > b->size) {
-            free(data);
-            return tsr_err(TSR_EINVAL, "buffer %s: file %s has %zu bytes, more than the buffer (%llu)",
-                           b->name, b->path, n, (unsigned long long)b->size);
-        }
-        memcpy(dst, data, n);
-        free(data);
+            return rc;
         break;
     }
     default: break;
@@ -532,11 +491,13 @@ static int cmd_verify(int argc, char **argv)
     int rc = tsr_config_load(o.cfgname, &cfg);
     if (!rc)
         rc = tsr_asm_parse_file(&cfg, argv[i], &p);
-    if (!rc)
-        rc = program_verify(&cfg, &p);
+    /* Config and parse errors name their file already; verifier errors
+     * name only the instruction. */
+    if (!rc && (rc = program_verify(&cfg, &p)))
+        tsr_err_prefix(rc, "%s: ", argv[i]);
     tsr_program_free(&p);
     if (rc)
-        return fail(tsr_err_prefix(rc, "%s: ", argv[i]));
+        return fail(rc);
     printf("%s: OK\n", argv[i]);
     return 0;
 }
@@ -616,12 +577,13 @@ static int cmd_run(int argc, char **argv)
         rc = tsr_device_open(o.backend, &cfg, &dopts, &dev);
     for (size_t k = 0; !rc && k < p.nbufs; k++) {
         const tsr_asm_buffer_t *b = &p.bufs[k];
+        /* Device memory first: it bounds the buffer, so an absurd size is
+         * refused before the host copy below is allocated. */
+        rc = tsr_mem_alloc_at(dev, b->addr, b->size);
         free(tmp);
-        tmp = malloc((size_t)b->size);
-        if (!tmp)
-            rc = tsr_err(TSR_ENOMEM, "out of memory");
-        if (!rc)
-            rc = tsr_mem_alloc_at(dev, b->addr, b->size);
+        tmp = NULL;
+        if (!rc && !(tmp = malloc((size_t)b->size)))
+            rc = tsr_err(TSR_ENOMEM, "out of memory for %llu bytes", (unsigned long long)b->size);
         if (!rc)
             rc = fill_buffer(&cfg, b, argv[i], tmp);
         if (!rc)

@@ -217,6 +217,9 @@ int tsr_insn_encode(const tsr_config_t *cfg, const tsr_insn_t *in, tsr_insn_bits
     if ((in->opcode == TSR_OP_LOAD || in->opcode == TSR_OP_STORE) && in->mem_type >= TSR_MEM_COUNT)
         return tsr_err(TSR_EBOUNDS, "%s: field mem_type = %u is not a memory type (0..5)",
                        tsr_opcode_name(in->opcode), in->mem_type);
+    if (in->opcode == TSR_OP_ALU && in->alu_opcode >= TSR_ALU_COUNT)
+        return tsr_err(TSR_EBOUNDS, "alu: field alu_opcode = %u is not an ALU op (0..%d)",
+                       in->alu_opcode, TSR_ALU_COUNT - 1);
     return TSR_OK;
 }
 
@@ -249,6 +252,10 @@ int tsr_insn_decode(const tsr_config_t *cfg, const tsr_insn_bits_t *in, tsr_insn
     if ((op == TSR_OP_LOAD || op == TSR_OP_STORE) && out->mem_type >= TSR_MEM_COUNT)
         return tsr_err(TSR_EINVAL, "malformed %s instruction: memory type %u is not 0..5",
                        tsr_opcode_name(op), out->mem_type);
+    /* The 4-bit field holds more values than there are ALU ops. */
+    if (op == TSR_OP_ALU && out->alu_opcode >= TSR_ALU_COUNT)
+        return tsr_err(TSR_EINVAL, "malformed alu instruction: ALU op %u is not 0..%d",
+                       out->alu_opcode, TSR_ALU_COUNT - 1);
     return TSR_OK;
 }
 
