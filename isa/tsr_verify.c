@@ -12,13 +12,25 @@
 #include <string.h>
 
 #include "tsr_error.h"
+#include "tsr_hb.h"
 #include "tsr_pipe.h"
+
+/* A DRAM byte range [lo, hi) read by the uop LOAD insn #idx. */
+typedef struct {
+    uint64_t lo, hi;     /* bytes */
+    uint32_t idx;        /* the LOAD */
+} span_t;
 
 typedef struct {
     const tsr_config_t *cfg;
     const tsr_verify_opts_t *opts;
     tsr_uop_t *uops;     /* shadow of the uop buffer */
     uint8_t *known;      /* 1 if the shadow entry holds loaded contents */
+    uint8_t *raw;        /* one row of uop bytes as read from DRAM (uop_depth entries) */
+    span_t *uspans;      /* DRAM bytes the stream's uop LOADs read */
+    size_t nuspans, capuspans;
+    tsr_pipe_t *pipe;    /* the dry run, during the race pass */
+    tsr_hb_t *hb;        /* race detector, during the race pass */
 } vstate_t;
 
 static int bad(size_t i, const tsr_insn_t *in, const char *fmt, ...)
@@ -69,6 +81,122 @@ static int check_dram(vstate_t *v, size_t i, const tsr_insn_t *in)
                (unsigned long long)first, (unsigned long long)end);
 }
 
+/* The uop shadow after a uop LOAD (one DRAM read per row; a row that
+ * cannot be read leaves its entries unknown). Linear in the rows loaded. */
+static void load_uops(vstate_t *v, const tsr_insn_t *in)
+{
+    const tsr_config_t *c = v->cfg;
+    uint32_t ub = c->uop_bytes;
+    uint32_t nb = ub < 8 ? ub : 8;
+    for (uint64_t y = 0; y < in->y_size; y++) {
+        uint32_t slot0 = (uint32_t)(in->sram_base + y * in->x_size);
+        memset(v->known + slot0, 0, in->x_size);
+        if (!v->opts || !v->opts->read)
+            continue;
+        uint64_t addr = ((uint64_t)in->dram_base + y * in->x_stride) * ub;
+        if (v->opts->read(v->opts->read_ctx, addr, v->raw, (size_t)in->x_size * ub) != TSR_OK)
+            continue;
+        for (uint32_t x = 0; x < in->x_size; x++) {
+            uint64_t w = 0;
+            for (uint32_t b = 0; b < nb; b++)
+                w |= (uint64_t)v->raw[(size_t)x * ub + b] << (8 * b);
+            tsr_uop_decode(c, w, &v->uops[slot0 + x]);
+            v->known[slot0 + x] = 1;
+        }
+    }
+}
+
+/* Remember the DRAM bytes a uop LOAD reads (one span per row, or one for
+ * rows laid end to end) for the self-modifying-stream check. */
+static int note_uop_spans(vstate_t *v, size_t i, const tsr_insn_t *in)
+{
+    uint64_t ub = v->cfg->uop_bytes;
+    int packed = in->x_stride == in->x_size;
+    uint64_t nrows = packed ? 1 : in->y_size;
+    uint64_t rowlen = packed ? (uint64_t)in->x_size * in->y_size : in->x_size;
+    for (uint64_t y = 0; y < nrows; y++) {
+        if (v->nuspans == v->capuspans) {
+            size_t cap = v->capuspans ? 2 * v->capuspans : 64;
+            span_t *p = realloc(v->uspans, cap * sizeof *p);
+            if (!p)
+                return tsr_err(TSR_ENOMEM, "out of memory");
+            v->uspans = p;
+            v->capuspans = cap;
+        }
+        uint64_t lo = ((uint64_t)in->dram_base + y * in->x_stride) * ub;
+        v->uspans[v->nuspans++] = (span_t){lo, lo + rowlen * ub, (uint32_t)i};
+    }
+    return TSR_OK;
+}
+
+static int span_cmp(const void *a, const void *b)
+{
+    const span_t *x = a, *y = b;
+    return x->lo < y->lo ? -1 : x->lo > y->lo ? 1 : (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+/* The uop-LOAD span overlapping bytes [lo, hi), or -1. spans are sorted by
+ * start; reach[k] is the span ending last among spans[0..k]. */
+static long overlap(const vstate_t *v, const size_t *reach, uint64_t lo, uint64_t hi)
+{
+    size_t a = 0, b = v->nuspans; /* first span starting at or after hi */
+    while (a < b) {
+        size_t mid = a + (b - a) / 2;
+        if (v->uspans[mid].lo < hi)
+            a = mid + 1;
+        else
+            b = mid;
+    }
+    if (!a)
+        return -1;
+    size_t k = reach[a - 1];
+    return v->uspans[k].hi > lo ? (long)k : -1;
+}
+
+/* Self-modifying streams: a STORE may not write DRAM bytes that any uop
+ * LOAD of the stream reads, before or after it. The index checks read the
+ * micro-ops before the run, so a stream that rewrote its own kernel would
+ * run indices nobody checked. (The instruction buffer is the driver's and
+ * outside every declared buffer, so check_dram keeps STOREs out of it.) */
+static int check_self_modify(vstate_t *v, const tsr_insn_t *insns, size_t n)
+{
+    if (!v->nuspans)
+        return TSR_OK;
+    qsort(v->uspans, v->nuspans, sizeof *v->uspans, span_cmp);
+    size_t *reach = malloc(v->nuspans * sizeof *reach);
+    if (!reach)
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    for (size_t k = 0; k < v->nuspans; k++)
+        reach[k] = k && v->uspans[reach[k - 1]].hi >= v->uspans[k].hi ? reach[k - 1] : k;
+    int rc = TSR_OK;
+    uint64_t eb = tsr_config_elem_bytes(v->cfg, TSR_MEM_OUT);
+    for (size_t i = 0; i < n && !rc; i++) {
+        const tsr_insn_t *in = &insns[i];
+        if (in->opcode != TSR_OP_STORE || !in->x_size || !in->y_size)
+            continue;
+        uint64_t first = (uint64_t)in->dram_base * eb;
+        uint64_t span_end = ((uint64_t)in->dram_base + (uint64_t)(in->y_size - 1) * in->x_stride + in->x_size) * eb;
+        if (overlap(v, reach, first, span_end) < 0)
+            continue; /* the usual case: one search per STORE */
+        for (uint64_t y = 0; y < in->y_size; y++) {
+            uint64_t lo = ((uint64_t)in->dram_base + y * in->x_stride) * eb, hi = lo + in->x_size * eb;
+            long k = overlap(v, reach, lo, hi);
+            if (k < 0)
+                continue;
+            const span_t *sp = &v->uspans[k];
+            uint64_t a = lo > sp->lo ? lo : sp->lo, b = hi < sp->hi ? hi : sp->hi;
+            rc = bad(i, in,
+                     "writes DRAM bytes [0x%llx, 0x%llx) that insn #%u (load uop) reads as micro-ops; "
+                     "a stream may not rewrite its own micro-ops (the verifier checks their indices "
+                     "before the run)",
+                     (unsigned long long)a, (unsigned long long)b, sp->idx);
+            break;
+        }
+    }
+    free(reach);
+    return rc;
+}
+
 static int check_mem(vstate_t *v, size_t i, const tsr_insn_t *in)
 {
     const tsr_config_t *c = v->cfg;
@@ -100,23 +228,12 @@ static int check_mem(vstate_t *v, size_t i, const tsr_insn_t *in)
     }
     /* Track uop contents so GEMM/ALU indices can be checked exactly. */
     if (is_load && m == TSR_MEM_UOP) {
-        for (uint64_t y = 0; y < in->y_size; y++)
-            for (uint64_t x = 0; x < in->x_size; x++) {
-                uint32_t slot = (uint32_t)(in->sram_base + y * in->x_size + x);
-                v->known[slot] = 0;
-                if (!v->opts || !v->opts->read)
-                    continue;
-                uint8_t raw[8] = {0};
-                uint32_t nb = c->uop_bytes < sizeof raw ? c->uop_bytes : (uint32_t)sizeof raw;
-                uint64_t addr = ((uint64_t)in->dram_base + y * in->x_stride + x) * c->uop_bytes;
-                if (v->opts->read(v->opts->read_ctx, addr, raw, nb) != TSR_OK)
-                    continue;
-                uint64_t w = 0;
-                for (uint32_t b = 0; b < nb; b++)
-                    w |= (uint64_t)raw[b] << (8 * b);
-                tsr_uop_decode(c, w, &v->uops[slot]);
-                v->known[slot] = 1;
-            }
+        load_uops(v, in);
+        if (in->y_size) {
+            int rc = note_uop_spans(v, i, in);
+            if (rc)
+                return rc;
+        }
     }
     return TSR_OK;
 }
@@ -167,13 +284,28 @@ static int check_loop(vstate_t *v, size_t i, const tsr_insn_t *in)
     return TSR_OK;
 }
 
+/* The race pass: the dry run calls this for each instruction in the order
+ * of one legal execution, with its stage's vector clock. Compute-stage
+ * instructions (uop LOADs, GEMM, ALU) run in program order, so the uop
+ * shadow rebuilt here matches the one the index checks used. */
+static int race_exec(void *ctx, uint32_t index, const tsr_insn_t *in)
+{
+    vstate_t *v = ctx;
+    tsr_hb_who_t who = {index, tsr_insn_stage(in), {0}};
+    tsr_pipe_clock(v->pipe, who.stage, who.clock);
+    if (in->opcode == TSR_OP_LOAD && in->mem_type == TSR_MEM_UOP && in->x_size)
+        load_uops(v, in);
+    /* The pipe prefixes an error with "insn #N (op): ". */
+    return tsr_hb_insn(v->hb, &who, v->uops, v->known);
+}
+
 int tsr_verify(const tsr_config_t *cfg, const tsr_insn_t *insns, size_t n,
                const tsr_verify_opts_t *opts)
 {
     int rc = TSR_OK;
-    tsr_pipe_t *pipe = NULL;
-    vstate_t v = {cfg, opts, calloc(cfg->uop_depth, sizeof(tsr_uop_t)), calloc(cfg->uop_depth, 1)};
-    if (!v.uops || !v.known) {
+    vstate_t v = {cfg, opts, calloc(cfg->uop_depth, sizeof(tsr_uop_t)), calloc(cfg->uop_depth, 1),
+                  malloc((size_t)cfg->uop_depth * cfg->uop_bytes + 8), NULL, 0, 0, NULL, NULL};
+    if (!v.uops || !v.known || !v.raw) {
         rc = tsr_err(TSR_ENOMEM, "out of memory");
         goto out;
     }
@@ -193,16 +325,22 @@ int tsr_verify(const tsr_config_t *cfg, const tsr_insn_t *insns, size_t n,
         default: rc = tsr_err(TSR_EVERIFY, "insn #%zu: invalid opcode %u", i, in->opcode); break;
         }
     }
-    if (rc)
+    if (rc || (rc = check_self_modify(&v, insns, n)))
         goto out;
-    /* Ordering: tokens, deadlock, FINISH. */
+    /* Ordering: tokens, deadlock, FINISH; and data races, checked on the
+     * way through the same dry run. */
     int done = 0;
-    if ((rc = tsr_pipe_create(cfg, insns, n, NULL, NULL, 0, &pipe)))
+    memset(v.known, 0, cfg->uop_depth);
+    if ((rc = tsr_hb_create(cfg, insns, n, &v.hb)) ||
+        (rc = tsr_pipe_create(cfg, insns, n, race_exec, &v, 0, &v.pipe)))
         goto out;
-    rc = tsr_pipe_run(pipe, 0, &done);
+    rc = tsr_pipe_run(v.pipe, 0, &done);
 out:
-    tsr_pipe_destroy(pipe);
+    tsr_pipe_destroy(v.pipe);
+    tsr_hb_destroy(v.hb);
     free(v.uops);
     free(v.known);
+    free(v.raw);
+    free(v.uspans);
     return rc;
 }
