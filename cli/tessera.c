@@ -516,7 +516,7 @@ static int fill_buffer(const tsr_config_t *cfg, const tsr_asm_buffer_t *b, const
     return TSR_OK;
 }
 
-static int program_verify(const tsr_config_t *cfg, const tsr_program_t *p);
+static int program_verify(const tsr_config_t *cfg, const tsr_program_t *p, const char *path);
 
 static int cmd_verify(int argc, char **argv)
 {
@@ -532,7 +532,7 @@ static int cmd_verify(int argc, char **argv)
     if (!rc)
         rc = tsr_asm_parse_file(&cfg, argv[i], &p);
     if (!rc)
-        rc = program_verify(&cfg, &p);
+        rc = program_verify(&cfg, &p, argv[i]);
     tsr_program_free(&p);
     if (rc)
         return fail(tsr_err_prefix(rc, "%s: ", argv[i]));
@@ -540,39 +540,53 @@ static int cmd_verify(int argc, char **argv)
     return 0;
 }
 
+/* The declared buffers' contents, filled once exactly as `run` fills them
+ * (zero, random SEED, uops, file), so the uop index checks see what a run
+ * would load. */
 typedef struct {
-    const tsr_config_t *cfg;
     const tsr_program_t *p;
-} uop_ctx_t;
+    uint8_t **bytes;             /* contents of each buffer */
+} decl_image_t;
 
 static int decl_read(void *ctx, uint64_t addr, void *dst, size_t n)
 {
-    const uop_ctx_t *u = ctx;
-    for (size_t k = 0; k < u->p->nbufs; k++) {
-        const tsr_asm_buffer_t *b = &u->p->bufs[k];
-        if (b->init != TSR_INIT_UOPS || addr < b->addr || addr + n > b->addr + b->size)
+    const decl_image_t *im = ctx;
+    for (size_t k = 0; k < im->p->nbufs; k++) {
+        const tsr_asm_buffer_t *b = &im->p->bufs[k];
+        if (addr < b->addr || addr - b->addr > b->size || n > b->size - (addr - b->addr))
             continue;
-        uint8_t *tmp = malloc((size_t)b->size);
-        if (!tmp)
-            return TSR_ENOMEM;
-        fill_buffer(u->cfg, b, NULL, tmp);
-        memcpy(dst, tmp + (addr - b->addr), n);
-        free(tmp);
+        memcpy(dst, im->bytes[k] + (addr - b->addr), n);
         return TSR_OK;
     }
     return TSR_EFAULT;
 }
 
-static int program_verify(const tsr_config_t *cfg, const tsr_program_t *p)
+static int program_verify(const tsr_config_t *cfg, const tsr_program_t *p, const char *path)
 {
-    tsr_region_t *regs = calloc(p->nbufs ? p->nbufs : 1, sizeof *regs);
-    if (!regs)
-        return tsr_err(TSR_ENOMEM, "out of memory");
-    for (size_t k = 0; k < p->nbufs; k++)
-        regs[k] = (tsr_region_t){p->bufs[k].addr, p->bufs[k].size, p->bufs[k].name};
-    uop_ctx_t ctx = {cfg, p};
-    tsr_verify_opts_t vo = {regs, p->nbufs, 1, decl_read, &ctx};
-    int rc = tsr_verify(cfg, p->insns, p->ninsns, &vo);
+    int rc = TSR_OK;
+    size_t nb = p->nbufs ? p->nbufs : 1;
+    tsr_region_t *regs = calloc(nb, sizeof *regs);
+    decl_image_t im = {p, calloc(nb, sizeof(uint8_t *))};
+    if (!regs || !im.bytes) {
+        rc = tsr_err(TSR_ENOMEM, "out of memory");
+        goto out;
+    }
+    for (size_t k = 0; k < p->nbufs; k++) {
+        const tsr_asm_buffer_t *b = &p->bufs[k];
+        regs[k] = (tsr_region_t){b->addr, b->size, b->name};
+        if (!(im.bytes[k] = malloc(b->size ? (size_t)b->size : 1))) {
+            rc = tsr_err(TSR_ENOMEM, "buffer %s: out of memory", b->name);
+            goto out;
+        }
+        if ((rc = fill_buffer(cfg, b, path, im.bytes[k])))
+            goto out;
+    }
+    tsr_verify_opts_t vo = {regs, p->nbufs, 1, decl_read, &im};
+    rc = tsr_verify(cfg, p->insns, p->ninsns, &vo);
+out:
+    for (size_t k = 0; im.bytes && k < p->nbufs; k++)
+        free(im.bytes[k]);
+    free(im.bytes);
     free(regs);
     return rc;
 }
