@@ -907,6 +907,189 @@ static void test_pipe_runs(void **state)
     expect_err("pipe: illegal flag", rc, TSR_EVERIFY, "#1", "pop_prev", (char *)NULL);
 }
 
+/* ---- data races (tsr_hb through tsr_verify) ---- */
+
+/* A racy stream and its fix differ in one token pair; check_schedules
+ * confirms both are otherwise legal (tokens, deadlock, FINISH). */
+static void test_races(void **state)
+{
+    (void)state;
+    tsr_config_t c;
+    tsr_insn_t s[16];
+    tiny_cfg(&c, 9, 16, 4);
+    tsr_verify_opts_t o = full_opts();
+    size_t n;
+
+    /* Read after write: the GEMM reads inp row 0 that LOAD #1 writes; the token #2 pushes is
+     * popped by the GEMM but #1 comes after #2 in the load stage, so nothing orders #1 before
+     * #3. */
+    poison_uops();
+    put_uop(0, 0, 0, 0);
+    n = 0;
+    s[n++] = mem(TSR_OP_LOAD, TSR_MEM_UOP, 0, UOP_E, 1, 1, 1);
+    s[n++] = fl(mem(TSR_OP_LOAD, TSR_MEM_WGT, 0, WGT_E, 1, 1, 1), 0, 0, 0, 1);
+    s[n++] = mem(TSR_OP_LOAD, TSR_MEM_INP, 0, INP_E, 1, 1, 1);
+    s[n++] = fl(loop(TSR_OP_GEMM, 0, 1, 1, 1), 1, 0, 0, 1);
+    s[n++] = fl(mem(TSR_OP_STORE, TSR_MEM_OUT, 0, OUT_E, 1, 1, 1), 1, 0, 1, 0);
+    s[n++] = fl(lnop(), 0, 0, 0, 1);
+    s[n++] = fl(fin(), 1, 1, 0, 0);
+    check_schedules("raw race", &c, s, n, TSR_OK);
+    expect_err("raw race", verify(&c, s, n, &o), TSR_EVERIFY, "insn #3 (gemm)", "race on inp rows [0, 1)",
+               "reads them", "insn #2 (load inp) in the load stage writes", (char *)NULL);
+    /* The fix: #2 (not #1) pushes the token the GEMM pops. */
+    s[1].push_next = 0;
+    s[2].push_next = 1;
+    check_schedules("raw race fixed", &c, s, n, TSR_OK);
+    expect_ok("raw race fixed", verify(&c, s, n, &o));
+    /* Without uop contents the GEMM footprint is unknown: not judged (documented). */
+    s[1].push_next = 1;
+    s[2].push_next = 0;
+    expect_ok("raw race, no uop contents", verify(&c, s, n, NULL));
+
+    /* Write after read: LOAD #4 overwrites the inp row the GEMM #3 reads, without waiting
+     * for a compute->load token. */
+    n = 0;
+    s[n++] = mem(TSR_OP_LOAD, TSR_MEM_UOP, 0, UOP_E, 1, 1, 1);
+    s[n++] = mem(TSR_OP_LOAD, TSR_MEM_INP, 0, INP_E, 1, 1, 1);
+    s[n++] = fl(mem(TSR_OP_LOAD, TSR_MEM_WGT, 0, WGT_E, 1, 1, 1), 0, 0, 0, 1);
+    s[n++] = fl(loop(TSR_OP_GEMM, 0, 1, 1, 1), 1, 0, 0, 0);
+    s[n++] = fl(mem(TSR_OP_LOAD, TSR_MEM_INP, 0, INP_E + 1, 1, 1, 1), 0, 0, 0, 1);
+    s[n++] = fl(cnop(), 1, 0, 0, 1);
+    s[n++] = fl(mem(TSR_OP_STORE, TSR_MEM_OUT, 0, OUT_E, 1, 1, 1), 1, 0, 1, 0);
+    s[n++] = fl(fin(), 0, 1, 0, 0);
+    check_schedules("war race", &c, s, n, TSR_OK);
+    expect_err("war race", verify(&c, s, n, &o), TSR_EVERIFY, "race on inp rows [0, 1)", "#3 (gemm)",
+               "#4 (load inp)", (char *)NULL);
+    s[3].push_prev = 1;
+    s[4].pop_next = 1;
+    check_schedules("war race fixed", &c, s, n, TSR_OK);
+    expect_ok("war race fixed", verify(&c, s, n, &o));
+    /* The same defect where the dry run executes the read first: LOAD #5 waits for a token
+     * from #3, which precedes the GEMM #4 that reads the row #5 overwrites. */
+    n = 0;
+    tsr_insn_t w[9];
+    w[n++] = mem(TSR_OP_LOAD, TSR_MEM_UOP, 0, UOP_E, 1, 1, 1);
+    w[n++] = mem(TSR_OP_LOAD, TSR_MEM_INP, 0, INP_E, 1, 1, 1);
+    w[n++] = fl(mem(TSR_OP_LOAD, TSR_MEM_WGT, 0, WGT_E, 1, 1, 1), 0, 0, 0, 1);
+    w[n++] = fl(cnop(), 1, 0, 1, 0);
+    w[n++] = loop(TSR_OP_GEMM, 0, 1, 1, 1);
+    w[n++] = fl(mem(TSR_OP_LOAD, TSR_MEM_INP, 0, INP_E + 1, 1, 1, 1), 0, 1, 0, 1);
+    w[n++] = fl(cnop(), 1, 0, 0, 1);
+    w[n++] = fl(mem(TSR_OP_STORE, TSR_MEM_OUT, 0, OUT_E, 1, 1, 1), 1, 0, 1, 0);
+    w[n++] = fl(fin(), 0, 1, 0, 0);
+    check_schedules("war race, read first", &c, w, n, TSR_OK);
+    expect_err("war race, read first", verify(&c, w, n, &o), TSR_EVERIFY, "insn #5 (load inp)",
+               "race on inp rows [0, 1)", "writes them", "insn #4 (gemm) in the compute stage reads",
+               (char *)NULL);
+    w[3].push_prev = 0;
+    w[4].push_prev = 1;
+    check_schedules("war race, read first, fixed", &c, w, n, TSR_OK);
+    expect_ok("war race, read first, fixed", verify(&c, w, n, &o));
+    n = 8;
+    /* A load into other rows needs no token. */
+    s[3].push_prev = 0;
+    s[4].pop_next = 0;
+    s[4].sram_base = 1;
+    expect_ok("load beside a running gemm", verify(&c, s, n, &o));
+    /* Padding counts: one pad row before puts row 0 back in the footprint. */
+    s[4].sram_base = 0;
+    s[4].y_pad0 = 0;
+    s[4].x_pad0 = 1;
+    s[4].sram_base = 0;
+    expect_err("padding row", verify(&c, s, n, &o), TSR_EVERIFY, "race on inp rows [0, 1)", (char *)NULL);
+    s[4].x_pad0 = 0;
+    s[4].sram_base = 1;
+
+    /* The wgt buffer the same way (a GEMM reads wgt[0]). */
+    s[4] = fl(mem(TSR_OP_LOAD, TSR_MEM_WGT, 0, WGT_E + 1, 1, 1, 1), 0, 0, 0, 1);
+    expect_err("wgt war race", verify(&c, s, n, &o), TSR_EVERIFY, "race on wgt rows [0, 1)",
+               "#4 (load wgt)", (char *)NULL);
+    /* A reset GEMM reads neither inp nor wgt. */
+    s[3].reset = 1;
+    expect_ok("reset gemm reads no wgt", verify(&c, s, n, &o));
+
+    /* out: a STORE popping a token pushed before the GEMM that writes its row. The GEMM's
+     * footprint is uop dst 0 + {0, 8} (outer) + {0, 2, 4} (inner) = {0, 2, 4, 8, 10, 12}. */
+    poison_uops();
+    put_uop(0, 0, 0, 0);
+    n = 0;
+    s[n++] = mem(TSR_OP_LOAD, TSR_MEM_UOP, 0, UOP_E, 1, 1, 1);
+    s[n++] = fl(cnop(), 0, 0, 0, 1);
+    tsr_insn_t g = loop(TSR_OP_GEMM, 0, 1, 2, 3);
+    g.reset = 1;
+    g.dst_factor_out = 8;
+    g.dst_factor_in = 2;
+    s[n++] = g;
+    s[n++] = fl(mem(TSR_OP_STORE, TSR_MEM_OUT, 0, OUT_E, 1, 1, 1), 1, 0, 1, 0);
+    s[n++] = fl(fin(), 0, 1, 0, 0);
+    static const struct {
+        uint32_t row, x;
+        const char *want; /* NULL = no race */
+    } rows[] = {{1, 1, NULL}, {6, 1, NULL}, {14, 2, NULL}, {5, 3, NULL}, {10, 1, "out rows [10, 11)"},
+                {12, 1, "out rows [12, 13)"}, {1, 4, "out rows [2, 3)"}, {8, 3, "out rows [8, 9)"}};
+    for (size_t k = 0; k < sizeof rows / sizeof rows[0]; k++) {
+        char what[64];
+        s[3].sram_base = rows[k].row;
+        s[3].x_size = s[3].x_stride = rows[k].x;
+        snprintf(what, sizeof what, "store out rows [%u, %u) beside the gemm", rows[k].row,
+                 rows[k].row + rows[k].x);
+        if (rows[k].want)
+            expect_err(what, verify(&c, s, n, &o), TSR_EVERIFY, "insn #3 (store out)", rows[k].want,
+                       "insn #2 (gemm) in the compute stage writes", (char *)NULL);
+        else
+            expect_ok(what, verify(&c, s, n, &o));
+    }
+    /* Ordered by pushing from the GEMM instead: no race anywhere. */
+    s[1].push_next = 0;
+    s[2].push_next = 1;
+    s[3].sram_base = 0;
+    s[3].x_size = s[3].x_stride = 16;
+    expect_ok("store after the gemm's token", verify(&c, s, n, &o));
+    /* An ALU writes out too. */
+    s[1].push_next = 1;
+    s[2].push_next = 0;
+    s[2].opcode = TSR_OP_ALU;
+    s[2].use_imm = 1;
+    expect_err("alu vs store", verify(&c, s, n, &o), TSR_EVERIFY, "race on out rows [0, 1)",
+               "#2 (alu min)", (char *)NULL);
+}
+
+/* ---- self-modifying streams ---- */
+
+static void test_self_modify(void **state)
+{
+    (void)state;
+    tsr_config_t c;
+    tsr_insn_t s[BASE_N + 2];
+    tiny_cfg(&c, 9, 16, 4);
+    tsr_region_t r[] = {{UOP_ADDR, 16 * 4, "uops"}, {INP_ADDR, 16 * 4, "inp"},
+                        {WGT_ADDR, 16 * 16, "wgt"}, {OUT_ADDR, 16 * 4, "out"}};
+    tsr_verify_opts_t o = {r, 4, 1, dram_read, NULL};
+    /* The STORE writes one out element (4 bytes) over uop element 3 of the kernel #0 loads
+     * (uops 0..3); after the uop LOAD, so the index checks have already passed. */
+    base_stream(s);
+    s[0].x_size = s[0].x_stride = 4;
+    for (uint32_t e = 0; e < 4; e++)
+        put_uop(e, 0, 0, 0);
+    s[4].dram_base = UOP_E + 3;
+    expect_err("store over the loaded kernel", verify(&c, s, BASE_N, &o), TSR_EVERIFY,
+               "insn #4 (store out)", "[0x100c, 0x1010)", "insn #0 (load uop)", "micro-ops", (char *)NULL);
+    /* One element past the kernel: fine. */
+    s[4].dram_base = UOP_E + 4;
+    expect_ok("store just past the kernel", verify(&c, s, BASE_N, &o));
+    /* Before the kernel's load in the stream: rejected all the same (a later LOAD would bring
+     * back unchecked indices). A second kernel load at element 8 is added. */
+    s[4].dram_base = UOP_E + 9;
+    s[5] = fl(mem(TSR_OP_LOAD, TSR_MEM_UOP, 4, UOP_E + 8, 2, 1, 2), 0, 1, 0, 0);
+    s[6] = fin();
+    put_uop(8, 0, 0, 0);
+    put_uop(10, 0, 0, 0);
+    expect_ok("store into the stride gap", verify(&c, s, BASE_N + 1, &o));
+    s[4].dram_base = UOP_E + 10;
+    expect_err("store before the uop load that reads it", verify(&c, s, BASE_N + 1, &o), TSR_EVERIFY,
+               "insn #4 (store out)", "insn #5 (load uop)", (char *)NULL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -922,6 +1105,8 @@ int main(void)
         cmocka_unit_test(test_uop_indices),
         cmocka_unit_test(test_dram_regions),
         cmocka_unit_test(test_pipe_runs),
+        cmocka_unit_test(test_races),
+        cmocka_unit_test(test_self_modify),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
