@@ -18,7 +18,11 @@
 
 #include <cmocka.h>
 
+#include <sys/wait.h>
+
+#include "tsr_asm.h"
 #include "tsr_config.h"
+#include "tsr_driver.h"
 #include "tsr_error.h"
 #include "tsr_isa.h"
 #include "tsr_pipe.h"
@@ -1090,6 +1094,251 @@ static void test_self_modify(void **state)
                "insn #4 (store out)", "insn #5 (load uop)", (char *)NULL);
 }
 
+/* ---- the hostile-stream reproducers (issue 16), as programs ---- */
+
+/* race_raw.s: the GEMM #4 reads inp rows the load-stage LOAD #3 writes, no token between. */
+static const char race_raw_s[] =
+    ".buffer inp 4096 random 1\n"
+    ".buffer wid 256 file wid.bin\n"
+    ".buffer out 1024\n"
+    ".output out\n"
+    ".uops k 0,0,0\n"
+    "load uop sram=0 dram=k y=1 x=1 stride=1\n"
+    "load wgt sram=0 dram=wid y=1 x=1 stride=1 push_next\n"
+    "gemm reset uop=0:1 iter=1,64 dst=0,1 src=0,0 wgt=0,0 pop_prev\n"
+    "load inp sram=0 dram=inp y=1 x=64 stride=64%s\n"
+    "gemm uop=0:1 iter=1,64 dst=0,1 src=0,1 wgt=0,0 push_next%s\n"
+    "store out sram=0 dram=out y=1 x=64 stride=64 pop_prev push_prev\n"
+    "load inp sram=100 dram=inp y=1 x=1 stride=1 push_next\n"
+    "finish pop_prev pop_next\n";
+
+/* bypass_uop_oob.s: STORE #3 rewrites the kernel that LOAD #4 brings back. */
+static const char bypass_uop_oob_s[] =
+    ".buffer out 1024\n"
+    ".output out\n"
+    ".uops k 0,0,0 0,0,0 0,0,0 0,0,0\n"
+    "load uop sram=0 dram=k y=1 x=4 stride=4\n"
+    "gemm reset uop=0:1 iter=1,1 dst=0,0 src=0,0 wgt=0,0\n"
+    "alu add uop=0:1 iter=1,1 dst=0,0 src=0,0 imm=5 push_next\n"
+    "store out sram=0 dram=k y=1 x=1 stride=1 pop_prev push_prev\n"
+    "load uop sram=0 dram=k y=1 x=4 stride=4 pop_next\n"
+    "alu add uop=0:1 iter=1,1000 dst=0,1 src=0,1 imm=1 push_next\n"
+    "store out sram=0 dram=out y=1 x=1 stride=1 pop_prev push_prev\n"
+    "finish pop_next\n";
+
+/* verify_vs_run.s: the kernel is `random`, so only its actual contents can be checked. */
+static const char verify_vs_run_s[] =
+    ".buffer k 16 random 7\n"
+    ".buffer out 1024\n"
+    "load uop sram=0 dram=k y=1 x=4 stride=4\n"
+    "alu add uop=0:4 iter=1,2 dst=0,600 src=0,0 imm=1\n"
+    "finish\n";
+
+/* wid.bin: a 16x16 identity weight block (row o has a 1 at column o). */
+static void wid_bin(uint8_t w[256])
+{
+    memset(w, 0, 256);
+    for (int o = 0; o < 16; o++)
+        w[o * 16 + o] = 1;
+}
+
+/* An assembled program with its buffers filled as `tessera run` fills them (written here
+ * independently of the CLI); `file` buffers get wid.bin. */
+typedef struct {
+    tsr_config_t cfg;
+    tsr_program_t p;
+    uint8_t *bytes[8];
+    tsr_region_t regs[8];
+} prog_t;
+
+static void prog_open(prog_t *g, const char *text)
+{
+    memset(g, 0, sizeof *g);
+    assert_int_equal(tsr_config_load("default", &g->cfg), TSR_OK);
+    if (tsr_asm_parse(&g->cfg, text, "t.s", &g->p))
+        fail_msg("assembling: %s", tsr_errmsg());
+    assert_true(g->p.nbufs <= 8);
+    for (size_t k = 0; k < g->p.nbufs; k++) {
+        const tsr_asm_buffer_t *b = &g->p.bufs[k];
+        assert_non_null(g->bytes[k] = calloc(1, (size_t)b->size));
+        if (b->init == TSR_INIT_RANDOM)
+            tsr_asm_random_fill(b->seed, g->bytes[k], (size_t)b->size);
+        else if (b->init == TSR_INIT_FILE)
+            wid_bin(g->bytes[k]);
+        else if (b->init == TSR_INIT_UOPS)
+            for (size_t u = 0; u < b->nuops; u++)
+                for (uint32_t j = 0; j < g->cfg.uop_bytes; j++)
+                    g->bytes[k][u * g->cfg.uop_bytes + j] = (uint8_t)(b->uops[u] >> (8 * j));
+        g->regs[k] = (tsr_region_t){b->addr, b->size, b->name};
+    }
+}
+
+static void prog_close(prog_t *g)
+{
+    for (size_t k = 0; k < g->p.nbufs; k++)
+        free(g->bytes[k]);
+    tsr_program_free(&g->p);
+}
+
+static int prog_read(void *ctx, uint64_t addr, void *dst, size_t n)
+{
+    const prog_t *g = ctx;
+    for (size_t k = 0; k < g->p.nbufs; k++) {
+        const tsr_asm_buffer_t *b = &g->p.bufs[k];
+        if (addr >= b->addr && addr + n <= b->addr + b->size) {
+            memcpy(dst, g->bytes[k] + (addr - b->addr), n);
+            return TSR_OK;
+        }
+    }
+    return TSR_EFAULT;
+}
+
+static int prog_verify(prog_t *g)
+{
+    tsr_verify_opts_t o = {g->regs, g->p.nbufs, 1, prog_read, g};
+    return verify(&g->cfg, g->p.insns, g->p.ninsns, &o);
+}
+
+/* Run on fsim with stage-interleaving seed `seed`, verification skipped; returns the
+ * output buffer's first 64 rows (1024 bytes) in out. */
+static void prog_run_fsim(prog_t *g, uint64_t seed, uint8_t out[1024])
+{
+    tsr_device_t *dev = NULL;
+    tsr_device_opts_t o;
+    memset(&o, 0, sizeof o);
+    o.seed = seed;
+    o.skip_verify = 1;
+    assert_int_equal(tsr_device_open("fsim", &g->cfg, &o, &dev), TSR_OK);
+    size_t ob = 0;
+    for (size_t k = 0; k < g->p.nbufs; k++) {
+        const tsr_asm_buffer_t *b = &g->p.bufs[k];
+        assert_int_equal(tsr_mem_alloc_at(dev, b->addr, b->size), TSR_OK);
+        assert_int_equal(tsr_mem_write(dev, b->addr, g->bytes[k], b->size), TSR_OK);
+        if (b->is_output)
+            ob = k;
+    }
+    if (tsr_submit(dev, g->p.insns, g->p.ninsns) || tsr_wait(dev, 60000))
+        fail_msg("fsim seed %llu: %s", (unsigned long long)seed, tsr_errmsg());
+    assert_int_equal(tsr_mem_read(dev, g->p.bufs[ob].addr, out, 1024), TSR_OK);
+    tsr_device_close(dev);
+}
+
+static void test_repro_race_raw(void **state)
+{
+    (void)state;
+    char text[2048];
+    prog_t g;
+    snprintf(text, sizeof text, race_raw_s, "", "");
+    prog_open(&g, text);
+    expect_err("race_raw.s", prog_verify(&g), TSR_EVERIFY, "insn #4 (gemm)", "race on inp rows [0, 64)",
+               "insn #3 (load inp) in the load stage writes", (char *)NULL);
+    /* The verdict is not a false alarm: the outputs really depend on the schedule. */
+    uint8_t first[1024], out[1024];
+    int differs = 0;
+    prog_run_fsim(&g, 0, first);
+    for (uint64_t seed = 1; seed <= 16 && !differs; seed++) {
+        prog_run_fsim(&g, seed, out);
+        differs = memcmp(first, out, sizeof out) != 0;
+    }
+    if (!differs)
+        fail_msg("race_raw.s gave the same output under 17 fsim schedules; the reproducer no "
+                 "longer shows a race");
+    prog_close(&g);
+
+    /* With the token (#3 pushes, #4 pops) it verifies, and every schedule agrees. */
+    snprintf(text, sizeof text, race_raw_s, " push_next", " pop_prev");
+    prog_open(&g, text);
+    expect_ok("race_raw.s with the token", prog_verify(&g));
+    prog_run_fsim(&g, 0, first);
+    for (uint64_t seed = 1; seed <= 16; seed++) {
+        prog_run_fsim(&g, seed, out);
+        if (memcmp(first, out, sizeof out))
+            fail_msg("race_raw.s with the token: fsim seed %llu differs from seed 0", (unsigned long long)seed);
+    }
+    prog_close(&g);
+}
+
+static void test_repro_bypass(void **state)
+{
+    (void)state;
+    prog_t g;
+    prog_open(&g, bypass_uop_oob_s);
+    expect_err("bypass_uop_oob.s", prog_verify(&g), TSR_EVERIFY, "insn #3 (store out)",
+               "insn #0 (load uop)", "micro-ops", (char *)NULL);
+    prog_close(&g);
+}
+
+/* ---- the CLI's verify path: same buffer contents as run ---- */
+
+static char cli_err[4096];
+
+static void write_text(const char *dir, const char *name, const void *data, size_t n)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(data, 1, n, f), n);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* `tessera ARGS` run in directory cwd; returns the exit status, stderr in cli_err. */
+static int cli(const char *cwd, const char *args)
+{
+    char cmd[2048], path[600];
+    snprintf(path, sizeof path, "%s/.stderr", cwd);
+    snprintf(cmd, sizeof cmd, "cd %s && %s %s >/dev/null 2>%s", cwd, TSR_CLI, args, path);
+    int st = system(cmd);
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(cli_err, 1, sizeof cli_err - 1, f) : 0;
+    cli_err[n] = 0;
+    if (f)
+        fclose(f);
+    if (st == -1 || !WIFEXITED(st))
+        fail_msg("%s: did not exit normally", cmd);
+    return WEXITSTATUS(st);
+}
+
+static void expect_cli_err(const char *cwd, const char *args, const char *needle)
+{
+    int st = cli(cwd, args);
+    if (st != 1 || !strstr(cli_err, needle))
+        fail_msg("tessera %s: exit %d, stderr \"%s\"; want exit 1 and \"%s\"", args, st, cli_err, needle);
+}
+
+static void test_cli_verify(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/tsr_test_verify_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    uint8_t wid[256];
+    wid_bin(wid);
+    char text[2048];
+    snprintf(text, sizeof text, race_raw_s, "", "");
+    write_text(dir, "race_raw.s", text, strlen(text));
+    write_text(dir, "wid.bin", wid, sizeof wid);
+    write_text(dir, "bypass_uop_oob.s", bypass_uop_oob_s, strlen(bypass_uop_oob_s));
+    write_text(dir, "verify_vs_run.s", verify_vs_run_s, strlen(verify_vs_run_s));
+    const char *idx = "insn #1 (alu): dst (acc) index reaches 2095 at uop 0";
+    expect_cli_err(dir, "verify verify_vs_run.s", idx);
+    expect_cli_err(dir, "run verify_vs_run.s", idx);
+    /* `file wid.bin` is found next to the program from any directory. */
+    char args[700];
+    snprintf(args, sizeof args, "verify %s/race_raw.s", dir);
+    expect_cli_err("/", args, "insn #4 (gemm): race on inp rows [0, 64)");
+    expect_cli_err(dir, "run race_raw.s", "insn #4 (gemm): race on inp rows [0, 64)");
+    expect_cli_err(dir, "verify bypass_uop_oob.s", "insn #3 (store out): writes DRAM bytes");
+    expect_cli_err(dir, "run bypass_uop_oob.s", "insn #3 (store out): writes DRAM bytes");
+    /* A fixed stream passes both. */
+    snprintf(text, sizeof text, race_raw_s, " push_next", " pop_prev");
+    write_text(dir, "race_fixed.s", text, strlen(text));
+    if (cli(dir, "verify race_fixed.s") || cli(dir, "run race_fixed.s"))
+        fail_msg("race_fixed.s rejected: %s", cli_err);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1107,6 +1356,9 @@ int main(void)
         cmocka_unit_test(test_pipe_runs),
         cmocka_unit_test(test_races),
         cmocka_unit_test(test_self_modify),
+        cmocka_unit_test(test_repro_race_raw),
+        cmocka_unit_test(test_repro_bypass),
+        cmocka_unit_test(test_cli_verify),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
