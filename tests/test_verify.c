@@ -24,6 +24,7 @@
 #include "tsr_config.h"
 #include "tsr_driver.h"
 #include "tsr_error.h"
+#include "tsr_gen.h"
 #include "tsr_isa.h"
 #include "tsr_pipe.h"
 #include "tsr_verify.h"
@@ -1339,6 +1340,155 @@ static void test_cli_verify(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* ---- mutations of generated streams ---- */
+
+/* Every token pair of a generated program (the k-th push and the k-th pop of one queue:
+ * queues are FIFO) is removed in turn. The generator hands row ownership over only with
+ * tokens, so some removals must leave a race; a removal the verifier accepts must still be
+ * schedule independent, which fsim under random interleavings is checked against the
+ * in-order reference machine for. */
+static void test_generated_mutations(void **state)
+{
+    (void)state;
+    static const char *const cfgs[] = {"tiny", "default"};
+    uint64_t races = 0, accepted = 0, other = 0;
+    for (size_t ci = 0; ci < 2; ci++) {
+        tsr_config_t cfg;
+        assert_int_equal(tsr_config_load(cfgs[ci], &cfg), TSR_OK);
+        for (uint64_t i = 0; i < 6; i++) {
+            uint64_t seed = tsr_gen_mix(0x16u * 1000 + ci * 100 + i);
+            tsr_gen_prog_t p;
+            if (tsr_gen_program(seed, &cfg, NULL, &p))
+                fail_msg("generator (seed %llu, %s): %s", (unsigned long long)seed, cfgs[ci], tsr_errmsg());
+            tsr_insn_t *m = malloc(p.ninsns * sizeof *m);
+            assert_non_null(m);
+            uint64_t prog_races = 0;
+            for (int q = 0; q < 4; q++)
+                for (size_t k = 0;; k++) {
+                    /* The k-th push and pop on queue q. */
+                    size_t push = p.ninsns, pop = p.ninsns, np = 0, nq = 0;
+                    int push_prev = 0, pop_prev = 0;
+                    for (size_t j = 0; j < p.ninsns; j++) {
+                        const tsr_insn_t *in = &p.insns[j];
+                        for (int prev = 0; prev < 2; prev++) {
+                            if ((prev ? in->push_prev : in->push_next) && flag_queue(in, 0, prev) == q &&
+                                np++ == k) {
+                                push = j;
+                                push_prev = prev;
+                            }
+                            if ((prev ? in->pop_prev : in->pop_next) && flag_queue(in, 1, prev) == q &&
+                                nq++ == k) {
+                                pop = j;
+                                pop_prev = prev;
+                            }
+                        }
+                    }
+                    if (push == p.ninsns || pop == p.ninsns)
+                        break;
+                    memcpy(m, p.insns, p.ninsns * sizeof *m);
+                    *(push_prev ? &m[push].push_prev : &m[push].push_next) = 0;
+                    *(pop_prev ? &m[pop].pop_prev : &m[pop].pop_next) = 0;
+                    tsr_err_clear();
+                    int rc = tsr_gen_verify(&p, m, p.ninsns);
+                    if (rc == TSR_EVERIFY && strstr(tsr_errmsg(), "race on")) {
+                        prog_races++;
+                        continue;
+                    }
+                    if (rc) {
+                        other++;
+                        continue;
+                    }
+                    accepted++;
+                    uint8_t *ref[TSR_GEN_MAX_BUFS], *got[TSR_GEN_MAX_BUFS];
+                    tsr_gen_exec_t er = {"ref", 0, NULL, NULL};
+                    if (tsr_gen_run(&er, &p, m, p.ninsns, ref))
+                        fail_msg("ref run of an accepted mutation: %s", tsr_errmsg());
+                    for (uint64_t s = 1; s <= 3; s++) {
+                        tsr_gen_exec_t ef = {"fsim", tsr_gen_mix(seed + s) | 1, NULL, NULL};
+                        if (tsr_gen_run(&ef, &p, m, p.ninsns, got))
+                            fail_msg("fsim run of an accepted mutation: %s", tsr_errmsg());
+                        tsr_gen_diff_t d;
+                        if (tsr_gen_compare(&p, ref, got, &d))
+                            fail_msg("program seed %llu (%s) without token pair #%zu on %s (push #%zu, "
+                                     "pop #%zu) verifies, yet fsim schedule %llu differs from the "
+                                     "in-order result (buffer %s byte %llu): a missed race",
+                                     (unsigned long long)seed, cfgs[ci], k, tsr_queue_name(q), push, pop,
+                                     (unsigned long long)s, p.bufs[d.buf].name, (unsigned long long)d.offset);
+                        tsr_gen_outputs_free(got);
+                    }
+                    tsr_gen_outputs_free(ref);
+                }
+            races += prog_races;
+            free(m);
+            tsr_gen_free(&p);
+        }
+    }
+    printf("token-pair removals: %llu races, %llu accepted (schedule independent on fsim), %llu other "
+           "errors\n", (unsigned long long)races, (unsigned long long)accepted, (unsigned long long)other);
+    if (!races)
+        fail_msg("no token-pair removal in 12 generated programs was rejected as a race");
+}
+
+/* ---- a long kernel loaded many times: verification stays linear ---- */
+
+typedef struct {
+    const uint8_t *bytes; /* device bytes from address 0 */
+    uint64_t size;        /* bytes */
+} blob_t;
+
+static int blob_read(void *ctx, uint64_t addr, void *dst, size_t n)
+{
+    const blob_t *b = ctx;
+    if (addr > b->size || n > b->size - addr)
+        return TSR_EFAULT;
+    memcpy(dst, b->bytes + addr, n);
+    return TSR_OK;
+}
+
+/* 700 loads of a uop_depth-long kernel, each followed by a reset GEMM over all of it (the
+ * pattern that once took minutes to verify: every uop load re-read the kernel per entry).
+ * The last load brings a copy with one bad uop, which must be named. */
+static void test_long_kernel(void **state)
+{
+    (void)state;
+    tsr_config_t c;
+    assert_int_equal(tsr_config_load("default", &c), TSR_OK);
+    const uint32_t nu = c.uop_depth, reps = 700;
+    uint64_t kb = (uint64_t)nu * c.uop_bytes;
+    uint8_t *img = calloc(2, kb);
+    assert_non_null(img);
+    for (uint32_t u = 0; u < 2 * nu; u++) {
+        tsr_uop_t uo = {(u % nu) % (c.acc_depth - 1), 0, 0};
+        if (u == nu + 5000 % nu)
+            uo.dst = c.acc_depth - 1; /* + 1 from the inner loop: one past the end */
+        uint64_t w;
+        assert_int_equal(tsr_uop_encode(&c, &uo, &w), TSR_OK);
+        for (uint32_t b = 0; b < c.uop_bytes; b++)
+            img[(uint64_t)u * c.uop_bytes + b] = (uint8_t)(w >> (8 * b));
+    }
+    tsr_insn_t *s = calloc(2 * reps + 1, sizeof *s);
+    assert_non_null(s);
+    size_t n = 0;
+    for (uint32_t r = 0; r < reps; r++) {
+        s[n++] = mem(TSR_OP_LOAD, TSR_MEM_UOP, 0, 0, 1, nu, nu);
+        tsr_insn_t g = loop(TSR_OP_GEMM, 0, nu, 1, 2);
+        g.reset = 1;
+        g.dst_factor_in = 1;
+        s[n++] = g;
+    }
+    s[n++] = fin();
+    tsr_region_t reg = {0, 2 * kb, "kernels"};
+    blob_t blob = {img, 2 * kb};
+    tsr_verify_opts_t o = {&reg, 1, 1, blob_read, &blob};
+    expect_ok("700 loads of the good kernel", verify(&c, s, n, &o));
+    s[2 * (reps - 1)].dram_base = nu;
+    char want[64];
+    snprintf(want, sizeof want, "insn #%u (gemm)", 2 * (reps - 1) + 1);
+    expect_err("the bad copy last", verify(&c, s, n, &o), TSR_EVERIFY, want, "at uop 5000", (char *)NULL);
+    free(s);
+    free(img);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1359,6 +1509,8 @@ int main(void)
         cmocka_unit_test(test_repro_race_raw),
         cmocka_unit_test(test_repro_bypass),
         cmocka_unit_test(test_cli_verify),
+        cmocka_unit_test(test_generated_mutations),
+        cmocka_unit_test(test_long_kernel),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
