@@ -339,9 +339,11 @@ static const char *verify_help =
     "\n"
     "Statically check a program: dependency flags and token balance, deadlock\n"
     "(including full command and token queues), FINISH placement and ordering,\n"
-    "on-chip ranges (using the uop contents the program declares), and DRAM\n"
-    "accesses against the declared buffers. Prints OK or the first error with\n"
-    "its instruction index; exit status 0 or 1.\n"
+    "on-chip ranges (on the uop contents the buffers get, filled as `run` fills\n"
+    "them: uops, random SEED, file), data races between stages (accesses to the\n"
+    "same on-chip rows that no token chain orders), STOREs into DRAM a uop LOAD\n"
+    "reads, and DRAM accesses against the declared buffers. Prints OK or the\n"
+    "first error with its instruction index; exit status 0 or 1.\n"
     "  --config CONFIG   config file or preset (default: default)\n";
 
 typedef struct {

@@ -1,8 +1,10 @@
 /*
  * tsr_verify: static checks of a task-instruction stream (see tsr_verify.h).
  * Per-instruction checks run first, in stream order, so the first error
- * reported is the earliest bad instruction; then the stream is dry-run
- * through tsr_pipe for token, deadlock and FINISH-ordering errors.
+ * reported is the earliest bad instruction; then STOREs are checked against
+ * the DRAM the uop LOADs read; then the stream is dry-run through tsr_pipe
+ * for token, deadlock and FINISH-ordering errors, with each instruction's
+ * on-chip footprint handed to the race detector (tsr_hb) as it executes.
  */
 #include "tsr_verify.h"
 
