@@ -4,14 +4,16 @@
  */
 #include "tsr_hb.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "tsr_error.h"
 
-enum { SB_INP, SB_WGT, SB_OUT, SB_COUNT }; /* the buffers two stages share */
+/* What two stages share: three on-chip buffers and DRAM (in segments). */
+enum { SB_INP, SB_WGT, SB_OUT, SB_DRAM, SB_COUNT };
 
-static const char *const sb_name[SB_COUNT] = {"inp", "wgt", "out"};
+static const char *const sb_name[SB_COUNT] = {"inp", "wgt", "out", "DRAM"};
 
 /* What is known about one row: the last write and, per stage, the latest
  * read since it. Ordinals are 1-based within the stage (0 = none). */
@@ -28,7 +30,8 @@ struct tsr_hb {
     const tsr_insn_t *insns;
     size_t n;
     row_t *rows[SB_COUNT];           /* shadow of each shared buffer */
-    uint32_t depth[SB_COUNT];        /* rows per shared buffer */
+    uint32_t depth[SB_COUNT];        /* rows per shared buffer (DRAM: segments) */
+    uint64_t *bounds;                /* DRAM segment boundaries (depth[SB_DRAM] + 1) */
     size_t nw;                       /* 64-bit words of a bitset over the deepest buffer */
     uint64_t *base[3];               /* uop bases (dst, src, wgt) of the cached kernel slice */
     uint64_t *lo, *li, *l, *f;       /* scratch: loop offsets (outer, inner, both), footprint */
@@ -50,12 +53,12 @@ int tsr_hb_create(const tsr_config_t *cfg, const tsr_insn_t *insns, size_t n, ts
     h->depth[SB_WGT] = cfg->wgt_depth;
     h->depth[SB_OUT] = cfg->out_depth > cfg->acc_depth ? cfg->out_depth : cfg->acc_depth;
     uint32_t maxd = 1;
-    for (int b = 0; b < SB_COUNT; b++)
+    for (int b = 0; b < SB_DRAM; b++)
         if (h->depth[b] > maxd)
             maxd = h->depth[b];
     h->nw = (maxd + 63) / 64;
     int ok = 1;
-    for (int b = 0; b < SB_COUNT; b++)
+    for (int b = 0; b < SB_DRAM; b++)
         ok &= (h->rows[b] = calloc(h->depth[b] ? h->depth[b] : 1, sizeof(row_t))) != NULL;
     for (int k = 0; k < 3; k++)
         ok &= (h->base[k] = calloc(h->nw, 8)) != NULL;
@@ -77,11 +80,32 @@ void tsr_hb_destroy(tsr_hb_t *h)
         free(h->rows[b]);
     for (int k = 0; k < 3; k++)
         free(h->base[k]);
+    free(h->bounds);
     free(h->lo);
     free(h->li);
     free(h->l);
     free(h->f);
     free(h);
+}
+
+int tsr_hb_set_dram(tsr_hb_t *h, const uint64_t *bounds, size_t n)
+{
+    free(h->rows[SB_DRAM]);
+    free(h->bounds);
+    h->rows[SB_DRAM] = NULL;
+    h->bounds = NULL;
+    h->depth[SB_DRAM] = 0;
+    if (n < 2)
+        return TSR_OK;
+    if (n - 1 > UINT32_MAX)
+        return tsr_err(TSR_ENOMEM, "%zu DRAM segments are too many to track", n - 1);
+    h->rows[SB_DRAM] = calloc(n - 1, sizeof(row_t));
+    h->bounds = malloc(n * sizeof *bounds);
+    if (!h->rows[SB_DRAM] || !h->bounds)
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    memcpy(h->bounds, bounds, n * sizeof *bounds);
+    h->depth[SB_DRAM] = (uint32_t)(n - 1);
+    return TSR_OK;
 }
 
 /* ---------------------------------------------------------- shadow rows */
@@ -109,11 +133,17 @@ static int race(const tsr_hb_t *h, const tsr_hb_who_t *who, int b, uint32_t lo, 
 {
     char d[32];
     const tsr_insn_t *o = &h->insns[other];
+    char where[64];
+    if (b == SB_DRAM)
+        snprintf(where, sizeof where, "DRAM bytes [0x%llx, 0x%llx)", (unsigned long long)h->bounds[lo],
+                 (unsigned long long)h->bounds[hi]);
+    else
+        snprintf(where, sizeof where, "%s rows [%u, %u)", sb_name[b], lo, hi);
     return tsr_err(TSR_EVERIFY,
-                   "race on %s rows [%u, %u): this %s-stage instruction %s them and insn #%u (%s) "
+                   "race on %s: this %s-stage instruction %s them and insn #%u (%s) "
                    "in the %s stage %s them, with no chain of tokens ordering the two (the result "
                    "would depend on the stage schedule)",
-                   sb_name[b], lo, hi, tsr_stage_name(who->stage), write ? "writes" : "reads", other,
+                   where, tsr_stage_name(who->stage), write ? "writes" : "reads", other,
                    tsr_insn_desc(o, d, sizeof d), tsr_stage_name(tsr_insn_stage(o)),
                    other_writes ? "writes" : "reads");
 }
@@ -266,9 +296,48 @@ static int load_bases(tsr_hb_t *h, const tsr_insn_t *in, const tsr_uop_t *uops, 
     return 1;
 }
 
+/* The DRAM rows of a LOAD (read) or STORE (write), as tracked segments. */
+static int access_dram(tsr_hb_t *h, const tsr_hb_who_t *who, const tsr_insn_t *in)
+{
+    uint32_t nseg = h->depth[SB_DRAM];
+    if (!nseg || !in->x_size || !in->y_size)
+        return TSR_OK;
+    uint64_t eb = tsr_config_elem_bytes(h->cfg, (int)in->mem_type);
+    const uint64_t *bd = h->bounds;
+    int write = in->opcode == TSR_OP_STORE;
+    uint64_t first = (uint64_t)in->dram_base * eb;
+    uint64_t end = ((uint64_t)in->dram_base + (uint64_t)(in->y_size - 1) * in->x_stride + in->x_size) * eb;
+    if (end <= bd[0] || first >= bd[nseg])
+        return TSR_OK;
+    for (uint64_t y = 0; y < in->y_size; y++) {
+        uint64_t lo = ((uint64_t)in->dram_base + y * in->x_stride) * eb, hi = lo + in->x_size * eb;
+        /* First segment ending after lo. */
+        uint32_t a = 0, b = nseg;
+        while (a < b) {
+            uint32_t mid = a + (b - a) / 2;
+            if (bd[mid + 1] <= lo)
+                a = mid + 1;
+            else
+                b = mid;
+        }
+        uint32_t e = a;
+        while (e < nseg && bd[e] < hi)
+            e++;
+        int rc;
+        if (a < e && (rc = access(h, who, SB_DRAM, a, e, write)))
+            return rc;
+    }
+    return TSR_OK;
+}
+
 int tsr_hb_insn(tsr_hb_t *h, const tsr_hb_who_t *who, const tsr_uop_t *uops, const uint8_t *known)
 {
     const tsr_insn_t *in = &h->insns[who->idx];
+    if (in->opcode == TSR_OP_LOAD || in->opcode == TSR_OP_STORE) {
+        int rc = access_dram(h, who, in);
+        if (rc)
+            return rc;
+    }
     if (in->opcode == TSR_OP_LOAD && in->x_size) {
         uint64_t rows = (uint64_t)(in->y_pad0 + in->y_size + in->y_pad1) * (in->x_pad0 + in->x_size + in->x_pad1);
         uint64_t end = in->sram_base + rows;

@@ -9,6 +9,9 @@
  * a stage, program order holds (the compute stage's bank rule makes its
  * results those of program order), so same-stage pairs never race.
  *
+ * The same rule covers DRAM: a STORE (store stage) and a LOAD (load or
+ * compute stage) of the same bytes must be ordered too.
+ *
  * Shared rows: inp and wgt (written by load-stage LOADs including their
  * padding, read by non-reset GEMMs) and out (written by every GEMM/ALU
  * iteration as the mirror of acc, read by STORE). acc and uop rows are
@@ -49,6 +52,13 @@ typedef struct tsr_hb_who {
 /* insns (for naming instructions in messages) must outlive the detector. */
 int tsr_hb_create(const tsr_config_t *cfg, const tsr_insn_t *insns, size_t n, tsr_hb_t **out);
 void tsr_hb_destroy(tsr_hb_t *h);
+
+/* DRAM bytes to track: the segments [bounds[k], bounds[k+1]) of a sorted,
+ * duplicate-free list (the STORE rows some LOAD reads, cut where they
+ * start and end). A STORE writes, a LOAD reads the segments its rows
+ * overlap; ones outside every segment are not tracked (no STORE writes
+ * them, or no LOAD reads them). n may be 0. */
+int tsr_hb_set_dram(tsr_hb_t *h, const uint64_t *bounds, size_t n);
 
 /* Check and record the on-chip accesses of insns[who->idx]. uops is the
  * uop buffer's contents as this instruction sees them (uop_depth entries;

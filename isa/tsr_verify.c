@@ -17,11 +17,26 @@
 #include "tsr_hb.h"
 #include "tsr_pipe.h"
 
-/* A DRAM byte range [lo, hi) read by the uop LOAD insn #idx. */
+/* A DRAM byte range [lo, hi) accessed by insn #idx. */
 typedef struct {
     uint64_t lo, hi;     /* bytes */
-    uint32_t idx;        /* the LOAD */
+    uint32_t idx;        /* the instruction */
 } span_t;
+
+/* A set of spans, searchable for overlaps once sealed. */
+typedef struct {
+    span_t *v;           /* spans; sorted by lo once sealed */
+    size_t n, cap;       /* used / allocated entries */
+    size_t *reach;       /* sealed: reach[k] = the span ending last among v[0..k] */
+} spanset_t;
+
+/* Boundaries of the STORE rows that some LOAD reads: the race detector
+ * tracks DRAM in the segments they cut (nothing when no LOAD reads what a
+ * STORE writes, the usual case). */
+typedef struct {
+    uint64_t *b;         /* boundaries */
+    size_t n, cap;       /* used / allocated */
+} bounds_t;
 
 typedef struct {
     const tsr_config_t *cfg;
@@ -29,8 +44,9 @@ typedef struct {
     tsr_uop_t *uops;     /* shadow of the uop buffer */
     uint8_t *known;      /* 1 if the shadow entry holds loaded contents */
     uint8_t *raw;        /* one row of uop bytes as read from DRAM (uop_depth entries) */
-    span_t *uspans;      /* DRAM bytes the stream's uop LOADs read */
-    size_t nuspans, capuspans;
+    spanset_t uops_read; /* DRAM bytes the stream's uop LOADs read */
+    spanset_t loads;     /* DRAM bytes any LOAD reads */
+    bounds_t dram;       /* DRAM segment boundaries for the race pass */
     tsr_pipe_t *pipe;    /* the dry run, during the race pass */
     tsr_hb_t *hb;        /* race detector, during the race pass */
 } vstate_t;
@@ -108,25 +124,24 @@ static void load_uops(vstate_t *v, const tsr_insn_t *in)
     }
 }
 
-/* Remember the DRAM bytes a uop LOAD reads (one span per row, or one for
- * rows laid end to end) for the self-modifying-stream check. */
-static int note_uop_spans(vstate_t *v, size_t i, const tsr_insn_t *in)
+/* Add the DRAM bytes of a LOAD/STORE (one span per row, or one for rows
+ * laid end to end) to set. */
+static int add_spans(spanset_t *set, size_t i, const tsr_insn_t *in, uint64_t eb)
 {
-    uint64_t ub = v->cfg->uop_bytes;
     int packed = in->x_stride == in->x_size;
     uint64_t nrows = packed ? 1 : in->y_size;
     uint64_t rowlen = packed ? (uint64_t)in->x_size * in->y_size : in->x_size;
     for (uint64_t y = 0; y < nrows; y++) {
-        if (v->nuspans == v->capuspans) {
-            size_t cap = v->capuspans ? 2 * v->capuspans : 64;
-            span_t *p = realloc(v->uspans, cap * sizeof *p);
+        if (set->n == set->cap) {
+            size_t cap = set->cap ? 2 * set->cap : 64;
+            span_t *p = realloc(set->v, cap * sizeof *p);
             if (!p)
                 return tsr_err(TSR_ENOMEM, "out of memory");
-            v->uspans = p;
-            v->capuspans = cap;
+            set->v = p;
+            set->cap = cap;
         }
-        uint64_t lo = ((uint64_t)in->dram_base + y * in->x_stride) * ub;
-        v->uspans[v->nuspans++] = (span_t){lo, lo + rowlen * ub, (uint32_t)i};
+        uint64_t lo = ((uint64_t)in->dram_base + y * in->x_stride) * eb;
+        set->v[set->n++] = (span_t){lo, lo + rowlen * eb, (uint32_t)i};
     }
     return TSR_OK;
 }
@@ -137,66 +152,126 @@ static int span_cmp(const void *a, const void *b)
     return x->lo < y->lo ? -1 : x->lo > y->lo ? 1 : (x->idx > y->idx) - (x->idx < y->idx);
 }
 
-/* The uop-LOAD span overlapping bytes [lo, hi), or -1. spans are sorted by
- * start; reach[k] is the span ending last among spans[0..k]. */
-static long overlap(const vstate_t *v, const size_t *reach, uint64_t lo, uint64_t hi)
+static int seal(spanset_t *set)
 {
-    size_t a = 0, b = v->nuspans; /* first span starting at or after hi */
+    if (!set->n)
+        return TSR_OK;
+    qsort(set->v, set->n, sizeof *set->v, span_cmp);
+    if (!(set->reach = malloc(set->n * sizeof *set->reach)))
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    for (size_t k = 0; k < set->n; k++)
+        set->reach[k] = k && set->v[set->reach[k - 1]].hi >= set->v[k].hi ? set->reach[k - 1] : k;
+    return TSR_OK;
+}
+
+static void spanset_free(spanset_t *set)
+{
+    free(set->v);
+    free(set->reach);
+}
+
+/* A span of the sealed set overlapping bytes [lo, hi), or NULL. */
+static const span_t *overlap(const spanset_t *set, uint64_t lo, uint64_t hi)
+{
+    size_t a = 0, b = set->n; /* first span starting at or after hi */
     while (a < b) {
         size_t mid = a + (b - a) / 2;
-        if (v->uspans[mid].lo < hi)
+        if (set->v[mid].lo < hi)
             a = mid + 1;
         else
             b = mid;
     }
     if (!a)
-        return -1;
-    size_t k = reach[a - 1];
-    return v->uspans[k].hi > lo ? (long)k : -1;
+        return NULL;
+    const span_t *k = &set->v[set->reach[a - 1]];
+    return k->hi > lo ? k : NULL;
+}
+
+/* The rows of a STORE that overlap a sealed set: calls fn for each. */
+typedef int (*row_fn)(vstate_t *v, size_t i, const tsr_insn_t *in, uint64_t lo, uint64_t hi,
+                      const span_t *sp);
+
+static int store_rows(vstate_t *v, const spanset_t *set, size_t i, const tsr_insn_t *in, row_fn fn)
+{
+    uint64_t eb = tsr_config_elem_bytes(v->cfg, TSR_MEM_OUT);
+    uint64_t first = (uint64_t)in->dram_base * eb;
+    uint64_t end = ((uint64_t)in->dram_base + (uint64_t)(in->y_size - 1) * in->x_stride + in->x_size) * eb;
+    if (!set->n || !overlap(set, first, end))
+        return TSR_OK; /* the usual case: one search per STORE */
+    for (uint64_t y = 0; y < in->y_size; y++) {
+        uint64_t lo = ((uint64_t)in->dram_base + y * in->x_stride) * eb, hi = lo + in->x_size * eb;
+        const span_t *sp = overlap(set, lo, hi);
+        int rc;
+        if (sp && (rc = fn(v, i, in, lo, hi, sp)))
+            return rc;
+    }
+    return TSR_OK;
+}
+
+static int self_modify_row(vstate_t *v, size_t i, const tsr_insn_t *in, uint64_t lo, uint64_t hi,
+                           const span_t *sp)
+{
+    (void)v;
+    uint64_t a = lo > sp->lo ? lo : sp->lo, b = hi < sp->hi ? hi : sp->hi;
+    return bad(i, in,
+               "writes DRAM bytes [0x%llx, 0x%llx) that insn #%u (load uop) reads as micro-ops; "
+               "a stream may not rewrite its own micro-ops (the verifier checks their indices "
+               "before the run)",
+               (unsigned long long)a, (unsigned long long)b, sp->idx);
+}
+
+
+static int dram_row(vstate_t *v, size_t i, const tsr_insn_t *in, uint64_t lo, uint64_t hi,
+                    const span_t *sp)
+{
+    (void)i;
+    (void)in;
+    (void)sp;
+    if (v->dram.n + 2 > v->dram.cap) {
+        size_t cap = v->dram.cap ? 2 * v->dram.cap : 64;
+        uint64_t *p = realloc(v->dram.b, cap * sizeof *p);
+        if (!p)
+            return tsr_err(TSR_ENOMEM, "out of memory");
+        v->dram.b = p;
+        v->dram.cap = cap;
+    }
+    v->dram.b[v->dram.n++] = lo;
+    v->dram.b[v->dram.n++] = hi;
+    return TSR_OK;
+}
+
+static int u64_cmp(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
 }
 
 /* Self-modifying streams: a STORE may not write DRAM bytes that any uop
  * LOAD of the stream reads, before or after it. The index checks read the
  * micro-ops before the run, so a stream that rewrote its own kernel would
  * run indices nobody checked. (The instruction buffer is the driver's and
- * outside every declared buffer, so check_dram keeps STOREs out of it.) */
-static int check_self_modify(vstate_t *v, const tsr_insn_t *insns, size_t n)
+ * outside every declared buffer, so check_dram keeps STOREs out of it.)
+ * Then, for the race pass, the boundaries of STORE rows that LOADs read. */
+static int check_stores(vstate_t *v, const tsr_insn_t *insns, size_t n)
 {
-    if (!v->nuspans)
-        return TSR_OK;
-    qsort(v->uspans, v->nuspans, sizeof *v->uspans, span_cmp);
-    size_t *reach = malloc(v->nuspans * sizeof *reach);
-    if (!reach)
-        return tsr_err(TSR_ENOMEM, "out of memory");
-    for (size_t k = 0; k < v->nuspans; k++)
-        reach[k] = k && v->uspans[reach[k - 1]].hi >= v->uspans[k].hi ? reach[k - 1] : k;
-    int rc = TSR_OK;
-    uint64_t eb = tsr_config_elem_bytes(v->cfg, TSR_MEM_OUT);
-    for (size_t i = 0; i < n && !rc; i++) {
+    int rc;
+    if ((rc = seal(&v->uops_read)) || (rc = seal(&v->loads)))
+        return rc;
+    for (size_t i = 0; i < n; i++) {
         const tsr_insn_t *in = &insns[i];
         if (in->opcode != TSR_OP_STORE || !in->x_size || !in->y_size)
             continue;
-        uint64_t first = (uint64_t)in->dram_base * eb;
-        uint64_t span_end = ((uint64_t)in->dram_base + (uint64_t)(in->y_size - 1) * in->x_stride + in->x_size) * eb;
-        if (overlap(v, reach, first, span_end) < 0)
-            continue; /* the usual case: one search per STORE */
-        for (uint64_t y = 0; y < in->y_size; y++) {
-            uint64_t lo = ((uint64_t)in->dram_base + y * in->x_stride) * eb, hi = lo + in->x_size * eb;
-            long k = overlap(v, reach, lo, hi);
-            if (k < 0)
-                continue;
-            const span_t *sp = &v->uspans[k];
-            uint64_t a = lo > sp->lo ? lo : sp->lo, b = hi < sp->hi ? hi : sp->hi;
-            rc = bad(i, in,
-                     "writes DRAM bytes [0x%llx, 0x%llx) that insn #%u (load uop) reads as micro-ops; "
-                     "a stream may not rewrite its own micro-ops (the verifier checks their indices "
-                     "before the run)",
-                     (unsigned long long)a, (unsigned long long)b, sp->idx);
-            break;
-        }
+        if ((rc = store_rows(v, &v->uops_read, i, in, self_modify_row)) ||
+            (rc = store_rows(v, &v->loads, i, in, dram_row)))
+            return rc;
     }
-    free(reach);
-    return rc;
+    qsort(v->dram.b, v->dram.n, sizeof *v->dram.b, u64_cmp);
+    size_t u = 0;
+    for (size_t k = 0; k < v->dram.n; k++)
+        if (!u || v->dram.b[k] != v->dram.b[u - 1])
+            v->dram.b[u++] = v->dram.b[k];
+    v->dram.n = u;
+    return TSR_OK;
 }
 
 static int check_mem(vstate_t *v, size_t i, const tsr_insn_t *in)
@@ -229,13 +304,15 @@ static int check_mem(vstate_t *v, size_t i, const tsr_insn_t *in)
             return rc;
     }
     /* Track uop contents so GEMM/ALU indices can be checked exactly. */
-    if (is_load && m == TSR_MEM_UOP) {
+    if (is_load && m == TSR_MEM_UOP)
         load_uops(v, in);
-        if (in->y_size) {
-            int rc = note_uop_spans(v, i, in);
-            if (rc)
-                return rc;
-        }
+    if (is_load && in->y_size) {
+        uint64_t eb = tsr_config_elem_bytes(c, (int)m);
+        int rc = add_spans(&v->loads, i, in, eb);
+        if (!rc && m == TSR_MEM_UOP)
+            rc = add_spans(&v->uops_read, i, in, eb);
+        if (rc)
+            return rc;
     }
     return TSR_OK;
 }
@@ -305,8 +382,13 @@ int tsr_verify(const tsr_config_t *cfg, const tsr_insn_t *insns, size_t n,
                const tsr_verify_opts_t *opts)
 {
     int rc = TSR_OK;
-    vstate_t v = {cfg, opts, calloc(cfg->uop_depth, sizeof(tsr_uop_t)), calloc(cfg->uop_depth, 1),
-                  malloc((size_t)cfg->uop_depth * cfg->uop_bytes + 8), NULL, 0, 0, NULL, NULL};
+    vstate_t v;
+    memset(&v, 0, sizeof v);
+    v.cfg = cfg;
+    v.opts = opts;
+    v.uops = calloc(cfg->uop_depth, sizeof(tsr_uop_t));
+    v.known = calloc(cfg->uop_depth, 1);
+    v.raw = malloc((size_t)cfg->uop_depth * cfg->uop_bytes + 8);
     if (!v.uops || !v.known || !v.raw) {
         rc = tsr_err(TSR_ENOMEM, "out of memory");
         goto out;
@@ -327,13 +409,14 @@ int tsr_verify(const tsr_config_t *cfg, const tsr_insn_t *insns, size_t n,
         default: rc = tsr_err(TSR_EVERIFY, "insn #%zu: invalid opcode %u", i, in->opcode); break;
         }
     }
-    if (rc || (rc = check_self_modify(&v, insns, n)))
+    if (rc || (rc = check_stores(&v, insns, n)))
         goto out;
     /* Ordering: tokens, deadlock, FINISH; and data races, checked on the
      * way through the same dry run. */
     int done = 0;
     memset(v.known, 0, cfg->uop_depth);
     if ((rc = tsr_hb_create(cfg, insns, n, &v.hb)) ||
+        (rc = tsr_hb_set_dram(v.hb, v.dram.b, v.dram.n)) ||
         (rc = tsr_pipe_create(cfg, insns, n, race_exec, &v, 0, &v.pipe)))
         goto out;
     rc = tsr_pipe_run(v.pipe, 0, &done);
@@ -343,6 +426,8 @@ out:
     free(v.uops);
     free(v.known);
     free(v.raw);
-    free(v.uspans);
+    spanset_free(&v.uops_read);
+    spanset_free(&v.loads);
+    free(v.dram.b);
     return rc;
 }

@@ -11,9 +11,10 @@
  *  - DRAM accesses outside the buffers the program declared;
  *  - self-modifying streams: a STORE into DRAM bytes that a uop LOAD of the
  *    stream reads (the indices were checked on the contents before the run);
- *  - data races: two accesses to the same inp/wgt/out row, one a write, by
- *    instructions of different stages that no token chain orders (via
- *    tsr_hb, on the same dry run; GEMM/ALU footprints need the uop contents).
+ *  - data races: two accesses to the same inp/wgt/out row or DRAM byte, one
+ *    a write, by instructions of different stages that no token chain
+ *    orders (via tsr_hb, on the same dry run; GEMM/ALU footprints need the
+ *    uop contents).
  * Cost: linear in the stream (uop rows loaded, instructions, rows touched).
  */
 #ifndef TSR_VERIFY_H

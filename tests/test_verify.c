@@ -1059,6 +1059,39 @@ static void test_races(void **state)
                "#2 (alu min)", (char *)NULL);
 }
 
+/* DRAM: a STORE and a LOAD of the same bytes in different stages need a token chain too. */
+static void test_dram_races(void **state)
+{
+    (void)state;
+    tsr_config_t c;
+    tsr_insn_t s[8];
+    tiny_cfg(&c, 9, 16, 4);
+    tsr_verify_opts_t o = full_opts();
+    base_stream(s);
+    s[3].push_next = 1;
+    s[5] = fl(mem(TSR_OP_LOAD, TSR_MEM_INP, 1, OUT_E, 1, 1, 1), 0, 0, 0, 1);
+    s[6] = fl(fin(), 1, 1, 0, 0);
+    check_schedules("load of stored bytes", &c, s, 7, TSR_OK);
+    expect_err("load of stored bytes", verify(&c, s, 7, &o), TSR_EVERIFY, "insn #4 (store out)",
+               "race on DRAM bytes [0x4000, 0x4004)", "insn #5 (load inp) in the load stage reads",
+               (char *)NULL);
+    /* Bytes next to the stored ones: no conflict. */
+    s[5].dram_base = OUT_E + 1;
+    expect_ok("load beside stored bytes", verify(&c, s, 7, &o));
+    /* Ordered: compute waits for the STORE's token, then hands one to the load stage. */
+    s[5] = fl(cnop(), 0, 1, 1, 0);
+    s[6] = fl(mem(TSR_OP_LOAD, TSR_MEM_INP, 1, OUT_E, 1, 1, 1), 0, 1, 0, 1);
+    s[7] = fl(fin(), 1, 0, 0, 0);
+    check_schedules("load after the store's token", &c, s, 8, TSR_OK);
+    expect_ok("load after the store's token", verify(&c, s, 8, &o));
+    /* A LOAD acc (compute stage) of stored bytes, unordered: the STORE's token comes after. */
+    s[5] = fl(mem(TSR_OP_LOAD, TSR_MEM_ACC, 1, OUT_E / 4, 1, 1, 1), 0, 0, 0, 0);
+    s[6] = fl(fin(), 0, 1, 0, 0);
+    check_schedules("acc load of stored bytes", &c, s, 7, TSR_OK);
+    expect_err("acc load of stored bytes", verify(&c, s, 7, &o), TSR_EVERIFY, "race on DRAM bytes",
+               "insn #5 (load acc)", (char *)NULL);
+}
+
 /* ---- self-modifying streams ---- */
 
 static void test_self_modify(void **state)
@@ -1505,6 +1538,7 @@ int main(void)
         cmocka_unit_test(test_dram_regions),
         cmocka_unit_test(test_pipe_runs),
         cmocka_unit_test(test_races),
+        cmocka_unit_test(test_dram_races),
         cmocka_unit_test(test_self_modify),
         cmocka_unit_test(test_repro_race_raw),
         cmocka_unit_test(test_repro_bypass),
