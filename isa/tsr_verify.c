@@ -265,6 +265,8 @@ static int check_stores(vstate_t *v, const tsr_insn_t *insns, size_t n)
             (rc = store_rows(v, &v->loads, i, in, dram_row)))
             return rc;
     }
+    if (!v->dram.n)
+        return TSR_OK;
     qsort(v->dram.b, v->dram.n, sizeof *v->dram.b, u64_cmp);
     size_t u = 0;
     for (size_t k = 0; k < v->dram.n; k++)
