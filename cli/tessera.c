@@ -542,21 +542,41 @@ static int cmd_verify(int argc, char **argv)
     return 0;
 }
 
-/* The declared buffers' contents, filled once exactly as `run` fills them
- * (zero, random SEED, uops, file), so the uop index checks see what a run
- * would load. */
+/* The declared buffers' contents, filled as `run` fills them (zero, random
+ * SEED, uops, file) the first time the verifier reads one (it reads only
+ * uop kernels), so the uop index checks see what a run would load. */
 typedef struct {
+    const tsr_config_t *cfg;
     const tsr_program_t *p;
-    uint8_t **bytes;             /* contents of each buffer */
+    const char *path;            /* the program file (base of `file` paths) */
+    uint8_t **bytes;             /* contents of each buffer, NULL until read */
+    int err;                     /* first fill error, or TSR_OK */
+    char msg[512];               /* its message */
 } decl_image_t;
 
 static int decl_read(void *ctx, uint64_t addr, void *dst, size_t n)
 {
-    const decl_image_t *im = ctx;
+    decl_image_t *im = ctx;
     for (size_t k = 0; k < im->p->nbufs; k++) {
         const tsr_asm_buffer_t *b = &im->p->bufs[k];
         if (addr < b->addr || addr - b->addr > b->size || n > b->size - (addr - b->addr))
             continue;
+        if (!im->bytes[k]) {
+            int rc = TSR_OK;
+            if (!(im->bytes[k] = malloc(b->size ? (size_t)b->size : 1)))
+                rc = tsr_err(TSR_ENOMEM, "buffer %s: out of memory", b->name);
+            else
+                rc = fill_buffer(im->cfg, b, im->path, im->bytes[k]);
+            if (rc) {
+                free(im->bytes[k]);
+                im->bytes[k] = NULL;
+                if (!im->err) {
+                    im->err = rc;
+                    snprintf(im->msg, sizeof im->msg, "%s", tsr_errmsg());
+                }
+                return rc;
+            }
+        }
         memcpy(dst, im->bytes[k] + (addr - b->addr), n);
         return TSR_OK;
     }
@@ -568,23 +588,18 @@ static int program_verify(const tsr_config_t *cfg, const tsr_program_t *p, const
     int rc = TSR_OK;
     size_t nb = p->nbufs ? p->nbufs : 1;
     tsr_region_t *regs = calloc(nb, sizeof *regs);
-    decl_image_t im = {p, calloc(nb, sizeof(uint8_t *))};
+    decl_image_t im = {cfg, p, path, calloc(nb, sizeof(uint8_t *)), TSR_OK, ""};
     if (!regs || !im.bytes) {
         rc = tsr_err(TSR_ENOMEM, "out of memory");
         goto out;
     }
-    for (size_t k = 0; k < p->nbufs; k++) {
-        const tsr_asm_buffer_t *b = &p->bufs[k];
-        regs[k] = (tsr_region_t){b->addr, b->size, b->name};
-        if (!(im.bytes[k] = malloc(b->size ? (size_t)b->size : 1))) {
-            rc = tsr_err(TSR_ENOMEM, "buffer %s: out of memory", b->name);
-            goto out;
-        }
-        if ((rc = fill_buffer(cfg, b, path, im.bytes[k])))
-            goto out;
-    }
+    for (size_t k = 0; k < p->nbufs; k++)
+        regs[k] = (tsr_region_t){p->bufs[k].addr, p->bufs[k].size, p->bufs[k].name};
     tsr_verify_opts_t vo = {regs, p->nbufs, 1, decl_read, &im};
     rc = tsr_verify(cfg, p->insns, p->ninsns, &vo);
+    /* A kernel buffer that could not be filled fails `run` too, and its uops went unchecked. */
+    if (!rc && im.err)
+        rc = tsr_err(im.err, "%s", im.msg);
 out:
     for (size_t k = 0; im.bytes && k < p->nbufs; k++)
         free(im.bytes[k]);

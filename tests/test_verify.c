@@ -1363,6 +1363,12 @@ static void test_cli_verify(void **state)
     expect_cli_err(dir, "run race_raw.s", "insn #4 (gemm): race on inp rows [0, 64)");
     expect_cli_err(dir, "verify bypass_uop_oob.s", "insn #3 (store out): writes DRAM bytes");
     expect_cli_err(dir, "run bypass_uop_oob.s", "insn #3 (store out): writes DRAM bytes");
+    /* A kernel that cannot be filled is an error, as in run, not an unchecked OK. */
+    static const char nofile[] = ".buffer k 16 file nothere.bin\n.buffer out 1024\n"
+                                 "load uop sram=0 dram=k y=1 x=4 stride=4\n"
+                                 "alu add uop=0:4 iter=1,2 dst=0,600 src=0,0 imm=1\nfinish\n";
+    write_text(dir, "nofile.s", nofile, strlen(nofile));
+    expect_cli_err(dir, "verify nofile.s", "nothere.bin");
     /* A fixed stream passes both. */
     snprintf(text, sizeof text, race_raw_s, " push_next", " pop_prev");
     write_text(dir, "race_fixed.s", text, strlen(text));
