@@ -301,9 +301,11 @@ static const char *verify_help =
     "\n"
     "Statically check a program: dependency flags and token balance, deadlock\n"
     "(including full command and token queues), FINISH placement and ordering,\n"
-    "on-chip ranges (using the uop contents the program declares), and DRAM\n"
-    "accesses against the declared buffers. Prints OK or the first error with\n"
-    "its instruction index; exit status 0 or 1.\n"
+    "on-chip ranges (on the uop contents the buffers get, filled as `run` fills\n"
+    "them: uops, random SEED, file), data races between stages (accesses to the\n"
+    "same on-chip rows that no token chain orders), STOREs into DRAM a uop LOAD\n"
+    "reads, and DRAM accesses against the declared buffers. Prints OK or the\n"
+    "first error with its instruction index; exit status 0 or 1.\n"
     "  --config CONFIG   config file or preset (default: default)\n";
 
 typedef struct {
@@ -476,7 +478,7 @@ static int fill_buffer(const tsr_config_t *cfg, const tsr_asm_buffer_t *b, const
     return TSR_OK;
 }
 
-static int program_verify(const tsr_config_t *cfg, const tsr_program_t *p);
+static int program_verify(const tsr_config_t *cfg, const tsr_program_t *p, const char *path);
 
 static int cmd_verify(int argc, char **argv)
 {
@@ -493,7 +495,7 @@ static int cmd_verify(int argc, char **argv)
         rc = tsr_asm_parse_file(&cfg, argv[i], &p);
     /* Config and parse errors name their file already; verifier errors
      * name only the instruction. */
-    if (!rc && (rc = program_verify(&cfg, &p)))
+    if (!rc && (rc = program_verify(&cfg, &p, argv[i])))
         tsr_err_prefix(rc, "%s: ", argv[i]);
     tsr_program_free(&p);
     if (rc)
@@ -502,39 +504,68 @@ static int cmd_verify(int argc, char **argv)
     return 0;
 }
 
+/* The declared buffers' contents, filled as `run` fills them (zero, random
+ * SEED, uops, file) the first time the verifier reads one (it reads only
+ * uop kernels), so the uop index checks see what a run would load. */
 typedef struct {
     const tsr_config_t *cfg;
     const tsr_program_t *p;
-} uop_ctx_t;
+    const char *path;            /* the program file (base of `file` paths) */
+    uint8_t **bytes;             /* contents of each buffer, NULL until read */
+    int err;                     /* first fill error, or TSR_OK */
+    char msg[512];               /* its message */
+} decl_image_t;
 
 static int decl_read(void *ctx, uint64_t addr, void *dst, size_t n)
 {
-    const uop_ctx_t *u = ctx;
-    for (size_t k = 0; k < u->p->nbufs; k++) {
-        const tsr_asm_buffer_t *b = &u->p->bufs[k];
-        if (b->init != TSR_INIT_UOPS || addr < b->addr || addr + n > b->addr + b->size)
+    decl_image_t *im = ctx;
+    for (size_t k = 0; k < im->p->nbufs; k++) {
+        const tsr_asm_buffer_t *b = &im->p->bufs[k];
+        if (addr < b->addr || addr - b->addr > b->size || n > b->size - (addr - b->addr))
             continue;
-        uint8_t *tmp = malloc((size_t)b->size);
-        if (!tmp)
-            return TSR_ENOMEM;
-        fill_buffer(u->cfg, b, NULL, tmp);
-        memcpy(dst, tmp + (addr - b->addr), n);
-        free(tmp);
+        if (!im->bytes[k]) {
+            int rc = TSR_OK;
+            if (!(im->bytes[k] = malloc(b->size ? (size_t)b->size : 1)))
+                rc = tsr_err(TSR_ENOMEM, "buffer %s: out of memory", b->name);
+            else if ((rc = fill_buffer(im->cfg, b, im->path, im->bytes[k])))
+                tsr_err_prefix(rc, "buffer %s: ", b->name);
+            if (rc) {
+                free(im->bytes[k]);
+                im->bytes[k] = NULL;
+                if (!im->err) {
+                    im->err = rc;
+                    snprintf(im->msg, sizeof im->msg, "%s", tsr_errmsg());
+                }
+                return rc;
+            }
+        }
+        memcpy(dst, im->bytes[k] + (addr - b->addr), n);
         return TSR_OK;
     }
     return TSR_EFAULT;
 }
 
-static int program_verify(const tsr_config_t *cfg, const tsr_program_t *p)
+static int program_verify(const tsr_config_t *cfg, const tsr_program_t *p, const char *path)
 {
-    tsr_region_t *regs = calloc(p->nbufs ? p->nbufs : 1, sizeof *regs);
-    if (!regs)
-        return tsr_err(TSR_ENOMEM, "out of memory");
+    int rc = TSR_OK;
+    size_t nb = p->nbufs ? p->nbufs : 1;
+    tsr_region_t *regs = calloc(nb, sizeof *regs);
+    decl_image_t im = {cfg, p, path, calloc(nb, sizeof(uint8_t *)), TSR_OK, ""};
+    if (!regs || !im.bytes) {
+        rc = tsr_err(TSR_ENOMEM, "out of memory");
+        goto out;
+    }
     for (size_t k = 0; k < p->nbufs; k++)
         regs[k] = (tsr_region_t){p->bufs[k].addr, p->bufs[k].size, p->bufs[k].name};
-    uop_ctx_t ctx = {cfg, p};
-    tsr_verify_opts_t vo = {regs, p->nbufs, 1, decl_read, &ctx};
-    int rc = tsr_verify(cfg, p->insns, p->ninsns, &vo);
+    tsr_verify_opts_t vo = {regs, p->nbufs, 1, decl_read, &im};
+    rc = tsr_verify(cfg, p->insns, p->ninsns, &vo);
+    /* A kernel buffer that could not be filled fails `run` too, and its uops went unchecked. */
+    if (!rc && im.err)
+        rc = tsr_err(im.err, "%s", im.msg);
+out:
+    for (size_t k = 0; im.bytes && k < p->nbufs; k++)
+        free(im.bytes[k]);
+    free(im.bytes);
     free(regs);
     return rc;
 }

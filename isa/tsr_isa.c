@@ -310,6 +310,18 @@ tsr_stage_e tsr_insn_stage(const tsr_insn_t *in)
     }
 }
 
+const char *tsr_insn_desc(const tsr_insn_t *in, char *buf, size_t n)
+{
+    const char *op = tsr_opcode_name(in->opcode);
+    if (in->opcode == TSR_OP_LOAD || in->opcode == TSR_OP_STORE)
+        snprintf(buf, n, "%s %s", op ? op : "?", tsr_mem_name(in->mem_type) ? tsr_mem_name(in->mem_type) : "?");
+    else if (in->opcode == TSR_OP_ALU)
+        snprintf(buf, n, "alu %s", tsr_alu_name(in->alu_opcode) ? tsr_alu_name(in->alu_opcode) : "?");
+    else
+        snprintf(buf, n, "%s", op ? op : "?");
+    return buf;
+}
+
 const char *tsr_opcode_name(uint32_t op)
 {
     static const char *n[] = {"load", "store", "gemm", "finish", "alu"};
