@@ -19,6 +19,7 @@
 #include "tsr_driver.h"
 #include "tsr_emit.h"
 #include "tsr_error.h"
+#include "tsr_file.h"
 #include "tsr_graph.h"
 #include "tsr_isa.h"
 #include "tsr_kcache.h"
@@ -181,46 +182,6 @@ static int close_out(FILE *f, const char *path)
     return TSR_OK;
 }
 
-static int read_file(const char *path, uint8_t **data, size_t *n)
-{
-    FILE *f = fopen(path, "rb");
-    *data = NULL;
-    *n = 0;
-    if (!f)
-        return tsr_err(TSR_EIO, "%s: cannot open: %s", path, strerror(errno));
-    size_t cap = 65536, len = 0;
-    uint8_t *buf = malloc(cap);
-    int rc = TSR_OK;
-    while (buf) {
-        size_t got = fread(buf + len, 1, cap - len, f);
-        len += got;
-        if (got == 0)
-            break;
-        if (len == cap) {
-            uint8_t *nb = realloc(buf, cap * 2);
-            if (!nb) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = nb;
-            cap *= 2;
-        }
-    }
-    if (!buf)
-        rc = tsr_err(TSR_ENOMEM, "%s: out of memory", path);
-    else if (ferror(f))
-        rc = tsr_err(TSR_EIO, "%s: read error", path);
-    fclose(f);
-    if (rc) {
-        free(buf);
-        return rc;
-    }
-    *data = buf;
-    *n = len;
-    return TSR_OK;
-}
-
 /* ---------------------------------------------------------------- config */
 
 static const char *config_help =
@@ -343,9 +304,11 @@ static const char *verify_help =
     "\n"
     "Statically check a program: dependency flags and token balance, deadlock\n"
     "(including full command and token queues), FINISH placement and ordering,\n"
-    "on-chip ranges (using the uop contents the program declares), and DRAM\n"
-    "accesses against the declared buffers. Prints OK or the first error with\n"
-    "its instruction index; exit status 0 or 1.\n"
+    "on-chip ranges (on the uop contents the buffers get, filled as `run` fills\n"
+    "them: uops, random SEED, file), data races between stages (accesses to the\n"
+    "same on-chip rows that no token chain orders), STOREs into DRAM a uop LOAD\n"
+    "reads, and DRAM accesses against the declared buffers. Prints OK or the\n"
+    "first error with its instruction index; exit status 0 or 1.\n"
     "  --config CONFIG   config file or preset (default: default)\n";
 
 typedef struct {
@@ -465,7 +428,7 @@ static int cmd_disasm(int argc, char **argv)
     size_t n = 0;
     int rc = tsr_config_load(o.cfgname, &cfg);
     if (!rc)
-        rc = read_file(argv[i], &data, &n);
+        rc = tsr_file_read(argv[i], TSR_ASM_MAX_FILE, "instruction stream", &data, &n);
     if (rc)
         return fail(rc);
     FILE *f = open_out(o.out);
@@ -482,7 +445,9 @@ static int cmd_disasm(int argc, char **argv)
 }
 
 /* `file PATH` is relative to the program's directory (base), so programs
- * can be run from anywhere. */
+ * can be run from anywhere. The file may not be larger than the buffer
+ * (checked before reading it). Messages do not name the buffer: the caller
+ * prefixes "buffer NAME: " once. */
 static int fill_buffer(const tsr_config_t *cfg, const tsr_asm_buffer_t *b, const char *base,
                        uint8_t *dst)
 {
@@ -495,24 +460,20 @@ static int fill_buffer(const tsr_config_t *cfg, const tsr_asm_buffer_t *b, const
                 dst[k * cfg->uop_bytes + j] = (uint8_t)(b->uops[k] >> (8 * j));
         break;
     case TSR_INIT_FILE: {
-        uint8_t *data;
-        size_t n;
+        tsr_file_t f;
         char path[4096];
         const char *slash = base ? strrchr(base, '/') : NULL;
         if (b->path[0] == '/' || !slash)
             snprintf(path, sizeof path, "%s", b->path);
         else
             snprintf(path, sizeof path, "%.*s/%s", (int)(slash - base), base, b->path);
-        int rc = read_file(path, &data, &n);
+        /* Straight into the buffer (no second copy): at most b->size bytes. */
+        int rc = tsr_file_open(&f, path, b->size, "buffer file");
+        if (!rc && !(rc = tsr_file_read_at(&f, 0, dst, (size_t)f.size, "contents")))
+            rc = tsr_file_check_end(&f);
+        tsr_file_close(&f);
         if (rc)
-            return tsr_err_prefix(rc, "buffer %s: ", b->name);
-        if (n > b->size) {
-            free(data);
-            return tsr_err(TSR_EINVAL, "buffer %s: file %s has %zu bytes, more than the buffer (%llu)",
-                           b->name, b->path, n, (unsigned long long)b->size);
-        }
-        memcpy(dst, data, n);
-        free(data);
+            return rc;
         break;
     }
     default: break;
@@ -520,7 +481,7 @@ static int fill_buffer(const tsr_config_t *cfg, const tsr_asm_buffer_t *b, const
     return TSR_OK;
 }
 
-static int program_verify(const tsr_config_t *cfg, const tsr_program_t *p);
+static int program_verify(const tsr_config_t *cfg, const tsr_program_t *p, const char *path);
 
 static int cmd_verify(int argc, char **argv)
 {
@@ -535,48 +496,79 @@ static int cmd_verify(int argc, char **argv)
     int rc = tsr_config_load(o.cfgname, &cfg);
     if (!rc)
         rc = tsr_asm_parse_file(&cfg, argv[i], &p);
-    if (!rc)
-        rc = program_verify(&cfg, &p);
+    /* Config and parse errors name their file already; verifier errors
+     * name only the instruction. */
+    if (!rc && (rc = program_verify(&cfg, &p, argv[i])))
+        tsr_err_prefix(rc, "%s: ", argv[i]);
     tsr_program_free(&p);
     if (rc)
-        return fail(tsr_err_prefix(rc, "%s: ", argv[i]));
+        return fail(rc);
     printf("%s: OK\n", argv[i]);
     return 0;
 }
 
+/* The declared buffers' contents, filled as `run` fills them (zero, random
+ * SEED, uops, file) the first time the verifier reads one (it reads only
+ * uop kernels), so the uop index checks see what a run would load. */
 typedef struct {
     const tsr_config_t *cfg;
     const tsr_program_t *p;
-} uop_ctx_t;
+    const char *path;            /* the program file (base of `file` paths) */
+    uint8_t **bytes;             /* contents of each buffer, NULL until read */
+    int err;                     /* first fill error, or TSR_OK */
+    char msg[512];               /* its message */
+} decl_image_t;
 
 static int decl_read(void *ctx, uint64_t addr, void *dst, size_t n)
 {
-    const uop_ctx_t *u = ctx;
-    for (size_t k = 0; k < u->p->nbufs; k++) {
-        const tsr_asm_buffer_t *b = &u->p->bufs[k];
-        if (b->init != TSR_INIT_UOPS || addr < b->addr || addr + n > b->addr + b->size)
+    decl_image_t *im = ctx;
+    for (size_t k = 0; k < im->p->nbufs; k++) {
+        const tsr_asm_buffer_t *b = &im->p->bufs[k];
+        if (addr < b->addr || addr - b->addr > b->size || n > b->size - (addr - b->addr))
             continue;
-        uint8_t *tmp = malloc((size_t)b->size);
-        if (!tmp)
-            return TSR_ENOMEM;
-        fill_buffer(u->cfg, b, NULL, tmp);
-        memcpy(dst, tmp + (addr - b->addr), n);
-        free(tmp);
+        if (!im->bytes[k]) {
+            int rc = TSR_OK;
+            if (!(im->bytes[k] = malloc(b->size ? (size_t)b->size : 1)))
+                rc = tsr_err(TSR_ENOMEM, "buffer %s: out of memory", b->name);
+            else if ((rc = fill_buffer(im->cfg, b, im->path, im->bytes[k])))
+                tsr_err_prefix(rc, "buffer %s: ", b->name);
+            if (rc) {
+                free(im->bytes[k]);
+                im->bytes[k] = NULL;
+                if (!im->err) {
+                    im->err = rc;
+                    snprintf(im->msg, sizeof im->msg, "%s", tsr_errmsg());
+                }
+                return rc;
+            }
+        }
+        memcpy(dst, im->bytes[k] + (addr - b->addr), n);
         return TSR_OK;
     }
     return TSR_EFAULT;
 }
 
-static int program_verify(const tsr_config_t *cfg, const tsr_program_t *p)
+static int program_verify(const tsr_config_t *cfg, const tsr_program_t *p, const char *path)
 {
-    tsr_region_t *regs = calloc(p->nbufs ? p->nbufs : 1, sizeof *regs);
-    if (!regs)
-        return tsr_err(TSR_ENOMEM, "out of memory");
+    int rc = TSR_OK;
+    size_t nb = p->nbufs ? p->nbufs : 1;
+    tsr_region_t *regs = calloc(nb, sizeof *regs);
+    decl_image_t im = {cfg, p, path, calloc(nb, sizeof(uint8_t *)), TSR_OK, ""};
+    if (!regs || !im.bytes) {
+        rc = tsr_err(TSR_ENOMEM, "out of memory");
+        goto out;
+    }
     for (size_t k = 0; k < p->nbufs; k++)
         regs[k] = (tsr_region_t){p->bufs[k].addr, p->bufs[k].size, p->bufs[k].name};
-    uop_ctx_t ctx = {cfg, p};
-    tsr_verify_opts_t vo = {regs, p->nbufs, 1, decl_read, &ctx};
-    int rc = tsr_verify(cfg, p->insns, p->ninsns, &vo);
+    tsr_verify_opts_t vo = {regs, p->nbufs, 1, decl_read, &im};
+    rc = tsr_verify(cfg, p->insns, p->ninsns, &vo);
+    /* A kernel buffer that could not be filled fails `run` too, and its uops went unchecked. */
+    if (!rc && im.err)
+        rc = tsr_err(im.err, "%s", im.msg);
+out:
+    for (size_t k = 0; im.bytes && k < p->nbufs; k++)
+        free(im.bytes[k]);
+    free(im.bytes);
     free(regs);
     return rc;
 }
@@ -619,12 +611,13 @@ static int cmd_run(int argc, char **argv)
         rc = tsr_device_open(o.backend, &cfg, &dopts, &dev);
     for (size_t k = 0; !rc && k < p.nbufs; k++) {
         const tsr_asm_buffer_t *b = &p.bufs[k];
+        /* Device memory first: it bounds the buffer, so an absurd size is
+         * refused before the host copy below is allocated. */
+        rc = tsr_mem_alloc_at(dev, b->addr, b->size);
         free(tmp);
-        tmp = malloc((size_t)b->size);
-        if (!tmp)
-            rc = tsr_err(TSR_ENOMEM, "out of memory");
-        if (!rc)
-            rc = tsr_mem_alloc_at(dev, b->addr, b->size);
+        tmp = NULL;
+        if (!rc && !(tmp = malloc((size_t)b->size)))
+            rc = tsr_err(TSR_ENOMEM, "out of memory for %llu bytes", (unsigned long long)b->size);
         if (!rc)
             rc = fill_buffer(&cfg, b, argv[i], tmp);
         if (!rc)

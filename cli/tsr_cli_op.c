@@ -1274,7 +1274,7 @@ int tsr_cli_op(int argc, char **argv, const tsr_cli_dev_t *d)
     memset(&info, 0, sizeof info);
     int rc = tsr_config_load(a.config, &cfg);
     if (rc)
-        rc = tsr_err_prefix(rc, "--config %s: ", a.config);
+        rc = tsr_err_prefix(rc, "--config "); /* the message starts with the file or preset name */
     char f1[32], f2[32];
     snprintf(f1, sizeof f1, "--%s", op_long[o->in1 - F_INPUT].name);
     snprintf(f2, sizeof f2, "--%s", o->in2 ? op_long[o->in2 - F_INPUT].name : "");

@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "tsr_error.h"
+#include "tsr_file.h"
 
 /* Longest excerpt of an offending token quoted in a message. */
 #define SHOW 48
@@ -804,49 +805,25 @@ out:
 
 int tsr_asm_parse_file(const tsr_config_t *cfg, const char *path, tsr_program_t *prog)
 {
-    FILE *f = NULL;
-    char *buf = NULL;
-    size_t len = 0, cap = 0;
-    int rc = TSR_OK;
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    int rc;
 
     if (prog)
         memset(prog, 0, sizeof *prog);
     if (!path || !prog)
         return tsr_err(TSR_EINVAL, "tsr_asm_parse_file: no path or program given");
-    if (!(f = fopen(path, "rb"))) {
-        rc = tsr_err(TSR_EIO, "%s: cannot open assembly file", path);
-        goto out;
-    }
-    for (;;) {
-        if (len + 4096 + 1 > cap) {
-            void *q = grow(buf, &cap, len + 4096 + 1, 1);
-            if (!q) {
-                rc = tsr_err(TSR_ENOMEM, "%s: out of memory", path);
-                goto out;
-            }
-            buf = q;
-        }
-        size_t got = fread(buf + len, 1, cap - len - 1, f);
-        len += got;
-        if (got == 0)
-            break;
-    }
-    if (ferror(f)) {
-        rc = tsr_err(TSR_EIO, "%s: read error", path);
-        goto out;
-    }
-    buf[len] = '\0';
-    if (strlen(buf) != len) {
+    if ((rc = tsr_file_read(path, TSR_ASM_MAX_FILE, "assembly file", &buf, &len)))
+        return rc;
+    const char *text = (const char *)buf;
+    if (strlen(text) != len) {
         int line = 1;
-        for (size_t i = 0; buf[i]; i++)
-            line += buf[i] == '\n';
+        for (size_t i = 0; text[i]; i++)
+            line += text[i] == '\n';
         rc = tsr_err(TSR_EPARSE, "%s:%d: file contains a NUL byte", path, line);
-        goto out;
+    } else {
+        rc = tsr_asm_parse(cfg, text, path, prog);
     }
-    rc = tsr_asm_parse(cfg, buf, path, prog);
-out:
-    if (f)
-        fclose(f);
     free(buf);
     return rc;
 }

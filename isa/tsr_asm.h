@@ -9,6 +9,10 @@
  *
  * Grammar (one statement per line, '#' starts a comment):
  *   .buffer NAME SIZE [@ADDR] [zero | random SEED | file PATH]
+ *                                     (file PATH: a regular file of at most
+ *                                      SIZE bytes, relative to the program;
+ *                                      `tessera run` refuses a buffer outside
+ *                                      device DRAM before allocating it)
  *   .uops NAME D,S,W [D,S,W ...]      (appends uops to buffer NAME,
  *                                      declaring it on first use)
  *   .output NAME                      (dump NAME after `tessera run`)
@@ -35,6 +39,9 @@
 #define TSR_ASM_BASE_ADDR 0x100000ull /* first automatically placed buffer */
 #define TSR_ASM_ALIGN 4096ull         /* minimum buffer alignment */
 #define TSR_ASM_NAME_MAX 64
+/* Largest assembly file or binary instruction stream read from a path
+ * (16 Mi instructions of binary; text at ~60 bytes a line is a few Mi). */
+#define TSR_ASM_MAX_FILE (256ull << 20)
 
 typedef enum {
     TSR_INIT_ZERO = 0,   /* zero-filled */
@@ -66,7 +73,7 @@ typedef struct tsr_program {
 
 /* Assemble text. Errors are TSR_EPARSE "NAME:LINE: message". */
 int tsr_asm_parse(const tsr_config_t *cfg, const char *text, const char *name, tsr_program_t *prog);
-/* Read a file and assemble it. */
+/* Read a file (a regular file of at most TSR_ASM_MAX_FILE bytes) and assemble it. */
 int tsr_asm_parse_file(const tsr_config_t *cfg, const char *path, tsr_program_t *prog);
 void tsr_program_free(tsr_program_t *prog);
 

@@ -7,12 +7,14 @@
 #include "tsr_config.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "tsr_error.h"
+#include "tsr_file.h"
 #include "tsr_isa.h"
 
 extern const char *const tsr_preset_table[][2];
@@ -357,38 +359,20 @@ int tsr_config_load(const char *path_or_preset, tsr_config_t *cfg)
         return tsr_config_parse(preset, path_or_preset, cfg);
     if (!path_or_preset)
         return tsr_err(TSR_EINVAL, "no config given");
-    FILE *f = fopen(path_or_preset, "rb");
-    if (!f)
-        return tsr_err(TSR_EIO,
-                       "%s: cannot open config (not a file, nor a preset: default, tiny, large)",
+    uint8_t *buf = NULL;
+    size_t n = 0;
+    tsr_file_t f;
+    int rc = tsr_file_open(&f, path_or_preset, TSR_CONFIG_MAX_FILE, "config file");
+    if (rc && f.sys_errno == ENOENT)
+        return tsr_err(TSR_EIO, "%s: no such config file, nor a preset (default, tiny, large)",
                        path_or_preset);
-    char *buf = NULL;
-    int rc = TSR_OK;
-    if (fseek(f, 0, SEEK_END) || ftell(f) < 0 || ftell(f) > (1 << 20)) {
-        rc = tsr_err(TSR_ECONFIG, "%s: not a config file (unreadable or larger than 1 MiB)",
-                     path_or_preset);
-        goto out;
-    }
-    long n = ftell(f);
-    rewind(f);
-    buf = malloc((size_t)n + 1);
-    if (!buf) {
-        rc = tsr_err(TSR_ENOMEM, "out of memory reading %s", path_or_preset);
-        goto out;
-    }
-    if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        rc = tsr_err(TSR_EIO, "%s: read error", path_or_preset);
-        goto out;
-    }
-    buf[n] = '\0';
-    if (strlen(buf) != (size_t)n) {
+    if (!rc)
+        rc = tsr_file_read_all(&f, &buf, &n);
+    if (!rc && strlen((const char *)buf) != n)
         rc = tsr_err(TSR_ECONFIG, "%s: malformed JSON: file contains a NUL byte", path_or_preset);
-        goto out;
-    }
-    rc = tsr_config_parse(buf, path_or_preset, cfg);
-out:
+    if (!rc)
+        rc = tsr_config_parse((const char *)buf, path_or_preset, cfg);
     free(buf);
-    fclose(f);
     return rc;
 }
 

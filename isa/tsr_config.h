@@ -70,7 +70,11 @@ typedef struct tsr_config {
 
 /* Parse JSON text; name is used in messages. Returns TSR_OK or TSR_ECONFIG. */
 int tsr_config_parse(const char *json, const char *name, tsr_config_t *cfg);
-/* Load a config from a file path, or a preset name ("default", "tiny", "large"). */
+/* Largest config file tsr_config_load reads (a config is a few hundred bytes). */
+#define TSR_CONFIG_MAX_FILE (1u << 20)
+
+/* Load a config from a file path, or a preset name ("default", "tiny", "large").
+ * The file must be a regular file of at most TSR_CONFIG_MAX_FILE bytes. */
 int tsr_config_load(const char *path_or_preset, tsr_config_t *cfg);
 /* JSON text of a built-in preset, or NULL. */
 const char *tsr_config_preset_json(const char *name);

@@ -217,6 +217,9 @@ int tsr_insn_encode(const tsr_config_t *cfg, const tsr_insn_t *in, tsr_insn_bits
     if ((in->opcode == TSR_OP_LOAD || in->opcode == TSR_OP_STORE) && in->mem_type >= TSR_MEM_COUNT)
         return tsr_err(TSR_EBOUNDS, "%s: field mem_type = %u is not a memory type (0..5)",
                        tsr_opcode_name(in->opcode), in->mem_type);
+    if (in->opcode == TSR_OP_ALU && in->alu_opcode >= TSR_ALU_COUNT)
+        return tsr_err(TSR_EBOUNDS, "alu: field alu_opcode = %u is not an ALU op (0..%d)",
+                       in->alu_opcode, TSR_ALU_COUNT - 1);
     return TSR_OK;
 }
 
@@ -249,6 +252,10 @@ int tsr_insn_decode(const tsr_config_t *cfg, const tsr_insn_bits_t *in, tsr_insn
     if ((op == TSR_OP_LOAD || op == TSR_OP_STORE) && out->mem_type >= TSR_MEM_COUNT)
         return tsr_err(TSR_EINVAL, "malformed %s instruction: memory type %u is not 0..5",
                        tsr_opcode_name(op), out->mem_type);
+    /* The 4-bit field holds more values than there are ALU ops. */
+    if (op == TSR_OP_ALU && out->alu_opcode >= TSR_ALU_COUNT)
+        return tsr_err(TSR_EINVAL, "malformed alu instruction: ALU op %u is not 0..%d",
+                       out->alu_opcode, TSR_ALU_COUNT - 1);
     return TSR_OK;
 }
 
@@ -301,6 +308,18 @@ tsr_stage_e tsr_insn_stage(const tsr_insn_t *in)
     case TSR_OP_STORE: return TSR_STAGE_STORE;
     default: return TSR_STAGE_COMPUTE;
     }
+}
+
+const char *tsr_insn_desc(const tsr_insn_t *in, char *buf, size_t n)
+{
+    const char *op = tsr_opcode_name(in->opcode);
+    if (in->opcode == TSR_OP_LOAD || in->opcode == TSR_OP_STORE)
+        snprintf(buf, n, "%s %s", op ? op : "?", tsr_mem_name(in->mem_type) ? tsr_mem_name(in->mem_type) : "?");
+    else if (in->opcode == TSR_OP_ALU)
+        snprintf(buf, n, "alu %s", tsr_alu_name(in->alu_opcode) ? tsr_alu_name(in->alu_opcode) : "?");
+    else
+        snprintf(buf, n, "%s", op ? op : "?");
+    return buf;
 }
 
 const char *tsr_opcode_name(uint32_t op)

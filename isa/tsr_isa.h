@@ -164,6 +164,8 @@ void tsr_uop_decode(const tsr_config_t *cfg, uint64_t raw, tsr_uop_t *u);
 
 /* Stage that executes an instruction (LOAD of UOP/ACC/ACC8 runs in compute). */
 tsr_stage_e tsr_insn_stage(const tsr_insn_t *in);
+/* Short mnemonic for messages ("load inp", "alu add", "gemm") written to buf; returns buf. */
+const char *tsr_insn_desc(const tsr_insn_t *in, char *buf, size_t n);
 
 /* Names */
 const char *tsr_opcode_name(uint32_t op);   /* "load", ... or NULL */

@@ -72,18 +72,6 @@ static int q_pop_next(int s) { return s == TSR_STAGE_LOAD ? TSR_Q_C2L : s == TSR
 static int q_push_prev(int s) { return s == TSR_STAGE_COMPUTE ? TSR_Q_C2L : s == TSR_STAGE_STORE ? TSR_Q_S2C : -1; }
 static int q_push_next(int s) { return s == TSR_STAGE_LOAD ? TSR_Q_L2C : s == TSR_STAGE_COMPUTE ? TSR_Q_C2S : -1; }
 
-static const char *insn_desc(const tsr_insn_t *in, char *buf, size_t n)
-{
-    const char *op = tsr_opcode_name(in->opcode);
-    if (in->opcode == TSR_OP_LOAD || in->opcode == TSR_OP_STORE)
-        snprintf(buf, n, "%s %s", op ? op : "?", tsr_mem_name(in->mem_type) ? tsr_mem_name(in->mem_type) : "?");
-    else if (in->opcode == TSR_OP_ALU)
-        snprintf(buf, n, "alu %s", tsr_alu_name(in->alu_opcode) ? tsr_alu_name(in->alu_opcode) : "?");
-    else
-        snprintf(buf, n, "%s", op ? op : "?");
-    return buf;
-}
-
 static int precheck(tsr_pipe_t *p)
 {
     char d[32];
@@ -95,7 +83,7 @@ static int precheck(tsr_pipe_t *p)
         if ((in->opcode == TSR_OP_LOAD || in->opcode == TSR_OP_STORE) && in->mem_type >= TSR_MEM_COUNT)
             return tsr_err(TSR_EVERIFY, "insn #%zu: invalid memory type %u", i, in->mem_type);
         int s = tsr_insn_stage(in);
-        insn_desc(in, d, sizeof d);
+        tsr_insn_desc(in, d, sizeof d);
         if (in->pop_prev && q_pop_prev(s) < 0)
             return tsr_err(TSR_EVERIFY, "insn #%zu (%s): pop_prev is illegal in the %s stage (it has no previous stage)", i, d, tsr_stage_name(s));
         if (in->push_prev && q_push_prev(s) < 0)
@@ -116,7 +104,7 @@ static int precheck(tsr_pipe_t *p)
         return tsr_err(TSR_EVERIFY, "insn #%zu: stream of %zu instructions has no FINISH: the device would never signal completion", p->n, p->n);
     if (finish_at != p->n - 1)
         return tsr_err(TSR_EVERIFY, "insn #%zu (%s): instruction after FINISH (#%zu); FINISH must be the last instruction",
-                       finish_at + 1, insn_desc(&p->insns[finish_at + 1], d, sizeof d), finish_at);
+                       finish_at + 1, tsr_insn_desc(&p->insns[finish_at + 1], d, sizeof d), finish_at);
     return TSR_OK;
 }
 
@@ -183,6 +171,11 @@ void tsr_pipe_destroy(tsr_pipe_t *p)
 
 uint64_t tsr_pipe_executed(const tsr_pipe_t *p) { return p->executed; }
 
+void tsr_pipe_clock(const tsr_pipe_t *p, int s, uint32_t clock[TSR_STAGE_COUNT])
+{
+    memcpy(clock, p->st[s].clock, sizeof p->st[s].clock);
+}
+
 static void tok_push(tsr_pipe_t *p, int q, const uint32_t clock[TSR_STAGE_COUNT], uint32_t from)
 {
     tqueue_t *t = &p->tok[q];
@@ -239,7 +232,7 @@ static int finish_checks(tsr_pipe_t *p, uint32_t idx)
             return tsr_err(TSR_EVERIFY,
                            "insn #%u (%s): token imbalance: %u token(s) left in queue %s at FINISH, "
                            "the first pushed by insn #%u (%s) and never popped",
-                           from, insn_desc(&p->insns[from], d, sizeof d), t->count,
+                           from, tsr_insn_desc(&p->insns[from], d, sizeof d), t->count,
                            tsr_queue_name(q), from, d);
         }
     }
@@ -252,7 +245,7 @@ static int finish_checks(tsr_pipe_t *p, uint32_t idx)
                        "insn #%u (finish): %s-stage insn #%u (%s) is not ordered before FINISH, so "
                        "completion could be signalled before it runs (make the last %s-stage "
                        "instruction push a token that compute pops before FINISH)",
-                       idx, tsr_stage_name(s), j, insn_desc(&p->insns[j], d, sizeof d),
+                       idx, tsr_stage_name(s), j, tsr_insn_desc(&p->insns[j], d, sizeof d),
                        tsr_stage_name(s));
     }
     return TSR_OK;
@@ -319,7 +312,7 @@ static uint64_t step_stage(tsr_pipe_t *p, int s, uint64_t max, uint64_t *budget)
                 }
                 if (rc) {
                     char d[32];
-                    p->error = tsr_err_prefix(rc, "insn #%u (%s): ", st->idx, insn_desc(in, d, sizeof d));
+                    p->error = tsr_err_prefix(rc, "insn #%u (%s): ", st->idx, tsr_insn_desc(in, d, sizeof d));
                     break;
                 }
             }
@@ -393,16 +386,16 @@ static int deadlock_report(tsr_pipe_t *p)
         if (st->state == ST_IDLE) {
             APPEND("idle (no command);");
         } else if (st->state == ST_EXEC) {
-            APPEND("executing #%u (%s);", st->idx, insn_desc(in, d, sizeof d));
+            APPEND("executing #%u (%s);", st->idx, tsr_insn_desc(in, d, sizeof d));
         } else if (st->state == ST_POPPING) {
             int qp = in->pop_prev ? q_pop_prev(s) : -1, qn = in->pop_next ? q_pop_next(s) : -1;
             int q = (qp >= 0 && !p->tok[qp].count) ? qp : qn;
             APPEND("blocked at #%u (%s) waiting for a token on %s;", st->idx,
-                   insn_desc(in, d, sizeof d), tsr_queue_name(q));
+                   tsr_insn_desc(in, d, sizeof d), tsr_queue_name(q));
         } else {
             int q = st->push_prev_left ? q_push_prev(s) : q_push_next(s);
             APPEND("blocked at #%u (%s) pushing to full queue %s;", st->idx,
-                   insn_desc(in, d, sizeof d), tsr_queue_name(q));
+                   tsr_insn_desc(in, d, sizeof d), tsr_queue_name(q));
         }
     }
     if (p->pc < p->n) {

@@ -58,6 +58,11 @@ void tsr_pipe_destroy(tsr_pipe_t *p);
  * instruction after FINISH, illegal flag, work not ordered before FINISH,
  * leftover tokens), or whatever exec returned (prefixed with the index). */
 int tsr_pipe_run(tsr_pipe_t *p, uint64_t max_insns, int *done);
+/* Vector clock of stage s: clock[t] = how many stage-t instructions are
+ * known (through tokens, transitively) to have completed. Inside an exec
+ * callback for a stage-s instruction it is that instruction's knowledge
+ * (clock[s] = its ordinal within the stage, from 0). */
+void tsr_pipe_clock(const tsr_pipe_t *p, int s, uint32_t clock[TSR_STAGE_COUNT]);
 /* Instructions executed so far. */
 uint64_t tsr_pipe_executed(const tsr_pipe_t *p);
 /* Name of a token queue ("load->compute"). */

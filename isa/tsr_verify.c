@@ -1,8 +1,10 @@
 /*
  * tsr_verify: static checks of a task-instruction stream (see tsr_verify.h).
  * Per-instruction checks run first, in stream order, so the first error
- * reported is the earliest bad instruction; then the stream is dry-run
- * through tsr_pipe for token, deadlock and FINISH-ordering errors.
+ * reported is the earliest bad instruction; then STOREs are checked against
+ * the DRAM the uop LOADs read; then the stream is dry-run through tsr_pipe
+ * for token, deadlock and FINISH-ordering errors, with each instruction's
+ * on-chip footprint handed to the race detector (tsr_hb) as it executes.
  */
 #include "tsr_verify.h"
 
@@ -12,13 +14,41 @@
 #include <string.h>
 
 #include "tsr_error.h"
+#include "tsr_hb.h"
 #include "tsr_pipe.h"
+
+/* A DRAM byte range [lo, hi) accessed by insn #idx. */
+typedef struct {
+    uint64_t lo, hi;     /* bytes */
+    uint32_t idx;        /* the instruction */
+} span_t;
+
+/* A set of spans, searchable for overlaps once sealed. */
+typedef struct {
+    span_t *v;           /* spans; sorted by lo once sealed */
+    size_t n, cap;       /* used / allocated entries */
+    size_t *reach;       /* sealed: reach[k] = the span ending last among v[0..k] */
+} spanset_t;
+
+/* Boundaries of the STORE rows that some LOAD reads: the race detector
+ * tracks DRAM in the segments they cut (nothing when no LOAD reads what a
+ * STORE writes, the usual case). */
+typedef struct {
+    uint64_t *b;         /* boundaries */
+    size_t n, cap;       /* used / allocated */
+} bounds_t;
 
 typedef struct {
     const tsr_config_t *cfg;
     const tsr_verify_opts_t *opts;
     tsr_uop_t *uops;     /* shadow of the uop buffer */
     uint8_t *known;      /* 1 if the shadow entry holds loaded contents */
+    uint8_t *raw;        /* one row of uop bytes as read from DRAM (uop_depth entries) */
+    spanset_t uops_read; /* DRAM bytes the stream's uop LOADs read */
+    spanset_t loads;     /* DRAM bytes any LOAD reads */
+    bounds_t dram;       /* DRAM segment boundaries for the race pass */
+    tsr_pipe_t *pipe;    /* the dry run, during the race pass */
+    tsr_hb_t *hb;        /* race detector, during the race pass */
 } vstate_t;
 
 static int bad(size_t i, const tsr_insn_t *in, const char *fmt, ...)
@@ -69,6 +99,183 @@ static int check_dram(vstate_t *v, size_t i, const tsr_insn_t *in)
                (unsigned long long)first, (unsigned long long)end);
 }
 
+/* The uop shadow after a uop LOAD (one DRAM read per row; a row that
+ * cannot be read leaves its entries unknown). Linear in the rows loaded. */
+static void load_uops(vstate_t *v, const tsr_insn_t *in)
+{
+    const tsr_config_t *c = v->cfg;
+    uint32_t ub = c->uop_bytes;
+    uint32_t nb = ub < 8 ? ub : 8;
+    for (uint64_t y = 0; y < in->y_size; y++) {
+        uint32_t slot0 = (uint32_t)(in->sram_base + y * in->x_size);
+        memset(v->known + slot0, 0, in->x_size);
+        if (!v->opts || !v->opts->read)
+            continue;
+        uint64_t addr = ((uint64_t)in->dram_base + y * in->x_stride) * ub;
+        if (v->opts->read(v->opts->read_ctx, addr, v->raw, (size_t)in->x_size * ub) != TSR_OK)
+            continue;
+        for (uint32_t x = 0; x < in->x_size; x++) {
+            uint64_t w = 0;
+            for (uint32_t b = 0; b < nb; b++)
+                w |= (uint64_t)v->raw[(size_t)x * ub + b] << (8 * b);
+            tsr_uop_decode(c, w, &v->uops[slot0 + x]);
+            v->known[slot0 + x] = 1;
+        }
+    }
+}
+
+/* Add the DRAM bytes of a LOAD/STORE (one span per row, or one for rows
+ * laid end to end) to set. */
+static int add_spans(spanset_t *set, size_t i, const tsr_insn_t *in, uint64_t eb)
+{
+    int packed = in->x_stride == in->x_size;
+    uint64_t nrows = packed ? 1 : in->y_size;
+    uint64_t rowlen = packed ? (uint64_t)in->x_size * in->y_size : in->x_size;
+    for (uint64_t y = 0; y < nrows; y++) {
+        if (set->n == set->cap) {
+            size_t cap = set->cap ? 2 * set->cap : 64;
+            span_t *p = realloc(set->v, cap * sizeof *p);
+            if (!p)
+                return tsr_err(TSR_ENOMEM, "out of memory");
+            set->v = p;
+            set->cap = cap;
+        }
+        uint64_t lo = ((uint64_t)in->dram_base + y * in->x_stride) * eb;
+        set->v[set->n++] = (span_t){lo, lo + rowlen * eb, (uint32_t)i};
+    }
+    return TSR_OK;
+}
+
+static int span_cmp(const void *a, const void *b)
+{
+    const span_t *x = a, *y = b;
+    return x->lo < y->lo ? -1 : x->lo > y->lo ? 1 : (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+static int seal(spanset_t *set)
+{
+    if (!set->n)
+        return TSR_OK;
+    qsort(set->v, set->n, sizeof *set->v, span_cmp);
+    if (!(set->reach = malloc(set->n * sizeof *set->reach)))
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    for (size_t k = 0; k < set->n; k++)
+        set->reach[k] = k && set->v[set->reach[k - 1]].hi >= set->v[k].hi ? set->reach[k - 1] : k;
+    return TSR_OK;
+}
+
+static void spanset_free(spanset_t *set)
+{
+    free(set->v);
+    free(set->reach);
+}
+
+/* A span of the sealed set overlapping bytes [lo, hi), or NULL. */
+static const span_t *overlap(const spanset_t *set, uint64_t lo, uint64_t hi)
+{
+    size_t a = 0, b = set->n; /* first span starting at or after hi */
+    while (a < b) {
+        size_t mid = a + (b - a) / 2;
+        if (set->v[mid].lo < hi)
+            a = mid + 1;
+        else
+            b = mid;
+    }
+    if (!a)
+        return NULL;
+    const span_t *k = &set->v[set->reach[a - 1]];
+    return k->hi > lo ? k : NULL;
+}
+
+/* The rows of a STORE that overlap a sealed set: calls fn for each. */
+typedef int (*row_fn)(vstate_t *v, size_t i, const tsr_insn_t *in, uint64_t lo, uint64_t hi,
+                      const span_t *sp);
+
+static int store_rows(vstate_t *v, const spanset_t *set, size_t i, const tsr_insn_t *in, row_fn fn)
+{
+    uint64_t eb = tsr_config_elem_bytes(v->cfg, TSR_MEM_OUT);
+    uint64_t first = (uint64_t)in->dram_base * eb;
+    uint64_t end = ((uint64_t)in->dram_base + (uint64_t)(in->y_size - 1) * in->x_stride + in->x_size) * eb;
+    if (!set->n || !overlap(set, first, end))
+        return TSR_OK; /* the usual case: one search per STORE */
+    for (uint64_t y = 0; y < in->y_size; y++) {
+        uint64_t lo = ((uint64_t)in->dram_base + y * in->x_stride) * eb, hi = lo + in->x_size * eb;
+        const span_t *sp = overlap(set, lo, hi);
+        int rc;
+        if (sp && (rc = fn(v, i, in, lo, hi, sp)))
+            return rc;
+    }
+    return TSR_OK;
+}
+
+static int self_modify_row(vstate_t *v, size_t i, const tsr_insn_t *in, uint64_t lo, uint64_t hi,
+                           const span_t *sp)
+{
+    (void)v;
+    uint64_t a = lo > sp->lo ? lo : sp->lo, b = hi < sp->hi ? hi : sp->hi;
+    return bad(i, in,
+               "writes DRAM bytes [0x%llx, 0x%llx) that insn #%u (load uop) reads as micro-ops; "
+               "a stream may not rewrite its own micro-ops (the verifier checks their indices "
+               "before the run)",
+               (unsigned long long)a, (unsigned long long)b, sp->idx);
+}
+
+
+static int dram_row(vstate_t *v, size_t i, const tsr_insn_t *in, uint64_t lo, uint64_t hi,
+                    const span_t *sp)
+{
+    (void)i;
+    (void)in;
+    (void)sp;
+    if (v->dram.n + 2 > v->dram.cap) {
+        size_t cap = v->dram.cap ? 2 * v->dram.cap : 64;
+        uint64_t *p = realloc(v->dram.b, cap * sizeof *p);
+        if (!p)
+            return tsr_err(TSR_ENOMEM, "out of memory");
+        v->dram.b = p;
+        v->dram.cap = cap;
+    }
+    v->dram.b[v->dram.n++] = lo;
+    v->dram.b[v->dram.n++] = hi;
+    return TSR_OK;
+}
+
+static int u64_cmp(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Self-modifying streams: a STORE may not write DRAM bytes that any uop
+ * LOAD of the stream reads, before or after it. The index checks read the
+ * micro-ops before the run, so a stream that rewrote its own kernel would
+ * run indices nobody checked. (The instruction buffer is the driver's and
+ * outside every declared buffer, so check_dram keeps STOREs out of it.)
+ * Then, for the race pass, the boundaries of STORE rows that LOADs read. */
+static int check_stores(vstate_t *v, const tsr_insn_t *insns, size_t n)
+{
+    int rc;
+    if ((rc = seal(&v->uops_read)) || (rc = seal(&v->loads)))
+        return rc;
+    for (size_t i = 0; i < n; i++) {
+        const tsr_insn_t *in = &insns[i];
+        if (in->opcode != TSR_OP_STORE || !in->x_size || !in->y_size)
+            continue;
+        if ((rc = store_rows(v, &v->uops_read, i, in, self_modify_row)) ||
+            (rc = store_rows(v, &v->loads, i, in, dram_row)))
+            return rc;
+    }
+    if (!v->dram.n)
+        return TSR_OK;
+    qsort(v->dram.b, v->dram.n, sizeof *v->dram.b, u64_cmp);
+    size_t u = 0;
+    for (size_t k = 0; k < v->dram.n; k++)
+        if (!u || v->dram.b[k] != v->dram.b[u - 1])
+            v->dram.b[u++] = v->dram.b[k];
+    v->dram.n = u;
+    return TSR_OK;
+}
+
 static int check_mem(vstate_t *v, size_t i, const tsr_insn_t *in)
 {
     const tsr_config_t *c = v->cfg;
@@ -99,24 +306,15 @@ static int check_mem(vstate_t *v, size_t i, const tsr_insn_t *in)
             return rc;
     }
     /* Track uop contents so GEMM/ALU indices can be checked exactly. */
-    if (is_load && m == TSR_MEM_UOP) {
-        for (uint64_t y = 0; y < in->y_size; y++)
-            for (uint64_t x = 0; x < in->x_size; x++) {
-                uint32_t slot = (uint32_t)(in->sram_base + y * in->x_size + x);
-                v->known[slot] = 0;
-                if (!v->opts || !v->opts->read)
-                    continue;
-                uint8_t raw[8] = {0};
-                uint32_t nb = c->uop_bytes < sizeof raw ? c->uop_bytes : (uint32_t)sizeof raw;
-                uint64_t addr = ((uint64_t)in->dram_base + y * in->x_stride + x) * c->uop_bytes;
-                if (v->opts->read(v->opts->read_ctx, addr, raw, nb) != TSR_OK)
-                    continue;
-                uint64_t w = 0;
-                for (uint32_t b = 0; b < nb; b++)
-                    w |= (uint64_t)raw[b] << (8 * b);
-                tsr_uop_decode(c, w, &v->uops[slot]);
-                v->known[slot] = 1;
-            }
+    if (is_load && m == TSR_MEM_UOP)
+        load_uops(v, in);
+    if (is_load && in->y_size) {
+        uint64_t eb = tsr_config_elem_bytes(c, (int)m);
+        int rc = add_spans(&v->loads, i, in, eb);
+        if (!rc && m == TSR_MEM_UOP)
+            rc = add_spans(&v->uops_read, i, in, eb);
+        if (rc)
+            return rc;
     }
     return TSR_OK;
 }
@@ -167,13 +365,33 @@ static int check_loop(vstate_t *v, size_t i, const tsr_insn_t *in)
     return TSR_OK;
 }
 
+/* The race pass: the dry run calls this for each instruction in the order
+ * of one legal execution, with its stage's vector clock. Compute-stage
+ * instructions (uop LOADs, GEMM, ALU) run in program order, so the uop
+ * shadow rebuilt here matches the one the index checks used. */
+static int race_exec(void *ctx, uint32_t index, const tsr_insn_t *in)
+{
+    vstate_t *v = ctx;
+    tsr_hb_who_t who = {index, tsr_insn_stage(in), {0}};
+    tsr_pipe_clock(v->pipe, who.stage, who.clock);
+    if (in->opcode == TSR_OP_LOAD && in->mem_type == TSR_MEM_UOP && in->x_size)
+        load_uops(v, in);
+    /* The pipe prefixes an error with "insn #N (op): ". */
+    return tsr_hb_insn(v->hb, &who, v->uops, v->known);
+}
+
 int tsr_verify(const tsr_config_t *cfg, const tsr_insn_t *insns, size_t n,
                const tsr_verify_opts_t *opts)
 {
     int rc = TSR_OK;
-    tsr_pipe_t *pipe = NULL;
-    vstate_t v = {cfg, opts, calloc(cfg->uop_depth, sizeof(tsr_uop_t)), calloc(cfg->uop_depth, 1)};
-    if (!v.uops || !v.known) {
+    vstate_t v;
+    memset(&v, 0, sizeof v);
+    v.cfg = cfg;
+    v.opts = opts;
+    v.uops = calloc(cfg->uop_depth, sizeof(tsr_uop_t));
+    v.known = calloc(cfg->uop_depth, 1);
+    v.raw = malloc((size_t)cfg->uop_depth * cfg->uop_bytes + 8);
+    if (!v.uops || !v.known || !v.raw) {
         rc = tsr_err(TSR_ENOMEM, "out of memory");
         goto out;
     }
@@ -193,16 +411,25 @@ int tsr_verify(const tsr_config_t *cfg, const tsr_insn_t *insns, size_t n,
         default: rc = tsr_err(TSR_EVERIFY, "insn #%zu: invalid opcode %u", i, in->opcode); break;
         }
     }
-    if (rc)
+    if (rc || (rc = check_stores(&v, insns, n)))
         goto out;
-    /* Ordering: tokens, deadlock, FINISH. */
+    /* Ordering: tokens, deadlock, FINISH; and data races, checked on the
+     * way through the same dry run. */
     int done = 0;
-    if ((rc = tsr_pipe_create(cfg, insns, n, NULL, NULL, 0, &pipe)))
+    memset(v.known, 0, cfg->uop_depth);
+    if ((rc = tsr_hb_create(cfg, insns, n, &v.hb)) ||
+        (rc = tsr_hb_set_dram(v.hb, v.dram.b, v.dram.n)) ||
+        (rc = tsr_pipe_create(cfg, insns, n, race_exec, &v, 0, &v.pipe)))
         goto out;
-    rc = tsr_pipe_run(pipe, 0, &done);
+    rc = tsr_pipe_run(v.pipe, 0, &done);
 out:
-    tsr_pipe_destroy(pipe);
+    tsr_pipe_destroy(v.pipe);
+    tsr_hb_destroy(v.hb);
     free(v.uops);
     free(v.known);
+    free(v.raw);
+    spanset_free(&v.uops_read);
+    spanset_free(&v.loads);
+    free(v.dram.b);
     return rc;
 }

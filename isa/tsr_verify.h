@@ -8,7 +8,14 @@
  *  - SRAM rows, uop ranges and loop extents outside the configured buffers
  *    (GEMM/ALU indices are checked against the actual uop contents when
  *    the caller can read DRAM);
- *  - DRAM accesses outside the buffers the program declared.
+ *  - DRAM accesses outside the buffers the program declared;
+ *  - self-modifying streams: a STORE into DRAM bytes that a uop LOAD of the
+ *    stream reads (the indices were checked on the contents before the run);
+ *  - data races: two accesses to the same inp/wgt/out row or DRAM byte, one
+ *    a write, by instructions of different stages that no token chain
+ *    orders (via tsr_hb, on the same dry run; GEMM/ALU footprints need the
+ *    uop contents).
+ * Cost: linear in the stream (uop rows loaded, instructions, rows touched).
  */
 #ifndef TSR_VERIFY_H
 #define TSR_VERIFY_H

@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "tsr_error.h"
+#include "tsr_file.h"
 #include "tsr_rtl.h"
 
 #define HDR_BYTES 64u
@@ -479,43 +480,24 @@ out:
     free(b);
 }
 
-/* Read the whole file; 1 = read, 0 = no file, -1 = unreadable (reason set). */
-static int slurp(const char *path, uint8_t **data, size_t *n, const char **why)
+/* Read the whole file; 1 = read, 0 = no file, -1 = unreadable (the reason,
+ * e.g. not a regular file or larger than MAX_FILE_BYTES, in why[whylen]). */
+static int slurp(const char *path, uint8_t **data, size_t *n, char *why, size_t whylen)
 {
-    *data = NULL;
-    *n = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        if (errno == ENOENT)
-            return 0;
-        *why = strerror(errno);
-        return -1;
-    }
-    struct stat sb;
-    if (fstat(fd, &sb) || !S_ISREG(sb.st_mode) || (uint64_t)sb.st_size > MAX_FILE_BYTES) {
-        close(fd);
-        *why = "not a regular file of a plausible size";
-        return -1;
-    }
-    size_t size = (size_t)sb.st_size, off = 0;
-    uint8_t *b = malloc(size ? size : 1);
-    if (!b) {
-        close(fd);
-        *why = "out of memory";
-        return -1;
-    }
-    while (off < size) {
-        ssize_t r = read(fd, b + off, size - off);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        off += (size_t)r;
-    }
-    close(fd);
-    *data = b;
-    *n = off;
-    return 1;
+    tsr_file_t f;
+    int rc = tsr_file_open(&f, path, MAX_FILE_BYTES, "kernel cache file");
+    if (!rc)
+        rc = tsr_file_read_all(&f, data, n);
+    if (!rc)
+        return 1;
+    /* The message starts "PATH: "; the caller's warning names the path. */
+    const char *m = tsr_errmsg();
+    size_t pl = strlen(path);
+    if (!strncmp(m, path, pl) && !strncmp(m + pl, ": ", 2))
+        m += pl + 2;
+    snprintf(why, whylen, "%s", m);
+    tsr_err_clear(); /* a cache miss, not an error of the caller */
+    return f.sys_errno == ENOENT ? 0 : -1;
 }
 
 /* Validate a file's bytes for sig; on success fill the pointers into b and
@@ -571,9 +553,10 @@ static int load_file(tsr_kcache_t *kc, const void *sig, size_t sig_len, struct t
     file_name(kc, sig, sig_len, path, sizeof path);
     uint8_t *b = NULL;
     size_t n = 0;
-    const char *why = NULL;
+    char whybuf[512];
+    const char *why = whybuf;
     tsr_insn_t *v = NULL;
-    int rc = slurp(path, &b, &n, &why);
+    int rc = slurp(path, &b, &n, whybuf, sizeof whybuf);
     if (rc <= 0)
         goto reject;
     const uint8_t *meta, *ib, *uops;

@@ -23,10 +23,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "tsr_error.h"
+#include "tsr_file.h"
 
 /* A supported header is under 300 bytes; NumPy itself refuses more than
  * 10000 by default. 1 MiB leaves room for odd padding yet bounds what a
@@ -588,57 +588,38 @@ int tsr_npy_parse(const void *buf, size_t n, tsr_tensor_t *out)
     return tsr_npy_parse_named(buf, n, NULL, out);
 }
 
-/* fread exactly n bytes or say why not. */
-static int read_exact(FILE *f, void *dst, size_t n, const char *path, const char *what)
-{
-    if (fread(dst, 1, n, f) == n)
-        return TSR_OK;
-    if (ferror(f))
-        return tsr_err(TSR_EIO, "%s: read error in the %s: %s", path, what, strerror(errno));
-    return tsr_err(TSR_EIO, "%s: file shrank while reading the %s", path, what);
-}
-
 int tsr_npy_read(const char *path, tsr_tensor_t *out)
 {
     npy_hdr_t h;
-    struct stat st;
     uint8_t pre[12];
     char *text = NULL;
     uint8_t *raw = NULL;
-    FILE *f = NULL;
+    tsr_file_t f;
     int rc;
 
     if (out)
         memset(out, 0, sizeof *out);
     if (!path || !out)
         return tsr_err(TSR_EINVAL, "tsr_npy_read: no path or tensor given");
-    if (!(f = fopen(path, "rb")))
-        return tsr_err(TSR_EIO, "%s: cannot open: %s", path, strerror(errno));
-    if (fstat(fileno(f), &st)) {
-        rc = tsr_err(TSR_EIO, "%s: cannot stat: %s", path, strerror(errno));
+    /* The size decides how much may be allocated, so it must be known up
+     * front: tsr_file_open refuses pipes, devices and directories. The
+     * header is read and checked before the data is allocated. */
+    if ((rc = tsr_file_open(&f, path, UINT64_MAX, ".npy file")))
+        return rc;
+    if (f.size > SIZE_MAX) {
+        rc = tsr_err(TSR_EBOUNDS, "%s: file too large for this host", path);
         goto out;
     }
-    /* The size decides how much may be allocated, so it must be known
-     * up front: no pipes or devices. */
-    if (!S_ISREG(st.st_mode)) {
-        rc = tsr_err(TSR_EIO, "%s: %s, not a regular file", path,
-                     S_ISDIR(st.st_mode) ? "is a directory" : "is a pipe or device");
-        goto out;
-    }
-    size_t total = (size_t)st.st_size;
+    size_t total = (size_t)f.size;
     memset(&h, 0, sizeof h);
-    if ((rc = read_exact(f, pre, total < 12 ? total : 12, path, "prefix")) ||
+    if ((rc = tsr_file_read_at(&f, 0, pre, total < 12 ? total : 12, "prefix")) ||
         (rc = parse_prefix(pre, total, path, &h)))
         goto out;
     if (!(text = malloc(h.hlen ? h.hlen : 1))) {
         rc = tsr_err(TSR_ENOMEM, "%s: out of memory for the header", path);
         goto out;
     }
-    if (fseek(f, (long)h.prefix_len, SEEK_SET)) {
-        rc = tsr_err(TSR_EIO, "%s: cannot seek: %s", path, strerror(errno));
-        goto out;
-    }
-    if ((rc = read_exact(f, text, h.hlen, path, "header")) ||
+    if ((rc = tsr_file_read_at(&f, h.prefix_len, text, h.hlen, "header")) ||
         (rc = parse_dict(text, h.hlen, h.prefix_len, path, &h)) ||
         (rc = check_data(&h, total - h.prefix_len - h.hlen, path)))
         goto out;
@@ -646,7 +627,8 @@ int tsr_npy_read(const char *path, tsr_tensor_t *out)
         rc = tsr_err(TSR_ENOMEM, "%s: out of memory for %zu bytes of data", path, h.nbytes);
         goto out;
     }
-    if ((rc = read_exact(f, raw, h.nbytes, path, "data")))
+    if ((rc = tsr_file_read_at(&f, h.prefix_len + h.hlen, raw, h.nbytes, "data")) ||
+        (rc = tsr_file_check_end(&f)))
         goto out;
     if (needs_convert(&h)) {
         /* Byte swapping alone works in place; a transpose needs a copy. */
@@ -668,7 +650,7 @@ int tsr_npy_read(const char *path, tsr_tensor_t *out)
 out:
     free(text);
     free(raw);
-    fclose(f);
+    tsr_file_close(&f);
     return rc;
 }
 

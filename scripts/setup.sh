@@ -8,6 +8,9 @@ PKGS=(
   libcmocka-dev                                  # unit-test framework
   verilator yosys iverilog                       # RTL simulation, lint, synthesis
   python3-numpy                                  # .npy test data (JIT tests)
+  clang libclang-rt-14-dev                       # libFuzzer targets (fuzz/, scripts/fuzz.sh): gcc has
+                                                 # no libFuzzer; the runtime package is listed because
+                                                 # --no-install-recommends may leave it out
 )
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi

@@ -15,4 +15,7 @@ cmake --build build-asan -j "$JOBS"
 # only the C tests (including those driving the RTL backend) again.
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan --output-on-failure -j "$JOBS" -E '^rtl_'
-echo "test: all passed (release and ASan/UBSan)"
+# A short run of each libFuzzer target (build-fuzz, clang + ASan/UBSan);
+# the documented long run is `scripts/fuzz.sh` (10 minutes per target).
+./scripts/fuzz.sh "${TSR_FUZZ_SECONDS:-20}"
+echo "test: all passed (release, ASan/UBSan, fuzz smoke run)"

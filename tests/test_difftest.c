@@ -9,12 +9,11 @@
  * both values, then the first diverging STORE (bisected over prefixes).
  *
  * The generator is checked independently of its own bookkeeping: every
- * stream passes tsr_verify against its buffers, and a happens-before
- * analysis (vector clocks over the FIFO token matching, footprints taken
- * from the reference machine's uop contents) proves that every pair of
- * conflicting on-chip accesses in different stages is ordered, that tokens
- * are only popped after being pushed in program order, and that no on-chip
- * row is read before the program wrote it. A coverage test counts opcodes,
+ * stream passes tsr_verify against its buffers (whose race check,
+ * isa/tsr_hb, proves every pair of conflicting on-chip accesses in
+ * different stages ordered by tokens), and a walk on the reference machine
+ * checks that tokens are only popped after being pushed in program order
+ * and that no on-chip row is read before the program wrote it. A coverage test counts opcodes,
  * ALU ops, memory types, pad/stride cases, no-ops and token depths.
  *
  * Environment: TSR_DIFF_BACKEND (second backend, default "fsim"),
@@ -73,17 +72,6 @@ static void family_config(const char *family, uint64_t seed, tsr_config_t *cfg, 
 
 /* ------------------------------------------- independent stream checks */
 
-enum { SB_INP, SB_WGT, SB_OUT, SB_COUNT }; /* on-chip buffers two stages share */
-
-typedef struct {
-    uint32_t stage, seq;     /* last writer (seq 0: none) */
-    uint32_t rd[TSR_STAGE_COUNT]; /* latest reader seq per stage since that write */
-} row_hist_t;
-
-typedef struct {
-    uint32_t clock[TSR_STAGE_COUNT];
-} vclock_t;
-
 /* Coverage of one stream, filled by the analysis. */
 typedef struct {
     uint32_t max_q[TSR_Q_COUNT];     /* program-order token occupancy peak */
@@ -95,12 +83,7 @@ typedef struct {
     const tsr_gen_prog_t *p;
     ref_machine_t m;
     ref_dram_t d;
-    row_hist_t *h[SB_COUNT];
-    uint32_t depth[SB_COUNT];
     uint8_t *written[5]; /* inp, wgt, acc, out, uop rows written */
-    vclock_t cur;        /* clock of the instruction being checked */
-    int stage;
-    uint32_t seq;
     char *msg;
     size_t msgn;
     size_t idx;
@@ -123,40 +106,6 @@ static void walk_fail(walk_t *w, const char *fmt, ...)
     w->bad = 1;
 }
 
-static const char *sb_name(int b) { return b == SB_INP ? "inp" : b == SB_WGT ? "wgt" : "out"; }
-
-/* A shared-buffer access by the current instruction: must be ordered after
- * the last writer (and, for a write, every reader) in other stages. */
-static void access_row(walk_t *w, int b, uint64_t row, int write)
-{
-    if (row >= w->depth[b]) {
-        walk_fail(w, "%s row %" PRIu64 " outside the buffer", sb_name(b), row);
-        return;
-    }
-    row_hist_t *r = &w->h[b][row];
-    if (r->seq && (int)r->stage != w->stage && w->cur.clock[r->stage] < r->seq)
-        walk_fail(w, "race on %s row %" PRIu64 ": %s after the %s stage's write (its insn %u) "
-                  "without a token ordering them",
-                  sb_name(b), row, write ? "write" : "read", tsr_stage_name((int)r->stage), r->seq);
-    if (write)
-        for (int s = 0; s < TSR_STAGE_COUNT; s++)
-            if (s != w->stage && r->rd[s] > w->cur.clock[s])
-                walk_fail(w, "race on %s row %" PRIu64 ": write while the %s stage may still read it",
-                          sb_name(b), row, tsr_stage_name(s));
-}
-
-static void record_row(walk_t *w, int b, uint64_t row, int write)
-{
-    row_hist_t *r = &w->h[b][row];
-    if (write) {
-        memset(r, 0, sizeof *r);
-        r->stage = (uint32_t)w->stage;
-        r->seq = w->seq;
-    } else {
-        r->rd[w->stage] = w->seq;
-    }
-}
-
 enum { WR_INP, WR_WGT, WR_ACC, WR_OUT, WR_UOP };
 
 static void need_written(walk_t *w, int k, uint64_t row)
@@ -167,34 +116,26 @@ static void need_written(walk_t *w, int k, uint64_t row)
 }
 
 /* Footprint of one instruction, from the reference machine's state before
- * it executes. Pass 0 checks, pass 1 records. */
-static void footprint(walk_t *w, const tsr_insn_t *in, int pass, walk_cov_t *cov)
+ * it executes: every row it reads must have been written; records the rows
+ * it writes. (Ordering between stages is tsr_verify's race check.) */
+static void footprint(walk_t *w, const tsr_insn_t *in, walk_cov_t *cov)
 {
     ref_machine_t *m = &w->m;
     if (in->opcode == TSR_OP_LOAD && in->x_size) {
         uint64_t rows = (uint64_t)(in->y_pad0 + in->y_size + in->y_pad1) * (in->x_pad0 + in->x_size + in->x_pad1);
         int wk = in->mem_type == TSR_MEM_INP ? WR_INP : in->mem_type == TSR_MEM_WGT ? WR_WGT
                : in->mem_type == TSR_MEM_UOP ? WR_UOP : WR_ACC;
-        int sb = in->mem_type == TSR_MEM_INP ? SB_INP : in->mem_type == TSR_MEM_WGT ? SB_WGT : -1;
-        if (pass && in->sram_base + rows == ref_sram_depth(m, in->mem_type))
+        if (in->sram_base + rows == ref_sram_depth(m, in->mem_type))
             cov->load_edge = 1;
-        for (uint64_t k = 0; k < rows; k++) {
-            uint64_t row = in->sram_base + k;
-            if (sb >= 0)
-                pass ? record_row(w, sb, row, 1) : access_row(w, sb, row, 1);
-            if (pass)
-                w->written[wk][row] = 1;
-        }
+        for (uint64_t k = 0; k < rows; k++)
+            w->written[wk][in->sram_base + k] = 1;
     } else if (in->opcode == TSR_OP_STORE && in->x_size) {
-        for (uint64_t k = 0; k < (uint64_t)in->y_size * in->x_size; k++) {
+        for (uint64_t k = 0; k < (uint64_t)in->y_size * in->x_size && !w->bad; k++) {
             uint64_t row = in->sram_base + k;
-            if (pass)
-                record_row(w, SB_OUT, row, 0);
-            else {
-                access_row(w, SB_OUT, row, 0);
-                if (!w->bad && row < m->acc_depth)
-                    need_written(w, WR_OUT, row);
-            }
+            if (row >= m->acc_depth)
+                walk_fail(w, "out row %" PRIu64 " outside the buffer", row);
+            else
+                need_written(w, WR_OUT, row);
         }
     } else if (in->opcode == TSR_OP_GEMM || in->opcode == TSR_OP_ALU) {
         int gemm = in->opcode == TSR_OP_GEMM;
@@ -203,36 +144,22 @@ static void footprint(walk_t *w, const tsr_insn_t *in, int pass, walk_cov_t *cov
         for (uint64_t i = 0; i < in->iter_out; i++)
             for (uint64_t j = 0; j < in->iter_in; j++)
                 for (uint32_t u = in->uop_bgn; u < in->uop_end && !w->bad; u++) {
-                    if (!pass)
-                        need_written(w, WR_UOP, u);
+                    need_written(w, WR_UOP, u);
                     uint32_t ud, us, uw;
                     ref_uop_fields(m, m->uop[u], &ud, &us, &uw);
                     uint64_t dst = ud + i * in->dst_factor_out + j * in->dst_factor_in;
                     uint64_t src = us + i * in->src_factor_out + j * in->src_factor_in;
                     uint64_t wgt = uw + i * in->wgt_factor_out + j * in->wgt_factor_in;
-                    if (pass) {
-                        record_row(w, SB_OUT, dst, 1);
-                        w->written[WR_ACC][dst] = w->written[WR_OUT][dst] = 1;
-                        if (gemm && rs) {
-                            record_row(w, SB_INP, src, 0);
-                            record_row(w, SB_WGT, wgt, 0);
-                        }
-                        cov->dst_edge |= dst == m->acc_depth - 1;
-                        cov->src_edge |= rs && src == (gemm ? m->inp_depth : m->acc_depth) - 1;
-                        cov->wgt_edge |= gemm && rs && wgt == m->wgt_depth - 1;
-                        continue;
-                    }
                     if (dst >= m->acc_depth) {
                         walk_fail(w, "dst %" PRIu64 " outside acc", dst);
                         break;
                     }
-                    access_row(w, SB_OUT, dst, 1);
                     if (rd)
                         need_written(w, WR_ACC, dst);
                     if (gemm && rs) {
-                        access_row(w, SB_INP, src, 0);
-                        access_row(w, SB_WGT, wgt, 0);
-                        if (!w->bad) {
+                        if (src >= m->inp_depth || wgt >= m->wgt_depth)
+                            walk_fail(w, "src %" PRIu64 " or wgt %" PRIu64 " outside its buffer", src, wgt);
+                        else {
                             need_written(w, WR_INP, src);
                             need_written(w, WR_WGT, wgt);
                         }
@@ -242,11 +169,26 @@ static void footprint(walk_t *w, const tsr_insn_t *in, int pass, walk_cov_t *cov
                         else
                             need_written(w, WR_ACC, src);
                     }
+                    cov->dst_edge |= dst == m->acc_depth - 1;
+                    cov->src_edge |= rs && src == (gemm ? m->inp_depth : m->acc_depth) - 1;
+                    cov->wgt_edge |= gemm && rs && wgt == m->wgt_depth - 1;
+                }
+        /* Written after the whole loop: the reads above see the rows as they were. */
+        for (uint64_t i = 0; i < in->iter_out && !w->bad; i++)
+            for (uint64_t j = 0; j < in->iter_in; j++)
+                for (uint32_t u = in->uop_bgn; u < in->uop_end; u++) {
+                    uint32_t ud, us, uw;
+                    ref_uop_fields(m, m->uop[u], &ud, &us, &uw);
+                    uint64_t dst = ud + i * in->dst_factor_out + j * in->dst_factor_in;
+                    w->written[WR_ACC][dst] = w->written[WR_OUT][dst] = 1;
                 }
     }
 }
 
-/* Independent analysis of a generated stream; 0 if clean, else msg set. */
+/* Independent analysis of a generated stream; 0 if clean, else msg set:
+ * tokens are popped only after being pushed in program order and never
+ * overfill a queue in program order, and no on-chip row is read before the
+ * program wrote it. */
 static int analyse_stream(const tsr_gen_prog_t *p, char *msg, size_t msgn, walk_cov_t *cov)
 {
     walk_t w;
@@ -256,13 +198,7 @@ static int analyse_stream(const tsr_gen_prog_t *p, char *msg, size_t msgn, walk_
     w.msg = msg;
     w.msgn = msgn;
     msg[0] = 0;
-    int rc = 0;
     assert_int_equal(ref_machine_init(&w.m, &p->cfg), 0);
-    w.depth[SB_INP] = w.m.inp_depth;
-    w.depth[SB_WGT] = w.m.wgt_depth;
-    w.depth[SB_OUT] = w.m.acc_depth;
-    for (int b = 0; b < SB_COUNT; b++)
-        assert_non_null(w.h[b] = calloc(w.depth[b], sizeof(row_hist_t)));
     uint32_t wd[5] = {w.m.inp_depth, w.m.wgt_depth, w.m.acc_depth, w.m.acc_depth, w.m.uop_depth};
     for (int k = 0; k < 5; k++)
         assert_non_null(w.written[k] = calloc(wd[k], 1));
@@ -274,14 +210,8 @@ static int analyse_stream(const tsr_gen_prog_t *p, char *msg, size_t msgn, walk_
     for (size_t i = 0; i < p->nbufs; i++)
         memcpy(w.d.bytes + (p->bufs[i].addr - w.d.base), p->bufs[i].bytes, p->bufs[i].size);
 
-    /* Static vector clocks: tokens match FIFO, in program order. */
-    vclock_t stage_clock[TSR_STAGE_COUNT];
-    uint32_t seq[TSR_STAGE_COUNT] = {0};
-    memset(stage_clock, 0, sizeof stage_clock);
-    vclock_t *tq[TSR_Q_COUNT];
-    size_t th[TSR_Q_COUNT] = {0}, tt[TSR_Q_COUNT] = {0};
-    for (int q = 0; q < TSR_Q_COUNT; q++)
-        assert_non_null(tq[q] = malloc(sizeof(vclock_t) * p->ninsns));
+    /* Program-order token counts per queue. */
+    size_t pushed[TSR_Q_COUNT] = {0}, popped[TSR_Q_COUNT] = {0};
     for (size_t i = 0; i < p->ninsns && !w.bad; i++) {
         const tsr_insn_t *in = &p->insns[i];
         int s = tsr_insn_stage(in);
@@ -290,76 +220,44 @@ static int analyse_stream(const tsr_gen_prog_t *p, char *msg, size_t msgn, walk_
         int qsp = s == TSR_STAGE_COMPUTE ? TSR_Q_C2L : TSR_Q_S2C;
         int qsn = s == TSR_STAGE_LOAD ? TSR_Q_L2C : TSR_Q_C2S;
         w.idx = i;
-        w.stage = s;
-        w.cur = stage_clock[s];
         int pops[2] = {in->pop_prev ? qpp : -1, in->pop_next ? qpn : -1};
         for (int k = 0; k < 2; k++) {
             int q = pops[k];
             if (q < 0)
                 continue;
-            if (th[q] == tt[q]) {
+            if (popped[q] == pushed[q]) {
                 walk_fail(&w, "pops %s with no token pushed earlier in program order", tsr_queue_name(q));
                 break;
             }
-            for (int t = 0; t < TSR_STAGE_COUNT; t++)
-                if (tq[q][th[q]].clock[t] > w.cur.clock[t])
-                    w.cur.clock[t] = tq[q][th[q]].clock[t];
-            th[q]++;
+            popped[q]++;
         }
-        w.seq = seq[s] + 1;
-        footprint(&w, in, 0, cov);
         if (w.bad)
             break;
-        footprint(&w, in, 1, cov);
+        footprint(&w, in, cov);
+        if (w.bad)
+            break;
         if (ref_exec(&w.m, in, &w.d)) {
             walk_fail(&w, "reference machine: %s", ref_errmsg());
             break;
         }
-        seq[s]++;
-        w.cur.clock[s] = seq[s];
-        stage_clock[s] = w.cur;
         int pushes[2] = {in->push_prev ? qsp : -1, in->push_next ? qsn : -1};
         for (int k = 0; k < 2; k++)
             if (pushes[k] >= 0) {
                 int q = pushes[k];
-                tq[q][tt[q]++] = w.cur;
-                if (tt[q] - th[q] > (size_t)p->cfg.dep_queue_depth)
+                pushed[q]++;
+                if (pushed[q] - popped[q] > (size_t)p->cfg.dep_queue_depth)
                     walk_fail(&w, "queue %s holds more than DEP_QUEUE_DEPTH tokens in program order",
                               tsr_queue_name(q));
-                if (tt[q] - th[q] > cov->max_q[q])
-                    cov->max_q[q] = (uint32_t)(tt[q] - th[q]);
+                if (pushed[q] - popped[q] > cov->max_q[q])
+                    cov->max_q[q] = (uint32_t)(pushed[q] - popped[q]);
             }
     }
-    rc = w.bad;
-    for (int q = 0; q < TSR_Q_COUNT; q++)
-        free(tq[q]);
-    for (int b = 0; b < SB_COUNT; b++)
-        free(w.h[b]);
+    int rc = w.bad;
     for (int k = 0; k < 5; k++)
         free(w.written[k]);
     free(w.d.bytes);
     ref_machine_free(&w.m);
     return rc;
-}
-
-static int prog_read(void *ctx, uint64_t addr, void *dst, size_t n)
-{
-    const tsr_gen_prog_t *p = ctx;
-    for (size_t i = 0; i < p->nbufs; i++)
-        if (addr >= p->bufs[i].addr && addr + n <= p->bufs[i].addr + p->bufs[i].size) {
-            memcpy(dst, p->bufs[i].bytes + (addr - p->bufs[i].addr), n);
-            return TSR_OK;
-        }
-    return TSR_EFAULT;
-}
-
-static int verify_prog(const tsr_gen_prog_t *p, const tsr_insn_t *s, size_t n)
-{
-    tsr_region_t regs[TSR_GEN_MAX_BUFS];
-    for (size_t i = 0; i < p->nbufs; i++)
-        regs[i] = (tsr_region_t){p->bufs[i].addr, p->bufs[i].size, p->bufs[i].name};
-    tsr_verify_opts_t vo = {regs, p->nbufs, 1, prog_read, (void *)p};
-    return tsr_verify(&p->cfg, s, n, &vo);
 }
 
 /* ------------------------------------------------------ the difftest */
@@ -395,7 +293,7 @@ static void run_family(const char *family, uint64_t salt)
             fail_msg("generator failed: program seed %" PRIu64 ", config %s: %s", seed, json, tsr_errmsg());
         insns += p.ninsns;
         /* The generator's guarantees, checked from the outside. */
-        if (verify_prog(&p, p.insns, p.ninsns))
+        if (tsr_gen_verify(&p, p.insns, p.ninsns))
             fail_msg("program seed %" PRIu64 " (config %s) fails tsr_verify: %s", seed, json, tsr_errmsg());
         char msg[800];
         walk_cov_t cov;
@@ -527,7 +425,7 @@ static void test_close_stream(void **state)
             if (tsr_gen_close_stream(&cfg, p.insns, cut, &out, &n))
                 fail_msg("seed %" PRIu64 " cut %zu: close failed: %s", s, cut, tsr_errmsg());
             assert_memory_equal(out, p.insns, cut * sizeof *out);
-            if (verify_prog(&p, out, n))
+            if (tsr_gen_verify(&p, out, n))
                 fail_msg("seed %" PRIu64 " cut %zu (config %s): closed prefix fails verify: %s", s,
                          cut, json, tsr_errmsg());
             free(out);

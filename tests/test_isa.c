@@ -341,6 +341,8 @@ static uint32_t rand_field(const ref_field_t *f, uint32_t op)
         return op;
     if (!strcmp(f->name, "mem_type"))
         return (uint32_t)(rnd() % TSR_MEM_COUNT);
+    if (!strcmp(f->name, "alu_opcode"))
+        return (uint32_t)(rnd() % TSR_ALU_COUNT);
     uint64_t v = rnd();
     /* Bias towards the extremes, where packing bugs show. */
     switch (v % 4) {
@@ -436,7 +438,8 @@ static void test_roundtrip(void **state)
             snprintf(what, sizeof what, "%s %s all-zero", presets[p], r.name);
             roundtrip(what, &c, &r, &in);
 
-            /* All fields at max (imm at max, then min; mem_type at its largest valid value). */
+            /* All fields at max (imm at max, then min; mem_type and alu_opcode at their
+             * largest valid values). */
             for (int variant = 0; variant < 2; variant++) {
                 memset(&in, 0, sizeof in);
                 for (int i = 0; i < r.n; i++) {
@@ -450,6 +453,8 @@ static void test_roundtrip(void **state)
                 in.opcode = op;
                 if (op == TSR_OP_LOAD || op == TSR_OP_STORE)
                     in.mem_type = TSR_MEM_ACC8;
+                if (op == TSR_OP_ALU)
+                    in.alu_opcode = TSR_ALU_COUNT - 1;
                 snprintf(what, sizeof what, "%s %s all-max%s", presets[p], r.name,
                          variant ? " (imm min)" : "");
                 roundtrip(what, &c, &r, &in);
@@ -545,8 +550,8 @@ static void test_encode_bounds(void **state)
                          f->is_signed ? (k ? (uint32_t)(-(1 << (f->width - 1)))
                                            : (uint32_t)((1u << (f->width - 1)) - 1))
                                       : (1u << f->width) - 1);
-                    if (!strcmp(f->name, "mem_type"))
-                        continue; /* max 7 is encodable but meaningless; decode test below */
+                    if (!strcmp(f->name, "mem_type") || !strcmp(f->name, "alu_opcode"))
+                        continue; /* the field's max is not a valid value; test_decode_rejects */
                     if (tsr_insn_encode(&c, &in, &b))
                         fail_msg("%s: max value rejected: %s", what, tsr_errmsg());
                 }
@@ -596,6 +601,28 @@ static void test_decode_rejects(void **state)
                 if (!rc && out.mem_type != mt)
                     fail_msg("%s: mem_type %u decoded as %u", presets[p], mt, out.mem_type);
             }
+        /* ALU ops past the last one: the 4-bit field holds 16 values, 9 are ops
+         * (the fuzz_decode_verify finding: op 13 decoded, then disasm failed). */
+        ref_layout(&c, TSR_OP_ALU, &r);
+        for (uint32_t aop = 0; aop < 16; aop++) {
+            tsr_insn_t in;
+            memset(&in, 0, sizeof in);
+            in.opcode = TSR_OP_ALU;
+            in.alu_opcode = aop;
+            b = ref_encode(&r, &in);
+            tsr_err_clear();
+            int rc = tsr_insn_decode(&c, &b, &out);
+            int want = aop < TSR_ALU_COUNT ? TSR_OK : TSR_EINVAL;
+            if (rc != want || (rc && !strstr(tsr_errmsg(), "ALU op")))
+                fail_msg("%s: ALU op %u: decode got %s \"%s\", want %s", presets[p], aop,
+                         tsr_errname(rc), tsr_errmsg(), tsr_errname(want));
+            tsr_insn_bits_t e;
+            rc = tsr_insn_encode(&c, &in, &e);
+            want = aop < TSR_ALU_COUNT ? TSR_OK : TSR_EBOUNDS;
+            if (rc != want)
+                fail_msg("%s: ALU op %u: encode got %s \"%s\", want %s", presets[p], aop,
+                         tsr_errname(rc), tsr_errmsg(), tsr_errname(want));
+        }
         /* Every reserved bit above total_bits, for every format. */
         for (size_t o = 0; o < 5; o++) {
             ref_layout(&c, all_ops[o], &r);

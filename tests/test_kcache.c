@@ -651,6 +651,17 @@ static void test_disk_corruption(void **state)
     assert_int_equal(stats(dev).disk_rejects, 1);
     tsr_device_close(dev);
     rmdir(file);
+    /* a FIFO where the file should be: refused without blocking (a plain
+     * open would wait for a writer forever; the alarm ends the test) */
+    assert_int_equal(mkfifo(file, 0600), 0);
+    dev = open_dev("default");
+    make_cache(dev, dir, 0, 0);
+    alarm(120);
+    plan_run(dev, &a, TSR_KC_MISS, "FIFO in the way");
+    alarm(0);
+    assert_int_equal(stats(dev).disk_rejects, 1);
+    tsr_device_close(dev);
+    unlink(file);
     rm_dir(dir);
 }
 

@@ -18,8 +18,13 @@
 
 #include <cmocka.h>
 
+#include <sys/wait.h>
+
+#include "tsr_asm.h"
 #include "tsr_config.h"
+#include "tsr_driver.h"
 #include "tsr_error.h"
+#include "tsr_gen.h"
 #include "tsr_isa.h"
 #include "tsr_pipe.h"
 #include "tsr_verify.h"
@@ -907,6 +912,622 @@ static void test_pipe_runs(void **state)
     expect_err("pipe: illegal flag", rc, TSR_EVERIFY, "#1", "pop_prev", (char *)NULL);
 }
 
+/* ---- data races (tsr_hb through tsr_verify) ---- */
+
+/* A racy stream and its fix differ in one token pair; check_schedules
+ * confirms both are otherwise legal (tokens, deadlock, FINISH). */
+static void test_races(void **state)
+{
+    (void)state;
+    tsr_config_t c;
+    tsr_insn_t s[16];
+    tiny_cfg(&c, 9, 16, 4);
+    tsr_verify_opts_t o = full_opts();
+    size_t n;
+
+    /* Read after write: the GEMM reads inp row 0 that LOAD #1 writes; the token #2 pushes is
+     * popped by the GEMM but #1 comes after #2 in the load stage, so nothing orders #1 before
+     * #3. */
+    poison_uops();
+    put_uop(0, 0, 0, 0);
+    n = 0;
+    s[n++] = mem(TSR_OP_LOAD, TSR_MEM_UOP, 0, UOP_E, 1, 1, 1);
+    s[n++] = fl(mem(TSR_OP_LOAD, TSR_MEM_WGT, 0, WGT_E, 1, 1, 1), 0, 0, 0, 1);
+    s[n++] = mem(TSR_OP_LOAD, TSR_MEM_INP, 0, INP_E, 1, 1, 1);
+    s[n++] = fl(loop(TSR_OP_GEMM, 0, 1, 1, 1), 1, 0, 0, 1);
+    s[n++] = fl(mem(TSR_OP_STORE, TSR_MEM_OUT, 0, OUT_E, 1, 1, 1), 1, 0, 1, 0);
+    s[n++] = fl(lnop(), 0, 0, 0, 1);
+    s[n++] = fl(fin(), 1, 1, 0, 0);
+    check_schedules("raw race", &c, s, n, TSR_OK);
+    expect_err("raw race", verify(&c, s, n, &o), TSR_EVERIFY, "insn #3 (gemm)", "race on inp rows [0, 1)",
+               "reads them", "insn #2 (load inp) in the load stage writes", (char *)NULL);
+    /* The fix: #2 (not #1) pushes the token the GEMM pops. */
+    s[1].push_next = 0;
+    s[2].push_next = 1;
+    check_schedules("raw race fixed", &c, s, n, TSR_OK);
+    expect_ok("raw race fixed", verify(&c, s, n, &o));
+    /* Without uop contents the GEMM footprint is unknown: not judged (documented). */
+    s[1].push_next = 1;
+    s[2].push_next = 0;
+    expect_ok("raw race, no uop contents", verify(&c, s, n, NULL));
+
+    /* Write after read: LOAD #4 overwrites the inp row the GEMM #3 reads, without waiting
+     * for a compute->load token. */
+    n = 0;
+    s[n++] = mem(TSR_OP_LOAD, TSR_MEM_UOP, 0, UOP_E, 1, 1, 1);
+    s[n++] = mem(TSR_OP_LOAD, TSR_MEM_INP, 0, INP_E, 1, 1, 1);
+    s[n++] = fl(mem(TSR_OP_LOAD, TSR_MEM_WGT, 0, WGT_E, 1, 1, 1), 0, 0, 0, 1);
+    s[n++] = fl(loop(TSR_OP_GEMM, 0, 1, 1, 1), 1, 0, 0, 0);
+    s[n++] = fl(mem(TSR_OP_LOAD, TSR_MEM_INP, 0, INP_E + 1, 1, 1, 1), 0, 0, 0, 1);
+    s[n++] = fl(cnop(), 1, 0, 0, 1);
+    s[n++] = fl(mem(TSR_OP_STORE, TSR_MEM_OUT, 0, OUT_E, 1, 1, 1), 1, 0, 1, 0);
+    s[n++] = fl(fin(), 0, 1, 0, 0);
+    check_schedules("war race", &c, s, n, TSR_OK);
+    expect_err("war race", verify(&c, s, n, &o), TSR_EVERIFY, "race on inp rows [0, 1)", "#3 (gemm)",
+               "#4 (load inp)", (char *)NULL);
+    s[3].push_prev = 1;
+    s[4].pop_next = 1;
+    check_schedules("war race fixed", &c, s, n, TSR_OK);
+    expect_ok("war race fixed", verify(&c, s, n, &o));
+    /* The same defect where the dry run executes the read first: LOAD #5 waits for a token
+     * from #3, which precedes the GEMM #4 that reads the row #5 overwrites. */
+    n = 0;
+    tsr_insn_t w[9];
+    w[n++] = mem(TSR_OP_LOAD, TSR_MEM_UOP, 0, UOP_E, 1, 1, 1);
+    w[n++] = mem(TSR_OP_LOAD, TSR_MEM_INP, 0, INP_E, 1, 1, 1);
+    w[n++] = fl(mem(TSR_OP_LOAD, TSR_MEM_WGT, 0, WGT_E, 1, 1, 1), 0, 0, 0, 1);
+    w[n++] = fl(cnop(), 1, 0, 1, 0);
+    w[n++] = loop(TSR_OP_GEMM, 0, 1, 1, 1);
+    w[n++] = fl(mem(TSR_OP_LOAD, TSR_MEM_INP, 0, INP_E + 1, 1, 1, 1), 0, 1, 0, 1);
+    w[n++] = fl(cnop(), 1, 0, 0, 1);
+    w[n++] = fl(mem(TSR_OP_STORE, TSR_MEM_OUT, 0, OUT_E, 1, 1, 1), 1, 0, 1, 0);
+    w[n++] = fl(fin(), 0, 1, 0, 0);
+    check_schedules("war race, read first", &c, w, n, TSR_OK);
+    expect_err("war race, read first", verify(&c, w, n, &o), TSR_EVERIFY, "insn #5 (load inp)",
+               "race on inp rows [0, 1)", "writes them", "insn #4 (gemm) in the compute stage reads",
+               (char *)NULL);
+    w[3].push_prev = 0;
+    w[4].push_prev = 1;
+    check_schedules("war race, read first, fixed", &c, w, n, TSR_OK);
+    expect_ok("war race, read first, fixed", verify(&c, w, n, &o));
+    n = 8;
+    /* A load into other rows needs no token. */
+    s[3].push_prev = 0;
+    s[4].pop_next = 0;
+    s[4].sram_base = 1;
+    expect_ok("load beside a running gemm", verify(&c, s, n, &o));
+    /* Padding counts: one pad row before puts row 0 back in the footprint. */
+    s[4].sram_base = 0;
+    s[4].y_pad0 = 0;
+    s[4].x_pad0 = 1;
+    s[4].sram_base = 0;
+    expect_err("padding row", verify(&c, s, n, &o), TSR_EVERIFY, "race on inp rows [0, 1)", (char *)NULL);
+    s[4].x_pad0 = 0;
+    s[4].sram_base = 1;
+
+    /* The wgt buffer the same way (a GEMM reads wgt[0]). */
+    s[4] = fl(mem(TSR_OP_LOAD, TSR_MEM_WGT, 0, WGT_E + 1, 1, 1, 1), 0, 0, 0, 1);
+    expect_err("wgt war race", verify(&c, s, n, &o), TSR_EVERIFY, "race on wgt rows [0, 1)",
+               "#4 (load wgt)", (char *)NULL);
+    /* A reset GEMM reads neither inp nor wgt. */
+    s[3].reset = 1;
+    expect_ok("reset gemm reads no wgt", verify(&c, s, n, &o));
+
+    /* out: a STORE popping a token pushed before the GEMM that writes its row. The GEMM's
+     * footprint is uop dst 0 + {0, 8} (outer) + {0, 2, 4} (inner) = {0, 2, 4, 8, 10, 12}. */
+    poison_uops();
+    put_uop(0, 0, 0, 0);
+    n = 0;
+    s[n++] = mem(TSR_OP_LOAD, TSR_MEM_UOP, 0, UOP_E, 1, 1, 1);
+    s[n++] = fl(cnop(), 0, 0, 0, 1);
+    tsr_insn_t g = loop(TSR_OP_GEMM, 0, 1, 2, 3);
+    g.reset = 1;
+    g.dst_factor_out = 8;
+    g.dst_factor_in = 2;
+    s[n++] = g;
+    s[n++] = fl(mem(TSR_OP_STORE, TSR_MEM_OUT, 0, OUT_E, 1, 1, 1), 1, 0, 1, 0);
+    s[n++] = fl(fin(), 0, 1, 0, 0);
+    static const struct {
+        uint32_t row, x;
+        const char *want; /* NULL = no race */
+    } rows[] = {{1, 1, NULL}, {6, 1, NULL}, {14, 2, NULL}, {5, 3, NULL}, {10, 1, "out rows [10, 11)"},
+                {12, 1, "out rows [12, 13)"}, {1, 4, "out rows [2, 3)"}, {8, 3, "out rows [8, 9)"}};
+    for (size_t k = 0; k < sizeof rows / sizeof rows[0]; k++) {
+        char what[64];
+        s[3].sram_base = rows[k].row;
+        s[3].x_size = s[3].x_stride = rows[k].x;
+        snprintf(what, sizeof what, "store out rows [%u, %u) beside the gemm", rows[k].row,
+                 rows[k].row + rows[k].x);
+        if (rows[k].want)
+            expect_err(what, verify(&c, s, n, &o), TSR_EVERIFY, "insn #3 (store out)", rows[k].want,
+                       "insn #2 (gemm) in the compute stage writes", (char *)NULL);
+        else
+            expect_ok(what, verify(&c, s, n, &o));
+    }
+    /* Ordered by pushing from the GEMM instead: no race anywhere. */
+    s[1].push_next = 0;
+    s[2].push_next = 1;
+    s[3].sram_base = 0;
+    s[3].x_size = s[3].x_stride = 16;
+    expect_ok("store after the gemm's token", verify(&c, s, n, &o));
+    /* An ALU writes out too. */
+    s[1].push_next = 1;
+    s[2].push_next = 0;
+    s[2].opcode = TSR_OP_ALU;
+    s[2].use_imm = 1;
+    expect_err("alu vs store", verify(&c, s, n, &o), TSR_EVERIFY, "race on out rows [0, 1)",
+               "#2 (alu min)", (char *)NULL);
+}
+
+/* DRAM: a STORE and a LOAD of the same bytes in different stages need a token chain too. */
+static void test_dram_races(void **state)
+{
+    (void)state;
+    tsr_config_t c;
+    tsr_insn_t s[8];
+    tiny_cfg(&c, 9, 16, 4);
+    tsr_verify_opts_t o = full_opts();
+    base_stream(s);
+    s[3].push_next = 1;
+    s[5] = fl(mem(TSR_OP_LOAD, TSR_MEM_INP, 1, OUT_E, 1, 1, 1), 0, 0, 0, 1);
+    s[6] = fl(fin(), 1, 1, 0, 0);
+    check_schedules("load of stored bytes", &c, s, 7, TSR_OK);
+    expect_err("load of stored bytes", verify(&c, s, 7, &o), TSR_EVERIFY, "insn #4 (store out)",
+               "race on DRAM bytes [0x4000, 0x4004)", "insn #5 (load inp) in the load stage reads",
+               (char *)NULL);
+    /* Bytes next to the stored ones: no conflict. */
+    s[5].dram_base = OUT_E + 1;
+    expect_ok("load beside stored bytes", verify(&c, s, 7, &o));
+    /* Ordered: compute waits for the STORE's token, then hands one to the load stage. */
+    s[5] = fl(cnop(), 0, 1, 1, 0);
+    s[6] = fl(mem(TSR_OP_LOAD, TSR_MEM_INP, 1, OUT_E, 1, 1, 1), 0, 1, 0, 1);
+    s[7] = fl(fin(), 1, 0, 0, 0);
+    check_schedules("load after the store's token", &c, s, 8, TSR_OK);
+    expect_ok("load after the store's token", verify(&c, s, 8, &o));
+    /* A LOAD acc (compute stage) of stored bytes, unordered: the STORE's token comes after. */
+    s[5] = fl(mem(TSR_OP_LOAD, TSR_MEM_ACC, 1, OUT_E / 4, 1, 1, 1), 0, 0, 0, 0);
+    s[6] = fl(fin(), 0, 1, 0, 0);
+    check_schedules("acc load of stored bytes", &c, s, 7, TSR_OK);
+    expect_err("acc load of stored bytes", verify(&c, s, 7, &o), TSR_EVERIFY, "race on DRAM bytes",
+               "insn #5 (load acc)", (char *)NULL);
+}
+
+/* ---- self-modifying streams ---- */
+
+static void test_self_modify(void **state)
+{
+    (void)state;
+    tsr_config_t c;
+    tsr_insn_t s[BASE_N + 2];
+    tiny_cfg(&c, 9, 16, 4);
+    tsr_region_t r[] = {{UOP_ADDR, 16 * 4, "uops"}, {INP_ADDR, 16 * 4, "inp"},
+                        {WGT_ADDR, 16 * 16, "wgt"}, {OUT_ADDR, 16 * 4, "out"}};
+    tsr_verify_opts_t o = {r, 4, 1, dram_read, NULL};
+    /* The STORE writes one out element (4 bytes) over uop element 3 of the kernel #0 loads
+     * (uops 0..3); after the uop LOAD, so the index checks have already passed. */
+    base_stream(s);
+    s[0].x_size = s[0].x_stride = 4;
+    for (uint32_t e = 0; e < 4; e++)
+        put_uop(e, 0, 0, 0);
+    s[4].dram_base = UOP_E + 3;
+    expect_err("store over the loaded kernel", verify(&c, s, BASE_N, &o), TSR_EVERIFY,
+               "insn #4 (store out)", "[0x100c, 0x1010)", "insn #0 (load uop)", "micro-ops", (char *)NULL);
+    /* One element past the kernel: fine. */
+    s[4].dram_base = UOP_E + 4;
+    expect_ok("store just past the kernel", verify(&c, s, BASE_N, &o));
+    /* Before the kernel's load in the stream: rejected all the same (a later LOAD would bring
+     * back unchecked indices). A second kernel load at element 8 is added. */
+    s[4].dram_base = UOP_E + 9;
+    s[5] = fl(mem(TSR_OP_LOAD, TSR_MEM_UOP, 4, UOP_E + 8, 2, 1, 2), 0, 1, 0, 0);
+    s[6] = fin();
+    put_uop(8, 0, 0, 0);
+    put_uop(10, 0, 0, 0);
+    expect_ok("store into the stride gap", verify(&c, s, BASE_N + 1, &o));
+    s[4].dram_base = UOP_E + 10;
+    expect_err("store before the uop load that reads it", verify(&c, s, BASE_N + 1, &o), TSR_EVERIFY,
+               "insn #4 (store out)", "insn #5 (load uop)", (char *)NULL);
+}
+
+/* ---- the hostile-stream reproducers (issue 16), as programs ---- */
+
+/* race_raw.s: the GEMM #4 reads inp rows the load-stage LOAD #3 writes, no token between. */
+static const char race_raw_s[] =
+    ".buffer inp 4096 random 1\n"
+    ".buffer wid 256 file wid.bin\n"
+    ".buffer out 1024\n"
+    ".output out\n"
+    ".uops k 0,0,0\n"
+    "load uop sram=0 dram=k y=1 x=1 stride=1\n"
+    "load wgt sram=0 dram=wid y=1 x=1 stride=1 push_next\n"
+    "gemm reset uop=0:1 iter=1,64 dst=0,1 src=0,0 wgt=0,0 pop_prev\n"
+    "load inp sram=0 dram=inp y=1 x=64 stride=64%s\n"
+    "gemm uop=0:1 iter=1,64 dst=0,1 src=0,1 wgt=0,0 push_next%s\n"
+    "store out sram=0 dram=out y=1 x=64 stride=64 pop_prev push_prev\n"
+    "load inp sram=100 dram=inp y=1 x=1 stride=1 push_next\n"
+    "finish pop_prev pop_next\n";
+
+/* bypass_uop_oob.s: STORE #3 rewrites the kernel that LOAD #4 brings back. */
+static const char bypass_uop_oob_s[] =
+    ".buffer out 1024\n"
+    ".output out\n"
+    ".uops k 0,0,0 0,0,0 0,0,0 0,0,0\n"
+    "load uop sram=0 dram=k y=1 x=4 stride=4\n"
+    "gemm reset uop=0:1 iter=1,1 dst=0,0 src=0,0 wgt=0,0\n"
+    "alu add uop=0:1 iter=1,1 dst=0,0 src=0,0 imm=5 push_next\n"
+    "store out sram=0 dram=k y=1 x=1 stride=1 pop_prev push_prev\n"
+    "load uop sram=0 dram=k y=1 x=4 stride=4 pop_next\n"
+    "alu add uop=0:1 iter=1,1000 dst=0,1 src=0,1 imm=1 push_next\n"
+    "store out sram=0 dram=out y=1 x=1 stride=1 pop_prev push_prev\n"
+    "finish pop_next\n";
+
+/* verify_vs_run.s: the kernel is `random`, so only its actual contents can be checked. */
+static const char verify_vs_run_s[] =
+    ".buffer k 16 random 7\n"
+    ".buffer out 1024\n"
+    "load uop sram=0 dram=k y=1 x=4 stride=4\n"
+    "alu add uop=0:4 iter=1,2 dst=0,600 src=0,0 imm=1\n"
+    "finish\n";
+
+/* wid.bin: a 16x16 identity weight block (row o has a 1 at column o). */
+static void wid_bin(uint8_t w[256])
+{
+    memset(w, 0, 256);
+    for (int o = 0; o < 16; o++)
+        w[o * 16 + o] = 1;
+}
+
+/* An assembled program with its buffers filled as `tessera run` fills them (written here
+ * independently of the CLI); `file` buffers get wid.bin. */
+typedef struct {
+    tsr_config_t cfg;
+    tsr_program_t p;
+    uint8_t *bytes[8];
+    tsr_region_t regs[8];
+} prog_t;
+
+static void prog_open(prog_t *g, const char *text)
+{
+    memset(g, 0, sizeof *g);
+    assert_int_equal(tsr_config_load("default", &g->cfg), TSR_OK);
+    if (tsr_asm_parse(&g->cfg, text, "t.s", &g->p))
+        fail_msg("assembling: %s", tsr_errmsg());
+    assert_true(g->p.nbufs <= 8);
+    for (size_t k = 0; k < g->p.nbufs; k++) {
+        const tsr_asm_buffer_t *b = &g->p.bufs[k];
+        assert_non_null(g->bytes[k] = calloc(1, (size_t)b->size));
+        if (b->init == TSR_INIT_RANDOM)
+            tsr_asm_random_fill(b->seed, g->bytes[k], (size_t)b->size);
+        else if (b->init == TSR_INIT_FILE)
+            wid_bin(g->bytes[k]);
+        else if (b->init == TSR_INIT_UOPS)
+            for (size_t u = 0; u < b->nuops; u++)
+                for (uint32_t j = 0; j < g->cfg.uop_bytes; j++)
+                    g->bytes[k][u * g->cfg.uop_bytes + j] = (uint8_t)(b->uops[u] >> (8 * j));
+        g->regs[k] = (tsr_region_t){b->addr, b->size, b->name};
+    }
+}
+
+static void prog_close(prog_t *g)
+{
+    for (size_t k = 0; k < g->p.nbufs; k++)
+        free(g->bytes[k]);
+    tsr_program_free(&g->p);
+}
+
+static int prog_read(void *ctx, uint64_t addr, void *dst, size_t n)
+{
+    const prog_t *g = ctx;
+    for (size_t k = 0; k < g->p.nbufs; k++) {
+        const tsr_asm_buffer_t *b = &g->p.bufs[k];
+        if (addr >= b->addr && addr + n <= b->addr + b->size) {
+            memcpy(dst, g->bytes[k] + (addr - b->addr), n);
+            return TSR_OK;
+        }
+    }
+    return TSR_EFAULT;
+}
+
+static int prog_verify(prog_t *g)
+{
+    tsr_verify_opts_t o = {g->regs, g->p.nbufs, 1, prog_read, g};
+    return verify(&g->cfg, g->p.insns, g->p.ninsns, &o);
+}
+
+/* Run on fsim with stage-interleaving seed `seed`, verification skipped; returns the
+ * output buffer's first 64 rows (1024 bytes) in out. */
+static void prog_run_fsim(prog_t *g, uint64_t seed, uint8_t out[1024])
+{
+    tsr_device_t *dev = NULL;
+    tsr_device_opts_t o;
+    memset(&o, 0, sizeof o);
+    o.seed = seed;
+    o.skip_verify = 1;
+    assert_int_equal(tsr_device_open("fsim", &g->cfg, &o, &dev), TSR_OK);
+    size_t ob = 0;
+    for (size_t k = 0; k < g->p.nbufs; k++) {
+        const tsr_asm_buffer_t *b = &g->p.bufs[k];
+        assert_int_equal(tsr_mem_alloc_at(dev, b->addr, b->size), TSR_OK);
+        assert_int_equal(tsr_mem_write(dev, b->addr, g->bytes[k], b->size), TSR_OK);
+        if (b->is_output)
+            ob = k;
+    }
+    if (tsr_submit(dev, g->p.insns, g->p.ninsns) || tsr_wait(dev, 60000))
+        fail_msg("fsim seed %llu: %s", (unsigned long long)seed, tsr_errmsg());
+    assert_int_equal(tsr_mem_read(dev, g->p.bufs[ob].addr, out, 1024), TSR_OK);
+    tsr_device_close(dev);
+}
+
+static void test_repro_race_raw(void **state)
+{
+    (void)state;
+    char text[2048];
+    prog_t g;
+    snprintf(text, sizeof text, race_raw_s, "", "");
+    prog_open(&g, text);
+    expect_err("race_raw.s", prog_verify(&g), TSR_EVERIFY, "insn #4 (gemm)", "race on inp rows [0, 64)",
+               "insn #3 (load inp) in the load stage writes", (char *)NULL);
+    /* The verdict is not a false alarm: the outputs really depend on the schedule. */
+    uint8_t first[1024], out[1024];
+    int differs = 0;
+    prog_run_fsim(&g, 0, first);
+    for (uint64_t seed = 1; seed <= 16 && !differs; seed++) {
+        prog_run_fsim(&g, seed, out);
+        differs = memcmp(first, out, sizeof out) != 0;
+    }
+    if (!differs)
+        fail_msg("race_raw.s gave the same output under 17 fsim schedules; the reproducer no "
+                 "longer shows a race");
+    prog_close(&g);
+
+    /* With the token (#3 pushes, #4 pops) it verifies, and every schedule agrees. */
+    snprintf(text, sizeof text, race_raw_s, " push_next", " pop_prev");
+    prog_open(&g, text);
+    expect_ok("race_raw.s with the token", prog_verify(&g));
+    prog_run_fsim(&g, 0, first);
+    for (uint64_t seed = 1; seed <= 16; seed++) {
+        prog_run_fsim(&g, seed, out);
+        if (memcmp(first, out, sizeof out))
+            fail_msg("race_raw.s with the token: fsim seed %llu differs from seed 0", (unsigned long long)seed);
+    }
+    prog_close(&g);
+}
+
+static void test_repro_bypass(void **state)
+{
+    (void)state;
+    prog_t g;
+    prog_open(&g, bypass_uop_oob_s);
+    expect_err("bypass_uop_oob.s", prog_verify(&g), TSR_EVERIFY, "insn #3 (store out)",
+               "insn #0 (load uop)", "micro-ops", (char *)NULL);
+    prog_close(&g);
+}
+
+/* ---- the CLI's verify path: same buffer contents as run ---- */
+
+static char cli_err[4096];
+
+static void write_text(const char *dir, const char *name, const void *data, size_t n)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(data, 1, n, f), n);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* `tessera ARGS` run in directory cwd; returns the exit status, stderr in cli_err. */
+static int cli(const char *cwd, const char *args)
+{
+    char cmd[2048], path[600];
+    snprintf(path, sizeof path, "%s/.stderr", cwd);
+    snprintf(cmd, sizeof cmd, "cd %s && %s %s >/dev/null 2>%s", cwd, TSR_CLI, args, path);
+    int st = system(cmd);
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(cli_err, 1, sizeof cli_err - 1, f) : 0;
+    cli_err[n] = 0;
+    if (f)
+        fclose(f);
+    if (st == -1 || !WIFEXITED(st))
+        fail_msg("%s: did not exit normally", cmd);
+    return WEXITSTATUS(st);
+}
+
+static void expect_cli_err(const char *cwd, const char *args, const char *needle)
+{
+    int st = cli(cwd, args);
+    if (st != 1 || !strstr(cli_err, needle))
+        fail_msg("tessera %s: exit %d, stderr \"%s\"; want exit 1 and \"%s\"", args, st, cli_err, needle);
+}
+
+static void test_cli_verify(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/tsr_test_verify_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    uint8_t wid[256];
+    wid_bin(wid);
+    char text[2048];
+    snprintf(text, sizeof text, race_raw_s, "", "");
+    write_text(dir, "race_raw.s", text, strlen(text));
+    write_text(dir, "wid.bin", wid, sizeof wid);
+    write_text(dir, "bypass_uop_oob.s", bypass_uop_oob_s, strlen(bypass_uop_oob_s));
+    write_text(dir, "verify_vs_run.s", verify_vs_run_s, strlen(verify_vs_run_s));
+    const char *idx = "insn #1 (alu): dst (acc) index reaches 2095 at uop 0";
+    expect_cli_err(dir, "verify verify_vs_run.s", idx);
+    expect_cli_err(dir, "run verify_vs_run.s", idx);
+    /* `file wid.bin` is found next to the program from any directory. */
+    char args[700];
+    snprintf(args, sizeof args, "verify %s/race_raw.s", dir);
+    expect_cli_err("/", args, "insn #4 (gemm): race on inp rows [0, 64)");
+    expect_cli_err(dir, "run race_raw.s", "insn #4 (gemm): race on inp rows [0, 64)");
+    expect_cli_err(dir, "verify bypass_uop_oob.s", "insn #3 (store out): writes DRAM bytes");
+    expect_cli_err(dir, "run bypass_uop_oob.s", "insn #3 (store out): writes DRAM bytes");
+    /* A kernel that cannot be filled is an error, as in run, not an unchecked OK. */
+    static const char nofile[] = ".buffer k 16 file nothere.bin\n.buffer out 1024\n"
+                                 "load uop sram=0 dram=k y=1 x=4 stride=4\n"
+                                 "alu add uop=0:4 iter=1,2 dst=0,600 src=0,0 imm=1\nfinish\n";
+    write_text(dir, "nofile.s", nofile, strlen(nofile));
+    expect_cli_err(dir, "verify nofile.s", "nothere.bin");
+    /* A fixed stream passes both. */
+    snprintf(text, sizeof text, race_raw_s, " push_next", " pop_prev");
+    write_text(dir, "race_fixed.s", text, strlen(text));
+    if (cli(dir, "verify race_fixed.s") || cli(dir, "run race_fixed.s"))
+        fail_msg("race_fixed.s rejected: %s", cli_err);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* ---- mutations of generated streams ---- */
+
+/* Every token pair of a generated program (the k-th push and the k-th pop of one queue:
+ * queues are FIFO) is removed in turn. The generator hands row ownership over only with
+ * tokens, so some removals must leave a race; a removal the verifier accepts must still be
+ * schedule independent, which fsim under random interleavings is checked against the
+ * in-order reference machine for. */
+static void test_generated_mutations(void **state)
+{
+    (void)state;
+    static const char *const cfgs[] = {"tiny", "default"};
+    uint64_t races = 0, accepted = 0, other = 0;
+    for (size_t ci = 0; ci < 2; ci++) {
+        tsr_config_t cfg;
+        assert_int_equal(tsr_config_load(cfgs[ci], &cfg), TSR_OK);
+        for (uint64_t i = 0; i < 6; i++) {
+            uint64_t seed = tsr_gen_mix(0x16u * 1000 + ci * 100 + i);
+            tsr_gen_prog_t p;
+            if (tsr_gen_program(seed, &cfg, NULL, &p))
+                fail_msg("generator (seed %llu, %s): %s", (unsigned long long)seed, cfgs[ci], tsr_errmsg());
+            tsr_insn_t *m = malloc(p.ninsns * sizeof *m);
+            assert_non_null(m);
+            uint64_t prog_races = 0;
+            for (int q = 0; q < 4; q++)
+                for (size_t k = 0;; k++) {
+                    /* The k-th push and pop on queue q. */
+                    size_t push = p.ninsns, pop = p.ninsns, np = 0, nq = 0;
+                    int push_prev = 0, pop_prev = 0;
+                    for (size_t j = 0; j < p.ninsns; j++) {
+                        const tsr_insn_t *in = &p.insns[j];
+                        for (int prev = 0; prev < 2; prev++) {
+                            if ((prev ? in->push_prev : in->push_next) && flag_queue(in, 0, prev) == q &&
+                                np++ == k) {
+                                push = j;
+                                push_prev = prev;
+                            }
+                            if ((prev ? in->pop_prev : in->pop_next) && flag_queue(in, 1, prev) == q &&
+                                nq++ == k) {
+                                pop = j;
+                                pop_prev = prev;
+                            }
+                        }
+                    }
+                    if (push == p.ninsns || pop == p.ninsns)
+                        break;
+                    memcpy(m, p.insns, p.ninsns * sizeof *m);
+                    *(push_prev ? &m[push].push_prev : &m[push].push_next) = 0;
+                    *(pop_prev ? &m[pop].pop_prev : &m[pop].pop_next) = 0;
+                    tsr_err_clear();
+                    int rc = tsr_gen_verify(&p, m, p.ninsns);
+                    if (rc == TSR_EVERIFY && strstr(tsr_errmsg(), "race on")) {
+                        prog_races++;
+                        continue;
+                    }
+                    if (rc) {
+                        other++;
+                        continue;
+                    }
+                    accepted++;
+                    uint8_t *ref[TSR_GEN_MAX_BUFS], *got[TSR_GEN_MAX_BUFS];
+                    tsr_gen_exec_t er = {"ref", 0, NULL, NULL};
+                    if (tsr_gen_run(&er, &p, m, p.ninsns, ref))
+                        fail_msg("ref run of an accepted mutation: %s", tsr_errmsg());
+                    for (uint64_t s = 1; s <= 3; s++) {
+                        tsr_gen_exec_t ef = {"fsim", tsr_gen_mix(seed + s) | 1, NULL, NULL};
+                        if (tsr_gen_run(&ef, &p, m, p.ninsns, got))
+                            fail_msg("fsim run of an accepted mutation: %s", tsr_errmsg());
+                        tsr_gen_diff_t d;
+                        if (tsr_gen_compare(&p, ref, got, &d))
+                            fail_msg("program seed %llu (%s) without token pair #%zu on %s (push #%zu, "
+                                     "pop #%zu) verifies, yet fsim schedule %llu differs from the "
+                                     "in-order result (buffer %s byte %llu): a missed race",
+                                     (unsigned long long)seed, cfgs[ci], k, tsr_queue_name(q), push, pop,
+                                     (unsigned long long)s, p.bufs[d.buf].name, (unsigned long long)d.offset);
+                        tsr_gen_outputs_free(got);
+                    }
+                    tsr_gen_outputs_free(ref);
+                }
+            races += prog_races;
+            free(m);
+            tsr_gen_free(&p);
+        }
+    }
+    printf("token-pair removals: %llu races, %llu accepted (schedule independent on fsim), %llu other "
+           "errors\n", (unsigned long long)races, (unsigned long long)accepted, (unsigned long long)other);
+    if (!races)
+        fail_msg("no token-pair removal in 12 generated programs was rejected as a race");
+}
+
+/* ---- a long kernel loaded many times: verification stays linear ---- */
+
+typedef struct {
+    const uint8_t *bytes; /* device bytes from address 0 */
+    uint64_t size;        /* bytes */
+} blob_t;
+
+static int blob_read(void *ctx, uint64_t addr, void *dst, size_t n)
+{
+    const blob_t *b = ctx;
+    if (addr > b->size || n > b->size - addr)
+        return TSR_EFAULT;
+    memcpy(dst, b->bytes + addr, n);
+    return TSR_OK;
+}
+
+/* 700 loads of a uop_depth-long kernel, each followed by a reset GEMM over all of it (the
+ * pattern that once took minutes to verify: every uop load re-read the kernel per entry).
+ * The last load brings a copy with one bad uop, which must be named. */
+static void test_long_kernel(void **state)
+{
+    (void)state;
+    tsr_config_t c;
+    assert_int_equal(tsr_config_load("default", &c), TSR_OK);
+    const uint32_t nu = c.uop_depth, reps = 700;
+    uint64_t kb = (uint64_t)nu * c.uop_bytes;
+    uint8_t *img = calloc(2, kb);
+    assert_non_null(img);
+    for (uint32_t u = 0; u < 2 * nu; u++) {
+        tsr_uop_t uo = {(u % nu) % (c.acc_depth - 1), 0, 0};
+        if (u == nu + 5000 % nu)
+            uo.dst = c.acc_depth - 1; /* + 1 from the inner loop: one past the end */
+        uint64_t w;
+        assert_int_equal(tsr_uop_encode(&c, &uo, &w), TSR_OK);
+        for (uint32_t b = 0; b < c.uop_bytes; b++)
+            img[(uint64_t)u * c.uop_bytes + b] = (uint8_t)(w >> (8 * b));
+    }
+    tsr_insn_t *s = calloc(2 * reps + 1, sizeof *s);
+    assert_non_null(s);
+    size_t n = 0;
+    for (uint32_t r = 0; r < reps; r++) {
+        s[n++] = mem(TSR_OP_LOAD, TSR_MEM_UOP, 0, 0, 1, nu, nu);
+        tsr_insn_t g = loop(TSR_OP_GEMM, 0, nu, 1, 2);
+        g.reset = 1;
+        g.dst_factor_in = 1;
+        s[n++] = g;
+    }
+    s[n++] = fin();
+    tsr_region_t reg = {0, 2 * kb, "kernels"};
+    blob_t blob = {img, 2 * kb};
+    tsr_verify_opts_t o = {&reg, 1, 1, blob_read, &blob};
+    expect_ok("700 loads of the good kernel", verify(&c, s, n, &o));
+    s[2 * (reps - 1)].dram_base = nu;
+    char want[64];
+    snprintf(want, sizeof want, "insn #%u (gemm)", 2 * (reps - 1) + 1);
+    expect_err("the bad copy last", verify(&c, s, n, &o), TSR_EVERIFY, want, "at uop 5000", (char *)NULL);
+    free(s);
+    free(img);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -922,6 +1543,14 @@ int main(void)
         cmocka_unit_test(test_uop_indices),
         cmocka_unit_test(test_dram_regions),
         cmocka_unit_test(test_pipe_runs),
+        cmocka_unit_test(test_races),
+        cmocka_unit_test(test_dram_races),
+        cmocka_unit_test(test_self_modify),
+        cmocka_unit_test(test_repro_race_raw),
+        cmocka_unit_test(test_repro_bypass),
+        cmocka_unit_test(test_cli_verify),
+        cmocka_unit_test(test_generated_mutations),
+        cmocka_unit_test(test_long_kernel),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1131,6 +1131,15 @@ static int prog_read_cb(void *ctx, uint64_t addr, void *dst, size_t n)
     return tsr_err(TSR_EFAULT, "read outside the program's buffers");
 }
 
+int tsr_gen_verify(const tsr_gen_prog_t *p, const tsr_insn_t *insns, size_t n)
+{
+    tsr_region_t regs[TSR_GEN_MAX_BUFS];
+    for (size_t i = 0; i < p->nbufs; i++)
+        regs[i] = (tsr_region_t){p->bufs[i].addr, p->bufs[i].size, p->bufs[i].name};
+    tsr_verify_opts_t vo = {regs, p->nbufs, 1, prog_read_cb, (void *)p};
+    return tsr_verify(&p->cfg, insns, n, &vo);
+}
+
 static void fill_random(rng_t *r, uint8_t *p, uint64_t n)
 {
     for (uint64_t i = 0; i < n; i += 8) {
@@ -1291,11 +1300,7 @@ int tsr_gen_program(uint64_t seed, const tsr_config_t *cfg, tsr_gen_opts_t *opts
 
     /* The generator's own guarantee, checked: the stream verifies against
      * exactly its buffers, with uop contents. */
-    tsr_region_t regs[TSR_GEN_MAX_BUFS];
-    for (size_t i = 0; i < out->nbufs; i++)
-        regs[i] = (tsr_region_t){out->bufs[i].addr, out->bufs[i].size, out->bufs[i].name};
-    tsr_verify_opts_t vo = {regs, out->nbufs, 1, prog_read_cb, out};
-    if ((rc = tsr_verify(cfg, out->insns, out->ninsns, &vo)))
+    if ((rc = tsr_gen_verify(out, out->insns, out->ninsns)))
         tsr_err_prefix(rc, "generator bug (seed %llu): generated stream fails tsr_verify: ",
                        (unsigned long long)seed);
 out:

@@ -69,6 +69,9 @@ typedef struct tsr_gen_prog {
 int tsr_gen_program(uint64_t seed, const tsr_config_t *cfg, tsr_gen_opts_t *opts,
                     tsr_gen_prog_t *out);
 void tsr_gen_free(tsr_gen_prog_t *p);
+/* tsr_verify a stream over p's buffers (DRAM bounds against them, uop
+ * indices and race footprints from their initial contents). */
+int tsr_gen_verify(const tsr_gen_prog_t *p, const tsr_insn_t *insns, size_t n);
 
 /* A random valid config as JSON text for tsr_config_parse: LOG_BATCH 0..1,
  * LOG_BLOCK_IN/OUT 1..4, 8/16-bit inputs and weights, 32-bit accumulators,
