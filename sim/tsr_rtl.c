@@ -82,6 +82,7 @@ struct tsr_rtl {
     uint64_t last_activity;    /* sum of activity counters at the last check */
     uint64_t last_change;      /* cycle it last changed */
     uint64_t run_start;        /* cycle of the last START */
+    uint32_t stage_base;       /* REG_STAGE_INSNS at that START (the stage counts run on across runs) */
     int tracing;
     /* profile */
     FILE *prof;                /* open timeline, or NULL */
@@ -536,7 +537,8 @@ int tsr_rtl_start(tsr_rtl_t *r, uint64_t insn_addr, uint32_t count)
             tsr_insn_decode(&r->cfg, &bits, &r->insns[i]);
         }
     }
-    if ((rc = reg_write(r, TSR_REG_INSN_ADDR, (uint32_t)insn_addr)) ||
+    if ((rc = reg_read(r, TSR_REG_STAGE_INSNS, &r->stage_base)) ||
+        (rc = reg_write(r, TSR_REG_INSN_ADDR, (uint32_t)insn_addr)) ||
         (rc = reg_write(r, TSR_REG_INSN_COUNT, count)) || (rc = reg_write(r, TSR_REG_CTRL, 1)))
         return rc;
     r->running = 1;
@@ -568,7 +570,7 @@ static int stuck_report(tsr_rtl_t *r, const char *why)
     int len = snprintf(msg, sizeof msg, "rtl: %s at cycle %llu: fetched %u of %u instructions;", why,
                        (unsigned long long)r->cycle, fetched, r->ninsns);
     for (int s = 0; s < TSR_STAGE_COUNT && len > 0 && len < (int)sizeof msg; s++) {
-        uint32_t done = (st >> (10 * s)) & 0x3ff; /* modulo 1024 */
+        uint32_t done = ((st >> (10 * s)) - (r->stage_base >> (10 * s))) & 0x3ff; /* this run's, modulo 1024 */
         long total = 0;
         for (uint32_t i = 0; i < r->ninsns; i++)
             total += (int)tsr_insn_stage(&r->insns[i]) == s;
