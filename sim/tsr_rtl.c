@@ -628,7 +628,7 @@ static int end_checks(tsr_rtl_t *r)
         return rc;
     if (status & TSR_STATUS_ERR) {
         unit_list(units >> 8, names, sizeof names);
-        char why[200];
+        char why[sizeof names + 160];
         snprintf(why, sizeof why,
                  "%s reported an error (DRAM SLVERR, address beyond 32 bits, out-of-range index, reserved "
                  "ALU opcode or malformed instruction)",

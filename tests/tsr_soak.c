@@ -53,7 +53,7 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
     uint64_t count = 100, seed = 1, nconf = 0;
-    const char *backend = "fsim", *config = "random";
+    const char *backend = NULL, *config = "random";
     int use_ref = 1, quiet = 0, hostile = 0;
     tsr_gen_opts_t go;
     memset(&go, 0, sizeof go);
@@ -104,14 +104,16 @@ int main(int argc, char **argv)
     if (hostile) {
         if (!strcmp(config, "random"))
             config = "tiny"; /* one config: the devices live for the whole soak */
-        if (!strcmp(backend, "fsim"))
-            backend = "rtl";
+        if (!backend)
+            backend = "rtl"; /* hostile default: fsim against the RTL */
         if (tsr_config_load(config, &fixed)) {
             fprintf(stderr, "tsr_soak: %s\n", tsr_errmsg());
             return 2;
         }
         return tsr_hostile_soak(&fixed, backend, seed, count, quiet, stdout);
     }
+    if (!backend)
+        backend = "fsim";
     int random_cfg = !strcmp(config, "random");
     if (!random_cfg && tsr_config_load(config, &fixed)) {
         fprintf(stderr, "tsr_soak: %s\n", tsr_errmsg());
