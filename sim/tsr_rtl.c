@@ -661,6 +661,13 @@ int tsr_rtl_reset(tsr_rtl_t *r)
     if (!rc && (status & TSR_STATUS_RESETTING))
         rc = tsr_err(TSR_EBACKEND, "rtl: soft reset did not complete (DRAM transactions still outstanding "
                                    "after %llu cycles)", (unsigned long long)(limit - r->cycle));
+    /* The slave's view: every burst the master started has completed (no
+     * read beats owed, no write burst short of beats, no response pending). */
+    if (!rc && (r->rd.count || r->aw.count || r->b.count))
+        rc = tsr_err(TSR_EBACKEND,
+                     "rtl: soft reset reported done with DRAM bursts still open: %d read, %d write awaiting data, "
+                     "%d write responses",
+                     r->rd.count, r->aw.count, r->b.count);
     return rc;
 }
 

@@ -96,6 +96,7 @@ static int setup(void **state)
     memset(&o, 0, sizeof o);
     o.skip_verify = 1;
     o.rtl.watchdog_cycles = 20000; /* the deadlock case ends quickly */
+    o.rtl.dram_latency = 200;      /* many bursts in flight when a run is abandoned */
     if (tsr_device_open(tsr_test_backend(), &s->cfg, &o, &s->dev))
         fail_msg("open %s: %s", tsr_test_backend(), tsr_errmsg());
     s->gen_seed = tsr_test_seed("TSR_RECOVER_SEED", 1000);
@@ -114,8 +115,9 @@ static int teardown(void **state)
 }
 
 /* A valid random program (tsr_gen) on the long-lived device, its outputs
- * compared with the reference machine's. */
-static void run_valid(rs_t *s)
+ * compared with the reference machine's. With give_up, the caller waits
+ * 0 ms and resets the device mid-run instead (DRAM bursts in flight). */
+static void run_valid_or_abort(rs_t *s, int give_up)
 {
     tsr_gen_prog_t p;
     uint64_t seed = s->gen_seed++;
@@ -128,6 +130,20 @@ static void run_valid(rs_t *s)
     int rc = tsr_gen_load(s->dev, &p);
     if (!rc)
         rc = tsr_submit(s->dev, p.insns, p.ninsns);
+    if (!rc && give_up) {
+        rc = tsr_wait(s->dev, 0);
+        if (rc == TSR_ETIMEOUT) {
+            assert_int_equal(tsr_device_reset(s->dev), TSR_OK);
+            print_message("  gave up on a running stream and reset the device\n");
+        } else if (rc) {
+            fail_msg("valid run (generator seed %llu): %s", (unsigned long long)seed, tsr_errmsg());
+        }
+        for (size_t i = 0; i < p.nbufs; i++)
+            assert_int_equal(tsr_mem_free(s->dev, p.bufs[i].addr), TSR_OK);
+        tsr_gen_outputs_free(want);
+        tsr_gen_free(&p);
+        return;
+    }
     if (!rc)
         rc = tsr_wait(s->dev, -1);
     if (rc)
@@ -147,6 +163,8 @@ static void run_valid(rs_t *s)
     tsr_gen_free(&p);
     s->valid_runs++;
 }
+
+static void run_valid(rs_t *s) { run_valid_or_abort(s, 0); }
 
 /* A bad program from assembly text: buffers loaded (uops from .uops,
  * everything else zero), optional tweak of the instructions, then submit +
@@ -241,6 +259,11 @@ static void test_valid_bad_valid(void **state)
     /* the caller gives up after 1 ms and resets */
     run_bad(s, long_s, NULL, 1, TSR_ETIMEOUT, "", NULL);
     run_valid(s);
+    /* ... and in the middle of DRAM transfers (the RTL drains its bursts) */
+    for (int k = 0; k < 4; k++) {
+        run_valid_or_abort(s, 1);
+        run_valid(s);
+    }
 }
 
 /* Each message names its problem (checked where both backends agree on words). */
