@@ -12,7 +12,9 @@
  * wrap into another buffer), tokens left in a queue at FINISH, a reserved
  * ALU opcode, a deadlock (fsim: deadlock report; rtl: the watchdog), a
  * stream over the run budget, and a caller that gives up after a timeout
- * and resets the device.
+ * (also in the middle of DRAM transfers) and resets the device. Also the
+ * one DRAM rule: a row spanning two adjacent buffers works, a row running
+ * into unmapped bytes fails, on every backend.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -277,11 +279,79 @@ static void test_messages(void **state)
     run_valid(s);
 }
 
+/* One DRAM rule on every backend (isa/semantics.md, "DRAM accesses"): a
+ * row may run from one buffer into an adjacent one, and a row that runs
+ * into unmapped bytes is an error. acc rows spanning a -> b are mirrored
+ * to out (ALU add 0) and stored; out's bytes are the low bytes of the
+ * lanes read. */
+static const char *const span_s =
+    ".buffer a 4096\n.buffer b 4096\n.buffer out 4096\n.output out\n.uops k 0,0,0\n"
+    "load uop sram=0 dram=k y=1 x=1 stride=1\n"
+    "load acc sram=0 dram=a y=1 x=4 stride=4\n"
+    "alu add uop=0:1 iter=4,1 dst=1,0 src=1,0 imm=0 push_next\n"
+    "store out sram=0 dram=out y=1 x=4 stride=4 pop_prev push_prev\n"
+    "finish pop_next\n";
+
+static void test_span(void **state)
+{
+    rs_t *s = *state;
+    const tsr_config_t *c = &s->cfg;
+    for (int past_end = 0; past_end < 2; past_end++) {
+        tsr_program_t p;
+        memset(&p, 0, sizeof p);
+        if (tsr_asm_parse(c, span_s, "span.s", &p))
+            fail_msg("assembling: %s", tsr_errmsg());
+        const tsr_asm_buffer_t *a = &p.bufs[0], *b = &p.bufs[1], *k = &p.bufs[3];
+        assert_int_equal(b->addr, a->addr + a->size); /* adjacent */
+        uint64_t first = past_end ? k->addr + 32 : a->addr + a->size - 2 * c->acc_bytes;
+        p.insns[1].dram_base = (uint32_t)(first / c->acc_bytes);
+        uint8_t *img = malloc(8192);
+        assert_non_null(img);
+        for (int i = 0; i < 8192; i++)
+            img[i] = (uint8_t)(i * 7 + 3);
+        for (size_t i = 0; i < p.nbufs; i++) {
+            const tsr_asm_buffer_t *x = &p.bufs[i];
+            assert_int_equal(tsr_mem_alloc_at(s->dev, x->addr, x->size), TSR_OK);
+            uint8_t zero[64] = {0};
+            if (i < 2)
+                assert_int_equal(tsr_mem_write(s->dev, x->addr, img + i * 4096, x->size), TSR_OK);
+            else if (i == 3) /* uop 0 = 0,0,0 */
+                assert_int_equal(tsr_mem_write(s->dev, x->addr, zero, x->size < 64 ? x->size : 64), TSR_OK);
+        }
+        int rc = tsr_submit(s->dev, p.insns, p.ninsns);
+        if (!rc)
+            rc = tsr_wait(s->dev, -1);
+        if (past_end) {
+            if (rc == TSR_OK)
+                fail_msg("a row running past the last buffer into unmapped bytes ran without an error");
+            print_message("  past the end: %s\n", tsr_errmsg());
+        } else {
+            if (rc)
+                fail_msg("a row spanning two adjacent buffers failed: %s", tsr_errmsg());
+            uint8_t out[64];
+            assert_int_equal(tsr_mem_read(s->dev, p.bufs[2].addr, out, 4 * c->out_bytes), TSR_OK);
+            const uint8_t *src = img + (first - a->addr);
+            uint32_t lanes = c->out_bytes; /* one byte per lane: int8 outputs */
+            for (uint32_t r = 0; r < 4; r++)
+                for (uint32_t l = 0; l < lanes; l++)
+                    if (out[r * lanes + l] != src[r * c->acc_bytes + l * 4])
+                        fail_msg("row %u lane %u: got 0x%02x, want 0x%02x (the low byte of the lane read)", r, l,
+                                 out[r * lanes + l], src[r * c->acc_bytes + l * 4]);
+        }
+        for (size_t i = 0; i < p.nbufs; i++)
+            assert_int_equal(tsr_mem_free(s->dev, p.bufs[i].addr), TSR_OK);
+        free(img);
+        tsr_program_free(&p);
+        run_valid(s);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_valid_bad_valid),
         cmocka_unit_test(test_messages),
+        cmocka_unit_test(test_span),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
