@@ -696,7 +696,8 @@ int tsr_rtl_step(tsr_rtl_t *r, uint64_t max_cycles, int *done)
         cycle(r);
         if (r->prof && r->cycle >= r->prof_next)
             prof_sample(r, 1);
-        /* Watchdog: some counter other than cycles must move. */
+        /* Watchdog: some counter other than cycles must move (the run
+         * budget bounds a run that keeps moving without finishing). */
         if ((r->cycle & 0x3fff) == 0) {
             uint64_t act = 0, v;
             static const int watched[] = {TSR_CNT_DRAM_RD_BYTES, TSR_CNT_DRAM_WR_BYTES, TSR_CNT_GEMM_OPS, TSR_CNT_ALU_OPS};
@@ -705,6 +706,13 @@ int tsr_rtl_step(tsr_rtl_t *r, uint64_t max_cycles, int *done)
                 reg_read(r, tsr_cnt_offset(watched[k]), &lo);
                 act += lo;
             }
+            /* Compute cycles spent neither waiting on tokens nor on DRAM:
+             * GEMM reset loops count no op but are progress. */
+            uint32_t busy = 0, tok = 0, mem = 0;
+            reg_read(r, tsr_cnt_offset(TSR_CNT_COMPUTE_BUSY), &busy);
+            reg_read(r, tsr_cnt_offset(TSR_CNT_COMPUTE_STALL_TOK), &tok);
+            reg_read(r, tsr_cnt_offset(TSR_CNT_COMPUTE_STALL_MEM), &mem);
+            act += (uint32_t)(busy - tok - mem);
             uint32_t st = 0;
             reg_read(r, TSR_REG_STAGE_INSNS, &st);
             v = act + st;

@@ -168,16 +168,15 @@ static void run_valid_or_abort(rs_t *s, int give_up)
 
 static void run_valid(rs_t *s) { run_valid_or_abort(s, 0); }
 
-/* A bad program from assembly text: buffers loaded (uops from .uops,
- * everything else zero), optional tweak of the instructions, then submit +
- * wait must fail with code want_rc (0: any) and a message containing
- * want_msg. *out0 gets byte 0 of the first output buffer after the run. */
-static void run_bad(rs_t *s, const char *text, void (*tweak)(tsr_program_t *), int timeout_ms, int want_rc,
-                    const char *want_msg, uint8_t *out0)
+/* A program from assembly text: buffers loaded (uops from .uops,
+ * everything else zero), optional tweak of the instructions, submit and
+ * wait (a caller that times out gives up and resets). Returns the run's
+ * code; *out0 gets byte 0 of the first output buffer after the run. */
+static int run_text(rs_t *s, const char *text, void (*tweak)(tsr_program_t *), int timeout_ms, uint8_t *out0)
 {
     tsr_program_t p;
     memset(&p, 0, sizeof p);
-    if (tsr_asm_parse(&s->cfg, text, "bad.s", &p))
+    if (tsr_asm_parse(&s->cfg, text, "prog.s", &p))
         fail_msg("assembling: %s", tsr_errmsg());
     if (tweak)
         tweak(&p);
@@ -195,14 +194,10 @@ static void run_bad(rs_t *s, const char *text, void (*tweak)(tsr_program_t *), i
     int rc = tsr_submit(s->dev, p.insns, p.ninsns);
     if (!rc)
         rc = tsr_wait(s->dev, timeout_ms);
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", tsr_errmsg());
     if (rc == TSR_ETIMEOUT && timeout_ms >= 0) /* the caller gives up */
         assert_int_equal(tsr_device_reset(s->dev), TSR_OK);
-    if (rc == TSR_OK)
-        fail_msg("bad stream ran without an error (expected \"%s\")", want_msg);
-    if ((want_rc && rc != want_rc) || !strstr(tsr_errmsg(), want_msg))
-        fail_msg("bad stream: got %s \"%s\", expected %s containing \"%s\"", tsr_errname(rc), tsr_errmsg(),
-                 want_rc ? tsr_errname(want_rc) : "an error", want_msg);
-    print_message("  bad stream refused: %s\n", tsr_errmsg());
     for (size_t k = 0; k < p.nbufs; k++) {
         if (out0 && p.bufs[k].is_output) {
             assert_int_equal(tsr_mem_read(s->dev, p.bufs[k].addr, out0, 1), TSR_OK);
@@ -211,10 +206,24 @@ static void run_bad(rs_t *s, const char *text, void (*tweak)(tsr_program_t *), i
         assert_int_equal(tsr_mem_free(s->dev, p.bufs[k].addr), TSR_OK);
     }
     tsr_program_free(&p);
+    if (rc)
+        tsr_err(rc, "%s", msg);
+    return rc;
 }
 
-/* The STORE's byte address becomes 2^32 + (buffer out's address): a
- * 32-bit address would land exactly in out. */
+/* run_text must fail with code want_rc (0: any) and a message containing want_msg. */
+static void run_bad(rs_t *s, const char *text, void (*tweak)(tsr_program_t *), int timeout_ms, int want_rc,
+                    const char *want_msg, uint8_t *out0)
+{
+    int rc = run_text(s, text, tweak, timeout_ms, out0);
+    if (rc == TSR_OK)
+        fail_msg("bad stream ran without an error (expected \"%s\")", want_msg);
+    if ((want_rc && rc != want_rc) || !strstr(tsr_errmsg(), want_msg))
+        fail_msg("bad stream: got %s \"%s\", expected %s containing \"%s\"", tsr_errname(rc), tsr_errmsg(),
+                 want_rc ? tsr_errname(want_rc) : "an error", want_msg);
+    print_message("  bad stream refused: %s\n", tsr_errmsg());
+}
+
 static void beyond_4g(tsr_program_t *p)
 {
     uint64_t out = 0;
@@ -292,6 +301,23 @@ static const char *const span_s =
     "store out sram=0 dram=out y=1 x=4 stride=4 pop_prev push_prev\n"
     "finish pop_next\n";
 
+/* 100000 GEMM reset ops: no counted op and no DRAM traffic for longer
+ * than the watchdog's 20000 cycles, yet progress (the RTL watchdog once
+ * stopped such a loop). */
+static const char *const reset_loop_s =
+    ".buffer out 1024\n.output out\n.uops k 0,0,0\n"
+    "load uop sram=0 dram=k y=1 x=1 stride=1\n"
+    "gemm reset uop=0:1 iter=100,1000 dst=0,0 src=0,0 wgt=0,0\n"
+    "finish\n";
+
+static void test_long_reset_loop(void **state)
+{
+    rs_t *s = *state;
+    if (run_text(s, reset_loop_s, NULL, -1, NULL))
+        fail_msg("a long GEMM reset loop failed: %s", tsr_errmsg());
+    run_valid(s);
+}
+
 static void test_span(void **state)
 {
     rs_t *s = *state;
@@ -352,6 +378,7 @@ int main(void)
         cmocka_unit_test(test_valid_bad_valid),
         cmocka_unit_test(test_messages),
         cmocka_unit_test(test_span),
+        cmocka_unit_test(test_long_reset_loop),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
