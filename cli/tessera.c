@@ -47,10 +47,13 @@ static tsr_device_opts_t g_dev;
     "  --watchdog N          cycles without progress before a run is declared stuck (200000)\n"    \
     "  --profile FILE.csv    utilisation timeline: per window of every run, the GEMM/ALU/dual\n"  \
     "                        ops, DRAM bytes read/written and instructions each stage completed\n" \
-    "  --profile-window N    cycles per profile line (256)\n"
+    "  --profile-window N    cycles per profile line (256)\n"                                  \
+    "  --run-budget N        most work one run may take (any backend): fsim work units, rtl\n"   \
+    "                        cycles (2^32); a stream whose bound derived from its loops and\n"   \
+    "                        transfers is larger is refused, an rtl run past it is stopped\n"
 
 enum { OPT_DRAM_LAT = 1000, OPT_DRAM_BW, OPT_DRAM_OUT, OPT_TRACE, OPT_TRACE_START, OPT_TRACE_CYCLES,
-       OPT_THREADS, OPT_WATCHDOG, OPT_PROFILE, OPT_PROFILE_WINDOW };
+       OPT_THREADS, OPT_WATCHDOG, OPT_PROFILE, OPT_PROFILE_WINDOW, OPT_RUN_BUDGET };
 
 #define DEVICE_LONG_OPTIONS                                                                        \
     {"dram-latency", required_argument, 0, OPT_DRAM_LAT},                                          \
@@ -62,7 +65,8 @@ enum { OPT_DRAM_LAT = 1000, OPT_DRAM_BW, OPT_DRAM_OUT, OPT_TRACE, OPT_TRACE_STAR
     {"threads", required_argument, 0, OPT_THREADS},                                                \
     {"watchdog", required_argument, 0, OPT_WATCHDOG},                                              \
     {"profile", required_argument, 0, OPT_PROFILE},                                                \
-    {"profile-window", required_argument, 0, OPT_PROFILE_WINDOW}
+    {"profile-window", required_argument, 0, OPT_PROFILE_WINDOW},                                  \
+    {"run-budget", required_argument, 0, OPT_RUN_BUDGET}
 
 static int parse_long(const char *s, long lo, long hi, long *out);
 static int parse_u64(const char *s, uint64_t *out);
@@ -106,6 +110,10 @@ static int device_option(int c, const char *arg)
     case OPT_PROFILE_WINDOW:
         if (parse_long(arg, 16, 1L << 30, &v)) return -1;
         g_dev.rtl.profile_window = (uint32_t)v;
+        return 1;
+    case OPT_RUN_BUDGET:
+        if (parse_u64(arg, &u) || !u) return -1;
+        g_dev.run_budget = u;
         return 1;
     default: return 0;
     }

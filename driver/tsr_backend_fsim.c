@@ -63,9 +63,10 @@ static int f_read(void *st, uint64_t addr, void *dst, uint64_t n)
     return tsr_dram_read(((fsim_state_t *)st)->dram, addr, dst, n);
 }
 
-static int f_start(void *st, uint64_t insn_addr, uint32_t count)
+static int f_start(void *st, uint64_t insn_addr, uint32_t count, uint64_t bound)
 {
     fsim_state_t *s = st;
+    (void)bound; /* exact for the functional model: it cannot run past it */
     int rc = tsr_fsim_start(s->sim, insn_addr, count, s->seed);
     s->started = rc == TSR_OK;
     return rc;
@@ -100,6 +101,21 @@ static int f_wait(void *st, int timeout_ms)
     }
 }
 
+/* Back to idle: the run (if any) is dropped; on-chip buffers are kept, as in hardware. */
+static int f_reset(void *st)
+{
+    fsim_state_t *s = st;
+    s->started = 0;
+    tsr_fsim_abort(s->sim);
+    return TSR_OK;
+}
+
+static uint64_t f_bound(void *st, const tsr_config_t *cfg, const tsr_insn_t *insns, size_t n)
+{
+    (void)st;
+    return tsr_stream_work(cfg, insns, n);
+}
+
 static int f_counters(void *st, tsr_counters_t *out)
 {
     *out = *tsr_fsim_counters(((fsim_state_t *)st)->sim);
@@ -125,4 +141,7 @@ const tsr_backend_ops_t tsr_backend_fsim = {
     .wait = f_wait,
     .counters = f_counters,
     .reset_counters = f_reset_counters,
+    .reset = f_reset,
+    .bound = f_bound,
+    .budget_unit = "work units",
 };

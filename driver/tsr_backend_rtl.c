@@ -23,6 +23,8 @@ typedef struct {
     tsr_counters_t ctr;  /* accumulated counters */
     tsr_counters_t run;  /* static counters of the running stream */
     int started;         /* a run is in progress */
+    uint64_t bound;      /* cycle bound of the running stream (its run budget) */
+    tsr_rtl_opts_t ro;   /* DRAM timing the bound assumes */
 } rtl_state_t;
 
 static int r_open(const tsr_config_t *cfg, const tsr_device_opts_t *opts, void **state)
@@ -32,6 +34,7 @@ static int r_open(const tsr_config_t *cfg, const tsr_device_opts_t *opts, void *
     if (!s)
         return tsr_err(TSR_ENOMEM, "out of memory");
     s->cfg = *cfg;
+    s->ro = opts->rtl;
     uint64_t size = opts->dram_size;
     if (size > 0xffffffffull - DRAM_BASE) /* the AXI port has 32 address bits */
         size = 0xffffffffull - DRAM_BASE;
@@ -71,9 +74,10 @@ static int r_read(void *st, uint64_t addr, void *dst, uint64_t n)
     return tsr_dram_read(((rtl_state_t *)st)->dram, addr, dst, n);
 }
 
-static int r_start(void *st, uint64_t insn_addr, uint32_t count)
+static int r_start(void *st, uint64_t insn_addr, uint32_t count, uint64_t bound)
 {
     rtl_state_t *s = st;
+    s->bound = bound;
     tsr_insn_t *insns = calloc(count ? count : 1, sizeof *insns);
     uint8_t *bytes = malloc((size_t)count * TSR_INSN_BYTES);
     int rc = TSR_OK;
@@ -120,6 +124,15 @@ static int r_wait(void *st, int timeout_ms)
             s->started = 0;
             return rc;
         }
+        if (!done && tsr_rtl_run_cycles(s->rtl) > s->bound) {
+            s->started = 0;
+            return tsr_err(TSR_EBACKEND,
+                           "rtl: run budget exceeded: no FINISH after %llu cycles, the bound derived from the "
+                           "stream (its loop extents, transfers and the DRAM timing); raise it with "
+                           "tsr_device_opts_t.run_budget (tessera: --run-budget N) only if the stream is "
+                           "known to be slower",
+                           (unsigned long long)tsr_rtl_run_cycles(s->rtl));
+        }
         if (done) {
             s->started = 0;
             tsr_counters_t c = s->run;
@@ -156,6 +169,36 @@ static int r_counters(void *st, tsr_counters_t *out)
     return TSR_OK;
 }
 
+static int r_reset(void *st)
+{
+    rtl_state_t *s = st;
+    s->started = 0;
+    return tsr_rtl_reset(s->rtl);
+}
+
+/* Cycle bound of a run: every tensor op one cycle, every DRAM byte at the
+ * modelled bandwidth, every transfer row and instruction a full DRAM
+ * latency, times 4, plus a constant. The RTL overlaps all of these, so a
+ * correct stream stays well below (resnet18 layers: under a quarter). */
+static uint64_t r_bound(void *st, const tsr_config_t *cfg, const tsr_insn_t *insns, size_t n)
+{
+    rtl_state_t *s = st;
+    tsr_counters_t c;
+    memset(&c, 0, sizeof c);
+    tsr_counters_static(cfg, insns, n, &c);
+    double lat = s->ro.dram_latency ? s->ro.dram_latency : 32;
+    double bw = s->ro.dram_bytes_per_cycle > 0 ? s->ro.dram_bytes_per_cycle : 8;
+    double bytes = (double)c.bytes_stored + (double)n * TSR_INSN_BYTES, rows = 0;
+    for (int m = 0; m < TSR_MEM_COUNT; m++)
+        bytes += (double)c.bytes_loaded[m];
+    for (size_t i = 0; i < n; i++)
+        if (insns[i].opcode == TSR_OP_LOAD || insns[i].opcode == TSR_OP_STORE)
+            rows += (double)insns[i].y_size + insns[i].y_pad0 + insns[i].y_pad1;
+    double ops = (double)(c.gemm_ops + c.gemm_reset_ops + c.alu_ops + c.pad_rows_loaded);
+    double b = 4.0 * (ops + bytes / bw + (rows + (double)n) * (lat + 32)) + 100000;
+    return b >= 1.8e19 ? UINT64_MAX : (uint64_t)b;
+}
+
 static int r_reset_counters(void *st)
 {
     memset(&((rtl_state_t *)st)->ctr, 0, sizeof(tsr_counters_t));
@@ -175,4 +218,7 @@ const tsr_backend_ops_t tsr_backend_rtl = {
     .wait = r_wait,
     .counters = r_counters,
     .reset_counters = r_reset_counters,
+    .reset = r_reset,
+    .bound = r_bound,
+    .budget_unit = "cycles",
 };

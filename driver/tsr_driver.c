@@ -7,10 +7,12 @@
  */
 #include "tsr_driver.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "tsr_error.h"
+#include "tsr_pipe.h"
 #include "tsr_verify.h"
 
 #define TSR_BUF_ALIGN 4096ull
@@ -31,6 +33,8 @@ struct tsr_device {
     uint64_t insn_addr;           /* instruction buffer (0 = none) */
     uint64_t insn_cap;            /* its size in bytes */
     int running;                  /* a submitted stream has not finished */
+    int struct_rc;                /* skip_verify: the stream's structural verdict (tsr_pipe dry run) */
+    char struct_msg[512];         /* its message */
     void *ext;                    /* host-side extension object (the JIT kernel cache), or NULL */
     void (*ext_dtor)(tsr_device_t *, void *); /* destroys ext at close, or NULL */
 };
@@ -177,6 +181,31 @@ static int dev_read_cb(void *ctx, uint64_t addr, void *dst, size_t n)
     return d->ops->mem_read(d->state, addr, dst, n);
 }
 
+/* With verification skipped the backends still get one verdict on the
+ * stream's structure, which depends on no data: the pipe model
+ * (isa/tsr_pipe.h) without execution. A malformed stream (bad opcode or
+ * flag, FINISH missing or not last) is refused here; deadlock, tokens left
+ * at FINISH and work not ordered before FINISH are kept as the run's
+ * verdict: the stream still runs (the backends' own checks, watchdog and
+ * reset are exercised) and tsr_wait reports the error if the backend did
+ * not fail first. The RTL cannot see every ordering defect (unordered work
+ * may finish before FINISH by chance of timing); this makes fsim and RTL
+ * agree by design. */
+static int structure(tsr_device_t *d, const tsr_insn_t *insns, size_t n)
+{
+    tsr_pipe_t *p = NULL;
+    int done = 0, rc = tsr_pipe_create(&d->cfg, insns, n, NULL, NULL, 0, &p);
+    if (rc)
+        return tsr_err_prefix(rc, "submit rejected: ");
+    rc = tsr_pipe_run(p, 0, &done);
+    tsr_pipe_destroy(p);
+    if (rc) {
+        d->struct_rc = rc;
+        snprintf(d->struct_msg, sizeof d->struct_msg, "%s", tsr_errmsg());
+    }
+    return TSR_OK;
+}
+
 int tsr_submit(tsr_device_t *d, const tsr_insn_t *insns, size_t n)
 {
     int rc = TSR_OK;
@@ -198,6 +227,9 @@ int tsr_submit(tsr_device_t *d, const tsr_insn_t *insns, size_t n)
             goto out;
         }
     }
+    d->struct_rc = TSR_OK;
+    if (d->opts.skip_verify && (rc = structure(d, insns, n)))
+        goto out;
     bytes = malloc(n * TSR_INSN_BYTES);
     if (!bytes) {
         rc = tsr_err(TSR_ENOMEM, "out of memory");
@@ -225,7 +257,18 @@ int tsr_submit(tsr_device_t *d, const tsr_insn_t *insns, size_t n)
     }
     if ((rc = d->ops->mem_write(d->state, d->insn_addr, bytes, n * TSR_INSN_BYTES)))
         goto out;
-    if ((rc = d->ops->start(d->state, d->insn_addr, (uint32_t)n)))
+    /* Bounded work: a stream that could run for days is refused up front. */
+    uint64_t cap = d->opts.run_budget ? d->opts.run_budget : TSR_RUN_BUDGET_DEFAULT;
+    uint64_t bound = d->ops->bound(d->state, &d->cfg, insns, n);
+    if (bound > cap) {
+        rc = tsr_err(TSR_EBOUNDS,
+                     "submit rejected: run budget: this stream may take up to %llu %s (a bound derived from "
+                     "its loop extents and transfers), over the budget of %llu; raise it with "
+                     "tsr_device_opts_t.run_budget (tessera: --run-budget N)",
+                     (unsigned long long)bound, d->ops->budget_unit, (unsigned long long)cap);
+        goto out;
+    }
+    if ((rc = d->ops->start(d->state, d->insn_addr, (uint32_t)n, bound)))
         goto out;
     d->running = 1;
 out:
@@ -239,9 +282,41 @@ int tsr_wait(tsr_device_t *d, int timeout_ms)
     if (!d->running)
         return tsr_err(TSR_EINVAL, "nothing submitted");
     int rc = d->ops->wait(d->state, timeout_ms);
-    if (rc != TSR_ETIMEOUT)
-        d->running = 0;
+    if (rc == TSR_ETIMEOUT)
+        return rc;
+    d->running = 0;
+    if (!rc && d->struct_rc) /* the backend completed a stream that is malformed */
+        rc = tsr_err(d->struct_rc, "%s", d->struct_msg);
+    if (rc) {
+        /* A failed run leaves the device clean for the next stream; the
+         * run's own error is the one reported. */
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", tsr_errmsg());
+        int rr = d->ops->reset(d->state);
+        if (rr)
+            return tsr_err(rc, "%s; then the reset failed: %s", msg, tsr_errmsg());
+        tsr_err(rc, "%s", msg);
+    }
     return rc;
+}
+
+int tsr_device_reset(tsr_device_t *d)
+{
+    d->running = 0;
+    return d->ops->reset(d->state);
+}
+
+uint64_t tsr_stream_work(const tsr_config_t *cfg, const tsr_insn_t *insns, size_t n)
+{
+    tsr_counters_t c;
+    memset(&c, 0, sizeof c);
+    tsr_counters_static(cfg, insns, n, &c);
+    uint64_t w = c.gemm_ops + c.gemm_reset_ops + c.alu_ops + c.pad_rows_loaded + (uint64_t)n;
+    for (int m = 0; m < TSR_MEM_COUNT; m++) {
+        uint32_t eb = tsr_config_elem_bytes(cfg, m);
+        w += eb ? c.bytes_loaded[m] / eb : 0;
+    }
+    return w + c.bytes_stored / (cfg->out_bytes ? cfg->out_bytes : 1);
 }
 
 int tsr_read_counters(tsr_device_t *d, tsr_counters_t *out) { return d->ops->counters(d->state, out); }

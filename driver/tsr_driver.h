@@ -23,10 +23,18 @@
 
 typedef struct tsr_device tsr_device_t;
 
+/* Default run budget: 2^32 fsim work units (about an hour of simulation)
+ * or 2^32 RTL cycles (43 s of a 100 MHz device); `--run-budget N` raises it. */
+#define TSR_RUN_BUDGET_DEFAULT (1ull << 32)
+
 typedef struct tsr_device_opts {
     uint64_t dram_size;      /* device DRAM bytes (0 = 1 GiB) */
     uint64_t seed;           /* fsim stage interleaving (0 = deterministic) */
     int skip_verify;         /* 1: do not verify before submit (for tests of the backends' own checks) */
+    uint64_t run_budget;     /* most work one run may take: fsim work units (tensor ops + elements
+                              * moved + instructions), rtl cycles. 0 = TSR_RUN_BUDGET_DEFAULT. A stream
+                              * whose bound exceeds it is refused at submit; an rtl run that exceeds its
+                              * stream-derived cycle bound is stopped with an error */
     tsr_rtl_opts_t rtl;      /* RTL backend: DRAM timing, waveform, threads, watchdog */
 } tsr_device_opts_t;
 
@@ -54,8 +62,18 @@ int tsr_mem_read(tsr_device_t *dev, uint64_t addr, void *dst, uint64_t n);
 /* Verify, copy into an instruction buffer and start n instructions. */
 int tsr_submit(tsr_device_t *dev, const tsr_insn_t *insns, size_t n);
 /* Wait for the submitted stream to finish. timeout_ms < 0 waits forever.
- * TSR_ETIMEOUT leaves the run in progress (call again to keep waiting). */
+ * TSR_ETIMEOUT leaves the run in progress (call again to keep waiting, or
+ * tsr_device_reset to give up). Any other error (a fault, an index error,
+ * the watchdog, the run budget, tokens left at FINISH) has already reset
+ * the device, so the next submit starts clean. */
 int tsr_wait(tsr_device_t *dev, int timeout_ms);
+/* Abandon any run and return the device to idle: stages, token queues and
+ * error bits cleared (the RTL waits for its DRAM transactions to drain).
+ * DRAM buffers and on-chip buffer contents are kept. */
+int tsr_device_reset(tsr_device_t *dev);
+/* Work bound of a stream: tensor ops + DRAM elements and pad rows moved +
+ * instructions (what the fsim run budget counts). */
+uint64_t tsr_stream_work(const tsr_config_t *cfg, const tsr_insn_t *insns, size_t n);
 /* Counters accumulated since open (or the last reset). */
 int tsr_read_counters(tsr_device_t *dev, tsr_counters_t *out);
 int tsr_reset_counters(tsr_device_t *dev);
@@ -70,10 +88,14 @@ typedef struct tsr_backend_ops {
     int (*mem_free)(void *state, uint64_t addr);
     int (*mem_write)(void *state, uint64_t addr, const void *src, uint64_t n);
     int (*mem_read)(void *state, uint64_t addr, void *dst, uint64_t n);
-    int (*start)(void *state, uint64_t insn_addr, uint32_t count);
+    int (*start)(void *state, uint64_t insn_addr, uint32_t count, uint64_t bound); /* bound: from .bound */
     int (*wait)(void *state, int timeout_ms);              /* TSR_OK when finished */
     int (*counters)(void *state, tsr_counters_t *out);
     int (*reset_counters)(void *state);
+    int (*reset)(void *state);                             /* abandon any run, back to idle */
+    /* Upper bound of the run's cost in budget_unit, from the stream alone. */
+    uint64_t (*bound)(void *state, const tsr_config_t *cfg, const tsr_insn_t *insns, size_t n);
+    const char *budget_unit;                               /* "work units", "cycles" */
 } tsr_backend_ops_t;
 
 extern const tsr_backend_ops_t tsr_backend_fsim;

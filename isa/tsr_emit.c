@@ -86,6 +86,7 @@ int tsr_emit_sv(const tsr_config_t *c, const char *source, FILE *f)
         snprintf(name, sizeof name, "ALU_%s", up);
         P(name, i);
     }
+    P("ALU_COUNT", TSR_ALU_COUNT); /* opcodes at or above are reserved: an error */
     for (size_t k = 0; k < sizeof fmt_ops / sizeof fmt_ops[0]; k++) {
         tsr_format_t fm;
         int rc = tsr_isa_format(c, fmt_ops[k], &fm);
@@ -103,13 +104,10 @@ int tsr_emit_sv(const tsr_config_t *c, const char *source, FILE *f)
     }
     fprintf(f, "\n  // AXI4-Lite register map (byte offsets), from isa/tsr_regs.h\n");
     P("BUS_BYTES", c->dram_bus_width / 8);
-    P("REG_CTRL", TSR_REG_CTRL);
-    P("REG_STATUS", TSR_REG_STATUS);
-    P("REG_INSN_ADDR", TSR_REG_INSN_ADDR);
-    P("REG_INSN_COUNT", TSR_REG_INSN_COUNT);
-    P("REG_STAGE_INSNS", TSR_REG_STAGE_INSNS);
-    P("REG_FETCHED", TSR_REG_FETCHED);
-    P("REG_COUNTERS", TSR_REG_COUNTERS);
+    size_t nreg;
+    const tsr_reg_const_t *regs = tsr_reg_consts(&nreg);
+    for (size_t i = 0; i < nreg; i++)
+        P(regs[i].name, (long long)regs[i].value);
     P("CNT_COUNT", TSR_CNT_COUNT);
     for (int k = 0; k < TSR_CNT_COUNT; k++) {
         char cu[48];

@@ -12,9 +12,12 @@
 
 typedef struct {
     uint64_t addr;  /* device byte address */
-    uint64_t size;  /* bytes */
-    uint8_t *host;  /* backing store */
+    uint64_t size;  /* bytes the device may access: the requested size rounded up to TSR_DRAM_GRAIN */
+    uint8_t *host;  /* backing store (size bytes, zeroed) */
 } region_t;
+
+/* Device extent of a size-byte buffer (size <= 2^63 checked by callers' limits). */
+static uint64_t grain_up(uint64_t size) { return (size + TSR_DRAM_GRAIN - 1) & ~(uint64_t)(TSR_DRAM_GRAIN - 1); }
 
 struct tsr_dram {
     uint64_t base;  /* first device address */
@@ -63,9 +66,10 @@ static int insert(tsr_dram_t *d, uint64_t addr, uint64_t size)
 {
     if (size == 0)
         return tsr_err(TSR_EINVAL, "cannot allocate an empty DRAM buffer");
-    if (size > SIZE_MAX)
+    if (size > SIZE_MAX - TSR_DRAM_GRAIN)
         return tsr_err(TSR_ENOMEM, "DRAM buffer of %llu bytes is too large for this host",
                        (unsigned long long)size);
+    size = grain_up(size);
     if (d->n == d->cap) {
         size_t cap = d->cap ? d->cap * 2 : 16;
         region_t *r = realloc(d->r, cap * sizeof *r);
@@ -87,6 +91,8 @@ static int insert(tsr_dram_t *d, uint64_t addr, uint64_t size)
 
 int tsr_dram_alloc_at(tsr_dram_t *d, uint64_t addr, uint64_t size)
 {
+    if (size && size <= UINT64_MAX - TSR_DRAM_GRAIN)
+        size = grain_up(size);
     if (addr < d->base || size > d->size || addr - d->base > d->size - size)
         return tsr_err(TSR_ENOMEM,
                        "DRAM buffer [0x%llx, 0x%llx) is outside device memory [0x%llx, 0x%llx)",
@@ -104,6 +110,8 @@ int tsr_dram_alloc(tsr_dram_t *d, uint64_t size, uint64_t align, uint64_t *addr)
 {
     if (!align || (align & (align - 1)))
         return tsr_err(TSR_EINVAL, "alignment %llu is not a power of two", (unsigned long long)align);
+    if (size && size <= UINT64_MAX - TSR_DRAM_GRAIN)
+        size = grain_up(size);
     uint64_t a = (d->base + align - 1) & ~(align - 1);
     for (size_t i = 0; i <= d->n; i++) {
         uint64_t gap_end = i < d->n ? d->r[i].addr : d->base + d->size;
@@ -150,11 +158,39 @@ static int fault(uint64_t addr, uint64_t n, const char *what)
                    what, (unsigned long long)n, (unsigned long long)addr);
 }
 
+/* Walk [addr, addr + n) over the buffers that cover it (adjacent buffers
+ * may share one access): copy into (to_dev) or out of device memory. Every
+ * byte must be mapped; nothing is copied otherwise. */
+static int span(const tsr_dram_t *d, uint64_t addr, uint8_t *host, uint64_t n, int to_dev)
+{
+    if (n && addr > UINT64_MAX - n)
+        return fault(addr, n, to_dev ? "write" : "read");
+    for (int pass = 0; pass < 2; pass++) { /* pass 0 checks, pass 1 copies */
+        uint64_t a = addr, left = n;
+        while (left) {
+            size_t i = upper(d, a);
+            const region_t *r = i ? &d->r[i - 1] : NULL;
+            if (!r || a - r->addr >= r->size)
+                return fault(addr, n, to_dev ? "write" : "read");
+            uint64_t k = r->size - (a - r->addr);
+            if (k > left)
+                k = left;
+            if (pass && to_dev)
+                memcpy(r->host + (a - r->addr), host + (n - left), (size_t)k);
+            else if (pass)
+                memcpy(host + (n - left), r->host + (a - r->addr), (size_t)k);
+            a += k;
+            left -= k;
+        }
+    }
+    return TSR_OK;
+}
+
 int tsr_dram_read(const tsr_dram_t *d, uint64_t addr, void *dst, uint64_t n)
 {
     uint8_t *p = tsr_dram_ptr(d, addr, n);
     if (!p)
-        return fault(addr, n, "read");
+        return span(d, addr, dst, n, 0);
     memcpy(dst, p, (size_t)n);
     return TSR_OK;
 }
@@ -163,7 +199,7 @@ int tsr_dram_write(tsr_dram_t *d, uint64_t addr, const void *src, uint64_t n)
 {
     uint8_t *p = tsr_dram_ptr(d, addr, n);
     if (!p)
-        return fault(addr, n, "write");
+        return span(d, addr, (uint8_t *)(uintptr_t)src, n, 1);
     memcpy(p, src, (size_t)n);
     return TSR_OK;
 }

@@ -32,7 +32,22 @@ struct tsr_fsim {
     int loop_active;      /* a GEMM/ALU is part-way through its loops */
     uint32_t li, lj, lu;  /* where it resumes: outer, inner, uop */
     tsr_counters_t ctr;   /* activity counters */
+    uint8_t *row;         /* staging for a DRAM row spanning adjacent buffers */
+    uint64_t row_cap;     /* its size in bytes */
 };
+
+/* Staging row of at least n bytes (a transfer row is at most 2^16 elements). */
+static uint8_t *row_buf(tsr_fsim_t *s, uint64_t n)
+{
+    if (n > s->row_cap) {
+        uint8_t *p = realloc(s->row, (size_t)n);
+        if (!p)
+            return NULL;
+        s->row = p;
+        s->row_cap = n;
+    }
+    return s->row;
+}
 
 int tsr_fsim_create(const tsr_config_t *cfg, tsr_dram_t *dram, tsr_fsim_t **out)
 {
@@ -69,6 +84,7 @@ void tsr_fsim_destroy(tsr_fsim_t *s)
     free(s->wgt);
     free(s->acc);
     free(s->out);
+    free(s->row);
     free(s);
 }
 
@@ -152,7 +168,12 @@ static int exec_load(tsr_fsim_t *s, const tsr_insn_t *in)
         const uint8_t *src = NULL;
         if (!pad_y) {
             uint64_t addr = ((uint64_t)in->dram_base + (y - in->y_pad0) * in->x_stride) * eb;
-            src = tsr_dram_ptr(s->dram, addr, (uint64_t)in->x_size * eb);
+            uint64_t nb = (uint64_t)in->x_size * eb;
+            src = tsr_dram_ptr(s->dram, addr, nb);
+            /* A row may run into an adjacent buffer (every byte mapped). */
+            uint8_t *stage = src ? NULL : row_buf(s, nb);
+            if (stage && tsr_dram_read(s->dram, addr, stage, nb) == TSR_OK)
+                src = stage;
             if (!src)
                 return tsr_err(TSR_EFAULT,
                                "DRAM read of %llu bytes at 0x%llx (row %llu) is outside every "
@@ -189,7 +210,12 @@ static int exec_store(tsr_fsim_t *s, const tsr_insn_t *in)
     uint32_t r = in->sram_base;
     for (uint32_t y = 0; y < in->y_size; y++) {
         uint64_t addr = ((uint64_t)in->dram_base + (uint64_t)y * in->x_stride) * eb;
-        uint8_t *dst = tsr_dram_ptr(s->dram, addr, (uint64_t)in->x_size * eb);
+        uint64_t nb = (uint64_t)in->x_size * eb;
+        uint8_t *dst = tsr_dram_ptr(s->dram, addr, nb);
+        /* A row may run into an adjacent buffer: stage it, then write every byte. */
+        uint8_t *stage = dst ? NULL : row_buf(s, nb);
+        if (stage && tsr_dram_read(s->dram, addr, stage, nb) == TSR_OK)
+            dst = stage;
         if (!dst)
             return tsr_err(TSR_EFAULT,
                            "DRAM write of %llu bytes at 0x%llx (row %u) is outside every "
@@ -200,6 +226,9 @@ static int exec_store(tsr_fsim_t *s, const tsr_insn_t *in)
             for (uint32_t i = 0; i < s->acc_row; i++)
                 wr_le(dst + (size_t)x * eb + (size_t)i * vb, o[i], vb);
         }
+        if (dst == stage && tsr_dram_write(s->dram, addr, stage, nb) != TSR_OK)
+            return tsr_err(TSR_EFAULT, "DRAM write of %llu bytes at 0x%llx (row %u) failed",
+                           (unsigned long long)nb, (unsigned long long)addr, y);
     }
     s->ctr.bytes_stored += n * eb;
     return TSR_OK;
@@ -284,6 +313,11 @@ static int exec_gemm_alu(tsr_fsim_t *s, const tsr_insn_t *in)
         j = s->lj;
         u = s->lu;
     } else {
+        /* A reserved ALU opcode is an error however many ops the loops run
+         * (as in the RTL, which checks it when the instruction starts). */
+        if (!is_gemm && in->alu_opcode >= TSR_ALU_COUNT)
+            return tsr_err(TSR_EINVAL, "reserved ALU opcode %u (defined: 0..%d)", in->alu_opcode,
+                           TSR_ALU_COUNT - 1);
         int rc = check_uops(s, in);
         if (rc)
             return rc;
@@ -390,6 +424,13 @@ int tsr_fsim_step(tsr_fsim_t *s, uint64_t budget, int *done)
     if (!s->pipe)
         return tsr_err(TSR_EINVAL, "no run started");
     return tsr_pipe_run(s->pipe, budget, done);
+}
+
+void tsr_fsim_abort(tsr_fsim_t *s)
+{
+    tsr_pipe_destroy(s->pipe);
+    s->pipe = NULL;
+    s->loop_active = 0;
 }
 
 int tsr_fsim_run(tsr_fsim_t *s, uint64_t insn_addr, uint32_t count, uint64_t seed)

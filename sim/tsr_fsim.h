@@ -24,6 +24,8 @@ void tsr_fsim_destroy(tsr_fsim_t *s);
 int tsr_fsim_start(tsr_fsim_t *s, uint64_t insn_addr, uint32_t count, uint64_t seed);
 /* Execute up to budget instructions (0 = all); *done = 1 after FINISH. */
 int tsr_fsim_step(tsr_fsim_t *s, uint64_t budget, int *done);
+/* Drop the current run (after an error or when the caller gives up). */
+void tsr_fsim_abort(tsr_fsim_t *s);
 /* start + step to completion. */
 int tsr_fsim_run(tsr_fsim_t *s, uint64_t insn_addr, uint32_t count, uint64_t seed);
 /* Counters accumulated since creation or the last reset. */

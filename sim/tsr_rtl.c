@@ -33,6 +33,7 @@
 #include "tsr_emit.h"
 #include "tsr_error.h"
 #include "tsr_isa.h"
+#include "tsr_pipe.h"
 #include "rtl/tsr_vtop.h"
 
 #ifndef TSR_SOURCE_DIR
@@ -80,6 +81,8 @@ struct tsr_rtl {
     uint32_t ninsns;
     uint64_t last_activity;    /* sum of activity counters at the last check */
     uint64_t last_change;      /* cycle it last changed */
+    uint64_t run_start;        /* cycle of the last START */
+    uint32_t stage_base;       /* REG_STAGE_INSNS at that START (the stage counts run on across runs) */
     int tracing;
     /* profile */
     FILE *prof;                /* open timeline, or NULL */
@@ -534,10 +537,12 @@ int tsr_rtl_start(tsr_rtl_t *r, uint64_t insn_addr, uint32_t count)
             tsr_insn_decode(&r->cfg, &bits, &r->insns[i]);
         }
     }
-    if ((rc = reg_write(r, TSR_REG_INSN_ADDR, (uint32_t)insn_addr)) ||
+    if ((rc = reg_read(r, TSR_REG_STAGE_INSNS, &r->stage_base)) ||
+        (rc = reg_write(r, TSR_REG_INSN_ADDR, (uint32_t)insn_addr)) ||
         (rc = reg_write(r, TSR_REG_INSN_COUNT, count)) || (rc = reg_write(r, TSR_REG_CTRL, 1)))
         return rc;
     r->running = 1;
+    r->run_start = r->cycle;
     r->last_activity = 0;
     r->last_change = r->cycle;
     if (r->prof) {
@@ -565,7 +570,7 @@ static int stuck_report(tsr_rtl_t *r, const char *why)
     int len = snprintf(msg, sizeof msg, "rtl: %s at cycle %llu: fetched %u of %u instructions;", why,
                        (unsigned long long)r->cycle, fetched, r->ninsns);
     for (int s = 0; s < TSR_STAGE_COUNT && len > 0 && len < (int)sizeof msg; s++) {
-        uint32_t done = (st >> (10 * s)) & 0x3ff; /* modulo 1024 */
+        uint32_t done = ((st >> (10 * s)) - (r->stage_base >> (10 * s))) & 0x3ff; /* this run's, modulo 1024 */
         long total = 0;
         for (uint32_t i = 0; i < r->ninsns; i++)
             total += (int)tsr_insn_stage(&r->insns[i]) == s;
@@ -596,6 +601,78 @@ static int stuck_report(tsr_rtl_t *r, const char *why)
     return tsr_err(TSR_EBACKEND, "%s", msg);
 }
 
+/* Names of the units whose bits are set in mask (REG_UNITS layout). */
+static void unit_list(uint32_t mask, char *buf, size_t n)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int k = 0; k < TSR_UNIT_COUNT; k++)
+        if ((mask >> k) & 1) {
+            int w = snprintf(buf + len, n - len, "%s%s", len ? ", " : "", tsr_unit_name(k));
+            if (w > 0 && (size_t)w < n - len)
+                len += (size_t)w;
+        }
+}
+
+/* Checks when STATUS.DONE rises (FINISH executed or a unit failed): no
+ * error bit, every token queue empty, no stage, fetch or DRAM transaction
+ * still busy. Anything else is an error naming what is left; the caller
+ * resets the device. */
+static int end_checks(tsr_rtl_t *r)
+{
+    uint32_t status = 0, tokens = 0, units = 0;
+    int rc;
+    char names[96];
+    if ((rc = reg_read(r, TSR_REG_STATUS, &status)) || (rc = reg_read(r, TSR_REG_TOKENS, &tokens)) ||
+        (rc = reg_read(r, TSR_REG_UNITS, &units)))
+        return rc;
+    if (status & TSR_STATUS_ERR) {
+        unit_list(units >> 8, names, sizeof names);
+        char why[sizeof names + 160];
+        snprintf(why, sizeof why,
+                 "%s reported an error (DRAM SLVERR, address beyond 32 bits, out-of-range index, reserved "
+                 "ALU opcode or malformed instruction)",
+                 names[0] ? names : "a unit");
+        return stuck_report(r, why);
+    }
+    for (int q = 0; q < 4; q++) {
+        uint32_t n = (tokens >> (8 * q)) & 0xff;
+        if (n)
+            return tsr_err(TSR_EVERIFY, "rtl: token imbalance: %u token(s) left in queue %s at FINISH", n,
+                           tsr_queue_name(q));
+    }
+    if (units & 0x1f) {
+        unit_list(units & 0x1f, names, sizeof names);
+        return tsr_err(TSR_EVERIFY, "rtl: %s still busy at FINISH (work not ordered before FINISH)", names);
+    }
+    return TSR_OK;
+}
+
+int tsr_rtl_reset(tsr_rtl_t *r)
+{
+    uint32_t status = TSR_STATUS_RESETTING;
+    int rc = reg_write(r, TSR_REG_CTRL, TSR_CTRL_RESET);
+    r->running = 0;
+    /* The AXI master drains what it started: bounded by the DRAM model's
+     * latency and the bursts in flight. */
+    uint64_t limit = r->cycle + 64 * ((uint64_t)r->o.dram_latency + 64) * (r->o.dram_outstanding + 1) + 10000;
+    while (!rc && (status & TSR_STATUS_RESETTING) && r->cycle < limit)
+        rc = reg_read(r, TSR_REG_STATUS, &status);
+    if (!rc && (status & TSR_STATUS_RESETTING))
+        rc = tsr_err(TSR_EBACKEND, "rtl: soft reset did not complete (DRAM transactions still outstanding "
+                                   "after %llu cycles)", (unsigned long long)(limit - r->cycle));
+    /* The slave's view: every burst the master started has completed (no
+     * read beats owed, no write burst short of beats, no response pending). */
+    if (!rc && (r->rd.count || r->aw.count || r->b.count))
+        rc = tsr_err(TSR_EBACKEND,
+                     "rtl: soft reset reported done with DRAM bursts still open: %d read, %d write awaiting data, "
+                     "%d write responses",
+                     r->rd.count, r->aw.count, r->b.count);
+    return rc;
+}
+
+uint64_t tsr_rtl_run_cycles(const tsr_rtl_t *r) { return r->cycle - r->run_start; }
+
 int tsr_rtl_step(tsr_rtl_t *r, uint64_t max_cycles, int *done)
 {
     *done = 0;
@@ -605,24 +682,22 @@ int tsr_rtl_step(tsr_rtl_t *r, uint64_t max_cycles, int *done)
     while (r->cycle < end) {
         r->api->eval(r->m);
         if (r->api->get(r->m, TSR_V_DONE)) {
-            uint32_t status = 0;
             if (r->prof) {
                 prof_sample(r, 1); /* the last (partial) window */
                 fflush(r->prof);
             }
-            int rc = reg_read(r, TSR_REG_STATUS, &status);
             r->running = 0;
+            int rc = end_checks(r);
             if (rc)
                 return rc;
-            if (status & 4)
-                return stuck_report(r, "a unit reported an error (DRAM SLVERR, out-of-range index or malformed instruction)");
             *done = 1;
             return TSR_OK;
         }
         cycle(r);
         if (r->prof && r->cycle >= r->prof_next)
             prof_sample(r, 1);
-        /* Watchdog: some counter other than cycles must move. */
+        /* Watchdog: some counter other than cycles must move (the run
+         * budget bounds a run that keeps moving without finishing). */
         if ((r->cycle & 0x3fff) == 0) {
             uint64_t act = 0, v;
             static const int watched[] = {TSR_CNT_DRAM_RD_BYTES, TSR_CNT_DRAM_WR_BYTES, TSR_CNT_GEMM_OPS, TSR_CNT_ALU_OPS};
@@ -631,6 +706,13 @@ int tsr_rtl_step(tsr_rtl_t *r, uint64_t max_cycles, int *done)
                 reg_read(r, tsr_cnt_offset(watched[k]), &lo);
                 act += lo;
             }
+            /* Compute cycles spent neither waiting on tokens nor on DRAM:
+             * GEMM reset loops count no op but are progress. */
+            uint32_t busy = 0, tok = 0, mem = 0;
+            reg_read(r, tsr_cnt_offset(TSR_CNT_COMPUTE_BUSY), &busy);
+            reg_read(r, tsr_cnt_offset(TSR_CNT_COMPUTE_STALL_TOK), &tok);
+            reg_read(r, tsr_cnt_offset(TSR_CNT_COMPUTE_STALL_MEM), &mem);
+            act += (uint32_t)(busy - tok - mem);
             uint32_t st = 0;
             reg_read(r, TSR_REG_STAGE_INSNS, &st);
             v = act + st;

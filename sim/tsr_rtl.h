@@ -37,9 +37,18 @@ int tsr_rtl_create(const tsr_config_t *cfg, tsr_dram_t *dram, const tsr_rtl_opts
 void tsr_rtl_destroy(tsr_rtl_t *r);
 /* Program the registers and pulse START. */
 int tsr_rtl_start(tsr_rtl_t *r, uint64_t insn_addr, uint32_t count);
-/* Run up to max_cycles (0 = until done); *done = 1 when STATUS.DONE. Errors:
- * TSR_EBACKEND with the unit that failed, or the watchdog's stage report. */
+/* Run up to max_cycles (0 = until done); *done = 1 when STATUS.DONE and the
+ * end-of-run checks pass. Errors: TSR_EBACKEND naming the units that
+ * failed, or the watchdog's stage report; TSR_EVERIFY when tokens are left
+ * in a queue or a unit is still busy at FINISH. After an error the device
+ * needs tsr_rtl_reset before the next start. */
 int tsr_rtl_step(tsr_rtl_t *r, uint64_t max_cycles, int *done);
+/* Soft reset (CTRL.RESET): stages, fetch, token queues and error bits to
+ * idle; waits until the AXI4 master has drained its outstanding bursts.
+ * On-chip buffers keep their contents. Any run in progress is abandoned. */
+int tsr_rtl_reset(tsr_rtl_t *r);
+/* Cycles since the last START. */
+uint64_t tsr_rtl_run_cycles(const tsr_rtl_t *r);
 /* Hardware counters of the last run (tsr_cnt_e order). */
 int tsr_rtl_read_counters(tsr_rtl_t *r, uint64_t hw[TSR_CNT_COUNT]);
 /* Simulated cycles since the model was created. */

@@ -12,6 +12,12 @@
 // all its bursts. err_o is sticky (any RRESP/BRESP other than OKAY, or an R
 // beat with an unknown RID); rd_beat_o / wr_beat_o pulse once per data beat
 // transferred on R / W (registered, one cycle late).
+// flush_i (soft reset) drains safely: the request queues are cleared and no
+// new AR/AW is issued; an address already presented stays valid until
+// accepted; every R beat is taken and dropped, every B response taken;
+// a write burst whose AW was generated gets its remaining W beats with
+// WSTRB = 0 (no byte written). idle_o: nothing is outstanding. The error
+// bit clears while flushing.
 module tsr_axi_master #(
   parameter int NumRd    = 3,
   parameter int BusBytes = tsr_pkg::BUS_BYTES,
@@ -69,6 +75,9 @@ module tsr_axi_master #(
   output logic                  m_axi_bready_o,
   input  logic [1:0]            m_axi_bresp_i,
   input  logic [1:0]            m_axi_bid_i,
+  // soft reset
+  input  logic                  flush_i,
+  output logic                  idle_o,
   // status
   output logic                  err_o,
   output logic                  rd_beat_o,
@@ -97,11 +106,14 @@ module tsr_axi_master #(
   logic [NumRd-1:0]    rq_valid, rq_pop;
   logic [NumRd*64-1:0] rq_head;
   logic [NumRd*2-1:0]  rq_count;
+  logic                rq_rst_n;  // request queues: cleared by a flush
+
+  assign rq_rst_n = rst_ni && !flush_i;
 
   for (genvar p = 0; p < NumRd; p++) begin : g_rq
     tsr_fifo #(.Width(64), .Depth(2)) u_rq (
       .clk_i       (clk_i),
-      .rst_ni      (rst_ni),
+      .rst_ni      (rq_rst_n),
       .in_valid_i  (rd_req_valid_i[p]),
       .in_ready_o  (rd_req_ready_o[p]),
       .in_data_i   ({rd_req_addr_i[p*32 +: 32], rd_req_beats_i[p*32 +: 32]}),
@@ -161,7 +173,7 @@ module tsr_axi_master #(
   assign pick_left = rcur_left[pick*32 +: 32];
   assign pick_len  = rblen[pick*5 +: 5];
   // A burst finishing (RLAST) this cycle frees its slot for the next AR at once.
-  assign ar_load   = (!ar_valid_q || m_axi_arready_i) && any_req &&
+  assign ar_load   = (!ar_valid_q || m_axi_arready_i) && any_req && !flush_i &&
                      ((rd_out_q != ROW'(MaxRdOut)) || (r_fire && m_axi_rlast_i));
 
   always_comb begin
@@ -190,6 +202,7 @@ module tsr_axi_master #(
         rleft_d[pick*32 +: 32]  = pick_left - {27'd0, pick_len};
       end
     end
+    if (flush_i) rstart_d = '0;
   end
 
   always_comb begin
@@ -217,6 +230,10 @@ module tsr_axi_master #(
         rd_data_valid_o[p] = m_axi_rvalid_i;
       end
     end
+    if (flush_i) begin  // drain: take and drop every beat
+      m_axi_rready_o  = 1'b1;
+      rd_data_valid_o = '0;
+    end
   end
 
   assign rd_data_o = m_axi_rdata_i;
@@ -229,7 +246,7 @@ module tsr_axi_master #(
 
   tsr_fifo #(.Width(64), .Depth(2)) u_wq (
     .clk_i       (clk_i),
-    .rst_ni      (rst_ni),
+    .rst_ni      (rq_rst_n),
     .in_valid_i  (wr_req_valid_i),
     .in_ready_o  (wr_req_ready_o),
     .in_data_i   ({wr_req_addr_i, wr_req_beats_i}),
@@ -259,7 +276,8 @@ module tsr_axi_master #(
   logic [3:0]     aw_len_q, aw_len_d;
   logic           aw_last_req;
 
-  assign aw_load     = (!aw_valid_q || m_axi_awready_i) && wq_valid && wlenq_in_ready && bq_in_ready;
+  assign aw_load     = (!aw_valid_q || m_axi_awready_i) && wq_valid && wlenq_in_ready && bq_in_ready &&
+                       !flush_i;
   assign aw_last_req = ({27'd0, wblen} == wcur_left);
   assign wq_pop      = aw_load && aw_last_req;
 
@@ -279,6 +297,7 @@ module tsr_axi_master #(
       waddr_d    = wcur_addr + ({27'd0, wblen} << BBL);
       wleft_d    = wcur_left - {27'd0, wblen};
     end
+    if (flush_i) wstart_d = 1'b0;
   end
 
   tsr_fifo #(.Width(4), .Depth(MaxWrOut)) u_wlenq (
@@ -314,13 +333,15 @@ module tsr_axi_master #(
 
   // W: one output register; beats are counted against the burst at the
   // head of wlenq to place WLAST.
-  logic          w_valid_q, w_valid_d, w_last_q, w_last_d, w_load, w_last;
+  logic          w_valid_q, w_valid_d, w_last_q, w_last_d, w_load, w_last, w_src_valid;
   logic [3:0]    wbeat_q, wbeat_d;
   logic [BW-1:0] w_data_q, w_data_d;
   logic [BusBytes-1:0] w_strb_q, w_strb_d;
 
   assign wr_data_ready_o = wlenq_valid && (!w_valid_q || m_axi_wready_i);
-  assign w_load          = wr_data_valid_i && wr_data_ready_o;
+  // A flush completes generated bursts with empty-strobe beats.
+  assign w_src_valid     = wr_data_valid_i || flush_i;
+  assign w_load          = w_src_valid && wr_data_ready_o;
   assign w_last          = (wbeat_q == wlen_head);
   assign wlenq_pop       = w_load && w_last;
 
@@ -335,7 +356,7 @@ module tsr_axi_master #(
       w_valid_d = 1'b1;
       w_last_d  = w_last;
       w_data_d  = wr_data_i;
-      w_strb_d  = wr_strb_i;
+      w_strb_d  = flush_i ? '0 : wr_strb_i;
       wbeat_d   = w_last ? 4'd0 : wbeat_q + 4'd1;
     end
   end
@@ -356,7 +377,10 @@ module tsr_axi_master #(
     err_d = err_q;
     if (r_fire && (m_axi_rresp_i != 2'b00 || !r_id_ok)) err_d = 1'b1;
     if (b_fire && m_axi_bresp_i != 2'b00) err_d = 1'b1;
+    if (flush_i) err_d = 1'b0;
   end
+
+  assign idle_o = !ar_valid_q && (rd_out_q == '0) && !aw_valid_q && !wlenq_valid && !w_valid_q && !bq_valid;
 
   assign err_o     = err_q;
   assign wr_done_o = wr_done_q;

@@ -86,6 +86,10 @@ module tsr_compute (
   logic [15:0]  x_size;
   logic [34:0]  ld_end;       // sram_base + rows*row
   logic [33:0]  ld_size_q, ld_size_d;  // rows*row of the accepted command
+  logic         ld_ovf_q, ld_ovf_d;    // its DRAM footprint is beyond 32 address bits
+  logic [3:0]   in_elem_log;           // log2(element bytes) of cmd_i's memory type
+  logic [2:0]   in_mem;
+  logic [3:0]   alu_op;
   logic [16:0]  in_rows, in_row;        // of cmd_i
   logic         ld_acc_nb;    // accumulator LOAD that need not wait for both pipes
   logic [1:0]   ld_banks;     // accumulator banks it writes
@@ -114,6 +118,19 @@ module tsr_compute (
   assign in_row  = 17'(cmd_i[tsr_pkg::MEM_X_PAD0_LSB +: 4]) + 17'(cmd_i[tsr_pkg::MEM_X_SIZE_LSB +: 16])
                  + 17'(cmd_i[tsr_pkg::MEM_X_PAD1_LSB +: 4]);
   assign ld_size_d = 34'(in_rows) * 34'(in_row);
+  assign in_mem    = cmd_i[tsr_pkg::MEM_MEM_TYPE_LSB +: 3];
+  assign in_elem_log = (in_mem == 3'(tsr_pkg::MEM_UOP)) ? 4'($clog2(tsr_pkg::UOP_BYTES)) :
+                       (in_mem == 3'(tsr_pkg::MEM_ACC8)) ? 4'($clog2(tsr_pkg::ACC8_BYTES)) :
+                       4'($clog2(tsr_pkg::ACC_BYTES));
+  tsr_dram_span u_span (
+    .dram_base_i (cmd_i[tsr_pkg::MEM_DRAM_BASE_LSB +: 32]),
+    .y_size_i    (cmd_i[tsr_pkg::MEM_Y_SIZE_LSB +: 16]),
+    .x_size_i    (cmd_i[tsr_pkg::MEM_X_SIZE_LSB +: 16]),
+    .x_stride_i  (cmd_i[tsr_pkg::MEM_X_STRIDE_LSB +: 16]),
+    .elem_log_i  (in_elem_log),
+    .ovf_o       (ld_ovf_d)
+  );
+  assign alu_op    = cmd_q[tsr_pkg::ALU_ALU_OPCODE_LSB +: 4];
   assign ld_acc_nb = (opcode == 3'(tsr_pkg::OP_LOAD)) && (x_size != '0) && !f_push_prev && !f_push_next &&
                      (mem_type == 3'(tsr_pkg::MEM_ACC) || mem_type == 3'(tsr_pkg::MEM_ACC8));
   localparam int ACC_HALF_ROWS = tsr_pkg::ACC_DEPTH / 2;
@@ -160,12 +177,14 @@ module tsr_compute (
     cmd_err = 1'b0;
     if (is_gemm || is_alu) begin
       cmd_err = ({1'b0, uop_bgn} > uop_end) || (uop_end > (UIB + 1)'(tsr_pkg::UOP_DEPTH));
+      // ALU opcodes 9..15 are reserved: an error, whatever the loops run
+      if (is_alu && alu_op >= 4'(tsr_pkg::ALU_COUNT)) cmd_err = 1'b1;
     end else if (opcode == 3'(tsr_pkg::OP_LOAD)) begin
       if (x_size != '0) begin
         if (mem_type == 3'(tsr_pkg::MEM_UOP)) begin
-          cmd_err = ld_end > 35'(tsr_pkg::UOP_DEPTH);
+          cmd_err = (ld_end > 35'(tsr_pkg::UOP_DEPTH)) || ld_ovf_q;
         end else if (mem_type == 3'(tsr_pkg::MEM_ACC) || mem_type == 3'(tsr_pkg::MEM_ACC8)) begin
-          cmd_err = ld_end > 35'(tsr_pkg::ACC_DEPTH);
+          cmd_err = (ld_end > 35'(tsr_pkg::ACC_DEPTH)) || ld_ovf_q;
         end else begin
           cmd_err = 1'b1;
         end
@@ -278,6 +297,7 @@ module tsr_compute (
       count_q     <= '0;
       err_q       <= 1'b0;
       ld_size_q   <= '0;
+      ld_ovf_q    <= 1'b0;
       occ_q       <= '0;
       young_q     <= '0;
       pflags_q    <= '0;
@@ -287,6 +307,7 @@ module tsr_compute (
       count_q     <= count_d;
       err_q       <= err_d;
       ld_size_q   <= cmd_ready_o ? ld_size_d : ld_size_q;
+      ld_ovf_q    <= cmd_ready_o ? ld_ovf_d : ld_ovf_q;
       occ_q       <= occ_d;
       young_q     <= young_d;
       pflags_q    <= pflags_d;

@@ -3,6 +3,10 @@
 // of the one register map (isa/tsr_regs.h -> tsr_pkg::REG_*). Counters
 // clear on START and count while the run is busy. Reading a counter's LO
 // word latches its HI word, so a 64-bit value is read consistently.
+// Soft reset (CTRL.RESET, isa/tsr_regs.h): soft_rst_o holds every stage,
+// fetch and the token queues in reset and makes the AXI4 master drain
+// (no new bursts, outstanding ones completed); STATUS.RESETTING clears
+// once the master reports idle, at least RstMin cycles later.
 module tsr_ctrl #(
   parameter int NumCnt = tsr_pkg::CNT_COUNT
 ) (
@@ -36,9 +40,16 @@ module tsr_ctrl #(
   input  logic [31:0] fetched_i,
   input  logic [29:0] stage_insns_i,  // {store[9:0], compute[9:0], load[9:0]}
   input  logic [NumCnt-1:0] cnt_inc_i,     // one event this cycle
-  input  logic [NumCnt*8-1:0] cnt_step_i   // amount per event (e.g. bytes per beat)
+  input  logic [NumCnt*8-1:0] cnt_step_i,  // amount per event (e.g. bytes per beat)
+  input  logic [31:0] tokens_i,       // REG_TOKENS
+  input  logic [31:0] units_i,        // REG_UNITS
+  input  logic        axi_idle_i,     // the AXI4 master has nothing outstanding
+  output logic        soft_rst_o      // soft reset in progress (stages held, master draining)
 );
+  localparam int RstMin = 3;  // cycles the stages are held before idle is trusted
   logic        busy_q, busy_d, done_q, done_d;
+  logic        rst_q, rst_d, soft_rst;
+  logic [1:0]  rst_cnt_q, rst_cnt_d;
   logic [31:0] addr_q, addr_d, count_q, count_d;
   logic [NumCnt*64-1:0] cnt_q, cnt_d;  // counter k at [64k +: 64]
   logic [31:0] hi_latch_q, hi_latch_d;
@@ -62,8 +73,12 @@ module tsr_ctrl #(
   assign s_axil_rresp_o   = 2'b00;
   assign raddr = s_axil_araddr_i;
 
+  // RESET wins over a START written with it; START waits for idle.
+  assign soft_rst = do_write && s_axil_awaddr_i == 8'(tsr_pkg::REG_CTRL) && s_axil_wstrb_i[0] &&
+                    s_axil_wdata_i[tsr_pkg::CTRL_RESET_BIT];
   assign start = do_write && s_axil_awaddr_i == 8'(tsr_pkg::REG_CTRL) && s_axil_wstrb_i[0] &&
-                 s_axil_wdata_i[0] && !busy_q;
+                 s_axil_wdata_i[tsr_pkg::CTRL_START_BIT] && !busy_q && !rst_q && !soft_rst;
+  assign soft_rst_o = rst_q;
   assign start_o = start;
   assign done_o = done_q;
   assign insn_addr_o = addr_q;
@@ -72,11 +87,13 @@ module tsr_ctrl #(
   always_comb begin
     rd_value = '0;
     rd_hi = '0;
-    if (raddr == 8'(tsr_pkg::REG_STATUS)) rd_value = {29'd0, err_i, done_q, busy_q};
+    if (raddr == 8'(tsr_pkg::REG_STATUS)) rd_value = {28'd0, rst_q, err_i, done_q, busy_q};
     else if (raddr == 8'(tsr_pkg::REG_INSN_ADDR)) rd_value = addr_q;
     else if (raddr == 8'(tsr_pkg::REG_INSN_COUNT)) rd_value = count_q;
     else if (raddr == 8'(tsr_pkg::REG_STAGE_INSNS)) rd_value = {2'd0, stage_insns_i};
     else if (raddr == 8'(tsr_pkg::REG_FETCHED)) rd_value = fetched_i;
+    else if (raddr == 8'(tsr_pkg::REG_TOKENS)) rd_value = tokens_i;
+    else if (raddr == 8'(tsr_pkg::REG_UNITS)) rd_value = units_i;
     for (int k = 0; k < NumCnt; k++) begin
       if (raddr == 8'(tsr_pkg::REG_COUNTERS + 8 * k)) begin
         rd_value = cnt_q[k*64 +: 32];
@@ -89,6 +106,8 @@ module tsr_ctrl #(
   always_comb begin
     busy_d = busy_q;
     done_d = done_q;
+    rst_d = rst_q;
+    rst_cnt_d = rst_cnt_q;
     addr_d = addr_q;
     count_d = count_q;
     hi_latch_d = hi_latch_q;
@@ -120,12 +139,24 @@ module tsr_ctrl #(
       busy_d = 1'b1;
       done_d = 1'b0;
     end
+    if (rst_q) begin
+      if (rst_cnt_q != 2'(RstMin)) rst_cnt_d = rst_cnt_q + 2'd1;
+      else if (axi_idle_i) rst_d = 1'b0;
+    end
+    if (soft_rst) begin
+      rst_d = 1'b1;
+      rst_cnt_d = '0;
+      busy_d = 1'b0;
+      done_d = 1'b0;
+    end
   end
 
   always_ff @(posedge clk_i) begin
     if (!rst_ni) begin
       busy_q <= 1'b0;
       done_q <= 1'b0;
+      rst_q <= 1'b0;
+      rst_cnt_q <= '0;
       addr_q <= '0;
       count_q <= '0;
       hi_latch_q <= '0;
@@ -136,6 +167,8 @@ module tsr_ctrl #(
     end else begin
       busy_q <= busy_d;
       done_q <= done_d;
+      rst_q <= rst_d;
+      rst_cnt_q <= rst_cnt_d;
       addr_q <= addr_d;
       count_q <= count_d;
       hi_latch_q <= hi_latch_d;
@@ -146,7 +179,7 @@ module tsr_ctrl #(
     end
   end
 
-  // Only byte 0 of CTRL carries a bit; the other strobes select nothing.
+  // Only byte 0 of CTRL carries bits; the other strobes select nothing.
   logic unused_wstrb;
   assign unused_wstrb = ^s_axil_wstrb_i[3:1];
 endmodule

@@ -117,6 +117,8 @@ module tsr_load #(
   logic           f_pads_q, f_pads_d;      // any padding
   logic           f_exec_q, f_exec_d;      // writes rows (checks passed, something to write)
   logic           f_err_q, f_err_d;        // out-of-range or bad type
+  logic           f_ovf_q, f_ovf_d;        // DRAM footprint beyond 32 address bits
+  logic           c_ovf;
   logic           f_handed_q, f_handed_d;  // the back has this instruction
 
   // Reader command issuer.
@@ -148,6 +150,15 @@ module tsr_load #(
   assign c_push     = cmd_i[tsr_pkg::MEM_PUSH_NEXT_LSB];
   assign c_sram_base = cmd_i[tsr_pkg::MEM_SRAM_BASE_LSB +: SBW];
   assign c_row      = RW'(c_x_pad0) + RW'(c_x_size) + RW'(c_x_pad1);
+
+  tsr_dram_span u_span (
+    .dram_base_i (c_dram),
+    .y_size_i    (c_y_size),
+    .x_size_i    (c_x_size),
+    .x_stride_i  (c_x_stride),
+    .elem_log_i  (c_wgt ? 4'(WB_SHIFT) : 4'(IB_SHIFT)),
+    .ovf_o       (c_ovf)
+  );
 
   // ================================================================ back
   typedef enum logic [1:0] {
@@ -394,6 +405,7 @@ module tsr_load #(
     f_pads_d    = f_pads_q;
     f_exec_d    = f_exec_q;
     f_err_d     = f_err_q;
+    f_ovf_d     = f_ovf_q;
     f_handed_d  = f_handed_q;
     iss_left_d  = iss_left_q;
     iss_count_d = iss_count_q;
@@ -407,6 +419,7 @@ module tsr_load #(
         if (cmd_valid_i) begin
           f_wgt_d   = c_wgt;
           f_bad_d   = !c_wgt && (c_mem != 3'(tsr_pkg::MEM_INP));
+          f_ovf_d   = c_ovf;
           f_pop_d   = c_pop;
           f_push_d  = c_push;
           f_base_d  = c_sram_base;
@@ -443,8 +456,8 @@ module tsr_load #(
         if (pop_ok) begin
           pop_next_o = f_pop_q;
           // Same checks, in the same order, as the golden model.
-          f_err_d    = (f_xs_q != '0) && (f_bad_q || range_err);
-          f_exec_d   = (f_xs_q != '0) && !f_bad_q && !range_err && (f_rows_q != '0);
+          f_err_d    = (f_xs_q != '0) && (f_bad_q || range_err || f_ovf_q);
+          f_exec_d   = (f_xs_q != '0) && !f_bad_q && !range_err && !f_ovf_q && (f_rows_q != '0);
           if (!f_exec_d) iss_left_d = '0;
           f_handed_d = 1'b0;
           f_state_d  = F_RUN;
@@ -586,6 +599,7 @@ module tsr_load #(
       f_pads_q    <= 1'b0;
       f_exec_q    <= 1'b0;
       f_err_q     <= 1'b0;
+      f_ovf_q     <= 1'b0;
       f_handed_q  <= 1'b0;
       iss_left_q  <= '0;
       iss_count_q <= '0;
@@ -638,6 +652,7 @@ module tsr_load #(
       f_pads_q    <= f_pads_d;
       f_exec_q    <= f_exec_d;
       f_err_q     <= f_err_d;
+      f_ovf_q     <= f_ovf_d;
       f_handed_q  <= f_handed_d;
       iss_left_q  <= iss_left_d;
       iss_count_q <= iss_count_d;

@@ -67,6 +67,8 @@ module tsr_store #(
 
   // Latched instruction.
   logic           bad_q, bad_d;            // not out, or padded
+  logic           ovf_q, ovf_d;            // DRAM footprint beyond 32 address bits
+  logic           c_ovf;
   logic           pop_q, pop_d, push_q, push_d;
   logic [SBW-1:0] sram_base_q, sram_base_d;
   logic [15:0]    y_size_q, y_size_d, x_size_q, x_size_d;
@@ -108,6 +110,15 @@ module tsr_store #(
                       (cmd_i[tsr_pkg::MEM_Y_PAD1_LSB +: tsr_pkg::MEM_Y_PAD1_W] != '0) ||
                       (cmd_i[tsr_pkg::MEM_X_PAD0_LSB +: tsr_pkg::MEM_X_PAD0_W] != '0) ||
                       (cmd_i[tsr_pkg::MEM_X_PAD1_LSB +: tsr_pkg::MEM_X_PAD1_W] != '0);
+
+  tsr_dram_span u_span (
+    .dram_base_i (c_dram),
+    .y_size_i    (c_y_size),
+    .x_size_i    (c_x_size),
+    .x_stride_i  (c_x_stride),
+    .elem_log_i  (4'(OB_SHIFT)),
+    .ovf_o       (c_ovf)
+  );
 
   logic            iss_valid, iss_ready;
   logic            re;
@@ -177,6 +188,7 @@ module tsr_store #(
   always_comb begin
     state_d     = state_q;
     bad_d       = bad_q;
+    ovf_d       = ovf_q;
     pop_d       = pop_q;
     push_d      = push_q;
     sram_base_d = sram_base_q;
@@ -201,6 +213,7 @@ module tsr_store #(
       S_IDLE: begin
         if (cmd_valid_i) begin
           bad_d       = (c_mem != 3'(tsr_pkg::MEM_OUT)) || c_padded;
+          ovf_d       = c_ovf;
           pop_d       = c_pop;
           push_d      = c_push;
           sram_base_d = c_sram_base;
@@ -225,7 +238,7 @@ module tsr_store #(
           // Same checks, in the same order, as the golden model.
           if (x_size_q == '0) begin
             state_d = S_PUSH;
-          end else if (bad_q || range_err) begin
+          end else if (bad_q || range_err || ovf_q) begin
             err_d   = 1'b1;
             state_d = S_PUSH;
           end else if (n_rows == '0) begin
@@ -265,6 +278,7 @@ module tsr_store #(
     if (!rst_ni) begin
       state_q     <= S_IDLE;
       bad_q       <= 1'b0;
+      ovf_q       <= 1'b0;
       pop_q       <= 1'b0;
       push_q      <= 1'b0;
       sram_base_q <= '0;
@@ -284,6 +298,7 @@ module tsr_store #(
     end else begin
       state_q     <= state_d;
       bad_q       <= bad_d;
+      ovf_q       <= ovf_d;
       pop_q       <= pop_d;
       push_q      <= push_d;
       sram_base_q <= sram_base_d;

@@ -3,7 +3,10 @@
 // four dependency-token queues and share on-chip buffers (inp and wgt
 // written by load and read by compute, out written by compute and read by
 // store); one AXI4 master serves every DRAM access and an AXI4-Lite slave
-// holds control, status and performance counters.
+// holds control, status and performance counters. A soft reset
+// (CTRL.RESET) holds fetch, the stages and the token queues in reset
+// (core_rst_n) while the AXI4 master drains; on-chip buffers keep their
+// contents.
 module tsr_top (
   input  logic        clk_i,
   input  logic        rst_ni,
@@ -66,6 +69,10 @@ module tsr_top (
 
   // ---- control ----
   logic        start, finish, err;
+  logic        soft_rst, core_rst_n, axi_idle;
+  logic [31:0] tokens, units;
+  localparam int TCW = $clog2(tsr_pkg::DEP_QUEUE_DEPTH + 1);
+  logic [TCW-1:0] l2c_count, c2l_count, c2s_count, s2c_count;
   logic [31:0] insn_addr, insn_count, fetched;
   logic        fetch_busy, fetch_stall, fetch_err;
 
@@ -143,10 +150,20 @@ module tsr_top (
     .fetched_i        (fetched),
     .stage_insns_i    ({store_insns[9:0], compute_insns[9:0], load_insns[9:0]}),
     .cnt_inc_i        (cnt_inc),
-    .cnt_step_i       (cnt_step)
+    .cnt_step_i       (cnt_step),
+    .tokens_i         (tokens),
+    .units_i          (units),
+    .axi_idle_i       (axi_idle),
+    .soft_rst_o       (soft_rst)
   );
 
   assign err = fetch_err | load_err | compute_err | store_err | axi_err;
+  // synchronous reset of everything but the control slave and the AXI master
+  assign core_rst_n = rst_ni && !soft_rst;
+  // REG_TOKENS / REG_UNITS (isa/tsr_regs.h): token counts, busy and error per unit
+  assign tokens = {8'(s2c_count), 8'(c2s_count), 8'(c2l_count), 8'(l2c_count)};
+  assign units  = {19'd0, axi_err, store_err, compute_err, load_err, fetch_err,
+                   3'd0, !axi_idle, store_busy, compute_busy, load_busy, fetch_busy};
 
   // Counter events, in tsr_pkg::CNT_* order; DRAM counters count bytes per beat.
   always_comb begin
@@ -175,7 +192,7 @@ module tsr_top (
 
   tsr_fetch u_fetch (
     .clk_i           (clk_i),
-    .rst_ni          (rst_ni),
+    .rst_ni          (core_rst_n),
     .start_i         (start),
     .insn_addr_i     (insn_addr),
     .insn_count_i    (insn_count),
@@ -203,7 +220,7 @@ module tsr_top (
 
   tsr_load u_load (
     .clk_i             (clk_i),
-    .rst_ni            (rst_ni),
+    .rst_ni            (core_rst_n),
     .cmd_valid_i       (load_cmd_valid),
     .cmd_ready_o       (load_cmd_ready),
     .cmd_i             (load_cmd),
@@ -233,7 +250,7 @@ module tsr_top (
 
   tsr_compute u_compute (
     .clk_i             (clk_i),
-    .rst_ni            (rst_ni),
+    .rst_ni            (core_rst_n),
     .cmd_valid_i       (compute_cmd_valid),
     .cmd_ready_o       (compute_cmd_ready),
     .cmd_i             (compute_cmd),
@@ -273,7 +290,7 @@ module tsr_top (
 
   tsr_store u_store (
     .clk_i             (clk_i),
-    .rst_ni            (rst_ni),
+    .rst_ni            (core_rst_n),
     .cmd_valid_i       (store_cmd_valid),
     .cmd_ready_o       (store_cmd_ready),
     .cmd_i             (store_cmd),
@@ -300,14 +317,14 @@ module tsr_top (
     .err_o             (store_err)
   );
 
-  tsr_dep_queue u_l2c (.clk_i(clk_i), .rst_ni(rst_ni), .push_i(l2c_push), .pop_i(l2c_pop),
-                       .valid_o(l2c_valid), .ready_o(l2c_ready), .count_o());
-  tsr_dep_queue u_c2l (.clk_i(clk_i), .rst_ni(rst_ni), .push_i(c2l_push), .pop_i(c2l_pop),
-                       .valid_o(c2l_valid), .ready_o(c2l_ready), .count_o());
-  tsr_dep_queue u_c2s (.clk_i(clk_i), .rst_ni(rst_ni), .push_i(c2s_push), .pop_i(c2s_pop),
-                       .valid_o(c2s_valid), .ready_o(c2s_ready), .count_o());
-  tsr_dep_queue u_s2c (.clk_i(clk_i), .rst_ni(rst_ni), .push_i(s2c_push), .pop_i(s2c_pop),
-                       .valid_o(s2c_valid), .ready_o(s2c_ready), .count_o());
+  tsr_dep_queue u_l2c (.clk_i(clk_i), .rst_ni(core_rst_n), .push_i(l2c_push), .pop_i(l2c_pop),
+                       .valid_o(l2c_valid), .ready_o(l2c_ready), .count_o(l2c_count));
+  tsr_dep_queue u_c2l (.clk_i(clk_i), .rst_ni(core_rst_n), .push_i(c2l_push), .pop_i(c2l_pop),
+                       .valid_o(c2l_valid), .ready_o(c2l_ready), .count_o(c2l_count));
+  tsr_dep_queue u_c2s (.clk_i(clk_i), .rst_ni(core_rst_n), .push_i(c2s_push), .pop_i(c2s_pop),
+                       .valid_o(c2s_valid), .ready_o(c2s_ready), .count_o(c2s_count));
+  tsr_dep_queue u_s2c (.clk_i(clk_i), .rst_ni(core_rst_n), .push_i(s2c_push), .pop_i(s2c_pop),
+                       .valid_o(s2c_valid), .ready_o(s2c_ready), .count_o(s2c_count));
 
   tsr_sram #(.Width(tsr_pkg::INP_BYTES * 8), .Depth(tsr_pkg::INP_DEPTH)) u_inp (
     .clk_i (clk_i), .we_i (inp_we), .waddr_i (inp_waddr), .wdata_i (inp_wdata),
@@ -326,7 +343,7 @@ module tsr_top (
       .rdata_o (out_bank_rdata[b*tsr_pkg::OUT_BYTES*8 +: tsr_pkg::OUT_BYTES*8]));
   end
   always_ff @(posedge clk_i) begin
-    if (!rst_ni) out_rbank_q <= 1'b0;
+    if (!core_rst_n) out_rbank_q <= 1'b0;
     else if (out_re) out_rbank_q <= out_raddr[AW-1];
   end
   assign out_rdata = out_rbank_q ? out_bank_rdata[tsr_pkg::OUT_BYTES*8 +: tsr_pkg::OUT_BYTES*8]
@@ -382,12 +399,13 @@ module tsr_top (
     .m_axi_bready_o  (m_axi_bready_o),
     .m_axi_bresp_i   (m_axi_bresp_i),
     .m_axi_bid_i     (m_axi_bid_i),
+    .flush_i         (soft_rst),
+    .idle_o          (axi_idle),
     .err_o           (axi_err),
     .rd_beat_o       (rd_beat),
     .wr_beat_o       (wr_beat)
   );
 
-  // fetch_busy is informational (the run ends at FINISH, not when fetch drains).
-  logic unused;
-  assign unused = fetch_busy;
+  // fetch_busy is informational (the run ends at FINISH, not when fetch drains);
+  // software reads it in REG_UNITS.
 endmodule

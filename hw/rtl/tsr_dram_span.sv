@@ -1,0 +1,27 @@
+// tsr_dram_span: does a LOAD/STORE's DRAM footprint fit the 32-bit AXI
+// address space? The ISA's dram_base counts elements (32 bits), so
+// dram_base * element bytes can exceed 2^32; the address registers would
+// wrap and the access land in another buffer. The stages treat ovf_o like
+// an out-of-range index: no transfer, sticky error (the golden model's
+// EFAULT: no device DRAM lies above 4 GiB on a 32-bit AXI port).
+// Footprint: rows y < y_size of x_size elements at dram_base + y*x_stride,
+// so its last element ends at dram_base + (y_size-1)*x_stride + x_size.
+// Combinational; callers register the result beside the command.
+module tsr_dram_span (
+  input  logic [31:0] dram_base_i,  // first element
+  input  logic [15:0] y_size_i,
+  input  logic [15:0] x_size_i,
+  input  logic [15:0] x_stride_i,
+  input  logic [3:0]  elem_log_i,   // log2(element bytes), <= 12
+  output logic        ovf_o         // some byte at or above 2^32
+);
+  logic [33:0] end_elem, limit;
+  logic [31:0] rows_span;
+  logic [15:0] last_row;
+
+  assign last_row  = y_size_i - 16'd1;  // unused when y_size_i == 0
+  assign rows_span = 32'(last_row) * 32'(x_stride_i);
+  assign end_elem  = 34'(dram_base_i) + 34'(rows_span) + 34'(x_size_i);
+  assign limit     = 34'd1 << (6'd32 - 6'(elem_log_i));
+  assign ovf_o     = (y_size_i != '0) && (x_size_i != '0) && (end_elem > limit);
+endmodule
