@@ -144,7 +144,7 @@ static void test_huge_buffer_refused_by_device(void **state)
                  "run -q huge.s");
     /* one byte more than the device: also refused by the device check */
     write_text("over.s", ".buffer z 0x40000001 @0x1000\nfinish\n");
-    expect_error("buffer z: DRAM buffer [0x1000, 0x40001001) is outside device memory "
+    expect_error("buffer z: DRAM buffer [0x1000, 0x40001040) is outside device memory "
                  "[0x1000, 0x40001000)",
                  "run -q over.s");
 }

@@ -283,8 +283,10 @@ static void test_messages(void **state)
     rs_t *s = *state;
     run_bad(s, wrap_store_s, beyond_4g, -1, 0, tsr_test_backend()[0] == 'r' ? "store" : "outside every allocated buffer",
             NULL);
-    run_bad(s, bypass_uop_oob_s, reserved_alu, -1, 0,
-            tsr_test_backend()[0] == 'r' ? "reserved ALU opcode" : "reserved ALU opcode 12", NULL);
+    /* The encoder refuses ALU opcodes 9..15 (the ISA field table), so such a
+     * stream never reaches a backend through the driver; the backends'
+     * own checks guard raw instruction words. */
+    run_bad(s, bypass_uop_oob_s, reserved_alu, -1, 0, "is not an ALU op", NULL);
     run_valid(s);
 }
 
