@@ -315,8 +315,9 @@ static const char *verify_help =
     "on-chip ranges (on the uop contents the buffers get, filled as `run` fills\n"
     "them: uops, random SEED, file), data races between stages (accesses to the\n"
     "same on-chip rows that no token chain orders), STOREs into DRAM a uop LOAD\n"
-    "reads, and DRAM accesses against the declared buffers. Prints OK or the\n"
-    "first error with its instruction index; exit status 0 or 1.\n"
+    "reads, GEMM/ALU uop rows no earlier uop LOAD of the program wrote, and DRAM\n"
+    "accesses against the declared buffers. Prints OK or the first error with\n"
+    "its instruction index; exit status 0 or 1.\n"
     "  --config CONFIG   config file or preset (default: default)\n";
 
 typedef struct {
@@ -904,7 +905,7 @@ out:
     return rc ? fail(rc) : status;
 }
 
-/* GEMM-bound stream: uops, inputs and weights loaded once; then `reps`
+/* GEMM-bound stream: inputs and weights loaded once; then `reps`
  * GEMMs over a tm x tn tile with a kb-long reduction per output row, the
  * same loop nest the matmul JIT emits. */
 static int bench_gemm(const mm_opts_t *mo)
@@ -969,10 +970,10 @@ static int bench_gemm(const mm_opts_t *mo)
         goto out;
     /* Run 1 loads the operands (on-chip buffers keep their contents
      * between runs); run 2 is the GEMM work alone, so its cycles measure the
-     * GEMM core with data on chip. */
+     * GEMM core with data on chip. Run 2 loads its kb uops itself (a few
+     * cycles): a stream may only read uop rows it loaded, which the
+     * verifier checks. */
     tsr_insn_t *in = insns;
-    in->opcode = TSR_OP_LOAD; in->mem_type = TSR_MEM_UOP; in->dram_base = (uint32_t)(du / cfg.uop_bytes);
-    in->y_size = 1; in->x_size = in->x_stride = (uint32_t)kb; in++;
     in->opcode = TSR_OP_LOAD; in->mem_type = TSR_MEM_INP; in->dram_base = (uint32_t)(di / cfg.inp_bytes);
     in->y_size = 1; in->x_size = in->x_stride = (uint32_t)(tm * kb); in++;
     in->opcode = TSR_OP_LOAD; in->mem_type = TSR_MEM_WGT; in->dram_base = (uint32_t)(dw / cfg.wgt_bytes);
@@ -982,6 +983,8 @@ static int bench_gemm(const mm_opts_t *mo)
     in->opcode = TSR_OP_FINISH; in++;
     size_t nload = (size_t)(in - insns);
     tsr_insn_t *gemm0 = in;
+    in->opcode = TSR_OP_LOAD; in->mem_type = TSR_MEM_UOP; in->dram_base = (uint32_t)(du / cfg.uop_bytes);
+    in->y_size = 1; in->x_size = in->x_stride = (uint32_t)kb; in++;
     for (long r = 0; r < mo->reps; r++, in++) {
         in->opcode = TSR_OP_GEMM;
         in->uop_end = (uint32_t)kb;

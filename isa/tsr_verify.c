@@ -43,6 +43,7 @@ typedef struct {
     const tsr_verify_opts_t *opts;
     tsr_uop_t *uops;     /* shadow of the uop buffer */
     uint8_t *known;      /* 1 if the shadow entry holds loaded contents */
+    uint8_t *loaded;     /* 1 if a uop LOAD earlier in the stream wrote the entry */
     uint8_t *raw;        /* one row of uop bytes as read from DRAM (uop_depth entries) */
     spanset_t uops_read; /* DRAM bytes the stream's uop LOADs read */
     spanset_t loads;     /* DRAM bytes any LOAD reads */
@@ -109,6 +110,7 @@ static void load_uops(vstate_t *v, const tsr_insn_t *in)
     for (uint64_t y = 0; y < in->y_size; y++) {
         uint32_t slot0 = (uint32_t)(in->sram_base + y * in->x_size);
         memset(v->known + slot0, 0, in->x_size);
+        memset(v->loaded + slot0, 1, in->x_size);
         if (!v->opts || !v->opts->read)
             continue;
         uint64_t addr = ((uint64_t)in->dram_base + y * in->x_stride) * ub;
@@ -343,7 +345,18 @@ static int check_loop(vstate_t *v, size_t i, const tsr_insn_t *in)
         return bad(i, in, "uop range [%u, %u) is outside the uop buffer (%u entries)", in->uop_bgn,
                    in->uop_end, c->uop_depth);
     if (!in->iter_out || !in->iter_in)
-        return TSR_OK;
+        return TSR_OK; /* no iteration: no uop is read */
+    /* Every uop read must come from a uop LOAD of this stream, earlier in
+     * it (uop LOADs, GEMM and ALU all run in the compute stage, in program
+     * order). A row never loaded holds whatever the backend has: zeros in
+     * fsim, the previous stream's kernel on the RTL; its indices are
+     * unchecked and the result would differ across backends and runs. */
+    for (uint32_t u = in->uop_bgn; u < in->uop_end; u++)
+        if (!v->loaded[u])
+            return bad(i, in,
+                       "uop range [%u, %u) reads uop row %u, which no earlier uop LOAD of this "
+                       "stream writes (its contents would be whatever the device holds)",
+                       in->uop_bgn, in->uop_end, u);
     for (uint32_t u = in->uop_bgn; u < in->uop_end; u++) {
         if (!v->known[u])
             continue;
@@ -390,8 +403,9 @@ int tsr_verify(const tsr_config_t *cfg, const tsr_insn_t *insns, size_t n,
     v.opts = opts;
     v.uops = calloc(cfg->uop_depth, sizeof(tsr_uop_t));
     v.known = calloc(cfg->uop_depth, 1);
+    v.loaded = calloc(cfg->uop_depth, 1);
     v.raw = malloc((size_t)cfg->uop_depth * cfg->uop_bytes + 8);
-    if (!v.uops || !v.known || !v.raw) {
+    if (!v.uops || !v.known || !v.loaded || !v.raw) {
         rc = tsr_err(TSR_ENOMEM, "out of memory");
         goto out;
     }
@@ -427,6 +441,7 @@ out:
     tsr_hb_destroy(v.hb);
     free(v.uops);
     free(v.known);
+    free(v.loaded);
     free(v.raw);
     spanset_free(&v.uops_read);
     spanset_free(&v.loads);

@@ -8,6 +8,8 @@
  *  - SRAM rows, uop ranges and loop extents outside the configured buffers
  *    (GEMM/ALU indices are checked against the actual uop contents when
  *    the caller can read DRAM);
+ *  - a GEMM/ALU reading a uop row that no earlier uop LOAD of the stream
+ *    wrote (its contents would be whatever the device holds);
  *  - DRAM accesses outside the buffers the program declared;
  *  - self-modifying streams: a STORE into DRAM bytes that a uop LOAD of the
  *    stream reads (the indices were checked on the contents before the run);

@@ -18,6 +18,7 @@
 #include "tsr_error.h"
 #include "tsr_matmul.h"
 #include "tsr_regs.h"
+#include "tsr_testenv.h"
 
 /* The backend under test: TSR_TEST_BACKEND (default fsim), so the same
  * tests run on the RTL (CTest registers both). */
@@ -87,27 +88,6 @@ static void test_alloc_at_overlap(void **state)
     tsr_device_close(dev);
 }
 
-/* A minimal legal stream: store one out row to buffer b, ordered before FINISH. */
-static void store_stream(tsr_insn_t s[3], uint64_t addr, const tsr_config_t *c)
-{
-    memset(s, 0, 3 * sizeof *s);
-    s[0].opcode = TSR_OP_ALU; /* out[0] = 7 */
-    s[0].alu_opcode = TSR_ALU_MOV;
-    s[0].use_imm = 1;
-    s[0].imm = 7;
-    s[0].uop_bgn = 0;
-    s[0].uop_end = 1;
-    s[0].iter_out = s[0].iter_in = 1;
-    s[0].push_next = 1;
-    s[1].opcode = TSR_OP_STORE;
-    s[1].mem_type = TSR_MEM_OUT;
-    s[1].dram_base = (uint32_t)(addr / c->out_bytes);
-    s[1].y_size = s[1].x_size = s[1].x_stride = 1;
-    s[1].pop_prev = s[1].push_prev = 1;
-    s[2].opcode = TSR_OP_FINISH;
-    s[2].pop_next = 1;
-}
-
 static void test_submit_checks_dram(void **state)
 {
     (void)state;
@@ -115,13 +95,13 @@ static void test_submit_checks_dram(void **state)
     const tsr_config_t *c = tsr_device_config(dev);
     uint64_t a;
     assert_int_equal(tsr_mem_alloc(dev, c->out_bytes, &a), TSR_OK);
-    tsr_insn_t s[3];
-    store_stream(s, a + c->out_bytes, c); /* one element past the buffer */
-    expect_msg(tsr_submit(dev, s, 3), TSR_EVERIFY, "#1");
+    tsr_insn_t s[4];
+    tsr_test_mov_store(dev, s, a + c->out_bytes, 7); /* one element past the buffer */
+    expect_msg(tsr_submit(dev, s, 4), TSR_EVERIFY, "#2");
     expect_msg(tsr_wait(dev, 0), TSR_EINVAL, "nothing submitted");
-    store_stream(s, a, c);
-    assert_int_equal(tsr_submit(dev, s, 3), TSR_OK);
-    expect_msg(tsr_submit(dev, s, 3), TSR_EINVAL, "already running");
+    tsr_test_mov_store(dev, s, a, 7);
+    assert_int_equal(tsr_submit(dev, s, 4), TSR_OK);
+    expect_msg(tsr_submit(dev, s, 4), TSR_EINVAL, "already running");
     assert_int_equal(tsr_wait(dev, -1), TSR_OK);
     int8_t v[4];
     assert_int_equal(tsr_mem_read(dev, a, v, sizeof v), TSR_OK);
@@ -137,10 +117,10 @@ static void test_submit_rejects_unencodable(void **state)
     const tsr_config_t *c = tsr_device_config(dev);
     uint64_t a;
     assert_int_equal(tsr_mem_alloc(dev, c->out_bytes, &a), TSR_OK);
-    tsr_insn_t s[3];
-    store_stream(s, a, c);
-    s[0].imm = 40000; /* does not fit 16 signed bits */
-    int rc = tsr_submit(dev, s, 3);
+    tsr_insn_t s[4];
+    tsr_test_mov_store(dev, s, a, 7);
+    s[1].imm = 40000; /* does not fit 16 signed bits */
+    int rc = tsr_submit(dev, s, 4);
     expect_msg(rc, TSR_EBOUNDS, "imm");
     tsr_device_close(dev);
 }
@@ -284,10 +264,8 @@ static void test_timeout_inside_one_instruction(void **state)
     (void)state;
     tsr_device_t *dev = open_dev("tiny", 0);
     const tsr_config_t *c = tsr_device_config(dev);
-    uint64_t u;
-    uint8_t zero[8] = {0};
-    assert_int_equal(tsr_mem_alloc(dev, c->uop_bytes, &u), TSR_OK);
-    assert_int_equal(tsr_mem_write(dev, u, zero, c->uop_bytes), TSR_OK);
+    const tsr_uop_t z = {0, 0, 0};
+    uint64_t u = tsr_test_uops(dev, &z, 1);
     tsr_insn_t s[3];
     memset(s, 0, sizeof s);
     s[0].opcode = TSR_OP_LOAD;

@@ -21,6 +21,7 @@
 #include "tsr_error.h"
 #include "tsr_isa.h"
 #include "tsr_regs.h"
+#include "tsr_testenv.h"
 
 static tsr_device_t *open_rtl_opts(const char *preset, tsr_device_opts_t *o)
 {
@@ -41,26 +42,6 @@ static tsr_device_t *open_rtl(const char *preset, int skip_verify, uint32_t late
     return open_rtl_opts(preset, &o);
 }
 
-/* out[0] = v via ALU mov, stored to addr; the store ordered before FINISH. */
-static void store_stream(tsr_insn_t s[3], uint64_t addr, const tsr_config_t *c, int v)
-{
-    memset(s, 0, 3 * sizeof *s);
-    s[0].opcode = TSR_OP_ALU;
-    s[0].alu_opcode = TSR_ALU_MOV;
-    s[0].use_imm = 1;
-    s[0].imm = v;
-    s[0].uop_end = 1;
-    s[0].iter_out = s[0].iter_in = 1;
-    s[0].push_next = 1;
-    s[1].opcode = TSR_OP_STORE;
-    s[1].mem_type = TSR_MEM_OUT;
-    s[1].dram_base = (uint32_t)(addr / c->out_bytes);
-    s[1].y_size = s[1].x_size = s[1].x_stride = 1;
-    s[1].pop_prev = s[1].push_prev = 1;
-    s[2].opcode = TSR_OP_FINISH;
-    s[2].pop_next = 1;
-}
-
 static void test_store_roundtrip_and_counters(void **state)
 {
     (void)state;
@@ -71,9 +52,9 @@ static void test_store_roundtrip_and_counters(void **state)
     uint8_t fill[64];
     memset(fill, 0x5a, sizeof fill);
     assert_int_equal(tsr_mem_write(dev, a, fill, sizeof fill), TSR_OK);
-    tsr_insn_t s[3];
-    store_stream(s, a + c->out_bytes, c, -3); /* the second element of the buffer */
-    assert_int_equal(tsr_submit(dev, s, 3), TSR_OK);
+    tsr_insn_t s[4];
+    tsr_test_mov_store(dev, s, a + c->out_bytes, -3); /* the second element of the buffer */
+    assert_int_equal(tsr_submit(dev, s, 4), TSR_OK);
     if (tsr_wait(dev, -1))
         fail_msg("%s", tsr_errmsg());
     uint8_t back[64];
@@ -102,12 +83,11 @@ static void test_dram_latency_shows_in_cycles(void **state)
     uint32_t lat[2] = {4, 200};
     for (int k = 0; k < 2; k++) {
         tsr_device_t *dev = open_rtl("tiny", 0, lat[k]);
-        const tsr_config_t *c = tsr_device_config(dev);
         uint64_t a;
         assert_int_equal(tsr_mem_alloc(dev, 64, &a), TSR_OK);
-        tsr_insn_t s[3];
-        store_stream(s, a, c, 1);
-        assert_int_equal(tsr_submit(dev, s, 3), TSR_OK);
+        tsr_insn_t s[4];
+        tsr_test_mov_store(dev, s, a, 1);
+        assert_int_equal(tsr_submit(dev, s, 4), TSR_OK);
         assert_int_equal(tsr_wait(dev, -1), TSR_OK);
         tsr_counters_t ctr;
         tsr_read_counters(dev, &ctr);
@@ -124,12 +104,11 @@ static void test_store_outside_buffers_reports_error(void **state)
 {
     (void)state;
     tsr_device_t *dev = open_rtl("tiny", 1, 0); /* verifier off: the hardware path must cope */
-    const tsr_config_t *c = tsr_device_config(dev);
     uint64_t a;
     assert_int_equal(tsr_mem_alloc(dev, 64, &a), TSR_OK);
-    tsr_insn_t s[3];
-    store_stream(s, a + (1ull << 24), c, 1); /* 16 MiB past the buffer: unmapped */
-    assert_int_equal(tsr_submit(dev, s, 3), TSR_OK);
+    tsr_insn_t s[4];
+    tsr_test_mov_store(dev, s, a + (1ull << 24), 1); /* 16 MiB past the buffer: unmapped */
+    assert_int_equal(tsr_submit(dev, s, 4), TSR_OK);
     int rc = tsr_wait(dev, 60000);
     if (rc != TSR_EBACKEND || !strstr(tsr_errmsg(), "error"))
         fail_msg("got %s: %s", tsr_errname(rc), tsr_errmsg());
@@ -162,15 +141,8 @@ static void test_index_out_of_range_reports_error(void **state)
     (void)state;
     tsr_device_t *dev = open_rtl("tiny", 1, 0);
     const tsr_config_t *c = tsr_device_config(dev);
-    uint64_t u;
     tsr_uop_t uo = {c->acc_depth - 1, 0, 0};
-    uint64_t raw;
-    uint8_t b[8] = {0};
-    assert_int_equal(tsr_uop_encode(c, &uo, &raw), TSR_OK);
-    for (uint32_t i = 0; i < c->uop_bytes && i < 8; i++)
-        b[i] = (uint8_t)(raw >> (8 * i));
-    assert_int_equal(tsr_mem_alloc(dev, c->uop_bytes, &u), TSR_OK);
-    assert_int_equal(tsr_mem_write(dev, u, b, c->uop_bytes), TSR_OK);
+    uint64_t u = tsr_test_uops(dev, &uo, 1);
     tsr_insn_t s[3];
     memset(s, 0, sizeof s);
     s[0].opcode = TSR_OP_LOAD;
@@ -241,12 +213,11 @@ static void test_dram_bandwidth_shows_in_cycles(void **state)
 static void run_mov_store(tsr_device_opts_t *o, int8_t *out, uint64_t *cycles)
 {
     tsr_device_t *dev = open_rtl_opts("tiny", o);
-    const tsr_config_t *c = tsr_device_config(dev);
     uint64_t a;
     assert_int_equal(tsr_mem_alloc(dev, 64, &a), TSR_OK);
-    tsr_insn_t s[3];
-    store_stream(s, a, c, -77);
-    assert_int_equal(tsr_submit(dev, s, 3), TSR_OK);
+    tsr_insn_t s[4];
+    tsr_test_mov_store(dev, s, a, -77);
+    assert_int_equal(tsr_submit(dev, s, 4), TSR_OK);
     if (tsr_wait(dev, -1))
         fail_msg("%s", tsr_errmsg());
     assert_int_equal(tsr_mem_read(dev, a, out, 1), TSR_OK);
@@ -307,19 +278,19 @@ static void test_profile(void **state)
         const tsr_config_t *c = tsr_device_config(dev);
         uint64_t a;
         assert_int_equal(tsr_mem_alloc(dev, 4096, &a), TSR_OK);
-        tsr_insn_t s[3];
-        store_stream(s, a, c, 5);
-        s[0].iter_out = 32; /* 32 x 8 ALU ops over rows 0..255 (dst +8, +1) */
-        s[0].iter_in = 8;
-        s[0].dst_factor_out = 8;
-        s[0].dst_factor_in = 1;
-        s[1].y_size = 1;
-        s[1].x_size = s[1].x_stride = 256 < c->acc_depth ? 256 : c->acc_depth;
+        tsr_insn_t s[4];
+        tsr_test_mov_store(dev, s, a, 5);
+        s[1].iter_out = 32; /* 32 x 8 ALU ops over rows 0..255 (dst +8, +1) */
+        s[1].iter_in = 8;
+        s[1].dst_factor_out = 8;
+        s[1].dst_factor_in = 1;
+        s[2].y_size = 1;
+        s[2].x_size = s[2].x_stride = 256 < c->acc_depth ? 256 : c->acc_depth;
         if (c->acc_depth < 256) {
-            s[0].iter_out = c->acc_depth / 8;
+            s[1].iter_out = c->acc_depth / 8;
         }
         for (int run = 0; run < 2; run++) { /* two runs: two groups of lines */
-            assert_int_equal(tsr_submit(dev, s, 3), TSR_OK);
+            assert_int_equal(tsr_submit(dev, s, 4), TSR_OK);
             if (tsr_wait(dev, -1))
                 fail_msg("%s", tsr_errmsg());
         }
@@ -361,10 +332,10 @@ static void test_profile(void **state)
     if (sum_alu != hw_alu || sum_wr != hw_wr)
         fail_msg("profile sums: %llu ALU ops, %llu bytes written; counters %llu, %llu", sum_alu, sum_wr,
                  (unsigned long long)hw_alu, (unsigned long long)hw_wr);
-    /* per run the compute stage completes the ALU op and FINISH, the store
-     * stage the STORE */
-    if (sum_c != 4 || sum_s != 2 || sum_l != 0)
-        fail_msg("profile: %llu compute, %llu store, %llu load instructions; want 4, 2, 0", sum_c, sum_s, sum_l);
+    /* per run the compute stage completes the uop LOAD, the ALU op and
+     * FINISH, the store stage the STORE */
+    if (sum_c != 6 || sum_s != 2 || sum_l != 0)
+        fail_msg("profile: %llu compute, %llu store, %llu load instructions; want 6, 2, 0", sum_c, sum_s, sum_l);
     tsr_device_opts_t bad = {0};
     bad.rtl.profile_path = "/nonexistent-dir/p.csv";
     tsr_config_t cfg;

@@ -578,11 +578,12 @@ static void test_sram_and_types(void **state)
     /* LOAD wgt (#2) against 64 rows. */
     MUT(2, (in->sram_base = WGT_D - 1), 1, "");
     MUT(2, (in->sram_base = WGT_D), 0, "#2", "wgt");
-    /* LOAD uop (#0) against 256 entries. */
-    MUT(0, (in->sram_base = UOP_D - 1), 1, "");
+    /* LOAD uop (#0) against 256 entries (the GEMM reads the slot it fills). */
+    MUT(0, (in->sram_base = UOP_D - 1, s[3].uop_bgn = UOP_D - 1, s[3].uop_end = UOP_D), 1, "");
     MUT(0, (in->sram_base = UOP_D - 1, in->x_size = 2), 0, "#0", "uop");
-    /* LOAD acc / acc8 into the accumulator buffer (128 rows). */
-    MUT(0, (in->mem_type = TSR_MEM_ACC, in->sram_base = ACC_D - 1), 1, "");
+    /* LOAD acc / acc8 into the accumulator buffer (128 rows); no uop is loaded then, so the
+     * GEMM reads none (an empty range). */
+    MUT(0, (in->mem_type = TSR_MEM_ACC, in->sram_base = ACC_D - 1, s[3].uop_end = 0), 1, "");
     MUT(0, (in->mem_type = TSR_MEM_ACC, in->sram_base = ACC_D - 1, in->x_size = 2), 0, "#0",
         "acc");
     MUT(0, (in->mem_type = TSR_MEM_ACC8, in->sram_base = ACC_D - 1, in->x_size = 2), 0, "#0",
@@ -598,7 +599,7 @@ static void test_sram_and_types(void **state)
     MUT(0, in->y_pad0 = 1, 0, "#0", "padding");
     MUT(0, in->x_pad1 = 1, 0, "#0", "padding");
     /* ... and allowed on acc/acc8 loads. */
-    MUT(0, (in->mem_type = TSR_MEM_ACC, in->x_pad0 = 1), 1, "");
+    MUT(0, (in->mem_type = TSR_MEM_ACC, in->x_pad0 = 1, s[3].uop_end = 0), 1, "");
 
     /* Memory types. */
     MUT(4, in->mem_type = TSR_MEM_INP, 0, "#4", "out");
@@ -619,6 +620,7 @@ static void test_uop_ranges(void **state)
         const char *name = ops[k] == TSR_OP_GEMM ? "gemm" : "alu";
         char what[96];
         base_stream(s);
+        s[0].x_size = s[0].x_stride = UOP_D; /* every slot loaded (no DRAM checks here) */
         s[3].opcode = ops[k];
         s[3].uop_bgn = 0;
         s[3].uop_end = UOP_D;
@@ -731,6 +733,74 @@ static void test_uop_indices(void **state)
                (char *)NULL);
     s[1].use_imm = 1;
     expect_ok("alu use_imm ignores src", verify(&c, s, n, &o));
+}
+
+/* ---- uop rows no LOAD of the stream wrote ---- */
+
+/* A GEMM/ALU may read only uop rows that a uop LOAD earlier in the stream wrote: any other row
+ * holds whatever the device had (zeros on fsim, the last stream's kernel on the RTL). The rule
+ * is structural, so it holds with and without a read callback. */
+static void expect_unloaded(const char *what, const tsr_config_t *c, const tsr_insn_t *s, size_t n,
+                            const char *insn, const char *row)
+{
+    char w[128];
+    tsr_verify_opts_t o = full_opts();
+    snprintf(w, sizeof w, "%s (uop contents read)", what);
+    expect_err(w, verify(c, s, n, &o), TSR_EVERIFY, insn, row, "no earlier uop LOAD", (char *)NULL);
+    snprintf(w, sizeof w, "%s (no read callback)", what);
+    expect_err(w, verify(c, s, n, NULL), TSR_EVERIFY, insn, row, "no earlier uop LOAD", (char *)NULL);
+}
+
+static void test_unloaded_uops(void **state)
+{
+    (void)state;
+    tsr_config_t c;
+    tsr_insn_t s[BASE_N];
+    tiny_cfg(&c, 9, 16, 4);
+    tsr_verify_opts_t o = full_opts();
+
+    /* The base stream without its uop LOAD (a flag-only compute no-op in its place). */
+    base_stream(s);
+    s[0] = cnop();
+    expect_unloaded("gemm, no uop load", &c, s, BASE_N, "insn #3 (gemm)", "uop row 0,");
+    s[3].opcode = TSR_OP_ALU;
+    expect_unloaded("alu, no uop load", &c, s, BASE_N, "insn #3 (alu)", "uop row 0,");
+    /* A uop LOAD with x_size 0 writes nothing. */
+    base_stream(s);
+    s[0].x_size = 0;
+    expect_unloaded("uop load of no rows", &c, s, BASE_N, "insn #3 (gemm)", "uop row 0,");
+    /* No iteration reads no uop: accepted. */
+    base_stream(s);
+    s[0] = cnop();
+    s[3].iter_out = 0;
+    expect_ok("zero-iteration gemm over unloaded uops", verify(&c, s, BASE_N, &o));
+
+    /* A reset GEMM, then the LOAD: ordered after, so it does not count. */
+    tsr_insn_t r[3];
+    poison_uops();
+    put_uop(0, 1, 0, 0);
+    put_uop(1, 2, 0, 0);
+    r[0] = loop(TSR_OP_GEMM, 0, 1, 1, 1);
+    r[0].reset = 1;
+    r[1] = mem(TSR_OP_LOAD, TSR_MEM_UOP, 0, UOP_E, 1, 1, 1);
+    r[2] = fin();
+    expect_unloaded("uop load after the gemm", &c, r, 3, "insn #0 (gemm)", "uop row 0,");
+    tsr_insn_t t = r[0];
+    r[0] = r[1];
+    r[1] = t;
+    expect_ok("uop load before the gemm", verify(&c, r, 3, &o));
+    expect_ok("uop load before the gemm, no read callback", verify(&c, r, 3, NULL));
+    /* Two rows laid out 2-D (DRAM stride 2) fill slots 4 and 5: [4, 6) reads loaded rows only,
+     * [3, 6) and [4, 7) do not; the first unloaded row is named. */
+    r[0] = mem(TSR_OP_LOAD, TSR_MEM_UOP, 4, UOP_E, 2, 1, 2);
+    r[1].uop_bgn = 4;
+    r[1].uop_end = 6;
+    expect_ok("gemm over the two loaded rows", verify(&c, r, 3, &o));
+    r[1].uop_bgn = 3;
+    expect_unloaded("gemm from the row before them", &c, r, 3, "insn #1 (gemm)", "uop row 3,");
+    r[1].uop_bgn = 4;
+    r[1].uop_end = 7;
+    expect_unloaded("gemm past the loaded rows", &c, r, 3, "insn #1 (gemm)", "uop row 6,");
 }
 
 /* ---- DRAM regions ---- */
@@ -1379,6 +1449,61 @@ static void test_cli_verify(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* The fuzzer's reproducer: a GEMM reading uop row 0 that nothing in the stream loads. fsim
+ * read zeros and stopped at dst 2048 while `verify` said OK (the row's contents were unknown
+ * to it). Now verify and run reject it on the unloaded row; with the row loaded, the same
+ * loop is judged on its contents: out of range in both, and in range (1024 iterations)
+ * accepted by both. */
+static const char unloaded_uop_s[] =
+    ".buffer inp 4096\n"
+    "gemm reset=1 uop=0:1 iter=1100,1 dst=2,0 src=0,0 wgt=0,0\n"
+    "finish\n";
+
+static const char loaded_uop_s[] =
+    ".buffer inp 4096\n"
+    ".uops k 0,0,0\n"
+    "load uop sram=0 dram=k y=1 x=1 stride=1\n"
+    "gemm reset=1 uop=0:1 iter=%u,1 dst=2,0 src=0,0 wgt=0,0\n"
+    "finish\n";
+
+static void test_repro_unloaded_uop(void **state)
+{
+    (void)state;
+    prog_t g;
+    prog_open(&g, unloaded_uop_s);
+    expect_err("unloaded_uop.s", prog_verify(&g), TSR_EVERIFY, "insn #0 (gemm)",
+               "uop range [0, 1) reads uop row 0,", "no earlier uop LOAD", (char *)NULL);
+    prog_close(&g);
+    char text[512];
+    snprintf(text, sizeof text, loaded_uop_s, 1100u);
+    prog_open(&g, text);
+    expect_err("loaded_uop.s, 1100 iterations", prog_verify(&g), TSR_EVERIFY, "insn #1 (gemm)",
+               "dst (acc) index reaches 2198", (char *)NULL);
+    prog_close(&g);
+    snprintf(text, sizeof text, loaded_uop_s, 1024u);
+    prog_open(&g, text);
+    expect_ok("loaded_uop.s, 1024 iterations", prog_verify(&g));
+    prog_close(&g);
+
+    char dir[] = "/tmp/tsr_test_verify_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    write_text(dir, "unloaded.s", unloaded_uop_s, strlen(unloaded_uop_s));
+    const char *msg = "insn #0 (gemm): uop range [0, 1) reads uop row 0,";
+    expect_cli_err(dir, "verify unloaded.s", msg);
+    expect_cli_err(dir, "run unloaded.s", msg);
+    snprintf(text, sizeof text, loaded_uop_s, 1100u);
+    write_text(dir, "loaded_oob.s", text, strlen(text));
+    expect_cli_err(dir, "verify loaded_oob.s", "insn #1 (gemm): dst (acc) index reaches 2198");
+    expect_cli_err(dir, "run loaded_oob.s", "insn #1 (gemm): dst (acc) index reaches 2198");
+    snprintf(text, sizeof text, loaded_uop_s, 1024u);
+    write_text(dir, "loaded.s", text, strlen(text));
+    if (cli(dir, "verify loaded.s") || cli(dir, "run loaded.s"))
+        fail_msg("loaded.s rejected: %s", cli_err);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 /* ---- mutations of generated streams ---- */
 
 /* Every token pair of a generated program (the k-th push and the k-th pop of one queue:
@@ -1541,6 +1666,7 @@ int main(void)
         cmocka_unit_test(test_sram_and_types),
         cmocka_unit_test(test_uop_ranges),
         cmocka_unit_test(test_uop_indices),
+        cmocka_unit_test(test_unloaded_uops),
         cmocka_unit_test(test_dram_regions),
         cmocka_unit_test(test_pipe_runs),
         cmocka_unit_test(test_races),
@@ -1549,6 +1675,7 @@ int main(void)
         cmocka_unit_test(test_repro_race_raw),
         cmocka_unit_test(test_repro_bypass),
         cmocka_unit_test(test_cli_verify),
+        cmocka_unit_test(test_repro_unloaded_uop),
         cmocka_unit_test(test_generated_mutations),
         cmocka_unit_test(test_long_kernel),
     };

@@ -64,3 +64,49 @@ int tsr_test_rnd(uint64_t *s, int lo, int hi)
 {
     return lo + (int)(tsr_test_next(s) % (uint64_t)((int64_t)hi - lo + 1));
 }
+
+uint64_t tsr_test_uops(tsr_device_t *dev, const tsr_uop_t *uops, size_t n)
+{
+    const tsr_config_t *c = tsr_device_config(dev);
+    uint8_t *b = calloc(n ? n : 1, c->uop_bytes);
+    uint64_t addr = 0;
+    if (!b)
+        fail_msg("out of memory");
+    for (size_t k = 0; k < n; k++) {
+        uint64_t raw;
+        if (tsr_uop_encode(c, &uops[k], &raw))
+            fail_msg("uop %zu: %s", k, tsr_errmsg());
+        for (uint32_t i = 0; i < c->uop_bytes && i < 8; i++)
+            b[k * c->uop_bytes + i] = (uint8_t)(raw >> (8 * i));
+    }
+    if (tsr_mem_alloc(dev, (uint64_t)(n ? n : 1) * c->uop_bytes, &addr) ||
+        tsr_mem_write(dev, addr, b, (uint64_t)n * c->uop_bytes))
+        fail_msg("uop buffer: %s", tsr_errmsg());
+    free(b);
+    return addr;
+}
+
+void tsr_test_mov_store(tsr_device_t *dev, tsr_insn_t s[4], uint64_t addr, int v)
+{
+    const tsr_config_t *c = tsr_device_config(dev);
+    const tsr_uop_t z = {0, 0, 0};
+    memset(s, 0, 4 * sizeof *s);
+    s[0].opcode = TSR_OP_LOAD;
+    s[0].mem_type = TSR_MEM_UOP;
+    s[0].dram_base = (uint32_t)(tsr_test_uops(dev, &z, 1) / c->uop_bytes);
+    s[0].y_size = s[0].x_size = s[0].x_stride = 1;
+    s[1].opcode = TSR_OP_ALU;
+    s[1].alu_opcode = TSR_ALU_MOV;
+    s[1].use_imm = 1;
+    s[1].imm = v;
+    s[1].uop_end = 1;
+    s[1].iter_out = s[1].iter_in = 1;
+    s[1].push_next = 1;
+    s[2].opcode = TSR_OP_STORE;
+    s[2].mem_type = TSR_MEM_OUT;
+    s[2].dram_base = (uint32_t)(addr / c->out_bytes);
+    s[2].y_size = s[2].x_size = s[2].x_stride = 1;
+    s[2].pop_prev = s[2].push_prev = 1;
+    s[3].opcode = TSR_OP_FINISH;
+    s[3].pop_next = 1;
+}

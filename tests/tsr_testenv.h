@@ -6,10 +6,12 @@
 #ifndef TSR_TESTENV_H
 #define TSR_TESTENV_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "tsr_config.h"
 #include "tsr_driver.h"
+#include "tsr_isa.h"
 
 /* TSR_TEST_BACKEND, or "fsim". */
 const char *tsr_test_backend(void);
@@ -22,6 +24,14 @@ int tsr_test_config(const char *name, tsr_config_t *cfg);
  * stages randomly with seed (a missing token shows as a wrong result).
  * Fails the running cmocka test on error. */
 tsr_device_t *tsr_test_open(const char *name, uint64_t seed);
+/* A device buffer holding uops[0..n) encoded (what a stream's uop LOAD
+ * reads: the verifier rejects GEMM/ALU uop rows the stream did not load).
+ * Returns its address; fails the running cmocka test on error. */
+uint64_t tsr_test_uops(tsr_device_t *dev, const tsr_uop_t *uops, size_t n);
+/* s[0..4): out[0] = v (ALU mov with an immediate over one loaded all-zero
+ * uop), stored to DRAM element addr / out_bytes, the STORE ordered before
+ * FINISH: LOAD uop, ALU, STORE, FINISH. Allocates the uop buffer on dev. */
+void tsr_test_mov_store(tsr_device_t *dev, tsr_insn_t s[4], uint64_t addr, int v);
 /* splitmix64 step, and a uniform integer in [lo, hi]. */
 uint64_t tsr_test_next(uint64_t *s);
 int tsr_test_rnd(uint64_t *s, int lo, int hi);
