@@ -8,6 +8,10 @@ PKGS=(
   libcmocka-dev                                  # unit-test framework
   verilator yosys iverilog                       # RTL simulation, lint, synthesis
   python3-numpy                                  # .npy test data (JIT tests)
+  libonnx-dev protobuf-c-compiler libprotobuf-c-dev  # ONNX import: onnx.proto -> C (protoc-c), parser
+  libonnx-testdata                               # ONNX node conformance cases (tests)
+  python3-onnx python3-torch python3-sklearn     # train + quantize the digits CNN, build test models
+  nodejs                                         # ONNX Runtime (npm onnxruntime-node) as the test reference
 )
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi

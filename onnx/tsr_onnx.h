@@ -1,0 +1,74 @@
+/*
+ * tsr_onnx: run a quantized ONNX model (a .onnx file) with the device doing
+ * the quantized operators and the host doing the rest.
+ *
+ * Import: the file is read with size checks before anything is allocated
+ * (regular file, at most TSR_ONNX_MAX_FILE bytes), unpacked by protobuf-c
+ * (onnx.pb-c.c generated at build time from the onnx.proto of libonnx-dev),
+ * validated (opsets: ai.onnx 10..21, com.microsoft 1; inputs, outputs,
+ * initializers and Constant nodes; tensor payloads against their dims and
+ * dtype before being read; shapes agree; the nodes form a DAG) and lowered:
+ *   - operator form (QLinearConv, QLinearMatMul 2-D, com.microsoft QGemm,
+ *     MaxPool on uint8/int8, Flatten/Reshape/Cast/Identity as relabellings)
+ *     and QDQ form (DequantizeLinear -> Conv/Gemm/MatMul [-> Relu/Clip] ->
+ *     QuantizeLinear, and MaxPool/Flatten/Reshape between a
+ *     DequantizeLinear and a QuantizeLinear of the same scale) become
+ *     device operators (tsr_netdesc nodes) with the requantization real
+ *     multiplier x_scale * w_scale / y_scale computed in float32 as ONNX
+ *     Runtime does and turned into (mult, shift) by tsr_quantize_multiplier;
+ *   - QuantizeLinear of a float input, DequantizeLinear of a result,
+ *     Softmax, ArgMax and float Relu run on the host in plain C kernels
+ *     (ONNX Runtime's formulas: round half to even, saturate);
+ *   - Constant, and Cast/ConstantOfShape/Identity of constants, are folded
+ *     at import.
+ * A node neither side can run is an error naming the node, its op type and
+ * why, before anything runs. Consecutive device operators with one input
+ * and one output form a segment, run as one tsr_graph (tsr_graph_from_netdesc).
+ */
+#ifndef TSR_ONNX_H
+#define TSR_ONNX_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "tsr_driver.h"
+#include "tsr_npy.h"
+
+/* Largest .onnx file accepted (bytes) and largest tensor (elements). */
+#define TSR_ONNX_MAX_FILE (256u << 20)
+#define TSR_ONNX_MAX_ELEMS (1LL << 26)
+
+typedef struct tsr_onnx tsr_onnx_t;
+
+/* Import path; batch is the size given to a symbolic first input dimension
+ * (>= 1). Errors (tsr_errmsg) name the file, and the node or tensor. */
+int tsr_onnx_load(const char *path, int batch, tsr_onnx_t **out);
+/* Same from a file image in memory (name used in messages). */
+int tsr_onnx_load_buffer(const void *buf, size_t n, const char *name, int batch, tsr_onnx_t **out);
+void tsr_onnx_free(tsr_onnx_t *m);
+
+/* One line per ONNX node: where it runs (device segment, host, folded
+ * into which device operator, constant). */
+void tsr_onnx_print_placement(const tsr_onnx_t *m, FILE *f);
+/* Device nodes and host nodes after lowering. */
+int tsr_onnx_device_ops(const tsr_onnx_t *m);
+int tsr_onnx_host_ops(const tsr_onnx_t *m);
+
+/* Build and plan every device segment on dev (cfg: dev's config). */
+int tsr_onnx_prepare(tsr_onnx_t *m, const tsr_config_t *cfg, tsr_device_t *dev);
+/* Run: in is the (single) graph input, its dtype and shape as declared;
+ * out receives the first graph output (allocated; int64 results are
+ * written as int32). */
+int tsr_onnx_run(tsr_onnx_t *m, const tsr_tensor_t *in, tsr_tensor_t *out);
+/* After a run: the bytes of the value called name (a host tensor or a
+ * device segment's output; a tensor inside a segment stays on the device:
+ * TSR_EINVAL saying so). int64 values are narrowed to int32. */
+int tsr_onnx_read_value(const tsr_onnx_t *m, const char *name, tsr_tensor_t *out);
+/* Per-layer table of every device segment of the last run. */
+void tsr_onnx_print_report(const tsr_onnx_t *m, FILE *f);
+
+/* Read a serialized TensorProto (.pb, as the ONNX node tests ship) into a
+ * host tensor (int8, uint8, int32, float32; int64 narrowed to int32 when it fits). */
+int tsr_onnx_read_tensor_pb(const char *path, tsr_tensor_t *out);
+
+#endif
