@@ -17,7 +17,7 @@
 
 static const char *infer_help =
     "usage: tessera infer MODEL.onnx -i INPUT.npy [-o OUTPUT.npy] [--backend fsim|rtl]\n"
-    "                     [--config CONFIG] [--labels LABELS.npy] [--tensor NAME -O FILE.npy]\n"
+    "                     [--config CONFIG] [--labels LABELS.npy] [--tensor NAME=FILE.npy ...]\n"
     "                     [--quiet] [device options]\n"
     "\n"
     "Import a quantized ONNX model (QLinear operator form or QDQ form), place\n"
@@ -30,8 +30,9 @@ static const char *infer_help =
     "  --config CONFIG   config file or preset (default: default)\n"
     "  --labels FILE     integer labels [N]: print the accuracy of the argmax of\n"
     "                    the output over its last axis\n"
-    "  --tensor NAME     also write the value NAME (e.g. a quantized logits\n"
-    "                    tensor) to the file given by -O\n"
+    "  --tensor NAME=FILE  also write the value NAME (e.g. quantized logits, or a\n"
+    "                    tensor inside a device segment: all are then kept) to\n"
+    "                    FILE; repeatable (up to 16)\n"
     "  --quiet           no placement and table\n";
 
 int tsr_cli_infer(int argc, char **argv, const tsr_cli_dev_t *dev)
@@ -43,7 +44,7 @@ int tsr_cli_infer(int argc, char **argv, const tsr_cli_dev_t *dev)
         {"input", required_argument, 0, 'i'},       {"output", required_argument, 0, 'o'},
         {"backend", required_argument, 0, O_BACKEND}, {"config", required_argument, 0, O_CONFIG},
         {"labels", required_argument, 0, O_LABELS}, {"tensor", required_argument, 0, O_TENSOR},
-        {"tensor-output", required_argument, 0, 'O'}, {"quiet", no_argument, 0, O_QUIET},
+        {"quiet", no_argument, 0, O_QUIET},
         {"help", no_argument, 0, O_HELP}};
     size_t no = 0;
     for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
@@ -52,10 +53,10 @@ int tsr_cli_infer(int argc, char **argv, const tsr_cli_dev_t *dev)
         opts[no++] = dev->long_opts[i];
     memset(&opts[no], 0, sizeof opts[no]);
     const char *in_path = NULL, *out_path = NULL, *backend = "fsim", *cfgname = "default", *labels = NULL;
-    const char *tname = NULL, *tout = NULL;
-    int quiet = 0, c;
+    char *tname[16], *tout[16];
+    int ntensors = 0, quiet = 0, c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "i:o:O:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "i:o:h", opts, NULL)) != -1) {
         int dv = dev->handle(c, optarg);
         if (dv < 0) {
             fprintf(stderr, "tessera infer: bad value for a device option\n");
@@ -66,19 +67,28 @@ int tsr_cli_infer(int argc, char **argv, const tsr_cli_dev_t *dev)
         switch (c) {
         case 'i': in_path = optarg; break;
         case 'o': out_path = optarg; break;
-        case 'O': tout = optarg; break;
         case O_BACKEND: backend = optarg; break;
         case O_CONFIG: cfgname = optarg; break;
         case O_LABELS: labels = optarg; break;
-        case O_TENSOR: tname = optarg; break;
+        case O_TENSOR: {
+            char *eq = strchr(optarg, '=');
+            if (!eq || eq == optarg || !eq[1] || ntensors == 16) {
+                fprintf(stderr, "tessera infer: --tensor needs NAME=FILE (at most 16)\n");
+                return 2;
+            }
+            *eq = 0;
+            tname[ntensors] = optarg;
+            tout[ntensors++] = eq + 1;
+            break;
+        }
         case O_QUIET: quiet = 1; break;
         case 'h':
         case O_HELP: fputs(infer_help, stdout); fputs(dev->help, stdout); return 0;
         default: fputs(infer_help, stderr); return 2;
         }
     }
-    if (optind != argc - 1 || !in_path || (!tname != !tout)) {
-        fprintf(stderr, "tessera infer: expected MODEL.onnx and -i INPUT.npy (and --tensor with -O)\n%s", infer_help);
+    if (optind != argc - 1 || !in_path) {
+        fprintf(stderr, "tessera infer: expected MODEL.onnx and -i INPUT.npy\n%s", infer_help);
         return 2;
     }
     tsr_tensor_t in, out, lab, tv;
@@ -99,15 +109,18 @@ int tsr_cli_infer(int argc, char **argv, const tsr_cli_dev_t *dev)
     if (!rc)
         rc = tsr_device_open(backend, &cfg, &dopts, &d);
     if (!rc)
-        rc = tsr_onnx_prepare(m, &cfg, d);
+        rc = tsr_onnx_prepare(m, &cfg, d, ntensors ? TSR_ONNX_KEEP_ALL : 0);
     if (!rc)
         rc = tsr_onnx_run(m, &in, &out);
     if (!rc && !quiet)
         tsr_onnx_print_report(m, stdout);
     if (!rc && out_path)
         rc = tsr_npy_write(out_path, &out);
-    if (!rc && tname && !(rc = tsr_onnx_read_value(m, tname, &tv)))
-        rc = tsr_npy_write(tout, &tv);
+    for (int i = 0; i < ntensors && !rc; i++) {
+        tsr_tensor_free(&tv);
+        if (!(rc = tsr_onnx_read_value(m, tname[i], &tv)))
+            rc = tsr_npy_write(tout[i], &tv);
+    }
     if (!rc && labels && !(rc = tsr_npy_read(labels, &lab))) {
         const int64_t n = out.ndim >= 1 ? out.shape[0] : 0, k = n ? (int64_t)(tsr_tensor_numel(&out) / n) : 0;
         if (lab.dtype != TSR_DT_INT32 || tsr_tensor_numel(&lab) != n || out.dtype != TSR_DT_FLOAT32 || k < 1)

@@ -54,15 +54,19 @@ void tsr_onnx_print_placement(const tsr_onnx_t *m, FILE *f);
 int tsr_onnx_device_ops(const tsr_onnx_t *m);
 int tsr_onnx_host_ops(const tsr_onnx_t *m);
 
-/* Build and plan every device segment on dev (cfg: dev's config). */
-int tsr_onnx_prepare(tsr_onnx_t *m, const tsr_config_t *cfg, tsr_device_t *dev);
+/* Build and plan every device segment on dev (cfg: dev's config).
+ * TSR_ONNX_KEEP_ALL: every device tensor keeps its buffer, so that
+ * tsr_onnx_read_value can read tensors inside segments (no reuse). */
+#define TSR_ONNX_KEEP_ALL 1u
+int tsr_onnx_prepare(tsr_onnx_t *m, const tsr_config_t *cfg, tsr_device_t *dev, unsigned flags);
 /* Run: in is the (single) graph input, its dtype and shape as declared;
  * out receives the first graph output (allocated; int64 results are
  * written as int32). */
 int tsr_onnx_run(tsr_onnx_t *m, const tsr_tensor_t *in, tsr_tensor_t *out);
-/* After a run: the bytes of the value called name (a host tensor or a
- * device segment's output; a tensor inside a segment stays on the device:
- * TSR_EINVAL saying so). int64 values are narrowed to int32. */
+/* After a run: the bytes of the value called name (a host tensor, a
+ * device segment's output, or with TSR_ONNX_KEEP_ALL a tensor inside a
+ * segment; otherwise TSR_EINVAL saying it stays on the device). int64
+ * values are narrowed to int32. */
 int tsr_onnx_read_value(const tsr_onnx_t *m, const char *name, tsr_tensor_t *out);
 /* Per-layer table of every device segment of the last run. */
 void tsr_onnx_print_report(const tsr_onnx_t *m, FILE *f);
