@@ -70,7 +70,9 @@ typedef struct ox_seg {
     tsr_netdesc_t nd;       /* shallow: node arrays point into the lops' */
     int in_val, out_val;    /* external input and output values (bases) */
     int first, last;        /* lop range */
-    tsr_graph_t *g;         /* planned graph */
+    tsr_graph_t *g;         /* planned graph (NULL when solo) */
+    int solo;               /* one conv whose w - w_zp needs int8 parts (the input packed once per
+                               part): device tensors hold one copy, so it runs alone by tsr_conv2d_run */
 } ox_seg_t;
 
 struct tsr_onnx {
@@ -639,6 +641,17 @@ static int lower_conv(tsr_onnx_t *m, int ni, const conv_desc_t *cd, int yv)
         rc = rq_params(m, ni, cd->xs, cd->ws, cd->wcnt, cd->ys, &mult, &shift);
     if (!rc) {
         memcpy(wzp, cd->wzp, sizeof(int32_t) * (size_t)cd->wcnt);
+        /* Constant weights whose w - w_zp all fit int8 become int8 weights with zero point 0 (exact;
+           device tensors hold one copy of the input, so weights needing w - w_zp split into int8
+           parts are refused by the graph runtime) */
+        const int64_t per = (int64_t)wbytes / M;
+        int fits = 1;
+        for (int64_t i = 0; i < (int64_t)wbytes && fits; i++) {
+            const int32_t z = wzp[cd->wcnt > 1 ? i / per : 0];
+            const int32_t d = (p.w_dtype == TSR_DT_UINT8 ? (int32_t)W->cdata[i] : (int32_t)(int8_t)W->cdata[i]) - z;
+            fits = d >= -128 && d <= 127;
+        }
+        const int recode = fits && (p.w_dtype == TSR_DT_UINT8 || wzp[0] != 0 || cd->wcnt > 1);
         if (cd->gemm && !cd->transb) { /* B [K][M] -> [M][K] */
             const int64_t K = (int64_t)wbytes / M;
             for (int64_t i = 0; i < M; i++)
@@ -646,6 +659,17 @@ static int lower_conv(tsr_onnx_t *m, int ni, const conv_desc_t *cd, int yv)
                     ((uint8_t *)nd.w)[i * K + k] = W->cdata[k * M + i];
         } else
             memcpy(nd.w, W->cdata, wbytes);
+        if (recode) {
+            const int64_t K = (int64_t)wbytes / M;
+            for (int64_t i = 0; i < (int64_t)wbytes; i++) { /* nd.w is [M][K] or OIHW: row i / K */
+                const int32_t z = wzp[cd->wcnt > 1 ? i / K : 0];
+                const uint8_t b = ((uint8_t *)nd.w)[i];
+                ((int8_t *)nd.w)[i] = (int8_t)((p.w_dtype == TSR_DT_UINT8 ? (int32_t)b : (int32_t)(int8_t)b) - z);
+            }
+            for (int i = 0; i < cd->wcnt; i++)
+                wzp[i] = 0;
+            p.w_dtype = TSR_DT_INT8;
+        }
         for (int64_t i = 0; i < M; i++) {
             if (cd->bias)
                 nd.bias[i] = cd->bias[i];
@@ -1572,8 +1596,10 @@ static int build_segments(tsr_onnx_t *m)
                         ok = 0;
             if (j > i && L->in == m->vals[m->out_val].base)
                 ok = 0;
-            if (!ok)
+            const int split = L->nd.kind == TSR_ND_CONV && tsr_conv2d_input_copies(&L->nd.conv) > 1;
+            if (!ok || (split && j > i))
                 break;
+            s->solo = split;
             tsr_nd_node_t *nn = realloc(s->nd.nodes, sizeof *nn * (size_t)(s->nd.nnodes + 1));
             if (!nn)
                 return tsr_err(TSR_ENOMEM, "out of memory");
@@ -1591,6 +1617,10 @@ static int build_segments(tsr_onnx_t *m)
                 nn[s->nd.nnodes].pool.zp = m->vals[L->in].zp;
             L->seg = m->nsegs;
             s->nd.nnodes++;
+            if (s->solo) {
+                j++;
+                break;
+            }
         }
         s->last = j - 1;
         s->out_val = m->lops[j - 1].out;
@@ -1750,6 +1780,8 @@ int tsr_onnx_prepare(tsr_onnx_t *m, const tsr_config_t *cfg, tsr_device_t *dev, 
     }
     m->dev = dev;
     for (int s = 0; s < m->nsegs; s++) {
+        if (m->segs[s].solo)
+            continue;
         int rc = tsr_graph_from_netdesc(cfg, &m->segs[s].nd, &m->segs[s].g);
         if (!rc)
             rc = tsr_graph_plan(m->segs[s].g, dev, flags & TSR_ONNX_KEEP_ALL ? TSR_GRAPH_KEEP_ALL : 0);
@@ -1909,7 +1941,11 @@ int tsr_onnx_run(tsr_onnx_t *m, const tsr_tensor_t *in, tsr_tensor_t *out)
         const ox_seg_t *s = &m->segs[L->seg];
         const void *ins[1] = {bytes(m, s->in_val)};
         void *outs[1] = {bytes(m, s->out_val)};
-        if ((rc = tsr_graph_exec(s->g, ins, outs)))
+        if (s->solo)
+            rc = tsr_conv2d_run(m->dev, &L->nd.conv, ins[0], L->nd.w, L->nd.bias, outs[0]);
+        else
+            rc = tsr_graph_exec(s->g, ins, outs);
+        if (rc)
             rc = tsr_err_prefix(rc, "%s: device segment %d: ", m->path, L->seg);
         i = s->last + 1;
     }
@@ -1921,6 +1957,12 @@ int tsr_onnx_run(tsr_onnx_t *m, const tsr_tensor_t *in, tsr_tensor_t *out)
 void tsr_onnx_print_report(const tsr_onnx_t *m, FILE *f)
 {
     for (int s = 0; s < m->nsegs; s++) {
+        if (m->segs[s].solo) {
+            fprintf(f, "device segment %d: conv \"%s\" run alone (w - w_zp in %d int8 parts, the input packed "
+                    "once per part; no per-layer counters)\n", s, m->segs[s].nd.nodes[0].name,
+                    tsr_conv2d_input_copies(&m->segs[s].nd.nodes[0].conv));
+            continue;
+        }
         fprintf(f, "device segment %d (%d operators):\n", s, m->segs[s].nd.nnodes);
         if (m->segs[s].g)
             tsr_graph_print_report(m->segs[s].g, f);

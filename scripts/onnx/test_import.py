@@ -1,0 +1,157 @@
+#!/usr/bin/python3
+"""ONNX importer tests through `tessera infer` (ctest onnx_import).
+
+A. Hostile and unsupported models, built here with onnx.helper from one
+   valid QLinearConv model: each must fail with exit status 1, one line on
+   stderr, and the specific message (a crash, a hang or a generic message
+   fails the test).
+B. ONNX node conformance cases shipped by Debian's libonnx-testdata
+   (qlinearconv, qlinearmatmul_2D, maxpool_2d_uint8): the node's constant
+   inputs become initializers, the first input a .npy, and Tessera's output
+   must equal the shipped output_0.pb exactly. qlinearmatmul_3D (batched)
+   must be refused clearly.
+usage: test_import.py TESSERA_BIN WORK_DIR [BACKEND]
+"""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+TSR, WORK = os.path.realpath(sys.argv[1]), sys.argv[2]
+BACKEND = sys.argv[3] if len(sys.argv) > 3 else "fsim"
+TESTDATA = "/usr/share/libonnx-testdata/data/node"
+os.makedirs(WORK, exist_ok=True)
+os.chdir(WORK)
+failures = 0
+
+
+def infer(model, inp="x.npy", extra=()):
+    r = subprocess.run([TSR, "infer", model, "-i", inp, "-o", "y.npy", "--quiet", "--backend", BACKEND, *extra],
+                       capture_output=True, text=True, timeout=600)
+    return r.returncode, r.stdout, r.stderr
+
+
+def good_model(w=None, b=None, xs=0.02, cin=1, opset=13, nodes_extra=(), drop=(), graph_out="y"):
+    rng = np.random.default_rng(7)
+    inits = {
+        "xs": np.array(xs, np.float32), "xz": np.array(0, np.uint8),
+        "w": rng.integers(-60, 60, (2, cin, 3, 3)).astype(np.int8) if w is None else w,
+        "ws": np.array([0.01, 0.02], np.float32), "wz": np.array([0, 0], np.int8),
+        "ys": np.array(0.05, np.float32), "yz": np.array(10, np.uint8),
+        "b": np.array([100, -50], np.int32) if b is None else b,
+    }
+    inits = [numpy_helper.from_array(v, k) for k, v in inits.items() if k not in drop]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"], name="quant"),
+             helper.make_node("QLinearConv", ["xq", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"], ["y"],
+                              name="conv", pads=[1, 1, 1, 1]),
+             *nodes_extra]
+    g = helper.make_graph(nodes, "t", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 6, 6])],
+                          [helper.make_tensor_value_info(graph_out, TensorProto.UINT8, None)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 7
+    return m
+
+
+def save(m, name):
+    with open(name, "wb") as f:
+        f.write(m.SerializeToString())
+    return name
+
+
+def expect_error(name, path, want, inp="x.npy"):
+    global failures
+    rc, out, err = infer(path, inp)
+    lines = err.strip().splitlines()
+    ok = rc == 1 and len(lines) == 1 and want in err
+    failures += not ok
+    print(f"{'ok  ' if ok else 'FAIL'} {name:26s} exit {rc}: {err.strip()[:200]}")
+    if not ok:
+        print(f"     expected exit 1 and one line containing: {want!r}")
+
+
+np.save("x.npy", np.random.default_rng(3).random((1, 1, 6, 6), np.float32))
+np.save("x_bad_shape.npy", np.zeros((1, 2, 6, 6), np.float32))
+
+# the valid model runs
+rc, out, err = infer(save(good_model(), "good.onnx"))
+print(f"{'ok  ' if rc == 0 else 'FAIL'} valid QLinearConv model: exit {rc} {err.strip()}")
+failures += rc != 0
+
+blob = open("good.onnx", "rb").read()
+open("truncated.onnx", "wb").write(blob[: len(blob) - 7])
+expect_error("truncated file", "truncated.onnx", "not a valid ONNX protobuf")
+open("garbage.onnx", "wb").write(bytes(range(256)) * 4)
+expect_error("garbage bytes", "garbage.onnx", "not a valid ONNX protobuf")
+expect_error("missing initializer", save(good_model(drop=("w",)), "noinit.onnx"),
+             'input "w" is neither a graph input, an initializer nor a node output')
+expect_error("wrong weight type", save(good_model(w=np.zeros((2, 1, 3, 3), np.float32)), "wtype.onnx"),
+             "must be int8 or uint8")
+expect_error("shape mismatch", save(good_model(w=np.zeros((2, 3, 3, 3), np.int8)), "shape.onnx"),
+             "weights have 3 input channels, the input 1")
+expect_error("bias length", save(good_model(b=np.zeros(5, np.int32)), "bias.onnx"),
+             "bias must be an int32 constant of 2 elements")
+m = good_model()
+m.graph.initializer[2].raw_data = m.graph.initializer[2].raw_data[:-3]
+expect_error("raw_data too short", save(m, "raw.onnx"), "data bytes for dims")
+m = good_model()
+del m.graph.initializer[2].dims[:]
+m.graph.initializer[2].dims.extend([1 << 20, 1 << 20, 1 << 20])
+expect_error("absurd dims", save(m, "dims.onnx"), "dims give more than")
+cyc = good_model(nodes_extra=[helper.make_node("Relu", ["r2"], ["r1"], name="relu_a"),
+                              helper.make_node("Relu", ["r1"], ["r2"], name="relu_b")])
+expect_error("cycle", save(cyc, "cycle.onnx"), "cycle")
+uns = good_model(nodes_extra=[helper.make_node("Sin", ["y"], ["z"], name="mystery")], graph_out="z")
+expect_error("unsupported op", save(uns, "unsup.onnx"), 'node "mystery" (Sin): op type not supported')
+uns2 = good_model(nodes_extra=[helper.make_node("LpNormalization", ["y"], ["z"], name="lpn")], graph_out="z")
+expect_error("op neither side runs", save(uns2, "unsup2.onnx"),
+             'node "lpn" (LpNormalization): op type not supported on the device or the host')
+expect_error("opset", save(good_model(opset=7), "opset.onnx"), "opset 7 is not supported")
+expect_error("input shape", "good.onnx", 'input "x" must be float [1,1,6,6]', inp="x_bad_shape.npy")
+expect_error("not a regular file", WORK, "not a regular file")
+with open("huge.onnx", "wb") as f:  # sparse: no disk used, refused by its size before any read
+    f.truncate(300 << 20)
+expect_error("absurd file size", "huge.onnx", "more than the")
+os.remove("huge.onnx")
+
+# B. node conformance cases: constant inputs become initializers
+def node_case(case, expect_refusal=None):
+    global failures
+    d = os.path.join(TESTDATA, case)
+    if not os.path.isdir(d):
+        print(f"FAIL {case}: {d} missing (libonnx-testdata)")
+        failures += 1
+        return
+    m = onnx.load(os.path.join(d, "model.onnx"))
+    ts = os.path.join(d, "test_data_set_0")
+    ins = []
+    for i in range(len(m.graph.input)):
+        t = onnx.TensorProto()
+        t.ParseFromString(open(os.path.join(ts, f"input_{i}.pb"), "rb").read())
+        ins.append(numpy_helper.to_array(t))
+    for i, vi in enumerate(list(m.graph.input)[1:], 1):
+        m.graph.initializer.append(numpy_helper.from_array(ins[i], vi.name))
+    del m.graph.input[1:]
+    path = save(m, case + ".onnx")
+    np.save(case + "_in.npy", ins[0])
+    if expect_refusal:
+        return expect_error(case + " (refused)", path, expect_refusal, inp=case + "_in.npy")
+    t = onnx.TensorProto()
+    t.ParseFromString(open(os.path.join(ts, "output_0.pb"), "rb").read())
+    want = numpy_helper.to_array(t)
+    rc, out, err = infer(path, case + "_in.npy")
+    got = np.load("y.npy") if rc == 0 else None
+    ok = rc == 0 and got.dtype == want.dtype and got.shape == want.shape and np.array_equal(got, want)
+    failures += not ok
+    print(f"{'ok  ' if ok else 'FAIL'} {case:26s} {want.dtype} {want.shape} exact against the shipped output "
+          f"{'' if ok else err.strip() or (got, want)}")
+
+
+node_case("test_qlinearconv")
+node_case("test_qlinearmatmul_2D")
+node_case("test_maxpool_2d_uint8")
+node_case("test_qlinearmatmul_3D", expect_refusal="only 2-D operands are supported (batched MatMul is not)")
+print(f"{failures} failure(s)")
+sys.exit(1 if failures else 0)
