@@ -227,7 +227,9 @@ static int load_tensor(const char *ctx, const char *tname, const Onnx__TensorPro
     v->cdata = malloc(v->nbytes ? v->nbytes : 1);
     if (!v->cdata)
         return tsr_err(TSR_ENOMEM, "%s: tensor \"%s\": out of memory", ctx, tname);
-    if (t->has_raw_data)
+    if (!v->nbytes)
+        ; /* empty: nothing to copy (the arrays may be NULL) */
+    else if (t->has_raw_data)
         memcpy(v->cdata, t->raw_data.data, v->nbytes);
     else if (e == ET_FLOAT)
         memcpy(v->cdata, t->float_data, v->nbytes);
@@ -1357,7 +1359,7 @@ static int topo_sort(tsr_onnx_t *m)
                     continue;
                 int found = 0;
                 for (size_t g = 0; g < m->gp->n_input && !found; g++)
-                    found = !strcmp(m->gp->input[g]->name, nm);
+                    found = m->gp->input[g]->name && !strcmp(m->gp->input[g]->name, nm);
                 for (size_t g = 0; g < m->gp->n_initializer && !found; g++)
                     found = m->gp->initializer[g]->name && !strcmp(m->gp->initializer[g]->name, nm);
                 if (!found) {
@@ -1411,9 +1413,13 @@ static int import_graph(tsr_onnx_t *m, int batch)
         return tsr_err(TSR_EINVAL, "%s: ai.onnx opset %lld is not supported (10..21)", m->path, (long long)opset);
     if (g->n_node > 100000 || g->n_initializer > 100000 || g->n_input > 64)
         return tsr_err(TSR_EINVAL, "%s: too many nodes, initializers or inputs", m->path);
+    /* proto2 strings that are absent are NULL in protobuf-c: every name read later is checked here */
     for (size_t i = 0; i < g->n_node; i++)
         if (!g->node[i]->op_type || !g->node[i]->op_type[0])
             return tsr_err(TSR_EINVAL, "%s: node %zu has no op type", m->path, i);
+    for (size_t i = 0; i < g->n_output; i++)
+        if (!g->output[i]->name || !g->output[i]->name[0])
+            return tsr_err(TSR_EINVAL, "%s: graph output %zu has no name", m->path, i);
     m->placed = calloc(g->n_node + 1, sizeof(int));
     m->node_lop = malloc(sizeof(int) * (g->n_node + 1));
     if (!m->placed || !m->node_lop)

@@ -109,6 +109,12 @@ uns2 = good_model(nodes_extra=[helper.make_node("LpNormalization", ["y"], ["z"],
 expect_error("op neither side runs", save(uns2, "unsup2.onnx"),
              'node "lpn" (LpNormalization): op type not supported on the device or the host')
 expect_error("opset", save(good_model(opset=7), "opset.onnx"), "opset 7 is not supported")
+m = good_model()
+m.graph.output[0].ClearField("name")  # absent proto2 string: NULL in protobuf-c (a fuzzer finding)
+expect_error("unnamed graph output", save(m, "noname.onnx"), "graph output 0 has no name")
+m = good_model()
+m.graph.input[0].ClearField("name")
+expect_error("unnamed graph input", save(m, "noname_in.onnx"), "the graph has no input")
 expect_error("input shape", "good.onnx", 'input "x" must be float [1,1,6,6]', inp="x_bad_shape.npy")
 expect_error("not a regular file", WORK, "not a regular file")
 with open("huge.onnx", "wb") as f:  # sparse: no disk used, refused by its size before any read
