@@ -1014,6 +1014,86 @@ static int lower_pool(tsr_onnx_t *m, int ni, int src, int yv_or_neg, int64_t *od
     return 0;
 }
 
+/* A quantized add (TFLite ADD arithmetic, tsr_quant_add_params) of the
+ * quantized values a and b into the new value yv. */
+static int lower_add(tsr_onnx_t *m, int ni, int a, float as, int32_t az, int b, float bs, int32_t bz, float ys,
+                     int32_t yz, int relu, int yv)
+{
+    const ox_val_t *A = &m->vals[a], *B = &m->vals[b], *Y = &m->vals[yv];
+    tsr_add_params_t p;
+    memset(&p, 0, sizeof p);
+    if (qdtype(A->elem, &p.a.dtype) || qdtype(B->elem, &p.b.dtype) || qdtype(Y->elem, &p.y.dtype))
+        return NERR(m, ni, "operands must be int8 or uint8");
+    int same = A->ndim == B->ndim && A->ndim >= 1 && A->ndim <= 4;
+    for (int i = 0; same && i < A->ndim; i++)
+        same = A->dims[i] == B->dims[i];
+    if (!same)
+        return NERR(m, ni, "the operands' shapes differ or are not 1..4-D (broadcasting is not supported)");
+    int64_t d[4] = {1, 1, 1, 1};
+    for (int i = 0; i < A->ndim; i++)
+        d[i] = A->dims[i];
+    if (d[0] > 65536 || d[1] > 65536 || d[2] > 65536 || d[3] > 65536)
+        return NERR(m, ni, "shape too large");
+    tsr_eltwise_desc_t *ds[3] = {&p.a, &p.b, &p.y};
+    const int32_t zps[3] = {az, bz, yz};
+    for (int k = 0; k < 3; k++)
+        ds[k]->n = (int)d[0], ds[k]->c = (int)d[1], ds[k]->h = (int)d[2], ds[k]->w = (int)d[3], ds[k]->zp = zps[k];
+    /* ONNX Runtime (MLAS QLinearAdd) computes y = RDBPOT(xa * MA + xb * MB, Sh) + zy with
+       ra = fl32(as / ys), Sh = 21 - exponent(max(ra, rb)), MA = lrintf(ra * 2^Sh) (< 2^22), when
+       its checks pass (float otherwise). On the device: left shift 22 and multipliers MA * 2^9 make
+       each input exactly xa * MA (SRDHM of an exact product), and the output stage SRDHM by 2^30
+       then a rounding shift by Sh - 1 rounds the sum: equal to one rounding except for odd sums
+       exactly 1/2^Sh below a tie (about 2^-Sh of them). TFLite's parameters rounded each input and
+       the output twice (1 LSB off ORT on 6% of a residual test's sums). */
+    const float ra = as / ys, rb = bs / ys, gr = ra > rb ? ra : rb;
+    int rc, mlas = 0;
+    int32_t MA = 0, MB = 0, Sh = 0;
+    if (ra >= 0x1p-14f && ra < 256.0f && rb >= 0x1p-14f && rb < 256.0f) {
+        uint32_t bits;
+        memcpy(&bits, &gr, 4);
+        Sh = 21 - ((int32_t)(bits >> 23) - 127);
+        if (Sh >= 13 && Sh <= 31) {
+            const float mf = ldexpf(1.0f, Sh);
+            MA = (int32_t)lrintf(ra * mf);
+            MB = (int32_t)lrintf(rb * mf);
+            mlas = MA < 0x400000 && MB < 0x400000 && (MA >= 0x200000 || MB >= 0x200000);
+        }
+    }
+    if (mlas) {
+        p.left_shift = 22;
+        p.mult_a = MA * 512, p.mult_b = MB * 512;
+        p.shift_a = p.shift_b = 0;
+        p.mult_out = 1 << 30;
+        p.shift_out = -(Sh - 1);
+    } else {
+        tsr_add_quant_t q;
+        if ((rc = tsr_quant_add_params(as, bs, ys, &q)))
+            return NERR(m, ni, "scales the quantized add cannot take: %s", tsr_errmsg());
+        p.left_shift = q.left_shift;
+        p.mult_a = q.mult_a, p.shift_a = q.shift_a, p.mult_b = q.mult_b, p.shift_b = q.shift_b;
+        p.mult_out = q.mult_out, p.shift_out = q.shift_out;
+    }
+    p.act_min = p.y.dtype == TSR_DT_UINT8 ? 0 : -128;
+    p.act_max = p.y.dtype == TSR_DT_UINT8 ? 255 : 127;
+    if (relu && p.act_min < yz)
+        p.act_min = yz;
+    int64_t cnt;
+    if ((rc = tsr_add_check(&p, &cnt)))
+        return NERR(m, ni, "the device cannot run it (%s) and the host has no quantized add", tsr_errmsg());
+    int l = new_lop(m, ni, SIDE_DEV);
+    if (l < 0)
+        return l;
+    ox_lop_t *L = &m->lops[l];
+    L->nd.kind = TSR_ND_ADD;
+    snprintf(L->nd.name, sizeof L->nd.name, "%s", nname(m, ni));
+    L->nd.add = p;
+    L->in = A->base;
+    L->in2 = B->base;
+    L->out = yv;
+    m->vals[yv].prod = l;
+    return 0;
+}
+
 /* Reshape target shape (0 copies, -1 infers). */
 static int reshape_dims(tsr_onnx_t *m, int ni, const ox_val_t *X, int vs, int *nd, int64_t *d)
 {
@@ -1224,6 +1304,51 @@ static int lower_node(tsr_onnx_t *m, int ni)
         return lower_qdq_conv(m, ni, 1);
     if (!strcmp(op, "QLinearConv"))
         return lower_qlinear(m, ni, 0);
+    if (!strcmp(op, "QLinearAdd") && !strcmp(dom, "com.microsoft")) {
+        double v[6];
+        static const char *const what[6] = {"A_scale", "A_zero_point", "B_scale", "B_zero_point", "C_scale",
+                                            "C_zero_point"};
+        static const int idx[6] = {1, 2, 4, 5, 6, 7};
+        for (int k = 0; k < 6; k++)
+            if ((rc = const_scalar(m, ni, in_val(m, ni, (size_t)idx[k]), what[k], &v[k])))
+                return rc;
+        int a = x, b = in_val(m, ni, 3);
+        if (a < 0 || b < 0)
+            return NERR(m, ni, "an operand is missing");
+        int y = def_out(m, ni, 0, m->vals[in_val(m, ni, 7)].elem, m->vals[a].ndim, m->vals[a].dims);
+        if (y < 0)
+            return y;
+        return lower_add(m, ni, a, (float)v[0], (int32_t)v[1], b, (float)v[2], (int32_t)v[3], (float)v[4],
+                         (int32_t)v[5], 0, y);
+    }
+    if (!strcmp(op, "Add")) { /* QDQ: DequantizeLinear operands, [Relu], QuantizeLinear */
+        int qa, qb, ca, cb;
+        const float *sa, *sb;
+        const int32_t *za, *zb;
+        if ((rc = view_arg(m, ni, x, "input A", &qa, &sa, &za, &ca)) ||
+            (rc = view_arg(m, ni, in_val(m, ni, 1), "input B", &qb, &sb, &zb, &cb)))
+            return rc;
+        if (ca != 1 || cb != 1 || m->vals[qa].cdata || m->vals[qb].cdata)
+            return NERR(m, ni, "operands must be computed per-tensor quantized tensors");
+        conv_desc_t cd;
+        memset(&cd, 0, sizeof cd);
+        int folded[2], nf;
+        int qn = qdq_tail(m, ni, &cd, folded, &nf);
+        if (qn < 0)
+            return qn;
+        if (cd.has_clip)
+            return NERR(m, ni, "Clip after a quantized add is not supported (Relu is)");
+        int y = def_out(m, qn, 0, cd.yelem, m->vals[qa].ndim, m->vals[qa].dims);
+        if (y < 0)
+            return y;
+        if ((rc = lower_add(m, ni, qa, sa[0], za[0], qb, sb[0], zb[0], cd.ys, cd.yzp, cd.relu, y)))
+            return rc;
+        for (int i = 0; i < nf; i++) {
+            m->placed[folded[i]] = 4;
+            m->node_lop[folded[i]] = m->nlops - 1;
+        }
+        return 0;
+    }
     if (!strcmp(op, "QGemm") && !strcmp(dom, "com.microsoft"))
         return lower_qlinear(m, ni, 1);
     if (!strcmp(op, "QLinearMatMul"))
@@ -1537,6 +1662,14 @@ static int assign_zps(tsr_onnx_t *m)
             zout = L->zp, fout = 1;
         if (L->side == SIDE_DEV && L->nd.kind == TSR_ND_CONV)
             zin = L->nd.conv.x_zp, fin = 1, zout = L->nd.conv.y_zp, fout = 1;
+        if (L->side == SIDE_DEV && L->nd.kind == TSR_ND_ADD) {
+            zin = L->nd.add.a.zp, fin = 1, zout = L->nd.add.y.zp, fout = 1;
+            ox_val_t *I2 = &m->vals[L->in2];
+            if (I2->has_zp && I2->zp != L->nd.add.b.zp)
+                return tsr_err(TSR_EINVAL, "%s: node \"%s\": input zero point %d, but \"%s\" has %d", m->path,
+                               nname(m, L->node), L->nd.add.b.zp, I2->name, I2->zp);
+            I2->zp = L->nd.add.b.zp, I2->has_zp = 1;
+        }
         ox_val_t *I = L->in >= 0 ? &m->vals[L->in] : NULL, *O = &m->vals[L->out];
         if (fin && I) {
             if (I->has_zp && I->zp != zin)
@@ -1566,16 +1699,71 @@ static int assign_zps(tsr_onnx_t *m)
     return 0;
 }
 
+/* Lops [i, end) as one device graph: one external input (tensor 0 of the
+ * netdesc) and at most one tensor read after it (or the graph output). */
+static int seg_valid(const tsr_onnx_t *m, int i, int end, int *in_val, int *out_val)
+{
+    int nin = 0, nout = 0;
+    *in_val = *out_val = -1;
+    for (int k = i; k < end; k++) {
+        const int ins[2] = {m->lops[k].in, m->lops[k].in2};
+        for (int q = 0; q < 2; q++) {
+            if (ins[q] < 0)
+                continue;
+            int inside = 0;
+            for (int j = i; j < k && !inside; j++)
+                inside = m->lops[j].out == ins[q];
+            if (!inside && ins[q] != *in_val) {
+                if (nin++)
+                    return 0;
+                *in_val = ins[q];
+            }
+        }
+        const int o = m->lops[k].out;
+        int read = o == m->vals[m->out_val].base;
+        for (int j = end; j < m->nlops && !read; j++)
+            read = m->lops[j].in == o || m->lops[j].in2 == o;
+        if (read) {
+            if (nout++)
+                return 0;
+            *out_val = o;
+        }
+    }
+    if (!nout)
+        *out_val = m->lops[end - 1].out;
+    return nin == 1;
+}
+
 static int build_segments(tsr_onnx_t *m)
 {
-    int zrc = assign_zps(m);
-    if (zrc)
-        return zrc;
+    int rc = assign_zps(m);
+    if (rc)
+        return rc;
     for (int i = 0; i < m->nlops;) {
         if (m->lops[i].side != SIDE_DEV) {
             i++;
             continue;
         }
+        /* the longest run of device operators that is a valid device graph; a conv whose weights need
+           int8 parts runs alone (device tensors hold one copy of its input) */
+        int e = i, solo = 0;
+        while (e < m->nlops && m->lops[e].side == SIDE_DEV) {
+            const int split = m->lops[e].nd.kind == TSR_ND_CONV && tsr_conv2d_input_copies(&m->lops[e].nd.conv) > 1;
+            if (split && e > i)
+                break;
+            e++;
+            if (split) {
+                solo = 1;
+                break;
+            }
+        }
+        int end = e, in_val = -1, out_val = -1;
+        while (end > i && !seg_valid(m, i, end, &in_val, &out_val))
+            end--;
+        if (end == i)
+            return tsr_err(TSR_EINVAL, "%s: node \"%s\" (%s): its inputs come from two places outside the device "
+                           "(a device graph takes one input): not supported yet", m->path, nname(m, m->lops[i].node),
+                           m->gp->node[m->lops[i].node]->op_type);
         ox_seg_t *ns = realloc(m->segs, sizeof *ns * (size_t)(m->nsegs + 1));
         if (!ns)
             return tsr_err(TSR_ENOMEM, "out of memory");
@@ -1584,58 +1772,43 @@ static int build_segments(tsr_onnx_t *m)
         memset(s, 0, sizeof *s);
         for (int v = 0; v < m->nvals; v++)
             m->vals[v].seg_tensor = -1;
-        s->in_val = m->lops[i].in;
+        s->in_val = in_val;
+        s->out_val = out_val;
         s->first = i;
-        int j = i, rc;
-        if ((rc = nd_tensor(m, s, s->in_val)) < 0)
+        s->last = end - 1;
+        s->solo = solo && end - i == 1;
+        s->nd.nodes = calloc((size_t)(end - i), sizeof *s->nd.nodes);
+        if (!s->nd.nodes)
+            return tsr_err(TSR_ENOMEM, "out of memory");
+        if ((rc = nd_tensor(m, s, in_val)) < 0)
             return rc;
-        for (; j < m->nlops && m->lops[j].side == SIDE_DEV; j++) {
+        s->nd.tensors[rc].zp = m->vals[in_val].zp;
+        for (int j = i; j < end; j++) {
             ox_lop_t *L = &m->lops[j];
-            /* the device graph has one input and one output: stop where a node would need another input
-               or where the tensor so far is read outside the segment as well */
-            if (j > i && (m->vals[L->in].seg_tensor < 0 || L->in != m->lops[j - 1].out))
-                break;
-            int ok = 1;
-            if (j > i) /* the previous output becomes internal: no later operator may read it */
-                for (int k = j + 1; k < m->nlops && ok; k++)
-                    if (m->lops[k].in == L->in || m->lops[k].in2 == L->in)
-                        ok = 0;
-            if (j > i && L->in == m->vals[m->out_val].base)
-                ok = 0;
-            const int split = L->nd.kind == TSR_ND_CONV && tsr_conv2d_input_copies(&L->nd.conv) > 1;
-            if (!ok || (split && j > i))
-                break;
-            s->solo = split;
-            tsr_nd_node_t *nn = realloc(s->nd.nodes, sizeof *nn * (size_t)(s->nd.nnodes + 1));
-            if (!nn)
-                return tsr_err(TSR_ENOMEM, "out of memory");
-            s->nd.nodes = nn;
-            nn[s->nd.nnodes] = L->nd;
-            int ti = nd_tensor(m, s, L->in), to = ti < 0 ? ti : nd_tensor(m, s, L->out);
-            if (to < 0)
-                return to;
-            nn[s->nd.nnodes].in[0] = ti;
-            nn[s->nd.nnodes].in[1] = -1;
-            nn[s->nd.nnodes].out = to;
+            tsr_nd_node_t *nn = &s->nd.nodes[s->nd.nnodes];
+            *nn = L->nd;
+            int ti = nd_tensor(m, s, L->in), t2 = ti < 0 || L->in2 < 0 ? -1 : nd_tensor(m, s, L->in2);
+            int to = ti < 0 ? ti : nd_tensor(m, s, L->out);
+            if (ti < 0 || to < 0 || (L->in2 >= 0 && t2 < 0))
+                return ti < 0 ? ti : to < 0 ? to : t2;
+            nn->in[0] = ti;
+            nn->in[1] = t2;
+            nn->out = to;
             s->nd.tensors[ti].zp = m->vals[L->in].zp;
+            if (t2 >= 0)
+                s->nd.tensors[t2].zp = m->vals[L->in2].zp;
             s->nd.tensors[to].zp = m->vals[L->out].zp;
             if (L->nd.kind == TSR_ND_POOL)
-                nn[s->nd.nnodes].pool.zp = m->vals[L->in].zp;
+                nn->pool.zp = m->vals[L->in].zp;
             L->seg = m->nsegs;
             s->nd.nnodes++;
-            if (s->solo) {
-                j++;
-                break;
-            }
         }
-        s->last = j - 1;
-        s->out_val = m->lops[j - 1].out;
-        s->nd.output = m->vals[s->out_val].seg_tensor;
+        s->nd.output = m->vals[out_val].seg_tensor;
         snprintf(s->nd.name, sizeof s->nd.name, "segment%d", m->nsegs);
         m->nsegs++;
         if ((rc = tsr_netdesc_validate(&s->nd)))
             return tsr_err_prefix(rc, "%s: device segment %d: ", m->path, m->nsegs - 1);
-        i = j;
+        i = end;
     }
     return 0;
 }
@@ -1763,7 +1936,7 @@ void tsr_onnx_print_placement(const tsr_onnx_t *m, FILE *f)
                                                               m->lops[l].nd.conv.h == m->lops[l].nd.conv.kh &&
                                                               m->lops[l].nd.conv.w == m->lops[l].nd.conv.kw
                                                               ? "conv over the whole input = dense" : "conv")
-                                                           : "pool");
+                                                           : m->lops[l].nd.kind == TSR_ND_ADD ? "add" : "pool");
             else
                 snprintf(where, sizeof where, "host (%s)", hk_name(m->lops[l].hkind));
             break;
@@ -1905,8 +2078,8 @@ int tsr_onnx_read_value(const tsr_onnx_t *m, const char *name, tsr_tensor_t *out
                        "computed in float): ask for \"%s\"", m->path, name, m->vals[Y->view_of].name);
     const int b = Y->base;
     for (int s = 0; s < m->nsegs; s++)
-        for (int i = m->segs[s].first; i < m->segs[s].last; i++)
-            if (m->lops[i].out == b) {
+        for (int i = m->segs[s].first; i <= m->segs[s].last; i++)
+            if (m->lops[i].out == b && b != m->segs[s].out_val) {
                 if (!(m->flags & TSR_ONNX_KEEP_ALL) || !m->segs[s].g)
                     return tsr_err(TSR_EINVAL, "%s: \"%s\" stays inside device segment %d (only its output comes "
                                    "back; keep all tensors to read it)", m->path, name, s);

@@ -159,5 +159,92 @@ node_case("test_qlinearconv")
 node_case("test_qlinearmatmul_2D")
 node_case("test_maxpool_2d_uint8")
 node_case("test_qlinearmatmul_3D", expect_refusal="only 2-D operands are supported (batched MatMul is not)")
+
+# C. a residual block (a tensor read by a conv and by the add: a branch inside one device graph) in
+#    QLinear form (com.microsoft QLinearAdd) and QDQ form (Add + Relu), against ONNX Runtime
+ORT_DIR = os.environ.get("TSR_ORT_DIR", os.path.expanduser("~/.cache/tessera/ort"))
+if not os.path.isdir(os.path.join(ORT_DIR, "node_modules", "onnxruntime-node")):
+    os.makedirs(ORT_DIR, exist_ok=True)
+    subprocess.run(["npm", "install", "onnxruntime-node@1.20.1", "--ignore-scripts", "--no-audit", "--no-fund"],
+                   cwd=ORT_DIR, check=True, capture_output=True)
+ORT_RUN = os.path.join(os.path.dirname(os.path.realpath(__file__)), "ort_run.js")
+
+
+def residual(form):
+    rng = np.random.default_rng(11)
+    C = 8
+    ini = {"xs": np.array(0.02, np.float32), "xz": np.array(128, np.uint8),
+           "ys": np.array(0.03, np.float32), "yz": np.array(120, np.uint8),
+           "zs": np.array(0.05, np.float32), "zz": np.array(100, np.uint8),
+           "ss": np.array(0.06, np.float32), "sz": np.array(90, np.uint8)}
+    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"], name="quant")]
+    for i, (src, ssc, szp, dst, dsc, dzp) in enumerate([("xq", "xs", "xz", "c1", "ys", "yz"),
+                                                         ("c1", "ys", "yz", "c2", "zs", "zz")]):
+        w = rng.integers(-40, 40, (C, C, 3, 3)).astype(np.int8)
+        ws = np.full(C, 0.01, np.float32) * (1 + 0.1 * np.arange(C, dtype=np.float32))
+        b = rng.integers(-500, 500, C).astype(np.int32)
+        ini.update({f"w{i}": w, f"ws{i}": ws, f"wz{i}": np.zeros(C, np.int8), f"b{i}": b})
+        if form == "qlinear":
+            nodes.append(helper.make_node("QLinearConv", [src, ssc, szp, f"w{i}", f"ws{i}", f"wz{i}", dsc, dzp,
+                                                          f"b{i}"], [dst], name=f"conv{i}", pads=[1, 1, 1, 1]))
+        else:
+            ini[f"bs{i}"] = (np.float32(ini[ssc]) * ws).astype(np.float32)
+            nodes += [helper.make_node("DequantizeLinear", [src, ssc, szp], [src + "_f"], name=f"dqx{i}"),
+                      helper.make_node("DequantizeLinear", [f"w{i}", f"ws{i}", f"wz{i}"], [f"w{i}_f"], name=f"dqw{i}",
+                                       axis=0),
+                      helper.make_node("DequantizeLinear", [f"b{i}", f"bs{i}", ], [f"b{i}_f"], name=f"dqb{i}",
+                                       axis=0),
+                      helper.make_node("Conv", [src + "_f", f"w{i}_f", f"b{i}_f"], [dst + "_cf"], name=f"conv{i}",
+                                       pads=[1, 1, 1, 1]),
+                      helper.make_node("QuantizeLinear", [dst + "_cf", dsc, dzp], [dst], name=f"q{i}")]
+    if form == "qlinear":
+        nodes.append(helper.make_node("QLinearAdd", ["c1", "ys", "yz", "c2", "zs", "zz", "ss", "sz"], ["s"],
+                                      name="add", domain="com.microsoft"))
+    else:
+        nodes += [helper.make_node("DequantizeLinear", ["c1", "ys", "yz"], ["c1_fa"], name="dqa"),
+                  helper.make_node("DequantizeLinear", ["c2", "zs", "zz"], ["c2_fb"], name="dqb"),
+                  helper.make_node("Add", ["c1_fa", "c2_fb"], ["s_f"], name="add"),
+                  helper.make_node("Relu", ["s_f"], ["s_r"], name="relu"),
+                  helper.make_node("QuantizeLinear", ["s_r", "ss", "sz"], ["s"], name="qs")]
+    nodes.append(helper.make_node("DequantizeLinear", ["s", "ss", "sz"], ["out"], name="dq_out"))
+    g = helper.make_graph(nodes, "res", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, C, 6, 6])],
+                          [helper.make_tensor_value_info("out", TensorProto.FLOAT, None),
+                           helper.make_tensor_value_info("s", TensorProto.UINT8, None)],
+                          [numpy_helper.from_array(v, k) for k, v in ini.items()])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid("com.microsoft", 1)])
+    m.ir_version = 7
+    return save(m, f"residual_{form}.onnx")
+
+
+np.save("xr.npy", (np.random.default_rng(5).random((2, 8, 6, 6), np.float32) * 4 - 2).astype(np.float32))
+for form in ("qlinear", "qdq"):
+    path = residual(form)
+    r = subprocess.run([TSR, "infer", path, "-i", "xr.npy", "-o", "yr.npy", "--backend", BACKEND,
+                        "--tensor", "s=sr.npy", "--tensor", "c1=c1r.npy", "--tensor", "c2=c2r.npy"],
+                       capture_output=True, text=True, timeout=600)
+    if r.returncode:
+        print(f"FAIL residual {form}: {r.stderr.strip()}")
+        failures += 1
+        continue
+    placement = [l for l in r.stdout.splitlines() if l.startswith("placement")][0]
+    subprocess.run(["node", ORT_RUN, path, "xr.npy", "ort_yr.npy", "s", "ort_sr.npy"], check=True,
+                   env=dict(os.environ, NODE_PATH=os.path.join(ORT_DIR, "node_modules")))
+    t, o = np.load("sr.npy").astype(int), np.load("ort_sr.npy").astype(int)
+    # MLAS's fixed-point QLinearAdd (its ARM kernel; ORT on x86 adds in float32 instead), in numpy
+    # from Tessera's own conv outputs: the device add must equal it exactly
+    ra, rb = np.float32(0.03) / np.float32(0.06), np.float32(0.05) / np.float32(0.06)
+    sh = 21 - (np.frexp(max(ra, rb))[1] - 1)
+    ma, mb = int(np.rint(ra * np.float32(2.0 ** sh))), int(np.rint(rb * np.float32(2.0 ** sh)))
+    acc = (np.load("c1r.npy").astype(np.int64) - 120) * ma + (np.load("c2r.npy").astype(np.int64) - 100) * mb
+    acc -= acc < 0
+    mlas = np.clip(((acc + (1 << (sh - 1))) >> sh) + 90, 90 if form == "qdq" else 0, 255)
+    d = np.abs(t - o)
+    exact = np.array_equal(t, mlas)
+    ok = t.shape == o.shape and d.max() <= 1 and (d != 0).mean() <= 0.1 and "1 segment" in placement and exact
+    failures += not ok
+    print(f"{'ok  ' if ok else 'FAIL'} residual {form:8s} ({placement.split(': ')[1]}): sum {'=' if exact else '!='} "
+          f"MLAS fixed-point add exactly; vs ONNX Runtime (x86, float32 add) max |diff| {d.max()} LSB, "
+          f"{(d != 0).sum()} of {d.size} differ")
+
 print(f"{failures} failure(s)")
 sys.exit(1 if failures else 0)
