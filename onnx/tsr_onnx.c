@@ -1201,6 +1201,13 @@ static int lower_node(tsr_onnx_t *m, int ni)
             free(fill.cdata);
             return NERR(m, ni, "value must have one element");
         }
+        int64_t cnt = 1;
+        for (int64_t i = 0; i < numel(&m->vals[x]); i++)
+            if (d[i] < 0 || (cnt *= d[i]) > (1 << 20)) {
+                free(fill.cdata);
+                return NERR(m, ni, "more than %d elements or a negative dimension (a constant this large is not "
+                            "expanded at import)", 1 << 20);
+            }
         int v = def_out(m, ni, 0, a && a->t ? fill.elem : ET_FLOAT, (int)numel(&m->vals[x]), d);
         if (v < 0) {
             free(fill.cdata);

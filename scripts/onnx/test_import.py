@@ -109,6 +109,11 @@ uns2 = good_model(nodes_extra=[helper.make_node("LpNormalization", ["y"], ["z"],
 expect_error("op neither side runs", save(uns2, "unsup2.onnx"),
              'node "lpn" (LpNormalization): op type not supported on the device or the host')
 expect_error("opset", save(good_model(opset=7), "opset.onnx"), "opset 7 is not supported")
+big = good_model(nodes_extra=[
+    helper.make_node("Constant", [], ["shp"], name="shape_c",
+                     value=numpy_helper.from_array(np.array([1 << 13, 1 << 13], np.int64))),
+    helper.make_node("ConstantOfShape", ["shp"], ["zeros"], name="huge_zeros")])
+expect_error("huge ConstantOfShape", save(big, "cos.onnx"), 'node "huge_zeros" (ConstantOfShape): more than 1048576')
 m = good_model()
 m.graph.output[0].ClearField("name")  # absent proto2 string: NULL in protobuf-c (a fuzzer finding)
 expect_error("unnamed graph output", save(m, "noname.onnx"), "graph output 0 has no name")
