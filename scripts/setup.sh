@@ -23,4 +23,11 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+# ONNX Runtime (CPU) for the ONNX tests' reference outputs, once, into a cache
+# (`--ignore-scripts`: its postinstall would try to download CUDA files).
+ORT_DIR=${TSR_ORT_DIR:-$HOME/.cache/tessera/ort}
+if command -v npm >/dev/null && [ ! -d "$ORT_DIR/node_modules/onnxruntime-node" ]; then
+  mkdir -p "$ORT_DIR"
+  (cd "$ORT_DIR" && npm install onnxruntime-node@1.20.1 --ignore-scripts --no-audit --no-fund >/dev/null)
+fi
 echo "setup: all packages present"
