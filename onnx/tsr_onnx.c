@@ -965,7 +965,10 @@ static int lower_qlinear(tsr_onnx_t *m, int ni, int kind /* 0 conv, 1 qgemm, 2 q
     return rc;
 }
 
-static int lower_pool(tsr_onnx_t *m, int ni, int src, int yv_or_neg, int64_t *odims)
+/* A pool of kind TSR_POOL_MAX / AVG / GLOBAL_AVG over the quantized value
+ * src (zp: its zero point, needed by average pools: input and output
+ * share scale and zero point). yv_or_neg -1: output shape only. */
+static int lower_pool(tsr_onnx_t *m, int ni, int src, int yv_or_neg, int64_t *odims, tsr_pool_kind_e kind, int32_t zp)
 {
     const Onnx__NodeProto *n = m->gp->node[ni];
     const ox_val_t *X = &m->vals[src];
@@ -975,6 +978,17 @@ static int lower_pool(tsr_onnx_t *m, int ni, int src, int yv_or_neg, int64_t *od
         return NERR(m, ni, "input must be int8 or uint8 (is %s)", ename(X->elem));
     if (X->ndim != 4)
         return NERR(m, ni, "needs a 4-D input");
+    if (kind == TSR_POOL_GLOBAL_AVG) {
+        p.kind = kind;
+        p.n = (int)X->dims[0], p.c = (int)X->dims[1], p.h = (int)X->dims[2], p.w = (int)X->dims[3];
+        p.kh = p.kw = p.stride_h = p.stride_w = 1;
+        p.zp = zp;
+        int poh, pow_;
+        if (tsr_pool_check(&p, &poh, &pow_))
+            return NERR(m, ni, "the device cannot run it (%s) and the host has no quantized pool", tsr_errmsg());
+        odims[0] = X->dims[0], odims[1] = X->dims[1], odims[2] = odims[3] = 1;
+        goto emit;
+    }
     int64_t k[2], s[2], pd[4], dil[2];
     if (attr_ints(n, "kernel_shape", k, 2, 0) || attr_ints(n, "strides", s, 2, 1) || attr_ints(n, "pads", pd, 4, 0) ||
         attr_ints(n, "dilations", dil, 2, 1))
@@ -986,11 +1000,13 @@ static int lower_pool(tsr_onnx_t *m, int ni, int src, int yv_or_neg, int64_t *od
         return NERR(m, ni, "auto_pad is not supported (give pads)");
     if (n->n_output > 1 && n->output[1][0])
         return NERR(m, ni, "the Indices output is not supported");
-    p.kind = TSR_POOL_MAX;
+    p.kind = kind;
+    p.count_include_pad = kind == TSR_POOL_AVG ? (int)attr_i(n, "count_include_pad", 0) : 0;
     p.n = (int)X->dims[0], p.c = (int)X->dims[1], p.h = (int)X->dims[2], p.w = (int)X->dims[3];
     p.kh = (int)k[0], p.kw = (int)k[1], p.stride_h = (int)s[0], p.stride_w = (int)s[1];
     p.pad_top = (int)pd[0], p.pad_left = (int)pd[1], p.pad_bottom = (int)pd[2], p.pad_right = (int)pd[3];
-    p.zp = p.dtype == TSR_DT_UINT8 ? 0 : -128; /* max pool padding never wins: any zp gives the same bytes */
+    /* max pool padding never wins (the device pads with the type minimum): any zp gives the same bytes */
+    p.zp = kind == TSR_POOL_MAX ? (p.dtype == TSR_DT_UINT8 ? 0 : -128) : zp;
     if (k[0] < 1 || k[1] < 1 || k[0] > 64 || k[1] > 64 || s[0] < 1 || s[1] < 1 || s[0] > 64 || s[1] > 64)
         return NERR(m, ni, "kernel or stride out of range");
     int poh, pow_, rc = tsr_pool_check(&p, &poh, &pow_);
@@ -999,6 +1015,7 @@ static int lower_pool(tsr_onnx_t *m, int ni, int src, int yv_or_neg, int64_t *od
     odims[0] = X->dims[0], odims[1] = X->dims[1];
     odims[2] = (X->dims[2] + pd[0] + pd[2] - k[0]) / s[0] + 1;
     odims[3] = (X->dims[3] + pd[1] + pd[3] - k[1]) / s[1] + 1;
+emit:
     if (yv_or_neg == -1)
         return 0; /* shape only */
     int l = new_lop(m, ni, SIDE_DEV);
@@ -1369,7 +1386,7 @@ static int lower_node(tsr_onnx_t *m, int ni)
             if (X.vcount != 1)
                 return NERR(m, ni, "per-channel input views are not supported");
             int qv = X.view_of;
-            if ((rc = lower_pool(m, ni, qv, -1, od)))
+            if ((rc = lower_pool(m, ni, qv, -1, od, TSR_POOL_MAX, 0)))
                 return rc;
             int q = new_val(m, ""); /* the pooled quantized bytes (no ONNX name) */
             if (q < 0)
@@ -1378,7 +1395,7 @@ static int lower_node(tsr_onnx_t *m, int ni)
             Q->elem = m->vals[qv].elem, Q->ndim = 4, Q->defined = 1;
             memcpy(Q->dims, od, sizeof od);
             Q->nbytes = (size_t)numel(Q);
-            if ((rc = lower_pool(m, ni, qv, q, od)))
+            if ((rc = lower_pool(m, ni, qv, q, od, TSR_POOL_MAX, 0)))
                 return rc;
             int y = def_out(m, ni, 0, ET_FLOAT, 4, od); /* the float output: a view of the pooled bytes */
             if (y < 0)
@@ -1394,10 +1411,56 @@ static int lower_node(tsr_onnx_t *m, int ni)
             Y->vzp[0] = X.vzp[0];
             return 0;
         }
-        if ((rc = lower_pool(m, ni, x, -1, od)))
+        if ((rc = lower_pool(m, ni, x, -1, od, TSR_POOL_MAX, 0)))
             return rc;
         int y = def_out(m, ni, 0, X.elem, 4, od);
-        return y < 0 ? y : lower_pool(m, ni, x, y, od);
+        return y < 0 ? y : lower_pool(m, ni, x, y, od, TSR_POOL_MAX, 0);
+    }
+    if (!strcmp(op, "AveragePool") || !strcmp(op, "GlobalAveragePool")) {
+        /* QDQ: DequantizeLinear -> pool -> QuantizeLinear with the same scale and zero point */
+        const tsr_pool_kind_e kind = op[0] == 'G' ? TSR_POOL_GLOBAL_AVG : TSR_POOL_AVG;
+        int qv, cnt;
+        const float *sc;
+        const int32_t *zp;
+        if ((rc = view_arg(m, ni, x, "input", &qv, &sc, &zp, &cnt)))
+            return rc;
+        conv_desc_t cd;
+        memset(&cd, 0, sizeof cd);
+        int folded[2], nf;
+        int qn = qdq_tail(m, ni, &cd, folded, &nf);
+        if (qn < 0)
+            return qn;
+        if (cnt != 1 || cd.relu || cd.has_clip || cd.ys != sc[0] || cd.yzp != zp[0] || cd.yelem != m->vals[qv].elem)
+            return NERR(m, ni, "the device averages in the input's quantization: the QuantizeLinear after it must "
+                        "have the DequantizeLinear's scale, zero point and type (and no Relu/Clip between)");
+        int64_t od[4];
+        if ((rc = lower_pool(m, ni, qv, -1, od, kind, zp[0])))
+            return rc;
+        int y = def_out(m, qn, 0, cd.yelem, 4, od);
+        if (y < 0 || (rc = lower_pool(m, ni, qv, y, od, kind, zp[0])))
+            return y < 0 ? y : rc;
+        for (int i = 0; i < nf; i++) {
+            m->placed[folded[i]] = 4;
+            m->node_lop[folded[i]] = m->nlops - 1;
+        }
+        return 0;
+    }
+    if (!strcmp(op, "QLinearGlobalAveragePool") && !strcmp(dom, "com.microsoft")) {
+        double v[4];
+        static const char *const what[4] = {"x_scale", "x_zero_point", "y_scale", "y_zero_point"};
+        for (int k = 0; k < 4; k++)
+            if ((rc = const_scalar(m, ni, in_val(m, ni, (size_t)k + 1), what[k], &v[k])))
+                return rc;
+        if (attr_i(n, "channels_last", 0))
+            return NERR(m, ni, "channels_last is not supported");
+        if (x < 0 || (float)v[0] != (float)v[2] || v[1] != v[3])
+            return NERR(m, ni, "the device averages in the input's quantization: x and y scale and zero point must "
+                        "be equal");
+        int64_t od[4];
+        if ((rc = lower_pool(m, ni, x, -1, od, TSR_POOL_GLOBAL_AVG, (int32_t)v[1])))
+            return rc;
+        int y = def_out(m, ni, 0, m->vals[x].elem, 4, od);
+        return y < 0 ? y : lower_pool(m, ni, x, y, od, TSR_POOL_GLOBAL_AVG, (int32_t)v[1]);
     }
     if (!strcmp(op, "Flatten") || !strcmp(op, "Reshape")) {
         if (x < 0)
@@ -1669,6 +1732,8 @@ static int assign_zps(tsr_onnx_t *m)
             zout = L->zp, fout = 1;
         if (L->side == SIDE_DEV && L->nd.kind == TSR_ND_CONV)
             zin = L->nd.conv.x_zp, fin = 1, zout = L->nd.conv.y_zp, fout = 1;
+        if (L->side == SIDE_DEV && L->nd.kind == TSR_ND_POOL && L->nd.pool.kind != TSR_POOL_MAX)
+            zin = zout = L->nd.pool.zp, fin = fout = 1;
         if (L->side == SIDE_DEV && L->nd.kind == TSR_ND_ADD) {
             zin = L->nd.add.a.zp, fin = 1, zout = L->nd.add.y.zp, fout = 1;
             ox_val_t *I2 = &m->vals[L->in2];
@@ -1690,7 +1755,7 @@ static int assign_zps(tsr_onnx_t *m)
     for (int pass = 0; pass < 4; pass++)
         for (int i = 0; i < m->nlops; i++) {
             const ox_lop_t *L = &m->lops[i];
-            if (L->side != SIDE_DEV || L->nd.kind != TSR_ND_POOL)
+            if (L->side != SIDE_DEV || L->nd.kind != TSR_ND_POOL || L->nd.pool.kind != TSR_POOL_MAX)
                 continue;
             ox_val_t *I = &m->vals[L->in], *O = &m->vals[L->out];
             if (I->has_zp && !O->has_zp)
@@ -1943,7 +2008,9 @@ void tsr_onnx_print_placement(const tsr_onnx_t *m, FILE *f)
                                                               m->lops[l].nd.conv.h == m->lops[l].nd.conv.kh &&
                                                               m->lops[l].nd.conv.w == m->lops[l].nd.conv.kw
                                                               ? "conv over the whole input = dense" : "conv")
-                                                           : m->lops[l].nd.kind == TSR_ND_ADD ? "add" : "pool");
+                                                           : m->lops[l].nd.kind == TSR_ND_ADD ? "add"
+                                                           : m->lops[l].nd.pool.kind == TSR_POOL_MAX ? "maxpool"
+                                                           : "avgpool");
             else
                 snprintf(where, sizeof where, "host (%s)", hk_name(m->lops[l].hkind));
             break;

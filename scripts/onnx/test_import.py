@@ -211,10 +211,22 @@ def residual(form):
                   helper.make_node("Add", ["c1_fa", "c2_fb"], ["s_f"], name="add"),
                   helper.make_node("Relu", ["s_f"], ["s_r"], name="relu"),
                   helper.make_node("QuantizeLinear", ["s_r", "ss", "sz"], ["s"], name="qs")]
-    nodes.append(helper.make_node("DequantizeLinear", ["s", "ss", "sz"], ["out"], name="dq_out"))
+    if form == "qlinear":
+        nodes.append(helper.make_node("QLinearGlobalAveragePool", ["s", "ss", "sz", "ss", "sz"], ["g"], name="gap",
+                                      domain="com.microsoft"))
+    else:
+        nodes += [helper.make_node("DequantizeLinear", ["s", "ss", "sz"], ["s_f2"], name="dqs"),
+                  helper.make_node("AveragePool", ["s_f2"], ["p_f"], name="avgpool", kernel_shape=[2, 2],
+                                   strides=[2, 2]),
+                  helper.make_node("QuantizeLinear", ["p_f", "ss", "sz"], ["p"], name="qp"),
+                  helper.make_node("DequantizeLinear", ["p", "ss", "sz"], ["p_f2"], name="dqp"),
+                  helper.make_node("GlobalAveragePool", ["p_f2"], ["g_f"], name="gap"),
+                  helper.make_node("QuantizeLinear", ["g_f", "ss", "sz"], ["g"], name="qg")]
+    nodes.append(helper.make_node("DequantizeLinear", ["g", "ss", "sz"], ["out"], name="dq_out"))
     g = helper.make_graph(nodes, "res", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, C, 6, 6])],
                           [helper.make_tensor_value_info("out", TensorProto.FLOAT, None),
-                           helper.make_tensor_value_info("s", TensorProto.UINT8, None)],
+                           helper.make_tensor_value_info("s", TensorProto.UINT8, None),
+                           helper.make_tensor_value_info("g", TensorProto.UINT8, None)],
                           [numpy_helper.from_array(v, k) for k, v in ini.items()])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid("com.microsoft", 1)])
     m.ir_version = 7
@@ -225,14 +237,15 @@ np.save("xr.npy", (np.random.default_rng(5).random((2, 8, 6, 6), np.float32) * 4
 for form in ("qlinear", "qdq"):
     path = residual(form)
     r = subprocess.run([TSR, "infer", path, "-i", "xr.npy", "-o", "yr.npy", "--backend", BACKEND,
-                        "--tensor", "s=sr.npy", "--tensor", "c1=c1r.npy", "--tensor", "c2=c2r.npy"],
+                        "--tensor", "s=sr.npy", "--tensor", "c1=c1r.npy", "--tensor", "c2=c2r.npy",
+                        "--tensor", "g=gr.npy"],
                        capture_output=True, text=True, timeout=600)
     if r.returncode:
         print(f"FAIL residual {form}: {r.stderr.strip()}")
         failures += 1
         continue
     placement = [l for l in r.stdout.splitlines() if l.startswith("placement")][0]
-    subprocess.run(["node", ORT_RUN, path, "xr.npy", "ort_yr.npy", "s", "ort_sr.npy"], check=True,
+    subprocess.run(["node", ORT_RUN, path, "xr.npy", "ort_yr.npy", "s", "ort_sr.npy", "g", "ort_gr.npy"], check=True,
                    env=dict(os.environ, NODE_PATH=os.path.join(ORT_DIR, "node_modules")))
     t, o = np.load("sr.npy").astype(int), np.load("ort_sr.npy").astype(int)
     # MLAS's fixed-point QLinearAdd (its ARM kernel; ORT on x86 adds in float32 instead), in numpy
@@ -250,6 +263,12 @@ for form in ("qlinear", "qdq"):
     print(f"{'ok  ' if ok else 'FAIL'} residual {form:8s} ({placement.split(': ')[1]}): sum {'=' if exact else '!='} "
           f"MLAS fixed-point add exactly; vs ONNX Runtime (x86, float32 add) max |diff| {d.max()} LSB, "
           f"{(d != 0).sum()} of {d.size} differ")
+    tg, og = np.load("gr.npy").astype(int), np.load("ort_gr.npy").astype(int)
+    dg = np.abs(tg - og)
+    ok = tg.shape == og.shape and dg.max() <= 1
+    failures += not ok
+    print(f"{'ok  ' if ok else 'FAIL'} residual {form:8s} {'avg pool + ' if form == 'qdq' else ''}global average pool "
+          f"{tg.shape} vs ONNX Runtime max |diff| {dg.max()} LSB, {(dg != 0).sum()} of {dg.size} differ")
 
 print(f"{failures} failure(s)")
 sys.exit(1 if failures else 0)
