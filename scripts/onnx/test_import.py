@@ -175,13 +175,15 @@ if not os.path.isdir(os.path.join(ORT_DIR, "node_modules", "onnxruntime-node")):
 ORT_RUN = os.path.join(os.path.dirname(os.path.realpath(__file__)), "ort_run.js")
 
 
-def residual(form):
+def residual(form, dt):
+    """dt: activation type (np.uint8 or np.int8; zero points shifted by 128 for int8: same values)."""
     rng = np.random.default_rng(11)
     C = 8
-    ini = {"xs": np.array(0.02, np.float32), "xz": np.array(128, np.uint8),
-           "ys": np.array(0.03, np.float32), "yz": np.array(120, np.uint8),
-           "zs": np.array(0.05, np.float32), "zz": np.array(100, np.uint8),
-           "ss": np.array(0.06, np.float32), "sz": np.array(90, np.uint8)}
+    o = 0 if dt == np.uint8 else -128
+    ini = {"xs": np.array(0.02, np.float32), "xz": np.array(128 + o, dt),
+           "ys": np.array(0.03, np.float32), "yz": np.array(120 + o, dt),
+           "zs": np.array(0.05, np.float32), "zz": np.array(100 + o, dt),
+           "ss": np.array(0.06, np.float32), "sz": np.array(90 + o, dt)}
     nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"], name="quant")]
     for i, (src, ssc, szp, dst, dsc, dzp) in enumerate([("xq", "xs", "xz", "c1", "ys", "yz"),
                                                          ("c1", "ys", "yz", "c2", "zs", "zz")]):
@@ -225,17 +227,20 @@ def residual(form):
     nodes.append(helper.make_node("DequantizeLinear", ["g", "ss", "sz"], ["out"], name="dq_out"))
     g = helper.make_graph(nodes, "res", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, C, 6, 6])],
                           [helper.make_tensor_value_info("out", TensorProto.FLOAT, None),
-                           helper.make_tensor_value_info("s", TensorProto.UINT8, None),
-                           helper.make_tensor_value_info("g", TensorProto.UINT8, None)],
+                           helper.make_tensor_value_info("s", TensorProto.UINT8 if dt == np.uint8 else
+                                                         TensorProto.INT8, None),
+                           helper.make_tensor_value_info("g", TensorProto.UINT8 if dt == np.uint8 else
+                                                         TensorProto.INT8, None)],
                           [numpy_helper.from_array(v, k) for k, v in ini.items()])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid("com.microsoft", 1)])
     m.ir_version = 7
-    return save(m, f"residual_{form}.onnx")
+    return save(m, f"residual_{form}_{np.dtype(dt).name}.onnx")
 
 
 np.save("xr.npy", (np.random.default_rng(5).random((2, 8, 6, 6), np.float32) * 4 - 2).astype(np.float32))
-for form in ("qlinear", "qdq"):
-    path = residual(form)
+for form, dt in (("qlinear", np.uint8), ("qdq", np.uint8), ("qlinear", np.int8), ("qdq", np.int8)):
+    o8 = 0 if dt == np.uint8 else -128
+    path = residual(form, dt)
     r = subprocess.run([TSR, "infer", path, "-i", "xr.npy", "-o", "yr.npy", "--backend", BACKEND,
                         "--tensor", "s=sr.npy", "--tensor", "c1=c1r.npy", "--tensor", "c2=c2r.npy",
                         "--tensor", "g=gr.npy"],
@@ -253,21 +258,21 @@ for form in ("qlinear", "qdq"):
     ra, rb = np.float32(0.03) / np.float32(0.06), np.float32(0.05) / np.float32(0.06)
     sh = 21 - (np.frexp(max(ra, rb))[1] - 1)
     ma, mb = int(np.rint(ra * np.float32(2.0 ** sh))), int(np.rint(rb * np.float32(2.0 ** sh)))
-    acc = (np.load("c1r.npy").astype(np.int64) - 120) * ma + (np.load("c2r.npy").astype(np.int64) - 100) * mb
+    acc = (np.load("c1r.npy").astype(np.int64) - 120 - o8) * ma + (np.load("c2r.npy").astype(np.int64) - 100 - o8) * mb
     acc -= acc < 0
-    mlas = np.clip(((acc + (1 << (sh - 1))) >> sh) + 90, 90 if form == "qdq" else 0, 255)
+    mlas = np.clip(((acc + (1 << (sh - 1))) >> sh) + 90 + o8, (90 if form == "qdq" else 0) + o8, 255 + o8)
     d = np.abs(t - o)
     exact = np.array_equal(t, mlas)
     ok = t.shape == o.shape and d.max() <= 1 and (d != 0).mean() <= 0.1 and "1 segment" in placement and exact
     failures += not ok
-    print(f"{'ok  ' if ok else 'FAIL'} residual {form:8s} ({placement.split(': ')[1]}): sum {'=' if exact else '!='} "
+    print(f"{'ok  ' if ok else 'FAIL'} residual {form:8s} {np.dtype(dt).name:5s} ({placement.split(': ')[1]}): sum {'=' if exact else '!='} "
           f"MLAS fixed-point add exactly; vs ONNX Runtime (x86, float32 add) max |diff| {d.max()} LSB, "
           f"{(d != 0).sum()} of {d.size} differ")
     tg, og = np.load("gr.npy").astype(int), np.load("ort_gr.npy").astype(int)
     dg = np.abs(tg - og)
     ok = tg.shape == og.shape and dg.max() <= 1
     failures += not ok
-    print(f"{'ok  ' if ok else 'FAIL'} residual {form:8s} {'avg pool + ' if form == 'qdq' else ''}global average pool "
+    print(f"{'ok  ' if ok else 'FAIL'} residual {form:8s} {np.dtype(dt).name:5s} {'avg pool + ' if form == 'qdq' else ''}global average pool "
           f"{tg.shape} vs ONNX Runtime max |diff| {dg.max()} LSB, {(dg != 0).sum()} of {dg.size} differ")
 
 print(f"{failures} failure(s)")
