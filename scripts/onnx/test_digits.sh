@@ -6,16 +6,20 @@
 # 1 LSB of ORT on at most 1e-4 of its elements (ORT rounds acc * scale in
 # float32, the device in 31-bit fixed point), the quantized logits and the
 # predictions identical, accuracy >= 95%.
-# usage: test_digits.sh TESSERA_BIN SOURCE_DIR WORK_DIR [BACKEND]
+# usage: test_digits.sh TESSERA_BIN SOURCE_DIR WORK_DIR [BACKEND [IMAGES]]
+# (IMAGES: only the first IMAGES held-out images, for the slower RTL backend)
 # ORT is installed once into $TSR_ORT_DIR (default ~/.cache/tessera/ort).
 set -euo pipefail
-TSR=$(realpath "$1") SRC=$(realpath "$2") WORK=$3 BACKEND=${4:-fsim}
+TSR=$(realpath "$1") SRC=$(realpath "$2") WORK=$3 BACKEND=${4:-fsim} IMAGES=${5:-0}
 PY=/usr/bin/python3
 mkdir -p "$WORK"
 cd "$WORK"
 t0=$(date +%s.%N)
 "$PY" "$SRC/scripts/onnx/train_digits.py" . 2>&1 | grep -v Warning | grep -v "_C._jit" || true
 echo "train + quantize + export: $(echo "$(date +%s.%N) - $t0" | bc) s"
+if [ "$IMAGES" -gt 0 ]; then
+  "$PY" -c "import numpy as np; [np.save(f, np.load(f)[:$IMAGES]) for f in ('test_x.npy', 'test_y.npy')]"
+fi
 ORT_DIR=${TSR_ORT_DIR:-$HOME/.cache/tessera/ort}
 if [ ! -d "$ORT_DIR/node_modules/onnxruntime-node" ]; then
   mkdir -p "$ORT_DIR"
