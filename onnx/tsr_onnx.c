@@ -1523,54 +1523,59 @@ static int lower_node(tsr_onnx_t *m, int ni)
 
 /* -------------------------------------------------------------- import */
 
+/* Producers are resolved once (prod[k] for the k-th node input overall:
+ * a node index, or -1 for a graph input / initializer / empty name), then
+ * nodes are taken in passes as their producers are placed: O(nodes^2)
+ * at worst, bounded by the node limit. */
 static int topo_sort(tsr_onnx_t *m)
 {
     const size_t nn = m->gp->n_node;
-    int *done = calloc(nn + 1, sizeof(int));
+    size_t nin = 0;
+    for (size_t i = 0; i < nn; i++)
+        nin += m->gp->node[i]->n_input;
+    int *done = calloc(nn + 1, sizeof(int)), *prod = malloc(sizeof(int) * (nin + 1));
     m->order = malloc(sizeof(int) * (nn + 1));
-    if (!done || !m->order) {
+    if (!done || !prod || !m->order) {
         free(done);
+        free(prod);
         return tsr_err(TSR_ENOMEM, "out of memory");
     }
-    /* names available: graph inputs, initializers; repeatedly take a node whose inputs are available */
+    int rc = 0;
+    for (size_t i = 0, k0 = 0; i < nn && !rc; k0 += m->gp->node[i]->n_input, i++) {
+        const Onnx__NodeProto *n = m->gp->node[i];
+        for (size_t k = 0; k < n->n_input && !rc; k++) {
+            const char *nm = n->input[k];
+            int found = !nm[0], p = -1;
+            for (size_t g = 0; g < m->gp->n_input && !found; g++)
+                found = m->gp->input[g]->name && !strcmp(m->gp->input[g]->name, nm);
+            for (size_t g = 0; g < m->gp->n_initializer && !found; g++)
+                found = m->gp->initializer[g]->name && !strcmp(m->gp->initializer[g]->name, nm);
+            for (size_t j = 0; j < nn && !found && p < 0; j++)
+                for (size_t o = 0; o < m->gp->node[j]->n_output; o++)
+                    if (!strcmp(m->gp->node[j]->output[o], nm))
+                        p = (int)j;
+            if (!found && p < 0)
+                rc = NERR(m, (int)i, "input \"%s\" is neither a graph input, an initializer nor a node output "
+                          "(a missing initializer?)", nm);
+            prod[k0 + k] = p;
+        }
+    }
     size_t placed = 0;
     int progress = 1;
     /* Constants first: a folded pattern reads the scales of nodes after it */
-    for (size_t i = 0; i < nn; i++)
+    for (size_t i = 0; i < nn && !rc; i++)
         if (m->gp->node[i]->n_input == 0) {
             done[i] = 1;
             m->order[placed++] = (int)i;
         }
-    while (placed < nn && progress) {
+    while (!rc && placed < nn && progress) {
         progress = 0;
-        for (size_t i = 0; i < nn; i++) {
+        for (size_t i = 0, k0 = 0; i < nn; k0 += m->gp->node[i]->n_input, i++) {
             if (done[i])
                 continue;
-            const Onnx__NodeProto *n = m->gp->node[i];
             int ready = 1;
-            for (size_t k = 0; k < n->n_input && ready; k++) {
-                const char *nm = n->input[k];
-                if (!nm[0])
-                    continue;
-                int found = 0;
-                for (size_t g = 0; g < m->gp->n_input && !found; g++)
-                    found = m->gp->input[g]->name && !strcmp(m->gp->input[g]->name, nm);
-                for (size_t g = 0; g < m->gp->n_initializer && !found; g++)
-                    found = m->gp->initializer[g]->name && !strcmp(m->gp->initializer[g]->name, nm);
-                if (!found) {
-                    int prod = -1;
-                    for (size_t j = 0; j < nn && prod < 0; j++)
-                        for (size_t o = 0; o < m->gp->node[j]->n_output; o++)
-                            if (!strcmp(m->gp->node[j]->output[o], nm))
-                                prod = (int)j;
-                    if (prod < 0) {
-                        free(done);
-                        return NERR(m, (int)i, "input \"%s\" is neither a graph input, an initializer nor a node "
-                                    "output (a missing initializer?)", nm);
-                    }
-                    ready = done[prod];
-                }
-            }
+            for (size_t k = 0; k < m->gp->node[i]->n_input && ready; k++)
+                ready = prod[k0 + k] < 0 || done[prod[k0 + k]];
             if (ready) {
                 done[i] = 1;
                 m->order[placed++] = (int)i;
@@ -1578,8 +1583,7 @@ static int topo_sort(tsr_onnx_t *m)
             }
         }
     }
-    int rc = 0;
-    if (placed < nn) {
+    if (!rc && placed < nn) {
         for (size_t i = 0; i < nn; i++)
             if (!done[i]) {
                 rc = NERR(m, (int)i, "the graph has a cycle through this node");
@@ -1587,6 +1591,7 @@ static int topo_sort(tsr_onnx_t *m)
             }
     }
     free(done);
+    free(prod);
     return rc;
 }
 
@@ -1606,8 +1611,14 @@ static int import_graph(tsr_onnx_t *m, int batch)
     }
     if (opset < 10 || opset > 21)
         return tsr_err(TSR_EINVAL, "%s: ai.onnx opset %lld is not supported (10..21)", m->path, (long long)opset);
-    if (g->n_node > 100000 || g->n_initializer > 100000 || g->n_input > 64)
-        return tsr_err(TSR_EINVAL, "%s: too many nodes, initializers or inputs", m->path);
+    /* limits that keep the name lookups (linear) and the topological sort (quadratic) in milliseconds */
+    if (g->n_node > 4096 || g->n_initializer > 8192 || g->n_input > 64 || g->n_output > 64)
+        return tsr_err(TSR_EINVAL, "%s: %zu nodes, %zu initializers, %zu inputs, %zu outputs (at most 4096, 8192, "
+                       "64, 64)", m->path, g->n_node, g->n_initializer, g->n_input, g->n_output);
+    for (size_t i = 0; i < g->n_node; i++)
+        if (g->node[i]->n_input > 64 || g->node[i]->n_output > 16)
+            return tsr_err(TSR_EINVAL, "%s: node %zu has %zu inputs and %zu outputs (at most 64 and 16)", m->path, i,
+                           g->node[i]->n_input, g->node[i]->n_output);
     /* proto2 strings that are absent are NULL in protobuf-c: every name read later is checked here */
     for (size_t i = 0; i < g->n_node; i++)
         if (!g->node[i]->op_type || !g->node[i]->op_type[0])
