@@ -7,23 +7,30 @@
  * (onnx.pb-c.c generated at build time from the onnx.proto of libonnx-dev),
  * validated (opsets: ai.onnx 10..21, com.microsoft 1; inputs, outputs,
  * initializers and Constant nodes; tensor payloads against their dims and
- * dtype before being read; shapes agree; the nodes form a DAG) and lowered:
- *   - operator form (QLinearConv, QLinearMatMul 2-D, com.microsoft QGemm,
- *     MaxPool on uint8/int8, Flatten/Reshape/Cast/Identity as relabellings)
- *     and QDQ form (DequantizeLinear -> Conv/Gemm/MatMul [-> Relu/Clip] ->
- *     QuantizeLinear, and MaxPool/Flatten/Reshape between a
- *     DequantizeLinear and a QuantizeLinear of the same scale) become
- *     device operators (tsr_netdesc nodes) with the requantization real
- *     multiplier x_scale * w_scale / y_scale computed in float32 as ONNX
- *     Runtime does and turned into (mult, shift) by tsr_quantize_multiplier;
- *   - QuantizeLinear of a float input, DequantizeLinear of a result,
+ * dtype before being read; shapes agree; the nodes form a DAG; at most 4096
+ * nodes) and lowered:
+ *   - operator form: QLinearConv, QLinearMatMul (2-D), com.microsoft QGemm,
+ *     QLinearAdd and QLinearGlobalAveragePool, MaxPool on uint8/int8;
+ *     QDQ form: DequantizeLinear -> Conv/Gemm/MatMul/Add [-> Relu/Clip] ->
+ *     QuantizeLinear, MaxPool/Flatten/Reshape between DequantizeLinear and
+ *     QuantizeLinear, AveragePool/GlobalAveragePool when the scale and zero
+ *     point are kept: all become device operators (tsr_netdesc nodes).
+ *     Requantization follows ONNX Runtime: the real multiplier x_scale *
+ *     w_scale / y_scale in float32, applied with one rounding (see
+ *     rq_params); the add uses MLAS's fixed-point QLinearAdd arithmetic.
+ *     Per-tensor and per-channel weight scales, int8 and uint8; constant
+ *     weights whose w - w_zp fit int8 are recoded to int8 zero point 0.
+ *   - QuantizeLinear of a float tensor, DequantizeLinear of a result,
  *     Softmax, ArgMax and float Relu run on the host in plain C kernels
  *     (ONNX Runtime's formulas: round half to even, saturate);
- *   - Constant, and Cast/ConstantOfShape/Identity of constants, are folded
- *     at import.
+ *   - Constant, and Cast/ConstantOfShape/Identity/DequantizeLinear of
+ *     constants, are folded at import; Flatten, Reshape and Cast to the same
+ *     type only relabel.
  * A node neither side can run is an error naming the node, its op type and
  * why, before anything runs. Consecutive device operators with one input
- * and one output form a segment, run as one tsr_graph (tsr_graph_from_netdesc).
+ * from outside and one tensor read outside form a segment (a DAG: residual
+ * branches stay inside), run as one tsr_graph (tsr_graph_from_netdesc); a
+ * conv whose weights need several int8 parts runs alone (tsr_conv2d_run).
  */
 #ifndef TSR_ONNX_H
 #define TSR_ONNX_H
