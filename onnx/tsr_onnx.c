@@ -91,6 +91,7 @@ struct tsr_onnx {
     int in_val, out_val;    /* graph input and first output */
     tsr_device_t *dev;
     unsigned flags;         /* tsr_onnx_prepare flags */
+    int64_t opset;          /* ai.onnx opset of the model */
 };
 
 /* ------------------------------------------------------------ helpers */
@@ -791,6 +792,8 @@ static int qdq_tail(tsr_onnx_t *m, int ni, conv_desc_t *cd, int *folded, int *nf
         } else if (step == 0 && !strcmp(cn->op_type, "Clip")) {
             double lo = -INFINITY, hi = INFINITY;
             int vlo = in_val(m, c, 1), vhi = in_val(m, c, 2), rc = 0;
+            if (attr(cn, "min") || attr(cn, "max"))
+                return NERR(m, c, "Clip with min/max attributes (opset < 11) is not supported: give them as inputs");
             if (vlo >= 0)
                 rc = const_scalar(m, c, vlo, "min", &lo);
             if (!rc && vhi >= 0)
@@ -1492,9 +1495,11 @@ static int lower_node(tsr_onnx_t *m, int ni)
         int64_t d[MAXD];
         memcpy(d, X.dims, sizeof d);
         int hk = !strcmp(op, "Relu") ? H_RELU : !strcmp(op, "Softmax") ? H_SOFTMAX : H_ARGMAX;
-        int64_t axis = attr_i(n, "axis", hk == H_SOFTMAX ? -1 : 0);
+        int64_t axis = attr_i(n, "axis", hk == H_SOFTMAX ? (m->opset < 13 ? 1 : -1) : 0);
         if (axis < 0)
             axis += X.ndim;
+        if (hk == H_SOFTMAX && m->opset < 13 && axis != X.ndim - 1)
+            return NERR(m, ni, "before opset 13 Softmax flattens from its axis: only the last axis is supported");
         if (hk != H_RELU && (axis < 0 || axis >= X.ndim))
             return NERR(m, ni, "axis out of range");
         int nd = X.ndim, keep = (int)attr_i(n, "keepdims", 1);
@@ -1609,6 +1614,7 @@ static int import_graph(tsr_onnx_t *m, int batch)
         if (!d[0] || !strcmp(d, "ai.onnx"))
             opset = o->has_version ? o->version : -1;
     }
+    m->opset = opset;
     if (opset < 10 || opset > 21)
         return tsr_err(TSR_EINVAL, "%s: ai.onnx opset %lld is not supported (10..21)", m->path, (long long)opset);
     /* limits that keep the name lookups (linear) and the topological sort (quadratic) in milliseconds */

@@ -5,7 +5,7 @@
  * Import: the file is read with size checks before anything is allocated
  * (regular file, at most TSR_ONNX_MAX_FILE bytes), unpacked by protobuf-c
  * (onnx.pb-c.c generated at build time from the onnx.proto of libonnx-dev),
- * validated (opsets: ai.onnx 10..21, com.microsoft 1; inputs, outputs,
+ * validated (ai.onnx opsets 10..21, com.microsoft ops as ONNX Runtime has them; inputs, outputs,
  * initializers and Constant nodes; tensor payloads against their dims and
  * dtype before being read; shapes agree; the nodes form a DAG; at most 4096
  * nodes) and lowered:
