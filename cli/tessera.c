@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "tsr_asm.h"
+#include "tsr_cli_infer.h"
 #include "tsr_cli_op.h"
 #include "tsr_config.h"
 #include "tsr_conv2d.h"
@@ -1516,6 +1517,13 @@ static int cmd_op(int argc, char **argv)
     return tsr_cli_op(argc, argv, &d);
 }
 
+static int cmd_infer(int argc, char **argv)
+{
+    static const struct option dev_opts[] = {DEVICE_LONG_OPTIONS, {0, 0, 0, 0}};
+    const tsr_cli_dev_t d = {dev_opts, device_option, &g_dev, DEVICE_OPTIONS_HELP};
+    return tsr_cli_infer(argc, argv, &d);
+}
+
 /* ------------------------------------------------------------------ main */
 
 /* ------------------------------------------------------------ net */
@@ -1735,6 +1743,7 @@ static const char *main_help =
     "  op        run one quantized operator (conv2d, dense, pools, add, relu, clip) on .npy files\n"
     "  run       assemble and run a program (.s) on a device\n"
     "  net       run a whole network (ResNet-18) on a device: per-layer table and totals\n"
+    "  infer     run a quantized ONNX model on .npy inputs (device + host, placement printed)\n"
     "  bench     measure simulator throughput on a GEMM-heavy stream\n"
     "  asm       assemble a program into a binary instruction stream\n"
     "  disasm    print a binary stream as canonical assembly\n"
@@ -1750,7 +1759,7 @@ int main(int argc, char **argv)
     } cmds[] = {{"demo", cmd_demo},     {"run", cmd_run},       {"bench", cmd_bench},
                 {"asm", cmd_asm},       {"disasm", cmd_disasm}, {"verify", cmd_verify},
                 {"config", cmd_config}, {"isa", cmd_isa},       {"op", cmd_op},
-                {"net", cmd_net}};
+                {"net", cmd_net},       {"infer", cmd_infer}};
     if (argc < 2) {
         fputs(main_help, stderr);
         return 2;

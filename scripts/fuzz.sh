@@ -19,7 +19,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS=${1:-600}
 shift || true
-ALL=(fuzz_asm fuzz_decode_verify fuzz_npy fuzz_config)
+ALL=(fuzz_asm fuzz_decode_verify fuzz_npy fuzz_config fuzz_onnx)
 if [ $# -gt 0 ]; then TARGETS=("$@"); else TARGETS=("${ALL[@]}"); fi
 PAR=${FUZZ_PARALLEL:-1}
 B=build-fuzz
@@ -83,6 +83,7 @@ if [ -n "${FUZZ_COVERAGE:-}" ]; then
       fuzz_decode_verify) src=(isa/tsr_isa.c isa/tsr_verify.c isa/tsr_pipe.c) ;;
       fuzz_npy) src=(jit/tsr_npy.c) ;;
       fuzz_config) src=(isa/tsr_config.c) ;;
+      fuzz_onnx) src=(onnx/tsr_onnx.c) ;;
       *) src=() ;;
     esac
     LLVM_PROFILE_FILE="$C/$t.profraw" "$C/fuzz/$t" "$B/corpus/$t" >/dev/null

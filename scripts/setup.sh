@@ -11,6 +11,10 @@ PKGS=(
   clang libclang-rt-14-dev                       # libFuzzer targets (fuzz/, scripts/fuzz.sh): gcc has
                                                  # no libFuzzer; the runtime package is listed because
                                                  # --no-install-recommends may leave it out
+  libonnx-dev protobuf-c-compiler libprotobuf-c-dev  # ONNX import: onnx.proto -> C (protoc-c), parser
+  libonnx-testdata                               # ONNX node conformance cases (tests)
+  python3-onnx python3-torch python3-sklearn     # train + quantize the digits CNN, build test models
+  nodejs                                         # ONNX Runtime (npm onnxruntime-node) as the test reference
 )
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
@@ -21,5 +25,12 @@ done
 if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+# ONNX Runtime (CPU) for the ONNX tests' reference outputs, once, into a cache
+# (`--ignore-scripts`: its postinstall would try to download CUDA files).
+ORT_DIR=${TSR_ORT_DIR:-$HOME/.cache/tessera/ort}
+if command -v npm >/dev/null && [ ! -d "$ORT_DIR/node_modules/onnxruntime-node" ]; then
+  mkdir -p "$ORT_DIR"
+  (cd "$ORT_DIR" && npm install onnxruntime-node@1.20.1 --ignore-scripts --no-audit --no-fund >/dev/null)
 fi
 echo "setup: all packages present"

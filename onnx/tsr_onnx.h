@@ -1,0 +1,85 @@
+/*
+ * tsr_onnx: run a quantized ONNX model (a .onnx file) with the device doing
+ * the quantized operators and the host doing the rest.
+ *
+ * Import: the file is read with size checks before anything is allocated
+ * (regular file, at most TSR_ONNX_MAX_FILE bytes), unpacked by protobuf-c
+ * (onnx.pb-c.c generated at build time from the onnx.proto of libonnx-dev),
+ * validated (ai.onnx opsets 10..21, com.microsoft ops as ONNX Runtime has them; inputs, outputs,
+ * initializers and Constant nodes; tensor payloads against their dims and
+ * dtype before being read; shapes agree; the nodes form a DAG; at most 4096
+ * nodes) and lowered:
+ *   - operator form: QLinearConv, QLinearMatMul (2-D), com.microsoft QGemm,
+ *     QLinearAdd and QLinearGlobalAveragePool, MaxPool on uint8/int8;
+ *     QDQ form: DequantizeLinear -> Conv/Gemm/MatMul/Add [-> Relu/Clip] ->
+ *     QuantizeLinear, MaxPool/Flatten/Reshape between DequantizeLinear and
+ *     QuantizeLinear, AveragePool/GlobalAveragePool when the scale and zero
+ *     point are kept: all become device operators (tsr_netdesc nodes).
+ *     Requantization follows ONNX Runtime: the real multiplier x_scale *
+ *     w_scale / y_scale in float32, applied with one rounding (see
+ *     rq_params); the add uses MLAS's fixed-point QLinearAdd arithmetic.
+ *     Per-tensor and per-channel weight scales, int8 and uint8; constant
+ *     weights whose w - w_zp fit int8 are recoded to int8 zero point 0.
+ *   - QuantizeLinear of a float tensor, DequantizeLinear of a result,
+ *     Softmax, ArgMax and float Relu run on the host in plain C kernels
+ *     (ONNX Runtime's formulas: round half to even, saturate);
+ *   - Constant, and Cast/ConstantOfShape/Identity/DequantizeLinear of
+ *     constants, are folded at import; Flatten, Reshape and Cast to the same
+ *     type only relabel.
+ * A node neither side can run is an error naming the node, its op type and
+ * why, before anything runs. Consecutive device operators with one input
+ * from outside and one tensor read outside form a segment (a DAG: residual
+ * branches stay inside), run as one tsr_graph (tsr_graph_from_netdesc); a
+ * conv whose weights need several int8 parts runs alone (tsr_conv2d_run).
+ */
+#ifndef TSR_ONNX_H
+#define TSR_ONNX_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "tsr_driver.h"
+#include "tsr_npy.h"
+
+/* Largest .onnx file accepted (bytes) and largest tensor (elements). */
+#define TSR_ONNX_MAX_FILE (256u << 20)
+#define TSR_ONNX_MAX_ELEMS (1LL << 26)
+
+typedef struct tsr_onnx tsr_onnx_t;
+
+/* Import path; batch is the size given to a symbolic first input dimension
+ * (>= 1). Errors (tsr_errmsg) name the file, and the node or tensor. */
+int tsr_onnx_load(const char *path, int batch, tsr_onnx_t **out);
+/* Same from a file image in memory (name used in messages). */
+int tsr_onnx_load_buffer(const void *buf, size_t n, const char *name, int batch, tsr_onnx_t **out);
+void tsr_onnx_free(tsr_onnx_t *m);
+
+/* One line per ONNX node: where it runs (device segment, host, folded
+ * into which device operator, constant). */
+void tsr_onnx_print_placement(const tsr_onnx_t *m, FILE *f);
+/* Device nodes and host nodes after lowering. */
+int tsr_onnx_device_ops(const tsr_onnx_t *m);
+int tsr_onnx_host_ops(const tsr_onnx_t *m);
+
+/* Build and plan every device segment on dev (cfg: dev's config).
+ * TSR_ONNX_KEEP_ALL: every device tensor keeps its buffer, so that
+ * tsr_onnx_read_value can read tensors inside segments (no reuse). */
+#define TSR_ONNX_KEEP_ALL 1u
+int tsr_onnx_prepare(tsr_onnx_t *m, const tsr_config_t *cfg, tsr_device_t *dev, unsigned flags);
+/* Run: in is the (single) graph input, its dtype and shape as declared;
+ * out receives the first graph output (allocated; int64 results are
+ * written as int32). */
+int tsr_onnx_run(tsr_onnx_t *m, const tsr_tensor_t *in, tsr_tensor_t *out);
+/* After a run: the bytes of the value called name (a host tensor, a
+ * device segment's output, or with TSR_ONNX_KEEP_ALL a tensor inside a
+ * segment; otherwise TSR_EINVAL saying it stays on the device). int64
+ * values are narrowed to int32. */
+int tsr_onnx_read_value(const tsr_onnx_t *m, const char *name, tsr_tensor_t *out);
+/* Per-layer table of every device segment of the last run. */
+void tsr_onnx_print_report(const tsr_onnx_t *m, FILE *f);
+
+/* Read a serialized TensorProto (.pb, as the ONNX node tests ship) into a
+ * host tensor (int8, uint8, int32, float32; int64 narrowed to int32 when it fits). */
+int tsr_onnx_read_tensor_pb(const char *path, tsr_tensor_t *out);
+
+#endif

@@ -1,0 +1,279 @@
+#!/usr/bin/python3
+"""ONNX importer tests through `tessera infer` (ctest onnx_import).
+
+A. Hostile and unsupported models, built here with onnx.helper from one
+   valid QLinearConv model: each must fail with exit status 1, one line on
+   stderr, and the specific message (a crash, a hang or a generic message
+   fails the test).
+B. ONNX node conformance cases shipped by Debian's libonnx-testdata
+   (qlinearconv, qlinearmatmul_2D, maxpool_2d_uint8): the node's constant
+   inputs become initializers, the first input a .npy, and Tessera's output
+   must equal the shipped output_0.pb exactly. qlinearmatmul_3D (batched)
+   must be refused clearly.
+usage: test_import.py TESSERA_BIN WORK_DIR [BACKEND]
+"""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+TSR, WORK = os.path.realpath(sys.argv[1]), sys.argv[2]
+BACKEND = sys.argv[3] if len(sys.argv) > 3 else "fsim"
+TESTDATA = "/usr/share/libonnx-testdata/data/node"
+os.makedirs(WORK, exist_ok=True)
+os.chdir(WORK)
+failures = 0
+
+
+def infer(model, inp="x.npy", extra=()):
+    r = subprocess.run([TSR, "infer", model, "-i", inp, "-o", "y.npy", "--quiet", "--backend", BACKEND, *extra],
+                       capture_output=True, text=True, timeout=600)
+    return r.returncode, r.stdout, r.stderr
+
+
+def good_model(w=None, b=None, xs=0.02, cin=1, opset=13, nodes_extra=(), drop=(), graph_out="y"):
+    rng = np.random.default_rng(7)
+    inits = {
+        "xs": np.array(xs, np.float32), "xz": np.array(0, np.uint8),
+        "w": rng.integers(-60, 60, (2, cin, 3, 3)).astype(np.int8) if w is None else w,
+        "ws": np.array([0.01, 0.02], np.float32), "wz": np.array([0, 0], np.int8),
+        "ys": np.array(0.05, np.float32), "yz": np.array(10, np.uint8),
+        "b": np.array([100, -50], np.int32) if b is None else b,
+    }
+    inits = [numpy_helper.from_array(v, k) for k, v in inits.items() if k not in drop]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"], name="quant"),
+             helper.make_node("QLinearConv", ["xq", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"], ["y"],
+                              name="conv", pads=[1, 1, 1, 1]),
+             *nodes_extra]
+    g = helper.make_graph(nodes, "t", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 6, 6])],
+                          [helper.make_tensor_value_info(graph_out, TensorProto.UINT8, None)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 7
+    return m
+
+
+def save(m, name):
+    with open(name, "wb") as f:
+        f.write(m.SerializeToString())
+    return name
+
+
+def expect_error(name, path, want, inp="x.npy"):
+    global failures
+    rc, out, err = infer(path, inp)
+    lines = err.strip().splitlines()
+    ok = rc == 1 and len(lines) == 1 and want in err
+    failures += not ok
+    print(f"{'ok  ' if ok else 'FAIL'} {name:26s} exit {rc}: {err.strip()[:200]}")
+    if not ok:
+        print(f"     expected exit 1 and one line containing: {want!r}")
+
+
+np.save("x.npy", np.random.default_rng(3).random((1, 1, 6, 6), np.float32))
+np.save("x_bad_shape.npy", np.zeros((1, 2, 6, 6), np.float32))
+
+# the valid model runs
+rc, out, err = infer(save(good_model(), "good.onnx"))
+print(f"{'ok  ' if rc == 0 else 'FAIL'} valid QLinearConv model: exit {rc} {err.strip()}")
+failures += rc != 0
+
+blob = open("good.onnx", "rb").read()
+open("truncated.onnx", "wb").write(blob[: len(blob) - 7])
+expect_error("truncated file", "truncated.onnx", "not a valid ONNX protobuf")
+open("garbage.onnx", "wb").write(bytes(range(256)) * 4)
+expect_error("garbage bytes", "garbage.onnx", "not a valid ONNX protobuf")
+expect_error("missing initializer", save(good_model(drop=("w",)), "noinit.onnx"),
+             'input "w" is neither a graph input, an initializer nor a node output')
+expect_error("wrong weight type", save(good_model(w=np.zeros((2, 1, 3, 3), np.float32)), "wtype.onnx"),
+             "must be int8 or uint8")
+expect_error("shape mismatch", save(good_model(w=np.zeros((2, 3, 3, 3), np.int8)), "shape.onnx"),
+             "weights have 3 input channels, the input 1")
+expect_error("bias length", save(good_model(b=np.zeros(5, np.int32)), "bias.onnx"),
+             "bias must be an int32 constant of 2 elements")
+m = good_model()
+m.graph.initializer[2].raw_data = m.graph.initializer[2].raw_data[:-3]
+expect_error("raw_data too short", save(m, "raw.onnx"), "data bytes for dims")
+m = good_model()
+del m.graph.initializer[2].dims[:]
+m.graph.initializer[2].dims.extend([1 << 20, 1 << 20, 1 << 20])
+expect_error("absurd dims", save(m, "dims.onnx"), "dims give more than")
+cyc = good_model(nodes_extra=[helper.make_node("Relu", ["r2"], ["r1"], name="relu_a"),
+                              helper.make_node("Relu", ["r1"], ["r2"], name="relu_b")])
+expect_error("cycle", save(cyc, "cycle.onnx"), "cycle")
+uns = good_model(nodes_extra=[helper.make_node("Sin", ["y"], ["z"], name="mystery")], graph_out="z")
+expect_error("unsupported op", save(uns, "unsup.onnx"), 'node "mystery" (Sin): op type not supported')
+uns2 = good_model(nodes_extra=[helper.make_node("LpNormalization", ["y"], ["z"], name="lpn")], graph_out="z")
+expect_error("op neither side runs", save(uns2, "unsup2.onnx"),
+             'node "lpn" (LpNormalization): op type not supported on the device or the host')
+expect_error("opset", save(good_model(opset=7), "opset.onnx"), "opset 7 is not supported")
+big = good_model(nodes_extra=[
+    helper.make_node("Constant", [], ["shp"], name="shape_c",
+                     value=numpy_helper.from_array(np.array([1 << 13, 1 << 13], np.int64))),
+    helper.make_node("ConstantOfShape", ["shp"], ["zeros"], name="huge_zeros")])
+expect_error("huge ConstantOfShape", save(big, "cos.onnx"), 'node "huge_zeros" (ConstantOfShape): more than 1048576')
+m = good_model()
+m.graph.output[0].ClearField("name")  # absent proto2 string: NULL in protobuf-c (a fuzzer finding)
+expect_error("unnamed graph output", save(m, "noname.onnx"), "graph output 0 has no name")
+m = good_model()
+m.graph.input[0].ClearField("name")
+expect_error("unnamed graph input", save(m, "noname_in.onnx"), "the graph has no input")
+expect_error("input shape", "good.onnx", 'input "x" must be float [1,1,6,6]', inp="x_bad_shape.npy")
+expect_error("not a regular file", WORK, "not a regular file")
+with open("huge.onnx", "wb") as f:  # sparse: no disk used, refused by its size before any read
+    f.truncate(300 << 20)
+expect_error("absurd file size", "huge.onnx", "more than the")
+os.remove("huge.onnx")
+
+# B. node conformance cases: constant inputs become initializers
+def node_case(case, expect_refusal=None):
+    global failures
+    d = os.path.join(TESTDATA, case)
+    if not os.path.isdir(d):
+        print(f"FAIL {case}: {d} missing (libonnx-testdata)")
+        failures += 1
+        return
+    m = onnx.load(os.path.join(d, "model.onnx"))
+    ts = os.path.join(d, "test_data_set_0")
+    ins = []
+    for i in range(len(m.graph.input)):
+        t = onnx.TensorProto()
+        t.ParseFromString(open(os.path.join(ts, f"input_{i}.pb"), "rb").read())
+        ins.append(numpy_helper.to_array(t))
+    for i, vi in enumerate(list(m.graph.input)[1:], 1):
+        m.graph.initializer.append(numpy_helper.from_array(ins[i], vi.name))
+    del m.graph.input[1:]
+    path = save(m, case + ".onnx")
+    np.save(case + "_in.npy", ins[0])
+    if expect_refusal:
+        return expect_error(case + " (refused)", path, expect_refusal, inp=case + "_in.npy")
+    t = onnx.TensorProto()
+    t.ParseFromString(open(os.path.join(ts, "output_0.pb"), "rb").read())
+    want = numpy_helper.to_array(t)
+    rc, out, err = infer(path, case + "_in.npy")
+    got = np.load("y.npy") if rc == 0 else None
+    ok = rc == 0 and got.dtype == want.dtype and got.shape == want.shape and np.array_equal(got, want)
+    failures += not ok
+    print(f"{'ok  ' if ok else 'FAIL'} {case:26s} {want.dtype} {want.shape} exact against the shipped output "
+          f"{'' if ok else err.strip() or (got, want)}")
+
+
+node_case("test_qlinearconv")
+node_case("test_qlinearmatmul_2D")
+node_case("test_maxpool_2d_uint8")
+node_case("test_qlinearmatmul_3D", expect_refusal="only 2-D operands are supported (batched MatMul is not)")
+
+# C. a residual block (a tensor read by a conv and by the add: a branch inside one device graph) in
+#    QLinear form (com.microsoft QLinearAdd) and QDQ form (Add + Relu), against ONNX Runtime
+ORT_DIR = os.environ.get("TSR_ORT_DIR", os.path.expanduser("~/.cache/tessera/ort"))
+if not os.path.isdir(os.path.join(ORT_DIR, "node_modules", "onnxruntime-node")):
+    os.makedirs(ORT_DIR, exist_ok=True)
+    subprocess.run(["npm", "install", "onnxruntime-node@1.20.1", "--ignore-scripts", "--no-audit", "--no-fund"],
+                   cwd=ORT_DIR, check=True, capture_output=True)
+ORT_RUN = os.path.join(os.path.dirname(os.path.realpath(__file__)), "ort_run.js")
+
+
+def residual(form, dt):
+    """dt: activation type (np.uint8 or np.int8; zero points shifted by 128 for int8: same values)."""
+    rng = np.random.default_rng(11)
+    C = 8
+    o = 0 if dt == np.uint8 else -128
+    ini = {"xs": np.array(0.02, np.float32), "xz": np.array(128 + o, dt),
+           "ys": np.array(0.03, np.float32), "yz": np.array(120 + o, dt),
+           "zs": np.array(0.05, np.float32), "zz": np.array(100 + o, dt),
+           "ss": np.array(0.06, np.float32), "sz": np.array(90 + o, dt)}
+    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"], name="quant")]
+    for i, (src, ssc, szp, dst, dsc, dzp) in enumerate([("xq", "xs", "xz", "c1", "ys", "yz"),
+                                                         ("c1", "ys", "yz", "c2", "zs", "zz")]):
+        w = rng.integers(-40, 40, (C, C, 3, 3)).astype(np.int8)
+        ws = np.full(C, 0.01, np.float32) * (1 + 0.1 * np.arange(C, dtype=np.float32))
+        b = rng.integers(-500, 500, C).astype(np.int32)
+        ini.update({f"w{i}": w, f"ws{i}": ws, f"wz{i}": np.zeros(C, np.int8), f"b{i}": b})
+        if form == "qlinear":
+            nodes.append(helper.make_node("QLinearConv", [src, ssc, szp, f"w{i}", f"ws{i}", f"wz{i}", dsc, dzp,
+                                                          f"b{i}"], [dst], name=f"conv{i}", pads=[1, 1, 1, 1]))
+        else:
+            ini[f"bs{i}"] = (np.float32(ini[ssc]) * ws).astype(np.float32)
+            nodes += [helper.make_node("DequantizeLinear", [src, ssc, szp], [src + "_f"], name=f"dqx{i}"),
+                      helper.make_node("DequantizeLinear", [f"w{i}", f"ws{i}", f"wz{i}"], [f"w{i}_f"], name=f"dqw{i}",
+                                       axis=0),
+                      helper.make_node("DequantizeLinear", [f"b{i}", f"bs{i}", ], [f"b{i}_f"], name=f"dqb{i}",
+                                       axis=0),
+                      helper.make_node("Conv", [src + "_f", f"w{i}_f", f"b{i}_f"], [dst + "_cf"], name=f"conv{i}",
+                                       pads=[1, 1, 1, 1]),
+                      helper.make_node("QuantizeLinear", [dst + "_cf", dsc, dzp], [dst], name=f"q{i}")]
+    if form == "qlinear":
+        nodes.append(helper.make_node("QLinearAdd", ["c1", "ys", "yz", "c2", "zs", "zz", "ss", "sz"], ["s"],
+                                      name="add", domain="com.microsoft"))
+    else:
+        nodes += [helper.make_node("DequantizeLinear", ["c1", "ys", "yz"], ["c1_fa"], name="dqa"),
+                  helper.make_node("DequantizeLinear", ["c2", "zs", "zz"], ["c2_fb"], name="dqb"),
+                  helper.make_node("Add", ["c1_fa", "c2_fb"], ["s_f"], name="add"),
+                  helper.make_node("Relu", ["s_f"], ["s_r"], name="relu"),
+                  helper.make_node("QuantizeLinear", ["s_r", "ss", "sz"], ["s"], name="qs")]
+    if form == "qlinear":
+        nodes.append(helper.make_node("QLinearGlobalAveragePool", ["s", "ss", "sz", "ss", "sz"], ["g"], name="gap",
+                                      domain="com.microsoft"))
+    else:
+        nodes += [helper.make_node("DequantizeLinear", ["s", "ss", "sz"], ["s_f2"], name="dqs"),
+                  helper.make_node("AveragePool", ["s_f2"], ["p_f"], name="avgpool", kernel_shape=[2, 2],
+                                   strides=[2, 2]),
+                  helper.make_node("QuantizeLinear", ["p_f", "ss", "sz"], ["p"], name="qp"),
+                  helper.make_node("DequantizeLinear", ["p", "ss", "sz"], ["p_f2"], name="dqp"),
+                  helper.make_node("GlobalAveragePool", ["p_f2"], ["g_f"], name="gap"),
+                  helper.make_node("QuantizeLinear", ["g_f", "ss", "sz"], ["g"], name="qg")]
+    nodes.append(helper.make_node("DequantizeLinear", ["g", "ss", "sz"], ["out"], name="dq_out"))
+    g = helper.make_graph(nodes, "res", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, C, 6, 6])],
+                          [helper.make_tensor_value_info("out", TensorProto.FLOAT, None),
+                           helper.make_tensor_value_info("s", TensorProto.UINT8 if dt == np.uint8 else
+                                                         TensorProto.INT8, None),
+                           helper.make_tensor_value_info("g", TensorProto.UINT8 if dt == np.uint8 else
+                                                         TensorProto.INT8, None)],
+                          [numpy_helper.from_array(v, k) for k, v in ini.items()])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid("com.microsoft", 1)])
+    m.ir_version = 7
+    return save(m, f"residual_{form}_{np.dtype(dt).name}.onnx")
+
+
+np.save("xr.npy", (np.random.default_rng(5).random((2, 8, 6, 6), np.float32) * 4 - 2).astype(np.float32))
+for form, dt in (("qlinear", np.uint8), ("qdq", np.uint8), ("qlinear", np.int8), ("qdq", np.int8)):
+    o8 = 0 if dt == np.uint8 else -128
+    path = residual(form, dt)
+    r = subprocess.run([TSR, "infer", path, "-i", "xr.npy", "-o", "yr.npy", "--backend", BACKEND,
+                        "--tensor", "s=sr.npy", "--tensor", "c1=c1r.npy", "--tensor", "c2=c2r.npy",
+                        "--tensor", "g=gr.npy"],
+                       capture_output=True, text=True, timeout=600)
+    if r.returncode:
+        print(f"FAIL residual {form}: {r.stderr.strip()}")
+        failures += 1
+        continue
+    placement = [l for l in r.stdout.splitlines() if l.startswith("placement")][0]
+    subprocess.run(["node", ORT_RUN, path, "xr.npy", "ort_yr.npy", "s", "ort_sr.npy", "g", "ort_gr.npy"], check=True,
+                   env=dict(os.environ, NODE_PATH=os.path.join(ORT_DIR, "node_modules")))
+    t, o = np.load("sr.npy").astype(int), np.load("ort_sr.npy").astype(int)
+    # MLAS's fixed-point QLinearAdd (its ARM kernel; ORT on x86 adds in float32 instead), in numpy
+    # from Tessera's own conv outputs: the device add must equal it exactly
+    ra, rb = np.float32(0.03) / np.float32(0.06), np.float32(0.05) / np.float32(0.06)
+    sh = 21 - (np.frexp(max(ra, rb))[1] - 1)
+    ma, mb = int(np.rint(ra * np.float32(2.0 ** sh))), int(np.rint(rb * np.float32(2.0 ** sh)))
+    acc = (np.load("c1r.npy").astype(np.int64) - 120 - o8) * ma + (np.load("c2r.npy").astype(np.int64) - 100 - o8) * mb
+    acc -= acc < 0
+    mlas = np.clip(((acc + (1 << (sh - 1))) >> sh) + 90 + o8, (90 if form == "qdq" else 0) + o8, 255 + o8)
+    d = np.abs(t - o)
+    exact = np.array_equal(t, mlas)
+    ok = t.shape == o.shape and d.max() <= 1 and (d != 0).mean() <= 0.1 and "1 segment" in placement and exact
+    failures += not ok
+    print(f"{'ok  ' if ok else 'FAIL'} residual {form:8s} {np.dtype(dt).name:5s} ({placement.split(': ')[1]}): sum {'=' if exact else '!='} "
+          f"MLAS fixed-point add exactly; vs ONNX Runtime (x86, float32 add) max |diff| {d.max()} LSB, "
+          f"{(d != 0).sum()} of {d.size} differ")
+    tg, og = np.load("gr.npy").astype(int), np.load("ort_gr.npy").astype(int)
+    dg = np.abs(tg - og)
+    ok = tg.shape == og.shape and dg.max() <= 1
+    failures += not ok
+    print(f"{'ok  ' if ok else 'FAIL'} residual {form:8s} {np.dtype(dt).name:5s} {'avg pool + ' if form == 'qdq' else ''}global average pool "
+          f"{tg.shape} vs ONNX Runtime max |diff| {dg.max()} LSB, {(dg != 0).sum()} of {dg.size} differ")
+
+print(f"{failures} failure(s)")
+sys.exit(1 if failures else 0)
