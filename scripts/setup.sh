@@ -8,6 +8,7 @@ PKGS=(
   libcmocka-dev                                  # unit-test framework
   verilator yosys iverilog                       # RTL simulation, lint, synthesis
   python3-numpy                                  # .npy test data (JIT tests)
+  g++ libsystemc-dev                             # SystemC/TLM-2.0 timed model (backend systemc, sim/systemc)
 )
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
