@@ -149,8 +149,10 @@ void tsr_sc_accel::reset_proc()
         if (dram_model)
             dram_model->clear();
         aborting = false;
+        start_pending = false;
         if (status_ & TSR_STATUS_RESETTING)
             status_ = 0;
+        reset_done_ev.notify(SC_ZERO_TIME);
     }
 }
 
@@ -179,6 +181,12 @@ void tsr_sc_accel::wait_until(double cyc)
         wait(tsr_sc_cycles(cyc - n), abort_ev);
     if (aborting)
         throw tsr_sc_abort();
+}
+
+void tsr_sc_accel::idle_after_abort()
+{
+    while (aborting)
+        wait(reset_done_ev);
 }
 
 void tsr_sc_accel::wait_ev(sc_event &e)
@@ -399,6 +407,12 @@ uint32_t tsr_sc_accel::reg_read(uint32_t addr)
     if (addr >= TSR_REG_COUNTERS && addr < TSR_REG_COUNTERS + 8 * TSR_CNT_COUNT) {
         int k = (int)(addr - TSR_REG_COUNTERS) / 8;
         uint64_t v = k == TSR_CNT_CYCLES ? run_cycles() : hw[k];
+        if ((k == TSR_CNT_GEMM_OPS || k == TSR_CNT_ALU_OPS) && running()) {
+            int p = k == TSR_CNT_ALU_OPS;
+            double left = std::min(op_n[p], op_t0[p] + op_n[p] - now());
+            if (left > 0)
+                v -= std::min<uint64_t>(v, (uint64_t)left);
+        }
         if ((addr & 4) == 0) {
             hi_latch_ = (uint32_t)(v >> 32);
             return (uint32_t)v;
@@ -453,6 +467,7 @@ void tsr_sc_accel::reg_write(uint32_t addr, uint32_t v)
                     return;
                 }
             }
+            start_pending = true;
             start_ev.notify(SC_ZERO_TIME);
         }
         break;
@@ -487,7 +502,9 @@ void tsr_sc_fetch::run()
 {
     for (;;) {
         try {
-            a_->wait_ev(a_->start_ev);
+            while (!a_->start_pending)
+                a_->wait_ev(a_->start_ev);
+            a_->start_pending = false;
             tsr_sc_accel &A = *a_;
             const uint32_t n = (uint32_t)A.insns.size();
             const uint64_t bus = (uint64_t)A.bus;
@@ -522,6 +539,7 @@ void tsr_sc_fetch::run()
                 drained[k & 1] = disp;
             }
         } catch (tsr_sc_abort &) {
+            a_->idle_after_abort();
         }
     }
 }
@@ -594,6 +612,7 @@ void tsr_sc_load::run()
                 A.hw[TSR_CNT_LOAD_STALL_MEM] += (uint64_t)std::llround(std::max(0.0, data_end - back));
             }
         } catch (tsr_sc_abort &) {
+            a_->idle_after_abort();
         }
     }
 }
@@ -722,6 +741,8 @@ void tsr_sc_compute::run()
                 pknown[p] = t + (double)std::min<uint64_t>(nu, ops) + 2;
                 pbanks[p] = banks;
                 older = std::max(older, pfree[p]);
+                A.op_t0[p] = t;
+                A.op_n[p] = (in.opcode == TSR_OP_GEMM && in.reset) ? 0 : (double)ops;
                 if (in.opcode == TSR_OP_GEMM)
                     A.hw[TSR_CNT_GEMM_OPS] += in.reset ? 0 : ops;
                 else
@@ -731,6 +752,7 @@ void tsr_sc_compute::run()
                 A.stage_at[TSR_STAGE_COMPUTE] = -1;
             }
         } catch (tsr_sc_abort &) {
+            a_->idle_after_abort();
         }
     }
 }
@@ -764,6 +786,7 @@ void tsr_sc_store::run()
                 A.hw[TSR_CNT_STORE_STALL_MEM] += (uint64_t)std::llround(std::max(0.0, end - t));
             }
         } catch (tsr_sc_abort &) {
+            a_->idle_after_abort();
         }
     }
 }

@@ -196,13 +196,18 @@ class tsr_sc_accel : public sc_core::sc_module {
     std::deque<tsr_sc_cmd> cmdq[TSR_STAGE_COUNT];
     sc_core::sc_event cmdq_ev[TSR_STAGE_COUNT];
     tsr_sc_tokq tq[4];                    // tsr_queue_e order
-    sc_core::sc_event start_ev, abort_ev;
+    sc_core::sc_event start_ev, abort_ev, reset_done_ev;
+    void idle_after_abort(); // in a stage's catch: wait until the reset has cleared the state
     bool aborting = false;
+    bool start_pending = false;           // START written, fetch not yet started
     uint64_t gen = 0;                     // run generation (START count)
     uint32_t fetched = 0, stage_done[TSR_STAGE_COUNT] = {0, 0, 0};
     long stage_at[TSR_STAGE_COUNT] = {-1, -1, -1}; // instruction a stage is on (-1 idle)
     uint64_t hw[TSR_CNT_COUNT] = {};      // counters (cycles filled on read)
     double run_start = 0, run_end = 0;    // cycles
+    double op_t0[2] = {0, 0}, op_n[2] = {0, 0}; // GEMM/ALU pipe: first op cycle and ops of its
+                                               // instruction (counted whole at dispatch; a
+                                               // mid-run read leaves out ops not yet issued)
 
     // Helpers for the stages (all may throw tsr_sc_abort).
     double now() const;

@@ -45,6 +45,8 @@ int build_world()
     if (g_world)
         return TSR_OK;
     setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
+    // A device stepped while idle is not worth a warning on stderr.
+    sc_report_handler::set_actions(SC_ID_NO_SC_START_ACTIVITY_, SC_DO_NOTHING);
     try {
         world *w = new world;
         for (int i = 0; i < TSR_SC_SLOTS; i++) {
@@ -93,8 +95,8 @@ static int reg_access(tsr_sc_t *s, bool write, uint32_t addr, uint32_t *v)
 // Run the kernel for n cycles, or only delta cycles when n is 0.
 static void run_kernel(double n)
 {
-    if (n <= 0) {
-        for (int i = 0; i < 4; i++)
+    if (n <= 0) { // delta cycles until nothing is left at this time (bounded)
+        for (int i = 0; i < 1000 && sc_pending_activity_at_current_time(); i++)
             sc_start(SC_ZERO_TIME);
         return;
     }
@@ -179,7 +181,12 @@ extern "C" int tsr_sc_step(tsr_sc_t *s, uint64_t max_cycles, int *done)
             if (!sc_pending_activity())
                 return tsr_err(TSR_EDEADLOCK, "systemc: no stage can progress (deadlock) at cycle %llu of the run: %s",
                                (unsigned long long)a->run_cycles(), a->where().c_str());
+            sc_dt::uint64 dc = sc_delta_count();
             run_kernel(target - now);
+            bool moved = tsr_sc_to_cycles(sc_time_stamp()) > now || sc_delta_count() != dc;
+            if (!a->done() && (!sc_pending_activity() || !moved))
+                return tsr_err(TSR_EDEADLOCK, "systemc: no stage can progress (deadlock) at cycle %llu of the run: %s",
+                               (unsigned long long)a->run_cycles(), a->where().c_str());
         }
     } catch (std::exception &e) {
         return tsr_err(TSR_EBACKEND, "systemc: %s", e.what());
