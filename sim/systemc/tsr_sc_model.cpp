@@ -28,6 +28,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 extern "C" {
@@ -38,17 +39,34 @@ extern "C" {
 using namespace sc_core;
 
 namespace {
-// Fixed per-instruction overheads, in cycles.
-constexpr double kCmdLat = 2;      // fetch -> stage command queue visibility
-constexpr double kLoadBack = 3;    // load: last element written -> instruction complete
-constexpr double kPipeLat = 5;     // compute pipe: P0..P4 after the last op issued
-constexpr double kDispatch = 1;    // compute: dispatcher cycle per instruction
-constexpr double kCLoad = 3;       // compute LOAD: last beat -> complete
-constexpr double kStoreOvh = 3;    // store: start -> first write data
-constexpr double kFinish = 2;      // FINISH -> DONE
-constexpr double kTokLat = 1;      // push -> visible to the popping stage
+// Fixed per-instruction overheads, in cycles. TSR_SC_TUNE="a,b,..." overrides
+// them in this order (a calibration knob for tsr_sccal, not for users).
+double kCmdLat = 2;      // fetch -> stage command queue visibility
+double kLoadBack = 3;    // load: last element written -> instruction complete
+double kPipeLat = 5;     // compute pipe: P0..P4 after the last op issued
+double kDispatch = 2;    // compute: dispatcher cycles per instruction (decode, pop)
+double kCLoad = 5;       // compute LOAD: last element -> complete
+double kStoreOvh = 3;    // store: start -> first write data
+double kFinish = 2;      // FINISH -> DONE
+double kTokLat = 1;      // push -> visible to the popping stage
 constexpr unsigned kBurstBeats = 16;
 constexpr double kQuantum = 16;    // cycles a stage may run ahead inside an instruction
+
+struct tune_env {
+    tune_env()
+    {
+        const char *e = getenv("TSR_SC_TUNE");
+        double *k[] = {&kCmdLat, &kLoadBack, &kPipeLat, &kDispatch, &kCLoad, &kStoreOvh, &kFinish, &kTokLat};
+        for (size_t i = 0; e && *e && i < sizeof k / sizeof k[0]; i++) {
+            char *end;
+            double v = strtod(e, &end);
+            if (end == e)
+                break;
+            *k[i] = v;
+            e = *end == ',' ? end + 1 : end;
+        }
+    }
+} tune_env_once;
 } // namespace
 
 sc_time tsr_sc_cycles(double n) { return sc_time(n, SC_NS); }
@@ -93,7 +111,7 @@ void tsr_sc_dram::b_transport(tlm::tlm_generic_payload &gp, sc_time &d)
         rd_bytes += (uint64_t)beats * (uint64_t)bus;
     } else {
         double s = std::max({issue, w_free_, bw_free_});
-        double last = s + beats * beat_t;
+        double last = s + beats * std::max(beat_t, x ? x->beat_cycles : 1.0);
         w_free_ = last;
         bw_free_ = std::max(bw_free_, s) + beats * bw_t;
         end = last + p.latency;
@@ -264,7 +282,7 @@ double tsr_sc_accel::push_tokens(const tsr_insn_t &in, int st, double at)
     return at;
 }
 
-double tsr_sc_accel::axi(bool write, bool high, uint64_t addr, uint64_t bytes, sc_time *local)
+double tsr_sc_accel::axi(bool write, bool high, uint64_t addr, uint64_t bytes, sc_time *local, double beat_cycles)
 {
     const uint64_t b = (uint64_t)bus;
     uint64_t a = addr / b * b, end = (addr + bytes + b - 1) / b * b;
@@ -278,6 +296,7 @@ double tsr_sc_accel::axi(bool write, bool high, uint64_t addr, uint64_t bytes, s
         n = std::min(n, page - a);
         ext.high_prio = high;
         ext.timing_only = 1;
+        ext.beat_cycles = beat_cycles;
         gp.set_command(write ? tlm::TLM_WRITE_COMMAND : tlm::TLM_READ_COMMAND);
         gp.set_address(a);
         gp.set_data_ptr(nullptr);
@@ -551,14 +570,16 @@ tsr_sc_load::tsr_sc_load(sc_module_name n, tsr_sc_accel *a) : sc_module(n), a_(a
 // Reads of one LOAD/STORE's rows: one command per row, contiguous rows merged.
 static double transfer(tsr_sc_accel &A, const tsr_insn_t &in, bool write, bool high, uint32_t eb, sc_time *local)
 {
+    // A store's source gives one row per cycle: rows narrower than a beat slow its beats.
+    const double bc = write ? std::max(1.0, (double)A.bus / (double)eb) : 1.0;
     double last = A.now();
     if (!in.x_size || !in.y_size)
         return last;
     uint64_t row = (uint64_t)in.x_size * eb;
     if (in.x_stride == in.x_size || in.y_size == 1)
-        return A.axi(write, high, (uint64_t)in.dram_base * eb, row * in.y_size, local);
+        return A.axi(write, high, (uint64_t)in.dram_base * eb, row * in.y_size, local, bc);
     for (uint32_t y = 0; y < in.y_size; y++)
-        last = std::max(last, A.axi(write, high, ((uint64_t)in.dram_base + (uint64_t)y * in.x_stride) * eb, row, local));
+        last = std::max(last, A.axi(write, high, ((uint64_t)in.dram_base + (uint64_t)y * in.x_stride) * eb, row, local, bc));
     return last;
 }
 
@@ -604,7 +625,9 @@ void tsr_sc_load::run()
                 finalize();
                 A.stage_at[TSR_STAGE_LOAD] = (long)c.idx;
                 uint64_t rows = in.x_size ? (uint64_t)(in.y_pad0 + in.y_size + in.y_pad1) * (in.x_pad0 + in.x_size + in.x_pad1) : 0;
-                double back = std::max(prev_end, t_issue) + (double)rows;
+                // The back writes one row per cycle from the first data (pad rows in the gaps).
+                double first = in.x_size ? t_issue + A.dp.latency : t_issue;
+                double back = std::max(prev_end, first) + (double)rows;
                 double end = std::max(data_end, back) + kLoadBack;
                 pend = {true, c.idx, end};
                 A.hw[TSR_CNT_LOAD_BUSY] += (uint64_t)std::llround(end - t0);
@@ -702,8 +725,9 @@ void tsr_sc_compute::run()
                     uint32_t eb = tsr_config_elem_bytes(&A.cfg, (int)in.mem_type);
                     double data_end = transfer(A, in, false, true, eb, &local);
                     uint64_t rows = in.x_size ? (uint64_t)(in.y_pad0 + in.y_size + in.y_pad1) * (in.x_pad0 + in.x_size + in.x_pad1) : 0;
-                    double end = std::max(data_end, t + (double)rows) + kCLoad;
-                    A.hw[TSR_CNT_COMPUTE_STALL_MEM] += (uint64_t)std::llround(std::max(0.0, data_end - t - (double)rows));
+                    double first = in.x_size ? t + A.dp.latency : t;
+                    double end = std::max(data_end, first + (double)rows) + kCLoad;
+                    A.hw[TSR_CNT_COMPUTE_STALL_MEM] += (uint64_t)std::llround(std::max(0.0, end - kCLoad - t - (double)rows));
                     A.wait_until(end);
                     A.exec(in, c.idx, "compute");
                     A.push_tokens(in, TSR_STAGE_COMPUTE, end);

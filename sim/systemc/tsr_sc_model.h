@@ -56,6 +56,7 @@ struct tsr_sc_axi_ext : tlm::tlm_extension<tsr_sc_axi_ext> {
     int high_prio = 0;     // fetch and compute-stage reads (they stall their stage)
     int timing_only = 0;   // data moved through the direct interface: do not touch memory
     double accepted = 0;   // out: cycle the memory accepted the address
+    double beat_cycles = 1; // write: cycles the source needs per beat (narrow rows)
     tlm::tlm_extension_base *clone() const override { return new tsr_sc_axi_ext(*this); }
     void copy_from(const tlm::tlm_extension_base &e) override
     {
@@ -219,7 +220,8 @@ class tsr_sc_accel : public sc_core::sc_module {
     // Issue the bursts of [addr, addr+bytes) at the current time plus
     // *local (advanced by one cycle per burst, the AR/AW channel); returns
     // the cycle of the last beat (read) or of the last write response.
-    double axi(bool write, bool high, uint64_t addr, uint64_t bytes, sc_core::sc_time *local);
+    double axi(bool write, bool high, uint64_t addr, uint64_t bytes, sc_core::sc_time *local,
+               double beat_cycles = 1);
     void exec(const tsr_insn_t &in, uint32_t idx, const char *stage); // fsim data; error -> fail
     void fail(int rc, const std::string &msg);
     void finish(double at);
