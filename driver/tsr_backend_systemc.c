@@ -17,7 +17,7 @@
 #include "tsr_sc.h"
 
 #define DRAM_BASE 0x1000ull
-#define SLICE (1u << 20) /* cycles between deadline checks */
+#define SLICE (1u << 20) /* most cycles between deadline checks (the first slices are shorter) */
 
 typedef struct {
     tsr_dram_t *dram;    /* device memory */
@@ -118,10 +118,12 @@ static int s_wait(void *st, int timeout_ms)
     sc_state_t *s = st;
     double deadline = now_ms() + timeout_ms;
     int done = 0;
+    uint64_t slice = 4096; /* grows to SLICE: a short timeout returns after a short slice */
     if (!s->started)
         return tsr_err(TSR_EINVAL, "nothing started");
     for (;;) {
-        int rc = tsr_sc_step(s->sc, SLICE, &done);
+        int rc = tsr_sc_step(s->sc, slice, &done);
+        slice = slice < SLICE ? slice * 2 : SLICE;
         if (rc) {
             s->started = 0;
             return rc;

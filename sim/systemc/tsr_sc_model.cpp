@@ -70,7 +70,7 @@ struct tune_env {
 } // namespace
 
 sc_time tsr_sc_cycles(double n) { return sc_time(n, SC_NS); }
-double tsr_sc_to_cycles(const sc_time &t) { return t.to_seconds() * 1e9; }
+double tsr_sc_to_cycles(const sc_time &t) { return t.to_double() / sc_time(1, SC_NS).to_double(); }
 
 // ------------------------------------------------------------------ DRAM
 

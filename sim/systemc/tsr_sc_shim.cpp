@@ -176,7 +176,7 @@ extern "C" int tsr_sc_step(tsr_sc_t *s, uint64_t max_cycles, int *done)
     try {
         while (!a->done()) {
             double now = tsr_sc_to_cycles(sc_time_stamp());
-            if (now >= target)
+            if (now + 1e-3 >= target) // (time to cycles is a division: compare with slack)
                 return TSR_OK;
             if (!sc_pending_activity())
                 return tsr_err(TSR_EDEADLOCK, "systemc: no stage can progress (deadlock) at cycle %llu of the run: %s",
