@@ -110,7 +110,10 @@ void tsr_sc_dram::b_transport(tlm::tlm_generic_payload &gp, sc_time &d)
         bw_free_ = std::max(bw_free_, s) + beats * bw_t;
         rd_bytes += (uint64_t)beats * (uint64_t)bus;
     } else {
-        double s = std::max({issue, w_free_, bw_free_});
+        // Reads go first: a write waits for the bandwidth reads hold up to
+        // now, not for what later read data has reserved (it flows in the
+        // latency gap); its beats then push that read data back.
+        double s = std::max({issue, w_free_, std::min(bw_free_, t)});
         double last = s + beats * std::max(beat_t, x ? x->beat_cycles : 1.0);
         w_free_ = last;
         bw_free_ = std::max(bw_free_, s) + beats * bw_t;
