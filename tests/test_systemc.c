@@ -10,7 +10,7 @@
  * - Cycles against the RTL on a fixed sample (programs 1..12 on tiny and
  *   on default, DRAM defaults): mean |error| at most 5% and every program
  *   within 20%. Measured with tsr_sccal at the time of writing: tiny mean
- *   2.4% (max 8%), default mean 1.6% (max 4.2%) on 30-40 programs; the
+ *   2.1% (max 7%), default mean 1.7% (max 8.7%) on 40 programs; the
  *   bounds leave room for the model's documented approximations but catch
  *   a drift of the RTL or the model (a changed stage overhead moves the
  *   mean by 1-2% per cycle of overhead on tiny). Skipped without the RTL

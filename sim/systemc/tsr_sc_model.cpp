@@ -92,7 +92,7 @@ void tsr_sc_dram::b_transport(tlm::tlm_generic_payload &gp, sc_time &d)
     const bool wr = gp.is_write();
     const unsigned len = gp.get_data_length();
     const unsigned beats = (len + (unsigned)bus - 1) / (unsigned)bus;
-    const double t = tsr_sc_to_cycles(sc_time_stamp() + d);
+    double t = tsr_sc_to_cycles(sc_time_stamp() + d);
     // Slot: the burst `outstanding` places back must have completed.
     std::deque<double> &q = wr ? wq_ : rq_;
     while (!q.empty() && q.front() <= t)
@@ -100,6 +100,31 @@ void tsr_sc_dram::b_transport(tlm::tlm_generic_payload &gp, sc_time &d)
     double issue = t;
     if (q.size() >= p.outstanding)
         issue = std::max(issue, q[q.size() - p.outstanding]);
+    // Read priority: a low-priority read (the load stage's prefetch) does
+    // not claim a slot ahead of time: it waits until one is free and lets
+    // fetch and compute-stage reads that come meanwhile go first, as the
+    // RTL's AXI master arbitrates per burst.
+    while (!wr && x && !x->high_prio && issue > t + 1e-3) {
+        // (at least one time unit: the slot's cycle may round to now)
+        sc_time w = tsr_sc_cycles(issue) > sc_time_stamp() ? tsr_sc_cycles(issue) - sc_time_stamp()
+                                                           : sc_get_time_resolution();
+        if (abort_ev)
+            wait(w, *abort_ev);
+        else
+            wait(w);
+        if (aborting && *aborting)
+            throw tsr_sc_abort();
+        wait(SC_ZERO_TIME); // a high-priority read at this cycle first
+        if (aborting && *aborting)
+            throw tsr_sc_abort();
+        d = SC_ZERO_TIME;
+        t = tsr_sc_to_cycles(sc_time_stamp());
+        while (!q.empty() && q.front() <= t)
+            q.pop_front();
+        issue = t;
+        if (q.size() >= p.outstanding)
+            issue = std::max(issue, q[q.size() - p.outstanding]);
+    }
     const double beat_t = std::max(1.0, bus / p.bytes_per_cycle); // channel time per beat
     const double bw_t = bus / p.bytes_per_cycle;                  // bandwidth time per beat
     double end;

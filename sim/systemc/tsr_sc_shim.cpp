@@ -58,6 +58,7 @@ int build_world()
             w->host[i]->sock.bind(w->acc[i]->regs);
             w->acc[i]->dram_model = w->mem[i].get();
             w->mem[i]->aborting = &w->acc[i]->aborting;
+            w->mem[i]->abort_ev = &w->acc[i]->abort_ev;
         }
         sc_start(SC_ZERO_TIME); // end of elaboration; threads at their first wait
         g_world = w;
