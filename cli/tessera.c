@@ -37,7 +37,7 @@ static const char *prog_name = "tessera";
 static tsr_device_opts_t g_dev;
 
 #define DEVICE_OPTIONS_HELP                                                                        \
-    "device options (rtl backend):\n"                                                            \
+    "device options (rtl backend; the DRAM ones also systemc):\n"                                                            \
     "  --dram-latency N      cycles from request to first data / write response (32)\n"          \
     "  --dram-bw B           DRAM bytes per cycle, reads and writes together (8)\n"             \
     "  --dram-outstanding N  bursts in flight per direction (8)\n"                              \
@@ -593,7 +593,8 @@ static const char *run_help =
     "file PATH or uops), submit the stream (verified first), wait, write every\n"
     "`.output` buffer to DIR/NAME.bin and print the counters.\n"
     "  --config CONFIG   config file or preset (default: default)\n"
-    "  --backend NAME    fsim (default) or rtl (cycle-accurate Verilator model)\n"
+    "  --backend NAME    fsim (default), rtl (cycle-accurate Verilator model) or\n"
+    "                    systemc (SystemC/TLM-2.0 timed model, cycles close to rtl)\n"
     "  --seed N          fsim stage interleaving: 0 = fixed order, else random\n"
     "  --out-dir DIR     where outputs go (default: current directory)\n"
     "  --timeout MS      give up waiting after MS milliseconds (default: none)\n"
@@ -1055,7 +1056,8 @@ static const char *bench_rn_help =
     "\n"
     "  --layers LIST     comma-separated subset, e.g. C2,C5 (default: all)\n"
     "  --config CONFIG   config file or preset (default: default)\n"
-    "  --backend NAME    fsim or rtl (default: rtl, the headline; fsim is untimed)\n"
+    "  --backend NAME    fsim, rtl (default: the headline; fsim is untimed) or\n"
+    "                    systemc (timed model, cycles close to rtl, ~1000x faster)\n"
     "  --check           also run every layer on fsim (random stage interleaving)\n"
     "                    and compare the output bytes exactly; a difference is\n"
     "                    reported (first differing element) and the exit status is 1\n"

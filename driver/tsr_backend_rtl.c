@@ -180,14 +180,13 @@ static int r_reset(void *st)
  * modelled bandwidth, every transfer row and instruction a full DRAM
  * latency, times 4, plus a constant. The RTL overlaps all of these, so a
  * correct stream stays well below (resnet18 layers: under a quarter). */
-static uint64_t r_bound(void *st, const tsr_config_t *cfg, const tsr_insn_t *insns, size_t n)
+uint64_t tsr_rtl_cycle_bound(const tsr_rtl_opts_t *ro, const tsr_config_t *cfg, const tsr_insn_t *insns, size_t n)
 {
-    rtl_state_t *s = st;
     tsr_counters_t c;
     memset(&c, 0, sizeof c);
     tsr_counters_static(cfg, insns, n, &c);
-    double lat = s->ro.dram_latency ? s->ro.dram_latency : 32;
-    double bw = s->ro.dram_bytes_per_cycle > 0 ? s->ro.dram_bytes_per_cycle : 8;
+    double lat = ro->dram_latency ? ro->dram_latency : 32;
+    double bw = ro->dram_bytes_per_cycle > 0 ? ro->dram_bytes_per_cycle : 8;
     double bytes = (double)c.bytes_stored + (double)n * TSR_INSN_BYTES, rows = 0;
     for (int m = 0; m < TSR_MEM_COUNT; m++)
         bytes += (double)c.bytes_loaded[m];
@@ -197,6 +196,11 @@ static uint64_t r_bound(void *st, const tsr_config_t *cfg, const tsr_insn_t *ins
     double ops = (double)(c.gemm_ops + c.gemm_reset_ops + c.alu_ops + c.pad_rows_loaded);
     double b = 4.0 * (ops + bytes / bw + (rows + (double)n) * (lat + 32)) + 100000;
     return b >= 1.8e19 ? UINT64_MAX : (uint64_t)b;
+}
+
+static uint64_t r_bound(void *st, const tsr_config_t *cfg, const tsr_insn_t *insns, size_t n)
+{
+    return tsr_rtl_cycle_bound(&((rtl_state_t *)st)->ro, cfg, insns, n);
 }
 
 static int r_reset_counters(void *st)

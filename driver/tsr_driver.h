@@ -35,12 +35,12 @@ typedef struct tsr_device_opts {
                               * moved + instructions), rtl cycles. 0 = TSR_RUN_BUDGET_DEFAULT. A stream
                               * whose bound exceeds it is refused at submit; an rtl run that exceeds its
                               * stream-derived cycle bound is stopped with an error */
-    tsr_rtl_opts_t rtl;      /* RTL backend: DRAM timing, waveform, threads, watchdog */
+    tsr_rtl_opts_t rtl;      /* RTL backend: DRAM timing, waveform, threads, watchdog (systemc: DRAM timing) */
 } tsr_device_opts_t;
 
 /* Names of the available backends, NULL-terminated. */
 const char *const *tsr_backend_names(void);
-/* Open backend "fsim" or "rtl" with a config; opts may be NULL. */
+/* Open backend "fsim", "rtl" or "systemc" with a config; opts may be NULL. */
 int tsr_device_open(const char *backend, const tsr_config_t *cfg,
                     const tsr_device_opts_t *opts, tsr_device_t **out);
 void tsr_device_close(tsr_device_t *dev);
@@ -98,7 +98,12 @@ typedef struct tsr_backend_ops {
     const char *budget_unit;                               /* "work units", "cycles" */
 } tsr_backend_ops_t;
 
+/* The rtl backend's cycle bound of a stream under DRAM timing ro (also
+ * the systemc backend's run budget). */
+uint64_t tsr_rtl_cycle_bound(const tsr_rtl_opts_t *ro, const tsr_config_t *cfg, const tsr_insn_t *insns, size_t n);
+
 extern const tsr_backend_ops_t tsr_backend_fsim;
 extern const tsr_backend_ops_t tsr_backend_rtl;
+extern const tsr_backend_ops_t tsr_backend_systemc;
 
 #endif

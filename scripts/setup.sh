@@ -15,6 +15,7 @@ PKGS=(
   libonnx-testdata                               # ONNX node conformance cases (tests)
   python3-onnx python3-torch python3-sklearn     # train + quantize the digits CNN, build test models
   nodejs                                         # ONNX Runtime (npm onnxruntime-node) as the test reference
+  g++ libsystemc-dev                             # SystemC/TLM-2.0 timed model (backend systemc, sim/systemc)
 )
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi

@@ -392,6 +392,19 @@ static int exec_cb(void *ctx, uint32_t index, const tsr_insn_t *in)
     }
 }
 
+int tsr_fsim_exec(tsr_fsim_t *s, const tsr_insn_t *in)
+{
+    int rc;
+    if (s->pipe) /* a resumable loop of a run in progress would be lost */
+        return tsr_err(TSR_EINVAL, "fsim: exec while a run is in progress");
+    while ((rc = exec_cb(s, 0, in)) == TSR_PIPE_MORE)
+        ;
+    s->loop_active = 0;
+    return rc;
+}
+
+const tsr_uop_t *tsr_fsim_uops(const tsr_fsim_t *s) { return s->uop; }
+
 int tsr_fsim_start(tsr_fsim_t *s, uint64_t insn_addr, uint32_t count, uint64_t seed)
 {
     int rc = TSR_OK;

@@ -13,6 +13,7 @@
 #include "tsr_config.h"
 #include "tsr_counters.h"
 #include "tsr_dram.h"
+#include "tsr_isa.h"
 
 typedef struct tsr_fsim tsr_fsim_t;
 
@@ -31,5 +32,12 @@ int tsr_fsim_run(tsr_fsim_t *s, uint64_t insn_addr, uint32_t count, uint64_t see
 /* Counters accumulated since creation or the last reset. */
 const tsr_counters_t *tsr_fsim_counters(const tsr_fsim_t *s);
 void tsr_fsim_reset_counters(tsr_fsim_t *s);
+/* Execute the data semantics of one instruction now, to completion,
+ * outside any run (no ordering, no tokens): what a timed model calls when
+ * its schedule reaches the instruction, so its output bytes come from this
+ * one implementation. Counts into the fsim counters; errors as in a run. */
+int tsr_fsim_exec(tsr_fsim_t *s, const tsr_insn_t *in);
+/* The decoded uop buffer (uop_depth entries), e.g. for footprints. */
+const tsr_uop_t *tsr_fsim_uops(const tsr_fsim_t *s);
 
 #endif

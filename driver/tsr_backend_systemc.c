@@ -1,0 +1,208 @@
+/*
+ * tsr_backend_systemc: the SystemC/TLM-2.0 timed model (sim/tsr_sc.h)
+ * behind the driver's backend interface, shaped like the rtl backend:
+ * device DRAM is a tsr_dram model (32-bit AXI address space), the stream
+ * is started and observed through the register map, counters are the
+ * stream's static counts plus the model's hardware counters (cycles,
+ * per-stage busy/stalls, DRAM bytes, GEMM/ALU ops) read like the RTL's.
+ * Run budget: the rtl backend's cycle bound (the model's cycles track the
+ * RTL's), checked against the model's cycles.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tsr_driver.h"
+#include "tsr_error.h"
+#include "tsr_sc.h"
+
+#define DRAM_BASE 0x1000ull
+#define SLICE (1u << 20) /* most cycles between deadline checks (the first slices are shorter) */
+
+typedef struct {
+    tsr_dram_t *dram;    /* device memory */
+    tsr_sc_t *sc;        /* the model (a slot of the process's kernel) */
+    tsr_counters_t ctr;  /* accumulated counters */
+    tsr_counters_t run;  /* static counters of the running stream */
+    int started;         /* a run is in progress */
+    uint64_t bound;      /* cycle bound of the running stream */
+    tsr_rtl_opts_t ro;   /* DRAM timing */
+    tsr_config_t cfg;    /* configuration */
+} sc_state_t;
+
+static int s_open(const tsr_config_t *cfg, const tsr_device_opts_t *opts, void **state)
+{
+    sc_state_t *s = calloc(1, sizeof *s);
+    int rc;
+    if (!s)
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    s->cfg = *cfg;
+    s->ro = opts->rtl;
+    uint64_t size = opts->dram_size;
+    if (size > 0xffffffffull - DRAM_BASE) /* the AXI port has 32 address bits, as on the RTL */
+        size = 0xffffffffull - DRAM_BASE;
+    if ((rc = tsr_dram_create(DRAM_BASE, size, &s->dram)) || (rc = tsr_sc_create(cfg, s->dram, &opts->rtl, &s->sc))) {
+        tsr_dram_destroy(s->dram);
+        free(s);
+        return rc;
+    }
+    *state = s;
+    return TSR_OK;
+}
+
+static void s_close(void *st)
+{
+    sc_state_t *s = st;
+    tsr_sc_destroy(s->sc);
+    tsr_dram_destroy(s->dram);
+    free(s);
+}
+
+static int s_alloc(void *st, uint64_t size, uint64_t align, uint64_t *addr)
+{
+    return tsr_dram_alloc(((sc_state_t *)st)->dram, size, align, addr);
+}
+static int s_alloc_at(void *st, uint64_t addr, uint64_t size)
+{
+    return tsr_dram_alloc_at(((sc_state_t *)st)->dram, addr, size);
+}
+static int s_free(void *st, uint64_t addr) { return tsr_dram_free(((sc_state_t *)st)->dram, addr); }
+static int s_write(void *st, uint64_t addr, const void *src, uint64_t n)
+{
+    return tsr_dram_write(((sc_state_t *)st)->dram, addr, src, n);
+}
+static int s_read(void *st, uint64_t addr, void *dst, uint64_t n)
+{
+    return tsr_dram_read(((sc_state_t *)st)->dram, addr, dst, n);
+}
+
+static int s_start(void *st, uint64_t insn_addr, uint32_t count, uint64_t bound)
+{
+    sc_state_t *s = st;
+    s->bound = bound;
+    tsr_insn_t *insns = calloc(count ? count : 1, sizeof *insns);
+    uint8_t *bytes = malloc((size_t)count * TSR_INSN_BYTES + 1);
+    int rc = TSR_OK;
+    if (!insns || !bytes) {
+        rc = tsr_err(TSR_ENOMEM, "out of memory");
+        goto out;
+    }
+    if ((rc = tsr_dram_read(s->dram, insn_addr, bytes, (uint64_t)count * TSR_INSN_BYTES)))
+        goto out;
+    for (uint32_t i = 0; i < count; i++) {
+        tsr_insn_bits_t b;
+        tsr_insn_bits_load(bytes + (size_t)i * TSR_INSN_BYTES, &b);
+        if ((rc = tsr_insn_decode(&s->cfg, &b, &insns[i])))
+            goto out;
+    }
+    memset(&s->run, 0, sizeof s->run);
+    tsr_counters_static(&s->cfg, insns, count, &s->run);
+    if ((rc = tsr_sc_start(s->sc, insn_addr, count)))
+        goto out;
+    s->started = 1;
+out:
+    free(insns);
+    free(bytes);
+    return rc;
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int s_wait(void *st, int timeout_ms)
+{
+    sc_state_t *s = st;
+    double deadline = now_ms() + timeout_ms;
+    int done = 0;
+    uint64_t slice = 4096; /* grows to SLICE: a short timeout returns after a short slice */
+    if (!s->started)
+        return tsr_err(TSR_EINVAL, "nothing started");
+    for (;;) {
+        int rc = tsr_sc_step(s->sc, slice, &done);
+        slice = slice < SLICE ? slice * 2 : SLICE;
+        if (rc) {
+            s->started = 0;
+            return rc;
+        }
+        if (!done && tsr_sc_run_cycles(s->sc) > s->bound) {
+            s->started = 0;
+            return tsr_err(TSR_EBACKEND,
+                           "systemc: run budget exceeded: no FINISH after %llu cycles, the bound derived from "
+                           "the stream; raise it with tsr_device_opts_t.run_budget (tessera: --run-budget N) "
+                           "only if the stream is known to be slower",
+                           (unsigned long long)tsr_sc_run_cycles(s->sc));
+        }
+        if (done) {
+            s->started = 0;
+            tsr_counters_t c = s->run;
+            if ((rc = tsr_sc_read_counters(s->sc, c.hw)))
+                return rc;
+            c.has_hw = 1;
+            c.cycles = c.hw[TSR_CNT_CYCLES];
+            tsr_counters_add(&s->ctr, &c);
+            return TSR_OK;
+        }
+        if (timeout_ms >= 0 && now_ms() >= deadline)
+            return tsr_err(TSR_ETIMEOUT, "run still in progress after %d ms", timeout_ms);
+    }
+}
+
+static int s_counters(void *st, tsr_counters_t *out)
+{
+    sc_state_t *s = st;
+    *out = s->ctr;
+    if (s->started) { /* mid-run: what the model counted so far */
+        tsr_counters_t live;
+        memset(&live, 0, sizeof live);
+        int rc = tsr_sc_read_counters(s->sc, live.hw);
+        if (rc)
+            return rc;
+        live.has_hw = 1;
+        live.cycles = live.hw[TSR_CNT_CYCLES];
+        live.gemm_ops = live.hw[TSR_CNT_GEMM_OPS];
+        live.alu_ops = live.hw[TSR_CNT_ALU_OPS];
+        tsr_counters_add(out, &live);
+    }
+    return TSR_OK;
+}
+
+static int s_reset(void *st)
+{
+    sc_state_t *s = st;
+    s->started = 0;
+    return tsr_sc_reset(s->sc);
+}
+
+static int s_reset_counters(void *st)
+{
+    memset(&((sc_state_t *)st)->ctr, 0, sizeof(tsr_counters_t));
+    return TSR_OK;
+}
+
+/* The rtl backend's cycle bound: the model follows the RTL's cycles. */
+static uint64_t s_bound(void *st, const tsr_config_t *cfg, const tsr_insn_t *insns, size_t n)
+{
+    return tsr_rtl_cycle_bound(&((sc_state_t *)st)->ro, cfg, insns, n);
+}
+
+const tsr_backend_ops_t tsr_backend_systemc = {
+    .name = "systemc",
+    .open = s_open,
+    .close = s_close,
+    .mem_alloc = s_alloc,
+    .mem_alloc_at = s_alloc_at,
+    .mem_free = s_free,
+    .mem_write = s_write,
+    .mem_read = s_read,
+    .start = s_start,
+    .wait = s_wait,
+    .counters = s_counters,
+    .reset_counters = s_reset_counters,
+    .reset = s_reset,
+    .bound = s_bound,
+    .budget_unit = "cycles",
+};

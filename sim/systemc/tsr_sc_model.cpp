@@ -1,0 +1,844 @@
+// tsr_sc_model: the SystemC/TLM-2.0 timed model (see tsr_sc_model.h).
+//
+// Timing at instruction granularity, after hw/ARCHITECTURE.md:
+// - fetch: 16-beat chunks, at most 32 beats reserved (two chunks), one
+//   instruction per cycle into the stage command queues (CMD_QUEUE_DEPTH);
+// - load: pops, then the reads of the instruction (contiguous rows merged
+//   into one command), the back writes data as it arrives and pad rows in
+//   the other cycles; the front issues the next instruction's reads while
+//   the back finishes the current one unless that one could block on its
+//   push;
+// - compute: in-order dispatch, pops at dispatch; GEMM and ALU pipes one
+//   tensor op per cycle plus the pipeline latency; a younger instruction in
+//   the other pipe starts once the older's footprint is known (first pass
+//   over its uops) and, if their accumulator banks meet, after the older
+//   ends; pushes in program order (after every older instruction ended);
+//   LOAD uop, pushing loads and FINISH wait for both pipes, acc loads only
+//   for a pipe whose banks they write;
+// - store: one write command per row (merged if contiguous), completes
+//   after its last write response.
+// Every stage thread synchronises with simulated time at instruction
+// boundaries; inside an instruction the bursts it issues run ahead on a
+// tlm_quantumkeeper-style local offset (one cycle per burst on the address
+// channel). Token queue entries carry the cycle they become visible.
+// The constants below are the fixed overheads of the RTL stages, measured
+// against the RTL backend (tests/test_systemc.c checks the agreement).
+#include "tsr_sc_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+extern "C" {
+#include "tsr_error.h"
+#include "tsr_pipe.h"
+}
+
+using namespace sc_core;
+
+namespace {
+// Fixed per-instruction overheads, in cycles. TSR_SC_TUNE="a,b,..." overrides
+// them in this order (a calibration knob for tsr_sccal, not for users).
+double kCmdLat = 2;      // fetch -> stage command queue visibility
+double kLoadBack = 3;    // load: last element written -> instruction complete
+double kPipeLat = 5;     // compute pipe: P0..P4 after the last op issued
+double kDispatch = 2;    // compute: dispatcher cycles per instruction (decode, pop)
+double kCLoad = 5;       // compute LOAD: last element -> complete
+double kStoreOvh = 3;    // store: start -> first write data
+double kFinish = 2;      // FINISH -> DONE
+double kTokLat = 1;      // push -> visible to the popping stage
+constexpr unsigned kBurstBeats = 16;
+constexpr double kQuantum = 16;    // cycles a stage may run ahead inside an instruction
+
+struct tune_env {
+    tune_env()
+    {
+        const char *e = getenv("TSR_SC_TUNE");
+        double *k[] = {&kCmdLat, &kLoadBack, &kPipeLat, &kDispatch, &kCLoad, &kStoreOvh, &kFinish, &kTokLat};
+        for (size_t i = 0; e && *e && i < sizeof k / sizeof k[0]; i++) {
+            char *end;
+            double v = strtod(e, &end);
+            if (end == e)
+                break;
+            *k[i] = v;
+            e = *end == ',' ? end + 1 : end;
+        }
+    }
+} tune_env_once;
+} // namespace
+
+sc_time tsr_sc_cycles(double n) { return sc_time(n, SC_NS); }
+double tsr_sc_to_cycles(const sc_time &t) { return t.to_double() / sc_time(1, SC_NS).to_double(); }
+
+// ------------------------------------------------------------------ DRAM
+
+tsr_sc_dram::tsr_sc_dram(sc_module_name n) : sc_module(n), tsock("tsock")
+{
+    tsock.register_b_transport(this, &tsr_sc_dram::b_transport);
+}
+
+void tsr_sc_dram::clear()
+{
+    rq_.clear();
+    wq_.clear();
+}
+
+void tsr_sc_dram::b_transport(tlm::tlm_generic_payload &gp, sc_time &d)
+{
+    tsr_sc_axi_ext *x = nullptr;
+    gp.get_extension(x);
+    const bool wr = gp.is_write();
+    const unsigned len = gp.get_data_length();
+    const unsigned beats = (len + (unsigned)bus - 1) / (unsigned)bus;
+    double t = tsr_sc_to_cycles(sc_time_stamp() + d);
+    // Slot: the burst `outstanding` places back must have completed.
+    std::deque<double> &q = wr ? wq_ : rq_;
+    while (!q.empty() && q.front() <= t)
+        q.pop_front();
+    double issue = t;
+    if (q.size() >= p.outstanding)
+        issue = std::max(issue, q[q.size() - p.outstanding]);
+    // Read priority: a low-priority read (the load stage's prefetch) does
+    // not claim a slot ahead of time: it waits until one is free and lets
+    // fetch and compute-stage reads that come meanwhile go first, as the
+    // RTL's AXI master arbitrates per burst.
+    while (!wr && x && !x->high_prio && issue > t + 1e-3) {
+        // (at least one time unit: the slot's cycle may round to now)
+        sc_time w = tsr_sc_cycles(issue) > sc_time_stamp() ? tsr_sc_cycles(issue) - sc_time_stamp()
+                                                           : sc_get_time_resolution();
+        if (abort_ev)
+            wait(w, *abort_ev);
+        else
+            wait(w);
+        if (aborting && *aborting)
+            throw tsr_sc_abort();
+        wait(SC_ZERO_TIME); // a high-priority read at this cycle first
+        if (aborting && *aborting)
+            throw tsr_sc_abort();
+        d = SC_ZERO_TIME;
+        t = tsr_sc_to_cycles(sc_time_stamp());
+        while (!q.empty() && q.front() <= t)
+            q.pop_front();
+        issue = t;
+        if (q.size() >= p.outstanding)
+            issue = std::max(issue, q[q.size() - p.outstanding]);
+    }
+    const double beat_t = std::max(1.0, bus / p.bytes_per_cycle); // channel time per beat
+    const double bw_t = bus / p.bytes_per_cycle;                  // bandwidth time per beat
+    double end;
+    if (!wr) {
+        double s = std::max({issue + p.latency, r_free_, bw_free_ - 4.0 * bw_t});
+        end = s + beats * beat_t;
+        r_free_ = end;
+        bw_free_ = std::max(bw_free_, s) + beats * bw_t;
+        rd_bytes += (uint64_t)beats * (uint64_t)bus;
+    } else {
+        // Reads go first: a write waits for the bandwidth reads hold up to
+        // now, not for what later read data has reserved (it flows in the
+        // latency gap); its beats then push that read data back.
+        double s = std::max({issue, w_free_, std::min(bw_free_, t)});
+        double last = s + beats * std::max(beat_t, x ? x->beat_cycles : 1.0);
+        w_free_ = last;
+        bw_free_ = std::max(bw_free_, s) + beats * bw_t;
+        end = last + p.latency;
+        wr_bytes += (uint64_t)beats * (uint64_t)bus;
+    }
+    q.push_back(end);
+    if (q.size() > 64)
+        q.pop_front();
+    if (!x || !x->timing_only) {
+        // A memory access through the socket (a host or another master).
+        unsigned char *data = gp.get_data_ptr();
+        int rc = wr ? tsr_dram_write(mem, gp.get_address(), data, len)
+                    : tsr_dram_read(mem, gp.get_address(), data, len);
+        if (rc) {
+            gp.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
+            if (x)
+                x->accepted = issue;
+            d = tsr_sc_cycles(end) - sc_time_stamp();
+            return;
+        }
+    }
+    // The delay returns the completion, the extension the acceptance.
+    if (x)
+        x->accepted = issue;
+    gp.set_response_status(tlm::TLM_OK_RESPONSE);
+    d = tsr_sc_cycles(end) - sc_time_stamp();
+}
+
+// ------------------------------------------------------------ the accel
+
+tsr_sc_accel::tsr_sc_accel(sc_module_name n)
+    : sc_module(n), regs("regs"), mem("mem"), fetch_("fetch", this), load_("load", this),
+      compute_("compute", this), store_("store", this)
+{
+    regs.register_b_transport(this, &tsr_sc_accel::reg_transport);
+    SC_THREAD(reset_proc);
+}
+
+// After an abort (soft reset or a failed instruction) every stage thread
+// has left its instruction by the next delta cycle: then clear the queues.
+void tsr_sc_accel::reset_proc()
+{
+    for (;;) {
+        wait(abort_ev);
+        wait(SC_ZERO_TIME);
+        wait(SC_ZERO_TIME);
+        for (int s = 0; s < TSR_STAGE_COUNT; s++) {
+            cmdq[s].clear();
+            stage_at[s] = -1;
+        }
+        for (auto &q : tq)
+            q.clear();
+        if (dram_model)
+            dram_model->clear();
+        aborting = false;
+        start_pending = false;
+        if (status_ & TSR_STATUS_RESETTING)
+            status_ = 0;
+        reset_done_ev.notify(SC_ZERO_TIME);
+    }
+}
+
+tsr_sc_accel::~tsr_sc_accel() { tsr_fsim_destroy(fsim); }
+
+int tsr_sc_accel::configure(const tsr_config_t *c, tsr_dram_t *d, const tsr_sc_dram_params &p)
+{
+    tsr_fsim_destroy(fsim);
+    fsim = nullptr;
+    cfg = *c;
+    dram = d;
+    dp = p;
+    bus = c->dram_bus_width / 8;
+    for (auto &q : tq)
+        q.depth = (unsigned)c->dep_queue_depth;
+    status_ = 0;
+    return tsr_fsim_create(c, d, &fsim);
+}
+
+double tsr_sc_accel::now() const { return tsr_sc_to_cycles(sc_time_stamp()); }
+
+void tsr_sc_accel::wait_until(double cyc)
+{
+    double n = now();
+    if (cyc > n + 1e-9)
+        wait(tsr_sc_cycles(cyc - n), abort_ev);
+    if (aborting)
+        throw tsr_sc_abort();
+}
+
+void tsr_sc_accel::idle_after_abort()
+{
+    while (aborting)
+        wait(reset_done_ev);
+}
+
+void tsr_sc_accel::wait_ev(sc_event &e)
+{
+    wait(e | abort_ev);
+    if (aborting)
+        throw tsr_sc_abort();
+}
+
+tsr_sc_cmd tsr_sc_accel::take_cmd(int st)
+{
+    while (cmdq[st].empty())
+        wait_ev(cmdq_ev[st]);
+    tsr_sc_cmd c = cmdq[st].front();
+    wait_until(c.at);
+    cmdq[st].pop_front();
+    cmdq_ev[st].notify(SC_ZERO_TIME);
+    stage_at[st] = (long)c.idx;
+    return c;
+}
+
+// The token queues an instruction of a stage pops and pushes.
+static int pop_q(int st, int next) { return st == TSR_STAGE_LOAD ? TSR_Q_C2L : st == TSR_STAGE_STORE ? TSR_Q_C2S : next ? TSR_Q_S2C : TSR_Q_L2C; }
+static int push_q(int st, int next) { return st == TSR_STAGE_LOAD ? TSR_Q_L2C : st == TSR_STAGE_STORE ? TSR_Q_S2C : next ? TSR_Q_C2S : TSR_Q_C2L; }
+
+void tsr_sc_accel::pop_tokens(const tsr_insn_t &in, int st, double *stall)
+{
+    const double t0 = now();
+    int qs[2], n = 0;
+    if (in.pop_prev)
+        qs[n++] = pop_q(st, 0);
+    if (in.pop_next)
+        qs[n++] = pop_q(st, 1);
+    for (;;) {
+        bool ok = true;
+        for (int k = 0; k < n && ok; k++) {
+            tsr_sc_tokq &q = tq[qs[k]];
+            if (q.tok.empty()) {
+                wait_ev(q.changed);
+                ok = false;
+            } else if (q.tok.front() > now() + 1e-9) {
+                wait_until(q.tok.front());
+                ok = false;
+            }
+        }
+        if (ok)
+            break;
+    }
+    for (int k = 0; k < n; k++) {
+        tq[qs[k]].tok.pop_front();
+        tq[qs[k]].changed.notify(SC_ZERO_TIME);
+    }
+    if (stall)
+        *stall += now() - t0;
+}
+
+double tsr_sc_accel::push_tokens(const tsr_insn_t &in, int st, double at)
+{
+    int qs[2], n = 0;
+    if (in.push_prev)
+        qs[n++] = push_q(st, 0);
+    if (in.push_next)
+        qs[n++] = push_q(st, 1);
+    for (int k = 0; k < n; k++) {
+        tsr_sc_tokq &q = tq[qs[k]];
+        while (q.tok.size() >= q.depth)
+            wait_ev(q.changed);
+        double v = std::max(at, now()) + kTokLat;
+        if (!q.tok.empty())
+            v = std::max(v, q.tok.back());
+        q.tok.push_back(v);
+        q.changed.notify(SC_ZERO_TIME);
+        at = std::max(at, now());
+    }
+    return at;
+}
+
+double tsr_sc_accel::axi(bool write, bool high, uint64_t addr, uint64_t bytes, sc_time *local, double beat_cycles)
+{
+    const uint64_t b = (uint64_t)bus;
+    uint64_t a = addr / b * b, end = (addr + bytes + b - 1) / b * b;
+    double last = now();
+    tlm::tlm_generic_payload gp;
+    tsr_sc_axi_ext ext;
+    gp.set_extension(&ext);
+    while (a < end) {
+        uint64_t n = std::min<uint64_t>(end - a, kBurstBeats * b);
+        uint64_t page = (a | 4095) + 1; // no burst crosses 4 KiB
+        n = std::min(n, page - a);
+        ext.high_prio = high;
+        ext.timing_only = 1;
+        ext.beat_cycles = beat_cycles;
+        gp.set_command(write ? tlm::TLM_WRITE_COMMAND : tlm::TLM_READ_COMMAND);
+        gp.set_address(a);
+        gp.set_data_ptr(nullptr);
+        gp.set_data_length((unsigned)n);
+        gp.set_streaming_width((unsigned)n);
+        gp.set_byte_enable_ptr(nullptr);
+        gp.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+        sc_time d = *local;
+        mem->b_transport(gp, d);
+        double issue = ext.accepted;
+        last = std::max(last, tsr_sc_to_cycles(sc_time_stamp() + d));
+        // Next address one cycle after this one was accepted.
+        double loc = issue + 1 - now();
+        *local = tsr_sc_cycles(std::max(0.0, loc));
+        if (loc > kQuantum) { // quantum used up: synchronise
+            wait_until(issue + 1);
+            *local = SC_ZERO_TIME;
+        }
+        a += n;
+    }
+    gp.clear_extension(&ext);
+    if (write)
+        hw[TSR_CNT_DRAM_WR_BYTES] += end - addr / b * b;
+    else
+        hw[TSR_CNT_DRAM_RD_BYTES] += end - addr / b * b;
+    return last;
+}
+
+void tsr_sc_accel::fail(int rc, const std::string &msg)
+{
+    if (!err_rc_) {
+        err_rc_ = rc;
+        err_msg_ = msg;
+    }
+    status_ = (status_ & ~TSR_STATUS_BUSY) | TSR_STATUS_DONE | TSR_STATUS_ERR;
+    run_end = now();
+    aborting = true; // the other stages stop at their next wait
+    abort_ev.notify(SC_ZERO_TIME);
+    done_ev.notify(SC_ZERO_TIME);
+    sc_pause();
+    throw tsr_sc_abort();
+}
+
+void tsr_sc_accel::exec(const tsr_insn_t &in, uint32_t idx, const char *stage)
+{
+    tsr_err_clear();
+    int rc = tsr_fsim_exec(fsim, &in);
+    if (rc) {
+        char pre[96];
+        snprintf(pre, sizeof pre, "systemc: %s stage: insn #%u (%s): ", stage, idx, tsr_opcode_name(in.opcode));
+        fail(rc, pre + std::string(tsr_errmsg()));
+    }
+}
+
+void tsr_sc_accel::finish(double at)
+{
+    wait_until(at + kFinish);
+    run_end = now();
+    status_ = (status_ & ~TSR_STATUS_BUSY) | TSR_STATUS_DONE;
+    // End-of-run checks (as tsr_rtl's): no token left in a queue.
+    for (int q = 0; q < 4; q++)
+        if (!tq[q].tok.empty()) {
+            err_rc_ = TSR_EVERIFY;
+            err_msg_ = "systemc: token imbalance: " + std::to_string(tq[q].tok.size()) +
+                       " token(s) left in queue " + tsr_queue_name(q) + " at FINISH";
+            status_ |= TSR_STATUS_ERR;
+            break;
+        }
+    done_ev.notify(SC_ZERO_TIME);
+    sc_pause();
+}
+
+void tsr_sc_accel::reset()
+{
+    aborting = true;
+    abort_ev.notify(SC_ZERO_TIME);
+}
+
+uint64_t tsr_sc_accel::run_cycles() const
+{
+    double e = (status_ & TSR_STATUS_DONE) ? run_end : now();
+    return (uint64_t)std::llround(e - run_start);
+}
+
+std::string tsr_sc_accel::where() const
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "fetched %u of %u; load at #%ld, compute at #%ld, store at #%ld; tokens %zu/%zu/%zu/%zu",
+             fetched, insn_count_, stage_at[0], stage_at[1], stage_at[2], tq[0].tok.size(), tq[1].tok.size(),
+             tq[2].tok.size(), tq[3].tok.size());
+    return buf;
+}
+
+// ---------------------------------------------------------- registers
+
+uint32_t tsr_sc_accel::reg_read(uint32_t addr)
+{
+    switch (addr) {
+    case TSR_REG_CTRL: return 0;
+    case TSR_REG_STATUS: return status_;
+    case TSR_REG_INSN_ADDR: return insn_addr_;
+    case TSR_REG_INSN_COUNT: return insn_count_;
+    case TSR_REG_STAGE_INSNS:
+        return (stage_done[0] & 1023u) | (stage_done[1] & 1023u) << 10 | (stage_done[2] & 1023u) << 20;
+    case TSR_REG_FETCHED: return fetched;
+    case TSR_REG_TOKENS: {
+        uint32_t v = 0;
+        for (int q = 0; q < 4; q++)
+            v |= (uint32_t)std::min<size_t>(tq[q].tok.size(), 255) << (8 * q);
+        return v;
+    }
+    case TSR_REG_UNITS: {
+        uint32_t v = 0;
+        if (running()) {
+            if (fetched < insn_count_)
+                v |= 1u << TSR_UNIT_FETCH;
+            for (int s = 0; s < TSR_STAGE_COUNT; s++)
+                if (stage_at[s] >= 0)
+                    v |= 1u << (TSR_UNIT_LOAD + s);
+        }
+        if (status_ & TSR_STATUS_ERR)
+            v |= 1u << (8 + TSR_UNIT_COMPUTE);
+        return v;
+    }
+    default: break;
+    }
+    if (addr >= TSR_REG_COUNTERS && addr < TSR_REG_COUNTERS + 8 * TSR_CNT_COUNT) {
+        int k = (int)(addr - TSR_REG_COUNTERS) / 8;
+        uint64_t v = k == TSR_CNT_CYCLES ? run_cycles() : hw[k];
+        if ((k == TSR_CNT_GEMM_OPS || k == TSR_CNT_ALU_OPS) && running()) {
+            int p = k == TSR_CNT_ALU_OPS;
+            double left = std::min(op_n[p], op_t0[p] + op_n[p] - now());
+            if (left > 0)
+                v -= std::min<uint64_t>(v, (uint64_t)left);
+        }
+        if ((addr & 4) == 0) {
+            hi_latch_ = (uint32_t)(v >> 32);
+            return (uint32_t)v;
+        }
+        return hi_latch_;
+    }
+    return 0;
+}
+
+void tsr_sc_accel::reg_write(uint32_t addr, uint32_t v)
+{
+    switch (addr) {
+    case TSR_REG_INSN_ADDR: insn_addr_ = v; break;
+    case TSR_REG_INSN_COUNT: insn_count_ = v; break;
+    case TSR_REG_CTRL:
+        if (v & TSR_CTRL_RESET) {
+            status_ = TSR_STATUS_RESETTING;
+            reset();
+            break;
+        }
+        if ((v & TSR_CTRL_START) && !(status_ & (TSR_STATUS_RESETTING | TSR_STATUS_BUSY))) {
+            // START: counters reset, the stream decoded for the stages.
+            memset(hw, 0, sizeof hw);
+            err_rc_ = 0;
+            err_msg_.clear();
+            gen++;
+            fetched = 0;
+            for (int s = 0; s < TSR_STAGE_COUNT; s++) {
+                stage_done[s] = 0;
+                stage_at[s] = -1;
+                cmdq[s].clear();
+            }
+            for (auto &q : tq)
+                q.clear();
+            run_start = now();
+            run_end = run_start;
+            status_ = TSR_STATUS_BUSY;
+            insns.assign(insn_count_, tsr_insn_t{});
+            for (uint32_t i = 0; i < insn_count_; i++) {
+                uint8_t b[TSR_INSN_BYTES];
+                tsr_insn_bits_t bits;
+                int rc = tsr_dram_read(dram, (uint64_t)insn_addr_ + (uint64_t)i * TSR_INSN_BYTES, b, sizeof b);
+                if (!rc) {
+                    tsr_insn_bits_load(b, &bits);
+                    rc = tsr_insn_decode(&cfg, &bits, &insns[i]);
+                }
+                if (rc) {
+                    err_rc_ = rc;
+                    err_msg_ = "systemc: fetch: insn #" + std::to_string(i) + ": " + tsr_errmsg();
+                    status_ = TSR_STATUS_DONE | TSR_STATUS_ERR;
+                    done_ev.notify(SC_ZERO_TIME);
+                    return;
+                }
+            }
+            start_pending = true;
+            start_ev.notify(SC_ZERO_TIME);
+        }
+        break;
+    default: break;
+    }
+}
+
+void tsr_sc_accel::reg_transport(tlm::tlm_generic_payload &gp, sc_time &d)
+{
+    uint32_t addr = (uint32_t)gp.get_address();
+    if (gp.get_data_length() != 4 || (addr & 3) || addr >= TSR_REG_COUNTERS + 8 * TSR_CNT_COUNT) {
+        gp.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
+        return;
+    }
+    uint32_t v;
+    if (gp.is_write()) {
+        memcpy(&v, gp.get_data_ptr(), 4);
+        reg_write(addr, v);
+    } else {
+        v = reg_read(addr);
+        memcpy(gp.get_data_ptr(), &v, 4);
+    }
+    d += tsr_sc_cycles(2); // an AXI4-Lite access takes a few cycles
+    gp.set_response_status(tlm::TLM_OK_RESPONSE);
+}
+
+// -------------------------------------------------------------- fetch
+
+tsr_sc_fetch::tsr_sc_fetch(sc_module_name n, tsr_sc_accel *a) : sc_module(n), a_(a) { SC_THREAD(run); }
+
+void tsr_sc_fetch::run()
+{
+    for (;;) {
+        try {
+            while (!a_->start_pending)
+                a_->wait_ev(a_->start_ev);
+            a_->start_pending = false;
+            tsr_sc_accel &A = *a_;
+            const uint32_t n = (uint32_t)A.insns.size();
+            const uint64_t bus = (uint64_t)A.bus;
+            const uint32_t per_chunk = (uint32_t)std::max<uint64_t>(1, kBurstBeats * bus / TSR_INSN_BYTES);
+            double drained[2] = {A.now(), A.now()}; // cycle the last two chunks left the buffer
+            double disp = A.now();
+            sc_time local = SC_ZERO_TIME;
+            for (uint32_t c0 = 0, k = 0; c0 < n; c0 += per_chunk, k++) {
+                uint32_t cn = std::min(per_chunk, n - c0);
+                A.wait_until(drained[k & 1]); // buffer room reserved for this chunk
+                local = SC_ZERO_TIME;
+                uint64_t addr = A.reg_insn_addr() + (uint64_t)c0 * TSR_INSN_BYTES;
+                double last = A.axi(false, true, addr, (uint64_t)cn * TSR_INSN_BYTES, &local);
+                double first = last - (double)((cn * TSR_INSN_BYTES + bus - 1) / bus) + 1;
+                for (uint32_t i = 0; i < cn; i++) {
+                    uint32_t idx = c0 + i;
+                    double arrive = first + (double)((i + 1) * TSR_INSN_BYTES + bus - 1) / (double)bus - 1;
+                    disp = std::max(disp + 1, std::ceil(arrive) + 1);
+                    int st = (int)tsr_insn_stage(&A.insns[idx]);
+                    if (A.cmdq[st].size() >= (size_t)A.cfg.cmd_queue_depth) {
+                        double t0 = A.now();
+                        A.wait_until(disp);
+                        while (A.cmdq[st].size() >= (size_t)A.cfg.cmd_queue_depth)
+                            A.wait_ev(A.cmdq_ev[st]);
+                        A.hw[TSR_CNT_FETCH_STALL] += (uint64_t)std::llround(A.now() - std::max(t0, disp));
+                        disp = std::max(disp, A.now());
+                    }
+                    A.cmdq[st].push_back({idx, disp + kCmdLat});
+                    A.cmdq_ev[st].notify(SC_ZERO_TIME);
+                    A.fetched = idx + 1;
+                }
+                drained[k & 1] = disp;
+            }
+        } catch (tsr_sc_abort &) {
+            a_->idle_after_abort();
+        }
+    }
+}
+
+// --------------------------------------------------------------- load
+
+tsr_sc_load::tsr_sc_load(sc_module_name n, tsr_sc_accel *a) : sc_module(n), a_(a) { SC_THREAD(run); }
+
+// Reads of one LOAD/STORE's rows: one command per row, contiguous rows merged.
+static double transfer(tsr_sc_accel &A, const tsr_insn_t &in, bool write, bool high, uint32_t eb, sc_time *local)
+{
+    // A store's source gives one row per cycle: rows narrower than a beat slow its beats.
+    const double bc = write ? std::max(1.0, (double)A.bus / (double)eb) : 1.0;
+    double last = A.now();
+    if (!in.x_size || !in.y_size)
+        return last;
+    uint64_t row = (uint64_t)in.x_size * eb;
+    if (in.x_stride == in.x_size || in.y_size == 1)
+        return A.axi(write, high, (uint64_t)in.dram_base * eb, row * in.y_size, local, bc);
+    for (uint32_t y = 0; y < in.y_size; y++)
+        last = std::max(last, A.axi(write, high, ((uint64_t)in.dram_base + (uint64_t)y * in.x_stride) * eb, row, local, bc));
+    return last;
+}
+
+void tsr_sc_load::run()
+{
+    struct pend_t {
+        bool valid = false;
+        uint32_t idx = 0;
+        double end = 0;
+    } pend;
+    tsr_sc_accel &A = *a_;
+    for (;;) {
+        try {
+            pend.valid = false;
+            for (;;) {
+                auto finalize = [&]() {
+                    if (!pend.valid)
+                        return;
+                    const tsr_insn_t &in = A.insns[pend.idx];
+                    A.wait_until(pend.end);
+                    A.exec(in, pend.idx, "load");
+                    A.push_tokens(in, TSR_STAGE_LOAD, A.now());
+                    A.stage_done[TSR_STAGE_LOAD]++;
+                    A.stage_at[TSR_STAGE_LOAD] = -1;
+                    pend.valid = false;
+                };
+                if (A.cmdq[TSR_STAGE_LOAD].empty() || A.cmdq[TSR_STAGE_LOAD].front().at > A.now() + 4)
+                    finalize();
+                tsr_sc_cmd c = A.take_cmd(TSR_STAGE_LOAD);
+                const tsr_insn_t &in = A.insns[c.idx];
+                double t0 = A.now(), stall = 0;
+                if (in.pop_next && (A.tq[TSR_Q_C2L].tok.empty() || A.tq[TSR_Q_C2L].tok.front() > A.now()))
+                    finalize();
+                A.pop_tokens(in, TSR_STAGE_LOAD, &stall);
+                if (pend.valid && A.insns[pend.idx].push_next && A.tq[TSR_Q_L2C].tok.size() >= A.tq[TSR_Q_L2C].depth)
+                    finalize();
+                A.stage_at[TSR_STAGE_LOAD] = (long)c.idx;
+                sc_time local = SC_ZERO_TIME;
+                uint32_t eb = tsr_config_elem_bytes(&A.cfg, (int)in.mem_type);
+                double t_issue = A.now();
+                double data_end = transfer(A, in, false, false, eb, &local);
+                double prev_end = pend.valid ? pend.end : t_issue;
+                finalize();
+                A.stage_at[TSR_STAGE_LOAD] = (long)c.idx;
+                uint64_t rows = in.x_size ? (uint64_t)(in.y_pad0 + in.y_size + in.y_pad1) * (in.x_pad0 + in.x_size + in.x_pad1) : 0;
+                // The back writes one row per cycle from the first data (pad rows in the gaps).
+                double first = in.x_size ? t_issue + A.dp.latency : t_issue;
+                double back = std::max(prev_end, first) + (double)rows;
+                double end = std::max(data_end, back) + kLoadBack;
+                pend = {true, c.idx, end};
+                A.hw[TSR_CNT_LOAD_BUSY] += (uint64_t)std::llround(end - t0);
+                A.hw[TSR_CNT_LOAD_STALL_TOK] += (uint64_t)std::llround(stall);
+                A.hw[TSR_CNT_LOAD_STALL_MEM] += (uint64_t)std::llround(std::max(0.0, data_end - back));
+            }
+        } catch (tsr_sc_abort &) {
+            a_->idle_after_abort();
+        }
+    }
+}
+
+// ------------------------------------------------------------ compute
+
+tsr_sc_compute::tsr_sc_compute(sc_module_name n, tsr_sc_accel *a) : sc_module(n), a_(a) { SC_THREAD(run); }
+
+namespace {
+// What one GEMM/ALU instruction touches in the accumulator: bank bits.
+unsigned footprint(const tsr_sc_accel &A, const tsr_insn_t &in)
+{
+    if (in.uop_bgn >= in.uop_end || in.uop_end > A.cfg.uop_depth)
+        return 3;
+    const tsr_uop_t *u = tsr_fsim_uops(A.fsim);
+    uint64_t lo = UINT64_MAX, hi = 0, slo = UINT64_MAX, shi = 0;
+    for (uint32_t k = in.uop_bgn; k < in.uop_end; k++) {
+        lo = std::min<uint64_t>(lo, u[k].dst);
+        hi = std::max<uint64_t>(hi, u[k].dst);
+        slo = std::min<uint64_t>(slo, u[k].src);
+        shi = std::max<uint64_t>(shi, u[k].src);
+    }
+    uint64_t io = in.iter_out ? in.iter_out - 1 : 0, ii = in.iter_in ? in.iter_in - 1 : 0;
+    hi += io * in.dst_factor_out + ii * in.dst_factor_in;
+    shi += io * in.src_factor_out + ii * in.src_factor_in;
+    const uint64_t half = A.cfg.acc_depth / 2;
+    auto banks = [&](uint64_t a, uint64_t b) {
+        return (a < half ? 1u : 0u) | (b >= half ? 2u : 0u) | (a >= half ? 2u : 0u) | (b < half ? 1u : 0u);
+    };
+    unsigned m = banks(lo, hi);
+    if (in.opcode == TSR_OP_ALU && !in.use_imm && !in.reset)
+        m |= banks(slo, shi);
+    return m;
+}
+} // namespace
+
+void tsr_sc_compute::run()
+{
+    tsr_sc_accel &A = *a_;
+    for (;;) {
+        try {
+            // Per-run pipe state (reset on every START: the dispatcher
+            // starts from an empty queue after one).
+            double pfree[2] = {0, 0}, pend[2] = {0, 0}, pknown[2] = {0, 0}, pops0[2] = {0, 0}, popsend[2] = {0, 0};
+            unsigned pbanks[2] = {0, 0};
+            double older = 0;
+            uint64_t gen = ~0ull;
+            for (;;) {
+                tsr_sc_cmd c = A.take_cmd(TSR_STAGE_COMPUTE);
+                if (gen != A.gen) {
+                    gen = A.gen;
+                    pfree[0] = pfree[1] = pend[0] = pend[1] = pknown[0] = pknown[1] = older = A.now();
+                    pops0[0] = pops0[1] = popsend[0] = popsend[1] = A.now();
+                    pbanks[0] = pbanks[1] = 0;
+                }
+                const tsr_insn_t &in = A.insns[c.idx];
+                double t0 = A.now(), stall = 0;
+                A.pop_tokens(in, TSR_STAGE_COMPUTE, &stall);
+                A.hw[TSR_CNT_COMPUTE_STALL_TOK] += (uint64_t)std::llround(stall);
+                double t = A.now() + kDispatch;
+                if (in.opcode == TSR_OP_FINISH) {
+                    t = std::max({t, pfree[0], pfree[1], older});
+                    A.wait_until(t);
+                    A.exec(in, c.idx, "compute");
+                    A.push_tokens(in, TSR_STAGE_COMPUTE, t);
+                    A.stage_done[TSR_STAGE_COMPUTE]++;
+                    A.stage_at[TSR_STAGE_COMPUTE] = -1;
+                    A.hw[TSR_CNT_COMPUTE_BUSY] += (uint64_t)std::llround(A.now() - t0);
+                    A.finish(A.now());
+                    continue;
+                }
+                if (in.opcode == TSR_OP_LOAD) {
+                    bool all = in.mem_type == TSR_MEM_UOP || in.push_prev || in.push_next || !in.x_size;
+                    unsigned banks = 3;
+                    if (!all) {
+                        uint64_t rows = (uint64_t)(in.y_pad0 + in.y_size + in.y_pad1) * (in.x_pad0 + in.x_size + in.x_pad1);
+                        uint64_t half = A.cfg.acc_depth / 2, lo = in.sram_base, hi = lo + (rows ? rows - 1 : 0);
+                        banks = (lo < half ? 1u : 0u) | (hi >= half ? 2u : 0u);
+                    }
+                    for (int p = 0; p < 2; p++)
+                        if (all || (pend[p] > t && (pbanks[p] & banks)))
+                            t = std::max(t, pfree[p]);
+                    if (all)
+                        t = std::max(t, older);
+                    A.wait_until(t);
+                    sc_time local = SC_ZERO_TIME;
+                    uint32_t eb = tsr_config_elem_bytes(&A.cfg, (int)in.mem_type);
+                    double data_end = transfer(A, in, false, true, eb, &local);
+                    uint64_t rows = in.x_size ? (uint64_t)(in.y_pad0 + in.y_size + in.y_pad1) * (in.x_pad0 + in.x_size + in.x_pad1) : 0;
+                    double first = in.x_size ? t + A.dp.latency : t;
+                    double end = std::max(data_end, first + (double)rows) + kCLoad;
+                    A.hw[TSR_CNT_COMPUTE_STALL_MEM] += (uint64_t)std::llround(std::max(0.0, end - kCLoad - t - (double)rows));
+                    A.wait_until(end);
+                    A.exec(in, c.idx, "compute");
+                    A.push_tokens(in, TSR_STAGE_COMPUTE, end);
+                    older = std::max(older, end);
+                    A.stage_done[TSR_STAGE_COMPUTE]++;
+                    A.stage_at[TSR_STAGE_COMPUTE] = -1;
+                    A.hw[TSR_CNT_COMPUTE_BUSY] += (uint64_t)std::llround(A.now() - t0);
+                    continue;
+                }
+                // GEMM / ALU
+                const int p = in.opcode == TSR_OP_GEMM ? 0 : 1, o = 1 - p;
+                unsigned banks = footprint(A, in);
+                t = std::max(t, pfree[p]);
+                if (pend[o] > t) { // the other pipe runs an older instruction
+                    t = std::max(t, pknown[o]);
+                    if (banks & pbanks[o])
+                        t = std::max(t, pend[o]);
+                }
+                A.wait_until(t);
+                A.exec(in, c.idx, "compute");
+                uint64_t nu = in.uop_end > in.uop_bgn ? in.uop_end - in.uop_bgn : 0;
+                uint64_t ops = (uint64_t)in.iter_out * in.iter_in * nu;
+                double end = t + (double)ops + (ops ? kPipeLat : 1);
+                double fin = end;
+                if (in.push_prev || in.push_next)
+                    fin = A.push_tokens(in, TSR_STAGE_COMPUTE, std::max(end, older));
+                // Ops issued in the same cycles as the other pipe's.
+                double ov = std::min(t + (double)ops, popsend[o]) - std::max(t, pops0[o]);
+                if (ov > 0)
+                    A.hw[TSR_CNT_DUAL_OPS] += (uint64_t)std::llround(ov);
+                pops0[p] = t;
+                popsend[p] = t + (double)ops;
+                pfree[p] = std::max(end, fin);
+                pend[p] = pfree[p];
+                pknown[p] = t + (double)std::min<uint64_t>(nu, ops) + 2;
+                pbanks[p] = banks;
+                older = std::max(older, pfree[p]);
+                A.op_t0[p] = t;
+                A.op_n[p] = (in.opcode == TSR_OP_GEMM && in.reset) ? 0 : (double)ops;
+                if (in.opcode == TSR_OP_GEMM)
+                    A.hw[TSR_CNT_GEMM_OPS] += in.reset ? 0 : ops;
+                else
+                    A.hw[TSR_CNT_ALU_OPS] += ops;
+                A.hw[TSR_CNT_COMPUTE_BUSY] += (uint64_t)std::llround(end - t0);
+                A.stage_done[TSR_STAGE_COMPUTE]++;
+                A.stage_at[TSR_STAGE_COMPUTE] = -1;
+            }
+        } catch (tsr_sc_abort &) {
+            a_->idle_after_abort();
+        }
+    }
+}
+
+// -------------------------------------------------------------- store
+
+tsr_sc_store::tsr_sc_store(sc_module_name n, tsr_sc_accel *a) : sc_module(n), a_(a) { SC_THREAD(run); }
+
+void tsr_sc_store::run()
+{
+    tsr_sc_accel &A = *a_;
+    for (;;) {
+        try {
+            for (;;) {
+                tsr_sc_cmd c = A.take_cmd(TSR_STAGE_STORE);
+                const tsr_insn_t &in = A.insns[c.idx];
+                double t0 = A.now(), stall = 0;
+                A.pop_tokens(in, TSR_STAGE_STORE, &stall);
+                A.exec(in, c.idx, "store");
+                double t = A.now() + kStoreOvh;
+                A.wait_until(t);
+                sc_time local = SC_ZERO_TIME;
+                double end = transfer(A, in, true, false, A.cfg.out_bytes, &local);
+                end = std::max(end, t);
+                A.wait_until(end);
+                A.push_tokens(in, TSR_STAGE_STORE, end);
+                A.stage_done[TSR_STAGE_STORE]++;
+                A.stage_at[TSR_STAGE_STORE] = -1;
+                A.hw[TSR_CNT_STORE_BUSY] += (uint64_t)std::llround(A.now() - t0);
+                A.hw[TSR_CNT_STORE_STALL_TOK] += (uint64_t)std::llround(stall);
+                A.hw[TSR_CNT_STORE_STALL_MEM] += (uint64_t)std::llround(std::max(0.0, end - t));
+            }
+        } catch (tsr_sc_abort &) {
+            a_->idle_after_abort();
+        }
+    }
+}

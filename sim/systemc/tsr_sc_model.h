@@ -1,0 +1,243 @@
+// tsr_sc_model: the accelerator as a SystemC/TLM-2.0 component, timed at
+// the transaction level (instruction phases, DRAM bursts) and functionally
+// exact: the data effect of every instruction is computed by the fsim's own
+// per-instruction code (tsr_fsim_exec) when the timed schedule reaches it,
+// so output bytes equal the fsim's by construction.
+//
+// Sockets:
+//   regs (target)      AXI4-Lite register map of isa/tsr_regs.h (the map the
+//                      RTL and the driver use): 32-bit accesses.
+//   mem  (initiator)   the AXI4 master: one b_transport per burst (at most 16
+//                      beats, never crossing 4 KiB). Its transactions carry
+//                      tsr_sc_axi_ext (port, read priority, timing-only). The
+//                      data path reads and writes the device memory directly
+//                      (tsr_dram_t, the analogue of TLM DMI): the burst
+//                      transactions carry timing only, so the memory model
+//                      must be tsr_sc_dram or honour the extension.
+// Timing follows hw/ARCHITECTURE.md at instruction granularity (see the
+// .cpp); the stages are SC_THREADs that synchronise at instruction
+// boundaries and run ahead inside one (loosely timed, quantum keeper).
+#ifndef TSR_SC_MODEL_H
+#define TSR_SC_MODEL_H
+
+#include <systemc>
+#include <tlm>
+#include <tlm_utils/simple_initiator_socket.h>
+#include <tlm_utils/simple_target_socket.h>
+
+#include <deque>
+#include <string>
+#include <vector>
+
+extern "C" {
+#include "tsr_config.h"
+#include "tsr_counters.h"
+#include "tsr_dram.h"
+#include "tsr_fsim.h"
+#include "tsr_isa.h"
+#include "tsr_regs.h"
+}
+
+// One cycle of the accelerator clock as simulated time (1 ns: 1 GHz
+// nominal; only cycle counts are reported).
+sc_core::sc_time tsr_sc_cycles(double n);
+// Simulated time as cycles (fractional when the DRAM rate is).
+double tsr_sc_to_cycles(const sc_core::sc_time &t);
+
+// DRAM timing parameters, the same as the RTL backend's (tsr_rtl_opts_t).
+struct tsr_sc_dram_params {
+    double latency = 32;       // cycles from address accepted to first data / write response
+    double bytes_per_cycle = 8; // bandwidth shared by reads and writes
+    unsigned outstanding = 8;  // bursts in flight per direction
+};
+
+// Burst attributes the AXI master attaches to its transactions.
+struct tsr_sc_axi_ext : tlm::tlm_extension<tsr_sc_axi_ext> {
+    int high_prio = 0;     // fetch and compute-stage reads (they stall their stage)
+    int timing_only = 0;   // data moved through the direct interface: do not touch memory
+    double accepted = 0;   // out: cycle the memory accepted the address
+    double beat_cycles = 1; // write: cycles the source needs per beat (narrow rows)
+    tlm::tlm_extension_base *clone() const override { return new tsr_sc_axi_ext(*this); }
+    void copy_from(const tlm::tlm_extension_base &e) override
+    {
+        *this = static_cast<const tsr_sc_axi_ext &>(e);
+    }
+};
+
+// Thrown inside a stage thread when the device is reset (abandons the run).
+struct tsr_sc_abort {};
+
+// The DRAM behind the AXI port: a TLM target whose b_transport returns, as
+// the annotated delay, when the burst's last beat (read) or its write
+// response arrives. Semantics of the RTL backend's slave (sim/tsr_rtl.c):
+// a burst is accepted while fewer than `outstanding` are in flight in its
+// direction; first read beat `latency` after acceptance; beats of one
+// direction in order on their channel, at most one per cycle; all beats
+// share the bandwidth; reads go before writes; write response `latency`
+// after the last beat. High-priority reads take a free slot before
+// low-priority ones waiting at the same time.
+class tsr_sc_dram : public sc_core::sc_module {
+  public:
+    tlm_utils::simple_target_socket<tsr_sc_dram> tsock;
+    tsr_dram_t *mem = nullptr;       // backing store (device memory)
+    tsr_sc_dram_params p;             // timing
+    int bus = 8;                      // bytes per beat
+    const bool *aborting = nullptr;   // set by the owner's reset
+    sc_core::sc_event *abort_ev = nullptr;
+    uint64_t rd_bytes = 0, wr_bytes = 0; // bus bytes moved (beats x bus)
+
+    SC_HAS_PROCESS(tsr_sc_dram);
+    explicit tsr_sc_dram(sc_core::sc_module_name n);
+    void clear(); // forget bursts in flight (device reset)
+
+  private:
+    double r_free_ = 0, w_free_ = 0, bw_free_ = 0; // cycle each resource is next free
+    std::deque<double> rq_, wq_;                   // completion cycle of bursts in flight
+    int hp_waiting_ = 0;
+    void b_transport(tlm::tlm_generic_payload &gp, sc_core::sc_time &d);
+};
+
+// A token queue (tsr_dep_queue): tokens carry the cycle they become
+// visible, so a pusher that runs ahead in time pushes "in the future".
+class tsr_sc_tokq {
+  public:
+    unsigned depth = 16;
+    std::deque<double> tok; // visible-at cycles, non-decreasing
+    sc_core::sc_event changed;
+    void clear() { tok.clear(); }
+};
+
+class tsr_sc_accel;
+
+// Fetch: reads the stream in 16-beat chunks with at most BufBeats (32) beats
+// reserved, dispatches one instruction per cycle into the stage queues.
+class tsr_sc_fetch : public sc_core::sc_module {
+  public:
+    SC_HAS_PROCESS(tsr_sc_fetch);
+    tsr_sc_fetch(sc_core::sc_module_name n, tsr_sc_accel *a);
+  private:
+    tsr_sc_accel *a_;
+    void run();
+};
+
+// Load stage (LOAD inp/wgt): front issues the reads of the next instruction
+// while the back still writes the current one (hw/ARCHITECTURE.md).
+class tsr_sc_load : public sc_core::sc_module {
+  public:
+    SC_HAS_PROCESS(tsr_sc_load);
+    tsr_sc_load(sc_core::sc_module_name n, tsr_sc_accel *a);
+  private:
+    tsr_sc_accel *a_;
+    void run();
+};
+
+// Compute stage: in-order dispatcher, GEMM pipe beside ALU pipe under the
+// bank rule, LOAD uop/acc/acc8, FINISH.
+class tsr_sc_compute : public sc_core::sc_module {
+  public:
+    SC_HAS_PROCESS(tsr_sc_compute);
+    tsr_sc_compute(sc_core::sc_module_name n, tsr_sc_accel *a);
+  private:
+    tsr_sc_accel *a_;
+    void run();
+};
+
+// Store stage: out rows to DRAM, complete after every write response.
+class tsr_sc_store : public sc_core::sc_module {
+  public:
+    SC_HAS_PROCESS(tsr_sc_store);
+    tsr_sc_store(sc_core::sc_module_name n, tsr_sc_accel *a);
+  private:
+    tsr_sc_accel *a_;
+    void run();
+};
+
+// A command queue entry: instruction index and the cycle it is visible.
+struct tsr_sc_cmd {
+    uint32_t idx;
+    double at;
+};
+
+class tsr_sc_accel : public sc_core::sc_module {
+  public:
+    tlm_utils::simple_target_socket<tsr_sc_accel> regs; // AXI4-Lite
+    tlm_utils::simple_initiator_socket<tsr_sc_accel> mem; // AXI4 master
+
+    SC_HAS_PROCESS(tsr_sc_accel);
+    explicit tsr_sc_accel(sc_core::sc_module_name n);
+    ~tsr_sc_accel() override;
+
+    // Attach a configuration and the device memory (the data path's direct
+    // interface); creates the functional state. Call while idle.
+    int configure(const tsr_config_t *cfg, tsr_dram_t *dram, const tsr_sc_dram_params &dp);
+    // Abandon any run: stages back to idle at the next delta cycle (run the
+    // kernel for SC_ZERO_TIME after this), queues and error state cleared.
+    void reset();
+    bool done() const { return status_ & TSR_STATUS_DONE; }
+    bool running() const { return status_ & TSR_STATUS_BUSY; }
+    // Error of the last run (0 if none) and its message.
+    int error() const { return err_rc_; }
+    const std::string &error_msg() const { return err_msg_; }
+    // Cycles since the last START (to DONE once done).
+    uint64_t run_cycles() const;
+    // Where each stage stands (for deadlock reports).
+    std::string where() const;
+    uint32_t reg_insn_addr() const { return insn_addr_; }
+    tsr_sc_dram *dram_model = nullptr;   // cleared on reset (optional)
+    // Set on DONE; the shim pauses the kernel with it.
+    sc_core::sc_event done_ev;
+
+    // ---- state shared with the stage modules ----
+    tsr_config_t cfg{};
+    tsr_dram_t *dram = nullptr;
+    tsr_fsim_t *fsim = nullptr;          // data semantics (fsim code)
+    tsr_sc_dram_params dp;
+    int bus = 8;
+    std::vector<tsr_insn_t> insns;        // decoded stream of the run
+    std::deque<tsr_sc_cmd> cmdq[TSR_STAGE_COUNT];
+    sc_core::sc_event cmdq_ev[TSR_STAGE_COUNT];
+    tsr_sc_tokq tq[4];                    // tsr_queue_e order
+    sc_core::sc_event start_ev, abort_ev, reset_done_ev;
+    void idle_after_abort(); // in a stage's catch: wait until the reset has cleared the state
+    bool aborting = false;
+    bool start_pending = false;           // START written, fetch not yet started
+    uint64_t gen = 0;                     // run generation (START count)
+    uint32_t fetched = 0, stage_done[TSR_STAGE_COUNT] = {0, 0, 0};
+    long stage_at[TSR_STAGE_COUNT] = {-1, -1, -1}; // instruction a stage is on (-1 idle)
+    uint64_t hw[TSR_CNT_COUNT] = {};      // counters (cycles filled on read)
+    double run_start = 0, run_end = 0;    // cycles
+    double op_t0[2] = {0, 0}, op_n[2] = {0, 0}; // GEMM/ALU pipe: first op cycle and ops of its
+                                               // instruction (counted whole at dispatch; a
+                                               // mid-run read leaves out ops not yet issued)
+
+    // Helpers for the stages (all may throw tsr_sc_abort).
+    double now() const;
+    void wait_until(double cyc);
+    void wait_ev(sc_core::sc_event &e);
+    tsr_sc_cmd take_cmd(int stage);       // waits for and pops the next command
+    void pop_tokens(const tsr_insn_t &in, int stage, double *stall);
+    double push_tokens(const tsr_insn_t &in, int stage, double at); // returns the push cycle
+    // Issue the bursts of [addr, addr+bytes) at the current time plus
+    // *local (advanced by one cycle per burst, the AR/AW channel); returns
+    // the cycle of the last beat (read) or of the last write response.
+    double axi(bool write, bool high, uint64_t addr, uint64_t bytes, sc_core::sc_time *local,
+               double beat_cycles = 1);
+    void exec(const tsr_insn_t &in, uint32_t idx, const char *stage); // fsim data; error -> fail
+    void fail(int rc, const std::string &msg);
+    void finish(double at);
+
+  private:
+    uint32_t status_ = 0, insn_addr_ = 0, insn_count_ = 0, hi_latch_ = 0;
+    int err_rc_ = 0;
+    std::string err_msg_;
+    tsr_sc_fetch fetch_;
+    tsr_sc_load load_;
+    tsr_sc_compute compute_;
+    tsr_sc_store store_;
+    void reset_proc();
+    void reg_transport(tlm::tlm_generic_payload &gp, sc_core::sc_time &d);
+    uint32_t reg_read(uint32_t addr);
+    void reg_write(uint32_t addr, uint32_t v);
+};
+
+#endif

@@ -1,0 +1,214 @@
+/*
+ * tsr_sccal: calibration of the SystemC timed model against the RTL on
+ * random programs of the differential generator (tsr_gen). Each program
+ * runs on fsim, systemc and rtl (one device each, opened per program);
+ * every output byte of systemc must equal fsim's, and the cycle error
+ * (systemc - rtl) / rtl is collected. Prints one line per program with
+ * --verbose, then: mean |error|, mean signed error, max, the distribution,
+ * the worst programs with their shape (instructions, tensor ops, DRAM bytes)
+ * and simulated cycles per second of both backends.
+ *
+ *   tsr_sccal [--count N] [--seed S] [--config PRESET|random|FILE] [--configs K]
+ *             [--dram-latency N] [--dram-bw B] [--dram-outstanding N]
+ *             [--random-dram] [--verbose]
+ *
+ * Program i uses generator seed S + i (random configs cycle through seeds
+ * S .. S+K-1 with --configs K: every new config is an RTL model build).
+ * --random-dram draws the DRAM timing per program (latency 8..96, 2..16
+ * bytes per cycle, 1..16 outstanding). Exit status 1 on an output
+ * mismatch or a run error.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tsr_config.h"
+#include "tsr_error.h"
+#include "tsr_gen.h"
+
+typedef struct {
+    uint64_t seed;   /* program seed */
+    double err;      /* (systemc - rtl) / rtl */
+    uint64_t rtl, sc;/* cycles */
+    uint64_t ops;    /* GEMM + ALU ops */
+    uint64_t bytes;  /* DRAM bytes (rtl counters) */
+    size_t ninsns;   /* instructions */
+} sample_t;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Run p on a backend; outputs and counters back, wall seconds added to *t. */
+static int run_on(const char *backend, const tsr_gen_prog_t *p, const tsr_rtl_opts_t *ro,
+                  uint8_t *outs[TSR_GEN_MAX_BUFS], tsr_counters_t *ct, double *t)
+{
+    tsr_device_t *dev = NULL;
+    tsr_device_opts_t o;
+    memset(&o, 0, sizeof o);
+    o.rtl = *ro;
+    for (size_t i = 0; i < TSR_GEN_MAX_BUFS; i++)
+        outs[i] = NULL;
+    int rc = tsr_device_open(backend, &p->cfg, &o, &dev);
+    if (rc)
+        return rc;
+    if ((rc = tsr_gen_load(dev, p)))
+        goto out;
+    double t0 = now_s();
+    if ((rc = tsr_submit(dev, p->insns, p->ninsns)) || (rc = tsr_wait(dev, -1)))
+        goto out;
+    *t += now_s() - t0;
+    if ((rc = tsr_read_counters(dev, ct)) || (rc = tsr_gen_read_outputs(dev, p, outs)))
+        goto out;
+out:
+    tsr_device_close(dev);
+    return rc;
+}
+
+static int cmp_abs(const void *a, const void *b)
+{
+    double x = fabs(((const sample_t *)a)->err), y = fabs(((const sample_t *)b)->err);
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+    uint64_t count = 100, seed = 1, nconf = 2;
+    const char *config = "default";
+    int verbose = 0, random_dram = 0;
+    tsr_rtl_opts_t ro;
+    memset(&ro, 0, sizeof ro);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--count") && v)
+            count = strtoull(argv[++i], NULL, 0);
+        else if (!strcmp(a, "--seed") && v)
+            seed = strtoull(argv[++i], NULL, 0);
+        else if (!strcmp(a, "--config") && v)
+            config = argv[++i];
+        else if (!strcmp(a, "--configs") && v)
+            nconf = strtoull(argv[++i], NULL, 0);
+        else if (!strcmp(a, "--dram-latency") && v)
+            ro.dram_latency = (uint32_t)strtoul(argv[++i], NULL, 0);
+        else if (!strcmp(a, "--dram-bw") && v)
+            ro.dram_bytes_per_cycle = strtod(argv[++i], NULL);
+        else if (!strcmp(a, "--dram-outstanding") && v)
+            ro.dram_outstanding = (uint32_t)strtoul(argv[++i], NULL, 0);
+        else if (!strcmp(a, "--random-dram"))
+            random_dram = 1;
+        else if (!strcmp(a, "--verbose"))
+            verbose = 1;
+        else {
+            fprintf(stderr, "usage: tsr_sccal [--count N] [--seed S] [--config PRESET|random|FILE] [--configs K]\n"
+                            "                 [--dram-latency N] [--dram-bw B] [--dram-outstanding N] [--random-dram]\n"
+                            "                 [--verbose]\n");
+            return 2;
+        }
+    }
+    int random_cfg = !strcmp(config, "random");
+    tsr_config_t fixed;
+    if (!random_cfg && tsr_config_load(config, &fixed)) {
+        fprintf(stderr, "tsr_sccal: %s\n", tsr_errmsg());
+        return 2;
+    }
+    sample_t *s = calloc(count ? count : 1, sizeof *s);
+    uint64_t n = 0, bad = 0, rtl_cyc = 0, sc_cyc = 0;
+    double rtl_t = 0, sc_t = 0;
+    for (uint64_t i = 0; i < count; i++) {
+        uint64_t ps = seed + i;
+        tsr_config_t cfg = fixed;
+        char json[1024];
+        if (random_cfg && (tsr_gen_random_config(nconf ? seed + i % nconf : ps, json, sizeof json) ||
+                           tsr_config_parse(json, "random", &cfg))) {
+            fprintf(stderr, "seed %" PRIu64 ": bad random config: %s\n", ps, tsr_errmsg());
+            bad++;
+            continue;
+        }
+        tsr_rtl_opts_t r = ro;
+        if (random_dram) {
+            uint64_t h = tsr_gen_mix(ps ^ 0xd7a3);
+            r.dram_latency = 8 + (uint32_t)(h % 89);
+            r.dram_bytes_per_cycle = (double)(2 + (h >> 8) % 15);
+            r.dram_outstanding = 1 + (uint32_t)((h >> 16) % 16);
+        }
+        tsr_gen_prog_t p;
+        if (tsr_gen_program(ps, &cfg, NULL, &p)) {
+            fprintf(stderr, "seed %" PRIu64 ": %s\n", ps, tsr_errmsg());
+            bad++;
+            continue;
+        }
+        uint8_t *of[TSR_GEN_MAX_BUFS], *os[TSR_GEN_MAX_BUFS], *orr[TSR_GEN_MAX_BUFS];
+        tsr_counters_t cf, cs, cr;
+        double tf = 0;
+        int rc = run_on("fsim", &p, &r, of, &cf, &tf);
+        if (!rc)
+            rc = run_on("systemc", &p, &r, os, &cs, &sc_t);
+        if (!rc)
+            rc = run_on("rtl", &p, &r, orr, &cr, &rtl_t);
+        tsr_gen_diff_t d;
+        if (rc) {
+            printf("seed %" PRIu64 ": run failed: %s\n", ps, tsr_errmsg());
+            bad++;
+        } else if (tsr_gen_compare(&p, of, os, &d)) {
+            printf("seed %" PRIu64 ": systemc output differs from fsim: %s byte %" PRIu64 " (%u vs %u), %" PRIu64
+                   " bytes\n",
+                   ps, p.bufs[d.buf].name, d.offset, d.a, d.b, d.nbytes);
+            bad++;
+        } else {
+            sample_t *x = &s[n++];
+            x->seed = ps;
+            x->rtl = cr.cycles;
+            x->sc = cs.cycles;
+            x->err = cr.cycles ? ((double)cs.cycles - (double)cr.cycles) / (double)cr.cycles : 0;
+            x->ops = cr.gemm_ops + cr.gemm_reset_ops + cr.alu_ops;
+            x->bytes = cr.hw[TSR_CNT_DRAM_RD_BYTES] + cr.hw[TSR_CNT_DRAM_WR_BYTES];
+            x->ninsns = p.ninsns;
+            rtl_cyc += cr.cycles;
+            sc_cyc += cs.cycles;
+            if (verbose)
+                printf("seed %" PRIu64 ": rtl %" PRIu64 " systemc %" PRIu64 " err %+.2f%% (lat %u bw %.0f out %u)\n", ps,
+                       cr.cycles, cs.cycles, 100 * x->err, r.dram_latency, r.dram_bytes_per_cycle, r.dram_outstanding);
+        }
+        tsr_gen_outputs_free(of);
+        tsr_gen_outputs_free(os);
+        tsr_gen_outputs_free(orr);
+        tsr_gen_free(&p);
+    }
+    double sum = 0, sabs = 0, mx = 0;
+    static const double edges[] = {0.01, 0.02, 0.05, 0.10, 0.20};
+    uint64_t hist[6] = {0};
+    for (uint64_t i = 0; i < n; i++) {
+        double e = fabs(s[i].err);
+        sum += s[i].err;
+        sabs += e;
+        mx = e > mx ? e : mx;
+        int b = 0;
+        while (b < 5 && e >= edges[b])
+            b++;
+        hist[b]++;
+    }
+    printf("programs %" PRIu64 " (config %s), compared %" PRIu64 ", failed %" PRIu64 "\n", count, config, n, bad);
+    if (n) {
+        printf("cycle error systemc vs rtl: mean |err| %.2f%%, mean %+.2f%%, max |err| %.2f%%\n", 100 * sabs / n,
+               100 * sum / n, 100 * mx);
+        printf("distribution: <1%% %" PRIu64 ", 1-2%% %" PRIu64 ", 2-5%% %" PRIu64 ", 5-10%% %" PRIu64
+               ", 10-20%% %" PRIu64 ", >=20%% %" PRIu64 "\n",
+               hist[0], hist[1], hist[2], hist[3], hist[4], hist[5]);
+        qsort(s, n, sizeof *s, cmp_abs);
+        printf("worst:\n");
+        for (uint64_t i = 0; i < n && i < 8; i++)
+            printf("  seed %" PRIu64 ": rtl %" PRIu64 " systemc %" PRIu64 " (%+.1f%%), %zu insns, %" PRIu64
+                   " ops, %" PRIu64 " DRAM bytes\n",
+                   s[i].seed, s[i].rtl, s[i].sc, 100 * s[i].err, s[i].ninsns, s[i].ops, s[i].bytes);
+        printf("speed: rtl %.0f cycles/s, systemc %.0f cycles/s (%.0fx)\n", rtl_cyc / (rtl_t > 0 ? rtl_t : 1e-9),
+               sc_cyc / (sc_t > 0 ? sc_t : 1e-9), (sc_cyc / (sc_t > 0 ? sc_t : 1e-9)) / (rtl_cyc / (rtl_t > 0 ? rtl_t : 1e-9)));
+    }
+    free(s);
+    return bad ? 1 : 0;
+}
