@@ -112,11 +112,16 @@ void tsr_sc_dram::b_transport(tlm::tlm_generic_payload &gp, sc_time &d)
             wait(w, *abort_ev);
         else
             wait(w);
-        if (aborting && *aborting)
-            throw tsr_sc_abort();
-        wait(SC_ZERO_TIME); // a high-priority read at this cycle first
-        if (aborting && *aborting)
-            throw tsr_sc_abort();
+        if (!(aborting && *aborting))
+            wait(SC_ZERO_TIME); // a high-priority read at this cycle first
+        if (aborting && *aborting) {
+            // Device reset: the burst is dropped before it claims a slot.
+            // The transaction ends here (no exception through the socket:
+            // the initiator sees the abort and unwinds its own frame).
+            gp.set_response_status(tlm::TLM_GENERIC_ERROR_RESPONSE);
+            d = SC_ZERO_TIME;
+            return;
+        }
         d = SC_ZERO_TIME;
         t = tsr_sc_to_cycles(sc_time_stamp());
         while (!q.empty() && q.front() <= t)
@@ -318,6 +323,15 @@ double tsr_sc_accel::axi(bool write, bool high, uint64_t addr, uint64_t bytes, s
     tlm::tlm_generic_payload gp;
     tsr_sc_axi_ext ext;
     gp.set_extension(&ext);
+    // The extension lives in this frame: detach it on every exit, the abort
+    // (a tsr_sc_abort thrown out of the loop on a device reset) included,
+    // or the payload's destructor free()s (deletes) it: a stack object
+    // handed to operator delete, the heap corruption of a reset mid-run.
+    struct ext_detach {
+        tlm::tlm_generic_payload &gp;
+        tsr_sc_axi_ext &ext;
+        ~ext_detach() { gp.clear_extension(&ext); }
+    } detach{gp, ext};
     while (a < end) {
         uint64_t n = std::min<uint64_t>(end - a, kBurstBeats * b);
         uint64_t page = (a | 4095) + 1; // no burst crosses 4 KiB
@@ -334,6 +348,8 @@ double tsr_sc_accel::axi(bool write, bool high, uint64_t addr, uint64_t bytes, s
         gp.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
         sc_time d = *local;
         mem->b_transport(gp, d);
+        if (aborting) // reset while the burst waited for a slot (dropped)
+            throw tsr_sc_abort();
         double issue = ext.accepted;
         last = std::max(last, tsr_sc_to_cycles(sc_time_stamp() + d));
         // Next address one cycle after this one was accepted.
@@ -345,7 +361,6 @@ double tsr_sc_accel::axi(bool write, bool high, uint64_t addr, uint64_t bytes, s
         }
         a += n;
     }
-    gp.clear_extension(&ext);
     if (write)
         hw[TSR_CNT_DRAM_WR_BYTES] += end - addr / b * b;
     else

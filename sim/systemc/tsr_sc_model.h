@@ -82,8 +82,9 @@ class tsr_sc_dram : public sc_core::sc_module {
     tsr_dram_t *mem = nullptr;       // backing store (device memory)
     tsr_sc_dram_params p;             // timing
     int bus = 8;                      // bytes per beat
-    const bool *aborting = nullptr;   // set by the owner's reset
-    sc_core::sc_event *abort_ev = nullptr;
+    const bool *aborting = nullptr;   // set by the owner's reset: a read waiting for a slot
+                                      // then ends at once, TLM_GENERIC_ERROR_RESPONSE, dropped
+    sc_core::sc_event *abort_ev = nullptr; // notified with it (wakes such a read)
     uint64_t rd_bytes = 0, wr_bytes = 0; // bus bytes moved (beats x bus)
 
     SC_HAS_PROCESS(tsr_sc_dram);
