@@ -23,7 +23,7 @@ ALL=(fuzz_asm fuzz_decode_verify fuzz_npy fuzz_config fuzz_onnx)
 if [ $# -gt 0 ]; then TARGETS=("$@"); else TARGETS=("${ALL[@]}"); fi
 PAR=${FUZZ_PARALLEL:-1}
 B=build-fuzz
-CC=clang cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTSR_FUZZ=ON >/dev/null
+CC=clang CXX=clang++ cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTSR_FUZZ=ON >/dev/null
 cmake --build "$B" -j "$(nproc)" --target "${TARGETS[@]}" >/dev/null
 
 run_one() {
@@ -73,7 +73,7 @@ if [ -n "${FUZZ_COVERAGE:-}" ]; then
     exit 1
   fi
   C=build-fuzzcov
-  CC=clang cmake -S . -B "$C" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  CC=clang CXX=clang++ cmake -S . -B "$C" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_C_FLAGS="-fprofile-instr-generate -fcoverage-mapping" >/dev/null
   cmake --build "$C" -j "$(nproc)" --target "${TARGETS[@]}" >/dev/null
   echo "source coverage of the final corpus (llvm-cov; regions, functions, lines, branches):"

@@ -94,7 +94,6 @@ class tsr_sc_dram : public sc_core::sc_module {
   private:
     double r_free_ = 0, w_free_ = 0, bw_free_ = 0; // cycle each resource is next free
     std::deque<double> rq_, wq_;                   // completion cycle of bursts in flight
-    int hp_waiting_ = 0;
     void b_transport(tlm::tlm_generic_payload &gp, sc_core::sc_time &d);
 };
 
