@@ -32,7 +32,7 @@ static const char *infer_help =
     "                    the output over its last axis\n"
     "  --tensor NAME=FILE  also write the value NAME (e.g. quantized logits, or a\n"
     "                    tensor inside a device segment: all are then kept) to\n"
-    "                    FILE; repeatable (up to 16)\n"
+    "                    FILE; repeatable (up to 64)\n"
     "  --quiet           no placement and table\n";
 
 int tsr_cli_infer(int argc, char **argv, const tsr_cli_dev_t *dev)
@@ -53,7 +53,7 @@ int tsr_cli_infer(int argc, char **argv, const tsr_cli_dev_t *dev)
         opts[no++] = dev->long_opts[i];
     memset(&opts[no], 0, sizeof opts[no]);
     const char *in_path = NULL, *out_path = NULL, *backend = "fsim", *cfgname = "default", *labels = NULL;
-    char *tname[16], *tout[16];
+    char *tname[64], *tout[64];
     int ntensors = 0, quiet = 0, c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "i:o:h", opts, NULL)) != -1) {
@@ -72,8 +72,8 @@ int tsr_cli_infer(int argc, char **argv, const tsr_cli_dev_t *dev)
         case O_LABELS: labels = optarg; break;
         case O_TENSOR: {
             char *eq = strchr(optarg, '=');
-            if (!eq || eq == optarg || !eq[1] || ntensors == 16) {
-                fprintf(stderr, "tessera infer: --tensor needs NAME=FILE (at most 16)\n");
+            if (!eq || eq == optarg || !eq[1] || ntensors == 64) {
+                fprintf(stderr, "tessera infer: --tensor needs NAME=FILE (at most 64)\n");
                 return 2;
             }
             *eq = 0;

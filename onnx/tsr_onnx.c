@@ -92,6 +92,7 @@ struct tsr_onnx {
     tsr_device_t *dev;
     unsigned flags;         /* tsr_onnx_prepare flags */
     int64_t opset;          /* ai.onnx opset of the model */
+    int nexact;             /* operators whose requantization integers came from tessera.requant metadata */
 };
 
 /* ------------------------------------------------------------ helpers */
@@ -489,6 +490,62 @@ static int qdtype(int elem, tsr_dtype_e *dt)
     return 0;
 }
 
+/* Exact requantization integers a model may carry for node ni: the
+ * metadata entry "tessera.requant/<node name>" holds count integers
+ * separated by commas or spaces (conv/gemm: mult0 shift0 mult1 shift1 ...
+ * per output channel or one pair; add: left_shift mult_a shift_a mult_b
+ * shift_b mult_out shift_out). Why: ONNX stores scales as float32, and a
+ * network whose integers were derived in double (TFLite's QuantizeMultiplier
+ * with two roundings, as jit/tsr_netdesc.c builds ResNet-18) cannot be
+ * written in float32 scales exactly; the metadata carries the integers, the
+ * scales stay what ONNX Runtime computes with, and the caller checks that
+ * both describe the same multiplier. 1 when present (vals filled), 0 when
+ * absent, negative on a malformed entry. */
+static int meta_ints(tsr_onnx_t *m, int ni, int count, int64_t *vals)
+{
+    static const char pre[] = "tessera.requant/";
+    const char *nm = m->gp->node[ni]->name;
+    if (!nm || !nm[0])
+        return 0;
+    for (size_t i = 0; i < m->mp->n_metadata_props; i++) {
+        const Onnx__StringStringEntryProto *e = m->mp->metadata_props[i];
+        if (!e->key || strncmp(e->key, pre, sizeof pre - 1) || strcmp(e->key + sizeof pre - 1, nm))
+            continue;
+        const char *p = e->value ? e->value : "";
+        for (int k = 0; k < count; k++) {
+            while (*p == ' ' || *p == ',')
+                p++;
+            char *end;
+            errno = 0;
+            const long long v = strtoll(p, &end, 10);
+            if (end == p || errno || v < INT32_MIN || v > INT32_MAX)
+                return NERR(m, ni, "metadata \"%s\": integer %d of %d is missing or out of range", e->key, k + 1,
+                            count);
+            vals[k] = v;
+            p = end;
+        }
+        while (*p == ' ' || *p == ',')
+            p++;
+        if (*p)
+            return NERR(m, ni, "metadata \"%s\": more than %d integers", e->key, count);
+        return 1;
+    }
+    return 0;
+}
+
+/* The real multiplier of a fixed-point (mult, shift) pair. */
+static double fx_real(int64_t mult, int64_t shift)
+{
+    return ldexp((double)mult, (int)shift - 31);
+}
+
+/* |a - b| within 1e-5 of b: the metadata's integers and the float32 scales
+ * describe the same requantization (float32 scales round at 6e-8 each). */
+static int fx_agrees(double a, double b)
+{
+    return fabs(a - b) <= 1e-5 * fabs(b);
+}
+
 /* Requantization multipliers as ONNX Runtime forms them: float32
  * x_scale * w_scale / y_scale. */
 static int rq_params(tsr_onnx_t *m, int ni, float xs, const float *ws, int cnt, float ys, int32_t **mult,
@@ -513,7 +570,24 @@ static int rq_params(tsr_onnx_t *m, int ni, float xs, const float *ws, int cnt, 
         if (rc)
             return NERR(m, ni, "requantization multiplier %g of channel %d: %s", (double)r, i, tsr_errmsg());
     }
-    return 0;
+    int64_t *mv = malloc(sizeof(int64_t) * 2 * (size_t)cnt);
+    if (!mv)
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    int rc = meta_ints(m, ni, 2 * cnt, mv);
+    for (int i = 0; rc == 1 && i < cnt; i++) {
+        const double r = (double)(xs * ws[i] / ys);
+        if (mv[2 * i] < 0 || mv[2 * i + 1] < -31 || mv[2 * i + 1] > 30 || !fx_agrees(fx_real(mv[2 * i], mv[2 * i + 1]), r))
+            rc = NERR(m, ni, "metadata tessera.requant: channel %d (%lld, %lld) is not the multiplier %.9g of the scales",
+                      i, (long long)mv[2 * i], (long long)mv[2 * i + 1], r);
+    }
+    for (int i = 0; rc == 1 && i < cnt; i++) {
+        (*mult)[i] = (int32_t)mv[2 * i];
+        (*shift)[i] = (int32_t)mv[2 * i + 1];
+    }
+    free(mv);
+    if (rc == 1)
+        m->nexact++;
+    return rc < 0 ? rc : 0;
 }
 
 /* Description of one quantized operand: value, scale(s), zero point(s). */
@@ -704,11 +778,31 @@ static int lower_conv(tsr_onnx_t *m, int ni, const conv_desc_t *cd, int yv)
     }
     p.w_zp = wzp;
     p.w_zp_count = cd->wcnt;
+    /* one weight zero point when all are equal (always after the int8 recode): the kernel cache
+       signature holds every parameter, and 1000 equal zero points made ResNet-18's fc too long */
+    while (p.w_zp_count > 1 && wzp[p.w_zp_count - 1] == wzp[0])
+        p.w_zp_count--;
+    if (p.w_zp_count > 1)
+        p.w_zp_count = cd->wcnt;
     p.mult = mult;
     p.shift = shift;
     p.rq_count = cd->wcnt;
     nd.conv = p;
-    if (!rc && (rc = tsr_conv2d_check(&p, &(int){0}, &(int){0})))
+    /* A gemm is a dense operator when the device takes it as one (one int8 part): the same
+       arithmetic as the conv whose kernel covers the input, and a per-output requantization of
+       many outputs (ResNet-18's 1000) fits the dense kernel's signature, not the conv's. The graph
+       runtime's dense takes [N][K] inputs only (H = W = 1, e.g. after a global pool): a gemm over
+       a spatial tensor stays the conv whose kernel covers it */
+    tsr_dense_params_t dp = {.n = p.n, .k = p.c_in * p.h * p.w, .m = p.c_out, .x_dtype = p.x_dtype, .x_zp = p.x_zp,
+                             .w_dtype = p.w_dtype, .w_zp = p.w_zp, .w_zp_count = p.w_zp_count, .y_dtype = p.y_dtype,
+                             .y_zp = p.y_zp, .mult = p.mult, .shift = p.shift, .rq_count = p.rq_count,
+                             .act_min = p.act_min, .act_max = p.act_max};
+    int parts = 0;
+    if (!rc && cd->gemm && p.h == 1 && p.w == 1 && !tsr_dense_check(&dp, &parts) && parts == 1) {
+        memset(&nd.conv, 0, sizeof nd.conv);
+        nd.kind = TSR_ND_DENSE;
+        nd.dense = dp;
+    } else if (!rc && (rc = tsr_conv2d_check(&p, &(int){0}, &(int){0})))
         rc = NERR(m, ni, "the device cannot run it (%s) and the host has no quantized conv", tsr_errmsg());
     int l = rc ? rc : new_lop(m, ni, SIDE_DEV);
     if (l < 0) {
@@ -894,10 +988,23 @@ static int lower_qdq_conv(tsr_onnx_t *m, int ni, int gemm)
     /* the view x is over a quantized tensor; lower_conv reads shapes from the view (same shape) */
     conv_desc_t c2 = cd;
     c2.x = in_val(m, ni, 0);
-    {
-        /* lower_conv wants X's elem to be the quantized type: use the quantized value directly,
-           with the float view's shape (identical) */
-        c2.x = cd.x;
+    c2.x = cd.x; /* lower_conv wants X's elem to be the quantized type: the quantized value */
+    const ox_val_t *XV = &m->vals[in_val(m, ni, 0)];
+    if (XV->ndim != m->vals[cd.x].ndim || memcmp(XV->dims, m->vals[cd.x].dims, sizeof(int64_t) * (size_t)XV->ndim)) {
+        /* a relabelled view (Flatten/Reshape of the DequantizeLinear output): the quantized bytes
+           with the view's shape */
+        const int q = new_val(m, "");
+        if (q < 0)
+            return q;
+        ox_val_t *Q = &m->vals[q];
+        XV = &m->vals[in_val(m, ni, 0)];
+        Q->elem = m->vals[cd.x].elem;
+        Q->ndim = XV->ndim;
+        memcpy(Q->dims, XV->dims, sizeof Q->dims);
+        Q->nbytes = m->vals[cd.x].nbytes;
+        Q->base = m->vals[cd.x].base;
+        Q->defined = 1;
+        c2.x = q;
     }
     if ((rc = lower_conv(m, ni, &c2, y)))
         return rc;
@@ -1092,6 +1199,22 @@ static int lower_add(tsr_onnx_t *m, int ni, int a, float as, int32_t az, int b, 
         p.left_shift = q.left_shift;
         p.mult_a = q.mult_a, p.shift_a = q.shift_a, p.mult_b = q.mult_b, p.shift_b = q.shift_b;
         p.mult_out = q.mult_out, p.shift_out = q.shift_out;
+    }
+    int64_t mv[7];
+    if ((rc = meta_ints(m, ni, 7, mv)) < 0)
+        return rc;
+    if (rc == 1) { /* exact integers: each input's overall multiplier must be the scales' */
+        const double out = ldexp(fx_real(mv[5], mv[6]), (int)mv[0]);
+        if (mv[0] < 0 || mv[0] > 22 || mv[1] < 0 || mv[3] < 0 || mv[5] < 0 || mv[2] < -31 || mv[2] > 0 ||
+            mv[4] < -31 || mv[4] > 0 || mv[6] < -31 || mv[6] > 30 ||
+            !fx_agrees(fx_real(mv[1], mv[2]) * out, (double)as / ys) ||
+            !fx_agrees(fx_real(mv[3], mv[4]) * out, (double)bs / ys))
+            return NERR(m, ni, "metadata tessera.requant: the add's integers are not the multipliers %.9g, %.9g of "
+                        "the scales", (double)as / ys, (double)bs / ys);
+        p.left_shift = (int)mv[0];
+        p.mult_a = (int32_t)mv[1], p.shift_a = (int)mv[2], p.mult_b = (int32_t)mv[3], p.shift_b = (int)mv[4];
+        p.mult_out = (int32_t)mv[5], p.shift_out = (int)mv[6];
+        m->nexact++;
     }
     p.act_min = p.y.dtype == TSR_DT_UINT8 ? 0 : -128;
     p.act_max = p.y.dtype == TSR_DT_UINT8 ? 255 : 127;
@@ -1749,6 +1872,8 @@ static int assign_zps(tsr_onnx_t *m)
             zout = L->zp, fout = 1;
         if (L->side == SIDE_DEV && L->nd.kind == TSR_ND_CONV)
             zin = L->nd.conv.x_zp, fin = 1, zout = L->nd.conv.y_zp, fout = 1;
+        if (L->side == SIDE_DEV && L->nd.kind == TSR_ND_DENSE)
+            zin = L->nd.dense.x_zp, fin = 1, zout = L->nd.dense.y_zp, fout = 1;
         if (L->side == SIDE_DEV && L->nd.kind == TSR_ND_POOL && L->nd.pool.kind != TSR_POOL_MAX)
             zin = zout = L->nd.pool.zp, fin = fout = 1;
         if (L->side == SIDE_DEV && L->nd.kind == TSR_ND_ADD) {
@@ -1959,6 +2084,10 @@ void tsr_onnx_free(tsr_onnx_t *m)
                 free((void *)nn->conv.w_zp);
                 free((void *)nn->conv.mult);
                 free((void *)nn->conv.shift);
+            } else if (nn->kind == TSR_ND_DENSE) {
+                free((void *)nn->dense.w_zp);
+                free((void *)nn->dense.mult);
+                free((void *)nn->dense.shift);
             }
             free(nn->w);
             free(nn->bias);
@@ -2009,6 +2138,9 @@ void tsr_onnx_print_placement(const tsr_onnx_t *m, FILE *f)
 {
     fprintf(f, "placement: %zu ONNX nodes -> %d device operators in %d segment%s, %d host operators\n", m->gp->n_node,
             tsr_onnx_device_ops(m), m->nsegs, m->nsegs == 1 ? "" : "s", tsr_onnx_host_ops(m));
+    if (m->nexact)
+        fprintf(f, "requantization: the integers of %d operator%s from the model's tessera.requant metadata (checked "
+                "against the scales)\n", m->nexact, m->nexact == 1 ? "" : "s");
     for (size_t k = 0; k < m->gp->n_node; k++) {
         const int i = m->order[k];
         const int l = m->node_lop[i];
@@ -2026,6 +2158,7 @@ void tsr_onnx_print_placement(const tsr_onnx_t *m, FILE *f)
                                                               m->lops[l].nd.conv.w == m->lops[l].nd.conv.kw
                                                               ? "conv over the whole input = dense" : "conv")
                                                            : m->lops[l].nd.kind == TSR_ND_ADD ? "add"
+                                                           : m->lops[l].nd.kind == TSR_ND_DENSE ? "dense"
                                                            : m->lops[l].nd.pool.kind == TSR_POOL_MAX ? "maxpool"
                                                            : "avgpool");
             else

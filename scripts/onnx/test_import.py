@@ -5,6 +5,8 @@ A. Hostile and unsupported models, built here with onnx.helper from one
    valid QLinearConv model: each must fail with exit status 1, one line on
    stderr, and the specific message (a crash, a hang or a generic message
    fails the test).
+   The tessera.requant metadata (exact requantization integers) is checked
+   against the scales: wrong or malformed entries are refused.
 B. ONNX node conformance cases shipped by Debian's libonnx-testdata
    (qlinearconv, qlinearmatmul_2D, maxpool_2d_uint8): the node's constant
    inputs become initializers, the first input a .npy, and Tessera's output
@@ -125,6 +127,29 @@ expect_error("not a regular file", WORK, "not a regular file")
 with open("huge.onnx", "wb") as f:  # sparse: no disk used, refused by its size before any read
     f.truncate(300 << 20)
 expect_error("absurd file size", "huge.onnx", "more than the")
+
+
+def with_requant(value, key="tessera.requant/conv"):
+    m = good_model()
+    e = m.metadata_props.add()
+    e.key, e.value = key, value
+    return m
+
+
+# exact requantization integers (metadata) must be the scales' multipliers: x 0.02 * w 0.01 / y 0.05 = 0.004
+# = 1099511628 * 2^(-7 - 31)...; a wrong pair or a malformed entry is refused naming the node
+expect_error("requant metadata wrong", save(with_requant("1099511628 -7 1099511628 -7"), "rq_wrong.onnx"),
+             "channel 1 (1099511628, -7) is not the multiplier")
+expect_error("requant metadata short", save(with_requant("1099511628 -7 17"), "rq_short.onnx"),
+             "integer 4 of 4 is missing or out of range")
+expect_error("requant metadata long", save(with_requant("1 -7 1 -7 5"), "rq_long.onnx"), "more than 4 integers")
+rc, out, err = infer(save(with_requant("1099511628 -7 1099511628 -6"), "rq_ok.onnx"))
+good = np.load("y.npy") if rc == 0 else None
+rc0, _, _ = infer("good.onnx")
+ok = rc == 0 and rc0 == 0 and np.abs(good.astype(int) - np.load("y.npy").astype(int)).max() <= 1
+failures += not ok
+print(f"{'ok  ' if ok else 'FAIL'} requant metadata right    exit {rc}: within 1 LSB of the scales' rounding "
+      f"{err.strip()[:120]}")
 os.remove("huge.onnx")
 
 # B. node conformance cases: constant inputs become initializers
