@@ -27,7 +27,7 @@
 
 enum { ET_FLOAT = 1, ET_UINT8 = 2, ET_INT8 = 3, ET_INT32 = 6, ET_INT64 = 7 };
 enum { SIDE_NONE = 0, SIDE_DEV, SIDE_HOST };
-enum { H_QUANT = 1, H_DEQUANT, H_SOFTMAX, H_ARGMAX, H_RELU };
+enum { H_QUANT = 1, H_DEQUANT, H_SOFTMAX, H_ARGMAX, H_RELU, H_CONVINT, H_MATMULINT, H_QMATMUL, H_CONCAT };
 
 #define MAXD 8
 
@@ -64,6 +64,14 @@ typedef struct ox_lop {
     int axis;               /* Softmax/ArgMax axis (normalized) */
     int keepdims;           /* ArgMax */
     int seg;                /* device segment, -1 for host */
+    int64_t geo[16];        /* H_CONVINT: kh, kw, stride_h, stride_w, pad top, left, bottom, right, then
+                               N, C, H, W, O, OH, OW; H_MATMULINT/H_QMATMUL: batch, M, K, N, B batched;
+                               H_CONCAT: outer, bytes of in and of in2 per outer index (the shapes as
+                               the node sees them: in/in2 are bases, possibly of another shape) */
+    int32_t *zpa, *zpb;     /* H_CONVINT/H_MATMULINT/H_QMATMUL: zero points of in (zpa) and in2 (zpb), owned */
+    int nzpa, nzpb;         /* their counts: 1 per tensor, else per row of in / per output column or channel */
+    int32_t yzp;            /* H_QMATMUL: output zero point */
+    float mult;             /* H_QMATMUL: a_scale * b_scale / y_scale (float32, as ONNX Runtime) */
 } ox_lop_t;
 
 typedef struct ox_seg {
@@ -721,14 +729,6 @@ static int lower_conv(tsr_onnx_t *m, int ni, const conv_desc_t *cd, int yv)
         /* Constant weights whose w - w_zp all fit int8 become int8 weights with zero point 0 (exact;
            device tensors hold one copy of the input, so weights needing w - w_zp split into int8
            parts are refused by the graph runtime) */
-        const int64_t per = (int64_t)wbytes / M;
-        int fits = 1;
-        for (int64_t i = 0; i < (int64_t)wbytes && fits; i++) {
-            const int32_t z = wzp[cd->wcnt > 1 ? i / per : 0];
-            const int32_t d = (p.w_dtype == TSR_DT_UINT8 ? (int32_t)W->cdata[i] : (int32_t)(int8_t)W->cdata[i]) - z;
-            fits = d >= -128 && d <= 127;
-        }
-        const int recode = fits && (p.w_dtype == TSR_DT_UINT8 || wzp[0] != 0 || cd->wcnt > 1);
         if (cd->gemm && !cd->transb) { /* B [K][M] -> [M][K] */
             const int64_t K = (int64_t)wbytes / M;
             for (int64_t i = 0; i < M; i++)
@@ -736,6 +736,17 @@ static int lower_conv(tsr_onnx_t *m, int ni, const conv_desc_t *cd, int yv)
                     ((uint8_t *)nd.w)[i * K + k] = W->cdata[k * M + i];
         } else
             memcpy(nd.w, W->cdata, wbytes);
+        /* nd.w is [M][K] or OIHW: output channel i / per (checked after the transposition: a
+           per-column zero point of B [K][M] belongs to a column) */
+        const int64_t per = (int64_t)wbytes / M;
+        const uint8_t *wq = nd.w;
+        int fits = 1;
+        for (int64_t i = 0; i < (int64_t)wbytes && fits; i++) {
+            const int32_t z = wzp[cd->wcnt > 1 ? i / per : 0];
+            const int32_t d = (p.w_dtype == TSR_DT_UINT8 ? (int32_t)wq[i] : (int32_t)(int8_t)wq[i]) - z;
+            fits = d >= -128 && d <= 127;
+        }
+        const int recode = fits && (p.w_dtype == TSR_DT_UINT8 || wzp[0] != 0 || cd->wcnt > 1);
         if (recode) {
             const int64_t K = (int64_t)wbytes / M;
             for (int64_t i = 0; i < (int64_t)wbytes; i++) { /* nd.w is [M][K] or OIHW: row i / K */
@@ -1275,6 +1286,253 @@ static int reshape_dims(tsr_onnx_t *m, int ni, const ox_val_t *X, int vs, int *n
     return 0;
 }
 
+/* Zero points of an integer operand: a constant scalar or 1-D of want
+ * elements (want 0: scalar only); absent = 0. */
+static int int_zps(tsr_onnx_t *m, int ni, int v, int elem, int64_t want, const char *what, int32_t **zp, int *cnt)
+{
+    *cnt = 1;
+    if (!(*zp = calloc((size_t)(want > 1 ? want : 1), sizeof(int32_t))))
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    if (v < 0)
+        return 0;
+    const ox_val_t *Z = &m->vals[v];
+    const int64_t c = numel(Z);
+    if (!Z->cdata || Z->elem != elem || !(c == 1 || (want > 1 && c == want && Z->ndim == 1)))
+        return NERR(m, ni, "%s must be a constant %s scalar%s", what, ename(elem),
+                    want > 1 ? " or 1-D with one per row/column/channel" : "");
+    for (int64_t i = 0; i < c; i++)
+        (*zp)[i] = cget_i(Z, i);
+    *cnt = (int)c;
+    return 0;
+}
+
+/* Batch, M, K, N of a (batched) matmul of A [..., M, K] by B [..., K, N]:
+ * B 2-D (shared) or with A's batch dimensions. */
+static int mm_shape(tsr_onnx_t *m, int ni, const ox_val_t *A, const ox_val_t *B, int64_t *od, int *odn)
+{
+    if (A->ndim < 2 || B->ndim < 2)
+        return NERR(m, ni, "operands must be at least 2-D (are %d-D and %d-D)", A->ndim, B->ndim);
+    if (B->ndim != 2 && B->ndim != A->ndim)
+        return NERR(m, ni, "B must be 2-D or have A's batch dimensions (broadcasting is not supported)");
+    for (int i = 0; B->ndim > 2 && i < A->ndim - 2; i++)
+        if (A->dims[i] != B->dims[i])
+            return NERR(m, ni, "batch dimension %d differs (%lld and %lld; broadcasting is not supported)", i,
+                        (long long)A->dims[i], (long long)B->dims[i]);
+    if (A->dims[A->ndim - 1] != B->dims[B->ndim - 2])
+        return NERR(m, ni, "A has K = %lld, B %lld", (long long)A->dims[A->ndim - 1], (long long)B->dims[B->ndim - 2]);
+    memcpy(od, A->dims, sizeof(int64_t) * (size_t)A->ndim);
+    od[A->ndim - 1] = B->dims[B->ndim - 1];
+    *odn = A->ndim;
+    return 0;
+}
+
+/* ConvInteger, MatMulInteger (int32 results) and QLinearMatMul of more than
+ * 2-D operands: host kernels (the device's results are requantized 8-bit,
+ * and its dense takes one weight matrix, not one per batch). */
+static int lower_host_int(tsr_onnx_t *m, int ni, int hk)
+{
+    const Onnx__NodeProto *n = m->gp->node[ni];
+    const int ia = 0, ib = hk == H_QMATMUL ? 3 : 1;
+    const int a = in_val(m, ni, ia), b = in_val(m, ni, (size_t)ib);
+    if (a < 0 || b < 0)
+        return NERR(m, ni, "an operand is missing");
+    const ox_val_t *A = &m->vals[a], *B = &m->vals[b];
+    if ((A->elem != ET_UINT8 && A->elem != ET_INT8) || (B->elem != ET_UINT8 && B->elem != ET_INT8))
+        return NERR(m, ni, "operands must be int8 or uint8 (are %s and %s)", ename(A->elem), ename(B->elem));
+    if (A->view_of >= 0 || B->view_of >= 0)
+        return NERR(m, ni, "operands are quantized tensors, not DequantizeLinear outputs");
+    int64_t od[MAXD];
+    int odn = 0, rc;
+    int32_t *za = NULL, *zb = NULL;
+    int nza = 0, nzb = 0, yelem = ET_INT32;
+    float mult = 0;
+    int32_t yzp = 0;
+    if (hk == H_CONVINT) {
+        conv_desc_t cd;
+        memset(&cd, 0, sizeof cd);
+        if ((rc = conv_geometry(m, ni, &cd, A, B, od)))
+            return rc;
+        odn = 4;
+        if (cd.group != 1)
+            return NERR(m, ni, "group %lld: only 1 is supported", (long long)cd.group);
+        if (B->dims[1] != A->dims[1])
+            return NERR(m, ni, "weights have %lld input channels, the input %lld", (long long)B->dims[1],
+                        (long long)A->dims[1]);
+        rc = int_zps(m, ni, in_val(m, ni, 2), A->elem, 0, "x_zero_point", &za, &nza);
+        if (!rc)
+            rc = int_zps(m, ni, in_val(m, ni, 3), B->elem, B->dims[0], "w_zero_point", &zb, &nzb);
+        if (!rc) {
+            const int64_t g[16] = {cd.kshape[0], cd.kshape[1], cd.strides[0], cd.strides[1], cd.pads[0], cd.pads[1],
+                                   cd.pads[2], cd.pads[3], A->dims[0], A->dims[1], A->dims[2], A->dims[3], od[1],
+                                   od[2], od[3]};
+            int l = new_lop(m, ni, SIDE_HOST);
+            if (l < 0)
+                rc = l;
+            else
+                memcpy(m->lops[l].geo, g, sizeof g);
+        }
+    } else {
+        rc = mm_shape(m, ni, A, B, od, &odn);
+        const int64_t M = A->dims[A->ndim - 2], N = B->dims[B->ndim - 1];
+        if (!rc && hk == H_MATMULINT) {
+            rc = int_zps(m, ni, in_val(m, ni, 2), A->elem, M, "a_zero_point", &za, &nza);
+            if (!rc)
+                rc = int_zps(m, ni, in_val(m, ni, 3), B->elem, N, "b_zero_point", &zb, &nzb);
+        } else if (!rc) {
+            double v[5];
+            static const char *const what[5] = {"a_scale", "a_zero_point", "b_scale", "b_zero_point", "y_scale"};
+            static const int idx[5] = {1, 2, 4, 5, 6};
+            for (int k = 0; k < 5 && !rc; k++)
+                rc = const_scalar(m, ni, in_val(m, ni, (size_t)idx[k]), what[k], &v[k]);
+            const int vyz = in_val(m, ni, 7);
+            double z = 0;
+            if (!rc && vyz >= 0)
+                rc = const_scalar(m, ni, vyz, "y_zero_point", &z);
+            if (!rc && !(v[0] > 0 && v[2] > 0 && v[4] > 0 && isfinite(v[0] * v[2] / v[4])))
+                rc = NERR(m, ni, "scales must be finite and > 0 (per tensor)");
+            yelem = vyz >= 0 ? m->vals[vyz].elem : ET_UINT8;
+            if (!rc && yelem != ET_UINT8 && yelem != ET_INT8)
+                rc = NERR(m, ni, "output type %s (uint8 and int8 are supported)", ename(yelem));
+            if (!rc && (!(za = malloc(sizeof *za)) || !(zb = malloc(sizeof *zb))))
+                rc = tsr_err(TSR_ENOMEM, "out of memory");
+            if (!rc) {
+                za[0] = (int32_t)v[1], zb[0] = (int32_t)v[3], nza = nzb = 1;
+                mult = (float)v[0] * (float)v[2] / (float)v[4];
+                yzp = (int32_t)z;
+            }
+        }
+        if (!rc) {
+            int l = new_lop(m, ni, SIDE_HOST);
+            rc = l < 0 ? l : 0;
+            if (!rc) {
+                const int64_t g[5] = {numel(A) / (M * A->dims[A->ndim - 1]), M, A->dims[A->ndim - 1], N, B->ndim > 2};
+                memcpy(m->lops[l].geo, g, sizeof g);
+            }
+        }
+    }
+    if (rc) {
+        free(za);
+        free(zb);
+        return rc;
+    }
+    ox_lop_t *L = &m->lops[m->nlops - 1];
+    L->hkind = hk;
+    L->in = A->base, L->in2 = B->base;
+    L->zpa = za, L->nzpa = nza, L->zpb = zb, L->nzpb = nzb;
+    L->mult = mult, L->yzp = yzp;
+    const int y = def_out(m, ni, 0, yelem, odn, od);
+    if (y < 0)
+        return y;
+    L = &m->lops[m->nlops - 1];
+    L->out = y;
+    m->vals[y].prod = m->nlops - 1;
+    (void)n;
+    return 0;
+}
+
+/* Concat of two computed tensors of the same type (any axis): a host copy.
+ * Float views (QDQ) with equal per-tensor scale and zero point concatenate
+ * their quantized bytes, the output a view of the result. */
+static int lower_concat(tsr_onnx_t *m, int ni)
+{
+    const Onnx__NodeProto *n = m->gp->node[ni];
+    if (n->n_input != 2)
+        return NERR(m, ni, "%zu inputs: two are supported", n->n_input);
+    int a = in_val(m, ni, 0), b = in_val(m, ni, 1);
+    if (a < 0 || b < 0)
+        return NERR(m, ni, "an input is missing");
+    const ox_val_t *A = &m->vals[a], *B = &m->vals[b];
+    int view = 0;
+    if (A->view_of >= 0 || B->view_of >= 0) {
+        if (A->view_of < 0 || B->view_of < 0 || A->cdata || B->cdata || A->vcount != 1 || B->vcount != 1 ||
+            A->vscale[0] != B->vscale[0] || A->vzp[0] != B->vzp[0] ||
+            m->vals[A->view_of].elem != m->vals[B->view_of].elem)
+            return NERR(m, ni, "DequantizeLinear inputs must share one per-tensor scale, zero point and type (the "
+                        "host concatenates the quantized bytes)");
+        view = 1;
+    }
+    if (A->elem != B->elem || A->ndim != B->ndim)
+        return NERR(m, ni, "inputs differ in type or rank");
+    int64_t axis = attr_i(n, "axis", 1);
+    if (axis < 0)
+        axis += A->ndim;
+    if (axis < 0 || axis >= A->ndim)
+        return NERR(m, ni, "axis out of range");
+    int64_t od[MAXD];
+    for (int i = 0; i < A->ndim; i++) {
+        if (i != axis && A->dims[i] != B->dims[i])
+            return NERR(m, ni, "dimension %d differs (%lld and %lld)", i, (long long)A->dims[i], (long long)B->dims[i]);
+        od[i] = i == axis ? A->dims[i] + B->dims[i] : A->dims[i];
+    }
+    const int qa = view ? A->view_of : a, qb = view ? B->view_of : b;
+    const float sc = view ? A->vscale[0] : 0;
+    const int32_t zp = view ? A->vzp[0] : 0;
+    int q;
+    if (view) { /* the concatenated quantized bytes (no ONNX name) */
+        if ((q = new_val(m, "")) < 0)
+            return q;
+        ox_val_t *Q = &m->vals[q];
+        Q->elem = m->vals[qa].elem, Q->ndim = A->ndim, Q->defined = 1;
+        memcpy(Q->dims, od, sizeof od);
+        Q->nbytes = (size_t)numel(Q) * esize(Q->elem);
+    } else if ((q = def_out(m, ni, 0, A->elem, A->ndim, od)) < 0)
+        return q;
+    const int l = host_lop(m, ni, H_CONCAT, m->vals[qa].base, q);
+    if (l < 0)
+        return l;
+    m->lops[l].in2 = m->vals[qb].base;
+    int64_t outer = 1;
+    for (int i = 0; i < axis; i++)
+        outer *= od[i];
+    m->lops[l].geo[0] = outer;
+    m->lops[l].geo[1] = outer ? (int64_t)m->vals[qa].nbytes / outer : 0;
+    m->lops[l].geo[2] = outer ? (int64_t)m->vals[qb].nbytes / outer : 0;
+    if (view) {
+        const int y = def_out(m, ni, 0, ET_FLOAT, A->ndim, od);
+        if (y < 0)
+            return y;
+        ox_val_t *Y = &m->vals[y];
+        Y->view_of = q;
+        Y->vcount = 1;
+        Y->vscale = malloc(sizeof(float));
+        Y->vzp = malloc(sizeof(int32_t));
+        if (!Y->vscale || !Y->vzp)
+            return tsr_err(TSR_ENOMEM, "out of memory");
+        Y->vscale[0] = sc;
+        Y->vzp[0] = zp;
+    }
+    return 0;
+}
+
+/* Transpose that only relabels: the dimensions it moves are 1 except one, so
+ * the bytes keep their order. Anything else moves data: refused. */
+static int lower_transpose(tsr_onnx_t *m, int ni, int x)
+{
+    const ox_val_t X = m->vals[x];
+    int64_t perm[MAXD], od[MAXD];
+    const Onnx__AttributeProto *pa = attr(m->gp->node[ni], "perm");
+    if (pa && pa->n_ints != (size_t)X.ndim)
+        return NERR(m, ni, "perm has %zu entries for a %d-D input", pa->n_ints, X.ndim);
+    int seen[MAXD] = {0};
+    for (int i = 0; i < X.ndim; i++) {
+        perm[i] = pa ? pa->ints[i] : X.ndim - 1 - i;
+        if (perm[i] < 0 || perm[i] >= X.ndim || seen[perm[i]]++)
+            return NERR(m, ni, "perm is not a permutation");
+        od[i] = X.dims[perm[i]];
+    }
+    /* the order of the non-1 dimensions must be kept */
+    int64_t last = -1;
+    for (int i = 0; i < X.ndim; i++) {
+        if (X.dims[perm[i]] == 1)
+            continue;
+        if (perm[i] < last)
+            return NERR(m, ni, "it moves data (dimensions of size > 1 change order): only a Transpose that "
+                        "relabels is supported");
+        last = perm[i];
+    }
+    return def_alias(m, ni, x, X.ndim, od) < 0 ? -1 : 0;
+}
+
 static int lower_node(tsr_onnx_t *m, int ni)
 {
     const Onnx__NodeProto *n = m->gp->node[ni];
@@ -1501,8 +1759,23 @@ static int lower_node(tsr_onnx_t *m, int ni)
     }
     if (!strcmp(op, "QGemm") && !strcmp(dom, "com.microsoft"))
         return lower_qlinear(m, ni, 1);
-    if (!strcmp(op, "QLinearMatMul"))
+    if (!strcmp(op, "QLinearMatMul")) {
+        const int b = in_val(m, ni, 3);
+        if (x >= 0 && b >= 0 && (m->vals[x].ndim > 2 || m->vals[b].ndim > 2))
+            return lower_host_int(m, ni, H_QMATMUL);
         return lower_qlinear(m, ni, 2);
+    }
+    if (!strcmp(op, "ConvInteger"))
+        return lower_host_int(m, ni, H_CONVINT);
+    if (!strcmp(op, "MatMulInteger"))
+        return lower_host_int(m, ni, H_MATMULINT);
+    if (!strcmp(op, "Concat"))
+        return lower_concat(m, ni);
+    if (!strcmp(op, "Transpose")) {
+        if (x < 0)
+            return NERR(m, ni, "input missing");
+        return lower_transpose(m, ni, x);
+    }
     if (!strcmp(op, "MaxPool")) {
         if (x < 0)
             return NERR(m, ni, "input missing");
@@ -2091,6 +2364,9 @@ void tsr_onnx_free(tsr_onnx_t *m)
             }
             free(nn->w);
             free(nn->bias);
+        } else {
+            free(m->lops[i].zpa);
+            free(m->lops[i].zpb);
         }
     free(m->lops);
     for (int i = 0; i < m->nvals; i++) {
@@ -2130,6 +2406,10 @@ static const char *hk_name(int k)
     case H_SOFTMAX: return "softmax";
     case H_ARGMAX: return "argmax";
     case H_RELU: return "relu";
+    case H_CONVINT: return "int32 conv";
+    case H_MATMULINT: return "int32 matmul";
+    case H_QMATMUL: return "quantized batched matmul";
+    case H_CONCAT: return "concat";
     default: return "?";
     }
 }
@@ -2263,6 +2543,72 @@ static int run_host(tsr_onnx_t *m, const ox_lop_t *L)
                     memcpy(yb + 4 * (b + k * inner), &e, 4);
                 }
             }
+        return 0;
+    }
+    case H_CONVINT: {
+        const ox_val_t *W = &m->vals[L->in2];
+        const uint8_t *wb = bytes(m, L->in2);
+        const int64_t N = L->geo[8], C = L->geo[9], H = L->geo[10], Wd = L->geo[11], O = L->geo[12],
+                      OH = L->geo[13], OW = L->geo[14], KH = L->geo[0], KW = L->geo[1];
+        const int xs = X->elem == ET_INT8, ws = W->elem == ET_INT8;
+        int32_t *yo = (int32_t *)(void *)yb;
+        for (int64_t b = 0; b < N; b++)
+            for (int64_t o = 0; o < O; o++)
+                for (int64_t oh = 0; oh < OH; oh++)
+                    for (int64_t ow = 0; ow < OW; ow++) {
+                        int32_t acc = 0; /* padding is the zero point: it adds nothing */
+                        for (int64_t c = 0; c < C; c++)
+                            for (int64_t kh = 0; kh < KH; kh++)
+                                for (int64_t kw = 0; kw < KW; kw++) {
+                                    const int64_t ih = oh * L->geo[2] + kh - L->geo[4],
+                                                  iw = ow * L->geo[3] + kw - L->geo[5];
+                                    if (ih < 0 || ih >= H || iw < 0 || iw >= Wd)
+                                        continue;
+                                    const uint8_t xv = xb[((b * C + c) * H + ih) * Wd + iw],
+                                                  wv = wb[((o * C + c) * KH + kh) * KW + kw];
+                                    acc += ((xs ? (int8_t)xv : xv) - L->zpa[0]) *
+                                           ((ws ? (int8_t)wv : wv) - L->zpb[L->nzpb > 1 ? o : 0]);
+                                }
+                        yo[((b * O + o) * OH + oh) * OW + ow] = acc;
+                    }
+        return 0;
+    }
+    case H_MATMULINT:
+    case H_QMATMUL: {
+        const ox_val_t *B = &m->vals[L->in2];
+        const uint8_t *bb = bytes(m, L->in2);
+        const int64_t batch = L->geo[0], M = L->geo[1], K = L->geo[2], N = L->geo[3];
+        const int as = X->elem == ET_INT8, bs = B->elem == ET_INT8;
+        const int lo = Y->elem == ET_UINT8 ? 0 : -128, hi = Y->elem == ET_UINT8 ? 255 : 127;
+        for (int64_t p = 0; p < batch; p++)
+            for (int64_t i = 0; i < M; i++)
+                for (int64_t j = 0; j < N; j++) {
+                    const uint8_t *ar = xb + (p * M + i) * K, *bc = bb + (L->geo[4] ? p * K * N : 0) + j;
+                    int32_t acc = 0;
+                    for (int64_t k = 0; k < K; k++)
+                        acc += ((as ? (int8_t)ar[k] : ar[k]) - L->zpa[L->nzpa > 1 ? i : 0]) *
+                               ((bs ? (int8_t)bc[k * N] : bc[k * N]) - L->zpb[L->nzpb > 1 ? j : 0]);
+                    const int64_t o = (p * M + i) * N + j;
+                    if (L->hkind == H_MATMULINT) {
+                        memcpy(yb + 4 * o, &acc, 4);
+                        continue;
+                    }
+                    /* ONNX Runtime: float32 acc * (a_scale * b_scale / y_scale), round half to even,
+                       + zero point, saturate */
+                    float q = nearbyintf((float)acc * L->mult) + (float)L->yzp;
+                    q = q < (float)lo ? (float)lo : q > (float)hi ? (float)hi : q;
+                    yb[o] = (uint8_t)(int)q;
+                }
+        return 0;
+    }
+    case H_CONCAT: {
+        const uint8_t *bb = bytes(m, L->in2);
+        const int64_t outer = L->geo[0];
+        const size_t ca = (size_t)L->geo[1], cb = (size_t)L->geo[2];
+        for (int64_t o = 0; o < outer; o++) {
+            memcpy(yb + (size_t)o * (ca + cb), xb + (size_t)o * ca, ca);
+            memcpy(yb + (size_t)o * (ca + cb) + ca, bb + (size_t)o * cb, cb);
+        }
         return 0;
     }
     default: return tsr_err(TSR_EINVAL, "bad host kernel");

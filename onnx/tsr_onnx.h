@@ -9,7 +9,7 @@
  * initializers and Constant nodes; tensor payloads against their dims and
  * dtype before being read; shapes agree; the nodes form a DAG; at most 4096
  * nodes) and lowered:
- *   - operator form: QLinearConv, QLinearMatMul (2-D), com.microsoft QGemm,
+ *   - operator form: QLinearConv, QLinearMatMul (2-D), com.microsoft QGemm (transB 0/1),
  *     QLinearAdd and QLinearGlobalAveragePool, MaxPool on uint8/int8;
  *     QDQ form: DequantizeLinear -> Conv/Gemm/MatMul/Add [-> Relu/Clip] ->
  *     QuantizeLinear, MaxPool/Flatten/Reshape between DequantizeLinear and
@@ -20,12 +20,22 @@
  *     rq_params); the add uses MLAS's fixed-point QLinearAdd arithmetic.
  *     Per-tensor and per-channel weight scales, int8 and uint8; constant
  *     weights whose w - w_zp fit int8 are recoded to int8 zero point 0.
+ *     A Gemm over an [N,K] input is a device dense operator. A model may
+ *     carry exact requantization integers in metadata
+ *     "tessera.requant/<node>" (see meta_ints in tsr_onnx.c), used after a
+ *     check that they are the scales' multipliers.
  *   - QuantizeLinear of a float tensor, DequantizeLinear of a result,
  *     Softmax, ArgMax and float Relu run on the host in plain C kernels
- *     (ONNX Runtime's formulas: round half to even, saturate);
+ *     (ONNX Runtime's formulas: round half to even, saturate); so do
+ *     ConvInteger and MatMulInteger (int32 results; 2-D conv, group 1;
+ *     batched matmul with B 2-D or of A's batch shape), QLinearMatMul of
+ *     more than 2-D operands (float32 multiplier as ONNX Runtime), and
+ *     Concat of two inputs along any axis (QDQ: inputs with one shared
+ *     scale and zero point, the quantized bytes concatenated);
  *   - Constant, and Cast/ConstantOfShape/Identity/DequantizeLinear of
- *     constants, are folded at import; Flatten, Reshape and Cast to the same
- *     type only relabel.
+ *     constants, are folded at import; Flatten, Reshape, Cast to the same
+ *     type and a Transpose that keeps the order of the dimensions > 1 only
+ *     relabel (a Transpose that moves data is refused).
  * A node neither side can run is an error naming the node, its op type and
  * why, before anything runs. Consecutive device operators with one input
  * from outside and one tensor read outside form a segment (a DAG: residual

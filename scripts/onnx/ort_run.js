@@ -1,8 +1,9 @@
 // ort_run.js: run an ONNX model with ONNX Runtime (npm onnxruntime-node, CPU)
 // on one .npy input and write its outputs as .npy - the independent reference
 // of the ONNX tests (tests/onnx_digits.sh, tests/onnx_nodes.sh).
-// usage: NODE_PATH=DIR/node_modules node ort_run.js MODEL.onnx IN.npy OUT.npy [OUTPUT_NAME OUT2.npy ...]
-// The first OUT.npy receives the model's first output; named outputs follow.
+// usage: NODE_PATH=DIR/node_modules node ort_run.js MODEL.onnx IN.npy[,IN2.npy...] OUT.npy [OUTPUT_NAME OUT2.npy ...]
+// The inputs feed the model's inputs in order; the first OUT.npy receives the
+// model's first output; named outputs follow.
 'use strict';
 const fs = require('fs');
 const ort = require('onnxruntime-node');
@@ -49,7 +50,9 @@ function writeNpy(path, t) {
   const opts = { graphOptimizationLevel: 'all', intraOpNumThreads: 1 };
   const s = await ort.InferenceSession.create(model, opts);
   const feeds = {};
-  feeds[s.inputNames[0]] = readNpy(inp);
+  const ins = inp.split(',');
+  if (ins.length !== s.inputNames.length) throw new Error(`${ins.length} inputs for ${s.inputNames.length}`);
+  ins.forEach((f, i) => { feeds[s.inputNames[i]] = readNpy(f); });
   const res = await s.run(feeds);
   writeNpy(out, res[s.outputNames[0]]);
   for (let i = 0; i + 1 < named.length; i += 2) writeNpy(named[i + 1], res[named[i]]);

@@ -8,10 +8,13 @@ A. Hostile and unsupported models, built here with onnx.helper from one
    The tessera.requant metadata (exact requantization integers) is checked
    against the scales: wrong or malformed entries are refused.
 B. ONNX node conformance cases shipped by Debian's libonnx-testdata
-   (qlinearconv, qlinearmatmul_2D, maxpool_2d_uint8): the node's constant
+   (qlinearconv, qlinearmatmul 2D and 3D, maxpool_2d_uint8, convinteger,
+   matmulinteger, concat): the node's constant
    inputs become initializers, the first input a .npy, and Tessera's output
-   must equal the shipped output_0.pb exactly. qlinearmatmul_3D (batched)
-   must be refused clearly.
+   must equal the shipped output_0.pb exactly. transpose_default (moves
+   data) must be refused clearly.
+C. residual blocks, D. Gemm transB 0/1 and Concat along channels, against
+   ONNX Runtime.
 usage: test_import.py TESSERA_BIN WORK_DIR [BACKEND]
 """
 import os
@@ -152,6 +155,54 @@ print(f"{'ok  ' if ok else 'FAIL'} requant metadata right    exit {rc}: within 1
       f"{err.strip()[:120]}")
 os.remove("huge.onnx")
 
+
+def int_model(node, inits, x_shape, x_type=TensorProto.UINT8, out_type=TensorProto.INT32):
+    g = helper.make_graph([node], "t", [helper.make_tensor_value_info("x", x_type, x_shape)],
+                          [helper.make_tensor_value_info(node.output[0], out_type, None)],
+                          [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 7
+    return m
+
+
+# restrictions of the host's integer kernels, Concat and Transpose: refused naming the node and why
+np.save("xu8.npy", np.zeros((1, 2, 4, 4), np.uint8))
+np.save("xmm.npy", np.zeros((2, 3, 4), np.uint8))
+wci = np.ones((2, 1, 3, 3), np.uint8)
+expect_error("ConvInteger group", save(int_model(helper.make_node("ConvInteger", ["x", "w"], ["y"], name="ci", group=2),
+                                                 {"w": wci}, [1, 2, 4, 4]), "ci_group.onnx"),
+             "group 2: only 1 is supported", inp="xu8.npy")
+expect_error("ConvInteger x zp vector", save(int_model(helper.make_node("ConvInteger", ["x", "w", "xz"], ["y"], name="ci"),
+                                                       {"w": np.ones((2, 2, 3, 3), np.uint8),
+                                                        "xz": np.zeros(2, np.uint8)}, [1, 2, 4, 4]), "ci_zp.onnx"),
+             "x_zero_point must be a constant uint8 scalar", inp="xu8.npy")
+expect_error("MatMulInteger broadcast", save(int_model(helper.make_node("MatMulInteger", ["x", "b"], ["y"], name="mmi"),
+                                                       {"b": np.ones((1, 4, 5), np.uint8)}, [2, 3, 4]), "mmi_bc.onnx"),
+             "batch dimension 0 differs (2 and 1; broadcasting is not supported)", inp="xmm.npy")
+expect_error("MatMulInteger float", save(int_model(helper.make_node("MatMulInteger", ["x", "b"], ["y"], name="mmi"),
+                                                   {"b": np.ones((4, 5), np.float32)}, [2, 3, 4]), "mmi_f.onnx"),
+             "operands must be int8 or uint8 (are uint8 and float)", inp="xmm.npy")
+expect_error("Concat of three", save(int_model(helper.make_node("Concat", ["x", "c", "c"], ["y"], name="cat", axis=1),
+                                               {"c": np.ones((1, 2, 4, 4), np.uint8)}, [1, 2, 4, 4],
+                                               out_type=TensorProto.UINT8), "cat3.onnx"),
+             "3 inputs: two are supported", inp="xu8.npy")
+expect_error("Concat shapes", save(int_model(helper.make_node("Concat", ["x", "c"], ["y"], name="cat", axis=1),
+                                             {"c": np.ones((1, 2, 5, 4), np.uint8)}, [1, 2, 4, 4],
+                                             out_type=TensorProto.UINT8), "catshape.onnx"),
+             "dimension 2 differs (4 and 5)", inp="xu8.npy")
+qdq_cat = [helper.make_node("DequantizeLinear", ["x", "s1", "z"], ["xa"], name="dqa"),
+           helper.make_node("DequantizeLinear", ["x", "s2", "z"], ["xb"], name="dqb"),
+           helper.make_node("Concat", ["xa", "xb"], ["y"], name="cat", axis=1)]
+g = helper.make_graph(qdq_cat, "t", [helper.make_tensor_value_info("x", TensorProto.UINT8, [1, 2, 4, 4])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                      [numpy_helper.from_array(np.array(0.1, np.float32), "s1"),
+                       numpy_helper.from_array(np.array(0.2, np.float32), "s2"),
+                       numpy_helper.from_array(np.array(3, np.uint8), "z")])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+m.ir_version = 7
+expect_error("Concat QDQ scales differ", save(m, "catq.onnx"), "must share one per-tensor scale, zero point and type",
+             inp="xu8.npy")
+
 # B. node conformance cases: constant inputs become initializers
 def node_case(case, expect_refusal=None):
     global failures
@@ -188,7 +239,22 @@ def node_case(case, expect_refusal=None):
 node_case("test_qlinearconv")
 node_case("test_qlinearmatmul_2D")
 node_case("test_maxpool_2d_uint8")
-node_case("test_qlinearmatmul_3D", expect_refusal="only 2-D operands are supported (batched MatMul is not)")
+node_case("test_qlinearmatmul_3D")
+for case in ("test_basic_convinteger", "test_convinteger_with_padding", "test_convinteger_without_padding",
+             "test_matmulinteger", "test_concat_2d_axis_1", "test_concat_3d_axis_1", "test_concat_3d_axis_negative_1"):
+    node_case(case)
+node_case("test_transpose_default", expect_refusal="it moves data (dimensions of size > 1 change order)")
+
+# a Transpose that only relabels ([1,2,6,6] -> [2,1,6,6]): numpy's transpose of the plain model's output
+rc0, _, _ = infer("good.onnx")
+want = np.load("y.npy").transpose(1, 0, 2, 3) if rc0 == 0 else None
+m = good_model(nodes_extra=[helper.make_node("Transpose", ["y"], ["yt"], name="relabel", perm=[1, 0, 2, 3])],
+               graph_out="yt")
+rc, out, err = infer(save(m, "transpose.onnx"))
+ok = rc == 0 and rc0 == 0 and np.array_equal(np.load("y.npy"), want)
+failures += not ok
+print(f"{'ok  ' if ok else 'FAIL'} Transpose relabel          {want.shape if want is not None else ''} equals numpy's "
+      f"transpose {err.strip()[:120]}")
 
 # C. a residual block (a tensor read by a conv and by the add: a branch inside one device graph) in
 #    QLinear form (com.microsoft QLinearAdd) and QDQ form (Add + Relu), against ONNX Runtime
@@ -299,6 +365,105 @@ for form, dt in (("qlinear", np.uint8), ("qdq", np.uint8), ("qlinear", np.int8),
     failures += not ok
     print(f"{'ok  ' if ok else 'FAIL'} residual {form:8s} {np.dtype(dt).name:5s} {'avg pool + ' if form == 'qdq' else ''}global average pool "
           f"{tg.shape} vs ONNX Runtime max |diff| {dg.max()} LSB, {(dg != 0).sum()} of {dg.size} differ")
+
+
+# D. Gemm with transB 0 and 1 (QDQ Gemm and com.microsoft QGemm) and Concat along channels of two
+#    QDQ convs, against ONNX Runtime
+def ort_run(path, inp, outs):
+    subprocess.run(["node", ORT_RUN, path, inp, *outs], check=True,
+                   env=dict(os.environ, NODE_PATH=os.path.join(ORT_DIR, "node_modules")))
+
+
+def gemm_model(form, transb):
+    rng = np.random.default_rng(21 + transb)
+    K, M = 24, 10
+    w = rng.integers(-100, 100, (M, K) if transb else (K, M)).astype(np.int8)
+    ini = {"xs": np.array(0.02, np.float32), "xz": np.array(128, np.uint8), "w": w,
+           "ws": (np.float32(0.01) * (1 + 0.05 * np.arange(M, dtype=np.float32))).astype(np.float32),
+           "wz": np.zeros(M, np.int8), "b": rng.integers(-2000, 2000, M).astype(np.int32),
+           "ys": np.array(0.07, np.float32), "yz": np.array(100, np.uint8)}
+    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"], name="quant")]
+    if form == "qdq":  # per-column zero points: the int8 recode must take them per output column
+        ini["wz"] = rng.integers(-3, 4, M).astype(np.int8)
+    if form == "qgemm":
+        if transb == 0:  # ORT's QGemm takes per-column scales along B's last axis only with transB: per tensor here
+            ini["ws"], ini["wz"] = np.array(0.012, np.float32), np.array(0, np.int8)
+        nodes.append(helper.make_node("QGemm", ["xq", "xs", "xz", "w", "ws", "wz", "b", "ys", "yz"], ["y"],
+                                      name="gemm", domain="com.microsoft", transB=transb))
+    else:
+        ini["bs"] = (np.float32(0.02) * ini["ws"]).astype(np.float32)
+        nodes += [helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xf"], name="dqx"),
+                  helper.make_node("DequantizeLinear", ["w", "ws", "wz"], ["wf"], name="dqw", axis=0 if transb else 1),
+                  helper.make_node("DequantizeLinear", ["b", "bs"], ["bf"], name="dqb", axis=0),
+                  helper.make_node("Gemm", ["xf", "wf", "bf"], ["yf"], name="gemm", transB=transb),
+                  helper.make_node("QuantizeLinear", ["yf", "ys", "yz"], ["y"], name="qy")]
+    g = helper.make_graph(nodes, "gemm", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [6, K])],
+                          [helper.make_tensor_value_info("y", TensorProto.UINT8, None)],
+                          [numpy_helper.from_array(v, k) for k, v in ini.items()])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid("com.microsoft", 1)])
+    m.ir_version = 7
+    return save(m, f"gemm_{form}_t{transb}.onnx")
+
+
+np.save("xg.npy", (np.random.default_rng(9).random((6, 24), np.float32) * 4 - 2).astype(np.float32))
+for form in ("qdq", "qgemm"):
+    for transb in (0, 1):
+        path = gemm_model(form, transb)
+        rc, out, err = infer(path, "xg.npy")
+        if rc:
+            print(f"FAIL gemm {form} transB={transb}: {err.strip()}")
+            failures += 1
+            continue
+        ort_run(path, "xg.npy", ["ort_yg.npy"])
+        t, o = np.load("y.npy").astype(int), np.load("ort_yg.npy").astype(int)
+        d = np.abs(t - o)
+        ok = t.shape == o.shape and d.max() <= 1 and t.std() > 5
+        failures += not ok
+        print(f"{'ok  ' if ok else 'FAIL'} gemm {form:5s} transB={transb}      {t.shape} vs ONNX Runtime max |diff| "
+              f"{d.max()} LSB, {(d != 0).sum()} of {d.size} differ")
+
+
+def concat_model():
+    rng = np.random.default_rng(31)
+    ini = {"xs": np.array(0.02, np.float32), "xz": np.array(128, np.uint8),
+           "ys": np.array(0.05, np.float32), "yz": np.array(60, np.uint8)}
+    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"], name="quant"),
+             helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xf"], name="dqx")]
+    for i, co in enumerate((4, 6)):
+        ini.update({f"w{i}": rng.integers(-50, 50, (co, 3, 3, 3)).astype(np.int8),
+                    f"ws{i}": np.full(co, 0.01, np.float32), f"wz{i}": np.zeros(co, np.int8)})
+        nodes += [helper.make_node("DequantizeLinear", [f"w{i}", f"ws{i}", f"wz{i}"], [f"wf{i}"], name=f"dqw{i}",
+                                   axis=0),
+                  helper.make_node("Conv", ["xf", f"wf{i}"], [f"cf{i}"], name=f"conv{i}", pads=[1, 1, 1, 1]),
+                  helper.make_node("QuantizeLinear", [f"cf{i}", "ys", "yz"], [f"c{i}"], name=f"qc{i}"),
+                  helper.make_node("DequantizeLinear", [f"c{i}", "ys", "yz"], [f"d{i}"], name=f"dqc{i}")]
+    nodes += [helper.make_node("Concat", ["d0", "d1"], ["catf"], name="concat", axis=1),
+              helper.make_node("QuantizeLinear", ["catf", "ys", "yz"], ["y"], name="qcat")]
+    g = helper.make_graph(nodes, "cat", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 5, 5])],
+                          [helper.make_tensor_value_info("y", TensorProto.UINT8, None),
+                           helper.make_tensor_value_info("c0", TensorProto.UINT8, None),
+                           helper.make_tensor_value_info("c1", TensorProto.UINT8, None)],
+                          [numpy_helper.from_array(v, k) for k, v in ini.items()])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 7
+    return save(m, "concat_qdq.onnx")
+
+
+np.save("xc.npy", (np.random.default_rng(13).random((2, 3, 5, 5), np.float32) * 4 - 2).astype(np.float32))
+path = concat_model()
+rc, out, err = infer(path, "xc.npy", ["--tensor", "c0=c0.npy", "--tensor", "c1=c1.npy"])
+if rc:
+    print(f"FAIL concat qdq: {err.strip()}")
+    failures += 1
+else:
+    ort_run(path, "xc.npy", ["ort_yc.npy"])
+    t, o = np.load("y.npy").astype(int), np.load("ort_yc.npy").astype(int)
+    own = np.concatenate([np.load("c0.npy"), np.load("c1.npy")], axis=1).astype(int)
+    d = np.abs(t - o)
+    ok = t.shape == o.shape == (2, 10, 5, 5) and np.array_equal(t, own) and d.max() <= 1
+    failures += not ok
+    print(f"{'ok  ' if ok else 'FAIL'} concat qdq along channels {t.shape}: = numpy concat of the two convs' bytes "
+          f"{np.array_equal(t, own)}; vs ONNX Runtime max |diff| {d.max()} LSB, {(d != 0).sum()} of {d.size} differ")
 
 print(f"{failures} failure(s)")
 sys.exit(1 if failures else 0)
