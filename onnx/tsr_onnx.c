@@ -444,6 +444,23 @@ static int host_lop(tsr_onnx_t *m, int ni, int hk, int in, int out)
     return l;
 }
 
+/* A device operator for node ni: nd (kind and parameters; arrays owned by
+ * the lop from here on) gets the node's name; in/in2/out are values (bases). */
+static int dev_lop(tsr_onnx_t *m, int ni, const tsr_nd_node_t *nd, int in, int in2, int out)
+{
+    int l = new_lop(m, ni, SIDE_DEV);
+    if (l < 0)
+        return l;
+    ox_lop_t *L = &m->lops[l];
+    L->nd = *nd;
+    snprintf(L->nd.name, sizeof L->nd.name, "%s", nname(m, ni));
+    L->in = in;
+    L->in2 = in2;
+    L->out = out;
+    m->vals[m->vals[out].base].prod = l;
+    return l;
+}
+
 /* v is needed as real floats: a float view gets its host DequantizeLinear. */
 static int need_real(tsr_onnx_t *m, int ni, int v)
 {
@@ -712,7 +729,6 @@ static int lower_conv(tsr_onnx_t *m, int ni, const conv_desc_t *cd, int yv)
     tsr_nd_node_t nd;
     memset(&nd, 0, sizeof nd);
     nd.kind = TSR_ND_CONV;
-    snprintf(nd.name, sizeof nd.name, "%s", nname(m, ni));
     int32_t *wzp = malloc(sizeof(int32_t) * (size_t)cd->wcnt), *mult = NULL, *shift = NULL;
     const size_t wbytes = (size_t)M * (size_t)(p.c_in / p.groups) * (size_t)p.kh * (size_t)p.kw;
     nd.w = malloc(wbytes);
@@ -815,7 +831,7 @@ static int lower_conv(tsr_onnx_t *m, int ni, const conv_desc_t *cd, int yv)
         nd.dense = dp;
     } else if (!rc && (rc = tsr_conv2d_check(&p, &(int){0}, &(int){0})))
         rc = NERR(m, ni, "the device cannot run it (%s) and the host has no quantized conv", tsr_errmsg());
-    int l = rc ? rc : new_lop(m, ni, SIDE_DEV);
+    int l = rc ? rc : dev_lop(m, ni, &nd, X->base, -1, yv);
     if (l < 0) {
         free(wzp);
         free(mult);
@@ -824,10 +840,6 @@ static int lower_conv(tsr_onnx_t *m, int ni, const conv_desc_t *cd, int yv)
         free(nd.bias);
         return l;
     }
-    m->lops[l].nd = nd;
-    m->lops[l].in = X->base;
-    m->lops[l].out = yv;
-    m->vals[yv].prod = l;
     return 0;
 }
 
@@ -1139,17 +1151,9 @@ static int lower_pool(tsr_onnx_t *m, int ni, int src, int yv_or_neg, int64_t *od
 emit:
     if (yv_or_neg == -1)
         return 0; /* shape only */
-    int l = new_lop(m, ni, SIDE_DEV);
-    if (l < 0)
-        return l;
-    ox_lop_t *L = &m->lops[l];
-    L->nd.kind = TSR_ND_POOL;
-    snprintf(L->nd.name, sizeof L->nd.name, "%s", nname(m, ni));
-    L->nd.pool = p;
-    L->in = X->base;
-    L->out = yv_or_neg;
-    m->vals[yv_or_neg].prod = l;
-    return 0;
+    const tsr_nd_node_t nd = {.kind = TSR_ND_POOL, .pool = p};
+    const int l = dev_lop(m, ni, &nd, X->base, -1, yv_or_neg);
+    return l < 0 ? l : 0;
 }
 
 /* A quantized add (TFLite ADD arithmetic, tsr_quant_add_params) of the
@@ -1234,18 +1238,9 @@ static int lower_add(tsr_onnx_t *m, int ni, int a, float as, int32_t az, int b, 
     int64_t cnt;
     if ((rc = tsr_add_check(&p, &cnt)))
         return NERR(m, ni, "the device cannot run it (%s) and the host has no quantized add", tsr_errmsg());
-    int l = new_lop(m, ni, SIDE_DEV);
-    if (l < 0)
-        return l;
-    ox_lop_t *L = &m->lops[l];
-    L->nd.kind = TSR_ND_ADD;
-    snprintf(L->nd.name, sizeof L->nd.name, "%s", nname(m, ni));
-    L->nd.add = p;
-    L->in = A->base;
-    L->in2 = B->base;
-    L->out = yv;
-    m->vals[yv].prod = l;
-    return 0;
+    const tsr_nd_node_t nd = {.kind = TSR_ND_ADD, .add = p};
+    const int l = dev_lop(m, ni, &nd, A->base, B->base, yv);
+    return l < 0 ? l : 0;
 }
 
 /* Reshape target shape (0 copies, -1 infers). */
