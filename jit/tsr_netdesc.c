@@ -501,24 +501,29 @@ void tsr_netdesc_random_input(const tsr_netdesc_t *nd, uint64_t seed, void *dst)
         p[i] = (uint8_t)(rng_next(&s) >> 56);
 }
 
+void tsr_nd_node_free(tsr_nd_node_t *nn)
+{
+    if (nn->kind == TSR_ND_CONV) {
+        free((void *)nn->conv.w_zp);
+        free((void *)nn->conv.mult);
+        free((void *)nn->conv.shift);
+    } else if (nn->kind == TSR_ND_DENSE) {
+        free((void *)nn->dense.w_zp);
+        free((void *)nn->dense.mult);
+        free((void *)nn->dense.shift);
+    }
+    free(nn->w);
+    free(nn->bias);
+    nn->w = NULL;
+    nn->bias = NULL;
+}
+
 void tsr_netdesc_free(tsr_netdesc_t *nd)
 {
     if (!nd)
         return;
-    for (int i = 0; i < nd->nnodes; i++) {
-        tsr_nd_node_t *nn = &nd->nodes[i];
-        if (nn->kind == TSR_ND_CONV) {
-            free((void *)nn->conv.w_zp);
-            free((void *)nn->conv.mult);
-            free((void *)nn->conv.shift);
-        } else if (nn->kind == TSR_ND_DENSE) {
-            free((void *)nn->dense.w_zp);
-            free((void *)nn->dense.mult);
-            free((void *)nn->dense.shift);
-        }
-        free(nn->w);
-        free(nn->bias);
-    }
+    for (int i = 0; i < nd->nnodes; i++)
+        tsr_nd_node_free(&nd->nodes[i]);
     free(nd->nodes);
     free(nd->tensors);
     memset(nd, 0, sizeof *nd);

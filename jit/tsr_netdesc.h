@@ -74,6 +74,10 @@ uint64_t tsr_netdesc_tensor_bytes(const tsr_netdesc_t *nd, int t);
 /* A seeded random input for tensor 0 (dst: tsr_netdesc_tensor_bytes(nd, 0) bytes). */
 void tsr_netdesc_random_input(const tsr_netdesc_t *nd, uint64_t seed, void *dst);
 void tsr_netdesc_free(tsr_netdesc_t *nd);
+/* (Added by h/onnx, additive.) Free what one node owns (CONV/DENSE
+ * parameter arrays, weights, bias), as tsr_netdesc_free does for each node:
+ * for nodes kept outside a desc (the ONNX importer's device operators). */
+void tsr_nd_node_free(tsr_nd_node_t *nn);
 
 /* (Added by h/netref, additive.) Check a desc: every node's parameters pass
  * the operator's own check (tsr_conv2d_check, tsr_pool_check,
