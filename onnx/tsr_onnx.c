@@ -2346,20 +2346,9 @@ void tsr_onnx_free(tsr_onnx_t *m)
     }
     free(m->segs);
     for (int i = 0; i < m->nlops; i++)
-        if (m->lops[i].side == SIDE_DEV) {
-            tsr_nd_node_t *nn = &m->lops[i].nd;
-            if (nn->kind == TSR_ND_CONV) {
-                free((void *)nn->conv.w_zp);
-                free((void *)nn->conv.mult);
-                free((void *)nn->conv.shift);
-            } else if (nn->kind == TSR_ND_DENSE) {
-                free((void *)nn->dense.w_zp);
-                free((void *)nn->dense.mult);
-                free((void *)nn->dense.shift);
-            }
-            free(nn->w);
-            free(nn->bias);
-        } else {
+        if (m->lops[i].side == SIDE_DEV)
+            tsr_nd_node_free(&m->lops[i].nd);
+        else {
             free(m->lops[i].zpa);
             free(m->lops[i].zpb);
         }
