@@ -2402,6 +2402,11 @@ void tsr_onnx_print_placement(const tsr_onnx_t *m, FILE *f)
 {
     fprintf(f, "placement: %zu ONNX nodes -> %d device operators in %d segment%s, %d host operators\n", m->gp->n_node,
             tsr_onnx_device_ops(m), m->nsegs, m->nsegs == 1 ? "" : "s", tsr_onnx_host_ops(m));
+    int nconst = 0;
+    for (size_t k = 0; k < m->gp->n_node; k++)
+        nconst += m->placed[k] == 1;
+    if (nconst)
+        fprintf(f, "  (%d constant node%s folded at import, not listed)\n", nconst, nconst == 1 ? "" : "s");
     if (m->nexact)
         fprintf(f, "requantization: the integers of %d operator%s from the model's tessera.requant metadata (checked "
                 "against the scales)\n", m->nexact, m->nexact == 1 ? "" : "s");
@@ -2409,6 +2414,8 @@ void tsr_onnx_print_placement(const tsr_onnx_t *m, FILE *f)
         const int i = m->order[k];
         const int l = m->node_lop[i];
         char where[96];
+        if (m->placed[i] == 1)
+            continue; /* constants: counted above */
         switch (m->placed[i]) {
         case 1: snprintf(where, sizeof where, "constant (folded at import)"); break;
         case 2: snprintf(where, sizeof where, "relabel (no data movement)"); break;
