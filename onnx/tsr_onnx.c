@@ -1353,6 +1353,11 @@ static int lower_host_int(tsr_onnx_t *m, int ni, int hk)
         if (B->dims[1] != A->dims[1])
             return NERR(m, ni, "weights have %lld input channels, the input %lld", (long long)B->dims[1],
                         (long long)A->dims[1]);
+        if (cd.kshape[0] != B->dims[2] || cd.kshape[1] != B->dims[3])
+            return NERR(m, ni, "kernel_shape disagrees with the weights");
+        /* the host kernel's work, bounded (a few seconds at most) */
+        if (od[0] * od[1] * od[2] * od[3] > (1LL << 32) / (A->dims[1] * cd.kshape[0] * cd.kshape[1]))
+            return NERR(m, ni, "more than 2^32 multiply-adds: too much for the host kernel");
         rc = int_zps(m, ni, in_val(m, ni, 2), A->elem, 0, "x_zero_point", &za, &nza);
         if (!rc)
             rc = int_zps(m, ni, in_val(m, ni, 3), B->elem, B->dims[0], "w_zero_point", &zb, &nzb);
@@ -1369,6 +1374,8 @@ static int lower_host_int(tsr_onnx_t *m, int ni, int hk)
     } else {
         rc = mm_shape(m, ni, A, B, od, &odn);
         const int64_t M = A->dims[A->ndim - 2], N = B->dims[B->ndim - 1];
+        if (!rc && N && numel(A) > (1LL << 32) / N)
+            rc = NERR(m, ni, "more than 2^32 multiply-adds: too much for the host kernel");
         if (!rc && hk == H_MATMULINT) {
             rc = int_zps(m, ni, in_val(m, ni, 2), A->elem, M, "a_zero_point", &za, &nza);
             if (!rc)
@@ -2547,7 +2554,7 @@ static int run_host(tsr_onnx_t *m, const ox_lop_t *L)
             for (int64_t o = 0; o < O; o++)
                 for (int64_t oh = 0; oh < OH; oh++)
                     for (int64_t ow = 0; ow < OW; ow++) {
-                        int32_t acc = 0; /* padding is the zero point: it adds nothing */
+                        int64_t acc = 0; /* padding is the zero point: it adds nothing */
                         for (int64_t c = 0; c < C; c++)
                             for (int64_t kh = 0; kh < KH; kh++)
                                 for (int64_t kw = 0; kw < KW; kw++) {
@@ -2560,7 +2567,7 @@ static int run_host(tsr_onnx_t *m, const ox_lop_t *L)
                                     acc += ((xs ? (int8_t)xv : xv) - L->zpa[0]) *
                                            ((ws ? (int8_t)wv : wv) - L->zpb[L->nzpb > 1 ? o : 0]);
                                 }
-                        yo[((b * O + o) * OH + oh) * OW + ow] = acc;
+                        yo[((b * O + o) * OH + oh) * OW + ow] = (int32_t)(uint32_t)(uint64_t)acc; /* int32 wraps */
                     }
         return 0;
     }
@@ -2575,10 +2582,11 @@ static int run_host(tsr_onnx_t *m, const ox_lop_t *L)
             for (int64_t i = 0; i < M; i++)
                 for (int64_t j = 0; j < N; j++) {
                     const uint8_t *ar = xb + (p * M + i) * K, *bc = bb + (L->geo[4] ? p * K * N : 0) + j;
-                    int32_t acc = 0;
+                    int64_t acc64 = 0;
                     for (int64_t k = 0; k < K; k++)
-                        acc += ((as ? (int8_t)ar[k] : ar[k]) - L->zpa[L->nzpa > 1 ? i : 0]) *
-                               ((bs ? (int8_t)bc[k * N] : bc[k * N]) - L->zpb[L->nzpb > 1 ? j : 0]);
+                        acc64 += ((as ? (int8_t)ar[k] : ar[k]) - L->zpa[L->nzpa > 1 ? i : 0]) *
+                                 ((bs ? (int8_t)bc[k * N] : bc[k * N]) - L->zpb[L->nzpb > 1 ? j : 0]);
+                    const int32_t acc = (int32_t)(uint32_t)(uint64_t)acc64; /* int32 wraps */
                     const int64_t o = (p * M + i) * N + j;
                     if (L->hkind == H_MATMULINT) {
                         memcpy(yb + 4 * o, &acc, 4);

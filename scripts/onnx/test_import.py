@@ -179,6 +179,18 @@ expect_error("ConvInteger x zp vector", save(int_model(helper.make_node("ConvInt
 expect_error("MatMulInteger broadcast", save(int_model(helper.make_node("MatMulInteger", ["x", "b"], ["y"], name="mmi"),
                                                        {"b": np.ones((1, 4, 5), np.uint8)}, [2, 3, 4]), "mmi_bc.onnx"),
              "batch dimension 0 differs (2 and 1; broadcasting is not supported)", inp="xmm.npy")
+expect_error("ConvInteger kernel_shape", save(int_model(helper.make_node("ConvInteger", ["x", "w"], ["y"], name="ci",
+                                                                   kernel_shape=[2, 2]),
+                                                  {"w": np.ones((2, 2, 3, 3), np.uint8)}, [1, 2, 4, 4]), "ci_ks.onnx"),
+             "kernel_shape disagrees with the weights", inp="xu8.npy")
+g = helper.make_graph([helper.make_node("MatMulInteger", ["x", "b"], ["y"], name="mmi")], "t",
+                      [helper.make_tensor_value_info("x", TensorProto.UINT8, [1, 16384, 4096])],
+                      [helper.make_tensor_value_info("y", TensorProto.INT32, None)],
+                      [numpy_helper.from_array(np.ones((4096, 128), np.uint8), "b")])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+m.ir_version = 7
+np.save("xbig.npy", np.zeros((1, 1, 1), np.uint8))
+expect_error("MatMulInteger huge work", save(m, "mmi_big.onnx"), "more than 2^32 multiply-adds", inp="xbig.npy")
 expect_error("MatMulInteger float", save(int_model(helper.make_node("MatMulInteger", ["x", "b"], ["y"], name="mmi"),
                                                    {"b": np.ones((4, 5), np.float32)}, [2, 3, 4]), "mmi_f.onnx"),
              "operands must be int8 or uint8 (are uint8 and float)", inp="xmm.npy")
