@@ -807,7 +807,7 @@ static int lower_conv(tsr_onnx_t *m, int ni, const conv_desc_t *cd, int yv)
     p.w_zp_count = cd->wcnt;
     /* one weight zero point when all are equal (always after the int8 recode): the kernel cache
        signature holds every parameter, and 1000 equal zero points made ResNet-18's fc too long */
-    while (p.w_zp_count > 1 && wzp[p.w_zp_count - 1] == wzp[0])
+    while (!rc && p.w_zp_count > 1 && wzp[p.w_zp_count - 1] == wzp[0])
         p.w_zp_count--;
     if (p.w_zp_count > 1)
         p.w_zp_count = cd->wcnt;
