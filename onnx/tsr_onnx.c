@@ -378,6 +378,11 @@ static int def_out(tsr_onnx_t *m, int ni, size_t k, int elem, int ndim, const in
         return NERR(m, ni, "output %zu is missing", k);
     if (find_val(m, n->output[k]) >= 0)
         return NERR(m, ni, "output \"%s\" is produced twice", n->output[k]);
+    int64_t d[MAXD]; /* dims may point into m->vals, which new_val may move */
+    if (ndim < 0 || ndim > MAXD)
+        return NERR(m, ni, "%d output dimensions", ndim);
+    memcpy(d, dims, sizeof(int64_t) * (size_t)ndim);
+    dims = d;
     int v = new_val(m, n->output[k]);
     if (v < 0)
         return v;
