@@ -60,10 +60,49 @@ def cycles_key(ctx, cfg):
     return _digest(k)
 
 
+_RTL_WORDS = {}
+
+
+def rtl_params(ctx, cfg):
+    """The package parameters the RTL consumes: `tessera config emit-sv` of the config,
+    keeping the localparams some hw/rtl source names (CLOCK_MHZ, e.g., is in the package
+    but no RTL reads it, so configs that differ only in the clock share one synthesis)."""
+    root = ctx["root"]
+    if root not in _RTL_WORDS:
+        words = set()
+        for p in glob.glob(os.path.join(root, "hw", "rtl", "*.sv")):
+            words.update(re.findall(r"[A-Z][A-Z0-9_]+", open(p, encoding="utf-8").read()))
+        _RTL_WORDS[root] = words
+    with tempfile.TemporaryDirectory(prefix="dse-pkg-") as d:
+        cp = os.path.join(d, "c.json")
+        with open(cp, "w") as f:
+            json.dump(cfg, f)
+        p = subprocess.run([ctx["cli"], "config", "emit-sv", cp, "-o", os.path.join(d, "p.sv")],
+                           capture_output=True, text=True)
+        if p.returncode != 0:
+            raise RuntimeError(f"emit-sv failed: {p.stderr.strip()}")
+        text = open(os.path.join(d, "p.sv"), encoding="utf-8").read()
+    params = {}
+    for name, val in re.findall(r"localparam int ([A-Z0-9_]+) = (-?\d+);", text):
+        if name in _RTL_WORDS[root]:
+            params[name] = int(val)
+    return params
+
+
+_SYNTH_KEYS = {}
+
+
 def synth_key(ctx, cfg):
+    memo = json.dumps(cfg, sort_keys=True)
+    if memo not in _SYNTH_KEYS:
+        _SYNTH_KEYS[memo] = _synth_key(ctx, cfg)
+    return _SYNTH_KEYS[memo]
+
+
+def _synth_key(ctx, cfg):
     fp = ctx["fingerprints"]
-    return _digest({"what": "synth", "config": cfg, "rtl": fp["rtl"], "synth_sh": fp["synth_sh"],
-                    "yosys": fp["yosys"]})
+    return _digest({"what": "synth", "params": rtl_params(ctx, cfg), "rtl": fp["rtl"],
+                    "synth_sh": fp["synth_sh"], "yosys": fp["yosys"]})
 
 
 def _cache_path(ctx, kind, key):

@@ -397,7 +397,7 @@ def _expand(sp):
         else:
             sp.points.append((ov, cfg))
             seen_values.update((k, json.dumps(v)) for k, v in ov.items())
-    for (k, v), err in sorted(sp.value_errors.items()):
+    for (k, v), err in sp.value_errors.items():  # in the space file's order
         if (k, v) not in seen_values:
             raise SpaceError(f"{sp.path}: keys.{k}: value {v} is legal in no point of the space: {err}")
     if not sp.points:
