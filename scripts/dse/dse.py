@@ -65,7 +65,8 @@ def cmd_point(a):
         ctx = json.load(f)
     if not 0 <= a.index < len(ctx["points"]):
         sys.exit(f"dse point: index {a.index} out of range (0..{len(ctx['points']) - 1})")
-    r = evaluate.evaluate(ctx, a.index, backend=a.backend, log=log)
+    parts = (a.only,) if a.only else ("cycles", "synth")
+    r = evaluate.evaluate(ctx, a.index, backend=a.backend, log=log, parts=parts)
     bad = [k for k, v in r.items() if v is not None and "error" in v]
     sys.exit(1 if bad else 0)
 
@@ -97,6 +98,8 @@ def cmd_sweep(a):
         sp = space.load(a.space, ROOT, cli)
     except space.SpaceError as e:
         sys.exit(f"dse: {e}")
+    if a.synth:
+        sp.synth = a.synth
     out = os.path.abspath(a.out or os.path.join("dse-out", sp.name))
     os.makedirs(out, exist_ok=True)
     cache = a.cache or os.environ.get("TESSERA_DSE_CACHE") or os.path.join(ROOT, "build", "dse-cache")
@@ -161,11 +164,13 @@ def main():
     s.add_argument("--rtl-check", type=int, default=0, metavar="K",
                    help="afterwards run K points across the Pareto front on the RTL backend")
     s.add_argument("--no-plot", action="store_true")
+    s.add_argument("--synth", choices=space.SYNTH_MODES, help="override the space's synthesis mode")
     s.set_defaults(fn=cmd_sweep)
     p = sub.add_parser("point", help="evaluate one point of a sweep context (run by the engines)")
     p.add_argument("context")
     p.add_argument("index", type=int)
     p.add_argument("--backend", help="override the context's backend (e.g. rtl for a check)")
+    p.add_argument("--only", choices=("cycles", "synth"), help="one part of the point")
     p.set_defaults(fn=cmd_point)
     a = ap.parse_args()
     if getattr(a, "jobs", 1) < 0 or (getattr(a, "engine", "") == "local" and a.jobs < 1):

@@ -45,8 +45,12 @@ def area_classes(area):
             "BRAM36": area["BRAM36"] + 0.5 * area["BRAM18"], "DSP": area["DSP"]}
 
 
-def fit(board, area):
-    """(fits, worst class, its use as a share of the usable amount) for a synthesized area."""
+def fit(board, area, clock_mhz=None):
+    """(fits, worst class, its use as a share of the usable amount) for a synthesized area.
+    A clock above the board preset's accelerator clock does not fit either: the open
+    xc7 flow has no timing analysis, so the preset's clock is the one we trust."""
+    if clock_mhz is not None and clock_mhz > board.get("clock_mhz", clock_mhz):
+        return False, "clock", clock_mhz / board["clock_mhz"]
     use = area_classes(area)
     worst, share = None, 0.0
     for res, n in use.items():

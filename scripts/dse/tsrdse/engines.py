@@ -13,21 +13,23 @@ from . import evaluate
 DSE_PY = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "dse.py")
 
 
-def _done(ctx, i):
+def _done(ctx, i, parts=("cycles", "synth")):
     r = evaluate.lookup(ctx, i)
-    return r["cycles"] is not None and (ctx["synth"] == "none" or r["synth"] is not None)
+    return ((r["cycles"] is not None or "cycles" not in parts) and
+            (ctx["synth"] == "none" or r["synth"] is not None or "synth" not in parts))
 
 
-def pending(ctx):
-    return [i for i in range(len(ctx["points"])) if not _done(ctx, i)]
+def pending(ctx, parts=("cycles", "synth")):
+    return [i for i in range(len(ctx["points"])) if not _done(ctx, i, parts)]
 
 
-def _progress(ctx, todo, t0, log, last=[None]):
-    left = sum(1 for i in todo if not _done(ctx, i))
+def _progress(ctx, todo, t0, log, part=None, last=[None]):
+    parts = (part,) if part else ("cycles", "synth")
+    left = sum(1 for i in todo if not _done(ctx, i, parts))
     n = len(todo)
     el = time.monotonic() - t0
     eta = f", ~{el / (n - left) * left:.0f} s left" if n - left else ""
-    msg = f"progress: {n - left}/{n} points done, {el:.0f} s{eta}"
+    msg = f"progress{' (' + part + ')' if part else ''}: {n - left}/{n} points done, {el:.0f} s{eta}"
     if msg.split(",")[0] != last[0]:
         log(msg)
         last[0] = msg.split(",")[0]
@@ -35,7 +37,15 @@ def _progress(ctx, todo, t0, log, last=[None]):
 
 
 def run_local(ctx, ctx_path, todo, jobs, log, nice=10):
-    """Run the points in `todo` with up to `jobs` worker processes."""
+    """Run the points in `todo` with up to `jobs` worker processes: first every point's
+    cycles (fast), then the syntheses (slow), so the cycles table is complete early."""
+    failed = _run_local(ctx, ctx_path, pending(ctx, ("cycles",)), jobs, log, nice, "cycles")
+    if ctx["synth"] != "none":
+        failed += _run_local(ctx, ctx_path, pending(ctx, ("synth",)), jobs, log, nice, "synth")
+    return failed
+
+
+def _run_local(ctx, ctx_path, todo, jobs, log, nice, part):
     t0 = time.monotonic()
     queue, running, failed = list(todo), {}, []
     logdir = os.path.join(os.path.dirname(ctx_path), "logs")
@@ -43,8 +53,8 @@ def run_local(ctx, ctx_path, todo, jobs, log, nice=10):
     while queue or running:
         while queue and len(running) < jobs:
             i = queue.pop(0)
-            lf = open(os.path.join(logdir, f"{ctx['points'][i]['id']}.log"), "w")
-            cmd = ["nice", "-n", str(nice), sys.executable, DSE_PY, "point", ctx_path, str(i)]
+            lf = open(os.path.join(logdir, f"{ctx['points'][i]['id']}.{part}.log"), "w")
+            cmd = ["nice", "-n", str(nice), sys.executable, DSE_PY, "point", ctx_path, str(i), "--only", part]
             running[i] = (subprocess.Popen(cmd, stdout=lf, stderr=subprocess.STDOUT), lf)
         time.sleep(0.5)
         for i, (p, lf) in list(running.items()):
@@ -53,7 +63,7 @@ def run_local(ctx, ctx_path, todo, jobs, log, nice=10):
                 del running[i]
                 if p.returncode != 0:
                     failed.append(i)
-                _progress(ctx, todo, t0, log)
+                _progress(ctx, todo, t0, log, part)
     return failed
 
 

@@ -52,8 +52,10 @@ def _digest(obj):
 
 
 def cycles_key(ctx, cfg):
+    # the config as the hardware sees it (every derived parameter), so that equivalent
+    # spellings (LOG_BLOCK = 4 or LOG_BLOCK_IN = LOG_BLOCK_OUT = 4) share one entry
     fp = ctx["fingerprints"]
-    k = {"what": "cycles", "config": cfg, "workload": ctx["workload"], "dram": ctx["dram"],
+    k = {"what": "cycles", "params": pkg_params(ctx, cfg), "workload": ctx["workload"], "dram": ctx["dram"],
          "backend": ctx["backend"], "cli": fp["cli"]}
     if ctx["backend"] == "rtl":
         k.update(rtl=fp["rtl"], verilator=fp["verilator"])
@@ -73,6 +75,18 @@ def rtl_params(ctx, cfg):
         for p in glob.glob(os.path.join(root, "hw", "rtl", "*.sv")):
             words.update(re.findall(r"[A-Z][A-Z0-9_]+", open(p, encoding="utf-8").read()))
         _RTL_WORDS[root] = words
+    params = pkg_params(ctx, cfg)
+    return {k: v for k, v in params.items() if k in _RTL_WORDS[root]}
+
+
+_PKG = {}
+
+
+def pkg_params(ctx, cfg):
+    """Every localparam of `tessera config emit-sv` for the config (memoized)."""
+    memo = json.dumps(cfg, sort_keys=True)
+    if memo in _PKG:
+        return _PKG[memo]
     with tempfile.TemporaryDirectory(prefix="dse-pkg-") as d:
         cp = os.path.join(d, "c.json")
         with open(cp, "w") as f:
@@ -82,11 +96,8 @@ def rtl_params(ctx, cfg):
         if p.returncode != 0:
             raise RuntimeError(f"emit-sv failed: {p.stderr.strip()}")
         text = open(os.path.join(d, "p.sv"), encoding="utf-8").read()
-    params = {}
-    for name, val in re.findall(r"localparam int ([A-Z0-9_]+) = (-?\d+);", text):
-        if name in _RTL_WORDS[root]:
-            params[name] = int(val)
-    return params
+    _PKG[memo] = {name: int(val) for name, val in re.findall(r"localparam int ([A-Z0-9_]+) = (-?\d+);", text)}
+    return _PKG[memo]
 
 
 _SYNTH_KEYS = {}
@@ -191,9 +202,10 @@ def run_synth(ctx, cfg, workdir):
             "wall_s": round(wall, 3), "tool": ctx["fingerprints"]["yosys"]}
 
 
-def evaluate(ctx, index, backend=None, log=None):
+def evaluate(ctx, index, backend=None, log=None, parts=("cycles", "synth")):
     """Evaluate point `index` of the context: cycles (cached) and, unless synthesis is
-    off, area (cached). Returns {"cycles": entry|error, "synth": entry|error|None}."""
+    off, area (cached); `parts` selects which. Returns {"cycles": entry|error|None,
+    "synth": entry|error|None}."""
     pt = ctx["points"][index]
     cfg = pt["config"]
     backend = backend or ctx["backend"]
@@ -202,7 +214,7 @@ def evaluate(ctx, index, backend=None, log=None):
     with tempfile.TemporaryDirectory(prefix=f"dse-{pt['id']}-") as wd:
         ck = cycles_key(c, cfg)
         ent = cache_get(c, "cycles", ck)
-        if ent is None:
+        if ent is None and "cycles" in parts:
             try:
                 ent = run_cycles(c, cfg, backend, wd)
             except RuntimeError as e:
@@ -218,7 +230,7 @@ def evaluate(ctx, index, backend=None, log=None):
             return out
         sk = synth_key(c, cfg)
         ent = cache_get(c, "synth", sk)
-        if ent is None:
+        if ent is None and "synth" in parts:
             try:
                 ent = run_synth(c, cfg, wd)
             except RuntimeError as e:

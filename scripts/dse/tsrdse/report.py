@@ -33,7 +33,7 @@ def build_rows(ctx, results, boards, budget):
                 a = boards_mod.area_classes(s)
                 row.update(LUT=a["LUT"], FF=a["FF"], BRAM36=a["BRAM36"], DSP=a["DSP"],
                            synth_wall_s=s["wall_s"], area=s)
-                row["fits"] = [b["name"] for b in boards if boards_mod.fit(b, s)[0]]
+                row["fits"] = [b["name"] for b in boards if boards_mod.fit(b, s, pt["clock_mhz"])[0]]
                 row["in_budget"] = boards_mod.fits_budget(budget, s) if budget else True
         rows.append(row)
     done = [r for r in rows if r["status"] == "ok"]
