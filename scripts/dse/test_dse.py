@@ -2,7 +2,7 @@
 # Tests of the design-space exploration (scripts/dse): run by ctest as
 #   test_dse.py TESSERA_CLI WORKDIR {space|pareto|sweep|slurm}
 # space:  bad space files get the exact error, before anything runs
-# pareto: the front of a hand-computed example
+# pareto: the front of a hand-computed example; board fit by hand from boards/pynq-z1.json
 # sweep:  a tiny sweep end to end (tiny-preset points, the small network):
 #         cycles equal a direct `tessera net` run of the same config, the
 #         table/CSV/plots are written, a rerun reuses the cache, a lost entry
@@ -20,7 +20,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
-from tsrdse import pareto  # noqa: E402
+from tsrdse import boards, evaluate, pareto  # noqa: E402
 
 CLI, WORK, WHICH = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2]), sys.argv[3]
 DSE = [sys.executable, os.path.join(HERE, "dse.py")]
@@ -113,6 +113,19 @@ def test_pareto():
           f"2-objective front {pareto.front(rows, (('t', +1), ('a', -1)))} == [0, 2, 3, 6]")
     check(pareto.dominates(rows[0], rows[1], objs) and not pareto.dominates(rows[0], rows[6], objs),
           "dominates: strictly better on one objective, no worse on the others")
+    # board fit against boards/pynq-z1.json by hand: LUT 53200 x 0.80 = 42560 usable,
+    # 140 BRAM36 (a RAMB18 is half), 220 DSP, 106400 FF; clock at most the preset's 100 MHz
+    b = boards.load(ROOT, "pynq-z1")
+    a = {"LUT": 42000, "LUTRAM": 560, "FF": 1000, "BRAM36": 130, "BRAM18": 20, "DSP": 220}
+    check(boards.fit(b, a)[0], "pynq-z1: LUT 42560 of 42560, BRAM 140 of 140, DSP 220 of 220 fits")
+    check(boards.fit(b, dict(a, LUTRAM=561))[:2] == (False, "LUT"), "pynq-z1: one LUT more does not fit")
+    check(boards.fit(b, dict(a, BRAM18=21))[:2] == (False, "BRAM36"), "pynq-z1: half a BRAM36 more does not fit")
+    check(boards.fit(b, dict(a, DSP=221))[:2] == (False, "DSP"), "pynq-z1: DSP 221 does not fit")
+    # the summary line scripts/synth.sh prints (its awk format string)
+    m = evaluate._AREA.search("synth_xilinx c.json: LUT 812  FF 1303  BRAM36 16  BRAM18 3  DSP48 64  LUTRAM 40")
+    check(m is not None and tuple(map(int, m.groups())) == (812, 1303, 16, 3, 64, 40), "synth.sh summary parsed")
+    check(boards.fit(b, a, 100)[0] and boards.fit(b, a, 101)[:2] == (False, "clock"),
+          "pynq-z1: 100 MHz fits, 101 MHz does not")
 
 
 SMALL = [16, 8, 10]
@@ -154,9 +167,12 @@ def test_sweep():
               f"{x['id']} cycles {x['cycles']} == direct tessera net {want}")
         check(abs(float(x["throughput"]) - int(ov["CLOCK_MHZ"]) * 1e6 / want) < 1e-3 * float(x["throughput"]),
               f"{x['id']} throughput = clock / cycles")
-    # Pareto (throughput only, synthesis off): the fastest point alone
-    best = max(rows, key=lambda x: float(x["throughput"]))
-    check([x["id"] for x in rows if x["pareto"] == "1"] == [best["id"]], "front = the fastest point")
+    # Pareto with synthesis off (throughput vs MACs/cycle and buffer KiB, equal buffers here):
+    # the two 100 MHz points; each 50 MHz point is dominated by its 100 MHz twin
+    front = sorted(x["overrides"] for x in rows if x["pareto"] == "1")
+    check(front == ["LOG_BLOCK=1 CLOCK_MHZ=100", "LOG_BLOCK=2 CLOCK_MHZ=100"], f"front {front} = the 100 MHz points")
+    check(os.path.isfile(os.path.join(out, "throughput.png")) and os.path.isfile(os.path.join(out, "throughput.svg")),
+          "plots written (PNG and SVG)")
     check(os.path.getsize(os.path.join(out, "results.json")) > 0, "results.json written")
     # rerun: everything from the cache
     r = dse("sweep", sp, "--out", out, "--cache", cache, "--cli", CLI)

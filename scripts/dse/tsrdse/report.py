@@ -7,7 +7,7 @@ import os
 from . import boards as boards_mod
 from . import pareto
 
-CSV_FIELDS = ["id", "overrides", "macs_per_cycle", "clock_mhz", "cycles", "throughput",
+CSV_FIELDS = ["id", "overrides", "macs_per_cycle", "sram_kib", "clock_mhz", "cycles", "throughput",
               "LUT", "FF", "BRAM36", "DSP", "pareto", "fits", "cycles_wall_s", "synth_wall_s", "status"]
 
 
@@ -16,7 +16,8 @@ def build_rows(ctx, results, boards, budget):
     rows = []
     for pt, r in zip(ctx["points"], results):
         row = {"id": pt["id"], "overrides": pt["overrides"], "config": pt["config"],
-               "macs_per_cycle": pt["macs"], "clock_mhz": pt["clock_mhz"], "status": "ok"}
+               "macs_per_cycle": pt["macs"], "clock_mhz": pt["clock_mhz"], "status": "ok",
+               "sram_kib": pt.get("sram_kib")}
         c, s = r["cycles"], r["synth"]
         if c is None or "error" in c:
             row["status"] = "cycles missing" if c is None else "cycles failed: " + c["error"]
@@ -37,7 +38,7 @@ def build_rows(ctx, results, boards, budget):
                 row["in_budget"] = boards_mod.fits_budget(budget, s) if budget else True
         rows.append(row)
     done = [r for r in rows if r["status"] == "ok"]
-    objs = pareto.OBJECTIVES if ctx["synth"] != "none" else (("throughput", +1),)
+    objs = pareto.OBJECTIVES if ctx["synth"] != "none" else pareto.CONFIG_OBJECTIVES
     cand = [r for r in done if r.get("in_budget", True)]
     for i in pareto.front(cand, objs):
         cand[i]["pareto"] = True
@@ -92,6 +93,9 @@ def summary(ctx, rows, boards, illegal, log):
             f"{r.get('BRAM36', '-'):>6}  {'*' if r.get('pareto') else ' '}  "
             f"{','.join(r.get('fits', [])) or '-'}  {_fmt_ov(r['overrides'])}")
     for name, r in best_per_board(rows, boards).items():
+        if ctx["synth"] == "none":
+            log(f"best on {name}: unknown (synthesis off: no area to check the board against)")
+            continue
         log(f"best on {name}: " + (f"{r['id']} ({r['throughput']:.2f} {unit}, {_fmt_ov(r['overrides'])})"
                                   if r else "nothing in the sweep fits"))
 
@@ -103,10 +107,10 @@ def plot(outdir, ctx, rows, boards):
     import matplotlib.pyplot as plt
 
     ok = [r for r in rows if r["status"] == "ok" and "LUT" in r]
-    if not ok:
-        return []
-    fig, axes = plt.subplots(1, 3, figsize=(13, 4.2), sharey=True)
     unit = "inferences/s" if ctx["workload"]["kind"] != "resnet18-layers" else "layer sets/s"
+    if not ok:
+        return _plot_config_axes(outdir, ctx, rows, unit, plt)
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4.2), sharey=True)
     for ax, res in zip(axes, ("LUT", "DSP", "BRAM36")):
         xs = [r[res] for r in ok]
         ys = [r["throughput"] for r in ok]
@@ -137,6 +141,42 @@ def plot(outdir, ctx, rows, boards):
     paths = []
     for ext in ("png", "svg"):
         p = os.path.join(outdir, f"pareto.{ext}")
+        fig.savefig(p, dpi=110)
+        paths.append(p)
+    plt.close(fig)
+    return paths
+
+
+def _plot_config_axes(outdir, ctx, rows, unit, plt):
+    """Without synthesis results: throughput against the config's own cost measures (MACs
+    per cycle, on-chip buffer KiB), the points of equal MACs/cycle joined; says so."""
+    ok = [r for r in rows if r["status"] == "ok"]
+    if not ok:
+        return []
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
+    macs = sorted({r["macs_per_cycle"] for r in ok})
+    colors = ["#2e4057", "#d1495b", "#00798c", "#edae49", "#66a182", "#8d96a3"]
+    for ax, key, label in ((axes[0], "macs_per_cycle", "MACs per cycle (BATCH x BLOCK_IN x BLOCK_OUT)"),
+                           (axes[1], "sram_kib", "on-chip buffers, KiB (uop + inp + wgt + acc + out)")):
+        for n, m in enumerate(macs):
+            pts = sorted((r for r in ok if r["macs_per_cycle"] == m), key=lambda r: r[key])
+            ax.plot([r[key] for r in pts], [r["throughput"] for r in pts], "o-" if key == "sram_kib" else "o",
+                    ms=4, lw=0.8, c=colors[n % len(colors)], label=f"{m} MACs/cycle")
+        fr = [r for r in ok if r.get("pareto")]
+        ax.scatter([r[key] for r in fr], [r["throughput"] for r in fr], s=60, facecolors="none",
+                   edgecolors="k", label="Pareto (throughput vs MACs/cycle, KiB)")
+        ax.set_xlabel(label)
+        ax.grid(alpha=0.3)
+    axes[0].set_xscale("log", base=2)
+    axes[0].set_ylabel(f"throughput ({unit})")
+    axes[1].legend(fontsize=7)
+    fig.suptitle(f"{ctx['space']}: {ctx['workload']['kind']} on {ctx['backend']}, DRAM "
+                 f"{ctx['dram']['bytes_per_cycle']} B/cycle (no synthesis results: config measures "
+                 f"on x)", fontsize=10)
+    fig.tight_layout()
+    paths = []
+    for ext in ("png", "svg"):
+        p = os.path.join(outdir, f"throughput.{ext}")
         fig.savefig(p, dpi=110)
         paths.append(p)
     plt.close(fig)
