@@ -74,6 +74,10 @@ def cmd_point(a):
 def rtl_check(ctx, ctx_path, rows, k, log):
     """Cycles of up to k points spread across the front on the RTL backend vs the sweep's."""
     front = sorted((i for i, r in enumerate(rows) if r.get("pareto")), key=lambda i: rows[i]["throughput"])
+    if len(front) < k:  # too few on the front: the other complete points, fastest first
+        rest = sorted((i for i, r in enumerate(rows) if r["status"] == "ok" and i not in front),
+                      key=lambda i: -rows[i]["throughput"])
+        front = sorted(front + rest[:k - len(front)], key=lambda i: rows[i]["throughput"])
     if len(front) > k:
         front = [front[round(j * (len(front) - 1) / (k - 1))] for j in range(k)] if k > 1 else front[:1]
     out = []

@@ -88,6 +88,19 @@ def test_space():
         check(r.returncode != 0 and got == f"dse: {p}: {want}",
               f"bad space {i}: {want[:60]}..." + ("" if got == f"dse: {p}: {want}" else f"\n     got: {got}"))
         check(r.stdout == "", f"bad space {i}: nothing listed or run")
+    # the same space in YAML (python3-yaml) lists the same points as in JSON
+    yp = os.path.join(WORK, "good.yaml")
+    with open(yp, "w") as f:
+        f.write("base: tiny\nkeys:\n  LOG_BLOCK: [1, 2]\n  LOG_ACC_BUFF_SIZE: {range: [11, 12]}\n")
+    jp = write_space("good-json", {"base": "tiny", "keys": {"LOG_BLOCK": [1, 2], "LOG_ACC_BUFF_SIZE": [11, 12]}})
+    ry, rj = dse("check", yp, "--cli", CLI), dse("check", jp, "--cli", CLI)
+    try:
+        import yaml  # noqa: F401
+        check(ry.returncode == 0 and ry.stdout.splitlines()[1:] == rj.stdout.splitlines()[1:]
+              and "4 legal points" in ry.stdout, "YAML space = JSON space (4 points)")
+    except ImportError:
+        check(ry.stderr.strip() == f"dse: {yp}: YAML space files need python3-yaml; use JSON instead",
+              "YAML without python3-yaml: a clear error")
     # a legal space: points and the illegal combination reported
     p = write_space("good", {"base": "tiny", "keys": {"LOG_BLOCK": [2, 6], "LOG_WGT_BUFF_SIZE": [10, 12]}})
     r = dse("check", p, "--cli", CLI)
