@@ -54,6 +54,10 @@ PartitionName=dse Nodes=$host Default=YES MaxTime=INFINITE State=UP
 EOF
   # munged refuses to run as root; start it as munge unless one is already up.
   if ! pgrep -u munge -x munged >/dev/null; then
+    if ! runuser -u munge -- test -w /dev/null; then
+      echo "slurm_local: munged (as munge) cannot write /dev/null (mode $(stat -c %a /dev/null), expected 666)" >&2
+      exit 1
+    fi
     install -d -o munge -g munge /run/munge
     runuser -u munge -- /usr/sbin/munged
     touch "$dir/munged.ours"
