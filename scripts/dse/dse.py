@@ -1,0 +1,186 @@
+#!/usr/bin/python3
+# tessera design-space exploration: sweep hardware configs from a space file,
+# measure each point's workload cycles (SystemC timed model by default) and
+# area (yosys synth_xilinx via scripts/synth.sh), cache every result by
+# content, and report the table, the Pareto front, board fits and plots.
+#
+#   dse.py check SPACE                         check the space, list its points
+#   dse.py sweep SPACE [--engine local|slurm] [-j N] [--out DIR] [--rtl-check K]
+#   dse.py point CONTEXT INDEX                 one point (what the engines run)
+#
+# Uses /usr/bin/python3 (Debian's matplotlib); nothing outside the standard
+# library otherwise.
+import argparse
+import json
+import os
+import shutil
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tsrdse import engines, evaluate, report, space  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+def find_cli(arg):
+    for c in (arg, os.environ.get("TESSERA_CLI"), os.path.join(ROOT, "build", "tessera"), shutil.which("tessera")):
+        if c and os.path.isfile(c) and os.access(c, os.X_OK):
+            return os.path.abspath(c)
+    sys.exit("dse: no tessera binary: build it (cmake --build build) or give --cli PATH")
+
+
+def make_context(sp, cli, cache):
+    pts = []
+    for n, (ov, cfg) in enumerate(sp.points):
+        show = space.config_show(cli, cfg, "point")
+        pts.append({"id": f"p{n:03d}", "overrides": ov, "config": cfg, "macs": show["macs"],
+                    "clock_mhz": show["clock_mhz"], "sram_kib": sum(show["buffers"].values()) / 1024})
+    return {"space": sp.name, "root": ROOT, "cli": cli, "cache": os.path.abspath(cache),
+            "workload": sp.workload, "dram": sp.dram, "backend": sp.backend, "synth": sp.synth,
+            "fingerprints": evaluate.fingerprints(ROOT, cli), "points": pts}
+
+
+def cmd_check(a):
+    cli = find_cli(a.cli)
+    try:
+        sp = space.load(a.space, ROOT, cli)
+    except space.SpaceError as e:
+        sys.exit(f"dse: {e}")
+    log(f"space {sp.name}: {len(sp.points)} legal points, {len(sp.illegal)} illegal; workload "
+        f"{sp.workload['kind']}; backend {sp.backend}; DRAM {sp.dram['bytes_per_cycle']} B/cycle; boards "
+        f"{', '.join(b['name'] for b in sp.boards) or '-'}")
+    for n, (ov, _) in enumerate(sp.points):
+        log(f"  p{n:03d} " + " ".join(f"{k}={v}" for k, v in ov.items()))
+    for ov, err in sp.illegal:
+        log("  illegal " + " ".join(f"{k}={v}" for k, v in ov.items()) + f": {err}")
+
+
+def cmd_point(a):
+    with open(a.context) as f:
+        ctx = json.load(f)
+    if not 0 <= a.index < len(ctx["points"]):
+        sys.exit(f"dse point: index {a.index} out of range (0..{len(ctx['points']) - 1})")
+    parts = (a.only,) if a.only else ("cycles", "synth")
+    r = evaluate.evaluate(ctx, a.index, backend=a.backend, log=log, parts=parts)
+    bad = [k for k, v in r.items() if v is not None and "error" in v]
+    sys.exit(1 if bad else 0)
+
+
+def rtl_check(ctx, ctx_path, rows, k, log):
+    """Cycles of up to k points spread across the front on the RTL backend vs the sweep's."""
+    front = sorted((i for i, r in enumerate(rows) if r.get("pareto")), key=lambda i: rows[i]["throughput"])
+    if len(front) < k:  # too few on the front: the other complete points, fastest first
+        rest = sorted((i for i, r in enumerate(rows) if r["status"] == "ok" and i not in front),
+                      key=lambda i: -rows[i]["throughput"])
+        front = sorted(front + rest[:k - len(front)], key=lambda i: rows[i]["throughput"])
+    if len(front) > k:
+        front = [front[round(j * (len(front) - 1) / (k - 1))] for j in range(k)] if k > 1 else front[:1]
+    out = []
+    for i in front:
+        t0 = time.monotonic()
+        r = evaluate.evaluate(ctx, i, backend="rtl", log=log)["cycles"]
+        if "error" in r:
+            log(f"rtl check {rows[i]['id']}: {r['error']}")
+            continue
+        err = (rows[i]["cycles"] - r["cycles"]) / r["cycles"]
+        out.append({"id": rows[i]["id"], "sweep_cycles": rows[i]["cycles"], "rtl_cycles": r["cycles"],
+                    "error": err, "rtl_wall_s": r["wall_s"], "sweep_wall_s": rows[i]["cycles_wall_s"]})
+        log(f"rtl check {rows[i]['id']}: {ctx['backend']} {rows[i]['cycles']} vs rtl {r['cycles']} cycles: "
+            f"error {100 * err:+.2f}% (rtl {r['wall_s']:.0f} s, {ctx['backend']} {rows[i]['cycles_wall_s']:.1f} s"
+            f"{'' if time.monotonic() - t0 > 1 else ', cached'})")
+    return out
+
+
+def cmd_sweep(a):
+    cli = find_cli(a.cli)
+    try:
+        sp = space.load(a.space, ROOT, cli)
+    except space.SpaceError as e:
+        sys.exit(f"dse: {e}")
+    if a.synth:
+        sp.synth = a.synth
+    out = os.path.abspath(a.out or os.path.join("dse-out", sp.name))
+    os.makedirs(out, exist_ok=True)
+    cache = a.cache or os.environ.get("TESSERA_DSE_CACHE") or os.path.join(ROOT, "build", "dse-cache")
+    ctx = make_context(sp, cli, cache)
+    ctx_path = os.path.join(out, "context.json")
+    with open(ctx_path, "w") as f:
+        json.dump(ctx, f, indent=1)
+    todo = engines.pending(ctx)
+    log(f"dse: space {sp.name}: {len(ctx['points'])} points ({len(sp.illegal)} illegal skipped), "
+        f"{len(ctx['points']) - len(todo)} cached, {len(todo)} to run on {a.engine} (-j {a.jobs}); "
+        f"workload {sp.workload['kind']} on {sp.backend}, synthesis {sp.synth}; out {out}")
+    t0 = time.monotonic()
+    if todo:
+        if a.engine == "local":
+            engines.run_local(ctx, ctx_path, todo, a.jobs, log)
+        else:
+            try:
+                engines.run_slurm(ctx, ctx_path, todo, a.jobs, log)
+            except RuntimeError as e:
+                sys.exit(f"dse: {e}")
+    wall = time.monotonic() - t0
+    results = [evaluate.lookup(ctx, i) for i in range(len(ctx["points"]))]
+    rows = report.build_rows(ctx, results, sp.boards, sp.budget)
+    report.write(out, ctx, rows, sp.boards)
+    report.summary(ctx, rows, sp.boards, sp.illegal, log)
+    if a.rtl_check:
+        checks = rtl_check(ctx, ctx_path, rows, a.rtl_check, log)
+        with open(os.path.join(out, "rtl_check.json"), "w") as f:
+            json.dump(checks, f, indent=1)
+        if checks:
+            worst = max(abs(c["error"]) for c in checks)
+            log(f"rtl check: {len(checks)} points, largest |error| {100 * worst:.2f}%")
+    if not a.no_plot:
+        paths = report.plot(out, ctx, rows, sp.boards)
+        if paths:
+            log("plots: " + ", ".join(paths))
+    cw = [r["cycles_wall_s"] for r in rows if "cycles_wall_s" in r]
+    sw = [r["synth_wall_s"] for r in rows if "synth_wall_s" in r]
+    log(f"cost: this run {wall:.1f} s wall for {len(todo)} points; per point (when computed) cycles "
+        + (f"{sum(cw) / len(cw):.1f} s mean, " if cw else "- , ")
+        + (f"synthesis {sum(sw) / len(sw):.1f} s mean" if sw else "synthesis -"))
+    log(f"results: {out}/results.csv, {out}/results.json")
+    missing = [r for r in rows if r["status"] != "ok"]
+    sys.exit(1 if missing else 0)
+
+
+def main():
+    ap = argparse.ArgumentParser(prog="dse.py", description="tessera design-space exploration")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    c = sub.add_parser("check", help="check a space file and list its points")
+    c.add_argument("space")
+    c.add_argument("--cli", help="the tessera binary (default build/tessera)")
+    c.set_defaults(fn=cmd_check)
+    s = sub.add_parser("sweep", help="run a sweep")
+    s.add_argument("space")
+    s.add_argument("--engine", choices=("local", "slurm"), default="local")
+    s.add_argument("-j", "--jobs", type=int, default=1,
+                   help="local: worker processes; slurm: most array tasks at once (0 = no limit)")
+    s.add_argument("--out", help="output directory (default dse-out/NAME)")
+    s.add_argument("--cache", help="result cache (default $TESSERA_DSE_CACHE or build/dse-cache)")
+    s.add_argument("--cli", help="the tessera binary (default build/tessera)")
+    s.add_argument("--rtl-check", type=int, default=0, metavar="K",
+                   help="afterwards run K points across the Pareto front on the RTL backend")
+    s.add_argument("--no-plot", action="store_true")
+    s.add_argument("--synth", choices=space.SYNTH_MODES, help="override the space's synthesis mode")
+    s.set_defaults(fn=cmd_sweep)
+    p = sub.add_parser("point", help="evaluate one point of a sweep context (run by the engines)")
+    p.add_argument("context")
+    p.add_argument("index", type=int)
+    p.add_argument("--backend", help="override the context's backend (e.g. rtl for a check)")
+    p.add_argument("--only", choices=("cycles", "synth"), help="one part of the point")
+    p.set_defaults(fn=cmd_point)
+    a = ap.parse_args()
+    if getattr(a, "jobs", 1) < 0 or (getattr(a, "engine", "") == "local" and a.jobs < 1):
+        ap.error("-j needs a positive number (slurm: 0 = no limit)")
+    a.fn(a)
+
+
+if __name__ == "__main__":
+    main()

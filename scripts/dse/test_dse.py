@@ -1,0 +1,237 @@
+#!/usr/bin/python3
+# Tests of the design-space exploration (scripts/dse): run by ctest as
+#   test_dse.py TESSERA_CLI WORKDIR {space|pareto|sweep|slurm}
+# space:  bad space files get the exact error, before anything runs
+# pareto: the front of a hand-computed example; board fit by hand from boards/pynq-z1.json
+# sweep:  a tiny sweep end to end (tiny-preset points, the small network):
+#         cycles equal a direct `tessera net` run of the same config, the
+#         table/CSV/plots are written, a rerun reuses the cache, a lost entry
+#         (an interrupted sweep) is recomputed alone
+# slurm:  the same sweep through a single-node Slurm started here; results
+#         equal the local engine's (exit 77 = skipped: not root / no munge)
+import csv
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+from tsrdse import boards, evaluate, pareto  # noqa: E402
+
+CLI, WORK, WHICH = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2]), sys.argv[3]
+DSE = [sys.executable, os.path.join(HERE, "dse.py")]
+failures = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what, flush=True)
+    if not cond:
+        failures.append(what)
+
+
+def dse(*args, env=None):
+    e = dict(os.environ, **(env or {}))
+    return subprocess.run(DSE + list(args), capture_output=True, text=True, env=e)
+
+
+def write_space(name, doc):
+    p = os.path.join(WORK, name + ".json")
+    with open(p, "w") as f:
+        f.write(doc if isinstance(doc, str) else json.dumps(doc))
+    return p
+
+
+def test_space():
+    # (space, the exact message after "dse: PATH: ")
+    cases = [
+        ('{"base": "tiny", "keys": {"LOG_BLOCK": [1, 2]', "malformed JSON near line 1: Expecting ',' delimiter"),
+        ({"base": "tiny", "keys": {"LOG_BLOK": [1, 2]}},
+         'keys: "LOG_BLOK" is not a config key (tessera config: point: unknown key "LOG_BLOK"; '
+         "the keys are listed in isa/tsr_config.c and `tessera config show`)"),
+        ({"base": "tiny", "keys": {"LOG_BATCH": [0, 5]}},
+         "keys.LOG_BATCH: value 5 is legal in no point of the space: tessera config: point: key LOG_BATCH = 5 "
+         "is out of range: allowed [0, 4]"),
+        ({"base": "tiny", "keys": {"DRAM_BUS_WIDTH": {"range": [32, 128], "step": 16}}},
+         "keys.DRAM_BUS_WIDTH: value 48 is legal in no point of the space: tessera config: point: key "
+         "DRAM_BUS_WIDTH = 48 must be a power of two in [32, 512]"),
+        ({"base": "tiny", "keys": {"LOG_BLOCK": [6]}},
+         "the space has no legal point (1 points, all rejected; first: tessera config: point: key "
+         "LOG_WGT_BUFF_SIZE = 10 is out of range: allowed [12, 24] for 4096-byte rows (at least one row, "
+         "at most 2^16 rows and 16 MiB))"),
+        ({"base": "tiny", "keys": {"LOG_BLOCK": [2]}, "constraints": {"boards": ["pynq-z9"]}},
+         'constraints.boards: unknown board "pynq-z9" (boards/ has: ' + ", ".join(
+             sorted(f[:-5] for f in os.listdir(os.path.join(ROOT, "boards")) if f.endswith(".json"))) + ")"),
+        ({"base": "default", "keys": {"LOG_BLOCK": [4, 5]}, "constraints": {"boards": ["ice40-up5k"]},
+          "synth": "none"},
+         'constraints.boards: nothing in the space fits board "ice40-up5k": the smallest point needs 480 KiB '
+         "of on-chip buffers, the board has at most 143 KiB of RAM (block RAM and all LUTs as RAM)"),
+        ({"base": "tiny", "keys": {"LOG_BLOCK": [2]}, "constraints": {"budget": {"URAM": 3}}},
+         'constraints.budget: unknown resource "URAM" (allowed: LUT, FF, BRAM36, DSP)'),
+        ({"base": "tiny", "keys": {"LOG_BLOCK": {"range": [2, 1]}}}, "keys.LOG_BLOCK: empty range [2, 1]"),
+        ({"base": "tiny", "keys": {"LOG_BLOCK": [2]}, "search": {"method": "anneal"}},
+         'search.method "anneal" is unknown (allowed: grid, random)'),
+        ({"base": "tiny", "keys": {"LOG_BLOCK": [2]}, "workload": {"kind": "vgg16"}},
+         'workload.kind "vgg16" is unknown (allowed: resnet18, resnet18-small, resnet18-layers)'),
+        ({"base": "tiny", "keys": {"LOG_BLOCK": [2]}, "sweep": 1},
+         'unknown field "sweep" (allowed: name, base, keys, constraints, workload, search, dram, backend, synth)'),
+        ({"base": "nosuch", "keys": {"LOG_BLOCK": [2]}},
+         'base "nosuch" is neither a config file nor a preset in configs/'),
+    ]
+    for i, (doc, want) in enumerate(cases):
+        p = write_space(f"bad{i}", doc)
+        r = dse("check", p, "--cli", CLI)
+        got = r.stderr.strip()
+        check(r.returncode != 0 and got == f"dse: {p}: {want}",
+              f"bad space {i}: {want[:60]}..." + ("" if got == f"dse: {p}: {want}" else f"\n     got: {got}"))
+        check(r.stdout == "", f"bad space {i}: nothing listed or run")
+    # the same space in YAML (python3-yaml) lists the same points as in JSON
+    yp = os.path.join(WORK, "good.yaml")
+    with open(yp, "w") as f:
+        f.write("base: tiny\nkeys:\n  LOG_BLOCK: [1, 2]\n  LOG_ACC_BUFF_SIZE: {range: [11, 12]}\n")
+    jp = write_space("good-json", {"base": "tiny", "keys": {"LOG_BLOCK": [1, 2], "LOG_ACC_BUFF_SIZE": [11, 12]}})
+    ry, rj = dse("check", yp, "--cli", CLI), dse("check", jp, "--cli", CLI)
+    try:
+        import yaml  # noqa: F401
+        check(ry.returncode == 0 and ry.stdout.splitlines()[1:] == rj.stdout.splitlines()[1:]
+              and "4 legal points" in ry.stdout, "YAML space = JSON space (4 points)")
+    except ImportError:
+        check(ry.stderr.strip() == f"dse: {yp}: YAML space files need python3-yaml; use JSON instead",
+              "YAML without python3-yaml: a clear error")
+    # a legal space: points and the illegal combination reported
+    p = write_space("good", {"base": "tiny", "keys": {"LOG_BLOCK": [2, 6], "LOG_WGT_BUFF_SIZE": [10, 12]}})
+    r = dse("check", p, "--cli", CLI)
+    check(r.returncode == 0 and "3 legal points, 1 illegal" in r.stdout,
+          "good space: LOG_BLOCK=6 (4 KiB weight rows) with a 1 KiB weight buffer is the one illegal point\n" + r.stdout + r.stderr)
+
+
+def test_pareto():
+    # hand-computed: maximise t, minimise a and b
+    rows = [
+        {"t": 10, "a": 5, "b": 5},   # 0 front (best t)
+        {"t": 8, "a": 5, "b": 5},    # 1 dominated by 0
+        {"t": 8, "a": 3, "b": 6},    # 2 front (smallest a among t >= 8)
+        {"t": 2, "a": 1, "b": 9},    # 3 front (smallest a)
+        {"t": 2, "a": 2, "b": 9},    # 4 dominated by 3
+        {"t": 1, "a": 9, "b": 1},    # 5 front (smallest b)
+        {"t": 10, "a": 5, "b": 5},   # 6 equal to 0: neither dominates, both on the front
+        {"t": 7, "a": 3, "b": 6},    # 7 dominated by 2
+    ]
+    objs = (("t", +1), ("a", -1), ("b", -1))
+    check(pareto.front(rows, objs) == [0, 2, 3, 5, 6], f"pareto front {pareto.front(rows, objs)} == [0, 2, 3, 5, 6]")
+    check(pareto.front(rows, (("t", +1), ("a", -1))) == [0, 2, 3, 6],
+          f"2-objective front {pareto.front(rows, (('t', +1), ('a', -1)))} == [0, 2, 3, 6]")
+    check(pareto.dominates(rows[0], rows[1], objs) and not pareto.dominates(rows[0], rows[6], objs),
+          "dominates: strictly better on one objective, no worse on the others")
+    # board fit against boards/pynq-z1.json by hand: LUT 53200 x 0.80 = 42560 usable,
+    # 140 BRAM36 (a RAMB18 is half), 220 DSP, 106400 FF; clock at most the preset's 100 MHz
+    b = boards.load(ROOT, "pynq-z1")
+    a = {"LUT": 42000, "LUTRAM": 560, "FF": 1000, "BRAM36": 130, "BRAM18": 20, "DSP": 220}
+    check(boards.fit(b, a)[0], "pynq-z1: LUT 42560 of 42560, BRAM 140 of 140, DSP 220 of 220 fits")
+    check(boards.fit(b, dict(a, LUTRAM=561))[:2] == (False, "LUT"), "pynq-z1: one LUT more does not fit")
+    check(boards.fit(b, dict(a, BRAM18=21))[:2] == (False, "BRAM36"), "pynq-z1: half a BRAM36 more does not fit")
+    check(boards.fit(b, dict(a, DSP=221))[:2] == (False, "DSP"), "pynq-z1: DSP 221 does not fit")
+    # the summary line scripts/synth.sh prints (its awk format string)
+    m = evaluate._AREA.search("synth_xilinx c.json: LUT 812  FF 1303  BRAM36 16  BRAM18 3  DSP48 64  LUTRAM 40")
+    check(m is not None and tuple(map(int, m.groups())) == (812, 1303, 16, 3, 64, 40), "synth.sh summary parsed")
+    check(boards.fit(b, a, 100)[0] and boards.fit(b, a, 101)[:2] == (False, "clock"),
+          "pynq-z1: 100 MHz fits, 101 MHz does not")
+
+
+SMALL = [16, 8, 10]
+
+
+def sweep_space(name):
+    return write_space(name, {"name": name, "base": "tiny", "keys": {"LOG_BLOCK": [1, 2], "CLOCK_MHZ": [50, 100]},
+                              "workload": {"kind": "resnet18-small", "small": SMALL},
+                              "dram": {"board": "pynq-z1"}, "synth": "none"})
+
+
+def read_csv(out):
+    with open(os.path.join(out, "results.csv")) as f:
+        return list(csv.DictReader(f))
+
+
+def direct_cycles(log_block, mhz):
+    cfg = dict(json.load(open(os.path.join(ROOT, "configs", "tiny.json"))), LOG_BLOCK=log_block, CLOCK_MHZ=mhz)
+    p = os.path.join(WORK, f"direct-{log_block}-{mhz}.json")
+    json.dump(cfg, open(p, "w"))
+    r = subprocess.run([CLI, "net", "resnet18", "--backend", "systemc", "--config", p, "--small",
+                        ",".join(map(str, SMALL)), "--dram-bw", "8"], capture_output=True, text=True, cwd=WORK)
+    m = re.search(r"^total cycles (\d+)", r.stdout, re.M)
+    return int(m.group(1)) if m else None
+
+
+def test_sweep():
+    sp = sweep_space("tiny2x2")
+    out, cache = os.path.join(WORK, "out"), os.path.join(WORK, "cache")
+    r = dse("sweep", sp, "-j", "2", "--out", out, "--cache", cache, "--cli", CLI)
+    print(r.stdout, r.stderr)
+    check(r.returncode == 0, "tiny sweep exits 0")
+    rows = read_csv(out)
+    check(len(rows) == 4 and all(x["status"] == "ok" for x in rows), "4 rows, all complete")
+    for x in rows:
+        ov = dict(kv.split("=") for kv in x["overrides"].split())
+        want = direct_cycles(int(ov["LOG_BLOCK"]), int(ov["CLOCK_MHZ"]))
+        check(want is not None and int(x["cycles"]) == want,
+              f"{x['id']} cycles {x['cycles']} == direct tessera net {want}")
+        check(abs(float(x["throughput"]) - int(ov["CLOCK_MHZ"]) * 1e6 / want) < 1e-3 * float(x["throughput"]),
+              f"{x['id']} throughput = clock / cycles")
+    # Pareto with synthesis off (throughput vs MACs/cycle and buffer KiB, equal buffers here):
+    # the two 100 MHz points; each 50 MHz point is dominated by its 100 MHz twin
+    front = sorted(x["overrides"] for x in rows if x["pareto"] == "1")
+    check(front == ["LOG_BLOCK=1 CLOCK_MHZ=100", "LOG_BLOCK=2 CLOCK_MHZ=100"], f"front {front} = the 100 MHz points")
+    check(os.path.isfile(os.path.join(out, "throughput.png")) and os.path.isfile(os.path.join(out, "throughput.svg")),
+          "plots written (PNG and SVG)")
+    check(os.path.getsize(os.path.join(out, "results.json")) > 0, "results.json written")
+    # rerun: everything from the cache
+    r = dse("sweep", sp, "--out", out, "--cache", cache, "--cli", CLI)
+    check("4 cached, 0 to run" in r.stdout, "rerun: all 4 points cached")
+    # an interrupted sweep: one entry lost; only it is recomputed
+    entries = sorted(os.path.join(d, f) for d, _, fs in os.walk(os.path.join(cache, "cycles")) for f in fs)
+    check(len(entries) == 4, "4 cycle entries in the cache")
+    os.unlink(entries[0])
+    r = dse("sweep", sp, "--out", out, "--cache", cache, "--cli", CLI)
+    def nowall(t):
+        return [{k: v for k, v in x.items() if not k.endswith("wall_s")} for x in t]
+    check("3 cached, 1 to run" in r.stdout and nowall(read_csv(out)) == nowall(rows),
+          "resume: the lost point alone, same table (but its wall time)")
+
+
+def test_slurm():
+    sdir = os.path.join(WORK, "slurm")
+    st = subprocess.run([os.path.join(HERE, "slurm_local.sh"), "start", sdir], capture_output=True, text=True)
+    if st.returncode == 77:
+        print("SKIP: " + st.stderr.strip())
+        sys.exit(77)
+    check(st.returncode == 0, "single-node Slurm starts: " + st.stderr.strip())
+    if st.returncode:
+        return
+    env = {"SLURM_CONF": os.path.join(sdir, "slurm.conf")}
+    try:
+        sp = sweep_space("tiny2x2")
+        out, cache = os.path.join(WORK, "out-slurm"), os.path.join(WORK, "cache-slurm")
+        r = dse("sweep", sp, "--engine", "slurm", "-j", "0", "--out", out, "--cache", cache, "--cli", CLI, env=env)
+        print(r.stdout, r.stderr)
+        check(r.returncode == 0 and "slurm: submitted job array" in r.stdout, "slurm sweep runs as a job array")
+        logs = [f for f in os.listdir(os.path.join(out, "slurm")) if f.endswith(".out")]
+        check(len(logs) == 4, f"4 array task logs ({len(logs)})")
+        rows = read_csv(out)
+        for x in rows:
+            ov = dict(kv.split("=") for kv in x["overrides"].split())
+            want = direct_cycles(int(ov["LOG_BLOCK"]), int(ov["CLOCK_MHZ"]))
+            check(x["status"] == "ok" and int(x["cycles"]) == want, f"slurm {x['id']} cycles {x['cycles']} == {want}")
+    finally:
+        subprocess.run([os.path.join(HERE, "slurm_local.sh"), "stop", sdir], env=dict(os.environ, **env))
+
+
+if __name__ == "__main__":
+    if os.path.isdir(WORK):
+        shutil.rmtree(WORK)
+    os.makedirs(WORK)
+    {"space": test_space, "pareto": test_pareto, "sweep": test_sweep, "slurm": test_slurm}[WHICH]()
+    print(f"{WHICH}: {len(failures)} failures")
+    sys.exit(1 if failures else 0)

@@ -1,0 +1,253 @@
+# One design point of a sweep: its workload's cycles on a timed backend and its
+# area from yosys, each cached by content so that a rerun, a resumed sweep or
+# a larger sweep reuses them.
+#
+# Cache keys (sha256 of canonical JSON):
+#   cycles: config + workload + DRAM model + backend + the tessera binary
+#           (it holds the SystemC model, the JIT and the network) + for the rtl
+#           backend the RTL sources and the verilator version
+#   synth:  config + RTL sources + scripts/synth.sh + the yosys version
+# Entries are written atomically (temp file + rename): an interrupted sweep
+# leaves only whole entries, and the next run computes the missing ones.
+import glob
+import hashlib
+import json
+import os
+import re
+import subprocess
+import tempfile
+import time
+
+
+def sha256_file(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def tool_version(cmd):
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        return (p.stdout + p.stderr).strip().splitlines()[0]
+    except (OSError, IndexError):
+        return "missing"
+
+
+def fingerprints(root, cli):
+    """What, besides the config and workload, decides a point's numbers."""
+    h = hashlib.sha256()
+    for p in sorted(glob.glob(os.path.join(root, "hw", "rtl", "*.sv"))):
+        h.update(os.path.basename(p).encode())
+        h.update(open(p, "rb").read())
+    rtl = h.hexdigest()
+    return {"rtl": rtl, "synth_sh": sha256_file(os.path.join(root, "scripts", "synth.sh")),
+            "cli": sha256_file(cli), "yosys": tool_version(["yosys", "-V"]),
+            "verilator": tool_version(["verilator", "--version"])}
+
+
+def _digest(obj):
+    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()
+
+
+def cycles_key(ctx, cfg):
+    # the config as the hardware sees it (every derived parameter), so that equivalent
+    # spellings (LOG_BLOCK = 4 or LOG_BLOCK_IN = LOG_BLOCK_OUT = 4) share one entry
+    fp = ctx["fingerprints"]
+    k = {"what": "cycles", "params": pkg_params(ctx, cfg), "workload": ctx["workload"], "dram": ctx["dram"],
+         "backend": ctx["backend"], "cli": fp["cli"]}
+    if ctx["backend"] == "rtl":
+        k.update(rtl=fp["rtl"], verilator=fp["verilator"])
+    return _digest(k)
+
+
+_RTL_WORDS = {}
+
+
+def rtl_params(ctx, cfg):
+    """The package parameters the RTL consumes: `tessera config emit-sv` of the config,
+    keeping the localparams some hw/rtl source names (CLOCK_MHZ, e.g., is in the package
+    but no RTL reads it, so configs that differ only in the clock share one synthesis)."""
+    root = ctx["root"]
+    if root not in _RTL_WORDS:
+        words = set()
+        for p in glob.glob(os.path.join(root, "hw", "rtl", "*.sv")):
+            words.update(re.findall(r"[A-Z][A-Z0-9_]+", open(p, encoding="utf-8").read()))
+        _RTL_WORDS[root] = words
+    params = pkg_params(ctx, cfg)
+    return {k: v for k, v in params.items() if k in _RTL_WORDS[root]}
+
+
+_PKG = {}
+
+
+def pkg_params(ctx, cfg):
+    """Every localparam of `tessera config emit-sv` for the config (memoized)."""
+    memo = json.dumps(cfg, sort_keys=True)
+    if memo in _PKG:
+        return _PKG[memo]
+    with tempfile.TemporaryDirectory(prefix="dse-pkg-") as d:
+        cp = os.path.join(d, "c.json")
+        with open(cp, "w") as f:
+            json.dump(cfg, f)
+        p = subprocess.run([ctx["cli"], "config", "emit-sv", cp, "-o", os.path.join(d, "p.sv")],
+                           capture_output=True, text=True)
+        if p.returncode != 0:
+            raise RuntimeError(f"emit-sv failed: {p.stderr.strip()}")
+        text = open(os.path.join(d, "p.sv"), encoding="utf-8").read()
+    _PKG[memo] = {name: int(val) for name, val in re.findall(r"localparam int ([A-Z0-9_]+) = (-?\d+);", text)}
+    return _PKG[memo]
+
+
+_SYNTH_KEYS = {}
+
+
+def synth_key(ctx, cfg):
+    memo = json.dumps(cfg, sort_keys=True)
+    if memo not in _SYNTH_KEYS:
+        _SYNTH_KEYS[memo] = _synth_key(ctx, cfg)
+    return _SYNTH_KEYS[memo]
+
+
+def _synth_key(ctx, cfg):
+    fp = ctx["fingerprints"]
+    return _digest({"what": "synth", "params": rtl_params(ctx, cfg), "rtl": fp["rtl"],
+                    "synth_sh": fp["synth_sh"], "yosys": fp["yosys"]})
+
+
+def _cache_path(ctx, kind, key):
+    return os.path.join(ctx["cache"], kind, key[:2], key + ".json")
+
+
+def cache_get(ctx, kind, key):
+    try:
+        with open(_cache_path(ctx, kind, key), encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def cache_put(ctx, kind, key, entry):
+    path = _cache_path(ctx, kind, key)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
+    with os.fdopen(fd, "w") as f:
+        json.dump(entry, f, indent=1, sort_keys=True)
+    os.replace(tmp, path)
+
+
+def workload_cmd(ctx, cfg_path, backend):
+    w, d = ctx["workload"], ctx["dram"]
+    dev = ["--dram-bw", str(d["bytes_per_cycle"]), "--dram-latency", str(d["latency"]),
+           "--dram-outstanding", str(d["outstanding"])]
+    if w["kind"] == "resnet18-layers":
+        cmd = [ctx["cli"], "bench", "--kind", "resnet18", "--backend", backend, "--config", cfg_path]
+        if w.get("layers"):
+            cmd += ["--layers", ",".join(w["layers"])]
+    else:
+        cmd = [ctx["cli"], "net", "resnet18", "--backend", backend, "--config", cfg_path,
+               "--batch", str(w["batch"])]
+        if w["kind"] == "resnet18-small":
+            cmd += ["--small", ",".join(map(str, w["small"]))]
+    return cmd + dev
+
+
+def parse_cycles(kind, out):
+    """Total device cycles and MACs of the workload from the CLI's report."""
+    if kind == "resnet18-layers":
+        m = re.search(r"^total\s+-\s+(\d+)\s+(\d+)\s", out, re.M)
+        if m:
+            return int(m.group(2)), int(m.group(1))
+    else:
+        m = re.search(r"^\s+total\s+-\s+-\s+(\d+)\s+(\d+)\s", out, re.M)
+        if m:
+            return int(m.group(2)), int(m.group(1))
+    raise RuntimeError("no totals line in the workload's output")
+
+
+def run_cycles(ctx, cfg, backend, workdir):
+    cfg_path = os.path.join(workdir, "config.json")
+    with open(cfg_path, "w") as f:
+        json.dump(cfg, f, indent=1)
+    cmd = workload_cmd(ctx, cfg_path, backend)
+    t0 = time.monotonic()
+    p = subprocess.run(cmd, capture_output=True, text=True, cwd=workdir)
+    wall = time.monotonic() - t0
+    if p.returncode != 0:
+        err = (p.stderr.strip().splitlines() or ["(no message)"])[-1]
+        raise RuntimeError(f"workload failed (exit {p.returncode}): {err}")
+    cycles, macs = parse_cycles(ctx["workload"]["kind"], p.stdout)
+    return {"cycles": cycles, "macs": macs, "wall_s": round(wall, 3), "backend": backend,
+            "command": " ".join(os.path.basename(c) if i == 0 else c for i, c in enumerate(cmd))}
+
+
+_AREA = re.compile(r"LUT (\d+)\s+FF (\d+)\s+BRAM36 (\d+)\s+BRAM18 (\d+)\s+DSP48 (\d+)\s+LUTRAM (\d+)")
+
+
+def run_synth(ctx, cfg, workdir):
+    cfg_path = os.path.join(workdir, "config.json")
+    with open(cfg_path, "w") as f:
+        json.dump(cfg, f, indent=1)
+    t0 = time.monotonic()
+    p = subprocess.run([os.path.join(ctx["root"], "scripts", "synth.sh"), ctx["cli"], cfg_path,
+                        os.path.join(workdir, "synth")], capture_output=True, text=True)
+    wall = time.monotonic() - t0
+    m = _AREA.search(p.stdout)
+    if p.returncode != 0 or not m:
+        err = ((p.stdout + p.stderr).strip().splitlines() or ["(no message)"])[-1]
+        raise RuntimeError(f"synthesis failed (exit {p.returncode}): {err}")
+    lut, ff, b36, b18, dsp, lutram = map(int, m.groups())
+    return {"LUT": lut, "FF": ff, "BRAM36": b36, "BRAM18": b18, "DSP": dsp, "LUTRAM": lutram,
+            "wall_s": round(wall, 3), "tool": ctx["fingerprints"]["yosys"]}
+
+
+def evaluate(ctx, index, backend=None, log=None, parts=("cycles", "synth")):
+    """Evaluate point `index` of the context: cycles (cached) and, unless synthesis is
+    off, area (cached); `parts` selects which. Returns {"cycles": entry|error|None,
+    "synth": entry|error|None}."""
+    pt = ctx["points"][index]
+    cfg = pt["config"]
+    backend = backend or ctx["backend"]
+    c = dict(ctx, backend=backend)
+    out = {}
+    with tempfile.TemporaryDirectory(prefix=f"dse-{pt['id']}-") as wd:
+        ck = cycles_key(c, cfg)
+        ent = cache_get(c, "cycles", ck)
+        if ent is None and "cycles" in parts:
+            try:
+                ent = run_cycles(c, cfg, backend, wd)
+            except RuntimeError as e:
+                ent = {"error": str(e), "backend": backend}
+            if "error" not in ent:  # failures are retried next time, not cached
+                cache_put(c, "cycles", ck, ent)
+            if log:
+                log(f"{pt['id']} cycles on {backend}: "
+                    f"{ent.get('cycles', ent.get('error'))} ({ent.get('wall_s', '-')} s)")
+        out["cycles"] = ent
+        if ctx["synth"] == "none" or backend != ctx["backend"]:
+            out["synth"] = None
+            return out
+        sk = synth_key(c, cfg)
+        ent = cache_get(c, "synth", sk)
+        if ent is None and "synth" in parts:
+            try:
+                ent = run_synth(c, cfg, wd)
+            except RuntimeError as e:
+                ent = {"error": str(e)}
+            if "error" not in ent:
+                cache_put(c, "synth", sk, ent)
+            if log:
+                log(f"{pt['id']} synth: " + (f"LUT {ent['LUT']} FF {ent['FF']} BRAM36 {ent['BRAM36']} "
+                                             f"BRAM18 {ent['BRAM18']} DSP {ent['DSP']} ({ent['wall_s']} s)"
+                                             if "error" not in ent else ent["error"]))
+        out["synth"] = ent
+    return out
+
+
+def lookup(ctx, index, backend=None):
+    """The cached results of a point without computing anything (None where missing)."""
+    cfg = ctx["points"][index]["config"]
+    c = dict(ctx, backend=backend or ctx["backend"])
+    return {"cycles": cache_get(c, "cycles", cycles_key(c, cfg)),
+            "synth": None if ctx["synth"] == "none" else cache_get(c, "synth", synth_key(c, cfg))}

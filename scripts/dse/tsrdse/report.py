@@ -1,0 +1,183 @@
+# Results of a sweep: the table (CSV + JSON), Pareto front, fits-board marks,
+# best design per board, plots (Debian's matplotlib, PNG + SVG) and a summary.
+import csv
+import json
+import os
+
+from . import boards as boards_mod
+from . import pareto
+
+CSV_FIELDS = ["id", "overrides", "macs_per_cycle", "sram_kib", "clock_mhz", "cycles", "throughput",
+              "LUT", "FF", "BRAM36", "DSP", "pareto", "fits", "cycles_wall_s", "synth_wall_s", "status"]
+
+
+def build_rows(ctx, results, boards, budget):
+    """One row per point; results[i] = evaluate.lookup() of point i."""
+    rows = []
+    for pt, r in zip(ctx["points"], results):
+        row = {"id": pt["id"], "overrides": pt["overrides"], "config": pt["config"],
+               "macs_per_cycle": pt["macs"], "clock_mhz": pt["clock_mhz"], "status": "ok",
+               "sram_kib": pt.get("sram_kib")}
+        c, s = r["cycles"], r["synth"]
+        if c is None or "error" in c:
+            row["status"] = "cycles missing" if c is None else "cycles failed: " + c["error"]
+        else:
+            row["cycles"] = c["cycles"]
+            row["cycles_wall_s"] = c["wall_s"]
+            # inferences (workload runs) per second at the config's clock
+            row["throughput"] = ctx["workload"].get("batch", 1) * pt["clock_mhz"] * 1e6 / c["cycles"]
+        if ctx["synth"] != "none":
+            if s is None or "error" in s:
+                if row["status"] == "ok":
+                    row["status"] = "synth missing" if s is None else "synth failed: " + s["error"]
+            else:
+                a = boards_mod.area_classes(s)
+                row.update(LUT=a["LUT"], FF=a["FF"], BRAM36=a["BRAM36"], DSP=a["DSP"],
+                           synth_wall_s=s["wall_s"], area=s)
+                row["fits"] = [b["name"] for b in boards if boards_mod.fit(b, s, pt["clock_mhz"])[0]]
+                row["in_budget"] = boards_mod.fits_budget(budget, s) if budget else True
+        rows.append(row)
+    done = [r for r in rows if r["status"] == "ok"]
+    objs = pareto.OBJECTIVES if ctx["synth"] != "none" else pareto.CONFIG_OBJECTIVES
+    cand = [r for r in done if r.get("in_budget", True)]
+    for i in pareto.front(cand, objs):
+        cand[i]["pareto"] = True
+    return rows
+
+
+def best_per_board(rows, boards):
+    best = {}
+    for b in boards:
+        fit = [r for r in rows if r["status"] == "ok" and b["name"] in r.get("fits", [])]
+        best[b["name"]] = max(fit, key=lambda r: r["throughput"]) if fit else None
+    return best
+
+
+def _fmt_ov(ov):
+    return " ".join(f"{k}={v}" for k, v in ov.items())
+
+
+def write(outdir, ctx, rows, boards):
+    with open(os.path.join(outdir, "results.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=CSV_FIELDS, extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            d = dict(r, overrides=_fmt_ov(r["overrides"]), pareto=int(bool(r.get("pareto"))),
+                     fits=" ".join(r.get("fits", [])))
+            if "throughput" in d:
+                d["throughput"] = f"{d['throughput']:.3f}"
+            w.writerow(d)
+    best = best_per_board(rows, boards)
+    doc = {"space": ctx["space"], "workload": ctx["workload"], "dram": ctx["dram"],
+           "backend": ctx["backend"], "synth": ctx["synth"], "fingerprints": ctx["fingerprints"],
+           "boards": [b["name"] for b in boards], "points": rows,
+           "best_per_board": {k: (v["id"] if v else None) for k, v in best.items()}}
+    with open(os.path.join(outdir, "results.json"), "w") as f:
+        json.dump(doc, f, indent=1)
+    return best
+
+
+def summary(ctx, rows, boards, illegal, log):
+    ok = [r for r in rows if r["status"] == "ok"]
+    log(f"summary: {len(ok)} of {len(rows)} points complete"
+        + (f", {len(illegal)} illegal points skipped" if illegal else ""))
+    for r in rows:
+        if r["status"] != "ok":
+            log(f"  {r['id']}: {r['status']}")
+    unit = "inf/s" if ctx["workload"]["kind"] != "resnet18-layers" else "layer sets/s"
+    hdr = f"{'id':6} {'MAC/c':>5} {'MHz':>4} {'cycles':>10} {unit:>12} {'LUT':>7} {'DSP':>5} {'BRAM36':>6}  P  fits  overrides"
+    log(hdr)
+    for r in sorted(ok, key=lambda r: -r["throughput"]):
+        log(f"{r['id']:6} {r['macs_per_cycle']:5d} {r['clock_mhz']:4d} {r['cycles']:10d} "
+            f"{r['throughput']:12.2f} {r.get('LUT', '-'):>7} {r.get('DSP', '-'):>5} "
+            f"{r.get('BRAM36', '-'):>6}  {'*' if r.get('pareto') else ' '}  "
+            f"{','.join(r.get('fits', [])) or '-'}  {_fmt_ov(r['overrides'])}")
+    for name, r in best_per_board(rows, boards).items():
+        if ctx["synth"] == "none":
+            log(f"best on {name}: unknown (synthesis off: no area to check the board against)")
+            continue
+        log(f"best on {name}: " + (f"{r['id']} ({r['throughput']:.2f} {unit}, {_fmt_ov(r['overrides'])})"
+                                  if r else "nothing in the sweep fits"))
+
+
+def plot(outdir, ctx, rows, boards):
+    """Throughput against LUT, DSP and BRAM36, the Pareto front marked, board limits dashed."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ok = [r for r in rows if r["status"] == "ok" and "LUT" in r]
+    unit = "inferences/s" if ctx["workload"]["kind"] != "resnet18-layers" else "layer sets/s"
+    if not ok:
+        return _plot_config_axes(outdir, ctx, rows, unit, plt)
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4.2), sharey=True)
+    for ax, res in zip(axes, ("LUT", "DSP", "BRAM36")):
+        xs = [r[res] for r in ok]
+        ys = [r["throughput"] for r in ok]
+        ax.scatter(xs, ys, s=18, c="#9aa7b8", label="design point")
+        fr = sorted((r for r in ok if r.get("pareto")), key=lambda r: r[res])
+        ax.scatter([r[res] for r in fr], [r["throughput"] for r in fr], s=30, c="#d1495b",
+                   label="Pareto (all objectives)")
+        # the 2-D front for this resource: a staircase
+        stair, best = [], -1
+        for r in sorted(ok, key=lambda r: (r[res], -r["throughput"])):
+            if r["throughput"] > best:
+                stair.append(r)
+                best = r["throughput"]
+        ax.step([r[res] for r in stair], [r["throughput"] for r in stair], where="post", c="#d1495b", lw=1)
+        for b in boards:
+            cap = boards_mod.usable(b, res)
+            if cap and cap < 4 * max(xs):
+                ax.axvline(cap, ls="--", lw=0.8, c="#2e4057")
+                ax.text(cap, max(ys), " " + b["name"], rotation=90, va="top", fontsize=7)
+        ax.set_xlabel(res + (" (usable share of each board dashed)" if res == "LUT" else ""))
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel(f"throughput ({unit})")
+    axes[0].legend(fontsize=7, loc="lower right")
+    w = ctx["workload"]
+    fig.suptitle(f"{ctx['space']}: {w['kind']} on {ctx['backend']}, DRAM {ctx['dram']['bytes_per_cycle']} B/cycle, "
+                 f"area from yosys synth_xilinx", fontsize=10)
+    fig.tight_layout()
+    paths = []
+    for ext in ("png", "svg"):
+        p = os.path.join(outdir, f"pareto.{ext}")
+        fig.savefig(p, dpi=110)
+        paths.append(p)
+    plt.close(fig)
+    return paths
+
+
+def _plot_config_axes(outdir, ctx, rows, unit, plt):
+    """Without synthesis results: throughput against the config's own cost measures (MACs
+    per cycle, on-chip buffer KiB), the points of equal MACs/cycle joined; says so."""
+    ok = [r for r in rows if r["status"] == "ok"]
+    if not ok:
+        return []
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
+    macs = sorted({r["macs_per_cycle"] for r in ok})
+    colors = ["#2e4057", "#d1495b", "#00798c", "#edae49", "#66a182", "#8d96a3"]
+    for ax, key, label in ((axes[0], "macs_per_cycle", "MACs per cycle (BATCH x BLOCK_IN x BLOCK_OUT)"),
+                           (axes[1], "sram_kib", "on-chip buffers, KiB (uop + inp + wgt + acc + out)")):
+        for n, m in enumerate(macs):
+            pts = sorted((r for r in ok if r["macs_per_cycle"] == m), key=lambda r: r[key])
+            ax.plot([r[key] for r in pts], [r["throughput"] for r in pts], "o-" if key == "sram_kib" else "o",
+                    ms=4, lw=0.8, c=colors[n % len(colors)], label=f"{m} MACs/cycle")
+        fr = [r for r in ok if r.get("pareto")]
+        ax.scatter([r[key] for r in fr], [r["throughput"] for r in fr], s=60, facecolors="none",
+                   edgecolors="k", label="Pareto (throughput vs MACs/cycle, KiB)")
+        ax.set_xlabel(label)
+        ax.grid(alpha=0.3)
+    axes[0].set_xscale("log", base=2)
+    axes[0].set_ylabel(f"throughput ({unit})")
+    axes[1].legend(fontsize=7)
+    fig.suptitle(f"{ctx['space']}: {ctx['workload']['kind']} on {ctx['backend']}, DRAM "
+                 f"{ctx['dram']['bytes_per_cycle']} B/cycle (no synthesis results: config measures "
+                 f"on x)", fontsize=10)
+    fig.tight_layout()
+    paths = []
+    for ext in ("png", "svg"):
+        p = os.path.join(outdir, f"throughput.{ext}")
+        fig.savefig(p, dpi=110)
+        paths.append(p)
+    plt.close(fig)
+    return paths

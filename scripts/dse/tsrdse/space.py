@@ -1,0 +1,429 @@
+# Space files for the design-space exploration: load (JSON, or YAML when
+# python3-yaml is installed), check every field, expand into points, and
+# check every point with `tessera config show` before anything runs.
+#
+# Why the CLI and not a table here: the one table of config keys and their
+# ranges is isa/tsr_config.c. A copy in Python would drift; asking the CLI
+# gives exactly the errors a user would get for the generated config, and
+# those errors name the key and the allowed range.
+import itertools
+import json
+import os
+import random
+import re
+import subprocess
+import tempfile
+
+from . import boards as boards_mod
+
+
+class SpaceError(Exception):
+    """A bad space file: the message names the file, the field and the problem."""
+
+
+TOP_FIELDS = ("name", "base", "keys", "constraints", "workload", "search", "dram", "backend",
+              "synth")
+WORKLOADS = ("resnet18", "resnet18-small", "resnet18-layers")
+BACKENDS = ("systemc", "rtl", "fsim")
+SYNTH_MODES = ("full", "none")
+RESOURCES = ("LUT", "FF", "BRAM36", "DSP")
+MAX_POINTS = 100000  # the grid is enumerated; larger spaces must use random sampling
+
+
+def _load_text(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as e:
+        raise SpaceError(f"{path}: cannot read the space file: {e.strerror}")
+    if path.endswith((".yaml", ".yml")):
+        try:
+            import yaml  # Debian's python3-yaml; optional
+        except ImportError:
+            raise SpaceError(f"{path}: YAML space files need python3-yaml; use JSON instead")
+        try:
+            doc = yaml.safe_load(text)
+        except yaml.YAMLError as e:
+            raise SpaceError(f"{path}: malformed YAML: {str(e).splitlines()[0]}")
+    else:
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise SpaceError(f"{path}: malformed JSON near line {e.lineno}: {e.msg}")
+    if not isinstance(doc, dict):
+        raise SpaceError(f"{path}: the top level must be an object")
+    return doc
+
+
+def _is_int(v):
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _values(path, key, spec):
+    """The list of values of one key: a scalar, a list, or {"range": [lo, hi], "step": s}
+    (inclusive; "log2": true doubles instead of adding, for keys given in plain units)."""
+    where = f"{path}: keys.{key}"
+    if _is_int(spec) or isinstance(spec, str):
+        return [spec]
+    if isinstance(spec, list):
+        if not spec:
+            raise SpaceError(f"{where}: empty list of values")
+        for v in spec:
+            if not (_is_int(v) or isinstance(v, str)):
+                raise SpaceError(f"{where}: values must be integers (or strings), got {json.dumps(v)}")
+        if len(set(map(json.dumps, spec))) != len(spec):
+            raise SpaceError(f"{where}: a value appears twice")
+        return list(spec)
+    if isinstance(spec, dict):
+        extra = set(spec) - {"range", "step", "double"}
+        if extra:
+            raise SpaceError(f"{where}: unknown field \"{sorted(extra)[0]}\" (allowed: range, step, double)")
+        r = spec.get("range")
+        if not (isinstance(r, list) and len(r) == 2 and all(map(_is_int, r))):
+            raise SpaceError(f"{where}: \"range\" must be [lo, hi] (integers, inclusive)")
+        lo, hi = r
+        if lo > hi:
+            raise SpaceError(f"{where}: empty range [{lo}, {hi}]")
+        if spec.get("double"):
+            if lo < 1:
+                raise SpaceError(f"{where}: a doubling range must start at 1 or more")
+            out, v = [], lo
+            while v <= hi:
+                out.append(v)
+                v *= 2
+            return out
+        step = spec.get("step", 1)
+        if not _is_int(step) or step < 1:
+            raise SpaceError(f"{where}: \"step\" must be a positive integer")
+        if (hi - lo) // step + 1 > MAX_POINTS:
+            raise SpaceError(f"{where}: the range has more than {MAX_POINTS} values")
+        return list(range(lo, hi + 1, step))
+    raise SpaceError(f"{where}: give a value, a list of values or {{\"range\": [lo, hi]}}")
+
+
+class Space:
+    """A checked space: base config, swept keys, constraints, workload, search, DRAM."""
+
+    def __init__(self, path, doc, root, cli):
+        self.path, self.doc, self.root, self.cli = path, doc, root, cli
+        self.name = doc.get("name", os.path.splitext(os.path.basename(path))[0])
+        self.base_name = doc.get("base", "default")
+        self.keys = {}        # key -> list of values
+        self.boards = []      # board dicts from boards/
+        self.budget = {}      # resource class -> limit
+        self.workload = {}
+        self.search = {}
+        self.dram = {}
+        self.backend = "systemc"
+        self.synth = "full"
+        self.points = []      # list of (overrides dict, full config dict), legal only
+        self.illegal = []     # (overrides, CLI error) of the points the CLI rejected
+
+
+def load(path, root, cli, check_points=True):
+    """Load and check a space file. root: the repository (boards/, configs/); cli: the
+    tessera binary. Raises SpaceError before anything runs."""
+    doc = _load_text(path)
+    for k in doc:
+        if k not in TOP_FIELDS:
+            raise SpaceError(f"{path}: unknown field \"{k}\" (allowed: {', '.join(TOP_FIELDS)})")
+    sp = Space(path, doc, root, cli)
+    if not isinstance(sp.name, str) or not re.fullmatch(r"[A-Za-z0-9_.-]+", sp.name):
+        raise SpaceError(f"{path}: name must be letters, digits, '_', '.', '-'")
+
+    # Base config: a preset name or a JSON file (relative to the space file).
+    base = sp.base_name
+    if not isinstance(base, str):
+        raise SpaceError(f"{path}: base must be a preset name or a config file")
+    base_file = os.path.join(os.path.dirname(os.path.abspath(path)), base)
+    if os.path.isfile(base_file):
+        with open(base_file, encoding="utf-8") as f:
+            sp.base = json.load(f)
+    elif os.path.isfile(os.path.join(root, "configs", base + ".json")):
+        with open(os.path.join(root, "configs", base + ".json"), encoding="utf-8") as f:
+            sp.base = json.load(f)
+    else:
+        raise SpaceError(f"{path}: base \"{base}\" is neither a config file nor a preset in configs/")
+    err = check_config(cli, sp.base, "base")
+    if err:
+        raise SpaceError(f"{path}: base config is not legal: {err}")
+
+    keys = doc.get("keys", {})
+    if not isinstance(keys, dict) or not keys:
+        raise SpaceError(f"{path}: keys must be an object of config keys and their values")
+    for k, spec in keys.items():
+        sp.keys[k] = _values(path, k, spec)
+    # Block size: LOG_BLOCK alone or LOG_BLOCK_IN + LOG_BLOCK_OUT (the config rule).
+    if "LOG_BLOCK_IN" in sp.keys or "LOG_BLOCK_OUT" in sp.keys:
+        if "LOG_BLOCK" in sp.keys:
+            raise SpaceError(f"{path}: keys: sweep LOG_BLOCK or LOG_BLOCK_IN/LOG_BLOCK_OUT, not both")
+    _check_keys(sp)
+
+    _load_constraints(sp)
+    _load_workload(sp)
+    _load_search(sp)
+    _load_dram(sp)
+    sp.backend = doc.get("backend", "systemc")
+    if sp.backend not in BACKENDS:
+        raise SpaceError(f"{path}: backend \"{sp.backend}\" is unknown (allowed: {', '.join(BACKENDS)})")
+    if sp.backend == "fsim":
+        raise SpaceError(f"{path}: backend fsim is untimed: use systemc (fast) or rtl")
+    sp.synth = doc.get("synth", "full")
+    if sp.synth not in SYNTH_MODES:
+        raise SpaceError(f"{path}: synth \"{sp.synth}\" is unknown (allowed: {', '.join(SYNTH_MODES)})")
+    if check_points:
+        _expand(sp)
+        _check_boards_fit(sp)
+    return sp
+
+
+def point_config(base, overrides):
+    """The full config of a point: the base with the swept keys replaced. A swept
+    LOG_BLOCK_IN/OUT replaces the base's LOG_BLOCK (the config allows one or the other)."""
+    cfg = dict(base)
+    if "LOG_BLOCK_IN" in overrides or "LOG_BLOCK_OUT" in overrides:
+        blk = cfg.pop("LOG_BLOCK", None)
+        if blk is not None:
+            cfg.setdefault("LOG_BLOCK_IN", blk)
+            cfg.setdefault("LOG_BLOCK_OUT", blk)
+    cfg.update(overrides)
+    return cfg
+
+
+def check_config(cli, cfg, label):
+    """None if `tessera config show` accepts cfg, else its error message (one line)."""
+    show = config_show(cli, cfg, label)
+    return show if isinstance(show, str) else None
+
+
+_SHOW_CACHE = {}
+
+
+def config_show(cli, cfg, label):
+    """The derived values of a config as a dict ({"buffers": {name: bytes}, "macs": n}), or the
+    CLI's error message (a string) when the config is illegal."""
+    key = json.dumps(cfg, sort_keys=True)
+    if key in _SHOW_CACHE:
+        return _SHOW_CACHE[key]
+    with tempfile.NamedTemporaryFile("w", suffix=".json", prefix="dse-", delete=False) as f:
+        json.dump(cfg, f)
+        tmp = f.name
+    try:
+        p = subprocess.run([cli, "config", "show", tmp], capture_output=True, text=True)
+    finally:
+        os.unlink(tmp)
+    if p.returncode != 0:
+        msg = (p.stderr.strip().splitlines() or ["tessera config failed"])[-1]
+        msg = msg.replace(tmp, label)
+        res = "tessera config: " + re.sub(r"^(tessera: )?(config: )?(error: )?", "", msg)
+    else:
+        res = {"buffers": {}, "macs": 0}
+        for line in p.stdout.splitlines():
+            m = re.match(r"(uop|inp|wgt|acc|out)\s+(\d+)\s+\d+\s+\d+\s+\d+$", line)
+            if m:
+                res["buffers"][m.group(1)] = int(m.group(2))
+            m = re.match(r"target\s+\S+ \((\d+)-bit DRAM bus, (\d+) MHz\)", line)
+            if m:
+                res["bus_bits"], res["clock_mhz"] = int(m.group(1)), int(m.group(2))
+            m = re.match(r"tensor op\s+.*= (\d+) MACs/op", line)
+            if m:
+                res["macs"] = int(m.group(1))
+    _SHOW_CACHE[key] = res
+    return res
+
+
+def _check_keys(sp):
+    """Each key must be a config key; each value must be legal in some point. A value
+    illegal on the base config is remembered and reported if no point makes it legal."""
+    sp.value_errors = {}
+    for k, vals in sp.keys.items():
+        for v in vals:
+            err = check_config(sp.cli, point_config(sp.base, {k: v}), "point")
+            if err and f"unknown key \"{k}\"" in err:
+                raise SpaceError(f"{sp.path}: keys: \"{k}\" is not a config key ({err}; the keys are "
+                                 f"listed in isa/tsr_config.c and `tessera config show`)")
+            if err and k in err:
+                sp.value_errors[(k, json.dumps(v))] = err
+
+
+def _load_constraints(sp):
+    c = sp.doc.get("constraints", {})
+    if not isinstance(c, dict):
+        raise SpaceError(f"{sp.path}: constraints must be an object")
+    for k in c:
+        if k not in ("boards", "budget"):
+            raise SpaceError(f"{sp.path}: constraints: unknown field \"{k}\" (allowed: boards, budget)")
+    names = c.get("boards", [])
+    if isinstance(names, str):
+        names = [names]
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise SpaceError(f"{sp.path}: constraints.boards must be a list of board names")
+    known = boards_mod.names(sp.root)
+    for n in names:
+        if n not in known:
+            raise SpaceError(f"{sp.path}: constraints.boards: unknown board \"{n}\" "
+                             f"(boards/ has: {', '.join(known)})")
+        b = boards_mod.load(sp.root, n)
+        if b["family"] not in boards_mod.SYNTH_FAMILIES and sp.doc.get("synth", "full") != "none":
+            raise SpaceError(f"{sp.path}: constraints.boards: board \"{n}\" is family {b['family']}; "
+                             f"the DSE synthesizes with synth_xilinx (families "
+                             f"{', '.join(boards_mod.SYNTH_FAMILIES)}) only")
+        sp.boards.append(b)
+    budget = c.get("budget", {})
+    if not isinstance(budget, dict):
+        raise SpaceError(f"{sp.path}: constraints.budget must be an object of resource limits")
+    for k, v in budget.items():
+        if k not in RESOURCES:
+            raise SpaceError(f"{sp.path}: constraints.budget: unknown resource \"{k}\" "
+                             f"(allowed: {', '.join(RESOURCES)})")
+        if not (isinstance(v, (int, float)) and not isinstance(v, bool)) or v <= 0:
+            raise SpaceError(f"{sp.path}: constraints.budget.{k} must be a positive number")
+        sp.budget[k] = v
+
+
+def _load_workload(sp):
+    w = sp.doc.get("workload", {"kind": "resnet18"})
+    if isinstance(w, str):
+        w = {"kind": w}
+    if not isinstance(w, dict):
+        raise SpaceError(f"{sp.path}: workload must be a name or an object")
+    for k in w:
+        if k not in ("kind", "small", "layers", "batch"):
+            raise SpaceError(f"{sp.path}: workload: unknown field \"{k}\" (allowed: kind, small, layers, batch)")
+    kind = w.get("kind", "resnet18")
+    if kind not in WORKLOADS:
+        raise SpaceError(f"{sp.path}: workload.kind \"{kind}\" is unknown (allowed: {', '.join(WORKLOADS)})")
+    out = {"kind": kind, "batch": w.get("batch", 1)}
+    if not _is_int(out["batch"]) or not 1 <= out["batch"] <= 64:
+        raise SpaceError(f"{sp.path}: workload.batch must be an integer in [1, 64]")
+    if kind == "resnet18-small":
+        s = w.get("small", [32, 8, 10])
+        if not (isinstance(s, list) and len(s) == 3 and all(_is_int(x) and x >= 1 for x in s)):
+            raise SpaceError(f"{sp.path}: workload.small must be [H, WIDTH, CLASSES] (positive integers)")
+        out["small"] = s
+    elif "small" in w:
+        raise SpaceError(f"{sp.path}: workload.small needs kind resnet18-small")
+    if kind == "resnet18-layers":
+        layers = w.get("layers", [])
+        ok = {f"C{i}" for i in range(1, 12)}
+        if not isinstance(layers, list) or any(x not in ok for x in layers):
+            raise SpaceError(f"{sp.path}: workload.layers must be a list of C1..C11")
+        out["layers"] = layers
+        if out["batch"] != 1:
+            raise SpaceError(f"{sp.path}: workload.batch: the layer set runs batch 1")
+    elif "layers" in w:
+        raise SpaceError(f"{sp.path}: workload.layers needs kind resnet18-layers")
+    sp.workload = out
+
+
+def _load_search(sp):
+    s = sp.doc.get("search", {"method": "grid"})
+    if isinstance(s, str):
+        s = {"method": s}
+    if not isinstance(s, dict):
+        raise SpaceError(f"{sp.path}: search must be \"grid\" or an object")
+    for k in s:
+        if k not in ("method", "samples", "seed"):
+            raise SpaceError(f"{sp.path}: search: unknown field \"{k}\" (allowed: method, samples, seed)")
+    m = s.get("method", "grid")
+    if m not in ("grid", "random"):
+        raise SpaceError(f"{sp.path}: search.method \"{m}\" is unknown (allowed: grid, random)")
+    out = {"method": m}
+    if m == "random":
+        if not _is_int(s.get("samples")) or s["samples"] < 1:
+            raise SpaceError(f"{sp.path}: search.samples must be a positive integer for random search")
+        if not _is_int(s.get("seed", 1)):
+            raise SpaceError(f"{sp.path}: search.seed must be an integer")
+        out["samples"], out["seed"] = s["samples"], s.get("seed", 1)
+    sp.search = out
+
+
+def _load_dram(sp):
+    """DRAM model of the timed backends: bytes per cycle from the board's port (bus_bits / 8),
+    or given; latency and outstanding bursts as the CLI's device options."""
+    d = sp.doc.get("dram", {})
+    if not isinstance(d, dict):
+        raise SpaceError(f"{sp.path}: dram must be an object")
+    for k in d:
+        if k not in ("board", "bytes_per_cycle", "latency", "outstanding"):
+            raise SpaceError(f"{sp.path}: dram: unknown field \"{k}\" "
+                             f"(allowed: board, bytes_per_cycle, latency, outstanding)")
+    out = {"latency": d.get("latency", 32), "outstanding": d.get("outstanding", 8)}
+    if "board" in d:
+        if d["board"] not in boards_mod.names(sp.root):
+            raise SpaceError(f"{sp.path}: dram.board: unknown board \"{d['board']}\"")
+        out["bytes_per_cycle"] = boards_mod.load(sp.root, d["board"])["dram"]["bus_bits"] // 8
+        out["from"] = d["board"]
+        if "bytes_per_cycle" in d:
+            raise SpaceError(f"{sp.path}: dram: give board or bytes_per_cycle, not both")
+    else:
+        out["bytes_per_cycle"] = d.get("bytes_per_cycle", 8)
+    for k in ("latency", "outstanding", "bytes_per_cycle"):
+        if not _is_int(out[k]) or out[k] < 1:
+            raise SpaceError(f"{sp.path}: dram.{k} must be a positive integer")
+    sp.dram = out
+
+
+def _expand(sp):
+    names = list(sp.keys)
+    sizes = [len(sp.keys[k]) for k in names]
+    total = 1
+    for n in sizes:
+        total *= n
+    if sp.search["method"] == "grid":
+        if total > MAX_POINTS:
+            raise SpaceError(f"{sp.path}: the grid has {total} points (more than {MAX_POINTS}): "
+                             f"use \"search\": {{\"method\": \"random\", \"samples\": N, \"seed\": S}}")
+        combos = itertools.product(*(sp.keys[k] for k in names))
+    else:
+        rng = random.Random(sp.search["seed"])
+        n = min(sp.search["samples"], total)
+        # distinct indices into the grid, without enumerating it
+        idx = rng.sample(range(total), n)
+        combos = []
+        for i in idx:
+            c = []
+            for k, s in zip(reversed(names), reversed(sizes)):
+                c.append(sp.keys[k][i % s])
+                i //= s
+            combos.append(tuple(reversed(c)))
+    seen_values = set()
+    for combo in combos:
+        ov = dict(zip(names, combo))
+        cfg = point_config(sp.base, ov)
+        err = check_config(sp.cli, cfg, "point")
+        if err:
+            sp.illegal.append((ov, err))
+        else:
+            sp.points.append((ov, cfg))
+            seen_values.update((k, json.dumps(v)) for k, v in ov.items())
+    for (k, v), err in sp.value_errors.items():  # in the space file's order
+        if (k, v) not in seen_values:
+            raise SpaceError(f"{sp.path}: keys.{k}: value {v} is legal in no point of the space: {err}")
+    if not sp.points:
+        first = sp.illegal[0][1] if sp.illegal else "no points"
+        raise SpaceError(f"{sp.path}: the space has no legal point ({len(sp.illegal)} points, all rejected; "
+                         f"first: {first})")
+
+
+def _check_boards_fit(sp):
+    """A board whose block RAM cannot hold the buffers of even the smallest point fits
+    nothing: say so before anything runs (a lower bound: buffer bytes vs RAM bits)."""
+    need = []
+    for ov, cfg in sp.points:
+        show = config_show(sp.cli, cfg, "point")
+        need.append(sum(show["buffers"].values()) * 8)
+    smallest = min(need)
+    for b in sp.boards:
+        cap = boards_mod.ram_bits(b)
+        if smallest > cap:
+            raise SpaceError(f"{sp.path}: constraints.boards: nothing in the space fits board \"{b['name']}\": "
+                             f"the smallest point needs {smallest // 8192} KiB of on-chip buffers, the board "
+                             f"has at most {cap // 8192} KiB of RAM (block RAM and all LUTs as RAM)")
+    if "BRAM36" in sp.budget and "LUT" in sp.budget:
+        cap = int(sp.budget["BRAM36"] * 36 * 1024 + sp.budget["LUT"] * 64)
+        if smallest > cap:
+            raise SpaceError(f"{sp.path}: constraints.budget: nothing in the space fits BRAM36 <= "
+                             f"{sp.budget['BRAM36']}, LUT <= {sp.budget['LUT']}: the smallest point needs "
+                             f"{smallest // 8192} KiB of on-chip buffers, the budget holds at most "
+                             f"{cap // 8192} KiB (block RAM and all LUTs as RAM)")
