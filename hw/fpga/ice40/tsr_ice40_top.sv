@@ -20,7 +20,9 @@ module tsr_ice40_top #(
   output logic led_done_no,  // lit (low) when STATUS.DONE is set
   output logic led_rx_no     // lit (low) while the host is sending
 );
-  logic [3:0] por_q;
+  // The initial value is what configuration gives every iCE40 flip-flop;
+  // written out so simulation starts from it too.
+  logic [3:0] por_q = 4'd0;
   logic       rst_n;
   always_ff @(posedge clk_i) begin
     if (por_q != 4'hf) por_q <= por_q + 4'd1;
