@@ -42,6 +42,7 @@
 #include "tsr_error.h"
 #include "tsr_jitutil.h"
 #include "tsr_kcache.h"
+#include "tsr_stream.h"
 
 #define OP "conv2d"
 
@@ -154,15 +155,11 @@ int tsr_conv2d_check(const tsr_conv2d_params_t *p, int *oh, int *ow)
 
 /* ---------------------------------------------------------------- stream */
 
+/* The stream builder (its tags: the accumulator bank each GEMM/ALU
+ * instruction's work touches, -1 both; the timing model reads them) and
+ * what the lowering records while it emits. */
 typedef struct {
-    tsr_insn_t *v;
-    size_t n, cap;
-    int count_only; /* dry run for the cost model: count, do not store */
-    uint64_t bytes; /* DRAM bytes moved by LOAD/STORE (dry run and real) */
-    int oom;
-    tsr_insn_t scratch; /* target of emits that are not stored */
-    int8_t *bank;       /* per instruction: accumulator bank its GEMM/ALU work touches (-1: both) */
-    int cur_bank;       /* bank recorded for the next emits */
+    tsr_stream_t s;
     int8_t set_map[2][2][4]; /* kernel sets used, as geo_t.set_map */
     int n_sets;
     /* resident mode: the kernels the stream uses, in uop-buffer order */
@@ -178,36 +175,6 @@ typedef struct res_kern {
     int32_t base, n;    /* first uop, uops */
 } res_kern_t;
 
-static tsr_insn_t *emit(ibuf_t *b, uint32_t opcode)
-{
-    tsr_insn_t *in;
-    if (b->count_only) {
-        in = &b->scratch;
-        b->n++;
-    } else {
-        if (b->n == b->cap) {
-            size_t cap = b->cap ? b->cap * 2 : 256;
-            tsr_insn_t *v = realloc(b->v, cap * sizeof *v);
-            int8_t *bk = v ? realloc(b->bank, cap) : NULL;
-            if (!v || !bk) {
-                if (v)
-                    b->v = v;
-                b->oom = 1;
-                in = &b->scratch;
-                memset(in, 0, sizeof *in);
-                return in;
-            }
-            b->v = v;
-            b->bank = bk;
-            b->cap = cap;
-        }
-        b->bank[b->n] = (int8_t)b->cur_bank;
-        in = &b->v[b->n++];
-    }
-    memset(in, 0, sizeof *in);
-    in->opcode = opcode;
-    return in;
-}
 
 /* Row geometry of a row tile. */
 typedef struct {
@@ -320,7 +287,7 @@ static uint32_t res_kernel(ibuf_t *b, int alu, int pa, int islot, int c0, int c1
         int cap = b->capk ? b->capk * 2 : 64;
         res_kern_t *v = realloc(b->kern, (size_t)cap * sizeof *v);
         if (!v) {
-            b->oom = 1;
+            b->s.rc = TSR_ENOMEM;
             return 0;
         }
         b->kern = v;
@@ -537,20 +504,17 @@ static int post_seq(const geo_t *g, alu_step_t seq[3])
  * its STOREs (a tile's steps may be spread over the next tile's GEMMs). */
 static void emit_post_part(const geo_t *g, ibuf_t *b, const post_t *pt, int k0, int k1)
 {
-    const tsr_config_t *c = g->c;
     const int TOH = g->t.toh, OW = g->t.tow, FULL_OW = g->ow, NBA = g->t.nba;
     const int pa = pt->pa, tco = pt->tco, cob0 = pt->cob0, nb = pt->nb, t = pt->t;
     const rowgeo_t r = pt->r;
     const colgeo_t cg = pt->cg;
     tsr_insn_t *in;
-    b->cur_bank = acc_bank(g, pa);
+    b->s.cur_tag = acc_bank(g, pa);
     alu_step_t seq[3];
     const int ns = post_seq(g, seq);
     for (int k = k0; k < k1; k++) {
-        in = emit(b, TSR_OP_ALU);
-        in->alu_opcode = seq[k].op;
-        in->uop_bgn = alu_uop_b(g, b, pa, cob0, seq[k].k);
-        in->uop_end = in->uop_bgn + 1;
+        const uint32_t u = alu_uop_b(g, b, pa, cob0, seq[k].k);
+        in = tsr_stream_alu(&b->s, seq[k].op, u, u + 1);
         in->iter_out = (uint32_t)tco;
         in->dst_factor_out = tco > 1 ? (uint32_t)(TOH * OW) : 0;
         in->src_factor_out = tco > 1 && seq[k].k >= 0 ? const_step(g, seq[k].k) : 0;
@@ -558,7 +522,8 @@ static void emit_post_part(const geo_t *g, ibuf_t *b, const post_t *pt, int k0, 
         in->dst_factor_in = 1;
         in->use_imm = seq[k].k < 0;
         in->imm = seq[k].k < 0 ? seq[k].imm : 0;
-        in->push_next = k == ns - 1;
+        if (k == ns - 1) /* the tile is ready for STORE */
+            tsr_stream_signal(&b->s, TSR_Q_CMP2ST);
     }
     if (k1 < ns)
         return;
@@ -569,25 +534,16 @@ static void emit_post_part(const geo_t *g, ibuf_t *b, const post_t *pt, int k0, 
     if (tco > 1 && plane > 0xffff)
         one = 0;
     int nst = one ? 1 : tco;
+    tsr_stream_wait(&b->s, TSR_Q_CMP2ST);
     for (int k = 0; k < nst; k++) {
-        in = emit(b, TSR_OP_STORE);
-        in->mem_type = TSR_MEM_OUT;
-        in->sram_base = acc_base(g, pa) + (uint32_t)(k * TOH * OW);
-        in->dram_base = g->y_el + (uint32_t)((((long)nb * g->cob + cob0 + k) * g->oh + r.oy0) * FULL_OW +
-                                             cg.ox0);
-        if (full_rows) {
-            in->y_size = (uint32_t)(one ? tco : 1);
-            in->x_size = (uint32_t)(r.toh * OW);
-            in->x_stride = one && tco > 1 ? (uint32_t)plane : in->x_size;
-        } else {
-            in->y_size = (uint32_t)r.toh;
-            in->x_size = (uint32_t)OW;
-            in->x_stride = (uint32_t)FULL_OW;
-        }
-        in->pop_prev = k == 0;
-        in->push_prev = k == nst - 1 && (t < g->tiles - NBA || t == g->tiles - 1);
-        b->bytes += (uint64_t)in->y_size * in->x_size * c->out_bytes;
+        const uint32_t x = (uint32_t)(full_rows ? r.toh * OW : OW);
+        tsr_stream_store(&b->s, acc_base(g, pa) + (uint32_t)(k * TOH * OW),
+                         g->y_el + (uint32_t)((((long)nb * g->cob + cob0 + k) * g->oh + r.oy0) * FULL_OW + cg.ox0),
+                         (uint32_t)(full_rows ? (one ? tco : 1) : r.toh), x,
+                         full_rows ? (one && tco > 1 ? (uint32_t)plane : x) : (uint32_t)FULL_OW);
     }
+    if (t < g->tiles - NBA || t == g->tiles - 1) /* region pa drained, for tile t+NBA or FINISH */
+        tsr_stream_signal(&b->s, TSR_Q_ST2CMP);
 }
 
 static void emit_post(const geo_t *g, ibuf_t *b, const post_t *pt)
@@ -609,30 +565,20 @@ static tsr_insn_t *emit_inp_block(const geo_t *g, ibuf_t *b, uint32_t sram, long
     tsr_insn_t *in = NULL;
     if (!cg->real) {
         for (int y = 0; y < r->rows; y += 15) {
-            in = emit(b, TSR_OP_LOAD);
-            in->mem_type = TSR_MEM_INP;
-            in->sram_base = sram + (uint32_t)(y * g->wr);
-            in->dram_base = blk;
-            in->x_size = (uint32_t)g->wr;
-            in->x_stride = (uint32_t)g->wr;
+            in = tsr_stream_load(&b->s, TSR_MEM_INP, sram + (uint32_t)(y * g->wr), blk, 0, (uint32_t)g->wr,
+                                 (uint32_t)g->wr);
             in->y_pad0 = (uint32_t)imin(15, r->rows - y);
             in->pad_value = g->h_pad;
         }
         return in;
     }
-    in = emit(b, TSR_OP_LOAD);
-    in->mem_type = TSR_MEM_INP;
-    in->sram_base = sram;
-    in->dram_base = blk + (uint32_t)((long)r->iy_first * p->w + cg->ix_first);
-    in->y_size = (uint32_t)r->real;
-    in->x_size = (uint32_t)cg->real;
-    in->x_stride = (uint32_t)(g->row_step * p->w);
+    in = tsr_stream_load(&b->s, TSR_MEM_INP, sram, blk + (uint32_t)((long)r->iy_first * p->w + cg->ix_first),
+                         (uint32_t)r->real, (uint32_t)cg->real, (uint32_t)(g->row_step * p->w));
     in->y_pad0 = (uint32_t)r->pad0;
     in->y_pad1 = (uint32_t)r->pad1;
     in->x_pad0 = (uint32_t)cg->pad0;
     in->x_pad1 = (uint32_t)cg->pad1;
     in->pad_value = g->h_pad;
-    b->bytes += (uint64_t)r->real * cg->real * g->c->inp_bytes;
     return in;
 }
 
@@ -641,16 +587,14 @@ static tsr_insn_t *emit_inp_block(const geo_t *g, ibuf_t *b, uint32_t sram, long
 static void emit_mov(const geo_t *g, ibuf_t *b, int t, int pa, int c0, int tco, int toh)
 {
     const uint32_t u = alu_uop_b(g, b, pa, c0, 0);
-    tsr_insn_t *in = emit(b, TSR_OP_ALU);
-    in->alu_opcode = TSR_ALU_MOV;
-    in->uop_bgn = u;
-    in->uop_end = in->uop_bgn + 1;
+    if (t >= g->t.nba) /* region pa drained by tile t-NBA's STORE */
+        tsr_stream_wait(&b->s, TSR_Q_ST2CMP);
+    tsr_insn_t *in = tsr_stream_alu(&b->s, TSR_ALU_MOV, u, u + 1);
     in->iter_out = (uint32_t)tco;
     in->dst_factor_out = tco > 1 ? (uint32_t)(g->t.toh * g->t.tow) : 0;
     in->src_factor_out = tco > 1 ? const_step(g, 0) : 0;
     in->iter_in = (uint32_t)(toh * g->t.tow);
     in->dst_factor_in = 1;
-    in->pop_next = t >= g->t.nba;
 }
 
 /* Output-channel tile, channel blocks and rows of tile t (loop order of build()). */
@@ -667,7 +611,7 @@ static void tile_of(const geo_t *g, int t, int *ct, int *tco, int *toh)
     *toh = r.toh;
 }
 
-/* Emit (or, with b->count_only, count) the whole stream for g's tiling. */
+/* Emit the whole stream for g's tiling. */
 static void build(const geo_t *g, ibuf_t *b)
 {
     const tsr_config_t *c = g->c;
@@ -684,12 +628,7 @@ static void build(const geo_t *g, ibuf_t *b)
     int mov_done = -1; /* tile whose MOV was emitted ahead */
     post_t pend = {0};
 
-    in = emit(b, TSR_OP_LOAD);
-    in->mem_type = TSR_MEM_UOP;
-    in->dram_base = g->uop_el;
-    in->y_size = 1;
-    in->x_size = 1; /* patched below once the kernel sets in use are known */
-    in->x_stride = in->x_size;
+    const size_t uop_load = tsr_stream_uops(&b->s, g->uop_el, 1); /* length set once the kernel sets in use are known */
 
     const int sfo = g->row_step == 1 ? p->stride_h * g->wr : g->wr;
     int s = 0;
@@ -715,18 +654,17 @@ static void build(const geo_t *g, ibuf_t *b)
                      * each with its own token, so the first GEMMs start on the
                      * first group instead of waiting for all of them. */
                     const int ngrp = s == 0 && !g->dw && tco > 1 ? imax(1, imin(imin(tco, 4), c->dep_queue_depth - 2)) : 1;
-                    /* ---- load stage ---- */
-                    size_t first_load = b->n;
-                    tsr_insn_t *last = NULL;
+                    /* ---- load stage: into slots step s-NBI's GEMMs freed ---- */
+                    if (s >= NBI)
+                        tsr_stream_wait(&b->s, TSR_Q_CMP2LD);
                     long ikey = ((long)nb * n_rw + rw) * (g->dw ? g->n_ct : 1) + (g->dw ? ct : 0);
                     long wkey = ct;
                     int reuse = g->chunks == 1;
                     if (!(reuse && cur_ikey == ikey)) {
                         islot = (islot + 1) % NBI;
-                        for (int j = 0; j < nin; j++) {
-                            last = emit_inp_block(g, b, (uint32_t)(islot * g->inp_half + j * g->rows_in * g->wr),
-                                                  nb * g->cib + cib0 + j, &r, &cg);
-                        }
+                        for (int j = 0; j < nin; j++)
+                            emit_inp_block(g, b, (uint32_t)(islot * g->inp_half + j * g->rows_in * g->wr),
+                                           nb * g->cib + cib0 + j, &r, &cg);
                         cur_ikey = ikey;
                     }
                     if (!(reuse && cur_wkey == wkey)) {
@@ -735,15 +673,9 @@ static void build(const geo_t *g, ibuf_t *b)
                         if (g->dw) {
                             /* the chunk's weight parts of each block (DRAM
                              * [block][part][tap]; TCI divides the parts) */
-                            in = emit(b, TSR_OP_LOAD);
-                            in->mem_type = TSR_MEM_WGT;
-                            in->sram_base = (uint32_t)(wq * g->wgt_half);
-                            in->dram_base = g->w_el + (uint32_t)((cob0 * g->wsplit + ch * TCI) * g->kk);
-                            in->y_size = (uint32_t)tco;
-                            in->x_size = (uint32_t)(TCI * g->kk);
-                            in->x_stride = (uint32_t)(g->wsplit * g->kk);
-                            b->bytes += (uint64_t)tco * TCI * g->kk * c->wgt_bytes;
-                            last = in;
+                            tsr_stream_load(&b->s, TSR_MEM_WGT, (uint32_t)(wq * g->wgt_half),
+                                            g->w_el + (uint32_t)((cob0 * g->wsplit + ch * TCI) * g->kk), (uint32_t)tco,
+                                            (uint32_t)(TCI * g->kk), (uint32_t)(g->wsplit * g->kk));
                         } else {
                             /* rows of consecutive output blocks are contiguous
                              * on chip only with a full chunk; groups (first
@@ -751,43 +683,25 @@ static void build(const geo_t *g, ibuf_t *b)
                             int per_row = nin != TCI && tco > 1;
                             for (int gi = 0; gi < ngrp; gi++) {
                                 const int c0 = gi * tco / ngrp, c1 = (gi + 1) * tco / ngrp;
-                                for (int k = c0; k < (per_row ? c1 : c0 + 1); k++) {
-                                    in = emit(b, TSR_OP_LOAD);
-                                    in->mem_type = TSR_MEM_WGT;
-                                    in->sram_base = (uint32_t)(wq * g->wgt_half + k * TCI * g->kk);
-                                    in->dram_base = g->w_el + (uint32_t)(((cob0 + k) * g->cib + cib0) * g->kk);
-                                    in->y_size = (uint32_t)(per_row ? 1 : c1 - c0);
-                                    in->x_size = (uint32_t)(nin * g->kk);
-                                    in->x_stride = (uint32_t)(g->cib * g->kk);
-                                    b->bytes += (uint64_t)in->y_size * in->x_size * c->wgt_bytes;
-                                    last = in;
-                                }
-                                if (gi < ngrp - 1 && !b->count_only && !b->oom)
-                                    last->push_next = 1;
+                                for (int k = c0; k < (per_row ? c1 : c0 + 1); k++)
+                                    tsr_stream_load(&b->s, TSR_MEM_WGT, (uint32_t)(wq * g->wgt_half + k * TCI * g->kk),
+                                                    g->w_el + (uint32_t)(((cob0 + k) * g->cib + cib0) * g->kk),
+                                                    (uint32_t)(per_row ? 1 : c1 - c0), (uint32_t)(nin * g->kk),
+                                                    (uint32_t)(g->cib * g->kk));
+                                if (gi < ngrp - 1)
+                                    tsr_stream_signal(&b->s, TSR_Q_LD2CMP);
                             }
                         }
                         cur_wkey = wkey;
                     }
-                    if (!last) {
-                        last = emit(b, TSR_OP_LOAD); /* tokens only */
-                        last->mem_type = TSR_MEM_INP;
-                    }
-                    if (!b->count_only && !b->oom) {
-                        b->v[first_load].pop_next = s >= NBI;
-                        last->push_next = 1;
-                    }
+                    /* step s loaded (a token-only LOAD if it loads nothing) */
+                    tsr_stream_signal(&b->s, TSR_Q_LD2CMP);
                     /* ---- compute stage ---- */
-                    b->cur_bank = acc_bank(g, pa);
+                    b->s.cur_tag = acc_bank(g, pa);
                     if (ch == 0) {
                         if (const_key[const_slot(g, pa)] != ct) {
-                            in = emit(b, TSR_OP_LOAD);
-                            in->mem_type = TSR_MEM_ACC;
-                            in->sram_base = const_base(g, pa);
-                            in->dram_base = g->c_el + (uint32_t)(cob0 * g->nconst);
-                            in->y_size = 1;
-                            in->x_size = (uint32_t)(tco * g->nconst);
-                            in->x_stride = in->x_size;
-                            b->bytes += (uint64_t)in->x_size * c->acc_bytes;
+                            tsr_stream_load(&b->s, TSR_MEM_ACC, const_base(g, pa), g->c_el + (uint32_t)(cob0 * g->nconst),
+                                            1, (uint32_t)(tco * g->nconst), (uint32_t)(tco * g->nconst));
                             const_key[const_slot(g, pa)] = ct;
                         }
                         if (mov_done != t)
@@ -804,20 +718,21 @@ static void build(const geo_t *g, ibuf_t *b)
                     const int ngemm = one_gemm ? ngrp : tco;
                     for (int cl = 0; cl < ngemm; cl++) {
                         const int c0 = one_gemm ? cl * tco / ngrp : cl, c1 = one_gemm ? (cl + 1) * tco / ngrp : cl + 1;
-                        in = emit(b, TSR_OP_GEMM);
-                        in->uop_bgn = kern_base(g, b, islot, wslot, pa, c0);
-                        in->uop_end = in->uop_bgn + (uint32_t)(per_blk * (c1 - c0));
+                        int grp_start = one_gemm;
+                        for (int gi = 0; gi < ngrp && !grp_start; gi++)
+                            grp_start = cl == gi * tco / ngrp;
+                        if (grp_start) /* the (group's) data is in */
+                            tsr_stream_wait(&b->s, TSR_Q_LD2CMP);
+                        const uint32_t kb = kern_base(g, b, islot, wslot, pa, c0);
+                        in = tsr_stream_gemm(&b->s, kb, kb + (uint32_t)(per_blk * (c1 - c0)), 0);
                         in->iter_out = (uint32_t)r.toh;
                         in->dst_factor_out = r.toh > 1 ? (uint32_t)OW : 0;
                         in->src_factor_out = r.toh > 1 ? (uint32_t)sfo : 0;
                         in->iter_in = (uint32_t)OW;
                         in->dst_factor_in = OW > 1 ? 1 : 0;
                         in->src_factor_in = OW > 1 ? (uint32_t)p->stride_w : 0;
-                        int grp_start = one_gemm;
-                        for (int gi = 0; gi < ngrp && !grp_start; gi++)
-                            grp_start = cl == gi * tco / ngrp;
-                        in->pop_prev = grp_start;
-                        in->push_prev = cl == ngemm - 1 && s < g->steps - NBI;
+                        if (cl == ngemm - 1 && s < g->steps - NBI) /* the step's slots are free again */
+                            tsr_stream_signal(&b->s, TSR_Q_CMP2LD);
                     }
                     if (ch == 0 && NBA == 4 && t + 1 < g->tiles) {
                         /* Open the next tile now (its region was stored three
@@ -828,7 +743,7 @@ static void build(const geo_t *g, ibuf_t *b)
                         tile_of(g, t + 1, &nct, &ntco, &ntoh);
                         const int npa = (t + 1) % NBA;
                         if (const_key[const_slot(g, npa)] == nct) {
-                            b->cur_bank = acc_bank(g, npa);
+                            b->s.cur_tag = acc_bank(g, npa);
                             emit_mov(g, b, t + 1, npa, nct * TCO, ntco, ntoh);
                             mov_done = t + 1;
                         }
@@ -850,12 +765,8 @@ static void build(const geo_t *g, ibuf_t *b)
             }
     if (pend.valid)
         emit_post(g, b, &pend);
-    in = emit(b, TSR_OP_FINISH);
-    in->pop_next = 1;
-    const int nu = n_uops_sets(g, b->n_sets);
-    b->bytes += (uint64_t)nu * c->uop_bytes;
-    if (!b->count_only && !b->oom && b->n > 0)
-        b->v[0].x_size = b->v[0].x_stride = (uint32_t)nu;
+    tsr_stream_set_uops(&b->s, uop_load, (uint32_t)n_uops_sets(g, b->n_sets));
+    tsr_stream_finish(&b->s);
 }
 
 /* Resident mode: the LOAD of bank bk's constant copy (the constants of
@@ -864,15 +775,8 @@ static void build(const geo_t *g, ibuf_t *b)
  * GEMM in bank 0, which an acc LOAD without pushes runs beside. */
 static tsr_insn_t *res_const_rows(const geo_t *g, ibuf_t *b, int bk, int from, int to)
 {
-    tsr_insn_t *in = emit(b, TSR_OP_LOAD);
-    in->mem_type = TSR_MEM_ACC;
-    in->sram_base = (uint32_t)(bk * (int)(g->c->acc_depth / 2) + g->const_off + from);
-    in->dram_base = g->c_el + (uint32_t)from;
-    in->y_size = 1;
-    in->x_size = (uint32_t)(to - from);
-    in->x_stride = in->x_size;
-    b->bytes += (uint64_t)in->x_size * g->c->acc_bytes;
-    return in;
+    return tsr_stream_load(&b->s, TSR_MEM_ACC, (uint32_t)(bk * (int)(g->c->acc_depth / 2) + g->const_off + from),
+                           g->c_el + (uint32_t)from, 1, (uint32_t)(to - from), (uint32_t)(to - from));
 }
 /* Make the constant rows a MOV (need 1: the bias section) or a
  * requantization (need 2: all) of bank bk reads present; cst[bk] is what is
@@ -893,7 +797,7 @@ static int res_open(const geo_t *g, ibuf_t *b, int *cst, const res_tile_t *tl, i
     const int pa = t % g->t.nba;
     rowgeo_t r;
     row_tile(g, tl[t].rw / g->n_wt, &r);
-    b->cur_bank = acc_bank(g, pa);
+    b->s.cur_tag = acc_bank(g, pa);
     res_consts(g, b, cst, pa % 2, 1);
     emit_mov(g, b, t, pa, tl[t].c0, tl[t].c1 - tl[t].c0, r.toh);
     return t;
@@ -925,7 +829,7 @@ static void build_res(const geo_t *g, ibuf_t *b)
     size_t *glast = malloc(sizeof *glast * (size_t)(g->steps > 0 ? g->steps : 1));
     int *runs = malloc(sizeof *runs * 2 * (size_t)g->cob);
     if (!tl || !skey || !slast || !wdone || !glast || !runs) {
-        b->oom = 1;
+        b->s.rc = TSR_ENOMEM;
         goto out;
     }
     res_tiles(g, tl);
@@ -937,14 +841,8 @@ static void build_res(const geo_t *g, ibuf_t *b)
     int grp_budget = (int)c->dep_queue_depth - 1 - KQ; /* extra load->compute tokens within any KQ steps */
     post_t pend = {0};
 
-    in = emit(b, TSR_OP_LOAD);
-    in->mem_type = TSR_MEM_UOP;
-    in->dram_base = g->uop_el;
-    in->y_size = 1;
-    in->x_size = 1; /* patched below once the kernels in use are known */
-    in->x_stride = in->x_size;
+    const size_t uop_load = tsr_stream_uops(&b->s, g->uop_el, 1); /* length set once the kernels in use are known */
 
-    tsr_insn_t *head_tok = in;
     /* bank 0's bias rows (the first MOV's operand) next; the rest of the
      * constants is not needed before the first requantization and loads
      * later, beside GEMMs of the other bank */
@@ -952,12 +850,9 @@ static void build_res(const geo_t *g, ibuf_t *b)
     cst[0] = 1;
     /* the load stage starts once the uops are in, so that the first
      * instructions' uops are not queued behind input and weights */
-    if (!b->count_only && !b->oom) {
-        head_tok->push_prev = 1;
-        in = emit(b, TSR_OP_LOAD); /* tokens only */
-        in->mem_type = TSR_MEM_INP;
-        in->pop_next = 1;
-    }
+    tsr_stream_signal_at(&b->s, uop_load, TSR_Q_CMP2LD);
+    tsr_stream_wait(&b->s, TSR_Q_CMP2LD);
+    tsr_stream_carrier(&b->s, TSR_STAGE_LOAD);
     const int sfo = g->row_step == 1 ? p->stride_h * g->wr : g->wr;
     int s = 0;
     for (int t = 0; t < g->tiles; t++) {
@@ -991,14 +886,13 @@ static void build_res(const geo_t *g, ibuf_t *b)
             }
             slast[islot] = s;
             const int npop = imax(0, imax(s - KQ + 1, need) - popped);
-            for (int k = 1; k < npop; k++) {
-                in = emit(b, TSR_OP_LOAD); /* tokens only */
-                in->mem_type = TSR_MEM_INP;
-                in->pop_next = 1;
+            for (int k = 1; k < npop; k++) { /* one pop per instruction: carriers for all but the last */
+                tsr_stream_wait(&b->s, TSR_Q_CMP2LD);
+                tsr_stream_carrier(&b->s, TSR_STAGE_LOAD);
             }
+            if (npop > 0)
+                tsr_stream_wait(&b->s, TSR_Q_CMP2LD);
             popped += npop;
-            const size_t first_real = b->n;
-            tsr_insn_t *last = NULL;
             /* output blocks of the tile whose weights of this chunk are not
              * on chip yet, as runs */
             int nrun = 0;
@@ -1021,43 +915,23 @@ static void build_res(const geo_t *g, ibuf_t *b)
             const uint32_t wbase = (uint32_t)(ch * g->cob * TCI * g->kk);
             for (int gi = 0; gi < ngrp; gi++) {
                 const int i0 = gi * nin / ngrp, i1 = (gi + 1) * nin / ngrp;
-                const size_t grp_first = b->n;
                 for (int j = i0; j < i1; j++) {
                     if (load_in)
-                        last = emit_inp_block(g, b, (uint32_t)(islot * g->islot_sz + j * g->rows_in * g->wr),
-                                              nb * g->cib + cib0 + j, &r, &cg);
+                        emit_inp_block(g, b, (uint32_t)(islot * g->islot_sz + j * g->rows_in * g->wr),
+                                       nb * g->cib + cib0 + j, &r, &cg);
                     for (int k = 0; k < nrun; k++) {
                         const int c0 = runs[2 * k], c1 = runs[2 * k + 1];
-                        in = emit(b, TSR_OP_LOAD);
-                        in->mem_type = TSR_MEM_WGT;
-                        in->sram_base = wbase + (uint32_t)((j * g->cob + c0) * g->kk);
-                        in->dram_base = g->w_el + (uint32_t)(((long)c0 * g->cib + cib0 + j) * g->kk);
-                        in->y_size = (uint32_t)(c1 - c0);
-                        in->x_size = (uint32_t)g->kk;
-                        in->x_stride = (uint32_t)(g->cib * g->kk);
-                        b->bytes += (uint64_t)in->y_size * in->x_size * c->wgt_bytes;
-                        last = in;
+                        tsr_stream_load(&b->s, TSR_MEM_WGT, wbase + (uint32_t)((j * g->cob + c0) * g->kk),
+                                        g->w_el + (uint32_t)(((long)c0 * g->cib + cib0 + j) * g->kk),
+                                        (uint32_t)(c1 - c0), (uint32_t)g->kk, (uint32_t)(g->cib * g->kk));
                     }
                 }
-                if (gi < ngrp - 1) {
-                    if (b->n == grp_first || !last) {
-                        last = emit(b, TSR_OP_LOAD); /* tokens only: the group's data was on chip */
-                        last->mem_type = TSR_MEM_INP;
-                    }
-                    if (!b->count_only && !b->oom)
-                        last->push_next = 1;
-                }
+                if (gi < ngrp - 1) /* (a token-only LOAD if the group's data was on chip) */
+                    tsr_stream_signal(&b->s, TSR_Q_LD2CMP);
             }
-            if (!last || b->n == first_real) {
-                last = emit(b, TSR_OP_LOAD); /* tokens only */
-                last->mem_type = TSR_MEM_INP;
-            }
-            if (!b->count_only && !b->oom) {
-                b->v[first_real].pop_next = npop > 0;
-                last->push_next = 1;
-            }
+            tsr_stream_signal(&b->s, TSR_Q_LD2CMP);
             /* ---- compute stage ---- */
-            b->cur_bank = acc_bank(g, pa);
+            b->s.cur_tag = acc_bank(g, pa);
             if (ch == 0) {
                 if (mov_done != t) {
                     res_consts(g, b, cst, pa % 2, 1);
@@ -1070,18 +944,16 @@ static void build_res(const geo_t *g, ibuf_t *b)
             const uint32_t kb = res_kernel(b, 0, pa, islot, cob0, cob0 + tco, ch, nin * per_in);
             for (int gi = 0; gi < ngrp; gi++) {
                 const int i0 = gi * nin / ngrp, i1 = (gi + 1) * nin / ngrp;
-                in = emit(b, TSR_OP_GEMM);
-                in->uop_bgn = kb + (uint32_t)(i0 * per_in);
-                in->uop_end = kb + (uint32_t)(i1 * per_in);
+                tsr_stream_wait(&b->s, TSR_Q_LD2CMP);
+                in = tsr_stream_gemm(&b->s, kb + (uint32_t)(i0 * per_in), kb + (uint32_t)(i1 * per_in), 0);
                 in->iter_out = (uint32_t)r.toh;
                 in->dst_factor_out = r.toh > 1 ? (uint32_t)OW : 0;
                 in->src_factor_out = r.toh > 1 ? (uint32_t)sfo : 0;
                 in->iter_in = (uint32_t)OW;
                 in->dst_factor_in = OW > 1 ? 1 : 0;
                 in->src_factor_in = OW > 1 ? (uint32_t)p->stride_w : 0;
-                in->pop_prev = 1;
             }
-            glast[s] = b->n - 1;
+            glast[s] = b->s.n - 1;
             if (t == 0 && ch == imin(1, g->chunks - 1) && g->tiles > 1) {
                 /* bank 1's constants, beside a long GEMM of the first tile
                  * (not the first one, while the load stage is busiest) */
@@ -1124,14 +996,11 @@ static void build_res(const geo_t *g, ibuf_t *b)
         res_consts(g, b, cst, pend.pa % 2, 2);
         emit_post(g, b, &pend);
     }
-    in = emit(b, TSR_OP_FINISH);
-    in->pop_next = 1;
     /* a step's GEMMs free its slots for the load stage only if it pops the token */
-    for (int k = 0; k < popped && !b->count_only && !b->oom; k++)
-        b->v[glast[k]].push_prev = 1;
-    b->bytes += (uint64_t)b->nuops * c->uop_bytes;
-    if (!b->count_only && !b->oom && b->n > 0)
-        b->v[0].x_size = b->v[0].x_stride = (uint32_t)(b->nuops > 0 ? b->nuops : 1);
+    for (int k = 0; k < popped; k++)
+        tsr_stream_signal_at(&b->s, glast[k], TSR_Q_CMP2LD);
+    tsr_stream_set_uops(&b->s, uop_load, (uint32_t)(b->nuops > 0 ? b->nuops : 1));
+    tsr_stream_finish(&b->s);
 out:
     free(tl);
     free(skey);
@@ -1250,8 +1119,8 @@ static double estimate_cycles(const geo_t *g, const ibuf_t *b)
     double tl = 0, ts = 0, disp = 0, dram = 0, older = 0, total = 0;
     double pipe[2] = {0, 0}, last_bank[2][2] = {{0, 0}, {0, 0}};
     int bad = 0;
-    for (size_t i = 0; i < b->n && !bad; i++) {
-        const tsr_insn_t *in = &b->v[i];
+    for (size_t i = 0; i < b->s.n && !bad; i++) {
+        const tsr_insn_t *in = &b->s.v[i];
         const int st = in->opcode == TSR_OP_STORE ? 2
                        : in->opcode == TSR_OP_LOAD && (in->mem_type == TSR_MEM_INP || in->mem_type == TSR_MEM_WGT) ? 0
                                                                                                                   : 1;
@@ -1313,7 +1182,7 @@ static double estimate_cycles(const geo_t *g, const ibuf_t *b)
             }
         } else if (in->opcode == TSR_OP_GEMM || in->opcode == TSR_OP_ALU) {
             const int u = in->opcode == TSR_OP_ALU;
-            const int bk = b->bank ? b->bank[i] : -1;
+            const int bk = b->s.tag ? b->s.tag[i] : -1;
             double start = fmax(ready, pipe[u]);
             if (bk < 0)
                 start = fmax(start, pipe[1 - u]);
@@ -1367,6 +1236,7 @@ static void consider(const geo_t *g, const tiling_t *t0, double *best, tiling_t 
     const tiling_t *t = &tt;
     geo_t gg = *g;
     ibuf_t b = {0};
+    tsr_stream_init(&b.s, g->c, 0, 1);
     if (t->res) {
         /* A deep lookahead (6 steps) evens out the first tile's loads; but
          * when the DRAM is the bottleneck it only lets reads run ahead of
@@ -1377,14 +1247,14 @@ static void consider(const geo_t *g, const tiling_t *t0, double *best, tiling_t 
         set_tiling(&gg, t);
         build_res(&gg, &b);
         double ops = 0;
-        for (size_t i = 0; i < b.n && !b.oom; i++)
-            if (b.v[i].opcode == TSR_OP_GEMM)
-                ops += (double)b.v[i].iter_out * b.v[i].iter_in * (b.v[i].uop_end - b.v[i].uop_bgn);
-        if (!b.oom && tt.kq > 2 && (double)b.bytes / (g->c->dram_bus_width / 8.0) > ops) {
-            free(b.v);
-            free(b.bank);
+        for (size_t i = 0; i < b.s.n && !b.s.rc; i++)
+            if (b.s.v[i].opcode == TSR_OP_GEMM)
+                ops += (double)b.s.v[i].iter_out * b.s.v[i].iter_in * (b.s.v[i].uop_end - b.s.v[i].uop_bgn);
+        if (!b.s.rc && tt.kq > 2 && (double)b.s.bytes / (g->c->dram_bus_width / 8.0) > ops) {
+            tsr_stream_free(&b.s);
             free(b.kern);
             memset(&b, 0, sizeof b);
+            tsr_stream_init(&b.s, g->c, 0, 1);
             tt.kq = 2;
             gg = *g;
             set_tiling(&gg, t);
@@ -1394,10 +1264,10 @@ static void consider(const geo_t *g, const tiling_t *t0, double *best, tiling_t 
         set_tiling(&gg, t);
         build(&gg, &b);
     }
-    double cost = b.oom || b.nuops > (int)g->c->uop_depth ? 1e30
-                                                          : estimate_cycles(&gg, &b) + BYTE_WEIGHT * (double)b.bytes;
-    free(b.v);
-    free(b.bank);
+    double cost = b.s.rc || b.nuops > (int)g->c->uop_depth
+                      ? 1e30
+                      : estimate_cycles(&gg, &b) + BYTE_WEIGHT * (double)b.s.bytes;
+    tsr_stream_free(&b.s);
     free(b.kern);
     if (t->res && cost >= 1e30)
         return; /* too many uops (or out of memory): the other modes remain */
@@ -1830,6 +1700,7 @@ static int generate(tsr_kcache_t *kc, geo_t *g, const uint8_t *sig, size_t sig_l
     const uint64_t t0 = tsr_mono_ns();
     uint8_t *uops = NULL;
     ibuf_t b = {0};
+    tsr_stream_init(&b.s, g->c, 0, 1);
     int rc;
     if ((rc = choose_tiling(g)))
         goto out;
@@ -1838,10 +1709,8 @@ static int generate(tsr_kcache_t *kc, geo_t *g, const uint8_t *sig, size_t sig_l
         build_res(g, &b);
     else
         build(g, &b);
-    if (b.oom) {
-        rc = tsr_err(TSR_ENOMEM, "out of memory");
+    if ((rc = tsr_stream_status(&b.s))) /* (plan_impl checks every field once relocated) */
         goto out;
-    }
     memcpy(g->set_map, b.set_map, sizeof g->set_map);
     g->n_sets = b.n_sets;
     g->nuops_res = b.nuops;
@@ -1856,11 +1725,10 @@ static int generate(tsr_kcache_t *kc, geo_t *g, const uint8_t *sig, size_t sig_l
     meta.n_sets = g->n_sets;
     meta.nuops = n_uops(g);
     meta.cost = estimate_cycles(g, &b); /* estimated cycles */
-    tsr_kernel_t k = {&meta, sizeof meta, b.v, b.n, uops, (size_t)n_uops(g), tsr_mono_ns() - t0};
+    tsr_kernel_t k = {&meta, sizeof meta, b.s.v, b.s.n, uops, (size_t)n_uops(g), tsr_mono_ns() - t0};
     rc = tsr_kcache_insert(kc, sig, sig_len, &k, ref);
 out:
-    free(b.v);
-    free(b.bank);
+    tsr_stream_free(&b.s);
     free(b.kern);
     g->kern = NULL;
     g->nkern = 0;
