@@ -1739,6 +1739,39 @@ out:
 /* The plan: the kernel from the cache (or generated), the weight and
  * constant buffers, and the stream relocated to x and y (device tensors,
  * not owned) or, when x is NULL, to input and output buffers of its own. */
+/* tsr_kcache_fetch's callbacks: a cached kernel of this signature is kept
+ * if its tiling still fits (defence in depth: the signature makes this
+ * always true), adopting its tiling and kernel sets; else generate. */
+typedef struct {
+    tsr_kcache_t *kc;
+    geo_t *g;
+    const uint8_t *sig;
+    size_t sig_len;
+} conv_kctx_t;
+
+static int kernel_fits(const tsr_kernel_t *k, void *ctx)
+{
+    geo_t *g = ((conv_kctx_t *)ctx)->g;
+    conv_meta_t meta;
+    if (k->meta_len != sizeof meta)
+        return 0;
+    memcpy(&meta, k->meta, sizeof meta);
+    if (!tiling_fits(g, &meta.t))
+        return 0;
+    set_tiling(g, &meta.t);
+    memcpy(g->set_map, meta.set_map, sizeof g->set_map);
+    g->n_sets = meta.n_sets;
+    g->nuops_res = meta.nuops;
+    return meta.n_sets >= 0 && meta.n_sets <= g->kern_sets && k->nuops == (size_t)n_uops(g) &&
+           meta.nuops == n_uops(g) && meta.nuops <= (int32_t)g->c->uop_depth;
+}
+
+static int kernel_gen(void *ctx, tsr_kcache_ref_t **ref)
+{
+    conv_kctx_t *x = ctx;
+    return generate(x->kc, x->g, x->sig, x->sig_len, ref);
+}
+
 static int plan_impl(tsr_device_t *dev, const tsr_conv2d_params_t *params, const tsr_dtensor_t *x,
                      const tsr_dtensor_t *y, tsr_conv2d_plan_t *pl)
 {
@@ -1780,40 +1813,9 @@ static int plan_impl(tsr_device_t *dev, const tsr_conv2d_params_t *params, const
         rc = tsr_err(TSR_EINVAL, OP ": parameters too long for a kernel cache signature (%zu bytes)", sig_len);
         goto fail;
     }
-    rc = tsr_kcache_lookup(kc, sig, sig_len, &pl->kref);
-    if (rc < 0)
+    conv_kctx_t kx = {kc, &g, sig, sig_len};
+    if ((rc = tsr_kcache_fetch(kc, sig, sig_len, kernel_fits, kernel_gen, &kx, &pl->kref, &pl->kcache)))
         goto fail;
-    pl->kcache = rc == 1 ? TSR_KC_HIT : rc == 2 ? TSR_KC_DISK : TSR_KC_MISS;
-    if (pl->kref) {
-        /* A cached kernel of this signature; its tiling must still fit
-         * (defence in depth: the signature makes this always true). */
-        const tsr_kernel_t *k = tsr_kcache_kernel(pl->kref);
-        conv_meta_t meta;
-        int ok = k->meta_len == sizeof meta;
-        if (ok) {
-            memcpy(&meta, k->meta, sizeof meta);
-            ok = tiling_fits(&g, &meta.t);
-        }
-        if (ok) {
-            set_tiling(&g, &meta.t);
-            memcpy(g.set_map, meta.set_map, sizeof g.set_map);
-            g.n_sets = meta.n_sets;
-            g.nuops_res = meta.nuops;
-            ok = meta.n_sets >= 0 && meta.n_sets <= g.kern_sets && k->nuops == (size_t)n_uops(&g) &&
-                 meta.nuops == n_uops(&g) && meta.nuops <= (int32_t)c->uop_depth;
-        }
-        if (!ok) {
-            tsr_kcache_release(pl->kref);
-            pl->kref = NULL;
-            pl->kcache = TSR_KC_MISS;
-        }
-    }
-    if (!pl->kref) {
-        if ((rc = generate(kc, &g, sig, sig_len, &pl->kref)))
-            goto fail;
-        if (tsr_kcache_options(kc)->disabled)
-            pl->kcache = TSR_KC_NONE;
-    }
     const tsr_kernel_t *k = tsr_kcache_kernel(pl->kref);
     conv_meta_t meta;
     memcpy(&meta, k->meta, sizeof meta);
@@ -1880,15 +1882,8 @@ static int plan_impl(tsr_device_t *dev, const tsr_conv2d_params_t *params, const
         rc = tsr_err(TSR_ENOMEM, "out of memory");
         goto fail;
     }
-    memcpy(pl->insns, k->insns, k->ninsns * sizeof *pl->insns);
     pl->ninsns = k->ninsns;
-    uint64_t base[TSR_MEM_COUNT] = {0};
-    base[TSR_MEM_UOP] = pl->uop_addr;
-    base[TSR_MEM_INP] = pl->x_addr;
-    base[TSR_MEM_WGT] = pl->w_addr;
-    base[TSR_MEM_ACC] = pl->c_addr;
-    base[TSR_MEM_OUT] = pl->y_addr;
-    if ((rc = tsr_kcache_relocate(c, pl->insns, pl->ninsns, base))) {
+    if ((rc = tsr_kcache_bind(c, pl->kref, pl->insns, pl->uop_addr, pl->x_addr, pl->w_addr, pl->c_addr, pl->y_addr))) {
         tsr_err_prefix(rc, OP ": ");
         goto fail;
     }
@@ -2013,15 +2008,7 @@ int tsr_conv2d_bind(tsr_device_t *dev, tsr_conv2d_plan_t *pl, const tsr_dtensor_
     if (x->bytes != pl->x_bytes || y->bytes != pl->y_bytes || !x->addr || !y->addr)
         return tsr_err(TSR_EINVAL, OP ": device tensors do not match the plan's input/output layout");
     const tsr_config_t *c = tsr_device_config(dev);
-    const tsr_kernel_t *k = tsr_kcache_kernel(pl->kref);
-    memcpy(pl->insns, k->insns, k->ninsns * sizeof *pl->insns);
-    uint64_t base[TSR_MEM_COUNT] = {0};
-    base[TSR_MEM_UOP] = pl->uop_addr;
-    base[TSR_MEM_INP] = x->addr;
-    base[TSR_MEM_WGT] = pl->w_addr;
-    base[TSR_MEM_ACC] = pl->c_addr;
-    base[TSR_MEM_OUT] = y->addr;
-    int rc = tsr_kcache_relocate(c, pl->insns, pl->ninsns, base);
+    int rc = tsr_kcache_bind(c, pl->kref, pl->insns, pl->uop_addr, x->addr, pl->w_addr, pl->c_addr, y->addr);
     if (rc)
         return tsr_err_prefix(rc, OP ": ");
     pl->x_addr = x->addr;

@@ -675,6 +675,46 @@ static int elem_of(const char *op, uint64_t addr, uint32_t bytes, uint32_t *el)
 
 /* ext: NULL (the plan allocates its inputs and output) or the device
  * tensors to read (ext[0], ext[1] for add's b) and write (ext[2]). */
+/* tsr_kcache_fetch's callbacks: a cached kernel is kept if its tiling
+ * still fits (the signature makes this always true), adopting it (and the
+ * general path, if it was generated on that one). */
+typedef struct {
+    tsr_kcache_t *kc;
+    geo_t *g;
+    tsr_eltwise_kind_e kind;
+    const tsr_add_params_t *pa;
+    const tsr_clip_params_t *pc;
+    const uint8_t *sig;
+    size_t sig_len;
+} elt_kctx_t;
+
+static int kernel_fits(const tsr_kernel_t *k, void *ctx)
+{
+    elt_kctx_t *x = ctx;
+    geo_t *g = x->g;
+    elt_meta_t m;
+    if (k->meta_len != sizeof m + k->ninsns)
+        return 0;
+    memcpy(&m, k->meta, sizeof m);
+    if (!m.linear && g->linear) { /* generated on the general path */
+        const tsr_add_params_t *keep = g->pa;
+        int rc = geo_init(g->c, x->kind, x->pa, x->pc, 0, g);
+        if (rc)
+            return rc;
+        g->pa = keep;
+    }
+    if (m.linear != g->linear || !tiling_fits(g, m.T, m.nbuf))
+        return 0;
+    set_tiling(g, m.T, m.nbuf);
+    return m.nuops == n_uops(g) && k->nuops == (size_t)n_uops(g);
+}
+
+static int kernel_gen(void *ctx, tsr_kcache_ref_t **ref)
+{
+    elt_kctx_t *x = ctx;
+    return generate(x->kc, x->g, x->kind, x->pa, x->pc, x->sig, x->sig_len, ref);
+}
+
 static int plan_common(tsr_device_t *dev, tsr_eltwise_kind_e kind, const tsr_add_params_t *pa,
                        const tsr_clip_params_t *pc, const tsr_dtensor_t *const *ext, tsr_eltwise_plan_t *pl)
 {
@@ -705,39 +745,9 @@ static int plan_common(tsr_device_t *dev, tsr_eltwise_kind_e kind, const tsr_add
         return TSR_ENOMEM;
     uint8_t sig[512];
     const size_t sig_len = eltwise_sig(kind, pa, pc, sig);
-    if ((rc = tsr_kcache_lookup(kc, sig, sig_len, &pl->kref)) < 0)
+    elt_kctx_t kx = {kc, &g, kind, pa, pc, sig, sig_len};
+    if ((rc = tsr_kcache_fetch(kc, sig, sig_len, kernel_fits, kernel_gen, &kx, &pl->kref, &pl->kcache)))
         goto fail;
-    pl->kcache = rc == 1 ? TSR_KC_HIT : rc == 2 ? TSR_KC_DISK : TSR_KC_MISS;
-    if (pl->kref) { /* its tiling must still fit (the signature makes this always true) */
-        const tsr_kernel_t *k = tsr_kcache_kernel(pl->kref);
-        elt_meta_t m;
-        int ok = k->meta_len == sizeof m + k->ninsns;
-        if (ok) {
-            memcpy(&m, k->meta, sizeof m);
-            if (!m.linear && g.linear) { /* generated on the general path */
-                const tsr_add_params_t *keep = g.pa;
-                if ((rc = geo_init(c, kind, pa, pc, 0, &g)))
-                    goto fail;
-                g.pa = keep;
-            }
-            ok = m.linear == g.linear && tiling_fits(&g, m.T, m.nbuf);
-        }
-        if (ok) {
-            set_tiling(&g, m.T, m.nbuf);
-            ok = m.nuops == n_uops(&g) && k->nuops == (size_t)n_uops(&g);
-        }
-        if (!ok) {
-            tsr_kcache_release(pl->kref);
-            pl->kref = NULL;
-            pl->kcache = TSR_KC_MISS;
-        }
-    }
-    if (!pl->kref) {
-        if ((rc = generate(kc, &g, kind, pa, pc, sig, sig_len, &pl->kref)))
-            goto fail;
-        if (tsr_kcache_options(kc)->disabled)
-            pl->kcache = TSR_KC_NONE;
-    }
     const tsr_kernel_t *kern = tsr_kcache_kernel(pl->kref);
     elt_meta_t kmeta;
     memcpy(&kmeta, kern->meta, sizeof kmeta);

@@ -1122,6 +1122,34 @@ out:
 /* ---------------------------------------------------------------- plan */
 
 /* The plan, reading x and writing y (device tensors, not owned). */
+/* tsr_kcache_fetch's callbacks: a cached kernel is kept if its tiling
+ * still fits (the signature makes this always true), adopting it. */
+typedef struct {
+    tsr_kcache_t *kc;
+    geo_t *g;
+    const uint8_t *sig;
+    size_t sig_len;
+} pool_kctx_t;
+
+static int kernel_fits(const tsr_kernel_t *k, void *ctx)
+{
+    geo_t *g = ((pool_kctx_t *)ctx)->g;
+    pool_meta_t meta;
+    if (k->meta_len != sizeof meta)
+        return 0;
+    memcpy(&meta, k->meta, sizeof meta);
+    if (!tiling_fits(g, &meta.t))
+        return 0;
+    set_tiling(g, &meta.t);
+    return meta.nuops == g->nuops && k->nuops == (size_t)g->nuops;
+}
+
+static int kernel_gen(void *ctx, tsr_kcache_ref_t **ref)
+{
+    pool_kctx_t *x = ctx;
+    return generate(x->kc, x->g, x->sig, x->sig_len, ref);
+}
+
 static int plan_impl(tsr_device_t *dev, const tsr_pool_params_t *params, const tsr_dtensor_t *x,
                      const tsr_dtensor_t *y, int y_off, tsr_pool_plan_t *pl)
 {
@@ -1147,33 +1175,9 @@ static int plan_impl(tsr_device_t *dev, const tsr_pool_params_t *params, const t
     }
     uint8_t sig[512];
     const size_t sig_len = pool_sig(&pl->p, y_off, sig);
-    if ((rc = tsr_kcache_lookup(kc, sig, sig_len, &pl->kref)) < 0)
+    pool_kctx_t kx = {kc, &g, sig, sig_len};
+    if ((rc = tsr_kcache_fetch(kc, sig, sig_len, kernel_fits, kernel_gen, &kx, &pl->kref, &pl->kcache)))
         goto fail;
-    pl->kcache = rc == 1 ? TSR_KC_HIT : rc == 2 ? TSR_KC_DISK : TSR_KC_MISS;
-    if (pl->kref) { /* its tiling must still fit (the signature makes this always true) */
-        const tsr_kernel_t *k = tsr_kcache_kernel(pl->kref);
-        pool_meta_t meta;
-        int ok = k->meta_len == sizeof meta;
-        if (ok) {
-            memcpy(&meta, k->meta, sizeof meta);
-            ok = tiling_fits(&g, &meta.t);
-        }
-        if (ok) {
-            set_tiling(&g, &meta.t);
-            ok = meta.nuops == g.nuops && k->nuops == (size_t)g.nuops;
-        }
-        if (!ok) {
-            tsr_kcache_release(pl->kref);
-            pl->kref = NULL;
-            pl->kcache = TSR_KC_MISS;
-        }
-    }
-    if (!pl->kref) {
-        if ((rc = generate(kc, &g, sig, sig_len, &pl->kref)))
-            goto fail;
-        if (tsr_kcache_options(kc)->disabled)
-            pl->kcache = TSR_KC_NONE;
-    }
     const tsr_kernel_t *kern = tsr_kcache_kernel(pl->kref);
     pool_meta_t kmeta;
     memcpy(&kmeta, kern->meta, sizeof kmeta);
@@ -1228,15 +1232,8 @@ static int plan_impl(tsr_device_t *dev, const tsr_pool_params_t *params, const t
         rc = tsr_err(TSR_ENOMEM, "out of memory");
         goto fail;
     }
-    memcpy(pl->insns, kern->insns, kern->ninsns * sizeof *pl->insns);
     pl->ninsns = kern->ninsns;
-    uint64_t base[TSR_MEM_COUNT] = {0};
-    base[TSR_MEM_UOP] = pl->uop_addr;
-    base[TSR_MEM_INP] = pl->x_addr;
-    base[TSR_MEM_WGT] = pl->w_addr;
-    base[TSR_MEM_ACC] = pl->c_addr;
-    base[TSR_MEM_OUT] = pl->y_addr;
-    if ((rc = tsr_kcache_relocate(c, pl->insns, pl->ninsns, base))) {
+    if ((rc = tsr_kcache_bind(c, pl->kref, pl->insns, pl->uop_addr, pl->x_addr, pl->w_addr, pl->c_addr, pl->y_addr))) {
         tsr_err_prefix(rc, OP ": ");
         goto fail;
     }
