@@ -579,6 +579,7 @@ static size_t eltwise_sig(tsr_eltwise_kind_e kind, const tsr_add_params_t *pa, c
                           uint8_t *sig)
 {
     size_t n = tsr_kcache_sig_bytes(sig, 0, GEN_ID, sizeof GEN_ID);
+    n = tsr_kcache_sig_bytes(sig, n, tsr_stream_id(), strlen(tsr_stream_id()) + 1); /* the builder, built apart */
     n = tsr_kcache_sig_i32(sig, n, (int32_t)kind);
     const tsr_eltwise_desc_t *d[3] = {kind == TSR_ELTWISE_ADD ? &pa->a : &pc->x, kind == TSR_ELTWISE_ADD ? &pa->b : NULL,
                                       kind == TSR_ELTWISE_ADD ? &pa->y : &pc->y};

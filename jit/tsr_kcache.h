@@ -40,8 +40,9 @@
  *
  * Generator identity: a lowering puts a string into its signature that
  * changes whenever its code does (conv2d: a version plus the compile date
- * and time of tsr_conv2d.c, so every rebuild of the lowering starts a new
- * set of files; a build with a fixed SOURCE_DATE_EPOCH must bump the
+ * and time of tsr_conv2d.c and of each unit that shapes the kernel: the
+ * emitter, the tiling search, the stream builder; so every rebuild of the
+ * lowering starts a new set of files; a build with a fixed SOURCE_DATE_EPOCH must bump the
  * version by hand when the lowering changes).
  *
  * Not thread-safe: one cache per device, used by the thread using the

@@ -1072,6 +1072,7 @@ out:
 static size_t pool_sig(const tsr_pool_params_t *p, int y_off, uint8_t *sig)
 {
     size_t n = tsr_kcache_sig_bytes(sig, 0, GEN_ID, sizeof GEN_ID);
+    n = tsr_kcache_sig_bytes(sig, n, tsr_stream_id(), strlen(tsr_stream_id()) + 1); /* the builder, built apart */
     const int32_t v[] = {(int32_t)p->kind, p->n,        p->c,         p->h,        p->w,
                          p->kh,            p->kw,       p->stride_h,  p->stride_w, p->pad_top,
                          p->pad_left,      p->pad_bottom, p->pad_right, p->count_include_pad, (int32_t)p->dtype,

@@ -43,6 +43,8 @@ void tsr_stream_take(tsr_stream_t *s, tsr_insn_t **v, size_t *n)
     s->n = s->cap = 0;
 }
 
+const char *tsr_stream_id(void) { return "stream builder, built " __DATE__ " " __TIME__; }
+
 int tsr_stream_status(const tsr_stream_t *s)
 {
     return s->rc == TSR_ENOMEM ? tsr_err(TSR_ENOMEM, "out of memory") : s->rc;

@@ -120,6 +120,9 @@ void tsr_stream_barrier(tsr_insn_t *finish, tsr_insn_t *carrier);
  * else the error, naming op and the first instruction that does not.
  * Returns the sticky error first. */
 int tsr_stream_check(const tsr_stream_t *s, const char *op);
+/* Build identity of the builder: every lowering's kernel-cache signature
+ * holds it, so a kernel cached on disk by another build is not reused. */
+const char *tsr_stream_id(void);
 /* The sticky error (TSR_OK if none). */
 int tsr_stream_status(const tsr_stream_t *s);
 
