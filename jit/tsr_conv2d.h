@@ -48,7 +48,7 @@
  * step is one (tile, chunk). Step s uses half s%2 of the inp and wgt
  * buffers, tile t half t%2 of the acc/out buffer, so loads of the next step
  * and the store of the previous tile overlap the compute of this one (see
- * the schedule comment in tsr_conv2d.c). When no double-buffered tiling
+ * the schedule comment in jit/conv2d/tsr_conv2d_emit.c). When no double-buffered tiling
  * fits (e.g. a 7x7 kernel over a wide row), the inp/wgt and then the acc
  * rotation fall back to one buffer (correct, but loads or stores no longer
  * overlap compute).
@@ -57,9 +57,9 @@
  * in slots, the load stage runs up to 6 steps ahead, the first tile's data
  * arrives in token-separated groups of input blocks, and the last row tile's
  * output-channel tiles shrink by halves so that little requantization is
- * left after the last GEMM (build_res in tsr_conv2d.c).
+ * left after the last GEMM (tsr_conv2d_build_res in jit/conv2d/tsr_conv2d_emit.c).
  * The tiling (sizes, rotations, mode) is the one a timing model of the
- * accelerator (estimate_cycles: stages, two compute pipes under the bank
+ * accelerator (jit/conv2d/tsr_conv2d_tiling.c: stages, two compute pipes under the bank
  * rule, a shared DRAM port) finds fastest; plan.cost is its estimate.
  */
 #ifndef TSR_CONV2D_H
@@ -112,7 +112,7 @@ typedef struct tsr_conv2d_plan {
     int tiles, chunks;             /* output tiles, input-channel chunks per tile */
     int nbuf_inp, nbuf_acc;        /* 2: double-buffered inp/wgt (acc) buffers; 1: whole buffer per step (tile), serialised */
     int resident;                  /* resident mode: weights and constants loaded once and kept on chip, input
-                                      blocks cached in slots, the last tiles shrinking (tsr_conv2d.c build_res) */
+                                      blocks cached in slots, the last tiles shrinking (tsr_conv2d_build_res) */
     int h_pad;                     /* pad value h_pad = x_zp - off */
     tsr_insn_t *insns;             /* the instruction stream (owned) */
     size_t ninsns;                 /* its length */

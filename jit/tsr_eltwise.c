@@ -32,6 +32,7 @@
 
 #include "tsr_error.h"
 #include "tsr_jitutil.h"
+#include "tsr_stream.h"
 
 /* Cost-model overheads in cycles: per tile (DRAM latency of a transfer
  * plus the handover between stages) and per compute instruction (issue
@@ -390,127 +391,60 @@ static int choose_tiling(geo_t *g)
 
 /* --------------------------------------------------------------- stream */
 
-typedef struct {
-    tsr_insn_t *v;
-    size_t n, cap;
-    int oom;
-    tsr_insn_t scratch; /* target of emits after an allocation failure */
-} ibuf_t;
-
-static tsr_insn_t *emit(ibuf_t *b, uint32_t opcode)
+static tsr_insn_t *emit_alu(tsr_stream_t *b, const geo_t *g, int p, const step_t *s, int R)
 {
-    tsr_insn_t *in;
-    if (b->n == b->cap) {
-        size_t cap = b->cap ? b->cap * 2 : 256;
-        tsr_insn_t *v = realloc(b->v, cap * sizeof *v);
-        if (!v) {
-            b->oom = 1;
-            in = &b->scratch;
-            memset(in, 0, sizeof *in);
-            return in;
-        }
-        b->v = v;
-        b->cap = cap;
-    }
-    in = &b->v[b->n++];
-    memset(in, 0, sizeof *in);
-    in->opcode = opcode;
-    return in;
-}
-
-static tsr_insn_t *emit_alu(ibuf_t *b, const geo_t *g, int p, const step_t *s, int R)
-{
-    tsr_insn_t *in = emit(b, TSR_OP_ALU);
-    in->alu_opcode = s->op;
-    in->uop_bgn = alu_uop(g, p, s->grp, s->src);
-    in->uop_end = in->uop_bgn + 1;
-    in->iter_out = (uint32_t)grp_rows(s->grp);
-    in->dst_factor_out = s->grp == GRP_AB ? (uint32_t)g->T : 0;
-    in->iter_in = (uint32_t)R;
-    in->dst_factor_in = R > 1;
-    in->src_factor_in = s->src == SRC_B && R > 1;
+    const uint32_t u = alu_uop(g, p, s->grp, s->src);
+    tsr_insn_t *in = tsr_stream_alu(b, s->op, u, u + 1);
+    tsr_stream_loops(in, (uint32_t)grp_rows(s->grp), s->grp == GRP_AB ? (uint32_t)g->T : 0, 0, (uint32_t)R,
+                     R > 1, s->src == SRC_B && R > 1);
     in->use_imm = s->src == SRC_IMM;
     in->imm = s->src == SRC_IMM ? s->imm : 0;
     return in;
 }
 
-static void build(const geo_t *g, ibuf_t *b)
+static void build(const geo_t *g, tsr_stream_t *b)
 {
     const int NB = g->nbuf;
-    tsr_insn_t *in = emit(b, TSR_OP_LOAD);
-    in->mem_type = TSR_MEM_UOP;
-    in->dram_base = g->uop_el;
-    in->y_size = 1;
-    in->x_size = (uint32_t)n_uops(g);
-    in->x_stride = in->x_size;
-    if (g->nconst) {
-        in = emit(b, TSR_OP_LOAD);
-        in->mem_type = TSR_MEM_ACC;
-        in->dram_base = g->c_el;
-        in->y_size = 1;
-        in->x_size = (uint32_t)g->nconst;
-        in->x_stride = in->x_size;
-    }
-    in = emit(b, TSR_OP_LOAD);
-    in->mem_type = TSR_MEM_WGT;
-    in->dram_base = g->w_el;
-    in->y_size = 1;
-    in->x_size = (uint32_t)wgt_rows(g);
-    in->x_stride = in->x_size;
+    tsr_insn_t *in;
+    tsr_stream_uops(b, g->uop_el, (uint32_t)n_uops(g));
+    if (g->nconst)
+        tsr_stream_load(b, TSR_MEM_ACC, 0, g->c_el, 1, (uint32_t)g->nconst, (uint32_t)g->nconst);
+    tsr_stream_load(b, TSR_MEM_WGT, 0, g->w_el, 1, (uint32_t)wgt_rows(g), (uint32_t)wgt_rows(g));
     for (int t = 0; t < g->tiles; t++) {
         const int p = t % NB;
         const int R = imin(g->T, (int)(g->rows - (uint32_t)t * (uint32_t)g->T));
         const int RI = g->kr > 1 ? R / g->kr : R * g->ki;
-        /* ---- load ---- */
+        /* ---- load: into half p once tile t-NB's GEMMs have read it ---- */
+        if (t >= NB)
+            tsr_stream_wait(b, TSR_Q_CMP2LD);
+        for (int j = 0; j < g->inputs; j++)
+            tsr_stream_load(b, TSR_MEM_INP, inp_base(g, p, j), g->x_el[j] + (uint32_t)t * (uint32_t)g->TI, 1,
+                            (uint32_t)RI, (uint32_t)RI);
+        tsr_stream_signal(b, TSR_Q_LD2CMP);
+        /* ---- compute: the init ALU waits for tile t-NB's STORE ---- */
+        if (t >= NB)
+            tsr_stream_wait(b, TSR_Q_ST2CMP);
+        for (int i = 0; i < g->ninit; i++)
+            emit_alu(b, g, p, &g->init[i], R);
+        tsr_stream_wait(b, TSR_Q_LD2CMP);
         for (int j = 0; j < g->inputs; j++) {
-            in = emit(b, TSR_OP_LOAD);
-            in->mem_type = TSR_MEM_INP;
-            in->sram_base = inp_base(g, p, j);
-            in->dram_base = g->x_el[j] + (uint32_t)t * (uint32_t)g->TI;
-            in->y_size = 1;
-            in->x_size = (uint32_t)RI;
-            in->x_stride = (uint32_t)RI;
-            in->pop_next = j == 0 && t >= NB;
-            in->push_next = j == g->inputs - 1;
+            in = tsr_stream_gemm(b, gemm_uop(g, p, j), gemm_uop(g, p, j) + (uint32_t)g->kw, 0);
+            if (g->kr > 1)
+                tsr_stream_loops(in, 1, 0, 0, (uint32_t)RI, RI > 1 ? (uint32_t)g->kr : 0, RI > 1);
+            else
+                tsr_stream_loops(in, 1, 0, 0, (uint32_t)R, R > 1, R > 1 ? (uint32_t)g->ki : 0);
         }
-        /* ---- compute ---- */
-        for (int i = 0; i < g->ninit; i++) {
-            in = emit_alu(b, g, p, &g->init[i], R);
-            in->pop_next = i == 0 && t >= NB;
-        }
-        for (int j = 0; j < g->inputs; j++) {
-            in = emit(b, TSR_OP_GEMM);
-            in->uop_bgn = gemm_uop(g, p, j);
-            in->uop_end = in->uop_bgn + (uint32_t)g->kw;
-            in->iter_out = 1;
-            if (g->kr > 1) {
-                in->iter_in = (uint32_t)RI;
-                in->dst_factor_in = RI > 1 ? (uint32_t)g->kr : 0;
-                in->src_factor_in = RI > 1;
-            } else {
-                in->iter_in = (uint32_t)R;
-                in->dst_factor_in = R > 1;
-                in->src_factor_in = R > 1 ? (uint32_t)g->ki : 0;
-            }
-            in->pop_prev = j == 0;
-            in->push_prev = j == g->inputs - 1 && t < g->tiles - NB;
-        }
+        if (t < g->tiles - NB)
+            tsr_stream_signal(b, TSR_Q_CMP2LD);
         for (int i = 0; i < g->nsteps; i++)
-            in = emit_alu(b, g, p, &g->steps[i], R);
-        in->push_next = 1; /* the last compute instruction of the tile */
+            emit_alu(b, g, p, &g->steps[i], R);
+        tsr_stream_signal(b, TSR_Q_CMP2ST); /* the last compute instruction of the tile */
         /* ---- store ---- */
-        in = emit(b, TSR_OP_STORE);
-        in->mem_type = TSR_MEM_OUT;
-        in->sram_base = a_base(g, p);
-        in->dram_base = g->y_el + (uint32_t)t * (uint32_t)g->T;
-        in->y_size = 1;
-        in->x_size = (uint32_t)R;
-        in->x_stride = (uint32_t)R;
-        in->pop_prev = 1;
-        in->push_prev = t < g->tiles - NB || t == g->tiles - 1;
+        tsr_stream_wait(b, TSR_Q_CMP2ST);
+        tsr_stream_store(b, a_base(g, p), g->y_el + (uint32_t)t * (uint32_t)g->T, 1, (uint32_t)R, (uint32_t)R);
+        if (t < g->tiles - NB || t == g->tiles - 1)
+            tsr_stream_signal(b, TSR_Q_ST2CMP);
     }
-    in = emit(b, TSR_OP_FINISH);
-    in->pop_next = 1;
 }
 
 /* ---------------------------------------------------------------- packing */
@@ -645,6 +579,7 @@ static size_t eltwise_sig(tsr_eltwise_kind_e kind, const tsr_add_params_t *pa, c
                           uint8_t *sig)
 {
     size_t n = tsr_kcache_sig_bytes(sig, 0, GEN_ID, sizeof GEN_ID);
+    n = tsr_kcache_sig_bytes(sig, n, tsr_stream_id(), strlen(tsr_stream_id()) + 1); /* the builder, built apart */
     n = tsr_kcache_sig_i32(sig, n, (int32_t)kind);
     const tsr_eltwise_desc_t *d[3] = {kind == TSR_ELTWISE_ADD ? &pa->a : &pc->x, kind == TSR_ELTWISE_ADD ? &pa->b : NULL,
                                       kind == TSR_ELTWISE_ADD ? &pa->y : &pc->y};
@@ -697,15 +632,13 @@ static int generate(tsr_kcache_t *kc, geo_t *g, tsr_eltwise_kind_e kind, const t
     if ((rc = choose_tiling(g)))
         return rc;
     uint8_t *uops = NULL, *meta = NULL;
-    ibuf_t b;
-    memset(&b, 0, sizeof b);
+    tsr_stream_t b;
+    tsr_stream_init(&b, c, 0, 0);
     g->uop_el = g->w_el = g->c_el = g->y_el = g->x_el[0] = 0;
     g->x_el[1] = SLOT1_MARK;
     build(g, &b);
-    if (b.oom) {
-        rc = tsr_err(TSR_ENOMEM, "out of memory");
+    if ((rc = tsr_stream_finish(&b)))
         goto out;
-    }
     meta = calloc(1, sizeof(elt_meta_t) + b.n + 1);
     if (!meta) {
         rc = tsr_err(TSR_ENOMEM, "out of memory");
@@ -717,13 +650,8 @@ static int generate(tsr_kcache_t *kc, geo_t *g, tsr_eltwise_kind_e kind, const t
             b.v[i].dram_base -= SLOT1_MARK;
             slot[i] = 1;
         }
-    for (size_t i = 0; i < b.n; i++) {
-        tsr_insn_bits_t bits;
-        if ((rc = tsr_insn_encode(c, &b.v[i], &bits))) {
-            rc = tsr_err_prefix(rc, "%s: instruction %zu of the generated stream: ", op, i);
-            goto out;
-        }
-    }
+    if ((rc = tsr_stream_check(&b, op)))
+        goto out;
     if ((rc = encode_uops(g, &uops)))
         goto out;
     elt_meta_t m = {g->T, g->nbuf, g->linear, n_uops(g), model(g, g->T, g->nbuf)};
@@ -731,7 +659,7 @@ static int generate(tsr_kcache_t *kc, geo_t *g, tsr_eltwise_kind_e kind, const t
     tsr_kernel_t k = {meta, sizeof m + b.n, b.v, b.n, uops, (size_t)n_uops(g), tsr_mono_ns() - t0};
     rc = tsr_kcache_insert(kc, sig, sig_len, &k, ref);
 out:
-    free(b.v);
+    tsr_stream_free(&b);
     free(meta);
     free(uops);
     return rc;
@@ -748,6 +676,46 @@ static int elem_of(const char *op, uint64_t addr, uint32_t bytes, uint32_t *el)
 
 /* ext: NULL (the plan allocates its inputs and output) or the device
  * tensors to read (ext[0], ext[1] for add's b) and write (ext[2]). */
+/* tsr_kcache_fetch's callbacks: a cached kernel is kept if its tiling
+ * still fits (the signature makes this always true), adopting it (and the
+ * general path, if it was generated on that one). */
+typedef struct {
+    tsr_kcache_t *kc;
+    geo_t *g;
+    tsr_eltwise_kind_e kind;
+    const tsr_add_params_t *pa;
+    const tsr_clip_params_t *pc;
+    const uint8_t *sig;
+    size_t sig_len;
+} elt_kctx_t;
+
+static int kernel_fits(const tsr_kernel_t *k, void *ctx)
+{
+    elt_kctx_t *x = ctx;
+    geo_t *g = x->g;
+    elt_meta_t m;
+    if (k->meta_len != sizeof m + k->ninsns)
+        return 0;
+    memcpy(&m, k->meta, sizeof m);
+    if (!m.linear && g->linear) { /* generated on the general path */
+        const tsr_add_params_t *keep = g->pa;
+        int rc = geo_init(g->c, x->kind, x->pa, x->pc, 0, g);
+        if (rc)
+            return rc;
+        g->pa = keep;
+    }
+    if (m.linear != g->linear || !tiling_fits(g, m.T, m.nbuf))
+        return 0;
+    set_tiling(g, m.T, m.nbuf);
+    return m.nuops == n_uops(g) && k->nuops == (size_t)n_uops(g);
+}
+
+static int kernel_gen(void *ctx, tsr_kcache_ref_t **ref)
+{
+    elt_kctx_t *x = ctx;
+    return generate(x->kc, x->g, x->kind, x->pa, x->pc, x->sig, x->sig_len, ref);
+}
+
 static int plan_common(tsr_device_t *dev, tsr_eltwise_kind_e kind, const tsr_add_params_t *pa,
                        const tsr_clip_params_t *pc, const tsr_dtensor_t *const *ext, tsr_eltwise_plan_t *pl)
 {
@@ -778,39 +746,9 @@ static int plan_common(tsr_device_t *dev, tsr_eltwise_kind_e kind, const tsr_add
         return TSR_ENOMEM;
     uint8_t sig[512];
     const size_t sig_len = eltwise_sig(kind, pa, pc, sig);
-    if ((rc = tsr_kcache_lookup(kc, sig, sig_len, &pl->kref)) < 0)
+    elt_kctx_t kx = {kc, &g, kind, pa, pc, sig, sig_len};
+    if ((rc = tsr_kcache_fetch(kc, sig, sig_len, kernel_fits, kernel_gen, &kx, &pl->kref, &pl->kcache)))
         goto fail;
-    pl->kcache = rc == 1 ? TSR_KC_HIT : rc == 2 ? TSR_KC_DISK : TSR_KC_MISS;
-    if (pl->kref) { /* its tiling must still fit (the signature makes this always true) */
-        const tsr_kernel_t *k = tsr_kcache_kernel(pl->kref);
-        elt_meta_t m;
-        int ok = k->meta_len == sizeof m + k->ninsns;
-        if (ok) {
-            memcpy(&m, k->meta, sizeof m);
-            if (!m.linear && g.linear) { /* generated on the general path */
-                const tsr_add_params_t *keep = g.pa;
-                if ((rc = geo_init(c, kind, pa, pc, 0, &g)))
-                    goto fail;
-                g.pa = keep;
-            }
-            ok = m.linear == g.linear && tiling_fits(&g, m.T, m.nbuf);
-        }
-        if (ok) {
-            set_tiling(&g, m.T, m.nbuf);
-            ok = m.nuops == n_uops(&g) && k->nuops == (size_t)n_uops(&g);
-        }
-        if (!ok) {
-            tsr_kcache_release(pl->kref);
-            pl->kref = NULL;
-            pl->kcache = TSR_KC_MISS;
-        }
-    }
-    if (!pl->kref) {
-        if ((rc = generate(kc, &g, kind, pa, pc, sig, sig_len, &pl->kref)))
-            goto fail;
-        if (tsr_kcache_options(kc)->disabled)
-            pl->kcache = TSR_KC_NONE;
-    }
     const tsr_kernel_t *kern = tsr_kcache_kernel(pl->kref);
     elt_meta_t kmeta;
     memcpy(&kmeta, kern->meta, sizeof kmeta);

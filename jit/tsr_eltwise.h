@@ -56,7 +56,7 @@
  * larger tiles cost less per-tile overhead, smaller ones less pipeline
  * fill). Tile t uses half t%2 of the inp buffer and of the accumulator
  * buffer, so the loads of tile t+1 and the store of tile t-1 overlap the
- * compute of tile t (tokens as in tsr_conv2d.c: load->compute "tile
+ * compute of tile t (tokens as in jit/conv2d/tsr_conv2d_emit.c: load->compute "tile
  * loaded", compute->load "inp half free", compute->store "tile done",
  * store->compute "out half drained"). When not even the smallest tile
  * fits twice, one buffer is used (correct, serialised).

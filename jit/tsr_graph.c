@@ -14,6 +14,7 @@
 #include "tsr_error.h"
 #include "tsr_jitutil.h"
 #include "tsr_roofline.h"
+#include "tsr_stream.h"
 #include "tsr_tappack.h"
 
 typedef struct {
@@ -827,18 +828,8 @@ static int join_streams(tsr_graph_t *g)
             v[ni - 1].push_prev || v[ni - 1].push_next)
             return tsr_err(TSR_EINVAL, "graph: node \"%s\": its stream does not end in FINISH waiting for the "
                            "store stage (cannot be joined)", g->ns[g->order[k]].name);
-        if (last_finish) {
-            memset(last_finish, 0, sizeof *last_finish);
-            last_finish->opcode = TSR_OP_LOAD;
-            last_finish->mem_type = TSR_MEM_ACC; /* compute stage */
-            last_finish->pop_next = 1;
-            last_finish->push_prev = 1;
-            tsr_insn_t *c = &g->all[n++];
-            memset(c, 0, sizeof *c);
-            c->opcode = TSR_OP_LOAD;
-            c->mem_type = TSR_MEM_INP; /* load stage */
-            c->pop_next = 1;
-        }
+        if (last_finish)
+            tsr_stream_barrier(last_finish, &g->all[n++]);
         memcpy(&g->all[n], v, ni * sizeof *v);
         n += ni;
         last_finish = &g->all[n - 1];
@@ -980,6 +971,18 @@ const tsr_graph_layer_t *tsr_graph_layer(const tsr_graph_t *g, int i)
     if (!g || !g->order || i < 0 || i >= g->nn)
         return NULL;
     return &g->ns[g->order[i]].L;
+}
+
+const tsr_insn_t *tsr_graph_stream(const tsr_graph_t *g, int i, size_t *n)
+{
+    *n = 0;
+    if (!g || !g->order || i < -1 || i >= g->nn)
+        return NULL;
+    if (i == -1) {
+        *n = g->all ? g->nall : 0;
+        return g->all;
+    }
+    return node_stream(&g->ns[g->order[i]], n);
 }
 
 void tsr_graph_set_dram_bw(tsr_graph_t *g, double bytes_per_cycle)

@@ -138,6 +138,10 @@ const tsr_dtensor_t *tsr_graph_tensor_desc(const tsr_graph_t *g, int t);
 const char *tsr_graph_producer(const tsr_graph_t *g, int t);
 /* Layer i of the last execution, in execution order (NULL past the end). */
 const tsr_graph_layer_t *tsr_graph_layer(const tsr_graph_t *g, int i);
+/* The instruction stream planned for layer i (tsr_graph_layer's order; NULL and *n = 0 for a node that runs
+ * nothing, a reshape), or with i = -1 the joined stream of TSR_GRAPH_ONE_SUBMISSION (NULL without it).
+ * Valid until the plan is freed (stream comparisons, disassembly). */
+const tsr_insn_t *tsr_graph_stream(const tsr_graph_t *g, int i, size_t *n);
 void tsr_graph_totals(const tsr_graph_t *g, tsr_graph_totals_t *out);
 /* DRAM bytes per cycle of the bounds (default 8, see tsr_roofline_dram_bw). */
 void tsr_graph_set_dram_bw(tsr_graph_t *g, double bytes_per_cycle);

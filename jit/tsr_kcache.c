@@ -159,6 +159,44 @@ int tsr_kcache_relocate(const tsr_config_t *cfg, tsr_insn_t *insns, size_t n, co
     return tsr_kcache_relocate_slots(cfg, insns, n, NULL, 1, (const uint64_t(*)[TSR_MEM_COUNT])base);
 }
 
+int tsr_kcache_fetch(tsr_kcache_t *kc, const void *sig, size_t sig_len,
+                     int (*fits)(const tsr_kernel_t *k, void *ctx), int (*gen)(void *ctx, tsr_kcache_ref_t **ref),
+                     void *ctx, tsr_kcache_ref_t **ref, int *status)
+{
+    int rc = tsr_kcache_lookup(kc, sig, sig_len, ref);
+    if (rc < 0)
+        return rc;
+    *status = rc == 1 ? TSR_KC_HIT : rc == 2 ? TSR_KC_DISK : TSR_KC_MISS;
+    if (*ref && (rc = fits(tsr_kcache_kernel(*ref), ctx)) <= 0) {
+        tsr_kcache_release(*ref);
+        *ref = NULL;
+        *status = TSR_KC_MISS;
+        if (rc < 0)
+            return rc;
+    }
+    if (!*ref) {
+        if ((rc = gen(ctx, ref)))
+            return rc;
+        if (tsr_kcache_options(kc)->disabled)
+            *status = TSR_KC_NONE;
+    }
+    return TSR_OK;
+}
+
+int tsr_kcache_bind(const tsr_config_t *cfg, const tsr_kcache_ref_t *ref, tsr_insn_t *dst, uint64_t uop, uint64_t inp,
+                    uint64_t wgt, uint64_t acc, uint64_t out)
+{
+    const tsr_kernel_t *k = tsr_kcache_kernel(ref);
+    memcpy(dst, k->insns, k->ninsns * sizeof *dst);
+    uint64_t base[TSR_MEM_COUNT] = {0};
+    base[TSR_MEM_UOP] = uop;
+    base[TSR_MEM_INP] = inp;
+    base[TSR_MEM_WGT] = wgt;
+    base[TSR_MEM_ACC] = acc;
+    base[TSR_MEM_OUT] = out;
+    return tsr_kcache_relocate(cfg, dst, k->ninsns, base);
+}
+
 int tsr_kcache_relocate_slots(const tsr_config_t *cfg, tsr_insn_t *insns, size_t n, const uint8_t *slot, int nslots,
                               const uint64_t base[][TSR_MEM_COUNT])
 {

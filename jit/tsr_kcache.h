@@ -40,8 +40,9 @@
  *
  * Generator identity: a lowering puts a string into its signature that
  * changes whenever its code does (conv2d: a version plus the compile date
- * and time of tsr_conv2d.c, so every rebuild of the lowering starts a new
- * set of files; a build with a fixed SOURCE_DATE_EPOCH must bump the
+ * and time of tsr_conv2d.c and of each unit that shapes the kernel: the
+ * emitter, the tiling search, the stream builder; so every rebuild of the
+ * lowering starts a new set of files; a build with a fixed SOURCE_DATE_EPOCH must bump the
  * version by hand when the lowering changes).
  *
  * Not thread-safe: one cache per device, used by the thread using the
@@ -162,6 +163,20 @@ uint64_t tsr_kcache_config_hash(const tsr_config_t *cfg);
  * stream is then partly relocated: discard it); this is the only field
  * relocation changes. */
 int tsr_kcache_relocate(const tsr_config_t *cfg, tsr_insn_t *insns, size_t n, const uint64_t base[TSR_MEM_COUNT]);
+/* What every lowering does with its kernel: look sig up in kc; a found
+ * kernel is kept only if fits(kernel, ctx) says its tiling still holds (1;
+ * it may also adopt that tiling into ctx), else released (0, or an error
+ * code < 0, which is returned); without one,
+ * gen(ctx, ref) generates and inserts it. *status gets the tsr_kc_status_e
+ * (TSR_KC_NONE when the cache is disabled). Returns TSR_OK or the error of
+ * the lookup or of gen. */
+int tsr_kcache_fetch(tsr_kcache_t *kc, const void *sig, size_t sig_len,
+                     int (*fits)(const tsr_kernel_t *k, void *ctx), int (*gen)(void *ctx, tsr_kcache_ref_t **ref),
+                     void *ctx, tsr_kcache_ref_t **ref, int *status);
+/* Copy ref's relocatable stream into dst (room for its ninsns) and relocate
+ * it against the five buffers (tsr_kcache_relocate). */
+int tsr_kcache_bind(const tsr_config_t *cfg, const tsr_kcache_ref_t *ref, tsr_insn_t *dst, uint64_t uop, uint64_t inp,
+                    uint64_t wgt, uint64_t acc, uint64_t out);
 /* Relocation by buffer slot: an operator with two buffers of one memory
  * type (add's inputs a and b are both inp) keeps one relocatable offset
  * space per slot; instruction i is relocated against base[slot[i]]

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "tsr_error.h"
+#include "tsr_stream.h"
 
 uint64_t tsr_matmul_a_bytes(const tsr_config_t *c, int m, int k)
 {
@@ -62,27 +63,6 @@ void tsr_unpack_c(const tsr_config_t *c, const uint8_t *src, int m, int n, int8_
         }
 }
 
-typedef struct {
-    tsr_insn_t *v;
-    size_t n, cap;
-} ibuf_t;
-
-static tsr_insn_t *emit(ibuf_t *b, uint32_t opcode)
-{
-    if (b->n == b->cap) {
-        size_t cap = b->cap ? b->cap * 2 : 256;
-        tsr_insn_t *v = realloc(b->v, cap * sizeof *v);
-        if (!v)
-            return NULL;
-        b->v = v;
-        b->cap = cap;
-    }
-    tsr_insn_t *in = &b->v[b->n++];
-    memset(in, 0, sizeof *in);
-    in->opcode = opcode;
-    return in;
-}
-
 static int imin(int a, int b) { return a < b ? a : b; }
 
 int tsr_matmul_build(tsr_device_t *dev, uint64_t a, uint64_t b, uint64_t cbuf, int m, int k, int n,
@@ -90,9 +70,10 @@ int tsr_matmul_build(tsr_device_t *dev, uint64_t a, uint64_t b, uint64_t cbuf, i
 {
     const tsr_config_t *c = tsr_device_config(dev);
     int rc = TSR_OK;
-    ibuf_t ib = {0};
+    tsr_stream_t ib;
     uint8_t *uops = NULL;
     memset(prog, 0, sizeof *prog);
+    tsr_stream_init(&ib, c, 0, 0);
     if (c->inp_width != 8 || c->wgt_width != 8)
         return tsr_err(TSR_EINVAL, "matmul: needs int8 inputs and weights (config has int%d/int%d)",
                        c->inp_width, c->wgt_width);
@@ -144,19 +125,7 @@ int tsr_matmul_build(tsr_device_t *dev, uint64_t a, uint64_t b, uint64_t cbuf, i
         goto out;
 
     tsr_insn_t *in;
-#define EMIT(op)                                                                                   \
-    do {                                                                                           \
-        if (!(in = emit(&ib, op))) {                                                               \
-            rc = tsr_err(TSR_ENOMEM, "out of memory");                                             \
-            goto out;                                                                              \
-        }                                                                                          \
-    } while (0)
-    EMIT(TSR_OP_LOAD);
-    in->mem_type = TSR_MEM_UOP;
-    in->dram_base = (uint32_t)(prog->uop_addr / c->uop_bytes);
-    in->y_size = 1;
-    in->x_size = (uint32_t)nuops;
-    in->x_stride = (uint32_t)nuops;
+    tsr_stream_uops(&ib, (uint32_t)(prog->uop_addr / c->uop_bytes), (uint32_t)nuops);
 
     const uint32_t a_el = (uint32_t)(a / c->inp_bytes), b_el = (uint32_t)(b / c->wgt_bytes);
     const uint32_t c_el = (uint32_t)(cbuf / c->out_bytes);
@@ -164,82 +133,53 @@ int tsr_matmul_build(tsr_device_t *dev, uint64_t a, uint64_t b, uint64_t cbuf, i
         const int p = t % 2, ti = t / tiles_n, tj = t % tiles_n;
         const int sm = imin(tm, mb - ti * tm), sn = imin(tn, nb - tj * tn);
         const uint32_t kern = (uint32_t)(2 * kb + p);
-        /* load stage */
-        EMIT(TSR_OP_LOAD);
-        in->mem_type = TSR_MEM_INP;
-        in->sram_base = (uint32_t)(p * inp_half);
-        in->dram_base = a_el + (uint32_t)(ti * tm * kb);
-        in->y_size = (uint32_t)sm;
-        in->x_size = (uint32_t)kb;
-        in->x_stride = (uint32_t)kb;
-        in->pop_next = t >= 2;
-        EMIT(TSR_OP_LOAD);
-        in->mem_type = TSR_MEM_WGT;
-        in->sram_base = (uint32_t)(p * wgt_half);
-        in->dram_base = b_el + (uint32_t)(tj * tn * kb);
-        in->y_size = (uint32_t)sn;
-        in->x_size = (uint32_t)kb;
-        in->x_stride = (uint32_t)kb;
-        in->push_next = 1;
-        /* compute stage: zero the tile, reduce over K, requantize */
-        EMIT(TSR_OP_GEMM);
-        in->reset = 1;
-        in->uop_bgn = kern;
-        in->uop_end = kern + 1;
-        in->iter_out = (uint32_t)(sm * sn);
-        in->iter_in = 1;
-        in->dst_factor_out = 1;
-        in->pop_next = t >= 2;
-        EMIT(TSR_OP_GEMM);
-        in->uop_bgn = (uint32_t)(p * kb);
-        in->uop_end = (uint32_t)(p * kb + kb);
-        in->iter_out = (uint32_t)sm;
-        in->iter_in = (uint32_t)sn;
-        in->dst_factor_out = (uint32_t)sn;
-        in->dst_factor_in = 1;
-        in->src_factor_out = (uint32_t)kb;
+        /* load stage: waits for the GEMMs of tile t-2 to free half p */
+        if (t >= 2)
+            tsr_stream_wait(&ib, TSR_Q_CMP2LD);
+        tsr_stream_load(&ib, TSR_MEM_INP, (uint32_t)(p * inp_half), a_el + (uint32_t)(ti * tm * kb), (uint32_t)sm,
+                        (uint32_t)kb, (uint32_t)kb);
+        tsr_stream_load(&ib, TSR_MEM_WGT, (uint32_t)(p * wgt_half), b_el + (uint32_t)(tj * tn * kb), (uint32_t)sn,
+                        (uint32_t)kb, (uint32_t)kb);
+        tsr_stream_signal(&ib, TSR_Q_LD2CMP);
+        /* compute stage: zero the tile (once tile t-2's STORE drained it),
+         * reduce over K, requantize */
+        if (t >= 2)
+            tsr_stream_wait(&ib, TSR_Q_ST2CMP);
+        in = tsr_stream_gemm(&ib, kern, kern + 1, 1);
+        tsr_stream_loops(in, (uint32_t)(sm * sn), 1, 0, 1, 0, 0);
+        tsr_stream_wait(&ib, TSR_Q_LD2CMP);
+        in = tsr_stream_gemm(&ib, (uint32_t)(p * kb), (uint32_t)(p * kb + kb), 0);
+        tsr_stream_loops(in, (uint32_t)sm, (uint32_t)sn, (uint32_t)kb, (uint32_t)sn, 1, 0);
         in->wgt_factor_in = (uint32_t)kb;
-        in->pop_prev = 1;
-        in->push_prev = t < tiles - 2;
+        if (t < tiles - 2)
+            tsr_stream_signal(&ib, TSR_Q_CMP2LD);
         /* round(acc / 2^shift), then clamp to int8; STORE keeps the low 8 bits. */
         const struct { uint32_t op; int imm; } alu[3] = {
             {TSR_ALU_RSHR, shift}, {TSR_ALU_MAX, -128}, {TSR_ALU_MIN, 127}};
         for (int s = 0; s < 3; s++) {
-            EMIT(TSR_OP_ALU);
-            in->alu_opcode = alu[s].op;
+            in = tsr_stream_alu(&ib, alu[s].op, kern, kern + 1);
             in->use_imm = 1;
             in->imm = alu[s].imm;
-            in->uop_bgn = kern;
-            in->uop_end = kern + 1;
-            in->iter_out = (uint32_t)(sm * sn);
-            in->iter_in = 1;
-            in->dst_factor_out = 1;
-            in->src_factor_out = 1;
-            in->push_next = s == 2;
+            tsr_stream_loops(in, (uint32_t)(sm * sn), 1, 1, 1, 0, 0);
         }
+        tsr_stream_signal(&ib, TSR_Q_CMP2ST);
         /* store stage */
-        EMIT(TSR_OP_STORE);
-        in->mem_type = TSR_MEM_OUT;
-        in->sram_base = (uint32_t)(p * acc_half);
-        in->dram_base = c_el + (uint32_t)(ti * tm * nb + tj * tn);
-        in->y_size = (uint32_t)sm;
-        in->x_size = (uint32_t)sn;
-        in->x_stride = (uint32_t)nb;
-        in->pop_prev = 1;
-        in->push_prev = t < tiles - 2 || t == tiles - 1;
+        tsr_stream_wait(&ib, TSR_Q_CMP2ST);
+        tsr_stream_store(&ib, (uint32_t)(p * acc_half), c_el + (uint32_t)(ti * tm * nb + tj * tn), (uint32_t)sm,
+                         (uint32_t)sn, (uint32_t)nb);
+        /* the store frees half p for tile t+2, or (last tile) for FINISH */
+        if (t < tiles - 2 || t == tiles - 1)
+            tsr_stream_signal(&ib, TSR_Q_ST2CMP);
     }
-    EMIT(TSR_OP_FINISH);
-    in->pop_next = 1;
-#undef EMIT
-    prog->insns = ib.v;
-    prog->ninsns = ib.n;
+    if ((rc = tsr_stream_finish(&ib)))
+        goto out;
+    tsr_stream_take(&ib, &prog->insns, &prog->ninsns);
     prog->gemm_ops = (uint64_t)mb * (uint64_t)nb * (uint64_t)kb;
     prog->tile_m = tm;
     prog->tile_n = tn;
-    ib.v = NULL;
 out:
     free(uops);
-    free(ib.v);
+    tsr_stream_free(&ib);
     if (rc && prog->uop_addr) {
         tsr_mem_free(dev, prog->uop_addr);
         prog->uop_addr = 0;

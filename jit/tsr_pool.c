@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "tsr_error.h"
+#include "tsr_stream.h"
 
 #define OP "pool"
 
@@ -177,43 +178,13 @@ static int find_division(int uint8, const int *counts, int n, int *k_out, int *e
 
 /* ---------------------------------------------------------------- stream */
 
+/* The stream builder plus the counters of the cost model (cost_of). */
 typedef struct {
-    tsr_insn_t *v;
-    size_t n, cap;
-    int count_only;   /* dry run for the cost model: count, do not store */
-    uint64_t bytes;   /* DRAM bytes moved by LOAD/STORE */
+    tsr_stream_t s;   /* the stream (bytes: DRAM bytes moved by LOAD/STORE) */
     uint64_t sbytes;  /* of which STORE */
     uint64_t ops;     /* tensor ops plus compute-stage load rows (cycle estimate of compute) */
     uint64_t gops;    /* of which GEMM ops (resets included) */
-    int oom;          /* an allocation failed */
-    tsr_insn_t scratch; /* target of emits that are not stored */
 } ibuf_t;
-
-static tsr_insn_t *emit(ibuf_t *b, uint32_t opcode)
-{
-    tsr_insn_t *in;
-    if (b->count_only) {
-        in = &b->scratch;
-        b->n++;
-    } else {
-        if (b->n == b->cap) {
-            size_t cap = b->cap ? b->cap * 2 : 256;
-            tsr_insn_t *v = realloc(b->v, cap * sizeof *v);
-            if (!v) {
-                b->oom = 1;
-                in = &b->scratch;
-                memset(in, 0, sizeof *in);
-                return in;
-            }
-            b->v = v;
-            b->cap = cap;
-        }
-        in = &b->v[b->n++];
-    }
-    memset(in, 0, sizeof *in);
-    in->opcode = opcode;
-    return in;
-}
 
 typedef struct {
     int toh, tco; /* output rows, channel blocks per tile */
@@ -457,16 +428,10 @@ static int tiling_fits(const geo_t *g0, const tiling_t *t)
 static tsr_insn_t *loop_op(ibuf_t *b, uint32_t opcode, uint32_t alu_op, int ubgn, int nu, int io, long dfo,
                            long sfo, int ii, long dfi, long sfi)
 {
-    tsr_insn_t *in = emit(b, opcode);
-    in->alu_opcode = alu_op;
-    in->uop_bgn = (uint32_t)ubgn;
-    in->uop_end = (uint32_t)(ubgn + nu);
-    in->iter_out = (uint32_t)io;
-    in->iter_in = (uint32_t)ii;
-    in->dst_factor_out = io > 1 ? (uint32_t)dfo : 0;
-    in->src_factor_out = io > 1 ? (uint32_t)sfo : 0;
-    in->dst_factor_in = ii > 1 ? (uint32_t)dfi : 0;
-    in->src_factor_in = ii > 1 ? (uint32_t)sfi : 0;
+    tsr_insn_t *in = opcode == TSR_OP_GEMM ? tsr_stream_gemm(&b->s, (uint32_t)ubgn, (uint32_t)(ubgn + nu), 0)
+                                           : tsr_stream_alu(&b->s, alu_op, (uint32_t)ubgn, (uint32_t)(ubgn + nu));
+    tsr_stream_loops(in, (uint32_t)io, io > 1 ? (uint32_t)dfo : 0, io > 1 ? (uint32_t)sfo : 0, (uint32_t)ii,
+                     ii > 1 ? (uint32_t)dfi : 0, ii > 1 ? (uint32_t)sfi : 0);
     b->ops += (uint64_t)io * (uint64_t)ii * (uint64_t)nu;
     if (opcode == TSR_OP_GEMM)
         b->gops += (uint64_t)io * (uint64_t)ii * (uint64_t)nu;
@@ -504,44 +469,17 @@ static tsr_insn_t *emit_division(const geo_t *g, ibuf_t *b, int pa, int tco, int
     return last;
 }
 
-static void set_pop_next(ibuf_t *b, size_t i, int v)
-{
-    if (!b->count_only && !b->oom && i < b->n)
-        b->v[i].pop_next = (uint32_t)v;
-}
-
 static void emit_prologue(const geo_t *g, ibuf_t *b)
 {
-    const tsr_config_t *c = g->c;
-    tsr_insn_t *in = emit(b, TSR_OP_LOAD);
-    in->mem_type = TSR_MEM_UOP;
-    in->dram_base = g->uop_el;
-    in->y_size = 1;
-    in->x_size = (uint32_t)g->nuops;
-    in->x_stride = in->x_size;
-    b->bytes += (uint64_t)in->x_size * c->uop_bytes;
-    for (int pa = 0; pa < g->t.nba && g->nconst; pa++) { /* a copy of the constants in each region */
-        in = emit(b, TSR_OP_LOAD);
-        in->mem_type = TSR_MEM_ACC;
-        in->sram_base = (uint32_t)reg_base(g, pa);
-        in->dram_base = g->c_el;
-        in->y_size = 1;
-        in->x_size = (uint32_t)g->nconst;
-        in->x_stride = in->x_size;
-        b->bytes += (uint64_t)in->x_size * c->acc_bytes;
-    }
+    tsr_stream_uops(&b->s, g->uop_el, (uint32_t)g->nuops);
+    for (int pa = 0; pa < g->t.nba && g->nconst; pa++) /* a copy of the constants in each region */
+        tsr_stream_load(&b->s, TSR_MEM_ACC, (uint32_t)reg_base(g, pa), g->c_el, 1, (uint32_t)g->nconst,
+                        (uint32_t)g->nconst);
 }
 
 static tsr_insn_t *emit_identity_load(const geo_t *g, ibuf_t *b)
 {
-    tsr_insn_t *in = emit(b, TSR_OP_LOAD);
-    in->mem_type = TSR_MEM_WGT;
-    in->dram_base = g->w_el;
-    in->y_size = 1;
-    in->x_size = 1;
-    in->x_stride = 1;
-    b->bytes += g->c->wgt_bytes;
-    return in;
+    return tsr_stream_load(&b->s, TSR_MEM_WGT, 0, g->w_el, 1, 1, 1);
 }
 
 /* Store tco blocks of O region pa (each block rows x_size long, pitch
@@ -551,19 +489,15 @@ static void emit_store(const geo_t *g, ibuf_t *b, int t, int pa, int tco, int x_
 {
     int one = tco == 1 || (x_size == pitch && plane <= 0xffff);
     int nst = one ? 1 : tco;
+    tsr_stream_wait(&b->s, TSR_Q_CMP2ST);
     for (int k = 0; k < nst; k++) {
-        tsr_insn_t *in = emit(b, TSR_OP_STORE);
-        in->mem_type = TSR_MEM_OUT;
-        in->sram_base = (uint32_t)(o_base(g, pa) + k * pitch);
-        in->dram_base = dram + (uint32_t)(k * plane);
-        in->y_size = (uint32_t)(one ? tco : 1);
-        in->x_size = (uint32_t)x_size;
-        in->x_stride = one && tco > 1 ? (uint32_t)plane : in->x_size;
-        in->pop_prev = k == 0;
-        in->push_prev = k == nst - 1 && (t < g->tiles - g->t.nba || t == g->tiles - 1);
-        b->bytes += (uint64_t)in->y_size * in->x_size * g->c->out_bytes;
-        b->sbytes += (uint64_t)in->y_size * in->x_size * g->c->out_bytes;
+        const uint32_t y = (uint32_t)(one ? tco : 1);
+        tsr_stream_store(&b->s, (uint32_t)(o_base(g, pa) + k * pitch), dram + (uint32_t)(k * plane), y,
+                         (uint32_t)x_size, one && tco > 1 ? (uint32_t)plane : (uint32_t)x_size);
+        b->sbytes += (uint64_t)y * (uint32_t)x_size * g->c->out_bytes;
     }
+    if (t < g->tiles - g->t.nba || t == g->tiles - 1) /* frees region pa for tile t+NBA, or for FINISH */
+        tsr_stream_signal(&b->s, TSR_Q_ST2CMP);
 }
 
 /* What a window tile needs after its loads (computed once per tile). */
@@ -598,28 +532,22 @@ static void emit_window_loads(const geo_t *g, ibuf_t *b, const wtile_t *w)
     tsr_span_t cs;
     tsr_span(w->ox0 * p->stride_w - p->pad_left, g->wr, 1, p->w, &cs);
     const int cpad0 = cs.pad0, creal = cs.real, cpad1 = cs.pad1, cfirst = cs.first;
-    tsr_insn_t *in = NULL;
-    const size_t first = b->n; /* an index: emit may move the buffer */
+    if (w->t >= g->t.nbi) /* half q free again (tile t-NBI's GEMMs) */
+        tsr_stream_wait(&b->s, TSR_Q_CMP2LD);
     if (w->t == 0)
         emit_identity_load(g, b);
     for (int cl = 0; cl < w->tco; cl++) {
-        in = emit(b, TSR_OP_LOAD);
-        in->mem_type = TSR_MEM_INP;
-        in->sram_base = (uint32_t)(w->q * g->inp_half + cl * RW);
-        in->dram_base = g->x_el + (uint32_t)((((long)w->nb * g->cb + w->cb0 + cl) * p->h + w->r.iy_first) * p->w +
-                                             cfirst);
-        in->y_size = (uint32_t)w->r.real;
-        in->x_size = (uint32_t)creal;
-        in->x_stride = (uint32_t)p->w;
+        tsr_insn_t *in = tsr_stream_load(
+            &b->s, TSR_MEM_INP, (uint32_t)(w->q * g->inp_half + cl * RW),
+            g->x_el + (uint32_t)((((long)w->nb * g->cb + w->cb0 + cl) * p->h + w->r.iy_first) * p->w + cfirst),
+            (uint32_t)w->r.real, (uint32_t)creal, (uint32_t)p->w);
         in->y_pad0 = (uint32_t)w->r.pad0;
         in->y_pad1 = (uint32_t)w->r.pad1;
         in->x_pad0 = (uint32_t)cpad0;
         in->x_pad1 = (uint32_t)cpad1;
         in->pad_value = g->pad_value;
-        b->bytes += (uint64_t)w->r.real * creal * g->c->inp_bytes;
     }
-    set_pop_next(b, first, w->t >= g->t.nbi);
-    in->push_next = 1;
+    tsr_stream_signal(&b->s, TSR_Q_LD2CMP);
 }
 
 /* Multiplier map of tile w into MAP(pa), if that region holds another one. */
@@ -631,14 +559,9 @@ static void emit_map_load(const geo_t *g, ibuf_t *b, const wtile_t *w, long *map
     if (map_key[w->pa] == key)
         return;
     const tsr_config_t *c = g->c;
-    tsr_insn_t *in = emit(b, TSR_OP_LOAD);
-    in->mem_type = TSR_MEM_ACC;
-    in->sram_base = (uint32_t)map_base(g, w->pa);
-    in->dram_base = g->c_el + (uint32_t)(g->nconst + (long)w->r.oy0 * g->ow + w->ox0);
-    in->y_size = (uint32_t)g->t.toh;
-    in->x_size = (uint32_t)g->t.tow;
-    in->x_stride = (uint32_t)g->ow;
-    b->bytes += (uint64_t)g->t.toh * g->t.tow * c->acc_bytes;
+    tsr_stream_load(&b->s, TSR_MEM_ACC, (uint32_t)map_base(g, w->pa),
+                    g->c_el + (uint32_t)(g->nconst + (long)w->r.oy0 * g->ow + w->ox0), (uint32_t)g->t.toh,
+                    (uint32_t)g->t.tow, (uint32_t)g->ow);
     b->ops += (uint64_t)g->t.toh * g->t.tow * c->acc_bytes / (uint64_t)(c->dram_bus_width / 8);
     map_key[w->pa] = key;
 }
@@ -653,19 +576,15 @@ static void emit_window_store(const geo_t *g, ibuf_t *b, const wtile_t *w)
         emit_store(g, b, w->t, w->pa, w->tco, w->r.toh * OW, TOH * OW, ydram, (long)g->oh * OW);
         return;
     }
+    tsr_stream_wait(&b->s, TSR_Q_CMP2ST);
     for (int k = 0; k < w->tco; k++) { /* column tiles: r.toh rows of OW per block */
-        tsr_insn_t *in = emit(b, TSR_OP_STORE);
-        in->mem_type = TSR_MEM_OUT;
-        in->sram_base = (uint32_t)(o_base(g, w->pa) + k * TOH * OW);
-        in->dram_base = ydram + (uint32_t)((long)k * g->oh * FULL_OW);
-        in->y_size = (uint32_t)w->r.toh;
-        in->x_size = (uint32_t)OW;
-        in->x_stride = (uint32_t)FULL_OW;
-        in->pop_prev = k == 0;
-        in->push_prev = k == w->tco - 1 && (w->t < g->tiles - g->t.nba || w->t == g->tiles - 1);
-        b->bytes += (uint64_t)w->r.toh * OW * g->c->out_bytes;
+        tsr_stream_store(&b->s, (uint32_t)(o_base(g, w->pa) + k * TOH * OW),
+                         ydram + (uint32_t)((long)k * g->oh * FULL_OW), (uint32_t)w->r.toh, (uint32_t)OW,
+                         (uint32_t)FULL_OW);
         b->sbytes += (uint64_t)w->r.toh * OW * g->c->out_bytes;
     }
+    if (w->t < g->tiles - g->t.nba || w->t == g->tiles - 1)
+        tsr_stream_signal(&b->s, TSR_Q_ST2CMP);
 }
 
 /* Separable forms, GEMM part of tile w: X = 0, then X += the input rows
@@ -677,10 +596,11 @@ static void emit_sep_gemm(const geo_t *g, ibuf_t *b, const wtile_t *w)
     const int TCO = g->t.tco, XW = g->xw, is_max = g->kind == TSR_POOL_MAX, nk = is_max ? 1 : p->kw;
     tsr_insn_t *in = loop_op(b, TSR_OP_GEMM, 0, g->u_xinit + w->pa * TCO, w->tco, w->r.rows, XW, 0, XW, 1, 0);
     in->reset = 1;
-    in = loop_op(b, TSR_OP_GEMM, 0, g->u_copy + kern_set(g, w->q, w->pa) * TCO * nk, w->tco * nk, w->r.rows, XW,
-                 g->wr, is_max ? g->wr : g->t.tow, 1, is_max ? 1 : p->stride_w);
-    in->pop_prev = 1;
-    in->push_prev = w->t < g->tiles - g->t.nbi;
+    tsr_stream_wait(&b->s, TSR_Q_LD2CMP);
+    loop_op(b, TSR_OP_GEMM, 0, g->u_copy + kern_set(g, w->q, w->pa) * TCO * nk, w->tco * nk, w->r.rows, XW, g->wr,
+            is_max ? g->wr : g->t.tow, 1, is_max ? 1 : p->stride_w);
+    if (w->t < g->tiles - g->t.nbi)
+        tsr_stream_signal(&b->s, TSR_Q_CMP2LD);
 }
 
 /* Separable forms, ALU part of tile w: (max) horizontal max in place,
@@ -696,24 +616,21 @@ static void emit_sep_alu(const geo_t *g, ibuf_t *b, const wtile_t *w, long *map_
         loop_op(b, TSR_OP_ALU, TSR_ALU_MAX, g->u_h + pa * TCO * (p->kw - 1), tco * (p->kw - 1), w->r.rows, XW, XW,
                 OW, sw, sw);
     const int vsi = is_max ? sw : 1;
-    tsr_insn_t *last = loop_op(b, TSR_OP_ALU, TSR_ALU_MOV, g->u_vmov + pa * TCO, tco, w->r.toh, OW, (long)sh * XW,
-                               OW, 1, vsi);
-    last->pop_next = w->t >= g->t.nba;
+    if (w->t >= g->t.nba) /* O(pa) drained by tile t-NBA's STORE */
+        tsr_stream_wait(&b->s, TSR_Q_ST2CMP);
+    loop_op(b, TSR_OP_ALU, TSR_ALU_MOV, g->u_vmov + pa * TCO, tco, w->r.toh, OW, (long)sh * XW, OW, 1, vsi);
     if (p->kh > 1)
-        last = loop_op(b, TSR_OP_ALU, is_max ? TSR_ALU_MAX : TSR_ALU_ADD, g->u_vmax + pa * TCO * (p->kh - 1),
+        loop_op(b, TSR_OP_ALU, is_max ? TSR_ALU_MAX : TSR_ALU_ADD, g->u_vmax + pa * TCO * (p->kh - 1),
                        tco * (p->kh - 1), w->r.toh, OW, (long)sh * XW, OW, 1, vsi);
     if (g->off) { /* back to raw values: + off (max), + KH*KW*off (avg, constant row 0) */
         if (is_max)
-            last = alu_imm(b, TSR_ALU_ADD, g->u_imm + pa, tco, (long)TOH * OW, w->r.toh * OW, g->off);
+            alu_imm(b, TSR_ALU_ADD, g->u_imm + pa, tco, (long)TOH * OW, w->r.toh * OW, g->off);
         else
-            last = loop_op(b, TSR_OP_ALU, TSR_ALU_ADD, g->u_c0 + pa, 1, tco, (long)TOH * OW, 0, w->r.toh * OW, 1, 0);
+            loop_op(b, TSR_OP_ALU, TSR_ALU_ADD, g->u_c0 + pa, 1, tco, (long)TOH * OW, 0, w->r.toh * OW, 1, 0);
     }
-    if (!is_max) {
-        tsr_insn_t *d = emit_division(g, b, pa, tco, w->r.toh, tco, (long)TOH * OW, w->r.toh * OW);
-        if (d)
-            last = d;
-    }
-    last->push_next = 1;
+    if (!is_max)
+        emit_division(g, b, pa, tco, w->r.toh, tco, (long)TOH * OW, w->r.toh * OW);
+    tsr_stream_signal(&b->s, TSR_Q_CMP2ST);
 }
 
 /* Direct avgpool, compute of tile w: O = KH*KW*off, GEMM window sums,
@@ -723,17 +640,16 @@ static void emit_direct(const geo_t *g, ibuf_t *b, const wtile_t *w, long *map_k
     const tsr_pool_params_t *p = g->p;
     const int TCO = g->t.tco, TOH = g->t.toh, OW = g->t.tow, pa = w->pa, tco = w->tco;
     emit_map_load(g, b, w, map_key);
-    tsr_insn_t *in = loop_op(b, TSR_OP_ALU, TSR_ALU_MOV, g->u_init + pa, 1, tco, (long)TOH * OW, 0, w->r.toh * OW,
-                             1, 0);
-    in->pop_next = w->t >= g->t.nba;
-    tsr_insn_t *last = in = loop_op(b, TSR_OP_GEMM, 0, g->u_sum + kern_set(g, w->q, pa) * TCO * g->kk, tco * g->kk,
-                                    w->r.toh, OW, (long)p->stride_h * g->wr, OW, 1, p->stride_w);
-    in->pop_prev = 1;
-    in->push_prev = w->t < g->tiles - g->t.nbi;
-    tsr_insn_t *d = emit_division(g, b, pa, tco, w->r.toh, tco, (long)TOH * OW, w->r.toh * OW);
-    if (d)
-        last = d;
-    last->push_next = 1;
+    if (w->t >= g->t.nba)
+        tsr_stream_wait(&b->s, TSR_Q_ST2CMP);
+    loop_op(b, TSR_OP_ALU, TSR_ALU_MOV, g->u_init + pa, 1, tco, (long)TOH * OW, 0, w->r.toh * OW, 1, 0);
+    tsr_stream_wait(&b->s, TSR_Q_LD2CMP);
+    loop_op(b, TSR_OP_GEMM, 0, g->u_sum + kern_set(g, w->q, pa) * TCO * g->kk, tco * g->kk, w->r.toh, OW,
+            (long)p->stride_h * g->wr, OW, 1, p->stride_w);
+    if (w->t < g->tiles - g->t.nbi)
+        tsr_stream_signal(&b->s, TSR_Q_CMP2LD);
+    emit_division(g, b, pa, tco, w->r.toh, tco, (long)TOH * OW, w->r.toh * OW);
+    tsr_stream_signal(&b->s, TSR_Q_CMP2ST);
 }
 
 /* maxpool / avgpool: one step per tile. With two accumulator regions (one
@@ -771,14 +687,12 @@ static void build_window(const geo_t *g, ibuf_t *b)
         emit_sep_alu(g, b, &prev, map_key);
         emit_window_store(g, b, &prev);
     }
-    tsr_insn_t *in = emit(b, TSR_OP_FINISH);
-    in->pop_next = 1;
+    tsr_stream_finish(&b->s);
 }
 
 /* global average pool: steps = tiles x chunks of the flattened plane. */
 static void build_global(const geo_t *g, ibuf_t *b)
 {
-    const tsr_config_t *c = g->c;
     const tsr_pool_params_t *p = g->p;
     const int TCO = g->t.tco, NBI = g->t.nbi, NBA = g->t.nba, HW = p->h * p->w, CH = g->t.chunk;
     emit_prologue(g, b);
@@ -789,46 +703,38 @@ static void build_global(const geo_t *g, ibuf_t *b)
             for (int ch = 0; ch < g->chunks; ch++, s++) {
                 const int q = s % NBI, e0 = ch * CH, len = imin(CH, HW - e0);
                 /* ---- load stage ---- */
-                tsr_insn_t *in = NULL;
-                const size_t first = b->n; /* an index: emit may move the buffer */
+                if (s >= NBI) /* half q free again */
+                    tsr_stream_wait(&b->s, TSR_Q_CMP2LD);
                 if (s == 0)
                     emit_identity_load(g, b);
                 /* one LOAD for all blocks, unless the last chunk is short (the
                  * on-chip pitch must stay CH) or the plane is too long for x_stride */
                 const int per_block = (len != CH || HW > 0xffff) && tco > 1;
                 for (int k = 0; k < (per_block ? tco : 1); k++) {
-                    in = emit(b, TSR_OP_LOAD);
-                    in->mem_type = TSR_MEM_INP;
-                    in->sram_base = (uint32_t)(q * g->inp_half + k * CH);
-                    in->dram_base = g->x_el + (uint32_t)(((long)nb * g->cb + cb0 + k) * HW + e0);
-                    in->y_size = (uint32_t)(per_block ? 1 : tco);
-                    in->x_size = (uint32_t)len;
-                    in->x_stride = in->y_size == 1 ? (uint32_t)len : (uint32_t)HW;
-                    in->pad_value = 0;
-                    b->bytes += (uint64_t)in->y_size * len * c->inp_bytes;
+                    const uint32_t y = (uint32_t)(per_block ? 1 : tco);
+                    tsr_stream_load(&b->s, TSR_MEM_INP, (uint32_t)(q * g->inp_half + k * CH),
+                                    g->x_el + (uint32_t)(((long)nb * g->cb + cb0 + k) * HW + e0), y, (uint32_t)len,
+                                    y == 1 ? (uint32_t)len : (uint32_t)HW);
                 }
-                set_pop_next(b, first, s >= NBI);
-                in->push_next = 1;
+                tsr_stream_signal(&b->s, TSR_Q_LD2CMP);
                 /* ---- compute stage ---- */
                 if (ch == 0) {
-                    in = loop_op(b, TSR_OP_ALU, TSR_ALU_MOV, g->u_init + pa, 1, 1, 0, 0, tco, 1, 0);
-                    in->pop_next = t >= NBA;
+                    if (t >= NBA)
+                        tsr_stream_wait(&b->s, TSR_Q_ST2CMP);
+                    loop_op(b, TSR_OP_ALU, TSR_ALU_MOV, g->u_init + pa, 1, 1, 0, 0, tco, 1, 0);
                 }
-                tsr_insn_t *last = in =
-                    loop_op(b, TSR_OP_GEMM, 0, g->u_sum + kern_set(g, q, pa) * TCO, tco, 1, 0, 0, len, 0, 1);
-                in->pop_prev = 1;
-                in->push_prev = s < g->steps - NBI;
+                tsr_stream_wait(&b->s, TSR_Q_LD2CMP);
+                loop_op(b, TSR_OP_GEMM, 0, g->u_sum + kern_set(g, q, pa) * TCO, tco, 1, 0, 0, len, 0, 1);
+                if (s < g->steps - NBI)
+                    tsr_stream_signal(&b->s, TSR_Q_CMP2LD);
                 if (ch != g->chunks - 1)
                     continue;
-                tsr_insn_t *d = emit_division(g, b, pa, tco, 1, 1, 0, tco);
-                if (d)
-                    last = d;
-                last->push_next = 1;
+                emit_division(g, b, pa, tco, 1, 1, 0, tco);
+                tsr_stream_signal(&b->s, TSR_Q_CMP2ST);
                 emit_store(g, b, t, pa, 1, tco, tco, g->y_el + (uint32_t)((long)nb * g->cb + cb0), 0);
             }
         }
-    tsr_insn_t *in = emit(b, TSR_OP_FINISH);
-    in->pop_next = 1;
+    tsr_stream_finish(&b->s);
 }
 
 static void build(const geo_t *g, ibuf_t *b)
@@ -862,10 +768,10 @@ static double cost_of(const geo_t *g, const tiling_t *t)
     set_tiling(&gg, t);
     ibuf_t b;
     memset(&b, 0, sizeof b);
-    b.count_only = 1;
+    tsr_stream_init(&b.s, g->c, 1, 0);
     build(&gg, &b);
     const double bus = (double)(g->c->dram_bus_width / 8);
-    double mem = (double)b.bytes / bus, st = (double)b.sbytes / bus;
+    double mem = (double)b.s.bytes / bus, st = (double)b.sbytes / bus;
     double comp = (double)b.ops;
     if (gg.t.sep && gg.t.nba == 2) { /* GEMM and ALU pipes overlap (software-pipelined tiles) */
         double ga = (double)b.gops, al = (double)(b.ops - b.gops);
@@ -878,7 +784,7 @@ static double cost_of(const geo_t *g, const tiling_t *t)
         cost += mem - st;
     if (t->nba == 1)
         cost += st;
-    return cost + COST_PER_INSN * (double)b.n;
+    return cost + COST_PER_INSN * (double)b.s.n;
 }
 
 static int choose_tiling(geo_t *g)
@@ -1166,6 +1072,7 @@ out:
 static size_t pool_sig(const tsr_pool_params_t *p, int y_off, uint8_t *sig)
 {
     size_t n = tsr_kcache_sig_bytes(sig, 0, GEN_ID, sizeof GEN_ID);
+    n = tsr_kcache_sig_bytes(sig, n, tsr_stream_id(), strlen(tsr_stream_id()) + 1); /* the builder, built apart */
     const int32_t v[] = {(int32_t)p->kind, p->n,        p->c,         p->h,        p->w,
                          p->kh,            p->kw,       p->stride_h,  p->stride_w, p->pad_top,
                          p->pad_left,      p->pad_bottom, p->pad_right, p->count_include_pad, (int32_t)p->dtype,
@@ -1190,22 +1097,14 @@ static int generate(tsr_kcache_t *kc, geo_t *g, const uint8_t *sig, size_t sig_l
     uint8_t *uops = NULL;
     ibuf_t b;
     memset(&b, 0, sizeof b);
+    tsr_stream_init(&b.s, g->c, 0, 0);
     int rc = choose_tiling(g);
     if (rc)
         return rc;
     g->x_el = g->y_el = g->c_el = g->w_el = g->uop_el = 0;
     build(g, &b);
-    if (b.oom) {
-        rc = tsr_err(TSR_ENOMEM, "out of memory");
+    if ((rc = tsr_stream_check(&b.s, OP)))
         goto out;
-    }
-    for (size_t i = 0; i < b.n; i++) {
-        tsr_insn_bits_t bits;
-        if ((rc = tsr_insn_encode(g->c, &b.v[i], &bits))) {
-            rc = tsr_err_prefix(rc, OP ": instruction %zu of the generated stream: ", i);
-            goto out;
-        }
-    }
     if ((rc = encode_uops(g, &uops)))
         goto out;
     pool_meta_t meta;
@@ -1213,10 +1112,10 @@ static int generate(tsr_kcache_t *kc, geo_t *g, const uint8_t *sig, size_t sig_l
     meta.t = g->t;
     meta.cost = cost_of(g, &g->t);
     meta.nuops = g->nuops;
-    tsr_kernel_t k = {&meta, sizeof meta, b.v, b.n, uops, (size_t)g->nuops, tsr_mono_ns() - t0};
+    tsr_kernel_t k = {&meta, sizeof meta, b.s.v, b.s.n, uops, (size_t)g->nuops, tsr_mono_ns() - t0};
     rc = tsr_kcache_insert(kc, sig, sig_len, &k, ref);
 out:
-    free(b.v);
+    tsr_stream_free(&b.s);
     free(uops);
     return rc;
 }
@@ -1224,6 +1123,34 @@ out:
 /* ---------------------------------------------------------------- plan */
 
 /* The plan, reading x and writing y (device tensors, not owned). */
+/* tsr_kcache_fetch's callbacks: a cached kernel is kept if its tiling
+ * still fits (the signature makes this always true), adopting it. */
+typedef struct {
+    tsr_kcache_t *kc;
+    geo_t *g;
+    const uint8_t *sig;
+    size_t sig_len;
+} pool_kctx_t;
+
+static int kernel_fits(const tsr_kernel_t *k, void *ctx)
+{
+    geo_t *g = ((pool_kctx_t *)ctx)->g;
+    pool_meta_t meta;
+    if (k->meta_len != sizeof meta)
+        return 0;
+    memcpy(&meta, k->meta, sizeof meta);
+    if (!tiling_fits(g, &meta.t))
+        return 0;
+    set_tiling(g, &meta.t);
+    return meta.nuops == g->nuops && k->nuops == (size_t)g->nuops;
+}
+
+static int kernel_gen(void *ctx, tsr_kcache_ref_t **ref)
+{
+    pool_kctx_t *x = ctx;
+    return generate(x->kc, x->g, x->sig, x->sig_len, ref);
+}
+
 static int plan_impl(tsr_device_t *dev, const tsr_pool_params_t *params, const tsr_dtensor_t *x,
                      const tsr_dtensor_t *y, int y_off, tsr_pool_plan_t *pl)
 {
@@ -1249,33 +1176,9 @@ static int plan_impl(tsr_device_t *dev, const tsr_pool_params_t *params, const t
     }
     uint8_t sig[512];
     const size_t sig_len = pool_sig(&pl->p, y_off, sig);
-    if ((rc = tsr_kcache_lookup(kc, sig, sig_len, &pl->kref)) < 0)
+    pool_kctx_t kx = {kc, &g, sig, sig_len};
+    if ((rc = tsr_kcache_fetch(kc, sig, sig_len, kernel_fits, kernel_gen, &kx, &pl->kref, &pl->kcache)))
         goto fail;
-    pl->kcache = rc == 1 ? TSR_KC_HIT : rc == 2 ? TSR_KC_DISK : TSR_KC_MISS;
-    if (pl->kref) { /* its tiling must still fit (the signature makes this always true) */
-        const tsr_kernel_t *k = tsr_kcache_kernel(pl->kref);
-        pool_meta_t meta;
-        int ok = k->meta_len == sizeof meta;
-        if (ok) {
-            memcpy(&meta, k->meta, sizeof meta);
-            ok = tiling_fits(&g, &meta.t);
-        }
-        if (ok) {
-            set_tiling(&g, &meta.t);
-            ok = meta.nuops == g.nuops && k->nuops == (size_t)g.nuops;
-        }
-        if (!ok) {
-            tsr_kcache_release(pl->kref);
-            pl->kref = NULL;
-            pl->kcache = TSR_KC_MISS;
-        }
-    }
-    if (!pl->kref) {
-        if ((rc = generate(kc, &g, sig, sig_len, &pl->kref)))
-            goto fail;
-        if (tsr_kcache_options(kc)->disabled)
-            pl->kcache = TSR_KC_NONE;
-    }
     const tsr_kernel_t *kern = tsr_kcache_kernel(pl->kref);
     pool_meta_t kmeta;
     memcpy(&kmeta, kern->meta, sizeof kmeta);
@@ -1330,15 +1233,8 @@ static int plan_impl(tsr_device_t *dev, const tsr_pool_params_t *params, const t
         rc = tsr_err(TSR_ENOMEM, "out of memory");
         goto fail;
     }
-    memcpy(pl->insns, kern->insns, kern->ninsns * sizeof *pl->insns);
     pl->ninsns = kern->ninsns;
-    uint64_t base[TSR_MEM_COUNT] = {0};
-    base[TSR_MEM_UOP] = pl->uop_addr;
-    base[TSR_MEM_INP] = pl->x_addr;
-    base[TSR_MEM_WGT] = pl->w_addr;
-    base[TSR_MEM_ACC] = pl->c_addr;
-    base[TSR_MEM_OUT] = pl->y_addr;
-    if ((rc = tsr_kcache_relocate(c, pl->insns, pl->ninsns, base))) {
+    if ((rc = tsr_kcache_bind(c, pl->kref, pl->insns, pl->uop_addr, pl->x_addr, pl->w_addr, pl->c_addr, pl->y_addr))) {
         tsr_err_prefix(rc, OP ": ");
         goto fail;
     }

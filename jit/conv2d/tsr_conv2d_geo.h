@@ -1,0 +1,128 @@
+/*
+ * tsr_conv2d_geo: what the conv2d units share (private to jit/conv2d and
+ * jit/tsr_conv2d.c): the geometry of a plan (geo_t: blocks, tiling, on-chip
+ * layout), the tiling it is built with, the stream being emitted (ibuf_t:
+ * the stream builder plus the kernel sets and resident kernels recorded on
+ * the way), and the geometry functions every unit reads: row and column
+ * tiles with their padding, the uop kernel numbering, accumulator regions
+ * and banks, constant rows, the resident tile sequence, whether a tiling
+ * fits. The units: tsr_conv2d_emit (stream and uops), tsr_conv2d_tiling
+ * (timing model and tiling search), tsr_conv2d.c (checks, packing, plan,
+ * bind, run).
+ */
+#ifndef TSR_CONV2D_GEO_H
+#define TSR_CONV2D_GEO_H
+
+#include <stdint.h>
+
+#include "tsr_conv2d.h"
+#include "tsr_stream.h"
+
+static inline int imin(int a, int b) { return a < b ? a : b; }
+static inline int imax(int a, int b) { return a > b ? a : b; }
+static inline int cdiv(int a, int b) { return (a + b - 1) / b; }
+
+/* The stream builder (its tags: the accumulator bank each GEMM/ALU
+ * instruction's work touches, -1 both; the timing model reads them) and
+ * what the lowering records while it emits. */
+typedef struct {
+    tsr_stream_t s;
+    int8_t set_map[2][2][4]; /* kernel sets used, as geo_t.set_map */
+    int n_sets;
+    /* resident mode: the kernels the stream uses, in uop-buffer order */
+    struct res_kern *kern;
+    int nkern, capk;
+    int nuops;          /* uops of those kernels */
+} ibuf_t;
+
+/* A resident-mode kernel: GEMM (input slot, output blocks [c0, c1) of chunk
+ * j, acc region pa) or ALU (region pa, constants of block c0). */
+typedef struct res_kern {
+    int16_t alu, pa, islot, c0, c1, j;
+    int32_t base, n;    /* first uop, uops */
+} res_kern_t;
+
+
+/* Row geometry of a row tile. */
+typedef struct {
+    int oy0, toh;            /* first output row, rows in this tile */
+    int rows;                /* on-chip input rows per channel block (pads included) */
+    int pad0, real, pad1;    /* rows of top padding, DRAM rows, bottom padding */
+    int iy_first;            /* first DRAM input row loaded */
+} rowgeo_t;
+
+typedef struct {
+    int toh, tco, tci, co_inner;
+    int res;      /* resident mode (build_res): weights and constants stay on chip, input blocks are
+                     cached in slots, tiles may differ in output-channel blocks */
+    int kq;       /* resident mode: load stage lookahead in steps (tokens) */
+    int tail;     /* resident mode: the last row tile's channel tiles shrink by halves (short tail) */
+    int tow;      /* output columns per tile (OW, or fewer when a row does not fit) */
+    int nbi, nba; /* buffers in the inp/wgt rotation (2 = double buffering, or 1) and in the acc
+                     rotation (4: requantization and stores both overlap the next GEMMs, 2, or 1) */
+} tiling_t;
+
+/* Everything the emitter needs, derived once per plan. */
+typedef struct {
+    const tsr_config_t *c;
+    const tsr_conv2d_params_t *p;
+    int oh, ow, nb, cib, cob, dw, kk, nconst;
+    int has_shl_row;
+    int inp_half, wgt_half, acc_half;
+    int wsplit;                 /* int8 parts of w - w_zp (1..3), each meeting its own copy of the input
+                                   (depthwise: the block itself, one uop per part) */
+    int h_pad;
+    int32_t shl_imm;            /* per tensor: left shift amount (>0) */
+    /* tiling */
+    tiling_t t;
+    int row_step, rows_in, n_rt, n_ct, chunks, steps, tiles, nci, kern_sets;
+    int8_t set_map[2][2][4];    /* kernel set (+1, 0 = unused) of (inp slot, wgt slot, acc region) */
+    int n_sets;                 /* kernel sets in use (set by build) */
+    int wr, n_wt; /* on-chip row length (TOW-1)*sw + KW, column tiles */
+    /* resident mode */
+    int n_islot, islot_sz;      /* input slots and their size (elements) */
+    int region_rows;            /* acc rows of one region (below the constant area) */
+    int const_off;              /* bank-relative first row of the bank's constant copy */
+    int kq;                     /* load stage lookahead in steps (tokens) */
+    int nuops_res;              /* uops of the kernels the stream uses (set by build_res) */
+    const res_kern_t *kern;     /* those kernels (encode_uops) */
+    int nkern;
+    uint32_t x_el, w_el, y_el, c_el, uop_el;
+} geo_t;
+
+/* Column geometry of a column tile: the last one is shifted left to keep
+ * TOW columns (it recomputes a few columns of its neighbour, and stores
+ * the same values again), so every tile's on-chip row is WR long. */
+typedef struct {
+    int ox0;                 /* first output column */
+    int pad0, real, pad1;    /* elements of left padding, DRAM elements, right padding */
+    int ix_first;            /* first DRAM input column loaded */
+} colgeo_t;
+
+/* Resident mode: one tile (batch block, row x column tile, output blocks
+ * [c0, c1)) of the tile sequence. */
+typedef struct {
+    int nb, rw, c0, c1;
+} res_tile_t;
+
+void tsr_conv2d_col_tile(const geo_t *g, int wt, colgeo_t *cg);
+void tsr_conv2d_row_tile(const geo_t *g, int rt, rowgeo_t *r);
+uint32_t tsr_conv2d_kern_base(const geo_t *g, ibuf_t *b, int qi, int qw, int pa, int cl);
+int tsr_conv2d_n_uops_sets(const geo_t *g, int sets);
+int tsr_conv2d_n_uops(const geo_t *g);
+uint32_t tsr_conv2d_res_kernel(ibuf_t *b, int alu, int pa, int islot, int c0, int c1, int j, int n);
+int tsr_conv2d_sec_shared(int rq_count, int k);
+int tsr_conv2d_sec_off(int rq_count, int cob, int k);
+int tsr_conv2d_res_shared(const geo_t *g, int k);
+int tsr_conv2d_res_sec_off(const geo_t *g, int k);
+uint32_t tsr_conv2d_const_step(const geo_t *g, int k);
+uint32_t tsr_conv2d_alu_uop_b(const geo_t *g, ibuf_t *b, int pa, int c0, int k);
+int tsr_conv2d_acc_bank(const geo_t *g, int pa);
+uint32_t tsr_conv2d_acc_base(const geo_t *g, int pa);
+int tsr_conv2d_const_slot(const geo_t *g, int pa);
+uint32_t tsr_conv2d_const_base(const geo_t *g, int pa);
+int tsr_conv2d_res_tiles(const geo_t *g, res_tile_t *out);
+void tsr_conv2d_set_tiling(geo_t *g, const tiling_t *t);
+int tsr_conv2d_tiling_fits(const geo_t *g0, const tiling_t *t);
+
+#endif
