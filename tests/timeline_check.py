@@ -2,7 +2,7 @@
 """timeline_check: validate a `--timeline` file and compare two of them.
 
   timeline_check.py FILE.json                 well-formedness only
-  timeline_check.py RTL.json SC.json [--tol F] [--abs C]
+  timeline_check.py RTL.json SC.json [--tol F] [--abs C] [--max-tol G]
                                               ... and do they line up?
 
 Well-formed (each file): valid JSON with a traceEvents list; every event has
@@ -12,10 +12,13 @@ stage lane never overlap and their args.idx rise (program order).
 
 Line up (two files, e.g. the rtl and systemc timelines of one program):
 the same runs, and per run and stage the same instructions in the same
-order (kind and index), with start times (counted from the run's start)
-within F x the run's length + C cycles (default 3% + 128). Prints the first
-divergence and the largest start difference per stage. Exit 0 when all
-holds, 1 otherwise.
+order (kind and index); start times counted from the run's start: per run
+and stage the median difference within F x the run's length + C cycles
+(default 3% + 128) and every one within G x the run's length + C (default
+75%: the model is calibrated on run totals; single instructions can be far
+off where the DRAM model differs, e.g. write bursts behind a saturating
+read stream). Prints the first divergence, the median and the largest start
+difference per stage. Exit 0 when all holds, 1 otherwise.
 """
 import json
 import sys
@@ -83,11 +86,13 @@ def last_run(per, s):
 
 
 def main(argv):
-    tol, abs_c, files = 0.03, 128.0, []
+    tol, abs_c, max_tol, files = 0.03, 128.0, 0.75, []
     i = 0
     while i < len(argv):
         if argv[i] == "--tol":
             tol = float(argv[i + 1]); i += 2
+        elif argv[i] == "--max-tol":
+            max_tol = float(argv[i + 1]); i += 2
         elif argv[i] == "--abs":
             abs_c = float(argv[i + 1]); i += 2
         else:
@@ -103,29 +108,38 @@ def main(argv):
     print("%s: well-formed, %d events, %d runs" % (files[1], b[2], len(b[0])))
     if len(a[0]) != len(b[0]):
         fail("%d runs vs %d" % (len(a[0]), len(b[0])))
-    worst = {}
+    worst, medians = {}, {}
     for r, (ra, rb) in enumerate(zip(a[0], b[0])):
         la, lb = (ra[1] - ra[0]) * 1000.0, (rb[1] - rb[0]) * 1000.0
         lim = tol * max(la, lb) + abs_c
+        lim_max = max_tol * max(la, lb) + abs_c
         for s in STAGES[1:]:
             xa, xb = a[1].get((r, s), []), b[1].get((r, s), [])
             if len(xa) != len(xb):
                 fail("run %d %s: %d instructions vs %d" % (r + 1, s, len(xa), len(xb)))
+            diffs = []
             for k, (p, q) in enumerate(zip(xa, xb)):
                 if p[1:] != q[1:]:
                     fail("run %d %s: slice %d is #%d %s vs #%d %s (order differs)" % (r + 1, s, k, p[1], p[2], q[1], q[2]))
                 d = q[0] - p[0]
+                diffs.append(abs(d))
                 if abs(d) > abs(worst.get(s, (0,))[0]):
-                    worst[s] = (d, r + 1, p[1], p[2], lim)
-                if abs(d) > lim:
+                    worst[s] = (d, r + 1, p[1], p[2], lim_max)
+                if abs(d) > lim_max:
                     fail("run %d %s: #%d %s starts at cycle %.0f vs %.0f (%+.0f, beyond %.0f = %.1f%% of %.0f + %.0f)"
-                         % (r + 1, s, p[1], p[2], p[0], q[0], d, lim, 100 * tol, max(la, lb), abs_c))
+                         % (r + 1, s, p[1], p[2], p[0], q[0], d, lim_max, 100 * max_tol, max(la, lb), abs_c))
+            if diffs:
+                med = sorted(diffs)[len(diffs) // 2]
+                medians.setdefault(s, []).append(med)
+                if med > lim:
+                    fail("run %d %s: median start difference %.0f cycles beyond %.0f = %.1f%% of %.0f + %.0f"
+                         % (r + 1, s, med, lim, 100 * tol, max(la, lb), abs_c))
         print("run %d: %.0f vs %.0f cycles (%+.2f%%)" % (r + 1, la, lb, 100 * (lb - la) / la if la else 0))
     for s in STAGES[1:]:
         if s in worst:
             d, r, idx, name, lim = worst[s]
-            print("%s: same order; largest start difference %+.0f cycles (run %d, #%d %s; limit %.0f)"
-                  % (s, d, r, idx, name, lim))
+            print("%s: same order; median start difference %.0f cycles (largest over runs), largest %+.0f "
+                  "(run %d, #%d %s; limit %.0f)" % (s, max(medians[s]), d, r, idx, name, lim))
     print("timelines line up")
     return 0
 

@@ -655,10 +655,12 @@ void tsr_sc_load::run()
                     const tsr_insn_t &in = A.insns[pend.idx];
                     A.wait_until(pend.end);
                     A.exec(in, pend.idx, "load");
+                    const double before = A.now();
                     A.push_tokens(in, TSR_STAGE_LOAD, A.now());
-                    // (the modelled completion: finalize may run later, once the
-                    // next instruction's reads are issued)
-                    tsr_tl_insn(A.tl, TSR_STAGE_LOAD, pend.t0, pend.end);
+                    // Complete at the modelled end (finalize may run later, once
+                    // the next instruction's reads are issued), or when a full
+                    // token queue let the push through.
+                    tsr_tl_insn(A.tl, TSR_STAGE_LOAD, pend.t0, A.now() > before ? A.now() : pend.end);
                     A.stage_done[TSR_STAGE_LOAD]++;
                     A.stage_at[TSR_STAGE_LOAD] = -1;
                     pend.valid = false;
