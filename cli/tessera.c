@@ -49,12 +49,17 @@ static tsr_device_opts_t g_dev;
     "  --profile FILE.csv    utilisation timeline: per window of every run, the GEMM/ALU/dual\n"  \
     "                        ops, DRAM bytes read/written and instructions each stage completed\n" \
     "  --profile-window N    cycles per profile line (256)\n"                                  \
+    "  --timeline FILE.json  rtl and systemc: every run as a Perfetto/Chrome trace (open it in\n" \
+    "                        ui.perfetto.dev): stage lanes with each instruction, token waits,\n" \
+    "                        DRAM bursts, GEMM/ALU pipes, counter tracks; 1 ns = 1 cycle\n"     \
+    "  --timeline-max MB     timeline size limit; later events are left out, with a note (256)\n" \
     "  --run-budget N        most work one run may take (any backend): fsim work units, rtl\n"   \
     "                        cycles (2^32); a stream whose bound derived from its loops and\n"   \
     "                        transfers is larger is refused, an rtl run past it is stopped\n"
 
 enum { OPT_DRAM_LAT = 1000, OPT_DRAM_BW, OPT_DRAM_OUT, OPT_TRACE, OPT_TRACE_START, OPT_TRACE_CYCLES,
-       OPT_THREADS, OPT_WATCHDOG, OPT_PROFILE, OPT_PROFILE_WINDOW, OPT_RUN_BUDGET };
+       OPT_THREADS, OPT_WATCHDOG, OPT_PROFILE, OPT_PROFILE_WINDOW, OPT_RUN_BUDGET, OPT_TIMELINE,
+       OPT_TIMELINE_MAX };
 
 #define DEVICE_LONG_OPTIONS                                                                        \
     {"dram-latency", required_argument, 0, OPT_DRAM_LAT},                                          \
@@ -67,7 +72,9 @@ enum { OPT_DRAM_LAT = 1000, OPT_DRAM_BW, OPT_DRAM_OUT, OPT_TRACE, OPT_TRACE_STAR
     {"watchdog", required_argument, 0, OPT_WATCHDOG},                                              \
     {"profile", required_argument, 0, OPT_PROFILE},                                                \
     {"profile-window", required_argument, 0, OPT_PROFILE_WINDOW},                                  \
-    {"run-budget", required_argument, 0, OPT_RUN_BUDGET}
+    {"run-budget", required_argument, 0, OPT_RUN_BUDGET},                                          \
+    {"timeline", required_argument, 0, OPT_TIMELINE},                                              \
+    {"timeline-max", required_argument, 0, OPT_TIMELINE_MAX}
 
 static int parse_long(const char *s, long lo, long hi, long *out);
 static int parse_u64(const char *s, uint64_t *out);
@@ -111,6 +118,11 @@ static int device_option(int c, const char *arg)
     case OPT_PROFILE_WINDOW:
         if (parse_long(arg, 16, 1L << 30, &v)) return -1;
         g_dev.rtl.profile_window = (uint32_t)v;
+        return 1;
+    case OPT_TIMELINE: g_dev.rtl.timeline_path = arg; return 1;
+    case OPT_TIMELINE_MAX:
+        if (parse_long(arg, 1, 1L << 20, &v)) return -1;
+        g_dev.rtl.timeline_max = (uint64_t)v << 20;
         return 1;
     case OPT_RUN_BUDGET:
         if (parse_u64(arg, &u) || !u) return -1;

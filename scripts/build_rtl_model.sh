@@ -2,9 +2,12 @@
 # Build the Verilated tsr_top for one config into a shared library that the
 # RTL backend dlopen()s. Called automatically by sim/tsr_rtl.c on a cache
 # miss; safe to run by hand.
-# Usage: build_rtl_model.sh OUT_DIR PKG_SV BUS_BYTES TRACE(0|1) THREADS(1..)
+# Usage: build_rtl_model.sh OUT_DIR PKG_SV BUS_BYTES TRACE(0|1) THREADS(1..) [TIMELINE(0|1)]
+# TIMELINE=1 makes the stage signals a --timeline run samples public
+# (sim/rtl/tsr_timeline.vlt); a separate model, so normal runs keep the
+# fully optimised one.
 set -euo pipefail
-out=$1; pkg=$2; bus=$3; trace=$4; threads=$5
+out=$1; pkg=$2; bus=$3; trace=$4; threads=$5; timeline=${6:-0}
 root=$(cd "$(dirname "$0")/.." && pwd)
 VI=/usr/share/verilator/include
 mkdir -p "$out"
@@ -18,7 +21,9 @@ if [ "$trace" = 1 ]; then
   vflags+=(--trace-fst); cflags+=(-DTSR_TRACE); extra+=("$VI/verilated_fst_c.cpp")
 fi
 if [ "$threads" -gt 1 ]; then vflags+=(--threads "$threads"); fi
-verilator "${vflags[@]}" --build "$root/hw/rtl/lint_waivers.vlt" "$pkg" "$root"/hw/rtl/*.sv >"$out/verilator.log" 2>&1 ||
+vlt=("$root/hw/rtl/lint_waivers.vlt")
+if [ "$timeline" = 1 ]; then vlt+=("$root/sim/rtl/tsr_timeline.vlt"); cflags+=(-DTSR_TIMELINE); fi
+verilator "${vflags[@]}" --build "${vlt[@]}" "$pkg" "$root"/hw/rtl/*.sv >"$out/verilator.log" 2>&1 ||
   { cat "$out/verilator.log" >&2; exit 1; }
 objs=()
 for src in "$root/sim/rtl/tsr_vshim.cpp" "$VI/verilated.cpp" "$VI/verilated_threads.cpp" "${extra[@]}"; do

@@ -34,6 +34,7 @@
 #include "tsr_error.h"
 #include "tsr_isa.h"
 #include "tsr_pipe.h"
+#include "tsr_timeline.h"
 #include "rtl/tsr_vtop.h"
 
 #ifndef TSR_SOURCE_DIR
@@ -48,6 +49,9 @@ typedef struct {
     uint32_t id;        /* AXI ID */
     uint64_t ready_at;  /* cycle the next beat may go */
     int err;            /* a beat fell outside every buffer: answer SLVERR */
+    uint64_t t0;        /* cycle the address was accepted (timeline) */
+    uint64_t addr0;     /* first byte address (timeline) */
+    uint32_t bytes;     /* bytes of the burst (timeline) */
 } burst_t;
 
 typedef struct {
@@ -89,6 +93,14 @@ struct tsr_rtl {
     uint64_t prof_next;        /* cycle of the next sample */
     uint32_t prof_last[PROF_N];/* counter values (low words) at the last sample */
     uint32_t prof_run;         /* runs started */
+    /* timeline (sim/tsr_timeline.h) */
+    tsr_tl_t *tl;              /* open timeline, or NULL */
+    uint32_t vp[TSR_VP_COUNT]; /* probed signals at the previous cycle */
+    uint32_t vp_mask;          /* signals the model exposes */
+    uint64_t st_begin[TSR_STAGE_COUNT]; /* cycle a stage's current instruction began (UINT64_MAX: idle) */
+    uint64_t wait_begin[TSR_STAGE_COUNT]; /* cycle a token wait began (UINT64_MAX: none) */
+    uint64_t op_begin[2];      /* cycle a run of GEMM / ALU ops began (UINT64_MAX: none) */
+    uint64_t op_n[2];          /* ops in that run */
 };
 
 static void bq_push(bq_t *q, burst_t b) { q->q[(q->head + q->count++) % RD_MAX] = b; }
@@ -170,9 +182,13 @@ static int model_path(const tsr_config_t *cfg, const tsr_rtl_opts_t *o, char *li
     int trace = o->trace_path != NULL, threads = o->threads > 1 ? o->threads : 1;
     h = fnv(h, &trace, sizeof trace);
     h = fnv(h, &threads, sizeof threads);
+    int timeline = o->timeline_path != NULL;
+    if (timeline)
+        h = fnv(h, &timeline, sizeof timeline);
     const char *root = root_dir();
     static const char *const extra[] = {"sim/rtl/tsr_vshim.cpp", "sim/rtl/tsr_vtop.h",
-                                        "scripts/build_rtl_model.sh", "hw/rtl/lint_waivers.vlt"};
+                                        "scripts/build_rtl_model.sh", "hw/rtl/lint_waivers.vlt",
+                                        "sim/rtl/tsr_timeline.vlt"};
     glob_t g;
     snprintf(path, sizeof path, "%s/hw/rtl/*.sv", root);
     if (glob(path, 0, NULL, &g) != 0) {
@@ -216,8 +232,8 @@ static int model_path(const tsr_config_t *cfg, const tsr_rtl_opts_t *o, char *li
     if (o->verbose)
         fprintf(stderr, "tessera: building the RTL model for this config in %s ...\n", dir);
     char cmd[4096];
-    snprintf(cmd, sizeof cmd, "'%s/scripts/build_rtl_model.sh' '%s' '%s' %d %d %d > '%s/build.log' 2>&1",
-             root, dir, path, cfg->dram_bus_width / 8, trace, threads, dir);
+    snprintf(cmd, sizeof cmd, "'%s/scripts/build_rtl_model.sh' '%s' '%s' %d %d %d %d > '%s/build.log' 2>&1",
+             root, dir, path, cfg->dram_bus_width / 8, trace, threads, timeline, dir);
     if (system(cmd) != 0 || access(lib, R_OK) != 0)
         rc = tsr_err(TSR_EBACKEND, "rtl: building the Verilator model failed; see %s/build.log", dir);
 out:
@@ -225,6 +241,71 @@ out:
         close(lockfd);
     free(pkg);
     return rc;
+}
+
+/* ---- timeline: the probed stage signals, one sample per cycle ---- */
+
+/* Turn this cycle's signal levels into timeline events: completions
+ * (counter steps), busy starts, token-wait and pipe-activity runs. */
+static void tl_sample(tsr_rtl_t *r)
+{
+    uint32_t v[TSR_VP_COUNT];
+    r->api->probe(r->m, v);
+    const double c = (double)r->cycle;
+    /* (a counter that went back was cleared by START: count from 0) */
+    uint32_t nf = v[TSR_VP_FETCHED] >= r->vp[TSR_VP_FETCHED] ? v[TSR_VP_FETCHED] - r->vp[TSR_VP_FETCHED] : v[TSR_VP_FETCHED];
+    for (uint32_t k = 0; k < nf && k < 8; k++)
+        tsr_tl_fetch(r->tl, c);
+    for (int s = 0; s < TSR_STAGE_COUNT; s++) {
+        uint32_t now_n = v[TSR_VP_LOAD_INSNS + s], was = r->vp[TSR_VP_LOAD_INSNS + s];
+        uint32_t done = now_n >= was ? now_n - was : now_n;
+        for (uint32_t k = 0; k < done && k < 4; k++) {
+            uint64_t b = r->st_begin[s] == UINT64_MAX ? r->cycle : r->st_begin[s];
+            tsr_tl_insn(r->tl, s, (double)b, c);
+            r->st_begin[s] = UINT64_MAX;
+        }
+        int busy = v[TSR_VP_LOAD_BUSY + s] != 0, wait = v[TSR_VP_LOAD_STALL_TOK + s] != 0;
+        if (busy && r->st_begin[s] == UINT64_MAX)
+            r->st_begin[s] = r->cycle;
+        if (wait && r->wait_begin[s] == UINT64_MAX)
+            r->wait_begin[s] = r->cycle;
+        if (!wait && r->wait_begin[s] != UINT64_MAX) {
+            tsr_tl_wait(r->tl, s, (double)r->wait_begin[s], c);
+            r->wait_begin[s] = UINT64_MAX;
+        }
+    }
+    for (int p = 0; p < 2; p++) {
+        int op = v[TSR_VP_GEMM_OP + p] != 0;
+        if (op) {
+            if (r->op_begin[p] == UINT64_MAX)
+                r->op_begin[p] = r->cycle;
+            r->op_n[p]++;
+        } else if (r->op_begin[p] != UINT64_MAX) {
+            tsr_tl_pipe(r->tl, p, (double)r->op_begin[p], c, r->op_n[p]);
+            r->op_begin[p] = UINT64_MAX;
+            r->op_n[p] = 0;
+        }
+    }
+    memcpy(r->vp, v, sizeof v);
+}
+
+/* Open runs of waits and ops end with the run. */
+static void tl_run_end(tsr_rtl_t *r)
+{
+    const double c = (double)r->cycle;
+    tl_sample(r); /* what the last edge completed */
+    /* DONE rises as FINISH leaves the dispatcher, before the stage counts
+     * it: an instruction still in a stage ends with the run. */
+    for (int s = 0; s < TSR_STAGE_COUNT; s++)
+        if (r->st_begin[s] != UINT64_MAX)
+            tsr_tl_insn(r->tl, s, (double)r->st_begin[s], c);
+    for (int s = 0; s < TSR_STAGE_COUNT; s++)
+        if (r->wait_begin[s] != UINT64_MAX)
+            tsr_tl_wait(r->tl, s, (double)r->wait_begin[s], c);
+    for (int p = 0; p < 2; p++)
+        if (r->op_begin[p] != UINT64_MAX)
+            tsr_tl_pipe(r->tl, p, (double)r->op_begin[p], c, r->op_n[p]);
+    tsr_tl_run_end(r->tl, c);
 }
 
 /* ---- one clock cycle: DRAM model + model evaluation ---- */
@@ -282,12 +363,16 @@ static void cycle(tsr_rtl_t *r)
     if (rvalid && a->get(m, TSR_V_RREADY)) {
         r->bucket -= bus;
         rb->addr += (uint64_t)bus;
-        if (--rb->beats == 0)
+        if (--rb->beats == 0) {
+            tsr_tl_burst(r->tl, TSR_TL_RD, (double)rb->t0, (double)r->cycle + 1, rb->addr0, rb->bytes);
             bq_pop(&r->rd);
+        }
     }
     if (arready && a->get(m, TSR_V_ARVALID)) {
-        burst_t nb = {a->get(m, TSR_V_ARADDR), (uint32_t)a->get(m, TSR_V_ARLEN) + 1,
-                      (uint32_t)a->get(m, TSR_V_ARID), r->cycle + r->o.dram_latency, 0};
+        uint64_t ad = a->get(m, TSR_V_ARADDR);
+        uint32_t nbeats = (uint32_t)a->get(m, TSR_V_ARLEN) + 1;
+        burst_t nb = {ad, nbeats, (uint32_t)a->get(m, TSR_V_ARID), r->cycle + r->o.dram_latency, 0,
+                      r->cycle, ad, nbeats * (uint32_t)bus};
         bq_push(&r->rd, nb);
     }
     if (wready && a->get(m, TSR_V_WVALID)) {
@@ -307,18 +392,23 @@ static void cycle(tsr_rtl_t *r)
         }
         wb->addr += (uint64_t)bus;
         if (--wb->beats == 0) {
-            burst_t resp = {0, 0, wb->id, r->cycle + r->o.dram_latency, wb->err};
+            burst_t resp = {0, 0, wb->id, r->cycle + r->o.dram_latency, wb->err, wb->t0, wb->addr0, wb->bytes};
             bq_pop(&r->aw);
             bq_push(&r->b, resp);
         }
     }
     if (awready && a->get(m, TSR_V_AWVALID)) {
-        burst_t nb = {a->get(m, TSR_V_AWADDR), (uint32_t)a->get(m, TSR_V_AWLEN) + 1,
-                      (uint32_t)a->get(m, TSR_V_AWID), 0, 0};
+        uint64_t ad = a->get(m, TSR_V_AWADDR);
+        uint32_t nbeats = (uint32_t)a->get(m, TSR_V_AWLEN) + 1;
+        burst_t nb = {ad, nbeats, (uint32_t)a->get(m, TSR_V_AWID), 0, 0, r->cycle, ad, nbeats * (uint32_t)bus};
         bq_push(&r->aw, nb);
     }
-    if (bvalid && a->get(m, TSR_V_BREADY))
+    if (bvalid && a->get(m, TSR_V_BREADY)) {
+        tsr_tl_burst(r->tl, TSR_TL_WR, (double)bb->t0, (double)r->cycle + 1, bb->addr0, bb->bytes);
         bq_pop(&r->b);
+    }
+    if (r->tl && r->running)
+        tl_sample(r);
 
     if (r->o.trace_path) {
         int on = r->cycle >= r->o.trace_start &&
@@ -491,6 +581,19 @@ int tsr_rtl_create(const tsr_config_t *cfg, tsr_dram_t *dram, const tsr_rtl_opts
         rc = tsr_err(TSR_EBACKEND, "rtl: model creation failed");
         goto fail;
     }
+    if (r->o.timeline_path) {
+        if ((rc = tsr_tl_open(r->o.timeline_path, "rtl", r->o.timeline_max, &r->tl)))
+            goto fail;
+        r->vp_mask = r->api->probe(r->m, r->vp);
+        if (r->vp_mask != (1u << TSR_VP_COUNT) - 1) {
+            static const char *const names[TSR_VP_COUNT] = TSR_VP_NAMES;
+            fprintf(stderr, "tessera: rtl timeline: tsr_top has no signal");
+            for (int k = 0; k < TSR_VP_COUNT; k++)
+                if (!((r->vp_mask >> k) & 1))
+                    fprintf(stderr, " %s", names[k]);
+            fprintf(stderr, " (renamed? update sim/rtl/tsr_timeline.vlt and tsr_vtop.h): those lanes stay empty\n");
+        }
+    }
     r->api->set(r->m, TSR_V_RST_N, 0);
     for (int i = 0; i < 8; i++)
         cycle(r);
@@ -513,6 +616,7 @@ void tsr_rtl_destroy(tsr_rtl_t *r)
      * must not be unmapped while the process lives. */
     if (r->prof)
         fclose(r->prof);
+    tsr_tl_close(r->tl);
     free(r->insns);
     free(r->beat);
     free(r);
@@ -548,6 +652,15 @@ int tsr_rtl_start(tsr_rtl_t *r, uint64_t insn_addr, uint32_t count)
     if (r->prof) {
         r->prof_run++;
         prof_sample(r, 0);
+    }
+    if (r->tl) {
+        if ((rc = tsr_tl_run_begin(r->tl, &r->cfg, r->insns, count, (double)r->cycle)))
+            return rc;
+        r->api->probe(r->m, r->vp);
+        for (int s = 0; s < TSR_STAGE_COUNT; s++)
+            r->st_begin[s] = r->wait_begin[s] = UINT64_MAX;
+        r->op_begin[0] = r->op_begin[1] = UINT64_MAX;
+        r->op_n[0] = r->op_n[1] = 0;
     }
     return TSR_OK;
 }
@@ -686,6 +799,8 @@ int tsr_rtl_step(tsr_rtl_t *r, uint64_t max_cycles, int *done)
                 prof_sample(r, 1); /* the last (partial) window */
                 fflush(r->prof);
             }
+            if (r->tl)
+                tl_run_end(r);
             r->running = 0;
             int rc = end_checks(r);
             if (rc)

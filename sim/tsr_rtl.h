@@ -27,6 +27,9 @@ typedef struct tsr_rtl_opts {
     int verbose;                 /* print model builds to stderr */
     const char *profile_path;    /* utilisation timeline (CSV, one line per window of every run), or NULL */
     uint32_t profile_window;     /* cycles per profile line (0 = 256) */
+    const char *timeline_path;   /* Perfetto/Chrome trace-event JSON of every run (sim/tsr_timeline.h), or NULL;
+                                    the rtl backend then uses a model whose stage signals are public */
+    uint64_t timeline_max;       /* timeline size limit in bytes (0 = TSR_TL_DEFAULT_MAX) */
 } tsr_rtl_opts_t;
 
 typedef struct tsr_rtl tsr_rtl_t;

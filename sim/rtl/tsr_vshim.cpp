@@ -8,6 +8,9 @@
 #ifdef TSR_TRACE
 #include "verilated_fst_c.h"
 #endif
+#ifdef TSR_TIMELINE
+#include "verilated_syms.h"
+#endif
 
 extern "C" {
 #include "tsr_vtop.h"
@@ -23,6 +26,13 @@ struct Model {
     bool tracing = false;
 #endif
     uint64_t time = 0;
+#ifdef TSR_TIMELINE
+    // The probed signals, found by name at run time so that a renamed
+    // signal costs its lane (and a message) instead of the model build.
+    void *vp[TSR_VP_COUNT] = {};
+    int vp_bytes[TSR_VP_COUNT] = {};
+    uint32_t vp_mask = 0;
+#endif
 };
 
 // Byte copies for ports whose Verilator type depends on the width.
@@ -62,6 +72,19 @@ void *create(const char *fst)
 #endif
     m->top->clk_i = 0;
     m->top->eval();
+#ifdef TSR_TIMELINE
+    static const char *const names[TSR_VP_COUNT] = TSR_VP_NAMES;
+    if (const VerilatedScope *s = m->ctx.scopeFind("TOP.tsr_top"))
+        for (int k = 0; k < TSR_VP_COUNT; k++)
+            if (VerilatedVar *v = s->varFind(names[k])) {
+                int b = v->vltype() == VLVT_UINT8 ? 1 : v->vltype() == VLVT_UINT16 ? 2 : v->vltype() == VLVT_UINT32 ? 4 : 0;
+                if (b) {
+                    m->vp[k] = v->datap();
+                    m->vp_bytes[k] = b;
+                    m->vp_mask |= 1u << k;
+                }
+            }
+#endif
     return m;
 }
 
@@ -110,6 +133,23 @@ void trace(void *p, int on)
 #else
     (void)p;
     (void)on;
+#endif
+}
+
+uint32_t probe(void *p, uint32_t *v)
+{
+#ifdef TSR_TIMELINE
+    Model *m = (Model *)p;
+    for (int k = 0; k < TSR_VP_COUNT; k++)
+        v[k] = m->vp_bytes[k] == 1 ? *(const uint8_t *)m->vp[k]
+             : m->vp_bytes[k] == 2 ? *(const uint16_t *)m->vp[k]
+             : m->vp_bytes[k] == 4 ? *(const uint32_t *)m->vp[k] : 0;
+    return m->vp_mask;
+#else
+    (void)p;
+    for (int k = 0; k < TSR_VP_COUNT; k++)
+        v[k] = 0;
+    return 0;
 #endif
 }
 
@@ -179,5 +219,5 @@ void set_rdata(void *p, const uint8_t *b) { from_bytes(((Model *)p)->top->m_axi_
 } // namespace
 
 extern "C" const tsr_vtop_api_t tsr_vtop_api = {
-    TSR_VTOP_API_VERSION, TSR_BUS_BYTES, create, destroy, eval, tick, get, set, get_wdata, set_rdata, trace,
+    TSR_VTOP_API_VERSION, TSR_BUS_BYTES, create, destroy, eval, tick, get, set, get_wdata, set_rdata, trace, probe,
 };

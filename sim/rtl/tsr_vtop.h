@@ -28,8 +28,20 @@ typedef enum {
     TSR_V_COUNT
 } tsr_vsig_e;
 
+/* Internal signals a timeline model (built with sim/rtl/tsr_timeline.vlt,
+ * which makes them public) samples every cycle: the stage handshakes that
+ * feed the hardware counters, so no hw/rtl edit is needed for them. */
+typedef enum {
+    TSR_VP_FETCHED = 0,                                    /* instructions fetch dispatched */
+    TSR_VP_LOAD_INSNS, TSR_VP_COMPUTE_INSNS, TSR_VP_STORE_INSNS, /* completed per stage */
+    TSR_VP_LOAD_BUSY, TSR_VP_COMPUTE_BUSY, TSR_VP_STORE_BUSY,
+    TSR_VP_LOAD_STALL_TOK, TSR_VP_COMPUTE_STALL_TOK, TSR_VP_STORE_STALL_TOK,
+    TSR_VP_GEMM_OP, TSR_VP_ALU_OP,                         /* a pipe issued an op this cycle */
+    TSR_VP_COUNT
+} tsr_vprobe_e;
+
 /* Function table exported by the shim as `tsr_vtop_api` (version-checked). */
-#define TSR_VTOP_API_VERSION 1
+#define TSR_VTOP_API_VERSION 2
 typedef struct tsr_vtop_api {
     int version;                                   /* TSR_VTOP_API_VERSION */
     int bus_bytes;                                 /* DRAM bus width the model was built for */
@@ -42,6 +54,14 @@ typedef struct tsr_vtop_api {
     void (*get_wdata)(void *m, uint8_t *bytes);    /* m_axi_wdata_o, bus_bytes bytes */
     void (*set_rdata)(void *m, const uint8_t *bytes); /* m_axi_rdata_i */
     void (*trace)(void *m, int on);                /* dump waveform while on */
+    /* Timeline models: read the tsr_vprobe_e signals into v; returns the
+     * mask of those the model exposes (0 in a model built without them). */
+    uint32_t (*probe)(void *m, uint32_t v[TSR_VP_COUNT]);
 } tsr_vtop_api_t;
+
+/* tsr_top's names of the tsr_vprobe_e signals (the shim looks them up). */
+#define TSR_VP_NAMES                                                                                    \
+    {"fetched", "load_insns", "compute_insns", "store_insns", "load_busy", "compute_busy", "store_busy", \
+     "load_stall_tok", "compute_stall_tok", "store_stall_tok", "gemm_op", "alu_op"}
 
 #endif

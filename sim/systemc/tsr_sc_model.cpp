@@ -292,6 +292,7 @@ void tsr_sc_accel::pop_tokens(const tsr_insn_t &in, int st, double *stall)
     }
     if (stall)
         *stall += now() - t0;
+    tsr_tl_wait(tl, st, t0, now());
 }
 
 double tsr_sc_accel::push_tokens(const tsr_insn_t &in, int st, double at)
@@ -303,8 +304,10 @@ double tsr_sc_accel::push_tokens(const tsr_insn_t &in, int st, double at)
         qs[n++] = push_q(st, 1);
     for (int k = 0; k < n; k++) {
         tsr_sc_tokq &q = tq[qs[k]];
+        const double w0 = now();
         while (q.tok.size() >= q.depth)
             wait_ev(q.changed);
+        tsr_tl_wait(tl, st, w0, now());
         double v = std::max(at, now()) + kTokLat;
         if (!q.tok.empty())
             v = std::max(v, q.tok.back());
@@ -351,7 +354,9 @@ double tsr_sc_accel::axi(bool write, bool high, uint64_t addr, uint64_t bytes, s
         if (aborting) // reset while the burst waited for a slot (dropped)
             throw tsr_sc_abort();
         double issue = ext.accepted;
-        last = std::max(last, tsr_sc_to_cycles(sc_time_stamp() + d));
+        const double burst_end = tsr_sc_to_cycles(sc_time_stamp() + d);
+        last = std::max(last, burst_end);
+        tsr_tl_burst(tl, write ? TSR_TL_WR : TSR_TL_RD, issue, burst_end, a, (uint32_t)n);
         // Next address one cycle after this one was accepted.
         double loc = issue + 1 - now();
         *local = tsr_sc_cycles(std::max(0.0, loc));
@@ -376,6 +381,7 @@ void tsr_sc_accel::fail(int rc, const std::string &msg)
     }
     status_ = (status_ & ~TSR_STATUS_BUSY) | TSR_STATUS_DONE | TSR_STATUS_ERR;
     run_end = now();
+    tsr_tl_run_end(tl, run_end);
     aborting = true; // the other stages stop at their next wait
     abort_ev.notify(SC_ZERO_TIME);
     done_ev.notify(SC_ZERO_TIME);
@@ -398,6 +404,7 @@ void tsr_sc_accel::finish(double at)
 {
     wait_until(at + kFinish);
     run_end = now();
+    tsr_tl_run_end(tl, run_end);
     status_ = (status_ & ~TSR_STATUS_BUSY) | TSR_STATUS_DONE;
     // End-of-run checks (as tsr_rtl's): no token left in a queue.
     for (int q = 0; q < 4; q++)
@@ -529,6 +536,8 @@ void tsr_sc_accel::reg_write(uint32_t addr, uint32_t v)
                     return;
                 }
             }
+            if (tsr_tl_run_begin(tl, &cfg, insns.data(), insn_count_, run_start))
+                tl = nullptr; // out of memory: the timeline stops (it reports on close)
             start_pending = true;
             start_ev.notify(SC_ZERO_TIME);
         }
@@ -596,6 +605,7 @@ void tsr_sc_fetch::run()
                     }
                     A.cmdq[st].push_back({idx, disp + kCmdLat});
                     A.cmdq_ev[st].notify(SC_ZERO_TIME);
+                    tsr_tl_fetch(A.tl, disp);
                     A.fetched = idx + 1;
                 }
                 drained[k & 1] = disp;
@@ -632,6 +642,7 @@ void tsr_sc_load::run()
         bool valid = false;
         uint32_t idx = 0;
         double end = 0;
+        double t0 = 0; // cycle the stage took it
     } pend;
     tsr_sc_accel &A = *a_;
     for (;;) {
@@ -644,7 +655,12 @@ void tsr_sc_load::run()
                     const tsr_insn_t &in = A.insns[pend.idx];
                     A.wait_until(pend.end);
                     A.exec(in, pend.idx, "load");
+                    const double before = A.now();
                     A.push_tokens(in, TSR_STAGE_LOAD, A.now());
+                    // Complete at the modelled end (finalize may run later, once
+                    // the next instruction's reads are issued), or when a full
+                    // token queue let the push through.
+                    tsr_tl_insn(A.tl, TSR_STAGE_LOAD, pend.t0, A.now() > before ? A.now() : pend.end);
                     A.stage_done[TSR_STAGE_LOAD]++;
                     A.stage_at[TSR_STAGE_LOAD] = -1;
                     pend.valid = false;
@@ -672,7 +688,7 @@ void tsr_sc_load::run()
                 double first = in.x_size ? t_issue + A.dp.latency : t_issue;
                 double back = std::max(prev_end, first) + (double)rows;
                 double end = std::max(data_end, back) + kLoadBack;
-                pend = {true, c.idx, end};
+                pend = {true, c.idx, end, t0};
                 A.hw[TSR_CNT_LOAD_BUSY] += (uint64_t)std::llround(end - t0);
                 A.hw[TSR_CNT_LOAD_STALL_TOK] += (uint64_t)std::llround(stall);
                 A.hw[TSR_CNT_LOAD_STALL_MEM] += (uint64_t)std::llround(std::max(0.0, data_end - back));
@@ -747,6 +763,7 @@ void tsr_sc_compute::run()
                     A.stage_done[TSR_STAGE_COMPUTE]++;
                     A.stage_at[TSR_STAGE_COMPUTE] = -1;
                     A.hw[TSR_CNT_COMPUTE_BUSY] += (uint64_t)std::llround(A.now() - t0);
+                    tsr_tl_insn(A.tl, TSR_STAGE_COMPUTE, t0, A.now());
                     A.finish(A.now());
                     continue;
                 }
@@ -774,6 +791,7 @@ void tsr_sc_compute::run()
                     A.wait_until(end);
                     A.exec(in, c.idx, "compute");
                     A.push_tokens(in, TSR_STAGE_COMPUTE, end);
+                    tsr_tl_insn(A.tl, TSR_STAGE_COMPUTE, t0, A.now());
                     older = std::max(older, end);
                     A.stage_done[TSR_STAGE_COMPUTE]++;
                     A.stage_at[TSR_STAGE_COMPUTE] = -1;
@@ -810,6 +828,9 @@ void tsr_sc_compute::run()
                 older = std::max(older, pfree[p]);
                 A.op_t0[p] = t;
                 A.op_n[p] = (in.opcode == TSR_OP_GEMM && in.reset) ? 0 : (double)ops;
+                tsr_tl_insn(A.tl, TSR_STAGE_COMPUTE, t0, pfree[p]);
+                if (A.op_n[p] > 0)
+                    tsr_tl_pipe(A.tl, p, t, t + (double)ops, ops);
                 if (in.opcode == TSR_OP_GEMM)
                     A.hw[TSR_CNT_GEMM_OPS] += in.reset ? 0 : ops;
                 else
@@ -846,6 +867,7 @@ void tsr_sc_store::run()
                 end = std::max(end, t);
                 A.wait_until(end);
                 A.push_tokens(in, TSR_STAGE_STORE, end);
+                tsr_tl_insn(A.tl, TSR_STAGE_STORE, t0, A.now());
                 A.stage_done[TSR_STAGE_STORE]++;
                 A.stage_at[TSR_STAGE_STORE] = -1;
                 A.hw[TSR_CNT_STORE_BUSY] += (uint64_t)std::llround(A.now() - t0);

@@ -36,6 +36,7 @@ extern "C" {
 #include "tsr_fsim.h"
 #include "tsr_isa.h"
 #include "tsr_regs.h"
+#include "tsr_timeline.h"
 }
 
 // One cycle of the accelerator clock as simulated time (1 ns: 1 GHz
@@ -184,6 +185,7 @@ class tsr_sc_accel : public sc_core::sc_module {
     std::string where() const;
     uint32_t reg_insn_addr() const { return insn_addr_; }
     tsr_sc_dram *dram_model = nullptr;   // cleared on reset (optional)
+    tsr_tl_t *tl = nullptr;              // timeline the stages report to (owned by the shim), or null
     // Set on DONE; the shim pauses the kernel with it.
     sc_core::sc_event done_ev;
 

@@ -75,6 +75,7 @@ struct tsr_sc {
     tsr_sc_accel *acc;
     tsr_sc_dram *mem;
     host_port *host;
+    tsr_tl_t *tl; // --timeline, or null
 };
 
 static int reg_access(tsr_sc_t *s, bool write, uint32_t addr, uint32_t *v)
@@ -126,17 +127,19 @@ extern "C" int tsr_sc_create(const tsr_config_t *cfg, tsr_dram_t *dram, const ts
     if (opts && opts->dram_outstanding)
         dp.outstanding = opts->dram_outstanding > 32 ? 32 : opts->dram_outstanding;
     tsr_sc_t *s = new (std::nothrow) tsr_sc_t{slot, g_world->acc[slot].get(), g_world->mem[slot].get(),
-                                              g_world->host[slot].get()};
+                                              g_world->host[slot].get(), nullptr};
     if (!s)
         return tsr_err(TSR_ENOMEM, "out of memory");
     s->mem->mem = dram;
     s->mem->p = dp;
     s->mem->bus = cfg->dram_bus_width / 8;
     s->mem->clear();
-    if ((rc = s->acc->configure(cfg, dram, dp))) {
+    if ((rc = s->acc->configure(cfg, dram, dp)) ||
+        (opts && opts->timeline_path && (rc = tsr_tl_open(opts->timeline_path, "systemc", opts->timeline_max, &s->tl)))) {
         delete s;
         return rc;
     }
+    s->acc->tl = s->tl;
     g_world->used[slot] = true;
     *out = s;
     return TSR_OK;
@@ -150,6 +153,8 @@ extern "C" void tsr_sc_destroy(tsr_sc_t *s)
         s->acc->reset();
         run_kernel(0);
     }
+    s->acc->tl = nullptr;
+    tsr_tl_close(s->tl);
     g_world->used[s->slot] = false;
     delete s;
 }
