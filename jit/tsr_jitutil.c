@@ -20,6 +20,15 @@ void tsr_span(int i0, int n, int step, int size, tsr_span_t *s)
     }
 }
 
+int tsr_tile_candidates(int n, int *out)
+{
+    int k = 0;
+    for (int v = 1; v <= n; v++)
+        if (v == 1 || (n + v - 1) / v != (n + v - 2) / (v - 1))
+            out[k++] = v;
+    return k;
+}
+
 uint64_t tsr_mono_ns(void)
 {
     struct timespec ts;

@@ -21,6 +21,12 @@ typedef struct tsr_span {
 
 void tsr_span(int i0, int n, int step, int size, tsr_span_t *s);
 
+/* Candidate values v of a tile size along a dimension of n (blocks, rows,
+ * columns): the smallest v for each distinct count ceil(n / v), ascending,
+ * into out (room for n); returns their number. The tiling searches try
+ * only these (a larger v with the same count only adds work). */
+int tsr_tile_candidates(int n, int *out);
+
 /* Monotonic clock in nanoseconds (plan and generation times). */
 uint64_t tsr_mono_ns(void);
 

@@ -745,17 +745,6 @@ static void build(const geo_t *g, ibuf_t *b)
         build_window(g, b);
 }
 
-/* Candidate values v of a tile size along a dimension of n: the smallest v
- * for each distinct count ceil(n / v). */
-static int candidates(int n, int *out)
-{
-    int k = 0;
-    for (int v = 1; v <= n; v++)
-        if (v == 1 || cdiv(n, v) != cdiv(n, v - 1))
-            out[k++] = v;
-    return k;
-}
-
 /* Overheads of the cost model, in cycles: per instruction, and per step
  * (DRAM latency and token hand-offs; measured on the RTL default preset:
  * global avgpool 1x512x7x7 runs in 4220 cycles with 2 steps and 4529 with 8). */
@@ -794,7 +783,8 @@ static int choose_tiling(geo_t *g)
     if (!cand)
         return tsr_err(TSR_ENOMEM, "out of memory");
     int *c_co = cand, *c_oh = cand + g->cb + 1, *c_ow = c_oh + g->oh + 1;
-    int n_co = candidates(g->cb, c_co), n_oh = candidates(g->oh, c_oh), n_ow = candidates(g->ow, c_ow);
+    int n_co = tsr_tile_candidates(g->cb, c_co), n_oh = tsr_tile_candidates(g->oh, c_oh);
+    int n_ow = tsr_tile_candidates(g->ow, c_ow);
     static const int nbs[4][2] = {{2, 2}, {1, 2}, {2, 1}, {1, 1}};
     const long loop_max = (1L << TSR_LOOP_BITS) - 1;
     double best = -1;
