@@ -218,26 +218,12 @@ typedef struct {
     uint32_t x_el, y_el, c_el, w_el, uop_el;
 } geo_t;
 
-/* Row geometry of a row tile. */
-typedef struct {
-    int oy0, toh;         /* first output row, rows in this tile */
-    int rows;             /* on-chip input rows per channel block (pads included) */
-    int pad0, real, pad1; /* rows of top padding, DRAM rows, bottom padding */
-    int iy_first;         /* first DRAM input row loaded */
-} rowgeo_t;
+typedef tsr_rowtile_t rowgeo_t; /* row geometry of a row tile (tsr_jitutil.h) */
 
 static void row_tile(const geo_t *g, int rt, rowgeo_t *r)
 {
     const tsr_pool_params_t *p = g->p;
-    r->oy0 = rt * g->t.toh;
-    r->toh = imin(g->t.toh, g->oh - r->oy0);
-    r->rows = (r->toh - 1) * p->stride_h + p->kh;
-    tsr_span_t sp;
-    tsr_span(r->oy0 * p->stride_h - p->pad_top, r->rows, 1, p->h, &sp);
-    r->pad0 = sp.pad0;
-    r->real = sp.real;
-    r->pad1 = sp.pad1;
-    r->iy_first = sp.first;
+    tsr_row_tile(rt, g->t.toh, g->oh, p->kh, p->stride_h, p->pad_top, p->h, 1, r);
 }
 
 /* Is every output row of row tile rt a full-height window (map reuse)? */
