@@ -15,6 +15,7 @@
 #include "tsr_asm.h"
 #include "tsr_cli_infer.h"
 #include "tsr_cli_op.h"
+#include "tsr_cli_run.h"
 #include "tsr_config.h"
 #include "tsr_conv2d.h"
 #include "tsr_driver.h"
@@ -1293,14 +1294,8 @@ static int bench_resnet18(int argc, char **argv)
     tsr_device_t *dev = NULL, *chk = NULL;
     int8_t *y = NULL, *yc = NULL;
     int rc = tsr_config_load(o.cfgname, &cfg), diffs = 0;
-    tsr_device_opts_t dopts = g_dev;
-    dopts.rtl.verbose = 1;
     if (!rc)
-        rc = tsr_device_open(o.backend, &cfg, &dopts, &dev);
-    if (!rc && o.check) {
-        tsr_device_opts_t co = {.seed = o.seed * 2654435761u + 1}; /* random legal stage interleaving */
-        rc = tsr_device_open("fsim", &cfg, &co, &chk);
-    }
+        rc = tsr_cli_open_devices(o.backend, &cfg, &g_dev, o.check, o.seed, &dev, &chk);
     if (!rc && o.no_cache) {
         tsr_kcache_opts_t ko = {.disabled = 1};
         tsr_kcache_t *kc;
@@ -1646,14 +1641,8 @@ static int cmd_net(int argc, char **argv)
     if (check)
         flags |= TSR_GRAPH_KEEP_ALL;
     int rc = tsr_config_load(cfgname, &cfg);
-    tsr_device_opts_t dopts = g_dev;
-    dopts.rtl.verbose = 1;
     if (!rc)
-        rc = tsr_device_open(backend, &cfg, &dopts, &dev);
-    if (!rc && check) {
-        tsr_device_opts_t co = {.seed = seed * 2654435761u + 1}; /* random legal stage interleaving */
-        rc = tsr_device_open("fsim", &cfg, &co, &chk);
-    }
+        rc = tsr_cli_open_devices(backend, &cfg, &g_dev, check, seed, &dev, &chk);
     const double t_desc = now_s();
     if (!rc)
         rc = small ? tsr_netdesc_resnet18_small(seed, (int)batch, shw, swidth, sclasses, &nd)

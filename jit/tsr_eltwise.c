@@ -47,7 +47,6 @@ static int dt_ok(tsr_dtype_e d) { return d == TSR_DT_INT8 || d == TSR_DT_UINT8; 
 static int32_t dt_min(tsr_dtype_e d) { return d == TSR_DT_UINT8 ? 0 : -128; }
 static int32_t dt_max(tsr_dtype_e d) { return d == TSR_DT_UINT8 ? 255 : 127; }
 static int32_t dt_off(tsr_dtype_e d) { return d == TSR_DT_UINT8 ? 128 : 0; }
-static const char *dt_name(tsr_dtype_e d) { return d == TSR_DT_UINT8 ? "uint8" : "int8"; }
 
 /* ------------------------------------------------------------ checks */
 
@@ -63,7 +62,7 @@ static int check_desc(const char *op, const char *what, const tsr_eltwise_desc_t
         return tsr_err(TSR_EINVAL, "%s: %s dtype %d must be int8 or uint8", op, what, (int)d->dtype);
     if (d->zp < dt_min(d->dtype) || d->zp > dt_max(d->dtype))
         return tsr_err(TSR_EINVAL, "%s: %s zero point %d outside [%d, %d] (%s)", op, what, d->zp,
-                       dt_min(d->dtype), dt_max(d->dtype), dt_name(d->dtype));
+                       dt_min(d->dtype), dt_max(d->dtype), tsr_dtype_name(d->dtype));
     *count = n;
     return TSR_OK;
 }
@@ -101,7 +100,7 @@ int tsr_add_check(const tsr_add_params_t *p, int64_t *count)
     }
     if (p->act_min > p->act_max || p->act_min < dt_min(p->y.dtype) || p->act_max > dt_max(p->y.dtype))
         return tsr_err(TSR_EINVAL, "add: activation range [%d, %d] is not a non-empty subrange of [%d, %d] (%s)",
-                       p->act_min, p->act_max, dt_min(p->y.dtype), dt_max(p->y.dtype), dt_name(p->y.dtype));
+                       p->act_min, p->act_max, dt_min(p->y.dtype), dt_max(p->y.dtype), tsr_dtype_name(p->y.dtype));
     if (count)
         *count = n;
     return TSR_OK;
@@ -119,11 +118,11 @@ int tsr_clip_check(const tsr_clip_params_t *p, int64_t *count)
         return rc;
     if (p->y.dtype != p->x.dtype || p->y.zp != p->x.zp)
         return tsr_err(TSR_EINVAL, "clip: output quantization (%s, zero point %d) differs from the input's (%s, "
-                       "zero point %d): relu/clip do not rescale", dt_name(p->y.dtype), p->y.zp,
-                       dt_name(p->x.dtype), p->x.zp);
+                       "zero point %d): relu/clip do not rescale", tsr_dtype_name(p->y.dtype), p->y.zp,
+                       tsr_dtype_name(p->x.dtype), p->x.zp);
     if (p->lo > p->hi || p->lo < dt_min(p->x.dtype) || p->hi > dt_max(p->x.dtype))
         return tsr_err(TSR_EINVAL, "clip: bounds [%d, %d] are not a non-empty subrange of [%d, %d] (%s)", p->lo,
-                       p->hi, dt_min(p->x.dtype), dt_max(p->x.dtype), dt_name(p->x.dtype));
+                       p->hi, dt_min(p->x.dtype), dt_max(p->x.dtype), tsr_dtype_name(p->x.dtype));
     if (count)
         *count = n;
     return TSR_OK;

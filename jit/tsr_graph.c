@@ -255,7 +255,6 @@ static void free_node_arrays(gnode_t *n)
     n->w = NULL;
 }
 
-static const char *dt_name(tsr_dtype_e dt) { return dt == TSR_DT_UINT8 ? "uint8" : "int8"; }
 
 /* Does tensor t match shape/dtype/zp? Else an error naming the node. */
 static int match(const tsr_graph_t *g, const gnode_t *n, const char *what, int id, int N, int C, int H, int W,
@@ -267,7 +266,7 @@ static int match(const tsr_graph_t *g, const gnode_t *n, const char *what, int i
                        n->name, what, id, t->n, t->c, t->h, t->w, N, C, H, W);
     if (t->dtype != dt || t->zp != zp)
         return tsr_err(TSR_EINVAL, "graph: node \"%s\": %s tensor %d is %s zp %d, the operator needs %s zp %d",
-                       n->name, what, id, dt_name(t->dtype), (int)t->zp, dt_name(dt), (int)zp);
+                       n->name, what, id, tsr_dtype_name(t->dtype), (int)t->zp, tsr_dtype_name(dt), (int)zp);
     return TSR_OK;
 }
 
@@ -314,7 +313,7 @@ static int check_conv(tsr_graph_t *g, gnode_t *n, const tsr_conv2d_params_t *p)
                        "graph: node \"%s\": weight zero point %d of %s weights needs w - w_zp split into %d int8 "
                        "parts and the input packed once per part; device tensors hold one copy (use int8 weights "
                        "with zero point 0 or uint8 weights with zero point 128)",
-                       n->name, (int)p->w_zp[0], dt_name(p->w_dtype), copies);
+                       n->name, (int)p->w_zp[0], tsr_dtype_name(p->w_dtype), copies);
     return TSR_OK;
 }
 

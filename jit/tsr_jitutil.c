@@ -20,6 +20,28 @@ void tsr_span(int i0, int n, int step, int size, tsr_span_t *s)
     }
 }
 
+void tsr_row_tile(int rt, int toh, int oh, int kh, int sh, int pad_top, int h, int row_step, tsr_rowtile_t *r)
+{
+    r->oy0 = rt * toh;
+    r->toh = toh < oh - r->oy0 ? toh : oh - r->oy0;
+    r->rows = row_step == 1 ? (r->toh - 1) * sh + kh : r->toh;
+    tsr_span_t sp;
+    tsr_span(r->oy0 * sh - pad_top, r->rows, row_step, h, &sp);
+    r->pad0 = sp.pad0;
+    r->real = sp.real;
+    r->pad1 = sp.pad1;
+    r->iy_first = sp.first;
+}
+
+int tsr_tile_candidates(int n, int *out)
+{
+    int k = 0;
+    for (int v = 1; v <= n; v++)
+        if (v == 1 || (n + v - 1) / v != (n + v - 2) / (v - 1))
+            out[k++] = v;
+    return k;
+}
+
 uint64_t tsr_mono_ns(void)
 {
     struct timespec ts;

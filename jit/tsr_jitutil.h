@@ -21,6 +21,28 @@ typedef struct tsr_span {
 
 void tsr_span(int i0, int n, int step, int size, tsr_span_t *s);
 
+/* Row geometry of a row tile of a windowed operator (conv2d, pools): the
+ * output rows it computes and the input rows (halo and padding included)
+ * it needs on chip, split into top padding, DRAM rows and bottom padding. */
+typedef struct tsr_rowtile {
+    int oy0, toh;         /* first output row, rows in this tile */
+    int rows;             /* on-chip input rows per channel block (pads included) */
+    int pad0, real, pad1; /* rows of top padding, DRAM rows, bottom padding */
+    int iy_first;         /* first DRAM input row loaded */
+} tsr_rowtile_t;
+
+/* Row tile rt of TOH output rows (the last one shorter) over an output of
+ * oh rows: window kh, stride sh, top padding pad_top, input height h.
+ * row_step 1 loads every input row of the window span; row_step sh (1xK
+ * kernels with stride sh) only the rows the outputs read. */
+void tsr_row_tile(int rt, int toh, int oh, int kh, int sh, int pad_top, int h, int row_step, tsr_rowtile_t *r);
+
+/* Candidate values v of a tile size along a dimension of n (blocks, rows,
+ * columns): the smallest v for each distinct count ceil(n / v), ascending,
+ * into out (room for n); returns their number. The tiling searches try
+ * only these (a larger v with the same count only adds work). */
+int tsr_tile_candidates(int n, int *out);
+
 /* Monotonic clock in nanoseconds (plan and generation times). */
 uint64_t tsr_mono_ns(void);
 

@@ -218,26 +218,12 @@ typedef struct {
     uint32_t x_el, y_el, c_el, w_el, uop_el;
 } geo_t;
 
-/* Row geometry of a row tile. */
-typedef struct {
-    int oy0, toh;         /* first output row, rows in this tile */
-    int rows;             /* on-chip input rows per channel block (pads included) */
-    int pad0, real, pad1; /* rows of top padding, DRAM rows, bottom padding */
-    int iy_first;         /* first DRAM input row loaded */
-} rowgeo_t;
+typedef tsr_rowtile_t rowgeo_t; /* row geometry of a row tile (tsr_jitutil.h) */
 
 static void row_tile(const geo_t *g, int rt, rowgeo_t *r)
 {
     const tsr_pool_params_t *p = g->p;
-    r->oy0 = rt * g->t.toh;
-    r->toh = imin(g->t.toh, g->oh - r->oy0);
-    r->rows = (r->toh - 1) * p->stride_h + p->kh;
-    tsr_span_t sp;
-    tsr_span(r->oy0 * p->stride_h - p->pad_top, r->rows, 1, p->h, &sp);
-    r->pad0 = sp.pad0;
-    r->real = sp.real;
-    r->pad1 = sp.pad1;
-    r->iy_first = sp.first;
+    tsr_row_tile(rt, g->t.toh, g->oh, p->kh, p->stride_h, p->pad_top, p->h, 1, r);
 }
 
 /* Is every output row of row tile rt a full-height window (map reuse)? */
@@ -745,17 +731,6 @@ static void build(const geo_t *g, ibuf_t *b)
         build_window(g, b);
 }
 
-/* Candidate values v of a tile size along a dimension of n: the smallest v
- * for each distinct count ceil(n / v). */
-static int candidates(int n, int *out)
-{
-    int k = 0;
-    for (int v = 1; v <= n; v++)
-        if (v == 1 || cdiv(n, v) != cdiv(n, v - 1))
-            out[k++] = v;
-    return k;
-}
-
 /* Overheads of the cost model, in cycles: per instruction, and per step
  * (DRAM latency and token hand-offs; measured on the RTL default preset:
  * global avgpool 1x512x7x7 runs in 4220 cycles with 2 steps and 4529 with 8). */
@@ -794,7 +769,8 @@ static int choose_tiling(geo_t *g)
     if (!cand)
         return tsr_err(TSR_ENOMEM, "out of memory");
     int *c_co = cand, *c_oh = cand + g->cb + 1, *c_ow = c_oh + g->oh + 1;
-    int n_co = candidates(g->cb, c_co), n_oh = candidates(g->oh, c_oh), n_ow = candidates(g->ow, c_ow);
+    int n_co = tsr_tile_candidates(g->cb, c_co), n_oh = tsr_tile_candidates(g->oh, c_oh);
+    int n_ow = tsr_tile_candidates(g->ow, c_ow);
     static const int nbs[4][2] = {{2, 2}, {1, 2}, {2, 1}, {1, 1}};
     const long loop_max = (1L << TSR_LOOP_BITS) - 1;
     double best = -1;

@@ -63,6 +63,15 @@ typedef struct {
 } post_t;
 
 /* Emit the requantization ALU sequence and the STOREs of tile pt. */
+/* The loops of a conv GEMM over a tile of toh rows of ow outputs: rows
+ * (dst +ow, src +sfo), columns (dst +1, src +sw); a loop that runs once
+ * gets factor 0, so it never has to fit its field needlessly. */
+static void conv_loops(tsr_insn_t *in, int toh, int ow, int sfo, int sw)
+{
+    tsr_stream_loops(in, (uint32_t)toh, toh > 1 ? (uint32_t)ow : 0, toh > 1 ? (uint32_t)sfo : 0, (uint32_t)ow,
+                     ow > 1 ? 1 : 0, ow > 1 ? (uint32_t)sw : 0);
+}
+
 /* The requantization ALU steps: shr (left, if any shift is positive), mulhr
  * by M, then rqfin (rounding right shift, + y_zp, clamp) with its packed
  * row. Returns their number. */
@@ -303,12 +312,7 @@ void tsr_conv2d_build(const geo_t *g, ibuf_t *b)
                             tsr_stream_wait(&b->s, TSR_Q_LD2CMP);
                         const uint32_t kb = tsr_conv2d_kern_base(g, b, islot, wslot, pa, c0);
                         in = tsr_stream_gemm(&b->s, kb, kb + (uint32_t)(per_blk * (c1 - c0)), 0);
-                        in->iter_out = (uint32_t)r.toh;
-                        in->dst_factor_out = r.toh > 1 ? (uint32_t)OW : 0;
-                        in->src_factor_out = r.toh > 1 ? (uint32_t)sfo : 0;
-                        in->iter_in = (uint32_t)OW;
-                        in->dst_factor_in = OW > 1 ? 1 : 0;
-                        in->src_factor_in = OW > 1 ? (uint32_t)p->stride_w : 0;
+                        conv_loops(in, r.toh, OW, sfo, p->stride_w);
                         if (cl == ngemm - 1 && s < g->steps - NBI) /* the step's slots are free again */
                             tsr_stream_signal(&b->s, TSR_Q_CMP2LD);
                     }
@@ -524,12 +528,7 @@ void tsr_conv2d_build_res(const geo_t *g, ibuf_t *b)
                 const int i0 = gi * nin / ngrp, i1 = (gi + 1) * nin / ngrp;
                 tsr_stream_wait(&b->s, TSR_Q_LD2CMP);
                 in = tsr_stream_gemm(&b->s, kb + (uint32_t)(i0 * per_in), kb + (uint32_t)(i1 * per_in), 0);
-                in->iter_out = (uint32_t)r.toh;
-                in->dst_factor_out = r.toh > 1 ? (uint32_t)OW : 0;
-                in->src_factor_out = r.toh > 1 ? (uint32_t)sfo : 0;
-                in->iter_in = (uint32_t)OW;
-                in->dst_factor_in = OW > 1 ? 1 : 0;
-                in->src_factor_in = OW > 1 ? (uint32_t)p->stride_w : 0;
+                conv_loops(in, r.toh, OW, sfo, p->stride_w);
             }
             glast[s] = b->s.n - 1;
             if (t == 0 && ch == imin(1, g->chunks - 1) && g->tiles > 1) {

@@ -21,15 +21,7 @@ void tsr_conv2d_col_tile(const geo_t *g, int wt, colgeo_t *cg)
 void tsr_conv2d_row_tile(const geo_t *g, int rt, rowgeo_t *r)
 {
     const tsr_conv2d_params_t *p = g->p;
-    r->oy0 = rt * g->t.toh;
-    r->toh = imin(g->t.toh, g->oh - r->oy0);
-    r->rows = g->row_step == 1 ? (r->toh - 1) * p->stride_h + p->kh : r->toh;
-    tsr_span_t sp;
-    tsr_span(r->oy0 * p->stride_h - p->pad_top, r->rows, g->row_step, p->h, &sp);
-    r->pad0 = sp.pad0;
-    r->real = sp.real;
-    r->pad1 = sp.pad1;
-    r->iy_first = sp.first;
+    tsr_row_tile(rt, g->t.toh, g->oh, p->kh, p->stride_h, p->pad_top, p->h, g->row_step, r);
 }
 
 /* Kernel (uop range) for GEMM of acc half pa, inp/wgt half q, block cl. */

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "tsr_conv2d.h"
+#include "tsr_jitutil.h"
 #include "tsr_stream.h"
 
 static inline int imin(int a, int b) { return a < b ? a : b; }
@@ -43,13 +44,7 @@ typedef struct res_kern {
 } res_kern_t;
 
 
-/* Row geometry of a row tile. */
-typedef struct {
-    int oy0, toh;            /* first output row, rows in this tile */
-    int rows;                /* on-chip input rows per channel block (pads included) */
-    int pad0, real, pad1;    /* rows of top padding, DRAM rows, bottom padding */
-    int iy_first;            /* first DRAM input row loaded */
-} rowgeo_t;
+typedef tsr_rowtile_t rowgeo_t; /* row geometry of a row tile (tsr_jitutil.h) */
 
 typedef struct {
     int toh, tco, tci, co_inner;

@@ -217,20 +217,6 @@ double tsr_conv2d_estimate_cycles(const geo_t *g, const ibuf_t *b)
     return bad || dr.oom ? 1e30 : total;
 }
 
-/* Candidate values v of a tile size along a dimension of n blocks: the
- * smallest v for each distinct count ceil(n / v). */
-static int candidates(int n, int *out)
-{
-    int k = 0;
-    for (int v = 1; v <= n; v++)
-        if (v == 1 || cdiv(n, v) != cdiv(n, v - 1))
-            out[k++] = v;
-    return k;
-}
-
-/* Per-instruction overhead of the cost model, in DRAM-byte equivalents
- * (16 bytes of fetch plus issue and DRAM latency of short transfers). */
-
 /* Build tiling t's stream, estimate it and keep it in *bt if it is the
  * cheapest so far. */
 static void consider(const geo_t *g, const tiling_t *t0, double *best, tiling_t *bt)
@@ -309,8 +295,8 @@ int tsr_conv2d_choose_tiling(geo_t *g)
     if (!ch)
         return tsr_err(TSR_ENOMEM, "out of memory");
     int *c_oh = ch, *c_co = ch + g->oh + 1, *c_ci = c_co + g->cob + 1;
-    int n_oh = candidates(g->oh, c_oh), n_co = candidates(g->cob, c_co);
-    int n_ci = g->dw ? 1 : candidates(g->cib, c_ci);
+    int n_oh = tsr_tile_candidates(g->oh, c_oh), n_co = tsr_tile_candidates(g->cob, c_co);
+    int n_ci = g->dw ? 1 : tsr_tile_candidates(g->cib, c_ci);
     if (g->dw) { /* weight parts per chunk: all, or one at a time */
         c_ci[0] = g->wsplit;
         if (g->wsplit > 1)
@@ -327,7 +313,7 @@ int tsr_conv2d_choose_tiling(geo_t *g)
         free(ch);
         return tsr_err(TSR_ENOMEM, "out of memory");
     }
-    int n_ow = candidates(g->ow, c_ow);
+    int n_ow = tsr_tile_candidates(g->ow, c_ow);
     /* Every buffering choice is evaluated: the estimate decides whether
      * four acc regions (requantization and stores off the critical path)
      * are worth their smaller tiles. */
