@@ -39,7 +39,9 @@ def make_context(sp, cli, cache):
     for n, (ov, cfg) in enumerate(sp.points):
         show = space.config_show(cli, cfg, "point")
         pts.append({"id": f"p{n:03d}", "overrides": ov, "config": cfg, "macs": show["macs"],
-                    "clock_mhz": show["clock_mhz"], "sram_kib": sum(show["buffers"].values()) / 1024})
+                    "clock_mhz": show["clock_mhz"], "sram_kib": sum(show["buffers"].values()) / 1024,
+                    # block RAM data bits of the buffers at full use (32 Kbit per BRAM36): a floor
+                    "bram36_floor": -(-sum(show["buffers"].values()) // 4096)})
     return {"space": sp.name, "root": ROOT, "cli": cli, "cache": os.path.abspath(cache),
             "workload": sp.workload, "dram": sp.dram, "backend": sp.backend, "synth": sp.synth,
             "fingerprints": evaluate.fingerprints(ROOT, cli), "points": pts}
