@@ -8,7 +8,7 @@ from . import boards as boards_mod
 from . import pareto
 
 CSV_FIELDS = ["id", "overrides", "macs_per_cycle", "sram_kib", "bram36_floor", "clock_mhz", "cycles", "throughput",
-              "LUT", "FF", "BRAM36", "DSP", "pareto", "fits", "cycles_wall_s", "synth_wall_s", "status"]
+              "LUT", "FF", "BRAM36", "DSP", "pareto", "fits", "ruled_out", "cycles_wall_s", "synth_wall_s", "status"]
 
 
 def build_rows(ctx, results, boards, budget):
@@ -67,7 +67,7 @@ def write(outdir, ctx, rows, boards):
         w.writeheader()
         for r in rows:
             d = dict(r, overrides=_fmt_ov(r["overrides"]), pareto=int(bool(r.get("pareto"))),
-                     fits=" ".join(r.get("fits", [])))
+                     fits=" ".join(r.get("fits", [])), ruled_out=" ".join(r.get("ruled_out", [])))
             if "throughput" in d:
                 d["throughput"] = f"{d['throughput']:.3f}"
             w.writerow(d)
