@@ -162,8 +162,9 @@ def main():
     s = sub.add_parser("sweep", help="run a sweep")
     s.add_argument("space")
     s.add_argument("--engine", choices=("local", "slurm"), default="local")
-    s.add_argument("-j", "--jobs", type=int, default=1,
-                   help="local: worker processes; slurm: most array tasks at once (0 = no limit)")
+    s.add_argument("-j", "--jobs", type=int, default=None,
+                   help="local: worker processes (default 1); slurm: most array tasks at once "
+                        "(default 0 = no limit)")
     s.add_argument("--out", help="output directory (default dse-out/NAME)")
     s.add_argument("--cache", help="result cache (default $TESSERA_DSE_CACHE or build/dse-cache)")
     s.add_argument("--cli", help="the tessera binary (default build/tessera)")
@@ -179,6 +180,8 @@ def main():
     p.add_argument("--only", choices=("cycles", "synth"), help="one part of the point")
     p.set_defaults(fn=cmd_point)
     a = ap.parse_args()
+    if getattr(a, "cmd", "") == "sweep" and a.jobs is None:
+        a.jobs = 1 if a.engine == "local" else 0
     if getattr(a, "jobs", 1) < 0 or (getattr(a, "engine", "") == "local" and a.jobs < 1):
         ap.error("-j needs a positive number (slurm: 0 = no limit)")
     a.fn(a)
