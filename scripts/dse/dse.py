@@ -39,7 +39,9 @@ def make_context(sp, cli, cache):
     for n, (ov, cfg) in enumerate(sp.points):
         show = space.config_show(cli, cfg, "point")
         pts.append({"id": f"p{n:03d}", "overrides": ov, "config": cfg, "macs": show["macs"],
-                    "clock_mhz": show["clock_mhz"], "sram_kib": sum(show["buffers"].values()) / 1024})
+                    "clock_mhz": show["clock_mhz"], "sram_kib": sum(show["buffers"].values()) / 1024,
+                    # block RAM data bits of the buffers at full use (32 Kbit per BRAM36): a floor
+                    "bram36_floor": -(-sum(show["buffers"].values()) // 4096)})
     return {"space": sp.name, "root": ROOT, "cli": cli, "cache": os.path.abspath(cache),
             "workload": sp.workload, "dram": sp.dram, "backend": sp.backend, "synth": sp.synth,
             "fingerprints": evaluate.fingerprints(ROOT, cli), "points": pts}
@@ -160,8 +162,9 @@ def main():
     s = sub.add_parser("sweep", help="run a sweep")
     s.add_argument("space")
     s.add_argument("--engine", choices=("local", "slurm"), default="local")
-    s.add_argument("-j", "--jobs", type=int, default=1,
-                   help="local: worker processes; slurm: most array tasks at once (0 = no limit)")
+    s.add_argument("-j", "--jobs", type=int, default=None,
+                   help="local: worker processes (default 1); slurm: most array tasks at once "
+                        "(default 0 = no limit)")
     s.add_argument("--out", help="output directory (default dse-out/NAME)")
     s.add_argument("--cache", help="result cache (default $TESSERA_DSE_CACHE or build/dse-cache)")
     s.add_argument("--cli", help="the tessera binary (default build/tessera)")
@@ -177,6 +180,8 @@ def main():
     p.add_argument("--only", choices=("cycles", "synth"), help="one part of the point")
     p.set_defaults(fn=cmd_point)
     a = ap.parse_args()
+    if getattr(a, "cmd", "") == "sweep" and a.jobs is None:
+        a.jobs = 1 if a.engine == "local" else 0
     if getattr(a, "jobs", 1) < 0 or (getattr(a, "engine", "") == "local" and a.jobs < 1):
         ap.error("-j needs a positive number (slurm: 0 = no limit)")
     a.fn(a)

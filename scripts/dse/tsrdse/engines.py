@@ -36,7 +36,7 @@ def _progress(ctx, todo, t0, log, part=None, last=[None]):
     return left
 
 
-def run_local(ctx, ctx_path, todo, jobs, log, nice=10):
+def run_local(ctx, ctx_path, todo, jobs, log, nice=0):
     """Run the points in `todo` with up to `jobs` worker processes: first every point's
     cycles (fast), then the syntheses (slow), so the cycles table is complete early."""
     failed = _run_local(ctx, ctx_path, pending(ctx, ("cycles",)), jobs, log, nice, "cycles")
@@ -54,7 +54,9 @@ def _run_local(ctx, ctx_path, todo, jobs, log, nice, part):
         while queue and len(running) < jobs:
             i = queue.pop(0)
             lf = open(os.path.join(logdir, f"{ctx['points'][i]['id']}.{part}.log"), "w")
-            cmd = ["nice", "-n", str(nice), sys.executable, DSE_PY, "point", ctx_path, str(i), "--only", part]
+            # workers inherit the sweep's priority (start a long sweep with `nice`)
+            cmd = (["nice", "-n", str(nice)] if nice else []) + [sys.executable, DSE_PY, "point", ctx_path,
+                                                                str(i), "--only", part]
             running[i] = (subprocess.Popen(cmd, stdout=lf, stderr=subprocess.STDOUT), lf)
         time.sleep(0.5)
         for i, (p, lf) in list(running.items()):

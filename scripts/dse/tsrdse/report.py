@@ -7,8 +7,8 @@ import os
 from . import boards as boards_mod
 from . import pareto
 
-CSV_FIELDS = ["id", "overrides", "macs_per_cycle", "sram_kib", "clock_mhz", "cycles", "throughput",
-              "LUT", "FF", "BRAM36", "DSP", "pareto", "fits", "cycles_wall_s", "synth_wall_s", "status"]
+CSV_FIELDS = ["id", "overrides", "macs_per_cycle", "sram_kib", "bram36_floor", "clock_mhz", "cycles", "throughput",
+              "LUT", "FF", "BRAM36", "DSP", "pareto", "fits", "ruled_out", "cycles_wall_s", "synth_wall_s", "status"]
 
 
 def build_rows(ctx, results, boards, budget):
@@ -17,7 +17,7 @@ def build_rows(ctx, results, boards, budget):
     for pt, r in zip(ctx["points"], results):
         row = {"id": pt["id"], "overrides": pt["overrides"], "config": pt["config"],
                "macs_per_cycle": pt["macs"], "clock_mhz": pt["clock_mhz"], "status": "ok",
-               "sram_kib": pt.get("sram_kib")}
+               "sram_kib": pt.get("sram_kib"), "bram36_floor": pt.get("bram36_floor")}
         c, s = r["cycles"], r["synth"]
         if c is None or "error" in c:
             row["status"] = "cycles missing" if c is None else "cycles failed: " + c["error"]
@@ -26,6 +26,10 @@ def build_rows(ctx, results, boards, budget):
             row["cycles_wall_s"] = c["wall_s"]
             # inferences (workload runs) per second at the config's clock
             row["throughput"] = ctx["workload"].get("batch", 1) * pt["clock_mhz"] * 1e6 / c["cycles"]
+        # without an area: the boards whose block RAM the buffers cannot fit even at full use
+        row["ruled_out"] = [b["name"] for b in boards
+                            if (row["bram36_floor"] or 0) > (boards_mod.usable(b, "BRAM36") or float("inf"))
+                            or pt["clock_mhz"] > b.get("clock_mhz", pt["clock_mhz"])]
         if ctx["synth"] != "none":
             if s is None or "error" in s:
                 if row["status"] == "ok":
@@ -63,7 +67,7 @@ def write(outdir, ctx, rows, boards):
         w.writeheader()
         for r in rows:
             d = dict(r, overrides=_fmt_ov(r["overrides"]), pareto=int(bool(r.get("pareto"))),
-                     fits=" ".join(r.get("fits", [])))
+                     fits=" ".join(r.get("fits", [])), ruled_out=" ".join(r.get("ruled_out", [])))
             if "throughput" in d:
                 d["throughput"] = f"{d['throughput']:.3f}"
             w.writerow(d)
@@ -85,16 +89,20 @@ def summary(ctx, rows, boards, illegal, log):
         if r["status"] != "ok":
             log(f"  {r['id']}: {r['status']}")
     unit = "inf/s" if ctx["workload"]["kind"] != "resnet18-layers" else "layer sets/s"
-    hdr = f"{'id':6} {'MAC/c':>5} {'MHz':>4} {'cycles':>10} {unit:>12} {'LUT':>7} {'DSP':>5} {'BRAM36':>6}  P  fits  overrides"
+    hdr = (f"{'id':6} {'MAC/c':>5} {'KiB':>5} {'MHz':>4} {'cycles':>10} {unit:>12} {'LUT':>7} {'DSP':>5} {'BRAM36':>6}"
+           f" {'floor':>5}  P  fits  overrides")
     log(hdr)
     for r in sorted(ok, key=lambda r: -r["throughput"]):
-        log(f"{r['id']:6} {r['macs_per_cycle']:5d} {r['clock_mhz']:4d} {r['cycles']:10d} "
+        log(f"{r['id']:6} {r['macs_per_cycle']:5d} {r['sram_kib']:5.0f} {r['clock_mhz']:4d} {r['cycles']:10d} "
             f"{r['throughput']:12.2f} {r.get('LUT', '-'):>7} {r.get('DSP', '-'):>5} "
-            f"{r.get('BRAM36', '-'):>6}  {'*' if r.get('pareto') else ' '}  "
+            f"{r.get('BRAM36', '-'):>6} {r['bram36_floor']:5d}  {'*' if r.get('pareto') else ' '}  "
             f"{','.join(r.get('fits', [])) or '-'}  {_fmt_ov(r['overrides'])}")
     for name, r in best_per_board(rows, boards).items():
         if ctx["synth"] == "none":
-            log(f"best on {name}: unknown (synthesis off: no area to check the board against)")
+            cand = [r for r in ok if name not in r["ruled_out"]]
+            log(f"{name}: no area (synthesis off); {len(ok) - len(cand)} of {len(ok)} points ruled out by "
+                f"their buffers' block RAM floor or clock" + (f"; fastest not ruled out: {max(cand, key=lambda r: r['throughput'])['id']}"
+                                                         if cand else ""))
             continue
         log(f"best on {name}: " + (f"{r['id']} ({r['throughput']:.2f} {unit}, {_fmt_ov(r['overrides'])})"
                                   if r else "nothing in the sweep fits"))
