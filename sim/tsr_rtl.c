@@ -6,6 +6,9 @@
  * names a cache directory holding libtsrv.so. A miss runs
  * scripts/build_rtl_model.sh under a lock, so concurrent tests share one
  * build. The library is dlopen()ed and used through tsr_vtop_api_t.
+ * With TESSERA_RTL_NETLIST=ice40 the model is built from the gate-level
+ * netlist of yosys synth_ice40 instead (cache directory gl-ice40-*), so the
+ * same driver-level tests run on what goes into the iCE40 bitstream.
  *
  * DRAM model (AXI4 slave): read and write bursts are accepted while fewer
  * than `outstanding` are in flight per direction; a burst's first beat is
@@ -119,6 +122,9 @@ const char *tsr_rtl_cache_dir(char *buf, int n)
     return buf;
 }
 
+/* yosys's simulation models of the iCE40 cells (Debian's yosys package) */
+#define TSR_ICE40_CELLS "/usr/share/yosys/ice40/cells_sim.v"
+
 static const char *root_dir(void)
 {
     const char *r = getenv("TESSERA_ROOT");
@@ -186,9 +192,30 @@ static int model_path(const tsr_config_t *cfg, const tsr_rtl_opts_t *o, char *li
     if (timeline)
         h = fnv(h, &timeline, sizeof timeline);
     const char *root = root_dir();
+    /* TESSERA_RTL_NETLIST=ice40: build the model from the gate-level netlist
+     * that yosys synth_ice40 makes of the RTL (scripts/fpga/ice40_synth.sh)
+     * and yosys's iCE40 cell models, instead of from the RTL itself. */
+    const char *kind = getenv("TESSERA_RTL_NETLIST");
+    if (kind && *kind && strcmp(kind, "ice40")) {
+        rc = tsr_err(TSR_EINVAL, "rtl: TESSERA_RTL_NETLIST = \"%s\" is unknown: allowed ice40 (or unset for the RTL)",
+                     kind);
+        goto out;
+    }
+    int netlist = kind && *kind;
     static const char *const extra[] = {"sim/rtl/tsr_vshim.cpp", "sim/rtl/tsr_vtop.h",
                                         "scripts/build_rtl_model.sh", "hw/rtl/lint_waivers.vlt",
                                         "sim/rtl/tsr_timeline.vlt"};
+    if (netlist) {
+        /* the synthesis script and the cell models are sources of this model */
+        snprintf(path, sizeof path, "%s/scripts/fpga/ice40_synth.sh", root);
+        if ((rc = hash_file(&h, path)) || (rc = hash_file(&h, TSR_ICE40_CELLS)))
+            goto out;
+        if (timeline) {
+            rc = tsr_err(TSR_EINVAL, "rtl: --timeline needs the RTL model's stage signals, which the iCE40 netlist "
+                                     "(TESSERA_RTL_NETLIST=ice40) does not keep");
+            goto out;
+        }
+    }
     glob_t g;
     snprintf(path, sizeof path, "%s/hw/rtl/*.sv", root);
     if (glob(path, 0, NULL, &g) != 0) {
@@ -204,8 +231,8 @@ static int model_path(const tsr_config_t *cfg, const tsr_rtl_opts_t *o, char *li
     }
     if (rc)
         goto out;
-    snprintf(dir, sizeof dir, "%s/rtl-%016llx", tsr_rtl_cache_dir(cache, sizeof cache),
-             (unsigned long long)h);
+    snprintf(dir, sizeof dir, "%s/%s-%016llx", tsr_rtl_cache_dir(cache, sizeof cache),
+             netlist ? "gl-ice40" : "rtl", (unsigned long long)h);
     snprintf(lib, n, "%s/libtsrv.so", dir);
     if (access(lib, R_OK) == 0)
         goto out;
@@ -232,10 +259,11 @@ static int model_path(const tsr_config_t *cfg, const tsr_rtl_opts_t *o, char *li
     if (o->verbose)
         fprintf(stderr, "tessera: building the RTL model for this config in %s ...\n", dir);
     char cmd[4096];
-    snprintf(cmd, sizeof cmd, "'%s/scripts/build_rtl_model.sh' '%s' '%s' %d %d %d %d > '%s/build.log' 2>&1",
-             root, dir, path, cfg->dram_bus_width / 8, trace, threads, timeline, dir);
+    snprintf(cmd, sizeof cmd, "'%s/scripts/build_rtl_model.sh' '%s' '%s' %d %d %d %d %s > '%s/build.log' 2>&1",
+             root, dir, path, cfg->dram_bus_width / 8, trace, threads, timeline, netlist ? "ice40" : "rtl", dir);
     if (system(cmd) != 0 || access(lib, R_OK) != 0)
-        rc = tsr_err(TSR_EBACKEND, "rtl: building the Verilator model failed; see %s/build.log", dir);
+        rc = tsr_err(TSR_EBACKEND, "rtl: building the Verilator model%s failed; see %s/build.log",
+                     netlist ? " from the iCE40 netlist" : "", dir);
 out:
     if (lockfd >= 0)
         close(lockfd);
