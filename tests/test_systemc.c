@@ -141,17 +141,24 @@ static void test_outputs_equal_fsim(void **state)
         }
 }
 
-static void test_cycles_vs_rtl(void **state)
+/* Load preset name into cfg; skip the running test when the RTL backend
+ * cannot run here (no Verilator). */
+static void need_rtl(const char *name, tsr_config_t *cfg)
 {
-    (void)state;
-    tsr_config_t cfg;
     tsr_device_t *probe = NULL;
-    assert_int_equal(tsr_config_load("tiny", &cfg), TSR_OK);
-    if (tsr_device_open("rtl", &cfg, NULL, &probe)) {
+    assert_int_equal(tsr_config_load(name, cfg), TSR_OK);
+    if (tsr_device_open("rtl", cfg, NULL, &probe)) {
         print_message("no RTL backend here (%s): skipped\n", tsr_errmsg());
         skip();
     }
     tsr_device_close(probe);
+}
+
+static void test_cycles_vs_rtl(void **state)
+{
+    (void)state;
+    tsr_config_t cfg;
+    need_rtl("tiny", &cfg);
     static const char *const fams[] = {"tiny", "default"};
     for (int f = 0; f < 2; f++) {
         double sum = 0, worst = 0;
@@ -192,13 +199,7 @@ static void test_resnet18_layers_vs_rtl(void **state)
 {
     (void)state;
     tsr_config_t cfg;
-    tsr_device_t *probe = NULL;
-    assert_int_equal(tsr_config_load("default", &cfg), TSR_OK);
-    if (tsr_device_open("rtl", &cfg, NULL, &probe)) {
-        print_message("no RTL backend here (%s): skipped\n", tsr_errmsg());
-        skip();
-    }
-    tsr_device_close(probe);
+    need_rtl("default", &cfg);
     tsr_netdesc_t nd;
     assert_int_equal(tsr_netdesc_resnet18(1, 1, &nd), TSR_OK);
     int n = 0;
@@ -208,8 +209,8 @@ static void test_resnet18_layers_vs_rtl(void **state)
             continue;
         double cost = 0;
         uint64_t rt = 0, sc = 0;
-        if (tsr_test_conv_cycles("rtl", &cfg, &c->conv, c->w, c->bias, &cost, &rt) ||
-            tsr_test_conv_cycles("systemc", &cfg, &c->conv, c->w, c->bias, &cost, &sc))
+        if (tsr_test_conv_cycles("rtl", &cfg, &c->conv, c->w, c->bias, &cost, &rt, NULL) ||
+            tsr_test_conv_cycles("systemc", &cfg, &c->conv, c->w, c->bias, &cost, &sc, NULL))
             fail_msg("%s: %s", c->name, tsr_errmsg());
         double e = ((double)sc - (double)rt) / (double)rt;
         print_message("%s: rtl %" PRIu64 ", systemc %" PRIu64 " cycles (%+.2f%%)\n", c->name, rt, sc, 100 * e);
@@ -277,13 +278,7 @@ static void test_timeline(void **state)
 {
     (void)state;
     tsr_config_t cfg;
-    tsr_device_t *probe = NULL;
-    assert_int_equal(tsr_config_load("default", &cfg), TSR_OK);
-    if (tsr_device_open("rtl", &cfg, NULL, &probe)) {
-        print_message("no RTL backend here (%s): skipped\n", tsr_errmsg());
-        skip();
-    }
-    tsr_device_close(probe);
+    need_rtl("default", &cfg);
     char dir[] = "/tmp/tsr_tl_XXXXXX", rtl[64], sc[64], bad[64];
     assert_non_null(mkdtemp(dir));
     snprintf(rtl, sizeof rtl, "%s/rtl.json", dir);

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -112,8 +113,9 @@ void tsr_test_mov_store(tsr_device_t *dev, tsr_insn_t s[4], uint64_t addr, int v
 }
 
 int tsr_test_conv_cycles(const char *backend, const tsr_config_t *cfg, const tsr_conv2d_params_t *p, const void *w,
-                         const int32_t *bias, double *cost, uint64_t *cycles)
+                         const int32_t *bias, double *cost, uint64_t *cycles, double *cpu_s)
 {
+    struct timespec t0, t1;
     tsr_device_t *dev = NULL;
     tsr_conv2d_plan_t pl;
     tsr_counters_t ct;
@@ -127,8 +129,13 @@ int tsr_test_conv_cycles(const char *backend, const tsr_config_t *cfg, const tsr
         if (!x)
             rc = tsr_err(TSR_ENOMEM, "out of memory");
         if (!rc && !(rc = tsr_conv2d_write_weights(dev, &pl, w, bias)) && !(rc = tsr_conv2d_write_input(dev, &pl, x)) &&
-            !(rc = tsr_reset_counters(dev)) && !(rc = tsr_conv2d_exec(dev, &pl)) && !(rc = tsr_read_counters(dev, &ct)))
+            !(rc = tsr_reset_counters(dev)) && !clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t0) &&
+            !(rc = tsr_conv2d_exec(dev, &pl)) && !clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t1) &&
+            !(rc = tsr_read_counters(dev, &ct))) {
             *cycles = ct.cycles;
+            if (cpu_s)
+                *cpu_s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+        }
         free(x);
         tsr_conv2d_plan_free(dev, &pl);
     }
