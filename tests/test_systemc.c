@@ -38,6 +38,7 @@
 #include "tsr_config.h"
 #include "tsr_error.h"
 #include "tsr_gen.h"
+#include "tsr_netdesc.h"
 #include "tsr_sc.h"
 #include "tsr_testenv.h"
 
@@ -140,17 +141,24 @@ static void test_outputs_equal_fsim(void **state)
         }
 }
 
-static void test_cycles_vs_rtl(void **state)
+/* Load preset name into cfg; skip the running test when the RTL backend
+ * cannot run here (no Verilator). */
+static void need_rtl(const char *name, tsr_config_t *cfg)
 {
-    (void)state;
-    tsr_config_t cfg;
     tsr_device_t *probe = NULL;
-    assert_int_equal(tsr_config_load("tiny", &cfg), TSR_OK);
-    if (tsr_device_open("rtl", &cfg, NULL, &probe)) {
+    assert_int_equal(tsr_config_load(name, cfg), TSR_OK);
+    if (tsr_device_open("rtl", cfg, NULL, &probe)) {
         print_message("no RTL backend here (%s): skipped\n", tsr_errmsg());
         skip();
     }
     tsr_device_close(probe);
+}
+
+static void test_cycles_vs_rtl(void **state)
+{
+    (void)state;
+    tsr_config_t cfg;
+    need_rtl("tiny", &cfg);
     static const char *const fams[] = {"tiny", "default"};
     for (int f = 0; f < 2; f++) {
         double sum = 0, worst = 0;
@@ -180,6 +188,39 @@ static void test_cycles_vs_rtl(void **state)
                      " (bound 20%%); re-measure with tests/tsr_sccal and recalibrate sim/systemc",
                      fams[f], 100 * sum / n, 100 * worst, worst_seed);
     }
+}
+
+/* ResNet-18 layers against the RTL (the calibration goal: each within 3%):
+ * the three 1x1 downsample convolutions and one 3x3 (layer3.0.conv1, 28x28
+ * 128->256 stride 2; ~230k cycles) of tsr_netdesc_resnet18 on default.
+ * Measured at the time of writing (tsr_sccal --jit-resnet18 --rtl): every
+ * ResNet-18 convolution within 0.4%. Skipped without the RTL backend. */
+static void test_resnet18_layers_vs_rtl(void **state)
+{
+    (void)state;
+    tsr_config_t cfg;
+    need_rtl("default", &cfg);
+    tsr_netdesc_t nd;
+    assert_int_equal(tsr_netdesc_resnet18(1, 1, &nd), TSR_OK);
+    int n = 0;
+    for (int i = 0; i < nd.nnodes; i++) {
+        const tsr_nd_node_t *c = &nd.nodes[i];
+        if (c->kind != TSR_ND_CONV || (!strstr(c->name, "downsample") && strcmp(c->name, "layer3.0.conv1")))
+            continue;
+        double cost = 0;
+        uint64_t rt = 0, sc = 0;
+        if (tsr_test_conv_cycles("rtl", &cfg, &c->conv, c->w, c->bias, &cost, &rt, NULL) ||
+            tsr_test_conv_cycles("systemc", &cfg, &c->conv, c->w, c->bias, &cost, &sc, NULL))
+            fail_msg("%s: %s", c->name, tsr_errmsg());
+        double e = ((double)sc - (double)rt) / (double)rt;
+        print_message("%s: rtl %" PRIu64 ", systemc %" PRIu64 " cycles (%+.2f%%)\n", c->name, rt, sc, 100 * e);
+        if (fabs(e) > 0.03)
+            fail_msg("%s: systemc %+.2f%% off the RTL (bound 3%%): recalibrate sim/systemc (tests/tsr_sccal)", c->name,
+                     100 * e);
+        n++;
+    }
+    tsr_netdesc_free(&nd);
+    assert_int_equal(n, 4);
 }
 
 /* Run the timeline checker (tests/timeline_check.py) on one or two files;
@@ -237,13 +278,7 @@ static void test_timeline(void **state)
 {
     (void)state;
     tsr_config_t cfg;
-    tsr_device_t *probe = NULL;
-    assert_int_equal(tsr_config_load("default", &cfg), TSR_OK);
-    if (tsr_device_open("rtl", &cfg, NULL, &probe)) {
-        print_message("no RTL backend here (%s): skipped\n", tsr_errmsg());
-        skip();
-    }
-    tsr_device_close(probe);
+    need_rtl("default", &cfg);
     char dir[] = "/tmp/tsr_tl_XXXXXX", rtl[64], sc[64], bad[64];
     assert_non_null(mkdtemp(dir));
     snprintf(rtl, sizeof rtl, "%s/rtl.json", dir);
@@ -401,6 +436,7 @@ int main(void)
         cmocka_unit_test(test_slots),
         cmocka_unit_test(test_outputs_equal_fsim),
         cmocka_unit_test(test_cycles_vs_rtl),
+        cmocka_unit_test(test_resnet18_layers_vs_rtl),
         cmocka_unit_test(test_timeline),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -14,7 +14,7 @@ Line up (two files, e.g. the rtl and systemc timelines of one program):
 the same runs, and per run and stage the same instructions in the same
 order (kind and index); start times counted from the run's start: per run
 and stage the median difference within F x the run's length + C cycles
-(default 3% + 128) and every one within G x the run's length + C (default
+(default 10% + 128) and every one within G x the run's length + C (default
 75%: the model is calibrated on run totals; single instructions can be far
 off where the DRAM model differs, e.g. write bursts behind a saturating
 read stream). Prints the first divergence, the median and the largest start
@@ -86,7 +86,7 @@ def last_run(per, s):
 
 
 def main(argv):
-    tol, abs_c, max_tol, files = 0.03, 128.0, 0.75, []
+    tol, abs_c, max_tol, files = 0.10, 128.0, 0.75, []
     i = 0
     while i < len(argv):
         if argv[i] == "--tol":

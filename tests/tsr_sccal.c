@@ -5,8 +5,9 @@
  * every output byte of systemc must equal fsim's, and the cycle error
  * (systemc - rtl) / rtl is collected. Prints one line per program with
  * --verbose, then: mean |error|, mean signed error, max, the distribution,
- * the worst programs with their shape (instructions, tensor ops, DRAM bytes)
- * and simulated cycles per second of both backends.
+ * percentiles, the error by class (how busy the DRAM port is), the worst
+ * programs with their shape (instructions, tensor ops, DRAM bytes) and
+ * simulated cycles per second of both backends.
  *
  *   tsr_sccal [--count N] [--seed S] [--config PRESET|random|FILE] [--configs K]
  *             [--dram-latency N] [--dram-bw B] [--dram-outstanding N]
@@ -17,6 +18,13 @@
  * --random-dram draws the DRAM timing per program (latency 8..96, 2..16
  * bytes per cycle, 1..16 outstanding). Exit status 1 on an output
  * mismatch or a run error.
+ *
+ *   tsr_sccal --jit-resnet18 [--rtl] [--config C]
+ *
+ * instead compares the JIT's tiling cost model (tsr_conv2d_plan's cost,
+ * the estimate its tiling search minimises) with the systemc cycles (and
+ * with --rtl the RTL's) for every convolution of ResNet-18
+ * (tsr_netdesc_resnet18; conv1 planned as it is, not tap-packed).
  */
 #include <inttypes.h>
 #include <math.h>
@@ -26,8 +34,11 @@
 #include <time.h>
 
 #include "tsr_config.h"
+#include "tsr_conv2d.h"
 #include "tsr_error.h"
 #include "tsr_gen.h"
+#include "tsr_netdesc.h"
+#include "tsr_testenv.h"
 
 typedef struct {
     uint64_t seed;   /* program seed */
@@ -36,12 +47,16 @@ typedef struct {
     uint64_t ops;    /* GEMM + ALU ops */
     uint64_t bytes;  /* DRAM bytes (rtl counters) */
     size_t ninsns;   /* instructions */
+    double util;     /* DRAM bytes per rtl cycle / bytes per cycle available */
 } sample_t;
 
+/* CPU time of this process: the machine is shared, wall time would
+ * measure the other jobs (single-threaded backends: CPU time is the
+ * simulation's cost). */
 static double now_s(void)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
@@ -60,8 +75,11 @@ static int run_on(const char *backend, const tsr_gen_prog_t *p, const tsr_rtl_op
         return rc;
     if ((rc = tsr_gen_load(dev, p)))
         goto out;
+    /* (the simulation only: submit's verification is the driver's, the same on every backend) */
+    if ((rc = tsr_submit(dev, p->insns, p->ninsns)))
+        goto out;
     double t0 = now_s();
-    if ((rc = tsr_submit(dev, p->insns, p->ninsns)) || (rc = tsr_wait(dev, -1)))
+    if ((rc = tsr_wait(dev, -1)))
         goto out;
     *t += now_s() - t0;
     if ((rc = tsr_read_counters(dev, ct)) || (rc = tsr_gen_read_outputs(dev, p, outs)))
@@ -69,6 +87,57 @@ static int run_on(const char *backend, const tsr_gen_prog_t *p, const tsr_rtl_op
 out:
     tsr_device_close(dev);
     return rc;
+}
+
+static int jit_resnet18(const tsr_config_t *cfg, int with_rtl)
+{
+    tsr_netdesc_t nd;
+    int rc = tsr_netdesc_resnet18(1, 1, &nd);
+    if (rc) {
+        fprintf(stderr, "tsr_sccal: %s\n", tsr_errmsg());
+        return 1;
+    }
+    printf("ResNet-18 convolutions: the JIT's cost model (plan.cost) vs systemc%s cycles\n", with_rtl ? " and rtl" : "");
+    printf("%-18s %-22s %10s %10s %8s%s\n", "layer", "shape", "jit_est", "systemc", "est/sc", with_rtl ? "        rtl  sc/rtl" : "");
+    double se = 0, ss = 0, sr = 0, worst = 1, cpu_sc = 0, cpu_rt = 0;
+    int n = 0;
+    for (int i = 0; i < nd.nnodes && !rc; i++) {
+        const tsr_nd_node_t *c = &nd.nodes[i];
+        if (c->kind != TSR_ND_CONV)
+            continue;
+        double cost = 0, tsc = 0, trt = 0;
+        uint64_t sc = 0, rt = 0;
+        if ((rc = tsr_test_conv_cycles("systemc", cfg, &c->conv, c->w, c->bias, &cost, &sc, &tsc)) || (with_rtl && (rc = tsr_test_conv_cycles("rtl", cfg, &c->conv, c->w, c->bias, &cost, &rt, &trt)))) {
+            fprintf(stderr, "tsr_sccal: %s: %s\n", c->name, tsr_errmsg());
+            break;
+        }
+        char shape[64];
+        snprintf(shape, sizeof shape, "%dx%d,%d->%d,%dx%d,s%d", c->conv.h, c->conv.w, c->conv.c_in, c->conv.c_out,
+                 c->conv.kh, c->conv.kw, c->conv.stride_h);
+        double ratio = sc ? cost / (double)sc : 0;
+        printf("%-18s %-22s %10.0f %10" PRIu64 " %7.3fx", c->name, shape, cost, sc, ratio);
+        if (with_rtl)
+            printf(" %10" PRIu64 " %+6.2f%%", rt, rt ? 100.0 * ((double)sc - (double)rt) / (double)rt : 0);
+        printf("\n");
+        se += cost;
+        cpu_sc += tsc;
+        cpu_rt += trt;
+        ss += (double)sc;
+        sr += (double)rt;
+        worst = fabs(ratio - 1) > fabs(worst - 1) ? ratio : worst;
+        n++;
+    }
+    if (!rc && n)
+        printf("total (%d convolutions): jit_est %.0f, systemc %.0f (est/sc %.3fx)%s; worst layer est/sc %.3fx\n", n, se,
+               ss, ss > 0 ? se / ss : 0, with_rtl ? "" : "", worst);
+    if (!rc && n && with_rtl)
+        printf("systemc vs rtl over the convolutions: %+.2f%%; speed (CPU time of the runs): systemc %.0f cycles/s, "
+               "rtl %.0f cycles/s (%.0fx)\n",
+               100 * (ss - sr) / sr, ss / cpu_sc, sr / cpu_rt, (ss / cpu_sc) / (sr / cpu_rt));
+    else if (!rc && n)
+        printf("speed (CPU time of the runs): systemc %.0f cycles/s\n", ss / cpu_sc);
+    tsr_netdesc_free(&nd);
+    return rc ? 1 : 0;
 }
 
 static int cmp_abs(const void *a, const void *b)
@@ -81,7 +150,7 @@ int main(int argc, char **argv)
 {
     uint64_t count = 100, seed = 1, nconf = 2;
     const char *config = "default";
-    int verbose = 0, random_dram = 0;
+    int verbose = 0, random_dram = 0, jit = 0, with_rtl = 0;
     tsr_rtl_opts_t ro;
     memset(&ro, 0, sizeof ro);
     for (int i = 1; i < argc; i++) {
@@ -104,10 +173,15 @@ int main(int argc, char **argv)
             random_dram = 1;
         else if (!strcmp(a, "--verbose"))
             verbose = 1;
+        else if (!strcmp(a, "--jit-resnet18"))
+            jit = 1;
+        else if (!strcmp(a, "--rtl"))
+            with_rtl = 1;
         else {
             fprintf(stderr, "usage: tsr_sccal [--count N] [--seed S] [--config PRESET|random|FILE] [--configs K]\n"
                             "                 [--dram-latency N] [--dram-bw B] [--dram-outstanding N] [--random-dram]\n"
-                            "                 [--verbose]\n");
+                            "                 [--verbose]\n"
+                            "       tsr_sccal --jit-resnet18 [--rtl] [--config C]\n");
             return 2;
         }
     }
@@ -117,6 +191,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "tsr_sccal: %s\n", tsr_errmsg());
         return 2;
     }
+    if (jit)
+        return jit_resnet18(&fixed, with_rtl);
     sample_t *s = calloc(count ? count : 1, sizeof *s);
     uint64_t n = 0, bad = 0, rtl_cyc = 0, sc_cyc = 0;
     double rtl_t = 0, sc_t = 0;
@@ -169,6 +245,7 @@ int main(int argc, char **argv)
             x->ops = cr.gemm_ops + cr.gemm_reset_ops + cr.alu_ops;
             x->bytes = cr.hw[TSR_CNT_DRAM_RD_BYTES] + cr.hw[TSR_CNT_DRAM_WR_BYTES];
             x->ninsns = p.ninsns;
+            x->util = cr.cycles ? (double)x->bytes / (double)cr.cycles / (r.dram_bytes_per_cycle > 0 ? r.dram_bytes_per_cycle : 8) : 0;
             rtl_cyc += cr.cycles;
             sc_cyc += cs.cycles;
             if (verbose)
@@ -201,12 +278,33 @@ int main(int argc, char **argv)
                ", 10-20%% %" PRIu64 ", >=20%% %" PRIu64 "\n",
                hist[0], hist[1], hist[2], hist[3], hist[4], hist[5]);
         qsort(s, n, sizeof *s, cmp_abs);
+        /* sorted by |err| descending: percentiles from the end */
+        printf("percentiles of |err|: p50 %.2f%%, p90 %.2f%%, p99 %.2f%%\n", 100 * fabs(s[n - 1 - (n - 1) * 50 / 100].err),
+               100 * fabs(s[n - 1 - (n - 1) * 90 / 100].err), 100 * fabs(s[n - 1 - (n - 1) * 99 / 100].err));
+        /* classes: how busy the DRAM port is (RTL bytes per cycle over the
+         * bandwidth): the model's DRAM approximations show where it is busy */
+        static const double ub[] = {0.25, 0.5, 0.75, 1e9};
+        static const char *const un[] = {"<25%", "25-50%", "50-75%", ">=75%"};
+        for (int c = 0; c < 4; c++) {
+            double cs = 0, cm = 0, cx = 0;
+            uint64_t cn = 0;
+            for (uint64_t i = 0; i < n; i++)
+                if (s[i].util < ub[c] && (c == 0 || s[i].util >= ub[c - 1])) {
+                    cn++;
+                    cs += fabs(s[i].err);
+                    cm += s[i].err;
+                    cx = fabs(s[i].err) > cx ? fabs(s[i].err) : cx;
+                }
+            if (cn)
+                printf("DRAM busy %-6s: %4" PRIu64 " programs, mean |err| %.2f%%, mean %+.2f%%, max %.2f%%\n", un[c], cn,
+                       100 * cs / cn, 100 * cm / cn, 100 * cx);
+        }
         printf("worst:\n");
         for (uint64_t i = 0; i < n && i < 8; i++)
             printf("  seed %" PRIu64 ": rtl %" PRIu64 " systemc %" PRIu64 " (%+.1f%%), %zu insns, %" PRIu64
-                   " ops, %" PRIu64 " DRAM bytes\n",
-                   s[i].seed, s[i].rtl, s[i].sc, 100 * s[i].err, s[i].ninsns, s[i].ops, s[i].bytes);
-        printf("speed: rtl %.0f cycles/s, systemc %.0f cycles/s (%.0fx)\n", rtl_cyc / (rtl_t > 0 ? rtl_t : 1e-9),
+                   " ops, %" PRIu64 " DRAM bytes (DRAM busy %.0f%%)\n",
+                   s[i].seed, s[i].rtl, s[i].sc, 100 * s[i].err, s[i].ninsns, s[i].ops, s[i].bytes, 100 * s[i].util);
+        printf("speed (CPU time): rtl %.0f cycles/s, systemc %.0f cycles/s (%.0fx)\n", rtl_cyc / (rtl_t > 0 ? rtl_t : 1e-9),
                sc_cyc / (sc_t > 0 ? sc_t : 1e-9), (sc_cyc / (sc_t > 0 ? sc_t : 1e-9)) / (rtl_cyc / (rtl_t > 0 ? rtl_t : 1e-9)));
     }
     free(s);

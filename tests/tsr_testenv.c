@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -109,4 +110,35 @@ void tsr_test_mov_store(tsr_device_t *dev, tsr_insn_t s[4], uint64_t addr, int v
     s[2].pop_prev = s[2].push_prev = 1;
     s[3].opcode = TSR_OP_FINISH;
     s[3].pop_next = 1;
+}
+
+int tsr_test_conv_cycles(const char *backend, const tsr_config_t *cfg, const tsr_conv2d_params_t *p, const void *w,
+                         const int32_t *bias, double *cost, uint64_t *cycles, double *cpu_s)
+{
+    struct timespec t0, t1;
+    tsr_device_t *dev = NULL;
+    tsr_conv2d_plan_t pl;
+    tsr_counters_t ct;
+    int rc = tsr_device_open(backend, cfg, NULL, &dev);
+    if (rc)
+        return rc;
+    if (!(rc = tsr_conv2d_plan(dev, p, &pl))) {
+        size_t nx = (size_t)p->n * (size_t)p->c_in * (size_t)p->h * (size_t)p->w;
+        void *x = calloc(nx ? nx : 1, 1);
+        *cost = pl.cost;
+        if (!x)
+            rc = tsr_err(TSR_ENOMEM, "out of memory");
+        if (!rc && !(rc = tsr_conv2d_write_weights(dev, &pl, w, bias)) && !(rc = tsr_conv2d_write_input(dev, &pl, x)) &&
+            !(rc = tsr_reset_counters(dev)) && !clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t0) &&
+            !(rc = tsr_conv2d_exec(dev, &pl)) && !clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t1) &&
+            !(rc = tsr_read_counters(dev, &ct))) {
+            *cycles = ct.cycles;
+            if (cpu_s)
+                *cpu_s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+        }
+        free(x);
+        tsr_conv2d_plan_free(dev, &pl);
+    }
+    tsr_device_close(dev);
+    return rc;
 }

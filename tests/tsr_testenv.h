@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "tsr_config.h"
+#include "tsr_conv2d.h"
 #include "tsr_driver.h"
 #include "tsr_isa.h"
 
@@ -32,6 +33,13 @@ uint64_t tsr_test_uops(tsr_device_t *dev, const tsr_uop_t *uops, size_t n);
  * uop), stored to DRAM element addr / out_bytes, the STORE ordered before
  * FINISH: LOAD uop, ALU, STORE, FINISH. Allocates the uop buffer on dev. */
 void tsr_test_mov_store(tsr_device_t *dev, tsr_insn_t s[4], uint64_t addr, int v);
+/* Plan the convolution p on a fresh device of backend, write its weights
+ * w and bias and an all-zero input (timing does not depend on values),
+ * run it: *cost is the JIT's estimate (plan.cost), *cycles the device's,
+ * *cpu_s (if not NULL) the process CPU seconds of the run alone.
+ * Returns a tsr error code (message set). */
+int tsr_test_conv_cycles(const char *backend, const tsr_config_t *cfg, const tsr_conv2d_params_t *p, const void *w,
+                         const int32_t *bias, double *cost, uint64_t *cycles, double *cpu_s);
 /* splitmix64 step, and a uniform integer in [lo, hi]. */
 uint64_t tsr_test_next(uint64_t *s);
 int tsr_test_rnd(uint64_t *s, int lo, int hi);
