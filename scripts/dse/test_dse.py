@@ -102,6 +102,17 @@ def test_space():
     except ImportError:
         check(ry.stderr.strip() == f"dse: {yp}: YAML space files need python3-yaml; use JSON instead",
               "YAML without python3-yaml: a clear error")
+    # random search: `samples` legal points, the same for the same seed, listed with their draws
+    rs = {"base": "tiny", "keys": {"LOG_BLOCK": [1, 2, 3], "LOG_ACC_BUFF_SIZE": {"range": [8, 14]},
+                                   "CMD_QUEUE_DEPTH": {"range": [4, 64], "double": True}},
+          "search": {"method": "random", "samples": 5, "seed": 3}}
+    a1, a2 = dse("check", write_space("rand1", rs), "--cli", CLI), dse("check", write_space("rand2", rs), "--cli", CLI)
+    pts = [ln for ln in a1.stdout.splitlines() if ln.startswith("  p")]
+    check(a1.returncode == 0 and len(pts) == 5 and "5 legal points" in a1.stdout, f"random: 5 legal points ({len(pts)})")
+    check(a1.stdout.replace("rand1", "") == a2.stdout.replace("rand2", ""), "random: same seed, same points")
+    rs["search"]["seed"] = 4
+    a3 = dse("check", write_space("rand3", rs), "--cli", CLI)
+    check([ln for ln in a3.stdout.splitlines() if ln.startswith("  p")] != pts, "random: another seed, other points")
     # a legal space: points and the illegal combination reported
     p = write_space("good", {"base": "tiny", "keys": {"LOG_BLOCK": [2, 6], "LOG_WGT_BUFF_SIZE": [10, 12]}})
     r = dse("check", p, "--cli", CLI)
