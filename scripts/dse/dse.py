@@ -63,8 +63,11 @@ def cmd_check(a):
 
 
 def cmd_point(a):
-    with open(a.context) as f:
-        ctx = json.load(f)
+    try:
+        with open(a.context) as f:
+            ctx = json.load(f)
+    except (OSError, ValueError) as e:
+        sys.exit(f"dse point: {a.context}: cannot read the sweep context: {e}")
     if not 0 <= a.index < len(ctx["points"]):
         sys.exit(f"dse point: index {a.index} out of range (0..{len(ctx['points']) - 1})")
     parts = (a.only,) if a.only else ("cycles", "synth")

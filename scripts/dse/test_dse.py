@@ -7,6 +7,7 @@
 #         cycles equal a direct `tessera net` run of the same config, the
 #         table/CSV/plots are written, a rerun reuses the cache, a lost entry
 #         (an interrupted sweep) is recomputed alone
+# area:   the area path (fits, budget, front, plots) with a stand-in for synth.sh
 # slurm:  the same sweep through a single-node Slurm started here; results
 #         equal the local engine's (exit 77 = skipped: not root / no munge)
 import csv
@@ -101,6 +102,17 @@ def test_space():
     except ImportError:
         check(ry.stderr.strip() == f"dse: {yp}: YAML space files need python3-yaml; use JSON instead",
               "YAML without python3-yaml: a clear error")
+    # random search: `samples` legal points, the same for the same seed, listed with their draws
+    rs = {"base": "tiny", "keys": {"LOG_BLOCK": [1, 2, 3], "LOG_ACC_BUFF_SIZE": {"range": [8, 14]},
+                                   "CMD_QUEUE_DEPTH": {"range": [4, 64], "double": True}},
+          "search": {"method": "random", "samples": 5, "seed": 3}}
+    a1, a2 = dse("check", write_space("rand1", rs), "--cli", CLI), dse("check", write_space("rand2", rs), "--cli", CLI)
+    pts = [ln for ln in a1.stdout.splitlines() if ln.startswith("  p")]
+    check(a1.returncode == 0 and len(pts) == 5 and "5 legal points" in a1.stdout, f"random: 5 legal points ({len(pts)})")
+    check(a1.stdout.replace("rand1", "") == a2.stdout.replace("rand2", ""), "random: same seed, same points")
+    rs["search"]["seed"] = 4
+    a3 = dse("check", write_space("rand3", rs), "--cli", CLI)
+    check([ln for ln in a3.stdout.splitlines() if ln.startswith("  p")] != pts, "random: another seed, other points")
     # a legal space: points and the illegal combination reported
     p = write_space("good", {"base": "tiny", "keys": {"LOG_BLOCK": [2, 6], "LOG_WGT_BUFF_SIZE": [10, 12]}})
     r = dse("check", p, "--cli", CLI)
@@ -201,6 +213,42 @@ def test_sweep():
           "resume: the lost point alone, same table (but its wall time)")
 
 
+def test_area():
+    """The area path with a stand-in for scripts/synth.sh (same summary line, numbers from the
+    config: DSP = MACs, LUT = 100 x MACs): fits, budget, front and plot, hand-computed."""
+    stub = os.path.join(WORK, "synth-stub.sh")
+    with open(stub, "w") as f:
+        f.write("#!/bin/sh\n# $1 = tessera, $2 = config.json\n"
+                "b=$(sed -n 's/.*\"LOG_BLOCK\": *\\([0-9]*\\).*/\\1/p' \"$2\")\n"
+                "m=$(( (1 << b) * (1 << b) ))\n"
+                "echo \"synth_xilinx $2: LUT $((100 * m))  FF 1000  BRAM36 4  BRAM18 1  DSP48 $m  LUTRAM 0\"\n")
+    os.chmod(stub, 0o755)
+    sp = write_space("area", {"name": "area", "base": "tiny", "keys": {"LOG_BLOCK": [1, 2], "CLOCK_MHZ": [50, 100]},
+                              "workload": {"kind": "resnet18-small", "small": SMALL}, "dram": {"board": "pynq-z1"},
+                              "constraints": {"boards": ["pynq-z1"], "budget": {"DSP": 10}}})
+    out, cache = os.path.join(WORK, "out-area"), os.path.join(WORK, "cache-area")
+    r = dse("sweep", sp, "-j", "2", "--out", out, "--cache", cache, "--cli", CLI, env={"TSR_DSE_SYNTH": stub})
+    print(r.stdout, r.stderr)
+    check(r.returncode == 0, "sweep with the synthesis stand-in exits 0")
+    rows = {x["overrides"]: x for x in read_csv(out)}
+    for blk, macs in ((1, 4), (2, 16)):
+        for mhz in (50, 100):
+            x = rows[f"LOG_BLOCK={blk} CLOCK_MHZ={mhz}"]
+            check((x["DSP"], x["LUT"], x["BRAM36"]) == (str(macs), str(100 * macs), "4.5"),
+                  f"LOG_BLOCK={blk} {mhz} MHz: DSP {x['DSP']} LUT {x['LUT']} BRAM36 {x['BRAM36']} (RAMB18 = half)")
+            check(x["fits"] == "pynq-z1", f"LOG_BLOCK={blk} {mhz} MHz fits pynq-z1 (clock <= 100 MHz)")
+    front = [k for k, x in rows.items() if x["pareto"] == "1"]
+    check(front == ["LOG_BLOCK=1 CLOCK_MHZ=100"],
+          f"front within DSP <= 10: the 4-MAC point at 100 MHz alone ({front})")
+    check(os.path.isfile(os.path.join(out, "pareto.png")) and os.path.isfile(os.path.join(out, "pareto.svg")),
+          "Pareto plots written")
+    check("best on pynq-z1: p001 (" in r.stdout, "best design on pynq-z1 within the budget: p001")
+    # the stand-in's results never answer for yosys: another synthesis command, another key
+    r2 = dse("sweep", sp, "--out", out, "--cache", cache, "--cli", CLI, "--no-plot",
+             env={"TSR_DSE_SYNTH": os.path.join(ROOT, "scripts", "dse", "no-such-synth.sh")})
+    check("4 cached" not in r2.stdout, "a different synthesis command does not reuse the stand-in's entries")
+
+
 def test_slurm():
     sdir = os.path.join(WORK, "slurm")
     st = subprocess.run([os.path.join(HERE, "slurm_local.sh"), "start", sdir], capture_output=True, text=True)
@@ -232,6 +280,7 @@ if __name__ == "__main__":
     if os.path.isdir(WORK):
         shutil.rmtree(WORK)
     os.makedirs(WORK)
-    {"space": test_space, "pareto": test_pareto, "sweep": test_sweep, "slurm": test_slurm}[WHICH]()
+    {"space": test_space, "pareto": test_pareto, "sweep": test_sweep, "area": test_area,
+     "slurm": test_slurm}[WHICH]()
     print(f"{WHICH}: {len(failures)} failures")
     sys.exit(1 if failures else 0)

@@ -42,9 +42,15 @@ def fingerprints(root, cli):
         h.update(os.path.basename(p).encode())
         h.update(open(p, "rb").read())
     rtl = h.hexdigest()
-    return {"rtl": rtl, "synth_sh": sha256_file(os.path.join(root, "scripts", "synth.sh")),
+    return {"rtl": rtl, "synth_cmd": synth_cmd(root), "synth_sh": sha256_file(synth_cmd(root)),
             "cli": sha256_file(cli), "yosys": tool_version(["yosys", "-V"]),
             "verilator": tool_version(["verilator", "--version"])}
+
+
+def synth_cmd(root):
+    """scripts/synth.sh, or $TSR_DSE_SYNTH (a script with its arguments and summary line, e.g. a
+    test's stand-in; its content is part of the cache key, so it never mixes with yosys results)."""
+    return os.path.abspath(os.environ.get("TSR_DSE_SYNTH") or os.path.join(root, "scripts", "synth.sh"))
 
 
 def _digest(obj):
@@ -190,7 +196,7 @@ def run_synth(ctx, cfg, workdir):
     with open(cfg_path, "w") as f:
         json.dump(cfg, f, indent=1)
     t0 = time.monotonic()
-    p = subprocess.run([os.path.join(ctx["root"], "scripts", "synth.sh"), ctx["cli"], cfg_path,
+    p = subprocess.run([ctx["fingerprints"]["synth_cmd"], ctx["cli"], cfg_path,
                         os.path.join(workdir, "synth")], capture_output=True, text=True)
     wall = time.monotonic() - t0
     m = _AREA.search(p.stdout)

@@ -52,7 +52,7 @@ def build_rows(ctx, results, boards, budget):
 def best_per_board(rows, boards):
     best = {}
     for b in boards:
-        fit = [r for r in rows if r["status"] == "ok" and b["name"] in r.get("fits", [])]
+        fit = [r for r in rows if r["status"] == "ok" and b["name"] in r.get("fits", []) and r.get("in_budget", True)]
         best[b["name"]] = max(fit, key=lambda r: r["throughput"]) if fit else None
     return best
 

@@ -377,9 +377,9 @@ def _expand(sp):
         combos = itertools.product(*(sp.keys[k] for k in names))
     else:
         rng = random.Random(sp.search["seed"])
-        n = min(sp.search["samples"], total)
-        # distinct indices into the grid, without enumerating it
-        idx = rng.sample(range(total), n)
+        # distinct indices into the grid, without enumerating it; up to 20 draws per wanted
+        # point, stopping at `samples` legal ones (below)
+        idx = rng.sample(range(total), min(total, 20 * sp.search["samples"]))
         combos = []
         for i in idx:
             c = []
@@ -389,6 +389,8 @@ def _expand(sp):
             combos.append(tuple(reversed(c)))
     seen_values = set()
     for combo in combos:
+        if sp.search["method"] == "random" and len(sp.points) == sp.search["samples"]:
+            break
         ov = dict(zip(names, combo))
         cfg = point_config(sp.base, ov)
         err = check_config(sp.cli, cfg, "point")
@@ -397,7 +399,9 @@ def _expand(sp):
         else:
             sp.points.append((ov, cfg))
             seen_values.update((k, json.dumps(v)) for k, v in ov.items())
-    for (k, v), err in sp.value_errors.items():  # in the space file's order
+    # (a grid sees every value in every combination; a random sample may miss the one
+    # combination that makes a value legal, so it lists its illegal draws instead)
+    for (k, v), err in sp.value_errors.items() if sp.search["method"] == "grid" else ():
         if (k, v) not in seen_values:
             raise SpaceError(f"{sp.path}: keys.{k}: value {v} is legal in no point of the space: {err}")
     if not sp.points:
