@@ -2,7 +2,8 @@
  * test_systemc: the SystemC/TLM-2.0 timed model behind --backend systemc.
  *
  * - Output bytes: random programs of the differential generator (tiny,
- *   default and random configs) run on fsim and on systemc; every output
+ *   default and random configs) run on fsim, on systemc and on the
+ *   independent in-order reference machine (tests/tsr_ref.c); every output
  *   byte must agree (the model computes data with fsim's per-instruction
  *   code at the points its schedule reaches; a wrong order between stages,
  *   a missed instruction or a lost token shows as a difference or an
@@ -10,11 +11,13 @@
  * - Cycles against the RTL on a fixed sample (programs 1..12 on tiny and
  *   on default, DRAM defaults): mean |error| at most 5% and every program
  *   within 20%. Measured with tsr_sccal at the time of writing: tiny mean
- *   2.1% (max 7%), default mean 1.7% (max 8.7%) on 40 programs; the
+ *   2.16% (max 9.3%), default mean 1.64% (max 15.3%) on 250 programs; the
  *   bounds leave room for the model's documented approximations but catch
  *   a drift of the RTL or the model (a changed stage overhead moves the
  *   mean by 1-2% per cycle of overhead on tiny). Skipped without the RTL
  *   backend (no Verilator).
+ * - Four ResNet-18 convolutions within 3% of the RTL; the rtl and systemc
+ *   timelines (--timeline) of the same programs line up (test_timeline).
  * - Counters: the DRAM byte and GEMM/ALU op counters equal the RTL's
  *   exactly on the same sample (they do not depend on timing).
  * - Bad input: errors name the stage, instruction and problem; a device
