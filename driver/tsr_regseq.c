@@ -78,9 +78,8 @@ static int read_cnt(tsr_regseq_t *rs, int k, uint64_t *v)
     return rc;
 }
 
-int tsr_regseq_start(void *st, uint64_t insn_addr, uint32_t count, uint64_t bound)
+int tsr_regseq_prepare(tsr_regseq_t *rs, uint64_t insn_addr, uint32_t count, uint64_t bound)
 {
-    tsr_regseq_t *rs = st;
     int rc = TSR_OK;
     if (insn_addr + (uint64_t)count * TSR_INSN_BYTES > 0xffffffffull)
         return tsr_err(TSR_EINVAL, "%s: instructions at 0x%llx are beyond the 32-bit AXI address space", rs->name,
@@ -106,24 +105,32 @@ int tsr_regseq_start(void *st, uint64_t insn_addr, uint32_t count, uint64_t boun
     rs->ninsns = count;
     memset(&rs->run, 0, sizeof rs->run);
     tsr_counters_static(&rs->cfg, rs->insns, count, &rs->run);
-    uint32_t ap = 0;
-    if ((rc = rd(rs, TSR_REG_AP_CTRL, &ap))) /* also clears a stale ap_done */
-        goto out;
-    if (!(ap & TSR_AP_IDLE)) {
-        rc = tsr_err(TSR_EBACKEND, "%s: the accelerator is not idle (AP_CTRL 0x%x): reset it first", rs->name, ap);
-        goto out;
-    }
-    if ((rc = rd(rs, TSR_REG_STAGE_INSNS, &rs->stage_base)) || (rc = wr(rs, TSR_REG_INSN_ADDR, (uint32_t)insn_addr)) ||
-        (rc = wr(rs, TSR_REG_INSN_ADDR_HI, (uint32_t)(insn_addr >> 32))) ||
-        (rc = wr(rs, TSR_REG_INSN_COUNT, count)) || (rc = wr(rs, TSR_REG_AP_CTRL, TSR_AP_START)))
-        goto out;
+    rc = rd(rs, TSR_REG_STAGE_INSNS, &rs->stage_base);
     rs->last_activity = 0;
     rs->last_change = 0;
     rs->last_sample = 0;
-    rs->started = 1;
 out:
     free(bytes);
     return rc;
+}
+
+int tsr_regseq_start(void *st, uint64_t insn_addr, uint32_t count, uint64_t bound)
+{
+    tsr_regseq_t *rs = st;
+    uint32_t ap = 0;
+    int rc;
+    if ((rc = tsr_regseq_prepare(rs, insn_addr, count, bound)) ||
+        (rc = rd(rs, TSR_REG_AP_CTRL, &ap))) /* also clears a stale ap_done */
+        return rc;
+    if (!(ap & TSR_AP_IDLE))
+        return tsr_err(TSR_EBACKEND, "%s: the accelerator is not idle (AP_CTRL 0x%x): reset it first", rs->name, ap);
+    /* The arguments in tsr_kernel_args order, then ap_start. */
+    if ((rc = wr(rs, TSR_REG_INSN_ADDR, (uint32_t)insn_addr)) ||
+        (rc = wr(rs, TSR_REG_INSN_ADDR_HI, (uint32_t)(insn_addr >> 32))) || (rc = wr(rs, TSR_REG_INSN_COUNT, count)) ||
+        (rc = wr(rs, TSR_REG_AP_CTRL, TSR_AP_START)))
+        return rc;
+    rs->started = 1;
+    return TSR_OK;
 }
 
 /* Index of the n-th (0-based) instruction of a stage, or -1. */
@@ -230,7 +237,7 @@ static int end_checks(tsr_regseq_t *rs)
 /* Between slices: the run budget and the progress watchdog (some counter
  * other than cycles must move; the budget bounds a run that keeps moving
  * without finishing). */
-static int check_progress(tsr_regseq_t *rs)
+int tsr_regseq_check_progress(tsr_regseq_t *rs)
 {
     uint64_t cyc = 0, v, act = 0;
     int rc = read_cnt(rs, TSR_CNT_CYCLES, &cyc);
@@ -271,6 +278,19 @@ static int check_progress(tsr_regseq_t *rs)
     return TSR_OK;
 }
 
+int tsr_regseq_finish(tsr_regseq_t *rs)
+{
+    rs->started = 0;
+    tsr_counters_t c = rs->run;
+    int rc;
+    if ((rc = end_checks(rs)) || (rc = tsr_regseq_read_hw(rs, c.hw)))
+        return rc;
+    c.has_hw = 1;
+    c.cycles = c.hw[TSR_CNT_CYCLES];
+    tsr_counters_add(&rs->ctr, &c);
+    return TSR_OK;
+}
+
 int tsr_regseq_wait(void *st, int timeout_ms)
 {
     tsr_regseq_t *rs = st;
@@ -294,18 +314,10 @@ int tsr_regseq_wait(void *st, int timeout_ms)
         if (!rc && fired && !(ap & TSR_AP_DONE))
             rc = tsr_err(TSR_EBACKEND, "%s: the completion signal rose but AP_CTRL.ap_done is clear (AP_CTRL 0x%x)",
                          rs->name, ap);
-        if (!rc && (ap & TSR_AP_DONE)) {
-            rs->started = 0;
-            tsr_counters_t c = rs->run;
-            if ((rc = end_checks(rs)) || (rc = tsr_regseq_read_hw(rs, c.hw)))
-                return rc;
-            c.has_hw = 1;
-            c.cycles = c.hw[TSR_CNT_CYCLES];
-            tsr_counters_add(&rs->ctr, &c);
-            return TSR_OK;
-        }
+        if (!rc && (ap & TSR_AP_DONE))
+            return tsr_regseq_finish(rs);
         if (!rc)
-            rc = check_progress(rs);
+            rc = tsr_regseq_check_progress(rs);
         if (rc) {
             rs->started = 0;
             return rc;

@@ -51,6 +51,13 @@ int tsr_regseq_counters(void *st, tsr_counters_t *out);
 int tsr_regseq_reset_counters(void *st);
 int tsr_regseq_reset(void *st);
 uint64_t tsr_regseq_bound(void *st, const tsr_config_t *cfg, const tsr_insn_t *insns, size_t n);
+/* The parts, for a backend that starts and waits through its own runtime
+ * (xrt): decode the stream and take its static counters and the stage
+ * base (no register written); between waits, the run budget and the
+ * watchdog; once the run is complete, the end-of-run checks and counters. */
+int tsr_regseq_prepare(tsr_regseq_t *rs, uint64_t insn_addr, uint32_t count, uint64_t bound);
+int tsr_regseq_check_progress(tsr_regseq_t *rs);
+int tsr_regseq_finish(tsr_regseq_t *rs);
 /* The hardware counters (tsr_cnt_e order). */
 int tsr_regseq_read_hw(tsr_regseq_t *rs, uint64_t hw[TSR_CNT_COUNT]);
 
