@@ -34,7 +34,7 @@
 #include "tsr_error.h"
 #include "tsr_regseq.h"
 
-#define KERNEL_NAME "tessera"
+#define KERNEL_NAME TSR_KERNEL_NAME
 #define DRAM_MAX (256ull << 20) /* default device DRAM: one 256 MiB buffer object */
 #define WAIT_MS 10              /* xrtRunWaitFor slice between budget/watchdog checks */
 

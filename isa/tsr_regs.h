@@ -106,6 +106,13 @@ typedef struct {
 const tsr_kernel_arg_t *tsr_kernel_args(size_t *n);
 /* Markdown table of the register map (`tessera config emit-regmap`). */
 int tsr_regmap_doc(FILE *f);
+
+/* The Vitis RTL kernel's name (kernel.xml, xrtPLKernelOpen). */
+#define TSR_KERNEL_NAME "tessera"
+/* The Vitis kernel description (kernel.xml) of tsr_kernel (hw/fpga): the
+ * ap_ctrl_hs control port, the AXI4 master of dram_bus_bits data bits and
+ * the arguments at their register offsets. */
+int tsr_emit_kernel_xml(unsigned dram_bus_bits, FILE *f);
 /* Name of a unit ("compute"), NULL if out of range. */
 const char *tsr_unit_name(int k);
 

@@ -4,7 +4,7 @@
 // written by load and read by compute, out written by compute and read by
 // store); one AXI4 master serves every DRAM access and an AXI4-Lite slave
 // holds control, status and performance counters. A soft reset
-// (CTRL.RESET) holds fetch, the stages and the token queues in reset
+// (SOFT_RESET register) holds fetch, the stages and the token queues in reset
 // (core_rst_n) while the AXI4 master drains; on-chip buffers keep their
 // contents.
 module tsr_top (
