@@ -209,11 +209,16 @@ static int close_out(FILE *f, const char *path)
 static const char *config_help =
     "usage: tessera config show CONFIG\n"
     "       tessera config emit-sv CONFIG [-o FILE]\n"
+    "       tessera config emit-kernel-xml CONFIG [-o FILE]\n"
+    "       tessera config emit-regmap CONFIG [-o FILE]\n"
     "\n"
     "CONFIG is a JSON file (VTA's vta_config.json keys plus Tessera's) or a\n"
     "preset name: default, tiny, large.\n"
     "  show      print every key and derived value (buffer depths, field widths)\n"
     "  emit-sv   write the SystemVerilog package tsr_pkg for this config\n"
+    "  emit-kernel-xml  write the Vitis RTL kernel description (kernel.xml):\n"
+    "            ap_ctrl_hs, the arguments at their register offsets\n"
+    "  emit-regmap      write the AXI4-Lite register map as a Markdown table\n"
     "  -o FILE   output file (default: stdout)\n";
 
 static int cmd_config(int argc, char **argv)
@@ -254,7 +259,15 @@ static int cmd_config(int argc, char **argv)
         int rc2 = close_out(f, out);
         return rc || rc2 ? fail(rc ? rc : rc2) : 0;
     }
-    return usage_error("config", "unknown subcommand (show, emit-sv)");
+    if (!strcmp(sub, "emit-kernel-xml") || !strcmp(sub, "emit-regmap")) {
+        FILE *f = open_out(out);
+        if (!f)
+            return fail(TSR_EIO);
+        rc = sub[5] == 'k' ? tsr_emit_kernel_xml((unsigned)cfg.dram_bus_width, f) : tsr_regmap_doc(f);
+        int rc2 = close_out(f, out);
+        return rc || rc2 ? fail(rc ? rc : rc2) : 0;
+    }
+    return usage_error("config", "unknown subcommand (show, emit-sv, emit-kernel-xml, emit-regmap)");
 }
 
 /* ------------------------------------------------------------------- isa */

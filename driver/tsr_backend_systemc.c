@@ -14,13 +14,14 @@
 
 #include "tsr_driver.h"
 #include "tsr_error.h"
+#include "tsr_regio.h"
 #include "tsr_sc.h"
 
 #define DRAM_BASE 0x1000ull
 #define SLICE (1u << 20) /* most cycles between deadline checks (the first slices are shorter) */
 
 typedef struct {
-    tsr_dram_t *dram;    /* device memory */
+    tsr_regio_t io;      /* first: device memory (io.dram) for the tsr_regio_mem_* entry points; no registers */
     tsr_sc_t *sc;        /* the model (a slot of the process's kernel) */
     tsr_counters_t ctr;  /* accumulated counters */
     tsr_counters_t run;  /* static counters of the running stream */
@@ -41,8 +42,8 @@ static int s_open(const tsr_config_t *cfg, const tsr_device_opts_t *opts, void *
     uint64_t size = opts->dram_size;
     if (size > 0xffffffffull - DRAM_BASE) /* the AXI port has 32 address bits, as on the RTL */
         size = 0xffffffffull - DRAM_BASE;
-    if ((rc = tsr_dram_create(DRAM_BASE, size, &s->dram)) || (rc = tsr_sc_create(cfg, s->dram, &opts->rtl, &s->sc))) {
-        tsr_dram_destroy(s->dram);
+    if ((rc = tsr_dram_create(DRAM_BASE, size, &s->io.dram)) || (rc = tsr_sc_create(cfg, s->io.dram, &opts->rtl, &s->sc))) {
+        tsr_dram_destroy(s->io.dram);
         free(s);
         return rc;
     }
@@ -54,26 +55,8 @@ static void s_close(void *st)
 {
     sc_state_t *s = st;
     tsr_sc_destroy(s->sc);
-    tsr_dram_destroy(s->dram);
+    tsr_dram_destroy(s->io.dram);
     free(s);
-}
-
-static int s_alloc(void *st, uint64_t size, uint64_t align, uint64_t *addr)
-{
-    return tsr_dram_alloc(((sc_state_t *)st)->dram, size, align, addr);
-}
-static int s_alloc_at(void *st, uint64_t addr, uint64_t size)
-{
-    return tsr_dram_alloc_at(((sc_state_t *)st)->dram, addr, size);
-}
-static int s_free(void *st, uint64_t addr) { return tsr_dram_free(((sc_state_t *)st)->dram, addr); }
-static int s_write(void *st, uint64_t addr, const void *src, uint64_t n)
-{
-    return tsr_dram_write(((sc_state_t *)st)->dram, addr, src, n);
-}
-static int s_read(void *st, uint64_t addr, void *dst, uint64_t n)
-{
-    return tsr_dram_read(((sc_state_t *)st)->dram, addr, dst, n);
 }
 
 static int s_start(void *st, uint64_t insn_addr, uint32_t count, uint64_t bound)
@@ -87,7 +70,7 @@ static int s_start(void *st, uint64_t insn_addr, uint32_t count, uint64_t bound)
         rc = tsr_err(TSR_ENOMEM, "out of memory");
         goto out;
     }
-    if ((rc = tsr_dram_read(s->dram, insn_addr, bytes, (uint64_t)count * TSR_INSN_BYTES)))
+    if ((rc = tsr_dram_read(s->io.dram, insn_addr, bytes, (uint64_t)count * TSR_INSN_BYTES)))
         goto out;
     for (uint32_t i = 0; i < count; i++) {
         tsr_insn_bits_t b;
@@ -193,11 +176,11 @@ const tsr_backend_ops_t tsr_backend_systemc = {
     .name = "systemc",
     .open = s_open,
     .close = s_close,
-    .mem_alloc = s_alloc,
-    .mem_alloc_at = s_alloc_at,
-    .mem_free = s_free,
-    .mem_write = s_write,
-    .mem_read = s_read,
+    .mem_alloc = tsr_regio_mem_alloc,
+    .mem_alloc_at = tsr_regio_mem_alloc_at,
+    .mem_free = tsr_regio_mem_free,
+    .mem_write = tsr_regio_mem_write,
+    .mem_read = tsr_regio_mem_read,
     .start = s_start,
     .wait = s_wait,
     .counters = s_counters,

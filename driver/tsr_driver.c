@@ -39,11 +39,22 @@ struct tsr_device {
     void (*ext_dtor)(tsr_device_t *, void *); /* destroys ext at close, or NULL */
 };
 
-static const tsr_backend_ops_t *const backends[] = {&tsr_backend_fsim, &tsr_backend_rtl, &tsr_backend_systemc};
+/* Simulators first; the board backends (zynq; xrt when built with libxrt)
+ * fail at open without their device. */
+static const tsr_backend_ops_t *const backends[] = {&tsr_backend_fsim, &tsr_backend_rtl, &tsr_backend_systemc,
+                                                    &tsr_backend_zynq,
+#ifdef TSR_HAVE_XRT
+                                                    &tsr_backend_xrt,
+#endif
+};
 
 const char *const *tsr_backend_names(void)
 {
-    static const char *names[] = {"fsim", "rtl", "systemc", NULL};
+    static const char *names[] = {"fsim", "rtl", "systemc", "zynq",
+#ifdef TSR_HAVE_XRT
+                                  "xrt",
+#endif
+                                  NULL};
     return names;
 }
 
@@ -56,7 +67,14 @@ int tsr_device_open(const char *backend, const tsr_config_t *cfg, const tsr_devi
         if (backend && !strcmp(backends[i]->name, backend))
             ops = backends[i];
     if (!ops)
-        return tsr_err(TSR_EBACKEND, "unknown backend \"%s\" (available: fsim, rtl, systemc)", backend ? backend : "");
+        return tsr_err(TSR_EBACKEND, "unknown backend \"%s\" (available: fsim, rtl, systemc, zynq%s)",
+                       backend ? backend : "",
+#ifdef TSR_HAVE_XRT
+                       ", xrt"
+#else
+                       "; xrt: not built, libxrt-dev was not found"
+#endif
+        );
     tsr_device_t *d = calloc(1, sizeof *d);
     if (!d)
         return tsr_err(TSR_ENOMEM, "out of memory");

@@ -40,7 +40,7 @@ typedef struct tsr_device_opts {
 
 /* Names of the available backends, NULL-terminated. */
 const char *const *tsr_backend_names(void);
-/* Open backend "fsim", "rtl" or "systemc" with a config; opts may be NULL. */
+/* Open backend "fsim", "rtl", "systemc", "zynq" or "xrt" with a config; opts may be NULL. */
 int tsr_device_open(const char *backend, const tsr_config_t *cfg,
                     const tsr_device_opts_t *opts, tsr_device_t **out);
 void tsr_device_close(tsr_device_t *dev);
@@ -105,5 +105,7 @@ uint64_t tsr_rtl_cycle_bound(const tsr_rtl_opts_t *ro, const tsr_config_t *cfg, 
 extern const tsr_backend_ops_t tsr_backend_fsim;
 extern const tsr_backend_ops_t tsr_backend_rtl;
 extern const tsr_backend_ops_t tsr_backend_systemc;
+extern const tsr_backend_ops_t tsr_backend_zynq;  /* Linux UIO + u-dma-buf (driver/tsr_backend_zynq.c) */
+extern const tsr_backend_ops_t tsr_backend_xrt;   /* XRT (driver/tsr_backend_xrt.c, built with libxrt) */
 
 #endif

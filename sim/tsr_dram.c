@@ -25,6 +25,7 @@ struct tsr_dram {
     region_t *r;    /* sorted by addr, non-overlapping */
     size_t n;       /* regions in use */
     size_t cap;     /* regions allocated */
+    uint8_t *backing; /* NULL: each buffer has its own host memory; else the host view of [base, base + size) */
 };
 
 int tsr_dram_create(uint64_t base, uint64_t size, tsr_dram_t **out)
@@ -38,11 +39,19 @@ int tsr_dram_create(uint64_t base, uint64_t size, tsr_dram_t **out)
     return TSR_OK;
 }
 
+int tsr_dram_create_backed(uint64_t base, uint64_t size, uint8_t *host, tsr_dram_t **out)
+{
+    int rc = tsr_dram_create(base, size, out);
+    if (!rc)
+        (*out)->backing = host;
+    return rc;
+}
+
 void tsr_dram_destroy(tsr_dram_t *d)
 {
     if (!d)
         return;
-    for (size_t i = 0; i < d->n; i++)
+    for (size_t i = 0; i < d->n && !d->backing; i++)
         free(d->r[i].host);
     free(d->r);
     free(d);
@@ -78,7 +87,10 @@ static int insert(tsr_dram_t *d, uint64_t addr, uint64_t size)
         d->r = r;
         d->cap = cap;
     }
-    uint8_t *host = calloc(1, (size_t)size);
+    /* Backed: the buffer is its slice of the mapping, zeroed like calloc's. */
+    uint8_t *host = d->backing ? d->backing + (addr - d->base) : calloc(1, (size_t)size);
+    if (d->backing)
+        memset(host, 0, (size_t)size);
     if (!host)
         return tsr_err(TSR_ENOMEM, "out of host memory for a %llu-byte DRAM buffer",
                        (unsigned long long)size);
@@ -135,7 +147,8 @@ int tsr_dram_free(tsr_dram_t *d, uint64_t addr)
         return tsr_err(TSR_EINVAL, "0x%llx is not the start of an allocated DRAM buffer",
                        (unsigned long long)addr);
     i--;
-    free(d->r[i].host);
+    if (!d->backing)
+        free(d->r[i].host);
     memmove(&d->r[i], &d->r[i + 1], (d->n - i - 1) * sizeof *d->r);
     d->n--;
     return TSR_OK;

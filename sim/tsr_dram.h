@@ -27,6 +27,10 @@ typedef struct tsr_dram tsr_dram_t;
 
 /* Address space [base, base + size). */
 int tsr_dram_create(uint64_t base, uint64_t size, tsr_dram_t **out);
+/* The same over memory the caller owns (a board's DMA buffer, an XRT
+ * buffer object's mapping): host points at [base, base + size) and must
+ * outlive the tsr_dram_t; buffers are slices of it, zeroed when allocated. */
+int tsr_dram_create_backed(uint64_t base, uint64_t size, uint8_t *host, tsr_dram_t **out);
 void tsr_dram_destroy(tsr_dram_t *d);
 /* Allocate at the lowest free address aligned to align (power of two). */
 int tsr_dram_alloc(tsr_dram_t *d, uint64_t size, uint64_t align, uint64_t *addr);

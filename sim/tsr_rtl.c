@@ -82,18 +82,11 @@ struct tsr_rtl {
     bq_t b;                    /* write responses pending (ready_at) */
     int rd_err, wr_err;        /* SLVERR pending on the current burst */
     uint8_t *beat;             /* one beat of data */
-    /* run state */
-    int running;
-    tsr_insn_t *insns;         /* the stream, decoded, for watchdog reports */
-    uint32_t ninsns;
-    uint64_t last_activity;    /* sum of activity counters at the last check */
-    uint64_t last_change;      /* cycle it last changed */
-    uint64_t run_start;        /* cycle of the last START */
-    uint32_t stage_base;       /* REG_STAGE_INSNS at that START (the stage counts run on across runs) */
+    uint64_t run_start;        /* cycle of the last ap_start write */
     int tracing;
     /* profile */
     FILE *prof;                /* open timeline, or NULL */
-    uint64_t prof_next;        /* cycle of the next sample */
+    uint64_t prof_next;        /* cycle of the next sample (0: no run being profiled) */
     uint32_t prof_last[PROF_N];/* counter values (low words) at the last sample */
     uint32_t prof_run;         /* runs started */
     /* timeline (sim/tsr_timeline.h) */
@@ -104,6 +97,9 @@ struct tsr_rtl {
     uint64_t wait_begin[TSR_STAGE_COUNT]; /* cycle a token wait began (UINT64_MAX: none) */
     uint64_t op_begin[2];      /* cycle a run of GEMM / ALU ops began (UINT64_MAX: none) */
     uint64_t op_n[2];          /* ops in that run */
+    int running;               /* a timeline run is open (ap_start seen, done not yet) */
+    uint32_t tl_addr, tl_count;/* INSN_ADDR / INSN_COUNT as last written (the timeline decodes the stream) */
+    tsr_insn_t *insns;         /* the running stream, decoded for the timeline's slice names */
 };
 
 static void bq_push(bq_t *q, burst_t b) { q->q[(q->head + q->count++) % RD_MAX] = b; }
@@ -538,20 +534,6 @@ static void prof_sample(tsr_rtl_t *r, int emit)
     r->prof_next = t0 + (r->o.profile_window ? r->o.profile_window : 256);
 }
 
-int tsr_rtl_read_counters(tsr_rtl_t *r, uint64_t hw[TSR_CNT_COUNT])
-{
-    for (int k = 0; k < TSR_CNT_COUNT; k++) {
-        uint32_t lo, hi;
-        int rc = reg_read(r, tsr_cnt_offset(k), &lo);
-        if (!rc)
-            rc = reg_read(r, tsr_cnt_offset(k) + 4, &hi);
-        if (rc)
-            return rc;
-        hw[k] = (uint64_t)hi << 32 | lo;
-    }
-    return TSR_OK;
-}
-
 uint64_t tsr_rtl_cycles(const tsr_rtl_t *r) { return r->cycle; }
 
 int tsr_rtl_create(const tsr_config_t *cfg, tsr_dram_t *dram, const tsr_rtl_opts_t *opts,
@@ -650,222 +632,98 @@ void tsr_rtl_destroy(tsr_rtl_t *r)
     free(r);
 }
 
-int tsr_rtl_start(tsr_rtl_t *r, uint64_t insn_addr, uint32_t count)
+/* A --timeline run opens on the ap_start write: the stream is decoded from
+ * device DRAM (INSN_ADDR / INSN_COUNT as the driver wrote them) so slices
+ * carry each instruction's kind and fields. */
+static int tl_run_begin(tsr_rtl_t *r)
 {
-    int rc;
-    if (insn_addr + (uint64_t)count * TSR_INSN_BYTES > 0xffffffffull)
-        return tsr_err(TSR_EINVAL, "rtl: instructions at 0x%llx are beyond the 32-bit AXI address space",
-                       (unsigned long long)insn_addr);
+    uint32_t count = r->tl_count;
     free(r->insns);
     r->insns = calloc(count ? count : 1, sizeof *r->insns);
-    r->ninsns = count;
     if (!r->insns)
         return tsr_err(TSR_ENOMEM, "out of memory");
     for (uint32_t i = 0; i < count; i++) {
         uint8_t b[TSR_INSN_BYTES];
         tsr_insn_bits_t bits;
-        if (tsr_dram_read(r->dram, insn_addr + (uint64_t)i * TSR_INSN_BYTES, b, sizeof b) == TSR_OK) {
+        if (tsr_dram_read(r->dram, (uint64_t)r->tl_addr + (uint64_t)i * TSR_INSN_BYTES, b, sizeof b) == TSR_OK) {
             tsr_insn_bits_load(b, &bits);
             tsr_insn_decode(&r->cfg, &bits, &r->insns[i]);
         }
     }
-    if ((rc = reg_read(r, TSR_REG_STAGE_INSNS, &r->stage_base)) ||
-        (rc = reg_write(r, TSR_REG_INSN_ADDR, (uint32_t)insn_addr)) ||
-        (rc = reg_write(r, TSR_REG_INSN_COUNT, count)) || (rc = reg_write(r, TSR_REG_CTRL, 1)))
+    int rc = tsr_tl_run_begin(r->tl, &r->cfg, r->insns, count, (double)r->cycle);
+    if (rc)
         return rc;
     r->running = 1;
-    r->run_start = r->cycle;
-    r->last_activity = 0;
-    r->last_change = r->cycle;
-    if (r->prof) {
-        r->prof_run++;
-        prof_sample(r, 0);
-    }
-    if (r->tl) {
-        if ((rc = tsr_tl_run_begin(r->tl, &r->cfg, r->insns, count, (double)r->cycle)))
-            return rc;
-        r->api->probe(r->m, r->vp);
-        for (int s = 0; s < TSR_STAGE_COUNT; s++)
-            r->st_begin[s] = r->wait_begin[s] = UINT64_MAX;
-        r->op_begin[0] = r->op_begin[1] = UINT64_MAX;
-        r->op_n[0] = r->op_n[1] = 0;
-    }
+    r->api->probe(r->m, r->vp);
+    for (int s = 0; s < TSR_STAGE_COUNT; s++)
+        r->st_begin[s] = r->wait_begin[s] = UINT64_MAX;
+    r->op_begin[0] = r->op_begin[1] = UINT64_MAX;
+    r->op_n[0] = r->op_n[1] = 0;
     return TSR_OK;
 }
 
-/* Index of the n-th (0-based) instruction of a stage, or -1. */
-static long nth_of_stage(const tsr_rtl_t *r, int stage, uint32_t n)
+int tsr_rtl_reg_write(tsr_rtl_t *r, uint32_t off, uint32_t v)
 {
-    for (uint32_t i = 0; i < r->ninsns; i++)
-        if ((int)tsr_insn_stage(&r->insns[i]) == stage && n-- == 0)
-            return (long)i;
-    return -1;
-}
-
-static int stuck_report(tsr_rtl_t *r, const char *why)
-{
-    uint32_t st = 0, fetched = 0;
-    reg_read(r, TSR_REG_STAGE_INSNS, &st);
-    reg_read(r, TSR_REG_FETCHED, &fetched);
-    char msg[700];
-    int len = snprintf(msg, sizeof msg, "rtl: %s at cycle %llu: fetched %u of %u instructions;", why,
-                       (unsigned long long)r->cycle, fetched, r->ninsns);
-    for (int s = 0; s < TSR_STAGE_COUNT && len > 0 && len < (int)sizeof msg; s++) {
-        uint32_t done = ((st >> (10 * s)) - (r->stage_base >> (10 * s))) & 0x3ff; /* this run's, modulo 1024 */
-        long total = 0;
-        for (uint32_t i = 0; i < r->ninsns; i++)
-            total += (int)tsr_insn_stage(&r->insns[i]) == s;
-        /* The completed count is mod 1024: find the candidate consistent with fetch. */
-        long next = -1;
-        for (uint32_t n = done; n < (uint32_t)total; n += 1024) {
-            long idx = nth_of_stage(r, s, n);
-            if (idx >= 0 && (uint32_t)idx < fetched) {
-                next = idx;
-                break;
-            }
-        }
-        if (next >= 0) {
-            const tsr_insn_t *in = &r->insns[next];
-            len += snprintf(msg + len, sizeof msg - (size_t)len,
-                            " %s stage at #%ld (%s%s%s)%s%s;", tsr_stage_name(s), next,
-                            tsr_opcode_name(in->opcode),
-                            in->opcode <= TSR_OP_STORE ? " " : "",
-                            in->opcode <= TSR_OP_STORE ? tsr_mem_name(in->mem_type) : "",
-                            in->pop_prev || in->pop_next ? " waiting on " : "",
-                            in->pop_prev && in->pop_next ? "both token queues" : in->pop_prev ? "pop_prev" : in->pop_next ? "pop_next" : "");
-        } else {
-            len += snprintf(msg + len, sizeof msg - (size_t)len, " %s stage idle (%u done);",
-                            tsr_stage_name(s), done);
+    int rc = reg_write(r, off, v);
+    /* The harness watches the bus like a monitor: a write of ap_start
+     * opens the profile's next run (the device ignores it when busy). */
+    if (!rc && off == TSR_REG_AP_CTRL && (v & TSR_AP_START)) {
+        r->run_start = r->cycle;
+        if (r->prof) {
+            r->prof_run++;
+            prof_sample(r, 0);
         }
     }
-    r->running = 0;
-    return tsr_err(TSR_EBACKEND, "%s", msg);
-}
-
-/* Names of the units whose bits are set in mask (REG_UNITS layout). */
-static void unit_list(uint32_t mask, char *buf, size_t n)
-{
-    size_t len = 0;
-    buf[0] = '\0';
-    for (int k = 0; k < TSR_UNIT_COUNT; k++)
-        if ((mask >> k) & 1) {
-            int w = snprintf(buf + len, n - len, "%s%s", len ? ", " : "", tsr_unit_name(k));
-            if (w > 0 && (size_t)w < n - len)
-                len += (size_t)w;
-        }
-}
-
-/* Checks when STATUS.DONE rises (FINISH executed or a unit failed): no
- * error bit, every token queue empty, no stage, fetch or DRAM transaction
- * still busy. Anything else is an error naming what is left; the caller
- * resets the device. */
-static int end_checks(tsr_rtl_t *r)
-{
-    uint32_t status = 0, tokens = 0, units = 0;
-    int rc;
-    char names[96];
-    if ((rc = reg_read(r, TSR_REG_STATUS, &status)) || (rc = reg_read(r, TSR_REG_TOKENS, &tokens)) ||
-        (rc = reg_read(r, TSR_REG_UNITS, &units)))
-        return rc;
-    if (status & TSR_STATUS_ERR) {
-        unit_list(units >> 8, names, sizeof names);
-        char why[sizeof names + 160];
-        snprintf(why, sizeof why,
-                 "%s reported an error (DRAM SLVERR, address beyond 32 bits, out-of-range index, reserved "
-                 "ALU opcode or malformed instruction)",
-                 names[0] ? names : "a unit");
-        return stuck_report(r, why);
-    }
-    for (int q = 0; q < 4; q++) {
-        uint32_t n = (tokens >> (8 * q)) & 0xff;
-        if (n)
-            return tsr_err(TSR_EVERIFY, "rtl: token imbalance: %u token(s) left in queue %s at FINISH", n,
-                           tsr_queue_name(q));
-    }
-    if (units & 0x1f) {
-        unit_list(units & 0x1f, names, sizeof names);
-        return tsr_err(TSR_EVERIFY, "rtl: %s still busy at FINISH (work not ordered before FINISH)", names);
-    }
-    return TSR_OK;
-}
-
-int tsr_rtl_reset(tsr_rtl_t *r)
-{
-    uint32_t status = TSR_STATUS_RESETTING;
-    int rc = reg_write(r, TSR_REG_CTRL, TSR_CTRL_RESET);
-    r->running = 0;
-    /* The AXI master drains what it started: bounded by the DRAM model's
-     * latency and the bursts in flight. */
-    uint64_t limit = r->cycle + 64 * ((uint64_t)r->o.dram_latency + 64) * (r->o.dram_outstanding + 1) + 10000;
-    while (!rc && (status & TSR_STATUS_RESETTING) && r->cycle < limit)
-        rc = reg_read(r, TSR_REG_STATUS, &status);
-    if (!rc && (status & TSR_STATUS_RESETTING))
-        rc = tsr_err(TSR_EBACKEND, "rtl: soft reset did not complete (DRAM transactions still outstanding "
-                                   "after %llu cycles)", (unsigned long long)(limit - r->cycle));
-    /* The slave's view: every burst the master started has completed (no
-     * read beats owed, no write burst short of beats, no response pending). */
-    if (!rc && (r->rd.count || r->aw.count || r->b.count))
-        rc = tsr_err(TSR_EBACKEND,
-                     "rtl: soft reset reported done with DRAM bursts still open: %d read, %d write awaiting data, "
-                     "%d write responses",
-                     r->rd.count, r->aw.count, r->b.count);
+    if (!rc && off == TSR_REG_INSN_ADDR)
+        r->tl_addr = v;
+    if (!rc && off == TSR_REG_INSN_COUNT)
+        r->tl_count = v;
+    if (!rc && off == TSR_REG_SOFT_RESET && (v & TSR_SOFT_RESET))
+        r->running = 0;
+    if (!rc && r->tl && off == TSR_REG_AP_CTRL && (v & TSR_AP_START))
+        rc = tl_run_begin(r);
     return rc;
 }
 
-uint64_t tsr_rtl_run_cycles(const tsr_rtl_t *r) { return r->cycle - r->run_start; }
+int tsr_rtl_reg_read(tsr_rtl_t *r, uint32_t off, uint32_t *v) { return reg_read(r, off, v); }
 
-int tsr_rtl_step(tsr_rtl_t *r, uint64_t max_cycles, int *done)
+int tsr_rtl_run(tsr_rtl_t *r, uint64_t max_cycles, int *done)
 {
     *done = 0;
-    if (!r->running)
-        return tsr_err(TSR_EINVAL, "rtl: nothing started");
     uint64_t end = max_cycles ? r->cycle + max_cycles : UINT64_MAX;
     while (r->cycle < end) {
         r->api->eval(r->m);
         if (r->api->get(r->m, TSR_V_DONE)) {
-            if (r->prof) {
+            if (r->prof && r->prof_next) {
                 prof_sample(r, 1); /* the last (partial) window */
                 fflush(r->prof);
+                r->prof_next = 0;
             }
-            if (r->tl)
+            if (r->tl && r->running)
                 tl_run_end(r);
             r->running = 0;
-            int rc = end_checks(r);
-            if (rc)
-                return rc;
             *done = 1;
             return TSR_OK;
         }
         cycle(r);
-        if (r->prof && r->cycle >= r->prof_next)
+        if (r->prof && r->prof_next && r->cycle >= r->prof_next)
             prof_sample(r, 1);
-        /* Watchdog: some counter other than cycles must move (the run
-         * budget bounds a run that keeps moving without finishing). */
-        if ((r->cycle & 0x3fff) == 0) {
-            uint64_t act = 0, v;
-            static const int watched[] = {TSR_CNT_DRAM_RD_BYTES, TSR_CNT_DRAM_WR_BYTES, TSR_CNT_GEMM_OPS, TSR_CNT_ALU_OPS};
-            for (size_t k = 0; k < sizeof watched / sizeof watched[0]; k++) {
-                uint32_t lo = 0;
-                reg_read(r, tsr_cnt_offset(watched[k]), &lo);
-                act += lo;
-            }
-            /* Compute cycles spent neither waiting on tokens nor on DRAM:
-             * GEMM reset loops count no op but are progress. */
-            uint32_t busy = 0, tok = 0, mem = 0;
-            reg_read(r, tsr_cnt_offset(TSR_CNT_COMPUTE_BUSY), &busy);
-            reg_read(r, tsr_cnt_offset(TSR_CNT_COMPUTE_STALL_TOK), &tok);
-            reg_read(r, tsr_cnt_offset(TSR_CNT_COMPUTE_STALL_MEM), &mem);
-            act += (uint32_t)(busy - tok - mem);
-            uint32_t st = 0;
-            reg_read(r, TSR_REG_STAGE_INSNS, &st);
-            v = act + st;
-            if (v != r->last_activity) {
-                r->last_activity = v;
-                r->last_change = r->cycle;
-            } else if (r->cycle - r->last_change >= r->o.watchdog_cycles) {
-                return stuck_report(r, "watchdog: no progress for many cycles");
-            }
-        }
     }
     return TSR_OK;
 }
+
+int tsr_rtl_bus_check(tsr_rtl_t *r)
+{
+    /* The slave's view: every burst the master started has completed (no
+     * read beats owed, no write burst short of beats, no response pending). */
+    if (r->rd.count || r->aw.count || r->b.count)
+        return tsr_err(TSR_EBACKEND,
+                       "rtl: soft reset reported done with DRAM bursts still open: %d read, %d write awaiting data, "
+                       "%d write responses",
+                       r->rd.count, r->aw.count, r->b.count);
+    if (r->prof)
+        r->prof_next = 0; /* the abandoned run's profile ends */
+    return TSR_OK;
+}
+
+uint64_t tsr_rtl_run_cycles(const tsr_rtl_t *r) { return r->cycle - r->run_start; }

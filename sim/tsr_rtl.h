@@ -2,9 +2,9 @@
  * tsr_rtl: the cycle-accurate RTL simulator. Builds (once per config, then
  * cached) a Verilator model of hw/rtl/tsr_top, loads it, and runs it
  * against a DRAM model with configurable latency, bandwidth and
- * outstanding requests behind the AXI4 port. The instruction stream is
- * started and observed through the AXI4-Lite registers, like a driver on
- * a board would.
+ * outstanding requests behind the AXI4 port. The driver's register
+ * sequence (driver/tsr_regseq.c) drives it through the AXI4-Lite registers
+ * below, the same code that drives a board.
  */
 #ifndef TSR_RTL_H
 #define TSR_RTL_H
@@ -38,22 +38,18 @@ typedef struct tsr_rtl tsr_rtl_t;
 int tsr_rtl_create(const tsr_config_t *cfg, tsr_dram_t *dram, const tsr_rtl_opts_t *opts,
                    tsr_rtl_t **out);
 void tsr_rtl_destroy(tsr_rtl_t *r);
-/* Program the registers and pulse START. */
-int tsr_rtl_start(tsr_rtl_t *r, uint64_t insn_addr, uint32_t count);
-/* Run up to max_cycles (0 = until done); *done = 1 when STATUS.DONE and the
- * end-of-run checks pass. Errors: TSR_EBACKEND naming the units that
- * failed, or the watchdog's stage report; TSR_EVERIFY when tokens are left
- * in a queue or a unit is still busy at FINISH. After an error the device
- * needs tsr_rtl_reset before the next start. */
-int tsr_rtl_step(tsr_rtl_t *r, uint64_t max_cycles, int *done);
-/* Soft reset (CTRL.RESET): stages, fetch, token queues and error bits to
- * idle; waits until the AXI4 master has drained its outstanding bursts.
- * On-chip buffers keep their contents. Any run in progress is abandoned. */
-int tsr_rtl_reset(tsr_rtl_t *r);
-/* Cycles since the last START. */
+/* One AXI4-Lite access at byte offset off (a few cycles, the DRAM model
+ * running): the register/DMA layer's read32/write32 (driver/tsr_regio.h). */
+int tsr_rtl_reg_write(tsr_rtl_t *r, uint32_t off, uint32_t v);
+int tsr_rtl_reg_read(tsr_rtl_t *r, uint32_t off, uint32_t *v);
+/* Run up to max_cycles (0 = no limit) or until the completion line
+ * (STATUS.DONE, the model's interrupt) is high; *done = 1 then. */
+int tsr_rtl_run(tsr_rtl_t *r, uint64_t max_cycles, int *done);
+/* After a soft reset: error unless every DRAM burst the master started has
+ * completed (what only the simulated slave can see). */
+int tsr_rtl_bus_check(tsr_rtl_t *r);
+/* Cycles since the last ap_start write. */
 uint64_t tsr_rtl_run_cycles(const tsr_rtl_t *r);
-/* Hardware counters of the last run (tsr_cnt_e order). */
-int tsr_rtl_read_counters(tsr_rtl_t *r, uint64_t hw[TSR_CNT_COUNT]);
 /* Simulated cycles since the model was created. */
 uint64_t tsr_rtl_cycles(const tsr_rtl_t *r);
 /* Directory of the model cache ($TESSERA_CACHE, else ~/.cache/tessera). */

@@ -1,9 +1,12 @@
-// tsr_ctrl: AXI4-Lite control slave. Start, status, the instruction stream's
-// address and length, and the 64-bit performance counters, at the offsets
-// of the one register map (isa/tsr_regs.h -> tsr_pkg::REG_*). Counters
-// clear on START and count while the run is busy. Reading a counter's LO
+// tsr_ctrl: AXI4-Lite control slave in the Vitis RTL-kernel convention
+// (ap_ctrl_hs at 0x00, GIE/IER/ISR at 0x04-0x0C, the kernel arguments from
+// 0x10), then Tessera's registers: status, soft reset, progress, tokens,
+// units and the 64-bit performance counters, at the offsets of the one
+// register map (isa/tsr_regs.h -> tsr_pkg::REG_*). One run at a time:
+// ap_start is taken only when idle, ap_ready rises with ap_done. Counters
+// clear at a start and count while the run is busy. Reading a counter's LO
 // word latches its HI word, so a 64-bit value is read consistently.
-// Soft reset (CTRL.RESET, isa/tsr_regs.h): soft_rst_o holds every stage,
+// Soft reset (SOFT_RESET, isa/tsr_regs.h): soft_rst_o holds every stage,
 // fetch and the token queues in reset and makes the AXI4 master drain
 // (no new bursts, outstanding ones completed); STATUS.RESETTING clears
 // once the master reports idle, at least RstMin cycles later.
@@ -32,7 +35,8 @@ module tsr_ctrl #(
   output logic [1:0]  s_axil_rresp_o,
   // to the accelerator
   output logic        start_o,
-  output logic        done_o,         // STATUS.DONE (level; cleared by START)
+  output logic        done_o,         // STATUS.DONE (level; cleared by the next start)
+  output logic        interrupt_o,    // GIE & |(IER & ISR)
   output logic [31:0] insn_addr_o,
   output logic [31:0] insn_count_o,
   input  logic        finish_i,       // FINISH executed
@@ -48,6 +52,10 @@ module tsr_ctrl #(
 );
   localparam int RstMin = 3;  // cycles the stages are held before idle is trusted
   logic        busy_q, busy_d, done_q, done_d;
+  logic        ap_done_q, ap_done_d, ap_ready_q, ap_ready_d, auto_q, auto_d;  // AP_CTRL bits
+  logic        gie_q, gie_d;
+  logic [1:0]  ier_q, ier_d, isr_q, isr_d;
+  logic [31:0] addr_hi_q, addr_hi_d;
   logic        rst_q, rst_d, soft_rst;
   logic [1:0]  rst_cnt_q, rst_cnt_d;
   logic [31:0] addr_q, addr_d, count_q, count_d;
@@ -55,7 +63,7 @@ module tsr_ctrl #(
   logic [31:0] hi_latch_q, hi_latch_d;
   logic        bvalid_q, bvalid_d, rvalid_q, rvalid_d;
   logic [31:0] rdata_q, rdata_d;
-  logic        do_write, do_read, start;
+  logic        do_write, do_read, start, host_start, finish, restart, wr_ctrl;
   logic [31:0] rd_value, rd_hi;
   logic [7:0]  raddr;
 
@@ -73,11 +81,17 @@ module tsr_ctrl #(
   assign s_axil_rresp_o   = 2'b00;
   assign raddr = s_axil_araddr_i;
 
-  // RESET wins over a START written with it; START waits for idle.
-  assign soft_rst = do_write && s_axil_awaddr_i == 8'(tsr_pkg::REG_CTRL) && s_axil_wstrb_i[0] &&
-                    s_axil_wdata_i[tsr_pkg::CTRL_RESET_BIT];
-  assign start = do_write && s_axil_awaddr_i == 8'(tsr_pkg::REG_CTRL) && s_axil_wstrb_i[0] &&
-                 s_axil_wdata_i[tsr_pkg::CTRL_START_BIT] && !busy_q && !rst_q && !soft_rst;
+  // SOFT_RESET wins over an ap_start written in the same cycle (there is
+  // one write port, so that cannot happen today); ap_start waits for idle.
+  assign wr_ctrl = do_write && s_axil_awaddr_i == 8'(tsr_pkg::REG_AP_CTRL) && s_axil_wstrb_i[0];
+  assign soft_rst = do_write && s_axil_awaddr_i == 8'(tsr_pkg::REG_SOFT_RESET) && s_axil_wstrb_i[0] &&
+                    s_axil_wdata_i[tsr_pkg::SOFT_RESET_BIT];
+  assign host_start = wr_ctrl && s_axil_wdata_i[tsr_pkg::AP_START_BIT] && !busy_q && !rst_q && !soft_rst;
+  assign finish = busy_q && (finish_i || err_i);
+  // auto_restart: the same arguments run again after a clean finish.
+  assign restart = finish && auto_q && !err_i && !soft_rst;
+  assign start = host_start || restart;
+  assign interrupt_o = gie_q && |(ier_q & isr_q);
   assign soft_rst_o = rst_q;
   assign start_o = start;
   assign done_o = done_q;
@@ -87,8 +101,15 @@ module tsr_ctrl #(
   always_comb begin
     rd_value = '0;
     rd_hi = '0;
-    if (raddr == 8'(tsr_pkg::REG_STATUS)) rd_value = {28'd0, rst_q, err_i, done_q, busy_q};
+    if (raddr == 8'(tsr_pkg::REG_AP_CTRL))
+      rd_value = {24'd0, auto_q, 3'd0, ap_ready_q, !busy_q && !rst_q, ap_done_q, busy_q};
+    else if (raddr == 8'(tsr_pkg::REG_GIE)) rd_value = {31'd0, gie_q};
+    else if (raddr == 8'(tsr_pkg::REG_IER)) rd_value = {30'd0, ier_q};
+    else if (raddr == 8'(tsr_pkg::REG_ISR)) rd_value = {30'd0, isr_q};
+    else if (raddr == 8'(tsr_pkg::REG_STATUS)) rd_value = {28'd0, rst_q, err_i, done_q, busy_q};
+    else if (raddr == 8'(tsr_pkg::REG_SOFT_RESET)) rd_value = {31'd0, rst_q};
     else if (raddr == 8'(tsr_pkg::REG_INSN_ADDR)) rd_value = addr_q;
+    else if (raddr == 8'(tsr_pkg::REG_INSN_ADDR_HI)) rd_value = addr_hi_q;
     else if (raddr == 8'(tsr_pkg::REG_INSN_COUNT)) rd_value = count_q;
     else if (raddr == 8'(tsr_pkg::REG_STAGE_INSNS)) rd_value = {2'd0, stage_insns_i};
     else if (raddr == 8'(tsr_pkg::REG_FETCHED)) rd_value = fetched_i;
@@ -106,6 +127,13 @@ module tsr_ctrl #(
   always_comb begin
     busy_d = busy_q;
     done_d = done_q;
+    ap_done_d = ap_done_q;
+    ap_ready_d = ap_ready_q;
+    auto_d = auto_q;
+    gie_d = gie_q;
+    ier_d = ier_q;
+    isr_d = isr_q;
+    addr_hi_d = addr_hi_q;
     rst_d = rst_q;
     rst_cnt_d = rst_cnt_q;
     addr_d = addr_q;
@@ -124,16 +152,29 @@ module tsr_ctrl #(
     if (do_write) begin
       bvalid_d = 1'b1;
       if (!busy_q && s_axil_awaddr_i == 8'(tsr_pkg::REG_INSN_ADDR)) addr_d = s_axil_wdata_i;
+      if (!busy_q && s_axil_awaddr_i == 8'(tsr_pkg::REG_INSN_ADDR_HI)) addr_hi_d = s_axil_wdata_i;
       if (!busy_q && s_axil_awaddr_i == 8'(tsr_pkg::REG_INSN_COUNT)) count_d = s_axil_wdata_i;
+      if (wr_ctrl) auto_d = s_axil_wdata_i[tsr_pkg::AP_AUTO_RESTART_BIT];
+      if (s_axil_awaddr_i == 8'(tsr_pkg::REG_GIE)) gie_d = s_axil_wdata_i[0];
+      if (s_axil_awaddr_i == 8'(tsr_pkg::REG_IER)) ier_d = s_axil_wdata_i[1:0];
+      if (s_axil_awaddr_i == 8'(tsr_pkg::REG_ISR)) isr_d = isr_q ^ s_axil_wdata_i[1:0];  // toggle on write
     end
     if (do_read) begin
       rvalid_d = 1'b1;
       rdata_d = rd_value;
       hi_latch_d = rd_hi;
+      // ap_done and ap_ready clear on read (an event in this cycle wins, below)
+      if (raddr == 8'(tsr_pkg::REG_AP_CTRL)) begin
+        ap_done_d = 1'b0;
+        ap_ready_d = 1'b0;
+      end
     end
-    if (busy_q && (finish_i || err_i)) begin
+    if (finish) begin
       busy_d = 1'b0;
       done_d = 1'b1;
+      ap_done_d = 1'b1;
+      ap_ready_d = 1'b1;
+      isr_d = isr_d | ier_q;
     end
     if (start) begin
       busy_d = 1'b1;
@@ -148,6 +189,10 @@ module tsr_ctrl #(
       rst_cnt_d = '0;
       busy_d = 1'b0;
       done_d = 1'b0;
+      ap_done_d = 1'b0;
+      ap_ready_d = 1'b0;
+      auto_d = 1'b0;
+      isr_d = '0;
     end
   end
 
@@ -155,6 +200,13 @@ module tsr_ctrl #(
     if (!rst_ni) begin
       busy_q <= 1'b0;
       done_q <= 1'b0;
+      ap_done_q <= 1'b0;
+      ap_ready_q <= 1'b0;
+      auto_q <= 1'b0;
+      gie_q <= 1'b0;
+      ier_q <= '0;
+      isr_q <= '0;
+      addr_hi_q <= '0;
       rst_q <= 1'b0;
       rst_cnt_q <= '0;
       addr_q <= '0;
@@ -167,6 +219,13 @@ module tsr_ctrl #(
     end else begin
       busy_q <= busy_d;
       done_q <= done_d;
+      ap_done_q <= ap_done_d;
+      ap_ready_q <= ap_ready_d;
+      auto_q <= auto_d;
+      gie_q <= gie_d;
+      ier_q <= ier_d;
+      isr_q <= isr_d;
+      addr_hi_q <= addr_hi_d;
       rst_q <= rst_d;
       rst_cnt_q <= rst_cnt_d;
       addr_q <= addr_d;
@@ -179,7 +238,7 @@ module tsr_ctrl #(
     end
   end
 
-  // Only byte 0 of CTRL carries bits; the other strobes select nothing.
+  // Only byte 0 of AP_CTRL / SOFT_RESET carries bits; the other strobes select nothing.
   logic unused_wstrb;
   assign unused_wstrb = ^s_axil_wstrb_i[3:1];
 endmodule

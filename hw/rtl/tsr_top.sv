@@ -4,7 +4,7 @@
 // written by load and read by compute, out written by compute and read by
 // store); one AXI4 master serves every DRAM access and an AXI4-Lite slave
 // holds control, status and performance counters. A soft reset
-// (CTRL.RESET) holds fetch, the stages and the token queues in reset
+// (SOFT_RESET register) holds fetch, the stages and the token queues in reset
 // (core_rst_n) while the AXI4 master drains; on-chip buffers keep their
 // contents.
 module tsr_top (
@@ -58,8 +58,10 @@ module tsr_top (
   output logic        m_axi_bready_o,
   input  logic [1:0]  m_axi_bresp_i,
   input  logic [1:0]  m_axi_bid_i,
-  // completion flag (= STATUS.DONE: set by FINISH or an error, cleared by START)
-  output logic        done_o
+  // completion flag (= STATUS.DONE: set by FINISH or an error, cleared by a start)
+  output logic        done_o,
+  // ap_ctrl_hs interrupt (GIE & |(IER & ISR)); Vitis calls this port `interrupt`
+  output logic        interrupt_o
 );
   localparam int BW = tsr_pkg::DRAM_BUS_WIDTH;
   localparam int NRD = 3;  // read ports: 0 fetch, 1 load, 2 compute
@@ -143,6 +145,7 @@ module tsr_top (
     .s_axil_rresp_o   (s_axil_rresp_o),
     .start_o          (start),
     .done_o           (done_o),
+    .interrupt_o      (interrupt_o),
     .insn_addr_o      (insn_addr),
     .insn_count_o     (insn_count),
     .finish_i         (finish),

@@ -115,11 +115,12 @@ struct host : sc_module {
         }
         // Drive the accelerator through its registers.
         reg(true, TSR_REG_INSN_ADDR, (uint32_t)a_prog);
+        reg(true, TSR_REG_INSN_ADDR_HI, 0);
         reg(true, TSR_REG_INSN_COUNT, (uint32_t)p.size());
-        reg(true, TSR_REG_CTRL, TSR_CTRL_START);
-        uint32_t s;
-        while (!((s = reg(false, TSR_REG_STATUS)) & TSR_STATUS_DONE))
+        reg(true, TSR_REG_AP_CTRL, TSR_AP_START);
+        while (!(reg(false, TSR_REG_AP_CTRL) & TSR_AP_DONE)) // ap_ctrl_hs: poll ap_done (clear on read)
             wait(tsr_sc_cycles(16));
+        uint32_t s = reg(false, TSR_REG_STATUS);
         uint32_t cycles = reg(false, tsr_cnt_offset(TSR_CNT_CYCLES));
         std::vector<int8_t> y((size_t)bt * bo);
         tsr_dram_read(mem, a_out, y.data(), y.size());

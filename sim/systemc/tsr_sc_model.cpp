@@ -447,9 +447,19 @@ std::string tsr_sc_accel::where() const
 uint32_t tsr_sc_accel::reg_read(uint32_t addr)
 {
     switch (addr) {
-    case TSR_REG_CTRL: return 0;
+    case TSR_REG_AP_CTRL: {
+        bool done_ev = (status_ & TSR_STATUS_DONE) && !ap_read_;
+        ap_read_ = ap_read_ || (status_ & TSR_STATUS_DONE);
+        return (running() ? TSR_AP_START : 0) | (done_ev ? TSR_AP_DONE | TSR_AP_READY : 0) |
+               (status_ & (TSR_STATUS_BUSY | TSR_STATUS_RESETTING) ? 0 : TSR_AP_IDLE) | auto_;
+    }
+    case TSR_REG_GIE: return gie_;
+    case TSR_REG_IER: return ier_;
+    case TSR_REG_ISR: return (status_ & TSR_STATUS_DONE) && !isr_ack_ ? ier_ : 0;
     case TSR_REG_STATUS: return status_;
+    case TSR_REG_SOFT_RESET: return (status_ & TSR_STATUS_RESETTING) ? 1 : 0;
     case TSR_REG_INSN_ADDR: return insn_addr_;
+    case TSR_REG_INSN_ADDR_HI: return insn_addr_hi_;
     case TSR_REG_INSN_COUNT: return insn_count_;
     case TSR_REG_STAGE_INSNS:
         return (stage_done[0] & 1023u) | (stage_done[1] & 1023u) << 10 | (stage_done[2] & 1023u) << 20;
@@ -497,14 +507,23 @@ void tsr_sc_accel::reg_write(uint32_t addr, uint32_t v)
 {
     switch (addr) {
     case TSR_REG_INSN_ADDR: insn_addr_ = v; break;
+    case TSR_REG_INSN_ADDR_HI: insn_addr_hi_ = v; break;
     case TSR_REG_INSN_COUNT: insn_count_ = v; break;
-    case TSR_REG_CTRL:
-        if (v & TSR_CTRL_RESET) {
+    case TSR_REG_GIE: gie_ = v & 1; break;
+    case TSR_REG_IER: ier_ = v & 3; break;
+    case TSR_REG_ISR: isr_ack_ = isr_ack_ || (v & ier_); break;
+    case TSR_REG_SOFT_RESET:
+        if (v & TSR_SOFT_RESET) {
             status_ = TSR_STATUS_RESETTING;
+            auto_ = 0;
+            ap_read_ = isr_ack_ = false;
             reset();
-            break;
         }
-        if ((v & TSR_CTRL_START) && !(status_ & (TSR_STATUS_RESETTING | TSR_STATUS_BUSY))) {
+        break;
+    case TSR_REG_AP_CTRL:
+        auto_ = v & TSR_AP_AUTO_RESTART;
+        if ((v & TSR_AP_START) && !(status_ & (TSR_STATUS_RESETTING | TSR_STATUS_BUSY))) {
+            ap_read_ = isr_ack_ = false;
             // START: counters reset, the stream decoded for the stages.
             memset(hw, 0, sizeof hw);
             err_rc_ = 0;
@@ -551,7 +570,7 @@ void tsr_sc_accel::reg_write(uint32_t addr, uint32_t v)
 void tsr_sc_accel::reg_transport(tlm::tlm_generic_payload &gp, sc_time &d)
 {
     uint32_t addr = (uint32_t)gp.get_address();
-    if (gp.get_data_length() != 4 || (addr & 3) || addr >= TSR_REG_COUNTERS + 8 * TSR_CNT_COUNT) {
+    if (gp.get_data_length() != 4 || (addr & 3) || addr >= TSR_REG_MAP_BYTES) {
         gp.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
         return;
     }

@@ -230,6 +230,11 @@ class tsr_sc_accel : public sc_core::sc_module {
 
   private:
     uint32_t status_ = 0, insn_addr_ = 0, insn_count_ = 0, hi_latch_ = 0;
+    // ap_ctrl_hs (isa/tsr_regs.h): ap_done/ap_ready read once per run (clear
+    // on read), ISR acknowledged by a write; GIE/IER/auto_restart/INSN_ADDR_HI
+    // are stored only (the model raises no interrupt and does not restart).
+    bool ap_read_ = false, isr_ack_ = false;
+    uint32_t gie_ = 0, ier_ = 0, auto_ = 0, insn_addr_hi_ = 0;
     int err_rc_ = 0;
     std::string err_msg_;
     tsr_sc_fetch fetch_;

@@ -166,10 +166,10 @@ extern "C" int tsr_sc_start(tsr_sc_t *s, uint64_t insn_addr, uint32_t count)
                        (unsigned long long)insn_addr);
     if (s->acc->aborting)
         run_kernel(0);
-    uint32_t a = (uint32_t)insn_addr, one = TSR_CTRL_START;
+    uint32_t a = (uint32_t)insn_addr, hi = 0, one = TSR_AP_START;
     int rc;
-    if ((rc = reg_access(s, true, TSR_REG_INSN_ADDR, &a)) || (rc = reg_access(s, true, TSR_REG_INSN_COUNT, &count)) ||
-        (rc = reg_access(s, true, TSR_REG_CTRL, &one)))
+    if ((rc = reg_access(s, true, TSR_REG_INSN_ADDR, &a)) || (rc = reg_access(s, true, TSR_REG_INSN_ADDR_HI, &hi)) ||
+        (rc = reg_access(s, true, TSR_REG_INSN_COUNT, &count)) || (rc = reg_access(s, true, TSR_REG_AP_CTRL, &one)))
         return rc;
     return TSR_OK;
 }
@@ -207,8 +207,8 @@ extern "C" int tsr_sc_step(tsr_sc_t *s, uint64_t max_cycles, int *done)
 
 extern "C" int tsr_sc_reset(tsr_sc_t *s)
 {
-    uint32_t v = TSR_CTRL_RESET, st = 0;
-    int rc = reg_access(s, true, TSR_REG_CTRL, &v);
+    uint32_t v = TSR_SOFT_RESET, st = 0;
+    int rc = reg_access(s, true, TSR_REG_SOFT_RESET, &v);
     if (!rc)
         run_kernel(0);
     if (!rc && (rc = reg_access(s, false, TSR_REG_STATUS, &st)) == TSR_OK && (st & TSR_STATUS_RESETTING))
