@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "tsr_asm.h"
+#include "tsr_cli_fpga.h"
 #include "tsr_cli_infer.h"
 #include "tsr_cli_op.h"
 #include "tsr_cli_run.h"
@@ -1765,7 +1766,8 @@ static const char *main_help =
     "  disasm    print a binary stream as canonical assembly\n"
     "  verify    statically check a program\n"
     "  config    show a config's derived values, or emit the SystemVerilog package\n"
-    "  isa       generate the instruction field reference\n";
+    "  isa       generate the instruction field reference\n"
+    "  fpga      check that a config fits an FPGA board (yosys estimate), list boards\n";
 
 int main(int argc, char **argv)
 {
@@ -1775,7 +1777,7 @@ int main(int argc, char **argv)
     } cmds[] = {{"demo", cmd_demo},     {"run", cmd_run},       {"bench", cmd_bench},
                 {"asm", cmd_asm},       {"disasm", cmd_disasm}, {"verify", cmd_verify},
                 {"config", cmd_config}, {"isa", cmd_isa},       {"op", cmd_op},
-                {"net", cmd_net},       {"infer", cmd_infer}};
+                {"net", cmd_net},       {"infer", cmd_infer},   {"fpga", tsr_cli_fpga}};
     if (argc < 2) {
         fputs(main_help, stderr);
         return 2;

@@ -28,7 +28,7 @@ static const struct {
 } targets[] = {
     {"sim", 64, 100},     {"tsim", 64, 100},   {"bsim", 64, 100},
     {"pynq", 64, 100},    {"ultra96", 128, 333}, {"zcu104", 128, 333},
-    {"de10nano", 64, 100}, {"intelfocl", 512, 200},
+    {"de10nano", 64, 100}, {"intelfocl", 512, 200}, {"alveo", 512, 300},
 };
 
 enum { K_REQ = 1, K_OPT = 0 };
@@ -60,6 +60,8 @@ static const int_key_t int_keys[] = {
     {"CLOCK_MHZ", OFF(clock_mhz), 1, 1000, K_OPT},
     {"CMD_QUEUE_DEPTH", OFF(cmd_queue_depth), 2, 4096, K_OPT},
     {"DEP_QUEUE_DEPTH", OFF(dep_queue_depth), 1, 255, K_OPT},
+    {"DSP_PACK", OFF(dsp_pack), 0, 1, K_OPT},
+    {"OUT_BUFF_LUTRAM", OFF(out_buff_lutram), 0, 1, K_OPT},
 };
 #define N_INT_KEYS (sizeof int_keys / sizeof int_keys[0])
 
@@ -190,6 +192,11 @@ static int derive(tsr_config_t *c, const char *cname)
     if (c->acc_idx_bits > s) s = c->acc_idx_bits;
     c->sram_base_bits = s ? s : 1;
 
+    if (c->dsp_pack && (c->inp_width != 8 || c->wgt_width != 8))
+        return tsr_err(TSR_ECONFIG,
+                       "%s: key DSP_PACK = 1 needs int8 inputs and weights (LOG_INP_WIDTH = "
+                       "LOG_WGT_WIDTH = 3): two products share one 25 x 18-bit multiplier",
+                       cname);
     if (c->dram_bus_width & (c->dram_bus_width - 1))
         return tsr_err(TSR_ECONFIG,
                        "%s: key DRAM_BUS_WIDTH = %d must be a power of two in [32, 512]", cname,
@@ -253,7 +260,7 @@ int tsr_config_parse(const char *json, const char *name, tsr_config_t *cfg)
     if (ti == sizeof targets / sizeof targets[0]) {
         rc = tsr_err(TSR_ECONFIG,
                      "%s: key TARGET = \"%s\" is unknown: allowed sim, tsim, bsim, pynq, ultra96, "
-                     "zcu104, de10nano, intelfocl",
+                     "zcu104, de10nano, intelfocl, alveo",
                      cname, c.target);
         goto out;
     }
@@ -364,7 +371,7 @@ int tsr_config_load(const char *path_or_preset, tsr_config_t *cfg)
     tsr_file_t f;
     int rc = tsr_file_open(&f, path_or_preset, TSR_CONFIG_MAX_FILE, "config file");
     if (rc && f.sys_errno == ENOENT)
-        return tsr_err(TSR_EIO, "%s: no such config file, nor a preset (default, tiny, large)",
+        return tsr_err(TSR_EIO, "%s: no such config file, nor a preset (default, tiny, large, ultra96, zcu104, u55c)",
                        path_or_preset);
     if (!rc)
         rc = tsr_file_read_all(&f, &buf, &n);
@@ -427,6 +434,10 @@ void tsr_config_print(const tsr_config_t *c, void *file)
             c->uop_src_bits, c->uop_wgt_bits);
     fprintf(f, "queues            command %d entries, token %d entries\n", c->cmd_queue_depth,
             c->dep_queue_depth);
+    fprintf(f, "multipliers       %s\n",
+            c->dsp_pack ? "two int8 products per multiplier (DSP_PACK)" : "one product each");
+    fprintf(f, "output buffer     %s\n",
+            c->out_buff_lutram ? "LUT RAM (OUT_BUFF_LUTRAM)" : "block RAM");
     static const char *fmts[] = {"MEM", "GEMM", "ALU", "FINISH"};
     static const uint32_t ops[] = {TSR_OP_LOAD, TSR_OP_GEMM, TSR_OP_ALU, TSR_OP_FINISH};
     for (int i = 0; i < 4; i++) {

@@ -36,6 +36,10 @@ typedef struct tsr_config {
     int clock_mhz;          /* CLOCK_MHZ: target clock, for reports and timing */
     int cmd_queue_depth;    /* CMD_QUEUE_DEPTH: fetch->stage command FIFO depth */
     int dep_queue_depth;    /* DEP_QUEUE_DEPTH: capacity of each token queue */
+    int dsp_pack;           /* DSP_PACK: 1 = two int8 products per multiplier (RTL
+                               area option; results and cycles unchanged) */
+    int out_buff_lutram;    /* OUT_BUFF_LUTRAM: 1 = output buffer in LUT RAM instead of
+                               block RAM (RTL area option; results and cycles unchanged) */
 
     /* ---- derived ---- */
     int inp_width;          /* bits per input value */

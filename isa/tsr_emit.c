@@ -68,6 +68,8 @@ int tsr_emit_sv(const tsr_config_t *c, const char *source, FILE *f)
     P("CLOCK_MHZ", c->clock_mhz);
     P("CMD_QUEUE_DEPTH", c->cmd_queue_depth);
     P("DEP_QUEUE_DEPTH", c->dep_queue_depth);
+    P("DSP_PACK", c->dsp_pack);
+    P("OUT_BUFF_LUTRAM", c->out_buff_lutram);
     P("INSN_BITS", TSR_INSN_BITS);
     fprintf(f, "\n  // Opcodes, memory types, ALU operations\n");
     char name[64], up[48];
@@ -100,6 +102,33 @@ int tsr_emit_sv(const tsr_config_t *c, const char *source, FILE *f)
             P(name, fm.fields[i].lsb);
             snprintf(name, sizeof name, "%s_%s_W", fm.name, fu);
             P(name, fm.fields[i].width);
+        }
+    }
+    /* Decoders: the RTL reads every instruction field through these, never
+     * through a literal slice, so a change of the field table reaches the
+     * hardware by regeneration alone. (Functions assign to their name:
+     * yosys 0.23 does not accept `return`.) */
+    fprintf(f, "\n  // Instruction field decoders: <format>_<field>(insn)\n");
+    for (size_t k = 0; k < sizeof fmt_ops / sizeof fmt_ops[0]; k++) {
+        tsr_format_t fm;
+        int rc = tsr_isa_format(c, fmt_ops[k], &fm);
+        if (rc)
+            return rc;
+        char fl[48];
+        for (size_t j = 0; j + 1 < sizeof fl && fm.name[j]; j++)
+            fl[j] = (char)tolower((unsigned char)fm.name[j]), fl[j + 1] = '\0';
+        for (int i = 0; i < fm.nfields; i++) {
+            const char *fn = fm.fields[i].name;
+            fprintf(f,
+                    "  function automatic logic [%d:0] %s_%s(input logic [INSN_BITS-1:0] insn);\n"
+                    "    %s_%s = insn[%d +: %d];\n  endfunction\n",
+                    fm.fields[i].width - 1, fl, fn, fl, fn, fm.fields[i].lsb, fm.fields[i].width);
+            /* Every format starts with the opcode: one decoder for any instruction. */
+            if (k == 0 && !strcmp(fn, "opcode"))
+                fprintf(f,
+                        "  function automatic logic [%d:0] insn_opcode(input logic [INSN_BITS-1:0] insn);\n"
+                        "    insn_opcode = insn[%d +: %d];\n  endfunction\n",
+                        fm.fields[i].width - 1, fm.fields[i].lsb, fm.fields[i].width);
         }
     }
     fprintf(f, "\n  // AXI4-Lite register map (byte offsets), from isa/tsr_regs.h\n");

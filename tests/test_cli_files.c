@@ -160,7 +160,7 @@ static void test_messages_name_context_once(void **state)
     expect_error("bad.json: missing key LOG_INP_WIDTH (allowed [3, 4])", "verify --config bad.json bad.s");
     expect_error("--config bad.json: missing key LOG_INP_WIDTH (allowed [3, 4])",
                  "op dense -x x.npy -w w.npy -o y.npy --config bad.json");
-    expect_error("--config nosuch: no such config file, nor a preset (default, tiny, large)",
+    expect_error("--config nosuch: no such config file, nor a preset (default, tiny, large, ultra96, zcu104, u55c)",
                  "op dense -x x.npy -w w.npy -o y.npy --config nosuch");
     /* a verifier error is named by the program once (the verifier's own
      * wording is not this test's business) */

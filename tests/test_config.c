@@ -637,6 +637,33 @@ static void test_isa_fit(void **state)
     }
 }
 
+/* The RTL area options: 0/1 only; DSP_PACK only for int8 x int8. */
+static void test_area_options(void **state)
+{
+    (void)state;
+    tsr_config_t c;
+    expect_ok("DSP_PACK 1", parse1("DSP_PACK", "1", &c));
+    assert_int_equal(c.dsp_pack, 1);
+    assert_int_equal(c.out_buff_lutram, 0);
+    expect_ok("OUT_BUFF_LUTRAM 1", parse1("OUT_BUFF_LUTRAM", "1", &c));
+    assert_int_equal(c.out_buff_lutram, 1);
+    assert_int_equal(parse1("DSP_PACK", "2", &c), TSR_ECONFIG);
+    assert_string_equal(tsr_errmsg(), "testcfg: key DSP_PACK = 2 is out of range: allowed [0, 1]");
+    assert_int_equal(parse1("OUT_BUFF_LUTRAM", "true", &c), TSR_ECONFIG);
+    assert_string_equal(tsr_errmsg(),
+                        "testcfg: key OUT_BUFF_LUTRAM must be an integer in [0, 1], got a boolean");
+    kv_t wide[] = {{"LOG_WGT_WIDTH", "4"}, {"DSP_PACK", "1"}, {NULL, NULL}};
+    tsr_err_clear();
+    assert_int_equal(tsr_config_parse(mkjson(vta_default, wide), "testcfg", &c), TSR_ECONFIG);
+    assert_string_equal(tsr_errmsg(),
+                        "testcfg: key DSP_PACK = 1 needs int8 inputs and weights (LOG_INP_WIDTH = "
+                        "LOG_WGT_WIDTH = 3): two products share one 25 x 18-bit multiplier");
+    /* the default preset turns both on (it must fit a Pynq-Z1's xc7z020) */
+    assert_int_equal(tsr_config_load("default", &c), TSR_OK);
+    assert_int_equal(c.dsp_pack, 1);
+    assert_int_equal(c.out_buff_lutram, 1);
+}
+
 static void test_load_files(void **state)
 {
     (void)state;
@@ -684,6 +711,7 @@ int main(void)
         cmocka_unit_test(test_unknown_and_types),
         cmocka_unit_test(test_malformed_json),
         cmocka_unit_test(test_isa_fit),
+        cmocka_unit_test(test_area_options),
         cmocka_unit_test(test_load_files),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

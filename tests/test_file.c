@@ -252,7 +252,7 @@ static void test_config_load_messages(void **state)
     alarm(0);
     const char *m = tpath("missing.json");
     expect_msg(tsr_config_load(m, &c), TSR_EIO,
-               "%s: no such config file, nor a preset (default, tiny, large)", m);
+               "%s: no such config file, nor a preset (default, tiny, large, ultra96, zcu104, u55c)", m);
     const char *big = tpath("big.json");
     int fd = open(big, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     assert_true(fd >= 0);

@@ -451,5 +451,40 @@ module tsr_axi_master #(
   initial begin
     if (NumRd < 1 || NumRd > 4) $error("tsr_axi_master: NumRd must be 1..4 (2-bit AXI IDs)");
   end
+
+  // Handshake checks (simulation only): the AXI4 channels in both
+  // directions (AR, AW, W are ours; R, B the memory's), and the requesters'
+  // ports, whose offers a soft reset (flush) may withdraw.
+  logic chk_rst_n;
+  assign chk_rst_n = rst_ni && !flush_i;
+  tsr_hs_check #(.Width(32 + 8 + 3 + 2 + 2)) u_ar_check (
+    .clk_i (clk_i), .rst_ni (rst_ni), .valid_i (m_axi_arvalid_o), .ready_i (m_axi_arready_i),
+    .data_i ({m_axi_araddr_o, m_axi_arlen_o, m_axi_arsize_o, m_axi_arburst_o, m_axi_arid_o}));
+  tsr_hs_check #(.Width(32 + 8 + 3 + 2 + 2)) u_aw_check (
+    .clk_i (clk_i), .rst_ni (rst_ni), .valid_i (m_axi_awvalid_o), .ready_i (m_axi_awready_i),
+    .data_i ({m_axi_awaddr_o, m_axi_awlen_o, m_axi_awsize_o, m_axi_awburst_o, m_axi_awid_o}));
+  tsr_hs_check #(.Width(BusBytes * 9 + 1)) u_w_check (
+    .clk_i (clk_i), .rst_ni (rst_ni), .valid_i (m_axi_wvalid_o), .ready_i (m_axi_wready_i),
+    .data_i ({m_axi_wdata_o, m_axi_wstrb_o, m_axi_wlast_o}));
+  tsr_hs_check #(.Width(BusBytes * 8 + 5)) u_r_check (
+    .clk_i (clk_i), .rst_ni (rst_ni), .valid_i (m_axi_rvalid_i), .ready_i (m_axi_rready_o),
+    .data_i ({m_axi_rdata_i, m_axi_rresp_i, m_axi_rlast_i, m_axi_rid_i}));
+  tsr_hs_check #(.Width(4)) u_b_check (
+    .clk_i (clk_i), .rst_ni (rst_ni), .valid_i (m_axi_bvalid_i), .ready_i (m_axi_bready_o),
+    .data_i ({m_axi_bresp_i, m_axi_bid_i}));
+  for (genvar k = 0; k < NumRd; k++) begin : g_rd_check
+    tsr_hs_check #(.Width(64)) u_req_check (
+      .clk_i (clk_i), .rst_ni (chk_rst_n), .valid_i (rd_req_valid_i[k]),
+      .ready_i (rd_req_ready_o[k]), .data_i ({rd_req_addr_i[k*32 +: 32], rd_req_beats_i[k*32 +: 32]}));
+    tsr_hs_check #(.Width(BusBytes * 8)) u_data_check (
+      .clk_i (clk_i), .rst_ni (chk_rst_n), .valid_i (rd_data_valid_o[k]),
+      .ready_i (rd_data_ready_i[k]), .data_i (rd_data_o));
+  end
+  tsr_hs_check #(.Width(64)) u_wr_req_check (
+    .clk_i (clk_i), .rst_ni (chk_rst_n), .valid_i (wr_req_valid_i), .ready_i (wr_req_ready_o),
+    .data_i ({wr_req_addr_i, wr_req_beats_i}));
+  tsr_hs_check #(.Width(BusBytes * 9)) u_wr_data_check (
+    .clk_i (clk_i), .rst_ni (chk_rst_n), .valid_i (wr_data_valid_i), .ready_i (wr_data_ready_o),
+    .data_i ({wr_data_i, wr_strb_i}));
 `endif
 endmodule

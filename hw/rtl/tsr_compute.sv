@@ -96,41 +96,41 @@ module tsr_compute (
 
   // Continuous assignments (Icarus handles constant part-selects of a
   // vector read in always_comb only coarsely).
-  assign opcode      = cmd_q[tsr_pkg::GEMM_OPCODE_LSB +: 3];
-  assign f_pop_prev  = cmd_q[tsr_pkg::GEMM_POP_PREV_LSB];
-  assign f_pop_next  = cmd_q[tsr_pkg::GEMM_POP_NEXT_LSB];
-  assign f_push_prev = cmd_q[tsr_pkg::GEMM_PUSH_PREV_LSB];
-  assign f_push_next = cmd_q[tsr_pkg::GEMM_PUSH_NEXT_LSB];
+  assign opcode      = tsr_pkg::gemm_opcode(cmd_q);
+  assign f_pop_prev  = tsr_pkg::gemm_pop_prev(cmd_q);
+  assign f_pop_next  = tsr_pkg::gemm_pop_next(cmd_q);
+  assign f_push_prev = tsr_pkg::gemm_push_prev(cmd_q);
+  assign f_push_next = tsr_pkg::gemm_push_next(cmd_q);
   assign is_gemm     = (opcode == 3'(tsr_pkg::OP_GEMM));
   assign is_alu      = (opcode == 3'(tsr_pkg::OP_ALU));
-  assign uop_bgn     = cmd_q[tsr_pkg::GEMM_UOP_BGN_LSB +: UIB];
-  assign uop_end     = cmd_q[tsr_pkg::GEMM_UOP_END_LSB +: UIB + 1];
+  assign uop_bgn     = tsr_pkg::gemm_uop_bgn(cmd_q);
+  assign uop_end     = tsr_pkg::gemm_uop_end(cmd_q);
 
-  assign mem_type  = cmd_q[tsr_pkg::MEM_MEM_TYPE_LSB +: 3];
-  assign sram_base = cmd_q[tsr_pkg::MEM_SRAM_BASE_LSB +: tsr_pkg::SRAM_BASE_BITS];
-  assign x_size    = cmd_q[tsr_pkg::MEM_X_SIZE_LSB +: 16];
+  assign mem_type  = tsr_pkg::mem_mem_type(cmd_q);
+  assign sram_base = tsr_pkg::mem_sram_base(cmd_q);
+  assign x_size    = tsr_pkg::mem_x_size(cmd_q);
   assign ld_end    = 35'(sram_base) + 35'(ld_size_q);
 
   // rows*row of the incoming command, registered with it so the bounds
   // check does not put a multiplier behind the command register.
-  assign in_rows = 17'(cmd_i[tsr_pkg::MEM_Y_PAD0_LSB +: 4]) + 17'(cmd_i[tsr_pkg::MEM_Y_SIZE_LSB +: 16])
-                 + 17'(cmd_i[tsr_pkg::MEM_Y_PAD1_LSB +: 4]);
-  assign in_row  = 17'(cmd_i[tsr_pkg::MEM_X_PAD0_LSB +: 4]) + 17'(cmd_i[tsr_pkg::MEM_X_SIZE_LSB +: 16])
-                 + 17'(cmd_i[tsr_pkg::MEM_X_PAD1_LSB +: 4]);
+  assign in_rows = 17'({tsr_pkg::mem_y_pad0(cmd_i)}) + 17'({tsr_pkg::mem_y_size(cmd_i)})
+                 + 17'({tsr_pkg::mem_y_pad1(cmd_i)});
+  assign in_row  = 17'({tsr_pkg::mem_x_pad0(cmd_i)}) + 17'({tsr_pkg::mem_x_size(cmd_i)})
+                 + 17'({tsr_pkg::mem_x_pad1(cmd_i)});
   assign ld_size_d = 34'(in_rows) * 34'(in_row);
-  assign in_mem    = cmd_i[tsr_pkg::MEM_MEM_TYPE_LSB +: 3];
+  assign in_mem    = tsr_pkg::mem_mem_type(cmd_i);
   assign in_elem_log = (in_mem == 3'(tsr_pkg::MEM_UOP)) ? 4'($clog2(tsr_pkg::UOP_BYTES)) :
                        (in_mem == 3'(tsr_pkg::MEM_ACC8)) ? 4'($clog2(tsr_pkg::ACC8_BYTES)) :
                        4'($clog2(tsr_pkg::ACC_BYTES));
   tsr_dram_span u_span (
-    .dram_base_i (cmd_i[tsr_pkg::MEM_DRAM_BASE_LSB +: 32]),
-    .y_size_i    (cmd_i[tsr_pkg::MEM_Y_SIZE_LSB +: 16]),
-    .x_size_i    (cmd_i[tsr_pkg::MEM_X_SIZE_LSB +: 16]),
-    .x_stride_i  (cmd_i[tsr_pkg::MEM_X_STRIDE_LSB +: 16]),
+    .dram_base_i (tsr_pkg::mem_dram_base(cmd_i)),
+    .y_size_i    (tsr_pkg::mem_y_size(cmd_i)),
+    .x_size_i    (tsr_pkg::mem_x_size(cmd_i)),
+    .x_stride_i  (tsr_pkg::mem_x_stride(cmd_i)),
     .elem_log_i  (in_elem_log),
     .ovf_o       (ld_ovf_d)
   );
-  assign alu_op    = cmd_q[tsr_pkg::ALU_ALU_OPCODE_LSB +: 4];
+  assign alu_op    = tsr_pkg::alu_alu_opcode(cmd_q);
   assign ld_acc_nb = (opcode == 3'(tsr_pkg::OP_LOAD)) && (x_size != '0) && !f_push_prev && !f_push_next &&
                      (mem_type == 3'(tsr_pkg::MEM_ACC) || mem_type == 3'(tsr_pkg::MEM_ACC8));
   localparam int ACC_HALF_ROWS = tsr_pkg::ACC_DEPTH / 2;
@@ -543,14 +543,14 @@ module tsr_compute (
     .start_i         (ld_start),
     .mem_type_i      (mem_type),
     .sram_base_i     (LDW'(sram_base)),
-    .dram_base_i     (cmd_q[tsr_pkg::MEM_DRAM_BASE_LSB +: 32]),
-    .y_size_i        (cmd_q[tsr_pkg::MEM_Y_SIZE_LSB +: 16]),
+    .dram_base_i     (tsr_pkg::mem_dram_base(cmd_q)),
+    .y_size_i        (tsr_pkg::mem_y_size(cmd_q)),
     .x_size_i        (x_size),
-    .x_stride_i      (cmd_q[tsr_pkg::MEM_X_STRIDE_LSB +: 16]),
-    .y_pad0_i        (cmd_q[tsr_pkg::MEM_Y_PAD0_LSB +: 4]),
-    .y_pad1_i        (cmd_q[tsr_pkg::MEM_Y_PAD1_LSB +: 4]),
-    .x_pad0_i        (cmd_q[tsr_pkg::MEM_X_PAD0_LSB +: 4]),
-    .x_pad1_i        (cmd_q[tsr_pkg::MEM_X_PAD1_LSB +: 4]),
+    .x_stride_i      (tsr_pkg::mem_x_stride(cmd_q)),
+    .y_pad0_i        (tsr_pkg::mem_y_pad0(cmd_q)),
+    .y_pad1_i        (tsr_pkg::mem_y_pad1(cmd_q)),
+    .x_pad0_i        (tsr_pkg::mem_x_pad0(cmd_q)),
+    .x_pad1_i        (tsr_pkg::mem_x_pad1(cmd_q)),
     .busy_o          (ld_busy),
     .stall_o         (ld_stall),
     .rd_req_valid_o  (rd_req_valid_o),

@@ -92,30 +92,30 @@ module tsr_compute_pipe #(
   logic [ITW-1:0]  iter_out, iter_in;
   logic [OFFW-2:0] dst_fo, dst_fi, src_fo, src_fi, wgt_fo, wgt_fi;
 
-  assign op_reset = cmd_q[tsr_pkg::GEMM_RESET_LSB];
-  assign uop_bgn  = cmd_q[tsr_pkg::GEMM_UOP_BGN_LSB +: UIB];
-  assign uop_end  = cmd_q[tsr_pkg::GEMM_UOP_END_LSB +: UIB + 1];
-  assign iter_out = cmd_q[tsr_pkg::GEMM_ITER_OUT_LSB +: ITW];
-  assign iter_in  = cmd_q[tsr_pkg::GEMM_ITER_IN_LSB +: ITW];
-  assign dst_fo = (OFFW-1)'(cmd_q[tsr_pkg::GEMM_DST_FACTOR_OUT_LSB +: tsr_pkg::GEMM_DST_FACTOR_OUT_W]);
-  assign dst_fi = (OFFW-1)'(cmd_q[tsr_pkg::GEMM_DST_FACTOR_IN_LSB +: tsr_pkg::GEMM_DST_FACTOR_IN_W]);
+  assign op_reset = tsr_pkg::gemm_reset(cmd_q);
+  assign uop_bgn  = tsr_pkg::gemm_uop_bgn(cmd_q);
+  assign uop_end  = tsr_pkg::gemm_uop_end(cmd_q);
+  assign iter_out = tsr_pkg::gemm_iter_out(cmd_q);
+  assign iter_in  = tsr_pkg::gemm_iter_in(cmd_q);
+  assign dst_fo = (OFFW-1)'({tsr_pkg::gemm_dst_factor_out(cmd_q)});
+  assign dst_fi = (OFFW-1)'({tsr_pkg::gemm_dst_factor_in(cmd_q)});
   if (Gemm != 0) begin : g_gemm_fields
-    assign src_fo = (OFFW-1)'(cmd_q[tsr_pkg::GEMM_SRC_FACTOR_OUT_LSB +: tsr_pkg::GEMM_SRC_FACTOR_OUT_W]);
-    assign src_fi = (OFFW-1)'(cmd_q[tsr_pkg::GEMM_SRC_FACTOR_IN_LSB +: tsr_pkg::GEMM_SRC_FACTOR_IN_W]);
-    assign wgt_fo = (OFFW-1)'(cmd_q[tsr_pkg::GEMM_WGT_FACTOR_OUT_LSB +: tsr_pkg::GEMM_WGT_FACTOR_OUT_W]);
-    assign wgt_fi = (OFFW-1)'(cmd_q[tsr_pkg::GEMM_WGT_FACTOR_IN_LSB +: tsr_pkg::GEMM_WGT_FACTOR_IN_W]);
+    assign src_fo = (OFFW-1)'({tsr_pkg::gemm_src_factor_out(cmd_q)});
+    assign src_fi = (OFFW-1)'({tsr_pkg::gemm_src_factor_in(cmd_q)});
+    assign wgt_fo = (OFFW-1)'({tsr_pkg::gemm_wgt_factor_out(cmd_q)});
+    assign wgt_fi = (OFFW-1)'({tsr_pkg::gemm_wgt_factor_in(cmd_q)});
     assign alu_opc = '0;
     assign use_imm = 1'b0;
     assign imm_ext = '0;
     assign uses_src = 1'b0;  // GEMM's src is an inp row, not an acc row
   end else begin : g_alu_fields
-    assign src_fo = (OFFW-1)'(cmd_q[tsr_pkg::ALU_SRC_FACTOR_OUT_LSB +: tsr_pkg::ALU_SRC_FACTOR_OUT_W]);
-    assign src_fi = (OFFW-1)'(cmd_q[tsr_pkg::ALU_SRC_FACTOR_IN_LSB +: tsr_pkg::ALU_SRC_FACTOR_IN_W]);
+    assign src_fo = (OFFW-1)'({tsr_pkg::alu_src_factor_out(cmd_q)});
+    assign src_fi = (OFFW-1)'({tsr_pkg::alu_src_factor_in(cmd_q)});
     assign wgt_fo = '0;
     assign wgt_fi = '0;
-    assign alu_opc = cmd_q[tsr_pkg::ALU_ALU_OPCODE_LSB +: 4];
-    assign use_imm = cmd_q[tsr_pkg::ALU_USE_IMM_LSB];
-    assign imm_ext = AW'($signed(cmd_q[tsr_pkg::ALU_IMM_LSB +: 16]));
+    assign alu_opc = tsr_pkg::alu_alu_opcode(cmd_q);
+    assign use_imm = tsr_pkg::alu_use_imm(cmd_q);
+    assign imm_ext = AW'($signed({tsr_pkg::alu_imm(cmd_q)}));
     assign uses_src = !op_reset && !use_imm;
   end
 

@@ -75,8 +75,8 @@ module tsr_fetch #(
     .stall_o         ()
   );
 
-  assign opcode   = insn[2:0];
-  assign mem_type = insn[tsr_pkg::MEM_MEM_TYPE_LSB +: 3];
+  assign opcode   = tsr_pkg::insn_opcode(insn);
+  assign mem_type = tsr_pkg::mem_mem_type(insn);
 
   always_comb begin
     stage = 2'(STAGE_COMPUTE);

@@ -56,4 +56,22 @@ module tsr_fifo #(
   always_ff @(posedge clk_i) begin
     if (push) mem_q[wr_q] <= in_data_i;
   end
+
+`ifndef SYNTHESIS
+  // Simulation-only checks: the producer holds its offer (tsr_hs_check);
+  // the count stays within 0..Depth and agrees with the pointers (no push
+  // when full, no pop when empty).
+  tsr_hs_check #(.Width(Width)) u_in_check (
+    .clk_i (clk_i), .rst_ni (rst_ni), .valid_i (in_valid_i), .ready_i (in_ready_o),
+    .data_i (in_data_i));
+  always @(posedge clk_i) begin
+    if (rst_ni) begin
+      if (cnt_q > CW'(Depth)) $error("%m: count %0d above the depth %0d", cnt_q, Depth);
+      if (cnt_q == '0 && rd_q != wr_q) $error("%m: empty but the pointers differ");
+      if (cnt_q == CW'(Depth) && rd_q != wr_q) $error("%m: full but the pointers differ");
+      if (push && cnt_q == CW'(Depth)) $error("%m: push when full");
+      if (pop && cnt_q == '0) $error("%m: pop when empty");
+    end
+  end
+`endif
 endmodule

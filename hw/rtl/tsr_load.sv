@@ -136,19 +136,19 @@ module tsr_load #(
   logic [SBW-1:0] c_sram_base;
   logic [RW-1:0]  c_row;
 
-  assign c_mem      = cmd_i[tsr_pkg::MEM_MEM_TYPE_LSB +: tsr_pkg::MEM_MEM_TYPE_W];
-  assign c_dram     = cmd_i[tsr_pkg::MEM_DRAM_BASE_LSB +: tsr_pkg::MEM_DRAM_BASE_W];
-  assign c_y_size   = cmd_i[tsr_pkg::MEM_Y_SIZE_LSB +: tsr_pkg::MEM_Y_SIZE_W];
-  assign c_x_size   = cmd_i[tsr_pkg::MEM_X_SIZE_LSB +: tsr_pkg::MEM_X_SIZE_W];
-  assign c_x_stride = cmd_i[tsr_pkg::MEM_X_STRIDE_LSB +: tsr_pkg::MEM_X_STRIDE_W];
-  assign c_y_pad0   = cmd_i[tsr_pkg::MEM_Y_PAD0_LSB +: tsr_pkg::MEM_Y_PAD0_W];
-  assign c_y_pad1   = cmd_i[tsr_pkg::MEM_Y_PAD1_LSB +: tsr_pkg::MEM_Y_PAD1_W];
-  assign c_x_pad0   = cmd_i[tsr_pkg::MEM_X_PAD0_LSB +: tsr_pkg::MEM_X_PAD0_W];
-  assign c_x_pad1   = cmd_i[tsr_pkg::MEM_X_PAD1_LSB +: tsr_pkg::MEM_X_PAD1_W];
+  assign c_mem      = tsr_pkg::mem_mem_type(cmd_i);
+  assign c_dram     = tsr_pkg::mem_dram_base(cmd_i);
+  assign c_y_size   = tsr_pkg::mem_y_size(cmd_i);
+  assign c_x_size   = tsr_pkg::mem_x_size(cmd_i);
+  assign c_x_stride = tsr_pkg::mem_x_stride(cmd_i);
+  assign c_y_pad0   = tsr_pkg::mem_y_pad0(cmd_i);
+  assign c_y_pad1   = tsr_pkg::mem_y_pad1(cmd_i);
+  assign c_x_pad0   = tsr_pkg::mem_x_pad0(cmd_i);
+  assign c_x_pad1   = tsr_pkg::mem_x_pad1(cmd_i);
   assign c_wgt      = (c_mem == 3'(tsr_pkg::MEM_WGT));
-  assign c_pop      = cmd_i[tsr_pkg::MEM_POP_NEXT_LSB];
-  assign c_push     = cmd_i[tsr_pkg::MEM_PUSH_NEXT_LSB];
-  assign c_sram_base = cmd_i[tsr_pkg::MEM_SRAM_BASE_LSB +: SBW];
+  assign c_pop      = tsr_pkg::mem_pop_next(cmd_i);
+  assign c_push     = tsr_pkg::mem_push_next(cmd_i);
+  assign c_sram_base = tsr_pkg::mem_sram_base(cmd_i);
   assign c_row      = RW'(c_x_pad0) + RW'(c_x_size) + RW'(c_x_pad1);
 
   tsr_dram_span u_span (
@@ -425,7 +425,7 @@ module tsr_load #(
           f_base_d  = c_sram_base;
           f_xs_d    = c_x_size;
           // pad_value applies to inp only (the verifier requires 0 elsewhere).
-          f_pv_d    = c_wgt ? '0 : cmd_i[tsr_pkg::MEM_PAD_VALUE_LSB +: PVW];
+          f_pv_d    = c_wgt ? '0 : tsr_pkg::mem_pad_value(cmd_i);
           f_row_d   = c_row;
           f_rows_d  = RW'(c_y_pad0) + RW'(c_y_size) + RW'(c_y_pad1);
           f_xp0_d   = RW'(c_x_pad0);

@@ -98,18 +98,18 @@ module tsr_store #(
   logic [SBW-1:0] c_sram_base;
   logic [15:0]    c_y_size, c_x_size;
 
-  assign c_mem      = cmd_i[tsr_pkg::MEM_MEM_TYPE_LSB +: tsr_pkg::MEM_MEM_TYPE_W];
-  assign c_dram     = cmd_i[tsr_pkg::MEM_DRAM_BASE_LSB +: tsr_pkg::MEM_DRAM_BASE_W];
-  assign c_x_stride = cmd_i[tsr_pkg::MEM_X_STRIDE_LSB +: tsr_pkg::MEM_X_STRIDE_W];
-  assign c_pop      = cmd_i[tsr_pkg::MEM_POP_PREV_LSB];
-  assign c_push     = cmd_i[tsr_pkg::MEM_PUSH_PREV_LSB];
-  assign c_sram_base = cmd_i[tsr_pkg::MEM_SRAM_BASE_LSB +: SBW];
-  assign c_y_size   = cmd_i[tsr_pkg::MEM_Y_SIZE_LSB +: tsr_pkg::MEM_Y_SIZE_W];
-  assign c_x_size   = cmd_i[tsr_pkg::MEM_X_SIZE_LSB +: tsr_pkg::MEM_X_SIZE_W];
-  assign c_padded   = (cmd_i[tsr_pkg::MEM_Y_PAD0_LSB +: tsr_pkg::MEM_Y_PAD0_W] != '0) ||
-                      (cmd_i[tsr_pkg::MEM_Y_PAD1_LSB +: tsr_pkg::MEM_Y_PAD1_W] != '0) ||
-                      (cmd_i[tsr_pkg::MEM_X_PAD0_LSB +: tsr_pkg::MEM_X_PAD0_W] != '0) ||
-                      (cmd_i[tsr_pkg::MEM_X_PAD1_LSB +: tsr_pkg::MEM_X_PAD1_W] != '0);
+  assign c_mem      = tsr_pkg::mem_mem_type(cmd_i);
+  assign c_dram     = tsr_pkg::mem_dram_base(cmd_i);
+  assign c_x_stride = tsr_pkg::mem_x_stride(cmd_i);
+  assign c_pop      = tsr_pkg::mem_pop_prev(cmd_i);
+  assign c_push     = tsr_pkg::mem_push_prev(cmd_i);
+  assign c_sram_base = tsr_pkg::mem_sram_base(cmd_i);
+  assign c_y_size   = tsr_pkg::mem_y_size(cmd_i);
+  assign c_x_size   = tsr_pkg::mem_x_size(cmd_i);
+  assign c_padded   = (tsr_pkg::mem_y_pad0(cmd_i) != '0) ||
+                      (tsr_pkg::mem_y_pad1(cmd_i) != '0) ||
+                      (tsr_pkg::mem_x_pad0(cmd_i) != '0) ||
+                      (tsr_pkg::mem_x_pad1(cmd_i) != '0);
 
   tsr_dram_span u_span (
     .dram_base_i (c_dram),

@@ -336,7 +336,8 @@ module tsr_top (
     .clk_i (clk_i), .we_i (wgt_we), .waddr_i (wgt_waddr), .wdata_i (wgt_wdata),
     .re_i (wgt_re), .raddr_i (wgt_raddr), .rdata_o (wgt_rdata));
   for (genvar b = 0; b < 2; b++) begin : g_out
-    tsr_sram #(.Width(tsr_pkg::OUT_BYTES * 8), .Depth(tsr_pkg::ACC_DEPTH / 2)) u_out (
+    tsr_sram #(.Width(tsr_pkg::OUT_BYTES * 8), .Depth(tsr_pkg::ACC_DEPTH / 2),
+               .Lutram(tsr_pkg::OUT_BUFF_LUTRAM)) u_out (
       .clk_i   (clk_i),
       .we_i    (out_we[b]),
       .waddr_i (out_waddr[b*(AW-1) +: AW-1]),
