@@ -641,11 +641,11 @@ module tb_compute;
     for (int r = 0; r < AD; r++) begin
       logic [LANES*AW-1:0] d, s;
       if (r < AD / 2) begin
-        d = dut.g_bank[0].u_acc_dst.mem_q[r];
-        s = dut.g_bank[0].u_acc_src.mem_q[r];
+        d = dut.g_bank[0].u_acc_dst.g_bram.mem_q[r];
+        s = dut.g_bank[0].u_acc_src.g_bram.mem_q[r];
       end else begin
-        d = dut.g_bank[1].u_acc_dst.mem_q[r - AD / 2];
-        s = dut.g_bank[1].u_acc_src.mem_q[r - AD / 2];
+        d = dut.g_bank[1].u_acc_dst.g_bram.mem_q[r - AD / 2];
+        s = dut.g_bank[1].u_acc_src.g_bram.mem_q[r - AD / 2];
       end
       if (d !== m_acc[r])
         fail($sformatf("%s: acc row %0d: dut %h model %h", where, r, d, m_acc[r]));
@@ -655,9 +655,9 @@ module tb_compute;
         fail($sformatf("%s: out row %0d: dut %h model %h", where, r, out_mem[r], m_out[r]));
     end
     for (int r = 0; r < UD; r++) begin
-      if (dut.g_uop[0].u_uop_buf.mem_q[r] !== m_uop[r])
-        fail($sformatf("%s: uop row %0d: dut %h model %h", where, r, dut.g_uop[0].u_uop_buf.mem_q[r], m_uop[r]));
-      if (dut.g_uop[1].u_uop_buf.mem_q[r] !== m_uop[r])
+      if (dut.g_uop[0].u_uop_buf.g_bram.mem_q[r] !== m_uop[r])
+        fail($sformatf("%s: uop row %0d: dut %h model %h", where, r, dut.g_uop[0].u_uop_buf.g_bram.mem_q[r], m_uop[r]));
+      if (dut.g_uop[1].u_uop_buf.g_bram.mem_q[r] !== m_uop[r])
         fail($sformatf("%s: uop row %0d (second copy) differs", where, r));
     end
     if (g_total != m_gemm_ops) fail($sformatf("%s: gemm ops %0d, model %0d", where, g_total, m_gemm_ops));
