@@ -88,6 +88,7 @@ module tsr_ice40_top #(
   logic [1:0]  m_arid, m_awid, m_rid, m_bid, m_rresp, m_bresp;
   logic [3:0]  m_wstrb;
   logic        done;
+  logic        irq;   // ap_ctrl_hs interrupt: no line to the host here (it polls over the UART)
 
   tsr_top u_tsr (
     .clk_i            (clk_i),
@@ -138,7 +139,8 @@ module tsr_ice40_top #(
     .m_axi_bready_o   (m_bready),
     .m_axi_bresp_i    (m_bresp),
     .m_axi_bid_i      (m_bid),
-    .done_o           (done)
+    .done_o           (done),
+    .interrupt_o      (irq)
   );
 
   tsr_spram_axi u_mem (
