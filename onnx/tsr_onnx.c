@@ -401,6 +401,21 @@ static int def_out(tsr_onnx_t *m, int ni, size_t k, int elem, int ndim, const in
     return v;
 }
 
+/* Make x a float view of quantized value q with one scale and zero point
+ * (the bytes stay q's; a consumer dequantizes on the host). */
+static int set_view(ox_val_t *x, int q, float scale, int32_t zp)
+{
+    x->view_of = q;
+    x->vcount = 1;
+    x->vscale = malloc(sizeof(float));
+    x->vzp = malloc(sizeof(int32_t));
+    if (!x->vscale || !x->vzp)
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    x->vscale[0] = scale;
+    x->vzp[0] = zp;
+    return 0;
+}
+
 /* An alias of value src with another shape (Flatten, Reshape, Cast to the same type). */
 static int def_alias(tsr_onnx_t *m, int ni, int src, int ndim, const int64_t *dims)
 {
@@ -420,14 +435,9 @@ static int def_alias(tsr_onnx_t *m, int ni, int src, int ndim, const int64_t *di
         x->base = v;
     }
     if (s.view_of >= 0) { /* a relabelled float view views a relabelled quantized value: the same bytes */
-        x->view_of = s.view_of;
-        x->vcount = 1;
-        x->vscale = malloc(sizeof(float));
-        x->vzp = malloc(sizeof(int32_t));
-        if (!x->vscale || !x->vzp)
-            return tsr_err(TSR_ENOMEM, "out of memory");
-        x->vscale[0] = s.vscale[0];
-        x->vzp[0] = s.vzp[0];
+        int rc = set_view(x, s.view_of, s.vscale[0], s.vzp[0]);
+        if (rc)
+            return rc;
         if (s.vcount != 1)
             return NERR(m, ni, "a relabelled per-channel view is not supported");
     }
@@ -1498,15 +1508,9 @@ static int lower_concat(tsr_onnx_t *m, int ni)
         const int y = def_out(m, ni, 0, ET_FLOAT, A->ndim, od);
         if (y < 0)
             return y;
-        ox_val_t *Y = &m->vals[y];
-        Y->view_of = q;
-        Y->vcount = 1;
-        Y->vscale = malloc(sizeof(float));
-        Y->vzp = malloc(sizeof(int32_t));
-        if (!Y->vscale || !Y->vzp)
-            return tsr_err(TSR_ENOMEM, "out of memory");
-        Y->vscale[0] = sc;
-        Y->vzp[0] = zp;
+        int rc = set_view(&m->vals[y], q, sc, zp);
+        if (rc)
+            return rc;
     }
     return 0;
 }
@@ -1806,16 +1810,7 @@ static int lower_node(tsr_onnx_t *m, int ni)
             int y = def_out(m, ni, 0, ET_FLOAT, 4, od); /* the float output: a view of the pooled bytes */
             if (y < 0)
                 return y;
-            ox_val_t *Y = &m->vals[y];
-            Y->view_of = q;
-            Y->vcount = 1;
-            Y->vscale = malloc(sizeof(float));
-            Y->vzp = malloc(sizeof(int32_t));
-            if (!Y->vscale || !Y->vzp)
-                return tsr_err(TSR_ENOMEM, "out of memory");
-            Y->vscale[0] = X.vscale[0];
-            Y->vzp[0] = X.vzp[0];
-            return 0;
+            return set_view(&m->vals[y], q, X.vscale[0], X.vzp[0]);
         }
         if ((rc = lower_pool(m, ni, x, -1, od, TSR_POOL_MAX, 0)))
             return rc;
