@@ -239,19 +239,9 @@ static int x_wait(void *st, int timeout_ms)
 const tsr_backend_ops_t tsr_backend_xrt = {
     .name = "xrt",
     .open = x_open,
-    .close = tsr_regseq_close,
-    .mem_alloc = tsr_regio_mem_alloc,
-    .mem_alloc_at = tsr_regio_mem_alloc_at,
-    .mem_free = tsr_regio_mem_free,
-    .mem_write = tsr_regio_mem_write,
-    .mem_read = tsr_regio_mem_read,
     .start = x_start,
     .wait = x_wait,
-    .counters = tsr_regseq_counters,
-    .reset_counters = tsr_regseq_reset_counters,
-    .reset = tsr_regseq_reset,
-    .bound = tsr_regseq_bound,
-    .budget_unit = "cycles",
+    TSR_REGSEQ_BACKEND_OPS,
 };
 #else
 typedef int tsr_backend_xrt_not_built; /* libxrt-dev not found: no xrt backend (ISO C wants a declaration) */

@@ -251,17 +251,7 @@ static int z_open(const tsr_config_t *cfg, const tsr_device_opts_t *opts, void *
 const tsr_backend_ops_t tsr_backend_zynq = {
     .name = "zynq",
     .open = z_open,
-    .close = tsr_regseq_close,
-    .mem_alloc = tsr_regio_mem_alloc,
-    .mem_alloc_at = tsr_regio_mem_alloc_at,
-    .mem_free = tsr_regio_mem_free,
-    .mem_write = tsr_regio_mem_write,
-    .mem_read = tsr_regio_mem_read,
     .start = tsr_regseq_start,
     .wait = tsr_regseq_wait,
-    .counters = tsr_regseq_counters,
-    .reset_counters = tsr_regseq_reset_counters,
-    .reset = tsr_regseq_reset,
-    .bound = tsr_regseq_bound,
-    .budget_unit = "cycles",
+    TSR_REGSEQ_BACKEND_OPS,
 };

@@ -51,6 +51,16 @@ int tsr_regseq_counters(void *st, tsr_counters_t *out);
 int tsr_regseq_reset_counters(void *st);
 int tsr_regseq_reset(void *st);
 uint64_t tsr_regseq_bound(void *st, const tsr_config_t *cfg, const tsr_insn_t *insns, size_t n);
+/* The tsr_backend_ops_t entries every register-sequence backend shares
+ * (rtl, zynq, xrt): device DRAM through tsr_regio_mem_*, counters, reset and
+ * the cycle bound through the register sequence. A backend adds .name,
+ * .open, .start and .wait. */
+#define TSR_REGSEQ_BACKEND_OPS                                                                               \
+    .close = tsr_regseq_close, .mem_alloc = tsr_regio_mem_alloc, .mem_alloc_at = tsr_regio_mem_alloc_at,     \
+    .mem_free = tsr_regio_mem_free, .mem_write = tsr_regio_mem_write, .mem_read = tsr_regio_mem_read,        \
+    .counters = tsr_regseq_counters, .reset_counters = tsr_regseq_reset_counters, .reset = tsr_regseq_reset, \
+    .bound = tsr_regseq_bound, .budget_unit = "cycles"
+
 /* The parts, for a backend that starts and waits through its own runtime
  * (xrt): decode the stream and take its static counters and the stage
  * base (no register written); between waits, the run budget and the
