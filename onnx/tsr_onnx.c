@@ -341,6 +341,10 @@ static int const_scalar(const tsr_onnx_t *m, int ni, int v, const char *what, do
     const ox_val_t *x = &m->vals[v];
     if (!x->cdata || numel(x) != 1)
         return NERR(m, ni, "%s (\"%s\") must be a constant scalar", what, x->name);
+    /* a zero point has the quantized (integer) type in ONNX; refusing a float one here keeps every
+       later (int32_t) conversion of it exact and in range */
+    if (x->elem == ET_FLOAT && strstr(what, "zero_point"))
+        return NERR(m, ni, "%s (\"%s\") must be an integer (uint8/int8/int32), not float", what, x->name);
     switch (x->elem) {
     case ET_FLOAT: { float f; memcpy(&f, x->cdata, 4); *out = f; break; }
     case ET_UINT8: *out = x->cdata[0]; break;
@@ -348,6 +352,9 @@ static int const_scalar(const tsr_onnx_t *m, int ni, int v, const char *what, do
     case ET_INT32: { int32_t i; memcpy(&i, x->cdata, 4); *out = i; break; }
     default: return NERR(m, ni, "%s has type %s", what, ename(x->elem));
     }
+    /* every scale divides or multiplies later (1/0, NaN, a negative scale have no quantization) */
+    if (strstr(what, "scale") && !(isfinite(*out) && *out > 0))
+        return NERR(m, ni, "%s (\"%s\") is %g: it must be finite and > 0", what, x->name, *out);
     return 0;
 }
 
@@ -1584,13 +1591,31 @@ static int lower_node(tsr_onnx_t *m, int ni)
             if (!y->cdata)
                 return tsr_err(TSR_ENOMEM, "out of memory");
             for (int64_t i = 0; i < numel(y); i++) {
-                double d = X.elem == ET_FLOAT ? cget_f(&X, i) : (double)cget_i(&X, i);
+                /* integers go through int64 (an int64 constant must not be cut to int32 first) and
+                   wrap into narrower types like numpy's astype; a float must truncate to a value
+                   int64 holds (converting NaN or a value outside it is undefined in C) */
+                int64_t q = 0;
+                float f;
+                if (X.elem == ET_FLOAT) {
+                    f = cget_f(&X, i);
+                    if (to != ET_FLOAT && !(f > -0x1p63f && f < 0x1p63f))
+                        return NERR(m, ni, "Cast of element %lld (%g) to %s: out of range", (long long)i,
+                                    (double)f, ename(to));
+                    if (to != ET_FLOAT)
+                        q = (int64_t)f;
+                } else {
+                    if (X.elem == ET_INT64)
+                        memcpy(&q, X.cdata + 8 * i, 8);
+                    else
+                        q = cget_i(&X, i);
+                    f = (float)q;
+                }
                 switch (to) {
-                case ET_FLOAT: { float f = (float)d; memcpy(y->cdata + 4 * i, &f, 4); break; }
-                case ET_UINT8: y->cdata[i] = (uint8_t)(int)d; break;
-                case ET_INT8: y->cdata[i] = (uint8_t)(int8_t)(int)d; break;
-                case ET_INT32: { int32_t q = (int32_t)d; memcpy(y->cdata + 4 * i, &q, 4); break; }
-                default: { int64_t q = (int64_t)d; memcpy(y->cdata + 8 * i, &q, 8); break; }
+                case ET_FLOAT: memcpy(y->cdata + 4 * i, &f, 4); break;
+                case ET_UINT8: y->cdata[i] = (uint8_t)q; break;
+                case ET_INT8: y->cdata[i] = (uint8_t)q; break;
+                case ET_INT32: { int32_t w = (int32_t)(uint32_t)q; memcpy(y->cdata + 4 * i, &w, 4); break; }
+                default: memcpy(y->cdata + 8 * i, &q, 8); break;
                 }
             }
             m->placed[ni] = 1;
@@ -2491,6 +2516,8 @@ static int run_host(tsr_onnx_t *m, const ox_lop_t *L)
             float f;
             memcpy(&f, xb + 4 * i, 4);
             float q = nearbyintf(f / L->scale) + (float)L->zp; /* ORT: round half to even, then saturate */
+            if (q != q)
+                return NERR(m, L->node, "input element %lld is NaN: it has no quantized value", (long long)i);
             q = q < (float)lo ? (float)lo : q > (float)hi ? (float)hi : q;
             yb[i] = (uint8_t)(int)q;
         }
@@ -2501,7 +2528,7 @@ static int run_host(tsr_onnx_t *m, const ox_lop_t *L)
             int32_t q = X->elem == ET_UINT8 ? xb[i] : X->elem == ET_INT8 ? (int8_t)xb[i] : 0;
             if (X->elem == ET_INT32)
                 memcpy(&q, xb + 4 * i, 4);
-            float f = (float)(q - L->zp) * L->scale;
+            float f = (float)((int64_t)q - L->zp) * L->scale; /* int32 q - zp can overflow int32 */
             memcpy(yb + 4 * i, &f, 4);
         }
         return 0;

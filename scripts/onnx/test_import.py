@@ -130,6 +130,19 @@ expect_error("not a regular file", WORK, "not a regular file")
 with open("huge.onnx", "wb") as f:  # sparse: no disk used, refused by its size before any read
     f.truncate(300 << 20)
 expect_error("absurd file size", "huge.onnx", "more than the")
+# fuzzer findings: values whose conversion to an integer would be undefined in C
+m = good_model()
+m.graph.initializer[1].CopyFrom(numpy_helper.from_array(np.array(3e9, np.float32), "xz"))
+expect_error("float zero point", save(m, "zpfloat.onnx"), 'y_zero_point ("xz") must be an integer')
+expect_error("zero scale", save(good_model(xs=0.0), "scale0.onnx"), 'y_scale ("xs") is 0: it must be finite and > 0')
+castc = good_model(nodes_extra=[
+    helper.make_node("Constant", [], ["cf"], name="big_c", value=numpy_helper.from_array(np.array([1e30], np.float32))),
+    helper.make_node("Cast", ["cf"], ["ci"], name="cast_big", to=TensorProto.INT32)])
+expect_error("Cast out of range", save(castc, "castbig.onnx"), 'node "cast_big" (Cast): Cast of element 0 (1e+30) to int32: out of range')
+xn = np.zeros((1, 1, 6, 6), np.float32)
+xn[0, 0, 2, 3] = np.nan
+np.save("x_nan.npy", xn)
+expect_error("NaN input", "good.onnx", 'node "quant" (QuantizeLinear): input element 15 is NaN', inp="x_nan.npy")
 
 
 def with_requant(value, key="tessera.requant/conv"):
