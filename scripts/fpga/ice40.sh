@@ -7,7 +7,8 @@
 # board file, Fmax (nextpnr and icetime) and the bitstream size. Stops with
 # "does not fit" before placement when the core's cells exceed the board.
 # Usage: scripts/fpga/ice40.sh TESSERA_BIN CONFIG [BOARD_JSON] [WORKDIR]
-#   CONFIG: preset name or JSON (configs/ice40.json fits the UP5K);
+#   CONFIG: preset name or JSON (configs/ice40.json, the smallest preset, does
+#   not fit yet: see hw/fpga/ice40/README.md);
 #   BOARD_JSON: default boards/ice40-up5k.json (the wrapper needs SPRAM).
 # Writes WORKDIR/tsr_ice40.bin; program an iCEBreaker with `iceprog tsr_ice40.bin`.
 set -euo pipefail
