@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # The open iCE40 flow, config to bitstream: `tessera config emit-sv` ->
-# yosys synth_ice40 -dsp of tsr_top (scripts/fpga/ice40_synth.sh, the netlist
+# yosys synth_ice40 -dsp (without ice40_dsp) of tsr_top (scripts/fpga/ice40_synth.sh, the netlist
 # the gate-level model simulates) -> the board wrapper hw/fpga/ice40 around
 # that netlist (device memory in SPRAM, host access over the USB UART) ->
 # nextpnr-ice40 -> icepack -> icetime. Prints utilisation against the
 # board file, Fmax (nextpnr and icetime) and the bitstream size. Stops with
 # "does not fit" before placement when the core's cells exceed the board.
 # Usage: scripts/fpga/ice40.sh TESSERA_BIN CONFIG [BOARD_JSON] [WORKDIR]
-#   CONFIG: preset name or JSON (configs/ice40.json fits the UP5K);
+#   CONFIG: preset name or JSON (configs/ice40.json, the smallest preset, does
+#   not fit yet: see hw/fpga/ice40/README.md);
 #   BOARD_JSON: default boards/ice40-up5k.json (the wrapper needs SPRAM).
 # Writes WORKDIR/tsr_ice40.bin; program an iCEBreaker with `iceprog tsr_ice40.bin`.
 set -euo pipefail
@@ -56,11 +57,13 @@ PY
 spram=$("$py" -c 'import json,sys; print(json.load(open(sys.argv[1]))["resources"].get("SPRAM", 0))' "$board")
 [ "$spram" -ge 4 ] || { echo "ice40.sh: the board wrapper keeps device memory in 4 SPRAMs; $board has $spram (an UP5K has 4)" >&2; exit 1; }
 # The wrapper around the already-mapped core: synth_ice40 keeps its SB_* cells.
+# No -dsp: the wrapper has no multiplier, and -dsp would run ice40_dsp (see
+# ice40_synth.sh) over the core's SB_MAC16 cells again.
 clk_hz=$((clock_mhz * 1000000))
 yosys -q -l "$work/top.log" -p "read_verilog -sv $root/hw/fpga/ice40/tsr_*.sv
   read_verilog $work/core/tsr_top_ice40.v
   chparam -set ClkHz $clk_hz tsr_ice40_top
-  synth_ice40 -dsp -top tsr_ice40_top -json $work/tsr_ice40.json" >/dev/null 2>"$work/top.stderr" || {
+  synth_ice40 -top tsr_ice40_top -json $work/tsr_ice40.json" >/dev/null 2>"$work/top.stderr" || {
   tail -20 "$work/top.stderr" >&2; exit 1; }
 t2=$(date +%s)
 nextpnr-ice40 "--$dev" --package "$pkg" --json "$work/tsr_ice40.json" --pcf "$root/hw/fpga/ice40/icebreaker.pcf" \
