@@ -26,6 +26,17 @@ void tsr_stream_init(tsr_stream_t *s, const tsr_config_t *c, int count_only, int
         s->carrier[k] = -1;
 }
 
+void tsr_stream_reset(tsr_stream_t *s)
+{
+    tsr_insn_t *v = s->v;
+    int8_t *tag = s->tag;
+    const size_t cap = s->cap;
+    tsr_stream_init(s, s->c, s->count_only, s->use_tag);
+    s->v = v;
+    s->tag = tag;
+    s->cap = cap;
+}
+
 void tsr_stream_free(tsr_stream_t *s)
 {
     free(s->v);
