@@ -361,8 +361,32 @@ static int generate(tsr_kcache_t *kc, geo_t *g, const uint8_t *sig, size_t sig_l
     ibuf_t b = {0};
     tsr_stream_init(&b.s, g->c, 0, 1);
     int rc;
-    if ((rc = tsr_conv2d_choose_tiling(g)))
+    /* The tiling search reads the geometry and the shape parameters, never
+     * the requantization values or weight zero points (they reach it only
+     * through geo_t's derived fields, part of the key): layers of one shape
+     * share one search. */
+    struct {
+        geo_t g;
+        int32_t p[18];
+    } key;
+    memset(&key, 0, sizeof key);
+    memcpy(&key.g, g, sizeof key.g); /* (geo_init zeroed it, padding included) */
+    key.g.c = NULL;
+    key.g.p = NULL;
+    key.g.kern = NULL;
+    const tsr_conv2d_params_t *p = g->p;
+    const int32_t pv[18] = {p->n,       p->c_in,     p->h,       p->w,         p->c_out,    p->kh,
+                            p->kw,      p->stride_h, p->stride_w, p->pad_top,  p->pad_left, p->pad_bottom,
+                            p->pad_right, p->groups, (int32_t)p->x_dtype, (int32_t)p->w_dtype, (int32_t)p->y_dtype,
+                            p->rq_count};
+    memcpy(key.p, pv, sizeof key.p);
+    tiling_t memo;
+    if (tsr_kcache_memo_get(kc, &key, sizeof key, &memo, sizeof memo) && tsr_conv2d_tiling_fits(g, &memo))
+        tsr_conv2d_set_tiling(g, &memo);
+    else if ((rc = tsr_conv2d_choose_tiling(g)))
         goto out;
+    else
+        (void)tsr_kcache_memo_put(kc, &key, sizeof key, &g->t, sizeof g->t);
     g->x_el = g->w_el = g->y_el = g->c_el = g->uop_el = 0; /* relocatable: every buffer at 0 */
     if (g->t.res)
         tsr_conv2d_build_res(g, &b);

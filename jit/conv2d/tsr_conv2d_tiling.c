@@ -139,6 +139,9 @@ double tsr_conv2d_estimate_below(const geo_t *g, const ibuf_t *b, double limit)
 {
     const tsr_config_t *c = g->c;
     const double bw = c->dram_bus_width / 8.0;
+    double eb[TSR_MEM_COUNT]; /* element bytes per memory type, looked up once */
+    for (int m = 0; m < TSR_MEM_COUNT; m++)
+        eb[m] = tsr_config_elem_bytes(c, m);
     /* Lower bounds of the estimate, cheap beside it: the GEMM pipe, the ALU
      * pipe and the DRAM port each serve their instructions one at a time,
      * so the estimate is at least each one's total work; and at any point
@@ -153,7 +156,7 @@ double tsr_conv2d_estimate_below(const geo_t *g, const ibuf_t *b, double limit)
                     (double)in->iter_out * in->iter_in * (double)(in->uop_end - in->uop_bgn) + EST_PIPE;
             else if (in->opcode == TSR_OP_LOAD || in->opcode == TSR_OP_STORE)
                 work[2] += dram_time(in, est_stage(in),
-                                     (double)in->y_size * in->x_size * tsr_config_elem_bytes(c, (int)in->mem_type), bw);
+                                     (double)in->y_size * in->x_size * (in->mem_type < TSR_MEM_COUNT ? eb[in->mem_type] : tsr_config_elem_bytes(c, (int)in->mem_type)), bw);
         }
         const double lb = fmax(work[0], fmax(work[1], work[2]));
         if (over(lb, limit))
@@ -181,7 +184,8 @@ double tsr_conv2d_estimate_below(const geo_t *g, const ibuf_t *b, double limit)
         }
         double end = ready, push = ready;
         if (in->opcode == TSR_OP_LOAD || in->opcode == TSR_OP_STORE) {
-            double bytes = (double)in->y_size * in->x_size * tsr_config_elem_bytes(c, (int)in->mem_type);
+            double bytes = (double)in->y_size * in->x_size *
+                           (in->mem_type < TSR_MEM_COUNT ? eb[in->mem_type] : tsr_config_elem_bytes(c, (int)in->mem_type));
             double start = ready;
             /* compute loads wait for both pipes, an acc LOAD without pushes
              * only for the banks it writes */

@@ -74,15 +74,6 @@ int tsr_stream_check(const tsr_stream_t *s, const char *op)
     return TSR_OK;
 }
 
-static int stage_of(uint32_t opcode, uint32_t mem)
-{
-    tsr_insn_t t;
-    memset(&t, 0, sizeof t);
-    t.opcode = opcode;
-    t.mem_type = mem;
-    return (int)tsr_insn_stage(&t);
-}
-
 /* The stored instruction i, or the scratch one (dry run, error). */
 static tsr_insn_t *at(tsr_stream_t *s, long i)
 {
@@ -138,7 +129,7 @@ tsr_insn_t *tsr_stream_emit(tsr_stream_t *s, uint32_t opcode, uint32_t mem_type)
     memset(in, 0, sizeof *in);
     in->opcode = opcode;
     in->mem_type = mem_type;
-    const int st = opcode == TSR_OP_FINISH ? TSR_STAGE_COMPUTE : stage_of(opcode, mem_type);
+    const int st = opcode == TSR_OP_FINISH ? TSR_STAGE_COMPUTE : (int)tsr_insn_stage(in);
     s->last[st] = i;
     for (int q = 0; q < TSR_Q_COUNT; q++)
         if (q_to[q] == st && (s->want[st] >> q & 1)) {
