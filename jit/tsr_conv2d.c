@@ -710,17 +710,20 @@ int tsr_conv2d_write_input(tsr_device_t *dev, const tsr_conv2d_plan_t *pl, const
     return rc;
 }
 
+int tsr_conv2d_write_weights_buf(tsr_device_t *dev, const tsr_conv2d_plan_t *pl, const void *w, const int32_t *bias,
+                                 uint8_t *buf)
+{
+    int rc = tsr_conv2d_pack_weights(tsr_device_config(dev), pl, w, bias, buf, buf + pl->w_bytes);
+    if (!rc && !(rc = tsr_mem_write(dev, pl->w_addr, buf, pl->w_bytes)))
+        rc = tsr_mem_write(dev, pl->c_addr, buf + pl->w_bytes, pl->c_bytes);
+    return rc;
+}
+
 int tsr_conv2d_write_weights(tsr_device_t *dev, const tsr_conv2d_plan_t *pl, const void *w, const int32_t *bias)
 {
-    uint8_t *wb = malloc(pl->w_bytes), *cb = malloc(pl->c_bytes);
-    int rc;
-    if (!wb || !cb)
-        rc = tsr_err(TSR_ENOMEM, "out of memory");
-    else if (!(rc = tsr_conv2d_pack_weights(tsr_device_config(dev), pl, w, bias, wb, cb)) &&
-             !(rc = tsr_mem_write(dev, pl->w_addr, wb, pl->w_bytes)))
-        rc = tsr_mem_write(dev, pl->c_addr, cb, pl->c_bytes);
-    free(wb);
-    free(cb);
+    uint8_t *buf = malloc(pl->w_bytes + pl->c_bytes);
+    int rc = buf ? tsr_conv2d_write_weights_buf(dev, pl, w, bias, buf) : tsr_err(TSR_ENOMEM, "out of memory");
+    free(buf);
     return rc;
 }
 
