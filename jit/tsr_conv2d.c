@@ -205,9 +205,22 @@ int tsr_conv2d_pack_weights(const tsr_config_t *c, const tsr_conv2d_plan_t *pl, 
             const uint8_t *src = (const uint8_t *)w + (size_t)co * (size_t)cin_g * (size_t)kk;
             const int u8 = p->w_dtype == TSR_DT_UINT8;
             const size_t orow = (size_t)(co / c->block_out) * pl->cib, olane = (size_t)(co % c->block_out) * c->block_in;
+            /* every w - w_zp of the dtype fits int8 (int8 with zp 0, uint8
+             * with zp 128): no per-weight check, the loop the compiler
+             * makes tight */
+            const int checked = (u8 ? 0 : -128) - zp < -128 || (u8 ? 255 : 127) - zp > 127;
             for (int ci = 0; ci < cin_g; ci++) {
                 uint8_t *d = wdst + ((orow + (size_t)(ci / c->block_in)) * (size_t)kk) * c->wgt_bytes + olane +
                              (size_t)(ci % c->block_in);
+                const uint8_t *sr = src + (size_t)ci * kk;
+                if (!checked) {
+                    for (int k = 0; k < kk; k++) {
+                        const int32_t v = (u8 ? (int32_t)sr[k] : (int32_t)(int8_t)sr[k]) - zp;
+                        sum += v;
+                        d[(size_t)k * c->wgt_bytes] = (uint8_t)(int8_t)v;
+                    }
+                    continue;
+                }
                 for (int k = 0; k < kk; k++) {
                     const int32_t v = (u8 ? (int32_t)src[(size_t)ci * kk + k] : (int32_t)(int8_t)src[(size_t)ci * kk + k]) - zp;
                     if (v < -128 || v > 127)
