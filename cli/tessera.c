@@ -28,6 +28,7 @@
 #include "tsr_kcache.h"
 #include "tsr_matmul.h"
 #include "tsr_netdesc.h"
+#include "tsr_oprun.h"
 #include "tsr_regs.h"
 #include "tsr_roofline.h"
 #include "tsr_tappack.h"
@@ -1214,24 +1215,17 @@ static int rn_make(const rn_layer_t *L, uint64_t seed, rn_data_t *d)
     return rc;
 }
 
-/* Plan (timed), pack, run and read one layer on dev. */
+/* Plan (timed), pack, run and read one layer on dev (the library's runner). */
 static int rn_run(tsr_device_t *dev, const tsr_conv2d_params_t *p, const void *x, const void *w,
                   const int32_t *bias, int8_t *y, double *jit_ms, int *kc_status, tsr_counters_t *ctr)
 {
-    tsr_conv2d_plan_t pl;
-    double t0 = now_s();
-    int rc = tsr_conv2d_plan(dev, p, &pl);
-    if (rc)
-        return rc;
+    tsr_oprun_info_t oi;
+    int rc = tsr_oprun(dev, TSR_OPRUN_CONV2D, p, x, w, bias, y, &oi);
     if (jit_ms)
-        *jit_ms = (now_s() - t0) * 1e3;
+        *jit_ms = oi.plan_ms;
     if (kc_status)
-        *kc_status = pl.kcache;
-    if (!(rc = tsr_conv2d_write_weights(dev, &pl, w, bias)) && !(rc = tsr_conv2d_write_input(dev, &pl, x)) &&
-        !(rc = tsr_reset_counters(dev)) && !(rc = tsr_conv2d_exec(dev, &pl)) &&
-        !(rc = tsr_read_counters(dev, ctr)))
-        rc = tsr_conv2d_read_output(dev, &pl, y);
-    tsr_conv2d_plan_free(dev, &pl);
+        *kc_status = oi.kcache;
+    *ctr = oi.ctr;
     return rc;
 }
 

@@ -21,6 +21,7 @@
 #include "tsr_eltwise.h"
 #include "tsr_error.h"
 #include "tsr_npy.h"
+#include "tsr_oprun.h"
 #include "tsr_pool.h"
 #include "tsr_quant.h"
 
@@ -268,13 +269,6 @@ static int op_usage(const char *op, const char *fmt, const char *what)
     fprintf(stderr, fmt, what);
     fprintf(stderr, " (see `tessera op%s%s --help`)\n", op ? " " : "", op ? op : "");
     return 2;
-}
-
-static double op_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 static int parse_int(const char *s, long lo, long hi, long *out)
@@ -636,6 +630,22 @@ static int open_device(const op_args_t *a, const tsr_cli_dev_t *d, const tsr_con
     return tsr_device_open(a->backend, cfg, &o, dev);
 }
 
+/* One operator on a device of its own, through the library's runner. */
+static int run_op(const op_args_t *a, const tsr_cli_dev_t *d, const tsr_config_t *cfg, tsr_oprun_e op,
+                  const void *p, const void *x, const void *w, const int32_t *bias, void *y, run_info_t *info)
+{
+    tsr_device_t *dev = NULL;
+    tsr_oprun_info_t oi;
+    int rc = open_device(a, d, cfg, &dev);
+    if (!rc && !(rc = tsr_oprun(dev, op, p, x, w, bias, y, &oi))) {
+        info->secs = oi.exec_s;
+        info->ctr = oi.ctr;
+        info->ninsns = oi.ninsns;
+    }
+    tsr_device_close(dev);
+    return rc;
+}
+
 /* --stride S|SH,SW (default 1) and --pad P|PH,PW|T,L,B,R (default 0). */
 static int get_window(const op_args_t *a, int *sh, int *sw, int *pt, int *pl, int *pb, int *pr)
 {
@@ -674,10 +684,7 @@ static int run_conv2d(const op_args_t *a, const tsr_cli_dev_t *d, const tsr_conf
     memset(&p, 0, sizeof p);
     quant_t q;
     memset(&q, 0, sizeof q);
-    tsr_device_t *dev = NULL;
-    tsr_conv2d_plan_t pl;
-    memset(&pl, 0, sizeof pl);
-    int rc = TSR_OK, planned = 0;
+    int rc = TSR_OK;
     if (x->ndim != 4) {
         rc = tsr_err(TSR_EINVAL, "conv2d: input %s must be 4-D [N, C, H, W], got %s", ARG(a, F_INPUT),
                      shape_str(x, sx, sizeof sx));
@@ -739,23 +746,8 @@ static int run_conv2d(const op_args_t *a, const tsr_cli_dev_t *d, const tsr_conf
     const int64_t yshape[4] = {p.n, p.c_out, oh, ow};
     if ((rc = tsr_tensor_alloc(y, p.y_dtype, 4, yshape)))
         goto out;
-    if ((rc = open_device(a, d, cfg, &dev)) || (rc = tsr_conv2d_plan(dev, &p, &pl)))
-        goto out;
-    planned = 1;
-    if ((rc = tsr_conv2d_write_weights(dev, &pl, w->data, bias ? bias->data : NULL)) ||
-        (rc = tsr_conv2d_write_input(dev, &pl, x->data)))
-        goto out;
-    double t0 = op_now();
-    if ((rc = tsr_conv2d_exec(dev, &pl)))
-        goto out;
-    info->secs = op_now() - t0;
-    info->ninsns = pl.ninsns;
-    if ((rc = tsr_conv2d_read_output(dev, &pl, y->data)) || (rc = tsr_read_counters(dev, &info->ctr)))
-        goto out;
+    rc = run_op(a, d, cfg, TSR_OPRUN_CONV2D, &p, x->data, w->data, bias ? bias->data : NULL, y->data, info);
 out:
-    if (planned)
-        tsr_conv2d_plan_free(dev, &pl);
-    tsr_device_close(dev);
     quant_free(&q);
     return rc;
 }
@@ -768,10 +760,7 @@ static int run_dense(const op_args_t *a, const tsr_cli_dev_t *d, const tsr_confi
     memset(&p, 0, sizeof p);
     quant_t q;
     memset(&q, 0, sizeof q);
-    tsr_device_t *dev = NULL;
-    tsr_dense_plan_t pl;
-    memset(&pl, 0, sizeof pl);
-    int rc = TSR_OK, planned = 0;
+    int rc = TSR_OK;
     if (x->ndim < 2) {
         rc = tsr_err(TSR_EINVAL, "dense: input %s must be [N, K] or [N, C, H, W], got %s", ARG(a, F_INPUT),
                      shape_str(x, sx, sizeof sx));
@@ -814,23 +803,8 @@ static int run_dense(const op_args_t *a, const tsr_cli_dev_t *d, const tsr_confi
     const int64_t yshape[2] = {p.n, p.m};
     if ((rc = tsr_tensor_alloc(y, p.y_dtype, 2, yshape)))
         goto out;
-    if ((rc = open_device(a, d, cfg, &dev)) || (rc = tsr_dense_plan(dev, &p, &pl)))
-        goto out;
-    planned = 1;
-    if ((rc = tsr_dense_write_weights(dev, &pl, w->data, bias ? bias->data : NULL)) ||
-        (rc = tsr_dense_write_input(dev, &pl, x->data)))
-        goto out;
-    double t0 = op_now();
-    if ((rc = tsr_dense_exec(dev, &pl)))
-        goto out;
-    info->secs = op_now() - t0;
-    info->ninsns = pl.conv.ninsns;
-    if ((rc = tsr_dense_read_output(dev, &pl, y->data)) || (rc = tsr_read_counters(dev, &info->ctr)))
-        goto out;
+    rc = run_op(a, d, cfg, TSR_OPRUN_DENSE, &p, x->data, w->data, bias ? bias->data : NULL, y->data, info);
 out:
-    if (planned)
-        tsr_dense_plan_free(dev, &pl);
-    tsr_device_close(dev);
     quant_free(&q);
     return rc;
 }
@@ -866,10 +840,7 @@ static int run_add(const op_args_t *a, const tsr_cli_dev_t *d, const tsr_config_
     char sa[128], sb[128];
     tsr_add_params_t p;
     memset(&p, 0, sizeof p);
-    tsr_device_t *dev = NULL;
-    tsr_eltwise_plan_t pl;
-    memset(&pl, 0, sizeof pl);
-    int rc, planned = 0;
+    int rc;
     int32_t azp, bzp, yzp;
     if (!same_shape(ta, tb)) {
         rc = tsr_err(TSR_EINVAL, "add: inputs %s %s and %s %s differ in shape (no broadcasting)", ARG(a, F_INA),
@@ -942,22 +913,8 @@ static int run_add(const op_args_t *a, const tsr_cli_dev_t *d, const tsr_config_
         goto out;
     if ((rc = tsr_tensor_alloc(y, ydt, ta->ndim, ta->shape)))
         goto out;
-    if ((rc = open_device(a, d, cfg, &dev)) || (rc = tsr_add_plan(dev, &p, &pl)))
-        goto out;
-    planned = 1;
-    if ((rc = tsr_add_write_inputs(dev, &pl, ta->data, tb->data)))
-        goto out;
-    double t0 = op_now();
-    if ((rc = tsr_add_exec(dev, &pl)))
-        goto out;
-    info->secs = op_now() - t0;
-    info->ninsns = pl.ninsns;
-    if ((rc = tsr_add_read_output(dev, &pl, y->data)) || (rc = tsr_read_counters(dev, &info->ctr)))
-        goto out;
+    rc = run_op(a, d, cfg, TSR_OPRUN_ADD, &p, ta->data, tb->data, NULL, y->data, info);
 out:
-    if (planned)
-        tsr_add_plan_free(dev, &pl);
-    tsr_device_close(dev);
     return rc;
 }
 
@@ -967,10 +924,7 @@ static int run_clip_or_relu(int relu, const op_args_t *a, const tsr_cli_dev_t *d
 {
     tsr_clip_params_t p;
     memset(&p, 0, sizeof p);
-    tsr_device_t *dev = NULL;
-    tsr_eltwise_plan_t pl;
-    memset(&pl, 0, sizeof pl);
-    int rc, planned = 0;
+    int rc;
     int32_t zp;
     tsr_eltwise_desc_t xd;
     if ((rc = get_zp(a, F_XZP, x->dtype, "input", &zp)) || (rc = flat_desc("--input", ARG(a, F_INPUT), x, zp, &xd)))
@@ -985,22 +939,8 @@ static int run_clip_or_relu(int relu, const op_args_t *a, const tsr_cli_dev_t *d
         goto out;
     if ((rc = tsr_tensor_alloc(y, x->dtype, x->ndim, x->shape)))
         goto out;
-    if ((rc = open_device(a, d, cfg, &dev)) || (rc = tsr_clip_plan(dev, &p, &pl)))
-        goto out;
-    planned = 1;
-    if ((rc = tsr_clip_write_input(dev, &pl, x->data)))
-        goto out;
-    double t0 = op_now();
-    if ((rc = tsr_clip_exec(dev, &pl)))
-        goto out;
-    info->secs = op_now() - t0;
-    info->ninsns = pl.ninsns;
-    if ((rc = tsr_clip_read_output(dev, &pl, y->data)) || (rc = tsr_read_counters(dev, &info->ctr)))
-        goto out;
+    rc = run_op(a, d, cfg, TSR_OPRUN_CLIP, &p, x->data, NULL, NULL, y->data, info);
 out:
-    if (planned)
-        tsr_clip_plan_free(dev, &pl);
-    tsr_device_close(dev);
     return rc;
 }
 
@@ -1026,10 +966,7 @@ static int run_pool(tsr_pool_kind_e kind, const op_args_t *a, const tsr_cli_dev_
     char sx[128];
     tsr_pool_params_t p;
     memset(&p, 0, sizeof p);
-    tsr_device_t *dev = NULL;
-    tsr_pool_plan_t pl;
-    memset(&pl, 0, sizeof pl);
-    int rc = TSR_OK, planned = 0;
+    int rc = TSR_OK;
     if (x->ndim != 4) {
         rc = tsr_err(TSR_EINVAL, "pool: input %s must be 4-D [N, C, H, W], got %s", ARG(a, F_INPUT),
                      shape_str(x, sx, sizeof sx));
@@ -1069,22 +1006,8 @@ static int run_pool(tsr_pool_kind_e kind, const op_args_t *a, const tsr_cli_dev_
     const int64_t yshape[4] = {p.n, p.c, oh, ow};
     if ((rc = tsr_tensor_alloc(y, p.dtype, 4, yshape)))
         goto out;
-    if ((rc = open_device(a, d, cfg, &dev)) || (rc = tsr_pool_plan(dev, &p, &pl)))
-        goto out;
-    planned = 1;
-    if ((rc = tsr_pool_write_input(dev, &pl, x->data)))
-        goto out;
-    double t0 = op_now();
-    if ((rc = tsr_pool_exec(dev, &pl)))
-        goto out;
-    info->secs = op_now() - t0;
-    info->ninsns = pl.ninsns;
-    if ((rc = tsr_pool_read_output(dev, &pl, y->data)) || (rc = tsr_read_counters(dev, &info->ctr)))
-        goto out;
+    rc = run_op(a, d, cfg, TSR_OPRUN_POOL, &p, x->data, NULL, NULL, y->data, info);
 out:
-    if (planned)
-        tsr_pool_plan_free(dev, &pl);
-    tsr_device_close(dev);
     return rc;
 }
 

@@ -205,9 +205,22 @@ int tsr_conv2d_pack_weights(const tsr_config_t *c, const tsr_conv2d_plan_t *pl, 
             const uint8_t *src = (const uint8_t *)w + (size_t)co * (size_t)cin_g * (size_t)kk;
             const int u8 = p->w_dtype == TSR_DT_UINT8;
             const size_t orow = (size_t)(co / c->block_out) * pl->cib, olane = (size_t)(co % c->block_out) * c->block_in;
+            /* every w - w_zp of the dtype fits int8 (int8 with zp 0, uint8
+             * with zp 128): no per-weight check, the loop the compiler
+             * makes tight */
+            const int checked = (u8 ? 0 : -128) - zp < -128 || (u8 ? 255 : 127) - zp > 127;
             for (int ci = 0; ci < cin_g; ci++) {
                 uint8_t *d = wdst + ((orow + (size_t)(ci / c->block_in)) * (size_t)kk) * c->wgt_bytes + olane +
                              (size_t)(ci % c->block_in);
+                const uint8_t *sr = src + (size_t)ci * kk;
+                if (!checked) {
+                    for (int k = 0; k < kk; k++) {
+                        const int32_t v = (u8 ? (int32_t)sr[k] : (int32_t)(int8_t)sr[k]) - zp;
+                        sum += v;
+                        d[(size_t)k * c->wgt_bytes] = (uint8_t)(int8_t)v;
+                    }
+                    continue;
+                }
                 for (int k = 0; k < kk; k++) {
                     const int32_t v = (u8 ? (int32_t)src[(size_t)ci * kk + k] : (int32_t)(int8_t)src[(size_t)ci * kk + k]) - zp;
                     if (v < -128 || v > 127)
@@ -361,8 +374,32 @@ static int generate(tsr_kcache_t *kc, geo_t *g, const uint8_t *sig, size_t sig_l
     ibuf_t b = {0};
     tsr_stream_init(&b.s, g->c, 0, 1);
     int rc;
-    if ((rc = tsr_conv2d_choose_tiling(g)))
+    /* The tiling search reads the geometry and the shape parameters, never
+     * the requantization values or weight zero points (they reach it only
+     * through geo_t's derived fields, part of the key): layers of one shape
+     * share one search. */
+    struct {
+        geo_t g;
+        int32_t p[18];
+    } key;
+    memset(&key, 0, sizeof key);
+    memcpy(&key.g, g, sizeof key.g); /* (geo_init zeroed it, padding included) */
+    key.g.c = NULL;
+    key.g.p = NULL;
+    key.g.kern = NULL;
+    const tsr_conv2d_params_t *p = g->p;
+    const int32_t pv[18] = {p->n,       p->c_in,     p->h,       p->w,         p->c_out,    p->kh,
+                            p->kw,      p->stride_h, p->stride_w, p->pad_top,  p->pad_left, p->pad_bottom,
+                            p->pad_right, p->groups, (int32_t)p->x_dtype, (int32_t)p->w_dtype, (int32_t)p->y_dtype,
+                            p->rq_count};
+    memcpy(key.p, pv, sizeof key.p);
+    tiling_t memo;
+    if (tsr_kcache_memo_get(kc, &key, sizeof key, &memo, sizeof memo) && tsr_conv2d_tiling_fits(g, &memo))
+        tsr_conv2d_set_tiling(g, &memo);
+    else if ((rc = tsr_conv2d_choose_tiling(g)))
         goto out;
+    else
+        (void)tsr_kcache_memo_put(kc, &key, sizeof key, &g->t, sizeof g->t);
     g->x_el = g->w_el = g->y_el = g->c_el = g->uop_el = 0; /* relocatable: every buffer at 0 */
     if (g->t.res)
         tsr_conv2d_build_res(g, &b);
@@ -686,17 +723,20 @@ int tsr_conv2d_write_input(tsr_device_t *dev, const tsr_conv2d_plan_t *pl, const
     return rc;
 }
 
+int tsr_conv2d_write_weights_buf(tsr_device_t *dev, const tsr_conv2d_plan_t *pl, const void *w, const int32_t *bias,
+                                 uint8_t *buf)
+{
+    int rc = tsr_conv2d_pack_weights(tsr_device_config(dev), pl, w, bias, buf, buf + pl->w_bytes);
+    if (!rc && !(rc = tsr_mem_write(dev, pl->w_addr, buf, pl->w_bytes)))
+        rc = tsr_mem_write(dev, pl->c_addr, buf + pl->w_bytes, pl->c_bytes);
+    return rc;
+}
+
 int tsr_conv2d_write_weights(tsr_device_t *dev, const tsr_conv2d_plan_t *pl, const void *w, const int32_t *bias)
 {
-    uint8_t *wb = malloc(pl->w_bytes), *cb = malloc(pl->c_bytes);
-    int rc;
-    if (!wb || !cb)
-        rc = tsr_err(TSR_ENOMEM, "out of memory");
-    else if (!(rc = tsr_conv2d_pack_weights(tsr_device_config(dev), pl, w, bias, wb, cb)) &&
-             !(rc = tsr_mem_write(dev, pl->w_addr, wb, pl->w_bytes)))
-        rc = tsr_mem_write(dev, pl->c_addr, cb, pl->c_bytes);
-    free(wb);
-    free(cb);
+    uint8_t *buf = malloc(pl->w_bytes + pl->c_bytes);
+    int rc = buf ? tsr_conv2d_write_weights_buf(dev, pl, w, bias, buf) : tsr_err(TSR_ENOMEM, "out of memory");
+    free(buf);
     return rc;
 }
 

@@ -180,6 +180,10 @@ void tsr_conv2d_unpack_output(const tsr_config_t *cfg, const tsr_conv2d_plan_t *
 /* Pack and copy to the plan's device buffers / run / read back. */
 int tsr_conv2d_write_input(tsr_device_t *dev, const tsr_conv2d_plan_t *plan, const void *x);
 int tsr_conv2d_write_weights(tsr_device_t *dev, const tsr_conv2d_plan_t *plan, const void *w, const int32_t *bias);
+/* The same through the caller's buffer of w_bytes + c_bytes (a graph packs
+ * every layer through one buffer: its pages are touched once, not per layer). */
+int tsr_conv2d_write_weights_buf(tsr_device_t *dev, const tsr_conv2d_plan_t *plan, const void *w, const int32_t *bias,
+                                 uint8_t *buf);
 int tsr_conv2d_exec(tsr_device_t *dev, const tsr_conv2d_plan_t *plan);  /* tsr_submit (verifies) + tsr_wait */
 int tsr_conv2d_read_output(tsr_device_t *dev, const tsr_conv2d_plan_t *plan, void *y);
 

@@ -65,6 +65,8 @@ struct tsr_graph {
     double bw;             /* DRAM bytes per cycle of the bounds */
     double plan_ms, exec_ms;
     unsigned flags;        /* the plan's flags */
+    uint8_t *pack;         /* plan: the buffer every layer's weights are packed in */
+    size_t pack_cap;       /* its size */
     tsr_insn_t *all;       /* TSR_GRAPH_ONE_SUBMISSION: every layer's stream, joined by token barriers */
     size_t nall;
     double all_cycles, all_moved; /* its counters in the last execution */
@@ -653,7 +655,17 @@ static int plan_node(tsr_graph_t *g, gnode_t *n)
         if (!(rc = tsr_conv2d_plan_tensors(dev, n->tap ? &n->tconv : &n->conv, x, y, &n->cp))) {
             n->planned = 1;
             const double t1 = now_ms();
-            rc = tsr_conv2d_write_weights(dev, &n->cp, n->tap ? n->tw : n->w, n->bias);
+            const size_t need = n->cp.w_bytes + n->cp.c_bytes;
+            if (need > g->pack_cap) {
+                free(g->pack);
+                g->pack_cap = 0;
+                if (!(g->pack = malloc(need)))
+                    rc = tsr_err(TSR_ENOMEM, "out of memory");
+                else
+                    g->pack_cap = need;
+            }
+            if (!rc)
+                rc = tsr_conv2d_write_weights_buf(dev, &n->cp, n->tap ? n->tw : n->w, n->bias, g->pack);
             n->L.upload_ms = now_ms() - t1;
             g->weight_bytes += n->cp.w_bytes + n->cp.c_bytes;
         }
@@ -770,9 +782,15 @@ int tsr_graph_plan(tsr_graph_t *g, tsr_device_t *dev, unsigned flags)
     g->flags = flags;
     if ((flags & TSR_GRAPH_ONE_SUBMISSION) && (rc = join_streams(g)))
         goto fail;
+    free(g->pack);
+    g->pack = NULL;
+    g->pack_cap = 0;
     g->plan_ms = now_ms() - t0;
     return TSR_OK;
 fail:
+    free(g->pack);
+    g->pack = NULL;
+    g->pack_cap = 0;
     unplan(g);
     for (int t = 0; t < g->nt; t++)
         g->ts[t].alias = t;

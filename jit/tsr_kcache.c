@@ -57,8 +57,17 @@ struct tsr_kcache_entry {
     int refs;                     /* references: the list's plus one per holder */
 };
 
+/* A memo entry: a search result of a lowering under its key. */
+struct tsr_kcache_memo {
+    struct tsr_kcache_memo *next; /* list, newest first */
+    size_t key_len, val_len;      /* sizes of the key and value that follow */
+    uint8_t data[];               /* key, then value */
+};
+
 struct tsr_kcache {
     tsr_device_t *dev;            /* the device the cache is attached to */
+    struct tsr_kcache_memo *memo; /* search results (tsr_kcache_memo_put), in memory only */
+    int nmemo;                    /* entries in memo */
     tsr_kcache_opts_t o;          /* options, defaults filled in */
     char dir[1024];               /* on-disk directory ("" = none) */
     uint64_t cfg_hash;            /* identity of the device's config */
@@ -709,6 +718,11 @@ void tsr_kcache_free(tsr_kcache_t *kc)
         return;
     while (kc->head)
         detach(kc, kc->head);
+    while (kc->memo) {
+        struct tsr_kcache_memo *m = kc->memo;
+        kc->memo = m->next;
+        free(m);
+    }
     if (tsr_device_ext(kc->dev) == kc)
         tsr_device_set_ext(kc->dev, NULL, NULL);
     free(kc);
@@ -833,3 +847,44 @@ int tsr_kcache_stats(const tsr_kcache_t *kc, tsr_kcache_stats_t *out)
 const tsr_kcache_opts_t *tsr_kcache_options(const tsr_kcache_t *kc) { return &kc->o; }
 
 const char *tsr_kcache_dir(const tsr_kcache_t *kc) { return kc ? kc->dir : ""; }
+
+/* ---------------------------------------------------------------- memo */
+
+/* Entries kept: far more than the distinct layer shapes of a network; the
+ * oldest go first. */
+#define MEMO_MAX 256
+
+int tsr_kcache_memo_get(tsr_kcache_t *kc, const void *key, size_t key_len, void *val, size_t val_len)
+{
+    for (const struct tsr_kcache_memo *m = kc ? kc->memo : NULL; m; m = m->next)
+        if (m->key_len == key_len && m->val_len == val_len && !memcmp(m->data, key, key_len)) {
+            memcpy(val, m->data + key_len, val_len);
+            kc->st.memo_hits++;
+            return 1;
+        }
+    return 0;
+}
+
+int tsr_kcache_memo_put(tsr_kcache_t *kc, const void *key, size_t key_len, const void *val, size_t val_len)
+{
+    if (!kc)
+        return TSR_OK;
+    struct tsr_kcache_memo *m = malloc(sizeof *m + key_len + val_len);
+    if (!m)
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    m->key_len = key_len;
+    m->val_len = val_len;
+    memcpy(m->data, key, key_len);
+    memcpy(m->data + key_len, val, val_len);
+    m->next = kc->memo;
+    kc->memo = m;
+    if (++kc->nmemo > MEMO_MAX) { /* drop the oldest */
+        struct tsr_kcache_memo **pp = &kc->memo;
+        while ((*pp)->next)
+            pp = &(*pp)->next;
+        free(*pp);
+        *pp = NULL;
+        kc->nmemo--;
+    }
+    return TSR_OK;
+}

@@ -103,6 +103,7 @@ typedef struct tsr_kcache_stats {
     uint64_t saved_ns;     /* generation time avoided: per hit, the kernel's generation time minus the lookup's */
     uint64_t entries;      /* entries in memory now */
     uint64_t bytes;        /* bytes those entries account for now */
+    uint64_t memo_hits;    /* searches answered from the memo (tsr_kcache_memo_get) */
 } tsr_kcache_stats_t;
 
 /* A kernel as a lowering hands it to tsr_kcache_insert (all copied) or reads
@@ -151,6 +152,16 @@ const tsr_kcache_opts_t *tsr_kcache_options(const tsr_kcache_t *kc);
 const char *tsr_kcache_dir(const tsr_kcache_t *kc);
 /* Path of the cache file of sig ("" if the cache has no directory). */
 int tsr_kcache_file(const tsr_kcache_t *kc, const void *sig, size_t sig_len, char *buf, size_t n);
+
+/* A memo of search results beside the kernels, in memory, per device (so
+ * per config): a lowering whose expensive search depends on fewer inputs
+ * than its kernel's signature (conv2d's tiling: on the shapes, not on the
+ * requantization values) finds the result of an earlier search of the same
+ * key. memo_get copies the value of key into val (val_len bytes) and
+ * returns 1 (counted in memo_hits), or returns 0; memo_put records it (TSR_ENOMEM: not recorded,
+ * harmless). kc NULL: nothing found, nothing kept. */
+int tsr_kcache_memo_get(tsr_kcache_t *kc, const void *key, size_t key_len, void *val, size_t val_len);
+int tsr_kcache_memo_put(tsr_kcache_t *kc, const void *key, size_t key_len, const void *val, size_t val_len);
 
 /* Identity of a config: FNV-1a 64 over every key (derived values follow
  * from them). */

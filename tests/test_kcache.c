@@ -454,6 +454,47 @@ static void test_cached_vs_uncached(void **state)
     tsr_device_close(dc);
 }
 
+/* Two layers of one shape whose requantization differs (different
+ * signatures, so two kernels) share one tiling search: the second finds the
+ * first's tiling in the memo, and its stream is the one a device that never
+ * saw the first generates. A memo keyed too loosely (a hit across shapes)
+ * or a memo result that differs from a fresh search fails here. */
+static void test_tiling_memo(void **state)
+{
+    (void)state;
+    tsr_device_t *dm = open_dev("default"), *df = open_dev("default");
+    make_cache(dm, "", 0, 0);
+    make_cache(df, "", 0, 0);
+    ccase_t a = mk(64, 14, 14, 128, 3, 1, 1, 0), b = a, other = mk(64, 14, 14, 96, 3, 1, 1, 0);
+    b.shift[0] = a.shift[0] - 1; /* per tensor: the shift is an instruction immediate */
+    b.mult[0] = a.mult[0] - 12345;
+    fix(&a);
+    fix(&b);
+    fix(&other);
+    tsr_conv2d_plan_t pa, pb, po, pf;
+    assert_int_equal(tsr_conv2d_plan(dm, &a.p, &pa), TSR_OK);
+    assert_int_equal(stats(dm).memo_hits, 0);
+    assert_int_equal(tsr_conv2d_plan(dm, &other.p, &po), TSR_OK); /* another shape: searched */
+    assert_int_equal(stats(dm).memo_hits, 0);
+    assert_int_equal(tsr_conv2d_plan(dm, &b.p, &pb), TSR_OK);
+    assert_int_equal(pb.kcache, TSR_KC_MISS); /* its own kernel */
+    assert_int_equal(stats(dm).memo_hits, 1); /* but a's search */
+    assert_int_equal(tsr_conv2d_plan(df, &b.p, &pf), TSR_OK);
+    assert_int_equal(stats(df).memo_hits, 0);
+    same_stream(dm, &pb, df, &pf);
+    cdata_t d;
+    data_make(&b, &d);
+    run_plan(dm, &b, &pb, &d, "tiling from the memo");
+    compare(&b, &d, "tiling from the memo");
+    data_free(&d);
+    tsr_conv2d_plan_free(dm, &pa);
+    tsr_conv2d_plan_free(dm, &po);
+    tsr_conv2d_plan_free(dm, &pb);
+    tsr_conv2d_plan_free(df, &pf);
+    tsr_device_close(dm);
+    tsr_device_close(df);
+}
+
 /* Kernels written by one device instance are read by the next (the same
  * path a second process takes), run correctly and equal the original. */
 static void test_disk_roundtrip(void **state)
@@ -1019,6 +1060,7 @@ int main(void)
     setenv("TESSERA_JIT_CACHE", "mem", 1);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hits_misses),     cmocka_unit_test(test_cached_vs_uncached),
+        cmocka_unit_test(test_tiling_memo),
         cmocka_unit_test(test_disk_roundtrip),  cmocka_unit_test(test_disk_corruption),
         cmocka_unit_test(test_eviction),        cmocka_unit_test(test_generic_api),
         cmocka_unit_test(test_slots),

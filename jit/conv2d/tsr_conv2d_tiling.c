@@ -111,11 +111,58 @@ static double dram_book(dram_t *d, double t0, double len)
     return e;
 }
 
-double tsr_conv2d_estimate_cycles(const geo_t *g, const ibuf_t *b)
+/* DRAM port time of a LOAD/STORE in the model (bytes: its bytes, st: its
+ * stage as in estimate): every row of a load-stage LOAD is its own burst of
+ * at least EST_ROW cycles (the port's outstanding requests over the
+ * latency), a long one its transfer time. */
+static double dram_time(const tsr_insn_t *in, int st, double bytes, double bw)
 {
-    dram_t dr = {0};
+    const double rows = in->opcode == TSR_OP_LOAD && st == 0 ? (double)in->y_size : 0;
+    return rows > 0 ? rows * fmax(bytes / rows / bw, EST_ROW) : bytes / bw;
+}
+
+static int est_stage(const tsr_insn_t *in)
+{
+    return in->opcode == TSR_OP_STORE                                                                     ? 2
+           : in->opcode == TSR_OP_LOAD && (in->mem_type == TSR_MEM_INP || in->mem_type == TSR_MEM_WGT) ? 0
+                                                                                                         : 1;
+}
+
+/* Whether lower bound lb of an estimate already exceeds limit, with a
+ * margin far above the rounding of the model's sums: a candidate is given up
+ * only when its estimate could not be below limit. */
+static int over(double lb, double limit) { return lb > limit + 1e-9 * fabs(limit) + 1e-6; }
+
+double tsr_conv2d_estimate_cycles(const geo_t *g, const ibuf_t *b) { return tsr_conv2d_estimate_below(g, b, INFINITY); }
+
+double tsr_conv2d_estimate_below(const geo_t *g, const ibuf_t *b, double limit)
+{
     const tsr_config_t *c = g->c;
     const double bw = c->dram_bus_width / 8.0;
+    double eb[TSR_MEM_COUNT]; /* element bytes per memory type, looked up once */
+    for (int m = 0; m < TSR_MEM_COUNT; m++)
+        eb[m] = tsr_config_elem_bytes(c, m);
+    /* Lower bounds of the estimate, cheap beside it: the GEMM pipe, the ALU
+     * pipe and the DRAM port each serve their instructions one at a time,
+     * so the estimate is at least each one's total work; and at any point
+     * of the pass, the time so far, or the GEMM pipe's time plus the GEMM
+     * work still to come. */
+    double work[3] = {0, 0, 0}; /* GEMM, ALU, DRAM */
+    if (limit < INFINITY) {
+        for (size_t i = 0; i < b->s.n; i++) {
+            const tsr_insn_t *in = &b->s.v[i];
+            if (in->opcode == TSR_OP_GEMM || in->opcode == TSR_OP_ALU)
+                work[in->opcode == TSR_OP_ALU] +=
+                    (double)in->iter_out * in->iter_in * (double)(in->uop_end - in->uop_bgn) + EST_PIPE;
+            else if (in->opcode == TSR_OP_LOAD || in->opcode == TSR_OP_STORE)
+                work[2] += dram_time(in, est_stage(in),
+                                     (double)in->y_size * in->x_size * (in->mem_type < TSR_MEM_COUNT ? eb[in->mem_type] : tsr_config_elem_bytes(c, (int)in->mem_type)), bw);
+        }
+        const double lb = fmax(work[0], fmax(work[1], work[2]));
+        if (over(lb, limit))
+            return lb;
+    }
+    dram_t dr = {0};
     enum { L2C, C2L, C2S, S2C, NQ };
     tokq_t q[NQ];
     memset(q, 0, sizeof q);
@@ -124,9 +171,7 @@ double tsr_conv2d_estimate_cycles(const geo_t *g, const ibuf_t *b)
     int bad = 0;
     for (size_t i = 0; i < b->s.n && !bad; i++) {
         const tsr_insn_t *in = &b->s.v[i];
-        const int st = in->opcode == TSR_OP_STORE ? 2
-                       : in->opcode == TSR_OP_LOAD && (in->mem_type == TSR_MEM_INP || in->mem_type == TSR_MEM_WGT) ? 0
-                                                                                                                  : 1;
+        const int st = est_stage(in);
         double ready = st == 0 ? tl : st == 2 ? ts : disp;
         const int qp = st == 0 ? -1 : st == 1 ? L2C : C2S, qn = st == 0 ? C2L : st == 1 ? S2C : -1;
         if (in->pop_prev && qp >= 0) {
@@ -139,7 +184,8 @@ double tsr_conv2d_estimate_cycles(const geo_t *g, const ibuf_t *b)
         }
         double end = ready, push = ready;
         if (in->opcode == TSR_OP_LOAD || in->opcode == TSR_OP_STORE) {
-            double bytes = (double)in->y_size * in->x_size * tsr_config_elem_bytes(c, (int)in->mem_type);
+            double bytes = (double)in->y_size * in->x_size *
+                           (in->mem_type < TSR_MEM_COUNT ? eb[in->mem_type] : tsr_config_elem_bytes(c, (int)in->mem_type));
             double start = ready;
             /* compute loads wait for both pipes, an acc LOAD without pushes
              * only for the banks it writes */
@@ -158,11 +204,7 @@ double tsr_conv2d_estimate_cycles(const geo_t *g, const ibuf_t *b)
             } else if (st == 1) {
                 start = fmax(start, fmax(pipe[0], pipe[1]));
             }
-            /* every row of a LOAD is its own burst: a row takes at least
-             * EST_ROW cycles (the port's outstanding requests over the
-             * latency), a long one its transfer time */
-            const double rows = in->opcode == TSR_OP_LOAD && st == 0 ? (double)in->y_size : 0;
-            const double dt = rows > 0 ? rows * fmax(bytes / rows / bw, EST_ROW) : bytes / bw;
+            const double dt = dram_time(in, st, bytes, bw);
             dram = dram_book(&dr, start, dt);
             end = bytes > 0 ? dram + EST_LAT : start;
             if (st == 0) {
@@ -193,6 +235,7 @@ double tsr_conv2d_estimate_cycles(const geo_t *g, const ibuf_t *b)
                 start = fmax(start, last_bank[1 - u][bk]);
             double ops = (double)in->iter_out * in->iter_in * (double)(in->uop_end - in->uop_bgn);
             end = start + ops + EST_PIPE;
+            work[u] -= ops + EST_PIPE; /* (unused when limit is infinite) */
             push = fmax(end, older);
             older = fmax(older, end);
             const int busy = in->push_prev || in->push_next;
@@ -206,6 +249,10 @@ double tsr_conv2d_estimate_cycles(const geo_t *g, const ibuf_t *b)
             disp = end;
         }
         total = fmax(total, end);
+        if (limit < INFINITY && (i & 63) == 63 && over(fmax(total, pipe[0] + work[0]), limit)) {
+            bad = -1;
+            break;
+        }
         if (in->push_prev && st > 0 && tq_push(&q[st == 1 ? C2L : S2C], push))
             bad = 1;
         if (in->push_next && st < 2 && tq_push(&q[st == 0 ? L2C : C2S], push))
@@ -214,18 +261,38 @@ double tsr_conv2d_estimate_cycles(const geo_t *g, const ibuf_t *b)
     for (int k = 0; k < NQ; k++)
         free(q[k].t);
     free(dr.iv);
+    if (bad < 0)
+        return fmax(total, pipe[0] + work[0]);
     return bad || dr.oom ? 1e30 : total;
 }
 
-/* Build tiling t's stream, estimate it and keep it in *bt if it is the
- * cheapest so far. */
-static void consider(const geo_t *g, const tiling_t *t0, double *best, tiling_t *bt)
+/* The search's state: the best tiling so far and its cost (-1: none yet),
+ * and one stream buffer every candidate is built into. */
+typedef struct {
+    double best;
+    tiling_t bt;
+    ibuf_t b;
+} search_t;
+
+/* S->b emptied for the next candidate, keeping its memory. */
+static void reset_buf(ibuf_t *b)
+{
+    tsr_stream_reset(&b->s);
+    memset(b->set_map, 0, sizeof b->set_map);
+    b->n_sets = 0;
+    b->nkern = 0;
+    b->nuops = 0;
+}
+
+/* Build tiling t's stream, estimate it and keep t in S if it is the
+ * cheapest so far (the first of equal ones). */
+static void consider(const geo_t *g, const tiling_t *t0, search_t *S)
 {
     tiling_t tt = *t0;
     const tiling_t *t = &tt;
     geo_t gg = *g;
-    ibuf_t b = {0};
-    tsr_stream_init(&b.s, g->c, 0, 1);
+    ibuf_t *b = &S->b;
+    reset_buf(b);
     if (t->res) {
         /* A deep lookahead (6 steps) evens out the first tile's loads; but
          * when the DRAM is the bottleneck it only lets reads run ahead of
@@ -234,42 +301,39 @@ static void consider(const geo_t *g, const tiling_t *t0, double *best, tiling_t 
          * does not see this read priority, so the rule is explicit.) */
         tt.kq = imax(2, imin(6, (int)g->c->dep_queue_depth / 2 - 2));
         tsr_conv2d_set_tiling(&gg, t);
-        tsr_conv2d_build_res(&gg, &b);
+        tsr_conv2d_build_res(&gg, b);
         double ops = 0;
-        for (size_t i = 0; i < b.s.n && !b.s.rc; i++)
-            if (b.s.v[i].opcode == TSR_OP_GEMM)
-                ops += (double)b.s.v[i].iter_out * b.s.v[i].iter_in * (b.s.v[i].uop_end - b.s.v[i].uop_bgn);
-        if (!b.s.rc && tt.kq > 2 && (double)b.s.bytes / (g->c->dram_bus_width / 8.0) > ops) {
-            tsr_stream_free(&b.s);
-            free(b.kern);
-            memset(&b, 0, sizeof b);
-            tsr_stream_init(&b.s, g->c, 0, 1);
+        for (size_t i = 0; i < b->s.n && !b->s.rc; i++)
+            if (b->s.v[i].opcode == TSR_OP_GEMM)
+                ops += (double)b->s.v[i].iter_out * b->s.v[i].iter_in * (b->s.v[i].uop_end - b->s.v[i].uop_bgn);
+        if (!b->s.rc && tt.kq > 2 && (double)b->s.bytes / (g->c->dram_bus_width / 8.0) > ops) {
+            reset_buf(b);
             tt.kq = 2;
             gg = *g;
             tsr_conv2d_set_tiling(&gg, t);
-            tsr_conv2d_build_res(&gg, &b);
+            tsr_conv2d_build_res(&gg, b);
         }
     } else {
         tsr_conv2d_set_tiling(&gg, t);
-        tsr_conv2d_build(&gg, &b);
+        tsr_conv2d_build(&gg, b);
     }
-    double cost = b.s.rc || b.nuops > (int)g->c->uop_depth
-                      ? 1e30
-                      : tsr_conv2d_estimate_cycles(&gg, &b) + BYTE_WEIGHT * (double)b.s.bytes;
-    tsr_stream_free(&b.s);
-    free(b.kern);
+    double cost = 1e30;
+    if (!b->s.rc && b->nuops <= (int)g->c->uop_depth) {
+        const double extra = BYTE_WEIGHT * (double)b->s.bytes;
+        cost = tsr_conv2d_estimate_below(&gg, b, S->best < 0 ? INFINITY : S->best - extra) + extra;
+    }
     if (t->res && cost >= 1e30)
         return; /* too many uops (or out of memory): the other modes remain */
-    if (*best < 0 || cost < *best) {
-        *best = cost;
-        *bt = *t;
+    if (S->best < 0 || cost < S->best) {
+        S->best = cost;
+        S->bt = *t;
     }
 }
 
 /* Tiling t with the tallest fitting tile height among the n_oh candidates
  * c_oh (ascending), and with one of about half that height, through
  * consider(); nothing if no height fits. */
-static void consider_heights(const geo_t *g, tiling_t *t, const int *c_oh, int n_oh, double *best, tiling_t *bt)
+static void consider_heights(const geo_t *g, tiling_t *t, const int *c_oh, int n_oh, search_t *S)
 {
     int a = n_oh - 1;
     for (; a >= 0; a--) {
@@ -280,13 +344,13 @@ static void consider_heights(const geo_t *g, tiling_t *t, const int *c_oh, int n
     if (a < 0)
         return;
     const int tall = t->toh;
-    consider(g, t, best, bt);
+    consider(g, t, S);
     int b2 = a;
     while (b2 > 0 && c_oh[b2] > (tall + 1) / 2)
         b2--;
     t->toh = c_oh[b2];
     if (c_oh[b2] != tall && tsr_conv2d_tiling_fits(g, t))
-        consider(g, t, best, bt);
+        consider(g, t, S);
 }
 
 int tsr_conv2d_choose_tiling(geo_t *g)
@@ -302,8 +366,8 @@ int tsr_conv2d_choose_tiling(geo_t *g)
         if (g->wsplit > 1)
             c_ci[n_ci++] = 1;
     }
-    double best = -1;
-    tiling_t bt = {.nbi = 2, .nba = 2};
+    search_t S = {.best = -1, .bt = {.nbi = 2, .nba = 2}};
+    tsr_stream_init(&S.b.s, g->c, 0, 1);
     /* Double buffering of both rotations if any tiling allows it; else
      * single-buffer the inputs/weights, then the accumulators, then both
      * (loads or stores then serialise with compute, but the tile fits). */
@@ -320,9 +384,9 @@ int tsr_conv2d_choose_tiling(geo_t *g)
     for (int nbo = 0; nbo < 5; nbo++) {
         if (nbs[nbo][1] == 4 && g->c->dep_queue_depth < 4)
             continue;
-        if (nbo >= 2 && best >= 0)
+        if (nbo >= 2 && S.best >= 0)
             break; /* single-buffered fallbacks only when nothing else fits */
-        for (int wpass = 0; wpass < 2 && (wpass == 0 || best < 0); wpass++) /* full rows first, then column tiles */
+        for (int wpass = 0; wpass < 2 && (wpass == 0 || S.best < 0); wpass++) /* full rows first, then column tiles */
             for (int d = n_ow - 1; d >= 0; d--) {
                 if ((c_ow[d] == g->ow) != (wpass == 0))
                     continue;
@@ -333,7 +397,7 @@ int tsr_conv2d_choose_tiling(geo_t *g)
                         for (int order = 0; order < 2; order++) {
                             tiling_t t = {.tco = c_co[bco], .tci = c_ci[cci], .co_inner = order, .tow = c_ow[d],
                                           .nbi = nbs[nbo][0], .nba = nbs[nbo][1]};
-                            consider_heights(g, &t, c_oh, n_oh, &best, &bt);
+                            consider_heights(g, &t, c_oh, n_oh, &S);
                         }
             }
     }
@@ -342,18 +406,20 @@ int tsr_conv2d_choose_tiling(geo_t *g)
      * the best so far is within 0.5% of the GEMM work (nothing to gain,
      * and large layers would pay for many more stream builds) */
     const double gemm_ops = (double)g->nb * g->oh * g->ow * g->cob * (g->dw ? 1 : g->cib) * g->kk;
-    const int try_res = !g->dw && !(best >= 0 && best < 1.005 * gemm_ops);
+    const int try_res = !g->dw && !(S.best >= 0 && S.best < 1.005 * gemm_ops);
     for (int nba = 4; nba >= 2 && try_res; nba -= 2)
         for (int tail = 1; tail >= 0; tail--)
             for (int bco = n_co - 1; bco >= 0; bco--)
                 for (int cci = n_ci - 1; cci >= 0; cci--) {
                     tiling_t t = {.tco = c_co[bco], .tci = c_ci[cci], .co_inner = 1, .res = 1, .tail = tail,
                                   .tow = g->ow, .nbi = 2, .nba = nba};
-                    consider_heights(g, &t, c_oh, n_oh, &best, &bt);
+                    consider_heights(g, &t, c_oh, n_oh, &S);
                 }
     free(c_ow);
     free(ch);
-    if (best < 0) {
+    tsr_stream_free(&S.b.s);
+    free(S.b.kern);
+    if (S.best < 0) {
         const tsr_conv2d_params_t *p = g->p;
         return tsr_err(TSR_EINVAL,
                        OP ": no tiling fits the buffers: one output element needs %d input rows of %d elements "
@@ -362,6 +428,6 @@ int tsr_conv2d_choose_tiling(geo_t *g)
                        p->kh, p->kw, p->kh * p->kw, g->c->inp_depth, g->kk, g->c->wgt_depth, g->ow + g->nconst,
                        g->c->acc_depth, g->c->uop_depth);
     }
-    tsr_conv2d_set_tiling(g, &bt);
+    tsr_conv2d_set_tiling(g, &S.bt);
     return TSR_OK;
 }

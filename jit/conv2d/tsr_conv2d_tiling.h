@@ -9,6 +9,10 @@
 
 /* Estimated cycles of the stream in b (built for g). */
 double tsr_conv2d_estimate_cycles(const geo_t *g, const ibuf_t *b);
+/* The same when it is below limit; else some value above limit, often
+ * found without the whole pass (the tiling search only needs to know that
+ * a candidate does not beat the best so far). */
+double tsr_conv2d_estimate_below(const geo_t *g, const ibuf_t *b, double limit);
 /* The fastest tiling of g by the model, set into g; TSR_EINVAL naming the
  * limits when none fits. */
 int tsr_conv2d_choose_tiling(geo_t *g);

@@ -26,6 +26,17 @@ void tsr_stream_init(tsr_stream_t *s, const tsr_config_t *c, int count_only, int
         s->carrier[k] = -1;
 }
 
+void tsr_stream_reset(tsr_stream_t *s)
+{
+    tsr_insn_t *v = s->v;
+    int8_t *tag = s->tag;
+    const size_t cap = s->cap;
+    tsr_stream_init(s, s->c, s->count_only, s->use_tag);
+    s->v = v;
+    s->tag = tag;
+    s->cap = cap;
+}
+
 void tsr_stream_free(tsr_stream_t *s)
 {
     free(s->v);
@@ -61,15 +72,6 @@ int tsr_stream_check(const tsr_stream_t *s, const char *op)
             return tsr_err_prefix(rc, "%s: instruction %zu of the generated stream: ", op, i);
     }
     return TSR_OK;
-}
-
-static int stage_of(uint32_t opcode, uint32_t mem)
-{
-    tsr_insn_t t;
-    memset(&t, 0, sizeof t);
-    t.opcode = opcode;
-    t.mem_type = mem;
-    return (int)tsr_insn_stage(&t);
 }
 
 /* The stored instruction i, or the scratch one (dry run, error). */
@@ -127,7 +129,7 @@ tsr_insn_t *tsr_stream_emit(tsr_stream_t *s, uint32_t opcode, uint32_t mem_type)
     memset(in, 0, sizeof *in);
     in->opcode = opcode;
     in->mem_type = mem_type;
-    const int st = opcode == TSR_OP_FINISH ? TSR_STAGE_COMPUTE : stage_of(opcode, mem_type);
+    const int st = opcode == TSR_OP_FINISH ? TSR_STAGE_COMPUTE : (int)tsr_insn_stage(in);
     s->last[st] = i;
     for (int q = 0; q < TSR_Q_COUNT; q++)
         if (q_to[q] == st && (s->want[st] >> q & 1)) {

@@ -65,6 +65,9 @@ typedef struct tsr_stream {
 
 /* An empty stream for config c (count_only: a dry run; use_tag: keep a tag per instruction). */
 void tsr_stream_init(tsr_stream_t *s, const tsr_config_t *c, int count_only, int use_tag);
+/* s empty again, as tsr_stream_init made it, keeping its allocation: a
+ * search that builds many candidate streams pays for the memory once. */
+void tsr_stream_reset(tsr_stream_t *s);
 void tsr_stream_free(tsr_stream_t *s);
 /* Hand the instructions to the caller (*v owned by it), leaving s empty. */
 void tsr_stream_take(tsr_stream_t *s, tsr_insn_t **v, size_t *n);
