@@ -71,8 +71,27 @@ struct tune_env {
 } tune_env_once;
 } // namespace
 
-sc_time tsr_sc_cycles(double n) { return sc_time(n, SC_NS); }
-double tsr_sc_to_cycles(const sc_time &t) { return t.to_double() / sc_time(1, SC_NS).to_double(); }
+// Time units per cycle (1 ns), looked up once: sc_time(double, unit) finds
+// the unit's scale through the simcontext on every call, which was a tenth of
+// the model's time on short programs. The first lookup constructs an sc_time,
+// which fixes the resolution, so the cached value cannot go stale.
+static double ticks_per_cycle()
+{
+    static const double t = sc_time(1, SC_NS).to_double();
+    return t;
+}
+
+sc_time tsr_sc_cycles(double n)
+{
+    const double t = ticks_per_cycle();
+    // What sc_time(n, SC_NS) computes (n * scale + 0.5, truncated) when the
+    // resolution divides 1 ns (the scale is then this integer).
+    if (n > 0 && t >= 1)
+        return sc_time::from_value((sc_dt::uint64)(n * t + 0.5));
+    return sc_time(n, SC_NS);
+}
+
+double tsr_sc_to_cycles(const sc_time &t) { return t.to_double() / ticks_per_cycle(); }
 
 // ------------------------------------------------------------------ DRAM
 
