@@ -22,7 +22,8 @@
  * --rtl-cycles LOG takes the RTL's cycles from the --verbose output of an
  * earlier run with the same options (the RTL does not change when the
  * model does: iterating on the model then costs the model's time only);
- * programs not in LOG run on the RTL.
+ * programs not in LOG run on the RTL. --timeline PREFIX writes each
+ * program's rtl and systemc timelines (PREFIX-SEED-BACKEND.json).
  *
  *   tsr_sccal --jit-resnet18 [--rtl] [--config C]
  *
@@ -66,13 +67,20 @@ static double now_s(void)
 }
 
 /* Run p on a backend; outputs and counters back, wall seconds added to *t. */
+static const char *tl_prefix; /* --timeline PREFIX: PREFIX-SEED-BACKEND.json per program */
+
 static int run_on(const char *backend, const tsr_gen_prog_t *p, const tsr_rtl_opts_t *ro,
                   uint8_t *outs[TSR_GEN_MAX_BUFS], tsr_counters_t *ct, double *t)
 {
     tsr_device_t *dev = NULL;
     tsr_device_opts_t o;
+    char tl[512];
     memset(&o, 0, sizeof o);
     o.rtl = *ro;
+    if (tl_prefix && strcmp(backend, "fsim")) {
+        snprintf(tl, sizeof tl, "%s-%" PRIu64 "-%s.json", tl_prefix, p->seed, backend);
+        o.rtl.timeline_path = tl;
+    }
     for (size_t i = 0; i < TSR_GEN_MAX_BUFS; i++)
         outs[i] = NULL;
     int rc = tsr_device_open(backend, &p->cfg, &o, &dev);
@@ -232,10 +240,12 @@ int main(int argc, char **argv)
             with_rtl = 1;
         else if (!strcmp(a, "--rtl-cycles") && v)
             rtl_log = argv[++i];
+        else if (!strcmp(a, "--timeline") && v)
+            tl_prefix = argv[++i];
         else {
             fprintf(stderr, "usage: tsr_sccal [--count N] [--seed S] [--config PRESET|random|FILE] [--configs K]\n"
                             "                 [--dram-latency N] [--dram-bw B] [--dram-outstanding N] [--random-dram]\n"
-                            "                 [--verbose] [--rtl-cycles LOG]\n"
+                            "                 [--verbose] [--rtl-cycles LOG] [--timeline PREFIX]\n"
                             "       tsr_sccal --jit-resnet18 [--rtl] [--config C]\n");
             return 2;
         }
