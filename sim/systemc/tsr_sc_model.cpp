@@ -460,18 +460,24 @@ double tsr_sc_accel::axi(bool write, bool high, uint64_t addr, uint64_t bytes, s
     const uint64_t b = (uint64_t)bus;
     uint64_t a = addr / b * b, end = (addr + bytes + b - 1) / b * b;
     double last = now();
-    tlm::tlm_generic_payload gp;
-    tsr_sc_axi_ext ext;
-    gp.set_extension(&ext);
-    // The extension lives in this frame: detach it on every exit, the abort
-    // (a tsr_sc_abort thrown out of the loop on a device reset) included,
-    // or the payload's destructor free()s (deletes) it: a stack object
-    // handed to operator delete, the heap corruption of a reset mid-run.
-    struct ext_detach {
-        tlm::tlm_generic_payload &gp;
-        tsr_sc_axi_ext &ext;
-        ~ext_detach() { gp.clear_extension(&ext); }
-    } detach{gp, ext};
+    // A payload from the pool (one per stage in a burst at a time: a
+    // payload allocates its extension table, a malloc per burst otherwise);
+    // back to the pool on every exit, the abort (a tsr_sc_abort thrown out
+    // of the loop on a device reset) included. Its extension is its own
+    // (heap, freed with it).
+    struct pooled {
+        std::vector<std::unique_ptr<tsr_sc_burst>> &pool;
+        std::unique_ptr<tsr_sc_burst> b;
+        ~pooled() { pool.push_back(std::move(b)); }
+    } pb{burst_pool_, nullptr};
+    if (!burst_pool_.empty()) {
+        pb.b = std::move(burst_pool_.back());
+        burst_pool_.pop_back();
+    } else {
+        pb.b.reset(new tsr_sc_burst);
+    }
+    tlm::tlm_generic_payload &gp = pb.b->gp;
+    tsr_sc_axi_ext &ext = *pb.b->ext;
     while (a < end) {
         uint64_t n = std::min<uint64_t>(end - a, kBurstBeats * b);
         uint64_t page = (a | 4095) + 1; // no burst crosses 4 KiB

@@ -27,6 +27,7 @@
 
 #include <deque>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -178,6 +179,13 @@ struct tsr_sc_cmd {
     double at;
 };
 
+// A burst transaction of the AXI master, reused across bursts.
+struct tsr_sc_burst {
+    tlm::tlm_generic_payload gp;
+    tsr_sc_axi_ext *ext; // owned by gp (freed by its destructor)
+    tsr_sc_burst() : ext(new tsr_sc_axi_ext) { gp.set_extension(ext); }
+};
+
 class tsr_sc_accel : public sc_core::sc_module {
   public:
     tlm_utils::simple_target_socket<tsr_sc_accel> regs; // AXI4-Lite
@@ -251,6 +259,7 @@ class tsr_sc_accel : public sc_core::sc_module {
     void finish(double at);
 
   private:
+    std::vector<std::unique_ptr<tsr_sc_burst>> burst_pool_; // free burst transactions (axi)
     uint32_t status_ = 0, insn_addr_ = 0, insn_count_ = 0, hi_latch_ = 0;
     // ap_ctrl_hs (isa/tsr_regs.h): ap_done/ap_ready read once per run (clear
     // on read), ISR acknowledged by a write; GIE/IER/auto_restart/INSN_ADDR_HI
