@@ -76,9 +76,11 @@ struct tsr_sc_abort {};
 // a burst is accepted while fewer than `outstanding` are in flight in its
 // direction; first read beat `latency` after acceptance; beats of one
 // direction in order on their channel, at most one per cycle; all beats
-// share the bandwidth; reads go before writes; write response `latency`
-// after the last beat. High-priority reads take a free slot before
-// low-priority ones waiting at the same time.
+// share the bandwidth; reads go before writes (a write beat gets only what
+// valid read data leaves in the token bucket: a write's b_transport waits
+// in simulated time until the reads that could take its beats are known);
+// write response `latency` after the last beat. High-priority reads take a
+// free slot before low-priority ones waiting at the same time.
 class tsr_sc_dram : public sc_core::sc_module {
   public:
     tlm_utils::simple_target_socket<tsr_sc_dram> tsock;
