@@ -10,6 +10,9 @@
 
 #include <stdlib.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "tsr_error.h"
 #include "tsr_isa.h"
@@ -128,8 +131,12 @@ static void fill_row(tsr_fsim_t *s, uint32_t m, uint32_t row, const uint8_t *src
         int16_t *dst = m == TSR_MEM_INP ? &s->inp[(size_t)row * s->inp_row] : &s->wgt[(size_t)row * s->wgt_row];
         uint32_t n = m == TSR_MEM_INP ? s->inp_row : s->wgt_row;
         int bytes = (m == TSR_MEM_INP ? c->inp_width : c->wgt_width) / 8;
-        for (uint32_t i = 0; i < n; i++)
-            dst[i] = src ? (int16_t)rd_le(src + (size_t)i * bytes, bytes) : (m == TSR_MEM_INP ? padv : 0);
+        if (src && bytes == 1) /* the common 8-bit case as a plain loop the compiler vectorises */
+            for (uint32_t i = 0; i < n; i++)
+                dst[i] = (int8_t)src[i];
+        else
+            for (uint32_t i = 0; i < n; i++)
+                dst[i] = src ? (int16_t)rd_le(src + (size_t)i * bytes, bytes) : (m == TSR_MEM_INP ? padv : 0);
         break;
     }
     case TSR_MEM_ACC:
@@ -223,8 +230,13 @@ static int exec_store(tsr_fsim_t *s, const tsr_insn_t *in)
                            (unsigned long long)in->x_size * eb, (unsigned long long)addr, y);
         for (uint32_t x = 0; x < in->x_size; x++, r++) {
             const int16_t *o = &s->out[(size_t)r * s->acc_row];
-            for (uint32_t i = 0; i < s->acc_row; i++)
-                wr_le(dst + (size_t)x * eb + (size_t)i * vb, o[i], vb);
+            uint8_t *d = dst + (size_t)x * eb;
+            if (vb == 1)
+                for (uint32_t i = 0; i < s->acc_row; i++)
+                    d[i] = (uint8_t)o[i];
+            else
+                for (uint32_t i = 0; i < s->acc_row; i++)
+                    wr_le(d + (size_t)i * vb, o[i], vb);
         }
         if (dst == stage && tsr_dram_write(s->dram, addr, stage, nb) != TSR_OK)
             return tsr_err(TSR_EFAULT, "DRAM write of %llu bytes at 0x%llx (row %u) failed",
@@ -262,6 +274,39 @@ static int index_error(const char *what, uint64_t idx, uint32_t depth, uint32_t 
                    what, (unsigned long long)idx, depth, u, i, j);
 }
 
+#if defined(__SSE2__)
+/* The 8-bit case with BLOCK_IN a multiple of 8 and BLOCK_OUT of 4 (every
+ * preset but the smallest): four outputs at a time, eight products per
+ * pmaddwd, the four partial vectors reduced together (one transpose instead
+ * of a horizontal sum per output). Products are at most 2^14 in magnitude,
+ * so pmaddwd's pair sums are exact and the int32 lane sums wrap as the
+ * scalar loop's unsigned additions do: the same bits in any order. */
+static void gemm8_sse2(int32_t *restrict a, const int16_t *restrict x, const int16_t *restrict wt, int bt, int bi,
+                       int bo)
+{
+    for (int b = 0; b < bt; b++) {
+        const int16_t *xb = x + b * bi;
+        int32_t *ab = a + b * bo;
+        for (int o = 0; o < bo; o += 4) {
+            const int16_t *w0 = wt + o * bi;
+            __m128i s0 = _mm_setzero_si128(), s1 = s0, s2 = s0, s3 = s0;
+            for (int i = 0; i < bi; i += 8) {
+                __m128i xv = _mm_loadu_si128((const __m128i *)(xb + i));
+                s0 = _mm_add_epi32(s0, _mm_madd_epi16(xv, _mm_loadu_si128((const __m128i *)(w0 + i))));
+                s1 = _mm_add_epi32(s1, _mm_madd_epi16(xv, _mm_loadu_si128((const __m128i *)(w0 + bi + i))));
+                s2 = _mm_add_epi32(s2, _mm_madd_epi16(xv, _mm_loadu_si128((const __m128i *)(w0 + 2 * bi + i))));
+                s3 = _mm_add_epi32(s3, _mm_madd_epi16(xv, _mm_loadu_si128((const __m128i *)(w0 + 3 * bi + i))));
+            }
+            __m128i u0 = _mm_add_epi32(_mm_unpacklo_epi32(s0, s1), _mm_unpackhi_epi32(s0, s1));
+            __m128i u1 = _mm_add_epi32(_mm_unpacklo_epi32(s2, s3), _mm_unpackhi_epi32(s2, s3));
+            __m128i r = _mm_add_epi32(_mm_unpacklo_epi64(u0, u1), _mm_unpackhi_epi64(u0, u1));
+            __m128i av = _mm_loadu_si128((const __m128i *)(ab + o));
+            _mm_storeu_si128((__m128i *)(ab + o), _mm_add_epi32(av, r));
+        }
+    }
+}
+#endif
+
 /* Dot products of one tensor op. 8-bit operands cannot overflow int32 for
  * BLOCK_IN <= 64, so that case (the common one) sums in int32 and wraps
  * with unsigned arithmetic; wider operands accumulate in int64. */
@@ -273,14 +318,20 @@ static void gemm_op(tsr_fsim_t *s, uint32_t dst, uint32_t src, uint32_t w)
     const int16_t *x = &s->inp[(size_t)src * s->inp_row];
     const int16_t *wt = &s->wgt[(size_t)w * s->wgt_row];
     if (c->inp_width + c->wgt_width <= 16 && c->acc_width == 32) {
+#if defined(__SSE2__)
+        if (bi % 8 == 0 && bo % 4 == 0) {
+            gemm8_sse2(a, x, wt, bt, bi, bo);
+            return;
+        }
+#endif
         for (int b = 0; b < bt; b++) {
             const int16_t *xb = x + b * bi;
             for (int o = 0; o < bo; o++) {
                 const int16_t *wo = wt + o * bi;
-                int32_t d = 0;
+                uint32_t d = 0;
                 for (int i = 0; i < bi; i++)
-                    d += (int32_t)xb[i] * (int32_t)wo[i];
-                a[b * bo + o] = (int32_t)((uint32_t)a[b * bo + o] + (uint32_t)d);
+                    d += (uint32_t)((int32_t)xb[i] * (int32_t)wo[i]);
+                a[b * bo + o] = (int32_t)((uint32_t)a[b * bo + o] + d);
             }
         }
         return;

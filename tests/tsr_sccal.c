@@ -19,6 +19,12 @@
  * bytes per cycle, 1..16 outstanding). Exit status 1 on an output
  * mismatch or a run error.
  *
+ * --rtl-cycles LOG takes the RTL's cycles from the --verbose output of an
+ * earlier run with the same options (the RTL does not change when the
+ * model does: iterating on the model then costs the model's time only);
+ * programs not in LOG run on the RTL. --timeline PREFIX writes each
+ * program's rtl and systemc timelines (PREFIX-SEED-BACKEND.json).
+ *
  *   tsr_sccal --jit-resnet18 [--rtl] [--config C]
  *
  * instead compares the JIT's tiling cost model (tsr_conv2d_plan's cost,
@@ -61,13 +67,20 @@ static double now_s(void)
 }
 
 /* Run p on a backend; outputs and counters back, wall seconds added to *t. */
+static const char *tl_prefix; /* --timeline PREFIX: PREFIX-SEED-BACKEND.json per program */
+
 static int run_on(const char *backend, const tsr_gen_prog_t *p, const tsr_rtl_opts_t *ro,
                   uint8_t *outs[TSR_GEN_MAX_BUFS], tsr_counters_t *ct, double *t)
 {
     tsr_device_t *dev = NULL;
     tsr_device_opts_t o;
+    char tl[512];
     memset(&o, 0, sizeof o);
     o.rtl = *ro;
+    if (tl_prefix && strcmp(backend, "fsim")) {
+        snprintf(tl, sizeof tl, "%s-%" PRIu64 "-%s.json", tl_prefix, p->seed, backend);
+        o.rtl.timeline_path = tl;
+    }
     for (size_t i = 0; i < TSR_GEN_MAX_BUFS; i++)
         outs[i] = NULL;
     int rc = tsr_device_open(backend, &p->cfg, &o, &dev);
@@ -140,6 +153,51 @@ static int jit_resnet18(const tsr_config_t *cfg, int with_rtl)
     return rc ? 1 : 0;
 }
 
+/* RTL cycles per seed from a --verbose log ("seed S: rtl C systemc ..."). */
+typedef struct {
+    uint64_t seed, rtl;
+} rtl_known_t;
+
+static int load_rtl_log(const char *path, rtl_known_t **out, size_t *n)
+{
+    FILE *f = fopen(path, "r");
+    char line[512];
+    size_t cap = 0;
+    *out = NULL;
+    *n = 0;
+    if (!f) {
+        fprintf(stderr, "tsr_sccal: cannot open %s\n", path);
+        return -1;
+    }
+    while (fgets(line, sizeof line, f)) {
+        uint64_t sd, c;
+        if (sscanf(line, "seed %" SCNu64 ": rtl %" SCNu64 " systemc", &sd, &c) != 2)
+            continue;
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 256;
+            rtl_known_t *p = realloc(*out, cap * sizeof *p);
+            if (!p) {
+                fclose(f);
+                return -1;
+            }
+            *out = p;
+        }
+        (*out)[(*n)++] = (rtl_known_t){sd, c};
+    }
+    fclose(f);
+    return 0;
+}
+
+static int rtl_lookup(const rtl_known_t *k, size_t n, uint64_t seed, uint64_t *cycles)
+{
+    for (size_t i = 0; i < n; i++)
+        if (k[i].seed == seed) {
+            *cycles = k[i].rtl;
+            return 1;
+        }
+    return 0;
+}
+
 static int cmp_abs(const void *a, const void *b)
 {
     double x = fabs(((const sample_t *)a)->err), y = fabs(((const sample_t *)b)->err);
@@ -151,6 +209,9 @@ int main(int argc, char **argv)
     uint64_t count = 100, seed = 1, nconf = 2;
     const char *config = "default";
     int verbose = 0, random_dram = 0, jit = 0, with_rtl = 0;
+    const char *rtl_log = NULL;
+    rtl_known_t *known = NULL;
+    size_t nknown = 0;
     tsr_rtl_opts_t ro;
     memset(&ro, 0, sizeof ro);
     for (int i = 1; i < argc; i++) {
@@ -177,10 +238,14 @@ int main(int argc, char **argv)
             jit = 1;
         else if (!strcmp(a, "--rtl"))
             with_rtl = 1;
+        else if (!strcmp(a, "--rtl-cycles") && v)
+            rtl_log = argv[++i];
+        else if (!strcmp(a, "--timeline") && v)
+            tl_prefix = argv[++i];
         else {
             fprintf(stderr, "usage: tsr_sccal [--count N] [--seed S] [--config PRESET|random|FILE] [--configs K]\n"
                             "                 [--dram-latency N] [--dram-bw B] [--dram-outstanding N] [--random-dram]\n"
-                            "                 [--verbose]\n"
+                            "                 [--verbose] [--rtl-cycles LOG] [--timeline PREFIX]\n"
                             "       tsr_sccal --jit-resnet18 [--rtl] [--config C]\n");
             return 2;
         }
@@ -193,8 +258,10 @@ int main(int argc, char **argv)
     }
     if (jit)
         return jit_resnet18(&fixed, with_rtl);
+    if (rtl_log && load_rtl_log(rtl_log, &known, &nknown))
+        return 2;
     sample_t *s = calloc(count ? count : 1, sizeof *s);
-    uint64_t n = 0, bad = 0, rtl_cyc = 0, sc_cyc = 0;
+    uint64_t n = 0, bad = 0, rtl_cyc = 0, sc_cyc = 0, reused = 0;
     double rtl_t = 0, sc_t = 0;
     for (uint64_t i = 0; i < count; i++) {
         uint64_t ps = seed + i;
@@ -219,13 +286,19 @@ int main(int argc, char **argv)
             bad++;
             continue;
         }
-        uint8_t *of[TSR_GEN_MAX_BUFS], *os[TSR_GEN_MAX_BUFS], *orr[TSR_GEN_MAX_BUFS];
+        uint8_t *of[TSR_GEN_MAX_BUFS] = {NULL}, *os[TSR_GEN_MAX_BUFS] = {NULL}, *orr[TSR_GEN_MAX_BUFS] = {NULL};
         tsr_counters_t cf, cs, cr;
         double tf = 0;
         int rc = run_on("fsim", &p, &r, of, &cf, &tf);
         if (!rc)
             rc = run_on("systemc", &p, &r, os, &cs, &sc_t);
-        if (!rc)
+        uint64_t known_cyc = 0;
+        int from_log = rtl_lookup(known, nknown, ps, &known_cyc);
+        if (!rc && from_log) { /* the RTL's cycles from the log; DRAM bytes are the model's (equal) */
+            cr = cs;
+            cr.cycles = known_cyc;
+            reused++;
+        } else if (!rc)
             rc = run_on("rtl", &p, &r, orr, &cr, &rtl_t);
         tsr_gen_diff_t d;
         if (rc) {
@@ -246,7 +319,7 @@ int main(int argc, char **argv)
             x->bytes = cr.hw[TSR_CNT_DRAM_RD_BYTES] + cr.hw[TSR_CNT_DRAM_WR_BYTES];
             x->ninsns = p.ninsns;
             x->util = cr.cycles ? (double)x->bytes / (double)cr.cycles / (r.dram_bytes_per_cycle > 0 ? r.dram_bytes_per_cycle : 8) : 0;
-            rtl_cyc += cr.cycles;
+            rtl_cyc += from_log ? 0 : cr.cycles;
             sc_cyc += cs.cycles;
             if (verbose)
                 printf("seed %" PRIu64 ": rtl %" PRIu64 " systemc %" PRIu64 " err %+.2f%% (lat %u bw %.0f out %u)\n", ps,
@@ -271,6 +344,9 @@ int main(int argc, char **argv)
         hist[b]++;
     }
     printf("programs %" PRIu64 " (config %s), compared %" PRIu64 ", failed %" PRIu64 "\n", count, config, n, bad);
+    if (reused)
+        printf("rtl cycles of %" PRIu64 " programs from %s (not run; the rtl speed below is over the rest)\n", reused,
+               rtl_log);
     if (n) {
         printf("cycle error systemc vs rtl: mean |err| %.2f%%, mean %+.2f%%, max |err| %.2f%%\n", 100 * sabs / n,
                100 * sum / n, 100 * mx);
@@ -304,9 +380,14 @@ int main(int argc, char **argv)
             printf("  seed %" PRIu64 ": rtl %" PRIu64 " systemc %" PRIu64 " (%+.1f%%), %zu insns, %" PRIu64
                    " ops, %" PRIu64 " DRAM bytes (DRAM busy %.0f%%)\n",
                    s[i].seed, s[i].rtl, s[i].sc, 100 * s[i].err, s[i].ninsns, s[i].ops, s[i].bytes, 100 * s[i].util);
-        printf("speed (CPU time): rtl %.0f cycles/s, systemc %.0f cycles/s (%.0fx)\n", rtl_cyc / (rtl_t > 0 ? rtl_t : 1e-9),
-               sc_cyc / (sc_t > 0 ? sc_t : 1e-9), (sc_cyc / (sc_t > 0 ? sc_t : 1e-9)) / (rtl_cyc / (rtl_t > 0 ? rtl_t : 1e-9)));
+        double sc_speed = sc_cyc / (sc_t > 0 ? sc_t : 1e-9);
+        if (rtl_t > 0)
+            printf("speed (CPU time): rtl %.0f cycles/s, systemc %.0f cycles/s (%.0fx)\n", rtl_cyc / rtl_t, sc_speed,
+                   sc_speed / (rtl_cyc / rtl_t));
+        else
+            printf("speed (CPU time): systemc %.0f cycles/s\n", sc_speed);
     }
     free(s);
+    free(known);
     return bad ? 1 : 0;
 }

@@ -71,8 +71,27 @@ struct tune_env {
 } tune_env_once;
 } // namespace
 
-sc_time tsr_sc_cycles(double n) { return sc_time(n, SC_NS); }
-double tsr_sc_to_cycles(const sc_time &t) { return t.to_double() / sc_time(1, SC_NS).to_double(); }
+// Time units per cycle (1 ns), looked up once: sc_time(double, unit) finds
+// the unit's scale through the simcontext on every call, which was a tenth of
+// the model's time on short programs. The first lookup constructs an sc_time,
+// which fixes the resolution, so the cached value cannot go stale.
+static double ticks_per_cycle()
+{
+    static const double t = sc_time(1, SC_NS).to_double();
+    return t;
+}
+
+sc_time tsr_sc_cycles(double n)
+{
+    const double t = ticks_per_cycle();
+    // What sc_time(n, SC_NS) computes (n * scale + 0.5, truncated) when the
+    // resolution divides 1 ns (the scale is then this integer).
+    if (n > 0 && t >= 1)
+        return sc_time::from_value((sc_dt::uint64)(n * t + 0.5));
+    return sc_time(n, SC_NS);
+}
+
+double tsr_sc_to_cycles(const sc_time &t) { return t.to_double() / ticks_per_cycle(); }
 
 // ------------------------------------------------------------------ DRAM
 
@@ -85,6 +104,92 @@ void tsr_sc_dram::clear()
 {
     rq_.clear();
     wq_.clear();
+    rwin_.clear();
+    credit_ = 3.0 * bus;
+    credit_at_ = 0;
+}
+
+// Where the beats of a write go. The RTL's slave (sim/tsr_rtl.c) gives a
+// write beat only the bandwidth a valid read beat leaves: its token bucket
+// (bytes_per_cycle per cycle, at most four beats) must hold two beats while
+// read data waits. So inside the windows where read data flows a write gets
+// what the bucket saved beyond one beat (*credit: it fills in the gaps and,
+// above one beat per cycle, beside the reads), then bytes_per_cycle - bus
+// per cycle (nothing unless the bandwidth exceeds one beat per cycle); in
+// the gaps up to one beat per `bc` cycles. A gap is only known to stay free
+// up to `h` (a read issued later brings its data `latency` after the
+// current time at the earliest and takes the gap): walk from *t, writing
+// `left` bytes, through the known read windows and the gaps before h;
+// returns the bytes still to write (0: *t is when the last beat went).
+double tsr_sc_dram::write_walk(double *t, double left, double bc, double h, double *credit)
+{
+    const double now = tsr_sc_to_cycles(sc_core::sc_time_stamp());
+    while (!rwin_.empty() && rwin_.front().second <= std::min(*t, now))
+        rwin_.pop_front();
+    const double busy = std::min(std::max(0.0, p.bytes_per_cycle - bus), bus / bc); // bytes/cycle beside reads
+    const double idle = std::min(p.bytes_per_cycle, bus / bc);                        // bytes/cycle alone
+    auto run = [&](double until, double rate) { // write at `rate` in [*t, until); true when done
+        double g = until - *t;
+        if (g <= 0)
+            return false;
+        if (g * rate >= left) {
+            *t += left / rate;
+            left = 0;
+            return true;
+        }
+        left -= g * rate;
+        *t += g;
+        return false;
+    };
+    for (const auto &w : rwin_) {
+        if (w.second <= *t)
+            continue;
+        if (w.first > *t) {
+            if (run(std::min(w.first, h), idle))
+                return 0;
+            if (*t < w.first) // stopped at the horizon
+                return left;
+        }
+        // Inside the window: the saved bytes first, at the full rate.
+        if (*credit > 0) {
+            double c = std::min(*credit, left), t0 = *t;
+            if (run(std::min(w.second, *t + c / idle), idle)) {
+                *credit -= c;
+                return 0;
+            }
+            *credit = std::max(0.0, *credit - (*t - t0) * idle);
+        }
+        if (busy > 0 ? run(w.second, busy) : (*t = std::max(*t, w.second), false))
+            return 0;
+    }
+    run(std::min(h, 1e300), idle);
+    return left;
+}
+
+// What the bucket saved beyond one beat at cycle `to` (credit_ at credit_at_
+// before): it fills at bytes_per_cycle in the gaps between read windows and
+// beside the reads only above one beat per cycle (below, the reads drain it).
+double tsr_sc_dram::credit_at(double to) const
+{
+    const double cap = 3.0 * bus;
+    double c = credit_, t = credit_at_;
+    for (const auto &w : rwin_) {
+        if (t >= to)
+            break;
+        if (w.second <= t)
+            continue;
+        if (w.first > t) {
+            c = std::min(cap, c + (std::min(w.first, to) - t) * p.bytes_per_cycle);
+            t = std::min(w.first, to);
+        }
+        double e = std::min(w.second, to);
+        if (e > t)
+            c = p.bytes_per_cycle < bus ? 0 : std::min(cap, c + (e - t) * (p.bytes_per_cycle - bus));
+        t = std::max(t, e);
+    }
+    if (to > t)
+        c = std::min(cap, c + (to - t) * p.bytes_per_cycle);
+    return c;
 }
 
 void tsr_sc_dram::b_transport(tlm::tlm_generic_payload &gp, sc_time &d)
@@ -140,14 +245,34 @@ void tsr_sc_dram::b_transport(tlm::tlm_generic_payload &gp, sc_time &d)
         end = s + beats * beat_t;
         r_free_ = end;
         bw_free_ = std::max(bw_free_, s) + beats * bw_t;
+        rwin_.push_back({s, end});
+        if (rwin_.size() > 256)
+            rwin_.pop_front();
         rd_bytes += (uint64_t)beats * (uint64_t)bus;
     } else {
-        // Reads go first: a write waits for the bandwidth reads hold up to
-        // now, not for what later read data has reserved (it flows in the
-        // latency gap); its beats then push that read data back.
-        double s = std::max({issue, w_free_, std::min(bw_free_, t)});
-        double last = s + beats * std::max(beat_t, x ? x->beat_cycles : 1.0);
+        double s = std::max(issue, w_free_);
+        const double bc = std::max(beat_t, x ? x->beat_cycles : 1.0);
+        // Past what is known the beats are planned as if no read came; wait
+        // in simulated time until the plan is known (the reads that come
+        // meanwhile take the bandwidth first, then plan the rest again).
+        double last = s, left = (double)beats * bus, credit = credit_at(std::max(s, credit_at_));
+        while ((left = write_walk(&last, left, bc, tsr_sc_to_cycles(sc_time_stamp()) + p.latency, &credit)) > 0) {
+            double plan = last, c = credit;
+            write_walk(&plan, left, bc, 1e300, &c);
+            double wake = std::max(tsr_sc_to_cycles(sc_time_stamp()) + 1, plan - p.latency);
+            if (abort_ev)
+                wait(tsr_sc_cycles(wake) - sc_time_stamp(), *abort_ev);
+            else
+                wait(tsr_sc_cycles(wake) - sc_time_stamp());
+            if (aborting && *aborting) {
+                gp.set_response_status(tlm::TLM_GENERIC_ERROR_RESPONSE);
+                d = SC_ZERO_TIME;
+                return;
+            }
+        }
         w_free_ = last;
+        credit_ = credit;
+        credit_at_ = last;
         bw_free_ = std::max(bw_free_, s) + beats * bw_t;
         end = last + p.latency;
         wr_bytes += (uint64_t)beats * (uint64_t)bus;
@@ -249,6 +374,15 @@ void tsr_sc_accel::wait_ev(sc_event &e)
         throw tsr_sc_abort();
 }
 
+void tsr_sc_accel::wait_ev(tsr_sc_cond &c)
+{
+    c.waiters++;
+    wait(c.ev | abort_ev);
+    c.waiters--;
+    if (aborting)
+        throw tsr_sc_abort();
+}
+
 tsr_sc_cmd tsr_sc_accel::take_cmd(int st)
 {
     while (cmdq[st].empty())
@@ -256,7 +390,7 @@ tsr_sc_cmd tsr_sc_accel::take_cmd(int st)
     tsr_sc_cmd c = cmdq[st].front();
     wait_until(c.at);
     cmdq[st].pop_front();
-    cmdq_ev[st].notify(SC_ZERO_TIME);
+    cmdq_ev[st].notify();
     stage_at[st] = (long)c.idx;
     return c;
 }
@@ -290,7 +424,7 @@ void tsr_sc_accel::pop_tokens(const tsr_insn_t &in, int st, double *stall)
     }
     for (int k = 0; k < n; k++) {
         tq[qs[k]].tok.pop_front();
-        tq[qs[k]].changed.notify(SC_ZERO_TIME);
+        tq[qs[k]].changed.notify();
     }
     if (stall)
         *stall += now() - t0;
@@ -314,29 +448,36 @@ double tsr_sc_accel::push_tokens(const tsr_insn_t &in, int st, double at)
         if (!q.tok.empty())
             v = std::max(v, q.tok.back());
         q.tok.push_back(v);
-        q.changed.notify(SC_ZERO_TIME);
+        q.changed.notify();
         at = std::max(at, now());
     }
     return at;
 }
 
-double tsr_sc_accel::axi(bool write, bool high, uint64_t addr, uint64_t bytes, sc_time *local, double beat_cycles)
+double tsr_sc_accel::axi(bool write, bool high, uint64_t addr, uint64_t bytes, sc_time *local, double beat_cycles,
+                         const std::function<void()> *between)
 {
     const uint64_t b = (uint64_t)bus;
     uint64_t a = addr / b * b, end = (addr + bytes + b - 1) / b * b;
     double last = now();
-    tlm::tlm_generic_payload gp;
-    tsr_sc_axi_ext ext;
-    gp.set_extension(&ext);
-    // The extension lives in this frame: detach it on every exit, the abort
-    // (a tsr_sc_abort thrown out of the loop on a device reset) included,
-    // or the payload's destructor free()s (deletes) it: a stack object
-    // handed to operator delete, the heap corruption of a reset mid-run.
-    struct ext_detach {
-        tlm::tlm_generic_payload &gp;
-        tsr_sc_axi_ext &ext;
-        ~ext_detach() { gp.clear_extension(&ext); }
-    } detach{gp, ext};
+    // A payload from the pool (one per stage in a burst at a time: a
+    // payload allocates its extension table, a malloc per burst otherwise);
+    // back to the pool on every exit, the abort (a tsr_sc_abort thrown out
+    // of the loop on a device reset) included. Its extension is its own
+    // (heap, freed with it).
+    struct pooled {
+        std::vector<std::unique_ptr<tsr_sc_burst>> &pool;
+        std::unique_ptr<tsr_sc_burst> b;
+        ~pooled() { pool.push_back(std::move(b)); }
+    } pb{burst_pool_, nullptr};
+    if (!burst_pool_.empty()) {
+        pb.b = std::move(burst_pool_.back());
+        burst_pool_.pop_back();
+    } else {
+        pb.b.reset(new tsr_sc_burst);
+    }
+    tlm::tlm_generic_payload &gp = pb.b->gp;
+    tsr_sc_axi_ext &ext = *pb.b->ext;
     while (a < end) {
         uint64_t n = std::min<uint64_t>(end - a, kBurstBeats * b);
         uint64_t page = (a | 4095) + 1; // no burst crosses 4 KiB
@@ -367,6 +508,8 @@ double tsr_sc_accel::axi(bool write, bool high, uint64_t addr, uint64_t bytes, s
             *local = SC_ZERO_TIME;
         }
         a += n;
+        if (between)
+            (*between)();
     }
     if (write)
         hw[TSR_CNT_DRAM_WR_BYTES] += end - addr / b * b;
@@ -625,7 +768,7 @@ void tsr_sc_fetch::run()
                         disp = std::max(disp, A.now());
                     }
                     A.cmdq[st].push_back({idx, disp + kCmdLat});
-                    A.cmdq_ev[st].notify(SC_ZERO_TIME);
+                    A.cmdq_ev[st].notify();
                     tsr_tl_fetch(A.tl, disp);
                     A.fetched = idx + 1;
                 }
@@ -642,7 +785,8 @@ void tsr_sc_fetch::run()
 tsr_sc_load::tsr_sc_load(sc_module_name n, tsr_sc_accel *a) : sc_module(n), a_(a) { SC_THREAD(run); }
 
 // Reads of one LOAD/STORE's rows: one command per row, contiguous rows merged.
-static double transfer(tsr_sc_accel &A, const tsr_insn_t &in, bool write, bool high, uint32_t eb, sc_time *local)
+static double transfer(tsr_sc_accel &A, const tsr_insn_t &in, bool write, bool high, uint32_t eb, sc_time *local,
+                       const std::function<void()> *between = nullptr)
 {
     // A store's source gives one row per cycle: rows narrower than a beat slow its beats.
     const double bc = write ? std::max(1.0, (double)A.bus / (double)eb) : 1.0;
@@ -651,9 +795,10 @@ static double transfer(tsr_sc_accel &A, const tsr_insn_t &in, bool write, bool h
         return last;
     uint64_t row = (uint64_t)in.x_size * eb;
     if (in.x_stride == in.x_size || in.y_size == 1)
-        return A.axi(write, high, (uint64_t)in.dram_base * eb, row * in.y_size, local, bc);
+        return A.axi(write, high, (uint64_t)in.dram_base * eb, row * in.y_size, local, bc, between);
     for (uint32_t y = 0; y < in.y_size; y++)
-        last = std::max(last, A.axi(write, high, ((uint64_t)in.dram_base + (uint64_t)y * in.x_stride) * eb, row, local, bc));
+        last = std::max(last, A.axi(write, high, ((uint64_t)in.dram_base + (uint64_t)y * in.x_stride) * eb, row, local, bc,
+                                    between));
     return last;
 }
 
@@ -700,8 +845,17 @@ void tsr_sc_load::run()
                 sc_time local = SC_ZERO_TIME;
                 uint32_t eb = tsr_config_elem_bytes(&A.cfg, (int)in.mem_type);
                 double t_issue = A.now();
-                double data_end = transfer(A, in, false, false, eb, &local);
                 double prev_end = pend.valid ? pend.end : t_issue;
+                // The back completes the previous instruction (its push) when
+                // its time comes, also while the front still issues reads
+                // that wait for a free slot.
+                const std::function<void()> due = [&]() {
+                    if (pend.valid && A.now() >= pend.end - 1e-9) {
+                        finalize();
+                        A.stage_at[TSR_STAGE_LOAD] = (long)c.idx;
+                    }
+                };
+                double data_end = transfer(A, in, false, false, eb, &local, &due);
                 finalize();
                 A.stage_at[TSR_STAGE_LOAD] = (long)c.idx;
                 uint64_t rows = in.x_size ? (uint64_t)(in.y_pad0 + in.y_size + in.y_pad1) * (in.x_pad0 + in.x_size + in.x_pad1) : 0;

@@ -26,6 +26,8 @@
 #include <tlm_utils/simple_target_socket.h>
 
 #include <deque>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -74,9 +76,11 @@ struct tsr_sc_abort {};
 // a burst is accepted while fewer than `outstanding` are in flight in its
 // direction; first read beat `latency` after acceptance; beats of one
 // direction in order on their channel, at most one per cycle; all beats
-// share the bandwidth; reads go before writes; write response `latency`
-// after the last beat. High-priority reads take a free slot before
-// low-priority ones waiting at the same time.
+// share the bandwidth; reads go before writes (a write beat gets only what
+// valid read data leaves in the token bucket: a write's b_transport waits
+// in simulated time until the reads that could take its beats are known);
+// write response `latency` after the last beat. High-priority reads take a
+// free slot before low-priority ones waiting at the same time.
 class tsr_sc_dram : public sc_core::sc_module {
   public:
     tlm_utils::simple_target_socket<tsr_sc_dram> tsock;
@@ -95,7 +99,25 @@ class tsr_sc_dram : public sc_core::sc_module {
   private:
     double r_free_ = 0, w_free_ = 0, bw_free_ = 0; // cycle each resource is next free
     std::deque<double> rq_, wq_;                   // completion cycle of bursts in flight
+    std::deque<std::pair<double, double>> rwin_;   // cycles read data flows [first beat, last beat)
+    double credit_ = 24, credit_at_ = 0;           // bytes the bucket saved beyond one beat, and when
+    double write_walk(double *t, double left, double bc, double h, double *credit);
+    double credit_at(double to) const;
     void b_transport(tlm::tlm_generic_payload &gp, sc_core::sc_time &d);
+};
+
+// An event notified only while a stage waits on it. A delta notification
+// nobody waits for still costs the kernel a delta cycle per queue push and
+// pop; a stage re-checks its queue before it waits, so skipping those
+// changes no cycle.
+struct tsr_sc_cond {
+    sc_core::sc_event ev;
+    int waiters = 0; // stages in wait_ev on it
+    void notify()
+    {
+        if (waiters)
+            ev.notify(sc_core::SC_ZERO_TIME);
+    }
 };
 
 // A token queue (tsr_dep_queue): tokens carry the cycle they become
@@ -104,7 +126,7 @@ class tsr_sc_tokq {
   public:
     unsigned depth = 16;
     std::deque<double> tok; // visible-at cycles, non-decreasing
-    sc_core::sc_event changed;
+    tsr_sc_cond changed;
     void clear() { tok.clear(); }
 };
 
@@ -159,6 +181,13 @@ struct tsr_sc_cmd {
     double at;
 };
 
+// A burst transaction of the AXI master, reused across bursts.
+struct tsr_sc_burst {
+    tlm::tlm_generic_payload gp;
+    tsr_sc_axi_ext *ext; // owned by gp (freed by its destructor)
+    tsr_sc_burst() : ext(new tsr_sc_axi_ext) { gp.set_extension(ext); }
+};
+
 class tsr_sc_accel : public sc_core::sc_module {
   public:
     tlm_utils::simple_target_socket<tsr_sc_accel> regs; // AXI4-Lite
@@ -197,7 +226,7 @@ class tsr_sc_accel : public sc_core::sc_module {
     int bus = 8;
     std::vector<tsr_insn_t> insns;        // decoded stream of the run
     std::deque<tsr_sc_cmd> cmdq[TSR_STAGE_COUNT];
-    sc_core::sc_event cmdq_ev[TSR_STAGE_COUNT];
+    tsr_sc_cond cmdq_ev[TSR_STAGE_COUNT];
     tsr_sc_tokq tq[4];                    // tsr_queue_e order
     sc_core::sc_event start_ev, abort_ev, reset_done_ev;
     void idle_after_abort(); // in a stage's catch: wait until the reset has cleared the state
@@ -216,19 +245,23 @@ class tsr_sc_accel : public sc_core::sc_module {
     double now() const;
     void wait_until(double cyc);
     void wait_ev(sc_core::sc_event &e);
+    void wait_ev(tsr_sc_cond &c);
     tsr_sc_cmd take_cmd(int stage);       // waits for and pops the next command
     void pop_tokens(const tsr_insn_t &in, int stage, double *stall);
     double push_tokens(const tsr_insn_t &in, int stage, double at); // returns the push cycle
     // Issue the bursts of [addr, addr+bytes) at the current time plus
     // *local (advanced by one cycle per burst, the AR/AW channel); returns
     // the cycle of the last beat (read) or of the last write response.
+    // `between`, if given, runs after every burst (the load stage completes
+    // its previous instruction there once its time has come).
     double axi(bool write, bool high, uint64_t addr, uint64_t bytes, sc_core::sc_time *local,
-               double beat_cycles = 1);
+               double beat_cycles = 1, const std::function<void()> *between = nullptr);
     void exec(const tsr_insn_t &in, uint32_t idx, const char *stage); // fsim data; error -> fail
     void fail(int rc, const std::string &msg);
     void finish(double at);
 
   private:
+    std::vector<std::unique_ptr<tsr_sc_burst>> burst_pool_; // free burst transactions (axi)
     uint32_t status_ = 0, insn_addr_ = 0, insn_count_ = 0, hi_latch_ = 0;
     // ap_ctrl_hs (isa/tsr_regs.h): ap_done/ap_ready read once per run (clear
     // on read), ISR acknowledged by a write; GIE/IER/auto_restart/INSN_ADDR_HI
