@@ -188,6 +188,9 @@ def cmd_sweep(a):
         f"{len(ctx['points']) - len(todo)} cached, {len(todo)} to run on {a.engine} (-j {a.jobs}); "
         f"workload {sp.workload['kind']} on {sp.backend}, synthesis {sp.synth}; out {out}")
     t0 = time.monotonic()
+    if todo and a.report_only:
+        log(f"dse: --report-only: {len(todo)} points not (fully) computed are reported as missing")
+        todo = []
     if todo:
         if a.engine == "local":
             engines.run_local(ctx, ctx_path, todo, a.jobs, log)
@@ -244,6 +247,8 @@ def main():
     s.add_argument("--rtl-check", type=int, default=0, metavar="K",
                    help="afterwards run K points across the Pareto front on the RTL backend")
     s.add_argument("--no-plot", action="store_true")
+    s.add_argument("--report-only", action="store_true",
+                   help="compute nothing: the table, front and plots of what the cache holds")
     s.add_argument("--synth", choices=space.SYNTH_MODES, help="override the space's synthesis mode")
     s.set_defaults(fn=cmd_sweep)
     p = sub.add_parser("point", help="evaluate one point of a sweep context (run by the engines)")
