@@ -176,7 +176,7 @@ def plot(outdir, ctx, rows, boards):
     axes[0].set_ylabel(f"throughput ({unit})")
     axes[0].legend(fontsize=7, loc="lower right")
     w = ctx["workload"]
-    src = "yosys synth_xilinx" if ctx["synth"] == "full" else "the yosys estimate (scripts/synth_estimate.ys)"
+    src = "yosys synth_xilinx" if ctx["synth"] == "full" else "the module-by-module yosys estimate (synth.sh xc7-est)"
     fig.suptitle(f"{ctx['space']}: {w['kind']} on {ctx['backend']}, DRAM {ctx['dram']['bytes_per_cycle']} B/cycle, "
                  f"area from {src}", fontsize=10)
     fig.tight_layout()
