@@ -7,6 +7,7 @@
 #   dse.py check SPACE                         check the space, list its points
 #   dse.py sweep SPACE [--engine local|slurm] [-j N] [--out DIR] [--rtl-check K]
 #   dse.py point CONTEXT INDEX                 one point (what the engines run)
+#   dse.py area-check CONFIG[=RESULT] ...      the area estimate vs full synthesis
 #
 # Uses /usr/bin/python3 (Debian's matplotlib); nothing outside the standard
 # library otherwise.
@@ -15,10 +16,11 @@ import json
 import os
 import shutil
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tsrdse import engines, evaluate, report, space  # noqa: E402
+from tsrdse import boards, engines, evaluate, report, space  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -101,6 +103,71 @@ def rtl_check(ctx, ctx_path, rows, k, log):
     return out
 
 
+AREA_CLASSES = ("LUT", "FF", "BRAM36", "DSP")
+
+
+def area_errors(est, full):
+    """Relative error of the estimate per resource class (board classes: LUT incl. LUT RAM)."""
+    e, f = boards.area_classes(est), boards.area_classes(full)
+    return {k: (e[k] - f[k]) / f[k] if f[k] else (0.0 if e[k] == 0 else float("inf")) for k in AREA_CLASSES}
+
+
+def _fmt_area(a):
+    c = boards.area_classes(a)
+    return f"LUT {c['LUT']} FF {c['FF']} BRAM36 {c['BRAM36']:g} DSP {c['DSP']}"
+
+
+def cmd_area_check(a):
+    """Each config's area from the estimate and from the full synthesis (both cached; the full
+    one may be given as a scripts/synth.sh result file), and the estimate's error per class."""
+    cli = find_cli(a.cli)
+    cache = a.cache or os.environ.get("TESSERA_DSE_CACHE") or os.path.join(ROOT, "build", "dse-cache")
+    base = {"root": ROOT, "cli": cli, "cache": os.path.abspath(cache),
+            "fingerprints": evaluate.fingerprints(ROOT, cli)}
+    out, worst = [], {k: 0.0 for k in AREA_CLASSES}
+    for arg in a.configs:
+        name, _, ref = arg.partition("=")
+        cfg = space.load_config(ROOT, name)
+        if isinstance(cfg, str):
+            sys.exit(f"dse area-check: {cfg}")
+        err = space.check_config(cli, cfg, name)
+        if err:
+            sys.exit(f"dse area-check: {name}: {err}")
+        ctx = dict(base, points=[{"id": name, "config": cfg}])
+        res = {}
+        for mode in ("estimate", "full"):
+            c = dict(ctx, synth=mode)
+            if mode == "full" and ref:
+                try:
+                    res[mode] = evaluate.parse_area(open(ref, encoding="utf-8").read())
+                except (OSError, RuntimeError) as e:
+                    sys.exit(f"dse area-check: {ref}: not a scripts/synth.sh result: {e}")
+                res[mode]["from"] = ref
+                continue
+            with tempfile.TemporaryDirectory(prefix="dse-area-") as wd:
+                ent = evaluate.cache_get(c, "synth", evaluate.synth_key(c, cfg))
+                if ent is None:
+                    log(f"{name}: {mode} synthesis ...")
+                    try:
+                        ent = evaluate.run_synth(c, cfg, wd)
+                    except RuntimeError as e:
+                        sys.exit(f"dse area-check: {name}: {e}")
+                    evaluate.cache_put(c, "synth", evaluate.synth_key(c, cfg), ent)
+            res[mode] = ent
+        errs = area_errors(res["estimate"], res["full"])
+        for k in AREA_CLASSES:
+            worst[k] = max(worst[k], abs(errs[k]))
+        log(f"{name}: estimate {_fmt_area(res['estimate'])} ({res['estimate'].get('yosys_s', '-')} s); full "
+            f"{_fmt_area(res['full'])} ({res['full'].get('yosys_s', '-')} s"
+            + (f", from {ref}" if ref else "") + "); error "
+            + ", ".join(f"{k} {100 * errs[k]:+.1f}%" for k in AREA_CLASSES))
+        out.append({"config": name, "estimate": res["estimate"], "full": res["full"], "error": errs})
+    log("largest |error|: " + ", ".join(f"{k} {100 * worst[k]:.1f}%" for k in AREA_CLASSES))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(out, f, indent=1)
+
+
 def cmd_sweep(a):
     cli = find_cli(a.cli)
     try:
@@ -121,6 +188,9 @@ def cmd_sweep(a):
         f"{len(ctx['points']) - len(todo)} cached, {len(todo)} to run on {a.engine} (-j {a.jobs}); "
         f"workload {sp.workload['kind']} on {sp.backend}, synthesis {sp.synth}; out {out}")
     t0 = time.monotonic()
+    if todo and a.report_only:
+        log(f"dse: --report-only: {len(todo)} points not (fully) computed are reported as missing")
+        todo = []
     if todo:
         if a.engine == "local":
             engines.run_local(ctx, ctx_path, todo, a.jobs, log)
@@ -146,10 +216,13 @@ def cmd_sweep(a):
         if paths:
             log("plots: " + ", ".join(paths))
     cw = [r["cycles_wall_s"] for r in rows if "cycles_wall_s" in r]
-    sw = [r["synth_wall_s"] for r in rows if "synth_wall_s" in r]
+    # yosys's own seconds where synth.sh reports them (also when it answered from its cache)
+    sw = [r.get("synth_yosys_s") or r["synth_wall_s"] for r in rows if "synth_wall_s" in r]
+
+    def stats(xs):
+        return f"{sum(xs) / len(xs):.1f} s mean ({min(xs):.0f}-{max(xs):.0f})" if xs else "-"
     log(f"cost: this run {wall:.1f} s wall for {len(todo)} points; per point (when computed) cycles "
-        + (f"{sum(cw) / len(cw):.1f} s mean, " if cw else "- , ")
-        + (f"synthesis {sum(sw) / len(sw):.1f} s mean" if sw else "synthesis -"))
+        f"{stats(cw)}, synthesis ({ctx['synth']}) {stats(sw)}")
     log(f"results: {out}/results.csv, {out}/results.json")
     missing = [r for r in rows if r["status"] != "ok"]
     sys.exit(1 if missing else 0)
@@ -174,6 +247,8 @@ def main():
     s.add_argument("--rtl-check", type=int, default=0, metavar="K",
                    help="afterwards run K points across the Pareto front on the RTL backend")
     s.add_argument("--no-plot", action="store_true")
+    s.add_argument("--report-only", action="store_true",
+                   help="compute nothing: the table, front and plots of what the cache holds")
     s.add_argument("--synth", choices=space.SYNTH_MODES, help="override the space's synthesis mode")
     s.set_defaults(fn=cmd_sweep)
     p = sub.add_parser("point", help="evaluate one point of a sweep context (run by the engines)")
@@ -182,6 +257,14 @@ def main():
     p.add_argument("--backend", help="override the context's backend (e.g. rtl for a check)")
     p.add_argument("--only", choices=("cycles", "synth"), help="one part of the point")
     p.set_defaults(fn=cmd_point)
+    v = sub.add_parser("area-check", help="the area estimate against full synthesis, per config")
+    v.add_argument("configs", nargs="+", metavar="CONFIG[=RESULT]",
+                   help="a preset or config file; =RESULT: the full synthesis's scripts/synth.sh output "
+                        "(instead of running it)")
+    v.add_argument("--cache", help="result cache (default $TESSERA_DSE_CACHE or build/dse-cache)")
+    v.add_argument("--cli", help="the tessera binary (default build/tessera)")
+    v.add_argument("--json", help="also write the figures to this JSON file")
+    v.set_defaults(fn=cmd_area_check)
     a = ap.parse_args()
     if getattr(a, "cmd", "") == "sweep" and a.jobs is None:
         a.jobs = 1 if a.engine == "local" else 0

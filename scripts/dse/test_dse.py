@@ -7,7 +7,10 @@
 #         cycles equal a direct `tessera net` run of the same config, the
 #         table/CSV/plots are written, a rerun reuses the cache, a lost entry
 #         (an interrupted sweep) is recomputed alone
-# area:   the area path (fits, budget, front, plots) with a stand-in for synth.sh
+# area:   the area path (fits, budget, front, plots) with a stand-in for synth.sh,
+#         --synth estimate and area-check (the estimate's error per class)
+# hier:   scripts/synth_hier.py (the estimate) on a toy design: flip-flops equal the full
+#         flow's, the cache keyed by the package constants a module names
 # slurm:  the same sweep through a single-node Slurm started here; results
 #         equal the local engine's (exit 77 = skipped: not root / no munge)
 import csv
@@ -81,6 +84,12 @@ def test_space():
          'unknown field "sweep" (allowed: name, base, keys, constraints, workload, search, dram, backend, synth)'),
         ({"base": "nosuch", "keys": {"LOG_BLOCK": [2]}},
          'base "nosuch" is neither a config file nor a preset in configs/'),
+        # `tessera config` and the RTL take BLOCK_IN != BLOCK_OUT; the network's JIT does not
+        ({"base": "tiny", "keys": {"LOG_BLOCK_IN": [2], "LOG_BLOCK_OUT": [3]}, "synth": "none"},
+         "the space has no legal point (1 points, all rejected; first: the workload cannot run on this "
+         "hardware: graph: dtensor: config has BLOCK_IN 4 != BLOCK_OUT 8: an operator's output rows cannot "
+         "be the next operator's input rows (device tensors need equal blocks) "
+         "(`tessera net resnet18 --small 8,2,2 --backend fsim`))"),
     ]
     for i, (doc, want) in enumerate(cases):
         p = write_space(f"bad{i}", doc)
@@ -113,11 +122,27 @@ def test_space():
     rs["search"]["seed"] = 4
     a3 = dse("check", write_space("rand3", rs), "--cli", CLI)
     check([ln for ln in a3.stdout.splitlines() if ln.startswith("  p")] != pts, "random: another seed, other points")
+    # unequal blocks: illegal for the network (listed with the JIT's reason, not run), legal for
+    # the layer set (conv2d alone lowers on them)
+    blk = {"base": "tiny", "keys": {"LOG_BLOCK_IN": [2, 3], "LOG_BLOCK_OUT": [2, 3]}, "synth": "none",
+           "workload": {"kind": "resnet18-small"}}
+    r = dse("check", write_space("blocks", blk), "--cli", CLI)
+    bad = sorted(ln.split(":")[0].strip() for ln in r.stdout.splitlines() if ln.startswith("  illegal"))
+    check(r.returncode == 0 and "2 legal points, 2 illegal" in r.stdout
+          and bad == ["illegal LOG_BLOCK_IN=2 LOG_BLOCK_OUT=3", "illegal LOG_BLOCK_IN=3 LOG_BLOCK_OUT=2"]
+          and r.stdout.count("BLOCK_IN") >= 4 and "device tensors need equal blocks" in r.stdout,
+          "network workload: the two unequal-block points are illegal, with the JIT's reason\n" + r.stdout + r.stderr)
+    r = dse("check", write_space("blocks-layers", dict(blk, workload={"kind": "resnet18-layers"})), "--cli", CLI)
+    check(r.returncode == 0 and "4 legal points, 0 illegal" in r.stdout,
+          "layer-set workload: unequal blocks are legal\n" + r.stdout + r.stderr)
     # a legal space: points and the illegal combination reported
     p = write_space("good", {"base": "tiny", "keys": {"LOG_BLOCK": [2, 6], "LOG_WGT_BUFF_SIZE": [10, 12]}})
     r = dse("check", p, "--cli", CLI)
-    check(r.returncode == 0 and "3 legal points, 1 illegal" in r.stdout,
-          "good space: LOG_BLOCK=6 (4 KiB weight rows) with a 1 KiB weight buffer is the one illegal point\n" + r.stdout + r.stderr)
+    check(r.returncode == 0 and "2 legal points, 2 illegal" in r.stdout and "LOG_WGT_BUFF_SIZE = 10 is out of range" in r.stdout
+          and "LOG_BLOCK=6 LOG_WGT_BUFF_SIZE=12: the workload cannot run on this hardware: graph: node \"conv1\": "
+              "conv2d: no tiling fits the buffers" in r.stdout,
+          "good space: LOG_BLOCK=6 (4 KiB weight rows) with a 1 KiB weight buffer is not a config, with a "
+          "one-row weight buffer the network's stem does not tile\n" + r.stdout + r.stderr)
 
 
 def test_pareto():
@@ -218,10 +243,11 @@ def test_area():
     config: DSP = MACs, LUT = 100 x MACs): fits, budget, front and plot, hand-computed."""
     stub = os.path.join(WORK, "synth-stub.sh")
     with open(stub, "w") as f:
-        f.write("#!/bin/sh\n# $1 = tessera, $2 = config.json\n"
+        f.write("#!/bin/sh\n# $1 = tessera, $2 = config.json, $4 = xc7 (full) or xc7-est (estimate: 10% more LUT/FF)\n"
                 "b=$(sed -n 's/.*\"LOG_BLOCK\": *\\([0-9]*\\).*/\\1/p' \"$2\")\n"
-                "m=$(( (1 << b) * (1 << b) ))\n"
-                "echo \"synth_xilinx $2: LUT $((100 * m))  FF 1000  BRAM36 4  BRAM18 1  DSP48 $m  LUTRAM 0\"\n")
+                "m=$(( (1 << b) * (1 << b) )); k=100; f=1000\n"
+                "[ \"$4\" = xc7-est ] && { k=110; f=1100; }\n"
+                "echo \"synth_xilinx $4 $2: LUT $((k * m))  FF $f  BRAM36 4  BRAM18 1  DSP48 $m  LUTRAM 0 (7 s)\"\n")
     os.chmod(stub, 0o755)
     sp = write_space("area", {"name": "area", "base": "tiny", "keys": {"LOG_BLOCK": [1, 2], "CLOCK_MHZ": [50, 100]},
                               "workload": {"kind": "resnet18-small", "small": SMALL}, "dram": {"board": "pynq-z1"},
@@ -237,6 +263,9 @@ def test_area():
             check((x["DSP"], x["LUT"], x["BRAM36"]) == (str(macs), str(100 * macs), "4.5"),
                   f"LOG_BLOCK={blk} {mhz} MHz: DSP {x['DSP']} LUT {x['LUT']} BRAM36 {x['BRAM36']} (RAMB18 = half)")
             check(x["fits"] == "pynq-z1", f"LOG_BLOCK={blk} {mhz} MHz fits pynq-z1 (clock <= 100 MHz)")
+    # the board column: the tightest class and its share (DSP 16 of 220 = 7%; LUT 1600 of 42560 = 4%)
+    x = rows["LOG_BLOCK=2 CLOCK_MHZ=100"]
+    check(x["fit:pynq-z1"] == "yes DSP 7%", f"fit:pynq-z1 column 'yes DSP 7%' ({x['fit:pynq-z1']})")
     front = [k for k, x in rows.items() if x["pareto"] == "1"]
     check(front == ["LOG_BLOCK=1 CLOCK_MHZ=100"],
           f"front within DSP <= 10: the 4-MAC point at 100 MHz alone ({front})")
@@ -247,6 +276,90 @@ def test_area():
     r2 = dse("sweep", sp, "--out", out, "--cache", cache, "--cli", CLI, "--no-plot",
              env={"TSR_DSE_SYNTH": os.path.join(ROOT, "scripts", "dse", "no-such-synth.sh")})
     check("4 cached" not in r2.stdout, "a different synthesis command does not reuse the stand-in's entries")
+    # the estimate: its own cache entries (not the full synthesis's), its numbers in the table
+    r3 = dse("sweep", sp, "--out", out + "-est", "--cache", cache, "--cli", CLI, "--no-plot", "--synth", "estimate",
+             env={"TSR_DSE_SYNTH": stub})
+    rows = {x["overrides"]: x for x in read_csv(out + "-est")}
+    check("4 cached" not in r3.stdout and rows["LOG_BLOCK=2 CLOCK_MHZ=50"]["LUT"] == "1760"
+          and rows["LOG_BLOCK=2 CLOCK_MHZ=50"]["synth_yosys_s"] == "7",
+          f"--synth estimate: own entries, LUT 110 x 16 = 1760 ({rows['LOG_BLOCK=2 CLOCK_MHZ=50']['LUT']}), "
+          "yosys seconds from the summary line")
+    # area-check: the estimate's error per class against the full synthesis, run or given
+    env = {"TSR_DSE_SYNTH": stub}
+    r4 = dse("area-check", "tiny", "--cache", cache, "--cli", CLI, env=env)
+    check(r4.returncode == 0 and "tiny: estimate LUT 1760 FF 1100 BRAM36 4.5 DSP 16 (7 s); full LUT 1600 FF 1000 "
+          "BRAM36 4.5 DSP 16 (7 s); error LUT +10.0%, FF +10.0%, BRAM36 +0.0%, DSP +0.0%" in r4.stdout,
+          "area-check tiny: LUT and FF +10%, BRAM and DSP exact\n" + r4.stdout + r4.stderr)
+    ref = os.path.join(WORK, "full-result.txt")
+    with open(ref, "w") as f:
+        f.write("synth_xilinx xc7 tiny: LUT 1700  FF 1000  BRAM36 4  BRAM18 3  DSP48 20  LUTRAM 0  URAM 0 (2231 s)\n")
+    r5 = dse("area-check", f"tiny={ref}", "--cache", cache, "--cli", CLI, env=env)
+    check(r5.returncode == 0 and "(2231 s, from " in r5.stdout
+          and "error LUT +3.5%, FF +10.0%, BRAM36 -18.2%, DSP -20.0%" in r5.stdout,
+          "area-check against a given synth.sh result: 1760/1700, 4.5/5.5, 16/20\n" + r5.stdout + r5.stderr)
+    r6 = dse("area-check", f"tiny={WORK}", "--cache", cache, "--cli", CLI, env=env)
+    check(r6.returncode != 0 and "not a scripts/synth.sh result" in r6.stderr, "area-check: a bad result file is an error")
+
+
+def test_hier():
+    """scripts/synth_hier.py (the estimate behind synth.sh xc7-est) on a toy design against the
+    full flow: registers do not optimize across module boundaries, so the flip-flop counts must
+    match exactly; the cache is keyed by the package constants a module names."""
+    rtl = os.path.join(WORK, "rtl")
+    os.makedirs(rtl)
+    srcs = {
+        "tsr_top": "module tsr_top (input logic clk_i, input logic [7:0] d0_i, d1_i, d2_i, d3_i,\n"
+                   "  output logic [25:0] q_o);\n"
+                   "  logic [7:0] a, b, c; logic [1:0] r_q;\n"
+                   # every flip-flop fed from its own input pin and seen at an output: nothing for
+                   # the full flow to merge, trim or turn into a shift register
+                   "  toy_reg #(.Width(3)) u_a (.clk_i, .d_i(d0_i), .q_o(a));\n"
+                   "  toy_reg #(.Width(3)) u_b (.clk_i, .d_i(d1_i), .q_o(b));\n"
+                   "  toy_reg #(.Width(5)) u_c (.clk_i, .d_i(d2_i), .q_o(c));\n"
+                   "  always_ff @(posedge clk_i) r_q <= d3_i[1:0];\n"
+                   "  assign q_o = {a, b, c, r_q};\nendmodule\n",
+        # a register of Width bits plus a tsr_pkg::EXTRA-bit one (so a package constant matters)
+        "toy_reg": "module toy_reg #(parameter int Width = 1) (input logic clk_i, input logic [7:0] d_i,\n"
+                   "  output logic [7:0] q_o);\n  logic [Width-1:0] q_q; logic [tsr_pkg::EXTRA-1:0] e_q;\n"
+                   "  always_ff @(posedge clk_i) begin q_q <= d_i[Width-1:0]; e_q <= d_i[7 -: tsr_pkg::EXTRA]; end\n"
+                   "  assign q_o = 8'(q_q) ^ {e_q, (8 - tsr_pkg::EXTRA)'(0)};\nendmodule\n",
+    }
+    for m, t in srcs.items():
+        with open(os.path.join(rtl, m + ".sv"), "w") as f:
+            f.write(t)
+
+    def pkg(extra, other):
+        p = os.path.join(WORK, f"pkg-{extra}-{other}.sv")
+        with open(p, "w") as f:
+            f.write(f"package tsr_pkg;\n  localparam int EXTRA = {extra};\n  localparam int OTHER = {other};\nendpackage\n")
+        return p
+
+    def hier(p):
+        r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "synth_hier.py"), p, rtl,
+                            os.path.join(WORK, "work"), os.path.join(WORK, "cache")], capture_output=True, text=True)
+        cells = {ln.split()[0]: int(ln.split()[1]) for ln in r.stdout.splitlines() if ln.strip()}
+        return r, sum(n for c, n in cells.items() if c.startswith("FD"))
+
+    def full(p):
+        st = os.path.join(WORK, "full-stat.txt")
+        subprocess.run(["yosys", "-q", "-p", f"read_verilog -sv {p} {' '.join(os.path.join(rtl, m + '.sv') for m in srcs)}; "
+                        f"synth_xilinx -top tsr_top -flatten -noiopad; tee -q -o {st} stat"], check=True)
+        return sum(int(ln.split()[1]) for ln in open(st) if re.match(r"\s+FD\w+\s+\d+$", ln))
+
+    p1 = pkg(2, 0)
+    r, ff = hier(p1)
+    want = full(p1)
+    check(r.returncode == 0 and ff == want == 3 + 3 + 5 + 3 * 2 + 2,
+          f"hier FF {ff} == full-flow FF {want} == 3+3+5 + 3 instances x 2 + 2\n{r.stderr}")
+    check(r.stderr.count("synthesized") == 3, "three distinct modules synthesized (top, toy_reg x2 params)\n" + r.stderr)
+    r, ff2 = hier(pkg(2, 7))
+    check(ff2 == ff and r.stderr.count("cached") == 3 and "synthesized" not in r.stderr,
+          "a package constant no module names: every module from the cache\n" + r.stderr)
+    p3 = pkg(3, 0)
+    r, ff3 = hier(p3)
+    check(ff3 == full(p3) == 3 + 3 + 5 + 3 * 3 + 2 and r.stderr.count("synthesized") == 2
+          and r.stderr.count("cached") == 1,
+          f"EXTRA = 3: toy_reg synthesized again (both parameter sets), tsr_top cached; FF {ff3}\n" + r.stderr)
 
 
 def test_slurm():
@@ -281,6 +394,6 @@ if __name__ == "__main__":
         shutil.rmtree(WORK)
     os.makedirs(WORK)
     {"space": test_space, "pareto": test_pareto, "sweep": test_sweep, "area": test_area,
-     "slurm": test_slurm}[WHICH]()
+     "hier": test_hier, "slurm": test_slurm}[WHICH]()
     print(f"{WHICH}: {len(failures)} failures")
     sys.exit(1 if failures else 0)

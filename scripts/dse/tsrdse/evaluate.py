@@ -6,7 +6,8 @@
 #   cycles: config + workload + DRAM model + backend + the tessera binary
 #           (it holds the SystemC model, the JIT and the network) + for the rtl
 #           backend the RTL sources and the verilator version
-#   synth:  config + RTL sources + scripts/synth.sh + the yosys version
+#   synth:  config + RTL sources + scripts/synth.sh + the yosys version + the mode (full
+#           synth_xilinx or its fast estimate, scripts/synth.sh xc7-est)
 # Entries are written atomically (temp file + rename): an interrupted sweep
 # leaves only whole entries, and the next run computes the missing ones.
 import glob
@@ -110,7 +111,7 @@ _SYNTH_KEYS = {}
 
 
 def synth_key(ctx, cfg):
-    memo = json.dumps(cfg, sort_keys=True)
+    memo = json.dumps([cfg, ctx["synth"]], sort_keys=True)
     if memo not in _SYNTH_KEYS:
         _SYNTH_KEYS[memo] = _synth_key(ctx, cfg)
     return _SYNTH_KEYS[memo]
@@ -119,7 +120,7 @@ def synth_key(ctx, cfg):
 def _synth_key(ctx, cfg):
     fp = ctx["fingerprints"]
     return _digest({"what": "synth", "params": rtl_params(ctx, cfg), "rtl": fp["rtl"],
-                    "synth_sh": fp["synth_sh"], "yosys": fp["yosys"]})
+                    "synth_sh": fp["synth_sh"], "yosys": fp["yosys"], "mode": ctx["synth"]})
 
 
 def _cache_path(ctx, kind, key):
@@ -188,6 +189,7 @@ def run_cycles(ctx, cfg, backend, workdir):
             "command": " ".join(os.path.basename(c) if i == 0 else c for i, c in enumerate(cmd))}
 
 
+SYNTH_FAMILY = {"full": "xc7", "estimate": "xc7-est"}
 _AREA = re.compile(r"LUT (\d+)\s+FF (\d+)\s+BRAM36 (\d+)\s+BRAM18 (\d+)\s+DSP48 (\d+)\s+LUTRAM (\d+)")
 
 
@@ -196,16 +198,34 @@ def run_synth(ctx, cfg, workdir):
     with open(cfg_path, "w") as f:
         json.dump(cfg, f, indent=1)
     t0 = time.monotonic()
+    # the fourth argument of scripts/synth.sh: full synth_xilinx (xc7) or its fast estimate
+    family = SYNTH_FAMILY[ctx["synth"]]
+    # synth.sh's own content-keyed cache (under the DSE cache unless $SYNTH_CACHE is set): a
+    # design synthesized before by synth.sh or `tessera fpga fit` with the same cache is reused
+    env = dict(os.environ)
+    env.setdefault("SYNTH_CACHE", os.path.join(ctx["cache"], "synth-sh"))
     p = subprocess.run([ctx["fingerprints"]["synth_cmd"], ctx["cli"], cfg_path,
-                        os.path.join(workdir, "synth")], capture_output=True, text=True)
+                        os.path.join(workdir, "synth"), family], capture_output=True, text=True, env=env)
     wall = time.monotonic() - t0
-    m = _AREA.search(p.stdout)
-    if p.returncode != 0 or not m:
+    if p.returncode != 0 or not _AREA.search(p.stdout):
         err = ((p.stdout + p.stderr).strip().splitlines() or ["(no message)"])[-1]
         raise RuntimeError(f"synthesis failed (exit {p.returncode}): {err}")
+    return dict(parse_area(p.stdout), wall_s=round(wall, 3), tool=ctx["fingerprints"]["yosys"],
+                mode=ctx["synth"])
+
+
+def parse_area(text):
+    """The cell counts of scripts/synth.sh's summary line, and yosys's own seconds (the
+    line's "(N s)": the time of the synthesis even when synth.sh answered from its cache)."""
+    m = _AREA.search(text)
+    if not m:
+        raise RuntimeError("no summary line (LUT .. FF .. BRAM36 ..)")
     lut, ff, b36, b18, dsp, lutram = map(int, m.groups())
-    return {"LUT": lut, "FF": ff, "BRAM36": b36, "BRAM18": b18, "DSP": dsp, "LUTRAM": lutram,
-            "wall_s": round(wall, 3), "tool": ctx["fingerprints"]["yosys"]}
+    area = {"LUT": lut, "FF": ff, "BRAM36": b36, "BRAM18": b18, "DSP": dsp, "LUTRAM": lutram}
+    t = re.search(r"\((\d+) s\)", text[m.end():].split("\n")[0])
+    if t:
+        area["yosys_s"] = int(t.group(1))
+    return area
 
 
 def evaluate(ctx, index, backend=None, log=None, parts=("cycles", "synth")):

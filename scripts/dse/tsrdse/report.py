@@ -8,7 +8,8 @@ from . import boards as boards_mod
 from . import pareto
 
 CSV_FIELDS = ["id", "overrides", "macs_per_cycle", "sram_kib", "bram36_floor", "clock_mhz", "cycles", "throughput",
-              "LUT", "FF", "BRAM36", "DSP", "pareto", "fits", "ruled_out", "cycles_wall_s", "synth_wall_s", "status"]
+              "LUT", "FF", "BRAM36", "DSP", "pareto", "fits", "ruled_out", "cycles_wall_s", "synth_wall_s",
+              "synth_yosys_s", "status"]
 
 
 def build_rows(ctx, results, boards, budget):
@@ -37,8 +38,10 @@ def build_rows(ctx, results, boards, budget):
             else:
                 a = boards_mod.area_classes(s)
                 row.update(LUT=a["LUT"], FF=a["FF"], BRAM36=a["BRAM36"], DSP=a["DSP"],
-                           synth_wall_s=s["wall_s"], area=s)
-                row["fits"] = [b["name"] for b in boards if boards_mod.fit(b, s, pt["clock_mhz"])[0]]
+                           synth_wall_s=s["wall_s"], synth_yosys_s=s.get("yosys_s"), area=s)
+                # per board: fits?, the class closest to (or over) its limit, its share of the usable amount
+                row["fit_marks"] = {b["name"]: boards_mod.fit(b, s, pt["clock_mhz"]) for b in boards}
+                row["fits"] = [n for n, f in row["fit_marks"].items() if f[0]]
                 row["in_budget"] = boards_mod.fits_budget(budget, s) if budget else True
         rows.append(row)
     done = [r for r in rows if r["status"] == "ok"]
@@ -62,12 +65,16 @@ def _fmt_ov(ov):
 
 
 def write(outdir, ctx, rows, boards):
+    # one column per board: "yes"/"no" and the tightest resource class with its share, e.g. "no LUT 106%"
+    board_cols = [f"fit:{b['name']}" for b in boards] if ctx["synth"] != "none" else []
     with open(os.path.join(outdir, "results.csv"), "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=CSV_FIELDS, extrasaction="ignore")
+        w = csv.DictWriter(f, fieldnames=CSV_FIELDS + board_cols, extrasaction="ignore")
         w.writeheader()
         for r in rows:
             d = dict(r, overrides=_fmt_ov(r["overrides"]), pareto=int(bool(r.get("pareto"))),
                      fits=" ".join(r.get("fits", [])), ruled_out=" ".join(r.get("ruled_out", [])))
+            for name, (ok, worst, share) in r.get("fit_marks", {}).items():
+                d[f"fit:{name}"] = f"{'yes' if ok else 'no'} {worst} {100 * share:.0f}%"
             if "throughput" in d:
                 d["throughput"] = f"{d['throughput']:.3f}"
             w.writerow(d)
@@ -106,6 +113,22 @@ def summary(ctx, rows, boards, illegal, log):
             continue
         log(f"best on {name}: " + (f"{r['id']} ({r['throughput']:.2f} {unit}, {_fmt_ov(r['overrides'])})"
                                   if r else "nothing in the sweep fits"))
+    _other_boards(ctx, rows, boards, log)
+
+
+def _other_boards(ctx, rows, boards, log):
+    """The board presets the space does not judge by area (not listed, or a family synth_xilinx
+    does not map to): whether their RAM could hold even the smallest point's buffers."""
+    listed = {b["name"] for b in boards}
+    need = min((r["sram_kib"] for r in rows), default=0)
+    for name in boards_mod.names(ctx["root"]):
+        if name in listed:
+            continue
+        b = boards_mod.load(ctx["root"], name)
+        cap = boards_mod.ram_bits(b) / 8192
+        how = ("fits nothing: its RAM holds at most " if cap < need else "not judged (not in the space's "
+               "constraints.boards); its RAM holds at most ")
+        log(f"{name} ({b['family']}): {how}{cap:.0f} KiB, the smallest point's buffers need {need:.0f} KiB")
 
 
 def plot(outdir, ctx, rows, boards):
@@ -119,6 +142,10 @@ def plot(outdir, ctx, rows, boards):
     if not ok:
         return _plot_config_axes(outdir, ctx, rows, unit, plt)
     fig, axes = plt.subplots(1, 3, figsize=(13, 4.2), sharey=True)
+    best_ids = {}
+    for name, r in best_per_board(rows, boards).items():
+        if r:
+            best_ids.setdefault(r["id"], []).append(name)
     for ax, res in zip(axes, ("LUT", "DSP", "BRAM36")):
         xs = [r[res] for r in ok]
         ys = [r["throughput"] for r in ok]
@@ -133,6 +160,12 @@ def plot(outdir, ctx, rows, boards):
                 stair.append(r)
                 best = r["throughput"]
         ax.step([r[res] for r in stair], [r["throughput"] for r in stair], where="post", c="#d1495b", lw=1)
+        # the best design per board: a ring, labelled with the boards it is best on
+        for rid, names in best_ids.items():
+            r = next(x for x in ok if x["id"] == rid)
+            ax.scatter([r[res]], [r["throughput"]], s=110, facecolors="none", edgecolors="#00798c", lw=1.2)
+            ax.annotate("best: " + ", ".join(names), (r[res], r["throughput"]), textcoords="offset points",
+                        xytext=(6, -10), fontsize=6, color="#00798c")
         for b in boards:
             cap = boards_mod.usable(b, res)
             if cap and cap < 4 * max(xs):
@@ -143,8 +176,9 @@ def plot(outdir, ctx, rows, boards):
     axes[0].set_ylabel(f"throughput ({unit})")
     axes[0].legend(fontsize=7, loc="lower right")
     w = ctx["workload"]
+    src = "yosys synth_xilinx" if ctx["synth"] == "full" else "the module-by-module yosys estimate (synth.sh xc7-est)"
     fig.suptitle(f"{ctx['space']}: {w['kind']} on {ctx['backend']}, DRAM {ctx['dram']['bytes_per_cycle']} B/cycle, "
-                 f"area from yosys synth_xilinx", fontsize=10)
+                 f"area from {src}", fontsize=10)
     fig.tight_layout()
     paths = []
     for ext in ("png", "svg"):

@@ -25,7 +25,7 @@ TOP_FIELDS = ("name", "base", "keys", "constraints", "workload", "search", "dram
               "synth")
 WORKLOADS = ("resnet18", "resnet18-small", "resnet18-layers")
 BACKENDS = ("systemc", "rtl", "fsim")
-SYNTH_MODES = ("full", "none")
+SYNTH_MODES = ("full", "estimate", "none")
 RESOURCES = ("LUT", "FF", "BRAM36", "DSP")
 MAX_POINTS = 100000  # the grid is enumerated; larger spaces must use random sampling
 
@@ -135,15 +135,9 @@ def load(path, root, cli, check_points=True):
     base = sp.base_name
     if not isinstance(base, str):
         raise SpaceError(f"{path}: base must be a preset name or a config file")
-    base_file = os.path.join(os.path.dirname(os.path.abspath(path)), base)
-    if os.path.isfile(base_file):
-        with open(base_file, encoding="utf-8") as f:
-            sp.base = json.load(f)
-    elif os.path.isfile(os.path.join(root, "configs", base + ".json")):
-        with open(os.path.join(root, "configs", base + ".json"), encoding="utf-8") as f:
-            sp.base = json.load(f)
-    else:
-        raise SpaceError(f"{path}: base \"{base}\" is neither a config file nor a preset in configs/")
+    sp.base = load_config(root, os.path.join(os.path.dirname(os.path.abspath(path)), base), base)
+    if isinstance(sp.base, str):
+        raise SpaceError(f"{path}: base {sp.base}")
     err = check_config(cli, sp.base, "base")
     if err:
         raise SpaceError(f"{path}: base config is not legal: {err}")
@@ -175,6 +169,21 @@ def load(path, root, cli, check_points=True):
         _expand(sp)
         _check_boards_fit(sp)
     return sp
+
+
+def load_config(root, path, preset=None):
+    """A config from a JSON file, else the preset of that name in configs/ (preset: the name
+    to look up when it differs from path). Returns the dict, or an error message (a string)."""
+    name = path if preset is None else preset
+    for p in (path, os.path.join(root, "configs", name + ".json")):
+        if os.path.isfile(p):
+            try:
+                with open(p, encoding="utf-8") as f:
+                    cfg = json.load(f)
+            except (OSError, ValueError) as e:
+                return f"\"{name}\": cannot read the config: {e}"
+            return cfg if isinstance(cfg, dict) else f"\"{name}\": a config must be a JSON object"
+    return f"\"{name}\" is neither a config file nor a preset in configs/"
 
 
 def point_config(base, overrides):
@@ -229,6 +238,38 @@ def config_show(cli, cfg, label):
             if m:
                 res["macs"] = int(m.group(1))
     _SHOW_CACHE[key] = res
+    return res
+
+
+# The network's JIT lowers on any config `tessera config` accepts except those its plan refuses
+# (e.g. BLOCK_IN != BLOCK_OUT: the RTL builds it, but one operator's output rows cannot be the
+# next one's input rows, jit/tsr_dtensor.c). Which configs those are is the JIT's to say: plan
+# and run the smallest network on fsim (~0.1 s) and report its error. The clock does not matter.
+# The probe's layers are the network's kernels with fewer channels and pixels: buffers too small
+# to tile the probe (e.g. one weight row) are too small for the network too.
+PROBE_NET = ["net", "resnet18", "--small", "8,2,2", "--backend", "fsim"]
+_PROBE_CACHE = {}
+
+
+def workload_check(cli, workload, cfg):
+    """None if the workload's JIT plans on cfg, else its error (one line). Network workloads
+    only: the layer set (conv2d alone) lowers on any legal config."""
+    if workload.get("kind") not in ("resnet18", "resnet18-small"):
+        return None
+    key = json.dumps({k: v for k, v in cfg.items() if k != "CLOCK_MHZ"}, sort_keys=True)
+    if key in _PROBE_CACHE:
+        return _PROBE_CACHE[key]
+    with tempfile.TemporaryDirectory(prefix="dse-probe-") as d:
+        cp = os.path.join(d, "point.json")
+        with open(cp, "w") as f:
+            json.dump(cfg, f)
+        p = subprocess.run([cli] + PROBE_NET + ["--config", cp], capture_output=True, text=True, cwd=d)
+    res = None
+    if p.returncode != 0:
+        msg = (p.stderr.strip().splitlines() or [f"exit {p.returncode}"])[-1]
+        msg = re.sub(r"^(tessera: )?(error: )?", "", msg.replace(cp, "point"))
+        res = f"the workload cannot run on this hardware: {msg} (`tessera {' '.join(PROBE_NET)}`)"
+    _PROBE_CACHE[key] = res
     return res
 
 
@@ -393,7 +434,7 @@ def _expand(sp):
             break
         ov = dict(zip(names, combo))
         cfg = point_config(sp.base, ov)
-        err = check_config(sp.cli, cfg, "point")
+        err = check_config(sp.cli, cfg, "point") or workload_check(sp.cli, sp.workload, cfg)
         if err:
             sp.illegal.append((ov, err))
         else:
