@@ -636,17 +636,29 @@ module tb_compute;
     @(negedge clk);
   endtask
 
+  // Accumulator row r as held by copy c (0 dst, 1 src): two banks (index
+  // MSB), each kept twice, or once with ACC_SINGLE_COPY (both copies read
+  // the one RAM then).
+  if (tsr_pkg::ACC_SINGLE_COPY != 0) begin : g_acc
+    function automatic logic [LANES*AW-1:0] row(input int c, input int r);
+      if (c > 1) return 'x;
+      if (r < AD / 2) return dut.g_bank[0].g_one.u_acc.mem_q[r];
+      return dut.g_bank[1].g_one.u_acc.mem_q[r - AD / 2];
+    endfunction
+  end else begin : g_acc
+    function automatic logic [LANES*AW-1:0] row(input int c, input int r);
+      if (r < AD / 2) return (c == 0) ? dut.g_bank[0].g_two.u_acc_dst.g_bram.mem_q[r]
+                                      : dut.g_bank[0].g_two.u_acc_src.g_bram.mem_q[r];
+      return (c == 0) ? dut.g_bank[1].g_two.u_acc_dst.g_bram.mem_q[r - AD / 2]
+                      : dut.g_bank[1].g_two.u_acc_src.g_bram.mem_q[r - AD / 2];
+    endfunction
+  end
+
   task automatic check_state(input string where);
-    // the accumulator is two banks (index MSB), each kept twice
     for (int r = 0; r < AD; r++) begin
       logic [LANES*AW-1:0] d, s;
-      if (r < AD / 2) begin
-        d = dut.g_bank[0].u_acc_dst.g_bram.mem_q[r];
-        s = dut.g_bank[0].u_acc_src.g_bram.mem_q[r];
-      end else begin
-        d = dut.g_bank[1].u_acc_dst.g_bram.mem_q[r - AD / 2];
-        s = dut.g_bank[1].u_acc_src.g_bram.mem_q[r - AD / 2];
-      end
+      d = g_acc.row(0, r);
+      s = g_acc.row(1, r);
       if (d !== m_acc[r])
         fail($sformatf("%s: acc row %0d: dut %h model %h", where, r, d, m_acc[r]));
       if (s !== m_acc[r])
