@@ -62,6 +62,7 @@ static const int_key_t int_keys[] = {
     {"DEP_QUEUE_DEPTH", OFF(dep_queue_depth), 1, 255, K_OPT},
     {"DSP_PACK", OFF(dsp_pack), 0, 1, K_OPT},
     {"OUT_BUFF_LUTRAM", OFF(out_buff_lutram), 0, 1, K_OPT},
+    {"ACC_SINGLE_COPY", OFF(acc_single_copy), 0, 1, K_OPT},
 };
 #define N_INT_KEYS (sizeof int_keys / sizeof int_keys[0])
 
@@ -438,6 +439,9 @@ void tsr_config_print(const tsr_config_t *c, void *file)
             c->dsp_pack ? "two int8 products per multiplier (DSP_PACK)" : "one product each");
     fprintf(f, "output buffer     %s\n",
             c->out_buff_lutram ? "LUT RAM (OUT_BUFF_LUTRAM)" : "block RAM");
+    fprintf(f, "accumulator       %s\n",
+            c->acc_single_copy ? "one copy, two-operand ALU ops every other cycle (ACC_SINGLE_COPY)"
+                               : "two copies (dst and src read in one cycle)");
     static const char *fmts[] = {"MEM", "GEMM", "ALU", "FINISH"};
     static const uint32_t ops[] = {TSR_OP_LOAD, TSR_OP_GEMM, TSR_OP_ALU, TSR_OP_FINISH};
     for (int i = 0; i < 4; i++) {

@@ -40,6 +40,9 @@ typedef struct tsr_config {
                                area option; results and cycles unchanged) */
     int out_buff_lutram;    /* OUT_BUFF_LUTRAM: 1 = output buffer in LUT RAM instead of
                                block RAM (RTL area option; results and cycles unchanged) */
+    int acc_single_copy;    /* ACC_SINGLE_COPY: 1 = one accumulator copy per bank instead of
+                               two (RTL area option; results unchanged, an ALU op that reads
+                               a second accumulator row issues every other cycle) */
 
     /* ---- derived ---- */
     int inp_width;          /* bits per input value */

@@ -647,6 +647,11 @@ static void test_area_options(void **state)
     assert_int_equal(c.out_buff_lutram, 0);
     expect_ok("OUT_BUFF_LUTRAM 1", parse1("OUT_BUFF_LUTRAM", "1", &c));
     assert_int_equal(c.out_buff_lutram, 1);
+    assert_int_equal(c.acc_single_copy, 0);
+    expect_ok("ACC_SINGLE_COPY 1", parse1("ACC_SINGLE_COPY", "1", &c));
+    assert_int_equal(c.acc_single_copy, 1);
+    assert_int_equal(parse1("ACC_SINGLE_COPY", "-1", &c), TSR_ECONFIG);
+    assert_string_equal(tsr_errmsg(), "testcfg: key ACC_SINGLE_COPY = -1 is out of range: allowed [0, 1]");
     assert_int_equal(parse1("DSP_PACK", "2", &c), TSR_ECONFIG);
     assert_string_equal(tsr_errmsg(), "testcfg: key DSP_PACK = 2 is out of range: allowed [0, 1]");
     assert_int_equal(parse1("OUT_BUFF_LUTRAM", "true", &c), TSR_ECONFIG);
@@ -658,10 +663,12 @@ static void test_area_options(void **state)
     assert_string_equal(tsr_errmsg(),
                         "testcfg: key DSP_PACK = 1 needs int8 inputs and weights (LOG_INP_WIDTH = "
                         "LOG_WGT_WIDTH = 3): two products share one 25 x 18-bit multiplier");
-    /* the default preset turns both on (it must fit a Pynq-Z1's xc7z020) */
+    /* the default preset packs the multipliers and keeps one accumulator
+     * copy, output buffer in block RAM (it must fit a Pynq-Z1's xc7z020) */
     assert_int_equal(tsr_config_load("default", &c), TSR_OK);
     assert_int_equal(c.dsp_pack, 1);
-    assert_int_equal(c.out_buff_lutram, 1);
+    assert_int_equal(c.out_buff_lutram, 0);
+    assert_int_equal(c.acc_single_copy, 1);
 }
 
 static void test_load_files(void **state)

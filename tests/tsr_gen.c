@@ -1340,14 +1340,17 @@ int tsr_gen_random_config(uint64_t seed, char *json, size_t n)
      * result or cycle count), drawn in a fixed order. */
     uint32_t cq = rrange(&r, 2, 32), dq = rrange(&r, 1, 8);
     int pack = iw == 3 && ww == 3 && chance(&r, 50), lutram = chance(&r, 50);
+    /* ACC_SINGLE_COPY changes cycles (not results): drawn last, so the
+     * configs drawn before it stay the same */
+    int single = chance(&r, 50);
     int k = snprintf(json, n,
                      "{\"TARGET\": \"sim\", \"LOG_INP_WIDTH\": %u, \"LOG_WGT_WIDTH\": %u, "
                      "\"LOG_ACC_WIDTH\": 5, \"LOG_BATCH\": %u, %s, \"LOG_UOP_BUFF_SIZE\": %u, "
                      "\"LOG_INP_BUFF_SIZE\": %u, \"LOG_WGT_BUFF_SIZE\": %u, "
                      "\"LOG_ACC_BUFF_SIZE\": %u, \"CMD_QUEUE_DEPTH\": %u, \"DEP_QUEUE_DEPTH\": %u, "
-                     "\"DSP_PACK\": %d, \"OUT_BUFF_LUTRAM\": %d}",
+                     "\"DSP_PACK\": %d, \"OUT_BUFF_LUTRAM\": %d, \"ACC_SINGLE_COPY\": %d}",
                      iw, ww, lb, blk, uop_row + uop_idx, inp_row + inp_idx, wgt_row + wgt_idx,
-                     acc_row + acc_idx, cq, dq, pack, lutram);
+                     acc_row + acc_idx, cq, dq, pack, lutram, single);
     if (k < 0 || (size_t)k >= n)
         return tsr_err(TSR_EINVAL, "random config: buffer of %zu bytes is too small", n);
     return TSR_OK;
@@ -1361,11 +1364,12 @@ int tsr_gen_config_json(const tsr_config_t *c, char *json, size_t n)
                      "\"LOG_BLOCK_OUT\": %d, \"LOG_UOP_BUFF_SIZE\": %d, \"LOG_INP_BUFF_SIZE\": %d, "
                      "\"LOG_WGT_BUFF_SIZE\": %d, \"LOG_ACC_BUFF_SIZE\": %d, \"DRAM_BUS_WIDTH\": %d, "
                      "\"CLOCK_MHZ\": %d, \"CMD_QUEUE_DEPTH\": %d, \"DEP_QUEUE_DEPTH\": %d, "
-                     "\"DSP_PACK\": %d, \"OUT_BUFF_LUTRAM\": %d}",
+                     "\"DSP_PACK\": %d, \"OUT_BUFF_LUTRAM\": %d, \"ACC_SINGLE_COPY\": %d}",
                      c->target, c->log_inp_width, c->log_wgt_width, c->log_acc_width, c->log_batch,
                      c->log_block_in, c->log_block_out, c->log_uop_buff_size, c->log_inp_buff_size,
                      c->log_wgt_buff_size, c->log_acc_buff_size, c->dram_bus_width, c->clock_mhz,
-                     c->cmd_queue_depth, c->dep_queue_depth, c->dsp_pack, c->out_buff_lutram);
+                     c->cmd_queue_depth, c->dep_queue_depth, c->dsp_pack, c->out_buff_lutram,
+                     c->acc_single_copy);
     if (k < 0 || (size_t)k >= n)
         return tsr_err(TSR_EINVAL, "config json: buffer of %zu bytes is too small", n);
     return TSR_OK;

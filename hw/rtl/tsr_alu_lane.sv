@@ -13,6 +13,7 @@ module tsr_alu_lane #(
   output logic [Width-1:0] res_o
 );
   localparam logic [Width-1:0] MAX_SHIFT = Width'(Width - 1);
+  localparam logic signed [Width-1:0] MIN_SHIFT = -$signed(MAX_SHIFT);  // -(W-1)
   localparam logic [Width-1:0] MIN_VAL = {1'b1, {(Width - 1){1'b0}}};
   localparam logic [Width-1:0] MAX_VAL = {1'b0, {(Width - 1){1'b1}}};
   // 2^(W-2), the rounding nudge of mulhr, as a 2W-bit signed constant.
@@ -20,9 +21,11 @@ module tsr_alu_lane #(
 
   logic signed [Width-1:0]   a_s, b_s;
   logic signed [2*Width-1:0] prod, prod_nudged;
-  logic [Width-1:0] b_neg, mask, rem, thr, shr_res, shl_res;
+  logic [Width-1:0] low_mask, sh_x, shr_res, shl_res, sh_res, rnd_res, ab_res;
+  logic [Width+1:0] sh_z;      // {fill, operand, guard} shifted right
   logic [SW-1:0]    rsh, lsh;  // clamp(b) as right / left shift amounts
-  logic             b_is_neg, round_up;
+  logic [SW-1:0]    sh;        // the right shift of this op (rsh, or rqfin's)
+  logic             b_is_neg, left, round_up, guard, sticky, a_lt_b, pick_a;
   logic             unused_hi;  // mulhr keeps bits [W-1:0] of the shifted sum
   // rqfin: b packs shift [4:0], zero point [13:5], lo [22:14], hi [31:23]
   // of its low 32 bits (b sign-extended first); the sum and clamp are done
@@ -30,7 +33,6 @@ module tsr_alu_lane #(
   localparam int QW = ((Width > 10) ? Width : 10) + 2;
   logic [63:0]      b64;
   logic [SW-1:0]    q_sh;
-  logic [Width-1:0] q_mask, q_rem, q_thr, q_r;
   logic signed [QW-1:0] q_v, q_lo, q_hi, q_c;
   logic             unused_b64;
 
@@ -44,11 +46,21 @@ module tsr_alu_lane #(
     assign q_sh = (b64[4:0] > 5'(Width - 1)) ? SW'(Width - 1) : SW'(b64[4:0]);
   end
 
+  // Bit-reversed copy of a W-bit value: a left shift is a right shift of
+  // the reversed operand, reversed back.
+  function automatic logic [Width-1:0] rev(input logic [Width-1:0] v);
+    for (int i = 0; i < Width; i++) rev[i] = v[Width-1-i];
+  endfunction
+
+  // Area: shr, rshr and rqfin share one shifter (left shifts through bit
+  // reversal) and one rounding term (rqfin's r is rshr's result for its own
+  // shift amount, shr's is rshr's without the rounding); min, max and mov
+  // one a-or-b select and one comparator (on a tie both operands are the
+  // result).
   always_comb begin
     a_s = $signed(a_i);
     b_s = $signed(b_i);
     b_is_neg = b_i[Width-1];
-    b_neg = -b_i;
 
     // s = clamp(b, -(W-1), W-1): rsh = s when s >= 0, lsh = -s when s < 0.
     rsh = '0;
@@ -56,19 +68,36 @@ module tsr_alu_lane #(
     if (!b_is_neg) begin
       rsh = (b_i > MAX_SHIFT) ? SW'(Width - 1) : b_i[SW-1:0];
     end else begin
-      // -b for b = INT_MIN wraps to INT_MIN itself, whose unsigned value is
-      // also above W-1, so the clamp still applies.
-      lsh = (b_neg > MAX_SHIFT) ? SW'(Width - 1) : b_neg[SW-1:0];
+      // -b <= W-1 fits in SW bits, so only the low bits of b are negated.
+      lsh = (b_s < MIN_SHIFT) ? SW'(Width - 1) : -b_i[SW-1:0];
     end
+    sh = (op_i == 4'd8) ? q_sh : rsh;
+    left = b_is_neg && (op_i != 4'd8);
 
-    shr_res = $unsigned(a_s >>> rsh);
-    shl_res = a_i << lsh;
+    // One shifter: {fill, x, 0} >> amount. Right: x = a, fill = sign, the
+    // guard bit below x catches a[s-1] (0 when s = 0). Left: x = rev(a),
+    // fill = 0, and rev() of the result is a << lsh.
+    sh_x = left ? rev(a_i) : a_i;
+    sh_z = {left ? 1'b0 : a_i[Width-1], sh_x, 1'b0};
+    sh_z = $unsigned($signed(sh_z) >>> (left ? lsh : sh));
+    shr_res = sh_z[Width:1];
+    shl_res = rev(sh_z[Width:1]);
+    guard = sh_z[0];
 
-    // rshr rounding: r = a & (2^s - 1) against ((2^s - 1) >> 1) + (a < 0).
-    mask = ~({Width{1'b1}} << rsh);
-    rem = a_i & mask;
-    thr = (mask >> 1) + Width'(a_i[Width-1]);
-    round_up = (rem > thr);
+    // Rounding half away from zero, r = a & (2^s - 1) > ((2^s - 1) >> 1) +
+    // (a < 0): for s > 0 that is a[s-1] set and, for a < 0, any bit below
+    // it set too; nothing for s = 0 (guard is 0 then).
+    for (int i = 0; i < Width; i++) low_mask[i] = 32'(i + 2) <= 32'(sh);
+    sticky = (a_i & low_mask) != '0;
+    // shr does not round: shr and rshr then share one result
+    round_up = guard && (!a_i[Width-1] || sticky) && (op_i != 4'd3);
+    rnd_res = shr_res + Width'(round_up);
+    sh_res = b_is_neg ? shl_res : rnd_res;
+
+    // min, max and mov pick a or b
+    a_lt_b = (a_s < b_s);
+    pick_a = (op_i == 4'd0) ? a_lt_b : (op_i == 4'd1) ? !a_lt_b : 1'b0;
+    ab_res = pick_a ? a_i : b_i;
 
     // mulhr: with p = a*b and n = p >= 0 ? 2^(W-2) : 1 - 2^(W-2), (p + n)
     // truncated toward zero by 2^(W-1) equals floor((p + 2^(W-2)) / 2^(W-1))
@@ -77,11 +106,7 @@ module tsr_alu_lane #(
     prod_nudged = (prod + $signed(HALF)) >>> (Width - 1);
     unused_hi = ^prod_nudged[2*Width-1:Width];
 
-    q_mask = ~({Width{1'b1}} << q_sh);
-    q_rem = a_i & q_mask;
-    q_thr = (q_mask >> 1) + Width'(a_i[Width-1]);
-    q_r = $unsigned(a_s >>> q_sh) + Width'(q_rem > q_thr);
-    q_v = QW'($signed(q_r)) + QW'($signed(b64[13:5]));
+    q_v = QW'($signed(rnd_res)) + QW'($signed(b64[13:5]));
     q_lo = QW'($signed(b64[22:14]));
     q_hi = QW'($signed(b64[31:23]));
     q_c = (q_v < q_lo) ? q_lo : q_v;
@@ -89,13 +114,10 @@ module tsr_alu_lane #(
 
     case (op_i)
       4'd8: res_o = q_c[Width-1:0];                               // rqfin
-      4'd0: res_o = (a_s < b_s) ? a_i : b_i;                      // min
-      4'd1: res_o = (a_s > b_s) ? a_i : b_i;                      // max
+      4'd0, 4'd1, 4'd5: res_o = ab_res;                           // min, max, mov
       4'd2: res_o = a_i + b_i;                                     // add
-      4'd3: res_o = b_is_neg ? shl_res : shr_res;                  // shr
+      4'd3, 4'd6: res_o = sh_res;                                  // shr, rshr
       4'd4: res_o = prod[Width-1:0];                               // mul
-      4'd5: res_o = b_i;                                           // mov
-      4'd6: res_o = b_is_neg ? shl_res : shr_res + Width'(round_up); // rshr
       default: res_o = (a_i == MIN_VAL && b_i == MIN_VAL) ? MAX_VAL  // mulhr
                                                           : prod_nudged[Width-1:0];
     endcase

@@ -13,7 +13,9 @@
 // again), so constants for one bank load while the other bank computes.
 // The uop buffer is kept twice (one read port per pipe) and the
 // accumulator is split in two banks by its index MSB, each bank kept twice
-// (dst and src reads of the ALU in one cycle); the output buffer (in
+// (dst and src reads of the ALU in one cycle), or once with ACC_SINGLE_COPY
+// (a true-dual-port RAM: the ALU then issues ops that read a src row every
+// other cycle, tsr_compute_pipe); the output buffer (in
 // tsr_top) is banked the same way, so the pipes write it through one port
 // per bank. An index out of range raises err_o (sticky) and stops the stage
 // until reset.
@@ -477,30 +479,57 @@ module tsr_compute (
   end
 
   for (genvar b = 0; b < 2; b++) begin : g_bank
-    tsr_sram #(
-      .Width (ROW),
-      .Depth (tsr_pkg::ACC_DEPTH / 2)
-    ) u_acc_dst (
-      .clk_i   (clk_i),
-      .we_i    (bk_we[b]),
-      .waddr_i (bk_waddr[b*HAW +: HAW]),
-      .wdata_i (bk_wdata[b*ROW +: ROW]),
-      .re_i    (bk_dre[b]),
-      .raddr_i (bk_draddr[b*HAW +: HAW]),
-      .rdata_o (bk_drdata[b*ROW +: ROW])
-    );
-    tsr_sram #(
-      .Width (ROW),
-      .Depth (tsr_pkg::ACC_DEPTH / 2)
-    ) u_acc_src (
-      .clk_i   (clk_i),
-      .we_i    (bk_we[b]),
-      .waddr_i (bk_waddr[b*HAW +: HAW]),
-      .wdata_i (bk_wdata[b*ROW +: ROW]),
-      .re_i    (bk_sre[b]),
-      .raddr_i (bk_sraddr[b*HAW +: HAW]),
-      .rdata_o (bk_srdata[b*ROW +: ROW])
-    );
+    if (tsr_pkg::ACC_SINGLE_COPY != 0) begin : g_one
+      // One copy: port A writes or serves the ALU's src read (the ALU pipe
+      // issues such ops every other cycle, so they never meet a write of
+      // this bank: its own writes alternate with its reads, the GEMM pipe and
+      // loads keep out of the bank while it runs), port B the dst reads.
+      tsr_sram_2p #(
+        .Width (ROW),
+        .Depth (tsr_pkg::ACC_DEPTH / 2)
+      ) u_acc (
+        .clk_i     (clk_i),
+        .a_we_i    (bk_we[b]),
+        .a_re_i    (bk_sre[b] && !bk_we[b]),
+        .a_addr_i  (bk_we[b] ? bk_waddr[b*HAW +: HAW] : bk_sraddr[b*HAW +: HAW]),
+        .a_wdata_i (bk_wdata[b*ROW +: ROW]),
+        .a_rdata_o (bk_srdata[b*ROW +: ROW]),
+        .b_re_i    (bk_dre[b]),
+        .b_addr_i  (bk_draddr[b*HAW +: HAW]),
+        .b_rdata_o (bk_drdata[b*ROW +: ROW])
+      );
+`ifndef SYNTHESIS
+      always @(posedge clk_i) begin
+        if (rst_ni && bk_we[b] && bk_sre[b])
+          $error("tsr_compute: a src read meets a write of accumulator bank %0d (ACC_SINGLE_COPY)", b);
+      end
+`endif
+    end else begin : g_two
+      tsr_sram #(
+        .Width (ROW),
+        .Depth (tsr_pkg::ACC_DEPTH / 2)
+      ) u_acc_dst (
+        .clk_i   (clk_i),
+        .we_i    (bk_we[b]),
+        .waddr_i (bk_waddr[b*HAW +: HAW]),
+        .wdata_i (bk_wdata[b*ROW +: ROW]),
+        .re_i    (bk_dre[b]),
+        .raddr_i (bk_draddr[b*HAW +: HAW]),
+        .rdata_o (bk_drdata[b*ROW +: ROW])
+      );
+      tsr_sram #(
+        .Width (ROW),
+        .Depth (tsr_pkg::ACC_DEPTH / 2)
+      ) u_acc_src (
+        .clk_i   (clk_i),
+        .we_i    (bk_we[b]),
+        .waddr_i (bk_waddr[b*HAW +: HAW]),
+        .wdata_i (bk_wdata[b*ROW +: ROW]),
+        .re_i    (bk_sre[b]),
+        .raddr_i (bk_sraddr[b*HAW +: HAW]),
+        .rdata_o (bk_srdata[b*ROW +: ROW])
+      );
+    end
   end
 
   always_ff @(posedge clk_i) begin

@@ -9,7 +9,8 @@
 //   P2  inp/wgt rows arrive; MAC products (GEMM)
 //   P3  adder trees; acc reads (dst, and src for ALU)
 //   P4  acc rows arrive; forward, accumulate / ALU lanes; acc write
-// Only P0/P1 can hold; an op past P1 always completes. The acc read in P3
+// Only P0/P1 can hold; an op past P1 always completes. With ACC_SINGLE_COPY
+// an ALU op that reads a src row holds one cycle behind the op ahead. The acc read in P3
 // can miss only the write made in the same cycle by this pipe's op just
 // ahead (the other pipe never touches the same rows concurrently, and an
 // accumulator load runs beside a busy pipe only in a bank outside its
@@ -182,7 +183,11 @@ module tsr_compute_pipe #(
     if (uses_src) op_banks[src_idx[AIB-1]] = 1'b1;
     // A bad index also waits for the older instruction: in program order
     // that one completes (and pushes) before this error happens.
-    hold = p1_valid_q && check_i && (idx_bad || !other_known_i || ((op_banks & other_banks_i) != 2'b00));
+    // ACC_SINGLE_COPY: a src-reading ALU op reads its src row in P3 on the
+    // port its bank writes with, so it follows the op ahead by two cycles
+    // (that op's P4 write and this op's P3 read fall in different cycles).
+    hold = p1_valid_q && ((check_i && (idx_bad || !other_known_i || ((op_banks & other_banks_i) != 2'b00))) ||
+                          ((tsr_pkg::ACC_SINGLE_COPY != 0) && uses_src && p2_valid_q));
     p1_err = p1_valid_q && !err_q && !abort_i && idx_bad && !hold;
     p1_ok = p1_valid_q && !err_q && !abort_i && !idx_bad && !hold;
   end

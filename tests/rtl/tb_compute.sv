@@ -264,6 +264,7 @@ module tb_compute;
   // Activity monitors
   // ------------------------------------------------------------------
   int g_total = 0, a_total = 0, fin_total = 0;
+  int a_step = 1;  // cycles per ALU op of the last ALU instruction (do_alu)
   int g_log [LOGSZ];
   int a_log [LOGSZ];
   bit hold = 0;  // a token is held back / a push is blocked: nothing may run
@@ -598,6 +599,8 @@ module tb_compute;
                         input int io, input int ii, input int dfo, input int dfi, input int sfo,
                         input int sfi, input int op, input bit use_imm, input int imm);
     logic [127:0] c;
+    // ACC_SINGLE_COPY: an ALU op that reads a src row issues every other cycle
+    a_step = (tsr_pkg::ACC_SINGLE_COPY != 0 && !rst && !use_imm) ? 2 : 1;
     c = hdr(tsr_pkg::OP_ALU, flags);
     c = put(c, tsr_pkg::ALU_RESET_LSB, 1, rst);
     c = put(c, tsr_pkg::ALU_UOP_BGN_LSB, tsr_pkg::ALU_UOP_BGN_W, bgn);
@@ -636,17 +639,29 @@ module tb_compute;
     @(negedge clk);
   endtask
 
+  // Accumulator row r as held by copy c (0 dst, 1 src): two banks (index
+  // MSB), each kept twice, or once with ACC_SINGLE_COPY (both copies read
+  // the one RAM then).
+  if (tsr_pkg::ACC_SINGLE_COPY != 0) begin : g_acc
+    function automatic logic [LANES*AW-1:0] row(input int c, input int r);
+      if (c > 1) return 'x;
+      if (r < AD / 2) return dut.g_bank[0].g_one.u_acc.mem_q[r];
+      return dut.g_bank[1].g_one.u_acc.mem_q[r - AD / 2];
+    endfunction
+  end else begin : g_acc
+    function automatic logic [LANES*AW-1:0] row(input int c, input int r);
+      if (r < AD / 2) return (c == 0) ? dut.g_bank[0].g_two.u_acc_dst.g_bram.mem_q[r]
+                                      : dut.g_bank[0].g_two.u_acc_src.g_bram.mem_q[r];
+      return (c == 0) ? dut.g_bank[1].g_two.u_acc_dst.g_bram.mem_q[r - AD / 2]
+                      : dut.g_bank[1].g_two.u_acc_src.g_bram.mem_q[r - AD / 2];
+    endfunction
+  end
+
   task automatic check_state(input string where);
-    // the accumulator is two banks (index MSB), each kept twice
     for (int r = 0; r < AD; r++) begin
       logic [LANES*AW-1:0] d, s;
-      if (r < AD / 2) begin
-        d = dut.g_bank[0].u_acc_dst.g_bram.mem_q[r];
-        s = dut.g_bank[0].u_acc_src.g_bram.mem_q[r];
-      end else begin
-        d = dut.g_bank[1].u_acc_dst.g_bram.mem_q[r - AD / 2];
-        s = dut.g_bank[1].u_acc_src.g_bram.mem_q[r - AD / 2];
-      end
+      d = g_acc.row(0, r);
+      s = g_acc.row(1, r);
       if (d !== m_acc[r])
         fail($sformatf("%s: acc row %0d: dut %h model %h", where, r, d, m_acc[r]));
       if (s !== m_acc[r])
@@ -701,7 +716,7 @@ module tb_compute;
     if (g_ops > 1 && g_log[(g_total - 1) % LOGSZ] - g_log[g_before % LOGSZ] != g_ops - 1)
       fail($sformatf("%s: %0d gemm ops took %0d cycles from first to last", where, g_ops,
                      g_log[(g_total - 1) % LOGSZ] - g_log[g_before % LOGSZ] + 1));
-    if (a_ops > 1 && a_log[(a_total - 1) % LOGSZ] - a_log[a_before % LOGSZ] != a_ops - 1)
+    if (a_ops > 1 && a_log[(a_total - 1) % LOGSZ] - a_log[a_before % LOGSZ] != (a_ops - 1) * a_step)
       fail($sformatf("%s: %0d alu ops took %0d cycles from first to last", where, a_ops,
                      a_log[(a_total - 1) % LOGSZ] - a_log[a_before % LOGSZ] + 1));
   endtask
