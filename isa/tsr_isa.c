@@ -310,6 +310,16 @@ tsr_stage_e tsr_insn_stage(const tsr_insn_t *in)
     }
 }
 
+double tsr_insn_issue_cycles(const tsr_config_t *cfg, const tsr_insn_t *in)
+{
+    if (in->opcode != TSR_OP_GEMM && in->opcode != TSR_OP_ALU)
+        return 0;
+    const double ops = (double)in->iter_out * in->iter_in * (double)(in->uop_end > in->uop_bgn ? in->uop_end - in->uop_bgn : 0);
+    if (ops > 0 && in->opcode == TSR_OP_ALU && cfg->acc_single_copy && !in->reset && !in->use_imm)
+        return 2 * ops - 1; /* each src read waits for the write of the op ahead (same bank port) */
+    return ops;
+}
+
 const char *tsr_insn_desc(const tsr_insn_t *in, char *buf, size_t n)
 {
     const char *op = tsr_opcode_name(in->opcode);

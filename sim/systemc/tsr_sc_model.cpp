@@ -633,7 +633,7 @@ uint32_t tsr_sc_accel::reg_read(uint32_t addr)
         uint64_t v = k == TSR_CNT_CYCLES ? run_cycles() : hw[k];
         if ((k == TSR_CNT_GEMM_OPS || k == TSR_CNT_ALU_OPS) && running()) {
             int p = k == TSR_CNT_ALU_OPS;
-            double left = std::min(op_n[p], op_t0[p] + op_n[p] - now());
+            double left = std::min(op_n[p], op_n[p] - (now() - op_t0[p]) / op_step[p]);
             if (left > 0)
                 v -= std::min<uint64_t>(v, (uint64_t)left);
         }
@@ -986,16 +986,17 @@ void tsr_sc_compute::run()
                 A.exec(in, c.idx, "compute");
                 uint64_t nu = in.uop_end > in.uop_bgn ? in.uop_end - in.uop_bgn : 0;
                 uint64_t ops = (uint64_t)in.iter_out * in.iter_in * nu;
-                double end = t + (double)ops + (ops ? kPipeLat : 1);
+                const double span = tsr_insn_issue_cycles(&A.cfg, &in); // ops, or 2 ops - 1 (ACC_SINGLE_COPY)
+                double end = t + span + (ops ? kPipeLat : 1);
                 double fin = end;
                 if (in.push_prev || in.push_next)
                     fin = A.push_tokens(in, TSR_STAGE_COMPUTE, std::max(end, older));
                 // Ops issued in the same cycles as the other pipe's.
-                double ov = std::min(t + (double)ops, popsend[o]) - std::max(t, pops0[o]);
+                double ov = std::min(t + span, popsend[o]) - std::max(t, pops0[o]);
                 if (ov > 0)
                     A.hw[TSR_CNT_DUAL_OPS] += (uint64_t)std::llround(ov);
                 pops0[p] = t;
-                popsend[p] = t + (double)ops;
+                popsend[p] = t + span;
                 pfree[p] = std::max(end, fin);
                 pend[p] = pfree[p];
                 pknown[p] = t + (double)std::min<uint64_t>(nu, ops) + 2;
@@ -1003,9 +1004,10 @@ void tsr_sc_compute::run()
                 older = std::max(older, pfree[p]);
                 A.op_t0[p] = t;
                 A.op_n[p] = (in.opcode == TSR_OP_GEMM && in.reset) ? 0 : (double)ops;
+                A.op_step[p] = span > (double)ops ? 2.0 : 1.0;
                 tsr_tl_insn(A.tl, TSR_STAGE_COMPUTE, t0, pfree[p]);
                 if (A.op_n[p] > 0)
-                    tsr_tl_pipe(A.tl, p, t, t + (double)ops, ops);
+                    tsr_tl_pipe(A.tl, p, t, t + span, ops);
                 if (in.opcode == TSR_OP_GEMM)
                     A.hw[TSR_CNT_GEMM_OPS] += in.reset ? 0 : ops;
                 else

@@ -240,6 +240,8 @@ class tsr_sc_accel : public sc_core::sc_module {
     double op_t0[2] = {0, 0}, op_n[2] = {0, 0}; // GEMM/ALU pipe: first op cycle and ops of its
                                                // instruction (counted whole at dispatch; a
                                                // mid-run read leaves out ops not yet issued)
+    double op_step[2] = {1, 1};                    // cycles between two of those ops (2: src-reading
+                                                   // ALU ops with ACC_SINGLE_COPY)
 
     // Helpers for the stages (all may throw tsr_sc_abort).
     double now() const;
