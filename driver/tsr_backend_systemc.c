@@ -124,8 +124,7 @@ static int s_wait(void *st, int timeout_ms)
             tsr_counters_t c = s->run;
             if ((rc = tsr_sc_read_counters(s->sc, c.hw)))
                 return rc;
-            c.has_hw = 1;
-            c.cycles = c.hw[TSR_CNT_CYCLES];
+            tsr_counters_from_hw(&c, 0);
             tsr_counters_add(&s->ctr, &c);
             return TSR_OK;
         }
@@ -144,10 +143,7 @@ static int s_counters(void *st, tsr_counters_t *out)
         int rc = tsr_sc_read_counters(s->sc, live.hw);
         if (rc)
             return rc;
-        live.has_hw = 1;
-        live.cycles = live.hw[TSR_CNT_CYCLES];
-        live.gemm_ops = live.hw[TSR_CNT_GEMM_OPS];
-        live.alu_ops = live.hw[TSR_CNT_ALU_OPS];
+        tsr_counters_from_hw(&live, 1);
         tsr_counters_add(out, &live);
     }
     return TSR_OK;

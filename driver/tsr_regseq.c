@@ -285,8 +285,7 @@ int tsr_regseq_finish(tsr_regseq_t *rs)
     int rc;
     if ((rc = end_checks(rs)) || (rc = tsr_regseq_read_hw(rs, c.hw)))
         return rc;
-    c.has_hw = 1;
-    c.cycles = c.hw[TSR_CNT_CYCLES];
+    tsr_counters_from_hw(&c, 0);
     tsr_counters_add(&rs->ctr, &c);
     return TSR_OK;
 }
@@ -339,10 +338,7 @@ int tsr_regseq_counters(void *st, tsr_counters_t *out)
         int rc = tsr_regseq_read_hw(rs, live.hw);
         if (rc)
             return rc;
-        live.has_hw = 1;
-        live.cycles = live.hw[TSR_CNT_CYCLES];
-        live.gemm_ops = live.hw[TSR_CNT_GEMM_OPS];
-        live.alu_ops = live.hw[TSR_CNT_ALU_OPS];
+        tsr_counters_from_hw(&live, 1);
         tsr_counters_add(out, &live);
     }
     return TSR_OK;

@@ -66,6 +66,16 @@ void tsr_counters_static(const tsr_config_t *cfg, const tsr_insn_t *insns, size_
     }
 }
 
+void tsr_counters_from_hw(tsr_counters_t *c, int with_ops)
+{
+    c->has_hw = 1;
+    c->cycles = c->hw[TSR_CNT_CYCLES];
+    if (with_ops) {
+        c->gemm_ops = c->hw[TSR_CNT_GEMM_OPS];
+        c->alu_ops = c->hw[TSR_CNT_ALU_OPS];
+    }
+}
+
 void tsr_counters_add(tsr_counters_t *a, const tsr_counters_t *b)
 {
     uint64_t has = a->has_hw | b->has_hw;

@@ -32,6 +32,10 @@ typedef struct tsr_counters {
 void tsr_counters_print(const tsr_counters_t *c, FILE *f);
 /* Accumulate b into a. */
 void tsr_counters_add(tsr_counters_t *a, const tsr_counters_t *b);
+/* c->hw[] was just read from a timed backend (RTL, SystemC, board): mark it
+ * (has_hw) and take the cycles from it; with_ops also takes the GEMM/ALU op
+ * counts (a mid-run read, before the per-instruction static counts exist). */
+void tsr_counters_from_hw(tsr_counters_t *c, int with_ops);
 /* Add the counts a stream implies by its fields alone (everything except
  * cycles and hw[]): what every correct backend must report for it. */
 void tsr_counters_static(const tsr_config_t *cfg, const tsr_insn_t *insns, size_t n,
