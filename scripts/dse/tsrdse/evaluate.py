@@ -19,6 +19,8 @@ import subprocess
 import tempfile
 import time
 
+from . import cfgfile
+
 
 def sha256_file(path):
     h = hashlib.sha256()
@@ -94,15 +96,10 @@ def pkg_params(ctx, cfg):
     memo = json.dumps(cfg, sort_keys=True)
     if memo in _PKG:
         return _PKG[memo]
-    with tempfile.TemporaryDirectory(prefix="dse-pkg-") as d:
-        cp = os.path.join(d, "c.json")
-        with open(cp, "w") as f:
-            json.dump(cfg, f)
-        p = subprocess.run([ctx["cli"], "config", "emit-sv", cp, "-o", os.path.join(d, "p.sv")],
-                           capture_output=True, text=True)
-        if p.returncode != 0:
-            raise RuntimeError(f"emit-sv failed: {p.stderr.strip()}")
-        text = open(os.path.join(d, "p.sv"), encoding="utf-8").read()
+    p, _, files = cfgfile.run_on_config(cfg, [ctx["cli"], "config", "emit-sv", "{cfg}", "-o", "{dir}/p.sv"], "dse-pkg-")
+    if p.returncode != 0:
+        raise RuntimeError(f"emit-sv failed: {p.stderr.strip()}")
+    text = files["p.sv"]
     _PKG[memo] = {name: int(val) for name, val in re.findall(r"localparam int ([A-Z0-9_]+) = (-?\d+);", text)}
     return _PKG[memo]
 

@@ -11,10 +11,9 @@ import json
 import os
 import random
 import re
-import subprocess
-import tempfile
 
 from . import boards as boards_mod
+from . import cfgfile
 
 
 class SpaceError(Exception):
@@ -214,13 +213,7 @@ def config_show(cli, cfg, label):
     key = json.dumps(cfg, sort_keys=True)
     if key in _SHOW_CACHE:
         return _SHOW_CACHE[key]
-    with tempfile.NamedTemporaryFile("w", suffix=".json", prefix="dse-", delete=False) as f:
-        json.dump(cfg, f)
-        tmp = f.name
-    try:
-        p = subprocess.run([cli, "config", "show", tmp], capture_output=True, text=True)
-    finally:
-        os.unlink(tmp)
+    p, tmp, _ = cfgfile.run_on_config(cfg, [cli, "config", "show", "{cfg}"])
     if p.returncode != 0:
         msg = (p.stderr.strip().splitlines() or ["tessera config failed"])[-1]
         msg = msg.replace(tmp, label)
@@ -259,11 +252,7 @@ def workload_check(cli, workload, cfg):
     key = json.dumps({k: v for k, v in cfg.items() if k != "CLOCK_MHZ"}, sort_keys=True)
     if key in _PROBE_CACHE:
         return _PROBE_CACHE[key]
-    with tempfile.TemporaryDirectory(prefix="dse-probe-") as d:
-        cp = os.path.join(d, "point.json")
-        with open(cp, "w") as f:
-            json.dump(cfg, f)
-        p = subprocess.run([cli] + PROBE_NET + ["--config", cp], capture_output=True, text=True, cwd=d)
+    p, cp, _ = cfgfile.run_on_config(cfg, [cli] + PROBE_NET + ["--config", "{cfg}"], "dse-probe-", cwd_tmp=True)
     res = None
     if p.returncode != 0:
         msg = (p.stderr.strip().splitlines() or [f"exit {p.returncode}"])[-1]
