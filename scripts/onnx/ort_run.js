@@ -6,6 +6,9 @@
 // model's first output; named outputs follow.
 'use strict';
 const fs = require('fs');
+const os = require('os');
+const path = require('path');
+const { execFileSync } = require('child_process');
 const ort = require('onnxruntime-node');
 
 const DT = { '<f4': ['float32', Float32Array], '|u1': ['uint8', Uint8Array], '|i1': ['int8', Int8Array],
@@ -48,7 +51,17 @@ function writeNpy(path, t) {
 (async () => {
   const [model, inp, out, ...named] = process.argv.slice(2);
   const opts = { graphOptimizationLevel: 'all', intraOpNumThreads: 1 };
-  const s = await ort.InferenceSession.create(model, opts);
+  // int8 weights moved to uint8 first: ORT's u8 x s8 kernel saturates on AVX2-only CPUs
+  // (scripts/onnx/ort_exact.py says why); the result is the model's exact integers.
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ort_exact-'));
+  const exact = path.join(tmp, 'model.onnx');
+  let s;
+  try {
+    execFileSync('/usr/bin/python3', [path.join(__dirname, 'ort_exact.py'), model, exact], { stdio: ['ignore', 'ignore', 'inherit'] });
+    s = await ort.InferenceSession.create(exact, opts);
+  } finally {
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
   const feeds = {};
   const ins = inp.split(',');
   if (ins.length !== s.inputNames.length) throw new Error(`${ins.length} inputs for ${s.inputNames.length}`);
