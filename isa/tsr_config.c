@@ -440,7 +440,7 @@ void tsr_config_print(const tsr_config_t *c, void *file)
     fprintf(f, "output buffer     %s\n",
             c->out_buff_lutram ? "LUT RAM (OUT_BUFF_LUTRAM)" : "block RAM");
     fprintf(f, "accumulator       %s\n",
-            c->acc_single_copy ? "one copy, two-operand ALU ops every other cycle (ACC_SINGLE_COPY)"
+            c->acc_single_copy ? "one copy, ALU ops reading a new src row every other cycle (ACC_SINGLE_COPY)"
                                : "two copies (dst and src read in one cycle)");
     static const char *fmts[] = {"MEM", "GEMM", "ALU", "FINISH"};
     static const uint32_t ops[] = {TSR_OP_LOAD, TSR_OP_GEMM, TSR_OP_ALU, TSR_OP_FINISH};

@@ -310,14 +310,32 @@ tsr_stage_e tsr_insn_stage(const tsr_insn_t *in)
     }
 }
 
-double tsr_insn_issue_cycles(const tsr_config_t *cfg, const tsr_insn_t *in)
+double tsr_insn_issue_cycles(const tsr_config_t *cfg, const tsr_insn_t *in, const tsr_uop_t *uops)
 {
     if (in->opcode != TSR_OP_GEMM && in->opcode != TSR_OP_ALU)
         return 0;
-    const double ops = (double)in->iter_out * in->iter_in * (double)(in->uop_end > in->uop_bgn ? in->uop_end - in->uop_bgn : 0);
-    if (ops > 0 && in->opcode == TSR_OP_ALU && cfg->acc_single_copy && !in->reset && !in->use_imm)
-        return 2 * ops - 1; /* each src read waits for the write of the op ahead (same bank port) */
-    return ops;
+    const uint32_t nu = in->uop_end > in->uop_bgn ? in->uop_end - in->uop_bgn : 0;
+    const double no = in->iter_out, ni = in->iter_in, ops = no * ni * nu;
+    if (ops == 0 || in->opcode != TSR_OP_ALU || !cfg->acc_single_copy || in->reset || in->use_imm)
+        return ops;
+    /* Ops run as for o, for i, for u; op (o, i, u) reads src row uop[u].src + o*sfo + i*sfi.
+     * A src read waits for the write of the op ahead (one bank port for both), so every op
+     * after the first whose src row differs from the previous op's costs one cycle more.
+     * Within a pass over the uops the offsets cancel; between passes the row moves by
+     * (first uop's src - last uop's src) + the loop step. */
+    double in_pass = 0; /* reads per pass after its first uop */
+    int64_t back = 0;   /* uop[bgn].src - uop[end-1].src */
+    if (nu > 1) {
+        if (!uops)
+            return 2 * ops - 1;
+        for (uint32_t u = in->uop_bgn + 1; u < in->uop_end; u++)
+            in_pass += uops[u].src != uops[u - 1].src;
+        back = (int64_t)uops[in->uop_bgn].src - uops[in->uop_end - 1].src;
+    }
+    const int64_t sfo = in->src_factor_out, sfi = in->src_factor_in;
+    const double next_i = back + sfi != 0 ? (ni - 1) * no : 0;
+    const double next_o = back + sfo - (int64_t)(in->iter_in - 1) * sfi != 0 ? no - 1 : 0;
+    return ops + no * ni * in_pass + next_i + next_o;
 }
 
 const char *tsr_insn_desc(const tsr_insn_t *in, char *buf, size_t n)

@@ -165,10 +165,14 @@ void tsr_uop_decode(const tsr_config_t *cfg, uint64_t raw, tsr_uop_t *u);
 /* Stage that executes an instruction (LOAD of UOP/ACC/ACC8 runs in compute). */
 tsr_stage_e tsr_insn_stage(const tsr_insn_t *in);
 /* Cycles a GEMM/ALU instruction's tensor ops occupy its pipe's issue slot: one per op, except
- * that with ACC_SINGLE_COPY an ALU op reading a src row issues two cycles behind the op ahead
- * (2 * ops - 1). 0 for no ops or another opcode. The one issue rule of the timed models (SystemC,
- * the JIT's tiling estimate), taken from hw/rtl/tsr_compute_pipe.sv. */
-double tsr_insn_issue_cycles(const tsr_config_t *cfg, const tsr_insn_t *in);
+ * that with ACC_SINGLE_COPY an ALU op that reads a src row issues two cycles behind the op ahead,
+ * and it reads one unless its src row is the previous op's (same instruction; the pipe keeps
+ * that row): ops + the reading ops after the first. uops: the uop buffer (entries
+ * [uop_bgn, uop_end) are read), or NULL when they are not known yet; then an instruction of
+ * one uop is still exact (its src rows follow from the loop factors) and one of several counts
+ * every op as reading (an upper bound). 0 for no ops or another opcode. The one issue rule of
+ * the timed models (SystemC, the JIT's tiling estimate), taken from hw/rtl/tsr_compute_pipe.sv. */
+double tsr_insn_issue_cycles(const tsr_config_t *cfg, const tsr_insn_t *in, const tsr_uop_t *uops);
 /* Short mnemonic for messages ("load inp", "alu add", "gemm") written to buf; returns buf. */
 const char *tsr_insn_desc(const tsr_insn_t *in, char *buf, size_t n);
 

@@ -10,7 +10,12 @@
 //   P3  adder trees; acc reads (dst, and src for ALU)
 //   P4  acc rows arrive; forward, accumulate / ALU lanes; acc write
 // Only P0/P1 can hold; an op past P1 always completes. With ACC_SINGLE_COPY
-// an ALU op that reads a src row holds one cycle behind the op ahead. The acc read in P3
+// an ALU op that reads a src row holds one cycle behind the op ahead, unless
+// its src row is the one the op just ahead of it (same instruction) used:
+// then it takes that row from a one-row copy (sprev_q) kept current with this
+// pipe's writes, reads nothing and issues at once. Requantization reads one
+// constant row (bias, multiplier, shift) for every output row, so it runs at
+// one op per cycle. The acc read in P3
 // can miss only the write made in the same cycle by this pipe's op just
 // ahead (the other pipe never touches the same rows concurrently, and an
 // accumulator load runs beside a busy pipe only in a bank outside its
@@ -166,6 +171,10 @@ module tsr_compute_pipe #(
   logic [OFFW-1:0] dst_idx, src_idx, wgt_idx;
   logic            dst_bad, src_bad, wgt_bad, idx_bad;
   logic [1:0]      op_banks;
+  // ACC_SINGLE_COPY: this op's src row is the one the previous op of the
+  // same instruction used (last_src_q), so it comes from sprev_q, not a read.
+  logic            reuse, last_ok_q;
+  logic [AIB-1:0]  last_src_q;
 
   assign dst_idx = OFFW'(uop_rdata_i[tsr_pkg::UOP_DST_LSB +: tsr_pkg::UOP_DST_W]) + p1_doff_q;
   assign src_idx = OFFW'(uop_rdata_i[tsr_pkg::UOP_SRC_LSB +: tsr_pkg::UOP_SRC_W]) + p1_soff_q;
@@ -187,10 +196,13 @@ module tsr_compute_pipe #(
     // port its bank writes with, so it follows the op ahead by two cycles
     // (that op's P4 write and this op's P3 read fall in different cycles).
     hold = p1_valid_q && ((check_i && (idx_bad || !other_known_i || ((op_banks & other_banks_i) != 2'b00))) ||
-                          ((tsr_pkg::ACC_SINGLE_COPY != 0) && uses_src && p2_valid_q));
+                          ((tsr_pkg::ACC_SINGLE_COPY != 0) && uses_src && !reuse && p2_valid_q));
     p1_err = p1_valid_q && !err_q && !abort_i && idx_bad && !hold;
     p1_ok = p1_valid_q && !err_q && !abort_i && !idx_bad && !hold;
   end
+
+  assign reuse = (tsr_pkg::ACC_SINGLE_COPY != 0) && uses_src && last_ok_q &&
+                 (src_idx[AIB-1:0] == last_src_q);
 
   assign inp_re_o    = (Gemm != 0) && p1_ok && !op_reset;
   assign inp_raddr_o = src_idx[IIB-1:0];
@@ -271,6 +283,8 @@ module tsr_compute_pipe #(
   // P2..P4
   // ---------------------------------------------------------------------
   logic           p2_valid_q, p3_valid_q, p4_valid_q;
+  logic           p2_reuse_q, p3_reuse_q, p4_reuse_q;
+  logic [ROW-1:0] sprev_q, sprev_d;  // src row of the last op, as it is after that op's write
   logic [AIB-1:0] p2_dst_q, p2_src_q, p3_dst_q, p3_src_q, p4_dst_q, p4_src_q;
   logic [ROW-1:0] dot;
   logic           wb_valid_q;
@@ -313,12 +327,12 @@ module tsr_compute_pipe #(
 
   assign acc_dre_o    = p3_valid_q;
   assign acc_draddr_o = p3_dst_q;
-  assign acc_sre_o    = p3_valid_q && uses_src;
+  assign acc_sre_o    = p3_valid_q && uses_src && !p3_reuse_q;
   assign acc_sraddr_o = p3_src_q;
 
   always_comb begin
     a_row = (wb_valid_q && wb_addr_q == p4_dst_q) ? wb_data_q : acc_drdata_i;
-    s_row = (wb_valid_q && wb_addr_q == p4_src_q) ? wb_data_q : acc_srdata_i;
+    s_row = (wb_valid_q && wb_addr_q == p4_src_q) ? wb_data_q : p4_reuse_q ? sprev_q : acc_srdata_i;
     b_row = use_imm ? {LANES{imm_ext}} : s_row;
     for (int l = 0; l < LANES; l++) begin
       if (op_reset) begin
@@ -335,6 +349,13 @@ module tsr_compute_pipe #(
     busy_o = start_q || loop_valid || p1_valid_q || p2_valid_q || p3_valid_q || p4_valid_q;
   end
 
+  // The row an op read as src, as it is after that op's write (dst == src).
+  always_comb begin
+    sprev_d = sprev_q;
+    if ((tsr_pkg::ACC_SINGLE_COPY != 0) && p4_valid_q && uses_src)
+      sprev_d = (p4_dst_q == p4_src_q) ? res_row : s_row;
+  end
+
   always_ff @(posedge clk_i) begin
     if (!rst_ni) begin
       cmd_q        <= '0;
@@ -347,6 +368,11 @@ module tsr_compute_pipe #(
       p2_valid_q   <= 1'b0;
       p2_dst_q     <= '0;
       p2_src_q     <= '0;
+      p2_reuse_q   <= 1'b0;
+      p3_reuse_q   <= 1'b0;
+      p4_reuse_q   <= 1'b0;
+      last_ok_q    <= 1'b0;
+      last_src_q   <= '0;
       p3_valid_q   <= 1'b0;
       p3_dst_q     <= '0;
       p3_src_q     <= '0;
@@ -376,6 +402,14 @@ module tsr_compute_pipe #(
       p2_valid_q   <= p1_ok;
       p2_dst_q     <= dst_idx[AIB-1:0];
       p2_src_q     <= src_idx[AIB-1:0];
+      p2_reuse_q   <= reuse;
+      p3_reuse_q   <= p2_reuse_q;
+      p4_reuse_q   <= p3_reuse_q;
+      // reuse only within an instruction: between two, the other pipe or a
+      // load may have written any row
+      if (start_q) last_ok_q <= 1'b0;
+      else if (p1_ok) last_ok_q <= 1'b1;
+      if (p1_ok) last_src_q <= src_idx[AIB-1:0];
       p3_valid_q   <= p2_valid_q;
       p3_dst_q     <= p2_dst_q;
       p3_src_q     <= p2_src_q;
@@ -402,5 +436,11 @@ module tsr_compute_pipe #(
   // Forwarded row data: qualified by wb_valid_q, so no reset needed.
   always_ff @(posedge clk_i) begin
     wb_data_q <= acc_wdata_o;
+  end
+
+  // sprev_q is read only by ops that reuse it (p4_reuse_q), and those follow
+  // an op of their instruction that set it: no reset needed.
+  always_ff @(posedge clk_i) begin
+    sprev_q <= sprev_d;
   end
 endmodule

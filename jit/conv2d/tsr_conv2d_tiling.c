@@ -152,7 +152,7 @@ double tsr_conv2d_estimate_below(const geo_t *g, const ibuf_t *b, double limit)
         for (size_t i = 0; i < b->s.n; i++) {
             const tsr_insn_t *in = &b->s.v[i];
             if (in->opcode == TSR_OP_GEMM || in->opcode == TSR_OP_ALU)
-                work[in->opcode == TSR_OP_ALU] += tsr_insn_issue_cycles(c, in) + EST_PIPE;
+                work[in->opcode == TSR_OP_ALU] += tsr_insn_issue_cycles(c, in, NULL) + EST_PIPE;
             else if (in->opcode == TSR_OP_LOAD || in->opcode == TSR_OP_STORE)
                 work[2] += dram_time(in, est_stage(in),
                                      (double)in->y_size * in->x_size * (in->mem_type < TSR_MEM_COUNT ? eb[in->mem_type] : tsr_config_elem_bytes(c, (int)in->mem_type)), bw);
@@ -232,7 +232,7 @@ double tsr_conv2d_estimate_below(const geo_t *g, const ibuf_t *b, double limit)
                 start = fmax(start, pipe[1 - u]);
             else
                 start = fmax(start, last_bank[1 - u][bk]);
-            double ops = tsr_insn_issue_cycles(c, in);
+            double ops = tsr_insn_issue_cycles(c, in, NULL);
             end = start + ops + EST_PIPE;
             work[u] -= ops + EST_PIPE; /* (unused when limit is infinite) */
             push = fmax(end, older);

@@ -986,7 +986,7 @@ void tsr_sc_compute::run()
                 A.exec(in, c.idx, "compute");
                 uint64_t nu = in.uop_end > in.uop_bgn ? in.uop_end - in.uop_bgn : 0;
                 uint64_t ops = (uint64_t)in.iter_out * in.iter_in * nu;
-                const double span = tsr_insn_issue_cycles(&A.cfg, &in); // ops, or 2 ops - 1 (ACC_SINGLE_COPY)
+                const double span = tsr_insn_issue_cycles(&A.cfg, &in, tsr_fsim_uops(A.fsim)); // ops (+ src reads, ACC_SINGLE_COPY)
                 double end = t + span + (ops ? kPipeLat : 1);
                 double fin = end;
                 if (in.push_prev || in.push_next)
