@@ -45,8 +45,38 @@
 static uint64_t seed(void) { return tsr_test_seed("TSR_GRAPH_SEED", 20261125u); }
 static int is_rtl(void) { return !strcmp(tsr_test_backend(), "rtl"); }
 
+/* Adds of nd the graph fuses into a conv by its rule (tsr_graph_plan): one
+ * input is a conv's output that nothing else reads and that is not the
+ * network's output (on the configs tested, every such conv has room). */
+static int fusable_adds(const tsr_netdesc_t *nd)
+{
+    int n = 0;
+    for (int i = 0; i < nd->nnodes; i++) {
+        const tsr_nd_node_t *a = &nd->nodes[i];
+        if (a->kind != TSR_ND_ADD || a->in[0] == a->in[1])
+            continue;
+        for (int k = 0; k < 2; k++) {
+            const int t = a->in[k];
+            int conv = 0, uses = 0;
+            for (int j = 0; j < nd->nnodes; j++) {
+                conv |= nd->nodes[j].out == t && nd->nodes[j].kind == TSR_ND_CONV;
+                uses += (nd->nodes[j].in[0] == t) + (nd->nodes[j].in[1] == t);
+            }
+            if (conv && uses == 1 && t != nd->output) {
+                n++;
+                break;
+            }
+        }
+    }
+    return n;
+}
+
 /* Build nd as a graph on dev, run it on a random input and compare every
- * tensor (KEEP_ALL) or only the output with the reference. Returns 0, or 1
+ * tensor (KEEP_ALL; but the conv outputs an add fused into the conv
+ * replaced, which never reach DRAM: their adds' outputs are compared) or
+ * only the output with the reference. Unless flags has TSR_GRAPH_NO_FUSE,
+ * the plan must have fused every add fusable_adds counts (the conv+add
+ * layers in the report and the tensors without a buffer). Returns 0, or 1
  * after printing the first divergence. */
 static int check_net(tsr_device_t *dev, const tsr_netdesc_t *nd, uint64_t s, const char *label, unsigned flags,
                      tsr_graph_totals_t *tot)
@@ -69,11 +99,20 @@ static int check_net(tsr_device_t *dev, const tsr_netdesc_t *nd, uint64_t s, con
     void *outs[1] = {out};
     if (tsr_graph_exec(g, ins, outs))
         fail_msg("%s (seed %llu): exec: %s", label, (unsigned long long)s, tsr_errmsg());
+    int fused = 0, layers = 0;
+    for (int t = 0; t < nd->ntensors; t++)
+        fused += tsr_graph_tensor_fused(g, t);
+    for (int i = 0; tsr_graph_layer(g, i); i++)
+        layers += !strcmp(tsr_graph_layer(g, i)->op, "conv+add") || !strcmp(tsr_graph_layer(g, i)->op, "dwconv+add");
+    const int want = (flags & TSR_GRAPH_NO_FUSE) ? 0 : fusable_adds(nd);
+    if (fused != want || layers != want)
+        fail_msg("%s (seed %llu): %d adds fused (%d conv+add layers), expected %d", label, (unsigned long long)s, fused,
+                 layers, want);
     int bad = 0;
     /* every tensor in node order (KEEP_ALL), else the output */
     for (int i = 0; i < nd->nnodes && !bad; i++) {
         const int t = nd->nodes[i].out;
-        if (!(flags & TSR_GRAPH_KEEP_ALL) && t != nd->output)
+        if ((!(flags & TSR_GRAPH_KEEP_ALL) && t != nd->output) || tsr_graph_tensor_fused(g, t))
             continue;
         const size_t nb = tsr_netdesc_tensor_bytes(nd, t);
         uint8_t *dv = t == nd->output ? out : malloc(nb);
@@ -126,6 +165,11 @@ static void test_small_resnet(void **state)
     if (check_net(dev, &nd, seed() + 2, "small resnet, one submission", TSR_GRAPH_KEEP_ALL | TSR_GRAPH_ONE_SUBMISSION,
                   NULL))
         fail_msg("small resnet in one submission: a tensor differs from the reference (above)");
+    /* every add on its own (the eight adds are fused in the runs above) */
+    if (fusable_adds(&nd) != 8)
+        fail_msg("small resnet: %d fusable adds, expected 8", fusable_adds(&nd));
+    if (check_net(dev, &nd, seed() + 3, "small resnet, adds not fused", TSR_GRAPH_KEEP_ALL | TSR_GRAPH_NO_FUSE, NULL))
+        fail_msg("small resnet with the adds on their own: a tensor differs from the reference (above)");
     print_message("small resnet: %d layers, activations peak %llu B vs sum %llu B\n", tot.layers,
                   (unsigned long long)tot.peak_bytes, (unsigned long long)tot.tensor_bytes);
     if (tot.peak_bytes >= tot.tensor_bytes)
@@ -426,7 +470,7 @@ static void test_random_graphs(void **state)
         count = atoi(e);
     print_message("random graphs: seed %llu (TSR_GRAPH_SEED), %d graphs\n", (unsigned long long)s0, count);
     tsr_device_t *dev = tsr_test_open("default", s0);
-    int fails = 0;
+    int fails = 0, fusable = 0;
     for (int i = 0; i < count; i++) {
         const uint64_t s = s0 * 1000003u + (uint64_t)i;
         tsr_netdesc_t nd;
@@ -436,10 +480,20 @@ static void test_random_graphs(void **state)
                      tsr_errmsg());
         char label[64];
         snprintf(label, sizeof label, "random graph %d (%d nodes)", i, nd.nnodes);
+        /* residual blocks' adds run in their convs' epilogues (check_net
+         * asserts they were fused); on fsim also each on its own */
+        fusable += fusable_adds(&nd);
         fails += check_net(dev, &nd, s, label, TSR_GRAPH_KEEP_ALL, NULL);
+        if (!is_rtl()) {
+            snprintf(label, sizeof label, "random graph %d (%d nodes), not fused", i, nd.nnodes);
+            fails += check_net(dev, &nd, s, label, TSR_GRAPH_KEEP_ALL | TSR_GRAPH_NO_FUSE, NULL);
+        }
         tsr_netdesc_free(&nd);
     }
     tsr_device_close(dev);
+    print_message("random graphs: %d adds fused into a conv's epilogue\n", fusable);
+    if (!fusable)
+        fail_msg("no random graph had an add to fuse (seed %llu): the fused path was not tested", (unsigned long long)s0);
     if (fails)
         fail_msg("%d of %d random graphs differ from the reference (above; seed %llu)", fails, count,
                  (unsigned long long)s0);
