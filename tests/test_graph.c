@@ -74,12 +74,12 @@ static int fusable_adds(const tsr_netdesc_t *nd)
 /* Build nd as a graph on dev, run it on a random input and compare every
  * tensor (KEEP_ALL; but the conv outputs an add fused into the conv
  * replaced, which never reach DRAM: their adds' outputs are compared) or
- * only the output with the reference. Unless flags has TSR_GRAPH_NO_FUSE,
- * the plan must have fused every add fusable_adds counts (the conv+add
- * layers in the report and the tensors without a buffer). Returns 0, or 1
- * after printing the first divergence. */
-static int check_net(tsr_device_t *dev, const tsr_netdesc_t *nd, uint64_t s, const char *label, unsigned flags,
-                     tsr_graph_totals_t *tot)
+ * only the output with the reference. The plan must have fused want adds
+ * (the conv+add layers in the report and the tensors without a buffer);
+ * want < 0: every add fusable_adds counts, none with TSR_GRAPH_NO_FUSE.
+ * Returns 0, or 1 after printing the first divergence. */
+static int check_net_fused(tsr_device_t *dev, const tsr_netdesc_t *nd, uint64_t s, const char *label, unsigned flags,
+                           tsr_graph_totals_t *tot, int want)
 {
     tsr_graph_t *g = NULL;
     void *ref[512] = {0};
@@ -104,7 +104,8 @@ static int check_net(tsr_device_t *dev, const tsr_netdesc_t *nd, uint64_t s, con
         fused += tsr_graph_tensor_fused(g, t);
     for (int i = 0; tsr_graph_layer(g, i); i++)
         layers += !strcmp(tsr_graph_layer(g, i)->op, "conv+add") || !strcmp(tsr_graph_layer(g, i)->op, "dwconv+add");
-    const int want = (flags & TSR_GRAPH_NO_FUSE) ? 0 : fusable_adds(nd);
+    if (want < 0)
+        want = (flags & TSR_GRAPH_NO_FUSE) ? 0 : fusable_adds(nd);
     if (fused != want || layers != want)
         fail_msg("%s (seed %llu): %d adds fused (%d conv+add layers), expected %d", label, (unsigned long long)s, fused,
                  layers, want);
@@ -145,6 +146,12 @@ static int check_net(tsr_device_t *dev, const tsr_netdesc_t *nd, uint64_t s, con
     free(in);
     free(out);
     return bad;
+}
+
+static int check_net(tsr_device_t *dev, const tsr_netdesc_t *nd, uint64_t s, const char *label, unsigned flags,
+                     tsr_graph_totals_t *tot)
+{
+    return check_net_fused(dev, nd, s, label, flags, tot, -1);
 }
 
 static void test_small_resnet(void **state)
@@ -499,6 +506,51 @@ static void test_random_graphs(void **state)
                  (unsigned long long)s0);
 }
 
+/* A conv whose epilogue has no room for the add (an accumulator buffer of
+ * 8 rows: the smallest fused tile needs 2 + 3 constant + 4 add constant
+ * rows) keeps the add on its own, with the same bytes; on default the
+ * same graph fuses. */
+static void test_fuse_fallback(void **state)
+{
+    (void)state;
+    if (is_rtl()) {
+        print_message("fuse fallback: fsim only (a config of its own)\n");
+        return;
+    }
+    static const char *json = "{\"TARGET\": \"sim\", \"LOG_INP_WIDTH\": 3, \"LOG_WGT_WIDTH\": 3, \"LOG_ACC_WIDTH\": 5, "
+                              "\"LOG_BATCH\": 0, \"LOG_BLOCK\": 2, \"LOG_UOP_BUFF_SIZE\": 10, \"LOG_INP_BUFF_SIZE\": 9, "
+                              "\"LOG_WGT_BUFF_SIZE\": 10, \"LOG_ACC_BUFF_SIZE\": 7, \"DRAM_BUS_WIDTH\": 64, "
+                              "\"CLOCK_MHZ\": 50, \"CMD_QUEUE_DEPTH\": 16, \"DEP_QUEUE_DEPTH\": 4}";
+    tsr_config_t cfg;
+    if (tsr_config_parse(json, "acc8rows", &cfg))
+        fail_msg("config: %s", tsr_errmsg());
+    assert_int_equal(cfg.acc_depth, 8);
+    tsr_device_t *dev = NULL;
+    tsr_device_opts_t o = {.seed = seed()};
+    if (tsr_device_open("fsim", &cfg, &o, &dev))
+        fail_msg("open: %s", tsr_errmsg());
+    tsr_device_t *def = tsr_test_open("default", seed());
+    for (int i = 0; i < 4; i++) {
+        rg_t r;
+        memset(&r, 0, sizeof r);
+        r.s = seed() + (uint64_t)i;
+        snprintf(r.nd.name, sizeof r.nd.name, "fallback");
+        tsr_dtype_e dt;
+        int32_t zp;
+        rnd_dtype(&r, &dt, &zp);
+        const int x = rg_tensor(&r, 1, 4 * (i + 1), 3, 3, dt, zp);
+        const int b = rg_conv(&r, x, i == 3, 4 * (i + 1), i % 2 ? 3 : 1, 1, i % 2);
+        r.nd.output = i % 2 ? rg_add(&r, b, x) : rg_add(&r, x, b);
+        if (check_net_fused(dev, &r.nd, r.s, "no room for the fused add", TSR_GRAPH_KEEP_ALL, NULL, 0))
+            fail_msg("conv + add without fusion: the output differs from the reference (above)");
+        if (check_net_fused(def, &r.nd, r.s, "the same on default, fused", TSR_GRAPH_KEEP_ALL, NULL, 1))
+            fail_msg("conv + add fused: the output differs from the reference (above)");
+        tsr_netdesc_free(&r.nd);
+    }
+    tsr_device_close(def);
+    tsr_device_close(dev);
+}
+
 /* ------------------------------------------------------------ bad graphs */
 
 static void expect_err(int rc, const char *node, const char *what)
@@ -761,6 +813,7 @@ int main(void)
         cmocka_unit_test(test_conv_bind),
         cmocka_unit_test(test_small_resnet),
         cmocka_unit_test(test_random_graphs),
+        cmocka_unit_test(test_fuse_fallback),
         cmocka_unit_test(test_resnet18_full),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
