@@ -122,9 +122,11 @@ int tsr_conv2d_check(const tsr_conv2d_params_t *p, int *oh, int *ow)
     return TSR_OK;
 }
 
-static int geo_init(const tsr_config_t *c, const tsr_conv2d_params_t *p, geo_t *g)
+static int geo_init(const tsr_config_t *c, const tsr_conv2d_params_t *p, const tsr_add_params_t *fadd, geo_t *g)
 {
     memset(g, 0, sizeof *g);
+    g->fadd = fadd;
+    g->fuse = fadd != NULL;
     int rc = tsr_conv2d_check(p, &g->oh, &g->ow);
     if (rc)
         return rc;
@@ -161,7 +163,8 @@ static int geo_init(const tsr_config_t *c, const tsr_conv2d_params_t *p, geo_t *
 static uint64_t x_elems(const geo_t *g) { return (uint64_t)g->nb * g->cib * g->p->h * g->p->w; }
 static uint64_t w_elems(const geo_t *g) { return (uint64_t)g->cob * (g->dw ? g->wsplit : g->cib) * g->kk; }
 static uint64_t y_elems(const geo_t *g) { return (uint64_t)g->nb * g->cob * g->oh * g->ow; }
-static uint64_t c_elems(const geo_t *g) { return (uint64_t)g->cob * g->nconst; }
+/* (a fused add's constant rows behind the conv's) */
+static uint64_t c_elems(const geo_t *g) { return (uint64_t)g->cob * g->nconst + (g->fuse ? TSR_ADD_NCONST : 0); }
 
 void tsr_conv2d_pack_input(const tsr_config_t *c, const tsr_conv2d_plan_t *pl, const void *x, uint8_t *dst)
 {
@@ -294,6 +297,15 @@ int tsr_conv2d_pack_weights(const tsr_config_t *c, const tsr_conv2d_plan_t *pl, 
                     cdst[o + j] = (uint8_t)(u >> (8 * j));
             }
     }
+    if (pl->fused) { /* the add's rows (every lane the same) behind the conv's */
+        int32_t v[TSR_ADD_NCONST];
+        tsr_add_const_values(&pl->fadd, v);
+        const size_t el0 = (size_t)pl->cob * (size_t)pl->nconst, lanes = (size_t)c->batch * c->block_out;
+        for (int k = 0; k < TSR_ADD_NCONST; k++)
+            for (size_t l = 0; l < lanes; l++)
+                for (int j = 0; j < 4; j++)
+                    cdst[(el0 + (size_t)k) * c->acc_bytes + l * 4 + (size_t)j] = (uint8_t)((uint32_t)v[k] >> (8 * j));
+    }
     return TSR_OK;
 }
 
@@ -327,7 +339,7 @@ void tsr_conv2d_unpack_output(const tsr_config_t *c, const tsr_conv2d_plan_t *pl
  * shifts select ALU steps, so they are in. Weight zero points are in (the
  * stream does not read them today; a zero-point correction would). If the
  * lowering starts to depend on another value, add it here. */
-static size_t conv2d_sig(const tsr_conv2d_params_t *p, uint8_t *sig)
+static size_t conv2d_sig(const tsr_conv2d_params_t *p, const tsr_add_params_t *fadd, uint8_t *sig)
 {
     size_t n = tsr_kcache_sig_bytes(sig, 0, GEN_ID, sizeof GEN_ID);
     /* the units that shape the kernel are built separately: each one's identity */
@@ -352,6 +364,16 @@ static size_t conv2d_sig(const tsr_conv2d_params_t *p, uint8_t *sig)
         }
         n = tsr_kcache_sig_i32(sig, n, any_pos);
         n = tsr_kcache_sig_i32(sig, n, any_neg);
+    }
+    /* a fused add: its zero points and shifts select and fill ALU steps
+     * (multipliers and its rqfin row are constants, in for simplicity) */
+    n = tsr_kcache_sig_i32(sig, n, fadd != NULL);
+    if (fadd) {
+        const int32_t f[] = {fadd->a.zp,    fadd->b.zp,    fadd->y.zp,   fadd->left_shift, fadd->mult_a,
+                             fadd->shift_a, fadd->mult_b,  fadd->shift_b, fadd->mult_out,  fadd->shift_out,
+                             fadd->act_min, fadd->act_max};
+        for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+            n = tsr_kcache_sig_i32(sig, n, f[i]);
     }
     return n;
 }
@@ -387,6 +409,7 @@ static int generate(tsr_kcache_t *kc, geo_t *g, const uint8_t *sig, size_t sig_l
     key.g.c = NULL;
     key.g.p = NULL;
     key.g.kern = NULL;
+    key.g.fadd = NULL; /* (key.g.fuse says whether there is one; its values do not shape the tiling) */
     const tsr_conv2d_params_t *p = g->p;
     const int32_t pv[18] = {p->n,       p->c_in,     p->h,       p->w,         p->c_out,    p->kh,
                             p->kw,      p->stride_h, p->stride_w, p->pad_top,  p->pad_left, p->pad_bottom,
@@ -400,7 +423,7 @@ static int generate(tsr_kcache_t *kc, geo_t *g, const uint8_t *sig, size_t sig_l
         goto out;
     else
         (void)tsr_kcache_memo_put(kc, &key, sizeof key, &g->t, sizeof g->t);
-    g->x_el = g->w_el = g->y_el = g->c_el = g->uop_el = 0; /* relocatable: every buffer at 0 */
+    g->x_el = g->w_el = g->y_el = g->c_el = g->uop_el = g->r_el = 0; /* relocatable: every buffer at 0 */
     if (g->t.res)
         tsr_conv2d_build_res(g, &b);
     else
@@ -468,8 +491,24 @@ static int kernel_gen(void *ctx, tsr_kcache_ref_t **ref)
     return generate(x->kc, x->g, x->sig, x->sig_len, ref);
 }
 
-static int plan_impl(tsr_device_t *dev, const tsr_conv2d_params_t *params, const tsr_dtensor_t *x,
-                     const tsr_dtensor_t *y, tsr_conv2d_plan_t *pl)
+/* This plan's stream: the cached kernel's, relocated to its buffers (a
+ * fused add's residual is the one acc8 buffer). */
+static int conv_bind(const tsr_config_t *c, tsr_conv2d_plan_t *pl, uint64_t x_addr, uint64_t y_addr)
+{
+    const tsr_kernel_t *k = tsr_kcache_kernel(pl->kref);
+    memcpy(pl->insns, k->insns, k->ninsns * sizeof *pl->insns);
+    uint64_t base[TSR_MEM_COUNT] = {0};
+    base[TSR_MEM_UOP] = pl->uop_addr;
+    base[TSR_MEM_INP] = x_addr;
+    base[TSR_MEM_WGT] = pl->w_addr;
+    base[TSR_MEM_ACC] = pl->c_addr;
+    base[TSR_MEM_OUT] = y_addr;
+    base[TSR_MEM_ACC8] = pl->r_addr;
+    return tsr_kcache_relocate(c, pl->insns, k->ninsns, base);
+}
+
+static int plan_impl(tsr_device_t *dev, const tsr_conv2d_params_t *params, const tsr_add_params_t *fadd,
+                     const tsr_dtensor_t *x, const tsr_dtensor_t *r, const tsr_dtensor_t *y, tsr_conv2d_plan_t *pl)
 {
     const uint64_t t0 = tsr_mono_ns();
     if (!dev || !pl)
@@ -478,10 +517,16 @@ static int plan_impl(tsr_device_t *dev, const tsr_conv2d_params_t *params, const
     memset(pl, 0, sizeof *pl);
     geo_t g;
     uint8_t *sig = NULL;
-    int rc = geo_init(c, params, &g);
+    int rc = geo_init(c, params, fadd, &g);
     if (rc)
         return rc;
     pl->p = *params;
+    if (fadd) {
+        pl->fused = 1;
+        pl->fadd = *fadd;
+        pl->r_addr = r->addr;
+        g.fadd = &pl->fadd;
+    }
     pl->w_zp = malloc(sizeof(int32_t) * (size_t)params->w_zp_count);
     pl->mult = malloc(sizeof(int32_t) * (size_t)params->rq_count);
     pl->shift = malloc(sizeof(int32_t) * (size_t)params->rq_count);
@@ -504,7 +549,7 @@ static int plan_impl(tsr_device_t *dev, const tsr_conv2d_params_t *params, const
         rc = TSR_ENOMEM;
         goto fail;
     }
-    size_t sig_len = conv2d_sig(&pl->p, sig);
+    size_t sig_len = conv2d_sig(&pl->p, g.fadd, sig);
     if (sig_len > TSR_KCACHE_MAX_SIG) {
         rc = tsr_err(TSR_EINVAL, OP ": parameters too long for a kernel cache signature (%zu bytes)", sig_len);
         goto fail;
@@ -579,7 +624,7 @@ static int plan_impl(tsr_device_t *dev, const tsr_conv2d_params_t *params, const
         goto fail;
     }
     pl->ninsns = k->ninsns;
-    if ((rc = tsr_kcache_bind(c, pl->kref, pl->insns, pl->uop_addr, pl->x_addr, pl->w_addr, pl->c_addr, pl->y_addr))) {
+    if ((rc = conv_bind(c, pl, pl->x_addr, pl->y_addr))) {
         tsr_err_prefix(rc, OP ": ");
         goto fail;
     }
@@ -641,7 +686,7 @@ int tsr_conv2d_plan(tsr_device_t *dev, const tsr_conv2d_params_t *params, tsr_co
      * BLOCK_OUT, 8-bit). Else the input is packed as this lowering needs it
      * (copies per weight part; rows of BLOCK_IN) into buffers of the plan. */
     if (!dev || !pl || !params)
-        return plan_impl(dev, params, NULL, NULL, pl);
+        return plan_impl(dev, params, NULL, NULL, NULL, NULL, pl);
     const tsr_config_t *c = tsr_device_config(dev);
     int oh, ow, rc = tsr_conv2d_check(params, &oh, &ow);
     tsr_dtensor_t x, y;
@@ -649,7 +694,7 @@ int tsr_conv2d_plan(tsr_device_t *dev, const tsr_conv2d_params_t *params, tsr_co
         tsr_dtensor_init(c, params->n, params->c_in, params->h, params->w, params->x_dtype, params->x_zp, &x) ||
         tsr_dtensor_init(c, params->n, params->c_out, oh, ow, params->y_dtype, params->y_zp, &y)) {
         tsr_err_clear();
-        return plan_impl(dev, params, NULL, NULL, pl);
+        return plan_impl(dev, params, NULL, NULL, NULL, NULL, pl);
     }
     if ((rc = tsr_dtensor_alloc(dev, &x)) || (rc = tsr_dtensor_alloc(dev, &y)) ||
         (rc = tsr_conv2d_plan_tensors(dev, params, &x, &y, pl))) {
@@ -663,6 +708,39 @@ int tsr_conv2d_plan(tsr_device_t *dev, const tsr_conv2d_params_t *params, tsr_co
     return TSR_OK;
 }
 
+/* Input tensor x and output shape/dtype checks of a tensor plan, and the
+ * device view v of p: int8 values h = x - off in, re-centred y - off out
+ * (the requantization's zero point and clamp move with it). */
+static int tensor_view(const tsr_conv2d_params_t *p, const tsr_dtensor_t *x, tsr_conv2d_params_t *v, int *oh,
+                       int *ow)
+{
+    int rc = tsr_conv2d_check(p, oh, ow);
+    if (rc)
+        return rc;
+    if (x->n != p->n || x->c != p->c_in || x->h != p->h || x->w != p->w || x->dtype != p->x_dtype ||
+        x->zp != p->x_zp)
+        return tsr_err(TSR_EINVAL, OP ": input tensor [%d,%d,%d,%d] zp %d does not match the parameters "
+                       "[%d,%d,%d,%d] zp %d (or its dtype differs)",
+                       x->n, x->c, x->h, x->w, (int)x->zp, p->n, p->c_in, p->h, p->w, (int)p->x_zp);
+    *v = *p;
+    const int xo = tsr_dtensor_off(p->x_dtype), yo = tsr_dtensor_off(p->y_dtype);
+    v->x_dtype = v->y_dtype = TSR_DT_INT8;
+    v->x_zp -= xo;
+    v->y_zp -= yo;
+    v->act_min -= yo;
+    v->act_max -= yo;
+    return TSR_OK;
+}
+
+static int tensor_is(const char *what, const tsr_dtensor_t *t, int n, int c, int h, int w, tsr_dtype_e dt, int32_t zp)
+{
+    if (t->n != n || t->c != c || t->h != h || t->w != w || t->dtype != dt || t->zp != zp)
+        return tsr_err(TSR_EINVAL, OP ": %s tensor [%d,%d,%d,%d] zp %d does not match the parameters "
+                       "[%d,%d,%d,%d] zp %d (or its dtype differs)",
+                       what, t->n, t->c, t->h, t->w, (int)t->zp, n, c, h, w, (int)zp);
+    return TSR_OK;
+}
+
 int tsr_conv2d_plan_tensors(tsr_device_t *dev, const tsr_conv2d_params_t *params, const tsr_dtensor_t *x,
                             const tsr_dtensor_t *y, tsr_conv2d_plan_t *pl)
 {
@@ -670,29 +748,70 @@ int tsr_conv2d_plan_tensors(tsr_device_t *dev, const tsr_conv2d_params_t *params
         memset(pl, 0, sizeof *pl);
     if (!params || !x || !y)
         return tsr_err(TSR_EINVAL, OP ": NULL parameters or tensor");
-    int oh, ow, rc = tsr_conv2d_check(params, &oh, &ow);
+    const tsr_conv2d_params_t *p = params;
+    tsr_conv2d_params_t v;
+    int oh, ow, rc = tensor_view(p, x, &v, &oh, &ow);
+    if (rc || (rc = tensor_is("output", y, p->n, p->c_out, oh, ow, p->y_dtype, p->y_zp)))
+        return rc;
+    return plan_impl(dev, &v, NULL, x, NULL, y, pl);
+}
+
+/* The add's a must be exactly the conv's output (shape, dtype, zero point). */
+static int add_matches(const tsr_conv2d_params_t *p, const tsr_add_params_t *add, int oh, int ow)
+{
+    int64_t count;
+    int rc = tsr_add_check(add, &count);
     if (rc)
         return rc;
+    const tsr_eltwise_desc_t *a = &add->a;
+    if (a->n != p->n || a->c != p->c_out || a->h != oh || a->w != ow || a->dtype != p->y_dtype || a->zp != p->y_zp)
+        return tsr_err(TSR_EINVAL, OP ": fused add: its input a [%d,%d,%d,%d] zp %d is not the conv's output "
+                       "[%d,%d,%d,%d] zp %d (or its dtype differs)",
+                       a->n, a->c, a->h, a->w, (int)a->zp, p->n, p->c_out, oh, ow, (int)p->y_zp);
+    return TSR_OK;
+}
+
+int tsr_conv2d_plan_tensors_add(tsr_device_t *dev, const tsr_conv2d_params_t *params, const tsr_add_params_t *add,
+                                const tsr_dtensor_t *x, const tsr_dtensor_t *r, const tsr_dtensor_t *y,
+                                tsr_conv2d_plan_t *pl)
+{
+    if (pl)
+        memset(pl, 0, sizeof *pl);
+    if (!params || !add || !x || !r || !y)
+        return tsr_err(TSR_EINVAL, OP ": NULL parameters or tensor");
     const tsr_conv2d_params_t *p = params;
-    if (x->n != p->n || x->c != p->c_in || x->h != p->h || x->w != p->w || x->dtype != p->x_dtype ||
-        x->zp != p->x_zp)
-        return tsr_err(TSR_EINVAL, OP ": input tensor [%d,%d,%d,%d] zp %d does not match the parameters "
-                       "[%d,%d,%d,%d] zp %d (or its dtype differs)",
-                       x->n, x->c, x->h, x->w, (int)x->zp, p->n, p->c_in, p->h, p->w, (int)p->x_zp);
-    if (y->n != p->n || y->c != p->c_out || y->h != oh || y->w != ow || y->dtype != p->y_dtype || y->zp != p->y_zp)
-        return tsr_err(TSR_EINVAL, OP ": output tensor [%d,%d,%d,%d] zp %d does not match the parameters "
-                       "[%d,%d,%d,%d] zp %d (or its dtype differs)",
-                       y->n, y->c, y->h, y->w, (int)y->zp, p->n, p->c_out, oh, ow, (int)p->y_zp);
-    /* the device view: int8 values h = x - off in, re-centred y - off out
-     * (the requantization's zero point and clamp move with it) */
-    tsr_conv2d_params_t v = *p;
-    const int xo = tsr_dtensor_off(p->x_dtype), yo = tsr_dtensor_off(p->y_dtype);
-    v.x_dtype = v.y_dtype = TSR_DT_INT8;
-    v.x_zp -= xo;
-    v.y_zp -= yo;
-    v.act_min -= yo;
-    v.act_max -= yo;
-    return plan_impl(dev, &v, x, y, pl);
+    tsr_conv2d_params_t v;
+    tsr_add_params_t fv;
+    int oh, ow, rc = tensor_view(p, x, &v, &oh, &ow);
+    if (rc || (rc = add_matches(p, add, oh, ow)) ||
+        (rc = tensor_is("residual", r, add->b.n, add->b.c, add->b.h, add->b.w, add->b.dtype, add->b.zp)) ||
+        (rc = tensor_is("output", y, add->y.n, add->y.c, add->y.h, add->y.w, add->y.dtype, add->y.zp)))
+        return rc;
+    if (!r->addr || r->bytes != y->bytes)
+        return tsr_err(TSR_EINVAL, OP ": fused add: residual tensor without a buffer or of another layout");
+    tsr_add_params_device_view(add, &fv);
+    return plan_impl(dev, &v, &fv, x, r, y, pl);
+}
+
+int tsr_conv2d_add_fits(const tsr_config_t *cfg, const tsr_conv2d_params_t *p, const tsr_add_params_t *add)
+{
+    int oh, ow;
+    tsr_add_params_t fv;
+    geo_t g;
+    if (!cfg || !p || !add || tsr_conv2d_check(p, &oh, &ow) || add_matches(p, add, oh, ow)) {
+        tsr_err_clear();
+        return 0;
+    }
+    tsr_add_params_device_view(add, &fv);
+    if (geo_init(cfg, p, &fv, &g)) {
+        tsr_err_clear();
+        return 0;
+    }
+    /* the smallest tile (one output row and column, one block each way,
+     * single buffers): the search considers it, so if it fits the search
+     * finds a tiling */
+    const tiling_t t = {.toh = 1, .tco = 1, .tci = g.dw ? g.wsplit : 1, .tow = 1, .nbi = 1, .nba = 1};
+    return tsr_conv2d_tiling_fits(&g, &t);
 }
 
 int tsr_conv2d_bind(tsr_device_t *dev, tsr_conv2d_plan_t *pl, const tsr_dtensor_t *x, const tsr_dtensor_t *y)
@@ -704,7 +823,7 @@ int tsr_conv2d_bind(tsr_device_t *dev, tsr_conv2d_plan_t *pl, const tsr_dtensor_
     if (x->bytes != pl->x_bytes || y->bytes != pl->y_bytes || !x->addr || !y->addr)
         return tsr_err(TSR_EINVAL, OP ": device tensors do not match the plan's input/output layout");
     const tsr_config_t *c = tsr_device_config(dev);
-    int rc = tsr_kcache_bind(c, pl->kref, pl->insns, pl->uop_addr, x->addr, pl->w_addr, pl->c_addr, y->addr);
+    int rc = conv_bind(c, pl, x->addr, y->addr);
     if (rc)
         return tsr_err_prefix(rc, OP ": ");
     pl->x_addr = x->addr;

@@ -70,6 +70,7 @@
 
 #include "tsr_driver.h"
 #include "tsr_dtensor.h"
+#include "tsr_eltwise.h"
 #include "tsr_kcache.h"
 #include "tsr_npy.h"
 
@@ -114,6 +115,9 @@ typedef struct tsr_conv2d_plan {
     int resident;                  /* resident mode: weights and constants loaded once and kept on chip, input
                                       blocks cached in slots, the last tiles shrinking (tsr_conv2d_build_res) */
     int h_pad;                     /* pad value h_pad = x_zp - off */
+    int fused;                     /* 1: a residual add runs in the epilogue (tsr_conv2d_plan_tensors_add) */
+    tsr_add_params_t fadd;         /* its parameters, device view (fused only) */
+    uint64_t r_addr;               /* its residual input's buffer (a device tensor's; fused only) */
     tsr_insn_t *insns;             /* the instruction stream (owned) */
     size_t ninsns;                 /* its length */
     size_t nuops;                  /* uops in the kernel buffer */
@@ -164,6 +168,22 @@ void tsr_conv2d_plan_free(tsr_device_t *dev, tsr_conv2d_plan_t *plan);
  * need the input packed more than once (groups 1 with wsplit > 1). */
 int tsr_conv2d_plan_tensors(tsr_device_t *dev, const tsr_conv2d_params_t *p, const tsr_dtensor_t *x,
                             const tsr_dtensor_t *y, tsr_conv2d_plan_t *plan);
+/* The same with a residual add fused into the epilogue (operators.md
+ * "Residual add in the conv epilogue"): y = add(conv(x), r), add in the
+ * logical dtypes with add->a the conv's output (p's y: shape, dtype, zero
+ * point) and add->b the residual r, add->y y. The conv's output never
+ * reaches DRAM; the epilogue loads r's rows (LOAD acc8) beside each tile
+ * and runs the add's general sequence on the accumulator rows: every byte
+ * equal to tsr_add over the unfused conv's output. TSR_EINVAL if no tiling
+ * leaves room for the residual's region (tsr_conv2d_add_fits says so
+ * before): run the add on its own then. */
+int tsr_conv2d_plan_tensors_add(tsr_device_t *dev, const tsr_conv2d_params_t *p, const tsr_add_params_t *add,
+                                const tsr_dtensor_t *x, const tsr_dtensor_t *r, const tsr_dtensor_t *y,
+                                tsr_conv2d_plan_t *plan);
+/* 1 if the fused plan above can be made on cfg (some tiling fits the
+ * buffers with the residual's region and the add's uops), 0 if not or if
+ * the parameters are invalid. */
+int tsr_conv2d_add_fits(const tsr_config_t *cfg, const tsr_conv2d_params_t *p, const tsr_add_params_t *add);
 /* Re-bind a tensor plan to other tensors of the same layout: the cached
  * stream relocated again (no generation). */
 int tsr_conv2d_bind(tsr_device_t *dev, tsr_conv2d_plan_t *plan, const tsr_dtensor_t *x, const tsr_dtensor_t *y);

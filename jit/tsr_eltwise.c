@@ -222,7 +222,7 @@ static int geo_init(const tsr_config_t *c, tsr_eltwise_kind_e kind, const tsr_ad
     g->groups = 1;
     g->wsets = 1;
     g->lanes = c->batch * c->block_out;
-    g->nconst = kind == TSR_ELTWISE_ADD ? 4 : 0; /* M_a, M_b, M_o, the output's rqfin row */
+    g->nconst = kind == TSR_ELTWISE_ADD ? TSR_ADD_NCONST : 0; /* M_a, M_b, M_o, the output's rqfin row */
     g->rows = (uint32_t)(cdiv64(cdiv64(g->count, g->lanes), g->kr) * g->kr);
     g->inp_rows = g->kr > 1 ? g->rows / (uint32_t)g->kr : g->rows * (uint32_t)g->ki;
 
@@ -489,13 +489,21 @@ static void pack_weights(const tsr_config_t *c, const geo_t *g, uint8_t *w)
             }
 }
 
-static void pack_consts(const tsr_config_t *c, const geo_t *g, uint8_t *dst)
+void tsr_add_const_values(const tsr_add_params_t *pa, int32_t v[TSR_ADD_NCONST])
 {
-    const tsr_add_params_t *pa = g->pa;
     /* rqfin: right shift [4:0], y_zp [13:5], act_min [22:14], act_max [31:23] */
     const int32_t fin = (int32_t)((uint32_t)(pa->shift_out < 0 ? -pa->shift_out : 0) | ((uint32_t)pa->y.zp & 511u) << 5 |
                                   ((uint32_t)pa->act_min & 511u) << 14 | ((uint32_t)pa->act_max & 511u) << 23);
-    const int32_t v[4] = {pa->mult_a, pa->mult_b, pa->mult_out, fin};
+    v[0] = pa->mult_a;
+    v[1] = pa->mult_b;
+    v[2] = pa->mult_out;
+    v[3] = fin;
+}
+
+static void pack_consts(const tsr_config_t *c, const geo_t *g, uint8_t *dst)
+{
+    int32_t v[TSR_ADD_NCONST];
+    tsr_add_const_values(g->pa, v);
     for (int k = 0; k < g->nconst; k++)
         for (int l = 0; l < g->lanes; l++) {
             uint32_t u = (uint32_t)v[k];
@@ -862,6 +870,19 @@ int tsr_clip_plan(tsr_device_t *dev, const tsr_clip_params_t *p, tsr_eltwise_pla
     return plan_common(dev, TSR_ELTWISE_CLIP, NULL, p, NULL, plan);
 }
 
+void tsr_add_params_device_view(const tsr_add_params_t *p, tsr_add_params_t *v)
+{
+    *v = *p;
+    tsr_eltwise_desc_t *d[3] = {&v->a, &v->b, &v->y};
+    for (int i = 0; i < 3; i++) {
+        d[i]->zp -= tsr_dtensor_off(d[i]->dtype);
+        d[i]->dtype = TSR_DT_INT8;
+    }
+    const int yo = tsr_dtensor_off(p->y.dtype);
+    v->act_min -= yo;
+    v->act_max -= yo;
+}
+
 /* The device view of tensor t as a flat elementwise operand: all its rows
  * (padded lanes included: elementwise, they only meet padded lanes) as
  * int8 values with zero point zp - off. */
@@ -896,13 +917,11 @@ int tsr_add_plan_tensors(tsr_device_t *dev, const tsr_add_params_t *p, const tsr
     int rc = tsr_add_check(p, &count);
     if (rc)
         return rc;
-    tsr_add_params_t v = *p;
+    tsr_add_params_t v;
+    tsr_add_params_device_view(p, &v);
     if ((rc = flat_view("add", "a", &p->a, a, &v.a)) || (rc = flat_view("add", "b", &p->b, b, &v.b)) ||
         (rc = flat_view("add", "output", &p->y, y, &v.y)))
         return rc;
-    const int yo = tsr_dtensor_off(p->y.dtype);
-    v.act_min -= yo;
-    v.act_max -= yo;
     const tsr_dtensor_t *ext[3] = {a, b, y};
     return plan_common(dev, TSR_ELTWISE_ADD, &v, NULL, ext, plan);
 }

@@ -161,6 +161,18 @@ int tsr_add_plan_tensors(tsr_device_t *dev, const tsr_add_params_t *p, const tsr
                          const tsr_dtensor_t *b, const tsr_dtensor_t *y, tsr_eltwise_plan_t *plan);
 int tsr_clip_plan_tensors(tsr_device_t *dev, const tsr_clip_params_t *p, const tsr_dtensor_t *x,
                           const tsr_dtensor_t *y, tsr_eltwise_plan_t *plan);
+/* The device view of add parameters p (operands as device tensors hold
+ * them, tsr_dtensor.h): every dtype int8, zero points zp - off, the clamp
+ * moved by the output's offset. The shapes are kept. tsr_add_plan_tensors
+ * plans on it, and so does a conv whose epilogue does the add
+ * (tsr_conv2d_plan_tensors_add). */
+void tsr_add_params_device_view(const tsr_add_params_t *p, tsr_add_params_t *v);
+/* The add's constant accumulator rows, one value for every lane: M_a, M_b,
+ * M_o, and the output's rqfin row (shift -S_o if S_o < 0, y_zp, act_min,
+ * act_max packed as isa/semantics.md says). */
+#define TSR_ADD_NCONST 4
+void tsr_add_const_values(const tsr_add_params_t *p, int32_t v[TSR_ADD_NCONST]);
+
 /* Free the device buffers and the stream (safe on a zeroed or failed plan). */
 void tsr_add_plan_free(tsr_device_t *dev, tsr_eltwise_plan_t *plan);
 void tsr_clip_plan_free(tsr_device_t *dev, tsr_eltwise_plan_t *plan);

@@ -27,6 +27,7 @@ typedef struct {
     int tap;               /* plan: node whose tap-packed input this graph input holds (-1: none) */
     int is_input;          /* plan: a graph input (no producer, read by some node) */
     tsr_dtensor_t orig;    /* the tensor as declared, while t is its tap-packed form */
+    int dead;              /* plan: a conv's output that an add fused into the conv replaces (no buffer) */
 } gtensor_t;
 
 typedef struct {
@@ -48,6 +49,10 @@ typedef struct {
     tsr_pool_plan_t pp;
     tsr_eltwise_plan_t ep;
     int planned;           /* the plan above is live */
+    int fconv;             /* plan, add: 1 + the conv node whose epilogue runs it (0: none; cp is then the fused
+                              conv's plan and in[fk] the conv's input instead of its output) */
+    int fk;                /* plan, add: which input the conv's output was */
+    int finto;             /* plan, conv: 1 + the add node it runs in (0: none; the conv itself runs nothing) */
     tsr_graph_layer_t L;   /* report of the last execution */
 } gnode_t;
 
@@ -102,7 +107,7 @@ static void unplan(tsr_graph_t *g)
         gnode_t *n = &g->ns[i];
         if (!n->planned)
             continue;
-        if (n->op == TSR_GOP_CONV || n->op == TSR_GOP_DENSE)
+        if (n->op == TSR_GOP_CONV || n->op == TSR_GOP_DENSE || n->fconv)
             tsr_conv2d_plan_free(g->dev, &n->cp);
         else if (n->op == TSR_GOP_POOL)
             tsr_pool_plan_free(g->dev, &n->pp);
@@ -115,9 +120,16 @@ static void unplan(tsr_graph_t *g)
     if (g->arena)
         tsr_mem_free(g->dev, g->arena);
     for (int i = 0; i < g->nn; i++) {
-        free(g->ns[i].tw);
-        g->ns[i].tw = NULL;
-        g->ns[i].tap = 0;
+        gnode_t *n = &g->ns[i];
+        if (n->fconv) { /* the add reads the conv's output again */
+            const gnode_t *cv = &g->ns[n->fconv - 1];
+            n->in[n->fk] = cv->out;
+            g->ts[cv->out].dead = 0;
+        }
+        n->fconv = n->finto = n->fk = 0;
+        free(n->tw);
+        n->tw = NULL;
+        n->tap = 0;
     }
     for (int t = 0; t < g->nt; t++) {
         if (g->ts[t].tap >= 0)
@@ -549,7 +561,7 @@ static int place(tsr_graph_t *g, unsigned flags, uint64_t align)
     int nr = 0;
     g->tensor_bytes = 0;
     for (int t = 0; t < g->nt; t++)
-        if (g->ts[t].alias == t) {
+        if (g->ts[t].alias == t && !g->ts[t].dead) {
             roots[nr++] = t;
             g->tensor_bytes += g->ts[t].t.bytes;
         }
@@ -607,6 +619,8 @@ static void layer_shape(const gnode_t *n, const tsr_graph_t *g, char *s, size_t 
 
 static const char *op_name(const gnode_t *n)
 {
+    if (n->finto)
+        return "fused";
     switch (n->op) {
     case TSR_GOP_CONV: return n->conv.groups > 1 ? "dwconv" : "conv";
     case TSR_GOP_DENSE: return "dense";
@@ -624,11 +638,18 @@ static double real_bytes(const tsr_dtensor_t *t) { return (double)t->n * t->c * 
 static void layer_static(tsr_graph_t *g, gnode_t *n)
 {
     tsr_graph_layer_t *L = &n->L;
-    L->name = n->name;
-    L->op = op_name(n);
-    layer_shape(n, g, L->shape, sizeof L->shape);
+    const gnode_t *cv = n->fconv ? &g->ns[n->fconv - 1] : NULL; /* a fused add is its conv's layer */
+    L->name = cv ? cv->name : n->name;
+    layer_shape(cv ? cv : n, g, L->shape, sizeof L->shape);
+    L->op = !cv ? op_name(n) : cv->conv.groups > 1 ? "dwconv+add" : "conv+add";
     L->kcache = -1;
-    if (n->op == TSR_GOP_CONV || n->op == TSR_GOP_DENSE) {
+    if (cv) { /* the conv's figures, and the residual read instead of the add's own traffic */
+        L->macs = tsr_roofline_conv2d_macs(&cv->conv);
+        L->compulsory = tsr_roofline_conv2d_compulsory(&cv->conv, 0) + real_bytes(&g->ts[n->in[1 - n->fk]].t);
+        if (!cv->bias)
+            L->compulsory -= 4.0 * cv->conv.c_out;
+    } else if (n->finto) {
+    } else if (n->op == TSR_GOP_CONV || n->op == TSR_GOP_DENSE) {
         L->macs = tsr_roofline_conv2d_macs(&n->conv);
         L->compulsory = tsr_roofline_conv2d_compulsory(&n->conv, 0);
         if (!n->bias) /* no bias moves no bias bytes */
@@ -643,6 +664,53 @@ static void layer_static(tsr_graph_t *g, gnode_t *n)
     L->memory_bound = r.memory_bound;
 }
 
+/* The add's parameters with a = the fused conv's output (the add is
+ * symmetric: raw = MBQM(va) + MBQM(vb) is the same integer either way). */
+static tsr_add_params_t fused_add_params(const gnode_t *n)
+{
+    tsr_add_params_t p = n->add;
+    if (n->fk == 1) {
+        p.a = n->add.b;
+        p.b = n->add.a;
+        p.mult_a = n->add.mult_b;
+        p.mult_b = n->add.mult_a;
+        p.shift_a = n->add.shift_b;
+        p.shift_b = n->add.shift_a;
+    }
+    return p;
+}
+
+/* Plan conv node cv's parameters into n->cp (n is cv, or the add fused
+ * into it: then with residual r) and upload cv's weights. */
+static int plan_conv(tsr_graph_t *g, gnode_t *n, const gnode_t *cv, const tsr_dtensor_t *x, const tsr_dtensor_t *r,
+                     const tsr_dtensor_t *y)
+{
+    tsr_device_t *dev = g->dev;
+    const tsr_conv2d_params_t *cp = cv->tap ? &cv->tconv : &cv->conv;
+    int rc;
+    if (r) {
+        const tsr_add_params_t ap = fused_add_params(n);
+        rc = tsr_conv2d_plan_tensors_add(dev, cp, &ap, x, r, y, &n->cp);
+    } else
+        rc = tsr_conv2d_plan_tensors(dev, cp, x, y, &n->cp);
+    if (rc)
+        return rc;
+    n->planned = 1;
+    const double t1 = now_ms();
+    const size_t need = n->cp.w_bytes + n->cp.c_bytes;
+    if (need > g->pack_cap) {
+        free(g->pack);
+        g->pack_cap = 0;
+        if (!(g->pack = malloc(need)))
+            return tsr_err(TSR_ENOMEM, "out of memory");
+        g->pack_cap = need;
+    }
+    rc = tsr_conv2d_write_weights_buf(dev, &n->cp, cv->tap ? cv->tw : cv->w, cv->bias, g->pack);
+    n->L.upload_ms = now_ms() - t1;
+    g->weight_bytes += n->cp.w_bytes + n->cp.c_bytes;
+    return rc;
+}
+
 static int plan_node(tsr_graph_t *g, gnode_t *n)
 {
     tsr_device_t *dev = g->dev;
@@ -652,23 +720,8 @@ static int plan_node(tsr_graph_t *g, gnode_t *n)
     switch (n->op) {
     case TSR_GOP_CONV:
     case TSR_GOP_DENSE:
-        if (!(rc = tsr_conv2d_plan_tensors(dev, n->tap ? &n->tconv : &n->conv, x, y, &n->cp))) {
-            n->planned = 1;
-            const double t1 = now_ms();
-            const size_t need = n->cp.w_bytes + n->cp.c_bytes;
-            if (need > g->pack_cap) {
-                free(g->pack);
-                g->pack_cap = 0;
-                if (!(g->pack = malloc(need)))
-                    rc = tsr_err(TSR_ENOMEM, "out of memory");
-                else
-                    g->pack_cap = need;
-            }
-            if (!rc)
-                rc = tsr_conv2d_write_weights_buf(dev, &n->cp, n->tap ? n->tw : n->w, n->bias, g->pack);
-            n->L.upload_ms = now_ms() - t1;
-            g->weight_bytes += n->cp.w_bytes + n->cp.c_bytes;
-        }
+        if (!n->finto) /* (else it runs in the add's node) */
+            rc = plan_conv(g, n, n, x, NULL, y);
         break;
     case TSR_GOP_POOL:
         if (!(rc = tsr_pool_plan_tensors(dev, &n->pool, x, y, &n->pp))) {
@@ -677,6 +730,10 @@ static int plan_node(tsr_graph_t *g, gnode_t *n)
         }
         break;
     case TSR_GOP_ADD:
+        if (n->fconv) {
+            rc = plan_conv(g, n, &g->ns[n->fconv - 1], &g->ts[n->in[n->fk]].t, &g->ts[n->in[1 - n->fk]].t, y);
+            break;
+        }
         if (!(rc = tsr_add_plan_tensors(dev, &n->add, x, &g->ts[n->in[1]].t, y, &n->ep))) {
             n->planned = 1;
             g->weight_bytes += n->ep.w_bytes + n->ep.c_bytes;
@@ -696,7 +753,9 @@ static int plan_node(tsr_graph_t *g, gnode_t *n)
     layer_static(g, n);
     n->L.upload_ms = upload;
     n->L.plan_ms = now_ms() - t0 - upload;
-    if (n->op == TSR_GOP_CONV || n->op == TSR_GOP_DENSE)
+    if (n->finto)
+        n->L.kcache = -1;
+    else if (n->op == TSR_GOP_CONV || n->op == TSR_GOP_DENSE || n->fconv)
         n->L.kcache = n->cp.kcache;
     else if (n->op == TSR_GOP_POOL)
         n->L.kcache = n->pp.kcache;
@@ -741,6 +800,44 @@ static int tap_inputs(tsr_graph_t *g)
     return TSR_OK;
 }
 
+/* Fuse each add into the conv feeding one of its inputs when the conv's
+ * output has no other reader (no other node, no reshape, not a graph
+ * output) and the conv's parameters leave room for the epilogue on this
+ * device (tsr_conv2d_add_fits); else the add runs on its own. The add's
+ * node then runs the conv (its input in[fk] becomes the conv's input, so
+ * the ordering and the lifetimes follow from the usual rules: the conv's
+ * input lives until the add, the add's output is written there); the conv
+ * node runs nothing and its output gets no buffer. unplan() undoes it. */
+static void fuse_adds(tsr_graph_t *g)
+{
+    for (int i = 0; i < g->nn; i++) {
+        gnode_t *n = &g->ns[i];
+        if (n->op != TSR_GOP_ADD || n->in[0] == n->in[1])
+            continue;
+        for (int k = 0; k < 2 && !n->fconv; k++) {
+            const int t = n->in[k], c = g->ts[t].producer;
+            if (c < 0 || g->ns[c].op != TSR_GOP_CONV || g->ns[c].finto || g->ts[t].is_output)
+                continue;
+            int uses = 0;
+            for (int j = 0; j < g->nn; j++)
+                uses += (g->ns[j].in[0] == t) + (g->ns[j].in[1] == t);
+            if (uses != 1)
+                continue;
+            gnode_t *cv = &g->ns[c];
+            n->fk = k;
+            const tsr_add_params_t ap = fused_add_params(n);
+            if (!tsr_conv2d_add_fits(tsr_device_config(g->dev), cv->tap ? &cv->tconv : &cv->conv, &ap))
+                continue;
+            n->fconv = c + 1;
+            cv->finto = i + 1;
+            n->in[k] = cv->in[0];
+            g->ts[t].dead = 1;
+        }
+        if (!n->fconv)
+            n->fk = 0;
+    }
+}
+
 int tsr_graph_plan(tsr_graph_t *g, tsr_device_t *dev, unsigned flags)
 {
     if (!g || !dev)
@@ -759,6 +856,8 @@ int tsr_graph_plan(tsr_graph_t *g, tsr_device_t *dev, unsigned flags)
             g->ts[g->ns[i].out].alias = g->ns[i].in[0];
     g->dev = dev;
     int rc = (flags & TSR_GRAPH_NO_TAPPACK) ? TSR_OK : tap_inputs(g);
+    if (!rc && !(flags & TSR_GRAPH_NO_FUSE))
+        fuse_adds(g);
     if (!rc)
         rc = order_nodes(g);
     uint64_t align = 64;
@@ -771,7 +870,7 @@ int tsr_graph_plan(tsr_graph_t *g, tsr_device_t *dev, unsigned flags)
     if (rc)
         goto fail;
     for (int t = 0; t < g->nt; t++) {
-        g->ts[t].t.addr = g->arena + g->ts[root_of(g, t)].off;
+        g->ts[t].t.addr = g->ts[root_of(g, t)].dead ? 0 : g->arena + g->ts[root_of(g, t)].off;
         g->ts[t].is_input = 0;
         for (int i = 0; i < g->nn && g->ts[t].producer < 0; i++)
             g->ts[t].is_input |= g->ns[i].in[0] == t || g->ns[i].in[1] == t;
@@ -803,7 +902,9 @@ fail:
 static const tsr_insn_t *node_stream(const gnode_t *n, size_t *ni)
 {
     *ni = 0;
-    if (n->op == TSR_GOP_CONV || n->op == TSR_GOP_DENSE) {
+    if (n->finto)
+        return NULL; /* runs in its add's node */
+    if (n->op == TSR_GOP_CONV || n->op == TSR_GOP_DENSE || n->fconv) {
         *ni = n->cp.ninsns;
         return n->cp.insns;
     }
@@ -924,6 +1025,10 @@ int tsr_graph_read_tensor(tsr_graph_t *g, int t, void *dst)
 {
     if (!g || !g->dev || t < 0 || t >= g->nt || !dst)
         return tsr_err(TSR_EINVAL, "graph: not planned, no tensor %d or NULL destination", t);
+    if (g->ts[t].dead)
+        return tsr_err(TSR_EINVAL, "graph: tensor %d is the output of conv \"%s\", whose epilogue does the add that "
+                       "reads it: it never reaches DRAM (plan with TSR_GRAPH_NO_FUSE to read it back)", t,
+                       g->ns[g->ts[t].producer].name);
     if (g->ts[t].tap >= 0)
         return tsr_err(TSR_EINVAL, "graph: input tensor %d is held tap-packed for node \"%s\" (plan with "
                        "TSR_GRAPH_NO_TAPPACK to read it back)", t, g->ns[g->ts[t].tap].name);
@@ -976,6 +1081,11 @@ const tsr_dtensor_t *tsr_graph_tensor_desc(const tsr_graph_t *g, int t)
     return g && t >= 0 && t < g->nt ? &g->ts[t].t : NULL;
 }
 
+int tsr_graph_tensor_fused(const tsr_graph_t *g, int t)
+{
+    return g && g->dev && t >= 0 && t < g->nt && g->ts[t].dead;
+}
+
 const char *tsr_graph_producer(const tsr_graph_t *g, int t)
 {
     if (!g || t < 0 || t >= g->nt || g->ts[t].producer < 0)
@@ -1021,7 +1131,7 @@ void tsr_graph_totals(const tsr_graph_t *g, tsr_graph_totals_t *o)
         return;
     for (int i = 0; i < g->nn; i++) {
         const gnode_t *n = &g->ns[i];
-        if (n->op == TSR_GOP_RESHAPE)
+        if (n->op == TSR_GOP_RESHAPE || n->finto)
             continue;
         o->layers++;
         o->macs += n->L.macs;
@@ -1052,13 +1162,13 @@ void tsr_graph_print_report(const tsr_graph_t *g, FILE *f)
     if (!g || !g->order)
         return;
     const double peak = (double)g->cfg.macs_per_op;
-    fprintf(f, "%-3s %-18s %-7s %-26s %11s %10s %6s %10s %6s %-7s %10s %10s %7s %-4s\n", "#", "layer", "op", "shape",
+    fprintf(f, "%-3s %-18s %-10s %-26s %11s %10s %6s %10s %6s %-7s %10s %10s %7s %-4s\n", "#", "layer", "op", "shape",
             "MACs", "cycles", "util", "bound", "ratio", "limit", "moved", "compulsory", "plan_ms", "jit");
     static const char *kcn[] = {"off", "miss", "hit", "disk"};
     int k = 0;
     for (int i = 0; i < g->nn; i++) {
         const gnode_t *n = &g->ns[g->order[i]];
-        if (n->op == TSR_GOP_RESHAPE)
+        if (n->op == TSR_GOP_RESHAPE || n->finto)
             continue;
         const tsr_graph_layer_t *L = &n->L;
         char cyc[24] = "-", util[16] = "-", ratio[16] = "-";
@@ -1067,7 +1177,7 @@ void tsr_graph_print_report(const tsr_graph_t *g, FILE *f)
             snprintf(util, sizeof util, "%.3f", L->macs / (L->cycles * peak));
             snprintf(ratio, sizeof ratio, "%.3f", L->bound / L->cycles);
         }
-        fprintf(f, "%-3d %-18.18s %-7s %-26.26s %11.0f %10s %6s %10.0f %6s %-7s %10.0f %10.0f %7.2f %-4s\n", k++,
+        fprintf(f, "%-3d %-18.18s %-10s %-26.26s %11.0f %10s %6s %10.0f %6s %-7s %10.0f %10.0f %7.2f %-4s\n", k++,
                 L->name, L->op, L->shape, L->macs, cyc, util, L->bound, ratio, L->memory_bound ? "memory" : "compute",
                 L->moved, L->compulsory, L->plan_ms, L->kcache >= 0 && L->kcache < 4 ? kcn[L->kcache] : "-");
     }
@@ -1079,7 +1189,7 @@ void tsr_graph_print_report(const tsr_graph_t *g, FILE *f)
         snprintf(util, sizeof util, "%.3f", t.macs / (t.cycles * peak));
         snprintf(ratio, sizeof ratio, "%.3f", t.bound / t.cycles);
     }
-    fprintf(f, "%-3s %-18s %-7s %-26s %11.0f %10s %6s %10.0f %6s %-7s %10.0f %10.0f %7.2f %-4s\n", "", "total", "-", "-",
+    fprintf(f, "%-3s %-18s %-10s %-26s %11.0f %10s %6s %10.0f %6s %-7s %10.0f %10.0f %7.2f %-4s\n", "", "total", "-", "-",
             t.macs, cyc, util, t.bound, ratio, "-", t.moved, t.compulsory, t.plan_ms, "-");
     fprintf(f, "layers %d; DRAM moved %.0f B vs compulsory %.0f B (%.2fx); activations: peak device DRAM %llu B vs "
                "sum of tensors %llu B (%.2f of it); weights and constants %llu B\n",

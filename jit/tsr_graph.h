@@ -50,16 +50,20 @@ typedef enum tsr_graph_op {
 } tsr_graph_op_e;
 
 /* Plan flags. */
-#define TSR_GRAPH_KEEP_ALL 1u    /* every tensor keeps its own buffer (readable after exec; no reuse) */
+#define TSR_GRAPH_KEEP_ALL 1u    /* every tensor keeps its own buffer (readable after exec; no reuse), but a
+                                    fused conv's output, which has none (add TSR_GRAPH_NO_FUSE for it) */
 #define TSR_GRAPH_NO_TAPPACK 2u  /* never run a stem conv tap-packed (tsr_tappack.h) over its graph input */
 #define TSR_GRAPH_ONE_SUBMISSION 4u /* run every layer in one submission, the streams joined by token barriers
                                        (a layer's loads wait for the previous layer's last store); the report
                                        then has whole-network counters only */
+#define TSR_GRAPH_NO_FUSE 8u     /* never fuse an add into the epilogue of the conv that feeds it (below) */
 
 /* One layer of the last execution. */
 typedef struct tsr_graph_layer {
     const char *name;       /* node name */
-    const char *op;         /* "conv", "dwconv", "dense", "maxpool", "avgpool", "gap", "add", "clip", "reshape" */
+    const char *op;         /* "conv", "dwconv", "dense", "maxpool", "avgpool", "gap", "add", "clip", "reshape",
+                               "conv+add" / "dwconv+add" (an add fused into its conv; the conv's own entry is
+                               then "fused", runs nothing and is left out of the table and totals) */
     char shape[64];         /* e.g. "56x56,64->64,3x3,s1" */
     double macs;            /* unpadded multiply-accumulates */
     double cycles;          /* device cycles (0 on untimed backends) */
@@ -120,7 +124,15 @@ int tsr_graph_from_netdesc(const tsr_config_t *cfg, const tsr_netdesc_t *nd, tsr
  * failure nothing stays allocated on the device. A conv with few input
  * channels (the stem) that is the only reader of a graph input runs
  * tap-packed (tsr_tappack.h): that input is then held in the packed layout,
- * packed on the host at the edge (TSR_GRAPH_NO_TAPPACK: never). */
+ * packed on the host at the edge (TSR_GRAPH_NO_TAPPACK: never). An add
+ * one of whose inputs is a conv's output that nothing else reads (not a
+ * graph output) runs in that conv's epilogue (tsr_conv2d_plan_tensors_add:
+ * the conv's output never reaches DRAM), when the conv's parameters leave
+ * room for it on the device (else the add runs on its own); the report
+ * shows one layer, op "conv+add", named after the conv, and the conv's
+ * output tensor has no buffer (tsr_graph_tensor_fused; even with
+ * TSR_GRAPH_KEEP_ALL, which keeps every tensor that has one. With
+ * TSR_GRAPH_NO_FUSE: never). */
 int tsr_graph_plan(tsr_graph_t *g, tsr_device_t *dev, unsigned flags);
 /* Run once: inputs[i] holds the NCHW bytes of the i-th input tensor (in
  * id order; the inputs array must have one entry per input), outputs[j]
@@ -134,6 +146,9 @@ int tsr_graph_read_tensor(tsr_graph_t *g, int t, void *dst);
 int tsr_graph_ntensors(const tsr_graph_t *g);
 int tsr_graph_nnodes(const tsr_graph_t *g);
 const tsr_dtensor_t *tsr_graph_tensor_desc(const tsr_graph_t *g, int t);
+/* 1 if tensor t is a conv's output that an add fused into the conv
+ * replaced in the plan (it never reaches DRAM: tsr_graph_read_tensor refuses it). */
+int tsr_graph_tensor_fused(const tsr_graph_t *g, int t);
 /* The node producing tensor t ("" if an input). */
 const char *tsr_graph_producer(const tsr_graph_t *g, int t);
 /* Layer i of the last execution, in execution order (NULL past the end). */

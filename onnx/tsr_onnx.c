@@ -2490,7 +2490,8 @@ int tsr_onnx_prepare(tsr_onnx_t *m, const tsr_config_t *cfg, tsr_device_t *dev, 
             continue;
         int rc = tsr_graph_from_netdesc(cfg, &m->segs[s].nd, &m->segs[s].g);
         if (!rc)
-            rc = tsr_graph_plan(m->segs[s].g, dev, flags & TSR_ONNX_KEEP_ALL ? TSR_GRAPH_KEEP_ALL : 0);
+            rc = tsr_graph_plan(m->segs[s].g, dev, /* every tensor readable: none fused away */
+                                flags & TSR_ONNX_KEEP_ALL ? TSR_GRAPH_KEEP_ALL | TSR_GRAPH_NO_FUSE : 0);
         if (rc)
             return tsr_err_prefix(rc, "%s: device segment %d: ", m->path, s);
     }

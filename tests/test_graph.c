@@ -45,11 +45,41 @@
 static uint64_t seed(void) { return tsr_test_seed("TSR_GRAPH_SEED", 20261125u); }
 static int is_rtl(void) { return !strcmp(tsr_test_backend(), "rtl"); }
 
+/* Adds of nd the graph fuses into a conv by its rule (tsr_graph_plan): one
+ * input is a conv's output that nothing else reads and that is not the
+ * network's output (on the configs tested, every such conv has room). */
+static int fusable_adds(const tsr_netdesc_t *nd)
+{
+    int n = 0;
+    for (int i = 0; i < nd->nnodes; i++) {
+        const tsr_nd_node_t *a = &nd->nodes[i];
+        if (a->kind != TSR_ND_ADD || a->in[0] == a->in[1])
+            continue;
+        for (int k = 0; k < 2; k++) {
+            const int t = a->in[k];
+            int conv = 0, uses = 0;
+            for (int j = 0; j < nd->nnodes; j++) {
+                conv |= nd->nodes[j].out == t && nd->nodes[j].kind == TSR_ND_CONV;
+                uses += (nd->nodes[j].in[0] == t) + (nd->nodes[j].in[1] == t);
+            }
+            if (conv && uses == 1 && t != nd->output) {
+                n++;
+                break;
+            }
+        }
+    }
+    return n;
+}
+
 /* Build nd as a graph on dev, run it on a random input and compare every
- * tensor (KEEP_ALL) or only the output with the reference. Returns 0, or 1
- * after printing the first divergence. */
-static int check_net(tsr_device_t *dev, const tsr_netdesc_t *nd, uint64_t s, const char *label, unsigned flags,
-                     tsr_graph_totals_t *tot)
+ * tensor (KEEP_ALL; but the conv outputs an add fused into the conv
+ * replaced, which never reach DRAM: their adds' outputs are compared) or
+ * only the output with the reference. The plan must have fused want adds
+ * (the conv+add layers in the report and the tensors without a buffer);
+ * want < 0: every add fusable_adds counts, none with TSR_GRAPH_NO_FUSE.
+ * Returns 0, or 1 after printing the first divergence. */
+static int check_net_fused(tsr_device_t *dev, const tsr_netdesc_t *nd, uint64_t s, const char *label, unsigned flags,
+                           tsr_graph_totals_t *tot, int want)
 {
     tsr_graph_t *g = NULL;
     void *ref[512] = {0};
@@ -69,11 +99,21 @@ static int check_net(tsr_device_t *dev, const tsr_netdesc_t *nd, uint64_t s, con
     void *outs[1] = {out};
     if (tsr_graph_exec(g, ins, outs))
         fail_msg("%s (seed %llu): exec: %s", label, (unsigned long long)s, tsr_errmsg());
+    int fused = 0, layers = 0;
+    for (int t = 0; t < nd->ntensors; t++)
+        fused += tsr_graph_tensor_fused(g, t);
+    for (int i = 0; tsr_graph_layer(g, i); i++)
+        layers += !strcmp(tsr_graph_layer(g, i)->op, "conv+add") || !strcmp(tsr_graph_layer(g, i)->op, "dwconv+add");
+    if (want < 0)
+        want = (flags & TSR_GRAPH_NO_FUSE) ? 0 : fusable_adds(nd);
+    if (fused != want || layers != want)
+        fail_msg("%s (seed %llu): %d adds fused (%d conv+add layers), expected %d", label, (unsigned long long)s, fused,
+                 layers, want);
     int bad = 0;
     /* every tensor in node order (KEEP_ALL), else the output */
     for (int i = 0; i < nd->nnodes && !bad; i++) {
         const int t = nd->nodes[i].out;
-        if (!(flags & TSR_GRAPH_KEEP_ALL) && t != nd->output)
+        if ((!(flags & TSR_GRAPH_KEEP_ALL) && t != nd->output) || tsr_graph_tensor_fused(g, t))
             continue;
         const size_t nb = tsr_netdesc_tensor_bytes(nd, t);
         uint8_t *dv = t == nd->output ? out : malloc(nb);
@@ -108,6 +148,12 @@ static int check_net(tsr_device_t *dev, const tsr_netdesc_t *nd, uint64_t s, con
     return bad;
 }
 
+static int check_net(tsr_device_t *dev, const tsr_netdesc_t *nd, uint64_t s, const char *label, unsigned flags,
+                     tsr_graph_totals_t *tot)
+{
+    return check_net_fused(dev, nd, s, label, flags, tot, -1);
+}
+
 static void test_small_resnet(void **state)
 {
     (void)state;
@@ -126,6 +172,11 @@ static void test_small_resnet(void **state)
     if (check_net(dev, &nd, seed() + 2, "small resnet, one submission", TSR_GRAPH_KEEP_ALL | TSR_GRAPH_ONE_SUBMISSION,
                   NULL))
         fail_msg("small resnet in one submission: a tensor differs from the reference (above)");
+    /* every add on its own (the eight adds are fused in the runs above) */
+    if (fusable_adds(&nd) != 8)
+        fail_msg("small resnet: %d fusable adds, expected 8", fusable_adds(&nd));
+    if (check_net(dev, &nd, seed() + 3, "small resnet, adds not fused", TSR_GRAPH_KEEP_ALL | TSR_GRAPH_NO_FUSE, NULL))
+        fail_msg("small resnet with the adds on their own: a tensor differs from the reference (above)");
     print_message("small resnet: %d layers, activations peak %llu B vs sum %llu B\n", tot.layers,
                   (unsigned long long)tot.peak_bytes, (unsigned long long)tot.tensor_bytes);
     if (tot.peak_bytes >= tot.tensor_bytes)
@@ -426,7 +477,7 @@ static void test_random_graphs(void **state)
         count = atoi(e);
     print_message("random graphs: seed %llu (TSR_GRAPH_SEED), %d graphs\n", (unsigned long long)s0, count);
     tsr_device_t *dev = tsr_test_open("default", s0);
-    int fails = 0;
+    int fails = 0, fusable = 0;
     for (int i = 0; i < count; i++) {
         const uint64_t s = s0 * 1000003u + (uint64_t)i;
         tsr_netdesc_t nd;
@@ -436,13 +487,68 @@ static void test_random_graphs(void **state)
                      tsr_errmsg());
         char label[64];
         snprintf(label, sizeof label, "random graph %d (%d nodes)", i, nd.nnodes);
+        /* residual blocks' adds run in their convs' epilogues (check_net
+         * asserts they were fused); on fsim also each on its own */
+        fusable += fusable_adds(&nd);
         fails += check_net(dev, &nd, s, label, TSR_GRAPH_KEEP_ALL, NULL);
+        if (!is_rtl()) {
+            snprintf(label, sizeof label, "random graph %d (%d nodes), not fused", i, nd.nnodes);
+            fails += check_net(dev, &nd, s, label, TSR_GRAPH_KEEP_ALL | TSR_GRAPH_NO_FUSE, NULL);
+        }
         tsr_netdesc_free(&nd);
     }
     tsr_device_close(dev);
+    print_message("random graphs: %d adds fused into a conv's epilogue\n", fusable);
+    if (!fusable)
+        fail_msg("no random graph had an add to fuse (seed %llu): the fused path was not tested", (unsigned long long)s0);
     if (fails)
         fail_msg("%d of %d random graphs differ from the reference (above; seed %llu)", fails, count,
                  (unsigned long long)s0);
+}
+
+/* A conv whose epilogue has no room for the add (an accumulator buffer of
+ * 8 rows: the smallest fused tile needs 2 + 3 constant + 4 add constant
+ * rows) keeps the add on its own, with the same bytes; on default the
+ * same graph fuses. */
+static void test_fuse_fallback(void **state)
+{
+    (void)state;
+    if (is_rtl()) {
+        print_message("fuse fallback: fsim only (a config of its own)\n");
+        return;
+    }
+    static const char *json = "{\"TARGET\": \"sim\", \"LOG_INP_WIDTH\": 3, \"LOG_WGT_WIDTH\": 3, \"LOG_ACC_WIDTH\": 5, "
+                              "\"LOG_BATCH\": 0, \"LOG_BLOCK\": 2, \"LOG_UOP_BUFF_SIZE\": 10, \"LOG_INP_BUFF_SIZE\": 9, "
+                              "\"LOG_WGT_BUFF_SIZE\": 10, \"LOG_ACC_BUFF_SIZE\": 7, \"DRAM_BUS_WIDTH\": 64, "
+                              "\"CLOCK_MHZ\": 50, \"CMD_QUEUE_DEPTH\": 16, \"DEP_QUEUE_DEPTH\": 4}";
+    tsr_config_t cfg;
+    if (tsr_config_parse(json, "acc8rows", &cfg))
+        fail_msg("config: %s", tsr_errmsg());
+    assert_int_equal(cfg.acc_depth, 8);
+    tsr_device_t *dev = NULL;
+    tsr_device_opts_t o = {.seed = seed()};
+    if (tsr_device_open("fsim", &cfg, &o, &dev))
+        fail_msg("open: %s", tsr_errmsg());
+    tsr_device_t *def = tsr_test_open("default", seed());
+    for (int i = 0; i < 4; i++) {
+        rg_t r;
+        memset(&r, 0, sizeof r);
+        r.s = seed() + (uint64_t)i;
+        snprintf(r.nd.name, sizeof r.nd.name, "fallback");
+        tsr_dtype_e dt;
+        int32_t zp;
+        rnd_dtype(&r, &dt, &zp);
+        const int x = rg_tensor(&r, 1, 4 * (i + 1), 3, 3, dt, zp);
+        const int b = rg_conv(&r, x, i == 3, 4 * (i + 1), i % 2 ? 3 : 1, 1, i % 2);
+        r.nd.output = i % 2 ? rg_add(&r, b, x) : rg_add(&r, x, b);
+        if (check_net_fused(dev, &r.nd, r.s, "no room for the fused add", TSR_GRAPH_KEEP_ALL, NULL, 0))
+            fail_msg("conv + add without fusion: the output differs from the reference (above)");
+        if (check_net_fused(def, &r.nd, r.s, "the same on default, fused", TSR_GRAPH_KEEP_ALL, NULL, 1))
+            fail_msg("conv + add fused: the output differs from the reference (above)");
+        tsr_netdesc_free(&r.nd);
+    }
+    tsr_device_close(def);
+    tsr_device_close(dev);
 }
 
 /* ------------------------------------------------------------ bad graphs */
@@ -707,6 +813,7 @@ int main(void)
         cmocka_unit_test(test_conv_bind),
         cmocka_unit_test(test_small_resnet),
         cmocka_unit_test(test_random_graphs),
+        cmocka_unit_test(test_fuse_fallback),
         cmocka_unit_test(test_resnet18_full),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

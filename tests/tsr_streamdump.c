@@ -227,12 +227,24 @@ static void dump_config(const char *cfgname, int nets)
     /* networks */
     tsr_netdesc_t nd;
     if (!tsr_netdesc_resnet18_small(7, 2, 32, 16, 10, &nd)) {
-        dump_net(cfgname, dev, "r18s", &nd, 0);
-        dump_net(cfgname, dev, "r18s-notap-1sub", &nd, TSR_GRAPH_NO_TAPPACK | TSR_GRAPH_ONE_SUBMISSION);
+        dump_net(cfgname, dev, "r18s", &nd, TSR_GRAPH_NO_FUSE);
+        dump_net(cfgname, dev, "r18s-notap-1sub", &nd,
+                 TSR_GRAPH_NO_TAPPACK | TSR_GRAPH_ONE_SUBMISSION | TSR_GRAPH_NO_FUSE);
         tsr_netdesc_free(&nd);
     }
     if (nets && !tsr_netdesc_resnet18(7, 1, &nd)) {
-        dump_net(cfgname, dev, "r18", &nd, 0);
+        dump_net(cfgname, dev, "r18", &nd, TSR_GRAPH_NO_FUSE);
+        tsr_netdesc_free(&nd);
+    }
+    /* the adds fused into their convs' epilogues (last: their kernels'
+     * device buffers move the DRAM addresses of whatever is planned after) */
+    if (!tsr_netdesc_resnet18_small(7, 2, 32, 16, 10, &nd)) {
+        dump_net(cfgname, dev, "r18s-fuse", &nd, 0);
+        dump_net(cfgname, dev, "r18s-notap-1sub-fuse", &nd, TSR_GRAPH_NO_TAPPACK | TSR_GRAPH_ONE_SUBMISSION);
+        tsr_netdesc_free(&nd);
+    }
+    if (nets && !tsr_netdesc_resnet18(7, 1, &nd)) {
+        dump_net(cfgname, dev, "r18-fuse", &nd, 0);
         tsr_netdesc_free(&nd);
     }
     tsr_device_close(dev);

@@ -41,12 +41,18 @@
 
 const char *tsr_conv2d_emit_id(void) { return "conv2d emit, built " __DATE__ " " __TIME__; }
 
-/* One requantization step: ALU op, constant row k (-1: immediate imm). */
+/* One requantization step: ALU op, constant row k (-1: immediate imm);
+ * fu: 0 such a step of the conv, FU_STEP_LOAD the fused add's residual
+ * LOAD, else 1 + the fused add's uop (tsr_conv2d_geo.h FU_*) of an ALU op
+ * (FU_A / FU_B: immediate imm). */
 typedef struct {
     uint32_t op;
     int k;
     int32_t imm;
+    int fu;
 } alu_step_t;
+
+enum { FU_STEP_LOAD = -1, MAX_POST = 20 };
 
 /* A finished output tile whose requantization and store are still to be
  * emitted (they are deferred behind the next tile's first GEMMs so that the
@@ -74,37 +80,111 @@ static void conv_loops(tsr_insn_t *in, int toh, int ow, int sfo, int sw)
 
 /* The requantization ALU steps: shr (left, if any shift is positive), mulhr
  * by M, then rqfin (rounding right shift, + y_zp, clamp) with its packed
- * row. Returns their number. */
-static int post_seq(const geo_t *g, alu_step_t seq[3])
+ * row. With a fused add, the residual's LOAD first (into the second
+ * region; it does not depend on the tile), and after the rqfin the add's
+ * general sequence (operators.md "add") on h_a (the rqfin result, region A)
+ * and h_b (region B): the same integers in the same order as the
+ * standalone add, whose GEMM by 2^k and shr by -(ls - k) make the same
+ * (h - zp) * 2^ls as the add imm and shr by -ls here. Returns their number. */
+static int post_seq(const geo_t *g, alu_step_t seq[MAX_POST])
 {
     int ns = 0;
+    if (g->fuse)
+        seq[ns++] = (alu_step_t){0, -1, 0, FU_STEP_LOAD};
     if (g->has_shl_row)
-        seq[ns++] = (alu_step_t){TSR_ALU_SHR, 2, 0};
+        seq[ns++] = (alu_step_t){TSR_ALU_SHR, 2, 0, 0};
     else if (g->shl_imm)
-        seq[ns++] = (alu_step_t){TSR_ALU_SHR, -1, -g->shl_imm};
-    seq[ns++] = (alu_step_t){TSR_ALU_MULHR, 1, 0};
-    seq[ns++] = (alu_step_t){TSR_ALU_RQFIN, 2 + g->has_shl_row, 0};
+        seq[ns++] = (alu_step_t){TSR_ALU_SHR, -1, -g->shl_imm, 0};
+    seq[ns++] = (alu_step_t){TSR_ALU_MULHR, 1, 0, 0};
+    seq[ns++] = (alu_step_t){TSR_ALU_RQFIN, 2 + g->has_shl_row, 0, 0};
+    if (!g->fuse)
+        return ns;
+    const tsr_add_params_t *a = g->fadd;
+    if (a->a.zp)
+        seq[ns++] = (alu_step_t){TSR_ALU_ADD, -1, -a->a.zp, 1 + FU_A};
+    if (a->b.zp)
+        seq[ns++] = (alu_step_t){TSR_ALU_ADD, -1, -a->b.zp, 1 + FU_B};
+    if (a->left_shift) {
+        seq[ns++] = (alu_step_t){TSR_ALU_SHR, -1, -a->left_shift, 1 + FU_A};
+        seq[ns++] = (alu_step_t){TSR_ALU_SHR, -1, -a->left_shift, 1 + FU_B};
+    }
+    seq[ns++] = (alu_step_t){TSR_ALU_MULHR, 0, 0, 1 + FU_A_MA};
+    seq[ns++] = (alu_step_t){TSR_ALU_MULHR, 1, 0, 1 + FU_B_MB};
+    if (a->shift_a < 0)
+        seq[ns++] = (alu_step_t){TSR_ALU_RSHR, -1, -a->shift_a, 1 + FU_A};
+    if (a->shift_b < 0)
+        seq[ns++] = (alu_step_t){TSR_ALU_RSHR, -1, -a->shift_b, 1 + FU_B};
+    seq[ns++] = (alu_step_t){TSR_ALU_ADD, 0, 0, 1 + FU_A_B};
+    if (a->shift_out > 0)
+        seq[ns++] = (alu_step_t){TSR_ALU_SHR, -1, -a->shift_out, 1 + FU_A};
+    seq[ns++] = (alu_step_t){TSR_ALU_MULHR, 2, 0, 1 + FU_A_MO};
+    seq[ns++] = (alu_step_t){TSR_ALU_RQFIN, 3, 0, 1 + FU_A_FIN};
     return ns;
+}
+
+/* The transfers of tile pt's output rows (or, at the same places, of its
+ * residual's): *n of them (one for all blocks when full rows make them one
+ * strided run); transfer k goes to/from on-chip row sram0 + ..., DRAM
+ * element dram0 + .... */
+typedef struct {
+    uint32_t sram, dram, y, x, stride;
+} xfer_t;
+static xfer_t tile_xfer(const geo_t *g, const post_t *pt, int k, uint32_t sram0, uint32_t dram0, int *n)
+{
+    const int TOH = g->t.toh, OW = g->t.tow, FULL_OW = g->ow;
+    const int tco = pt->tco, cob0 = pt->cob0, nb = pt->nb;
+    const rowgeo_t r = pt->r;
+    const long plane = (long)g->oh * FULL_OW;
+    const int full_rows = OW == FULL_OW;
+    int one = full_rows && (r.toh == TOH || tco == 1);
+    if (tco > 1 && plane > 0xffff)
+        one = 0;
+    *n = one ? 1 : tco;
+    const uint32_t x = (uint32_t)(full_rows ? r.toh * OW : OW);
+    return (xfer_t){sram0 + (uint32_t)(k * TOH * OW),
+                    dram0 + (uint32_t)((((long)nb * g->cob + cob0 + k) * g->oh + r.oy0) * FULL_OW + pt->cg.ox0),
+                    (uint32_t)(full_rows ? (one ? tco : 1) : r.toh), x,
+                    full_rows ? (one && tco > 1 ? (uint32_t)plane : x) : (uint32_t)FULL_OW};
 }
 
 /* Emit requantization steps [k0, k1) of tile pt and, when k1 is the last,
  * its STOREs (a tile's steps may be spread over the next tile's GEMMs). */
 static void emit_post_part(const geo_t *g, ibuf_t *b, const post_t *pt, int k0, int k1)
 {
-    const int TOH = g->t.toh, OW = g->t.tow, FULL_OW = g->ow, NBA = g->t.nba;
-    const int pa = pt->pa, tco = pt->tco, cob0 = pt->cob0, nb = pt->nb, t = pt->t;
+    const int TOH = g->t.toh, OW = g->t.tow, NBA = g->t.nba;
+    const int pa = pt->pa, tco = pt->tco, cob0 = pt->cob0, t = pt->t;
     const rowgeo_t r = pt->r;
-    const colgeo_t cg = pt->cg;
     tsr_insn_t *in;
     b->s.cur_tag = tsr_conv2d_acc_bank(g, pa);
-    alu_step_t seq[3];
+    alu_step_t seq[MAX_POST];
     const int ns = post_seq(g, seq);
     for (int k = k0; k < k1; k++) {
-        const uint32_t u = tsr_conv2d_alu_uop_b(g, b, pa, cob0, seq[k].k);
+        if (seq[k].fu == FU_STEP_LOAD) {
+            /* the residual rows into region B (compute stage, in program
+             * order with the ALU steps that read them; B held the previous
+             * tile of this region, whose steps are all emitted before) */
+            if (!b->fconst[pa]) { /* the add's constant rows, once per region */
+                tsr_stream_load(&b->s, TSR_MEM_ACC, tsr_conv2d_fuse_const(g, pa),
+                                g->c_el + (uint32_t)(g->cob * g->nconst), 1, TSR_ADD_NCONST, TSR_ADD_NCONST);
+                b->fconst[pa] = 1;
+            }
+            int nx = 1;
+            for (int j = 0; j < nx; j++) {
+                const xfer_t x = tile_xfer(g, pt, j, tsr_conv2d_fuse_base(g, pa), g->r_el, &nx);
+                tsr_stream_load(&b->s, TSR_MEM_ACC8, x.sram, x.dram, x.y, x.x, x.stride);
+            }
+            continue;
+        }
+        const int fu = seq[k].fu - 1;
+        const uint32_t u = fu >= 0 ? tsr_conv2d_fuse_uop(g, pa, fu) : tsr_conv2d_alu_uop_b(g, b, pa, cob0, seq[k].k);
         in = tsr_stream_alu(&b->s, seq[k].op, u, u + 1);
         in->iter_out = (uint32_t)tco;
         in->dst_factor_out = tco > 1 ? (uint32_t)(TOH * OW) : 0;
-        in->src_factor_out = tco > 1 && seq[k].k >= 0 ? tsr_conv2d_const_step(g, seq[k].k) : 0;
+        if (fu == FU_A_B) { /* row by row of both regions */
+            in->src_factor_out = in->dst_factor_out;
+            in->src_factor_in = 1;
+        } else
+            in->src_factor_out = tco > 1 && fu < 0 && seq[k].k >= 0 ? tsr_conv2d_const_step(g, seq[k].k) : 0;
         in->iter_in = (uint32_t)(r.toh * OW);
         in->dst_factor_in = 1;
         in->use_imm = seq[k].k < 0;
@@ -115,19 +195,11 @@ static void emit_post_part(const geo_t *g, ibuf_t *b, const post_t *pt, int k0, 
     if (k1 < ns)
         return;
     /* ---- store stage ---- */
-    const long plane = (long)g->oh * FULL_OW;
-    const int full_rows = OW == FULL_OW;
-    int one = full_rows && (r.toh == TOH || tco == 1);
-    if (tco > 1 && plane > 0xffff)
-        one = 0;
-    int nst = one ? 1 : tco;
     tsr_stream_wait(&b->s, TSR_Q_CMP2ST);
+    int nst = 1;
     for (int k = 0; k < nst; k++) {
-        const uint32_t x = (uint32_t)(full_rows ? r.toh * OW : OW);
-        tsr_stream_store(&b->s, tsr_conv2d_acc_base(g, pa) + (uint32_t)(k * TOH * OW),
-                         g->y_el + (uint32_t)((((long)nb * g->cob + cob0 + k) * g->oh + r.oy0) * FULL_OW + cg.ox0),
-                         (uint32_t)(full_rows ? (one ? tco : 1) : r.toh), x,
-                         full_rows ? (one && tco > 1 ? (uint32_t)plane : x) : (uint32_t)FULL_OW);
+        const xfer_t x = tile_xfer(g, pt, k, tsr_conv2d_acc_base(g, pa), g->y_el, &nst);
+        tsr_stream_store(&b->s, x.sram, x.dram, x.y, x.x, x.stride);
     }
     if (t < g->tiles - NBA || t == g->tiles - 1) /* region pa drained, for tile t+NBA or FINISH */
         tsr_stream_signal(&b->s, TSR_Q_ST2CMP);
@@ -135,7 +207,7 @@ static void emit_post_part(const geo_t *g, ibuf_t *b, const post_t *pt, int k0, 
 
 static void emit_post(const geo_t *g, ibuf_t *b, const post_t *pt)
 {
-    alu_step_t seq[3];
+    alu_step_t seq[MAX_POST];
     emit_post_part(g, b, pt, 0, post_seq(g, seq));
 }
 
@@ -423,6 +495,7 @@ void tsr_conv2d_build_res(const geo_t *g, ibuf_t *b)
     int grp_budget = (int)c->dep_queue_depth - 1 - KQ; /* extra load->compute tokens within any KQ steps */
     post_t pend = {0};
 
+    b->nuops = tsr_conv2d_fuse_nuops(g); /* the fused add's uops open the buffer */
     const size_t uop_load = tsr_stream_uops(&b->s, g->uop_el, 1); /* length set once the kernels in use are known */
 
     /* bank 0's bias rows (the first MOV's operand) next; the rest of the
@@ -547,7 +620,7 @@ void tsr_conv2d_build_res(const geo_t *g, ibuf_t *b)
                  * of this tile's first GEMMs: the dispatcher holds a GEMM
                  * behind an ALU step that waits for the ALU pipe, so a
                  * block of steps would stall the GEMM pipe */
-                alu_step_t seq[3];
+                alu_step_t seq[MAX_POST];
                 const int ns = post_seq(g, seq);
                 if (ch == 0)
                     res_consts(g, b, cst, pend.pa % 2, 2);
@@ -600,6 +673,18 @@ int tsr_conv2d_encode_uops(const geo_t *g, uint8_t **out)
         return tsr_err(TSR_ENOMEM, "out of memory");
     int rc = TSR_OK;
     size_t k = 0;
+    for (int pa = 0; pa < g->t.nba && g->fuse; pa++) {
+        /* the fused add's uops of region pa: (dst, src) per FU_* */
+        const uint32_t A = tsr_conv2d_acc_base(g, pa), B = tsr_conv2d_fuse_base(g, pa), K = tsr_conv2d_fuse_const(g, pa);
+        const uint32_t dst[FUSE_UOPS] = {A, B, A, B, A, A, A}, src[FUSE_UOPS] = {A, B, K, K + 1, B, K + 2, K + 3};
+        for (int j = 0; j < FUSE_UOPS; j++) {
+            tsr_uop_t u = {dst[j], src[j], 0};
+            uint64_t raw;
+            if ((rc = tsr_uop_encode(c, &u, &raw)))
+                goto fail;
+            memcpy(u8 + tsr_conv2d_fuse_uop(g, pa, j) * c->uop_bytes, &raw, c->uop_bytes);
+        }
+    }
     if (g->t.res) {
         for (int i = 0; i < g->nkern; i++) {
             const res_kern_t *kn = &g->kern[i];
@@ -650,7 +735,7 @@ int tsr_conv2d_encode_uops(const geo_t *g, uint8_t **out)
             for (int pa = 0; pa < g->t.nba; pa++) {
                 if (!g->set_map[qi][qw][pa])
                     continue;
-                k = (size_t)g->t.nba * (1 + g->nconst) +
+                k = (size_t)g->t.nba * (1 + g->nconst) + (size_t)tsr_conv2d_fuse_nuops(g) +
                     (size_t)(g->set_map[qi][qw][pa] - 1) * g->t.tco * g->nci * g->kk;
                 for (int cl = 0; cl < g->t.tco; cl++)
                     for (int ci = 0; ci < g->nci; ci++)

@@ -33,11 +33,27 @@ uint32_t tsr_conv2d_kern_base(const geo_t *g, ibuf_t *b, int qi, int qw, int pa,
     if (!b->set_map[qi][qw][pa])
         b->set_map[qi][qw][pa] = (int8_t)++b->n_sets;
     int set = b->set_map[qi][qw][pa] - 1;
-    return (uint32_t)(g->t.nba * (1 + g->nconst) + (set * g->t.tco + cl) * g->nci * g->kk);
+    return (uint32_t)(g->t.nba * (1 + g->nconst) + tsr_conv2d_fuse_nuops(g) + (set * g->t.tco + cl) * g->nci * g->kk);
 }
 int tsr_conv2d_n_uops_sets(const geo_t *g, int sets)
 {
-    return g->t.nba * (1 + g->nconst) + sets * g->t.tco * g->nci * g->kk;
+    return g->t.nba * (1 + g->nconst) + tsr_conv2d_fuse_nuops(g) + sets * g->t.tco * g->nci * g->kk;
+}
+int tsr_conv2d_fuse_nuops(const geo_t *g) { return g->fuse ? FUSE_UOPS * g->t.nba : 0; }
+uint32_t tsr_conv2d_fuse_uop(const geo_t *g, int pa, int j)
+{
+    return (uint32_t)((g->t.res ? 0 : g->t.nba * (1 + g->nconst)) + pa * FUSE_UOPS + j);
+}
+/* Behind the tile's rows (and, outside resident mode, behind the constant
+ * rows a region may hold): the tiling fit check counts both. */
+uint32_t tsr_conv2d_fuse_base(const geo_t *g, int pa)
+{
+    const int tile = g->t.tco * g->t.toh * g->t.tow;
+    return tsr_conv2d_acc_base(g, pa) + (uint32_t)(tile + (g->t.res ? 0 : g->t.tco * g->nconst));
+}
+uint32_t tsr_conv2d_fuse_const(const geo_t *g, int pa)
+{
+    return tsr_conv2d_fuse_base(g, pa) + (uint32_t)(g->t.tco * g->t.toh * g->t.tow);
 }
 int tsr_conv2d_n_uops(const geo_t *g) { return g->t.res ? g->nuops_res : tsr_conv2d_n_uops_sets(g, g->n_sets); }
 
@@ -195,14 +211,15 @@ int tsr_conv2d_tiling_fits(const geo_t *g0, const tiling_t *t)
          * checked after the stream is built) */
         if (g.dw || (t->nba != 2 && t->nba != 4) || c->dep_queue_depth < 4 || g.n_islot < 2 ||
             g.region_rows <= 0 || (long)g.chunks * g.cob * t->tci * g.kk > (long)c->wgt_depth ||
-            (long)t->tco * t->toh * tow > g.region_rows)
+            (long)t->tco * t->toh * tow * (g.fuse ? 2 : 1) + (g.fuse ? TSR_ADD_NCONST : 0) > g.region_rows)
             return 0;
     } else {
         if (in_blocks * g.rows_in * (long)g.wr > g.inp_half)
             return 0;
         if ((long)t->tco * g.nci * g.kk > g.wgt_half)
             return 0;
-        if ((long)t->tco * (t->toh * tow + g.nconst) > g.acc_half)
+        /* (a fused add: the residual region and its constant rows too) */
+        if ((long)t->tco * (t->toh * tow * (g.fuse ? 2 : 1) + g.nconst) + (g.fuse ? TSR_ADD_NCONST : 0) > g.acc_half)
             return 0;
         long nuops = tsr_conv2d_n_uops_sets(&g, g.kern_sets); /* at most every set */
         if (nuops > (long)c->uop_depth)
@@ -220,6 +237,9 @@ int tsr_conv2d_tiling_fits(const geo_t *g0, const tiling_t *t)
         return 0;
     if (t->tco > 1 && ((long)t->toh * tow > tsr_isa_field_max(c, TSR_OP_ALU, "dst_factor_out") ||
                        g.nconst > tsr_isa_field_max(c, TSR_OP_ALU, "src_factor_out")))
+        return 0;
+    /* the fused add's row-to-row ALU add steps through both regions */
+    if (g.fuse && t->tco > 1 && (long)t->toh * tow > tsr_isa_field_max(c, TSR_OP_ALU, "src_factor_out"))
         return 0;
     return 1;
 }

@@ -34,6 +34,7 @@ typedef struct {
     struct res_kern *kern;
     int nkern, capk;
     int nuops;          /* uops of those kernels */
+    uint8_t fconst[4];  /* fused add: its constant rows loaded into region pa */
 } ibuf_t;
 
 /* A resident-mode kernel: GEMM (input slot, output blocks [c0, c1) of chunk
@@ -82,7 +83,14 @@ typedef struct {
     int nuops_res;              /* uops of the kernels the stream uses (set by build_res) */
     const res_kern_t *kern;     /* those kernels (encode_uops) */
     int nkern;
+    /* residual add in the epilogue (operators.md "Residual add in the conv
+     * epilogue"): after the requantization, the tile's residual rows are
+     * LOADed (acc8) into a second region and the add's ALU sequence runs on
+     * both; fuse = 1 iff fadd (its parameters, device view) is set */
+    const tsr_add_params_t *fadd;
+    int fuse;
     uint32_t x_el, w_el, y_el, c_el, uop_el;
+    uint32_t r_el;              /* residual (fused add's other input) DRAM element base, acc8 elements */
 } geo_t;
 
 /* Column geometry of a column tile: the last one is shifted left to keep
@@ -117,6 +125,16 @@ uint32_t tsr_conv2d_acc_base(const geo_t *g, int pa);
 int tsr_conv2d_const_slot(const geo_t *g, int pa);
 uint32_t tsr_conv2d_const_base(const geo_t *g, int pa);
 int tsr_conv2d_res_tiles(const geo_t *g, res_tile_t *out);
+/* The fused add's uops: FUSE_UOPS per acc region, at the start of the uop
+ * buffer in resident mode, after the requantization uops otherwise (none
+ * without fusion, so unfused kernels are unchanged). */
+enum { FU_A = 0, FU_B, FU_A_MA, FU_B_MB, FU_A_B, FU_A_MO, FU_A_FIN, FUSE_UOPS };
+int tsr_conv2d_fuse_nuops(const geo_t *g);
+uint32_t tsr_conv2d_fuse_uop(const geo_t *g, int pa, int j);
+/* Region pa's second region (the residual), and the fused add's
+ * TSR_ADD_NCONST constant rows behind it. */
+uint32_t tsr_conv2d_fuse_base(const geo_t *g, int pa);
+uint32_t tsr_conv2d_fuse_const(const geo_t *g, int pa);
 void tsr_conv2d_set_tiling(geo_t *g, const tiling_t *t);
 int tsr_conv2d_tiling_fits(const geo_t *g0, const tiling_t *t);
 

@@ -281,6 +281,7 @@ static void reset_buf(ibuf_t *b)
     b->n_sets = 0;
     b->nkern = 0;
     b->nuops = 0;
+    memset(b->fconst, 0, sizeof b->fconst);
 }
 
 /* Build tiling t's stream, estimate it and keep t in S if it is the
