@@ -83,6 +83,7 @@ typedef struct tsr_graph_totals {
     double macs, cycles, moved, compulsory, bound; /* sums over layers */
     double exec_ms;         /* wall time of the last tsr_graph_exec (inputs written to outputs read) */
     double plan_ms;         /* wall time of tsr_graph_plan */
+    double plan_cpu_ms;     /* CPU time of tsr_graph_plan (its thread; what a busy machine does not add) */
     double jit_ms;          /* of which planning the operators (kernels from the cache or generated) */
     double upload_ms;       /* of which packing and uploading weights */
     uint64_t peak_bytes;    /* activation arena: device DRAM for all activations (lifetimes reused) */

@@ -45,5 +45,8 @@ int tsr_tile_candidates(int n, int *out);
 
 /* Monotonic clock in nanoseconds (plan and generation times). */
 uint64_t tsr_mono_ns(void);
+/* CPU time of the calling thread in nanoseconds: a plan time that other processes on a shared
+ * machine do not inflate. */
+uint64_t tsr_thread_cpu_ns(void);
 
 #endif

@@ -164,7 +164,7 @@ int main(int argc, char **argv)
     if (!rc)
         rc = tsr_graph_from_netdesc(&cfg, &nd, &g);
     if (!rc)
-        rc = tsr_graph_plan(g, dev, TSR_GRAPH_KEEP_ALL);
+        rc = tsr_graph_plan(g, dev, TSR_GRAPH_KEEP_ALL | TSR_GRAPH_NO_FUSE); /* every tensor is read back */
     uint64_t most = 0;
     for (int t = 0; t < nd.ntensors; t++)
         most = tsr_netdesc_tensor_bytes(&nd, t) > most ? tsr_netdesc_tensor_bytes(&nd, t) : most;
