@@ -75,10 +75,17 @@ struct tune_env {
 // the unit's scale through the simcontext on every call, which was a tenth of
 // the model's time on short programs. The first lookup constructs an sc_time,
 // which fixes the resolution, so the cached value cannot go stale.
-static double ticks_per_cycle()
+// (A plain global with an out-of-line first lookup rather than a function
+// static: the guard kept the lookup out of line in every conversion.)
+static double g_ticks_per_cycle = 0;
+static __attribute__((noinline)) double ticks_per_cycle_init()
 {
-    static const double t = sc_time(1, SC_NS).to_double();
-    return t;
+    g_ticks_per_cycle = sc_time(1, SC_NS).to_double();
+    return g_ticks_per_cycle;
+}
+static inline double ticks_per_cycle()
+{
+    return g_ticks_per_cycle > 0 ? g_ticks_per_cycle : ticks_per_cycle_init();
 }
 
 sc_time tsr_sc_cycles(double n)
@@ -307,6 +314,11 @@ tsr_sc_accel::tsr_sc_accel(sc_module_name n)
       compute_("compute", this), store_("store", this)
 {
     regs.register_b_transport(this, &tsr_sc_accel::reg_transport);
+    for (auto &c : cmdq_ev)
+        c.ev_or_abort = c.ev | abort_ev;
+    for (auto &q : tq)
+        q.changed.ev_or_abort = q.changed.ev | abort_ev;
+    start_or_abort_ = start_ev | abort_ev;
     SC_THREAD(reset_proc);
 }
 
@@ -367,9 +379,9 @@ void tsr_sc_accel::idle_after_abort()
         wait(reset_done_ev);
 }
 
-void tsr_sc_accel::wait_ev(sc_event &e)
+void tsr_sc_accel::wait_start()
 {
-    wait(e | abort_ev);
+    wait(start_or_abort_);
     if (aborting)
         throw tsr_sc_abort();
 }
@@ -377,7 +389,7 @@ void tsr_sc_accel::wait_ev(sc_event &e)
 void tsr_sc_accel::wait_ev(tsr_sc_cond &c)
 {
     c.waiters++;
-    wait(c.ev | abort_ev);
+    wait(c.ev_or_abort);
     c.waiters--;
     if (aborting)
         throw tsr_sc_abort();
@@ -738,7 +750,7 @@ void tsr_sc_fetch::run()
     for (;;) {
         try {
             while (!a_->start_pending)
-                a_->wait_ev(a_->start_ev);
+                a_->wait_start();
             a_->start_pending = false;
             tsr_sc_accel &A = *a_;
             const uint32_t n = (uint32_t)A.insns.size();
@@ -849,12 +861,15 @@ void tsr_sc_load::run()
                 // The back completes the previous instruction (its push) when
                 // its time comes, also while the front still issues reads
                 // that wait for a free slot.
-                const std::function<void()> due = [&]() {
+                auto due_fn = [&]() {
                     if (pend.valid && A.now() >= pend.end - 1e-9) {
                         finalize();
                         A.stage_at[TSR_STAGE_LOAD] = (long)c.idx;
                     }
                 };
+                // By reference: the lambda's captures do not fit std::function's
+                // inline storage, which would allocate per instruction.
+                const std::function<void()> due = std::ref(due_fn);
                 double data_end = transfer(A, in, false, false, eb, &local, &due);
                 finalize();
                 A.stage_at[TSR_STAGE_LOAD] = (long)c.idx;
