@@ -88,7 +88,7 @@ static inline double ticks_per_cycle()
     return g_ticks_per_cycle > 0 ? g_ticks_per_cycle : ticks_per_cycle_init();
 }
 
-sc_time tsr_sc_cycles(double n)
+static inline __attribute__((always_inline)) sc_time cyc_time(double n)
 {
     const double t = ticks_per_cycle();
     // What sc_time(n, SC_NS) computes (n * scale + 0.5, truncated) when the
@@ -98,7 +98,19 @@ sc_time tsr_sc_cycles(double n)
     return sc_time(n, SC_NS);
 }
 
-double tsr_sc_to_cycles(const sc_time &t) { return t.to_double() / ticks_per_cycle(); }
+static inline __attribute__((always_inline)) double to_cyc(const sc_time &t) { return t.to_double() / ticks_per_cycle(); }
+
+// sc_time_stamp() without the call into the library (the same member it
+// returns): the stages read the time several times per instruction.
+// (sc_get_curr_simcontext() itself was not inlined: its first-use branch
+// constructs a context; the model only runs inside a started kernel.)
+static inline const sc_time &stamp()
+{
+    return sc_core::sc_curr_simcontext ? sc_core::sc_curr_simcontext->time_stamp() : sc_time_stamp();
+}
+
+sc_time tsr_sc_cycles(double n) { return cyc_time(n); }
+double tsr_sc_to_cycles(const sc_time &t) { return to_cyc(t); }
 
 // ------------------------------------------------------------------ DRAM
 
@@ -130,7 +142,7 @@ void tsr_sc_dram::clear()
 // returns the bytes still to write (0: *t is when the last beat went).
 double tsr_sc_dram::write_walk(double *t, double left, double bc, double h, double *credit)
 {
-    const double now = tsr_sc_to_cycles(sc_core::sc_time_stamp());
+    const double now = to_cyc(stamp());
     while (!rwin_.empty() && rwin_.front().second <= std::min(*t, now))
         rwin_.pop_front();
     const double busy = std::min(std::max(0.0, p.bytes_per_cycle - bus), bus / bc); // bytes/cycle beside reads
@@ -206,7 +218,7 @@ void tsr_sc_dram::b_transport(tlm::tlm_generic_payload &gp, sc_time &d)
     const bool wr = gp.is_write();
     const unsigned len = gp.get_data_length();
     const unsigned beats = (len + (unsigned)bus - 1) / (unsigned)bus;
-    double t = tsr_sc_to_cycles(sc_time_stamp() + d);
+    double t = to_cyc(stamp() + d);
     // Slot: the burst `outstanding` places back must have completed.
     std::deque<double> &q = wr ? wq_ : rq_;
     while (!q.empty() && q.front() <= t)
@@ -220,7 +232,7 @@ void tsr_sc_dram::b_transport(tlm::tlm_generic_payload &gp, sc_time &d)
     // RTL's AXI master arbitrates per burst.
     while (!wr && x && !x->high_prio && issue > t + 1e-3) {
         // (at least one time unit: the slot's cycle may round to now)
-        sc_time w = tsr_sc_cycles(issue) > sc_time_stamp() ? tsr_sc_cycles(issue) - sc_time_stamp()
+        sc_time w = cyc_time(issue) > stamp() ? cyc_time(issue) - stamp()
                                                            : sc_get_time_resolution();
         if (abort_ev)
             wait(w, *abort_ev);
@@ -237,7 +249,7 @@ void tsr_sc_dram::b_transport(tlm::tlm_generic_payload &gp, sc_time &d)
             return;
         }
         d = SC_ZERO_TIME;
-        t = tsr_sc_to_cycles(sc_time_stamp());
+        t = to_cyc(stamp());
         while (!q.empty() && q.front() <= t)
             q.pop_front();
         issue = t;
@@ -263,14 +275,14 @@ void tsr_sc_dram::b_transport(tlm::tlm_generic_payload &gp, sc_time &d)
         // in simulated time until the plan is known (the reads that come
         // meanwhile take the bandwidth first, then plan the rest again).
         double last = s, left = (double)beats * bus, credit = credit_at(std::max(s, credit_at_));
-        while ((left = write_walk(&last, left, bc, tsr_sc_to_cycles(sc_time_stamp()) + p.latency, &credit)) > 0) {
+        while ((left = write_walk(&last, left, bc, to_cyc(stamp()) + p.latency, &credit)) > 0) {
             double plan = last, c = credit;
             write_walk(&plan, left, bc, 1e300, &c);
-            double wake = std::max(tsr_sc_to_cycles(sc_time_stamp()) + 1, plan - p.latency);
+            double wake = std::max(to_cyc(stamp()) + 1, plan - p.latency);
             if (abort_ev)
-                wait(tsr_sc_cycles(wake) - sc_time_stamp(), *abort_ev);
+                wait(cyc_time(wake) - stamp(), *abort_ev);
             else
-                wait(tsr_sc_cycles(wake) - sc_time_stamp());
+                wait(cyc_time(wake) - stamp());
             if (aborting && *aborting) {
                 gp.set_response_status(tlm::TLM_GENERIC_ERROR_RESPONSE);
                 d = SC_ZERO_TIME;
@@ -296,7 +308,7 @@ void tsr_sc_dram::b_transport(tlm::tlm_generic_payload &gp, sc_time &d)
             gp.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
             if (x)
                 x->accepted = issue;
-            d = tsr_sc_cycles(end) - sc_time_stamp();
+            d = cyc_time(end) - stamp();
             return;
         }
     }
@@ -304,7 +316,7 @@ void tsr_sc_dram::b_transport(tlm::tlm_generic_payload &gp, sc_time &d)
     if (x)
         x->accepted = issue;
     gp.set_response_status(tlm::TLM_OK_RESPONSE);
-    d = tsr_sc_cycles(end) - sc_time_stamp();
+    d = cyc_time(end) - stamp();
 }
 
 // ------------------------------------------------------------ the accel
@@ -362,13 +374,13 @@ int tsr_sc_accel::configure(const tsr_config_t *c, tsr_dram_t *d, const tsr_sc_d
     return tsr_fsim_create(c, d, &fsim);
 }
 
-double tsr_sc_accel::now() const { return tsr_sc_to_cycles(sc_time_stamp()); }
+double tsr_sc_accel::now() const { return to_cyc(stamp()); }
 
 void tsr_sc_accel::wait_until(double cyc)
 {
     double n = now();
     if (cyc > n + 1e-9)
-        wait(tsr_sc_cycles(cyc - n), abort_ev);
+        wait(cyc_time(cyc - n), abort_ev);
     if (aborting)
         throw tsr_sc_abort();
 }
@@ -509,12 +521,12 @@ double tsr_sc_accel::axi(bool write, bool high, uint64_t addr, uint64_t bytes, s
         if (aborting) // reset while the burst waited for a slot (dropped)
             throw tsr_sc_abort();
         double issue = ext.accepted;
-        const double burst_end = tsr_sc_to_cycles(sc_time_stamp() + d);
+        const double burst_end = to_cyc(stamp() + d);
         last = std::max(last, burst_end);
         tsr_tl_burst(tl, write ? TSR_TL_WR : TSR_TL_RD, issue, burst_end, a, (uint32_t)n);
         // Next address one cycle after this one was accepted.
         double loc = issue + 1 - now();
-        *local = tsr_sc_cycles(std::max(0.0, loc));
+        *local = cyc_time(std::max(0.0, loc));
         if (loc > kQuantum) { // quantum used up: synchronise
             wait_until(issue + 1);
             *local = SC_ZERO_TIME;
@@ -737,7 +749,7 @@ void tsr_sc_accel::reg_transport(tlm::tlm_generic_payload &gp, sc_time &d)
         v = reg_read(addr);
         memcpy(gp.get_data_ptr(), &v, 4);
     }
-    d += tsr_sc_cycles(2); // an AXI4-Lite access takes a few cycles
+    d += cyc_time(2); // an AXI4-Lite access takes a few cycles
     gp.set_response_status(tlm::TLM_OK_RESPONSE);
 }
 
