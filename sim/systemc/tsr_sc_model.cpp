@@ -98,7 +98,18 @@ static inline __attribute__((always_inline)) sc_time cyc_time(double n)
     return sc_time(n, SC_NS);
 }
 
-static inline __attribute__((always_inline)) double to_cyc(const sc_time &t) { return t.to_double() / ticks_per_cycle(); }
+// The last conversion, kept: the stages convert the same time stamp many
+// times between two waits, and the division is the costly part.
+static sc_dt::uint64 g_last_ticks = 0;
+static double g_last_cyc = 0;
+static inline __attribute__((always_inline)) double to_cyc(const sc_time &t)
+{
+    if (t.value() != g_last_ticks) {
+        g_last_ticks = t.value();
+        g_last_cyc = t.to_double() / ticks_per_cycle();
+    }
+    return g_last_cyc;
+}
 
 // sc_time_stamp() without the call into the library (the same member it
 // returns): the stages read the time several times per instruction.
