@@ -243,8 +243,7 @@ void tsr_sc_dram::b_transport(tlm::tlm_generic_payload &gp, sc_time &d)
     // RTL's AXI master arbitrates per burst.
     while (!wr && x && !x->high_prio && issue > t + 1e-3) {
         // (at least one time unit: the slot's cycle may round to now)
-        sc_time w = cyc_time(issue) > stamp() ? cyc_time(issue) - stamp()
-                                                           : sc_get_time_resolution();
+        sc_time w = cyc_time(issue) > stamp() ? cyc_time(issue) - stamp() : sc_get_time_resolution();
         if (abort_ev)
             wait(w, *abort_ev);
         else
