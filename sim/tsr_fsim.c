@@ -104,6 +104,19 @@ static int32_t rd_le(const uint8_t *p, int bytes)
     }
 }
 
+/* Little-endian int16 at p: one load on a little-endian host (the byte
+ * form does not vectorise). */
+static inline int16_t rd_le16(const uint8_t *p)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    int16_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+#else
+    return (int16_t)(uint16_t)(p[0] | p[1] << 8);
+#endif
+}
+
 static void wr_le(uint8_t *p, int32_t v, int bytes)
 {
     for (int i = 0; i < bytes; i++)
@@ -131,20 +144,45 @@ static void fill_row(tsr_fsim_t *s, uint32_t m, uint32_t row, const uint8_t *src
         int16_t *dst = m == TSR_MEM_INP ? &s->inp[(size_t)row * s->inp_row] : &s->wgt[(size_t)row * s->wgt_row];
         uint32_t n = m == TSR_MEM_INP ? s->inp_row : s->wgt_row;
         int bytes = (m == TSR_MEM_INP ? c->inp_width : c->wgt_width) / 8;
-        if (src && bytes == 1) /* the common 8-bit case as a plain loop the compiler vectorises */
+        /* One loop per element width, each plain enough to vectorise: rows
+         * are short on small configs, where a width test per element was
+         * much of the cost of a LOAD. */
+        if (!src) {
+            int16_t v = m == TSR_MEM_INP ? padv : 0;
+            for (uint32_t i = 0; i < n; i++)
+                dst[i] = v;
+        } else if (bytes == 1) {
             for (uint32_t i = 0; i < n; i++)
                 dst[i] = (int8_t)src[i];
-        else
+        } else if (bytes == 2) {
             for (uint32_t i = 0; i < n; i++)
-                dst[i] = src ? (int16_t)rd_le(src + (size_t)i * bytes, bytes) : (m == TSR_MEM_INP ? padv : 0);
+                dst[i] = rd_le16(src + 2 * (size_t)i);
+        } else {
+            for (uint32_t i = 0; i < n; i++)
+                dst[i] = (int16_t)rd_le(src + (size_t)i * bytes, bytes);
+        }
         break;
     }
     case TSR_MEM_ACC:
     case TSR_MEM_ACC8: {
         int32_t *dst = &s->acc[(size_t)row * s->acc_row];
         int bytes = m == TSR_MEM_ACC ? c->acc_width / 8 : 1;
-        for (uint32_t i = 0; i < s->acc_row; i++)
-            dst[i] = src ? rd_le(src + (size_t)i * bytes, bytes) : 0;
+        const uint32_t n = s->acc_row;
+        /* As above: the width tested once per row, not per element. */
+        if (!src)
+            memset(dst, 0, sizeof *dst * n);
+        else if (bytes == 1)
+            for (uint32_t i = 0; i < n; i++)
+                dst[i] = (int8_t)src[i];
+        else if (bytes == 2)
+            for (uint32_t i = 0; i < n; i++)
+                dst[i] = rd_le16(src + 2 * (size_t)i);
+        else if (bytes == 4)
+            for (uint32_t i = 0; i < n; i++)
+                dst[i] = rd_le(src + (size_t)i * 4, 4);
+        else
+            for (uint32_t i = 0; i < n; i++)
+                dst[i] = rd_le(src + (size_t)i * bytes, bytes);
         break;
     }
     default: break;
@@ -349,6 +387,60 @@ static void gemm_op(tsr_fsim_t *s, uint32_t dst, uint32_t src, uint32_t w)
     }
 }
 
+/* One ALU op on a row of n lanes: a[l] = op(a[l], b ? b[l] : imm). The
+ * common operators are written out here so the lane loop has no call and
+ * no operator switch per lane (on small configs that call was a large part
+ * of an ALU instruction); the rest go through tsr_alu_apply, the spec's
+ * definition, which these cases equal (at 32 bits tsr_wrap keeps the low
+ * 32 bits: ADD and MUL are the unsigned 32-bit sum and product, a left SHR
+ * the 32-bit shift; a right SHR of an int32 by at most 31 is the int64's).
+ * Lane l reads only b[l] before writing a[l], so src == dst sees old values. */
+static void alu_row(int32_t *a, const int32_t *b, int32_t imm, uint32_t n, uint32_t op, int w)
+{
+    switch (op) {
+    case TSR_ALU_MIN:
+        for (uint32_t l = 0; l < n; l++) {
+            int32_t y = b ? b[l] : imm;
+            a[l] = a[l] < y ? a[l] : y;
+        }
+        return;
+    case TSR_ALU_MAX:
+        for (uint32_t l = 0; l < n; l++) {
+            int32_t y = b ? b[l] : imm;
+            a[l] = a[l] > y ? a[l] : y;
+        }
+        return;
+    case TSR_ALU_MOV:
+        for (uint32_t l = 0; l < n; l++)
+            a[l] = b ? b[l] : imm;
+        return;
+    case TSR_ALU_ADD:
+        if (w != 32)
+            break;
+        for (uint32_t l = 0; l < n; l++)
+            a[l] = (int32_t)((uint32_t)a[l] + (uint32_t)(b ? b[l] : imm));
+        return;
+    case TSR_ALU_MUL: /* tsr_wrap(a * b, 32): the low 32 bits of the product */
+        if (w != 32)
+            break;
+        for (uint32_t l = 0; l < n; l++)
+            a[l] = (int32_t)((uint32_t)a[l] * (uint32_t)(b ? b[l] : imm));
+        return;
+    case TSR_ALU_SHR: /* |b| clamped to 31; b <= 0 shifts left, wrapping to 32 bits */
+        if (w != 32)
+            break;
+        for (uint32_t l = 0; l < n; l++) {
+            int32_t y = b ? b[l] : imm;
+            int sh = y < -31 ? -31 : y > 31 ? 31 : y;
+            a[l] = sh <= 0 ? (int32_t)((uint32_t)a[l] << -sh) : a[l] >> sh;
+        }
+        return;
+    default: break;
+    }
+    for (uint32_t l = 0; l < n; l++)
+        a[l] = tsr_alu_apply(op, a[l], b ? b[l] : imm, w);
+}
+
 /* Tensor ops per exec call: long instructions yield (TSR_PIPE_MORE) so a
  * wait timeout is honoured even inside one instruction. */
 #define LOOP_CHUNK (1u << 16)
@@ -412,10 +504,8 @@ static int exec_gemm_alu(tsr_fsim_t *s, const tsr_insn_t *in)
                 } else {
                     if (!in->use_imm && src >= src_depth)
                         return index_error("src (acc)", src, src_depth, u, i, j);
-                    /* Lane l reads only b[l] before writing a[l], so src == dst sees old values. */
                     const int32_t *b = in->use_imm ? NULL : &s->acc[src * s->acc_row];
-                    for (uint32_t l = 0; l < s->acc_row; l++)
-                        a[l] = tsr_alu_apply(in->alu_opcode, a[l], b ? b[l] : in->imm, c->acc_width);
+                    alu_row(a, b, in->imm, s->acc_row, in->alu_opcode, c->acc_width);
                     s->ctr.alu_ops++;
                     s->ctr.alu_lanes += s->acc_row;
                 }

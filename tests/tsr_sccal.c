@@ -24,6 +24,11 @@
  * model does: iterating on the model then costs the model's time only);
  * programs not in LOG run on the RTL. --timeline PREFIX writes each
  * program's rtl and systemc timelines (PREFIX-SEED-BACKEND.json).
+ * --counters adds to each --verbose line one "cnt seed S:" line with the
+ * model's 16 hardware counters (tsr_cnt_e order): diffing those lines of
+ * two builds shows whether a change to the model moved any cycle (a
+ * speed-only change must leave them equal; a log whose seeds claim
+ * "rtl 1" skips the RTL when only the model is compared).
  *
  *   tsr_sccal --jit-resnet18 [--rtl] [--config C]
  *
@@ -208,7 +213,7 @@ int main(int argc, char **argv)
 {
     uint64_t count = 100, seed = 1, nconf = 2;
     const char *config = "default";
-    int verbose = 0, random_dram = 0, jit = 0, with_rtl = 0;
+    int verbose = 0, random_dram = 0, jit = 0, with_rtl = 0, counters = 0;
     const char *rtl_log = NULL;
     rtl_known_t *known = NULL;
     size_t nknown = 0;
@@ -234,6 +239,8 @@ int main(int argc, char **argv)
             random_dram = 1;
         else if (!strcmp(a, "--verbose"))
             verbose = 1;
+        else if (!strcmp(a, "--counters"))
+            counters = 1;
         else if (!strcmp(a, "--jit-resnet18"))
             jit = 1;
         else if (!strcmp(a, "--rtl"))
@@ -245,7 +252,7 @@ int main(int argc, char **argv)
         else {
             fprintf(stderr, "usage: tsr_sccal [--count N] [--seed S] [--config PRESET|random|FILE] [--configs K]\n"
                             "                 [--dram-latency N] [--dram-bw B] [--dram-outstanding N] [--random-dram]\n"
-                            "                 [--verbose] [--rtl-cycles LOG] [--timeline PREFIX]\n"
+                            "                 [--verbose [--counters]] [--rtl-cycles LOG] [--timeline PREFIX]\n"
                             "       tsr_sccal --jit-resnet18 [--rtl] [--config C]\n");
             return 2;
         }
@@ -324,6 +331,12 @@ int main(int argc, char **argv)
             if (verbose)
                 printf("seed %" PRIu64 ": rtl %" PRIu64 " systemc %" PRIu64 " err %+.2f%% (lat %u bw %.0f out %u)\n", ps,
                        cr.cycles, cs.cycles, 100 * x->err, r.dram_latency, r.dram_bytes_per_cycle, r.dram_outstanding);
+            if (verbose && counters) {
+                printf("cnt seed %" PRIu64 ":", ps);
+                for (int k = 0; k < TSR_CNT_COUNT; k++)
+                    printf(" %" PRIu64, cs.hw[k]);
+                printf("\n");
+            }
         }
         tsr_gen_outputs_free(of);
         tsr_gen_outputs_free(os);

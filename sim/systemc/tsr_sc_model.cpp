@@ -75,13 +75,20 @@ struct tune_env {
 // the unit's scale through the simcontext on every call, which was a tenth of
 // the model's time on short programs. The first lookup constructs an sc_time,
 // which fixes the resolution, so the cached value cannot go stale.
-static double ticks_per_cycle()
+// (A plain global with an out-of-line first lookup rather than a function
+// static: the guard kept the lookup out of line in every conversion.)
+static double g_ticks_per_cycle = 0;
+static __attribute__((noinline)) double ticks_per_cycle_init()
 {
-    static const double t = sc_time(1, SC_NS).to_double();
-    return t;
+    g_ticks_per_cycle = sc_time(1, SC_NS).to_double();
+    return g_ticks_per_cycle;
+}
+static inline double ticks_per_cycle()
+{
+    return g_ticks_per_cycle > 0 ? g_ticks_per_cycle : ticks_per_cycle_init();
 }
 
-sc_time tsr_sc_cycles(double n)
+static inline __attribute__((always_inline)) sc_time cyc_time(double n)
 {
     const double t = ticks_per_cycle();
     // What sc_time(n, SC_NS) computes (n * scale + 0.5, truncated) when the
@@ -91,7 +98,30 @@ sc_time tsr_sc_cycles(double n)
     return sc_time(n, SC_NS);
 }
 
-double tsr_sc_to_cycles(const sc_time &t) { return t.to_double() / ticks_per_cycle(); }
+// The last conversion, kept: the stages convert the same time stamp many
+// times between two waits, and the division is the costly part.
+static sc_dt::uint64 g_last_ticks = 0;
+static double g_last_cyc = 0;
+static inline __attribute__((always_inline)) double to_cyc(const sc_time &t)
+{
+    if (t.value() != g_last_ticks) {
+        g_last_ticks = t.value();
+        g_last_cyc = t.to_double() / ticks_per_cycle();
+    }
+    return g_last_cyc;
+}
+
+// sc_time_stamp() without the call into the library (the same member it
+// returns): the stages read the time several times per instruction.
+// (sc_get_curr_simcontext() itself was not inlined: its first-use branch
+// constructs a context; the model only runs inside a started kernel.)
+static inline const sc_time &stamp()
+{
+    return sc_core::sc_curr_simcontext ? sc_core::sc_curr_simcontext->time_stamp() : sc_time_stamp();
+}
+
+sc_time tsr_sc_cycles(double n) { return cyc_time(n); }
+double tsr_sc_to_cycles(const sc_time &t) { return to_cyc(t); }
 
 // ------------------------------------------------------------------ DRAM
 
@@ -123,7 +153,7 @@ void tsr_sc_dram::clear()
 // returns the bytes still to write (0: *t is when the last beat went).
 double tsr_sc_dram::write_walk(double *t, double left, double bc, double h, double *credit)
 {
-    const double now = tsr_sc_to_cycles(sc_core::sc_time_stamp());
+    const double now = to_cyc(stamp());
     while (!rwin_.empty() && rwin_.front().second <= std::min(*t, now))
         rwin_.pop_front();
     const double busy = std::min(std::max(0.0, p.bytes_per_cycle - bus), bus / bc); // bytes/cycle beside reads
@@ -199,7 +229,7 @@ void tsr_sc_dram::b_transport(tlm::tlm_generic_payload &gp, sc_time &d)
     const bool wr = gp.is_write();
     const unsigned len = gp.get_data_length();
     const unsigned beats = (len + (unsigned)bus - 1) / (unsigned)bus;
-    double t = tsr_sc_to_cycles(sc_time_stamp() + d);
+    double t = to_cyc(stamp() + d);
     // Slot: the burst `outstanding` places back must have completed.
     std::deque<double> &q = wr ? wq_ : rq_;
     while (!q.empty() && q.front() <= t)
@@ -213,8 +243,7 @@ void tsr_sc_dram::b_transport(tlm::tlm_generic_payload &gp, sc_time &d)
     // RTL's AXI master arbitrates per burst.
     while (!wr && x && !x->high_prio && issue > t + 1e-3) {
         // (at least one time unit: the slot's cycle may round to now)
-        sc_time w = tsr_sc_cycles(issue) > sc_time_stamp() ? tsr_sc_cycles(issue) - sc_time_stamp()
-                                                           : sc_get_time_resolution();
+        sc_time w = cyc_time(issue) > stamp() ? cyc_time(issue) - stamp() : sc_get_time_resolution();
         if (abort_ev)
             wait(w, *abort_ev);
         else
@@ -230,7 +259,7 @@ void tsr_sc_dram::b_transport(tlm::tlm_generic_payload &gp, sc_time &d)
             return;
         }
         d = SC_ZERO_TIME;
-        t = tsr_sc_to_cycles(sc_time_stamp());
+        t = to_cyc(stamp());
         while (!q.empty() && q.front() <= t)
             q.pop_front();
         issue = t;
@@ -256,14 +285,14 @@ void tsr_sc_dram::b_transport(tlm::tlm_generic_payload &gp, sc_time &d)
         // in simulated time until the plan is known (the reads that come
         // meanwhile take the bandwidth first, then plan the rest again).
         double last = s, left = (double)beats * bus, credit = credit_at(std::max(s, credit_at_));
-        while ((left = write_walk(&last, left, bc, tsr_sc_to_cycles(sc_time_stamp()) + p.latency, &credit)) > 0) {
+        while ((left = write_walk(&last, left, bc, to_cyc(stamp()) + p.latency, &credit)) > 0) {
             double plan = last, c = credit;
             write_walk(&plan, left, bc, 1e300, &c);
-            double wake = std::max(tsr_sc_to_cycles(sc_time_stamp()) + 1, plan - p.latency);
+            double wake = std::max(to_cyc(stamp()) + 1, plan - p.latency);
             if (abort_ev)
-                wait(tsr_sc_cycles(wake) - sc_time_stamp(), *abort_ev);
+                wait(cyc_time(wake) - stamp(), *abort_ev);
             else
-                wait(tsr_sc_cycles(wake) - sc_time_stamp());
+                wait(cyc_time(wake) - stamp());
             if (aborting && *aborting) {
                 gp.set_response_status(tlm::TLM_GENERIC_ERROR_RESPONSE);
                 d = SC_ZERO_TIME;
@@ -289,7 +318,7 @@ void tsr_sc_dram::b_transport(tlm::tlm_generic_payload &gp, sc_time &d)
             gp.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
             if (x)
                 x->accepted = issue;
-            d = tsr_sc_cycles(end) - sc_time_stamp();
+            d = cyc_time(end) - stamp();
             return;
         }
     }
@@ -297,7 +326,7 @@ void tsr_sc_dram::b_transport(tlm::tlm_generic_payload &gp, sc_time &d)
     if (x)
         x->accepted = issue;
     gp.set_response_status(tlm::TLM_OK_RESPONSE);
-    d = tsr_sc_cycles(end) - sc_time_stamp();
+    d = cyc_time(end) - stamp();
 }
 
 // ------------------------------------------------------------ the accel
@@ -307,6 +336,11 @@ tsr_sc_accel::tsr_sc_accel(sc_module_name n)
       compute_("compute", this), store_("store", this)
 {
     regs.register_b_transport(this, &tsr_sc_accel::reg_transport);
+    for (auto &c : cmdq_ev)
+        c.ev_or_abort = c.ev | abort_ev;
+    for (auto &q : tq)
+        q.changed.ev_or_abort = q.changed.ev | abort_ev;
+    start_or_abort_ = start_ev | abort_ev;
     SC_THREAD(reset_proc);
 }
 
@@ -350,13 +384,13 @@ int tsr_sc_accel::configure(const tsr_config_t *c, tsr_dram_t *d, const tsr_sc_d
     return tsr_fsim_create(c, d, &fsim);
 }
 
-double tsr_sc_accel::now() const { return tsr_sc_to_cycles(sc_time_stamp()); }
+double tsr_sc_accel::now() const { return to_cyc(stamp()); }
 
 void tsr_sc_accel::wait_until(double cyc)
 {
     double n = now();
     if (cyc > n + 1e-9)
-        wait(tsr_sc_cycles(cyc - n), abort_ev);
+        wait(cyc_time(cyc - n), abort_ev);
     if (aborting)
         throw tsr_sc_abort();
 }
@@ -367,9 +401,9 @@ void tsr_sc_accel::idle_after_abort()
         wait(reset_done_ev);
 }
 
-void tsr_sc_accel::wait_ev(sc_event &e)
+void tsr_sc_accel::wait_start()
 {
-    wait(e | abort_ev);
+    wait(start_or_abort_);
     if (aborting)
         throw tsr_sc_abort();
 }
@@ -377,7 +411,7 @@ void tsr_sc_accel::wait_ev(sc_event &e)
 void tsr_sc_accel::wait_ev(tsr_sc_cond &c)
 {
     c.waiters++;
-    wait(c.ev | abort_ev);
+    wait(c.ev_or_abort);
     c.waiters--;
     if (aborting)
         throw tsr_sc_abort();
@@ -497,12 +531,12 @@ double tsr_sc_accel::axi(bool write, bool high, uint64_t addr, uint64_t bytes, s
         if (aborting) // reset while the burst waited for a slot (dropped)
             throw tsr_sc_abort();
         double issue = ext.accepted;
-        const double burst_end = tsr_sc_to_cycles(sc_time_stamp() + d);
+        const double burst_end = to_cyc(stamp() + d);
         last = std::max(last, burst_end);
         tsr_tl_burst(tl, write ? TSR_TL_WR : TSR_TL_RD, issue, burst_end, a, (uint32_t)n);
         // Next address one cycle after this one was accepted.
         double loc = issue + 1 - now();
-        *local = tsr_sc_cycles(std::max(0.0, loc));
+        *local = cyc_time(std::max(0.0, loc));
         if (loc > kQuantum) { // quantum used up: synchronise
             wait_until(issue + 1);
             *local = SC_ZERO_TIME;
@@ -725,7 +759,7 @@ void tsr_sc_accel::reg_transport(tlm::tlm_generic_payload &gp, sc_time &d)
         v = reg_read(addr);
         memcpy(gp.get_data_ptr(), &v, 4);
     }
-    d += tsr_sc_cycles(2); // an AXI4-Lite access takes a few cycles
+    d += cyc_time(2); // an AXI4-Lite access takes a few cycles
     gp.set_response_status(tlm::TLM_OK_RESPONSE);
 }
 
@@ -738,7 +772,7 @@ void tsr_sc_fetch::run()
     for (;;) {
         try {
             while (!a_->start_pending)
-                a_->wait_ev(a_->start_ev);
+                a_->wait_start();
             a_->start_pending = false;
             tsr_sc_accel &A = *a_;
             const uint32_t n = (uint32_t)A.insns.size();
@@ -849,12 +883,15 @@ void tsr_sc_load::run()
                 // The back completes the previous instruction (its push) when
                 // its time comes, also while the front still issues reads
                 // that wait for a free slot.
-                const std::function<void()> due = [&]() {
+                auto due_fn = [&]() {
                     if (pend.valid && A.now() >= pend.end - 1e-9) {
                         finalize();
                         A.stage_at[TSR_STAGE_LOAD] = (long)c.idx;
                     }
                 };
+                // By reference: the lambda's captures do not fit std::function's
+                // inline storage, which would allocate per instruction.
+                const std::function<void()> due = std::ref(due_fn);
                 double data_end = transfer(A, in, false, false, eb, &local, &due);
                 finalize();
                 A.stage_at[TSR_STAGE_LOAD] = (long)c.idx;

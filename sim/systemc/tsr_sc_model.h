@@ -112,6 +112,8 @@ class tsr_sc_dram : public sc_core::sc_module {
 // changes no cycle.
 struct tsr_sc_cond {
     sc_core::sc_event ev;
+    sc_core::sc_event_or_list ev_or_abort; // ev | the owner's abort_ev, built once: `ev | abort_ev`
+                                           // allocates a list (and grows its vector) on every wait
     int waiters = 0; // stages in wait_ev on it
     void notify()
     {
@@ -246,7 +248,7 @@ class tsr_sc_accel : public sc_core::sc_module {
     // Helpers for the stages (all may throw tsr_sc_abort).
     double now() const;
     void wait_until(double cyc);
-    void wait_ev(sc_core::sc_event &e);
+    void wait_start(); // for start_ev (or an abort)
     void wait_ev(tsr_sc_cond &c);
     tsr_sc_cmd take_cmd(int stage);       // waits for and pops the next command
     void pop_tokens(const tsr_insn_t &in, int stage, double *stall);
@@ -264,6 +266,7 @@ class tsr_sc_accel : public sc_core::sc_module {
 
   private:
     std::vector<std::unique_ptr<tsr_sc_burst>> burst_pool_; // free burst transactions (axi)
+    sc_core::sc_event_or_list start_or_abort_;
     uint32_t status_ = 0, insn_addr_ = 0, insn_count_ = 0, hi_latch_ = 0;
     // ap_ctrl_hs (isa/tsr_regs.h): ap_done/ap_ready read once per run (clear
     // on read), ISR acknowledged by a write; GIE/IER/auto_restart/INSN_ADDR_HI
