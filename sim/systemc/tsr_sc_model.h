@@ -70,6 +70,18 @@ struct tsr_sc_axi_ext : tlm::tlm_extension<tsr_sc_axi_ext> {
 // Thrown inside a stage thread when the device is reset (abandons the run).
 struct tsr_sc_abort {};
 
+// Timed waits of the stages go through a sequencer that wakes the processes
+// due at one simulated time in a fixed order (tsr_sc_accel::seq_proc), so the
+// model's cycles do not depend on how the SystemC kernel orders processes
+// that wake at the same time. The DRAM target's own waits (a read waiting
+// for a slot, a write for its plan) run in the calling stage's thread and
+// use it too.
+struct tsr_sc_sequencer {
+    // Wait until absolute time `at` (or the owner's abort event); no throw.
+    virtual void seq_wait(const sc_core::sc_time &at) = 0;
+    virtual ~tsr_sc_sequencer() = default;
+};
+
 // The DRAM behind the AXI port: a TLM target whose b_transport returns, as
 // the annotated delay, when the burst's last beat (read) or its write
 // response arrives. Semantics of the RTL backend's slave (sim/tsr_rtl.c):
@@ -90,6 +102,7 @@ class tsr_sc_dram : public sc_core::sc_module {
     const bool *aborting = nullptr;   // set by the owner's reset: a read waiting for a slot
                                       // then ends at once, TLM_GENERIC_ERROR_RESPONSE, dropped
     sc_core::sc_event *abort_ev = nullptr; // notified with it (wakes such a read)
+    tsr_sc_sequencer *seq = nullptr;  // the initiator's sequencer for timed waits (else plain wait)
     uint64_t rd_bytes = 0, wr_bytes = 0; // bus bytes moved (beats x bus)
 
     SC_HAS_PROCESS(tsr_sc_dram);
@@ -190,7 +203,7 @@ struct tsr_sc_burst {
     tsr_sc_burst() : ext(new tsr_sc_axi_ext) { gp.set_extension(ext); }
 };
 
-class tsr_sc_accel : public sc_core::sc_module {
+class tsr_sc_accel : public sc_core::sc_module, public tsr_sc_sequencer {
   public:
     tlm_utils::simple_target_socket<tsr_sc_accel> regs; // AXI4-Lite
     tlm_utils::simple_initiator_socket<tsr_sc_accel> mem; // AXI4 master
@@ -245,6 +258,15 @@ class tsr_sc_accel : public sc_core::sc_module {
     double op_step[2] = {1, 1};                    // cycles between two of those ops (2: src-reading
                                                    // ALU ops with ACC_SINGLE_COPY)
 
+    // Same-time order of the stages (the sequencer wakes the ones due at one
+    // time in this order): fetch first (its command pushes are seen by the
+    // stages' checks in that cycle), then compute (its reads go before the
+    // load stage's, as the RTL's AXI master prefers fetch and compute reads),
+    // load, store.
+    enum { kSeqFetch, kSeqCompute, kSeqLoad, kSeqStore, kSeqN };
+    sc_core::sc_process_b *seq_proc_of[kSeqN] = {}; // each stage thread's process, set as it starts
+    void seq_wait(const sc_core::sc_time &at) override;
+
     // Helpers for the stages (all may throw tsr_sc_abort).
     double now() const;
     void wait_until(double cyc);
@@ -265,6 +287,14 @@ class tsr_sc_accel : public sc_core::sc_module {
     void finish(double at);
 
   private:
+    // Sequencer state: absolute wake time (time units) of each stage waiting
+    // on time (UINT64_MAX: not), its event, and the sequencer's own event.
+    sc_dt::uint64 seq_at_[kSeqN];
+    sc_core::sc_event seq_wake_[kSeqN], seq_ev_;
+    sc_core::sc_event_or_list seq_wake_or_abort_[kSeqN];
+    sc_dt::uint64 seq_next_ = ~(sc_dt::uint64)0; // time seq_ev_ is pending for (UINT64_MAX: none)
+    void seq_proc();
+    int seq_who() const;
     std::vector<std::unique_ptr<tsr_sc_burst>> burst_pool_; // free burst transactions (axi)
     sc_core::sc_event_or_list start_or_abort_;
     uint32_t status_ = 0, insn_addr_ = 0, insn_count_ = 0, hi_latch_ = 0;
