@@ -250,8 +250,8 @@ void tsr_sc_dram::b_transport(tlm::tlm_generic_payload &gp, sc_time &d)
             wait(w, *abort_ev);
         else
             wait(w);
-        if (!(aborting && *aborting))
-            wait(SC_ZERO_TIME); // a high-priority read at this cycle first
+        // (No delta wait for high-priority reads of this cycle: the
+        // sequencer resumes fetch and compute before the load stage.)
         if (aborting && *aborting) {
             // Device reset: the burst is dropped before it claims a slot.
             // The transaction ends here (no exception through the socket:
@@ -482,12 +482,12 @@ void tsr_sc_accel::wait_ev(tsr_sc_cond &c)
         throw tsr_sc_abort();
 }
 
-tsr_sc_cmd tsr_sc_accel::take_cmd(int st)
+tsr_sc_cmd tsr_sc_accel::take_cmd(int st, double floor)
 {
     while (cmdq[st].empty())
         wait_ev(cmdq_ev[st]);
     tsr_sc_cmd c = cmdq[st].front();
-    wait_until(c.at);
+    wait_until(std::max(c.at, floor));
     cmdq[st].pop_front();
     cmdq_ev[st].notify();
     stage_at[st] = (long)c.idx;
@@ -542,7 +542,9 @@ double tsr_sc_accel::push_tokens(const tsr_insn_t &in, int st, double at)
         const double w0 = now();
         while (q.tok.size() >= q.depth)
             wait_ev(q.changed);
-        tsr_tl_wait(tl, st, w0, now());
+        // (A stage that pushes ahead of `at` waits only from then.)
+        if (now() > std::max(w0, at))
+            tsr_tl_wait(tl, st, std::max(w0, at), now());
         double v = std::max(at, now()) + kTokLat;
         if (!q.tok.empty())
             v = std::max(v, q.tok.back());
@@ -860,11 +862,12 @@ void tsr_sc_fetch::run()
                     disp = std::max(disp + 1, std::ceil(arrive) + 1);
                     int st = (int)tsr_insn_stage(&A.insns[idx]);
                     if (A.cmdq[st].size() >= (size_t)A.cfg.cmd_queue_depth) {
-                        double t0 = A.now();
-                        A.wait_until(disp);
+                        // Full: wait for the pop that frees a slot (no wait
+                        // for `disp` first: the entry's visibility follows
+                        // from disp, whenever it is pushed).
                         while (A.cmdq[st].size() >= (size_t)A.cfg.cmd_queue_depth)
                             A.wait_ev(A.cmdq_ev[st]);
-                        A.hw[TSR_CNT_FETCH_STALL] += (uint64_t)std::llround(A.now() - std::max(t0, disp));
+                        A.hw[TSR_CNT_FETCH_STALL] += (uint64_t)std::llround(std::max(0.0, A.now() - disp));
                         disp = std::max(disp, A.now());
                     }
                     A.cmdq[st].push_back({idx, disp + kCmdLat});
@@ -1021,9 +1024,10 @@ void tsr_sc_compute::run()
             double pfree[2] = {0, 0}, pend[2] = {0, 0}, pknown[2] = {0, 0}, pops0[2] = {0, 0}, popsend[2] = {0, 0};
             unsigned pbanks[2] = {0, 0};
             double older = 0;
+            double floor = 0; // the dispatcher is busy until then (see take_cmd)
             uint64_t gen = ~0ull;
             for (;;) {
-                tsr_sc_cmd c = A.take_cmd(TSR_STAGE_COMPUTE);
+                tsr_sc_cmd c = A.take_cmd(TSR_STAGE_COMPUTE, floor);
                 if (gen != A.gen) {
                     gen = A.gen;
                     pfree[0] = pfree[1] = pend[0] = pend[1] = pknown[0] = pknown[1] = older = A.now();
@@ -1068,14 +1072,17 @@ void tsr_sc_compute::run()
                     double first = in.x_size ? t + A.dp.latency : t;
                     double end = std::max(data_end, first + (double)rows) + kCLoad;
                     A.hw[TSR_CNT_COMPUTE_STALL_MEM] += (uint64_t)std::llround(std::max(0.0, end - kCLoad - t - (double)rows));
-                    A.wait_until(end);
+                    // Data now, the push stamped `end` (its tokens are visible
+                    // from then; only this stage's later instructions read
+                    // what it loads): the wait for `end` is the next pop's.
                     A.exec(in, c.idx, "compute");
-                    A.push_tokens(in, TSR_STAGE_COMPUTE, end);
-                    tsr_tl_insn(A.tl, TSR_STAGE_COMPUTE, t0, A.now());
+                    end = std::max(end, A.push_tokens(in, TSR_STAGE_COMPUTE, end));
+                    tsr_tl_insn(A.tl, TSR_STAGE_COMPUTE, t0, end);
                     older = std::max(older, end);
+                    floor = end;
                     A.stage_done[TSR_STAGE_COMPUTE]++;
                     A.stage_at[TSR_STAGE_COMPUTE] = -1;
-                    A.hw[TSR_CNT_COMPUTE_BUSY] += (uint64_t)std::llround(A.now() - t0);
+                    A.hw[TSR_CNT_COMPUTE_BUSY] += (uint64_t)std::llround(end - t0);
                     continue;
                 }
                 // GEMM / ALU
@@ -1087,7 +1094,10 @@ void tsr_sc_compute::run()
                     if (banks & pbanks[o])
                         t = std::max(t, pend[o]);
                 }
-                A.wait_until(t);
+                // Issued at t: the data now (what it reads was pushed to it
+                // before; what it writes is read only after its own push),
+                // the wait for t is the next pop's.
+                floor = t;
                 A.exec(in, c.idx, "compute");
                 uint64_t nu = in.uop_end > in.uop_bgn ? in.uop_end - in.uop_bgn : 0;
                 uint64_t ops = (uint64_t)in.iter_out * in.iter_in * nu;
@@ -1137,8 +1147,9 @@ void tsr_sc_store::run()
     A.seq_proc_of[tsr_sc_accel::kSeqStore] = sc_get_current_process_b();
     for (;;) {
         try {
+            double floor = 0; // the stage is busy until then (see take_cmd)
             for (;;) {
-                tsr_sc_cmd c = A.take_cmd(TSR_STAGE_STORE);
+                tsr_sc_cmd c = A.take_cmd(TSR_STAGE_STORE, floor);
                 const tsr_insn_t &in = A.insns[c.idx];
                 double t0 = A.now(), stall = 0;
                 A.pop_tokens(in, TSR_STAGE_STORE, &stall);
@@ -1148,12 +1159,14 @@ void tsr_sc_store::run()
                 sc_time local = SC_ZERO_TIME;
                 double end = transfer(A, in, true, false, A.cfg.out_bytes, &local);
                 end = std::max(end, t);
-                A.wait_until(end);
-                A.push_tokens(in, TSR_STAGE_STORE, end);
-                tsr_tl_insn(A.tl, TSR_STAGE_STORE, t0, A.now());
+                // The push stamped `end` (visible from then), the wait for it
+                // is the next pop's.
+                end = std::max(end, A.push_tokens(in, TSR_STAGE_STORE, end));
+                floor = end;
+                tsr_tl_insn(A.tl, TSR_STAGE_STORE, t0, end);
                 A.stage_done[TSR_STAGE_STORE]++;
                 A.stage_at[TSR_STAGE_STORE] = -1;
-                A.hw[TSR_CNT_STORE_BUSY] += (uint64_t)std::llround(A.now() - t0);
+                A.hw[TSR_CNT_STORE_BUSY] += (uint64_t)std::llround(end - t0);
                 A.hw[TSR_CNT_STORE_STALL_TOK] += (uint64_t)std::llround(stall);
                 A.hw[TSR_CNT_STORE_STALL_MEM] += (uint64_t)std::llround(std::max(0.0, end - t));
             }

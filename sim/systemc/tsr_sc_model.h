@@ -272,7 +272,11 @@ class tsr_sc_accel : public sc_core::sc_module, public tsr_sc_sequencer {
     void wait_until(double cyc);
     void wait_start(); // for start_ev (or an abort)
     void wait_ev(tsr_sc_cond &c);
-    tsr_sc_cmd take_cmd(int stage);       // waits for and pops the next command
+    // Waits for and pops the next command, not before cycle `floor`: a stage
+    // that knows when its current instruction ends (compute, store) does
+    // not wait for that time itself; its next pop (and so its next dispatch)
+    // waits for it instead, one wait per instruction instead of two.
+    tsr_sc_cmd take_cmd(int stage, double floor = 0);
     void pop_tokens(const tsr_insn_t &in, int stage, double *stall);
     double push_tokens(const tsr_insn_t &in, int stage, double at); // returns the push cycle
     // Issue the bursts of [addr, addr+bytes) at the current time plus
