@@ -340,15 +340,9 @@ tsr_sc_accel::tsr_sc_accel(sc_module_name n)
       compute_("compute", this), store_("store", this)
 {
     regs.register_b_transport(this, &tsr_sc_accel::reg_transport);
-    for (auto &c : cmdq_ev)
-        c.ev_or_abort = c.ev | abort_ev;
-    for (auto &q : tq)
-        q.changed.ev_or_abort = q.changed.ev | abort_ev;
     start_or_abort_ = start_ev | abort_ev;
-    for (int s = 0; s < kSeqN; s++) {
+    for (int s = 0; s < kSeqN; s++)
         seq_at_[s] = ~(sc_dt::uint64)0;
-        seq_wake_or_abort_[s] = seq_wake_[s] | abort_ev;
-    }
     SC_THREAD(reset_proc);
     SC_METHOD(seq_proc);
     sensitive << seq_ev_;
@@ -405,8 +399,20 @@ void tsr_sc_accel::seq_wait(const sc_time &at)
         seq_next_ = t;
         seq_ev_.notify(sc_time::from_value(t - now));
     }
-    wait(seq_wake_or_abort_[s]);
+    wait(seq_wake_[s]);
     seq_at_[s] = ~(sc_dt::uint64)0; // (woken by an abort: no longer due)
+}
+
+void tsr_sc_accel::seq_abort()
+{
+    for (int s = 0; s < kSeqN; s++)
+        if (seq_at_[s] != ~(sc_dt::uint64)0)
+            seq_wake_[s].notify(SC_ZERO_TIME);
+    // The queue events too (wait_ev waits on one event).
+    for (auto &c : cmdq_ev)
+        c.ev.notify(SC_ZERO_TIME);
+    for (auto &q : tq)
+        q.changed.ev.notify(SC_ZERO_TIME);
 }
 
 // After an abort (soft reset or a failed instruction) every stage thread
@@ -476,7 +482,7 @@ void tsr_sc_accel::wait_start()
 void tsr_sc_accel::wait_ev(tsr_sc_cond &c)
 {
     c.waiters++;
-    wait(c.ev_or_abort);
+    wait(c.ev);
     c.waiters--;
     if (aborting)
         throw tsr_sc_abort();
@@ -630,6 +636,7 @@ void tsr_sc_accel::fail(int rc, const std::string &msg)
     tsr_tl_run_end(tl, run_end);
     aborting = true; // the other stages stop at their next wait
     abort_ev.notify(SC_ZERO_TIME);
+    seq_abort();
     done_ev.notify(SC_ZERO_TIME);
     sc_pause();
     throw tsr_sc_abort();
@@ -669,6 +676,7 @@ void tsr_sc_accel::reset()
 {
     aborting = true;
     abort_ev.notify(SC_ZERO_TIME);
+    seq_abort();
 }
 
 uint64_t tsr_sc_accel::run_cycles() const
@@ -1064,6 +1072,10 @@ void tsr_sc_compute::run()
                             t = std::max(t, pfree[p]);
                     if (all)
                         t = std::max(t, older);
+                    // (Its reads wait for t: the DRAM serves bursts in call
+                    // order, and issued ahead on a local offset they went
+                    // before the load stage's reads of those cycles: tiny
+                    // configs' mean |err| 1.70 -> 2.01%.)
                     A.wait_until(t);
                     sc_time local = SC_ZERO_TIME;
                     uint32_t eb = tsr_config_elem_bytes(&A.cfg, (int)in.mem_type);

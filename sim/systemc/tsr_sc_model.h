@@ -124,9 +124,8 @@ class tsr_sc_dram : public sc_core::sc_module {
 // pop; a stage re-checks its queue before it waits, so skipping those
 // changes no cycle.
 struct tsr_sc_cond {
-    sc_core::sc_event ev;
-    sc_core::sc_event_or_list ev_or_abort; // ev | the owner's abort_ev, built once: `ev | abort_ev`
-                                           // allocates a list (and grows its vector) on every wait
+    sc_core::sc_event ev; // (an abort notifies it: wait_ev waits on this one event, cheaper than
+                          // `ev | abort_ev`)
     int waiters = 0; // stages in wait_ev on it
     void notify()
     {
@@ -294,11 +293,12 @@ class tsr_sc_accel : public sc_core::sc_module, public tsr_sc_sequencer {
     // Sequencer state: absolute wake time (time units) of each stage waiting
     // on time (UINT64_MAX: not), its event, and the sequencer's own event.
     sc_dt::uint64 seq_at_[kSeqN];
-    sc_core::sc_event seq_wake_[kSeqN], seq_ev_;
-    sc_core::sc_event_or_list seq_wake_or_abort_[kSeqN];
+    sc_core::sc_event seq_wake_[kSeqN], seq_ev_; // (an abort notifies seq_wake_ too: a wait on
+                                                 // one event costs less than on `wake | abort_ev`)
     sc_dt::uint64 seq_next_ = ~(sc_dt::uint64)0; // time seq_ev_ is pending for (UINT64_MAX: none)
     void seq_proc();
     int seq_who() const;
+    void seq_abort(); // wake the stages waiting on time (with abort_ev)
     std::vector<std::unique_ptr<tsr_sc_burst>> burst_pool_; // free burst transactions (axi)
     sc_core::sc_event_or_list start_or_abort_;
     uint32_t status_ = 0, insn_addr_ = 0, insn_count_ = 0, hi_latch_ = 0;
