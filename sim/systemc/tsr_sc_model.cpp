@@ -1167,8 +1167,7 @@ void tsr_sc_store::run()
                 A.pop_tokens(in, TSR_STAGE_STORE, &stall);
                 A.exec(in, c.idx, "store");
                 double t = A.now() + kStoreOvh;
-                A.wait_until(t);
-                sc_time local = SC_ZERO_TIME;
+                sc_time local = cyc_time(kStoreOvh); // its writes from t on the local offset (no wait)
                 double end = transfer(A, in, true, false, A.cfg.out_bytes, &local);
                 end = std::max(end, t);
                 // The push stamped `end` (visible from then), the wait for it
