@@ -134,14 +134,62 @@ struct tsr_sc_cond {
     }
 };
 
+// The slots of a bounded queue, with the cycle each pop freed its slot: a
+// stage that runs ahead of simulated time (compute, on its own clock) pops
+// "in the future", so a pusher must not take the slot before that cycle
+// even though it sees it free already.
+struct tsr_sc_slots {
+    unsigned depth = 16;
+    std::deque<double> pops; // cycles of the pops a later push may still need, oldest first
+    uint64_t npush = 0, npop = 0;
+    void clear()
+    {
+        pops.clear();
+        npush = npop = 0;
+    }
+    // Cycle the slot of the next push was freed (0: never used). Call only
+    // while the queue holds fewer than depth entries.
+    double next_free() const
+    {
+        if (npush < depth)
+            return 0;
+        return pops[(size_t)(npush - depth - (npop - pops.size()))];
+    }
+    void pushed()
+    {
+        npush++;
+        // (pops older than the one the next push needs are of no use)
+        while (!pops.empty() && npop - pops.size() + depth < npush)
+            pops.pop_front();
+    }
+    void popped(double at)
+    {
+        pops.push_back(at);
+        npop++;
+    }
+    // Pops that happen after cycle t (the entries still there at t).
+    size_t after(double t) const
+    {
+        size_t n = 0;
+        for (auto it = pops.rbegin(); it != pops.rend() && *it > t + 1e-9; ++it)
+            n++;
+        return n;
+    }
+};
+
 // A token queue (tsr_dep_queue): tokens carry the cycle they become
 // visible, so a pusher that runs ahead in time pushes "in the future".
 class tsr_sc_tokq {
   public:
     unsigned depth = 16;
     std::deque<double> tok; // visible-at cycles, non-decreasing
+    tsr_sc_slots slots;     // when popped (a push takes a slot no earlier)
     tsr_sc_cond changed;
-    void clear() { tok.clear(); }
+    void clear()
+    {
+        tok.clear();
+        slots.clear();
+    }
 };
 
 class tsr_sc_accel;
@@ -240,6 +288,7 @@ class tsr_sc_accel : public sc_core::sc_module, public tsr_sc_sequencer {
     int bus = 8;
     std::vector<tsr_insn_t> insns;        // decoded stream of the run
     std::deque<tsr_sc_cmd> cmdq[TSR_STAGE_COUNT];
+    tsr_sc_slots cmdq_slots[TSR_STAGE_COUNT]; // when each command queue's entries were popped
     tsr_sc_cond cmdq_ev[TSR_STAGE_COUNT];
     tsr_sc_tokq tq[4];                    // tsr_queue_e order
     sc_core::sc_event start_ev, abort_ev, reset_done_ev;
@@ -275,8 +324,11 @@ class tsr_sc_accel : public sc_core::sc_module, public tsr_sc_sequencer {
     // that knows when its current instruction ends (compute, store) does
     // not wait for that time itself; its next pop (and so its next dispatch)
     // waits for it instead, one wait per instruction instead of two.
-    tsr_sc_cmd take_cmd(int stage, double floor = 0);
-    void pop_tokens(const tsr_insn_t &in, int stage, double *stall);
+    // With `lt` (the compute stage's own clock, at or after simulated time)
+    // neither waits in simulated time for a command or a token that is
+    // there: the pop is stamped *lt, advanced to when it happens.
+    tsr_sc_cmd take_cmd(int stage, double floor = 0, double *lt = nullptr);
+    void pop_tokens(const tsr_insn_t &in, int stage, double *stall, double *lt = nullptr);
     double push_tokens(const tsr_insn_t &in, int stage, double at); // returns the push cycle
     // Issue the bursts of [addr, addr+bytes) at the current time plus
     // *local (advanced by one cycle per burst, the AR/AW channel); returns
