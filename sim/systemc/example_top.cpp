@@ -155,6 +155,7 @@ int sc_main(int, char *[])
     acc.mem.bind(dram.tsock);
     h.regs.bind(acc.regs);
     acc.dram_model = &dram;
+    dram.seq = &acc; // its waits in the stages' fixed same-time order
     if (acc.configure(&cfg, mem, dram.p)) {
         printf("example_top: %s\n", tsr_errmsg());
         return 1;

@@ -70,6 +70,18 @@ struct tsr_sc_axi_ext : tlm::tlm_extension<tsr_sc_axi_ext> {
 // Thrown inside a stage thread when the device is reset (abandons the run).
 struct tsr_sc_abort {};
 
+// Timed waits of the stages go through a sequencer that wakes the processes
+// due at one simulated time in a fixed order (tsr_sc_accel::seq_proc), so the
+// model's cycles do not depend on how the SystemC kernel orders processes
+// that wake at the same time. The DRAM target's own waits (a read waiting
+// for a slot, a write for its plan) run in the calling stage's thread and
+// use it too.
+struct tsr_sc_sequencer {
+    // Wait until absolute time `at` (or the owner's abort event); no throw.
+    virtual void seq_wait(const sc_core::sc_time &at) = 0;
+    virtual ~tsr_sc_sequencer() = default;
+};
+
 // The DRAM behind the AXI port: a TLM target whose b_transport returns, as
 // the annotated delay, when the burst's last beat (read) or its write
 // response arrives. Semantics of the RTL backend's slave (sim/tsr_rtl.c):
@@ -90,6 +102,7 @@ class tsr_sc_dram : public sc_core::sc_module {
     const bool *aborting = nullptr;   // set by the owner's reset: a read waiting for a slot
                                       // then ends at once, TLM_GENERIC_ERROR_RESPONSE, dropped
     sc_core::sc_event *abort_ev = nullptr; // notified with it (wakes such a read)
+    tsr_sc_sequencer *seq = nullptr;  // the initiator's sequencer for timed waits (else plain wait)
     uint64_t rd_bytes = 0, wr_bytes = 0; // bus bytes moved (beats x bus)
 
     SC_HAS_PROCESS(tsr_sc_dram);
@@ -111,14 +124,56 @@ class tsr_sc_dram : public sc_core::sc_module {
 // pop; a stage re-checks its queue before it waits, so skipping those
 // changes no cycle.
 struct tsr_sc_cond {
-    sc_core::sc_event ev;
-    sc_core::sc_event_or_list ev_or_abort; // ev | the owner's abort_ev, built once: `ev | abort_ev`
-                                           // allocates a list (and grows its vector) on every wait
+    sc_core::sc_event ev; // (an abort notifies it: wait_ev waits on this one event, cheaper than
+                          // `ev | abort_ev`)
     int waiters = 0; // stages in wait_ev on it
     void notify()
     {
         if (waiters)
             ev.notify(sc_core::SC_ZERO_TIME);
+    }
+};
+
+// The slots of a bounded queue, with the cycle each pop freed its slot: a
+// stage that runs ahead of simulated time (compute, on its own clock) pops
+// "in the future", so a pusher must not take the slot before that cycle
+// even though it sees it free already.
+struct tsr_sc_slots {
+    unsigned depth = 16;
+    std::deque<double> pops; // cycles of the pops a later push may still need, oldest first
+    uint64_t npush = 0, npop = 0;
+    void clear()
+    {
+        pops.clear();
+        npush = npop = 0;
+    }
+    // Cycle the slot of the next push was freed (0: never used). Call only
+    // while the queue holds fewer than depth entries.
+    double next_free() const
+    {
+        if (npush < depth)
+            return 0;
+        return pops[(size_t)(npush - depth - (npop - pops.size()))];
+    }
+    void pushed()
+    {
+        npush++;
+        // (pops older than the one the next push needs are of no use)
+        while (!pops.empty() && npop - pops.size() + depth < npush)
+            pops.pop_front();
+    }
+    void popped(double at)
+    {
+        pops.push_back(at);
+        npop++;
+    }
+    // Pops that happen after cycle t (the entries still there at t).
+    size_t after(double t) const
+    {
+        size_t n = 0;
+        for (auto it = pops.rbegin(); it != pops.rend() && *it > t + 1e-9; ++it)
+            n++;
+        return n;
     }
 };
 
@@ -128,8 +183,13 @@ class tsr_sc_tokq {
   public:
     unsigned depth = 16;
     std::deque<double> tok; // visible-at cycles, non-decreasing
+    tsr_sc_slots slots;     // when popped (a push takes a slot no earlier)
     tsr_sc_cond changed;
-    void clear() { tok.clear(); }
+    void clear()
+    {
+        tok.clear();
+        slots.clear();
+    }
 };
 
 class tsr_sc_accel;
@@ -190,7 +250,7 @@ struct tsr_sc_burst {
     tsr_sc_burst() : ext(new tsr_sc_axi_ext) { gp.set_extension(ext); }
 };
 
-class tsr_sc_accel : public sc_core::sc_module {
+class tsr_sc_accel : public sc_core::sc_module, public tsr_sc_sequencer {
   public:
     tlm_utils::simple_target_socket<tsr_sc_accel> regs; // AXI4-Lite
     tlm_utils::simple_initiator_socket<tsr_sc_accel> mem; // AXI4 master
@@ -228,6 +288,7 @@ class tsr_sc_accel : public sc_core::sc_module {
     int bus = 8;
     std::vector<tsr_insn_t> insns;        // decoded stream of the run
     std::deque<tsr_sc_cmd> cmdq[TSR_STAGE_COUNT];
+    tsr_sc_slots cmdq_slots[TSR_STAGE_COUNT]; // when each command queue's entries were popped
     tsr_sc_cond cmdq_ev[TSR_STAGE_COUNT];
     tsr_sc_tokq tq[4];                    // tsr_queue_e order
     sc_core::sc_event start_ev, abort_ev, reset_done_ev;
@@ -245,13 +306,29 @@ class tsr_sc_accel : public sc_core::sc_module {
     double op_step[2] = {1, 1};                    // cycles between two of those ops (2: src-reading
                                                    // ALU ops with ACC_SINGLE_COPY)
 
+    // Same-time order of the stages (the sequencer wakes the ones due at one
+    // time in this order): fetch first (its command pushes are seen by the
+    // stages' checks in that cycle), then compute (its reads go before the
+    // load stage's, as the RTL's AXI master prefers fetch and compute reads),
+    // load, store.
+    enum { kSeqFetch, kSeqCompute, kSeqLoad, kSeqStore, kSeqN };
+    sc_core::sc_process_b *seq_proc_of[kSeqN] = {}; // each stage thread's process, set as it starts
+    void seq_wait(const sc_core::sc_time &at) override;
+
     // Helpers for the stages (all may throw tsr_sc_abort).
     double now() const;
     void wait_until(double cyc);
     void wait_start(); // for start_ev (or an abort)
     void wait_ev(tsr_sc_cond &c);
-    tsr_sc_cmd take_cmd(int stage);       // waits for and pops the next command
-    void pop_tokens(const tsr_insn_t &in, int stage, double *stall);
+    // Waits for and pops the next command, not before cycle `floor`: a stage
+    // that knows when its current instruction ends (compute, store) does
+    // not wait for that time itself; its next pop (and so its next dispatch)
+    // waits for it instead, one wait per instruction instead of two.
+    // With `lt` (the compute stage's own clock, at or after simulated time)
+    // neither waits in simulated time for a command or a token that is
+    // there: the pop is stamped *lt, advanced to when it happens.
+    tsr_sc_cmd take_cmd(int stage, double floor = 0, double *lt = nullptr);
+    void pop_tokens(const tsr_insn_t &in, int stage, double *stall, double *lt = nullptr);
     double push_tokens(const tsr_insn_t &in, int stage, double at); // returns the push cycle
     // Issue the bursts of [addr, addr+bytes) at the current time plus
     // *local (advanced by one cycle per burst, the AR/AW channel); returns
@@ -265,6 +342,15 @@ class tsr_sc_accel : public sc_core::sc_module {
     void finish(double at);
 
   private:
+    // Sequencer state: absolute wake time (time units) of each stage waiting
+    // on time (UINT64_MAX: not), its event, and the sequencer's own event.
+    sc_dt::uint64 seq_at_[kSeqN];
+    sc_core::sc_event seq_wake_[kSeqN], seq_ev_; // (an abort notifies seq_wake_ too: a wait on
+                                                 // one event costs less than on `wake | abort_ev`)
+    sc_dt::uint64 seq_next_ = ~(sc_dt::uint64)0; // time seq_ev_ is pending for (UINT64_MAX: none)
+    void seq_proc();
+    int seq_who() const;
+    void seq_abort(); // wake the stages waiting on time (with abort_ev)
     std::vector<std::unique_ptr<tsr_sc_burst>> burst_pool_; // free burst transactions (axi)
     sc_core::sc_event_or_list start_or_abort_;
     uint32_t status_ = 0, insn_addr_ = 0, insn_count_ = 0, hi_latch_ = 0;

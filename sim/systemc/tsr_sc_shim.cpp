@@ -59,6 +59,7 @@ int build_world()
             w->acc[i]->dram_model = w->mem[i].get();
             w->mem[i]->aborting = &w->acc[i]->aborting;
             w->mem[i]->abort_ev = &w->acc[i]->abort_ev;
+            w->mem[i]->seq = w->acc[i].get();
         }
         sc_start(SC_ZERO_TIME); // end of elaboration; threads at their first wait
         g_world = w;
