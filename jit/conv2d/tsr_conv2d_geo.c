@@ -60,8 +60,10 @@ int tsr_conv2d_n_uops(const geo_t *g) { return g->t.res ? g->nuops_res : tsr_con
 /* Resident mode: uop base of a kernel, appended on first use. */
 uint32_t tsr_conv2d_res_kernel(ibuf_t *b, int alu, int pa, int islot, int c0, int c1, int j, int n)
 {
-    for (int i = 0; i < b->nkern; i++) {
-        const res_kern_t *k = &b->kern[i];
+    const uint32_t h = ((uint32_t)alu * 0x9e3779b1u ^ (uint32_t)pa * 0x85ebca77u ^ (uint32_t)islot * 0xc2b2ae3du ^
+                        (uint32_t)c0 * 0x27d4eb2fu ^ (uint32_t)c1 * 0x165667b1u ^ (uint32_t)j * 0xd3a2646cu) >> 26;
+    for (int32_t i = b->khead[h]; i > 0; i = b->kern[i - 1].next) {
+        const res_kern_t *k = &b->kern[i - 1];
         if (k->alu == alu && k->pa == pa && k->islot == islot && k->c0 == c0 && k->c1 == c1 && k->j == j)
             return (uint32_t)k->base;
     }
@@ -75,8 +77,9 @@ uint32_t tsr_conv2d_res_kernel(ibuf_t *b, int alu, int pa, int islot, int c0, in
         b->kern = v;
         b->capk = cap;
     }
-    b->kern[b->nkern++] = (res_kern_t){(int16_t)alu, (int16_t)pa, (int16_t)islot, (int16_t)c0, (int16_t)c1,
-                                       (int16_t)j, b->nuops, n};
+    b->kern[b->nkern] = (res_kern_t){(int16_t)alu, (int16_t)pa, (int16_t)islot, (int16_t)c0, (int16_t)c1,
+                                     (int16_t)j, b->nuops, n, b->khead[h]};
+    b->khead[h] = ++b->nkern;
     b->nuops += n;
     return (uint32_t)(b->nuops - n);
 }

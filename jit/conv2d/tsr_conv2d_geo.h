@@ -33,6 +33,8 @@ typedef struct {
     /* resident mode: the kernels the stream uses, in uop-buffer order */
     struct res_kern *kern;
     int nkern, capk;
+    int32_t khead[64];  /* those kernels by a hash of their fields: index + 1 of the newest (0: none),
+                           chained by res_kern_t.next, so a lookup is not a scan of all of them */
     int nuops;          /* uops of those kernels */
     uint8_t fconst[4];  /* fused add: its constant rows loaded into region pa */
 } ibuf_t;
@@ -42,6 +44,7 @@ typedef struct {
 typedef struct res_kern {
     int16_t alu, pa, islot, c0, c1, j;
     int32_t base, n;    /* first uop, uops */
+    int32_t next;       /* index + 1 of the previous kernel of the same hash (ibuf_t.khead) */
 } res_kern_t;
 
 

@@ -31,6 +31,10 @@ const char *tsr_conv2d_tiling_id(void) { return "conv2d tiling, built " __DATE__
  * near-equal schedules prefer the one that moves less data. */
 #define BYTE_WEIGHT 0.01
 
+/* max of two times (never NaN): inline, where fmax is a libm call that
+ * honours NaNs, in the loop a search runs millions of times */
+static inline double dmax(double a, double b) { return a > b ? a : b; }
+
 typedef struct {
     double *t;
     size_t n, cap, next;
@@ -76,7 +80,7 @@ static double dram_book(dram_t *d, double t0, double len)
     i = lo;
     double start = t0;
     while (i < d->n && d->iv[i][0] < start + len) {
-        start = fmax(start, d->iv[i][1]);
+        start = dmax(start, d->iv[i][1]);
         i++;
     }
     /* [start, start+len) goes before interval i; merge with neighbours */
@@ -118,7 +122,7 @@ static double dram_book(dram_t *d, double t0, double len)
 static double dram_time(const tsr_insn_t *in, int st, double bytes, double bw)
 {
     const double rows = in->opcode == TSR_OP_LOAD && st == 0 ? (double)in->y_size : 0;
-    return rows > 0 ? rows * fmax(bytes / rows / bw, EST_ROW) : bytes / bw;
+    return rows > 0 ? rows * dmax(bytes / rows / bw, EST_ROW) : bytes / bw;
 }
 
 static int est_stage(const tsr_insn_t *in)
@@ -157,7 +161,7 @@ double tsr_conv2d_estimate_below(const geo_t *g, const ibuf_t *b, double limit)
                 work[2] += dram_time(in, est_stage(in),
                                      (double)in->y_size * in->x_size * (in->mem_type < TSR_MEM_COUNT ? eb[in->mem_type] : tsr_config_elem_bytes(c, (int)in->mem_type)), bw);
         }
-        const double lb = fmax(work[0], fmax(work[1], work[2]));
+        const double lb = dmax(work[0], dmax(work[1], work[2]));
         if (over(lb, limit))
             return lb;
     }
@@ -175,11 +179,11 @@ double tsr_conv2d_estimate_below(const geo_t *g, const ibuf_t *b, double limit)
         const int qp = st == 0 ? -1 : st == 1 ? L2C : C2S, qn = st == 0 ? C2L : st == 1 ? S2C : -1;
         if (in->pop_prev && qp >= 0) {
             if (q[qp].next >= q[qp].n) { bad = 1; break; }
-            ready = fmax(ready, q[qp].t[q[qp].next++]);
+            ready = dmax(ready, q[qp].t[q[qp].next++]);
         }
         if (in->pop_next && qn >= 0) {
             if (q[qn].next >= q[qn].n) { bad = 1; break; }
-            ready = fmax(ready, q[qn].t[q[qn].next++]);
+            ready = dmax(ready, q[qn].t[q[qn].next++]);
         }
         double end = ready, push = ready;
         if (in->opcode == TSR_OP_LOAD || in->opcode == TSR_OP_STORE) {
@@ -199,9 +203,9 @@ double tsr_conv2d_estimate_below(const geo_t *g, const ibuf_t *b, double limit)
                 lbk[1] = last >= half;
                 for (int k = 0; k < 2; k++)
                     if (lbk[k])
-                        start = fmax(start, fmax(last_bank[0][k], last_bank[1][k]));
+                        start = dmax(start, dmax(last_bank[0][k], last_bank[1][k]));
             } else if (st == 1) {
-                start = fmax(start, fmax(pipe[0], pipe[1]));
+                start = dmax(start, dmax(pipe[0], pipe[1]));
             }
             const double dt = dram_time(in, st, bytes, bw);
             dram = dram_book(&dr, start, dt);
@@ -221,22 +225,22 @@ double tsr_conv2d_estimate_below(const geo_t *g, const ibuf_t *b, double limit)
                 } else {
                     pipe[0] = pipe[1] = end;
                 }
-                older = fmax(older, end);
+                older = dmax(older, end);
                 push = end;
             }
         } else if (in->opcode == TSR_OP_GEMM || in->opcode == TSR_OP_ALU) {
             const int u = in->opcode == TSR_OP_ALU;
             const int bk = b->s.tag ? b->s.tag[i] : -1;
-            double start = fmax(ready, pipe[u]);
+            double start = dmax(ready, pipe[u]);
             if (bk < 0)
-                start = fmax(start, pipe[1 - u]);
+                start = dmax(start, pipe[1 - u]);
             else
-                start = fmax(start, last_bank[1 - u][bk]);
+                start = dmax(start, last_bank[1 - u][bk]);
             double ops = tsr_insn_issue_cycles(c, in, NULL);
             end = start + ops + EST_PIPE;
             work[u] -= ops + EST_PIPE; /* (unused when limit is infinite) */
-            push = fmax(end, older);
-            older = fmax(older, end);
+            push = dmax(end, older);
+            older = dmax(older, end);
             const int busy = in->push_prev || in->push_next;
             pipe[u] = busy ? push : end;
             for (int k = 0; k < 2; k++)
@@ -244,11 +248,11 @@ double tsr_conv2d_estimate_below(const geo_t *g, const ibuf_t *b, double limit)
                     last_bank[u][k] = end;
             disp = start;
         } else { /* FINISH */
-            end = fmax(ready, older);
+            end = dmax(ready, older);
             disp = end;
         }
-        total = fmax(total, end);
-        if (limit < INFINITY && (i & 63) == 63 && over(fmax(total, pipe[0] + work[0]), limit)) {
+        total = dmax(total, end);
+        if (limit < INFINITY && (i & 63) == 63 && over(dmax(total, pipe[0] + work[0]), limit)) {
             bad = -1;
             break;
         }
@@ -261,7 +265,7 @@ double tsr_conv2d_estimate_below(const geo_t *g, const ibuf_t *b, double limit)
         free(q[k].t);
     free(dr.iv);
     if (bad < 0)
-        return fmax(total, pipe[0] + work[0]);
+        return dmax(total, pipe[0] + work[0]);
     return bad || dr.oom ? 1e30 : total;
 }
 
@@ -280,6 +284,7 @@ static void reset_buf(ibuf_t *b)
     memset(b->set_map, 0, sizeof b->set_map);
     b->n_sets = 0;
     b->nkern = 0;
+    memset(b->khead, 0, sizeof b->khead);
     b->nuops = 0;
     memset(b->fconst, 0, sizeof b->fconst);
 }

@@ -126,17 +126,24 @@ tsr_insn_t *tsr_stream_emit(tsr_stream_t *s, uint32_t opcode, uint32_t mem_type)
         in = &s->v[s->n];
     }
     const long i = (long)s->n++;
-    memset(in, 0, sizeof *in);
+    /* zeroed in pieces the compiler writes as plain stores: a search emits
+     * millions of these, and a whole-struct memset becomes a string
+     * instruction whose start-up costs more than the stores */
+    _Static_assert(sizeof *in > 64 && sizeof *in <= 128, "tsr_insn_t size");
+    memset(in, 0, 64);
+    memset((char *)in + 64, 0, sizeof *in - 64);
     in->opcode = opcode;
     in->mem_type = mem_type;
     const int st = opcode == TSR_OP_FINISH ? TSR_STAGE_COMPUTE : (int)tsr_insn_stage(in);
     s->last[st] = i;
-    for (int q = 0; q < TSR_Q_COUNT; q++)
-        if (q_to[q] == st && (s->want[st] >> q & 1)) {
-            set_pop(in, q);
-            s->popped[q]++;
-        }
-    s->want[st] = 0;
+    if (s->want[st]) {
+        for (int q = 0; q < TSR_Q_COUNT; q++)
+            if (q_to[q] == st && (s->want[st] >> q & 1)) {
+                set_pop(in, q);
+                s->popped[q]++;
+            }
+        s->want[st] = 0;
+    }
     return in;
 }
 
