@@ -6,6 +6,9 @@
  */
 #include "tsr_conv2d.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -387,6 +390,31 @@ typedef struct {
     int32_t nuops;           /* uops in the kernel buffer */
 } conv_meta_t;
 
+/* The tiling search reads the geometry and the shape parameters, never
+ * the requantization values or weight zero points (they reach it only
+ * through geo_t's derived fields, part of the key): layers of one shape
+ * share one search. */
+typedef struct {
+    geo_t g;
+    int32_t p[18];
+} search_key_t;
+
+static void search_key(const geo_t *g, search_key_t *key)
+{
+    memset(key, 0, sizeof *key);
+    memcpy(&key->g, g, sizeof key->g); /* (geo_init zeroed it, padding included) */
+    key->g.c = NULL;
+    key->g.p = NULL;
+    key->g.kern = NULL;
+    key->g.fadd = NULL; /* (key.g.fuse says whether there is one; its values do not shape the tiling) */
+    const tsr_conv2d_params_t *p = g->p;
+    const int32_t pv[18] = {p->n,       p->c_in,     p->h,       p->w,         p->c_out,    p->kh,
+                            p->kw,      p->stride_h, p->stride_w, p->pad_top,  p->pad_left, p->pad_bottom,
+                            p->pad_right, p->groups, (int32_t)p->x_dtype, (int32_t)p->w_dtype, (int32_t)p->y_dtype,
+                            p->rq_count};
+    memcpy(key->p, pv, sizeof key->p);
+}
+
 /* Generate the kernel for g (tiling, uops, relocatable stream) and insert
  * it into kc; *ref gets the reference. */
 static int generate(tsr_kcache_t *kc, geo_t *g, const uint8_t *sig, size_t sig_len, tsr_kcache_ref_t **ref)
@@ -396,26 +424,8 @@ static int generate(tsr_kcache_t *kc, geo_t *g, const uint8_t *sig, size_t sig_l
     ibuf_t b = {0};
     tsr_stream_init(&b.s, g->c, 0, 1);
     int rc;
-    /* The tiling search reads the geometry and the shape parameters, never
-     * the requantization values or weight zero points (they reach it only
-     * through geo_t's derived fields, part of the key): layers of one shape
-     * share one search. */
-    struct {
-        geo_t g;
-        int32_t p[18];
-    } key;
-    memset(&key, 0, sizeof key);
-    memcpy(&key.g, g, sizeof key.g); /* (geo_init zeroed it, padding included) */
-    key.g.c = NULL;
-    key.g.p = NULL;
-    key.g.kern = NULL;
-    key.g.fadd = NULL; /* (key.g.fuse says whether there is one; its values do not shape the tiling) */
-    const tsr_conv2d_params_t *p = g->p;
-    const int32_t pv[18] = {p->n,       p->c_in,     p->h,       p->w,         p->c_out,    p->kh,
-                            p->kw,      p->stride_h, p->stride_w, p->pad_top,  p->pad_left, p->pad_bottom,
-                            p->pad_right, p->groups, (int32_t)p->x_dtype, (int32_t)p->w_dtype, (int32_t)p->y_dtype,
-                            p->rq_count};
-    memcpy(key.p, pv, sizeof key.p);
+    search_key_t key;
+    search_key(g, &key);
     tiling_t memo;
     if (tsr_kcache_memo_get(kc, &key, sizeof key, &memo, sizeof memo) && tsr_conv2d_tiling_fits(g, &memo))
         tsr_conv2d_set_tiling(g, &memo);
@@ -791,6 +801,105 @@ int tsr_conv2d_plan_tensors_add(tsr_device_t *dev, const tsr_conv2d_params_t *pa
         return tsr_err(TSR_EINVAL, OP ": fused add: residual tensor without a buffer or of another layout");
     tsr_add_params_device_view(add, &fv);
     return plan_impl(dev, &v, &fv, x, r, y, pl);
+}
+
+/* One search of tsr_conv2d_presearch: its own copies of what the search
+ * reads, and its result. */
+typedef struct {
+    tsr_conv2d_params_t v; /* device view of the parameters */
+    tsr_add_params_t fv;   /* device view of the fused add */
+    geo_t g;               /* geometry; the chosen tiling in g.t */
+    search_key_t key;      /* memo key */
+    int rc;                /* the search's result */
+} presearch_t;
+
+typedef struct {
+    presearch_t *s;
+    int n;
+    atomic_int next; /* next search to take */
+} presearch_pool_t;
+
+static void *presearch_worker(void *arg)
+{
+    presearch_pool_t *pool = arg;
+    for (int i; (i = atomic_fetch_add(&pool->next, 1)) < pool->n;) {
+        presearch_t *ps = &pool->s[i];
+        ps->rc = tsr_conv2d_choose_tiling(&ps->g);
+    }
+    return NULL;
+}
+
+int tsr_conv2d_presearch(tsr_device_t *dev, const tsr_conv2d_job_t *jobs, int n, int nthreads)
+{
+    if (!dev || (n > 0 && !jobs) || n < 0)
+        return tsr_err(TSR_EINVAL, OP ": presearch: NULL device or jobs");
+    const tsr_config_t *c = tsr_device_config(dev);
+    tsr_kcache_t *kc = tsr_kcache_get(dev);
+    if (!kc || n == 0)
+        return TSR_OK; /* (no memo to fill: every plan searches for itself) */
+    presearch_t *s = calloc((size_t)n, sizeof *s);
+    uint8_t *sig = malloc(TSR_KCACHE_MAX_SIG);
+    if (!s || !sig) {
+        free(s);
+        free(sig);
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    }
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        const tsr_conv2d_job_t *j = &jobs[i];
+        presearch_t *ps = &s[m];
+        int oh, ow;
+        /* the checks of the plan functions; a conv that fails them is left
+         * to its plan, which names the problem */
+        if (!j->p || !j->x || !j->y || tensor_view(j->p, j->x, &ps->v, &oh, &ow) ||
+            (j->add && (!j->r || add_matches(j->p, j->add, oh, ow)))) {
+            tsr_err_clear();
+            continue;
+        }
+        if (j->add)
+            tsr_add_params_device_view(j->add, &ps->fv);
+        if (geo_init(c, &ps->v, j->add ? &ps->fv : NULL, &ps->g)) {
+            tsr_err_clear();
+            continue;
+        }
+        ps->g.p = &ps->v;
+        ps->g.fadd = j->add ? &ps->fv : NULL;
+        const size_t sig_len = conv2d_sig(&ps->v, ps->g.fadd, sig);
+        if (sig_len <= TSR_KCACHE_MAX_SIG && tsr_kcache_has(kc, sig, sig_len))
+            continue; /* its plan takes the cached kernel */
+        search_key(&ps->g, &ps->key);
+        tiling_t t;
+        int dup = tsr_kcache_memo_get(kc, &ps->key, sizeof ps->key, &t, sizeof t);
+        for (int k = 0; k < m && !dup; k++)
+            dup = !memcmp(&s[k].key, &ps->key, sizeof ps->key);
+        if (!dup)
+            m++;
+    }
+    free(sig);
+    if (nthreads <= 0)
+        nthreads = tsr_jit_threads();
+    if (nthreads > m)
+        nthreads = m;
+    if (nthreads < 1)
+        nthreads = 1;
+    if (nthreads > 64)
+        nthreads = 64;
+    presearch_pool_t pool = {s, m, 0};
+    pthread_t th[64];
+    int started = 0;
+    for (; started < nthreads - 1; started++)
+        if (pthread_create(&th[started], NULL, presearch_worker, &pool))
+            break; /* fewer threads: the others take the work */
+    presearch_worker(&pool);
+    for (int k = 0; k < started; k++)
+        pthread_join(th[k], NULL);
+    int rc = TSR_OK;
+    for (int k = 0; k < m && !rc; k++)
+        if (s[k].rc == TSR_OK)
+            rc = tsr_kcache_memo_put(kc, &s[k].key, sizeof s[k].key, &s[k].g.t, sizeof s[k].g.t);
+    tsr_err_clear(); /* (a failed search's message: its plan says it again) */
+    free(s);
+    return rc;
 }
 
 int tsr_conv2d_add_fits(const tsr_config_t *cfg, const tsr_conv2d_params_t *p, const tsr_add_params_t *add)

@@ -180,6 +180,23 @@ int tsr_conv2d_plan_tensors(tsr_device_t *dev, const tsr_conv2d_params_t *p, con
 int tsr_conv2d_plan_tensors_add(tsr_device_t *dev, const tsr_conv2d_params_t *p, const tsr_add_params_t *add,
                                 const tsr_dtensor_t *x, const tsr_dtensor_t *r, const tsr_dtensor_t *y,
                                 tsr_conv2d_plan_t *plan);
+/* One conv of a graph whose tiling search may run ahead of its plan: the
+ * arguments tsr_conv2d_plan_tensors (add, r NULL) or
+ * tsr_conv2d_plan_tensors_add will get. */
+typedef struct {
+    const tsr_conv2d_params_t *p; /* its parameters */
+    const tsr_add_params_t *add;  /* the fused add's, or NULL */
+    const tsr_dtensor_t *x, *r, *y; /* input, residual (fused add only), output */
+} tsr_conv2d_job_t;
+/* Run the tiling searches of these convs on up to nthreads threads (0:
+ * tsr_jit_threads()), skipping convs whose
+ * kernel the device's cache already holds or whose search it remembers, and
+ * shapes that repeat; the results go to the cache's search memo, so that
+ * planning the convs afterwards only builds the chosen streams. The same
+ * tilings as planning them one by one: each search is the same function on
+ * the same input. A conv whose search fails (bad parameters, no tiling) is
+ * skipped here and fails with its message when it is planned. */
+int tsr_conv2d_presearch(tsr_device_t *dev, const tsr_conv2d_job_t *jobs, int n, int nthreads);
 /* 1 if the fused plan above can be made on cfg (some tiling fits the
  * buffers with the residual's region and the add's uops), 0 if not or if
  * the parameters are invalid. */

@@ -69,7 +69,9 @@ struct tsr_graph {
     uint64_t arena, arena_bytes, tensor_bytes, weight_bytes;
     double bw;             /* DRAM bytes per cycle of the bounds */
     double plan_ms, exec_ms;
-    double plan_cpu_ms;    /* CPU time of tsr_graph_plan (this thread) */
+    double plan_cpu_ms;    /* CPU time of tsr_graph_plan (every thread of the process) */
+    double search_ms;      /* wall time of its tiling searches run ahead (presearch) */
+    int search_threads;    /* threads they ran on */
     unsigned flags;        /* the plan's flags */
     uint8_t *pack;         /* plan: the buffer every layer's weights are packed in */
     size_t pack_cap;       /* its size */
@@ -839,13 +841,55 @@ static void fuse_adds(tsr_graph_t *g)
     }
 }
 
+/* Every conv's tiling search (with its fused add, if any), run ahead on
+ * the CPU's cores: the searches are most of a cold plan, independent of
+ * each other, and their results are the same as run one by one in
+ * plan_node, which then only builds the chosen streams. */
+static int presearch(tsr_graph_t *g)
+{
+    const double t0 = now_ms();
+    tsr_conv2d_job_t *jobs = calloc((size_t)g->nn, sizeof *jobs);
+    tsr_add_params_t *adds = calloc((size_t)g->nn, sizeof *adds);
+    if (!jobs || !adds) {
+        free(jobs);
+        free(adds);
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    }
+    int n = 0;
+    for (int i = 0; i < g->nn; i++) {
+        gnode_t *nd = &g->ns[i];
+        tsr_conv2d_job_t *j = &jobs[n];
+        if ((nd->op == TSR_GOP_CONV || nd->op == TSR_GOP_DENSE) && !nd->finto) {
+            j->p = nd->tap ? &nd->tconv : &nd->conv;
+            j->x = &g->ts[nd->in[0]].t;
+        } else if (nd->op == TSR_GOP_ADD && nd->fconv) {
+            const gnode_t *cv = &g->ns[nd->fconv - 1];
+            adds[n] = fused_add_params(nd);
+            j->p = cv->tap ? &cv->tconv : &cv->conv;
+            j->add = &adds[n];
+            j->x = &g->ts[nd->in[nd->fk]].t;
+            j->r = &g->ts[nd->in[1 - nd->fk]].t;
+        } else
+            continue;
+        j->y = &g->ts[nd->out].t;
+        n++;
+    }
+    const int threads = tsr_jit_threads();
+    const int rc = tsr_conv2d_presearch(g->dev, jobs, n, threads);
+    free(jobs);
+    free(adds);
+    g->search_threads = threads;
+    g->search_ms = now_ms() - t0;
+    return rc;
+}
+
 int tsr_graph_plan(tsr_graph_t *g, tsr_device_t *dev, unsigned flags)
 {
     if (!g || !dev)
         return tsr_err(TSR_EINVAL, "graph: NULL graph or device");
     if (g->dev)
         return tsr_err(TSR_EINVAL, "graph: already planned");
-    const double t0 = now_ms(), c0 = (double)tsr_thread_cpu_ns() / 1e6;
+    const double t0 = now_ms(), c0 = (double)tsr_process_cpu_ns() / 1e6;
     const tsr_config_t *dc = tsr_device_config(dev);
     if (dc->batch != g->cfg.batch || dc->block_in != g->cfg.block_in || dc->block_out != g->cfg.block_out)
         return tsr_err(TSR_EINVAL, "graph: the device's config has another BATCH/BLOCK than the graph's");
@@ -876,6 +920,8 @@ int tsr_graph_plan(tsr_graph_t *g, tsr_device_t *dev, unsigned flags)
         for (int i = 0; i < g->nn && g->ts[t].producer < 0; i++)
             g->ts[t].is_input |= g->ns[i].in[0] == t || g->ns[i].in[1] == t;
     }
+    if ((rc = presearch(g)))
+        goto fail;
     for (int k = 0; k < g->nn; k++)
         if ((rc = plan_node(g, &g->ns[g->order[k]])))
             goto fail;
@@ -886,7 +932,7 @@ int tsr_graph_plan(tsr_graph_t *g, tsr_device_t *dev, unsigned flags)
     g->pack = NULL;
     g->pack_cap = 0;
     g->plan_ms = now_ms() - t0;
-    g->plan_cpu_ms = (double)tsr_thread_cpu_ns() / 1e6 - c0;
+    g->plan_cpu_ms = (double)tsr_process_cpu_ns() / 1e6 - c0;
     return TSR_OK;
 fail:
     free(g->pack);
@@ -1155,6 +1201,9 @@ void tsr_graph_totals(const tsr_graph_t *g, tsr_graph_totals_t *o)
     o->exec_ms = g->exec_ms;
     o->plan_ms = g->plan_ms;
     o->plan_cpu_ms = g->plan_cpu_ms;
+    o->jit_ms += g->search_ms;
+    o->search_ms = g->search_ms;
+    o->search_threads = g->search_threads;
     o->peak_bytes = g->arena_bytes;
     o->tensor_bytes = g->tensor_bytes;
     o->weight_bytes = g->weight_bytes;
@@ -1202,7 +1251,8 @@ void tsr_graph_print_report(const tsr_graph_t *g, FILE *f)
     if (t.cycles > 0)
         fprintf(f, "total cycles %.0f, sum of per-layer bounds %.0f, ratio %.3f; %.1f frames/s at %d MHz\n", t.cycles,
                 t.bound, t.bound / t.cycles, g->cfg.clock_mhz * 1e6 / t.cycles, g->cfg.clock_mhz);
-    fprintf(f, "plan %.1f ms wall, %.1f ms CPU: operators %.1f ms (%d kernels generated, %d from the cache), weights "
-               "packed and uploaded %.1f ms; last execution %.1f ms wall\n",
-            t.plan_ms, t.plan_cpu_ms, t.jit_ms, t.kc_misses, t.kc_hits, t.upload_ms, t.exec_ms);
+    fprintf(f, "plan %.1f ms wall, %.1f ms CPU: operators %.1f ms (%d kernels generated, %d from the cache; of it "
+               "tiling searches %.1f ms on %d threads), weights packed and uploaded %.1f ms; last execution %.1f ms wall\n",
+            t.plan_ms, t.plan_cpu_ms, t.jit_ms, t.kc_misses, t.kc_hits, t.search_ms, t.search_threads, t.upload_ms,
+            t.exec_ms);
 }

@@ -72,7 +72,8 @@ typedef struct tsr_graph_layer {
     double bound;           /* roofline bound, cycles (tsr_roofline_bound) */
     int memory_bound;       /* 1 if the memory term binds */
     double wall_ms;         /* host wall time of the submission (submit + wait) */
-    double plan_ms;         /* time its plan took (kernel, buffers, stream; weights excluded) */
+    double plan_ms;         /* time its plan took (kernel, buffers, stream; weights excluded; a conv's
+                               tiling search runs before, in the totals' search_ms) */
     double upload_ms;       /* time packing and uploading its weights and constants took */
     int kcache;             /* tsr_kc_status_e of its kernel, -1 for a reshape */
 } tsr_graph_layer_t;
@@ -83,8 +84,11 @@ typedef struct tsr_graph_totals {
     double macs, cycles, moved, compulsory, bound; /* sums over layers */
     double exec_ms;         /* wall time of the last tsr_graph_exec (inputs written to outputs read) */
     double plan_ms;         /* wall time of tsr_graph_plan */
-    double plan_cpu_ms;     /* CPU time of tsr_graph_plan (its thread; what a busy machine does not add) */
+    double plan_cpu_ms;     /* CPU time of tsr_graph_plan (all its threads; what a busy machine does not add) */
     double jit_ms;          /* of which planning the operators (kernels from the cache or generated) */
+    double search_ms;       /* of which the convs' tiling searches, run ahead on search_threads threads
+                               ($TESSERA_JIT_THREADS, default one per CPU); not in the layers' plan_ms */
+    int search_threads;
     double upload_ms;       /* of which packing and uploading weights */
     uint64_t peak_bytes;    /* activation arena: device DRAM for all activations (lifetimes reused) */
     uint64_t tensor_bytes;  /* sum of all activation tensors' bytes (no reuse) */

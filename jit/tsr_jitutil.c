@@ -1,7 +1,9 @@
 /* tsr_jitutil: geometry shared by the operator lowerings (tsr_jitutil.h). */
 #include "tsr_jitutil.h"
 
+#include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 void tsr_span(int i0, int n, int step, int size, tsr_span_t *s)
 {
@@ -49,9 +51,16 @@ uint64_t tsr_mono_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-uint64_t tsr_thread_cpu_ns(void)
+uint64_t tsr_process_cpu_ns(void)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int tsr_jit_threads(void)
+{
+    const char *env = getenv("TESSERA_JIT_THREADS");
+    long n = env && *env ? strtol(env, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > 64 ? 64 : (int)n;
 }

@@ -45,8 +45,11 @@ int tsr_tile_candidates(int n, int *out);
 
 /* Monotonic clock in nanoseconds (plan and generation times). */
 uint64_t tsr_mono_ns(void);
-/* CPU time of the calling thread in nanoseconds: a plan time that other processes on a shared
- * machine do not inflate. */
-uint64_t tsr_thread_cpu_ns(void);
+/* CPU time of the process (all its threads: a plan's search threads too) in nanoseconds: a plan
+ * time that other processes on a shared machine do not inflate. */
+uint64_t tsr_process_cpu_ns(void);
+/* Threads the JIT may use for independent work (tiling searches): $TESSERA_JIT_THREADS if set
+ * (1 = none besides the caller), else one per online CPU; 1..64. */
+int tsr_jit_threads(void);
 
 #endif

@@ -751,6 +751,19 @@ static void add_saved(tsr_kcache_t *kc, const struct tsr_kcache_entry *e, uint64
         kc->st.saved_ns += e->k.gen_ns - dt;
 }
 
+int tsr_kcache_has(tsr_kcache_t *kc, const void *sig, size_t sig_len)
+{
+    if (!kc || kc->o.disabled || check_sig(sig, sig_len)) {
+        tsr_err_clear();
+        return 0;
+    }
+    if (find(kc, sig, sig_len))
+        return 1;
+    char path[1200];
+    return kc->dir[0] && tsr_kcache_file(kc, sig, sig_len, path, sizeof path) == TSR_OK && path[0] &&
+           access(path, R_OK) == 0;
+}
+
 int tsr_kcache_lookup(tsr_kcache_t *kc, const void *sig, size_t sig_len, tsr_kcache_ref_t **ref)
 {
     if (!kc || !ref)

@@ -134,6 +134,10 @@ void tsr_kcache_free(tsr_kcache_t *kc);
  * hit: a new entry, uops uploaded) or 0 (miss: generate and insert), with
  * *ref set on a hit; < 0 on an error (device memory). */
 int tsr_kcache_lookup(tsr_kcache_t *kc, const void *sig, size_t sig_len, tsr_kcache_ref_t **ref);
+/* 1 if sig's kernel is in memory or has a file on disk (not read: a stale
+ * file still makes the plan generate), 0 if not or the cache is off; no
+ * counter moves. */
+int tsr_kcache_has(tsr_kcache_t *kc, const void *sig, size_t sig_len);
 /* Copy k, upload its uops into a device buffer, write the cache file (a
  * failure to write is a warning, not an error) and return a reference. */
 int tsr_kcache_insert(tsr_kcache_t *kc, const void *sig, size_t sig_len, const tsr_kernel_t *k,

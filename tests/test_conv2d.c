@@ -25,6 +25,7 @@
 #include "tsr_conv2d.h"
 #include "tsr_driver.h"
 #include "tsr_error.h"
+#include "tsr_kcache.h"
 #include "tsr_opref.h"
 #include "tsr_testenv.h"
 
@@ -472,6 +473,91 @@ static void test_resnet_plans(void **state)
     tsr_device_close(dev);
 }
 
+/* tsr_conv2d_presearch: a graph's searches run ahead on threads must give
+ * the plans the tilings, and so the streams, a plan searching for itself
+ * gives; shapes that repeat are searched once; a job whose tensors do not
+ * match is left to its plan, which names the problem. Memory-only caches,
+ * so no kernel file from an earlier run answers instead of the search. */
+static void test_presearch(void **state)
+{
+    (void)state;
+    enum { NJ = 6 };
+    conv_case_t ks[NJ] = {basic_case(1, 64, 14, 14, 64, 3, 3, 1, 1), basic_case(1, 128, 7, 7, 256, 1, 1, 1, 0),
+                          basic_case(1, 32, 28, 28, 64, 3, 3, 2, 1),  basic_case(1, 64, 14, 14, 64, 3, 3, 1, 1),
+                          basic_case(1, 16, 9, 11, 48, 5, 3, 1, 2),   basic_case(1, 64, 14, 14, 64, 3, 3, 1, 1)};
+    tsr_device_t *dev[2] = {open_dev("default"), open_dev("default")};
+    tsr_dtensor_t x[2][NJ], y[2][NJ];
+    tsr_conv2d_plan_t pl[2][NJ];
+    memset(pl, 0, sizeof pl);
+    memset(x, 0, sizeof x);
+    memset(y, 0, sizeof y);
+    for (int d = 0; d < 2; d++) {
+        tsr_kcache_opts_t o = {.dir = ""};
+        tsr_kcache_t *kc;
+        if (tsr_kcache_create(dev[d], &o, &kc))
+            fail_msg("kcache: %s", tsr_errmsg());
+        const tsr_config_t *c = tsr_device_config(dev[d]);
+        tsr_conv2d_job_t jobs[NJ];
+        for (int i = 0; i < NJ; i++) {
+            conv_case_t *k = &ks[i];
+            k->p.w_zp = k->w_zp;
+            k->p.mult = k->mult;
+            k->p.shift = k->shift;
+            int oh, ow;
+            assert_int_equal(tsr_conv2d_check(&k->p, &oh, &ow), TSR_OK);
+            /* job 5: an input tensor of the wrong height */
+            if (tsr_dtensor_init(c, 1, k->p.c_in, k->p.h + (i == 5), k->p.w, TSR_DT_INT8, 0, &x[d][i]) ||
+                tsr_dtensor_init(c, 1, k->p.c_out, oh, ow, TSR_DT_INT8, 0, &y[d][i]) ||
+                tsr_dtensor_alloc(dev[d], &x[d][i]) || tsr_dtensor_alloc(dev[d], &y[d][i]))
+                fail_msg("tensors: %s", tsr_errmsg());
+            jobs[i] = (tsr_conv2d_job_t){&k->p, NULL, &x[d][i], NULL, &y[d][i]};
+        }
+        if (d == 1)
+            assert_int_equal(tsr_conv2d_presearch(dev[d], jobs, NJ, 2), TSR_OK);
+        tsr_kcache_stats_t st0, st1;
+        tsr_kcache_stats(kc, &st0);
+        for (int i = 0; i < NJ; i++) {
+            int rc = tsr_conv2d_plan_tensors(dev[d], &ks[i].p, &x[d][i], &y[d][i], &pl[d][i]);
+            if (i == 5) {
+                assert_int_equal(rc, TSR_EINVAL);
+                assert_non_null(strstr(tsr_errmsg(), "input tensor"));
+                continue;
+            }
+            if (rc)
+                fail_msg("job %d: %s", i, tsr_errmsg());
+        }
+        tsr_kcache_stats(kc, &st1);
+        /* with the presearch, every distinct shape's search came from the
+         * memo (4 shapes; jobs 3 and 5 repeat job 0's, job 3 hits the kernel) */
+        if (d == 1)
+            assert_int_equal(st1.memo_hits - st0.memo_hits, 4);
+        else
+            assert_int_equal(st1.memo_hits - st0.memo_hits, 0);
+    }
+    for (int i = 0; i < 5; i++) {
+        const tsr_conv2d_plan_t *a = &pl[0][i], *b = &pl[1][i];
+        if (a->toh != b->toh || a->tow != b->tow || a->tco != b->tco || a->tci != b->tci ||
+            a->co_inner != b->co_inner || a->nbuf_inp != b->nbuf_inp || a->nbuf_acc != b->nbuf_acc ||
+            a->resident != b->resident || a->ninsns != b->ninsns)
+            fail_msg("job %d: tiling with the presearch differs: toh %d/%d tow %d/%d tco %d/%d tci %d/%d, %zu/%zu insns",
+                     i, a->toh, b->toh, a->tow, b->tow, a->tco, b->tco, a->tci, b->tci, a->ninsns, b->ninsns);
+        for (size_t j = 0; j < a->ninsns; j++) {
+            tsr_insn_t ia = a->insns[j], ib = b->insns[j];
+            ia.dram_base = ib.dram_base = 0; /* (the devices placed their buffers alike, but need not) */
+            if (memcmp(&ia, &ib, sizeof ia))
+                fail_msg("job %d: instruction %zu differs with the presearch", i, j);
+        }
+    }
+    for (int d = 0; d < 2; d++) {
+        for (int i = 0; i < NJ; i++) {
+            tsr_conv2d_plan_free(dev[d], &pl[d][i]);
+            tsr_dtensor_free(dev[d], &x[d][i]);
+            tsr_dtensor_free(dev[d], &y[d][i]);
+        }
+        tsr_device_close(dev[d]);
+    }
+}
+
 static void expect_err(tsr_device_t *dev, conv_case_t *k, const char *word)
 {
     tsr_conv2d_params_t *p = &k->p;
@@ -554,6 +640,7 @@ int main(void)
         cmocka_unit_test(test_random_large),
         cmocka_unit_test(test_random_batch2),   cmocka_unit_test(test_random_rect),
         cmocka_unit_test(test_resnet_plans),    cmocka_unit_test(test_one_call),
+        cmocka_unit_test(test_presearch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
