@@ -320,6 +320,13 @@ static void consider(const geo_t *g, const tiling_t *t0, search_t *S)
         }
     } else {
         tsr_conv2d_set_tiling(&gg, t);
+        /* With one row-and-column tile, or one output-channel tile, both
+         * loop orders visit the tiles in the same order: the stream with
+         * co_inner is the one without it, considered just before (the
+         * heights do not depend on the order), and the first of equal
+         * costs is kept anyway. */
+        if (t->co_inner && (gg.n_rt * gg.n_wt == 1 || gg.n_ct == 1))
+            return;
         tsr_conv2d_build(&gg, b);
     }
     double cost = 1e30;
