@@ -56,7 +56,7 @@ def cmd_check(a):
     except space.SpaceError as e:
         sys.exit(f"dse: {e}")
     log(f"space {sp.name}: {len(sp.points)} legal points, {len(sp.illegal)} illegal; workload "
-        f"{sp.workload['kind']}; backend {sp.backend}; DRAM {sp.dram['bytes_per_cycle']} B/cycle; boards "
+        f"{space.workload_label(sp.workload)}; backend {sp.backend}; DRAM {sp.dram['bytes_per_cycle']} B/cycle; boards "
         f"{', '.join(b['name'] for b in sp.boards) or '-'}")
     for n, (ov, _) in enumerate(sp.points):
         log(f"  p{n:03d} " + " ".join(f"{k}={v}" for k, v in ov.items()))
@@ -186,7 +186,7 @@ def cmd_sweep(a):
     todo = engines.pending(ctx)
     log(f"dse: space {sp.name}: {len(ctx['points'])} points ({len(sp.illegal)} illegal skipped), "
         f"{len(ctx['points']) - len(todo)} cached, {len(todo)} to run on {a.engine} (-j {a.jobs}); "
-        f"workload {sp.workload['kind']} on {sp.backend}, synthesis {sp.synth}; out {out}")
+        f"workload {space.workload_label(sp.workload)} on {sp.backend}, synthesis {sp.synth}; out {out}")
     t0 = time.monotonic()
     if todo and a.report_only:
         log(f"dse: --report-only: {len(todo)} points not (fully) computed are reported as missing")

@@ -79,7 +79,7 @@ def test_space():
         ({"base": "tiny", "keys": {"LOG_BLOCK": [2]}, "search": {"method": "anneal"}},
          'search.method "anneal" is unknown (allowed: grid, random)'),
         ({"base": "tiny", "keys": {"LOG_BLOCK": [2]}, "workload": {"kind": "vgg16"}},
-         'workload.kind "vgg16" is unknown (allowed: resnet18, resnet18-small, resnet18-layers)'),
+         'workload.kind "vgg16" is unknown (allowed: resnet18, resnet18-small, resnet18-layers, onnx)'),
         ({"base": "tiny", "keys": {"LOG_BLOCK": [2]}, "sweep": 1},
          'unknown field "sweep" (allowed: name, base, keys, constraints, workload, search, dram, backend, synth)'),
         ({"base": "nosuch", "keys": {"LOG_BLOCK": [2]}},
@@ -238,6 +238,79 @@ def test_sweep():
           "resume: the lost point alone, same table (but its wall time)")
 
 
+def qlinearconv_model(path, seed):
+    """A QLinearConv (uint8 4 -> 8 channels, 3x3, pad 1) as ONNX, its weights drawn from seed."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(seed)
+    inits = {"xs": np.array(0.02, np.float32), "xz": np.array(0, np.uint8),
+             "w": rng.integers(-60, 60, (8, 4, 3, 3)).astype(np.int8), "ws": np.array(0.01, np.float32),
+             "wz": np.array(0, np.int8), "ys": np.array(0.05, np.float32), "yz": np.array(10, np.uint8),
+             "b": rng.integers(-100, 100, 8).astype(np.int32)}
+    node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"], ["y"],
+                            pads=[1, 1, 1, 1])
+    g = helper.make_graph([node], "conv", [helper.make_tensor_value_info("x", TensorProto.UINT8, [2, 4, 8, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.UINT8, [2, 8, 8, 8])],
+                          [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    with open(path, "wb") as f:
+        f.write(m.SerializeToString())
+
+
+def test_onnx():
+    """An ONNX model as the workload: cycles of `tessera infer` on the sweep's backend, keyed by
+    the files' content; bad model paths and models the device cannot run are refused first."""
+    import numpy as np
+    qlinearconv_model(os.path.join(WORK, "conv.onnx"), 1)
+    np.save(os.path.join(WORK, "x.npy"), np.random.default_rng(2).integers(0, 256, (2, 4, 8, 8)).astype(np.uint8))
+    with open(os.path.join(WORK, "junk.onnx"), "wb") as f:
+        f.write(b"not a protobuf \xff\xff\xff")
+    base = {"base": "tiny", "keys": {"LOG_BLOCK": [1, 2]}, "synth": "none", "dram": {"board": "pynq-z1"}}
+    for doc, want in (
+            ({"kind": "onnx", "model": "nosuch.onnx", "input": "x.npy"},
+             "workload.model: cannot read nosuch.onnx: No such file or directory"),
+            ({"kind": "onnx", "input": "x.npy"}, "workload.model must name an ONNX model file (kind onnx)"),
+            ({"kind": "resnet18", "model": "conv.onnx"}, "workload.model needs kind onnx"),
+            ({"kind": "onnx", "model": "conv.onnx", "input": "conv.onnx"},
+             "workload.input: not a readable .npy file"),
+            ({"kind": "onnx", "model": "conv.onnx", "input": "x.npy", "batch": 3},
+             "workload.batch 3 is not the input's first dimension 2")):
+        p = write_space("bad-onnx", dict(base, workload=doc))
+        r = dse("check", p, "--cli", CLI)
+        check(r.returncode != 0 and r.stderr.strip().startswith(f"dse: {p}: {want}"),
+              f"onnx space refused: {want}" + ("" if want in r.stderr else f"\n     got: {r.stderr.strip()}"))
+    p = write_space("junk", dict(base, workload={"kind": "onnx", "model": "junk.onnx", "input": "x.npy"}))
+    r = dse("check", p, "--cli", CLI)
+    check(r.returncode != 0 and "the space has no legal point" in r.stderr
+          and "the workload cannot run on this hardware" in r.stderr and "junk.onnx" in r.stderr,
+          "a model tessera cannot import: every point refused at check time, with the importer's message\n"
+          + r.stderr)
+    sp = write_space("conv", dict(base, workload={"kind": "onnx", "model": "conv.onnx", "input": "x.npy"}))
+    out, cache = os.path.join(WORK, "out"), os.path.join(WORK, "cache")
+    r = dse("sweep", sp, "-j", "2", "--out", out, "--cache", cache, "--cli", CLI)
+    print(r.stdout, r.stderr)
+    check(r.returncode == 0 and "workload onnx conv.onnx" in r.stdout, "onnx sweep exits 0")
+    rows = read_csv(out)
+    check(len(rows) == 2 and all(x["status"] == "ok" for x in rows), "2 rows, both complete")
+    for x in rows:
+        ov = dict(kv.split("=") for kv in x["overrides"].split())
+        cfg = dict(json.load(open(os.path.join(ROOT, "configs", "tiny.json"))), LOG_BLOCK=int(ov["LOG_BLOCK"]))
+        cp = os.path.join(WORK, f"direct-{ov['LOG_BLOCK']}.json")
+        json.dump(cfg, open(cp, "w"))
+        d = subprocess.run([CLI, "infer", "conv.onnx", "-i", "x.npy", "--backend", "systemc", "--config", cp,
+                            "--dram-bw", "8"], capture_output=True, text=True, cwd=WORK)
+        seg = re.findall(r"^\s+total\s+-\s+-\s+\d+\s+(\d+)\s", d.stdout, re.M)
+        want = sum(map(int, seg)) if seg else None
+        check(want and int(x["cycles"]) == want, f"{x['id']} cycles {x['cycles']} == direct tessera infer {want}")
+        check(abs(float(x["throughput"]) - 2 * cfg["CLOCK_MHZ"] * 1e6 / want) < 1e-3 * float(x["throughput"]),
+              f"{x['id']} throughput = 2 images x clock / cycles")
+    r = dse("sweep", sp, "--out", out, "--cache", cache, "--cli", CLI)
+    check("2 cached, 0 to run" in r.stdout, "rerun: both points cached")
+    qlinearconv_model(os.path.join(WORK, "conv.onnx"), 3)  # other weights: other content, run again
+    r = dse("sweep", sp, "--out", out, "--cache", cache, "--cli", CLI)
+    check(r.returncode == 0 and "0 cached, 2 to run" in r.stdout, "a changed model is run again")
+
+
 def test_area():
     """The area path with a stand-in for scripts/synth.sh (same summary line, numbers from the
     config: DSP = MACs, LUT = 100 x MACs): fits, budget, front and plot, hand-computed."""
@@ -393,7 +466,7 @@ if __name__ == "__main__":
     if os.path.isdir(WORK):
         shutil.rmtree(WORK)
     os.makedirs(WORK)
-    {"space": test_space, "pareto": test_pareto, "sweep": test_sweep, "area": test_area,
+    {"space": test_space, "pareto": test_pareto, "sweep": test_sweep, "onnx": test_onnx, "area": test_area,
      "hier": test_hier, "slurm": test_slurm}[WHICH]()
     print(f"{WHICH}: {len(failures)} failures")
     sys.exit(1 if failures else 0)

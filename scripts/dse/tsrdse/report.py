@@ -5,7 +5,7 @@ import json
 import os
 
 from . import boards as boards_mod
-from . import pareto
+from . import pareto, space
 
 CSV_FIELDS = ["id", "overrides", "macs_per_cycle", "sram_kib", "bram36_floor", "clock_mhz", "cycles", "throughput",
               "LUT", "FF", "BRAM36", "DSP", "pareto", "fits", "ruled_out", "cycles_wall_s", "synth_wall_s",
@@ -177,7 +177,7 @@ def plot(outdir, ctx, rows, boards):
     axes[0].legend(fontsize=7, loc="lower right")
     w = ctx["workload"]
     src = "yosys synth_xilinx" if ctx["synth"] == "full" else "the module-by-module yosys estimate (synth.sh xc7-est)"
-    fig.suptitle(f"{ctx['space']}: {w['kind']} on {ctx['backend']}, DRAM {ctx['dram']['bytes_per_cycle']} B/cycle, "
+    fig.suptitle(f"{ctx['space']}: {space.workload_label(w)} on {ctx['backend']}, DRAM {ctx['dram']['bytes_per_cycle']} B/cycle, "
                  f"area from {src}", fontsize=10)
     fig.tight_layout()
     paths = []
@@ -212,7 +212,7 @@ def _plot_config_axes(outdir, ctx, rows, unit, plt):
     axes[0].set_xscale("log", base=2)
     axes[0].set_ylabel(f"throughput ({unit})")
     axes[1].legend(fontsize=7)
-    fig.suptitle(f"{ctx['space']}: {ctx['workload']['kind']} on {ctx['backend']}, DRAM "
+    fig.suptitle(f"{ctx['space']}: {space.workload_label(ctx['workload'])} on {ctx['backend']}, DRAM "
                  f"{ctx['dram']['bytes_per_cycle']} B/cycle (no synthesis results: config measures "
                  f"on x)", fontsize=10)
     fig.tight_layout()

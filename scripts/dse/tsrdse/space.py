@@ -6,6 +6,7 @@
 # ranges is isa/tsr_config.c. A copy in Python would drift; asking the CLI
 # gives exactly the errors a user would get for the generated config, and
 # those errors name the key and the allowed range.
+import hashlib
 import itertools
 import json
 import os
@@ -22,7 +23,7 @@ class SpaceError(Exception):
 
 TOP_FIELDS = ("name", "base", "keys", "constraints", "workload", "search", "dram", "backend",
               "synth")
-WORKLOADS = ("resnet18", "resnet18-small", "resnet18-layers")
+WORKLOADS = ("resnet18", "resnet18-small", "resnet18-layers", "onnx")
 BACKENDS = ("systemc", "rtl", "fsim")
 SYNTH_MODES = ("full", "estimate", "none")
 RESOURCES = ("LUT", "FF", "BRAM36", "DSP")
@@ -246,18 +247,22 @@ _PROBE_CACHE = {}
 
 def workload_check(cli, workload, cfg):
     """None if the workload's JIT plans on cfg, else its error (one line). Network workloads
-    only: the layer set (conv2d alone) lowers on any legal config."""
-    if workload.get("kind") not in ("resnet18", "resnet18-small"):
+    only: the layer set (conv2d alone) lowers on any legal config. An ONNX model is probed
+    itself: imported, placed and run once on fsim (its own operators decide what runs)."""
+    if workload.get("kind") not in ("resnet18", "resnet18-small", "onnx"):
         return None
-    key = json.dumps({k: v for k, v in cfg.items() if k != "CLOCK_MHZ"}, sort_keys=True)
+    key = json.dumps([{k: v for k, v in cfg.items() if k != "CLOCK_MHZ"}, workload], sort_keys=True)
     if key in _PROBE_CACHE:
         return _PROBE_CACHE[key]
-    p, cp, _ = cfgfile.run_on_config(cfg, [cli] + PROBE_NET + ["--config", "{cfg}"], "dse-probe-", cwd_tmp=True)
+    probe = PROBE_NET
+    if workload["kind"] == "onnx":
+        probe = ["infer", workload["model"], "-i", workload["input"], "--backend", "fsim", "--quiet"]
+    p, cp, _ = cfgfile.run_on_config(cfg, [cli] + probe + ["--config", "{cfg}"], "dse-probe-", cwd_tmp=True)
     res = None
     if p.returncode != 0:
         msg = (p.stderr.strip().splitlines() or [f"exit {p.returncode}"])[-1]
         msg = re.sub(r"^(tessera: )?(error: )?", "", msg.replace(cp, "point"))
-        res = f"the workload cannot run on this hardware: {msg} (`tessera {' '.join(PROBE_NET)}`)"
+        res = f"the workload cannot run on this hardware: {msg} (`tessera {' '.join(probe)}`)"
     _PROBE_CACHE[key] = res
     return res
 
@@ -318,11 +323,18 @@ def _load_workload(sp):
     if not isinstance(w, dict):
         raise SpaceError(f"{sp.path}: workload must be a name or an object")
     for k in w:
-        if k not in ("kind", "small", "layers", "batch"):
-            raise SpaceError(f"{sp.path}: workload: unknown field \"{k}\" (allowed: kind, small, layers, batch)")
+        if k not in ("kind", "small", "layers", "batch", "model", "input"):
+            raise SpaceError(f"{sp.path}: workload: unknown field \"{k}\" (allowed: kind, small, layers, batch, "
+                             f"model, input)")
     kind = w.get("kind", "resnet18")
     if kind not in WORKLOADS:
         raise SpaceError(f"{sp.path}: workload.kind \"{kind}\" is unknown (allowed: {', '.join(WORKLOADS)})")
+    if kind == "onnx":
+        sp.workload = _onnx_workload(sp, w)
+        return
+    for k in ("model", "input"):
+        if k in w:
+            raise SpaceError(f"{sp.path}: workload.{k} needs kind onnx")
     out = {"kind": kind, "batch": w.get("batch", 1)}
     if not _is_int(out["batch"]) or not 1 <= out["batch"] <= 64:
         raise SpaceError(f"{sp.path}: workload.batch must be an integer in [1, 64]")
@@ -344,6 +356,48 @@ def _load_workload(sp):
     elif "layers" in w:
         raise SpaceError(f"{sp.path}: workload.layers needs kind resnet18-layers")
     sp.workload = out
+
+
+def workload_label(w):
+    """The workload as a report names it: its kind, and an ONNX workload's model file."""
+    return f"onnx {os.path.basename(w['model'])}" if w["kind"] == "onnx" else w["kind"]
+
+
+def _onnx_workload(sp, w):
+    """An ONNX model and the input it runs on (`tessera infer MODEL -i INPUT`), paths relative
+    to the space file. Their bytes are hashed into the workload, so the cycle cache is keyed by
+    content: a changed model is run again, a moved one is not."""
+    out = {"kind": "onnx"}
+    here = os.path.dirname(os.path.abspath(sp.path))
+    for k, what in (("model", "an ONNX model file"), ("input", "a .npy input file")):
+        v = w.get(k)
+        if not isinstance(v, str) or not v:
+            raise SpaceError(f"{sp.path}: workload.{k} must name {what} (kind onnx)")
+        f = os.path.join(here, v)
+        try:
+            with open(f, "rb") as fh:
+                h = hashlib.sha256()
+                for chunk in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(chunk)
+        except OSError as e:
+            raise SpaceError(f"{sp.path}: workload.{k}: cannot read {v}: {e.strerror}")
+        out[k] = os.path.abspath(f)
+        out[k + "_sha256"] = h.hexdigest()
+    # images per run: the input's first dimension (tessera infer runs them as the batch)
+    try:
+        import numpy as np
+        shape = np.load(out["input"], mmap_mode="r").shape
+    except Exception as e:  # noqa: BLE001 (numpy raises several kinds on a bad file)
+        raise SpaceError(f"{sp.path}: workload.input: not a readable .npy file ({e})")
+    if len(shape) < 1 or shape[0] < 1:
+        raise SpaceError(f"{sp.path}: workload.input: its first dimension (the batch) must be >= 1")
+    if "batch" in w and w["batch"] != shape[0]:
+        raise SpaceError(f"{sp.path}: workload.batch {w['batch']} is not the input's first dimension {shape[0]}")
+    for k in ("small", "layers"):
+        if k in w:
+            raise SpaceError(f"{sp.path}: workload.{k} needs kind resnet18-small / resnet18-layers, not onnx")
+    out["batch"] = int(shape[0])
+    return out
 
 
 def _load_search(sp):
