@@ -42,6 +42,7 @@ typedef struct {
     tsr_add_params_t add;
     tsr_clip_params_t clip;
     int is_dense;          /* conv built from a dense node */
+    int is_requant;        /* conv built from a requantize node (unit depthwise weights) */
     int tap;               /* plan: the conv runs tap-packed (tsr_tappack.h) over its packed graph input */
     tsr_conv2d_params_t tconv; /* the rewritten parameters (tap) */
     void *tw;              /* the rewritten weights (tap; owned) */
@@ -394,6 +395,54 @@ int tsr_graph_dense(tsr_graph_t *g, const char *name, int x, int y, const tsr_de
     return TSR_OK;
 }
 
+int tsr_graph_requantize(tsr_graph_t *g, const char *name, int x, int y, const tsr_requant_params_t *p)
+{
+    gnode_t *n = NULL;
+    int rc = new_node(g, TSR_GOP_CONV, name, x, -1, y, &n);
+    if (rc)
+        return rc;
+    if (!p)
+        return tsr_err(TSR_EINVAL, "graph: node \"%s\": NULL parameters", n->name);
+    if (p->c < 1 || p->c > (1 << 20))
+        return tsr_err(TSR_EINVAL, "graph: node \"%s\": requantize over %d channels (1..%d)", n->name, p->c,
+                       1 << 20);
+    /* the depthwise 1x1 conv with weight 1 and no bias: acc = x - x_zp,
+     * then the conv's output stage (one channel: an ordinary 1x1 conv) */
+    static const int32_t zero = 0;
+    tsr_conv2d_params_t c;
+    memset(&c, 0, sizeof c);
+    c.n = p->n;
+    c.c_in = c.c_out = p->c;
+    c.h = p->h;
+    c.w = p->w;
+    c.kh = c.kw = c.stride_h = c.stride_w = 1;
+    c.groups = p->c;
+    c.x_dtype = p->x_dtype;
+    c.x_zp = p->x_zp;
+    c.w_dtype = TSR_DT_INT8;
+    c.w_zp = &zero;
+    c.w_zp_count = 1;
+    c.y_dtype = p->y_dtype;
+    c.y_zp = p->y_zp;
+    c.mult = p->mult;
+    c.shift = p->shift;
+    c.rq_count = p->rq_count;
+    c.act_min = p->act_min;
+    c.act_max = p->act_max;
+    int8_t *ones = malloc((size_t)p->c);
+    if (!ones)
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    memset(ones, 1, (size_t)p->c);
+    if (!(rc = check_conv(g, n, &c)))
+        rc = copy_conv(n, &c, ones, NULL);
+    free(ones);
+    if (rc)
+        return rc;
+    n->is_requant = 1;
+    commit_node(g, n);
+    return TSR_OK;
+}
+
 int tsr_graph_pool(tsr_graph_t *g, const char *name, int x, int y, const tsr_pool_params_t *p)
 {
     gnode_t *n = NULL;
@@ -625,7 +674,7 @@ static const char *op_name(const gnode_t *n)
     if (n->finto)
         return "fused";
     switch (n->op) {
-    case TSR_GOP_CONV: return n->conv.groups > 1 ? "dwconv" : "conv";
+    case TSR_GOP_CONV: return n->is_requant ? "requant" : n->conv.groups > 1 ? "dwconv" : "conv";
     case TSR_GOP_DENSE: return "dense";
     case TSR_GOP_POOL: return n->pool.kind == TSR_POOL_MAX ? "maxpool" : n->pool.kind == TSR_POOL_AVG ? "avgpool" : "gap";
     case TSR_GOP_ADD: return "add";

@@ -116,6 +116,25 @@ int tsr_graph_dense(tsr_graph_t *g, const char *name, int x, int y, const tsr_de
 int tsr_graph_pool(tsr_graph_t *g, const char *name, int x, int y, const tsr_pool_params_t *p);
 int tsr_graph_add(tsr_graph_t *g, const char *name, int a, int b, int y, const tsr_add_params_t *p);
 int tsr_graph_clip(tsr_graph_t *g, const char *name, int x, int y, const tsr_clip_params_t *p);
+/* Requantization of a tensor on its own (operators.md "Requantization",
+ * the output stage of conv2d and dense): y = clamp(requant(x - x_zp) +
+ * y_zp, act_min, act_max), per tensor or per channel, e.g. to move a tensor
+ * to another scale and zero point between operators (ONNX's
+ * DequantizeLinear -> QuantizeLinear pair). It runs on the device as a
+ * depthwise 1x1 conv with unit weights and no bias, whose output stage is
+ * exactly this; the layer table names it "requant". */
+typedef struct tsr_requant_params {
+    int n, c, h, w;                /* shape of x and y */
+    tsr_dtype_e x_dtype;           /* TSR_DT_INT8 or TSR_DT_UINT8 */
+    int32_t x_zp;                  /* within x_dtype's range */
+    tsr_dtype_e y_dtype;           /* TSR_DT_INT8 or TSR_DT_UINT8 */
+    int32_t y_zp;                  /* within y_dtype's range */
+    const int32_t *mult;           /* [rq_count] multipliers, [0, 2^31 - 1] */
+    const int32_t *shift;          /* [rq_count] shifts, [-31, 30] (> 0 shifts left) */
+    int rq_count;                  /* 1 (per tensor) or C (per channel) */
+    int32_t act_min, act_max;      /* output clamp within y_dtype's range */
+} tsr_requant_params_t;
+int tsr_graph_requantize(tsr_graph_t *g, const char *name, int x, int y, const tsr_requant_params_t *p);
 /* y relabels x's bytes: same N, C, dtype and zero point and H*W (the
  * blocked layout is then identical), e.g. [N,C,1,1] -> [N,C,1,1] views. */
 int tsr_graph_reshape(tsr_graph_t *g, const char *name, int x, int y);

@@ -39,6 +39,7 @@
 #include "tsr_graph.h"
 #include "tsr_netdesc.h"
 #include "tsr_netref.h"
+#include "tsr_opref.h"
 #include "tsr_quant.h"
 #include "tsr_testenv.h"
 
@@ -736,6 +737,88 @@ static void test_reshape(void **state)
     tsr_device_close(dev);
 }
 
+/* tsr_graph_requantize on its own: random shapes (1 and many channels),
+ * dtypes, zero points, per-tensor and per-channel multipliers and shifts
+ * and clamps, every output byte against the plain-C requantization
+ * (tsr_opref.c) of x - x_zp; the layer table names it. */
+static void test_requantize(void **state)
+{
+    (void)state;
+    uint64_t s = seed() ^ 0x5eed;
+    /* fsim: the default and tiny configs; the RTL: tiny, fewer cases */
+    for (int ci = is_rtl(); ci < 2; ci++) {
+        tsr_device_t *dev = tsr_test_open(ci ? "tiny" : "default", seed());
+        const int cases = is_rtl() ? 4 : 12;
+        for (int k = 0; k < cases; k++) {
+            tsr_requant_params_t p;
+            memset(&p, 0, sizeof p);
+            static const int cs[] = {1, 3, 16, 37, 64};
+            p.n = 1 + (int)(tsr_test_next(&s) % 2);
+            p.c = cs[tsr_test_next(&s) % 5];
+            p.h = 1 + (int)(tsr_test_next(&s) % 7);
+            p.w = 1 + (int)(tsr_test_next(&s) % 9);
+            p.x_dtype = tsr_test_next(&s) & 1 ? TSR_DT_UINT8 : TSR_DT_INT8;
+            p.y_dtype = tsr_test_next(&s) & 1 ? TSR_DT_UINT8 : TSR_DT_INT8;
+            const int xlo = p.x_dtype == TSR_DT_UINT8 ? 0 : -128, ylo = p.y_dtype == TSR_DT_UINT8 ? 0 : -128;
+            p.x_zp = xlo + (int)(tsr_test_next(&s) % 256);
+            p.y_zp = ylo + (int)(tsr_test_next(&s) % 256);
+            p.rq_count = tsr_test_next(&s) & 1 ? p.c : 1;
+            int32_t mult[64], shift[64];
+            for (int i = 0; i < p.rq_count; i++) {
+                mult[i] = (int32_t)((1u << 30) + (uint32_t)(tsr_test_next(&s) % (1u << 30)));
+                shift[i] = (int32_t)(tsr_test_next(&s) % 9) - 6; /* [-6, 2]: scales about 1/64 .. 4 */
+            }
+            p.mult = mult;
+            p.shift = shift;
+            p.act_min = ylo + (int)(tsr_test_next(&s) % 40);
+            p.act_max = ylo + 255 - (int)(tsr_test_next(&s) % 40);
+            tsr_graph_t *g = NULL;
+            assert_int_equal(tsr_graph_create(tsr_device_config(dev), &g), 0);
+            int tx, ty;
+            assert_int_equal(tsr_graph_tensor(g, p.n, p.c, p.h, p.w, p.x_dtype, p.x_zp, &tx), 0);
+            assert_int_equal(tsr_graph_tensor(g, p.n, p.c, p.h, p.w, p.y_dtype, p.y_zp, &ty), 0);
+            if (tsr_graph_requantize(g, "rq", tx, ty, &p))
+                fail_msg("case %d: requantize: %s", k, tsr_errmsg());
+            assert_int_equal(tsr_graph_output(g, ty), 0);
+            if (tsr_graph_plan(g, dev, 0))
+                fail_msg("case %d: plan: %s", k, tsr_errmsg());
+            const size_t ne = (size_t)p.n * p.c * p.h * p.w;
+            uint8_t *x = malloc(ne), *y = malloc(ne), *want = malloc(ne);
+            int32_t *acc = malloc(ne * sizeof *acc);
+            assert_true(x && y && want && acc);
+            for (size_t i = 0; i < ne; i++) {
+                x[i] = (uint8_t)tsr_test_next(&s);
+                acc[i] = (p.x_dtype == TSR_DT_UINT8 ? (int32_t)x[i] : (int32_t)(int8_t)x[i]) - p.x_zp;
+            }
+            const void *ins[1] = {x};
+            void *outs[1] = {y};
+            if (tsr_graph_exec(g, ins, outs))
+                fail_msg("case %d: exec: %s", k, tsr_errmsg());
+            opref_acc_t a = {p.n, p.c, p.h, p.w, acc};
+            opref_requant_t rq = {p.rq_count, mult, shift, p.act_min, p.act_max};
+            opref_tensor_t yt = {p.y_dtype == TSR_DT_UINT8 ? OPREF_UINT8 : OPREF_INT8, p.n, p.c, p.h, p.w, want, p.y_zp};
+            if (opref_requantize(&a, &rq, &yt))
+                fail_msg("case %d: reference: %s", k, tsr_errmsg());
+            for (size_t i = 0; i < ne; i++)
+                if (y[i] != want[i])
+                    fail_msg("%s case %d (seed %llu): [%d,%d,%d,%d] x %s zp %d -> y %s zp %d, %s: element %zu is %d, "
+                             "the reference %d (x %d)",
+                             ci ? "tiny" : "default", k, (unsigned long long)seed(), p.n, p.c, p.h, p.w, p.x_dtype == TSR_DT_UINT8 ? "u8" : "i8",
+                             (int)p.x_zp, p.y_dtype == TSR_DT_UINT8 ? "u8" : "i8", (int)p.y_zp,
+                             p.rq_count > 1 ? "per channel" : "per tensor", i, y[i], want[i], x[i]);
+            const tsr_graph_layer_t *L = tsr_graph_layer(g, 0);
+            assert_non_null(L);
+            assert_string_equal(L->op, "requant");
+            free(x);
+            free(y);
+            free(want);
+            free(acc);
+            tsr_graph_free(g);
+        }
+        tsr_device_close(dev);
+    }
+}
+
 /* A conv2d plan over device tensors rebound to other tensors (relocation
  * only) reads the new input and writes the new output: equal to the
  * one-shot API (itself checked against the reference by test_conv2d) on
@@ -810,6 +893,7 @@ int main(void)
         cmocka_unit_test(test_bad_graphs),
         cmocka_unit_test(test_plan_failure_frees),
         cmocka_unit_test(test_reshape),
+        cmocka_unit_test(test_requantize),
         cmocka_unit_test(test_conv_bind),
         cmocka_unit_test(test_small_resnet),
         cmocka_unit_test(test_random_graphs),
