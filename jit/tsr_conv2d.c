@@ -212,46 +212,39 @@ int tsr_conv2d_pack_weights(const tsr_config_t *c, const tsr_conv2d_plan_t *pl, 
             const int u8 = p->w_dtype == TSR_DT_UINT8;
             const size_t orow = (size_t)(co / c->block_out) * pl->cib, olane = (size_t)(co % c->block_out) * c->block_in;
             /* every w - w_zp of the dtype fits int8 (int8 with zp 0, uint8
-             * with zp 128): no per-weight check, the loop the compiler
-             * makes tight */
+             * with zp 128): no per-weight check; else this channel's
+             * weights are checked first, in [ci][k] order, so the error
+             * names the first one that does not fit */
             const int checked = (u8 ? 0 : -128) - zp < -128 || (u8 ? 255 : 127) - zp > 127;
-            if (!checked) {
-                /* one BLOCK_IN-wide segment of an on-chip weight row at a
-                 * time: the writes run along it instead of striding a row per
-                 * tap, and no division per channel */
-                const int bi = (int)c->block_in;
-                for (int cb = 0, ci0 = 0; ci0 < cin_g; cb++, ci0 += bi) {
-                    const int nci = imin(bi, cin_g - ci0);
-                    uint8_t *row = wdst + (orow + (size_t)cb) * (size_t)kk * c->wgt_bytes + olane;
-                    const uint8_t *sr = src + (size_t)ci0 * kk;
-                    for (int k = 0; k < kk; k++, row += c->wgt_bytes) {
-                        if (u8)
-                            for (int ci = 0; ci < nci; ci++) {
-                                const int32_t v = (int32_t)sr[ci * kk + k] - zp;
-                                sum += v;
-                                row[ci] = (uint8_t)(int8_t)v;
-                            }
-                        else
-                            for (int ci = 0; ci < nci; ci++) {
-                                const int32_t v = (int32_t)(int8_t)sr[ci * kk + k] - zp;
-                                sum += v;
-                                row[ci] = (uint8_t)(int8_t)v;
-                            }
-                    }
-                }
+            for (int i = 0; checked && i < cin_g * kk; i++) {
+                const int32_t v = (u8 ? (int32_t)src[i] : (int32_t)(int8_t)src[i]) - zp;
+                if (v < -128 || v > 127)
+                    return tsr_err(TSR_EINVAL,
+                                   OP ": weight w - w_zp = %d - %d = %d at [%d][%d][%d][%d] does not fit "
+                                   "the plan (its weight zero points differ from these)",
+                                   v + zp, zp, v, co, i / kk, i % kk / p->kw, i % kk % p->kw);
             }
-            for (int ci = 0; ci < cin_g && checked; ci++) {
-                uint8_t *d = wdst + ((orow + (size_t)(ci / c->block_in)) * (size_t)kk) * c->wgt_bytes + olane +
-                             (size_t)(ci % c->block_in);
-                for (int k = 0; k < kk; k++) {
-                    const int32_t v = (u8 ? (int32_t)src[(size_t)ci * kk + k] : (int32_t)(int8_t)src[(size_t)ci * kk + k]) - zp;
-                    if (v < -128 || v > 127)
-                        return tsr_err(TSR_EINVAL,
-                                       OP ": weight w - w_zp = %d - %d = %d at [%d][%d][%d][%d] does not fit "
-                                       "the plan (its weight zero points differ from these)",
-                                       v + zp, zp, v, co, ci, k / p->kw, k % p->kw);
-                    sum += v;
-                    d[(size_t)k * c->wgt_bytes] = (uint8_t)(int8_t)v;
+            /* one BLOCK_IN-wide segment of an on-chip weight row at a
+             * time: the writes run along it instead of striding a row per
+             * tap, and no division per channel */
+            const int bi = (int)c->block_in;
+            for (int cb = 0, ci0 = 0; ci0 < cin_g; cb++, ci0 += bi) {
+                const int nci = imin(bi, cin_g - ci0);
+                uint8_t *row = wdst + (orow + (size_t)cb) * (size_t)kk * c->wgt_bytes + olane;
+                const uint8_t *sr = src + (size_t)ci0 * kk;
+                for (int k = 0; k < kk; k++, row += c->wgt_bytes) {
+                    if (u8)
+                        for (int ci = 0; ci < nci; ci++) {
+                            const int32_t v = (int32_t)sr[ci * kk + k] - zp;
+                            sum += v;
+                            row[ci] = (uint8_t)(int8_t)v;
+                        }
+                    else
+                        for (int ci = 0; ci < nci; ci++) {
+                            const int32_t v = (int32_t)(int8_t)sr[ci * kk + k] - zp;
+                            sum += v;
+                            row[ci] = (uint8_t)(int8_t)v;
+                        }
                 }
             }
         }
