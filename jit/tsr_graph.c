@@ -213,9 +213,12 @@ int tsr_graph_output(tsr_graph_t *g, int t)
     return TSR_OK;
 }
 
-/* A new node: name, tensor ids checked (inputs exist, output exists and has
- * no producer yet, output not an input). */
-static int new_node(tsr_graph_t *g, tsr_graph_op_e op, const char *name, int a, int b, int y, gnode_t **out)
+/* A new node's slot (committed by commit_node once every check passed),
+ * after the checks every operator shares: graph, tensor ids, one producer,
+ * no cycle, and its arguments (missing: NULL, or what the caller lacks,
+ * e.g. "parameters"). */
+static int new_node(tsr_graph_t *g, tsr_graph_op_e op, const char *name, int a, int b, int y, const char *missing,
+                    gnode_t **out)
 {
     if (!g)
         return tsr_err(TSR_EINVAL, "graph: NULL graph");
@@ -236,6 +239,8 @@ static int new_node(tsr_graph_t *g, tsr_graph_op_e op, const char *name, int a, 
                        g->ns[g->ts[y].producer].name);
     if (y == a || (op == TSR_GOP_ADD && y == b))
         return tsr_err(TSR_EINVAL, "graph: node \"%s\": tensor %d is both an input and the output (a cycle)", nm, y);
+    if (missing)
+        return tsr_err(TSR_EINVAL, "graph: node \"%s\": NULL %s", nm, missing);
     if (g->nn == g->capn) {
         int cap = g->capn ? 2 * g->capn : 16;
         gnode_t *p = realloc(g->ns, sizeof *p * (size_t)cap);
@@ -339,26 +344,38 @@ int tsr_graph_conv2d(tsr_graph_t *g, const char *name, int x, int y, const tsr_c
                      const int32_t *bias)
 {
     gnode_t *n = NULL;
-    int rc = new_node(g, TSR_GOP_CONV, name, x, -1, y, &n);
+    int rc = new_node(g, TSR_GOP_CONV, name, x, -1, y, !p || !w ? "parameters or weights" : NULL, &n);
     if (rc)
         return rc;
-    if (!p || !w)
-        return tsr_err(TSR_EINVAL, "graph: node \"%s\": NULL parameters or weights", n->name);
     if ((rc = check_conv(g, n, p)) || (rc = copy_conv(n, p, w, bias)))
         return rc;
     commit_node(g, n);
     return TSR_OK;
 }
 
+/* The activation quantization and requantization of a conv (*c) from the
+ * fields of the same names in a dense or requantize node's parameters (*p):
+ * both become convs, and this is the part they state alike. */
+#define COPY_QUANT(c, p)                                                                                              \
+    do {                                                                                                              \
+        (c)->x_dtype = (p)->x_dtype;                                                                                  \
+        (c)->x_zp = (p)->x_zp;                                                                                        \
+        (c)->y_dtype = (p)->y_dtype;                                                                                  \
+        (c)->y_zp = (p)->y_zp;                                                                                        \
+        (c)->mult = (p)->mult;                                                                                        \
+        (c)->shift = (p)->shift;                                                                                      \
+        (c)->rq_count = (p)->rq_count;                                                                                \
+        (c)->act_min = (p)->act_min;                                                                                  \
+        (c)->act_max = (p)->act_max;                                                                                  \
+    } while (0)
+
 int tsr_graph_dense(tsr_graph_t *g, const char *name, int x, int y, const tsr_dense_params_t *p, const void *w,
                     const int32_t *bias)
 {
     gnode_t *n = NULL;
-    int rc = new_node(g, TSR_GOP_DENSE, name, x, -1, y, &n);
+    int rc = new_node(g, TSR_GOP_DENSE, name, x, -1, y, !p || !w ? "parameters or weights" : NULL, &n);
     if (rc)
         return rc;
-    if (!p || !w)
-        return tsr_err(TSR_EINVAL, "graph: node \"%s\": NULL parameters or weights", n->name);
     if ((rc = tsr_dense_check(p, NULL)))
         return tsr_err_prefix(rc, "graph: node \"%s\": ", n->name);
     const tsr_dtensor_t *xt = &g->ts[x].t;
@@ -376,18 +393,10 @@ int tsr_graph_dense(tsr_graph_t *g, const char *name, int x, int y, const tsr_de
     c.h = c.w = 1;
     c.c_out = p->m;
     c.kh = c.kw = c.stride_h = c.stride_w = c.groups = 1;
-    c.x_dtype = p->x_dtype;
-    c.x_zp = p->x_zp;
+    COPY_QUANT(&c, p);
     c.w_dtype = p->w_dtype;
     c.w_zp = p->w_zp;
     c.w_zp_count = p->w_zp_count;
-    c.y_dtype = p->y_dtype;
-    c.y_zp = p->y_zp;
-    c.mult = p->mult;
-    c.shift = p->shift;
-    c.rq_count = p->rq_count;
-    c.act_min = p->act_min;
-    c.act_max = p->act_max;
     if ((rc = check_conv(g, n, &c)) || (rc = copy_conv(n, &c, w, bias)))
         return rc;
     n->is_dense = 1;
@@ -398,11 +407,9 @@ int tsr_graph_dense(tsr_graph_t *g, const char *name, int x, int y, const tsr_de
 int tsr_graph_requantize(tsr_graph_t *g, const char *name, int x, int y, const tsr_requant_params_t *p)
 {
     gnode_t *n = NULL;
-    int rc = new_node(g, TSR_GOP_CONV, name, x, -1, y, &n);
+    int rc = new_node(g, TSR_GOP_CONV, name, x, -1, y, p ? NULL : "parameters", &n);
     if (rc)
         return rc;
-    if (!p)
-        return tsr_err(TSR_EINVAL, "graph: node \"%s\": NULL parameters", n->name);
     if (p->c < 1 || p->c > (1 << 20))
         return tsr_err(TSR_EINVAL, "graph: node \"%s\": requantize over %d channels (1..%d)", n->name, p->c,
                        1 << 20);
@@ -417,18 +424,10 @@ int tsr_graph_requantize(tsr_graph_t *g, const char *name, int x, int y, const t
     c.w = p->w;
     c.kh = c.kw = c.stride_h = c.stride_w = 1;
     c.groups = p->c;
-    c.x_dtype = p->x_dtype;
-    c.x_zp = p->x_zp;
+    COPY_QUANT(&c, p);
     c.w_dtype = TSR_DT_INT8;
     c.w_zp = &zero;
     c.w_zp_count = 1;
-    c.y_dtype = p->y_dtype;
-    c.y_zp = p->y_zp;
-    c.mult = p->mult;
-    c.shift = p->shift;
-    c.rq_count = p->rq_count;
-    c.act_min = p->act_min;
-    c.act_max = p->act_max;
     int8_t *ones = malloc((size_t)p->c);
     if (!ones)
         return tsr_err(TSR_ENOMEM, "out of memory");
@@ -446,11 +445,9 @@ int tsr_graph_requantize(tsr_graph_t *g, const char *name, int x, int y, const t
 int tsr_graph_pool(tsr_graph_t *g, const char *name, int x, int y, const tsr_pool_params_t *p)
 {
     gnode_t *n = NULL;
-    int rc = new_node(g, TSR_GOP_POOL, name, x, -1, y, &n);
+    int rc = new_node(g, TSR_GOP_POOL, name, x, -1, y, p ? NULL : "parameters", &n);
     if (rc)
         return rc;
-    if (!p)
-        return tsr_err(TSR_EINVAL, "graph: node \"%s\": NULL parameters", n->name);
     int oh, ow;
     if ((rc = tsr_pool_check(p, &oh, &ow)))
         return tsr_err_prefix(rc, "graph: node \"%s\": ", n->name);
@@ -465,11 +462,9 @@ int tsr_graph_pool(tsr_graph_t *g, const char *name, int x, int y, const tsr_poo
 int tsr_graph_add(tsr_graph_t *g, const char *name, int a, int b, int y, const tsr_add_params_t *p)
 {
     gnode_t *n = NULL;
-    int rc = new_node(g, TSR_GOP_ADD, name, a, b, y, &n);
+    int rc = new_node(g, TSR_GOP_ADD, name, a, b, y, p ? NULL : "parameters", &n);
     if (rc)
         return rc;
-    if (!p)
-        return tsr_err(TSR_EINVAL, "graph: node \"%s\": NULL parameters", n->name);
     int64_t count;
     if ((rc = tsr_add_check(p, &count)))
         return tsr_err_prefix(rc, "graph: node \"%s\": ", n->name);
@@ -485,11 +480,9 @@ int tsr_graph_add(tsr_graph_t *g, const char *name, int a, int b, int y, const t
 int tsr_graph_clip(tsr_graph_t *g, const char *name, int x, int y, const tsr_clip_params_t *p)
 {
     gnode_t *n = NULL;
-    int rc = new_node(g, TSR_GOP_CLIP, name, x, -1, y, &n);
+    int rc = new_node(g, TSR_GOP_CLIP, name, x, -1, y, p ? NULL : "parameters", &n);
     if (rc)
         return rc;
-    if (!p)
-        return tsr_err(TSR_EINVAL, "graph: node \"%s\": NULL parameters", n->name);
     int64_t count;
     if ((rc = tsr_clip_check(p, &count)))
         return tsr_err_prefix(rc, "graph: node \"%s\": ", n->name);
@@ -504,7 +497,7 @@ int tsr_graph_clip(tsr_graph_t *g, const char *name, int x, int y, const tsr_cli
 int tsr_graph_reshape(tsr_graph_t *g, const char *name, int x, int y)
 {
     gnode_t *n = NULL;
-    int rc = new_node(g, TSR_GOP_RESHAPE, name, x, -1, y, &n);
+    int rc = new_node(g, TSR_GOP_RESHAPE, name, x, -1, y, NULL, &n);
     if (rc)
         return rc;
     const tsr_dtensor_t *a = &g->ts[x].t, *b = &g->ts[y].t;
@@ -732,19 +725,39 @@ static tsr_add_params_t fused_add_params(const gnode_t *n)
     return p;
 }
 
-/* Plan conv node cv's parameters into n->cp (n is cv, or the add fused
- * into it: then with residual r) and upload cv's weights. */
-static int plan_conv(tsr_graph_t *g, gnode_t *n, const gnode_t *cv, const tsr_dtensor_t *x, const tsr_dtensor_t *r,
-                     const tsr_dtensor_t *y)
+/* The conv node n plans, if any: n itself (a conv or dense not fused
+ * into an add), or for an add with a conv fused into it that conv, the
+ * add's parameters (into *add) and the residual. Returns the conv node whose
+ * parameters and weights it plans, with *j the arguments of its plan
+ * (tsr_conv2d_plan_tensors[_add]); NULL when n plans no conv. The one
+ * place that says so: the plan and the searches run ahead of it. */
+static const gnode_t *conv_job(const tsr_graph_t *g, const gnode_t *n, tsr_conv2d_job_t *j, tsr_add_params_t *add)
+{
+    const gnode_t *cv;
+    memset(j, 0, sizeof *j);
+    if ((n->op == TSR_GOP_CONV || n->op == TSR_GOP_DENSE) && !n->finto) {
+        cv = n;
+        j->x = &g->ts[n->in[0]].t;
+    } else if (n->op == TSR_GOP_ADD && n->fconv) {
+        cv = &g->ns[n->fconv - 1];
+        *add = fused_add_params(n);
+        j->add = add;
+        j->x = &g->ts[n->in[n->fk]].t;
+        j->r = &g->ts[n->in[1 - n->fk]].t;
+    } else
+        return NULL;
+    j->p = cv->tap ? &cv->tconv : &cv->conv;
+    j->y = &g->ts[n->out].t;
+    return cv;
+}
+
+/* Plan conv node cv's parameters into n->cp with the arguments j of
+ * conv_job (n is cv, or the add fused into it) and upload cv's weights. */
+static int plan_conv(tsr_graph_t *g, gnode_t *n, const gnode_t *cv, const tsr_conv2d_job_t *j)
 {
     tsr_device_t *dev = g->dev;
-    const tsr_conv2d_params_t *cp = cv->tap ? &cv->tconv : &cv->conv;
-    int rc;
-    if (r) {
-        const tsr_add_params_t ap = fused_add_params(n);
-        rc = tsr_conv2d_plan_tensors_add(dev, cp, &ap, x, r, y, &n->cp);
-    } else
-        rc = tsr_conv2d_plan_tensors(dev, cp, x, y, &n->cp);
+    int rc = j->add ? tsr_conv2d_plan_tensors_add(dev, j->p, j->add, j->x, j->r, j->y, &n->cp)
+                    : tsr_conv2d_plan_tensors(dev, j->p, j->x, j->y, &n->cp);
     if (rc)
         return rc;
     n->planned = 1;
@@ -769,12 +782,14 @@ static int plan_node(tsr_graph_t *g, gnode_t *n)
     const tsr_dtensor_t *x = &g->ts[n->in[0]].t, *y = &g->ts[n->out].t;
     const double t0 = now_ms();
     int rc = TSR_OK;
-    switch (n->op) {
+    tsr_conv2d_job_t j;
+    tsr_add_params_t ap;
+    const gnode_t *cv = conv_job(g, n, &j, &ap);
+    if (cv)
+        rc = plan_conv(g, n, cv, &j);
+    else switch (n->op) {
     case TSR_GOP_CONV:
-    case TSR_GOP_DENSE:
-        if (!n->finto) /* (else it runs in the add's node) */
-            rc = plan_conv(g, n, n, x, NULL, y);
-        break;
+    case TSR_GOP_DENSE: break; /* fused into an add: it runs in the add's node */
     case TSR_GOP_POOL:
         if (!(rc = tsr_pool_plan_tensors(dev, &n->pool, x, y, &n->pp))) {
             n->planned = 1;
@@ -782,10 +797,6 @@ static int plan_node(tsr_graph_t *g, gnode_t *n)
         }
         break;
     case TSR_GOP_ADD:
-        if (n->fconv) {
-            rc = plan_conv(g, n, &g->ns[n->fconv - 1], &g->ts[n->in[n->fk]].t, &g->ts[n->in[1 - n->fk]].t, y);
-            break;
-        }
         if (!(rc = tsr_add_plan_tensors(dev, &n->add, x, &g->ts[n->in[1]].t, y, &n->ep))) {
             n->planned = 1;
             g->weight_bytes += n->ep.w_bytes + n->ep.c_bytes;
@@ -905,24 +916,9 @@ static int presearch(tsr_graph_t *g)
         return tsr_err(TSR_ENOMEM, "out of memory");
     }
     int n = 0;
-    for (int i = 0; i < g->nn; i++) {
-        gnode_t *nd = &g->ns[i];
-        tsr_conv2d_job_t *j = &jobs[n];
-        if ((nd->op == TSR_GOP_CONV || nd->op == TSR_GOP_DENSE) && !nd->finto) {
-            j->p = nd->tap ? &nd->tconv : &nd->conv;
-            j->x = &g->ts[nd->in[0]].t;
-        } else if (nd->op == TSR_GOP_ADD && nd->fconv) {
-            const gnode_t *cv = &g->ns[nd->fconv - 1];
-            adds[n] = fused_add_params(nd);
-            j->p = cv->tap ? &cv->tconv : &cv->conv;
-            j->add = &adds[n];
-            j->x = &g->ts[nd->in[nd->fk]].t;
-            j->r = &g->ts[nd->in[1 - nd->fk]].t;
-        } else
-            continue;
-        j->y = &g->ts[nd->out].t;
-        n++;
-    }
+    for (int i = 0; i < g->nn; i++)
+        if (conv_job(g, &g->ns[i], &jobs[n], &adds[n]))
+            n++;
     const int threads = tsr_jit_threads();
     const int rc = tsr_conv2d_presearch(g->dev, jobs, n, threads);
     free(jobs);

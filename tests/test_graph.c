@@ -713,6 +713,11 @@ static void test_reshape(void **state)
     int bad;
     assert_int_equal(tsr_graph_tensor(g, 1, 4, 12, 4, TSR_DT_UINT8, 100, &bad), 0);
     expect_err(tsr_graph_reshape(g, "badview", t[1], bad), "badview", "reshape changing C");
+    /* missing arguments: named, and the node is not added (t[1] still has no producer) */
+    expect_err(tsr_graph_clip(g, "nullclip", t[0], t[1], NULL), "nullclip", "clip without parameters");
+    assert_non_null(strstr(tsr_errmsg(), "NULL parameters"));
+    expect_err(tsr_graph_requantize(g, "nullrq", t[0], t[1], NULL), "nullrq", "requantize without parameters");
+    assert_non_null(strstr(tsr_errmsg(), "NULL parameters"));
     assert_int_equal(tsr_graph_clip(g, "c1", t[0], t[1], &c1), 0);
     assert_int_equal(tsr_graph_reshape(g, "view", t[1], t[2]), 0);
     assert_int_equal(tsr_graph_clip(g, "c2", t[2], t[3], &c2), 0);
