@@ -227,6 +227,19 @@ double tsr_sc_dram::credit_at(double to) const
     return c;
 }
 
+// A timed wait of the target until `at`: through the initiator's sequencer
+// when it has one (same-time wake-ups in its fixed order), else a plain
+// wait, cut short by the abort event if there is one.
+void tsr_sc_dram::wait_at(const sc_time &at)
+{
+    if (seq)
+        seq->seq_wait(at);
+    else if (abort_ev)
+        wait(at - stamp(), *abort_ev);
+    else
+        wait(at - stamp());
+}
+
 void tsr_sc_dram::b_transport(tlm::tlm_generic_payload &gp, sc_time &d)
 {
     tsr_sc_axi_ext *x = nullptr;
@@ -249,12 +262,7 @@ void tsr_sc_dram::b_transport(tlm::tlm_generic_payload &gp, sc_time &d)
     while (!wr && x && !x->high_prio && issue > t + 1e-3) {
         // (at least one time unit: the slot's cycle may round to now)
         sc_time w = cyc_time(issue) > stamp() ? cyc_time(issue) - stamp() : sc_get_time_resolution();
-        if (seq)
-            seq->seq_wait(stamp() + w);
-        else if (abort_ev)
-            wait(w, *abort_ev);
-        else
-            wait(w);
+        wait_at(stamp() + w);
         // (No delta wait for high-priority reads of this cycle: the
         // sequencer resumes fetch and compute before the load stage.)
         if (aborting && *aborting) {
@@ -296,12 +304,7 @@ void tsr_sc_dram::b_transport(tlm::tlm_generic_payload &gp, sc_time &d)
             double plan = last, c = credit;
             write_walk(&plan, left, bc, 1e300, &c);
             double wake = std::max(to_cyc(stamp()) + 1, plan - p.latency);
-            if (seq)
-                seq->seq_wait(cyc_time(wake));
-            else if (abort_ev)
-                wait(cyc_time(wake) - stamp(), *abort_ev);
-            else
-                wait(cyc_time(wake) - stamp());
+            wait_at(cyc_time(wake));
             if (aborting && *aborting) {
                 gp.set_response_status(tlm::TLM_GENERIC_ERROR_RESPONSE);
                 d = SC_ZERO_TIME;
@@ -535,14 +538,7 @@ void tsr_sc_accel::pop_tokens(const tsr_insn_t &in, int st, double *stall, doubl
                 wait_ev(q.changed);
             t = std::max({t, q.tok.front(), now()});
         }
-        for (int k = 0; k < n; k++) {
-            tq[qs[k]].tok.pop_front();
-            tq[qs[k]].slots.popped(t);
-            tq[qs[k]].changed.notify();
-        }
-        if (stall)
-            *stall += t - t0;
-        tsr_tl_wait(tl, st, t0, t);
+        take_tokens(qs, n, t, stall, t0, st);
         *lt = t;
         return;
     }
@@ -562,14 +558,21 @@ void tsr_sc_accel::pop_tokens(const tsr_insn_t &in, int st, double *stall, doubl
         if (ok)
             break;
     }
+    take_tokens(qs, n, now(), stall, t0, st);
+}
+
+// The tokens of queues qs[0..n) taken at cycle t (their slots free from
+// then), the wait since t0 counted as a stall and drawn on the timeline.
+void tsr_sc_accel::take_tokens(const int *qs, int n, double t, double *stall, double t0, int st)
+{
     for (int k = 0; k < n; k++) {
         tq[qs[k]].tok.pop_front();
-        tq[qs[k]].slots.popped(now());
+        tq[qs[k]].slots.popped(t);
         tq[qs[k]].changed.notify();
     }
     if (stall)
-        *stall += now() - t0;
-    tsr_tl_wait(tl, st, t0, now());
+        *stall += t - t0;
+    tsr_tl_wait(tl, st, t0, t);
 }
 
 double tsr_sc_accel::push_tokens(const tsr_insn_t &in, int st, double at)

@@ -117,6 +117,7 @@ class tsr_sc_dram : public sc_core::sc_module {
     double write_walk(double *t, double left, double bc, double h, double *credit);
     double credit_at(double to) const;
     void b_transport(tlm::tlm_generic_payload &gp, sc_core::sc_time &d);
+    void wait_at(const sc_core::sc_time &at); // a timed wait (sequencer, abort event or plain)
 };
 
 // An event notified only while a stage waits on it. A delta notification
@@ -329,6 +330,7 @@ class tsr_sc_accel : public sc_core::sc_module, public tsr_sc_sequencer {
     // there: the pop is stamped *lt, advanced to when it happens.
     tsr_sc_cmd take_cmd(int stage, double floor = 0, double *lt = nullptr);
     void pop_tokens(const tsr_insn_t &in, int stage, double *stall, double *lt = nullptr);
+    void take_tokens(const int *qs, int n, double t, double *stall, double t0, int stage); // (pop_tokens' end)
     double push_tokens(const tsr_insn_t &in, int stage, double at); // returns the push cycle
     // Issue the bursts of [addr, addr+bytes) at the current time plus
     // *local (advanced by one cycle per burst, the AR/AW channel); returns
