@@ -760,21 +760,6 @@ static int tensor_is(const char *what, const tsr_dtensor_t *t, int n, int c, int
     return TSR_OK;
 }
 
-int tsr_conv2d_plan_tensors(tsr_device_t *dev, const tsr_conv2d_params_t *params, const tsr_dtensor_t *x,
-                            const tsr_dtensor_t *y, tsr_conv2d_plan_t *pl)
-{
-    if (pl)
-        memset(pl, 0, sizeof *pl);
-    if (!params || !x || !y)
-        return tsr_err(TSR_EINVAL, OP ": NULL parameters or tensor");
-    const tsr_conv2d_params_t *p = params;
-    tsr_conv2d_params_t v;
-    int oh, ow, rc = tensor_view(p, x, &v, &oh, &ow);
-    if (rc || (rc = tensor_is("output", y, p->n, p->c_out, oh, ow, p->y_dtype, p->y_zp)))
-        return rc;
-    return plan_impl(dev, &v, NULL, x, NULL, y, pl);
-}
-
 /* The add's a must be exactly the conv's output (shape, dtype, zero point). */
 static int add_matches(const tsr_conv2d_params_t *p, const tsr_add_params_t *add, int oh, int ow)
 {
@@ -790,6 +775,39 @@ static int add_matches(const tsr_conv2d_params_t *p, const tsr_add_params_t *add
     return TSR_OK;
 }
 
+/* The checks of a plan over tensors (add NULL: no fused add) and the device
+ * views it plans with: *v of the conv's parameters, *fv of the add's. The
+ * plans and tsr_conv2d_presearch both take their arguments from here. */
+static int tensor_args(const tsr_conv2d_params_t *p, const tsr_add_params_t *add, const tsr_dtensor_t *x,
+                       const tsr_dtensor_t *r, const tsr_dtensor_t *y, tsr_conv2d_params_t *v, tsr_add_params_t *fv)
+{
+    int oh, ow, rc = tensor_view(p, x, v, &oh, &ow);
+    if (rc)
+        return rc;
+    if (!add)
+        return tensor_is("output", y, p->n, p->c_out, oh, ow, p->y_dtype, p->y_zp);
+    if ((rc = add_matches(p, add, oh, ow)) ||
+        (rc = tensor_is("residual", r, add->b.n, add->b.c, add->b.h, add->b.w, add->b.dtype, add->b.zp)) ||
+        (rc = tensor_is("output", y, add->y.n, add->y.c, add->y.h, add->y.w, add->y.dtype, add->y.zp)))
+        return rc;
+    if (!r->addr || r->bytes != y->bytes)
+        return tsr_err(TSR_EINVAL, OP ": fused add: residual tensor without a buffer or of another layout");
+    tsr_add_params_device_view(add, fv);
+    return TSR_OK;
+}
+
+int tsr_conv2d_plan_tensors(tsr_device_t *dev, const tsr_conv2d_params_t *params, const tsr_dtensor_t *x,
+                            const tsr_dtensor_t *y, tsr_conv2d_plan_t *pl)
+{
+    if (pl)
+        memset(pl, 0, sizeof *pl);
+    if (!params || !x || !y)
+        return tsr_err(TSR_EINVAL, OP ": NULL parameters or tensor");
+    tsr_conv2d_params_t v;
+    int rc = tensor_args(params, NULL, x, NULL, y, &v, NULL);
+    return rc ? rc : plan_impl(dev, &v, NULL, x, NULL, y, pl);
+}
+
 int tsr_conv2d_plan_tensors_add(tsr_device_t *dev, const tsr_conv2d_params_t *params, const tsr_add_params_t *add,
                                 const tsr_dtensor_t *x, const tsr_dtensor_t *r, const tsr_dtensor_t *y,
                                 tsr_conv2d_plan_t *pl)
@@ -798,18 +816,10 @@ int tsr_conv2d_plan_tensors_add(tsr_device_t *dev, const tsr_conv2d_params_t *pa
         memset(pl, 0, sizeof *pl);
     if (!params || !add || !x || !r || !y)
         return tsr_err(TSR_EINVAL, OP ": NULL parameters or tensor");
-    const tsr_conv2d_params_t *p = params;
     tsr_conv2d_params_t v;
     tsr_add_params_t fv;
-    int oh, ow, rc = tensor_view(p, x, &v, &oh, &ow);
-    if (rc || (rc = add_matches(p, add, oh, ow)) ||
-        (rc = tensor_is("residual", r, add->b.n, add->b.c, add->b.h, add->b.w, add->b.dtype, add->b.zp)) ||
-        (rc = tensor_is("output", y, add->y.n, add->y.c, add->y.h, add->y.w, add->y.dtype, add->y.zp)))
-        return rc;
-    if (!r->addr || r->bytes != y->bytes)
-        return tsr_err(TSR_EINVAL, OP ": fused add: residual tensor without a buffer or of another layout");
-    tsr_add_params_device_view(add, &fv);
-    return plan_impl(dev, &v, &fv, x, r, y, pl);
+    int rc = tensor_args(params, add, x, r, y, &v, &fv);
+    return rc ? rc : plan_impl(dev, &v, &fv, x, r, y, pl);
 }
 
 /* One search of tsr_conv2d_presearch: its own copies of what the search
@@ -857,17 +867,11 @@ int tsr_conv2d_presearch(tsr_device_t *dev, const tsr_conv2d_job_t *jobs, int n,
     for (int i = 0; i < n; i++) {
         const tsr_conv2d_job_t *j = &jobs[i];
         presearch_t *ps = &s[m];
-        int oh, ow;
         /* the checks of the plan functions; a conv that fails them is left
          * to its plan, which names the problem */
-        if (!j->p || !j->x || !j->y || tensor_view(j->p, j->x, &ps->v, &oh, &ow) ||
-            (j->add && (!j->r || add_matches(j->p, j->add, oh, ow)))) {
-            tsr_err_clear();
-            continue;
-        }
-        if (j->add)
-            tsr_add_params_device_view(j->add, &ps->fv);
-        if (geo_init(c, &ps->v, j->add ? &ps->fv : NULL, &ps->g)) {
+        if (!j->p || !j->x || !j->y || (j->add && !j->r) ||
+            tensor_args(j->p, j->add, j->x, j->r, j->y, &ps->v, &ps->fv) ||
+            geo_init(c, &ps->v, j->add ? &ps->fv : NULL, &ps->g)) {
             tsr_err_clear();
             continue;
         }
