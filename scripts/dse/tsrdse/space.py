@@ -6,7 +6,6 @@
 # ranges is isa/tsr_config.c. A copy in Python would drift; asking the CLI
 # gives exactly the errors a user would get for the generated config, and
 # those errors name the key and the allowed range.
-import hashlib
 import itertools
 import json
 import os
@@ -14,7 +13,7 @@ import random
 import re
 
 from . import boards as boards_mod
-from . import cfgfile
+from . import cfgfile, evaluate
 
 
 class SpaceError(Exception):
@@ -375,14 +374,10 @@ def _onnx_workload(sp, w):
             raise SpaceError(f"{sp.path}: workload.{k} must name {what} (kind onnx)")
         f = os.path.join(here, v)
         try:
-            with open(f, "rb") as fh:
-                h = hashlib.sha256()
-                for chunk in iter(lambda: fh.read(1 << 20), b""):
-                    h.update(chunk)
+            out[k + "_sha256"] = evaluate.sha256_file(f)
         except OSError as e:
             raise SpaceError(f"{sp.path}: workload.{k}: cannot read {v}: {e.strerror}")
         out[k] = os.path.abspath(f)
-        out[k + "_sha256"] = h.hexdigest()
     # images per run: the input's first dimension (tessera infer runs them as the batch)
     try:
         import numpy as np
