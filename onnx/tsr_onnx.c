@@ -2052,6 +2052,10 @@ static int import_graph(tsr_onnx_t *m, int batch)
     for (size_t i = 0; i < g->n_node; i++)
         if (!g->node[i]->op_type || !g->node[i]->op_type[0])
             return tsr_err(TSR_EINVAL, "%s: node %zu has no op type", m->path, i);
+    /* every operator lowered here names its first output (a fuzzer finding: a node with none) */
+    for (size_t i = 0; i < g->n_node; i++)
+        if (g->node[i]->n_output < 1)
+            return tsr_err(TSR_EINVAL, "%s: node %zu (%s) has no outputs", m->path, i, g->node[i]->op_type);
     for (size_t i = 0; i < g->n_output; i++)
         if (!g->output[i]->name || !g->output[i]->name[0])
             return tsr_err(TSR_EINVAL, "%s: graph output %zu has no name", m->path, i);
