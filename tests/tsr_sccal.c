@@ -1,8 +1,10 @@
 /*
  * tsr_sccal: calibration of the SystemC timed model against the RTL on
  * random programs of the differential generator (tsr_gen). Each program
- * runs on fsim, systemc and rtl (one device each, opened per program);
- * every output byte of systemc must equal fsim's, and the cycle error
+ * runs on fsim, systemc and rtl (one device each, opened per program; the
+ * RTL runs in a second pass, so each simulator's speed is measured over its
+ * own runs back to back); every output byte of systemc must equal fsim's,
+ * and the cycle error
  * (systemc - rtl) / rtl is collected. Prints one line per program with
  * --verbose, then: mean |error|, mean signed error, max, the distribution,
  * percentiles, the error by class (how busy the DRAM port is), the worst
@@ -59,6 +61,8 @@ typedef struct {
     uint64_t bytes;  /* DRAM bytes (rtl counters) */
     size_t ninsns;   /* instructions */
     double util;     /* DRAM bytes per rtl cycle / bytes per cycle available */
+    double bw;       /* DRAM bytes per cycle of the run (0: the backend's default, 8) */
+    uint32_t lat, out; /* DRAM latency and outstanding bursts of the run (0: the backend's default) */
 } sample_t;
 
 /* CPU time of this process: the machine is shared, wall time would
@@ -209,6 +213,41 @@ static int cmp_abs(const void *a, const void *b)
     return x < y ? 1 : x > y ? -1 : 0;
 }
 
+/* What the programs share: the config (or random configs), the DRAM options. */
+static struct {
+    tsr_config_t fixed;  /* the config unless random */
+    int random_cfg;      /* random configs, cycling through nconf seeds from seed */
+    uint64_t seed, nconf;
+    int random_dram;     /* DRAM timing drawn per program */
+    tsr_rtl_opts_t ro;   /* the DRAM timing otherwise */
+} g;
+
+/* Program i (seed ps): its config, DRAM options and stream; both passes
+ * derive the same program from the seed. Prints why and returns -1 if it
+ * cannot be made. */
+static int prep(uint64_t ps, uint64_t i, tsr_gen_prog_t *p, tsr_rtl_opts_t *r)
+{
+    tsr_config_t cfg = g.fixed;
+    char json[1024];
+    if (g.random_cfg && (tsr_gen_random_config(g.nconf ? g.seed + i % g.nconf : ps, json, sizeof json) ||
+                         tsr_config_parse(json, "random", &cfg))) {
+        fprintf(stderr, "seed %" PRIu64 ": bad random config: %s\n", ps, tsr_errmsg());
+        return -1;
+    }
+    *r = g.ro;
+    if (g.random_dram) {
+        uint64_t h = tsr_gen_mix(ps ^ 0xd7a3);
+        r->dram_latency = 8 + (uint32_t)(h % 89);
+        r->dram_bytes_per_cycle = (double)(2 + (h >> 8) % 15);
+        r->dram_outstanding = 1 + (uint32_t)((h >> 16) % 16);
+    }
+    if (tsr_gen_program(ps, &cfg, NULL, p)) {
+        fprintf(stderr, "seed %" PRIu64 ": %s\n", ps, tsr_errmsg());
+        return -1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     uint64_t count = 100, seed = 1, nconf = 2;
@@ -257,56 +296,45 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    int random_cfg = !strcmp(config, "random");
+    g.random_cfg = !strcmp(config, "random");
+    g.seed = seed, g.nconf = nconf, g.random_dram = random_dram, g.ro = ro;
     tsr_config_t fixed;
-    if (!random_cfg && tsr_config_load(config, &fixed)) {
+    if (!g.random_cfg && tsr_config_load(config, &fixed)) {
         fprintf(stderr, "tsr_sccal: %s\n", tsr_errmsg());
         return 2;
     }
+    g.fixed = fixed;
     if (jit)
         return jit_resnet18(&fixed, with_rtl);
     if (rtl_log && load_rtl_log(rtl_log, &known, &nknown))
         return 2;
     sample_t *s = calloc(count ? count : 1, sizeof *s);
+    uint64_t *cnt = counters ? calloc(count ? count : 1, sizeof(uint64_t) * TSR_CNT_COUNT) : NULL;
+    if (!s || (counters && !cnt)) {
+        fprintf(stderr, "tsr_sccal: out of memory for %" PRIu64 " programs\n", count);
+        return 2;
+    }
     uint64_t n = 0, bad = 0, rtl_cyc = 0, sc_cyc = 0, reused = 0;
     double rtl_t = 0, sc_t = 0;
+    /* Two passes: fsim and systemc on every program, then the RTL on every
+     * program. Each backend's runs are back to back, so each is timed with
+     * its own code and data in the caches; interleaving a Verilated model
+     * between two model runs evicted them (tiny: the model's cycles/s
+     * halved), which measured the mix, not either simulator. */
     for (uint64_t i = 0; i < count; i++) {
         uint64_t ps = seed + i;
-        tsr_config_t cfg = fixed;
-        char json[1024];
-        if (random_cfg && (tsr_gen_random_config(nconf ? seed + i % nconf : ps, json, sizeof json) ||
-                           tsr_config_parse(json, "random", &cfg))) {
-            fprintf(stderr, "seed %" PRIu64 ": bad random config: %s\n", ps, tsr_errmsg());
-            bad++;
-            continue;
-        }
-        tsr_rtl_opts_t r = ro;
-        if (random_dram) {
-            uint64_t h = tsr_gen_mix(ps ^ 0xd7a3);
-            r.dram_latency = 8 + (uint32_t)(h % 89);
-            r.dram_bytes_per_cycle = (double)(2 + (h >> 8) % 15);
-            r.dram_outstanding = 1 + (uint32_t)((h >> 16) % 16);
-        }
         tsr_gen_prog_t p;
-        if (tsr_gen_program(ps, &cfg, NULL, &p)) {
-            fprintf(stderr, "seed %" PRIu64 ": %s\n", ps, tsr_errmsg());
+        tsr_rtl_opts_t r;
+        if (prep(ps, i, &p, &r)) {
             bad++;
             continue;
         }
-        uint8_t *of[TSR_GEN_MAX_BUFS] = {NULL}, *os[TSR_GEN_MAX_BUFS] = {NULL}, *orr[TSR_GEN_MAX_BUFS] = {NULL};
-        tsr_counters_t cf, cs, cr;
+        uint8_t *of[TSR_GEN_MAX_BUFS] = {NULL}, *os[TSR_GEN_MAX_BUFS] = {NULL};
+        tsr_counters_t cf, cs;
         double tf = 0;
         int rc = run_on("fsim", &p, &r, of, &cf, &tf);
         if (!rc)
             rc = run_on("systemc", &p, &r, os, &cs, &sc_t);
-        uint64_t known_cyc = 0;
-        int from_log = rtl_lookup(known, nknown, ps, &known_cyc);
-        if (!rc && from_log) { /* the RTL's cycles from the log; DRAM bytes are the model's (equal) */
-            cr = cs;
-            cr.cycles = known_cyc;
-            reused++;
-        } else if (!rc)
-            rc = run_on("rtl", &p, &r, orr, &cr, &rtl_t);
         tsr_gen_diff_t d;
         if (rc) {
             printf("seed %" PRIu64 ": run failed: %s\n", ps, tsr_errmsg());
@@ -317,31 +345,62 @@ int main(int argc, char **argv)
                    ps, p.bufs[d.buf].name, d.offset, d.a, d.b, d.nbytes);
             bad++;
         } else {
-            sample_t *x = &s[n++];
+            sample_t *x = &s[n];
             x->seed = ps;
-            x->rtl = cr.cycles;
             x->sc = cs.cycles;
-            x->err = cr.cycles ? ((double)cs.cycles - (double)cr.cycles) / (double)cr.cycles : 0;
-            x->ops = cr.gemm_ops + cr.gemm_reset_ops + cr.alu_ops;
-            x->bytes = cr.hw[TSR_CNT_DRAM_RD_BYTES] + cr.hw[TSR_CNT_DRAM_WR_BYTES];
+            /* (DRAM bytes and op counts are the same on every backend: the RTL pass overwrites them) */
+            x->ops = cs.gemm_ops + cs.gemm_reset_ops + cs.alu_ops;
+            x->bytes = cs.hw[TSR_CNT_DRAM_RD_BYTES] + cs.hw[TSR_CNT_DRAM_WR_BYTES];
             x->ninsns = p.ninsns;
-            x->util = cr.cycles ? (double)x->bytes / (double)cr.cycles / (r.dram_bytes_per_cycle > 0 ? r.dram_bytes_per_cycle : 8) : 0;
-            rtl_cyc += from_log ? 0 : cr.cycles;
+            x->bw = r.dram_bytes_per_cycle;
+            x->lat = r.dram_latency, x->out = r.dram_outstanding;
+            if (cnt)
+                memcpy(cnt + n * TSR_CNT_COUNT, cs.hw, sizeof cs.hw);
             sc_cyc += cs.cycles;
-            if (verbose)
-                printf("seed %" PRIu64 ": rtl %" PRIu64 " systemc %" PRIu64 " err %+.2f%% (lat %u bw %.0f out %u)\n", ps,
-                       cr.cycles, cs.cycles, 100 * x->err, r.dram_latency, r.dram_bytes_per_cycle, r.dram_outstanding);
-            if (verbose && counters) {
-                printf("cnt seed %" PRIu64 ":", ps);
-                for (int k = 0; k < TSR_CNT_COUNT; k++)
-                    printf(" %" PRIu64, cs.hw[k]);
-                printf("\n");
-            }
+            n++;
         }
         tsr_gen_outputs_free(of);
         tsr_gen_outputs_free(os);
-        tsr_gen_outputs_free(orr);
         tsr_gen_free(&p);
+    }
+    for (uint64_t k = 0; k < n; k++) {
+        sample_t *x = &s[k];
+        uint64_t known_cyc = 0;
+        if (rtl_lookup(known, nknown, x->seed, &known_cyc)) { /* the RTL's cycles from the log */
+            x->rtl = known_cyc;
+            reused++;
+        } else {
+            tsr_gen_prog_t p;
+            tsr_rtl_opts_t r;
+            uint8_t *orr[TSR_GEN_MAX_BUFS] = {NULL};
+            tsr_counters_t cr;
+            int rc = prep(x->seed, x->seed - seed, &p, &r);
+            if (!rc) {
+                rc = run_on("rtl", &p, &r, orr, &cr, &rtl_t);
+                tsr_gen_outputs_free(orr);
+                tsr_gen_free(&p);
+            }
+            if (rc) {
+                printf("seed %" PRIu64 ": rtl run failed: %s\n", x->seed, tsr_errmsg());
+                bad++;
+                continue;
+            }
+            x->rtl = cr.cycles;
+            x->ops = cr.gemm_ops + cr.gemm_reset_ops + cr.alu_ops;
+            x->bytes = cr.hw[TSR_CNT_DRAM_RD_BYTES] + cr.hw[TSR_CNT_DRAM_WR_BYTES];
+            rtl_cyc += cr.cycles;
+        }
+        x->err = x->rtl ? ((double)x->sc - (double)x->rtl) / (double)x->rtl : 0;
+        x->util = x->rtl ? (double)x->bytes / (double)x->rtl / (x->bw > 0 ? x->bw : 8) : 0;
+        if (verbose)
+            printf("seed %" PRIu64 ": rtl %" PRIu64 " systemc %" PRIu64 " err %+.2f%% (lat %u bw %.0f out %u)\n",
+                   x->seed, x->rtl, x->sc, 100 * x->err, x->lat, x->bw, x->out);
+        if (verbose && cnt) {
+            printf("cnt seed %" PRIu64 ":", x->seed);
+            for (int c = 0; c < TSR_CNT_COUNT; c++)
+                printf(" %" PRIu64, cnt[k * TSR_CNT_COUNT + c]);
+            printf("\n");
+        }
     }
     double sum = 0, sabs = 0, mx = 0;
     static const double edges[] = {0.01, 0.02, 0.05, 0.10, 0.20};
@@ -401,6 +460,7 @@ int main(int argc, char **argv)
             printf("speed (CPU time): systemc %.0f cycles/s\n", sc_speed);
     }
     free(s);
+    free(cnt);
     free(known);
     return bad ? 1 : 0;
 }
