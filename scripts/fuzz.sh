@@ -15,6 +15,12 @@
 # The committed seeds (fuzz/corpus/TARGET) are copied into a working corpus
 # (build-fuzz/corpus/TARGET) that grows across runs; the tree stays clean.
 # Reproduce a finding: build-fuzz/fuzz/TARGET build-fuzz/findings/TARGET/crash-...
+#
+# FUZZ_RUNS=N runs each target for N inputs instead of SECONDS, from the
+# fixed seed FUZZ_SEED (default 1): the same inputs on every machine, so a
+# verdict is reproducible. CI's smoke run does this (scripts/test.sh): a
+# random smoke run failed CI on whatever it happened to reach that day;
+# finding new bugs is the long run's job.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS=${1:-600}
@@ -34,7 +40,9 @@ run_one() {
   [ -f fuzz/"$t".dict ] && dict=(-dict=fuzz/"$t".dict)
   # -timeout: an input running 10 s is a hang finding; -rss_limit_mb: 2 GiB
   # per input is an out-of-memory finding (bounded work on any input).
-  "$B"/fuzz/"$t" "$corp" "${dict[@]}" -max_total_time="$SECS" -timeout=10 -rss_limit_mb=2048 \
+  local budget=(-max_total_time="$SECS")
+  [ -n "${FUZZ_RUNS:-}" ] && budget=(-runs="$FUZZ_RUNS" -seed="${FUZZ_SEED:-1}")
+  "$B"/fuzz/"$t" "$corp" "${dict[@]}" "${budget[@]}" -timeout=10 -rss_limit_mb=2048 \
     -print_final_stats=1 -artifact_prefix="$find"/ >"$B/$t.log" 2>&1 || true
 }
 
