@@ -1,9 +1,9 @@
 /*
  * tsr_sccal: calibration of the SystemC timed model against the RTL on
  * random programs of the differential generator (tsr_gen). Each program
- * runs on fsim, systemc and rtl (one device each, opened per program; the
- * RTL runs in a second pass, so each simulator's speed is measured over its
- * own runs back to back); every output byte of systemc must equal fsim's,
+ * runs on systemc, fsim and rtl (one device each, opened per program; one
+ * pass per backend, so each simulator's speed is measured over its own
+ * runs back to back); every output byte of systemc must equal fsim's,
  * and the cycle error
  * (systemc - rtl) / rtl is collected. Prints one line per program with
  * --verbose, then: mean |error|, mean signed error, max, the distribution,
@@ -316,91 +316,126 @@ int main(int argc, char **argv)
     }
     uint64_t n = 0, bad = 0, rtl_cyc = 0, sc_cyc = 0, reused = 0;
     double rtl_t = 0, sc_t = 0;
-    /* Two passes: fsim and systemc on every program, then the RTL on every
-     * program. Each backend's runs are back to back, so each is timed with
-     * its own code and data in the caches; interleaving a Verilated model
-     * between two model runs evicted them (tiny: the model's cycles/s
-     * halved), which measured the mix, not either simulator. */
-    for (uint64_t i = 0; i < count; i++) {
-        uint64_t ps = seed + i;
-        tsr_gen_prog_t p;
-        tsr_rtl_opts_t r;
-        if (prep(ps, i, &p, &r)) {
-            bad++;
-            continue;
-        }
-        uint8_t *of[TSR_GEN_MAX_BUFS] = {NULL}, *os[TSR_GEN_MAX_BUFS] = {NULL};
-        tsr_counters_t cf, cs;
-        double tf = 0;
-        int rc = run_on("fsim", &p, &r, of, &cf, &tf);
-        if (!rc)
-            rc = run_on("systemc", &p, &r, os, &cs, &sc_t);
-        tsr_gen_diff_t d;
-        if (rc) {
-            printf("seed %" PRIu64 ": run failed: %s\n", ps, tsr_errmsg());
-            bad++;
-        } else if (tsr_gen_compare(&p, of, os, &d)) {
-            printf("seed %" PRIu64 ": systemc output differs from fsim: %s byte %" PRIu64 " (%u vs %u), %" PRIu64
-                   " bytes\n",
-                   ps, p.bufs[d.buf].name, d.offset, d.a, d.b, d.nbytes);
-            bad++;
-        } else {
-            sample_t *x = &s[n];
-            x->seed = ps;
-            x->sc = cs.cycles;
-            /* (DRAM bytes and op counts are the same on every backend: the RTL pass overwrites them) */
-            x->ops = cs.gemm_ops + cs.gemm_reset_ops + cs.alu_ops;
-            x->bytes = cs.hw[TSR_CNT_DRAM_RD_BYTES] + cs.hw[TSR_CNT_DRAM_WR_BYTES];
-            x->ninsns = p.ninsns;
-            x->bw = r.dram_bytes_per_cycle;
-            x->lat = r.dram_latency, x->out = r.dram_outstanding;
-            if (cnt)
-                memcpy(cnt + n * TSR_CNT_COUNT, cs.hw, sizeof cs.hw);
-            sc_cyc += cs.cycles;
-            n++;
-        }
-        tsr_gen_outputs_free(of);
-        tsr_gen_outputs_free(os);
-        tsr_gen_free(&p);
-    }
-    for (uint64_t k = 0; k < n; k++) {
-        sample_t *x = &s[k];
-        uint64_t known_cyc = 0;
-        if (rtl_lookup(known, nknown, x->seed, &known_cyc)) { /* the RTL's cycles from the log */
-            x->rtl = known_cyc;
-            reused++;
-        } else {
+    /* Per block of programs, three passes: systemc on each program of the
+     * block, then fsim (every output byte compared), then the RTL. Each
+     * simulator's runs are back to back, so each is timed with its own
+     * code and data in the caches; interleaving a Verilated model between
+     * two model runs evicted them (tiny: the model's cycles/s fell from
+     * 26 M to 15-18 M), which measured the mix, not either simulator. Short
+     * blocks keep both simulators' runs close in time, so the load of a
+     * shared machine weighs on both alike. */
+    enum { BLOCK = 25 };
+    uint8_t *souts[BLOCK][TSR_GEN_MAX_BUFS];
+    for (uint64_t b0 = 0; b0 < count; b0 += BLOCK) {
+        const uint64_t b1 = b0 + BLOCK < count ? b0 + BLOCK : count, n0 = n;
+        /* pass 1: systemc; its outputs kept for pass 2 (souts[k - n0]) */
+        for (uint64_t i = b0; i < b1; i++) {
+            uint64_t ps = seed + i;
             tsr_gen_prog_t p;
             tsr_rtl_opts_t r;
-            uint8_t *orr[TSR_GEN_MAX_BUFS] = {NULL};
-            tsr_counters_t cr;
-            int rc = prep(x->seed, x->seed - seed, &p, &r);
-            if (!rc) {
-                rc = run_on("rtl", &p, &r, orr, &cr, &rtl_t);
-                tsr_gen_outputs_free(orr);
-                tsr_gen_free(&p);
-            }
-            if (rc) {
-                printf("seed %" PRIu64 ": rtl run failed: %s\n", x->seed, tsr_errmsg());
+            if (prep(ps, i, &p, &r)) {
                 bad++;
                 continue;
             }
-            x->rtl = cr.cycles;
-            x->ops = cr.gemm_ops + cr.gemm_reset_ops + cr.alu_ops;
-            x->bytes = cr.hw[TSR_CNT_DRAM_RD_BYTES] + cr.hw[TSR_CNT_DRAM_WR_BYTES];
-            rtl_cyc += cr.cycles;
+            tsr_counters_t cs;
+            if (run_on("systemc", &p, &r, souts[n - n0], &cs, &sc_t)) {
+                printf("seed %" PRIu64 ": systemc run failed: %s\n", ps, tsr_errmsg());
+                tsr_gen_outputs_free(souts[n - n0]);
+                bad++;
+            } else {
+                sample_t *x = &s[n];
+                memset(x, 0, sizeof *x);
+                x->seed = ps;
+                x->sc = cs.cycles;
+                /* (DRAM bytes and op counts are the same on every backend: the RTL pass overwrites them) */
+                x->ops = cs.gemm_ops + cs.gemm_reset_ops + cs.alu_ops;
+                x->bytes = cs.hw[TSR_CNT_DRAM_RD_BYTES] + cs.hw[TSR_CNT_DRAM_WR_BYTES];
+                x->ninsns = p.ninsns;
+                x->bw = r.dram_bytes_per_cycle;
+                x->lat = r.dram_latency, x->out = r.dram_outstanding;
+                if (cnt)
+                    memcpy(cnt + n * TSR_CNT_COUNT, cs.hw, sizeof cs.hw);
+                n++;
+            }
+            tsr_gen_free(&p);
         }
-        x->err = x->rtl ? ((double)x->sc - (double)x->rtl) / (double)x->rtl : 0;
-        x->util = x->rtl ? (double)x->bytes / (double)x->rtl / (x->bw > 0 ? x->bw : 8) : 0;
-        if (verbose)
-            printf("seed %" PRIu64 ": rtl %" PRIu64 " systemc %" PRIu64 " err %+.2f%% (lat %u bw %.0f out %u)\n",
-                   x->seed, x->rtl, x->sc, 100 * x->err, x->lat, x->bw, x->out);
-        if (verbose && cnt) {
-            printf("cnt seed %" PRIu64 ":", x->seed);
-            for (int c = 0; c < TSR_CNT_COUNT; c++)
-                printf(" %" PRIu64, cnt[k * TSR_CNT_COUNT + c]);
-            printf("\n");
+        /* passes 2 and 3: fsim and the RTL; a program that fails in either
+         * leaves the sample set */
+        uint64_t kept = n0;
+        for (uint64_t k = n0; k < n; k++) {
+            sample_t *x = &s[k];
+            tsr_gen_prog_t p;
+            tsr_rtl_opts_t r;
+            int ok = 0;
+            if (!prep(x->seed, x->seed - seed, &p, &r)) {
+                uint8_t *of[TSR_GEN_MAX_BUFS] = {NULL};
+                tsr_counters_t cf;
+                double tf = 0;
+                tsr_gen_diff_t d;
+                if (run_on("fsim", &p, &r, of, &cf, &tf))
+                    printf("seed %" PRIu64 ": fsim run failed: %s\n", x->seed, tsr_errmsg());
+                else if (tsr_gen_compare(&p, of, souts[k - n0], &d))
+                    printf("seed %" PRIu64 ": systemc output differs from fsim: %s byte %" PRIu64 " (%u vs %u), %" PRIu64
+                           " bytes\n",
+                           x->seed, p.bufs[d.buf].name, d.offset, d.a, d.b, d.nbytes);
+                else
+                    ok = 1;
+                tsr_gen_outputs_free(of);
+                tsr_gen_free(&p);
+            }
+            tsr_gen_outputs_free(souts[k - n0]);
+            if (!ok) {
+                bad++;
+                x->seed = UINT64_MAX; /* (dropped below) */
+            }
         }
+        for (uint64_t k = n0; k < n; k++) {
+            sample_t *x = &s[k];
+            if (x->seed == UINT64_MAX)
+                continue;
+            uint64_t known_cyc = 0;
+            int from_log = rtl_lookup(known, nknown, x->seed, &known_cyc);
+            if (from_log) { /* the RTL's cycles from the log */
+                x->rtl = known_cyc;
+                reused++;
+            } else {
+                tsr_gen_prog_t p;
+                tsr_rtl_opts_t r;
+                uint8_t *orr[TSR_GEN_MAX_BUFS] = {NULL};
+                tsr_counters_t cr;
+                int rc = prep(x->seed, x->seed - seed, &p, &r);
+                if (!rc) {
+                    rc = run_on("rtl", &p, &r, orr, &cr, &rtl_t);
+                    tsr_gen_outputs_free(orr);
+                    tsr_gen_free(&p);
+                }
+                if (rc) {
+                    printf("seed %" PRIu64 ": rtl run failed: %s\n", x->seed, tsr_errmsg());
+                    bad++;
+                    continue;
+                }
+                x->rtl = cr.cycles;
+                x->ops = cr.gemm_ops + cr.gemm_reset_ops + cr.alu_ops;
+                x->bytes = cr.hw[TSR_CNT_DRAM_RD_BYTES] + cr.hw[TSR_CNT_DRAM_WR_BYTES];
+                rtl_cyc += cr.cycles;
+            }
+            x->err = x->rtl ? ((double)x->sc - (double)x->rtl) / (double)x->rtl : 0;
+            x->util = x->rtl ? (double)x->bytes / (double)x->rtl / (x->bw > 0 ? x->bw : 8) : 0;
+            if (verbose)
+                printf("seed %" PRIu64 ": rtl %" PRIu64 " systemc %" PRIu64 " err %+.2f%% (lat %u bw %.0f out %u)\n",
+                       x->seed, x->rtl, x->sc, 100 * x->err, x->lat, x->bw, x->out);
+            if (verbose && cnt) {
+                printf("cnt seed %" PRIu64 ":", x->seed);
+                for (int c = 0; c < TSR_CNT_COUNT; c++)
+                    printf(" %" PRIu64, cnt[k * TSR_CNT_COUNT + c]);
+                printf("\n");
+            }
+            sc_cyc += x->sc;
+            if (cnt && kept != k)
+                memcpy(cnt + kept * TSR_CNT_COUNT, cnt + k * TSR_CNT_COUNT, sizeof(uint64_t) * TSR_CNT_COUNT);
+            s[kept++] = *x;
+        }
+        n = kept;
     }
     double sum = 0, sabs = 0, mx = 0;
     static const double edges[] = {0.01, 0.02, 0.05, 0.10, 0.20};
