@@ -30,7 +30,7 @@
 enum { FIT_OK = 0, FIT_NO = 1, FIT_USAGE = 2, FIT_ERROR = 3 };
 
 static const char *fpga_help =
-    "usage: tessera fpga fit --board BOARD --config CONFIG\n"
+    "usage: tessera fpga fit --board BOARD --config CONFIG [--estimate]\n"
     "       tessera fpga boards\n"
     "\n"
     "  fit     synthesize CONFIG's design with yosys for BOARD's family\n"
@@ -44,6 +44,11 @@ static const char *fpga_help =
     "  -b, --board BOARD    a built-in board name (pynq-z1, ...) or a board JSON file\n"
     "  -c, --config CONFIG  a preset name or a config JSON file (default: default)\n"
     "  --no-cache           synthesize even if a cached result exists\n"
+    "  --estimate           Xilinx boards: yosys module by module (scripts/synth_hier.py,\n"
+    "                       each module once per parameter set, cached), minutes where\n"
+    "                       the flattened flow of a large design takes hours; LUT and FF\n"
+    "                       come out high (about +11% LUT, scripts/dse/README.md), so a\n"
+    "                       fit is conservative\n"
     "\n"
     "The estimate is yosys's cell count before place and route: vendor tools\n"
     "usually need fewer LUTs; limits (e.g. LUT <= 80%) leave room for that\n"
@@ -87,10 +92,11 @@ static int parse_resources(const char *line, double used[TSR_RES_COUNT])
 /* Run scripts/synth.sh; fills used[] and *cached. Work files go to a fresh
  * directory under the cache, removed on success and kept (named in the
  * message) on failure. */
-static int run_synth(const char *cfg, const tsr_board_t *b, int use_cache,
+static int run_synth(const char *cfg, const tsr_board_t *b, int use_cache, int estimate,
                      double used[TSR_RES_COUNT], int *cached)
 {
-    char cache[512], synth_cache[600], work[640], script[1024], self[1024], log[700];
+    char cache[512], synth_cache[600], work[640], script[1024], self[1024], log[700], family[32];
+    snprintf(family, sizeof family, "%s%s", tsr_family_name(b->family), estimate ? "-est" : "");
     const char *root = getenv("TESSERA_ROOT");
     if (!root || !*root)
         root = TSR_SOURCE_DIR;
@@ -135,7 +141,7 @@ static int run_synth(const char *cfg, const tsr_board_t *b, int use_cache,
             setenv("SYNTH_CACHE", synth_cache, 1);
         else
             unsetenv("SYNTH_CACHE");
-        execl(script, script, self, cfg, work, tsr_family_name(b->family), (char *)NULL);
+        execl(script, script, self, cfg, work, family, (char *)NULL);
         _exit(127);
     }
     close(fd[1]);
@@ -157,7 +163,7 @@ static int run_synth(const char *cfg, const tsr_board_t *b, int use_cache,
         ;
     if (!WIFEXITED(st) || WEXITSTATUS(st) || !got || bad)
         return tsr_err(TSR_EBACKEND, "yosys synthesis of %s for %s failed; see %s (and synth.log there)",
-                       cfg, tsr_family_name(b->family), log);
+                       cfg, family, log);
     /* Success: the result is in the cache; drop the work files. */
     static const char *const files[] = {"tsr_pkg.sv", "synth.log", "stat.txt", "yosys.stderr",
                                         "result.txt", "fit.log"};
@@ -175,16 +181,18 @@ static int cmd_fit(int argc, char **argv)
     static const struct option opts[] = {{"board", required_argument, 0, 'b'},
                                          {"config", required_argument, 0, 'c'},
                                          {"no-cache", no_argument, 0, 'n'},
+                                         {"estimate", no_argument, 0, 'e'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     const char *board = NULL, *cfgname = "default";
-    int use_cache = 1, c;
+    int use_cache = 1, estimate = 0, c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "b:c:h", opts, NULL)) != -1) {
         switch (c) {
         case 'b': board = optarg; break;
         case 'c': cfgname = optarg; break;
         case 'n': use_cache = 0; break;
+        case 'e': estimate = 1; break;
         case 'h': fputs(fpga_help, stdout); return FIT_OK;
         default: return usage("bad option");
         }
@@ -198,12 +206,16 @@ static int cmd_fit(int argc, char **argv)
     int rc;
     if ((rc = tsr_board_load(board, &b)) || (rc = tsr_config_load(cfgname, &cfg)))
         return err_out(rc);
+    if (estimate && b.family == TSR_FAMILY_ICE40)
+        return usage("--estimate is for Xilinx boards (an iCE40 design is small: its full synthesis takes minutes)");
     double used[TSR_RES_COUNT] = {0};
     int cached = 0;
-    if ((rc = run_synth(cfgname, &b, use_cache, used, &cached)))
+    if ((rc = run_synth(cfgname, &b, use_cache, estimate, used, &cached)))
         return err_out(rc);
-    printf("board %s (%s, yosys family %s), config %s: yosys estimate%s\n", b.name, b.part,
-           tsr_family_name(b.family), cfgname, cached ? " (cached)" : "");
+    printf("board %s (%s, yosys family %s), config %s: yosys %s%s\n", b.name, b.part,
+           tsr_family_name(b.family), cfgname,
+           estimate ? "per-module estimate (LUT and FF high: a conservative fit)" : "estimate",
+           cached ? " (cached)" : "");
     printf("%-8s %10s %10s %7s %7s\n", "resource", "used", "budget", "share", "limit");
     for (int r = 0; r < TSR_RES_COUNT; r++) {
         if (!b.has[r] && used[r] == 0)

@@ -16,7 +16,8 @@
 # high; memories and multipliers are inferred per module in both flows. Its measured error
 # against the full flow is in scripts/dse/README.md.
 #
-# Usage: synth_hier.py PKG.sv RTL_DIR WORKDIR CACHE_DIR > stat.txt
+# Usage: synth_hier.py PKG.sv RTL_DIR WORKDIR CACHE_DIR [xc7|xcup] > stat.txt
+# (xcup: synth_xilinx -family xcup, UltraScale+; the family is part of every cache key)
 # Prints "CELL COUNT" lines of the whole design (what synth.sh's summary reads) and, on stderr,
 # one line per module synthesized or taken from the cache.
 import collections
@@ -36,8 +37,8 @@ def yosys_version():
 
 
 class Hier:
-    def __init__(self, pkg, rtl, work, cache):
-        self.pkg, self.work, self.cache = pkg, work, cache
+    def __init__(self, pkg, rtl, work, cache, family="xc7"):
+        self.pkg, self.work, self.cache, self.family = pkg, work, cache, family
         # without comments: the header names the file it was generated from
         self.pkg_text = re.sub(r"//[^\n]*", "", open(pkg, encoding="utf-8").read())
         self.srcs = {os.path.basename(p)[:-3]: os.path.join(rtl, p)
@@ -56,7 +57,7 @@ class Hier:
 
     def key(self, mod, params):
         text = open(self.srcs[mod], encoding="utf-8").read()
-        h = json.dumps([mod, text, sorted(params.items()), self.pkg_refs(text), self.stamp])
+        h = json.dumps([mod, text, sorted(params.items()), self.pkg_refs(text), self.stamp, self.family])
         return hashlib.sha256(h.encode()).hexdigest()[:20]
 
     def synth(self, mod, params):
@@ -94,7 +95,8 @@ class Hier:
         base = os.path.join(self.work, f"hier-{mod}-{self.key(mod, params)[:8]}")
         libs = f"read_verilog -sv -lib -DSYNTHESIS {self.pkg} {' '.join(others)}; " if others else ""
         script = (f"read_verilog -sv -DSYNTHESIS {self.pkg} {self.srcs[mod]}; {libs}{sets}"
-                  f"synth_xilinx -top {mod} -flatten -noiopad -noclkbuf; write_json {base}.json")
+                  f"synth_xilinx{' -family xcup' if self.family == 'xcup' else ''} -top {mod} -flatten -noiopad "
+                  f"-noclkbuf; write_json {base}.json")
         p = subprocess.run(["yosys", "-q", "-l", base + ".log", "-p", script], capture_output=True, text=True)
         if p.returncode != 0:
             sys.exit(f"synth_hier: yosys failed on {mod} {params}: "
@@ -117,10 +119,11 @@ class Hier:
 
 
 def main():
-    if len(sys.argv) != 5:
-        sys.exit("usage: synth_hier.py PKG.sv RTL_DIR WORKDIR CACHE_DIR")
-    pkg, rtl, work, cache = sys.argv[1:]
-    total = Hier(pkg, rtl, work, cache).synth(TOP, {})
+    if len(sys.argv) not in (5, 6) or (len(sys.argv) == 6 and sys.argv[5] not in ("xc7", "xcup")):
+        sys.exit("usage: synth_hier.py PKG.sv RTL_DIR WORKDIR CACHE_DIR [xc7|xcup]")
+    pkg, rtl, work, cache = sys.argv[1:5]
+    family = sys.argv[5] if len(sys.argv) == 6 else "xc7"
+    total = Hier(pkg, rtl, work, cache, family).synth(TOP, {})
     for cell, n in sorted(total.items()):
         print(f"     {cell} {n}")
 

@@ -54,5 +54,21 @@ msg=$("$cli" fpga fit --board "$tmp/trunc.json" 2>&1); rc=$?
 msg=$("$cli" fpga fit --config tiny 2>&1); rc=$?
 [[ $rc == 2 ]] || bad "missing --board: exit $rc, want 2 ($msg)"
 
+# --estimate: the CLI asks synth.sh for the board family's per-module
+# estimate (a stand-in synth.sh under TESSERA_ROOT records what it was asked;
+# scripts/dse/test_dse.py checks the estimate itself against the full flow).
+mkdir -p "$tmp/root/scripts"
+printf '#!/bin/sh\necho "$4" > "%s/asked"\necho "resources LUT=1000 FF=900 BRAM36=2.5 DSP=4 URAM=0"\n' "$tmp" \
+  > "$tmp/root/scripts/synth.sh"
+chmod +x "$tmp/root/scripts/synth.sh"
+out=$(TESSERA_ROOT="$tmp/root" TESSERA_CACHE="$tmp/cache" "$cli" fpga fit --board u55c --config tiny --estimate); rc=$?
+[[ $rc == 0 && $(cat "$tmp/asked" 2>/dev/null) == xcup-est ]] ||
+  bad "--estimate on u55c: exit $rc, synth.sh asked for '$(cat "$tmp/asked" 2>/dev/null)', want xcup-est"
+echo "$out" | head -1 | grep -q 'per-module estimate' || bad "--estimate: the header does not say it is the per-module estimate"
+out=$(TESSERA_ROOT="$tmp/root" TESSERA_CACHE="$tmp/cache" "$cli" fpga fit --board pynq-z1 --config tiny --estimate); rc=$?
+[[ $rc == 0 && $(cat "$tmp/asked") == xc7-est ]] || bad "--estimate on pynq-z1: exit $rc, asked '$(cat "$tmp/asked")'"
+msg=$("$cli" fpga fit --board ice40-up5k --config ice40 --estimate 2>&1); rc=$?
+[[ $rc == 2 && $msg == *"--estimate is for Xilinx boards"* ]] || bad "--estimate on iCE40: exit $rc, message '$msg'"
+
 [[ $fails == 0 ]] && echo "fpga_fit: all checks passed"
 exit $((fails > 0))

@@ -407,16 +407,17 @@ def test_hier():
             f.write(f"package tsr_pkg;\n  localparam int EXTRA = {extra};\n  localparam int OTHER = {other};\nendpackage\n")
         return p
 
-    def hier(p):
+    def hier(p, *family):
         r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "synth_hier.py"), p, rtl,
-                            os.path.join(WORK, "work"), os.path.join(WORK, "cache")], capture_output=True, text=True)
+                            os.path.join(WORK, "work"), os.path.join(WORK, "cache"), *family],
+                           capture_output=True, text=True)
         cells = {ln.split()[0]: int(ln.split()[1]) for ln in r.stdout.splitlines() if ln.strip()}
         return r, sum(n for c, n in cells.items() if c.startswith("FD"))
 
-    def full(p):
+    def full(p, fam=""):
         st = os.path.join(WORK, "full-stat.txt")
         subprocess.run(["yosys", "-q", "-p", f"read_verilog -sv {p} {' '.join(os.path.join(rtl, m + '.sv') for m in srcs)}; "
-                        f"synth_xilinx -top tsr_top -flatten -noiopad; tee -q -o {st} stat"], check=True)
+                        f"synth_xilinx {fam} -top tsr_top -flatten -noiopad; tee -q -o {st} stat"], check=True)
         return sum(int(ln.split()[1]) for ln in open(st) if re.match(r"\s+FD\w+\s+\d+$", ln))
 
     p1 = pkg(2, 0)
@@ -433,6 +434,13 @@ def test_hier():
     check(ff3 == full(p3) == 3 + 3 + 5 + 3 * 3 + 2 and r.stderr.count("synthesized") == 2
           and r.stderr.count("cached") == 1,
           f"EXTRA = 3: toy_reg synthesized again (both parameter sets), tsr_top cached; FF {ff3}\n" + r.stderr)
+    # UltraScale+ (tessera fpga fit --estimate on an xcup board): its own cache entries, and the
+    # same flip-flops as its full flow
+    r, ffu = hier(p1, "xcup")
+    check(r.returncode == 0 and ffu == full(p1, "-family xcup") == ff and r.stderr.count("synthesized") == 3,
+          f"xcup: FF {ffu} == the xcup full flow's, every module synthesized for xcup (not the xc7 cache)\n" + r.stderr)
+    r, _ = hier(p1, "zynq")
+    check(r.returncode != 0 and "usage" in r.stderr, "an unknown family is a usage error\n" + r.stderr)
 
 
 def test_slurm():
