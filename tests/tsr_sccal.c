@@ -18,7 +18,10 @@
  * Program i uses generator seed S + i (random configs cycle through seeds
  * S .. S+K-1 with --configs K: every new config is an RTL model build).
  * --random-dram draws the DRAM timing per program (latency 8..96, 2..16
- * bytes per cycle, 1..16 outstanding). Exit status 1 on an output
+ * bytes per cycle, 1..16 outstanding). --min-insns/--max-insns set the
+ * generator's program length (default 24..140 instructions before the
+ * closing sequence): long programs show each simulator's rate once its
+ * code and data are in the caches. Exit status 1 on an output
  * mismatch or a run error.
  *
  * --rtl-cycles LOG takes the RTL's cycles from the --verbose output of an
@@ -220,6 +223,7 @@ static struct {
     uint64_t seed, nconf;
     int random_dram;     /* DRAM timing drawn per program */
     tsr_rtl_opts_t ro;   /* the DRAM timing otherwise */
+    tsr_gen_opts_t go;   /* program length (--min-insns/--max-insns) */
 } g;
 
 /* Program i (seed ps): its config, DRAM options and stream; both passes
@@ -241,7 +245,8 @@ static int prep(uint64_t ps, uint64_t i, tsr_gen_prog_t *p, tsr_rtl_opts_t *r)
         r->dram_bytes_per_cycle = (double)(2 + (h >> 8) % 15);
         r->dram_outstanding = 1 + (uint32_t)((h >> 16) % 16);
     }
-    if (tsr_gen_program(ps, &cfg, NULL, p)) {
+    tsr_gen_opts_t go = g.go;
+    if (tsr_gen_program(ps, &cfg, &go, p)) {
         fprintf(stderr, "seed %" PRIu64 ": %s\n", ps, tsr_errmsg());
         return -1;
     }
@@ -274,6 +279,10 @@ int main(int argc, char **argv)
             ro.dram_bytes_per_cycle = strtod(argv[++i], NULL);
         else if (!strcmp(a, "--dram-outstanding") && v)
             ro.dram_outstanding = (uint32_t)strtoul(argv[++i], NULL, 0);
+        else if (!strcmp(a, "--min-insns") && v)
+            g.go.min_insns = (uint32_t)strtoul(argv[++i], NULL, 0);
+        else if (!strcmp(a, "--max-insns") && v)
+            g.go.max_insns = (uint32_t)strtoul(argv[++i], NULL, 0);
         else if (!strcmp(a, "--random-dram"))
             random_dram = 1;
         else if (!strcmp(a, "--verbose"))
@@ -292,6 +301,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "usage: tsr_sccal [--count N] [--seed S] [--config PRESET|random|FILE] [--configs K]\n"
                             "                 [--dram-latency N] [--dram-bw B] [--dram-outstanding N] [--random-dram]\n"
                             "                 [--verbose [--counters]] [--rtl-cycles LOG] [--timeline PREFIX]\n"
+                            "                 [--min-insns N] [--max-insns N]\n"
                             "       tsr_sccal --jit-resnet18 [--rtl] [--config C]\n");
             return 2;
         }
