@@ -1,9 +1,10 @@
 /*
  * tsr_sccal: calibration of the SystemC timed model against the RTL on
  * random programs of the differential generator (tsr_gen). Each program
- * runs on systemc, fsim and rtl (one device each, opened per program; one
- * pass per backend, so each simulator's speed is measured over its own
- * runs back to back); every output byte of systemc must equal fsim's,
+ * runs on systemc, fsim and rtl (one device each, opened per program; per
+ * block of 25 programs one pass per backend, so each simulator's speed is
+ * measured over its own runs back to back); every output byte of systemc
+ * must equal fsim's,
  * and the cycle error
  * (systemc - rtl) / rtl is collected. Prints one line per program with
  * --verbose, then: mean |error|, mean signed error, max, the distribution,
@@ -309,6 +310,7 @@ int main(int argc, char **argv)
     g.random_cfg = !strcmp(config, "random");
     g.seed = seed, g.nconf = nconf, g.random_dram = random_dram, g.ro = ro;
     tsr_config_t fixed;
+    memset(&fixed, 0, sizeof fixed); /* (random configs: unused) */
     if (!g.random_cfg && tsr_config_load(config, &fixed)) {
         fprintf(stderr, "tsr_sccal: %s\n", tsr_errmsg());
         return 2;
