@@ -111,7 +111,7 @@ static inline __attribute__((always_inline)) double to_cyc(const sc_time &t)
 {
     if (t.value() != g_last_ticks) {
         g_last_ticks = t.value();
-        g_last_cyc = t.to_double() / ticks_per_cycle();
+        g_last_cyc = (double)t.value() / ticks_per_cycle();
     }
     return g_last_cyc;
 }
@@ -123,6 +123,25 @@ static inline __attribute__((always_inline)) double to_cyc(const sc_time &t)
 static inline const sc_time &stamp()
 {
     return sc_core::sc_curr_simcontext ? sc_core::sc_curr_simcontext->time_stamp() : sc_time_stamp();
+}
+
+// Cycles as time units, without an sc_time (cyc_time(n).value()).
+static inline __attribute__((always_inline)) sc_dt::uint64 ticks_of(double n)
+{
+    const double t = ticks_per_cycle();
+    if (n > 0 && t >= 1)
+        return (sc_dt::uint64)(n * t + 0.5);
+    return sc_time(n, SC_NS).value();
+}
+
+// Time units as cycles (to_cyc of that time).
+static inline __attribute__((always_inline)) double cyc_of(sc_dt::uint64 v)
+{
+    if (v != g_last_ticks) {
+        g_last_ticks = v;
+        g_last_cyc = (double)v / ticks_per_cycle();
+    }
+    return g_last_cyc;
 }
 
 sc_time tsr_sc_cycles(double n) { return cyc_time(n); }
@@ -158,7 +177,7 @@ void tsr_sc_dram::clear()
 // returns the bytes still to write (0: *t is when the last beat went).
 double tsr_sc_dram::write_walk(double *t, double left, double bc, double h, double *credit)
 {
-    const double now = to_cyc(stamp());
+    const double now = cyc_of(now_ticks());
     while (!rwin_.empty() && rwin_.front().second <= std::min(*t, now))
         rwin_.pop_front();
     const double busy = std::min(std::max(0.0, p.bytes_per_cycle - bus), bus / bc); // bytes/cycle beside reads
@@ -240,6 +259,8 @@ void tsr_sc_dram::wait_at(const sc_time &at)
         wait(at - stamp());
 }
 
+sc_dt::uint64 tsr_sc_dram::now_ticks() const { return seq ? seq->seq_now() : stamp().value(); }
+
 void tsr_sc_dram::b_transport(tlm::tlm_generic_payload &gp, sc_time &d)
 {
     tsr_sc_axi_ext *x = nullptr;
@@ -247,7 +268,7 @@ void tsr_sc_dram::b_transport(tlm::tlm_generic_payload &gp, sc_time &d)
     const bool wr = gp.is_write();
     const unsigned len = gp.get_data_length();
     const unsigned beats = (len + (unsigned)bus - 1) / (unsigned)bus;
-    double t = to_cyc(stamp() + d);
+    double t = cyc_of(now_ticks() + d.value());
     // Slot: the burst `outstanding` places back must have completed.
     std::deque<double> &q = wr ? wq_ : rq_;
     while (!q.empty() && q.front() <= t)
@@ -261,8 +282,8 @@ void tsr_sc_dram::b_transport(tlm::tlm_generic_payload &gp, sc_time &d)
     // RTL's AXI master arbitrates per burst.
     while (!wr && x && !x->high_prio && issue > t + 1e-3) {
         // (at least one time unit: the slot's cycle may round to now)
-        sc_time w = cyc_time(issue) > stamp() ? cyc_time(issue) - stamp() : sc_get_time_resolution();
-        wait_at(stamp() + w);
+        const sc_dt::uint64 nt = now_ticks(), it = ticks_of(issue);
+        wait_at(sc_time::from_value(it > nt ? it : nt + 1));
         // (No delta wait for high-priority reads of this cycle: the
         // sequencer resumes fetch and compute before the load stage.)
         if (aborting && *aborting) {
@@ -274,7 +295,7 @@ void tsr_sc_dram::b_transport(tlm::tlm_generic_payload &gp, sc_time &d)
             return;
         }
         d = SC_ZERO_TIME;
-        t = to_cyc(stamp());
+        t = cyc_of(now_ticks());
         while (!q.empty() && q.front() <= t)
             q.pop_front();
         issue = t;
@@ -300,10 +321,10 @@ void tsr_sc_dram::b_transport(tlm::tlm_generic_payload &gp, sc_time &d)
         // in simulated time until the plan is known (the reads that come
         // meanwhile take the bandwidth first, then plan the rest again).
         double last = s, left = (double)beats * bus, credit = credit_at(std::max(s, credit_at_));
-        while ((left = write_walk(&last, left, bc, to_cyc(stamp()) + p.latency, &credit)) > 0) {
+        while ((left = write_walk(&last, left, bc, cyc_of(now_ticks()) + p.latency, &credit)) > 0) {
             double plan = last, c = credit;
             write_walk(&plan, left, bc, 1e300, &c);
-            double wake = std::max(to_cyc(stamp()) + 1, plan - p.latency);
+            double wake = std::max(cyc_of(now_ticks()) + 1, plan - p.latency);
             wait_at(cyc_time(wake));
             if (aborting && *aborting) {
                 gp.set_response_status(tlm::TLM_GENERIC_ERROR_RESPONSE);
@@ -330,7 +351,7 @@ void tsr_sc_dram::b_transport(tlm::tlm_generic_payload &gp, sc_time &d)
             gp.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
             if (x)
                 x->accepted = issue;
-            d = cyc_time(end) - stamp();
+            d = sc_time::from_value(ticks_of(end) - now_ticks());
             return;
         }
     }
@@ -338,7 +359,7 @@ void tsr_sc_dram::b_transport(tlm::tlm_generic_payload &gp, sc_time &d)
     if (x)
         x->accepted = issue;
     gp.set_response_status(tlm::TLM_OK_RESPONSE);
-    d = cyc_time(end) - stamp();
+    d = sc_time::from_value(ticks_of(end) - now_ticks());
 }
 
 // ------------------------------------------------------------ the accel
@@ -352,35 +373,143 @@ tsr_sc_accel::tsr_sc_accel(sc_module_name n)
     for (int s = 0; s < kSeqN; s++)
         seq_at_[s] = ~(sc_dt::uint64)0;
     SC_THREAD(reset_proc);
-    SC_METHOD(seq_proc);
-    sensitive << seq_ev_;
-    dont_initialize();
 }
 
-// The sequencer. Every timed wait of a stage is a wake time here; one timed
-// event (seq_ev_) fires at the earliest and this method makes the stages due
-// then runnable by immediate notification in kSeq order. The kernel runs
-// runnable threads first in, first out, so they run in that order, each until
-// it waits again; what they notify for the next delta cycle follows from that
-// order. Without it the order of threads whose timed waits end at the same
-// time was the kernel's (its timed-event heap, which any other process's
-// waits reshuffle): an unrelated thread changed the cycles of 3-15% of the
-// programs. A method, not a thread: waking the stages costs no switch.
-void tsr_sc_accel::seq_proc()
+// The schedule. The stages share the model clock mnow_ and only one runs
+// at a time. A stage that waits (on time or on a queue) calls yield_, which
+// picks the next stage as the kernel would and hands the processor to it
+// (an immediate notification of its event), or returns at once when that is
+// the caller: the common case of one stage running ahead alone costs no
+// thread switch. The order is the kernel's for processes waking by delta
+// and timed notifications, made deterministic: the stages runnable at this
+// time first (ready_, in order), then those a queue change woke (next_,
+// the next delta cycle, in notification order), then the earliest wake
+// time, the stages due then in kSeq order (fetch, compute, load, store):
+// fetch's command pushes are seen by the stages' checks in that cycle, and
+// compute's reads go before the load stage's, as the RTL's AXI master
+// prefers fetch and compute reads. (With SystemC's own timed waits the order
+// of threads waking at one time was the kernel's, which any other process
+// reshuffles: an unrelated thread changed the cycles of 3-15% of the
+// programs.) The model clock runs ahead of SystemC time by at most the
+// quantum; past it the stage due waits for SystemC time (kPickSync), so other
+// processes of a virtual platform run in between.
+namespace {
+constexpr int kPickSync = -2;
+constexpr sc_dt::uint64 kNever = ~(sc_dt::uint64)0;
+} // namespace
+
+int tsr_sc_accel::pick_(sc_dt::uint64 *sync)
 {
-    const sc_dt::uint64 now = stamp().value(), none = ~(sc_dt::uint64)0;
-    sc_dt::uint64 next = none;
-    for (int s = 0; s < kSeqN; s++) {
-        if (seq_at_[s] <= now) {
-            seq_at_[s] = none;
-            seq_wake_[s].notify();
-        } else if (seq_at_[s] < next) {
-            next = seq_at_[s];
-        }
+    if (rd_head_ < rd_n_)
+        return ready_[rd_head_++];
+    if (nx_n_) { // the next delta cycle
+        for (int k = 0; k < nx_n_; k++)
+            ready_[k] = next_[k];
+        rd_n_ = nx_n_;
+        nx_n_ = 0;
+        rd_head_ = 1;
+        return ready_[0];
     }
-    seq_next_ = next;
-    if (next != none)
-        seq_ev_.notify(sc_time::from_value(next - now));
+    sc_dt::uint64 t = kNever;
+    for (int s = 0; s < kSeqN; s++)
+        t = std::min(t, seq_at_[s]);
+    if (t == kNever)
+        return -1;
+    if (t > stamp().value() + quantum_) {
+        *sync = t;
+        return kPickSync;
+    }
+    mnow_ = std::max(mnow_, t);
+    rd_head_ = rd_n_ = 0;
+    for (int s = 0; s < kSeqN; s++)
+        if (seq_at_[s] == t) {
+            seq_at_[s] = kNever;
+            ready_[rd_n_++] = s;
+        }
+    return ready_[rd_head_++];
+}
+
+// The processor to stage n (pick_'s answer, not the caller), which runs
+// once the calling thread waits.
+void tsr_sc_accel::hand_over(int n, sc_dt::uint64 sync)
+{
+    if (n >= 0) {
+        cur_ = n;
+        seq_wake_[n].notify();
+    } else if (n == kPickSync) { // the first stage due then wakes in SystemC time
+        int f = 0;
+        while (seq_at_[f] != sync)
+            f++;
+        cur_ = -1;
+        seq_wake_[f].notify(sc_time::from_value(sync - stamp().value()));
+    } else if (n == -1) {
+        cur_ = -1; // nothing due: idle (or deadlocked) until a START or a reset
+    }
+}
+
+void tsr_sc_accel::yield_(int s)
+{
+    sc_dt::uint64 sync = 0;
+    int n = pick_(&sync);
+    for (;;) {
+        if (n == s) {
+            cur_ = s;
+            return;
+        }
+        hand_over(n, sync);
+        wait(seq_wake_[s]);
+        if (aborting || cur_ == s)
+            return;
+        if (cur_ >= 0) { // (another stage holds the processor: not this thread's turn)
+            n = -3;
+            continue;
+        }
+        // Woken in SystemC time (the catch-up): the schedule goes on from here.
+        mnow_ = std::max(mnow_, stamp().value());
+        n = pick_(&sync);
+    }
+}
+
+void tsr_sc_accel::enter(int s)
+{
+    cur_ = s;
+    mnow_ = std::max(mnow_, stamp().value());
+}
+
+void tsr_sc_accel::wait_ticks(int s, sc_dt::uint64 t)
+{
+    if (t <= mnow_) // (a time that rounds to now: nothing to wait for)
+        return;
+    seq_at_[s] = t;
+    yield_(s);
+    seq_at_[s] = kNever; // (woken by an abort: no longer due)
+}
+
+// Until SystemC time has reached the model's (DONE is seen by a host then),
+// unless another stage is runnable now.
+void tsr_sc_accel::sync_real(int s)
+{
+    const sc_dt::uint64 real = stamp().value();
+    if (mnow_ <= real || rd_head_ < rd_n_ || nx_n_)
+        return;
+    cur_ = -1;
+    seq_wake_[s].notify(sc_time::from_value(mnow_ - real));
+    wait(seq_wake_[s]);
+    if (aborting)
+        throw tsr_sc_abort();
+    enter(s);
+}
+
+void tsr_sc_accel::sched_clear()
+{
+    cur_ = -1;
+    rd_head_ = rd_n_ = nx_n_ = 0;
+    for (int s = 0; s < kSeqN; s++)
+        seq_at_[s] = kNever;
+    for (auto &c : cmdq_ev)
+        c.waiter = -1;
+    for (auto &q : tq)
+        q.changed.waiter = -1;
 }
 
 int tsr_sc_accel::seq_who() const
@@ -392,35 +521,23 @@ int tsr_sc_accel::seq_who() const
     return -1;
 }
 
+// A timed wait of the DRAM target, in the calling stage's thread.
 void tsr_sc_accel::seq_wait(const sc_time &at)
 {
-    const sc_dt::uint64 now = stamp().value(), t = at.value();
-    if (t <= now) // (a time that rounds to now: nothing to wait for)
-        return;
     const int s = seq_who();
     if (s < 0) { // not a stage (a host's transaction through the DRAM target)
-        wait(at - stamp(), abort_ev);
+        if (at > stamp())
+            wait(at - stamp(), abort_ev);
         return;
     }
-    seq_at_[s] = t;
-    if (t < seq_next_) { // an earlier pending notification replaces a later one
-        seq_next_ = t;
-        seq_ev_.notify(sc_time::from_value(t - now));
-    }
-    wait(seq_wake_[s]);
-    seq_at_[s] = ~(sc_dt::uint64)0; // (woken by an abort: no longer due)
+    wait_ticks(s, at.value());
 }
 
 void tsr_sc_accel::seq_abort()
 {
+    // (every wait of a stage in the schedule is on its own event)
     for (int s = 0; s < kSeqN; s++)
-        if (seq_at_[s] != ~(sc_dt::uint64)0)
-            seq_wake_[s].notify(SC_ZERO_TIME);
-    // The queue events too (wait_ev waits on one event).
-    for (auto &c : cmdq_ev)
-        c.ev.notify(SC_ZERO_TIME);
-    for (auto &q : tq)
-        q.changed.ev.notify(SC_ZERO_TIME);
+        seq_wake_[s].notify(SC_ZERO_TIME);
 }
 
 // After an abort (soft reset or a failed instruction) every stage thread
@@ -438,6 +555,7 @@ void tsr_sc_accel::reset_proc()
         }
         for (auto &q : tq)
             q.clear();
+        sched_clear();
         if (dram_model)
             dram_model->clear();
         aborting = false;
@@ -458,6 +576,10 @@ int tsr_sc_accel::configure(const tsr_config_t *c, tsr_dram_t *d, const tsr_sc_d
     dram = d;
     dp = p;
     bus = c->dram_bus_width / 8;
+    {
+        const sc_time q = tlm::tlm_global_quantum::instance().get();
+        quantum_ = q > SC_ZERO_TIME ? q.value() : ticks_of(10000);
+    }
     for (auto &q : tq)
         q.depth = q.slots.depth = (unsigned)c->dep_queue_depth;
     for (auto &q : cmdq_slots)
@@ -466,37 +588,57 @@ int tsr_sc_accel::configure(const tsr_config_t *c, tsr_dram_t *d, const tsr_sc_d
     return tsr_fsim_create(c, d, &fsim);
 }
 
-double tsr_sc_accel::now() const { return to_cyc(stamp()); }
+double tsr_sc_accel::now() const { return cyc_of(mnow_); }
+
+// While no stage runs (the model waits for SystemC time) the model is where
+// SystemC time is.
+double tsr_sc_accel::host_now() const { return cyc_of(std::max(mnow_, stamp().value())); }
 
 void tsr_sc_accel::wait_until(double cyc)
 {
     double n = now();
     if (cyc > n + 1e-9)
-        seq_wait(cyc_time(cyc));
+        wait_ticks(cur_, ticks_of(cyc));
     if (aborting)
         throw tsr_sc_abort();
 }
 
-void tsr_sc_accel::idle_after_abort()
+void tsr_sc_accel::idle_after_abort(int s)
 {
     while (aborting)
         wait(reset_done_ev);
+    enter(s);
 }
 
 void tsr_sc_accel::wait_start()
 {
+    if (cur_ == kSeqFetch) { // (the others go on meanwhile)
+        sc_dt::uint64 sync = 0;
+        hand_over(pick_(&sync), sync);
+    }
     wait(start_or_abort_);
     if (aborting)
         throw tsr_sc_abort();
+    enter(kSeqFetch);
 }
 
 void tsr_sc_accel::wait_ev(tsr_sc_cond &c)
 {
-    c.waiters++;
-    wait(c.ev);
-    c.waiters--;
+    const int s = cur_;
+    c.waiter = s;
+    yield_(s);
+    if (c.waiter == s)
+        c.waiter = -1;
     if (aborting)
         throw tsr_sc_abort();
+}
+
+void tsr_sc_accel::notify(tsr_sc_cond &c)
+{
+    if (c.waiter >= 0) {
+        next_[nx_n_++] = c.waiter;
+        c.waiter = -1;
+    }
 }
 
 tsr_sc_cmd tsr_sc_accel::take_cmd(int st, double floor, double *lt)
@@ -510,7 +652,7 @@ tsr_sc_cmd tsr_sc_accel::take_cmd(int st, double floor, double *lt)
         wait_until(std::max(c.at, floor));
     cmdq[st].pop_front();
     cmdq_slots[st].popped(lt ? *lt : now());
-    cmdq_ev[st].notify();
+    notify(cmdq_ev[st]);
     stage_at[st] = (long)c.idx;
     return c;
 }
@@ -568,7 +710,7 @@ void tsr_sc_accel::take_tokens(const int *qs, int n, double t, double *stall, do
     for (int k = 0; k < n; k++) {
         tq[qs[k]].tok.pop_front();
         tq[qs[k]].slots.popped(t);
-        tq[qs[k]].changed.notify();
+        notify(tq[qs[k]].changed);
     }
     if (stall)
         *stall += t - t0;
@@ -597,7 +739,7 @@ double tsr_sc_accel::push_tokens(const tsr_insn_t &in, int st, double at)
             v = std::max(v, q.tok.back());
         q.tok.push_back(v);
         q.slots.pushed();
-        q.changed.notify();
+        notify(q.changed);
         at = std::max(at, slot);
     }
     return at;
@@ -646,7 +788,7 @@ double tsr_sc_accel::axi(bool write, bool high, uint64_t addr, uint64_t bytes, s
         if (aborting) // reset while the burst waited for a slot (dropped)
             throw tsr_sc_abort();
         double issue = ext.accepted;
-        const double burst_end = to_cyc(stamp() + d);
+        const double burst_end = cyc_of(mnow_ + d.value());
         last = std::max(last, burst_end);
         tsr_tl_burst(tl, write ? TSR_TL_WR : TSR_TL_RD, issue, burst_end, a, (uint32_t)n);
         // Next address one cycle after this one was accepted.
@@ -698,6 +840,7 @@ void tsr_sc_accel::exec(const tsr_insn_t &in, uint32_t idx, const char *stage)
 void tsr_sc_accel::finish(double at)
 {
     wait_until(at + kFinish);
+    sync_real(kSeqCompute);
     run_end = now();
     tsr_tl_run_end(tl, run_end);
     status_ = (status_ & ~TSR_STATUS_BUSY) | TSR_STATUS_DONE;
@@ -723,7 +866,7 @@ void tsr_sc_accel::reset()
 
 uint64_t tsr_sc_accel::run_cycles() const
 {
-    double e = (status_ & TSR_STATUS_DONE) ? run_end : now();
+    double e = (status_ & TSR_STATUS_DONE) ? run_end : host_now();
     return (uint64_t)std::llround(e - run_start);
 }
 
@@ -784,7 +927,7 @@ uint32_t tsr_sc_accel::reg_read(uint32_t addr)
         uint64_t v = k == TSR_CNT_CYCLES ? run_cycles() : hw[k];
         if ((k == TSR_CNT_GEMM_OPS || k == TSR_CNT_ALU_OPS) && running()) {
             int p = k == TSR_CNT_ALU_OPS;
-            double left = std::min(op_n[p], op_n[p] - (now() - op_t0[p]) / op_step[p]);
+            double left = std::min(op_n[p], op_n[p] - (host_now() - op_t0[p]) / op_step[p]);
             if (left > 0)
                 v -= std::min<uint64_t>(v, (uint64_t)left);
         }
@@ -832,6 +975,7 @@ void tsr_sc_accel::reg_write(uint32_t addr, uint32_t v)
             }
             for (auto &q : tq)
                 q.clear();
+            mnow_ = std::max(mnow_, stamp().value());
             run_start = now();
             run_end = run_start;
             status_ = TSR_STATUS_BUSY;
@@ -888,6 +1032,7 @@ tsr_sc_fetch::tsr_sc_fetch(sc_module_name n, tsr_sc_accel *a) : sc_module(n), a_
 void tsr_sc_fetch::run()
 {
     a_->seq_proc_of[tsr_sc_accel::kSeqFetch] = sc_get_current_process_b();
+    a_->enter(tsr_sc_accel::kSeqFetch);
     for (;;) {
         try {
             while (!a_->start_pending)
@@ -936,14 +1081,14 @@ void tsr_sc_fetch::run()
                     A.wait_until(slot);
                     A.cmdq[st].push_back({idx, disp + kCmdLat});
                     A.cmdq_slots[st].pushed();
-                    A.cmdq_ev[st].notify();
+                    A.notify(A.cmdq_ev[st]);
                     tsr_tl_fetch(A.tl, disp);
                     A.fetched = idx + 1;
                 }
                 drained[k & 1] = disp;
             }
         } catch (tsr_sc_abort &) {
-            a_->idle_after_abort();
+            a_->idle_after_abort(tsr_sc_accel::kSeqFetch);
         }
     }
 }
@@ -980,6 +1125,7 @@ void tsr_sc_load::run()
     } pend;
     tsr_sc_accel &A = *a_;
     A.seq_proc_of[tsr_sc_accel::kSeqLoad] = sc_get_current_process_b();
+    A.enter(tsr_sc_accel::kSeqLoad);
     for (;;) {
         try {
             pend.valid = false;
@@ -1041,7 +1187,7 @@ void tsr_sc_load::run()
                 A.hw[TSR_CNT_LOAD_STALL_MEM] += (uint64_t)std::llround(std::max(0.0, data_end - back));
             }
         } catch (tsr_sc_abort &) {
-            a_->idle_after_abort();
+            a_->idle_after_abort(tsr_sc_accel::kSeqLoad);
         }
     }
 }
@@ -1082,6 +1228,7 @@ void tsr_sc_compute::run()
 {
     tsr_sc_accel &A = *a_;
     A.seq_proc_of[tsr_sc_accel::kSeqCompute] = sc_get_current_process_b();
+    A.enter(tsr_sc_accel::kSeqCompute);
     for (;;) {
         try {
             // Per-run pipe state (reset on every START: the dispatcher
@@ -1211,7 +1358,7 @@ void tsr_sc_compute::run()
                 A.stage_at[TSR_STAGE_COMPUTE] = -1;
             }
         } catch (tsr_sc_abort &) {
-            a_->idle_after_abort();
+            a_->idle_after_abort(tsr_sc_accel::kSeqCompute);
         }
     }
 }
@@ -1224,6 +1371,7 @@ void tsr_sc_store::run()
 {
     tsr_sc_accel &A = *a_;
     A.seq_proc_of[tsr_sc_accel::kSeqStore] = sc_get_current_process_b();
+    A.enter(tsr_sc_accel::kSeqStore);
     for (;;) {
         try {
             double floor = 0; // the stage is busy until then (see take_cmd)
@@ -1249,7 +1397,7 @@ void tsr_sc_store::run()
                 A.hw[TSR_CNT_STORE_STALL_MEM] += (uint64_t)std::llround(std::max(0.0, end - t));
             }
         } catch (tsr_sc_abort &) {
-            a_->idle_after_abort();
+            a_->idle_after_abort(tsr_sc_accel::kSeqStore);
         }
     }
 }

@@ -17,6 +17,13 @@
 // Timing follows hw/ARCHITECTURE.md at instruction granularity (see the
 // .cpp); the stages are SC_THREADs that synchronise at instruction
 // boundaries and run ahead inside one (loosely timed, quantum keeper).
+// The stages share one model clock, ahead of SystemC time by at most the
+// TLM global quantum (10,000 cycles when it is not set): the accelerator
+// schedules its own stages (tsr_sc_accel::yield_) and uses the kernel only
+// to switch between their threads and to catch up with SystemC time once
+// a quantum is used up (temporal decoupling). A host process sees the
+// registers of a running accelerator at most a quantum ahead; DONE is
+// raised when SystemC time has reached the model's end of the run.
 #ifndef TSR_SC_MODEL_H
 #define TSR_SC_MODEL_H
 
@@ -79,6 +86,8 @@ struct tsr_sc_abort {};
 struct tsr_sc_sequencer {
     // Wait until absolute time `at` (or the owner's abort event); no throw.
     virtual void seq_wait(const sc_core::sc_time &at) = 0;
+    // The owner's model time in time units (at or ahead of SystemC time).
+    virtual sc_dt::uint64 seq_now() const = 0;
     virtual ~tsr_sc_sequencer() = default;
 };
 
@@ -118,21 +127,16 @@ class tsr_sc_dram : public sc_core::sc_module {
     double credit_at(double to) const;
     void b_transport(tlm::tlm_generic_payload &gp, sc_core::sc_time &d);
     void wait_at(const sc_core::sc_time &at); // a timed wait (sequencer, abort event or plain)
+    sc_dt::uint64 now_ticks() const;          // the sequencer's model time, else SystemC time
 };
 
-// An event notified only while a stage waits on it. A delta notification
-// nobody waits for still costs the kernel a delta cycle per queue push and
-// pop; a stage re-checks its queue before it waits, so skipping those
-// changes no cycle.
+// A condition a stage waits on (a queue changed): the stage waiting
+// (tsr_sc_accel's stage order, -1: none). tsr_sc_accel::notify makes it
+// runnable after the stages runnable now (a delta cycle's semantics); a
+// stage re-checks its queue before it waits, so a notification nobody
+// waits for is dropped.
 struct tsr_sc_cond {
-    sc_core::sc_event ev; // (an abort notifies it: wait_ev waits on this one event, cheaper than
-                          // `ev | abort_ev`)
-    int waiters = 0; // stages in wait_ev on it
-    void notify()
-    {
-        if (waiters)
-            ev.notify(sc_core::SC_ZERO_TIME);
-    }
+    int waiter = -1;
 };
 
 // The slots of a bounded queue, with the cycle each pop freed its slot: a
@@ -293,7 +297,7 @@ class tsr_sc_accel : public sc_core::sc_module, public tsr_sc_sequencer {
     tsr_sc_cond cmdq_ev[TSR_STAGE_COUNT];
     tsr_sc_tokq tq[4];                    // tsr_queue_e order
     sc_core::sc_event start_ev, abort_ev, reset_done_ev;
-    void idle_after_abort(); // in a stage's catch: wait until the reset has cleared the state
+    void idle_after_abort(int s); // in stage s's catch: wait until the reset has cleared the state
     bool aborting = false;
     bool start_pending = false;           // START written, fetch not yet started
     uint64_t gen = 0;                     // run generation (START count)
@@ -315,12 +319,18 @@ class tsr_sc_accel : public sc_core::sc_module, public tsr_sc_sequencer {
     enum { kSeqFetch, kSeqCompute, kSeqLoad, kSeqStore, kSeqN };
     sc_core::sc_process_b *seq_proc_of[kSeqN] = {}; // each stage thread's process, set as it starts
     void seq_wait(const sc_core::sc_time &at) override;
+    sc_dt::uint64 seq_now() const override { return mnow_; }
+    // A stage thread enters the schedule (at its start, on START, after a
+    // reset): it runs now, the model clock at least SystemC time.
+    void enter(int s);
 
     // Helpers for the stages (all may throw tsr_sc_abort).
-    double now() const;
+    double now() const;      // model time (in a stage)
+    double host_now() const; // model time seen from outside (a register read)
     void wait_until(double cyc);
     void wait_start(); // for start_ev (or an abort)
     void wait_ev(tsr_sc_cond &c);
+    void notify(tsr_sc_cond &c); // its waiter runnable (after those runnable now)
     // Waits for and pops the next command, not before cycle `floor`: a stage
     // that knows when its current instruction ends (compute, store) does
     // not wait for that time itself; its next pop (and so its next dispatch)
@@ -344,15 +354,24 @@ class tsr_sc_accel : public sc_core::sc_module, public tsr_sc_sequencer {
     void finish(double at);
 
   private:
-    // Sequencer state: absolute wake time (time units) of each stage waiting
-    // on time (UINT64_MAX: not), its event, and the sequencer's own event.
+    // The schedule (see yield_): model time, the stage running (-1: none),
+    // each stage's wake time when it waits on time (UINT64_MAX: not), the
+    // stages runnable at this time (this delta, then the next), and the
+    // event each stage thread waits on (a hand-over, a catch-up with
+    // SystemC time, an abort).
+    sc_dt::uint64 mnow_ = 0, quantum_ = 0; // time units
+    int cur_ = -1;
     sc_dt::uint64 seq_at_[kSeqN];
-    sc_core::sc_event seq_wake_[kSeqN], seq_ev_; // (an abort notifies seq_wake_ too: a wait on
-                                                 // one event costs less than on `wake | abort_ev`)
-    sc_dt::uint64 seq_next_ = ~(sc_dt::uint64)0; // time seq_ev_ is pending for (UINT64_MAX: none)
-    void seq_proc();
+    int ready_[kSeqN], rd_head_ = 0, rd_n_ = 0, next_[kSeqN], nx_n_ = 0;
+    sc_core::sc_event seq_wake_[kSeqN];
     int seq_who() const;
-    void seq_abort(); // wake the stages waiting on time (with abort_ev)
+    void wait_ticks(int s, sc_dt::uint64 t); // stage s waits until model time t
+    void yield_(int s);                      // stage s waits: run the next stage due
+    void hand_over(int n, sc_dt::uint64 sync);
+    int pick_(sc_dt::uint64 *sync);          // that stage (or -1, or kPickSync)
+    void sync_real(int s);                   // stage s waits until SystemC time reaches the model's
+    void sched_clear();
+    void seq_abort(); // wake every stage thread (with abort_ev)
     std::vector<std::unique_ptr<tsr_sc_burst>> burst_pool_; // free burst transactions (axi)
     sc_core::sc_event_or_list start_or_abort_;
     uint32_t status_ = 0, insn_addr_ = 0, insn_count_ = 0, hi_latch_ = 0;
