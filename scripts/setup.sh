@@ -16,6 +16,7 @@ PKGS=(
   python3-onnx python3-torch python3-sklearn     # train + quantize the digits CNN, build test models
   nodejs                                         # ONNX Runtime (npm onnxruntime-node) as the test reference
   g++ libsystemc-dev                             # SystemC/TLM-2.0 timed model (backend systemc, sim/systemc)
+  libboost-context-dev                           # the SystemC model's stages as fibers of one process
   nextpnr-ice40 fpga-icestorm fpga-icestorm-chipdb  # open iCE40 flow: place and route, bitstream, timing
   libxrt-dev libxrt-utils                        # backend xrt (Alveo / Zynq with XRT), xclbinutil
   python3-matplotlib                             # design-space exploration plots

@@ -364,6 +364,34 @@ void tsr_sc_dram::b_transport(tlm::tlm_generic_payload &gp, sc_time &d)
 
 // ------------------------------------------------------------ the accel
 
+
+// The schedule. The stages share the model clock mnow_ and only one runs
+// at a time: each is a fiber (Boost.Context) of the accelerator's one
+// SystemC process, the engine. A stage that waits (on time or on a queue)
+// calls yield_, which picks the next stage as a SystemC kernel would and
+// switches to it, or returns at once when that is the caller (one stage
+// running ahead alone, the common case); a switch costs a few dozen
+// instructions where a SystemC thread switch through the kernel cost
+// hundreds. The order is deterministic: the stages runnable at this time
+// first (ready_, in order), then those a queue change woke (next_, the
+// next delta cycle, in notification order), then the earliest wake time,
+// the stages due then in kSeq order (fetch, compute, load, store): fetch's
+// command pushes are seen by the stages' checks in that cycle, and
+// compute's reads go before the load stage's, as the RTL's AXI master
+// prefers fetch and compute reads. (When the stages were SystemC threads
+// with their own timed waits, the order of threads waking at one time was
+// the kernel's, which any other process reshuffles: an unrelated thread
+// changed the cycles of 3-15% of the programs.) The model clock runs ahead
+// of SystemC time by at most the quantum; past it, and when no stage can
+// run, control returns to the engine, which waits in SystemC time (other
+// processes of a virtual platform run then) for the next wake time, a
+// START or a reset.
+namespace {
+constexpr int kPickSync = -2;
+constexpr sc_dt::uint64 kNever = ~(sc_dt::uint64)0;
+constexpr size_t kFiberStack = 1 << 20; // bytes per stage fiber (touched pages only)
+} // namespace
+
 tsr_sc_accel::tsr_sc_accel(sc_module_name n)
     : sc_module(n), regs("regs"), mem("mem"), fetch_("fetch", this), load_("load", this),
       compute_("compute", this), store_("store", this)
@@ -371,32 +399,9 @@ tsr_sc_accel::tsr_sc_accel(sc_module_name n)
     regs.register_b_transport(this, &tsr_sc_accel::reg_transport);
     start_or_abort_ = start_ev | abort_ev;
     for (int s = 0; s < kSeqN; s++)
-        seq_at_[s] = ~(sc_dt::uint64)0;
-    SC_THREAD(reset_proc);
+        seq_at_[s] = kNever;
+    SC_THREAD(engine);
 }
-
-// The schedule. The stages share the model clock mnow_ and only one runs
-// at a time. A stage that waits (on time or on a queue) calls yield_, which
-// picks the next stage as the kernel would and hands the processor to it
-// (an immediate notification of its event), or returns at once when that is
-// the caller: the common case of one stage running ahead alone costs no
-// thread switch. The order is the kernel's for processes waking by delta
-// and timed notifications, made deterministic: the stages runnable at this
-// time first (ready_, in order), then those a queue change woke (next_,
-// the next delta cycle, in notification order), then the earliest wake
-// time, the stages due then in kSeq order (fetch, compute, load, store):
-// fetch's command pushes are seen by the stages' checks in that cycle, and
-// compute's reads go before the load stage's, as the RTL's AXI master
-// prefers fetch and compute reads. (With SystemC's own timed waits the order
-// of threads waking at one time was the kernel's, which any other process
-// reshuffles: an unrelated thread changed the cycles of 3-15% of the
-// programs.) The model clock runs ahead of SystemC time by at most the
-// quantum; past it the stage due waits for SystemC time (kPickSync), so other
-// processes of a virtual platform run in between.
-namespace {
-constexpr int kPickSync = -2;
-constexpr sc_dt::uint64 kNever = ~(sc_dt::uint64)0;
-} // namespace
 
 int tsr_sc_accel::pick_(sc_dt::uint64 *sync)
 {
@@ -429,51 +434,29 @@ int tsr_sc_accel::pick_(sc_dt::uint64 *sync)
     return ready_[rd_head_++];
 }
 
-// The processor to stage n (pick_'s answer, not the caller), which runs
-// once the calling thread waits.
-void tsr_sc_accel::hand_over(int n, sc_dt::uint64 sync)
+// From the running context (a stage or the engine) to context n: returns
+// when some context switches back to this one.
+void tsr_sc_accel::switch_to(int n)
 {
-    if (n >= 0) {
-        cur_ = n;
-        seq_wake_[n].notify();
-    } else if (n == kPickSync) { // the first stage due then wakes in SystemC time
-        int f = 0;
-        while (seq_at_[f] != sync)
-            f++;
-        cur_ = -1;
-        seq_wake_[f].notify(sc_time::from_value(sync - stamp().value()));
-    } else if (n == -1) {
-        cur_ = -1; // nothing due: idle (or deadlocked) until a START or a reset
-    }
+    const int me = cur_;
+    if (n == me)
+        return;
+    cur_ = n;
+    from_ = me;
+    boost::context::fiber back = std::move(fib_[n]).resume();
+    fib_[from_] = std::move(back); // (the context that switched to this one)
+    cur_ = me;
 }
 
 void tsr_sc_accel::yield_(int s)
 {
     sc_dt::uint64 sync = 0;
-    int n = pick_(&sync);
-    for (;;) {
-        if (n == s) {
-            cur_ = s;
-            return;
-        }
-        hand_over(n, sync);
-        wait(seq_wake_[s]);
-        if (aborting || cur_ == s)
-            return;
-        if (cur_ >= 0) { // (another stage holds the processor: not this thread's turn)
-            n = -3;
-            continue;
-        }
-        // Woken in SystemC time (the catch-up): the schedule goes on from here.
-        mnow_ = std::max(mnow_, stamp().value());
-        n = pick_(&sync);
-    }
-}
-
-void tsr_sc_accel::enter(int s)
-{
-    cur_ = s;
-    mnow_ = std::max(mnow_, stamp().value());
+    const int n = aborting ? -1 : pick_(&sync);
+    if (n == s)
+        return;
+    // To the next stage, or to the engine (which waits in SystemC time and
+    // picks again).
+    switch_to(n >= 0 ? n : kEngine);
 }
 
 void tsr_sc_accel::wait_ticks(int s, sc_dt::uint64 t)
@@ -485,25 +468,22 @@ void tsr_sc_accel::wait_ticks(int s, sc_dt::uint64 t)
     seq_at_[s] = kNever; // (woken by an abort: no longer due)
 }
 
-// Until SystemC time has reached the model's (DONE is seen by a host then),
+// Until SystemC time has reached the model's (a host sees DONE then),
 // unless another stage is runnable now.
 void tsr_sc_accel::sync_real(int s)
 {
-    const sc_dt::uint64 real = stamp().value();
-    if (mnow_ <= real || rd_head_ < rd_n_ || nx_n_)
+    if (mnow_ <= stamp().value() || rd_head_ < rd_n_ || nx_n_)
         return;
-    cur_ = -1;
-    seq_wake_[s].notify(sc_time::from_value(mnow_ - real));
-    wait(seq_wake_[s]);
+    real_sync_ = s;
+    switch_to(kEngine);
     if (aborting)
         throw tsr_sc_abort();
-    enter(s);
 }
 
 void tsr_sc_accel::sched_clear()
 {
-    cur_ = -1;
     rd_head_ = rd_n_ = nx_n_ = 0;
+    real_sync_ = -1;
     for (int s = 0; s < kSeqN; s++)
         seq_at_[s] = kNever;
     for (auto &c : cmdq_ev)
@@ -512,57 +492,98 @@ void tsr_sc_accel::sched_clear()
         q.changed.waiter = -1;
 }
 
-int tsr_sc_accel::seq_who() const
-{
-    const sc_process_b *p = sc_get_current_process_b();
-    for (int s = 0; s < kSeqN; s++)
-        if (seq_proc_of[s] == p)
-            return s;
-    return -1;
-}
-
-// A timed wait of the DRAM target, in the calling stage's thread.
+// A timed wait of the DRAM target, in the calling stage's fiber.
 void tsr_sc_accel::seq_wait(const sc_time &at)
 {
-    const int s = seq_who();
-    if (s < 0) { // not a stage (a host's transaction through the DRAM target)
+    if (cur_ >= kSeqN || sc_get_current_process_b() != engine_proc_) {
+        // not a stage (a host's transaction through the DRAM target)
         if (at > stamp())
             wait(at - stamp(), abort_ev);
         return;
     }
-    wait_ticks(s, at.value());
+    wait_ticks(cur_, at.value());
 }
 
-void tsr_sc_accel::seq_abort()
+void tsr_sc_accel::seq_abort() { abort_ev.notify(SC_ZERO_TIME); }
+
+// Each stage's fiber: its module's loop, which never returns (a fiber
+// destroyed while suspended unwinds its stack).
+boost::context::fiber tsr_sc_accel::make_fiber(int s)
 {
-    // (every wait of a stage in the schedule is on its own event)
-    for (int s = 0; s < kSeqN; s++)
-        seq_wake_[s].notify(SC_ZERO_TIME);
+    return boost::context::fiber(std::allocator_arg, boost::context::fixedsize_stack(kFiberStack),
+                                 [this, s](boost::context::fiber &&from) {
+                                     fib_[from_] = std::move(from);
+                                     switch (s) {
+                                     case kSeqFetch: fetch_.run(); break;
+                                     case kSeqLoad: load_.run(); break;
+                                     case kSeqCompute: compute_.run(); break;
+                                     default: store_.run(); break;
+                                     }
+                                     return std::move(fib_[kEngine]);
+                                 });
 }
 
-// After an abort (soft reset or a failed instruction) every stage thread
-// has left its instruction by the next delta cycle: then clear the queues.
-void tsr_sc_accel::reset_proc()
+// The engine: the accelerator's SystemC process. It starts the stages,
+// runs the schedule while a stage can run and otherwise waits in SystemC
+// time: for the next wake time (a quantum used up), for SystemC time to
+// reach the model's (sync_real), or for a START or a reset. A reset (soft
+// reset or a failed instruction) unwinds every stage out of its
+// instruction, clears the queues and restarts the stages' loops.
+void tsr_sc_accel::engine()
 {
+    engine_proc_ = sc_get_current_process_b();
+    cur_ = kEngine;
+    for (int s = 0; s < kSeqN; s++) {
+        fib_[s] = make_fiber(s);
+        switch_to(s); // to its first wait
+    }
     for (;;) {
-        wait(abort_ev);
-        wait(SC_ZERO_TIME);
-        wait(SC_ZERO_TIME);
-        for (int s = 0; s < TSR_STAGE_COUNT; s++) {
-            cmdq[s].clear();
-            cmdq_slots[s].clear();
-            stage_at[s] = -1;
+        if (aborting) {
+            // Every stage leaves its instruction (a stage parked by its
+            // catch is there already), then the state is cleared.
+            for (int s = 0; s < kSeqN; s++)
+                if (!parked_[s])
+                    switch_to(s);
+            for (int s = 0; s < TSR_STAGE_COUNT; s++) {
+                cmdq[s].clear();
+                cmdq_slots[s].clear();
+                stage_at[s] = -1;
+            }
+            for (auto &q : tq)
+                q.clear();
+            sched_clear();
+            if (dram_model)
+                dram_model->clear();
+            aborting = false;
+            start_pending = false;
+            if (status_ & TSR_STATUS_RESETTING)
+                status_ = 0;
+            for (int s = 0; s < kSeqN; s++)
+                switch_to(s); // back to the top of its loop, to its first wait
+            continue;
         }
-        for (auto &q : tq)
-            q.clear();
-        sched_clear();
-        if (dram_model)
-            dram_model->clear();
-        aborting = false;
-        start_pending = false;
-        if (status_ & TSR_STATUS_RESETTING)
-            status_ = 0;
-        reset_done_ev.notify(SC_ZERO_TIME);
+        sc_dt::uint64 sync = 0;
+        int n = -1;
+        const sc_dt::uint64 real = stamp().value();
+        mnow_ = std::max(mnow_, real);
+        if (real_sync_ >= 0) {
+            if (mnow_ > real) {
+                wait(sc_time::from_value(mnow_ - real), abort_ev);
+                continue;
+            }
+            n = real_sync_;
+            real_sync_ = -1;
+        } else if (start_pending && fetch_idle_) {
+            n = kSeqFetch;
+        } else {
+            n = pick_(&sync);
+        }
+        if (n >= 0)
+            switch_to(n); // the stages run until none can
+        else if (n == kPickSync)
+            wait(sc_time::from_value(sync - real), start_or_abort_);
+        else
+            wait(start_or_abort_); // idle (or deadlocked: the driver sees no activity)
     }
 }
 
@@ -603,30 +624,29 @@ void tsr_sc_accel::wait_until(double cyc)
         throw tsr_sc_abort();
 }
 
+// In stage s's catch: park until the engine has cleared the state.
 void tsr_sc_accel::idle_after_abort(int s)
 {
-    while (aborting)
-        wait(reset_done_ev);
-    enter(s);
+    parked_[s] = true;
+    switch_to(kEngine);
+    parked_[s] = false;
 }
 
+// Fetch waits for a START (the other stages go on meanwhile).
 void tsr_sc_accel::wait_start()
 {
-    if (cur_ == kSeqFetch) { // (the others go on meanwhile)
-        sc_dt::uint64 sync = 0;
-        hand_over(pick_(&sync), sync);
-    }
-    wait(start_or_abort_);
+    fetch_idle_ = true;
+    yield_(kSeqFetch);
+    fetch_idle_ = false;
     if (aborting)
         throw tsr_sc_abort();
-    enter(kSeqFetch);
 }
 
 void tsr_sc_accel::wait_ev(tsr_sc_cond &c)
 {
     const int s = cur_;
     c.waiter = s;
-    yield_(s);
+    yield_(s); // (not picked again before a notification)
     if (c.waiter == s)
         c.waiter = -1;
     if (aborting)
@@ -1027,12 +1047,10 @@ void tsr_sc_accel::reg_transport(tlm::tlm_generic_payload &gp, sc_time &d)
 
 // -------------------------------------------------------------- fetch
 
-tsr_sc_fetch::tsr_sc_fetch(sc_module_name n, tsr_sc_accel *a) : sc_module(n), a_(a) { SC_THREAD(run); }
+tsr_sc_fetch::tsr_sc_fetch(sc_module_name n, tsr_sc_accel *a) : sc_module(n), a_(a) {}
 
 void tsr_sc_fetch::run()
 {
-    a_->seq_proc_of[tsr_sc_accel::kSeqFetch] = sc_get_current_process_b();
-    a_->enter(tsr_sc_accel::kSeqFetch);
     for (;;) {
         try {
             while (!a_->start_pending)
@@ -1095,7 +1113,7 @@ void tsr_sc_fetch::run()
 
 // --------------------------------------------------------------- load
 
-tsr_sc_load::tsr_sc_load(sc_module_name n, tsr_sc_accel *a) : sc_module(n), a_(a) { SC_THREAD(run); }
+tsr_sc_load::tsr_sc_load(sc_module_name n, tsr_sc_accel *a) : sc_module(n), a_(a) {}
 
 // Reads of one LOAD/STORE's rows: one command per row, contiguous rows merged.
 static double transfer(tsr_sc_accel &A, const tsr_insn_t &in, bool write, bool high, uint32_t eb, sc_time *local,
@@ -1124,8 +1142,6 @@ void tsr_sc_load::run()
         double t0 = 0; // cycle the stage took it
     } pend;
     tsr_sc_accel &A = *a_;
-    A.seq_proc_of[tsr_sc_accel::kSeqLoad] = sc_get_current_process_b();
-    A.enter(tsr_sc_accel::kSeqLoad);
     for (;;) {
         try {
             pend.valid = false;
@@ -1194,7 +1210,7 @@ void tsr_sc_load::run()
 
 // ------------------------------------------------------------ compute
 
-tsr_sc_compute::tsr_sc_compute(sc_module_name n, tsr_sc_accel *a) : sc_module(n), a_(a) { SC_THREAD(run); }
+tsr_sc_compute::tsr_sc_compute(sc_module_name n, tsr_sc_accel *a) : sc_module(n), a_(a) {}
 
 namespace {
 // What one GEMM/ALU instruction touches in the accumulator: bank bits.
@@ -1227,8 +1243,6 @@ unsigned footprint(const tsr_sc_accel &A, const tsr_insn_t &in)
 void tsr_sc_compute::run()
 {
     tsr_sc_accel &A = *a_;
-    A.seq_proc_of[tsr_sc_accel::kSeqCompute] = sc_get_current_process_b();
-    A.enter(tsr_sc_accel::kSeqCompute);
     for (;;) {
         try {
             // Per-run pipe state (reset on every START: the dispatcher
@@ -1365,13 +1379,11 @@ void tsr_sc_compute::run()
 
 // -------------------------------------------------------------- store
 
-tsr_sc_store::tsr_sc_store(sc_module_name n, tsr_sc_accel *a) : sc_module(n), a_(a) { SC_THREAD(run); }
+tsr_sc_store::tsr_sc_store(sc_module_name n, tsr_sc_accel *a) : sc_module(n), a_(a) {}
 
 void tsr_sc_store::run()
 {
     tsr_sc_accel &A = *a_;
-    A.seq_proc_of[tsr_sc_accel::kSeqStore] = sc_get_current_process_b();
-    A.enter(tsr_sc_accel::kSeqStore);
     for (;;) {
         try {
             double floor = 0; // the stage is busy until then (see take_cmd)

@@ -15,13 +15,13 @@
 //                      transactions carry timing only, so the memory model
 //                      must be tsr_sc_dram or honour the extension.
 // Timing follows hw/ARCHITECTURE.md at instruction granularity (see the
-// .cpp); the stages are SC_THREADs that synchronise at instruction
-// boundaries and run ahead inside one (loosely timed, quantum keeper).
-// The stages share one model clock, ahead of SystemC time by at most the
-// TLM global quantum (10,000 cycles when it is not set): the accelerator
-// schedules its own stages (tsr_sc_accel::yield_) and uses the kernel only
-// to switch between their threads and to catch up with SystemC time once
-// a quantum is used up (temporal decoupling). A host process sees the
+// .cpp); the stages synchronise at instruction boundaries and run ahead
+// inside one (loosely timed, quantum keeper). They share one model clock,
+// ahead of SystemC time by at most the TLM global quantum (10,000 cycles
+// when it is not set): the stage modules' loops are fibers of one SystemC
+// process (the accelerator's engine), which schedules them itself
+// (tsr_sc_accel::yield_) and waits in SystemC time only when no stage can
+// run or a quantum is used up (temporal decoupling). A host process sees the
 // registers of a running accelerator at most a quantum ahead; DONE is
 // raised when SystemC time has reached the model's end of the run.
 #ifndef TSR_SC_MODEL_H
@@ -31,6 +31,8 @@
 #include <tlm>
 #include <tlm_utils/simple_initiator_socket.h>
 #include <tlm_utils/simple_target_socket.h>
+
+#include <boost/context/fiber.hpp>
 
 #include <deque>
 #include <functional>
@@ -203,43 +205,39 @@ class tsr_sc_accel;
 // reserved, dispatches one instruction per cycle into the stage queues.
 class tsr_sc_fetch : public sc_core::sc_module {
   public:
-    SC_HAS_PROCESS(tsr_sc_fetch);
     tsr_sc_fetch(sc_core::sc_module_name n, tsr_sc_accel *a);
+    void run(); // the stage's loop (a fiber of the accelerator's engine)
   private:
     tsr_sc_accel *a_;
-    void run();
 };
 
 // Load stage (LOAD inp/wgt): front issues the reads of the next instruction
 // while the back still writes the current one (hw/ARCHITECTURE.md).
 class tsr_sc_load : public sc_core::sc_module {
   public:
-    SC_HAS_PROCESS(tsr_sc_load);
     tsr_sc_load(sc_core::sc_module_name n, tsr_sc_accel *a);
+    void run(); // the stage's loop (a fiber of the accelerator's engine)
   private:
     tsr_sc_accel *a_;
-    void run();
 };
 
 // Compute stage: in-order dispatcher, GEMM pipe beside ALU pipe under the
 // bank rule, LOAD uop/acc/acc8, FINISH.
 class tsr_sc_compute : public sc_core::sc_module {
   public:
-    SC_HAS_PROCESS(tsr_sc_compute);
     tsr_sc_compute(sc_core::sc_module_name n, tsr_sc_accel *a);
+    void run(); // the stage's loop (a fiber of the accelerator's engine)
   private:
     tsr_sc_accel *a_;
-    void run();
 };
 
 // Store stage: out rows to DRAM, complete after every write response.
 class tsr_sc_store : public sc_core::sc_module {
   public:
-    SC_HAS_PROCESS(tsr_sc_store);
     tsr_sc_store(sc_core::sc_module_name n, tsr_sc_accel *a);
+    void run(); // the stage's loop (a fiber of the accelerator's engine)
   private:
     tsr_sc_accel *a_;
-    void run();
 };
 
 // A command queue entry: instruction index and the cycle it is visible.
@@ -296,8 +294,8 @@ class tsr_sc_accel : public sc_core::sc_module, public tsr_sc_sequencer {
     tsr_sc_slots cmdq_slots[TSR_STAGE_COUNT]; // when each command queue's entries were popped
     tsr_sc_cond cmdq_ev[TSR_STAGE_COUNT];
     tsr_sc_tokq tq[4];                    // tsr_queue_e order
-    sc_core::sc_event start_ev, abort_ev, reset_done_ev;
-    void idle_after_abort(int s); // in stage s's catch: wait until the reset has cleared the state
+    sc_core::sc_event start_ev, abort_ev;
+    void idle_after_abort(int s); // in stage s's catch: park until the engine has cleared the state
     bool aborting = false;
     bool start_pending = false;           // START written, fetch not yet started
     uint64_t gen = 0;                     // run generation (START count)
@@ -316,13 +314,9 @@ class tsr_sc_accel : public sc_core::sc_module, public tsr_sc_sequencer {
     // stages' checks in that cycle), then compute (its reads go before the
     // load stage's, as the RTL's AXI master prefers fetch and compute reads),
     // load, store.
-    enum { kSeqFetch, kSeqCompute, kSeqLoad, kSeqStore, kSeqN };
-    sc_core::sc_process_b *seq_proc_of[kSeqN] = {}; // each stage thread's process, set as it starts
+    enum { kSeqFetch, kSeqCompute, kSeqLoad, kSeqStore, kSeqN, kEngine = kSeqN };
     void seq_wait(const sc_core::sc_time &at) override;
     sc_dt::uint64 seq_now() const override { return mnow_; }
-    // A stage thread enters the schedule (at its start, on START, after a
-    // reset): it runs now, the model clock at least SystemC time.
-    void enter(int s);
 
     // Helpers for the stages (all may throw tsr_sc_abort).
     double now() const;      // model time (in a stage)
@@ -354,24 +348,27 @@ class tsr_sc_accel : public sc_core::sc_module, public tsr_sc_sequencer {
     void finish(double at);
 
   private:
-    // The schedule (see yield_): model time, the stage running (-1: none),
-    // each stage's wake time when it waits on time (UINT64_MAX: not), the
-    // stages runnable at this time (this delta, then the next), and the
-    // event each stage thread waits on (a hand-over, a catch-up with
-    // SystemC time, an abort).
+    // The schedule (see yield_): model time, the context running (a stage
+    // or kEngine), each stage's wake time when it waits on time (UINT64_MAX:
+    // not), the stages runnable at this time (this delta, then the next),
+    // the stage waiting for SystemC time to catch up (-1: none), fetch
+    // waiting for START, the stages parked after an abort.
     sc_dt::uint64 mnow_ = 0, quantum_ = 0; // time units
-    int cur_ = -1;
+    int cur_ = kEngine, from_ = kEngine;
     sc_dt::uint64 seq_at_[kSeqN];
     int ready_[kSeqN], rd_head_ = 0, rd_n_ = 0, next_[kSeqN], nx_n_ = 0;
-    sc_core::sc_event seq_wake_[kSeqN];
-    int seq_who() const;
+    int real_sync_ = -1;
+    bool fetch_idle_ = false, parked_[kSeqN] = {};
+    sc_core::sc_process_b *engine_proc_ = nullptr;
+    void engine();                           // the SystemC process (SC_THREAD)
+    boost::context::fiber make_fiber(int s);
+    void switch_to(int n);                   // from the running context to context n
     void wait_ticks(int s, sc_dt::uint64 t); // stage s waits until model time t
     void yield_(int s);                      // stage s waits: run the next stage due
-    void hand_over(int n, sc_dt::uint64 sync);
     int pick_(sc_dt::uint64 *sync);          // that stage (or -1, or kPickSync)
     void sync_real(int s);                   // stage s waits until SystemC time reaches the model's
     void sched_clear();
-    void seq_abort(); // wake every stage thread (with abort_ev)
+    void seq_abort(); // wake the engine (with abort_ev)
     std::vector<std::unique_ptr<tsr_sc_burst>> burst_pool_; // free burst transactions (axi)
     sc_core::sc_event_or_list start_or_abort_;
     uint32_t status_ = 0, insn_addr_ = 0, insn_count_ = 0, hi_latch_ = 0;
@@ -386,10 +383,13 @@ class tsr_sc_accel : public sc_core::sc_module, public tsr_sc_sequencer {
     tsr_sc_load load_;
     tsr_sc_compute compute_;
     tsr_sc_store store_;
-    void reset_proc();
     void reg_transport(tlm::tlm_generic_payload &gp, sc_core::sc_time &d);
     uint32_t reg_read(uint32_t addr);
     void reg_write(uint32_t addr, uint32_t v);
+    // The contexts' suspended states (the stages', the engine's): last, so
+    // destroyed first (a suspended fiber unwinds its stack, whose frames use
+    // the members above).
+    boost::context::fiber fib_[kSeqN + 1];
 };
 
 #endif
