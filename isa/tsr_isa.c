@@ -383,7 +383,9 @@ int32_t tsr_wrap(int64_t v, int width)
     return (int32_t)(int64_t)u;
 }
 
-int32_t tsr_alu_apply(uint32_t op, int32_t a, int32_t b, int w)
+/* (static inline: tsr_alu_apply_row's lane loop has it inlined, so the
+ * compiler hoists the op's case out of the loop) */
+static inline int32_t alu_apply(uint32_t op, int32_t a, int32_t b, int w)
 {
     int64_t A = a, B = b;
     int64_t s = B < -(w - 1) ? -(w - 1) : B > w - 1 ? w - 1 : B;
@@ -437,4 +439,31 @@ int32_t tsr_alu_apply(uint32_t op, int32_t a, int32_t b, int w)
     }
     default: return a;
     }
+}
+
+int32_t tsr_alu_apply(uint32_t op, int32_t a, int32_t b, int w) { return alu_apply(op, a, b, w); }
+
+void tsr_alu_apply_row(uint32_t op, int32_t *a, const int32_t *b, int32_t imm, uint32_t n, int w)
+{
+#define TSR_ALU_ROW_CASE(OP)                                                                  \
+    case OP:                                                                                  \
+        for (uint32_t l = 0; l < n; l++)                                                      \
+            a[l] = alu_apply(OP, a[l], b ? b[l] : imm, w);                                    \
+        return;
+    switch (op) {
+        TSR_ALU_ROW_CASE(TSR_ALU_MIN)
+        TSR_ALU_ROW_CASE(TSR_ALU_MAX)
+        TSR_ALU_ROW_CASE(TSR_ALU_ADD)
+        TSR_ALU_ROW_CASE(TSR_ALU_MUL)
+        TSR_ALU_ROW_CASE(TSR_ALU_MOV)
+        TSR_ALU_ROW_CASE(TSR_ALU_SHR)
+        TSR_ALU_ROW_CASE(TSR_ALU_RSHR)
+        TSR_ALU_ROW_CASE(TSR_ALU_MULHR)
+        TSR_ALU_ROW_CASE(TSR_ALU_RQFIN)
+    default:
+        for (uint32_t l = 0; l < n; l++)
+            a[l] = alu_apply(op, a[l], b ? b[l] : imm, w);
+        return;
+    }
+#undef TSR_ALU_ROW_CASE
 }

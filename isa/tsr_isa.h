@@ -185,6 +185,10 @@ const char *tsr_stage_name(int stage);      /* "load", "compute", "store" */
 /* The ALU, defined once. a and b are W-bit two's complement values held in
  * int32_t (W = acc_width, 16 or 32); the result is wrapped to W bits. */
 int32_t tsr_alu_apply(uint32_t op, int32_t a, int32_t b, int acc_width);
+/* One ALU op on n lanes: a[l] = tsr_alu_apply(op, a[l], b ? b[l] : imm, w),
+ * lane l reading b[l] before writing a[l] (b may be a). One call per row:
+ * the op's case is chosen once, not per lane. */
+void tsr_alu_apply_row(uint32_t op, int32_t *a, const int32_t *b, int32_t imm, uint32_t n, int acc_width);
 /* Wrap a 64-bit value to a signed W-bit value. */
 int32_t tsr_wrap(int64_t v, int width);
 

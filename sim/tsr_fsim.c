@@ -123,43 +123,49 @@ static void wr_le(uint8_t *p, int32_t v, int bytes)
         p[i] = (uint8_t)((uint32_t)v >> (8 * i));
 }
 
-/* Fill on-chip row `row` of memory type m from DRAM bytes, or with zeros if src is NULL. */
-/* src NULL: a padded row (every lane padv for inp, zero otherwise). */
-static void fill_row(tsr_fsim_t *s, uint32_t m, uint32_t row, const uint8_t *src, int16_t padv)
+/* Fill `count` consecutive on-chip rows from `row` on, of memory type m,
+ * from consecutive DRAM rows at src, or pad them if src is NULL (every lane
+ * padv for inp, zero otherwise). Rows are contiguous on both sides, so the
+ * data types convert as one run of count x row elements: on small configs
+ * a call per row was much of a LOAD's cost. */
+static void fill_rows(tsr_fsim_t *s, uint32_t m, uint32_t row, uint32_t count, const uint8_t *src, int16_t padv)
 {
     const tsr_config_t *c = &s->cfg;
     switch (m) {
     case TSR_MEM_UOP:
-        if (!src) {
-            memset(&s->uop[row], 0, sizeof s->uop[row]);
-        } else {
-            uint64_t raw = 0;
-            for (uint32_t i = 0; i < c->uop_bytes; i++)
-                raw |= (uint64_t)src[i] << (8 * i);
-            tsr_uop_decode(c, raw, &s->uop[row]);
+        for (uint32_t k = 0; k < count; k++, row++) {
+            if (!src) {
+                memset(&s->uop[row], 0, sizeof s->uop[row]);
+            } else {
+                const uint8_t *p = src + (size_t)k * c->uop_bytes;
+                uint64_t raw = 0;
+                for (uint32_t i = 0; i < c->uop_bytes; i++)
+                    raw |= (uint64_t)p[i] << (8 * i);
+                tsr_uop_decode(c, raw, &s->uop[row]);
+            }
         }
         break;
     case TSR_MEM_INP:
     case TSR_MEM_WGT: {
         int16_t *dst = m == TSR_MEM_INP ? &s->inp[(size_t)row * s->inp_row] : &s->wgt[(size_t)row * s->wgt_row];
-        uint32_t n = m == TSR_MEM_INP ? s->inp_row : s->wgt_row;
+        size_t n = (size_t)count * (m == TSR_MEM_INP ? s->inp_row : s->wgt_row);
         int bytes = (m == TSR_MEM_INP ? c->inp_width : c->wgt_width) / 8;
         /* One loop per element width, each plain enough to vectorise: rows
          * are short on small configs, where a width test per element was
          * much of the cost of a LOAD. */
         if (!src) {
             int16_t v = m == TSR_MEM_INP ? padv : 0;
-            for (uint32_t i = 0; i < n; i++)
+            for (size_t i = 0; i < n; i++)
                 dst[i] = v;
         } else if (bytes == 1) {
-            for (uint32_t i = 0; i < n; i++)
+            for (size_t i = 0; i < n; i++)
                 dst[i] = (int8_t)src[i];
         } else if (bytes == 2) {
-            for (uint32_t i = 0; i < n; i++)
-                dst[i] = rd_le16(src + 2 * (size_t)i);
+            for (size_t i = 0; i < n; i++)
+                dst[i] = rd_le16(src + 2 * i);
         } else {
-            for (uint32_t i = 0; i < n; i++)
-                dst[i] = (int16_t)rd_le(src + (size_t)i * bytes, bytes);
+            for (size_t i = 0; i < n; i++)
+                dst[i] = (int16_t)rd_le(src + i * bytes, bytes);
         }
         break;
     }
@@ -167,22 +173,22 @@ static void fill_row(tsr_fsim_t *s, uint32_t m, uint32_t row, const uint8_t *src
     case TSR_MEM_ACC8: {
         int32_t *dst = &s->acc[(size_t)row * s->acc_row];
         int bytes = m == TSR_MEM_ACC ? c->acc_width / 8 : 1;
-        const uint32_t n = s->acc_row;
+        const size_t n = (size_t)count * s->acc_row;
         /* As above: the width tested once per row, not per element. */
         if (!src)
             memset(dst, 0, sizeof *dst * n);
         else if (bytes == 1)
-            for (uint32_t i = 0; i < n; i++)
+            for (size_t i = 0; i < n; i++)
                 dst[i] = (int8_t)src[i];
         else if (bytes == 2)
-            for (uint32_t i = 0; i < n; i++)
-                dst[i] = rd_le16(src + 2 * (size_t)i);
+            for (size_t i = 0; i < n; i++)
+                dst[i] = rd_le16(src + 2 * i);
         else if (bytes == 4)
-            for (uint32_t i = 0; i < n; i++)
-                dst[i] = rd_le(src + (size_t)i * 4, 4);
+            for (size_t i = 0; i < n; i++)
+                dst[i] = rd_le(src + i * 4, 4);
         else
-            for (uint32_t i = 0; i < n; i++)
-                dst[i] = rd_le(src + (size_t)i * bytes, bytes);
+            for (size_t i = 0; i < n; i++)
+                dst[i] = rd_le(src + i * bytes, bytes);
         break;
     }
     default: break;
@@ -226,11 +232,17 @@ static int exec_load(tsr_fsim_t *s, const tsr_insn_t *in)
                                (unsigned long long)in->x_size * eb, (unsigned long long)addr,
                                (unsigned long long)(y - in->y_pad0));
         }
-        for (uint64_t x = 0; x < row; x++, r++) {
-            int pad = pad_y || x < in->x_pad0 || x >= (uint64_t)in->x_pad0 + in->x_size;
-            fill_row(s, m, r, pad ? NULL : src + (x - in->x_pad0) * eb, (int16_t)in->pad_value);
-            s->ctr.pad_rows_loaded += (uint64_t)pad;
+        /* (row <= depth here: the counts fit 32 bits) */
+        if (pad_y) {
+            fill_rows(s, m, r, (uint32_t)row, NULL, (int16_t)in->pad_value);
+            s->ctr.pad_rows_loaded += row;
+        } else {
+            fill_rows(s, m, r, in->x_pad0, NULL, (int16_t)in->pad_value);
+            fill_rows(s, m, r + in->x_pad0, in->x_size, src, (int16_t)in->pad_value);
+            fill_rows(s, m, r + in->x_pad0 + in->x_size, in->x_pad1, NULL, (int16_t)in->pad_value);
+            s->ctr.pad_rows_loaded += (uint64_t)in->x_pad0 + in->x_pad1;
         }
+        r += (uint32_t)row;
     }
     s->ctr.bytes_loaded[m] += (uint64_t)in->y_size * in->x_size * eb;
     return TSR_OK;
@@ -345,6 +357,23 @@ static void gemm8_sse2(int32_t *restrict a, const int16_t *restrict x, const int
 }
 #endif
 
+/* The 8-bit scalar loop; always inlined, so the call with a constant
+ * BLOCK_IN of 4 (the smallest presets) is unrolled. */
+static inline __attribute__((always_inline)) void gemm8_scalar(int32_t *a, const int16_t *x, const int16_t *wt,
+                                                               int bt, int bi, int bo)
+{
+    for (int b = 0; b < bt; b++) {
+        const int16_t *xb = x + b * bi;
+        for (int o = 0; o < bo; o++) {
+            const int16_t *wo = wt + o * bi;
+            uint32_t d = 0;
+            for (int i = 0; i < bi; i++)
+                d += (uint32_t)((int32_t)xb[i] * (int32_t)wo[i]);
+            a[b * bo + o] = (int32_t)((uint32_t)a[b * bo + o] + d);
+        }
+    }
+}
+
 /* Dot products of one tensor op. 8-bit operands cannot overflow int32 for
  * BLOCK_IN <= 64, so that case (the common one) sums in int32 and wraps
  * with unsigned arithmetic; wider operands accumulate in int64. */
@@ -362,16 +391,10 @@ static void gemm_op(tsr_fsim_t *s, uint32_t dst, uint32_t src, uint32_t w)
             return;
         }
 #endif
-        for (int b = 0; b < bt; b++) {
-            const int16_t *xb = x + b * bi;
-            for (int o = 0; o < bo; o++) {
-                const int16_t *wo = wt + o * bi;
-                uint32_t d = 0;
-                for (int i = 0; i < bi; i++)
-                    d += (uint32_t)((int32_t)xb[i] * (int32_t)wo[i]);
-                a[b * bo + o] = (int32_t)((uint32_t)a[b * bo + o] + d);
-            }
-        }
+        if (bi == 4)
+            gemm8_scalar(a, x, wt, bt, 4, bo);
+        else
+            gemm8_scalar(a, x, wt, bt, bi, bo);
         return;
     }
     for (int b = 0; b < bt; b++) {
@@ -437,8 +460,7 @@ static void alu_row(int32_t *a, const int32_t *b, int32_t imm, uint32_t n, uint3
         return;
     default: break;
     }
-    for (uint32_t l = 0; l < n; l++)
-        a[l] = tsr_alu_apply(op, a[l], b ? b[l] : imm, w);
+    tsr_alu_apply_row(op, a, b, imm, n, w);
 }
 
 /* Tensor ops per exec call: long instructions yield (TSR_PIPE_MORE) so a
@@ -468,9 +490,17 @@ static int exec_gemm_alu(tsr_fsim_t *s, const tsr_insn_t *in)
     s->loop_active = 0;
     if (in->uop_bgn == in->uop_end)
         return TSR_OK;
-    for (; i < in->iter_out; i++, j = 0) {
-        for (; j < in->iter_in; j++, u = in->uop_bgn) {
-            for (; u < in->uop_end; u++) {
+    /* The instruction's fields in locals: the counter updates below are
+     * stores the compiler cannot prove leave *in alone, so it reloaded
+     * every factor per tensor op. */
+    const uint32_t iter_out = in->iter_out, iter_in = in->iter_in, uop_bgn = in->uop_bgn, uop_end = in->uop_end;
+    const uint64_t dfo = in->dst_factor_out, dfi = in->dst_factor_in, sfo = in->src_factor_out,
+                   sfi = in->src_factor_in, wfo = in->wgt_factor_out, wfi = in->wgt_factor_in;
+    for (; i < iter_out; i++, j = 0) {
+        for (; j < iter_in; j++, u = uop_bgn) {
+            const uint64_t d0 = (uint64_t)i * dfo + (uint64_t)j * dfi, s0 = (uint64_t)i * sfo + (uint64_t)j * sfi,
+                           w0 = (uint64_t)i * wfo + (uint64_t)j * wfi;
+            for (; u < uop_end; u++) {
                 if (work++ == LOOP_CHUNK) {
                     s->loop_active = 1;
                     s->li = i;
@@ -479,9 +509,9 @@ static int exec_gemm_alu(tsr_fsim_t *s, const tsr_insn_t *in)
                     return TSR_PIPE_MORE;
                 }
                 const tsr_uop_t *uo = &s->uop[u];
-                uint64_t dst = uo->dst + (uint64_t)i * in->dst_factor_out + (uint64_t)j * in->dst_factor_in;
-                uint64_t src = uo->src + (uint64_t)i * in->src_factor_out + (uint64_t)j * in->src_factor_in;
-                uint64_t wgt = uo->wgt + (uint64_t)i * in->wgt_factor_out + (uint64_t)j * in->wgt_factor_in;
+                uint64_t dst = uo->dst + d0;
+                uint64_t src = uo->src + s0;
+                uint64_t wgt = uo->wgt + w0;
                 if (dst >= c->acc_depth)
                     return index_error("dst (acc)", dst, c->acc_depth, u, i, j);
                 int32_t *a = &s->acc[dst * s->acc_row];

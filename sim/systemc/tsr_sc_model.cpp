@@ -144,6 +144,16 @@ static inline __attribute__((always_inline)) double cyc_of(sc_dt::uint64 v)
     return g_last_cyc;
 }
 
+// std::llround (halves away from zero) without the call into libm: the
+// counters round a cycle difference several times per instruction. Equal
+// to it for every |x| < 2^63 (x - trunc(x) is exact).
+static inline long long round_ll(double x)
+{
+    const long long i = (long long)x;
+    const double f = x - (double)i;
+    return i + (f >= 0.5) - (f <= -0.5);
+}
+
 sc_time tsr_sc_cycles(double n) { return cyc_time(n); }
 double tsr_sc_to_cycles(const sc_time &t) { return to_cyc(t); }
 
@@ -600,6 +610,8 @@ int tsr_sc_accel::configure(const tsr_config_t *c, tsr_dram_t *d, const tsr_sc_d
     {
         const sc_time q = tlm::tlm_global_quantum::instance().get();
         quantum_ = q > SC_ZERO_TIME ? q.value() : ticks_of(10000);
+        ticks_per_cycle_ = ticks_per_cycle();
+        now_ticks_ = ~(sc_dt::uint64)0;
     }
     for (auto &q : tq)
         q.depth = q.slots.depth = (unsigned)c->dep_queue_depth;
@@ -609,7 +621,6 @@ int tsr_sc_accel::configure(const tsr_config_t *c, tsr_dram_t *d, const tsr_sc_d
     return tsr_fsim_create(c, d, &fsim);
 }
 
-double tsr_sc_accel::now() const { return cyc_of(mnow_); }
 
 // While no stage runs (the model waits for SystemC time) the model is where
 // SystemC time is.
@@ -887,7 +898,7 @@ void tsr_sc_accel::reset()
 uint64_t tsr_sc_accel::run_cycles() const
 {
     double e = (status_ & TSR_STATUS_DONE) ? run_end : host_now();
-    return (uint64_t)std::llround(e - run_start);
+    return (uint64_t)round_ll(e - run_start);
 }
 
 std::string tsr_sc_accel::where() const
@@ -1081,7 +1092,7 @@ void tsr_sc_fetch::run()
                         // from disp, whenever it is pushed).
                         while (A.cmdq[st].size() >= (size_t)A.cfg.cmd_queue_depth)
                             A.wait_ev(A.cmdq_ev[st]);
-                        A.hw[TSR_CNT_FETCH_STALL] += (uint64_t)std::llround(std::max(0.0, A.now() - disp));
+                        A.hw[TSR_CNT_FETCH_STALL] += (uint64_t)round_ll(std::max(0.0, A.now() - disp));
                         disp = std::max(disp, A.now());
                     }
                     // A slot freed by a pop ahead of simulated time (the
@@ -1093,7 +1104,7 @@ void tsr_sc_fetch::run()
                     // mean |err| 1.70 -> 1.86%; waiting here, 2 of 100.
                     const double slot = A.cmdq_slots[st].next_free();
                     if (slot > disp) {
-                        A.hw[TSR_CNT_FETCH_STALL] += (uint64_t)std::llround(slot - std::max(disp, A.now()));
+                        A.hw[TSR_CNT_FETCH_STALL] += (uint64_t)round_ll(slot - std::max(disp, A.now()));
                         disp = slot;
                     }
                     A.wait_until(slot);
@@ -1198,9 +1209,9 @@ void tsr_sc_load::run()
                 double back = std::max(prev_end, first) + (double)rows;
                 double end = std::max(data_end, back) + kLoadBack;
                 pend = {true, c.idx, end, t0};
-                A.hw[TSR_CNT_LOAD_BUSY] += (uint64_t)std::llround(end - t0);
-                A.hw[TSR_CNT_LOAD_STALL_TOK] += (uint64_t)std::llround(stall);
-                A.hw[TSR_CNT_LOAD_STALL_MEM] += (uint64_t)std::llround(std::max(0.0, data_end - back));
+                A.hw[TSR_CNT_LOAD_BUSY] += (uint64_t)round_ll(end - t0);
+                A.hw[TSR_CNT_LOAD_STALL_TOK] += (uint64_t)round_ll(stall);
+                A.hw[TSR_CNT_LOAD_STALL_MEM] += (uint64_t)round_ll(std::max(0.0, data_end - back));
             }
         } catch (tsr_sc_abort &) {
             a_->idle_after_abort(tsr_sc_accel::kSeqLoad);
@@ -1271,7 +1282,7 @@ void tsr_sc_compute::run()
                 const tsr_insn_t &in = A.insns[c.idx];
                 double t0 = lt, stall = 0;
                 A.pop_tokens(in, TSR_STAGE_COMPUTE, &stall, &lt);
-                A.hw[TSR_CNT_COMPUTE_STALL_TOK] += (uint64_t)std::llround(stall);
+                A.hw[TSR_CNT_COMPUTE_STALL_TOK] += (uint64_t)round_ll(stall);
                 double t = lt + kDispatch;
                 if (in.opcode == TSR_OP_FINISH) {
                     t = std::max({t, pfree[0], pfree[1], older});
@@ -1281,7 +1292,7 @@ void tsr_sc_compute::run()
                     A.push_tokens(in, TSR_STAGE_COMPUTE, t);
                     A.stage_done[TSR_STAGE_COMPUTE]++;
                     A.stage_at[TSR_STAGE_COMPUTE] = -1;
-                    A.hw[TSR_CNT_COMPUTE_BUSY] += (uint64_t)std::llround(A.now() - t0);
+                    A.hw[TSR_CNT_COMPUTE_BUSY] += (uint64_t)round_ll(A.now() - t0);
                     tsr_tl_insn(A.tl, TSR_STAGE_COMPUTE, t0, A.now());
                     A.finish(A.now());
                     continue;
@@ -1311,7 +1322,7 @@ void tsr_sc_compute::run()
                     uint64_t rows = in.x_size ? (uint64_t)(in.y_pad0 + in.y_size + in.y_pad1) * (in.x_pad0 + in.x_size + in.x_pad1) : 0;
                     double first = in.x_size ? t + A.dp.latency : t;
                     double end = std::max(data_end, first + (double)rows) + kCLoad;
-                    A.hw[TSR_CNT_COMPUTE_STALL_MEM] += (uint64_t)std::llround(std::max(0.0, end - kCLoad - t - (double)rows));
+                    A.hw[TSR_CNT_COMPUTE_STALL_MEM] += (uint64_t)round_ll(std::max(0.0, end - kCLoad - t - (double)rows));
                     // Data now, the push stamped `end` (its tokens are visible
                     // from then; only this stage's later instructions read
                     // what it loads): the wait for `end` is the next pop's.
@@ -1322,7 +1333,7 @@ void tsr_sc_compute::run()
                     floor = lt = end;
                     A.stage_done[TSR_STAGE_COMPUTE]++;
                     A.stage_at[TSR_STAGE_COMPUTE] = -1;
-                    A.hw[TSR_CNT_COMPUTE_BUSY] += (uint64_t)std::llround(end - t0);
+                    A.hw[TSR_CNT_COMPUTE_BUSY] += (uint64_t)round_ll(end - t0);
                     continue;
                 }
                 // GEMM / ALU
@@ -1349,7 +1360,7 @@ void tsr_sc_compute::run()
                 // Ops issued in the same cycles as the other pipe's.
                 double ov = std::min(t + span, popsend[o]) - std::max(t, pops0[o]);
                 if (ov > 0)
-                    A.hw[TSR_CNT_DUAL_OPS] += (uint64_t)std::llround(ov);
+                    A.hw[TSR_CNT_DUAL_OPS] += (uint64_t)round_ll(ov);
                 pops0[p] = t;
                 popsend[p] = t + span;
                 pfree[p] = std::max(end, fin);
@@ -1367,7 +1378,7 @@ void tsr_sc_compute::run()
                     A.hw[TSR_CNT_GEMM_OPS] += in.reset ? 0 : ops;
                 else
                     A.hw[TSR_CNT_ALU_OPS] += ops;
-                A.hw[TSR_CNT_COMPUTE_BUSY] += (uint64_t)std::llround(end - t0);
+                A.hw[TSR_CNT_COMPUTE_BUSY] += (uint64_t)round_ll(end - t0);
                 A.stage_done[TSR_STAGE_COMPUTE]++;
                 A.stage_at[TSR_STAGE_COMPUTE] = -1;
             }
@@ -1404,9 +1415,9 @@ void tsr_sc_store::run()
                 tsr_tl_insn(A.tl, TSR_STAGE_STORE, t0, end);
                 A.stage_done[TSR_STAGE_STORE]++;
                 A.stage_at[TSR_STAGE_STORE] = -1;
-                A.hw[TSR_CNT_STORE_BUSY] += (uint64_t)std::llround(end - t0);
-                A.hw[TSR_CNT_STORE_STALL_TOK] += (uint64_t)std::llround(stall);
-                A.hw[TSR_CNT_STORE_STALL_MEM] += (uint64_t)std::llround(std::max(0.0, end - t));
+                A.hw[TSR_CNT_STORE_BUSY] += (uint64_t)round_ll(end - t0);
+                A.hw[TSR_CNT_STORE_STALL_TOK] += (uint64_t)round_ll(stall);
+                A.hw[TSR_CNT_STORE_STALL_MEM] += (uint64_t)round_ll(std::max(0.0, end - t));
             }
         } catch (tsr_sc_abort &) {
             a_->idle_after_abort(tsr_sc_accel::kSeqStore);
