@@ -205,7 +205,8 @@ double tsr_sc_dram::write_walk(double *t, double left, double bc, double h, doub
         *t += g;
         return false;
     };
-    for (const auto &w : rwin_) {
+    for (size_t k = 0; k < rwin_.size(); k++) {
+        const auto &w = rwin_[k];
         if (w.second <= *t)
             continue;
         if (w.first > *t) {
@@ -237,7 +238,8 @@ double tsr_sc_dram::credit_at(double to) const
 {
     const double cap = 3.0 * bus;
     double c = credit_, t = credit_at_;
-    for (const auto &w : rwin_) {
+    for (size_t k = 0; k < rwin_.size(); k++) {
+        const auto &w = rwin_[k];
         if (t >= to)
             break;
         if (w.second <= t)
@@ -280,7 +282,7 @@ void tsr_sc_dram::b_transport(tlm::tlm_generic_payload &gp, sc_time &d)
     const unsigned beats = (len + (unsigned)bus - 1) / (unsigned)bus;
     double t = cyc_of(now_ticks() + d.value());
     // Slot: the burst `outstanding` places back must have completed.
-    std::deque<double> &q = wr ? wq_ : rq_;
+    tsr_sc_ring<double> &q = wr ? wq_ : rq_;
     while (!q.empty() && q.front() <= t)
         q.pop_front();
     double issue = t;
@@ -745,7 +747,8 @@ void tsr_sc_accel::take_tokens(const int *qs, int n, double t, double *stall, do
     }
     if (stall)
         *stall += t - t0;
-    tsr_tl_wait(tl, st, t0, t);
+    if (tl)
+        tsr_tl_wait(tl, st, t0, t);
 }
 
 double tsr_sc_accel::push_tokens(const tsr_insn_t &in, int st, double at)
@@ -762,7 +765,8 @@ double tsr_sc_accel::push_tokens(const tsr_insn_t &in, int st, double at)
             wait_ev(q.changed);
         // (A stage that pushes ahead of `at` waits only from then.)
         if (now() > std::max(w0, at))
-            tsr_tl_wait(tl, st, std::max(w0, at), now());
+            if (tl)
+                tsr_tl_wait(tl, st, std::max(w0, at), now());
         // (the slot is free from its pop, which may be ahead of simulated time)
         const double slot = std::max(now(), q.slots.next_free());
         double v = std::max(at, slot) + kTokLat;
@@ -821,7 +825,8 @@ double tsr_sc_accel::axi(bool write, bool high, uint64_t addr, uint64_t bytes, s
         double issue = ext.accepted;
         const double burst_end = cyc_of(mnow_ + d.value());
         last = std::max(last, burst_end);
-        tsr_tl_burst(tl, write ? TSR_TL_WR : TSR_TL_RD, issue, burst_end, a, (uint32_t)n);
+        if (tl)
+            tsr_tl_burst(tl, write ? TSR_TL_WR : TSR_TL_RD, issue, burst_end, a, (uint32_t)n);
         // Next address one cycle after this one was accepted.
         double loc = issue + 1 - now();
         *local = cyc_time(std::max(0.0, loc));
@@ -1111,7 +1116,8 @@ void tsr_sc_fetch::run()
                     A.cmdq[st].push_back({idx, disp + kCmdLat});
                     A.cmdq_slots[st].pushed();
                     A.notify(A.cmdq_ev[st]);
-                    tsr_tl_fetch(A.tl, disp);
+                    if (A.tl)
+                        tsr_tl_fetch(A.tl, disp);
                     A.fetched = idx + 1;
                 }
                 drained[k & 1] = disp;
@@ -1168,7 +1174,8 @@ void tsr_sc_load::run()
                     // Complete at the modelled end (finalize may run later, once
                     // the next instruction's reads are issued), or when a full
                     // token queue let the push through.
-                    tsr_tl_insn(A.tl, TSR_STAGE_LOAD, pend.t0, A.now() > before ? A.now() : pend.end);
+                    if (A.tl)
+                        tsr_tl_insn(A.tl, TSR_STAGE_LOAD, pend.t0, A.now() > before ? A.now() : pend.end);
                     A.stage_done[TSR_STAGE_LOAD]++;
                     A.stage_at[TSR_STAGE_LOAD] = -1;
                     pend.valid = false;
@@ -1293,7 +1300,8 @@ void tsr_sc_compute::run()
                     A.stage_done[TSR_STAGE_COMPUTE]++;
                     A.stage_at[TSR_STAGE_COMPUTE] = -1;
                     A.hw[TSR_CNT_COMPUTE_BUSY] += (uint64_t)round_ll(A.now() - t0);
-                    tsr_tl_insn(A.tl, TSR_STAGE_COMPUTE, t0, A.now());
+                    if (A.tl)
+                        tsr_tl_insn(A.tl, TSR_STAGE_COMPUTE, t0, A.now());
                     A.finish(A.now());
                     continue;
                 }
@@ -1328,7 +1336,8 @@ void tsr_sc_compute::run()
                     // what it loads): the wait for `end` is the next pop's.
                     A.exec(in, c.idx, "compute");
                     end = std::max(end, A.push_tokens(in, TSR_STAGE_COMPUTE, end));
-                    tsr_tl_insn(A.tl, TSR_STAGE_COMPUTE, t0, end);
+                    if (A.tl)
+                        tsr_tl_insn(A.tl, TSR_STAGE_COMPUTE, t0, end);
                     older = std::max(older, end);
                     floor = lt = end;
                     A.stage_done[TSR_STAGE_COMPUTE]++;
@@ -1371,8 +1380,9 @@ void tsr_sc_compute::run()
                 A.op_t0[p] = t;
                 A.op_n[p] = (in.opcode == TSR_OP_GEMM && in.reset) ? 0 : (double)ops;
                 A.op_step[p] = span > (double)ops ? 2.0 : 1.0;
-                tsr_tl_insn(A.tl, TSR_STAGE_COMPUTE, t0, pfree[p]);
-                if (A.op_n[p] > 0)
+                if (A.tl)
+                    tsr_tl_insn(A.tl, TSR_STAGE_COMPUTE, t0, pfree[p]);
+                if (A.tl && A.op_n[p] > 0)
                     tsr_tl_pipe(A.tl, p, t, t + span, ops);
                 if (in.opcode == TSR_OP_GEMM)
                     A.hw[TSR_CNT_GEMM_OPS] += in.reset ? 0 : ops;
@@ -1412,7 +1422,8 @@ void tsr_sc_store::run()
                 // is the next pop's.
                 end = std::max(end, A.push_tokens(in, TSR_STAGE_STORE, end));
                 floor = end;
-                tsr_tl_insn(A.tl, TSR_STAGE_STORE, t0, end);
+                if (A.tl)
+                    tsr_tl_insn(A.tl, TSR_STAGE_STORE, t0, end);
                 A.stage_done[TSR_STAGE_STORE]++;
                 A.stage_at[TSR_STAGE_STORE] = -1;
                 A.hw[TSR_CNT_STORE_BUSY] += (uint64_t)round_ll(end - t0);

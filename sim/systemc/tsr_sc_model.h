@@ -34,7 +34,6 @@
 
 #include <boost/context/fiber.hpp>
 
-#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -55,6 +54,47 @@ extern "C" {
 sc_core::sc_time tsr_sc_cycles(double n);
 // Simulated time as cycles (fractional when the DRAM rate is).
 double tsr_sc_to_cycles(const sc_core::sc_time &t);
+
+// A FIFO in a ring of power-of-two capacity, grown when full: the model's
+// queues (commands, tokens, slots, bursts in flight) are short and pushed
+// and popped per instruction, where std::deque's chunked iterators cost
+// more than the rest of the bookkeeping.
+template <class T> class tsr_sc_ring {
+  public:
+    bool empty() const { return n_ == 0; }
+    size_t size() const { return n_; }
+    T &operator[](size_t i) { return buf_[(head_ + i) & (buf_.size() - 1)]; }
+    const T &operator[](size_t i) const { return buf_[(head_ + i) & (buf_.size() - 1)]; }
+    T &front() { return (*this)[0]; }
+    const T &front() const { return (*this)[0]; }
+    T &back() { return (*this)[n_ - 1]; }
+    const T &back() const { return (*this)[n_ - 1]; }
+    void clear() { head_ = n_ = 0; }
+    void pop_front()
+    {
+        head_ = (head_ + 1) & (buf_.size() - 1);
+        n_--;
+    }
+    void push_back(const T &v)
+    {
+        if (n_ == buf_.size())
+            grow();
+        buf_[(head_ + n_) & (buf_.size() - 1)] = v;
+        n_++;
+    }
+
+  private:
+    std::vector<T> buf_;
+    size_t head_ = 0, n_ = 0;
+    __attribute__((noinline)) void grow()
+    {
+        std::vector<T> b(buf_.empty() ? 16 : 2 * buf_.size());
+        for (size_t i = 0; i < n_; i++)
+            b[i] = (*this)[i];
+        buf_.swap(b);
+        head_ = 0;
+    }
+};
 
 // DRAM timing parameters, the same as the RTL backend's (tsr_rtl_opts_t).
 struct tsr_sc_dram_params {
@@ -122,8 +162,8 @@ class tsr_sc_dram : public sc_core::sc_module {
 
   private:
     double r_free_ = 0, w_free_ = 0, bw_free_ = 0; // cycle each resource is next free
-    std::deque<double> rq_, wq_;                   // completion cycle of bursts in flight
-    std::deque<std::pair<double, double>> rwin_;   // cycles read data flows [first beat, last beat)
+    tsr_sc_ring<double> rq_, wq_;                  // completion cycle of bursts in flight
+    tsr_sc_ring<std::pair<double, double>> rwin_;  // cycles read data flows [first beat, last beat)
     double credit_ = 24, credit_at_ = 0;           // bytes the bucket saved beyond one beat, and when
     double write_walk(double *t, double left, double bc, double h, double *credit);
     double credit_at(double to) const;
@@ -147,7 +187,7 @@ struct tsr_sc_cond {
 // even though it sees it free already.
 struct tsr_sc_slots {
     unsigned depth = 16;
-    std::deque<double> pops; // cycles of the pops a later push may still need, oldest first
+    tsr_sc_ring<double> pops; // cycles of the pops a later push may still need, oldest first
     uint64_t npush = 0, npop = 0;
     void clear()
     {
@@ -178,7 +218,7 @@ struct tsr_sc_slots {
     size_t after(double t) const
     {
         size_t n = 0;
-        for (auto it = pops.rbegin(); it != pops.rend() && *it > t + 1e-9; ++it)
+        for (size_t k = pops.size(); k > 0 && pops[k - 1] > t + 1e-9; k--)
             n++;
         return n;
     }
@@ -189,7 +229,7 @@ struct tsr_sc_slots {
 class tsr_sc_tokq {
   public:
     unsigned depth = 16;
-    std::deque<double> tok; // visible-at cycles, non-decreasing
+    tsr_sc_ring<double> tok; // visible-at cycles, non-decreasing
     tsr_sc_slots slots;     // when popped (a push takes a slot no earlier)
     tsr_sc_cond changed;
     void clear()
@@ -290,7 +330,7 @@ class tsr_sc_accel : public sc_core::sc_module, public tsr_sc_sequencer {
     tsr_sc_dram_params dp;
     int bus = 8;
     std::vector<tsr_insn_t> insns;        // decoded stream of the run
-    std::deque<tsr_sc_cmd> cmdq[TSR_STAGE_COUNT];
+    tsr_sc_ring<tsr_sc_cmd> cmdq[TSR_STAGE_COUNT];
     tsr_sc_slots cmdq_slots[TSR_STAGE_COUNT]; // when each command queue's entries were popped
     tsr_sc_cond cmdq_ev[TSR_STAGE_COUNT];
     tsr_sc_tokq tq[4];                    // tsr_queue_e order

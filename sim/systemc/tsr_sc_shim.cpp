@@ -77,11 +77,12 @@ struct tsr_sc {
     tsr_sc_dram *mem;
     host_port *host;
     tsr_tl_t *tl; // --timeline, or null
+    tlm::tlm_generic_payload gp; // the register transaction, reused (a payload allocates its extension table)
 };
 
 static int reg_access(tsr_sc_t *s, bool write, uint32_t addr, uint32_t *v)
 {
-    tlm::tlm_generic_payload gp;
+    tlm::tlm_generic_payload &gp = s->gp;
     sc_time d = SC_ZERO_TIME;
     gp.set_command(write ? tlm::TLM_WRITE_COMMAND : tlm::TLM_READ_COMMAND);
     gp.set_address(addr);
@@ -127,10 +128,14 @@ extern "C" int tsr_sc_create(const tsr_config_t *cfg, tsr_dram_t *dram, const ts
         dp.bytes_per_cycle = opts->dram_bytes_per_cycle;
     if (opts && opts->dram_outstanding)
         dp.outstanding = opts->dram_outstanding > 32 ? 32 : opts->dram_outstanding;
-    tsr_sc_t *s = new (std::nothrow) tsr_sc_t{slot, g_world->acc[slot].get(), g_world->mem[slot].get(),
-                                              g_world->host[slot].get(), nullptr};
+    tsr_sc_t *s = new (std::nothrow) tsr_sc_t;
     if (!s)
         return tsr_err(TSR_ENOMEM, "out of memory");
+    s->slot = slot;
+    s->acc = g_world->acc[slot].get();
+    s->mem = g_world->mem[slot].get();
+    s->host = g_world->host[slot].get();
+    s->tl = nullptr;
     s->mem->mem = dram;
     s->mem->p = dp;
     s->mem->bus = cfg->dram_bus_width / 8;
