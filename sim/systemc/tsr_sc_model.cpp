@@ -17,7 +17,7 @@
 //   for a pipe whose banks they write;
 // - store: one write command per row (merged if contiguous), completes
 //   after its last write response.
-// Every stage thread synchronises with simulated time at instruction
+// Every stage synchronises with simulated time at instruction
 // boundaries; inside an instruction the bursts it issues run ahead on a
 // tlm_quantumkeeper-style local offset (one cycle per burst on the address
 // channel). Token queue entries carry the cycle they become visible, and

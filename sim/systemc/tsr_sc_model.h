@@ -116,15 +116,15 @@ struct tsr_sc_axi_ext : tlm::tlm_extension<tsr_sc_axi_ext> {
     }
 };
 
-// Thrown inside a stage thread when the device is reset (abandons the run).
+// Thrown inside a stage's fiber when the device is reset (abandons the run).
 struct tsr_sc_abort {};
 
-// Timed waits of the stages go through a sequencer that wakes the processes
-// due at one simulated time in a fixed order (tsr_sc_accel::seq_proc), so the
-// model's cycles do not depend on how the SystemC kernel orders processes
-// that wake at the same time. The DRAM target's own waits (a read waiting
-// for a slot, a write for its plan) run in the calling stage's thread and
-// use it too.
+// The initiator's schedule as the DRAM target sees it: its model time, and
+// timed waits that go through the initiator's own scheduler (the stages
+// due at one simulated time run in a fixed order, so the model's cycles do
+// not depend on how the SystemC kernel orders processes). The DRAM target's
+// own waits (a read waiting for a slot, a write for its plan) run in the
+// calling stage's fiber and use it.
 struct tsr_sc_sequencer {
     // Wait until absolute time `at` (or the owner's abort event); no throw.
     virtual void seq_wait(const sc_core::sc_time &at) = 0;
@@ -349,7 +349,7 @@ class tsr_sc_accel : public sc_core::sc_module, public tsr_sc_sequencer {
     double op_step[2] = {1, 1};                    // cycles between two of those ops (2: src-reading
                                                    // ALU ops with ACC_SINGLE_COPY)
 
-    // Same-time order of the stages (the sequencer wakes the ones due at one
+    // Same-time order of the stages (the schedule runs the ones due at one
     // time in this order): fetch first (its command pushes are seen by the
     // stages' checks in that cycle), then compute (its reads go before the
     // load stage's, as the RTL's AXI master prefers fetch and compute reads),

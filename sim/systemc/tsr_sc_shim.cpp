@@ -9,7 +9,7 @@
 // starts the kernel, and every device claims a free slot and reconfigures
 // it (the modules hold no config-sized state: buffers live in the slot's
 // fsim instance, made per configure). Idle slots cost nothing: their
-// threads wait on events.
+// engines wait on events.
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -61,7 +61,7 @@ int build_world()
             w->mem[i]->abort_ev = &w->acc[i]->abort_ev;
             w->mem[i]->seq = w->acc[i].get();
         }
-        sc_start(SC_ZERO_TIME); // end of elaboration; threads at their first wait
+        sc_start(SC_ZERO_TIME); // end of elaboration; engines at their first wait
         g_world = w;
     } catch (std::exception &e) {
         return tsr_err(TSR_EBACKEND, "systemc: elaboration failed: %s", e.what());
