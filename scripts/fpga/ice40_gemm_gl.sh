@@ -17,7 +17,7 @@ sed 's/^module tsr_gemm_core(/module tsr_gemm_core_gl(/' "$work/gl/tsr_gemm_core
 grep -q '^module tsr_gemm_core_gl(' "$work/gemm_gl.v" || { echo "ice40_gemm_gl: no module tsr_gemm_core in the netlist" >&2; exit 1; }
 grep '^ *SB_' "$work/gl/stat.txt" || true
 iverilog -g2012 -DNO_ICE40_DEFAULT_ASSIGNMENTS -o "$work/tb.vvp" -s tb_gemm_gl \
-  "$work/tsr_pkg.sv" "$root/hw/rtl/tsr_gemm_core.sv" "$work/gemm_gl.v" "$root/tests/fpga/tb_gemm_gl.sv" \
+  "$work/tsr_pkg.sv" "$root/hw/rtl/tsr_gemm_core.sv" "$root/hw/rtl/tsr_gemm_dot.sv" "$work/gemm_gl.v" "$root/tests/fpga/tb_gemm_gl.sv" \
   /usr/share/yosys/ice40/cells_sim.v >"$work/iverilog.log" 2>&1 || { cat "$work/iverilog.log"; exit 1; }
 out=$(vvp -n "$work/tb.vvp" +seed="$seed" 2>&1) || { echo "$out"; exit 1; }
 echo "$out" | tail -5

@@ -1,0 +1,119 @@
+// tsr_gemm_dot: the unit tsr_gemm_core replicates: Lanes dot products of
+// BlockIn signed products over one input row x[i] (one output column, or
+// the two that share a multiplier with DspPack), with the core's two
+// register stages (products, adder-tree sums). A module of its own so the
+// array is BATCH x BLOCK_OUT / Lanes instances of one small block: the
+// per-module area estimate (scripts/synth_hier.py) synthesizes it once
+// instead of the whole array (an Alveo preset's 4,096 products took yosys
+// hours), and the flattened full flow sees the same logic.
+//
+// DspPack = 1 (config key DSP_PACK, int8 x int8 only; Lanes = 2) computes the
+// products of the two output columns o, o+1 that share the input value a in
+// one multiplier, as in Xilinx WP486: P = a * (w1 * 2^16 + w0), a 8 x 25-bit
+// product one DSP48 holds. a*w0 lies in [-16256, 16384], so it is P's low 16
+// bits read as signed; P >>> 16 is a*w1 minus 1 when a*w0 < 0, i.e. when
+// P[15] is set, so a*w1 = (P >>> 16) + P[15]. Both are exact: the result is
+// bit-identical to DspPack = 0 with half the multipliers and no extra cycle.
+// dot_o is each sum modulo 2^AccWidth; it follows inp_i/wgt_i by two cycles.
+
+module tsr_gemm_dot #(
+  parameter int BlockIn  = tsr_pkg::BLOCK_IN,
+  parameter int InpWidth = tsr_pkg::INP_WIDTH,
+  parameter int WgtWidth = tsr_pkg::WGT_WIDTH,
+  parameter int AccWidth = tsr_pkg::ACC_WIDTH,
+  parameter int DspPack  = tsr_pkg::DSP_PACK,
+  parameter int Lanes    = (DspPack != 0) ? 2 : 1
+) (
+  input  logic                              clk_i,
+  input  logic [BlockIn*InpWidth-1:0]       inp_i,  // x[i]
+  input  logic [Lanes*BlockIn*WgtWidth-1:0] wgt_i,  // row [o][i] of the unit's columns
+  output logic [Lanes*AccWidth-1:0]         dot_o   // [o]
+);
+  localparam int PW = InpWidth + WgtWidth;           // exact product width
+  localparam int LOGN = $clog2(BlockIn);
+  localparam int NP = 1 << LOGN;                     // leaves, padded to 2^k
+  localparam int TW = PW + LOGN;                     // exact sum width
+  localparam int XW = (TW < AccWidth) ? TW : AccWidth;  // tree width
+  localparam int NODES = 2 * NP;                     // heap: node k = 2k + 2k+1
+
+  localparam int PKW = 25;                          // packed weight operand
+  localparam int PPW = PKW + InpWidth;              // packed product
+
+  logic [Lanes*BlockIn*PW-1:0] prod;                // registered products the tree sums
+  logic [Lanes*AccWidth-1:0]   dot_d, dot_q;
+  logic [Lanes*NODES*XW-1:0]   tree;
+  logic signed [PW-1:0]        leaf;                // loop temporary
+
+  if (DspPack == 0) begin : g_plain
+    logic [Lanes*BlockIn*PW-1:0] prod_d, prod_q;
+    logic signed [PW-1:0]        mx, mw;            // loop temporaries
+    // Products: lane o, term i.
+    always_comb begin
+      for (int o = 0; o < Lanes; o++) begin
+        for (int i = 0; i < BlockIn; i++) begin
+          mx = PW'($signed(inp_i[i*InpWidth +: InpWidth]));
+          mw = PW'($signed(wgt_i[(o*BlockIn + i)*WgtWidth +: WgtWidth]));
+          prod_d[(o*BlockIn + i)*PW +: PW] = mx * mw;
+        end
+      end
+    end
+    // Datapath register: no reset, no enable (the pipeline never stalls; the
+    // caller tracks validity).
+    always_ff @(posedge clk_i) begin
+      prod_q <= prod_d;
+    end
+    assign prod = prod_q;
+  end else begin : g_pack
+    logic [BlockIn*PPW-1:0] pp_d, pp_q;
+    logic signed [PKW-1:0]  pw;                     // loop temporaries
+    logic signed [PPW-1:0]  pa, pp;
+    // Packed products: term i holds a * (w[1] * 2^16 + w[0]).
+    always_comb begin
+      for (int i = 0; i < BlockIn; i++) begin
+        pa = PPW'($signed(inp_i[i*InpWidth +: InpWidth]));
+        pw = (PKW'($signed(wgt_i[(BlockIn + i)*WgtWidth +: WgtWidth])) <<< 16)
+           + PKW'($signed(wgt_i[i*WgtWidth +: WgtWidth]));
+        pp_d[i*PPW +: PPW] = pa * PPW'(pw);
+      end
+    end
+    // Datapath register: no reset, no enable.
+    always_ff @(posedge clk_i) begin
+      pp_q <= pp_d;
+    end
+    // Unpacked from the registered pairs (see the header).
+    always_comb begin
+      for (int i = 0; i < BlockIn; i++) begin
+        pp = $signed(pp_q[i*PPW +: PPW]);
+        prod[i*PW +: PW] = PW'($signed(pp[15:0]));
+        prod[(BlockIn + i)*PW +: PW] = PW'((pp >>> 16) + PPW'(pp[15]));
+      end
+    end
+  end
+
+  // Adder tree per lane: leaves at heap nodes NP..2NP-1, root at node 1.
+  // Below the accumulator width the tree is exact; above it, it keeps the
+  // low AccWidth bits, which is all the wrapping accumulate needs.
+  always_comb begin
+    for (int l = 0; l < Lanes; l++) begin
+      tree[(l*NODES)*XW +: XW] = '0;  // heap node 0 is unused
+      for (int i = 0; i < NP; i++) begin
+        leaf = '0;
+        if (i < BlockIn) leaf = $signed(prod[(l*BlockIn + i)*PW +: PW]);
+        tree[(l*NODES + NP + i)*XW +: XW] = XW'(leaf);
+      end
+      for (int k = NP - 1; k >= 1; k--) begin
+        tree[(l*NODES + k)*XW +: XW] = tree[(l*NODES + 2*k)*XW +: XW]
+                                     + tree[(l*NODES + 2*k + 1)*XW +: XW];
+      end
+      dot_d[l*AccWidth +: AccWidth] =
+          AccWidth'($signed(tree[(l*NODES + 1)*XW +: XW]));
+    end
+  end
+
+  // Datapath register: no reset, no enable.
+  always_ff @(posedge clk_i) begin
+    dot_q <= dot_d;
+  end
+
+  assign dot_o = dot_q;
+endmodule
