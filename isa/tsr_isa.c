@@ -443,19 +443,65 @@ static inline int32_t alu_apply(uint32_t op, int32_t a, int32_t b, int w)
 
 int32_t tsr_alu_apply(uint32_t op, int32_t a, int32_t b, int w) { return alu_apply(op, a, b, w); }
 
+/* The common operators are written out so the lane loop has neither a call
+ * nor an operator switch per lane (on small configs that call was a large
+ * part of an ALU instruction). They equal alu_apply: MIN, MAX and MOV do not
+ * wrap; at 32 bits tsr_wrap keeps the low 32 bits, so ADD and MUL are the
+ * unsigned 32-bit sum and product and a left SHR the 32-bit shift, and a
+ * right SHR of an int32 by at most 31 is the int64's. The other operators,
+ * and ADD/MUL/SHR at 16 bits, run alu_apply itself, its case chosen once
+ * per row. Lane l reads only b[l] before writing a[l], so b == a sees the
+ * old values. */
 void tsr_alu_apply_row(uint32_t op, int32_t *a, const int32_t *b, int32_t imm, uint32_t n, int w)
 {
+    switch (op) {
+    case TSR_ALU_MIN:
+        for (uint32_t l = 0; l < n; l++) {
+            int32_t y = b ? b[l] : imm;
+            a[l] = a[l] < y ? a[l] : y;
+        }
+        return;
+    case TSR_ALU_MAX:
+        for (uint32_t l = 0; l < n; l++) {
+            int32_t y = b ? b[l] : imm;
+            a[l] = a[l] > y ? a[l] : y;
+        }
+        return;
+    case TSR_ALU_MOV:
+        for (uint32_t l = 0; l < n; l++)
+            a[l] = b ? b[l] : imm;
+        return;
+    case TSR_ALU_ADD:
+        if (w != 32)
+            break;
+        for (uint32_t l = 0; l < n; l++)
+            a[l] = (int32_t)((uint32_t)a[l] + (uint32_t)(b ? b[l] : imm));
+        return;
+    case TSR_ALU_MUL: /* tsr_wrap(a * b, 32): the low 32 bits of the product */
+        if (w != 32)
+            break;
+        for (uint32_t l = 0; l < n; l++)
+            a[l] = (int32_t)((uint32_t)a[l] * (uint32_t)(b ? b[l] : imm));
+        return;
+    case TSR_ALU_SHR: /* |b| clamped to 31; b <= 0 shifts left, wrapping to 32 bits */
+        if (w != 32)
+            break;
+        for (uint32_t l = 0; l < n; l++) {
+            int32_t y = b ? b[l] : imm;
+            int sh = y < -31 ? -31 : y > 31 ? 31 : y;
+            a[l] = sh <= 0 ? (int32_t)((uint32_t)a[l] << -sh) : a[l] >> sh;
+        }
+        return;
+    default: break;
+    }
 #define TSR_ALU_ROW_CASE(OP)                                                                  \
     case OP:                                                                                  \
         for (uint32_t l = 0; l < n; l++)                                                      \
             a[l] = alu_apply(OP, a[l], b ? b[l] : imm, w);                                    \
         return;
     switch (op) {
-        TSR_ALU_ROW_CASE(TSR_ALU_MIN)
-        TSR_ALU_ROW_CASE(TSR_ALU_MAX)
-        TSR_ALU_ROW_CASE(TSR_ALU_ADD)
+        TSR_ALU_ROW_CASE(TSR_ALU_ADD) /* (16 bits) */
         TSR_ALU_ROW_CASE(TSR_ALU_MUL)
-        TSR_ALU_ROW_CASE(TSR_ALU_MOV)
         TSR_ALU_ROW_CASE(TSR_ALU_SHR)
         TSR_ALU_ROW_CASE(TSR_ALU_RSHR)
         TSR_ALU_ROW_CASE(TSR_ALU_MULHR)

@@ -421,59 +421,6 @@ static void gemm_op(tsr_fsim_t *s, uint32_t dst, uint32_t src, uint32_t w)
     }
 }
 
-/* One ALU op on a row of n lanes: a[l] = op(a[l], b ? b[l] : imm). The
- * common operators are written out here so the lane loop has no call and
- * no operator switch per lane (on small configs that call was a large part
- * of an ALU instruction); the rest go through tsr_alu_apply, the spec's
- * definition, which these cases equal (at 32 bits tsr_wrap keeps the low
- * 32 bits: ADD and MUL are the unsigned 32-bit sum and product, a left SHR
- * the 32-bit shift; a right SHR of an int32 by at most 31 is the int64's).
- * Lane l reads only b[l] before writing a[l], so src == dst sees old values. */
-static void alu_row(int32_t *a, const int32_t *b, int32_t imm, uint32_t n, uint32_t op, int w)
-{
-    switch (op) {
-    case TSR_ALU_MIN:
-        for (uint32_t l = 0; l < n; l++) {
-            int32_t y = b ? b[l] : imm;
-            a[l] = a[l] < y ? a[l] : y;
-        }
-        return;
-    case TSR_ALU_MAX:
-        for (uint32_t l = 0; l < n; l++) {
-            int32_t y = b ? b[l] : imm;
-            a[l] = a[l] > y ? a[l] : y;
-        }
-        return;
-    case TSR_ALU_MOV:
-        for (uint32_t l = 0; l < n; l++)
-            a[l] = b ? b[l] : imm;
-        return;
-    case TSR_ALU_ADD:
-        if (w != 32)
-            break;
-        for (uint32_t l = 0; l < n; l++)
-            a[l] = (int32_t)((uint32_t)a[l] + (uint32_t)(b ? b[l] : imm));
-        return;
-    case TSR_ALU_MUL: /* tsr_wrap(a * b, 32): the low 32 bits of the product */
-        if (w != 32)
-            break;
-        for (uint32_t l = 0; l < n; l++)
-            a[l] = (int32_t)((uint32_t)a[l] * (uint32_t)(b ? b[l] : imm));
-        return;
-    case TSR_ALU_SHR: /* |b| clamped to 31; b <= 0 shifts left, wrapping to 32 bits */
-        if (w != 32)
-            break;
-        for (uint32_t l = 0; l < n; l++) {
-            int32_t y = b ? b[l] : imm;
-            int sh = y < -31 ? -31 : y > 31 ? 31 : y;
-            a[l] = sh <= 0 ? (int32_t)((uint32_t)a[l] << -sh) : a[l] >> sh;
-        }
-        return;
-    default: break;
-    }
-    tsr_alu_apply_row(op, a, b, imm, n, w);
-}
-
 /* Tensor ops per exec call: long instructions yield (TSR_PIPE_MORE) so a
  * wait timeout is honoured even inside one instruction. */
 #define LOOP_CHUNK (1u << 16)
@@ -546,7 +493,7 @@ static int exec_gemm_alu(tsr_fsim_t *s, const tsr_insn_t *in)
                     if (!in->use_imm && src >= src_depth)
                         return index_error("src (acc)", src, src_depth, u, i, j);
                     const int32_t *b = in->use_imm ? NULL : &s->acc[src * s->acc_row];
-                    alu_row(a, b, in->imm, s->acc_row, in->alu_opcode, c->acc_width);
+                    tsr_alu_apply_row(in->alu_opcode, a, b, in->imm, s->acc_row, c->acc_width);
                     s->ctr.alu_ops++;
                     s->ctr.alu_lanes += s->acc_row;
                 }

@@ -978,6 +978,42 @@ static void test_alu_unit(void **state)
     }
 }
 
+/* tsr_alu_apply_row (the row form fsim runs, with its own lane loops for
+ * the common operators) lane by lane against the reference machine's ALU:
+ * every operator at both widths, an immediate, a second row, and the row
+ * itself as the second operand (each lane must read the old value). */
+static void test_alu_row(void **state)
+{
+    (void)state;
+    static const int widths[] = {32, 16};
+    enum { N = 37 };
+    for (int wi = 0; wi < 2; wi++) {
+        const int W = widths[wi];
+        uint64_t r = case_seed("alu_row", W, 0);
+        for (int k = 0; k < 20000; k++) {
+            const uint32_t op = rnd(&r, TSR_ALU_COUNT), n = 1 + rnd(&r, N), mode = rnd(&r, 3);
+            int32_t a[N], b[N], a0[N], b0[N];
+            for (uint32_t l = 0; l < n; l++) {
+                /* (small values too, so equal and neighbouring operands occur) */
+                a[l] = a0[l] = rnd(&r, 3) == 0 ? (int32_t)rnd(&r, 81) - 40 : rnd_w(&r, W);
+                b[l] = b0[l] = rnd(&r, 3) == 0 ? (int32_t)rnd(&r, 81) - 40 : rnd_w(&r, W);
+            }
+            const int32_t imm = rnd(&r, 2) ? (int32_t)rnd(&r, 81) - 40 : rnd_w(&r, W);
+            const int32_t *src = mode == 0 ? NULL : mode == 1 ? b : a;
+            tsr_alu_apply_row(op, a, src, imm, n, W);
+            for (uint32_t l = 0; l < n; l++) {
+                int32_t y = mode == 0 ? imm : mode == 1 ? b0[l] : a0[l];
+                int32_t want = ref_alu(op, a0[l], y, W);
+                if (a[l] != want)
+                    fail_msg("tsr_alu_apply_row(op=%u %s, W=%d, %s) lane %u of %u: a=%" PRId32 ", b=%" PRId32
+                             " gives %" PRId32 ", reference %" PRId32 " (seed %" PRIu64 ")",
+                             op, tsr_alu_name(op), W, mode == 0 ? "imm" : mode == 1 ? "row" : "row == dst", l, n,
+                             a0[l], y, a[l], want, g_seed);
+            }
+        }
+    }
+}
+
 /* Hand-computed values, so that the reference and the simulator cannot be
  * wrong together without a third witness. */
 static void test_alu_constants(void **state)
@@ -1676,6 +1712,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_alu_constants),
         cmocka_unit_test(test_alu_unit),
+        cmocka_unit_test(test_alu_row),
         cmocka_unit_test(test_config_geometry),
         cmocka_unit_test(test_gemm_matmul),
         cmocka_unit_test(test_gemm_loops_reset),
