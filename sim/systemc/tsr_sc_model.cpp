@@ -93,39 +93,9 @@ static inline double ticks_per_cycle()
     return g_ticks_per_cycle > 0 ? g_ticks_per_cycle : ticks_per_cycle_init();
 }
 
-static inline __attribute__((always_inline)) sc_time cyc_time(double n)
-{
-    const double t = ticks_per_cycle();
-    // What sc_time(n, SC_NS) computes (n * scale + 0.5, truncated) when the
-    // resolution divides 1 ns (the scale is then this integer).
-    if (n > 0 && t >= 1)
-        return sc_time::from_value((sc_dt::uint64)(n * t + 0.5));
-    return sc_time(n, SC_NS);
-}
-
-// The last conversion, kept: the stages convert the same time stamp many
-// times between two waits, and the division is the costly part.
-static sc_dt::uint64 g_last_ticks = 0;
-static double g_last_cyc = 0;
-static inline __attribute__((always_inline)) double to_cyc(const sc_time &t)
-{
-    if (t.value() != g_last_ticks) {
-        g_last_ticks = t.value();
-        g_last_cyc = (double)t.value() / ticks_per_cycle();
-    }
-    return g_last_cyc;
-}
-
-// sc_time_stamp() without the call into the library (the same member it
-// returns): the stages read the time several times per instruction.
-// (sc_get_curr_simcontext() itself was not inlined: its first-use branch
-// constructs a context; the model only runs inside a started kernel.)
-static inline const sc_time &stamp()
-{
-    return sc_core::sc_curr_simcontext ? sc_core::sc_curr_simcontext->time_stamp() : sc_time_stamp();
-}
-
-// Cycles as time units, without an sc_time (cyc_time(n).value()).
+// Cycles as time units: what sc_time(n, SC_NS) computes (n * scale + 0.5,
+// truncated) when the resolution divides 1 ns (the scale is then this
+// integer), without constructing an sc_time.
 static inline __attribute__((always_inline)) sc_dt::uint64 ticks_of(double n)
 {
     const double t = ticks_per_cycle();
@@ -134,7 +104,13 @@ static inline __attribute__((always_inline)) sc_dt::uint64 ticks_of(double n)
     return sc_time(n, SC_NS).value();
 }
 
-// Time units as cycles (to_cyc of that time).
+static inline __attribute__((always_inline)) sc_time cyc_time(double n) { return sc_time::from_value(ticks_of(n)); }
+
+// Time units as cycles. The last conversion is kept: the stages convert the
+// same time stamp many times between two waits, and the division is the
+// costly part.
+static sc_dt::uint64 g_last_ticks = 0;
+static double g_last_cyc = 0;
 static inline __attribute__((always_inline)) double cyc_of(sc_dt::uint64 v)
 {
     if (v != g_last_ticks) {
@@ -142,6 +118,17 @@ static inline __attribute__((always_inline)) double cyc_of(sc_dt::uint64 v)
         g_last_cyc = (double)v / ticks_per_cycle();
     }
     return g_last_cyc;
+}
+
+static inline __attribute__((always_inline)) double to_cyc(const sc_time &t) { return cyc_of(t.value()); }
+
+// sc_time_stamp() without the call into the library (the same member it
+// returns): the stages read the time several times per instruction.
+// (sc_get_curr_simcontext() itself was not inlined: its first-use branch
+// constructs a context; the model only runs inside a started kernel.)
+static inline const sc_time &stamp()
+{
+    return sc_core::sc_curr_simcontext ? sc_core::sc_curr_simcontext->time_stamp() : sc_time_stamp();
 }
 
 // std::llround (halves away from zero) without the call into libm: the
@@ -612,8 +599,6 @@ int tsr_sc_accel::configure(const tsr_config_t *c, tsr_dram_t *d, const tsr_sc_d
     {
         const sc_time q = tlm::tlm_global_quantum::instance().get();
         quantum_ = q > SC_ZERO_TIME ? q.value() : ticks_of(10000);
-        ticks_per_cycle_ = ticks_per_cycle();
-        now_ticks_ = ~(sc_dt::uint64)0;
     }
     for (auto &q : tq)
         q.depth = q.slots.depth = (unsigned)c->dep_queue_depth;
@@ -623,6 +608,8 @@ int tsr_sc_accel::configure(const tsr_config_t *c, tsr_dram_t *d, const tsr_sc_d
     return tsr_fsim_create(c, d, &fsim);
 }
 
+
+double tsr_sc_accel::now() const { return cyc_of(mnow_); }
 
 // While no stage runs (the model waits for SystemC time) the model is where
 // SystemC time is.

@@ -359,14 +359,7 @@ class tsr_sc_accel : public sc_core::sc_module, public tsr_sc_sequencer {
     sc_dt::uint64 seq_now() const override { return mnow_; }
 
     // Helpers for the stages (all may throw tsr_sc_abort).
-    double now() const       // model time (in a stage)
-    {
-        if (mnow_ != now_ticks_) { // (the division cached: several reads per instruction)
-            now_ticks_ = mnow_;
-            now_cyc_ = (double)mnow_ / ticks_per_cycle_;
-        }
-        return now_cyc_;
-    }
+    double now() const;      // model time (in a stage)
     double host_now() const; // model time seen from outside (a register read)
     void wait_until(double cyc);
     void wait_start(); // for start_ev (or an abort)
@@ -401,9 +394,6 @@ class tsr_sc_accel : public sc_core::sc_module, public tsr_sc_sequencer {
     // the stage waiting for SystemC time to catch up (-1: none), fetch
     // waiting for START, the stages parked after an abort.
     sc_dt::uint64 mnow_ = 0, quantum_ = 0; // time units
-    mutable sc_dt::uint64 now_ticks_ = 0; // now()'s last conversion
-    mutable double now_cyc_ = 0;
-    double ticks_per_cycle_ = 1000;
     int cur_ = kEngine, from_ = kEngine;
     sc_dt::uint64 seq_at_[kSeqN];
     int ready_[kSeqN], rd_head_ = 0, rd_n_ = 0, next_[kSeqN], nx_n_ = 0;
