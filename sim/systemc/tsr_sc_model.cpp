@@ -479,6 +479,19 @@ void tsr_sc_accel::sync_real(int s)
         throw tsr_sc_abort();
 }
 
+// The command and token queues empty, no stage on an instruction (a START,
+// a reset).
+void tsr_sc_accel::clear_queues()
+{
+    for (int s = 0; s < TSR_STAGE_COUNT; s++) {
+        cmdq[s].clear();
+        cmdq_slots[s].clear();
+        stage_at[s] = -1;
+    }
+    for (auto &q : tq)
+        q.clear();
+}
+
 void tsr_sc_accel::sched_clear()
 {
     rd_head_ = rd_n_ = nx_n_ = 0;
@@ -543,13 +556,7 @@ void tsr_sc_accel::engine()
             for (int s = 0; s < kSeqN; s++)
                 if (!parked_[s])
                     switch_to(s);
-            for (int s = 0; s < TSR_STAGE_COUNT; s++) {
-                cmdq[s].clear();
-                cmdq_slots[s].clear();
-                stage_at[s] = -1;
-            }
-            for (auto &q : tq)
-                q.clear();
+            clear_queues();
             sched_clear();
             if (dram_model)
                 dram_model->clear();
@@ -990,14 +997,9 @@ void tsr_sc_accel::reg_write(uint32_t addr, uint32_t v)
             err_msg_.clear();
             gen++;
             fetched = 0;
-            for (int s = 0; s < TSR_STAGE_COUNT; s++) {
+            for (int s = 0; s < TSR_STAGE_COUNT; s++)
                 stage_done[s] = 0;
-                stage_at[s] = -1;
-                cmdq[s].clear();
-                cmdq_slots[s].clear();
-            }
-            for (auto &q : tq)
-                q.clear();
+            clear_queues();
             mnow_ = std::max(mnow_, stamp().value());
             run_start = now();
             run_end = run_start;

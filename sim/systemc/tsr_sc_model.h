@@ -408,6 +408,7 @@ class tsr_sc_accel : public sc_core::sc_module, public tsr_sc_sequencer {
     int pick_(sc_dt::uint64 *sync);          // that stage (or -1, or kPickSync)
     void sync_real(int s);                   // stage s waits until SystemC time reaches the model's
     void sched_clear();
+    void clear_queues();
     void seq_abort(); // wake the engine (with abort_ev)
     std::vector<std::unique_ptr<tsr_sc_burst>> burst_pool_; // free burst transactions (axi)
     sc_core::sc_event_or_list start_or_abort_;
