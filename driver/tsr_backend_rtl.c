@@ -76,6 +76,17 @@ uint64_t tsr_rtl_cycle_bound(const tsr_rtl_opts_t *ro, const tsr_config_t *cfg, 
             rows += (double)insns[i].y_size + insns[i].y_pad0 + insns[i].y_pad1;
     double ops = (double)(c.gemm_ops + c.gemm_reset_ops + c.alu_ops + c.pad_rows_loaded);
     double b = 4.0 * (ops + bytes / bw + (rows + (double)n) * (lat + 32)) + 100000;
+    if (cfg->serial_core) {
+        /* The serial core overlaps nothing: a byte per cycle plus an
+         * element's bookkeeping, a DRAM round trip per bus word, per row and
+         * per instruction header, a tensor op in a few cycles plus one per
+         * ALU lane, and the span checks' shift-and-add products. */
+        double bb = cfg->dram_bus_width / 8, lanes = (double)cfg->batch * cfg->block_out;
+        double words = bytes / bb + rows + (double)n * (1 + TSR_INSN_BYTES / bb);
+        b = 4.0 * (ops * (8 + lanes) + 3.0 * (double)c.pad_rows_loaded + 2.0 * bytes + words * (lat + 8) +
+                   80.0 * (double)n) +
+            100000;
+    }
     return b >= 1.8e19 ? UINT64_MAX : (uint64_t)b;
 }
 

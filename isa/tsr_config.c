@@ -63,6 +63,7 @@ static const int_key_t int_keys[] = {
     {"DSP_PACK", OFF(dsp_pack), 0, 1, K_OPT},
     {"OUT_BUFF_LUTRAM", OFF(out_buff_lutram), 0, 1, K_OPT},
     {"ACC_SINGLE_COPY", OFF(acc_single_copy), 0, 1, K_OPT},
+    {"SERIAL_CORE", OFF(serial_core), 0, 1, K_OPT},
 };
 #define N_INT_KEYS (sizeof int_keys / sizeof int_keys[0])
 
@@ -442,6 +443,9 @@ void tsr_config_print(const tsr_config_t *c, void *file)
     fprintf(f, "accumulator       %s\n",
             c->acc_single_copy ? "one copy, ALU ops reading a new src row every other cycle (ACC_SINGLE_COPY)"
                                : "two copies (dst and src read in one cycle)");
+    fprintf(f, "microarchitecture %s\n",
+            c->serial_core ? "serial: one instruction at a time, byte-wide DMA (SERIAL_CORE)"
+                           : "pipelined: fetch, load, compute and store stages in parallel");
     static const char *fmts[] = {"MEM", "GEMM", "ALU", "FINISH"};
     static const uint32_t ops[] = {TSR_OP_LOAD, TSR_OP_GEMM, TSR_OP_ALU, TSR_OP_FINISH};
     for (int i = 0; i < 4; i++) {

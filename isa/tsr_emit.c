@@ -71,6 +71,7 @@ int tsr_emit_sv(const tsr_config_t *c, const char *source, FILE *f)
     P("DSP_PACK", c->dsp_pack);
     P("OUT_BUFF_LUTRAM", c->out_buff_lutram);
     P("ACC_SINGLE_COPY", c->acc_single_copy);
+    P("SERIAL_CORE", c->serial_core);
     P("INSN_BITS", TSR_INSN_BITS);
     fprintf(f, "\n  // Opcodes, memory types, ALU operations\n");
     char name[64], up[48];

@@ -16,7 +16,11 @@ VI=/usr/share/verilator/include
 mkdir -p "$out"
 obj="$out/obj"
 rm -rf "$obj"
-vflags=(--cc -O3 --Mdir "$obj" --top-module tsr_top -CFLAGS -fPIC -MAKEFLAGS "OPT_FAST=-O3"
+# The C++ class is Vtsr_top whichever module is the top (scripts/rtl_top.sh;
+# the iCE40 netlist names its top tsr_top either way).
+top=tsr_top
+[ "$kind" = ice40 ] || top=$("$root/scripts/rtl_top.sh" "$pkg")
+vflags=(--cc -O3 --Mdir "$obj" --top-module "$top" --prefix Vtsr_top -CFLAGS -fPIC -MAKEFLAGS "OPT_FAST=-O3"
         -Wno-fatal --x-assign 0 --x-initial 0)
 cflags=(-fPIC -O2 -std=c++17 -DTSR_BUS_BYTES="$bus" -I"$obj" -I"$VI" -I"$VI/vltstd" -I"$root/sim/rtl")
 extra=()

@@ -10,7 +10,8 @@ work=${3:-$(mktemp -d)}
 mkdir -p "$work"
 "$cli" config emit-sv "$cfg" -o "$work/tsr_pkg.sv"
 srcs=("$work/tsr_pkg.sv" "$root"/hw/rtl/*.sv)
-verilator --lint-only -Wall "$root/hw/rtl/lint_waivers.vlt" "${srcs[@]}" --top-module tsr_top
-yosys -q -p "read_verilog -sv ${srcs[*]}; hierarchy -check -top tsr_top; proc" > "$work/yosys.log"
-iverilog -g2012 -o "$work/top.vvp" -s tsr_top "${srcs[@]}"
-echo "lint: tsr_top clean for $cfg (verilator -Wall, yosys, iverilog)"
+top=$("$root/scripts/rtl_top.sh" "$work/tsr_pkg.sv")
+verilator --lint-only -Wall "$root/hw/rtl/lint_waivers.vlt" "${srcs[@]}" --top-module "$top"
+yosys -q -p "read_verilog -sv ${srcs[*]}; hierarchy -check -top $top; proc" > "$work/yosys.log"
+iverilog -g2012 -o "$work/top.vvp" -s "$top" "${srcs[@]}"
+echo "lint: $top clean for $cfg (verilator -Wall, yosys, iverilog)"

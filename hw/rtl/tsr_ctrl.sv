@@ -10,8 +10,13 @@
 // fetch and the token queues in reset and makes the AXI4 master drain
 // (no new bursts, outstanding ones completed); STATUS.RESETTING clears
 // once the master reports idle, at least RstMin cycles later.
+// CntMask and CntWidth trim the counters for small parts (tsr_serial_top):
+// a counter whose mask bit is 0 is not built and reads 0; the others count
+// in CntWidth bits and read zero-extended to 64.
 module tsr_ctrl #(
-  parameter int NumCnt = tsr_pkg::CNT_COUNT
+  parameter int NumCnt = tsr_pkg::CNT_COUNT,
+  parameter logic [NumCnt-1:0] CntMask = '1,
+  parameter int CntWidth = 64
 ) (
   input  logic        clk_i,
   input  logic        rst_ni,
@@ -116,7 +121,7 @@ module tsr_ctrl #(
     else if (raddr == 8'(tsr_pkg::REG_TOKENS)) rd_value = tokens_i;
     else if (raddr == 8'(tsr_pkg::REG_UNITS)) rd_value = units_i;
     for (int k = 0; k < NumCnt; k++) begin
-      if (raddr == 8'(tsr_pkg::REG_COUNTERS + 8 * k)) begin
+      if (CntMask[k] && raddr == 8'(tsr_pkg::REG_COUNTERS + 8 * k)) begin
         rd_value = cnt_q[k*64 +: 32];
         rd_hi = cnt_q[k*64+32 +: 32];
       end
@@ -144,7 +149,9 @@ module tsr_ctrl #(
     rdata_d = rdata_q;
     cnt_d = cnt_q;
     for (int k = 0; k < NumCnt; k++) begin
-      if (busy_q && cnt_inc_i[k]) cnt_d[k*64 +: 64] = cnt_q[k*64 +: 64] + 64'(cnt_step_i[k*8 +: 8]);
+      if (busy_q && cnt_inc_i[k])
+        cnt_d[k*64 +: 64] = 64'(CntWidth'(cnt_q[k*64 +: CntWidth] + CntWidth'(cnt_step_i[k*8 +: 8])));
+      if (!CntMask[k]) cnt_d[k*64 +: 64] = '0;
     end
     if (start) cnt_d = '0;
     if (s_axil_bvalid_o && s_axil_bready_i) bvalid_d = 1'b0;

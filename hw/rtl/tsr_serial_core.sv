@@ -1,0 +1,1069 @@
+// tsr_serial_core: the serial microarchitecture (SERIAL_CORE = 1), for the
+// smallest FPGAs. It executes the same ISA with the same answers as the
+// pipelined core (isa/semantics.md) on one shared datapath, one instruction
+// at a time, trading cycles for area:
+// - Fetch reads only the first two bytes of each instruction (opcode, memory
+//   type, flags) and dispatches its index and flags into the command queue of
+//   its stage (three queues of CMD_QUEUE_DEPTH entries in one block RAM).
+// - A scheduler picks, in turn, a stage whose head instruction has its pop
+//   tokens, reads the whole instruction and runs it to completion. An
+//   instruction whose push finds its token queue full leaves the push
+//   pending; its stage waits while the others go on. Fetch runs ahead until
+//   a command queue is full, as in the pipelined core. The stages therefore
+//   keep their own program order and synchronise only through tokens, and a
+//   stream that completes on the pipelined core completes here (atomic
+//   instructions are one of its legal schedules; the verifier rejects every
+//   stream whose answer depends on the schedule).
+// - DRAM moves one byte per cycle through a one-word read buffer and a
+//   one-word write-combining buffer (tsr_serial_axi: single beats), with
+//   addresses by increments. The checks that need a product (on-chip span,
+//   DRAM span) use a shift-and-add multiplier before anything moves.
+// - GEMM uses the array of tsr_gemm_core; ALU runs one tsr_alu_lane over the
+//   lanes of a row, rotating it.
+// Errors (malformed instruction, index or range, DRAM beyond 32 bits or an
+// error response, reserved ALU opcode) stop the core with the unit's sticky
+// error bit until the next start or reset. After FINISH the core stops, so
+// the registers show what was left (tokens, queued work) for the driver's
+// end-of-run checks.
+module tsr_serial_core (
+  input  logic         clk_i,
+  input  logic         rst_ni,
+  input  logic         start_i,
+  input  logic [31:0]  insn_addr_i,
+  input  logic [31:0]  insn_count_i,
+  // DRAM (tsr_serial_axi)
+  output logic         mem_req_valid_o,
+  input  logic         mem_req_ready_i,
+  output logic         mem_req_write_o,
+  output logic [31:0]  mem_req_addr_o,
+  output logic [tsr_pkg::BUS_BYTES*8-1:0] mem_req_wdata_o,
+  output logic [tsr_pkg::BUS_BYTES-1:0]   mem_req_wstrb_o,
+  input  logic         mem_rsp_valid_i,
+  input  logic [tsr_pkg::BUS_BYTES*8-1:0] mem_rsp_rdata_i,
+  input  logic         mem_rsp_err_i,
+  // status
+  output logic         finish_o,      // FINISH executed (one cycle)
+  output logic [3:0]   busy_o,        // {store, compute, load, fetch}
+  output logic [3:0]   err_o,         // {store, compute, load, fetch}, sticky
+  output logic [2:0]   stall_tok_o,   // {store, compute, load}: work waits on tokens or its turn
+  output logic [2:0]   stall_mem_o,   // {store, compute, load}: executing, waiting on DRAM
+  output logic         fetch_stall_o, // a fetched instruction waits for a full command queue
+  output logic         gemm_op_o,     // a non-reset GEMM tensor op completed
+  output logic         alu_op_o,      // an ALU tensor op completed
+  output logic [31:0]  fetched_o,     // instructions dispatched this run
+  output logic [29:0]  stage_insns_o, // {store, compute, load} completed, 10 bits each
+  output logic [31:0]  tokens_o       // REG_TOKENS: {s2c, c2s, c2l, l2c}
+);
+  // ------------------------------------------------------------ parameters
+  localparam int BB   = tsr_pkg::BUS_BYTES;
+  localparam int LB   = $clog2(BB);
+  localparam int IXW  = 28;                          // instruction index (16-byte instructions, 32-bit addresses)
+  localparam int D    = tsr_pkg::CMD_QUEUE_DEPTH;
+  localparam int QPW  = $clog2(D);
+  localparam int QCW  = $clog2(D + 1);
+  localparam int QAW  = $clog2(3 * D);
+  localparam int TCW  = $clog2(tsr_pkg::DEP_QUEUE_DEPTH + 1);
+  localparam int NL   = tsr_pkg::BATCH * tsr_pkg::BLOCK_OUT;           // accumulator lanes per row
+  localparam int W    = tsr_pkg::ACC_WIDTH;
+  localparam int AROW = NL * W;
+  localparam int OROW = NL * tsr_pkg::OUT_WIDTH;
+  localparam int RB0  = (tsr_pkg::INP_BYTES > tsr_pkg::WGT_BYTES) ? tsr_pkg::INP_BYTES : tsr_pkg::WGT_BYTES;
+  localparam int RB1  = (RB0 > tsr_pkg::UOP_BYTES) ? RB0 : tsr_pkg::UOP_BYTES;
+  localparam int RB2  = (RB1 > tsr_pkg::ACC_BYTES) ? RB1 : tsr_pkg::ACC_BYTES;
+  localparam int RB   = (RB2 > tsr_pkg::OUT_BYTES) ? RB2 : tsr_pkg::OUT_BYTES;   // widest element (bytes)
+  localparam int RW   = RB * 8;
+  localparam int IW0  = (tsr_pkg::UOP_IDX_BITS > tsr_pkg::INP_IDX_BITS) ? tsr_pkg::UOP_IDX_BITS : tsr_pkg::INP_IDX_BITS;
+  localparam int IW1  = (IW0 > tsr_pkg::WGT_IDX_BITS) ? IW0 : tsr_pkg::WGT_IDX_BITS;
+  localparam int IW2  = (IW1 > tsr_pkg::ACC_IDX_BITS) ? IW1 : tsr_pkg::ACC_IDX_BITS;
+  localparam int RIW  = ((IW2 > tsr_pkg::SRAM_BASE_BITS) ? IW2 : tsr_pkg::SRAM_BASE_BITS) + 1;  // on-chip row counter
+  // Index arithmetic of the micro-op loops: i*factor_out + j*factor_in + uop
+  // field, without wrapping (an index beyond its buffer is an error).
+  localparam int FW0  = (tsr_pkg::GEMM_DST_FACTOR_OUT_W > tsr_pkg::GEMM_SRC_FACTOR_OUT_W) ? tsr_pkg::GEMM_DST_FACTOR_OUT_W : tsr_pkg::GEMM_SRC_FACTOR_OUT_W;
+  localparam int FW1  = (FW0 > tsr_pkg::GEMM_WGT_FACTOR_OUT_W) ? FW0 : tsr_pkg::GEMM_WGT_FACTOR_OUT_W;
+  localparam int FW2  = (FW1 > tsr_pkg::GEMM_DST_FACTOR_IN_W) ? FW1 : tsr_pkg::GEMM_DST_FACTOR_IN_W;
+  localparam int FW3  = (FW2 > tsr_pkg::GEMM_SRC_FACTOR_IN_W) ? FW2 : tsr_pkg::GEMM_SRC_FACTOR_IN_W;
+  localparam int FW   = (FW3 > tsr_pkg::GEMM_WGT_FACTOR_IN_W) ? FW3 : tsr_pkg::GEMM_WGT_FACTOR_IN_W;
+  localparam int ITW  = (tsr_pkg::GEMM_ITER_OUT_W > tsr_pkg::GEMM_ITER_IN_W) ? tsr_pkg::GEMM_ITER_OUT_W : tsr_pkg::GEMM_ITER_IN_W;
+  localparam int XW   = ITW + FW + 2;
+  localparam int UW   = tsr_pkg::GEMM_UOP_END_W;
+  localparam int BC0  = (RB > NL) ? RB : NL;
+  localparam int BCW  = $clog2(((BC0 > 16) ? BC0 : 16) + 1);  // bytes of an element, lanes, 16
+
+  localparam int ST_LOAD = 0, ST_COMPUTE = 1, ST_STORE = 2;
+
+  typedef enum logic [4:0] {
+    S_IDLE, S_SCHED, S_FHDR, S_HDR, S_QHEAD, S_IREAD, S_DECODE,
+    S_MUL, S_CHK1, S_CHK2,
+    S_LD_ELEM, S_LD_BYTE, S_LD_WR,
+    S_ST_RD, S_ST_LATCH, S_ST_BYTE, S_FLUSH,
+    S_UOP_RD, S_UOP, S_GEMM_W1, S_GEMM_W2, S_GEMM_WR,
+    S_ALU_SRC, S_ALU_DST, S_ALU_LANE, S_ALU_WR,
+    S_DONE_EXEC, S_ERR, S_FINISHED
+  } state_e;
+
+  // ------------------------------------------------------------ decode helpers
+  // {push_next, push_prev, pop_next, pop_prev} of an instruction, by format
+  function automatic logic [3:0] insn_flags(input logic [tsr_pkg::INSN_BITS-1:0] in);
+    case (tsr_pkg::insn_opcode(in))
+      3'(tsr_pkg::OP_GEMM):   insn_flags = {tsr_pkg::gemm_push_next(in), tsr_pkg::gemm_push_prev(in), tsr_pkg::gemm_pop_next(in), tsr_pkg::gemm_pop_prev(in)};
+      3'(tsr_pkg::OP_ALU):    insn_flags = {tsr_pkg::alu_push_next(in), tsr_pkg::alu_push_prev(in), tsr_pkg::alu_pop_next(in), tsr_pkg::alu_pop_prev(in)};
+      3'(tsr_pkg::OP_FINISH): insn_flags = {tsr_pkg::finish_push_next(in), tsr_pkg::finish_push_prev(in), tsr_pkg::finish_pop_next(in),
+                                   tsr_pkg::finish_pop_prev(in)};
+      default:       insn_flags = {tsr_pkg::mem_push_next(in), tsr_pkg::mem_push_prev(in), tsr_pkg::mem_pop_next(in), tsr_pkg::mem_pop_prev(in)};
+    endcase
+  endfunction
+
+  // log2 of the DRAM element bytes of a memory type (element sizes are powers of two)
+  function automatic logic [3:0] elem_log(input logic [2:0] mt);
+    case (mt)
+      3'(tsr_pkg::MEM_UOP):  elem_log = 4'($clog2(tsr_pkg::UOP_BYTES));
+      3'(tsr_pkg::MEM_WGT):  elem_log = 4'($clog2(tsr_pkg::WGT_BYTES));
+      3'(tsr_pkg::MEM_INP):  elem_log = 4'($clog2(tsr_pkg::INP_BYTES));
+      3'(tsr_pkg::MEM_ACC):  elem_log = 4'($clog2(tsr_pkg::ACC_BYTES));
+      3'(tsr_pkg::MEM_ACC8): elem_log = 4'($clog2(tsr_pkg::ACC8_BYTES));
+      default:      elem_log = 4'($clog2(tsr_pkg::OUT_BYTES));
+    endcase
+  endfunction
+
+  function automatic logic [16:0] sram_depth(input logic [2:0] mt);
+    case (mt)
+      3'(tsr_pkg::MEM_UOP):  sram_depth = 17'(tsr_pkg::UOP_DEPTH);
+      3'(tsr_pkg::MEM_WGT):  sram_depth = 17'(tsr_pkg::WGT_DEPTH);
+      3'(tsr_pkg::MEM_INP):  sram_depth = 17'(tsr_pkg::INP_DEPTH);
+      3'(tsr_pkg::MEM_OUT):  sram_depth = 17'(tsr_pkg::OUT_DEPTH);
+      default:      sram_depth = 17'(tsr_pkg::ACC_DEPTH);
+    endcase
+  endfunction
+
+  // ------------------------------------------------------------ state
+  state_e state_q, state_d, mul_ret_q, mul_ret_d;
+  // run
+  logic [31:0]    iaddr_q, iaddr_d;         // instruction stream base
+  logic [31:0]    icount_q, icount_d;
+  logic [IXW-1:0] next_q, next_d;           // next instruction to fetch
+  logic [31:0]    fetched_q, fetched_d;
+  logic           fhdr_q, fhdr_d;           // a fetched header waits for its queue
+  logic [1:0]     fstage_q, fstage_d;
+  logic [3:0]     fflags_q, fflags_d;
+  // command queues: pointers and counts per stage
+  logic [3*QPW-1:0] qrd_q, qrd_d, qwr_q, qwr_d;
+  logic [3*QCW-1:0] qcnt_q, qcnt_d;
+  // tokens
+  logic [TCW-1:0] l2c_q, l2c_d, c2l_q, c2l_d, c2s_q, c2s_d, s2c_q, s2c_d;
+  logic [5:0]     pend_q, pend_d;           // pending {push_next, push_prev} per stage
+  logic [29:0]    done_q, done_d;           // completed instructions per stage (10 bits each)
+  logic [1:0]     cand_q, cand_d;           // stage the scheduler looks at
+  logic [1:0]     cur_q, cur_d;             // stage of the executing instruction
+  logic [3:0]     cflags_q, cflags_d;
+  logic [3:0]     err_q, err_d;
+  // instruction and datapath
+  logic [tsr_pkg::INSN_BITS-1:0] insn_q, insn_d;
+  logic [RW-1:0]  row_q, row_d;             // element being moved; ALU: the dst row
+  logic [AROW-1:0] brow_q, brow_d;          // ALU: the src row
+  logic [BCW-1:0] bcnt_q, bcnt_d;           // bytes moved of the current element / instruction
+  logic [31:0]    baddr_q, baddr_d;         // DRAM byte address
+  logic [31:0]    rbase_q, rbase_d;         // byte address of the current DRAM row
+  logic [16:0]    y_q, y_d, x_q, x_d;
+  logic [RIW-1:0] r_q, r_d;                 // on-chip row
+  logic           err_pend_q, err_pend_d;   // a check failed (span, range)
+  // serial multiplier
+  logic [33:0]    ma_q, ma_d, mp_q, mp_d;
+  logic [16:0]    mb_q, mb_d;
+  // micro-op loops
+  logic [ITW-1:0] li_q, li_d, lj_q, lj_d;
+  logic [UW-1:0]  lu_q, lu_d;
+  logic [XW-1:0]  dbo_q, dbo_d, dcur_q, dcur_d, sbo_q, sbo_d, scur_q, scur_d, wbo_q, wbo_d, wcur_q, wcur_d;
+  logic [XW:0]    dst_q, dst_d;
+  // DRAM buffers
+  logic [BB*8-1:0] rbuf_q, rbuf_d;          // last word read
+  logic [31-LB:0]  rtag_q, rtag_d;
+  logic            rval_q, rval_d;
+  logic [BB*8-1:0] wbuf_q, wbuf_d;          // bytes to write
+  logic [BB-1:0]   wstrb_q, wstrb_d;
+  logic [31-LB:0]  wtag_q, wtag_d;
+  logic            mwait_q, mwait_d;        // a DRAM request is outstanding
+  logic            mwr_q, mwr_d;            // ... and it is a write
+
+  // ------------------------------------------------------------ SRAMs
+  logic                    q_we, q_re;
+  logic [QAW-1:0]          q_waddr, q_raddr;
+  logic [IXW+3:0]          q_wdata, q_rdata;
+  logic                    uop_we, uop_re, inp_we, inp_re, wgt_we, wgt_re, acc_we, acc_re, out_we, out_re;
+  logic [tsr_pkg::UOP_IDX_BITS-1:0] uop_waddr, uop_raddr;
+  logic [tsr_pkg::INP_IDX_BITS-1:0] inp_waddr, inp_raddr;
+  logic [tsr_pkg::WGT_IDX_BITS-1:0] wgt_waddr, wgt_raddr;
+  logic [tsr_pkg::ACC_IDX_BITS-1:0] acc_waddr, acc_raddr, out_waddr, out_raddr;
+  logic [tsr_pkg::UOP_BYTES*8-1:0]  uop_wdata, uop_rdata;
+  logic [tsr_pkg::INP_BYTES*8-1:0]  inp_wdata, inp_rdata;
+  logic [tsr_pkg::WGT_BYTES*8-1:0]  wgt_wdata, wgt_rdata;
+  logic [AROW-1:0]         acc_wdata, acc_rdata;
+  logic [OROW-1:0]         out_wdata, out_rdata;
+
+  tsr_sram #(.Width(IXW + 4), .Depth(3 * D)) u_cmdq (
+    .clk_i, .we_i(q_we), .waddr_i(q_waddr), .wdata_i(q_wdata), .re_i(q_re), .raddr_i(q_raddr), .rdata_o(q_rdata));
+  tsr_sram #(.Width(tsr_pkg::UOP_BYTES * 8), .Depth(tsr_pkg::UOP_DEPTH)) u_uop (
+    .clk_i, .we_i(uop_we), .waddr_i(uop_waddr), .wdata_i(uop_wdata), .re_i(uop_re), .raddr_i(uop_raddr),
+    .rdata_o(uop_rdata));
+  tsr_sram #(.Width(tsr_pkg::INP_BYTES * 8), .Depth(tsr_pkg::INP_DEPTH)) u_inp (
+    .clk_i, .we_i(inp_we), .waddr_i(inp_waddr), .wdata_i(inp_wdata), .re_i(inp_re), .raddr_i(inp_raddr),
+    .rdata_o(inp_rdata));
+  tsr_sram #(.Width(tsr_pkg::WGT_BYTES * 8), .Depth(tsr_pkg::WGT_DEPTH)) u_wgt (
+    .clk_i, .we_i(wgt_we), .waddr_i(wgt_waddr), .wdata_i(wgt_wdata), .re_i(wgt_re), .raddr_i(wgt_raddr),
+    .rdata_o(wgt_rdata));
+  tsr_sram #(.Width(AROW), .Depth(tsr_pkg::ACC_DEPTH)) u_acc (
+    .clk_i, .we_i(acc_we), .waddr_i(acc_waddr), .wdata_i(acc_wdata), .re_i(acc_re), .raddr_i(acc_raddr),
+    .rdata_o(acc_rdata));
+  tsr_sram #(.Width(OROW), .Depth(tsr_pkg::OUT_DEPTH)) u_out (
+    .clk_i, .we_i(out_we), .waddr_i(out_waddr), .wdata_i(out_wdata), .re_i(out_re), .raddr_i(out_raddr),
+    .rdata_o(out_rdata));
+
+  // ------------------------------------------------------------ GEMM array and ALU lane
+  logic [AROW-1:0] dot, gemm_row;
+  tsr_gemm_core u_gemm (.clk_i, .inp_i(inp_rdata), .wgt_i(wgt_rdata), .dot_o(dot));
+  for (genvar l = 0; l < NL; l++) begin : g_acc_add
+    assign gemm_row[l*W +: W] = acc_rdata[l*W +: W] + dot[l*W +: W];
+  end
+
+  // fields of the executing instruction, through the generated decoders
+  logic [tsr_pkg::ALU_DST_FACTOR_IN_W-1:0] d_alu_dst_factor_in;
+  assign d_alu_dst_factor_in = tsr_pkg::alu_dst_factor_in(insn_q);
+  logic [tsr_pkg::ALU_DST_FACTOR_OUT_W-1:0] d_alu_dst_factor_out;
+  assign d_alu_dst_factor_out = tsr_pkg::alu_dst_factor_out(insn_q);
+  logic [tsr_pkg::ALU_IMM_W-1:0] d_alu_imm;
+  assign d_alu_imm = tsr_pkg::alu_imm(insn_q);
+  logic [tsr_pkg::ALU_ITER_IN_W-1:0] d_alu_iter_in;
+  assign d_alu_iter_in = tsr_pkg::alu_iter_in(insn_q);
+  logic [tsr_pkg::ALU_ITER_OUT_W-1:0] d_alu_iter_out;
+  assign d_alu_iter_out = tsr_pkg::alu_iter_out(insn_q);
+  logic [tsr_pkg::ALU_SRC_FACTOR_IN_W-1:0] d_alu_src_factor_in;
+  assign d_alu_src_factor_in = tsr_pkg::alu_src_factor_in(insn_q);
+  logic [tsr_pkg::ALU_SRC_FACTOR_OUT_W-1:0] d_alu_src_factor_out;
+  assign d_alu_src_factor_out = tsr_pkg::alu_src_factor_out(insn_q);
+  logic [tsr_pkg::ALU_UOP_BGN_W-1:0] d_alu_uop_bgn;
+  assign d_alu_uop_bgn = tsr_pkg::alu_uop_bgn(insn_q);
+  logic [tsr_pkg::ALU_UOP_END_W-1:0] d_alu_uop_end;
+  assign d_alu_uop_end = tsr_pkg::alu_uop_end(insn_q);
+  logic [tsr_pkg::GEMM_DST_FACTOR_IN_W-1:0] d_gemm_dst_factor_in;
+  assign d_gemm_dst_factor_in = tsr_pkg::gemm_dst_factor_in(insn_q);
+  logic [tsr_pkg::GEMM_DST_FACTOR_OUT_W-1:0] d_gemm_dst_factor_out;
+  assign d_gemm_dst_factor_out = tsr_pkg::gemm_dst_factor_out(insn_q);
+  logic [tsr_pkg::GEMM_ITER_IN_W-1:0] d_gemm_iter_in;
+  assign d_gemm_iter_in = tsr_pkg::gemm_iter_in(insn_q);
+  logic [tsr_pkg::GEMM_ITER_OUT_W-1:0] d_gemm_iter_out;
+  assign d_gemm_iter_out = tsr_pkg::gemm_iter_out(insn_q);
+  logic [tsr_pkg::GEMM_SRC_FACTOR_IN_W-1:0] d_gemm_src_factor_in;
+  assign d_gemm_src_factor_in = tsr_pkg::gemm_src_factor_in(insn_q);
+  logic [tsr_pkg::GEMM_SRC_FACTOR_OUT_W-1:0] d_gemm_src_factor_out;
+  assign d_gemm_src_factor_out = tsr_pkg::gemm_src_factor_out(insn_q);
+  logic [tsr_pkg::GEMM_UOP_BGN_W-1:0] d_gemm_uop_bgn;
+  assign d_gemm_uop_bgn = tsr_pkg::gemm_uop_bgn(insn_q);
+  logic [tsr_pkg::GEMM_UOP_END_W-1:0] d_gemm_uop_end;
+  assign d_gemm_uop_end = tsr_pkg::gemm_uop_end(insn_q);
+  logic [tsr_pkg::GEMM_WGT_FACTOR_IN_W-1:0] d_gemm_wgt_factor_in;
+  assign d_gemm_wgt_factor_in = tsr_pkg::gemm_wgt_factor_in(insn_q);
+  logic [tsr_pkg::GEMM_WGT_FACTOR_OUT_W-1:0] d_gemm_wgt_factor_out;
+  assign d_gemm_wgt_factor_out = tsr_pkg::gemm_wgt_factor_out(insn_q);
+  logic [tsr_pkg::MEM_DRAM_BASE_W-1:0] d_mem_dram_base;
+  assign d_mem_dram_base = tsr_pkg::mem_dram_base(insn_q);
+  logic [tsr_pkg::MEM_PAD_VALUE_W-1:0] d_mem_pad_value;
+  assign d_mem_pad_value = tsr_pkg::mem_pad_value(insn_q);
+  logic [tsr_pkg::MEM_SRAM_BASE_W-1:0] d_mem_sram_base;
+  assign d_mem_sram_base = tsr_pkg::mem_sram_base(insn_q);
+
+  logic [W-1:0] alu_b, alu_res;
+  tsr_alu_lane u_alu (.op_i(tsr_pkg::alu_alu_opcode(insn_q)), .a_i(row_q[W-1:0]), .b_i(alu_b), .res_o(alu_res));
+  assign alu_b = tsr_pkg::alu_use_imm(insn_q) ? W'($signed(d_alu_imm)) : brow_q[W-1:0];
+
+  // out row of an accumulator row: the low OUT_WIDTH bits of each lane
+  function automatic logic [OROW-1:0] out_of(input logic [AROW-1:0] a);
+    for (int l = 0; l < NL; l++) out_of[l*tsr_pkg::OUT_WIDTH +: tsr_pkg::OUT_WIDTH] = a[l*W +: tsr_pkg::OUT_WIDTH];
+  endfunction
+
+  // ------------------------------------------------------------ instruction fields
+  logic [2:0]  opcode, mtype;
+  logic [3:0]  elog;
+  logic [15:0] ys, xs, xstride;
+  logic [3:0]  yp0, yp1, xp0, xp1;
+  logic [16:0] row_len, rows;               // padded row and row count
+  logic [16:0] ylo, yhi, xlo, xhi;
+  logic        is_gemm, uop_bad, alu_bad;
+  assign opcode  = tsr_pkg::insn_opcode(insn_q);
+  assign mtype   = tsr_pkg::mem_mem_type(insn_q);
+  assign elog    = elem_log(mtype);
+  assign ys      = tsr_pkg::mem_y_size(insn_q);
+  assign xs      = tsr_pkg::mem_x_size(insn_q);
+  assign xstride = tsr_pkg::mem_x_stride(insn_q);
+  assign yp0     = tsr_pkg::mem_y_pad0(insn_q);
+  assign yp1     = tsr_pkg::mem_y_pad1(insn_q);
+  assign xp0     = tsr_pkg::mem_x_pad0(insn_q);
+  assign xp1     = tsr_pkg::mem_x_pad1(insn_q);
+  assign row_len = 17'(xp0) + 17'(xs) + 17'(xp1);
+  assign rows    = 17'(yp0) + 17'(ys) + 17'(yp1);
+  assign ylo     = 17'(yp0);
+  assign yhi     = 17'(yp0) + 17'(ys);
+  assign xlo     = 17'(xp0);
+  assign xhi     = 17'(xp0) + 17'(xs);
+  assign is_gemm = (opcode == 3'(tsr_pkg::OP_GEMM));
+
+  // GEMM and ALU share the loop fields' positions only by accident of the
+  // table: read each through its own format's decoder.
+  logic [UW-1:0]  f_bgn, f_end;
+  logic [ITW-1:0] f_iout, f_iin;
+  logic [FW-1:0]  f_dfo, f_dfi, f_sfo, f_sfi, f_wfo, f_wfi;
+  logic           f_reset;
+  always_comb begin
+    if (is_gemm) begin
+      f_bgn = UW'(d_gemm_uop_bgn);      f_end = UW'(d_gemm_uop_end);
+      f_iout = ITW'(d_gemm_iter_out);   f_iin = ITW'(d_gemm_iter_in);
+      f_dfo = FW'(d_gemm_dst_factor_out); f_dfi = FW'(d_gemm_dst_factor_in);
+      f_sfo = FW'(d_gemm_src_factor_out); f_sfi = FW'(d_gemm_src_factor_in);
+      f_wfo = FW'(d_gemm_wgt_factor_out); f_wfi = FW'(d_gemm_wgt_factor_in);
+      f_reset = tsr_pkg::gemm_reset(insn_q);
+    end else begin
+      f_bgn = UW'(d_alu_uop_bgn);       f_end = UW'(d_alu_uop_end);
+      f_iout = ITW'(d_alu_iter_out);    f_iin = ITW'(d_alu_iter_in);
+      f_dfo = FW'(d_alu_dst_factor_out); f_dfi = FW'(d_alu_dst_factor_in);
+      f_sfo = FW'(d_alu_src_factor_out); f_sfi = FW'(d_alu_src_factor_in);
+      f_wfo = '0;                             f_wfi = '0;
+      f_reset = tsr_pkg::alu_reset(insn_q);
+    end
+  end
+  assign uop_bad = (f_bgn > f_end) || (32'(f_end) > 32'(tsr_pkg::UOP_DEPTH));
+  assign alu_bad = !is_gemm && (tsr_pkg::alu_alu_opcode(insn_q) >= 4'(tsr_pkg::ALU_COUNT));
+
+  // header of a fetched instruction: its first two bytes, at the top of insn_q
+  logic [tsr_pkg::INSN_BITS-1:0] hdr;
+  logic [2:0]  h_op, h_mt;
+  logic [1:0]  h_stage;
+  logic        h_bad;
+  assign hdr  = {{(tsr_pkg::INSN_BITS - 16){1'b0}}, insn_q[tsr_pkg::INSN_BITS-1 -: 16]};
+  assign h_op = tsr_pkg::insn_opcode(hdr);
+  assign h_mt = tsr_pkg::mem_mem_type(hdr);
+  always_comb begin
+    h_stage = 2'(ST_COMPUTE);
+    if (h_op == 3'(tsr_pkg::OP_STORE)) h_stage = 2'(ST_STORE);
+    else if (h_op == 3'(tsr_pkg::OP_LOAD) && (h_mt == 3'(tsr_pkg::MEM_INP) || h_mt == 3'(tsr_pkg::MEM_WGT))) h_stage = 2'(ST_LOAD);
+    h_bad = (h_op > 3'(tsr_pkg::OP_ALU)) ||
+            ((h_op == 3'(tsr_pkg::OP_LOAD) || h_op == 3'(tsr_pkg::OP_STORE)) && h_mt > 3'(tsr_pkg::MEM_ACC8));
+  end
+
+  // ------------------------------------------------------------ queues and tokens
+  logic [QCW-1:0] qcnt [3];
+  logic [QPW-1:0] qrd [3], qwr [3];
+  for (genvar s = 0; s < 3; s++) begin : g_q
+    assign qcnt[s] = qcnt_q[s*QCW +: QCW];
+    assign qrd[s]  = qrd_q[s*QPW +: QPW];
+    assign qwr[s]  = qwr_q[s*QPW +: QPW];
+  end
+
+  function automatic logic [QPW-1:0] qnext(input logic [QPW-1:0] p);
+    qnext = (32'(p) == D - 1) ? '0 : p + QPW'(1);
+  endfunction
+  function automatic logic [QAW-1:0] qaddr(input logic [1:0] s, input logic [QPW-1:0] p);
+    qaddr = QAW'(32'(s) * D + 32'(p));
+  endfunction
+
+  // pops available / pushes possible for stage s with flags f
+  function automatic logic pop_ok(input logic [1:0] s, input logic [1:0] f, input logic [TCW-1:0] l2c,
+                                  input logic [TCW-1:0] c2l, input logic [TCW-1:0] c2s,
+                                  input logic [TCW-1:0] s2c);
+    case (s)
+      2'(ST_LOAD):    pop_ok = !f[1] || (c2l != '0);
+      2'(ST_COMPUTE): pop_ok = (!f[0] || (l2c != '0)) && (!f[1] || (s2c != '0));
+      default:        pop_ok = !f[0] || (c2s != '0);
+    endcase
+  endfunction
+  localparam logic [TCW-1:0] TFULL = TCW'(tsr_pkg::DEP_QUEUE_DEPTH);
+  function automatic logic push_ok(input logic [1:0] s, input logic [1:0] p, input logic [TCW-1:0] l2c,
+                                   input logic [TCW-1:0] c2l, input logic [TCW-1:0] c2s,
+                                   input logic [TCW-1:0] s2c);
+    case (s)
+      2'(ST_LOAD):    push_ok = !p[1] || (l2c != TFULL);
+      2'(ST_COMPUTE): push_ok = (!p[0] || (c2l != TFULL)) && (!p[1] || (c2s != TFULL));
+      default:        push_ok = !p[0] || (s2c != TFULL);
+    endcase
+  endfunction
+
+  // ------------------------------------------------------------ DRAM byte access
+  logic        rhit, wclash;
+  logic [7:0]  rbyte;
+  logic [LB-1:0] boff;
+  assign boff   = baddr_q[LB-1:0];
+  assign rhit   = rval_q && (rtag_q == baddr_q[31:LB]);
+  assign rbyte  = rbuf_q[8*boff +: 8];
+  assign wclash = (wstrb_q != '0) && (wtag_q != baddr_q[31:LB]);
+
+  // ------------------------------------------------------------ the sequencer
+  logic [3:0]  hflags;
+  logic [1:0]  pend_s;
+  logic        in_row, last_elem;
+  logic [XW:0] ix_dst, ix_src, ix_wgt;
+  logic [tsr_pkg::UOP_BYTES*8-1:0] uop_row;
+  logic [33:0] span_end;
+  logic [33:0] span_lim;
+  logic        rd_need, wr_need;   // the current state needs a DRAM read / write
+  logic        op_gemm, op_alu, fin, pend_go, mem_valid;
+
+  assign hflags  = q_rdata[IXW +: 4];
+  assign uop_row = uop_rdata;
+  logic unused_uop;  // the bits above the three fields are padding
+  assign unused_uop = ^uop_row;
+  assign ix_dst   = (XW + 1)'(uop_row[tsr_pkg::UOP_DST_LSB +: tsr_pkg::UOP_DST_W]) + (XW + 1)'(dcur_q);
+  assign ix_src   = (XW + 1)'(uop_row[tsr_pkg::UOP_SRC_LSB +: tsr_pkg::UOP_SRC_W]) + (XW + 1)'(scur_q);
+  assign ix_wgt   = (XW + 1)'(uop_row[tsr_pkg::UOP_WGT_LSB +: tsr_pkg::UOP_WGT_W]) + (XW + 1)'(wcur_q);
+  assign in_row  = (y_q >= ylo) && (y_q < yhi) && (x_q >= xlo) && (x_q < xhi);
+  assign span_end = 34'(d_mem_dram_base) + mp_q + 34'(xs);
+  assign span_lim = 34'd1 << (6'd32 - 6'(elog));
+
+  always_comb begin
+    state_d    = state_q;
+    mul_ret_d  = mul_ret_q;
+    iaddr_d    = iaddr_q;
+    icount_d   = icount_q;
+    next_d     = next_q;
+    fetched_d  = fetched_q;
+    fhdr_d     = fhdr_q;
+    fstage_d   = fstage_q;
+    fflags_d   = fflags_q;
+    qrd_d      = qrd_q;
+    qwr_d      = qwr_q;
+    qcnt_d     = qcnt_q;
+    l2c_d      = l2c_q;
+    c2l_d      = c2l_q;
+    c2s_d      = c2s_q;
+    s2c_d      = s2c_q;
+    pend_d     = pend_q;
+    done_d     = done_q;
+    cand_d     = cand_q;
+    cur_d      = cur_q;
+    cflags_d   = cflags_q;
+    err_d      = err_q;
+    insn_d     = insn_q;
+    row_d      = row_q;
+    brow_d     = brow_q;
+    bcnt_d     = bcnt_q;
+    baddr_d    = baddr_q;
+    rbase_d    = rbase_q;
+    y_d        = y_q;
+    x_d        = x_q;
+    r_d        = r_q;
+    err_pend_d = err_pend_q;
+    ma_d       = ma_q;
+    mb_d       = mb_q;
+    mp_d       = mp_q;
+    li_d       = li_q;
+    lj_d       = lj_q;
+    lu_d       = lu_q;
+    dbo_d      = dbo_q;
+    dcur_d     = dcur_q;
+    sbo_d      = sbo_q;
+    scur_d     = scur_q;
+    wbo_d      = wbo_q;
+    wcur_d     = wcur_q;
+    dst_d      = dst_q;
+    rbuf_d     = rbuf_q;
+    rtag_d     = rtag_q;
+    rval_d     = rval_q;
+    wbuf_d     = wbuf_q;
+    wstrb_d    = wstrb_q;
+    wtag_d     = wtag_q;
+    mwait_d    = mwait_q;
+    mwr_d      = mwr_q;
+
+    q_we = 1'b0; q_waddr = '0; q_wdata = '0; q_re = 1'b0; q_raddr = '0;
+    uop_we = 1'b0; uop_waddr = '0; uop_wdata = '0; uop_re = 1'b0; uop_raddr = '0;
+    inp_we = 1'b0; inp_waddr = '0; inp_wdata = '0; inp_re = 1'b0; inp_raddr = '0;
+    wgt_we = 1'b0; wgt_waddr = '0; wgt_wdata = '0; wgt_re = 1'b0; wgt_raddr = '0;
+    acc_we = 1'b0; acc_waddr = '0; acc_wdata = '0; acc_re = 1'b0; acc_raddr = '0;
+    out_we = 1'b0; out_waddr = '0; out_wdata = '0; out_re = 1'b0; out_raddr = '0;
+    pend_s = 2'd0;
+    pend_go = 1'b0;
+    last_elem = 1'b0;
+    rd_need = 1'b0;
+    wr_need = 1'b0;
+    op_gemm = 1'b0;
+    op_alu = 1'b0;
+    fin = 1'b0;
+
+    // DRAM: one request at a time; a read fills the word buffer, a write
+    // empties the write-combining buffer (and drops the read buffer, which
+    // may hold the old bytes).
+    if (mwait_q && mem_rsp_valid_i) begin
+      mwait_d = 1'b0;
+      if (mwr_q) begin
+        wstrb_d = '0;
+      end else begin
+        rbuf_d = mem_rsp_rdata_i;
+        rtag_d = baddr_q[31:LB];
+        rval_d = 1'b1;
+      end
+    end
+
+    case (state_q)
+      S_IDLE, S_ERR, S_FINISHED: ;
+
+      // ---------------------------------------------------- scheduling
+      S_SCHED: begin
+        // 1. a pending push whose queues now have room
+        pend_go = 1'b0;
+        for (int k = 0; k < 3; k++) begin
+          if (!pend_go && pend_q[2*k +: 2] != '0 && push_ok(2'(k), pend_q[2*k +: 2], l2c_q, c2l_q, c2s_q, s2c_q)) begin
+            pend_go = 1'b1;
+            pend_s  = 2'(k);
+          end
+        end
+        if (pend_go) begin
+          pend_d[2*pend_s +: 2] = '0;
+          done_d[10*pend_s +: 10] = done_q[10*pend_s +: 10] + 10'd1;
+          case (pend_s)
+            2'(ST_LOAD): l2c_d = l2c_q + TCW'(1);  // (load pushes next only)
+            2'(ST_COMPUTE): begin
+              if (pend_q[2]) c2l_d = c2l_q + TCW'(1);
+              if (pend_q[3]) c2s_d = c2s_q + TCW'(1);
+            end
+            default: s2c_d = s2c_q + TCW'(1);       // (store pushes prev only)
+          endcase
+        end else if (fhdr_q && 32'(qcnt[fstage_q]) != D) begin
+          // 2. dispatch the fetched instruction
+          q_we    = 1'b1;
+          q_waddr = qaddr(fstage_q, qwr[fstage_q]);
+          q_wdata = {fflags_q, IXW'(next_q - IXW'(1))};
+          qwr_d[fstage_q*QPW +: QPW]  = qnext(qwr[fstage_q]);
+          qcnt_d[fstage_q*QCW +: QCW] = qcnt[fstage_q] + QCW'(1);
+          fhdr_d    = 1'b0;
+          fetched_d = fetched_q + 32'd1;
+        end else if (!fhdr_q && 32'(next_q) != icount_q) begin
+          // 3. fetch the next header
+          baddr_d = iaddr_q + {next_q, 4'd0};
+          bcnt_d  = '0;
+          state_d = S_FHDR;
+        end else if (qcnt[cand_q] != '0 && pend_q[2*cand_q +: 2] == '0) begin
+          // 4. look at a stage's head instruction
+          q_re    = 1'b1;
+          q_raddr = qaddr(cand_q, qrd[cand_q]);
+          state_d = S_QHEAD;
+        end else begin
+          cand_d = (cand_q == 2'd2) ? 2'd0 : cand_q + 2'd1;
+        end
+      end
+
+      S_FHDR: begin
+        rd_need = 1'b1;
+        if (rhit) begin
+          insn_d  = {rbyte, insn_q[tsr_pkg::INSN_BITS-1:8]};
+          baddr_d = baddr_q + 32'd1;
+          bcnt_d  = bcnt_q + BCW'(1);
+          if (bcnt_q == BCW'(1)) state_d = S_HDR;
+        end
+      end
+
+      S_HDR: begin
+        if (h_bad) begin
+          err_d[0] = 1'b1;
+          state_d  = S_ERR;
+        end else begin
+          fhdr_d   = 1'b1;
+          fstage_d = h_stage;
+          fflags_d = insn_flags(hdr);
+          next_d   = next_q + IXW'(1);
+          state_d  = S_SCHED;
+        end
+      end
+
+      S_QHEAD: begin
+        if (pop_ok(cand_q, hflags[1:0], l2c_q, c2l_q, c2s_q, s2c_q)) begin
+          case (cand_q)
+            2'(ST_LOAD): if (hflags[1]) c2l_d = c2l_q - TCW'(1);
+            2'(ST_COMPUTE): begin
+              if (hflags[0]) l2c_d = l2c_q - TCW'(1);
+              if (hflags[1]) s2c_d = s2c_q - TCW'(1);
+            end
+            default: if (hflags[0]) c2s_d = c2s_q - TCW'(1);
+          endcase
+          qrd_d[cand_q*QPW +: QPW]  = qnext(qrd[cand_q]);
+          qcnt_d[cand_q*QCW +: QCW] = qcnt[cand_q] - QCW'(1);
+          cur_d    = cand_q;
+          cflags_d = hflags;
+          baddr_d  = iaddr_q + {q_rdata[IXW-1:0], 4'd0};
+          bcnt_d   = '0;
+          rval_d   = 1'b0;  // DRAM may have changed since the last instruction
+          state_d  = S_IREAD;
+        end else begin
+          state_d = S_SCHED;
+        end
+        cand_d = (cand_q == 2'd2) ? 2'd0 : cand_q + 2'd1;
+      end
+
+      S_IREAD: begin
+        rd_need = 1'b1;
+        if (rhit) begin
+          insn_d  = {rbyte, insn_q[tsr_pkg::INSN_BITS-1:8]};
+          baddr_d = baddr_q + 32'd1;
+          bcnt_d  = bcnt_q + BCW'(1);
+          if (bcnt_q == BCW'(15)) state_d = S_DECODE;
+        end
+      end
+
+      // ---------------------------------------------------- decode and checks
+      S_DECODE: begin
+        err_pend_d = 1'b0;
+        state_d = S_DONE_EXEC;
+        if (opcode == 3'(tsr_pkg::OP_LOAD) || opcode == 3'(tsr_pkg::OP_STORE)) begin
+          if (xs != '0) begin
+            if (opcode == 3'(tsr_pkg::OP_STORE)) begin
+              err_pend_d = (mtype != 3'(tsr_pkg::MEM_OUT)) || (yp0 != '0) || (yp1 != '0) || (xp0 != '0) || (xp1 != '0);
+              ma_d = 34'(ys);
+              mb_d = 17'(xs);
+            end else begin
+              // the load stage gets inp/wgt only (fetch); compute: uop, acc, acc8
+              err_pend_d = (cur_q == 2'(ST_COMPUTE)) &&
+                           !(mtype == 3'(tsr_pkg::MEM_UOP) || mtype == 3'(tsr_pkg::MEM_ACC) || mtype == 3'(tsr_pkg::MEM_ACC8));
+              ma_d = 34'(row_len);
+              mb_d = rows;
+            end
+            mp_d      = '0;
+            mul_ret_d = S_CHK1;
+            state_d   = S_MUL;
+          end
+        end else if (opcode == 3'(tsr_pkg::OP_GEMM) || opcode == 3'(tsr_pkg::OP_ALU)) begin
+          if (uop_bad || alu_bad) begin
+            err_d[2] = 1'b1;
+            state_d  = S_ERR;
+          end else if (f_bgn != f_end && f_iout != '0 && f_iin != '0) begin
+            li_d = '0; lj_d = '0; lu_d = f_bgn;
+            dbo_d = '0; dcur_d = '0; sbo_d = '0; scur_d = '0; wbo_d = '0; wcur_d = '0;
+            state_d = S_UOP_RD;
+          end
+        end else begin
+          // FINISH: the run is over; the core stops where it is
+          fin     = 1'b1;
+          state_d = S_DONE_EXEC;
+        end
+      end
+
+      S_MUL: begin
+        if (mb_q == '0) begin
+          state_d = mul_ret_q;
+        end else begin
+          if (mb_q[0]) mp_d = mp_q + ma_q;
+          ma_d = {ma_q[32:0], 1'b0};
+          mb_d = {1'b0, mb_q[16:1]};
+        end
+      end
+
+      S_CHK1: begin
+        // on-chip span: sram_base + rows * row length within the buffer
+        if (34'(d_mem_sram_base) + mp_q > 34'(sram_depth(opcode == 3'(tsr_pkg::OP_STORE) ? 3'(tsr_pkg::MEM_OUT) : mtype)))
+          err_pend_d = 1'b1;
+        // DRAM span: the last element below 2^32 bytes
+        ma_d      = 34'(16'(ys - 16'd1));
+        mb_d      = 17'(xstride);
+        mp_d      = '0;
+        mul_ret_d = S_CHK2;
+        state_d   = S_MUL;
+      end
+
+      S_CHK2: begin
+        if (err_pend_q || (ys != '0 && span_end > span_lim)) begin
+          err_d[32'(cur_q) + 1] = 1'b1;
+          state_d = S_ERR;
+        end else begin
+          y_d     = '0;
+          x_d     = '0;
+          r_d     = RIW'(d_mem_sram_base);
+          rbase_d = tsr_pkg::mem_dram_base(insn_q) << elog;
+          baddr_d = tsr_pkg::mem_dram_base(insn_q) << elog;
+          bcnt_d  = '0;
+          // nothing to move: a STORE of no row, a LOAD of no padded row
+          if (opcode == 3'(tsr_pkg::OP_STORE)) begin
+            if (ys == '0) state_d = S_DONE_EXEC;
+            else state_d = S_ST_RD;
+          end else begin
+            if (rows == '0) state_d = S_DONE_EXEC;
+            else state_d = S_LD_ELEM;
+          end
+        end
+      end
+
+      // ---------------------------------------------------- LOAD
+      S_LD_ELEM: begin
+        bcnt_d = '0;
+        if (in_row) begin
+          state_d = S_LD_BYTE;
+        end else begin
+          // a pad row: zeros, or pad_value in every input lane
+          row_d   = '0;
+          state_d = S_LD_WR;
+        end
+      end
+
+      S_LD_BYTE: begin
+        rd_need = 1'b1;
+        if (rhit) begin
+          row_d   = {rbyte, row_q[RW-1:8]};
+          baddr_d = baddr_q + 32'd1;
+          bcnt_d  = bcnt_q + BCW'(1);
+          if (32'(bcnt_q) + 1 == (32'd1 << elog)) state_d = S_LD_WR;
+        end
+      end
+
+      S_LD_WR: begin
+        // the element is in the top bytes of row_q
+        case (mtype)
+          3'(tsr_pkg::MEM_UOP): begin
+            uop_we = 1'b1; uop_waddr = tsr_pkg::UOP_IDX_BITS'(r_q); uop_wdata = row_q[RW-1 -: tsr_pkg::UOP_BYTES*8];
+          end
+          3'(tsr_pkg::MEM_WGT): begin
+            wgt_we = 1'b1; wgt_waddr = tsr_pkg::WGT_IDX_BITS'(r_q); wgt_wdata = row_q[RW-1 -: tsr_pkg::WGT_BYTES*8];
+          end
+          3'(tsr_pkg::MEM_INP): begin
+            inp_we = 1'b1; inp_waddr = tsr_pkg::INP_IDX_BITS'(r_q); inp_wdata = row_q[RW-1 -: tsr_pkg::INP_BYTES*8];
+            if (!in_row)
+              for (int k = 0; k < tsr_pkg::INP_BYTES * 8 / tsr_pkg::INP_WIDTH; k++)
+                inp_wdata[k*tsr_pkg::INP_WIDTH +: tsr_pkg::INP_WIDTH] = tsr_pkg::INP_WIDTH'($signed(d_mem_pad_value));
+          end
+          3'(tsr_pkg::MEM_ACC): begin
+            acc_we = 1'b1; acc_waddr = tsr_pkg::ACC_IDX_BITS'(r_q); acc_wdata = row_q[RW-1 -: AROW];
+          end
+          default: begin  // MEM_ACC8: int8 values sign-extended into the lanes
+            acc_we = 1'b1; acc_waddr = tsr_pkg::ACC_IDX_BITS'(r_q);
+            for (int l = 0; l < NL; l++)
+              acc_wdata[l*W +: W] = W'($signed(row_q[RW - tsr_pkg::ACC8_BYTES*8 + l*8 +: 8]));
+          end
+        endcase
+        r_d = r_q + RIW'(1);
+        last_elem = (x_q + 17'd1 == row_len);
+        if (last_elem) begin
+          x_d = '0;
+          y_d = y_q + 17'd1;
+          if (y_q >= ylo && y_q < yhi) begin
+            rbase_d = rbase_q + (32'(xstride) << elog);
+            baddr_d = rbase_q + (32'(xstride) << elog);
+          end
+          if (y_q + 17'd1 == rows) state_d = S_DONE_EXEC;
+          else state_d = S_LD_ELEM;
+        end else begin
+          x_d = x_q + 17'd1;
+          state_d = S_LD_ELEM;
+        end
+      end
+
+      // ---------------------------------------------------- STORE
+      S_ST_RD: begin
+        out_re    = 1'b1;
+        out_raddr = tsr_pkg::ACC_IDX_BITS'(r_q);
+        state_d   = S_ST_LATCH;
+      end
+
+      S_ST_LATCH: begin
+        row_d   = RW'(out_rdata);
+        bcnt_d  = '0;
+        state_d = S_ST_BYTE;
+      end
+
+      S_ST_BYTE: begin
+        wr_need = wclash;
+        if (!wclash && !mwait_q) begin
+          wbuf_d[8*boff +: 8] = row_q[7:0];
+          wstrb_d[boff] = 1'b1;
+          wtag_d  = baddr_q[31:LB];
+          row_d   = {8'd0, row_q[RW-1:8]};
+          baddr_d = baddr_q + 32'd1;
+          bcnt_d  = bcnt_q + BCW'(1);
+          if (32'(bcnt_q) + 1 == tsr_pkg::OUT_BYTES) begin
+            r_d = r_q + RIW'(1);
+            if (x_q + 17'd1 == 17'(xs)) begin
+              x_d = '0;
+              y_d = y_q + 17'd1;
+              rbase_d = rbase_q + (32'(xstride) << elog);
+              baddr_d = rbase_q + (32'(xstride) << elog);
+              if (y_q + 17'd1 == 17'(ys)) state_d = S_FLUSH;
+              else state_d = S_ST_RD;
+            end else begin
+              x_d = x_q + 17'd1;
+              state_d = S_ST_RD;
+            end
+          end
+        end
+      end
+
+      S_FLUSH: begin
+        wr_need = (wstrb_q != '0);
+        if (wstrb_q == '0 && !mwait_q) state_d = S_DONE_EXEC;
+      end
+
+      // ---------------------------------------------------- GEMM / ALU
+      S_UOP_RD: begin
+        uop_re    = 1'b1;
+        uop_raddr = tsr_pkg::UOP_IDX_BITS'(lu_q);
+        state_d   = S_UOP;
+      end
+
+      S_UOP: begin
+        dst_d = ix_dst;
+        if (ix_dst >= (XW + 1)'(tsr_pkg::ACC_DEPTH)) begin
+          err_d[2] = 1'b1;
+          state_d  = S_ERR;
+        end else if (f_reset) begin
+          acc_we    = 1'b1;
+          acc_waddr = tsr_pkg::ACC_IDX_BITS'(ix_dst);
+          acc_wdata = '0;
+          out_we    = 1'b1;
+          out_waddr = tsr_pkg::ACC_IDX_BITS'(ix_dst);
+          out_wdata = '0;
+          op_alu    = !is_gemm;
+          state_d   = S_GEMM_WR;  // (advances the loops only: see there)
+        end else if (is_gemm) begin
+          if (ix_src >= (XW + 1)'(tsr_pkg::INP_DEPTH) || ix_wgt >= (XW + 1)'(tsr_pkg::WGT_DEPTH)) begin
+            err_d[2] = 1'b1;
+            state_d  = S_ERR;
+          end else begin
+            inp_re = 1'b1; inp_raddr = tsr_pkg::INP_IDX_BITS'(ix_src);
+            wgt_re = 1'b1; wgt_raddr = tsr_pkg::WGT_IDX_BITS'(ix_wgt);
+            acc_re = 1'b1; acc_raddr = tsr_pkg::ACC_IDX_BITS'(ix_dst);
+            state_d = S_GEMM_W1;
+          end
+        end else if (!tsr_pkg::alu_use_imm(insn_q)) begin
+          if (ix_src >= (XW + 1)'(tsr_pkg::ACC_DEPTH)) begin
+            err_d[2] = 1'b1;
+            state_d  = S_ERR;
+          end else begin
+            acc_re = 1'b1; acc_raddr = tsr_pkg::ACC_IDX_BITS'(ix_src);
+            state_d = S_ALU_SRC;
+          end
+        end else begin
+          acc_re = 1'b1; acc_raddr = tsr_pkg::ACC_IDX_BITS'(ix_dst);
+          state_d = S_ALU_DST;
+        end
+      end
+
+      S_GEMM_W1: state_d = S_GEMM_W2;
+      S_GEMM_W2: state_d = S_GEMM_WR;
+
+      S_ALU_SRC: begin
+        brow_d = acc_rdata;
+        acc_re = 1'b1; acc_raddr = tsr_pkg::ACC_IDX_BITS'(dst_q);
+        state_d = S_ALU_DST;
+      end
+
+      S_ALU_DST: begin
+        row_d   = RW'(acc_rdata);
+        bcnt_d  = '0;
+        state_d = S_ALU_LANE;
+      end
+
+      S_ALU_LANE: begin
+        // one lane per cycle; both rows rotate so the lane is always at the bottom
+        row_d[AROW-1:0] = {alu_res, row_q[AROW-1:W]};
+        brow_d = {brow_q[W-1:0], brow_q[AROW-1:W]};
+        bcnt_d = bcnt_q + BCW'(1);
+        if (32'(bcnt_q) + 1 == NL) state_d = S_ALU_WR;
+      end
+
+      S_ALU_WR: begin
+        acc_we = 1'b1; acc_waddr = tsr_pkg::ACC_IDX_BITS'(dst_q); acc_wdata = row_q[AROW-1:0];
+        out_we = 1'b1; out_waddr = tsr_pkg::ACC_IDX_BITS'(dst_q); out_wdata = out_of(row_q[AROW-1:0]);
+        op_alu  = 1'b1;
+        state_d = S_GEMM_WR;
+      end
+
+      S_GEMM_WR: begin
+        // GEMM: write the accumulated row; every op (reset and ALU too)
+        // comes through here to advance the loops.
+        if (is_gemm && !f_reset) begin
+          acc_we = 1'b1; acc_waddr = tsr_pkg::ACC_IDX_BITS'(dst_q); acc_wdata = gemm_row;
+          out_we = 1'b1; out_waddr = tsr_pkg::ACC_IDX_BITS'(dst_q); out_wdata = out_of(gemm_row);
+          op_gemm = 1'b1;
+        end
+        state_d = S_UOP_RD;
+        if (lu_q + UW'(1) != f_end) begin
+          lu_d = lu_q + UW'(1);
+        end else begin
+          lu_d = f_bgn;
+          if (lj_q + ITW'(1) != f_iin) begin
+            lj_d   = lj_q + ITW'(1);
+            dcur_d = dcur_q + XW'(f_dfi);
+            scur_d = scur_q + XW'(f_sfi);
+            wcur_d = wcur_q + XW'(f_wfi);
+          end else begin
+            lj_d = '0;
+            if (li_q + ITW'(1) != f_iout) begin
+              li_d   = li_q + ITW'(1);
+              dbo_d  = dbo_q + XW'(f_dfo);
+              sbo_d  = sbo_q + XW'(f_sfo);
+              wbo_d  = wbo_q + XW'(f_wfo);
+              dcur_d = dbo_q + XW'(f_dfo);
+              scur_d = sbo_q + XW'(f_sfo);
+              wcur_d = wbo_q + XW'(f_wfo);
+            end else begin
+              state_d = S_DONE_EXEC;
+            end
+          end
+        end
+      end
+
+      // ---------------------------------------------------- completion
+      S_DONE_EXEC: begin
+        // pushes happen in S_SCHED (at once if the queues have room)
+        pend_d[2*cur_q +: 2] = cflags_q[3:2];
+        if (cflags_q[3:2] == 2'b00) begin
+          done_d[10*cur_q +: 10] = done_q[10*cur_q +: 10] + 10'd1;
+        end
+        if (opcode == 3'(tsr_pkg::OP_FINISH)) state_d = S_FINISHED;
+        else state_d = S_SCHED;
+      end
+
+      default: state_d = S_ERR;
+    endcase
+
+    // a DRAM request: a read that misses the word buffer, or a flush of the
+    // write-combining buffer; an error response stops the core
+    mem_valid = !mwait_q && ((rd_need && !rhit) || wr_need);
+    if (mem_valid && mem_req_ready_i) begin
+      mwait_d = 1'b1;
+      mwr_d   = wr_need;
+      if (wr_need) rval_d = 1'b0;
+    end
+    if (mwait_q && mem_rsp_valid_i && mem_rsp_err_i) begin
+      if (state_q == S_FHDR) err_d[0] = 1'b1;
+      else err_d[32'(cur_q) + 1] = 1'b1;
+      state_d = S_ERR;
+    end
+
+    if (start_i) begin
+      state_d  = S_SCHED;
+      iaddr_d  = insn_addr_i;
+      icount_d = insn_count_i;
+      next_d   = '0;
+      fetched_d = '0;
+      fhdr_d   = 1'b0;
+      qrd_d    = '0;
+      qwr_d    = '0;
+      qcnt_d   = '0;
+      l2c_d    = '0;
+      c2l_d    = '0;
+      c2s_d    = '0;
+      s2c_d    = '0;
+      pend_d   = '0;
+      cand_d   = '0;
+      err_d    = '0;
+      rval_d   = 1'b0;
+      wstrb_d  = '0;
+    end
+  end
+
+  assign mem_req_valid_o = mem_valid;
+  assign mem_req_write_o = wr_need;
+  assign mem_req_addr_o  = wr_need ? {wtag_q, {LB{1'b0}}} : {baddr_q[31:LB], {LB{1'b0}}};
+  assign mem_req_wdata_o = wbuf_q;
+  assign mem_req_wstrb_o = wstrb_q;
+
+  // ------------------------------------------------------------ status
+  logic exec;
+  logic [2:0] sbusy;
+  assign exec = !(state_q == S_IDLE || state_q == S_SCHED || state_q == S_FHDR || state_q == S_HDR ||
+                  state_q == S_QHEAD || state_q == S_ERR || state_q == S_FINISHED);
+  for (genvar s = 0; s < 3; s++) begin : g_status
+    assign sbusy[s]       = (qcnt[s] != '0) || (pend_q[2*s +: 2] != '0) || (exec && cur_q == 2'(s));
+    assign stall_tok_o[s] = sbusy[s] && !(exec && cur_q == 2'(s));
+    assign stall_mem_o[s] = exec && cur_q == 2'(s) && mwait_q;
+  end
+  assign busy_o        = {sbusy, fetched_q != icount_q};
+  assign err_o         = err_q;
+  assign finish_o      = fin;
+  assign fetch_stall_o = fhdr_q && 32'(qcnt[fstage_q]) == D;
+  assign gemm_op_o     = op_gemm;
+  assign alu_op_o      = op_alu;
+  assign fetched_o     = fetched_q;
+  assign stage_insns_o = done_q;
+  assign tokens_o      = {8'(s2c_q), 8'(c2s_q), 8'(c2l_q), 8'(l2c_q)};
+
+  always_ff @(posedge clk_i) begin
+    if (!rst_ni) begin
+      state_q    <= S_IDLE;
+      mul_ret_q  <= S_IDLE;
+      iaddr_q    <= '0;
+      icount_q   <= '0;
+      next_q     <= '0;
+      fetched_q  <= '0;
+      fhdr_q     <= 1'b0;
+      fstage_q   <= '0;
+      fflags_q   <= '0;
+      qrd_q      <= '0;
+      qwr_q      <= '0;
+      qcnt_q     <= '0;
+      l2c_q      <= '0;
+      c2l_q      <= '0;
+      c2s_q      <= '0;
+      s2c_q      <= '0;
+      pend_q     <= '0;
+      done_q     <= '0;
+      cand_q     <= '0;
+      cur_q      <= '0;
+      cflags_q   <= '0;
+      err_q      <= '0;
+      rval_q     <= 1'b0;
+      wstrb_q    <= '0;
+      mwait_q    <= 1'b0;
+      mwr_q      <= 1'b0;
+    end else begin
+      state_q    <= state_d;
+      mul_ret_q  <= mul_ret_d;
+      iaddr_q    <= iaddr_d;
+      icount_q   <= icount_d;
+      next_q     <= next_d;
+      fetched_q  <= fetched_d;
+      fhdr_q     <= fhdr_d;
+      fstage_q   <= fstage_d;
+      fflags_q   <= fflags_d;
+      qrd_q      <= qrd_d;
+      qwr_q      <= qwr_d;
+      qcnt_q     <= qcnt_d;
+      l2c_q      <= l2c_d;
+      c2l_q      <= c2l_d;
+      c2s_q      <= c2s_d;
+      s2c_q      <= s2c_d;
+      pend_q     <= pend_d;
+      done_q     <= done_d;
+      cand_q     <= cand_d;
+      cur_q      <= cur_d;
+      cflags_q   <= cflags_d;
+      err_q      <= err_d;
+      rval_q     <= rval_d;
+      wstrb_q    <= wstrb_d;
+      mwait_q    <= mwait_d;
+      mwr_q      <= mwr_d;
+    end
+  end
+
+  // Datapath registers: no reset (their state machine gives them meaning).
+  always_ff @(posedge clk_i) begin
+    insn_q     <= insn_d;
+    row_q      <= row_d;
+    brow_q     <= brow_d;
+    bcnt_q     <= bcnt_d;
+    baddr_q    <= baddr_d;
+    rbase_q    <= rbase_d;
+    y_q        <= y_d;
+    x_q        <= x_d;
+    r_q        <= r_d;
+    err_pend_q <= err_pend_d;
+    ma_q       <= ma_d;
+    mb_q       <= mb_d;
+    mp_q       <= mp_d;
+    li_q       <= li_d;
+    lj_q       <= lj_d;
+    lu_q       <= lu_d;
+    dbo_q      <= dbo_d;
+    dcur_q     <= dcur_d;
+    sbo_q      <= sbo_d;
+    scur_q     <= scur_d;
+    wbo_q      <= wbo_d;
+    wcur_q     <= wcur_d;
+    dst_q      <= dst_d;
+    rbuf_q     <= rbuf_d;
+    rtag_q     <= rtag_d;
+    wbuf_q     <= wbuf_d;
+    wtag_q     <= wtag_d;
+  end
+endmodule

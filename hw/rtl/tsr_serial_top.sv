@@ -1,0 +1,231 @@
+// tsr_serial_top: the accelerator with the serial core (config key
+// SERIAL_CORE = 1; hw/rtl/tsr_serial_core.sv says how it works), for FPGAs
+// far smaller than the pipelined tsr_top needs. Same ports, register map and
+// behaviour at the boundary as tsr_top: the AXI4-Lite control slave is the
+// same tsr_ctrl, DRAM is reached through a single-beat AXI4 master, and a
+// soft reset holds the core while the master completes its transaction.
+// The build scripts pick this module as the top when the config asks for it
+// (scripts/rtl_top.sh).
+module tsr_serial_top (
+  input  logic        clk_i,
+  input  logic        rst_ni,
+  // AXI4-Lite control slave
+  input  logic        s_axil_awvalid_i,
+  output logic        s_axil_awready_o,
+  input  logic [7:0]  s_axil_awaddr_i,
+  input  logic        s_axil_wvalid_i,
+  output logic        s_axil_wready_o,
+  input  logic [31:0] s_axil_wdata_i,
+  input  logic [3:0]  s_axil_wstrb_i,
+  output logic        s_axil_bvalid_o,
+  input  logic        s_axil_bready_i,
+  output logic [1:0]  s_axil_bresp_o,
+  input  logic        s_axil_arvalid_i,
+  output logic        s_axil_arready_o,
+  input  logic [7:0]  s_axil_araddr_i,
+  output logic        s_axil_rvalid_o,
+  input  logic        s_axil_rready_i,
+  output logic [31:0] s_axil_rdata_o,
+  output logic [1:0]  s_axil_rresp_o,
+  // AXI4 master (DRAM)
+  output logic        m_axi_arvalid_o,
+  input  logic        m_axi_arready_i,
+  output logic [31:0] m_axi_araddr_o,
+  output logic [7:0]  m_axi_arlen_o,
+  output logic [2:0]  m_axi_arsize_o,
+  output logic [1:0]  m_axi_arburst_o,
+  output logic [1:0]  m_axi_arid_o,
+  input  logic        m_axi_rvalid_i,
+  output logic        m_axi_rready_o,
+  input  logic [tsr_pkg::DRAM_BUS_WIDTH-1:0] m_axi_rdata_i,
+  input  logic [1:0]  m_axi_rresp_i,
+  input  logic        m_axi_rlast_i,
+  input  logic [1:0]  m_axi_rid_i,
+  output logic        m_axi_awvalid_o,
+  input  logic        m_axi_awready_i,
+  output logic [31:0] m_axi_awaddr_o,
+  output logic [7:0]  m_axi_awlen_o,
+  output logic [2:0]  m_axi_awsize_o,
+  output logic [1:0]  m_axi_awburst_o,
+  output logic [1:0]  m_axi_awid_o,
+  output logic        m_axi_wvalid_o,
+  input  logic        m_axi_wready_i,
+  output logic [tsr_pkg::DRAM_BUS_WIDTH-1:0] m_axi_wdata_o,
+  output logic [tsr_pkg::BUS_BYTES-1:0] m_axi_wstrb_o,
+  output logic        m_axi_wlast_o,
+  input  logic        m_axi_bvalid_i,
+  output logic        m_axi_bready_o,
+  input  logic [1:0]  m_axi_bresp_i,
+  input  logic [1:0]  m_axi_bid_i,
+  // completion flag (= STATUS.DONE: set by FINISH or an error, cleared by a start)
+  output logic        done_o,
+  // ap_ctrl_hs interrupt (GIE & |(IER & ISR)); Vitis calls this port `interrupt`
+  output logic        interrupt_o
+);
+  localparam int BW = tsr_pkg::DRAM_BUS_WIDTH;
+
+  logic        start, finish, soft_rst, core_rst_n, axi_idle, axi_err;
+  logic [31:0] insn_addr, insn_count, fetched, tokens, units;
+  logic [29:0] stage_insns;
+  logic [3:0]  busy, errs;
+  logic [2:0]  stall_tok, stall_mem;
+  logic        fetch_stall, gemm_op, alu_op, rd_beat, wr_beat;
+  logic        req_valid, req_ready, req_write, rsp_valid, rsp_err;
+  logic [31:0] req_addr;
+  logic [BW-1:0] req_wdata, rsp_rdata;
+  logic [BW/8-1:0] req_wstrb;
+  logic [tsr_pkg::CNT_COUNT-1:0]   cnt_inc;
+  logic [tsr_pkg::CNT_COUNT*8-1:0] cnt_step;
+
+  // The counters the driver's progress watchdog and run budget read (cycles,
+  // DRAM bytes, tensor ops, compute busy and waits), in 40 bits (a day at
+  // 12 MHz); the others are not built and read 0: on the smallest parts
+  // sixteen 64-bit counters were a third of the core.
+  localparam logic [tsr_pkg::CNT_COUNT-1:0] CntMask =
+    tsr_pkg::CNT_COUNT'((1 << tsr_pkg::CNT_CYCLES) | (1 << tsr_pkg::CNT_COMPUTE_BUSY) |
+                        (1 << tsr_pkg::CNT_COMPUTE_STALL_TOK) | (1 << tsr_pkg::CNT_COMPUTE_STALL_MEM) |
+                        (1 << tsr_pkg::CNT_DRAM_RD_BYTES) | (1 << tsr_pkg::CNT_DRAM_WR_BYTES) |
+                        (1 << tsr_pkg::CNT_GEMM_OPS) | (1 << tsr_pkg::CNT_ALU_OPS));
+
+  tsr_ctrl #(.CntMask(CntMask), .CntWidth(40)) u_ctrl (
+    .clk_i            (clk_i),
+    .rst_ni           (rst_ni),
+    .s_axil_awvalid_i (s_axil_awvalid_i),
+    .s_axil_awready_o (s_axil_awready_o),
+    .s_axil_awaddr_i  (s_axil_awaddr_i),
+    .s_axil_wvalid_i  (s_axil_wvalid_i),
+    .s_axil_wready_o  (s_axil_wready_o),
+    .s_axil_wdata_i   (s_axil_wdata_i),
+    .s_axil_wstrb_i   (s_axil_wstrb_i),
+    .s_axil_bvalid_o  (s_axil_bvalid_o),
+    .s_axil_bready_i  (s_axil_bready_i),
+    .s_axil_bresp_o   (s_axil_bresp_o),
+    .s_axil_arvalid_i (s_axil_arvalid_i),
+    .s_axil_arready_o (s_axil_arready_o),
+    .s_axil_araddr_i  (s_axil_araddr_i),
+    .s_axil_rvalid_o  (s_axil_rvalid_o),
+    .s_axil_rready_i  (s_axil_rready_i),
+    .s_axil_rdata_o   (s_axil_rdata_o),
+    .s_axil_rresp_o   (s_axil_rresp_o),
+    .start_o          (start),
+    .done_o           (done_o),
+    .interrupt_o      (interrupt_o),
+    .insn_addr_o      (insn_addr),
+    .insn_count_o     (insn_count),
+    .finish_i         (finish),
+    .err_i            ((|errs) | axi_err),
+    .fetched_i        (fetched),
+    .stage_insns_i    (stage_insns),
+    .cnt_inc_i        (cnt_inc),
+    .cnt_step_i       (cnt_step),
+    .tokens_i         (tokens),
+    .units_i          (units),
+    .axi_idle_i       (axi_idle),
+    .soft_rst_o       (soft_rst)
+  );
+
+  assign core_rst_n = rst_ni && !soft_rst;
+  // REG_UNITS (isa/tsr_regs.h): busy and error per unit
+  assign units = {19'd0, axi_err, errs, 3'd0, !axi_idle, busy};
+
+  // Counter events, in tsr_pkg::CNT_* order (DRAM counters count bytes per beat).
+  always_comb begin
+    cnt_inc = '0;
+    cnt_step = '0;
+    for (int k = 0; k < tsr_pkg::CNT_COUNT; k++) cnt_step[k*8 +: 8] = 8'd1;
+    cnt_step[tsr_pkg::CNT_DRAM_RD_BYTES*8 +: 8] = 8'(tsr_pkg::BUS_BYTES);
+    cnt_step[tsr_pkg::CNT_DRAM_WR_BYTES*8 +: 8] = 8'(tsr_pkg::BUS_BYTES);
+    cnt_inc[tsr_pkg::CNT_CYCLES]            = 1'b1;
+    cnt_inc[tsr_pkg::CNT_LOAD_BUSY]         = busy[1];
+    cnt_inc[tsr_pkg::CNT_LOAD_STALL_TOK]    = stall_tok[0];
+    cnt_inc[tsr_pkg::CNT_LOAD_STALL_MEM]    = stall_mem[0];
+    cnt_inc[tsr_pkg::CNT_COMPUTE_BUSY]      = busy[2];
+    cnt_inc[tsr_pkg::CNT_COMPUTE_STALL_TOK] = stall_tok[1];
+    cnt_inc[tsr_pkg::CNT_COMPUTE_STALL_MEM] = stall_mem[1];
+    cnt_inc[tsr_pkg::CNT_STORE_BUSY]        = busy[3];
+    cnt_inc[tsr_pkg::CNT_STORE_STALL_TOK]   = stall_tok[2];
+    cnt_inc[tsr_pkg::CNT_STORE_STALL_MEM]   = stall_mem[2];
+    cnt_inc[tsr_pkg::CNT_FETCH_STALL]       = fetch_stall;
+    cnt_inc[tsr_pkg::CNT_DRAM_RD_BYTES]     = rd_beat;
+    cnt_inc[tsr_pkg::CNT_DRAM_WR_BYTES]     = wr_beat;
+    cnt_inc[tsr_pkg::CNT_GEMM_OPS]          = gemm_op;
+    cnt_inc[tsr_pkg::CNT_ALU_OPS]           = alu_op;
+    cnt_inc[tsr_pkg::CNT_DUAL_OPS]          = 1'b0;  // one op at a time
+  end
+
+  tsr_serial_core u_core (
+    .clk_i           (clk_i),
+    .rst_ni          (core_rst_n),
+    .start_i         (start),
+    .insn_addr_i     (insn_addr),
+    .insn_count_i    (insn_count),
+    .mem_req_valid_o (req_valid),
+    .mem_req_ready_i (req_ready),
+    .mem_req_write_o (req_write),
+    .mem_req_addr_o  (req_addr),
+    .mem_req_wdata_o (req_wdata),
+    .mem_req_wstrb_o (req_wstrb),
+    .mem_rsp_valid_i (rsp_valid),
+    .mem_rsp_rdata_i (rsp_rdata),
+    .mem_rsp_err_i   (rsp_err),
+    .finish_o        (finish),
+    .busy_o          (busy),
+    .err_o           (errs),
+    .stall_tok_o     (stall_tok),
+    .stall_mem_o     (stall_mem),
+    .fetch_stall_o   (fetch_stall),
+    .gemm_op_o       (gemm_op),
+    .alu_op_o        (alu_op),
+    .fetched_o       (fetched),
+    .stage_insns_o   (stage_insns),
+    .tokens_o        (tokens)
+  );
+
+  tsr_serial_axi u_axi (
+    .clk_i           (clk_i),
+    .rst_ni          (rst_ni),
+    .req_valid_i     (req_valid),
+    .req_ready_o     (req_ready),
+    .req_write_i     (req_write),
+    .req_addr_i      (req_addr),
+    .req_wdata_i     (req_wdata),
+    .req_wstrb_i     (req_wstrb),
+    .rsp_valid_o     (rsp_valid),
+    .rsp_rdata_o     (rsp_rdata),
+    .rsp_err_o       (rsp_err),
+    .m_axi_arvalid_o (m_axi_arvalid_o),
+    .m_axi_arready_i (m_axi_arready_i),
+    .m_axi_araddr_o  (m_axi_araddr_o),
+    .m_axi_arlen_o   (m_axi_arlen_o),
+    .m_axi_arsize_o  (m_axi_arsize_o),
+    .m_axi_arburst_o (m_axi_arburst_o),
+    .m_axi_arid_o    (m_axi_arid_o),
+    .m_axi_rvalid_i  (m_axi_rvalid_i),
+    .m_axi_rready_o  (m_axi_rready_o),
+    .m_axi_rdata_i   (m_axi_rdata_i),
+    .m_axi_rresp_i   (m_axi_rresp_i),
+    .m_axi_rlast_i   (m_axi_rlast_i),
+    .m_axi_rid_i     (m_axi_rid_i),
+    .m_axi_awvalid_o (m_axi_awvalid_o),
+    .m_axi_awready_i (m_axi_awready_i),
+    .m_axi_awaddr_o  (m_axi_awaddr_o),
+    .m_axi_awlen_o   (m_axi_awlen_o),
+    .m_axi_awsize_o  (m_axi_awsize_o),
+    .m_axi_awburst_o (m_axi_awburst_o),
+    .m_axi_awid_o    (m_axi_awid_o),
+    .m_axi_wvalid_o  (m_axi_wvalid_o),
+    .m_axi_wready_i  (m_axi_wready_i),
+    .m_axi_wdata_o   (m_axi_wdata_o),
+    .m_axi_wstrb_o   (m_axi_wstrb_o),
+    .m_axi_wlast_o   (m_axi_wlast_o),
+    .m_axi_bvalid_i  (m_axi_bvalid_i),
+    .m_axi_bready_o  (m_axi_bready_o),
+    .m_axi_bresp_i   (m_axi_bresp_i),
+    .m_axi_bid_i     (m_axi_bid_i),
+    .flush_i         (soft_rst),
+    .idle_o          (axi_idle),
+    .err_o           (axi_err),
+    .rd_beat_o       (rd_beat),
+    .wr_beat_o       (wr_beat)
+  );
+endmodule
