@@ -16,8 +16,8 @@
 //   stream whose answer depends on the schedule).
 // - DRAM moves one byte per cycle through a one-word read buffer and a
 //   one-word write-combining buffer (tsr_serial_axi: single beats), with
-//   addresses by increments. The checks that need a product (on-chip span,
-//   DRAM span) use a shift-and-add multiplier before anything moves.
+//   addresses by increments. The on-chip and DRAM spans are checked row by
+//   row as the walk reaches them, so no product is needed.
 // - GEMM uses the array of tsr_gemm_core; ALU runs one tsr_alu_lane over the
 //   lanes of a row, rotating it.
 // Errors (malformed instruction, index or range, DRAM beyond 32 bits or an
@@ -77,14 +77,16 @@ module tsr_serial_core (
   localparam int IW2  = (IW1 > tsr_pkg::ACC_IDX_BITS) ? IW1 : tsr_pkg::ACC_IDX_BITS;
   localparam int RIW  = ((IW2 > tsr_pkg::SRAM_BASE_BITS) ? IW2 : tsr_pkg::SRAM_BASE_BITS) + 1;  // on-chip row counter
   // Index arithmetic of the micro-op loops: i*factor_out + j*factor_in + uop
-  // field, without wrapping (an index beyond its buffer is an error).
+  // field, by increments, in XW bits that saturate: an index beyond its
+  // buffer is an error, and every buffer's depth is below 2^XW - 1, so a
+  // saturated sum is out of range exactly when the true one is.
   localparam int FW0  = (tsr_pkg::GEMM_DST_FACTOR_OUT_W > tsr_pkg::GEMM_SRC_FACTOR_OUT_W) ? tsr_pkg::GEMM_DST_FACTOR_OUT_W : tsr_pkg::GEMM_SRC_FACTOR_OUT_W;
   localparam int FW1  = (FW0 > tsr_pkg::GEMM_WGT_FACTOR_OUT_W) ? FW0 : tsr_pkg::GEMM_WGT_FACTOR_OUT_W;
   localparam int FW2  = (FW1 > tsr_pkg::GEMM_DST_FACTOR_IN_W) ? FW1 : tsr_pkg::GEMM_DST_FACTOR_IN_W;
   localparam int FW3  = (FW2 > tsr_pkg::GEMM_SRC_FACTOR_IN_W) ? FW2 : tsr_pkg::GEMM_SRC_FACTOR_IN_W;
   localparam int FW   = (FW3 > tsr_pkg::GEMM_WGT_FACTOR_IN_W) ? FW3 : tsr_pkg::GEMM_WGT_FACTOR_IN_W;
   localparam int ITW  = (tsr_pkg::GEMM_ITER_OUT_W > tsr_pkg::GEMM_ITER_IN_W) ? tsr_pkg::GEMM_ITER_OUT_W : tsr_pkg::GEMM_ITER_IN_W;
-  localparam int XW   = ITW + FW + 2;
+  localparam int XW   = ((IW2 > FW) ? IW2 : FW) + 1;
   localparam int UW   = tsr_pkg::GEMM_UOP_END_W;
   localparam int BC0  = (RB > NL) ? RB : NL;
   localparam int BCW  = $clog2(((BC0 > 16) ? BC0 : 16) + 1);  // bytes of an element, lanes, 16
@@ -93,7 +95,6 @@ module tsr_serial_core (
 
   typedef enum logic [4:0] {
     S_IDLE, S_SCHED, S_FHDR, S_HDR, S_QHEAD, S_IREAD, S_DECODE,
-    S_MUL, S_CHK1, S_CHK2,
     S_LD_ELEM, S_LD_BYTE, S_LD_WR,
     S_ST_RD, S_ST_LATCH, S_ST_BYTE, S_FLUSH,
     S_UOP_RD, S_UOP, S_GEMM_W1, S_GEMM_W2, S_GEMM_WR,
@@ -136,7 +137,7 @@ module tsr_serial_core (
   endfunction
 
   // ------------------------------------------------------------ state
-  state_e state_q, state_d, mul_ret_q, mul_ret_d;
+  state_e state_q, state_d;
   // run
   logic [31:0]    iaddr_q, iaddr_d;         // instruction stream base
   logic [31:0]    icount_q, icount_d;
@@ -165,15 +166,12 @@ module tsr_serial_core (
   logic [31:0]    rbase_q, rbase_d;         // byte address of the current DRAM row
   logic [16:0]    y_q, y_d, x_q, x_d;
   logic [RIW-1:0] r_q, r_d;                 // on-chip row
-  logic           err_pend_q, err_pend_d;   // a check failed (span, range)
-  // serial multiplier
-  logic [33:0]    ma_q, ma_d, mp_q, mp_d;
-  logic [16:0]    mb_q, mb_d;
+  logic           rb_ovf_q, rb_ovf_d;       // rbase has passed 2^32
   // micro-op loops
   logic [ITW-1:0] li_q, li_d, lj_q, lj_d;
   logic [UW-1:0]  lu_q, lu_d;
   logic [XW-1:0]  dbo_q, dbo_d, dcur_q, dcur_d, sbo_q, sbo_d, scur_q, scur_d, wbo_q, wbo_d, wcur_q, wcur_d;
-  logic [XW:0]    dst_q, dst_d;
+  logic [XW-1:0]  dst_q, dst_d;
   // DRAM buffers
   logic [BB*8-1:0] rbuf_q, rbuf_d;          // last word read
   logic [31-LB:0]  rtag_q, rtag_d;
@@ -199,21 +197,21 @@ module tsr_serial_core (
   logic [AROW-1:0]         acc_wdata, acc_rdata;
   logic [OROW-1:0]         out_wdata, out_rdata;
 
-  tsr_sram #(.Width(IXW + 4), .Depth(3 * D)) u_cmdq (
+  tsr_sram #(.Width(IXW + 4), .Depth(3 * D), .NoRdw(1)) u_cmdq (
     .clk_i, .we_i(q_we), .waddr_i(q_waddr), .wdata_i(q_wdata), .re_i(q_re), .raddr_i(q_raddr), .rdata_o(q_rdata));
-  tsr_sram #(.Width(tsr_pkg::UOP_BYTES * 8), .Depth(tsr_pkg::UOP_DEPTH)) u_uop (
+  tsr_sram #(.Width(tsr_pkg::UOP_BYTES * 8), .Depth(tsr_pkg::UOP_DEPTH), .NoRdw(1)) u_uop (
     .clk_i, .we_i(uop_we), .waddr_i(uop_waddr), .wdata_i(uop_wdata), .re_i(uop_re), .raddr_i(uop_raddr),
     .rdata_o(uop_rdata));
-  tsr_sram #(.Width(tsr_pkg::INP_BYTES * 8), .Depth(tsr_pkg::INP_DEPTH)) u_inp (
+  tsr_sram #(.Width(tsr_pkg::INP_BYTES * 8), .Depth(tsr_pkg::INP_DEPTH), .NoRdw(1)) u_inp (
     .clk_i, .we_i(inp_we), .waddr_i(inp_waddr), .wdata_i(inp_wdata), .re_i(inp_re), .raddr_i(inp_raddr),
     .rdata_o(inp_rdata));
-  tsr_sram #(.Width(tsr_pkg::WGT_BYTES * 8), .Depth(tsr_pkg::WGT_DEPTH)) u_wgt (
+  tsr_sram #(.Width(tsr_pkg::WGT_BYTES * 8), .Depth(tsr_pkg::WGT_DEPTH), .NoRdw(1)) u_wgt (
     .clk_i, .we_i(wgt_we), .waddr_i(wgt_waddr), .wdata_i(wgt_wdata), .re_i(wgt_re), .raddr_i(wgt_raddr),
     .rdata_o(wgt_rdata));
-  tsr_sram #(.Width(AROW), .Depth(tsr_pkg::ACC_DEPTH)) u_acc (
+  tsr_sram #(.Width(AROW), .Depth(tsr_pkg::ACC_DEPTH), .NoRdw(1)) u_acc (
     .clk_i, .we_i(acc_we), .waddr_i(acc_waddr), .wdata_i(acc_wdata), .re_i(acc_re), .raddr_i(acc_raddr),
     .rdata_o(acc_rdata));
-  tsr_sram #(.Width(OROW), .Depth(tsr_pkg::OUT_DEPTH)) u_out (
+  tsr_sram #(.Width(OROW), .Depth(tsr_pkg::OUT_DEPTH), .NoRdw(1)) u_out (
     .clk_i, .we_i(out_we), .waddr_i(out_waddr), .wdata_i(out_wdata), .re_i(out_re), .raddr_i(out_raddr),
     .rdata_o(out_rdata));
 
@@ -347,6 +345,12 @@ module tsr_serial_core (
             ((h_op == 3'(tsr_pkg::OP_LOAD) || h_op == 3'(tsr_pkg::OP_STORE)) && h_mt > 3'(tsr_pkg::MEM_ACC8));
   end
 
+  function automatic logic [XW-1:0] sat_add(input logic [XW-1:0] a, input logic [XW-1:0] b);
+    logic [XW:0] sum;
+    sum = {1'b0, a} + {1'b0, b};
+    sat_add = sum[XW] ? '1 : sum[XW-1:0];
+  endfunction
+
   // ------------------------------------------------------------ queues and tokens
   logic [QCW-1:0] qcnt [3];
   logic [QPW-1:0] qrd [3], qwr [3];
@@ -397,10 +401,12 @@ module tsr_serial_core (
   logic [3:0]  hflags;
   logic [1:0]  pend_s;
   logic        in_row, last_elem;
-  logic [XW:0] ix_dst, ix_src, ix_wgt;
+  logic [XW-1:0] ix_dst, ix_src, ix_wgt;
   logic [tsr_pkg::UOP_BYTES*8-1:0] uop_row;
-  logic [33:0] span_end;
-  logic [33:0] span_lim;
+  logic [37:0] dbase_b;   // dram_base in bytes
+  logic [32:0] rnext;     // the next DRAM row's byte address
+  logic [32:0] rend;      // the end of this DRAM row
+  logic        row_ovf;   // this DRAM row passes 2^32
   logic        rd_need, wr_need;   // the current state needs a DRAM read / write
   logic        op_gemm, op_alu, fin, pend_go, mem_valid;
 
@@ -408,16 +414,17 @@ module tsr_serial_core (
   assign uop_row = uop_rdata;
   logic unused_uop;  // the bits above the three fields are padding
   assign unused_uop = ^uop_row;
-  assign ix_dst   = (XW + 1)'(uop_row[tsr_pkg::UOP_DST_LSB +: tsr_pkg::UOP_DST_W]) + (XW + 1)'(dcur_q);
-  assign ix_src   = (XW + 1)'(uop_row[tsr_pkg::UOP_SRC_LSB +: tsr_pkg::UOP_SRC_W]) + (XW + 1)'(scur_q);
-  assign ix_wgt   = (XW + 1)'(uop_row[tsr_pkg::UOP_WGT_LSB +: tsr_pkg::UOP_WGT_W]) + (XW + 1)'(wcur_q);
+  assign ix_dst   = sat_add(XW'(uop_row[tsr_pkg::UOP_DST_LSB +: tsr_pkg::UOP_DST_W]), dcur_q);
+  assign ix_src   = sat_add(XW'(uop_row[tsr_pkg::UOP_SRC_LSB +: tsr_pkg::UOP_SRC_W]), scur_q);
+  assign ix_wgt   = sat_add(XW'(uop_row[tsr_pkg::UOP_WGT_LSB +: tsr_pkg::UOP_WGT_W]), wcur_q);
   assign in_row  = (y_q >= ylo) && (y_q < yhi) && (x_q >= xlo) && (x_q < xhi);
-  assign span_end = 34'(d_mem_dram_base) + mp_q + 34'(xs);
-  assign span_lim = 34'd1 << (6'd32 - 6'(elog));
+  assign dbase_b = 38'(d_mem_dram_base) << elog;
+  assign rnext   = {1'b0, rbase_q} + (33'(xstride) << elog);
+  assign rend    = {1'b0, rbase_q} + (33'(xs) << elog);
+  assign row_ovf = rb_ovf_q || (rend > 33'h1_0000_0000);
 
   always_comb begin
     state_d    = state_q;
-    mul_ret_d  = mul_ret_q;
     iaddr_d    = iaddr_q;
     icount_d   = icount_q;
     next_d     = next_q;
@@ -444,13 +451,10 @@ module tsr_serial_core (
     bcnt_d     = bcnt_q;
     baddr_d    = baddr_q;
     rbase_d    = rbase_q;
+    rb_ovf_d   = rb_ovf_q;
     y_d        = y_q;
     x_d        = x_q;
     r_d        = r_q;
-    err_pend_d = err_pend_q;
-    ma_d       = ma_q;
-    mb_d       = mb_q;
-    mp_d       = mp_q;
     li_d       = li_q;
     lj_d       = lj_q;
     lu_d       = lu_q;
@@ -606,24 +610,36 @@ module tsr_serial_core (
 
       // ---------------------------------------------------- decode and checks
       S_DECODE: begin
-        err_pend_d = 1'b0;
         state_d = S_DONE_EXEC;
         if (opcode == 3'(tsr_pkg::OP_LOAD) || opcode == 3'(tsr_pkg::OP_STORE)) begin
+          // A STORE reads out only and cannot pad; the load stage gets
+          // inp/wgt only (fetch), compute uop, acc and acc8. The on-chip
+          // and DRAM spans are checked row by row as the walk reaches them
+          // (the rows before a failing one are moved: after a failed run
+          // the buffers hold whatever it left).
           if (xs != '0) begin
-            if (opcode == 3'(tsr_pkg::OP_STORE)) begin
-              err_pend_d = (mtype != 3'(tsr_pkg::MEM_OUT)) || (yp0 != '0) || (yp1 != '0) || (xp0 != '0) || (xp1 != '0);
-              ma_d = 34'(ys);
-              mb_d = 17'(xs);
+            if ((opcode == 3'(tsr_pkg::OP_STORE) &&
+                 ((mtype != 3'(tsr_pkg::MEM_OUT)) || (yp0 != '0) || (yp1 != '0) || (xp0 != '0) || (xp1 != '0))) ||
+                (opcode == 3'(tsr_pkg::OP_LOAD) && cur_q == 2'(ST_COMPUTE) &&
+                 !(mtype == 3'(tsr_pkg::MEM_UOP) || mtype == 3'(tsr_pkg::MEM_ACC) ||
+                   mtype == 3'(tsr_pkg::MEM_ACC8)))) begin
+              err_d[32'(cur_q) + 1] = 1'b1;
+              state_d = S_ERR;
             end else begin
-              // the load stage gets inp/wgt only (fetch); compute: uop, acc, acc8
-              err_pend_d = (cur_q == 2'(ST_COMPUTE)) &&
-                           !(mtype == 3'(tsr_pkg::MEM_UOP) || mtype == 3'(tsr_pkg::MEM_ACC) || mtype == 3'(tsr_pkg::MEM_ACC8));
-              ma_d = 34'(row_len);
-              mb_d = rows;
+              y_d      = '0;
+              x_d      = '0;
+              r_d      = RIW'(d_mem_sram_base);
+              rbase_d  = dbase_b[31:0];
+              rb_ovf_d = (dbase_b[37:32] != '0);
+              baddr_d  = dbase_b[31:0];
+              bcnt_d   = '0;
+              // nothing to move: a STORE of no row, a LOAD of no padded row
+              if (opcode == 3'(tsr_pkg::OP_STORE)) begin
+                if (ys != '0) state_d = S_ST_RD;
+              end else begin
+                if (rows != '0) state_d = S_LD_ELEM;
+              end
             end
-            mp_d      = '0;
-            mul_ret_d = S_CHK1;
-            state_d   = S_MUL;
           end
         end else if (opcode == 3'(tsr_pkg::OP_GEMM) || opcode == 3'(tsr_pkg::OP_ALU)) begin
           if (uop_bad || alu_bad) begin
@@ -641,54 +657,14 @@ module tsr_serial_core (
         end
       end
 
-      S_MUL: begin
-        if (mb_q == '0) begin
-          state_d = mul_ret_q;
-        end else begin
-          if (mb_q[0]) mp_d = mp_q + ma_q;
-          ma_d = {ma_q[32:0], 1'b0};
-          mb_d = {1'b0, mb_q[16:1]};
-        end
-      end
-
-      S_CHK1: begin
-        // on-chip span: sram_base + rows * row length within the buffer
-        if (34'(d_mem_sram_base) + mp_q > 34'(sram_depth(opcode == 3'(tsr_pkg::OP_STORE) ? 3'(tsr_pkg::MEM_OUT) : mtype)))
-          err_pend_d = 1'b1;
-        // DRAM span: the last element below 2^32 bytes
-        ma_d      = 34'(16'(ys - 16'd1));
-        mb_d      = 17'(xstride);
-        mp_d      = '0;
-        mul_ret_d = S_CHK2;
-        state_d   = S_MUL;
-      end
-
-      S_CHK2: begin
-        if (err_pend_q || (ys != '0 && span_end > span_lim)) begin
-          err_d[32'(cur_q) + 1] = 1'b1;
-          state_d = S_ERR;
-        end else begin
-          y_d     = '0;
-          x_d     = '0;
-          r_d     = RIW'(d_mem_sram_base);
-          rbase_d = tsr_pkg::mem_dram_base(insn_q) << elog;
-          baddr_d = tsr_pkg::mem_dram_base(insn_q) << elog;
-          bcnt_d  = '0;
-          // nothing to move: a STORE of no row, a LOAD of no padded row
-          if (opcode == 3'(tsr_pkg::OP_STORE)) begin
-            if (ys == '0) state_d = S_DONE_EXEC;
-            else state_d = S_ST_RD;
-          end else begin
-            if (rows == '0) state_d = S_DONE_EXEC;
-            else state_d = S_LD_ELEM;
-          end
-        end
-      end
-
       // ---------------------------------------------------- LOAD
       S_LD_ELEM: begin
         bcnt_d = '0;
-        if (in_row) begin
+        if (r_q >= RIW'(sram_depth(mtype)) || (in_row && x_q == xlo && row_ovf)) begin
+          // the row leaves its buffer, or its DRAM bytes pass 2^32
+          err_d[32'(cur_q) + 1] = 1'b1;
+          state_d = S_ERR;
+        end else if (in_row) begin
           state_d = S_LD_BYTE;
         end else begin
           // a pad row: zeros, or pad_value in every input lane
@@ -737,8 +713,9 @@ module tsr_serial_core (
           x_d = '0;
           y_d = y_q + 17'd1;
           if (y_q >= ylo && y_q < yhi) begin
-            rbase_d = rbase_q + (32'(xstride) << elog);
-            baddr_d = rbase_q + (32'(xstride) << elog);
+            rbase_d  = rnext[31:0];
+            baddr_d  = rnext[31:0];
+            rb_ovf_d = rb_ovf_q || rnext[32];
           end
           if (y_q + 17'd1 == rows) state_d = S_DONE_EXEC;
           else state_d = S_LD_ELEM;
@@ -750,9 +727,14 @@ module tsr_serial_core (
 
       // ---------------------------------------------------- STORE
       S_ST_RD: begin
-        out_re    = 1'b1;
-        out_raddr = tsr_pkg::ACC_IDX_BITS'(r_q);
-        state_d   = S_ST_LATCH;
+        if (r_q >= RIW'(tsr_pkg::OUT_DEPTH) || (x_q == '0 && row_ovf)) begin
+          err_d[3] = 1'b1;
+          state_d  = S_ERR;
+        end else begin
+          out_re    = 1'b1;
+          out_raddr = tsr_pkg::ACC_IDX_BITS'(r_q);
+          state_d   = S_ST_LATCH;
+        end
       end
 
       S_ST_LATCH: begin
@@ -775,8 +757,9 @@ module tsr_serial_core (
             if (x_q + 17'd1 == 17'(xs)) begin
               x_d = '0;
               y_d = y_q + 17'd1;
-              rbase_d = rbase_q + (32'(xstride) << elog);
-              baddr_d = rbase_q + (32'(xstride) << elog);
+              rbase_d  = rnext[31:0];
+              baddr_d  = rnext[31:0];
+              rb_ovf_d = rb_ovf_q || rnext[32];
               if (y_q + 17'd1 == 17'(ys)) state_d = S_FLUSH;
               else state_d = S_ST_RD;
             end else begin
@@ -801,7 +784,7 @@ module tsr_serial_core (
 
       S_UOP: begin
         dst_d = ix_dst;
-        if (ix_dst >= (XW + 1)'(tsr_pkg::ACC_DEPTH)) begin
+        if (ix_dst >= XW'(tsr_pkg::ACC_DEPTH)) begin
           err_d[2] = 1'b1;
           state_d  = S_ERR;
         end else if (f_reset) begin
@@ -814,7 +797,7 @@ module tsr_serial_core (
           op_alu    = !is_gemm;
           state_d   = S_GEMM_WR;  // (advances the loops only: see there)
         end else if (is_gemm) begin
-          if (ix_src >= (XW + 1)'(tsr_pkg::INP_DEPTH) || ix_wgt >= (XW + 1)'(tsr_pkg::WGT_DEPTH)) begin
+          if (ix_src >= XW'(tsr_pkg::INP_DEPTH) || ix_wgt >= XW'(tsr_pkg::WGT_DEPTH)) begin
             err_d[2] = 1'b1;
             state_d  = S_ERR;
           end else begin
@@ -824,7 +807,7 @@ module tsr_serial_core (
             state_d = S_GEMM_W1;
           end
         end else if (!tsr_pkg::alu_use_imm(insn_q)) begin
-          if (ix_src >= (XW + 1)'(tsr_pkg::ACC_DEPTH)) begin
+          if (ix_src >= XW'(tsr_pkg::ACC_DEPTH)) begin
             err_d[2] = 1'b1;
             state_d  = S_ERR;
           end else begin
@@ -882,19 +865,19 @@ module tsr_serial_core (
           lu_d = f_bgn;
           if (lj_q + ITW'(1) != f_iin) begin
             lj_d   = lj_q + ITW'(1);
-            dcur_d = dcur_q + XW'(f_dfi);
-            scur_d = scur_q + XW'(f_sfi);
-            wcur_d = wcur_q + XW'(f_wfi);
+            dcur_d = sat_add(dcur_q, XW'(f_dfi));
+            scur_d = sat_add(scur_q, XW'(f_sfi));
+            wcur_d = sat_add(wcur_q, XW'(f_wfi));
           end else begin
             lj_d = '0;
             if (li_q + ITW'(1) != f_iout) begin
               li_d   = li_q + ITW'(1);
-              dbo_d  = dbo_q + XW'(f_dfo);
-              sbo_d  = sbo_q + XW'(f_sfo);
-              wbo_d  = wbo_q + XW'(f_wfo);
-              dcur_d = dbo_q + XW'(f_dfo);
-              scur_d = sbo_q + XW'(f_sfo);
-              wcur_d = wbo_q + XW'(f_wfo);
+              dbo_d  = sat_add(dbo_q, XW'(f_dfo));
+              sbo_d  = sat_add(sbo_q, XW'(f_sfo));
+              wbo_d  = sat_add(wbo_q, XW'(f_wfo));
+              dcur_d = sat_add(dbo_q, XW'(f_dfo));
+              scur_d = sat_add(sbo_q, XW'(f_sfo));
+              wcur_d = sat_add(wbo_q, XW'(f_wfo));
             end else begin
               state_d = S_DONE_EXEC;
             end
@@ -981,7 +964,6 @@ module tsr_serial_core (
   always_ff @(posedge clk_i) begin
     if (!rst_ni) begin
       state_q    <= S_IDLE;
-      mul_ret_q  <= S_IDLE;
       iaddr_q    <= '0;
       icount_q   <= '0;
       next_q     <= '0;
@@ -1008,7 +990,6 @@ module tsr_serial_core (
       mwr_q      <= 1'b0;
     end else begin
       state_q    <= state_d;
-      mul_ret_q  <= mul_ret_d;
       iaddr_q    <= iaddr_d;
       icount_q   <= icount_d;
       next_q     <= next_d;
@@ -1047,10 +1028,7 @@ module tsr_serial_core (
     y_q        <= y_d;
     x_q        <= x_d;
     r_q        <= r_d;
-    err_pend_q <= err_pend_d;
-    ma_q       <= ma_d;
-    mb_q       <= mb_d;
-    mp_q       <= mp_d;
+    rb_ovf_q   <= rb_ovf_d;
     li_q       <= li_d;
     lj_q       <= lj_d;
     lu_q       <= lu_d;

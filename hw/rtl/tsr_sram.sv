@@ -3,10 +3,16 @@
 // old contents. Lutram = 1 asks for distributed (LUT) RAM instead
 // (ram_style, honoured by yosys and Vivado): same behaviour and timing, for
 // buffers that would push a small part over its block-RAM budget.
+// NoRdw = 1 promises that no row is read in the cycle it is written (the
+// serial core never reads and writes one buffer at once): the synthesizer
+// may then drop the bypass that gives a collision its old-data result
+// (yosys no_rw_check; on iCE40 that bypass was a register and a LUT per data
+// bit beside every block RAM). A simulation check holds the caller to it.
 module tsr_sram #(
   parameter int Width = 32,
   parameter int Depth = 16,
   parameter int Lutram = 0,
+  parameter int NoRdw = 0,
   localparam int AW = (Depth > 1) ? $clog2(Depth) : 1
 ) (
   input  logic             clk_i,
@@ -29,6 +35,18 @@ module tsr_sram #(
       if (we_i) mem_q[waddr_i] <= wdata_i;
       if (re_i) rdata_q <= mem_q[raddr_i];
     end
+  end else if (NoRdw != 0) begin : g_bram_nrw
+    (* no_rw_check *) logic [Width-1:0] mem_q [Depth];
+    always_ff @(posedge clk_i) begin
+      if (we_i) mem_q[waddr_i] <= wdata_i;
+      if (re_i) rdata_q <= mem_q[raddr_i];
+    end
+`ifndef SYNTHESIS
+    always @(posedge clk_i) begin
+      if (we_i && re_i && waddr_i == raddr_i)
+        $error("%m: row %0d read in the cycle it is written (NoRdw = 1)", raddr_i);
+    end
+`endif
   end else begin : g_bram
     logic [Width-1:0] mem_q [Depth];
     always_ff @(posedge clk_i) begin
