@@ -5,7 +5,10 @@
 // A request is a bus-aligned byte address, plus data and byte strobes for a
 // write; rsp_valid_o pulses once when it completes, with the read data and
 // rsp_err_o (RRESP/BRESP other than OKAY). AW and W are presented together
-// and each is held until accepted (either may go first).
+// and each is held until accepted (either may go first). The address is
+// registered here; write data and strobes are not: the requester holds them
+// from the request to the response, also through a soft reset (the serial
+// core's write buffer has no reset).
 // err_o is sticky until flush_i. flush_i (soft reset) takes no new request;
 // a transaction already accepted is completed as issued (a single beat, so
 // no burst is cut short); idle_o: nothing outstanding.
@@ -66,10 +69,8 @@ module tsr_serial_axi #(
   logic   addr_pend_q, addr_pend_d;   // AR or AW not yet accepted
   logic   data_pend_q, data_pend_d;   // W not yet accepted
   logic   err_q, err_d;
-  logic [31:0]           addr_q, addr_d;
-  logic [BusBytes*8-1:0] data_q, data_d;
-  logic [BusBytes-1:0]   strb_q, strb_d;
   logic                  rsp_valid, rsp_err;
+  logic [31:0]           addr_q, addr_d;
 
   assign req_ready_o     = (state_q == S_IDLE) && !flush_i;
   assign m_axi_arvalid_o = (state_q == S_READ) && addr_pend_q;
@@ -86,8 +87,8 @@ module tsr_serial_axi #(
   assign m_axi_awburst_o = 2'b01;
   assign m_axi_awid_o    = 2'd0;
   assign m_axi_wvalid_o  = (state_q == S_WRITE) && data_pend_q;
-  assign m_axi_wdata_o   = data_q;
-  assign m_axi_wstrb_o   = strb_q;
+  assign m_axi_wdata_o   = req_wdata_i;
+  assign m_axi_wstrb_o   = req_wstrb_i;
   assign m_axi_wlast_o   = 1'b1;
   assign m_axi_bready_o  = (state_q == S_WRITE) && !addr_pend_q && !data_pend_q;
 
@@ -95,10 +96,8 @@ module tsr_serial_axi #(
     state_d     = state_q;
     addr_pend_d = addr_pend_q;
     data_pend_d = data_pend_q;
-    addr_d      = addr_q;
-    data_d      = data_q;
-    strb_d      = strb_q;
     err_d       = err_q && !flush_i;
+    addr_d      = addr_q;
     rsp_valid   = 1'b0;
     rsp_err     = 1'b0;
     case (state_q)
@@ -109,8 +108,6 @@ module tsr_serial_axi #(
           addr_pend_d = 1'b1;
           data_pend_d = req_write_i;
           addr_d      = req_addr_i;
-          data_d      = req_wdata_i;
-          strb_d      = req_wstrb_i;
         end
       end
       S_READ: begin
@@ -141,8 +138,6 @@ module tsr_serial_axi #(
       data_pend_q <= 1'b0;
       err_q       <= 1'b0;
       addr_q      <= '0;
-      data_q      <= '0;
-      strb_q      <= '0;
       rd_beat_o   <= 1'b0;
       wr_beat_o   <= 1'b0;
     end else begin
@@ -151,8 +146,6 @@ module tsr_serial_axi #(
       data_pend_q <= data_pend_d;
       err_q       <= err_d;
       addr_q      <= addr_d;
-      data_q      <= data_d;
-      strb_q      <= strb_d;
       rd_beat_o   <= m_axi_rvalid_i && m_axi_rready_o;
       wr_beat_o   <= m_axi_wvalid_o && m_axi_wready_i;
     end

@@ -45,9 +45,7 @@ module tsr_serial_core (
   output logic         finish_o,      // FINISH executed (one cycle)
   output logic [3:0]   busy_o,        // {store, compute, load, fetch}
   output logic [3:0]   err_o,         // {store, compute, load, fetch}, sticky
-  output logic [2:0]   stall_tok_o,   // {store, compute, load}: work waits on tokens or its turn
-  output logic [2:0]   stall_mem_o,   // {store, compute, load}: executing, waiting on DRAM
-  output logic         fetch_stall_o, // a fetched instruction waits for a full command queue
+  output logic         compute_exec_o, // the compute stage executes an instruction
   output logic         gemm_op_o,     // a non-reset GEMM tensor op completed
   output logic         alu_op_o,      // an ALU tensor op completed
   output logic [31:0]  fetched_o,     // instructions dispatched this run
@@ -98,7 +96,7 @@ module tsr_serial_core (
     S_LD_ELEM, S_LD_BYTE, S_LD_WR,
     S_ST_RD, S_ST_LATCH, S_ST_BYTE, S_FLUSH,
     S_UOP_RD, S_UOP, S_GEMM_W1, S_GEMM_W2, S_GEMM_WR,
-    S_ALU_SRC, S_ALU_DST, S_ALU_LANE, S_ALU_WR,
+    S_ALU_SRC, S_ALU_LANE, S_ALU_WR,
     S_DONE_EXEC, S_ERR, S_FINISHED
   } state_e;
 
@@ -139,10 +137,7 @@ module tsr_serial_core (
   // ------------------------------------------------------------ state
   state_e state_q, state_d;
   // run
-  logic [31:0]    iaddr_q, iaddr_d;         // instruction stream base
-  logic [31:0]    icount_q, icount_d;
   logic [IXW-1:0] next_q, next_d;           // next instruction to fetch
-  logic [31:0]    fetched_q, fetched_d;
   logic           fhdr_q, fhdr_d;           // a fetched header waits for its queue
   logic [1:0]     fstage_q, fstage_d;
   logic [3:0]     fflags_q, fflags_d;
@@ -160,13 +155,15 @@ module tsr_serial_core (
   // instruction and datapath
   logic [tsr_pkg::INSN_BITS-1:0] insn_q, insn_d;
   logic [RW-1:0]  row_q, row_d;             // element being moved; ALU: the dst row
-  logic [AROW-1:0] brow_q, brow_d;          // ALU: the src row
   logic [BCW-1:0] bcnt_q, bcnt_d;           // bytes moved of the current element / instruction
-  logic [31:0]    baddr_q, baddr_d;         // DRAM byte address
-  logic [31:0]    rbase_q, rbase_d;         // byte address of the current DRAM row
-  logic [16:0]    y_q, y_d, x_q, x_d;
+  logic [32:0]    baddr_q, baddr_d;         // DRAM byte address (bit 32: beyond 32-bit DRAM)
+  logic [32:0]    rbase_q, rbase_d;         // byte address of the current DRAM row (bit 32 sticky)
+  // The walk over a LOAD's padded rectangle (a STORE's is all data): each
+  // axis is in one of three segments (pad before, data, pad after) with a
+  // down-count of what is left of it; empty segments are skipped.
+  logic [1:0]     yseg_q, yseg_d, xseg_q, xseg_d;
+  logic [15:0]    ycnt_q, ycnt_d, xcnt_q, xcnt_d;
   logic [RIW-1:0] r_q, r_d;                 // on-chip row
-  logic           rb_ovf_q, rb_ovf_d;       // rbase has passed 2^32
   // micro-op loops
   logic [ITW-1:0] li_q, li_d, lj_q, lj_d;
   logic [UW-1:0]  lu_q, lu_d;
@@ -174,7 +171,6 @@ module tsr_serial_core (
   logic [XW-1:0]  dst_q, dst_d;
   // DRAM buffers
   logic [BB*8-1:0] rbuf_q, rbuf_d;          // last word read
-  logic [31-LB:0]  rtag_q, rtag_d;
   logic            rval_q, rval_d;
   logic [BB*8-1:0] wbuf_q, wbuf_d;          // bytes to write
   logic [BB-1:0]   wstrb_q, wstrb_d;
@@ -268,9 +264,12 @@ module tsr_serial_core (
   logic [tsr_pkg::MEM_SRAM_BASE_W-1:0] d_mem_sram_base;
   assign d_mem_sram_base = tsr_pkg::mem_sram_base(insn_q);
 
-  logic [W-1:0] alu_b, alu_res;
-  tsr_alu_lane u_alu (.op_i(tsr_pkg::alu_alu_opcode(insn_q)), .a_i(row_q[W-1:0]), .b_i(alu_b), .res_o(alu_res));
-  assign alu_b = tsr_pkg::alu_use_imm(insn_q) ? W'($signed(d_alu_imm)) : brow_q[W-1:0];
+  // ALU: lane bcnt of the dst row (held at the accumulator's read port)
+  // with the src lane at the bottom of row_q, whose results rotate in
+  logic [W-1:0] alu_a, alu_b, alu_res;
+  tsr_alu_lane u_alu (.op_i(tsr_pkg::alu_alu_opcode(insn_q)), .a_i(alu_a), .b_i(alu_b), .res_o(alu_res));
+  assign alu_a = acc_rdata[bcnt_q*W +: W];
+  assign alu_b = tsr_pkg::alu_use_imm(insn_q) ? W'($signed(d_alu_imm)) : row_q[W-1:0];
 
   // out row of an accumulator row: the low OUT_WIDTH bits of each lane
   function automatic logic [OROW-1:0] out_of(input logic [AROW-1:0] a);
@@ -282,8 +281,8 @@ module tsr_serial_core (
   logic [3:0]  elog;
   logic [15:0] ys, xs, xstride;
   logic [3:0]  yp0, yp1, xp0, xp1;
-  logic [16:0] row_len, rows;               // padded row and row count
-  logic [16:0] ylo, yhi, xlo, xhi;
+  logic [1:0]  yfirst, xfirst, ynext, xnext;  // segments (SEG_NONE: no more)
+  logic [15:0] yfirst_len, xfirst_len, ynext_len, xnext_len;
   logic        is_gemm, uop_bad, alu_bad;
   assign opcode  = tsr_pkg::insn_opcode(insn_q);
   assign mtype   = tsr_pkg::mem_mem_type(insn_q);
@@ -295,12 +294,29 @@ module tsr_serial_core (
   assign yp1     = tsr_pkg::mem_y_pad1(insn_q);
   assign xp0     = tsr_pkg::mem_x_pad0(insn_q);
   assign xp1     = tsr_pkg::mem_x_pad1(insn_q);
-  assign row_len = 17'(xp0) + 17'(xs) + 17'(xp1);
-  assign rows    = 17'(yp0) + 17'(ys) + 17'(yp1);
-  assign ylo     = 17'(yp0);
-  assign yhi     = 17'(yp0) + 17'(ys);
-  assign xlo     = 17'(xp0);
-  assign xhi     = 17'(xp0) + 17'(xs);
+  // the first non-empty segment from s on, and its length
+  localparam logic [1:0] SEG_PAD0 = 2'd0, SEG_DATA = 2'd1, SEG_PAD1 = 2'd2, SEG_NONE = 2'd3;
+  function automatic logic [1:0] seg_from(input logic [1:0] from, input logic [3:0] p0, input logic [15:0] n,
+                                          input logic [3:0] p1);
+    if (from == SEG_PAD0 && p0 != '0) seg_from = SEG_PAD0;
+    else if (from != SEG_PAD1 && from != SEG_NONE && n != '0) seg_from = SEG_DATA;
+    else if (from != SEG_NONE && p1 != '0) seg_from = SEG_PAD1;
+    else seg_from = SEG_NONE;
+  endfunction
+  function automatic logic [15:0] seg_len(input logic [1:0] sg, input logic [3:0] p0, input logic [15:0] n,
+                                          input logic [3:0] p1);
+    if (sg == SEG_PAD0) seg_len = 16'(p0);
+    else if (sg == SEG_DATA) seg_len = n;
+    else seg_len = 16'(p1);
+  endfunction
+  assign yfirst     = seg_from(SEG_PAD0, yp0, ys, yp1);
+  assign xfirst     = seg_from(SEG_PAD0, xp0, xs, xp1);
+  assign ynext      = seg_from(yseg_q + 2'd1, yp0, ys, yp1);
+  assign xnext      = seg_from(xseg_q + 2'd1, xp0, xs, xp1);
+  assign yfirst_len = seg_len(yfirst, yp0, ys, yp1);
+  assign xfirst_len = seg_len(xfirst, xp0, xs, xp1);
+  assign ynext_len  = seg_len(ynext, yp0, ys, yp1);
+  assign xnext_len  = seg_len(xnext, xp0, xs, xp1);
   assign is_gemm = (opcode == 3'(tsr_pkg::OP_GEMM));
 
   // GEMM and ALU share the loop fields' positions only by accident of the
@@ -393,42 +409,43 @@ module tsr_serial_core (
   logic [7:0]  rbyte;
   logic [LB-1:0] boff;
   assign boff   = baddr_q[LB-1:0];
-  assign rhit   = rval_q && (rtag_q == baddr_q[31:LB]);
+  assign rhit   = rval_q;  // the buffer holds baddr's word (dropped when baddr leaves it)
   assign rbyte  = rbuf_q[8*boff +: 8];
   assign wclash = (wstrb_q != '0) && (wtag_q != baddr_q[31:LB]);
 
   // ------------------------------------------------------------ the sequencer
   logic [3:0]  hflags;
   logic [1:0]  pend_s;
-  logic        in_row, last_elem;
+  logic        in_row, row_end, walk_end;
   logic [XW-1:0] ix_dst, ix_src, ix_wgt;
   logic [tsr_pkg::UOP_BYTES*8-1:0] uop_row;
+  logic [31:0] iaddr;
+  logic [RW-1:0] ld_row;  // what a LOAD writes: the element, or zeros for a pad row
   logic [37:0] dbase_b;   // dram_base in bytes
-  logic [32:0] rnext;     // the next DRAM row's byte address
-  logic [32:0] rend;      // the end of this DRAM row
-  logic        row_ovf;   // this DRAM row passes 2^32
+  logic [32:0] rsum, rnext;  // the next DRAM row's byte address
   logic        rd_need, wr_need;   // the current state needs a DRAM read / write
-  logic        op_gemm, op_alu, fin, pend_go, mem_valid;
+  logic        op_gemm, op_alu, fin, pend_go, mem_valid, step;
 
   assign hflags  = q_rdata[IXW +: 4];
+  // byte address of an instruction: the next header, or a queue head
+  assign iaddr   = insn_addr_i + {(state_q == S_QHEAD) ? q_rdata[IXW-1:0] : next_q, 4'd0};
   assign uop_row = uop_rdata;
   logic unused_uop;  // the bits above the three fields are padding
   assign unused_uop = ^uop_row;
   assign ix_dst   = sat_add(XW'(uop_row[tsr_pkg::UOP_DST_LSB +: tsr_pkg::UOP_DST_W]), dcur_q);
   assign ix_src   = sat_add(XW'(uop_row[tsr_pkg::UOP_SRC_LSB +: tsr_pkg::UOP_SRC_W]), scur_q);
   assign ix_wgt   = sat_add(XW'(uop_row[tsr_pkg::UOP_WGT_LSB +: tsr_pkg::UOP_WGT_W]), wcur_q);
-  assign in_row  = (y_q >= ylo) && (y_q < yhi) && (x_q >= xlo) && (x_q < xhi);
+  assign in_row   = (yseg_q == SEG_DATA) && (xseg_q == SEG_DATA);
+  assign row_end  = (xcnt_q == 16'd1) && (xnext == SEG_NONE);
+  assign walk_end = row_end && (ycnt_q == 16'd1) && (ynext == SEG_NONE);
   assign dbase_b = 38'(d_mem_dram_base) << elog;
-  assign rnext   = {1'b0, rbase_q} + (33'(xstride) << elog);
-  assign rend    = {1'b0, rbase_q} + (33'(xs) << elog);
-  assign row_ovf = rb_ovf_q || (rend > 33'h1_0000_0000);
+  assign rsum    = {1'b0, rbase_q[31:0]} + (33'(xstride) << elog);
+  assign rnext   = {rbase_q[32] | rsum[32], rsum[31:0]};
+  assign ld_row  = in_row ? row_q : '0;
 
   always_comb begin
     state_d    = state_q;
-    iaddr_d    = iaddr_q;
-    icount_d   = icount_q;
     next_d     = next_q;
-    fetched_d  = fetched_q;
     fhdr_d     = fhdr_q;
     fstage_d   = fstage_q;
     fflags_d   = fflags_q;
@@ -447,13 +464,13 @@ module tsr_serial_core (
     err_d      = err_q;
     insn_d     = insn_q;
     row_d      = row_q;
-    brow_d     = brow_q;
     bcnt_d     = bcnt_q;
     baddr_d    = baddr_q;
     rbase_d    = rbase_q;
-    rb_ovf_d   = rb_ovf_q;
-    y_d        = y_q;
-    x_d        = x_q;
+    yseg_d     = yseg_q;
+    xseg_d     = xseg_q;
+    ycnt_d     = ycnt_q;
+    xcnt_d     = xcnt_q;
     r_d        = r_q;
     li_d       = li_q;
     lj_d       = lj_q;
@@ -466,7 +483,6 @@ module tsr_serial_core (
     wcur_d     = wcur_q;
     dst_d      = dst_q;
     rbuf_d     = rbuf_q;
-    rtag_d     = rtag_q;
     rval_d     = rval_q;
     wbuf_d     = wbuf_q;
     wstrb_d    = wstrb_q;
@@ -482,7 +498,7 @@ module tsr_serial_core (
     out_we = 1'b0; out_waddr = '0; out_wdata = '0; out_re = 1'b0; out_raddr = '0;
     pend_s = 2'd0;
     pend_go = 1'b0;
-    last_elem = 1'b0;
+    step = 1'b0;
     rd_need = 1'b0;
     wr_need = 1'b0;
     op_gemm = 1'b0;
@@ -498,7 +514,6 @@ module tsr_serial_core (
         wstrb_d = '0;
       end else begin
         rbuf_d = mem_rsp_rdata_i;
-        rtag_d = baddr_q[31:LB];
         rval_d = 1'b1;
       end
     end
@@ -510,6 +525,7 @@ module tsr_serial_core (
       S_SCHED: begin
         // 1. a pending push whose queues now have room
         pend_go = 1'b0;
+    step = 1'b0;
         for (int k = 0; k < 3; k++) begin
           if (!pend_go && pend_q[2*k +: 2] != '0 && push_ok(2'(k), pend_q[2*k +: 2], l2c_q, c2l_q, c2s_q, s2c_q)) begin
             pend_go = 1'b1;
@@ -535,10 +551,9 @@ module tsr_serial_core (
           qwr_d[fstage_q*QPW +: QPW]  = qnext(qwr[fstage_q]);
           qcnt_d[fstage_q*QCW +: QCW] = qcnt[fstage_q] + QCW'(1);
           fhdr_d    = 1'b0;
-          fetched_d = fetched_q + 32'd1;
-        end else if (!fhdr_q && 32'(next_q) != icount_q) begin
+        end else if (!fhdr_q && 32'(next_q) != insn_count_i) begin
           // 3. fetch the next header
-          baddr_d = iaddr_q + {next_q, 4'd0};
+          baddr_d = {1'b0, iaddr};
           bcnt_d  = '0;
           state_d = S_FHDR;
         end else if (qcnt[cand_q] != '0 && pend_q[2*cand_q +: 2] == '0) begin
@@ -555,7 +570,7 @@ module tsr_serial_core (
         rd_need = 1'b1;
         if (rhit) begin
           insn_d  = {rbyte, insn_q[tsr_pkg::INSN_BITS-1:8]};
-          baddr_d = baddr_q + 32'd1;
+          baddr_d = baddr_q + 33'd1;
           bcnt_d  = bcnt_q + BCW'(1);
           if (bcnt_q == BCW'(1)) state_d = S_HDR;
         end
@@ -588,7 +603,7 @@ module tsr_serial_core (
           qcnt_d[cand_q*QCW +: QCW] = qcnt[cand_q] - QCW'(1);
           cur_d    = cand_q;
           cflags_d = hflags;
-          baddr_d  = iaddr_q + {q_rdata[IXW-1:0], 4'd0};
+          baddr_d  = {1'b0, iaddr};
           bcnt_d   = '0;
           rval_d   = 1'b0;  // DRAM may have changed since the last instruction
           state_d  = S_IREAD;
@@ -602,7 +617,7 @@ module tsr_serial_core (
         rd_need = 1'b1;
         if (rhit) begin
           insn_d  = {rbyte, insn_q[tsr_pkg::INSN_BITS-1:8]};
-          baddr_d = baddr_q + 32'd1;
+          baddr_d = baddr_q + 33'd1;
           bcnt_d  = bcnt_q + BCW'(1);
           if (bcnt_q == BCW'(15)) state_d = S_DECODE;
         end
@@ -626,18 +641,19 @@ module tsr_serial_core (
               err_d[32'(cur_q) + 1] = 1'b1;
               state_d = S_ERR;
             end else begin
-              y_d      = '0;
-              x_d      = '0;
+              yseg_d   = yfirst;
+              ycnt_d   = yfirst_len;
+              xseg_d   = xfirst;
+              xcnt_d   = xfirst_len;
               r_d      = RIW'(d_mem_sram_base);
-              rbase_d  = dbase_b[31:0];
-              rb_ovf_d = (dbase_b[37:32] != '0);
-              baddr_d  = dbase_b[31:0];
+              rbase_d  = {dbase_b[37:32] != '0, dbase_b[31:0]};
+              baddr_d  = {dbase_b[37:32] != '0, dbase_b[31:0]};
               bcnt_d   = '0;
               // nothing to move: a STORE of no row, a LOAD of no padded row
               if (opcode == 3'(tsr_pkg::OP_STORE)) begin
                 if (ys != '0) state_d = S_ST_RD;
               end else begin
-                if (rows != '0) state_d = S_LD_ELEM;
+                if (yfirst != SEG_NONE) state_d = S_LD_ELEM;
               end
             end
           end
@@ -660,74 +676,65 @@ module tsr_serial_core (
       // ---------------------------------------------------- LOAD
       S_LD_ELEM: begin
         bcnt_d = '0;
-        if (r_q >= RIW'(sram_depth(mtype)) || (in_row && x_q == xlo && row_ovf)) begin
-          // the row leaves its buffer, or its DRAM bytes pass 2^32
+        if (r_q >= RIW'(sram_depth(mtype))) begin
+          // the row leaves its buffer
           err_d[32'(cur_q) + 1] = 1'b1;
           state_d = S_ERR;
         end else if (in_row) begin
           state_d = S_LD_BYTE;
         end else begin
-          // a pad row: zeros, or pad_value in every input lane
-          row_d   = '0;
+          // a pad row: zeros, or pad_value in every input lane (S_LD_WR)
           state_d = S_LD_WR;
         end
       end
 
       S_LD_BYTE: begin
-        rd_need = 1'b1;
-        if (rhit) begin
+        rd_need = !baddr_q[32];
+        if (baddr_q[32]) begin
+          // a DRAM byte at or beyond 2^32
+          err_d[32'(cur_q) + 1] = 1'b1;
+          state_d = S_ERR;
+        end else if (rhit) begin
           row_d   = {rbyte, row_q[RW-1:8]};
-          baddr_d = baddr_q + 32'd1;
+          baddr_d = baddr_q + 33'd1;
           bcnt_d  = bcnt_q + BCW'(1);
           if (32'(bcnt_q) + 1 == (32'd1 << elog)) state_d = S_LD_WR;
         end
       end
 
       S_LD_WR: begin
-        // the element is in the top bytes of row_q
+        // the element is in the top bytes of row_q; a pad row is zeros (inp: pad_value)
         case (mtype)
           3'(tsr_pkg::MEM_UOP): begin
-            uop_we = 1'b1; uop_waddr = tsr_pkg::UOP_IDX_BITS'(r_q); uop_wdata = row_q[RW-1 -: tsr_pkg::UOP_BYTES*8];
+            uop_we = 1'b1; uop_waddr = tsr_pkg::UOP_IDX_BITS'(r_q); uop_wdata = ld_row[RW-1 -: tsr_pkg::UOP_BYTES*8];
           end
           3'(tsr_pkg::MEM_WGT): begin
-            wgt_we = 1'b1; wgt_waddr = tsr_pkg::WGT_IDX_BITS'(r_q); wgt_wdata = row_q[RW-1 -: tsr_pkg::WGT_BYTES*8];
+            wgt_we = 1'b1; wgt_waddr = tsr_pkg::WGT_IDX_BITS'(r_q); wgt_wdata = ld_row[RW-1 -: tsr_pkg::WGT_BYTES*8];
           end
           3'(tsr_pkg::MEM_INP): begin
-            inp_we = 1'b1; inp_waddr = tsr_pkg::INP_IDX_BITS'(r_q); inp_wdata = row_q[RW-1 -: tsr_pkg::INP_BYTES*8];
+            inp_we = 1'b1; inp_waddr = tsr_pkg::INP_IDX_BITS'(r_q); inp_wdata = ld_row[RW-1 -: tsr_pkg::INP_BYTES*8];
             if (!in_row)
               for (int k = 0; k < tsr_pkg::INP_BYTES * 8 / tsr_pkg::INP_WIDTH; k++)
                 inp_wdata[k*tsr_pkg::INP_WIDTH +: tsr_pkg::INP_WIDTH] = tsr_pkg::INP_WIDTH'($signed(d_mem_pad_value));
           end
           3'(tsr_pkg::MEM_ACC): begin
-            acc_we = 1'b1; acc_waddr = tsr_pkg::ACC_IDX_BITS'(r_q); acc_wdata = row_q[RW-1 -: AROW];
+            acc_we = 1'b1; acc_waddr = tsr_pkg::ACC_IDX_BITS'(r_q); acc_wdata = ld_row[RW-1 -: AROW];
           end
           default: begin  // MEM_ACC8: int8 values sign-extended into the lanes
             acc_we = 1'b1; acc_waddr = tsr_pkg::ACC_IDX_BITS'(r_q);
             for (int l = 0; l < NL; l++)
-              acc_wdata[l*W +: W] = W'($signed(row_q[RW - tsr_pkg::ACC8_BYTES*8 + l*8 +: 8]));
+              acc_wdata[l*W +: W] = W'($signed(ld_row[RW - tsr_pkg::ACC8_BYTES*8 + l*8 +: 8]));
           end
         endcase
-        r_d = r_q + RIW'(1);
-        last_elem = (x_q + 17'd1 == row_len);
-        if (last_elem) begin
-          x_d = '0;
-          y_d = y_q + 17'd1;
-          if (y_q >= ylo && y_q < yhi) begin
-            rbase_d  = rnext[31:0];
-            baddr_d  = rnext[31:0];
-            rb_ovf_d = rb_ovf_q || rnext[32];
-          end
-          if (y_q + 17'd1 == rows) state_d = S_DONE_EXEC;
-          else state_d = S_LD_ELEM;
-        end else begin
-          x_d = x_q + 17'd1;
-          state_d = S_LD_ELEM;
-        end
+        r_d  = r_q + RIW'(1);
+        step = 1'b1;
+        if (walk_end) state_d = S_DONE_EXEC;
+        else state_d = S_LD_ELEM;
       end
 
       // ---------------------------------------------------- STORE
       S_ST_RD: begin
-        if (r_q >= RIW'(tsr_pkg::OUT_DEPTH) || (x_q == '0 && row_ovf)) begin
+        if (r_q >= RIW'(tsr_pkg::OUT_DEPTH)) begin
           err_d[3] = 1'b1;
           state_d  = S_ERR;
         end else begin
@@ -745,27 +752,21 @@ module tsr_serial_core (
 
       S_ST_BYTE: begin
         wr_need = wclash;
-        if (!wclash && !mwait_q) begin
+        if (baddr_q[32]) begin
+          err_d[3] = 1'b1;
+          state_d  = S_ERR;
+        end else if (!wclash && !mwait_q) begin
           wbuf_d[8*boff +: 8] = row_q[7:0];
           wstrb_d[boff] = 1'b1;
           wtag_d  = baddr_q[31:LB];
-          row_d   = {8'd0, row_q[RW-1:8]};
-          baddr_d = baddr_q + 32'd1;
+          row_d   = {rbyte, row_q[RW-1:8]};  // (the same shift as a LOAD's; the top is unused)
+          baddr_d = baddr_q + 33'd1;
           bcnt_d  = bcnt_q + BCW'(1);
           if (32'(bcnt_q) + 1 == tsr_pkg::OUT_BYTES) begin
-            r_d = r_q + RIW'(1);
-            if (x_q + 17'd1 == 17'(xs)) begin
-              x_d = '0;
-              y_d = y_q + 17'd1;
-              rbase_d  = rnext[31:0];
-              baddr_d  = rnext[31:0];
-              rb_ovf_d = rb_ovf_q || rnext[32];
-              if (y_q + 17'd1 == 17'(ys)) state_d = S_FLUSH;
-              else state_d = S_ST_RD;
-            end else begin
-              x_d = x_q + 17'd1;
-              state_d = S_ST_RD;
-            end
+            r_d  = r_q + RIW'(1);
+            step = 1'b1;
+            if (walk_end) state_d = S_FLUSH;
+            else state_d = S_ST_RD;
           end
         end
       end
@@ -788,14 +789,8 @@ module tsr_serial_core (
           err_d[2] = 1'b1;
           state_d  = S_ERR;
         end else if (f_reset) begin
-          acc_we    = 1'b1;
-          acc_waddr = tsr_pkg::ACC_IDX_BITS'(ix_dst);
-          acc_wdata = '0;
-          out_we    = 1'b1;
-          out_waddr = tsr_pkg::ACC_IDX_BITS'(ix_dst);
-          out_wdata = '0;
-          op_alu    = !is_gemm;
-          state_d   = S_GEMM_WR;  // (advances the loops only: see there)
+          row_d   = '0;  // written by S_ALU_WR
+          state_d = S_ALU_WR;
         end else if (is_gemm) begin
           if (ix_src >= XW'(tsr_pkg::INP_DEPTH) || ix_wgt >= XW'(tsr_pkg::WGT_DEPTH)) begin
             err_d[2] = 1'b1;
@@ -815,8 +810,9 @@ module tsr_serial_core (
             state_d = S_ALU_SRC;
           end
         end else begin
-          acc_re = 1'b1; acc_raddr = tsr_pkg::ACC_IDX_BITS'(ix_dst);
-          state_d = S_ALU_DST;
+          acc_re  = 1'b1; acc_raddr = tsr_pkg::ACC_IDX_BITS'(ix_dst);
+          bcnt_d  = '0;
+          state_d = S_ALU_LANE;
         end
       end
 
@@ -824,21 +820,15 @@ module tsr_serial_core (
       S_GEMM_W2: state_d = S_GEMM_WR;
 
       S_ALU_SRC: begin
-        brow_d = acc_rdata;
-        acc_re = 1'b1; acc_raddr = tsr_pkg::ACC_IDX_BITS'(dst_q);
-        state_d = S_ALU_DST;
-      end
-
-      S_ALU_DST: begin
         row_d   = RW'(acc_rdata);
+        acc_re  = 1'b1; acc_raddr = tsr_pkg::ACC_IDX_BITS'(dst_q);
         bcnt_d  = '0;
         state_d = S_ALU_LANE;
       end
 
       S_ALU_LANE: begin
-        // one lane per cycle; both rows rotate so the lane is always at the bottom
+        // one lane per cycle: src lanes leave row_q at the bottom as results enter at the top
         row_d[AROW-1:0] = {alu_res, row_q[AROW-1:W]};
-        brow_d = {brow_q[W-1:0], brow_q[AROW-1:W]};
         bcnt_d = bcnt_q + BCW'(1);
         if (32'(bcnt_q) + 1 == NL) state_d = S_ALU_WR;
       end
@@ -846,7 +836,7 @@ module tsr_serial_core (
       S_ALU_WR: begin
         acc_we = 1'b1; acc_waddr = tsr_pkg::ACC_IDX_BITS'(dst_q); acc_wdata = row_q[AROW-1:0];
         out_we = 1'b1; out_waddr = tsr_pkg::ACC_IDX_BITS'(dst_q); out_wdata = out_of(row_q[AROW-1:0]);
-        op_alu  = 1'b1;
+        op_alu  = !is_gemm;  // (a GEMM reset comes through here too)
         state_d = S_GEMM_WR;
       end
 
@@ -899,6 +889,33 @@ module tsr_serial_core (
       default: state_d = S_ERR;
     endcase
 
+    // one element of the walk done: the next element, row or segment; after
+    // a data row the DRAM address moves to the next row
+    if (step) begin
+      if (xcnt_q != 16'd1) begin
+        xcnt_d = xcnt_q - 16'd1;
+      end else if (!row_end) begin
+        xseg_d = xnext;
+        xcnt_d = xnext_len;
+      end else begin
+        xseg_d = xfirst;
+        xcnt_d = xfirst_len;
+        if (yseg_q == SEG_DATA) begin
+          rbase_d = rnext;
+          baddr_d = rnext;
+        end
+        if (ycnt_q != 16'd1) begin
+          ycnt_d = ycnt_q - 16'd1;
+        end else begin
+          yseg_d = ynext;
+          ycnt_d = ynext_len;
+        end
+      end
+    end
+
+    // the read buffer holds baddr's word only
+    if (baddr_d[32:LB] != baddr_q[32:LB]) rval_d = 1'b0;
+
     // a DRAM request: a read that misses the word buffer, or a flush of the
     // write-combining buffer; an error response stops the core
     mem_valid = !mwait_q && ((rd_need && !rhit) || wr_need);
@@ -915,10 +932,7 @@ module tsr_serial_core (
 
     if (start_i) begin
       state_d  = S_SCHED;
-      iaddr_d  = insn_addr_i;
-      icount_d = insn_count_i;
       next_d   = '0;
-      fetched_d = '0;
       fhdr_d   = 1'b0;
       qrd_d    = '0;
       qwr_d    = '0;
@@ -938,6 +952,8 @@ module tsr_serial_core (
   assign mem_req_valid_o = mem_valid;
   assign mem_req_write_o = wr_need;
   assign mem_req_addr_o  = wr_need ? {wtag_q, {LB{1'b0}}} : {baddr_q[31:LB], {LB{1'b0}}};
+  logic unused_baddr;  // bit 32 only stops the core (a byte beyond 32-bit DRAM)
+  assign unused_baddr = baddr_q[32] ^ rbase_q[32];
   assign mem_req_wdata_o = wbuf_q;
   assign mem_req_wstrb_o = wstrb_q;
 
@@ -948,26 +964,21 @@ module tsr_serial_core (
                   state_q == S_QHEAD || state_q == S_ERR || state_q == S_FINISHED);
   for (genvar s = 0; s < 3; s++) begin : g_status
     assign sbusy[s]       = (qcnt[s] != '0) || (pend_q[2*s +: 2] != '0) || (exec && cur_q == 2'(s));
-    assign stall_tok_o[s] = sbusy[s] && !(exec && cur_q == 2'(s));
-    assign stall_mem_o[s] = exec && cur_q == 2'(s) && mwait_q;
   end
-  assign busy_o        = {sbusy, fetched_q != icount_q};
+  assign busy_o        = {sbusy, fhdr_q || 32'(next_q) != insn_count_i};
   assign err_o         = err_q;
   assign finish_o      = fin;
-  assign fetch_stall_o = fhdr_q && 32'(qcnt[fstage_q]) == D;
+  assign compute_exec_o = exec && cur_q == 2'(ST_COMPUTE);
   assign gemm_op_o     = op_gemm;
   assign alu_op_o      = op_alu;
-  assign fetched_o     = fetched_q;
+  assign fetched_o     = 32'(next_q);  // headers read (one may wait for its queue)
   assign stage_insns_o = done_q;
   assign tokens_o      = {8'(s2c_q), 8'(c2s_q), 8'(c2l_q), 8'(l2c_q)};
 
   always_ff @(posedge clk_i) begin
     if (!rst_ni) begin
       state_q    <= S_IDLE;
-      iaddr_q    <= '0;
-      icount_q   <= '0;
       next_q     <= '0;
-      fetched_q  <= '0;
       fhdr_q     <= 1'b0;
       fstage_q   <= '0;
       fflags_q   <= '0;
@@ -985,15 +996,11 @@ module tsr_serial_core (
       cflags_q   <= '0;
       err_q      <= '0;
       rval_q     <= 1'b0;
-      wstrb_q    <= '0;
       mwait_q    <= 1'b0;
       mwr_q      <= 1'b0;
     end else begin
       state_q    <= state_d;
-      iaddr_q    <= iaddr_d;
-      icount_q   <= icount_d;
       next_q     <= next_d;
-      fetched_q  <= fetched_d;
       fhdr_q     <= fhdr_d;
       fstage_q   <= fstage_d;
       fflags_q   <= fflags_d;
@@ -1011,7 +1018,6 @@ module tsr_serial_core (
       cflags_q   <= cflags_d;
       err_q      <= err_d;
       rval_q     <= rval_d;
-      wstrb_q    <= wstrb_d;
       mwait_q    <= mwait_d;
       mwr_q      <= mwr_d;
     end
@@ -1021,14 +1027,14 @@ module tsr_serial_core (
   always_ff @(posedge clk_i) begin
     insn_q     <= insn_d;
     row_q      <= row_d;
-    brow_q     <= brow_d;
     bcnt_q     <= bcnt_d;
     baddr_q    <= baddr_d;
     rbase_q    <= rbase_d;
-    y_q        <= y_d;
-    x_q        <= x_d;
+    yseg_q     <= yseg_d;
+    xseg_q     <= xseg_d;
+    ycnt_q     <= ycnt_d;
+    xcnt_q     <= xcnt_d;
     r_q        <= r_d;
-    rb_ovf_q   <= rb_ovf_d;
     li_q       <= li_d;
     lj_q       <= lj_d;
     lu_q       <= lu_d;
@@ -1040,8 +1046,10 @@ module tsr_serial_core (
     wcur_q     <= wcur_d;
     dst_q      <= dst_d;
     rbuf_q     <= rbuf_d;
-    rtag_q     <= rtag_d;
     wbuf_q     <= wbuf_d;
+    // The write buffer keeps its bytes through a soft reset: the AXI master
+    // may still be sending them (tsr_serial_axi); a start empties it.
+    wstrb_q    <= wstrb_d;
     wtag_q     <= wtag_d;
   end
 endmodule

@@ -68,8 +68,8 @@ module tsr_serial_top (
   logic [31:0] insn_addr, insn_count, fetched, tokens, units;
   logic [29:0] stage_insns;
   logic [3:0]  busy, errs;
-  logic [2:0]  stall_tok, stall_mem;
-  logic        fetch_stall, gemm_op, alu_op, rd_beat, wr_beat;
+  logic        compute_exec;
+  logic        gemm_op, alu_op, rd_beat, wr_beat;
   logic        req_valid, req_ready, req_write, rsp_valid, rsp_err;
   logic [31:0] req_addr;
   logic [BW-1:0] req_wdata, rsp_rdata;
@@ -77,17 +77,18 @@ module tsr_serial_top (
   logic [tsr_pkg::CNT_COUNT-1:0]   cnt_inc;
   logic [tsr_pkg::CNT_COUNT*8-1:0] cnt_step;
 
-  // The counters the driver's progress watchdog and run budget read (cycles,
-  // DRAM bytes, tensor ops, compute busy and waits), in 40 bits (a day at
-  // 12 MHz); the others are not built and read 0: on the smallest parts
-  // sixteen 64-bit counters were a third of the core.
+  // The counters the driver's progress watchdog and run budget read, in 36
+  // bits (over an hour and a half at 12 MHz): cycles, DRAM bytes, tensor ops, and
+  // COMPUTE_BUSY, which here counts the cycles the compute stage executes
+  // (the watchdog's busy - waits, with the waits not built). The others are
+  // not built and read 0: on the smallest parts sixteen 64-bit counters
+  // were a third of the core.
   localparam logic [tsr_pkg::CNT_COUNT-1:0] CntMask =
     tsr_pkg::CNT_COUNT'((1 << tsr_pkg::CNT_CYCLES) | (1 << tsr_pkg::CNT_COMPUTE_BUSY) |
-                        (1 << tsr_pkg::CNT_COMPUTE_STALL_TOK) | (1 << tsr_pkg::CNT_COMPUTE_STALL_MEM) |
                         (1 << tsr_pkg::CNT_DRAM_RD_BYTES) | (1 << tsr_pkg::CNT_DRAM_WR_BYTES) |
                         (1 << tsr_pkg::CNT_GEMM_OPS) | (1 << tsr_pkg::CNT_ALU_OPS));
 
-  tsr_ctrl #(.CntMask(CntMask), .CntWidth(40)) u_ctrl (
+  tsr_ctrl #(.CntMask(CntMask), .CntWidth(36)) u_ctrl (
     .clk_i            (clk_i),
     .rst_ni           (rst_ni),
     .s_axil_awvalid_i (s_axil_awvalid_i),
@@ -135,22 +136,12 @@ module tsr_serial_top (
     for (int k = 0; k < tsr_pkg::CNT_COUNT; k++) cnt_step[k*8 +: 8] = 8'd1;
     cnt_step[tsr_pkg::CNT_DRAM_RD_BYTES*8 +: 8] = 8'(tsr_pkg::BUS_BYTES);
     cnt_step[tsr_pkg::CNT_DRAM_WR_BYTES*8 +: 8] = 8'(tsr_pkg::BUS_BYTES);
-    cnt_inc[tsr_pkg::CNT_CYCLES]            = 1'b1;
-    cnt_inc[tsr_pkg::CNT_LOAD_BUSY]         = busy[1];
-    cnt_inc[tsr_pkg::CNT_LOAD_STALL_TOK]    = stall_tok[0];
-    cnt_inc[tsr_pkg::CNT_LOAD_STALL_MEM]    = stall_mem[0];
-    cnt_inc[tsr_pkg::CNT_COMPUTE_BUSY]      = busy[2];
-    cnt_inc[tsr_pkg::CNT_COMPUTE_STALL_TOK] = stall_tok[1];
-    cnt_inc[tsr_pkg::CNT_COMPUTE_STALL_MEM] = stall_mem[1];
-    cnt_inc[tsr_pkg::CNT_STORE_BUSY]        = busy[3];
-    cnt_inc[tsr_pkg::CNT_STORE_STALL_TOK]   = stall_tok[2];
-    cnt_inc[tsr_pkg::CNT_STORE_STALL_MEM]   = stall_mem[2];
-    cnt_inc[tsr_pkg::CNT_FETCH_STALL]       = fetch_stall;
-    cnt_inc[tsr_pkg::CNT_DRAM_RD_BYTES]     = rd_beat;
-    cnt_inc[tsr_pkg::CNT_DRAM_WR_BYTES]     = wr_beat;
-    cnt_inc[tsr_pkg::CNT_GEMM_OPS]          = gemm_op;
-    cnt_inc[tsr_pkg::CNT_ALU_OPS]           = alu_op;
-    cnt_inc[tsr_pkg::CNT_DUAL_OPS]          = 1'b0;  // one op at a time
+    cnt_inc[tsr_pkg::CNT_CYCLES]       = 1'b1;
+    cnt_inc[tsr_pkg::CNT_COMPUTE_BUSY] = compute_exec;
+    cnt_inc[tsr_pkg::CNT_DRAM_RD_BYTES] = rd_beat;
+    cnt_inc[tsr_pkg::CNT_DRAM_WR_BYTES] = wr_beat;
+    cnt_inc[tsr_pkg::CNT_GEMM_OPS]     = gemm_op;
+    cnt_inc[tsr_pkg::CNT_ALU_OPS]      = alu_op;
   end
 
   tsr_serial_core u_core (
@@ -171,9 +162,7 @@ module tsr_serial_top (
     .finish_o        (finish),
     .busy_o          (busy),
     .err_o           (errs),
-    .stall_tok_o     (stall_tok),
-    .stall_mem_o     (stall_mem),
-    .fetch_stall_o   (fetch_stall),
+    .compute_exec_o  (compute_exec),
     .gemm_op_o       (gemm_op),
     .alu_op_o        (alu_op),
     .fetched_o       (fetched),
