@@ -425,6 +425,9 @@ module tsr_serial_core (
   logic [32:0] rsum, rnext;  // the next DRAM row's byte address
   logic        rd_need, wr_need;   // the current state needs a DRAM read / write
   logic        op_gemm, op_alu, fin, pend_go, mem_valid, step;
+  logic        pend_clr, pend_set, done_inc, q_push, q_pop, err_stage, wput;
+  logic [1:0]  done_sel;
+  logic [9:0]  done_one;
 
   assign hflags  = q_rdata[IXW +: 4];
   // byte address of an instruction: the next header, or a queue head
@@ -498,6 +501,14 @@ module tsr_serial_core (
     out_we = 1'b0; out_waddr = '0; out_wdata = '0; out_re = 1'b0; out_raddr = '0;
     pend_s = 2'd0;
     pend_go = 1'b0;
+    pend_clr = 1'b0;
+    pend_set = 1'b0;
+    done_inc = 1'b0;
+    done_sel = 2'd0;
+    q_push = 1'b0;
+    q_pop = 1'b0;
+    err_stage = 1'b0;
+    wput = 1'b0;
     step = 1'b0;
     rd_need = 1'b0;
     wr_need = 1'b0;
@@ -533,8 +544,9 @@ module tsr_serial_core (
           end
         end
         if (pend_go) begin
-          pend_d[2*pend_s +: 2] = '0;
-          done_d[10*pend_s +: 10] = done_q[10*pend_s +: 10] + 10'd1;
+          pend_clr = 1'b1;
+          done_inc = 1'b1;
+          done_sel = pend_s;
           case (pend_s)
             2'(ST_LOAD): l2c_d = l2c_q + TCW'(1);  // (load pushes next only)
             2'(ST_COMPUTE): begin
@@ -548,8 +560,7 @@ module tsr_serial_core (
           q_we    = 1'b1;
           q_waddr = qaddr(fstage_q, qwr[fstage_q]);
           q_wdata = {fflags_q, IXW'(next_q - IXW'(1))};
-          qwr_d[fstage_q*QPW +: QPW]  = qnext(qwr[fstage_q]);
-          qcnt_d[fstage_q*QCW +: QCW] = qcnt[fstage_q] + QCW'(1);
+          q_push = 1'b1;
           fhdr_d    = 1'b0;
         end else if (!fhdr_q && 32'(next_q) != insn_count_i) begin
           // 3. fetch the next header
@@ -599,8 +610,7 @@ module tsr_serial_core (
             end
             default: if (hflags[0]) c2s_d = c2s_q - TCW'(1);
           endcase
-          qrd_d[cand_q*QPW +: QPW]  = qnext(qrd[cand_q]);
-          qcnt_d[cand_q*QCW +: QCW] = qcnt[cand_q] - QCW'(1);
+          q_pop = 1'b1;
           cur_d    = cand_q;
           cflags_d = hflags;
           baddr_d  = {1'b0, iaddr};
@@ -638,7 +648,7 @@ module tsr_serial_core (
                 (opcode == 3'(tsr_pkg::OP_LOAD) && cur_q == 2'(ST_COMPUTE) &&
                  !(mtype == 3'(tsr_pkg::MEM_UOP) || mtype == 3'(tsr_pkg::MEM_ACC) ||
                    mtype == 3'(tsr_pkg::MEM_ACC8)))) begin
-              err_d[32'(cur_q) + 1] = 1'b1;
+              err_stage = 1'b1;
               state_d = S_ERR;
             end else begin
               yseg_d   = yfirst;
@@ -678,7 +688,7 @@ module tsr_serial_core (
         bcnt_d = '0;
         if (r_q >= RIW'(sram_depth(mtype))) begin
           // the row leaves its buffer
-          err_d[32'(cur_q) + 1] = 1'b1;
+          err_stage = 1'b1;
           state_d = S_ERR;
         end else if (in_row) begin
           state_d = S_LD_BYTE;
@@ -692,7 +702,7 @@ module tsr_serial_core (
         rd_need = !baddr_q[32];
         if (baddr_q[32]) begin
           // a DRAM byte at or beyond 2^32
-          err_d[32'(cur_q) + 1] = 1'b1;
+          err_stage = 1'b1;
           state_d = S_ERR;
         end else if (rhit) begin
           row_d   = {rbyte, row_q[RW-1:8]};
@@ -756,8 +766,7 @@ module tsr_serial_core (
           err_d[3] = 1'b1;
           state_d  = S_ERR;
         end else if (!wclash && !mwait_q) begin
-          wbuf_d[8*boff +: 8] = row_q[7:0];
-          wstrb_d[boff] = 1'b1;
+          wput    = 1'b1;
           wtag_d  = baddr_q[31:LB];
           row_d   = {rbyte, row_q[RW-1:8]};  // (the same shift as a LOAD's; the top is unused)
           baddr_d = baddr_q + 33'd1;
@@ -878,10 +887,9 @@ module tsr_serial_core (
       // ---------------------------------------------------- completion
       S_DONE_EXEC: begin
         // pushes happen in S_SCHED (at once if the queues have room)
-        pend_d[2*cur_q +: 2] = cflags_q[3:2];
-        if (cflags_q[3:2] == 2'b00) begin
-          done_d[10*cur_q +: 10] = done_q[10*cur_q +: 10] + 10'd1;
-        end
+        pend_set = 1'b1;
+        done_inc = (cflags_q[3:2] == 2'b00);
+        done_sel = cur_q;
         if (opcode == 3'(tsr_pkg::OP_FINISH)) state_d = S_FINISHED;
         else state_d = S_SCHED;
       end
@@ -926,8 +934,35 @@ module tsr_serial_core (
     end
     if (mwait_q && mem_rsp_valid_i && mem_rsp_err_i) begin
       if (state_q == S_FHDR) err_d[0] = 1'b1;
-      else err_d[32'(cur_q) + 1] = 1'b1;
+      else err_stage = 1'b1;
       state_d = S_ERR;
+    end
+
+    // Per-stage and per-byte updates with one enable each (dynamic part
+    // selects would build shifters).
+    done_one = done_q[0 +: 10];
+    if (done_sel == 2'(ST_COMPUTE)) done_one = done_q[10 +: 10];
+    if (done_sel == 2'(ST_STORE)) done_one = done_q[20 +: 10];
+    done_one = done_one + 10'd1;
+    for (int k = 0; k < 3; k++) begin
+      if (done_inc && done_sel == 2'(k)) done_d[10*k +: 10] = done_one;
+      if (pend_clr && pend_s == 2'(k)) pend_d[2*k +: 2] = '0;
+      if (pend_set && cur_q == 2'(k)) pend_d[2*k +: 2] = cflags_q[3:2];
+      if (q_push && fstage_q == 2'(k)) begin
+        qwr_d[k*QPW +: QPW]  = qnext(qwr[k]);
+        qcnt_d[k*QCW +: QCW] = qcnt[k] + QCW'(1);
+      end
+      if (q_pop && cand_q == 2'(k)) begin
+        qrd_d[k*QPW +: QPW]  = qnext(qrd[k]);
+        qcnt_d[k*QCW +: QCW] = qcnt[k] - QCW'(1);
+      end
+      if (err_stage && cur_q == 2'(k)) err_d[k+1] = 1'b1;
+    end
+    for (int k = 0; k < BB; k++) begin
+      if (wput && boff == LB'(k)) begin
+        wbuf_d[8*k +: 8] = row_q[7:0];
+        wstrb_d[k]       = 1'b1;
+      end
     end
 
     if (start_i) begin
