@@ -265,9 +265,16 @@ module tsr_serial_core (
   assign d_mem_sram_base = tsr_pkg::mem_sram_base(insn_q);
 
   // ALU: lane bcnt of the dst row (held at the accumulator's read port)
-  // with the src lane at the bottom of row_q, whose results rotate in
-  logic [W-1:0] alu_a, alu_b, alu_res;
-  tsr_alu_lane u_alu (.op_i(tsr_pkg::alu_alu_opcode(insn_q)), .a_i(alu_a), .b_i(alu_b), .res_o(alu_res));
+  // with the src lane at the bottom of row_q, whose results rotate in. A
+  // lane takes two cycles, tsr_alu_pre's result registered between them
+  // (one cycle of the whole lane was the iCE40's critical path); a, b and
+  // the op hold still for both.
+  logic [W-1:0] alu_a, alu_b, alu_pre, alu_pre_q, alu_res;
+  logic [3:0]   alu_op;
+  logic         aph_q, aph_d;  // second cycle of a lane
+  assign alu_op = tsr_pkg::alu_alu_opcode(insn_q);
+  tsr_alu_pre u_alu_pre (.op_i(alu_op), .a_i(alu_a), .b_i(alu_b), .res_o(alu_pre));
+  tsr_alu_fin u_alu_fin (.op_i(alu_op), .b_i(alu_b), .pre_i(alu_pre_q), .res_o(alu_res));
   assign alu_a = acc_rdata[bcnt_q*W +: W];
   assign alu_b = tsr_pkg::alu_use_imm(insn_q) ? W'($signed(d_alu_imm)) : row_q[W-1:0];
 
@@ -468,6 +475,7 @@ module tsr_serial_core (
     insn_d     = insn_q;
     row_d      = row_q;
     bcnt_d     = bcnt_q;
+    aph_d      = aph_q;
     baddr_d    = baddr_q;
     rbase_d    = rbase_q;
     yseg_d     = yseg_q;
@@ -821,6 +829,7 @@ module tsr_serial_core (
         end else begin
           acc_re  = 1'b1; acc_raddr = tsr_pkg::ACC_IDX_BITS'(ix_dst);
           bcnt_d  = '0;
+          aph_d   = 1'b0;
           state_d = S_ALU_LANE;
         end
       end
@@ -832,14 +841,18 @@ module tsr_serial_core (
         row_d   = RW'(acc_rdata);
         acc_re  = 1'b1; acc_raddr = tsr_pkg::ACC_IDX_BITS'(dst_q);
         bcnt_d  = '0;
+        aph_d   = 1'b0;
         state_d = S_ALU_LANE;
       end
 
       S_ALU_LANE: begin
-        // one lane per cycle: src lanes leave row_q at the bottom as results enter at the top
-        row_d[AROW-1:0] = {alu_res, row_q[AROW-1:W]};
-        bcnt_d = bcnt_q + BCW'(1);
-        if (32'(bcnt_q) + 1 == NL) state_d = S_ALU_WR;
+        // a lane in two cycles: src lanes leave row_q at the bottom as results enter at the top
+        aph_d = !aph_q;
+        if (aph_q) begin
+          row_d[AROW-1:0] = {alu_res, row_q[AROW-1:W]};
+          bcnt_d = bcnt_q + BCW'(1);
+          if (32'(bcnt_q) + 1 == NL) state_d = S_ALU_WR;
+        end
       end
 
       S_ALU_WR: begin
@@ -1063,6 +1076,8 @@ module tsr_serial_core (
     insn_q     <= insn_d;
     row_q      <= row_d;
     bcnt_q     <= bcnt_d;
+    aph_q      <= aph_d;
+    alu_pre_q  <= alu_pre;
     baddr_q    <= baddr_d;
     rbase_q    <= rbase_d;
     yseg_q     <= yseg_d;
