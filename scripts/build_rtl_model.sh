@@ -16,10 +16,8 @@ VI=/usr/share/verilator/include
 mkdir -p "$out"
 obj="$out/obj"
 rm -rf "$obj"
-# The C++ class is Vtsr_top whichever module is the top (scripts/rtl_top.sh;
-# the iCE40 netlist names its top tsr_top either way).
-top=tsr_top
-[ "$kind" = ice40 ] || top=$("$root/scripts/rtl_top.sh" "$pkg")
+# The C++ class is Vtsr_top whichever module is the top (scripts/rtl_top.sh).
+top=$("$root/scripts/rtl_top.sh" "$pkg")
 vflags=(--cc -O3 --Mdir "$obj" --top-module "$top" --prefix Vtsr_top -CFLAGS -fPIC -MAKEFLAGS "OPT_FAST=-O3"
         -Wno-fatal --x-assign 0 --x-initial 0)
 cflags=(-fPIC -O2 -std=c++17 -DTSR_BUS_BYTES="$bus" -I"$obj" -I"$VI" -I"$VI/vltstd" -I"$root/sim/rtl")
@@ -40,7 +38,7 @@ case "$kind" in
     # A netlist already in OUT_DIR is used as it is: one synthesized by an
     # earlier build of the same sources, or a hand-edited copy (a mutation
     # check that the gate-level tests can fail).
-    if [ ! -f "$out/netlist/tsr_top_ice40.v" ]; then
+    if [ ! -f "$out/netlist/${top}_ice40.v" ]; then
       "$root/scripts/fpga/ice40_synth.sh" "$pkg" "$out/netlist"
     fi
     # Port default values in cells_sim.v are not Verilog Verilator parses;
@@ -49,7 +47,7 @@ case "$kind" in
     # fraction of the -O3 time (the later OPT_FAST wins in make).
     vflags+=(-DNO_ICE40_DEFAULT_ASSIGNMENTS -Wno-lint -Wno-style -Wno-TIMESCALEMOD
              -MAKEFLAGS "OPT_FAST=-O1" -j 2)
-    vsrcs=("$out/netlist/tsr_top_ice40.v" /usr/share/yosys/ice40/cells_sim.v) ;;
+    vsrcs=("$out/netlist/${top}_ice40.v" /usr/share/yosys/ice40/cells_sim.v) ;;
   *) echo "build_rtl_model: unknown model kind $kind (allowed rtl, ice40)" >&2; exit 1 ;;
 esac
 verilator "${vflags[@]}" --build "${vsrcs[@]}" >"$out/verilator.log" 2>&1 ||

@@ -669,6 +669,15 @@ static void test_area_options(void **state)
     assert_int_equal(c.dsp_pack, 1);
     assert_int_equal(c.out_buff_lutram, 0);
     assert_int_equal(c.acc_single_copy, 1);
+    assert_int_equal(c.serial_core, 0);
+    /* the serial microarchitecture: 0/1, off by default, on in the ice40
+     * preset (the one small enough for an iCE40 UP5K) */
+    expect_ok("SERIAL_CORE 1", parse1("SERIAL_CORE", "1", &c));
+    assert_int_equal(c.serial_core, 1);
+    assert_int_equal(parse1("SERIAL_CORE", "2", &c), TSR_ECONFIG);
+    assert_string_equal(tsr_errmsg(), "testcfg: key SERIAL_CORE = 2 is out of range: allowed [0, 1]");
+    assert_int_equal(tsr_config_load("ice40", &c), TSR_OK);
+    assert_int_equal(c.serial_core, 1);
 }
 
 static void test_load_files(void **state)

@@ -29,11 +29,12 @@ bus=$(sed -n 's/.*localparam int DRAM_BUS_WIDTH = \([0-9]*\);.*/\1/p' "$work/tsr
 [ "$bus" = 32 ] || { echo "ice40.sh: the board wrapper's memory is 32 bits wide; $cfg has DRAM_BUS_WIDTH = $bus" >&2; exit 1; }
 # A core netlist already in WORKDIR/core is reused (a second run, or a
 # hand-made netlist to check the rest of the flow).
-[ -f "$work/core/tsr_top_ice40.v" ] || "$root/scripts/fpga/ice40_synth.sh" "$work/tsr_pkg.sv" "$work/core"
+top=$("$root/scripts/rtl_top.sh" "$work/tsr_pkg.sv")
+[ -f "$work/core/${top}_ice40.v" ] || "$root/scripts/fpga/ice40_synth.sh" "$work/tsr_pkg.sv" "$work/core"
 t1=$(date +%s)
 # The core's cells against the board before placing anything: a logic cell
 # holds one LUT4 and one flip-flop, so max(LUT4, FF) is a lower bound on LCs.
-"$py" - "$board" "$work/core/stat.txt" "$cfg" <<'PY'
+"$py" - "$board" "$work/core/stat.txt" "$cfg" "$top" <<'PY'
 import json, re, sys
 b = json.load(open(sys.argv[1]))
 cells = {m.group(1): int(m.group(2)) for m in re.finditer(r"^\s+(SB_\w+)\s+(\d+)$", open(sys.argv[2]).read(), re.M)}
@@ -41,7 +42,7 @@ lut = cells.get("SB_LUT4", 0)
 ff = sum(n for c, n in cells.items() if c.startswith("SB_DFF"))
 need = {"LC": max(lut, ff), "EBR": cells.get("SB_RAM40_4K", 0), "DSP": cells.get("SB_MAC16", 0)}
 res = b["resources"]
-print(f"core tsr_top ({sys.argv[3]}) after synth_ice40: SB_LUT4 {lut}, flip-flops {ff}, SB_CARRY {cells.get('SB_CARRY', 0)}, "
+print(f"core {sys.argv[4]} ({sys.argv[3]}) after synth_ice40: SB_LUT4 {lut}, flip-flops {ff}, SB_CARRY {cells.get('SB_CARRY', 0)}, "
       f"SB_RAM40_4K {need['EBR']}, SB_MAC16 {need['DSP']}")
 over = []
 for k, n in need.items():
@@ -61,7 +62,7 @@ spram=$("$py" -c 'import json,sys; print(json.load(open(sys.argv[1]))["resources
 # ice40_synth.sh) over the core's SB_MAC16 cells again.
 clk_hz=$((clock_mhz * 1000000))
 yosys -q -l "$work/top.log" -p "read_verilog -sv $root/hw/fpga/ice40/tsr_*.sv
-  read_verilog $work/core/tsr_top_ice40.v
+  read_verilog $work/core/${top}_ice40.v
   chparam -set ClkHz $clk_hz tsr_ice40_top
   synth_ice40 -top tsr_ice40_top -json $work/tsr_ice40.json" >/dev/null 2>"$work/top.stderr" || {
   tail -20 "$work/top.stderr" >&2; exit 1; }

@@ -7,18 +7,14 @@
 # wrapper, so what is simulated is what goes on the board.
 # Usage: scripts/fpga/ice40_synth.sh PKG_SV OUT_DIR [TOP]
 # Writes OUT_DIR/TOP_ice40.v (netlist of SB_* cells), TOP_ice40.json,
-# stat.txt (cell counts) and synth.log. Without TOP the accelerator is
-# synthesized (tsr_top, or tsr_serial_top for a SERIAL_CORE config:
-# scripts/rtl_top.sh) and its netlist module is named tsr_top either way, the
-# name the board wrapper and the netlist model instantiate. TOP may name a
-# submodule of hw/rtl, for a gate-level check of that module alone
-# (scripts/fpga/ice40_gemm_gl.sh).
+# stat.txt (cell counts) and synth.log. TOP defaults to the accelerator's
+# top for the package (tsr_top, or tsr_serial_top for a SERIAL_CORE config:
+# scripts/rtl_top.sh); it may name a submodule of hw/rtl, for a gate-level
+# check of that module alone (scripts/fpga/ice40_gemm_gl.sh).
 set -euo pipefail
-pkg=$1; out=$2; top=${3:-}; name=$top
+pkg=$1; out=$2
 root=$(cd "$(dirname "$0")/../.." && pwd)
-if [ -z "$top" ]; then top=$("$root/scripts/rtl_top.sh" "$pkg"); name=tsr_top; fi
-rename=""
-[ "$top" = "$name" ] || rename="rename $top $name"
+top=${3:-$("$root/scripts/rtl_top.sh" "$pkg")}
 mkdir -p "$out"
 srcs=("$pkg" "$root"/hw/rtl/*.sv)
 # synth_ice40 -dsp, with its coarse section spelt out to leave out one pass:
@@ -40,9 +36,8 @@ yosys -q -l "$out/synth.log" -p "read_verilog -sv -DSYNTHESIS ${srcs[*]}
   synth_ice40 -dsp -top $top -run begin:coarse
   $coarse
   synth_ice40 -dsp -top $top -run map_ram:
-  $rename
   tee -q -o $out/stat.txt stat
-  write_json $out/${name}_ice40.json
-  write_verilog -noattr $out/${name}_ice40.v" >/dev/null 2>"$out/yosys.stderr" || {
+  write_json $out/${top}_ice40.json
+  write_verilog -noattr $out/${top}_ice40.v" >/dev/null 2>"$out/yosys.stderr" || {
   tail -20 "$out/yosys.stderr" >&2; exit 1; }
 grep -q "SB_" "$out/stat.txt" || { echo "ice40_synth: no SB_* cells in the netlist: synthesis went wrong" >&2; exit 1; }
