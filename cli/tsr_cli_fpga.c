@@ -228,6 +228,9 @@ static int cmd_fit(int argc, char **argv)
         printf("%-8s %10g %10g %7s %6.0f%%\n", tsr_res_name(r), used[r], b.budget[r], share,
                100.0 * b.limit[r]);
     }
+    if (b.family == TSR_FAMILY_ICE40)
+        printf("note: on iCE40, LC is max(LUT4, FF) of the core before placement, a lower bound (the\n"
+               "board wrapper and packing add to it); scripts/fpga/ice40.sh places and routes\n");
     char why[512];
     if (tsr_board_fits(&b, used, why, sizeof why)) {
         printf("fits\n");

@@ -119,11 +119,12 @@ class Hier:
 
 
 def main():
-    if len(sys.argv) not in (5, 6) or (len(sys.argv) == 6 and sys.argv[5] not in ("xc7", "xcup")):
-        sys.exit("usage: synth_hier.py PKG.sv RTL_DIR WORKDIR CACHE_DIR [xc7|xcup]")
+    if len(sys.argv) not in (5, 6, 7) or (len(sys.argv) >= 6 and sys.argv[5] not in ("xc7", "xcup")):
+        sys.exit("usage: synth_hier.py PKG.sv RTL_DIR WORKDIR CACHE_DIR [xc7|xcup [TOP]]")
     pkg, rtl, work, cache = sys.argv[1:5]
-    family = sys.argv[5] if len(sys.argv) == 6 else "xc7"
-    total = Hier(pkg, rtl, work, cache, family).synth(TOP, {})
+    family = sys.argv[5] if len(sys.argv) >= 6 else "xc7"
+    top = sys.argv[6] if len(sys.argv) == 7 else TOP
+    total = Hier(pkg, rtl, work, cache, family).synth(top, {})
     for cell, n in sorted(total.items()):
         print(f"     {cell} {n}")
 

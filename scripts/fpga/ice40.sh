@@ -61,7 +61,7 @@ spram=$("$py" -c 'import json,sys; print(json.load(open(sys.argv[1]))["resources
 # No -dsp: the wrapper has no multiplier, and -dsp would run ice40_dsp (see
 # ice40_synth.sh) over the core's SB_MAC16 cells again.
 clk_hz=$((clock_mhz * 1000000))
-yosys -q -l "$work/top.log" -p "read_verilog -sv $root/hw/fpga/ice40/tsr_*.sv
+yosys -q -l "$work/top.log" -p "read_verilog -sv $work/tsr_pkg.sv $root/hw/fpga/ice40/tsr_*.sv
   read_verilog $work/core/${top}_ice40.v
   chparam -set ClkHz $clk_hz tsr_ice40_top
   synth_ice40 -top tsr_ice40_top -json $work/tsr_ice40.json" >/dev/null 2>"$work/top.stderr" || {
