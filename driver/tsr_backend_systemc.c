@@ -33,6 +33,12 @@ typedef struct {
 
 static int s_open(const tsr_config_t *cfg, const tsr_device_opts_t *opts, void **state)
 {
+    /* The model times tsr_top's pipelined stages; the serial core takes
+     * 13-16x its cycles, so its figures would mislead rather than inform. */
+    if (cfg->serial_core)
+        return tsr_err(TSR_EINVAL,
+                       "systemc: the model times the pipelined core; this config sets SERIAL_CORE = 1 (the "
+                       "serial core): use the rtl backend for its cycles or fsim for its results");
     sc_state_t *s = calloc(1, sizeof *s);
     int rc;
     if (!s)

@@ -374,6 +374,12 @@ static void test_bad_input(void **state)
     assert_int_equal(tsr_config_load("tiny", &cfg), TSR_OK);
     assert_int_equal(tsr_device_open("nosuch", &cfg, NULL, &dev), TSR_EBACKEND);
     assert_non_null(strstr(tsr_errmsg(), "systemc"));
+    /* the serial core (ice40 preset) is not what the model times: refused by name */
+    tsr_config_t serial;
+    assert_int_equal(tsr_config_load("ice40", &serial), TSR_OK);
+    assert_int_equal(tsr_device_open("systemc", &serial, NULL, &dev), TSR_EINVAL);
+    assert_non_null(strstr(tsr_errmsg(), "SERIAL_CORE = 1"));
+    assert_null(dev);
     tsr_device_opts_t o;
     memset(&o, 0, sizeof o);
     o.skip_verify = 1;
