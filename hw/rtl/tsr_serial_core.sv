@@ -18,8 +18,8 @@
 //   one-word write-combining buffer (tsr_serial_axi: single beats), with
 //   addresses by increments. The on-chip and DRAM spans are checked row by
 //   row as the walk reaches them, so no product is needed.
-// - GEMM uses the array of tsr_gemm_core; ALU runs one tsr_alu_lane over the
-//   lanes of a row, rotating it.
+// - GEMM uses the array of tsr_gemm_core; ALU runs one lane (tsr_alu_pre, a
+//   register, tsr_alu_fin: two cycles per lane) over the lanes of a row.
 // Errors (malformed instruction, index or range, DRAM beyond 32 bits or an
 // error response, reserved ALU opcode) stop the core with the unit's sticky
 // error bit until the next start or reset. After FINISH the core stops, so
