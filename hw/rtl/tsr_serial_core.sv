@@ -74,18 +74,13 @@ module tsr_serial_core (
   localparam int IW1  = (IW0 > tsr_pkg::WGT_IDX_BITS) ? IW0 : tsr_pkg::WGT_IDX_BITS;
   localparam int IW2  = (IW1 > tsr_pkg::ACC_IDX_BITS) ? IW1 : tsr_pkg::ACC_IDX_BITS;
   localparam int RIW  = ((IW2 > tsr_pkg::SRAM_BASE_BITS) ? IW2 : tsr_pkg::SRAM_BASE_BITS) + 1;  // on-chip row counter
-  // Index arithmetic of the micro-op loops: i*factor_out + j*factor_in + uop
-  // field, by increments, in XW bits that saturate: an index beyond its
-  // buffer is an error, and every buffer's depth is below 2^XW - 1, so a
-  // saturated sum is out of range exactly when the true one is.
-  localparam int FW0  = (tsr_pkg::GEMM_DST_FACTOR_OUT_W > tsr_pkg::GEMM_SRC_FACTOR_OUT_W) ? tsr_pkg::GEMM_DST_FACTOR_OUT_W : tsr_pkg::GEMM_SRC_FACTOR_OUT_W;
-  localparam int FW1  = (FW0 > tsr_pkg::GEMM_WGT_FACTOR_OUT_W) ? FW0 : tsr_pkg::GEMM_WGT_FACTOR_OUT_W;
-  localparam int FW2  = (FW1 > tsr_pkg::GEMM_DST_FACTOR_IN_W) ? FW1 : tsr_pkg::GEMM_DST_FACTOR_IN_W;
-  localparam int FW3  = (FW2 > tsr_pkg::GEMM_SRC_FACTOR_IN_W) ? FW2 : tsr_pkg::GEMM_SRC_FACTOR_IN_W;
-  localparam int FW   = (FW3 > tsr_pkg::GEMM_WGT_FACTOR_IN_W) ? FW3 : tsr_pkg::GEMM_WGT_FACTOR_IN_W;
-  localparam int ITW  = (tsr_pkg::GEMM_ITER_OUT_W > tsr_pkg::GEMM_ITER_IN_W) ? tsr_pkg::GEMM_ITER_OUT_W : tsr_pkg::GEMM_ITER_IN_W;
-  localparam int XW   = ((IW2 > FW) ? IW2 : FW) + 1;
-  localparam int UW   = tsr_pkg::GEMM_UOP_END_W;
+  // The micro-op loops are tsr_compute_loop's, sized as the compute pipe
+  // sizes them: offsets in OFFW bits (the largest inp/wgt/acc index + 1).
+  localparam int MAXIB0 = (tsr_pkg::ACC_IDX_BITS > tsr_pkg::INP_IDX_BITS) ? tsr_pkg::ACC_IDX_BITS : tsr_pkg::INP_IDX_BITS;
+  localparam int MAXIB  = (MAXIB0 > tsr_pkg::WGT_IDX_BITS) ? MAXIB0 : tsr_pkg::WGT_IDX_BITS;
+  localparam int OFFW = MAXIB + 1;
+  localparam int UIB  = tsr_pkg::UOP_IDX_BITS;
+  localparam int ITW  = tsr_pkg::GEMM_ITER_OUT_W;
   localparam int BC0  = (RB > NL) ? RB : NL;
   localparam int BCW  = $clog2(((BC0 > 16) ? BC0 : 16) + 1);  // bytes of an element, lanes, 16
 
@@ -165,10 +160,7 @@ module tsr_serial_core (
   logic [15:0]    ycnt_q, ycnt_d, xcnt_q, xcnt_d;
   logic [RIW-1:0] r_q, r_d;                 // on-chip row
   // micro-op loops
-  logic [ITW-1:0] li_q, li_d, lj_q, lj_d;
-  logic [UW-1:0]  lu_q, lu_d;
-  logic [XW-1:0]  dbo_q, dbo_d, dcur_q, dcur_d, sbo_q, sbo_d, scur_q, scur_d, wbo_q, wbo_d, wcur_q, wcur_d;
-  logic [XW-1:0]  dst_q, dst_d;
+  logic [OFFW-1:0] dst_q, dst_d;
   // DRAM buffers
   logic [BB*8-1:0] rbuf_q, rbuf_d;          // last word read
   logic            rval_q, rval_d;
@@ -328,28 +320,29 @@ module tsr_serial_core (
 
   // GEMM and ALU share the loop fields' positions only by accident of the
   // table: read each through its own format's decoder.
-  logic [UW-1:0]  f_bgn, f_end;
-  logic [ITW-1:0] f_iout, f_iin;
-  logic [FW-1:0]  f_dfo, f_dfi, f_sfo, f_sfi, f_wfo, f_wfi;
+  logic [UIB-1:0]  f_bgn;
+  logic [UIB:0]    f_end;
+  logic [ITW-1:0]  f_iout, f_iin;
+  logic [OFFW-2:0] f_dfo, f_dfi, f_sfo, f_sfi, f_wfo, f_wfi;
   logic           f_reset;
   always_comb begin
     if (is_gemm) begin
-      f_bgn = UW'(d_gemm_uop_bgn);      f_end = UW'(d_gemm_uop_end);
+      f_bgn = UIB'(d_gemm_uop_bgn);      f_end = (UIB + 1)'(d_gemm_uop_end);
       f_iout = ITW'(d_gemm_iter_out);   f_iin = ITW'(d_gemm_iter_in);
-      f_dfo = FW'(d_gemm_dst_factor_out); f_dfi = FW'(d_gemm_dst_factor_in);
-      f_sfo = FW'(d_gemm_src_factor_out); f_sfi = FW'(d_gemm_src_factor_in);
-      f_wfo = FW'(d_gemm_wgt_factor_out); f_wfi = FW'(d_gemm_wgt_factor_in);
+      f_dfo = (OFFW - 1)'(d_gemm_dst_factor_out); f_dfi = (OFFW - 1)'(d_gemm_dst_factor_in);
+      f_sfo = (OFFW - 1)'(d_gemm_src_factor_out); f_sfi = (OFFW - 1)'(d_gemm_src_factor_in);
+      f_wfo = (OFFW - 1)'(d_gemm_wgt_factor_out); f_wfi = (OFFW - 1)'(d_gemm_wgt_factor_in);
       f_reset = tsr_pkg::gemm_reset(insn_q);
     end else begin
-      f_bgn = UW'(d_alu_uop_bgn);       f_end = UW'(d_alu_uop_end);
+      f_bgn = UIB'(d_alu_uop_bgn);       f_end = (UIB + 1)'(d_alu_uop_end);
       f_iout = ITW'(d_alu_iter_out);    f_iin = ITW'(d_alu_iter_in);
-      f_dfo = FW'(d_alu_dst_factor_out); f_dfi = FW'(d_alu_dst_factor_in);
-      f_sfo = FW'(d_alu_src_factor_out); f_sfi = FW'(d_alu_src_factor_in);
+      f_dfo = (OFFW - 1)'(d_alu_dst_factor_out); f_dfi = (OFFW - 1)'(d_alu_dst_factor_in);
+      f_sfo = (OFFW - 1)'(d_alu_src_factor_out); f_sfi = (OFFW - 1)'(d_alu_src_factor_in);
       f_wfo = '0;                             f_wfi = '0;
       f_reset = tsr_pkg::alu_reset(insn_q);
     end
   end
-  assign uop_bad = (f_bgn > f_end) || (32'(f_end) > 32'(tsr_pkg::UOP_DEPTH));
+  assign uop_bad = ({1'b0, f_bgn} > f_end) || (32'(f_end) > 32'(tsr_pkg::UOP_DEPTH));
   assign alu_bad = !is_gemm && (tsr_pkg::alu_alu_opcode(insn_q) >= 4'(tsr_pkg::ALU_COUNT));
 
   // header of a fetched instruction: its first two bytes, at the top of insn_q
@@ -368,11 +361,33 @@ module tsr_serial_core (
             ((h_op == 3'(tsr_pkg::OP_LOAD) || h_op == 3'(tsr_pkg::OP_STORE)) && h_mt > 3'(tsr_pkg::MEM_ACC8));
   end
 
-  function automatic logic [XW-1:0] sat_add(input logic [XW-1:0] a, input logic [XW-1:0] b);
-    logic [XW:0] sum;
-    sum = {1'b0, a} + {1'b0, b};
-    sat_add = sum[XW] ? '1 : sum[XW-1:0];
-  endfunction
+  // The loop nest: one (uop, offsets) at a time, held (stall) until the op
+  // is done and advanced in S_GEMM_WR; an error aborts it.
+  logic            loop_start, loop_stall, loop_abort, loop_valid;
+  logic [UIB-1:0]  loop_uop;
+  logic [OFFW-1:0] loop_doff, loop_soff, loop_woff;
+  tsr_compute_loop #(.UopBits(UIB), .IterW(ITW), .OffW(OFFW)) u_loop (
+    .clk_i,
+    .rst_ni,
+    .start_i    (loop_start),
+    .stall_i    (loop_stall),
+    .abort_i    (loop_abort),
+    .uop_bgn_i  (f_bgn),
+    .uop_end_i  (f_end),
+    .iter_out_i (f_iout),
+    .iter_in_i  (f_iin),
+    .dst_fo_i   (f_dfo),
+    .dst_fi_i   (f_dfi),
+    .src_fo_i   (f_sfo),
+    .src_fi_i   (f_sfi),
+    .wgt_fo_i   (f_wfo),
+    .wgt_fi_i   (f_wfi),
+    .valid_o    (loop_valid),
+    .uop_o      (loop_uop),
+    .dst_off_o  (loop_doff),
+    .src_off_o  (loop_soff),
+    .wgt_off_o  (loop_woff)
+  );
 
   // ------------------------------------------------------------ queues and tokens
   logic [QCW-1:0] qcnt [3];
@@ -424,7 +439,7 @@ module tsr_serial_core (
   logic [3:0]  hflags;
   logic [1:0]  pend_s;
   logic        in_row, row_end, walk_end;
-  logic [XW-1:0] ix_dst, ix_src, ix_wgt;
+  logic [OFFW-1:0] ix_dst, ix_src, ix_wgt;  // uop field + loop offset (< 2^OFFW)
   logic [tsr_pkg::UOP_BYTES*8-1:0] uop_row;
   logic [31:0] iaddr;
   logic [RW-1:0] ld_row;  // what a LOAD writes: the element, or zeros for a pad row
@@ -442,9 +457,11 @@ module tsr_serial_core (
   assign uop_row = uop_rdata;
   logic unused_uop;  // the bits above the three fields are padding
   assign unused_uop = ^uop_row;
-  assign ix_dst   = sat_add(XW'(uop_row[tsr_pkg::UOP_DST_LSB +: tsr_pkg::UOP_DST_W]), dcur_q);
-  assign ix_src   = sat_add(XW'(uop_row[tsr_pkg::UOP_SRC_LSB +: tsr_pkg::UOP_SRC_W]), scur_q);
-  assign ix_wgt   = sat_add(XW'(uop_row[tsr_pkg::UOP_WGT_LSB +: tsr_pkg::UOP_WGT_W]), wcur_q);
+  assign loop_stall = (state_q != S_GEMM_WR);
+  assign loop_abort = (state_q == S_ERR);
+  assign ix_dst   = OFFW'(uop_row[tsr_pkg::UOP_DST_LSB +: tsr_pkg::UOP_DST_W]) + loop_doff;
+  assign ix_src   = OFFW'(uop_row[tsr_pkg::UOP_SRC_LSB +: tsr_pkg::UOP_SRC_W]) + loop_soff;
+  assign ix_wgt   = OFFW'(uop_row[tsr_pkg::UOP_WGT_LSB +: tsr_pkg::UOP_WGT_W]) + loop_woff;
   assign in_row   = (yseg_q == SEG_DATA) && (xseg_q == SEG_DATA);
   assign row_end  = (xcnt_q == 16'd1) && (xnext == SEG_NONE);
   assign walk_end = row_end && (ycnt_q == 16'd1) && (ynext == SEG_NONE);
@@ -483,15 +500,6 @@ module tsr_serial_core (
     ycnt_d     = ycnt_q;
     xcnt_d     = xcnt_q;
     r_d        = r_q;
-    li_d       = li_q;
-    lj_d       = lj_q;
-    lu_d       = lu_q;
-    dbo_d      = dbo_q;
-    dcur_d     = dcur_q;
-    sbo_d      = sbo_q;
-    scur_d     = scur_q;
-    wbo_d      = wbo_q;
-    wcur_d     = wcur_q;
     dst_d      = dst_q;
     rbuf_d     = rbuf_q;
     rval_d     = rval_q;
@@ -509,6 +517,7 @@ module tsr_serial_core (
     out_we = 1'b0; out_waddr = '0; out_wdata = '0; out_re = 1'b0; out_raddr = '0;
     pend_s = 2'd0;
     pend_go = 1'b0;
+    loop_start = 1'b0;
     pend_clr = 1'b0;
     pend_set = 1'b0;
     done_inc = 1'b0;
@@ -544,6 +553,7 @@ module tsr_serial_core (
       S_SCHED: begin
         // 1. a pending push whose queues now have room
         pend_go = 1'b0;
+    loop_start = 1'b0;
     step = 1'b0;
         for (int k = 0; k < 3; k++) begin
           if (!pend_go && pend_q[2*k +: 2] != '0 && push_ok(2'(k), pend_q[2*k +: 2], l2c_q, c2l_q, c2s_q, s2c_q)) begin
@@ -679,10 +689,9 @@ module tsr_serial_core (
           if (uop_bad || alu_bad) begin
             err_d[2] = 1'b1;
             state_d  = S_ERR;
-          end else if (f_bgn != f_end && f_iout != '0 && f_iin != '0) begin
-            li_d = '0; lj_d = '0; lu_d = f_bgn;
-            dbo_d = '0; dcur_d = '0; sbo_d = '0; scur_d = '0; wbo_d = '0; wcur_d = '0;
-            state_d = S_UOP_RD;
+          end else begin
+            loop_start = 1'b1;  // (a loop of no iteration ends at once)
+            state_d    = S_UOP_RD;
           end
         end else begin
           // FINISH: the run is over; the core stops where it is
@@ -795,21 +804,25 @@ module tsr_serial_core (
 
       // ---------------------------------------------------- GEMM / ALU
       S_UOP_RD: begin
-        uop_re    = 1'b1;
-        uop_raddr = tsr_pkg::UOP_IDX_BITS'(lu_q);
-        state_d   = S_UOP;
+        if (!loop_valid) begin
+          state_d = S_DONE_EXEC;
+        end else begin
+          uop_re    = 1'b1;
+          uop_raddr = loop_uop;
+          state_d   = S_UOP;
+        end
       end
 
       S_UOP: begin
         dst_d = ix_dst;
-        if (ix_dst >= XW'(tsr_pkg::ACC_DEPTH)) begin
+        if (ix_dst >= OFFW'(tsr_pkg::ACC_DEPTH)) begin
           err_d[2] = 1'b1;
           state_d  = S_ERR;
         end else if (f_reset) begin
           row_d   = '0;  // written by S_ALU_WR
           state_d = S_ALU_WR;
         end else if (is_gemm) begin
-          if (ix_src >= XW'(tsr_pkg::INP_DEPTH) || ix_wgt >= XW'(tsr_pkg::WGT_DEPTH)) begin
+          if (ix_src >= OFFW'(tsr_pkg::INP_DEPTH) || ix_wgt >= OFFW'(tsr_pkg::WGT_DEPTH)) begin
             err_d[2] = 1'b1;
             state_d  = S_ERR;
           end else begin
@@ -819,7 +832,7 @@ module tsr_serial_core (
             state_d = S_GEMM_W1;
           end
         end else if (!tsr_pkg::alu_use_imm(insn_q)) begin
-          if (ix_src >= XW'(tsr_pkg::ACC_DEPTH)) begin
+          if (ix_src >= OFFW'(tsr_pkg::ACC_DEPTH)) begin
             err_d[2] = 1'b1;
             state_d  = S_ERR;
           end else begin
@@ -864,37 +877,13 @@ module tsr_serial_core (
 
       S_GEMM_WR: begin
         // GEMM: write the accumulated row; every op (reset and ALU too)
-        // comes through here to advance the loops.
+        // comes through here: the loop advances (stall low).
         if (is_gemm && !f_reset) begin
           acc_we = 1'b1; acc_waddr = tsr_pkg::ACC_IDX_BITS'(dst_q); acc_wdata = gemm_row;
           out_we = 1'b1; out_waddr = tsr_pkg::ACC_IDX_BITS'(dst_q); out_wdata = out_of(gemm_row);
           op_gemm = 1'b1;
         end
-        state_d = S_UOP_RD;
-        if (lu_q + UW'(1) != f_end) begin
-          lu_d = lu_q + UW'(1);
-        end else begin
-          lu_d = f_bgn;
-          if (lj_q + ITW'(1) != f_iin) begin
-            lj_d   = lj_q + ITW'(1);
-            dcur_d = sat_add(dcur_q, XW'(f_dfi));
-            scur_d = sat_add(scur_q, XW'(f_sfi));
-            wcur_d = sat_add(wcur_q, XW'(f_wfi));
-          end else begin
-            lj_d = '0;
-            if (li_q + ITW'(1) != f_iout) begin
-              li_d   = li_q + ITW'(1);
-              dbo_d  = sat_add(dbo_q, XW'(f_dfo));
-              sbo_d  = sat_add(sbo_q, XW'(f_sfo));
-              wbo_d  = sat_add(wbo_q, XW'(f_wfo));
-              dcur_d = sat_add(dbo_q, XW'(f_dfo));
-              scur_d = sat_add(sbo_q, XW'(f_sfo));
-              wcur_d = sat_add(wbo_q, XW'(f_wfo));
-            end else begin
-              state_d = S_DONE_EXEC;
-            end
-          end
-        end
+        state_d = S_UOP_RD;  // the loop advances this cycle
       end
 
       // ---------------------------------------------------- completion
@@ -1085,15 +1074,6 @@ module tsr_serial_core (
     ycnt_q     <= ycnt_d;
     xcnt_q     <= xcnt_d;
     r_q        <= r_d;
-    li_q       <= li_d;
-    lj_q       <= lj_d;
-    lu_q       <= lu_d;
-    dbo_q      <= dbo_d;
-    dcur_q     <= dcur_d;
-    sbo_q      <= sbo_d;
-    scur_q     <= scur_d;
-    wbo_q      <= wbo_d;
-    wcur_q     <= wcur_d;
     dst_q      <= dst_d;
     rbuf_q     <= rbuf_d;
     wbuf_q     <= wbuf_d;
