@@ -78,19 +78,7 @@ module tsr_fetch #(
   assign opcode   = tsr_pkg::insn_opcode(insn);
   assign mem_type = tsr_pkg::mem_mem_type(insn);
 
-  always_comb begin
-    stage = 2'(STAGE_COMPUTE);
-    bad = 1'b0;
-    if (opcode == 3'(tsr_pkg::OP_STORE)) begin
-      stage = 2'(STAGE_STORE);
-    end else if (opcode == 3'(tsr_pkg::OP_LOAD) &&
-                 (mem_type == 3'(tsr_pkg::MEM_INP) || mem_type == 3'(tsr_pkg::MEM_WGT))) begin
-      stage = 2'(STAGE_LOAD);
-    end
-    if (opcode > 3'(tsr_pkg::OP_ALU)) bad = 1'b1;
-    if ((opcode == 3'(tsr_pkg::OP_LOAD) || opcode == 3'(tsr_pkg::OP_STORE)) &&
-        mem_type > 3'(tsr_pkg::MEM_ACC8)) bad = 1'b1;
-  end
+  tsr_insn_route u_route (.opcode_i(opcode), .mem_type_i(mem_type), .stage_o(stage), .bad_o(bad));
 
   // Dispatch only while the run is error-free; a malformed instruction stops fetch.
   always_comb begin

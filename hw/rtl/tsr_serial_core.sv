@@ -353,13 +353,7 @@ module tsr_serial_core (
   assign hdr  = {{(tsr_pkg::INSN_BITS - 16){1'b0}}, insn_q[tsr_pkg::INSN_BITS-1 -: 16]};
   assign h_op = tsr_pkg::insn_opcode(hdr);
   assign h_mt = tsr_pkg::mem_mem_type(hdr);
-  always_comb begin
-    h_stage = 2'(ST_COMPUTE);
-    if (h_op == 3'(tsr_pkg::OP_STORE)) h_stage = 2'(ST_STORE);
-    else if (h_op == 3'(tsr_pkg::OP_LOAD) && (h_mt == 3'(tsr_pkg::MEM_INP) || h_mt == 3'(tsr_pkg::MEM_WGT))) h_stage = 2'(ST_LOAD);
-    h_bad = (h_op > 3'(tsr_pkg::OP_ALU)) ||
-            ((h_op == 3'(tsr_pkg::OP_LOAD) || h_op == 3'(tsr_pkg::OP_STORE)) && h_mt > 3'(tsr_pkg::MEM_ACC8));
-  end
+  tsr_insn_route u_route (.opcode_i(h_op), .mem_type_i(h_mt), .stage_o(h_stage), .bad_o(h_bad));
 
   // The loop nest: one (uop, offsets) at a time, held (stall) until the op
   // is done and advanced in S_GEMM_WR; an error aborts it.

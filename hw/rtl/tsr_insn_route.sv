@@ -1,0 +1,23 @@
+// tsr_insn_route: the stage that executes an instruction, and whether its
+// opcode or memory type is malformed (isa/semantics.md "Dependency flags and
+// stages"; the C side is tsr_insn_stage). The rule both cores' fetch
+// dispatches by, kept in one place. Combinational.
+module tsr_insn_route (
+  input  logic [2:0] opcode_i,
+  input  logic [2:0] mem_type_i,  // read for LOAD and STORE only
+  output logic [1:0] stage_o,     // 0 load, 1 compute, 2 store
+  output logic       bad_o        // opcode beyond ALU, or LOAD/STORE memory type beyond acc8
+);
+  always_comb begin
+    stage_o = 2'd1;
+    if (opcode_i == 3'(tsr_pkg::OP_STORE)) begin
+      stage_o = 2'd2;
+    end else if (opcode_i == 3'(tsr_pkg::OP_LOAD) &&
+                 (mem_type_i == 3'(tsr_pkg::MEM_INP) || mem_type_i == 3'(tsr_pkg::MEM_WGT))) begin
+      stage_o = 2'd0;
+    end
+    bad_o = (opcode_i > 3'(tsr_pkg::OP_ALU)) ||
+            ((opcode_i == 3'(tsr_pkg::OP_LOAD) || opcode_i == 3'(tsr_pkg::OP_STORE)) &&
+             mem_type_i > 3'(tsr_pkg::MEM_ACC8));
+  end
+endmodule
