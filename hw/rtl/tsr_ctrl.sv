@@ -48,8 +48,7 @@ module tsr_ctrl #(
   input  logic        err_i,          // any unit reported an error
   input  logic [31:0] fetched_i,
   input  logic [29:0] stage_insns_i,  // {store[9:0], compute[9:0], load[9:0]}
-  input  logic [NumCnt-1:0] cnt_inc_i,     // one event this cycle
-  input  logic [NumCnt*8-1:0] cnt_step_i,  // amount per event (e.g. bytes per beat)
+  input  logic [NumCnt-1:0] cnt_inc_i,     // one event this cycle (the DRAM byte counters: one beat)
   input  logic [31:0] tokens_i,       // REG_TOKENS
   input  logic [31:0] units_i,        // REG_UNITS
   input  logic        axi_idle_i,     // the AXI4 master has nothing outstanding
@@ -103,6 +102,12 @@ module tsr_ctrl #(
   assign insn_addr_o = addr_q;
   assign insn_count_o = count_q;
 
+  // What one event adds: a bus beat's bytes for the DRAM byte counters, else 1.
+  function automatic logic [7:0] cnt_step(input int k);
+    cnt_step = (k == tsr_pkg::CNT_DRAM_RD_BYTES || k == tsr_pkg::CNT_DRAM_WR_BYTES) ? 8'(tsr_pkg::BUS_BYTES)
+                                                                                     : 8'd1;
+  endfunction
+
   always_comb begin
     rd_value = '0;
     rd_hi = '0;
@@ -150,7 +155,7 @@ module tsr_ctrl #(
     cnt_d = cnt_q;
     for (int k = 0; k < NumCnt; k++) begin
       if (busy_q && cnt_inc_i[k])
-        cnt_d[k*64 +: 64] = 64'(CntWidth'(cnt_q[k*64 +: CntWidth] + CntWidth'(cnt_step_i[k*8 +: 8])));
+        cnt_d[k*64 +: 64] = 64'(CntWidth'(cnt_q[k*64 +: CntWidth] + CntWidth'(cnt_step(k))));
       if (!CntMask[k]) cnt_d[k*64 +: 64] = '0;
     end
     if (start) cnt_d = '0;

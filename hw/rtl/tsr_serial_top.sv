@@ -75,7 +75,6 @@ module tsr_serial_top (
   logic [BW-1:0] req_wdata, rsp_rdata;
   logic [BW/8-1:0] req_wstrb;
   logic [tsr_pkg::CNT_COUNT-1:0]   cnt_inc;
-  logic [tsr_pkg::CNT_COUNT*8-1:0] cnt_step;
 
   // The counters the driver's progress watchdog and run budget read, in 36
   // bits (over an hour and a half at 12 MHz): cycles, DRAM bytes, tensor ops, and
@@ -118,7 +117,6 @@ module tsr_serial_top (
     .fetched_i        (fetched),
     .stage_insns_i    (stage_insns),
     .cnt_inc_i        (cnt_inc),
-    .cnt_step_i       (cnt_step),
     .tokens_i         (tokens),
     .units_i          (units),
     .axi_idle_i       (axi_idle),
@@ -132,10 +130,6 @@ module tsr_serial_top (
   // Counter events, in tsr_pkg::CNT_* order (DRAM counters count bytes per beat).
   always_comb begin
     cnt_inc = '0;
-    cnt_step = '0;
-    for (int k = 0; k < tsr_pkg::CNT_COUNT; k++) cnt_step[k*8 +: 8] = 8'd1;
-    cnt_step[tsr_pkg::CNT_DRAM_RD_BYTES*8 +: 8] = 8'(tsr_pkg::BUS_BYTES);
-    cnt_step[tsr_pkg::CNT_DRAM_WR_BYTES*8 +: 8] = 8'(tsr_pkg::BUS_BYTES);
     cnt_inc[tsr_pkg::CNT_CYCLES]       = 1'b1;
     cnt_inc[tsr_pkg::CNT_COMPUTE_BUSY] = compute_exec;
     cnt_inc[tsr_pkg::CNT_DRAM_RD_BYTES] = rd_beat;

@@ -121,7 +121,6 @@ module tsr_top (
   logic        gemm_op, alu_op;
   logic [31:0] load_insns, compute_insns, store_insns;
   logic [tsr_pkg::CNT_COUNT-1:0]   cnt_inc;
-  logic [tsr_pkg::CNT_COUNT*8-1:0] cnt_step;
 
   tsr_ctrl u_ctrl (
     .clk_i            (clk_i),
@@ -153,7 +152,6 @@ module tsr_top (
     .fetched_i        (fetched),
     .stage_insns_i    ({store_insns[9:0], compute_insns[9:0], load_insns[9:0]}),
     .cnt_inc_i        (cnt_inc),
-    .cnt_step_i       (cnt_step),
     .tokens_i         (tokens),
     .units_i          (units),
     .axi_idle_i       (axi_idle),
@@ -171,10 +169,6 @@ module tsr_top (
   // Counter events, in tsr_pkg::CNT_* order; DRAM counters count bytes per beat.
   always_comb begin
     cnt_inc = '0;
-    cnt_step = '0;
-    for (int k = 0; k < tsr_pkg::CNT_COUNT; k++) cnt_step[k*8 +: 8] = 8'd1;
-    cnt_step[tsr_pkg::CNT_DRAM_RD_BYTES*8 +: 8] = 8'(tsr_pkg::BUS_BYTES);
-    cnt_step[tsr_pkg::CNT_DRAM_WR_BYTES*8 +: 8] = 8'(tsr_pkg::BUS_BYTES);
     cnt_inc[tsr_pkg::CNT_CYCLES]            = 1'b1;
     cnt_inc[tsr_pkg::CNT_LOAD_BUSY]         = load_busy;
     cnt_inc[tsr_pkg::CNT_LOAD_STALL_TOK]    = load_stall_tok;
