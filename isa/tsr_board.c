@@ -14,6 +14,7 @@
 
 #include "tsr_error.h"
 #include "tsr_file.h"
+#include "tsr_jsonstrict.h"
 
 /* Generated from the JSON files in boards/ by scripts/embed_presets.cmake. */
 extern const char *const tsr_board_table[][2];
@@ -167,6 +168,9 @@ int tsr_board_parse(const char *json, const char *name, tsr_board_t *out)
         b.limit[r] = 1.0;
     if (!json || !out)
         return tsr_err(TSR_EINVAL, "%s: no board given", bn);
+    /* Numbers as RFC 8259 has them (cJSON takes "04" as 4): tsr_jsonstrict.h. */
+    if ((rc = tsr_json_check_numbers(json, bn)))
+        goto out;
     root = cJSON_ParseWithOpts(json, NULL, 1);
     if (!root || !cJSON_IsObject(root)) {
         rc = tsr_err(TSR_ECONFIG, "%s: malformed board file: not a JSON object", bn);

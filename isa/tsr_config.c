@@ -16,6 +16,7 @@
 #include "tsr_error.h"
 #include "tsr_file.h"
 #include "tsr_isa.h"
+#include "tsr_jsonstrict.h"
 
 extern const char *const tsr_preset_table[][2];
 
@@ -218,6 +219,9 @@ int tsr_config_parse(const char *json, const char *name, tsr_config_t *cfg)
 
     if (!json || !cfg)
         return tsr_err(TSR_EINVAL, "%s: no config given", cname);
+    /* Numbers as RFC 8259 has them (cJSON takes "04" as 4): tsr_jsonstrict.h. */
+    if ((rc = tsr_json_check_numbers(json, cname)))
+        goto out;
     /* Trailing text after the object means a damaged or concatenated file. */
     root = cJSON_ParseWithOpts(json, NULL, 1);
     if (!root) {

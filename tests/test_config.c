@@ -17,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "tsr_board.h"
 #include "tsr_config.h"
 #include "tsr_error.h"
 #include "tsr_isa.h"
@@ -602,6 +603,43 @@ static void test_malformed_json(void **state)
     expect_has("name", "my_board.json");
 }
 
+/* Numbers JSON (RFC 8259) does not have are refused, not read the way
+ * cJSON's strtod reads them ("04" was taken as 4), with one line naming
+ * the key; the same check guards the board files (tsr_board.c). */
+static void test_strict_numbers(void **state)
+{
+    (void)state;
+    tsr_config_t c;
+    static const char *const bad[] = {"04", "-04", "00", "+4", "0x4", "NaN", "nan", "Infinity", "-Infinity",
+                                      "inf", "4.", ".4", "4.e1", "4e", "4e+", "1_0"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char want[96];
+        snprintf(want, sizeof want, "testcfg: line 8: key LOG_BLOCK: %s is not a JSON number (RFC 8259", bad[i]);
+        expect_code(bad[i], parse1("LOG_BLOCK", bad[i], &c), TSR_ECONFIG);
+        expect_has(bad[i], want);
+        if (strchr(tsr_errmsg(), '\n'))
+            fail_msg("%s: message spans lines: %s", bad[i], tsr_errmsg());
+    }
+    /* what JSON allows still parses and reaches the range check */
+    static const char *const good[] = {"4", "4.0", "40e-1", "0.4E1", "4E0"};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+        expect_ok(good[i], parse1("LOG_BLOCK", good[i], &c));
+    expect_code("-0", parse1("LOG_BLOCK", "-0", &c), TSR_ECONFIG);
+    expect_has("-0", "key LOG_BLOCK = -0 is out of range");
+    /* digits inside strings are not numbers */
+    expect_ok("string with 04", parse1("HW_VER", "\"04.+x\"", &c));
+    /* a key with control characters is shown escaped, on one line */
+    tsr_err_clear();
+    expect_code("odd key", tsr_config_parse("{\"A\\nB\x1b[31m\": 01}", "k.json", &c), TSR_ECONFIG);
+    expect_has("odd key", "k.json: line 1: key A\\nB\\x1b[31m: 01 is not a JSON number");
+    /* a board file through the same check */
+    tsr_board_t b;
+    tsr_err_clear();
+    expect_code("board", tsr_board_parse("{\"name\": \"x\",\n \"clock_mhz\": 0100}", "b.json", &b),
+                TSR_ECONFIG);
+    expect_has("board", "b.json: line 2: key clock_mhz: 0100 is not a JSON number");
+}
+
 static void test_isa_fit(void **state)
 {
     (void)state;
@@ -726,6 +764,7 @@ int main(void)
         cmocka_unit_test(test_missing_keys),
         cmocka_unit_test(test_unknown_and_types),
         cmocka_unit_test(test_malformed_json),
+        cmocka_unit_test(test_strict_numbers),
         cmocka_unit_test(test_isa_fit),
         cmocka_unit_test(test_area_options),
         cmocka_unit_test(test_load_files),
