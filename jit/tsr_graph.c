@@ -13,6 +13,7 @@
 
 #include "tsr_error.h"
 #include "tsr_jitutil.h"
+#include "tsr_op.h"
 #include "tsr_roofline.h"
 #include "tsr_stream.h"
 #include "tsr_tappack.h"
@@ -31,27 +32,29 @@ typedef struct {
 } gtensor_t;
 
 typedef struct {
-    tsr_graph_op_e op;     /* operator */
+    tsr_op_kind_e op;      /* operator (tsr_op.h) */
     char name[48];         /* for errors and the report */
     int in[2], out;        /* tensor ids (in[1] = -1 unless add) */
     tsr_conv2d_params_t conv;  /* conv, and dense as a 1x1 conv over [N, K, 1, 1] */
     int32_t *w_zp, *mult, *shift; /* owned copies of conv's arrays */
     void *w;               /* owned weights (OIHW bytes of the weight dtype) */
     int32_t *bias;         /* owned bias or NULL */
-    tsr_pool_params_t pool;
-    tsr_add_params_t add;
-    tsr_clip_params_t clip;
+    union {                /* the parameters of a pool, add or clip (prm: whichever it is) */
+        tsr_pool_params_t pool;
+        tsr_add_params_t add;
+        tsr_clip_params_t clip;
+        unsigned char prm[1];
+    };
     int is_dense;          /* conv built from a dense node */
     int is_requant;        /* conv built from a requantize node (unit depthwise weights) */
     int tap;               /* plan: the conv runs tap-packed (tsr_tappack.h) over its packed graph input */
     tsr_conv2d_params_t tconv; /* the rewritten parameters (tap) */
     void *tw;              /* the rewritten weights (tap; owned) */
-    tsr_conv2d_plan_t cp;  /* plans (by op) */
-    tsr_pool_plan_t pp;
-    tsr_eltwise_plan_t ep;
+    tsr_op_plan_t pl;      /* its plan, by plan_kind's row of the operator registry */
+    tsr_op_kind_e plan_kind; /* CONV for a conv, a dense and an add with a conv fused into it; else op */
     int planned;           /* the plan above is live */
     int fconv;             /* plan, add: 1 + the conv node whose epilogue runs it (0: none; cp is then the fused
-                              conv's plan and in[fk] the conv's input instead of its output) */
+                              conv's plan (pl.conv) and in[fk] the conv's input instead of its output) */
     int fk;                /* plan, add: which input the conv's output was */
     int finto;             /* plan, conv: 1 + the add node it runs in (0: none; the conv itself runs nothing) */
     tsr_graph_layer_t L;   /* report of the last execution */
@@ -111,14 +114,7 @@ static void unplan(tsr_graph_t *g)
         gnode_t *n = &g->ns[i];
         if (!n->planned)
             continue;
-        if (n->op == TSR_GOP_CONV || n->op == TSR_GOP_DENSE || n->fconv)
-            tsr_conv2d_plan_free(g->dev, &n->cp);
-        else if (n->op == TSR_GOP_POOL)
-            tsr_pool_plan_free(g->dev, &n->pp);
-        else if (n->op == TSR_GOP_ADD)
-            tsr_add_plan_free(g->dev, &n->ep);
-        else if (n->op == TSR_GOP_CLIP)
-            tsr_clip_plan_free(g->dev, &n->ep);
+        tsr_op_def(n->plan_kind)->plan_free(g->dev, &n->pl);
         n->planned = 0;
     }
     if (g->arena)
@@ -217,7 +213,7 @@ int tsr_graph_output(tsr_graph_t *g, int t)
  * after the checks every operator shares: graph, tensor ids, one producer,
  * no cycle, and its arguments (missing: NULL, or what the caller lacks,
  * e.g. "parameters"). */
-static int new_node(tsr_graph_t *g, tsr_graph_op_e op, const char *name, int a, int b, int y, const char *missing,
+static int new_node(tsr_graph_t *g, tsr_op_kind_e op, const char *name, int a, int b, int y, const char *missing,
                     gnode_t **out)
 {
     if (!g)
@@ -226,9 +222,10 @@ static int new_node(tsr_graph_t *g, tsr_graph_op_e op, const char *name, int a, 
         return tsr_err(TSR_EINVAL, "graph: already planned (build the whole graph first)");
     char nm[48];
     snprintf(nm, sizeof nm, "%s", name && *name ? name : "?");
+    const int two = tsr_op_def(op)->n_inputs == 2;
     const int ids[3] = {a, b, y};
     for (int k = 0; k < 3; k++) {
-        if (k == 1 && op != TSR_GOP_ADD)
+        if (k == 1 && !two)
             continue;
         if (ids[k] < 0 || ids[k] >= g->nt)
             return tsr_err(TSR_EINVAL, "graph: node \"%s\": %s tensor %d does not exist", nm,
@@ -237,7 +234,7 @@ static int new_node(tsr_graph_t *g, tsr_graph_op_e op, const char *name, int a, 
     if (g->ts[y].producer >= 0)
         return tsr_err(TSR_EINVAL, "graph: node \"%s\": tensor %d already has a producer (node \"%s\")", nm, y,
                        g->ns[g->ts[y].producer].name);
-    if (y == a || (op == TSR_GOP_ADD && y == b))
+    if (y == a || (two && y == b))
         return tsr_err(TSR_EINVAL, "graph: node \"%s\": tensor %d is both an input and the output (a cycle)", nm, y);
     if (missing)
         return tsr_err(TSR_EINVAL, "graph: node \"%s\": NULL %s", nm, missing);
@@ -254,7 +251,7 @@ static int new_node(tsr_graph_t *g, tsr_graph_op_e op, const char *name, int a, 
     n->op = op;
     memcpy(n->name, nm, sizeof nm);
     n->in[0] = a;
-    n->in[1] = op == TSR_GOP_ADD ? b : -1;
+    n->in[1] = two ? b : -1;
     n->out = y;
     *out = n;
     return TSR_OK;
@@ -344,7 +341,7 @@ int tsr_graph_conv2d(tsr_graph_t *g, const char *name, int x, int y, const tsr_c
                      const int32_t *bias)
 {
     gnode_t *n = NULL;
-    int rc = new_node(g, TSR_GOP_CONV, name, x, -1, y, !p || !w ? "parameters or weights" : NULL, &n);
+    int rc = new_node(g, TSR_OPK_CONV, name, x, -1, y, !p || !w ? "parameters or weights" : NULL, &n);
     if (rc)
         return rc;
     if ((rc = check_conv(g, n, p)) || (rc = copy_conv(n, p, w, bias)))
@@ -373,7 +370,7 @@ int tsr_graph_dense(tsr_graph_t *g, const char *name, int x, int y, const tsr_de
                     const int32_t *bias)
 {
     gnode_t *n = NULL;
-    int rc = new_node(g, TSR_GOP_DENSE, name, x, -1, y, !p || !w ? "parameters or weights" : NULL, &n);
+    int rc = new_node(g, TSR_OPK_DENSE, name, x, -1, y, !p || !w ? "parameters or weights" : NULL, &n);
     if (rc)
         return rc;
     if ((rc = tsr_dense_check(p, NULL)))
@@ -407,7 +404,7 @@ int tsr_graph_dense(tsr_graph_t *g, const char *name, int x, int y, const tsr_de
 int tsr_graph_requantize(tsr_graph_t *g, const char *name, int x, int y, const tsr_requant_params_t *p)
 {
     gnode_t *n = NULL;
-    int rc = new_node(g, TSR_GOP_CONV, name, x, -1, y, p ? NULL : "parameters", &n);
+    int rc = new_node(g, TSR_OPK_CONV, name, x, -1, y, p ? NULL : "parameters", &n);
     if (rc)
         return rc;
     if (p->c < 1 || p->c > (1 << 20))
@@ -442,62 +439,46 @@ int tsr_graph_requantize(tsr_graph_t *g, const char *name, int x, int y, const t
     return TSR_OK;
 }
 
-int tsr_graph_pool(tsr_graph_t *g, const char *name, int x, int y, const tsr_pool_params_t *p)
+/* A node whose parameters the graph keeps as they are (pool, add, clip):
+ * the operator's check (tsr_op.h) gives the tensors they need. */
+static int plain_node(tsr_graph_t *g, tsr_op_kind_e op, const char *name, int a, int b, int y, const void *p)
 {
     gnode_t *n = NULL;
-    int rc = new_node(g, TSR_GOP_POOL, name, x, -1, y, p ? NULL : "parameters", &n);
+    int rc = new_node(g, op, name, a, b, y, p ? NULL : "parameters", &n);
     if (rc)
         return rc;
-    int oh, ow;
-    if ((rc = tsr_pool_check(p, &oh, &ow)))
+    const tsr_op_def_t *d = tsr_op_def(op);
+    tsr_op_io_t io[3];
+    if ((rc = d->check(p, io)))
         return tsr_err_prefix(rc, "graph: node \"%s\": ", n->name);
-    if ((rc = match(g, n, "input", x, p->n, p->c, p->h, p->w, p->dtype, p->zp)) ||
-        (rc = match(g, n, "output", y, p->n, p->c, oh, ow, p->dtype, p->zp)))
-        return rc;
-    n->pool = *p;
+    const int ids[3] = {a, d->n_inputs == 2 ? b : y, y};
+    for (int k = 0; k <= d->n_inputs; k++)
+        if ((rc = match(g, n, d->io_names[k], ids[k], io[k].n, io[k].c, io[k].h, io[k].w, io[k].dtype, io[k].zp)))
+            return rc;
+    memcpy(n->prm, p, d->params_size);
     commit_node(g, n);
     return TSR_OK;
+}
+
+int tsr_graph_pool(tsr_graph_t *g, const char *name, int x, int y, const tsr_pool_params_t *p)
+{
+    return plain_node(g, TSR_OPK_POOL, name, x, -1, y, p);
 }
 
 int tsr_graph_add(tsr_graph_t *g, const char *name, int a, int b, int y, const tsr_add_params_t *p)
 {
-    gnode_t *n = NULL;
-    int rc = new_node(g, TSR_GOP_ADD, name, a, b, y, p ? NULL : "parameters", &n);
-    if (rc)
-        return rc;
-    int64_t count;
-    if ((rc = tsr_add_check(p, &count)))
-        return tsr_err_prefix(rc, "graph: node \"%s\": ", n->name);
-    if ((rc = match(g, n, "input a", a, p->a.n, p->a.c, p->a.h, p->a.w, p->a.dtype, p->a.zp)) ||
-        (rc = match(g, n, "input b", b, p->b.n, p->b.c, p->b.h, p->b.w, p->b.dtype, p->b.zp)) ||
-        (rc = match(g, n, "output", y, p->y.n, p->y.c, p->y.h, p->y.w, p->y.dtype, p->y.zp)))
-        return rc;
-    n->add = *p;
-    commit_node(g, n);
-    return TSR_OK;
+    return plain_node(g, TSR_OPK_ADD, name, a, b, y, p);
 }
 
 int tsr_graph_clip(tsr_graph_t *g, const char *name, int x, int y, const tsr_clip_params_t *p)
 {
-    gnode_t *n = NULL;
-    int rc = new_node(g, TSR_GOP_CLIP, name, x, -1, y, p ? NULL : "parameters", &n);
-    if (rc)
-        return rc;
-    int64_t count;
-    if ((rc = tsr_clip_check(p, &count)))
-        return tsr_err_prefix(rc, "graph: node \"%s\": ", n->name);
-    if ((rc = match(g, n, "input", x, p->x.n, p->x.c, p->x.h, p->x.w, p->x.dtype, p->x.zp)) ||
-        (rc = match(g, n, "output", y, p->y.n, p->y.c, p->y.h, p->y.w, p->y.dtype, p->y.zp)))
-        return rc;
-    n->clip = *p;
-    commit_node(g, n);
-    return TSR_OK;
+    return plain_node(g, TSR_OPK_CLIP, name, x, -1, y, p);
 }
 
 int tsr_graph_reshape(tsr_graph_t *g, const char *name, int x, int y)
 {
     gnode_t *n = NULL;
-    int rc = new_node(g, TSR_GOP_RESHAPE, name, x, -1, y, NULL, &n);
+    int rc = new_node(g, TSR_OPK_RESHAPE, name, x, -1, y, NULL, &n);
     if (rc)
         return rc;
     const tsr_dtensor_t *a = &g->ts[x].t, *b = &g->ts[y].t;
@@ -649,14 +630,14 @@ static int place(tsr_graph_t *g, unsigned flags, uint64_t align)
 static void layer_shape(const gnode_t *n, const tsr_graph_t *g, char *s, size_t len)
 {
     const tsr_dtensor_t *x = &g->ts[n->in[0]].t;
-    if (n->op == TSR_GOP_CONV)
+    if (n->op == TSR_OPK_CONV)
         snprintf(s, len, "%dx%d,%d->%d,%dx%d,s%d%s", n->conv.h, n->conv.w, n->conv.c_in, n->conv.c_out, n->conv.kh,
                  n->conv.kw, n->conv.stride_h, n->conv.groups > 1 ? ",dw" : n->tap ? ",tap" : "");
-    else if (n->op == TSR_GOP_DENSE)
+    else if (n->op == TSR_OPK_DENSE)
         snprintf(s, len, "%d->%d", n->conv.c_in, n->conv.c_out);
-    else if (n->op == TSR_GOP_POOL && n->pool.kind == TSR_POOL_GLOBAL_AVG)
+    else if (n->op == TSR_OPK_POOL && n->pool.kind == TSR_POOL_GLOBAL_AVG)
         snprintf(s, len, "%dx%d,%d->1x1", x->h, x->w, x->c);
-    else if (n->op == TSR_GOP_POOL)
+    else if (n->op == TSR_OPK_POOL)
         snprintf(s, len, "%dx%d,%d,%dx%d,s%d", x->h, x->w, x->c, n->pool.kh, n->pool.kw, n->pool.stride_h);
     else
         snprintf(s, len, "%dx%d,%d", x->h, x->w, x->c);
@@ -667,14 +648,10 @@ static const char *op_name(const gnode_t *n)
     if (n->finto)
         return "fused";
     switch (n->op) {
-    case TSR_GOP_CONV: return n->is_requant ? "requant" : n->conv.groups > 1 ? "dwconv" : "conv";
-    case TSR_GOP_DENSE: return "dense";
-    case TSR_GOP_POOL: return n->pool.kind == TSR_POOL_MAX ? "maxpool" : n->pool.kind == TSR_POOL_AVG ? "avgpool" : "gap";
-    case TSR_GOP_ADD: return "add";
-    case TSR_GOP_CLIP: return "clip";
-    case TSR_GOP_RESHAPE: return "reshape";
+    case TSR_OPK_CONV: return n->is_requant ? "requant" : n->conv.groups > 1 ? "dwconv" : "conv";
+    case TSR_OPK_POOL: return n->pool.kind == TSR_POOL_MAX ? "maxpool" : n->pool.kind == TSR_POOL_AVG ? "avgpool" : "gap";
+    default: return tsr_op_name(n->op); /* "dense", "add", "clip", "reshape" */
     }
-    return "?";
 }
 
 static double real_bytes(const tsr_dtensor_t *t) { return (double)t->n * t->c * t->h * t->w; }
@@ -694,12 +671,12 @@ static void layer_static(tsr_graph_t *g, gnode_t *n)
         if (!cv->bias)
             L->compulsory -= 4.0 * cv->conv.c_out;
     } else if (n->finto) {
-    } else if (n->op == TSR_GOP_CONV || n->op == TSR_GOP_DENSE) {
+    } else if (n->op == TSR_OPK_CONV || n->op == TSR_OPK_DENSE) {
         L->macs = tsr_roofline_conv2d_macs(&n->conv);
         L->compulsory = tsr_roofline_conv2d_compulsory(&n->conv, 0);
         if (!n->bias) /* no bias moves no bias bytes */
             L->compulsory -= 4.0 * n->conv.c_out;
-    } else if (n->op != TSR_GOP_RESHAPE) {
+    } else if (n->op != TSR_OPK_RESHAPE) {
         L->compulsory = real_bytes(&g->ts[n->in[0]].t) + real_bytes(&g->ts[n->out].t);
         if (n->in[1] >= 0)
             L->compulsory += real_bytes(&g->ts[n->in[1]].t);
@@ -735,10 +712,10 @@ static const gnode_t *conv_job(const tsr_graph_t *g, const gnode_t *n, tsr_conv2
 {
     const gnode_t *cv;
     memset(j, 0, sizeof *j);
-    if ((n->op == TSR_GOP_CONV || n->op == TSR_GOP_DENSE) && !n->finto) {
+    if ((n->op == TSR_OPK_CONV || n->op == TSR_OPK_DENSE) && !n->finto) {
         cv = n;
         j->x = &g->ts[n->in[0]].t;
-    } else if (n->op == TSR_GOP_ADD && n->fconv) {
+    } else if (n->op == TSR_OPK_ADD && n->fconv) {
         cv = &g->ns[n->fconv - 1];
         *add = fused_add_params(n);
         j->add = add;
@@ -751,18 +728,20 @@ static const gnode_t *conv_job(const tsr_graph_t *g, const gnode_t *n, tsr_conv2
     return cv;
 }
 
-/* Plan conv node cv's parameters into n->cp with the arguments j of
+/* Plan conv node cv's parameters into n->pl.conv with the arguments j of
  * conv_job (n is cv, or the add fused into it) and upload cv's weights. */
 static int plan_conv(tsr_graph_t *g, gnode_t *n, const gnode_t *cv, const tsr_conv2d_job_t *j)
 {
     tsr_device_t *dev = g->dev;
-    int rc = j->add ? tsr_conv2d_plan_tensors_add(dev, j->p, j->add, j->x, j->r, j->y, &n->cp)
-                    : tsr_conv2d_plan_tensors(dev, j->p, j->x, j->y, &n->cp);
+    tsr_conv2d_plan_t *cp = &n->pl.conv;
+    int rc = j->add ? tsr_conv2d_plan_tensors_add(dev, j->p, j->add, j->x, j->r, j->y, cp)
+                    : tsr_conv2d_plan_tensors(dev, j->p, j->x, j->y, cp);
     if (rc)
         return rc;
+    n->plan_kind = TSR_OPK_CONV;
     n->planned = 1;
     const double t1 = now_ms();
-    const size_t need = n->cp.w_bytes + n->cp.c_bytes;
+    const size_t need = cp->w_bytes + cp->c_bytes;
     if (need > g->pack_cap) {
         free(g->pack);
         g->pack_cap = 0;
@@ -770,16 +749,30 @@ static int plan_conv(tsr_graph_t *g, gnode_t *n, const gnode_t *cv, const tsr_co
             return tsr_err(TSR_ENOMEM, "out of memory");
         g->pack_cap = need;
     }
-    rc = tsr_conv2d_write_weights_buf(dev, &n->cp, cv->tap ? cv->tw : cv->w, cv->bias, g->pack);
+    rc = tsr_conv2d_write_weights_buf(dev, cp, cv->tap ? cv->tw : cv->w, cv->bias, g->pack);
     n->L.upload_ms = now_ms() - t1;
-    g->weight_bytes += n->cp.w_bytes + n->cp.c_bytes;
+    g->weight_bytes += cp->w_bytes + cp->c_bytes;
     return rc;
+}
+
+/* A node the registry plans over its tensors as it is (pool, add, clip). */
+static int plan_plain(tsr_graph_t *g, gnode_t *n)
+{
+    const tsr_op_def_t *d = tsr_op_def(n->op);
+    const tsr_dtensor_t *x[2] = {&g->ts[n->in[0]].t, n->in[1] >= 0 ? &g->ts[n->in[1]].t : NULL};
+    int rc = d->plan_tensors(g->dev, n->prm, x, &g->ts[n->out].t, &n->pl);
+    if (rc)
+        return rc;
+    n->plan_kind = n->op;
+    n->planned = 1;
+    tsr_op_figures_t f;
+    d->figures(&n->pl, &f);
+    g->weight_bytes += f.w_bytes + f.c_bytes;
+    return TSR_OK;
 }
 
 static int plan_node(tsr_graph_t *g, gnode_t *n)
 {
-    tsr_device_t *dev = g->dev;
-    const tsr_dtensor_t *x = &g->ts[n->in[0]].t, *y = &g->ts[n->out].t;
     const double t0 = now_ms();
     int rc = TSR_OK;
     tsr_conv2d_job_t j;
@@ -787,43 +780,19 @@ static int plan_node(tsr_graph_t *g, gnode_t *n)
     const gnode_t *cv = conv_job(g, n, &j, &ap);
     if (cv)
         rc = plan_conv(g, n, cv, &j);
-    else switch (n->op) {
-    case TSR_GOP_CONV:
-    case TSR_GOP_DENSE: break; /* fused into an add: it runs in the add's node */
-    case TSR_GOP_POOL:
-        if (!(rc = tsr_pool_plan_tensors(dev, &n->pool, x, y, &n->pp))) {
-            n->planned = 1;
-            g->weight_bytes += n->pp.c_bytes + n->pp.w_bytes;
-        }
-        break;
-    case TSR_GOP_ADD:
-        if (!(rc = tsr_add_plan_tensors(dev, &n->add, x, &g->ts[n->in[1]].t, y, &n->ep))) {
-            n->planned = 1;
-            g->weight_bytes += n->ep.w_bytes + n->ep.c_bytes;
-        }
-        break;
-    case TSR_GOP_CLIP:
-        if (!(rc = tsr_clip_plan_tensors(dev, &n->clip, x, y, &n->ep))) {
-            n->planned = 1;
-            g->weight_bytes += n->ep.w_bytes + n->ep.c_bytes;
-        }
-        break;
-    case TSR_GOP_RESHAPE: break;
-    }
+    else if (!n->finto && n->op != TSR_OPK_RESHAPE) /* a conv fused into an add runs in the add's node */
+        rc = plan_plain(g, n);
     if (rc)
         return tsr_err_prefix(rc, "graph: node \"%s\": ", n->name);
     const double upload = n->L.upload_ms;
     layer_static(g, n);
     n->L.upload_ms = upload;
     n->L.plan_ms = now_ms() - t0 - upload;
-    if (n->finto)
-        n->L.kcache = -1;
-    else if (n->op == TSR_GOP_CONV || n->op == TSR_GOP_DENSE || n->fconv)
-        n->L.kcache = n->cp.kcache;
-    else if (n->op == TSR_GOP_POOL)
-        n->L.kcache = n->pp.kcache;
-    else if (n->op == TSR_GOP_ADD || n->op == TSR_GOP_CLIP)
-        n->L.kcache = n->ep.kcache;
+    if (n->planned) {
+        tsr_op_figures_t f;
+        tsr_op_def(n->plan_kind)->figures(&n->pl, &f);
+        n->L.kcache = f.kcache;
+    }
     return TSR_OK;
 }
 
@@ -837,7 +806,7 @@ static int tap_inputs(tsr_graph_t *g)
     for (int i = 0; i < g->nn; i++) {
         gnode_t *n = &g->ns[i];
         const int x = n->in[0];
-        if (n->op != TSR_GOP_CONV || g->ts[x].producer >= 0 || g->ts[x].is_output || g->ts[x].tap >= 0 ||
+        if (n->op != TSR_OPK_CONV || g->ts[x].producer >= 0 || g->ts[x].is_output || g->ts[x].tap >= 0 ||
             !tsr_tappack_applies(&n->conv, &g->cfg))
             continue;
         int uses = 0;
@@ -875,11 +844,11 @@ static void fuse_adds(tsr_graph_t *g)
 {
     for (int i = 0; i < g->nn; i++) {
         gnode_t *n = &g->ns[i];
-        if (n->op != TSR_GOP_ADD || n->in[0] == n->in[1])
+        if (n->op != TSR_OPK_ADD || n->in[0] == n->in[1])
             continue;
         for (int k = 0; k < 2 && !n->fconv; k++) {
             const int t = n->in[k], c = g->ts[t].producer;
-            if (c < 0 || g->ns[c].op != TSR_GOP_CONV || g->ns[c].finto || g->ts[t].is_output)
+            if (c < 0 || g->ns[c].op != TSR_OPK_CONV || g->ns[c].finto || g->ts[t].is_output)
                 continue;
             int uses = 0;
             for (int j = 0; j < g->nn; j++)
@@ -942,7 +911,7 @@ int tsr_graph_plan(tsr_graph_t *g, tsr_device_t *dev, unsigned flags)
         return tsr_err(TSR_EINVAL, "graph: no nodes");
     /* reshapes alias their input's bytes */
     for (int i = 0; i < g->nn; i++)
-        if (g->ns[i].op == TSR_GOP_RESHAPE)
+        if (g->ns[i].op == TSR_OPK_RESHAPE)
             g->ts[g->ns[i].out].alias = g->ns[i].in[0];
     g->dev = dev;
     int rc = (flags & TSR_GRAPH_NO_TAPPACK) ? TSR_OK : tap_inputs(g);
@@ -995,21 +964,12 @@ fail:
 static const tsr_insn_t *node_stream(const gnode_t *n, size_t *ni)
 {
     *ni = 0;
-    if (n->finto)
-        return NULL; /* runs in its add's node */
-    if (n->op == TSR_GOP_CONV || n->op == TSR_GOP_DENSE || n->fconv) {
-        *ni = n->cp.ninsns;
-        return n->cp.insns;
-    }
-    if (n->op == TSR_GOP_POOL) {
-        *ni = n->pp.ninsns;
-        return n->pp.insns;
-    }
-    if (n->op == TSR_GOP_ADD || n->op == TSR_GOP_CLIP) {
-        *ni = n->ep.ninsns;
-        return n->ep.insns;
-    }
-    return NULL;
+    if (!n->planned)
+        return NULL; /* a reshape, or a conv that runs in its add's node */
+    tsr_op_figures_t f;
+    tsr_op_def(n->plan_kind)->figures(&n->pl, &f);
+    *ni = f.ninsns;
+    return f.insns;
 }
 
 /* TSR_GRAPH_ONE_SUBMISSION: join the layers' streams into one. Every
@@ -1130,6 +1090,21 @@ int tsr_graph_read_tensor(tsr_graph_t *g, int t, void *dst)
 
 /* ------------------------------------------------------------- netdesc */
 
+/* A node of any kind (a netdesc node): conv and dense become the graph's
+ * conv nodes, the others are kept as they are. */
+static int add_kind(tsr_graph_t *g, tsr_op_kind_e kind, const char *name, const int *in, int y, const void *p,
+                    const void *w, const int32_t *bias)
+{
+    if (kind == TSR_OPK_CONV)
+        return tsr_graph_conv2d(g, name, in[0], y, p, w, bias);
+    if (kind == TSR_OPK_DENSE)
+        return tsr_graph_dense(g, name, in[0], y, p, w, bias);
+    const tsr_op_def_t *d = tsr_op_def(kind);
+    if (!d || !d->check || !p)
+        return tsr_err(TSR_EINVAL, "graph: node \"%s\": unknown kind %d", name, (int)kind);
+    return plain_node(g, kind, name, in[0], in[1], y, p);
+}
+
 int tsr_graph_from_netdesc(const tsr_config_t *cfg, const tsr_netdesc_t *nd, tsr_graph_t **out)
 {
     if (!nd || !out)
@@ -1145,14 +1120,7 @@ int tsr_graph_from_netdesc(const tsr_config_t *cfg, const tsr_netdesc_t *nd, tsr
     }
     for (int i = 0; i < nd->nnodes && !rc; i++) {
         const tsr_nd_node_t *n = &nd->nodes[i];
-        switch (n->kind) {
-        case TSR_ND_CONV: rc = tsr_graph_conv2d(g, n->name, n->in[0], n->out, &n->conv, n->w, n->bias); break;
-        case TSR_ND_DENSE: rc = tsr_graph_dense(g, n->name, n->in[0], n->out, &n->dense, n->w, n->bias); break;
-        case TSR_ND_POOL: rc = tsr_graph_pool(g, n->name, n->in[0], n->out, &n->pool); break;
-        case TSR_ND_ADD: rc = tsr_graph_add(g, n->name, n->in[0], n->in[1], n->out, &n->add); break;
-        case TSR_ND_CLIP: rc = tsr_graph_clip(g, n->name, n->in[0], n->out, &n->clip); break;
-        default: rc = tsr_err(TSR_EINVAL, "graph: node \"%s\": unknown kind %d", n->name, (int)n->kind);
-        }
+        rc = add_kind(g, (tsr_op_kind_e)n->kind, n->name, n->in, n->out, tsr_nd_node_params(n), n->w, n->bias);
     }
     if (!rc)
         rc = tsr_graph_output(g, nd->output);
@@ -1224,7 +1192,7 @@ void tsr_graph_totals(const tsr_graph_t *g, tsr_graph_totals_t *o)
         return;
     for (int i = 0; i < g->nn; i++) {
         const gnode_t *n = &g->ns[i];
-        if (n->op == TSR_GOP_RESHAPE || n->finto)
+        if (n->op == TSR_OPK_RESHAPE || n->finto)
             continue;
         o->layers++;
         o->macs += n->L.macs;
@@ -1265,7 +1233,7 @@ void tsr_graph_print_report(const tsr_graph_t *g, FILE *f)
     int k = 0;
     for (int i = 0; i < g->nn; i++) {
         const gnode_t *n = &g->ns[g->order[i]];
-        if (n->op == TSR_GOP_RESHAPE || n->finto)
+        if (n->op == TSR_OPK_RESHAPE || n->finto)
             continue;
         const tsr_graph_layer_t *L = &n->L;
         char cyc[24] = "-", util[16] = "-", ratio[16] = "-";

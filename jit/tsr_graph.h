@@ -36,18 +36,19 @@
 #include "tsr_dtensor.h"
 #include "tsr_eltwise.h"
 #include "tsr_netdesc.h"
+#include "tsr_op.h"
 #include "tsr_pool.h"
 
 typedef struct tsr_graph tsr_graph_t;
 
-typedef enum tsr_graph_op {
-    TSR_GOP_CONV = 1, /* conv2d + bias + requantization + clamp (groups 1 or depthwise) */
-    TSR_GOP_DENSE,    /* fully connected over an [N, K, 1, 1] tensor (run as a 1x1 conv2d) */
-    TSR_GOP_POOL,     /* max / avg / global-avg pool */
-    TSR_GOP_ADD,      /* quantized add */
-    TSR_GOP_CLIP,     /* relu / clip */
-    TSR_GOP_RESHAPE,  /* relabelling of the same bytes (no kernel) */
-} tsr_graph_op_e;
+/* A node's operator: the JIT's operator kinds (tsr_op.h) under the graph's names. */
+typedef tsr_op_kind_e tsr_graph_op_e;
+#define TSR_GOP_CONV TSR_OPK_CONV       /* conv2d + bias + requantization + clamp (groups 1 or depthwise) */
+#define TSR_GOP_DENSE TSR_OPK_DENSE     /* fully connected over an [N, K, 1, 1] tensor (run as a 1x1 conv2d) */
+#define TSR_GOP_POOL TSR_OPK_POOL       /* max / avg / global-avg pool */
+#define TSR_GOP_ADD TSR_OPK_ADD         /* quantized add */
+#define TSR_GOP_CLIP TSR_OPK_CLIP       /* relu / clip */
+#define TSR_GOP_RESHAPE TSR_OPK_RESHAPE /* relabelling of the same bytes (no kernel) */
 
 /* Plan flags. */
 #define TSR_GRAPH_KEEP_ALL 1u    /* every tensor keeps its own buffer (readable after exec; no reuse), but a

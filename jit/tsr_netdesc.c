@@ -58,6 +58,7 @@
 #include "tsr_netdesc.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -544,62 +545,52 @@ static int expect_tensor(const tsr_netdesc_t *nd, const tsr_nd_node_t *nn, const
     return TSR_OK;
 }
 
-static int expect_desc(const tsr_netdesc_t *nd, const tsr_nd_node_t *nn, const char *what, int t,
-                       const tsr_eltwise_desc_t *d)
+/* A dense node's input: any tensor whose C*H*W is K (flattened NCHW). */
+static int expect_flat(const tsr_netdesc_t *nd, const tsr_nd_node_t *nn, int t, const tsr_op_io_t *io)
 {
-    return expect_tensor(nd, nn, what, t, d->n, d->c, d->h, d->w, d->dtype, d->zp);
+    const tsr_nd_tensor_t *x = &nd->tensors[t];
+    if (x->n != io->n || (int64_t)x->c * x->h * x->w != io->c || x->dtype != io->dtype || x->zp != io->zp)
+        return tsr_err(TSR_EINVAL, "netdesc: node %s: input tensor %d [%d,%d,%d,%d] %s zp %d is not [%d, K=%d] %s "
+                       "zp %d", nn->name, t, x->n, x->c, x->h, x->w, tsr_dtype_name(x->dtype), (int)x->zp, io->n,
+                       io->c, tsr_dtype_name(io->dtype), (int)io->zp);
+    return TSR_OK;
 }
 
-/* One node against its tensors (ids already range-checked). */
+/* Where each kind keeps its parameters in a node (offset + 1; 0: none). */
+static const size_t params_at[TSR_OPK_COUNT] = {
+    [TSR_OPK_CONV] = offsetof(tsr_nd_node_t, conv) + 1, [TSR_OPK_DENSE] = offsetof(tsr_nd_node_t, dense) + 1,
+    [TSR_OPK_POOL] = offsetof(tsr_nd_node_t, pool) + 1, [TSR_OPK_ADD] = offsetof(tsr_nd_node_t, add) + 1,
+    [TSR_OPK_CLIP] = offsetof(tsr_nd_node_t, clip) + 1,
+};
+
+const void *tsr_nd_node_params(const tsr_nd_node_t *nn)
+{
+    const int k = (int)nn->kind;
+    if (k <= 0 || k >= TSR_OPK_COUNT || !params_at[k])
+        return NULL;
+    return (const char *)nn + params_at[k] - 1;
+}
+
+/* One node against its tensors (ids already range-checked): the
+ * operator's check (tsr_op.h) gives the tensors its parameters need. */
 static int validate_node(const tsr_netdesc_t *nd, const tsr_nd_node_t *nn)
 {
-    int rc = TSR_OK, oh = 0, ow = 0, in0 = nn->in[0], out = nn->out;
-    switch (nn->kind) {
-    case TSR_ND_CONV: {
-        const tsr_conv2d_params_t *p = &nn->conv;
-        if ((rc = tsr_conv2d_check(p, &oh, &ow)))
-            return tsr_err_prefix(rc, "netdesc: node %s: ", nn->name);
-        if (!(rc = expect_tensor(nd, nn, "input", in0, p->n, p->c_in, p->h, p->w, p->x_dtype, p->x_zp)))
-            rc = expect_tensor(nd, nn, "output", out, p->n, p->c_out, oh, ow, p->y_dtype, p->y_zp);
-        break;
-    }
-    case TSR_ND_DENSE: {
-        const tsr_dense_params_t *p = &nn->dense;
-        const tsr_nd_tensor_t *x = &nd->tensors[in0];
-        if ((rc = tsr_dense_check(p, NULL)))
-            return tsr_err_prefix(rc, "netdesc: node %s: ", nn->name);
-        if (x->n != p->n || (int64_t)x->c * x->h * x->w != p->k || x->dtype != p->x_dtype || x->zp != p->x_zp)
-            rc = tsr_err(TSR_EINVAL, "netdesc: node %s: input tensor %d [%d,%d,%d,%d] %s zp %d is not [%d, K=%d] %s "
-                         "zp %d", nn->name, in0, x->n, x->c, x->h, x->w, tsr_dtype_name(x->dtype), (int)x->zp, p->n,
-                         p->k, tsr_dtype_name(p->x_dtype), (int)p->x_zp);
+    const tsr_op_def_t *d = tsr_op_def(nn->kind);
+    const void *p = tsr_nd_node_params(nn);
+    if (!d || !p)
+        return tsr_err(TSR_EINVAL, "netdesc: node %s: unknown kind %d", nn->name, (int)nn->kind);
+    tsr_op_io_t io[3];
+    int rc = d->check(p, io);
+    if (rc)
+        return tsr_err_prefix(rc, "netdesc: node %s: ", nn->name);
+    for (int k = 0; k <= d->n_inputs && !rc; k++) {
+        const int t = k < d->n_inputs ? nn->in[k] : nn->out;
+        if (k < d->n_inputs && d->flat_input)
+            rc = expect_flat(nd, nn, t, &io[k]);
         else
-            rc = expect_tensor(nd, nn, "output", out, p->n, p->m, 1, 1, p->y_dtype, p->y_zp);
-        break;
+            rc = expect_tensor(nd, nn, d->io_names[k], t, io[k].n, io[k].c, io[k].h, io[k].w, io[k].dtype, io[k].zp);
     }
-    case TSR_ND_POOL: {
-        const tsr_pool_params_t *p = &nn->pool;
-        if ((rc = tsr_pool_check(p, &oh, &ow)))
-            return tsr_err_prefix(rc, "netdesc: node %s: ", nn->name);
-        if (!(rc = expect_tensor(nd, nn, "input", in0, p->n, p->c, p->h, p->w, p->dtype, p->zp)))
-            rc = expect_tensor(nd, nn, "output", out, p->n, p->c, oh, ow, p->dtype, p->zp);
-        break;
-    }
-    case TSR_ND_ADD:
-        if ((rc = tsr_add_check(&nn->add, NULL)))
-            return tsr_err_prefix(rc, "netdesc: node %s: ", nn->name);
-        if (!(rc = expect_desc(nd, nn, "input a", in0, &nn->add.a)) &&
-            !(rc = expect_desc(nd, nn, "input b", nn->in[1], &nn->add.b)))
-            rc = expect_desc(nd, nn, "output", out, &nn->add.y);
-        break;
-    case TSR_ND_CLIP:
-        if ((rc = tsr_clip_check(&nn->clip, NULL)))
-            return tsr_err_prefix(rc, "netdesc: node %s: ", nn->name);
-        if (!(rc = expect_desc(nd, nn, "input", in0, &nn->clip.x)))
-            rc = expect_desc(nd, nn, "output", out, &nn->clip.y);
-        break;
-    default: return tsr_err(TSR_EINVAL, "netdesc: node %s: unknown kind %d", nn->name, (int)nn->kind);
-    }
-    if (!rc && (nn->kind == TSR_ND_CONV || nn->kind == TSR_ND_DENSE) && !nn->w)
+    if (!rc && d->has_weights && !nn->w)
         rc = tsr_err(TSR_EINVAL, "netdesc: node %s: no weights", nn->name);
     return rc;
 }
@@ -616,7 +607,8 @@ int tsr_netdesc_validate(const tsr_netdesc_t *nd)
     int rc = TSR_OK;
     for (int i = 0; i < nd->nnodes && !rc; i++) {
         const tsr_nd_node_t *nn = &nd->nodes[i];
-        int nin = nn->kind == TSR_ND_ADD ? 2 : 1;
+        const tsr_op_def_t *d = tsr_op_def(nn->kind);
+        int nin = d ? d->n_inputs : 1;
         for (int j = 0; j < nin && !rc; j++) {
             int t = nn->in[j];
             if (t < 0 || t >= nd->ntensors || (t != 0 && producer[t] < 0))

@@ -19,14 +19,19 @@
 #include "tsr_dense.h"
 #include "tsr_eltwise.h"
 #include "tsr_npy.h"
+#include "tsr_op.h"
 #include "tsr_pool.h"
 
+/* A node's operator: the JIT's operator kinds (tsr_op.h) a node can have,
+ * under the names this description has always used (same values; a
+ * reshape is not a node kind, so switches over this type stay exhaustive).
+ * The node's parameter member is the one the kind names. */
 typedef enum tsr_nd_kind {
-    TSR_ND_CONV = 1,       /* conv2d (groups 1 or depthwise) + bias + requantization + clamp: .conv, .w, .bias */
-    TSR_ND_POOL,           /* max / avg / global-avg pool: .pool */
-    TSR_ND_ADD,            /* quantized add of in[0] and in[1] (TFLite ADD) + clamp: .add */
-    TSR_ND_CLIP,           /* relu / clip: .clip */
-    TSR_ND_DENSE,          /* fully connected over the flattened NCHW input + bias + requant: .dense, .w, .bias */
+    TSR_ND_CONV = TSR_OPK_CONV,   /* conv2d (groups 1 or depthwise) + bias + requantization + clamp: .conv, .w, .bias */
+    TSR_ND_POOL = TSR_OPK_POOL,   /* max / avg / global-avg pool: .pool */
+    TSR_ND_ADD = TSR_OPK_ADD,     /* quantized add of in[0] and in[1] (TFLite ADD) + clamp: .add */
+    TSR_ND_CLIP = TSR_OPK_CLIP,   /* relu / clip: .clip */
+    TSR_ND_DENSE = TSR_OPK_DENSE, /* fully connected over the flattened NCHW input + bias + requant: .dense, .w, .bias */
 } tsr_nd_kind_e;
 
 typedef struct tsr_nd_tensor {
@@ -78,6 +83,9 @@ void tsr_netdesc_free(tsr_netdesc_t *nd);
  * parameter arrays, weights, bias), as tsr_netdesc_free does for each node:
  * for nodes kept outside a desc (the ONNX importer's device operators). */
 void tsr_nd_node_free(tsr_nd_node_t *nn);
+/* (Added by the operator registry, additive.) The parameters of a node's
+ * kind (&nn->conv for a CONV, ...), NULL for a kind a node cannot have. */
+const void *tsr_nd_node_params(const tsr_nd_node_t *nn);
 
 /* (Added by h/netref, additive.) Check a desc: every node's parameters pass
  * the operator's own check (tsr_conv2d_check, tsr_pool_check,

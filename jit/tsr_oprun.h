@@ -13,15 +13,16 @@
 #include <stdint.h>
 
 #include "tsr_driver.h"
+#include "tsr_op.h"
 
-/* The operator, and the type of the params handed to tsr_oprun. */
-typedef enum {
-    TSR_OPRUN_CONV2D, /* tsr_conv2d_params_t; in: x, w, bias */
-    TSR_OPRUN_DENSE,  /* tsr_dense_params_t; in: x, w, bias */
-    TSR_OPRUN_ADD,    /* tsr_add_params_t; in: a, b */
-    TSR_OPRUN_CLIP,   /* tsr_clip_params_t (relu too); in: x */
-    TSR_OPRUN_POOL,   /* tsr_pool_params_t; in: x */
-} tsr_oprun_e;
+/* The operator (tsr_op.h's kinds under this runner's names), and the type
+ * of the params handed to tsr_oprun. */
+typedef tsr_op_kind_e tsr_oprun_e;
+#define TSR_OPRUN_CONV2D TSR_OPK_CONV /* tsr_conv2d_params_t; in: x, w, bias */
+#define TSR_OPRUN_DENSE TSR_OPK_DENSE /* tsr_dense_params_t; in: x, w, bias */
+#define TSR_OPRUN_ADD TSR_OPK_ADD     /* tsr_add_params_t; in: a, b */
+#define TSR_OPRUN_CLIP TSR_OPK_CLIP   /* tsr_clip_params_t (relu too); in: x */
+#define TSR_OPRUN_POOL TSR_OPK_POOL   /* tsr_pool_params_t; in: x */
 
 /* What a run reports. */
 typedef struct {

@@ -39,7 +39,9 @@
 #include "tsr_graph.h"
 #include "tsr_netdesc.h"
 #include "tsr_netref.h"
+#include "tsr_op.h"
 #include "tsr_opref.h"
+#include "tsr_oprun.h"
 #include "tsr_quant.h"
 #include "tsr_testenv.h"
 
@@ -891,10 +893,68 @@ static void test_conv_bind(void **state)
     tsr_device_close(dev);
 }
 
+/* The operator registry (tsr_op.h): the network description's, the
+ * graph's and the runner's kinds are its values, every row answers for
+ * its kind, and a kind that names no node operator is refused by name. */
+static void test_registry(void **state)
+{
+    (void)state;
+    const int same[5][4] = {{TSR_ND_CONV, TSR_GOP_CONV, TSR_OPRUN_CONV2D, TSR_OPK_CONV},
+                            {TSR_ND_DENSE, TSR_GOP_DENSE, TSR_OPRUN_DENSE, TSR_OPK_DENSE},
+                            {TSR_ND_POOL, TSR_GOP_POOL, TSR_OPRUN_POOL, TSR_OPK_POOL},
+                            {TSR_ND_ADD, TSR_GOP_ADD, TSR_OPRUN_ADD, TSR_OPK_ADD},
+                            {TSR_ND_CLIP, TSR_GOP_CLIP, TSR_OPRUN_CLIP, TSR_OPK_CLIP}};
+    for (int i = 0; i < 5; i++)
+        for (int j = 0; j < 3; j++)
+            assert_int_equal(same[i][j], same[i][3]);
+    assert_int_equal(TSR_GOP_RESHAPE, TSR_OPK_RESHAPE);
+    assert_null(tsr_op_def(0));
+    assert_null(tsr_op_def(TSR_OPK_COUNT));
+    assert_string_equal(tsr_op_name(-1), "?");
+    for (int k = 1; k < TSR_OPK_COUNT; k++) {
+        const tsr_op_def_t *d = tsr_op_def(k);
+        assert_non_null(d);
+        assert_int_equal(d->kind, k);
+        assert_true(d->n_inputs == (k == TSR_OPK_ADD ? 2 : 1));
+        assert_true(d->has_weights == (k == TSR_OPK_CONV || k == TSR_OPK_DENSE));
+        assert_true(!d->check == (k == TSR_OPK_RESHAPE));
+    }
+    assert_string_equal(tsr_op_name(TSR_OPK_ADD), "add");
+
+    /* a desc node of a kind no node can have: refused, naming the node */
+    tsr_device_t *dev = tsr_test_open("default", 1);
+    rg_t r;
+    memset(&r, 0, sizeof r);
+    r.s = 11;
+    int x = rg_tensor(&r, 1, 8, 6, 6, TSR_DT_INT8, 0);
+    int y = rg_clip(&r, x);
+    r.nd.output = y;
+    assert_int_equal(tsr_netdesc_validate(&r.nd), 0);
+    const int bad[3] = {0, TSR_OPK_RESHAPE, 99};
+    for (int i = 0; i < 3; i++) {
+        r.nd.nodes[0].kind = (tsr_nd_kind_e)bad[i];
+        tsr_graph_t *g = NULL;
+        expect_err(tsr_netdesc_validate(&r.nd), "n0", "netdesc: unknown kind");
+        expect_err(tsr_graph_from_netdesc(tsr_device_config(dev), &r.nd, &g), "n0", "graph: unknown kind");
+        assert_null(g);
+        if (!strstr(tsr_errmsg(), "unknown kind"))
+            fail_msg("kind %d refused without saying why: %s", bad[i], tsr_errmsg());
+    }
+    r.nd.nodes[0].kind = TSR_ND_CLIP;
+    /* the runner refuses an operator that runs no kernel */
+    uint8_t in[4] = {0}, out[4];
+    assert_int_equal(tsr_oprun(dev, TSR_GOP_RESHAPE, &r.nd.nodes[0].clip, in, NULL, NULL, out, NULL), TSR_EINVAL);
+    if (!strstr(tsr_errmsg(), "unknown operator"))
+        fail_msg("reshape run without saying why: %s", tsr_errmsg());
+    tsr_netdesc_free(&r.nd);
+    tsr_device_close(dev);
+}
+
 int main(void)
 {
     printf("test_graph seed %llu (TSR_GRAPH_SEED), backend %s\n", (unsigned long long)seed(), tsr_test_backend());
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_registry),
         cmocka_unit_test(test_bad_graphs),
         cmocka_unit_test(test_plan_failure_frees),
         cmocka_unit_test(test_reshape),

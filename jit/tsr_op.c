@@ -1,0 +1,198 @@
+/* tsr_op: the operator registry (tsr_op.h): one row per operator. */
+#include "tsr_op.h"
+
+#include "tsr_error.h"
+
+static void io_of(tsr_op_io_t *io, int n, int c, int h, int w, tsr_dtype_e dt, int32_t zp)
+{
+    *io = (tsr_op_io_t){n, c, h, w, dt, zp};
+}
+
+static void io_desc(tsr_op_io_t *io, const tsr_eltwise_desc_t *d) { io_of(io, d->n, d->c, d->h, d->w, d->dtype, d->zp); }
+
+/* ---------------------------------------------------------------- conv */
+
+static int conv_check(const void *params, tsr_op_io_t *io)
+{
+    const tsr_conv2d_params_t *p = params;
+    int oh, ow, rc = tsr_conv2d_check(p, &oh, &ow);
+    if (rc)
+        return rc;
+    io_of(&io[0], p->n, p->c_in, p->h, p->w, p->x_dtype, p->x_zp);
+    io_of(&io[1], p->n, p->c_out, oh, ow, p->y_dtype, p->y_zp);
+    return TSR_OK;
+}
+
+static int conv_plan(tsr_device_t *dev, const void *p, tsr_op_plan_t *pl) { return tsr_conv2d_plan(dev, p, &pl->conv); }
+static int conv_plan_t(tsr_device_t *dev, const void *p, const tsr_dtensor_t *const *x, const tsr_dtensor_t *y,
+                       tsr_op_plan_t *pl)
+{
+    return tsr_conv2d_plan_tensors(dev, p, x[0], y, &pl->conv);
+}
+static void conv_free(tsr_device_t *dev, tsr_op_plan_t *pl) { tsr_conv2d_plan_free(dev, &pl->conv); }
+static int conv_write(tsr_device_t *dev, const tsr_op_plan_t *pl, const void *const *x, const void *w,
+                      const int32_t *bias)
+{
+    int rc = tsr_conv2d_write_weights(dev, &pl->conv, w, bias);
+    return rc ? rc : tsr_conv2d_write_input(dev, &pl->conv, x[0]);
+}
+static int conv_exec(tsr_device_t *dev, const tsr_op_plan_t *pl) { return tsr_conv2d_exec(dev, &pl->conv); }
+static int conv_read(tsr_device_t *dev, const tsr_op_plan_t *pl, void *y) { return tsr_conv2d_read_output(dev, &pl->conv, y); }
+static void conv_fig_of(const tsr_conv2d_plan_t *c, tsr_op_figures_t *f)
+{
+    *f = (tsr_op_figures_t){c->insns, c->ninsns, c->kcache, c->w_bytes, c->c_bytes};
+}
+static void conv_fig(const tsr_op_plan_t *pl, tsr_op_figures_t *f) { conv_fig_of(&pl->conv, f); }
+
+/* --------------------------------------------------------------- dense */
+
+static int dense_check(const void *params, tsr_op_io_t *io)
+{
+    const tsr_dense_params_t *p = params;
+    int rc = tsr_dense_check(p, NULL);
+    if (rc)
+        return rc;
+    io_of(&io[0], p->n, p->k, 1, 1, p->x_dtype, p->x_zp); /* flat: any C*H*W == K */
+    io_of(&io[1], p->n, p->m, 1, 1, p->y_dtype, p->y_zp);
+    return TSR_OK;
+}
+
+static int dense_plan(tsr_device_t *dev, const void *p, tsr_op_plan_t *pl) { return tsr_dense_plan(dev, p, &pl->dense); }
+static void dense_free(tsr_device_t *dev, tsr_op_plan_t *pl) { tsr_dense_plan_free(dev, &pl->dense); }
+static int dense_write(tsr_device_t *dev, const tsr_op_plan_t *pl, const void *const *x, const void *w,
+                       const int32_t *bias)
+{
+    int rc = tsr_dense_write_weights(dev, &pl->dense, w, bias);
+    return rc ? rc : tsr_dense_write_input(dev, &pl->dense, x[0]);
+}
+static int dense_exec(tsr_device_t *dev, const tsr_op_plan_t *pl) { return tsr_dense_exec(dev, &pl->dense); }
+static int dense_read(tsr_device_t *dev, const tsr_op_plan_t *pl, void *y) { return tsr_dense_read_output(dev, &pl->dense, y); }
+static void dense_fig(const tsr_op_plan_t *pl, tsr_op_figures_t *f) { conv_fig_of(&pl->dense.conv, f); }
+
+/* ---------------------------------------------------------------- pool */
+
+static int pool_check(const void *params, tsr_op_io_t *io)
+{
+    const tsr_pool_params_t *p = params;
+    int oh, ow, rc = tsr_pool_check(p, &oh, &ow);
+    if (rc)
+        return rc;
+    io_of(&io[0], p->n, p->c, p->h, p->w, p->dtype, p->zp);
+    io_of(&io[1], p->n, p->c, oh, ow, p->dtype, p->zp);
+    return TSR_OK;
+}
+
+static int pool_plan(tsr_device_t *dev, const void *p, tsr_op_plan_t *pl) { return tsr_pool_plan(dev, p, &pl->pool); }
+static int pool_plan_t(tsr_device_t *dev, const void *p, const tsr_dtensor_t *const *x, const tsr_dtensor_t *y,
+                       tsr_op_plan_t *pl)
+{
+    return tsr_pool_plan_tensors(dev, p, x[0], y, &pl->pool);
+}
+static void pool_free(tsr_device_t *dev, tsr_op_plan_t *pl) { tsr_pool_plan_free(dev, &pl->pool); }
+static int pool_write(tsr_device_t *dev, const tsr_op_plan_t *pl, const void *const *x, const void *w,
+                      const int32_t *bias)
+{
+    (void)w;
+    (void)bias;
+    return tsr_pool_write_input(dev, &pl->pool, x[0]);
+}
+static int pool_exec(tsr_device_t *dev, const tsr_op_plan_t *pl) { return tsr_pool_exec(dev, &pl->pool); }
+static int pool_read(tsr_device_t *dev, const tsr_op_plan_t *pl, void *y) { return tsr_pool_read_output(dev, &pl->pool, y); }
+static void pool_fig(const tsr_op_plan_t *pl, tsr_op_figures_t *f)
+{
+    const tsr_pool_plan_t *p = &pl->pool;
+    *f = (tsr_op_figures_t){p->insns, p->ninsns, p->kcache, p->w_bytes, p->c_bytes};
+}
+
+/* ----------------------------------------------------------- add, clip */
+
+static int add_check(const void *params, tsr_op_io_t *io)
+{
+    const tsr_add_params_t *p = params;
+    int rc = tsr_add_check(p, NULL);
+    if (rc)
+        return rc;
+    io_desc(&io[0], &p->a);
+    io_desc(&io[1], &p->b);
+    io_desc(&io[2], &p->y);
+    return TSR_OK;
+}
+
+static int clip_check(const void *params, tsr_op_io_t *io)
+{
+    const tsr_clip_params_t *p = params;
+    int rc = tsr_clip_check(p, NULL);
+    if (rc)
+        return rc;
+    io_desc(&io[0], &p->x);
+    io_desc(&io[1], &p->y);
+    return TSR_OK;
+}
+
+static int add_plan(tsr_device_t *dev, const void *p, tsr_op_plan_t *pl) { return tsr_add_plan(dev, p, &pl->elt); }
+static int add_plan_t(tsr_device_t *dev, const void *p, const tsr_dtensor_t *const *x, const tsr_dtensor_t *y,
+                      tsr_op_plan_t *pl)
+{
+    return tsr_add_plan_tensors(dev, p, x[0], x[1], y, &pl->elt);
+}
+static void add_free(tsr_device_t *dev, tsr_op_plan_t *pl) { tsr_add_plan_free(dev, &pl->elt); }
+static int add_write(tsr_device_t *dev, const tsr_op_plan_t *pl, const void *const *x, const void *w,
+                     const int32_t *bias)
+{
+    (void)w;
+    (void)bias;
+    return tsr_add_write_inputs(dev, &pl->elt, x[0], x[1]);
+}
+static int add_exec(tsr_device_t *dev, const tsr_op_plan_t *pl) { return tsr_add_exec(dev, &pl->elt); }
+static int add_read(tsr_device_t *dev, const tsr_op_plan_t *pl, void *y) { return tsr_add_read_output(dev, &pl->elt, y); }
+
+static int clip_plan(tsr_device_t *dev, const void *p, tsr_op_plan_t *pl) { return tsr_clip_plan(dev, p, &pl->elt); }
+static int clip_plan_t(tsr_device_t *dev, const void *p, const tsr_dtensor_t *const *x, const tsr_dtensor_t *y,
+                       tsr_op_plan_t *pl)
+{
+    return tsr_clip_plan_tensors(dev, p, x[0], y, &pl->elt);
+}
+static void clip_free(tsr_device_t *dev, tsr_op_plan_t *pl) { tsr_clip_plan_free(dev, &pl->elt); }
+static int clip_write(tsr_device_t *dev, const tsr_op_plan_t *pl, const void *const *x, const void *w,
+                      const int32_t *bias)
+{
+    (void)w;
+    (void)bias;
+    return tsr_clip_write_input(dev, &pl->elt, x[0]);
+}
+static int clip_exec(tsr_device_t *dev, const tsr_op_plan_t *pl) { return tsr_clip_exec(dev, &pl->elt); }
+static int clip_read(tsr_device_t *dev, const tsr_op_plan_t *pl, void *y) { return tsr_clip_read_output(dev, &pl->elt, y); }
+static void elt_fig(const tsr_op_plan_t *pl, tsr_op_figures_t *f)
+{
+    const tsr_eltwise_plan_t *e = &pl->elt;
+    *f = (tsr_op_figures_t){e->insns, e->ninsns, e->kcache, e->w_bytes, e->c_bytes};
+}
+
+/* --------------------------------------------------------------- table */
+
+static const tsr_op_def_t table[TSR_OPK_COUNT] = {
+    [TSR_OPK_CONV] = {TSR_OPK_CONV, "conv", 1, 1, 0, {"input", "output"}, sizeof(tsr_conv2d_params_t), conv_check, conv_plan, conv_plan_t,
+                      conv_free, conv_write, conv_exec, conv_read, conv_fig},
+    [TSR_OPK_POOL] = {TSR_OPK_POOL, "pool", 1, 0, 0, {"input", "output"}, sizeof(tsr_pool_params_t), pool_check, pool_plan, pool_plan_t,
+                      pool_free, pool_write, pool_exec, pool_read, pool_fig},
+    [TSR_OPK_ADD] = {TSR_OPK_ADD, "add", 2, 0, 0, {"input a", "input b", "output"}, sizeof(tsr_add_params_t),
+                     add_check, add_plan, add_plan_t,
+                     add_free, add_write, add_exec, add_read, elt_fig},
+    [TSR_OPK_CLIP] = {TSR_OPK_CLIP, "clip", 1, 0, 0, {"input", "output"}, sizeof(tsr_clip_params_t), clip_check, clip_plan, clip_plan_t,
+                      clip_free, clip_write, clip_exec, clip_read, elt_fig},
+    [TSR_OPK_DENSE] = {TSR_OPK_DENSE, "dense", 1, 1, 1, {"input", "output"}, sizeof(tsr_dense_params_t), dense_check, dense_plan, NULL,
+                       dense_free, dense_write, dense_exec, dense_read, dense_fig},
+    [TSR_OPK_RESHAPE] = {TSR_OPK_RESHAPE, "reshape", 1, 0, 0, {"input", "output"}, 0, NULL, NULL, NULL, NULL, NULL,
+                         NULL, NULL, NULL},
+};
+
+const tsr_op_def_t *tsr_op_def(int kind)
+{
+    return kind > 0 && kind < TSR_OPK_COUNT ? &table[kind] : NULL;
+}
+
+const char *tsr_op_name(int kind)
+{
+    const tsr_op_def_t *d = tsr_op_def(kind);
+    return d ? d->name : "?";
+}
