@@ -25,11 +25,36 @@ import hashlib
 import json
 import os
 import re
+import stat
 import subprocess
 import sys
 import tempfile
 
 TOP = "tsr_top"
+USAGE = "usage: synth_hier.py PKG.sv RTL_DIR WORKDIR CACHE_DIR [xc7|xcup [TOP]]"
+MAX_SOURCE = 16 << 20  # bytes of the package or of one RTL source
+
+
+class InputError(Exception):
+    """A bad argument or input file: one line, exit 2."""
+
+
+def read_source(path, what):
+    """A regular file (a FIFO would block the open) of at most MAX_SOURCE bytes, as text."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as e:
+        raise InputError(f"{path}: cannot open the {what}: {e.strerror}")
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise InputError(f"{path}: the {what} is not a regular file")
+        data = f.read(MAX_SOURCE + 1)
+    if len(data) > MAX_SOURCE:
+        raise InputError(f"{path}: the {what} is more than {MAX_SOURCE} bytes")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"{path}: the {what} is not UTF-8 text (byte {e.start})")
 
 
 def yosys_version():
@@ -40,9 +65,14 @@ class Hier:
     def __init__(self, pkg, rtl, work, cache, family="xc7"):
         self.pkg, self.work, self.cache, self.family = pkg, work, cache, family
         # without comments: the header names the file it was generated from
-        self.pkg_text = re.sub(r"//[^\n]*", "", open(pkg, encoding="utf-8").read())
-        self.srcs = {os.path.basename(p)[:-3]: os.path.join(rtl, p)
-                     for p in sorted(os.listdir(rtl)) if p.endswith(".sv")}
+        self.pkg_text = re.sub(r"//[^\n]*", "", read_source(pkg, "package"))
+        if not os.path.isdir(rtl):
+            raise InputError(f"{rtl}: RTL_DIR is not a directory")
+        try:
+            self.srcs = {os.path.basename(p)[:-3]: os.path.join(rtl, p)
+                         for p in sorted(os.listdir(rtl)) if p.endswith(".sv")}
+        except OSError as e:
+            raise InputError(f"{rtl}: cannot list RTL_DIR: {e.strerror}")
         self.stamp = yosys_version() + open(os.path.abspath(__file__), "rb").read().decode()
         self.memo = {}
 
@@ -56,7 +86,9 @@ class Hier:
         return out
 
     def key(self, mod, params):
-        text = open(self.srcs[mod], encoding="utf-8").read()
+        if mod not in self.srcs:
+            raise InputError(f"module {mod!r} has no source {mod}.sv in the RTL directory")
+        text = read_source(self.srcs[mod], "RTL source")
         h = json.dumps([mod, text, sorted(params.items()), self.pkg_refs(text), self.stamp, self.family])
         return hashlib.sha256(h.encode()).hexdigest()[:20]
 
@@ -88,7 +120,7 @@ class Hier:
         """Synthesize mod alone; its own leaf cells and its child instances (type, params, count)."""
         # black boxes: the modules its source names (parsing all of hw/rtl costs more than most
         # modules' synthesis)
-        text = open(self.srcs[mod], encoding="utf-8").read()
+        text = read_source(self.srcs[mod], "RTL source")
         others = [p for m, p in self.srcs.items() if m != mod and re.search(rf"\b{m}\b", text)]
         sets = "".join(f"chparam -set {k} {v} {mod}; " for k, v in sorted(params.items()))
         os.makedirs(self.work, exist_ok=True)
@@ -120,14 +152,34 @@ class Hier:
 
 def main():
     if len(sys.argv) not in (5, 6, 7) or (len(sys.argv) >= 6 and sys.argv[5] not in ("xc7", "xcup")):
-        sys.exit("usage: synth_hier.py PKG.sv RTL_DIR WORKDIR CACHE_DIR [xc7|xcup [TOP]]")
+        raise InputError(USAGE)
     pkg, rtl, work, cache = sys.argv[1:5]
     family = sys.argv[5] if len(sys.argv) >= 6 else "xc7"
     top = sys.argv[6] if len(sys.argv) == 7 else TOP
+    for d, what in ((work, "WORKDIR"), (cache, "CACHE_DIR")):
+        if os.path.exists(d) and not os.path.isdir(d):
+            raise InputError(f"{d}: {what} is not a directory")
     total = Hier(pkg, rtl, work, cache, family).synth(top, {})
     for cell, n in sorted(total.items()):
         print(f"     {cell} {n}")
 
 
+def guard(prog, fn):
+    """Bad input: one line, exit 2; Ctrl-C: one line; anything else is a bug: one line, exit 1."""
+    def line(msg):
+        return re.sub(r"[\x00-\x1f\x7f]", "?", msg)[:1000]
+    try:
+        fn()
+    except InputError as e:
+        sys.stderr.write(line(f"{prog}: {e}") + "\n")
+        sys.exit(2)
+    except KeyboardInterrupt:
+        sys.stderr.write(f"{prog}: interrupted\n")
+        sys.exit(130)
+    except Exception as e:  # noqa: BLE001 (the last line of defence: one line, not a traceback)
+        sys.stderr.write(line(f"{prog}: internal error ({type(e).__name__}: {e}); please report it") + "\n")
+        sys.exit(1)
+
+
 if __name__ == "__main__":
-    main()
+    guard("synth_hier", main)

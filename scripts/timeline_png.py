@@ -16,12 +16,17 @@ The README picture (docs/timeline_resnet18_c4.png) is made with:
       --title "ResNet-18 C4 (56x56, 64->128, 1x1, stride 2) on the RTL, config default" --zoom 10000,2500
 """
 import json
+import os
+import re
+import stat
 import sys
 
-import matplotlib
+USAGE = "usage: timeline_png.py FILE.json OUT.png [--title T] [--zoom START,CYCLES] (--help for more)"
+MAX_TRACE = 256 << 20  # bytes of a trace file (a whole ResNet-18 on the RTL is far less)
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+
+class InputError(Exception):
+    """A bad argument or trace file: one line, exit 2."""
 
 ROWS = ["fetch", "load", "compute", "store", "load token wait", "compute token wait", "store token wait",
         "gemm pipe", "alu pipe", "dram read", "dram write"]
@@ -36,10 +41,38 @@ def colour(name):
     return "#999999"
 
 
+def read_trace(path):
+    """The trace's JSON: a regular file (a FIFO would block the open) of at most MAX_TRACE bytes."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as e:
+        raise InputError(f"{path}: cannot open the trace: {e.strerror}")
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            kind = ("a FIFO (named pipe)" if stat.S_ISFIFO(st.st_mode) else
+                    "a directory" if stat.S_ISDIR(st.st_mode) else "a special file")
+            raise InputError(f"{path}: the trace is {kind}, not a regular file")
+        data = f.read(MAX_TRACE + 1)
+        if len(data) > MAX_TRACE:
+            raise InputError(f"{path}: the trace is more than {MAX_TRACE} bytes")
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError) as e:
+        raise InputError(f"{path}: not a timeline (a `tessera ... --timeline` JSON file): {str(e)[:100]}")
+
+
 def load(path):
-    with open(path) as f:
-        ev = json.load(f)["traceEvents"]
-    names = {e["tid"]: e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "thread_name"}
+    try:
+        ev = read_trace(path)["traceEvents"]
+        names = {e["tid"]: e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "thread_name"}
+        return lanes(ev, names)
+    except (KeyError, TypeError, AttributeError, IndexError) as e:
+        raise InputError(f"{path}: not a timeline (a `tessera ... --timeline` JSON file): "
+                         f"{type(e).__name__} {str(e)[:60]}")
+
+
+def lanes(ev, names):
     rows = {r: [] for r in ROWS}
     for e in ev:
         if e["ph"] != "X":
@@ -84,20 +117,37 @@ def panel(ax_lanes, ax_cnt, rows, counters, lo, hi):
     ax_cnt.legend(fontsize=6, ncol=6, loc="upper right")
 
 
-def main(argv):
-    if len(argv) < 2:
+def parse_args(argv):
+    if argv[:1] in (["--help"], ["-h"]):
         print(__doc__)
-        return 2
+        sys.exit(0)
+    if len(argv) < 2 or argv[0].startswith("--") or argv[1].startswith("--"):
+        raise InputError(USAGE)
     title, zoom = argv[0], None
     i = 2
     while i < len(argv):
+        if argv[i] not in ("--title", "--zoom"):
+            raise InputError(f"unknown option {argv[i][:60]!r}; {USAGE}")
+        if i + 1 >= len(argv):
+            raise InputError(f"{argv[i]} needs a value; {USAGE}")
         if argv[i] == "--title":
             title = argv[i + 1]
-        elif argv[i] == "--zoom":
-            a, n = argv[i + 1].split(",")
-            zoom = (float(a), float(a) + float(n))
+        else:
+            m = re.fullmatch(r"\s*(\d+(?:\.\d*)?)\s*,\s*(\d+(?:\.\d*)?)\s*", argv[i + 1])
+            if not m or float(m.group(2)) <= 0:
+                raise InputError(f"--zoom {argv[i + 1][:60]!r}: give START,CYCLES (numbers, CYCLES > 0)")
+            zoom = (float(m.group(1)), float(m.group(1)) + float(m.group(2)))
         i += 2
-    rows, counters = load(argv[0])
+    return argv[0], argv[1], title, zoom
+
+
+def main(argv):
+    path, out, title, zoom = parse_args(argv)
+    rows, counters = load(path)
+    import matplotlib  # after the arguments: a bad one fails fast
+    matplotlib.use("Agg")
+    import matplotlib.patches  # noqa: F401
+    import matplotlib.pyplot as plt
     end = max((b + d for r in rows.values() for b, d, _ in r), default=1.0)
     npanel = 2 if zoom else 1
     fig, axes = plt.subplots(2 * npanel, 1, figsize=(14, 4.8 * npanel),
@@ -110,9 +160,29 @@ def main(argv):
     handles = [matplotlib.patches.Patch(color=c, label=k) for k, c in COLORS.items()]
     fig.legend(handles=handles, loc="upper right", fontsize=7, ncol=len(handles))
     fig.tight_layout(rect=(0, 0, 1, 0.97))
-    fig.savefig(argv[1], dpi=110)
+    try:
+        fig.savefig(out, dpi=110)
+    except (OSError, ValueError) as e:  # an unwritable path, an unknown extension
+        raise InputError(f"{out}: cannot write the picture: {str(e)[:200]}")
     return 0
 
 
+def guard(prog, fn):
+    """Bad input: one line, exit 2; Ctrl-C: one line; anything else is a bug: one line, exit 1."""
+    def line(msg):
+        return re.sub(r"[\x00-\x1f\x7f]", "?", msg)[:1000]
+    try:
+        return fn()
+    except InputError as e:
+        sys.stderr.write(line(f"{prog}: {e}") + "\n")
+        return 2
+    except KeyboardInterrupt:
+        sys.stderr.write(f"{prog}: interrupted\n")
+        return 130
+    except Exception as e:  # noqa: BLE001 (the last line of defence: one line, not a traceback)
+        sys.stderr.write(line(f"{prog}: internal error ({type(e).__name__}: {e}); please report it") + "\n")
+        return 1
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(guard("timeline_png", lambda: main(sys.argv[1:])))

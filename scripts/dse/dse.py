@@ -20,7 +20,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tsrdse import boards, engines, evaluate, report, space  # noqa: E402
+from tsrdse import boards, engines, evaluate, report, safeio, space  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -29,11 +29,37 @@ def log(msg):
     print(msg, flush=True)
 
 
+class UsageError(Exception):
+    """A bad argument or input file: one line, exit 2 (the guard at the bottom)."""
+
+
+def die(msg):
+    raise UsageError(msg)
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse whose usage errors are one line (its default prints the usage first)."""
+
+    def error(self, message):
+        self.exit(2, safeio.clip(f"{self.prog}: {message} (--help for usage)") + "\n")
+
+
 def find_cli(arg):
-    for c in (arg, os.environ.get("TESSERA_CLI"), os.path.join(ROOT, "build", "tessera"), shutil.which("tessera")):
+    # a binary named by --cli or $TESSERA_CLI must be that binary: falling back to another
+    # one would measure something else than what was asked for
+    for given, what in ((arg, "--cli"), (os.environ.get("TESSERA_CLI"), "$TESSERA_CLI")):
+        if given:
+            if not os.path.exists(given):
+                die(f"{what} {given}: no such file")
+            if not os.path.isfile(given):
+                die(f"{what} {given}: not a regular file")
+            if not os.access(given, os.X_OK):
+                die(f"{what} {given}: not executable")
+            return os.path.abspath(given)
+    for c in (os.path.join(ROOT, "build", "tessera"), shutil.which("tessera")):
         if c and os.path.isfile(c) and os.access(c, os.X_OK):
             return os.path.abspath(c)
-    sys.exit("dse: no tessera binary: build it (cmake --build build) or give --cli PATH")
+    die("no tessera binary: build it (cmake --build build) or give --cli PATH")
 
 
 def make_context(sp, cli, cache):
@@ -51,10 +77,7 @@ def make_context(sp, cli, cache):
 
 def cmd_check(a):
     cli = find_cli(a.cli)
-    try:
-        sp = space.load(a.space, ROOT, cli)
-    except space.SpaceError as e:
-        sys.exit(f"dse: {e}")
+    sp = space.load(a.space, ROOT, cli)
     log(f"space {sp.name}: {len(sp.points)} legal points, {len(sp.illegal)} illegal; workload "
         f"{space.workload_label(sp.workload)}; backend {sp.backend}; DRAM {sp.dram['bytes_per_cycle']} B/cycle; boards "
         f"{', '.join(b['name'] for b in sp.boards) or '-'}")
@@ -65,15 +88,20 @@ def cmd_check(a):
 
 
 def cmd_point(a):
-    try:
-        with open(a.context) as f:
-            ctx = json.load(f)
-    except (OSError, ValueError) as e:
-        sys.exit(f"dse point: {a.context}: cannot read the sweep context: {e}")
+    # the sweep's own file, but a user may name any: bounded, and its shape checked
+    text = safeio.read_text(a.context, "sweep context", safeio.MAX_CONTEXT_BYTES)
+    ctx = safeio.load_json(text, a.context, "sweep context")
+    need = ("points", "cli", "cache", "workload", "dram", "backend", "synth", "fingerprints")
+    if not isinstance(ctx, dict) or any(k not in ctx for k in need) or not isinstance(ctx["points"], list):
+        die(f"{a.context}: not a sweep context (the context.json `dse.py sweep` writes)")
     if not 0 <= a.index < len(ctx["points"]):
-        sys.exit(f"dse point: index {a.index} out of range (0..{len(ctx['points']) - 1})")
+        die(f"point: index {a.index} out of range (0..{len(ctx['points']) - 1})")
     parts = (a.only,) if a.only else ("cycles", "synth")
-    r = evaluate.evaluate(ctx, a.index, backend=a.backend, log=log, parts=parts)
+    try:
+        r = evaluate.evaluate(ctx, a.index, backend=a.backend, log=log, parts=parts)
+    except (KeyError, TypeError, AttributeError) as e:
+        die(f"{a.context}: not a sweep context (the context.json `dse.py sweep` writes): "
+            f"{type(e).__name__} {safeio.show(str(e))}")
     bad = [k for k, v in r.items() if v is not None and "error" in v]
     sys.exit(1 if bad else 0)
 
@@ -129,19 +157,21 @@ def cmd_area_check(a):
         name, _, ref = arg.partition("=")
         cfg = space.load_config(ROOT, name)
         if isinstance(cfg, str):
-            sys.exit(f"dse area-check: {cfg}")
+            die(f"area-check: {cfg}")
         err = space.check_config(cli, cfg, name)
         if err:
-            sys.exit(f"dse area-check: {name}: {err}")
+            die(f"area-check: {name}: {err}")
         ctx = dict(base, points=[{"id": name, "config": cfg}])
         res = {}
         for mode in ("estimate", "full"):
             c = dict(ctx, synth=mode)
             if mode == "full" and ref:
                 try:
-                    res[mode] = evaluate.parse_area(open(ref, encoding="utf-8").read())
-                except (OSError, RuntimeError) as e:
-                    sys.exit(f"dse area-check: {ref}: not a scripts/synth.sh result: {e}")
+                    res[mode] = evaluate.parse_area(safeio.read_text(ref, "synthesis result"))
+                except safeio.InputError as e:
+                    die(f"area-check: {ref}: not a scripts/synth.sh result: {e.reason}")
+                except RuntimeError as e:
+                    die(f"area-check: {ref}: not a scripts/synth.sh result: {e}")
                 res[mode]["from"] = ref
                 continue
             with tempfile.TemporaryDirectory(prefix="dse-area-") as wd:
@@ -151,7 +181,7 @@ def cmd_area_check(a):
                     try:
                         ent = evaluate.run_synth(c, cfg, wd)
                     except RuntimeError as e:
-                        sys.exit(f"dse area-check: {name}: {e}")
+                        sys.exit(safeio.clip(f"dse area-check: {name}: {e}"))
                     evaluate.cache_put(c, "synth", evaluate.synth_key(c, cfg), ent)
             res[mode] = ent
         errs = area_errors(res["estimate"], res["full"])
@@ -170,14 +200,14 @@ def cmd_area_check(a):
 
 def cmd_sweep(a):
     cli = find_cli(a.cli)
-    try:
-        sp = space.load(a.space, ROOT, cli)
-    except space.SpaceError as e:
-        sys.exit(f"dse: {e}")
+    sp = space.load(a.space, ROOT, cli)
     if a.synth:
         sp.synth = a.synth
     out = os.path.abspath(a.out or os.path.join("dse-out", sp.name))
-    os.makedirs(out, exist_ok=True)
+    try:
+        os.makedirs(out, exist_ok=True)
+    except OSError as e:
+        die(f"--out {out}: cannot make the directory: {e.strerror}")
     cache = a.cache or os.environ.get("TESSERA_DSE_CACHE") or os.path.join(ROOT, "build", "dse-cache")
     ctx = make_context(sp, cli, cache)
     ctx_path = os.path.join(out, "context.json")
@@ -198,7 +228,7 @@ def cmd_sweep(a):
             try:
                 engines.run_slurm(ctx, ctx_path, todo, a.jobs, log)
             except RuntimeError as e:
-                sys.exit(f"dse: {e}")
+                sys.exit(safeio.clip(f"dse: {e}"))
     wall = time.monotonic() - t0
     results = [evaluate.lookup(ctx, i) for i in range(len(ctx["points"]))]
     rows = report.build_rows(ctx, results, sp.boards, sp.budget)
@@ -229,7 +259,7 @@ def cmd_sweep(a):
 
 
 def main():
-    ap = argparse.ArgumentParser(prog="dse.py", description="tessera design-space exploration")
+    ap = Parser(prog="dse.py", description="tessera design-space exploration")
     sub = ap.add_subparsers(dest="cmd", required=True)
     c = sub.add_parser("check", help="check a space file and list its points")
     c.add_argument("space")
@@ -274,4 +304,5 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    # bad input: one line, exit 2; Ctrl-C: one line; a bug: one line with its type, exit 1
+    safeio.guard("dse", main, (space.SpaceError, UsageError))

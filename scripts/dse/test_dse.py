@@ -13,18 +13,26 @@
 #         flow's, the cache keyed by the package constants a module names
 # slurm:  the same sweep through a single-node Slurm started here; results
 #         equal the local engine's (exit 77 = skipped: not root / no munge)
+# hostile: what a careless or hostile user hands the DSE and the other Python entry
+#         points (FIFOs, 1 GiB files, 100,000 brackets, YAML aliases, 10^10-point grids,
+#         10^8 samples, a missing --cli, bad arguments, Ctrl-C): one line, exit 2, fast,
+#         in bounded memory. Each run here has a wall-time limit (a hang fails, it does not
+#         hang the test) and an address-space limit (a huge allocation fails).
 import csv
 import json
 import os
 import re
+import resource
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
-from tsrdse import boards, evaluate, pareto  # noqa: E402
+from tsrdse import boards, evaluate, pareto, space  # noqa: E402
 
 CLI, WORK, WHICH = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2]), sys.argv[3]
 DSE = [sys.executable, os.path.join(HERE, "dse.py")]
@@ -443,6 +451,287 @@ def test_hier():
     check(r.returncode != 0 and "usage" in r.stderr, "an unknown family is a usage error\n" + r.stderr)
 
 
+class Run:
+    def __init__(self, rc, out, err, secs):
+        self.returncode, self.stdout, self.stderr, self.secs = rc, out, err, secs
+
+
+def run_limited(argv, timeout=20, mem=1 << 30, env=None, cwd=None):
+    """argv with its address space limited to `mem` bytes (RLIMIT_AS, inherited by its
+    children) and its wall time to `timeout` s: then its process group is killed and
+    returncode is None."""
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
+    t0 = time.monotonic()
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                         text=True, errors="replace", preexec_fn=limit, start_new_session=True,
+                         env=dict(os.environ, **(env or {})), cwd=cwd)
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        out, err = p.communicate()
+        return Run(None, out, err + f"\n(killed after {timeout} s)", time.monotonic() - t0)
+    return Run(p.returncode, out, err, time.monotonic() - t0)
+
+
+def one_line(r, want, rc=2):
+    """The run failed with exit `rc` and exactly one printable line on stderr holding `want`."""
+    err = r.stderr.strip("\n")
+    return (r.returncode == rc and len(err.splitlines()) == 1 and want in err and "Traceback" not in err
+            and not re.search(r"[\x00-\x08\x0b-\x1f\x7f]", err))
+
+
+def refused(name, r, want, rc=2, secs=None):
+    ok = one_line(r, want, rc) and (secs is None or r.secs < secs)
+    check(ok, f"{name}: one line, exit {rc}, '{want[:70]}'" + (f", under {secs} s" if secs else "")
+          + ("" if ok else f"\n     got exit {r.returncode} after {r.secs:.1f} s: {r.stderr.strip()[:600]!r}"))
+
+
+def hdse(*args, **kw):
+    return run_limited(DSE + list(args), **kw)
+
+
+def counting_cli():
+    """A stand-in for the CLI that counts its runs in a file, then runs the real one."""
+    stub, count = os.path.join(WORK, "counting-tessera"), os.path.join(WORK, "cli-calls")
+    with open(stub, "w") as f:
+        f.write(f"#!/bin/sh\necho x >> '{count}'\nexec '{CLI}' \"$@\"\n")
+    os.chmod(stub, 0o755)
+
+    def calls():
+        """The runs since the last call."""
+        if not os.path.exists(count):
+            return 0
+        with open(count) as f:
+            n = len(f.readlines())
+        os.unlink(count)
+        return n
+    return stub, calls
+
+
+def test_hostile():
+    try:
+        import yaml  # noqa: F401
+        have_yaml = True
+    except ImportError:
+        have_yaml = False
+    good = {"base": "tiny", "keys": {"LOG_BLOCK": [2]}, "synth": "none"}
+
+    # 2b: a FIFO (or any non-regular file) as the space or the base config: refused by
+    # name, never opened for a blocking read
+    fifo = os.path.join(WORK, "fifo.json")
+    os.mkfifo(fifo)
+    refused("FIFO space file", hdse("check", fifo, "--cli", CLI),
+            f"{fifo}: the space file is a FIFO (named pipe), not a regular file", secs=10)
+    refused("a directory as the space file", hdse("check", WORK, "--cli", CLI),
+            f"{WORK}: the space file is a directory, not a regular file")
+    refused("/dev/zero as the space file", hdse("check", "/dev/zero", "--cli", CLI),
+            "/dev/zero: the space file is a character device, not a regular file", secs=10)
+    os.mkfifo(os.path.join(WORK, "fifo-base.json"))
+    p = write_space("fifo-base-space", dict(good, base="fifo-base.json"))
+    refused("FIFO base config", hdse("check", p, "--cli", CLI),
+            'base "fifo-base.json": the config file is a FIFO (named pipe), not a regular file', secs=10)
+
+    # 7: a 1 GiB space file or base config (sparse: no disk): refused by its size before
+    # reading, in 1 GiB of address space; 1 MiB + 1 byte is over, 1 MiB is not
+    big = os.path.join(WORK, "big.json")
+    with open(big, "wb") as f:
+        f.truncate(1 << 30)
+    refused("1 GiB space file", hdse("check", big, "--cli", CLI),
+            f"{big}: the space file is 1073741824 bytes, more than the 1048576 allowed", secs=10)
+    p = write_space("big-base-space", dict(good, base="big.json"))
+    refused("1 GiB base config", hdse("check", p, "--cli", CLI),
+            'base "big.json": the config file is 1073741824 bytes, more than the 1048576 allowed', secs=10)
+    text = json.dumps(good)
+    p = write_space("mib-plus-1", text + " " * ((1 << 20) + 1 - len(text)))
+    refused("space file of 1 MiB + 1 byte", hdse("check", p, "--cli", CLI),
+            "the space file is 1048577 bytes, more than the 1048576 allowed")
+    p = write_space("mib", text + " " * ((1 << 20) - len(text)))
+    r = hdse("check", p, "--cli", CLI)
+    check(r.returncode == 0 and "1 legal points" in r.stdout, "space file of exactly 1 MiB: accepted\n" + r.stderr)
+
+    # 8: 100,000 nested brackets (JSON; YAML flow and block style; a base config): one line
+    deep = "[" * 100000 + "]" * 100000
+    p = write_space("deep", '{"base": "tiny", "keys": {"LOG_BLOCK": ' + deep + "}}")
+    refused("100,000 nested brackets", hdse("check", p, "--cli", CLI),
+            f"{p}: the space file nests brackets more than 32 deep", secs=10)
+    p = write_space("deep-string", '{"base": "tiny", "keys": {"LOG_BLOCK": [2]}, "name": "' + "[" * 100 + '"}')
+    refused("brackets inside a string are not nesting", hdse("check", p, "--cli", CLI),
+            "name must be letters, digits")
+    with open(os.path.join(WORK, "deep-base.json"), "w") as f:
+        f.write('{"LOG_BLOCK": ' + deep + "}")
+    p = write_space("deep-base-space", dict(good, base="deep-base.json"))
+    refused("100,000 nested brackets in the base config", hdse("check", p, "--cli", CLI),
+            'base "deep-base.json": the config file nests brackets more than 32 deep', secs=10)
+    if have_yaml:
+        for name, body in (("deep-flow", "base: tiny\nkeys:\n  LOG_BLOCK: " + deep + "\n"),
+                           ("deep-block", "base: tiny\nkeys:\n  LOG_BLOCK:\n    " + "- " * 50000 + "2\n")):
+            yp = os.path.join(WORK, name + ".yaml")
+            with open(yp, "w") as f:
+                f.write(body)
+            refused(f"YAML nested 50,000+ deep ({name})", hdse("check", yp, "--cli", CLI), f"{yp}: ", secs=10)
+
+    # 5: YAML "billion laughs" (0.4 KB; 9^9 strings expanded): anchors and aliases refused;
+    # a big value in a message is cut (it used to be printed whole)
+    if have_yaml:
+        lol = ["&a [" + ", ".join(["lol"] * 9) + "]"] + [
+            f"&{c} [" + ", ".join([f"*{chr(ord(c) - 1)}"] * 9) + "]" for c in "bcdefghi"]
+        yp = os.path.join(WORK, "laughs.yaml")
+        with open(yp, "w") as f:
+            f.write("base: tiny\nkeys:\n  LOG_BLOCK: [[" + ", ".join(lol) + "]]\n")
+        check(os.path.getsize(yp) < 600, f"billion laughs file is small ({os.path.getsize(yp)} bytes)")
+        refused("YAML billion laughs", hdse("check", yp, "--cli", CLI),
+                "YAML anchors and aliases (&, *) are not allowed in a space file (line 3)", secs=10)
+    p = write_space("bigvalue", {"base": "tiny", "keys": {"LOG_BLOCK": [list(range(100000))]}})
+    r = hdse("check", p, "--cli", CLI)
+    refused("a 100,000-element value in a message", r, "keys.LOG_BLOCK: values must be integers (or strings), got [0, 1, 2")
+    check(len(r.stderr) < 400, f"... and the message is short ({len(r.stderr)} characters)")
+
+    # 6: the grid's size is the product of the axis lengths, checked before any point is
+    # made and before the CLI checks a value (a 10^10-point grid: only the base is checked)
+    stub, calls = counting_cli()
+    p = write_space("grid1e10", {"base": "tiny", "keys": {"CLOCK_MHZ": {"range": [1, 100000]},
+                                                          "CMD_QUEUE_DEPTH": {"range": [2, 100001]}}})
+    calls()
+    refused("10^10-point grid", hdse("check", p, "--cli", stub),
+            f"{p}: the grid has 10000000000 points (more than 100000): use \"search\"", secs=10)
+    n = calls()
+    check(n == 0, f"10^10-point grid: refused before any CLI run ({n})")
+    # a legal grid: one CLI run per point (+ per key, the base, the network probes), not
+    # one more per value: 50 clocks x 2 DEP_QUEUE_DEPTH values (neither the base's 4)
+    p = write_space("grid100", {"base": "tiny", "keys": {"CLOCK_MHZ": {"range": [1, 50]}, "DEP_QUEUE_DEPTH": [5, 6]},
+                                "synth": "none"})
+    r = hdse("check", p, "--cli", stub, timeout=60)
+    n = calls()
+    check(r.returncode == 0 and "100 legal points, 0 illegal" in r.stdout and n <= 1 + 2 + 100 + 2,
+          f"100-point grid: {n} CLI runs <= base 1 + keys 2 + points 100 + probes 2\n" + r.stderr[-300:])
+
+    # 4: random search: samples bounded; a huge space is sampled without being made
+    axes = {"CLOCK_MHZ": {"range": [1, 1000]}, "CMD_QUEUE_DEPTH": {"range": [2, 1001]},
+            "DEP_QUEUE_DEPTH": {"range": [1, 1000]}}
+    p = write_space("rand1e8", {"base": "tiny", "keys": axes, "search": {"method": "random", "samples": 10 ** 8}})
+    refused("random search, samples 10^8 over 10^9 points", hdse("check", p, "--cli", CLI),
+            "search.samples is 100000000, more than the 10000 allowed", secs=10)
+    p = write_space("rand3", {"base": "tiny", "keys": dict(axes, DEP_QUEUE_DEPTH={"range": [1, 255]}),
+                              "search": {"method": "random", "samples": 3, "seed": 5}, "synth": "none"})
+    r = hdse("check", p, "--cli", stub)
+    n = calls()
+    check(r.returncode == 0 and "3 legal points" in r.stdout and r.secs < 15 and n < 30,
+          f"random search, 3 samples of 2.5 * 10^8 points: {r.secs:.1f} s, {n} CLI runs (not one per value)\n"
+          + r.stderr[-300:])
+    draws = list(space._draws(__import__("random").Random(1), 10 ** 30, 1000)) if hasattr(space, "_draws") else []
+    check(len(set(draws)) == 1000 and all(0 <= d < 10 ** 30 for d in draws),
+          "1000 distinct draws from 10^30 points (more than random.sample can index)")
+
+    # 10: --cli (or $TESSERA_CLI) that is missing, not executable or a directory: an error
+    # naming it, never another binary in its place
+    noexec = os.path.join(WORK, "noexec")
+    with open(noexec, "w") as f:
+        f.write("#!/bin/sh\n")
+    p = write_space("cli", good)
+    for cli, want in ((os.path.join(WORK, "nosuch"), "no such file"), (noexec, "not executable"),
+                      (WORK, "not a regular file")):
+        refused(f"--cli {os.path.basename(cli)}", hdse("check", p, "--cli", cli), f"dse: --cli {cli}: {want}")
+    refused("$TESSERA_CLI missing", hdse("check", p, env={"TESSERA_CLI": os.path.join(WORK, "nosuch")}),
+            f"dse: $TESSERA_CLI {os.path.join(WORK, 'nosuch')}: no such file")
+
+    # every other bad input: one line, exit 2
+    bad_utf8 = os.path.join(WORK, "latin1.json")
+    with open(bad_utf8, "wb") as f:
+        f.write(b'{"base": "tiny", "keys": {"LOG_BLOCK": [2]}, "name": "caf\xe9"}')
+    ctx_list = write_space("ctx-list", [1, 2])
+    for name, args, want in (
+            ("no arguments", [], "dse.py: the following arguments are required"),
+            ("check without a space", ["check"], "dse.py check: the following arguments are required: space"),
+            ("-j 0", ["sweep", p, "-j", "0"], "-j needs a positive number"),
+            ("a space file that is not UTF-8", ["check", bad_utf8, "--cli", CLI], "the space file is not UTF-8 text"),
+            ("NaN", ["check", write_space("nan", '{"base": "tiny", "keys": {"LOG_BLOCK": [2]}, '
+                                                 '"constraints": {"budget": {"DSP": NaN}}}'), "--cli", CLI],
+             "NaN is not a JSON number"),
+            ("a key given twice", ["check", write_space("dup", '{"base": "tiny", "keys": {"LOG_BLOCK": [2]}, '
+                                                               '"keys": {"LOG_BLOCK": [3]}}'), "--cli", CLI],
+             'the key "keys" appears twice in one object'),
+            ("an escape sequence in a key", ["check", write_space("ansi", {"base": "tiny", "keys": {
+                "LOG\x1b[31mBLOCK\nX": [2]}}), "--cli", CLI], 'keys: "LOG\\u001b[31mBLOCK\\nX" is not a config key'),
+            ("an integer of 5000 digits", ["check", write_space("digits", '{"base": "tiny", "keys": {"LOG_BLOCK": [' +
+                                                                   "9" * 5000 + "]}}"), "--cli", CLI],
+             "malformed JSON: Exceeds the limit"),
+            ("point: a missing context", ["point", os.path.join(WORK, "nosuch.json"), "0"],
+             "cannot open the sweep context: No such file or directory"),
+            ("point: a FIFO context", ["point", fifo, "0"], "the sweep context is a FIFO"),
+            ("point: a context that is a list", ["point", ctx_list, "0"], "not a sweep context"),
+            ("area-check: no such config", ["area-check", "nosuch", "--cli", CLI],
+             '"nosuch" is neither a config file nor a preset in configs/')):
+        refused(f"dse {name}", hdse(*args, timeout=20), want)
+    if have_yaml:
+        yp = os.path.join(WORK, "tag.yaml")
+        with open(yp, "w") as f:
+            f.write("base: tiny\nkeys: !!python/object/apply:os.system ['echo owned']\n")
+        r = hdse("check", yp, "--cli", CLI)
+        refused("YAML python tag", r, "malformed YAML")
+        check("owned" not in r.stdout, "... and nothing was run")
+
+    # Ctrl-C during a long check: one line, exit 130
+    p = write_space("long", {"base": "tiny", "keys": {"CLOCK_MHZ": {"range": [1, 1000]}, "DEP_QUEUE_DEPTH": [5, 6]},
+                             "synth": "none"})
+    proc = subprocess.Popen(DSE + ["check", p, "--cli", CLI], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True)
+    time.sleep(2)
+    proc.send_signal(signal.SIGINT)
+    try:
+        _, err = proc.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, err = proc.communicate()
+    check(proc.returncode == 130 and err.strip() == "dse: interrupted",
+          f"Ctrl-C: 'dse: interrupted', exit 130 (exit {proc.returncode}: {err.strip()[-300:]!r})")
+
+    # the other Python entry points: bad arguments and input files, one line and exit 2
+    py = sys.executable
+    scripts = os.path.dirname(HERE)
+    tl = [py, os.path.join(scripts, "timeline_png.py")]
+    hier = [py, os.path.join(scripts, "synth_hier.py")]
+    digits = [py, os.path.join(scripts, "onnx", "train_digits.py")]
+    r18 = [py, os.path.join(scripts, "onnx", "resnet18_onnx.py")]
+    trace = os.path.join(WORK, "trace.json")
+    with open(trace, "w") as f:
+        json.dump({"traceEvents": []}, f)
+    png = os.path.join(WORK, "t.png")
+    notdir = os.path.join(WORK, "notadir")
+    with open(notdir, "w") as f:
+        f.write("x")
+    r18dir = os.path.join(WORK, "r18")
+    os.makedirs(r18dir)
+    r18fifo = os.path.join(WORK, "r18fifo")
+    os.makedirs(r18fifo)
+    os.mkfifo(os.path.join(r18fifo, "net.json"))
+    with open(os.path.join(r18dir, "net.json"), "w") as f:
+        f.write('{"tensors": [], "nodes": [{"kind": "conv"}]}')
+    for name, argv, want in (
+            ("timeline_png: no arguments", tl, "usage: timeline_png.py"),
+            ("timeline_png: missing trace", tl + [os.path.join(WORK, "nosuch.json"), png],
+             "cannot open the trace: No such file or directory"),
+            ("timeline_png: FIFO trace", tl + [fifo, png], "the trace is a FIFO (named pipe), not a regular file"),
+            ("timeline_png: not JSON", tl + [notdir, png], "not a timeline"),
+            ("timeline_png: no traceEvents", tl + [ctx_list, png], "not a timeline"),
+            ("timeline_png: bad --zoom", tl + [trace, png, "--zoom", "abc"], "--zoom"),
+            ("timeline_png: --title without a value", tl + [trace, png, "--title"], "--title"),
+            ("synth_hier: no arguments", hier, "usage: synth_hier.py"),
+            ("synth_hier: missing package", hier + [os.path.join(WORK, "nosuch.sv"), WORK, WORK, WORK],
+             "cannot open the package"),
+            ("synth_hier: RTL_DIR not a directory", hier + [notdir, notdir, WORK, WORK], "not a directory"),
+            ("train_digits: no arguments", digits, "usage: train_digits.py OUTDIR"),
+            ("train_digits: OUTDIR is a file", digits + [notdir], "not a directory"),
+            ("resnet18_onnx: no arguments", r18, "usage: resnet18_onnx.py DIR"),
+            ("resnet18_onnx: missing DIR", r18 + [os.path.join(WORK, "nosuch")], "cannot open"),
+            ("resnet18_onnx: DIR without net.json", r18 + [WORK], "net.json: no such file"),
+            ("resnet18_onnx: FIFO net.json", r18 + [r18fifo], "net.json: the network description is not a regular file"),
+            ("resnet18_onnx: net.json without fields", r18 + [r18dir], "net.json")):
+        refused(name, run_limited(argv, timeout=60, mem=4 << 30), want)
+    check(not os.path.exists(png), "timeline_png: no output written by a failing run")
+
+
 def test_slurm():
     sdir = os.path.join(WORK, "slurm")
     st = subprocess.run([os.path.join(HERE, "slurm_local.sh"), "start", sdir], capture_output=True, text=True)
@@ -475,6 +764,6 @@ if __name__ == "__main__":
         shutil.rmtree(WORK)
     os.makedirs(WORK)
     {"space": test_space, "pareto": test_pareto, "sweep": test_sweep, "onnx": test_onnx, "area": test_area,
-     "hier": test_hier, "slurm": test_slurm}[WHICH]()
+     "hier": test_hier, "slurm": test_slurm, "hostile": test_hostile}[WHICH]()
     print(f"{WHICH}: {len(failures)} failures")
     sys.exit(1 if failures else 0)

@@ -2,7 +2,7 @@
 # the Pareto front, a tiny sweep end to end, the area path with a stand-in
 # for synth.sh, the module-by-module estimate on a toy design, and the same sweep through a
 # single-node Slurm (skipped, exit 77, when not root or munge is missing).
-foreach(t space pareto sweep onnx area hier slurm)
+foreach(t space pareto sweep onnx area hier slurm hostile)
   add_test(NAME dse_${t} COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/scripts/dse/test_dse.py
            $<TARGET_FILE:tessera_cli> ${CMAKE_BINARY_DIR}/dse_test/${t} ${t})
   set_tests_properties(dse_${t} PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)

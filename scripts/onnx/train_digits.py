@@ -18,13 +18,39 @@ Usage: train_digits.py OUTDIR
 import os
 import sys
 
-import numpy as np
-import torch
-import torch.nn as nn
-import onnx
-from onnx import helper, TensorProto, numpy_helper
-from sklearn.datasets import load_digits
-from sklearn.model_selection import train_test_split
+USAGE = "usage: train_digits.py OUTDIR"
+
+
+def out_dir(argv):
+    """OUTDIR, made if missing; a bad one is one line and exit 2 (before torch is imported:
+    that takes seconds)."""
+    def fail(msg):
+        sys.stderr.write("train_digits: " + msg.replace("\n", "?")[:1000] + "\n")
+        sys.exit(2)
+    if len(argv) != 1 or argv[0] in ("-h", "--help") or not argv[0]:
+        fail(USAGE)
+    out = argv[0]
+    if os.path.exists(out) and not os.path.isdir(out):
+        fail(f"{out}: OUTDIR is not a directory")
+    try:
+        os.makedirs(out, exist_ok=True)
+    except OSError as e:
+        fail(f"{out}: cannot make OUTDIR: {e.strerror}")
+    if not os.access(out, os.W_OK):
+        fail(f"{out}: OUTDIR is not writable")
+    return out
+
+
+if __name__ == "__main__":
+    OUT = out_dir(sys.argv[1:])
+
+import numpy as np  # noqa: E402 (after the argument check)
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import onnx  # noqa: E402
+from onnx import helper, TensorProto, numpy_helper  # noqa: E402
+from sklearn.datasets import load_digits  # noqa: E402
+from sklearn.model_selection import train_test_split  # noqa: E402
 
 SEED = 1234
 
@@ -56,9 +82,7 @@ def accuracy(model, x, y):
         return float((model(x).argmax(1) == y).float().mean())
 
 
-def main():
-    out = sys.argv[1]
-    os.makedirs(out, exist_ok=True)
+def main(out):
     torch.manual_seed(SEED)
     np.random.seed(SEED)
     torch.set_num_threads(1)
@@ -174,4 +198,14 @@ def write_qlinear(m, path):
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main(OUT)
+    except KeyboardInterrupt:
+        sys.stderr.write("train_digits: interrupted\n")
+        sys.exit(130)
+    except OSError as e:  # writing OUTDIR's files (disk full, permissions)
+        sys.stderr.write(f"train_digits: {e.filename or OUT}: {e.strerror or e}\n")
+        sys.exit(1)
+    except Exception as e:  # noqa: BLE001 (the last line of defence: one line, not a traceback)
+        sys.stderr.write(f"train_digits: internal error ({type(e).__name__}: {str(e)[:500]!r}); please report it\n")
+        sys.exit(1)

@@ -18,7 +18,8 @@ def run_on_config(cfg, argv, prefix="dse-", cwd_tmp=False):
         with open(cp, "w") as f:
             json.dump(cfg, f)
         args = [a.replace("{cfg}", cp).replace("{dir}", d) for a in argv]
-        p = subprocess.run(args, capture_output=True, text=True, cwd=d if cwd_tmp else None)
+        # (errors="replace": the CLI may echo bytes of a bad file; a message is text either way)
+        p = subprocess.run(args, capture_output=True, text=True, errors="replace", cwd=d if cwd_tmp else None)
         files = {}
         for name in os.listdir(d):
             if name != "point.json" and os.path.isfile(os.path.join(d, name)):

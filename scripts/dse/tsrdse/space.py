@@ -11,9 +11,11 @@ import json
 import os
 import random
 import re
+import sys
 
 from . import boards as boards_mod
-from . import cfgfile, evaluate
+from . import cfgfile, safeio
+from .safeio import show
 
 
 class SpaceError(Exception):
@@ -26,29 +28,32 @@ WORKLOADS = ("resnet18", "resnet18-small", "resnet18-layers", "onnx")
 BACKENDS = ("systemc", "rtl", "fsim")
 SYNTH_MODES = ("full", "estimate", "none")
 RESOURCES = ("LUT", "FF", "BRAM36", "DSP")
-MAX_POINTS = 100000  # the grid is enumerated; larger spaces must use random sampling
+# Limits (scripts/dse/README.md): every point of a grid is checked by the CLI (one
+# `tessera config show` each, ~6 ms on 2 cores), so the grid is bounded; a random search
+# draws at most 20 x samples points, so samples are bounded; the counts are products of
+# the axis lengths, computed before any point is made or any CLI call.
+MAX_POINTS = 100000  # grid points; larger spaces must use random sampling
+MAX_SAMPLES = 10000  # random search: legal points wanted
+MAX_KEYS = 64  # swept keys (the config has 20)
+MAX_STRING = 256  # characters of a string value
+DRAWS_PER_SAMPLE = 20  # random search: draws per wanted point at most
+MAX_WORKLOAD_FILE = 1 << 30  # an ONNX model or its input (hashed, not held in memory)
 
 
 def _load_text(path):
+    # the space file: a regular file of at most 1 MiB, nesting and YAML aliases bounded
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except OSError as e:
-        raise SpaceError(f"{path}: cannot read the space file: {e.strerror}")
-    if path.endswith((".yaml", ".yml")):
-        try:
-            import yaml  # Debian's python3-yaml; optional
-        except ImportError:
-            raise SpaceError(f"{path}: YAML space files need python3-yaml; use JSON instead")
-        try:
-            doc = yaml.safe_load(text)
-        except yaml.YAMLError as e:
-            raise SpaceError(f"{path}: malformed YAML: {str(e).splitlines()[0]}")
-    else:
-        try:
-            doc = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise SpaceError(f"{path}: malformed JSON near line {e.lineno}: {e.msg}")
+        text = safeio.read_text(path, "space file")
+        if path.endswith((".yaml", ".yml")):
+            try:
+                import yaml  # noqa: F401 (Debian's python3-yaml; optional)
+            except ImportError:
+                raise SpaceError(f"{path}: YAML space files need python3-yaml; use JSON instead")
+            doc = safeio.load_yaml(text, path, "space file")
+        else:
+            doc = safeio.load_json(text, path, "space file")
+    except safeio.InputError as e:
+        raise SpaceError(str(e))
     if not isinstance(doc, dict):
         raise SpaceError(f"{path}: the top level must be an object")
     return doc
@@ -62,21 +67,30 @@ def _values(path, key, spec):
     """The list of values of one key: a scalar, a list, or {"range": [lo, hi], "step": s}
     (inclusive; "log2": true doubles instead of adding, for keys given in plain units)."""
     where = f"{path}: keys.{key}"
+
+    def value_ok(v):
+        if isinstance(v, str) and len(v) > MAX_STRING:
+            raise SpaceError(f"{where}: a string value is longer than {MAX_STRING} characters: {show(v)}")
+        return _is_int(v) or isinstance(v, str)
     if _is_int(spec) or isinstance(spec, str):
+        value_ok(spec)
         return [spec]
     if isinstance(spec, list):
         if not spec:
             raise SpaceError(f"{where}: empty list of values")
+        if len(spec) > MAX_POINTS:
+            raise SpaceError(f"{where}: the list has more than {MAX_POINTS} values")
         for v in spec:
-            if not (_is_int(v) or isinstance(v, str)):
-                raise SpaceError(f"{where}: values must be integers (or strings), got {json.dumps(v)}")
+            if not value_ok(v):
+                raise SpaceError(f"{where}: values must be integers (or strings), got {show(v)}")
         if len(set(map(json.dumps, spec))) != len(spec):
             raise SpaceError(f"{where}: a value appears twice")
         return list(spec)
     if isinstance(spec, dict):
         extra = set(spec) - {"range", "step", "double"}
         if extra:
-            raise SpaceError(f"{where}: unknown field \"{sorted(extra)[0]}\" (allowed: range, step, double)")
+            first = sorted(map(show, extra))[0]
+            raise SpaceError(f"{where}: unknown field {first} (allowed: range, step, double)")
         r = spec.get("range")
         if not (isinstance(r, list) and len(r) == 2 and all(map(_is_int, r))):
             raise SpaceError(f"{where}: \"range\" must be [lo, hi] (integers, inclusive)")
@@ -86,6 +100,8 @@ def _values(path, key, spec):
         if spec.get("double"):
             if lo < 1:
                 raise SpaceError(f"{where}: a doubling range must start at 1 or more")
+            if hi.bit_length() - lo.bit_length() >= 64:
+                raise SpaceError(f"{where}: the doubling range has more than 64 values")
             out, v = [], lo
             while v <= hi:
                 out.append(v)
@@ -96,7 +112,7 @@ def _values(path, key, spec):
             raise SpaceError(f"{where}: \"step\" must be a positive integer")
         if (hi - lo) // step + 1 > MAX_POINTS:
             raise SpaceError(f"{where}: the range has more than {MAX_POINTS} values")
-        return list(range(lo, hi + 1, step))
+        return range(lo, hi + 1, step)  # a sequence, not a list: no memory per value
     raise SpaceError(f"{where}: give a value, a list of values or {{\"range\": [lo, hi]}}")
 
 
@@ -125,32 +141,32 @@ def load(path, root, cli, check_points=True):
     doc = _load_text(path)
     for k in doc:
         if k not in TOP_FIELDS:
-            raise SpaceError(f"{path}: unknown field \"{k}\" (allowed: {', '.join(TOP_FIELDS)})")
+            raise SpaceError(f"{path}: unknown field {show(k)} (allowed: {', '.join(TOP_FIELDS)})")
     sp = Space(path, doc, root, cli)
-    if not isinstance(sp.name, str) or not re.fullmatch(r"[A-Za-z0-9_.-]+", sp.name):
-        raise SpaceError(f"{path}: name must be letters, digits, '_', '.', '-'")
+    if not isinstance(sp.name, str) or not re.fullmatch(r"[A-Za-z0-9_.-]{1,128}", sp.name):
+        raise SpaceError(f"{path}: name must be letters, digits, '_', '.', '-' (at most 128)")
 
     # Base config: a preset name or a JSON file (relative to the space file).
     base = sp.base_name
-    if not isinstance(base, str):
+    if not isinstance(base, str) or not base or len(base) > 4096 or "\0" in base:
         raise SpaceError(f"{path}: base must be a preset name or a config file")
     sp.base = load_config(root, os.path.join(os.path.dirname(os.path.abspath(path)), base), base)
     if isinstance(sp.base, str):
         raise SpaceError(f"{path}: base {sp.base}")
-    err = check_config(cli, sp.base, "base")
-    if err:
-        raise SpaceError(f"{path}: base config is not legal: {err}")
 
     keys = doc.get("keys", {})
     if not isinstance(keys, dict) or not keys:
         raise SpaceError(f"{path}: keys must be an object of config keys and their values")
+    if len(keys) > MAX_KEYS:
+        raise SpaceError(f"{path}: keys: {len(keys)} keys, more than the {MAX_KEYS} allowed")
     for k, spec in keys.items():
+        if not isinstance(k, str) or not re.fullmatch(r"[A-Za-z0-9_]{1,64}", k):
+            raise SpaceError(f"{path}: keys: {show(k)} is not a config key (letters, digits, '_')")
         sp.keys[k] = _values(path, k, spec)
     # Block size: LOG_BLOCK alone or LOG_BLOCK_IN + LOG_BLOCK_OUT (the config rule).
     if "LOG_BLOCK_IN" in sp.keys or "LOG_BLOCK_OUT" in sp.keys:
         if "LOG_BLOCK" in sp.keys:
             raise SpaceError(f"{path}: keys: sweep LOG_BLOCK or LOG_BLOCK_IN/LOG_BLOCK_OUT, not both")
-    _check_keys(sp)
 
     _load_constraints(sp)
     _load_workload(sp)
@@ -158,12 +174,27 @@ def load(path, root, cli, check_points=True):
     _load_dram(sp)
     sp.backend = doc.get("backend", "systemc")
     if sp.backend not in BACKENDS:
-        raise SpaceError(f"{path}: backend \"{sp.backend}\" is unknown (allowed: {', '.join(BACKENDS)})")
+        raise SpaceError(f"{path}: backend {show(sp.backend)} is unknown (allowed: {', '.join(BACKENDS)})")
     if sp.backend == "fsim":
         raise SpaceError(f"{path}: backend fsim is untimed: use systemc (fast) or rtl")
     sp.synth = doc.get("synth", "full")
     if sp.synth not in SYNTH_MODES:
-        raise SpaceError(f"{path}: synth \"{sp.synth}\" is unknown (allowed: {', '.join(SYNTH_MODES)})")
+        raise SpaceError(f"{path}: synth {show(sp.synth)} is unknown (allowed: {', '.join(SYNTH_MODES)})")
+    # The size of the space: the product of the axis lengths, before any point is made and
+    # before the CLI is asked anything (a 10^10-point grid is refused at once).
+    sp.total = 1
+    for vals in sp.keys.values():
+        sp.total *= len(vals)
+    if sp.search["method"] == "grid" and sp.total > MAX_POINTS:
+        raise SpaceError(f"{path}: the grid has {sp.total if sp.total < 10 ** 30 else 'more than 10^30'} points "
+                         f"(more than {MAX_POINTS}): use \"search\": {{\"method\": \"random\", "
+                         f"\"samples\": N, \"seed\": S}}")
+
+    # Now the CLI: the base config, then each key's name (once per key, not per value).
+    err = check_config(cli, sp.base, "base")
+    if err:
+        raise SpaceError(f"{path}: base config is not legal: {err}")
+    _check_keys(sp)
     if check_points:
         _expand(sp)
         _check_boards_fit(sp)
@@ -175,14 +206,15 @@ def load_config(root, path, preset=None):
     to look up when it differs from path). Returns the dict, or an error message (a string)."""
     name = path if preset is None else preset
     for p in (path, os.path.join(root, "configs", name + ".json")):
-        if os.path.isfile(p):
+        # anything there but a directory is read as the config: a FIFO or a device is
+        # refused by name rather than taken for a missing file (or blocked on)
+        if os.path.lexists(p) and not os.path.isdir(p):
             try:
-                with open(p, encoding="utf-8") as f:
-                    cfg = json.load(f)
-            except (OSError, ValueError) as e:
-                return f"\"{name}\": cannot read the config: {e}"
-            return cfg if isinstance(cfg, dict) else f"\"{name}\": a config must be a JSON object"
-    return f"\"{name}\" is neither a config file nor a preset in configs/"
+                cfg = safeio.load_json(safeio.read_text(p, "config file"), p, "config file")
+            except safeio.InputError as e:
+                return f"{show(name)}: {e.reason}"
+            return cfg if isinstance(cfg, dict) else f"{show(name)}: a config must be a JSON object"
+    return f"{show(name)} is neither a config file nor a preset in configs/"
 
 
 def point_config(base, overrides):
@@ -267,17 +299,15 @@ def workload_check(cli, workload, cfg):
 
 
 def _check_keys(sp):
-    """Each key must be a config key; each value must be legal in some point. A value
-    illegal on the base config is remembered and reported if no point makes it legal."""
-    sp.value_errors = {}
-    for k, vals in sp.keys.items():
-        for v in vals:
-            err = check_config(sp.cli, point_config(sp.base, {k: v}), "point")
-            if err and f"unknown key \"{k}\"" in err:
-                raise SpaceError(f"{sp.path}: keys: \"{k}\" is not a config key ({err}; the keys are "
-                                 f"listed in isa/tsr_config.c and `tessera config show`)")
-            if err and k in err:
-                sp.value_errors[(k, json.dumps(v))] = err
+    """Each key must be a config key: one CLI call per key (its first value on the base),
+    not one per value. Whether each value is legal in some point is the grid's to say
+    (_expand), from the points themselves."""
+    ks = list(sp.keys)
+    errs = safeio.pmap(lambda k: check_config(sp.cli, point_config(sp.base, {k: sp.keys[k][0]}), "point"), ks)
+    for k, err in zip(ks, errs):
+        if err and f"unknown key \"{k}\"" in err:
+            raise SpaceError(f"{sp.path}: keys: \"{k}\" is not a config key ({err}; the keys are "
+                             f"listed in isa/tsr_config.c and `tessera config show`)")
 
 
 def _load_constraints(sp):
@@ -286,7 +316,7 @@ def _load_constraints(sp):
         raise SpaceError(f"{sp.path}: constraints must be an object")
     for k in c:
         if k not in ("boards", "budget"):
-            raise SpaceError(f"{sp.path}: constraints: unknown field \"{k}\" (allowed: boards, budget)")
+            raise SpaceError(f"{sp.path}: constraints: unknown field {show(k)} (allowed: boards, budget)")
     names = c.get("boards", [])
     if isinstance(names, str):
         names = [names]
@@ -295,7 +325,7 @@ def _load_constraints(sp):
     known = boards_mod.names(sp.root)
     for n in names:
         if n not in known:
-            raise SpaceError(f"{sp.path}: constraints.boards: unknown board \"{n}\" "
+            raise SpaceError(f"{sp.path}: constraints.boards: unknown board {show(n)} "
                              f"(boards/ has: {', '.join(known)})")
         b = boards_mod.load(sp.root, n)
         if b["family"] not in boards_mod.SYNTH_FAMILIES and sp.doc.get("synth", "full") != "none":
@@ -307,8 +337,8 @@ def _load_constraints(sp):
     if not isinstance(budget, dict):
         raise SpaceError(f"{sp.path}: constraints.budget must be an object of resource limits")
     for k, v in budget.items():
-        if k not in RESOURCES:
-            raise SpaceError(f"{sp.path}: constraints.budget: unknown resource \"{k}\" "
+        if not isinstance(k, str) or k not in RESOURCES:
+            raise SpaceError(f"{sp.path}: constraints.budget: unknown resource {show(k)} "
                              f"(allowed: {', '.join(RESOURCES)})")
         if not (isinstance(v, (int, float)) and not isinstance(v, bool)) or v <= 0:
             raise SpaceError(f"{sp.path}: constraints.budget.{k} must be a positive number")
@@ -323,11 +353,11 @@ def _load_workload(sp):
         raise SpaceError(f"{sp.path}: workload must be a name or an object")
     for k in w:
         if k not in ("kind", "small", "layers", "batch", "model", "input"):
-            raise SpaceError(f"{sp.path}: workload: unknown field \"{k}\" (allowed: kind, small, layers, batch, "
+            raise SpaceError(f"{sp.path}: workload: unknown field {show(k)} (allowed: kind, small, layers, batch, "
                              f"model, input)")
     kind = w.get("kind", "resnet18")
-    if kind not in WORKLOADS:
-        raise SpaceError(f"{sp.path}: workload.kind \"{kind}\" is unknown (allowed: {', '.join(WORKLOADS)})")
+    if not isinstance(kind, str) or kind not in WORKLOADS:
+        raise SpaceError(f"{sp.path}: workload.kind {show(kind)} is unknown (allowed: {', '.join(WORKLOADS)})")
     if kind == "onnx":
         sp.workload = _onnx_workload(sp, w)
         return
@@ -373,10 +403,11 @@ def _onnx_workload(sp, w):
         if not isinstance(v, str) or not v:
             raise SpaceError(f"{sp.path}: workload.{k} must name {what} (kind onnx)")
         f = os.path.join(here, v)
+        shown = v if len(v) <= 200 else v[:200] + "..."
         try:
-            out[k + "_sha256"] = evaluate.sha256_file(f)
-        except OSError as e:
-            raise SpaceError(f"{sp.path}: workload.{k}: cannot read {v}: {e.strerror}")
+            out[k + "_sha256"] = safeio.sha256_file(f, what, MAX_WORKLOAD_FILE)
+        except safeio.InputError as e:
+            raise SpaceError(f"{sp.path}: workload.{k}: cannot read {shown}: {e.reason}")
         out[k] = os.path.abspath(f)
     # images per run: the input's first dimension (tessera infer runs them as the batch)
     try:
@@ -387,7 +418,7 @@ def _onnx_workload(sp, w):
     if len(shape) < 1 or shape[0] < 1:
         raise SpaceError(f"{sp.path}: workload.input: its first dimension (the batch) must be >= 1")
     if "batch" in w and w["batch"] != shape[0]:
-        raise SpaceError(f"{sp.path}: workload.batch {w['batch']} is not the input's first dimension {shape[0]}")
+        raise SpaceError(f"{sp.path}: workload.batch {show(w['batch'])} is not the input's first dimension {shape[0]}")
     for k in ("small", "layers"):
         if k in w:
             raise SpaceError(f"{sp.path}: workload.{k} needs kind resnet18-small / resnet18-layers, not onnx")
@@ -403,14 +434,16 @@ def _load_search(sp):
         raise SpaceError(f"{sp.path}: search must be \"grid\" or an object")
     for k in s:
         if k not in ("method", "samples", "seed"):
-            raise SpaceError(f"{sp.path}: search: unknown field \"{k}\" (allowed: method, samples, seed)")
+            raise SpaceError(f"{sp.path}: search: unknown field {show(k)} (allowed: method, samples, seed)")
     m = s.get("method", "grid")
-    if m not in ("grid", "random"):
-        raise SpaceError(f"{sp.path}: search.method \"{m}\" is unknown (allowed: grid, random)")
+    if not isinstance(m, str) or m not in ("grid", "random"):
+        raise SpaceError(f"{sp.path}: search.method {show(m)} is unknown (allowed: grid, random)")
     out = {"method": m}
     if m == "random":
         if not _is_int(s.get("samples")) or s["samples"] < 1:
             raise SpaceError(f"{sp.path}: search.samples must be a positive integer for random search")
+        if s["samples"] > MAX_SAMPLES:
+            raise SpaceError(f"{sp.path}: search.samples is {show(s['samples'])}, more than the {MAX_SAMPLES} allowed")
         if not _is_int(s.get("seed", 1)):
             raise SpaceError(f"{sp.path}: search.seed must be an integer")
         out["samples"], out["seed"] = s["samples"], s.get("seed", 1)
@@ -425,12 +458,12 @@ def _load_dram(sp):
         raise SpaceError(f"{sp.path}: dram must be an object")
     for k in d:
         if k not in ("board", "bytes_per_cycle", "latency", "outstanding"):
-            raise SpaceError(f"{sp.path}: dram: unknown field \"{k}\" "
+            raise SpaceError(f"{sp.path}: dram: unknown field {show(k)} "
                              f"(allowed: board, bytes_per_cycle, latency, outstanding)")
     out = {"latency": d.get("latency", 32), "outstanding": d.get("outstanding", 8)}
     if "board" in d:
-        if d["board"] not in boards_mod.names(sp.root):
-            raise SpaceError(f"{sp.path}: dram.board: unknown board \"{d['board']}\"")
+        if not isinstance(d["board"], str) or d["board"] not in boards_mod.names(sp.root):
+            raise SpaceError(f"{sp.path}: dram.board: unknown board {show(d['board'])}")
         out["bytes_per_cycle"] = boards_mod.load(sp.root, d["board"])["dram"]["bus_bits"] // 8
         out["from"] = d["board"]
         if "bytes_per_cycle" in d:
@@ -443,46 +476,71 @@ def _load_dram(sp):
     sp.dram = out
 
 
-def _expand(sp):
-    names = list(sp.keys)
-    sizes = [len(sp.keys[k]) for k in names]
-    total = 1
-    for n in sizes:
-        total *= n
+def _draws(rng, total, k):
+    """k distinct indices into a space of `total` points, in draw order, without making the
+    space: random.sample for totals it can index (the same draws as before for a given seed),
+    else one draw at a time with a set of those taken (k is at most 20 x MAX_SAMPLES)."""
+    if total <= sys.maxsize:
+        yield from rng.sample(range(total), k)
+        return
+    taken = set()
+    while len(taken) < k:
+        i = rng.randrange(total)
+        if i not in taken:
+            taken.add(i)
+            yield i
+
+
+def _combos(sp, names):
+    """The points to check, lazily: every grid point, or the random draws (at most
+    DRAWS_PER_SAMPLE per wanted point)."""
     if sp.search["method"] == "grid":
-        if total > MAX_POINTS:
-            raise SpaceError(f"{sp.path}: the grid has {total} points (more than {MAX_POINTS}): "
-                             f"use \"search\": {{\"method\": \"random\", \"samples\": N, \"seed\": S}}")
-        combos = itertools.product(*(sp.keys[k] for k in names))
-    else:
-        rng = random.Random(sp.search["seed"])
-        # distinct indices into the grid, without enumerating it; up to 20 draws per wanted
-        # point, stopping at `samples` legal ones (below)
-        idx = rng.sample(range(total), min(total, 20 * sp.search["samples"]))
-        combos = []
-        for i in idx:
-            c = []
-            for k, s in zip(reversed(names), reversed(sizes)):
-                c.append(sp.keys[k][i % s])
-                i //= s
-            combos.append(tuple(reversed(c)))
+        yield from itertools.product(*(sp.keys[k] for k in names))
+        return
+    sizes = [len(sp.keys[k]) for k in names]
+    rng = random.Random(sp.search["seed"])
+    for i in _draws(rng, sp.total, min(sp.total, DRAWS_PER_SAMPLE * sp.search["samples"])):
+        c = []
+        for k, s in zip(reversed(names), reversed(sizes)):
+            c.append(sp.keys[k][i % s])
+            i //= s
+        yield tuple(reversed(c))
+
+
+def _judge(sp, names, combo):
+    """(overrides, config, None or the reason the point is illegal): the CLI's and the JIT's."""
+    ov = dict(zip(names, combo))
+    cfg = point_config(sp.base, ov)
+    return ov, cfg, check_config(sp.cli, cfg, "point") or workload_check(sp.cli, sp.workload, cfg)
+
+
+def _expand(sp):
+    # (the point count was checked in load(), before anything was made)
+    names = list(sp.keys)
+    rand = sp.search["method"] == "random"
+    # each point is one or two CLI runs: several at once (they wait on processes, not on
+    # Python); a random search asks for few at a time, as it stops at `samples` legal ones
+    chunk = 4 * safeio.workers() if rand else 256
     seen_values = set()
-    for combo in combos:
-        if sp.search["method"] == "random" and len(sp.points) == sp.search["samples"]:
-            break
-        ov = dict(zip(names, combo))
-        cfg = point_config(sp.base, ov)
-        err = check_config(sp.cli, cfg, "point") or workload_check(sp.cli, sp.workload, cfg)
+    for ov, cfg, err in safeio.pmap(lambda c: _judge(sp, names, c), _combos(sp, names), chunk):
         if err:
             sp.illegal.append((ov, err))
         else:
             sp.points.append((ov, cfg))
             seen_values.update((k, json.dumps(v)) for k, v in ov.items())
-    # (a grid sees every value in every combination; a random sample may miss the one
-    # combination that makes a value legal, so it lists its illegal draws instead)
-    for (k, v), err in sp.value_errors.items() if sp.search["method"] == "grid" else ():
-        if (k, v) not in seen_values:
-            raise SpaceError(f"{sp.path}: keys.{k}: value {v} is legal in no point of the space: {err}")
+        if rand and len(sp.points) == sp.search["samples"]:
+            break
+    # A grid value that is in no legal point: if the CLI rejects it on the base config too,
+    # that is the error to report (its message names the key and the range). Only those
+    # values are asked about. (A random sample may miss the one combination that makes a
+    # value legal, so it lists its illegal draws instead.)
+    if not rand:
+        unseen = [(k, v) for k in names for v in sp.keys[k] if (k, json.dumps(v)) not in seen_values]
+        errs = safeio.pmap(lambda kv: check_config(sp.cli, point_config(sp.base, {kv[0]: kv[1]}), "point"),
+                           unseen)
+        for (k, v), err in zip(unseen, errs):
+            if err and k in err:
+                raise SpaceError(f"{sp.path}: keys.{k}: value {show(v)} is legal in no point of the space: {err}")
     if not sp.points:
         first = sp.illegal[0][1] if sp.illegal else "no points"
         raise SpaceError(f"{sp.path}: the space has no legal point ({len(sp.illegal)} points, all rejected; "
