@@ -17,6 +17,7 @@
 #include "tsr_conv2d_geo.h"
 #include "tsr_conv2d_tiling.h"
 #include "tsr_error.h"
+#include "tsr_opplan.h"
 #include "tsr_jitutil.h"
 #include "tsr_kcache.h"
 
@@ -481,7 +482,6 @@ out:
  * if its tiling still fits (defence in depth: the signature makes this
  * always true), adopting its tiling and kernel sets; else generate. */
 typedef struct {
-    tsr_kcache_t *kc;
     geo_t *g;
     const uint8_t *sig;
     size_t sig_len;
@@ -504,25 +504,32 @@ static int kernel_fits(const tsr_kernel_t *k, void *ctx)
            meta.nuops == tsr_conv2d_n_uops(g) && meta.nuops <= (int32_t)g->c->uop_depth;
 }
 
-static int kernel_gen(void *ctx, tsr_kcache_ref_t **ref)
+static int kernel_gen(tsr_kcache_t *kc, void *ctx, tsr_kcache_ref_t **ref)
 {
     conv_kctx_t *x = ctx;
-    return generate(x->kc, x->g, x->sig, x->sig_len, ref);
+    return generate(kc, x->g, x->sig, x->sig_len, ref);
 }
 
-/* This plan's stream: the cached kernel's, relocated to its buffers (a
- * fused add's residual is the one acc8 buffer). */
-static int conv_bind(const tsr_config_t *c, tsr_conv2d_plan_t *pl, uint64_t x_addr, uint64_t y_addr)
+/* The plan's buffers by memory type, x and y those given (a fused add's
+ * residual is the one acc8 buffer). */
+static void conv_base(const tsr_conv2d_plan_t *pl, uint64_t x_addr, uint64_t y_addr, uint64_t base[TSR_MEM_COUNT])
 {
-    const tsr_kernel_t *k = tsr_kcache_kernel(pl->kref);
-    memcpy(pl->insns, k->insns, k->ninsns * sizeof *pl->insns);
-    uint64_t base[TSR_MEM_COUNT] = {0};
+    memset(base, 0, sizeof(uint64_t) * TSR_MEM_COUNT);
     base[TSR_MEM_UOP] = pl->uop_addr;
     base[TSR_MEM_INP] = x_addr;
     base[TSR_MEM_WGT] = pl->w_addr;
     base[TSR_MEM_ACC] = pl->c_addr;
     base[TSR_MEM_OUT] = y_addr;
     base[TSR_MEM_ACC8] = pl->r_addr;
+}
+
+/* Rebind: the plan's stream, the cached kernel's relocated again to x, y. */
+static int conv_bind(const tsr_config_t *c, tsr_conv2d_plan_t *pl, uint64_t x_addr, uint64_t y_addr)
+{
+    const tsr_kernel_t *k = tsr_kcache_kernel(pl->kref);
+    memcpy(pl->insns, k->insns, k->ninsns * sizeof *pl->insns);
+    uint64_t base[TSR_MEM_COUNT];
+    conv_base(pl, x_addr, y_addr, base);
     return tsr_kcache_relocate(c, pl->insns, k->ninsns, base);
 }
 
@@ -563,18 +570,14 @@ static int plan_impl(tsr_device_t *dev, const tsr_conv2d_params_t *params, const
     g.p = &pl->p;
 
     /* The kernel: from the device's cache, else generated and inserted. */
-    tsr_kcache_t *kc = tsr_kcache_get(dev);
-    if (!kc) {
-        rc = TSR_ENOMEM;
-        goto fail;
-    }
     size_t sig_len = conv2d_sig(&pl->p, g.fadd, sig);
     if (sig_len > TSR_KCACHE_MAX_SIG) {
         rc = tsr_err(TSR_EINVAL, OP ": parameters too long for a kernel cache signature (%zu bytes)", sig_len);
         goto fail;
     }
-    conv_kctx_t kx = {kc, &g, sig, sig_len};
-    if ((rc = tsr_kcache_fetch(kc, sig, sig_len, kernel_fits, kernel_gen, &kx, &pl->kref, &pl->kcache)))
+    conv_kctx_t kx = {&g, sig, sig_len};
+    const tsr_opplan_kernel_t kk = {sig, sig_len, kernel_fits, kernel_gen, &kx};
+    if ((rc = tsr_opplan_fetch(dev, &kk, &pl->kref, &pl->kcache)))
         goto fail;
     const tsr_kernel_t *k = tsr_kcache_kernel(pl->kref);
     conv_meta_t meta;
@@ -608,65 +611,38 @@ static int plan_impl(tsr_device_t *dev, const tsr_conv2d_params_t *params, const
     pl->w_bytes = w_elems(&g) * c->wgt_bytes;
     pl->y_bytes = y_elems(&g) * c->out_bytes;
     pl->c_bytes = c_elems(&g) * c->acc_bytes;
-    if (x) {
-        /* over device tensors: the plan's input and output are exactly
-         * theirs (wsplit 1, the tensors' blocked layout) */
-        if (pl->wsplit > 1 && !pl->depthwise) {
-            rc = tsr_err(TSR_EINVAL,
-                         OP ": weight zero points that do not fit int8 (w - w_zp split into %d parts) need the "
-                         "input packed %d times, which a device tensor does not hold",
-                         pl->wsplit, pl->wsplit);
-            goto fail;
-        }
-        if (x->bytes != pl->x_bytes || y->bytes != pl->y_bytes || !x->addr || !y->addr) {
-            rc = tsr_err(TSR_EINVAL, OP ": device tensors do not match the plan's input/output layout");
-            goto fail;
-        }
-        pl->x_addr = x->addr;
-        pl->y_addr = y->addr;
-    } else {
-        pl->io_owned = 1;
-        if ((rc = tsr_mem_alloc(dev, pl->x_bytes, &pl->x_addr)) || (rc = tsr_mem_alloc(dev, pl->y_bytes, &pl->y_addr)))
-            goto fail;
-    }
-    if ((rc = tsr_mem_alloc(dev, pl->w_bytes, &pl->w_addr)) || (rc = tsr_mem_alloc(dev, pl->c_bytes, &pl->c_addr)))
-        goto fail;
-    if (pl->x_addr % c->inp_bytes || pl->w_addr % c->wgt_bytes || pl->y_addr % c->out_bytes ||
-        pl->c_addr % c->acc_bytes || pl->uop_addr % c->uop_bytes) {
-        rc = tsr_err(TSR_EINVAL, OP ": device buffers not aligned to their element sizes");
+    /* over device tensors, the plan's input and output are exactly theirs
+     * (wsplit 1, the tensors' blocked layout); else its own */
+    if (x && pl->wsplit > 1 && !pl->depthwise) {
+        rc = tsr_err(TSR_EINVAL,
+                     OP ": weight zero points that do not fit int8 (w - w_zp split into %d parts) need the "
+                     "input packed %d times, which a device tensor does not hold",
+                     pl->wsplit, pl->wsplit);
         goto fail;
     }
-    /* This plan's stream: the cached one, relocated to its buffers. */
-    pl->insns = malloc((k->ninsns ? k->ninsns : 1) * sizeof *pl->insns);
-    if (!pl->insns) {
-        rc = tsr_err(TSR_ENOMEM, "out of memory");
+    pl->io_owned = !x;
+    const tsr_opbuf_t bufs[] = {{pl->x_bytes, x, &pl->x_addr}, {pl->y_bytes, y, &pl->y_addr},
+                                {pl->w_bytes, NULL, &pl->w_addr}, {pl->c_bytes, NULL, &pl->c_addr}};
+    if ((rc = tsr_opplan_buffers(dev, OP, bufs, 4)))
         goto fail;
-    }
-    pl->ninsns = k->ninsns;
-    if ((rc = conv_bind(c, pl, pl->x_addr, pl->y_addr))) {
-        tsr_err_prefix(rc, OP ": ");
-        goto fail;
-    }
-    /* A new stream is checked field by field. A cached one is not again
-     * (that was half the time of a hit): relocation changed only dram_base
-     * and checked it against its field, and every other field is that of a
+    /* This plan's stream: the cached one, relocated to its buffers. A new
+     * stream is checked field by field. A cached one is not again (that
+     * was half the time of a hit): relocation changed only dram_base and
+     * checked it against its field, and every other field is that of a
      * stream that passed this check when it was generated (memory) or was
      * decoded from bits (disk). The driver encodes every stream it submits. */
-    for (size_t i = 0; (pl->kcache == TSR_KC_MISS || pl->kcache == TSR_KC_NONE) && i < pl->ninsns; i++) {
-        tsr_insn_bits_t bits;
-        if ((rc = tsr_insn_encode(c, &pl->insns[i], &bits))) {
-            rc = tsr_err_prefix(rc, OP ": instruction %zu of the generated stream: ", i);
-            goto fail;
-        }
-    }
-    tsr_counters_t ct;
-    memset(&ct, 0, sizeof ct);
-    tsr_counters_static(c, pl->insns, pl->ninsns, &ct);
-    pl->gemm_ops = ct.gemm_ops;
-    pl->alu_ops = ct.alu_ops;
-    pl->dram_bytes = ct.bytes_stored;
-    for (int m = 0; m < TSR_MEM_COUNT; m++)
-        pl->dram_bytes += ct.bytes_loaded[m];
+    uint64_t base[1][TSR_MEM_COUNT];
+    conv_base(pl, pl->x_addr, pl->y_addr, base[0]);
+    tsr_opplan_stream_t st;
+    rc = tsr_opplan_bind(c, OP, pl->kref, NULL, 1, (const uint64_t(*)[TSR_MEM_COUNT])base,
+                         pl->kcache == TSR_KC_MISS || pl->kcache == TSR_KC_NONE, &st);
+    pl->insns = st.insns;
+    pl->ninsns = st.ninsns;
+    if (rc)
+        goto fail;
+    pl->gemm_ops = st.gemm_ops;
+    pl->alu_ops = st.alu_ops;
+    pl->dram_bytes = st.dram_bytes;
     pl->cost = meta.cost;
     pl->jit_ns = tsr_mono_ns() - t0;
     free(sig);

@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "tsr_error.h"
+#include "tsr_opplan.h"
 #include "tsr_jitutil.h"
 #include "tsr_stream.h"
 
@@ -672,22 +673,12 @@ out:
     return rc;
 }
 
-static int elem_of(const char *op, uint64_t addr, uint32_t bytes, uint32_t *el)
-{
-    if (addr % bytes || addr / bytes > UINT32_MAX)
-        return tsr_err(TSR_EINVAL, "%s: device buffer 0x%llx not addressable in %u-byte elements", op,
-                       (unsigned long long)addr, bytes);
-    *el = (uint32_t)(addr / bytes);
-    return TSR_OK;
-}
-
 /* ext: NULL (the plan allocates its inputs and output) or the device
  * tensors to read (ext[0], ext[1] for add's b) and write (ext[2]). */
 /* tsr_kcache_fetch's callbacks: a cached kernel is kept if its tiling
  * still fits (the signature makes this always true), adopting it (and the
  * general path, if it was generated on that one). */
 typedef struct {
-    tsr_kcache_t *kc;
     geo_t *g;
     tsr_eltwise_kind_e kind;
     const tsr_add_params_t *pa;
@@ -717,10 +708,10 @@ static int kernel_fits(const tsr_kernel_t *k, void *ctx)
     return m.nuops == n_uops(g) && k->nuops == (size_t)n_uops(g);
 }
 
-static int kernel_gen(void *ctx, tsr_kcache_ref_t **ref)
+static int kernel_gen(tsr_kcache_t *kc, void *ctx, tsr_kcache_ref_t **ref)
 {
     elt_kctx_t *x = ctx;
-    return generate(x->kc, x->g, x->kind, x->pa, x->pc, x->sig, x->sig_len, ref);
+    return generate(kc, x->g, x->kind, x->pa, x->pc, x->sig, x->sig_len, ref);
 }
 
 static int plan_common(tsr_device_t *dev, tsr_eltwise_kind_e kind, const tsr_add_params_t *pa,
@@ -748,13 +739,11 @@ static int plan_common(tsr_device_t *dev, tsr_eltwise_kind_e kind, const tsr_add
     }
     /* the kernel (tiling, relocatable stream with its slot map, uops): from
      * the device's cache, else generated and inserted */
-    tsr_kcache_t *kc = tsr_kcache_get(dev);
-    if (!kc)
-        return TSR_ENOMEM;
     uint8_t sig[512];
     const size_t sig_len = eltwise_sig(kind, pa, pc, sig);
-    elt_kctx_t kx = {kc, &g, kind, pa, pc, sig, sig_len};
-    if ((rc = tsr_kcache_fetch(kc, sig, sig_len, kernel_fits, kernel_gen, &kx, &pl->kref, &pl->kcache)))
+    elt_kctx_t kx = {&g, kind, pa, pc, sig, sig_len};
+    const tsr_opplan_kernel_t kk = {sig, sig_len, kernel_fits, kernel_gen, &kx};
+    if ((rc = tsr_opplan_fetch(dev, &kk, &pl->kref, &pl->kcache)))
         goto fail;
     const tsr_kernel_t *kern = tsr_kcache_kernel(pl->kref);
     elt_meta_t kmeta;
@@ -778,31 +767,13 @@ static int plan_common(tsr_device_t *dev, tsr_eltwise_kind_e kind, const tsr_add
     pl->w_bytes = (uint64_t)wgt_rows(&g) * c->wgt_bytes;
     pl->c_bytes = (uint64_t)g.nconst * c->acc_bytes;
     pl->io_owned = !ext;
-    for (int j = 0; j < g.inputs; j++) {
-        if (ext && ext[j]->bytes != pl->x_bytes) {
-            rc = tsr_err(TSR_EINVAL, "%s: device tensors do not match the plan's input layout", op);
-            goto fail;
-        }
-        if (ext)
-            pl->x_addr[j] = ext[j]->addr;
-        else if ((rc = tsr_mem_alloc(dev, pl->x_bytes, &pl->x_addr[j])))
-            goto fail;
-        if ((rc = elem_of(op, pl->x_addr[j], c->inp_bytes, &g.x_el[j])))
-            goto fail;
-    }
-    if (ext && ext[2]->bytes != pl->y_bytes) {
-        rc = tsr_err(TSR_EINVAL, "%s: device tensors do not match the plan's output layout", op);
-        goto fail;
-    }
-    if (ext)
-        pl->y_addr = ext[2]->addr;
-    else if ((rc = tsr_mem_alloc(dev, pl->y_bytes, &pl->y_addr)))
-        goto fail;
-    if ((rc = elem_of(op, pl->y_addr, c->out_bytes, &g.y_el)) ||
-        (rc = tsr_mem_alloc(dev, pl->w_bytes, &pl->w_addr)) || (rc = elem_of(op, pl->w_addr, c->wgt_bytes, &g.w_el)))
-        goto fail;
-    if (g.nconst && ((rc = tsr_mem_alloc(dev, pl->c_bytes, &pl->c_addr)) ||
-                     (rc = elem_of(op, pl->c_addr, c->acc_bytes, &g.c_el))))
+    const int two = g.inputs == 2;
+    const tsr_opbuf_t bufs[] = {{pl->x_bytes, ext ? ext[0] : NULL, &pl->x_addr[0]},
+                                {two ? pl->x_bytes : 0, ext && two ? ext[1] : NULL, &pl->x_addr[1]},
+                                {pl->y_bytes, ext ? ext[2] : NULL, &pl->y_addr},
+                                {pl->w_bytes, NULL, &pl->w_addr},
+                                {pl->c_bytes, NULL, &pl->c_addr}};
+    if ((rc = tsr_opplan_buffers(dev, op, bufs, 5)))
         goto fail;
     pl->nuops = kern->nuops;
     pl->uop_addr = tsr_kcache_uop_addr(pl->kref); /* owned by the cache entry */
@@ -823,13 +794,6 @@ static int plan_common(tsr_device_t *dev, tsr_eltwise_kind_e kind, const tsr_add
     /* this plan's stream: the kernel's, relocated by slot (a, b) to its
      * buffers (checked field by field when generated; relocation checks
      * dram_base) */
-    pl->insns = malloc((kern->ninsns ? kern->ninsns : 1) * sizeof *pl->insns);
-    if (!pl->insns) {
-        rc = tsr_err(TSR_ENOMEM, "out of memory");
-        goto fail;
-    }
-    memcpy(pl->insns, kern->insns, kern->ninsns * sizeof *pl->insns);
-    pl->ninsns = kern->ninsns;
     uint64_t base[2][TSR_MEM_COUNT] = {{0}};
     base[0][TSR_MEM_UOP] = pl->uop_addr;
     base[0][TSR_MEM_INP] = pl->x_addr[0];
@@ -838,18 +802,15 @@ static int plan_common(tsr_device_t *dev, tsr_eltwise_kind_e kind, const tsr_add
     base[0][TSR_MEM_OUT] = pl->y_addr;
     memcpy(base[1], base[0], sizeof base[0]);
     base[1][TSR_MEM_INP] = pl->x_addr[1];
-    if ((rc = tsr_kcache_relocate_slots(c, pl->insns, pl->ninsns, slot, 2, (const uint64_t(*)[TSR_MEM_COUNT])base))) {
-        tsr_err_prefix(rc, "%s: ", op);
+    tsr_opplan_stream_t st;
+    rc = tsr_opplan_bind(c, op, pl->kref, slot, 2, (const uint64_t(*)[TSR_MEM_COUNT])base, 0, &st);
+    pl->insns = st.insns;
+    pl->ninsns = st.ninsns;
+    if (rc)
         goto fail;
-    }
-    tsr_counters_t ct;
-    memset(&ct, 0, sizeof ct);
-    tsr_counters_static(c, pl->insns, pl->ninsns, &ct);
-    pl->gemm_ops = ct.gemm_ops;
-    pl->alu_ops = ct.alu_ops;
-    pl->dram_bytes = ct.bytes_stored;
-    for (int m = 0; m < TSR_MEM_COUNT; m++)
-        pl->dram_bytes += ct.bytes_loaded[m];
+    pl->gemm_ops = st.gemm_ops;
+    pl->alu_ops = st.alu_ops;
+    pl->dram_bytes = st.dram_bytes;
     free(wb);
     free(cb);
     return TSR_OK;

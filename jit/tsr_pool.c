@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "tsr_error.h"
+#include "tsr_opplan.h"
 #include "tsr_stream.h"
 
 #define OP "pool"
@@ -1102,7 +1103,6 @@ out:
 /* tsr_kcache_fetch's callbacks: a cached kernel is kept if its tiling
  * still fits (the signature makes this always true), adopting it. */
 typedef struct {
-    tsr_kcache_t *kc;
     geo_t *g;
     const uint8_t *sig;
     size_t sig_len;
@@ -1121,10 +1121,10 @@ static int kernel_fits(const tsr_kernel_t *k, void *ctx)
     return meta.nuops == g->nuops && k->nuops == (size_t)g->nuops;
 }
 
-static int kernel_gen(void *ctx, tsr_kcache_ref_t **ref)
+static int kernel_gen(tsr_kcache_t *kc, void *ctx, tsr_kcache_ref_t **ref)
 {
     pool_kctx_t *x = ctx;
-    return generate(x->kc, x->g, x->sig, x->sig_len, ref);
+    return generate(kc, x->g, x->sig, x->sig_len, ref);
 }
 
 static int plan_impl(tsr_device_t *dev, const tsr_pool_params_t *params, const tsr_dtensor_t *x,
@@ -1145,15 +1145,10 @@ static int plan_impl(tsr_device_t *dev, const tsr_pool_params_t *params, const t
     g.y_off = y_off;
     /* the kernel (tiling, relocatable stream, uops): from the device's
      * cache, else generated and inserted */
-    tsr_kcache_t *kc = tsr_kcache_get(dev);
-    if (!kc) {
-        rc = TSR_ENOMEM;
-        goto fail;
-    }
     uint8_t sig[512];
-    const size_t sig_len = pool_sig(&pl->p, y_off, sig);
-    pool_kctx_t kx = {kc, &g, sig, sig_len};
-    if ((rc = tsr_kcache_fetch(kc, sig, sig_len, kernel_fits, kernel_gen, &kx, &pl->kref, &pl->kcache)))
+    pool_kctx_t kx = {&g, sig, pool_sig(&pl->p, y_off, sig)};
+    const tsr_opplan_kernel_t kk = {sig, kx.sig_len, kernel_fits, kernel_gen, &kx};
+    if ((rc = tsr_opplan_fetch(dev, &kk, &pl->kref, &pl->kcache)))
         goto fail;
     const tsr_kernel_t *kern = tsr_kcache_kernel(pl->kref);
     pool_meta_t kmeta;
@@ -1184,44 +1179,31 @@ static int plan_impl(tsr_device_t *dev, const tsr_pool_params_t *params, const t
     pl->y_bytes = y_elems(&g) * c->out_bytes;
     pl->c_bytes = c_elems(&g) * c->acc_bytes;
     pl->w_bytes = c->wgt_bytes;
-    if (x->bytes != pl->x_bytes || y->bytes != pl->y_bytes || !x->addr || !y->addr) {
-        rc = tsr_err(TSR_EINVAL, OP ": device tensors do not match the plan's input/output layout");
-        goto fail;
-    }
-    pl->x_addr = x->addr;
-    pl->y_addr = y->addr;
-    if ((pl->c_bytes && (rc = tsr_mem_alloc(dev, pl->c_bytes, &pl->c_addr))) ||
-        (rc = tsr_mem_alloc(dev, pl->w_bytes, &pl->w_addr)))
+    const tsr_opbuf_t bufs[] = {{pl->x_bytes, x, &pl->x_addr}, {pl->y_bytes, y, &pl->y_addr},
+                                {pl->c_bytes, NULL, &pl->c_addr}, {pl->w_bytes, NULL, &pl->w_addr}};
+    if ((rc = tsr_opplan_buffers(dev, OP, bufs, 4)))
         goto fail;
     pl->nuops = (size_t)g.nuops;
     pl->uop_addr = tsr_kcache_uop_addr(pl->kref); /* owned by the cache entry */
     if ((rc = write_consts(dev, &g, pl)))
         goto fail;
-    if (pl->x_addr % c->inp_bytes || pl->y_addr % c->out_bytes || pl->c_addr % c->acc_bytes ||
-        pl->w_addr % c->wgt_bytes || pl->uop_addr % c->uop_bytes) {
-        rc = tsr_err(TSR_EINVAL, OP ": device buffers not aligned to their element sizes");
-        goto fail;
-    }
     /* this plan's stream: the kernel's, relocated to its buffers (checked
      * field by field when it was generated; relocation checks dram_base) */
-    pl->insns = malloc((kern->ninsns ? kern->ninsns : 1) * sizeof *pl->insns);
-    if (!pl->insns) {
-        rc = tsr_err(TSR_ENOMEM, "out of memory");
+    uint64_t base[1][TSR_MEM_COUNT] = {{0}};
+    base[0][TSR_MEM_UOP] = pl->uop_addr;
+    base[0][TSR_MEM_INP] = pl->x_addr;
+    base[0][TSR_MEM_WGT] = pl->w_addr;
+    base[0][TSR_MEM_ACC] = pl->c_addr;
+    base[0][TSR_MEM_OUT] = pl->y_addr;
+    tsr_opplan_stream_t st;
+    rc = tsr_opplan_bind(c, OP, pl->kref, NULL, 1, (const uint64_t(*)[TSR_MEM_COUNT])base, 0, &st);
+    pl->insns = st.insns;
+    pl->ninsns = st.ninsns;
+    if (rc)
         goto fail;
-    }
-    pl->ninsns = kern->ninsns;
-    if ((rc = tsr_kcache_bind(c, pl->kref, pl->insns, pl->uop_addr, pl->x_addr, pl->w_addr, pl->c_addr, pl->y_addr))) {
-        tsr_err_prefix(rc, OP ": ");
-        goto fail;
-    }
-    tsr_counters_t ct;
-    memset(&ct, 0, sizeof ct);
-    tsr_counters_static(c, pl->insns, pl->ninsns, &ct);
-    pl->gemm_ops = ct.gemm_ops;
-    pl->alu_ops = ct.alu_ops;
-    pl->dram_bytes = ct.bytes_stored;
-    for (int m = 0; m < TSR_MEM_COUNT; m++)
-        pl->dram_bytes += ct.bytes_loaded[m];
+    pl->gemm_ops = st.gemm_ops;
+    pl->alu_ops = st.alu_ops;
+    pl->dram_bytes = st.dram_bytes;
     pl->cost = kmeta.cost;
     geo_free(&g);
     return TSR_OK;

@@ -30,6 +30,7 @@
 #include "tsr_driver.h"
 #include "tsr_eltwise.h"
 #include "tsr_error.h"
+#include "tsr_opplan.h"
 #include "tsr_opref.h"
 #include "tsr_testenv.h"
 
@@ -870,6 +871,73 @@ static void test_bench(void **state)
     tsr_device_close(dev);
 }
 
+/* The shared plan step (tsr_opplan.h) as the add plan uses it: device
+ * tensors that do not match the plan are refused before anything is
+ * allocated (the allocator's first free address is unchanged), as is a
+ * tensor with no buffer (by the add's own check), and a stream is never bound to a misaligned
+ * buffer. */
+static uint64_t first_free(tsr_device_t *dev)
+{
+    uint64_t a = 0;
+    assert_int_equal(tsr_mem_alloc(dev, 64, &a), 0);
+    assert_int_equal(tsr_mem_free(dev, a), 0);
+    return a;
+}
+
+static void test_plan_step(void **state)
+{
+    (void)state;
+    tsr_device_t *dev = tsr_test_open("default", 1);
+    const tsr_config_t *c = tsr_device_config(dev);
+    tsr_dtensor_t a, b, small, y;
+    assert_int_equal(tsr_dtensor_init(c, 1, 32, 8, 8, TSR_DT_INT8, 0, &a), 0);
+    assert_int_equal(tsr_dtensor_init(c, 1, 32, 8, 8, TSR_DT_INT8, 0, &b), 0);
+    assert_int_equal(tsr_dtensor_init(c, 1, 16, 8, 8, TSR_DT_INT8, 0, &small), 0);
+    assert_int_equal(tsr_dtensor_init(c, 1, 32, 8, 8, TSR_DT_INT8, 0, &y), 0);
+    assert_int_equal(tsr_dtensor_alloc(dev, &a), 0);
+    assert_int_equal(tsr_dtensor_alloc(dev, &small), 0);
+    assert_int_equal(tsr_dtensor_alloc(dev, &y), 0);
+    const tsr_eltwise_desc_t d = {1, 32, 8, 8, TSR_DT_INT8, 0};
+    tsr_add_params_t p = {.a = d, .b = d, .y = d, .left_shift = 20, .mult_a = 1 << 30, .mult_b = 1 << 30,
+                          .shift_a = 0, .shift_b = 0, .mult_out = 1 << 30, .shift_out = -19, .act_min = -128,
+                          .act_max = 127};
+    tsr_eltwise_plan_t pl;
+    const uint64_t before = first_free(dev);
+    /* b has no buffer */
+    assert_int_equal(tsr_add_plan_tensors(dev, &p, &a, &b, &y, &pl), TSR_EINVAL);
+    if (!strstr(tsr_errmsg(), "without a buffer"))
+        fail_msg("unallocated tensor refused without saying why: %s", tsr_errmsg());
+    assert_true(first_free(dev) == before);
+    /* the step itself: a tensor of another size than the plan's buffer is
+     * refused before the buffers before it are allocated */
+    uint64_t w_addr = 0, x_addr = 0;
+    const tsr_opbuf_t bufs[] = {{4096, NULL, &w_addr}, {a.bytes, &small, &x_addr}};
+    assert_int_equal(tsr_opplan_buffers(dev, "add", bufs, 2), TSR_EINVAL);
+    if (!strstr(tsr_errmsg(), "add: device tensors do not match the plan"))
+        fail_msg("short tensor refused without saying why: %s", tsr_errmsg());
+    assert_true(w_addr == 0 && x_addr == 0);
+    assert_true(first_free(dev) == before);
+    /* the good plan; its kernel bound to a misaligned input is refused */
+    assert_int_equal(tsr_dtensor_alloc(dev, &b), 0);
+    if (tsr_add_plan_tensors(dev, &p, &a, &b, &y, &pl))
+        fail_msg("good add: %s", tsr_errmsg());
+    uint64_t base[2][TSR_MEM_COUNT] = {{0}};
+    base[0][TSR_MEM_INP] = base[1][TSR_MEM_INP] = a.addr + 1;
+    base[0][TSR_MEM_OUT] = base[1][TSR_MEM_OUT] = y.addr;
+    tsr_opplan_stream_t st;
+    assert_int_equal(tsr_opplan_bind(c, "add", pl.kref, NULL, 2, (const uint64_t(*)[TSR_MEM_COUNT])base, 0, &st),
+                     TSR_EINVAL);
+    assert_null(st.insns);
+    if (!strstr(tsr_errmsg(), "not aligned"))
+        fail_msg("misaligned buffer refused without saying why: %s", tsr_errmsg());
+    tsr_add_plan_free(dev, &pl);
+    tsr_dtensor_free(dev, &a);
+    tsr_dtensor_free(dev, &b);
+    tsr_dtensor_free(dev, &small);
+    tsr_dtensor_free(dev, &y);
+    tsr_device_close(dev);
+}
+
 int main(void)
 {
     printf("test_eltwise: backend %s, base seed %llu (TSR_ELTWISE_SEED)\n", backend(),
@@ -884,7 +952,7 @@ int main(void)
         cmocka_unit_test(test_random_batch2),  cmocka_unit_test(test_random_rect),
         cmocka_unit_test(test_random_wide),    cmocka_unit_test(test_random_cramped),
         cmocka_unit_test(test_many_tiles),     cmocka_unit_test(test_one_call),
-        cmocka_unit_test(test_bench),
+        cmocka_unit_test(test_bench),          cmocka_unit_test(test_plan_step),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
