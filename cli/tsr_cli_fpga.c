@@ -19,9 +19,9 @@
 #include <unistd.h>
 
 #include "tsr_board.h"
+#include "tsr_cachedir.h"
 #include "tsr_config.h"
 #include "tsr_error.h"
-#include "tsr_rtl.h"
 
 #ifndef TSR_SOURCE_DIR
 #define TSR_SOURCE_DIR "."
@@ -107,7 +107,7 @@ static int run_synth(const char *cfg, const tsr_board_t *b, int use_cache, int e
     if (n <= 0)
         return tsr_err(TSR_EIO, "cannot find the tessera binary: %s", strerror(errno));
     self[n] = '\0';
-    tsr_rtl_cache_dir(cache, sizeof cache);
+    tsr_cache_dir(cache, sizeof cache);
     snprintf(synth_cache, sizeof synth_cache, "%s/synth", cache);
     /* mkdir -p the cache, then a fresh work directory in it. */
     snprintf(work, sizeof work, "%s", synth_cache);

@@ -40,22 +40,41 @@ struct tsr_device {
 };
 
 /* Simulators first; the board backends (zynq; xrt when built with libxrt)
- * fail at open without their device. */
+ * fail at open without their device. The systemc backend lives in its own
+ * optional library (tsr_systemc: C++, libsystemc, Boost.Context): the
+ * reference is weak, so a program that does not link that library (the
+ * fuzzers, a bare-metal build) neither needs SystemC nor offers the
+ * backend, and one that links it gets it without registering anything. */
+extern const tsr_backend_ops_t tsr_backend_systemc __attribute__((weak));
+
 static const tsr_backend_ops_t *const backends[] = {&tsr_backend_fsim, &tsr_backend_rtl, &tsr_backend_systemc,
                                                     &tsr_backend_zynq,
 #ifdef TSR_HAVE_XRT
                                                     &tsr_backend_xrt,
 #endif
 };
+#define N_BACKENDS (sizeof backends / sizeof backends[0])
 
 const char *const *tsr_backend_names(void)
 {
-    static const char *names[] = {"fsim", "rtl", "systemc", "zynq",
-#ifdef TSR_HAVE_XRT
-                                  "xrt",
-#endif
-                                  NULL};
+    static const char *names[N_BACKENDS + 1];
+    size_t k = 0;
+    for (size_t i = 0; i < N_BACKENDS; i++)
+        if (backends[i])
+            names[k++] = backends[i]->name;
+    names[k] = NULL;
     return names;
+}
+
+/* "fsim, rtl, systemc, zynq" of this build. */
+static const char *backend_list(char *buf, size_t n)
+{
+    const char *const *names = tsr_backend_names();
+    size_t len = 0;
+    buf[0] = 0;
+    for (size_t i = 0; names[i] && len < n; i++)
+        len += (size_t)snprintf(buf + len, n - len, "%s%s", i ? ", " : "", names[i]);
+    return buf;
 }
 
 int tsr_device_open(const char *backend, const tsr_config_t *cfg, const tsr_device_opts_t *opts,
@@ -63,18 +82,20 @@ int tsr_device_open(const char *backend, const tsr_config_t *cfg, const tsr_devi
 {
     const tsr_backend_ops_t *ops = NULL;
     *out = NULL;
-    for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++)
-        if (backend && !strcmp(backends[i]->name, backend))
+    for (size_t i = 0; i < N_BACKENDS; i++)
+        if (backend && backends[i] && !strcmp(backends[i]->name, backend))
             ops = backends[i];
-    if (!ops)
-        return tsr_err(TSR_EBACKEND, "unknown backend \"%s\" (available: fsim, rtl, systemc, zynq%s)",
-                       backend ? backend : "",
+    if (!ops) {
+        char list[128];
+        return tsr_err(TSR_EBACKEND, "unknown backend \"%s\" (available: %s%s%s)", backend ? backend : "",
+                       backend_list(list, sizeof list),
 #ifdef TSR_HAVE_XRT
-                       ", xrt"
+                       "",
 #else
-                       "; xrt: not built, libxrt-dev was not found"
+                       "; xrt: not built, libxrt-dev was not found",
 #endif
-        );
+                       &tsr_backend_systemc ? "" : "; systemc: not built (tsr_systemc not linked)");
+    }
     tsr_device_t *d = calloc(1, sizeof *d);
     if (!d)
         return tsr_err(TSR_ENOMEM, "out of memory");
@@ -322,19 +343,6 @@ int tsr_device_reset(tsr_device_t *d)
 {
     d->running = 0;
     return d->ops->reset(d->state);
-}
-
-uint64_t tsr_stream_work(const tsr_config_t *cfg, const tsr_insn_t *insns, size_t n)
-{
-    tsr_counters_t c;
-    memset(&c, 0, sizeof c);
-    tsr_counters_static(cfg, insns, n, &c);
-    uint64_t w = c.gemm_ops + c.gemm_reset_ops + c.alu_ops + c.pad_rows_loaded + (uint64_t)n;
-    for (int m = 0; m < TSR_MEM_COUNT; m++) {
-        uint32_t eb = tsr_config_elem_bytes(cfg, m);
-        w += eb ? c.bytes_loaded[m] / eb : 0;
-    }
-    return w + c.bytes_stored / (cfg->out_bytes ? cfg->out_bytes : 1);
 }
 
 int tsr_read_counters(tsr_device_t *d, tsr_counters_t *out) { return d->ops->counters(d->state, out); }

@@ -19,7 +19,8 @@
 #include "tsr_config.h"
 #include "tsr_counters.h"
 #include "tsr_isa.h"
-#include "tsr_rtl.h"
+#include "tsr_bound.h"
+#include "tsr_simopts.h"
 
 typedef struct tsr_device tsr_device_t;
 
@@ -71,9 +72,6 @@ int tsr_wait(tsr_device_t *dev, int timeout_ms);
  * error bits cleared (the RTL waits for its DRAM transactions to drain).
  * DRAM buffers and on-chip buffer contents are kept. */
 int tsr_device_reset(tsr_device_t *dev);
-/* Work bound of a stream: tensor ops + DRAM elements and pad rows moved +
- * instructions (what the fsim run budget counts). */
-uint64_t tsr_stream_work(const tsr_config_t *cfg, const tsr_insn_t *insns, size_t n);
 /* Counters accumulated since open (or the last reset). */
 int tsr_read_counters(tsr_device_t *dev, tsr_counters_t *out);
 int tsr_reset_counters(tsr_device_t *dev);
@@ -97,10 +95,6 @@ typedef struct tsr_backend_ops {
     uint64_t (*bound)(void *state, const tsr_config_t *cfg, const tsr_insn_t *insns, size_t n);
     const char *budget_unit;                               /* "work units", "cycles" */
 } tsr_backend_ops_t;
-
-/* The rtl backend's cycle bound of a stream under DRAM timing ro (also
- * the systemc backend's run budget). */
-uint64_t tsr_rtl_cycle_bound(const tsr_rtl_opts_t *ro, const tsr_config_t *cfg, const tsr_insn_t *insns, size_t n);
 
 extern const tsr_backend_ops_t tsr_backend_fsim;
 extern const tsr_backend_ops_t tsr_backend_rtl;

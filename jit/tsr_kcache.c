@@ -35,9 +35,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tsr_cachedir.h"
 #include "tsr_error.h"
 #include "tsr_file.h"
-#include "tsr_rtl.h"
 
 #define HDR_BYTES 64u
 #define MAX_FILE_BYTES (512ull << 20)
@@ -683,7 +683,7 @@ int tsr_kcache_create(tsr_device_t *dev, const tsr_kcache_opts_t *opts, tsr_kcac
         snprintf(kc->dir, sizeof kc->dir, "%s", kc->o.dir);
     } else {
         char base[900];
-        snprintf(kc->dir, sizeof kc->dir, "%s/jit", tsr_rtl_cache_dir(base, sizeof base));
+        snprintf(kc->dir, sizeof kc->dir, "%s/jit", tsr_cache_dir(base, sizeof base));
     }
     kc->o.dir = NULL; /* the caller's string is not kept */
     tsr_kcache_t *old = tsr_device_ext(dev);

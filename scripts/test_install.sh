@@ -12,7 +12,7 @@ export PKG_CONFIG_PATH=$tmp/prefix/lib/pkgconfig
 pkg-config --exists tessera || { echo "pkg-config does not find tessera"; exit 1; }
 echo "installed: $(pkg-config --modversion tessera), cflags: $(pkg-config --cflags tessera)," \
      "libs: $(pkg-config --static --libs tessera)"
-for f in include/tessera/tsr_driver.h include/tessera/tsr_conv2d.h lib/libtessera.a bin/tessera \
+for f in include/tessera/tsr_driver.h include/tessera/tsr_conv2d.h lib/libtsr_jit.a lib/libtsr_driver.a lib/libtsr_sim.a lib/libtsr_isa.a bin/tessera \
          share/tessera/hw/rtl/tsr_top.sv share/tessera/hw/rtl/lint_waivers.vlt \
          share/tessera/sim/rtl/tsr_vshim.cpp share/tessera/scripts/build_rtl_model.sh; do
   [ -e "$tmp/prefix/$f" ] || { echo "missing after install: $f"; exit 1; }

@@ -106,18 +106,6 @@ static void bq_push(bq_t *q, burst_t b) { q->q[(q->head + q->count++) % RD_MAX] 
 static burst_t *bq_front(bq_t *q) { return q->count ? &q->q[q->head] : NULL; }
 static void bq_pop(bq_t *q) { q->head = (q->head + 1) % RD_MAX; q->count--; }
 
-const char *tsr_rtl_cache_dir(char *buf, int n)
-{
-    const char *c = getenv("TESSERA_CACHE");
-    if (c && *c)
-        snprintf(buf, (size_t)n, "%s", c);
-    else if (getenv("XDG_CACHE_HOME") && *getenv("XDG_CACHE_HOME"))
-        snprintf(buf, (size_t)n, "%s/tessera", getenv("XDG_CACHE_HOME"));
-    else
-        snprintf(buf, (size_t)n, "%s/.cache/tessera", getenv("HOME") ? getenv("HOME") : "/tmp");
-    return buf;
-}
-
 /* yosys's simulation models of the iCE40 cells (Debian's yosys package) */
 #define TSR_ICE40_CELLS "/usr/share/yosys/ice40/cells_sim.v"
 
@@ -200,7 +188,7 @@ static int model_path(const tsr_config_t *cfg, const tsr_rtl_opts_t *o, char *li
     int netlist = kind && *kind;
     static const char *const extra[] = {"sim/rtl/tsr_vshim.cpp", "sim/rtl/tsr_vtop.h",
                                         "scripts/build_rtl_model.sh", "hw/rtl/lint_waivers.vlt",
-                                        "sim/rtl/tsr_timeline.vlt"};
+                                        "hw/rtl/tsr_assert.svh", "sim/rtl/tsr_timeline.vlt"};
     if (netlist) {
         /* the synthesis script and the cell models are sources of this model */
         snprintf(path, sizeof path, "%s/scripts/fpga/ice40_synth.sh", root);
@@ -227,7 +215,7 @@ static int model_path(const tsr_config_t *cfg, const tsr_rtl_opts_t *o, char *li
     }
     if (rc)
         goto out;
-    snprintf(dir, sizeof dir, "%s/%s-%016llx", tsr_rtl_cache_dir(cache, sizeof cache),
+    snprintf(dir, sizeof dir, "%s/%s-%016llx", tsr_cache_dir(cache, sizeof cache),
              netlist ? "gl-ice40" : "rtl", (unsigned long long)h);
     snprintf(lib, n, "%s/libtsrv.so", dir);
     if (access(lib, R_OK) == 0)

@@ -11,26 +11,11 @@
 
 #include <stdint.h>
 
+#include "tsr_cachedir.h"
 #include "tsr_config.h"
 #include "tsr_dram.h"
 #include "tsr_regs.h"
-
-typedef struct tsr_rtl_opts {
-    uint32_t dram_latency;       /* cycles from address accepted to first data / write response (0 = 32) */
-    double dram_bytes_per_cycle; /* sustained DRAM bandwidth shared by reads and writes (0 = 8) */
-    uint32_t dram_outstanding;   /* bursts in flight per direction (0 = 8) */
-    const char *trace_path;      /* FST waveform file, or NULL */
-    uint64_t trace_start;        /* first cycle dumped */
-    uint64_t trace_cycles;       /* cycles dumped (0 = to the end) */
-    int threads;                 /* Verilator threads (0/1 = single-threaded) */
-    uint64_t watchdog_cycles;    /* cycles without any activity before a run is declared stuck (0 = 200000) */
-    int verbose;                 /* print model builds to stderr */
-    const char *profile_path;    /* utilisation timeline (CSV, one line per window of every run), or NULL */
-    uint32_t profile_window;     /* cycles per profile line (0 = 256) */
-    const char *timeline_path;   /* Perfetto/Chrome trace-event JSON of every run (sim/tsr_timeline.h), or NULL;
-                                    the rtl backend then uses a model whose stage signals are public */
-    uint64_t timeline_max;       /* timeline size limit in bytes (0 = TSR_TL_DEFAULT_MAX) */
-} tsr_rtl_opts_t;
+#include "tsr_simopts.h"
 
 typedef struct tsr_rtl tsr_rtl_t;
 
@@ -52,7 +37,5 @@ int tsr_rtl_bus_check(tsr_rtl_t *r);
 uint64_t tsr_rtl_run_cycles(const tsr_rtl_t *r);
 /* Simulated cycles since the model was created. */
 uint64_t tsr_rtl_cycles(const tsr_rtl_t *r);
-/* Directory of the model cache ($TESSERA_CACHE, else ~/.cache/tessera). */
-const char *tsr_rtl_cache_dir(char *buf, int n);
 
 #endif

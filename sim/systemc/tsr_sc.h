@@ -19,7 +19,7 @@
 #include "tsr_config.h"
 #include "tsr_dram.h"
 #include "tsr_regs.h"
-#include "tsr_rtl.h"
+#include "tsr_simopts.h"
 
 #ifdef __cplusplus
 extern "C" {
