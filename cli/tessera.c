@@ -1588,10 +1588,11 @@ static const char *net_help =
     "DRAM bytes per cycle), ratio = bound / cycles, moved = DRAM bytes moved\n"
     "(counters, instruction fetch included), compulsory = inputs + weights +\n"
     "bias + outputs once, plan_ms and how the kernel was obtained. Then the\n"
-    "totals: cycles vs the sum of the bounds, frames/s at the config's clock,\n"
+    "totals: cycles vs the sum of the bounds, images/s at the config's clock\n"
+    "(the batch's images per execution, not executions per second),\n"
     "moved vs compulsory, the activation arena vs the sum of all tensors, plan\n"
     "time (first plan, then a second plan of the same network from the\n"
-    "in-memory kernel cache) and wall time per inference.\n" DEVICE_OPTIONS_HELP;
+    "in-memory kernel cache) and wall time per execution of the batch.\n" DEVICE_OPTIONS_HELP;
 
 static int cmd_net(int argc, char **argv)
 {
@@ -1699,8 +1700,9 @@ static int cmd_net(int argc, char **argv)
            check ? ", every tensor kept and checked against fsim" : "");
     tsr_graph_print_report(g, stdout);
     printf("plan again from the in-memory kernel cache %.1f ms wall, %.1f ms CPU (operators %.1f ms, %d hits; weights "
-           "%.1f ms); network description %.1f ms; wall time per inference %.3f s (%s, mean of %ld)\n",
-           t2.plan_ms, t2.plan_cpu_ms, t2.jit_ms, t2.kc_hits, t2.upload_ms, desc_ms, wall / (double)runs, backend, runs);
+           "%.1f ms); network description %.1f ms; wall time per execution (batch of %ld) %.3f s (%s, mean of %ld)\n",
+           t2.plan_ms, t2.plan_cpu_ms, t2.jit_ms, t2.kc_hits, t2.upload_ms, desc_ms, batch, wall / (double)runs, backend,
+           runs);
     int top = 0;
     for (uint64_t i = 1; i < nout && i < (uint64_t)nd.tensors[nd.output].c; i++)
         if ((int8_t)out[i] > (int8_t)out[top])

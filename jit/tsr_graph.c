@@ -357,13 +357,7 @@ int tsr_graph_conv2d(tsr_graph_t *g, const char *name, int x, int y, const tsr_c
     do {                                                                                                              \
         (c)->x_dtype = (p)->x_dtype;                                                                                  \
         (c)->x_zp = (p)->x_zp;                                                                                        \
-        (c)->y_dtype = (p)->y_dtype;                                                                                  \
-        (c)->y_zp = (p)->y_zp;                                                                                        \
-        (c)->mult = (p)->mult;                                                                                        \
-        (c)->shift = (p)->shift;                                                                                      \
-        (c)->rq_count = (p)->rq_count;                                                                                \
-        (c)->act_min = (p)->act_min;                                                                                  \
-        (c)->act_max = (p)->act_max;                                                                                  \
+        (c)->rq = (p)->rq;                                                                                            \
     } while (0)
 
 int tsr_graph_dense(tsr_graph_t *g, const char *name, int x, int y, const tsr_dense_params_t *p, const void *w,
@@ -1261,9 +1255,12 @@ void tsr_graph_print_report(const tsr_graph_t *g, FILE *f)
             t.layers, t.moved, t.compulsory, t.compulsory > 0 ? t.moved / t.compulsory : 0.0,
             (unsigned long long)t.peak_bytes, (unsigned long long)t.tensor_bytes,
             t.tensor_bytes ? (double)t.peak_bytes / (double)t.tensor_bytes : 0.0, (unsigned long long)t.weight_bytes);
+    /* one execution is one batch: N images (N of the graph's tensors; the first one's, as declared) */
+    const int batch = !g->nt ? 1 : g->ts[0].tap >= 0 ? g->ts[0].orig.n : g->ts[0].t.n;
     if (t.cycles > 0)
-        fprintf(f, "total cycles %.0f, sum of per-layer bounds %.0f, ratio %.3f; %.1f frames/s at %d MHz\n", t.cycles,
-                t.bound, t.bound / t.cycles, g->cfg.clock_mhz * 1e6 / t.cycles, g->cfg.clock_mhz);
+        fprintf(f, "total cycles %.0f, sum of per-layer bounds %.0f, ratio %.3f; %.1f images/s at %d MHz (batch of %d "
+                "per execution)\n", t.cycles, t.bound, t.bound / t.cycles, batch * (g->cfg.clock_mhz * 1e6 / t.cycles),
+                g->cfg.clock_mhz, batch);
     fprintf(f, "plan %.1f ms wall, %.1f ms CPU: operators %.1f ms (%d kernels generated, %d from the cache; of it "
                "tiling searches %.1f ms on %d threads), weights packed and uploaded %.1f ms; last execution %.1f ms wall\n",
             t.plan_ms, t.plan_cpu_ms, t.jit_ms, t.kc_misses, t.kc_hits, t.search_ms, t.search_threads, t.upload_ms,
