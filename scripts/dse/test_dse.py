@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # Tests of the design-space exploration (scripts/dse): run by ctest as
-#   test_dse.py TESSERA_CLI WORKDIR {space|pareto|sweep|slurm}
+#   test_dse.py TESSERA_CLI WORKDIR {space|pareto|sweep|onnx|area|hier|slurm|hostile}
 # space:  bad space files get the exact error, before anything runs
 # pareto: the front of a hand-computed example; board fit by hand from boards/pynq-z1.json
 # sweep:  a tiny sweep end to end (tiny-preset points, the small network):
@@ -463,9 +463,11 @@ def run_limited(argv, timeout=20, mem=1 << 30, env=None, cwd=None):
     def limit():
         resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
     t0 = time.monotonic()
+    # (MALLOC_ARENA_MAX: each thread's malloc arena reserves 64 MiB of address space, which
+    # would count against the limit on a machine with many CPUs)
     p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
                          text=True, errors="replace", preexec_fn=limit, start_new_session=True,
-                         env=dict(os.environ, **(env or {})), cwd=cwd)
+                         env=dict(os.environ, MALLOC_ARENA_MAX="2", **(env or {})), cwd=cwd)
     try:
         out, err = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -677,7 +679,17 @@ def test_hostile():
                              "synth": "none"})
     proc = subprocess.Popen(DSE + ["check", p, "--cli", CLI], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             text=True)
-    time.sleep(2)
+    # interrupt it once it is checking points (a CLI child is running), not while it starts
+    def has_child(pid):
+        try:
+            return any(open(f"/proc/{pid}/task/{t}/children").read().strip() for t in os.listdir(f"/proc/{pid}/task"))
+        except OSError:  # a thread gone meanwhile
+            return False
+    for _ in range(200):
+        if proc.poll() is not None or has_child(proc.pid):
+            break
+        time.sleep(0.05)
+    time.sleep(0.5)
     proc.send_signal(signal.SIGINT)
     try:
         _, err = proc.communicate(timeout=20)

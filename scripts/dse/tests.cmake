@@ -1,7 +1,8 @@
 # Design-space exploration tests (scripts/dse/test_dse.py): space-file errors,
 # the Pareto front, a tiny sweep end to end, the area path with a stand-in
 # for synth.sh, the module-by-module estimate on a toy design, and the same sweep through a
-# single-node Slurm (skipped, exit 77, when not root or munge is missing).
+# single-node Slurm (skipped, exit 77, when not root or munge is missing), and hostile input
+# to dse.py and the other Python entry points (one line, exit 2, bounded time and memory).
 foreach(t space pareto sweep onnx area hier slurm hostile)
   add_test(NAME dse_${t} COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/scripts/dse/test_dse.py
            $<TARGET_FILE:tessera_cli> ${CMAKE_BINARY_DIR}/dse_test/${t} ${t})

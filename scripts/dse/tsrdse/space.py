@@ -123,7 +123,7 @@ class Space:
         self.path, self.doc, self.root, self.cli = path, doc, root, cli
         self.name = doc.get("name", os.path.splitext(os.path.basename(path))[0])
         self.base_name = doc.get("base", "default")
-        self.keys = {}        # key -> list of values
+        self.keys = {}        # key -> its values (a list, or a range: a sequence without a list)
         self.boards = []      # board dicts from boards/
         self.budget = {}      # resource class -> limit
         self.workload = {}
@@ -143,7 +143,8 @@ def load(path, root, cli, check_points=True):
         if k not in TOP_FIELDS:
             raise SpaceError(f"{path}: unknown field {show(k)} (allowed: {', '.join(TOP_FIELDS)})")
     sp = Space(path, doc, root, cli)
-    if not isinstance(sp.name, str) or not re.fullmatch(r"[A-Za-z0-9_.-]{1,128}", sp.name):
+    # (it names the output directory dse-out/NAME: "." and ".." would be another one)
+    if not isinstance(sp.name, str) or not re.fullmatch(r"[A-Za-z0-9_.-]{1,128}", sp.name) or sp.name in (".", ".."):
         raise SpaceError(f"{path}: name must be letters, digits, '_', '.', '-' (at most 128)")
 
     # Base config: a preset name or a JSON file (relative to the space file).
