@@ -16,20 +16,13 @@
 #include "tsr_conv2d_emit.h"
 #include "tsr_conv2d_geo.h"
 #include "tsr_conv2d_tiling.h"
+#include "tsr_dtype.h"
 #include "tsr_error.h"
-#include "tsr_opplan.h"
 #include "tsr_jitutil.h"
 #include "tsr_kcache.h"
+#include "tsr_opplan.h"
 
 #define OP "conv2d"
-
-static int dt_ok(tsr_dtype_e d) { return d == TSR_DT_INT8 || d == TSR_DT_UINT8; }
-static int32_t dt_min(tsr_dtype_e d) { return d == TSR_DT_UINT8 ? 0 : -128; }
-static int32_t dt_max(tsr_dtype_e d) { return d == TSR_DT_UINT8 ? 255 : 127; }
-static int32_t dt_get(tsr_dtype_e d, const void *base, size_t i)
-{
-    return d == TSR_DT_UINT8 ? (int32_t)((const uint8_t *)base)[i] : (int32_t)((const int8_t *)base)[i];
-}
 
 /* w - w_zp fits int8 for every weight only with zero point 0 (int8) or
  * 128 (uint8); otherwise it is split into 2 (or, when 255 can occur, 3)
@@ -39,8 +32,8 @@ static int wsplit_of(const tsr_conv2d_params_t *p)
 {
     int32_t vmin = 0, vmax = 0;
     for (int i = 0; i < p->w_zp_count; i++) {
-        vmin = imin(vmin, dt_min(p->w_dtype) - p->w_zp[i]);
-        vmax = imax(vmax, dt_max(p->w_dtype) - p->w_zp[i]);
+        vmin = imin(vmin, tsr_dt_min(p->w_dtype) - p->w_zp[i]);
+        vmax = imax(vmax, tsr_dt_max(p->w_dtype) - p->w_zp[i]);
     }
     /* parts needed: each int8 part covers [-128, 127] */
     return (vmin >= -128 && vmax <= 127) ? 1 : (vmin >= -256 && vmax <= 254) ? 2 : 3;
@@ -82,34 +75,25 @@ int tsr_conv2d_check(const tsr_conv2d_params_t *p, int *oh, int *ow)
             return tsr_err(TSR_EINVAL, OP ": depthwise (groups %d) needs C_out == C_in, got C_out %d", p->groups,
                            p->c_out);
     }
-    if (!dt_ok(p->x_dtype) || !dt_ok(p->w_dtype) || !dt_ok(p->y_dtype))
+    if (!tsr_dt_ok(p->x_dtype) || !tsr_dt_ok(p->w_dtype) || !tsr_dt_ok(p->y_dtype))
         return tsr_err(TSR_EINVAL, OP ": dtypes must be int8 or uint8 (input %d, weights %d, output %d)",
                        (int)p->x_dtype, (int)p->w_dtype, (int)p->y_dtype);
-    if (p->x_zp < dt_min(p->x_dtype) || p->x_zp > dt_max(p->x_dtype))
-        return tsr_err(TSR_EINVAL, OP ": input zero point %d outside [%d, %d]", p->x_zp, dt_min(p->x_dtype),
-                       dt_max(p->x_dtype));
-    if (p->y_zp < dt_min(p->y_dtype) || p->y_zp > dt_max(p->y_dtype))
-        return tsr_err(TSR_EINVAL, OP ": output zero point %d outside [%d, %d]", p->y_zp, dt_min(p->y_dtype),
-                       dt_max(p->y_dtype));
+    if (p->x_zp < tsr_dt_min(p->x_dtype) || p->x_zp > tsr_dt_max(p->x_dtype))
+        return tsr_err(TSR_EINVAL, OP ": input zero point %d outside [%d, %d]", p->x_zp, tsr_dt_min(p->x_dtype),
+                       tsr_dt_max(p->x_dtype));
+    if (p->y_zp < tsr_dt_min(p->y_dtype) || p->y_zp > tsr_dt_max(p->y_dtype))
+        return tsr_err(TSR_EINVAL, OP ": output zero point %d outside [%d, %d]", p->y_zp, tsr_dt_min(p->y_dtype),
+                       tsr_dt_max(p->y_dtype));
     if (!p->w_zp || (p->w_zp_count != 1 && p->w_zp_count != p->c_out))
         return tsr_err(TSR_EINVAL, OP ": weight zero points: need 1 or C_out = %d values, got %d%s", p->c_out,
                        p->w_zp_count, p->w_zp ? "" : " (NULL)");
     for (int i = 0; i < p->w_zp_count; i++)
-        if (p->w_zp[i] < dt_min(p->w_dtype) || p->w_zp[i] > dt_max(p->w_dtype))
+        if (p->w_zp[i] < tsr_dt_min(p->w_dtype) || p->w_zp[i] > tsr_dt_max(p->w_dtype))
             return tsr_err(TSR_EINVAL, OP ": weight zero point [%d] = %d outside [%d, %d]", i, p->w_zp[i],
-                           dt_min(p->w_dtype), dt_max(p->w_dtype));
-    if (!p->mult || !p->shift || (p->rq_count != 1 && p->rq_count != p->c_out))
-        return tsr_err(TSR_EINVAL, OP ": requantization: need 1 or C_out = %d (multiplier, shift) pairs, got %d%s",
-                       p->c_out, p->rq_count, p->mult && p->shift ? "" : " (NULL)");
-    for (int i = 0; i < p->rq_count; i++) {
-        if (p->mult[i] < 0)
-            return tsr_err(TSR_EINVAL, OP ": multiplier [%d] = %d is negative", i, p->mult[i]);
-        if (p->shift[i] < -31 || p->shift[i] > 30)
-            return tsr_err(TSR_EINVAL, OP ": shift [%d] = %d outside [-31, 30]", i, p->shift[i]);
-    }
-    if (p->act_min > p->act_max || p->act_min < dt_min(p->y_dtype) || p->act_max > dt_max(p->y_dtype))
-        return tsr_err(TSR_EINVAL, OP ": activation range [%d, %d] is not a non-empty subrange of [%d, %d]",
-                       p->act_min, p->act_max, dt_min(p->y_dtype), dt_max(p->y_dtype));
+                           tsr_dt_min(p->w_dtype), tsr_dt_max(p->w_dtype));
+    int rc = tsr_requant_check(OP, &p->rq, p->c_out, "C_out");
+    if (rc)
+        return rc;
     int64_t sh = (int64_t)p->h + p->pad_top + p->pad_bottom - p->kh;
     int64_t sw = (int64_t)p->w + p->pad_left + p->pad_right - p->kw;
     if (sh < 0 || sw < 0)
@@ -150,7 +134,7 @@ static int geo_init(const tsr_config_t *c, const tsr_conv2d_params_t *p, const t
     g->cib = cdiv(p->c_in * (g->dw ? 1 : g->wsplit), c->block_in);
     g->cob = cdiv(p->c_out, c->block_out);
     g->kk = p->kh * p->kw;
-    g->h_pad = p->x_zp - (p->x_dtype == TSR_DT_UINT8 ? 128 : 0);
+    g->h_pad = p->x_zp - tsr_dt_off(p->x_dtype);
     int any_pos = 0;
     for (int i = 0; i < p->rq_count; i++)
         any_pos |= p->shift[i] > 0;
@@ -177,7 +161,7 @@ void tsr_conv2d_pack_input(const tsr_config_t *c, const tsr_conv2d_plan_t *pl, c
         return;
     }
     const tsr_conv2d_params_t *p = &pl->p;
-    const int off = p->x_dtype == TSR_DT_UINT8 ? 128 : 0;
+    const int off = tsr_dt_off(p->x_dtype);
     memset(dst, (uint8_t)(int8_t)pl->h_pad, pl->x_bytes);
     /* with split weights (groups 1) the input channels appear wsplit times
      * (c, c_in + c, ...); depthwise parts all meet the one copy */
@@ -189,7 +173,7 @@ void tsr_conv2d_pack_input(const tsr_config_t *c, const tsr_conv2d_plan_t *pl, c
                     size_t i = (((size_t)n * p->c_in + (size_t)(ci % p->c_in)) * p->h + y) * p->w + xx;
                     size_t el = (((size_t)(n / c->batch) * pl->cib + (size_t)(ci / c->block_in)) * p->h + y) * p->w + xx;
                     size_t o = el * c->inp_bytes + (size_t)(n % c->batch) * c->block_in + (size_t)(ci % c->block_in);
-                    dst[o] = (uint8_t)(int8_t)(dt_get(p->x_dtype, x, i) - off);
+                    dst[o] = (uint8_t)(int8_t)(tsr_dt_get(p->x_dtype, x, i) - off);
                 }
 }
 
@@ -253,7 +237,7 @@ int tsr_conv2d_pack_weights(const tsr_config_t *c, const tsr_conv2d_plan_t *pl, 
             for (int ci = 0; ci < cin_g; ci++)
                 for (int k = 0; k < kk; k++) {
                     const size_t i = ((size_t)co * cin_g + (size_t)ci) * kk + (size_t)k;
-                    int32_t v = dt_get(p->w_dtype, w, i) - zp;
+                    int32_t v = tsr_dt_get(p->w_dtype, w, i) - zp;
                     if (split > 1) {
                         /* v in [-255, 255] = sum of `split` int8 parts of
                          * about v / split each (part j meets copy j of the
@@ -295,9 +279,7 @@ int tsr_conv2d_pack_weights(const tsr_config_t *c, const tsr_conv2d_plan_t *pl, 
         vals[nv++] = p->mult[r];
         if (pl->nconst > 3) /* per-channel left shifts (shr by a negative amount) */
             vals[nv++] = -imax(p->shift[r], 0);
-        /* rqfin: right shift [4:0], y_zp [13:5], act_min [22:14], act_max [31:23] */
-        vals[nv++] = (int32_t)((uint32_t)imax(-p->shift[r], 0) | ((uint32_t)p->y_zp & 511u) << 5 |
-                               ((uint32_t)p->act_min & 511u) << 14 | ((uint32_t)p->act_max & 511u) << 23);
+        vals[nv++] = tsr_requant_rqfin(imax(-p->shift[r], 0), p->y_zp, p->act_min, p->act_max);
         for (int k = 0; k < nv; k++)
             for (int b = 0; b < c->batch; b++) {
                 /* resident plans keep each kind of row together (one burst per kind) */

@@ -73,6 +73,7 @@
 #include "tsr_eltwise.h"
 #include "tsr_kcache.h"
 #include "tsr_npy.h"
+#include "tsr_requant.h"
 
 typedef struct tsr_conv2d_params {
     int n, c_in, h, w;             /* input shape [N, C_in, H, W], each >= 1 */
@@ -86,12 +87,9 @@ typedef struct tsr_conv2d_params {
     tsr_dtype_e w_dtype;           /* TSR_DT_INT8 or TSR_DT_UINT8 */
     const int32_t *w_zp;           /* [w_zp_count] weight zero points, within w_dtype's range */
     int w_zp_count;                /* 1 (per tensor) or C_out (per output channel) */
-    tsr_dtype_e y_dtype;           /* TSR_DT_INT8 or TSR_DT_UINT8 */
-    int32_t y_zp;                  /* output zero point, within y_dtype's range */
-    const int32_t *mult;           /* [rq_count] requantization multipliers, [0, 2^31 - 1] */
-    const int32_t *shift;          /* [rq_count] shifts, [-31, 30] (> 0 shifts left) */
-    int rq_count;                  /* 1 (per tensor) or C_out (per output channel) */
-    int32_t act_min, act_max;      /* output clamp, within y_dtype's range, act_min <= act_max */
+    /* the output: y_dtype, y_zp, mult, shift, rq_count (1 per tensor or C_out per output channel),
+     * act_min, act_max (tsr_requant.h), also as .rq */
+    TSR_REQUANT_MEMBERS;
 } tsr_conv2d_params_t;
 
 typedef struct tsr_conv2d_plan {

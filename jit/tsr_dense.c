@@ -7,23 +7,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tsr_dtype.h"
 #include "tsr_error.h"
 
 #define OP "dense"
 
 static int cdiv(int a, int b) { return (a + b - 1) / b; }
-static int dt_ok(tsr_dtype_e d) { return d == TSR_DT_INT8 || d == TSR_DT_UINT8; }
-static int32_t dt_min(tsr_dtype_e d) { return d == TSR_DT_UINT8 ? 0 : -128; }
-static int32_t dt_max(tsr_dtype_e d) { return d == TSR_DT_UINT8 ? 255 : 127; }
-static int32_t dt_get(tsr_dtype_e d, const void *base, size_t i)
-{
-    return d == TSR_DT_UINT8 ? (int32_t)((const uint8_t *)base)[i] : (int32_t)((const int8_t *)base)[i];
-}
 
 /* int8 parts needed for every w - zp with w in the range of dt. */
 static int parts_for(tsr_dtype_e dt, int32_t zp)
 {
-    int32_t lo = dt_min(dt) - zp, hi = dt_max(dt) - zp;
+    int32_t lo = tsr_dt_min(dt) - zp, hi = tsr_dt_max(dt) - zp;
     if (lo >= -128 && hi <= 127)
         return 1;
     if (lo >= -256 && hi <= 254)
@@ -37,38 +31,29 @@ int tsr_dense_check(const tsr_dense_params_t *p, int *parts)
         return tsr_err(TSR_EINVAL, OP ": NULL parameters");
     if (p->n < 1 || p->k < 1 || p->m < 1)
         return tsr_err(TSR_EINVAL, OP ": sizes N %d, K %d, M %d must be positive", p->n, p->k, p->m);
-    if (!dt_ok(p->x_dtype) || !dt_ok(p->w_dtype) || !dt_ok(p->y_dtype))
+    if (!tsr_dt_ok(p->x_dtype) || !tsr_dt_ok(p->w_dtype) || !tsr_dt_ok(p->y_dtype))
         return tsr_err(TSR_EINVAL, OP ": dtypes must be int8 or uint8 (input %s, weights %s, output %s)",
                        tsr_dtype_name(p->x_dtype), tsr_dtype_name(p->w_dtype), tsr_dtype_name(p->y_dtype));
-    if (p->x_zp < dt_min(p->x_dtype) || p->x_zp > dt_max(p->x_dtype))
-        return tsr_err(TSR_EINVAL, OP ": input zero point %d outside [%d, %d]", p->x_zp, dt_min(p->x_dtype),
-                       dt_max(p->x_dtype));
-    if (p->y_zp < dt_min(p->y_dtype) || p->y_zp > dt_max(p->y_dtype))
-        return tsr_err(TSR_EINVAL, OP ": output zero point %d outside [%d, %d]", p->y_zp, dt_min(p->y_dtype),
-                       dt_max(p->y_dtype));
+    if (p->x_zp < tsr_dt_min(p->x_dtype) || p->x_zp > tsr_dt_max(p->x_dtype))
+        return tsr_err(TSR_EINVAL, OP ": input zero point %d outside [%d, %d]", p->x_zp, tsr_dt_min(p->x_dtype),
+                       tsr_dt_max(p->x_dtype));
+    if (p->y_zp < tsr_dt_min(p->y_dtype) || p->y_zp > tsr_dt_max(p->y_dtype))
+        return tsr_err(TSR_EINVAL, OP ": output zero point %d outside [%d, %d]", p->y_zp, tsr_dt_min(p->y_dtype),
+                       tsr_dt_max(p->y_dtype));
     if (!p->w_zp || (p->w_zp_count != 1 && p->w_zp_count != p->m))
         return tsr_err(TSR_EINVAL, OP ": weight zero points: need 1 or M = %d values, got %d%s", p->m, p->w_zp_count,
                        p->w_zp ? "" : " (NULL)");
     int np = 1;
     for (int i = 0; i < p->w_zp_count; i++) {
-        if (p->w_zp[i] < dt_min(p->w_dtype) || p->w_zp[i] > dt_max(p->w_dtype))
+        if (p->w_zp[i] < tsr_dt_min(p->w_dtype) || p->w_zp[i] > tsr_dt_max(p->w_dtype))
             return tsr_err(TSR_EINVAL, OP ": weight zero point [%d] = %d outside [%d, %d]", i, p->w_zp[i],
-                           dt_min(p->w_dtype), dt_max(p->w_dtype));
+                           tsr_dt_min(p->w_dtype), tsr_dt_max(p->w_dtype));
         int q = parts_for(p->w_dtype, p->w_zp[i]);
         np = q > np ? q : np;
     }
-    if (!p->mult || !p->shift || (p->rq_count != 1 && p->rq_count != p->m))
-        return tsr_err(TSR_EINVAL, OP ": requantization: need 1 or M = %d (multiplier, shift) pairs, got %d%s", p->m,
-                       p->rq_count, p->mult && p->shift ? "" : " (NULL)");
-    for (int i = 0; i < p->rq_count; i++) {
-        if (p->mult[i] < 0)
-            return tsr_err(TSR_EINVAL, OP ": multiplier [%d] = %d is negative", i, p->mult[i]);
-        if (p->shift[i] < -31 || p->shift[i] > 30)
-            return tsr_err(TSR_EINVAL, OP ": shift [%d] = %d outside [-31, 30]", i, p->shift[i]);
-    }
-    if (p->act_min > p->act_max || p->act_min < dt_min(p->y_dtype) || p->act_max > dt_max(p->y_dtype))
-        return tsr_err(TSR_EINVAL, OP ": activation range [%d, %d] is not a non-empty subrange of [%d, %d]",
-                       p->act_min, p->act_max, dt_min(p->y_dtype), dt_max(p->y_dtype));
+    int rc = tsr_requant_check(OP, &p->rq, p->m, "M");
+    if (rc)
+        return rc;
     if ((int64_t)p->n * p->k > INT32_MAX || (int64_t)p->m * p->k * np > INT32_MAX ||
         (int64_t)p->n * p->m > INT32_MAX || (int64_t)p->n * p->k * np > INT32_MAX)
         return tsr_err(TSR_EINVAL, OP ": tensor too large (more than 2^31 - 1 elements)");
@@ -129,13 +114,7 @@ int tsr_dense_plan(tsr_device_t *dev, const tsr_dense_params_t *params, tsr_dens
         cp.w_zp = pl->w_zp;
         cp.w_zp_count = params->w_zp_count;
     }
-    cp.y_dtype = params->y_dtype;
-    cp.y_zp = params->y_zp;
-    cp.mult = pl->mult;
-    cp.shift = pl->shift;
-    cp.rq_count = params->rq_count;
-    cp.act_min = params->act_min;
-    cp.act_max = params->act_max;
+    cp.rq = pl->p.rq; /* the arrays are the plan's copies */
     if ((rc = tsr_conv2d_plan(dev, &cp, &pl->conv))) {
         rc = tsr_err_prefix(rc, OP " [%d x %d] x [%d x %d]^T as a 1x1 conv2d: ", params->n, params->k, params->m,
                             params->k);
@@ -196,7 +175,7 @@ int tsr_dense_write_weights(tsr_device_t *dev, const tsr_dense_plan_t *pl, const
     for (size_t m = 0; m < (size_t)p->m; m++) {
         int32_t zp = p->w_zp[p->w_zp_count == 1 ? 0 : m];
         for (size_t k = 0; k < K; k++) {
-            int32_t v = dt_get(p->w_dtype, w, m * K + k) - zp;
+            int32_t v = tsr_dt_get(p->w_dtype, w, m * K + k) - zp;
             for (int j = 0; j < pl->parts; j++) {
                 int32_t a = v < -128 ? -128 : v > 127 ? 127 : v;
                 wc[m * KP + (size_t)j * K + k] = (int8_t)a;

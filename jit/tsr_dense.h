@@ -34,6 +34,7 @@
 #include "tsr_conv2d.h"
 #include "tsr_driver.h"
 #include "tsr_npy.h"
+#include "tsr_requant.h"
 
 typedef struct tsr_dense_params {
     int n;                         /* batch rows N >= 1 */
@@ -44,12 +45,9 @@ typedef struct tsr_dense_params {
     tsr_dtype_e w_dtype;           /* TSR_DT_INT8 or TSR_DT_UINT8 */
     const int32_t *w_zp;           /* [w_zp_count] weight zero points, within w_dtype's range */
     int w_zp_count;                /* 1 (per tensor) or M (per output) */
-    tsr_dtype_e y_dtype;           /* TSR_DT_INT8 or TSR_DT_UINT8 */
-    int32_t y_zp;                  /* output zero point, within y_dtype's range */
-    const int32_t *mult;           /* [rq_count] requantization multipliers, [0, 2^31 - 1] */
-    const int32_t *shift;          /* [rq_count] shifts, [-31, 30] (> 0 shifts left) */
-    int rq_count;                  /* 1 (per tensor) or M (per output) */
-    int32_t act_min, act_max;      /* output clamp, within y_dtype's range, act_min <= act_max */
+    /* the output: y_dtype, y_zp, mult, shift, rq_count (1 per tensor or M per output), act_min,
+     * act_max (tsr_requant.h), also as .rq */
+    TSR_REQUANT_MEMBERS;
 } tsr_dense_params_t;
 
 typedef struct tsr_dense_plan {

@@ -8,9 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tsr_dtype.h"
 #include "tsr_error.h"
 
-int tsr_dtensor_off(tsr_dtype_e dt) { return dt == TSR_DT_UINT8 ? 128 : 0; }
+int tsr_dtensor_off(tsr_dtype_e dt) { return tsr_dt_off(dt); }
 
 int tsr_dtensor_init(const tsr_config_t *cfg, int n, int c, int h, int w, tsr_dtype_e dt, int32_t zp,
                      tsr_dtensor_t *t)
@@ -24,7 +25,7 @@ int tsr_dtensor_init(const tsr_config_t *cfg, int n, int c, int h, int w, tsr_dt
         return tsr_err(TSR_EINVAL, "dtensor: shape [%d,%d,%d,%d] has more than 2^31 - 1 elements", n, c, h, w);
     if (dt != TSR_DT_INT8 && dt != TSR_DT_UINT8)
         return tsr_err(TSR_EINVAL, "dtensor: dtype must be int8 or uint8");
-    if (zp < (dt == TSR_DT_UINT8 ? 0 : -128) || zp > (dt == TSR_DT_UINT8 ? 255 : 127))
+    if (zp < tsr_dt_min(dt) || zp > tsr_dt_max(dt))
         return tsr_err(TSR_EINVAL, "dtensor: zero point %d outside the %s range", (int)zp,
                        dt == TSR_DT_UINT8 ? "uint8" : "int8");
     if (cfg->block_in != cfg->block_out)

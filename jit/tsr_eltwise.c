@@ -30,8 +30,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tsr_dtype.h"
 #include "tsr_error.h"
 #include "tsr_opplan.h"
+#include "tsr_requant.h"
 #include "tsr_jitutil.h"
 #include "tsr_stream.h"
 
@@ -44,10 +46,6 @@
 static int imin(int a, int b) { return a < b ? a : b; }
 static int64_t cdiv64(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-static int dt_ok(tsr_dtype_e d) { return d == TSR_DT_INT8 || d == TSR_DT_UINT8; }
-static int32_t dt_min(tsr_dtype_e d) { return d == TSR_DT_UINT8 ? 0 : -128; }
-static int32_t dt_max(tsr_dtype_e d) { return d == TSR_DT_UINT8 ? 255 : 127; }
-static int32_t dt_off(tsr_dtype_e d) { return d == TSR_DT_UINT8 ? 128 : 0; }
 
 /* ------------------------------------------------------------ checks */
 
@@ -59,11 +57,11 @@ static int check_desc(const char *op, const char *what, const tsr_eltwise_desc_t
     int64_t n = (int64_t)d->n * d->c * d->h * d->w;
     if (n > INT32_MAX)
         return tsr_err(TSR_EINVAL, "%s: %s has %lld elements, more than 2^31 - 1", op, what, (long long)n);
-    if (!dt_ok(d->dtype))
+    if (!tsr_dt_ok(d->dtype))
         return tsr_err(TSR_EINVAL, "%s: %s dtype %d must be int8 or uint8", op, what, (int)d->dtype);
-    if (d->zp < dt_min(d->dtype) || d->zp > dt_max(d->dtype))
+    if (d->zp < tsr_dt_min(d->dtype) || d->zp > tsr_dt_max(d->dtype))
         return tsr_err(TSR_EINVAL, "%s: %s zero point %d outside [%d, %d] (%s)", op, what, d->zp,
-                       dt_min(d->dtype), dt_max(d->dtype), tsr_dtype_name(d->dtype));
+                       tsr_dt_min(d->dtype), tsr_dt_max(d->dtype), tsr_dtype_name(d->dtype));
     *count = n;
     return TSR_OK;
 }
@@ -99,9 +97,9 @@ int tsr_add_check(const tsr_add_params_t *p, int64_t *count)
         if (s[i] < -31 || s[i] > smax[i])
             return tsr_err(TSR_EINVAL, "add: %s shift %d outside [-31, %d]", nm[i], s[i], smax[i]);
     }
-    if (p->act_min > p->act_max || p->act_min < dt_min(p->y.dtype) || p->act_max > dt_max(p->y.dtype))
+    if (p->act_min > p->act_max || p->act_min < tsr_dt_min(p->y.dtype) || p->act_max > tsr_dt_max(p->y.dtype))
         return tsr_err(TSR_EINVAL, "add: activation range [%d, %d] is not a non-empty subrange of [%d, %d] (%s)",
-                       p->act_min, p->act_max, dt_min(p->y.dtype), dt_max(p->y.dtype), tsr_dtype_name(p->y.dtype));
+                       p->act_min, p->act_max, tsr_dt_min(p->y.dtype), tsr_dt_max(p->y.dtype), tsr_dtype_name(p->y.dtype));
     if (count)
         *count = n;
     return TSR_OK;
@@ -121,9 +119,9 @@ int tsr_clip_check(const tsr_clip_params_t *p, int64_t *count)
         return tsr_err(TSR_EINVAL, "clip: output quantization (%s, zero point %d) differs from the input's (%s, "
                        "zero point %d): relu/clip do not rescale", tsr_dtype_name(p->y.dtype), p->y.zp,
                        tsr_dtype_name(p->x.dtype), p->x.zp);
-    if (p->lo > p->hi || p->lo < dt_min(p->x.dtype) || p->hi > dt_max(p->x.dtype))
+    if (p->lo > p->hi || p->lo < tsr_dt_min(p->x.dtype) || p->hi > tsr_dt_max(p->x.dtype))
         return tsr_err(TSR_EINVAL, "clip: bounds [%d, %d] are not a non-empty subrange of [%d, %d] (%s)", p->lo,
-                       p->hi, dt_min(p->x.dtype), dt_max(p->x.dtype), tsr_dtype_name(p->x.dtype));
+                       p->hi, tsr_dt_min(p->x.dtype), tsr_dt_max(p->x.dtype), tsr_dtype_name(p->x.dtype));
     if (count)
         *count = n;
     return TSR_OK;
@@ -142,7 +140,7 @@ int tsr_relu_params(const tsr_eltwise_desc_t *x, tsr_clip_params_t *out)
     out->x = d;
     out->y = d;
     out->lo = d.zp;
-    out->hi = dt_max(d.dtype);
+    out->hi = tsr_dt_max(d.dtype);
     return TSR_OK;
 }
 
@@ -240,7 +238,7 @@ static int geo_init(const tsr_config_t *c, tsr_eltwise_kind_e kind, const tsr_ad
         g->wv[0] = 1 << (ja - jm + f);
         g->wv[1] = 1 << (jb - jm + f);
         g->wsets = g->wv[0] == g->wv[1] ? 1 : 2;
-        int32_t init = -(pa->a.zp - dt_off(pa->a.dtype)) * g->wv[0] - (pa->b.zp - dt_off(pa->b.dtype)) * g->wv[1];
+        int32_t init = -(pa->a.zp - tsr_dt_off(pa->a.dtype)) * g->wv[0] - (pa->b.zp - tsr_dt_off(pa->b.dtype)) * g->wv[1];
         g->init[g->ninit++] = (step_t){TSR_ALU_MOV, GRP_A, SRC_IMM, init};
         if (jm > f)
             s[n++] = (step_t){TSR_ALU_SHR, GRP_A, SRC_IMM, -(jm - f)};
@@ -248,7 +246,7 @@ static int geo_init(const tsr_config_t *c, tsr_eltwise_kind_e kind, const tsr_ad
         int ls = pa->left_shift, k = ls < 6 ? ls : 6;
         g->groups = 2;
         g->wv[0] = 1 << k;
-        int32_t ia = -(pa->a.zp - dt_off(pa->a.dtype)) * g->wv[0], ib = -(pa->b.zp - dt_off(pa->b.dtype)) * g->wv[0];
+        int32_t ia = -(pa->a.zp - tsr_dt_off(pa->a.dtype)) * g->wv[0], ib = -(pa->b.zp - tsr_dt_off(pa->b.dtype)) * g->wv[0];
         if (ia == ib)
             g->init[g->ninit++] = (step_t){TSR_ALU_MOV, GRP_AB, SRC_IMM, ia};
         else {
@@ -278,10 +276,10 @@ static int geo_init(const tsr_config_t *c, tsr_eltwise_kind_e kind, const tsr_ad
         s[n++] = (step_t){TSR_ALU_RQFIN, GRP_A, 3, 0};
     } else {
         g->wv[0] = 1;
-        g->init[g->ninit++] = (step_t){TSR_ALU_MOV, GRP_A, SRC_IMM, dt_off(pc->x.dtype)};
-        if (pc->lo > dt_min(pc->x.dtype))
+        g->init[g->ninit++] = (step_t){TSR_ALU_MOV, GRP_A, SRC_IMM, tsr_dt_off(pc->x.dtype)};
+        if (pc->lo > tsr_dt_min(pc->x.dtype))
             s[n++] = (step_t){TSR_ALU_MAX, GRP_A, SRC_IMM, pc->lo};
-        if (pc->hi < dt_max(pc->x.dtype))
+        if (pc->hi < tsr_dt_max(pc->x.dtype))
             s[n++] = (step_t){TSR_ALU_MIN, GRP_A, SRC_IMM, pc->hi};
     }
     g->nsteps = n;
@@ -460,7 +458,7 @@ void tsr_eltwise_pack_input(const tsr_config_t *c, const tsr_eltwise_plan_t *pl,
                             uint8_t *dst)
 {
     const tsr_eltwise_desc_t *d = input_desc(pl, which);
-    const int32_t off = dt_off(d->dtype);
+    const int32_t off = tsr_dt_off(d->dtype);
     const int L = c->batch * c->block_out, BI = c->block_in, BO = c->block_out;
     memset(dst, (uint8_t)(int8_t)(d->zp - off), pl->x_bytes);
     const uint8_t *u = x;
@@ -492,9 +490,7 @@ static void pack_weights(const tsr_config_t *c, const geo_t *g, uint8_t *w)
 
 void tsr_add_const_values(const tsr_add_params_t *pa, int32_t v[TSR_ADD_NCONST])
 {
-    /* rqfin: right shift [4:0], y_zp [13:5], act_min [22:14], act_max [31:23] */
-    const int32_t fin = (int32_t)((uint32_t)(pa->shift_out < 0 ? -pa->shift_out : 0) | ((uint32_t)pa->y.zp & 511u) << 5 |
-                                  ((uint32_t)pa->act_min & 511u) << 14 | ((uint32_t)pa->act_max & 511u) << 23);
+    const int32_t fin = tsr_requant_rqfin(pa->shift_out < 0 ? -pa->shift_out : 0, pa->y.zp, pa->act_min, pa->act_max);
     v[0] = pa->mult_a;
     v[1] = pa->mult_b;
     v[2] = pa->mult_out;

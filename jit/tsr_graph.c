@@ -357,13 +357,7 @@ int tsr_graph_conv2d(tsr_graph_t *g, const char *name, int x, int y, const tsr_c
     do {                                                                                                              \
         (c)->x_dtype = (p)->x_dtype;                                                                                  \
         (c)->x_zp = (p)->x_zp;                                                                                        \
-        (c)->y_dtype = (p)->y_dtype;                                                                                  \
-        (c)->y_zp = (p)->y_zp;                                                                                        \
-        (c)->mult = (p)->mult;                                                                                        \
-        (c)->shift = (p)->shift;                                                                                      \
-        (c)->rq_count = (p)->rq_count;                                                                                \
-        (c)->act_min = (p)->act_min;                                                                                  \
-        (c)->act_max = (p)->act_max;                                                                                  \
+        (c)->rq = (p)->rq;                                                                                            \
     } while (0)
 
 int tsr_graph_dense(tsr_graph_t *g, const char *name, int x, int y, const tsr_dense_params_t *p, const void *w,

@@ -38,6 +38,7 @@
 #include "tsr_netdesc.h"
 #include "tsr_op.h"
 #include "tsr_pool.h"
+#include "tsr_requant.h"
 
 typedef struct tsr_graph tsr_graph_t;
 
@@ -128,12 +129,9 @@ typedef struct tsr_requant_params {
     int n, c, h, w;                /* shape of x and y */
     tsr_dtype_e x_dtype;           /* TSR_DT_INT8 or TSR_DT_UINT8 */
     int32_t x_zp;                  /* within x_dtype's range */
-    tsr_dtype_e y_dtype;           /* TSR_DT_INT8 or TSR_DT_UINT8 */
-    int32_t y_zp;                  /* within y_dtype's range */
-    const int32_t *mult;           /* [rq_count] multipliers, [0, 2^31 - 1] */
-    const int32_t *shift;          /* [rq_count] shifts, [-31, 30] (> 0 shifts left) */
-    int rq_count;                  /* 1 (per tensor) or C (per channel) */
-    int32_t act_min, act_max;      /* output clamp within y_dtype's range */
+    /* the output: y_dtype, y_zp, mult, shift, rq_count (1 per tensor or C per channel), act_min,
+     * act_max (tsr_requant.h), also as .rq */
+    TSR_REQUANT_MEMBERS;
 } tsr_requant_params_t;
 int tsr_graph_requantize(tsr_graph_t *g, const char *name, int x, int y, const tsr_requant_params_t *p);
 /* y relabels x's bytes: same N, C, dtype and zero point and H*W (the

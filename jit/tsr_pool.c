@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tsr_dtype.h"
 #include "tsr_error.h"
 #include "tsr_opplan.h"
 #include "tsr_stream.h"
@@ -39,9 +40,6 @@
 static int imin(int a, int b) { return a < b ? a : b; }
 static int cdiv(int a, int b) { return (a + b - 1) / b; }
 
-static int dt_ok(tsr_dtype_e d) { return d == TSR_DT_INT8 || d == TSR_DT_UINT8; }
-static int32_t dt_min(tsr_dtype_e d) { return d == TSR_DT_UINT8 ? 0 : -128; }
-static int32_t dt_max(tsr_dtype_e d) { return d == TSR_DT_UINT8 ? 255 : 127; }
 static const char *kind_name(int k)
 {
     return k == TSR_POOL_MAX ? "maxpool" : k == TSR_POOL_AVG ? "avgpool" : "global_avgpool";
@@ -58,11 +56,11 @@ int tsr_pool_check(const tsr_pool_params_t *p, int *oh, int *ow)
     if (p->n < 1 || p->c < 1 || p->h < 1 || p->w < 1)
         return tsr_err(TSR_EINVAL, OP ": %s: input shape [%d, %d, %d, %d] must be positive", k, p->n, p->c, p->h,
                        p->w);
-    if (!dt_ok(p->dtype))
+    if (!tsr_dt_ok(p->dtype))
         return tsr_err(TSR_EINVAL, OP ": %s: dtype %d must be int8 or uint8", k, (int)p->dtype);
-    if (p->zp < dt_min(p->dtype) || p->zp > dt_max(p->dtype))
-        return tsr_err(TSR_EINVAL, OP ": %s: zero point %d outside [%d, %d]", k, p->zp, dt_min(p->dtype),
-                       dt_max(p->dtype));
+    if (p->zp < tsr_dt_min(p->dtype) || p->zp > tsr_dt_max(p->dtype))
+        return tsr_err(TSR_EINVAL, OP ": %s: zero point %d outside [%d, %d]", k, p->zp, tsr_dt_min(p->dtype),
+                       tsr_dt_max(p->dtype));
     if ((int64_t)p->n * p->c * p->h * p->w > INT32_MAX)
         return tsr_err(TSR_EINVAL, OP ": %s: tensor too large (more than 2^31 - 1 elements)", k);
     if (p->kind == TSR_POOL_GLOBAL_AVG) {
@@ -887,7 +885,7 @@ static int geo_init(const tsr_config_t *c, const tsr_pool_params_t *p, geo_t *g)
     g->nb = cdiv(p->n, c->batch);
     g->cb = cdiv(p->c, c->block_in);
     g->kk = g->glob ? p->h * p->w : p->kh * p->kw;
-    g->off = p->dtype == TSR_DT_UINT8 ? 128 : 0;
+    g->off = tsr_dt_off(p->dtype);
     if (g->kind == TSR_POOL_MAX)
         g->pad_value = -128; /* the type minimum after re-centring: never wins */
     else if (g->kind == TSR_POOL_AVG)

@@ -6,6 +6,7 @@
 
 #include <math.h>
 
+#include "tsr_dtype.h"
 #include "tsr_error.h"
 
 int tsr_quantize_multiplier(double real, int32_t *mult, int32_t *shift)
@@ -65,7 +66,7 @@ int tsr_quantize_bound(double real, double scale, int32_t zp, tsr_dtype_e dt, in
         return tsr_err(TSR_EINVAL, "quantize_bound: NULL output");
     if (dt != TSR_DT_INT8 && dt != TSR_DT_UINT8)
         return tsr_err(TSR_EINVAL, "quantize_bound: dtype %s is not int8 or uint8", tsr_dtype_name(dt));
-    const int32_t lo = dt == TSR_DT_UINT8 ? 0 : -128, hi = dt == TSR_DT_UINT8 ? 255 : 127;
+    const int32_t lo = tsr_dt_min(dt), hi = tsr_dt_max(dt);
     if (!isfinite(scale) || !(scale > 0))
         return tsr_err(TSR_EINVAL, "quantize_bound: scale %g is not a finite value > 0", scale);
     if (isnan(real))

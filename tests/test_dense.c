@@ -30,10 +30,12 @@
 
 #include "tsr_dense.h"
 #include "tsr_driver.h"
+#include "tsr_dtype.h"
 #include "tsr_error.h"
 #include "tsr_opref.h"
 #include "tsr_testenv.h"
 #include "tsr_quant.h"
+#include "tsr_requant.h"
 
 static const char *backend(void) { return tsr_test_backend(); }
 
@@ -612,6 +614,51 @@ static void test_plan_shape(void **state)
     tsr_device_close(dev);
 }
 
+/* The requantization fields as one struct (tsr_requant.h): the named
+ * fields and .rq are the same storage in conv2d and dense parameters, the
+ * one check refuses what the operators' checks refused with the channel
+ * count's name, rqfin packs as isa/semantics.md says, and the dtype
+ * helpers (tsr_dtype.h) give the type ranges. */
+static void test_requant_struct(void **state)
+{
+    (void)state;
+    int32_t mult[2] = {1 << 30, 1 << 30}, shift[2] = {-3, 31}, zero = 0;
+    tsr_dense_params_t d = {.n = 1, .k = 4, .m = 2, .x_dtype = TSR_DT_INT8, .w_dtype = TSR_DT_INT8, .w_zp = &zero,
+                            .w_zp_count = 1, .y_dtype = TSR_DT_UINT8, .y_zp = 3, .mult = mult, .shift = shift,
+                            .rq_count = 2, .act_min = 0, .act_max = 255};
+    assert_ptr_equal(&d.rq.y_zp, &d.y_zp);
+    assert_ptr_equal(&d.rq.act_max, &d.act_max);
+    assert_ptr_equal(d.rq.mult, mult);
+    tsr_conv2d_params_t c;
+    memset(&c, 0, sizeof c);
+    c.rq = d.rq;
+    assert_int_equal(c.y_dtype, TSR_DT_UINT8);
+    assert_int_equal(c.rq_count, 2);
+    assert_ptr_equal(c.shift, shift);
+    /* shift[1] = 31 is out of range: the same message from dense and the shared check */
+    assert_int_equal(tsr_dense_check(&d, NULL), TSR_EINVAL);
+    assert_string_equal(tsr_errmsg(), "dense: shift [1] = 31 outside [-31, 30]");
+    shift[1] = 0;
+    assert_int_equal(tsr_dense_check(&d, NULL), 0);
+    d.rq_count = 3;
+    assert_int_equal(tsr_requant_check("conv2d", &d.rq, 2, "C_out"), TSR_EINVAL);
+    assert_string_equal(tsr_errmsg(), "conv2d: requantization: need 1 or C_out = 2 (multiplier, shift) pairs, got 3");
+    d.rq_count = 1;
+    d.act_min = -1;
+    assert_int_equal(tsr_dense_check(&d, NULL), TSR_EINVAL);
+    assert_string_equal(tsr_errmsg(), "dense: activation range [-1, 255] is not a non-empty subrange of [0, 255]");
+    /* rqfin: shift 3, zp -3, clamp [-128, 127] */
+    const uint32_t want = 3u | (((uint32_t)-3 & 511u) << 5) | (((uint32_t)-128 & 511u) << 14) | (127u << 23);
+    assert_int_equal((uint32_t)tsr_requant_rqfin(3, -3, -128, 127), want);
+    assert_true(tsr_dt_ok(TSR_DT_INT8) && tsr_dt_ok(TSR_DT_UINT8) && !tsr_dt_ok(TSR_DT_INT32));
+    assert_int_equal(tsr_dt_min(TSR_DT_UINT8), 0);
+    assert_int_equal(tsr_dt_max(TSR_DT_INT8), 127);
+    assert_int_equal(tsr_dt_off(TSR_DT_UINT8), 128);
+    const uint8_t raw[2] = {0xff, 0x80};
+    assert_int_equal(tsr_dt_get(TSR_DT_INT8, raw, 0), -1);
+    assert_int_equal(tsr_dt_get(TSR_DT_UINT8, raw, 1), 128);
+}
+
 int main(void)
 {
     printf("test_dense: backend %s, base seed %llu (TSR_DENSE_SEED)\n", backend(), (unsigned long long)base_seed());
@@ -621,7 +668,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_quantize_multiplier), cmocka_unit_test(test_quantize_bound),
         cmocka_unit_test(test_requant_params),      cmocka_unit_test(test_add_params),
-        cmocka_unit_test(test_bad_params),
+        cmocka_unit_test(test_bad_params),          cmocka_unit_test(test_requant_struct),
         cmocka_unit_test(test_plan_shape),          cmocka_unit_test(test_shapes),
         cmocka_unit_test(test_random_tiny),         cmocka_unit_test(test_random_default),
         cmocka_unit_test(test_random_large),        cmocka_unit_test(test_random_batch2),
