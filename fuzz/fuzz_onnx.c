@@ -1,6 +1,8 @@
 /*
  * fuzz_onnx: libFuzzer target for the ONNX importer. Any byte string is
- * given to tsr_onnx_load_buffer (protobuf-c unpack, validation, lowering);
+ * given to tsr_onnx_load_buffer: the same path as a file (the nesting
+ * pre-scan of onnx/tsr_onnx_wire.h, protobuf-c unpack, validation,
+ * lowering), so deep nesting is refused before unpack here as well;
  * the importer must return 0 or an error, never crash, hang or allocate
  * beyond its limits. Build: cmake -DTSR_FUZZ=ON -DCMAKE_C_COMPILER=clang.
  */

@@ -20,10 +20,13 @@
 #include <unistd.h>
 
 #include "onnx.pb-c.h"
+#include "tsr_onnx_wire.h"
 #include "tsr_error.h"
+#include "tsr_file.h"
 #include "tsr_graph.h"
 #include "tsr_netdesc.h"
 #include "tsr_quant.h"
+#include "tsr_strsafe.h"
 
 enum { ET_FLOAT = 1, ET_UINT8 = 2, ET_INT8 = 3, ET_INT32 = 6, ET_INT64 = 7 };
 enum { SIDE_NONE = 0, SIDE_DEV, SIDE_HOST };
@@ -150,7 +153,8 @@ static int node_err(const tsr_onnx_t *m, int ni, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    return tsr_err(TSR_EINVAL, "%s: node \"%s\" (%s): %s", m->path, nname(m, ni), m->gp->node[ni]->op_type, msg);
+    return tsr_err(TSR_EINVAL, "%s: node \"%s\" (%s): %s", m->path, TSR_SAFE(nname(m, ni)),
+                   TSR_SAFE(m->gp->node[ni]->op_type), msg);
 }
 
 static int find_val(const tsr_onnx_t *m, const char *name)
@@ -201,8 +205,9 @@ static int new_lop(tsr_onnx_t *m, int node, int side)
 
 /* Fill v's type and bytes from a TensorProto, with every size checked
  * against the dims before any payload is read. */
-static int load_tensor(const char *ctx, const char *tname, const Onnx__TensorProto *t, ox_val_t *v)
+static int load_tensor(const char *ctx, const char *raw_name, const Onnx__TensorProto *t, ox_val_t *v)
 {
+    const char *tname = TSR_SAFE(raw_name); /* for messages only */
     if (t->n_external_data || (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL))
         return tsr_err(TSR_EINVAL, "%s: tensor \"%s\": external data is not supported", ctx, tname);
     const int e = t->has_data_type ? t->data_type : 0;
@@ -257,39 +262,12 @@ static int load_tensor(const char *ctx, const char *tname, const Onnx__TensorPro
     return 0;
 }
 
-static int read_file(const char *path, uint8_t **buf, size_t *len)
+/* The whole file through tsr_file (regular files only, opened without
+ * blocking, size checked before allocating): a FIFO or a device given as
+ * the model is refused instead of waiting for a writer forever. */
+static int read_file(const char *path, const char *what, uint8_t **buf, size_t *len)
 {
-    int fd = open(path, O_RDONLY);
-    if (fd < 0)
-        return tsr_err(TSR_EIO, "%s: cannot open: %s", path, strerror(errno));
-    struct stat st;
-    int rc = 0;
-    if (fstat(fd, &st))
-        rc = tsr_err(TSR_EIO, "%s: cannot stat: %s", path, strerror(errno));
-    else if (!S_ISREG(st.st_mode))
-        rc = tsr_err(TSR_EIO, "%s: not a regular file", path);
-    else if ((uint64_t)st.st_size > TSR_ONNX_MAX_FILE)
-        rc = tsr_err(TSR_EINVAL, "%s: %lld bytes, more than the %u accepted", path, (long long)st.st_size,
-                     TSR_ONNX_MAX_FILE);
-    if (!rc && !(*buf = malloc((size_t)st.st_size + 1)))
-        rc = tsr_err(TSR_ENOMEM, "%s: out of memory", path);
-    size_t got = 0;
-    while (!rc && got < (size_t)st.st_size) {
-        ssize_t r = read(fd, *buf + got, (size_t)st.st_size - got);
-        if (r <= 0)
-            rc = tsr_err(TSR_EIO, "%s: short read", path);
-        else
-            got += (size_t)r;
-    }
-    close(fd);
-    if (rc) {
-        if (rc != TSR_EIO || got)
-            free(*buf);
-        *buf = NULL;
-        return rc;
-    }
-    *len = got;
-    return 0;
+    return tsr_file_read(path, TSR_ONNX_MAX_FILE, what, buf, len);
 }
 
 /* ---------------------------------------------------------- attributes */
@@ -340,11 +318,11 @@ static int const_scalar(const tsr_onnx_t *m, int ni, int v, const char *what, do
         return NERR(m, ni, "%s is missing", what);
     const ox_val_t *x = &m->vals[v];
     if (!x->cdata || numel(x) != 1)
-        return NERR(m, ni, "%s (\"%s\") must be a constant scalar", what, x->name);
+        return NERR(m, ni, "%s (\"%s\") must be a constant scalar", what, TSR_SAFE(x->name));
     /* a zero point has the quantized (integer) type in ONNX; refusing a float one here keeps every
        later (int32_t) conversion of it exact and in range */
     if (x->elem == ET_FLOAT && strstr(what, "zero_point"))
-        return NERR(m, ni, "%s (\"%s\") must be an integer (uint8/int8/int32), not float", what, x->name);
+        return NERR(m, ni, "%s (\"%s\") must be an integer (uint8/int8/int32), not float", what, TSR_SAFE(x->name));
     switch (x->elem) {
     case ET_FLOAT: { float f; memcpy(&f, x->cdata, 4); *out = f; break; }
     case ET_UINT8: *out = x->cdata[0]; break;
@@ -354,7 +332,7 @@ static int const_scalar(const tsr_onnx_t *m, int ni, int v, const char *what, do
     }
     /* every scale divides or multiplies later (1/0, NaN, a negative scale have no quantization) */
     if (strstr(what, "scale") && !(isfinite(*out) && *out > 0))
-        return NERR(m, ni, "%s (\"%s\") is %g: it must be finite and > 0", what, x->name, *out);
+        return NERR(m, ni, "%s (\"%s\") is %g: it must be finite and > 0", what, TSR_SAFE(x->name), *out);
     return 0;
 }
 
@@ -384,7 +362,7 @@ static int def_out(tsr_onnx_t *m, int ni, size_t k, int elem, int ndim, const in
     if (k >= n->n_output || !n->output[k][0])
         return NERR(m, ni, "output %zu is missing", k);
     if (find_val(m, n->output[k]) >= 0)
-        return NERR(m, ni, "output \"%s\" is produced twice", n->output[k]);
+        return NERR(m, ni, "output \"%s\" is produced twice", TSR_SAFE(n->output[k]));
     int64_t d[MAXD]; /* dims may point into m->vals, which new_val may move */
     if (ndim < 0 || ndim > MAXD)
         return NERR(m, ni, "%d output dimensions", ndim);
@@ -475,7 +453,8 @@ static int dev_lop(tsr_onnx_t *m, int ni, const tsr_nd_node_t *nd, int in, int i
         return l;
     ox_lop_t *L = &m->lops[l];
     L->nd = *nd;
-    snprintf(L->nd.name, sizeof L->nd.name, "%s", nname(m, ni));
+    /* the device operator's name reaches the graph's messages and tables: made safe here, once */
+    tsr_strsafe(nname(m, ni), L->nd.name, sizeof L->nd.name);
     L->in = in;
     L->in2 = in2;
     L->out = out;
@@ -491,7 +470,7 @@ static int need_real(tsr_onnx_t *m, int ni, int v)
         return 0;
     if (x->vcount != 1)
         return NERR(m, ni, "input \"%s\": a per-channel DequantizeLinear of a computed tensor is not supported",
-                    x->name);
+                    TSR_SAFE(x->name));
     int dqn = -1; /* the DequantizeLinear node that made the view */
     for (size_t i = 0; i < m->gp->n_node; i++)
         for (size_t k = 0; k < m->gp->node[i]->n_output; k++)
@@ -566,15 +545,15 @@ static int meta_ints(tsr_onnx_t *m, int ni, int count, int64_t *vals)
             errno = 0;
             const long long v = strtoll(p, &end, 10);
             if (end == p || errno || v < INT32_MIN || v > INT32_MAX)
-                return NERR(m, ni, "metadata \"%s\": integer %d of %d is missing or out of range", e->key, k + 1,
-                            count);
+                return NERR(m, ni, "metadata \"%s\": integer %d of %d is missing or out of range",
+                            TSR_SAFE(e->key), k + 1, count);
             vals[k] = v;
             p = end;
         }
         while (*p == ' ' || *p == ',')
             p++;
         if (*p)
-            return NERR(m, ni, "metadata \"%s\": more than %d integers", e->key, count);
+            return NERR(m, ni, "metadata \"%s\": more than %d integers", TSR_SAFE(e->key), count);
         return 1;
     }
     return 0;
@@ -703,7 +682,7 @@ static int lower_conv(tsr_onnx_t *m, int ni, const conv_desc_t *cd, int yv)
         return NERR(m, ni, "input, weight and output must be int8 or uint8 (are %s, %s, %s)", ename(X->elem),
                     ename(W->elem), ename(cd->yelem));
     if (!W->cdata)
-        return NERR(m, ni, "the weights \"%s\" are not a constant", W->name);
+        return NERR(m, ni, "the weights \"%s\" are not a constant", TSR_SAFE(W->name));
     if (cd->gemm) {
         if (X->ndim != 2 || W->ndim != 2)
             return NERR(m, ni, "a gemm needs 2-D A and B (are %d-D and %d-D)", X->ndim, W->ndim);
@@ -909,8 +888,8 @@ static int qdq_tail(tsr_onnx_t *m, int ni, conv_desc_t *cd, int *folded, int *nf
         int c = sole_consumer(m, cur);
         if (c < 0)
             return NERR(m, ni, "a float %s is only supported when its single consumer is a QuantizeLinear "
-                        "(possibly after one Relu/Clip): the host has no float %s", m->gp->node[ni]->op_type,
-                        m->gp->node[ni]->op_type);
+                        "(possibly after one Relu/Clip): the host has no float %s", TSR_SAFE(m->gp->node[ni]->op_type),
+                        TSR_SAFE(m->gp->node[ni]->op_type));
         const Onnx__NodeProto *cn = m->gp->node[c];
         if (!strcmp(cn->op_type, "QuantizeLinear")) {
             double s, z = 0;
@@ -944,7 +923,7 @@ static int qdq_tail(tsr_onnx_t *m, int ni, conv_desc_t *cd, int *folded, int *nf
             cd->clip_hi = (float)hi;
         } else
             return NERR(m, ni, "its float output feeds %s \"%s\": only Relu/Clip then QuantizeLinear can follow",
-                        cn->op_type, nname(m, c));
+                        TSR_SAFE(cn->op_type), TSR_SAFE(nname(m, c)));
         folded[(*nfolded)++] = c;
         cur = cn->output[0];
     }
@@ -960,7 +939,8 @@ static int view_arg(tsr_onnx_t *m, int ni, int v, const char *what, int *qv, con
     const ox_val_t *x = &m->vals[v];
     if (x->view_of < 0)
         return NERR(m, ni, "%s \"%s\" is a float tensor that is not a DequantizeLinear output: the device needs "
-                    "quantized operands and the host has no float %s", what, x->name, m->gp->node[ni]->op_type);
+                    "quantized operands and the host has no float %s", what,
+                    TSR_SAFE(x->name), TSR_SAFE(m->gp->node[ni]->op_type));
     *qv = x->view_of;
     *sc = x->vscale;
     *zp = x->vzp;
@@ -1560,9 +1540,10 @@ static int lower_node(tsr_onnx_t *m, int ni)
         return 0; /* folded into an earlier operator */
     for (size_t k = 0; k < n->n_input; k++)
         if (n->input[k][0] && find_val(m, n->input[k]) < 0)
-            return NERR(m, ni, "input \"%s\" is neither a graph input, an initializer nor a node output", n->input[k]);
+            return NERR(m, ni, "input \"%s\" is neither a graph input, an initializer nor a node output",
+                        TSR_SAFE(n->input[k]));
     if (strcmp(dom, "") && strcmp(dom, "ai.onnx") && strcmp(dom, "com.microsoft"))
-        return NERR(m, ni, "domain \"%s\" is not supported", dom);
+        return NERR(m, ni, "domain \"%s\" is not supported", TSR_SAFE(dom));
     int x = in_val(m, ni, 0);
     int rc;
     if (!strcmp(op, "Constant")) {
@@ -1984,7 +1965,7 @@ static int topo_sort(tsr_onnx_t *m)
                         p = (int)j;
             if (!found && p < 0)
                 rc = NERR(m, (int)i, "input \"%s\" is neither a graph input, an initializer nor a node output "
-                          "(a missing initializer?)", nm);
+                          "(a missing initializer?)", TSR_SAFE(nm));
             prod[k0 + k] = p;
         }
     }
@@ -2055,7 +2036,7 @@ static int import_graph(tsr_onnx_t *m, int batch)
     /* every operator lowered here names its first output (a fuzzer finding: a node with none) */
     for (size_t i = 0; i < g->n_node; i++)
         if (g->node[i]->n_output < 1)
-            return tsr_err(TSR_EINVAL, "%s: node %zu (%s) has no outputs", m->path, i, g->node[i]->op_type);
+            return tsr_err(TSR_EINVAL, "%s: node %zu (%s) has no outputs", m->path, i, TSR_SAFE(g->node[i]->op_type));
     for (size_t i = 0; i < g->n_output; i++)
         if (!g->output[i]->name || !g->output[i]->name[0])
             return tsr_err(TSR_EINVAL, "%s: graph output %zu has no name", m->path, i);
@@ -2071,7 +2052,7 @@ static int import_graph(tsr_onnx_t *m, int batch)
         if (!t->name || !t->name[0])
             return tsr_err(TSR_EINVAL, "%s: initializer %zu has no name", m->path, i);
         if (find_val(m, t->name) >= 0)
-            return tsr_err(TSR_EINVAL, "%s: initializer \"%s\" is defined twice", m->path, t->name);
+            return tsr_err(TSR_EINVAL, "%s: initializer \"%s\" is defined twice", m->path, TSR_SAFE(t->name));
         int v = new_val(m, t->name);
         if (v < 0)
             return v;
@@ -2084,10 +2065,12 @@ static int import_graph(tsr_onnx_t *m, int batch)
         if (!vi->name || find_val(m, vi->name) >= 0)
             continue; /* an initializer listed as an input (older exporters) */
         if (m->in_val >= 0)
-            return tsr_err(TSR_EINVAL, "%s: more than one graph input (\"%s\"): one is supported", m->path, vi->name);
+            return tsr_err(TSR_EINVAL, "%s: more than one graph input (\"%s\"): one is supported", m->path,
+                           TSR_SAFE(vi->name));
         if (!vi->type || vi->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !vi->type->tensor_type ||
             !vi->type->tensor_type->shape)
-            return tsr_err(TSR_EINVAL, "%s: graph input \"%s\" is not a tensor with a shape", m->path, vi->name);
+            return tsr_err(TSR_EINVAL, "%s: graph input \"%s\" is not a tensor with a shape", m->path,
+                           TSR_SAFE(vi->name));
         const Onnx__TypeProto__Tensor *tt = vi->type->tensor_type;
         int v = new_val(m, vi->name);
         if (v < 0)
@@ -2095,10 +2078,10 @@ static int import_graph(tsr_onnx_t *m, int batch)
         ox_val_t *x = &m->vals[v];
         x->elem = tt->elem_type;
         if (!esize(x->elem))
-            return tsr_err(TSR_EINVAL, "%s: graph input \"%s\": element type %d is not supported", m->path, vi->name,
-                           x->elem);
+            return tsr_err(TSR_EINVAL, "%s: graph input \"%s\": element type %d is not supported", m->path,
+                           TSR_SAFE(vi->name), x->elem);
         if (tt->shape->n_dim > MAXD)
-            return tsr_err(TSR_EINVAL, "%s: graph input \"%s\": too many dimensions", m->path, vi->name);
+            return tsr_err(TSR_EINVAL, "%s: graph input \"%s\": too many dimensions", m->path, TSR_SAFE(vi->name));
         x->ndim = (int)tt->shape->n_dim;
         int64_t cnt = 1;
         for (int d = 0; d < x->ndim; d++) {
@@ -2108,10 +2091,10 @@ static int import_graph(tsr_onnx_t *m, int batch)
                 e = batch;
             if (e < 0)
                 return tsr_err(TSR_EINVAL, "%s: graph input \"%s\": dimension %d is symbolic (only the first may be)",
-                               m->path, vi->name, d);
+                               m->path, TSR_SAFE(vi->name), d);
             if (e > TSR_ONNX_MAX_ELEMS || (cnt *= e) > TSR_ONNX_MAX_ELEMS)
-                return tsr_err(TSR_EINVAL, "%s: graph input \"%s\": more than %lld elements", m->path, vi->name,
-                               (long long)TSR_ONNX_MAX_ELEMS);
+                return tsr_err(TSR_EINVAL, "%s: graph input \"%s\": more than %lld elements", m->path,
+                               TSR_SAFE(vi->name), (long long)TSR_ONNX_MAX_ELEMS);
             x->dims[d] = e;
         }
         x->nbytes = (size_t)cnt * esize(x->elem);
@@ -2129,7 +2112,8 @@ static int import_graph(tsr_onnx_t *m, int batch)
             return rc < 0 ? rc : TSR_EINVAL;
     m->out_val = find_val(m, g->output[0]->name);
     if (m->out_val < 0)
-        return tsr_err(TSR_EINVAL, "%s: graph output \"%s\" is produced by no node", m->path, g->output[0]->name);
+        return tsr_err(TSR_EINVAL, "%s: graph output \"%s\" is produced by no node", m->path,
+                       TSR_SAFE(g->output[0]->name));
     if ((rc = need_real(m, m->order[g->n_node ? g->n_node - 1 : 0], m->out_val)))
         return rc;
     if (m->vals[m->out_val].cdata)
@@ -2152,8 +2136,8 @@ static int nd_tensor(tsr_onnx_t *m, ox_seg_t *s, int v)
     memset(t, 0, sizeof *t);
     int64_t d[4] = {1, 1, 1, 1};
     if (x->ndim > 4 || x->ndim < 1)
-        return tsr_err(TSR_EINVAL, "%s: tensor \"%s\" has %d dimensions (the device takes 1..4)", m->path, x->name,
-                       x->ndim);
+        return tsr_err(TSR_EINVAL, "%s: tensor \"%s\" has %d dimensions (the device takes 1..4)", m->path,
+                       TSR_SAFE(x->name), x->ndim);
     for (int i = 0; i < x->ndim; i++)
         d[i] = x->dims[i];
     t->n = (int)d[0], t->c = (int)d[1], t->h = (int)d[2], t->w = (int)d[3];
@@ -2185,14 +2169,14 @@ static int assign_zps(tsr_onnx_t *m)
             ox_val_t *I2 = &m->vals[L->in2];
             if (I2->has_zp && I2->zp != L->nd.add.b.zp)
                 return tsr_err(TSR_EINVAL, "%s: node \"%s\": input zero point %d, but \"%s\" has %d", m->path,
-                               nname(m, L->node), L->nd.add.b.zp, I2->name, I2->zp);
+                               TSR_SAFE(nname(m, L->node)), L->nd.add.b.zp, TSR_SAFE(I2->name), I2->zp);
             I2->zp = L->nd.add.b.zp, I2->has_zp = 1;
         }
         ox_val_t *I = L->in >= 0 ? &m->vals[L->in] : NULL, *O = &m->vals[L->out];
         if (fin && I) {
             if (I->has_zp && I->zp != zin)
                 return tsr_err(TSR_EINVAL, "%s: node \"%s\": input zero point %d, but \"%s\" has %d", m->path,
-                               nname(m, L->node), zin, I->name, I->zp);
+                               TSR_SAFE(nname(m, L->node)), zin, TSR_SAFE(I->name), I->zp);
             I->zp = zin, I->has_zp = 1;
         }
         if (fout)
@@ -2212,7 +2196,7 @@ static int assign_zps(tsr_onnx_t *m)
                 I->zp = O->zp = I->elem == ET_UINT8 ? 0 : -128, I->has_zp = O->has_zp = 1;
             else if (I->zp != O->zp)
                 return tsr_err(TSR_EINVAL, "%s: node \"%s\": its input and output zero points differ", m->path,
-                               nname(m, L->node));
+                               TSR_SAFE(nname(m, L->node)));
         }
     return 0;
 }
@@ -2280,8 +2264,8 @@ static int build_segments(tsr_onnx_t *m)
             end--;
         if (end == i)
             return tsr_err(TSR_EINVAL, "%s: node \"%s\" (%s): its inputs come from two places outside the device "
-                           "(a device graph takes one input): not supported yet", m->path, nname(m, m->lops[i].node),
-                           m->gp->node[m->lops[i].node]->op_type);
+                           "(a device graph takes one input): not supported yet", m->path,
+                           TSR_SAFE(nname(m, m->lops[i].node)), TSR_SAFE(m->gp->node[m->lops[i].node]->op_type));
         ox_seg_t *ns = realloc(m->segs, sizeof *ns * (size_t)(m->nsegs + 1));
         if (!ns)
             return tsr_err(TSR_ENOMEM, "out of memory");
@@ -2342,11 +2326,11 @@ int tsr_onnx_load_buffer(const void *buf, size_t n, const char *name, int batch,
     if (!m)
         return tsr_err(TSR_ENOMEM, "out of memory");
     snprintf(m->path, sizeof m->path, "%s", name);
-    m->mp = onnx__model_proto__unpack(NULL, n, buf);
-    int rc;
-    if (!m->mp)
+    /* nesting bounded before protobuf-c's recursive unpack (tsr_onnx_wire.h) */
+    int rc = tsr_onnx_wire_check(buf, n, name);
+    if (!rc && !(m->mp = onnx__model_proto__unpack(NULL, n, buf)))
         rc = tsr_err(TSR_EPARSE, "%s: not a valid ONNX protobuf (truncated or corrupt)", name);
-    else
+    if (!rc)
         rc = import_graph(m, batch);
     if (!rc)
         rc = build_segments(m);
@@ -2363,7 +2347,7 @@ int tsr_onnx_load(const char *path, int batch, tsr_onnx_t **out)
     uint8_t *buf = NULL;
     size_t n = 0;
     *out = NULL;
-    int rc = read_file(path, &buf, &n);
+    int rc = read_file(path, "ONNX model", &buf, &n);
     if (rc)
         return rc;
     rc = tsr_onnx_load_buffer(buf, n, path, batch, out);
@@ -2473,7 +2457,9 @@ void tsr_onnx_print_placement(const tsr_onnx_t *m, FILE *f)
             break;
         default: snprintf(where, sizeof where, "?"); break;
         }
-        fprintf(f, "  %-28.28s %-18.18s %s\n", nname(m, i), m->gp->node[i]->op_type, where);
+        char nm[29], op[19]; /* the column widths, cut with "..." */
+        fprintf(f, "  %-28s %-18s %s\n", tsr_strsafe(nname(m, i), nm, sizeof nm),
+                tsr_strsafe(m->gp->node[i]->op_type, op, sizeof op), where);
     }
 }
 
@@ -2667,26 +2653,49 @@ static int value_tensor(const tsr_onnx_t *m, int v, tsr_tensor_t *out)
     return 0;
 }
 
-int tsr_onnx_read_value(const tsr_onnx_t *m, const char *name, tsr_tensor_t *out)
+/* Whether value name can be read after a run prepared with flags: its
+ * index in *vp, else the error tsr_onnx_read_value would give. */
+static int value_check(const tsr_onnx_t *m, const char *name, unsigned flags, int *vp)
 {
-    memset(out, 0, sizeof *out);
-    int v = name[0] ? find_val(m, name) : -1;
+    int v = name && name[0] ? find_val(m, name) : -1;
     if (v < 0)
-        return tsr_err(TSR_EINVAL, "%s: no value called \"%s\"", m->path, name);
+        return tsr_err(TSR_EINVAL, "%s: no value called \"%s\"", m->path, TSR_SAFE(name));
     const ox_val_t *Y = &m->vals[v];
     if (Y->view_of >= 0 && !Y->cdata && Y->real_lop < 0)
         return tsr_err(TSR_EINVAL, "%s: \"%s\" is a DequantizeLinear folded into the device operators (never "
-                       "computed in float): ask for \"%s\"", m->path, name, m->vals[Y->view_of].name);
+                       "computed in float): ask for \"%s\"", m->path, TSR_SAFE(name),
+                       TSR_SAFE(m->vals[Y->view_of].name));
     const int b = Y->base;
     for (int s = 0; s < m->nsegs; s++)
         for (int i = m->segs[s].first; i <= m->segs[s].last; i++)
+            if (m->lops[i].out == b && b != m->segs[s].out_val &&
+                (!(flags & TSR_ONNX_KEEP_ALL) || m->segs[s].solo))
+                return tsr_err(TSR_EINVAL, "%s: \"%s\" stays inside device segment %d (only its output comes "
+                               "back; keep all tensors to read it)", m->path, TSR_SAFE(name), s);
+    *vp = v;
+    return 0;
+}
+
+int tsr_onnx_check_value(const tsr_onnx_t *m, const char *name, unsigned flags)
+{
+    int v;
+    return value_check(m, name, flags, &v);
+}
+
+int tsr_onnx_read_value(const tsr_onnx_t *m, const char *name, tsr_tensor_t *out)
+{
+    memset(out, 0, sizeof *out);
+    int v, rc = value_check(m, name, m->flags, &v);
+    if (rc)
+        return rc;
+    const int b = m->vals[v].base;
+    for (int s = 0; s < m->nsegs; s++)
+        for (int i = m->segs[s].first; i <= m->segs[s].last; i++)
             if (m->lops[i].out == b && b != m->segs[s].out_val) {
-                if (!(m->flags & TSR_ONNX_KEEP_ALL) || !m->segs[s].g)
-                    return tsr_err(TSR_EINVAL, "%s: \"%s\" stays inside device segment %d (only its output comes "
-                                   "back; keep all tensors to read it)", m->path, name, s);
-                int rc = tsr_graph_read_tensor(m->segs[s].g, m->segs[s].nd.nodes[i - m->segs[s].first].out,
-                                               m->vals[b].rt);
-                if (rc)
+                if (!m->segs[s].g)
+                    return tsr_err(TSR_EINVAL, "%s: \"%s\": prepare the model first", m->path, TSR_SAFE(name));
+                if ((rc = tsr_graph_read_tensor(m->segs[s].g, m->segs[s].nd.nodes[i - m->segs[s].first].out,
+                                                m->vals[b].rt)))
                     return rc;
             }
     if (!m->vals[b].cdata && !m->vals[b].rt)
@@ -2707,7 +2716,7 @@ int tsr_onnx_run(tsr_onnx_t *m, const tsr_tensor_t *in, tsr_tensor_t *out)
         char s[128] = "";
         for (int i = 0; i < X->ndim; i++)
             snprintf(s + strlen(s), sizeof s - strlen(s), "%s%lld", i ? "," : "", (long long)X->dims[i]);
-        return tsr_err(TSR_EINVAL, "%s: input \"%s\" must be %s [%s]", m->path, X->name, ename(X->elem), s);
+        return tsr_err(TSR_EINVAL, "%s: input \"%s\" must be %s [%s]", m->path, TSR_SAFE(X->name), ename(X->elem), s);
     }
     memcpy(bytes(m, m->in_val), in->data, X->nbytes);
     int rc = 0;
@@ -2754,7 +2763,7 @@ int tsr_onnx_read_tensor_pb(const char *path, tsr_tensor_t *out)
     memset(out, 0, sizeof *out);
     uint8_t *buf = NULL;
     size_t n = 0;
-    int rc = read_file(path, &buf, &n);
+    int rc = read_file(path, "TensorProto file", &buf, &n);
     if (rc)
         return rc;
     Onnx__TensorProto *t = onnx__tensor_proto__unpack(NULL, n, buf);

@@ -3,7 +3,9 @@
  * the quantized operators and the host doing the rest.
  *
  * Import: the file is read with size checks before anything is allocated
- * (regular file, at most TSR_ONNX_MAX_FILE bytes), unpacked by protobuf-c
+ * (regular file, at most TSR_ONNX_MAX_FILE bytes), its nesting bounded by
+ * a non-recursive pre-scan (tsr_onnx_wire.h: subgraphs and types at most
+ * 64 levels deep), unpacked by protobuf-c
  * (onnx.pb-c.c generated at build time from the onnx.proto of libonnx-dev),
  * validated (ai.onnx opsets 10..21, com.microsoft ops as ONNX Runtime has them; inputs, outputs,
  * initializers and Constant nodes; tensor payloads against their dims and
@@ -51,7 +53,14 @@
 #include "tsr_driver.h"
 #include "tsr_npy.h"
 
-/* Largest .onnx file accepted (bytes) and largest tensor (elements). */
+/* Largest .onnx file accepted (bytes) and largest tensor (elements).
+ * 256 MiB: the file is read whole (tsr_file: regular files only, so a FIFO
+ * or a device is refused instead of blocking), then protobuf-c copies it
+ * and the importer copies the constants again, about 3x the file in
+ * memory. External data is not supported, so every weight is in the file;
+ * the quantized models the device runs are far smaller (ResNet-50 int8
+ * ~26 MB, VGG-16 int8 ~140 MB); protobuf's own 2 GiB limit would allow a
+ * 6 GiB peak for a file Tessera could not place on the device anyway. */
 #define TSR_ONNX_MAX_FILE (256u << 20)
 #define TSR_ONNX_MAX_ELEMS (1LL << 26)
 
@@ -85,6 +94,12 @@ int tsr_onnx_run(tsr_onnx_t *m, const tsr_tensor_t *in, tsr_tensor_t *out);
  * segment; otherwise TSR_EINVAL saying it stays on the device). int64
  * values are narrowed to int32. */
 int tsr_onnx_read_value(const tsr_onnx_t *m, const char *name, tsr_tensor_t *out);
+/* Before preparing: TSR_OK if tsr_onnx_read_value(m, name) will succeed
+ * after a run prepared with flags, else the error it would give (no such
+ * value, a folded DequantizeLinear, inside a segment without
+ * TSR_ONNX_KEEP_ALL), so that a command can refuse a bad name before it
+ * runs anything or writes any output. */
+int tsr_onnx_check_value(const tsr_onnx_t *m, const char *name, unsigned flags);
 /* Per-layer table of every device segment of the last run. */
 void tsr_onnx_print_report(const tsr_onnx_t *m, FILE *f);
 

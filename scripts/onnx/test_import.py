@@ -35,7 +35,7 @@ failures = 0
 
 def infer(model, inp="x.npy", extra=()):
     r = subprocess.run([TSR, "infer", model, "-i", inp, "-o", "y.npy", "--quiet", "--backend", BACKEND, *extra],
-                       capture_output=True, text=True, timeout=600)
+                       capture_output=True, text=True, errors="replace", timeout=600)
     return r.returncode, r.stdout, r.stderr
 
 
@@ -146,6 +146,130 @@ xn = np.zeros((1, 1, 6, 6), np.float32)
 xn[0, 0, 2, 3] = np.nan
 np.save("x_nan.npy", xn)
 expect_error("NaN input", "good.onnx", 'node "quant" (QuantizeLinear): input element 15 is NaN', inp="x_nan.npy")
+
+
+# Issue 24 hardening. Each of these crashed, hung or misled before its fix.
+def run(args, timeout=60):
+    """`tessera ARGS`; a hang past timeout is exit 124 (a failure, not a hung test)."""
+    try:
+        r = subprocess.run([TSR, *args], capture_output=True, timeout=timeout)
+        return r.returncode, r.stdout.decode("utf-8", "replace"), r.stderr.decode("utf-8", "replace")
+    except subprocess.TimeoutExpired:
+        return 124, "", "(timed out)"
+
+
+def check(name, ok, detail=""):
+    global failures
+    failures += not ok
+    print(f"{'ok  ' if ok else 'FAIL'} {name:26s} {detail.strip()[:200]}")
+
+
+def pb_varint(n):
+    out = bytearray()
+    while True:
+        b, n = n & 0x7F, n >> 7
+        out.append(b | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def pb_field(num, payload):  # a length-delimited field (string, bytes or message)
+    return pb_varint(num << 3 | 2) + pb_varint(len(payload)) + payload
+
+
+def pb_int(num, v):
+    return pb_varint(num << 3) + pb_varint(v)
+
+
+def nested_model(depth, kind):
+    """Raw protobuf (onnx.helper cannot serialize past protobuf's own 100-level limit): depth If nodes each
+    holding the next graph in then_branch, or a graph input of a sequence type nested depth deep."""
+    if kind == "graph":
+        g = pb_field(1, pb_field(2, b"y") + pb_field(4, b"Identity"))  # innermost graph: one node
+        for _ in range(depth):
+            attr = pb_field(1, b"then_branch") + pb_int(20, 5) + pb_field(6, g)  # AttributeProto g = graph
+            g = pb_field(1, pb_field(1, b"c") + pb_field(2, b"y") + pb_field(4, b"If") + pb_field(5, attr))
+    else:
+        t = pb_field(1, pb_int(1, 1))  # TypeProto tensor_type float
+        for _ in range(depth):
+            t = pb_field(4, pb_field(1, t))  # TypeProto sequence_type { elem_type = t }
+        g = pb_field(11, pb_field(1, b"x") + pb_field(2, t))  # graph input x of that type
+    return pb_int(1, 7) + pb_field(8, pb_int(2, 13)) + pb_field(7, g)  # ir_version, opset 13, graph
+
+
+# 1. nesting bounded before protobuf-c's recursive unpack (was SIGSEGV: a 112 KB file, 3,000 levels)
+for depth, kind, want in ((3000, "graph", "model nests subgraphs deeper than 64 levels"),
+                          (64, "graph", "model nests subgraphs deeper than 64 levels"),
+                          (63, "graph", "the graph has no input"),  # 64 levels: within the limit
+                          (100000, "type", "model nests types deeper than 64 levels"),
+                          (63, "type", 'graph input "x" is not a tensor with a shape')):
+    path = f"nest_{kind}_{depth}.onnx"
+    open(path, "wb").write(nested_model(depth, kind))
+    expect_error(f"nested {kind} x{depth}", path, want)
+
+# 2. a FIFO as the model: refused at once (it waited for a writer forever)
+if os.path.exists("model.fifo"):
+    os.unlink("model.fifo")
+os.mkfifo("model.fifo")
+rc, out, err = run(["infer", "model.fifo", "-i", "x.npy", "--quiet"], timeout=20)
+check("FIFO as the model", rc == 1 and err.strip() == "tessera infer: model.fifo: ONNX model is a FIFO (named "
+      "pipe), not a regular file", f"exit {rc}: {err}")
+
+# 9. model strings are shown escaped on one line: newline, ANSI escape, invalid UTF-8, a C1 control, overlong names
+ODD = b"a\nb\x1b[31mc\xff\xc2\x9bd\xe2\x82e"  # newline, ANSI escape, bad UTF-8, C1 CSI, cut sequence
+odd = good_model(nodes_extra=[helper.make_node("Sin", ["y"], ["z"], name="Q" * len(ODD))], graph_out="z")
+blob = odd.SerializeToString().replace(b"Q" * len(ODD), ODD)  # same length: the framing stays valid
+open("oddname.onnx", "wb").write(blob)
+expect_error("control chars in a name", "oddname.onnx",
+             'node "a\\x0ab\\x1b[31mc\\xff\\xc2\\x9bd\\xe2\\x82e" (Sin): op type not supported')
+longname = "n" * 200
+expect_error("200-byte name", save(good_model(nodes_extra=[helper.make_node("Sin", ["y"], ["z"], name=longname)],
+                                              graph_out="z"), "longname.onnx"),
+             'node "' + "n" * 80 + '..." (Sin): op type not supported')
+m = good_model()
+m.graph.node[1].name = "conv\nsecond line"
+rc, out, err = run(["infer", save(m, "oddplace.onnx"), "-i", "x.npy", "--backend", BACKEND])
+check("placement table escaped", rc == 0 and "  conv\\x0asecond line " in out and
+      not any(l.startswith("second line") for l in out.splitlines()), f"exit {rc}: {err}{out[:300]}")
+
+# 3. a failing run leaves the output files as they were (OUT was written, then --labels/--tensor failed)
+np.save("labels_bad.npy", np.zeros((1,), np.float32))
+np.save("labels_long.npy", np.zeros((3,), np.int32))
+KEEP = b"previous contents"
+for what, extra, want in (
+        ("bad --labels dtype", ["--labels", "labels_bad.npy"],
+         "labels_bad.npy: labels must be int32 [1], one per input in the batch"),
+        ("bad --labels length", ["--labels", "labels_long.npy"],
+         "labels_long.npy: labels must be int32 [1], one per input in the batch"),
+        ("missing --labels file", ["--labels", "no_such_labels.npy"], "no_such_labels.npy"),
+        ("bad --tensor name", ["--tensor", "y=t_keep.npy", "--tensor", "nosuch=t2.npy"],
+         'no value called "nosuch"'),
+        ("bad --tensor file", ["--tensor", "y=no_such_dir/t.npy"], "no_such_dir/t.npy: ")):
+    for f in ("out_keep.npy", "t_keep.npy"):
+        open(f, "wb").write(KEEP)
+    rc, out, err = run(["infer", "good.onnx", "-i", "x.npy", "-o", "out_keep.npy", "--quiet", "--backend", BACKEND,
+                        *extra])
+    kept = all(open(f, "rb").read() == KEEP for f in ("out_keep.npy", "t_keep.npy"))
+    stray = [f for f in os.listdir(".") if ".part." in f or ".tmp." in f]
+    check(what + ": OUT kept", rc == 1 and len(err.strip().splitlines()) == 1 and want in err and kept and
+          not stray, f"exit {rc}, kept {kept}, stray {stray}: {err}")
+# ... and a good run writes all of them
+rc, out, err = run(["infer", "good.onnx", "-i", "x.npy", "-o", "out_keep.npy", "--quiet", "--backend", BACKEND,
+                    "--tensor", "y=t_keep.npy", "--tensor", "xq=t_xq.npy"])
+ok = rc == 0 and np.array_equal(np.load("out_keep.npy"), np.load("t_keep.npy")) and np.load("t_xq.npy").shape == (
+    1, 1, 6, 6)
+check("good run writes all", ok, f"exit {rc}: {err}")
+
+# throughput counts the batch's images: 4 images in C cycles at F MHz is 4 * F * 1e6 / C images/s (it printed
+# F * 1e6 / C "frames/s", one batch counted as one frame); systemc: a timed backend that runs in a second
+import re  # noqa: E402
+m = good_model()
+m.graph.input[0].type.tensor_type.shape.dim[0].dim_param = "N"
+np.save("x4.npy", np.random.default_rng(5).random((4, 1, 6, 6), np.float32))
+rc, out, err = run(["infer", save(m, "batch.onnx"), "-i", "x4.npy", "--backend", "systemc"], timeout=300)
+t = re.search(r"total cycles (\d+),.*; ([\d.]+) images/s at (\d+) MHz \(batch of 4 per execution\)", out)
+ok = rc == 0 and t is not None and abs(float(t[2]) - 4 * int(t[3]) * 1e6 / int(t[1])) < 0.1
+check("images/s of a batch of 4", ok, t[0] if t else f"exit {rc}: {err}{out[-300:]}")
 
 
 def with_requant(value, key="tessera.requant/conv"):
