@@ -21,6 +21,7 @@
 #include "tsr_config.h"
 #include "tsr_error.h"
 #include "tsr_isa.h"
+#include "tsr_strsafe.h"
 
 /* ---- JSON builder: a base key set with per-test overrides ---- */
 
@@ -640,6 +641,52 @@ static void test_strict_numbers(void **state)
     expect_has("board", "b.json: line 2: key clock_mhz: 0100 is not a JSON number");
 }
 
+/* tsr_strsafe (isa/tsr_strsafe.h), the one helper that puts untrusted
+ * strings (config keys above, ONNX names) into messages: one line, valid
+ * UTF-8 kept, everything else \xNN, long strings cut with "...". */
+static void expect_safe(const char *in, size_t n, const char *want)
+{
+    char buf[TSR_STRSAFE_BUF];
+    const char *got = tsr_strsafe(in, buf, n);
+    if (strcmp(got, want))
+        fail_msg("tsr_strsafe(\"%s\", %zu): got \"%s\", want \"%s\"", in ? in : "(NULL)", n, got, want);
+    if (strlen(got) >= n)
+        fail_msg("tsr_strsafe(%zu): %zu bytes do not fit", n, strlen(got));
+}
+
+static void test_strsafe(void **state)
+{
+    (void)state;
+    const size_t B = TSR_STRSAFE_BUF;
+    expect_safe("conv1", B, "conv1");
+    expect_safe(NULL, B, "(null)");
+    expect_safe("a\nb\r\tc\x7f", B, "a\\x0ab\\x0d\\x09c\\x7f");
+    expect_safe("\x1b[31mred", B, "\\x1b[31mred");
+    expect_safe("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 \xc2\xa0", B, "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 \xc2\xa0");
+    expect_safe("\xc2\x9b" "2J", B, "\\xc2\\x9b2J");                     /* C1 CSI */
+    expect_safe("\xc0\xaf", B, "\\xc0\\xaf");                            /* overlong '/' */
+    expect_safe("\xed\xa0\x80", B, "\\xed\\xa0\\x80");                  /* a surrogate */
+    expect_safe("\xf4\x90\x80\x80", B, "\\xf4\\x90\\x80\\x80");          /* above U+10FFFF */
+    expect_safe("\xe2\x82", B, "\\xe2\\x82");                            /* cut short */
+    expect_safe("\xff\x80x", B, "\\xff\\x80x");
+    char in[200], want[200];
+    memset(in, 'n', 81), in[81] = '\0';
+    memset(want, 'n', 80), memcpy(want + 80, "...", 4);
+    expect_safe(in, B, want);                                           /* > 80 bytes: cut */
+    in[80] = '\0';
+    expect_safe(in, B, in);                                             /* 80: whole */
+    expect_safe("abcdefg", 8, "abcdefg");                               /* fits exactly */
+    expect_safe("abcdefgh", 8, "abcd...");
+    expect_safe("\n\n\n", 8, "\\x0a...");                               /* never half an escape */
+    expect_safe("ab\xe2\x82\xac", 8, "ab\xe2\x82\xac");
+    expect_safe("abcd\xe2\x82\xac" "x", 8, "abcd...");                  /* never half a character */
+    /* the worst case fits its buffer: every one of 80 bytes escaped */
+    memset(in, '\x01', 120), in[120] = '\0';
+    char big[TSR_STRSAFE_BUF];
+    tsr_strsafe(in, big, sizeof big);
+    assert_int_equal(strlen(big), 4 * TSR_STRSAFE_MAX + 3);
+}
+
 static void test_isa_fit(void **state)
 {
     (void)state;
@@ -765,6 +812,7 @@ int main(void)
         cmocka_unit_test(test_unknown_and_types),
         cmocka_unit_test(test_malformed_json),
         cmocka_unit_test(test_strict_numbers),
+        cmocka_unit_test(test_strsafe),
         cmocka_unit_test(test_isa_fit),
         cmocka_unit_test(test_area_options),
         cmocka_unit_test(test_load_files),
