@@ -23,6 +23,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tsrdse import boards, engines, evaluate, report, safeio, space  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+MAX_JOBS = 1024  # -j and --rtl-check
 
 
 def log(msg):
@@ -300,6 +301,11 @@ def main():
         a.jobs = 1 if a.engine == "local" else 0
     if getattr(a, "jobs", 1) < 0 or (getattr(a, "engine", "") == "local" and a.jobs < 1):
         ap.error("-j needs a positive number (slurm: 0 = no limit)")
+    # (local: one process per job at once; more than this is a typo, not a machine)
+    if getattr(a, "jobs", 1) > MAX_JOBS:
+        ap.error(f"-j {a.jobs}: at most {MAX_JOBS}")
+    if not 0 <= getattr(a, "rtl_check", 0) <= MAX_JOBS:
+        ap.error(f"--rtl-check {a.rtl_check}: give 0..{MAX_JOBS} points")
     a.fn(a)
 
 

@@ -647,6 +647,10 @@ def test_hostile():
             ("no arguments", [], "dse.py: the following arguments are required"),
             ("check without a space", ["check"], "dse.py check: the following arguments are required: space"),
             ("-j 0", ["sweep", p, "-j", "0"], "-j needs a positive number"),
+            ("-j 100000", ["sweep", p, "-j", "100000", "--cli", CLI, "--out", os.path.join(WORK, "out-j")],
+             "-j 100000: at most 1024"),
+            ("--rtl-check -1", ["sweep", p, "--rtl-check", "-1", "--cli", CLI, "--out", os.path.join(WORK, "out-j")],
+             "--rtl-check -1: give 0..1024 points"),
             ("a space file that is not UTF-8", ["check", bad_utf8, "--cli", CLI], "the space file is not UTF-8 text"),
             ("NaN", ["check", write_space("nan", '{"base": "tiny", "keys": {"LOG_BLOCK": [2]}, '
                                                  '"constraints": {"budget": {"DSP": NaN}}}'), "--cli", CLI],
