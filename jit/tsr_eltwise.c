@@ -1,28 +1,9 @@
 /*
- * tsr_eltwise: elementwise add and clip/relu lowering (see tsr_eltwise.h
- * for the values, layouts, per-row work and the schedule).
- *
- * On-chip layout (p = t % NBUF, T = tile rows per input, TI = inp rows per
- * input per tile, AH / IH = rows of one accumulator / inp half):
- *   acc  rows [0, NCONST)              constants (add: M_a, M_b, M_o; every lane)
- *        NCONST + p*AH + [0, T)        tile rows of a (clip: x); results, stored from here
- *        NCONST + p*AH + T + [0, T)    tile rows of b (add)
- *   inp  p*IH + j*TI + [0, TI)         packed rows of input j of the tile
- *   wgt  [0, KW)                       the identity blocks (loaded once)
- * Stream: LOAD uop and (add) LOAD acc constants in compute, LOAD wgt in the
- * load stage, then per tile: LOAD inp per input (first pops "inp half
- * free" from tile t-NBUF's GEMMs, last pushes "loaded"); ALU mov init (pops
- * "out half drained" from tile t-NBUF's STORE), GEMM per input (first pops
- * "loaded", last pushes "inp half free" unless no later tile needs it), the
- * ALU steps (the last compute instruction pushes "done"); STORE (pops
- * "done", pushes "drained" for tile t+NBUF, and on the last tile for
- * FINISH, which pops it).
- *
- * The tile size T minimises a cost model of the pipelined run: per row,
- * DRAM cycles D (bytes in and out over the configured bus width) and
- * compute cycles C (tensor ops, one per cycle); per tile a fixed overhead
- * (DRAM latency, instruction issue); the steady state runs at max(D, C)
- * per row plus the fill/drain min(D, C) * T that cannot overlap.
+ * tsr_eltwise: elementwise add and clip/relu (see tsr_eltwise.h for the
+ * values, layouts, per-row work and the schedule): the parameter checks,
+ * packing, the kernel-cache signature, the plan and the device-side API.
+ * The lowering itself is in jit/eltwise/ (geometry, emitter, tiling), as
+ * conv2d's is in jit/conv2d/.
  */
 #include "tsr_eltwise.h"
 
@@ -31,21 +12,14 @@
 #include <string.h>
 
 #include "tsr_dtype.h"
+#include "tsr_eltwise_emit.h"
+#include "tsr_eltwise_geo.h"
+#include "tsr_eltwise_tiling.h"
 #include "tsr_error.h"
+#include "tsr_jitutil.h"
 #include "tsr_opplan.h"
 #include "tsr_requant.h"
-#include "tsr_jitutil.h"
 #include "tsr_stream.h"
-
-/* Cost-model overheads in cycles: per tile (DRAM latency of a transfer
- * plus the handover between stages) and per compute instruction (issue
- * and pipeline fill). */
-#define COST_TILE 80.0
-#define COST_INSN 6.0
-
-static int imin(int a, int b) { return a < b ? a : b; }
-static int64_t cdiv64(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 
 /* ------------------------------------------------------------ checks */
 
@@ -144,307 +118,6 @@ int tsr_relu_params(const tsr_eltwise_desc_t *x, tsr_clip_params_t *out)
     return TSR_OK;
 }
 
-/* ------------------------------------------------------------- geometry */
-
-enum { GRP_A = 0, GRP_B = 1, GRP_AB = 2 };
-enum { SRC_IMM = -1, SRC_B = -2 }; /* else: constant row index */
-
-/* One ALU instruction per tile: op on the rows of group grp. */
-typedef struct {
-    uint32_t op;
-    int grp;
-    int src;
-    int32_t imm;
-} step_t;
-
-typedef struct {
-    const tsr_config_t *c;
-    tsr_eltwise_kind_e kind;
-    const tsr_add_params_t *pa;
-    const tsr_clip_params_t *pc;
-    int inputs, kr, ki, kw, nconst, lanes;
-    int linear;           /* add: both input paths are exact power-of-two scalings (one acc row group) */
-    int groups;           /* accumulator row groups per tile: 2 (add: a and b) or 1 */
-    int wsets;            /* identity weight blocks: 1, or 2 (linear add: one per input) */
-    int64_t count;
-    uint32_t rows, inp_rows;
-    int32_t wv[2];        /* identity weight value per weight block */
-    step_t init[2];       /* mov initialisations before the GEMMs */
-    int ninit;
-    step_t steps[16];     /* ALU steps after the GEMMs */
-    int nsteps;
-    int ops_per_row;
-    /* tiling */
-    int T, TI, nbuf, tiles, acc_half, inp_half;
-    uint32_t x_el[2], y_el, w_el, c_el, uop_el;
-} geo_t;
-
-static int grp_rows(int grp) { return grp == GRP_AB ? 2 : 1; }
-
-/* Is MBQM((x - zp) * 2^ls, M, S) exactly (x - zp) * 2^j for every input?
- * Yes when M = 2^m (m <= 30) and j = ls + m + S - 31 >= 0: the product
- * (x - zp) * 2^(ls + m) is a multiple of 2^31, so SRDHM divides exactly
- * (the nudge never crosses a multiple), and the quotient is a multiple of
- * 2^-S, so RDBPOT divides exactly too. */
-static int linear_path(int ls, int32_t m, int s, int *j)
-{
-    if (m <= 0 || (m & (m - 1)))
-        return 0;
-    int lg = 0;
-    while ((1 << lg) != m)
-        lg++;
-    *j = ls + lg + s - 31;
-    return *j >= 0;
-}
-
-/* allow_linear: 0 forces the general add sequence (when the fast path's
- * extra weight block does not fit). */
-static int geo_init(const tsr_config_t *c, tsr_eltwise_kind_e kind, const tsr_add_params_t *pa,
-                    const tsr_clip_params_t *pc, int allow_linear, geo_t *g)
-{
-    const char *op = kind == TSR_ELTWISE_ADD ? "add" : "clip";
-    memset(g, 0, sizeof *g);
-    int rc = kind == TSR_ELTWISE_ADD ? tsr_add_check(pa, &g->count) : tsr_clip_check(pc, &g->count);
-    if (rc)
-        return rc;
-    if (c->inp_width != 8 || c->wgt_width != 8 || c->acc_width != 32)
-        return tsr_err(TSR_EINVAL, "%s: needs int8 inputs and weights and int32 accumulators (config has "
-                       "int%d/int%d/int%d)", op, c->inp_width, c->wgt_width, c->acc_width);
-    g->c = c;
-    g->kind = kind;
-    g->pa = pa;
-    g->pc = pc;
-    g->inputs = kind == TSR_ELTWISE_ADD ? 2 : 1;
-    g->kr = c->block_in >= c->block_out ? c->block_in / c->block_out : 1;
-    g->ki = c->block_in < c->block_out ? c->block_out / c->block_in : 1;
-    g->kw = g->kr > g->ki ? g->kr : g->ki;
-    g->groups = 1;
-    g->wsets = 1;
-    g->lanes = c->batch * c->block_out;
-    g->nconst = kind == TSR_ELTWISE_ADD ? TSR_ADD_NCONST : 0; /* M_a, M_b, M_o, the output's rqfin row */
-    g->rows = (uint32_t)(cdiv64(cdiv64(g->count, g->lanes), g->kr) * g->kr);
-    g->inp_rows = g->kr > 1 ? g->rows / (uint32_t)g->kr : g->rows * (uint32_t)g->ki;
-
-    step_t *s = g->steps;
-    int n = 0;
-    int ja, jb;
-    if (kind == TSR_ELTWISE_ADD && allow_linear && linear_path(pa->left_shift, pa->mult_a, pa->shift_a, &ja) &&
-        linear_path(pa->left_shift, pa->mult_b, pa->shift_b, &jb) && ja - jb <= 6 && jb - ja <= 6) {
-        /* raw = (da * 2^(ja-jm) + db * 2^(jb-jm)) << jm, jm = min(ja, jb): both
-         * GEMMs accumulate into one row group with weights 2^(j-jm+f), the
-         * fold f taking up to 6 - |ja - jb| of the final left shift */
-        int jm = ja < jb ? ja : jb, d = ja > jb ? ja - jb : jb - ja, f = 6 - d < jm ? 6 - d : jm;
-        g->linear = 1;
-        g->wv[0] = 1 << (ja - jm + f);
-        g->wv[1] = 1 << (jb - jm + f);
-        g->wsets = g->wv[0] == g->wv[1] ? 1 : 2;
-        int32_t init = -(pa->a.zp - tsr_dt_off(pa->a.dtype)) * g->wv[0] - (pa->b.zp - tsr_dt_off(pa->b.dtype)) * g->wv[1];
-        g->init[g->ninit++] = (step_t){TSR_ALU_MOV, GRP_A, SRC_IMM, init};
-        if (jm > f)
-            s[n++] = (step_t){TSR_ALU_SHR, GRP_A, SRC_IMM, -(jm - f)};
-    } else if (kind == TSR_ELTWISE_ADD) {
-        int ls = pa->left_shift, k = ls < 6 ? ls : 6;
-        g->groups = 2;
-        g->wv[0] = 1 << k;
-        int32_t ia = -(pa->a.zp - tsr_dt_off(pa->a.dtype)) * g->wv[0], ib = -(pa->b.zp - tsr_dt_off(pa->b.dtype)) * g->wv[0];
-        if (ia == ib)
-            g->init[g->ninit++] = (step_t){TSR_ALU_MOV, GRP_AB, SRC_IMM, ia};
-        else {
-            g->init[g->ninit++] = (step_t){TSR_ALU_MOV, GRP_A, SRC_IMM, ia};
-            g->init[g->ninit++] = (step_t){TSR_ALU_MOV, GRP_B, SRC_IMM, ib};
-        }
-        if (ls > k)
-            s[n++] = (step_t){TSR_ALU_SHR, GRP_AB, SRC_IMM, -(ls - k)};
-        s[n++] = (step_t){TSR_ALU_MULHR, GRP_A, 0, 0};
-        s[n++] = (step_t){TSR_ALU_MULHR, GRP_B, 1, 0};
-        if (pa->shift_a < 0 && pa->shift_a == pa->shift_b)
-            s[n++] = (step_t){TSR_ALU_RSHR, GRP_AB, SRC_IMM, -pa->shift_a};
-        else {
-            if (pa->shift_a < 0)
-                s[n++] = (step_t){TSR_ALU_RSHR, GRP_A, SRC_IMM, -pa->shift_a};
-            if (pa->shift_b < 0)
-                s[n++] = (step_t){TSR_ALU_RSHR, GRP_B, SRC_IMM, -pa->shift_b};
-        }
-        s[n++] = (step_t){TSR_ALU_ADD, GRP_A, SRC_B, 0};
-    }
-    if (kind == TSR_ELTWISE_ADD) {
-        if (pa->shift_out > 0)
-            s[n++] = (step_t){TSR_ALU_SHR, GRP_A, SRC_IMM, -pa->shift_out};
-        s[n++] = (step_t){TSR_ALU_MULHR, GRP_A, 2, 0};
-        /* RDBPOT by -S_o, + y_zp, clamp: one rqfin with constant row 3
-         * (operators.md: exactly rshr, max, min, add) */
-        s[n++] = (step_t){TSR_ALU_RQFIN, GRP_A, 3, 0};
-    } else {
-        g->wv[0] = 1;
-        g->init[g->ninit++] = (step_t){TSR_ALU_MOV, GRP_A, SRC_IMM, tsr_dt_off(pc->x.dtype)};
-        if (pc->lo > tsr_dt_min(pc->x.dtype))
-            s[n++] = (step_t){TSR_ALU_MAX, GRP_A, SRC_IMM, pc->lo};
-        if (pc->hi < tsr_dt_max(pc->x.dtype))
-            s[n++] = (step_t){TSR_ALU_MIN, GRP_A, SRC_IMM, pc->hi};
-    }
-    g->nsteps = n;
-    int ops = g->inputs * g->ki; /* GEMM ops per accumulator row */
-    for (int i = 0; i < g->ninit; i++)
-        ops += grp_rows(g->init[i].grp);
-    for (int i = 0; i < n; i++)
-        ops += grp_rows(s[i].grp);
-    g->ops_per_row = ops;
-    return TSR_OK;
-}
-
-/* uops: per half p, the GEMM kernels (KW per input), then the ALU uops. */
-enum { U_A_IMM = 0, U_B_IMM, U_A_B, U_CONST }; /* U_CONST + k: A rows, const k; + nconst + k: B rows */
-static int uops_per_half(const geo_t *g) { return g->inputs * g->kw + U_CONST + 2 * g->nconst; }
-static int wgt_rows(const geo_t *g) { return g->wsets * g->kw; }
-static int n_uops(const geo_t *g) { return g->nbuf * uops_per_half(g); }
-static uint32_t gemm_uop(const geo_t *g, int p, int j) { return (uint32_t)(p * uops_per_half(g) + j * g->kw); }
-static uint32_t alu_uop(const geo_t *g, int p, int grp, int src)
-{
-    int k;
-    if (src == SRC_IMM)
-        k = grp == GRP_B ? U_B_IMM : U_A_IMM;
-    else if (src == SRC_B)
-        k = U_A_B;
-    else
-        k = U_CONST + (grp == GRP_B ? g->nconst : 0) + src;
-    return (uint32_t)(p * uops_per_half(g) + g->inputs * g->kw + k);
-}
-static uint32_t a_base(const geo_t *g, int p) { return (uint32_t)(g->nconst + p * g->acc_half); }
-static uint32_t inp_base(const geo_t *g, int p, int j) { return (uint32_t)(p * g->inp_half + j * g->TI); }
-
-static void set_tiling(geo_t *g, int T, int nbuf)
-{
-    g->T = T;
-    g->nbuf = nbuf;
-    g->TI = g->kr > 1 ? T / g->kr : T * g->ki;
-    g->tiles = (int)cdiv64(g->rows, T);
-    g->acc_half = ((int)g->c->acc_depth - g->nconst) / nbuf;
-    g->inp_half = (int)g->c->inp_depth / nbuf;
-}
-
-static int tiling_fits(const geo_t *g0, int T, int nbuf)
-{
-    geo_t g = *g0;
-    set_tiling(&g, T, nbuf);
-    const tsr_config_t *c = g.c;
-    const long loop_max = (1L << TSR_LOOP_BITS) - 1;
-    if ((long)g.groups * T > g.acc_half || (long)g.inputs * g.TI > g.inp_half)
-        return 0;
-    if (T > loop_max || g.TI > loop_max)
-        return 0;
-    if (wgt_rows(&g) > (int)c->wgt_depth || n_uops(&g) > (long)c->uop_depth)
-        return 0;
-    if (g.kr > tsr_isa_field_max(c, TSR_OP_GEMM, "dst_factor_in") ||
-        g.ki > tsr_isa_field_max(c, TSR_OP_GEMM, "src_factor_in"))
-        return 0;
-    if (g.groups > 1 && T > tsr_isa_field_max(c, TSR_OP_ALU, "dst_factor_out"))
-        return 0;
-    return 1;
-}
-
-/* Estimated cycles of the pipelined run with tile size T. */
-static double model(const geo_t *g0, int T, int nbuf)
-{
-    geo_t g = *g0;
-    set_tiling(&g, T, nbuf);
-    const tsr_config_t *c = g.c;
-    double bus = c->dram_bus_width / 8.0;
-    double in_per_row = g.kr > 1 ? (double)c->inp_bytes / g.kr : (double)c->inp_bytes * g.ki;
-    double D = (g.inputs * in_per_row + c->out_bytes) / bus, C = g.ops_per_row;
-    double insns = g.ninit + g.inputs + g.nsteps;
-    double tile_ovh = COST_TILE + COST_INSN * insns;
-    double hi = D > C ? D : C, lo = D > C ? C : D;
-    if (nbuf == 1)
-        return (double)g.rows * (D + C) + g.tiles * tile_ovh;
-    return (double)g.rows * hi + g.tiles * tile_ovh + lo * (T < (int)g.rows ? T : (int)g.rows);
-}
-
-static int choose_tiling(geo_t *g)
-{
-    const char *op = g->kind == TSR_ELTWISE_ADD ? "add" : "clip";
-    for (int nbuf = 2; nbuf >= 1; nbuf--) {
-        int best_t = 0;
-        double best = 0;
-        long tmax = (long)g->rows; /* a multiple of kr: one tile holds the whole tensor */
-        for (long T = g->kr; T <= tmax; T += g->kr) {
-            if (!tiling_fits(g, (int)T, nbuf))
-                break; /* every constraint is monotone in T */
-            double m = model(g, (int)T, nbuf);
-            if (!best_t || m <= best) {
-                best = m;
-                best_t = (int)T;
-            }
-        }
-        if (best_t) {
-            set_tiling(g, best_t, nbuf);
-            return TSR_OK;
-        }
-    }
-    return tsr_err(TSR_EINVAL, "%s: no tiling fits the buffers: %d inputs of %d inp rows and %d accumulator "
-                   "rows each (+%d constant rows) need inp depth %u, acc depth %u, %d weight rows (depth %u), %d "
-                   "uops (depth %u)", op, g->inputs, g->kr > 1 ? 1 : g->ki, g->kr, g->nconst, g->c->inp_depth,
-                   g->c->acc_depth, wgt_rows(g), g->c->wgt_depth, g->inputs * g->kw + U_CONST + 2 * g->nconst,
-                   g->c->uop_depth);
-}
-
-/* --------------------------------------------------------------- stream */
-
-static tsr_insn_t *emit_alu(tsr_stream_t *b, const geo_t *g, int p, const step_t *s, int R)
-{
-    const uint32_t u = alu_uop(g, p, s->grp, s->src);
-    tsr_insn_t *in = tsr_stream_alu(b, s->op, u, u + 1);
-    tsr_stream_loops(in, (uint32_t)grp_rows(s->grp), s->grp == GRP_AB ? (uint32_t)g->T : 0, 0, (uint32_t)R,
-                     R > 1, s->src == SRC_B && R > 1);
-    in->use_imm = s->src == SRC_IMM;
-    in->imm = s->src == SRC_IMM ? s->imm : 0;
-    return in;
-}
-
-static void build(const geo_t *g, tsr_stream_t *b)
-{
-    const int NB = g->nbuf;
-    tsr_insn_t *in;
-    tsr_stream_uops(b, g->uop_el, (uint32_t)n_uops(g));
-    if (g->nconst)
-        tsr_stream_load(b, TSR_MEM_ACC, 0, g->c_el, 1, (uint32_t)g->nconst, (uint32_t)g->nconst);
-    tsr_stream_load(b, TSR_MEM_WGT, 0, g->w_el, 1, (uint32_t)wgt_rows(g), (uint32_t)wgt_rows(g));
-    for (int t = 0; t < g->tiles; t++) {
-        const int p = t % NB;
-        const int R = imin(g->T, (int)(g->rows - (uint32_t)t * (uint32_t)g->T));
-        const int RI = g->kr > 1 ? R / g->kr : R * g->ki;
-        /* ---- load: into half p once tile t-NB's GEMMs have read it ---- */
-        if (t >= NB)
-            tsr_stream_wait(b, TSR_Q_CMP2LD);
-        for (int j = 0; j < g->inputs; j++)
-            tsr_stream_load(b, TSR_MEM_INP, inp_base(g, p, j), g->x_el[j] + (uint32_t)t * (uint32_t)g->TI, 1,
-                            (uint32_t)RI, (uint32_t)RI);
-        tsr_stream_signal(b, TSR_Q_LD2CMP);
-        /* ---- compute: the init ALU waits for tile t-NB's STORE ---- */
-        if (t >= NB)
-            tsr_stream_wait(b, TSR_Q_ST2CMP);
-        for (int i = 0; i < g->ninit; i++)
-            emit_alu(b, g, p, &g->init[i], R);
-        tsr_stream_wait(b, TSR_Q_LD2CMP);
-        for (int j = 0; j < g->inputs; j++) {
-            in = tsr_stream_gemm(b, gemm_uop(g, p, j), gemm_uop(g, p, j) + (uint32_t)g->kw, 0);
-            if (g->kr > 1)
-                tsr_stream_loops(in, 1, 0, 0, (uint32_t)RI, RI > 1 ? (uint32_t)g->kr : 0, RI > 1);
-            else
-                tsr_stream_loops(in, 1, 0, 0, (uint32_t)R, R > 1, R > 1 ? (uint32_t)g->ki : 0);
-        }
-        if (t < g->tiles - NB)
-            tsr_stream_signal(b, TSR_Q_CMP2LD);
-        for (int i = 0; i < g->nsteps; i++)
-            emit_alu(b, g, p, &g->steps[i], R);
-        tsr_stream_signal(b, TSR_Q_CMP2ST); /* the last compute instruction of the tile */
-        /* ---- store ---- */
-        tsr_stream_wait(b, TSR_Q_CMP2ST);
-        tsr_stream_store(b, a_base(g, p), g->y_el + (uint32_t)t * (uint32_t)g->T, 1, (uint32_t)R, (uint32_t)R);
-        if (t < g->tiles - NB || t == g->tiles - 1)
-            tsr_stream_signal(b, TSR_Q_ST2CMP);
-    }
-}
-
 /* ---------------------------------------------------------------- packing */
 
 static const tsr_eltwise_desc_t *input_desc(const tsr_eltwise_plan_t *pl, int which)
@@ -522,58 +195,6 @@ static void plan_free(tsr_device_t *dev, tsr_eltwise_plan_t *pl)
     memset(pl, 0, sizeof *pl);
 }
 
-/* Encode g's uops into a host buffer (*out: n_uops(g) * uop_bytes, malloc'ed). */
-static int encode_uops(const geo_t *g, uint8_t **out)
-{
-    const tsr_config_t *c = g->c;
-    size_t n = (size_t)n_uops(g);
-    uint8_t *u8 = calloc(n, c->uop_bytes);
-    *out = NULL;
-    if (!u8)
-        return tsr_err(TSR_ENOMEM, "out of memory");
-    int rc = TSR_OK;
-    tsr_uop_t *u = calloc(n, sizeof *u);
-    if (!u) {
-        rc = tsr_err(TSR_ENOMEM, "out of memory");
-        goto out;
-    }
-    for (int p = 0; p < g->nbuf; p++) {
-        for (int j = 0; j < g->inputs; j++)
-            for (int k = 0; k < g->kw; k++) {
-                tsr_uop_t *x = &u[gemm_uop(g, p, j) + (uint32_t)k];
-                const uint32_t grp = g->groups > 1 ? (uint32_t)(j * g->T) : 0; /* linear add: both into a's rows */
-                if (g->kr > 1) {
-                    x->dst = a_base(g, p) + grp + (uint32_t)k;
-                    x->src = inp_base(g, p, j);
-                } else {
-                    x->dst = a_base(g, p) + grp;
-                    x->src = inp_base(g, p, j) + (uint32_t)k;
-                }
-                x->wgt = (uint32_t)((g->wsets > 1 ? j * g->kw : 0) + k);
-            }
-        const uint32_t A = a_base(g, p), B = A + (uint32_t)g->T;
-        u[alu_uop(g, p, GRP_A, SRC_IMM)] = (tsr_uop_t){A, 0, 0};
-        u[alu_uop(g, p, GRP_B, SRC_IMM)] = (tsr_uop_t){g->groups > 1 ? B : A, 0, 0};
-        u[alu_uop(g, p, GRP_A, SRC_B)] = (tsr_uop_t){A, g->groups > 1 ? B : A, 0};
-        for (int k = 0; k < g->nconst; k++) {
-            u[alu_uop(g, p, GRP_A, k)] = (tsr_uop_t){A, (uint32_t)k, 0};
-            u[alu_uop(g, p, GRP_B, k)] = (tsr_uop_t){g->groups > 1 ? B : A, (uint32_t)k, 0};
-        }
-    }
-    for (size_t k = 0; k < n; k++) {
-        uint64_t raw;
-        if ((rc = tsr_uop_encode(c, &u[k], &raw)))
-            goto out;
-        memcpy(u8 + k * c->uop_bytes, &raw, c->uop_bytes);
-    }
-    *out = u8;
-    u8 = NULL;
-out:
-    free(u);
-    free(u8);
-    return rc;
-}
-
 #define GEN_ID "eltwise lowering v1, built " __DATE__ " " __TIME__
 
 /* The kernel cache signature: the kind and every parameter (all of them
@@ -583,7 +204,10 @@ static size_t eltwise_sig(tsr_eltwise_kind_e kind, const tsr_add_params_t *pa, c
                           uint8_t *sig)
 {
     size_t n = tsr_kcache_sig_bytes(sig, 0, GEN_ID, sizeof GEN_ID);
-    n = tsr_kcache_sig_bytes(sig, n, tsr_stream_id(), strlen(tsr_stream_id()) + 1); /* the builder, built apart */
+    /* the units that shape the kernel are built separately: each one's identity */
+    const char *id[4] = {tsr_eltwise_geo_id(), tsr_eltwise_emit_id(), tsr_eltwise_tiling_id(), tsr_stream_id()};
+    for (int i = 0; i < 4; i++)
+        n = tsr_kcache_sig_bytes(sig, n, id[i], strlen(id[i]) + 1);
     n = tsr_kcache_sig_i32(sig, n, (int32_t)kind);
     const tsr_eltwise_desc_t *d[3] = {kind == TSR_ELTWISE_ADD ? &pa->a : &pc->x, kind == TSR_ELTWISE_ADD ? &pa->b : NULL,
                                       kind == TSR_ELTWISE_ADD ? &pa->y : &pc->y};
@@ -624,23 +248,23 @@ static int generate(tsr_kcache_t *kc, geo_t *g, tsr_eltwise_kind_e kind, const t
 {
     const uint64_t t0 = tsr_mono_ns();
     const tsr_config_t *c = g->c;
-    const char *op = kind == TSR_ELTWISE_ADD ? "add" : "clip";
+    const char *op = tsr_eltwise_op_name(kind);
     int rc;
-    if (g->linear && choose_tiling(g)) {
+    if (g->linear && tsr_eltwise_choose_tiling(g)) {
         tsr_err_clear();
         const tsr_add_params_t *keep = g->pa;
-        if ((rc = geo_init(c, kind, pa, pc, 0, g)))
+        if ((rc = tsr_eltwise_geo_init(c, kind, pa, pc, 0, g)))
             return rc;
         g->pa = keep;
     }
-    if ((rc = choose_tiling(g)))
+    if ((rc = tsr_eltwise_choose_tiling(g)))
         return rc;
     uint8_t *uops = NULL, *meta = NULL;
     tsr_stream_t b;
     tsr_stream_init(&b, c, 0, 0);
     g->uop_el = g->w_el = g->c_el = g->y_el = g->x_el[0] = 0;
     g->x_el[1] = SLOT1_MARK;
-    build(g, &b);
+    tsr_eltwise_build(g, &b);
     if ((rc = tsr_stream_finish(&b)))
         goto out;
     meta = calloc(1, sizeof(elt_meta_t) + b.n + 1);
@@ -656,9 +280,9 @@ static int generate(tsr_kcache_t *kc, geo_t *g, tsr_eltwise_kind_e kind, const t
         }
     if ((rc = tsr_stream_check(&b, op)))
         goto out;
-    if ((rc = encode_uops(g, &uops)))
+    if ((rc = tsr_eltwise_encode_uops(g, &uops)))
         goto out;
-    elt_meta_t m = {g->T, g->nbuf, g->linear, n_uops(g), model(g, g->T, g->nbuf)};
+    elt_meta_t m = {g->T, g->nbuf, g->linear, n_uops(g), tsr_eltwise_cost(g, g->T, g->nbuf)};
     memcpy(meta, &m, sizeof m);
     tsr_kernel_t k = {meta, sizeof m + b.n, b.v, b.n, uops, (size_t)n_uops(g), tsr_mono_ns() - t0};
     rc = tsr_kcache_insert(kc, sig, sig_len, &k, ref);
@@ -693,14 +317,14 @@ static int kernel_fits(const tsr_kernel_t *k, void *ctx)
     memcpy(&m, k->meta, sizeof m);
     if (!m.linear && g->linear) { /* generated on the general path */
         const tsr_add_params_t *keep = g->pa;
-        int rc = geo_init(g->c, x->kind, x->pa, x->pc, 0, g);
+        int rc = tsr_eltwise_geo_init(g->c, x->kind, x->pa, x->pc, 0, g);
         if (rc)
             return rc;
         g->pa = keep;
     }
-    if (m.linear != g->linear || !tiling_fits(g, m.T, m.nbuf))
+    if (m.linear != g->linear || !tsr_eltwise_tiling_fits(g, m.T, m.nbuf))
         return 0;
-    set_tiling(g, m.T, m.nbuf);
+    tsr_eltwise_set_tiling(g, m.T, m.nbuf);
     return m.nuops == n_uops(g) && k->nuops == (size_t)n_uops(g);
 }
 
@@ -713,7 +337,7 @@ static int kernel_gen(tsr_kcache_t *kc, void *ctx, tsr_kcache_ref_t **ref)
 static int plan_common(tsr_device_t *dev, tsr_eltwise_kind_e kind, const tsr_add_params_t *pa,
                        const tsr_clip_params_t *pc, const tsr_dtensor_t *const *ext, tsr_eltwise_plan_t *pl)
 {
-    const char *op = kind == TSR_ELTWISE_ADD ? "add" : "clip";
+    const char *op = tsr_eltwise_op_name(kind);
     if (!pl)
         return tsr_err(TSR_EINVAL, "%s: NULL plan", op);
     memset(pl, 0, sizeof *pl);
@@ -722,7 +346,7 @@ static int plan_common(tsr_device_t *dev, tsr_eltwise_kind_e kind, const tsr_add
     const tsr_config_t *c = tsr_device_config(dev);
     geo_t g;
     uint8_t *wb = NULL, *cb = NULL;
-    int rc = geo_init(c, kind, pa, pc, 1, &g);
+    int rc = tsr_eltwise_geo_init(c, kind, pa, pc, 1, &g);
     if (rc)
         return rc;
     pl->kind = kind;
@@ -984,7 +608,7 @@ int tsr_clip_exec(tsr_device_t *dev, const tsr_eltwise_plan_t *pl)
 static int read_output(tsr_device_t *dev, const tsr_eltwise_plan_t *pl, void *y)
 {
     if (!y)
-        return tsr_err(TSR_EINVAL, "%s: NULL output data", pl->kind == TSR_ELTWISE_ADD ? "add" : "clip");
+        return tsr_err(TSR_EINVAL, "%s: NULL output data", tsr_eltwise_op_name(pl->kind));
     return tsr_mem_read(dev, pl->y_addr, y, (uint64_t)pl->count);
 }
 
