@@ -16,6 +16,7 @@
 #include "tsr_conv2d_emit.h"
 #include "tsr_conv2d_geo.h"
 #include "tsr_conv2d_tiling.h"
+#include "tsr_cost.h"
 #include "tsr_dtype.h"
 #include "tsr_error.h"
 #include "tsr_jitutil.h"
@@ -338,8 +339,8 @@ static size_t conv2d_sig(const tsr_conv2d_params_t *p, const tsr_add_params_t *f
 {
     size_t n = tsr_kcache_sig_bytes(sig, 0, GEN_ID, sizeof GEN_ID);
     /* the units that shape the kernel are built separately: each one's identity */
-    const char *id[3] = {tsr_conv2d_emit_id(), tsr_conv2d_tiling_id(), tsr_stream_id()};
-    for (int i = 0; i < 3; i++)
+    const char *id[4] = {tsr_conv2d_emit_id(), tsr_conv2d_tiling_id(), tsr_cost_id(), tsr_stream_id()};
+    for (int i = 0; i < 4; i++)
         n = tsr_kcache_sig_bytes(sig, n, id[i], strlen(id[i]) + 1);
     const int32_t v[] = {p->n,          p->c_in,      p->h,          p->w,         p->c_out,        p->kh,
                          p->kw,         p->stride_h,  p->stride_w,   p->pad_top,   p->pad_left,     p->pad_bottom,

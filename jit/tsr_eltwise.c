@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tsr_cost.h"
 #include "tsr_dtype.h"
 #include "tsr_eltwise_emit.h"
 #include "tsr_eltwise_geo.h"
@@ -205,8 +206,8 @@ static size_t eltwise_sig(tsr_eltwise_kind_e kind, const tsr_add_params_t *pa, c
 {
     size_t n = tsr_kcache_sig_bytes(sig, 0, GEN_ID, sizeof GEN_ID);
     /* the units that shape the kernel are built separately: each one's identity */
-    const char *id[4] = {tsr_eltwise_geo_id(), tsr_eltwise_emit_id(), tsr_eltwise_tiling_id(), tsr_stream_id()};
-    for (int i = 0; i < 4; i++)
+    const char *id[5] = {tsr_eltwise_geo_id(), tsr_eltwise_emit_id(), tsr_eltwise_tiling_id(), tsr_cost_id(), tsr_stream_id()};
+    for (int i = 0; i < 5; i++)
         n = tsr_kcache_sig_bytes(sig, n, id[i], strlen(id[i]) + 1);
     n = tsr_kcache_sig_i32(sig, n, (int32_t)kind);
     const tsr_eltwise_desc_t *d[3] = {kind == TSR_ELTWISE_ADD ? &pa->a : &pc->x, kind == TSR_ELTWISE_ADD ? &pa->b : NULL,

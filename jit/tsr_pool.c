@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tsr_cost.h"
 #include "tsr_dtype.h"
 #include "tsr_error.h"
 #include "tsr_jitutil.h"
@@ -153,8 +154,8 @@ static size_t pool_sig(const tsr_pool_params_t *p, int y_off, uint8_t *sig)
 {
     size_t n = tsr_kcache_sig_bytes(sig, 0, GEN_ID, sizeof GEN_ID);
     /* the units that shape the kernel are built separately: each one's identity */
-    const char *id[4] = {tsr_pool_geo_id(), tsr_pool_emit_id(), tsr_pool_tiling_id(), tsr_stream_id()};
-    for (int i = 0; i < 4; i++)
+    const char *id[5] = {tsr_pool_geo_id(), tsr_pool_emit_id(), tsr_pool_tiling_id(), tsr_cost_id(), tsr_stream_id()};
+    for (int i = 0; i < 5; i++)
         n = tsr_kcache_sig_bytes(sig, n, id[i], strlen(id[i]) + 1);
     const int32_t v[] = {(int32_t)p->kind, p->n,        p->c,         p->h,        p->w,
                          p->kh,            p->kw,       p->stride_h,  p->stride_w, p->pad_top,

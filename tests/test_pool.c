@@ -19,10 +19,12 @@
 
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "tsr_cost.h"
 #include "tsr_driver.h"
 #include "tsr_error.h"
 #include "tsr_opref.h"
@@ -504,6 +506,46 @@ static void test_resnet(void **state)
     tsr_device_close(dev);
 }
 
+/* The one cost model (tsr_cost.h): the closed form by hand, and the
+ * stream estimate of a planned pool: at least the stream's DRAM time, and
+ * above any limit its lower bounds already pass; a stream whose tokens do
+ * not balance is priced out. */
+static void test_cost_model(void **state)
+{
+    (void)state;
+    /* max(100, 40) + 40/4 + 5*4 + 3 + 2 + 2*10 */
+    tsr_cost_terms_t t = {.mem = 100, .comp = 40, .fill = -1, .serial = {3, 2}, .steps = 4, .per_step = 5,
+                          .insns = 10, .per_insn = 2};
+    assert_true(tsr_cost_pipelined(&t) == 155.0);
+    /* a given fill: max(10, 40) + 7 */
+    tsr_cost_terms_t u = {.mem = 10, .comp = 40, .fill = 7, .steps = 2};
+    assert_true(tsr_cost_pipelined(&u) == 47.0);
+
+    tsr_device_t *dev = tsr_test_open("default", 1);
+    const tsr_config_t *c = tsr_device_config(dev);
+    assert_true(tsr_cost_dram_bw(c) == c->dram_bus_width / 8.0);
+    tsr_pool_params_t p = {.kind = TSR_POOL_MAX, .n = 1, .c = 64, .h = 28, .w = 28, .kh = 3, .kw = 3, .stride_h = 2,
+                           .stride_w = 2, .pad_top = 1, .pad_left = 1, .pad_bottom = 1, .pad_right = 1,
+                           .dtype = TSR_DT_INT8, .zp = 0};
+    tsr_pool_plan_t pl;
+    if (tsr_pool_plan(dev, &p, &pl))
+        fail_msg("pool plan: %s", tsr_errmsg());
+    const double est = tsr_cost_stream(c, pl.insns, pl.ninsns, NULL, INFINITY);
+    if (!(est >= (double)pl.dram_bytes / tsr_cost_dram_bw(c) && est < 1e29))
+        fail_msg("estimate %.1f cycles below the stream's DRAM time (%llu B) or priced out", est,
+                 (unsigned long long)pl.dram_bytes);
+    assert_true(tsr_cost_stream(c, pl.insns, pl.ninsns, NULL, 1.0) > 1.0);
+    tsr_pool_plan_free(dev, &pl);
+    /* a GEMM waiting for a load that never signals */
+    tsr_insn_t gemm;
+    memset(&gemm, 0, sizeof gemm);
+    gemm.opcode = TSR_OP_GEMM;
+    gemm.pop_prev = 1;
+    assert_true(tsr_cost_stream(c, &gemm, 1, NULL, INFINITY) >= 1e30);
+    assert_true(tsr_cost_stream(c, NULL, 0, NULL, INFINITY) == 0.0);
+    tsr_device_close(dev);
+}
+
 int main(void)
 {
     printf("test_pool: backend %s, base seed %llu (TSR_POOL_SEED)\n", backend(), (unsigned long long)base_seed());
@@ -512,6 +554,7 @@ int main(void)
         cmocka_set_test_filter(filter);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_params),     cmocka_unit_test(test_hand),
+        cmocka_unit_test(test_cost_model),
         cmocka_unit_test(test_edges),          cmocka_unit_test(test_random_tiny),
         cmocka_unit_test(test_random_default), cmocka_unit_test(test_random_large),
         cmocka_unit_test(test_random_batch2),  cmocka_unit_test(test_resnet),

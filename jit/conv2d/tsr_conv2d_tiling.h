@@ -1,13 +1,15 @@
 /*
  * tsr_conv2d_tiling: the conv2d tiling search and the timing model it
- * minimises (a one-pass estimate of a stream's cycles on the accelerator).
+ * minimises (tsr_cost.h's one-pass estimate of a stream's cycles on the
+ * accelerator).
  */
 #ifndef TSR_CONV2D_TILING_H
 #define TSR_CONV2D_TILING_H
 
 #include "tsr_conv2d_geo.h"
 
-/* Estimated cycles of the stream in b (built for g). */
+/* Estimated cycles of the stream in b (built for g): the one cost model's
+ * stream estimate (tsr_cost_stream) with b's accumulator-bank tags. */
 double tsr_conv2d_estimate_cycles(const geo_t *g, const ibuf_t *b);
 /* The same when it is below limit; else some value above limit, often
  * found without the whole pass (the tiling search only needs to know that

@@ -10,6 +10,7 @@
  */
 #include "tsr_eltwise_tiling.h"
 
+#include "tsr_cost.h"
 #include "tsr_error.h"
 
 const char *tsr_eltwise_tiling_id(void) { return "eltwise tiling, built " __DATE__ " " __TIME__; }
@@ -26,15 +27,19 @@ double tsr_eltwise_cost(const geo_t *g0, int T, int nbuf)
     geo_t g = *g0;
     tsr_eltwise_set_tiling(&g, T, nbuf);
     const tsr_config_t *c = g.c;
-    double bus = c->dram_bus_width / 8.0;
-    double in_per_row = g.kr > 1 ? (double)c->inp_bytes / g.kr : (double)c->inp_bytes * g.ki;
-    double D = (g.inputs * in_per_row + c->out_bytes) / bus, C = g.ops_per_row;
-    double insns = g.ninit + g.inputs + g.nsteps;
-    double tile_ovh = COST_TILE + COST_INSN * insns;
-    double hi = D > C ? D : C, lo = D > C ? C : D;
-    if (nbuf == 1)
-        return (double)g.rows * (D + C) + g.tiles * tile_ovh;
-    return (double)g.rows * hi + g.tiles * tile_ovh + lo * (T < (int)g.rows ? T : (int)g.rows);
+    const double bus = tsr_cost_dram_bw(c);
+    const double in_per_row = g.kr > 1 ? (double)c->inp_bytes / g.kr : (double)c->inp_bytes * g.ki;
+    const double D = (g.inputs * in_per_row + c->out_bytes) / bus, C = g.ops_per_row; /* per row */
+    const double rows = (double)g.rows, lo = D > C ? C : D;
+    /* double buffered: rows at max(D, C) plus the fill/drain of one tile of
+     * the shorter side; single: nothing overlaps. (Bus widths and block
+     * ratios are powers of two, so every term is a dyadic rational far
+     * inside double precision and the sums are exact in any order.) */
+    const tsr_cost_terms_t terms = {.mem = rows * D, .comp = rows * C,
+                                    .fill = nbuf == 1 ? rows * lo : lo * (T < (int)g.rows ? T : (int)g.rows),
+                                    .steps = g.tiles, .per_step = COST_TILE,
+                                    .insns = (double)g.tiles * (g.ninit + g.inputs + g.nsteps), .per_insn = COST_INSN};
+    return tsr_cost_pipelined(&terms);
 }
 
 int tsr_eltwise_choose_tiling(geo_t *g)

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tsr_cost.h"
 #include "tsr_error.h"
 #include "tsr_pool_emit.h"
 
@@ -23,21 +24,21 @@ double tsr_pool_cost(const geo_t *g, const tiling_t *t)
     memset(&b, 0, sizeof b);
     tsr_stream_init(&b.s, g->c, 1, 0);
     tsr_pool_build(&gg, &b);
-    const double bus = (double)(g->c->dram_bus_width / 8);
-    double mem = (double)b.s.bytes / bus, st = (double)b.sbytes / bus;
+    const double bus = tsr_cost_dram_bw(g->c);
+    const double mem = (double)b.s.bytes / bus, st = (double)b.sbytes / bus;
     double comp = (double)b.ops;
     if (gg.t.sep && gg.t.nba == 2) { /* GEMM and ALU pipes overlap (software-pipelined tiles) */
         double ga = (double)b.gops, al = (double)(b.ops - b.gops);
         comp = ga > al ? ga : al;
     }
     /* overlapped, plus the pipeline fill or drain (one step of the shorter
-     * side), plus what a single-buffered rotation serialises */
-    double cost = (mem > comp ? mem + comp / gg.steps : comp + mem / gg.steps) + COST_PER_STEP * gg.steps;
-    if (t->nbi == 1)
-        cost += mem - st;
-    if (t->nba == 1)
-        cost += st;
-    return cost + COST_PER_INSN * (double)b.s.n;
+     * side), plus what a single-buffered rotation serialises: the loads
+     * with one input half, the stores with one output region */
+    const tsr_cost_terms_t terms = {.mem = mem, .comp = comp, .fill = -1,
+                                    .serial = {t->nbi == 1 ? mem - st : 0, t->nba == 1 ? st : 0},
+                                    .steps = gg.steps, .per_step = COST_PER_STEP,
+                                    .insns = (double)b.s.n, .per_insn = COST_PER_INSN};
+    return tsr_cost_pipelined(&terms);
 }
 
 int tsr_pool_choose_tiling(geo_t *g)
