@@ -13,16 +13,7 @@
 #ifndef TSR_CLI_OP_H
 #define TSR_CLI_OP_H
 
-#include <getopt.h>
-
-#include "tsr_driver.h"
-
-typedef struct tsr_cli_dev {
-    const struct option *long_opts;         /* the device long options, terminated by a zero entry */
-    int (*handle)(int code, const char *arg); /* parse one: 1 done, -1 bad value, 0 not a device option */
-    const tsr_device_opts_t *opts;          /* where handle() stores what it parsed (read after parsing) */
-    const char *help;                       /* help text of the device options */
-} tsr_cli_dev_t;
+#include "tsr_cli_common.h" /* tsr_cli_dev_t: the device options */
 
 /* argv[0] is "op", argv[1] the operator. Returns the exit status: 0 ok,
  * 1 run-time error (file, shape, parameter, device), 2 usage error. Every
