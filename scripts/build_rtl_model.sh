@@ -18,7 +18,7 @@ obj="$out/obj"
 rm -rf "$obj"
 # The C++ class is Vtsr_top whichever module is the top (scripts/rtl_top.sh).
 top=$("$root/scripts/rtl_top.sh" "$pkg")
-vflags=(--cc -O3 --Mdir "$obj" --top-module "$top" --prefix Vtsr_top -CFLAGS -fPIC -MAKEFLAGS "OPT_FAST=-O3"
+vflags=(--cc -O3 --Mdir "$obj" -I"$root/hw/rtl" --top-module "$top" --prefix Vtsr_top -CFLAGS -fPIC -MAKEFLAGS "OPT_FAST=-O3"
         -Wno-fatal --x-assign 0 --x-initial 0)
 cflags=(-fPIC -O2 -std=c++17 -DTSR_BUS_BYTES="$bus" -I"$obj" -I"$VI" -I"$VI/vltstd" -I"$root/sim/rtl")
 extra=()

@@ -11,7 +11,7 @@ mkdir -p "$work"
 "$cli" config emit-sv "$cfg" -o "$work/tsr_pkg.sv"
 srcs=("$work/tsr_pkg.sv" "$root"/hw/rtl/*.sv)
 top=$("$root/scripts/rtl_top.sh" "$work/tsr_pkg.sv")
-verilator --lint-only -Wall "$root/hw/rtl/lint_waivers.vlt" "${srcs[@]}" --top-module "$top"
+verilator --lint-only -Wall -I"$root/hw/rtl" "$root/hw/rtl/lint_waivers.vlt" "${srcs[@]}" --top-module "$top"
 yosys -q -p "read_verilog -sv ${srcs[*]}; hierarchy -check -top $top; proc" > "$work/yosys.log"
-iverilog -g2012 -o "$work/top.vvp" -s "$top" "${srcs[@]}"
+iverilog -g2012 -I"$root/hw/rtl" -o "$work/top.vvp" -s "$top" "${srcs[@]}"
 echo "lint: $top clean for $cfg (verilator -Wall, yosys, iverilog)"

@@ -10,7 +10,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 work=${4:-$(mktemp -d)}
 mkdir -p "$work"
 "$cli" config emit-sv "$preset" -o "$work/tsr_pkg.sv"
-iverilog -g2012 -Wall -Wno-timescale -o "$work/$tb.vvp" -s "$tb" \
+iverilog -g2012 -Wall -Wno-timescale -I"$root/hw/rtl" -o "$work/$tb.vvp" -s "$tb" \
   "$work/tsr_pkg.sv" "$root"/hw/rtl/*.sv "$root/tests/rtl/$tb.sv"
 out=$(vvp -n "$work/$tb.vvp" 2>&1) || { echo "$out"; exit 1; }
 echo "$out" | tail -20

@@ -4,6 +4,8 @@
 // result is cut to W. b packs zero point [13:5], lo [22:14], hi [31:23] of
 // its low 32 bits (sign-extended first). Every other op passes through.
 // Combinational.
+`include "tsr_assert.svh"
+
 module tsr_alu_fin #(
   parameter int Width = tsr_pkg::ACC_WIDTH
 ) (
@@ -28,4 +30,7 @@ module tsr_alu_fin #(
     q_c = (q_c > q_hi) ? q_hi : q_c;
     res_o = (op_i == 4'd8) ? q_c[Width-1:0] : pre_i;
   end
+
+  // b is widened to 64 bits to read its packed fields: wider lanes would lose bits.
+  `TSR_ASSERT_INIT(chk_width, Width >= 3 && Width <= 64)
 endmodule

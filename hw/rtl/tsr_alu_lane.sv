@@ -3,6 +3,8 @@
 // tsr_alu_fin back to back. Operands and result are W-bit two's complement.
 // The compute stage instantiates BATCH x BLOCK_OUT lanes and closes its
 // forwarding loop through them, so everything here is one cycle of logic.
+`include "tsr_assert.svh"
+
 module tsr_alu_lane #(
   parameter int Width = tsr_pkg::ACC_WIDTH
 ) (
@@ -15,4 +17,7 @@ module tsr_alu_lane #(
 
   tsr_alu_pre #(.Width(Width)) u_pre (.op_i, .a_i, .b_i, .res_o(pre));
   tsr_alu_fin #(.Width(Width)) u_fin (.op_i, .b_i, .pre_i(pre), .res_o);
+
+  // op_i is 4 bits: every defined ALU operation must be encodable in it.
+  `TSR_ASSERT_INIT(chk_op_width, tsr_pkg::ALU_COUNT <= 16)
 endmodule

@@ -6,6 +6,8 @@
 // registers between them (a lane is two cycles there, so its clock meets
 // an iCE40's). Operands and result are W-bit two's complement; mul and
 // mulhr share one signed W x W multiplier.
+`include "tsr_assert.svh"
+
 module tsr_alu_pre #(
   parameter int Width = tsr_pkg::ACC_WIDTH,
   localparam int SW = $clog2(Width)  // bits of a shift amount 0..W-1
@@ -116,4 +118,7 @@ module tsr_alu_pre #(
                                                           : prod_nudged[Width-1:0];
     endcase
   end
+
+  // HALF needs W >= 3; b64 (rqfin's shift field) needs W <= 64.
+  `TSR_ASSERT_INIT(chk_width, Width >= 3 && Width <= 64)
 endmodule

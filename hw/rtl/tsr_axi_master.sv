@@ -18,6 +18,8 @@
 // a write burst whose AW was generated gets its remaining W beats with
 // WSTRB = 0 (no byte written). idle_o: nothing is outstanding. The error
 // bit clears while flushing.
+`include "tsr_assert.svh"
+
 module tsr_axi_master #(
   parameter int NumRd    = 3,
   parameter int BusBytes = tsr_pkg::BUS_BYTES,
@@ -447,10 +449,17 @@ module tsr_axi_master #(
     w_data_q <= w_data_d;
   end
 
+  // 2-bit AXI IDs name the read ports
+  `TSR_ASSERT_INIT(chk_num_rd, NumRd >= 1 && NumRd <= 4)
+  // Bursts are INCR, at most 16 beats, and never cross a 4 KiB page (AXI4).
+  `TSR_ASSERT(chk_ar_burst, !m_axi_arvalid_o || (m_axi_arlen_o < 8'd16 &&
+              13'(m_axi_araddr_o[11:0]) + 13'(BusBytes) * (13'(m_axi_arlen_o) + 13'd1) <= 13'd4096),
+              clk_i, rst_ni)
+  `TSR_ASSERT(chk_aw_burst, !m_axi_awvalid_o || (m_axi_awlen_o < 8'd16 &&
+              13'(m_axi_awaddr_o[11:0]) + 13'(BusBytes) * (13'(m_axi_awlen_o) + 13'd1) <= 13'd4096),
+              clk_i, rst_ni)
+
 `ifndef SYNTHESIS
-  initial begin
-    if (NumRd < 1 || NumRd > 4) $error("tsr_axi_master: NumRd must be 1..4 (2-bit AXI IDs)");
-  end
 
   // Handshake checks (simulation only): the AXI4 channels in both
   // directions (AR, AW, W are ours; R, B the memory's), and the requesters'

@@ -19,6 +19,8 @@
 // tsr_top) is banked the same way, so the pipes write it through one port
 // per bank. An index out of range raises err_o (sticky) and stops the stage
 // until reset.
+`include "tsr_assert.svh"
+
 module tsr_compute (
   input  logic         clk_i,
   input  logic         rst_ni,
@@ -498,12 +500,9 @@ module tsr_compute (
         .b_addr_i  (bk_draddr[b*HAW +: HAW]),
         .b_rdata_o (bk_drdata[b*ROW +: ROW])
       );
-`ifndef SYNTHESIS
-      always @(posedge clk_i) begin
-        if (rst_ni && bk_we[b] && bk_sre[b])
-          $error("tsr_compute: a src read meets a write of accumulator bank %0d (ACC_SINGLE_COPY)", b);
-      end
-`endif
+      // ACC_SINGLE_COPY: port A never reads a src row and writes in one cycle
+      `TSR_ASSERT_MSG(chk_src_vs_write, !(bk_we[b] && bk_sre[b]), clk_i, rst_ni,
+                      ("tsr_compute: a src read meets a write of accumulator bank %0d (ACC_SINGLE_COPY)", b))
     end else begin : g_two
       tsr_sram #(
         .Width (ROW),
@@ -542,24 +541,20 @@ module tsr_compute (
     end
   end
 
-`ifndef SYNTHESIS
-  always @(posedge clk_i) begin
-    if (rst_ni) begin
-      if (a_dre[PG] && a_dre[PA] && a_draddr[PG*AIB + AIB-1] == a_draddr[PA*AIB + AIB-1])
-        $error("tsr_compute: both pipes read one accumulator bank");
-      if (a_we[PG] && a_we[PA] && a_waddr[PG*AIB + AIB-1] == a_waddr[PA*AIB + AIB-1])
-        $error("tsr_compute: both pipes write one accumulator bank");
-      if (a_we[PG] && a_sre[PA] && a_waddr[PG*AIB + AIB-1] == a_sraddr[PA*AIB + AIB-1])
-        $error("tsr_compute: GEMM writes the bank the ALU reads");
-      for (int u = 0; u < 2; u++) begin
-        if (ld_acc_we && ((a_we[u] && a_waddr[u*AIB + AIB-1] == ld_waddr[AIB-1]) ||
-                          (a_dre[u] && a_draddr[u*AIB + AIB-1] == ld_waddr[AIB-1]) ||
-                          (a_sre[u] && a_sraddr[u*AIB + AIB-1] == ld_waddr[AIB-1])))
-          $error("tsr_compute: a load writes the accumulator bank a pipe uses");
-      end
-    end
+  // The bank rule: the two pipes, and a load beside them, never want the
+  // same accumulator bank port in one cycle.
+  `TSR_ASSERT(chk_one_reader_per_bank, !(a_dre[PG] && a_dre[PA] &&
+              a_draddr[PG*AIB + AIB-1] == a_draddr[PA*AIB + AIB-1]), clk_i, rst_ni)
+  `TSR_ASSERT(chk_one_writer_per_bank, !(a_we[PG] && a_we[PA] &&
+              a_waddr[PG*AIB + AIB-1] == a_waddr[PA*AIB + AIB-1]), clk_i, rst_ni)
+  `TSR_ASSERT(chk_gemm_write_vs_alu_read, !(a_we[PG] && a_sre[PA] &&
+              a_waddr[PG*AIB + AIB-1] == a_sraddr[PA*AIB + AIB-1]), clk_i, rst_ni)
+  for (genvar u = 0; u < 2; u++) begin : g_chk_load
+    `TSR_ASSERT(chk_load_bank_free, !(ld_acc_we &&
+                ((a_we[u] && a_waddr[u*AIB + AIB-1] == ld_waddr[AIB-1]) ||
+                 (a_dre[u] && a_draddr[u*AIB + AIB-1] == ld_waddr[AIB-1]) ||
+                 (a_sre[u] && a_sraddr[u*AIB + AIB-1] == ld_waddr[AIB-1]))), clk_i, rst_ni)
   end
-`endif
 
   // ---------------------------------------------------------------------
   // Loads of uop / acc / acc8

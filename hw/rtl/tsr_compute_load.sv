@@ -15,6 +15,8 @@
 // would hold the shared R channel at that rate.
 // The caller checks bounds (sram_base + rows*row <= depth) and x_size != 0
 // before start_i and keeps the inputs stable while busy_o.
+`include "tsr_assert.svh"
+
 module tsr_compute_load #(
   parameter int AddrW = 13  // on-chip row address bits (max of uop, acc)
 ) (
@@ -310,4 +312,7 @@ module tsr_compute_load #(
 
   assign busy_o  = wr_active_q || (iss_left_q != '0);
   assign stall_o = (rd_req_valid_o && !rd_req_ready_i) || (wr_active_q && !pad && !sel_elem_valid);
+
+  // The writer walks the padded box row by row: its cursor stays inside it.
+  `TSR_ASSERT(chk_walk_in_box, !wr_active_q || (wx_q < row_q && wy_q < rows_q), clk_i, rst_ni)
 endmodule

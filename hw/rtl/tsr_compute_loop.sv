@@ -7,6 +7,8 @@
 // only if an op with it is actually issued (as the golden model does).
 // The caller keeps the loop parameters stable while busy; stall_i keeps
 // the current op on the outputs for another cycle.
+`include "tsr_assert.svh"
+
 module tsr_compute_loop #(
   parameter int UopBits = tsr_pkg::UOP_IDX_BITS,  // uop index bits
   parameter int IterW   = 14,                     // iter_out/iter_in bits
@@ -140,4 +142,10 @@ module tsr_compute_loop #(
   assign dst_off_o = d_cur_q;
   assign src_off_o = s_cur_q;
   assign wgt_off_o = w_cur_q;
+
+  // Offsets saturate at CAP; while a nest runs its indices stay inside the
+  // loop bounds (the caller keeps them stable while busy).
+  `TSR_ASSERT(chk_offsets_capped, d_cur_q <= CAP && s_cur_q <= CAP && w_cur_q <= CAP, clk_i, rst_ni)
+  `TSR_ASSERT(chk_in_bounds, !active_q || ({1'b0, u_q} < uop_end_i && i_q < iter_out_i && j_q < iter_in_i),
+              clk_i, rst_ni)
 endmodule

@@ -31,6 +31,8 @@
 // interval: after the first pass over its uops (i = j = 0, every uop seen
 // once) min/max of the uop fields plus the largest loop offsets
 // (iter-1)*factor bound every index the instruction can touch.
+`include "tsr_assert.svh"
+
 module tsr_compute_pipe #(
   parameter int Gemm = 1
 ) (
@@ -270,14 +272,10 @@ module tsr_compute_pipe #(
   end
   assign known_o = known_q;
 
-`ifndef SYNTHESIS
   // Every op of a known footprint stays within its banks (the bank rule's
   // premise).
-  always @(posedge clk_i) begin
-    if (rst_ni && known_q && p1_ok && ((op_banks & ~banks_o) != 2'b00))
-      $error("tsr_compute_pipe: op outside its instruction's footprint banks");
-  end
-`endif
+  `TSR_ASSERT(chk_op_in_footprint, !(known_q && p1_ok && ((op_banks & ~banks_o) != 2'b00)),
+              clk_i, rst_ni)
 
   // ---------------------------------------------------------------------
   // P2..P4

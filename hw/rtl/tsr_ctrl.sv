@@ -13,6 +13,8 @@
 // CntMask and CntWidth trim the counters for small parts (tsr_serial_top):
 // a counter whose mask bit is 0 is not built and reads 0; the others count
 // in CntWidth bits and read zero-extended to 64.
+`include "tsr_assert.svh"
+
 module tsr_ctrl #(
   parameter int NumCnt = tsr_pkg::CNT_COUNT,
   parameter logic [NumCnt-1:0] CntMask = '1,
@@ -253,4 +255,9 @@ module tsr_ctrl #(
   // Only byte 0 of AP_CTRL / SOFT_RESET carries bits; the other strobes select nothing.
   logic unused_wstrb;
   assign unused_wstrb = ^s_axil_wstrb_i[3:1];
+
+  // A run and a soft reset never overlap: the reset ends the run and no
+  // start is taken until it is over.
+  `TSR_ASSERT(chk_no_run_in_reset, !(busy_q && rst_q), clk_i, rst_ni)
+  `TSR_ASSERT(chk_no_start_in_reset, !(start && rst_q), clk_i, rst_ni)
 endmodule

@@ -3,6 +3,8 @@
 // DEP_QUEUE_DEPTH, the bound the verifier's deadlock check assumes. The
 // capacity limits run-ahead only: it orders no memory access
 // (isa/semantics.md), and consumers may pop earlier than the golden model.
+`include "tsr_assert.svh"
+
 module tsr_dep_queue #(
   parameter int Depth = tsr_pkg::DEP_QUEUE_DEPTH,
   localparam int CW = $clog2(Depth + 1)
@@ -33,13 +35,9 @@ module tsr_dep_queue #(
     else cnt_q <= cnt_d;
   end
 
-`ifndef SYNTHESIS
-  // Simulation-only protocol checks (plain always: not hardware).
-  always @(posedge clk_i) begin
-    if (rst_ni) begin
-      assert (!(push_i && !ready_o)) else $error("tsr_dep_queue: push to a full queue");
-      assert (!(pop_i && !valid_o)) else $error("tsr_dep_queue: pop from an empty queue");
-    end
-  end
-`endif
+  // Protocol: producers push only with room, consumers pop only a token;
+  // the count stays within the capacity the verifier assumes.
+  `TSR_ASSERT(chk_push_when_full, !(push_i && !ready_o), clk_i, rst_ni)
+  `TSR_ASSERT(chk_pop_when_empty, !(pop_i && !valid_o), clk_i, rst_ni)
+  `TSR_ASSERT(chk_count_in_range, cnt_q <= CW'(Depth), clk_i, rst_ni)
 endmodule

@@ -18,6 +18,8 @@
 // request per command, unlimited look-ahead, 2-beat buffer: full bus rate);
 // use it only when the element consumer takes elements as they arrive and
 // never waits on other DMA traffic, with elements at least a beat wide.
+`include "tsr_assert.svh"
+
 module tsr_dma_rd_elems #(
   parameter int ElemBytes = 4,
   parameter int BusBytes  = tsr_pkg::BUS_BYTES,
@@ -280,12 +282,10 @@ module tsr_dma_rd_elems #(
     end
   end
 
-`ifndef SYNTHESIS
-  initial begin
-    if (BufBeats != 0 && BufBeats < 16)
-      $error("tsr_dma_rd_elems: BufBeats must be 0 or >= 16");
-    if ((ElemBytes & (ElemBytes - 1)) != 0 || (BusBytes & (BusBytes - 1)) != 0)
-      $error("tsr_dma_rd_elems: ElemBytes and BusBytes must be powers of two");
-  end
-`endif
+  `TSR_ASSERT_INIT(chk_buf_beats, BufBeats == 0 || BufBeats >= 16)
+  `TSR_ASSERT_INIT(chk_pow2, (ElemBytes & (ElemBytes - 1)) == 0 && (BusBytes & (BusBytes - 1)) == 0)
+  // Reservation: the credit never exceeds the buffer it reserves, and a
+  // request is sent only with credit for all of it.
+  `TSR_ASSERT(chk_credit_range, BufBeats == 0 || 32'(credit_q) <= 32'(DDEPTH), clk_i, rst_ni)
+  `TSR_ASSERT(chk_req_nonempty, !rd_req_valid_o || rd_req_beats_o != '0, clk_i, rst_ni)
 endmodule

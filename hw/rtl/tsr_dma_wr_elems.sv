@@ -8,6 +8,8 @@
 // high and elem_ready_o low (the usual valid/ready rule).
 // idle_o is high when no command is pending and every request issued has
 // been acknowledged by wr_done_i.
+`include "tsr_assert.svh"
+
 module tsr_dma_wr_elems #(
   parameter int ElemBytes = 4,
   parameter int BusBytes  = tsr_pkg::BUS_BYTES,
@@ -251,10 +253,9 @@ module tsr_dma_wr_elems #(
     end
   end
 
-`ifndef SYNTHESIS
-  initial begin
-    if ((ElemBytes & (ElemBytes - 1)) != 0 || (BusBytes & (BusBytes - 1)) != 0)
-      $error("tsr_dma_wr_elems: ElemBytes and BusBytes must be powers of two");
-  end
-`endif
+  `TSR_ASSERT_INIT(chk_pow2, (ElemBytes & (ElemBytes - 1)) == 0 && (BusBytes & (BusBytes - 1)) == 0)
+  // A command of count >= 1 is walked down to its last element: the cursor
+  // never reads 0 while its command is at the head.
+  `TSR_ASSERT(chk_left_nonzero, !info_valid || left != '0, clk_i, rst_ni)
+  `TSR_ASSERT(chk_req_nonempty, !wr_req_valid_o || wr_req_beats_o != '0, clk_i, rst_ni)
 endmodule

@@ -7,6 +7,8 @@
 // Footprint: rows y < y_size of x_size elements at dram_base + y*x_stride,
 // so its last element ends at dram_base + (y_size-1)*x_stride + x_size.
 // Combinational; callers register the result beside the command.
+`include "tsr_assert.svh"
+
 module tsr_dram_span (
   input  logic [31:0] dram_base_i,  // first element
   input  logic [15:0] y_size_i,
@@ -24,4 +26,8 @@ module tsr_dram_span (
   assign end_elem  = 34'(dram_base_i) + 34'(rows_span) + 34'(x_size_i);
   assign limit     = 34'd1 << (6'd32 - 6'(elem_log_i));
   assign ovf_o     = (y_size_i != '0) && (x_size_i != '0) && (end_elem > limit);
+
+  // The 34-bit sum covers dram_base (32 bits) + a row span (32) + x_size (16).
+  `TSR_ASSERT_INIT(chk_field_widths, tsr_pkg::MEM_DRAM_BASE_W <= 32 && tsr_pkg::MEM_Y_SIZE_W <= 16 &&
+                   tsr_pkg::MEM_X_SIZE_W <= 16 && tsr_pkg::MEM_X_STRIDE_W <= 16)
 endmodule

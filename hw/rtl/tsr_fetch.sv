@@ -2,6 +2,8 @@
 // reader of 16-byte instructions) and dispatches each instruction, in
 // order, into the command FIFO of the stage that executes it. A full FIFO
 // stalls fetch, exactly as the golden model's bounded command queues do.
+`include "tsr_assert.svh"
+
 module tsr_fetch #(
   parameter int CmdDepth = tsr_pkg::CMD_QUEUE_DEPTH,
   parameter int BusBytes = tsr_pkg::BUS_BYTES
@@ -160,4 +162,8 @@ module tsr_fetch #(
     .out_data_o  (store_cmd_o),
     .count_o     ()
   );
+
+  // Each instruction goes to at most one stage, and a malformed one to none.
+  `TSR_ASSERT(chk_one_stage, $onehot0(fifo_in_valid), clk_i, rst_ni)
+  `TSR_ASSERT(chk_bad_not_dispatched, !(bad && (fifo_in_valid != '0)), clk_i, rst_ni)
 endmodule

@@ -1,6 +1,8 @@
 // tsr_fifo: synchronous FIFO with valid/ready on both sides. Output data is
 // taken from the storage array, so a push is visible at the output one cycle
 // later; full and empty come from a count register.
+`include "tsr_assert.svh"
+
 module tsr_fifo #(
   parameter int Width = 8,
   parameter int Depth = 4,
@@ -64,14 +66,11 @@ module tsr_fifo #(
   tsr_hs_check #(.Width(Width)) u_in_check (
     .clk_i (clk_i), .rst_ni (rst_ni), .valid_i (in_valid_i), .ready_i (in_ready_o),
     .data_i (in_data_i));
-  always @(posedge clk_i) begin
-    if (rst_ni) begin
-      if (cnt_q > CW'(Depth)) $error("%m: count %0d above the depth %0d", cnt_q, Depth);
-      if (cnt_q == '0 && rd_q != wr_q) $error("%m: empty but the pointers differ");
-      if (cnt_q == CW'(Depth) && rd_q != wr_q) $error("%m: full but the pointers differ");
-      if (push && cnt_q == CW'(Depth)) $error("%m: push when full");
-      if (pop && cnt_q == '0) $error("%m: pop when empty");
-    end
-  end
 `endif
+  `TSR_ASSERT_MSG(chk_count_range, cnt_q <= CW'(Depth), clk_i, rst_ni,
+                  ("%m: count %0d above the depth %0d", cnt_q, Depth))
+  `TSR_ASSERT(chk_empty_ptrs, !(cnt_q == '0 && rd_q != wr_q), clk_i, rst_ni)
+  `TSR_ASSERT(chk_full_ptrs, !(cnt_q == CW'(Depth) && rd_q != wr_q), clk_i, rst_ni)
+  `TSR_ASSERT(chk_push_when_full, !(push && cnt_q == CW'(Depth)), clk_i, rst_ni)
+  `TSR_ASSERT(chk_pop_when_empty, !(pop && cnt_q == '0), clk_i, rst_ni)
 endmodule

@@ -11,6 +11,8 @@
 //
 // The array is BATCH x BLOCK_OUT / L units tsr_gemm_dot (L = 2 output columns
 // per unit with DspPack = 1, two int8 products per multiplier; else 1).
+`include "tsr_assert.svh"
+
 module tsr_gemm_core #(
   parameter int Batch    = tsr_pkg::BATCH,
   parameter int BlockIn  = tsr_pkg::BLOCK_IN,
@@ -44,4 +46,7 @@ module tsr_gemm_core #(
       );
     end
   end
+
+  // DSP packing pairs output columns: BlockOut must be even.
+  `TSR_ASSERT_INIT(chk_pairs, BlockOut % L == 0)
 endmodule

@@ -16,6 +16,8 @@
 // bit-identical to DspPack = 0 with half the multipliers and no extra cycle.
 // dot_o is each sum modulo 2^AccWidth; it follows inp_i/wgt_i by two cycles.
 
+`include "tsr_assert.svh"
+
 module tsr_gemm_dot #(
   parameter int BlockIn  = tsr_pkg::BLOCK_IN,
   parameter int InpWidth = tsr_pkg::INP_WIDTH,
@@ -116,4 +118,7 @@ module tsr_gemm_dot #(
   end
 
   assign dot_o = dot_q;
+
+  // The packed product is exact only for int8 x int8 in two lanes (WP486).
+  `TSR_ASSERT_INIT(chk_dsp_pack, DspPack == 0 || (InpWidth == 8 && WgtWidth == 8 && Lanes == 2))
 endmodule

@@ -3,8 +3,10 @@
 // payload unchanged until the transfer (AXI's rule, and the rule every
 // Tessera FIFO and stage port relies on: a receiver may sample the payload
 // in any cycle valid is high). Instantiated beside each handshake; empty in
-// synthesis. Uses `if (...) $error` rather than `assert` so that Verilator
-// checks it without --assert and Icarus reports it too.
+// synthesis. Through tsr_assert.svh (`if (...) $error`, which Verilator
+// checks without --assert and Icarus reports too).
+`include "tsr_assert.svh"
+
 module tsr_hs_check #(
   parameter int Width = 1
 ) (
@@ -22,13 +24,13 @@ module tsr_hs_check #(
     if (!rst_ni) begin
       stall_q <= 1'b0;
     end else begin
-      if (stall_q && !valid_i)
-        $error("%m: valid dropped before the transfer (valid && !ready last cycle)");
-      if (stall_q && valid_i && data_i !== data_q)
-        $error("%m: payload changed while valid && !ready");
       stall_q <= valid_i && !ready_i;
     end
     data_q <= data_i;
   end
 `endif
+  `TSR_ASSERT_MSG(chk_valid_held, !(stall_q && !valid_i), clk_i, rst_ni,
+                  ("%m: valid dropped before the transfer (valid && !ready last cycle)"))
+  `TSR_ASSERT_MSG(chk_payload_held, !(stall_q && valid_i && data_i !== data_q), clk_i, rst_ni,
+                  ("%m: payload changed while valid && !ready"))
 endmodule

@@ -2,6 +2,8 @@
 // opcode or memory type is malformed (isa/semantics.md "Dependency flags and
 // stages"; the C side is tsr_insn_stage). The rule both cores' fetch
 // dispatches by, kept in one place. Combinational.
+`include "tsr_assert.svh"
+
 module tsr_insn_route (
   input  logic [2:0] opcode_i,
   input  logic [2:0] mem_type_i,  // read for LOAD and STORE only
@@ -20,4 +22,11 @@ module tsr_insn_route (
             ((opcode_i == 3'(tsr_pkg::OP_LOAD) || opcode_i == 3'(tsr_pkg::OP_STORE)) &&
              mem_type_i > 3'(tsr_pkg::MEM_ACC8));
   end
+
+  // bad_o relies on ALU being the last opcode and acc8 the last memory type.
+  `TSR_ASSERT_INIT(chk_last_opcode, tsr_pkg::OP_ALU >= tsr_pkg::OP_LOAD && tsr_pkg::OP_ALU >= tsr_pkg::OP_STORE &&
+                   tsr_pkg::OP_ALU >= tsr_pkg::OP_GEMM && tsr_pkg::OP_ALU >= tsr_pkg::OP_FINISH)
+  `TSR_ASSERT_INIT(chk_last_mem_type, tsr_pkg::MEM_ACC8 >= tsr_pkg::MEM_UOP && tsr_pkg::MEM_ACC8 >= tsr_pkg::MEM_WGT &&
+                   tsr_pkg::MEM_ACC8 >= tsr_pkg::MEM_INP && tsr_pkg::MEM_ACC8 >= tsr_pkg::MEM_ACC &&
+                   tsr_pkg::MEM_ACC8 >= tsr_pkg::MEM_OUT)
 endmodule

@@ -34,6 +34,8 @@
 // An instruction whose rows would leave the buffer writes nothing and sets
 // the sticky err_o when it completes (the golden model's EBOUNDS); its
 // tokens are still handled so the pipeline does not hang.
+`include "tsr_assert.svh"
+
 module tsr_load #(
   parameter int BusBytes = tsr_pkg::BUS_BYTES,
   // Reader commands (DRAM rows) in flight: enough rows of a few beats to
@@ -693,14 +695,7 @@ module tsr_load #(
   assign insn_count_o = count_q;
   assign err_o        = err_q;
 
-`ifndef SYNTHESIS
   // The range check before execution keeps every write inside the buffer.
-  always @(posedge clk_i) begin
-    if (rst_ni && we) begin
-      assert ({1'b0, (data_take ? daddr_q : paddr_q)} <
-              (b_wgt_q ? (IDXW+1)'(tsr_pkg::WGT_DEPTH) : (IDXW+1)'(tsr_pkg::INP_DEPTH)))
-        else $error("tsr_load: SRAM write out of range");
-    end
-  end
-`endif
+  `TSR_ASSERT(chk_write_in_range, !we || {1'b0, (data_take ? daddr_q : paddr_q)} <
+              (b_wgt_q ? (IDXW+1)'(tsr_pkg::WGT_DEPTH) : (IDXW+1)'(tsr_pkg::INP_DEPTH)), clk_i, rst_ni)
 endmodule

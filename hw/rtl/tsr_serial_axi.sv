@@ -12,6 +12,8 @@
 // err_o is sticky until flush_i. flush_i (soft reset) takes no new request;
 // a transaction already accepted is completed as issued (a single beat, so
 // no burst is cut short); idle_o: nothing outstanding.
+`include "tsr_assert.svh"
+
 module tsr_serial_axi #(
   parameter int BusBytes = tsr_pkg::BUS_BYTES
 ) (
@@ -169,4 +171,9 @@ module tsr_serial_axi #(
                                        .ready_i(m_axi_awready_i), .data_i(m_axi_awaddr_o));
   tsr_hs_check #(.Width(BusBytes * 9)) u_w_chk (.clk_i, .rst_ni, .valid_i(m_axi_wvalid_o),
                                                 .ready_i(m_axi_wready_i), .data_i({m_axi_wstrb_o, m_axi_wdata_o}));
+
+  // One single-beat transaction at a time: W only inside a write, and the
+  // response phase only once address (and data) are gone.
+  `TSR_ASSERT(chk_w_in_write, !data_pend_q || state_q == S_WRITE, clk_i, rst_ni)
+  `TSR_ASSERT(chk_one_channel, !(m_axi_arvalid_o && (m_axi_awvalid_o || m_axi_wvalid_o)), clk_i, rst_ni)
 endmodule

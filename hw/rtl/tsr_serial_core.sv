@@ -25,6 +25,8 @@
 // error bit until the next start or reset. After FINISH the core stops, so
 // the registers show what was left (tokens, queued work) for the driver's
 // end-of-run checks.
+`include "tsr_assert.svh"
+
 module tsr_serial_core (
   input  logic         clk_i,
   input  logic         rst_ni,
@@ -1076,4 +1078,12 @@ module tsr_serial_core (
     wstrb_q    <= wstrb_d;
     wtag_q     <= wtag_d;
   end
+
+  // Command queues and token counters stay within their capacities (those
+  // the verifier's deadlock check assumes).
+  for (genvar s = 0; s < 3; s++) begin : g_chk_queue
+    `TSR_ASSERT(chk_queue_count, qcnt_q[s*QCW +: QCW] <= QCW'(D), clk_i, rst_ni)
+  end
+  `TSR_ASSERT(chk_token_counts, l2c_q <= TCW'(tsr_pkg::DEP_QUEUE_DEPTH) && c2l_q <= TCW'(tsr_pkg::DEP_QUEUE_DEPTH) &&
+              c2s_q <= TCW'(tsr_pkg::DEP_QUEUE_DEPTH) && s2c_q <= TCW'(tsr_pkg::DEP_QUEUE_DEPTH), clk_i, rst_ni)
 endmodule

@@ -6,6 +6,8 @@
 // soft reset holds the core while the master completes its transaction.
 // The build scripts pick this module as the top when the config asks for it
 // (scripts/rtl_top.sh).
+`include "tsr_assert.svh"
+
 module tsr_serial_top (
   input  logic        clk_i,
   input  logic        rst_ni,
@@ -211,4 +213,9 @@ module tsr_serial_top (
     .rd_beat_o       (rd_beat),
     .wr_beat_o       (wr_beat)
   );
+
+  // No run starts while the core is held in (soft) reset, and the one
+  // single-beat master never moves a read and a write beat in one cycle.
+  `TSR_ASSERT(chk_no_start_in_reset, !(start && soft_rst), clk_i, rst_ni)
+  `TSR_ASSERT(chk_one_beat, !(rd_beat && wr_beat), clk_i, rst_ni)
 endmodule

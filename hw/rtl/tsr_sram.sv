@@ -8,6 +8,8 @@
 // may then drop the bypass that gives a collision its old-data result
 // (yosys no_rw_check; on iCE40 that bypass was a register and a LUT per data
 // bit beside every block RAM). A simulation check holds the caller to it.
+`include "tsr_assert.svh"
+
 module tsr_sram #(
   parameter int Width = 32,
   parameter int Depth = 16,
@@ -41,12 +43,8 @@ module tsr_sram #(
       if (we_i) mem_q[waddr_i] <= wdata_i;
       if (re_i) rdata_q <= mem_q[raddr_i];
     end
-`ifndef SYNTHESIS
-    always @(posedge clk_i) begin
-      if (we_i && re_i && waddr_i == raddr_i)
-        $error("%m: row %0d read in the cycle it is written (NoRdw = 1)", raddr_i);
-    end
-`endif
+    `TSR_ASSERT_MSG(chk_no_rdw, !(we_i && re_i && waddr_i == raddr_i), clk_i, 1'b1,
+                    ("%m: row %0d read in the cycle it is written (NoRdw = 1)", raddr_i))
   end else begin : g_bram
     logic [Width-1:0] mem_q [Depth];
     always_ff @(posedge clk_i) begin
@@ -56,4 +54,8 @@ module tsr_sram #(
   end
 
   assign rdata_o = rdata_q;
+
+  // Every write lands inside the array (a Depth that is not a power of two
+  // leaves addresses the RAM does not have).
+  `TSR_ASSERT(chk_write_in_range, !we_i || 32'(waddr_i) < 32'(Depth), clk_i, 1'b1)
 endmodule

@@ -8,6 +8,8 @@
 // the block RAM port does, so no extra register holds it). The
 // accumulator uses it with ACC_SINGLE_COPY: one copy per bank instead of a
 // tsr_sram for the dst reads and another for the src reads.
+`include "tsr_assert.svh"
+
 module tsr_sram_2p #(
   parameter int Width = 32,
   parameter int Depth = 16,
@@ -38,9 +40,8 @@ module tsr_sram_2p #(
   assign a_rdata_o = a_rdata_q;
   assign b_rdata_o = b_rdata_q;
 
-`ifndef SYNTHESIS
-  always @(posedge clk_i) begin
-    if (a_we_i && a_re_i) $error("tsr_sram_2p: port A reads and writes in one cycle");
-  end
-`endif
+  `TSR_ASSERT(chk_port_a_one_access, !(a_we_i && a_re_i), clk_i, 1'b1)
+  // Every write lands inside the array (a Depth that is not a power of two
+  // leaves addresses the RAM does not have).
+  `TSR_ASSERT(chk_write_in_range, !a_we_i || 32'(a_addr_i) < 32'(Depth), clk_i, 1'b1)
 endmodule

@@ -10,6 +10,8 @@
 // memory type, padding, rows outside the buffer) write nothing and set the
 // sticky err_o, as the golden model rejects them; their tokens are still
 // handled so the pipeline does not hang.
+`include "tsr_assert.svh"
+
 module tsr_store #(
   parameter int BusBytes = tsr_pkg::BUS_BYTES,
   localparam int OB = tsr_pkg::OUT_BYTES,
@@ -324,4 +326,7 @@ module tsr_store #(
                         ((state_q == S_DRAIN) && !wr_idle);
   assign insn_count_o = count_q;
   assign err_o        = err_q;
+
+  // The range check before execution keeps every read inside the buffer.
+  `TSR_ASSERT(chk_read_in_range, !re || 32'(raddr_q) < 32'(tsr_pkg::OUT_DEPTH), clk_i, rst_ni)
 endmodule

@@ -7,6 +7,8 @@
 // (SOFT_RESET register) holds fetch, the stages and the token queues in reset
 // (core_rst_n) while the AXI4 master drains; on-chip buffers keep their
 // contents.
+`include "tsr_assert.svh"
+
 module tsr_top (
   input  logic        clk_i,
   input  logic        rst_ni,
@@ -406,4 +408,8 @@ module tsr_top (
 
   // fetch_busy is informational (the run ends at FINISH, not when fetch drains);
   // software reads it in REG_UNITS.
+
+  // No run starts while the core is held in (soft) reset (fetch and the
+  // stages would miss it).
+  `TSR_ASSERT(chk_no_start_in_reset, !(start && soft_rst), clk_i, rst_ni)
 endmodule

@@ -16,7 +16,7 @@ mkdir -p "$work"
 sed 's/^module tsr_gemm_core(/module tsr_gemm_core_gl(/' "$work/gl/tsr_gemm_core_ice40.v" >"$work/gemm_gl.v"
 grep -q '^module tsr_gemm_core_gl(' "$work/gemm_gl.v" || { echo "ice40_gemm_gl: no module tsr_gemm_core in the netlist" >&2; exit 1; }
 grep '^ *SB_' "$work/gl/stat.txt" || true
-iverilog -g2012 -DNO_ICE40_DEFAULT_ASSIGNMENTS -o "$work/tb.vvp" -s tb_gemm_gl \
+iverilog -g2012 -I"$root/hw/rtl" -DNO_ICE40_DEFAULT_ASSIGNMENTS -o "$work/tb.vvp" -s tb_gemm_gl \
   "$work/tsr_pkg.sv" "$root/hw/rtl/tsr_gemm_core.sv" "$root/hw/rtl/tsr_gemm_dot.sv" "$work/gemm_gl.v" "$root/tests/fpga/tb_gemm_gl.sv" \
   /usr/share/yosys/ice40/cells_sim.v >"$work/iverilog.log" 2>&1 || { cat "$work/iverilog.log"; exit 1; }
 out=$(vvp -n "$work/tb.vvp" +seed="$seed" 2>&1) || { echo "$out"; exit 1; }

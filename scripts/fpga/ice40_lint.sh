@@ -15,9 +15,9 @@ mkdir -p "$work"
 srcs=("$work/tsr_pkg.sv" "$root"/hw/rtl/*.sv "$root"/hw/fpga/ice40/*.sv)
 # Port default values in the cell models are not Verilog that Verilator or
 # Icarus parse; the macro turns them off.
-verilator --lint-only -Wall -DNO_ICE40_DEFAULT_ASSIGNMENTS "$root/hw/rtl/lint_waivers.vlt" \
+verilator --lint-only -Wall -I"$root/hw/rtl" -DNO_ICE40_DEFAULT_ASSIGNMENTS "$root/hw/rtl/lint_waivers.vlt" \
   "$root/hw/fpga/ice40/lint_waivers.vlt" "${srcs[@]}" -v "$cells" --top-module tsr_ice40_top
 yosys -q -p "read_verilog -lib -specify +/ice40/cells_sim.v; read_verilog -sv ${srcs[*]}; hierarchy -check -top tsr_ice40_top; proc" > "$work/yosys.log"
-iverilog -g2012 -DNO_ICE40_DEFAULT_ASSIGNMENTS -o "$work/top.vvp" -s tsr_ice40_top "${srcs[@]}" "$cells" 2>"$work/iverilog.log" ||
+iverilog -g2012 -I"$root/hw/rtl" -DNO_ICE40_DEFAULT_ASSIGNMENTS -o "$work/top.vvp" -s tsr_ice40_top "${srcs[@]}" "$cells" 2>"$work/iverilog.log" ||
   { cat "$work/iverilog.log" >&2; exit 1; }
 echo "lint: tsr_ice40_top clean for $cfg (verilator -Wall, yosys, iverilog)"

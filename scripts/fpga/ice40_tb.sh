@@ -9,7 +9,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 work=${3:-$(mktemp -d)}
 mkdir -p "$work"
 "$cli" config emit-sv "$cfg" -o "$work/tsr_pkg.sv"
-iverilog -g2012 -Wall -Wno-timescale -DNO_ICE40_DEFAULT_ASSIGNMENTS -o "$work/tb.vvp" -s tb_ice40_top \
+iverilog -g2012 -Wall -Wno-timescale -I"$root/hw/rtl" -DNO_ICE40_DEFAULT_ASSIGNMENTS -o "$work/tb.vvp" -s tb_ice40_top \
   "$work/tsr_pkg.sv" "$root"/hw/rtl/*.sv "$root"/hw/fpga/ice40/*.sv "$root/tests/fpga/tb_ice40_top.sv" \
   /usr/share/yosys/ice40/cells_sim.v >"$work/iverilog.log" 2>&1 || { cat "$work/iverilog.log"; exit 1; }
 out=$(vvp -n "$work/tb.vvp" 2>&1) || { echo "$out"; exit 1; }

@@ -50,7 +50,7 @@ if bad:
 print("test_flow: kernel.xml (3 boards) matches isa/tsr_regs.h; params.tcl and link.cfg match boards/*.json")
 PY
 srcs=("$work/pynq-z1/tsr_pkg.sv" "$root"/hw/rtl/*.sv "$root/hw/fpga/tsr_kernel.sv")
-verilator --lint-only -Wall "$root/hw/rtl/lint_waivers.vlt" "$root/hw/fpga/lint_waivers.vlt" "${srcs[@]}" --top-module tsr_kernel
+verilator --lint-only -Wall -I"$root/hw/rtl" "$root/hw/rtl/lint_waivers.vlt" "$root/hw/fpga/lint_waivers.vlt" "${srcs[@]}" --top-module tsr_kernel
 yosys -q -p "read_verilog -sv ${srcs[*]}; hierarchy -check -top tsr_kernel; proc" > "$work/yosys.log"
-iverilog -g2012 -o "$work/kernel.vvp" -s tsr_kernel "${srcs[@]}" 2> >(grep -v "sorry: constant selects" >&2)
+iverilog -g2012 -I"$root/hw/rtl" -o "$work/kernel.vvp" -s tsr_kernel "${srcs[@]}" 2> >(grep -v "sorry: constant selects" >&2)
 echo "test_flow: tsr_kernel lints clean (verilator -Wall, yosys, iverilog)"

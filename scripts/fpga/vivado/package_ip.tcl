@@ -11,7 +11,7 @@ set root   [file normalize [file dirname [info script]]/../../..]
 source $gendir/params.tcl
 
 create_project -in_memory -part $tsr_part
-read_verilog -sv [list $gendir/tsr_pkg.sv {*}[glob $root/hw/rtl/*.sv] $root/hw/fpga/tsr_kernel.sv]
+read_verilog -sv [list $gendir/tsr_pkg.sv {*}[glob $root/hw/rtl/*.sv] {*}[glob $root/hw/rtl/*.svh] $root/hw/fpga/tsr_kernel.sv]
 set_property top tsr_kernel [current_fileset]
 update_compile_order -fileset sources_1
 
