@@ -516,6 +516,79 @@ static int conv_bind(const tsr_config_t *c, tsr_conv2d_plan_t *pl, uint64_t x_ad
     return tsr_kcache_relocate(c, pl->insns, k->ninsns, base);
 }
 
+/* The plan's own copy of the parameters and their arrays. */
+static int own_params(const tsr_conv2d_params_t *params, tsr_conv2d_plan_t *pl)
+{
+    pl->w_zp = malloc(sizeof(int32_t) * (size_t)params->w_zp_count);
+    pl->mult = malloc(sizeof(int32_t) * (size_t)params->rq_count);
+    pl->shift = malloc(sizeof(int32_t) * (size_t)params->rq_count);
+    if (!pl->w_zp || !pl->mult || !pl->shift)
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    memcpy(pl->w_zp, params->w_zp, sizeof(int32_t) * (size_t)params->w_zp_count);
+    memcpy(pl->mult, params->mult, sizeof(int32_t) * (size_t)params->rq_count);
+    memcpy(pl->shift, params->shift, sizeof(int32_t) * (size_t)params->rq_count);
+    pl->p.w_zp = pl->w_zp;
+    pl->p.mult = pl->mult;
+    pl->p.shift = pl->shift;
+    return TSR_OK;
+}
+
+/* The plan's figures from its geometry (tiling adopted or chosen) and kernel k. */
+static void plan_fields(const tsr_config_t *c, const geo_t *g, const tsr_kernel_t *k, tsr_conv2d_plan_t *pl)
+{
+    pl->oh = g->oh;
+    pl->ow = g->ow;
+    pl->nb = g->nb;
+    pl->cib = g->cib;
+    pl->wsplit = g->wsplit;
+    pl->cob = g->cob;
+    pl->depthwise = g->dw;
+    pl->toh = g->t.toh;
+    pl->tco = g->t.tco;
+    pl->tci = g->t.tci;
+    pl->rows_in = g->rows_in;
+    pl->row_step = g->row_step;
+    pl->wp = g->wr;
+    pl->tow = g->t.tow;
+    pl->nconst = g->nconst;
+    pl->co_inner = g->t.co_inner;
+    pl->nbuf_inp = g->t.nbi;
+    pl->nbuf_acc = g->t.nba;
+    pl->resident = g->t.res;
+    pl->tiles = g->tiles;
+    pl->chunks = g->chunks;
+    pl->h_pad = g->h_pad;
+    pl->nuops = k->nuops;
+    pl->uop_addr = tsr_kcache_uop_addr(pl->kref);
+    pl->x_bytes = x_elems(g) * c->inp_bytes;
+    pl->w_bytes = w_elems(g) * c->wgt_bytes;
+    pl->y_bytes = y_elems(g) * c->out_bytes;
+    pl->c_bytes = c_elems(g) * c->acc_bytes;
+}
+
+/* This plan's stream: the cached one, relocated to its buffers. A new
+ * stream is checked field by field. A cached one is not again (that
+ * was half the time of a hit): relocation changed only dram_base and
+ * checked it against its field, and every other field is that of a
+ * stream that passed this check when it was generated (memory) or was
+ * decoded from bits (disk). The driver encodes every stream it submits. */
+static int plan_bind(const tsr_config_t *c, tsr_conv2d_plan_t *pl)
+{
+    uint64_t base[1][TSR_MEM_COUNT];
+    conv_base(pl, pl->x_addr, pl->y_addr, base[0]);
+    tsr_opplan_stream_t st;
+    int rc = tsr_opplan_bind(c, OP, pl->kref, NULL, 1, (const uint64_t(*)[TSR_MEM_COUNT])base,
+                             pl->kcache == TSR_KC_MISS || pl->kcache == TSR_KC_NONE, &st);
+    pl->insns = st.insns;
+    pl->ninsns = st.ninsns;
+    if (rc)
+        return rc;
+    pl->gemm_ops = st.gemm_ops;
+    pl->alu_ops = st.alu_ops;
+    pl->dram_bytes = st.dram_bytes;
+    return TSR_OK;
+}
+
 static int plan_impl(tsr_device_t *dev, const tsr_conv2d_params_t *params, const tsr_add_params_t *fadd,
                      const tsr_dtensor_t *x, const tsr_dtensor_t *r, const tsr_dtensor_t *y, tsr_conv2d_plan_t *pl)
 {
@@ -536,22 +609,12 @@ static int plan_impl(tsr_device_t *dev, const tsr_conv2d_params_t *params, const
         pl->r_addr = r->addr;
         g.fadd = &pl->fadd;
     }
-    pl->w_zp = malloc(sizeof(int32_t) * (size_t)params->w_zp_count);
-    pl->mult = malloc(sizeof(int32_t) * (size_t)params->rq_count);
-    pl->shift = malloc(sizeof(int32_t) * (size_t)params->rq_count);
     sig = malloc(TSR_KCACHE_MAX_SIG);
-    if (!pl->w_zp || !pl->mult || !pl->shift || !sig) {
-        rc = tsr_err(TSR_ENOMEM, "out of memory");
+    if (!sig || (rc = own_params(params, pl))) {
+        rc = sig ? rc : tsr_err(TSR_ENOMEM, "out of memory");
         goto fail;
     }
-    memcpy(pl->w_zp, params->w_zp, sizeof(int32_t) * (size_t)params->w_zp_count);
-    memcpy(pl->mult, params->mult, sizeof(int32_t) * (size_t)params->rq_count);
-    memcpy(pl->shift, params->shift, sizeof(int32_t) * (size_t)params->rq_count);
-    pl->p.w_zp = pl->w_zp;
-    pl->p.mult = pl->mult;
-    pl->p.shift = pl->shift;
     g.p = &pl->p;
-
     /* The kernel: from the device's cache, else generated and inserted. */
     size_t sig_len = conv2d_sig(&pl->p, g.fadd, sig);
     if (sig_len > TSR_KCACHE_MAX_SIG) {
@@ -565,35 +628,7 @@ static int plan_impl(tsr_device_t *dev, const tsr_conv2d_params_t *params, const
     const tsr_kernel_t *k = tsr_kcache_kernel(pl->kref);
     conv_meta_t meta;
     memcpy(&meta, k->meta, sizeof meta);
-
-    pl->oh = g.oh;
-    pl->ow = g.ow;
-    pl->nb = g.nb;
-    pl->cib = g.cib;
-    pl->wsplit = g.wsplit;
-    pl->cob = g.cob;
-    pl->depthwise = g.dw;
-    pl->toh = g.t.toh;
-    pl->tco = g.t.tco;
-    pl->tci = g.t.tci;
-    pl->rows_in = g.rows_in;
-    pl->row_step = g.row_step;
-    pl->wp = g.wr;
-    pl->tow = g.t.tow;
-    pl->nconst = g.nconst;
-    pl->co_inner = g.t.co_inner;
-    pl->nbuf_inp = g.t.nbi;
-    pl->nbuf_acc = g.t.nba;
-    pl->resident = g.t.res;
-    pl->tiles = g.tiles;
-    pl->chunks = g.chunks;
-    pl->h_pad = g.h_pad;
-    pl->nuops = k->nuops;
-    pl->uop_addr = tsr_kcache_uop_addr(pl->kref);
-    pl->x_bytes = x_elems(&g) * c->inp_bytes;
-    pl->w_bytes = w_elems(&g) * c->wgt_bytes;
-    pl->y_bytes = y_elems(&g) * c->out_bytes;
-    pl->c_bytes = c_elems(&g) * c->acc_bytes;
+    plan_fields(c, &g, k, pl);
     /* over device tensors, the plan's input and output are exactly theirs
      * (wsplit 1, the tensors' blocked layout); else its own */
     if (x && pl->wsplit > 1 && !pl->depthwise) {
@@ -608,24 +643,8 @@ static int plan_impl(tsr_device_t *dev, const tsr_conv2d_params_t *params, const
                                 {pl->w_bytes, NULL, &pl->w_addr}, {pl->c_bytes, NULL, &pl->c_addr}};
     if ((rc = tsr_opplan_buffers(dev, OP, bufs, 4)))
         goto fail;
-    /* This plan's stream: the cached one, relocated to its buffers. A new
-     * stream is checked field by field. A cached one is not again (that
-     * was half the time of a hit): relocation changed only dram_base and
-     * checked it against its field, and every other field is that of a
-     * stream that passed this check when it was generated (memory) or was
-     * decoded from bits (disk). The driver encodes every stream it submits. */
-    uint64_t base[1][TSR_MEM_COUNT];
-    conv_base(pl, pl->x_addr, pl->y_addr, base[0]);
-    tsr_opplan_stream_t st;
-    rc = tsr_opplan_bind(c, OP, pl->kref, NULL, 1, (const uint64_t(*)[TSR_MEM_COUNT])base,
-                         pl->kcache == TSR_KC_MISS || pl->kcache == TSR_KC_NONE, &st);
-    pl->insns = st.insns;
-    pl->ninsns = st.ninsns;
-    if (rc)
+    if ((rc = plan_bind(c, pl)))
         goto fail;
-    pl->gemm_ops = st.gemm_ops;
-    pl->alu_ops = st.alu_ops;
-    pl->dram_bytes = st.dram_bytes;
     pl->cost = meta.cost;
     pl->jit_ns = tsr_mono_ns() - t0;
     free(sig);

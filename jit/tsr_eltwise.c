@@ -335,6 +335,73 @@ static int kernel_gen(tsr_kcache_t *kc, void *ctx, tsr_kcache_ref_t **ref)
     return generate(kc, x->g, x->kind, x->pa, x->pc, x->sig, x->sig_len, ref);
 }
 
+/* The plan's figures from its geometry (tiling adopted or chosen). */
+static void plan_fields(const tsr_config_t *c, const geo_t *g, tsr_eltwise_plan_t *pl)
+{
+    pl->inputs = g->inputs;
+    pl->count = g->count;
+    pl->rows = g->rows;
+    pl->inp_rows = g->inp_rows;
+    pl->kr = g->kr;
+    pl->ki = g->ki;
+    pl->tile_rows = g->T;
+    pl->tiles = g->tiles;
+    pl->nbuf = g->nbuf;
+    pl->nconst = g->nconst;
+    pl->ops_per_row = g->ops_per_row;
+    pl->linear = g->linear;
+    pl->x_bytes = (uint64_t)g->inp_rows * c->inp_bytes;
+    pl->y_bytes = (uint64_t)g->rows * c->out_bytes;
+    pl->w_bytes = (uint64_t)wgt_rows(g) * c->wgt_bytes;
+    pl->c_bytes = (uint64_t)g->nconst * c->acc_bytes;
+}
+
+/* The identity weight blocks and (add) the constant rows, to the plan's buffers. */
+static int write_consts(tsr_device_t *dev, const geo_t *g, tsr_eltwise_plan_t *pl)
+{
+    const tsr_config_t *c = g->c;
+    uint8_t *wb = malloc(pl->w_bytes), *cb = malloc(pl->c_bytes ? pl->c_bytes : 1);
+    int rc = TSR_OK;
+    if (!wb || !cb)
+        rc = tsr_err(TSR_ENOMEM, "out of memory");
+    if (!rc) {
+        pack_weights(c, g, wb);
+        rc = tsr_mem_write(dev, pl->w_addr, wb, pl->w_bytes);
+    }
+    if (!rc && g->nconst) {
+        pack_consts(c, g, cb);
+        rc = tsr_mem_write(dev, pl->c_addr, cb, pl->c_bytes);
+    }
+    free(wb);
+    free(cb);
+    return rc;
+}
+
+/* This plan's stream: the kernel's, relocated by slot (a, b) to its
+ * buffers (checked field by field when generated; relocation checks
+ * dram_base) */
+static int plan_bind(const tsr_config_t *c, const char *op, const uint8_t *slot, tsr_eltwise_plan_t *pl)
+{
+    uint64_t base[2][TSR_MEM_COUNT] = {{0}};
+    base[0][TSR_MEM_UOP] = pl->uop_addr;
+    base[0][TSR_MEM_INP] = pl->x_addr[0];
+    base[0][TSR_MEM_WGT] = pl->w_addr;
+    base[0][TSR_MEM_ACC] = pl->c_addr;
+    base[0][TSR_MEM_OUT] = pl->y_addr;
+    memcpy(base[1], base[0], sizeof base[0]);
+    base[1][TSR_MEM_INP] = pl->x_addr[1];
+    tsr_opplan_stream_t st;
+    int rc = tsr_opplan_bind(c, op, pl->kref, slot, 2, (const uint64_t(*)[TSR_MEM_COUNT])base, 0, &st);
+    pl->insns = st.insns;
+    pl->ninsns = st.ninsns;
+    if (rc)
+        return rc;
+    pl->gemm_ops = st.gemm_ops;
+    pl->alu_ops = st.alu_ops;
+    pl->dram_bytes = st.dram_bytes;
+    return TSR_OK;
+}
+
 static int plan_common(tsr_device_t *dev, tsr_eltwise_kind_e kind, const tsr_add_params_t *pa,
                        const tsr_clip_params_t *pc, const tsr_dtensor_t *const *ext, tsr_eltwise_plan_t *pl)
 {
@@ -346,7 +413,6 @@ static int plan_common(tsr_device_t *dev, tsr_eltwise_kind_e kind, const tsr_add
         return tsr_err(TSR_EINVAL, "%s: NULL device", op);
     const tsr_config_t *c = tsr_device_config(dev);
     geo_t g;
-    uint8_t *wb = NULL, *cb = NULL;
     int rc = tsr_eltwise_geo_init(c, kind, pa, pc, 1, &g);
     if (rc)
         return rc;
@@ -370,23 +436,8 @@ static int plan_common(tsr_device_t *dev, tsr_eltwise_kind_e kind, const tsr_add
     elt_meta_t kmeta;
     memcpy(&kmeta, kern->meta, sizeof kmeta);
     const uint8_t *slot = (const uint8_t *)kern->meta + sizeof kmeta;
-    pl->inputs = g.inputs;
-    pl->count = g.count;
-    pl->rows = g.rows;
-    pl->inp_rows = g.inp_rows;
-    pl->kr = g.kr;
-    pl->ki = g.ki;
-    pl->tile_rows = g.T;
-    pl->tiles = g.tiles;
-    pl->nbuf = g.nbuf;
-    pl->nconst = g.nconst;
-    pl->ops_per_row = g.ops_per_row;
-    pl->linear = g.linear;
+    plan_fields(c, &g, pl);
     pl->est_cycles = kmeta.est;
-    pl->x_bytes = (uint64_t)g.inp_rows * c->inp_bytes;
-    pl->y_bytes = (uint64_t)g.rows * c->out_bytes;
-    pl->w_bytes = (uint64_t)wgt_rows(&g) * c->wgt_bytes;
-    pl->c_bytes = (uint64_t)g.nconst * c->acc_bytes;
     pl->io_owned = !ext;
     const int two = g.inputs == 2;
     const tsr_opbuf_t bufs[] = {{pl->x_bytes, ext ? ext[0] : NULL, &pl->x_addr[0]},
@@ -398,46 +449,12 @@ static int plan_common(tsr_device_t *dev, tsr_eltwise_kind_e kind, const tsr_add
         goto fail;
     pl->nuops = kern->nuops;
     pl->uop_addr = tsr_kcache_uop_addr(pl->kref); /* owned by the cache entry */
-    wb = malloc(pl->w_bytes);
-    cb = malloc(pl->c_bytes ? pl->c_bytes : 1);
-    if (!wb || !cb) {
-        rc = tsr_err(TSR_ENOMEM, "out of memory");
+    if ((rc = write_consts(dev, &g, pl)))
         goto fail;
-    }
-    pack_weights(c, &g, wb);
-    if ((rc = tsr_mem_write(dev, pl->w_addr, wb, pl->w_bytes)))
+    if ((rc = plan_bind(c, op, slot, pl)))
         goto fail;
-    if (g.nconst) {
-        pack_consts(c, &g, cb);
-        if ((rc = tsr_mem_write(dev, pl->c_addr, cb, pl->c_bytes)))
-            goto fail;
-    }
-    /* this plan's stream: the kernel's, relocated by slot (a, b) to its
-     * buffers (checked field by field when generated; relocation checks
-     * dram_base) */
-    uint64_t base[2][TSR_MEM_COUNT] = {{0}};
-    base[0][TSR_MEM_UOP] = pl->uop_addr;
-    base[0][TSR_MEM_INP] = pl->x_addr[0];
-    base[0][TSR_MEM_WGT] = pl->w_addr;
-    base[0][TSR_MEM_ACC] = pl->c_addr;
-    base[0][TSR_MEM_OUT] = pl->y_addr;
-    memcpy(base[1], base[0], sizeof base[0]);
-    base[1][TSR_MEM_INP] = pl->x_addr[1];
-    tsr_opplan_stream_t st;
-    rc = tsr_opplan_bind(c, op, pl->kref, slot, 2, (const uint64_t(*)[TSR_MEM_COUNT])base, 0, &st);
-    pl->insns = st.insns;
-    pl->ninsns = st.ninsns;
-    if (rc)
-        goto fail;
-    pl->gemm_ops = st.gemm_ops;
-    pl->alu_ops = st.alu_ops;
-    pl->dram_bytes = st.dram_bytes;
-    free(wb);
-    free(cb);
     return TSR_OK;
 fail:
-    free(wb);
-    free(cb);
     plan_free(dev, pl);
     return rc;
 }

@@ -234,6 +234,59 @@ static int kernel_gen(tsr_kcache_t *kc, void *ctx, tsr_kcache_ref_t **ref)
     return generate(kc, x->g, x->sig, x->sig_len, ref);
 }
 
+/* The plan's figures from its geometry (tiling adopted or chosen). */
+static void plan_fields(const tsr_config_t *c, const geo_t *g, tsr_pool_plan_t *pl)
+{
+    pl->oh = g->oh;
+    pl->ow = g->ow;
+    pl->nb = g->nb;
+    pl->cb = g->cb;
+    pl->toh = g->t.toh;
+    pl->tow = g->glob ? 1 : g->t.tow;
+    pl->sep = g->t.sep;
+    pl->tco = g->t.tco;
+    pl->rows_in = g->rows_in;
+    pl->wr = g->wr;
+    pl->tiles = g->tiles;
+    pl->chunks = g->chunks;
+    pl->nbuf_inp = g->t.nbi;
+    pl->nbuf_acc = g->t.nba;
+    pl->pad_value = g->pad_value;
+    pl->off = g->off;
+    pl->div_kind = g->div_kind;
+    pl->div_k = g->div_k;
+    pl->div_e = g->div_e;
+    pl->ncounts = g->ncounts;
+    pl->use_map = g->use_map;
+    pl->nconst = g->nconst;
+    pl->x_bytes = x_elems(g) * c->inp_bytes;
+    pl->y_bytes = y_elems(g) * c->out_bytes;
+    pl->c_bytes = c_elems(g) * c->acc_bytes;
+    pl->w_bytes = c->wgt_bytes;
+}
+
+/* This plan's stream: the kernel's, relocated to its buffers (checked
+ * field by field when it was generated; relocation checks dram_base). */
+static int plan_bind(const tsr_config_t *c, tsr_pool_plan_t *pl)
+{
+    uint64_t base[1][TSR_MEM_COUNT] = {{0}};
+    base[0][TSR_MEM_UOP] = pl->uop_addr;
+    base[0][TSR_MEM_INP] = pl->x_addr;
+    base[0][TSR_MEM_WGT] = pl->w_addr;
+    base[0][TSR_MEM_ACC] = pl->c_addr;
+    base[0][TSR_MEM_OUT] = pl->y_addr;
+    tsr_opplan_stream_t st;
+    int rc = tsr_opplan_bind(c, OP, pl->kref, NULL, 1, (const uint64_t(*)[TSR_MEM_COUNT])base, 0, &st);
+    pl->insns = st.insns;
+    pl->ninsns = st.ninsns;
+    if (rc)
+        return rc;
+    pl->gemm_ops = st.gemm_ops;
+    pl->alu_ops = st.alu_ops;
+    pl->dram_bytes = st.dram_bytes;
+    return TSR_OK;
+}
+
 static int plan_impl(tsr_device_t *dev, const tsr_pool_params_t *params, const tsr_dtensor_t *x,
                      const tsr_dtensor_t *y, int y_off, tsr_pool_plan_t *pl)
 {
@@ -260,32 +313,7 @@ static int plan_impl(tsr_device_t *dev, const tsr_pool_params_t *params, const t
     const tsr_kernel_t *kern = tsr_kcache_kernel(pl->kref);
     pool_meta_t kmeta;
     memcpy(&kmeta, kern->meta, sizeof kmeta);
-    pl->oh = g.oh;
-    pl->ow = g.ow;
-    pl->nb = g.nb;
-    pl->cb = g.cb;
-    pl->toh = g.t.toh;
-    pl->tow = g.glob ? 1 : g.t.tow;
-    pl->sep = g.t.sep;
-    pl->tco = g.t.tco;
-    pl->rows_in = g.rows_in;
-    pl->wr = g.wr;
-    pl->tiles = g.tiles;
-    pl->chunks = g.chunks;
-    pl->nbuf_inp = g.t.nbi;
-    pl->nbuf_acc = g.t.nba;
-    pl->pad_value = g.pad_value;
-    pl->off = g.off;
-    pl->div_kind = g.div_kind;
-    pl->div_k = g.div_k;
-    pl->div_e = g.div_e;
-    pl->ncounts = g.ncounts;
-    pl->use_map = g.use_map;
-    pl->nconst = g.nconst;
-    pl->x_bytes = x_elems(&g) * c->inp_bytes;
-    pl->y_bytes = y_elems(&g) * c->out_bytes;
-    pl->c_bytes = c_elems(&g) * c->acc_bytes;
-    pl->w_bytes = c->wgt_bytes;
+    plan_fields(c, &g, pl);
     const tsr_opbuf_t bufs[] = {{pl->x_bytes, x, &pl->x_addr}, {pl->y_bytes, y, &pl->y_addr},
                                 {pl->c_bytes, NULL, &pl->c_addr}, {pl->w_bytes, NULL, &pl->w_addr}};
     if ((rc = tsr_opplan_buffers(dev, OP, bufs, 4)))
@@ -294,23 +322,8 @@ static int plan_impl(tsr_device_t *dev, const tsr_pool_params_t *params, const t
     pl->uop_addr = tsr_kcache_uop_addr(pl->kref); /* owned by the cache entry */
     if ((rc = write_consts(dev, &g, pl)))
         goto fail;
-    /* this plan's stream: the kernel's, relocated to its buffers (checked
-     * field by field when it was generated; relocation checks dram_base) */
-    uint64_t base[1][TSR_MEM_COUNT] = {{0}};
-    base[0][TSR_MEM_UOP] = pl->uop_addr;
-    base[0][TSR_MEM_INP] = pl->x_addr;
-    base[0][TSR_MEM_WGT] = pl->w_addr;
-    base[0][TSR_MEM_ACC] = pl->c_addr;
-    base[0][TSR_MEM_OUT] = pl->y_addr;
-    tsr_opplan_stream_t st;
-    rc = tsr_opplan_bind(c, OP, pl->kref, NULL, 1, (const uint64_t(*)[TSR_MEM_COUNT])base, 0, &st);
-    pl->insns = st.insns;
-    pl->ninsns = st.ninsns;
-    if (rc)
+    if ((rc = plan_bind(c, pl)))
         goto fail;
-    pl->gemm_ops = st.gemm_ops;
-    pl->alu_ops = st.alu_ops;
-    pl->dram_bytes = st.dram_bytes;
     pl->cost = kmeta.cost;
     tsr_pool_geo_free(&g);
     return TSR_OK;
