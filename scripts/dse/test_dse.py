@@ -553,6 +553,19 @@ def test_hostile():
     r = hdse("check", p, "--cli", CLI)
     check(r.returncode == 0 and "1 legal points" in r.stdout, "space file of exactly 1 MiB: accepted\n" + r.stderr)
 
+    # ... and read with a bound: a file whose size says 0 (as /proc's do) but that holds more
+    try:
+        from tsrdse import safeio
+        try:
+            safeio.read_bytes("/proc/self/status", "status file", 10)
+            grew = "read whole"
+        except safeio.InputError as e:
+            grew = str(e)
+    except ImportError as e:
+        grew = str(e)
+    check(grew == "/proc/self/status: the status file grew past 10 bytes while being read",
+          f"a file longer than its size says: the read stops at the bound ({grew})")
+
     # 8: 100,000 nested brackets (JSON; YAML flow and block style; a base config): one line
     deep = "[" * 100000 + "]" * 100000
     p = write_space("deep", '{"base": "tiny", "keys": {"LOG_BLOCK": ' + deep + "}}")
