@@ -600,7 +600,8 @@ def test_hostile():
                 "YAML anchors and aliases (&, *) are not allowed in a space file (line 3)", secs=10)
     p = write_space("bigvalue", {"base": "tiny", "keys": {"LOG_BLOCK": [list(range(100000))]}})
     r = hdse("check", p, "--cli", CLI)
-    refused("a 100,000-element value in a message", r, "keys.LOG_BLOCK: values must be integers (or strings), got [0, 1, 2")
+    refused("a 100,000-element value in a message", r,
+            "keys.LOG_BLOCK: values must be integers (or strings), got [0, 1, 2")
     check(len(r.stderr) < 400, f"... and the message is short ({len(r.stderr)} characters)")
 
     # 6: the grid's size is the product of the axis lengths, checked before any point is
