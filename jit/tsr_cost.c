@@ -141,132 +141,176 @@ static int est_stage(const tsr_insn_t *in)
  * only when its estimate could not be below limit. */
 static int over(double lb, double limit) { return lb > limit + 1e-9 * fabs(limit) + 1e-6; }
 
+/* Bytes a LOAD/STORE moves (eb: element bytes per memory type). */
+static double insn_bytes(const tsr_config_t *c, const double *eb, const tsr_insn_t *in)
+{
+    return (double)in->y_size * in->x_size *
+           (in->mem_type < TSR_MEM_COUNT ? eb[in->mem_type] : tsr_config_elem_bytes(c, (int)in->mem_type));
+}
+
+/* The work each of the GEMM pipe, the ALU pipe and the DRAM port has to do
+ * (each serves its instructions one at a time, so the estimate is at
+ * least each one's total). */
+static void pipe_work(const tsr_config_t *c, const double *eb, double bw, const tsr_insn_t *v, size_t n,
+                      double work[3])
+{
+    for (size_t i = 0; i < n; i++) {
+        const tsr_insn_t *in = &v[i];
+        if (in->opcode == TSR_OP_GEMM || in->opcode == TSR_OP_ALU)
+            work[in->opcode == TSR_OP_ALU] += tsr_insn_issue_cycles(c, in, NULL) + EST_PIPE;
+        else if (in->opcode == TSR_OP_LOAD || in->opcode == TSR_OP_STORE)
+            work[2] += dram_time(in, est_stage(in), insn_bytes(c, eb, in), bw);
+    }
+}
+
+/* The pass's state: the stages' and pipes' clocks, the token queues, the
+ * DRAM port. */
+enum { L2C, C2L, C2S, S2C, NQ };
+typedef struct {
+    const tsr_config_t *c;
+    double bw;
+    dram_t dr;
+    tokq_t q[NQ];
+    double tl, ts, disp, older, total;
+    double pipe[2], last_bank[2][2]; /* [GEMM, ALU] pipe clocks, and per accumulator bank */
+} est_t;
+
+/* A LOAD or STORE of stage st ready at `ready`: its end and push times. */
+static void est_transfer(est_t *e, const tsr_insn_t *in, int st, double bytes, double ready, double *end, double *push)
+{
+    double start = ready;
+    /* compute loads wait for both pipes, an acc LOAD without pushes only
+     * for the banks it writes */
+    const int acc_nb = st == 1 && bytes > 0 && !in->push_prev && !in->push_next &&
+                       (in->mem_type == TSR_MEM_ACC || in->mem_type == TSR_MEM_ACC8);
+    int lbk[2] = {1, 1};
+    if (acc_nb) {
+        const uint32_t half = e->c->acc_depth / 2,
+                       last = in->sram_base + (in->y_pad0 + in->y_size + in->y_pad1) *
+                                                 (in->x_pad0 + in->x_size + in->x_pad1) - 1;
+        lbk[0] = in->sram_base < half;
+        lbk[1] = last >= half;
+        for (int k = 0; k < 2; k++)
+            if (lbk[k])
+                start = dmax(start, dmax(e->last_bank[0][k], e->last_bank[1][k]));
+    } else if (st == 1) {
+        start = dmax(start, dmax(e->pipe[0], e->pipe[1]));
+    }
+    const double dram = dram_book(&e->dr, start, dram_time(in, st, bytes, e->bw));
+    *end = bytes > 0 ? dram + EST_LAT : start;
+    *push = *end;
+    if (st == 0) {
+        e->tl = bytes > 0 ? dram : start;
+    } else if (st == 2) {
+        e->ts = *end; /* a STORE waits for its write responses */
+    } else {
+        e->disp = *end;
+        if (acc_nb) {
+            for (int k = 0; k < 2; k++)
+                if (lbk[k])
+                    e->last_bank[0][k] = e->last_bank[1][k] = *end;
+        } else {
+            e->pipe[0] = e->pipe[1] = *end;
+        }
+        e->older = dmax(e->older, *end);
+    }
+}
+
+/* A GEMM or ALU instruction (accumulator bank bk, -1 both) ready at
+ * `ready`: its end and push times; its cycles leave the work still to come. */
+static void est_tensor(est_t *e, const tsr_insn_t *in, int bk, double ready, double *work, double *end, double *push)
+{
+    const int u = in->opcode == TSR_OP_ALU;
+    double start = dmax(ready, e->pipe[u]);
+    if (bk < 0)
+        start = dmax(start, e->pipe[1 - u]);
+    else
+        start = dmax(start, e->last_bank[1 - u][bk]);
+    const double ops = tsr_insn_issue_cycles(e->c, in, NULL);
+    *end = start + ops + EST_PIPE;
+    work[u] -= ops + EST_PIPE; /* (unused when limit is infinite) */
+    *push = dmax(*end, e->older);
+    e->older = dmax(e->older, *end);
+    const int busy = in->push_prev || in->push_next;
+    e->pipe[u] = busy ? *push : *end;
+    for (int k = 0; k < 2; k++)
+        if (bk < 0 || bk == k)
+            e->last_bank[u][k] = *end;
+    e->disp = start;
+}
+
+/* When instruction in of stage st may start: its stage's clock and the
+ * tokens it pops (0, or 1 for a token never pushed). */
+static int est_ready(est_t *e, const tsr_insn_t *in, int st, double *ready)
+{
+    *ready = st == 0 ? e->tl : st == 2 ? e->ts : e->disp;
+    const int qp = st == 0 ? -1 : st == 1 ? L2C : C2S, qn = st == 0 ? C2L : st == 1 ? S2C : -1;
+    const int pop[2] = {in->pop_prev && qp >= 0, in->pop_next && qn >= 0}, qs[2] = {qp, qn};
+    for (int k = 0; k < 2; k++) {
+        if (!pop[k])
+            continue;
+        tokq_t *q = &e->q[qs[k]];
+        if (q->next >= q->n)
+            return 1;
+        *ready = dmax(*ready, q->t[q->next++]);
+    }
+    return 0;
+}
+
+/* The tokens instruction in of stage st pushes, at time push (nonzero: out of memory). */
+static int est_push(est_t *e, const tsr_insn_t *in, int st, double push)
+{
+    if (in->push_prev && st > 0 && tq_push(&e->q[st == 1 ? C2L : S2C], push))
+        return 1;
+    if (in->push_next && st < 2 && tq_push(&e->q[st == 0 ? L2C : C2S], push))
+        return 1;
+    return 0;
+}
+
 double tsr_cost_stream(const tsr_config_t *c, const tsr_insn_t *v, size_t n, const int8_t *tags, double limit)
 {
-    const double bw = tsr_cost_dram_bw(c);
     double eb[TSR_MEM_COUNT]; /* element bytes per memory type, looked up once */
     for (int m = 0; m < TSR_MEM_COUNT; m++)
         eb[m] = tsr_config_elem_bytes(c, m);
-    /* Lower bounds of the estimate, cheap beside it: the GEMM pipe, the ALU
-     * pipe and the DRAM port each serve their instructions one at a time,
-     * so the estimate is at least each one's total work; and at any point
-     * of the pass, the time so far, or the GEMM pipe's time plus the GEMM
-     * work still to come. */
+    est_t e;
+    memset(&e, 0, sizeof e);
+    e.c = c;
+    e.bw = tsr_cost_dram_bw(c);
+    /* Lower bounds of the estimate, cheap beside it: each pipe's and the
+     * port's total work; and at any point of the pass, the time so far, or
+     * the GEMM pipe's time plus the GEMM work still to come. */
     double work[3] = {0, 0, 0}; /* GEMM, ALU, DRAM */
     if (limit < INFINITY) {
-        for (size_t i = 0; i < n; i++) {
-            const tsr_insn_t *in = &v[i];
-            if (in->opcode == TSR_OP_GEMM || in->opcode == TSR_OP_ALU)
-                work[in->opcode == TSR_OP_ALU] += tsr_insn_issue_cycles(c, in, NULL) + EST_PIPE;
-            else if (in->opcode == TSR_OP_LOAD || in->opcode == TSR_OP_STORE)
-                work[2] += dram_time(in, est_stage(in),
-                                     (double)in->y_size * in->x_size * (in->mem_type < TSR_MEM_COUNT ? eb[in->mem_type] : tsr_config_elem_bytes(c, (int)in->mem_type)), bw);
-        }
+        pipe_work(c, eb, e.bw, v, n, work);
         const double lb = dmax(work[0], dmax(work[1], work[2]));
         if (over(lb, limit))
             return lb;
     }
-    dram_t dr = {0};
-    enum { L2C, C2L, C2S, S2C, NQ };
-    tokq_t q[NQ];
-    memset(q, 0, sizeof q);
-    double tl = 0, ts = 0, disp = 0, dram = 0, older = 0, total = 0;
-    double pipe[2] = {0, 0}, last_bank[2][2] = {{0, 0}, {0, 0}};
     int bad = 0;
     for (size_t i = 0; i < n && !bad; i++) {
         const tsr_insn_t *in = &v[i];
         const int st = est_stage(in);
-        double ready = st == 0 ? tl : st == 2 ? ts : disp;
-        const int qp = st == 0 ? -1 : st == 1 ? L2C : C2S, qn = st == 0 ? C2L : st == 1 ? S2C : -1;
-        if (in->pop_prev && qp >= 0) {
-            if (q[qp].next >= q[qp].n) { bad = 1; break; }
-            ready = dmax(ready, q[qp].t[q[qp].next++]);
-        }
-        if (in->pop_next && qn >= 0) {
-            if (q[qn].next >= q[qn].n) { bad = 1; break; }
-            ready = dmax(ready, q[qn].t[q[qn].next++]);
-        }
-        double end = ready, push = ready;
-        if (in->opcode == TSR_OP_LOAD || in->opcode == TSR_OP_STORE) {
-            double bytes = (double)in->y_size * in->x_size *
-                           (in->mem_type < TSR_MEM_COUNT ? eb[in->mem_type] : tsr_config_elem_bytes(c, (int)in->mem_type));
-            double start = ready;
-            /* compute loads wait for both pipes, an acc LOAD without pushes
-             * only for the banks it writes */
-            const int acc_nb = st == 1 && bytes > 0 && !in->push_prev && !in->push_next &&
-                               (in->mem_type == TSR_MEM_ACC || in->mem_type == TSR_MEM_ACC8);
-            int lbk[2] = {1, 1};
-            if (acc_nb) {
-                const uint32_t half = c->acc_depth / 2,
-                               last = in->sram_base + (in->y_pad0 + in->y_size + in->y_pad1) *
-                                                         (in->x_pad0 + in->x_size + in->x_pad1) - 1;
-                lbk[0] = in->sram_base < half;
-                lbk[1] = last >= half;
-                for (int k = 0; k < 2; k++)
-                    if (lbk[k])
-                        start = dmax(start, dmax(last_bank[0][k], last_bank[1][k]));
-            } else if (st == 1) {
-                start = dmax(start, dmax(pipe[0], pipe[1]));
-            }
-            const double dt = dram_time(in, st, bytes, bw);
-            dram = dram_book(&dr, start, dt);
-            end = bytes > 0 ? dram + EST_LAT : start;
-            if (st == 0) {
-                tl = bytes > 0 ? dram : start;
-                push = end;
-            } else if (st == 2) {
-                ts = end; /* a STORE waits for its write responses */
-                push = end;
-            } else {
-                disp = end;
-                if (acc_nb) {
-                    for (int k = 0; k < 2; k++)
-                        if (lbk[k])
-                            last_bank[0][k] = last_bank[1][k] = end;
-                } else {
-                    pipe[0] = pipe[1] = end;
-                }
-                older = dmax(older, end);
-                push = end;
-            }
-        } else if (in->opcode == TSR_OP_GEMM || in->opcode == TSR_OP_ALU) {
-            const int u = in->opcode == TSR_OP_ALU;
-            const int bk = tags ? tags[i] : -1;
-            double start = dmax(ready, pipe[u]);
-            if (bk < 0)
-                start = dmax(start, pipe[1 - u]);
-            else
-                start = dmax(start, last_bank[1 - u][bk]);
-            double ops = tsr_insn_issue_cycles(c, in, NULL);
-            end = start + ops + EST_PIPE;
-            work[u] -= ops + EST_PIPE; /* (unused when limit is infinite) */
-            push = dmax(end, older);
-            older = dmax(older, end);
-            const int busy = in->push_prev || in->push_next;
-            pipe[u] = busy ? push : end;
-            for (int k = 0; k < 2; k++)
-                if (bk < 0 || bk == k)
-                    last_bank[u][k] = end;
-            disp = start;
-        } else { /* FINISH */
-            end = dmax(ready, older);
-            disp = end;
-        }
-        total = dmax(total, end);
-        if (limit < INFINITY && (i & 63) == 63 && over(dmax(total, pipe[0] + work[0]), limit)) {
+        double ready, end, push;
+        if ((bad = est_ready(&e, in, st, &ready)))
+            break;
+        end = push = ready;
+        if (in->opcode == TSR_OP_LOAD || in->opcode == TSR_OP_STORE)
+            est_transfer(&e, in, st, insn_bytes(c, eb, in), ready, &end, &push);
+        else if (in->opcode == TSR_OP_GEMM || in->opcode == TSR_OP_ALU)
+            est_tensor(&e, in, tags ? tags[i] : -1, ready, work, &end, &push);
+        else /* FINISH */
+            e.disp = end = dmax(ready, e.older);
+        e.total = dmax(e.total, end);
+        if (limit < INFINITY && (i & 63) == 63 && over(dmax(e.total, e.pipe[0] + work[0]), limit)) {
             bad = -1;
             break;
         }
-        if (in->push_prev && st > 0 && tq_push(&q[st == 1 ? C2L : S2C], push))
-            bad = 1;
-        if (in->push_next && st < 2 && tq_push(&q[st == 0 ? L2C : C2S], push))
-            bad = 1;
+        bad = est_push(&e, in, st, push);
     }
     for (int k = 0; k < NQ; k++)
-        free(q[k].t);
-    free(dr.iv);
+        free(e.q[k].t);
+    free(e.dr.iv);
     if (bad < 0)
-        return dmax(total, pipe[0] + work[0]);
-    return bad || dr.oom ? 1e30 : total;
+        return dmax(e.total, e.pipe[0] + work[0]);
+    return bad || e.dr.oom ? 1e30 : e.total;
 }
-
