@@ -74,7 +74,8 @@ int tsr_add_check(const tsr_add_params_t *p, int64_t *count)
     }
     if (p->act_min > p->act_max || p->act_min < tsr_dt_min(p->y.dtype) || p->act_max > tsr_dt_max(p->y.dtype))
         return tsr_err(TSR_EINVAL, "add: activation range [%d, %d] is not a non-empty subrange of [%d, %d] (%s)",
-                       p->act_min, p->act_max, tsr_dt_min(p->y.dtype), tsr_dt_max(p->y.dtype), tsr_dtype_name(p->y.dtype));
+                       p->act_min, p->act_max, tsr_dt_min(p->y.dtype), tsr_dt_max(p->y.dtype),
+                       tsr_dtype_name(p->y.dtype));
     if (count)
         *count = n;
     return TSR_OK;
@@ -206,7 +207,8 @@ static size_t eltwise_sig(tsr_eltwise_kind_e kind, const tsr_add_params_t *pa, c
 {
     size_t n = tsr_kcache_sig_bytes(sig, 0, GEN_ID, sizeof GEN_ID);
     /* the units that shape the kernel are built separately: each one's identity */
-    const char *id[5] = {tsr_eltwise_geo_id(), tsr_eltwise_emit_id(), tsr_eltwise_tiling_id(), tsr_cost_id(), tsr_stream_id()};
+    const char *id[5] = {tsr_eltwise_geo_id(), tsr_eltwise_emit_id(), tsr_eltwise_tiling_id(), tsr_cost_id(),
+                         tsr_stream_id()};
     for (int i = 0; i < 5; i++)
         n = tsr_kcache_sig_bytes(sig, n, id[i], strlen(id[i]) + 1);
     n = tsr_kcache_sig_i32(sig, n, (int32_t)kind);

@@ -643,7 +643,8 @@ static const char *op_name(const gnode_t *n)
         return "fused";
     switch (n->op) {
     case TSR_OPK_CONV: return n->is_requant ? "requant" : n->conv.groups > 1 ? "dwconv" : "conv";
-    case TSR_OPK_POOL: return n->pool.kind == TSR_POOL_MAX ? "maxpool" : n->pool.kind == TSR_POOL_AVG ? "avgpool" : "gap";
+    case TSR_OPK_POOL:
+        return n->pool.kind == TSR_POOL_MAX ? "maxpool" : n->pool.kind == TSR_POOL_AVG ? "avgpool" : "gap";
     default: return tsr_op_name(n->op); /* "dense", "add", "clip", "reshape" */
     }
 }

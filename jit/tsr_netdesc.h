@@ -27,11 +27,12 @@
  * reshape is not a node kind, so switches over this type stay exhaustive).
  * The node's parameter member is the one the kind names. */
 typedef enum tsr_nd_kind {
-    TSR_ND_CONV = TSR_OPK_CONV,   /* conv2d (groups 1 or depthwise) + bias + requantization + clamp: .conv, .w, .bias */
+    TSR_ND_CONV = TSR_OPK_CONV,   /* conv2d (groups 1 or depthwise) + bias + requant + clamp: .conv, .w, .bias */
     TSR_ND_POOL = TSR_OPK_POOL,   /* max / avg / global-avg pool: .pool */
     TSR_ND_ADD = TSR_OPK_ADD,     /* quantized add of in[0] and in[1] (TFLite ADD) + clamp: .add */
     TSR_ND_CLIP = TSR_OPK_CLIP,   /* relu / clip: .clip */
-    TSR_ND_DENSE = TSR_OPK_DENSE, /* fully connected over the flattened NCHW input + bias + requant: .dense, .w, .bias */
+    TSR_ND_DENSE = TSR_OPK_DENSE, /* fully connected over the flattened NCHW input + bias + requant: .dense, .w,
+                                     .bias */
 } tsr_nd_kind_e;
 
 typedef struct tsr_nd_tensor {

@@ -8,7 +8,10 @@ static void io_of(tsr_op_io_t *io, int n, int c, int h, int w, tsr_dtype_e dt, i
     *io = (tsr_op_io_t){n, c, h, w, dt, zp};
 }
 
-static void io_desc(tsr_op_io_t *io, const tsr_eltwise_desc_t *d) { io_of(io, d->n, d->c, d->h, d->w, d->dtype, d->zp); }
+static void io_desc(tsr_op_io_t *io, const tsr_eltwise_desc_t *d)
+{
+    io_of(io, d->n, d->c, d->h, d->w, d->dtype, d->zp);
+}
 
 /* ---------------------------------------------------------------- conv */
 
@@ -37,7 +40,10 @@ static int conv_write(tsr_device_t *dev, const tsr_op_plan_t *pl, const void *co
     return rc ? rc : tsr_conv2d_write_input(dev, &pl->conv, x[0]);
 }
 static int conv_exec(tsr_device_t *dev, const tsr_op_plan_t *pl) { return tsr_conv2d_exec(dev, &pl->conv); }
-static int conv_read(tsr_device_t *dev, const tsr_op_plan_t *pl, void *y) { return tsr_conv2d_read_output(dev, &pl->conv, y); }
+static int conv_read(tsr_device_t *dev, const tsr_op_plan_t *pl, void *y)
+{
+    return tsr_conv2d_read_output(dev, &pl->conv, y);
+}
 static void conv_fig_of(const tsr_conv2d_plan_t *c, tsr_op_figures_t *f)
 {
     *f = (tsr_op_figures_t){c->insns, c->ninsns, c->kcache, c->w_bytes, c->c_bytes};
@@ -57,7 +63,10 @@ static int dense_check(const void *params, tsr_op_io_t *io)
     return TSR_OK;
 }
 
-static int dense_plan(tsr_device_t *dev, const void *p, tsr_op_plan_t *pl) { return tsr_dense_plan(dev, p, &pl->dense); }
+static int dense_plan(tsr_device_t *dev, const void *p, tsr_op_plan_t *pl)
+{
+    return tsr_dense_plan(dev, p, &pl->dense);
+}
 static void dense_free(tsr_device_t *dev, tsr_op_plan_t *pl) { tsr_dense_plan_free(dev, &pl->dense); }
 static int dense_write(tsr_device_t *dev, const tsr_op_plan_t *pl, const void *const *x, const void *w,
                        const int32_t *bias)
@@ -66,7 +75,10 @@ static int dense_write(tsr_device_t *dev, const tsr_op_plan_t *pl, const void *c
     return rc ? rc : tsr_dense_write_input(dev, &pl->dense, x[0]);
 }
 static int dense_exec(tsr_device_t *dev, const tsr_op_plan_t *pl) { return tsr_dense_exec(dev, &pl->dense); }
-static int dense_read(tsr_device_t *dev, const tsr_op_plan_t *pl, void *y) { return tsr_dense_read_output(dev, &pl->dense, y); }
+static int dense_read(tsr_device_t *dev, const tsr_op_plan_t *pl, void *y)
+{
+    return tsr_dense_read_output(dev, &pl->dense, y);
+}
 static void dense_fig(const tsr_op_plan_t *pl, tsr_op_figures_t *f) { conv_fig_of(&pl->dense.conv, f); }
 
 /* ---------------------------------------------------------------- pool */
@@ -97,7 +109,10 @@ static int pool_write(tsr_device_t *dev, const tsr_op_plan_t *pl, const void *co
     return tsr_pool_write_input(dev, &pl->pool, x[0]);
 }
 static int pool_exec(tsr_device_t *dev, const tsr_op_plan_t *pl) { return tsr_pool_exec(dev, &pl->pool); }
-static int pool_read(tsr_device_t *dev, const tsr_op_plan_t *pl, void *y) { return tsr_pool_read_output(dev, &pl->pool, y); }
+static int pool_read(tsr_device_t *dev, const tsr_op_plan_t *pl, void *y)
+{
+    return tsr_pool_read_output(dev, &pl->pool, y);
+}
 static void pool_fig(const tsr_op_plan_t *pl, tsr_op_figures_t *f)
 {
     const tsr_pool_plan_t *p = &pl->pool;
@@ -144,7 +159,10 @@ static int add_write(tsr_device_t *dev, const tsr_op_plan_t *pl, const void *con
     return tsr_add_write_inputs(dev, &pl->elt, x[0], x[1]);
 }
 static int add_exec(tsr_device_t *dev, const tsr_op_plan_t *pl) { return tsr_add_exec(dev, &pl->elt); }
-static int add_read(tsr_device_t *dev, const tsr_op_plan_t *pl, void *y) { return tsr_add_read_output(dev, &pl->elt, y); }
+static int add_read(tsr_device_t *dev, const tsr_op_plan_t *pl, void *y)
+{
+    return tsr_add_read_output(dev, &pl->elt, y);
+}
 
 static int clip_plan(tsr_device_t *dev, const void *p, tsr_op_plan_t *pl) { return tsr_clip_plan(dev, p, &pl->elt); }
 static int clip_plan_t(tsr_device_t *dev, const void *p, const tsr_dtensor_t *const *x, const tsr_dtensor_t *y,
@@ -161,7 +179,10 @@ static int clip_write(tsr_device_t *dev, const tsr_op_plan_t *pl, const void *co
     return tsr_clip_write_input(dev, &pl->elt, x[0]);
 }
 static int clip_exec(tsr_device_t *dev, const tsr_op_plan_t *pl) { return tsr_clip_exec(dev, &pl->elt); }
-static int clip_read(tsr_device_t *dev, const tsr_op_plan_t *pl, void *y) { return tsr_clip_read_output(dev, &pl->elt, y); }
+static int clip_read(tsr_device_t *dev, const tsr_op_plan_t *pl, void *y)
+{
+    return tsr_clip_read_output(dev, &pl->elt, y);
+}
 static void elt_fig(const tsr_op_plan_t *pl, tsr_op_figures_t *f)
 {
     const tsr_eltwise_plan_t *e = &pl->elt;
@@ -170,21 +191,33 @@ static void elt_fig(const tsr_op_plan_t *pl, tsr_op_figures_t *f)
 
 /* --------------------------------------------------------------- table */
 
+#define IO1 {"input", "output"}
 static const tsr_op_def_t table[TSR_OPK_COUNT] = {
-    [TSR_OPK_CONV] = {TSR_OPK_CONV, "conv", 1, 1, 0, {"input", "output"}, sizeof(tsr_conv2d_params_t), conv_check, conv_plan, conv_plan_t,
-                      conv_free, conv_write, conv_exec, conv_read, conv_fig},
-    [TSR_OPK_POOL] = {TSR_OPK_POOL, "pool", 1, 0, 0, {"input", "output"}, sizeof(tsr_pool_params_t), pool_check, pool_plan, pool_plan_t,
-                      pool_free, pool_write, pool_exec, pool_read, pool_fig},
-    [TSR_OPK_ADD] = {TSR_OPK_ADD, "add", 2, 0, 0, {"input a", "input b", "output"}, sizeof(tsr_add_params_t),
-                     add_check, add_plan, add_plan_t,
-                     add_free, add_write, add_exec, add_read, elt_fig},
-    [TSR_OPK_CLIP] = {TSR_OPK_CLIP, "clip", 1, 0, 0, {"input", "output"}, sizeof(tsr_clip_params_t), clip_check, clip_plan, clip_plan_t,
-                      clip_free, clip_write, clip_exec, clip_read, elt_fig},
-    [TSR_OPK_DENSE] = {TSR_OPK_DENSE, "dense", 1, 1, 1, {"input", "output"}, sizeof(tsr_dense_params_t), dense_check, dense_plan, NULL,
-                       dense_free, dense_write, dense_exec, dense_read, dense_fig},
-    [TSR_OPK_RESHAPE] = {TSR_OPK_RESHAPE, "reshape", 1, 0, 0, {"input", "output"}, 0, NULL, NULL, NULL, NULL, NULL,
-                         NULL, NULL, NULL},
+    [TSR_OPK_CONV] = {.kind = TSR_OPK_CONV, .name = "conv", .n_inputs = 1, .has_weights = 1, .io_names = IO1,
+                      .params_size = sizeof(tsr_conv2d_params_t), .check = conv_check, .plan = conv_plan,
+                      .plan_tensors = conv_plan_t, .plan_free = conv_free, .write = conv_write, .exec = conv_exec,
+                      .read = conv_read, .figures = conv_fig},
+    [TSR_OPK_POOL] = {.kind = TSR_OPK_POOL, .name = "pool", .n_inputs = 1, .io_names = IO1,
+                      .params_size = sizeof(tsr_pool_params_t), .check = pool_check, .plan = pool_plan,
+                      .plan_tensors = pool_plan_t, .plan_free = pool_free, .write = pool_write, .exec = pool_exec,
+                      .read = pool_read, .figures = pool_fig},
+    [TSR_OPK_ADD] = {.kind = TSR_OPK_ADD, .name = "add", .n_inputs = 2, .io_names = {"input a", "input b", "output"},
+                     .params_size = sizeof(tsr_add_params_t), .check = add_check, .plan = add_plan,
+                     .plan_tensors = add_plan_t, .plan_free = add_free, .write = add_write, .exec = add_exec,
+                     .read = add_read, .figures = elt_fig},
+    [TSR_OPK_CLIP] = {.kind = TSR_OPK_CLIP, .name = "clip", .n_inputs = 1, .io_names = IO1,
+                      .params_size = sizeof(tsr_clip_params_t), .check = clip_check, .plan = clip_plan,
+                      .plan_tensors = clip_plan_t, .plan_free = clip_free, .write = clip_write, .exec = clip_exec,
+                      .read = clip_read, .figures = elt_fig},
+    /* dense has no plan over tensors: the graph runs it as a 1x1 conv */
+    [TSR_OPK_DENSE] = {.kind = TSR_OPK_DENSE, .name = "dense", .n_inputs = 1, .has_weights = 1, .flat_input = 1,
+                       .io_names = IO1, .params_size = sizeof(tsr_dense_params_t), .check = dense_check,
+                       .plan = dense_plan, .plan_free = dense_free, .write = dense_write, .exec = dense_exec,
+                       .read = dense_read, .figures = dense_fig},
+    /* a reshape runs nothing: the graph relabels its input's bytes */
+    [TSR_OPK_RESHAPE] = {.kind = TSR_OPK_RESHAPE, .name = "reshape", .n_inputs = 1, .io_names = IO1},
 };
+#undef IO1
 
 const tsr_op_def_t *tsr_op_def(int kind)
 {

@@ -65,7 +65,8 @@ int tsr_eltwise_geo_init(const tsr_config_t *c, tsr_eltwise_kind_e kind, const t
         g->wv[0] = 1 << (ja - jm + f);
         g->wv[1] = 1 << (jb - jm + f);
         g->wsets = g->wv[0] == g->wv[1] ? 1 : 2;
-        int32_t init = -(pa->a.zp - tsr_dt_off(pa->a.dtype)) * g->wv[0] - (pa->b.zp - tsr_dt_off(pa->b.dtype)) * g->wv[1];
+        int32_t init = -(pa->a.zp - tsr_dt_off(pa->a.dtype)) * g->wv[0] -
+                       (pa->b.zp - tsr_dt_off(pa->b.dtype)) * g->wv[1];
         g->init[g->ninit++] = (step_t){TSR_ALU_MOV, GRP_A, SRC_IMM, init};
         if (jm > f)
             s[n++] = (step_t){TSR_ALU_SHR, GRP_A, SRC_IMM, -(jm - f)};
@@ -73,7 +74,8 @@ int tsr_eltwise_geo_init(const tsr_config_t *c, tsr_eltwise_kind_e kind, const t
         int ls = pa->left_shift, k = ls < 6 ? ls : 6;
         g->groups = 2;
         g->wv[0] = 1 << k;
-        int32_t ia = -(pa->a.zp - tsr_dt_off(pa->a.dtype)) * g->wv[0], ib = -(pa->b.zp - tsr_dt_off(pa->b.dtype)) * g->wv[0];
+        int32_t ia = -(pa->a.zp - tsr_dt_off(pa->a.dtype)) * g->wv[0],
+                ib = -(pa->b.zp - tsr_dt_off(pa->b.dtype)) * g->wv[0];
         if (ia == ib)
             g->init[g->ninit++] = (step_t){TSR_ALU_MOV, GRP_AB, SRC_IMM, ia};
         else {
