@@ -760,6 +760,27 @@ def test_hostile():
             ("resnet18_onnx: net.json without fields", r18 + [r18dir], "net.json")):
         refused(name, run_limited(argv, timeout=60, mem=4 << 30), want)
     check(not os.path.exists(png), "timeline_png: no output written by a failing run")
+    # Ctrl-C in another entry point: synth_hier.py while its (stand-in) yosys runs
+    fakebin = os.path.join(WORK, "bin")
+    os.makedirs(fakebin)
+    with open(os.path.join(fakebin, "yosys"), "w") as f:
+        f.write("#!/bin/sh\nsleep 30\n")
+    os.chmod(os.path.join(fakebin, "yosys"), 0o755)
+    proc = subprocess.Popen(hier + [notdir, WORK, os.path.join(WORK, "hw"), os.path.join(WORK, "hc")],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, PATH=fakebin + os.pathsep + os.environ["PATH"]))
+    for _ in range(200):
+        if proc.poll() is not None or has_child(proc.pid):
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    try:
+        _, err = proc.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, err = proc.communicate()
+    check(proc.returncode == 130 and err.strip() == "synth_hier: interrupted",
+          f"synth_hier Ctrl-C: 'synth_hier: interrupted', exit 130 (exit {proc.returncode}: {err.strip()[-300:]!r})")
 
 
 def test_slurm():
