@@ -7,9 +7,10 @@
 `include "tsr_assert.svh"
 
 module tsr_alu_fin #(
-  parameter int Width = tsr_pkg::ACC_WIDTH
+  parameter int Width = tsr_pkg::ACC_WIDTH,
+  localparam int OW = tsr_pkg::ALU_ALU_OPCODE_W  // ALU operation bits
 ) (
-  input  logic [3:0]       op_i,
+  input  logic [OW-1:0]      op_i,
   input  logic [Width-1:0] b_i,
   input  logic [Width-1:0] pre_i,  // tsr_alu_pre's result
   output logic [Width-1:0] res_o
@@ -28,7 +29,7 @@ module tsr_alu_fin #(
     q_hi = QW'($signed(b64[31:23]));
     q_c = (q_v < q_lo) ? q_lo : q_v;
     q_c = (q_c > q_hi) ? q_hi : q_c;
-    res_o = (op_i == 4'd8) ? q_c[Width-1:0] : pre_i;
+    res_o = (op_i == OW'(tsr_pkg::ALU_RQFIN)) ? q_c[Width-1:0] : pre_i;
   end
 
   // b is widened to 64 bits to read its packed fields: wider lanes would lose bits.

@@ -6,9 +6,10 @@
 `include "tsr_assert.svh"
 
 module tsr_alu_lane #(
-  parameter int Width = tsr_pkg::ACC_WIDTH
+  parameter int Width = tsr_pkg::ACC_WIDTH,
+  localparam int OW = tsr_pkg::ALU_ALU_OPCODE_W  // ALU operation bits
 ) (
-  input  logic [3:0]       op_i,
+  input  logic [OW-1:0]      op_i,
   input  logic [Width-1:0] a_i,
   input  logic [Width-1:0] b_i,
   output logic [Width-1:0] res_o

@@ -10,13 +10,19 @@
 
 module tsr_alu_pre #(
   parameter int Width = tsr_pkg::ACC_WIDTH,
-  localparam int SW = $clog2(Width)  // bits of a shift amount 0..W-1
+  localparam int SW = $clog2(Width),  // bits of a shift amount 0..W-1
+  localparam int OW = tsr_pkg::ALU_ALU_OPCODE_W  // ALU operation bits
 ) (
-  input  logic [3:0]       op_i,
+  input  logic [OW-1:0]      op_i,
   input  logic [Width-1:0] a_i,
   input  logic [Width-1:0] b_i,
   output logic [Width-1:0] res_o   // the result; rqfin: the rounded shift
 );
+  // ALU operations (isa: tsr_pkg::ALU_*), as op_i values
+  localparam logic [OW-1:0] OP_MIN = OW'(tsr_pkg::ALU_MIN), OP_MAX = OW'(tsr_pkg::ALU_MAX);
+  localparam logic [OW-1:0] OP_ADD = OW'(tsr_pkg::ALU_ADD), OP_SHR = OW'(tsr_pkg::ALU_SHR);
+  localparam logic [OW-1:0] OP_MUL = OW'(tsr_pkg::ALU_MUL), OP_MOV = OW'(tsr_pkg::ALU_MOV);
+  localparam logic [OW-1:0] OP_RSHR = OW'(tsr_pkg::ALU_RSHR), OP_RQFIN = OW'(tsr_pkg::ALU_RQFIN);
   localparam logic [Width-1:0] MAX_SHIFT = Width'(Width - 1);
   localparam logic signed [Width-1:0] MIN_SHIFT = -$signed(MAX_SHIFT);  // -(W-1)
   localparam logic [Width-1:0] MIN_VAL = {1'b1, {(Width - 1){1'b0}}};
@@ -73,8 +79,8 @@ module tsr_alu_pre #(
       // -b <= W-1 fits in SW bits, so only the low bits of b are negated.
       lsh = (b_s < MIN_SHIFT) ? SW'(Width - 1) : -b_i[SW-1:0];
     end
-    sh = (op_i == 4'd8) ? q_sh : rsh;
-    left = b_is_neg && (op_i != 4'd8);
+    sh = (op_i == OP_RQFIN) ? q_sh : rsh;
+    left = b_is_neg && (op_i != OP_RQFIN);
 
     // One shifter: {fill, x, 0} >> amount. Right: x = a, fill = sign, the
     // guard bit below x catches a[s-1] (0 when s = 0). Left: x = rev(a),
@@ -92,13 +98,13 @@ module tsr_alu_pre #(
     for (int i = 0; i < Width; i++) low_mask[i] = 32'(i + 2) <= 32'(sh);
     sticky = (a_i & low_mask) != '0;
     // shr does not round: shr and rshr then share one result
-    round_up = guard && (!a_i[Width-1] || sticky) && (op_i != 4'd3);
+    round_up = guard && (!a_i[Width-1] || sticky) && (op_i != OP_SHR);
     rnd_res = shr_res + Width'(round_up);
     sh_res = b_is_neg ? shl_res : rnd_res;
 
     // min, max and mov pick a or b
     a_lt_b = (a_s < b_s);
-    pick_a = (op_i == 4'd0) ? a_lt_b : (op_i == 4'd1) ? !a_lt_b : 1'b0;
+    pick_a = (op_i == OP_MIN) ? a_lt_b : (op_i == OP_MAX) ? !a_lt_b : 1'b0;
     ab_res = pick_a ? a_i : b_i;
 
     // mulhr: with p = a*b and n = p >= 0 ? 2^(W-2) : 1 - 2^(W-2), (p + n)
@@ -109,11 +115,11 @@ module tsr_alu_pre #(
     unused_hi = ^prod_nudged[2*Width-1:Width];
 
     case (op_i)
-      4'd8: res_o = rnd_res;                                      // rqfin: a rounded, shifted
-      4'd0, 4'd1, 4'd5: res_o = ab_res;                           // min, max, mov
-      4'd2: res_o = a_i + b_i;                                     // add
-      4'd3, 4'd6: res_o = sh_res;                                  // shr, rshr
-      4'd4: res_o = prod[Width-1:0];                               // mul
+      OP_RQFIN: res_o = rnd_res;                                  // rqfin: a rounded, shifted
+      OP_MIN, OP_MAX, OP_MOV: res_o = ab_res;                      // min, max, mov
+      OP_ADD: res_o = a_i + b_i;                                 // add
+      OP_SHR, OP_RSHR: res_o = sh_res;                             // shr, rshr
+      OP_MUL: res_o = prod[Width-1:0];                           // mul
       default: res_o = (a_i == MIN_VAL && b_i == MIN_VAL) ? MAX_VAL  // mulhr
                                                           : prod_nudged[Width-1:0];
     endcase

@@ -27,7 +27,7 @@ module tsr_compute (
   // command
   input  logic         cmd_valid_i,
   output logic         cmd_ready_o,
-  input  logic [127:0] cmd_i,
+  input  logic [tsr_pkg::INSN_BITS-1:0] cmd_i,
   // tokens
   input  logic         pop_prev_valid_i,
   output logic         pop_prev_o,
@@ -66,6 +66,10 @@ module tsr_compute (
   output logic         alu_op_o,
   output logic         err_o
 );
+  // Instruction field widths (the ISA field table, through tsr_pkg)
+  localparam int OPW = tsr_pkg::MEM_OPCODE_W;      // opcode
+  localparam int MTW = tsr_pkg::MEM_MEM_TYPE_W;    // memory type
+  localparam int AOW = tsr_pkg::ALU_ALU_OPCODE_W;  // ALU operation
   localparam int LANES = tsr_pkg::BATCH * tsr_pkg::BLOCK_OUT;
   localparam int AW = tsr_pkg::ACC_WIDTH;
   localparam int OW = tsr_pkg::OUT_WIDTH;
@@ -79,21 +83,21 @@ module tsr_compute (
   // ---------------------------------------------------------------------
   // Command fields (all formats share the opcode and flag bits)
   // ---------------------------------------------------------------------
-  logic [127:0] cmd_q, cmd_d;
-  logic [2:0]   opcode;
+  logic [tsr_pkg::INSN_BITS-1:0] cmd_q, cmd_d;
+  logic [OPW-1:0] opcode;
   logic         f_pop_prev, f_pop_next, f_push_prev, f_push_next;
   logic         is_gemm, is_alu;
   logic [UIB-1:0] uop_bgn;
   logic [UIB:0]   uop_end;
-  logic [2:0]   mem_type;
+  logic [MTW-1:0] mem_type;
   logic [tsr_pkg::SRAM_BASE_BITS-1:0] sram_base;
-  logic [15:0]  x_size;
+  logic [tsr_pkg::MEM_X_SIZE_W-1:0] x_size;
   logic [34:0]  ld_end;       // sram_base + rows*row
   logic [33:0]  ld_size_q, ld_size_d;  // rows*row of the accepted command
   logic         ld_ovf_q, ld_ovf_d;    // its DRAM footprint is beyond 32 address bits
   logic [3:0]   in_elem_log;           // log2(element bytes) of cmd_i's memory type
-  logic [2:0]   in_mem;
-  logic [3:0]   alu_op;
+  logic [MTW-1:0] in_mem;
+  logic [AOW-1:0] alu_op;
   logic [16:0]  in_rows, in_row;        // of cmd_i
   logic         ld_acc_nb;    // accumulator LOAD that need not wait for both pipes
   logic [1:0]   ld_banks;     // accumulator banks it writes
@@ -105,8 +109,8 @@ module tsr_compute (
   assign f_pop_next  = tsr_pkg::gemm_pop_next(cmd_q);
   assign f_push_prev = tsr_pkg::gemm_push_prev(cmd_q);
   assign f_push_next = tsr_pkg::gemm_push_next(cmd_q);
-  assign is_gemm     = (opcode == 3'(tsr_pkg::OP_GEMM));
-  assign is_alu      = (opcode == 3'(tsr_pkg::OP_ALU));
+  assign is_gemm     = (opcode == OPW'(tsr_pkg::OP_GEMM));
+  assign is_alu      = (opcode == OPW'(tsr_pkg::OP_ALU));
   assign uop_bgn     = tsr_pkg::gemm_uop_bgn(cmd_q);
   assign uop_end     = tsr_pkg::gemm_uop_end(cmd_q);
 
@@ -123,8 +127,8 @@ module tsr_compute (
                  + 17'({tsr_pkg::mem_x_pad1(cmd_i)});
   assign ld_size_d = 34'(in_rows) * 34'(in_row);
   assign in_mem    = tsr_pkg::mem_mem_type(cmd_i);
-  assign in_elem_log = (in_mem == 3'(tsr_pkg::MEM_UOP)) ? 4'($clog2(tsr_pkg::UOP_BYTES)) :
-                       (in_mem == 3'(tsr_pkg::MEM_ACC8)) ? 4'($clog2(tsr_pkg::ACC8_BYTES)) :
+  assign in_elem_log = (in_mem == MTW'(tsr_pkg::MEM_UOP)) ? 4'($clog2(tsr_pkg::UOP_BYTES)) :
+                       (in_mem == MTW'(tsr_pkg::MEM_ACC8)) ? 4'($clog2(tsr_pkg::ACC8_BYTES)) :
                        4'($clog2(tsr_pkg::ACC_BYTES));
   tsr_dram_span u_span (
     .dram_base_i (tsr_pkg::mem_dram_base(cmd_i)),
@@ -135,8 +139,8 @@ module tsr_compute (
     .ovf_o       (ld_ovf_d)
   );
   assign alu_op    = tsr_pkg::alu_alu_opcode(cmd_q);
-  assign ld_acc_nb = (opcode == 3'(tsr_pkg::OP_LOAD)) && (x_size != '0) && !f_push_prev && !f_push_next &&
-                     (mem_type == 3'(tsr_pkg::MEM_ACC) || mem_type == 3'(tsr_pkg::MEM_ACC8));
+  assign ld_acc_nb = (opcode == OPW'(tsr_pkg::OP_LOAD)) && (x_size != '0) && !f_push_prev && !f_push_next &&
+                     (mem_type == MTW'(tsr_pkg::MEM_ACC) || mem_type == MTW'(tsr_pkg::MEM_ACC8));
   localparam int ACC_HALF_ROWS = tsr_pkg::ACC_DEPTH / 2;
   localparam logic [34:0] ACC_HALF = 35'(ACC_HALF_ROWS);
   assign ld_banks  = {(ld_end - 35'd1) >= ACC_HALF, 35'(sram_base) < ACC_HALF};
@@ -182,18 +186,18 @@ module tsr_compute (
     if (is_gemm || is_alu) begin
       cmd_err = ({1'b0, uop_bgn} > uop_end) || (uop_end > (UIB + 1)'(tsr_pkg::UOP_DEPTH));
       // ALU opcodes 9..15 are reserved: an error, whatever the loops run
-      if (is_alu && alu_op >= 4'(tsr_pkg::ALU_COUNT)) cmd_err = 1'b1;
-    end else if (opcode == 3'(tsr_pkg::OP_LOAD)) begin
+      if (is_alu && alu_op >= AOW'(tsr_pkg::ALU_COUNT)) cmd_err = 1'b1;
+    end else if (opcode == OPW'(tsr_pkg::OP_LOAD)) begin
       if (x_size != '0) begin
-        if (mem_type == 3'(tsr_pkg::MEM_UOP)) begin
+        if (mem_type == MTW'(tsr_pkg::MEM_UOP)) begin
           cmd_err = (ld_end > 35'(tsr_pkg::UOP_DEPTH)) || ld_ovf_q;
-        end else if (mem_type == 3'(tsr_pkg::MEM_ACC) || mem_type == 3'(tsr_pkg::MEM_ACC8)) begin
+        end else if (mem_type == MTW'(tsr_pkg::MEM_ACC) || mem_type == MTW'(tsr_pkg::MEM_ACC8)) begin
           cmd_err = (ld_end > 35'(tsr_pkg::ACC_DEPTH)) || ld_ovf_q;
         end else begin
           cmd_err = 1'b1;
         end
       end
-    end else if (opcode != 3'(tsr_pkg::OP_FINISH)) begin
+    end else if (opcode != OPW'(tsr_pkg::OP_FINISH)) begin
       cmd_err = 1'b1;
     end
 
@@ -261,7 +265,7 @@ module tsr_compute (
             young_d[unit]  = occ_q[1-unit] && !p_retire[1-unit];
             pflags_d[2*unit +: 2] = {f_push_next, f_push_prev};
             state_d        = S_IDLE;
-          end else if (opcode == 3'(tsr_pkg::OP_LOAD)) begin
+          end else if (opcode == OPW'(tsr_pkg::OP_LOAD)) begin
             ld_start = (x_size != '0);
             if (x_size != '0) state_d = S_EXEC;
             else state_d = S_PUSH;

@@ -23,16 +23,16 @@ module tsr_compute_load #(
   input  logic        clk_i,
   input  logic        rst_ni,
   input  logic        start_i,
-  input  logic [2:0]  mem_type_i,  // tsr_pkg::MEM_UOP, MEM_ACC or MEM_ACC8
+  input  logic [tsr_pkg::MEM_MEM_TYPE_W-1:0] mem_type_i,  // tsr_pkg::MEM_UOP, MEM_ACC or MEM_ACC8
   input  logic [AddrW-1:0] sram_base_i,
   input  logic [31:0] dram_base_i,
-  input  logic [15:0] y_size_i,
-  input  logic [15:0] x_size_i,
-  input  logic [15:0] x_stride_i,
-  input  logic [3:0]  y_pad0_i,
-  input  logic [3:0]  y_pad1_i,
-  input  logic [3:0]  x_pad0_i,
-  input  logic [3:0]  x_pad1_i,
+  input  logic [tsr_pkg::MEM_Y_SIZE_W-1:0]   y_size_i,
+  input  logic [tsr_pkg::MEM_X_SIZE_W-1:0]   x_size_i,
+  input  logic [tsr_pkg::MEM_X_STRIDE_W-1:0] x_stride_i,
+  input  logic [tsr_pkg::MEM_Y_PAD0_W-1:0]   y_pad0_i,
+  input  logic [tsr_pkg::MEM_Y_PAD1_W-1:0]   y_pad1_i,
+  input  logic [tsr_pkg::MEM_X_PAD0_W-1:0]   x_pad0_i,
+  input  logic [tsr_pkg::MEM_X_PAD1_W-1:0]   x_pad1_i,
   output logic        busy_o,
   output logic        stall_o,     // waiting on DRAM
   // DMA read port
@@ -50,6 +50,8 @@ module tsr_compute_load #(
   output logic [tsr_pkg::UOP_BYTES*8-1:0] uop_wdata_o,
   output logic [tsr_pkg::ACC_BYTES*8-1:0] acc_wdata_o
 );
+  // Instruction field widths (the ISA field table, through tsr_pkg)
+  localparam int MTW = tsr_pkg::MEM_MEM_TYPE_W;    // memory type
   localparam int UB = tsr_pkg::UOP_BYTES;
   localparam int AB = tsr_pkg::ACC_BYTES;
   localparam int A8B = tsr_pkg::ACC8_BYTES;
@@ -105,11 +107,11 @@ module tsr_compute_load #(
     // Byte addresses wrap at 32 bits like the bus; element sizes are
     // constants, so these are shifts for power-of-two rows.
     case (mem_type_i)
-      3'(tsr_pkg::MEM_UOP): begin
+      MTW'(tsr_pkg::MEM_UOP): begin
         base_bytes = dram_base_i * 32'(UB);
         stride_bytes = 32'(x_stride_i) * 32'(UB);
       end
-      3'(tsr_pkg::MEM_ACC): begin
+      MTW'(tsr_pkg::MEM_ACC): begin
         base_bytes = dram_base_i * 32'(AB);
         stride_bytes = 32'(x_stride_i) * 32'(AB);
       end
@@ -148,8 +150,8 @@ module tsr_compute_load #(
 
     if (start_i && !wr_active_q) begin
       case (mem_type_i)
-        3'(tsr_pkg::MEM_UOP): sel_d = 2'd0;
-        3'(tsr_pkg::MEM_ACC): sel_d = 2'd1;
+        MTW'(tsr_pkg::MEM_UOP): sel_d = 2'd0;
+        MTW'(tsr_pkg::MEM_ACC): sel_d = 2'd1;
         default:              sel_d = 2'd2;
       endcase
       row_d = 17'(x_pad0_i) + 17'(x_size_i) + 17'(x_pad1_i);

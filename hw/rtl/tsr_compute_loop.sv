@@ -11,8 +11,8 @@
 
 module tsr_compute_loop #(
   parameter int UopBits = tsr_pkg::UOP_IDX_BITS,  // uop index bits
-  parameter int IterW   = 14,                     // iter_out/iter_in bits
-  parameter int OffW    = 12                      // offset bits (max index bits + 1)
+  parameter int IterW   = tsr_pkg::GEMM_ITER_OUT_W, // iter_out/iter_in bits
+  parameter int OffW    = tsr_pkg::SRAM_BASE_BITS + 1  // offset bits (max index bits + 1: callers pass it)
 ) (
   input  logic              clk_i,
   input  logic              rst_ni,

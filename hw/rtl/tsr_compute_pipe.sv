@@ -40,7 +40,7 @@ module tsr_compute_pipe #(
   input  logic         rst_ni,
   // instruction (cmd_i sampled with start_i; the pipe must be idle)
   input  logic         start_i,
-  input  logic [127:0] cmd_i,
+  input  logic [tsr_pkg::INSN_BITS-1:0] cmd_i,
   input  logic         abort_i,   // stop issuing (an error anywhere)
   output logic         busy_o,    // loop running or ops in flight
   // bank rule
@@ -74,6 +74,8 @@ module tsr_compute_pipe #(
   output logic         err_o,     // index out of range (pulse)
   output logic         op_o       // a counted tensor op passed P1
 );
+  // Instruction field widths (the ISA field table, through tsr_pkg)
+  localparam int AOW = tsr_pkg::ALU_ALU_OPCODE_W;  // ALU operation
   localparam int LANES = tsr_pkg::BATCH * tsr_pkg::BLOCK_OUT;
   localparam int AW = tsr_pkg::ACC_WIDTH;
   localparam int ROW = tsr_pkg::ACC_BYTES * 8;
@@ -91,9 +93,9 @@ module tsr_compute_pipe #(
   // ---------------------------------------------------------------------
   // Instruction fields (held in cmd_q while busy)
   // ---------------------------------------------------------------------
-  logic [127:0]    cmd_q;
+  logic [tsr_pkg::INSN_BITS-1:0]    cmd_q;
   logic            op_reset, use_imm, uses_src;
-  logic [3:0]      alu_opc;
+  logic [AOW-1:0]  alu_opc;
   logic [AW-1:0]   imm_ext;
   logic [UIB-1:0]  uop_bgn;
   logic [UIB:0]    uop_end;

@@ -10,16 +10,16 @@
 `include "tsr_assert.svh"
 
 module tsr_dram_span (
-  input  logic [31:0] dram_base_i,  // first element
-  input  logic [15:0] y_size_i,
-  input  logic [15:0] x_size_i,
-  input  logic [15:0] x_stride_i,
+  input  logic [tsr_pkg::MEM_DRAM_BASE_W-1:0] dram_base_i,  // first element
+  input  logic [tsr_pkg::MEM_Y_SIZE_W-1:0]   y_size_i,
+  input  logic [tsr_pkg::MEM_X_SIZE_W-1:0]   x_size_i,
+  input  logic [tsr_pkg::MEM_X_STRIDE_W-1:0] x_stride_i,
   input  logic [3:0]  elem_log_i,   // log2(element bytes), <= 12
   output logic        ovf_o         // some byte at or above 2^32
 );
   logic [33:0] end_elem, limit;
   logic [31:0] rows_span;
-  logic [15:0] last_row;
+  logic [tsr_pkg::MEM_Y_SIZE_W-1:0] last_row;
 
   assign last_row  = y_size_i - 16'd1;  // unused when y_size_i == 0
   assign rows_span = 32'(last_row) * 32'(x_stride_i);

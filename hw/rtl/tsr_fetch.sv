@@ -24,13 +24,13 @@ module tsr_fetch #(
   // commands to the stages
   output logic         load_valid_o,
   input  logic         load_ready_i,
-  output logic [127:0] load_cmd_o,
+  output logic [tsr_pkg::INSN_BITS-1:0] load_cmd_o,
   output logic         compute_valid_o,
   input  logic         compute_ready_i,
-  output logic [127:0] compute_cmd_o,
+  output logic [tsr_pkg::INSN_BITS-1:0] compute_cmd_o,
   output logic         store_valid_o,
   input  logic         store_ready_i,
-  output logic [127:0] store_cmd_o,
+  output logic [tsr_pkg::INSN_BITS-1:0] store_cmd_o,
   // status
   output logic         busy_o,
   output logic         stall_o,       // an instruction waits for a full command FIFO
@@ -46,15 +46,16 @@ module tsr_fetch #(
   logic [31:0] fetched_q, fetched_d;
   logic        err_q, err_d;
   logic        insn_valid, insn_ready;
-  logic [127:0] insn;
-  logic [2:0]  opcode, mem_type;
+  logic [tsr_pkg::INSN_BITS-1:0] insn;
+  logic [tsr_pkg::MEM_OPCODE_W-1:0]   opcode;
+  logic [tsr_pkg::MEM_MEM_TYPE_W-1:0] mem_type;
   logic [1:0]  stage;
   logic        bad;
   logic [2:0]  fifo_in_ready;
   logic [2:0]  fifo_in_valid;
 
   tsr_dma_rd_elems #(
-    .ElemBytes (16),
+    .ElemBytes (tsr_pkg::INSN_BITS / 8),
     .BusBytes  (BusBytes)
   ) u_reader (
     .clk_i           (clk_i),
@@ -127,7 +128,7 @@ module tsr_fetch #(
   assign fetched_o = fetched_q;
   assign err_o     = err_q;
 
-  tsr_fifo #(.Width(128), .Depth(CmdDepth)) u_load_q (
+  tsr_fifo #(.Width(tsr_pkg::INSN_BITS), .Depth(CmdDepth)) u_load_q (
     .clk_i       (clk_i),
     .rst_ni      (rst_ni),
     .in_valid_i  (fifo_in_valid[STAGE_LOAD]),
@@ -139,7 +140,7 @@ module tsr_fetch #(
     .count_o     ()
   );
 
-  tsr_fifo #(.Width(128), .Depth(CmdDepth)) u_compute_q (
+  tsr_fifo #(.Width(tsr_pkg::INSN_BITS), .Depth(CmdDepth)) u_compute_q (
     .clk_i       (clk_i),
     .rst_ni      (rst_ni),
     .in_valid_i  (fifo_in_valid[STAGE_COMPUTE]),
@@ -151,7 +152,7 @@ module tsr_fetch #(
     .count_o     ()
   );
 
-  tsr_fifo #(.Width(128), .Depth(CmdDepth)) u_store_q (
+  tsr_fifo #(.Width(tsr_pkg::INSN_BITS), .Depth(CmdDepth)) u_store_q (
     .clk_i       (clk_i),
     .rst_ni      (rst_ni),
     .in_valid_i  (fifo_in_valid[STAGE_STORE]),

@@ -5,22 +5,25 @@
 `include "tsr_assert.svh"
 
 module tsr_insn_route (
-  input  logic [2:0] opcode_i,
-  input  logic [2:0] mem_type_i,  // read for LOAD and STORE only
-  output logic [1:0] stage_o,     // 0 load, 1 compute, 2 store
-  output logic       bad_o        // opcode beyond ALU, or LOAD/STORE memory type beyond acc8
+  input  logic [tsr_pkg::MEM_OPCODE_W-1:0]   opcode_i,
+  input  logic [tsr_pkg::MEM_MEM_TYPE_W-1:0] mem_type_i,  // read for LOAD and STORE only
+  output logic [1:0]                         stage_o,     // 0 load, 1 compute, 2 store
+  output logic                               bad_o        // opcode beyond ALU, or LOAD/STORE memory type beyond acc8
 );
+  localparam int OPW = tsr_pkg::MEM_OPCODE_W;
+  localparam int MTW = tsr_pkg::MEM_MEM_TYPE_W;
+
   always_comb begin
     stage_o = 2'd1;
-    if (opcode_i == 3'(tsr_pkg::OP_STORE)) begin
+    if (opcode_i == OPW'(tsr_pkg::OP_STORE)) begin
       stage_o = 2'd2;
-    end else if (opcode_i == 3'(tsr_pkg::OP_LOAD) &&
-                 (mem_type_i == 3'(tsr_pkg::MEM_INP) || mem_type_i == 3'(tsr_pkg::MEM_WGT))) begin
+    end else if (opcode_i == OPW'(tsr_pkg::OP_LOAD) &&
+                 (mem_type_i == MTW'(tsr_pkg::MEM_INP) || mem_type_i == MTW'(tsr_pkg::MEM_WGT))) begin
       stage_o = 2'd0;
     end
-    bad_o = (opcode_i > 3'(tsr_pkg::OP_ALU)) ||
-            ((opcode_i == 3'(tsr_pkg::OP_LOAD) || opcode_i == 3'(tsr_pkg::OP_STORE)) &&
-             mem_type_i > 3'(tsr_pkg::MEM_ACC8));
+    bad_o = (opcode_i > OPW'(tsr_pkg::OP_ALU)) ||
+            ((opcode_i == OPW'(tsr_pkg::OP_LOAD) || opcode_i == OPW'(tsr_pkg::OP_STORE)) &&
+             mem_type_i > MTW'(tsr_pkg::MEM_ACC8));
   end
 
   // bad_o relies on ALU being the last opcode and acc8 the last memory type.

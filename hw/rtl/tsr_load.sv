@@ -51,7 +51,7 @@ module tsr_load #(
   // command (LOAD of inp or wgt)
   input  logic         cmd_valid_i,
   output logic         cmd_ready_o,
-  input  logic [127:0] cmd_i,
+  input  logic [tsr_pkg::INSN_BITS-1:0] cmd_i,
   // tokens
   input  logic         pop_next_valid_i,   // compute -> load
   output logic         pop_next_o,
@@ -79,6 +79,8 @@ module tsr_load #(
   output logic [31:0]  insn_count_o,
   output logic         err_o
 );
+  // Instruction field widths (the ISA field table, through tsr_pkg)
+  localparam int MTW = tsr_pkg::MEM_MEM_TYPE_W;    // memory type
   localparam int SBW = tsr_pkg::MEM_SRAM_BASE_W;
   localparam int PW = tsr_pkg::MEM_Y_PAD0_W;
   localparam int PVW = tsr_pkg::MEM_PAD_VALUE_W;
@@ -107,7 +109,7 @@ module tsr_load #(
   logic           f_bad_q, f_bad_d;        // memory type other than inp/wgt
   logic           f_pop_q, f_pop_d, f_push_q, f_push_d;
   logic [SBW-1:0] f_base_q, f_base_d;
-  logic [15:0]    f_xs_q, f_xs_d;
+  logic [tsr_pkg::MEM_X_SIZE_W-1:0] f_xs_q, f_xs_d;
   logic [PVW-1:0] f_pv_q, f_pv_d;          // pad_value
   logic [RW-1:0]  f_row_q, f_row_d;        // x_pad0 + x_size + x_pad1
   logic [RW-1:0]  f_rows_q, f_rows_d;      // y_pad0 + y_size + y_pad1
@@ -130,9 +132,11 @@ module tsr_load #(
   logic [31:0]    stride_q, stride_d;      // x_stride in bytes
 
   // Decoded command fields.
-  logic [2:0]     c_mem;
+  logic [MTW-1:0] c_mem;
   logic [31:0]    c_dram;
-  logic [15:0]    c_y_size, c_x_size, c_x_stride;
+  logic [tsr_pkg::MEM_Y_SIZE_W-1:0]   c_y_size;
+  logic [tsr_pkg::MEM_X_SIZE_W-1:0]   c_x_size;
+  logic [tsr_pkg::MEM_X_STRIDE_W-1:0] c_x_stride;
   logic [PW-1:0]  c_y_pad0, c_y_pad1, c_x_pad0, c_x_pad1;
   logic           c_wgt, c_pop, c_push;
   logic [SBW-1:0] c_sram_base;
@@ -147,7 +151,7 @@ module tsr_load #(
   assign c_y_pad1   = tsr_pkg::mem_y_pad1(cmd_i);
   assign c_x_pad0   = tsr_pkg::mem_x_pad0(cmd_i);
   assign c_x_pad1   = tsr_pkg::mem_x_pad1(cmd_i);
-  assign c_wgt      = (c_mem == 3'(tsr_pkg::MEM_WGT));
+  assign c_wgt      = (c_mem == MTW'(tsr_pkg::MEM_WGT));
   assign c_pop      = tsr_pkg::mem_pop_next(cmd_i);
   assign c_push     = tsr_pkg::mem_push_next(cmd_i);
   assign c_sram_base = tsr_pkg::mem_sram_base(cmd_i);
@@ -420,7 +424,7 @@ module tsr_load #(
       F_IDLE: begin
         if (cmd_valid_i) begin
           f_wgt_d   = c_wgt;
-          f_bad_d   = !c_wgt && (c_mem != 3'(tsr_pkg::MEM_INP));
+          f_bad_d   = !c_wgt && (c_mem != MTW'(tsr_pkg::MEM_INP));
           f_ovf_d   = c_ovf;
           f_pop_d   = c_pop;
           f_push_d  = c_push;

@@ -54,10 +54,15 @@ module tsr_serial_core (
   output logic [29:0]  stage_insns_o, // {store, compute, load} completed, 10 bits each
   output logic [31:0]  tokens_o       // REG_TOKENS: {s2c, c2s, c2l, l2c}
 );
+  // Instruction field widths (the ISA field table, through tsr_pkg)
+  localparam int OPW = tsr_pkg::MEM_OPCODE_W;      // opcode
+  localparam int MTW = tsr_pkg::MEM_MEM_TYPE_W;    // memory type
+  localparam int AOW = tsr_pkg::ALU_ALU_OPCODE_W;  // ALU operation
   // ------------------------------------------------------------ parameters
   localparam int BB   = tsr_pkg::BUS_BYTES;
   localparam int LB   = $clog2(BB);
-  localparam int IXW  = 28;                          // instruction index (16-byte instructions, 32-bit addresses)
+  localparam int ILB  = $clog2(tsr_pkg::INSN_BITS / 8);  // log2(instruction bytes)
+  localparam int IXW  = 32 - ILB;                    // instruction index (32-bit addresses)
   localparam int D    = tsr_pkg::CMD_QUEUE_DEPTH;
   localparam int QPW  = $clog2(D);
   localparam int QCW  = $clog2(D + 1);
@@ -101,32 +106,32 @@ module tsr_serial_core (
   // {push_next, push_prev, pop_next, pop_prev} of an instruction, by format
   function automatic logic [3:0] insn_flags(input logic [tsr_pkg::INSN_BITS-1:0] in);
     case (tsr_pkg::insn_opcode(in))
-      3'(tsr_pkg::OP_GEMM):   insn_flags = {tsr_pkg::gemm_push_next(in), tsr_pkg::gemm_push_prev(in), tsr_pkg::gemm_pop_next(in), tsr_pkg::gemm_pop_prev(in)};
-      3'(tsr_pkg::OP_ALU):    insn_flags = {tsr_pkg::alu_push_next(in), tsr_pkg::alu_push_prev(in), tsr_pkg::alu_pop_next(in), tsr_pkg::alu_pop_prev(in)};
-      3'(tsr_pkg::OP_FINISH): insn_flags = {tsr_pkg::finish_push_next(in), tsr_pkg::finish_push_prev(in), tsr_pkg::finish_pop_next(in),
+      OPW'(tsr_pkg::OP_GEMM):   insn_flags = {tsr_pkg::gemm_push_next(in), tsr_pkg::gemm_push_prev(in), tsr_pkg::gemm_pop_next(in), tsr_pkg::gemm_pop_prev(in)};
+      OPW'(tsr_pkg::OP_ALU):    insn_flags = {tsr_pkg::alu_push_next(in), tsr_pkg::alu_push_prev(in), tsr_pkg::alu_pop_next(in), tsr_pkg::alu_pop_prev(in)};
+      OPW'(tsr_pkg::OP_FINISH): insn_flags = {tsr_pkg::finish_push_next(in), tsr_pkg::finish_push_prev(in), tsr_pkg::finish_pop_next(in),
                                    tsr_pkg::finish_pop_prev(in)};
       default:       insn_flags = {tsr_pkg::mem_push_next(in), tsr_pkg::mem_push_prev(in), tsr_pkg::mem_pop_next(in), tsr_pkg::mem_pop_prev(in)};
     endcase
   endfunction
 
   // log2 of the DRAM element bytes of a memory type (element sizes are powers of two)
-  function automatic logic [3:0] elem_log(input logic [2:0] mt);
+  function automatic logic [3:0] elem_log(input logic [MTW-1:0] mt);
     case (mt)
-      3'(tsr_pkg::MEM_UOP):  elem_log = 4'($clog2(tsr_pkg::UOP_BYTES));
-      3'(tsr_pkg::MEM_WGT):  elem_log = 4'($clog2(tsr_pkg::WGT_BYTES));
-      3'(tsr_pkg::MEM_INP):  elem_log = 4'($clog2(tsr_pkg::INP_BYTES));
-      3'(tsr_pkg::MEM_ACC):  elem_log = 4'($clog2(tsr_pkg::ACC_BYTES));
-      3'(tsr_pkg::MEM_ACC8): elem_log = 4'($clog2(tsr_pkg::ACC8_BYTES));
+      MTW'(tsr_pkg::MEM_UOP):  elem_log = 4'($clog2(tsr_pkg::UOP_BYTES));
+      MTW'(tsr_pkg::MEM_WGT):  elem_log = 4'($clog2(tsr_pkg::WGT_BYTES));
+      MTW'(tsr_pkg::MEM_INP):  elem_log = 4'($clog2(tsr_pkg::INP_BYTES));
+      MTW'(tsr_pkg::MEM_ACC):  elem_log = 4'($clog2(tsr_pkg::ACC_BYTES));
+      MTW'(tsr_pkg::MEM_ACC8): elem_log = 4'($clog2(tsr_pkg::ACC8_BYTES));
       default:      elem_log = 4'($clog2(tsr_pkg::OUT_BYTES));
     endcase
   endfunction
 
-  function automatic logic [16:0] sram_depth(input logic [2:0] mt);
+  function automatic logic [16:0] sram_depth(input logic [MTW-1:0] mt);
     case (mt)
-      3'(tsr_pkg::MEM_UOP):  sram_depth = 17'(tsr_pkg::UOP_DEPTH);
-      3'(tsr_pkg::MEM_WGT):  sram_depth = 17'(tsr_pkg::WGT_DEPTH);
-      3'(tsr_pkg::MEM_INP):  sram_depth = 17'(tsr_pkg::INP_DEPTH);
-      3'(tsr_pkg::MEM_OUT):  sram_depth = 17'(tsr_pkg::OUT_DEPTH);
+      MTW'(tsr_pkg::MEM_UOP):  sram_depth = 17'(tsr_pkg::UOP_DEPTH);
+      MTW'(tsr_pkg::MEM_WGT):  sram_depth = 17'(tsr_pkg::WGT_DEPTH);
+      MTW'(tsr_pkg::MEM_INP):  sram_depth = 17'(tsr_pkg::INP_DEPTH);
+      MTW'(tsr_pkg::MEM_OUT):  sram_depth = 17'(tsr_pkg::OUT_DEPTH);
       default:      sram_depth = 17'(tsr_pkg::ACC_DEPTH);
     endcase
   endfunction
@@ -264,7 +269,7 @@ module tsr_serial_core (
   // (one cycle of the whole lane was the iCE40's critical path); a, b and
   // the op hold still for both.
   logic [W-1:0] alu_a, alu_b, alu_pre, alu_pre_q, alu_res;
-  logic [3:0]   alu_op;
+  logic [AOW-1:0] alu_op;
   logic         aph_q, aph_d;  // second cycle of a lane
   assign alu_op = tsr_pkg::alu_alu_opcode(insn_q);
   tsr_alu_pre u_alu_pre (.op_i(alu_op), .a_i(alu_a), .b_i(alu_b), .res_o(alu_pre));
@@ -278,10 +283,13 @@ module tsr_serial_core (
   endfunction
 
   // ------------------------------------------------------------ instruction fields
-  logic [2:0]  opcode, mtype;
+  logic [OPW-1:0] opcode;
+  logic [MTW-1:0] mtype;
   logic [3:0]  elog;
-  logic [15:0] ys, xs, xstride;
-  logic [3:0]  yp0, yp1, xp0, xp1;
+  logic [tsr_pkg::MEM_Y_SIZE_W-1:0]   ys;
+  logic [tsr_pkg::MEM_X_SIZE_W-1:0]   xs;
+  logic [tsr_pkg::MEM_X_STRIDE_W-1:0] xstride;
+  logic [tsr_pkg::MEM_Y_PAD0_W-1:0] yp0, yp1, xp0, xp1;  // the four pad fields share a width
   logic [1:0]  yfirst, xfirst, ynext, xnext;  // segments (SEG_NONE: no more)
   logic [15:0] yfirst_len, xfirst_len, ynext_len, xnext_len;
   logic        is_gemm, uop_bad, alu_bad;
@@ -318,7 +326,7 @@ module tsr_serial_core (
   assign xfirst_len = seg_len(xfirst, xp0, xs, xp1);
   assign ynext_len  = seg_len(ynext, yp0, ys, yp1);
   assign xnext_len  = seg_len(xnext, xp0, xs, xp1);
-  assign is_gemm = (opcode == 3'(tsr_pkg::OP_GEMM));
+  assign is_gemm = (opcode == OPW'(tsr_pkg::OP_GEMM));
 
   // GEMM and ALU share the loop fields' positions only by accident of the
   // table: read each through its own format's decoder.
@@ -345,11 +353,12 @@ module tsr_serial_core (
     end
   end
   assign uop_bad = ({1'b0, f_bgn} > f_end) || (32'(f_end) > 32'(tsr_pkg::UOP_DEPTH));
-  assign alu_bad = !is_gemm && (tsr_pkg::alu_alu_opcode(insn_q) >= 4'(tsr_pkg::ALU_COUNT));
+  assign alu_bad = !is_gemm && (tsr_pkg::alu_alu_opcode(insn_q) >= AOW'(tsr_pkg::ALU_COUNT));
 
   // header of a fetched instruction: its first two bytes, at the top of insn_q
   logic [tsr_pkg::INSN_BITS-1:0] hdr;
-  logic [2:0]  h_op, h_mt;
+  logic [OPW-1:0] h_op;
+  logic [MTW-1:0] h_mt;
   logic [1:0]  h_stage;
   logic        h_bad;
   assign hdr  = {{(tsr_pkg::INSN_BITS - 16){1'b0}}, insn_q[tsr_pkg::INSN_BITS-1 -: 16]};
@@ -449,7 +458,7 @@ module tsr_serial_core (
 
   assign hflags  = q_rdata[IXW +: 4];
   // byte address of an instruction: the next header, or a queue head
-  assign iaddr   = insn_addr_i + {(state_q == S_QHEAD) ? q_rdata[IXW-1:0] : next_q, 4'd0};
+  assign iaddr   = insn_addr_i + {(state_q == S_QHEAD) ? q_rdata[IXW-1:0] : next_q, ILB'(0)};
   assign uop_row = uop_rdata;
   logic unused_uop;  // the bits above the three fields are padding
   assign unused_uop = ^uop_row;
@@ -650,18 +659,18 @@ module tsr_serial_core (
       // ---------------------------------------------------- decode and checks
       S_DECODE: begin
         state_d = S_DONE_EXEC;
-        if (opcode == 3'(tsr_pkg::OP_LOAD) || opcode == 3'(tsr_pkg::OP_STORE)) begin
+        if (opcode == OPW'(tsr_pkg::OP_LOAD) || opcode == OPW'(tsr_pkg::OP_STORE)) begin
           // A STORE reads out only and cannot pad; the load stage gets
           // inp/wgt only (fetch), compute uop, acc and acc8. The on-chip
           // and DRAM spans are checked row by row as the walk reaches them
           // (the rows before a failing one are moved: after a failed run
           // the buffers hold whatever it left).
           if (xs != '0) begin
-            if ((opcode == 3'(tsr_pkg::OP_STORE) &&
-                 ((mtype != 3'(tsr_pkg::MEM_OUT)) || (yp0 != '0) || (yp1 != '0) || (xp0 != '0) || (xp1 != '0))) ||
-                (opcode == 3'(tsr_pkg::OP_LOAD) && cur_q == 2'(ST_COMPUTE) &&
-                 !(mtype == 3'(tsr_pkg::MEM_UOP) || mtype == 3'(tsr_pkg::MEM_ACC) ||
-                   mtype == 3'(tsr_pkg::MEM_ACC8)))) begin
+            if ((opcode == OPW'(tsr_pkg::OP_STORE) &&
+                 ((mtype != MTW'(tsr_pkg::MEM_OUT)) || (yp0 != '0) || (yp1 != '0) || (xp0 != '0) || (xp1 != '0))) ||
+                (opcode == OPW'(tsr_pkg::OP_LOAD) && cur_q == 2'(ST_COMPUTE) &&
+                 !(mtype == MTW'(tsr_pkg::MEM_UOP) || mtype == MTW'(tsr_pkg::MEM_ACC) ||
+                   mtype == MTW'(tsr_pkg::MEM_ACC8)))) begin
               err_stage = 1'b1;
               state_d = S_ERR;
             end else begin
@@ -674,14 +683,14 @@ module tsr_serial_core (
               baddr_d  = {dbase_b[37:32] != '0, dbase_b[31:0]};
               bcnt_d   = '0;
               // nothing to move: a STORE of no row, a LOAD of no padded row
-              if (opcode == 3'(tsr_pkg::OP_STORE)) begin
+              if (opcode == OPW'(tsr_pkg::OP_STORE)) begin
                 if (ys != '0) state_d = S_ST_RD;
               end else begin
                 if (yfirst != SEG_NONE) state_d = S_LD_ELEM;
               end
             end
           end
-        end else if (opcode == 3'(tsr_pkg::OP_GEMM) || opcode == 3'(tsr_pkg::OP_ALU)) begin
+        end else if (opcode == OPW'(tsr_pkg::OP_GEMM) || opcode == OPW'(tsr_pkg::OP_ALU)) begin
           if (uop_bad || alu_bad) begin
             err_d[2] = 1'b1;
             state_d  = S_ERR;
@@ -728,19 +737,19 @@ module tsr_serial_core (
       S_LD_WR: begin
         // the element is in the top bytes of row_q; a pad row is zeros (inp: pad_value)
         case (mtype)
-          3'(tsr_pkg::MEM_UOP): begin
+          MTW'(tsr_pkg::MEM_UOP): begin
             uop_we = 1'b1; uop_waddr = tsr_pkg::UOP_IDX_BITS'(r_q); uop_wdata = ld_row[RW-1 -: tsr_pkg::UOP_BYTES*8];
           end
-          3'(tsr_pkg::MEM_WGT): begin
+          MTW'(tsr_pkg::MEM_WGT): begin
             wgt_we = 1'b1; wgt_waddr = tsr_pkg::WGT_IDX_BITS'(r_q); wgt_wdata = ld_row[RW-1 -: tsr_pkg::WGT_BYTES*8];
           end
-          3'(tsr_pkg::MEM_INP): begin
+          MTW'(tsr_pkg::MEM_INP): begin
             inp_we = 1'b1; inp_waddr = tsr_pkg::INP_IDX_BITS'(r_q); inp_wdata = ld_row[RW-1 -: tsr_pkg::INP_BYTES*8];
             if (!in_row)
               for (int k = 0; k < tsr_pkg::INP_BYTES * 8 / tsr_pkg::INP_WIDTH; k++)
                 inp_wdata[k*tsr_pkg::INP_WIDTH +: tsr_pkg::INP_WIDTH] = tsr_pkg::INP_WIDTH'($signed(d_mem_pad_value));
           end
-          3'(tsr_pkg::MEM_ACC): begin
+          MTW'(tsr_pkg::MEM_ACC): begin
             acc_we = 1'b1; acc_waddr = tsr_pkg::ACC_IDX_BITS'(r_q); acc_wdata = ld_row[RW-1 -: AROW];
           end
           default: begin  // MEM_ACC8: int8 values sign-extended into the lanes
@@ -888,7 +897,7 @@ module tsr_serial_core (
         pend_set = 1'b1;
         done_inc = (cflags_q[3:2] == 2'b00);
         done_sel = cur_q;
-        if (opcode == 3'(tsr_pkg::OP_FINISH)) state_d = S_FINISHED;
+        if (opcode == OPW'(tsr_pkg::OP_FINISH)) state_d = S_FINISHED;
         else state_d = S_SCHED;
       end
 

@@ -22,7 +22,7 @@ module tsr_store #(
   // command (STORE of out)
   input  logic         cmd_valid_i,
   output logic         cmd_ready_o,
-  input  logic [127:0] cmd_i,
+  input  logic [tsr_pkg::INSN_BITS-1:0] cmd_i,
   // tokens
   input  logic         pop_prev_valid_i,   // compute -> store
   output logic         pop_prev_o,
@@ -49,6 +49,8 @@ module tsr_store #(
   output logic [31:0]  insn_count_o,
   output logic         err_o
 );
+  // Instruction field widths (the ISA field table, through tsr_pkg)
+  localparam int MTW = tsr_pkg::MEM_MEM_TYPE_W;    // memory type
   localparam int SBW = tsr_pkg::MEM_SRAM_BASE_W;
   localparam int OB_SHIFT = $clog2(OB);
   // Skid FIFO: the credit check ignores a same-cycle pop, so at one row per
@@ -73,7 +75,8 @@ module tsr_store #(
   logic           c_ovf;
   logic           pop_q, pop_d, push_q, push_d;
   logic [SBW-1:0] sram_base_q, sram_base_d;
-  logic [15:0]    y_size_q, y_size_d, x_size_q, x_size_d;
+  logic [tsr_pkg::MEM_Y_SIZE_W-1:0] y_size_q, y_size_d;
+  logic [tsr_pkg::MEM_X_SIZE_W-1:0] x_size_q, x_size_d;
 
   // Writer command issuer: one command per DRAM row, or one for the whole
   // region when the rows are contiguous (x_stride == x_size: longer bursts).
@@ -93,12 +96,13 @@ module tsr_store #(
   logic           err_q, err_d;
 
   // Decoded command fields.
-  logic [2:0]     c_mem;
+  logic [MTW-1:0] c_mem;
   logic [31:0]    c_dram;
-  logic [15:0]    c_x_stride;
+  logic [tsr_pkg::MEM_X_STRIDE_W-1:0] c_x_stride;
   logic           c_padded, c_pop, c_push;
   logic [SBW-1:0] c_sram_base;
-  logic [15:0]    c_y_size, c_x_size;
+  logic [tsr_pkg::MEM_Y_SIZE_W-1:0] c_y_size;
+  logic [tsr_pkg::MEM_X_SIZE_W-1:0] c_x_size;
 
   assign c_mem      = tsr_pkg::mem_mem_type(cmd_i);
   assign c_dram     = tsr_pkg::mem_dram_base(cmd_i);
@@ -214,7 +218,7 @@ module tsr_store #(
     case (state_q)
       S_IDLE: begin
         if (cmd_valid_i) begin
-          bad_d       = (c_mem != 3'(tsr_pkg::MEM_OUT)) || c_padded;
+          bad_d       = (c_mem != MTW'(tsr_pkg::MEM_OUT)) || c_padded;
           ovf_d       = c_ovf;
           pop_d       = c_pop;
           push_d      = c_push;

@@ -93,7 +93,7 @@ module tsr_top (
   // ---- commands ----
   logic         load_cmd_valid, load_cmd_ready, compute_cmd_valid, compute_cmd_ready;
   logic         store_cmd_valid, store_cmd_ready;
-  logic [127:0] load_cmd, compute_cmd, store_cmd;
+  logic [tsr_pkg::INSN_BITS-1:0] load_cmd, compute_cmd, store_cmd;
 
   // ---- tokens ----
   logic l2c_push, l2c_pop, l2c_valid, l2c_ready;
