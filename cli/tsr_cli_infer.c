@@ -83,10 +83,57 @@ static int write_outputs(const char *out_path, const tsr_tensor_t *out, int nt, 
     return rc;
 }
 
-int tsr_cli_infer(int argc, char **argv, const tsr_cli_dev_t *dev)
+/* The command line. */
+typedef struct {
+    const char *in_path, *out_path, *backend, *cfgname, *labels, *model;
+    char *tname[64], *tout[64]; /* --tensor NAME=FILE */
+    int ntensors, quiet;
+} infer_args_t;
+
+/* What a run holds (freed by infer_free). */
+typedef struct {
+    tsr_tensor_t in, out, lab, tv[64];
+    tsr_onnx_t *m;
+    tsr_device_t *d;
+} infer_state_t;
+
+/* codes above the device options (1000..) */
+enum { O_BACKEND = 3000, O_CONFIG, O_LABELS, O_TENSOR, O_QUIET, O_HELP };
+
+/* --tensor NAME=FILE (arg is argv's, split in place): 0, or the exit status. */
+static int add_tensor(char *arg, infer_args_t *a)
 {
-    /* codes above the device options (1000..) */
-    enum { O_BACKEND = 3000, O_CONFIG, O_LABELS, O_TENSOR, O_QUIET, O_HELP };
+    char *eq = strchr(arg, '=');
+    if (!eq || eq == arg || !eq[1] || a->ntensors == 64) {
+        fprintf(stderr, "tessera infer: --tensor needs NAME=FILE (at most 64)\n");
+        return 2;
+    }
+    *eq = 0;
+    a->tname[a->ntensors] = arg;
+    a->tout[a->ntensors++] = eq + 1;
+    return 0;
+}
+
+/* One option other than a device option: 0, or the exit status (help: 0 via -1). */
+static int infer_option(int c, char *arg, const tsr_cli_dev_t *dev, infer_args_t *a)
+{
+    switch (c) {
+    case 'i': a->in_path = arg; return 0;
+    case 'o': a->out_path = arg; return 0;
+    case O_BACKEND: a->backend = arg; return 0;
+    case O_CONFIG: a->cfgname = arg; return 0;
+    case O_LABELS: a->labels = arg; return 0;
+    case O_TENSOR: return add_tensor(arg, a);
+    case O_QUIET: a->quiet = 1; return 0;
+    case 'h':
+    case O_HELP: fputs(infer_help, stdout); fputs(dev->help, stdout); return -1;
+    default: fputs(infer_help, stderr); return 2;
+    }
+}
+
+/* Parse argv into a: -1 to go on, else the exit status. */
+static int infer_parse(int argc, char **argv, const tsr_cli_dev_t *dev, infer_args_t *a)
+{
     struct option opts[64];
     static const struct option own[] = {
         {"input", required_argument, 0, 'i'},       {"output", required_argument, 0, 'o'},
@@ -100,107 +147,127 @@ int tsr_cli_infer(int argc, char **argv, const tsr_cli_dev_t *dev)
     for (size_t i = 0; dev->long_opts[i].name && no < 63; i++)
         opts[no++] = dev->long_opts[i];
     memset(&opts[no], 0, sizeof opts[no]);
-    const char *in_path = NULL, *out_path = NULL, *backend = "fsim", *cfgname = "default", *labels = NULL;
-    char *tname[64], *tout[64];
-    int ntensors = 0, quiet = 0, c;
+    int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "i:o:h", opts, NULL)) != -1) {
-        int dv = dev->handle(c, optarg);
+        int dv = dev->handle(c, optarg), r;
         if (dv < 0) {
             fprintf(stderr, "tessera infer: bad value for a device option\n");
             return 2;
         }
-        if (dv > 0)
-            continue;
-        switch (c) {
-        case 'i': in_path = optarg; break;
-        case 'o': out_path = optarg; break;
-        case O_BACKEND: backend = optarg; break;
-        case O_CONFIG: cfgname = optarg; break;
-        case O_LABELS: labels = optarg; break;
-        case O_TENSOR: {
-            char *eq = strchr(optarg, '=');
-            if (!eq || eq == optarg || !eq[1] || ntensors == 64) {
-                fprintf(stderr, "tessera infer: --tensor needs NAME=FILE (at most 64)\n");
-                return 2;
-            }
-            *eq = 0;
-            tname[ntensors] = optarg;
-            tout[ntensors++] = eq + 1;
-            break;
-        }
-        case O_QUIET: quiet = 1; break;
-        case 'h':
-        case O_HELP: fputs(infer_help, stdout); fputs(dev->help, stdout); return 0;
-        default: fputs(infer_help, stderr); return 2;
-        }
+        if (!dv && (r = infer_option(c, optarg, dev, a)))
+            return r < 0 ? 0 : r;
     }
-    if (optind != argc - 1 || !in_path) {
+    if (optind != argc - 1 || !a->in_path) {
         fprintf(stderr, "tessera infer: expected MODEL.onnx and -i INPUT.npy\n%s", infer_help);
         return 2;
     }
-    tsr_tensor_t in, out, lab, tv[64];
-    memset(&in, 0, sizeof in), memset(&out, 0, sizeof out), memset(&lab, 0, sizeof lab), memset(tv, 0, sizeof tv);
-    tsr_onnx_t *m = NULL;
-    tsr_device_t *d = NULL;
+    a->model = argv[optind];
+    return -1;
+}
+
+/* Everything a run can be refused for before the device: the input, the
+ * labels, the model and the --tensor names; then the placement is printed. */
+static int infer_load(const infer_args_t *a, unsigned pflags, infer_state_t *s)
+{
+    int rc = tsr_npy_read(a->in_path, &s->in);
+    if (!rc && (s->in.ndim < 1 || s->in.shape[0] < 1 || s->in.shape[0] > 65536))
+        rc = tsr_err(TSR_EINVAL, "%s: the input needs a batch dimension of 1..65536", a->in_path);
+    if (!rc && a->labels && !(rc = tsr_npy_read(a->labels, &s->lab)) &&
+        (s->lab.dtype != TSR_DT_INT32 || s->lab.ndim != 1 || s->lab.shape[0] != s->in.shape[0]))
+        rc = tsr_err(TSR_EINVAL, "%s: labels must be int32 [%lld], one per input in the batch", a->labels,
+                     (long long)s->in.shape[0]);
+    if (!rc)
+        rc = tsr_onnx_load(a->model, (int)s->in.shape[0], &s->m);
+    for (int i = 0; i < a->ntensors && !rc; i++)
+        rc = tsr_onnx_check_value(s->m, a->tname[i], pflags);
+    if (!rc && !a->quiet)
+        tsr_onnx_print_placement(s->m, stdout);
+    return rc;
+}
+
+/* Open the device, prepare and run the model; the per-layer table. */
+static int infer_exec(const infer_args_t *a, const tsr_cli_dev_t *dev, unsigned pflags, infer_state_t *s)
+{
     tsr_config_t cfg;
-    const unsigned pflags = ntensors ? TSR_ONNX_KEEP_ALL : 0;
+    int rc = tsr_config_load(a->cfgname, &cfg);
+    tsr_device_opts_t dopts = *dev->opts;
+    if (!rc)
+        rc = tsr_device_open(a->backend, &cfg, &dopts, &s->d);
+    if (!rc)
+        rc = tsr_onnx_prepare(s->m, &cfg, s->d, pflags);
+    if (!rc)
+        rc = tsr_onnx_run(s->m, &s->in, &s->out);
+    if (!rc && !a->quiet)
+        tsr_onnx_print_report(s->m, stdout);
+    return rc;
+}
+
+/* The accuracy of the argmax over the last axis against the labels. */
+static void print_accuracy(const infer_args_t *a, const infer_state_t *s, int64_t n, int64_t k)
+{
+    int64_t right = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const float *row = (const float *)s->out.data + i * k;
+        int64_t best = 0;
+        for (int64_t j = 1; j < k; j++)
+            if (row[j] > row[best])
+                best = j;
+        right += best == ((const int32_t *)s->lab.data)[i];
+    }
+    printf("accuracy: %lld of %lld = %.2f%% (%s, backend %s)\n", (long long)right, (long long)n,
+           100.0 * (double)right / (double)n, a->model, a->backend);
+}
+
+/* Check the output against --labels, read the --tensor values, write
+ * every file (all or nothing), then the accuracy. */
+static int infer_finish(const infer_args_t *a, infer_state_t *s)
+{
+    const tsr_tensor_t *out = &s->out;
+    const int64_t n = out->ndim >= 1 ? out->shape[0] : 0, k = n ? (int64_t)(tsr_tensor_numel(out) / n) : 0;
+    int rc = TSR_OK;
+    if (a->labels && (out->dtype != TSR_DT_FLOAT32 || n != s->lab.shape[0] || k < 1))
+        rc = tsr_err(TSR_EINVAL, "%s: --labels needs the output to be float [%lld, classes]", a->model,
+                     (long long)s->lab.shape[0]);
+    for (int i = 0; i < a->ntensors && !rc; i++)
+        rc = tsr_onnx_read_value(s->m, a->tname[i], &s->tv[i]);
+    if (!rc)
+        rc = write_outputs(a->out_path, out, a->ntensors, a->tout, s->tv);
+    if (!rc && a->labels)
+        print_accuracy(a, s, n, k);
+    return rc;
+}
+
+static void infer_free(const infer_args_t *a, infer_state_t *s)
+{
+    tsr_tensor_free(&s->in);
+    tsr_tensor_free(&s->out);
+    tsr_tensor_free(&s->lab);
+    for (int i = 0; i < a->ntensors; i++)
+        tsr_tensor_free(&s->tv[i]);
+    tsr_onnx_free(s->m);
+    tsr_device_close(s->d);
+}
+
+int tsr_cli_infer(int argc, char **argv, const tsr_cli_dev_t *dev)
+{
+    infer_args_t a = {.backend = "fsim", .cfgname = "default"};
+    int st = infer_parse(argc, argv, dev, &a);
+    if (st >= 0)
+        return st;
+    infer_state_t s;
+    memset(&s, 0, sizeof s);
+    const unsigned pflags = a.ntensors ? TSR_ONNX_KEEP_ALL : 0;
     /* Everything a run can be refused for is checked before it runs, and
      * every result is in memory before the first output file is written:
      * a failing command leaves OUT and the --tensor files as they were. */
-    int rc = tsr_npy_read(in_path, &in);
-    if (!rc && (in.ndim < 1 || in.shape[0] < 1 || in.shape[0] > 65536))
-        rc = tsr_err(TSR_EINVAL, "%s: the input needs a batch dimension of 1..65536", in_path);
-    if (!rc && labels && !(rc = tsr_npy_read(labels, &lab)) &&
-        (lab.dtype != TSR_DT_INT32 || lab.ndim != 1 || lab.shape[0] != in.shape[0]))
-        rc = tsr_err(TSR_EINVAL, "%s: labels must be int32 [%lld], one per input in the batch", labels,
-                     (long long)in.shape[0]);
+    int rc = infer_load(&a, pflags, &s);
     if (!rc)
-        rc = tsr_onnx_load(argv[optind], (int)in.shape[0], &m);
-    for (int i = 0; i < ntensors && !rc; i++)
-        rc = tsr_onnx_check_value(m, tname[i], pflags);
-    if (!rc && !quiet)
-        tsr_onnx_print_placement(m, stdout);
+        rc = infer_exec(&a, dev, pflags, &s);
     if (!rc)
-        rc = tsr_config_load(cfgname, &cfg);
-    tsr_device_opts_t dopts = *dev->opts;
-    if (!rc)
-        rc = tsr_device_open(backend, &cfg, &dopts, &d);
-    if (!rc)
-        rc = tsr_onnx_prepare(m, &cfg, d, pflags);
-    if (!rc)
-        rc = tsr_onnx_run(m, &in, &out);
-    if (!rc && !quiet)
-        tsr_onnx_print_report(m, stdout);
-    const int64_t n = out.ndim >= 1 ? out.shape[0] : 0, k = n ? (int64_t)(tsr_tensor_numel(&out) / n) : 0;
-    if (!rc && labels && (out.dtype != TSR_DT_FLOAT32 || n != lab.shape[0] || k < 1))
-        rc = tsr_err(TSR_EINVAL, "%s: --labels needs the output to be float [%lld, classes]", argv[optind],
-                     (long long)lab.shape[0]);
-    for (int i = 0; i < ntensors && !rc; i++)
-        rc = tsr_onnx_read_value(m, tname[i], &tv[i]);
-    if (!rc)
-        rc = write_outputs(out_path, &out, ntensors, tout, tv);
-    if (!rc && labels) {
-        int64_t right = 0;
-        for (int64_t i = 0; i < n; i++) {
-            const float *row = (const float *)out.data + i * k;
-            int64_t best = 0;
-            for (int64_t j = 1; j < k; j++)
-                if (row[j] > row[best])
-                    best = j;
-            right += best == ((const int32_t *)lab.data)[i];
-        }
-        printf("accuracy: %lld of %lld = %.2f%% (%s, backend %s)\n", (long long)right, (long long)n,
-               100.0 * (double)right / (double)n, argv[optind], backend);
-    }
+        rc = infer_finish(&a, &s);
     if (rc)
         fprintf(stderr, "tessera infer: %s\n", tsr_errmsg());
-    tsr_tensor_free(&in);
-    tsr_tensor_free(&out);
-    tsr_tensor_free(&lab);
-    for (int i = 0; i < ntensors; i++)
-        tsr_tensor_free(&tv[i]);
-    tsr_onnx_free(m);
-    tsr_device_close(d);
+    infer_free(&a, &s);
     return rc ? 1 : 0;
 }

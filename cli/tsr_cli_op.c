@@ -257,12 +257,6 @@ static const char pool_help[] =
 
 /* ---------------------------------------------------------- utilities */
 
-static int op_fail(int rc)
-{
-    fprintf(stderr, "tessera: error: %s\n", tsr_errmsg()[0] ? tsr_errmsg() : tsr_errname(rc));
-    return 1;
-}
-
 static int op_usage(const char *op, const char *fmt, const char *what)
 {
     fprintf(stderr, "tessera op%s%s: ", op ? " " : "", op ? op : "");
@@ -534,13 +528,10 @@ static int get_clamp(const op_args_t *a, tsr_dtype_e dt, int32_t zp, int scale_f
     return TSR_OK;
 }
 
-/* Zero points, requantization and clamp from the flags; cout = output
- * channels. Usage-level conflicts are TSR_EINVAL with the flags named. */
-static int get_quant(const op_args_t *a, tsr_dtype_e x_dtype, int cout, quant_t *q)
+/* Output dtype and the zero points from the flags; cout = output channels. */
+static int get_zps(const op_args_t *a, tsr_dtype_e x_dtype, int cout, quant_t *q)
 {
     long v;
-    int rc;
-    memset(q, 0, sizeof *q);
     q->y_dtype = x_dtype;
     if (ARG(a, F_YDTYPE)) {
         if (!strcmp(ARG(a, F_YDTYPE), "int8"))
@@ -562,51 +553,66 @@ static int get_quant(const op_args_t *a, tsr_dtype_e x_dtype, int cout, quant_t 
                            qmin(q->y_dtype), qmax(q->y_dtype), tsr_dtype_name(q->y_dtype));
         q->y_zp = (int32_t)v;
     }
-    if ((rc = load_ivec("--w-zp", ARG(a, F_WZP) ? ARG(a, F_WZP) : "0", cout, &q->w_zp)))
-        return rc;
+    return load_ivec("--w-zp", ARG(a, F_WZP) ? ARG(a, F_WZP) : "0", cout, &q->w_zp);
+}
 
-    /* requantization */
+/* --mult and --shift: one or one per output channel each. */
+static int get_fixed(const op_args_t *a, int cout, quant_t *q)
+{
+    int rc;
+    if (!ARG(a, F_MULT) || !ARG(a, F_SHIFT))
+        return tsr_err(TSR_EINVAL, "--mult and --shift go together (missing %s)", ARG(a, F_MULT) ? "--shift" : "--mult");
+    if ((rc = load_ivec("--mult", ARG(a, F_MULT), cout, &q->mult)) ||
+        (rc = load_ivec("--shift", ARG(a, F_SHIFT), cout, &q->shift)))
+        return rc;
+    if (q->mult.n != q->shift.n && ((rc = ivec_expand(&q->mult, cout)) || (rc = ivec_expand(&q->shift, cout))))
+        return rc;
+    return TSR_OK;
+}
+
+/* --x-scale, --w-scale, --y-scale: M and S per channel by TFLite's rule. */
+static int get_scales(const op_args_t *a, int cout, quant_t *q)
+{
+    const char *missing = !ARG(a, F_XSCALE) ? "--x-scale" : !ARG(a, F_WSCALE) ? "--w-scale"
+                          : !ARG(a, F_YSCALE) ? "--y-scale" : NULL;
+    if (missing)
+        return tsr_err(TSR_EINVAL, "--x-scale, --w-scale and --y-scale go together (missing %s)", missing);
+    dvec_t xs = {0}, ws = {0}, ys = {0};
+    int rc;
+    if (!(rc = load_dvec("--x-scale", ARG(a, F_XSCALE), 1, &xs)) &&
+        !(rc = load_dvec("--w-scale", ARG(a, F_WSCALE), cout, &ws)) &&
+        !(rc = load_dvec("--y-scale", ARG(a, F_YSCALE), 1, &ys))) {
+        q->mult.v = malloc(sizeof(int32_t) * (size_t)ws.n);
+        q->shift.v = malloc(sizeof(int32_t) * (size_t)ws.n);
+        if (!q->mult.v || !q->shift.v)
+            rc = tsr_err(TSR_ENOMEM, "out of memory");
+        else
+            rc = tsr_quant_requant_params(xs.v[0], ws.v, ws.n, ys.v[0], q->mult.v, q->shift.v);
+        q->mult.n = q->shift.n = ws.n;
+    }
+    free(xs.v);
+    free(ws.v);
+    free(ys.v);
+    return rc;
+}
+
+/* Zero points, requantization and clamp from the flags; cout = output
+ * channels. Usage-level conflicts are TSR_EINVAL with the flags named. */
+static int get_quant(const op_args_t *a, tsr_dtype_e x_dtype, int cout, quant_t *q)
+{
+    int rc;
+    memset(q, 0, sizeof *q);
+    if ((rc = get_zps(a, x_dtype, cout, q)))
+        return rc;
     int fixed = ARG(a, F_MULT) || ARG(a, F_SHIFT);
     int scales = ARG(a, F_XSCALE) || ARG(a, F_WSCALE) || ARG(a, F_YSCALE);
     if (fixed && scales)
         return tsr_err(TSR_EINVAL, "give either --mult/--shift or --x-scale/--w-scale/--y-scale, not both");
-    if (fixed) {
-        if (!ARG(a, F_MULT) || !ARG(a, F_SHIFT))
-            return tsr_err(TSR_EINVAL, "--mult and --shift go together (missing %s)",
-                           ARG(a, F_MULT) ? "--shift" : "--mult");
-        if ((rc = load_ivec("--mult", ARG(a, F_MULT), cout, &q->mult)) ||
-            (rc = load_ivec("--shift", ARG(a, F_SHIFT), cout, &q->shift)))
-            return rc;
-        if (q->mult.n != q->shift.n &&
-            ((rc = ivec_expand(&q->mult, cout)) || (rc = ivec_expand(&q->shift, cout))))
-            return rc;
-    } else if (scales) {
-        const char *missing = !ARG(a, F_XSCALE) ? "--x-scale" : !ARG(a, F_WSCALE) ? "--w-scale"
-                              : !ARG(a, F_YSCALE) ? "--y-scale" : NULL;
-        if (missing)
-            return tsr_err(TSR_EINVAL, "--x-scale, --w-scale and --y-scale go together (missing %s)", missing);
-        dvec_t xs = {0}, ws = {0}, ys = {0};
-        if (!(rc = load_dvec("--x-scale", ARG(a, F_XSCALE), 1, &xs)) &&
-            !(rc = load_dvec("--w-scale", ARG(a, F_WSCALE), cout, &ws)) &&
-            !(rc = load_dvec("--y-scale", ARG(a, F_YSCALE), 1, &ys))) {
-            q->mult.v = malloc(sizeof(int32_t) * (size_t)ws.n);
-            q->shift.v = malloc(sizeof(int32_t) * (size_t)ws.n);
-            if (!q->mult.v || !q->shift.v)
-                rc = tsr_err(TSR_ENOMEM, "out of memory");
-            else
-                rc = tsr_quant_requant_params(xs.v[0], ws.v, ws.n, ys.v[0], q->mult.v, q->shift.v);
-            q->mult.n = q->shift.n = ws.n;
-        }
-        free(xs.v);
-        free(ws.v);
-        free(ys.v);
-        if (rc)
-            return rc;
-    } else {
+    if (!fixed && !scales)
         return tsr_err(TSR_EINVAL,
                        "no requantization given: use --mult and --shift, or --x-scale, --w-scale and --y-scale");
-    }
-
+    if ((rc = fixed ? get_fixed(a, cout, q) : get_scales(a, cout, q)))
+        return rc;
     return get_clamp(a, q->y_dtype, q->y_zp, F_YSCALE, &q->act_min, &q->act_max);
 }
 
@@ -676,78 +682,80 @@ static int get_window(const op_args_t *a, int *sh, int *sw, int *pt, int *pl, in
     return TSR_OK;
 }
 
+/* conv2d's shapes, groups, window and bias from the operands and flags. */
+static int conv2d_geometry(const op_args_t *a, const tsr_tensor_t *x, const tsr_tensor_t *w, const tsr_tensor_t *bias,
+                           tsr_conv2d_params_t *p)
+{
+    char sx[128], sw[128];
+    if (x->ndim != 4)
+        return tsr_err(TSR_EINVAL, "conv2d: input %s must be 4-D [N, C, H, W], got %s", ARG(a, F_INPUT),
+                       shape_str(x, sx, sizeof sx));
+    if (w->ndim != 4)
+        return tsr_err(TSR_EINVAL, "conv2d: weights %s must be 4-D [C_out, C_in/groups, KH, KW], got %s",
+                       ARG(a, F_WEIGHT), shape_str(w, sw, sizeof sw));
+    p->n = (int)x->shape[0];
+    p->c_in = (int)x->shape[1];
+    p->h = (int)x->shape[2];
+    p->w = (int)x->shape[3];
+    p->c_out = (int)w->shape[0];
+    p->kh = (int)w->shape[2];
+    p->kw = (int)w->shape[3];
+    long g = 1;
+    if (ARG(a, F_GROUPS) && parse_int(ARG(a, F_GROUPS), 1, INT32_MAX, &g))
+        return tsr_err(TSR_EINVAL, "--groups %s: expected 1 or the input channel count %d", ARG(a, F_GROUPS), p->c_in);
+    p->groups = (int)g;
+    if (p->groups != 1 && p->groups != p->c_in)
+        return tsr_err(TSR_EINVAL, "--groups %d: only 1 or the input channel count %d (depthwise) are supported",
+                       p->groups, p->c_in);
+    if (w->shape[1] != p->c_in / p->groups || (p->groups > 1 && p->c_out != p->c_in))
+        return tsr_err(TSR_EINVAL, "conv2d: weights %s have shape %s, expected [%s, %d, KH, KW] for input %s%s",
+                       ARG(a, F_WEIGHT), shape_str(w, sw, sizeof sw), p->groups > 1 ? "C_in" : "C_out",
+                       p->c_in / p->groups, shape_str(x, sx, sizeof sx), p->groups > 1 ? " (depthwise)" : "");
+    int rc = get_window(a, &p->stride_h, &p->stride_w, &p->pad_top, &p->pad_left, &p->pad_bottom, &p->pad_right);
+    if (rc)
+        return rc;
+    if (bias && (bias->ndim != 1 || bias->shape[0] != p->c_out))
+        return tsr_err(TSR_EINVAL, "conv2d: bias %s has shape %s, expected [%d] (C_out)", ARG(a, F_BIAS),
+                       shape_str(bias, sx, sizeof sx), p->c_out);
+    return TSR_OK;
+}
+
+/* The dtypes, zero points, requantization and clamp of conv2d and dense
+ * (their parameter structs share these field names). */
+#define SET_QUANT(p, q, x, w)                                                                                      \
+    do {                                                                                                           \
+        (p).x_dtype = (x)->dtype;                                                                                  \
+        (p).x_zp = (q).x_zp;                                                                                       \
+        (p).w_dtype = (w)->dtype;                                                                                  \
+        (p).w_zp = (q).w_zp.v;                                                                                     \
+        (p).w_zp_count = (q).w_zp.n;                                                                               \
+        (p).y_dtype = (q).y_dtype;                                                                                 \
+        (p).y_zp = (q).y_zp;                                                                                       \
+        (p).mult = (q).mult.v;                                                                                     \
+        (p).shift = (q).shift.v;                                                                                   \
+        (p).rq_count = (q).mult.n;                                                                                 \
+        (p).act_min = (q).act_min;                                                                                 \
+        (p).act_max = (q).act_max;                                                                                 \
+    } while (0)
+
 static int run_conv2d(const op_args_t *a, const tsr_cli_dev_t *d, const tsr_config_t *cfg, const tsr_tensor_t *x,
                       const tsr_tensor_t *w, const tsr_tensor_t *bias, tsr_tensor_t *y, run_info_t *info)
 {
-    char sx[128], sw[128];
     tsr_conv2d_params_t p;
     memset(&p, 0, sizeof p);
     quant_t q;
     memset(&q, 0, sizeof q);
-    int rc = TSR_OK;
-    if (x->ndim != 4) {
-        rc = tsr_err(TSR_EINVAL, "conv2d: input %s must be 4-D [N, C, H, W], got %s", ARG(a, F_INPUT),
-                     shape_str(x, sx, sizeof sx));
-        goto out;
+    int rc = conv2d_geometry(a, x, w, bias, &p), oh, ow;
+    if (!rc && !(rc = get_quant(a, x->dtype, p.c_out, &q))) {
+        SET_QUANT(p, q, x, w);
+        rc = tsr_conv2d_check(&p, &oh, &ow);
     }
-    if (w->ndim != 4) {
-        rc = tsr_err(TSR_EINVAL, "conv2d: weights %s must be 4-D [C_out, C_in/groups, KH, KW], got %s",
-                     ARG(a, F_WEIGHT), shape_str(w, sw, sizeof sw));
-        goto out;
+    if (!rc) {
+        const int64_t yshape[4] = {p.n, p.c_out, oh, ow};
+        rc = tsr_tensor_alloc(y, p.y_dtype, 4, yshape);
     }
-    p.n = (int)x->shape[0];
-    p.c_in = (int)x->shape[1];
-    p.h = (int)x->shape[2];
-    p.w = (int)x->shape[3];
-    p.c_out = (int)w->shape[0];
-    p.kh = (int)w->shape[2];
-    p.kw = (int)w->shape[3];
-    long g = 1;
-    if (ARG(a, F_GROUPS) && parse_int(ARG(a, F_GROUPS), 1, INT32_MAX, &g)) {
-        rc = tsr_err(TSR_EINVAL, "--groups %s: expected 1 or the input channel count %d", ARG(a, F_GROUPS), p.c_in);
-        goto out;
-    }
-    p.groups = (int)g;
-    if (p.groups != 1 && p.groups != p.c_in) {
-        rc = tsr_err(TSR_EINVAL, "--groups %d: only 1 or the input channel count %d (depthwise) are supported",
-                     p.groups, p.c_in);
-        goto out;
-    }
-    if (w->shape[1] != p.c_in / p.groups || (p.groups > 1 && p.c_out != p.c_in)) {
-        rc = tsr_err(TSR_EINVAL, "conv2d: weights %s have shape %s, expected [%s, %d, KH, KW] for input %s%s",
-                     ARG(a, F_WEIGHT), shape_str(w, sw, sizeof sw), p.groups > 1 ? "C_in" : "C_out",
-                     p.c_in / p.groups, shape_str(x, sx, sizeof sx), p.groups > 1 ? " (depthwise)" : "");
-        goto out;
-    }
-    if ((rc = get_window(a, &p.stride_h, &p.stride_w, &p.pad_top, &p.pad_left, &p.pad_bottom, &p.pad_right)))
-        goto out;
-    if (bias && (bias->ndim != 1 || bias->shape[0] != p.c_out)) {
-        rc = tsr_err(TSR_EINVAL, "conv2d: bias %s has shape %s, expected [%d] (C_out)", ARG(a, F_BIAS),
-                     shape_str(bias, sx, sizeof sx), p.c_out);
-        goto out;
-    }
-    if ((rc = get_quant(a, x->dtype, p.c_out, &q)))
-        goto out;
-    p.x_dtype = x->dtype;
-    p.x_zp = q.x_zp;
-    p.w_dtype = w->dtype;
-    p.w_zp = q.w_zp.v;
-    p.w_zp_count = q.w_zp.n;
-    p.y_dtype = q.y_dtype;
-    p.y_zp = q.y_zp;
-    p.mult = q.mult.v;
-    p.shift = q.shift.v;
-    p.rq_count = q.mult.n;
-    p.act_min = q.act_min;
-    p.act_max = q.act_max;
-    int oh, ow;
-    if ((rc = tsr_conv2d_check(&p, &oh, &ow)))
-        goto out;
-    const int64_t yshape[4] = {p.n, p.c_out, oh, ow};
-    if ((rc = tsr_tensor_alloc(y, p.y_dtype, 4, yshape)))
-        goto out;
-    rc = run_op(a, d, cfg, TSR_OPRUN_CONV2D, &p, x->data, w->data, bias ? bias->data : NULL, y->data, info);
-out:
+    if (!rc)
+        rc = run_op(a, d, cfg, TSR_OPRUN_CONV2D, &p, x->data, w->data, bias ? bias->data : NULL, y->data, info);
     quant_free(&q);
     return rc;
 }
@@ -786,18 +794,7 @@ static int run_dense(const op_args_t *a, const tsr_cli_dev_t *d, const tsr_confi
     }
     if ((rc = get_quant(a, x->dtype, p.m, &q)))
         goto out;
-    p.x_dtype = x->dtype;
-    p.x_zp = q.x_zp;
-    p.w_dtype = w->dtype;
-    p.w_zp = q.w_zp.v;
-    p.w_zp_count = q.w_zp.n;
-    p.y_dtype = q.y_dtype;
-    p.y_zp = q.y_zp;
-    p.mult = q.mult.v;
-    p.shift = q.shift.v;
-    p.rq_count = q.mult.n;
-    p.act_min = q.act_min;
-    p.act_max = q.act_max;
+    SET_QUANT(p, q, x, w);
     if ((rc = tsr_dense_check(&p, NULL)))
         goto out;
     const int64_t yshape[2] = {p.n, p.m};
@@ -831,6 +828,45 @@ static int same_shape(const tsr_tensor_t *a, const tsr_tensor_t *b)
         if (a->shape[i] != b->shape[i])
             return 0;
     return 1;
+}
+
+static int add_set(tsr_add_params_t *p, const tsr_add_quant_t *q)
+{
+    p->left_shift = q->left_shift;
+    p->mult_a = q->mult_a;
+    p->shift_a = q->shift_a;
+    p->mult_b = q->mult_b;
+    p->shift_b = q->shift_b;
+    p->mult_out = q->mult_out;
+    p->shift_out = q->shift_out;
+    return TSR_OK;
+}
+
+/* add's requantization: --add-params, or the three scales (TFLite's rule). */
+static int add_requant(const op_args_t *a, tsr_add_params_t *p)
+{
+    int scales = ARG(a, F_ASCALE) || ARG(a, F_BSCALE) || ARG(a, F_YSCALE);
+    if (scales && ARG(a, F_ADDPARAMS))
+        return tsr_err(TSR_EINVAL, "give either --a-scale/--b-scale/--y-scale or --add-params, not both");
+    if (ARG(a, F_ADDPARAMS)) {
+        int v[7], n;
+        if (parse_list(ARG(a, F_ADDPARAMS), INT32_MIN, INT32_MAX, 7, v, &n) || n != 7)
+            return tsr_err(TSR_EINVAL, "--add-params %s: expected 7 integers L,MA,SA,MB,SB,MO,SO", ARG(a, F_ADDPARAMS));
+        tsr_add_quant_t q = {v[0], v[1], v[2], v[3], v[4], v[5], v[6]};
+        return add_set(p, &q);
+    }
+    if (!scales)
+        return tsr_err(TSR_EINVAL,
+                       "add: no requantization given: use --a-scale, --b-scale and --y-scale, or --add-params");
+    double s3[3];
+    const int fl[3] = {F_ASCALE, F_BSCALE, F_YSCALE};
+    for (int i = 0; i < 3; i++)
+        if (!ARG(a, fl[i]) || parse_real(ARG(a, fl[i]), &s3[i]))
+            return tsr_err(TSR_EINVAL, "--a-scale, --b-scale and --y-scale go together and are numbers (--%s %s)",
+                           op_long[fl[i] - F_INPUT].name, ARG(a, fl[i]) ? ARG(a, fl[i]) : "missing");
+    tsr_add_quant_t q;
+    int rc = tsr_quant_add_params(s3[0], s3[1], s3[2], &q);
+    return rc ? rc : add_set(p, &q);
 }
 
 static int run_add(const op_args_t *a, const tsr_cli_dev_t *d, const tsr_config_t *cfg, const tsr_tensor_t *ta,
@@ -867,48 +903,8 @@ static int run_add(const op_args_t *a, const tsr_cli_dev_t *d, const tsr_config_
     p.y = p.a;
     p.y.dtype = ydt;
     p.y.zp = yzp;
-    int scales = ARG(a, F_ASCALE) || ARG(a, F_BSCALE) || ARG(a, F_YSCALE);
-    if (scales && ARG(a, F_ADDPARAMS)) {
-        rc = tsr_err(TSR_EINVAL, "give either --a-scale/--b-scale/--y-scale or --add-params, not both");
+    if ((rc = add_requant(a, &p)))
         goto out;
-    }
-    if (ARG(a, F_ADDPARAMS)) {
-        int v[7], n;
-        if (parse_list(ARG(a, F_ADDPARAMS), INT32_MIN, INT32_MAX, 7, v, &n) || n != 7) {
-            rc = tsr_err(TSR_EINVAL, "--add-params %s: expected 7 integers L,MA,SA,MB,SB,MO,SO", ARG(a, F_ADDPARAMS));
-            goto out;
-        }
-        p.left_shift = v[0];
-        p.mult_a = v[1];
-        p.shift_a = v[2];
-        p.mult_b = v[3];
-        p.shift_b = v[4];
-        p.mult_out = v[5];
-        p.shift_out = v[6];
-    } else if (scales) {
-        double s3[3];
-        const int fl[3] = {F_ASCALE, F_BSCALE, F_YSCALE};
-        for (int i = 0; i < 3; i++)
-            if (!ARG(a, fl[i]) || parse_real(ARG(a, fl[i]), &s3[i])) {
-                rc = tsr_err(TSR_EINVAL, "--a-scale, --b-scale and --y-scale go together and are numbers (--%s %s)",
-                             op_long[fl[i] - F_INPUT].name, ARG(a, fl[i]) ? ARG(a, fl[i]) : "missing");
-                goto out;
-            }
-        tsr_add_quant_t q;
-        if ((rc = tsr_quant_add_params(s3[0], s3[1], s3[2], &q)))
-            goto out;
-        p.left_shift = q.left_shift;
-        p.mult_a = q.mult_a;
-        p.shift_a = q.shift_a;
-        p.mult_b = q.mult_b;
-        p.shift_b = q.shift_b;
-        p.mult_out = q.mult_out;
-        p.shift_out = q.shift_out;
-    } else {
-        rc = tsr_err(TSR_EINVAL,
-                     "add: no requantization given: use --a-scale, --b-scale and --y-scale, or --add-params");
-        goto out;
-    }
     if ((rc = get_clamp(a, ydt, yzp, F_YSCALE, &p.act_min, &p.act_max)) || (rc = tsr_add_check(&p, NULL)))
         goto out;
     if ((rc = tsr_tensor_alloc(y, ydt, ta->ndim, ta->shape)))
@@ -1069,6 +1065,185 @@ static const op_desc_t ops[] = {
      F_INPUT, 0, "x", NULL, run_clip},
 };
 
+/* The operator named name, or NULL (message printed). */
+static const op_desc_t *op_find(const char *name)
+{
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+        if (!strcmp(name, ops[i].name))
+            return &ops[i];
+    char names[128] = "";
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+        snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "", ops[i].name);
+    fprintf(stderr, "tessera op: unknown operator \"%s\" (available: %s; see `tessera op --help`)\n", name, names);
+    return NULL;
+}
+
+/* The flag table: ours, then the host's device options (calloc'd). */
+static struct option *op_flags(const tsr_cli_dev_t *d)
+{
+    size_t ndev = 0;
+    while (d && d->long_opts && d->long_opts[ndev].name)
+        ndev++;
+    struct option *lo = calloc(N_OP_LONG + ndev + 1, sizeof *lo);
+    if (!lo)
+        return NULL;
+    memcpy(lo, op_long, sizeof op_long);
+    if (ndev)
+        memcpy(lo + N_OP_LONG, d->long_opts, ndev * sizeof *lo);
+    return lo;
+}
+
+/* getopt's short flag c as its long code. */
+static int op_short(int c)
+{
+    switch (c) {
+    case 'x': return F_INPUT;
+    case 'w': return F_WEIGHT;
+    case 'o': return F_OUTPUT;
+    case 'c': return F_CONFIG;
+    case 'q': return F_QUIET;
+    case 'h': return F_HELP;
+    case 'a': return F_INA;
+    case 'b': return F_INB;
+    default: return c;
+    }
+}
+
+/* One flag c as getopt returned it (li: its long index or -1): 0, or the
+ * exit status of the usage error. */
+static int op_flag(const op_desc_t *o, const tsr_cli_dev_t *d, const struct option *lo, char **sub, int c, int li,
+                   op_args_t *a)
+{
+    if (c == '?' || c == ':') {
+        char bad[64];
+        if (optopt > 0 && optopt < 256)
+            snprintf(bad, sizeof bad, "-%c", optopt);
+        else
+            snprintf(bad, sizeof bad, "%s", sub[optind - 1]);
+        return op_usage(o->name, c == ':' ? "flag %s needs a value" : "unknown flag %s", bad);
+    }
+    if (c >= F_INPUT && c < F_END) {
+        if (!(o->flags & BIT(c))) {
+            char what[64];
+            snprintf(what, sizeof what, "--%s", op_long[c - F_INPUT].name);
+            return op_usage(o->name, "flag %s does not apply to this operator", what);
+        }
+        ARG(a, c) = optarg ? optarg : "";
+        return 0;
+    }
+    int r = d && d->handle ? d->handle(c, optarg) : 0;
+    if (r < 0) {
+        char what[128];
+        snprintf(what, sizeof what, "--%s %s", li >= 0 ? lo[li].name : "?", optarg ? optarg : "");
+        return op_usage(o->name, "bad value for device option %s", what);
+    }
+    return r == 0 ? op_usage(o->name, "unknown flag %s", sub[optind - 1]) : 0;
+}
+
+/* Backend, config, quiet, seed and the required flags from the parsed
+ * flags: 0, or the exit status of the usage error. */
+static int op_settle(const op_desc_t *o, op_args_t *a)
+{
+    if (ARG(a, F_BACKEND))
+        a->backend = ARG(a, F_BACKEND);
+    if (ARG(a, F_CONFIG))
+        a->config = ARG(a, F_CONFIG);
+    a->quiet = ARG(a, F_QUIET) != NULL;
+    if (ARG(a, F_SEED)) {
+        char *end;
+        errno = 0;
+        a->seed = strtoull(ARG(a, F_SEED), &end, 10);
+        if (errno || end == ARG(a, F_SEED) || *end || ARG(a, F_SEED)[0] == '-')
+            return op_usage(o->name, "--seed %s: expected a non-negative integer", ARG(a, F_SEED));
+    }
+    const int required[] = {o->in1, o->in2, F_OUTPUT};
+    for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
+        if (required[i] && !ARG(a, required[i])) {
+            char what[64];
+            snprintf(what, sizeof what, "--%s", op_long[required[i] - F_INPUT].name);
+            return op_usage(o->name, "missing %s", what);
+        }
+    return 0;
+}
+
+/* Parse operator o's flags (sub[0] is its name): -1 to go on, else the
+ * exit status (usage error, or 0 after --help). */
+static int op_parse(const op_desc_t *o, const tsr_cli_dev_t *d, int subc, char **sub, op_args_t *a)
+{
+    struct option *lo = op_flags(d);
+    if (!lo)
+        return tsr_cli_fail(tsr_err(TSR_ENOMEM, "out of memory"));
+    int status = -1, c, li = -1;
+    optind = 1;
+    opterr = 0;
+    while (status < 0 && (c = getopt_long(subc, sub, ":x:w:o:c:qha:b:", lo, &li)) != -1) {
+        int r = op_flag(o, d, lo, sub, op_short(c), li, a);
+        if (r)
+            status = r;
+    }
+    free(lo);
+    if (status >= 0)
+        return status;
+    if (ARG(a, F_HELP)) {
+        fputs(o->help, stdout);
+        if (d && d->help)
+            fputs(d->help, stdout);
+        return 0;
+    }
+    if (optind != subc)
+        return op_usage(o->name, "unexpected argument \"%s\"", sub[optind]);
+    int r = op_settle(o, a);
+    return r ? r : -1;
+}
+
+/* The summary line of a run. */
+static void op_summary(const op_desc_t *o, const op_args_t *a, const tsr_tensor_t *x, const tsr_tensor_t *w,
+                       const tsr_tensor_t *y, const run_info_t *info)
+{
+    char sx[128], sw[128], sy[128];
+    printf("%s: %s %s %s", o->name, o->label1, shape_str(x, sx, sizeof sx), tsr_dtype_name(x->dtype));
+    if (o->in2)
+        printf(", %s %s %s", o->label2, shape_str(w, sw, sizeof sw), tsr_dtype_name(w->dtype));
+    printf(" -> y %s %s (%s); %s/%s: %zu instructions, %llu GEMM ops, %llu ALU ops", shape_str(y, sy, sizeof sy),
+           tsr_dtype_name(y->dtype), ARG(a, F_OUTPUT), a->backend, a->config, info->ninsns,
+           (unsigned long long)info->ctr.gemm_ops, (unsigned long long)info->ctr.alu_ops);
+    if (info->ctr.cycles)
+        printf(", %llu cycles", (unsigned long long)info->ctr.cycles);
+    printf(", %.3f s\n", info->secs);
+}
+
+/* Config, operands, run, output file, summary: the exit status. */
+static int op_execute(const op_desc_t *o, const op_args_t *a, const tsr_cli_dev_t *d)
+{
+    tsr_config_t cfg;
+    tsr_tensor_t x = {0}, w = {0}, b = {0}, y = {0};
+    run_info_t info;
+    memset(&info, 0, sizeof info);
+    int rc = tsr_config_load(a->config, &cfg);
+    if (rc)
+        rc = tsr_err_prefix(rc, "--config "); /* the message starts with the file or preset name */
+    char f1[32], f2[32];
+    snprintf(f1, sizeof f1, "--%s", op_long[o->in1 - F_INPUT].name);
+    snprintf(f2, sizeof f2, "--%s", o->in2 ? op_long[o->in2 - F_INPUT].name : "");
+    if (!rc)
+        rc = load_operand(f1, ARG(a, o->in1), DT_Q8, &x);
+    if (!rc && o->in2)
+        rc = load_operand(f2, ARG(a, o->in2), DT_Q8, &w);
+    if (!rc && ARG(a, F_BIAS))
+        rc = load_operand("--bias", ARG(a, F_BIAS), 1u << TSR_DT_INT32, &b);
+    if (!rc)
+        rc = o->run(a, d, &cfg, &x, o->in2 ? &w : NULL, ARG(a, F_BIAS) ? &b : NULL, &y, &info);
+    if (!rc)
+        rc = tsr_npy_write(ARG(a, F_OUTPUT), &y);
+    if (!rc && !a->quiet)
+        op_summary(o, a, &x, &w, &y, &info);
+    tsr_tensor_free(&x);
+    tsr_tensor_free(&w);
+    tsr_tensor_free(&b);
+    tsr_tensor_free(&y);
+    return rc ? tsr_cli_fail(rc) : 0;
+}
+
 int tsr_cli_op(int argc, char **argv, const tsr_cli_dev_t *d)
 {
     if (argc < 2) {
@@ -1081,155 +1256,13 @@ int tsr_cli_op(int argc, char **argv, const tsr_cli_dev_t *d)
             fputs(d->help, stdout);
         return 0;
     }
-    const op_desc_t *o = NULL;
-    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
-        if (!strcmp(argv[1], ops[i].name))
-            o = &ops[i];
-    if (!o) {
-        char names[128] = "";
-        for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
-            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "", ops[i].name);
-        fprintf(stderr, "tessera op: unknown operator \"%s\" (available: %s; see `tessera op --help`)\n", argv[1],
-                names);
+    const op_desc_t *o = op_find(argv[1]);
+    if (!o)
         return 2;
-    }
-
-    /* the flag table: ours, then the host's device options */
-    size_t ndev = 0;
-    while (d && d->long_opts && d->long_opts[ndev].name)
-        ndev++;
-    struct option *lo = calloc(N_OP_LONG + ndev + 1, sizeof *lo);
-    if (!lo)
-        return op_fail(tsr_err(TSR_ENOMEM, "out of memory"));
-    memcpy(lo, op_long, sizeof op_long);
-    if (ndev)
-        memcpy(lo + N_OP_LONG, d->long_opts, ndev * sizeof *lo);
-
     op_args_t a;
     memset(&a, 0, sizeof a);
     a.backend = "fsim";
     a.config = "default";
-    int status = 0, c, li = -1;
-    optind = 1;
-    opterr = 0;
-    char **sub = argv + 1;
-    int subc = argc - 1;
-    while ((c = getopt_long(subc, sub, ":x:w:o:c:qha:b:", lo, &li)) != -1) {
-        switch (c) {
-        case 'x': c = F_INPUT; break;
-        case 'w': c = F_WEIGHT; break;
-        case 'o': c = F_OUTPUT; break;
-        case 'c': c = F_CONFIG; break;
-        case 'q': c = F_QUIET; break;
-        case 'h': c = F_HELP; break;
-        case 'a': c = F_INA; break;
-        case 'b': c = F_INB; break;
-        default: break;
-        }
-        if (c == '?' || c == ':') {
-            char bad[64];
-            if (optopt > 0 && optopt < 256)
-                snprintf(bad, sizeof bad, "-%c", optopt);
-            else
-                snprintf(bad, sizeof bad, "%s", sub[optind - 1]);
-            status = op_usage(o->name, c == ':' ? "flag %s needs a value" : "unknown flag %s", bad);
-            goto done;
-        }
-        if (c >= F_INPUT && c < F_END) {
-            if (!(o->flags & BIT(c))) {
-                char what[64];
-                snprintf(what, sizeof what, "--%s", op_long[c - F_INPUT].name);
-                status = op_usage(o->name, "flag %s does not apply to this operator", what);
-                goto done;
-            }
-            ARG(&a, c) = optarg ? optarg : "";
-            continue;
-        }
-        int r = d && d->handle ? d->handle(c, optarg) : 0;
-        if (r < 0) {
-            char what[128];
-            snprintf(what, sizeof what, "--%s %s", li >= 0 ? lo[li].name : "?", optarg ? optarg : "");
-            status = op_usage(o->name, "bad value for device option %s", what);
-            goto done;
-        }
-        if (r == 0) {
-            status = op_usage(o->name, "unknown flag %s", sub[optind - 1]);
-            goto done;
-        }
-    }
-    if (ARG(&a, F_HELP)) {
-        fputs(o->help, stdout);
-        if (d && d->help)
-            fputs(d->help, stdout);
-        goto done;
-    }
-    if (optind != subc) {
-        status = op_usage(o->name, "unexpected argument \"%s\"", sub[optind]);
-        goto done;
-    }
-    if (ARG(&a, F_BACKEND))
-        a.backend = ARG(&a, F_BACKEND);
-    if (ARG(&a, F_CONFIG))
-        a.config = ARG(&a, F_CONFIG);
-    a.quiet = ARG(&a, F_QUIET) != NULL;
-    if (ARG(&a, F_SEED)) {
-        char *end;
-        errno = 0;
-        a.seed = strtoull(ARG(&a, F_SEED), &end, 10);
-        if (errno || end == ARG(&a, F_SEED) || *end || ARG(&a, F_SEED)[0] == '-') {
-            status = op_usage(o->name, "--seed %s: expected a non-negative integer", ARG(&a, F_SEED));
-            goto done;
-        }
-    }
-    const int required[] = {o->in1, o->in2, F_OUTPUT};
-    for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
-        if (required[i] && !ARG(&a, required[i])) {
-            char what[64];
-            snprintf(what, sizeof what, "--%s", op_long[required[i] - F_INPUT].name);
-            status = op_usage(o->name, "missing %s", what);
-            goto done;
-        }
-
-    /* config, operands, run, output */
-    tsr_config_t cfg;
-    tsr_tensor_t x = {0}, w = {0}, b = {0}, y = {0};
-    run_info_t info;
-    memset(&info, 0, sizeof info);
-    int rc = tsr_config_load(a.config, &cfg);
-    if (rc)
-        rc = tsr_err_prefix(rc, "--config "); /* the message starts with the file or preset name */
-    char f1[32], f2[32];
-    snprintf(f1, sizeof f1, "--%s", op_long[o->in1 - F_INPUT].name);
-    snprintf(f2, sizeof f2, "--%s", o->in2 ? op_long[o->in2 - F_INPUT].name : "");
-    if (!rc)
-        rc = load_operand(f1, ARG(&a, o->in1), DT_Q8, &x);
-    if (!rc && o->in2)
-        rc = load_operand(f2, ARG(&a, o->in2), DT_Q8, &w);
-    if (!rc && ARG(&a, F_BIAS))
-        rc = load_operand("--bias", ARG(&a, F_BIAS), 1u << TSR_DT_INT32, &b);
-    if (!rc)
-        rc = o->run(&a, d, &cfg, &x, o->in2 ? &w : NULL, ARG(&a, F_BIAS) ? &b : NULL, &y, &info);
-    if (!rc)
-        rc = tsr_npy_write(ARG(&a, F_OUTPUT), &y);
-    if (rc) {
-        status = op_fail(rc);
-    } else if (!a.quiet) {
-        char sx[128], sw[128], sy[128];
-        printf("%s: %s %s %s", o->name, o->label1, shape_str(&x, sx, sizeof sx), tsr_dtype_name(x.dtype));
-        if (o->in2)
-            printf(", %s %s %s", o->label2, shape_str(&w, sw, sizeof sw), tsr_dtype_name(w.dtype));
-        printf(" -> y %s %s (%s); %s/%s: %zu instructions, %llu GEMM ops, %llu ALU ops", shape_str(&y, sy, sizeof sy),
-               tsr_dtype_name(y.dtype), ARG(&a, F_OUTPUT), a.backend, a.config, info.ninsns,
-               (unsigned long long)info.ctr.gemm_ops, (unsigned long long)info.ctr.alu_ops);
-        if (info.ctr.cycles)
-            printf(", %llu cycles", (unsigned long long)info.ctr.cycles);
-        printf(", %.3f s\n", info.secs);
-    }
-    tsr_tensor_free(&x);
-    tsr_tensor_free(&w);
-    tsr_tensor_free(&b);
-    tsr_tensor_free(&y);
-done:
-    free(lo);
-    return status;
+    int status = op_parse(o, d, argc - 1, argv + 1, &a);
+    return status >= 0 ? status : op_execute(o, &a, d);
 }
