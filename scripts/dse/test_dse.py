@@ -691,6 +691,10 @@ def test_hostile():
         r = hdse("check", yp, "--cli", CLI)
         refused("YAML python tag", r, "malformed YAML")
         check("owned" not in r.stdout, "... and nothing was run")
+        yp = os.path.join(WORK, "nan.yaml")
+        with open(yp, "w") as f:
+            f.write("base: tiny\nkeys: {LOG_BLOCK: [2]}\nconstraints: {budget: {DSP: .nan}}\n")
+        refused("YAML .nan budget", hdse("check", yp, "--cli", CLI), "constraints.budget.DSP must be a positive number")
 
     # Ctrl-C during a long check: one line, exit 130
     p = write_space("long", {"base": "tiny", "keys": {"CLOCK_MHZ": {"range": [1, 1000]}, "DEP_QUEUE_DEPTH": [5, 6]},

@@ -341,7 +341,8 @@ def _load_constraints(sp):
         if not isinstance(k, str) or k not in RESOURCES:
             raise SpaceError(f"{sp.path}: constraints.budget: unknown resource {show(k)} "
                              f"(allowed: {', '.join(RESOURCES)})")
-        if not (isinstance(v, (int, float)) and not isinstance(v, bool)) or v <= 0:
+        # (not NaN: every comparison with it is false, so nothing would fit, silently; YAML has .nan)
+        if not (isinstance(v, (int, float)) and not isinstance(v, bool)) or not v > 0 or v == float("inf"):
             raise SpaceError(f"{sp.path}: constraints.budget.{k} must be a positive number")
         sp.budget[k] = v
 
