@@ -9,7 +9,8 @@ Fails (exit 1), one line per finding naming the file, when:
   - docs/architecture.md names a file that does not exist;
   - a file's #include of a project header goes against the layer table of docs/architecture.md
     (directly, or through a header of a lower layer that passes on a layer its user may not see);
-  - a relative link in README.md, CHANGELOG.md or docs/**/*.md points to no existing file.
+  - a relative link in README.md, CHANGELOG.md or docs/**/*.md points to no existing file, or
+    README.md or docs/**/*.md names a file of those directories that does not exist.
 Exit 2 when the doc itself cannot be read or has no layer table (bad input, one line).
 
 Why the layer table is parsed from the doc: the doc and the check are then one thing, so neither
@@ -244,6 +245,26 @@ def check(root):
             errors.append(f"{ARCH_DOC}: names {n}, which does not exist")
     errors += check_includes(root, files, layers)
     errors += check_links(root)
+    errors += check_named_in_docs(root)
+    return errors
+
+
+def check_named_in_docs(root):
+    """Files of the layers named in README.md and docs/**/*.md (not the CHANGELOG: history may name
+    what is gone) must exist too: a guide that sends a reader to a renamed file is a broken link."""
+    errors = []
+    docs = ["README.md"] if os.path.isfile(os.path.join(root, "README.md")) else []
+    for dirpath, dirnames, filenames in os.walk(os.path.join(root, "docs")):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        docs += [rel(root, os.path.join(dirpath, f)) for f in sorted(filenames) if f.endswith(".md")]
+    for doc in docs:
+        if doc == ARCH_DOC:
+            continue  # checked above with its own message
+        with open(os.path.join(root, doc), encoding="utf-8", errors="replace") as f:
+            text = f.read()
+        for n in sorted(set(NAMED_FILE_RE.findall(text))):
+            if not os.path.exists(os.path.join(root, n)):
+                errors.append(f"{doc}: names {n}, which does not exist")
     return errors
 
 
@@ -313,6 +334,8 @@ def self_test():
           + "\n`sim/x.h`\n"},
          "driver/d.h: includes sim/x.h (layer sim), which reaches layer jit"),
         ("broken link", {"docs/guide.md": "[gone](nothing.md)\n"}, "docs/guide.md: link to nothing.md"),
+        ("a guide names a missing file", {"docs/guide.md": "see `hw/rtl/old_top.sv`\n"},
+         "docs/guide.md: names hw/rtl/old_top.sv"),
         ("broken link in the README", {"README.md": "![pic](docs/none.png)\n"}, "README.md: link to docs/none.png"),
     ]
     failed = 0
