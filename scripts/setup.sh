@@ -20,6 +20,7 @@ PKGS=(
   nextpnr-ice40 fpga-icestorm fpga-icestorm-chipdb  # open iCE40 flow: place and route, bitstream, timing
   libxrt-dev libxrt-utils                        # backend xrt (Alveo / Zynq with XRT), xclbinutil
   python3-matplotlib                             # design-space exploration plots
+  python3-yaml                                   # YAML space files for the DSE (tested: anchors, nesting)
   slurmctld slurmd slurm-client munge            # DSE sweeps as a Slurm job array (single-node test)
 )
 SUDO=""
