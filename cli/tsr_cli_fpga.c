@@ -89,28 +89,29 @@ static int parse_resources(const char *line, double used[TSR_RES_COUNT])
     return 0;
 }
 
-/* Run scripts/synth.sh; fills used[] and *cached. Work files go to a fresh
- * directory under the cache, removed on success and kept (named in the
- * message) on failure. */
-static int run_synth(const char *cfg, const tsr_board_t *b, int use_cache, int estimate,
-                     double used[TSR_RES_COUNT], int *cached)
+/* Paths of a synthesis: the script, this binary, the synth cache and a
+ * fresh work directory in it (created, with the cache, as mkdir -p). */
+typedef struct {
+    char script[1024], self[1024], synth_cache[600], work[640], log[700];
+} synth_paths_t;
+
+static int synth_paths(synth_paths_t *sp)
 {
-    char cache[512], synth_cache[600], work[640], script[1024], self[1024], log[700], family[32];
-    snprintf(family, sizeof family, "%s%s", tsr_family_name(b->family), estimate ? "-est" : "");
+    char cache[512];
     const char *root = getenv("TESSERA_ROOT");
     if (!root || !*root)
         root = TSR_SOURCE_DIR;
-    snprintf(script, sizeof script, "%s/scripts/synth.sh", root);
-    if (access(script, X_OK))
-        return tsr_err(TSR_EIO, "cannot run %s (set TESSERA_ROOT to the source tree)", script);
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    snprintf(sp->script, sizeof sp->script, "%s/scripts/synth.sh", root);
+    if (access(sp->script, X_OK))
+        return tsr_err(TSR_EIO, "cannot run %s (set TESSERA_ROOT to the source tree)", sp->script);
+    ssize_t n = readlink("/proc/self/exe", sp->self, sizeof sp->self - 1);
     if (n <= 0)
         return tsr_err(TSR_EIO, "cannot find the tessera binary: %s", strerror(errno));
-    self[n] = '\0';
+    sp->self[n] = '\0';
     tsr_cache_dir(cache, sizeof cache);
-    snprintf(synth_cache, sizeof synth_cache, "%s/synth", cache);
-    /* mkdir -p the cache, then a fresh work directory in it. */
-    snprintf(work, sizeof work, "%s", synth_cache);
+    snprintf(sp->synth_cache, sizeof sp->synth_cache, "%s/synth", cache);
+    char *work = sp->work;
+    snprintf(work, sizeof sp->work, "%s", sp->synth_cache);
     for (char *p = work + 1; *p; p++)
         if (*p == '/') {
             *p = '\0';
@@ -119,33 +120,34 @@ static int run_synth(const char *cfg, const tsr_board_t *b, int use_cache, int e
         }
     if (mkdir(work, 0755) && errno != EEXIST)
         return tsr_err(TSR_EIO, "cannot create %s: %s", work, strerror(errno));
-    snprintf(work, sizeof work, "%s/work-XXXXXX", synth_cache);
+    snprintf(work, sizeof sp->work, "%s/work-XXXXXX", sp->synth_cache);
     if (!mkdtemp(work))
-        return tsr_err(TSR_EIO, "cannot create a directory in %s: %s", synth_cache,
-                       strerror(errno));
-    snprintf(log, sizeof log, "%s/fit.log", work);
-    int fd[2];
-    if (pipe(fd))
-        return tsr_err(TSR_EIO, "pipe: %s", strerror(errno));
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0)
-        return tsr_err(TSR_EIO, "fork: %s", strerror(errno));
-    if (pid == 0) {
-        close(fd[0]);
-        dup2(fd[1], 1);
-        FILE *lf = fopen(log, "w");
-        if (lf)
-            dup2(fileno(lf), 2);
-        if (use_cache)
-            setenv("SYNTH_CACHE", synth_cache, 1);
-        else
-            unsetenv("SYNTH_CACHE");
-        execl(script, script, self, cfg, work, family, (char *)NULL);
-        _exit(127);
-    }
-    close(fd[1]);
-    FILE *out = fdopen(fd[0], "r");
+        return tsr_err(TSR_EIO, "cannot create a directory in %s: %s", sp->synth_cache, strerror(errno));
+    snprintf(sp->log, sizeof sp->log, "%s/fit.log", work);
+    return TSR_OK;
+}
+
+/* The child: stdout to the pipe, stderr to the log, then the script. */
+static void synth_child(const synth_paths_t *sp, int fd[2], const char *cfg, const char *family, int use_cache)
+{
+    close(fd[0]);
+    dup2(fd[1], 1);
+    FILE *lf = fopen(sp->log, "w");
+    if (lf)
+        dup2(fileno(lf), 2);
+    if (use_cache)
+        setenv("SYNTH_CACHE", sp->synth_cache, 1);
+    else
+        unsetenv("SYNTH_CACHE");
+    execl(sp->script, sp->script, sp->self, cfg, sp->work, family, (char *)NULL);
+    _exit(127);
+}
+
+/* Read the script's "resources ..." and "cached ..." lines from fd; its
+ * exit status in *st. 0 when a resources line parsed. */
+static int synth_read(int fd, pid_t pid, double used[TSR_RES_COUNT], int *cached, int *st)
+{
+    FILE *out = fdopen(fd, "r");
     char line[512];
     int got = 0, bad = 0;
     *cached = 0;
@@ -158,22 +160,77 @@ static int run_synth(const char *cfg, const tsr_board_t *b, int use_cache, int e
     }
     if (out)
         fclose(out);
-    int st;
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+    while (waitpid(pid, st, 0) < 0 && errno == EINTR)
         ;
-    if (!WIFEXITED(st) || WEXITSTATUS(st) || !got || bad)
+    return got && !bad ? 0 : -1;
+}
+
+/* Run scripts/synth.sh; fills used[] and *cached. Work files go to a fresh
+ * directory under the cache, removed on success and kept (named in the
+ * message) on failure. */
+static int run_synth(const char *cfg, const tsr_board_t *b, int use_cache, int estimate,
+                     double used[TSR_RES_COUNT], int *cached)
+{
+    char family[32];
+    synth_paths_t sp;
+    snprintf(family, sizeof family, "%s%s", tsr_family_name(b->family), estimate ? "-est" : "");
+    int rc = synth_paths(&sp), fd[2], st;
+    if (rc)
+        return rc;
+    if (pipe(fd))
+        return tsr_err(TSR_EIO, "pipe: %s", strerror(errno));
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0)
+        return tsr_err(TSR_EIO, "fork: %s", strerror(errno));
+    if (pid == 0)
+        synth_child(&sp, fd, cfg, family, use_cache);
+    close(fd[1]);
+    if (synth_read(fd[0], pid, used, cached, &st) || !WIFEXITED(st) || WEXITSTATUS(st))
         return tsr_err(TSR_EBACKEND, "yosys synthesis of %s for %s failed; see %s (and synth.log there)",
-                       cfg, family, log);
+                       cfg, family, sp.log);
     /* Success: the result is in the cache; drop the work files. */
     static const char *const files[] = {"tsr_pkg.sv", "synth.log", "stat.txt", "yosys.stderr",
                                         "result.txt", "fit.log"};
     char path[800];
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-        snprintf(path, sizeof path, "%s/%s", work, files[i]);
+        snprintf(path, sizeof path, "%s/%s", sp.work, files[i]);
         (void)unlink(path);
     }
-    (void)rmdir(work);
+    (void)rmdir(sp.work);
     return TSR_OK;
+}
+
+/* The table of used / budget / share / limit and the verdict; the exit status. */
+static int print_fit(const tsr_board_t *b, const char *cfgname, int estimate, int cached,
+                     const double used[TSR_RES_COUNT])
+{
+    printf("board %s (%s, yosys family %s), config %s: yosys %s%s\n", b->name, b->part,
+           tsr_family_name(b->family), cfgname,
+           estimate ? "per-module estimate (LUT and FF high: a conservative fit)" : "estimate",
+           cached ? " (cached)" : "");
+    printf("%-8s %10s %10s %7s %7s\n", "resource", "used", "budget", "share", "limit");
+    for (int r = 0; r < TSR_RES_COUNT; r++) {
+        if (!b->has[r] && used[r] == 0)
+            continue;
+        char share[16] = "-";
+        if (b->budget[r] > 0)
+            snprintf(share, sizeof share, "%.1f%%", 100.0 * used[r] / b->budget[r]);
+        else if (used[r] > 0)
+            snprintf(share, sizeof share, "inf");
+        printf("%-8s %10g %10g %7s %6.0f%%\n", tsr_res_name(r), used[r], b->budget[r], share,
+               100.0 * b->limit[r]);
+    }
+    if (b->family == TSR_FAMILY_ICE40)
+        printf("note: on iCE40, LC is max(LUT4, FF) of the core before placement, a lower bound (the\n"
+               "board wrapper and packing add to it); scripts/fpga/ice40.sh places and routes\n");
+    char why[512];
+    if (tsr_board_fits(b, used, why, sizeof why)) {
+        printf("fits\n");
+        return FIT_OK;
+    }
+    printf("does not fit: %s\n", why);
+    return FIT_NO;
 }
 
 static int cmd_fit(int argc, char **argv)
@@ -212,32 +269,7 @@ static int cmd_fit(int argc, char **argv)
     int cached = 0;
     if ((rc = run_synth(cfgname, &b, use_cache, estimate, used, &cached)))
         return err_out(rc);
-    printf("board %s (%s, yosys family %s), config %s: yosys %s%s\n", b.name, b.part,
-           tsr_family_name(b.family), cfgname,
-           estimate ? "per-module estimate (LUT and FF high: a conservative fit)" : "estimate",
-           cached ? " (cached)" : "");
-    printf("%-8s %10s %10s %7s %7s\n", "resource", "used", "budget", "share", "limit");
-    for (int r = 0; r < TSR_RES_COUNT; r++) {
-        if (!b.has[r] && used[r] == 0)
-            continue;
-        char share[16] = "-";
-        if (b.budget[r] > 0)
-            snprintf(share, sizeof share, "%.1f%%", 100.0 * used[r] / b.budget[r]);
-        else if (used[r] > 0)
-            snprintf(share, sizeof share, "inf");
-        printf("%-8s %10g %10g %7s %6.0f%%\n", tsr_res_name(r), used[r], b.budget[r], share,
-               100.0 * b.limit[r]);
-    }
-    if (b.family == TSR_FAMILY_ICE40)
-        printf("note: on iCE40, LC is max(LUT4, FF) of the core before placement, a lower bound (the\n"
-               "board wrapper and packing add to it); scripts/fpga/ice40.sh places and routes\n");
-    char why[512];
-    if (tsr_board_fits(&b, used, why, sizeof why)) {
-        printf("fits\n");
-        return FIT_OK;
-    }
-    printf("does not fit: %s\n", why);
-    return FIT_NO;
+    return print_fit(&b, cfgname, estimate, cached, used);
 }
 
 int tsr_cli_fpga(int argc, char **argv)

@@ -2,8 +2,8 @@
  * tsr_cli_fpga: the `tessera fpga ...` commands. `fpga fit` synthesizes the
  * design of a config with yosys for a board's family (scripts/synth.sh) and
  * checks the estimate against the board's budget and limits (isa/tsr_board);
- * `fpga boards` lists the built-in boards. Kept out of cli/tessera.c: it runs
- * external tools and owns their cache, which no other command does.
+ * `fpga boards` lists the built-in boards. It runs external tools and owns
+ * their cache, which no other command does.
  */
 #ifndef TSR_CLI_FPGA_H
 #define TSR_CLI_FPGA_H

@@ -3,12 +3,11 @@
  * operator of jit/operators.md on a device (fsim or rtl) with operands read
  * from NumPy .npy files and writes the result as .npy, so that a layer can
  * be checked against a framework (NumPy, TFLite, onnxruntime) without
- * writing C. Kept out of cli/tessera.c because it is the largest command
- * and grows with every operator the JIT learns.
+ * writing C.
  *
- * The host program owns the device options (--dram-latency etc., shared by
- * every command that opens a device); it hands them over in tsr_cli_dev_t
- * so `op` accepts exactly the same flags as `run` and `bench`.
+ * The device options (--dram-latency etc., shared by every command that
+ * opens a device, cli/tsr_cli_common.c) come in tsr_cli_dev_t, so `op`
+ * accepts exactly the same flags as `run` and `bench`.
  */
 #ifndef TSR_CLI_OP_H
 #define TSR_CLI_OP_H
