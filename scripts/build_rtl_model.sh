@@ -16,8 +16,8 @@ VI=/usr/share/verilator/include
 mkdir -p "$out"
 obj="$out/obj"
 rm -rf "$obj"
-# The C++ class is Vtsr_top whichever module is the top (scripts/rtl_top.sh).
-top=$("$root/scripts/rtl_top.sh" "$pkg")
+# tsr_top is the one top; it picks the core the package asks for (SERIAL_CORE).
+top=tsr_top
 vflags=(--cc -O3 --Mdir "$obj" -I"$root/hw/rtl" --top-module "$top" --prefix Vtsr_top -CFLAGS -fPIC -MAKEFLAGS "OPT_FAST=-O3"
         -Wno-fatal --x-assign 0 --x-initial 0)
 cflags=(-fPIC -O2 -std=c++17 -DTSR_BUS_BYTES="$bus" -I"$obj" -I"$VI" -I"$VI/vltstd" -I"$root/sim/rtl")

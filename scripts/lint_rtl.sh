@@ -10,7 +10,7 @@ work=${3:-$(mktemp -d)}
 mkdir -p "$work"
 "$cli" config emit-sv "$cfg" -o "$work/tsr_pkg.sv"
 srcs=("$work/tsr_pkg.sv" "$root"/hw/rtl/*.sv)
-top=$("$root/scripts/rtl_top.sh" "$work/tsr_pkg.sv")
+top=tsr_top  # the one top: it picks the core by SERIAL_CORE
 verilator --lint-only -Wall -I"$root/hw/rtl" "$root/hw/rtl/lint_waivers.vlt" "${srcs[@]}" --top-module "$top"
 yosys -q -p "read_verilog -sv ${srcs[*]}; hierarchy -check -top $top; proc" > "$work/yosys.log"
 iverilog -g2012 -I"$root/hw/rtl" -o "$work/top.vvp" -s "$top" "${srcs[@]}"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Synthesize the accelerator (tsr_top, or tsr_serial_top for a SERIAL_CORE
-# config: scripts/rtl_top.sh) with yosys for an FPGA family and print the resource
+# Synthesize the accelerator (tsr_top, whichever core the config picks)
+# with yosys for an FPGA family and print the resource
 # estimate: a human line and a machine line "resources CLASS=N ..." that
 # `tessera fpga fit` reads (classes as in boards/README.md).
 #   xc7   synth_xilinx (7-series / Zynq-7000)
@@ -25,7 +25,7 @@ mkdir -p "$work"
 "$cli" config emit-sv "$cfg" -o "$work/tsr_pkg.sv"
 # A package names its source file in a comment: hash without it.
 srcs=("$work/tsr_pkg.sv" "$root"/hw/rtl/*.sv)
-top=$("$root/scripts/rtl_top.sh" "$work/tsr_pkg.sv")
+top=tsr_top
 case $family in
   xc7)   synth="synth_xilinx -top $top -flatten" ;;
   xcup)  synth="synth_xilinx -family xcup -top $top -flatten" ;;

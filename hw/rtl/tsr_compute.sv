@@ -16,7 +16,7 @@
 // (dst and src reads of the ALU in one cycle), or once with ACC_SINGLE_COPY
 // (a true-dual-port RAM: the ALU then issues ops that read a src row every
 // other cycle, tsr_compute_pipe); the output buffer (in
-// tsr_top) is banked the same way, so the pipes write it through one port
+// tsr_pipe_accel) is banked the same way, so the pipes write it through one port
 // per bank. An index out of range raises err_o (sticky) and stops the stage
 // until reset.
 `include "tsr_assert.svh"

@@ -10,7 +10,7 @@
 // fetch and the token queues in reset and makes the AXI4 master drain
 // (no new bursts, outstanding ones completed); STATUS.RESETTING clears
 // once the master reports idle, at least RstMin cycles later.
-// CntMask and CntWidth trim the counters for small parts (tsr_serial_top):
+// CntMask and CntWidth trim the counters for small parts (tsr_serial_accel):
 // a counter whose mask bit is 0 is not built and reads 0; the others count
 // in CntWidth bits and read zero-extended to 64.
 `include "tsr_assert.svh"

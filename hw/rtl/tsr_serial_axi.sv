@@ -1,4 +1,4 @@
-// tsr_serial_axi: the AXI4 master of the serial core (tsr_serial_top). One
+// tsr_serial_axi: the AXI4 master of the serial core (tsr_serial_accel). One
 // single-beat transaction at a time (ARLEN/AWLEN = 0, full-width INCR beats,
 // ID 0): the serial core moves one byte per cycle, so bursts and outstanding
 // transactions would buy nothing and cost the area this core exists to save.

@@ -29,7 +29,7 @@ bus=$(sed -n 's/.*localparam int DRAM_BUS_WIDTH = \([0-9]*\);.*/\1/p' "$work/tsr
 [ "$bus" = 32 ] || { echo "ice40.sh: the board wrapper's memory is 32 bits wide; $cfg has DRAM_BUS_WIDTH = $bus" >&2; exit 1; }
 # A core netlist already in WORKDIR/core is reused (a second run, or a
 # hand-made netlist to check the rest of the flow).
-top=$("$root/scripts/rtl_top.sh" "$work/tsr_pkg.sv")
+top=tsr_top
 [ -f "$work/core/${top}_ice40.v" ] || "$root/scripts/fpga/ice40_synth.sh" "$work/tsr_pkg.sv" "$work/core"
 t1=$(date +%s)
 # The core's cells against the board before placing anything: a logic cell

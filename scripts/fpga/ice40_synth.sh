@@ -8,13 +8,12 @@
 # Usage: scripts/fpga/ice40_synth.sh PKG_SV OUT_DIR [TOP]
 # Writes OUT_DIR/TOP_ice40.v (netlist of SB_* cells), TOP_ice40.json,
 # stat.txt (cell counts) and synth.log. TOP defaults to the accelerator's
-# top for the package (tsr_top, or tsr_serial_top for a SERIAL_CORE config:
-# scripts/rtl_top.sh); it may name a submodule of hw/rtl, for a gate-level
-# check of that module alone (scripts/fpga/ice40_gemm_gl.sh).
+# one top, tsr_top (it picks the core by SERIAL_CORE); it may name a
+# submodule of hw/rtl, for a gate-level check of that module alone (scripts/fpga/ice40_gemm_gl.sh).
 set -euo pipefail
 pkg=$1; out=$2
 root=$(cd "$(dirname "$0")/../.." && pwd)
-top=${3:-$("$root/scripts/rtl_top.sh" "$pkg")}
+top=${3:-tsr_top}
 mkdir -p "$out"
 srcs=("$pkg" "$root"/hw/rtl/*.sv)
 # synth_ice40 -dsp, with its coarse section spelt out to leave out one pass:

@@ -74,7 +74,9 @@ void *create(const char *fst)
     m->top->eval();
 #ifdef TSR_TIMELINE
     static const char *const names[TSR_VP_COUNT] = TSR_VP_NAMES;
-    if (const VerilatedScope *s = m->ctx.scopeFind("TOP.tsr_top"))
+    // The stage signals live in the pipelined core, under tsr_top's generate
+    // (a serial-core model has no such scope: its timeline lanes stay empty).
+    if (const VerilatedScope *s = m->ctx.scopeFind("TOP.tsr_top.g_pipe.u_core"))
         for (int k = 0; k < TSR_VP_COUNT; k++)
             if (VerilatedVar *v = s->varFind(names[k])) {
                 int b = v->vltype() == VLVT_UINT8 ? 1 : v->vltype() == VLVT_UINT16 ? 2 : v->vltype() == VLVT_UINT32 ? 4 : 0;

@@ -90,65 +90,60 @@ module tsr_ice40_top #(
   logic        done;
   logic        irq;   // ap_ctrl_hs interrupt: no line to the host here (it polls over the UART)
 
-  // The core: tsr_serial_top for a SERIAL_CORE config (the ice40 preset:
-  // the one that fits an UP5K), else tsr_top. Same ports, one list.
-`define TSR_ICE40_CORE_PORTS \
-    .clk_i            (clk_i), \
-    .rst_ni           (rst_n), \
-    .s_axil_awvalid_i (awvalid), \
-    .s_axil_awready_o (awready), \
-    .s_axil_awaddr_i  (awaddr), \
-    .s_axil_wvalid_i  (wvalid), \
-    .s_axil_wready_o  (wready), \
-    .s_axil_wdata_i   (wdata), \
-    .s_axil_wstrb_i   (4'hf), \
-    .s_axil_bvalid_o  (bvalid), \
-    .s_axil_bready_i  (bready), \
-    .s_axil_bresp_o   (bresp), \
-    .s_axil_arvalid_i (arvalid), \
-    .s_axil_arready_o (arready), \
-    .s_axil_araddr_i  (araddr), \
-    .s_axil_rvalid_o  (rvalid), \
-    .s_axil_rready_i  (rready), \
-    .s_axil_rdata_o   (rdata), \
-    .s_axil_rresp_o   (), \
-    .m_axi_arvalid_o  (m_arvalid), \
-    .m_axi_arready_i  (m_arready), \
-    .m_axi_araddr_o   (m_araddr), \
-    .m_axi_arlen_o    (m_arlen), \
-    .m_axi_arsize_o   (), \
-    .m_axi_arburst_o  (), \
-    .m_axi_arid_o     (m_arid), \
-    .m_axi_rvalid_i   (m_rvalid), \
-    .m_axi_rready_o   (m_rready), \
-    .m_axi_rdata_i    (m_rdata), \
-    .m_axi_rresp_i    (m_rresp), \
-    .m_axi_rlast_i    (m_rlast), \
-    .m_axi_rid_i      (m_rid), \
-    .m_axi_awvalid_o  (m_awvalid), \
-    .m_axi_awready_i  (m_awready), \
-    .m_axi_awaddr_o   (m_awaddr), \
-    .m_axi_awlen_o    (m_awlen), \
-    .m_axi_awsize_o   (), \
-    .m_axi_awburst_o  (), \
-    .m_axi_awid_o     (m_awid), \
-    .m_axi_wvalid_o   (m_wvalid), \
-    .m_axi_wready_i   (m_wready), \
-    .m_axi_wdata_o    (m_wdata), \
-    .m_axi_wstrb_o    (m_wstrb), \
-    .m_axi_wlast_o    (m_wlast), \
-    .m_axi_bvalid_i   (m_bvalid), \
-    .m_axi_bready_o   (m_bready), \
-    .m_axi_bresp_i    (m_bresp), \
-    .m_axi_bid_i      (m_bid), \
-    .done_o           (done), \
+  // The core: tsr_top picks it by SERIAL_CORE (the ice40 preset's serial
+  // core is the one that fits an UP5K).
+  tsr_top u_tsr (
+    .clk_i            (clk_i),
+    .rst_ni           (rst_n),
+    .s_axil_awvalid_i (awvalid),
+    .s_axil_awready_o (awready),
+    .s_axil_awaddr_i  (awaddr),
+    .s_axil_wvalid_i  (wvalid),
+    .s_axil_wready_o  (wready),
+    .s_axil_wdata_i   (wdata),
+    .s_axil_wstrb_i   (4'hf),
+    .s_axil_bvalid_o  (bvalid),
+    .s_axil_bready_i  (bready),
+    .s_axil_bresp_o   (bresp),
+    .s_axil_arvalid_i (arvalid),
+    .s_axil_arready_o (arready),
+    .s_axil_araddr_i  (araddr),
+    .s_axil_rvalid_o  (rvalid),
+    .s_axil_rready_i  (rready),
+    .s_axil_rdata_o   (rdata),
+    .s_axil_rresp_o   (),
+    .m_axi_arvalid_o  (m_arvalid),
+    .m_axi_arready_i  (m_arready),
+    .m_axi_araddr_o   (m_araddr),
+    .m_axi_arlen_o    (m_arlen),
+    .m_axi_arsize_o   (),
+    .m_axi_arburst_o  (),
+    .m_axi_arid_o     (m_arid),
+    .m_axi_rvalid_i   (m_rvalid),
+    .m_axi_rready_o   (m_rready),
+    .m_axi_rdata_i    (m_rdata),
+    .m_axi_rresp_i    (m_rresp),
+    .m_axi_rlast_i    (m_rlast),
+    .m_axi_rid_i      (m_rid),
+    .m_axi_awvalid_o  (m_awvalid),
+    .m_axi_awready_i  (m_awready),
+    .m_axi_awaddr_o   (m_awaddr),
+    .m_axi_awlen_o    (m_awlen),
+    .m_axi_awsize_o   (),
+    .m_axi_awburst_o  (),
+    .m_axi_awid_o     (m_awid),
+    .m_axi_wvalid_o   (m_wvalid),
+    .m_axi_wready_i   (m_wready),
+    .m_axi_wdata_o    (m_wdata),
+    .m_axi_wstrb_o    (m_wstrb),
+    .m_axi_wlast_o    (m_wlast),
+    .m_axi_bvalid_i   (m_bvalid),
+    .m_axi_bready_o   (m_bready),
+    .m_axi_bresp_i    (m_bresp),
+    .m_axi_bid_i      (m_bid),
+    .done_o           (done),
     .interrupt_o      (irq)
-  if (tsr_pkg::SERIAL_CORE != 0) begin : g_core
-    tsr_serial_top u_tsr (`TSR_ICE40_CORE_PORTS);
-  end else begin : g_core
-    tsr_top u_tsr (`TSR_ICE40_CORE_PORTS);
-  end
-`undef TSR_ICE40_CORE_PORTS
+  );
 
   tsr_spram_axi u_mem (
     .clk_i           (clk_i),

@@ -1,14 +1,13 @@
-// tsr_serial_top: the accelerator with the serial core (config key
+// tsr_serial_accel: the accelerator with the serial core (config key
 // SERIAL_CORE = 1; hw/rtl/tsr_serial_core.sv says how it works), for FPGAs
-// far smaller than the pipelined tsr_top needs. Same ports, register map and
-// behaviour at the boundary as tsr_top: the AXI4-Lite control slave is the
+// far smaller than the pipelined tsr_pipe_accel needs. Same ports, register
+// map and behaviour at the boundary: the AXI4-Lite control slave is the
 // same tsr_ctrl, DRAM is reached through a single-beat AXI4 master, and a
 // soft reset holds the core while the master completes its transaction.
-// The build scripts pick this module as the top when the config asks for it
-// (scripts/rtl_top.sh).
+// tsr_top instantiates it when the config asks for it.
 `include "tsr_assert.svh"
 
-module tsr_serial_top (
+module tsr_serial_accel (
   input  logic        clk_i,
   input  logic        rst_ni,
   // AXI4-Lite control slave
