@@ -11,9 +11,14 @@
 
 tsr_device_opts_t tsr_cli_devopts;
 
+const char *tsr_cli_errtext(int rc)
+{
+    return tsr_errmsg()[0] ? tsr_errmsg() : tsr_errname(rc);
+}
+
 int tsr_cli_fail(int rc)
 {
-    fprintf(stderr, "%s: error: %s\n", TSR_CLI_PROG, tsr_errmsg()[0] ? tsr_errmsg() : tsr_errname(rc));
+    fprintf(stderr, "%s: error: %s\n", TSR_CLI_PROG, tsr_cli_errtext(rc));
     return 1;
 }
 

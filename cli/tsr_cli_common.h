@@ -30,6 +30,8 @@ typedef struct tsr_cli_dev {
 
 /* "tessera: error: MESSAGE" (the last library error, else rc's name); returns 1. */
 int tsr_cli_fail(int rc);
+/* The MESSAGE tsr_cli_fail prints (for a command that reports errors another way). */
+const char *tsr_cli_errtext(int rc);
 /* "tessera CMD: MSG (see `tessera CMD --help`)"; returns 2. */
 int tsr_cli_usage(const char *cmd, const char *msg);
 /* Whole-string integers: 0, or -1 when s is not one (in [lo, hi]; u64: no sign). */
