@@ -4,8 +4,9 @@
  * /dev/zero` must fail at once (each command runs under `timeout`: a hang
  * shows as exit status 124) with exactly one clear message; an absurd
  * `.buffer` size is refused by the device memory check before any host
- * memory is allocated; and every message carries its context once (no
- * "buffer z: buffer z:", no "p.s: p.s:2:").
+ * memory is allocated; every message carries its context once (no
+ * "buffer z: buffer z:", no "p.s: p.s:2:"); and `config show --batch`
+ * answers a bad line with that line's error and goes on.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -172,6 +173,88 @@ static void test_messages_name_context_once(void **state)
                  g_err);
 }
 
+/* `tessera config show --batch`: each bad line (malformed JSON, an unknown key, a 2 MiB line,
+ * an empty line, invalid UTF-8, a NUL byte) is that line's error, and the good line after it
+ * still gets its answer (no crash, no stop); stdout has exactly one line per input line. */
+static void test_config_batch_bad_lines(void **state)
+{
+    (void)state;
+    static const char *good = "{\"TARGET\": \"sim\", \"LOG_INP_WIDTH\": 3, \"LOG_WGT_WIDTH\": 3, "
+                              "\"LOG_ACC_WIDTH\": 5, \"LOG_BATCH\": 0, \"LOG_BLOCK\": 2, "
+                              "\"LOG_UOP_BUFF_SIZE\": 10, \"LOG_INP_BUFF_SIZE\": 9, "
+                              "\"LOG_WGT_BUFF_SIZE\": 10, \"LOG_ACC_BUFF_SIZE\": 11, \"CLOCK_MHZ\": 50}";
+    static const char *answer =
+        "{\"buffers\":{\"uop\":1024,\"inp\":512,\"wgt\":1024,\"acc\":2048,\"out\":512},\"macs\":16,"
+        "\"bus_bits\":64,\"clock_mhz\":50}";
+    char p[512];
+    snprintf(p, sizeof p, "%s/batch.jsonl", g_dir);
+    FILE *f = fopen(p, "wb");
+    assert_non_null(f);
+    fprintf(f, "%s\n{\"LOG_BLOCK\": 4\n%s\n", good, good);                  /* 1-3 */
+    fprintf(f, "{\"LOG_BLOCK\": 2, \"FOO\": 1}\n%s\n", good);               /* 4-5 */
+    fputs("{\"HW_VER\": \"", f);                                           /* 6: 2 MiB */
+    for (int i = 0; i < (2 << 20) - 16; i++)
+        fputc('x', f);
+    fprintf(f, "\"}\n%s\n", good);                                          /* 7 */
+    fprintf(f, "\n%s\n", good);                                             /* 8-9 */
+    fprintf(f, "{\"HW_VER\": \"caf\xe9\"}\n%s\n", good);                   /* 10-11 */
+    fputs("{\"A\": 1}", f);                                                  /* 12: a NUL */
+    fputc('\0', f);
+    fprintf(f, "\n%s", good); /* 13, no final newline: still a line */
+    assert_int_equal(fclose(f), 0);
+
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "cd %s && timeout 60 %s config show --batch < batch.jsonl > batch.out 2>.stderr",
+             g_dir, TSR_CLI);
+    int st = system(cmd);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+    const char *want[] = {
+        answer,
+        "{\"error\":\"line 2: malformed JSON near line 1\"}",
+        answer,
+        "{\"error\":\"line 4: unknown key \\\"FOO\\\"\"}",
+        answer,
+        "{\"error\":\"line 6: the config line is 2097150 bytes, more than the 1048576 allowed\"}",
+        answer,
+        "{\"error\":\"line 8: empty line (give one JSON config per line)\"}",
+        answer,
+        "{\"error\":\"line 10: not UTF-8 text (byte 16)\"}",
+        answer,
+        "{\"error\":\"line 12: malformed JSON: line contains a NUL byte\"}",
+        answer,
+    };
+    snprintf(p, sizeof p, "%s/batch.out", g_dir);
+    f = fopen(p, "r");
+    assert_non_null(f);
+    char line[4096];
+    size_t n = 0;
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = '\0';
+        if (n < sizeof want / sizeof want[0] && strcmp(line, want[n]))
+            fail_msg("config show --batch, answer %zu:\n  %s\nwant\n  %s", n + 1, line, want[n]);
+        n++;
+    }
+    fclose(f);
+    assert_int_equal(n, sizeof want / sizeof want[0]);
+
+    /* --name names every line's config as `config show FILE` names the file */
+    write_text("named.jsonl", "{\"LOG_BLOCK\": 2, \"FOO\": 1}\n");
+    snprintf(cmd, sizeof cmd, "cd %s && %s config show --batch --name point < named.jsonl > named.out", g_dir,
+             TSR_CLI);
+    assert_int_equal(system(cmd), 0);
+    snprintf(p, sizeof p, "%s/named.out", g_dir);
+    f = fopen(p, "r");
+    assert_non_null(f);
+    assert_non_null(fgets(line, sizeof line, f));
+    fclose(f);
+    assert_string_equal(line, "{\"error\":\"point: unknown key \\\"FOO\\\"\"}\n");
+    /* a CONFIG or -o with --batch, --batch on another subcommand: usage errors */
+    assert_int_equal(cli("config show --batch tiny"), 2);
+    assert_int_equal(cli("config emit-sv --batch"), 2);
+    assert_int_equal(cli("config show --name x tiny"), 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -179,6 +262,7 @@ int main(void)
         cmocka_unit_test(test_buffer_file_errors),
         cmocka_unit_test(test_huge_buffer_refused_by_device),
         cmocka_unit_test(test_messages_name_context_once),
+        cmocka_unit_test(test_config_batch_bad_lines),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
