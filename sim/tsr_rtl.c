@@ -188,7 +188,8 @@ static int model_path(const tsr_config_t *cfg, const tsr_rtl_opts_t *o, char *li
     int netlist = kind && *kind;
     static const char *const extra[] = {"sim/rtl/tsr_vshim.cpp", "sim/rtl/tsr_vtop.h",
                                         "scripts/build_rtl_model.sh", "hw/rtl/lint_waivers.vlt",
-                                        "hw/rtl/tsr_assert.svh", "sim/rtl/tsr_timeline.vlt"};
+                                        "hw/rtl/tsr_assert.svh", "hw/rtl/tsr_axi.svh",
+                                        "sim/rtl/tsr_timeline.vlt"};
     if (netlist) {
         /* the synthesis script and the cell models are sources of this model */
         snprintf(path, sizeof path, "%s/scripts/fpga/ice40_synth.sh", root);

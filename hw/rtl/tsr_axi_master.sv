@@ -19,6 +19,7 @@
 // WSTRB = 0 (no byte written). idle_o: nothing is outstanding. The error
 // bit clears while flushing.
 `include "tsr_assert.svh"
+`include "tsr_axi.svh"
 
 module tsr_axi_master #(
   parameter int NumRd    = 3,
@@ -48,35 +49,7 @@ module tsr_axi_master #(
   input  logic [BusBytes-1:0]   wr_strb_i,
   output logic                  wr_done_o,
   // AXI4 master
-  output logic                  m_axi_arvalid_o,
-  input  logic                  m_axi_arready_i,
-  output logic [31:0]           m_axi_araddr_o,
-  output logic [7:0]            m_axi_arlen_o,
-  output logic [2:0]            m_axi_arsize_o,
-  output logic [1:0]            m_axi_arburst_o,
-  output logic [1:0]            m_axi_arid_o,
-  input  logic                  m_axi_rvalid_i,
-  output logic                  m_axi_rready_o,
-  input  logic [BusBytes*8-1:0] m_axi_rdata_i,
-  input  logic [1:0]            m_axi_rresp_i,
-  input  logic                  m_axi_rlast_i,
-  input  logic [1:0]            m_axi_rid_i,
-  output logic                  m_axi_awvalid_o,
-  input  logic                  m_axi_awready_i,
-  output logic [31:0]           m_axi_awaddr_o,
-  output logic [7:0]            m_axi_awlen_o,
-  output logic [2:0]            m_axi_awsize_o,
-  output logic [1:0]            m_axi_awburst_o,
-  output logic [1:0]            m_axi_awid_o,
-  output logic                  m_axi_wvalid_o,
-  input  logic                  m_axi_wready_i,
-  output logic [BusBytes*8-1:0] m_axi_wdata_o,
-  output logic [BusBytes-1:0]   m_axi_wstrb_o,
-  output logic                  m_axi_wlast_o,
-  input  logic                  m_axi_bvalid_i,
-  output logic                  m_axi_bready_o,
-  input  logic [1:0]            m_axi_bresp_i,
-  input  logic [1:0]            m_axi_bid_i,
+  `TSR_AXI_M_PORTS(BusBytes),
   // soft reset
   input  logic                  flush_i,
   output logic                  idle_o,

@@ -14,6 +14,7 @@
 // a counter whose mask bit is 0 is not built and reads 0; the others count
 // in CntWidth bits and read zero-extended to 64.
 `include "tsr_assert.svh"
+`include "tsr_axi.svh"
 
 module tsr_ctrl #(
   parameter int NumCnt = tsr_pkg::CNT_COUNT,
@@ -23,23 +24,7 @@ module tsr_ctrl #(
   input  logic        clk_i,
   input  logic        rst_ni,
   // AXI4-Lite slave
-  input  logic        s_axil_awvalid_i,
-  output logic        s_axil_awready_o,
-  input  logic [7:0]  s_axil_awaddr_i,
-  input  logic        s_axil_wvalid_i,
-  output logic        s_axil_wready_o,
-  input  logic [31:0] s_axil_wdata_i,
-  input  logic [3:0]  s_axil_wstrb_i,
-  output logic        s_axil_bvalid_o,
-  input  logic        s_axil_bready_i,
-  output logic [1:0]  s_axil_bresp_o,
-  input  logic        s_axil_arvalid_i,
-  output logic        s_axil_arready_o,
-  input  logic [7:0]  s_axil_araddr_i,
-  output logic        s_axil_rvalid_o,
-  input  logic        s_axil_rready_i,
-  output logic [31:0] s_axil_rdata_o,
-  output logic [1:0]  s_axil_rresp_o,
+  `TSR_AXIL_S_PORTS,
   // to the accelerator
   output logic        start_o,
   output logic        done_o,         // STATUS.DONE (level; cleared by the next start)
