@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # Tests of the design-space exploration (scripts/dse): run by ctest as
-#   test_dse.py TESSERA_CLI WORKDIR {space|pareto|sweep|onnx|area|hier|slurm|hostile}
+#   test_dse.py TESSERA_CLI WORKDIR {space|pareto|sweep|onnx|area|hier|slurm|hostile|scale}
 # space:  bad space files get the exact error, before anything runs
 # pareto: the front of a hand-computed example; board fit by hand from boards/pynq-z1.json
 # sweep:  a tiny sweep end to end (tiny-preset points, the small network):
@@ -18,6 +18,10 @@
 #         10^8 samples, a missing --cli, bad arguments, Ctrl-C): one line, exit 2, fast,
 #         in bounded memory. Each run here has a wall-time limit (a hang fails, it does not
 #         hang the test) and an address-space limit (a huge allocation fails).
+# scale:  a legal 100,000-point grid checked in well under 120 s with a handful of config
+#         runs (`tessera config show --batch`) and one JIT probe per hardware config; too
+#         many configs to probe refused up front; the batch mode equals `config show`, and
+#         its bad lines are each that line's error
 import csv
 import json
 import os
@@ -498,17 +502,17 @@ def counting_cli():
     """A stand-in for the CLI that counts its runs in a file, then runs the real one."""
     stub, count = os.path.join(WORK, "counting-tessera"), os.path.join(WORK, "cli-calls")
     with open(stub, "w") as f:
-        f.write(f"#!/bin/sh\necho x >> '{count}'\nexec '{CLI}' \"$@\"\n")
+        f.write(f"#!/bin/sh\necho \"$1\" >> '{count}'\nexec '{CLI}' \"$@\"\n")
     os.chmod(stub, 0o755)
 
-    def calls():
-        """The runs since the last call."""
-        if not os.path.exists(count):
-            return 0
-        with open(count) as f:
-            n = len(f.readlines())
-        os.unlink(count)
-        return n
+    def calls(by_command=False):
+        """The runs since the last call (by_command: {subcommand: runs})."""
+        lines = []
+        if os.path.exists(count):
+            with open(count) as f:
+                lines = f.read().split()
+            os.unlink(count)
+        return {c: lines.count(c) for c in set(lines)} if by_command else len(lines)
     return stub, calls
 
 
@@ -614,14 +618,15 @@ def test_hostile():
             f"{p}: the grid has 10000000000 points (more than 100000): use \"search\"", secs=10)
     n = calls()
     check(n == 0, f"10^10-point grid: refused before any CLI run ({n})")
-    # a legal grid: one CLI run per point (+ per key, the base, the network probes), not
-    # one more per value: 50 clocks x 2 DEP_QUEUE_DEPTH values (neither the base's 4)
+    # a legal grid: one CLI run for the base, one for the keys, one for all the points (and
+    # the network probes), not one per value or per point: 50 clocks x 2 DEP_QUEUE_DEPTH values
+    # (neither the base's 4)
     p = write_space("grid100", {"base": "tiny", "keys": {"CLOCK_MHZ": {"range": [1, 50]}, "DEP_QUEUE_DEPTH": [5, 6]},
                                 "synth": "none"})
     r = hdse("check", p, "--cli", stub, timeout=60)
     n = calls()
-    check(r.returncode == 0 and "100 legal points, 0 illegal" in r.stdout and n <= 1 + 2 + 100 + 2,
-          f"100-point grid: {n} CLI runs <= base 1 + keys 2 + points 100 + probes 2\n" + r.stderr[-300:])
+    check(r.returncode == 0 and "100 legal points, 0 illegal" in r.stdout and n <= 1 + 1 + 1 + 2,
+          f"100-point grid: {n} CLI runs <= base 1 + keys 1 + points 1 + probes 2\n" + r.stderr[-300:])
 
     # 4: random search: samples bounded; a huge space is sampled without being made
     axes = {"CLOCK_MHZ": {"range": [1, 1000]}, "CMD_QUEUE_DEPTH": {"range": [2, 1001]},
@@ -696,10 +701,15 @@ def test_hostile():
             f.write("base: tiny\nkeys: {LOG_BLOCK: [2]}\nconstraints: {budget: {DSP: .nan}}\n")
         refused("YAML .nan budget", hdse("check", yp, "--cli", CLI), "constraints.budget.DSP must be a positive number")
 
-    # Ctrl-C during a long check: one line, exit 130
+    # Ctrl-C during a long check: one line, exit 130 (a check takes well under a second now:
+    # a CLI that takes 3 s per run makes it long)
     p = write_space("long", {"base": "tiny", "keys": {"CLOCK_MHZ": {"range": [1, 1000]}, "DEP_QUEUE_DEPTH": [5, 6]},
                              "synth": "none"})
-    proc = subprocess.Popen(DSE + ["check", p, "--cli", CLI], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    slow = os.path.join(WORK, "slow-tessera")
+    with open(slow, "w") as f:
+        f.write(f"#!/bin/sh\nsleep 3\nexec '{CLI}' \"$@\"\n")
+    os.chmod(slow, 0o755)
+    proc = subprocess.Popen(DSE + ["check", p, "--cli", slow], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             text=True)
     # interrupt it once it is checking points (a CLI child is running), not while it starts
     def has_child(pid):
@@ -787,6 +797,128 @@ def test_hostile():
           f"synth_hier Ctrl-C: 'synth_hier: interrupted', exit 130 (exit {proc.returncode}: {err.strip()[-300:]!r})")
 
 
+def show_text(cfg, label):
+    """What the DSE took from one `tessera config show FILE` run before --batch: the derived
+    values parsed from its text, or its error line with the file named `label`."""
+    path = os.path.join(WORK, "one.json")
+    with open(path, "w") as f:
+        json.dump(cfg, f)
+    p = subprocess.run([CLI, "config", "show", path], capture_output=True, text=True, errors="replace")
+    if p.returncode:
+        msg = p.stderr.strip().splitlines()[-1].replace(path, label)
+        return "tessera config: " + re.sub(r"^(tessera: )?(config: )?(error: )?", "", msg)
+    res = {"buffers": {}}
+    for line in p.stdout.splitlines():
+        m = re.match(r"(uop|inp|wgt|acc|out)\s+(\d+)\s+\d+\s+\d+\s+\d+$", line)
+        if m:
+            res["buffers"][m.group(1)] = int(m.group(2))
+        m = re.match(r"target\s+\S+ \((\d+)-bit DRAM bus, (\d+) MHz\)", line)
+        if m:
+            res["bus_bits"], res["clock_mhz"] = int(m.group(1)), int(m.group(2))
+        m = re.match(r"tensor op\s+.*= (\d+) MACs/op", line)
+        if m:
+            res["macs"] = int(m.group(1))
+    return res
+
+
+def test_scale():
+    """Checking a legal 100,000-point grid: the configs in one `tessera config show --batch`
+    run (not one process per point), the JIT probe once per distinct hardware config, all in
+    well under 120 s; a grid needing more probes than MAX_PROBES is refused before any runs;
+    the batch answers equal `config show`'s, and its bad lines are each that line's error."""
+    tiny = space.load_config(ROOT, "tiny")
+
+    # the batch answers are config show's, values and messages (the label in place of the file)
+    cfgs = [tiny, space.load_config(ROOT, "default"), space.load_config(ROOT, "large"),
+            dict(tiny, LOG_BATCH=1, LOG_BLOCK=4, LOG_ACC_BUFF_SIZE=17, LOG_INP_BUFF_SIZE=15, CLOCK_MHZ=333),
+            dict(tiny, LOG_BLOCK=9), dict(tiny, FOO=1, BAR=2), dict(tiny, TARGET="zcu104"),
+            {k: v for k, v in tiny.items() if k != "LOG_BATCH"}, dict(tiny, HW_VER="x" * 40),
+            dict(tiny, DSP_PACK=1, LOG_INP_WIDTH=4), dict(tiny, **{"K\u2028\u00e9": 1})]
+    space._SHOW_CACHE.clear()
+    got = space.config_show_many(CLI, cfgs, "point")
+    for c, g in zip(cfgs, got):
+        want = show_text(c, "point")
+        check(g == want, f"config show --batch equals config show: {str(want)[:90]}"
+              + ("" if g == want else f"\n     got {g}"))
+
+    # the batch mode's bad lines: each one error line; the good line after it is answered
+    good = json.dumps(tiny)
+    bad = [b"{\"LOG_BLOCK\": 4", b'{"LOG_BLOCK": 2, "FOO": 1}', b'{"HW_VER": "' + b"x" * (2 << 20) + b'"}', b"",
+           b'{"HW_VER": "caf\xe9"}', b"[1, 2]", b'{"A": 1}\0']
+    want = ["line 1: malformed JSON near line 1", 'line 3: unknown key "FOO"',
+            "line 5: the config line is 2097166 bytes, more than the 1048576 allowed",
+            "line 7: empty line (give one JSON config per line)", "line 9: not UTF-8 text (byte 16)",
+            "line 11: malformed JSON config: top level must be an object",
+            "line 13: malformed JSON: line contains a NUL byte"]
+    data = b"".join(b + b"\n" + good.encode() + b"\n" for b in bad)
+    t0 = time.monotonic()
+    p = subprocess.run([CLI, "config", "show", "--batch"], input=data, capture_output=True, timeout=60)
+    lines = p.stdout.decode("utf-8").split("\n")
+    check(p.returncode == 0 and len(lines) == 2 * len(bad) + 1 and lines[-1] == "" and not p.stderr,
+          f"config show --batch: {len(bad)} bad lines, each answered, exit 0 ({time.monotonic() - t0:.2f} s)\n"
+          + p.stderr.decode(errors="replace")[-300:])
+    answer = show_text(tiny, "x")
+    for i, w in enumerate(want):
+        if 2 * i + 1 >= len(lines):
+            break
+        e, a = json.loads(lines[2 * i]), json.loads(lines[2 * i + 1])
+        check(e == {"error": w} and a == answer, f"config show --batch: bad line '{w[:50]}', the next is answered"
+              + ("" if e == {"error": w} and a == answer else f"\n     got {e} then {a}"))
+
+    # a legal 100,000-point grid (the issue's: tiny, 1,000 clocks x 100 DEP_QUEUE_DEPTH values,
+    # the network workload): under 90 s, 3 config runs (base, keys, points), one probe per
+    # distinct config without its clock (100); it took 14 min when each point was a process
+    stub, calls = counting_cli()
+    calls()
+    p = write_space("grid1e5", {"base": "tiny", "keys": {"CLOCK_MHZ": {"range": [1, 1000]},
+                                                         "DEP_QUEUE_DEPTH": {"range": [1, 100]}}, "synth": "none"})
+    r = run_limited(DSE + ["check", p, "--cli", stub], timeout=90, mem=2 << 30)
+    n = calls(by_command=True)
+    ok = (r.returncode == 0 and "100000 legal points, 0 illegal" in r.stdout.splitlines()[0]
+          and n.get("config", 0) <= 3 and n.get("net", 0) == 100 and sum(n.values()) == n.get("config", 0) + 100)
+    check(ok, f"100,000-point grid: checked in {r.secs:.1f} s (limit 90), CLI runs {n}: config <= 3, "
+              "net probes = 100"
+          + ("" if ok else f"\n     exit {r.returncode}: {r.stderr.strip()[-400:]!r}"))
+    print(f"     (100,000-point grid: {r.secs:.1f} s wall)")
+    # the same without probes (the layer set): 3 CLI runs in all
+    p = write_space("grid1e5-layers", {"base": "tiny", "keys": {"CLOCK_MHZ": {"range": [1, 1000]},
+                                                                "DEP_QUEUE_DEPTH": {"range": [1, 100]}},
+                                       "workload": {"kind": "resnet18-layers", "layers": ["C1"]}, "synth": "none"})
+    r = run_limited(DSE + ["check", p, "--cli", stub], timeout=90, mem=2 << 30)
+    n = calls()
+    check(r.returncode == 0 and "100000 legal points" in r.stdout and n <= 3,
+          f"100,000-point grid, layer workload: {r.secs:.1f} s, {n} CLI runs (<= 3)\n" + r.stderr[-300:])
+
+    # more distinct hardware configs than the probe may run on: refused before any probe
+    p = write_space("probes", {"base": "tiny", "synth": "none",
+                               "keys": {"CLOCK_MHZ": [50, 100], "DEP_QUEUE_DEPTH": {"range": [1, 255]},
+                                        "CMD_QUEUE_DEPTH": [16, 32, 64, 128, 256]}})
+    r = run_limited(DSE + ["check", p, "--cli", stub], timeout=30)
+    n = calls(by_command=True)
+    refused("a grid of 1,275 hardware configs to probe", r,
+            f"{p}: the grid's legal points are 1275 distinct hardware configs (points apart from CLOCK_MHZ); the "
+            f"workload's JIT probe (one `tessera net resnet18 --small 8,2,2 ...` or ONNX run each, ~0.1 s) runs on "
+            f"at most {space.MAX_PROBES}", secs=30)
+    check("net" not in n, f"... before any probe ran ({n})")
+    # a random search stops once it has drawn more configs to probe than the limit (here
+    # lowered to 4): unequal blocks plan on no network, so every draw is probed and fails
+    p = write_space("probes-rand", {"base": "tiny", "keys": {"LOG_BLOCK_IN": [2, 3], "LOG_BLOCK_OUT": [3],
+                                                             "DEP_QUEUE_DEPTH": {"range": [1, 255]}},
+                                    "search": {"method": "random", "samples": 3, "seed": 1}, "synth": "none"})
+    limit, space.MAX_PROBES = space.MAX_PROBES, 4
+    try:
+        space.load(p, ROOT, stub)
+        got = "accepted"
+    except space.SpaceError as e:
+        got = str(e)
+    finally:
+        space.MAX_PROBES = limit
+    n = calls(by_command=True)
+    check(got.startswith(f"{p}: random search drew more than 4 distinct hardware configs before finding 3 legal "
+                         "points") and n.get("net", 0) <= 4,
+          f"random search: stopped at the probe limit (4 here), {n.get('net', 0)} probes run\n     {got[:300]}")
+
+
 def test_slurm():
     sdir = os.path.join(WORK, "slurm")
     st = subprocess.run([os.path.join(HERE, "slurm_local.sh"), "start", sdir], capture_output=True, text=True)
@@ -819,6 +951,6 @@ if __name__ == "__main__":
         shutil.rmtree(WORK)
     os.makedirs(WORK)
     {"space": test_space, "pareto": test_pareto, "sweep": test_sweep, "onnx": test_onnx, "area": test_area,
-     "hier": test_hier, "slurm": test_slurm, "hostile": test_hostile}[WHICH]()
+     "hier": test_hier, "slurm": test_slurm, "hostile": test_hostile, "scale": test_scale}[WHICH]()
     print(f"{WHICH}: {len(failures)} failures")
     sys.exit(1 if failures else 0)

@@ -1,6 +1,7 @@
 # Space files for the design-space exploration: load (JSON, or YAML when
 # python3-yaml is installed), check every field, expand into points, and
-# check every point with `tessera config show` before anything runs.
+# check every point with `tessera config show --batch` (one process for all
+# the points) before anything runs.
 #
 # Why the CLI and not a table here: the one table of config keys and their
 # ranges is isa/tsr_config.c. A copy in Python would drift; asking the CLI
@@ -11,6 +12,7 @@ import json
 import os
 import random
 import re
+import subprocess
 import sys
 
 from . import boards as boards_mod
@@ -28,11 +30,14 @@ WORKLOADS = ("resnet18", "resnet18-small", "resnet18-layers", "onnx")
 BACKENDS = ("systemc", "rtl", "fsim")
 SYNTH_MODES = ("full", "estimate", "none")
 RESOURCES = ("LUT", "FF", "BRAM36", "DSP")
-# Limits (scripts/dse/README.md): every point of a grid is checked by the CLI (one
-# `tessera config show` each, ~6 ms on 2 cores), so the grid is bounded; a random search
-# draws at most 20 x samples points, so samples are bounded; the counts are products of
-# the axis lengths, computed before any point is made or any CLI call.
+# Limits (scripts/dse/README.md): every point of a grid is made in Python and checked by
+# the CLI (all in one `tessera config show --batch`, ~10 us each, and ~50 us of Python), so
+# the grid is bounded; a random search draws at most 20 x samples points, so samples are
+# bounded; the counts are products of the axis lengths, computed before any point is made
+# or any CLI call. The network and ONNX workloads also run one JIT probe (a process,
+# ~20-100 ms) per distinct hardware config, so those are bounded too (MAX_PROBES).
 MAX_POINTS = 100000  # grid points; larger spaces must use random sampling
+MAX_PROBES = 1000  # distinct configs apart from CLOCK_MHZ the workload's JIT probe runs on
 MAX_SAMPLES = 10000  # random search: legal points wanted
 MAX_KEYS = 64  # swept keys (the config has 20)
 MAX_STRING = 256  # characters of a string value
@@ -238,33 +243,62 @@ def check_config(cli, cfg, label):
 
 
 _SHOW_CACHE = {}
+_SHOW_FIELDS = ("buffers", "macs", "bus_bits", "clock_mhz")
 
 
 def config_show(cli, cfg, label):
-    """The derived values of a config as a dict ({"buffers": {name: bytes}, "macs": n}), or the
-    CLI's error message (a string) when the config is illegal."""
-    key = json.dumps(cfg, sort_keys=True)
-    if key in _SHOW_CACHE:
-        return _SHOW_CACHE[key]
-    p, tmp, _ = cfgfile.run_on_config(cfg, [cli, "config", "show", "{cfg}"])
-    if p.returncode != 0:
-        msg = (p.stderr.strip().splitlines() or ["tessera config failed"])[-1]
-        msg = msg.replace(tmp, label)
-        res = "tessera config: " + re.sub(r"^(tessera: )?(config: )?(error: )?", "", msg)
-    else:
-        res = {"buffers": {}, "macs": 0}
-        for line in p.stdout.splitlines():
-            m = re.match(r"(uop|inp|wgt|acc|out)\s+(\d+)\s+\d+\s+\d+\s+\d+$", line)
-            if m:
-                res["buffers"][m.group(1)] = int(m.group(2))
-            m = re.match(r"target\s+\S+ \((\d+)-bit DRAM bus, (\d+) MHz\)", line)
-            if m:
-                res["bus_bits"], res["clock_mhz"] = int(m.group(1)), int(m.group(2))
-            m = re.match(r"tensor op\s+.*= (\d+) MACs/op", line)
-            if m:
-                res["macs"] = int(m.group(1))
-    _SHOW_CACHE[key] = res
-    return res
+    """The derived values of a config as a dict ({"buffers": {name: bytes}, "macs": n,
+    "bus_bits": n, "clock_mhz": n}), or the CLI's error message (a string) when the config is
+    illegal. label names the config in the message ("point", "base", a file name)."""
+    return config_show_many(cli, [cfg], label)[0]
+
+
+def config_show_many(cli, cfgs, label):
+    """config_show of each of cfgs, in order: those not in the cache in one process
+    (`tessera config show --batch`, one JSON config per line, one answer per line), not
+    one process per config (~5 ms each: 100,000 points took minutes)."""
+    keys = [json.dumps(c, sort_keys=True) for c in cfgs]
+    todo = {}
+    for k, c in zip(keys, cfgs):
+        if k not in _SHOW_CACHE and k not in todo:
+            todo[k] = c
+    if todo:
+        for k, res in zip(todo, _show_batch(cli, list(todo.values()), label)):
+            _SHOW_CACHE[k] = res
+    return [_SHOW_CACHE[k] for k in keys]
+
+
+def _show_batch(cli, cfgs, label):
+    # the configs as JSON text exactly as a config file of them would be (json.dumps: ASCII,
+    # no newline), so each message is the one `tessera config show FILE` gives
+    argv = [cli, "config", "show", "--batch", "--name=" + label]
+    try:
+        p = subprocess.run(argv, input="".join(json.dumps(c) + "\n" for c in cfgs), capture_output=True,
+                           text=True, errors="replace")
+    except OSError as e:
+        raise SpaceError(f"{show(cli)}: cannot run: {e.strerror}")
+    # (split on "\n" alone: str.splitlines would also split an echoed key at U+2028 or U+0085)
+    answers = p.stdout.split("\n")[:-1]
+    if p.returncode != 0 or len(answers) != len(cfgs):
+        why = (p.stderr.strip().splitlines() or [f"exit {p.returncode}"])[-1]
+        raise SpaceError(f"`{show(cli)} config show --batch` failed ({show(why)}; {len(answers)} answers to "
+                         f"{len(cfgs)} configs): the DSE needs the tessera CLI built from this tree")
+    out = []
+    for a in answers:
+        try:
+            a = json.loads(a)
+        except ValueError:
+            a = None
+        if isinstance(a, dict) and isinstance(a.get("error"), str):
+            # the line `tessera config show FILE` prints, its last line as before
+            msg = ("tessera: error: " + a["error"]).strip().splitlines()[-1]
+            out.append("tessera config: " + re.sub(r"^(tessera: )?(config: )?(error: )?", "", msg))
+        elif isinstance(a, dict) and all(f in a for f in _SHOW_FIELDS):
+            out.append({f: a[f] for f in _SHOW_FIELDS})
+        else:
+            raise SpaceError(f"`{show(cli)} config show --batch`: an answer is not what it writes: "
+                             f"{show(a)}")
+    return out
 
 
 # The network's JIT lowers on any config `tessera config` accepts except those its plan refuses
@@ -274,16 +308,23 @@ def config_show(cli, cfg, label):
 # The probe's layers are the network's kernels with fewer channels and pixels: buffers too small
 # to tile the probe (e.g. one weight row) are too small for the network too.
 PROBE_NET = ["net", "resnet18", "--small", "8,2,2", "--backend", "fsim"]
+PROBED = ("resnet18", "resnet18-small", "onnx")
 _PROBE_CACHE = {}
 
 
-def workload_check(cli, workload, cfg):
+def probe_key(workload, cfg):
+    """What the probe's answer depends on: the config without its clock, and the workload."""
+    return json.dumps([{k: v for k, v in cfg.items() if k != "CLOCK_MHZ"}, workload], sort_keys=True)
+
+
+def workload_check(cli, workload, cfg, key=None):
     """None if the workload's JIT plans on cfg, else its error (one line). Network workloads
     only: the layer set (conv2d alone) lowers on any legal config. An ONNX model is probed
-    itself: imported, placed and run once on fsim (its own operators decide what runs)."""
-    if workload.get("kind") not in ("resnet18", "resnet18-small", "onnx"):
+    itself: imported, placed and run once on fsim (its own operators decide what runs).
+    key: probe_key(workload, cfg) when the caller has it."""
+    if workload.get("kind") not in PROBED:
         return None
-    key = json.dumps([{k: v for k, v in cfg.items() if k != "CLOCK_MHZ"}, workload], sort_keys=True)
+    key = key or probe_key(workload, cfg)
     if key in _PROBE_CACHE:
         return _PROBE_CACHE[key]
     probe = PROBE_NET
@@ -300,12 +341,13 @@ def workload_check(cli, workload, cfg):
 
 
 def _check_keys(sp):
-    """Each key must be a config key: one CLI call per key (its first value on the base),
-    not one per value. Whether each value is legal in some point is the grid's to say
-    (_expand), from the points themselves."""
+    """Each key must be a config key: one config per key (its first value on the base), not
+    one per value, all in one CLI run. Whether each value is legal in some point is the
+    grid's to say (_expand), from the points themselves."""
     ks = list(sp.keys)
-    errs = safeio.pmap(lambda k: check_config(sp.cli, point_config(sp.base, {k: sp.keys[k][0]}), "point"), ks)
-    for k, err in zip(ks, errs):
+    shows = config_show_many(sp.cli, [point_config(sp.base, {k: sp.keys[k][0]}) for k in ks], "point")
+    for k, err in zip(ks, shows):
+        err = err if isinstance(err, str) else None
         if err and f"unknown key \"{k}\"" in err:
             raise SpaceError(f"{sp.path}: keys: \"{k}\" is not a config key ({err}; the keys are "
                              f"listed in isa/tsr_config.c and `tessera config show`)")
@@ -509,39 +551,84 @@ def _combos(sp, names):
         yield tuple(reversed(c))
 
 
-def _judge(sp, names, combo):
-    """(overrides, config, None or the reason the point is illegal): the CLI's and the JIT's."""
-    ov = dict(zip(names, combo))
-    cfg = point_config(sp.base, ov)
-    return ov, cfg, check_config(sp.cli, cfg, "point") or workload_check(sp.cli, sp.workload, cfg)
+def _judge(sp, names, combos, probed, sub):
+    """(overrides, config, None or the reason the point is illegal: the CLI's, else the
+    JIT's) of each combo, in order, lazily. The configs are checked in one CLI run; the JIT
+    probe runs once per distinct config without its clock, on worker threads, `sub` points
+    at a time (a consumer that stops early runs no more), each part's new probe keys counted
+    in `probed` against MAX_PROBES before it runs."""
+    items = []
+    for c in combos:
+        ov = dict(zip(names, c))
+        items.append((ov, point_config(sp.base, ov)))
+    shows = config_show_many(sp.cli, [cfg for _, cfg in items], "point")
+    probing = sp.workload.get("kind") in PROBED
+    for at in range(0, len(items), sub):
+        part = range(at, min(at + sub, len(items)))
+        keys = {}
+        if probing:
+            todo = {}
+            for i in part:
+                if not isinstance(shows[i], str):
+                    keys[i] = k = probe_key(sp.workload, items[i][1])
+                    if k not in probed:
+                        probed.add(k)
+                        todo[k] = items[i][1]
+            if len(probed) > MAX_PROBES:
+                what = (f"the grid's legal points are {len(probed)} distinct hardware configs"
+                        if sp.search["method"] == "grid" else
+                        f"random search drew more than {MAX_PROBES} distinct hardware configs before finding "
+                        f"{sp.search['samples']} legal points")
+                raise SpaceError(f"{sp.path}: {what} (points apart from CLOCK_MHZ); the workload's JIT probe "
+                                 f"(one `tessera {' '.join(PROBE_NET[:4])} ...` or ONNX run each, ~0.1 s) runs on "
+                                 f"at most {MAX_PROBES}: sweep fewer values, or use workload resnet18-layers")
+            todo = [kc for kc in todo.items() if kc[0] not in _PROBE_CACHE]
+            for _ in safeio.pmap(lambda kc: workload_check(sp.cli, sp.workload, kc[1], kc[0]), todo,
+                                 4 * safeio.workers()):
+                pass
+        for i in part:
+            s = shows[i]
+            yield items[i][0], items[i][1], s if isinstance(s, str) else (_PROBE_CACHE[keys[i]] if i in keys else None)
 
 
 def _expand(sp):
     # (the point count was checked in load(), before anything was made)
     names = list(sp.keys)
     rand = sp.search["method"] == "random"
-    # each point is one or two CLI runs: several at once (they wait on processes, not on
-    # Python); a random search asks for few at a time, as it stops at `samples` legal ones
-    chunk = 4 * safeio.workers() if rand else 256
-    seen_values = set()
-    for ov, cfg, err in safeio.pmap(lambda c: _judge(sp, names, c), _combos(sp, names), chunk):
-        if err:
-            sp.illegal.append((ov, err))
-        else:
-            sp.points.append((ov, cfg))
-            seen_values.update((k, json.dumps(v)) for k, v in ov.items())
+    seen_values, probed = set(), set()
+    if rand:
+        # in draw order, as it stops at `samples` legal ones: the configs of growing chunks
+        # of draws in one CLI run each, their probes a few at a time
+        sizes, sub = itertools.chain((64, 256, 1024), itertools.repeat(4096)), 4 * safeio.workers()
+    else:
+        # the whole grid at once: how many probes it needs is known before any runs
+        sizes, sub = (MAX_POINTS,), MAX_POINTS
+    draws = iter(_combos(sp, names))
+    for n in sizes:
+        part = list(itertools.islice(draws, n))
+        if not part:
+            break
+        for ov, cfg, err in _judge(sp, names, part, probed, sub):
+            if err:
+                sp.illegal.append((ov, err))
+            else:
+                sp.points.append((ov, cfg))
+                if not rand:
+                    seen_values.update(ov.items())
+            if rand and len(sp.points) == sp.search["samples"]:
+                break
         if rand and len(sp.points) == sp.search["samples"]:
             break
     # A grid value that is in no legal point: if the CLI rejects it on the base config too,
     # that is the error to report (its message names the key and the range). Only those
-    # values are asked about. (A random sample may miss the one combination that makes a
-    # value legal, so it lists its illegal draws instead.)
+    # values are asked about, in one CLI run. (A random sample may miss the one combination
+    # that makes a value legal, so it lists its illegal draws instead.)
     if not rand:
-        unseen = [(k, v) for k in names for v in sp.keys[k] if (k, json.dumps(v)) not in seen_values]
-        errs = safeio.pmap(lambda kv: check_config(sp.cli, point_config(sp.base, {kv[0]: kv[1]}), "point"),
-                           unseen)
+        # (values are integers or strings: (key, value) pairs tell 1 from "1")
+        unseen = [(k, v) for k in names for v in sp.keys[k] if (k, v) not in seen_values]
+        errs = config_show_many(sp.cli, [point_config(sp.base, {k: v}) for k, v in unseen], "point")
         for (k, v), err in zip(unseen, errs):
-            if err and k in err:
+            if isinstance(err, str) and k in err:
                 raise SpaceError(f"{sp.path}: keys.{k}: value {show(v)} is legal in no point of the space: {err}")
     if not sp.points:
         first = sp.illegal[0][1] if sp.illegal else "no points"
