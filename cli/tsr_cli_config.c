@@ -2,6 +2,7 @@
 #include "tsr_cli_config.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -174,9 +175,10 @@ static int batch(const char *fixed_name)
         snprintf(name, sizeof name, "line %llu", ++lineno);
         rc = batch_put(batch_answer(line, n, len, fixed_name ? fixed_name : name));
     }
+    int read_errno = errno;
     free(line);
     if (!rc && ferror(stdin))
-        rc = tsr_err(TSR_EIO, "standard input: read failed");
+        rc = tsr_err(TSR_EIO, "standard input: %s", strerror(read_errno));
     return rc ? tsr_cli_fail(rc) : 0;
 }
 

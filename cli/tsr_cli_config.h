@@ -1,5 +1,6 @@
 /* tsr_cli_config: `tessera config show|emit-sv|emit-kernel-xml|emit-regmap CONFIG`: a config's
- * derived values and the files generated from it. */
+ * derived values and the files generated from it; `config show --batch`: many configs checked
+ * in one process (one JSON config per stdin line, one JSON answer per line; the DSE's check). */
 #ifndef TSR_CLI_CONFIG_H
 #define TSR_CLI_CONFIG_H
 
