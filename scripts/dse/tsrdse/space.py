@@ -31,7 +31,7 @@ BACKENDS = ("systemc", "rtl", "fsim")
 SYNTH_MODES = ("full", "estimate", "none")
 RESOURCES = ("LUT", "FF", "BRAM36", "DSP")
 # Limits (scripts/dse/README.md): every point of a grid is made in Python and checked by
-# the CLI (all in one `tessera config show --batch`, ~10 us each, and ~50 us of Python), so
+# the CLI (all in one `tessera config show --batch`, ~10 us each, and ~30 us of Python), so
 # the grid is bounded; a random search draws at most 20 x samples points, so samples are
 # bounded; the counts are products of the axis lengths, computed before any point is made
 # or any CLI call. The network and ONNX workloads also run one JIT probe (a process,
