@@ -98,7 +98,7 @@ module tsr_compute (
   logic [3:0]   in_elem_log;           // log2(element bytes) of cmd_i's memory type
   logic [MTW-1:0] in_mem;
   logic [AOW-1:0] alu_op;
-  logic [16:0]  in_rows, in_row;        // of cmd_i
+  logic [tsr_pkg::MEM_X_SIZE_W:0] in_rows, in_row;  // of cmd_i (tsr_pad_box)
   logic         ld_acc_nb;    // accumulator LOAD that need not wait for both pipes
   logic [1:0]   ld_banks;     // accumulator banks it writes
 
@@ -121,10 +121,20 @@ module tsr_compute (
 
   // rows*row of the incoming command, registered with it so the bounds
   // check does not put a multiplier behind the command register.
-  assign in_rows = 17'({tsr_pkg::mem_y_pad0(cmd_i)}) + 17'({tsr_pkg::mem_y_size(cmd_i)})
-                 + 17'({tsr_pkg::mem_y_pad1(cmd_i)});
-  assign in_row  = 17'({tsr_pkg::mem_x_pad0(cmd_i)}) + 17'({tsr_pkg::mem_x_size(cmd_i)})
-                 + 17'({tsr_pkg::mem_x_pad1(cmd_i)});
+  tsr_pad_box u_box (
+    .y_size_i (tsr_pkg::mem_y_size(cmd_i)),
+    .x_size_i (tsr_pkg::mem_x_size(cmd_i)),
+    .y_pad0_i (tsr_pkg::mem_y_pad0(cmd_i)),
+    .y_pad1_i (tsr_pkg::mem_y_pad1(cmd_i)),
+    .x_pad0_i (tsr_pkg::mem_x_pad0(cmd_i)),
+    .x_pad1_i (tsr_pkg::mem_x_pad1(cmd_i)),
+    .row_o    (in_row),
+    .rows_o   (in_rows),
+    .x_lo_o   (),
+    .x_hi_o   (),
+    .y_lo_o   (),
+    .y_hi_o   ()
+  );
   assign ld_size_d = 34'(in_rows) * 34'(in_row);
   assign in_mem    = tsr_pkg::mem_mem_type(cmd_i);
   assign in_elem_log = (in_mem == MTW'(tsr_pkg::MEM_UOP)) ? 4'($clog2(tsr_pkg::UOP_BYTES)) :

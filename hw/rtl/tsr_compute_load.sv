@@ -52,6 +52,7 @@ module tsr_compute_load #(
 );
   // Instruction field widths (the ISA field table, through tsr_pkg)
   localparam int MTW = tsr_pkg::MEM_MEM_TYPE_W;    // memory type
+  localparam int RW  = tsr_pkg::MEM_X_SIZE_W + 1;    // a size plus two pads (tsr_pad_box)
   localparam int UB = tsr_pkg::UOP_BYTES;
   localparam int AB = tsr_pkg::ACC_BYTES;
   localparam int A8B = tsr_pkg::ACC8_BYTES;
@@ -61,10 +62,10 @@ module tsr_compute_load #(
 
   // ---- latched shape ----
   logic [1:0]  sel_q, sel_d;          // reader of the running load
-  logic [16:0] row_q, row_d;          // x_pad0 + x_size + x_pad1
-  logic [16:0] rows_q, rows_d;        // y_pad0 + y_size + y_pad1
-  logic [16:0] x_lo_q, x_lo_d, x_hi_q, x_hi_d;  // data columns [x_lo, x_hi)
-  logic [16:0] y_lo_q, y_lo_d, y_hi_q, y_hi_d;  // data rows [y_lo, y_hi)
+  logic [RW-1:0] row_q, row_d;          // x_pad0 + x_size + x_pad1
+  logic [RW-1:0] rows_q, rows_d;        // y_pad0 + y_size + y_pad1
+  logic [RW-1:0] x_lo_q, x_lo_d, x_hi_q, x_hi_d;  // data columns [x_lo, x_hi)
+  logic [RW-1:0] y_lo_q, y_lo_d, y_hi_q, y_hi_d;  // data rows [y_lo, y_hi)
 
   // ---- issuer ----
   logic [15:0] iss_left_q, iss_left_d;      // commands still to issue
@@ -75,7 +76,7 @@ module tsr_compute_load #(
 
   // ---- writer ----
   logic        wr_active_q, wr_active_d;
-  logic [16:0] wy_q, wy_d, wx_q, wx_d;
+  logic [RW-1:0] wy_q, wy_d, wx_q, wx_d;
   logic [AddrW-1:0] waddr_q, waddr_d;
   logic        pad, take, write;
 
@@ -87,6 +88,23 @@ module tsr_compute_load #(
   logic [A8B*8-1:0] elem_acc8;
   logic             sel_elem_valid;
   logic [NT-1:0]    unused_busy, unused_stall;  // the writer tracks progress itself
+
+  // The padded box of the incoming command (latched at start).
+  logic [RW-1:0] box_row, box_rows, box_x_lo, box_x_hi, box_y_lo, box_y_hi;
+  tsr_pad_box u_box (
+    .y_size_i (y_size_i),
+    .x_size_i (x_size_i),
+    .y_pad0_i (y_pad0_i),
+    .y_pad1_i (y_pad1_i),
+    .x_pad0_i (x_pad0_i),
+    .x_pad1_i (x_pad1_i),
+    .row_o    (box_row),
+    .rows_o   (box_rows),
+    .x_lo_o   (box_x_lo),
+    .x_hi_o   (box_x_hi),
+    .y_lo_o   (box_y_lo),
+    .y_hi_o   (box_y_hi)
+  );
 
   always_comb begin
     sel_d = sel_q;
@@ -123,7 +141,7 @@ module tsr_compute_load #(
 
     // Reads start once the writer is in the last top padding row (the
     // readers have no buffer reservation; see the header).
-    iss_valid = (iss_left_q != '0) && (wy_q + 17'd1 >= y_lo_q);
+    iss_valid = (iss_left_q != '0) && (wy_q + RW'(1) >= y_lo_q);
     cmd_valid = '0;
     cmd_valid[sel_q] = iss_valid;
     if (iss_valid && cmd_ready[sel_q]) begin
@@ -139,12 +157,12 @@ module tsr_compute_load #(
     elem_ready[sel_q] = take;
     if (write) begin
       waddr_d = waddr_q + AddrW'(1);
-      if (wx_q + 17'd1 == row_q) begin
+      if (wx_q + RW'(1) == row_q) begin
         wx_d = '0;
-        wy_d = wy_q + 17'd1;
-        if (wy_q + 17'd1 == rows_q) wr_active_d = 1'b0;
+        wy_d = wy_q + RW'(1);
+        if (wy_q + RW'(1) == rows_q) wr_active_d = 1'b0;
       end else begin
-        wx_d = wx_q + 17'd1;
+        wx_d = wx_q + RW'(1);
       end
     end
 
@@ -154,12 +172,12 @@ module tsr_compute_load #(
         MTW'(tsr_pkg::MEM_ACC): sel_d = 2'd1;
         default:              sel_d = 2'd2;
       endcase
-      row_d = 17'(x_pad0_i) + 17'(x_size_i) + 17'(x_pad1_i);
-      rows_d = 17'(y_pad0_i) + 17'(y_size_i) + 17'(y_pad1_i);
-      x_lo_d = 17'(x_pad0_i);
-      x_hi_d = 17'(x_pad0_i) + 17'(x_size_i);
-      y_lo_d = 17'(y_pad0_i);
-      y_hi_d = 17'(y_pad0_i) + 17'(y_size_i);
+      row_d = box_row;
+      rows_d = box_rows;
+      x_lo_d = box_x_lo;
+      x_hi_d = box_x_hi;
+      y_lo_d = box_y_lo;
+      y_hi_d = box_y_hi;
       // Contiguous rows (x_stride == x_size): one command for all of them.
       if (x_size_i == '0) begin
         iss_left_d  = '0;

@@ -180,27 +180,22 @@ module tsr_dma_rd_elems #(
   );
 
   // Progress through the command at the head of infoq.
-  logic          first_q, first_d;
-  logic [SW-1:0] slot_q, slot_d, slot;
-  logic [31:0]   left_q, left_d, left;
+  logic [SW-1:0] slot;
   logic          last_elem, elem_fire;
 
-  assign slot      = first_q ? info_head[IW-1:32] : slot_q;
-  assign left      = first_q ? info_head[31:0] : left_q;
-  assign last_elem = (left == 32'd1);
+  tsr_dma_cursor #(.SlotW(SW)) u_cursor (
+    .clk_i        (clk_i),
+    .rst_ni       (rst_ni),
+    .head_valid_i (info_valid),
+    .head_slot_i  (info_head[IW-1:32]),
+    .head_count_i (info_head[31:0]),
+    .step_i       (elem_fire),
+    .slot_o       (slot),
+    .left_o       (),
+    .last_o       (last_elem)
+  );
   assign elem_fire = elem_valid_o && elem_ready_i;
   assign info_pop  = elem_fire && last_elem;
-
-  always_comb begin
-    first_d = first_q;
-    slot_d  = slot_q;
-    left_d  = left_q;
-    if (elem_fire) begin
-      first_d = last_elem;
-      slot_d  = slot + SW'(1);
-      left_d  = left - 32'd1;
-    end
-  end
 
   if (SMALL) begin : g_extract
     assign elem_valid_o = beat_valid && info_valid;
@@ -268,17 +263,11 @@ module tsr_dma_rd_elems #(
       raddr_q    <= '0;
       rleft_q    <= '0;
       credit_q   <= CRW'(BufBeats);
-      first_q    <= 1'b1;
-      slot_q     <= '0;
-      left_q     <= '0;
     end else begin
       rstarted_q <= rstarted_d;
       raddr_q    <= raddr_d;
       rleft_q    <= rleft_d;
       credit_q   <= credit_d;
-      first_q    <= first_d;
-      slot_q     <= slot_d;
-      left_q     <= left_d;
     end
   end
 

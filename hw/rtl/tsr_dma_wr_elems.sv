@@ -129,27 +129,22 @@ module tsr_dma_wr_elems #(
   );
 
   // Progress through the command at the head of infoq.
-  logic          first_q, first_d;
-  logic [SW-1:0] slot_q, slot_d, slot;
-  logic [31:0]   left_q, left_d, left;
+  logic [SW-1:0] slot;
   logic          last_elem, elem_fire;
 
-  assign slot      = first_q ? info_head[IW-1:32] : slot_q;
-  assign left      = first_q ? info_head[31:0] : left_q;
-  assign last_elem = (left == 32'd1);
+  tsr_dma_cursor #(.SlotW(SW)) u_cursor (
+    .clk_i        (clk_i),
+    .rst_ni       (rst_ni),
+    .head_valid_i (info_valid),
+    .head_slot_i  (info_head[IW-1:32]),
+    .head_count_i (info_head[31:0]),
+    .step_i       (elem_fire),
+    .slot_o       (slot),
+    .left_o       (),
+    .last_o       (last_elem)
+  );
   assign elem_fire = elem_valid_i && elem_ready_o;
   assign info_pop  = elem_fire && last_elem;
-
-  always_comb begin
-    first_d = first_q;
-    slot_d  = slot_q;
-    left_d  = left_q;
-    if (elem_fire) begin
-      first_d = last_elem;
-      slot_d  = slot + SW'(1);
-      left_d  = left - 32'd1;
-    end
-  end
 
   if (SMALL) begin : g_pack
     // Elements collect in acc_*; a beat leaves when full or at the command's end.
@@ -242,20 +237,11 @@ module tsr_dma_wr_elems #(
   always_ff @(posedge clk_i) begin
     if (!rst_ni) begin
       pend_q  <= '0;
-      first_q <= 1'b1;
-      slot_q  <= '0;
-      left_q  <= '0;
     end else begin
       pend_q  <= pend_d;
-      first_q <= first_d;
-      slot_q  <= slot_d;
-      left_q  <= left_d;
     end
   end
 
   `TSR_ASSERT_INIT(chk_pow2, (ElemBytes & (ElemBytes - 1)) == 0 && (BusBytes & (BusBytes - 1)) == 0)
-  // A command of count >= 1 is walked down to its last element: the cursor
-  // never reads 0 while its command is at the head.
-  `TSR_ASSERT(chk_left_nonzero, !info_valid || left != '0, clk_i, rst_ni)
   `TSR_ASSERT(chk_req_nonempty, !wr_req_valid_o || wr_req_beats_o != '0, clk_i, rst_ni)
 endmodule

@@ -155,7 +155,22 @@ module tsr_load #(
   assign c_pop      = tsr_pkg::mem_pop_next(cmd_i);
   assign c_push     = tsr_pkg::mem_push_next(cmd_i);
   assign c_sram_base = tsr_pkg::mem_sram_base(cmd_i);
-  assign c_row      = RW'(c_x_pad0) + RW'(c_x_size) + RW'(c_x_pad1);
+  // The padded box (tsr_pad_box: the one place its geometry is computed).
+  logic [RW-1:0]  c_rows, c_x_lo, c_x_hi, c_y_lo, c_y_hi;
+  tsr_pad_box u_box (
+    .y_size_i (c_y_size),
+    .x_size_i (c_x_size),
+    .y_pad0_i (c_y_pad0),
+    .y_pad1_i (c_y_pad1),
+    .x_pad0_i (c_x_pad0),
+    .x_pad1_i (c_x_pad1),
+    .row_o    (c_row),
+    .rows_o   (c_rows),
+    .x_lo_o   (c_x_lo),
+    .x_hi_o   (c_x_hi),
+    .y_lo_o   (c_y_lo),
+    .y_hi_o   (c_y_hi)
+  );
 
   tsr_dram_span u_span (
     .dram_base_i (c_dram),
@@ -433,11 +448,11 @@ module tsr_load #(
           // pad_value applies to inp only (the verifier requires 0 elsewhere).
           f_pv_d    = c_wgt ? '0 : tsr_pkg::mem_pad_value(cmd_i);
           f_row_d   = c_row;
-          f_rows_d  = RW'(c_y_pad0) + RW'(c_y_size) + RW'(c_y_pad1);
-          f_xp0_d   = RW'(c_x_pad0);
-          f_xend_d  = RW'(c_x_pad0) + RW'(c_x_size);
-          f_yp0_d   = RW'(c_y_pad0);
-          f_yend_d  = RW'(c_y_pad0) + RW'(c_y_size);
+          f_rows_d  = c_rows;
+          f_xp0_d   = c_x_lo;
+          f_xend_d  = c_x_hi;
+          f_yp0_d   = c_y_lo;
+          f_yend_d  = c_y_hi;
           f_dskip_d = RW'(c_x_pad0) + RW'(c_x_pad1) + RW'(1);
           f_doff_d  = TW'(c_y_pad0) * TW'(c_row) + TW'(c_x_pad0);
           f_ndata_d = 32'(c_y_size) * 32'(c_x_size);
