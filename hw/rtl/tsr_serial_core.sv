@@ -15,8 +15,8 @@
 //   instructions are one of its legal schedules; the verifier rejects every
 //   stream whose answer depends on the schedule).
 // - DRAM moves one byte per cycle through a one-word read buffer and a
-//   one-word write-combining buffer (tsr_serial_axi: single beats), with
-//   addresses by increments. The on-chip and DRAM spans are checked row by
+//   one-word write-combining buffer, both in the memory port tsr_serial_mem
+//   (tsr_serial_axi: single beats), with addresses by increments. The on-chip and DRAM spans are checked row by
 //   row as the walk reaches them, so no product is needed.
 // - GEMM uses the array of tsr_gemm_core; ALU runs one lane (tsr_alu_pre, a
 //   register, tsr_alu_fin: two cycles per lane) over the lanes of a row.
@@ -169,13 +169,6 @@ module tsr_serial_core (
   // micro-op loops
   logic [OFFW-1:0] dst_q, dst_d;
   // DRAM buffers
-  logic [BB*8-1:0] rbuf_q, rbuf_d;          // last word read
-  logic            rval_q, rval_d;
-  logic [BB*8-1:0] wbuf_q, wbuf_d;          // bytes to write
-  logic [BB-1:0]   wstrb_q, wstrb_d;
-  logic [31-LB:0]  wtag_q, wtag_d;
-  logic            mwait_q, mwait_d;        // a DRAM request is outstanding
-  logic            mwr_q, mwr_d;            // ... and it is a write
 
   // ------------------------------------------------------------ SRAMs
   logic                    q_we, q_re;
@@ -432,13 +425,10 @@ module tsr_serial_core (
   endfunction
 
   // ------------------------------------------------------------ DRAM byte access
-  logic        rhit, wclash;
+  // (tsr_serial_mem: the read buffer, the write-combining buffer, one
+  // request at a time; instantiated below the sequencer)
+  logic        rhit, wclash, wpend, mbusy, mrsp_err;
   logic [7:0]  rbyte;
-  logic [LB-1:0] boff;
-  assign boff   = baddr_q[LB-1:0];
-  assign rhit   = rval_q;  // the buffer holds baddr's word (dropped when baddr leaves it)
-  assign rbyte  = rbuf_q[8*boff +: 8];
-  assign wclash = (wstrb_q != '0) && (wtag_q != baddr_q[31:LB]);
 
   // ------------------------------------------------------------ the sequencer
   logic [3:0]  hflags;
@@ -451,8 +441,8 @@ module tsr_serial_core (
   logic [37:0] dbase_b;   // dram_base in bytes
   logic [32:0] rsum, rnext;  // the next DRAM row's byte address
   logic        rd_need, wr_need;   // the current state needs a DRAM read / write
-  logic        op_gemm, op_alu, fin, pend_go, mem_valid, step;
-  logic        pend_clr, pend_set, done_inc, q_push, q_pop, err_stage, wput;
+  logic        op_gemm, op_alu, fin, pend_go, step;
+  logic        pend_clr, pend_set, done_inc, q_push, q_pop, err_stage, wput, rdrop;
   logic [1:0]  done_sel;
   logic [9:0]  done_one;
 
@@ -506,13 +496,6 @@ module tsr_serial_core (
     xcnt_d     = xcnt_q;
     r_d        = r_q;
     dst_d      = dst_q;
-    rbuf_d     = rbuf_q;
-    rval_d     = rval_q;
-    wbuf_d     = wbuf_q;
-    wstrb_d    = wstrb_q;
-    wtag_d     = wtag_q;
-    mwait_d    = mwait_q;
-    mwr_d      = mwr_q;
 
     q_we = 1'b0; q_waddr = '0; q_wdata = '0; q_re = 1'b0; q_raddr = '0;
     uop_we = 1'b0; uop_waddr = '0; uop_wdata = '0; uop_re = 1'b0; uop_raddr = '0;
@@ -531,25 +514,13 @@ module tsr_serial_core (
     q_pop = 1'b0;
     err_stage = 1'b0;
     wput = 1'b0;
+    rdrop = 1'b0;
     step = 1'b0;
     rd_need = 1'b0;
     wr_need = 1'b0;
     op_gemm = 1'b0;
     op_alu = 1'b0;
     fin = 1'b0;
-
-    // DRAM: one request at a time; a read fills the word buffer, a write
-    // empties the write-combining buffer (and drops the read buffer, which
-    // may hold the old bytes).
-    if (mwait_q && mem_rsp_valid_i) begin
-      mwait_d = 1'b0;
-      if (mwr_q) begin
-        wstrb_d = '0;
-      end else begin
-        rbuf_d = mem_rsp_rdata_i;
-        rval_d = 1'b1;
-      end
-    end
 
     case (state_q)
       S_IDLE, S_ERR, S_FINISHED: ;
@@ -638,7 +609,7 @@ module tsr_serial_core (
           cflags_d = hflags;
           baddr_d  = {1'b0, iaddr};
           bcnt_d   = '0;
-          rval_d   = 1'b0;  // DRAM may have changed since the last instruction
+          rdrop    = 1'b1;  // DRAM may have changed since the last instruction
           state_d  = S_IREAD;
         end else begin
           state_d = S_SCHED;
@@ -787,9 +758,8 @@ module tsr_serial_core (
         if (baddr_q[32]) begin
           err_d[3] = 1'b1;
           state_d  = S_ERR;
-        end else if (!wclash && !mwait_q) begin
+        end else if (!wclash && !mbusy) begin
           wput    = 1'b1;
-          wtag_d  = baddr_q[31:LB];
           row_d   = {rbyte, row_q[RW-1:8]};  // (the same shift as a LOAD's; the top is unused)
           baddr_d = baddr_q + 33'd1;
           bcnt_d  = bcnt_q + BCW'(1);
@@ -803,8 +773,8 @@ module tsr_serial_core (
       end
 
       S_FLUSH: begin
-        wr_need = (wstrb_q != '0);
-        if (wstrb_q == '0 && !mwait_q) state_d = S_DONE_EXEC;
+        wr_need = wpend;
+        if (!wpend && !mbusy) state_d = S_DONE_EXEC;
       end
 
       // ---------------------------------------------------- GEMM / ALU
@@ -928,18 +898,8 @@ module tsr_serial_core (
       end
     end
 
-    // the read buffer holds baddr's word only
-    if (baddr_d[32:LB] != baddr_q[32:LB]) rval_d = 1'b0;
-
-    // a DRAM request: a read that misses the word buffer, or a flush of the
-    // write-combining buffer; an error response stops the core
-    mem_valid = !mwait_q && ((rd_need && !rhit) || wr_need);
-    if (mem_valid && mem_req_ready_i) begin
-      mwait_d = 1'b1;
-      mwr_d   = wr_need;
-      if (wr_need) rval_d = 1'b0;
-    end
-    if (mwait_q && mem_rsp_valid_i && mem_rsp_err_i) begin
+    // an error response from DRAM stops the core
+    if (mrsp_err) begin
       if (state_q == S_FHDR) err_d[0] = 1'b1;
       else err_stage = 1'b1;
       state_d = S_ERR;
@@ -965,12 +925,6 @@ module tsr_serial_core (
       end
       if (err_stage && cur_q == 2'(k)) err_d[k+1] = 1'b1;
     end
-    for (int k = 0; k < BB; k++) begin
-      if (wput && boff == LB'(k)) begin
-        wbuf_d[8*k +: 8] = row_q[7:0];
-        wstrb_d[k]       = 1'b1;
-      end
-    end
 
     if (start_i) begin
       state_d  = S_SCHED;
@@ -986,18 +940,38 @@ module tsr_serial_core (
       pend_d   = '0;
       cand_d   = '0;
       err_d    = '0;
-      rval_d   = 1'b0;
-      wstrb_d  = '0;
     end
   end
 
-  assign mem_req_valid_o = mem_valid;
-  assign mem_req_write_o = wr_need;
-  assign mem_req_addr_o  = wr_need ? {wtag_q, {LB{1'b0}}} : {baddr_q[31:LB], {LB{1'b0}}};
+  tsr_serial_mem #(.BusBytes(BB)) u_mem (
+    .clk_i           (clk_i),
+    .rst_ni          (rst_ni),
+    .start_i         (start_i),
+    .addr_i          (baddr_q),
+    .addr_next_i     (baddr_d[32:LB]),
+    .rd_need_i       (rd_need),
+    .wr_need_i       (wr_need),
+    .rdrop_i         (rdrop),
+    .wput_i          (wput),
+    .wbyte_i         (row_q[7:0]),
+    .rhit_o          (rhit),
+    .rbyte_o         (rbyte),
+    .wclash_o        (wclash),
+    .wpend_o         (wpend),
+    .busy_o          (mbusy),
+    .rsp_err_o       (mrsp_err),
+    .mem_req_valid_o (mem_req_valid_o),
+    .mem_req_ready_i (mem_req_ready_i),
+    .mem_req_write_o (mem_req_write_o),
+    .mem_req_addr_o  (mem_req_addr_o),
+    .mem_req_wdata_o (mem_req_wdata_o),
+    .mem_req_wstrb_o (mem_req_wstrb_o),
+    .mem_rsp_valid_i (mem_rsp_valid_i),
+    .mem_rsp_rdata_i (mem_rsp_rdata_i),
+    .mem_rsp_err_i   (mem_rsp_err_i)
+  );
   logic unused_baddr;  // bit 32 only stops the core (a byte beyond 32-bit DRAM)
   assign unused_baddr = baddr_q[32] ^ rbase_q[32];
-  assign mem_req_wdata_o = wbuf_q;
-  assign mem_req_wstrb_o = wstrb_q;
 
   // ------------------------------------------------------------ status
   logic exec;
@@ -1037,9 +1011,6 @@ module tsr_serial_core (
       cur_q      <= '0;
       cflags_q   <= '0;
       err_q      <= '0;
-      rval_q     <= 1'b0;
-      mwait_q    <= 1'b0;
-      mwr_q      <= 1'b0;
     end else begin
       state_q    <= state_d;
       next_q     <= next_d;
@@ -1059,9 +1030,6 @@ module tsr_serial_core (
       cur_q      <= cur_d;
       cflags_q   <= cflags_d;
       err_q      <= err_d;
-      rval_q     <= rval_d;
-      mwait_q    <= mwait_d;
-      mwr_q      <= mwr_d;
     end
   end
 
@@ -1080,12 +1048,6 @@ module tsr_serial_core (
     xcnt_q     <= xcnt_d;
     r_q        <= r_d;
     dst_q      <= dst_d;
-    rbuf_q     <= rbuf_d;
-    wbuf_q     <= wbuf_d;
-    // The write buffer keeps its bytes through a soft reset: the AXI master
-    // may still be sending them (tsr_serial_axi); a start empties it.
-    wstrb_q    <= wstrb_d;
-    wtag_q     <= wtag_d;
   end
 
   // Command queues and token counters stay within their capacities (those
