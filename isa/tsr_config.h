@@ -43,7 +43,7 @@ typedef struct tsr_config {
     int acc_single_copy;    /* ACC_SINGLE_COPY: 1 = one accumulator copy per bank instead of
                                two (RTL area option; results unchanged, an ALU op that reads
                                a second accumulator row issues every other cycle) */
-    int serial_core;        /* SERIAL_CORE: 1 = the serial microarchitecture (hw/rtl/tsr_serial_top:
+    int serial_core;        /* SERIAL_CORE: 1 = the serial microarchitecture (hw/rtl/tsr_serial_accel:
                                one instruction at a time, byte-wide DMA, one ALU lane) for
                                the smallest FPGAs; results unchanged, many times the cycles */
 

@@ -188,6 +188,18 @@ def test_pareto():
     check(m is not None and tuple(map(int, m.groups())) == (812, 1303, 16, 3, 64, 40), "synth.sh summary parsed")
     check(boards.fit(b, a, 100)[0] and boards.fit(b, a, 101)[:2] == (False, "clock"),
           "pynq-z1: 100 MHz fits, 101 MHz does not")
+    # the cache key covers the RTL's headers (assertion and port macros), not only its modules
+    fake = os.path.join(WORK, "fake-root")
+    os.makedirs(os.path.join(fake, "hw", "rtl"), exist_ok=True)
+    os.makedirs(os.path.join(fake, "scripts"), exist_ok=True)
+    for name, text in (("hw/rtl/m.sv", "module m; endmodule\n"), ("hw/rtl/m.svh", "`define A 1\n"),
+                       ("scripts/synth.sh", "#!/bin/sh\n")):
+        with open(os.path.join(fake, name), "w") as f:
+            f.write(text)
+    before = evaluate.fingerprints(fake, CLI)["rtl"]
+    with open(os.path.join(fake, "hw", "rtl", "m.svh"), "w") as f:
+        f.write("`define A 2\n")
+    check(evaluate.fingerprints(fake, CLI)["rtl"] != before, "an edit to an .svh header changes the RTL fingerprint")
 
 
 SMALL = [16, 8, 10]

@@ -38,10 +38,17 @@ def tool_version(cmd):
         return "missing"
 
 
+def rtl_sources(root):
+    """The RTL a point's numbers come from: the modules and the headers they include
+    (assertion and port macros), so an edit to either invalidates the cache."""
+    files = glob.glob(os.path.join(root, "hw", "rtl", "*.sv")) + glob.glob(os.path.join(root, "hw", "rtl", "*.svh"))
+    return sorted(files)
+
+
 def fingerprints(root, cli):
     """What, besides the config and workload, decides a point's numbers."""
     h = hashlib.sha256()
-    for p in sorted(glob.glob(os.path.join(root, "hw", "rtl", "*.sv"))):
+    for p in rtl_sources(root):
         h.update(os.path.basename(p).encode())
         h.update(open(p, "rb").read())
     rtl = h.hexdigest()
@@ -83,7 +90,7 @@ def rtl_params(ctx, cfg):
     root = ctx["root"]
     if root not in _RTL_WORDS:
         words = set()
-        for p in glob.glob(os.path.join(root, "hw", "rtl", "*.sv")):
+        for p in rtl_sources(root):
             words.update(re.findall(r"[A-Z][A-Z0-9_]+", open(p, encoding="utf-8").read()))
         _RTL_WORDS[root] = words
     params = pkg_params(ctx, cfg)
