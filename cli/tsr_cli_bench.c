@@ -12,6 +12,7 @@
 #include "tsr_kcache.h"
 #include "tsr_mmbench.h"
 #include "tsr_netbench.h"
+#include "tsr_util.h"
 
 static const char *bench_help =
     "usage: tessera bench [--config CONFIG] [--backend NAME] [--kind matmul|gemm|resnet18]\n"
@@ -313,7 +314,7 @@ static void rn_total(const tsr_lbench_t *b, const tsr_lbench_total_t *t, double 
     tsr_kcache_stats(tsr_kcache_get(b->dev), &ks);
     printf("wall time %.2f s for %d layers (data, plans, packing, runs%s); jit cache: %llu misses, %llu hits, %llu "
            "from disk, %.1f ms generating, %.1f ms saved\n",
-           tsr_cli_now_s() - t_start, t->nrun, b->chk ? ", fsim check runs" : "", (unsigned long long)ks.misses,
+           tsr_now_s() - t_start, t->nrun, b->chk ? ", fsim check runs" : "", (unsigned long long)ks.misses,
            (unsigned long long)ks.hits, (unsigned long long)ks.disk_hits, ks.gen_ns / 1e6, ks.saved_ns / 1e6);
 }
 
@@ -345,7 +346,7 @@ static int bench_resnet18(int argc, char **argv)
     int r = rn_parse(argc, argv, &o);
     if (r)
         return r == -2 ? 0 : 2;
-    const double t_start = tsr_cli_now_s();
+    const double t_start = tsr_now_s();
     tsr_lbench_t b;
     tsr_lbench_total_t t;
     int rc = tsr_lbench_open(&o.lo, &b);

@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "tsr_error.h"
 #include "tsr_file.h"
@@ -50,21 +49,6 @@ int tsr_cli_parse_u64(const char *s, uint64_t *out)
         return -1;
     *out = v;
     return 0;
-}
-
-double tsr_cli_now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-/* A noisy, shared machine inflates wall time but not this. */
-double tsr_cli_cpu_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 FILE *tsr_cli_open_out(const char *path)

@@ -37,9 +37,6 @@ int tsr_cli_usage(const char *cmd, const char *msg);
 /* Whole-string integers: 0, or -1 when s is not one (in [lo, hi]; u64: no sign). */
 int tsr_cli_parse_long(const char *s, long lo, long hi, long *out);
 int tsr_cli_parse_u64(const char *s, uint64_t *out);
-/* Monotonic wall time and process CPU time (all threads), seconds. */
-double tsr_cli_now_s(void);
-double tsr_cli_cpu_s(void);
 /* path NULL or "-": stdout. NULL on error (message set). */
 FILE *tsr_cli_open_out(const char *path);
 int tsr_cli_close_out(FILE *f, const char *path);

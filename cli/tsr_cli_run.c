@@ -8,6 +8,7 @@
 #include "tsr_asm.h"
 #include "tsr_cli_common.h"
 #include "tsr_error.h"
+#include "tsr_util.h"
 
 static const char *run_help =
     "usage: tessera run PROGRAM.s [--config CONFIG] [--backend NAME] [--seed N]\n"
@@ -91,10 +92,10 @@ int tsr_cli_run(int argc, char **argv)
     dopts.rtl.verbose = 1;
     if (!rc && !(rc = tsr_device_open(o.b.backend, &cfg, &dopts, &dev)))
         rc = upload(dev, &cfg, &p, argv[i]);
-    double t0 = tsr_cli_now_s();
+    double t0 = tsr_now_s();
     if (!rc && !(rc = tsr_submit(dev, p.insns, p.ninsns)))
         rc = tsr_wait(dev, (int)o.timeout_ms);
-    double t1 = tsr_cli_now_s();
+    double t1 = tsr_now_s();
     for (size_t k = 0; !rc && k < p.nbufs; k++)
         if (p.bufs[k].is_output)
             rc = write_output(dev, &p.bufs[k], &o);

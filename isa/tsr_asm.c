@@ -31,6 +31,7 @@
 
 #include "tsr_error.h"
 #include "tsr_file.h"
+#include "tsr_util.h"
 
 /* Longest excerpt of an offending token quoted in a message. */
 #define SHOW 48
@@ -930,10 +931,7 @@ void tsr_asm_random_fill(uint64_t seed, uint8_t *dst, size_t n)
 {
     uint64_t s = seed;
     for (size_t i = 0; i < n; i += 8) {
-        uint64_t z = (s += 0x9e3779b97f4a7c15ull);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-        z ^= z >> 31;
+        const uint64_t z = tsr_splitmix64(&s);
         for (size_t j = 0; j < 8 && i + j < n; j++)
             dst[i + j] = (uint8_t)(z >> (8 * j));
     }

@@ -32,12 +32,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "tsr_cachedir.h"
 #include "tsr_error.h"
 #include "tsr_file.h"
+#include "tsr_jitutil.h"
 
 #define HDR_BYTES 64u
 #define MAX_FILE_BYTES (512ull << 20)
@@ -78,13 +78,6 @@ struct tsr_kcache {
     int pruned;                   /* the directory was pruned at least once */
     unsigned tmp_seq;             /* sequence number of temporary file names */
 };
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static uint64_t fnv(uint64_t h, const void *data, size_t n)
 {
@@ -746,7 +739,7 @@ static int check_sig(const void *sig, size_t sig_len)
 
 static void add_saved(tsr_kcache_t *kc, const struct tsr_kcache_entry *e, uint64_t t0)
 {
-    uint64_t dt = now_ns() - t0;
+    uint64_t dt = tsr_mono_ns() - t0;
     if (e->k.gen_ns > dt)
         kc->st.saved_ns += e->k.gen_ns - dt;
 }
@@ -776,7 +769,7 @@ int tsr_kcache_lookup(tsr_kcache_t *kc, const void *sig, size_t sig_len, tsr_kca
         kc->st.misses++;
         return 0;
     }
-    uint64_t t0 = now_ns();
+    uint64_t t0 = tsr_mono_ns();
     struct tsr_kcache_entry *e = find(kc, sig, sig_len);
     if (e) {
         unlink_entry(kc, e);

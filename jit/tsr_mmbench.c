@@ -6,43 +6,19 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "tsr_config.h"
 #include "tsr_error.h"
 #include "tsr_isa.h"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-/* CPU time of the process (all threads): a noisy, shared machine inflates
- * wall time but not this. */
-static double cpu_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static uint64_t splitmix(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
+#include "tsr_util.h"
 
 void tsr_mmbench_random(uint64_t seed, int8_t *a, size_t na, int8_t *b, size_t nb)
 {
     uint64_t s = seed;
     for (size_t i = 0; i < na; i++)
-        a[i] = (int8_t)(splitmix(&s) & 0xff);
+        a[i] = (int8_t)(tsr_splitmix64(&s) & 0xff);
     for (size_t i = 0; i < nb; i++)
-        b[i] = (int8_t)(splitmix(&s) & 0xff);
+        b[i] = (int8_t)(tsr_splitmix64(&s) & 0xff);
 }
 
 static int open_device(const tsr_mmbench_opts_t *o, tsr_config_t *cfg, tsr_device_t **dev)
@@ -104,9 +80,9 @@ int tsr_mmbench_matmul(const tsr_mmbench_opts_t *o, const int8_t *a, const int8_
                      cfg.batch, cfg.block_in, cfg.block_out);
     if (!rc && !(rc = mm_upload(dev, &cfg, o, a, b, d)))
         rc = tsr_matmul_build(dev, d[0], d[1], d[2], o->m, o->k, o->n, o->shift, &prog);
-    double t0 = now_s();
+    double t0 = tsr_now_s();
     if (!rc && !(rc = tsr_submit(dev, prog.insns, prog.ninsns)) && !(rc = tsr_wait(dev, -1))) {
-        r->secs = now_s() - t0;
+        r->secs = tsr_now_s() - t0;
         rc = mm_download(dev, &cfg, o, d[2], c);
     }
     if (!rc) {
@@ -185,12 +161,12 @@ static int gemm_upload(tsr_device_t *dev, const tsr_config_t *cfg, const tsr_mmb
     uint64_t s = seed + 1;
     if (!rc && !(rc = tsr_mem_write(dev, d[0], buf, nu))) {
         for (uint64_t i = 0; i < ni; i++)
-            buf[i] = (uint8_t)splitmix(&s);
+            buf[i] = (uint8_t)tsr_splitmix64(&s);
         rc = tsr_mem_write(dev, d[1], buf, ni);
     }
     if (!rc) {
         for (uint64_t i = 0; i < nw; i++)
-            buf[i] = (uint8_t)splitmix(&s);
+            buf[i] = (uint8_t)tsr_splitmix64(&s);
         rc = tsr_mem_write(dev, d[2], buf, nw);
     }
     free(buf);
@@ -229,18 +205,18 @@ static void gemm_streams(const tsr_config_t *cfg, const tsr_mmbench_gemm_t *g, l
 /* Run 1 (load), then run 2 (GEMMs) with the counters reset in between. */
 static int gemm_runs(tsr_device_t *dev, const tsr_insn_t *insns, size_t nload, size_t ngemm, tsr_mmbench_gemm_t *g)
 {
-    double t0 = now_s();
+    double t0 = tsr_now_s();
     int rc;
     if ((rc = tsr_submit(dev, insns, nload)) || (rc = tsr_wait(dev, -1)) || (rc = tsr_read_counters(dev, &g->load)) ||
         (rc = tsr_reset_counters(dev)))
         return rc;
-    double t1 = now_s(), c1 = cpu_s();
+    double t1 = tsr_now_s(), c1 = tsr_cpu_s();
     g->load_s = t1 - t0;
     if ((rc = tsr_submit(dev, insns + nload, ngemm)) || (rc = tsr_wait(dev, -1)) ||
         (rc = tsr_read_counters(dev, &g->ctr)))
         return rc;
-    g->secs = now_s() - t1;
-    g->cpu_s = cpu_s() - c1;
+    g->secs = tsr_now_s() - t1;
+    g->cpu_s = tsr_cpu_s() - c1;
     return TSR_OK;
 }
 

@@ -15,28 +15,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 
 #include "tsr_error.h"
 #include "tsr_kcache.h"
 #include "tsr_oprun.h"
 #include "tsr_roofline.h"
 #include "tsr_tappack.h"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static uint64_t splitmix(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
+#include "tsr_util.h"
 
 int tsr_netbench_open_devices(const char *backend, const tsr_config_t *cfg, const tsr_device_opts_t *base, int check,
                               uint64_t seed, tsr_device_t **dev, tsr_device_t **chk)
@@ -137,15 +122,15 @@ static void rn_fill(const tsr_rn18_layer_t *L, uint64_t seed, rn_data_t *d)
 {
     uint64_t s = seed * 0x100000001b3ull + (uint64_t)(L - rn_layers);
     for (size_t i = 0; i < d->nx; i++)
-        d->x[i] = (int8_t)splitmix(&s);
+        d->x[i] = (int8_t)tsr_splitmix64(&s);
     for (size_t i = 0; i < d->nw; i++)
-        d->w[i] = (int8_t)splitmix(&s);
+        d->w[i] = (int8_t)tsr_splitmix64(&s);
     int kterms = L->cin * L->k * L->k;
     int sh = (int)lround(log2(sqrt((double)kterms) * 128.0));
     for (int o = 0; o < L->cout; o++) {
-        d->mult[o] = (int32_t)((1u << 30) + (uint32_t)(splitmix(&s) % (1u << 30)));
-        d->shift[o] = -sh - (int)(splitmix(&s) % 2);
-        d->bias[o] = (int32_t)(splitmix(&s) % 32768) - 16384;
+        d->mult[o] = (int32_t)((1u << 30) + (uint32_t)(tsr_splitmix64(&s) % (1u << 30)));
+        d->shift[o] = -sh - (int)(tsr_splitmix64(&s) % 2);
+        d->bias[o] = (int32_t)(tsr_splitmix64(&s) % 32768) - 16384;
     }
 }
 
@@ -178,7 +163,7 @@ static int rn_make(const tsr_rn18_layer_t *L, uint64_t seed, rn_data_t *d)
  * happens here, before the device counters start. */
 static int rn_run_tappacked(tsr_lbench_t *b, rn_data_t *d, tsr_lbench_row_t *row, tsr_oprun_info_t *oi)
 {
-    double t0 = now_s();
+    double t0 = tsr_now_s();
     uint64_t nx2 = tsr_tappack_input_bytes(&d->p);
     uint8_t *x2 = malloc(nx2 ? (size_t)nx2 : 1), *w2 = malloc(d->nw);
     int rc = !x2 || !w2 ? tsr_err(TSR_ENOMEM, "out of memory") : tsr_tappack_rewrite(&d->p, d->w, &row->tp, w2);
@@ -186,7 +171,7 @@ static int rn_run_tappacked(tsr_lbench_t *b, rn_data_t *d, tsr_lbench_row_t *row
         tsr_tappack_pack_input(&d->p, d->x, x2);
         row->tappacked = 1;
         row->tp_bytes = nx2;
-        row->tp_ms = (now_s() - t0) * 1e3;
+        row->tp_ms = (tsr_now_s() - t0) * 1e3;
         rc = tsr_oprun(b->dev, TSR_OPRUN_CONV2D, &row->tp, x2, w2, d->bias, d->y, oi);
     }
     free(x2);
@@ -321,11 +306,11 @@ void tsr_lbench_total_add(const tsr_lbench_t *b, tsr_lbench_total_t *t, const ts
 
 static int nb_describe(const tsr_netbench_opts_t *o, tsr_netbench_t *nb)
 {
-    const double t0 = now_s();
+    const double t0 = tsr_now_s();
     int rc = o->small ? tsr_netdesc_resnet18_small(o->seed, o->batch, o->small_hw, o->small_width,
                                                    o->small_classes, &nb->nd)
                       : tsr_netdesc_resnet18(o->seed, o->batch, &nb->nd);
-    nb->desc_ms = (now_s() - t0) * 1e3;
+    nb->desc_ms = (tsr_now_s() - t0) * 1e3;
     return rc;
 }
 
@@ -359,11 +344,11 @@ static int nb_exec(const tsr_netbench_opts_t *o, tsr_netbench_t *nb)
     void *outs[1] = {nb->out};
     double wall = 0;
     for (int r = 0; r < o->runs; r++) {
-        const double t0 = now_s();
+        const double t0 = tsr_now_s();
         int rc = tsr_graph_exec(nb->g, ins, outs);
         if (rc)
             return rc;
-        wall += now_s() - t0;
+        wall += tsr_now_s() - t0;
     }
     nb->wall_s = wall / (double)o->runs;
     int top = 0;

@@ -34,7 +34,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "tsr_asm.h"
 #include "tsr_config.h"
@@ -43,6 +42,7 @@
 #include "tsr_isa.h"
 #include "tsr_pipe.h"
 #include "tsr_ref.h"
+#include "tsr_util.h"
 #include "tsr_verify.h"
 
 static uint64_t env_u64(const char *name, uint64_t def)
@@ -262,13 +262,6 @@ static int analyse_stream(const tsr_gen_prog_t *p, char *msg, size_t msgn, walk_
 
 /* ------------------------------------------------------ the difftest */
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static void run_family(const char *family, uint64_t salt)
 {
     uint64_t total = env_u64("TSR_DIFF_COUNT", 300);
@@ -278,7 +271,7 @@ static void run_family(const char *family, uint64_t salt)
     const uint64_t dual0 = tsr_gen_dual_ops;
     uint64_t nconf = env_u64("TSR_DIFF_CONFIGS", strcmp(backend, "fsim") ? 2 : 0);
     uint64_t mismatches = 0, errors = 0, insns = 0;
-    double t0 = now_s();
+    double t0 = tsr_now_s();
     for (uint64_t i = 0; i < count; i++) {
         uint64_t seed = tsr_gen_mix(base * 1000003u + salt * 7919u + i);
         tsr_config_t cfg;
@@ -311,7 +304,7 @@ static void run_family(const char *family, uint64_t salt)
     }
     printf("difftest %s: %" PRIu64 " programs (%" PRIu64 " instructions), fsim(seed 0) vs %s(random "
            "seed) vs ref: %" PRIu64 " mismatches, %" PRIu64 " run errors, %" PRIu64 " dual-issue cycles, %.2f s\n",
-           family, count, insns, backend, mismatches, errors, tsr_gen_dual_ops - dual0, now_s() - t0);
+           family, count, insns, backend, mismatches, errors, tsr_gen_dual_ops - dual0, tsr_now_s() - t0);
     /* On the RTL the GEMM and ALU pipes must have run side by side (the
      * bank-rule path), or this test would not cover it. Only the default
      * family's accumulator is large enough for the generator to place

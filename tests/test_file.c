@@ -27,6 +27,7 @@
 #include "tsr_error.h"
 #include "tsr_file.h"
 #include "tsr_npy.h"
+#include "tsr_util.h"
 
 static char g_dir[256];
 
@@ -68,13 +69,6 @@ static const char *make_fifo(const char *name)
     if (mkfifo(p, 0600))
         fail_msg("mkfifo %s: %s", p, strerror(errno));
     return p;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 /* The last error message must be exactly want (printf format). */
@@ -156,14 +150,14 @@ static void test_fifo_refused_without_blocking(void **state)
     const char *p = make_fifo("fifo");
     uint8_t *d = NULL;
     size_t n = 0;
-    double t0 = now_s();
+    double t0 = tsr_now_s();
     alarm(20); /* SIGALRM kills the test if the reader blocks */
     expect_msg(tsr_file_read(p, 1 << 20, "test file", &d, &n), TSR_EIO,
                "%s: test file is a FIFO (named pipe), not a regular file", p);
     alarm(0);
     assert_null(d);
-    if (now_s() - t0 > 2.0)
-        fail_msg("refusing the FIFO took %.1f s", now_s() - t0);
+    if (tsr_now_s() - t0 > 2.0)
+        fail_msg("refusing the FIFO took %.1f s", tsr_now_s() - t0);
 }
 
 static void test_device_refused(void **state)

@@ -45,6 +45,7 @@
 #include "tsr_fsim.h"
 #include "tsr_isa.h"
 #include "tsr_ref.h"
+#include "tsr_util.h"
 
 /* ------------------------------------------------------------------ rng */
 
@@ -52,10 +53,7 @@ static uint64_t g_seed = 0x7e55e7a2024ull;
 
 static uint64_t rng_u64(uint64_t *s)
 {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
+    return tsr_splitmix64(s);
 }
 
 static uint32_t rnd(uint64_t *s, uint32_t n)

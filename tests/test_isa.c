@@ -21,6 +21,7 @@
 #include "tsr_config.h"
 #include "tsr_error.h"
 #include "tsr_isa.h"
+#include "tsr_util.h"
 
 #define M(member) offsetof(tsr_insn_t, member)
 
@@ -321,11 +322,7 @@ static void test_layout_all_presets(void **state)
 static uint64_t rng_state;
 static uint64_t rnd(void)
 {
-    /* splitmix64 */
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
+    return tsr_splitmix64(&rng_state);
 }
 
 static uint64_t seed_from_env(void)

@@ -42,6 +42,7 @@
 #include "tsr_isa.h"
 #include "tsr_opref.h"
 #include "tsr_ref.h"
+#include "tsr_util.h"
 
 #define B30 ((int32_t)1 << 30)
 
@@ -679,10 +680,7 @@ static void test_errors(void **state)
 
 static uint64_t rng_u64(uint64_t *s)
 {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
+    return tsr_splitmix64(s);
 }
 
 /* Uniform in [lo, hi]. */

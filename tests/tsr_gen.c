@@ -34,6 +34,7 @@
 #include "tsr_error.h"
 #include "tsr_pipe.h"
 #include "tsr_ref.h"
+#include "tsr_util.h"
 #include "tsr_verify.h"
 
 /* ------------------------------------------------------------------ rng */
@@ -44,10 +45,7 @@ typedef struct {
 
 static uint64_t rnext(rng_t *r)
 {
-    uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
+    return tsr_splitmix64(&r->s);
 }
 
 static uint32_t rbelow(rng_t *r, uint32_t n) { return n ? (uint32_t)(rnext(r) % n) : 0; }
@@ -1657,8 +1655,5 @@ out:
 
 uint64_t tsr_gen_mix(uint64_t x)
 {
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
+    return tsr_splitmix64(&x); /* one step from state x: the finaliser of x + gamma */
 }

@@ -22,13 +22,11 @@
 #include "tsr_error.h"
 #include "tsr_gen.h"
 #include "tsr_race.h"
+#include "tsr_util.h"
 
 static uint64_t rnd(uint64_t *s)
 {
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
+    return tsr_splitmix64(s);
 }
 
 void tsr_hostile_mutate(const tsr_config_t *cfg, uint64_t seed, tsr_insn_t *insns, size_t *n, size_t cap,

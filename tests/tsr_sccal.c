@@ -56,6 +56,7 @@
 #include "tsr_gen.h"
 #include "tsr_netdesc.h"
 #include "tsr_testenv.h"
+#include "tsr_util.h"
 
 typedef struct {
     uint64_t seed;   /* program seed */
@@ -68,16 +69,6 @@ typedef struct {
     double bw;       /* DRAM bytes per cycle of the run (0: the backend's default, 8) */
     uint32_t lat, out; /* DRAM latency and outstanding bursts of the run (0: the backend's default) */
 } sample_t;
-
-/* CPU time of this process: the machine is shared, wall time would
- * measure the other jobs (single-threaded backends: CPU time is the
- * simulation's cost). */
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 /* Run p on a backend; outputs and counters back, wall seconds added to *t. */
 static const char *tl_prefix; /* --timeline PREFIX: PREFIX-SEED-BACKEND.json per program */
@@ -104,10 +95,12 @@ static int run_on(const char *backend, const tsr_gen_prog_t *p, const tsr_rtl_op
     /* (the simulation only: submit's verification is the driver's, the same on every backend) */
     if ((rc = tsr_submit(dev, p->insns, p->ninsns)))
         goto out;
-    double t0 = now_s();
+    /* CPU time, not wall: the machine is shared, wall time would measure the
+     * other jobs (single-threaded backends: CPU time is the simulation's cost). */
+    double t0 = tsr_cpu_s();
     if ((rc = tsr_wait(dev, -1)))
         goto out;
-    *t += now_s() - t0;
+    *t += tsr_cpu_s() - t0;
     if ((rc = tsr_read_counters(dev, ct)) || (rc = tsr_gen_read_outputs(dev, p, outs)))
         goto out;
 out:

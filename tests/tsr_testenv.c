@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "tsr_error.h"
+#include "tsr_util.h"
 
 static const char *CFG_B2 = "{\"TARGET\": \"sim\", \"LOG_INP_WIDTH\": 3, \"LOG_WGT_WIDTH\": 3, \"LOG_ACC_WIDTH\": 5, "
                             "\"LOG_BATCH\": 1, \"LOG_BLOCK\": 2, \"LOG_UOP_BUFF_SIZE\": 12, \"LOG_INP_BUFF_SIZE\": 11, "
@@ -55,10 +56,7 @@ tsr_device_t *tsr_test_open(const char *name, uint64_t seed)
 
 uint64_t tsr_test_next(uint64_t *s)
 {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
+    return tsr_splitmix64(s);
 }
 
 int tsr_test_rnd(uint64_t *s, int lo, int hi)
