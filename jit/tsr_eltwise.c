@@ -394,14 +394,7 @@ static int plan_bind(const tsr_config_t *c, const char *op, const uint8_t *slot,
     base[1][TSR_MEM_INP] = pl->x_addr[1];
     tsr_opplan_stream_t st;
     int rc = tsr_opplan_bind(c, op, pl->kref, slot, 2, (const uint64_t(*)[TSR_MEM_COUNT])base, 0, &st);
-    pl->insns = st.insns;
-    pl->ninsns = st.ninsns;
-    if (rc)
-        return rc;
-    pl->gemm_ops = st.gemm_ops;
-    pl->alu_ops = st.alu_ops;
-    pl->dram_bytes = st.dram_bytes;
-    return TSR_OK;
+    return tsr_opplan_take(rc, &st, &pl->insns, &pl->ninsns, &pl->gemm_ops, &pl->alu_ops, &pl->dram_bytes);
 }
 
 static int plan_common(tsr_device_t *dev, tsr_eltwise_kind_e kind, const tsr_add_params_t *pa,

@@ -97,3 +97,16 @@ int tsr_opplan_bind(const tsr_config_t *c, const char *op, const tsr_kcache_ref_
         out->dram_bytes += ct.bytes_loaded[m];
     return TSR_OK;
 }
+
+int tsr_opplan_take(int rc, const tsr_opplan_stream_t *st, tsr_insn_t **insns, size_t *ninsns, uint64_t *gemm_ops,
+                    uint64_t *alu_ops, uint64_t *dram_bytes)
+{
+    *insns = st->insns;
+    *ninsns = st->ninsns;
+    if (rc)
+        return rc;
+    *gemm_ops = st->gemm_ops;
+    *alu_ops = st->alu_ops;
+    *dram_bytes = st->dram_bytes;
+    return TSR_OK;
+}

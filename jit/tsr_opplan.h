@@ -65,4 +65,11 @@ typedef struct tsr_opplan_stream {
 int tsr_opplan_bind(const tsr_config_t *c, const char *op, const tsr_kcache_ref_t *ref, const uint8_t *slot, int nslots,
                     const uint64_t base[][TSR_MEM_COUNT], int check_fields, tsr_opplan_stream_t *out);
 
+/* Give a plan what tsr_opplan_bind returned (rc) and produced (st): the
+ * stream always (on error too: the plan's free releases it), the counts
+ * only on success; returns rc. Field by field because the operators' plans
+ * are distinct public structs that each carry these five fields. */
+int tsr_opplan_take(int rc, const tsr_opplan_stream_t *st, tsr_insn_t **insns, size_t *ninsns, uint64_t *gemm_ops,
+                    uint64_t *alu_ops, uint64_t *dram_bytes);
+
 #endif

@@ -277,14 +277,7 @@ static int plan_bind(const tsr_config_t *c, tsr_pool_plan_t *pl)
     base[0][TSR_MEM_OUT] = pl->y_addr;
     tsr_opplan_stream_t st;
     int rc = tsr_opplan_bind(c, OP, pl->kref, NULL, 1, (const uint64_t(*)[TSR_MEM_COUNT])base, 0, &st);
-    pl->insns = st.insns;
-    pl->ninsns = st.ninsns;
-    if (rc)
-        return rc;
-    pl->gemm_ops = st.gemm_ops;
-    pl->alu_ops = st.alu_ops;
-    pl->dram_bytes = st.dram_bytes;
-    return TSR_OK;
+    return tsr_opplan_take(rc, &st, &pl->insns, &pl->ninsns, &pl->gemm_ops, &pl->alu_ops, &pl->dram_bytes);
 }
 
 static int plan_impl(tsr_device_t *dev, const tsr_pool_params_t *params, const tsr_dtensor_t *x,
