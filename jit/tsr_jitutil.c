@@ -2,8 +2,11 @@
 #include "tsr_jitutil.h"
 
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "tsr_error.h"
 
 void tsr_span(int i0, int n, int step, int size, tsr_span_t *s)
 {
@@ -63,4 +66,23 @@ int tsr_jit_threads(void)
     const char *env = getenv("TESSERA_JIT_THREADS");
     long n = env && *env ? strtol(env, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
     return n < 1 ? 1 : n > 64 ? 64 : (int)n;
+}
+
+int tsr_jit_pack_uops(const tsr_config_t *c, const tsr_uop_t *u, size_t n, uint8_t **out)
+{
+    uint8_t *u8 = calloc(n ? n : 1, c->uop_bytes);
+    *out = NULL;
+    if (!u8)
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    for (size_t k = 0; k < n; k++) {
+        uint64_t raw;
+        int rc = tsr_uop_encode(c, &u[k], &raw);
+        if (rc) {
+            free(u8);
+            return rc;
+        }
+        memcpy(u8 + k * c->uop_bytes, &raw, c->uop_bytes);
+    }
+    *out = u8;
+    return TSR_OK;
 }

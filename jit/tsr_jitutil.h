@@ -3,12 +3,15 @@
  * run of on-chip rows whose source positions may fall before or after the
  * tensor (padding); every lowering splits such a run the same way, so the
  * split is written once here. Also the clock the lowerings time
- * themselves with.
+ * themselves with, and the packing of a kernel's uops into device words.
  */
 #ifndef TSR_JITUTIL_H
 #define TSR_JITUTIL_H
 
+#include <stddef.h>
 #include <stdint.h>
+
+#include "tsr_isa.h"
 
 /* The positions i0, i0 + step, ..., i0 + (n-1)*step against a tensor
  * dimension [0, size): leading pads, positions inside, trailing pads. */
@@ -51,5 +54,9 @@ uint64_t tsr_process_cpu_ns(void);
 /* Threads the JIT may use for independent work (tiling searches): $TESSERA_JIT_THREADS if set
  * (1 = none besides the caller), else one per online CPU; 1..64. */
 int tsr_jit_threads(void);
+
+/* Encode the n uops u into a new buffer of n * c->uop_bytes bytes (*out,
+ * malloc'ed; NULL on error). */
+int tsr_jit_pack_uops(const tsr_config_t *c, const tsr_uop_t *u, size_t n, uint8_t **out);
 
 #endif

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "tsr_error.h"
+#include "tsr_jitutil.h"
 
 const char *tsr_eltwise_emit_id(void) { return "eltwise emit, built " __DATE__ " " __TIME__; }
 
@@ -89,18 +90,11 @@ void tsr_eltwise_build(const geo_t *g, tsr_stream_t *b)
 /* Encode g's uops into a host buffer (*out: n_uops(g) * uop_bytes, malloc'ed). */
 int tsr_eltwise_encode_uops(const geo_t *g, uint8_t **out)
 {
-    const tsr_config_t *c = g->c;
     size_t n = (size_t)n_uops(g);
-    uint8_t *u8 = calloc(n, c->uop_bytes);
-    *out = NULL;
-    if (!u8)
-        return tsr_err(TSR_ENOMEM, "out of memory");
-    int rc = TSR_OK;
     tsr_uop_t *u = calloc(n, sizeof *u);
-    if (!u) {
-        rc = tsr_err(TSR_ENOMEM, "out of memory");
-        goto out;
-    }
+    *out = NULL;
+    if (!u)
+        return tsr_err(TSR_ENOMEM, "out of memory");
     for (int p = 0; p < g->nbuf; p++) {
         for (int j = 0; j < g->inputs; j++)
             for (int k = 0; k < g->kw; k++) {
@@ -124,17 +118,8 @@ int tsr_eltwise_encode_uops(const geo_t *g, uint8_t **out)
             u[alu_uop(g, p, GRP_B, k)] = (tsr_uop_t){g->groups > 1 ? B : A, (uint32_t)k, 0};
         }
     }
-    for (size_t k = 0; k < n; k++) {
-        uint64_t raw;
-        if ((rc = tsr_uop_encode(c, &u[k], &raw)))
-            goto out;
-        memcpy(u8 + k * c->uop_bytes, &raw, c->uop_bytes);
-    }
-    *out = u8;
-    u8 = NULL;
-out:
+    int rc = tsr_jit_pack_uops(g->c, u, n, out);
     free(u);
-    free(u8);
     return rc;
 }
 

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "tsr_error.h"
+#include "tsr_jitutil.h"
 
 const char *tsr_pool_emit_id(void) { return "pool emit, built " __DATE__ " " __TIME__; }
 
@@ -351,28 +352,14 @@ void tsr_pool_build(const geo_t *g, ibuf_t *b)
 /* Encode g's uops into a host buffer (*out, g->nuops * uop_bytes; malloc'ed). */
 int tsr_pool_encode_uops(geo_t *g, uint8_t **out)
 {
-    const tsr_config_t *c = g->c;
     size_t n = (size_t)g->nuops;
     tsr_uop_t *u = calloc(n ? n : 1, sizeof *u);
-    uint8_t *u8 = calloc(n ? n : 1, c->uop_bytes);
-    int rc = TSR_OK;
     *out = NULL;
-    if (!u || !u8) {
-        rc = tsr_err(TSR_ENOMEM, "out of memory");
-        goto out;
-    }
+    if (!u)
+        return tsr_err(TSR_ENOMEM, "out of memory");
     tsr_pool_layout_uops(g, u);
-    for (size_t k = 0; k < n; k++) {
-        uint64_t raw;
-        if ((rc = tsr_uop_encode(c, &u[k], &raw)))
-            goto out;
-        memcpy(u8 + k * c->uop_bytes, &raw, c->uop_bytes);
-    }
-    *out = u8;
-    u8 = NULL;
-out:
+    int rc = tsr_jit_pack_uops(g->c, u, n, out);
     free(u);
-    free(u8);
     return rc;
 }
 
