@@ -14,7 +14,7 @@ static const char *asm_help =
     "\n"
     "Assemble a program into its binary instruction stream (16 bytes per\n"
     "instruction, little-endian). Buffer declarations are resolved to their\n"
-    "device addresses. The grammar is documented in isa/tsr_asm.h and README.\n"
+    "device addresses. The grammar is documented in isa/tsr_asm.h and docs/guide/simulate.md.\n"
     "  --config CONFIG   config file or preset (default: default)\n"
     "  -o OUT.bin        output (default: PROGRAM.bin next to the input)\n";
 

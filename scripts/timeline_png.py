@@ -10,7 +10,7 @@ bursts in flight) below. The top panel shows the whole trace; --zoom adds a
 second panel over [START, START+CYCLES) cycles (1 ns = 1 cycle in the file).
 Needs matplotlib (/usr/bin/python3 on the project machine).
 
-The README picture (docs/timeline_resnet18_c4.png) is made with:
+The picture in docs/guide/simulate.md (docs/timeline_resnet18_c4.png) is made with:
   tessera bench --kind resnet18 --layers C4 --backend rtl --timeline c4.json
   /usr/bin/python3 scripts/timeline_png.py c4.json docs/timeline_resnet18_c4.png \
       --title "ResNet-18 C4 (56x56, 64->128, 1x1, stride 2) on the RTL, config default" --zoom 10000,2500
