@@ -20,6 +20,8 @@
 //   row as the walk reaches them, so no product is needed.
 // - GEMM uses the array of tsr_gemm_core; ALU runs one lane (tsr_alu_pre, a
 //   register, tsr_alu_fin: two cycles per lane) over the lanes of a row.
+//   That arithmetic is the execute datapath tsr_serial_exec; this module is
+//   the sequencer (fetch, queues, tokens, the state machine) around it.
 // Errors (malformed instruction, index or range, DRAM beyond 32 bits or an
 // error response, reserved ALU opcode) stop the core with the unit's sticky
 // error bit until the next start or reset. After FINISH the core stops, so
@@ -90,6 +92,7 @@ module tsr_serial_core (
   localparam int ITW  = tsr_pkg::GEMM_ITER_OUT_W;
   localparam int BC0  = (RB > NL) ? RB : NL;
   localparam int BCW  = $clog2(((BC0 > 16) ? BC0 : 16) + 1);  // bytes of an element, lanes, 16
+  localparam int LNW  = (NL > 1) ? $clog2(NL) : 1;  // an ALU lane (tsr_serial_exec's LaneW)
 
   localparam int ST_LOAD = 0, ST_COMPUTE = 1, ST_STORE = 2;
 
@@ -203,13 +206,6 @@ module tsr_serial_core (
     .clk_i, .we_i(out_we), .waddr_i(out_waddr), .wdata_i(out_wdata), .re_i(out_re), .raddr_i(out_raddr),
     .rdata_o(out_rdata));
 
-  // ------------------------------------------------------------ GEMM array and ALU lane
-  logic [AROW-1:0] dot, gemm_row;
-  tsr_gemm_core u_gemm (.clk_i, .inp_i(inp_rdata), .wgt_i(wgt_rdata), .dot_o(dot));
-  for (genvar l = 0; l < NL; l++) begin : g_acc_add
-    assign gemm_row[l*W +: W] = acc_rdata[l*W +: W] + dot[l*W +: W];
-  end
-
   // fields of the executing instruction, through the generated decoders
   logic [tsr_pkg::ALU_DST_FACTOR_IN_W-1:0] d_alu_dst_factor_in;
   assign d_alu_dst_factor_in = tsr_pkg::alu_dst_factor_in(insn_q);
@@ -256,24 +252,32 @@ module tsr_serial_core (
   logic [tsr_pkg::MEM_SRAM_BASE_W-1:0] d_mem_sram_base;
   assign d_mem_sram_base = tsr_pkg::mem_sram_base(insn_q);
 
-  // ALU: lane bcnt of the dst row (held at the accumulator's read port)
-  // with the src lane at the bottom of row_q, whose results rotate in. A
-  // lane takes two cycles, tsr_alu_pre's result registered between them
-  // (one cycle of the whole lane was the iCE40's critical path); a, b and
-  // the op hold still for both.
-  logic [W-1:0] alu_a, alu_b, alu_pre, alu_pre_q, alu_res;
-  logic [AOW-1:0] alu_op;
-  logic         aph_q, aph_d;  // second cycle of a lane
-  assign alu_op = tsr_pkg::alu_alu_opcode(insn_q);
-  tsr_alu_pre u_alu_pre (.op_i(alu_op), .a_i(alu_a), .b_i(alu_b), .res_o(alu_pre));
-  tsr_alu_fin u_alu_fin (.op_i(alu_op), .b_i(alu_b), .pre_i(alu_pre_q), .res_o(alu_res));
-  assign alu_a = acc_rdata[bcnt_q*W +: W];
-  assign alu_b = tsr_pkg::alu_use_imm(insn_q) ? W'($signed(d_alu_imm)) : row_q[W-1:0];
-
-  // out row of an accumulator row: the low OUT_WIDTH bits of each lane
-  function automatic logic [OROW-1:0] out_of(input logic [AROW-1:0] a);
-    for (int l = 0; l < NL; l++) out_of[l*tsr_pkg::OUT_WIDTH +: tsr_pkg::OUT_WIDTH] = a[l*W +: tsr_pkg::OUT_WIDTH];
-  endfunction
+  // ------------------------------------------------------------ execute datapath
+  // tsr_serial_exec: the GEMM array and accumulate (gemm_row), the ALU lane
+  // and the out-row views. ALU: lane bcnt of the dst row (held at the
+  // accumulator's read port) with the src lane at the bottom of row_q, whose
+  // results rotate in; a lane takes two cycles (aph_q), a, b and the op
+  // holding still for both.
+  logic [AROW-1:0] gemm_row;
+  logic [OROW-1:0] gemm_out, alu_out;
+  logic [W-1:0]    alu_res;
+  logic            aph_q, aph_d;  // second cycle of a lane
+  tsr_serial_exec #(.LaneW(LNW)) u_exec (
+    .clk_i,
+    .inp_i     (inp_rdata),
+    .wgt_i     (wgt_rdata),
+    .acc_i     (acc_rdata),
+    .acc_row_o (gemm_row),
+    .out_row_o (gemm_out),
+    .lane_i    (LNW'(bcnt_q)),
+    .alu_op_i  (tsr_pkg::alu_alu_opcode(insn_q)),
+    .use_imm_i (tsr_pkg::alu_use_imm(insn_q)),
+    .imm_i     (d_alu_imm),
+    .src_i     (row_q[W-1:0]),
+    .alu_res_o (alu_res),
+    .alu_row_i (row_q[AROW-1:0]),
+    .alu_out_o (alu_out)
+  );
 
   // ------------------------------------------------------------ instruction fields
   logic [OPW-1:0] opcode;
@@ -845,7 +849,7 @@ module tsr_serial_core (
 
       S_ALU_WR: begin
         acc_we = 1'b1; acc_waddr = tsr_pkg::ACC_IDX_BITS'(dst_q); acc_wdata = row_q[AROW-1:0];
-        out_we = 1'b1; out_waddr = tsr_pkg::ACC_IDX_BITS'(dst_q); out_wdata = out_of(row_q[AROW-1:0]);
+        out_we = 1'b1; out_waddr = tsr_pkg::ACC_IDX_BITS'(dst_q); out_wdata = alu_out;
         op_alu  = !is_gemm;  // (a GEMM reset comes through here too)
         state_d = S_GEMM_WR;
       end
@@ -855,7 +859,7 @@ module tsr_serial_core (
         // comes through here: the loop advances (stall low).
         if (is_gemm && !f_reset) begin
           acc_we = 1'b1; acc_waddr = tsr_pkg::ACC_IDX_BITS'(dst_q); acc_wdata = gemm_row;
-          out_we = 1'b1; out_waddr = tsr_pkg::ACC_IDX_BITS'(dst_q); out_wdata = out_of(gemm_row);
+          out_we = 1'b1; out_waddr = tsr_pkg::ACC_IDX_BITS'(dst_q); out_wdata = gemm_out;
           op_gemm = 1'b1;
         end
         state_d = S_UOP_RD;  // the loop advances this cycle
@@ -1039,7 +1043,6 @@ module tsr_serial_core (
     row_q      <= row_d;
     bcnt_q     <= bcnt_d;
     aph_q      <= aph_d;
-    alu_pre_q  <= alu_pre;
     baddr_q    <= baddr_d;
     rbase_q    <= rbase_d;
     yseg_q     <= yseg_d;
@@ -1055,6 +1058,9 @@ module tsr_serial_core (
   for (genvar s = 0; s < 3; s++) begin : g_chk_queue
     `TSR_ASSERT(chk_queue_count, qcnt_q[s*QCW +: QCW] <= QCW'(D), clk_i, rst_ni)
   end
+  // The ALU lane counter stays within the row (tsr_serial_exec takes the
+  // lane in LNW bits).
+  `TSR_ASSERT(chk_alu_lane, state_q != S_ALU_LANE || 32'(bcnt_q) < NL, clk_i, rst_ni)
   `TSR_ASSERT(chk_token_counts, l2c_q <= TCW'(tsr_pkg::DEP_QUEUE_DEPTH) && c2l_q <= TCW'(tsr_pkg::DEP_QUEUE_DEPTH) &&
               c2s_q <= TCW'(tsr_pkg::DEP_QUEUE_DEPTH) && s2c_q <= TCW'(tsr_pkg::DEP_QUEUE_DEPTH), clk_i, rst_ni)
 endmodule
