@@ -542,6 +542,27 @@ def counting_cli():
     return stub, calls
 
 
+def interrupt(proc, settle=0.0):
+    """Ctrl-C (SIGINT) to proc once it runs a child process (so it is at work, not still starting),
+    settle seconds later; its stderr once it has exited (killed after 20 s: the check then fails)."""
+    def has_child(pid):
+        try:
+            return any(open(f"/proc/{pid}/task/{t}/children").read().strip() for t in os.listdir(f"/proc/{pid}/task"))
+        except OSError:  # a thread gone meanwhile
+            return False
+    for _ in range(200):
+        if proc.poll() is not None or has_child(proc.pid):
+            break
+        time.sleep(0.05)
+    time.sleep(settle)
+    proc.send_signal(signal.SIGINT)
+    try:
+        return proc.communicate(timeout=20)[1]
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        return proc.communicate()[1]
+
+
 def test_hostile():
     try:
         import yaml  # noqa: F401
@@ -738,22 +759,7 @@ def test_hostile():
     proc = subprocess.Popen(DSE + ["check", p, "--cli", slow], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             text=True)
     # interrupt it once it is checking points (a CLI child is running), not while it starts
-    def has_child(pid):
-        try:
-            return any(open(f"/proc/{pid}/task/{t}/children").read().strip() for t in os.listdir(f"/proc/{pid}/task"))
-        except OSError:  # a thread gone meanwhile
-            return False
-    for _ in range(200):
-        if proc.poll() is not None or has_child(proc.pid):
-            break
-        time.sleep(0.05)
-    time.sleep(0.5)
-    proc.send_signal(signal.SIGINT)
-    try:
-        _, err = proc.communicate(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        _, err = proc.communicate()
+    err = interrupt(proc, settle=0.5)
     check(proc.returncode == 130 and err.strip() == "dse: interrupted",
           f"Ctrl-C: 'dse: interrupted', exit 130 (exit {proc.returncode}: {err.strip()[-300:]!r})")
 
@@ -809,16 +815,7 @@ def test_hostile():
     proc = subprocess.Popen(hier + [notdir, WORK, os.path.join(WORK, "hw"), os.path.join(WORK, "hc")],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                             env=dict(os.environ, PATH=fakebin + os.pathsep + os.environ["PATH"]))
-    for _ in range(200):
-        if proc.poll() is not None or has_child(proc.pid):
-            break
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGINT)
-    try:
-        _, err = proc.communicate(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        _, err = proc.communicate()
+    err = interrupt(proc)
     check(proc.returncode == 130 and err.strip() == "synth_hier: interrupted",
           f"synth_hier Ctrl-C: 'synth_hier: interrupted', exit 130 (exit {proc.returncode}: {err.strip()[-300:]!r})")
 
