@@ -108,8 +108,7 @@ static int batch_put(cJSON *o)
 }
 
 /* The answer to one line: the derived values `config show` prints, or its error message.
- * Buffer bytes are rows x row bytes as the config derives them (tsr_config_sram_depth,
- * tsr_config_elem_bytes): the figures of show's "bytes" column. */
+ * Buffer bytes come from tsr_config_buffer_bytes, as show's "bytes" column does. */
 static cJSON *batch_answer(const char *line, size_t n, size_t len, const char *name)
 {
     static const struct {
@@ -144,8 +143,7 @@ static cJSON *batch_answer(const char *line, size_t n, size_t len, const char *n
     cJSON *b = cJSON_AddObjectToObject(o, "buffers");
     int ok = b != NULL;
     for (size_t i = 0; ok && i < sizeof bufs / sizeof bufs[0]; i++)
-        ok = cJSON_AddNumberToObject(b, bufs[i].name, (double)tsr_config_elem_bytes(&cfg, bufs[i].mem) *
-                                                          (double)tsr_config_sram_depth(&cfg, bufs[i].mem)) != NULL;
+        ok = cJSON_AddNumberToObject(b, bufs[i].name, (double)tsr_config_buffer_bytes(&cfg, bufs[i].mem)) != NULL;
     ok = ok && cJSON_AddNumberToObject(o, "macs", (double)cfg.macs_per_op) &&
          cJSON_AddNumberToObject(o, "bus_bits", cfg.dram_bus_width) &&
          cJSON_AddNumberToObject(o, "clock_mhz", cfg.clock_mhz);

@@ -415,6 +415,13 @@ uint32_t tsr_config_sram_depth(const tsr_config_t *c, int mem_type)
     }
 }
 
+uint64_t tsr_config_buffer_bytes(const tsr_config_t *c, int mem_type)
+{
+    if (mem_type == TSR_MEM_ACC8)
+        mem_type = TSR_MEM_ACC; /* 8-bit loads fill acc rows; the buffer is acc's */
+    return (uint64_t)tsr_config_sram_depth(c, mem_type) * tsr_config_elem_bytes(c, mem_type);
+}
+
 void tsr_config_print(const tsr_config_t *c, void *file)
 {
     FILE *f = file;
@@ -427,13 +434,13 @@ void tsr_config_print(const tsr_config_t *c, void *file)
     fprintf(f, "peak              %.1f GOPS at %d MHz (2 ops per MAC)\n",
             2.0 * (double)c->macs_per_op * c->clock_mhz / 1000.0, c->clock_mhz);
     fprintf(f, "%-8s %10s %10s %8s %9s\n", "buffer", "bytes", "row bytes", "rows", "idx bits");
-#define ROW(n, sz, rb, d, b)                                                                        \
-    fprintf(f, "%-8s %10llu %10u %8u %9d\n", n, (unsigned long long)(sz), rb, d, b)
-    ROW("uop", 1ull << c->log_uop_buff_size, c->uop_bytes, c->uop_depth, c->uop_idx_bits);
-    ROW("inp", 1ull << c->log_inp_buff_size, c->inp_bytes, c->inp_depth, c->inp_idx_bits);
-    ROW("wgt", 1ull << c->log_wgt_buff_size, c->wgt_bytes, c->wgt_depth, c->wgt_idx_bits);
-    ROW("acc", 1ull << c->log_acc_buff_size, c->acc_bytes, c->acc_depth, c->acc_idx_bits);
-    ROW("out", c->out_buff_size, c->out_bytes, c->out_depth, c->acc_idx_bits);
+#define ROW(n, m, rb, d, b)                                                                         \
+    fprintf(f, "%-8s %10llu %10u %8u %9d\n", n, (unsigned long long)tsr_config_buffer_bytes(c, m), rb, d, b)
+    ROW("uop", TSR_MEM_UOP, c->uop_bytes, c->uop_depth, c->uop_idx_bits);
+    ROW("inp", TSR_MEM_INP, c->inp_bytes, c->inp_depth, c->inp_idx_bits);
+    ROW("wgt", TSR_MEM_WGT, c->wgt_bytes, c->wgt_depth, c->wgt_idx_bits);
+    ROW("acc", TSR_MEM_ACC, c->acc_bytes, c->acc_depth, c->acc_idx_bits);
+    ROW("out", TSR_MEM_OUT, c->out_bytes, c->out_depth, c->acc_idx_bits);
 #undef ROW
     fprintf(f, "uop               %d bits used of %u bytes (dst %d, src %d, wgt %d)\n",
             c->uop_dst_bits + c->uop_src_bits + c->uop_wgt_bits, c->uop_bytes, c->uop_dst_bits,

@@ -96,5 +96,8 @@ void tsr_config_print(const tsr_config_t *cfg, void *file /* FILE* */);
 uint32_t tsr_config_elem_bytes(const tsr_config_t *cfg, int mem_type);
 /* Rows of the on-chip buffer a memory type loads into (ACC_8BIT -> acc), 0 if none. */
 uint32_t tsr_config_sram_depth(const tsr_config_t *cfg, int mem_type);
+/* Bytes of the on-chip buffer a memory type loads into (rows x row bytes; ACC_8BIT -> acc),
+ * 0 if none: the one place `config show` and `config show --batch` take buffer sizes from. */
+uint64_t tsr_config_buffer_bytes(const tsr_config_t *cfg, int mem_type);
 
 #endif
