@@ -523,7 +523,8 @@ static void test_cost_model(void **state)
 
     tsr_device_t *dev = tsr_test_open("default", 1);
     const tsr_config_t *c = tsr_device_config(dev);
-    assert_true(tsr_cost_dram_bw(c) == c->dram_bus_width / 8.0);
+    /* the default preset's 64-bit DRAM port moves 8 bytes a cycle (configs/default.json, pynq) */
+    assert_true(tsr_cost_dram_bw(c) == 8.0);
     tsr_pool_params_t p = {.kind = TSR_POOL_MAX, .n = 1, .c = 64, .h = 28, .w = 28, .kh = 3, .kw = 3, .stride_h = 2,
                            .stride_w = 2, .pad_top = 1, .pad_left = 1, .pad_bottom = 1, .pad_right = 1,
                            .dtype = TSR_DT_INT8, .zp = 0};
@@ -531,7 +532,7 @@ static void test_cost_model(void **state)
     if (tsr_pool_plan(dev, &p, &pl))
         fail_msg("pool plan: %s", tsr_errmsg());
     const double est = tsr_cost_stream(c, pl.insns, pl.ninsns, NULL, INFINITY);
-    if (!(est >= (double)pl.dram_bytes / tsr_cost_dram_bw(c) && est < 1e29))
+    if (!(est >= (double)pl.dram_bytes / 8.0 && est < 1e29))
         fail_msg("estimate %.1f cycles below the stream's DRAM time (%llu B) or priced out", est,
                  (unsigned long long)pl.dram_bytes);
     assert_true(tsr_cost_stream(c, pl.insns, pl.ninsns, NULL, 1.0) > 1.0);
