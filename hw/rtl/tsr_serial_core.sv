@@ -1,27 +1,24 @@
 // tsr_serial_core: the serial microarchitecture (SERIAL_CORE = 1), for the
 // smallest FPGAs. It executes the same ISA with the same answers as the
 // pipelined core (isa/semantics.md) on one shared datapath, one instruction
-// at a time, trading cycles for area:
-// - Fetch reads only the first two bytes of each instruction (opcode, memory
-//   type, flags) and dispatches its index and flags into the command queue of
-//   its stage (three queues of CMD_QUEUE_DEPTH entries in one block RAM).
-// - A scheduler picks, in turn, a stage whose head instruction has its pop
-//   tokens, reads the whole instruction and runs it to completion. An
-//   instruction whose push finds its token queue full leaves the push
-//   pending; its stage waits while the others go on. Fetch runs ahead until
-//   a command queue is full, as in the pipelined core. The stages therefore
-//   keep their own program order and synchronise only through tokens, and a
-//   stream that completes on the pipelined core completes here (atomic
-//   instructions are one of its legal schedules; the verifier rejects every
-//   stream whose answer depends on the schedule).
-// - DRAM moves one byte per cycle through a one-word read buffer and a
-//   one-word write-combining buffer, both in the memory port tsr_serial_mem
-//   (tsr_serial_axi: single beats), with addresses by increments. The on-chip and DRAM spans are checked row by
-//   row as the walk reaches them, so no product is needed.
-// - GEMM uses the array of tsr_gemm_core; ALU runs one lane (tsr_alu_pre, a
-//   register, tsr_alu_fin: two cycles per lane) over the lanes of a row.
-//   That arithmetic is the execute datapath tsr_serial_exec; this module is
-//   the sequencer (fetch, queues, tokens, the state machine) around it.
+// at a time, trading cycles for area. This module is its wiring:
+// - tsr_serial_sched, the scheduler: fetch dispatches each instruction's
+//   index and flags into the command queue of its stage; in turn it picks a
+//   stage whose head instruction has its pop tokens, reads the whole
+//   instruction and runs it to completion (an instruction whose push finds
+//   its token queue full leaves the push pending; its stage waits while the
+//   others go on). The stages keep their own program order and synchronise
+//   only through tokens, so a stream that completes on the pipelined core
+//   completes here (atomic instructions are one of its legal schedules; the
+//   verifier rejects every stream whose answer depends on the schedule).
+// - tsr_serial_mem, the memory port: DRAM one byte per cycle through a
+//   one-word read buffer and a one-word write-combining buffer
+//   (tsr_serial_axi: single beats).
+// - tsr_serial_exec, the execute datapath: the GEMM array and accumulate,
+//   the ALU lane in two cycles.
+// - the on-chip buffers (uop, inp, wgt, acc, out), one tsr_sram each: the
+//   scheduler writes and addresses them, the execute datapath reads the
+//   GEMM operands straight from their read ports.
 // Errors (malformed instruction, index or range, DRAM beyond 32 bits or an
 // error response, reserved ALU opcode) stop the core with the unit's sticky
 // error bit until the next start or reset. After FINISH the core stops, so
@@ -56,127 +53,15 @@ module tsr_serial_core (
   output logic [29:0]  stage_insns_o, // {store, compute, load} completed, 10 bits each
   output logic [31:0]  tokens_o       // REG_TOKENS: {s2c, c2s, c2l, l2c}
 );
-  // Instruction field widths (the ISA field table, through tsr_pkg)
-  localparam int OPW = tsr_pkg::MEM_OPCODE_W;      // opcode
-  localparam int MTW = tsr_pkg::MEM_MEM_TYPE_W;    // memory type
-  localparam int AOW = tsr_pkg::ALU_ALU_OPCODE_W;  // ALU operation
-  // ------------------------------------------------------------ parameters
   localparam int BB   = tsr_pkg::BUS_BYTES;
   localparam int LB   = $clog2(BB);
-  localparam int ILB  = $clog2(tsr_pkg::INSN_BITS / 8);  // log2(instruction bytes)
-  localparam int IXW  = 32 - ILB;                    // instruction index (32-bit addresses)
-  localparam int D    = tsr_pkg::CMD_QUEUE_DEPTH;
-  localparam int QPW  = $clog2(D);
-  localparam int QCW  = $clog2(D + 1);
-  localparam int QAW  = $clog2(3 * D);
-  localparam int TCW  = $clog2(tsr_pkg::DEP_QUEUE_DEPTH + 1);
-  localparam int NL   = tsr_pkg::BATCH * tsr_pkg::BLOCK_OUT;           // accumulator lanes per row
+  localparam int NL   = tsr_pkg::BATCH * tsr_pkg::BLOCK_OUT;  // accumulator lanes per row
   localparam int W    = tsr_pkg::ACC_WIDTH;
   localparam int AROW = NL * W;
   localparam int OROW = NL * tsr_pkg::OUT_WIDTH;
-  localparam int RB0  = (tsr_pkg::INP_BYTES > tsr_pkg::WGT_BYTES) ? tsr_pkg::INP_BYTES : tsr_pkg::WGT_BYTES;
-  localparam int RB1  = (RB0 > tsr_pkg::UOP_BYTES) ? RB0 : tsr_pkg::UOP_BYTES;
-  localparam int RB2  = (RB1 > tsr_pkg::ACC_BYTES) ? RB1 : tsr_pkg::ACC_BYTES;
-  localparam int RB   = (RB2 > tsr_pkg::OUT_BYTES) ? RB2 : tsr_pkg::OUT_BYTES;   // widest element (bytes)
-  localparam int RW   = RB * 8;
-  localparam int IW0  = (tsr_pkg::UOP_IDX_BITS > tsr_pkg::INP_IDX_BITS) ? tsr_pkg::UOP_IDX_BITS : tsr_pkg::INP_IDX_BITS;
-  localparam int IW1  = (IW0 > tsr_pkg::WGT_IDX_BITS) ? IW0 : tsr_pkg::WGT_IDX_BITS;
-  localparam int IW2  = (IW1 > tsr_pkg::ACC_IDX_BITS) ? IW1 : tsr_pkg::ACC_IDX_BITS;
-  localparam int RIW  = ((IW2 > tsr_pkg::SRAM_BASE_BITS) ? IW2 : tsr_pkg::SRAM_BASE_BITS) + 1;  // on-chip row counter
-  // The micro-op loops are tsr_compute_loop's, sized as the compute pipe
-  // sizes them: offsets in OFFW bits (the largest inp/wgt/acc index + 1).
-  localparam int MAXIB0 = (tsr_pkg::ACC_IDX_BITS > tsr_pkg::INP_IDX_BITS) ? tsr_pkg::ACC_IDX_BITS : tsr_pkg::INP_IDX_BITS;
-  localparam int MAXIB  = (MAXIB0 > tsr_pkg::WGT_IDX_BITS) ? MAXIB0 : tsr_pkg::WGT_IDX_BITS;
-  localparam int OFFW = MAXIB + 1;
-  localparam int UIB  = tsr_pkg::UOP_IDX_BITS;
-  localparam int ITW  = tsr_pkg::GEMM_ITER_OUT_W;
-  localparam int BC0  = (RB > NL) ? RB : NL;
-  localparam int BCW  = $clog2(((BC0 > 16) ? BC0 : 16) + 1);  // bytes of an element, lanes, 16
   localparam int LNW  = (NL > 1) ? $clog2(NL) : 1;  // an ALU lane (tsr_serial_exec's LaneW)
 
-  localparam int ST_LOAD = 0, ST_COMPUTE = 1, ST_STORE = 2;
-
-  typedef enum logic [4:0] {
-    S_IDLE, S_SCHED, S_FHDR, S_HDR, S_QHEAD, S_IREAD, S_DECODE,
-    S_LD_ELEM, S_LD_BYTE, S_LD_WR,
-    S_ST_RD, S_ST_LATCH, S_ST_BYTE, S_FLUSH,
-    S_UOP_RD, S_UOP, S_GEMM_W1, S_GEMM_W2, S_GEMM_WR,
-    S_ALU_SRC, S_ALU_LANE, S_ALU_WR,
-    S_DONE_EXEC, S_ERR, S_FINISHED
-  } state_e;
-
-  // ------------------------------------------------------------ decode helpers
-  // {push_next, push_prev, pop_next, pop_prev} of an instruction, by format
-  function automatic logic [3:0] insn_flags(input logic [tsr_pkg::INSN_BITS-1:0] in);
-    case (tsr_pkg::insn_opcode(in))
-      OPW'(tsr_pkg::OP_GEMM):   insn_flags = {tsr_pkg::gemm_push_next(in), tsr_pkg::gemm_push_prev(in), tsr_pkg::gemm_pop_next(in), tsr_pkg::gemm_pop_prev(in)};
-      OPW'(tsr_pkg::OP_ALU):    insn_flags = {tsr_pkg::alu_push_next(in), tsr_pkg::alu_push_prev(in), tsr_pkg::alu_pop_next(in), tsr_pkg::alu_pop_prev(in)};
-      OPW'(tsr_pkg::OP_FINISH): insn_flags = {tsr_pkg::finish_push_next(in), tsr_pkg::finish_push_prev(in), tsr_pkg::finish_pop_next(in),
-                                   tsr_pkg::finish_pop_prev(in)};
-      default:       insn_flags = {tsr_pkg::mem_push_next(in), tsr_pkg::mem_push_prev(in), tsr_pkg::mem_pop_next(in), tsr_pkg::mem_pop_prev(in)};
-    endcase
-  endfunction
-
-  // log2 of the DRAM element bytes of a memory type (element sizes are powers of two)
-  function automatic logic [3:0] elem_log(input logic [MTW-1:0] mt);
-    case (mt)
-      MTW'(tsr_pkg::MEM_UOP):  elem_log = 4'($clog2(tsr_pkg::UOP_BYTES));
-      MTW'(tsr_pkg::MEM_WGT):  elem_log = 4'($clog2(tsr_pkg::WGT_BYTES));
-      MTW'(tsr_pkg::MEM_INP):  elem_log = 4'($clog2(tsr_pkg::INP_BYTES));
-      MTW'(tsr_pkg::MEM_ACC):  elem_log = 4'($clog2(tsr_pkg::ACC_BYTES));
-      MTW'(tsr_pkg::MEM_ACC8): elem_log = 4'($clog2(tsr_pkg::ACC8_BYTES));
-      default:      elem_log = 4'($clog2(tsr_pkg::OUT_BYTES));
-    endcase
-  endfunction
-
-  function automatic logic [16:0] sram_depth(input logic [MTW-1:0] mt);
-    case (mt)
-      MTW'(tsr_pkg::MEM_UOP):  sram_depth = 17'(tsr_pkg::UOP_DEPTH);
-      MTW'(tsr_pkg::MEM_WGT):  sram_depth = 17'(tsr_pkg::WGT_DEPTH);
-      MTW'(tsr_pkg::MEM_INP):  sram_depth = 17'(tsr_pkg::INP_DEPTH);
-      MTW'(tsr_pkg::MEM_OUT):  sram_depth = 17'(tsr_pkg::OUT_DEPTH);
-      default:      sram_depth = 17'(tsr_pkg::ACC_DEPTH);
-    endcase
-  endfunction
-
-  // ------------------------------------------------------------ state
-  state_e state_q, state_d;
-  // run
-  logic [IXW-1:0] next_q, next_d;           // next instruction to fetch
-  logic           fhdr_q, fhdr_d;           // a fetched header waits for its queue
-  logic [1:0]     fstage_q, fstage_d;
-  logic [3:0]     fflags_q, fflags_d;
-  // command queues: pointers and counts per stage
-  logic [3*QPW-1:0] qrd_q, qrd_d, qwr_q, qwr_d;
-  logic [3*QCW-1:0] qcnt_q, qcnt_d;
-  // tokens
-  logic [TCW-1:0] l2c_q, l2c_d, c2l_q, c2l_d, c2s_q, c2s_d, s2c_q, s2c_d;
-  logic [5:0]     pend_q, pend_d;           // pending {push_next, push_prev} per stage
-  logic [29:0]    done_q, done_d;           // completed instructions per stage (10 bits each)
-  logic [1:0]     cand_q, cand_d;           // stage the scheduler looks at
-  logic [1:0]     cur_q, cur_d;             // stage of the executing instruction
-  logic [3:0]     cflags_q, cflags_d;
-  logic [3:0]     err_q, err_d;
-  // instruction and datapath
-  logic [tsr_pkg::INSN_BITS-1:0] insn_q, insn_d;
-  logic [RW-1:0]  row_q, row_d;             // element being moved; ALU: the dst row
-  logic [BCW-1:0] bcnt_q, bcnt_d;           // bytes moved of the current element / instruction
-  logic [32:0]    baddr_q, baddr_d;         // DRAM byte address (bit 32: beyond 32-bit DRAM)
-  logic [32:0]    rbase_q, rbase_d;         // byte address of the current DRAM row (bit 32 sticky)
-  // The walk over a LOAD's padded rectangle (a STORE's is all data): each
-  // axis is in one of three segments (pad before, data, pad after) with a
-  // down-count of what is left of it; empty segments are skipped.
-  logic [1:0]     yseg_q, yseg_d, xseg_q, xseg_d;
-  logic [15:0]    ycnt_q, ycnt_d, xcnt_q, xcnt_d;
-  logic [RIW-1:0] r_q, r_d;                 // on-chip row
-  // micro-op loops
-  logic [OFFW-1:0] dst_q, dst_d;
-  // DRAM buffers
-
-  // ------------------------------------------------------------ SRAMs
-  logic                    q_we, q_re;
-  logic [QAW-1:0]          q_waddr, q_raddr;
-  logic [IXW+3:0]          q_wdata, q_rdata;
+  // ------------------------------------------------------------ on-chip buffers
   logic                    uop_we, uop_re, inp_we, inp_re, wgt_we, wgt_re, acc_we, acc_re, out_we, out_re;
   logic [tsr_pkg::UOP_IDX_BITS-1:0] uop_waddr, uop_raddr;
   logic [tsr_pkg::INP_IDX_BITS-1:0] inp_waddr, inp_raddr;
@@ -188,8 +73,6 @@ module tsr_serial_core (
   logic [AROW-1:0]         acc_wdata, acc_rdata;
   logic [OROW-1:0]         out_wdata, out_rdata;
 
-  tsr_sram #(.Width(IXW + 4), .Depth(3 * D), .NoRdw(1)) u_cmdq (
-    .clk_i, .we_i(q_we), .waddr_i(q_waddr), .wdata_i(q_wdata), .re_i(q_re), .raddr_i(q_raddr), .rdata_o(q_rdata));
   tsr_sram #(.Width(tsr_pkg::UOP_BYTES * 8), .Depth(tsr_pkg::UOP_DEPTH), .NoRdw(1)) u_uop (
     .clk_i, .we_i(uop_we), .waddr_i(uop_waddr), .wdata_i(uop_wdata), .re_i(uop_re), .raddr_i(uop_raddr),
     .rdata_o(uop_rdata));
@@ -206,861 +89,138 @@ module tsr_serial_core (
     .clk_i, .we_i(out_we), .waddr_i(out_waddr), .wdata_i(out_wdata), .re_i(out_re), .raddr_i(out_raddr),
     .rdata_o(out_rdata));
 
-  // fields of the executing instruction, through the generated decoders
-  logic [tsr_pkg::ALU_DST_FACTOR_IN_W-1:0] d_alu_dst_factor_in;
-  assign d_alu_dst_factor_in = tsr_pkg::alu_dst_factor_in(insn_q);
-  logic [tsr_pkg::ALU_DST_FACTOR_OUT_W-1:0] d_alu_dst_factor_out;
-  assign d_alu_dst_factor_out = tsr_pkg::alu_dst_factor_out(insn_q);
-  logic [tsr_pkg::ALU_IMM_W-1:0] d_alu_imm;
-  assign d_alu_imm = tsr_pkg::alu_imm(insn_q);
-  logic [tsr_pkg::ALU_ITER_IN_W-1:0] d_alu_iter_in;
-  assign d_alu_iter_in = tsr_pkg::alu_iter_in(insn_q);
-  logic [tsr_pkg::ALU_ITER_OUT_W-1:0] d_alu_iter_out;
-  assign d_alu_iter_out = tsr_pkg::alu_iter_out(insn_q);
-  logic [tsr_pkg::ALU_SRC_FACTOR_IN_W-1:0] d_alu_src_factor_in;
-  assign d_alu_src_factor_in = tsr_pkg::alu_src_factor_in(insn_q);
-  logic [tsr_pkg::ALU_SRC_FACTOR_OUT_W-1:0] d_alu_src_factor_out;
-  assign d_alu_src_factor_out = tsr_pkg::alu_src_factor_out(insn_q);
-  logic [tsr_pkg::ALU_UOP_BGN_W-1:0] d_alu_uop_bgn;
-  assign d_alu_uop_bgn = tsr_pkg::alu_uop_bgn(insn_q);
-  logic [tsr_pkg::ALU_UOP_END_W-1:0] d_alu_uop_end;
-  assign d_alu_uop_end = tsr_pkg::alu_uop_end(insn_q);
-  logic [tsr_pkg::GEMM_DST_FACTOR_IN_W-1:0] d_gemm_dst_factor_in;
-  assign d_gemm_dst_factor_in = tsr_pkg::gemm_dst_factor_in(insn_q);
-  logic [tsr_pkg::GEMM_DST_FACTOR_OUT_W-1:0] d_gemm_dst_factor_out;
-  assign d_gemm_dst_factor_out = tsr_pkg::gemm_dst_factor_out(insn_q);
-  logic [tsr_pkg::GEMM_ITER_IN_W-1:0] d_gemm_iter_in;
-  assign d_gemm_iter_in = tsr_pkg::gemm_iter_in(insn_q);
-  logic [tsr_pkg::GEMM_ITER_OUT_W-1:0] d_gemm_iter_out;
-  assign d_gemm_iter_out = tsr_pkg::gemm_iter_out(insn_q);
-  logic [tsr_pkg::GEMM_SRC_FACTOR_IN_W-1:0] d_gemm_src_factor_in;
-  assign d_gemm_src_factor_in = tsr_pkg::gemm_src_factor_in(insn_q);
-  logic [tsr_pkg::GEMM_SRC_FACTOR_OUT_W-1:0] d_gemm_src_factor_out;
-  assign d_gemm_src_factor_out = tsr_pkg::gemm_src_factor_out(insn_q);
-  logic [tsr_pkg::GEMM_UOP_BGN_W-1:0] d_gemm_uop_bgn;
-  assign d_gemm_uop_bgn = tsr_pkg::gemm_uop_bgn(insn_q);
-  logic [tsr_pkg::GEMM_UOP_END_W-1:0] d_gemm_uop_end;
-  assign d_gemm_uop_end = tsr_pkg::gemm_uop_end(insn_q);
-  logic [tsr_pkg::GEMM_WGT_FACTOR_IN_W-1:0] d_gemm_wgt_factor_in;
-  assign d_gemm_wgt_factor_in = tsr_pkg::gemm_wgt_factor_in(insn_q);
-  logic [tsr_pkg::GEMM_WGT_FACTOR_OUT_W-1:0] d_gemm_wgt_factor_out;
-  assign d_gemm_wgt_factor_out = tsr_pkg::gemm_wgt_factor_out(insn_q);
-  logic [tsr_pkg::MEM_DRAM_BASE_W-1:0] d_mem_dram_base;
-  assign d_mem_dram_base = tsr_pkg::mem_dram_base(insn_q);
-  logic [tsr_pkg::MEM_PAD_VALUE_W-1:0] d_mem_pad_value;
-  assign d_mem_pad_value = tsr_pkg::mem_pad_value(insn_q);
-  logic [tsr_pkg::MEM_SRAM_BASE_W-1:0] d_mem_sram_base;
-  assign d_mem_sram_base = tsr_pkg::mem_sram_base(insn_q);
+  // ------------------------------------------------------------ scheduler <-> memory port
+  logic [32:0]  dram_addr;
+  logic [32:LB] dram_addr_next;
+  logic         dram_rd_need, dram_wr_need, dram_rdrop, dram_wput;
+  logic [7:0]   dram_wbyte, dram_rbyte;
+  logic         dram_rhit, dram_wclash, dram_wpend, dram_busy, dram_err;
 
-  // ------------------------------------------------------------ execute datapath
-  // tsr_serial_exec: the GEMM array and accumulate (gemm_row), the ALU lane
-  // and the out-row views. ALU: lane bcnt of the dst row (held at the
-  // accumulator's read port) with the src lane at the bottom of row_q, whose
-  // results rotate in; a lane takes two cycles (aph_q), a, b and the op
-  // holding still for both.
-  logic [AROW-1:0] gemm_row;
-  logic [OROW-1:0] gemm_out, alu_out;
-  logic [W-1:0]    alu_res;
-  logic            aph_q, aph_d;  // second cycle of a lane
+  // ------------------------------------------------------------ scheduler <-> execute
+  logic [LNW-1:0]                         exec_lane;
+  logic [tsr_pkg::ALU_ALU_OPCODE_W-1:0]   exec_alu_op;
+  logic                                   exec_use_imm;
+  logic [tsr_pkg::ALU_IMM_W-1:0]          exec_imm;
+  logic [W-1:0]                           exec_src, exec_alu_res;
+  logic [AROW-1:0]                        exec_alu_row, exec_acc_row;
+  logic [OROW-1:0]                        exec_out_row, exec_alu_out;
+
+  tsr_serial_sched #(.LaneW(LNW)) u_sched (
+    .clk_i,
+    .rst_ni,
+    .start_i,
+    .insn_addr_i,
+    .insn_count_i,
+    .dram_addr_o      (dram_addr),
+    .dram_addr_next_o (dram_addr_next),
+    .dram_rd_need_o   (dram_rd_need),
+    .dram_wr_need_o   (dram_wr_need),
+    .dram_rdrop_o     (dram_rdrop),
+    .dram_wput_o      (dram_wput),
+    .dram_wbyte_o     (dram_wbyte),
+    .dram_rhit_i      (dram_rhit),
+    .dram_rbyte_i     (dram_rbyte),
+    .dram_wclash_i    (dram_wclash),
+    .dram_wpend_i     (dram_wpend),
+    .dram_busy_i      (dram_busy),
+    .dram_err_i       (dram_err),
+    .uop_we_o         (uop_we),
+    .uop_re_o         (uop_re),
+    .uop_waddr_o      (uop_waddr),
+    .uop_raddr_o      (uop_raddr),
+    .uop_wdata_o      (uop_wdata),
+    .uop_rdata_i      (uop_rdata),
+    .inp_we_o         (inp_we),
+    .inp_re_o         (inp_re),
+    .inp_waddr_o      (inp_waddr),
+    .inp_raddr_o      (inp_raddr),
+    .inp_wdata_o      (inp_wdata),
+    .wgt_we_o         (wgt_we),
+    .wgt_re_o         (wgt_re),
+    .wgt_waddr_o      (wgt_waddr),
+    .wgt_raddr_o      (wgt_raddr),
+    .wgt_wdata_o      (wgt_wdata),
+    .acc_we_o         (acc_we),
+    .acc_re_o         (acc_re),
+    .acc_waddr_o      (acc_waddr),
+    .acc_raddr_o      (acc_raddr),
+    .acc_wdata_o      (acc_wdata),
+    .acc_rdata_i      (acc_rdata),
+    .out_we_o         (out_we),
+    .out_re_o         (out_re),
+    .out_waddr_o      (out_waddr),
+    .out_raddr_o      (out_raddr),
+    .out_wdata_o      (out_wdata),
+    .out_rdata_i      (out_rdata),
+    .exec_lane_o      (exec_lane),
+    .exec_alu_op_o    (exec_alu_op),
+    .exec_use_imm_o   (exec_use_imm),
+    .exec_imm_o       (exec_imm),
+    .exec_src_o       (exec_src),
+    .exec_alu_row_o   (exec_alu_row),
+    .exec_acc_row_i   (exec_acc_row),
+    .exec_out_row_i   (exec_out_row),
+    .exec_alu_res_i   (exec_alu_res),
+    .exec_alu_out_i   (exec_alu_out),
+    .finish_o,
+    .busy_o,
+    .err_o,
+    .compute_exec_o,
+    .gemm_op_o,
+    .alu_op_o,
+    .fetched_o,
+    .stage_insns_o,
+    .tokens_o
+  );
+
+  tsr_serial_mem #(.BusBytes(BB)) u_mem (
+    .clk_i,
+    .rst_ni,
+    .start_i,
+    .addr_i          (dram_addr),
+    .addr_next_i     (dram_addr_next),
+    .rd_need_i       (dram_rd_need),
+    .wr_need_i       (dram_wr_need),
+    .rdrop_i         (dram_rdrop),
+    .wput_i          (dram_wput),
+    .wbyte_i         (dram_wbyte),
+    .rhit_o          (dram_rhit),
+    .rbyte_o         (dram_rbyte),
+    .wclash_o        (dram_wclash),
+    .wpend_o         (dram_wpend),
+    .busy_o          (dram_busy),
+    .rsp_err_o       (dram_err),
+    .mem_req_valid_o,
+    .mem_req_ready_i,
+    .mem_req_write_o,
+    .mem_req_addr_o,
+    .mem_req_wdata_o,
+    .mem_req_wstrb_o,
+    .mem_rsp_valid_i,
+    .mem_rsp_rdata_i,
+    .mem_rsp_err_i
+  );
+
   tsr_serial_exec #(.LaneW(LNW)) u_exec (
     .clk_i,
     .inp_i     (inp_rdata),
     .wgt_i     (wgt_rdata),
     .acc_i     (acc_rdata),
-    .acc_row_o (gemm_row),
-    .out_row_o (gemm_out),
-    .lane_i    (LNW'(bcnt_q)),
-    .alu_op_i  (tsr_pkg::alu_alu_opcode(insn_q)),
-    .use_imm_i (tsr_pkg::alu_use_imm(insn_q)),
-    .imm_i     (d_alu_imm),
-    .src_i     (row_q[W-1:0]),
-    .alu_res_o (alu_res),
-    .alu_row_i (row_q[AROW-1:0]),
-    .alu_out_o (alu_out)
+    .acc_row_o (exec_acc_row),
+    .out_row_o (exec_out_row),
+    .lane_i    (exec_lane),
+    .alu_op_i  (exec_alu_op),
+    .use_imm_i (exec_use_imm),
+    .imm_i     (exec_imm),
+    .src_i     (exec_src),
+    .alu_res_o (exec_alu_res),
+    .alu_row_i (exec_alu_row),
+    .alu_out_o (exec_alu_out)
   );
 
-  // ------------------------------------------------------------ instruction fields
-  logic [OPW-1:0] opcode;
-  logic [MTW-1:0] mtype;
-  logic [3:0]  elog;
-  logic [tsr_pkg::MEM_Y_SIZE_W-1:0]   ys;
-  logic [tsr_pkg::MEM_X_SIZE_W-1:0]   xs;
-  logic [tsr_pkg::MEM_X_STRIDE_W-1:0] xstride;
-  logic [tsr_pkg::MEM_Y_PAD0_W-1:0] yp0, yp1, xp0, xp1;  // the four pad fields share a width
-  logic [1:0]  yfirst, xfirst, ynext, xnext;  // segments (SEG_NONE: no more)
-  logic [15:0] yfirst_len, xfirst_len, ynext_len, xnext_len;
-  logic        is_gemm, uop_bad, alu_bad;
-  assign opcode  = tsr_pkg::insn_opcode(insn_q);
-  assign mtype   = tsr_pkg::mem_mem_type(insn_q);
-  assign elog    = elem_log(mtype);
-  assign ys      = tsr_pkg::mem_y_size(insn_q);
-  assign xs      = tsr_pkg::mem_x_size(insn_q);
-  assign xstride = tsr_pkg::mem_x_stride(insn_q);
-  assign yp0     = tsr_pkg::mem_y_pad0(insn_q);
-  assign yp1     = tsr_pkg::mem_y_pad1(insn_q);
-  assign xp0     = tsr_pkg::mem_x_pad0(insn_q);
-  assign xp1     = tsr_pkg::mem_x_pad1(insn_q);
-  // the first non-empty segment from s on, and its length
-  localparam logic [1:0] SEG_PAD0 = 2'd0, SEG_DATA = 2'd1, SEG_PAD1 = 2'd2, SEG_NONE = 2'd3;
-  function automatic logic [1:0] seg_from(input logic [1:0] from, input logic [3:0] p0, input logic [15:0] n,
-                                          input logic [3:0] p1);
-    if (from == SEG_PAD0 && p0 != '0) seg_from = SEG_PAD0;
-    else if (from != SEG_PAD1 && from != SEG_NONE && n != '0) seg_from = SEG_DATA;
-    else if (from != SEG_NONE && p1 != '0) seg_from = SEG_PAD1;
-    else seg_from = SEG_NONE;
-  endfunction
-  function automatic logic [15:0] seg_len(input logic [1:0] sg, input logic [3:0] p0, input logic [15:0] n,
-                                          input logic [3:0] p1);
-    if (sg == SEG_PAD0) seg_len = 16'(p0);
-    else if (sg == SEG_DATA) seg_len = n;
-    else seg_len = 16'(p1);
-  endfunction
-  assign yfirst     = seg_from(SEG_PAD0, yp0, ys, yp1);
-  assign xfirst     = seg_from(SEG_PAD0, xp0, xs, xp1);
-  assign ynext      = seg_from(yseg_q + 2'd1, yp0, ys, yp1);
-  assign xnext      = seg_from(xseg_q + 2'd1, xp0, xs, xp1);
-  assign yfirst_len = seg_len(yfirst, yp0, ys, yp1);
-  assign xfirst_len = seg_len(xfirst, xp0, xs, xp1);
-  assign ynext_len  = seg_len(ynext, yp0, ys, yp1);
-  assign xnext_len  = seg_len(xnext, xp0, xs, xp1);
-  assign is_gemm = (opcode == OPW'(tsr_pkg::OP_GEMM));
-
-  // GEMM and ALU share the loop fields' positions only by accident of the
-  // table: read each through its own format's decoder.
-  logic [UIB-1:0]  f_bgn;
-  logic [UIB:0]    f_end;
-  logic [ITW-1:0]  f_iout, f_iin;
-  logic [OFFW-2:0] f_dfo, f_dfi, f_sfo, f_sfi, f_wfo, f_wfi;
-  logic           f_reset;
-  always_comb begin
-    if (is_gemm) begin
-      f_bgn = UIB'(d_gemm_uop_bgn);      f_end = (UIB + 1)'(d_gemm_uop_end);
-      f_iout = ITW'(d_gemm_iter_out);   f_iin = ITW'(d_gemm_iter_in);
-      f_dfo = (OFFW - 1)'(d_gemm_dst_factor_out); f_dfi = (OFFW - 1)'(d_gemm_dst_factor_in);
-      f_sfo = (OFFW - 1)'(d_gemm_src_factor_out); f_sfi = (OFFW - 1)'(d_gemm_src_factor_in);
-      f_wfo = (OFFW - 1)'(d_gemm_wgt_factor_out); f_wfi = (OFFW - 1)'(d_gemm_wgt_factor_in);
-      f_reset = tsr_pkg::gemm_reset(insn_q);
-    end else begin
-      f_bgn = UIB'(d_alu_uop_bgn);       f_end = (UIB + 1)'(d_alu_uop_end);
-      f_iout = ITW'(d_alu_iter_out);    f_iin = ITW'(d_alu_iter_in);
-      f_dfo = (OFFW - 1)'(d_alu_dst_factor_out); f_dfi = (OFFW - 1)'(d_alu_dst_factor_in);
-      f_sfo = (OFFW - 1)'(d_alu_src_factor_out); f_sfi = (OFFW - 1)'(d_alu_src_factor_in);
-      f_wfo = '0;                             f_wfi = '0;
-      f_reset = tsr_pkg::alu_reset(insn_q);
-    end
-  end
-  assign uop_bad = ({1'b0, f_bgn} > f_end) || (32'(f_end) > 32'(tsr_pkg::UOP_DEPTH));
-  assign alu_bad = !is_gemm && (tsr_pkg::alu_alu_opcode(insn_q) >= AOW'(tsr_pkg::ALU_COUNT));
-
-  // header of a fetched instruction: its first two bytes, at the top of insn_q
-  logic [tsr_pkg::INSN_BITS-1:0] hdr;
-  logic [OPW-1:0] h_op;
-  logic [MTW-1:0] h_mt;
-  logic [1:0]  h_stage;
-  logic        h_bad;
-  assign hdr  = {{(tsr_pkg::INSN_BITS - 16){1'b0}}, insn_q[tsr_pkg::INSN_BITS-1 -: 16]};
-  assign h_op = tsr_pkg::insn_opcode(hdr);
-  assign h_mt = tsr_pkg::mem_mem_type(hdr);
-  tsr_insn_route u_route (.opcode_i(h_op), .mem_type_i(h_mt), .stage_o(h_stage), .bad_o(h_bad));
-
-  // The loop nest: one (uop, offsets) at a time, held (stall) until the op
-  // is done and advanced in S_GEMM_WR; an error aborts it.
-  logic            loop_start, loop_stall, loop_abort, loop_valid;
-  logic [UIB-1:0]  loop_uop;
-  logic [OFFW-1:0] loop_doff, loop_soff, loop_woff;
-  tsr_compute_loop #(.UopBits(UIB), .IterW(ITW), .OffW(OFFW)) u_loop (
-    .clk_i,
-    .rst_ni,
-    .start_i    (loop_start),
-    .stall_i    (loop_stall),
-    .abort_i    (loop_abort),
-    .uop_bgn_i  (f_bgn),
-    .uop_end_i  (f_end),
-    .iter_out_i (f_iout),
-    .iter_in_i  (f_iin),
-    .dst_fo_i   (f_dfo),
-    .dst_fi_i   (f_dfi),
-    .src_fo_i   (f_sfo),
-    .src_fi_i   (f_sfi),
-    .wgt_fo_i   (f_wfo),
-    .wgt_fi_i   (f_wfi),
-    .valid_o    (loop_valid),
-    .uop_o      (loop_uop),
-    .dst_off_o  (loop_doff),
-    .src_off_o  (loop_soff),
-    .wgt_off_o  (loop_woff)
-  );
-
-  // ------------------------------------------------------------ queues and tokens
-  logic [QCW-1:0] qcnt [3];
-  logic [QPW-1:0] qrd [3], qwr [3];
-  for (genvar s = 0; s < 3; s++) begin : g_q
-    assign qcnt[s] = qcnt_q[s*QCW +: QCW];
-    assign qrd[s]  = qrd_q[s*QPW +: QPW];
-    assign qwr[s]  = qwr_q[s*QPW +: QPW];
-  end
-
-  function automatic logic [QPW-1:0] qnext(input logic [QPW-1:0] p);
-    qnext = (32'(p) == D - 1) ? '0 : p + QPW'(1);
-  endfunction
-  function automatic logic [QAW-1:0] qaddr(input logic [1:0] s, input logic [QPW-1:0] p);
-    qaddr = QAW'(32'(s) * D + 32'(p));
-  endfunction
-
-  // pops available / pushes possible for stage s with flags f
-  function automatic logic pop_ok(input logic [1:0] s, input logic [1:0] f, input logic [TCW-1:0] l2c,
-                                  input logic [TCW-1:0] c2l, input logic [TCW-1:0] c2s,
-                                  input logic [TCW-1:0] s2c);
-    case (s)
-      2'(ST_LOAD):    pop_ok = !f[1] || (c2l != '0);
-      2'(ST_COMPUTE): pop_ok = (!f[0] || (l2c != '0)) && (!f[1] || (s2c != '0));
-      default:        pop_ok = !f[0] || (c2s != '0);
-    endcase
-  endfunction
-  localparam logic [TCW-1:0] TFULL = TCW'(tsr_pkg::DEP_QUEUE_DEPTH);
-  function automatic logic push_ok(input logic [1:0] s, input logic [1:0] p, input logic [TCW-1:0] l2c,
-                                   input logic [TCW-1:0] c2l, input logic [TCW-1:0] c2s,
-                                   input logic [TCW-1:0] s2c);
-    case (s)
-      2'(ST_LOAD):    push_ok = !p[1] || (l2c != TFULL);
-      2'(ST_COMPUTE): push_ok = (!p[0] || (c2l != TFULL)) && (!p[1] || (c2s != TFULL));
-      default:        push_ok = !p[0] || (s2c != TFULL);
-    endcase
-  endfunction
-
-  // ------------------------------------------------------------ DRAM byte access
-  // (tsr_serial_mem: the read buffer, the write-combining buffer, one
-  // request at a time; instantiated below the sequencer)
-  logic        rhit, wclash, wpend, mbusy, mrsp_err;
-  logic [7:0]  rbyte;
-
-  // ------------------------------------------------------------ the sequencer
-  logic [3:0]  hflags;
-  logic [1:0]  pend_s;
-  logic        in_row, row_end, walk_end;
-  logic [OFFW-1:0] ix_dst, ix_src, ix_wgt;  // uop field + loop offset (< 2^OFFW)
-  logic [tsr_pkg::UOP_BYTES*8-1:0] uop_row;
-  logic [31:0] iaddr;
-  logic [RW-1:0] ld_row;  // what a LOAD writes: the element, or zeros for a pad row
-  logic [37:0] dbase_b;   // dram_base in bytes
-  logic [32:0] rsum, rnext;  // the next DRAM row's byte address
-  logic        rd_need, wr_need;   // the current state needs a DRAM read / write
-  logic        op_gemm, op_alu, fin, pend_go, step;
-  logic        pend_clr, pend_set, done_inc, q_push, q_pop, err_stage, wput, rdrop;
-  logic [1:0]  done_sel;
-  logic [9:0]  done_one;
-
-  assign hflags  = q_rdata[IXW +: 4];
-  // byte address of an instruction: the next header, or a queue head
-  assign iaddr   = insn_addr_i + {(state_q == S_QHEAD) ? q_rdata[IXW-1:0] : next_q, ILB'(0)};
-  assign uop_row = uop_rdata;
-  logic unused_uop;  // the bits above the three fields are padding
-  assign unused_uop = ^uop_row;
-  assign loop_stall = (state_q != S_GEMM_WR);
-  assign loop_abort = (state_q == S_ERR);
-  assign ix_dst   = OFFW'(uop_row[tsr_pkg::UOP_DST_LSB +: tsr_pkg::UOP_DST_W]) + loop_doff;
-  assign ix_src   = OFFW'(uop_row[tsr_pkg::UOP_SRC_LSB +: tsr_pkg::UOP_SRC_W]) + loop_soff;
-  assign ix_wgt   = OFFW'(uop_row[tsr_pkg::UOP_WGT_LSB +: tsr_pkg::UOP_WGT_W]) + loop_woff;
-  assign in_row   = (yseg_q == SEG_DATA) && (xseg_q == SEG_DATA);
-  assign row_end  = (xcnt_q == 16'd1) && (xnext == SEG_NONE);
-  assign walk_end = row_end && (ycnt_q == 16'd1) && (ynext == SEG_NONE);
-  assign dbase_b = 38'(d_mem_dram_base) << elog;
-  assign rsum    = {1'b0, rbase_q[31:0]} + (33'(xstride) << elog);
-  assign rnext   = {rbase_q[32] | rsum[32], rsum[31:0]};
-  assign ld_row  = in_row ? row_q : '0;
-
-  always_comb begin
-    state_d    = state_q;
-    next_d     = next_q;
-    fhdr_d     = fhdr_q;
-    fstage_d   = fstage_q;
-    fflags_d   = fflags_q;
-    qrd_d      = qrd_q;
-    qwr_d      = qwr_q;
-    qcnt_d     = qcnt_q;
-    l2c_d      = l2c_q;
-    c2l_d      = c2l_q;
-    c2s_d      = c2s_q;
-    s2c_d      = s2c_q;
-    pend_d     = pend_q;
-    done_d     = done_q;
-    cand_d     = cand_q;
-    cur_d      = cur_q;
-    cflags_d   = cflags_q;
-    err_d      = err_q;
-    insn_d     = insn_q;
-    row_d      = row_q;
-    bcnt_d     = bcnt_q;
-    aph_d      = aph_q;
-    baddr_d    = baddr_q;
-    rbase_d    = rbase_q;
-    yseg_d     = yseg_q;
-    xseg_d     = xseg_q;
-    ycnt_d     = ycnt_q;
-    xcnt_d     = xcnt_q;
-    r_d        = r_q;
-    dst_d      = dst_q;
-
-    q_we = 1'b0; q_waddr = '0; q_wdata = '0; q_re = 1'b0; q_raddr = '0;
-    uop_we = 1'b0; uop_waddr = '0; uop_wdata = '0; uop_re = 1'b0; uop_raddr = '0;
-    inp_we = 1'b0; inp_waddr = '0; inp_wdata = '0; inp_re = 1'b0; inp_raddr = '0;
-    wgt_we = 1'b0; wgt_waddr = '0; wgt_wdata = '0; wgt_re = 1'b0; wgt_raddr = '0;
-    acc_we = 1'b0; acc_waddr = '0; acc_wdata = '0; acc_re = 1'b0; acc_raddr = '0;
-    out_we = 1'b0; out_waddr = '0; out_wdata = '0; out_re = 1'b0; out_raddr = '0;
-    pend_s = 2'd0;
-    pend_go = 1'b0;
-    loop_start = 1'b0;
-    pend_clr = 1'b0;
-    pend_set = 1'b0;
-    done_inc = 1'b0;
-    done_sel = 2'd0;
-    q_push = 1'b0;
-    q_pop = 1'b0;
-    err_stage = 1'b0;
-    wput = 1'b0;
-    rdrop = 1'b0;
-    step = 1'b0;
-    rd_need = 1'b0;
-    wr_need = 1'b0;
-    op_gemm = 1'b0;
-    op_alu = 1'b0;
-    fin = 1'b0;
-
-    case (state_q)
-      S_IDLE, S_ERR, S_FINISHED: ;
-
-      // ---------------------------------------------------- scheduling
-      S_SCHED: begin
-        // 1. a pending push whose queues now have room
-        pend_go = 1'b0;
-    loop_start = 1'b0;
-    step = 1'b0;
-        for (int k = 0; k < 3; k++) begin
-          if (!pend_go && pend_q[2*k +: 2] != '0 && push_ok(2'(k), pend_q[2*k +: 2], l2c_q, c2l_q, c2s_q, s2c_q)) begin
-            pend_go = 1'b1;
-            pend_s  = 2'(k);
-          end
-        end
-        if (pend_go) begin
-          pend_clr = 1'b1;
-          done_inc = 1'b1;
-          done_sel = pend_s;
-          case (pend_s)
-            2'(ST_LOAD): l2c_d = l2c_q + TCW'(1);  // (load pushes next only)
-            2'(ST_COMPUTE): begin
-              if (pend_q[2]) c2l_d = c2l_q + TCW'(1);
-              if (pend_q[3]) c2s_d = c2s_q + TCW'(1);
-            end
-            default: s2c_d = s2c_q + TCW'(1);       // (store pushes prev only)
-          endcase
-        end else if (fhdr_q && 32'(qcnt[fstage_q]) != D) begin
-          // 2. dispatch the fetched instruction
-          q_we    = 1'b1;
-          q_waddr = qaddr(fstage_q, qwr[fstage_q]);
-          q_wdata = {fflags_q, IXW'(next_q - IXW'(1))};
-          q_push = 1'b1;
-          fhdr_d    = 1'b0;
-        end else if (!fhdr_q && 32'(next_q) != insn_count_i) begin
-          // 3. fetch the next header
-          baddr_d = {1'b0, iaddr};
-          bcnt_d  = '0;
-          state_d = S_FHDR;
-        end else if (qcnt[cand_q] != '0 && pend_q[2*cand_q +: 2] == '0) begin
-          // 4. look at a stage's head instruction
-          q_re    = 1'b1;
-          q_raddr = qaddr(cand_q, qrd[cand_q]);
-          state_d = S_QHEAD;
-        end else begin
-          cand_d = (cand_q == 2'd2) ? 2'd0 : cand_q + 2'd1;
-        end
-      end
-
-      S_FHDR: begin
-        rd_need = 1'b1;
-        if (rhit) begin
-          insn_d  = {rbyte, insn_q[tsr_pkg::INSN_BITS-1:8]};
-          baddr_d = baddr_q + 33'd1;
-          bcnt_d  = bcnt_q + BCW'(1);
-          if (bcnt_q == BCW'(1)) state_d = S_HDR;
-        end
-      end
-
-      S_HDR: begin
-        if (h_bad) begin
-          err_d[0] = 1'b1;
-          state_d  = S_ERR;
-        end else begin
-          fhdr_d   = 1'b1;
-          fstage_d = h_stage;
-          fflags_d = insn_flags(hdr);
-          next_d   = next_q + IXW'(1);
-          state_d  = S_SCHED;
-        end
-      end
-
-      S_QHEAD: begin
-        if (pop_ok(cand_q, hflags[1:0], l2c_q, c2l_q, c2s_q, s2c_q)) begin
-          case (cand_q)
-            2'(ST_LOAD): if (hflags[1]) c2l_d = c2l_q - TCW'(1);
-            2'(ST_COMPUTE): begin
-              if (hflags[0]) l2c_d = l2c_q - TCW'(1);
-              if (hflags[1]) s2c_d = s2c_q - TCW'(1);
-            end
-            default: if (hflags[0]) c2s_d = c2s_q - TCW'(1);
-          endcase
-          q_pop = 1'b1;
-          cur_d    = cand_q;
-          cflags_d = hflags;
-          baddr_d  = {1'b0, iaddr};
-          bcnt_d   = '0;
-          rdrop    = 1'b1;  // DRAM may have changed since the last instruction
-          state_d  = S_IREAD;
-        end else begin
-          state_d = S_SCHED;
-        end
-        cand_d = (cand_q == 2'd2) ? 2'd0 : cand_q + 2'd1;
-      end
-
-      S_IREAD: begin
-        rd_need = 1'b1;
-        if (rhit) begin
-          insn_d  = {rbyte, insn_q[tsr_pkg::INSN_BITS-1:8]};
-          baddr_d = baddr_q + 33'd1;
-          bcnt_d  = bcnt_q + BCW'(1);
-          if (bcnt_q == BCW'(15)) state_d = S_DECODE;
-        end
-      end
-
-      // ---------------------------------------------------- decode and checks
-      S_DECODE: begin
-        state_d = S_DONE_EXEC;
-        if (opcode == OPW'(tsr_pkg::OP_LOAD) || opcode == OPW'(tsr_pkg::OP_STORE)) begin
-          // A STORE reads out only and cannot pad; the load stage gets
-          // inp/wgt only (fetch), compute uop, acc and acc8. The on-chip
-          // and DRAM spans are checked row by row as the walk reaches them
-          // (the rows before a failing one are moved: after a failed run
-          // the buffers hold whatever it left).
-          if (xs != '0) begin
-            if ((opcode == OPW'(tsr_pkg::OP_STORE) &&
-                 ((mtype != MTW'(tsr_pkg::MEM_OUT)) || (yp0 != '0) || (yp1 != '0) || (xp0 != '0) || (xp1 != '0))) ||
-                (opcode == OPW'(tsr_pkg::OP_LOAD) && cur_q == 2'(ST_COMPUTE) &&
-                 !(mtype == MTW'(tsr_pkg::MEM_UOP) || mtype == MTW'(tsr_pkg::MEM_ACC) ||
-                   mtype == MTW'(tsr_pkg::MEM_ACC8)))) begin
-              err_stage = 1'b1;
-              state_d = S_ERR;
-            end else begin
-              yseg_d   = yfirst;
-              ycnt_d   = yfirst_len;
-              xseg_d   = xfirst;
-              xcnt_d   = xfirst_len;
-              r_d      = RIW'(d_mem_sram_base);
-              rbase_d  = {dbase_b[37:32] != '0, dbase_b[31:0]};
-              baddr_d  = {dbase_b[37:32] != '0, dbase_b[31:0]};
-              bcnt_d   = '0;
-              // nothing to move: a STORE of no row, a LOAD of no padded row
-              if (opcode == OPW'(tsr_pkg::OP_STORE)) begin
-                if (ys != '0) state_d = S_ST_RD;
-              end else begin
-                if (yfirst != SEG_NONE) state_d = S_LD_ELEM;
-              end
-            end
-          end
-        end else if (opcode == OPW'(tsr_pkg::OP_GEMM) || opcode == OPW'(tsr_pkg::OP_ALU)) begin
-          if (uop_bad || alu_bad) begin
-            err_d[2] = 1'b1;
-            state_d  = S_ERR;
-          end else begin
-            loop_start = 1'b1;  // (a loop of no iteration ends at once)
-            state_d    = S_UOP_RD;
-          end
-        end else begin
-          // FINISH: the run is over; the core stops where it is
-          fin     = 1'b1;
-          state_d = S_DONE_EXEC;
-        end
-      end
-
-      // ---------------------------------------------------- LOAD
-      S_LD_ELEM: begin
-        bcnt_d = '0;
-        if (r_q >= RIW'(sram_depth(mtype))) begin
-          // the row leaves its buffer
-          err_stage = 1'b1;
-          state_d = S_ERR;
-        end else if (in_row) begin
-          state_d = S_LD_BYTE;
-        end else begin
-          // a pad row: zeros, or pad_value in every input lane (S_LD_WR)
-          state_d = S_LD_WR;
-        end
-      end
-
-      S_LD_BYTE: begin
-        rd_need = !baddr_q[32];
-        if (baddr_q[32]) begin
-          // a DRAM byte at or beyond 2^32
-          err_stage = 1'b1;
-          state_d = S_ERR;
-        end else if (rhit) begin
-          row_d   = {rbyte, row_q[RW-1:8]};
-          baddr_d = baddr_q + 33'd1;
-          bcnt_d  = bcnt_q + BCW'(1);
-          if (32'(bcnt_q) + 1 == (32'd1 << elog)) state_d = S_LD_WR;
-        end
-      end
-
-      S_LD_WR: begin
-        // the element is in the top bytes of row_q; a pad row is zeros (inp: pad_value)
-        case (mtype)
-          MTW'(tsr_pkg::MEM_UOP): begin
-            uop_we = 1'b1; uop_waddr = tsr_pkg::UOP_IDX_BITS'(r_q); uop_wdata = ld_row[RW-1 -: tsr_pkg::UOP_BYTES*8];
-          end
-          MTW'(tsr_pkg::MEM_WGT): begin
-            wgt_we = 1'b1; wgt_waddr = tsr_pkg::WGT_IDX_BITS'(r_q); wgt_wdata = ld_row[RW-1 -: tsr_pkg::WGT_BYTES*8];
-          end
-          MTW'(tsr_pkg::MEM_INP): begin
-            inp_we = 1'b1; inp_waddr = tsr_pkg::INP_IDX_BITS'(r_q); inp_wdata = ld_row[RW-1 -: tsr_pkg::INP_BYTES*8];
-            if (!in_row)
-              for (int k = 0; k < tsr_pkg::INP_BYTES * 8 / tsr_pkg::INP_WIDTH; k++)
-                inp_wdata[k*tsr_pkg::INP_WIDTH +: tsr_pkg::INP_WIDTH] = tsr_pkg::INP_WIDTH'($signed(d_mem_pad_value));
-          end
-          MTW'(tsr_pkg::MEM_ACC): begin
-            acc_we = 1'b1; acc_waddr = tsr_pkg::ACC_IDX_BITS'(r_q); acc_wdata = ld_row[RW-1 -: AROW];
-          end
-          default: begin  // MEM_ACC8: int8 values sign-extended into the lanes
-            acc_we = 1'b1; acc_waddr = tsr_pkg::ACC_IDX_BITS'(r_q);
-            for (int l = 0; l < NL; l++)
-              acc_wdata[l*W +: W] = W'($signed(ld_row[RW - tsr_pkg::ACC8_BYTES*8 + l*8 +: 8]));
-          end
-        endcase
-        r_d  = r_q + RIW'(1);
-        step = 1'b1;
-        if (walk_end) state_d = S_DONE_EXEC;
-        else state_d = S_LD_ELEM;
-      end
-
-      // ---------------------------------------------------- STORE
-      S_ST_RD: begin
-        if (r_q >= RIW'(tsr_pkg::OUT_DEPTH)) begin
-          err_d[3] = 1'b1;
-          state_d  = S_ERR;
-        end else begin
-          out_re    = 1'b1;
-          out_raddr = tsr_pkg::ACC_IDX_BITS'(r_q);
-          state_d   = S_ST_LATCH;
-        end
-      end
-
-      S_ST_LATCH: begin
-        row_d   = RW'(out_rdata);
-        bcnt_d  = '0;
-        state_d = S_ST_BYTE;
-      end
-
-      S_ST_BYTE: begin
-        wr_need = wclash;
-        if (baddr_q[32]) begin
-          err_d[3] = 1'b1;
-          state_d  = S_ERR;
-        end else if (!wclash && !mbusy) begin
-          wput    = 1'b1;
-          row_d   = {rbyte, row_q[RW-1:8]};  // (the same shift as a LOAD's; the top is unused)
-          baddr_d = baddr_q + 33'd1;
-          bcnt_d  = bcnt_q + BCW'(1);
-          if (32'(bcnt_q) + 1 == tsr_pkg::OUT_BYTES) begin
-            r_d  = r_q + RIW'(1);
-            step = 1'b1;
-            if (walk_end) state_d = S_FLUSH;
-            else state_d = S_ST_RD;
-          end
-        end
-      end
-
-      S_FLUSH: begin
-        wr_need = wpend;
-        if (!wpend && !mbusy) state_d = S_DONE_EXEC;
-      end
-
-      // ---------------------------------------------------- GEMM / ALU
-      S_UOP_RD: begin
-        if (!loop_valid) begin
-          state_d = S_DONE_EXEC;
-        end else begin
-          uop_re    = 1'b1;
-          uop_raddr = loop_uop;
-          state_d   = S_UOP;
-        end
-      end
-
-      S_UOP: begin
-        dst_d = ix_dst;
-        if (ix_dst >= OFFW'(tsr_pkg::ACC_DEPTH)) begin
-          err_d[2] = 1'b1;
-          state_d  = S_ERR;
-        end else if (f_reset) begin
-          row_d   = '0;  // written by S_ALU_WR
-          state_d = S_ALU_WR;
-        end else if (is_gemm) begin
-          if (ix_src >= OFFW'(tsr_pkg::INP_DEPTH) || ix_wgt >= OFFW'(tsr_pkg::WGT_DEPTH)) begin
-            err_d[2] = 1'b1;
-            state_d  = S_ERR;
-          end else begin
-            inp_re = 1'b1; inp_raddr = tsr_pkg::INP_IDX_BITS'(ix_src);
-            wgt_re = 1'b1; wgt_raddr = tsr_pkg::WGT_IDX_BITS'(ix_wgt);
-            acc_re = 1'b1; acc_raddr = tsr_pkg::ACC_IDX_BITS'(ix_dst);
-            state_d = S_GEMM_W1;
-          end
-        end else if (!tsr_pkg::alu_use_imm(insn_q)) begin
-          if (ix_src >= OFFW'(tsr_pkg::ACC_DEPTH)) begin
-            err_d[2] = 1'b1;
-            state_d  = S_ERR;
-          end else begin
-            acc_re = 1'b1; acc_raddr = tsr_pkg::ACC_IDX_BITS'(ix_src);
-            state_d = S_ALU_SRC;
-          end
-        end else begin
-          acc_re  = 1'b1; acc_raddr = tsr_pkg::ACC_IDX_BITS'(ix_dst);
-          bcnt_d  = '0;
-          aph_d   = 1'b0;
-          state_d = S_ALU_LANE;
-        end
-      end
-
-      S_GEMM_W1: state_d = S_GEMM_W2;
-      S_GEMM_W2: state_d = S_GEMM_WR;
-
-      S_ALU_SRC: begin
-        row_d   = RW'(acc_rdata);
-        acc_re  = 1'b1; acc_raddr = tsr_pkg::ACC_IDX_BITS'(dst_q);
-        bcnt_d  = '0;
-        aph_d   = 1'b0;
-        state_d = S_ALU_LANE;
-      end
-
-      S_ALU_LANE: begin
-        // a lane in two cycles: src lanes leave row_q at the bottom as results enter at the top
-        aph_d = !aph_q;
-        if (aph_q) begin
-          row_d[AROW-1:0] = {alu_res, row_q[AROW-1:W]};
-          bcnt_d = bcnt_q + BCW'(1);
-          if (32'(bcnt_q) + 1 == NL) state_d = S_ALU_WR;
-        end
-      end
-
-      S_ALU_WR: begin
-        acc_we = 1'b1; acc_waddr = tsr_pkg::ACC_IDX_BITS'(dst_q); acc_wdata = row_q[AROW-1:0];
-        out_we = 1'b1; out_waddr = tsr_pkg::ACC_IDX_BITS'(dst_q); out_wdata = alu_out;
-        op_alu  = !is_gemm;  // (a GEMM reset comes through here too)
-        state_d = S_GEMM_WR;
-      end
-
-      S_GEMM_WR: begin
-        // GEMM: write the accumulated row; every op (reset and ALU too)
-        // comes through here: the loop advances (stall low).
-        if (is_gemm && !f_reset) begin
-          acc_we = 1'b1; acc_waddr = tsr_pkg::ACC_IDX_BITS'(dst_q); acc_wdata = gemm_row;
-          out_we = 1'b1; out_waddr = tsr_pkg::ACC_IDX_BITS'(dst_q); out_wdata = gemm_out;
-          op_gemm = 1'b1;
-        end
-        state_d = S_UOP_RD;  // the loop advances this cycle
-      end
-
-      // ---------------------------------------------------- completion
-      S_DONE_EXEC: begin
-        // pushes happen in S_SCHED (at once if the queues have room)
-        pend_set = 1'b1;
-        done_inc = (cflags_q[3:2] == 2'b00);
-        done_sel = cur_q;
-        if (opcode == OPW'(tsr_pkg::OP_FINISH)) state_d = S_FINISHED;
-        else state_d = S_SCHED;
-      end
-
-      default: state_d = S_ERR;
-    endcase
-
-    // one element of the walk done: the next element, row or segment; after
-    // a data row the DRAM address moves to the next row
-    if (step) begin
-      if (xcnt_q != 16'd1) begin
-        xcnt_d = xcnt_q - 16'd1;
-      end else if (!row_end) begin
-        xseg_d = xnext;
-        xcnt_d = xnext_len;
-      end else begin
-        xseg_d = xfirst;
-        xcnt_d = xfirst_len;
-        if (yseg_q == SEG_DATA) begin
-          rbase_d = rnext;
-          baddr_d = rnext;
-        end
-        if (ycnt_q != 16'd1) begin
-          ycnt_d = ycnt_q - 16'd1;
-        end else begin
-          yseg_d = ynext;
-          ycnt_d = ynext_len;
-        end
-      end
-    end
-
-    // an error response from DRAM stops the core
-    if (mrsp_err) begin
-      if (state_q == S_FHDR) err_d[0] = 1'b1;
-      else err_stage = 1'b1;
-      state_d = S_ERR;
-    end
-
-    // Per-stage and per-byte updates with one enable each (dynamic part
-    // selects would build shifters).
-    done_one = done_q[0 +: 10];
-    if (done_sel == 2'(ST_COMPUTE)) done_one = done_q[10 +: 10];
-    if (done_sel == 2'(ST_STORE)) done_one = done_q[20 +: 10];
-    done_one = done_one + 10'd1;
-    for (int k = 0; k < 3; k++) begin
-      if (done_inc && done_sel == 2'(k)) done_d[10*k +: 10] = done_one;
-      if (pend_clr && pend_s == 2'(k)) pend_d[2*k +: 2] = '0;
-      if (pend_set && cur_q == 2'(k)) pend_d[2*k +: 2] = cflags_q[3:2];
-      if (q_push && fstage_q == 2'(k)) begin
-        qwr_d[k*QPW +: QPW]  = qnext(qwr[k]);
-        qcnt_d[k*QCW +: QCW] = qcnt[k] + QCW'(1);
-      end
-      if (q_pop && cand_q == 2'(k)) begin
-        qrd_d[k*QPW +: QPW]  = qnext(qrd[k]);
-        qcnt_d[k*QCW +: QCW] = qcnt[k] - QCW'(1);
-      end
-      if (err_stage && cur_q == 2'(k)) err_d[k+1] = 1'b1;
-    end
-
-    if (start_i) begin
-      state_d  = S_SCHED;
-      next_d   = '0;
-      fhdr_d   = 1'b0;
-      qrd_d    = '0;
-      qwr_d    = '0;
-      qcnt_d   = '0;
-      l2c_d    = '0;
-      c2l_d    = '0;
-      c2s_d    = '0;
-      s2c_d    = '0;
-      pend_d   = '0;
-      cand_d   = '0;
-      err_d    = '0;
-    end
-  end
-
-  tsr_serial_mem #(.BusBytes(BB)) u_mem (
-    .clk_i           (clk_i),
-    .rst_ni          (rst_ni),
-    .start_i         (start_i),
-    .addr_i          (baddr_q),
-    .addr_next_i     (baddr_d[32:LB]),
-    .rd_need_i       (rd_need),
-    .wr_need_i       (wr_need),
-    .rdrop_i         (rdrop),
-    .wput_i          (wput),
-    .wbyte_i         (row_q[7:0]),
-    .rhit_o          (rhit),
-    .rbyte_o         (rbyte),
-    .wclash_o        (wclash),
-    .wpend_o         (wpend),
-    .busy_o          (mbusy),
-    .rsp_err_o       (mrsp_err),
-    .mem_req_valid_o (mem_req_valid_o),
-    .mem_req_ready_i (mem_req_ready_i),
-    .mem_req_write_o (mem_req_write_o),
-    .mem_req_addr_o  (mem_req_addr_o),
-    .mem_req_wdata_o (mem_req_wdata_o),
-    .mem_req_wstrb_o (mem_req_wstrb_o),
-    .mem_rsp_valid_i (mem_rsp_valid_i),
-    .mem_rsp_rdata_i (mem_rsp_rdata_i),
-    .mem_rsp_err_i   (mem_rsp_err_i)
-  );
-  logic unused_baddr;  // bit 32 only stops the core (a byte beyond 32-bit DRAM)
-  assign unused_baddr = baddr_q[32] ^ rbase_q[32];
-
-  // ------------------------------------------------------------ status
-  logic exec;
-  logic [2:0] sbusy;
-  assign exec = !(state_q == S_IDLE || state_q == S_SCHED || state_q == S_FHDR || state_q == S_HDR ||
-                  state_q == S_QHEAD || state_q == S_ERR || state_q == S_FINISHED);
-  for (genvar s = 0; s < 3; s++) begin : g_status
-    assign sbusy[s]       = (qcnt[s] != '0) || (pend_q[2*s +: 2] != '0) || (exec && cur_q == 2'(s));
-  end
-  assign busy_o        = {sbusy, fhdr_q || 32'(next_q) != insn_count_i};
-  assign err_o         = err_q;
-  assign finish_o      = fin;
-  assign compute_exec_o = exec && cur_q == 2'(ST_COMPUTE);
-  assign gemm_op_o     = op_gemm;
-  assign alu_op_o      = op_alu;
-  assign fetched_o     = 32'(next_q);  // headers read (one may wait for its queue)
-  assign stage_insns_o = done_q;
-  assign tokens_o      = {8'(s2c_q), 8'(c2s_q), 8'(c2l_q), 8'(l2c_q)};
-
-  always_ff @(posedge clk_i) begin
-    if (!rst_ni) begin
-      state_q    <= S_IDLE;
-      next_q     <= '0;
-      fhdr_q     <= 1'b0;
-      fstage_q   <= '0;
-      fflags_q   <= '0;
-      qrd_q      <= '0;
-      qwr_q      <= '0;
-      qcnt_q     <= '0;
-      l2c_q      <= '0;
-      c2l_q      <= '0;
-      c2s_q      <= '0;
-      s2c_q      <= '0;
-      pend_q     <= '0;
-      done_q     <= '0;
-      cand_q     <= '0;
-      cur_q      <= '0;
-      cflags_q   <= '0;
-      err_q      <= '0;
-    end else begin
-      state_q    <= state_d;
-      next_q     <= next_d;
-      fhdr_q     <= fhdr_d;
-      fstage_q   <= fstage_d;
-      fflags_q   <= fflags_d;
-      qrd_q      <= qrd_d;
-      qwr_q      <= qwr_d;
-      qcnt_q     <= qcnt_d;
-      l2c_q      <= l2c_d;
-      c2l_q      <= c2l_d;
-      c2s_q      <= c2s_d;
-      s2c_q      <= s2c_d;
-      pend_q     <= pend_d;
-      done_q     <= done_d;
-      cand_q     <= cand_d;
-      cur_q      <= cur_d;
-      cflags_q   <= cflags_d;
-      err_q      <= err_d;
-    end
-  end
-
-  // Datapath registers: no reset (their state machine gives them meaning).
-  always_ff @(posedge clk_i) begin
-    insn_q     <= insn_d;
-    row_q      <= row_d;
-    bcnt_q     <= bcnt_d;
-    aph_q      <= aph_d;
-    baddr_q    <= baddr_d;
-    rbase_q    <= rbase_d;
-    yseg_q     <= yseg_d;
-    xseg_q     <= xseg_d;
-    ycnt_q     <= ycnt_d;
-    xcnt_q     <= xcnt_d;
-    r_q        <= r_d;
-    dst_q      <= dst_d;
-  end
-
-  // Command queues and token counters stay within their capacities (those
-  // the verifier's deadlock check assumes).
-  for (genvar s = 0; s < 3; s++) begin : g_chk_queue
-    `TSR_ASSERT(chk_queue_count, qcnt_q[s*QCW +: QCW] <= QCW'(D), clk_i, rst_ni)
-  end
-  // The ALU lane counter stays within the row (tsr_serial_exec takes the
-  // lane in LNW bits).
-  `TSR_ASSERT(chk_alu_lane, state_q != S_ALU_LANE || 32'(bcnt_q) < NL, clk_i, rst_ni)
-  `TSR_ASSERT(chk_token_counts, l2c_q <= TCW'(tsr_pkg::DEP_QUEUE_DEPTH) && c2l_q <= TCW'(tsr_pkg::DEP_QUEUE_DEPTH) &&
-              c2s_q <= TCW'(tsr_pkg::DEP_QUEUE_DEPTH) && s2c_q <= TCW'(tsr_pkg::DEP_QUEUE_DEPTH), clk_i, rst_ni)
+  // One step touches a buffer through one port: the scheduler never reads
+  // and writes a buffer in the same cycle (stronger than the NoRdw promise
+  // each tsr_sram checks for its rows).
+  `TSR_ASSERT(chk_one_access, !(uop_we && uop_re) && !(inp_we && inp_re) && !(wgt_we && wgt_re) &&
+              !(acc_we && acc_re) && !(out_we && out_re), clk_i, rst_ni)
 endmodule
