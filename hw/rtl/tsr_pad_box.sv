@@ -3,8 +3,9 @@
 // elements, y_pad0 + y_size + y_pad1 of them, data in columns
 // [x_pad0, x_pad0 + x_size) of rows [y_pad0, y_pad0 + y_size), pad
 // elsewhere. The load stage (tsr_load), the compute stage's bounds check
-// (tsr_compute) and its uop/acc loads (tsr_compute_load) walk or size this
-// box. Combinational; every output fits RowW bits (a size plus two pads).
+// (tsr_compute), its uop/acc loads (tsr_compute_load) and the serial
+// core's LOAD walk (tsr_serial_sched) walk or size this box.
+// Combinational; every output fits RowW bits (a size plus two pads).
 `include "tsr_assert.svh"
 
 module tsr_pad_box #(

@@ -119,6 +119,7 @@ module tsr_serial_sched #(
   localparam int ITW  = tsr_pkg::GEMM_ITER_OUT_W;
   localparam int BC0  = (RB > NL) ? RB : NL;
   localparam int BCW  = $clog2(((BC0 > 16) ? BC0 : 16) + 1);  // bytes of an element, lanes, 16
+  localparam int BXW  = tsr_pkg::MEM_X_SIZE_W + 1;  // a column or row of the padded box (tsr_pad_box's RowW)
 
   localparam int ST_LOAD = 0, ST_COMPUTE = 1, ST_STORE = 2;
 
@@ -189,11 +190,12 @@ module tsr_serial_sched #(
   logic [BCW-1:0] bcnt_q, bcnt_d;           // bytes moved of the current element / instruction
   logic [32:0]    baddr_q, baddr_d;         // DRAM byte address (bit 32: beyond 32-bit DRAM)
   logic [32:0]    rbase_q, rbase_d;         // byte address of the current DRAM row (bit 32 sticky)
-  // The walk over a LOAD's padded rectangle (a STORE's is all data): each
-  // axis is in one of three segments (pad before, data, pad after) with a
-  // down-count of what is left of it; empty segments are skipped.
-  logic [1:0]     yseg_q, yseg_d, xseg_q, xseg_d;
-  logic [15:0]    ycnt_q, ycnt_d, xcnt_q, xcnt_d;
+  // The walk over a LOAD's padded box (tsr_pad_box; a STORE's is all
+  // data): the column and row of the current element in it, and whether
+  // each is a data column / row. The flags change where the walk meets a
+  // bound (equality compares: the iCE40 has no room for magnitude ones).
+  logic [BXW-1:0] bx_q, bx_d, by_q, by_d;
+  logic           xin_q, xin_d, yin_q, yin_d;
   logic [RIW-1:0] r_q, r_d;                 // on-chip row
   // micro-op loops
   logic [OFFW-1:0] dst_q, dst_d;
@@ -281,8 +283,6 @@ module tsr_serial_sched #(
   logic [tsr_pkg::MEM_X_SIZE_W-1:0]   xs;
   logic [tsr_pkg::MEM_X_STRIDE_W-1:0] xstride;
   logic [tsr_pkg::MEM_Y_PAD0_W-1:0] yp0, yp1, xp0, xp1;  // the four pad fields share a width
-  logic [1:0]  yfirst, xfirst, ynext, xnext;  // segments (SEG_NONE: no more)
-  logic [15:0] yfirst_len, xfirst_len, ynext_len, xnext_len;
   logic        is_gemm, uop_bad, alu_bad;
   assign opcode  = tsr_pkg::insn_opcode(insn_q);
   assign mtype   = tsr_pkg::mem_mem_type(insn_q);
@@ -294,29 +294,22 @@ module tsr_serial_sched #(
   assign yp1     = tsr_pkg::mem_y_pad1(insn_q);
   assign xp0     = tsr_pkg::mem_x_pad0(insn_q);
   assign xp1     = tsr_pkg::mem_x_pad1(insn_q);
-  // the first non-empty segment from s on, and its length
-  localparam logic [1:0] SEG_PAD0 = 2'd0, SEG_DATA = 2'd1, SEG_PAD1 = 2'd2, SEG_NONE = 2'd3;
-  function automatic logic [1:0] seg_from(input logic [1:0] from, input logic [3:0] p0, input logic [15:0] n,
-                                          input logic [3:0] p1);
-    if (from == SEG_PAD0 && p0 != '0) seg_from = SEG_PAD0;
-    else if (from != SEG_PAD1 && from != SEG_NONE && n != '0) seg_from = SEG_DATA;
-    else if (from != SEG_NONE && p1 != '0) seg_from = SEG_PAD1;
-    else seg_from = SEG_NONE;
-  endfunction
-  function automatic logic [15:0] seg_len(input logic [1:0] sg, input logic [3:0] p0, input logic [15:0] n,
-                                          input logic [3:0] p1);
-    if (sg == SEG_PAD0) seg_len = 16'(p0);
-    else if (sg == SEG_DATA) seg_len = n;
-    else seg_len = 16'(p1);
-  endfunction
-  assign yfirst     = seg_from(SEG_PAD0, yp0, ys, yp1);
-  assign xfirst     = seg_from(SEG_PAD0, xp0, xs, xp1);
-  assign ynext      = seg_from(yseg_q + 2'd1, yp0, ys, yp1);
-  assign xnext      = seg_from(xseg_q + 2'd1, xp0, xs, xp1);
-  assign yfirst_len = seg_len(yfirst, yp0, ys, yp1);
-  assign xfirst_len = seg_len(xfirst, xp0, xs, xp1);
-  assign ynext_len  = seg_len(ynext, yp0, ys, yp1);
-  assign xnext_len  = seg_len(xnext, xp0, xs, xp1);
+  // The padded box (tsr_pad_box: the one place its geometry is computed).
+  logic [BXW-1:0] bx_row, bx_rows, bx_x_lo, bx_x_hi, bx_y_lo, bx_y_hi;
+  tsr_pad_box u_box (
+    .y_size_i (ys),
+    .x_size_i (xs),
+    .y_pad0_i (yp0),
+    .y_pad1_i (yp1),
+    .x_pad0_i (xp0),
+    .x_pad1_i (xp1),
+    .row_o    (bx_row),
+    .rows_o   (bx_rows),
+    .x_lo_o   (bx_x_lo),
+    .x_hi_o   (bx_x_hi),
+    .y_lo_o   (bx_y_lo),
+    .y_hi_o   (bx_y_hi)
+  );
   assign is_gemm = (opcode == OPW'(tsr_pkg::OP_GEMM));
 
   // GEMM and ALU share the loop fields' positions only by accident of the
@@ -426,6 +419,7 @@ module tsr_serial_sched #(
   logic [3:0]  hflags;
   logic [1:0]  pend_s;
   logic        in_row, row_end, walk_end;
+  logic [BXW-1:0] bx_inc, by_inc;
   logic [OFFW-1:0] ix_dst, ix_src, ix_wgt;  // uop field + loop offset (< 2^OFFW)
   logic [tsr_pkg::UOP_BYTES*8-1:0] uop_row;
   logic [31:0] iaddr;
@@ -448,9 +442,11 @@ module tsr_serial_sched #(
   assign ix_dst   = OFFW'(uop_row[tsr_pkg::UOP_DST_LSB +: tsr_pkg::UOP_DST_W]) + loop_doff;
   assign ix_src   = OFFW'(uop_row[tsr_pkg::UOP_SRC_LSB +: tsr_pkg::UOP_SRC_W]) + loop_soff;
   assign ix_wgt   = OFFW'(uop_row[tsr_pkg::UOP_WGT_LSB +: tsr_pkg::UOP_WGT_W]) + loop_woff;
-  assign in_row   = (yseg_q == SEG_DATA) && (xseg_q == SEG_DATA);
-  assign row_end  = (xcnt_q == 16'd1) && (xnext == SEG_NONE);
-  assign walk_end = row_end && (ycnt_q == 16'd1) && (ynext == SEG_NONE);
+  assign bx_inc   = bx_q + BXW'(1);
+  assign by_inc   = by_q + BXW'(1);
+  assign in_row   = yin_q && xin_q;
+  assign row_end  = (bx_inc == bx_row);
+  assign walk_end = row_end && (by_inc == bx_rows);
   assign dbase_b = 38'(d_mem_dram_base) << elog;
   assign rsum    = {1'b0, rbase_q[31:0]} + (33'(xstride) << elog);
   assign rnext   = {rbase_q[32] | rsum[32], rsum[31:0]};
@@ -481,10 +477,10 @@ module tsr_serial_sched #(
     aph_d      = aph_q;
     baddr_d    = baddr_q;
     rbase_d    = rbase_q;
-    yseg_d     = yseg_q;
-    xseg_d     = xseg_q;
-    ycnt_d     = ycnt_q;
-    xcnt_d     = xcnt_q;
+    bx_d       = bx_q;
+    by_d       = by_q;
+    xin_d      = xin_q;
+    yin_d      = yin_q;
     r_d        = r_q;
     dst_d      = dst_q;
 
@@ -637,10 +633,10 @@ module tsr_serial_sched #(
               err_stage = 1'b1;
               state_d = S_ERR;
             end else begin
-              yseg_d   = yfirst;
-              ycnt_d   = yfirst_len;
-              xseg_d   = xfirst;
-              xcnt_d   = xfirst_len;
+              bx_d     = '0;
+              by_d     = '0;
+              xin_d    = (bx_x_lo == '0);  // (a walk has data columns: x_size > 0)
+              yin_d    = (bx_y_lo == '0) && (bx_y_hi != '0);
               r_d      = RIW'(d_mem_sram_base);
               rbase_d  = {dbase_b[37:32] != '0, dbase_b[31:0]};
               baddr_d  = {dbase_b[37:32] != '0, dbase_b[31:0]};
@@ -649,7 +645,7 @@ module tsr_serial_sched #(
               if (opcode == OPW'(tsr_pkg::OP_STORE)) begin
                 if (ys != '0) state_d = S_ST_RD;
               end else begin
-                if (yfirst != SEG_NONE) state_d = S_LD_ELEM;
+                if (bx_rows != '0) state_d = S_LD_ELEM;
               end
             end
           end
@@ -866,26 +862,22 @@ module tsr_serial_sched #(
       default: state_d = S_ERR;
     endcase
 
-    // one element of the walk done: the next element, row or segment; after
-    // a data row the DRAM address moves to the next row
+    // one element of the walk done: the next element or row; after a data
+    // row the DRAM address moves to the next row
     if (step) begin
-      if (xcnt_q != 16'd1) begin
-        xcnt_d = xcnt_q - 16'd1;
-      end else if (!row_end) begin
-        xseg_d = xnext;
-        xcnt_d = xnext_len;
+      if (!row_end) begin
+        bx_d = bx_inc;
+        if (bx_inc == bx_x_hi) xin_d = 1'b0;
+        else if (bx_inc == bx_x_lo) xin_d = 1'b1;
       end else begin
-        xseg_d = xfirst;
-        xcnt_d = xfirst_len;
-        if (yseg_q == SEG_DATA) begin
+        bx_d  = '0;
+        xin_d = (bx_x_lo == '0);
+        by_d  = by_inc;
+        if (by_inc == bx_y_hi) yin_d = 1'b0;
+        else if (by_inc == bx_y_lo) yin_d = 1'b1;
+        if (yin_q) begin
           rbase_d = rnext;
           baddr_d = rnext;
-        end
-        if (ycnt_q != 16'd1) begin
-          ycnt_d = ycnt_q - 16'd1;
-        end else begin
-          yseg_d = ynext;
-          ycnt_d = ynext_len;
         end
       end
     end
@@ -1007,10 +999,10 @@ module tsr_serial_sched #(
     aph_q      <= aph_d;
     baddr_q    <= baddr_d;
     rbase_q    <= rbase_d;
-    yseg_q     <= yseg_d;
-    xseg_q     <= xseg_d;
-    ycnt_q     <= ycnt_d;
-    xcnt_q     <= xcnt_d;
+    bx_q       <= bx_d;
+    by_q       <= by_d;
+    xin_q      <= xin_d;
+    yin_q      <= yin_d;
     r_q        <= r_d;
     dst_q      <= dst_d;
   end
@@ -1020,6 +1012,11 @@ module tsr_serial_sched #(
   for (genvar s = 0; s < 3; s++) begin : g_chk_queue
     `TSR_ASSERT(chk_queue_count, qcnt_q[s*QCW +: QCW] <= QCW'(D), clk_i, rst_ni)
   end
+  // The walk writes only elements of its padded box, and its flags say
+  // where in the box it is.
+  `TSR_ASSERT(chk_walk_in_box, state_q != S_LD_WR || (bx_q < bx_row && by_q < bx_rows), clk_i, rst_ni)
+  `TSR_ASSERT(chk_walk_flags, state_q != S_LD_WR ||
+              (in_row == (by_q >= bx_y_lo && by_q < bx_y_hi && bx_q >= bx_x_lo && bx_q < bx_x_hi)), clk_i, rst_ni)
   // The ALU lane counter stays within the row (tsr_serial_exec takes the
   // lane in LaneW bits).
   `TSR_ASSERT(chk_alu_lane, state_q != S_ALU_LANE || 32'(bcnt_q) < NL, clk_i, rst_ni)
