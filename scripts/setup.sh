@@ -14,6 +14,7 @@ PKGS=(
   libonnx-dev protobuf-c-compiler libprotobuf-c-dev  # ONNX import: onnx.proto -> C (protoc-c), parser
   libonnx-testdata                               # ONNX node conformance cases (tests)
   python3-onnx python3-torch python3-sklearn     # train + quantize the digits CNN, build test models
+  python3-torchvision                            # the model zoo's architectures (scripts/zoo, weights=None)
   nodejs                                         # ONNX Runtime (npm onnxruntime-node) as the test reference
   g++ libsystemc-dev                             # SystemC/TLM-2.0 timed model (backend systemc, sim/systemc)
   libboost-context-dev                           # the SystemC model's stages as fibers of one process

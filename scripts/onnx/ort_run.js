@@ -1,9 +1,19 @@
 // ort_run.js: run an ONNX model with ONNX Runtime (npm onnxruntime-node, CPU)
 // on one .npy input and write its outputs as .npy - the independent reference
 // of the ONNX tests (tests/onnx_digits.sh, tests/onnx_nodes.sh).
-// usage: NODE_PATH=DIR/node_modules node ort_run.js MODEL.onnx IN.npy[,IN2.npy...] OUT.npy [OUTPUT_NAME OUT2.npy ...]
+// usage: NODE_PATH=DIR/node_modules node ort_run.js [OPTIONS] MODEL.onnx IN.npy[,IN2.npy...] OUT.npy [OUTPUT_NAME OUT2.npy ...]
 // The inputs feed the model's inputs in order; the first OUT.npy receives the
 // model's first output; named outputs follow.
+// Options (before MODEL; used by scripts/zoo, which runs ~100 inputs per model
+// and would otherwise start node and Python once per input):
+//   --batch        each IN.npy holds samples along its first axis; the model runs
+//                  once per sample (IN[i:i+1], so a batch-1 model fits) and each
+//                  output is the samples' outputs concatenated along axis 0
+//   --opt LEVEL    graph optimisation: all (default), extended, basic or disabled
+//   --as-is        run MODEL itself, without ort_exact.py's int8 -> uint8 weight move
+//                  (to show that ORT accepts the file exactly as written)
+//   --minmax       OUT is a .json file instead: {output name: [min, max]} of every
+//                  output over every sample (a MinMax calibration pass)
 'use strict';
 const fs = require('fs');
 const os = require('os');
@@ -48,25 +58,87 @@ function writeNpy(path, t) {
                                         Buffer.from(data.buffer, data.byteOffset, data.byteLength)]));
 }
 
+// The samples of an input along its first axis, each as a tensor [1, ...rest].
+function samples(t) {
+  const n = t.dims[0], per = t.data.length / n, rest = t.dims.slice(1);
+  const out = [];
+  for (let i = 0; i < n; i++) out.push(new ort.Tensor(t.type, t.data.slice(i * per, (i + 1) * per), [1, ...rest]));
+  return out;
+}
+
+// Outputs of several runs concatenated along axis 0.
+function concat(ts) {
+  if (ts.length === 1) return ts[0];
+  const n = ts.reduce((a, t) => a + t.data.length, 0);
+  const data = new ts[0].data.constructor(n);
+  let off = 0;
+  for (const t of ts) { data.set(t.data, off); off += t.data.length; }
+  const dims = ts[0].dims.slice();
+  dims[0] = ts.reduce((a, t) => a + t.dims[0], 0);
+  return new ort.Tensor(ts[0].type, data, dims);
+}
+
 (async () => {
-  const [model, inp, out, ...named] = process.argv.slice(2);
-  const opts = { graphOptimizationLevel: 'all', intraOpNumThreads: 1 };
+  const argv = process.argv.slice(2);
+  const flags = { batch: false, opt: 'all', asIs: false, minmax: false };
+  while (argv.length && argv[0].startsWith('--')) {
+    const f = argv.shift();
+    if (f === '--batch') flags.batch = true;
+    else if (f === '--as-is') flags.asIs = true;
+    else if (f === '--minmax') flags.minmax = true;
+    else if (f === '--opt' && ['all', 'extended', 'basic', 'disabled'].includes(argv[0])) flags.opt = argv.shift();
+    else throw new Error('unknown option ' + f);
+  }
+  const [model, inp, out, ...named] = argv;
+  if (!model || !inp || !out) throw new Error('usage: ort_run.js [--batch] [--opt L] [--as-is] [--minmax] MODEL IN.npy OUT');
+  const opts = { graphOptimizationLevel: flags.opt, intraOpNumThreads: 1 };
   // int8 weights moved to uint8 first: ORT's u8 x s8 kernel saturates on AVX2-only CPUs
   // (scripts/onnx/ort_exact.py says why); the result is the model's exact integers.
-  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ort_exact-'));
-  const exact = path.join(tmp, 'model.onnx');
   let s;
-  try {
-    execFileSync('/usr/bin/python3', [path.join(__dirname, 'ort_exact.py'), model, exact], { stdio: ['ignore', 'ignore', 'inherit'] });
-    s = await ort.InferenceSession.create(exact, opts);
-  } finally {
-    fs.rmSync(tmp, { recursive: true, force: true });
+  if (flags.asIs) {
+    s = await ort.InferenceSession.create(model, opts);
+  } else {
+    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ort_exact-'));
+    const exact = path.join(tmp, 'model.onnx');
+    try {
+      execFileSync('/usr/bin/python3', [path.join(__dirname, 'ort_exact.py'), model, exact], { stdio: ['ignore', 'ignore', 'inherit'] });
+      s = await ort.InferenceSession.create(exact, opts);
+    } finally {
+      fs.rmSync(tmp, { recursive: true, force: true });
+    }
   }
-  const feeds = {};
-  const ins = inp.split(',');
+  const ins = inp.split(',').map(readNpy);
   if (ins.length !== s.inputNames.length) throw new Error(`${ins.length} inputs for ${s.inputNames.length}`);
-  ins.forEach((f, i) => { feeds[s.inputNames[i]] = readNpy(f); });
-  const res = await s.run(feeds);
-  writeNpy(out, res[s.outputNames[0]]);
-  for (let i = 0; i + 1 < named.length; i += 2) writeNpy(named[i + 1], res[named[i]]);
+  const runs = flags.batch ? ins.map(samples) : ins.map(t => [t]);
+  const nrun = runs[0].length;
+  if (runs.some(r => r.length !== nrun)) throw new Error('--batch: the inputs hold different numbers of samples');
+  const results = [];
+  const range = {};
+  for (let i = 0; i < nrun; i++) {
+    const feeds = {};
+    s.inputNames.forEach((name, k) => { feeds[name] = runs[k][i]; });
+    const res = await s.run(feeds);
+    if (flags.minmax) {
+      // min/max of each output here, not all outputs kept: a calibration pass
+      // asks for every intermediate tensor of the network
+      for (const name of s.outputNames) {
+        const d = res[name].data;
+        let lo = Infinity, hi = -Infinity;
+        for (let j = 0; j < d.length; j++) { const v = Number(d[j]); if (v < lo) lo = v; if (v > hi) hi = v; }
+        const r = range[name] || (range[name] = [Infinity, -Infinity]);
+        if (lo < r[0]) r[0] = lo;
+        if (hi > r[1]) r[1] = hi;
+      }
+    } else {
+      results.push(res);
+    }
+  }
+  if (flags.minmax) {
+    const tmpOut = out + '.part.' + process.pid;
+    fs.writeFileSync(tmpOut, JSON.stringify(range));
+    fs.renameSync(tmpOut, out);
+    return;
+  }
+  writeNpy(out, concat(results.map(r => r[s.outputNames[0]])));
+  for (let i = 0; i + 1 < named.length; i += 2) writeNpy(named[i + 1], concat(results.map(r => r[named[i]])));
 })().catch(e => { console.error('ort_run: ' + e.message); process.exit(1); });
