@@ -19,13 +19,13 @@
  *     point are kept: all become device operators (tsr_netdesc nodes).
  *     Requantization follows ONNX Runtime: the real multiplier x_scale *
  *     w_scale / y_scale in float32, applied with one rounding (see
- *     rq_params); the add uses MLAS's fixed-point QLinearAdd arithmetic.
+ *     tsr_ox_rq_params); the add uses MLAS's fixed-point QLinearAdd arithmetic.
  *     Per-tensor and per-channel weight scales, int8 and uint8; constant
  *     weights whose w - w_zp fit int8 are recoded to int8 zero point 0.
  *     A Gemm over an [N,K] input is a device dense operator. A model may
  *     carry exact requantization integers in metadata
- *     "tessera.requant/<node>" (see meta_ints in tsr_onnx.c), used after a
- *     check that they are the scales' multipliers.
+ *     "tessera.requant/<node>" (see tsr_ox_meta_ints in tsr_onnx_attr.c),
+ *     used after a check that they are the scales' multipliers.
  *   - QuantizeLinear of a float tensor, DequantizeLinear of a result,
  *     Softmax, ArgMax and float Relu run on the host in plain C kernels
  *     (ONNX Runtime's formulas: round half to even, saturate); so do

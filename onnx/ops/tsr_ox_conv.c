@@ -1,0 +1,437 @@
+/*
+ * tsr_ox_conv: convolutions and gemms on the device. Both forms end in one
+ * conv_desc_t lowered by tsr_ox_lower_conv: QDQ (DequantizeLinear input
+ * and weights -> Conv / Gemm / MatMul -> [Relu | Clip] -> QuantizeLinear,
+ * the output side selected by tsr_onnx_qdq.c) and operator form
+ * (QLinearConv, com.microsoft QGemm, 2-D QLinearMatMul). A gemm over an
+ * [N,K] input is a device dense; over a flattened [N,C,H,W] tensor, the
+ * conv whose kernel covers the whole input. Requantization follows ONNX
+ * Runtime (tsr_ox_rq_params); constant weights whose w - w_zp fit int8
+ * are recoded to int8 with zero point 0.
+ */
+#include <math.h>
+#include <stdlib.h>
+
+#include "tsr_error.h"
+#include "tsr_onnx_ops.h"
+#include "tsr_quant.h"
+#include "tsr_strsafe.h"
+
+/* The device conv's shape from the input X, weights W and geometry: p's
+ * dtypes, sizes, kernel, strides, pads, groups and zero points. A gemm is
+ * the conv whose kernel covers the input (its 4-D base's, if a flattened
+ * one). */
+static int conv_shape(tsr_onnx_t *m, int ni, const conv_desc_t *cd, tsr_conv2d_params_t *p)
+{
+    const ox_val_t *X = &m->vals[cd->x], *W = &m->vals[cd->w];
+    const ox_val_t *XB = &m->vals[X->base];
+    int64_t n, c, h, w, M;
+    if (qdtype(X->elem, &p->x_dtype) || qdtype(W->elem, &p->w_dtype) || qdtype(cd->y.elem, &p->y_dtype))
+        return NERR(m, ni, "input, weight and output must be int8 or uint8 (are %s, %s, %s)", ename(X->elem),
+                    ename(W->elem), ename(cd->y.elem));
+    if (!W->cdata)
+        return NERR(m, ni, "the weights \"%s\" are not a constant", TSR_SAFE(W->name));
+    if (cd->gemm) {
+        if (X->ndim != 2 || W->ndim != 2)
+            return NERR(m, ni, "a gemm needs 2-D A and B (are %d-D and %d-D)", X->ndim, W->ndim);
+        const int64_t K = X->dims[1];
+        M = cd->transb ? W->dims[0] : W->dims[1];
+        if ((cd->transb ? W->dims[1] : W->dims[0]) != K)
+            return NERR(m, ni, "A is [%lld,%lld] but B is [%lld,%lld]%s", (long long)X->dims[0], (long long)K,
+                        (long long)W->dims[0], (long long)W->dims[1], cd->transb ? " (transB)" : "");
+        n = X->dims[0];
+        if (XB->ndim == 4 && XB->dims[0] == n && XB->dims[1] * XB->dims[2] * XB->dims[3] == K)
+            c = XB->dims[1], h = XB->dims[2], w = XB->dims[3];
+        else
+            c = K, h = 1, w = 1;
+        p->kh = (int)h;
+        p->kw = (int)w;
+        p->stride_h = p->stride_w = 1;
+        p->groups = 1;
+    } else {
+        if (X->ndim != 4 || W->ndim != 4)
+            return NERR(m, ni, "2-D convolution needs 4-D input and weights (are %d-D and %d-D)", X->ndim, W->ndim);
+        n = X->dims[0], c = X->dims[1], h = X->dims[2], w = X->dims[3], M = W->dims[0];
+        if (cd->kshape[0] != W->dims[2] || cd->kshape[1] != W->dims[3])
+            return NERR(m, ni, "kernel_shape disagrees with the weights");
+        if (cd->group != 1 && !(cd->group == c && M == c && W->dims[1] == 1))
+            return NERR(m, ni, "group %lld: only 1 and depthwise are supported", (long long)cd->group);
+        if (cd->group == 1 && W->dims[1] != c)
+            return NERR(m, ni, "weights have %lld input channels, the input %lld", (long long)W->dims[1], (long long)c);
+        p->kh = (int)W->dims[2];
+        p->kw = (int)W->dims[3];
+        p->stride_h = (int)cd->strides[0];
+        p->stride_w = (int)cd->strides[1];
+        p->pad_top = (int)cd->pads[0];
+        p->pad_left = (int)cd->pads[1];
+        p->pad_bottom = (int)cd->pads[2];
+        p->pad_right = (int)cd->pads[3];
+        p->groups = (int)cd->group;
+    }
+    if (n > 65536 || c > 65536 || h > 65536 || w > 65536 || M > 65536)
+        return NERR(m, ni, "shape too large");
+    p->n = (int)n, p->c_in = (int)c, p->h = (int)h, p->w = (int)w, p->c_out = (int)M;
+    if (cd->wcnt != 1 && cd->wcnt != M)
+        return NERR(m, ni, "%d weight scales for %lld output channels", cd->wcnt, (long long)M);
+    p->x_zp = cd->xzp;
+    p->y_zp = cd->y.zp;
+    return 0;
+}
+
+/* The device weights wq[wbytes] ([M][K] or OIHW) from the constant W, and
+ * their zero points wzp[wcnt]. Constant weights whose w - w_zp all fit
+ * int8 become int8 weights with zero point 0 (exact; device tensors hold
+ * one copy of the input, so weights needing w - w_zp split into int8
+ * parts are refused by the graph runtime). */
+static void conv_weights(const conv_desc_t *cd, const ox_val_t *W, tsr_conv2d_params_t *p, uint8_t *wq,
+                         int32_t *wzp, size_t wbytes)
+{
+    const int64_t M = p->c_out;
+    memcpy(wzp, cd->wzp, sizeof(int32_t) * (size_t)cd->wcnt);
+    if (cd->gemm && !cd->transb) { /* B [K][M] -> [M][K] */
+        const int64_t K = (int64_t)wbytes / M;
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t k = 0; k < K; k++)
+                wq[i * K + k] = W->cdata[k * M + i];
+    } else
+        memcpy(wq, W->cdata, wbytes);
+    /* wq is [M][K] or OIHW: output channel i / per (checked after the transposition: a
+       per-column zero point of B [K][M] belongs to a column) */
+    const int64_t per = (int64_t)wbytes / M;
+    int fits = 1;
+    for (int64_t i = 0; i < (int64_t)wbytes && fits; i++) {
+        const int32_t z = wzp[cd->wcnt > 1 ? i / per : 0];
+        const int32_t d = (p->w_dtype == TSR_DT_UINT8 ? (int32_t)wq[i] : (int32_t)(int8_t)wq[i]) - z;
+        fits = d >= -128 && d <= 127;
+    }
+    if (!(fits && (p->w_dtype == TSR_DT_UINT8 || wzp[0] != 0 || cd->wcnt > 1)))
+        return;
+    for (int64_t i = 0; i < (int64_t)wbytes; i++) { /* row i / per */
+        const int32_t z = wzp[cd->wcnt > 1 ? i / per : 0];
+        const uint8_t b = wq[i];
+        ((int8_t *)wq)[i] = (int8_t)((p->w_dtype == TSR_DT_UINT8 ? (int32_t)b : (int32_t)(int8_t)b) - z);
+    }
+    for (int i = 0; i < cd->wcnt; i++)
+        wzp[i] = 0;
+    p->w_dtype = TSR_DT_INT8;
+}
+
+/* The int32 bias[M]: given, or a float bias quantized with x_scale * w_scale, or 0. */
+static int conv_bias(tsr_onnx_t *m, int ni, const conv_desc_t *cd, int64_t M, int32_t *bias)
+{
+    for (int64_t i = 0; i < M; i++) {
+        if (cd->bias)
+            bias[i] = cd->bias[i];
+        else if (cd->fbias) {
+            const double q = nearbyint((double)cd->fbias[i] / ((double)cd->xs * cd->ws[cd->wcnt > 1 ? i : 0]));
+            if (!(fabs(q) < 2147483647.0))
+                return NERR(m, ni, "bias %lld does not fit int32 once quantized", (long long)i);
+            bias[i] = (int32_t)q;
+        } else
+            bias[i] = 0;
+    }
+    return 0;
+}
+
+/* The output clamp: the type's range, narrowed by a fused Relu or Clip. */
+static int conv_act_bounds(tsr_onnx_t *m, int ni, const conv_desc_t *cd, tsr_conv2d_params_t *p)
+{
+    p->act_min = p->y_dtype == TSR_DT_UINT8 ? 0 : -128;
+    p->act_max = p->y_dtype == TSR_DT_UINT8 ? 255 : 127;
+    if (cd->y.relu && p->act_min < cd->y.zp)
+        p->act_min = cd->y.zp;
+    if (cd->y.has_clip) {
+        int32_t a, b;
+        if (tsr_quantize_bound(cd->y.clip_lo, cd->y.scale, cd->y.zp, p->y_dtype, &a) ||
+            tsr_quantize_bound(cd->y.clip_hi, cd->y.scale, cd->y.zp, p->y_dtype, &b))
+            return NERR(m, ni, "Clip bounds: %s", tsr_errmsg());
+        p->act_min = a > p->act_min ? a : p->act_min;
+        p->act_max = b < p->act_max ? b : p->act_max;
+    }
+    return 0;
+}
+
+/* nd (kind CONV, params in nd->conv) as the device will take it. A gemm is
+ * a dense operator when the device takes it as one (one int8 part): the
+ * same arithmetic as the conv whose kernel covers the input, and a
+ * per-output requantization of many outputs (ResNet-18's 1000) fits the
+ * dense kernel's signature, not the conv's. The graph runtime's dense
+ * takes [N][K] inputs only (H = W = 1, e.g. after a global pool): a gemm
+ * over a spatial tensor stays the conv whose kernel covers it. */
+static int conv_or_dense(tsr_onnx_t *m, int ni, const conv_desc_t *cd, tsr_nd_node_t *nd)
+{
+    const tsr_conv2d_params_t p = nd->conv;
+    tsr_dense_params_t dp = {.n = p.n, .k = p.c_in * p.h * p.w, .m = p.c_out, .x_dtype = p.x_dtype, .x_zp = p.x_zp,
+                             .w_dtype = p.w_dtype, .w_zp = p.w_zp, .w_zp_count = p.w_zp_count, .y_dtype = p.y_dtype,
+                             .y_zp = p.y_zp, .mult = p.mult, .shift = p.shift, .rq_count = p.rq_count,
+                             .act_min = p.act_min, .act_max = p.act_max};
+    int parts = 0;
+    if (cd->gemm && p.h == 1 && p.w == 1 && !tsr_dense_check(&dp, &parts) && parts == 1) {
+        memset(&nd->conv, 0, sizeof nd->conv);
+        nd->kind = TSR_ND_DENSE;
+        nd->dense = dp;
+    } else if (tsr_conv2d_check(&p, &(int){0}, &(int){0}))
+        return NERR(m, ni, "the device cannot run it (%s) and the host has no quantized conv", tsr_errmsg());
+    return 0;
+}
+
+/* Lower a quantized conv / gemm onto a device CONV (or DENSE) node. x:
+ * [N,C,H,W] (or [N,K]: a gemm over a flattened tensor becomes a conv with
+ * the kernel covering the whole spatial extent), w: OIHW or [M][K]
+ * constant. yv: the output value. */
+int tsr_ox_lower_conv(tsr_onnx_t *m, int ni, const conv_desc_t *cd, int yv)
+{
+    const ox_val_t *X = &m->vals[cd->x], *W = &m->vals[cd->w];
+    tsr_conv2d_params_t p;
+    memset(&p, 0, sizeof p);
+    int rc = conv_shape(m, ni, cd, &p);
+    if (rc)
+        return rc;
+    const int64_t M = p.c_out;
+    tsr_nd_node_t nd;
+    memset(&nd, 0, sizeof nd);
+    nd.kind = TSR_ND_CONV;
+    int32_t *wzp = malloc(sizeof(int32_t) * (size_t)cd->wcnt), *mult = NULL, *shift = NULL;
+    const size_t wbytes = (size_t)M * (size_t)(p.c_in / p.groups) * (size_t)p.kh * (size_t)p.kw;
+    nd.w = malloc(wbytes);
+    nd.bias = malloc(sizeof(int32_t) * (size_t)M);
+    if (!wzp || !nd.w || !nd.bias)
+        rc = tsr_err(TSR_ENOMEM, "out of memory");
+    if (!rc && wbytes != W->nbytes)
+        rc = NERR(m, ni, "weights have %zu elements, expected %zu", W->nbytes, wbytes);
+    if (!rc)
+        rc = tsr_ox_rq_params(m, ni, cd->xs, cd->ws, cd->wcnt, cd->y.scale, &mult, &shift);
+    if (!rc) {
+        conv_weights(cd, W, &p, nd.w, wzp, wbytes);
+        rc = conv_bias(m, ni, cd, M, nd.bias);
+    }
+    if (!rc)
+        rc = conv_act_bounds(m, ni, cd, &p);
+    p.w_zp = wzp;
+    p.w_zp_count = cd->wcnt;
+    /* one weight zero point when all are equal (always after the int8 recode): the kernel cache
+       signature holds every parameter, and 1000 equal zero points made ResNet-18's fc too long */
+    while (!rc && p.w_zp_count > 1 && wzp[p.w_zp_count - 1] == wzp[0])
+        p.w_zp_count--;
+    if (p.w_zp_count > 1)
+        p.w_zp_count = cd->wcnt;
+    p.mult = mult;
+    p.shift = shift;
+    p.rq_count = cd->wcnt;
+    nd.conv = p;
+    if (!rc)
+        rc = conv_or_dense(m, ni, cd, &nd);
+    const int l = rc ? rc : tsr_ox_dev_lop(m, ni, &nd, X->base, -1, yv);
+    if (l < 0) {
+        free(wzp);
+        free(mult);
+        free(shift);
+        free(nd.w);
+        free(nd.bias);
+        return l;
+    }
+    return 0;
+}
+
+int tsr_ox_conv_geometry(tsr_onnx_t *m, int ni, conv_desc_t *cd, const ox_val_t *X, const ox_val_t *W,
+                         int64_t *odims)
+{
+    const Onnx__NodeProto *n = m->gp->node[ni];
+    const Onnx__AttributeProto *ap = attr(n, "auto_pad");
+    if (ap && ap->has_s && !(ap->s.len == 6 && !memcmp(ap->s.data, "NOTSET", 6)))
+        return NERR(m, ni, "auto_pad is not supported (give pads)");
+    if (X->ndim != 4 || W->ndim != 4)
+        return NERR(m, ni, "needs a 4-D input and 4-D weights");
+    int64_t dil[2];
+    if (tsr_ox_attr_ints(n, "kernel_shape", cd->kshape, 2, 0) || tsr_ox_attr_ints(n, "pads", cd->pads, 4, 0) ||
+        tsr_ox_attr_ints(n, "strides", cd->strides, 2, 1) || tsr_ox_attr_ints(n, "dilations", dil, 2, 1))
+        return NERR(m, ni, "kernel_shape/strides/dilations need 2 values, pads 4");
+    if (!attr(n, "kernel_shape"))
+        cd->kshape[0] = W->dims[2], cd->kshape[1] = W->dims[3];
+    if (dil[0] != 1 || dil[1] != 1)
+        return NERR(m, ni, "dilations other than 1 are not supported");
+    cd->group = attr_i(n, "group", 1);
+    for (int i = 0; i < 2; i++)
+        if (cd->strides[i] < 1 || cd->strides[i] > 64 || cd->kshape[i] < 1 || cd->kshape[i] > 64 || cd->pads[i] < 0 ||
+            cd->pads[i + 2] < 0 || cd->pads[i] > 64 || cd->pads[i + 2] > 64)
+            return NERR(m, ni, "kernel, stride or pad out of range");
+    odims[0] = X->dims[0];
+    odims[1] = W->dims[0];
+    for (int i = 0; i < 2; i++) {
+        int64_t e = X->dims[2 + i] + cd->pads[i] + cd->pads[i + 2] - cd->kshape[i];
+        if (e < 0)
+            return NERR(m, ni, "kernel larger than the padded input");
+        odims[2 + i] = e / cd->strides[i] + 1;
+    }
+    return 0;
+}
+
+
+/* The QDQ conv's inputs: x and w from their DequantizeLinear views, the
+ * bias (a DequantizeLinear of an int32 constant, taken as is as ORT's
+ * QLinearConv fusion does, or a float constant, quantized later). *vb: the
+ * bias value, -1. */
+static int qdq_conv_inputs(tsr_onnx_t *m, int ni, conv_desc_t *cd, int *vb)
+{
+    const float *xs = NULL, *ws = NULL, *bs = NULL;
+    const int32_t *xz = NULL, *wz = NULL, *bz = NULL;
+    int xc = 0, bc = 0, qb = -1;
+    int rc = tsr_ox_view_arg(m, ni, tsr_ox_in_val(m, ni, 0), "input", &cd->x, &xs, &xz, &xc);
+    if (!rc)
+        rc = tsr_ox_view_arg(m, ni, tsr_ox_in_val(m, ni, 1), "weight", &cd->w, &ws, &wz, &cd->wcnt);
+    if (rc)
+        return rc;
+    if (xc != 1)
+        return NERR(m, ni, "per-channel activations are not supported");
+    cd->xs = xs[0];
+    cd->xzp = xz[0];
+    cd->ws = ws;
+    cd->wzp = wz;
+    *vb = tsr_ox_in_val(m, ni, 2);
+    if (*vb < 0)
+        return 0;
+    const ox_val_t *B = &m->vals[*vb];
+    if (B->view_of >= 0 && m->vals[B->view_of].cdata && m->vals[B->view_of].elem == ET_INT32) {
+        tsr_ox_view_arg(m, ni, *vb, "bias", &qb, &bs, &bz, &bc);
+        cd->bias = (const int32_t *)m->vals[qb].cdata;
+    } else if (B->cdata && B->elem == ET_FLOAT)
+        cd->fbias = (float *)B->cdata;
+    else
+        return NERR(m, ni, "bias must be a DequantizeLinear of an int32 constant or a float constant");
+    return 0;
+}
+
+/* A QDQ Gemm / MatMul's attributes and output shape od[2]. */
+static int qdq_gemm_shape(tsr_onnx_t *m, int ni, conv_desc_t *cd, int vb, int64_t *od)
+{
+    const Onnx__NodeProto *n = m->gp->node[ni];
+    const int isgemm = !strcmp(n->op_type, "Gemm");
+    if (isgemm && (attr_i(n, "transA", 0) || fabsf(attr(n, "alpha") ? attr(n, "alpha")->f : 1.f) != 1.f ||
+                   (vb >= 0 && (attr(n, "beta") ? attr(n, "beta")->f : 1.f) != 1.f)))
+        return NERR(m, ni, "transA, alpha or beta other than the defaults");
+    cd->gemm = 1;
+    cd->transb = isgemm ? (int)attr_i(n, "transB", 0) : 0;
+    const ox_val_t *X = &m->vals[tsr_ox_in_val(m, ni, 0)], *W = &m->vals[cd->w];
+    if (X->ndim != 2 || W->ndim != 2)
+        return NERR(m, ni, "only 2-D operands are supported");
+    od[0] = X->dims[0];
+    od[1] = cd->transb ? W->dims[0] : W->dims[1];
+    return 0;
+}
+
+/* The quantized input as the conv reads it: the view's quantized value, or
+ * for a relabelled view (Flatten/Reshape of the DequantizeLinear output)
+ * a new value with the quantized bytes and the view's shape. */
+static int qdq_conv_input(tsr_onnx_t *m, int ni, int qx)
+{
+    const ox_val_t *XV = &m->vals[tsr_ox_in_val(m, ni, 0)];
+    if (XV->ndim == m->vals[qx].ndim && !memcmp(XV->dims, m->vals[qx].dims, sizeof(int64_t) * (size_t)XV->ndim))
+        return qx;
+    const int q = tsr_ox_new_val(m, "");
+    if (q < 0)
+        return q;
+    ox_val_t *Q = &m->vals[q];
+    XV = &m->vals[tsr_ox_in_val(m, ni, 0)];
+    Q->elem = m->vals[qx].elem;
+    Q->ndim = XV->ndim;
+    memcpy(Q->dims, XV->dims, sizeof Q->dims);
+    Q->nbytes = m->vals[qx].nbytes;
+    Q->base = m->vals[qx].base;
+    Q->defined = 1;
+    return q;
+}
+
+/* QDQ Conv (gemm 0), Gemm and MatMul (gemm 1): DequantizeLinear input and
+ * weights, the QDQ group selected for the output. */
+int tsr_ox_qdq_conv(tsr_onnx_t *m, int ni, int gemm)
+{
+    conv_desc_t cd;
+    memset(&cd, 0, sizeof cd);
+    int vb = -1, rc = qdq_conv_inputs(m, ni, &cd, &vb);
+    if (rc)
+        return rc;
+    int64_t od[4] = {0};
+    const int odn = gemm ? 2 : 4;
+    if (gemm)
+        rc = qdq_gemm_shape(m, ni, &cd, vb, od);
+    else
+        rc = tsr_ox_conv_geometry(m, ni, &cd, &m->vals[tsr_ox_in_val(m, ni, 0)], &m->vals[cd.w], od);
+    if (rc)
+        return rc;
+    if (vb >= 0 && numel(&m->vals[vb]) != od[1])
+        return NERR(m, ni, "bias has %lld elements for %lld outputs", (long long)numel(&m->vals[vb]), (long long)od[1]);
+    const int qn = tsr_ox_qdq_output(m, ni, &cd.y);
+    if (qn < 0)
+        return qn;
+    /* the output value is the QuantizeLinear's output */
+    const int y = tsr_ox_def_out(m, qn, 0, cd.y.elem, odn, od);
+    if (y < 0)
+        return y;
+    /* tsr_ox_lower_conv wants X's elem to be the quantized type: the quantized value */
+    if ((cd.x = qdq_conv_input(m, ni, cd.x)) < 0)
+        return cd.x;
+    if ((rc = tsr_ox_lower_conv(m, ni, &cd, y)))
+        return rc;
+    tsr_ox_qdq_fold(m, ni);
+    return 0;
+}
+
+/* QLinearConv / QGemm / QLinearMatMul (operator form). */
+int tsr_ox_qlinear(tsr_onnx_t *m, int ni, int kind /* 0 conv, 1 qgemm, 2 qlinearmatmul */)
+{
+    const Onnx__NodeProto *n = m->gp->node[ni];
+    conv_desc_t cd;
+    memset(&cd, 0, sizeof cd);
+    float *xs = NULL, *ws = NULL, *ys = NULL;
+    int32_t *xz = NULL, *wz = NULL, *yz = NULL;
+    qarg_t qx, qw, qy;
+    int iy = kind == 1 ? 7 : 6, iyz = iy + 1, ib = kind == 0 ? 8 : kind == 1 ? 6 : -1;
+    int rc = 0;
+    cd.x = tsr_ox_in_val(m, ni, 0);
+    cd.w = tsr_ox_in_val(m, ni, 3);
+    if (cd.x < 0 || cd.w < 0)
+        rc = NERR(m, ni, "input or weight missing");
+    if (!rc)
+        rc = tsr_ox_qarg_consts(m, ni, tsr_ox_in_val(m, ni, 1), tsr_ox_in_val(m, ni, 2), &qx, &xs, &xz, "x");
+    if (!rc)
+        rc = tsr_ox_qarg_consts(m, ni, tsr_ox_in_val(m, ni, 4), tsr_ox_in_val(m, ni, 5), &qw, &ws, &wz, "w");
+    if (!rc)
+        rc = tsr_ox_qarg_consts(m, ni, tsr_ox_in_val(m, ni, iy), tsr_ox_in_val(m, ni, iyz), &qy, &ys, &yz, "y");
+    if (!rc && (qx.cnt != 1 || qy.cnt != 1))
+        rc = NERR(m, ni, "x and y quantization must be per tensor");
+    int64_t od[4];
+    int odn = 4;
+    if (!rc) {
+        const ox_val_t *X = &m->vals[cd.x], *W = &m->vals[cd.w];
+        cd.xs = xs[0], cd.xzp = xz[0], cd.ws = ws, cd.wzp = wz, cd.wcnt = qw.cnt, cd.y.scale = ys[0], cd.y.zp = yz[0];
+        cd.y.elem = tsr_ox_in_val(m, ni, iyz) >= 0 ? m->vals[tsr_ox_in_val(m, ni, iyz)].elem : ET_UINT8;
+        if (kind == 0)
+            rc = tsr_ox_conv_geometry(m, ni, &cd, X, W, od);
+        else {
+            cd.gemm = 1;
+            cd.transb = kind == 1 ? (int)attr_i(n, "transB", 0) : 0;
+            if (kind == 1 && (attr_i(n, "transA", 0) || (attr(n, "alpha") && attr(n, "alpha")->f != 1.f)))
+                rc = NERR(m, ni, "transA or alpha other than the defaults");
+            else if (X->ndim != 2 || W->ndim != 2)
+                rc = NERR(m, ni, "only 2-D operands are supported (batched MatMul is not)");
+            od[0] = X->dims[0];
+            od[1] = W->ndim == 2 ? (cd.transb ? W->dims[0] : W->dims[1]) : 0;
+            odn = 2;
+        }
+    }
+    int vb = ib >= 0 ? tsr_ox_in_val(m, ni, (size_t)ib) : -1;
+    if (!rc && vb >= 0) {
+        const ox_val_t *B = &m->vals[vb];
+        if (!B->cdata || B->elem != ET_INT32 || numel(B) != od[1])
+            rc = NERR(m, ni, "bias must be an int32 constant of %lld elements", (long long)od[1]);
+        else
+            cd.bias = (const int32_t *)B->cdata;
+    }
+    int y = rc ? rc : tsr_ox_def_out(m, ni, 0, cd.y.elem, odn, od);
+    if (y < 0)
+        rc = y;
+    if (!rc)
+        rc = tsr_ox_lower_conv(m, ni, &cd, y);
+    free(xs), free(ws), free(ys), free(xz), free(wz), free(yz);
+    return rc;
+}

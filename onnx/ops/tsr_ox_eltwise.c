@@ -1,0 +1,167 @@
+/*
+ * tsr_ox_eltwise: quantized adds on the device: com.microsoft QLinearAdd and
+ * the QDQ Add (DequantizeLinear operands, [Relu], QuantizeLinear), with
+ * MLAS's fixed-point QLinearAdd arithmetic.
+ */
+#include <math.h>
+#include <stdlib.h>
+
+#include "tsr_error.h"
+#include "tsr_onnx_ops.h"
+#include "tsr_quant.h"
+
+/* The add's fixed-point parameters from its scales (as, bs inputs, ys output). */
+static int add_multipliers(tsr_onnx_t *m, int ni, float as, float bs, float ys, tsr_add_params_t *p)
+{
+    /* ONNX Runtime (MLAS QLinearAdd) computes y = RDBPOT(xa * MA + xb * MB, Sh) + zy with
+       ra = fl32(as / ys), Sh = 21 - exponent(max(ra, rb)), MA = lrintf(ra * 2^Sh) (< 2^22), when
+       its checks pass (float otherwise). On the device: left shift 22 and multipliers MA * 2^9 make
+       each input exactly xa * MA (SRDHM of an exact product), and the output stage SRDHM by 2^30
+       then a rounding shift by Sh - 1 rounds the sum: equal to one rounding except for odd sums
+       exactly 1/2^Sh below a tie (about 2^-Sh of them). TFLite's parameters rounded each input and
+       the output twice (1 LSB off ORT on 6% of a residual test's sums). */
+    const float ra = as / ys, rb = bs / ys, gr = ra > rb ? ra : rb;
+    int mlas = 0;
+    int32_t MA = 0, MB = 0, Sh = 0;
+    if (ra >= 0x1p-14f && ra < 256.0f && rb >= 0x1p-14f && rb < 256.0f) {
+        uint32_t bits;
+        memcpy(&bits, &gr, 4);
+        Sh = 21 - ((int32_t)(bits >> 23) - 127);
+        if (Sh >= 13 && Sh <= 31) {
+            const float mf = ldexpf(1.0f, Sh);
+            MA = (int32_t)lrintf(ra * mf);
+            MB = (int32_t)lrintf(rb * mf);
+            mlas = MA < 0x400000 && MB < 0x400000 && (MA >= 0x200000 || MB >= 0x200000);
+        }
+    }
+    if (mlas) {
+        p->left_shift = 22;
+        p->mult_a = MA * 512, p->mult_b = MB * 512;
+        p->shift_a = p->shift_b = 0;
+        p->mult_out = 1 << 30;
+        p->shift_out = -(Sh - 1);
+    } else {
+        tsr_add_quant_t q;
+        if (tsr_quant_add_params(as, bs, ys, &q))
+            return NERR(m, ni, "scales the quantized add cannot take: %s", tsr_errmsg());
+        p->left_shift = q.left_shift;
+        p->mult_a = q.mult_a, p->shift_a = q.shift_a, p->mult_b = q.mult_b, p->shift_b = q.shift_b;
+        p->mult_out = q.mult_out, p->shift_out = q.shift_out;
+    }
+    return 0;
+}
+
+/* The model's exact integers for the add (tessera.requant metadata), if any,
+ * replacing the scales' once checked against them. */
+static int add_meta(tsr_onnx_t *m, int ni, float as, float bs, float ys, tsr_add_params_t *p)
+{
+    int rc;
+    int64_t mv[7];
+    if ((rc = tsr_ox_meta_ints(m, ni, 7, mv)) < 0)
+        return rc;
+    if (rc == 1) { /* exact integers: each input's overall multiplier must be the scales' */
+        const double out = ldexp(tsr_ox_fx_real(mv[5], mv[6]), (int)mv[0]);
+        if (mv[0] < 0 || mv[0] > 22 || mv[1] < 0 || mv[3] < 0 || mv[5] < 0 || mv[2] < -31 || mv[2] > 0 ||
+            mv[4] < -31 || mv[4] > 0 || mv[6] < -31 || mv[6] > 30 ||
+            !tsr_ox_fx_agrees(tsr_ox_fx_real(mv[1], mv[2]) * out, (double)as / ys) ||
+            !tsr_ox_fx_agrees(tsr_ox_fx_real(mv[3], mv[4]) * out, (double)bs / ys))
+            return NERR(m, ni, "metadata tessera.requant: the add's integers are not the multipliers %.9g, %.9g of "
+                        "the scales", (double)as / ys, (double)bs / ys);
+        p->left_shift = (int)mv[0];
+        p->mult_a = (int32_t)mv[1], p->shift_a = (int)mv[2], p->mult_b = (int32_t)mv[3], p->shift_b = (int)mv[4];
+        p->mult_out = (int32_t)mv[5], p->shift_out = (int)mv[6];
+        m->nexact++;
+    }
+    return 0;
+}
+
+/* A quantized add (TFLite ADD arithmetic, tsr_quant_add_params) of the
+ * quantized values a and b into the new value yv. */
+static int lower_add(tsr_onnx_t *m, int ni, int a, float as, int32_t az, int b, float bs, int32_t bz, float ys,
+                     int32_t yz, int relu, int yv)
+{
+    const ox_val_t *A = &m->vals[a], *B = &m->vals[b], *Y = &m->vals[yv];
+    tsr_add_params_t p;
+    memset(&p, 0, sizeof p);
+    if (qdtype(A->elem, &p.a.dtype) || qdtype(B->elem, &p.b.dtype) || qdtype(Y->elem, &p.y.dtype))
+        return NERR(m, ni, "operands must be int8 or uint8");
+    int same = A->ndim == B->ndim && A->ndim >= 1 && A->ndim <= 4;
+    for (int i = 0; same && i < A->ndim; i++)
+        same = A->dims[i] == B->dims[i];
+    if (!same)
+        return NERR(m, ni, "the operands' shapes differ or are not 1..4-D (broadcasting is not supported)");
+    int64_t d[4] = {1, 1, 1, 1};
+    for (int i = 0; i < A->ndim; i++)
+        d[i] = A->dims[i];
+    if (d[0] > 65536 || d[1] > 65536 || d[2] > 65536 || d[3] > 65536)
+        return NERR(m, ni, "shape too large");
+    tsr_eltwise_desc_t *ds[3] = {&p.a, &p.b, &p.y};
+    const int32_t zps[3] = {az, bz, yz};
+    for (int k = 0; k < 3; k++)
+        ds[k]->n = (int)d[0], ds[k]->c = (int)d[1], ds[k]->h = (int)d[2], ds[k]->w = (int)d[3], ds[k]->zp = zps[k];
+    int rc;
+    if ((rc = add_multipliers(m, ni, as, bs, ys, &p)) || (rc = add_meta(m, ni, as, bs, ys, &p)))
+        return rc;
+    p.act_min = p.y.dtype == TSR_DT_UINT8 ? 0 : -128;
+    p.act_max = p.y.dtype == TSR_DT_UINT8 ? 255 : 127;
+    if (relu && p.act_min < yz)
+        p.act_min = yz;
+    int64_t cnt;
+    if ((rc = tsr_add_check(&p, &cnt)))
+        return NERR(m, ni, "the device cannot run it (%s) and the host has no quantized add", tsr_errmsg());
+    const tsr_nd_node_t nd = {.kind = TSR_ND_ADD, .add = p};
+    const int l = tsr_ox_dev_lop(m, ni, &nd, A->base, B->base, yv);
+    return l < 0 ? l : 0;
+}
+
+/* com.microsoft QLinearAdd (scales and zero points constant scalars). */
+int tsr_ox_qlinear_add(tsr_onnx_t *m, int ni, int arg)
+{
+    const int x = tsr_ox_in_val(m, ni, 0);
+    int rc;
+    (void)arg;
+    double v[6];
+    static const char *const what[6] = {"A_scale", "A_zero_point", "B_scale", "B_zero_point", "C_scale",
+                                        "C_zero_point"};
+    static const int idx[6] = {1, 2, 4, 5, 6, 7};
+    for (int k = 0; k < 6; k++)
+        if ((rc = tsr_ox_const_scalar(m, ni, tsr_ox_in_val(m, ni, (size_t)idx[k]), what[k], &v[k])))
+            return rc;
+    int a = x, b = tsr_ox_in_val(m, ni, 3);
+    if (a < 0 || b < 0)
+        return NERR(m, ni, "an operand is missing");
+    int y = tsr_ox_def_out(m, ni, 0, m->vals[tsr_ox_in_val(m, ni, 7)].elem, m->vals[a].ndim, m->vals[a].dims);
+    if (y < 0)
+        return y;
+    return lower_add(m, ni, a, (float)v[0], (int32_t)v[1], b, (float)v[2], (int32_t)v[3], (float)v[4],
+                     (int32_t)v[5], 0, y);
+}
+
+/* QDQ Add: DequantizeLinear operands (computed, per tensor), [Relu], QuantizeLinear. */
+int tsr_ox_qdq_add(tsr_onnx_t *m, int ni, int arg)
+{
+    const int x = tsr_ox_in_val(m, ni, 0);
+    int rc;
+    (void)arg;
+    int qa, qb, ca, cb;
+    const float *sa, *sb;
+    const int32_t *za, *zb;
+    if ((rc = tsr_ox_view_arg(m, ni, x, "input A", &qa, &sa, &za, &ca)) ||
+        (rc = tsr_ox_view_arg(m, ni, tsr_ox_in_val(m, ni, 1), "input B", &qb, &sb, &zb, &cb)))
+        return rc;
+    if (ca != 1 || cb != 1 || m->vals[qa].cdata || m->vals[qb].cdata)
+        return NERR(m, ni, "operands must be computed per-tensor quantized tensors");
+    ox_qout_t o;
+    const int qn = tsr_ox_qdq_output(m, ni, &o);
+    if (qn < 0)
+        return qn;
+    if (o.has_clip)
+        return NERR(m, ni, "Clip after a quantized add is not supported (Relu is)");
+    int y = tsr_ox_def_out(m, qn, 0, o.elem, m->vals[qa].ndim, m->vals[qa].dims);
+    if (y < 0)
+        return y;
+    if ((rc = lower_add(m, ni, qa, sa[0], za[0], qb, sb[0], zb[0], o.scale, o.zp, o.relu, y)))
+        return rc;
+    tsr_ox_qdq_fold(m, ni);
+    return 0;
+}

@@ -1,0 +1,176 @@
+/*
+ * tsr_ox_matmul: QLinearMatMul (2-D: a device gemm; batched: a host kernel)
+ * and the int32 operators the host runs: MatMulInteger and ConvInteger
+ * (the device's results are requantized 8-bit, so int32 outputs stay on
+ * the host; each kernel's work is bounded at import).
+ */
+#include <math.h>
+#include <stdlib.h>
+
+#include "tsr_error.h"
+#include "tsr_onnx_ops.h"
+
+/* Batch, M, K, N of a (batched) matmul of A [..., M, K] by B [..., K, N]:
+ * B 2-D (shared) or with A's batch dimensions. */
+static int mm_shape(tsr_onnx_t *m, int ni, const ox_val_t *A, const ox_val_t *B, int64_t *od, int *odn)
+{
+    if (A->ndim < 2 || B->ndim < 2)
+        return NERR(m, ni, "operands must be at least 2-D (are %d-D and %d-D)", A->ndim, B->ndim);
+    if (B->ndim != 2 && B->ndim != A->ndim)
+        return NERR(m, ni, "B must be 2-D or have A's batch dimensions (broadcasting is not supported)");
+    for (int i = 0; B->ndim > 2 && i < A->ndim - 2; i++)
+        if (A->dims[i] != B->dims[i])
+            return NERR(m, ni, "batch dimension %d differs (%lld and %lld; broadcasting is not supported)", i,
+                        (long long)A->dims[i], (long long)B->dims[i]);
+    if (A->dims[A->ndim - 1] != B->dims[B->ndim - 2])
+        return NERR(m, ni, "A has K = %lld, B %lld", (long long)A->dims[A->ndim - 1], (long long)B->dims[B->ndim - 2]);
+    memcpy(od, A->dims, sizeof(int64_t) * (size_t)A->ndim);
+    od[A->ndim - 1] = B->dims[B->ndim - 1];
+    *odn = A->ndim;
+    return 0;
+}
+
+
+/* What the int32 ops' setups leave for the common tail (zero points owned until the lop takes them). */
+typedef struct int_op {
+    int64_t od[MAXD];
+    int odn, yelem;
+    int32_t *za, *zb;
+    int nza, nzb;
+    float mult;             /* QLinearMatMul: a_scale * b_scale / y_scale */
+    int32_t yzp;
+} int_op_t;
+
+/* ConvInteger: geometry, zero points, the host lop with its geometry. */
+static int convint_setup(tsr_onnx_t *m, int ni, const ox_val_t *A, const ox_val_t *B, int_op_t *io)
+{
+    conv_desc_t cd;
+    memset(&cd, 0, sizeof cd);
+    int rc;
+    if ((rc = tsr_ox_conv_geometry(m, ni, &cd, A, B, io->od)))
+        return rc;
+    io->odn = 4;
+    const int64_t *od = io->od;
+    if (cd.group != 1)
+        return NERR(m, ni, "group %lld: only 1 is supported", (long long)cd.group);
+    if (B->dims[1] != A->dims[1])
+        return NERR(m, ni, "weights have %lld input channels, the input %lld", (long long)B->dims[1],
+                    (long long)A->dims[1]);
+    if (cd.kshape[0] != B->dims[2] || cd.kshape[1] != B->dims[3])
+        return NERR(m, ni, "kernel_shape disagrees with the weights");
+    /* the host kernel's work, bounded (a few seconds at most) */
+    if (od[0] * od[1] * od[2] * od[3] > (1LL << 32) / (A->dims[1] * cd.kshape[0] * cd.kshape[1]))
+        return NERR(m, ni, "more than 2^32 multiply-adds: too much for the host kernel");
+    rc = tsr_ox_int_zps(m, ni, tsr_ox_in_val(m, ni, 2), A->elem, 0, "x_zero_point", &io->za, &io->nza);
+    if (!rc)
+        rc = tsr_ox_int_zps(m, ni, tsr_ox_in_val(m, ni, 3), B->elem, B->dims[0], "w_zero_point", &io->zb, &io->nzb);
+    if (rc)
+        return rc;
+    const int64_t g[16] = {cd.kshape[0], cd.kshape[1], cd.strides[0], cd.strides[1], cd.pads[0], cd.pads[1],
+                           cd.pads[2], cd.pads[3], A->dims[0], A->dims[1], A->dims[2], A->dims[3], od[1],
+                           od[2], od[3]};
+    const int l = tsr_ox_new_lop(m, ni, SIDE_HOST);
+    if (l < 0)
+        return l;
+    memcpy(m->lops[l].geo, g, sizeof g);
+    return 0;
+}
+
+/* QLinearMatMul's scalars: per tensor scales and zero points, the output type. */
+static int qmatmul_params(tsr_onnx_t *m, int ni, int_op_t *io)
+{
+    double v[5];
+    static const char *const what[5] = {"a_scale", "a_zero_point", "b_scale", "b_zero_point", "y_scale"};
+    static const int idx[5] = {1, 2, 4, 5, 6};
+    int rc = 0;
+    for (int k = 0; k < 5 && !rc; k++)
+        rc = tsr_ox_const_scalar(m, ni, tsr_ox_in_val(m, ni, (size_t)idx[k]), what[k], &v[k]);
+    const int vyz = tsr_ox_in_val(m, ni, 7);
+    double z = 0;
+    if (!rc && vyz >= 0)
+        rc = tsr_ox_const_scalar(m, ni, vyz, "y_zero_point", &z);
+    if (!rc && !(v[0] > 0 && v[2] > 0 && v[4] > 0 && isfinite(v[0] * v[2] / v[4])))
+        rc = NERR(m, ni, "scales must be finite and > 0 (per tensor)");
+    io->yelem = vyz >= 0 ? m->vals[vyz].elem : ET_UINT8;
+    if (!rc && io->yelem != ET_UINT8 && io->yelem != ET_INT8)
+        rc = NERR(m, ni, "output type %s (uint8 and int8 are supported)", ename(io->yelem));
+    if (!rc && (!(io->za = malloc(sizeof *io->za)) || !(io->zb = malloc(sizeof *io->zb))))
+        rc = tsr_err(TSR_ENOMEM, "out of memory");
+    if (rc)
+        return rc;
+    io->za[0] = (int32_t)v[1], io->zb[0] = (int32_t)v[3], io->nza = io->nzb = 1;
+    io->mult = (float)v[0] * (float)v[2] / (float)v[4];
+    io->yzp = (int32_t)z;
+    return 0;
+}
+
+/* MatMulInteger / QLinearMatMul (batched): shapes, zero points, the host lop. */
+static int matmul_setup(tsr_onnx_t *m, int ni, int hk, const ox_val_t *A, const ox_val_t *B, int_op_t *io)
+{
+    int rc = mm_shape(m, ni, A, B, io->od, &io->odn);
+    const int64_t M = A->dims[A->ndim - 2], N = B->dims[B->ndim - 1];
+    if (!rc && N && numel(A) > (1LL << 32) / N)
+        rc = NERR(m, ni, "more than 2^32 multiply-adds: too much for the host kernel");
+    if (!rc && hk == H_MATMULINT) {
+        rc = tsr_ox_int_zps(m, ni, tsr_ox_in_val(m, ni, 2), A->elem, M, "a_zero_point", &io->za, &io->nza);
+        if (!rc)
+            rc = tsr_ox_int_zps(m, ni, tsr_ox_in_val(m, ni, 3), B->elem, N, "b_zero_point", &io->zb, &io->nzb);
+    } else if (!rc)
+        rc = qmatmul_params(m, ni, io);
+    if (rc)
+        return rc;
+    const int l = tsr_ox_new_lop(m, ni, SIDE_HOST);
+    if (l < 0)
+        return l;
+    const int64_t g[5] = {numel(A) / (M * A->dims[A->ndim - 1]), M, A->dims[A->ndim - 1], N, B->ndim > 2};
+    memcpy(m->lops[l].geo, g, sizeof g);
+    return 0;
+}
+
+/* ConvInteger, MatMulInteger (int32 results) and QLinearMatMul of more than
+ * 2-D operands (hk: the host kernel): host kernels (the device's results
+ * are requantized 8-bit, and its dense takes one weight matrix, not one
+ * per batch). */
+int tsr_ox_host_int(tsr_onnx_t *m, int ni, int hk)
+{
+    const int ia = 0, ib = hk == H_QMATMUL ? 3 : 1;
+    const int a = tsr_ox_in_val(m, ni, ia), b = tsr_ox_in_val(m, ni, (size_t)ib);
+    if (a < 0 || b < 0)
+        return NERR(m, ni, "an operand is missing");
+    const ox_val_t *A = &m->vals[a], *B = &m->vals[b];
+    if ((A->elem != ET_UINT8 && A->elem != ET_INT8) || (B->elem != ET_UINT8 && B->elem != ET_INT8))
+        return NERR(m, ni, "operands must be int8 or uint8 (are %s and %s)", ename(A->elem), ename(B->elem));
+    if (A->view_of >= 0 || B->view_of >= 0)
+        return NERR(m, ni, "operands are quantized tensors, not DequantizeLinear outputs");
+    int_op_t io;
+    memset(&io, 0, sizeof io);
+    io.yelem = ET_INT32;
+    const int rc = hk == H_CONVINT ? convint_setup(m, ni, A, B, &io) : matmul_setup(m, ni, hk, A, B, &io);
+    if (rc) {
+        free(io.za);
+        free(io.zb);
+        return rc;
+    }
+    ox_lop_t *L = &m->lops[m->nlops - 1];
+    L->hkind = hk;
+    L->in = A->base, L->in2 = B->base;
+    L->zpa = io.za, L->nzpa = io.nza, L->zpb = io.zb, L->nzpb = io.nzb;
+    L->mult = io.mult, L->yzp = io.yzp;
+    const int y = tsr_ox_def_out(m, ni, 0, io.yelem, io.odn, io.od);
+    if (y < 0)
+        return y;
+    L = &m->lops[m->nlops - 1];
+    L->out = y;
+    m->vals[y].prod = m->nlops - 1;
+    return 0;
+}
+
+/* QLinearMatMul: 2-D on the device (as a gemm), batched on the host. */
+int tsr_ox_qlinear_matmul(tsr_onnx_t *m, int ni, int arg)
+{
+    const int x = tsr_ox_in_val(m, ni, 0), b = tsr_ox_in_val(m, ni, 3);
+    (void)arg;
+    if (x >= 0 && b >= 0 && (m->vals[x].ndim > 2 || m->vals[b].ndim > 2))
+        return tsr_ox_host_int(m, ni, H_QMATMUL);
+    return tsr_ox_qlinear(m, ni, 2);
+}

@@ -1,0 +1,169 @@
+/*
+ * tsr_onnx_exec: the heterogeneous executor. Prepare plans every device
+ * segment (tsr_graph) and gives each computed value its run-time bytes;
+ * run goes through the lops in order, a device segment at a time or a
+ * host kernel (tsr_onnx_host.c); values are read back by name.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "tsr_error.h"
+#include "tsr_onnx_ir.h"
+#include "tsr_strsafe.h"
+
+uint8_t *tsr_ox_bytes(tsr_onnx_t *m, int v)
+{
+    const ox_val_t *x = &m->vals[m->vals[v].base];
+    return x->cdata ? x->cdata : x->rt;
+}
+
+int tsr_onnx_prepare(tsr_onnx_t *m, const tsr_config_t *cfg, tsr_device_t *dev, unsigned flags)
+{
+    m->flags = flags;
+    for (int i = 0; i < m->nvals; i++) {
+        ox_val_t *x = &m->vals[i];
+        if (x->base != i || x->cdata || !x->defined)
+            continue;
+        free(x->rt);
+        if (!(x->rt = calloc(1, x->nbytes ? x->nbytes : 1)))
+            return tsr_err(TSR_ENOMEM, "out of memory");
+    }
+    m->dev = dev;
+    for (int s = 0; s < m->nsegs; s++) {
+        if (m->segs[s].solo)
+            continue;
+        int rc = tsr_graph_from_netdesc(cfg, &m->segs[s].nd, &m->segs[s].g);
+        if (!rc)
+            rc = tsr_graph_plan(m->segs[s].g, dev, /* every tensor readable: none fused away */
+                                flags & TSR_ONNX_KEEP_ALL ? TSR_GRAPH_KEEP_ALL | TSR_GRAPH_NO_FUSE : 0);
+        if (rc)
+            return tsr_err_prefix(rc, "%s: device segment %d: ", m->path, s);
+    }
+    return 0;
+}
+
+static int value_tensor(const tsr_onnx_t *m, int v, tsr_tensor_t *out)
+{
+    const ox_val_t *Y = &m->vals[v];
+    const tsr_dtype_e dt = Y->elem == ET_FLOAT ? TSR_DT_FLOAT32 : Y->elem == ET_UINT8 ? TSR_DT_UINT8
+                         : Y->elem == ET_INT8 ? TSR_DT_INT8 : TSR_DT_INT32;
+    int rc = tsr_tensor_alloc(out, dt, Y->ndim, Y->dims);
+    if (rc)
+        return rc;
+    const ox_val_t *B = &m->vals[Y->base];
+    const uint8_t *yb = B->cdata ? B->cdata : B->rt;
+    if (Y->elem == ET_INT64)
+        for (int64_t i = 0; i < numel(Y); i++) {
+            int64_t x;
+            memcpy(&x, yb + 8 * i, 8);
+            ((int32_t *)out->data)[i] = (int32_t)x;
+        }
+    else
+        memcpy(out->data, yb, Y->nbytes);
+    return 0;
+}
+
+/* Whether value name can be read after a run prepared with flags: its
+ * index in *vp, else the error tsr_onnx_read_value would give. */
+static int value_check(const tsr_onnx_t *m, const char *name, unsigned flags, int *vp)
+{
+    int v = name && name[0] ? tsr_ox_find_val(m, name) : -1;
+    if (v < 0)
+        return tsr_err(TSR_EINVAL, "%s: no value called \"%s\"", m->path, TSR_SAFE(name));
+    const ox_val_t *Y = &m->vals[v];
+    if (Y->view_of >= 0 && !Y->cdata && Y->real_lop < 0)
+        return tsr_err(TSR_EINVAL, "%s: \"%s\" is a DequantizeLinear folded into the device operators (never "
+                       "computed in float): ask for \"%s\"", m->path, TSR_SAFE(name),
+                       TSR_SAFE(m->vals[Y->view_of].name));
+    const int b = Y->base;
+    for (int s = 0; s < m->nsegs; s++)
+        for (int i = m->segs[s].first; i <= m->segs[s].last; i++)
+            if (m->lops[i].out == b && b != m->segs[s].out_val &&
+                (!(flags & TSR_ONNX_KEEP_ALL) || m->segs[s].solo))
+                return tsr_err(TSR_EINVAL, "%s: \"%s\" stays inside device segment %d (only its output comes "
+                               "back; keep all tensors to read it)", m->path, TSR_SAFE(name), s);
+    *vp = v;
+    return 0;
+}
+
+int tsr_onnx_check_value(const tsr_onnx_t *m, const char *name, unsigned flags)
+{
+    int v;
+    return value_check(m, name, flags, &v);
+}
+
+int tsr_onnx_read_value(const tsr_onnx_t *m, const char *name, tsr_tensor_t *out)
+{
+    memset(out, 0, sizeof *out);
+    int v, rc = value_check(m, name, m->flags, &v);
+    if (rc)
+        return rc;
+    const int b = m->vals[v].base;
+    for (int s = 0; s < m->nsegs; s++)
+        for (int i = m->segs[s].first; i <= m->segs[s].last; i++)
+            if (m->lops[i].out == b && b != m->segs[s].out_val) {
+                if (!m->segs[s].g)
+                    return tsr_err(TSR_EINVAL, "%s: \"%s\": prepare the model first", m->path, TSR_SAFE(name));
+                if ((rc = tsr_graph_read_tensor(m->segs[s].g, m->segs[s].nd.nodes[i - m->segs[s].first].out,
+                                                m->vals[b].rt)))
+                    return rc;
+            }
+    if (!m->vals[b].cdata && !m->vals[b].rt)
+        return tsr_err(TSR_EINVAL, "%s: run the model first", m->path);
+    return value_tensor(m, v, out);
+}
+
+int tsr_onnx_run(tsr_onnx_t *m, const tsr_tensor_t *in, tsr_tensor_t *out)
+{
+    memset(out, 0, sizeof *out);
+    const ox_val_t *X = &m->vals[m->in_val];
+    const int want = X->elem == ET_FLOAT ? TSR_DT_FLOAT32 : X->elem == ET_UINT8 ? TSR_DT_UINT8
+                   : X->elem == ET_INT8 ? TSR_DT_INT8 : X->elem == ET_INT32 ? TSR_DT_INT32 : -1;
+    int same = (int)in->dtype == want && in->ndim == X->ndim;
+    for (int i = 0; same && i < X->ndim; i++)
+        same = in->shape[i] == X->dims[i];
+    if (!same) {
+        char s[128] = "";
+        for (int i = 0; i < X->ndim; i++)
+            snprintf(s + strlen(s), sizeof s - strlen(s), "%s%lld", i ? "," : "", (long long)X->dims[i]);
+        return tsr_err(TSR_EINVAL, "%s: input \"%s\" must be %s [%s]", m->path, TSR_SAFE(X->name), ename(X->elem), s);
+    }
+    memcpy(tsr_ox_bytes(m, m->in_val), in->data, X->nbytes);
+    int rc = 0;
+    for (int i = 0; i < m->nlops && !rc;) {
+        const ox_lop_t *L = &m->lops[i];
+        if (L->side == SIDE_HOST) {
+            rc = tsr_ox_host_run(m, L);
+            i++;
+            continue;
+        }
+        const ox_seg_t *s = &m->segs[L->seg];
+        const void *ins[1] = {tsr_ox_bytes(m, s->in_val)};
+        void *outs[1] = {tsr_ox_bytes(m, s->out_val)};
+        if (s->solo)
+            rc = tsr_conv2d_run(m->dev, &L->nd.conv, ins[0], L->nd.w, L->nd.bias, outs[0]);
+        else
+            rc = tsr_graph_exec(s->g, ins, outs);
+        if (rc)
+            rc = tsr_err_prefix(rc, "%s: device segment %d: ", m->path, L->seg);
+        i = s->last + 1;
+    }
+    if (rc)
+        return rc;
+    return value_tensor(m, m->out_val, out);
+}
+
+void tsr_onnx_print_report(const tsr_onnx_t *m, FILE *f)
+{
+    for (int s = 0; s < m->nsegs; s++) {
+        if (m->segs[s].solo) {
+            fprintf(f, "device segment %d: conv \"%s\" run alone (w - w_zp in %d int8 parts, the input packed "
+                    "once per part; no per-layer counters)\n", s, m->segs[s].nd.nodes[0].name,
+                    tsr_conv2d_input_copies(&m->segs[s].nd.nodes[0].conv));
+            continue;
+        }
+        fprintf(f, "device segment %d (%d operators):\n", s, m->segs[s].nd.nnodes);
+        if (m->segs[s].g)
+            tsr_graph_print_report(m->segs[s].g, f);
+    }
+}

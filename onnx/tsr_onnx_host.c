@@ -1,0 +1,221 @@
+/*
+ * tsr_onnx_host: the host kernels, one function per kind in one table
+ * (kind, name for the placement table, run). They are plain C over the
+ * values' bytes, with ONNX Runtime's formulas where rounding matters
+ * (round half to even, saturate; float32 requantization of QLinearMatMul);
+ * lowering has checked every shape and bounded the work before a kernel
+ * is chosen, so a run cannot fail but on a NaN that has no quantized value.
+ */
+#include <math.h>
+#include <stdlib.h>
+
+#include "tsr_error.h"
+#include "tsr_onnx_ir.h"
+
+/* float -> uint8/int8: ONNX Runtime's formula (round half to even, saturate). */
+static int run_quant(tsr_onnx_t *m, const ox_lop_t *L)
+{
+    const ox_val_t *X = &m->vals[L->in], *Y = &m->vals[L->out];
+    const uint8_t *xb = tsr_ox_bytes(m, L->in);
+    uint8_t *yb = tsr_ox_bytes(m, L->out);
+    const int64_t n = numel(X);
+    const int lo = Y->elem == ET_UINT8 ? 0 : -128, hi = Y->elem == ET_UINT8 ? 255 : 127;
+    for (int64_t i = 0; i < n; i++) {
+        float f;
+        memcpy(&f, xb + 4 * i, 4);
+        float q = nearbyintf(f / L->scale) + (float)L->zp; /* ORT: round half to even, then saturate */
+        if (q != q)
+            return NERR(m, L->node, "input element %lld is NaN: it has no quantized value", (long long)i);
+        q = q < (float)lo ? (float)lo : q > (float)hi ? (float)hi : q;
+        yb[i] = (uint8_t)(int)q;
+    }
+    return 0;
+}
+
+/* uint8/int8/int32 -> float. */
+static int run_dequant(tsr_onnx_t *m, const ox_lop_t *L)
+{
+    const ox_val_t *X = &m->vals[L->in];
+    const uint8_t *xb = tsr_ox_bytes(m, L->in);
+    uint8_t *yb = tsr_ox_bytes(m, L->out);
+    const int64_t n = numel(X);
+    for (int64_t i = 0; i < n; i++) {
+        int32_t q = X->elem == ET_UINT8 ? xb[i] : X->elem == ET_INT8 ? (int8_t)xb[i] : 0;
+        if (X->elem == ET_INT32)
+            memcpy(&q, xb + 4 * i, 4);
+        float f = (float)((int64_t)q - L->zp) * L->scale; /* int32 q - zp can overflow int32 */
+        memcpy(yb + 4 * i, &f, 4);
+    }
+    return 0;
+}
+
+static int run_relu(tsr_onnx_t *m, const ox_lop_t *L)
+{
+    const ox_val_t *X = &m->vals[L->in];
+    const uint8_t *xb = tsr_ox_bytes(m, L->in);
+    uint8_t *yb = tsr_ox_bytes(m, L->out);
+    const int64_t n = numel(X);
+    for (int64_t i = 0; i < n; i++) {
+        float f;
+        memcpy(&f, xb + 4 * i, 4);
+        f = f > 0 ? f : 0;
+        memcpy(yb + 4 * i, &f, 4);
+    }
+    return 0;
+}
+
+/* Softmax and ArgMax along L->axis (one pass finds the maximum both need). */
+static int run_softmax_argmax(tsr_onnx_t *m, const ox_lop_t *L)
+{
+    const ox_val_t *X = &m->vals[L->in];
+    const uint8_t *xb = tsr_ox_bytes(m, L->in);
+    uint8_t *yb = tsr_ox_bytes(m, L->out);
+    int64_t outer = 1, len = X->dims[L->axis], inner = 1;
+    for (int i = 0; i < L->axis; i++)
+        outer *= X->dims[i];
+    for (int i = L->axis + 1; i < X->ndim; i++)
+        inner *= X->dims[i];
+    const float *xf = (const float *)(const void *)xb;
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t in = 0; in < inner; in++) {
+            const int64_t b = o * len * inner + in;
+            int64_t best = 0;
+            for (int64_t k = 1; k < len; k++)
+                if (xf[b + k * inner] > xf[b + best * inner])
+                    best = k;
+            if (L->hkind == H_ARGMAX) {
+                memcpy(yb + 8 * (o * inner + in), &best, 8);
+                continue;
+            }
+            const float mx = xf[b + best * inner];
+            double sum = 0;
+            for (int64_t k = 0; k < len; k++)
+                sum += exp((double)xf[b + k * inner] - mx);
+            for (int64_t k = 0; k < len; k++) {
+                float e = (float)(exp((double)xf[b + k * inner] - mx) / sum);
+                memcpy(yb + 4 * (b + k * inner), &e, 4);
+            }
+        }
+    return 0;
+}
+
+/* ConvInteger: int32 results, zero points per tensor (x) and per output channel (w). */
+static int run_convint(tsr_onnx_t *m, const ox_lop_t *L)
+{
+    const ox_val_t *X = &m->vals[L->in];
+    const uint8_t *xb = tsr_ox_bytes(m, L->in);
+    uint8_t *yb = tsr_ox_bytes(m, L->out);
+    const ox_val_t *W = &m->vals[L->in2];
+    const uint8_t *wb = tsr_ox_bytes(m, L->in2);
+    const int64_t N = L->geo[8], C = L->geo[9], H = L->geo[10], Wd = L->geo[11], O = L->geo[12],
+                  OH = L->geo[13], OW = L->geo[14], KH = L->geo[0], KW = L->geo[1];
+    const int xs = X->elem == ET_INT8, ws = W->elem == ET_INT8;
+    int32_t *yo = (int32_t *)(void *)yb;
+    for (int64_t b = 0; b < N; b++)
+        for (int64_t o = 0; o < O; o++)
+            for (int64_t oh = 0; oh < OH; oh++)
+                for (int64_t ow = 0; ow < OW; ow++) {
+                    int64_t acc = 0; /* padding is the zero point: it adds nothing */
+                    for (int64_t c = 0; c < C; c++)
+                        for (int64_t kh = 0; kh < KH; kh++)
+                            for (int64_t kw = 0; kw < KW; kw++) {
+                                const int64_t ih = oh * L->geo[2] + kh - L->geo[4],
+                                              iw = ow * L->geo[3] + kw - L->geo[5];
+                                if (ih < 0 || ih >= H || iw < 0 || iw >= Wd)
+                                    continue;
+                                const uint8_t xv = xb[((b * C + c) * H + ih) * Wd + iw],
+                                              wv = wb[((o * C + c) * KH + kh) * KW + kw];
+                                acc += ((xs ? (int8_t)xv : xv) - L->zpa[0]) *
+                                       ((ws ? (int8_t)wv : wv) - L->zpb[L->nzpb > 1 ? o : 0]);
+                            }
+                    yo[((b * O + o) * OH + oh) * OW + ow] = (int32_t)(uint32_t)(uint64_t)acc; /* int32 wraps */
+                }
+    return 0;
+}
+
+/* MatMulInteger (int32 results) and QLinearMatMul of batched operands (requantized as ONNX Runtime). */
+static int run_matmul(tsr_onnx_t *m, const ox_lop_t *L)
+{
+    const ox_val_t *X = &m->vals[L->in], *Y = &m->vals[L->out];
+    const uint8_t *xb = tsr_ox_bytes(m, L->in);
+    uint8_t *yb = tsr_ox_bytes(m, L->out);
+    const ox_val_t *B = &m->vals[L->in2];
+    const uint8_t *bb = tsr_ox_bytes(m, L->in2);
+    const int64_t batch = L->geo[0], M = L->geo[1], K = L->geo[2], N = L->geo[3];
+    const int as = X->elem == ET_INT8, bs = B->elem == ET_INT8;
+    const int lo = Y->elem == ET_UINT8 ? 0 : -128, hi = Y->elem == ET_UINT8 ? 255 : 127;
+    for (int64_t p = 0; p < batch; p++)
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) {
+                const uint8_t *ar = xb + (p * M + i) * K, *bc = bb + (L->geo[4] ? p * K * N : 0) + j;
+                int64_t acc64 = 0;
+                for (int64_t k = 0; k < K; k++)
+                    acc64 += ((as ? (int8_t)ar[k] : ar[k]) - L->zpa[L->nzpa > 1 ? i : 0]) *
+                             ((bs ? (int8_t)bc[k * N] : bc[k * N]) - L->zpb[L->nzpb > 1 ? j : 0]);
+                const int32_t acc = (int32_t)(uint32_t)(uint64_t)acc64; /* int32 wraps */
+                const int64_t o = (p * M + i) * N + j;
+                if (L->hkind == H_MATMULINT) {
+                    memcpy(yb + 4 * o, &acc, 4);
+                    continue;
+                }
+                /* ONNX Runtime: float32 acc * (a_scale * b_scale / y_scale), round half to even,
+                   + zero point, saturate */
+                float q = nearbyintf((float)acc * L->mult) + (float)L->yzp;
+                q = q < (float)lo ? (float)lo : q > (float)hi ? (float)hi : q;
+                yb[o] = (uint8_t)(int)q;
+            }
+    return 0;
+}
+
+/* Concat of two tensors' bytes (geo: outer count, bytes of each input per outer index). */
+static int run_concat(tsr_onnx_t *m, const ox_lop_t *L)
+{
+    const uint8_t *xb = tsr_ox_bytes(m, L->in);
+    uint8_t *yb = tsr_ox_bytes(m, L->out);
+    const uint8_t *bb = tsr_ox_bytes(m, L->in2);
+    const int64_t outer = L->geo[0];
+    const size_t ca = (size_t)L->geo[1], cb = (size_t)L->geo[2];
+    for (int64_t o = 0; o < outer; o++) {
+        memcpy(yb + (size_t)o * (ca + cb), xb + (size_t)o * ca, ca);
+        memcpy(yb + (size_t)o * (ca + cb) + ca, bb + (size_t)o * cb, cb);
+    }
+    return 0;
+}
+
+typedef struct ox_host_kernel {
+    int kind;               /* H_* */
+    const char *name;       /* in the placement table: "host (name)" */
+    int (*run)(tsr_onnx_t *m, const ox_lop_t *L);
+} ox_host_kernel_t;
+
+static const ox_host_kernel_t kernels[] = {
+    {H_QUANT, "quantize", run_quant},
+    {H_DEQUANT, "dequantize", run_dequant},
+    {H_SOFTMAX, "softmax", run_softmax_argmax},
+    {H_ARGMAX, "argmax", run_softmax_argmax},
+    {H_RELU, "relu", run_relu},
+    {H_CONVINT, "int32 conv", run_convint},
+    {H_MATMULINT, "int32 matmul", run_matmul},
+    {H_QMATMUL, "quantized batched matmul", run_matmul},
+    {H_CONCAT, "concat", run_concat},
+};
+
+static const ox_host_kernel_t *kernel(int kind)
+{
+    for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++)
+        if (kernels[i].kind == kind)
+            return &kernels[i];
+    return NULL;
+}
+
+const char *tsr_ox_host_name(int hkind)
+{
+    const ox_host_kernel_t *k = kernel(hkind);
+    return k ? k->name : "?";
+}
+
+int tsr_ox_host_run(tsr_onnx_t *m, const ox_lop_t *L)
+{
+    const ox_host_kernel_t *k = kernel(L->hkind);
+    return k ? k->run(m, L) : tsr_err(TSR_EINVAL, "bad host kernel");
+}

@@ -1,0 +1,81 @@
+/*
+ * tsr_onnx_ops: the operator registry (tsr_onnx_ops.h). The opset ranges
+ * are ONNX's versions of each op whose semantics the handler implements
+ * (onnx.defs since_version; the operator changelog for versions after the
+ * installed onnx): a later version that only adds element types the
+ * handler refuses by type anyway keeps the range open; one that changes
+ * what the node means closes it. com.microsoft ops (ONNX Runtime's
+ * contrib operators) have one version, 1.
+ */
+#include <string.h>
+
+#include "tsr_onnx_ops.h"
+
+static const ox_op_t ops[] = {
+    /* constants and relabellings folded at import (ops/tsr_ox_const.c, ops/tsr_ox_shape.c) */
+    {"", "Constant", 1, 0, tsr_ox_constant, 0, 0},
+    {"", "Identity", 1, 0, tsr_ox_cast, 0, 0},
+    {"", "Cast", 6, 0, tsr_ox_cast, 0, 0},                 /* 'to' an integer since 6 */
+    {"", "ConstantOfShape", 9, 0, tsr_ox_constant_of_shape, 0, 0},
+    {"", "Flatten", 1, 0, tsr_ox_reshape, 1, 0},
+    {"", "Reshape", 5, 0, tsr_ox_reshape, 0, 0},           /* the shape an input since 5 */
+    {"", "Transpose", 1, 0, tsr_ox_transpose, 0, 0},
+    {"", "Concat", 1, 0, tsr_ox_concat, 0, 0},
+    /* quantization (ops/tsr_ox_qdq.c) */
+    {"", "DequantizeLinear", 10, 0, tsr_ox_dequantize, 0, 0},
+    {"", "QuantizeLinear", 10, 0, tsr_ox_quantize, 0, 0},
+    {"com.microsoft", "DequantizeLinear", 1, 0, tsr_ox_dequantize, 0, 0},
+    {"com.microsoft", "QuantizeLinear", 1, 0, tsr_ox_quantize, 0, 0},
+    /* convolutions and gemms on the device (ops/tsr_ox_conv.c) */
+    {"", "Conv", 1, 0, tsr_ox_qdq_conv, 0, OX_QDQ_OUT},
+    {"", "Gemm", 7, 0, tsr_ox_qdq_conv, 1, OX_QDQ_OUT},    /* C broadcast one way since 7 */
+    {"", "MatMul", 1, 0, tsr_ox_qdq_conv, 1, OX_QDQ_OUT},
+    {"", "QLinearConv", 10, 0, tsr_ox_qlinear, 0, 0},
+    {"com.microsoft", "QGemm", 1, 0, tsr_ox_qlinear, 1, 0},
+    /* matmuls and int32 ops (ops/tsr_ox_matmul.c) */
+    {"", "QLinearMatMul", 10, 0, tsr_ox_qlinear_matmul, 0, 0},
+    {"", "ConvInteger", 10, 0, tsr_ox_host_int, H_CONVINT, 0},
+    {"", "MatMulInteger", 10, 0, tsr_ox_host_int, H_MATMULINT, 0},
+    /* pools (ops/tsr_ox_pool.c) */
+    {"", "MaxPool", 1, 0, tsr_ox_maxpool, 0, 0},
+    {"", "AveragePool", 1, 0, tsr_ox_qdq_avgpool, TSR_POOL_AVG, OX_QDQ_OUT},
+    {"", "GlobalAveragePool", 1, 0, tsr_ox_qdq_avgpool, TSR_POOL_GLOBAL_AVG, OX_QDQ_OUT},
+    {"com.microsoft", "QLinearGlobalAveragePool", 1, 0, tsr_ox_qlinear_gap, 0, 0},
+    /* adds (ops/tsr_ox_eltwise.c) */
+    {"", "Add", 7, 0, tsr_ox_qdq_add, 0, OX_QDQ_OUT},      /* multidirectional broadcast since 7 */
+    {"com.microsoft", "QLinearAdd", 1, 0, tsr_ox_qlinear_add, 0, 0},
+    /* float operators on the host (ops/tsr_ox_float.c) */
+    {"", "Relu", 6, 0, tsr_ox_host_float, H_RELU, 0},
+    {"", "Softmax", 1, 0, tsr_ox_host_float, H_SOFTMAX, 0}, /* 1..12 (flattening) and 13 (one axis) */
+    {"", "ArgMax", 1, 0, tsr_ox_host_float, H_ARGMAX, 0},
+};
+
+/* "" for ai.onnx (a model may spell it out), else the domain as given. */
+static const char *node_domain(const tsr_onnx_t *m, int ni)
+{
+    const char *d = m->gp->node[ni]->domain;
+    return !d || !strcmp(d, "ai.onnx") ? "" : d;
+}
+
+int64_t tsr_ox_node_opset(const tsr_onnx_t *m, int ni)
+{
+    const char *dom = node_domain(m, ni);
+    return !dom[0] ? m->opset : !strcmp(dom, "com.microsoft") ? m->ms_opset : -1;
+}
+
+const ox_op_t *tsr_ox_op_find(const tsr_onnx_t *m, int ni, const ox_op_t **other)
+{
+    const char *dom = node_domain(m, ni), *op = m->gp->node[ni]->op_type;
+    const int64_t v = tsr_ox_node_opset(m, ni);
+    if (other)
+        *other = NULL;
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+        if (strcmp(ops[i].domain, dom) || strcmp(ops[i].op_type, op))
+            continue;
+        if (v >= ops[i].since && (!ops[i].until || v <= ops[i].until))
+            return &ops[i];
+        if (other)
+            *other = &ops[i];
+    }
+    return NULL;
+}

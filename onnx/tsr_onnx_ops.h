@@ -1,0 +1,86 @@
+/*
+ * tsr_onnx_ops: the operator registry (internal). One table maps (domain,
+ * op type, opset range) to the handler that lowers such a node, as ONNX
+ * Runtime's NNAPI/CoreML execution providers register one op builder per
+ * op type; the handlers live in ops/, one file per op family (tract's
+ * layout). Lowering (tsr_onnx_lower.c) checks a node's inputs, finds its
+ * entry and calls the handler; a node with no entry for the model's opset
+ * is one error naming the node, the op, the domain and the opset.
+ * Adding an operator: write its handler in the family's file under ops/
+ * (or a new file there), declare it below, and add its row to the table in
+ * tsr_onnx_ops.c with the opset versions whose semantics it implements.
+ */
+#ifndef TSR_ONNX_OPS_H
+#define TSR_ONNX_OPS_H
+
+#include "tsr_onnx_ir.h"
+
+/* A handler lowers node ni (its inputs all defined): defines its outputs
+ * and appends its lops, or returns a negative error (NERR). arg: the
+ * table row's argument (one handler serving several ops). */
+typedef int (*ox_handler_fn)(tsr_onnx_t *m, int ni, int arg);
+
+/* flags */
+#define OX_QDQ_OUT 1u       /* a QDQ target: its output group is selected before lowering (tsr_onnx_qdq.c) */
+
+typedef struct ox_op {
+    const char *domain;     /* "" = ai.onnx (also spelled "ai.onnx" in models), or "com.microsoft" */
+    const char *op_type;
+    int since, until;       /* the domain's opset versions the handler implements (until 0: open) */
+    ox_handler_fn fn;
+    int arg;
+    unsigned flags;
+} ox_op_t;
+
+/* The table row for node ni in the model's opset, NULL if none; *other (if
+ * given): a row of the op for other opsets, else NULL. */
+const ox_op_t *tsr_ox_op_find(const tsr_onnx_t *m, int ni, const ox_op_t **other);
+/* The model's opset of node ni's domain. */
+int64_t tsr_ox_node_opset(const tsr_onnx_t *m, int ni);
+
+/* ops/tsr_ox_const.c: constants folded at import */
+int tsr_ox_constant(tsr_onnx_t *m, int ni, int arg);
+int tsr_ox_cast(tsr_onnx_t *m, int ni, int arg);
+int tsr_ox_constant_of_shape(tsr_onnx_t *m, int ni, int arg);
+/* ops/tsr_ox_qdq.c: QuantizeLinear, DequantizeLinear */
+int tsr_ox_dequantize(tsr_onnx_t *m, int ni, int arg);
+int tsr_ox_quantize(tsr_onnx_t *m, int ni, int arg);
+/* ops/tsr_ox_conv.c: convolutions and gemms on the device */
+int tsr_ox_qdq_conv(tsr_onnx_t *m, int ni, int gemm);
+int tsr_ox_qlinear(tsr_onnx_t *m, int ni, int kind);
+/* ops/tsr_ox_matmul.c: QLinearMatMul, and the int32 ops on the host */
+int tsr_ox_qlinear_matmul(tsr_onnx_t *m, int ni, int arg);
+int tsr_ox_host_int(tsr_onnx_t *m, int ni, int hk);
+/* ops/tsr_ox_pool.c */
+int tsr_ox_maxpool(tsr_onnx_t *m, int ni, int arg);
+int tsr_ox_qdq_avgpool(tsr_onnx_t *m, int ni, int kind);
+int tsr_ox_qlinear_gap(tsr_onnx_t *m, int ni, int arg);
+/* ops/tsr_ox_eltwise.c: quantized adds */
+int tsr_ox_qlinear_add(tsr_onnx_t *m, int ni, int arg);
+int tsr_ox_qdq_add(tsr_onnx_t *m, int ni, int arg);
+/* ops/tsr_ox_float.c: float operators on the host */
+int tsr_ox_host_float(tsr_onnx_t *m, int ni, int hk);
+/* ops/tsr_ox_shape.c: relabellings and Concat */
+int tsr_ox_reshape(tsr_onnx_t *m, int ni, int flatten);
+int tsr_ox_transpose(tsr_onnx_t *m, int ni, int arg);
+int tsr_ox_concat(tsr_onnx_t *m, int ni, int arg);
+
+/* Shared by the conv and matmul families (ops/tsr_ox_conv.c). */
+typedef struct conv_desc {
+    int x;                  /* quantized input value */
+    float xs; int32_t xzp;
+    int w;                  /* constant weight value */
+    const float *ws; const int32_t *wzp; int wcnt;
+    const int32_t *bias;    /* [M] or NULL */
+    float *fbias;           /* float bias to quantize, or NULL */
+    ox_qout_t y;            /* output quantization, fused Relu/Clip */
+    int gemm;               /* 1: w is [M][K] (trans applied), x flattened */
+    int transb;             /* gemm: B given as [K][M] (0) or [M][K] (1) */
+    int64_t kshape[2], pads[4], strides[2], group;
+} conv_desc_t;
+
+int tsr_ox_conv_geometry(tsr_onnx_t *m, int ni, conv_desc_t *cd, const ox_val_t *X, const ox_val_t *W,
+                         int64_t *odims);
+int tsr_ox_lower_conv(tsr_onnx_t *m, int ni, const conv_desc_t *cd, int yv);
+
+#endif
