@@ -7,7 +7,9 @@
  * a non-recursive pre-scan (tsr_onnx_wire.h: subgraphs and types at most
  * 64 levels deep), unpacked by protobuf-c
  * (onnx.pb-c.c generated at build time from the onnx.proto of libonnx-dev),
- * validated (ai.onnx opsets 10..21, com.microsoft ops as ONNX Runtime has them; inputs, outputs,
+ * validated (ai.onnx opsets 10..21, each op within the opset range its
+ * handler implements (onnx/tsr_onnx_ops.c: QuantizeLinear and
+ * DequantizeLinear to 20), com.microsoft ops as ONNX Runtime has them; inputs, outputs,
  * initializers and Constant nodes; tensor payloads against their dims and
  * dtype before being read; shapes agree; the nodes form a DAG; at most 4096
  * nodes) and lowered:

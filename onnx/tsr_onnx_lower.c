@@ -101,10 +101,10 @@ static int lower_node(tsr_onnx_t *m, int ni)
     const ox_op_t *op = tsr_ox_op_find(m, ni, &other);
     if (op)
         return op->fn(m, ni, op->arg);
-    if (!other)
-        return NERR(m, ni, "op type not supported on the device or the host");
     const char *dname = dom[0] && strcmp(dom, "ai.onnx") ? dom : "ai.onnx";
     const long long v = (long long)tsr_ox_node_opset(m, ni);
+    if (!other)
+        return NERR(m, ni, "op type not supported on the device or the host (domain %s, opset %lld)", dname, v);
     if (other->until)
         return NERR(m, ni, "domain %s opset %lld: the importer implements this op for opsets %d to %d only", dname, v,
                     other->since, other->until);

@@ -4,8 +4,11 @@
  * (onnx.defs since_version; the operator changelog for versions after the
  * installed onnx): a later version that only adds element types the
  * handler refuses by type anyway keeps the range open; one that changes
- * what the node means closes it. com.microsoft ops (ONNX Runtime's
- * contrib operators) have one version, 1.
+ * what the node means closes it. QuantizeLinear and DequantizeLinear 21
+ * add block quantization (block_size) and QuantizeLinear 21 an
+ * output_dtype that sets the output type without a zero point: the
+ * handlers implement neither, so their rows end at 20. com.microsoft ops
+ * (ONNX Runtime's contrib operators) have one version, 1.
  */
 #include <string.h>
 
@@ -22,8 +25,8 @@ static const ox_op_t ops[] = {
     {"", "Transpose", 1, 0, tsr_ox_transpose, 0, 0},
     {"", "Concat", 1, 0, tsr_ox_concat, 0, 0},
     /* quantization (ops/tsr_ox_qdq.c) */
-    {"", "DequantizeLinear", 10, 0, tsr_ox_dequantize, 0, 0},
-    {"", "QuantizeLinear", 10, 0, tsr_ox_quantize, 0, 0},
+    {"", "DequantizeLinear", 10, 20, tsr_ox_dequantize, 0, 0},
+    {"", "QuantizeLinear", 10, 20, tsr_ox_quantize, 0, 0},
     {"com.microsoft", "DequantizeLinear", 1, 0, tsr_ox_dequantize, 0, 0},
     {"com.microsoft", "QuantizeLinear", 1, 0, tsr_ox_quantize, 0, 0},
     /* convolutions and gemms on the device (ops/tsr_ox_conv.c) */

@@ -114,6 +114,14 @@ uns2 = good_model(nodes_extra=[helper.make_node("LpNormalization", ["y"], ["z"],
 expect_error("op neither side runs", save(uns2, "unsup2.onnx"),
              'node "lpn" (LpNormalization): op type not supported on the device or the host')
 expect_error("opset", save(good_model(opset=7), "opset.onnx"), "opset 7 is not supported")
+# the op registry (onnx/tsr_onnx_ops.c): an op it has, but not for the model's opset (QuantizeLinear 21
+# adds block quantization and output_dtype, which the handler does not implement), is one line naming
+# the node, the op, the domain and the opset; an op it has not names the domain and opset too
+expect_error("op outside its opsets", save(good_model(opset=21), "opset21.onnx"),
+             'node "quant" (QuantizeLinear): domain ai.onnx opset 21: the importer implements this op for '
+             'opsets 10 to 20 only')
+expect_error("unsupported op's opset", "unsup.onnx",
+             'node "mystery" (Sin): op type not supported on the device or the host (domain ai.onnx, opset 13)')
 big = good_model(nodes_extra=[
     helper.make_node("Constant", [], ["shp"], name="shape_c",
                      value=numpy_helper.from_array(np.array([1 << 13, 1 << 13], np.int64))),
