@@ -1,32 +1,54 @@
-// tsr_dma_cursor: the element cursor of the DMA element units
-// (tsr_dma_rd_elems, tsr_dma_wr_elems): where the next element of the
-// command at the head of their info queue sits in its bus beat (slot) and
-// how many elements of that command are left. The head's own slot and count
-// are used for its first element (no cycle spent loading them); each step
-// advances both, and the step that takes the last element makes the next
-// command's head count again. The caller pops the head with that step
-// (last_o). Counts are >= 1 (a command moves at least one element).
+// tsr_dma_cursor: the element side of the DMA element units
+// (tsr_dma_rd_elems, tsr_dma_wr_elems): the queue of accepted commands
+// (the slot of each one's first element in its bus beat, and its element
+// count) and the cursor over the command at its head: where its next
+// element sits in its beat (slot) and how many of its elements are left.
+// The head's own slot and count are used for its first element (no cycle
+// spent loading them); each step advances both, and the step that takes
+// the last element pops the head, so the next command's head counts again.
+// Counts are >= 1 (a command moves at least one element).
 `include "tsr_assert.svh"
 
 module tsr_dma_cursor #(
-  parameter int SlotW = 1  // bits of an element slot within a beat
+  parameter int SlotW = 1,   // bits of an element slot within a beat
+  parameter int Depth = 4,   // commands queued
+  localparam int CW = $clog2(Depth + 1)
 ) (
   input  logic             clk_i,
   input  logic             rst_ni,
-  input  logic             head_valid_i,  // a command is at the head
-  input  logic [SlotW-1:0] head_slot_i,   // its first element's slot
-  input  logic [31:0]      head_count_i,  // its element count (>= 1)
+  // a command (the unit's command port)
+  input  logic             push_i,        // accepted this cycle (only when ready_o)
+  output logic             ready_o,       // room for one more
+  input  logic [SlotW-1:0] slot_i,        // its first element's slot
+  input  logic [31:0]      count_i,       // its element count (>= 1)
+  // its elements
+  output logic             valid_o,       // a command is at the head
   input  logic             step_i,        // one element taken this cycle
   output logic [SlotW-1:0] slot_o,        // slot of the current element
   output logic [31:0]      left_o,        // elements left, the current one included
-  output logic             last_o         // the current element is the command's last
+  output logic             last_o,        // the current element is the command's last
+  output logic [CW-1:0]    count_o        // commands queued
 );
+  logic [SlotW-1:0] head_slot;
+  logic [31:0]      head_count;
+  tsr_fifo #(.Width(SlotW + 32), .Depth(Depth)) u_q (
+    .clk_i       (clk_i),
+    .rst_ni      (rst_ni),
+    .in_valid_i  (push_i),
+    .in_ready_o  (ready_o),
+    .in_data_i   ({slot_i, count_i}),
+    .out_valid_o (valid_o),
+    .out_ready_i (step_i && last_o),
+    .out_data_o  ({head_slot, head_count}),
+    .count_o     (count_o)
+  );
+
   logic             first_q, first_d;  // the current element is the head's first
   logic [SlotW-1:0] slot_q, slot_d;
   logic [31:0]      left_q, left_d;
 
-  assign slot_o = first_q ? head_slot_i : slot_q;
-  assign left_o = first_q ? head_count_i : left_q;
+  assign slot_o = first_q ? head_slot : slot_q;
+  assign left_o = first_q ? head_count : left_q;
   assign last_o = (left_o == 32'd1);
 
   always_comb begin
@@ -52,7 +74,9 @@ module tsr_dma_cursor #(
     end
   end
 
-  // Steps only with a command at the head, and never past its last element.
-  `TSR_ASSERT(chk_step_with_head, !step_i || head_valid_i, clk_i, rst_ni)
-  `TSR_ASSERT(chk_left_nonzero, !head_valid_i || left_o != '0, clk_i, rst_ni)
+  // Commands move at least one element; steps only with a command at the
+  // head, and never past its last element.
+  `TSR_ASSERT(chk_push_count, !push_i || count_i != '0, clk_i, rst_ni)
+  `TSR_ASSERT(chk_step_with_head, !step_i || valid_o, clk_i, rst_ni)
+  `TSR_ASSERT(chk_left_nonzero, !valid_o || left_o != '0, clk_i, rst_ni)
 endmodule

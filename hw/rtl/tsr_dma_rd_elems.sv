@@ -52,7 +52,6 @@ module tsr_dma_rd_elems #(
   localparam int EW    = ElemBytes * 8;
   localparam int BW    = BusBytes * 8;
   localparam int BBL   = $clog2(BusBytes);
-  localparam int EBL   = $clog2(ElemBytes);
   localparam bit SMALL = (ElemBytes < BusBytes);
   localparam int EPB   = SMALL ? BusBytes / ElemBytes : 1;   // elements per beat
   localparam int EPBL  = $clog2(EPB);
@@ -62,7 +61,6 @@ module tsr_dma_rd_elems #(
   localparam int BCW   = (BPEL > 0) ? BPEL : 1;
   localparam int DDEPTH = (BufBeats > 2) ? BufBeats : 2;
   localparam int CRW   = $clog2(DDEPTH + 1);
-  localparam int IW    = SW + 32;
 
   // ---------------------------------------------------------------- command
   logic        cmdq_in_ready, infoq_in_ready, cmd_fire;
@@ -71,25 +69,17 @@ module tsr_dma_rd_elems #(
 
   assign cmd_ready_o   = cmdq_in_ready && infoq_in_ready;
   assign cmd_fire      = cmd_valid_i && cmd_ready_o;
-  assign cmd_beat_addr = {cmd_addr_i[31:BBL], {BBL{1'b0}}};
 
-  if (SMALL) begin : g_small_beats
-    // beats = ceil((offset + count) / EPB), in 64 bits so it cannot wrap
-    logic [63:0] span, nbeats;
-    assign cmd_off   = cmd_addr_i[EBL +: SW];
-    assign span      = {32'd0, cmd_count_i} + {{(64 - SW){1'b0}}, cmd_off} + {32'd0, 32'(EPB - 1)};
-    assign nbeats    = span >> EPBL;
-    assign cmd_beats = nbeats[31:0];
-    logic unused_beats;
-    assign unused_beats = ^{nbeats[63:32], cmd_addr_i[BBL-1:0]};
-  end else begin : g_large_beats
-    assign cmd_off   = '0;
-    assign cmd_beats = cmd_count_i << BPEL;
-    logic unused_beats;
-    assign unused_beats = ^cmd_addr_i[BBL-1:0];
-  end
+  // The beats the command covers (tsr_dma_beats: the read and the write side agree).
+  tsr_dma_beats #(.ElemBytes(ElemBytes), .BusBytes(BusBytes)) u_beats (
+    .addr_i      (cmd_addr_i),
+    .count_i     (cmd_count_i),
+    .beat_addr_o (cmd_beat_addr),
+    .beats_o     (cmd_beats),
+    .off_o       (cmd_off)
+  );
 
-  // Request side works on the head of cmdq; the data side on the head of infoq.
+  // Request side works on the head of cmdq; the data side on the cursor's head command.
   logic        cmdq_valid, cmdq_pop;
   logic [$clog2(CmdDepth + 1)-1:0] cmdq_count, infoq_count;
   logic [$clog2(DDEPTH + 1)-1:0]   dataq_count;
@@ -106,18 +96,24 @@ module tsr_dma_rd_elems #(
     .count_o     (cmdq_count)
   );
 
-  logic          info_valid, info_pop;
-  logic [IW-1:0] info_head;
-  tsr_fifo #(.Width(IW), .Depth(CmdDepth)) u_infoq (
-    .clk_i       (clk_i),
-    .rst_ni      (rst_ni),
-    .in_valid_i  (cmd_fire),
-    .in_ready_o  (infoq_in_ready),
-    .in_data_i   ({cmd_off, cmd_count_i}),
-    .out_valid_o (info_valid),
-    .out_ready_i (info_pop),
-    .out_data_o  (info_head),
-    .count_o     (infoq_count)
+  // The accepted commands' elements: their queue and the cursor over its
+  // head (tsr_dma_cursor; the step that takes a command's last element
+  // pops it).
+  logic          info_valid, last_elem, elem_fire;
+  logic [SW-1:0] slot;
+  tsr_dma_cursor #(.SlotW(SW), .Depth(CmdDepth)) u_cursor (
+    .clk_i   (clk_i),
+    .rst_ni  (rst_ni),
+    .push_i  (cmd_fire),
+    .ready_o (infoq_in_ready),
+    .slot_i  (cmd_off),
+    .count_i (cmd_count_i),
+    .valid_o (info_valid),
+    .step_i  (elem_fire),
+    .slot_o  (slot),
+    .left_o  (),
+    .last_o  (last_elem),
+    .count_o (infoq_count)
   );
 
   // ---------------------------------------------------------------- requests
@@ -179,23 +175,7 @@ module tsr_dma_rd_elems #(
     .count_o     (dataq_count)
   );
 
-  // Progress through the command at the head of infoq.
-  logic [SW-1:0] slot;
-  logic          last_elem, elem_fire;
-
-  tsr_dma_cursor #(.SlotW(SW)) u_cursor (
-    .clk_i        (clk_i),
-    .rst_ni       (rst_ni),
-    .head_valid_i (info_valid),
-    .head_slot_i  (info_head[IW-1:32]),
-    .head_count_i (info_head[31:0]),
-    .step_i       (elem_fire),
-    .slot_o       (slot),
-    .left_o       (),
-    .last_o       (last_elem)
-  );
   assign elem_fire = elem_valid_o && elem_ready_i;
-  assign info_pop  = elem_fire && last_elem;
 
   if (SMALL) begin : g_extract
     assign elem_valid_o = beat_valid && info_valid;
@@ -247,8 +227,8 @@ module tsr_dma_rd_elems #(
       elem_q <= elem_d;
     end
 
-    logic unused_slot;
-    assign unused_slot = ^slot;
+    logic unused_slot;  // wide elements: no slots, and the cursor pops its own head
+    assign unused_slot = ^{slot, last_elem};
   end
 
   logic unused_counts;

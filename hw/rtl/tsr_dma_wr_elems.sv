@@ -43,8 +43,6 @@ module tsr_dma_wr_elems #(
 );
   localparam int EW    = ElemBytes * 8;
   localparam int BW    = BusBytes * 8;
-  localparam int BBL   = $clog2(BusBytes);
-  localparam int EBL   = $clog2(ElemBytes);
   localparam bit SMALL = (ElemBytes < BusBytes);
   localparam int EPB   = SMALL ? BusBytes / ElemBytes : 1;   // elements per beat
   localparam int EPBL  = $clog2(EPB);
@@ -52,7 +50,6 @@ module tsr_dma_wr_elems #(
   localparam int BPE   = SMALL ? 1 : ElemBytes / BusBytes;   // beats per element
   localparam int BPEL  = $clog2(BPE);
   localparam int BCW   = (BPEL > 0) ? BPEL : 1;
-  localparam int IW    = SW + 32;
   localparam int PW    = $clog2(MaxPending + 1);
   localparam int CQW   = $clog2(CmdDepth + 1);
 
@@ -64,23 +61,15 @@ module tsr_dma_wr_elems #(
 
   assign cmd_ready_o   = reqq_in_ready && infoq_in_ready && (pend_q != PW'(MaxPending));
   assign cmd_fire      = cmd_valid_i && cmd_ready_o;
-  assign cmd_beat_addr = {cmd_addr_i[31:BBL], {BBL{1'b0}}};
 
-  if (SMALL) begin : g_small_beats
-    // beats = ceil((offset + count) / EPB), in 64 bits so it cannot wrap
-    logic [63:0] span, nbeats;
-    assign cmd_off   = cmd_addr_i[EBL +: SW];
-    assign span      = {32'd0, cmd_count_i} + {{(64 - SW){1'b0}}, cmd_off} + {32'd0, 32'(EPB - 1)};
-    assign nbeats    = span >> EPBL;
-    assign cmd_beats = nbeats[31:0];
-    logic unused_beats;
-    assign unused_beats = ^{nbeats[63:32], cmd_addr_i[BBL-1:0]};
-  end else begin : g_large_beats
-    assign cmd_off   = '0;
-    assign cmd_beats = cmd_count_i << BPEL;
-    logic unused_beats;
-    assign unused_beats = ^cmd_addr_i[BBL-1:0];
-  end
+  // The beats the command covers (tsr_dma_beats: the read and the write side agree).
+  tsr_dma_beats #(.ElemBytes(ElemBytes), .BusBytes(BusBytes)) u_beats (
+    .addr_i      (cmd_addr_i),
+    .count_i     (cmd_count_i),
+    .beat_addr_o (cmd_beat_addr),
+    .beats_o     (cmd_beats),
+    .off_o       (cmd_off)
+  );
 
   logic [CQW-1:0] reqq_count, infoq_count;
   logic [1:0]     outq_count;
@@ -98,18 +87,24 @@ module tsr_dma_wr_elems #(
     .count_o     (reqq_count)
   );
 
-  logic          info_valid, info_pop;
-  logic [IW-1:0] info_head;
-  tsr_fifo #(.Width(IW), .Depth(CmdDepth)) u_infoq (
-    .clk_i       (clk_i),
-    .rst_ni      (rst_ni),
-    .in_valid_i  (cmd_fire),
-    .in_ready_o  (infoq_in_ready),
-    .in_data_i   ({cmd_off, cmd_count_i}),
-    .out_valid_o (info_valid),
-    .out_ready_i (info_pop),
-    .out_data_o  (info_head),
-    .count_o     (infoq_count)
+  // The accepted commands' elements: their queue and the cursor over its
+  // head (tsr_dma_cursor; the step that takes a command's last element
+  // pops it).
+  logic          info_valid, last_elem, elem_fire;
+  logic [SW-1:0] slot;
+  tsr_dma_cursor #(.SlotW(SW), .Depth(CmdDepth)) u_cursor (
+    .clk_i   (clk_i),
+    .rst_ni  (rst_ni),
+    .push_i  (cmd_fire),
+    .ready_o (infoq_in_ready),
+    .slot_i  (cmd_off),
+    .count_i (cmd_count_i),
+    .valid_o (info_valid),
+    .step_i  (elem_fire),
+    .slot_o  (slot),
+    .left_o  (),
+    .last_o  (last_elem),
+    .count_o (infoq_count)
   );
 
   // ---------------------------------------------------------------- data
@@ -128,23 +123,7 @@ module tsr_dma_wr_elems #(
     .count_o     (outq_count)
   );
 
-  // Progress through the command at the head of infoq.
-  logic [SW-1:0] slot;
-  logic          last_elem, elem_fire;
-
-  tsr_dma_cursor #(.SlotW(SW)) u_cursor (
-    .clk_i        (clk_i),
-    .rst_ni       (rst_ni),
-    .head_valid_i (info_valid),
-    .head_slot_i  (info_head[IW-1:32]),
-    .head_count_i (info_head[31:0]),
-    .step_i       (elem_fire),
-    .slot_o       (slot),
-    .left_o       (),
-    .last_o       (last_elem)
-  );
   assign elem_fire = elem_valid_i && elem_ready_o;
-  assign info_pop  = elem_fire && last_elem;
 
   if (SMALL) begin : g_pack
     // Elements collect in acc_*; a beat leaves when full or at the command's end.
@@ -213,8 +192,8 @@ module tsr_dma_wr_elems #(
       else bcnt_q <= bcnt_d;
     end
 
-    logic unused_slot;
-    assign unused_slot = ^slot;
+    logic unused_slot;  // wide elements: no slots, and the cursor pops its own head
+    assign unused_slot = ^{slot, last_elem};
   end
 
   // ---------------------------------------------------------------- status
