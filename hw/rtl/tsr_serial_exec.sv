@@ -1,6 +1,6 @@
 // tsr_serial_exec: the serial core's execute datapath (tsr_serial_core), the
-// arithmetic its GEMM and ALU micro-steps use, apart from the sequencer that
-// decides which step runs and when:
+// arithmetic its GEMM and ALU micro-steps use, apart from the scheduler
+// (tsr_serial_sched) that decides which step runs and when:
 // - GEMM: the array of tsr_gemm_core on the input and weight rows read this
 //   cycle, added lane by lane to the accumulator row read with them; the sum
 //   is the row S_GEMM_WR writes back (acc_row_o) and its out-row view.
@@ -8,17 +8,17 @@
 //   src_i (the src lane, or the immediate), in two cycles: tsr_alu_pre's
 //   result is registered here (alu_pre_q) and tsr_alu_fin finishes it in the
 //   next cycle (one cycle for the whole lane was the iCE40's critical path).
-//   The sequencer holds a, b and the op still for both cycles.
+//   The scheduler holds a, b and the op still for both cycles.
 // - The out-row view of a row (the low OUT_WIDTH bits of each lane) for the
-//   sequencer's ALU row, so both writes of an op share one definition.
+//   scheduler's ALU row, so both writes of an op share one definition.
 // Nothing here decides control flow; the registers the micro-steps move
-// (row, lane counter) stay with the sequencer, which also owns the walks
+// (row, lane counter) stay with the scheduler, which also owns the walks
 // of LOAD and STORE through the same row register.
 `include "tsr_assert.svh"
 
 module tsr_serial_exec #(
   // bits of a lane index (at least one): exactly the lanes, so the lane
-  // select is an NL-way multiplexer; the sequencer checks the range
+  // select is an NL-way multiplexer; the scheduler checks the range
   parameter int LaneW = (tsr_pkg::BATCH * tsr_pkg::BLOCK_OUT > 1) ? $clog2(tsr_pkg::BATCH * tsr_pkg::BLOCK_OUT) : 1
 ) (
   input  logic clk_i,
@@ -35,7 +35,7 @@ module tsr_serial_exec #(
   input  logic [tsr_pkg::ALU_IMM_W-1:0]             imm_i,
   input  logic [tsr_pkg::ACC_WIDTH-1:0]             src_i,      // src lane (when !use_imm_i)
   output logic [tsr_pkg::ACC_WIDTH-1:0]             alu_res_o,  // valid in the lane's second cycle
-  // out-row view of the sequencer's ALU row
+  // out-row view of the scheduler's ALU row
   input  logic [tsr_pkg::BATCH*tsr_pkg::BLOCK_OUT*tsr_pkg::ACC_WIDTH-1:0] alu_row_i,
   output logic [tsr_pkg::BATCH*tsr_pkg::BLOCK_OUT*tsr_pkg::OUT_WIDTH-1:0] alu_out_o
 );
@@ -66,7 +66,7 @@ module tsr_serial_exec #(
   tsr_alu_pre u_alu_pre (.op_i(alu_op_i), .a_i(alu_a), .b_i(alu_b), .res_o(alu_pre));
   tsr_alu_fin u_alu_fin (.op_i(alu_op_i), .b_i(alu_b), .pre_i(alu_pre_q), .res_o(alu_res_o));
 
-  // No reset: the sequencer reads it only in a lane's second cycle.
+  // No reset: the scheduler reads it only in a lane's second cycle.
   always_ff @(posedge clk_i) alu_pre_q <= alu_pre;
 
   // The out row keeps the low OUT_WIDTH bits of each accumulator lane.

@@ -10,8 +10,8 @@
 //   flushing first);
 // and issues one single-beat request at a time to tsr_serial_axi: a read
 // that misses the read buffer, or a flush of the write buffer.
-// Controller (the core's sequencer) and this datapath meet at rd_need_i /
-// wr_need_i / wput_i and rhit_o / wclash_o / busy_o.
+// Controller (the core's scheduler, tsr_serial_sched) and this datapath
+// meet at rd_need_i / wr_need_i / wput_i and rhit_o / wclash_o / busy_o.
 `include "tsr_assert.svh"
 
 module tsr_serial_mem #(

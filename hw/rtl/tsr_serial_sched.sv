@@ -199,7 +199,6 @@ module tsr_serial_sched #(
   logic [RIW-1:0] r_q, r_d;                 // on-chip row
   // micro-op loops
   logic [OFFW-1:0] dst_q, dst_d;
-  // DRAM buffers
 
   // ------------------------------------------------------------ command queues
   // An entry: an instruction's index and its flags (insn_flags).
@@ -415,7 +414,7 @@ module tsr_serial_sched #(
     endcase
   endfunction
 
-  // ------------------------------------------------------------ the sequencer
+  // ------------------------------------------------------------ the state machine
   logic [3:0]  hflags;
   logic [1:0]  pend_s;
   logic        in_row, row_end, walk_end;
