@@ -44,6 +44,7 @@ static const ox_op_t ops[] = {
     {"", "AveragePool", 1, 0, tsr_ox_qdq_avgpool, TSR_POOL_AVG, OX_QDQ_OUT},
     {"", "GlobalAveragePool", 1, 0, tsr_ox_qdq_avgpool, TSR_POOL_GLOBAL_AVG, OX_QDQ_OUT},
     {"com.microsoft", "QLinearGlobalAveragePool", 1, 0, tsr_ox_qlinear_gap, 0, 0},
+    {"", "ReduceMean", 1, 0, tsr_ox_qdq_reducemean, 0, OX_QDQ_OUT}, /* axes an input since 18 */
     /* adds (ops/tsr_ox_eltwise.c) */
     {"", "Add", 7, 0, tsr_ox_qdq_add, 0, OX_QDQ_OUT},      /* multidirectional broadcast since 7 */
     {"com.microsoft", "QLinearAdd", 1, 0, tsr_ox_qlinear_add, 0, 0},

@@ -55,6 +55,14 @@ int tsr_ox_host_int(tsr_onnx_t *m, int ni, int hk);
 int tsr_ox_maxpool(tsr_onnx_t *m, int ni, int arg);
 int tsr_ox_qdq_avgpool(tsr_onnx_t *m, int ni, int kind);
 int tsr_ox_qlinear_gap(tsr_onnx_t *m, int ni, int arg);
+int tsr_ox_qdq_reducemean(tsr_onnx_t *m, int ni, int arg);
+/* The device requantize (of the pools and Concat): the depthwise conv of
+ * weight 1 over k windows (strides s, pads pd: top, left, bottom, right)
+ * of the 4-D quantized xq (scale xs, zero point xzp) into yv, with y's
+ * quantization and clamp and the multiplier xs / (count * y->scale):
+ * k = s = 1, count 1 is a plain requantize. */
+int tsr_ox_sum_requant(tsr_onnx_t *m, int ni, int xq, float xs, int32_t xzp, const int64_t *k, const int64_t *s,
+                       const int64_t *pd, int64_t count, const ox_qout_t *y, int yv);
 /* ops/tsr_ox_eltwise.c: quantized adds */
 int tsr_ox_qlinear_add(tsr_onnx_t *m, int ni, int arg);
 int tsr_ox_qdq_add(tsr_onnx_t *m, int ni, int arg);

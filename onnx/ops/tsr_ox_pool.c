@@ -1,12 +1,70 @@
 /*
- * tsr_ox_pool: pools on the device: MaxPool (quantized, or a QDQ float view),
- * AveragePool and GlobalAveragePool of a QDQ group that keeps its
- * quantization, and com.microsoft QLinearGlobalAveragePool.
+ * tsr_ox_pool: pools on the device: MaxPool (quantized, or a QDQ float view;
+ * ceil_mode as more bottom/right padding, which the type minimum fills),
+ * AveragePool, GlobalAveragePool and ReduceMean over the spatial axes of a
+ * QDQ group, and com.microsoft QLinearGlobalAveragePool.
+ *
+ * Each tensor has its own scale and zero point. An average whose output
+ * keeps the input's quantization is the device pool (exact, rounded half
+ * away from zero, operators.md). One whose output has its own is the
+ * depthwise conv of weight 1 over the window (padding x_zp adds 0): the
+ * window sum of x - x_zp, then the conv's requantizing epilogue with the
+ * multiplier x_scale / (count * y_scale), so the division and the change
+ * of quantization are one rounding, as ONNX Runtime's QLinear pools round
+ * once in float (<= 1 LSB from it). When the conv cannot take the window
+ * (count_include_pad 0 with borders: the count varies) the pool runs in
+ * the input's quantization and a device requantize (the same conv, 1x1)
+ * follows: two roundings, <= 1 LSB plus the pool's half LSB of the input.
  */
 #include <stdlib.h>
 
 #include "tsr_error.h"
 #include "tsr_onnx_ops.h"
+
+/* A pool's window geometry from its attributes: kernel k, strides s, pads
+ * pd (top, left, bottom, right), output od. ceil_mode becomes more
+ * bottom/right padding (ONNX and ONNX Runtime: a last window that starts
+ * inside the input or the leading pad is kept, one that would start in the
+ * trailing pad is not), which a max pool fills with the type minimum; an
+ * average would count those elements differently, so ceil_mode with a
+ * partial last window is a max pool's only. */
+static int pool_geom(tsr_onnx_t *m, int ni, const ox_val_t *X, tsr_pool_kind_e kind, int64_t *k, int64_t *s,
+                     int64_t *pd, int64_t *od)
+{
+    const Onnx__NodeProto *n = m->gp->node[ni];
+    int64_t dil[2];
+    if (tsr_ox_attr_ints(n, "kernel_shape", k, 2, 0) || tsr_ox_attr_ints(n, "strides", s, 2, 1) ||
+        tsr_ox_attr_ints(n, "pads", pd, 4, 0) || tsr_ox_attr_ints(n, "dilations", dil, 2, 1))
+        return NERR(m, ni, "kernel_shape/strides/dilations need 2 values, pads 4");
+    if (dil[0] != 1 || dil[1] != 1 || attr_i(n, "storage_order", 0))
+        return NERR(m, ni, "dilations other than 1 and storage_order are not supported");
+    const Onnx__AttributeProto *ap = attr(n, "auto_pad");
+    if (ap && ap->has_s && !(ap->s.len == 6 && !memcmp(ap->s.data, "NOTSET", 6)))
+        return NERR(m, ni, "auto_pad is not supported (give pads)");
+    if (n->n_output > 1 && n->output[1][0])
+        return NERR(m, ni, "the Indices output is not supported");
+    if (k[0] < 1 || k[1] < 1 || k[0] > 64 || k[1] > 64 || s[0] < 1 || s[1] < 1 || s[0] > 64 || s[1] > 64)
+        return NERR(m, ni, "kernel or stride out of range");
+    const int ceil = attr_i(n, "ceil_mode", 0) != 0;
+    od[0] = X->dims[0], od[1] = X->dims[1];
+    for (int i = 0; i < 2; i++) {
+        if (pd[i] < 0 || pd[i + 2] < 0 || pd[i] > 64 || pd[i + 2] > 64)
+            return NERR(m, ni, "pads out of range");
+        const int64_t in = X->dims[2 + i], e = in + pd[i] + pd[i + 2] - k[i];
+        if (e < 0)
+            return NERR(m, ni, "kernel larger than the padded input");
+        int64_t o = (ceil ? (e + s[i] - 1) / s[i] : e / s[i]) + 1;
+        if (ceil && (o - 1) * s[i] >= in + pd[i])
+            o--; /* that window would start in the trailing pad */
+        const int64_t extra = (o - 1) * s[i] + k[i] - (in + pd[i] + pd[i + 2]);
+        if (extra > 0 && kind != TSR_POOL_MAX)
+            return NERR(m, ni, "ceil_mode with a partial last window is supported for MaxPool only");
+        if (extra > 0)
+            pd[i + 2] += extra;
+        od[2 + i] = o;
+    }
+    return 0;
+}
 
 /* A pool of kind TSR_POOL_MAX / AVG / GLOBAL_AVG over the quantized value
  * src (zp: its zero point, needed by average pools: input and output
@@ -32,17 +90,10 @@ static int lower_pool(tsr_onnx_t *m, int ni, int src, int yv_or_neg, int64_t *od
         odims[0] = X->dims[0], odims[1] = X->dims[1], odims[2] = odims[3] = 1;
         goto emit;
     }
-    int64_t k[2], s[2], pd[4], dil[2];
-    if (tsr_ox_attr_ints(n, "kernel_shape", k, 2, 0) || tsr_ox_attr_ints(n, "strides", s, 2, 1) ||
-        tsr_ox_attr_ints(n, "pads", pd, 4, 0) || tsr_ox_attr_ints(n, "dilations", dil, 2, 1))
-        return NERR(m, ni, "kernel_shape/strides/dilations need 2 values, pads 4");
-    if (attr_i(n, "ceil_mode", 0) || dil[0] != 1 || dil[1] != 1 || attr_i(n, "storage_order", 0))
-        return NERR(m, ni, "ceil_mode, dilations and storage_order are not supported");
-    const Onnx__AttributeProto *ap = attr(n, "auto_pad");
-    if (ap && ap->has_s && !(ap->s.len == 6 && !memcmp(ap->s.data, "NOTSET", 6)))
-        return NERR(m, ni, "auto_pad is not supported (give pads)");
-    if (n->n_output > 1 && n->output[1][0])
-        return NERR(m, ni, "the Indices output is not supported");
+    int64_t k[2], s[2], pd[4];
+    int rc = pool_geom(m, ni, X, kind, k, s, pd, odims);
+    if (rc)
+        return rc;
     p.kind = kind;
     p.count_include_pad = kind == TSR_POOL_AVG ? (int)attr_i(n, "count_include_pad", 0) : 0;
     p.n = (int)X->dims[0], p.c = (int)X->dims[1], p.h = (int)X->dims[2], p.w = (int)X->dims[3];
@@ -50,20 +101,95 @@ static int lower_pool(tsr_onnx_t *m, int ni, int src, int yv_or_neg, int64_t *od
     p.pad_top = (int)pd[0], p.pad_left = (int)pd[1], p.pad_bottom = (int)pd[2], p.pad_right = (int)pd[3];
     /* max pool padding never wins (the device pads with the type minimum): any zp gives the same bytes */
     p.zp = kind == TSR_POOL_MAX ? (p.dtype == TSR_DT_UINT8 ? 0 : -128) : zp;
-    if (k[0] < 1 || k[1] < 1 || k[0] > 64 || k[1] > 64 || s[0] < 1 || s[1] < 1 || s[0] > 64 || s[1] > 64)
-        return NERR(m, ni, "kernel or stride out of range");
-    int poh, pow_, rc = tsr_pool_check(&p, &poh, &pow_);
-    if (rc)
+    int poh, pow_;
+    if ((rc = tsr_pool_check(&p, &poh, &pow_)))
         return NERR(m, ni, "the device cannot run it (%s) and the host has no quantized pool", tsr_errmsg());
-    odims[0] = X->dims[0], odims[1] = X->dims[1];
-    odims[2] = (X->dims[2] + pd[0] + pd[2] - k[0]) / s[0] + 1;
-    odims[3] = (X->dims[3] + pd[1] + pd[3] - k[1]) / s[1] + 1;
 emit:
     if (yv_or_neg == -1)
         return 0; /* shape only */
     const tsr_nd_node_t nd = {.kind = TSR_ND_POOL, .pool = p};
     const int l = tsr_ox_dev_lop(m, ni, &nd, X->base, -1, yv_or_neg);
     return l < 0 ? l : 0;
+}
+
+/* A quantized value of elem and 4-D shape d with no ONNX name (an
+ * intermediate of a lowering). */
+static int new_qval(tsr_onnx_t *m, int elem, const int64_t *d)
+{
+    const int q = tsr_ox_new_val(m, "");
+    if (q < 0)
+        return q;
+    ox_val_t *Q = &m->vals[q];
+    Q->elem = elem, Q->ndim = 4, Q->defined = 1;
+    memcpy(Q->dims, d, 4 * sizeof *d);
+    Q->nbytes = (size_t)numel(Q);
+    return q;
+}
+
+int tsr_ox_sum_requant(tsr_onnx_t *m, int ni, int xq, float xs, int32_t xzp, const int64_t *k, const int64_t *s,
+                       const int64_t *pd, int64_t count, const ox_qout_t *y, int yv)
+{
+    const ox_val_t *X = &m->vals[xq];
+    if (X->ndim != 4 || count < 1)
+        return NERR(m, ni, "a device requantize needs a 4-D tensor");
+    const int64_t C = X->dims[1];
+    const int w = tsr_ox_new_val(m, "");
+    if (w < 0)
+        return w;
+    ox_val_t *W = &m->vals[w];
+    W->elem = ET_INT8, W->ndim = 4, W->defined = 1;
+    W->dims[0] = C, W->dims[1] = 1, W->dims[2] = k[0], W->dims[3] = k[1];
+    W->nbytes = (size_t)numel(W);
+    if (!(W->cdata = malloc(W->nbytes)))
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    memset(W->cdata, 1, W->nbytes);
+    static const int32_t zero = 0;
+    const float ws = 1.0f / (float)count; /* multiplier x_scale * ws / y_scale, as a conv's */
+    conv_desc_t cd;
+    memset(&cd, 0, sizeof cd);
+    cd.x = xq, cd.xs = xs, cd.xzp = xzp;
+    cd.w = w, cd.ws = &ws, cd.wzp = &zero, cd.wcnt = 1;
+    cd.y = *y;
+    cd.kshape[0] = k[0], cd.kshape[1] = k[1];
+    cd.strides[0] = s[0], cd.strides[1] = s[1];
+    memcpy(cd.pads, pd, sizeof cd.pads);
+    cd.group = C;
+    return tsr_ox_lower_conv(m, ni, &cd, yv);
+}
+
+/* An average (kind AVG or GLOBAL_AVG) of the quantized qv (xs, xzp) into
+ * yv with the output quantization o (its own): the fused form when the
+ * count is the same for every output (no padding or count_include_pad 1)
+ * and the device conv takes the window, else pool then requantize. */
+static int avg_requant(tsr_onnx_t *m, int ni, int qv, float xs, int32_t xzp, tsr_pool_kind_e kind,
+                       const ox_qout_t *o, int yv)
+{
+    const ox_val_t X = m->vals[qv];
+    int64_t k[2] = {1, 1}, s[2] = {1, 1}, pd[4] = {0, 0, 0, 0}, od[4];
+    int rc;
+    if (X.ndim != 4)
+        return NERR(m, ni, "needs a 4-D input");
+    if (kind == TSR_POOL_GLOBAL_AVG)
+        k[0] = X.dims[2], k[1] = X.dims[3];
+    else if ((rc = pool_geom(m, ni, &X, kind, k, s, pd, od)))
+        return rc;
+    const int uniform = kind == TSR_POOL_GLOBAL_AVG || attr_i(m->gp->node[ni], "count_include_pad", 0) ||
+                        !(pd[0] || pd[1] || pd[2] || pd[3]);
+    if (uniform && k[0] <= 64 && k[1] <= 64) {
+        const int nl0 = m->nlops;
+        if (!tsr_ox_sum_requant(m, ni, qv, xs, xzp, k, s, pd, k[0] * k[1], o, yv))
+            return 0;
+        if (m->nlops != nl0) /* a lop was made: the error is not the window's */
+            return -1;
+    }
+    /* the pool in the input's quantization, then a device requantize */
+    if ((rc = lower_pool(m, ni, qv, -1, od, kind, xzp)))
+        return rc;
+    const int t = new_qval(m, X.elem, od);
+    if (t < 0 || (rc = lower_pool(m, ni, qv, t, od, kind, xzp)))
+        return t < 0 ? t : rc;
+    static const int64_t one[2] = {1, 1}, nopad[4] = {0, 0, 0, 0};
+    return tsr_ox_sum_requant(m, ni, t, xs, xzp, one, one, nopad, 1, o, yv);
 }
 
 /* MaxPool of uint8/int8, or of a float view (max commutes with a monotone
@@ -104,8 +230,9 @@ int tsr_ox_maxpool(tsr_onnx_t *m, int ni, int arg)
 }
 
 /* QDQ AveragePool / GlobalAveragePool (kind): DequantizeLinear -> pool ->
- * QuantizeLinear with the same scale and zero point (the device averages
- * in its input's quantization). */
+ * QuantizeLinear. The same scale, zero point and type on both sides: the
+ * device pool; otherwise (or a Relu/Clip between) the requantizing forms
+ * of avg_requant. */
 int tsr_ox_qdq_avgpool(tsr_onnx_t *m, int ni, int kind)
 {
     const int x = tsr_ox_in_val(m, ni, 0);
@@ -119,20 +246,110 @@ int tsr_ox_qdq_avgpool(tsr_onnx_t *m, int ni, int kind)
     const int qn = tsr_ox_qdq_output(m, ni, &o);
     if (qn < 0)
         return qn;
-    if (cnt != 1 || o.relu || o.has_clip || o.scale != sc[0] || o.zp != zp[0] || o.elem != m->vals[qv].elem)
-        return NERR(m, ni, "the device averages in the input's quantization: the QuantizeLinear after it must "
-                    "have the DequantizeLinear's scale, zero point and type (and no Relu/Clip between)");
+    if (cnt != 1)
+        return NERR(m, ni, "per-channel input quantization is not supported");
     int64_t od[4];
     if ((rc = lower_pool(m, ni, qv, -1, od, kind, zp[0])))
         return rc;
     int y = tsr_ox_def_out(m, qn, 0, o.elem, 4, od);
-    if (y < 0 || (rc = lower_pool(m, ni, qv, y, od, kind, zp[0])))
-        return y < 0 ? y : rc;
+    if (y < 0)
+        return y;
+    if (!o.relu && !o.has_clip && o.scale == sc[0] && o.zp == zp[0] && o.elem == m->vals[qv].elem)
+        rc = lower_pool(m, ni, qv, y, od, kind, zp[0]);
+    else
+        rc = avg_requant(m, ni, qv, sc[0], zp[0], kind, &o, y);
+    if (rc)
+        return rc;
     tsr_ox_qdq_fold(m, ni);
     return 0;
 }
 
-/* com.microsoft QLinearGlobalAveragePool with equal input and output quantization. */
+/* The ReduceMean's axes (attribute up to opset 17, input 1 from 18; none:
+ * all axes, or none with noop_with_empty_axes) as a bit mask of x's. */
+static int reduce_axes(tsr_onnx_t *m, int ni, int ndim, unsigned *mask)
+{
+    const Onnx__NodeProto *n = m->gp->node[ni];
+    int64_t ax[MAXD];
+    int na = 0;
+    const Onnx__AttributeProto *a = attr(n, "axes");
+    const int va = tsr_ox_in_val(m, ni, 1);
+    if (a) {
+        if (a->n_ints > MAXD)
+            return NERR(m, ni, "too many axes");
+        for (size_t i = 0; i < a->n_ints; i++)
+            ax[na++] = a->ints[i];
+    } else if (va >= 0) {
+        const ox_val_t *A = &m->vals[va];
+        if (!A->cdata || A->elem != ET_INT64 || A->ndim != 1 || numel(A) > MAXD)
+            return NERR(m, ni, "axes must be a 1-D int64 constant");
+        for (int64_t i = 0; i < numel(A); i++)
+            ax[na++] = cget_i(A, i);
+    }
+    *mask = 0;
+    if (!na && attr_i(n, "noop_with_empty_axes", 0))
+        return 0;
+    if (!na)
+        *mask = (1u << ndim) - 1;
+    for (int i = 0; i < na; i++) {
+        const int64_t v = ax[i] < 0 ? ax[i] + ndim : ax[i];
+        if (v < 0 || v >= ndim)
+            return NERR(m, ni, "axis %lld out of range", (long long)ax[i]);
+        *mask |= 1u << v;
+    }
+    return 0;
+}
+
+/* QDQ ReduceMean over the spatial axes (2 and 3) of a 4-D tensor: a
+ * global average pool (keepdims 0: its [N, C] output aliases the pooled
+ * [N, C, 1, 1] bytes). Other axes are no pool. */
+int tsr_ox_qdq_reducemean(tsr_onnx_t *m, int ni, int arg)
+{
+    (void)arg;
+    const int x = tsr_ox_in_val(m, ni, 0);
+    int rc, qv, cnt;
+    const float *sc;
+    const int32_t *zp;
+    unsigned mask = 0;
+    if (x < 0)
+        return NERR(m, ni, "input missing");
+    if ((rc = reduce_axes(m, ni, m->vals[x].ndim, &mask)))
+        return rc;
+    if (m->vals[x].ndim != 4 || mask != 0xcu)
+        return NERR(m, ni, "only the mean over the spatial axes (2, 3) of a 4-D tensor is supported (a global "
+                    "average pool)");
+    if ((rc = tsr_ox_view_arg(m, ni, x, "input", &qv, &sc, &zp, &cnt)))
+        return rc;
+    ox_qout_t o;
+    const int qn = tsr_ox_qdq_output(m, ni, &o);
+    if (qn < 0)
+        return qn;
+    if (cnt != 1)
+        return NERR(m, ni, "per-channel input quantization is not supported");
+    int64_t od[4];
+    if ((rc = lower_pool(m, ni, qv, -1, od, TSR_POOL_GLOBAL_AVG, zp[0])))
+        return rc;
+    const int keep = attr_i(m->gp->node[ni], "keepdims", 1) != 0;
+    const int y = keep ? tsr_ox_def_out(m, qn, 0, o.elem, 4, od) : new_qval(m, o.elem, od);
+    if (y < 0)
+        return y;
+    if (!o.relu && !o.has_clip && o.scale == sc[0] && o.zp == zp[0] && o.elem == m->vals[qv].elem)
+        rc = lower_pool(m, ni, qv, y, od, TSR_POOL_GLOBAL_AVG, zp[0]);
+    else
+        rc = avg_requant(m, ni, qv, sc[0], zp[0], TSR_POOL_GLOBAL_AVG, &o, y);
+    if (rc)
+        return rc;
+    if (!keep) { /* [N, C]: the same bytes */
+        const int y2 = tsr_ox_def_out(m, qn, 0, o.elem, 2, od);
+        if (y2 < 0)
+            return y2;
+        m->vals[y2].base = m->vals[y].base;
+    }
+    tsr_ox_qdq_fold(m, ni);
+    return 0;
+}
+
+/* com.microsoft QLinearGlobalAveragePool: the device pool when x and y
+ * share scale and zero point, else the requantizing forms. */
 int tsr_ox_qlinear_gap(tsr_onnx_t *m, int ni, int arg)
 {
     const Onnx__NodeProto *n = m->gp->node[ni];
@@ -146,12 +363,19 @@ int tsr_ox_qlinear_gap(tsr_onnx_t *m, int ni, int arg)
             return rc;
     if (attr_i(n, "channels_last", 0))
         return NERR(m, ni, "channels_last is not supported");
-    if (x < 0 || (float)v[0] != (float)v[2] || v[1] != v[3])
-        return NERR(m, ni, "the device averages in the input's quantization: x and y scale and zero point must "
-                    "be equal");
+    if (x < 0)
+        return NERR(m, ni, "input missing");
     int64_t od[4];
     if ((rc = lower_pool(m, ni, x, -1, od, TSR_POOL_GLOBAL_AVG, (int32_t)v[1])))
         return rc;
-    int y = tsr_ox_def_out(m, ni, 0, m->vals[x].elem, 4, od);
-    return y < 0 ? y : lower_pool(m, ni, x, y, od, TSR_POOL_GLOBAL_AVG, (int32_t)v[1]);
+    const int vyz = tsr_ox_in_val(m, ni, 4);
+    ox_qout_t o;
+    memset(&o, 0, sizeof o);
+    o.scale = (float)v[2], o.zp = (int32_t)v[3], o.elem = vyz >= 0 ? m->vals[vyz].elem : m->vals[x].elem;
+    int y = tsr_ox_def_out(m, ni, 0, o.elem, 4, od);
+    if (y < 0)
+        return y;
+    if ((float)v[0] == o.scale && v[1] == v[3] && o.elem == m->vals[x].elem)
+        return lower_pool(m, ni, x, y, od, TSR_POOL_GLOBAL_AVG, (int32_t)v[1]);
+    return avg_requant(m, ni, x, (float)v[0], (int32_t)v[1], TSR_POOL_GLOBAL_AVG, &o, y);
 }

@@ -1,0 +1,140 @@
+#!/usr/bin/python3
+"""test_op_pool.py TESSERA WORKDIR [BACKEND]: the pool family (MaxPool, AveragePool, GlobalAveragePool,
+ReduceMean over the spatial axes) quantized as quantize_static writes them (u8 and s8), against ONNX
+Runtime.
+
+Bounds, per operator: ONNX Runtime rounds a pool's requantization in float (QLinearAveragePool /
+QLinearGlobalAveragePool, or DQ -> float pool -> Q: one float rounding); tessera rounds once in fixed
+point (the conv epilogue's multiplier x_scale / (count * y_scale)), so each average is within 1 LSB.
+A max pool that keeps its input's quantization is exact (max commutes with the monotone DQ/Q). An
+average whose output keeps the input's quantization is the device pool, rounded half away from zero
+where ORT rounds half to even: 1 LSB at ties.
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
+import oxtest as T  # noqa: E402
+
+F = TensorProto.FLOAT
+rng = np.random.default_rng(30)
+
+
+def pool_model(node, xshape, yshape, inits=(), opset=13):
+    """X -> Conv 1x1 (so the pool reads a device tensor) -> node -> Y."""
+    c = xshape[1]
+    w = numpy_helper.from_array((rng.standard_normal((c, c, 1, 1)) * 0.5).astype(np.float32), "cw")
+    b = numpy_helper.from_array((rng.standard_normal(c) * 0.1).astype(np.float32), "cb")
+    conv = helper.make_node("Conv", ["X", "cw", "cb"], ["H"], name="conv")
+    return T.model([conv, node], [("X", F, xshape)], [("Y", F, yshape)], [w, b, *inits], opset=opset)
+
+
+def data(shape, n=16):
+    return rng.standard_normal((n, *shape[1:])).astype(np.float32), rng.standard_normal(shape).astype(np.float32)
+
+
+def own_scale(m, factor):
+    """Give the graph output's QuantizeLinear/DequantizeLinear pair (the pool's) a scale of its own,
+    factor times the one the quantizer wrote (MaxPool and AveragePool reuse their input's, as
+    quantize_static does; other tools may not): a new initializer, the shared one stays."""
+    y = m.graph.output[0].name
+    dq = next(n for n in m.graph.node if y in n.output)
+    q = next(n for n in m.graph.node if dq.input[0] in n.output)
+    old = q.input[1]
+    init = next(t for t in m.graph.initializer if t.name == old)
+    s = (numpy_helper.to_array(init) * np.float32(factor)).astype(np.float32)
+    m.graph.initializer.append(numpy_helper.from_array(s, "own_y_scale"))
+    q.input[1] = dq.input[1] = "own_y_scale"
+    return m
+
+
+def mean_model(node, xshape, mshape, yshape, opset=13, inits=()):
+    """pool_model, then a Gemm (keepdims 0) or a 1x1 Conv after the ReduceMean ("M"): the quantizer
+    quantizes a ReduceMean's output only for such a consumer (mnasnet: ReduceMean -> Gemm)."""
+    m = pool_model(node, xshape, yshape, inits, opset)
+    c = xshape[1]
+    w = (rng.standard_normal((c, c) if len(mshape) == 2 else (c, c, 1, 1)) * 0.3).astype(np.float32)
+    m.graph.initializer.append(numpy_helper.from_array(w, "gw"))
+    op = "Gemm" if len(mshape) == 2 else "Conv"
+    m.graph.node.append(helper.make_node(op, ["M", "gw"], ["Y"], name="after", **({"transB": 1} if op == "Gemm"
+                                                                                   else {})))
+    return m
+
+
+def cut_at(m, tensor):
+    """The quantized model m ending at the DequantizeLinear of `tensor`'s QuantizeLinear (the graph
+    output becomes it; nodes after it go): the operator that produces `tensor` compared alone."""
+    q = next(n for n in m.graph.node if n.op_type == "QuantizeLinear" and n.input[0] == tensor)
+    dq = next(n for n in m.graph.node if n.op_type == "DequantizeLinear" and n.input[0] == q.output[0])
+    keep, need = [], {dq.output[0]}
+    for n in reversed(list(m.graph.node)):
+        if any(o in need for o in n.output):
+            keep.append(n)
+            need.update(i for i in n.input if i)
+    del m.graph.node[:]
+    m.graph.node.extend(reversed(keep))
+    del m.graph.output[:]
+    m.graph.output.append(helper.make_tensor_value_info(dq.output[0], F, None))
+    return m
+
+
+def main():
+    T.setup()
+    for act in ("u8", "s8"):
+        # GlobalAveragePool: the quantizer gives its output its own range (resnet18's first refusal)
+        sh = [1, 24, 7, 7]
+        cal, x = data(sh)
+        m = pool_model(helper.make_node("GlobalAveragePool", ["H"], ["Y"], name="gap"), sh, [1, 24, 1, 1])
+        T.against_ort(f"gap own scale {act}", T.quantize(m, cal, act), x, max_lsb=1)
+        sh2 = [1, 16, 14, 14]  # a window the conv takes (14x14)
+        cal2, x2 = data(sh2)
+        m = pool_model(helper.make_node("GlobalAveragePool", ["H"], ["Y"], name="gap"), sh2, [1, 16, 1, 1])
+        T.against_ort(f"gap 14x14 own scale {act}", T.quantize(m, cal2, act), x2, max_lsb=1)
+        # ReduceMean over H, W (mnasnet's first refusal), keepdims 1 and 0, axes as attribute and input
+        for axes, keep, ms in (([2, 3], 1, [1, 24, 1, 1]), ([-1, -2], 0, [1, 24])):
+            m = mean_model(helper.make_node("ReduceMean", ["H"], ["M"], name="rm", axes=axes, keepdims=keep),
+                           sh, ms, ms)
+            T.against_ort(f"reducemean {axes} keepdims {keep} {act}", cut_at(T.quantize(m, cal, act), "M"), x,
+                          max_lsb=1)
+        ax = numpy_helper.from_array(np.array([2, 3], np.int64), "axes")
+        m = mean_model(helper.make_node("ReduceMean", ["H", "axes"], ["M"], name="rm", keepdims=0), sh, [1, 24],
+                       [1, 24], opset=18, inits=[ax])
+        T.against_ort(f"reducemean opset18 {act}", cut_at(T.quantize(m, cal, act), "M"), x, max_lsb=1)
+        # MaxPool ceil_mode (squeezenet1_1, googlenet): exact
+        sh3 = [1, 16, 13, 13]
+        cal3, x3 = data(sh3)
+        for k, s, pads, oh in ((3, 2, [0, 0, 0, 0], 6), (2, 2, [0, 0, 0, 0], 7), (3, 2, [1, 1, 1, 1], 7)):
+            m = pool_model(helper.make_node("MaxPool", ["H"], ["Y"], name="mp", kernel_shape=[k, k], strides=[s, s],
+                                            pads=pads, ceil_mode=1), sh3, [1, 16, oh, oh])
+            T.against_ort(f"maxpool ceil k{k}s{s}p{pads[0]} {act}", T.quantize(m, cal3, act), x3, max_lsb=0)
+        # MaxPool whose output has its own scale: max, then a requantize
+        m = pool_model(helper.make_node("MaxPool", ["H"], ["Y"], name="mp", kernel_shape=[3, 3], strides=[2, 2],
+                                        ceil_mode=1), sh3, [1, 16, 6, 6])
+        T.against_ort(f"maxpool own scale {act}", own_scale(T.quantize(m, cal3, act), 1.7), x3, max_lsb=1)
+        # AveragePool, count_include_pad 0 / 1, pads, its input's scale (device pool) and its own
+        for cip in (0, 1):
+            m = pool_model(helper.make_node("AveragePool", ["H"], ["Y"], name="ap", kernel_shape=[3, 3],
+                                            strides=[2, 2], pads=[1, 1, 1, 1], count_include_pad=cip),
+                           sh3, [1, 16, 7, 7])
+            q = T.quantize(m, cal3, act)
+            T.against_ort(f"avgpool cip{cip} {act}", q, x3, max_lsb=1)
+            T.against_ort(f"avgpool cip{cip} own scale {act}", own_scale(q, 0.6), x3, max_lsb=1)
+    # refusals stay one line naming the node
+    sh = [1, 8, 6, 6]
+    cal, x = data(sh)
+    m = mean_model(helper.make_node("ReduceMean", ["H"], ["M"], name="rm_c", axes=[1], keepdims=1),
+                   sh, [1, 1, 6, 6], [1, 1, 6, 6])
+    m.graph.initializer[-1].CopyFrom(numpy_helper.from_array(np.ones((1, 1, 1, 1), np.float32), "gw"))
+    T.expect_error("reducemean over channels", T.quantize(m, cal, "u8"), 'node "rm_c" (ReduceMean)', x)
+    m = pool_model(helper.make_node("AveragePool", ["H"], ["Y"], name="ap_ceil", kernel_shape=[3, 3],
+                                    strides=[2, 2], ceil_mode=1), [1, 8, 6, 6], [1, 8, 3, 3])
+    T.expect_error("avgpool partial ceil window", T.quantize(m, cal, "u8"), "ceil_mode with a partial", x)
+    T.finish()
+
+
+if __name__ == "__main__":
+    main()
