@@ -112,6 +112,8 @@ typedef struct ox_qdq_sel {
     int q;                  /* the QuantizeLinear closing the group, -1 */
     int stop_step;          /* a broken walk: 0 right after the node, 1 after its Relu/Clip */
     int stop_node;          /* OX_SEL_BAD_OP: the consumer that is neither Relu/Clip nor QuantizeLinear */
+    int q0, dq0;            /* a Relu/Clip kept between Q/DQ pairs (node -> q0 -> dq0 -> act -> q, the
+                               int8-symmetric form): the inner QuantizeLinear and DequantizeLinear, -1 */
 } ox_qdq_sel_t;
 
 /* The output quantization a QDQ group gives its target node. */

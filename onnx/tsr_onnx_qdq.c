@@ -22,11 +22,57 @@
 #include "tsr_onnx_ops.h"
 #include "tsr_strsafe.h"
 
+/* Quantization parameter vi of QuantizeLinear node c (1 scale, 2 zero point) as constant bytes:
+ * its element type and first 4 bytes, or 0 when it is absent or not a constant scalar. */
+static int qparam(tsr_onnx_t *m, int c, size_t k, int *elem, uint8_t b[4])
+{
+    const int v = (int)k < (int)m->gp->node[c]->n_input ? tsr_ox_in_val(m, c, k) : -1;
+    if (v < 0 || !m->vals[v].cdata || numel(&m->vals[v]) != 1)
+        return 0;
+    *elem = m->vals[v].elem;
+    memset(b, 0, 4);
+    memcpy(b, m->vals[v].cdata, m->vals[v].elem == ET_UINT8 || m->vals[v].elem == ET_INT8 ? 1 : 4);
+    return 1;
+}
+
+/* The int8-symmetric QDQ form keeps a Relu/Clip between Q/DQ pairs: node -> Q -> DQ -> Relu|Clip -> Q,
+ * both QuantizeLinears with the same scale and zero point (quantize_static gives the activation's
+ * input its output's range). Then the Relu/Clip is exactly a clamp of the first Q's integers (on
+ * one grid, DQ -> max/min -> Q returns the same integers, the bounds rounded as Q rounds them), so
+ * the group is node -> [clamp] -> Q with the members q0, dq0 folded too: one device op, and a
+ * residual Add after it reads a device tensor. Different parameters keep the plain group. */
+static void kept_act(tsr_onnx_t *m, ox_qdq_sel_t *s)
+{
+    const int d = tsr_ox_sole_consumer(m, m->gp->node[s->q]->output[0]);
+    if (d < 0 || strcmp(m->gp->node[d]->op_type, "DequantizeLinear"))
+        return;
+    const int a = tsr_ox_sole_consumer(m, m->gp->node[d]->output[0]);
+    if (a < 0 || (strcmp(m->gp->node[a]->op_type, "Relu") && strcmp(m->gp->node[a]->op_type, "Clip")))
+        return;
+    const int q2 = tsr_ox_sole_consumer(m, m->gp->node[a]->output[0]);
+    if (q2 < 0 || strcmp(m->gp->node[q2]->op_type, "QuantizeLinear"))
+        return;
+    /* DQ's parameters are Q's (a view of the same grid), and Q2's too */
+    for (size_t k = 1; k <= 2; k++) {
+        int e0, e1, e2;
+        uint8_t b0[4], b1[4], b2[4];
+        const int h0 = qparam(m, s->q, k, &e0, b0), h1 = qparam(m, d, k, &e1, b1), h2 = qparam(m, q2, k, &e2, b2);
+        if (k == 1 && !(h0 && h1 && h2))
+            return;
+        if (h0 != h1 || h0 != h2 || (h0 && (e0 != e1 || e0 != e2 || memcmp(b0, b1, 4) || memcmp(b0, b2, 4))))
+            return;
+    }
+    s->q0 = s->q;
+    s->dq0 = d;
+    s->act = a;
+    s->q = q2;
+}
+
 /* The walk from target node ni: at most one Relu or Clip, then a QuantizeLinear. */
-static void select_group(const tsr_onnx_t *m, int ni, ox_qdq_sel_t *s)
+static void select_group(tsr_onnx_t *m, int ni, ox_qdq_sel_t *s)
 {
     const char *cur = m->gp->node[ni]->output[0];
-    s->act = s->q = s->stop_node = -1;
+    s->act = s->q = s->stop_node = s->q0 = s->dq0 = -1;
     for (int step = 0; step < 2; step++) {
         const int c = tsr_ox_sole_consumer(m, cur);
         s->stop_step = step;
@@ -38,6 +84,8 @@ static void select_group(const tsr_onnx_t *m, int ni, ox_qdq_sel_t *s)
         if (!strcmp(cn->op_type, "QuantizeLinear")) {
             s->q = c;
             s->status = OX_SEL_OK;
+            if (step == 0)
+                kept_act(m, s);
             return;
         }
         if (step > 0 || (strcmp(cn->op_type, "Relu") && strcmp(cn->op_type, "Clip"))) {
@@ -130,8 +178,8 @@ int tsr_ox_qdq_output(tsr_onnx_t *m, int ni, ox_qout_t *o)
 /* After ni's lop is made (the last one): its group's members are part of it. */
 void tsr_ox_qdq_fold(tsr_onnx_t *m, int ni)
 {
-    const int members[2] = {m->qsel[ni].act, m->qsel[ni].q};
-    for (int i = 0; i < 2; i++)
+    const int members[4] = {m->qsel[ni].act, m->qsel[ni].q, m->qsel[ni].q0, m->qsel[ni].dq0};
+    for (int i = 0; i < 4; i++)
         if (members[i] >= 0) {
             m->placed[members[i]] = OX_FOLDED;
             m->node_lop[members[i]] = m->nlops - 1;

@@ -54,10 +54,12 @@ static int conv_shape(tsr_onnx_t *m, int ni, const conv_desc_t *cd, tsr_conv2d_p
         n = X->dims[0], c = X->dims[1], h = X->dims[2], w = X->dims[3], M = W->dims[0];
         if (cd->kshape[0] != W->dims[2] || cd->kshape[1] != W->dims[3])
             return NERR(m, ni, "kernel_shape disagrees with the weights");
-        if (cd->group != 1 && !(cd->group == c && M == c && W->dims[1] == 1))
-            return NERR(m, ni, "group %lld: only 1 and depthwise are supported", (long long)cd->group);
-        if (cd->group == 1 && W->dims[1] != c)
-            return NERR(m, ni, "weights have %lld input channels, the input %lld", (long long)W->dims[1], (long long)c);
+        if (cd->group < 1 || cd->group > c || c % cd->group || M % cd->group)
+            return NERR(m, ni, "group %lld does not divide the %lld input and %lld output channels", (long long)cd->group,
+                        (long long)c, (long long)M);
+        if (W->dims[1] != c / cd->group)
+            return NERR(m, ni, "weights have %lld input channels, the input %lld in %lld groups",
+                        (long long)W->dims[1], (long long)c, (long long)cd->group);
         p->kh = (int)W->dims[2];
         p->kw = (int)W->dims[3];
         p->stride_h = (int)cd->strides[0];
@@ -75,6 +77,40 @@ static int conv_shape(tsr_onnx_t *m, int ni, const conv_desc_t *cd, tsr_conv2d_p
         return NERR(m, ni, "%d weight scales for %lld output channels", cd->wcnt, (long long)M);
     p->x_zp = cd->xzp;
     p->y_zp = cd->y.zp;
+    return 0;
+}
+
+/* A grouped convolution that is not depthwise (RegNet's group 2..25, a
+ * depthwise one with a channel multiplier) as the groups-1 conv with
+ * block-diagonal weights: output channel o of group o / (M/G) sees only
+ * its group's C/G input channels, every other weight is its channel's
+ * zero point (contributing (x - x_zp) * 0). Exact, in one device op; the
+ * device does G times the grouped conv's MACs (the JIT's conv2d has
+ * groups 1 and depthwise only). *full: the [M][C][KH][KW] bytes (the
+ * caller's), NULL when p stays as it is. */
+static int conv_ungroup(tsr_onnx_t *m, int ni, const conv_desc_t *cd, const ox_val_t *W, tsr_conv2d_params_t *p,
+                        uint8_t **full)
+{
+    *full = NULL;
+    const int64_t G = p->groups, M = p->c_out, C = p->c_in, K = (int64_t)p->kh * p->kw;
+    if (G == 1 || (G == C && M == C))
+        return 0;
+    const int64_t cg = C / G, mg = M / G, bytes = M * C * K;
+    if (bytes > ((int64_t)64 << 20))
+        return NERR(m, ni, "group %lld: the block-diagonal weights would take %lld MB (at most 64)", (long long)G,
+                    (long long)(bytes >> 20));
+    if ((size_t)(M * cg * K) != W->nbytes)
+        return NERR(m, ni, "weights have %zu elements, expected %lld", W->nbytes, (long long)(M * cg * K));
+    uint8_t *f = malloc((size_t)bytes);
+    if (!f)
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    for (int64_t o = 0; o < M; o++) {
+        const uint8_t z = (uint8_t)cd->wzp[cd->wcnt > 1 ? o : 0]; /* the zero point's byte in W's type */
+        memset(f + o * C * K, z, (size_t)(C * K));
+        memcpy(f + (o * C + (o / mg) * cg) * K, W->cdata + o * cg * K, (size_t)(cg * K));
+    }
+    p->groups = 1;
+    *full = f;
     return 0;
 }
 
@@ -188,6 +224,16 @@ int tsr_ox_lower_conv(tsr_onnx_t *m, int ni, const conv_desc_t *cd, int yv)
     if (rc)
         return rc;
     const int64_t M = p.c_out;
+    uint8_t *full = NULL;
+    ox_val_t Wfull;
+    if (!cd->gemm && (rc = conv_ungroup(m, ni, cd, W, &p, &full)))
+        return rc;
+    if (full) { /* the block-diagonal weights stand for W from here on */
+        Wfull = *W;
+        Wfull.cdata = full;
+        Wfull.nbytes = (size_t)M * (size_t)p.c_in * (size_t)p.kh * (size_t)p.kw;
+        W = &Wfull;
+    }
     tsr_nd_node_t nd;
     memset(&nd, 0, sizeof nd);
     nd.kind = TSR_ND_CONV;
@@ -222,6 +268,7 @@ int tsr_ox_lower_conv(tsr_onnx_t *m, int ni, const conv_desc_t *cd, int yv)
     if (!rc)
         rc = conv_or_dense(m, ni, cd, &nd);
     const int l = rc ? rc : tsr_ox_dev_lop(m, ni, &nd, X->base, -1, yv);
+    free(full);
     if (l < 0) {
         free(wzp);
         free(mult);

@@ -1,6 +1,7 @@
 /*
  * tsr_ox_eltwise: quantized adds on the device: com.microsoft QLinearAdd and
- * the QDQ Add (DequantizeLinear operands, [Relu], QuantizeLinear), with
+ * the QDQ Add (DequantizeLinear operands, [Relu | Clip], QuantizeLinear, or
+ * the Relu/Clip kept between Q/DQ pairs, tsr_onnx_qdq.c), with
  * MLAS's fixed-point QLinearAdd arithmetic.
  */
 #include <math.h>
@@ -78,7 +79,7 @@ static int add_meta(tsr_onnx_t *m, int ni, float as, float bs, float ys, tsr_add
 /* A quantized add (TFLite ADD arithmetic, tsr_quant_add_params) of the
  * quantized values a and b into the new value yv. */
 static int lower_add(tsr_onnx_t *m, int ni, int a, float as, int32_t az, int b, float bs, int32_t bz, float ys,
-                     int32_t yz, int relu, int yv)
+                     int32_t yz, const ox_qout_t *act, int yv)
 {
     const ox_val_t *A = &m->vals[a], *B = &m->vals[b], *Y = &m->vals[yv];
     tsr_add_params_t p;
@@ -104,8 +105,20 @@ static int lower_add(tsr_onnx_t *m, int ni, int a, float as, int32_t az, int b, 
         return rc;
     p.act_min = p.y.dtype == TSR_DT_UINT8 ? 0 : -128;
     p.act_max = p.y.dtype == TSR_DT_UINT8 ? 255 : 127;
-    if (relu && p.act_min < yz)
+    /* a fused Relu or Clip: the output clamp (Add + Relu is one device op, one segment) */
+    if (act && act->relu && p.act_min < yz)
         p.act_min = yz;
+    if (act && act->has_clip) {
+        int32_t lo, hi;
+        if (tsr_quantize_bound(act->clip_lo, ys, yz, p.y.dtype, &lo) ||
+            tsr_quantize_bound(act->clip_hi, ys, yz, p.y.dtype, &hi))
+            return NERR(m, ni, "Clip bounds: %s", tsr_errmsg());
+        p.act_min = lo > p.act_min ? lo : p.act_min;
+        p.act_max = hi < p.act_max ? hi : p.act_max;
+        if (p.act_min > p.act_max)
+            return NERR(m, ni, "Clip bounds [%g, %g] leave no output value", (double)act->clip_lo,
+                        (double)act->clip_hi);
+    }
     int64_t cnt;
     if ((rc = tsr_add_check(&p, &cnt)))
         return NERR(m, ni, "the device cannot run it (%s) and the host has no quantized add", tsr_errmsg());
@@ -134,7 +147,7 @@ int tsr_ox_qlinear_add(tsr_onnx_t *m, int ni, int arg)
     if (y < 0)
         return y;
     return lower_add(m, ni, a, (float)v[0], (int32_t)v[1], b, (float)v[2], (int32_t)v[3], (float)v[4],
-                     (int32_t)v[5], 0, y);
+                     (int32_t)v[5], NULL, y);
 }
 
 /* QDQ Add: DequantizeLinear operands (computed, per tensor), [Relu], QuantizeLinear. */
@@ -155,12 +168,10 @@ int tsr_ox_qdq_add(tsr_onnx_t *m, int ni, int arg)
     const int qn = tsr_ox_qdq_output(m, ni, &o);
     if (qn < 0)
         return qn;
-    if (o.has_clip)
-        return NERR(m, ni, "Clip after a quantized add is not supported (Relu is)");
     int y = tsr_ox_def_out(m, qn, 0, o.elem, m->vals[qa].ndim, m->vals[qa].dims);
     if (y < 0)
         return y;
-    if ((rc = lower_add(m, ni, qa, sa[0], za[0], qb, sb[0], zb[0], o.scale, o.zp, o.relu, y)))
+    if ((rc = lower_add(m, ni, qa, sa[0], za[0], qb, sb[0], zb[0], o.scale, o.zp, &o, y)))
         return rc;
     tsr_ox_qdq_fold(m, ni);
     return 0;

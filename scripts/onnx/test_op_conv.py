@@ -1,0 +1,106 @@
+#!/usr/bin/python3
+"""test_op_conv.py TESSERA WORKDIR [BACKEND]: the conv family (Conv with a fused Relu/Clip, grouped
+convolution) quantized as quantize_static writes them (u8 and s8), against ONNX Runtime.
+
+Bounds, per operator: ONNX Runtime requantizes a conv's int32 accumulator in float,
+round_half_even(float32(acc) * float32(x_scale * w_scale / y_scale)) + y_zp; tessera's device
+multiplies by a fixed-point multiplier and rounds once (onnx/tsr_onnx_attr.c tsr_ox_rq_params), so a
+conv may differ by 1 LSB where the product lands within float32's rounding of a tie (a few elements
+in 1e5). A Relu/Clip is exact either way: in the u8 form it is the output QuantizeLinear's range
+(the clamp), in the s8 form it sits between two Q/DQ pairs on one grid and the device clamps the
+same integers. So each single conv below must be within 1 LSB; a chain of two within 2.
+"""
+import os
+import sys
+
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
+import oxtest as T  # noqa: E402
+
+F = TensorProto.FLOAT
+rng = np.random.default_rng(3030)
+
+
+def conv_act(c_in, c_out, group=1, act=None, k=3, hw=8, second=False):
+    """X -> Conv (group) -> [Relu | Clip(0, 6)] [-> Conv 1x1 -> Relu] -> Y."""
+    w = numpy_helper.from_array((rng.standard_normal((c_out, c_in // group, k, k)) * 0.4).astype(np.float32), "w")
+    b = numpy_helper.from_array((rng.standard_normal(c_out) * 0.2).astype(np.float32), "b")
+    inits = [w, b]
+    nodes = [helper.make_node("Conv", ["X", "w", "b"], ["H"], name="conv", group=group, pads=[1, 1, 1, 1]
+                              if k == 3 else [0, 0, 0, 0])]
+    y = "H"
+    if act == "relu":
+        nodes.append(helper.make_node("Relu", ["H"], ["A"], name="relu"))
+        y = "A"
+    elif act == "clip":
+        inits += [numpy_helper.from_array(np.float32(0), "lo"), numpy_helper.from_array(np.float32(6), "hi")]
+        nodes.append(helper.make_node("Clip", ["H", "lo", "hi"], ["A"], name="clip"))
+        y = "A"
+    if second:
+        w2 = numpy_helper.from_array((rng.standard_normal((c_out, c_out, 1, 1)) * 0.3).astype(np.float32), "w2")
+        inits.append(w2)
+        nodes += [helper.make_node("Conv", [y, "w2"], ["H2"], name="conv2"),
+                  helper.make_node("Relu", ["H2"], ["A2"], name="relu2")]
+        y = "A2"
+    nodes[-1].output[0] = "Y"
+    return T.model(nodes, [("X", F, (1, c_in, hw, hw))], [("Y", F, (1, c_out, hw, hw))], inits)
+
+
+def data(c, hw=8, n=24):
+    calib = (rng.standard_normal((n, c, hw, hw)) * 1.5).astype(np.float32)
+    x = (rng.standard_normal((4, c, hw, hw)) * 1.5).astype(np.float32)
+    return calib, x
+
+
+def placed(q, x, name):
+    """(device segments, host operators) of q's placement, from `tessera infer`'s header line."""
+    import re
+    path = T.save(q, name + ".onnx")
+    rc, out = T.placement(path, x[:1])
+    mm = re.search(r"-> (\d+) device operators? in (\d+) segments?, (\d+) host operators?", out)
+    return (int(mm.group(2)), int(mm.group(3))) if rc == 0 and mm else None
+
+
+def main():
+    T.setup()
+    for v in ("u8", "s8"):
+        calib, x = data(8)
+        # Conv + Relu: u8 removes the Relu (the Q's range), s8 keeps it between Q/DQ pairs (fused)
+        q = T.quantize(conv_act(8, 16, act="relu"), calib, v)
+        T.against_ort(f"conv relu {v}", q, x[:1], max_lsb=1)
+        # ReLU6 as Clip(0, 6) (mobilenet_v2): s8 refused "Clip not supported" before the fusion
+        q = T.quantize(conv_act(8, 16, act="clip"), calib, v)
+        T.against_ort(f"conv clip6 {v}", q, x[:1], max_lsb=1)
+        pl = placed(q, x, f"conv_clip6_{v}_pl")
+        # the input Q and the output DQ are the host's; the conv and its clamp one device op
+        T.check(f"conv clip6 {v}: one segment, clip fused", pl is not None and pl[0] == 1 and pl[1] <= 2,
+                f"(segments, host ops) = {pl}")
+        # two convs with a kept Relu between: both on the device in one segment
+        q = T.quantize(conv_act(8, 16, act="relu", second=True), calib, v)
+        T.against_ort(f"conv relu conv relu {v}", q, x[:1], max_lsb=2)
+        pl = placed(q, x, f"conv2_{v}_pl")
+        T.check(f"conv relu conv relu {v}: one segment", pl is not None and pl[0] == 1 and pl[1] <= 2,
+                f"(segments, host ops) = {pl}")
+        # grouped convolution (RegNet: group 2 and more; a depthwise one with a channel multiplier)
+        calib16, x16 = data(16)
+        for g, co in ((2, 16), (4, 16), (8, 24), (16, 32)):
+            q = T.quantize(conv_act(16, co, group=g, act="relu"), calib16, v)
+            T.against_ort(f"conv group {g} 16-{co} {v}", q, x16[:1], max_lsb=1)
+        q = T.quantize(conv_act(16, 16, group=4, k=1), calib16, v)
+        T.against_ort(f"conv 1x1 group 4 {v}", q, x16[:1], max_lsb=1)
+    # a group that does not divide the channels (the quantized file edited: ORT cannot calibrate it)
+    calib6, x6 = data(6)
+    q = T.quantize(conv_act(6, 8, group=2), calib6, "u8")
+    for n in q.graph.node:
+        for at in n.attribute:
+            if n.op_type == "Conv" and at.name == "group":
+                at.i = 4
+    T.expect_error("conv group 4 of 6 channels", q, "group 4 does not divide the 6 input and 8 output channels",
+                   x6[:1])
+    T.finish()
+
+
+if __name__ == "__main__":
+    main()
