@@ -1,0 +1,93 @@
+#!/usr/bin/python3
+"""test_op_add.py TESSERA WORKDIR [BACKEND]: the residual Add (with the Relu/Clip after it fused into the
+device add) quantized as quantize_static writes it (u8 and s8), against ONNX Runtime; and the per-operator
+comparison tool scripts/zoo/layerdiff.py on a tiny residual block.
+
+Bounds, per operator: ONNX Runtime fuses DQ -> Add -> Q into QLinearAdd, whose MLAS kernel computes in
+fixed point (22-bit multipliers of the two scale ratios, one rounding shift); tessera uses the same
+multipliers (onnx/ops/tsr_ox_eltwise.c) with an output stage that rounds twice, 1 LSB off on odd sums
+exactly 1/2^Sh below a tie: so an add is within 1 LSB (nearly always exact). A conv is within 1 LSB
+(test_op_conv.py says why). The block (conv, conv, add) is within 2 LSB at its output, and
+layerdiff.py must find every operator alone within 1 LSB.
+"""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
+import oxtest as T  # noqa: E402
+
+F = TensorProto.FLOAT
+rng = np.random.default_rng(3031)
+HERE = os.path.dirname(os.path.realpath(__file__))
+LAYERDIFF = os.path.join(os.path.dirname(HERE), "zoo", "layerdiff.py")
+
+
+def residual(c=8, hw=8, act="relu"):
+    """X -> conv1 -> Relu -> A; A -> conv2 -> B; Add(A, B) -> Relu | Clip(0, 6) -> Y (ResNet's block)."""
+    inits = [numpy_helper.from_array((rng.standard_normal((c, c, 3, 3)) * 0.3).astype(np.float32), "w1"),
+             numpy_helper.from_array((rng.standard_normal(c) * 0.1).astype(np.float32), "b1"),
+             numpy_helper.from_array((rng.standard_normal((c, c, 3, 3)) * 0.2).astype(np.float32), "w2"),
+             numpy_helper.from_array((rng.standard_normal(c) * 0.1).astype(np.float32), "b2")]
+    nodes = [helper.make_node("Conv", ["X", "w1", "b1"], ["H1"], name="conv1", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["H1"], ["A"], name="relu1"),
+             helper.make_node("Conv", ["A", "w2", "b2"], ["B"], name="conv2", pads=[1, 1, 1, 1]),
+             helper.make_node("Add", ["A", "B"], ["S"], name="add")]
+    if act == "relu":
+        nodes.append(helper.make_node("Relu", ["S"], ["Y"], name="relu2"))
+    else:
+        inits += [numpy_helper.from_array(np.float32(0), "lo"), numpy_helper.from_array(np.float32(6), "hi")]
+        nodes.append(helper.make_node("Clip", ["S", "lo", "hi"], ["Y"], name="clip"))
+    return T.model(nodes, [("X", F, (1, c, hw, hw))], [("Y", F, (1, c, hw, hw))], inits)
+
+
+def placed(q, x, name):
+    import re
+    path = T.save(q, name + ".onnx")
+    rc, out = T.placement(path, x[:1])
+    mm = re.search(r"-> (\d+) device operators? in (\d+) segments?, (\d+) host operators?", out)
+    return (int(mm.group(2)), int(mm.group(3))) if rc == 0 and mm else None
+
+
+def main():
+    T.setup()
+    calib = (rng.standard_normal((24, 8, 8, 8)) * 1.5).astype(np.float32)
+    x = (rng.standard_normal((4, 8, 8, 8)) * 1.5).astype(np.float32)
+    for v in ("u8", "s8"):
+        for act in ("relu", "clip"):
+            q = T.quantize(residual(act=act), calib, v)
+            name = f"residual add {act} {v}"
+            T.against_ort(name, q, x[:1], max_lsb=2)
+            pl = placed(q, x, name.replace(" ", "_") + "_pl")
+            # the input Q and the output DQ are the host's; conv1 (+ Relu), conv2, Add (+ Relu/Clip) one segment
+            T.check(f"{name}: one segment", pl is not None and pl[0] == 1 and pl[1] <= 2,
+                    f"(segments, host ops) = {pl}")
+    # the per-operator tool on the s8 block: every operator alone within 1 LSB of ORT; the Relu kept
+    # between Q/DQ pairs is folded (its inner QuantizeLinear has no tessera value)
+    q = T.quantize(residual(act="relu"), calib, "s8")
+    path = T.save(q, "layerdiff_s8.onnx")
+    np.save("layerdiff_x.npy", x)
+    r = subprocess.run(["/usr/bin/python3", LAYERDIFF, path, "layerdiff_x.npy", "--tessera", T.TSR, "--inputs", "4",
+                        "--dir", "ld", "--backend", T.BACKEND, "--json"], capture_output=True, text=True, timeout=300)
+    rows = json.loads(r.stdout) if r.returncode == 0 else []
+    ops = [x_["op"] for x_ in rows if not x_.get("folded")]
+    alone = [x_["alone_max"] for x_ in rows if not x_.get("folded")]
+    T.check("layerdiff: runs", r.returncode == 0, r.stderr.strip()[-200:])
+    T.check("layerdiff: the points", ops == ["Q", "Conv+Relu", "Conv", "Add+Relu"]
+            and sum(1 for x_ in rows if x_.get("folded")) == 2, f"{ops}, {len(rows)} rows")
+    T.check("layerdiff: every operator alone within 1 LSB", bool(alone) and all(a is not None and a <= 1
+                                                                                 for a in alone), f"{alone}")
+    # a usage error is one line and exit 2
+    r = subprocess.run(["/usr/bin/python3", LAYERDIFF, "missing.onnx", "layerdiff_x.npy", "--tessera", T.TSR],
+                       capture_output=True, text=True, timeout=60)
+    T.check("layerdiff: missing model", r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1,
+            r.stderr.strip())
+    T.finish()
+
+
+if __name__ == "__main__":
+    main()
