@@ -4,8 +4,8 @@
     /usr/bin/python3 scripts/check_architecture.py [--root DIR] [--self-test]
 
 Fails (exit 1), one line per finding naming the file, when:
-  - a source file of a layer directory (isa/ sim/ driver/ jit/ onnx/ cli/ hw/rtl/) is not named in
-    docs/architecture.md;
+  - a source file of a layer directory (isa/ sim/ driver/ jit/ onnx/ cli/ hw/rtl/, and the .py files
+    of python/) is not named in docs/architecture.md;
   - docs/architecture.md names a file that does not exist;
   - a file's #include of a project header goes against the layer table of docs/architecture.md
     (directly, or through a header of a lower layer that passes on a layer its user may not see);
@@ -25,12 +25,15 @@ import sys
 import tempfile
 
 # The directories whose source files architecture.md must list.
-LAYER_ROOTS = ("isa", "sim", "driver", "jit", "onnx", "cli", "hw/rtl")
+LAYER_ROOTS = ("isa", "sim", "driver", "jit", "onnx", "cli", "hw/rtl", "python")
 SOURCE_EXT = (".c", ".h", ".cpp", ".cc", ".hpp", ".sv", ".svh", ".v")
+# The Python package (python/) is listed by its .py files (its C is compiled from build_cffi.py).
+ROOT_EXT = {"python": (".py",)}
 # What counts as naming a file in architecture.md: a path under a layer root or hw/ with an
 # extension (prose included, so a renamed file cannot survive anywhere in the doc).
 NAMED_FILE_RE = re.compile(
-    r"(?<![\w./-])((?:isa|sim|driver|jit|onnx|cli|hw)/[\w./-]*\.(?:c|h|cpp|cc|hpp|sv|svh|v|md|vlt))(?![\w/-])")
+    r"(?<![\w./-])((?:isa|sim|driver|jit|onnx|cli|hw)/[\w./-]*\.(?:c|h|cpp|cc|hpp|sv|svh|v|md|vlt)"
+    r"|python/[\w./-]*\.py)(?![\w/-])")
 INCLUDE_RE = re.compile(r'^\s*(?:#\s*include|`include)\s+"([^"]+)"', re.M)
 ARCH_DOC = "docs/architecture.md"
 
@@ -51,7 +54,7 @@ def source_files(root):
         for dirpath, dirnames, filenames in os.walk(base):
             dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
             for f in sorted(filenames):
-                if f.startswith(".") or not f.endswith(SOURCE_EXT):
+                if f.startswith(".") or not f.endswith(ROOT_EXT.get(top, SOURCE_EXT)):
                     continue
                 out.append(rel(root, os.path.join(dirpath, f)))
     return sorted(set(out))
@@ -321,6 +324,9 @@ def self_test():
         ("file missing from the doc", {"jit/k.c": "int k;\n"}, "jit/k.c: not in"),
         ("RTL module missing from the doc", {"hw/rtl/sub.sv": "module sub; endmodule\n"},
          "hw/rtl/sub.sv: not in"),
+        ("Python module missing from the doc", {"python/tessera/m.py": "x = 1\n"}, "python/tessera/m.py: not in"),
+        ("doc names a missing Python file", {ARCH_DOC: SELFTEST_DOC + "\n`python/tessera/gone.py`\n"},
+         "names python/tessera/gone.py"),
         ("doc names a missing file", {ARCH_DOC: SELFTEST_DOC + "\n`jit/gone.c` was removed\n"},
          "names jit/gone.c"),
         ("lower layer includes a higher one", {"driver/d.h": '#include "j.h"\n', "jit/j.h": "",

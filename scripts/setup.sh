@@ -22,6 +22,9 @@ PKGS=(
   libxrt-dev libxrt-utils                        # backend xrt (Alveo / Zynq with XRT), xclbinutil
   python3-matplotlib                             # design-space exploration plots
   python3-yaml                                   # YAML space files for the DSE (tested: anchors, nesting)
+  python3-cffi python3-dev python3-setuptools    # the tessera Python package: cffi API mode compiles its
+                                                 # extension against the headers (Python.h, setuptools' build)
+  python3-pytest                                 # the Python package's tests (CTest python_api)
   slurmctld slurmd slurm-client munge            # DSE sweeps as a Slurm job array (single-node test)
 )
 SUDO=""

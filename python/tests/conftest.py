@@ -1,0 +1,46 @@
+"""Shared fixtures of the tessera package's tests: the CLI, the digits model and its reference run.
+
+Environment (set by the CTest python_api): TSR_CLI (the `tessera` program), TSR_DIGITS (the
+directory the digits_model target fills: digits_qdq.onnx, test_x.npy, test_y.npy).
+"""
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+import tessera
+
+
+def _need(var):
+    v = os.environ.get(var)
+    if not v:
+        pytest.skip("%s is not set (run through ctest -R python_api)" % var)
+    return v
+
+
+@pytest.fixture(scope="session")
+def cli():
+    return _need("TSR_CLI")
+
+
+@pytest.fixture(scope="session")
+def digits():
+    d = _need("TSR_DIGITS")
+    return {k: os.path.join(d, f) for k, f in (("qdq", "digits_qdq.onnx"), ("qlinear", "digits_qlinear.onnx"),
+                                               ("x", "test_x.npy"), ("y", "test_y.npy"))}
+
+
+@pytest.fixture(scope="session")
+def digits_cli(cli, digits, tmp_path_factory):
+    """`tessera infer` on the QDQ digits model: its output array and its printed text."""
+    out = str(tmp_path_factory.mktemp("cli") / "out.npy")
+    r = subprocess.run([cli, "infer", digits["qdq"], "-i", digits["x"], "-o", out, "--labels", digits["y"]],
+                       capture_output=True, text=True, check=True)
+    return np.load(out), r.stdout
+
+
+@pytest.fixture
+def dev():
+    with tessera.Device("default", backend="fsim") as d:
+        yield d

@@ -1,0 +1,238 @@
+"""The tessera package against the C CLI (same bytes) and the plain references, and its refusals."""
+import os
+import subprocess
+import threading
+
+import numpy as np
+import pytest
+
+import tessera
+
+
+# ---------------------------------------------------------------- results
+
+def test_digits_bit_identical_to_cli(dev, digits, digits_cli):
+    ref, _ = digits_cli
+    x = np.load(digits["x"])
+    y = tessera.load_onnx(digits["qdq"], dev).run(x)
+    assert y.dtype == ref.dtype and y.shape == ref.shape
+    assert y.tobytes() == ref.tobytes()
+
+
+def test_digits_qlinear_form_same_predictions(dev, digits):
+    x, labels = np.load(digits["x"]), np.load(digits["y"])
+    acc = (tessera.load_onnx(digits["qlinear"], dev).run(x).argmax(axis=1) == labels).mean()
+    assert acc > 0.9
+
+
+def test_digits_accuracy_matches_cli_line(dev, digits, digits_cli):
+    _, text = digits_cli
+    x, labels = np.load(digits["x"]), np.load(digits["y"])
+    right = int((tessera.load_onnx(digits["qdq"], dev).run(x).argmax(axis=1) == labels).sum())
+    assert "accuracy: %d of %d" % (right, len(labels)) in text
+
+
+def test_placement_matches_cli(dev, digits, digits_cli):
+    _, text = digits_cli
+    m = tessera.load_onnx(digits["qdq"], dev)
+    pl = m.placement
+    assert pl and all({"name", "op", "side", "segment", "kernel"} <= set(p) for p in pl)
+    assert sum(p["side"] == "device" for p in pl) >= 1
+    assert m.placement_text in text  # the same lines `tessera infer` prints
+    # every listed node is one line of the CLI's placement
+    assert len(pl) == sum(1 for l in m.placement_text.splitlines() if l.startswith("  ") and not l.startswith("  ("))
+
+
+def test_report_rows_match_cli(dev, digits, digits_cli):
+    _, text = digits_cli
+    m = tessera.load_onnx(digits["qdq"], dev)
+    m.run(np.load(digits["x"]))
+    rep = m.report
+    rows = rep.to_dict("records") if hasattr(rep, "to_dict") else rep
+    assert rows and all(r["macs"] >= 0 and r["layer"] for r in rows)
+    assert sum(r["macs"] for r in rows) > 0
+    # the CLI's table row by row, but for the plan time and the kernel cache (they vary by run)
+    seg = text[text.index("device segment 0"):]
+    cli_rows = tessera._parse_report(seg)
+    drop = lambda rs: [{k: v for k, v in r.items() if k not in ("plan_ms", "jit")} for r in rs]
+    assert drop(rows) == drop(cli_rows)
+    assert len(rows) == m.device_ops  # one row per device operator (digits: all in one graph)
+
+
+def test_batch_change_reimports(dev, digits, digits_cli):
+    ref, _ = digits_cli
+    x = np.load(digits["x"])
+    m = tessera.load_onnx(digits["qdq"], dev, batch=7)
+    assert m.run(x[:7]).tobytes() == ref[:7].tobytes()
+    assert m.run(x).tobytes() == ref.tobytes()
+
+
+def test_output_owns_its_memory(dev, digits, digits_cli):
+    ref, _ = digits_cli
+    m = tessera.load_onnx(digits["qdq"], dev)
+    y = m.run(np.load(digits["x"]))
+    del m
+    import gc
+    gc.collect()
+    assert y.tobytes() == ref.tobytes()
+
+
+def test_config_dict_and_overrides():
+    c = tessera.config("default")
+    assert c["LOG_BLOCK_IN"] == 4 and c["block_in"] == 16 and c["macs_per_op"] == 256
+    c5 = tessera.config("default", LOG_BLOCK=5)
+    assert c5["block_in"] == 32 and c5["block_out"] == 32 and c5["LOG_BLOCK_OUT"] == 5
+    assert tessera.config(c5) == c5  # a dict goes back in
+    assert "default" in tessera.presets() and "fsim" in tessera.backends()
+
+
+def test_device_from_config_dict(digits, digits_cli):
+    ref, _ = digits_cli
+    with tessera.Device(tessera.config("default"), backend="fsim", dram_size=1 << 28) as d:
+        assert d.config["block_out"] == 16
+        assert tessera.load_onnx(digits["qdq"], d).run(np.load(digits["x"])).tobytes() == ref.tobytes()
+
+
+GEMM = os.path.join(os.path.dirname(__file__), "..", "..", "isa", "examples", "gemm_relu.s")
+
+
+def test_asm_run_matches_cli_and_numpy(dev, cli, tmp_path):
+    text = open(GEMM).read()
+    p = tessera.asm(text)
+    assert len(p) > 0 and {b["name"] for b in p.buffers} >= {"inp", "wgt", "out"}
+    tessera.verify(p)
+    out = tessera.run(p, dev)["out"]
+    subprocess.run([cli, "run", "--config", "default", "--out-dir", str(tmp_path), "--quiet", GEMM], check=True,
+                   capture_output=True)
+    assert out == (tmp_path / "out.bin").read_bytes()
+    # the plain reference: Y = clamp(relu(X W^T) >> 8, 127), X and W the buffers' seeded bytes
+    xb, wb = bytearray(128), bytearray(1024)
+    tessera.lib.tsr_asm_random_fill(1, tessera.ffi.from_buffer(xb), 128)
+    tessera.lib.tsr_asm_random_fill(2, tessera.ffi.from_buffer(wb), 1024)
+    x = np.frombuffer(bytes(xb), np.int8).reshape(4, 32).astype(np.int64)
+    wblk = np.frombuffer(bytes(wb), np.int8).reshape(2, 2, 16, 16)  # [n][k][o][i]
+    w = wblk.transpose(0, 2, 1, 3).reshape(32, 32).astype(np.int64)
+    y = np.minimum(np.maximum(x @ w.T, 0) >> 8, 127).astype(np.int8)
+    assert out == y.tobytes()
+
+
+def test_run_inputs_override(dev):
+    p = tessera.asm(open(GEMM).read())
+    z = tessera.run(p, dev, inputs={"inp": bytes(128)})["out"]
+    assert z == bytes(128)
+
+
+# ---------------------------------------------------------------- refusals
+
+def _raises(fn, *words):
+    with pytest.raises(tessera.Error) as e:
+        fn()
+    msg = str(e.value)
+    assert "\n" not in msg
+    for w in words:
+        assert w in msg, msg
+    return e.value
+
+
+def test_wrong_dtype(dev, digits):
+    m = tessera.load_onnx(digits["qdq"], dev)
+    x = np.load(digits["x"])
+    _raises(lambda: m.run(x.astype(np.float64)), "x", "float64")
+    _raises(lambda: m.run(x.astype(np.int32)), "x")
+
+
+def test_wrong_shape(dev, digits):
+    m = tessera.load_onnx(digits["qdq"], dev)
+    x = np.load(digits["x"])
+    _raises(lambda: m.run(x[:, :, :4]), "x")
+    _raises(lambda: m.run(x.reshape(x.shape[0], -1)), "x")
+
+
+def test_non_contiguous(dev, digits):
+    m = tessera.load_onnx(digits["qdq"], dev)
+    x = np.load(digits["x"])
+    xt = np.concatenate([x, x], axis=-1)[..., ::2]
+    assert not xt.flags.c_contiguous
+    _raises(lambda: m.run(xt), "x", "contiguous")
+
+
+def test_not_an_array(dev, digits):
+    m = tessera.load_onnx(digits["qdq"], dev)
+    _raises(lambda: m.run([1, 2, 3]), "x", "numpy")
+
+
+def test_not_onnx(dev, tmp_path):
+    bad = tmp_path / "model.onnx"
+    bad.write_bytes(b"this is not a protobuf\x00\xff" * 10)
+    _raises(lambda: tessera.load_onnx(str(bad), dev), str(bad))
+    _raises(lambda: tessera.load_onnx(str(tmp_path / "missing.onnx"), dev), "missing.onnx")
+    _raises(lambda: tessera.load_onnx(123, dev), "path")
+    _raises(lambda: tessera.load_onnx(str(bad), "fsim"), "device")
+
+
+def test_device_used_after_close(digits):
+    d = tessera.Device()
+    m = tessera.load_onnx(digits["qdq"], d)
+    d.close()
+    d.close()  # twice is fine
+    x = np.load(digits["x"])
+    _raises(lambda: m.run(x), "closed")
+    _raises(lambda: tessera.load_onnx(digits["qdq"], d), "device", "closed")
+    _raises(lambda: tessera.run(tessera.asm(open(GEMM).read()), d), "device", "closed")
+
+
+def test_bad_config_and_backend():
+    _raises(lambda: tessera.config("no-such-preset"), "no-such-preset")
+    _raises(lambda: tessera.config("default", LOG_BLOCK=9), "LOG_BLOCK")
+    _raises(lambda: tessera.config("default", NOT_A_KEY=1), "NOT_A_KEY")
+    _raises(lambda: tessera.Device(backend="nope"), "nope")
+    _raises(lambda: tessera.Device(dram_latncy=3), "dram_latncy")
+    _raises(lambda: tessera.Device(dram_size=-1), "dram_size")
+
+
+def test_bad_program():
+    e = _raises(lambda: tessera.asm("FROB 1 2 3\n"), "FROB")
+    assert e.code == tessera.lib.TSR_EPARSE
+    _raises(lambda: tessera.verify("not a program"), "program")
+
+
+def test_no_stderr_from_library(digits, tmp_path):
+    """Errors are exceptions only: a failing load prints nothing (checked in a child process)."""
+    code = ("import tessera\n"
+            "d = tessera.Device()\n"
+            "try:\n tessera.load_onnx(%r, d)\nexcept tessera.Error as e:\n print('ERR', e)\n"
+            "try:\n tessera.asm('FROB\\n')\nexcept tessera.Error as e:\n print('ERR', e)\n") % (__file__,)
+    r = subprocess.run(["/usr/bin/python3", "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.count("ERR ") == 2 and r.stderr == "", (r.stdout, r.stderr)
+
+
+# ---------------------------------------------------------------- threads
+
+def test_two_threads_two_devices(digits, digits_cli):
+    ref, _ = digits_cli
+    x = np.load(digits["x"])
+    results, errors = {}, []
+
+    def work(k):
+        try:
+            with tessera.Device("default", backend="fsim") as d:
+                results[k] = tessera.load_onnx(digits["qdq"], d).run(x)
+        except Exception as e:  # reported below
+            errors.append(e)
+
+    ts = [threading.Thread(target=work, args=(k,)) for k in range(2)]
+    [t.start() for t in ts]
+    [t.join() for t in ts]
+    assert not errors, errors
+    assert all(results[k].tobytes() == ref.tobytes() for k in range(2))
+
+
+def test_second_run_while_in_flight_refused(dev, digits):
+    m = tessera.load_onnx(digits["qdq"], dev)
+    x = np.load(digits["x"])
+    lock = dev._busy("device")  # what a run in flight holds
+    try:
+        _raises(lambda: m.run(x), "busy")
+    finally:
+        lock.release()
+    assert m.run(x).shape[0] == x.shape[0]
