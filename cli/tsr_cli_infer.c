@@ -20,7 +20,7 @@
 static const char *infer_help =
     "usage: tessera infer MODEL.onnx -i INPUT.npy [-o OUTPUT.npy] [--backend fsim|rtl]\n"
     "                     [--config CONFIG] [--labels LABELS.npy] [--tensor NAME=FILE.npy ...]\n"
-    "                     [--quiet] [device options]\n"
+    "                     [--placement-json FILE|-] [--quiet] [device options]\n"
     "\n"
     "Import a quantized ONNX model (QLinear operator form or QDQ form), place\n"
     "every node on the device or the host, run it on INPUT (its first dimension\n"
@@ -38,6 +38,10 @@ static const char *infer_help =
     "  --tensor NAME=FILE  also write the value NAME (e.g. quantized logits, or a\n"
     "                    tensor inside a device segment: all are then kept) to\n"
     "                    FILE; repeatable (up to 64)\n"
+    "  --placement-json FILE  also write where every node went as JSON (name in\n"
+    "                    full, op, side, segment, host kernel, MACs) to FILE,\n"
+    "                    with the outputs (all or nothing); '-': to stdout right\n"
+    "                    after the import (with --quiet, the only thing on stdout)\n"
     "  --quiet           no placement and table\n";
 
 /* Write out to out_path (if given) and tv[i] to tout[i], all or nothing:
@@ -45,24 +49,37 @@ static const char *infer_help =
  * (tsr_npy_write: itself atomic), and only when all of them are written
  * are they renamed into place, so that a failure (a directory that does
  * not exist, a full disk) replaces none of the destinations. */
-static int write_outputs(const char *out_path, const tsr_tensor_t *out, int nt, char *const *tout,
-                         const tsr_tensor_t *tv)
+static int write_text(const char *path, const char *text, size_t len)
 {
-    const char *dst[65];
-    const tsr_tensor_t *src[65];
-    char *stage[65] = {0};
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return tsr_err(TSR_EIO, "%s: cannot create it: %s", path, strerror(errno));
+    const int bad = fwrite(text, 1, len, f) != len;
+    if (fclose(f) || bad)
+        return tsr_err(TSR_EIO, "%s: write failed", path);
+    return 0;
+}
+
+static int write_outputs(const char *out_path, const tsr_tensor_t *out, int nt, char *const *tout,
+                         const tsr_tensor_t *tv, const char *json_path, const char *json, size_t json_len)
+{
+    const char *dst[66];
+    const tsr_tensor_t *src[66];
+    char *stage[66] = {0};
     int n = 0, rc = 0;
     if (out_path)
         dst[n] = out_path, src[n++] = out;
     for (int i = 0; i < nt; i++)
         dst[n] = tout[i], src[n++] = &tv[i];
+    if (json_path)
+        dst[n] = json_path, src[n++] = NULL; /* the placement JSON (text) */
     for (int i = 0; i < n && !rc; i++) {
         const size_t len = strlen(dst[i]) + 48;
         if (!(stage[i] = malloc(len)))
             rc = tsr_err(TSR_ENOMEM, "%s: out of memory", dst[i]);
         else {
             snprintf(stage[i], len, "%s.part.%ld.%d", dst[i], (long)getpid(), i);
-            if ((rc = tsr_npy_write(stage[i], src[i]))) {
+            if ((rc = src[i] ? tsr_npy_write(stage[i], src[i]) : write_text(stage[i], json, json_len))) {
                 /* the message names the destination the user gave, not the staging file */
                 char msg[1024];
                 const size_t sl = strlen(stage[i]);
@@ -86,6 +103,7 @@ static int write_outputs(const char *out_path, const tsr_tensor_t *out, int nt, 
 /* The command line. */
 typedef struct {
     const char *in_path, *out_path, *backend, *cfgname, *labels, *model;
+    const char *json_path;      /* --placement-json: a file, or "-" for stdout */
     char *tname[64], *tout[64]; /* --tensor NAME=FILE */
     int ntensors, quiet;
 } infer_args_t;
@@ -95,10 +113,12 @@ typedef struct {
     tsr_tensor_t in, out, lab, tv[64];
     tsr_onnx_t *m;
     tsr_device_t *d;
+    char *json;                 /* the placement JSON, for a --placement-json file */
+    size_t json_len;
 } infer_state_t;
 
 /* codes above the device options (1000..) */
-enum { O_BACKEND = 3000, O_CONFIG, O_LABELS, O_TENSOR, O_QUIET, O_HELP };
+enum { O_BACKEND = 3000, O_CONFIG, O_LABELS, O_TENSOR, O_QUIET, O_HELP, O_PJSON };
 
 /* --tensor NAME=FILE (arg is argv's, split in place): 0, or the exit status. */
 static int add_tensor(char *arg, infer_args_t *a)
@@ -125,6 +145,7 @@ static int infer_option(int c, char *arg, const tsr_cli_dev_t *dev, infer_args_t
     case O_LABELS: a->labels = arg; return 0;
     case O_TENSOR: return add_tensor(arg, a);
     case O_QUIET: a->quiet = 1; return 0;
+    case O_PJSON: a->json_path = arg; return 0;
     case 'h':
     case O_HELP: fputs(infer_help, stdout); fputs(dev->help, stdout); return -1;
     default: fputs(infer_help, stderr); return 2;
@@ -139,7 +160,7 @@ static int infer_parse(int argc, char **argv, const tsr_cli_dev_t *dev, infer_ar
         {"input", required_argument, 0, 'i'},       {"output", required_argument, 0, 'o'},
         {"backend", required_argument, 0, O_BACKEND}, {"config", required_argument, 0, O_CONFIG},
         {"labels", required_argument, 0, O_LABELS}, {"tensor", required_argument, 0, O_TENSOR},
-        {"quiet", no_argument, 0, O_QUIET},
+        {"quiet", no_argument, 0, O_QUIET},         {"placement-json", required_argument, 0, O_PJSON},
         {"help", no_argument, 0, O_HELP}};
     size_t no = 0;
     for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
@@ -183,6 +204,16 @@ static int infer_load(const infer_args_t *a, unsigned pflags, infer_state_t *s)
         rc = tsr_onnx_check_value(s->m, a->tname[i], pflags);
     if (!rc && !a->quiet)
         tsr_onnx_print_placement(s->m, stdout);
+    if (!rc && a->json_path && !strcmp(a->json_path, "-"))
+        rc = tsr_onnx_write_placement_json(s->m, stdout);
+    else if (!rc && a->json_path) { /* kept in memory: written with the outputs, all or nothing */
+        FILE *f = open_memstream(&s->json, &s->json_len);
+        if (!f)
+            return tsr_err(TSR_ENOMEM, "out of memory");
+        rc = tsr_onnx_write_placement_json(s->m, f);
+        if (fclose(f) && !rc)
+            rc = tsr_err(TSR_ENOMEM, "out of memory");
+    }
     return rc;
 }
 
@@ -232,7 +263,8 @@ static int infer_finish(const infer_args_t *a, infer_state_t *s)
     for (int i = 0; i < a->ntensors && !rc; i++)
         rc = tsr_onnx_read_value(s->m, a->tname[i], &s->tv[i]);
     if (!rc)
-        rc = write_outputs(a->out_path, out, a->ntensors, a->tout, s->tv);
+        rc = write_outputs(a->out_path, out, a->ntensors, a->tout, s->tv,
+                           a->json_path && strcmp(a->json_path, "-") ? a->json_path : NULL, s->json, s->json_len);
     if (!rc && a->labels)
         print_accuracy(a, s, n, k);
     return rc;
@@ -247,6 +279,7 @@ static void infer_free(const infer_args_t *a, infer_state_t *s)
         tsr_tensor_free(&s->tv[i]);
     tsr_onnx_free(s->m);
     tsr_device_close(s->d);
+    free(s->json);
 }
 
 int tsr_cli_infer(int argc, char **argv, const tsr_cli_dev_t *dev)

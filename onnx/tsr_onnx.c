@@ -142,3 +142,88 @@ void tsr_onnx_print_placement(const tsr_onnx_t *m, FILE *f)
                 tsr_strsafe(m->gp->node[i]->op_type, op, sizeof op), where);
     }
 }
+
+/* A name as a JSON string: tsr_strsafe's form whole (no "..." cut), then
+ * '"' and '\' escaped; what strsafe keeps is printable UTF-8, valid JSON. */
+static int json_str(FILE *f, const char *s)
+{
+    const size_t len = s ? strlen(s) : 6;
+    char *b = malloc(4 * len + 8);
+    if (!b)
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    tsr_strsafe_n(s, (size_t)-1, b, 4 * len + 8);
+    fputc('"', f);
+    for (const char *p = b; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fputc('\\', f);
+        fputc(*p, f);
+    }
+    fputc('"', f);
+    free(b);
+    return 0;
+}
+
+/* Multiply-accumulates of a lop (batch included), 0 for those without. */
+static int64_t lop_macs(const tsr_onnx_t *m, const ox_lop_t *L)
+{
+    if (L->side == SIDE_DEV && L->nd.kind == TSR_ND_CONV) {
+        const tsr_conv2d_params_t *c = &L->nd.conv;
+        return numel(&m->vals[L->out]) * (c->c_in / (c->groups ? c->groups : 1)) * c->kh * c->kw;
+    }
+    if (L->side == SIDE_DEV && L->nd.kind == TSR_ND_DENSE)
+        return (int64_t)L->nd.dense.n * L->nd.dense.k * L->nd.dense.m;
+    if (L->side == SIDE_HOST && L->hkind == H_CONVINT)
+        return numel(&m->vals[L->out]) * L->geo[9] * L->geo[0] * L->geo[1];
+    if (L->side == SIDE_HOST && (L->hkind == H_MATMULINT || L->hkind == H_QMATMUL))
+        return L->geo[0] * L->geo[1] * L->geo[2] * L->geo[3];
+    return 0;
+}
+
+int tsr_onnx_write_placement_json(const tsr_onnx_t *m, FILE *f)
+{
+    int rc = 0;
+    fputs("{\"model\": ", f);
+    rc = json_str(f, m->path);
+    fprintf(f, ", \"nodes\": %zu, \"device_ops\": %d, \"segments\": %d, \"host_ops\": %d, \"placement\": [",
+            m->gp->n_node, tsr_onnx_device_ops(m), m->nsegs, tsr_onnx_host_ops(m));
+    for (size_t i = 0; i < m->gp->n_node && !rc; i++) {
+        const int l = m->node_lop[i];
+        const ox_lop_t *L = l >= 0 ? &m->lops[l] : NULL;
+        const char *side = "?", *kernel = "";
+        int seg = -1;
+        int64_t macs = 0;
+        switch (m->placed[i]) {
+        case OX_CONST: side = "constant"; break;
+        case OX_ALIAS: side = "alias"; break;
+        case OX_VIEW: side = "view"; break;
+        case OX_FOLDED:
+            side = "folded";
+            if (L)
+                kernel = L->side == SIDE_DEV ? L->nd.name : tsr_ox_host_name(L->hkind), seg = L->seg;
+            break;
+        case OX_LOP:
+            if (!L)
+                break;
+            side = L->side == SIDE_DEV ? "device" : "host";
+            kernel = L->side == SIDE_DEV ? dev_kind(&L->nd) : tsr_ox_host_name(L->hkind);
+            seg = L->side == SIDE_DEV ? L->seg : -1;
+            macs = lop_macs(m, L);
+            break;
+        default: break;
+        }
+        fprintf(f, "%s\n {\"index\": %zu, \"name\": ", i ? "," : "", i);
+        if ((rc = json_str(f, nname(m, (int)i))))
+            break;
+        fputs(", \"op\": ", f);
+        if ((rc = json_str(f, m->gp->node[i]->op_type)))
+            break;
+        fprintf(f, ", \"side\": \"%s\", \"segment\": %d, \"kernel\": ", side, seg);
+        if ((rc = json_str(f, kernel)))
+            break;
+        fprintf(f, ", \"macs\": %lld}", (long long)macs);
+    }
+    fputs("\n]}\n", f);
+    if (!rc && (fflush(f) || ferror(f)))
+        rc = tsr_err(TSR_EIO, "placement JSON: write failed");
+    return rc;
+}

@@ -78,6 +78,17 @@ void tsr_onnx_free(tsr_onnx_t *m);
 /* One line per ONNX node: where it runs (device segment, host, folded
  * into which device operator, constant). */
 void tsr_onnx_print_placement(const tsr_onnx_t *m, FILE *f);
+/* The same placement as JSON, for scripts (the zoo table): one object
+ * {"model", "nodes", "device_ops", "segments", "host_ops", "placement":
+ * [per ONNX node in graph order: {"index", "name" (in full), "op",
+ * "side": "device" | "host" | "folded" | "alias" | "view" | "constant",
+ * "segment" (device: its segment, else -1), "kernel" (host: the kernel's
+ * name; device: the operator kind; folded: the device operator it is part
+ * of; else ""), "macs" (multiply-accumulates of a conv, dense or matmul
+ * lop, batch included; 0 otherwise)}]}. Names are made safe by
+ * tsr_strsafe (control and non-UTF-8 bytes as \xNN, written "\\xNN" in
+ * JSON) and not cut. TSR_OK or TSR_EIO when f fails. */
+int tsr_onnx_write_placement_json(const tsr_onnx_t *m, FILE *f);
 /* Device nodes and host nodes after lowering. */
 int tsr_onnx_device_ops(const tsr_onnx_t *m);
 int tsr_onnx_host_ops(const tsr_onnx_t *m);

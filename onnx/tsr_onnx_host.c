@@ -198,6 +198,15 @@ static const ox_host_kernel_t kernels[] = {
     {H_MATMULINT, "int32 matmul", run_matmul},
     {H_QMATMUL, "quantized batched matmul", run_matmul},
     {H_CONCAT, "concat", run_concat},
+    /* the float and int64 kernels of the standard ops (tsr_onnx_hostf.c) */
+    {H_FUNARY, "float elementwise", tsr_ox_run_funary},
+    {H_FNARY, "float broadcast", tsr_ox_run_fnary},
+    {H_GATHER, "gather", tsr_ox_run_gather},
+    {H_SLICE, "slice", tsr_ox_run_slice},
+    {H_FTRANSPOSE, "transpose", tsr_ox_run_ftranspose},
+    {H_REDUCE, "float reduce", tsr_ox_run_reduce},
+    {H_LAYERNORM, "float layernorm", tsr_ox_run_layernorm},
+    {H_FMATMUL, "float matmul", tsr_ox_run_fmatmul},
 };
 
 static const ox_host_kernel_t *kernel(int kind)

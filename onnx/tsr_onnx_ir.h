@@ -31,9 +31,23 @@
 
 /* ONNX TensorProto element types the importer handles (the others are refused at load). */
 enum { ET_FLOAT = 1, ET_UINT8 = 2, ET_INT8 = 3, ET_INT32 = 6, ET_INT64 = 7 };
+enum { ET_BOOL = 9 };       /* Equal/Less/Not results and Where's condition (one byte, 0 or 1) */
 enum { SIDE_NONE = 0, SIDE_DEV, SIDE_HOST };
 /* Host kernels (tsr_onnx_host.c has their table). */
 enum { H_QUANT = 1, H_DEQUANT, H_SOFTMAX, H_ARGMAX, H_RELU, H_CONVINT, H_MATMULINT, H_QMATMUL, H_CONCAT };
+
+/* The float and integer host kernels of tsr_onnx_hostf.c (numbered apart
+ * from the kinds above so that additions there never collide): their node's
+ * own value ids (not bases: the shapes as the node sees them) in geo[0..3]. */
+enum { H_FUNARY = 64, H_FNARY, H_GATHER, H_SLICE, H_FTRANSPOSE, H_REDUCE, H_LAYERNORM, H_FMATMUL };
+/* H_FUNARY's operation (lop axis; alpha in scale, beta in mult) */
+enum { FU_SIGMOID, FU_HARDSIGMOID, FU_HARDSWISH, FU_TANH, FU_LEAKYRELU, FU_CLIP, FU_ERF, FU_GELU, FU_GELU_TANH,
+       FU_SQRT, FU_RECIP, FU_NEG, FU_ABS, FU_EXP, FU_LOG, FU_ELU, FU_SOFTPLUS, FU_NOT, FU_RELU, FU_SILU };
+/* H_FNARY's operation (lop axis): elementwise with multidirectional broadcasting */
+enum { FN_ADD, FN_SUB, FN_MUL, FN_DIV, FN_POW, FN_MIN, FN_MAX, FN_EQUAL, FN_LESS, FN_GREATER, FN_AND, FN_OR,
+       FN_WHERE, FN_EXPAND };
+/* H_REDUCE's operation (lop axis) */
+enum { RD_MEAN, RD_SUM, RD_MAX, RD_MIN };
 
 /* Where a node went (m->placed[node]); the placement table prints it. */
 typedef enum ox_placed {
@@ -157,6 +171,7 @@ static inline size_t esize(int e)
     case ET_FLOAT: case ET_INT32: return 4;
     case ET_UINT8: case ET_INT8: return 1;
     case ET_INT64: return 8;
+    case ET_BOOL: return 1;
     default: return 0;
     }
 }
@@ -169,6 +184,7 @@ static inline const char *ename(int e)
     case ET_INT8: return "int8";
     case ET_INT32: return "int32";
     case ET_INT64: return "int64";
+    case ET_BOOL: return "bool";
     default: return "unsupported type";
     }
 }
@@ -292,6 +308,16 @@ int tsr_ox_build_segments(tsr_onnx_t *m);
 /* tsr_onnx_host.c */
 const char *tsr_ox_host_name(int hkind);
 int tsr_ox_host_run(tsr_onnx_t *m, const ox_lop_t *L);
+/* tsr_onnx_hostf.c: the float and integer host kernels (H_FUNARY ...), also
+ * run at import to fold nodes whose inputs are all constants */
+int tsr_ox_run_funary(tsr_onnx_t *m, const ox_lop_t *L);
+int tsr_ox_run_fnary(tsr_onnx_t *m, const ox_lop_t *L);
+int tsr_ox_run_gather(tsr_onnx_t *m, const ox_lop_t *L);
+int tsr_ox_run_slice(tsr_onnx_t *m, const ox_lop_t *L);
+int tsr_ox_run_ftranspose(tsr_onnx_t *m, const ox_lop_t *L);
+int tsr_ox_run_reduce(tsr_onnx_t *m, const ox_lop_t *L);
+int tsr_ox_run_layernorm(tsr_onnx_t *m, const ox_lop_t *L);
+int tsr_ox_run_fmatmul(tsr_onnx_t *m, const ox_lop_t *L);
 /* tsr_onnx_exec.c */
 uint8_t *tsr_ox_bytes(tsr_onnx_t *m, int v);
 

@@ -22,8 +22,8 @@ static const ox_op_t ops[] = {
     {"", "ConstantOfShape", 9, 0, tsr_ox_constant_of_shape, 0, 0},
     {"", "Flatten", 1, 0, tsr_ox_reshape, 1, 0},
     {"", "Reshape", 5, 0, tsr_ox_reshape, 0, 0},           /* the shape an input since 5 */
-    {"", "Transpose", 1, 0, tsr_ox_transpose, 0, 0},
-    {"", "Concat", 1, 0, tsr_ox_concat, 0, 0},
+    {"", "Transpose", 1, 0, tsr_ox_transpose_any, 0, 0},   /* ops/tsr_ox_math.c: a host copy if it moves data */
+    {"", "Concat", 1, 0, tsr_ox_concat_fold, 0, 0},        /* constants folded (ops/tsr_ox_fold.c), else shape.c */
     /* quantization (ops/tsr_ox_qdq.c) */
     {"", "DequantizeLinear", 10, 20, tsr_ox_dequantize, 0, 0},
     {"", "QuantizeLinear", 10, 20, tsr_ox_quantize, 0, 0},
@@ -32,7 +32,7 @@ static const ox_op_t ops[] = {
     /* convolutions and gemms on the device (ops/tsr_ox_conv.c) */
     {"", "Conv", 1, 0, tsr_ox_qdq_conv, 0, OX_QDQ_OUT},
     {"", "Gemm", 7, 0, tsr_ox_qdq_conv, 1, OX_QDQ_OUT},    /* C broadcast one way since 7 */
-    {"", "MatMul", 1, 0, tsr_ox_qdq_conv, 1, OX_QDQ_OUT},
+    {"", "MatMul", 1, 0, tsr_ox_matmul_any, 1, OX_QDQ_OUT}, /* ops/tsr_ox_math.c: else float on the host */
     {"", "QLinearConv", 10, 0, tsr_ox_qlinear, 0, 0},
     {"com.microsoft", "QGemm", 1, 0, tsr_ox_qlinear, 1, 0},
     /* matmuls and int32 ops (ops/tsr_ox_matmul.c) */
@@ -46,12 +46,55 @@ static const ox_op_t ops[] = {
     {"com.microsoft", "QLinearGlobalAveragePool", 1, 0, tsr_ox_qlinear_gap, 0, 0},
     {"", "ReduceMean", 1, 0, tsr_ox_qdq_reducemean, 0, OX_QDQ_OUT}, /* axes an input since 18 */
     /* adds (ops/tsr_ox_eltwise.c) */
-    {"", "Add", 7, 0, tsr_ox_qdq_add, 0, OX_QDQ_OUT},      /* multidirectional broadcast since 7 */
+    {"", "Add", 7, 0, tsr_ox_add_any, 0, OX_QDQ_OUT},      /* multidirectional broadcast since 7; ops/tsr_ox_math.c:
+                                                               float on the host unless two quantized views */
     {"com.microsoft", "QLinearAdd", 1, 0, tsr_ox_qlinear_add, 0, 0},
     /* float operators on the host (ops/tsr_ox_float.c) */
     {"", "Relu", 6, 0, tsr_ox_host_float, H_RELU, 0},
     {"", "Softmax", 1, 0, tsr_ox_host_float, H_SOFTMAX, 0}, /* 1..12 (flattening) and 13 (one axis) */
     {"", "ArgMax", 1, 0, tsr_ox_host_float, H_ARGMAX, 0},
+    /* standard float ops on the host, int64 shape arithmetic folded (ops/tsr_ox_math.c, ops/tsr_ox_fold.c) */
+    {"", "Sigmoid", 6, 0, tsr_ox_funary, FU_SIGMOID, 0},
+    {"", "HardSigmoid", 6, 0, tsr_ox_funary, FU_HARDSIGMOID, 0},
+    {"", "HardSwish", 14, 0, tsr_ox_funary, FU_HARDSWISH, 0},
+    {"", "Tanh", 6, 0, tsr_ox_funary, FU_TANH, 0},
+    {"", "LeakyRelu", 6, 0, tsr_ox_funary, FU_LEAKYRELU, 0},
+    {"", "Elu", 6, 0, tsr_ox_funary, FU_ELU, 0},
+    {"", "Softplus", 1, 0, tsr_ox_funary, FU_SOFTPLUS, 0},
+    {"", "Clip", 6, 0, tsr_ox_funary, FU_CLIP, 0},           /* min/max attributes to 10, inputs since 11 */
+    {"", "Erf", 9, 0, tsr_ox_funary, FU_ERF, 0},
+    {"", "Gelu", 20, 0, tsr_ox_funary, FU_GELU, 0},
+    {"", "Sqrt", 6, 0, tsr_ox_funary, FU_SQRT, 0},
+    {"", "Reciprocal", 6, 0, tsr_ox_funary, FU_RECIP, 0},
+    {"", "Neg", 6, 0, tsr_ox_funary, FU_NEG, 0},
+    {"", "Abs", 6, 0, tsr_ox_funary, FU_ABS, 0},
+    {"", "Exp", 6, 0, tsr_ox_funary, FU_EXP, 0},
+    {"", "Log", 6, 0, tsr_ox_funary, FU_LOG, 0},
+    {"", "Not", 1, 0, tsr_ox_funary, FU_NOT, 0},
+    {"", "Sub", 7, 0, tsr_ox_fnary, FN_SUB, 0},              /* broadcasting since 7 */
+    {"", "Mul", 7, 0, tsr_ox_fnary, FN_MUL, 0},
+    {"", "Div", 7, 0, tsr_ox_fnary, FN_DIV, 0},
+    {"", "Pow", 7, 0, tsr_ox_fnary, FN_POW, 0},
+    {"", "Min", 8, 0, tsr_ox_fnary, FN_MIN, 0},              /* two inputs */
+    {"", "Max", 8, 0, tsr_ox_fnary, FN_MAX, 0},
+    {"", "Equal", 7, 0, tsr_ox_fnary, FN_EQUAL, 0},
+    {"", "Less", 7, 0, tsr_ox_fnary, FN_LESS, 0},
+    {"", "Greater", 7, 0, tsr_ox_fnary, FN_GREATER, 0},
+    {"", "And", 7, 0, tsr_ox_fnary, FN_AND, 0},
+    {"", "Or", 7, 0, tsr_ox_fnary, FN_OR, 0},
+    {"", "Where", 9, 0, tsr_ox_fnary, FN_WHERE, 0},
+    {"", "Expand", 8, 0, tsr_ox_fnary, FN_EXPAND, 0},
+    {"", "ReduceSum", 1, 0, tsr_ox_reduce, RD_SUM, 0},       /* axes an input since 13 */
+    {"", "ReduceMax", 1, 0, tsr_ox_reduce, RD_MAX, 0},       /* axes an input since 18 */
+    {"", "ReduceMin", 1, 0, tsr_ox_reduce, RD_MIN, 0},
+    {"", "LayerNormalization", 17, 0, tsr_ox_layernorm, 0, 0},
+    {"", "Gather", 1, 0, tsr_ox_gather, 0, 0},
+    {"", "Slice", 1, 0, tsr_ox_slice, 0, 0},                 /* attributes to 9, inputs since 10 */
+    {"", "Squeeze", 1, 0, tsr_ox_squeeze, 0, 0},             /* axes an input since 13 */
+    {"", "Unsqueeze", 1, 0, tsr_ox_squeeze, 1, 0},
+    {"", "Shape", 1, 0, tsr_ox_shape_of, 0, 0},              /* start/end since 15 */
+    {"", "Size", 1, 0, tsr_ox_shape_of, 1, 0},
+    {"", "Range", 11, 0, tsr_ox_range, 0, 0},
 };
 
 /* "" for ai.onnx (a model may spell it out), else the domain as given. */

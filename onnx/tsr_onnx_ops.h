@@ -73,6 +73,23 @@ int tsr_ox_reshape(tsr_onnx_t *m, int ni, int flatten);
 int tsr_ox_transpose(tsr_onnx_t *m, int ni, int arg);
 int tsr_ox_concat(tsr_onnx_t *m, int ni, int arg);
 
+/* ops/tsr_ox_math.c: standard float (and int64) ops on the host, folded when all inputs are constant
+ * (op: FU_* / FN_* / RD_* of tsr_onnx_ir.h) */
+int tsr_ox_funary(tsr_onnx_t *m, int ni, int op);
+int tsr_ox_fnary(tsr_onnx_t *m, int ni, int op);
+int tsr_ox_add_any(tsr_onnx_t *m, int ni, int arg);
+int tsr_ox_matmul_any(tsr_onnx_t *m, int ni, int arg);
+int tsr_ox_reduce(tsr_onnx_t *m, int ni, int op);
+int tsr_ox_layernorm(tsr_onnx_t *m, int ni, int arg);
+int tsr_ox_gather(tsr_onnx_t *m, int ni, int arg);
+int tsr_ox_slice(tsr_onnx_t *m, int ni, int arg);
+int tsr_ox_squeeze(tsr_onnx_t *m, int ni, int unsq);
+int tsr_ox_transpose_any(tsr_onnx_t *m, int ni, int arg);
+/* ops/tsr_ox_fold.c: shape subgraphs folded at import */
+int tsr_ox_shape_of(tsr_onnx_t *m, int ni, int size);
+int tsr_ox_range(tsr_onnx_t *m, int ni, int arg);
+int tsr_ox_concat_fold(tsr_onnx_t *m, int ni, int arg);
+
 /* Shared by the conv and matmul families (ops/tsr_ox_conv.c). */
 typedef struct conv_desc {
     int x;                  /* quantized input value */

@@ -1,0 +1,396 @@
+/*
+ * tsr_onnx_hostf: the host kernels of the standard float (and int64) ops
+ * (tsr_onnx_ir.h: H_FUNARY ... H_FMATMUL), registered in tsr_onnx_host.c's
+ * table. Why a file of their own: they are ONNX's float semantics (what a
+ * QDQ model runs between a host DequantizeLinear and QuantizeLinear, and
+ * the int64 shape arithmetic that lowering folds by running these same
+ * kernels on constants), not the quantized kernels of tsr_onnx_host.c.
+ * Float results are computed in double and rounded once to float32, so
+ * +, -, *, / are float32's correctly rounded results (as ONNX Runtime's);
+ * transcendental functions differ from ONNX Runtime's approximations by a
+ * few float32 ulps. A kernel reads its node's own values (geo[0..3]: the
+ * shapes as the node sees them) through tsr_ox_bytes (their bases' bytes).
+ * Lowering checked every shape; what only the data can break (a Gather
+ * index out of range, an integer division by zero) is a one-line error.
+ */
+#include <math.h>
+#include <stdlib.h>
+
+#include "tsr_error.h"
+#include "tsr_onnx_ir.h"
+
+static double getd(const uint8_t *b, int e, int64_t i)
+{
+    switch (e) {
+    case ET_FLOAT: { float f; memcpy(&f, b + 4 * i, 4); return f; }
+    case ET_INT64: { int64_t v; memcpy(&v, b + 8 * i, 8); return (double)v; }
+    case ET_INT32: { int32_t v; memcpy(&v, b + 4 * i, 4); return v; }
+    case ET_INT8: return (int8_t)b[i];
+    default: return b[i]; /* uint8, bool */
+    }
+}
+
+static int64_t geti(const uint8_t *b, int e, int64_t i)
+{
+    switch (e) {
+    case ET_FLOAT: { float f; memcpy(&f, b + 4 * i, 4); return (int64_t)f; } /* callers: integer inputs */
+    case ET_INT64: { int64_t v; memcpy(&v, b + 8 * i, 8); return v; }
+    case ET_INT32: { int32_t v; memcpy(&v, b + 4 * i, 4); return v; }
+    case ET_INT8: return (int8_t)b[i];
+    default: return b[i];
+    }
+}
+
+static void setd(uint8_t *b, int e, int64_t i, double d)
+{
+    if (e == ET_FLOAT) {
+        float f = (float)d;
+        memcpy(b + 4 * i, &f, 4);
+    } else if (e == ET_BOOL)
+        b[i] = d != 0;
+}
+
+static void seti(uint8_t *b, int e, int64_t i, int64_t v)
+{
+    switch (e) {
+    case ET_INT64: memcpy(b + 8 * i, &v, 8); break;
+    case ET_INT32: { int32_t w = (int32_t)(uint32_t)(uint64_t)v; memcpy(b + 4 * i, &w, 4); break; }
+    case ET_FLOAT: { float f = (float)v; memcpy(b + 4 * i, &f, 4); break; }
+    case ET_BOOL: b[i] = v != 0; break;
+    default: b[i] = (uint8_t)v; break;
+    }
+}
+
+static double unary(int op, double x, float alpha, float beta)
+{
+    switch (op) {
+    case FU_SIGMOID: return 1.0 / (1.0 + exp(-x));
+    case FU_HARDSIGMOID: { double y = alpha * x + beta; return y < 0 ? 0 : y > 1 ? 1 : y; }
+    case FU_HARDSWISH: { double y = x / 6.0 + 0.5; return x * (y < 0 ? 0 : y > 1 ? 1 : y); }
+    case FU_TANH: return tanh(x);
+    case FU_LEAKYRELU: return x < 0 ? alpha * x : x;
+    case FU_CLIP: return x < alpha ? alpha : x > beta ? beta : x; /* NaN passes through */
+    case FU_ERF: return erf(x);
+    case FU_GELU: return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
+    case FU_GELU_TANH: return 0.5 * x * (1.0 + tanh(0.7978845608028654 /* sqrt(2 / pi) */ * (x + 0.044715 * x * x * x)));
+    case FU_SQRT: return sqrt(x);
+    case FU_RECIP: return 1.0 / x;
+    case FU_NEG: return -x;
+    case FU_ABS: return fabs(x);
+    case FU_EXP: return exp(x);
+    case FU_LOG: return log(x);
+    case FU_ELU: return x < 0 ? alpha * (exp(x) - 1.0) : x;
+    case FU_SOFTPLUS: return log1p(exp(x));
+    case FU_RELU: return x > 0 ? x : 0;
+    case FU_SILU: return x / (1.0 + exp(-x));
+    default: return x == 0; /* FU_NOT */
+    }
+}
+
+int tsr_ox_run_funary(tsr_onnx_t *m, const ox_lop_t *L)
+{
+    const int x = (int)L->geo[0];
+    const ox_val_t *X = &m->vals[x], *Y = &m->vals[L->out];
+    const uint8_t *xb = tsr_ox_bytes(m, x);
+    uint8_t *yb = tsr_ox_bytes(m, L->out);
+    const int64_t n = numel(X);
+    if (X->elem != ET_FLOAT) /* Neg, Abs, Not of integers: exact in int64 */
+        for (int64_t i = 0; i < n; i++) {
+            int64_t v = geti(xb, X->elem, i);
+            seti(yb, Y->elem, i, L->axis == FU_NOT ? !v : L->axis == FU_ABS ? (v < 0 ? -v : v) : -v);
+        }
+    else
+        for (int64_t i = 0; i < n; i++)
+            setd(yb, Y->elem, i, unary(L->axis, getd(xb, ET_FLOAT, i), L->scale, L->mult));
+    return 0;
+}
+
+/* Strides of value v broadcast to out's shape (0 along broadcast dimensions). */
+static void bstrides(const ox_val_t *V, const ox_val_t *O, int64_t *st)
+{
+    int64_t s = 1;
+    for (int i = O->ndim - 1, j = V->ndim - 1; i >= 0; i--, j--) {
+        st[i] = j >= 0 && V->dims[j] != 1 ? s : 0;
+        if (j >= 0)
+            s *= V->dims[j];
+    }
+}
+
+int tsr_ox_run_fnary(tsr_onnx_t *m, const ox_lop_t *L)
+{
+    const ox_val_t *Y = &m->vals[L->out];
+    uint8_t *yb = tsr_ox_bytes(m, L->out);
+    const int nin = L->axis == FN_WHERE ? 3 : L->axis == FN_EXPAND ? 1 : 2;
+    const ox_val_t *I[3];
+    const uint8_t *ib[3];
+    int64_t st[3][MAXD], off[3] = {0, 0, 0}, idx[MAXD] = {0};
+    for (int k = 0; k < nin; k++) {
+        I[k] = &m->vals[L->geo[k]];
+        ib[k] = tsr_ox_bytes(m, (int)L->geo[k]);
+        bstrides(I[k], Y, st[k]);
+    }
+    const int ie = I[nin == 3 ? 1 : 0]->elem; /* the operands' type (Where: of x) */
+    const int fl = ie == ET_FLOAT;
+    const size_t es = esize(Y->elem);
+    const int64_t n = numel(Y);
+    for (int64_t o = 0; o < n; o++) {
+        switch (L->axis) {
+        case FN_EXPAND: memcpy(yb + (size_t)o * es, ib[0] + (size_t)off[0] * es, es); break;
+        case FN_WHERE: {
+            const int k = ib[0][off[0]] ? 1 : 2;
+            memcpy(yb + (size_t)o * es, ib[k] + (size_t)off[k] * es, es);
+            break;
+        }
+        default:
+            if (fl) {
+                const double a = getd(ib[0], ie, off[0]), b = getd(ib[1], ie, off[1]);
+                double r;
+                switch (L->axis) {
+                case FN_ADD: r = a + b; break;
+                case FN_SUB: r = a - b; break;
+                case FN_MUL: r = a * b; break;
+                case FN_DIV: r = a / b; break;
+                case FN_POW: r = pow(a, b); break;
+                case FN_MIN: r = a < b || a != a ? a : b; break;
+                case FN_MAX: r = a > b || a != a ? a : b; break;
+                case FN_EQUAL: r = a == b; break;
+                case FN_LESS: r = a < b; break;
+                case FN_GREATER: r = a > b; break;
+                case FN_AND: r = a != 0 && b != 0; break;
+                default: r = a != 0 || b != 0; break;
+                }
+                setd(yb, Y->elem, o, r);
+            } else {
+                const int64_t a = geti(ib[0], ie, off[0]), b = geti(ib[1], ie, off[1]);
+                int64_t r;
+                switch (L->axis) {
+                case FN_ADD: r = (int64_t)((uint64_t)a + (uint64_t)b); break; /* wraps as numpy's */
+                case FN_SUB: r = (int64_t)((uint64_t)a - (uint64_t)b); break;
+                case FN_MUL: r = (int64_t)((uint64_t)a * (uint64_t)b); break;
+                case FN_DIV:
+                    if (b == 0 || (a == INT64_MIN && b == -1))
+                        return tsr_ox_node_err(m, L->node, "integer division of %lld by %lld", (long long)a,
+                                               (long long)b);
+                    r = a / b; /* truncates toward zero, as ONNX Runtime's */
+                    break;
+                case FN_POW: {
+                    r = 1;
+                    for (int64_t e = 0; e < b && e < 64; e++)
+                        r = (int64_t)((uint64_t)r * (uint64_t)a);
+                    break;
+                }
+                case FN_MIN: r = a < b ? a : b; break;
+                case FN_MAX: r = a > b ? a : b; break;
+                case FN_EQUAL: r = a == b; break;
+                case FN_LESS: r = a < b; break;
+                case FN_GREATER: r = a > b; break;
+                case FN_AND: r = a && b; break;
+                default: r = a || b; break;
+                }
+                seti(yb, Y->elem, o, r);
+            }
+        }
+        /* next output index: the odometer, and each operand's offset with it */
+        for (int d = Y->ndim - 1; d >= 0; d--) {
+            for (int k = 0; k < nin; k++)
+                off[k] += st[k][d];
+            if (++idx[d] < Y->dims[d])
+                break;
+            for (int k = 0; k < nin; k++)
+                off[k] -= st[k][d] * Y->dims[d];
+            idx[d] = 0;
+        }
+    }
+    return 0;
+}
+
+/* Gather along axis: out = data[:axis] + indices + data[axis+1:]. */
+int tsr_ox_run_gather(tsr_onnx_t *m, const ox_lop_t *L)
+{
+    const int d = (int)L->geo[0], ix = (int)L->geo[1];
+    const ox_val_t *D = &m->vals[d], *X = &m->vals[ix];
+    const uint8_t *db = tsr_ox_bytes(m, d), *xb = tsr_ox_bytes(m, ix);
+    uint8_t *yb = tsr_ox_bytes(m, L->out);
+    int64_t outer = 1, inner = 1;
+    const int64_t len = D->dims[L->axis], ni = numel(X);
+    for (int i = 0; i < L->axis; i++)
+        outer *= D->dims[i];
+    for (int i = L->axis + 1; i < D->ndim; i++)
+        inner *= D->dims[i];
+    const size_t row = (size_t)inner * esize(D->elem);
+    for (int64_t j = 0; j < ni; j++) {
+        int64_t k = geti(xb, X->elem, j);
+        if (k < -len || k >= len)
+            return tsr_ox_node_err(m, L->node, "index %lld (element %lld of the indices) is out of range for "
+                                   "a dimension of %lld", (long long)k, (long long)j, (long long)len);
+        if (k < 0)
+            k += len;
+        for (int64_t o = 0; o < outer; o++)
+            memcpy(yb + ((size_t)o * (size_t)ni + (size_t)j) * row, db + ((size_t)o * (size_t)len + (size_t)k) * row,
+                   row);
+    }
+    return 0;
+}
+
+/* Slice: output index i along dimension a reads start[a] + i * step[a] (zpa: starts, zpb: steps). */
+int tsr_ox_run_slice(tsr_onnx_t *m, const ox_lop_t *L)
+{
+    const int x = (int)L->geo[0];
+    const ox_val_t *X = &m->vals[x], *Y = &m->vals[L->out];
+    const uint8_t *xb = tsr_ox_bytes(m, x);
+    uint8_t *yb = tsr_ox_bytes(m, L->out);
+    const size_t es = esize(X->elem);
+    int64_t xs[MAXD], idx[MAXD] = {0}, s = 1;
+    for (int i = X->ndim - 1; i >= 0; i--)
+        xs[i] = s, s *= X->dims[i];
+    const int64_t n = numel(Y);
+    for (int64_t o = 0; o < n; o++) {
+        int64_t off = 0;
+        for (int i = 0; i < X->ndim; i++)
+            off += ((int64_t)L->zpa[i] + idx[i] * (int64_t)L->zpb[i]) * xs[i];
+        memcpy(yb + (size_t)o * es, xb + (size_t)off * es, es);
+        for (int d = Y->ndim - 1; d >= 0; d--) {
+            if (++idx[d] < Y->dims[d])
+                break;
+            idx[d] = 0;
+        }
+    }
+    return 0;
+}
+
+/* Transpose that moves data: output dimension i is input dimension perm[i] (geo[4 + i]). */
+int tsr_ox_run_ftranspose(tsr_onnx_t *m, const ox_lop_t *L)
+{
+    const int x = (int)L->geo[0];
+    const ox_val_t *X = &m->vals[x], *Y = &m->vals[L->out];
+    const uint8_t *xb = tsr_ox_bytes(m, x);
+    uint8_t *yb = tsr_ox_bytes(m, L->out);
+    const size_t es = esize(X->elem);
+    int64_t xs[MAXD], ps[MAXD], idx[MAXD] = {0}, s = 1, off = 0;
+    for (int i = X->ndim - 1; i >= 0; i--)
+        xs[i] = s, s *= X->dims[i];
+    for (int i = 0; i < Y->ndim; i++)
+        ps[i] = xs[L->geo[4 + i]];
+    const int64_t n = numel(Y);
+    for (int64_t o = 0; o < n; o++) {
+        memcpy(yb + (size_t)o * es, xb + (size_t)off * es, es);
+        for (int d = Y->ndim - 1; d >= 0; d--) {
+            off += ps[d];
+            if (++idx[d] < Y->dims[d])
+                break;
+            off -= ps[d] * Y->dims[d];
+            idx[d] = 0;
+        }
+    }
+    return 0;
+}
+
+/* ReduceMean/Sum/Max/Min over the axes in the bit mask geo[4] (double accumulators). */
+int tsr_ox_run_reduce(tsr_onnx_t *m, const ox_lop_t *L)
+{
+    const int x = (int)L->geo[0];
+    const ox_val_t *X = &m->vals[x], *Y = &m->vals[L->out];
+    const uint8_t *xb = tsr_ox_bytes(m, x);
+    uint8_t *yb = tsr_ox_bytes(m, L->out);
+    const int64_t ny = numel(Y), nx = numel(X);
+    double *acc = malloc(sizeof(double) * (size_t)(ny ? ny : 1));
+    if (!acc)
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    int64_t ys[MAXD], idx[MAXD] = {0}, s = 1, off = 0;
+    for (int i = X->ndim - 1; i >= 0; i--) { /* the output's strides along the input's dimensions */
+        const int red = (int)((L->geo[4] >> i) & 1);
+        ys[i] = red ? 0 : s;
+        if (!red)
+            s *= X->dims[i];
+    }
+    for (int64_t i = 0; i < ny; i++)
+        acc[i] = L->axis == RD_MAX ? -INFINITY : L->axis == RD_MIN ? INFINITY : 0;
+    for (int64_t i = 0; i < nx; i++) {
+        const double v = getd(xb, X->elem, i);
+        double *a = &acc[off];
+        *a = L->axis == RD_MAX ? (v > *a || v != v ? v : *a) : L->axis == RD_MIN ? (v < *a || v != v ? v : *a) : *a + v;
+        for (int d = X->ndim - 1; d >= 0; d--) {
+            off += ys[d];
+            if (++idx[d] < X->dims[d])
+                break;
+            off -= ys[d] * X->dims[d];
+            idx[d] = 0;
+        }
+    }
+    const double cnt = ny ? (double)nx / (double)ny : 1;
+    for (int64_t i = 0; i < ny; i++)
+        setd(yb, Y->elem, i, L->axis == RD_MEAN ? acc[i] / cnt : acc[i]);
+    free(acc);
+    return 0;
+}
+
+/* LayerNormalization over the dimensions from axis on: (x - mean) / sqrt(var + epsilon) * scale + bias
+ * (scale geo[1], bias geo[2] or -1: each the normalized part's size, or one element). */
+int tsr_ox_run_layernorm(tsr_onnx_t *m, const ox_lop_t *L)
+{
+    const int x = (int)L->geo[0], sv = (int)L->geo[1], bv = (int)L->geo[2];
+    const ox_val_t *X = &m->vals[x];
+    const uint8_t *xb = tsr_ox_bytes(m, x), *sb = tsr_ox_bytes(m, sv), *bb = bv >= 0 ? tsr_ox_bytes(m, bv) : NULL;
+    uint8_t *yb = tsr_ox_bytes(m, L->out);
+    int64_t inner = 1;
+    for (int i = L->axis; i < X->ndim; i++)
+        inner *= X->dims[i];
+    const int64_t outer = inner ? numel(X) / inner : 0, ns = numel(&m->vals[sv]),
+                  nb = bv >= 0 ? numel(&m->vals[bv]) : 0;
+    for (int64_t o = 0; o < outer; o++) {
+        double mean = 0, var = 0;
+        for (int64_t i = 0; i < inner; i++)
+            mean += getd(xb, ET_FLOAT, o * inner + i);
+        mean /= (double)inner;
+        for (int64_t i = 0; i < inner; i++) {
+            const double d = getd(xb, ET_FLOAT, o * inner + i) - mean;
+            var += d * d;
+        }
+        var /= (double)inner;
+        const double inv = 1.0 / sqrt(var + (double)L->scale);
+        for (int64_t i = 0; i < inner; i++) {
+            const double sc = getd(sb, ET_FLOAT, ns == 1 ? 0 : i), bi = bb ? getd(bb, ET_FLOAT, nb == 1 ? 0 : i) : 0;
+            setd(yb, ET_FLOAT, o * inner + i, (getd(xb, ET_FLOAT, o * inner + i) - mean) * inv * sc + bi);
+        }
+    }
+    return 0;
+}
+
+/* MatMul of float tensors [..., M, K] x [..., K, N] (batch dimensions broadcast; geo[4..6]: M, K, N). */
+int tsr_ox_run_fmatmul(tsr_onnx_t *m, const ox_lop_t *L)
+{
+    const int a = (int)L->geo[0], b = (int)L->geo[1];
+    const ox_val_t *A = &m->vals[a], *B = &m->vals[b], *Y = &m->vals[L->out];
+    const float *ab = (const float *)(const void *)tsr_ox_bytes(m, a),
+                *bb = (const float *)(const void *)tsr_ox_bytes(m, b);
+    float *yb = (float *)(void *)tsr_ox_bytes(m, L->out);
+    const int64_t M = L->geo[4], K = L->geo[5], N = L->geo[6];
+    const int nb = Y->ndim - 2; /* batch dimensions of the output */
+    int64_t sa[MAXD] = {0}, sb[MAXD] = {0}, idx[MAXD] = {0}, batch = 1, oa = 0, ob = 0;
+    for (int i = nb - 1, ja = A->ndim - 3, jb = B->ndim - 3, pa = M * K, pb = K * N; i >= 0; i--, ja--, jb--) {
+        sa[i] = ja >= 0 && A->dims[ja] != 1 ? pa : 0;
+        sb[i] = jb >= 0 && B->dims[jb] != 1 ? pb : 0;
+        if (ja >= 0)
+            pa *= A->dims[ja];
+        if (jb >= 0)
+            pb *= B->dims[jb];
+        batch *= Y->dims[i];
+    }
+    for (int64_t p = 0; p < batch; p++) {
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) {
+                double acc = 0;
+                for (int64_t k = 0; k < K; k++)
+                    acc += (double)ab[oa + i * K + k] * (double)bb[ob + k * N + j];
+                yb[(p * M + i) * N + j] = (float)acc;
+            }
+        for (int d = nb - 1; d >= 0; d--) {
+            oa += sa[d], ob += sb[d];
+            if (++idx[d] < Y->dims[d])
+                break;
+            oa -= sa[d] * Y->dims[d], ob -= sb[d] * Y->dims[d];
+            idx[d] = 0;
+        }
+    }
+    return 0;
+}
