@@ -9,10 +9,10 @@ Per model (build.py, cached in DIR/sS/) and activation variant (qdq.py, u8 and s
 - ORT: the float and the QDQ model run in ONNX Runtime on N seeded inputs (the QDQ model through
   scripts/onnx/ort_exact.py, so that ORT computes its exact integers); "fp32 top-1" is how often the
   QDQ model's top-1 class equals the float model's; "qdq ok" is qdq_check.py's verdict on the file.
-- tessera: `tessera infer` on the QDQ model (a copy whose nodes are named n0, n1, ... so that the
-  placement lines, which cut names at 28 characters, can be read back): "imports" is yes or the
-  refusal's one line (node names mapped back); "device MACs" the share of the Conv/Gemm/MatMul
-  multiply-accumulates (computed here from the ONNX graph) whose nodes the CLI placed on the device;
+- tessera: `tessera infer` on the QDQ model, its placement read from `--placement-json -` (one JSON
+  object per node, names in full): "imports" is yes or the refusal's one line; "device MACs" the share
+  of the Conv/Gemm/MatMul multiply-accumulates (computed here from the ONNX graph) whose nodes the CLI
+  placed on the device;
   "segments" the device segments; "host ops" the nodes placed on the host; "round trips" the runs of
   host nodes between two device nodes in the placement order; then on the N inputs against ORT's QDQ
   run: top-1 agreement, output values that differ, and the largest difference in LSB of the final
@@ -23,7 +23,6 @@ import argparse
 import hashlib
 import json
 import os
-import re
 import subprocess
 import sys
 import time
@@ -111,34 +110,14 @@ def macs_per_node(model):
     return out
 
 
-def renamed_copy(qdq_path, dst):
-    """A copy of the QDQ model whose nodes are named n0, n1, ... (the CLI prints names cut at 28
-    characters, too short for torch's); returns the original names by index."""
-    import onnx
-    m = onnx.load(qdq_path)
-    names = []
-    for i, n in enumerate(m.graph.node):
-        names.append(n.name)
-        n.name = f"n{i}"
-    common.save_onnx(dst, m)
-    return names
-
-
-HEADER = re.compile(r"placement: (\d+) ONNX nodes -> (\d+) device operators? in (\d+) segments?, (\d+) host operators?")
-LINE = re.compile(r"^  (n\d+)\s+(\S+)\s+(.*)$")
-
-
 def parse_placement(text):
-    """(segments, host ops, [(node index, where)]) from `tessera infer`'s placement block."""
-    h = HEADER.search(text)
-    if not h:
+    """(segments, host ops, [(node index, side)]) from `tessera infer --placement-json -`'s stdout
+    (graph order; side "device", "host", "folded", "alias", "view" or "constant"), None if absent."""
+    try:
+        j = json.loads(text)
+        return j["segments"], j["host_ops"], [(int(p["index"]), p["side"]) for p in j["placement"]]
+    except (ValueError, KeyError, TypeError):
         return None
-    placed = []
-    for ln in text.splitlines():
-        m = LINE.match(ln)
-        if m:
-            placed.append((int(m.group(1)[1:]), m.group(3)))
-    return int(h.group(3)), int(h.group(4)), placed
 
 
 def round_trips(placed):
@@ -167,19 +146,19 @@ def ort_outputs(cache, model_path, x_path, out_path, key, timing):
     return np.load(out_path)
 
 
-def run_tessera(a, qpath, copy_path, names, x, d, tag, macs):
+def run_tessera(a, qpath, x, d, tag, macs):
     """Import + run on every input; returns the row's tessera columns."""
     row = {"imports": None, "device_macs": None, "segments": None, "host_ops": None, "round_trips": None}
     inp = os.path.join(d, f"{tag}_x0.npy")
     common.save_npy(inp, x[:1])
-    cmd = [a.tessera, "infer", copy_path, "-i", inp, "--backend", a.backend]
+    cmd = [a.tessera, "infer", qpath, "-i", inp, "--backend", a.backend, "--quiet"]
     outs = []
     for i in range(len(x)):
         if i:
             common.save_npy(inp, x[i:i + 1])
         out = os.path.join(d, f"{tag}_t{i}.npy")
         try:
-            p = subprocess.run(cmd + ["-o", out] + (["--quiet"] if i else []), stdout=subprocess.PIPE,
+            p = subprocess.run(cmd + ["-o", out] + ([] if i else ["--placement-json", "-"]), stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, timeout=a.timeout)
         except subprocess.TimeoutExpired:
             row["imports"] = row["imports"] or f"timeout after {a.timeout} s"
@@ -195,11 +174,9 @@ def run_tessera(a, qpath, copy_path, names, x, d, tag, macs):
         if p.returncode:
             lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
             msg = lines[-1] if lines else f"exit status {p.returncode}"
-            msg = msg.replace(f"tessera infer: {copy_path}: ", "").replace(inp, "INPUT.npy")
+            msg = msg.replace(f"tessera infer: {qpath}: ", "").replace(inp, "INPUT.npy")
             if msg.startswith("tessera infer: "):
                 msg = msg[len("tessera infer: "):]
-            msg = re.sub(r'"n(\d+)"', lambda m: '"' + names[int(m.group(1))] + '"' if int(m.group(1)) < len(names)
-                         else m.group(0), msg)
             if i == 0:
                 row["imports"] = msg
             else:
@@ -281,12 +258,10 @@ def do_model(a, model, timing):
             row["error"] = f"ORT refused the QDQ model: {e}"
             rows.append(row)
             continue
-        copy_path = os.path.join(d, f"{model}_{v}.named.onnx")
-        names = renamed_copy(qpath, copy_path)
         macs = macs_per_node(qmodel)
         row["gmacs"] = round(sum(macs.values()) / 1e9, 3)
         t0 = time.time()
-        trow, t_out = run_tessera(a, qpath, copy_path, names, x, d, f"{model}_{v}", macs)
+        trow, t_out = run_tessera(a, qpath, x, d, f"{model}_{v}", macs)
         timing["tessera"] += time.time() - t0
         row.update(trow)
         if t_out is not None:
