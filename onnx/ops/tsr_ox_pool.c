@@ -301,7 +301,8 @@ static int reduce_axes(tsr_onnx_t *m, int ni, int ndim, unsigned *mask)
 
 /* QDQ ReduceMean over the spatial axes (2 and 3) of a 4-D tensor: a
  * global average pool (keepdims 0: its [N, C] output aliases the pooled
- * [N, C, 1, 1] bytes). Other axes are no pool. */
+ * [N, C, 1, 1] bytes). Other axes, or floats that no QuantizeLinear
+ * takes: the host's float ReduceMean (ops/tsr_ox_math.c). */
 int tsr_ox_qdq_reducemean(tsr_onnx_t *m, int ni, int arg)
 {
     (void)arg;
@@ -314,9 +315,10 @@ int tsr_ox_qdq_reducemean(tsr_onnx_t *m, int ni, int arg)
         return NERR(m, ni, "input missing");
     if ((rc = reduce_axes(m, ni, m->vals[x].ndim, &mask)))
         return rc;
-    if (m->vals[x].ndim != 4 || mask != 0xcu)
-        return NERR(m, ni, "only the mean over the spatial axes (2, 3) of a 4-D tensor is supported (a global "
-                    "average pool)");
+    const ox_val_t *X = &m->vals[x];
+    if (X->ndim != 4 || mask != 0xcu || X->view_of < 0 || X->cdata || X->vcount != 1 ||
+        m->qsel[ni].status != OX_SEL_OK)
+        return tsr_ox_reduce(m, ni, RD_MEAN); /* no global pool: the host's float ReduceMean */
     if ((rc = tsr_ox_view_arg(m, ni, x, "input", &qv, &sc, &zp, &cnt)))
         return rc;
     ox_qout_t o;

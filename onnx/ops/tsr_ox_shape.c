@@ -2,7 +2,8 @@
  * tsr_ox_shape: relabellings and Concat. Flatten, Reshape and a Transpose
  * that keeps the order of the dimensions larger than 1 only give the bytes
  * another shape (an alias, no data movement); a Transpose that moves data
- * is refused. Concat of two computed tensors is a host copy.
+ * is refused. Concat of computed tensors is a host copy (one input: an
+ * alias), inputs with their own quantization requantized on the device.
  */
 #include <stdlib.h>
 
@@ -47,73 +48,194 @@ static int reshape_dims(tsr_onnx_t *m, int ni, const ox_val_t *X, int vs, int *n
     return 0;
 }
 
-/* Concat of two computed tensors of the same type (any axis): a host copy.
- * Float views (QDQ) with equal per-tensor scale and zero point concatenate
- * their quantized bytes, the output a view of the result. */
+/* Host copies concatenating src[0..n) (values of elem, the node inputs'
+ * shapes: bytes[i] each) along axis into y (shape od): a chain of binary
+ * H_CONCAT lops through unnamed intermediates. */
+static int concat_chain(tsr_onnx_t *m, int ni, const int *src, const size_t *bytes, int n, int axis, int elem,
+                        int ndim, const int64_t *od, int y)
+{
+    int64_t outer = 1;
+    for (int i = 0; i < axis; i++)
+        outer *= od[i];
+    int acc = src[0];
+    size_t accb = bytes[0];
+    for (int i = 1; i < n; i++) {
+        int out = y;
+        if (i < n - 1) { /* the first i + 1 inputs concatenated (only its byte count matters) */
+            if ((out = tsr_ox_new_val(m, "")) < 0)
+                return out;
+            ox_val_t *O = &m->vals[out];
+            O->elem = elem, O->ndim = 1, O->defined = 1;
+            O->nbytes = accb + bytes[i];
+            O->dims[0] = (int64_t)(O->nbytes / esize(elem));
+        }
+        const int l = tsr_ox_host_lop(m, ni, H_CONCAT, m->vals[acc].base, out);
+        if (l < 0)
+            return l;
+        m->lops[l].in2 = m->vals[src[i]].base;
+        m->lops[l].geo[0] = outer;
+        m->lops[l].geo[1] = outer ? (int64_t)accb / outer : 0;
+        m->lops[l].geo[2] = outer ? (int64_t)bytes[i] / outer : 0;
+        acc = out;
+        accb += bytes[i];
+    }
+    (void)ndim;
+    return 0;
+}
+
+/* Concat of any number of computed tensors of one type along any axis: a
+ * host copy (one input: an alias). Float views (QDQ): with equal per-tensor
+ * parameters, the quantized bytes are concatenated and the output is a view
+ * of them; when a QuantizeLinear takes the output (quantize_static's form:
+ * every input and the output with its own range), each input whose
+ * parameters differ from the output's is first requantized to them on the
+ * device (tsr_ox_sum_requant) and the output is a view with the
+ * QuantizeLinear's parameters (which makes that QuantizeLinear an alias). */
 int tsr_ox_concat(tsr_onnx_t *m, int ni, int arg)
 {
     (void)arg;
     const Onnx__NodeProto *n = m->gp->node[ni];
-    if (n->n_input != 2)
-        return NERR(m, ni, "%zu inputs: two are supported", n->n_input);
-    int a = tsr_ox_in_val(m, ni, 0), b = tsr_ox_in_val(m, ni, 1);
-    if (a < 0 || b < 0)
-        return NERR(m, ni, "an input is missing");
-    const ox_val_t *A = &m->vals[a], *B = &m->vals[b];
-    int view = 0;
-    if (A->view_of >= 0 || B->view_of >= 0) {
-        if (A->view_of < 0 || B->view_of < 0 || A->cdata || B->cdata || A->vcount != 1 || B->vcount != 1 ||
-            A->vscale[0] != B->vscale[0] || A->vzp[0] != B->vzp[0] ||
-            m->vals[A->view_of].elem != m->vals[B->view_of].elem)
-            return NERR(m, ni, "DequantizeLinear inputs must share one per-tensor scale, zero point and type (the "
-                        "host concatenates the quantized bytes)");
-        view = 1;
-    }
-    if (A->elem != B->elem || A->ndim != B->ndim)
-        return NERR(m, ni, "inputs differ in type or rank");
-    int64_t axis = attr_i(n, "axis", 1);
-    if (axis < 0)
+    const int nin = (int)n->n_input;
+    if (nin < 1 || nin > 4096)
+        return NERR(m, ni, "%d inputs (1 to 4096 are supported)", nin);
+    int *v = calloc((size_t)nin, sizeof *v), *src = calloc((size_t)nin, sizeof *src);
+    size_t *bytes = calloc((size_t)nin, sizeof *bytes);
+    int rc = !v || !src || !bytes ? tsr_err(TSR_ENOMEM, "out of memory") : 0;
+    for (int i = 0; !rc && i < nin; i++)
+        if ((v[i] = tsr_ox_in_val(m, ni, (size_t)i)) < 0)
+            rc = NERR(m, ni, "input %d is missing", i);
+    const ox_val_t *A = rc ? NULL : &m->vals[v[0]];
+    int64_t axis = rc ? 0 : attr_i(n, "axis", 1), od[MAXD];
+    if (!rc && axis < 0)
         axis += A->ndim;
-    if (axis < 0 || axis >= A->ndim)
-        return NERR(m, ni, "axis out of range");
-    int64_t od[MAXD];
-    for (int i = 0; i < A->ndim; i++) {
-        if (i != axis && A->dims[i] != B->dims[i])
-            return NERR(m, ni, "dimension %d differs (%lld and %lld)", i, (long long)A->dims[i], (long long)B->dims[i]);
-        od[i] = i == axis ? A->dims[i] + B->dims[i] : A->dims[i];
+    if (!rc && (axis < 0 || axis >= A->ndim))
+        rc = NERR(m, ni, "axis out of range");
+    int views = 0, same = 1;
+    for (int i = 0; !rc && i < nin; i++) {
+        const ox_val_t *B = &m->vals[v[i]];
+        if (B->elem != A->elem || B->ndim != A->ndim) {
+            rc = NERR(m, ni, "inputs differ in type or rank");
+            break;
+        }
+        for (int d = 0; d < A->ndim && !rc; d++)
+            if (d != axis && A->dims[d] != B->dims[d])
+                rc = NERR(m, ni, "dimension %d differs (%lld and %lld)", d, (long long)A->dims[d],
+                          (long long)B->dims[d]);
+        if (B->view_of >= 0 && !B->cdata) {
+            views++;
+            if (B->vcount != 1)
+                rc = NERR(m, ni, "per-channel DequantizeLinear inputs are not supported");
+            else if (A->view_of < 0 || A->cdata || B->vscale[0] != A->vscale[0] || B->vzp[0] != A->vzp[0] ||
+                     m->vals[B->view_of].elem != m->vals[A->view_of].elem)
+                same = 0;
+        }
     }
-    const int qa = view ? A->view_of : a, qb = view ? B->view_of : b;
-    const float sc = view ? A->vscale[0] : 0;
-    const int32_t zp = view ? A->vzp[0] : 0;
+    if (!rc && views && views != nin)
+        rc = NERR(m, ni, "some inputs are DequantizeLinear outputs and some are not");
+    if (!rc && nin == 1) { /* one input: the same bytes */
+        rc = tsr_ox_def_alias(m, ni, v[0], A->ndim, A->dims) < 0 ? -1 : 0;
+        goto out;
+    }
+    if (rc)
+        goto out;
+    memcpy(od, A->dims, sizeof od);
+    od[axis] = 0;
+    for (int i = 0; i < nin; i++)
+        od[axis] += m->vals[v[i]].dims[axis];
+    const int ndim = A->ndim;
+    const ox_qdq_sel_t *qs = &m->qsel[ni];
+    if (views && qs->status == OX_SEL_OK && qs->act < 0) {
+        /* quantize_static's form: each input to the output's parameters, then the bytes concatenated */
+        ox_qout_t o;
+        const int qn = tsr_ox_qdq_output(m, ni, &o);
+        if (qn < 0) {
+            rc = qn;
+            goto out;
+        }
+        for (int i = 0; i < nin && !rc; i++) {
+            const ox_val_t *B = &m->vals[v[i]];
+            const int qv = B->view_of;
+            bytes[i] = (size_t)numel(B);
+            if (B->vscale[0] == o.scale && B->vzp[0] == o.zp && m->vals[qv].elem == o.elem) {
+                src[i] = qv;
+                continue;
+            }
+            if (B->ndim != 4 || m->vals[qv].ndim != 4) {
+                rc = NERR(m, ni, "input %d has its own scale or zero point: its requantization needs a 4-D tensor",
+                          i);
+                break;
+            }
+            const float xs = B->vscale[0];
+            const int32_t xzp = B->vzp[0];
+            int64_t d[4];
+            memcpy(d, B->dims, sizeof d);
+            const int t = tsr_ox_new_val(m, "");
+            if (t < 0) {
+                rc = t;
+                break;
+            }
+            ox_val_t *Tv = &m->vals[t];
+            Tv->elem = o.elem, Tv->ndim = 4, Tv->defined = 1;
+            memcpy(Tv->dims, d, sizeof d);
+            Tv->nbytes = (size_t)numel(Tv);
+            static const int64_t one[2] = {1, 1}, nopad[4] = {0, 0, 0, 0};
+            rc = tsr_ox_sum_requant(m, ni, qv, xs, xzp, one, one, nopad, 1, &o, t);
+            src[i] = t;
+        }
+        /* the concatenated bytes (no ONNX name), the output a view of them with the QuantizeLinear's
+           parameters: that QuantizeLinear is then an alias (placed as one) */
+        const int q = rc ? -1 : tsr_ox_new_val(m, "");
+        if (!rc && q < 0)
+            rc = q;
+        if (!rc) {
+            ox_val_t *Q = &m->vals[q];
+            Q->elem = o.elem, Q->ndim = ndim, Q->defined = 1;
+            memcpy(Q->dims, od, sizeof od);
+            Q->nbytes = (size_t)numel(Q);
+            rc = concat_chain(m, ni, src, bytes, nin, (int)axis, o.elem, ndim, od, q);
+        }
+        const int y = rc ? -1 : tsr_ox_def_out(m, ni, 0, ET_FLOAT, ndim, od);
+        if (!rc)
+            rc = y < 0 ? y : tsr_ox_set_view(&m->vals[y], q, o.scale, o.zp);
+        goto out;
+    }
+    if (views && !same) {
+        rc = NERR(m, ni, "DequantizeLinear inputs with different scales or zero points need a QuantizeLinear "
+                  "as the Concat's only consumer (it gives the output's parameters)");
+        goto out;
+    }
+    const int qe = views ? m->vals[A->view_of].elem : A->elem;
+    for (int i = 0; i < nin; i++) {
+        src[i] = views ? m->vals[v[i]].view_of : v[i];
+        bytes[i] = (size_t)numel(&m->vals[v[i]]) * esize(qe);
+    }
     int q;
-    if (view) { /* the concatenated quantized bytes (no ONNX name) */
-        if ((q = tsr_ox_new_val(m, "")) < 0)
-            return q;
+    if (views) { /* the concatenated quantized bytes (no ONNX name), the output a view of them */
+        if ((q = tsr_ox_new_val(m, "")) < 0) {
+            rc = q;
+            goto out;
+        }
         ox_val_t *Q = &m->vals[q];
-        Q->elem = m->vals[qa].elem, Q->ndim = A->ndim, Q->defined = 1;
+        Q->elem = qe, Q->ndim = ndim, Q->defined = 1;
         memcpy(Q->dims, od, sizeof od);
         Q->nbytes = (size_t)numel(Q) * esize(Q->elem);
-    } else if ((q = tsr_ox_def_out(m, ni, 0, A->elem, A->ndim, od)) < 0)
-        return q;
-    const int l = tsr_ox_host_lop(m, ni, H_CONCAT, m->vals[qa].base, q);
-    if (l < 0)
-        return l;
-    m->lops[l].in2 = m->vals[qb].base;
-    int64_t outer = 1;
-    for (int i = 0; i < axis; i++)
-        outer *= od[i];
-    m->lops[l].geo[0] = outer;
-    m->lops[l].geo[1] = outer ? (int64_t)m->vals[qa].nbytes / outer : 0;
-    m->lops[l].geo[2] = outer ? (int64_t)m->vals[qb].nbytes / outer : 0;
-    if (view) {
-        const int y = tsr_ox_def_out(m, ni, 0, ET_FLOAT, A->ndim, od);
-        if (y < 0)
-            return y;
-        int rc = tsr_ox_set_view(&m->vals[y], q, sc, zp);
-        if (rc)
-            return rc;
+    } else if ((q = tsr_ox_def_out(m, ni, 0, A->elem, ndim, od)) < 0) {
+        rc = q;
+        goto out;
     }
-    return 0;
+    const float sc = views ? m->vals[v[0]].vscale[0] : 0;
+    const int32_t zp = views ? m->vals[v[0]].vzp[0] : 0;
+    if ((rc = concat_chain(m, ni, src, bytes, nin, (int)axis, qe, ndim, od, q)))
+        goto out;
+    if (views) {
+        const int y = tsr_ox_def_out(m, ni, 0, ET_FLOAT, ndim, od);
+        rc = y < 0 ? y : tsr_ox_set_view(&m->vals[y], q, sc, zp);
+    }
+out:
+    free(v);
+    free(src);
+    free(bytes);
+    return rc;
 }
 
 /* Transpose that only relabels: the dimensions it moves are 1 except one, so

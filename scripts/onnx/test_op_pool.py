@@ -129,7 +129,9 @@ def main():
     m = mean_model(helper.make_node("ReduceMean", ["H"], ["M"], name="rm_c", axes=[1], keepdims=1),
                    sh, [1, 1, 6, 6], [1, 1, 6, 6])
     m.graph.initializer[-1].CopyFrom(numpy_helper.from_array(np.ones((1, 1, 1, 1), np.float32), "gw"))
-    T.expect_error("reducemean over channels", T.quantize(m, cal, "u8"), 'node "rm_c" (ReduceMean)', x)
+    # over the channels it is no pool: the host's float ReduceMean between DQ and Q (one float rounding,
+    # as ORT's)
+    T.against_ort("reducemean over channels (host)", cut_at(T.quantize(m, cal, "u8"), "M"), x, max_lsb=1)
     m = pool_model(helper.make_node("AveragePool", ["H"], ["Y"], name="ap_ceil", kernel_shape=[3, 3],
                                     strides=[2, 2], ceil_mode=1), [1, 8, 6, 6], [1, 8, 3, 3])
     T.expect_error("avgpool partial ceil window", T.quantize(m, cal, "u8"), "ceil_mode with a partial", x)

@@ -1,0 +1,70 @@
+#!/usr/bin/python3
+"""test_op_concat.py TESSERA WORKDIR [BACKEND]: Concat quantized as quantize_static writes it (u8 and s8:
+every input and the output with its own calibrated range), against ONNX Runtime.
+
+Bounds: an input whose parameters are the output's is copied exactly; one with its own is requantized
+on the device (the conv epilogue's fixed-point multiplier x_scale / y_scale, one rounding) where ONNX
+Runtime dequantizes and quantizes in float (one rounding): <= 1 LSB. A Concat of one input is an alias.
+"""
+import os
+import sys
+
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
+import oxtest as T  # noqa: E402
+
+F = TensorProto.FLOAT
+rng = np.random.default_rng(31)
+
+
+def branches(k, c, shape, gains):
+    """X -> k 1x1 convs (outputs B0..Bk-1, c channels each, scaled by gains: different ranges)."""
+    nodes, inits = [], []
+    for i in range(k):
+        w = (rng.standard_normal((c, shape[1], 1, 1)) * 0.4 * gains[i]).astype(np.float32)
+        inits.append(numpy_helper.from_array(w, f"w{i}"))
+        nodes.append(helper.make_node("Conv", ["X", f"w{i}"], [f"B{i}"], name=f"conv{i}"))
+    return nodes, inits
+
+
+def concat_model(k, c, shape, gains, axis=1):
+    nodes, inits = branches(k, c, shape, gains)
+    nodes.append(helper.make_node("Concat", [f"B{i}" for i in range(k)], ["Y"], name="cat", axis=axis))
+    yshape = list(shape)
+    yshape[1] = k * c
+    return T.model(nodes, [("X", F, shape)], [("Y", F, yshape)], inits)
+
+
+def main():
+    T.setup()
+    shape = [1, 8, 6, 6]
+    cal = rng.standard_normal((16, *shape[1:])).astype(np.float32)
+    x = rng.standard_normal(shape).astype(np.float32)
+    for act in ("u8", "s8"):
+        # two and four inputs, each with its own range (shufflenet, googlenet, squeezenet)
+        m = concat_model(2, 8, shape, [1.0, 3.0])
+        T.against_ort(f"concat 2 own scales {act}", T.quantize(m, cal, act), x, max_lsb=1)
+        m = concat_model(4, 4, shape, [0.5, 1.0, 2.0, 4.0])
+        T.against_ort(f"concat 4 own scales {act}", T.quantize(m, cal, act), x, max_lsb=1)
+        # one input (densenet121): an alias
+        nodes, inits = branches(1, 8, shape, [1.0])
+        nodes.append(helper.make_node("Concat", ["B0"], ["Y"], name="cat1", axis=1))
+        m = T.model(nodes, [("X", F, shape)], [("Y", F, [1, 8, 6, 6])], inits)
+        T.against_ort(f"concat 1 input {act}", T.quantize(m, cal, act), x, max_lsb=0)
+    # integer inputs (no QDQ): three uint8 tensors along H, exact
+    U = TensorProto.UINT8
+    shapes = [[1, 2, 3, 4], [1, 2, 1, 4], [1, 2, 2, 4]]
+    m = T.model([helper.make_node("Concat", ["a", "b", "c"], ["Y"], name="catu", axis=2)],
+                [("a", U, shapes[0])], [("Y", U, [1, 2, 6, 4])],
+                [numpy_helper.from_array(np.full(s, 7 + i, np.uint8), n) for i, (s, n) in
+                 enumerate(zip(shapes[1:], "bc"))])
+    # constants b and c: ONNX Runtime folds them; tessera copies them in
+    xa = rng.integers(0, 255, shapes[0]).astype(np.uint8)
+    T.against_ort("concat 3 uint8 along H", m, xa, max_lsb=0)
+    T.finish()
+
+
+if __name__ == "__main__":
+    main()
