@@ -49,9 +49,10 @@ static const struct {
     [TSR_DT_INT16] = {"int16", "i2", 2},
     [TSR_DT_INT32] = {"int32", "i4", 4},
     [TSR_DT_FLOAT32] = {"float32", "f4", 4},
+    [TSR_DT_INT64] = {"int64", "i8", 8},
 };
 #define N_DTYPES (sizeof dtypes / sizeof dtypes[0])
-#define DTYPE_LIST "int8, uint8, int16, int32, float32"
+#define DTYPE_LIST "int8, uint8, int16, int32, float32, int64"
 
 /* Everything the prefix and header dict say about the data. */
 typedef struct {

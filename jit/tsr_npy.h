@@ -38,6 +38,7 @@ typedef enum {
     TSR_DT_INT16,   /* int16_t: 16-bit configs (LOG_*_WIDTH = 4) */
     TSR_DT_INT32,   /* int32_t: accumulators, biases */
     TSR_DT_FLOAT32, /* IEEE-754 binary32: host-side reference data */
+    TSR_DT_INT64,   /* int64_t: ONNX int64 inputs (token ids); read and written, no operator takes it */
 } tsr_dtype_e;
 
 typedef struct tsr_tensor {

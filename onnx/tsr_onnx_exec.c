@@ -118,7 +118,8 @@ int tsr_onnx_run(tsr_onnx_t *m, const tsr_tensor_t *in, tsr_tensor_t *out)
     memset(out, 0, sizeof *out);
     const ox_val_t *X = &m->vals[m->in_val];
     const int want = X->elem == ET_FLOAT ? TSR_DT_FLOAT32 : X->elem == ET_UINT8 ? TSR_DT_UINT8
-                   : X->elem == ET_INT8 ? TSR_DT_INT8 : X->elem == ET_INT32 ? TSR_DT_INT32 : -1;
+                   : X->elem == ET_INT8 ? TSR_DT_INT8 : X->elem == ET_INT32 ? TSR_DT_INT32
+                   : X->elem == ET_INT64 ? TSR_DT_INT64 : -1; /* int64: token ids (a Gather on the host) */
     int same = (int)in->dtype == want && in->ndim == X->ndim;
     for (int i = 0; same && i < X->ndim; i++)
         same = in->shape[i] == X->dims[i];

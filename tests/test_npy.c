@@ -189,10 +189,15 @@ static void formula(tsr_dtype_e dt, uint64_t i, void *dst)
         memcpy(dst, &v, 4);
         break;
     }
+    case TSR_DT_INT64: { /* (not in the NumPy cross-check lists: ONNX token ids only) */
+        int64_t v = (int64_t)(i * 2654435761ull) - 4000000000ll;
+        memcpy(dst, &v, 8);
+        break;
+    }
     }
 }
 
-static size_t dt_size(tsr_dtype_e dt) { return dt == TSR_DT_INT16 ? 2 : dt >= TSR_DT_INT32 ? 4 : 1; }
+static size_t dt_size(tsr_dtype_e dt) { return dt == TSR_DT_INT64 ? 8 : dt == TSR_DT_INT16 ? 2 : dt >= TSR_DT_INT32 ? 4 : 1; }
 
 /* A tensor built without tsr_tensor_alloc, filled by the formula. */
 static void make_tensor(tsr_tensor_t *t, tsr_dtype_e dt, int ndim, const int64_t *shape)
@@ -258,9 +263,11 @@ static void test_dtype_helpers(void **state)
         assert_string_equal(tsr_dtype_name(all_dtypes[k]), names[k]);
         assert_int_equal(tsr_dtype_size(all_dtypes[k]), sizes[k]);
     }
-    assert_string_equal(tsr_dtype_name((tsr_dtype_e)5), "invalid");
+    assert_string_equal(tsr_dtype_name(TSR_DT_INT64), "int64");
+    assert_int_equal(tsr_dtype_size(TSR_DT_INT64), 8);
+    assert_string_equal(tsr_dtype_name((tsr_dtype_e)6), "invalid");
     assert_string_equal(tsr_dtype_name((tsr_dtype_e)-1), "invalid");
-    assert_int_equal(tsr_dtype_size((tsr_dtype_e)5), 0);
+    assert_int_equal(tsr_dtype_size((tsr_dtype_e)6), 0);
     assert_int_equal(tsr_dtype_size((tsr_dtype_e)-1), 0);
 }
 
@@ -697,9 +704,9 @@ static const bad_t bad_cases[] = {
      "{'descr': '|i1', 'fortran_order': False, 'shape': (1, 1, 1, 1, 1, 1, 1, 1, 1), }", 0, 1,
      TSR_EINVAL, "more than 8 dimensions"},
     {"f8", 1, "{'descr': '<f8', 'fortran_order': False, 'shape': (3,), }", 0, 24, TSR_EINVAL,
-     "dtype '<f8' not supported (int8, uint8, int16, int32, float32)"},
-    {"i8", 1, "{'descr': '<i8', 'fortran_order': False, 'shape': (3,), }", 0, 24, TSR_EINVAL,
-     "dtype '<i8' not supported"},
+     "dtype '<f8' not supported (int8, uint8, int16, int32, float32, int64)"},
+    {"u2", 1, "{'descr': '<u2', 'fortran_order': False, 'shape': (3,), }", 0, 6, TSR_EINVAL,
+     "dtype '<u2' not supported"},
     {"b1", 1, "{'descr': '|b1', 'fortran_order': False, 'shape': (3,), }", 0, 3, TSR_EINVAL,
      "dtype '|b1' not supported"},
     {"f2", 1, "{'descr': '<f2', 'fortran_order': False, 'shape': (3,), }", 0, 6, TSR_EINVAL,
@@ -999,8 +1006,8 @@ static const char gen_py[] =
     "ok('f32_1d', rand('<f4', (9,)))\n"
     "ok('f32_be_1d', rand('>f4', (9,)))\n"
     "ok('i32_be_scalar', np.array(-123456789, dtype='>i4'))\n"
-    "bad('f8', np.zeros(3), \"dtype '<f8' not supported (int8, uint8, int16, int32, float32)\")\n"
-    "bad('i64', np.zeros(3, dtype='<i8'), \"dtype '<i8' not supported\")\n"
+    "bad('f8', np.zeros(3), \"dtype '<f8' not supported (int8, uint8, int16, int32, float32, int64)\")\n"
+    "bad('u16', np.zeros(3, dtype='<u2'), \"dtype '<u2' not supported\")\n"
     "bad('bool', np.zeros(3, dtype=bool), \"dtype '|b1' not supported\")\n"
     "bad('unicode', np.array(['ab', 'c']), \"dtype '<U2' not supported\")\n"
     "bad('record', np.zeros(3, dtype=[('a', '<i4'), ('b', '<f4')]), 'structured')\n"
@@ -1067,6 +1074,7 @@ static void check_numpy_case(char *line)
         case TSR_DT_INT16: { int16_t v; memcpy(&v, e, 2); got = v; break; }
         case TSR_DT_INT32: { int32_t v; memcpy(&v, e, 4); got = v; break; }
         case TSR_DT_FLOAT32: { uint32_t v; memcpy(&v, e, 4); got = v; break; }
+        case TSR_DT_INT64: { int64_t v; memcpy(&v, e, 8); got = v; break; }
         }
         if (got != want)
             fail_msg("%s: element %lld (C order) is %lld, numpy says %lld%s", name, i, got, want,
