@@ -90,6 +90,7 @@ static const ox_op_t ops[] = {
     {"", "ReduceMin", 1, 0, tsr_ox_reduce, RD_MIN, 0},
     {"", "LayerNormalization", 17, 0, tsr_ox_layernorm, 0, 0},
     {"", "Gather", 1, 0, tsr_ox_gather, 0, 0},
+    {"", "Split", 1, 0, tsr_ox_split, 0, 0},                 /* split an input since 13, num_outputs 18 */
     {"", "Slice", 1, 0, tsr_ox_slice, 0, 0},                 /* attributes to 9, inputs since 10 */
     {"", "Squeeze", 1, 0, tsr_ox_squeeze, 0, 0},             /* axes an input since 13 */
     {"", "Unsqueeze", 1, 0, tsr_ox_squeeze, 1, 0},

@@ -238,6 +238,132 @@ out:
     return rc;
 }
 
+/* Split (any axis; sizes from the attribute before opset 13, the input
+ * since, else equal parts, num_outputs from 18): each output a host slice
+ * (H_SLICE, ops/tsr_ox_math.c's kernel) of the bytes. A float view (QDQ:
+ * quantize_static gives the outputs the input's parameters) is split as
+ * its quantized bytes, each output a view with the same parameters, so the
+ * QuantizeLinears after it are aliases. */
+int tsr_ox_split(tsr_onnx_t *m, int ni, int arg)
+{
+    (void)arg;
+    const Onnx__NodeProto *n = m->gp->node[ni];
+    const int x = tsr_ox_in_val(m, ni, 0);
+    if (x < 0)
+        return NERR(m, ni, "input missing");
+    const int nout = (int)n->n_output;
+    if (nout < 1 || nout > MAXD * 64)
+        return NERR(m, ni, "%d outputs", nout);
+    const ox_val_t X = m->vals[x];
+    int64_t axis = attr_i(n, "axis", 0);
+    if (axis < 0)
+        axis += X.ndim;
+    if (axis < 0 || axis >= X.ndim)
+        return NERR(m, ni, "axis out of range");
+    const int view = X.view_of >= 0 && !X.cdata;
+    if (view && X.vcount != 1)
+        return NERR(m, ni, "per-channel DequantizeLinear input is not supported");
+    int64_t *sz = calloc((size_t)nout, sizeof *sz);
+    if (!sz)
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    int rc = 0;
+    const Onnx__AttributeProto *sa = attr(n, "split");
+    const int vs = tsr_ox_in_val(m, ni, 1);
+    if (sa) {
+        if (sa->n_ints != (size_t)nout)
+            rc = NERR(m, ni, "split has %zu sizes for %d outputs", sa->n_ints, nout);
+        for (int k = 0; !rc && k < nout; k++)
+            sz[k] = sa->ints[k];
+    } else if (vs >= 0) {
+        const ox_val_t *S = &m->vals[vs];
+        if (!S->cdata || S->elem != ET_INT64 || numel(S) != nout)
+            rc = NERR(m, ni, "split must be an int64 constant of %d sizes", nout);
+        for (int k = 0; !rc && k < nout; k++)
+            memcpy(&sz[k], S->cdata + 8 * k, 8);
+    } else { /* equal parts, the last one smaller (opset 18) */
+        const int64_t part = (X.dims[axis] + nout - 1) / nout;
+        for (int k = 0; k < nout; k++) {
+            const int64_t left = X.dims[axis] - part * k;
+            sz[k] = left < part ? (left > 0 ? left : 0) : part;
+        }
+        if (attr_i(n, "num_outputs", nout) != nout || (X.dims[axis] % nout && m->opset < 18))
+            rc = NERR(m, ni, "the input's %lld along axis %lld do not split into %d equal parts",
+                      (long long)X.dims[axis], (long long)axis, nout);
+    }
+    int64_t tot = 0;
+    for (int k = 0; !rc && k < nout; k++) {
+        if (sz[k] < 0)
+            rc = NERR(m, ni, "negative split size");
+        tot += sz[k];
+    }
+    if (!rc && tot != X.dims[axis])
+        rc = NERR(m, ni, "the split sizes add up to %lld, the axis has %lld", (long long)tot,
+                  (long long)X.dims[axis]);
+    /* the bytes split: the view's quantized value in the view's shape */
+    int src = x;
+    if (!rc && view) {
+        const int q = m->vals[x].view_of;
+        if ((src = tsr_ox_new_val(m, "")) < 0)
+            rc = src;
+        else {
+            ox_val_t *S = &m->vals[src];
+            S->elem = m->vals[q].elem, S->ndim = X.ndim, S->defined = 1;
+            memcpy(S->dims, X.dims, sizeof S->dims);
+            S->nbytes = m->vals[q].nbytes;
+            S->base = m->vals[q].base;
+        }
+    }
+    int64_t start = 0;
+    for (int k = 0; !rc && k < nout; start += sz[k], k++) {
+        if (!n->output[k][0])
+            continue;
+        int64_t d[MAXD];
+        memcpy(d, X.dims, sizeof d);
+        d[axis] = sz[k];
+        const int elem = m->vals[src].elem;
+        int y;
+        if (view) {
+            if ((y = tsr_ox_new_val(m, "")) < 0) {
+                rc = y;
+                break;
+            }
+            ox_val_t *Y = &m->vals[y];
+            Y->elem = elem, Y->ndim = X.ndim, Y->defined = 1;
+            memcpy(Y->dims, d, sizeof d);
+            Y->nbytes = (size_t)numel(Y) * esize(elem);
+        } else if ((y = tsr_ox_def_out(m, ni, (size_t)k, elem, X.ndim, d)) < 0) {
+            rc = y;
+            break;
+        }
+        int32_t *st = calloc(MAXD, sizeof *st), *sp = malloc(MAXD * sizeof *sp);
+        if (!st || !sp) {
+            free(st), free(sp);
+            rc = tsr_err(TSR_ENOMEM, "out of memory");
+            break;
+        }
+        for (int i = 0; i < MAXD; i++)
+            sp[i] = 1;
+        st[axis] = (int32_t)start;
+        const int l = tsr_ox_host_lop(m, ni, H_SLICE, m->vals[src].base, y);
+        if (l < 0) {
+            free(st), free(sp);
+            rc = l;
+            break;
+        }
+        ox_lop_t *L = &m->lops[l];
+        L->geo[0] = src;
+        L->zpa = st, L->zpb = sp, L->nzpa = L->nzpb = MAXD;
+        if (view) {
+            const float sc = m->vals[x].vscale[0];
+            const int32_t zp = m->vals[x].vzp[0];
+            const int f = tsr_ox_def_out(m, ni, (size_t)k, ET_FLOAT, X.ndim, d);
+            rc = f < 0 ? f : tsr_ox_set_view(&m->vals[f], y, sc, zp);
+        }
+    }
+    free(sz);
+    return rc;
+}
+
 /* Transpose that only relabels: the dimensions it moves are 1 except one, so
  * the bytes keep their order. Anything else moves data: refused. */
 static int lower_transpose(tsr_onnx_t *m, int ni, int x)

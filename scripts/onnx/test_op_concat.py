@@ -53,6 +53,22 @@ def main():
         nodes.append(helper.make_node("Concat", ["B0"], ["Y"], name="cat1", axis=1))
         m = T.model(nodes, [("X", F, shape)], [("Y", F, [1, 8, 6, 6])], inits)
         T.against_ort(f"concat 1 input {act}", T.quantize(m, cal, act), x, max_lsb=0)
+    for act in ("u8", "s8"):
+        # shufflenet's unit: Split along channels, one half through a conv, Concat (own scales)
+        w = numpy_helper.from_array((rng.standard_normal((4, 4, 1, 1)) * 0.7).astype(np.float32), "ws")
+        nodes, inits = branches(1, 8, shape, [1.0])
+        split = numpy_helper.from_array(np.array([4, 4], np.int64), "sp")
+        nodes += [helper.make_node("Split", ["B0", "sp"], ["S0", "S1"], name="split", axis=1),
+                  helper.make_node("Conv", ["S1", "ws"], ["C1"], name="convs"),
+                  helper.make_node("Concat", ["S0", "C1"], ["Y"], name="cat", axis=1)]
+        m = T.model(nodes, [("X", F, shape)], [("Y", F, [1, 8, 6, 6])], inits + [w, split])
+        T.against_ort(f"split conv concat {act}", T.quantize(m, cal, act), x, max_lsb=1)
+        # Split into three equal parts (no sizes given), the middle one the output
+        nodes, inits = branches(1, 9, shape, [1.0])
+        nodes.append(helper.make_node("Split", ["B0"], ["P0", "P1", "P2"], name="split3", axis=1))
+        nodes.append(helper.make_node("Relu", ["P1"], ["Y"], name="r"))
+        m = T.model(nodes, [("X", F, shape)], [("Y", F, [1, 3, 6, 6])], inits)
+        T.against_ort(f"split 3 equal {act}", T.quantize(m, cal, act), x, max_lsb=0)
     # integer inputs (no QDQ): three uint8 tensors along H, exact
     U = TensorProto.UINT8
     shapes = [[1, 2, 3, 4], [1, 2, 1, 4], [1, 2, 2, 4]]
