@@ -12,9 +12,10 @@
  * multiplier x_scale / (count * y_scale), so the division and the change
  * of quantization are one rounding, as ONNX Runtime's QLinear pools round
  * once in float (<= 1 LSB from it). When the conv cannot take the window
- * (count_include_pad 0 with borders: the count varies) the pool runs in
- * the input's quantization and a device requantize (the same conv, 1x1)
- * follows: two roundings, <= 1 LSB plus the pool's half LSB of the input.
+ * (count_include_pad 0 with borders: the count varies; a window wider
+ * than 64) the pool runs in the input's quantization and a device
+ * requantize (the same conv, 1x1) follows, when two roundings stay within
+ * 1 LSB; else a global average runs on the host (avg_requant says which).
  */
 #include <stdlib.h>
 
@@ -157,11 +158,47 @@ int tsr_ox_sum_requant(tsr_onnx_t *m, int ni, int xq, float xs, int32_t xzp, con
     return tsr_ox_lower_conv(m, ni, &cd, yv);
 }
 
-/* An average (kind AVG or GLOBAL_AVG) of the quantized qv (xs, xzp) into
- * yv with the output quantization o (its own): the fused form when the
- * count is the same for every output (no padding or count_include_pad 1)
- * and the device conv takes the window, else pool then requantize. */
-static int avg_requant(tsr_onnx_t *m, int ni, int qv, float xs, int32_t xzp, tsr_pool_kind_e kind,
+/* The float mean over H, W of the float view x (a host DequantizeLinear,
+ * the host's float reduce kernel, a host QuantizeLinear into yv): ONNX
+ * Runtime's own arithmetic when it does not fuse the QDQ group. */
+static int host_gap(tsr_onnx_t *m, int ni, int x, const ox_qout_t *o, int yv)
+{
+    int rc = tsr_ox_need_real(m, ni, x);
+    if (rc)
+        return rc;
+    const int f = tsr_ox_new_val(m, "");
+    if (f < 0)
+        return f;
+    ox_val_t *Fv = &m->vals[f];
+    Fv->elem = ET_FLOAT, Fv->ndim = 4, Fv->defined = 1;
+    memcpy(Fv->dims, m->vals[yv].dims, sizeof Fv->dims);
+    Fv->dims[2] = Fv->dims[3] = 1;
+    Fv->nbytes = (size_t)numel(Fv) * 4;
+    int l = tsr_ox_host_lop(m, ni, H_REDUCE, m->vals[x].base, f);
+    if (l < 0)
+        return l;
+    m->lops[l].axis = RD_MEAN;
+    m->lops[l].geo[0] = x;
+    m->lops[l].geo[4] = 0xc; /* axes 2 and 3 */
+    if ((l = tsr_ox_host_lop(m, ni, H_QUANT, f, yv)) < 0)
+        return l;
+    m->lops[l].scale = o->scale;
+    m->lops[l].zp = o->zp;
+    return 0;
+}
+
+/* An average (kind AVG or GLOBAL_AVG) of the quantized qv (xs, xzp; x:
+ * its float view, -1 for an operator-form node) into yv with the output
+ * quantization o (its own). Placed as:
+ *  - the fused form (one rounding, <= 1 LSB from ONNX Runtime) when the
+ *    count is the same for every output (no padding or count_include_pad
+ *    1) and the window fits the device conv (at most 64x64);
+ *  - else, when the output's scale is not finer than the input's, the
+ *    device pool (rounded to the input's grid) then a device requantize:
+ *    two roundings, at most 0.5 * xs / ys + 0.5 <= 1 LSB;
+ *  - else a global average on the host in float (the DQ -> mean -> Q ONNX
+ *    Runtime computes); another window is refused (naming why). */
+static int avg_requant(tsr_onnx_t *m, int ni, int x, int qv, float xs, int32_t xzp, tsr_pool_kind_e kind,
                        const ox_qout_t *o, int yv)
 {
     const ox_val_t X = m->vals[qv];
@@ -181,6 +218,13 @@ static int avg_requant(tsr_onnx_t *m, int ni, int qv, float xs, int32_t xzp, tsr
             return 0;
         if (m->nlops != nl0) /* a lop was made: the error is not the window's */
             return -1;
+    }
+    if (xs > o->scale) {
+        if (kind == TSR_POOL_GLOBAL_AVG && x >= 0 && !o->relu && !o->has_clip)
+            return host_gap(m, ni, x, o, yv);
+        return NERR(m, ni, "its output scale %g is finer than its input's %g and its window (count_include_pad 0 "
+                    "with padding, or wider than 64) has no single-rounding device form: a pool then a "
+                    "requantize would be more than 1 LSB off", (double)o->scale, (double)xs);
     }
     /* the pool in the input's quantization, then a device requantize */
     if ((rc = lower_pool(m, ni, qv, -1, od, kind, xzp)))
@@ -257,7 +301,7 @@ int tsr_ox_qdq_avgpool(tsr_onnx_t *m, int ni, int kind)
     if (!o.relu && !o.has_clip && o.scale == sc[0] && o.zp == zp[0] && o.elem == m->vals[qv].elem)
         rc = lower_pool(m, ni, qv, y, od, kind, zp[0]);
     else
-        rc = avg_requant(m, ni, qv, sc[0], zp[0], kind, &o, y);
+        rc = avg_requant(m, ni, x, qv, sc[0], zp[0], kind, &o, y);
     if (rc)
         return rc;
     tsr_ox_qdq_fold(m, ni);
@@ -337,7 +381,7 @@ int tsr_ox_qdq_reducemean(tsr_onnx_t *m, int ni, int arg)
     if (!o.relu && !o.has_clip && o.scale == sc[0] && o.zp == zp[0] && o.elem == m->vals[qv].elem)
         rc = lower_pool(m, ni, qv, y, od, TSR_POOL_GLOBAL_AVG, zp[0]);
     else
-        rc = avg_requant(m, ni, qv, sc[0], zp[0], TSR_POOL_GLOBAL_AVG, &o, y);
+        rc = avg_requant(m, ni, x, qv, sc[0], zp[0], TSR_POOL_GLOBAL_AVG, &o, y);
     if (rc)
         return rc;
     if (!keep) { /* [N, C]: the same bytes */
@@ -379,5 +423,5 @@ int tsr_ox_qlinear_gap(tsr_onnx_t *m, int ni, int arg)
         return y;
     if ((float)v[0] == o.scale && v[1] == v[3] && o.elem == m->vals[x].elem)
         return lower_pool(m, ni, x, y, od, TSR_POOL_GLOBAL_AVG, (int32_t)v[1]);
-    return avg_requant(m, ni, x, (float)v[0], (int32_t)v[1], TSR_POOL_GLOBAL_AVG, &o, y);
+    return avg_requant(m, ni, -1, x, (float)v[0], (int32_t)v[1], TSR_POOL_GLOBAL_AVG, &o, y);
 }

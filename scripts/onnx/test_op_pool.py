@@ -40,7 +40,10 @@ def data(shape, n=16):
 def own_scale(m, factor):
     """Give the graph output's QuantizeLinear/DequantizeLinear pair (the pool's) a scale of its own,
     factor times the one the quantizer wrote (MaxPool and AveragePool reuse their input's, as
-    quantize_static does; other tools may not): a new initializer, the shared one stays."""
+    quantize_static does; other tools may not): a new initializer, the shared one stays. m is copied."""
+    c = onnx.ModelProto()
+    c.CopyFrom(m)
+    m = c
     y = m.graph.output[0].name
     dq = next(n for n in m.graph.node if y in n.output)
     q = next(n for n in m.graph.node if dq.input[0] in n.output)
@@ -80,6 +83,10 @@ def cut_at(m, tensor):
     del m.graph.output[:]
     m.graph.output.append(helper.make_tensor_value_info(dq.output[0], F, None))
     return m
+
+
+def q_path(m, name):
+    return T.save(m, name + ".onnx")
 
 
 def main():
@@ -122,7 +129,21 @@ def main():
                            sh3, [1, 16, 7, 7])
             q = T.quantize(m, cal3, act)
             T.against_ort(f"avgpool cip{cip} {act}", q, x3, max_lsb=1)
-            T.against_ort(f"avgpool cip{cip} own scale {act}", own_scale(q, 0.6), x3, max_lsb=1)
+            # a coarser output scale: with count_include_pad 0 and padding (the count varies) the device
+            # pool then a device requantize (two roundings, <= 0.5 * 1/1.7 + 0.5 LSB)
+            T.against_ort(f"avgpool cip{cip} own scale {act}", own_scale(q, 1.7), x3, max_lsb=1)
+            if cip:  # count_include_pad 1: the fused form for a finer output scale too
+                T.against_ort(f"avgpool cip1 finer scale {act}", own_scale(q, 0.3), x3, max_lsb=1)
+        # a global average wider than the conv's 64x64 window, output finer than the input: on the host
+        # in float (DQ -> mean -> Q, as ORT)
+        sh4 = [1, 8, 72, 72]
+        cal4, x4 = data(sh4, 4)
+        m = pool_model(helper.make_node("GlobalAveragePool", ["H"], ["Y"], name="gap"), sh4, [1, 8, 1, 1])
+        q = T.quantize(m, cal4, act)
+        T.against_ort(f"gap 72x72 host {act}", q, x4, max_lsb=1)
+        rc, out = T.placement(q_path(q, f"gap72_{act}"), x4)
+        line = next((ln for ln in out.splitlines() if " GlobalAveragePool " in ln), "")
+        T.check(f"gap 72x72 placed on the host {act}", rc == 0 and "host" in line, line)
     # refusals stay one line naming the node
     sh = [1, 8, 6, 6]
     cal, x = data(sh)
@@ -134,6 +155,11 @@ def main():
     T.against_ort("reducemean over channels (host)", cut_at(T.quantize(m, cal, "u8"), "M"), x, max_lsb=1)
     m = pool_model(helper.make_node("AveragePool", ["H"], ["Y"], name="ap_ceil", kernel_shape=[3, 3],
                                     strides=[2, 2], ceil_mode=1), [1, 8, 6, 6], [1, 8, 3, 3])
+    m2 = pool_model(helper.make_node("AveragePool", ["H"], ["Y"], name="ap_fine", kernel_shape=[3, 3],
+                                     strides=[2, 2], pads=[1, 1, 1, 1], count_include_pad=0), [1, 8, 6, 6],
+                    [1, 8, 3, 3])
+    T.expect_error("avgpool cip0 finer output scale", own_scale(T.quantize(m2, cal, "u8"), 0.3),
+                   "is finer than its input's", x)
     T.expect_error("avgpool partial ceil window", T.quantize(m, cal, "u8"), "ceil_mode with a partial", x)
     T.finish()
 
