@@ -64,7 +64,7 @@ int tsr_mem_free(tsr_device_t *dev, uint64_t addr);
 int tsr_mem_write(tsr_device_t *dev, uint64_t addr, const void *src, uint64_t n);
 int tsr_mem_read(tsr_device_t *dev, uint64_t addr, void *dst, uint64_t n);
 
-typedef enum { TSR_DT_INT8, TSR_DT_UINT8, TSR_DT_INT16, TSR_DT_INT32, TSR_DT_FLOAT32 } tsr_dtype_e;
+typedef enum { TSR_DT_INT8, TSR_DT_UINT8, TSR_DT_INT16, TSR_DT_INT32, TSR_DT_FLOAT32, TSR_DT_INT64 } tsr_dtype_e;
 typedef struct tsr_tensor {
     tsr_dtype_e dtype; int ndim; int64_t shape[8]; void *data; size_t nbytes;
 } tsr_tensor_t;
@@ -103,14 +103,17 @@ typedef struct tsr_verify_opts {
 } tsr_verify_opts_t;
 int tsr_verify(const tsr_config_t *cfg, const tsr_insn_t *insns, size_t n, const tsr_verify_opts_t *opts);
 
-/* glue (below): the text of a print function as a malloc'd string (free()), NULL if out of memory */
+/* glue (below): what a print function writes, as a malloc'd string (free()); NULL if out of memory
+ * or the writer failed */
 char *tsr_py_onnx_placement(const tsr_onnx_t *m);
+char *tsr_py_onnx_placement_json(const tsr_onnx_t *m);
 char *tsr_py_onnx_report(const tsr_onnx_t *m);
 """
 
 # Compiled into the extension: the includes, and the only C of the package's own. The
-# placement and report exist only as print functions (onnx/tsr_onnx.h has no structured
-# accessor yet): their text is captured in memory and parsed in Python.
+# placement (as JSON, tsr_onnx_write_placement_json) and the per-layer report (text only:
+# onnx/tsr_onnx.h has no structured accessor for it yet) are written by the library to a FILE;
+# they are captured in memory (open_memstream) and parsed in Python.
 SOURCE = r"""
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -123,22 +126,31 @@ SOURCE = r"""
 #include "tsr_npy.h"
 #include "tsr_onnx.h"
 
-static char *tsr_py_capture(const tsr_onnx_t *m, void (*print)(const tsr_onnx_t *, FILE *))
+static char *tsr_py_capture(const tsr_onnx_t *m, void (*print)(const tsr_onnx_t *, FILE *),
+                             int (*write)(const tsr_onnx_t *, FILE *))
 {
     char *buf = NULL;
     size_t n = 0;
     FILE *f = open_memstream(&buf, &n);
     if (!f)
         return NULL;
-    print(m, f);
-    if (fclose(f)) {
+    int rc = 0;
+    if (print)
+        print(m, f);
+    else
+        rc = write(m, f);
+    if (fclose(f) || rc) {
         free(buf);
         return NULL;
     }
     return buf;
 }
-static char *tsr_py_onnx_placement(const tsr_onnx_t *m) { return tsr_py_capture(m, tsr_onnx_print_placement); }
-static char *tsr_py_onnx_report(const tsr_onnx_t *m) { return tsr_py_capture(m, tsr_onnx_print_report); }
+static char *tsr_py_onnx_placement(const tsr_onnx_t *m) { return tsr_py_capture(m, tsr_onnx_print_placement, NULL); }
+static char *tsr_py_onnx_placement_json(const tsr_onnx_t *m)
+{
+    return tsr_py_capture(m, NULL, tsr_onnx_write_placement_json);
+}
+static char *tsr_py_onnx_report(const tsr_onnx_t *m) { return tsr_py_capture(m, tsr_onnx_print_report, NULL); }
 """
 
 

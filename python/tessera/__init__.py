@@ -214,7 +214,7 @@ class Device:
 
 _DT = {np.dtype(np.int8): lib.TSR_DT_INT8, np.dtype(np.uint8): lib.TSR_DT_UINT8,
        np.dtype(np.int16): lib.TSR_DT_INT16, np.dtype(np.int32): lib.TSR_DT_INT32,
-       np.dtype(np.float32): lib.TSR_DT_FLOAT32}
+       np.dtype(np.float32): lib.TSR_DT_FLOAT32, np.dtype(np.int64): lib.TSR_DT_INT64}
 _NP = {v: k for k, v in _DT.items()}
 
 
@@ -223,7 +223,8 @@ def _tensor_in(x, name, dtype=None, shape=None):
     if not isinstance(x, np.ndarray):
         raise _arg(name, "needs a numpy array, not %s" % type(x).__name__)
     if x.dtype not in _DT or not x.dtype.isnative:
-        raise _arg(name, "dtype %s not supported (int8, uint8, int16, int32, float32, native byte order)" % x.dtype)
+        raise _arg(name, "dtype %s not supported (int8, uint8, int16, int32, int64, float32, native byte order)"
+                   % x.dtype)
     if dtype is not None and x.dtype != dtype:
         raise _arg(name, "dtype %s, the model wants %s" % (x.dtype, np.dtype(dtype)))
     if shape is not None and tuple(x.shape) != tuple(shape):
@@ -256,8 +257,6 @@ def _tensor_out(t):
 
 # ---------------------------------------------------------------- ONNX models
 
-_PLACE_HEAD = re.compile(r"^placement: (\d+) ONNX nodes")
-_PLACE_LINE = re.compile(r"^  (.{28}) (.{18}) (.*)$")
 _SEG = re.compile(r"^device segment (\d+)")
 _REPORT_COLS = ["layer", "op", "shape", "macs", "cycles", "util", "bound", "ratio", "limit", "moved",
                 "compulsory", "plan_ms", "jit"]
@@ -273,24 +272,6 @@ def _num(v):
             return float(v)
         except ValueError:
             return v
-
-
-def _parse_placement(text):
-    out = []
-    for line in text.splitlines():
-        m = _PLACE_LINE.match(line)
-        if not m or line.startswith("  ("):
-            continue
-        where = m.group(3).strip()
-        seg = re.match(r"device, segment (\d+) \((.*)\)$", where)
-        host = re.match(r"host \((.*)\)$", where)
-        side = ("device" if seg else "host" if host else "folded" if where.startswith("folded into device")
-                else "view" if where.startswith("folded into its") else "alias" if where.startswith("relabel")
-                else "constant")
-        out.append({"name": m.group(1).strip(), "op": m.group(2).strip(), "side": side,
-                    "segment": int(seg.group(1)) if seg else -1,
-                    "kernel": seg.group(2) if seg else host.group(1) if host else "", "where": where})
-    return out
 
 
 def _parse_report(text):
@@ -358,7 +339,7 @@ class Model:
             lock.release()
         self._release()
         self._m, self._batch = m, batch
-        self._placement = _parse_placement(_capture(lib.tsr_py_onnx_placement, m))
+        self._placement = json.loads(_capture(lib.tsr_py_onnx_placement_json, m))
         self._report = None
 
     def _release(self):
@@ -382,9 +363,17 @@ class Model:
         out = ffi.new("tsr_tensor_t *")
         lock = self._dev._busy("device")
         try:
-            _check(lib.tsr_onnx_run(self._m, t, out))
+            rc = lib.tsr_onnx_run(self._m, t, out)
         finally:
             lock.release()
+        try:
+            _check(rc)
+        except Error as e:
+            # The library checks x against the model's input ('input "NAME" must be DTYPE [SHAPE]');
+            # there is no accessor for that declaration yet, so its message is given the argument's name.
+            if e.code == lib.TSR_EINVAL and re.search(r'input "[^"]*" must be', str(e)):
+                raise Error("x: %s" % e, e.code) from None
+            raise
         self._report = None
         return _tensor_out(out)
 
@@ -398,10 +387,11 @@ class Model:
 
     @property
     def placement(self):
-        """Where each ONNX node runs: dicts {name, op, side, segment, kernel, where} in the order of
-        `tessera infer`'s placement (names cut at 28 characters, as printed)."""
+        """Where each ONNX node runs, in graph order (`tessera infer --placement-json`): dicts
+        {index, name (in full), op, side ("device", "host", "folded", "alias", "view", "constant"),
+        segment (-1 off the device), kernel, macs}."""
         self._handle()
-        return [dict(p) for p in self._placement]
+        return [dict(p) for p in self._placement["placement"]]
 
     @property
     def device_ops(self):

@@ -3,6 +3,7 @@
 Environment (set by the CTest python_api): TSR_CLI (the `tessera` program), TSR_DIGITS (the
 directory the digits_model target fills: digits_qdq.onnx, test_x.npy, test_y.npy).
 """
+import json
 import os
 import subprocess
 
@@ -33,11 +34,14 @@ def digits():
 
 @pytest.fixture(scope="session")
 def digits_cli(cli, digits, tmp_path_factory):
-    """`tessera infer` on the QDQ digits model: its output array and its printed text."""
-    out = str(tmp_path_factory.mktemp("cli") / "out.npy")
-    r = subprocess.run([cli, "infer", digits["qdq"], "-i", digits["x"], "-o", out, "--labels", digits["y"]],
-                       capture_output=True, text=True, check=True)
-    return np.load(out), r.stdout
+    """`tessera infer` on the QDQ digits model: its output array, its printed text, its placement JSON."""
+    d = tmp_path_factory.mktemp("cli")
+    out, pj = str(d / "out.npy"), str(d / "placement.json")
+    r = subprocess.run([cli, "infer", digits["qdq"], "-i", digits["x"], "-o", out, "--labels", digits["y"],
+                        "--placement-json", pj], capture_output=True, text=True, check=True)
+    with open(pj) as f:
+        placement = json.load(f)
+    return np.load(out), r.stdout, placement
 
 
 @pytest.fixture
