@@ -48,3 +48,16 @@ def digits_cli(cli, digits, tmp_path_factory):
 def dev():
     with tessera.Device("default", backend="fsim") as d:
         yield d
+
+
+@pytest.fixture(scope="session")
+def resnet18_small(tmp_path_factory):
+    """ResNet-18 (small variant, as CTest onnx_resnet18_small) as a QDQ ONNX model and its input."""
+    nd = _need("TSR_NETDUMP")
+    d = tmp_path_factory.mktemp("resnet18")
+    src = os.path.join(os.path.dirname(__file__), "..", "..")
+    subprocess.run([nd, str(d), "--seed", "7", "--backend", "fsim", "--small", "32,16,10"], check=True,
+                   capture_output=True)
+    subprocess.run(["/usr/bin/python3", os.path.join(src, "scripts", "onnx", "resnet18_onnx.py"), str(d)],
+                   check=True, capture_output=True)
+    return str(d / "resnet18_qdq.onnx"), str(d / "input0.npy")

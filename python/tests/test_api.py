@@ -19,6 +19,15 @@ def test_digits_bit_identical_to_cli(dev, digits, digits_cli):
     assert y.tobytes() == ref.tobytes()
 
 
+def test_resnet18_small_bit_identical_to_cli(dev, cli, resnet18_small, tmp_path):
+    model, inp = resnet18_small
+    out = str(tmp_path / "out.npy")
+    subprocess.run([cli, "infer", model, "-i", inp, "-o", out, "--quiet"], check=True, capture_output=True)
+    ref = np.load(out)
+    y = tessera.load_onnx(model, dev).run(np.load(inp))
+    assert y.dtype == ref.dtype and y.shape == ref.shape and y.tobytes() == ref.tobytes()
+
+
 def test_digits_qlinear_form_same_predictions(dev, digits):
     x, labels = np.load(digits["x"]), np.load(digits["y"])
     acc = (tessera.load_onnx(digits["qlinear"], dev).run(x).argmax(axis=1) == labels).mean()
