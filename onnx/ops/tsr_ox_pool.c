@@ -26,9 +26,10 @@
  * pd (top, left, bottom, right), output od. ceil_mode becomes more
  * bottom/right padding (ONNX and ONNX Runtime: a last window that starts
  * inside the input or the leading pad is kept, one that would start in the
- * trailing pad is not), which a max pool fills with the type minimum; an
- * average would count those elements differently, so ceil_mode with a
- * partial last window is a max pool's only. */
+ * trailing pad is not), which a max pool fills with the type minimum and
+ * an average with count_include_pad 0 does not count (as ONNX); with
+ * count_include_pad 1 ONNX counts the given pads but not the ceil's: that
+ * window is refused. */
 static int pool_geom(tsr_onnx_t *m, int ni, const ox_val_t *X, tsr_pool_kind_e kind, int64_t *k, int64_t *s,
                      int64_t *pd, int64_t *od)
 {
@@ -58,8 +59,9 @@ static int pool_geom(tsr_onnx_t *m, int ni, const ox_val_t *X, tsr_pool_kind_e k
         if (ceil && (o - 1) * s[i] >= in + pd[i])
             o--; /* that window would start in the trailing pad */
         const int64_t extra = (o - 1) * s[i] + k[i] - (in + pd[i] + pd[i + 2]);
-        if (extra > 0 && kind != TSR_POOL_MAX)
-            return NERR(m, ni, "ceil_mode with a partial last window is supported for MaxPool only");
+        if (extra > 0 && kind != TSR_POOL_MAX && attr_i(n, "count_include_pad", 0))
+            return NERR(m, ni, "ceil_mode with a partial last window and count_include_pad 1 is not supported "
+                        "(the window counts the given pads but not the ceil's)");
         if (extra > 0)
             pd[i + 2] += extra;
         od[2 + i] = o;

@@ -153,14 +153,18 @@ def main():
     # over the channels it is no pool: the host's float ReduceMean between DQ and Q (one float rounding,
     # as ORT's)
     T.against_ort("reducemean over channels (host)", cut_at(T.quantize(m, cal, "u8"), "M"), x, max_lsb=1)
-    m = pool_model(helper.make_node("AveragePool", ["H"], ["Y"], name="ap_ceil", kernel_shape=[3, 3],
-                                    strides=[2, 2], ceil_mode=1), [1, 8, 6, 6], [1, 8, 3, 3])
     m2 = pool_model(helper.make_node("AveragePool", ["H"], ["Y"], name="ap_fine", kernel_shape=[3, 3],
                                      strides=[2, 2], pads=[1, 1, 1, 1], count_include_pad=0), [1, 8, 6, 6],
                     [1, 8, 3, 3])
     T.expect_error("avgpool cip0 finer output scale", own_scale(T.quantize(m2, cal, "u8"), 0.3),
                    "is finer than its input's", x)
-    T.expect_error("avgpool partial ceil window", T.quantize(m, cal, "u8"), "ceil_mode with a partial", x)
+    for act in ("u8", "s8"):  # ceil_mode, count_include_pad 0: the ceil's padding is not counted
+        m = pool_model(helper.make_node("AveragePool", ["H"], ["Y"], name="ap_ceil", kernel_shape=[3, 3],
+                                        strides=[2, 2], ceil_mode=1), [1, 8, 6, 6], [1, 8, 3, 3])
+        T.against_ort(f"avgpool ceil cip0 {act}", T.quantize(m, cal, act), x, max_lsb=1)
+    m = pool_model(helper.make_node("AveragePool", ["H"], ["Y"], name="ap_ceil", kernel_shape=[3, 3],
+                                    strides=[2, 2], ceil_mode=1, count_include_pad=1), [1, 8, 6, 6], [1, 8, 3, 3])
+    T.expect_error("avgpool partial ceil window cip1", T.quantize(m, cal, "u8"), "ceil_mode with a partial", x)
     T.finish()
 
 
