@@ -16,6 +16,7 @@ import json
 import os
 import re
 import threading
+import weakref
 
 import numpy as np
 
@@ -161,7 +162,9 @@ class Device:
         self._dev = out[0]
         self.backend = backend
         self.config = _to_dict(self._cfg)
-        self._models = []
+        # The models prepared here, freed by close() before the device (a model outliving its
+        # device must not touch it); weak, so that a dropped model is freed at once.
+        self._models = weakref.WeakSet()
 
     def _handle(self, name="device"):
         if self._dev is None:
@@ -183,9 +186,9 @@ class Device:
         if self._dev is None:
             return
         with self._lock:
-            for m in self._models:
+            for m in list(self._models):
                 m._release()
-            self._models = []
+            self._models = weakref.WeakSet()
             lib.tsr_device_close(self._dev)
             self._dev = None
 
@@ -323,7 +326,7 @@ class Model:
         if len(self._image) > lib_max_file():
             raise Error("%s: larger than %d bytes" % (path, lib_max_file()), lib.TSR_EINVAL)
         self._load(batch)
-        device._models.append(self)
+        device._models.add(self)
 
     def _load(self, batch):
         """Import the file image for this batch size and prepare it on the device."""

@@ -84,6 +84,15 @@ def test_output_owns_its_memory(dev, digits, digits_cli):
     assert y.tobytes() == ref.tobytes()
 
 
+def test_dropped_models_are_freed(dev, digits):
+    """A long-lived device does not keep every model loaded on it alive."""
+    import gc
+    import weakref
+    refs = [weakref.ref(tessera.load_onnx(digits["qdq"], dev)) for _ in range(3)]
+    gc.collect()
+    assert all(r() is None for r in refs) and len(dev._models) == 0
+
+
 def test_config_dict_and_overrides():
     c = tessera.config("default")
     assert c["LOG_BLOCK_IN"] == 4 and c["block_in"] == 16 and c["macs_per_op"] == 256
