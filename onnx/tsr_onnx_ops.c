@@ -32,10 +32,11 @@ static const ox_op_t ops[] = {
     {"com.microsoft", "QuantizeLinear", 1, 0, tsr_ox_quantize, 0, 0},
     /* convolutions and gemms on the device (ops/tsr_ox_conv.c) */
     {"", "Conv", 1, 0, tsr_ox_qdq_conv, 0, OX_QDQ_OUT},
-    {"", "Gemm", 7, 0, tsr_ox_qdq_conv, 1, OX_QDQ_OUT},    /* C broadcast one way since 7 */
+    {"", "Gemm", 7, 0, tsr_ox_gemm_any, 1, OX_QDQ_OUT},    /* C broadcast one way since 7; ops/tsr_ox_math.c */
     {"", "MatMul", 1, 0, tsr_ox_matmul_any, 1, OX_QDQ_OUT}, /* ops/tsr_ox_math.c: else float on the host */
     {"", "QLinearConv", 10, 0, tsr_ox_qlinear, 0, 0},
     {"com.microsoft", "QGemm", 1, 0, tsr_ox_qlinear, 1, 0},
+    {"", "BatchNormalization", 9, 0, tsr_ox_qdq_batchnorm, 0, OX_QDQ_OUT}, /* no 'spatial' since 9 */
     /* matmuls and int32 ops (ops/tsr_ox_matmul.c) */
     {"", "QLinearMatMul", 10, 0, tsr_ox_qlinear_matmul, 0, 0},
     {"", "ConvInteger", 10, 0, tsr_ox_host_int, H_CONVINT, 0},

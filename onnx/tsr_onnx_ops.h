@@ -48,6 +48,7 @@ int tsr_ox_quantize(tsr_onnx_t *m, int ni, int arg);
 /* ops/tsr_ox_conv.c: convolutions and gemms on the device */
 int tsr_ox_qdq_conv(tsr_onnx_t *m, int ni, int gemm);
 int tsr_ox_qlinear(tsr_onnx_t *m, int ni, int kind);
+int tsr_ox_qdq_batchnorm(tsr_onnx_t *m, int ni, int arg);
 /* ops/tsr_ox_matmul.c: QLinearMatMul, and the int32 ops on the host */
 int tsr_ox_qlinear_matmul(tsr_onnx_t *m, int ni, int arg);
 int tsr_ox_host_int(tsr_onnx_t *m, int ni, int hk);
@@ -80,6 +81,7 @@ int tsr_ox_funary(tsr_onnx_t *m, int ni, int op);
 int tsr_ox_fnary(tsr_onnx_t *m, int ni, int op);
 int tsr_ox_add_any(tsr_onnx_t *m, int ni, int arg);
 int tsr_ox_matmul_any(tsr_onnx_t *m, int ni, int arg);
+int tsr_ox_gemm_any(tsr_onnx_t *m, int ni, int arg);
 int tsr_ox_reduce(tsr_onnx_t *m, int ni, int op);
 int tsr_ox_layernorm(tsr_onnx_t *m, int ni, int arg);
 int tsr_ox_gather(tsr_onnx_t *m, int ni, int arg);

@@ -3,7 +3,8 @@
  * because every shape is known there (a model is imported for one batch
  * size): Shape, Size, Range of constants and Concat of constants (any
  * number of inputs; a Concat of computed tensors goes on to
- * ops/tsr_ox_shape.c). The int64 arithmetic between them (Gather, Mul,
+ * ops/tsr_ox_shape.c, but for two float inputs of another rank than 4 with
+ * their own parameters, concatenated as floats on the host). The int64 arithmetic between them (Gather, Mul,
  * Div, Equal, Where, Slice, Unsqueeze, ...) folds in ops/tsr_ox_math.c,
  * whose handlers run their kernel at import when all inputs are constants.
  * Sizes are bounded before anything is allocated.
@@ -114,6 +115,56 @@ int tsr_ox_range(tsr_onnx_t *m, int ni, int arg)
     return 0;
 }
 
+/* Two float inputs, not 4-D, at least one a constant or a DequantizeLinear view, and not two views
+ * of one scale and zero point (whose bytes concatenate as they are): the host concatenates the real
+ * values (a ViT's class token before its patches: the device's requantization needs 4-D tensors). */
+static int float_concat(const tsr_onnx_t *m, int ni)
+{
+    const int a = tsr_ox_in_val((tsr_onnx_t *)m, ni, 0), b = tsr_ox_in_val((tsr_onnx_t *)m, ni, 1);
+    if (a < 0 || b < 0)
+        return 0;
+    const ox_val_t *A = &m->vals[a], *B = &m->vals[b];
+    if (A->elem != ET_FLOAT || B->elem != ET_FLOAT || A->ndim == 4 || A->ndim != B->ndim)
+        return 0;
+    if (A->view_of >= 0 && B->view_of >= 0 && !A->cdata && !B->cdata && A->vcount == 1 && B->vcount == 1 &&
+        A->vscale[0] == B->vscale[0] && A->vzp[0] == B->vzp[0])
+        return 0;
+    return A->cdata || B->cdata || A->view_of >= 0 || B->view_of >= 0;
+}
+
+static int host_float_concat(tsr_onnx_t *m, int ni)
+{
+    const int a = tsr_ox_in_val(m, ni, 0), b = tsr_ox_in_val(m, ni, 1);
+    int rc;
+    if ((rc = tsr_ox_need_real(m, ni, a)) || (rc = tsr_ox_need_real(m, ni, b)))
+        return rc;
+    const ox_val_t A = m->vals[a], B = m->vals[b];
+    const int axis = (int)(attr_i(m->gp->node[ni], "axis", 0) < 0 ? attr_i(m->gp->node[ni], "axis", 0) + A.ndim
+                                                                   : attr_i(m->gp->node[ni], "axis", 0));
+    if (axis < 0 || axis >= A.ndim)
+        return NERR(m, ni, "axis out of range");
+    int64_t d[MAXD];
+    for (int i = 0; i < A.ndim; i++) {
+        if (i != axis && A.dims[i] != B.dims[i])
+            return NERR(m, ni, "dimension %d differs (%lld and %lld)", i, (long long)A.dims[i], (long long)B.dims[i]);
+        d[i] = i == axis ? A.dims[i] + B.dims[i] : A.dims[i];
+    }
+    const int y = tsr_ox_def_out(m, ni, 0, ET_FLOAT, A.ndim, d);
+    if (y < 0)
+        return y;
+    const int l = tsr_ox_host_lop(m, ni, H_CONCAT, A.base, y);
+    if (l < 0)
+        return l;
+    int64_t outer = 1;
+    for (int i = 0; i < axis; i++)
+        outer *= d[i];
+    m->lops[l].in2 = B.base;
+    m->lops[l].geo[0] = outer;
+    m->lops[l].geo[1] = outer ? (int64_t)A.nbytes / outer : 0;
+    m->lops[l].geo[2] = outer ? (int64_t)B.nbytes / outer : 0;
+    return 0;
+}
+
 /* Concat: of constants (the shape vectors of a shape subgraph, any count) folded here; otherwise
  * ops/tsr_ox_shape.c's Concat. */
 int tsr_ox_concat_fold(tsr_onnx_t *m, int ni, int arg)
@@ -124,6 +175,8 @@ int tsr_ox_concat_fold(tsr_onnx_t *m, int ni, int arg)
         const int v = tsr_ox_in_val(m, ni, k);
         all = v >= 0 && m->vals[v].cdata && m->vals[v].view_of < 0;
     }
+    if (!all && n->n_input == 2 && float_concat(m, ni))
+        return host_float_concat(m, ni);
     if (!all)
         return tsr_ox_concat(m, ni, arg);
     const ox_val_t *A = &m->vals[tsr_ox_in_val(m, ni, 0)];

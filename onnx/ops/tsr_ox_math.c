@@ -275,6 +275,41 @@ int tsr_ox_add_any(tsr_onnx_t *m, int ni, int arg)
     return tsr_ox_fnary(m, ni, FN_ADD);
 }
 
+/* The device dense reads its input's bytes as their producer laid them out
+ * (a device tensor [N, C, H, W], blocked): a 2-D input that relabels a
+ * tensor of another shape (a ViT's heads [17, 3, 64] -> [17, 192]) gets its
+ * own bytes first, a host copy in row-major order. */
+static int own_2d_bytes(tsr_onnx_t *m, int ni, int a)
+{
+    const int q = m->vals[a].view_of >= 0 ? m->vals[a].view_of : a, b = m->vals[q].base;
+    const ox_val_t *B = &m->vals[b];
+    int flat = B->ndim <= 2;
+    for (int i = 2; !flat && i < B->ndim; i++)
+        flat = B->dims[i] == 1; /* [N, K, 1, 1] is read as [N][K] already */
+    if (b == q || flat || m->vals[q].cdata || m->vals[q].ndim != 2)
+        return 0;
+    const int l = tsr_ox_host_lop(m, ni, H_CONCAT, b, q); /* concat of one input: a copy */
+    if (l < 0)
+        return l;
+    m->vals[q].base = q;
+    m->vals[q].prod = l;
+    m->lops[l].in2 = b;
+    m->lops[l].geo[0] = 1;
+    m->lops[l].geo[1] = (int64_t)m->vals[q].nbytes;
+    m->lops[l].geo[2] = 0;
+    return 0;
+}
+
+/* Gemm: the device dense (ops/tsr_ox_conv.c), its input given bytes of its own if it relabels another shape. */
+int tsr_ox_gemm_any(tsr_onnx_t *m, int ni, int arg)
+{
+    const int a = tsr_ox_in_val(m, ni, 0);
+    int rc;
+    if (a >= 0 && (rc = own_2d_bytes(m, ni, a)))
+        return rc;
+    return tsr_ox_qdq_conv(m, ni, arg);
+}
+
 /* MatMul: a device dense operator when B is a constant (DequantizeLinear of
  * weights) and A 2-D (ops/tsr_ox_conv.c), else float on the host (attention's
  * Q.K^T and attention.V, batched projections). */
@@ -285,7 +320,7 @@ int tsr_ox_matmul_any(tsr_onnx_t *m, int ni, int arg)
         return NERR(m, ni, "an input is missing");
     const ox_val_t A = m->vals[a], B = m->vals[b];
     if (B.cdata && B.view_of >= 0 && A.ndim == 2 && A.view_of >= 0)
-        return tsr_ox_qdq_conv(m, ni, arg);
+        return tsr_ox_gemm_any(m, ni, arg);
     if (A.elem != ET_FLOAT || B.elem != ET_FLOAT)
         return NERR(m, ni, "inputs of type %s and %s (the host multiplies float)", ename(A.elem), ename(B.elem));
     if (A.ndim < 2 || B.ndim < 2)
