@@ -482,3 +482,120 @@ int tsr_ox_qlinear(tsr_onnx_t *m, int ni, int kind /* 0 conv, 1 qgemm, 2 qlinear
     free(xs), free(ws), free(ys), free(xz), free(wz), free(yz);
     return rc;
 }
+
+/* A BatchNormalization parameter (scale, B, mean, var) as C floats: a float
+ * constant, or a DequantizeLinear view of a constant (as quantize_static
+ * writes scale and B), dequantized as ORT's DequantizeLinear does. */
+static int bn_param(tsr_onnx_t *m, int ni, int v, const char *what, int64_t C, float *out)
+{
+    if (v < 0)
+        return NERR(m, ni, "%s is missing", what);
+    const ox_val_t *P = &m->vals[v];
+    if (numel(P) != C)
+        return NERR(m, ni, "%s has %lld elements for %lld channels", what, (long long)numel(P), (long long)C);
+    if (P->cdata && P->elem == ET_FLOAT) {
+        memcpy(out, P->cdata, sizeof(float) * (size_t)C);
+        return 0;
+    }
+    const ox_val_t *Q = P->view_of >= 0 ? &m->vals[P->view_of] : NULL;
+    if (!Q || !Q->cdata || (Q->elem != ET_INT8 && Q->elem != ET_UINT8 && Q->elem != ET_INT32) ||
+        (P->vcount != 1 && P->vcount != C))
+        return NERR(m, ni, "%s must be a float constant or a DequantizeLinear of a constant", what);
+    for (int64_t i = 0; i < C; i++) {
+        const int k = P->vcount > 1 ? (int)i : 0;
+        int32_t q;
+        if (Q->elem == ET_INT32)
+            memcpy(&q, Q->cdata + 4 * i, 4);
+        else
+            q = Q->elem == ET_INT8 ? (int32_t)(int8_t)Q->cdata[i] : (int32_t)Q->cdata[i];
+        out[i] = (float)(q - P->vzp[k]) * P->vscale[k];
+    }
+    return 0;
+}
+
+/* QDQ BatchNormalization that follows no Conv (DenseNet's norm1 after a
+ * Concat; a BatchNormalization after a Conv is folded by the exporter):
+ * y = x * a + b per channel, a = scale / sqrt(var + eps), b = B - mean * a
+ * (in float32, as ONNX Runtime's kernel), run as a depthwise 1x1 conv on
+ * the device. Its weight of channel c is +-127 with the per-channel scale
+ * |a_c| / 127, so a is exact; b is the int32 bias on the x_scale * w_scale
+ * grid (its rounding is |a_c| x_scale / 254 in real units, far below an
+ * output LSB), and the requantization rounds once as a conv's: within 1
+ * LSB of ORT's float DQ -> BatchNormalization -> Q. Folding forward into
+ * the next conv is not done: DenseNet's next node is a Relu. */
+int tsr_ox_qdq_batchnorm(tsr_onnx_t *m, int ni, int arg)
+{
+    const Onnx__NodeProto *n = m->gp->node[ni];
+    (void)arg;
+    if (attr_i(n, "training_mode", 0))
+        return NERR(m, ni, "training_mode 1 is not supported (inference only)");
+    if (n->n_output > 1)
+        return NERR(m, ni, "the running mean/var outputs (training) are not supported");
+    const float *xs;
+    const int32_t *xz;
+    int qx, xc;
+    int rc = tsr_ox_view_arg(m, ni, tsr_ox_in_val(m, ni, 0), "input", &qx, &xs, &xz, &xc);
+    if (rc)
+        return rc;
+    if (xc != 1)
+        return NERR(m, ni, "per-channel activations are not supported");
+    const ox_val_t *X = &m->vals[qx];
+    if (X->ndim != 4)
+        return NERR(m, ni, "needs a 4-D input (is %d-D)", X->ndim);
+    const int64_t C = X->dims[1];
+    if (C < 1 || C > 65536)
+        return NERR(m, ni, "%lld channels", (long long)C);
+    const Onnx__AttributeProto *ea = attr(n, "epsilon");
+    const float eps = ea ? ea->f : 1e-5f;
+    float *par = malloc(sizeof(float) * 6 * (size_t)C); /* scale, B, mean, var, then ws, b */
+    int32_t *wzp = calloc((size_t)C, sizeof(int32_t));
+    uint8_t *wq = malloc((size_t)C);
+    if (!par || !wzp || !wq) {
+        free(par), free(wzp), free(wq);
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    }
+    static const char *const what[4] = {"scale", "B", "input_mean", "input_var"};
+    for (int k = 0; k < 4 && !rc; k++)
+        rc = bn_param(m, ni, tsr_ox_in_val(m, ni, (size_t)k + 1), what[k], C, par + k * C);
+    float *ws = par + 4 * C, *fb = par + 5 * C;
+    for (int64_t i = 0; i < C && !rc; i++) {
+        const float a = par[i] / sqrtf(par[3 * C + i] + eps);
+        if (!isfinite(a) || !isfinite(par[C + i] - par[2 * C + i] * a))
+            rc = NERR(m, ni, "channel %lld: the scale or shift is not finite", (long long)i);
+        /* a = 0: weight 0 on any grid (x_scale's keeps the multiplier in range) */
+        ws[i] = a != 0 ? fabsf(a) / 127.0f : 1.0f;
+        ((int8_t *)wq)[i] = (int8_t)(a > 0 ? 127 : a < 0 ? -127 : 0);
+        fb[i] = par[C + i] - par[2 * C + i] * a;
+    }
+    conv_desc_t cd;
+    memset(&cd, 0, sizeof cd);
+    int wv = -1, y = -1;
+    if (!rc && (wv = tsr_ox_new_val(m, "")) < 0)
+        rc = wv;
+    if (!rc) {
+        ox_val_t *W = &m->vals[wv];
+        W->elem = ET_INT8;
+        W->ndim = 4;
+        W->dims[0] = C, W->dims[1] = W->dims[2] = W->dims[3] = 1;
+        W->nbytes = (size_t)C;
+        W->cdata = wq; /* owned by the value from here */
+        W->defined = 1;
+        wq = NULL;
+        cd.x = qx, cd.w = wv, cd.xs = xs[0], cd.xzp = xz[0], cd.ws = ws, cd.wzp = wzp, cd.wcnt = (int)C;
+        cd.fbias = fb;
+        cd.group = C;
+        cd.kshape[0] = cd.kshape[1] = 1;
+        cd.strides[0] = cd.strides[1] = 1;
+        const int qn = tsr_ox_qdq_output(m, ni, &cd.y);
+        if (qn < 0)
+            rc = qn;
+        else if ((y = tsr_ox_def_out(m, qn, 0, cd.y.elem, 4, m->vals[qx].dims)) < 0)
+            rc = y;
+    }
+    if (!rc)
+        rc = tsr_ox_lower_conv(m, ni, &cd, y);
+    if (!rc)
+        tsr_ox_qdq_fold(m, ni);
+    free(par), free(wzp), free(wq);
+    return rc;
+}

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """test_op_conv.py TESSERA WORKDIR [BACKEND]: the conv family (Conv with a fused Relu/Clip, grouped
-convolution) quantized as quantize_static writes them (u8 and s8), against ONNX Runtime.
+convolution, BatchNormalization that follows no Conv) quantized as quantize_static writes them (u8 and s8), against ONNX Runtime.
 
 Bounds, per operator: ONNX Runtime requantizes a conv's int32 accumulator in float,
 round_half_even(float32(acc) * float32(x_scale * w_scale / y_scale)) + y_zp; tessera's device
@@ -8,7 +8,10 @@ multiplies by a fixed-point multiplier and rounds once (onnx/tsr_onnx_attr.c tsr
 conv may differ by 1 LSB where the product lands within float32's rounding of a tie (a few elements
 in 1e5). A Relu/Clip is exact either way: in the u8 form it is the output QuantizeLinear's range
 (the clamp), in the s8 form it sits between two Q/DQ pairs on one grid and the device clamps the
-same integers. So each single conv below must be within 1 LSB; a chain of two within 2.
+same integers. A BatchNormalization (ORT: float DQ -> BatchNormalization -> Q) is the depthwise 1x1 conv
+whose weights +-127 carry a = scale / sqrt(var + eps) exactly in their per-channel scale; its shift
+rounds to the bias grid, far below an LSB: within 1 LSB. So each single conv below must be within
+1 LSB; a chain of two within 2.
 """
 import os
 import sys
@@ -46,6 +49,25 @@ def conv_act(c_in, c_out, group=1, act=None, k=3, hw=8, second=False):
         y = "A2"
     nodes[-1].output[0] = "Y"
     return T.model(nodes, [("X", F, (1, c_in, hw, hw))], [("Y", F, (1, c_out, hw, hw))], inits)
+
+
+def bn_model(c=16, hw=8, after_conv=False):
+    """X [-> Conv 1x1 -> Relu] -> BatchNormalization -> Relu -> Y (DenseNet's norm1 follows a Concat or a
+    Relu, never a Conv, so the exporter cannot fold it)."""
+    g = rng.standard_normal
+    inits = [numpy_helper.from_array((g(c) * 0.8 + 1).astype(np.float32), "s"),
+             numpy_helper.from_array((g(c) * 0.5).astype(np.float32), "bb"),
+             numpy_helper.from_array((g(c) * 0.3).astype(np.float32), "mean"),
+             numpy_helper.from_array((np.abs(g(c)) + 0.5).astype(np.float32), "var")]
+    nodes, x = [], "X"
+    if after_conv:
+        inits.append(numpy_helper.from_array((g((c, c, 1, 1)) * 0.4).astype(np.float32), "cw"))
+        nodes += [helper.make_node("Conv", ["X", "cw"], ["H"], name="conv"),
+                  helper.make_node("Relu", ["H"], ["R"], name="relu0")]
+        x = "R"
+    nodes += [helper.make_node("BatchNormalization", [x, "s", "bb", "mean", "var"], ["N"], name="bn", epsilon=1e-5),
+              helper.make_node("Relu", ["N"], ["Y"], name="relu")]
+    return T.model(nodes, [("X", F, (1, c, hw, hw))], [("Y", F, (1, c, hw, hw))], inits)
 
 
 def data(c, hw=8, n=24):
@@ -90,6 +112,15 @@ def main():
             T.against_ort(f"conv group {g} 16-{co} {v}", q, x16[:1], max_lsb=1)
         q = T.quantize(conv_act(16, 16, group=4, k=1), calib16, v)
         T.against_ort(f"conv 1x1 group 4 {v}", q, x16[:1], max_lsb=1)
+        # BatchNormalization that follows no Conv: a depthwise 1x1 conv on the device (bound 1 LSB alone,
+        # 2 after a conv)
+        q = T.quantize(bn_model(), calib16, v)
+        T.against_ort(f"batchnorm relu {v}", q, x16[:1], max_lsb=1)
+        q = T.quantize(bn_model(after_conv=True), calib16, v)
+        T.against_ort(f"conv relu batchnorm relu {v}", q, x16[:1], max_lsb=2)
+        pl = placed(q, x16, f"bn_{v}_pl")
+        T.check(f"conv relu batchnorm relu {v}: one segment", pl is not None and pl[0] == 1 and pl[1] <= 2,
+                f"(segments, host ops) = {pl}")
     # a group that does not divide the channels (the quantized file edited: ORT cannot calibrate it)
     calib6, x6 = data(6)
     q = T.quantize(conv_act(6, 8, group=2), calib6, "u8")
