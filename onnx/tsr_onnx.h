@@ -36,10 +36,25 @@
  *     more than 2-D operands (float32 multiplier as ONNX Runtime), and
  *     Concat of two inputs along any axis (QDQ: inputs with one shared
  *     scale and zero point, the quantized bytes concatenated);
+ *   - the standard float ops run on the host too (onnx/ops/tsr_ox_math.c,
+ *     kernels in tsr_onnx_hostf.c): activations (Sigmoid, HardSigmoid,
+ *     HardSwish, Tanh, LeakyRelu, Elu, Softplus, Clip, Erf, Gelu), math with
+ *     multidirectional broadcasting (Add, Sub, Mul, Div, Pow, Min, Max,
+ *     Sqrt, Reciprocal, Neg, Abs, Exp, Log), comparisons and Where,
+ *     ReduceMean/Sum/Max/Min over any axes, LayerNormalization, MatMul of
+ *     two activations, Gather, Slice, Expand, and a Transpose that moves
+ *     data; in a QDQ model between the host DequantizeLinear and
+ *     QuantizeLinear. Add and MatMul/Gemm stay on the device where it can
+ *     run them (two quantized views that share a segment; constant weights);
+ *   - shape subgraphs fold at import (the shapes are known once the batch
+ *     is): Shape, Size, Range, Concat of constants, Squeeze/Unsqueeze, and
+ *     any op above whose inputs are all constants (int64 arithmetic,
+ *     Equal/Where, Gather, Slice, Cast); a graph input may be int64 (token
+ *     ids for a host Gather);
  *   - Constant, and Cast/ConstantOfShape/Identity/DequantizeLinear of
  *     constants, are folded at import; Flatten, Reshape, Cast to the same
- *     type and a Transpose that keeps the order of the dimensions > 1 only
- *     relabel (a Transpose that moves data is refused).
+ *     type, Squeeze/Unsqueeze and a Transpose that keeps the order of the
+ *     dimensions > 1 only relabel.
  * A node neither side can run is an error naming the node, its op type and
  * why, before anything runs. Consecutive device operators with one input
  * from outside and one tensor read outside form a segment (a DAG: residual
