@@ -376,14 +376,22 @@ int tsr_ox_run_fmatmul(tsr_onnx_t *m, const ox_lop_t *L)
             pb *= B->dims[jb];
         batch *= Y->dims[i];
     }
+    double *acc = malloc(sizeof(double) * (size_t)(N ? N : 1)); /* one output row, k outermost: B read in rows */
+    if (!acc)
+        return tsr_err(TSR_ENOMEM, "out of memory");
     for (int64_t p = 0; p < batch; p++) {
-        for (int64_t i = 0; i < M; i++)
-            for (int64_t j = 0; j < N; j++) {
-                double acc = 0;
-                for (int64_t k = 0; k < K; k++)
-                    acc += (double)ab[oa + i * K + k] * (double)bb[ob + k * N + j];
-                yb[(p * M + i) * N + j] = (float)acc;
+        for (int64_t i = 0; i < M; i++) {
+            for (int64_t j = 0; j < N; j++)
+                acc[j] = 0;
+            for (int64_t k = 0; k < K; k++) {
+                const double a = ab[oa + i * K + k];
+                const float *br = bb + ob + k * N;
+                for (int64_t j = 0; j < N; j++)
+                    acc[j] += a * (double)br[j];
             }
+            for (int64_t j = 0; j < N; j++)
+                yb[(p * M + i) * N + j] = (float)acc[j];
+        }
         for (int d = nb - 1; d >= 0; d--) {
             oa += sa[d], ob += sb[d];
             if (++idx[d] < Y->dims[d])
@@ -392,5 +400,6 @@ int tsr_ox_run_fmatmul(tsr_onnx_t *m, const ox_lop_t *L)
             idx[d] = 0;
         }
     }
+    free(acc);
     return 0;
 }
