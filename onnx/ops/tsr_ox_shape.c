@@ -134,6 +134,9 @@ static int fuse_into_producer(tsr_onnx_t *m, int ni, int b, const ox_qout_t *o)
     c->y_zp = o->zp;
     c->y_dtype = ydt;
     m->vals[qv].elem = o->elem;
+    /* its bytes are no longer the ONNX tensor of that name (another quantization): reading it by
+       name is refused ("no value called"), as for the other tensors folded into a device op */
+    m->vals[qv].name = "";
     return qv;
 }
 
