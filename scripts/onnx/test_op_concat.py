@@ -2,11 +2,9 @@
 """test_op_concat.py TESSERA WORKDIR [BACKEND]: Concat quantized as quantize_static writes it (u8 and s8:
 every input and the output with its own calibrated range), against ONNX Runtime.
 
-Bounds: an input whose parameters are the output's is copied exactly; one with its own gets the
-output's parameters from its producer's epilogue when that is a device conv read only by the Concat
-(one fixed-point rounding where ONNX Runtime rounds twice: the conv's QuantizeLinear, then the Concat's
-requantization in float), else from a device requantize (the conv epilogue's multiplier
-x_scale / y_scale, one rounding, as ORT's one): <= 1 LSB either way. A Concat of one input is an alias.
+Bounds: an input whose parameters are the output's is copied exactly; one with its own is requantized
+on the device (the conv epilogue's fixed-point multiplier x_scale / y_scale, one rounding) where ONNX
+Runtime dequantizes and quantizes in float (one rounding): <= 1 LSB. A Concat of one input is an alias.
 """
 import os
 import sys
@@ -50,7 +48,7 @@ def main():
         T.against_ort(f"concat 2 own scales {act}", T.quantize(m, cal, act), x, max_lsb=1)
         m = concat_model(4, 4, shape, [0.5, 1.0, 2.0, 4.0])
         T.against_ort(f"concat 4 own scales {act}", T.quantize(m, cal, act), x, max_lsb=1)
-        # inputs from a max pool and the graph's quantized input (no conv to fuse into): device requantize
+        # inputs from a max pool, a conv and the graph's quantized input, each requantized on the device
         nodes, inits = branches(1, 8, shape, [1.0])
         nodes += [helper.make_node("MaxPool", ["B0"], ["P"], name="mp", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
                   helper.make_node("Conv", ["P", "w0"], ["C"], name="convp"),
@@ -58,9 +56,8 @@ def main():
         m = T.model(nodes, [("X", F, shape)], [("Y", F, [1, 24, 6, 6])], inits)
         T.against_ort(f"concat pool+conv+input {act}", T.quantize(m, cal, act), x, max_lsb=1)
         rc, out = T.placement(f"concat_pool+conv+input_{act}.onnx", x)
-        # conv0, the max pool, convp (the Concat's parameters in its epilogue) and two device requantizes
-        # (of the pool's output and of the input): 5 device operators, not 6
-        T.check(f"concat fused into the conv {act}", rc == 0 and "-> 5 device operators" in out,
+        # conv0, the max pool, convp and three device requantizes (the pool's output, convp's, the input)
+        T.check(f"concat requantizes on the device {act}", rc == 0 and "-> 6 device operators" in out,
                 out.splitlines()[0] if out else "")
         # one input (densenet121): an alias
         nodes, inits = branches(1, 8, shape, [1.0])
