@@ -5,6 +5,7 @@
  * is refused. Concat of computed tensors is a host copy (one input: an
  * alias), inputs with their own quantization requantized on the device.
  */
+#include <math.h>
 #include <stdlib.h>
 
 #include "tsr_error.h"
@@ -83,6 +84,31 @@ static int concat_chain(tsr_onnx_t *m, int ni, const int *src, const size_t *byt
     return 0;
 }
 
+/* The float constant view b quantized to o's parameters (QuantizeLinear:
+ * round half to even, saturate) into a new constant: *q. */
+static int quantize_const(tsr_onnx_t *m, int b, const ox_qout_t *o, int *q)
+{
+    const int c = tsr_ox_new_val(m, "");
+    if (c < 0)
+        return c;
+    ox_val_t *C = &m->vals[c];
+    const ox_val_t *B = &m->vals[b];
+    const int64_t n = numel(B);
+    C->elem = o->elem, C->ndim = B->ndim, C->defined = 1;
+    memcpy(C->dims, B->dims, sizeof C->dims);
+    C->nbytes = (size_t)n;
+    if (!(C->cdata = malloc(n ? (size_t)n : 1)))
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    const float lo = o->elem == ET_UINT8 ? 0.f : -128.f, hi = o->elem == ET_UINT8 ? 255.f : 127.f;
+    for (int64_t i = 0; i < n; i++) {
+        float f = nearbyintf(cget_f(B, i) / o->scale) + (float)o->zp;
+        f = f < lo ? lo : f > hi ? hi : f;
+        C->cdata[i] = (uint8_t)(int32_t)f; /* int8: two's complement */
+    }
+    *q = c;
+    return 0;
+}
+
 /* Concat of any number of computed tensors of one type along any axis: a
  * host copy (one input: an alias). Float views (QDQ): with equal per-tensor
  * parameters, the quantized bytes are concatenated and the output is a view
@@ -116,7 +142,7 @@ int tsr_ox_concat(tsr_onnx_t *m, int ni, int arg)
         axis += A->ndim;
     if (!rc && (axis < 0 || axis >= A->ndim))
         rc = NERR(m, ni, "axis out of range");
-    int views = 0, same = 1;
+    int views = 0, cviews = 0, same = 1;
     for (int i = 0; !rc && i < nin; i++) {
         const ox_val_t *B = &m->vals[v[i]];
         if (B->elem != A->elem || B->ndim != A->ndim) {
@@ -127,7 +153,9 @@ int tsr_ox_concat(tsr_onnx_t *m, int ni, int arg)
             if (d != axis && A->dims[d] != B->dims[d])
                 rc = NERR(m, ni, "dimension %d differs (%lld and %lld)", d, (long long)A->dims[d],
                           (long long)B->dims[d]);
-        if (B->view_of >= 0 && !B->cdata) {
+        if (B->view_of >= 0 && B->cdata)
+            cviews++; /* a DequantizeLinear of a constant (ViT's class token): quantized again at import */
+        else if (B->view_of >= 0) {
             views++;
             if (B->vcount != 1)
                 rc = NERR(m, ni, "per-channel DequantizeLinear inputs are not supported");
@@ -136,7 +164,9 @@ int tsr_ox_concat(tsr_onnx_t *m, int ni, int arg)
                 same = 0;
         }
     }
-    if (!rc && views && views != nin)
+    const ox_qdq_sel_t *qs = &m->qsel[ni];
+    const int qdq = views && qs->status == OX_SEL_OK && qs->act < 0 && views + cviews == nin;
+    if (!rc && views && !qdq && views != nin)
         rc = NERR(m, ni, "some inputs are DequantizeLinear outputs and some are not");
     if (!rc && nin == 1) { /* one input: the same bytes */
         rc = tsr_ox_def_alias(m, ni, v[0], A->ndim, A->dims) < 0 ? -1 : 0;
@@ -149,8 +179,7 @@ int tsr_ox_concat(tsr_onnx_t *m, int ni, int arg)
     for (int i = 0; i < nin; i++)
         od[axis] += m->vals[v[i]].dims[axis];
     const int ndim = A->ndim;
-    const ox_qdq_sel_t *qs = &m->qsel[ni];
-    if (views && qs->status == OX_SEL_OK && qs->act < 0) {
+    if (qdq) {
         /* quantize_static's form: each input to the output's parameters, then the bytes concatenated */
         ox_qout_t o;
         const int qn = tsr_ox_qdq_output(m, ni, &o);
@@ -166,15 +195,32 @@ int tsr_ox_concat(tsr_onnx_t *m, int ni, int arg)
                 src[i] = qv;
                 continue;
             }
-            if (B->ndim != 4 || m->vals[qv].ndim != 4) {
-                rc = NERR(m, ni, "input %d has its own scale or zero point: its requantization needs a 4-D tensor",
-                          i);
-                break;
+            if (B->cdata) { /* its floats quantized to the output's parameters, as QuantizeLinear does */
+                if ((rc = quantize_const(m, v[i], &o, &src[i])))
+                    break;
+                continue;
             }
             const float xs = B->vscale[0];
             const int32_t xzp = B->vzp[0];
-            int64_t d[4];
-            memcpy(d, B->dims, sizeof d);
+            /* the requantize is elementwise: it reads the bytes in their device shape (the base's, when
+               4-D), else as [1, 1, rows, last dimension] */
+            const ox_val_t *QB = &m->vals[m->vals[qv].base];
+            int64_t d[4] = {QB->dims[0], QB->dims[1], QB->dims[2], QB->dims[3]};
+            int xq = m->vals[qv].base;
+            if (QB->ndim != 4) {
+                const int64_t last = QB->ndim ? QB->dims[QB->ndim - 1] : 1;
+                d[0] = d[1] = 1, d[3] = last, d[2] = last ? numel(QB) / last : 0;
+                if ((xq = tsr_ox_new_val(m, "")) < 0) {
+                    rc = xq;
+                    break;
+                }
+                ox_val_t *R = &m->vals[xq];
+                B = &m->vals[v[i]];
+                R->elem = m->vals[qv].elem, R->ndim = 4, R->defined = 1;
+                memcpy(R->dims, d, sizeof d);
+                R->nbytes = m->vals[qv].nbytes;
+                R->base = m->vals[qv].base;
+            }
             const int t = tsr_ox_new_val(m, "");
             if (t < 0) {
                 rc = t;
@@ -185,7 +231,7 @@ int tsr_ox_concat(tsr_onnx_t *m, int ni, int arg)
             memcpy(Tv->dims, d, sizeof d);
             Tv->nbytes = (size_t)numel(Tv);
             static const int64_t one[2] = {1, 1}, nopad[4] = {0, 0, 0, 0};
-            rc = tsr_ox_sum_requant(m, ni, qv, xs, xzp, one, one, nopad, 1, &o, t);
+            rc = tsr_ox_sum_requant(m, ni, xq, xs, xzp, one, one, nopad, 1, &o, t);
             src[i] = t;
         }
         /* the concatenated bytes (no ONNX name), the output a view of them with the QuantizeLinear's

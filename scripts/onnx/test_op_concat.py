@@ -37,6 +37,17 @@ def concat_model(k, c, shape, gains, axis=1):
     return T.model(nodes, [("X", F, shape)], [("Y", F, yshape)], inits)
 
 
+def own_params(m, cat):
+    """How many inputs of Concat node `cat` in the quantized m have a scale or zero point other than the
+    output QuantizeLinear's."""
+    inits = {t.name: numpy_helper.to_array(t) for t in m.graph.initializer}
+    prod = {o: n for n in m.graph.node for o in n.output}
+    node = next(n for n in m.graph.node if n.name == cat)
+    q = next(n for n in m.graph.node if n.op_type == "QuantizeLinear" and n.input[0] == node.output[0])
+    out = (inits[q.input[1]], inits[q.input[2]])
+    return sum(1 for i in node.input if (inits[prod[i].input[1]], inits[prod[i].input[2]]) != out)
+
+
 def main():
     T.setup()
     shape = [1, 8, 6, 6]
@@ -55,10 +66,29 @@ def main():
                   helper.make_node("Concat", ["P", "C", "X"], ["Y"], name="cat", axis=1)]
         m = T.model(nodes, [("X", F, shape)], [("Y", F, [1, 24, 6, 6])], inits)
         T.against_ort(f"concat pool+conv+input {act}", T.quantize(m, cal, act), x, max_lsb=1)
+        q = T.quantize(m, cal, act)
         rc, out = T.placement(f"concat_pool+conv+input_{act}.onnx", x)
-        # conv0, the max pool, convp and three device requantizes (the pool's output, convp's, the input)
-        T.check(f"concat requantizes on the device {act}", rc == 0 and "-> 6 device operators" in out,
-                out.splitlines()[0] if out else "")
+        # conv0, the max pool, convp and a device requantize per input whose parameters are not the output's
+        want = 3 + own_params(q, "cat")
+        T.check(f"concat requantizes on the device {act}", rc == 0 and f"-> {want} device operators" in out,
+                f"want {want}: " + (out.splitlines()[0] if out else ""))
+        # 3-D inputs with their own scales along the last axis, and a constant input (ViT's class token
+        # is an initializer the quantizer quantizes): requantized as [1, 1, rows, last], quantized at import
+        nodes, inits = branches(2, 8, shape, [1.0, 3.0])
+        inits.append(numpy_helper.from_array(np.array([1, 8, 36], np.int64), "r3"))
+        inits.append(numpy_helper.from_array((rng.standard_normal((1, 8, 5)) * 2).astype(np.float32), "tok"))
+        nodes += [helper.make_node("Reshape", ["B0", "r3"], ["R0"], name="r0"),
+                  helper.make_node("Reshape", ["B1", "r3"], ["R1"], name="r1"),
+                  helper.make_node("Concat", ["tok", "R0", "R1"], ["Y"], name="cat3d", axis=2)]
+        m = T.model(nodes, [("X", F, shape)], [("Y", F, [1, 8, 77])], inits)
+        T.against_ort(f"concat 3-D + constant {act}", T.quantize(m, cal, act), x, max_lsb=1)
+        # a 3-D graph input (quantized on the host: a 3-D value) and a constant: the input requantized as
+        # [1, 1, 8, 36]
+        tok = numpy_helper.from_array((rng.standard_normal((1, 8, 5)) * 4).astype(np.float32), "tok")
+        m = T.model([helper.make_node("Concat", ["X", "tok"], ["Y"], name="cat3", axis=2)],
+                    [("X", F, [1, 8, 36])], [("Y", F, [1, 8, 41])], [tok])
+        T.against_ort(f"concat 3-D input + constant {act}", T.quantize(m, cal.reshape(16, 8, 36), act),
+                      x.reshape(1, 8, 36), max_lsb=1)
         # one input (densenet121): an alias
         nodes, inits = branches(1, 8, shape, [1.0])
         nodes.append(helper.make_node("Concat", ["B0"], ["Y"], name="cat1", axis=1))
