@@ -207,6 +207,7 @@ static const ox_host_kernel_t kernels[] = {
     {H_REDUCE, "float reduce", tsr_ox_run_reduce},
     {H_LAYERNORM, "float layernorm", tsr_ox_run_layernorm},
     {H_FMATMUL, "float matmul", tsr_ox_run_fmatmul},
+    {H_QSOFTMAX, "quantized softmax", tsr_ox_run_qsoftmax},
 };
 
 static const ox_host_kernel_t *kernel(int kind)

@@ -13,6 +13,7 @@
  * Lowering checked every shape; what only the data can break (a Gather
  * index out of range, an integer division by zero) is a one-line error.
  */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 
@@ -401,5 +402,61 @@ int tsr_ox_run_fmatmul(tsr_onnx_t *m, const ox_lop_t *L)
         }
     }
     free(acc);
+    return 0;
+}
+
+/* DequantizeLinear -> Softmax -> QuantizeLinear as ONNX Runtime runs it once its QDQ transformer has
+ * made it a com.microsoft QLinearSoftmax (contrib_ops/cpu/quantization/qlinear_softmax.cc, float
+ * lookup table): exp of (x - 255 + shift) * x_scale per input byte, the row's sum in float, each
+ * output nearbyintf(table * floor(1 / y_scale) / sum) + zero point. (L: scale x_scale, mult y_scale,
+ * zp its zero point, axis; geo[0] the quantized input.) */
+int tsr_ox_run_qsoftmax(tsr_onnx_t *m, const ox_lop_t *L)
+{
+    const int x = (int)L->geo[0];
+    const ox_val_t *X = &m->vals[x];
+    const uint8_t *xb = tsr_ox_bytes(m, x);
+    uint8_t *yb = tsr_ox_bytes(m, L->out);
+    const int sgn = X->elem == ET_INT8;
+    int64_t outer = 1, len = X->dims[L->axis], inner = 1;
+    for (int i = 0; i < L->axis; i++)
+        outer *= X->dims[i];
+    for (int i = L->axis + 1; i < X->ndim; i++)
+        inner *= X->dims[i];
+    if (len < 1)
+        return 0;
+    float table[256];
+    double shift = log((double)FLT_MAX / (double)len) - 5.0; /* the sum stays below FLT_MAX */
+    shift = (shift > 0 ? shift : 0) / (double)L->scale;
+    for (int i = 0; i < 256; i++)
+        table[(uint8_t)(sgn ? i - 128 : i)] = (float)exp(((double)i - 255 + shift) * (double)L->scale);
+    const float ys = floorf(1.0f / L->mult);
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t in = 0; in < inner; in++) {
+            const int64_t b = o * len * inner + in;
+            int xmax = sgn ? -128 : 0;
+            for (int64_t k = 0; k < len; k++) {
+                const int v = sgn ? (int8_t)xb[b + k * inner] : xb[b + k * inner];
+                xmax = v > xmax ? v : xmax;
+            }
+            /* the table index of x: uint8 x + 255 - xmax; int8 (uint8)(x + 127 - xmax) */
+            float sum = 0;
+            for (int64_t k = 0; k < len; k++) {
+                const int v = sgn ? (int8_t)xb[b + k * inner] : xb[b + k * inner];
+                sum += sgn ? table[(uint8_t)(v + 127 - xmax)] : table[v + 255 - xmax];
+            }
+            if (sum == 0)
+                continue;
+            for (int64_t k = 0; k < len; k++) {
+                const int v = sgn ? (int8_t)xb[b + k * inner] : xb[b + k * inner];
+                const float t = sgn ? table[(uint8_t)(v + 127 - xmax)] : table[v + 255 - xmax];
+                if (sgn) { /* ORT: int32, then only values above 255 clamped, then cast to int8 */
+                    const int32_t q = (int32_t)nearbyintf((t * ys) / sum) + L->zp;
+                    yb[b + k * inner] = (uint8_t)(q > 255 ? 255 : q);
+                } else {
+                    const uint32_t q = (uint32_t)nearbyintf((t * ys) / sum) + (uint32_t)L->zp;
+                    yb[b + k * inner] = (uint8_t)(q > 255 ? 255 : q);
+                }
+            }
+        }
     return 0;
 }

@@ -4,9 +4,52 @@
  * axis then) and ArgMax (keepdims; select_last_index refused).
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "tsr_error.h"
 #include "tsr_onnx_ops.h"
+
+/* DequantizeLinear -> Softmax -> QuantizeLinear of one type, per tensor: the
+ * integer form ONNX Runtime fuses it into (QLinearSoftmax, tsr_onnx_hostf.c),
+ * so that the quantized output is ORT's exactly. 1 when lowered so (the
+ * QuantizeLinear folded in), 0 when the pattern is not there, < 0 on error. */
+static int qdq_softmax(tsr_onnx_t *m, int ni, int x, int axis)
+{
+    const ox_val_t *X = &m->vals[x];
+    if (X->view_of < 0 || X->cdata || X->vcount != 1)
+        return 0;
+    const int qn = tsr_ox_sole_consumer(m, m->gp->node[ni]->output[0]);
+    if (qn < 0 || strcmp(m->gp->node[qn]->op_type, "QuantizeLinear") || m->placed[qn] ||
+        (m->gp->node[qn]->domain && m->gp->node[qn]->domain[0] && strcmp(m->gp->node[qn]->domain, "ai.onnx")))
+        return 0;
+    const int qe = m->vals[X->view_of].elem, vs = tsr_ox_in_val(m, qn, 1), vz = tsr_ox_in_val(m, qn, 2);
+    if (vs < 0 || vz < 0 || m->vals[vz].elem != qe || !m->vals[vs].cdata || !m->vals[vz].cdata ||
+        numel(&m->vals[vs]) != 1 || numel(&m->vals[vz]) != 1)
+        return 0;
+    double ys, yz;
+    int rc;
+    if ((rc = tsr_ox_const_scalar(m, qn, vs, "y_scale", &ys)) || (rc = tsr_ox_const_scalar(m, qn, vz, "y_zero_point", &yz)))
+        return rc;
+    if (!(ys > 0))
+        return 0;
+    const float xs = X->vscale[0];
+    const int q = X->view_of;
+    const int y = tsr_ox_def_out(m, qn, 0, qe, m->vals[q].ndim, m->vals[q].dims);
+    if (y < 0)
+        return y;
+    const int l = tsr_ox_host_lop(m, ni, H_QSOFTMAX, m->vals[q].base, y);
+    if (l < 0)
+        return l;
+    ox_lop_t *L = &m->lops[l];
+    L->geo[0] = q;
+    L->axis = axis;
+    L->scale = xs;
+    L->mult = (float)ys;
+    L->zp = (int32_t)yz;
+    m->placed[qn] = OX_FOLDED;
+    m->node_lop[qn] = l;
+    return 1;
+}
 
 /* Relu, Softmax, ArgMax (hk: the host kernel) of real floats: a float view
  * gets its host dequantize first. */
@@ -19,8 +62,6 @@ int tsr_ox_host_float(tsr_onnx_t *m, int ni, int hk)
         return NERR(m, ni, "input missing");
     if (m->vals[x].elem != ET_FLOAT)
         return NERR(m, ni, "input type %s: the host runs it on float only", ename(m->vals[x].elem));
-    if ((rc = tsr_ox_need_real(m, ni, x)))
-        return rc;
     const ox_val_t X = m->vals[x];
     int64_t d[MAXD];
     memcpy(d, X.dims, sizeof d);
@@ -43,6 +84,13 @@ int tsr_ox_host_float(tsr_onnx_t *m, int ni, int hk)
             nd--;
         }
     }
+    if (hk == H_SOFTMAX) {
+        const int r = qdq_softmax(m, ni, x, (int)axis);
+        if (r)
+            return r < 0 ? r : 0;
+    }
+    if ((rc = tsr_ox_need_real(m, ni, x)))
+        return rc;
     int v = tsr_ox_def_out(m, ni, 0, hk == H_ARGMAX ? ET_INT64 : ET_FLOAT, nd, d);
     if (v < 0)
         return v;
