@@ -427,3 +427,37 @@ int tsr_ox_qlinear_gap(tsr_onnx_t *m, int ni, int arg)
         return lower_pool(m, ni, x, y, od, TSR_POOL_GLOBAL_AVG, (int32_t)v[1]);
     return avg_requant(m, ni, -1, x, (float)v[0], (int32_t)v[1], TSR_POOL_GLOBAL_AVG, &o, y);
 }
+
+/* Pad whose pads are all zero: an identity (torch exports one before
+ * DenseNet's AveragePool), the output an alias of its input (a QDQ view
+ * stays a view). Pads from the attribute before opset 11, the input
+ * since. Padding that adds elements is refused. */
+int tsr_ox_pad(tsr_onnx_t *m, int ni, int arg)
+{
+    const Onnx__NodeProto *n = m->gp->node[ni];
+    (void)arg;
+    const int x = tsr_ox_in_val(m, ni, 0);
+    if (x < 0)
+        return NERR(m, ni, "input missing");
+    const ox_val_t X = m->vals[x];
+    const int vp = tsr_ox_in_val(m, ni, 1);
+    int64_t cnt = 0, nz = 0;
+    if (m->opset < 11) {
+        const Onnx__AttributeProto *a = attr(n, "pads");
+        cnt = a ? (int64_t)a->n_ints : 0;
+        for (int64_t i = 0; i < cnt; i++)
+            nz += a->ints[i] != 0;
+    } else if (vp >= 0) {
+        const ox_val_t *P = &m->vals[vp];
+        if (!P->cdata || P->elem != ET_INT64 || P->ndim != 1)
+            return NERR(m, ni, "pads must be a 1-D int64 constant");
+        cnt = numel(P);
+        for (int64_t i = 0; i < cnt; i++)
+            nz += cget_i(P, i) != 0;
+    }
+    if (cnt != 2 * X.ndim && !(m->opset >= 18 && tsr_ox_in_val(m, ni, 3) >= 0))
+        return NERR(m, ni, "%lld pads for a %d-D input", (long long)cnt, X.ndim);
+    if (nz)
+        return NERR(m, ni, "padding that adds elements is not supported (only a Pad of zeros, an identity)");
+    return tsr_ox_def_alias(m, ni, x, X.ndim, X.dims) < 0 ? -1 : 0;
+}

@@ -165,6 +165,17 @@ def main():
     m = pool_model(helper.make_node("AveragePool", ["H"], ["Y"], name="ap_ceil", kernel_shape=[3, 3],
                                     strides=[2, 2], ceil_mode=1, count_include_pad=1), [1, 8, 6, 6], [1, 8, 3, 3])
     T.expect_error("avgpool partial ceil window cip1", T.quantize(m, cal, "u8"), "ceil_mode with a partial", x)
+    # DenseNet's transition as torch exports it: a Pad of zeros (an identity), then AveragePool 2x2/2
+    zp = numpy_helper.from_array(np.zeros(8, np.int64), "zpads")
+    for act in ("u8", "s8"):
+        m = pool_model(helper.make_node("Pad", ["H", "zpads"], ["P"], name="pad0", mode="constant"), [1, 8, 6, 6],
+                       [1, 8, 3, 3], [zp])
+        m.graph.node.append(helper.make_node("AveragePool", ["P"], ["Y"], name="ap2", kernel_shape=[2, 2],
+                                             strides=[2, 2]))
+        T.against_ort(f"pad zeros + avgpool {act}", T.quantize(m, cal, act), x, max_lsb=1)
+    m = pool_model(helper.make_node("Pad", ["H", "pads1"], ["Y"], name="pad1", mode="constant"), [1, 8, 6, 6],
+                   [1, 8, 8, 8], [numpy_helper.from_array(np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64), "pads1")])
+    T.expect_error("pad that adds elements", T.quantize(m, cal, "u8"), 'node "pad1" (Pad): padding that adds', x)
     T.finish()
 
 
