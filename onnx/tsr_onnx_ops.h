@@ -58,6 +58,7 @@ int tsr_ox_qdq_avgpool(tsr_onnx_t *m, int ni, int kind);
 int tsr_ox_qlinear_gap(tsr_onnx_t *m, int ni, int arg);
 int tsr_ox_qdq_reducemean(tsr_onnx_t *m, int ni, int arg);
 int tsr_ox_pad(tsr_onnx_t *m, int ni, int arg);
+int tsr_ox_qlinear_avgpool(tsr_onnx_t *m, int ni, int arg);
 /* The device requantize (of the pools and Concat): the depthwise conv of
  * weight 1 over k windows (strides s, pads pd: top, left, bottom, right)
  * of the 4-D quantized xq (scale xs, zero point xzp) into yv, with y's

@@ -461,3 +461,38 @@ int tsr_ox_pad(tsr_onnx_t *m, int ni, int arg)
         return NERR(m, ni, "padding that adds elements is not supported (only a Pad of zeros, an identity)");
     return tsr_ox_def_alias(m, ni, x, X.ndim, X.dims) < 0 ? -1 : 0;
 }
+
+/* com.microsoft QLinearAveragePool (ONNX Runtime's fused form of the QDQ
+ * AveragePool): the attributes of AveragePool, x and y each with their own
+ * scale and zero point; the same forms as the QDQ node. */
+int tsr_ox_qlinear_avgpool(tsr_onnx_t *m, int ni, int arg)
+{
+    const Onnx__NodeProto *n = m->gp->node[ni];
+    const int x = tsr_ox_in_val(m, ni, 0);
+    int rc;
+    (void)arg;
+    double v[4] = {0, 0, 0, 0};
+    static const char *const what[4] = {"x_scale", "x_zero_point", "y_scale", "y_zero_point"};
+    for (int k = 0; k < 4; k++) {
+        const int vk = tsr_ox_in_val(m, ni, (size_t)k + 1);
+        if ((k == 0 || k == 2 || vk >= 0) && (rc = tsr_ox_const_scalar(m, ni, vk, what[k], &v[k])))
+            return rc;
+    }
+    if (attr_i(n, "channels_last", 0))
+        return NERR(m, ni, "channels_last is not supported");
+    if (x < 0)
+        return NERR(m, ni, "input missing");
+    int64_t od[4];
+    if ((rc = lower_pool(m, ni, x, -1, od, TSR_POOL_AVG, (int32_t)v[1])))
+        return rc;
+    const int vyz = tsr_ox_in_val(m, ni, 4);
+    ox_qout_t o;
+    memset(&o, 0, sizeof o);
+    o.scale = (float)v[2], o.zp = (int32_t)v[3], o.elem = vyz >= 0 ? m->vals[vyz].elem : m->vals[x].elem;
+    const int y = tsr_ox_def_out(m, ni, 0, o.elem, 4, od);
+    if (y < 0)
+        return y;
+    if ((float)v[0] == o.scale && v[1] == v[3] && o.elem == m->vals[x].elem)
+        return lower_pool(m, ni, x, y, od, TSR_POOL_AVG, (int32_t)v[1]);
+    return avg_requant(m, ni, -1, x, (float)v[0], (int32_t)v[1], TSR_POOL_AVG, &o, y);
+}

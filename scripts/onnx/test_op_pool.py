@@ -176,6 +176,26 @@ def main():
     m = pool_model(helper.make_node("Pad", ["H", "pads1"], ["Y"], name="pad1", mode="constant"), [1, 8, 6, 6],
                    [1, 8, 8, 8], [numpy_helper.from_array(np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64), "pads1")])
     T.expect_error("pad that adds elements", T.quantize(m, cal, "u8"), 'node "pad1" (Pad): padding that adds', x)
+    # com.microsoft QLinearAveragePool (ONNX Runtime's fused form), integer in and out
+    for dt, npt, zx, zy in ((TensorProto.UINT8, np.uint8, 128, 120), (TensorProto.INT8, np.int8, 3, -5)):
+        for cip, ys in ((1, 0.03), (0, 0.08), (0, 0.05), (0, 0.03)):
+            name = f"qlinear avgpool {npt.__name__} cip{cip} y_scale {ys}"
+            inits = [numpy_helper.from_array(np.array(0.05, np.float32), "xs"),
+                     numpy_helper.from_array(np.array(zx, npt), "xz"),
+                     numpy_helper.from_array(np.array(ys, np.float32), "ys"),
+                     numpy_helper.from_array(np.array(zy, npt), "yz")]
+            node = helper.make_node("QLinearAveragePool", ["X", "xs", "xz", "ys", "yz"], ["Y"], name="qap",
+                                    domain="com.microsoft", kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1],
+                                    count_include_pad=cip)
+            g = helper.make_graph([node], "t", [helper.make_tensor_value_info("X", dt, [1, 8, 9, 9])],
+                                  [helper.make_tensor_value_info("Y", dt, [1, 8, 5, 5])], inits)
+            m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid("com.microsoft", 1)])
+            m.ir_version = 7
+            xi = rng.integers(np.iinfo(npt).min, np.iinfo(npt).max, (1, 8, 9, 9)).astype(npt)
+            if cip == 0 and ys < 0.05:
+                T.expect_error(name, m, "is finer than its input's", xi)
+            else:
+                T.against_ort(name, m, xi, max_lsb=1)
     T.finish()
 
 
