@@ -76,6 +76,7 @@ int tsr_ox_reshape(tsr_onnx_t *m, int ni, int flatten);
 int tsr_ox_transpose(tsr_onnx_t *m, int ni, int arg);
 int tsr_ox_concat(tsr_onnx_t *m, int ni, int arg);
 int tsr_ox_split(tsr_onnx_t *m, int ni, int arg);
+int tsr_ox_qlinear_concat(tsr_onnx_t *m, int ni, int arg);
 
 /* ops/tsr_ox_math.c: standard float (and int64) ops on the host, folded when all inputs are constant
  * (op: FU_* / FN_* / RD_* of tsr_onnx_ir.h) */

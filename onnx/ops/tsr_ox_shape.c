@@ -109,6 +109,39 @@ static int quantize_const(tsr_onnx_t *m, int b, const ox_qout_t *o, int *q)
     return 0;
 }
 
+/* The quantized value qv (scale xs, zero point xzp) requantized on the
+ * device to o's parameters: a new value *t. The requantize is elementwise:
+ * it reads the bytes in their device shape (the base's, when 4-D), else
+ * as [1, 1, rows, last dimension]. */
+static int requant_to(tsr_onnx_t *m, int ni, int qv, float xs, int32_t xzp, const ox_qout_t *o, int *t)
+{
+    const int b = m->vals[qv].base;
+    const ox_val_t *QB = &m->vals[b];
+    int64_t d[4] = {QB->dims[0], QB->dims[1], QB->dims[2], QB->dims[3]};
+    int xq = b;
+    if (QB->ndim != 4) {
+        const int64_t last = QB->ndim ? QB->dims[QB->ndim - 1] : 1;
+        d[0] = d[1] = 1, d[3] = last, d[2] = last ? numel(QB) / last : 0;
+        if ((xq = tsr_ox_new_val(m, "")) < 0)
+            return xq;
+        ox_val_t *R = &m->vals[xq];
+        R->elem = m->vals[b].elem, R->ndim = 4, R->defined = 1;
+        memcpy(R->dims, d, sizeof d);
+        R->nbytes = m->vals[b].nbytes;
+        R->base = b;
+    }
+    const int y = tsr_ox_new_val(m, "");
+    if (y < 0)
+        return y;
+    ox_val_t *Y = &m->vals[y];
+    Y->elem = o->elem, Y->ndim = 4, Y->defined = 1;
+    memcpy(Y->dims, d, sizeof d);
+    Y->nbytes = (size_t)numel(Y);
+    static const int64_t one[2] = {1, 1}, nopad[4] = {0, 0, 0, 0};
+    *t = y;
+    return tsr_ox_sum_requant(m, ni, xq, xs, xzp, one, one, nopad, 1, o, y);
+}
+
 /* Concat of any number of computed tensors of one type along any axis: a
  * host copy (one input: an alias). Float views (QDQ): with equal per-tensor
  * parameters, the quantized bytes are concatenated and the output is a view
@@ -200,39 +233,8 @@ int tsr_ox_concat(tsr_onnx_t *m, int ni, int arg)
                     break;
                 continue;
             }
-            const float xs = B->vscale[0];
-            const int32_t xzp = B->vzp[0];
-            /* the requantize is elementwise: it reads the bytes in their device shape (the base's, when
-               4-D), else as [1, 1, rows, last dimension] */
-            const ox_val_t *QB = &m->vals[m->vals[qv].base];
-            int64_t d[4] = {QB->dims[0], QB->dims[1], QB->dims[2], QB->dims[3]};
-            int xq = m->vals[qv].base;
-            if (QB->ndim != 4) {
-                const int64_t last = QB->ndim ? QB->dims[QB->ndim - 1] : 1;
-                d[0] = d[1] = 1, d[3] = last, d[2] = last ? numel(QB) / last : 0;
-                if ((xq = tsr_ox_new_val(m, "")) < 0) {
-                    rc = xq;
-                    break;
-                }
-                ox_val_t *R = &m->vals[xq];
-                B = &m->vals[v[i]];
-                R->elem = m->vals[qv].elem, R->ndim = 4, R->defined = 1;
-                memcpy(R->dims, d, sizeof d);
-                R->nbytes = m->vals[qv].nbytes;
-                R->base = m->vals[qv].base;
-            }
-            const int t = tsr_ox_new_val(m, "");
-            if (t < 0) {
-                rc = t;
+            if ((rc = requant_to(m, ni, qv, B->vscale[0], B->vzp[0], &o, &src[i])))
                 break;
-            }
-            ox_val_t *Tv = &m->vals[t];
-            Tv->elem = o.elem, Tv->ndim = 4, Tv->defined = 1;
-            memcpy(Tv->dims, d, sizeof d);
-            Tv->nbytes = (size_t)numel(Tv);
-            static const int64_t one[2] = {1, 1}, nopad[4] = {0, 0, 0, 0};
-            rc = tsr_ox_sum_requant(m, ni, xq, xs, xzp, one, one, nopad, 1, &o, t);
-            src[i] = t;
         }
         /* the concatenated bytes (no ONNX name), the output a view of them with the QuantizeLinear's
            parameters: that QuantizeLinear is then an alias (placed as one) */
@@ -285,6 +287,113 @@ int tsr_ox_concat(tsr_onnx_t *m, int ni, int arg)
     }
 out:
     free(v);
+    free(src);
+    free(bytes);
+    return rc;
+}
+
+/* com.microsoft QLinearConcat (ONNX Runtime's fused Concat): Y_scale,
+ * Y_zero_point, then (X, X_scale, X_zero_point) per input; each input
+ * whose parameters differ from Y's requantized on the device (a constant
+ * at import), then the bytes concatenated on the host. */
+int tsr_ox_qlinear_concat(tsr_onnx_t *m, int ni, int arg)
+{
+    const Onnx__NodeProto *n = m->gp->node[ni];
+    (void)arg;
+    if (n->n_input < 5 || (n->n_input - 2) % 3)
+        return NERR(m, ni, "%zu inputs: Y_scale, Y_zero_point, then (X, X_scale, X_zero_point) per input",
+                    n->n_input);
+    const int nin = (int)(n->n_input - 2) / 3;
+    double ys, yz;
+    int rc = tsr_ox_const_scalar(m, ni, tsr_ox_in_val(m, ni, 0), "Y_scale", &ys);
+    if (!rc)
+        rc = tsr_ox_const_scalar(m, ni, tsr_ox_in_val(m, ni, 1), "Y_zero_point", &yz);
+    if (rc)
+        return rc;
+    ox_qout_t o;
+    memset(&o, 0, sizeof o);
+    o.scale = (float)ys, o.zp = (int32_t)yz, o.elem = m->vals[tsr_ox_in_val(m, ni, 1)].elem;
+    if (o.elem != ET_UINT8 && o.elem != ET_INT8)
+        return NERR(m, ni, "Y_zero_point has type %s (uint8 or int8)", ename(o.elem));
+    int *src = calloc((size_t)nin, sizeof *src);
+    size_t *bytes = calloc((size_t)nin, sizeof *bytes);
+    if (!src || !bytes) {
+        free(src), free(bytes);
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    }
+    const int x0 = tsr_ox_in_val(m, ni, 2);
+    int64_t axis = attr_i(n, "axis", 0), od[MAXD];
+    if (x0 < 0)
+        rc = NERR(m, ni, "input 0 is missing");
+    const int ndim = rc ? 0 : m->vals[x0].ndim;
+    if (!rc && axis < 0)
+        axis += ndim;
+    if (!rc && (axis < 0 || axis >= ndim))
+        rc = NERR(m, ni, "axis out of range");
+    if (!rc) {
+        memcpy(od, m->vals[x0].dims, sizeof od);
+        od[axis] = 0;
+    }
+    for (int i = 0; i < nin && !rc; i++) {
+        const int x = tsr_ox_in_val(m, ni, (size_t)(2 + 3 * i));
+        double xs, xz;
+        if (x < 0) {
+            rc = NERR(m, ni, "input %d is missing", i);
+            break;
+        }
+        if ((rc = tsr_ox_const_scalar(m, ni, tsr_ox_in_val(m, ni, (size_t)(3 + 3 * i)), "X_scale", &xs)) ||
+            (rc = tsr_ox_const_scalar(m, ni, tsr_ox_in_val(m, ni, (size_t)(4 + 3 * i)), "X_zero_point", &xz)))
+            break;
+        const ox_val_t *X = &m->vals[x];
+        if (X->elem != ET_UINT8 && X->elem != ET_INT8) {
+            rc = NERR(m, ni, "input %d has type %s (uint8 or int8)", i, ename(X->elem));
+            break;
+        }
+        if (X->ndim != ndim) {
+            rc = NERR(m, ni, "inputs differ in rank");
+            break;
+        }
+        for (int d = 0; d < ndim && !rc; d++)
+            if (d != axis && X->dims[d] != m->vals[x0].dims[d])
+                rc = NERR(m, ni, "dimension %d differs (%lld and %lld)", d, (long long)X->dims[d],
+                          (long long)m->vals[x0].dims[d]);
+        if (rc)
+            break;
+        od[axis] += X->dims[axis];
+        bytes[i] = (size_t)numel(X);
+        if ((float)xs == o.scale && (int32_t)xz == o.zp && X->elem == o.elem) {
+            src[i] = x;
+            continue;
+        }
+        if (X->cdata) { /* dequantized and quantized again at import, as ONNX Runtime's float path */
+            const int c = tsr_ox_new_val(m, "");
+            if (c < 0) {
+                rc = c;
+                break;
+            }
+            X = &m->vals[x];
+            ox_val_t *C = &m->vals[c];
+            C->elem = ET_FLOAT, C->ndim = X->ndim, C->defined = 1, C->view_of = x;
+            memcpy(C->dims, X->dims, sizeof C->dims);
+            C->nbytes = (size_t)numel(X) * 4;
+            if (!(C->cdata = malloc(C->nbytes ? C->nbytes : 1))) {
+                rc = tsr_err(TSR_ENOMEM, "out of memory");
+                break;
+            }
+            for (int64_t e = 0; e < numel(X); e++) {
+                const float f = (float)(cget_i(X, e) - (int32_t)xz) * (float)xs;
+                memcpy(C->cdata + 4 * e, &f, 4);
+            }
+            rc = quantize_const(m, c, &o, &src[i]);
+            continue;
+        }
+        rc = requant_to(m, ni, x, (float)xs, (int32_t)xz, &o, &src[i]);
+    }
+    const int y = rc ? -1 : tsr_ox_def_out(m, ni, 0, o.elem, ndim, od);
+    if (!rc && y < 0)
+        rc = y;
+    if (!rc)
+        rc = concat_chain(m, ni, src, bytes, nin, (int)axis, o.elem, ndim, od, y);
     free(src);
     free(bytes);
     return rc;

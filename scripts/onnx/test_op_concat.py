@@ -110,6 +110,25 @@ def main():
         nodes.append(helper.make_node("Relu", ["P1"], ["Y"], name="r"))
         m = T.model(nodes, [("X", F, shape)], [("Y", F, [1, 3, 6, 6])], inits)
         T.against_ort(f"split 3 equal {act}", T.quantize(m, cal, act), x, max_lsb=0)
+    # com.microsoft QLinearConcat (ONNX Runtime's fused Concat): a computed input with its own parameters,
+    # one with the output's, a constant with its own
+    for dt, npt in ((TensorProto.UINT8, np.uint8), (TensorProto.INT8, np.int8)):
+        z = (lambda v: np.array(v if npt == np.uint8 else v - 128, npt))
+        inits = [numpy_helper.from_array(np.array(0.04, np.float32), "ys"), numpy_helper.from_array(z(130), "yz"),
+                 numpy_helper.from_array(np.array(0.05, np.float32), "as"), numpy_helper.from_array(z(120), "az"),
+                 numpy_helper.from_array(np.array(0.04, np.float32), "bs"), numpy_helper.from_array(z(130), "bz"),
+                 numpy_helper.from_array(rng.integers(0, 255, (1, 2, 3, 3)).astype(np.int32).astype(npt)
+                                         if npt == np.uint8 else rng.integers(-128, 127, (1, 2, 3, 3)).astype(npt),
+                                         "c"),
+                 numpy_helper.from_array(np.array(0.07, np.float32), "cs"), numpy_helper.from_array(z(100), "cz")]
+        node = helper.make_node("QLinearConcat", ["ys", "yz", "X", "as", "az", "X", "bs", "bz", "c", "cs", "cz"],
+                                ["Y"], name="qcat", domain="com.microsoft", axis=1)
+        g = helper.make_graph([node], "t", [helper.make_tensor_value_info("X", dt, [1, 4, 3, 3])],
+                              [helper.make_tensor_value_info("Y", dt, [1, 10, 3, 3])], inits)
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid("com.microsoft", 1)])
+        m.ir_version = 7
+        xi = rng.integers(np.iinfo(npt).min, np.iinfo(npt).max, (1, 4, 3, 3)).astype(npt)
+        T.against_ort(f"qlinearconcat {npt.__name__}", m, xi, max_lsb=1)
     # integer inputs (no QDQ): three uint8 tensors along H, exact
     U = TensorProto.UINT8
     shapes = [[1, 2, 3, 4], [1, 2, 1, 4], [1, 2, 2, 4]]
