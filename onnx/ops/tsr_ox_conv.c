@@ -517,11 +517,12 @@ static int bn_param(tsr_onnx_t *m, int ni, int v, const char *what, int64_t C, f
  * Concat; a BatchNormalization after a Conv is folded by the exporter):
  * y = x * a + b per channel, a = scale / sqrt(var + eps), b = B - mean * a
  * (in float32, as ONNX Runtime's kernel), run as a depthwise 1x1 conv on
- * the device. Its weight of channel c is +-127 with the per-channel scale
- * |a_c| / 127, so a is exact; b is the int32 bias on the x_scale * w_scale
- * grid (its rounding is |a_c| x_scale / 254 in real units, far below an
- * output LSB), and the requantization rounds once as a conv's: within 1
- * LSB of ORT's float DQ -> BatchNormalization -> Q. Folding forward into
+ * the device. Its weight of channel c is +-w (64..127) with the
+ * per-channel scale |a_c| / w, so a is exact; b is the int32 bias on the
+ * x_scale * w_scale grid (rounded by at most |a_c| x_scale / 128 in real
+ * units, and w is chosen to round it least), and the requantization
+ * rounds once as a conv's: within 1 LSB of ORT's float DQ ->
+ * BatchNormalization -> Q. Folding forward into
  * the next conv is not done: DenseNet's next node is a Relu. */
 int tsr_ox_qdq_batchnorm(tsr_onnx_t *m, int ni, int arg)
 {
@@ -562,10 +563,21 @@ int tsr_ox_qdq_batchnorm(tsr_onnx_t *m, int ni, int arg)
         const float a = par[i] / sqrtf(par[3 * C + i] + eps);
         if (!isfinite(a) || !isfinite(par[C + i] - par[2 * C + i] * a))
             rc = NERR(m, ni, "channel %lld: the scale or shift is not finite", (long long)i);
-        /* a = 0: weight 0 on any grid (x_scale's keeps the multiplier in range) */
-        ws[i] = a != 0 ? fabsf(a) / 127.0f : 1.0f;
-        ((int8_t *)wq)[i] = (int8_t)(a > 0 ? 127 : a < 0 ? -127 : 0);
         fb[i] = par[C + i] - par[2 * C + i] * a;
+        /* a = 0: weight 0 on any grid (1 keeps the multiplier in range). Else the weight w in
+           64..127 whose grid x_scale * |a| / w holds the shift b most closely: the shift's rounding
+           to the int32 bias is the one error ORT's float BatchNormalization does not make (with w
+           = 127 always, 0.27% of DenseNet's outputs were 1 LSB off) */
+        int best = 127;
+        double berr = INFINITY;
+        for (int w = 127; a != 0 && w >= 64; w--) {
+            const double g = (double)xs[0] * (double)(fabsf(a) / (float)w);
+            const double e = fabs((double)fb[i] - nearbyint((double)fb[i] / g) * g);
+            if (e < berr)
+                berr = e, best = w;
+        }
+        ws[i] = a != 0 ? fabsf(a) / (float)best : 1.0f;
+        ((int8_t *)wq)[i] = (int8_t)(a > 0 ? best : a < 0 ? -best : 0);
     }
     conv_desc_t cd;
     memset(&cd, 0, sizeof cd);
