@@ -118,6 +118,15 @@ def main():
         T.against_ort(f"batchnorm relu {v}", q, x16[:1], max_lsb=1)
         q = T.quantize(bn_model(after_conv=True), calib16, v)
         T.against_ort(f"conv relu batchnorm relu {v}", q, x16[:1], max_lsb=2)
+        # the shift's rounding to the bias grid, chosen per channel (w in 64..127): nearly always exact
+        # (with w = 127 always, 0.27% of DenseNet's BN outputs were 1 LSB off alone)
+        xb = (rng.standard_normal((1, 16, 32, 32)) * 1.5).astype(np.float32)
+        qb = T.quantize(bn_model(hw=32), calib16.repeat(4, 2).repeat(4, 3), v)
+        got = T.against_ort(f"batchnorm relu 32x32 {v}", qb, xb, max_lsb=1)
+        if got is not None:
+            want = T.ort(T.save(qb, f"bn32_{v}.onnx"), xb)
+            _, ndiff = T.diff_lsb(got, want, T.output_scale(qb))
+            T.check(f"batchnorm relu 32x32 {v}: at most 4 of {got.size} differ", ndiff <= 4, f"{ndiff} differ")
         pl = placed(q, x16, f"bn_{v}_pl")
         T.check(f"conv relu batchnorm relu {v}: one segment", pl is not None and pl[0] == 1 and pl[1] <= 2,
                 f"(segments, host ops) = {pl}")
