@@ -45,6 +45,8 @@ static int pool_geom(tsr_onnx_t *m, int ni, const ox_val_t *X, tsr_pool_kind_e k
         return NERR(m, ni, "auto_pad is not supported (give pads)");
     if (n->n_output > 1 && n->output[1][0])
         return NERR(m, ni, "the Indices output is not supported");
+    if (!attr(n, "kernel_shape"))
+        return NERR(m, ni, "kernel_shape is missing");
     if (k[0] < 1 || k[1] < 1 || k[0] > 64 || k[1] > 64 || s[0] < 1 || s[1] < 1 || s[0] > 64 || s[1] > 64)
         return NERR(m, ni, "kernel or stride out of range");
     const int ceil = attr_i(n, "ceil_mode", 0) != 0;
