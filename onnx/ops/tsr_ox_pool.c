@@ -12,8 +12,9 @@
  * multiplier x_scale / (count * y_scale), so the division and the change
  * of quantization are one rounding, as ONNX Runtime's QLinear pools round
  * once in float (<= 1 LSB from it). When the conv cannot take the window
- * (count_include_pad 0 with borders: the count varies; a window wider
- * than 64) the pool runs in the input's quantization and a device
+ * (count_include_pad 0 with borders: the count varies; a window of more
+ * than 1024 taps, e.g. a squeeze-and-excite average over 56x56, whose
+ * input and weight rows the conv's buffers cannot hold) the pool runs in the input's quantization and a device
  * requantize (the same conv, 1x1) follows, when two roundings stay within
  * 1 LSB; else a global average runs on the host (avg_requant says which).
  */
@@ -21,6 +22,9 @@
 
 #include "tsr_error.h"
 #include "tsr_onnx_ops.h"
+
+/* The largest window (taps) an average's fused depthwise-conv form takes. */
+#define OX_POOL_CONV_TAPS 1024
 
 /* A pool's window geometry from its attributes: kernel k, strides s, pads
  * pd (top, left, bottom, right), output od. ceil_mode becomes more
@@ -196,7 +200,8 @@ static int host_gap(tsr_onnx_t *m, int ni, int x, const ox_qout_t *o, int yv)
  * quantization o (its own). Placed as:
  *  - the fused form (one rounding, <= 1 LSB from ONNX Runtime) when the
  *    count is the same for every output (no padding or count_include_pad
- *    1) and the window fits the device conv (at most 64x64);
+ *    1) and the window fits the device conv (at most 64x64 and
+ *    OX_POOL_CONV_TAPS taps);
  *  - else, when the output's scale is not finer than the input's, the
  *    device pool (rounded to the input's grid) then a device requantize:
  *    two roundings, at most 0.5 * xs / ys + 0.5 <= 1 LSB;
@@ -216,7 +221,10 @@ static int avg_requant(tsr_onnx_t *m, int ni, int x, int qv, float xs, int32_t x
         return rc;
     const int uniform = kind == TSR_POOL_GLOBAL_AVG || attr_i(m->gp->node[ni], "count_include_pad", 0) ||
                         !(pd[0] || pd[1] || pd[2] || pd[3]);
-    if (uniform && k[0] <= 64 && k[1] <= 64) {
+    /* the fused form needs the whole window on chip (k[0] * k[1] input and
+     * weight rows: the default config holds 2048 / 1024, the planner
+     * refuses more; the device is chosen after import, so a fixed bound) */
+    if (uniform && k[0] <= 64 && k[1] <= 64 && k[0] * k[1] <= OX_POOL_CONV_TAPS) {
         const int nl0 = m->nlops;
         if (!tsr_ox_sum_requant(m, ni, qv, xs, xzp, k, s, pd, k[0] * k[1], o, yv))
             return 0;
@@ -227,7 +235,7 @@ static int avg_requant(tsr_onnx_t *m, int ni, int x, int qv, float xs, int32_t x
         if (kind == TSR_POOL_GLOBAL_AVG && x >= 0 && !o->relu && !o->has_clip)
             return host_gap(m, ni, x, o, yv);
         return NERR(m, ni, "its output scale %g is finer than its input's %g and its window (count_include_pad 0 "
-                    "with padding, or wider than 64) has no single-rounding device form: a pool then a "
+                    "with padding, or more than 1024 taps) has no single-rounding device form: a pool then a "
                     "requantize would be more than 1 LSB off", (double)o->scale, (double)xs);
     }
     /* the pool in the input's quantization, then a device requantize */

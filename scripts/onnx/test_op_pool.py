@@ -144,6 +144,13 @@ def main():
         rc, out = T.placement(q_path(q, f"gap72_{act}"), x4)
         line = next((ln for ln in out.splitlines() if " GlobalAveragePool " in ln), "")
         T.check(f"gap 72x72 placed on the host {act}", rc == 0 and "host" in line, line)
+        # the squeeze-and-excite global averages of mobilenet_v3_small / efficientnet_b0 at 224: windows
+        # within 64x64 that the device conv's buffers cannot hold (56x56: 3136 input and weight rows; the
+        # default config holds 2048 / 1024), channels as the SE blocks'; own scale, finer than the input's
+        for sh5 in ([1, 16, 56, 56], [1, 96, 56, 56], [1, 40, 28, 28], [1, 24, 32, 32]):
+            cal5, x5 = data(sh5, 2)
+            m = pool_model(helper.make_node("GlobalAveragePool", ["H"], ["Y"], name="gap"), sh5, [*sh5[:2], 1, 1])
+            T.against_ort(f"gap {sh5[2]}x{sh5[3]} c{sh5[1]} {act}", T.quantize(m, cal5, act), x5[:1], max_lsb=1)
     # refusals stay one line naming the node
     sh = [1, 8, 6, 6]
     cal, x = data(sh)
