@@ -359,9 +359,12 @@ static int qdq_gemm_shape(tsr_onnx_t *m, int ni, conv_desc_t *cd, int vb, int64_
     cd->gemm = 1;
     cd->transb = isgemm ? (int)attr_i(n, "transB", 0) : 0;
     const ox_val_t *X = &m->vals[tsr_ox_in_val(m, ni, 0)], *W = &m->vals[cd->w];
-    if (X->ndim != 2 || W->ndim != 2)
+    /* a MatMul of [..., K] by a constant [K, N] (a transformer's Linear) is a dense over the rows:
+       od is [rows, N] here; the caller (tsr_ox_matmul_any) gives the output its N-D shape */
+    const int rows = !isgemm && X->ndim > 2 && X->dims[X->ndim - 1] > 0;
+    if ((X->ndim != 2 && !rows) || W->ndim != 2)
         return NERR(m, ni, "only 2-D operands are supported");
-    od[0] = X->dims[0];
+    od[0] = rows ? numel(X) / X->dims[X->ndim - 1] : X->dims[0];
     od[1] = cd->transb ? W->dims[0] : W->dims[1];
     return 0;
 }
@@ -372,7 +375,9 @@ static int qdq_gemm_shape(tsr_onnx_t *m, int ni, conv_desc_t *cd, int vb, int64_
 static int qdq_conv_input(tsr_onnx_t *m, int ni, int qx)
 {
     const ox_val_t *XV = &m->vals[tsr_ox_in_val(m, ni, 0)];
-    if (XV->ndim == m->vals[qx].ndim && !memcmp(XV->dims, m->vals[qx].dims, sizeof(int64_t) * (size_t)XV->ndim))
+    const int rows = XV->ndim > 2 && strcmp(m->gp->node[ni]->op_type, "Conv"); /* MatMul over rows: [rows, K] */
+    if (!rows && XV->ndim == m->vals[qx].ndim &&
+        !memcmp(XV->dims, m->vals[qx].dims, sizeof(int64_t) * (size_t)XV->ndim))
         return qx;
     const int q = tsr_ox_new_val(m, "");
     if (q < 0)
@@ -382,6 +387,8 @@ static int qdq_conv_input(tsr_onnx_t *m, int ni, int qx)
     Q->elem = m->vals[qx].elem;
     Q->ndim = XV->ndim;
     memcpy(Q->dims, XV->dims, sizeof Q->dims);
+    if (rows)
+        Q->ndim = 2, Q->dims[0] = numel(XV) / XV->dims[XV->ndim - 1], Q->dims[1] = XV->dims[XV->ndim - 1];
     Q->nbytes = m->vals[qx].nbytes;
     Q->base = m->vals[qx].base;
     Q->defined = 1;

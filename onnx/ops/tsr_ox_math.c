@@ -310,6 +310,67 @@ int tsr_ox_gemm_any(tsr_onnx_t *m, int ni, int arg)
     return tsr_ox_qdq_conv(m, ni, arg);
 }
 
+/* Whether the quantized bytes under the float view a ([..., K]) can be read
+ * by the device as [rows, K]: their base is 2-D (a dense's output), or it
+ * comes from the host or the model's input (copied into the segment as
+ * [rows, K, 1, 1]; a device tensor of another shape has another layout). */
+static int rows_on_device(tsr_onnx_t *m, int a)
+{
+    const ox_val_t *QB = &m->vals[m->vals[m->vals[a].view_of].base];
+    const int64_t K = m->vals[a].dims[m->vals[a].ndim - 1];
+    return !QB->cdata && K > 0 &&
+           ((QB->ndim == 2 && QB->dims[1] == K) || QB->prod < 0 || m->lops[QB->prod].side == SIDE_HOST);
+}
+
+/* QDQ MatMul of A [..., K] by a constant B [K, N] (a transformer's Linear):
+ * the device dense over A's rows (ops/tsr_ox_conv.c reads A as [rows, K]).
+ * The dense writes a [rows, N] value of its own; the QuantizeLinear's output
+ * is [..., N], an alias of it. The dense reads A's bytes as [rows, K, 1, 1]
+ * (a value of that shape over A's base) unless A's base is [rows, K]
+ * already (another dense's output, in the same segment). */
+static int matmul_rows(tsr_onnx_t *m, int ni, int a)
+{
+    int64_t od[MAXD];
+    const int nd = m->vals[a].ndim;
+    memcpy(od, m->vals[a].dims, sizeof od);
+    const int l0 = m->nlops, rc = tsr_ox_qdq_conv(m, ni, 1);
+    if (rc)
+        return rc;
+    if (m->nlops != l0 + 1 || m->lops[l0].side != SIDE_DEV)
+        return NERR(m, ni, "internal: the dense over the rows was not made");
+    ox_lop_t *L = &m->lops[l0];
+    const int y = m->vals[L->out].base, y2 = tsr_ox_new_val(m, "");
+    if (y2 < 0)
+        return y2;
+    ox_val_t *Y = &m->vals[y], *Y2 = &m->vals[y2];
+    od[nd - 1] = Y->dims[1];
+    *Y2 = *Y; /* the [rows, N] bytes */
+    Y2->name = "";
+    Y2->base = y2;
+    Y->ndim = nd; /* the QuantizeLinear's output: [..., N] over them */
+    memcpy(Y->dims, od, sizeof Y->dims);
+    Y->base = y2;
+    Y->prod = -1;
+    L->out = y2;
+    const int qb = L->in;
+    const int64_t K = m->vals[a].dims[nd - 1]; /* A's rows, not its base's (after a reshape) */
+    if (m->vals[qb].ndim != 2 || m->vals[qb].dims[1] != K) {
+        const int r = tsr_ox_new_val(m, "");
+        if (r < 0)
+            return r;
+        ox_val_t *R = &m->vals[r], *QB = &m->vals[qb];
+        R->elem = QB->elem;
+        R->ndim = 4;
+        R->dims[0] = numel(QB) / K, R->dims[1] = K;
+        R->dims[2] = R->dims[3] = 1;
+        R->nbytes = QB->nbytes;
+        R->base = qb;
+        R->defined = 1;
+        m->lops[l0].in = r;
+    }
+    return 0;
+}
+
 /* MatMul: a device dense operator when B is a constant (DequantizeLinear of
  * weights) and A 2-D (ops/tsr_ox_conv.c), else float on the host (attention's
  * Q.K^T and attention.V, batched projections). */
@@ -321,6 +382,8 @@ int tsr_ox_matmul_any(tsr_onnx_t *m, int ni, int arg)
     const ox_val_t A = m->vals[a], B = m->vals[b];
     if (B.cdata && B.view_of >= 0 && A.ndim == 2 && A.view_of >= 0)
         return tsr_ox_gemm_any(m, ni, arg);
+    if (B.cdata && B.view_of >= 0 && B.ndim == 2 && A.ndim > 2 && A.view_of >= 0 && rows_on_device(m, a))
+        return matmul_rows(m, ni, a);
     if (A.elem != ET_FLOAT || B.elem != ET_FLOAT)
         return NERR(m, ni, "inputs of type %s and %s (the host multiplies float)", ename(A.elem), ename(B.elem));
     if (A.ndim < 2 || B.ndim < 2)

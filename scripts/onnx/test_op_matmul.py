@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""test_op_matmul.py: transformer matmuls against ONNX Runtime (uint8 and int8 activations).
+
+- MatMul of a 3-D activation [B, S, K] by a constant [K, N] (a Linear layer): the device dense over
+  the B*S rows, exact against ONNX Runtime's QLinearMatMul up to its float32 requantization (<= 1
+  LSB: ORT multiplies the int32 sum by a float32 scale, the device by a fixed-point multiplier).
+- a torch-exported attention block (Linear layers, Q.K^T, softmax, attn.V, the output Linear),
+  quantized: every operator within 1 LSB of ONNX Runtime, and its device share of the MACs from
+  `tessera infer --placement-json` (the Linear layers on the device).
+usage: test_op_matmul.py TESSERA WORKDIR [BACKEND]
+"""
+import io
+import json
+import subprocess
+
+import numpy as np
+import onnx
+from onnx import TensorProto as TP, helper, numpy_helper
+
+import oxtest as T
+import zoo  # scripts/zoo/zoo.py: macs_per_node, parse_placement (the zoo table's device share)
+
+
+def device_share(path, x):
+    """(share of the MatMul/Gemm/Conv MACs on the device, placement dict) from --placement-json."""
+    np.save("share_in.npy", x)
+    r = subprocess.run([T.TSR, "infer", path, "-i", "share_in.npy", "-o", "share_out.npy", "--quiet",
+                        "--backend", T.BACKEND, "--placement-json", "-"], capture_output=True, text=True,
+                       errors="replace", timeout=600)
+    p = zoo.parse_placement(r.stdout) if r.returncode == 0 else None
+    if p is None:
+        return None, r.stderr.strip()[-300:]
+    macs = zoo.macs_per_node(onnx.load(path))
+    total = sum(macs.values())
+    dev = sum(macs.get(k, 0) for k, w in p[2] if w.startswith("device"))
+    return dev / total, p
+
+
+def linear3d(act):
+    """MatMul [1, 24, 40] x constant [40, 24]: the dense over 24 rows."""
+    rng = np.random.default_rng(3)
+    w = numpy_helper.from_array((rng.standard_normal((40, 24)) * 0.2).astype(np.float32), "w")
+    m = T.model([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], [("x", TP.FLOAT, [1, 24, 40])],
+                [("y", TP.FLOAT, [1, 24, 24])], [w])
+    calib = rng.standard_normal((8, 24, 40)).astype(np.float32)
+    q = T.quantize(m, calib, act)
+    x = rng.standard_normal((1, 24, 40)).astype(np.float32)
+    T.against_ort(f"matmul 3-D x const {act}", q, x, max_lsb=1)
+    path = T.save(q, f"mm3d_{act}.onnx")
+    share, p = device_share(path, x)
+    T.check(f"matmul 3-D x const {act}: on the device", share == 1.0, f"device share {share} {p if share is None else ''}")
+
+
+def attention_model():
+    import torch
+
+    class Attn(torch.nn.Module):
+        def __init__(self, d=32, h=2):
+            super().__init__()
+            self.h, self.dk = h, d // h
+            self.q, self.k, self.v, self.o = (torch.nn.Linear(d, d) for _ in range(4))
+
+        def forward(self, x):
+            b, s, d = x.shape
+            def heads(t):
+                return t.reshape(b, s, self.h, self.dk).transpose(1, 2)
+            q, k, v = heads(self.q(x)), heads(self.k(x)), heads(self.v(x))
+            a = torch.softmax(q @ k.transpose(-1, -2) / self.dk ** 0.5, dim=-1)
+            return self.o((a @ v).transpose(1, 2).reshape(b, s, d))
+
+    torch.manual_seed(0)
+    f = io.BytesIO()
+    torch.onnx.export(Attn().eval(), torch.randn(1, 16, 32), f, opset_version=13,
+                      input_names=["x"], output_names=["y"])
+    return onnx.load_from_string(f.getvalue())
+
+
+def attention(act, fm):
+    rng = np.random.default_rng(5)
+    calib = rng.standard_normal((8, 16, 32)).astype(np.float32)
+    q = T.quantize(fm, calib, act)
+    x = rng.standard_normal((1, 16, 32)).astype(np.float32)
+    # ORT requantizes every matmul through float32 (<= 1 LSB each); the chain of six quantized
+    # operators can add those up: 2 LSB of the final output at most
+    T.against_ort(f"attention block {act}", q, x, max_lsb=2)
+    path = T.save(q, f"attn_{act}.onnx")
+    share, p = device_share(path, x)
+    T.check(f"attention block {act}: MACs on the device", share is not None and share >= 0.6,
+            f"device share {share if share is None else f'{share:.1%}'}"
+            f"{'' if share is None else f' ({p[0]} segments, {p[1]} host ops)'}")
+    return share
+
+
+def main():
+    T.setup()
+    try:
+        fm = attention_model()
+    except Exception as e:  # torch's exporter absent or refusing: the onnx.helper cases still run
+        fm = None
+        print(f"note: no torch export ({type(e).__name__}: {e})")
+    for act in ("u8", "s8"):
+        linear3d(act)
+        if fm is not None:
+            attention(act, fm)
+    T.finish()
+
+
+if __name__ == "__main__":
+    main()
