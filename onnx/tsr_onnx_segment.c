@@ -24,11 +24,22 @@ static int nd_tensor(tsr_onnx_t *m, ox_seg_t *s, int v)
     tsr_nd_tensor_t *t = &nt[s->nd.ntensors];
     memset(t, 0, sizeof *t);
     int64_t d[4] = {1, 1, 1, 1};
-    if (x->ndim > 4 || x->ndim < 1)
+    if (x->ndim > MAXD || x->ndim < 1)
         return tsr_err(TSR_EINVAL, "%s: tensor \"%s\" has %d dimensions (the device takes 1..4)", m->path,
                        TSR_SAFE(x->name), x->ndim);
-    for (int i = 0; i < x->ndim; i++)
+    for (int i = 0; i < x->ndim && i < 4; i++)
         d[i] = x->dims[i];
+    if (x->ndim > 4) {
+        /* a host result of more dimensions that a device operator reads
+         * through a 4-D alias (ShuffleNet's channel shuffle: the host
+         * transpose writes [N, C/g, g, H, W], the conv reads [N, C, H, W]):
+         * the same contiguous bytes as [N, prod(middle), H, W]; a reader of
+         * another 4-D shape fails the netdesc's shape check, naming it */
+        d[1] = 1;
+        for (int i = 1; i < x->ndim - 2; i++)
+            d[1] *= x->dims[i];
+        d[2] = x->dims[x->ndim - 2], d[3] = x->dims[x->ndim - 1];
+    }
     t->n = (int)d[0], t->c = (int)d[1], t->h = (int)d[2], t->w = (int)d[3];
     qdtype(x->elem, &t->dtype);
     t->scale = 1;

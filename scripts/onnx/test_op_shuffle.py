@@ -1,0 +1,81 @@
+#!/usr/bin/python3
+"""test_op_shuffle.py TESSERA WORKDIR [BACKEND]: ShuffleNetV2's channel shuffle as torch exports it
+(Reshape [N, C, H, W] -> [N, g, C/g, H, W], Transpose perm [0, 2, 1, 3, 4], Reshape back), quantized
+as quantize_static writes it (u8 and s8: the Reshapes and the Transpose keep their input's scale),
+against ONNX Runtime.
+
+Bounds: a permutation of quantized bytes is exact, so the shuffle alone (between convs whose outputs
+tessera and ORT both requantize) must match ORT exactly where the convs do; the whole block is held
+to the convs' bound (<= 1 LSB per operator, test_op_conv.py), the shuffled output alone to 0.
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+
+sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
+import oxtest as T  # noqa: E402
+
+rng = np.random.default_rng(30)
+
+
+def export(mod, x, path):
+    import torch
+    with torch.no_grad():
+        torch.onnx.export(mod, (torch.from_numpy(x),), path, opset_version=13, input_names=["x"],
+                          output_names=["y"])
+    return onnx.load(path)
+
+
+def main():
+    T.setup()
+    import torch
+    torch.manual_seed(0)
+
+    def shuffle(x, g):
+        n, c, h, w = x.shape
+        return x.view(n, g, c // g, h, w).transpose(1, 2).contiguous().view(n, c, h, w)
+
+    class Shuffle(torch.nn.Module):
+        """conv -> shuffle: the graph output is the shuffled tensor (exact against ORT)."""
+        def __init__(self, c, g):
+            super().__init__()
+            self.conv, self.g = torch.nn.Conv2d(c, c, 1), g
+
+        def forward(self, x):
+            return shuffle(self.conv(x), self.g)
+
+    class Block(torch.nn.Module):
+        """ShuffleNetV2's stride-1 unit: chunk, a branch of convs, cat, shuffle, then a conv reads it."""
+        def __init__(self, c):
+            super().__init__()
+            h = c // 2
+            self.pre = torch.nn.Conv2d(c, c, 1)
+            self.b1 = torch.nn.Conv2d(h, h, 1)
+            self.dw = torch.nn.Conv2d(h, h, 3, padding=1, groups=h)
+            self.b2 = torch.nn.Conv2d(h, h, 1)
+            self.post = torch.nn.Conv2d(c, c, 1)
+
+        def forward(self, x):
+            x = self.pre(x)
+            a, b = x.chunk(2, dim=1)
+            y = torch.cat((a, torch.relu(self.b2(self.dw(torch.relu(self.b1(b)))))), 1)
+            return self.post(shuffle(y, 2))
+
+    for c, g, hw in ((16, 2, 8), (24, 3, 6), (48, 2, 5)):
+        x = rng.standard_normal((1, c, hw, hw)).astype(np.float32)
+        cal = rng.standard_normal((16, c, hw, hw)).astype(np.float32)
+        fm = export(Shuffle(c, g).eval(), x, f"shuffle_c{c}_g{g}.onnx")
+        for act in ("u8", "s8"):
+            T.against_ort(f"shuffle c{c} g{g} {act}", T.quantize(fm, cal, act), x, max_lsb=0)
+    x = rng.standard_normal((1, 32, 8, 8)).astype(np.float32)
+    cal = rng.standard_normal((16, 32, 8, 8)).astype(np.float32)
+    fm = export(Block(32).eval(), x, "shuffle_block.onnx")
+    for act in ("u8", "s8"):
+        T.against_ort(f"shufflenet unit {act}", T.quantize(fm, cal, act), x, max_lsb=1)
+    T.finish()
+
+
+if __name__ == "__main__":
+    main()
