@@ -52,6 +52,7 @@ int tsr_ox_qdq_batchnorm(tsr_onnx_t *m, int ni, int arg);
 /* ops/tsr_ox_matmul.c: QLinearMatMul, and the int32 ops on the host */
 int tsr_ox_qlinear_matmul(tsr_onnx_t *m, int ni, int arg);
 int tsr_ox_host_int(tsr_onnx_t *m, int ni, int hk);
+int tsr_ox_qdq_matmul_host(tsr_onnx_t *m, int ni); /* QDQ MatMul of two activations (H_QMATMUL) */
 /* ops/tsr_ox_pool.c */
 int tsr_ox_maxpool(tsr_onnx_t *m, int ni, int arg);
 int tsr_ox_qdq_avgpool(tsr_onnx_t *m, int ni, int kind);

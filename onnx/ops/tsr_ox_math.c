@@ -384,6 +384,10 @@ int tsr_ox_matmul_any(tsr_onnx_t *m, int ni, int arg)
         return tsr_ox_gemm_any(m, ni, arg);
     if (B.cdata && B.view_of >= 0 && B.ndim == 2 && A.ndim > 2 && A.view_of >= 0 && rows_on_device(m, a))
         return matmul_rows(m, ni, a);
+    /* two quantized activations closed by a QuantizeLinear: ORT's QLinearMatMul on the host */
+    if (!B.cdata && !A.cdata && A.view_of >= 0 && B.view_of >= 0 && A.vcount == 1 && B.vcount == 1 &&
+        m->qsel[ni].status == OX_SEL_OK && m->qsel[ni].act < 0)
+        return tsr_ox_qdq_matmul_host(m, ni);
     if (A.elem != ET_FLOAT || B.elem != ET_FLOAT)
         return NERR(m, ni, "inputs of type %s and %s (the host multiplies float)", ename(A.elem), ename(B.elem));
     if (A.ndim < 2 || B.ndim < 2)

@@ -174,3 +174,62 @@ int tsr_ox_qlinear_matmul(tsr_onnx_t *m, int ni, int arg)
         return tsr_ox_host_int(m, ni, H_QMATMUL);
     return tsr_ox_qlinear(m, ni, 2);
 }
+
+/* QDQ MatMul of two quantized activations (attention's Q.K^T and
+ * attention.V, batched over heads): DequantizeLinear views in,
+ * QuantizeLinear out, as ONNX Runtime fuses it into a QLinearMatMul. On the
+ * host, ORT's arithmetic: the int32 sum of (a - a_zp)(b - b_zp), times
+ * float32 a_scale * b_scale / y_scale, rounded half to even, saturated
+ * (H_QMATMUL). Not on the device: the JIT's dense takes its weights as a
+ * constant at build time (tsr_graph_dense copies them), not as a device
+ * tensor produced at run time. */
+int tsr_ox_qdq_matmul_host(tsr_onnx_t *m, int ni)
+{
+    const int a = tsr_ox_in_val(m, ni, 0), b = tsr_ox_in_val(m, ni, 1);
+    if (a < 0 || b < 0)
+        return NERR(m, ni, "an input is missing");
+    const ox_val_t *A = &m->vals[a], *B = &m->vals[b];
+    if (A->view_of < 0 || B->view_of < 0 || A->vcount != 1 || B->vcount != 1)
+        return NERR(m, ni, "both inputs must be per-tensor DequantizeLinear outputs");
+    int_op_t io;
+    memset(&io, 0, sizeof io);
+    int rc = mm_shape(m, ni, A, B, io.od, &io.odn);
+    if (rc)
+        return rc;
+    const int64_t M = A->dims[A->ndim - 2], K = A->dims[A->ndim - 1], N = B->dims[B->ndim - 1];
+    if (N && numel(A) > (1LL << 32) / N)
+        return NERR(m, ni, "more than 2^32 multiply-adds: too much for the host kernel");
+    ox_qout_t o;
+    const int qn = tsr_ox_qdq_output(m, ni, &o);
+    if (qn < 0)
+        return qn;
+    if (o.relu || o.has_clip)
+        return NERR(m, ni, "a Relu or Clip after a MatMul of two activations is not supported");
+    if (o.elem != ET_UINT8 && o.elem != ET_INT8)
+        return NERR(m, ni, "output type %s (uint8 and int8 are supported)", ename(o.elem));
+    const float mult = A->vscale[0] * B->vscale[0] / o.scale; /* float32, as ORT's QLinearMatMul */
+    if (!(A->vscale[0] > 0 && B->vscale[0] > 0 && o.scale > 0 && isfinite(mult)))
+        return NERR(m, ni, "scales must be finite and > 0");
+    if (!(io.za = malloc(sizeof *io.za)) || !(io.zb = malloc(sizeof *io.zb))) {
+        free(io.za);
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    }
+    io.za[0] = A->vzp[0], io.zb[0] = B->vzp[0];
+    const int qa = m->vals[A->view_of].base, qb = m->vals[B->view_of].base;
+    const int y = tsr_ox_def_out(m, qn, 0, o.elem, io.odn, io.od);
+    const int l = y < 0 ? y : tsr_ox_new_lop(m, ni, SIDE_HOST);
+    if (l < 0) {
+        free(io.za), free(io.zb);
+        return l;
+    }
+    ox_lop_t *L = &m->lops[l];
+    const int64_t g[5] = {numel(A) / (M * K), M, K, N, B->ndim > 2};
+    memcpy(L->geo, g, sizeof g);
+    L->hkind = H_QMATMUL;
+    L->in = qa, L->in2 = qb, L->out = y;
+    L->zpa = io.za, L->nzpa = 1, L->zpb = io.zb, L->nzpb = 1;
+    L->mult = mult, L->yzp = o.zp;
+    m->vals[m->vals[y].base].prod = l;
+    tsr_ox_qdq_fold(m, ni);
+    return 0;
+}

@@ -20,6 +20,8 @@ from onnx import TensorProto as TP, helper, numpy_helper
 import oxtest as T
 import zoo  # scripts/zoo/zoo.py: macs_per_node, parse_placement (the zoo table's device share)
 
+kernels = {}  # node name -> kernel, from the last device_share run
+
 
 def device_share(path, x):
     """(share of the MatMul/Gemm/Conv MACs on the device, placement dict) from --placement-json."""
@@ -30,6 +32,8 @@ def device_share(path, x):
     p = zoo.parse_placement(r.stdout) if r.returncode == 0 else None
     if p is None:
         return None, r.stderr.strip()[-300:]
+    global kernels
+    kernels = {q["name"]: q["kernel"] for q in json.loads(r.stdout)["placement"]}
     macs = zoo.macs_per_node(onnx.load(path))
     total = sum(macs.values())
     dev = sum(macs.get(k, 0) for k, w in p[2] if w.startswith("device"))
@@ -88,6 +92,12 @@ def attention(act, fm):
     T.check(f"attention block {act}: MACs on the device", share is not None and share >= 0.6,
             f"device share {share if share is None else f'{share:.1%}'}"
             f"{'' if share is None else f' ({p[0]} segments, {p[1]} host ops)'}")
+    # Q.K^T and attention.V (two activations): ORT's QLinearMatMul arithmetic on the host (integer
+    # sums), not the float matmul of dequantized values
+    aa = {n.name: kernels.get(n.name) for n in q.graph.node if n.op_type == "MatMul"}
+    qq = [k for n, k in aa.items() if k != "dense"]
+    T.check(f"attention block {act}: Q.K^T, attn.V integer", len(qq) == 2 and
+            all(k == "quantized batched matmul" for k in qq), f"{aa}")
     return share
 
 
