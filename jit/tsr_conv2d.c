@@ -40,6 +40,14 @@ static int wsplit_of(const tsr_conv2d_params_t *p)
     return (vmin >= -128 && vmax <= 127) ? 1 : (vmin >= -256 && vmax <= 254) ? 2 : 3;
 }
 
+int tsr_conv2d_groups_fit(const tsr_config_t *c, const tsr_conv2d_params_t *p)
+{
+    if (!c || !p || p->groups == 1)
+        return 1;
+    return p->groups > 1 && p->c_in % p->groups == 0 && p->c_out == p->c_in && c->block_in == c->block_out &&
+           c->block_in % (p->c_in / p->groups) == 0;
+}
+
 int tsr_conv2d_input_copies(const tsr_conv2d_params_t *p)
 {
     int oh, ow;
@@ -69,12 +77,16 @@ int tsr_conv2d_check(const tsr_conv2d_params_t *p, int *oh, int *ow)
                            "pad the input on the host)", pn[i], pads[i]);
     }
     if (p->groups != 1) {
-        if (p->groups != p->c_in || p->c_in < 2)
-            return tsr_err(TSR_EINVAL, OP ": groups %d is neither 1 nor the input channel count %d (depthwise)",
-                           p->groups, p->c_in);
+        /* grouped (depthwise is groups == C_in): each output block meets
+         * one input block, whose weight blocks are block-diagonal (the
+         * config-dependent part, C_in/groups dividing BLOCK_IN, is
+         * tsr_conv2d_groups_fit) */
+        if (p->groups < 1 || p->c_in % p->groups)
+            return tsr_err(TSR_EINVAL, OP ": groups %d does not divide the input channel count %d", p->groups,
+                           p->c_in);
         if (p->c_out != p->c_in)
-            return tsr_err(TSR_EINVAL, OP ": depthwise (groups %d) needs C_out == C_in, got C_out %d", p->groups,
-                           p->c_out);
+            return tsr_err(TSR_EINVAL, OP ": grouped/depthwise (groups %d) needs C_out == C_in, got C_out %d",
+                           p->groups, p->c_out);
     }
     if (!tsr_dt_ok(p->x_dtype) || !tsr_dt_ok(p->w_dtype) || !tsr_dt_ok(p->y_dtype))
         return tsr_err(TSR_EINVAL, OP ": dtypes must be int8 or uint8 (input %d, weights %d, output %d)",
@@ -101,7 +113,7 @@ int tsr_conv2d_check(const tsr_conv2d_params_t *p, int *oh, int *ow)
         return tsr_err(TSR_EINVAL, OP ": kernel %dx%d larger than the padded input %lldx%lld", p->kh, p->kw,
                        (long long)p->h + p->pad_top + p->pad_bottom, (long long)p->w + p->pad_left + p->pad_right);
     int64_t total = (int64_t)p->n * p->c_in * p->h * p->w;
-    int64_t wtotal = (int64_t)p->c_out * (p->groups == 1 ? p->c_in : 1) * p->kh * p->kw;
+    int64_t wtotal = (int64_t)p->c_out * (p->c_in / p->groups) * p->kh * p->kw;
     if (total > INT32_MAX || wtotal > INT32_MAX)
         return tsr_err(TSR_EINVAL, OP ": tensor too large (more than 2^31 - 1 elements)");
     if (oh)
@@ -128,6 +140,9 @@ static int geo_init(const tsr_config_t *c, const tsr_conv2d_params_t *p, const t
     if (g->dw && c->block_in != c->block_out)
         return tsr_err(TSR_EINVAL, OP ": depthwise needs BLOCK_IN == BLOCK_OUT (config has %d and %d)",
                        c->block_in, c->block_out);
+    if (g->dw && c->block_in % (p->c_in / p->groups))
+        return tsr_err(TSR_EINVAL, OP ": groups %d: %d channels per group do not divide BLOCK_IN %d (a group "
+                       "would span two blocks; tsr_conv2d_groups_fit)", p->groups, p->c_in / p->groups, c->block_in);
     g->nb = cdiv(p->n, c->batch);
     g->wsplit = wsplit_of(p);
     /* groups 1: the parts meet copies of the input (more input blocks);
@@ -182,7 +197,7 @@ int tsr_conv2d_pack_weights(const tsr_config_t *c, const tsr_conv2d_plan_t *pl, 
                             const int32_t *bias, uint8_t *wdst, uint8_t *cdst)
 {
     const tsr_conv2d_params_t *p = &pl->p;
-    const int dw = pl->depthwise, kk = p->kh * p->kw, cin_g = dw ? 1 : p->c_in;
+    const int dw = pl->depthwise, kk = p->kh * p->kw, cin_g = p->c_in / p->groups;
     memset(wdst, 0, pl->w_bytes);
     memset(cdst, 0, pl->c_bytes);
     const int split = pl->wsplit; /* > 1: w - w_zp written as int8 parts (over copies of the input; depthwise:
@@ -265,7 +280,11 @@ int tsr_conv2d_pack_weights(const tsr_config_t *c, const tsr_conv2d_plan_t *pl, 
                     size_t el, o;
                     if (dw) {
                         el = ((size_t)(co / c->block_out) * (size_t)split + (size_t)part) * kk + k;
-                        o = el * c->wgt_bytes + (size_t)(co % c->block_out) * c->block_in + (size_t)(co % c->block_out);
+                        /* the input channel (co / cin_g) * cin_g + ci of co's group lies in co's own
+                         * block (cin_g divides BLOCK_IN == BLOCK_OUT, C_out == C_in): a block-diagonal
+                         * weight block (diagonal when depthwise) */
+                        o = el * c->wgt_bytes + (size_t)(co % c->block_out) * c->block_in +
+                            (size_t)((co / cin_g * cin_g + ci) % c->block_in);
                     } else {
                         el = ((size_t)(co / c->block_out) * pl->cib + (size_t)(cie / c->block_in)) * kk + k;
                         o = el * c->wgt_bytes + (size_t)(co % c->block_out) * c->block_in + (size_t)(cie % c->block_in);

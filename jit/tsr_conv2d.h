@@ -81,7 +81,8 @@ typedef struct tsr_conv2d_params {
     int stride_h, stride_w;        /* >= 1 */
     int pad_top, pad_left;         /* zero padding (the real value 0 = x_zp), 0..15 each */
     int pad_bottom, pad_right;
-    int groups;                    /* 1, or C_in (depthwise: C_out == C_in, weights [C][1][KH][KW]) */
+    int groups;                    /* 1, or dividing C_in with C_out == C_in (weights [C][C/groups][KH][KW];
+                                      depthwise: groups == C_in); see tsr_conv2d_groups_fit */
     tsr_dtype_e x_dtype;           /* TSR_DT_INT8 or TSR_DT_UINT8 */
     int32_t x_zp;                  /* input zero point, within x_dtype's range */
     tsr_dtype_e w_dtype;           /* TSR_DT_INT8 or TSR_DT_UINT8 */
@@ -98,7 +99,8 @@ typedef struct tsr_conv2d_plan {
     int oh, ow;                    /* output height and width */
     int nb, cib, cob;              /* batch, input-channel and output-channel blocks */
     int wsplit;                    /* int8 parts of w - w_zp (1..3); the input is packed that many times */
-    int depthwise;                 /* groups == C_in > 1 */
+    int depthwise;                 /* groups > 1: grouped, one input block per output block (depthwise
+                                      when groups == C_in) */
     int toh, tco, tci;             /* tile: output rows, output-channel blocks, input-channel blocks per chunk
                                       (depthwise: weight parts per chunk) */
     int rows_in;                   /* input rows per channel block on chip per tile */
@@ -140,6 +142,13 @@ typedef struct tsr_conv2d_plan {
 /* Output shape of a valid parameter set (checks everything the plan does
  * that does not depend on the config). */
 int tsr_conv2d_check(const tsr_conv2d_params_t *p, int *oh, int *ow);
+/* 1 when this config runs p's groups as they are: groups 1, or grouped
+ * with C_out == C_in, BLOCK_IN == BLOCK_OUT and C_in/groups dividing
+ * BLOCK_IN (each output block then meets one input block through
+ * block-diagonal weight blocks, as depthwise does with diagonal ones).
+ * 0 otherwise: the graph (tsr_graph_conv2d) then runs the conv as groups 1
+ * with block-diagonal weights (G times the MACs); the plan refuses it. */
+int tsr_conv2d_groups_fit(const tsr_config_t *c, const tsr_conv2d_params_t *p);
 /* How many copies of the input the lowering packs: 1, or for groups 1 the
  * int8 parts of w - w_zp (2-3 when the weight zero points let w - w_zp
  * leave int8). A device tensor holds one copy. 0 if p is invalid. */

@@ -294,7 +294,7 @@ static int match(const tsr_graph_t *g, const gnode_t *n, const char *what, int i
 static int copy_conv(gnode_t *n, const tsr_conv2d_params_t *p, const void *w, const int32_t *bias)
 {
     n->conv = *p;
-    const size_t nw = (size_t)p->c_out * (size_t)(p->groups > 1 ? 1 : p->c_in) * (size_t)p->kh * (size_t)p->kw;
+    const size_t nw = (size_t)p->c_out * (size_t)(p->c_in / p->groups) * (size_t)p->kh * (size_t)p->kw;
     n->w_zp = malloc(sizeof(int32_t) * (size_t)p->w_zp_count);
     n->mult = malloc(sizeof(int32_t) * (size_t)p->rq_count);
     n->shift = malloc(sizeof(int32_t) * (size_t)p->rq_count);
@@ -313,6 +313,41 @@ static int copy_conv(gnode_t *n, const tsr_conv2d_params_t *p, const void *w, co
     n->conv.w_zp = n->w_zp;
     n->conv.mult = n->mult;
     n->conv.shift = n->shift;
+    return TSR_OK;
+}
+
+/* A grouped conv whose groups do not fit the config's blocks
+ * (tsr_conv2d_groups_fit: a group spanning two blocks, C_out != C_in, or
+ * BLOCK_IN != BLOCK_OUT) as the groups-1 conv with block-diagonal weights:
+ * output channel o of group o / (M/G) sees only its group's C/G input
+ * channels, every other weight is its channel's zero point (contributing
+ * (x - x_zp) * 0). Exact; the device does G times the grouped MACs.
+ * *full: the [M][C][KH][KW] bytes (the caller frees), *u: p with groups 1. */
+static int ungroup(gnode_t *n, const tsr_conv2d_params_t *p, const void *w, tsr_conv2d_params_t *u,
+                   uint8_t **full)
+{
+    const int64_t G = p->groups, M = p->c_out, C = p->c_in, K = (int64_t)p->kh * p->kw;
+    if (G < 1 || C < 1 || M < 1 || K < 1 || C % G || M % G)
+        return tsr_err(TSR_EINVAL, "graph: node \"%s\": groups %lld does not divide the %lld input and %lld output "
+                       "channels", n->name, (long long)G, (long long)C, (long long)M);
+    if (!p->w_zp || (p->w_zp_count != 1 && p->w_zp_count != M))
+        return tsr_err(TSR_EINVAL, "graph: node \"%s\": weight zero points: need 1 or C_out = %lld values, got %d",
+                       n->name, (long long)M, p->w_zp_count);
+    const int64_t cg = C / G, mg = M / G, bytes = M * C * K;
+    if (bytes > ((int64_t)64 << 20))
+        return tsr_err(TSR_EINVAL, "graph: node \"%s\": groups %lld: the block-diagonal weights would take %lld MB "
+                       "(at most 64)", n->name, (long long)G, (long long)(bytes >> 20));
+    uint8_t *f = malloc((size_t)bytes);
+    if (!f)
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    for (int64_t o = 0; o < M; o++) {
+        const uint8_t z = (uint8_t)p->w_zp[p->w_zp_count > 1 ? o : 0]; /* the zero point's byte in w's type */
+        memset(f + o * C * K, z, (size_t)(C * K));
+        memcpy(f + (o * C + (o / mg) * cg) * K, (const uint8_t *)w + o * cg * K, (size_t)(cg * K));
+    }
+    *u = *p;
+    u->groups = 1;
+    *full = f;
     return TSR_OK;
 }
 
@@ -344,7 +379,18 @@ int tsr_graph_conv2d(tsr_graph_t *g, const char *name, int x, int y, const tsr_c
     int rc = new_node(g, TSR_OPK_CONV, name, x, -1, y, !p || !w ? "parameters or weights" : NULL, &n);
     if (rc)
         return rc;
-    if ((rc = check_conv(g, n, p)) || (rc = copy_conv(n, p, w, bias)))
+    tsr_conv2d_params_t u;
+    uint8_t *full = NULL;
+    if (p->groups != 1 && !tsr_conv2d_groups_fit(&g->cfg, p)) {
+        if ((rc = ungroup(n, p, w, &u, &full)))
+            return rc;
+        p = &u;
+        w = full;
+    }
+    if (!(rc = check_conv(g, n, p)))
+        rc = copy_conv(n, p, w, bias);
+    free(full);
+    if (rc)
         return rc;
     commit_node(g, n);
     return TSR_OK;
@@ -626,7 +672,7 @@ static void layer_shape(const gnode_t *n, const tsr_graph_t *g, char *s, size_t 
     const tsr_dtensor_t *x = &g->ts[n->in[0]].t;
     if (n->op == TSR_OPK_CONV)
         snprintf(s, len, "%dx%d,%d->%d,%dx%d,s%d%s", n->conv.h, n->conv.w, n->conv.c_in, n->conv.c_out, n->conv.kh,
-                 n->conv.kw, n->conv.stride_h, n->conv.groups > 1 ? ",dw" : n->tap ? ",tap" : "");
+                 n->conv.kw, n->conv.stride_h, n->conv.groups > 1 ? (n->conv.groups == n->conv.c_in ? ",dw" : ",g") : n->tap ? ",tap" : "");
     else if (n->op == TSR_OPK_DENSE)
         snprintf(s, len, "%d->%d", n->conv.c_in, n->conv.c_out);
     else if (n->op == TSR_OPK_POOL && n->pool.kind == TSR_POOL_GLOBAL_AVG)
@@ -642,7 +688,8 @@ static const char *op_name(const gnode_t *n)
     if (n->finto)
         return "fused";
     switch (n->op) {
-    case TSR_OPK_CONV: return n->is_requant ? "requant" : n->conv.groups > 1 ? "dwconv" : "conv";
+    case TSR_OPK_CONV:
+        return n->is_requant ? "requant" : n->conv.groups == 1 ? "conv" : n->conv.groups == n->conv.c_in ? "dwconv" : "gconv";
     case TSR_OPK_POOL:
         return n->pool.kind == TSR_POOL_MAX ? "maxpool" : n->pool.kind == TSR_POOL_AVG ? "avgpool" : "gap";
     default: return tsr_op_name(n->op); /* "dense", "add", "clip", "reshape" */
@@ -658,7 +705,10 @@ static void layer_static(tsr_graph_t *g, gnode_t *n)
     const gnode_t *cv = n->fconv ? &g->ns[n->fconv - 1] : NULL; /* a fused add is its conv's layer */
     L->name = cv ? cv->name : n->name;
     layer_shape(cv ? cv : n, g, L->shape, sizeof L->shape);
-    L->op = !cv ? op_name(n) : cv->conv.groups > 1 ? "dwconv+add" : "conv+add";
+    L->op = !cv                            ? op_name(n)
+            : cv->conv.groups == 1         ? "conv+add"
+            : cv->conv.groups == cv->conv.c_in ? "dwconv+add"
+                                               : "gconv+add";
     L->kcache = -1;
     if (cv) { /* the conv's figures, and the residual read instead of the add's own traffic */
         L->macs = tsr_roofline_conv2d_macs(&cv->conv);

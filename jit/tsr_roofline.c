@@ -63,7 +63,7 @@ double tsr_roofline_conv2d_macs(const tsr_conv2d_params_t *p)
     int oh = 0, ow = 0;
     if (tsr_conv2d_check(p, &oh, &ow))
         return 0;
-    const double cin_g = p->groups > 1 ? 1.0 : (double)p->c_in;
+    const double cin_g = (double)(p->c_in / p->groups); /* input channels per group */
     return (double)p->n * p->c_out * oh * ow * cin_g * p->kh * p->kw;
 }
 
@@ -87,7 +87,7 @@ double tsr_roofline_conv2d_compulsory(const tsr_conv2d_params_t *p, int read_onl
         return 0;
     const double uh = used_axis(p->h, oh, p->kh, p->stride_h, p->pad_top, read_only);
     const double uw = used_axis(p->w, ow, p->kw, p->stride_w, p->pad_left, read_only);
-    const double cin_g = p->groups > 1 ? 1.0 : (double)p->c_in;
+    const double cin_g = (double)(p->c_in / p->groups); /* input channels per group */
     const double wbytes = (double)p->c_out * cin_g * p->kh * p->kw;
     return (double)p->n * p->c_in * uh * uw + wbytes + 4.0 * p->c_out + (double)p->n * p->c_out * oh * ow;
 }
