@@ -22,7 +22,7 @@ static const ox_op_t ops[] = {
     {"", "ConstantOfShape", 9, 0, tsr_ox_constant_of_shape, 0, 0},
     {"", "Flatten", 1, 0, tsr_ox_reshape, 1, 0},
     {"", "Reshape", 5, 0, tsr_ox_reshape, 0, 0},           /* the shape an input since 5 */
-    {"", "Transpose", 1, 0, tsr_ox_transpose_any, 0, 0},   /* ops/tsr_ox_math.c: a host copy if it moves data */
+    {"", "Transpose", 1, 0, tsr_ox_transpose_q, 0, 0},     /* ops/tsr_ox_shape.c: quantized bytes, else a host copy */
     {"", "Concat", 1, 0, tsr_ox_concat_fold, 0, OX_QDQ_OUT}, /* constants folded (ops/tsr_ox_fold.c), else shape.c;
                                                                a QDQ target when a QuantizeLinear follows */
     /* quantization (ops/tsr_ox_qdq.c) */

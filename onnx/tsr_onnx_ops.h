@@ -75,6 +75,7 @@ int tsr_ox_host_float(tsr_onnx_t *m, int ni, int hk);
 /* ops/tsr_ox_shape.c: relabellings and Concat */
 int tsr_ox_reshape(tsr_onnx_t *m, int ni, int flatten);
 int tsr_ox_transpose(tsr_onnx_t *m, int ni, int arg);
+int tsr_ox_transpose_q(tsr_onnx_t *m, int ni, int arg); /* of a quantized view: the bytes permuted */
 int tsr_ox_concat(tsr_onnx_t *m, int ni, int arg);
 int tsr_ox_split(tsr_onnx_t *m, int ni, int arg);
 int tsr_ox_qlinear_concat(tsr_onnx_t *m, int ni, int arg);

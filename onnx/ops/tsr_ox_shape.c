@@ -587,3 +587,65 @@ int tsr_ox_transpose(tsr_onnx_t *m, int ni, int arg)
         return NERR(m, ni, "input missing");
     return lower_transpose(m, ni, x);
 }
+
+/* Transpose of a float view of quantized bytes (DequantizeLinear ->
+ * Transpose -> QuantizeLinear, ShuffleNetV2's channel shuffle) that moves
+ * data: the host permutes the quantized bytes (exact: a permutation
+ * commutes with the per-tensor DequantizeLinear) and the output is a view
+ * of them, so the QuantizeLinear after it is a relabelling, not a host
+ * dequantize, a float transpose and a quantize. Anything else: the float
+ * or relabelling forms of tsr_ox_transpose_any. */
+int tsr_ox_transpose_q(tsr_onnx_t *m, int ni, int arg)
+{
+    const int x = tsr_ox_in_val(m, ni, 0);
+    if (x < 0)
+        return NERR(m, ni, "input missing");
+    const ox_val_t X = m->vals[x];
+    const Onnx__AttributeProto *pa = attr(m->gp->node[ni], "perm");
+    if (X.view_of < 0 || X.cdata || X.vcount != 1 || (pa && pa->n_ints != (size_t)X.ndim))
+        return tsr_ox_transpose_any(m, ni, arg);
+    int64_t perm[MAXD], d[MAXD], last = -1;
+    int seen[MAXD] = {0}, moves = 0;
+    for (int i = 0; i < X.ndim; i++) {
+        perm[i] = pa ? pa->ints[i] : X.ndim - 1 - i;
+        if (perm[i] < 0 || perm[i] >= X.ndim || seen[perm[i]]++)
+            return NERR(m, ni, "perm is not a permutation");
+        d[i] = X.dims[perm[i]];
+        if (X.dims[perm[i]] != 1) {
+            moves |= perm[i] < last;
+            last = perm[i];
+        }
+    }
+    if (!moves)
+        return tsr_ox_transpose_any(m, ni, arg);
+    const int qv = X.view_of;
+    /* the quantized bytes in the view's shape (a relabelled view keeps the
+     * quantized value of its source's shape) */
+    const int a = tsr_ox_new_val(m, "");
+    if (a < 0)
+        return a;
+    ox_val_t *A = &m->vals[a];
+    A->elem = m->vals[qv].elem, A->ndim = X.ndim, A->defined = 1;
+    memcpy(A->dims, X.dims, sizeof A->dims);
+    A->nbytes = (size_t)numel(A);
+    if (A->nbytes != m->vals[qv].nbytes)
+        return NERR(m, ni, "its quantized input has %zu bytes, the view %zu", m->vals[qv].nbytes, A->nbytes);
+    A->base = m->vals[qv].base;
+    const int q = tsr_ox_new_val(m, "");
+    if (q < 0)
+        return q;
+    ox_val_t *Q = &m->vals[q];
+    Q->elem = m->vals[qv].elem, Q->ndim = X.ndim, Q->defined = 1;
+    memcpy(Q->dims, d, sizeof d);
+    Q->nbytes = (size_t)numel(Q);
+    const int l = tsr_ox_host_lop(m, ni, H_FTRANSPOSE, m->vals[qv].base, q);
+    if (l < 0)
+        return l;
+    m->lops[l].geo[0] = a;
+    for (int i = 0; i < X.ndim; i++)
+        m->lops[l].geo[4 + i] = perm[i];
+    const int y = tsr_ox_def_out(m, ni, 0, ET_FLOAT, X.ndim, d);
+    if (y < 0)
+        return y;
+    return tsr_ox_set_view(&m->vals[y], q, X.vscale[0], X.vzp[0]);
+}

@@ -73,7 +73,14 @@ def main():
     cal = rng.standard_normal((16, 32, 8, 8)).astype(np.float32)
     fm = export(Block(32).eval(), x, "shuffle_block.onnx")
     for act in ("u8", "s8"):
-        T.against_ort(f"shufflenet unit {act}", T.quantize(fm, cal, act), x, max_lsb=1)
+        q = T.quantize(fm, cal, act)
+        T.against_ort(f"shufflenet unit {act}", q, x, max_lsb=1)
+        # the bytes are permuted as they are: the Transpose's QuantizeLinear is a relabelling (no host
+        # dequantize / float transpose / quantize)
+        rc, out = T.placement(T.save(q, f"unit_{act}.onnx"), x)
+        line = next((ln for ln in out.splitlines() if ln.split()[:2] == ["/Transpose_output_0_Quant...",
+                                                                           "QuantizeLinear"]), "")
+        T.check(f"shuffle on the quantized bytes {act}", rc == 0 and "relabel" in line, line or out[-300:])
     T.finish()
 
 
