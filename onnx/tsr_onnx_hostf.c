@@ -460,3 +460,40 @@ int tsr_ox_run_qsoftmax(tsr_onnx_t *m, const ox_lop_t *L)
         }
     return 0;
 }
+
+/* A quantized Add of an activation and a constant (a Linear's bias, a
+ * position embedding) as ONNX Runtime's QLinearAdd (MLAS, x86-64): with
+ * MA, MB, Sh from the scale ratios (MlasCalcQLinearAddParameters, the
+ * device add's; tsr_ox_eltwise.c), y = RDBPOT((a - za) MA + (b - zb) MB, Sh)
+ * + zy (rounding half away from zero), saturated; when those checks fail,
+ * MLAS's float form nearbyintf((as (a - za) + bs (b - zb)) / ys) + zy.
+ * (L: in the activation's bytes, in2 the constant's, repeated every
+ * geo[1] elements of the geo[0]; geo[2..4] MA, MB, Sh (Sh 0: the float
+ * form); geo[5], geo[6] za, zb; scale as, mult bs, geo[7] ys's bits; yzp.) */
+int tsr_ox_run_qaddc(tsr_onnx_t *m, const ox_lop_t *L)
+{
+    const uint8_t *ab = tsr_ox_bytes(m, L->in), *bb = tsr_ox_bytes(m, L->in2);
+    uint8_t *yb = tsr_ox_bytes(m, L->out);
+    const int as = m->vals[L->in].elem == ET_INT8, bs = m->vals[L->in2].elem == ET_INT8;
+    const int ys8 = m->vals[L->out].elem == ET_INT8;
+    const int64_t n = L->geo[0], per = L->geo[1], MA = L->geo[2], MB = L->geo[3], Sh = L->geo[4];
+    const int32_t za = (int32_t)L->geo[5], zb = (int32_t)L->geo[6];
+    const int32_t lo = ys8 ? -128 : 0, hi = ys8 ? 127 : 255;
+    uint32_t ysb = (uint32_t)L->geo[7];
+    float ysc;
+    memcpy(&ysc, &ysb, 4);
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t a = (as ? (int8_t)ab[i] : ab[i]) - za;
+        const int32_t b = (bs ? (int8_t)bb[i % per] : bb[i % per]) - zb;
+        int64_t q;
+        if (Sh) {
+            const int64_t acc = (int64_t)a * MA + (int64_t)b * MB, half = (int64_t)1 << (Sh - 1);
+            q = acc >= 0 ? (acc + half) >> Sh : -((-acc + half) >> Sh);
+        } else
+            q = (int64_t)nearbyintf((L->scale * (float)a + L->mult * (float)b) / ysc);
+        q += L->yzp;
+        q = q < lo ? lo : q > hi ? hi : q;
+        yb[i] = (uint8_t)(int32_t)q;
+    }
+    return 0;
+}

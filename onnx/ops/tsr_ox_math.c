@@ -253,6 +253,78 @@ int tsr_ox_fnary(tsr_onnx_t *m, int ni, int op)
 /* Add: the device's quantized add when both operands are computed per-tensor
  * DequantizeLinear views of one shape that can share a device segment
  * (ops/tsr_ox_eltwise.c), else float on the host. */
+/* QDQ Add of an activation and a constant (a Linear's bias, a position
+ * embedding), closed by a QuantizeLinear: ONNX Runtime's QLinearAdd on the
+ * host in its integer form (tsr_ox_run_qaddc), not a float add of
+ * dequantized values. The device add reads two device tensors, and a
+ * segment takes one input from outside: the constant has no place there.
+ * The constant must repeat along A's leading dimensions (its dimensions,
+ * leading 1s dropped, are A's last ones). Returns 1 when the node is not
+ * such an Add. */
+static int qadd_const(tsr_onnx_t *m, int ni, int a, int b)
+{
+    if (m->vals[a].cdata && !m->vals[b].cdata) { /* the sum is symmetric: the activation first */
+        const int t = a;
+        a = b, b = t;
+    }
+    const ox_val_t *A = &m->vals[a], *B = &m->vals[b];
+    if (A->cdata || !B->cdata || A->view_of < 0 || B->view_of < 0 || A->vcount != 1 || B->vcount != 1 ||
+        !m->vals[B->view_of].cdata || m->qsel[ni].status != OX_SEL_OK || m->qsel[ni].act >= 0 ||
+        (A->elem != ET_FLOAT) || (m->vals[A->view_of].elem != ET_UINT8 && m->vals[A->view_of].elem != ET_INT8) ||
+        (m->vals[B->view_of].elem != ET_UINT8 && m->vals[B->view_of].elem != ET_INT8))
+        return 1;
+    int lead = 0;
+    while (lead < B->ndim && B->dims[lead] == 1)
+        lead++;
+    if (B->ndim - lead > A->ndim)
+        return 1;
+    for (int i = lead; i < B->ndim; i++)
+        if (B->dims[i] != A->dims[A->ndim - (B->ndim - i)])
+            return 1;
+    if (B->ndim > A->ndim && lead < B->ndim - A->ndim)
+        return 1;
+    ox_qout_t o;
+    const int qn = tsr_ox_qdq_output(m, ni, &o);
+    if (qn < 0)
+        return qn;
+    if ((o.elem != ET_UINT8 && o.elem != ET_INT8) || !(o.scale > 0))
+        return 1;
+    /* MLAS's parameters (MlasCalcQLinearAddParameters), else its float form */
+    const float as = A->vscale[0], bs = B->vscale[0], ra = as / o.scale, rb = bs / o.scale, gr = ra > rb ? ra : rb;
+    int64_t MA = 0, MB = 0, Sh = 0;
+    if (ra >= 0x1p-14f && ra < 256.0f && rb >= 0x1p-14f && rb < 256.0f) {
+        uint32_t bits;
+        memcpy(&bits, &gr, 4);
+        const int32_t sh = 21 - ((int32_t)(bits >> 23) - 127);
+        if (sh >= 13 && sh <= 31) {
+            MA = lrintf(ra * ldexpf(1.0f, sh)), MB = lrintf(rb * ldexpf(1.0f, sh));
+            if (MA < 0x400000 && MB < 0x400000 && (MA >= 0x200000 || MB >= 0x200000))
+                Sh = sh;
+        }
+    }
+    const int qa = m->vals[A->view_of].base, qb = m->vals[B->view_of].base;
+    const int32_t za = A->vzp[0], zb = B->vzp[0];
+    const int64_t n = numel(A), per = numel(B);
+    int64_t od[MAXD];
+    memcpy(od, A->dims, sizeof od);
+    const int nd = A->ndim;
+    const int y = tsr_ox_def_out(m, qn, 0, o.elem, nd, od);
+    if (y < 0)
+        return y;
+    const int l = tsr_ox_host_lop(m, ni, H_QADDC, qa, y);
+    if (l < 0)
+        return l;
+    ox_lop_t *L = &m->lops[l];
+    uint32_t ysb;
+    memcpy(&ysb, &o.scale, 4);
+    const int64_t g[8] = {n, per ? per : 1, MA, MB, Sh, za, zb, ysb};
+    memcpy(L->geo, g, sizeof g);
+    L->in2 = qb;
+    L->scale = as, L->mult = bs, L->yzp = o.zp;
+    tsr_ox_qdq_fold(m, ni);
+    return 0;
+}
+
 int tsr_ox_add_any(tsr_onnx_t *m, int ni, int arg)
 {
     const int a = tsr_ox_in_val(m, ni, 0), b = tsr_ox_in_val(m, ni, 1);
@@ -271,6 +343,9 @@ int tsr_ox_add_any(tsr_onnx_t *m, int ni, int arg)
             q = m->lops[l].side == SIDE_DEV;
         if (q)
             return tsr_ox_qdq_add(m, ni, arg);
+        const int rc = qadd_const(m, ni, a, b);
+        if (rc != 1)
+            return rc;
     }
     return tsr_ox_fnary(m, ni, FN_ADD);
 }

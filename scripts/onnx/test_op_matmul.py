@@ -37,7 +37,7 @@ def device_share(path, x):
     macs = zoo.macs_per_node(onnx.load(path))
     total = sum(macs.values())
     dev = sum(macs.get(k, 0) for k, w in p[2] if w.startswith("device"))
-    return dev / total, p
+    return (dev / total if total else None), p
 
 
 def linear3d(act):
@@ -53,6 +53,24 @@ def linear3d(act):
     path = T.save(q, f"mm3d_{act}.onnx")
     share, p = device_share(path, x)
     T.check(f"matmul 3-D x const {act}: on the device", share == 1.0, f"device share {share} {p if share is None else ''}")
+
+
+def add_const(act):
+    """Add of an activation [1, 64, 48] and a constant: a bias [48] (first operand, as torch writes
+    a Linear's) and a position embedding [1, 64, 48]: ONNX Runtime's QLinearAdd, exact."""
+    rng = np.random.default_rng(7)
+    bias = numpy_helper.from_array((rng.standard_normal(48) * 0.5).astype(np.float32), "bias")
+    pos = numpy_helper.from_array((rng.standard_normal((1, 64, 48)) * 2).astype(np.float32), "pos")
+    m = T.model([helper.make_node("Add", ["bias", "x"], ["t"], name="add_bias"),
+                 helper.make_node("Add", ["t", "pos"], ["y"], name="add_pos")],
+                [("x", TP.FLOAT, [1, 64, 48])], [("y", TP.FLOAT, [1, 64, 48])], [bias, pos])
+    calib = (rng.standard_normal((8, 64, 48)) * 3).astype(np.float32)
+    q = T.quantize(m, calib, act)
+    x = (rng.standard_normal((1, 64, 48)) * 3).astype(np.float32)
+    T.against_ort(f"add of constants {act}", q, x, max_lsb=0)
+    device_share(T.save(q, f"addc_{act}.onnx"), x)
+    k = [kernels.get(n) for n in ("add_bias", "add_pos")]
+    T.check(f"add of constants {act}: integer", k == ["quantized add of a constant"] * 2, f"{k}")
 
 
 def attention_model():
@@ -110,6 +128,7 @@ def main():
         print(f"note: no torch export ({type(e).__name__}: {e})")
     for act in ("u8", "s8"):
         linear3d(act)
+        add_const(act)
         if fm is not None:
             attention(act, fm)
     T.finish()
