@@ -80,20 +80,22 @@ static int conv_shape(tsr_onnx_t *m, int ni, const conv_desc_t *cd, tsr_conv2d_p
     return 0;
 }
 
-/* A grouped convolution that is not depthwise (RegNet's group 2..25, a
- * depthwise one with a channel multiplier) as the groups-1 conv with
- * block-diagonal weights: output channel o of group o / (M/G) sees only
- * its group's C/G input channels, every other weight is its channel's
- * zero point (contributing (x - x_zp) * 0). Exact, in one device op; the
- * device does G times the grouped conv's MACs (the JIT's conv2d has
- * groups 1 and depthwise only). *full: the [M][C][KH][KW] bytes (the
- * caller's), NULL when p stays as it is. */
+/* A grouped convolution with M != C (a depthwise one with a channel
+ * multiplier), which the JIT's conv2d does not describe, as the groups-1
+ * conv with block-diagonal weights: output channel o of group o / (M/G)
+ * sees only its group's C/G input channels, every other weight is its
+ * channel's zero point (contributing (x - x_zp) * 0). Exact, in one device
+ * op; the device does G times the grouped conv's MACs. M == C (RegNet's
+ * group widths, depthwise) goes to the JIT as it is: the graph runs it
+ * grouped when C/G fits its blocks and expands it the same way itself when
+ * not (tsr_conv2d_groups_fit; the block size is unknown here). *full: the
+ * [M][C][KH][KW] bytes (the caller's), NULL when p stays as it is. */
 static int conv_ungroup(tsr_onnx_t *m, int ni, const conv_desc_t *cd, const ox_val_t *W, tsr_conv2d_params_t *p,
                         uint8_t **full)
 {
     *full = NULL;
     const int64_t G = p->groups, M = p->c_out, C = p->c_in, K = (int64_t)p->kh * p->kw;
-    if (G == 1 || (G == C && M == C))
+    if (G == 1 || M == C)
         return 0;
     const int64_t cg = C / G, mg = M / G, bytes = M * C * K;
     if (bytes > ((int64_t)64 << 20))
