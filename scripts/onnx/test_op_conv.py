@@ -85,6 +85,15 @@ def placed(q, x, name):
     return (int(mm.group(2)), int(mm.group(3))) if rc == 0 and mm else None
 
 
+def device_macs(q, x, name):
+    """The MACs the device's per-layer table gives the conv layers of q (None when it does not run)."""
+    import re
+    path = T.save(q, name + ".onnx")
+    rc, out = T.placement(path, x[:1])
+    rows = re.findall(r"^\d+\s+\S+\s+(?:g|dw)?conv\S*\s+\S+\s+(\d+)\s", out, re.M)
+    return sum(int(r) for r in rows) if rc == 0 and rows else None
+
+
 def main():
     T.setup()
     for v in ("u8", "s8"):
@@ -107,9 +116,25 @@ def main():
                 f"(segments, host ops) = {pl}")
         # grouped convolution (RegNet: group 2 and more; a depthwise one with a channel multiplier)
         calib16, x16 = data(16)
-        for g, co in ((2, 16), (4, 16), (8, 24), (16, 32)):
+        state = rng.bit_generator.state  # the cases below leave the later draws (BN's bound) as they were
+        for g, co in ((2, 16), (4, 16), (8, 24), (16, 32), (8, 16), (16, 16)):
             q = T.quantize(conv_act(16, co, group=g, act="relu"), calib16, v)
             T.against_ort(f"conv group {g} 16-{co} {v}", q, x16[:1], max_lsb=1)
+            # C_out == C_in with C/G dividing the default block (16): the grouped conv's own MACs on
+            # the device (64 outputs x C_out x C/G x 9); else (a channel multiplier) G times them
+            want = 64 * co * (16 // g) * 9 * (1 if co == 16 else g)
+            got = device_macs(q, x16, f"conv_group_{g}_{co}_{v}_pl")
+            T.check(f"conv group {g} 16-{co} {v}: device MACs", got == want, f"{got} (want {want})")
+        # 64 channels in 2 groups of 32: a group spans two of the default's 16-channel blocks, the graph
+        # runs it as block-diagonal groups-1 weights (exact, twice the MACs)
+        calib64, x64 = data(64)
+        q = T.quantize(conv_act(64, 64, group=2, act="relu"), calib64, v)
+        T.against_ort(f"conv group 2 64-64 {v}", q, x64[:1], max_lsb=1)
+        got = device_macs(q, x64, f"conv_group_2_64_{v}_pl")
+        T.check(f"conv group 2 64-64 {v}: device MACs (expanded)", got == 64 * 64 * 64 * 9, f"{got}")
+        rng.bit_generator.state = state
+        for g, co in ((2, 16), (4, 16), (8, 24), (16, 32)):  # replay the draws of the four cases before
+            conv_act(16, co, group=g, act="relu")
         q = T.quantize(conv_act(16, 16, group=4, k=1), calib16, v)
         T.against_ort(f"conv 1x1 group 4 {v}", q, x16[:1], max_lsb=1)
         # BatchNormalization that follows no Conv: a depthwise 1x1 conv on the device (bound 1 LSB alone,
