@@ -24,7 +24,9 @@
  *     tsr_ox_rq_params); the add uses MLAS's fixed-point QLinearAdd arithmetic.
  *     Per-tensor and per-channel weight scales, int8 and uint8; constant
  *     weights whose w - w_zp fit int8 are recoded to int8 zero point 0.
- *     A Gemm over an [N,K] input is a device dense operator. A model may
+ *     A Gemm over an [N,K] input is a device dense operator, and so is a
+ *     QDQ MatMul of [..., K] by a constant [K, N] (a transformer's Linear:
+ *     a dense over the rows, the output an alias in the N-D shape). A model may
  *     carry exact requantization integers in metadata
  *     "tessera.requant/<node>" (see tsr_ox_meta_ints in tsr_onnx_attr.c),
  *     used after a check that they are the scales' multipliers.
@@ -33,7 +35,11 @@
  *     (ONNX Runtime's formulas: round half to even, saturate); so do
  *     ConvInteger and MatMulInteger (int32 results; 2-D conv, group 1;
  *     batched matmul with B 2-D or of A's batch shape), QLinearMatMul of
- *     more than 2-D operands (float32 multiplier as ONNX Runtime), and
+ *     more than 2-D operands (float32 multiplier as ONNX Runtime), the QDQ
+ *     MatMul of two activations (attention's Q.K^T, attention.V) with the
+ *     same QLinearMatMul arithmetic, the QDQ Add of an activation and a
+ *     constant (a bias, a position embedding) with MLAS's QLinearAdd
+ *     arithmetic (the device add reads two device tensors), and
  *     Concat of two inputs along any axis (QDQ: inputs with one shared
  *     scale and zero point, the quantized bytes concatenated);
  *   - the standard float ops run on the host too (onnx/ops/tsr_ox_math.c,
