@@ -95,7 +95,7 @@ static const ox_op_t ops[] = {
     {"", "LayerNormalization", 17, 0, tsr_ox_layernorm, 0, 0},
     {"", "Gather", 1, 0, tsr_ox_gather, 0, 0},
     {"", "Split", 1, 0, tsr_ox_split, 0, 0},                 /* split an input since 13, num_outputs 18 */
-    {"", "Slice", 1, 0, tsr_ox_slice, 0, 0},                 /* attributes to 9, inputs since 10 */
+    {"", "Slice", 1, 0, tsr_ox_slice_q, 0, 0},               /* attributes to 9, inputs since 10; views: shape.c */
     {"", "Squeeze", 1, 0, tsr_ox_squeeze, 0, 0},             /* axes an input since 13 */
     {"", "Unsqueeze", 1, 0, tsr_ox_squeeze, 1, 0},
     {"", "Shape", 1, 0, tsr_ox_shape_of, 0, 0},              /* start/end since 15 */

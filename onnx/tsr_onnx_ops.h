@@ -76,6 +76,7 @@ int tsr_ox_host_float(tsr_onnx_t *m, int ni, int hk);
 int tsr_ox_reshape(tsr_onnx_t *m, int ni, int flatten);
 int tsr_ox_transpose(tsr_onnx_t *m, int ni, int arg);
 int tsr_ox_transpose_q(tsr_onnx_t *m, int ni, int arg); /* of a quantized view: the bytes permuted */
+int tsr_ox_slice_q(tsr_onnx_t *m, int ni, int arg); /* of a quantized view: the bytes sliced */
 int tsr_ox_concat(tsr_onnx_t *m, int ni, int arg);
 int tsr_ox_split(tsr_onnx_t *m, int ni, int arg);
 int tsr_ox_qlinear_concat(tsr_onnx_t *m, int ni, int arg);

@@ -649,3 +649,92 @@ int tsr_ox_transpose_q(tsr_onnx_t *m, int ni, int arg)
         return y;
     return tsr_ox_set_view(&m->vals[y], q, X.vscale[0], X.vzp[0]);
 }
+
+/* Slice of a float view of quantized bytes (DequantizeLinear -> Slice ->
+ * QuantizeLinear with the input's parameters, as quantize_static writes
+ * torch's chunk: ShuffleNetV2's channel split) with constant starts/ends
+ * (axes optional, steps 1): the host slices the quantized bytes and the
+ * output is a view of them, so no host dequantize and quantize around it
+ * (exact: a slice commutes with the per-tensor DequantizeLinear). Anything
+ * else: ops/tsr_ox_math.c's Slice. */
+int tsr_ox_slice_q(tsr_onnx_t *m, int ni, int arg)
+{
+    const Onnx__NodeProto *n = m->gp->node[ni];
+    const int x = tsr_ox_in_val(m, ni, 0);
+    if (x < 0 || m->opset < 10 || n->n_input < 3 || n->n_input > 5)
+        return tsr_ox_slice(m, ni, arg);
+    const ox_val_t X = m->vals[x];
+    if (X.view_of < 0 || X.cdata || X.vcount != 1)
+        return tsr_ox_slice(m, ni, arg);
+    int64_t v[4][MAXD];
+    int cnt[4] = {0, 0, 0, 0};
+    for (int k = 0; k < 4; k++) { /* starts, ends, axes, steps */
+        const int c = k + 1 < (int)n->n_input ? tsr_ox_in_val(m, ni, k + 1) : -1;
+        if (c < 0) {
+            if (k < 2)
+                return tsr_ox_slice(m, ni, arg);
+            cnt[k] = -1;
+            continue;
+        }
+        const ox_val_t *C = &m->vals[c];
+        if (!C->cdata || C->elem != ET_INT64 || C->ndim != 1 || numel(C) < 1 || numel(C) > X.ndim)
+            return tsr_ox_slice(m, ni, arg);
+        cnt[k] = (int)numel(C);
+        memcpy(v[k], C->cdata, (size_t)cnt[k] * 8);
+    }
+    if (cnt[1] != cnt[0] || (cnt[2] >= 0 && cnt[2] != cnt[0]) || (cnt[3] >= 0 && cnt[3] != cnt[0]))
+        return tsr_ox_slice(m, ni, arg);
+    int32_t *st = calloc(MAXD, sizeof *st), *sp = malloc(MAXD * sizeof *sp);
+    if (!st || !sp) {
+        free(st), free(sp);
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    }
+    int64_t d[MAXD];
+    int seen[MAXD] = {0}, plain = 1;
+    for (int i = 0; i < MAXD; i++)
+        sp[i] = 1, d[i] = i < X.ndim ? X.dims[i] : 1;
+    for (int k = 0; k < cnt[0] && plain; k++) {
+        int64_t a = cnt[2] >= 0 ? v[2][k] : k;
+        a = a < 0 ? a + X.ndim : a;
+        if (a < 0 || a >= X.ndim || seen[a]++ || (cnt[3] >= 0 && v[3][k] != 1)) {
+            plain = 0; /* tsr_ox_slice names the problem or takes the step */
+            break;
+        }
+        const int64_t dim = X.dims[a];
+        int64_t s = v[0][k], e = v[1][k]; /* ONNX's clamping for steps > 0 */
+        s = s < 0 ? (s < -dim ? 0 : s + dim) : (s > dim ? dim : s);
+        e = e < 0 ? (e < -dim ? 0 : e + dim) : (e > dim ? dim : e);
+        d[a] = e > s ? e - s : 0;
+        st[a] = (int32_t)s;
+    }
+    if (!plain) {
+        free(st), free(sp);
+        return tsr_ox_slice(m, ni, arg);
+    }
+    const int qv = X.view_of;
+    const int a = tsr_ox_new_val(m, ""); /* the quantized bytes in the view's shape */
+    const int q = a < 0 ? a : tsr_ox_new_val(m, "");
+    if (q < 0) {
+        free(st), free(sp);
+        return q;
+    }
+    ox_val_t *A = &m->vals[a];
+    A->elem = m->vals[qv].elem, A->ndim = X.ndim, A->defined = 1;
+    memcpy(A->dims, X.dims, sizeof A->dims);
+    A->nbytes = m->vals[qv].nbytes;
+    A->base = m->vals[qv].base;
+    ox_val_t *Q = &m->vals[q];
+    Q->elem = A->elem, Q->ndim = X.ndim, Q->defined = 1;
+    memcpy(Q->dims, d, sizeof Q->dims);
+    Q->nbytes = (size_t)numel(Q);
+    const int l = tsr_ox_host_lop(m, ni, H_SLICE, A->base, q);
+    if (l < 0) {
+        free(st), free(sp);
+        return l;
+    }
+    ox_lop_t *L = &m->lops[l];
+    L->geo[0] = a;
+    L->zpa = st, L->zpb = sp, L->nzpa = L->nzpb = MAXD;
+    const int y = tsr_ox_def_out(m, ni, 0, ET_FLOAT, X.ndim, d);
+    return y < 0 ? y : tsr_ox_set_view(&m->vals[y], q, X.vscale[0], X.vzp[0]);
+}

@@ -81,6 +81,11 @@ def main():
         line = next((ln for ln in out.splitlines() if ln.split()[:2] == ["/Transpose_output_0_Quant...",
                                                                            "QuantizeLinear"]), "")
         T.check(f"shuffle on the quantized bytes {act}", rc == 0 and "relabel" in line, line or out[-300:])
+        # the chunk (Slice) too: its QuantizeLinears are relabellings
+        sl = [ln for ln in out.splitlines() if ln.split()[:2] in (["/Slice_output_0_QuantizeL...", "QuantizeLinear"],
+                                                                  ["/Slice_1_output_0_Quantiz...", "QuantizeLinear"])]
+        T.check(f"chunk on the quantized bytes {act}", rc == 0 and len(sl) == 2 and all("relabel" in ln for ln in sl),
+                "; ".join(sl) or out[-300:])
     T.finish()
 
 
