@@ -1,8 +1,10 @@
 /*
  * tsr_ox_shape: relabellings and Concat. Flatten, Reshape and a Transpose
  * that keeps the order of the dimensions larger than 1 only give the bytes
- * another shape (an alias, no data movement); a Transpose that moves data
- * is refused. Concat of computed tensors is a host copy (one input: an
+ * another shape (an alias, no data movement); a Transpose that moves data,
+ * and a Slice, of a quantized view (DequantizeLinear folded) permute or
+ * slice the quantized bytes on the host (others: ops/tsr_ox_math.c's float
+ * forms). Concat of computed tensors is a host copy (one input: an
  * alias), inputs with their own quantization requantized on the device.
  */
 #include <math.h>
