@@ -71,6 +71,11 @@ def add_const(act):
     device_share(T.save(q, f"addc_{act}.onnx"), x)
     k = [kernels.get(n) for n in ("add_bias", "add_pos")]
     T.check(f"add of constants {act}: integer", k == ["quantized add of a constant"] * 2, f"{k}")
+    # a constant whose scale is below 2^-14 of the output's: MLAS's float form of QLinearAdd
+    tiny = numpy_helper.from_array((rng.standard_normal(48) * 1e-6).astype(np.float32), "tiny")
+    m = T.model([helper.make_node("Add", ["x", "tiny"], ["y"], name="add_tiny")], [("x", TP.FLOAT, [1, 64, 48])],
+                [("y", TP.FLOAT, [1, 64, 48])], [tiny])
+    T.against_ort(f"add of a tiny constant {act}", T.quantize(m, calib, act), x, max_lsb=0)
 
 
 def attention_model():
