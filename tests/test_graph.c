@@ -826,6 +826,103 @@ static void test_requantize(void **state)
     }
 }
 
+/* One conv graph on dev: y = conv(x), p's weights w; the layer's op and
+ * MACs into *op / *macs. Returns 0 or the error. */
+static int grouped_graph_run(tsr_device_t *dev, const tsr_conv2d_params_t *p, const uint8_t *w, const int32_t *bias,
+                             const uint8_t *x, uint8_t *y, char *op, size_t opn, double *macs)
+{
+    tsr_graph_t *g = NULL;
+    int tx, ty, oh = 0, ow = 0, rc = tsr_conv2d_check(p, &oh, &ow);
+    if (!rc)
+        rc = tsr_graph_create(tsr_device_config(dev), &g);
+    if (!rc)
+        rc = tsr_graph_tensor(g, p->n, p->c_in, p->h, p->w, p->x_dtype, p->x_zp, &tx);
+    if (!rc)
+        rc = tsr_graph_tensor(g, p->n, p->c_out, oh, ow, p->y_dtype, p->y_zp, &ty);
+    if (!rc)
+        rc = tsr_graph_conv2d(g, "gc", tx, ty, p, w, bias);
+    if (!rc)
+        rc = tsr_graph_output(g, ty);
+    if (!rc)
+        rc = tsr_graph_plan(g, dev, 0);
+    const void *ins[1] = {x};
+    void *outs[1] = {y};
+    if (!rc)
+        rc = tsr_graph_exec(g, ins, outs);
+    if (!rc) {
+        const tsr_graph_layer_t *L = tsr_graph_layer(g, 0);
+        snprintf(op, opn, "%s", L ? L->op : "?");
+        *macs = L ? L->macs : 0;
+    }
+    tsr_graph_free(g);
+    return rc;
+}
+
+/* A grouped conv in a graph on tiny (BLOCK 4): 2 groups of 4 channels run
+ * grouped ("gconv", the grouped MACs); 2 groups of 12 channels (a group
+ * spanning blocks) the graph expands into block-diagonal groups-1 weights
+ * ("conv", twice the MACs). Both equal the groups-1 conv over weights
+ * expanded here by hand (the zero point outside the group). */
+static void test_grouped_conv(void **state)
+{
+    (void)state;
+    tsr_device_t *dev = tsr_test_open("tiny", seed());
+    uint64_t s = seed() ^ 0x6c0;
+    static const int cs[2] = {8, 24};
+    for (int t = 0; t < 2; t++) {
+        const int C = cs[t], G = 2, cg = C / G, K = 9, H = 6, W = 5;
+        int32_t wzp[24], mult[24], shift[24];
+        for (int i = 0; i < C; i++) {
+            wzp[i] = 128; /* uint8 weights: w - w_zp within int8 (groups 1 needs it in a graph) */
+            mult[i] = (int32_t)((1u << 30) + (uint32_t)(tsr_test_next(&s) % (1u << 30)));
+            shift[i] = -8;
+        }
+        tsr_conv2d_params_t p = {.n = 1, .c_in = C, .h = H, .w = W, .c_out = C, .kh = 3, .kw = 3, .stride_h = 1,
+                                 .stride_w = 1, .pad_top = 1, .pad_left = 1, .pad_bottom = 1, .pad_right = 1,
+                                 .groups = G, .x_dtype = TSR_DT_UINT8, .x_zp = 128, .w_dtype = TSR_DT_UINT8,
+                                 .w_zp = wzp, .w_zp_count = C};
+        p.y_dtype = TSR_DT_INT8;
+        p.y_zp = 3;
+        p.mult = mult;
+        p.shift = shift;
+        p.rq_count = C;
+        p.act_min = -128;
+        p.act_max = 127;
+        const size_t nx = (size_t)C * H * W, nw = (size_t)C * cg * K;
+        uint8_t x[24 * 30], w[24 * 12 * 9], wf[24 * 24 * 9], y[24 * 30], yf[24 * 30];
+        int32_t bias[24];
+        for (size_t i = 0; i < nx; i++)
+            x[i] = (uint8_t)tsr_test_next(&s);
+        for (size_t i = 0; i < nw; i++)
+            w[i] = (uint8_t)(28 + (int)(tsr_test_next(&s) % 200));
+        for (int i = 0; i < C; i++)
+            bias[i] = (int32_t)(tsr_test_next(&s) % 4000) - 2000;
+        for (int o = 0; o < C; o++)
+            for (int i = 0; i < C; i++)
+                for (int k = 0; k < K; k++)
+                    wf[((size_t)o * C + i) * K + k] = i / cg == o / cg ? w[((size_t)o * cg + i % cg) * K + k]
+                                                                         : (uint8_t)wzp[o];
+        char op[32], opf[32];
+        double macs = 0, macsf = 0;
+        if (grouped_graph_run(dev, &p, w, bias, x, y, op, sizeof op, &macs))
+            fail_msg("C %d groups %d: %s", C, G, tsr_errmsg());
+        tsr_conv2d_params_t pf = p;
+        pf.groups = 1;
+        if (grouped_graph_run(dev, &pf, wf, bias, x, yf, opf, sizeof opf, &macsf))
+            fail_msg("C %d expanded: %s", C, tsr_errmsg());
+        for (size_t i = 0; i < nx; i++)
+            if (y[i] != yf[i])
+                fail_msg("C %d groups %d: element %zu is %d, the expanded conv %d", C, G, i, (int8_t)y[i],
+                         (int8_t)yf[i]);
+        const double grouped = (double)C * H * W * cg * K;
+        printf("  C %d groups %d: layer %s, %.0f MACs (grouped %.0f)\n", C, G, op, macs, grouped);
+        assert_string_equal(op, t == 0 ? "gconv" : "conv");
+        assert_true(macs == (t == 0 ? grouped : G * grouped));
+        assert_true(macsf == G * grouped);
+    }
+    tsr_device_close(dev);
+}
+
 /* A conv2d plan over device tensors rebound to other tensors (relocation
  * only) reads the new input and writes the new output: equal to the
  * one-shot API (itself checked against the reference by test_conv2d) on
@@ -960,6 +1057,7 @@ int main(void)
         cmocka_unit_test(test_reshape),
         cmocka_unit_test(test_requantize),
         cmocka_unit_test(test_conv_bind),
+        cmocka_unit_test(test_grouped_conv),
         cmocka_unit_test(test_small_resnet),
         cmocka_unit_test(test_random_graphs),
         cmocka_unit_test(test_fuse_fallback),
