@@ -604,7 +604,9 @@ int tsr_ox_transpose_q(tsr_onnx_t *m, int ni, int arg)
         return NERR(m, ni, "input missing");
     const ox_val_t X = m->vals[x];
     const Onnx__AttributeProto *pa = attr(m->gp->node[ni], "perm");
-    if (X.view_of < 0 || X.cdata || X.vcount != 1 || (pa && pa->n_ints != (size_t)X.ndim))
+    /* (a view of a constant: tsr_ox_transpose_any folds it at import) */
+    if (X.view_of < 0 || X.cdata || m->vals[X.view_of].cdata || X.vcount != 1 ||
+        (pa && pa->n_ints != (size_t)X.ndim))
         return tsr_ox_transpose_any(m, ni, arg);
     int64_t perm[MAXD], d[MAXD], last = -1;
     int seen[MAXD] = {0}, moves = 0;
@@ -666,8 +668,8 @@ int tsr_ox_slice_q(tsr_onnx_t *m, int ni, int arg)
     if (x < 0 || m->opset < 10 || n->n_input < 3 || n->n_input > 5)
         return tsr_ox_slice(m, ni, arg);
     const ox_val_t X = m->vals[x];
-    if (X.view_of < 0 || X.cdata || X.vcount != 1)
-        return tsr_ox_slice(m, ni, arg);
+    if (X.view_of < 0 || X.cdata || m->vals[X.view_of].cdata || X.vcount != 1)
+        return tsr_ox_slice(m, ni, arg); /* (a view of a constant: folded there) */
     int64_t v[4][MAXD];
     int cnt[4] = {0, 0, 0, 0};
     for (int k = 0; k < 4; k++) { /* starts, ends, axes, steps */
