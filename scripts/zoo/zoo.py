@@ -3,7 +3,7 @@
 their results compare with ONNX Runtime's.
 
 usage: zoo.py table [--models a,b|all] [--variants u8,s8] [--size S] [--inputs N] [--calib N]
-                    [--dir DIR] [--tessera PATH] [--backend fsim|rtl|systemc] [--json]
+                    [--dir DIR] [--tessera PATH] [--backend fsim|rtl|systemc] [--cycles] [--json]
 
 Per model (build.py, cached in DIR/sS/) and activation variant (qdq.py, u8 and s8, cached):
 - ORT: the float and the QDQ model run in ONNX Runtime on N seeded inputs (the QDQ model through
@@ -17,12 +17,16 @@ Per model (build.py, cached in DIR/sS/) and activation variant (qdq.py, u8 and s
   host nodes between two device nodes in the placement order; then on the N inputs against ORT's QDQ
   run: top-1 agreement, output values that differ, and the largest difference in LSB of the final
   quantized output (its DequantizeLinear's scale).
+With --cycles, one more run of the first input on the systemc backend (the timed model, within 0.06% of
+the RTL) with the kernel cache off gives: total cycles, frames/s at the config's clock, the ratio of
+the summed per-layer roofline bounds to the cycles, and the cold plan time.
 Prints a markdown table (stdout) and the total time; --json prints the rows as JSON instead.
 """
 import argparse
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -191,6 +195,31 @@ def run_tessera(a, qpath, x, d, tag, macs):
     return row, (np.concatenate(outs) if outs else None)
 
 
+TIMING = re.compile(r"total cycles (\d+), sum of per-layer bounds (\d+), ratio ([\d.]+); ([\d.]+) images/s at "
+                    r"(\d+) MHz")
+PLAN = re.compile(r"^plan ([\d.]+) ms wall", re.M)
+
+
+def run_cycles(a, qpath, x, d, tag):
+    """Cycles, frames/s, bound ratio and cold plan time of one input on the systemc backend."""
+    inp = os.path.join(d, f"{tag}_c0.npy")
+    common.save_npy(inp, x[:1])
+    env = dict(os.environ, TESSERA_JIT_CACHE="off")
+    try:
+        p = subprocess.run([a.tessera, "infer", qpath, "-i", inp, "--backend", "systemc"], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, timeout=a.timeout, env=env)
+    except subprocess.TimeoutExpired:
+        return {"cycles_error": f"timeout after {a.timeout} s"}
+    finally:
+        os.unlink(inp)
+    t, pl = TIMING.search(p.stdout), PLAN.search(p.stdout)
+    if p.returncode or not t:
+        lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
+        return {"cycles_error": lines[-1] if lines else f"exit status {p.returncode}"}
+    return {"cycles": int(t[1]), "bound_ratio": float(t[3]), "fps": float(t[4]), "mhz": int(t[5]),
+            "plan_ms": float(pl[1]) if pl else None}
+
+
 def output_scale(qpath):
     """The scale of the DequantizeLinear that writes the graph's first output."""
     import onnx
@@ -264,6 +293,8 @@ def do_model(a, model, timing):
         trow, t_out = run_tessera(a, qpath, x, d, f"{model}_{v}", macs)
         timing["tessera"] += time.time() - t0
         row.update(trow)
+        if a.cycles and row.get("imports") == "yes":
+            row.update(run_cycles(a, qpath, x, d, f"{model}_{v}"))
         if t_out is not None:
             ref = q_out[:len(t_out)]
             scale = output_scale(qpath)
@@ -282,10 +313,22 @@ def cell(v, fmt="{}"):
     return "-" if v is None else fmt.format(v)
 
 
+def timing_cells(r):
+    if r.get("cycles_error"):
+        return f" {r['cycles_error'].replace('|', '/')} | | | |"
+    if "cycles" not in r:
+        return " - | - | - | - |"
+    return (f" {r['cycles']:,} | {r['fps']:.1f} at {r['mhz']} MHz | {r['bound_ratio']:.3f} | "
+            f"{cell(r.get('plan_ms'), '{:.0f}')} |")
+
+
 def markdown(rows):
     head = ("| model | act | imports | device MACs | segments | host ops | round trips | top-1 vs ORT | "
             "values differ | max LSB | fp32 top-1 (ORT) | fp32 corr | qdq check | GMACs | MB fp32/qdq |")
-    lines = [head, "|" + "|".join(["---"] * 15) + "|"]
+    timed = any("cycles" in r or "cycles_error" in r for r in rows)
+    if timed:
+        head += " cycles (systemc) | frames/s | bound ratio | cold plan ms |"
+    lines = [head, "|" + "|".join(["---"] * (19 if timed else 15)) + "|"]
     for r in rows:
         if "error" in r:
             lines.append(f"| {r['model']} | {r['variant']} | {r['error']} |" + " |" * 12)
@@ -300,7 +343,7 @@ def markdown(rows):
             f"{cell(r.get('segments'))} | {cell(r.get('host_ops'))} | {cell(r.get('round_trips'))} | "
             f"{cell(r.get('top1'), '{:.0%}')} | {diff} | {cell(r.get('max_lsb'))} | "
             f"{cell(r.get('fp32_top1'), '{:.0%}')} | {cell(r.get('fp32_corr'))} | {r.get('qdq_check', '-')} | {cell(r.get('gmacs'))} | "
-            f"{r.get('fp32_mb')}/{r.get('qdq_mb')} |")
+            f"{r.get('fp32_mb')}/{r.get('qdq_mb')} |" + (timing_cells(r) if timed else ""))
     return "\n".join(lines)
 
 
@@ -354,6 +397,7 @@ def main():
     t.add_argument("--backend", default="fsim")
     t.add_argument("--timeout", default="1800", help="seconds per tessera run (default 1800)")
     t.add_argument("--json", action="store_true")
+    t.add_argument("--cycles", action="store_true", help="add systemc cycles, frames/s, bound ratio, cold plan time")
     a = ap.parse_args()
     if a.cmd != "table":
         raise UsageError("expected a command: table (see --help)")
