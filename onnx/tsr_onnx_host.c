@@ -208,7 +208,7 @@ static const ox_host_kernel_t kernels[] = {
     {H_LAYERNORM, "float layernorm", tsr_ox_run_layernorm},
     {H_FMATMUL, "float matmul", tsr_ox_run_fmatmul},
     {H_QSOFTMAX, "quantized softmax", tsr_ox_run_qsoftmax},
-    {H_QADDC, "quantized add of a constant", tsr_ox_run_qaddc},
+    {H_QADDC, "quantized add or mul", tsr_ox_run_qaddc},
 };
 
 static const ox_host_kernel_t *kernel(int kind)

@@ -469,7 +469,11 @@ int tsr_ox_run_qsoftmax(tsr_onnx_t *m, const ox_lop_t *L)
  * MLAS's float form nearbyintf((as (a - za) + bs (b - zb)) / ys) + zy.
  * (L: in the activation's bytes, in2 the constant's, repeated every
  * geo[1] elements of the geo[0]; geo[2..4] MA, MB, Sh (Sh 0: the float
- * form); geo[5], geo[6] za, zb; scale as, mult bs, geo[7] ys's bits; yzp.) */
+ * form); geo[5], geo[6] za, zb; scale as, mult bs, geo[7] ys's bits; yzp.)
+ * axis 1: a Mul as ONNX Runtime's QLinearMul (MLAS, x86), in2 the constant
+ * or an activation of in's shape: nearbyintf(float((a - za)(b - zb)) * scale)
+ * + zy, saturated, scale = fl32(as * bs / ys). Add: in2 may be such an
+ * activation too. */
 int tsr_ox_run_qaddc(tsr_onnx_t *m, const ox_lop_t *L)
 {
     const uint8_t *ab = tsr_ox_bytes(m, L->in), *bb = tsr_ox_bytes(m, L->in2);
@@ -486,7 +490,9 @@ int tsr_ox_run_qaddc(tsr_onnx_t *m, const ox_lop_t *L)
         const int32_t a = (as ? (int8_t)ab[i] : ab[i]) - za;
         const int32_t b = (bs ? (int8_t)bb[i % per] : bb[i % per]) - zb;
         int64_t q;
-        if (Sh) {
+        if (L->axis) /* Mul */
+            q = (int64_t)nearbyintf((float)(a * b) * L->scale);
+        else if (Sh) {
             const int64_t acc = (int64_t)a * MA + (int64_t)b * MB, half = (int64_t)1 << (Sh - 1);
             q = acc >= 0 ? (acc + half) >> Sh : -((-acc + half) >> Sh);
         } else

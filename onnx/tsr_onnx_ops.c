@@ -77,7 +77,7 @@ static const ox_op_t ops[] = {
     {"", "Log", 6, 0, tsr_ox_funary, FU_LOG, 0},
     {"", "Not", 1, 0, tsr_ox_funary, FU_NOT, 0},
     {"", "Sub", 7, 0, tsr_ox_fnary, FN_SUB, 0},              /* broadcasting since 7 */
-    {"", "Mul", 7, 0, tsr_ox_fnary, FN_MUL, 0},
+    {"", "Mul", 7, 0, tsr_ox_mul_any, FN_MUL, OX_QDQ_OUT}, /* QDQ: QLinearMul (ops/tsr_ox_math.c) */
     {"", "Div", 7, 0, tsr_ox_fnary, FN_DIV, 0},
     {"", "Pow", 7, 0, tsr_ox_fnary, FN_POW, 0},
     {"", "Min", 8, 0, tsr_ox_fnary, FN_MIN, 0},              /* two inputs */

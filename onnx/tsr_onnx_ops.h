@@ -87,6 +87,7 @@ int tsr_ox_funary(tsr_onnx_t *m, int ni, int op);
 int tsr_ox_fnary(tsr_onnx_t *m, int ni, int op);
 int tsr_ox_add_any(tsr_onnx_t *m, int ni, int arg);
 int tsr_ox_matmul_any(tsr_onnx_t *m, int ni, int arg);
+int tsr_ox_mul_any(tsr_onnx_t *m, int ni, int arg); /* QDQ: QLinearMul on the host, else float */
 int tsr_ox_gemm_any(tsr_onnx_t *m, int ni, int arg);
 int tsr_ox_reduce(tsr_onnx_t *m, int ni, int op);
 int tsr_ox_layernorm(tsr_onnx_t *m, int ni, int arg);

@@ -259,17 +259,23 @@ int tsr_ox_fnary(tsr_onnx_t *m, int ni, int op)
  * dequantized values. The device add reads two device tensors, and a
  * segment takes one input from outside: the constant has no place there.
  * The constant must repeat along A's leading dimensions (its dimensions,
- * leading 1s dropped, are A's last ones). Returns 1 when the node is not
- * such an Add. */
-static int qadd_const(tsr_onnx_t *m, int ni, int a, int b)
+ * leading 1s dropped, are A's last ones); B may also be an activation of
+ * A's shape (a residual Add the device could not take). mul: the same for
+ * a Mul, as ONNX Runtime's QLinearMul. Returns 1 when the node is not such
+ * an Add (Mul). */
+static int qadd_const(tsr_onnx_t *m, int ni, int a, int b, int mul)
 {
     if (m->vals[a].cdata && !m->vals[b].cdata) { /* the sum is symmetric: the activation first */
         const int t = a;
         a = b, b = t;
     }
     const ox_val_t *A = &m->vals[a], *B = &m->vals[b];
-    if (A->cdata || !B->cdata || A->view_of < 0 || B->view_of < 0 || A->vcount != 1 || B->vcount != 1 ||
-        !m->vals[B->view_of].cdata || m->qsel[ni].status != OX_SEL_OK || m->qsel[ni].act >= 0 ||
+    int same = A->ndim == B->ndim; /* two activations of one shape (a residual Add off the device, GELU's Mul) */
+    for (int i = 0; same && i < A->ndim; i++)
+        same = A->dims[i] == B->dims[i];
+    if (A->cdata || (!B->cdata && !same) || A->view_of < 0 || B->view_of < 0 || A->vcount != 1 ||
+        B->vcount != 1 || (!m->vals[B->view_of].cdata && !same) || m->qsel[ni].status != OX_SEL_OK ||
+        m->qsel[ni].act >= 0 ||
         (A->elem != ET_FLOAT) || (m->vals[A->view_of].elem != ET_UINT8 && m->vals[A->view_of].elem != ET_INT8) ||
         (m->vals[B->view_of].elem != ET_UINT8 && m->vals[B->view_of].elem != ET_INT8))
         return 1;
@@ -321,6 +327,9 @@ static int qadd_const(tsr_onnx_t *m, int ni, int a, int b)
     memcpy(L->geo, g, sizeof g);
     L->in2 = qb;
     L->scale = as, L->mult = bs, L->yzp = o.zp;
+    L->axis = mul;
+    if (mul) /* MLAS's QLinearMul (x86): nearbyintf(float((a - za)(b - zb)) * fl32(as * bs / ys)) + zy */
+        L->scale = as * bs / o.scale;
     tsr_ox_qdq_fold(m, ni);
     return 0;
 }
@@ -343,11 +352,25 @@ int tsr_ox_add_any(tsr_onnx_t *m, int ni, int arg)
             q = m->lops[l].side == SIDE_DEV;
         if (q)
             return tsr_ox_qdq_add(m, ni, arg);
-        const int rc = qadd_const(m, ni, a, b);
+        const int rc = qadd_const(m, ni, a, b, 0);
         if (rc != 1)
             return rc;
     }
     return tsr_ox_fnary(m, ni, FN_ADD);
+}
+
+/* Mul: a QDQ Mul of an activation and a constant or of two activations of
+ * one shape as ONNX Runtime's QLinearMul on the host (tsr_ox_run_qaddc),
+ * else float on the host. */
+int tsr_ox_mul_any(tsr_onnx_t *m, int ni, int arg)
+{
+    const int a = tsr_ox_in_val(m, ni, 0), b = tsr_ox_in_val(m, ni, 1);
+    if (a >= 0 && b >= 0) {
+        const int rc = qadd_const(m, ni, a, b, 1);
+        if (rc != 1)
+            return rc;
+    }
+    return tsr_ox_fnary(m, ni, arg);
 }
 
 /* The device dense reads its input's bytes as their producer laid them out

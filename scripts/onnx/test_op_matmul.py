@@ -70,12 +70,25 @@ def add_const(act):
     T.against_ort(f"add of constants {act}", q, x, max_lsb=0)
     device_share(T.save(q, f"addc_{act}.onnx"), x)
     k = [kernels.get(n) for n in ("add_bias", "add_pos")]
-    T.check(f"add of constants {act}: integer", k == ["quantized add of a constant"] * 2, f"{k}")
+    T.check(f"add of constants {act}: integer", k == ["quantized add or mul"] * 2, f"{k}")
     # a constant whose scale is below 2^-14 of the output's: MLAS's float form of QLinearAdd
     tiny = numpy_helper.from_array((rng.standard_normal(48) * 1e-6).astype(np.float32), "tiny")
     m = T.model([helper.make_node("Add", ["x", "tiny"], ["y"], name="add_tiny")], [("x", TP.FLOAT, [1, 64, 48])],
                 [("y", TP.FLOAT, [1, 64, 48])], [tiny])
     T.against_ort(f"add of a tiny constant {act}", T.quantize(m, calib, act), x, max_lsb=0)
+    # Mul by a constant (LayerNorm's weight) and of two activations (GELU's x * (1 + erf)), and the
+    # Add of two activations off the device: ONNX Runtime's QLinearMul / QLinearAdd, exact
+    g = numpy_helper.from_array((rng.standard_normal(48) * 0.7).astype(np.float32), "g")
+    m = T.model([helper.make_node("Mul", ["x", "g"], ["t"], name="mul_const"),
+                 helper.make_node("Tanh", ["x"], ["u"], name="tanh"),
+                 helper.make_node("Mul", ["t", "u"], ["v"], name="mul_act"),
+                 helper.make_node("Add", ["v", "u"], ["y"], name="add_act")],
+                [("x", TP.FLOAT, [1, 64, 48])], [("y", TP.FLOAT, [1, 64, 48])], [g])
+    q = T.quantize(m, calib, act)
+    T.against_ort(f"mul and add of activations {act}", q, x, max_lsb=0)
+    device_share(T.save(q, f"mul_{act}.onnx"), x)
+    k = [kernels.get(n) for n in ("mul_const", "mul_act", "add_act")]
+    T.check(f"mul and add of activations {act}: integer", k == ["quantized add or mul"] * 3, f"{k}")
 
 
 def attention_model():
