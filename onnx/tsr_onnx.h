@@ -37,9 +37,10 @@
  *     batched matmul with B 2-D or of A's batch shape), QLinearMatMul of
  *     more than 2-D operands (float32 multiplier as ONNX Runtime), the QDQ
  *     MatMul of two activations (attention's Q.K^T, attention.V) with the
- *     same QLinearMatMul arithmetic, the QDQ Add of an activation and a
- *     constant (a bias, a position embedding) with MLAS's QLinearAdd
- *     arithmetic (the device add reads two device tensors), and
+ *     same QLinearMatMul arithmetic, the QDQ Add and Mul of an activation
+ *     and a constant (a bias, a position embedding, a LayerNorm weight) or
+ *     of two activations of one shape (a Mul; an Add the device cannot
+ *     take) with MLAS's QLinearAdd / QLinearMul arithmetic, and
  *     Concat of two inputs along any axis (QDQ: inputs with one shared
  *     scale and zero point, the quantized bytes concatenated);
  *   - the standard float ops run on the host too (onnx/ops/tsr_ox_math.c,
