@@ -155,7 +155,7 @@ def known_names(a, mpath, x, names, d):
 
 
 def run_tessera(a, mpath, x, names, d):
-    """{name: array [N, ...]} of tessera's values of names over the samples, and its outputs."""
+    """{name: [array per sample]} of tessera's values of names, and its outputs concatenated."""
     vals = {t: [] for t in names}
     outs = []
     inp = os.path.join(d, "ld_x.npy")
@@ -176,7 +176,7 @@ def run_tessera(a, mpath, x, names, d):
                 vals[t].append(np.load(f))
             if c0 == 0:
                 outs.append(np.load(out))
-    return {t: np.concatenate(v) for t, v in vals.items()}, np.concatenate(outs)
+    return vals, np.concatenate(outs)
 
 
 def diff(got, want):
@@ -219,22 +219,35 @@ def layerdiff(a):
     common.ort_run(full, x_path, os.path.join(d, "ld_ort_y.npy"), batch=True, named=ort_files)
     ort_vals = {t: np.load(f) for t, f in ort_files}
     # tessera, every point
-    tsr_vals, tsr_y = run_tessera(a, a.model, x, names, d)
+    tsr_per, tsr_y = run_tessera(a, a.model, x, names, d)
+    tsr_vals = {t: np.concatenate(v) for t, v in tsr_per.items()}
     # ORT, alone: each group on tessera's inputs
     iso = os.path.join(d, "ld_iso.onnx")
     common.save_onnx(iso, isolated_model(m, groups, vi_type))
-    in_files = []
-    for k, (_, _, reads) in enumerate(groups):
-        for t in reads:
+    # A tensor whose leading axis is not the batch (torch's MultiheadAttention works in
+    # [sequence, batch, features]: ViT's attention tensors are [197, 1, 192]) cannot be cut
+    # into samples along axis 0 by ort_run.js --batch; then the isolated model runs once per
+    # sample, unbatched, and its outputs are concatenated along axis 0 as tessera's are.
+    reads_all = [t for _, _, reads in groups for t in reads]
+    batched = all(t in graph_inputs or all(v.shape[:1] == (1,) for v in tsr_per[t]) for t in reads_all)
+    iso_vals = {}
+    for s in ([None] if batched else range(len(x))):
+        in_files = []
+        for t in reads_all:
             f = os.path.join(d, f"ld_in{len(in_files)}.npy")
-            np.save(f, x if t in graph_inputs else tsr_vals[t])
+            if s is None:
+                np.save(f, x if t in graph_inputs else tsr_vals[t])
+            else:
+                np.save(f, x[s:s + 1] if t in graph_inputs else tsr_per[t][s])
             in_files.append(f)
-    iso_files = [(f"g{k}__{t}", os.path.join(d, f"ld_iso{k}.npy")) for k, (t, _, _) in enumerate(groups)]
-    common.ort_run(iso, ",".join(in_files), iso_files[0][1], batch=True, named=iso_files[1:])
+        iso_files = [(f"g{k}__{t}", os.path.join(d, f"ld_iso{k}.npy")) for k, (t, _, _) in enumerate(groups)]
+        common.ort_run(iso, ",".join(in_files), iso_files[0][1], batch=s is None, named=iso_files[1:])
+        for k, (_, f) in enumerate(iso_files):
+            iso_vals.setdefault(k, []).append(np.load(f))
     rows = []
     for k, (t, gn, reads) in enumerate(groups):
         ch = diff(tsr_vals[t], ort_vals[t])
-        al = diff(tsr_vals[t], np.load(iso_files[k][1]))
+        al = diff(tsr_vals[t], np.concatenate(iso_vals[k]))
         rows.append({"tensor": t, "op": label(m, gn), "node": m.graph.node[gn[-1]].name if gn else "",
                      "elements": int(tsr_vals[t].size), "chain_differ": ch and ch[0], "chain_max": ch and ch[1],
                      "alone_differ": al and al[0], "alone_max": al and al[1]})
