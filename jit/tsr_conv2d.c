@@ -299,7 +299,9 @@ int tsr_conv2d_pack_weights(const tsr_config_t *c, const tsr_conv2d_plan_t *pl, 
         vals[nv++] = p->mult[r];
         if (pl->nconst > 3) /* per-channel left shifts (shr by a negative amount) */
             vals[nv++] = -imax(p->shift[r], 0);
-        vals[nv++] = tsr_requant_rqfin(imax(-p->shift[r], 0), p->y_zp, p->act_min, p->act_max);
+        /* (a fused add's input a is this output: its zero point folded, tsr_conv2d_geo.h) */
+        const int32_t fz = pl->fused && tsr_conv2d_fuse_fold_zp(p, &pl->fadd) ? p->y_zp : 0;
+        vals[nv++] = tsr_requant_rqfin(imax(-p->shift[r], 0), p->y_zp - fz, p->act_min - fz, p->act_max - fz);
         for (int k = 0; k < nv; k++)
             for (int b = 0; b < c->batch; b++) {
                 /* resident plans keep each kind of row together (one burst per kind) */
@@ -315,6 +317,9 @@ int tsr_conv2d_pack_weights(const tsr_config_t *c, const tsr_conv2d_plan_t *pl, 
     if (pl->fused) { /* the add's rows (every lane the same) behind the conv's */
         int32_t v[TSR_ADD_NCONST];
         tsr_add_const_values(&pl->fadd, v);
+        for (int k = 0; k < 2; k++) /* mult_a, mult_b: a mul's factor where it replaces shl + mulhr */
+            if (tsr_conv2d_fuse_mul(&pl->fadd, v[k]))
+                v[k] >>= 31 - pl->fadd.left_shift;
         const size_t el0 = (size_t)pl->cob * (size_t)pl->nconst, lanes = (size_t)c->batch * c->block_out;
         for (int k = 0; k < TSR_ADD_NCONST; k++)
             for (size_t l = 0; l < lanes; l++)

@@ -448,6 +448,111 @@ static conv_case_t basic_case(int n, int cin, int h, int w, int cout, int kh, in
     return k;
 }
 
+/* A conv with a fused add whose integers are ONNX Runtime's (left shift 22,
+ * multipliers MA * 512 and MB * 512, shifts 0: onnx/ops/tsr_ox_eltwise.c)
+ * and whose input a (the conv's output) and b have zero points: the
+ * epilogue's shortcuts (tsr_conv2d_geo.h: the conv's rqfin takes a's zero
+ * point, a mul replaces each shl + mulhr) keep every byte of the reference
+ * (the conv, then the add on its output), and the add takes 6 ALU ops per
+ * accumulator row beyond the plain conv's instead of 9 (rows of a 1x1 conv:
+ * NB * CB_out * OH * OW). Fails before the shortcuts on the op count. */
+static void test_fused_add_shortcuts(void **state)
+{
+    (void)state;
+    tsr_device_t *dev = open_dev("default");
+    const tsr_config_t *cfg = tsr_device_config(dev);
+    conv_case_t k = basic_case(1, 32, 6, 5, 48, 1, 1, 1, 0);
+    tsr_conv2d_params_t *p = &k.p;
+    p->w_zp = k.w_zp; /* (into this copy) */
+    p->mult = k.mult;
+    p->shift = k.shift;
+    p->x_zp = 3;
+    p->y_zp = 9;
+    const int oh = 6, ow = 5;
+    const size_t nx = (size_t)p->c_in * 30, nw = (size_t)p->c_out * p->c_in, ny = (size_t)p->c_out * 30;
+    uint8_t *x = malloc(nx), *w = malloc(nw), *r = malloc(ny), *yc = malloc(ny), *yr = malloc(ny), *y = malloc(ny);
+    int32_t bias[48];
+    assert_true(x && w && r && yc && yr && y);
+    uint64_t s = base_seed() ^ 0xadd5;
+    for (size_t i = 0; i < nx; i++)
+        x[i] = (uint8_t)rnd(&s, -128, 127);
+    for (size_t i = 0; i < nw; i++)
+        w[i] = (uint8_t)rnd(&s, -128, 127);
+    for (size_t i = 0; i < ny; i++)
+        r[i] = (uint8_t)rnd(&s, -128, 127);
+    for (int i = 0; i < p->c_out; i++)
+        bias[i] = rnd(&s, -20000, 20000);
+    /* the reference: conv, then the add on its int8 output */
+    opref_tensor_t tx = {OPREF_INT8, 1, p->c_in, p->h, p->w, x, p->x_zp};
+    opref_weights_t tw = {OPREF_INT8, p->c_out, p->c_in, 1, 1, w, k.w_zp, 1};
+    opref_tensor_t tc = {OPREF_INT8, 1, p->c_out, oh, ow, yc, p->y_zp};
+    opref_conv_params_t cp = {1, 1, 0, 0, 0, 0, 1};
+    opref_requant_t rq = {1, k.mult, k.shift, p->act_min, p->act_max};
+    assert_int_equal(opref_conv2d(&tx, &tw, bias, &cp, &rq, &tc), TSR_OK);
+    const int sh = 20; /* MA, MB in [2^21, 2^22): tsr_ox_eltwise.c's mlas form */
+    const int32_t ma = 0x2a3b4c, mb = 0x3c1d2e;
+    tsr_add_params_t ap = {.a = {1, p->c_out, oh, ow, TSR_DT_INT8, p->y_zp},
+                           .b = {1, p->c_out, oh, ow, TSR_DT_INT8, -7},
+                           .y = {1, p->c_out, oh, ow, TSR_DT_INT8, 4},
+                           .left_shift = 22, .mult_a = ma * 512, .mult_b = mb * 512, .shift_a = 0, .shift_b = 0,
+                           .mult_out = 1 << 30, .shift_out = -(sh - 1), .act_min = -128, .act_max = 127};
+    opref_add_params_t op = {ap.left_shift, ap.mult_a, ap.mult_b, ap.shift_a, ap.shift_b, ap.mult_out,
+                             ap.shift_out, ap.act_min, ap.act_max};
+    opref_tensor_t ob = {OPREF_INT8, 1, p->c_out, oh, ow, r, ap.b.zp}, oy = {OPREF_INT8, 1, p->c_out, oh, ow, yr, ap.y.zp};
+    assert_int_equal(opref_add(&tc, &ob, &op, &oy), TSR_OK);
+    /* the fused plan on the device */
+    tsr_dtensor_t dx, dr, dy;
+    assert_int_equal(tsr_dtensor_init(cfg, 1, p->c_in, p->h, p->w, TSR_DT_INT8, p->x_zp, &dx), TSR_OK);
+    assert_int_equal(tsr_dtensor_init(cfg, 1, p->c_out, oh, ow, TSR_DT_INT8, ap.b.zp, &dr), TSR_OK);
+    assert_int_equal(tsr_dtensor_init(cfg, 1, p->c_out, oh, ow, TSR_DT_INT8, ap.y.zp, &dy), TSR_OK);
+    assert_int_equal(tsr_dtensor_alloc(dev, &dx), TSR_OK);
+    assert_int_equal(tsr_dtensor_alloc(dev, &dr), TSR_OK);
+    assert_int_equal(tsr_dtensor_alloc(dev, &dy), TSR_OK);
+    tsr_conv2d_plan_t pl;
+    if (tsr_conv2d_plan_tensors_add(dev, p, &ap, &dx, &dr, &dy, &pl))
+        fail_msg("fused plan: %s", tsr_errmsg());
+    int rc = tsr_conv2d_write_weights(dev, &pl, w, bias);
+    if (!rc)
+        rc = tsr_dtensor_write_nchw(dev, &dx, x);
+    if (!rc)
+        rc = tsr_dtensor_write_nchw(dev, &dr, r);
+    if (!rc)
+        rc = tsr_conv2d_exec(dev, &pl);
+    if (!rc)
+        rc = tsr_dtensor_read_nchw(dev, &dy, y);
+    if (rc)
+        fail_msg("fused run: %s", tsr_errmsg());
+    for (size_t i = 0; i < ny; i++)
+        if (y[i] != yr[i])
+            fail_msg("fused add shortcuts: output %zu of %zu: got %d, want %d", i, ny, (int8_t)y[i], (int8_t)yr[i]);
+    /* the add's share: the fused plan's ALU ops less the plain conv's */
+    tsr_conv2d_plan_t pc;
+    tsr_dtensor_t dc;
+    assert_int_equal(tsr_dtensor_init(cfg, 1, p->c_out, oh, ow, TSR_DT_INT8, p->y_zp, &dc), TSR_OK);
+    assert_int_equal(tsr_dtensor_alloc(dev, &dc), TSR_OK);
+    if (tsr_conv2d_plan_tensors(dev, p, &dx, &dc, &pc))
+        fail_msg("conv plan: %s", tsr_errmsg());
+    const uint64_t rows = (uint64_t)dy.nb * (uint64_t)dy.cb * (uint64_t)(oh * ow), add_ops = pl.alu_ops - pc.alu_ops;
+    print_message("fused add shortcuts: %llu ALU ops (the conv alone %llu) over %llu accumulator rows\n",
+                  (unsigned long long)pl.alu_ops, (unsigned long long)pc.alu_ops, (unsigned long long)rows);
+    if (pl.alu_ops < pc.alu_ops || add_ops != rows * 6)
+        fail_msg("fused add: %llu ALU ops for the add over %llu rows, want 6 per row", (unsigned long long)add_ops,
+                 (unsigned long long)rows);
+    tsr_conv2d_plan_free(dev, &pc);
+    tsr_dtensor_free(dev, &dc);
+    tsr_conv2d_plan_free(dev, &pl);
+    tsr_dtensor_free(dev, &dx);
+    tsr_dtensor_free(dev, &dr);
+    tsr_dtensor_free(dev, &dy);
+    tsr_device_close(dev);
+    free(x);
+    free(w);
+    free(r);
+    free(yc);
+    free(yr);
+    free(y);
+}
+
 /* Large C_in on tiny: the reduction is split across chunks. */
 static void test_reduction_split(void **state)
 {
@@ -744,6 +849,7 @@ int main(void)
         cmocka_unit_test(test_random_batch2),   cmocka_unit_test(test_random_rect),
         cmocka_unit_test(test_resnet_plans),    cmocka_unit_test(test_one_call),
         cmocka_unit_test(test_presearch),       cmocka_unit_test(test_grouped),
+        cmocka_unit_test(test_fused_add_shortcuts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

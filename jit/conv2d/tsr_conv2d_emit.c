@@ -100,16 +100,19 @@ static int post_seq(const geo_t *g, alu_step_t seq[MAX_POST])
     if (!g->fuse)
         return ns;
     const tsr_add_params_t *a = g->fadd;
-    if (a->a.zp)
+    /* (the shortcuts of tsr_conv2d_geo.h: the rqfin row then has zero point
+     * 0, the constant rows m >> (31 - left_shift), tsr_conv2d.c) */
+    const int mul_a = tsr_conv2d_fuse_mul(a, a->mult_a), mul_b = tsr_conv2d_fuse_mul(a, a->mult_b);
+    if (a->a.zp && !tsr_conv2d_fuse_fold_zp(g->p, a))
         seq[ns++] = (alu_step_t){TSR_ALU_ADD, -1, -a->a.zp, 1 + FU_A};
     if (a->b.zp)
         seq[ns++] = (alu_step_t){TSR_ALU_ADD, -1, -a->b.zp, 1 + FU_B};
-    if (a->left_shift) {
+    if (a->left_shift && !mul_a)
         seq[ns++] = (alu_step_t){TSR_ALU_SHR, -1, -a->left_shift, 1 + FU_A};
+    if (a->left_shift && !mul_b)
         seq[ns++] = (alu_step_t){TSR_ALU_SHR, -1, -a->left_shift, 1 + FU_B};
-    }
-    seq[ns++] = (alu_step_t){TSR_ALU_MULHR, 0, 0, 1 + FU_A_MA};
-    seq[ns++] = (alu_step_t){TSR_ALU_MULHR, 1, 0, 1 + FU_B_MB};
+    seq[ns++] = (alu_step_t){mul_a ? TSR_ALU_MUL : TSR_ALU_MULHR, 0, 0, 1 + FU_A_MA};
+    seq[ns++] = (alu_step_t){mul_b ? TSR_ALU_MUL : TSR_ALU_MULHR, 1, 0, 1 + FU_B_MB};
     if (a->shift_a < 0)
         seq[ns++] = (alu_step_t){TSR_ALU_RSHR, -1, -a->shift_a, 1 + FU_A};
     if (a->shift_b < 0)

@@ -138,6 +138,29 @@ uint32_t tsr_conv2d_fuse_uop(const geo_t *g, int pa, int j);
  * TSR_ADD_NCONST constant rows behind it. */
 uint32_t tsr_conv2d_fuse_base(const geo_t *g, int pa);
 uint32_t tsr_conv2d_fuse_const(const geo_t *g, int pa);
+/* Exact shortcuts of the fused add's ALU sequence, each one ALU op less per
+ * accumulator row (the same integers; the add's ALU work, up to a dozen ops
+ * per row, is what bounds ResNet's conv+add layers, not their GEMMs):
+ * - fold_zp: input a is the conv's own output (a.zp == y_zp, checked at
+ *   plan time), whose rqfin adds y_zp and clamps, and whose add step then
+ *   subtracts it again; an rqfin with zero point 0 and the clamp bounds moved
+ *   by -y_zp gives min(max(r, lo - zp), hi - zp) == min(max(r + zp, lo), hi)
+ *   - zp, when the moved bounds fit rqfin's signed 9-bit fields;
+ * - mul (input a or b, multiplier m): the shift left by left_shift and the
+ *   mulhr by m make x * m / 2^(31 - left_shift) rounded; when m is a
+ *   multiple of 2^(31 - left_shift) (ONNX Runtime's parameters: left_shift
+ *   22, m = MA * 512) that is exactly x * (m >> (31 - left_shift)), one mul.
+ *   |x| <= 510 (an 8-bit value less an 8-bit zero point) and m < 2^31, so
+ *   neither x << left_shift (<= 22) nor the product wraps. */
+static inline int tsr_conv2d_fuse_fold_zp(const tsr_conv2d_params_t *p, const tsr_add_params_t *a)
+{
+    return a && a->a.zp == p->y_zp && p->y_zp != 0 && p->act_min - p->y_zp >= -256 && p->act_max - p->y_zp <= 255;
+}
+static inline int tsr_conv2d_fuse_mul(const tsr_add_params_t *a, int32_t m)
+{
+    return a && a->left_shift > 0 && a->left_shift <= 22 && m >= 0 &&
+           (m & ((INT32_C(1) << (31 - a->left_shift)) - 1)) == 0;
+}
 void tsr_conv2d_set_tiling(geo_t *g, const tiling_t *t);
 int tsr_conv2d_tiling_fits(const geo_t *g0, const tiling_t *t);
 
