@@ -473,7 +473,10 @@ int tsr_ox_run_qsoftmax(tsr_onnx_t *m, const ox_lop_t *L)
  * axis 1: a Mul as ONNX Runtime's QLinearMul (MLAS, x86), in2 the constant
  * or an activation of in's shape: nearbyintf(float((a - za)(b - zb)) * scale)
  * + zy, saturated, scale = fl32(as * bs / ys). Add: in2 may be such an
- * activation too. */
+ * activation too. geo[8] bit 0 (set for every Add since the ViT check): ORT's
+ * AVX2 float form instead (x86-64 CPUs with AVX2 run that kernel, the
+ * fixed-point one only without AVX2), bit 1 the node's inputs swapped,
+ * geo[9], geo[10] the float bits of its r0, r1. */
 int tsr_ox_run_qaddc(tsr_onnx_t *m, const ox_lop_t *L)
 {
     const uint8_t *ab = tsr_ox_bytes(m, L->in), *bb = tsr_ox_bytes(m, L->in2);
@@ -492,7 +495,31 @@ int tsr_ox_run_qaddc(tsr_onnx_t *m, const ox_lop_t *L)
         int64_t q;
         if (L->axis) /* Mul */
             q = (int64_t)nearbyintf((float)(a * b) * L->scale);
-        else if (Sh) {
+        else if (L->geo[8] & 1) {
+            /* ONNX Runtime on an x86-64 CPU with AVX2 (MlasQLinearAddKernelAvx2Helper) adds in
+               float32, not in the fixed-point form below: c = fma(a0, r0, fma(a1, r1, F)) on the
+               raw integers of the node's inputs 0 and 1 (r = fl32(s / ys), F = fl32(zy - (r0 z0 +
+               r1 z1))), rounded half to even; a scalar input 1 enters F first (mul then add).
+               The fixed-point form rounds half away from zero: 1 LSB off on the exact ties of
+               ViT-tiny's residual Adds (2 of 37824 elements), which then spread. */
+            const int sw = (int)(L->geo[8] >> 1) & 1; /* the node's input 0 is the constant (in2) */
+            const int32_t ra0 = (as ? (int8_t)ab[i] : ab[i]), rb0 = (bs ? (int8_t)bb[i % per] : bb[i % per]);
+            const float x0 = (float)(sw ? rb0 : ra0), x1 = (float)(sw ? ra0 : rb0);
+            float r0, r1, z0, z1;
+            memcpy(&r0, &L->geo[9], 4), memcpy(&r1, &L->geo[10], 4);
+            z0 = (float)(sw ? zb : za), z1 = (float)(sw ? za : zb);
+            const float F = (float)L->yzp - (r0 * z0 + r1 * z1);
+            float c;
+            if (per == 1) { /* MLAS takes a scalar operand as its B */
+                const float xs = sw ? x0 : x1, xv = sw ? x1 : x0, rs = sw ? r0 : r1, rv = sw ? r1 : r0;
+                c = fmaf(xv, rv, F + xs * rs);
+            } else
+                c = fmaf(x0, r0, fmaf(x1, r1, F));
+            q = (int64_t)nearbyintf(c);
+            q = q < lo ? lo : q > hi ? hi : q;
+            yb[i] = (uint8_t)(int32_t)q;
+            continue;
+        } else if (Sh) {
             const int64_t acc = (int64_t)a * MA + (int64_t)b * MB, half = (int64_t)1 << (Sh - 1);
             q = acc >= 0 ? (acc + half) >> Sh : -((-acc + half) >> Sh);
         } else

@@ -265,8 +265,10 @@ int tsr_ox_fnary(tsr_onnx_t *m, int ni, int op)
  * an Add (Mul). */
 static int qadd_const(tsr_onnx_t *m, int ni, int a, int b, int mul)
 {
+    int swapped = 0; /* ONNX Runtime's float QLinearAdd is not symmetric in its rounding */
     if (m->vals[a].cdata && !m->vals[b].cdata) { /* the sum is symmetric: the activation first */
         const int t = a;
+        swapped = 1;
         a = b, b = t;
     }
     const ox_val_t *A = &m->vals[a], *B = &m->vals[b];
@@ -328,6 +330,11 @@ static int qadd_const(tsr_onnx_t *m, int ni, int a, int b, int mul)
     L->in2 = qb;
     L->scale = as, L->mult = bs, L->yzp = o.zp;
     L->axis = mul;
+    if (!mul) { /* the AVX2 float form (tsr_ox_run_qaddc): ratios in the node's input order */
+        const float r0 = swapped ? rb : ra, r1 = swapped ? ra : rb;
+        L->geo[8] = 1 | (swapped << 1);
+        memcpy(&L->geo[9], &r0, 4), memcpy(&L->geo[10], &r1, 4);
+    }
     if (mul) /* MLAS's QLinearMul (x86): nearbyintf(float((a - za)(b - zb)) * fl32(as * bs / ys)) + zy */
         L->scale = as * bs / o.scale;
     tsr_ox_qdq_fold(m, ni);
