@@ -3,7 +3,8 @@
 their results compare with ONNX Runtime's.
 
 usage: zoo.py table [--models a,b|all] [--variants u8,s8] [--size S] [--inputs N] [--calib N]
-                    [--dir DIR] [--tessera PATH] [--backend fsim|rtl|systemc] [--cycles] [--json]
+                    [--dir DIR] [--tessera PATH] [--backend fsim|rtl|systemc] [--cycles]
+                    [--rtl-check [--rtl-timeout SECONDS]] [--json]
 
 Per model (build.py, cached in DIR/sS/) and activation variant (qdq.py, u8 and s8, cached):
 - ORT: the float and the QDQ model run in ONNX Runtime on N seeded inputs (the QDQ model through
@@ -20,6 +21,10 @@ Per model (build.py, cached in DIR/sS/) and activation variant (qdq.py, u8 and s
 With --cycles, one more run of the first input on the systemc backend (the timed model, within 0.06% of
 the RTL) with the kernel cache off gives: total cycles, frames/s at the config's clock, the ratio of
 the summed per-layer roofline bounds to the cycles, and the cold plan time.
+With --rtl-check, the first input runs once more on the rtl backend (the Verilated RTL; slow, about
+300 k cycles/s: a ResNet-50 takes minutes, so --rtl-timeout, default 3600 s, bounds it separately) and
+once on fsim; the column "fsim == RTL" is yes when the two output files hold the same bytes, else the
+first differing element, and gives the RTL's cycles (and their difference to systemc's with --cycles).
 Prints a markdown table (stdout) and the total time; --json prints the rows as JSON instead.
 """
 import argparse
@@ -220,6 +225,51 @@ def run_cycles(a, qpath, x, d, tag):
             "plan_ms": float(pl[1]) if pl else None}
 
 
+TOTAL = re.compile(r"total cycles (\d+)")
+
+
+def first_difference(f, r):
+    """'' when the two arrays hold the same bytes, else where and how they first differ."""
+    if f.dtype != r.dtype or f.shape != r.shape:
+        return f"fsim {f.dtype}{list(f.shape)} vs RTL {r.dtype}{list(r.shape)}"
+    if f.tobytes() == r.tobytes():
+        return ""
+    ff, rf = np.ascontiguousarray(f).reshape(-1), np.ascontiguousarray(r).reshape(-1)
+    # compare element bytes (not values: NaN != NaN, and -0.0 == 0.0 would hide a difference)
+    ne = (ff.view(np.uint8).reshape(ff.size, -1) != rf.view(np.uint8).reshape(rf.size, -1)).any(1)
+    i, n = int(np.flatnonzero(ne)[0]), int(ne.sum())
+    return f"no: {n} of {ff.size} differ, first [{i}] fsim {ff[i]} RTL {rf[i]}"
+
+
+def rtl_check(a, qpath, x, d, tag):
+    """The first input on the rtl and on the fsim backend: are the output bytes the same?"""
+    inp = os.path.join(d, f"{tag}_r0.npy")
+    outs = {b: os.path.join(d, f"{tag}_r0_{b}.npy") for b in ("fsim", "rtl")}
+    common.save_npy(inp, x[:1])
+    got, cycles = {}, None
+    try:
+        for b in ("fsim", "rtl"):
+            tmo = a.rtl_timeout if b == "rtl" else a.timeout
+            try:
+                p = subprocess.run([a.tessera, "infer", qpath, "-i", inp, "--backend", b, "-o", outs[b]],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=tmo)
+            except subprocess.TimeoutExpired:
+                return {"rtl_check": f"{b}: timeout after {tmo} s"}
+            if p.returncode or not os.path.exists(outs[b]):
+                lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
+                return {"rtl_check": f"{b}: " + (lines[-1] if lines else f"exit status {p.returncode}")}
+            got[b] = np.load(outs[b])
+            if b == "rtl":
+                t = TOTAL.search(p.stdout)
+                cycles = int(t[1]) if t else None
+    finally:
+        for f in [inp] + list(outs.values()):
+            if os.path.exists(f):
+                os.unlink(f)
+    diff = first_difference(got["fsim"], got["rtl"])
+    return {"rtl_check": diff or "yes", "rtl_cycles": cycles}
+
+
 def output_scale(qpath):
     """The scale of the DequantizeLinear that writes the graph's first output."""
     import onnx
@@ -295,6 +345,11 @@ def do_model(a, model, timing):
         row.update(trow)
         if a.cycles and row.get("imports") == "yes":
             row.update(run_cycles(a, qpath, x, d, f"{model}_{v}"))
+        if a.rtl_check and row.get("imports") == "yes":
+            t0 = time.time()
+            row.update(rtl_check(a, qpath, x, d, f"{model}_{v}"))
+            timing["rtl"] += time.time() - t0
+            log(f"rtl check: {model} {v}: fsim == RTL:{rtl_cell(row)[:-2]} in {time.time() - t0:.0f} s")
         if t_out is not None:
             ref = q_out[:len(t_out)]
             scale = output_scale(qpath)
@@ -322,13 +377,27 @@ def timing_cells(r):
             f"{cell(r.get('plan_ms'), '{:.0f}')} |")
 
 
+def rtl_cell(r):
+    if "rtl_check" not in r:
+        return " - |"
+    c = r["rtl_check"].replace("|", "/")
+    if r.get("rtl_cycles") is not None:
+        c += f"; RTL {r['rtl_cycles']:,} cycles"
+        if r.get("cycles"):
+            c += f" ({(r['rtl_cycles'] - r['cycles']) / r['cycles']:+.3%} vs systemc)"
+    return f" {c} |"
+
+
 def markdown(rows):
     head = ("| model | act | imports | device MACs | segments | host ops | round trips | top-1 vs ORT | "
             "values differ | max LSB | fp32 top-1 (ORT) | fp32 corr | qdq check | GMACs | MB fp32/qdq |")
     timed = any("cycles" in r or "cycles_error" in r for r in rows)
+    rtl = any("rtl_check" in r for r in rows)
     if timed:
         head += " cycles (systemc) | frames/s | bound ratio | cold plan ms |"
-    lines = [head, "|" + "|".join(["---"] * (19 if timed else 15)) + "|"]
+    if rtl:
+        head += " fsim == RTL |"
+    lines = [head, "|" + "|".join(["---"] * (15 + 4 * timed + rtl)) + "|"]
     for r in rows:
         if "error" in r:
             lines.append(f"| {r['model']} | {r['variant']} | {r['error']} |" + " |" * 12)
@@ -343,7 +412,8 @@ def markdown(rows):
             f"{cell(r.get('segments'))} | {cell(r.get('host_ops'))} | {cell(r.get('round_trips'))} | "
             f"{cell(r.get('top1'), '{:.0%}')} | {diff} | {cell(r.get('max_lsb'))} | "
             f"{cell(r.get('fp32_top1'), '{:.0%}')} | {cell(r.get('fp32_corr'))} | {r.get('qdq_check', '-')} | {cell(r.get('gmacs'))} | "
-            f"{r.get('fp32_mb')}/{r.get('qdq_mb')} |" + (timing_cells(r) if timed else ""))
+            f"{r.get('fp32_mb')}/{r.get('qdq_mb')} |" + (timing_cells(r) if timed else "") +
+            (rtl_cell(r) if rtl else ""))
     return "\n".join(lines)
 
 
@@ -359,6 +429,9 @@ def table(a):
     a.inputs = common.parse_count(a.inputs, "--inputs", 1, 10000)
     a.calib = common.parse_count(a.calib, "--calib", 1, 10000)
     a.timeout = common.parse_count(a.timeout, "--timeout", 1, 86400)
+    if a.rtl_timeout is not None and not a.rtl_check:
+        raise UsageError("--rtl-timeout: only with --rtl-check")
+    a.rtl_timeout = common.parse_count(a.rtl_timeout or "3600", "--rtl-timeout", 1, 86400)
     if a.backend not in ("fsim", "rtl", "systemc"):
         raise UsageError(f"--backend {a.backend!r}: must be fsim, rtl or systemc")
     if not (os.path.isfile(a.tessera) and os.access(a.tessera, os.X_OK)):
@@ -366,7 +439,7 @@ def table(a):
     common.require_ort()
     common.ensure_dir(a.dir)
     t0 = time.time()
-    timing = {"build": 0.0, "quantize": 0.0, "ort": 0.0, "tessera": 0.0}
+    timing = {"build": 0.0, "quantize": 0.0, "ort": 0.0, "tessera": 0.0, "rtl": 0.0}
     rows = []
     for m in models:
         log(f"zoo: {m}")
@@ -379,7 +452,8 @@ def table(a):
         print(markdown(rows))
         print(f"\n{len(models)} models x {len(a.variants)} variants at {a.size}x{a.size}, {a.inputs} inputs, "
               f"{a.calib} calibration inputs; total {total:.1f} s (build {timing['build']:.1f}, quantize "
-              f"{timing['quantize']:.1f}, ONNX Runtime {timing['ort']:.1f}, tessera {timing['tessera']:.1f})")
+              f"{timing['quantize']:.1f}, ONNX Runtime {timing['ort']:.1f}, tessera {timing['tessera']:.1f}"
+              + (f", RTL check {timing['rtl']:.1f}" if a.rtl_check else "") + ")")
     return 0
 
 
@@ -398,6 +472,9 @@ def main():
     t.add_argument("--timeout", default="1800", help="seconds per tessera run (default 1800)")
     t.add_argument("--json", action="store_true")
     t.add_argument("--cycles", action="store_true", help="add systemc cycles, frames/s, bound ratio, cold plan time")
+    t.add_argument("--rtl-check", action="store_true",
+                   help="run the first input on the rtl and on the fsim backend and compare the output bytes")
+    t.add_argument("--rtl-timeout", default=None, help="seconds for the rtl run of --rtl-check (default 3600)")
     a = ap.parse_args()
     if a.cmd != "table":
         raise UsageError("expected a command: table (see --help)")
