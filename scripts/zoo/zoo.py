@@ -20,7 +20,8 @@ Per model (build.py, cached in DIR/sS/) and activation variant (qdq.py, u8 and s
   quantized output (its DequantizeLinear's scale).
 With --cycles, one more run of the first input on the systemc backend (the timed model, within 0.06% of
 the RTL) with the kernel cache off gives: total cycles, frames/s at the config's clock, the ratio of
-the summed per-layer roofline bounds to the cycles, and the cold plan time.
+the summed per-layer roofline bounds to the cycles, and the cold plan time (cycles and bounds summed
+over the device segments; frames/s from the summed cycles, the host's time not counted).
 With --rtl-check, the first input runs once more on the rtl backend (the Verilated RTL; slow, about
 300 k cycles/s: a ResNet-50 takes minutes, so --rtl-timeout, default 3600 s, bounds it separately) and
 once on fsim; the column "fsim == RTL" is yes when the two output files hold the same bytes, else the
@@ -217,11 +218,14 @@ def run_cycles(a, qpath, x, d, tag):
         return {"cycles_error": f"timeout after {a.timeout} s"}
     finally:
         os.unlink(inp)
-    t, pl = TIMING.search(p.stdout), PLAN.search(p.stdout)
-    if p.returncode or not t:
+    ts, pl = TIMING.findall(p.stdout), PLAN.search(p.stdout)
+    if p.returncode or not ts:
         lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
         return {"cycles_error": lines[-1] if lines else f"exit status {p.returncode}"}
-    return {"cycles": int(t[1]), "bound_ratio": float(t[3]), "fps": float(t[4]), "mhz": int(t[5]),
+    # one line per device segment (a ViT has dozens between its host ops): the model's are their sums
+    cycles, bounds, mhz = sum(int(t[0]) for t in ts), sum(int(t[1]) for t in ts), int(ts[0][4])
+    return {"cycles": cycles, "bound_ratio": bounds / cycles if cycles else 0.0,
+            "fps": mhz * 1e6 / cycles if cycles else 0.0, "mhz": mhz, "segments_timed": len(ts),
             "plan_ms": float(pl[1]) if pl else None}
 
 
@@ -260,8 +264,8 @@ def rtl_check(a, qpath, x, d, tag):
                 return {"rtl_check": f"{b}: " + (lines[-1] if lines else f"exit status {p.returncode}")}
             got[b] = np.load(outs[b])
             if b == "rtl":
-                t = TOTAL.search(p.stdout)
-                cycles = int(t[1]) if t else None
+                ts = TOTAL.findall(p.stdout)  # (one line per device segment)
+                cycles = sum(int(t) for t in ts) if ts else None
     finally:
         for f in [inp] + list(outs.values()):
             if os.path.exists(f):
