@@ -144,10 +144,37 @@ static int run_matmul(tsr_onnx_t *m, const ox_lop_t *L)
     const int64_t batch = L->geo[0], M = L->geo[1], K = L->geo[2], N = L->geo[3];
     const int as = X->elem == ET_INT8, bs = B->elem == ET_INT8;
     const int lo = Y->elem == ET_UINT8 ? 0 : -128, hi = Y->elem == ET_UINT8 ? 255 : 127;
+    /* geo[5]: ONNX Runtime's unfused form (it takes no QLinearMatMul of two int8 activations on this
+       CPU class): DQ in float32, MLAS SGEMM's fma chain over k from 0 in blocks of StrideK (its
+       blocking: 128, halved while K fits in half and N >= K, else doubled while N fits in half of
+       StrideN), the blocks' sums added, then Q: divided by y_scale, rounded half to even. */
+    int64_t strk = 128, strn = 128;
+    if (N >= K)
+        while (strk / 2 >= K && strk > 1)
+            strk /= 2, strn *= 2;
+    else
+        while (strn > 16 && strn / 2 >= N)
+            strk *= 2, strn /= 2;
+    float fa, fb, fy;
+    memcpy(&fa, &L->geo[6], 4), memcpy(&fb, &L->geo[7], 4), memcpy(&fy, &L->geo[8], 4);
     for (int64_t p = 0; p < batch; p++)
         for (int64_t i = 0; i < M; i++)
             for (int64_t j = 0; j < N; j++) {
                 const uint8_t *ar = xb + (p * M + i) * K, *bc = bb + (L->geo[4] ? p * K * N : 0) + j;
+                if (L->geo[5] && L->hkind == H_QMATMUL) {
+                    float c = 0;
+                    for (int64_t k0 = 0; k0 < K; k0 += strk) {
+                        float blk = 0;
+                        for (int64_t k = k0; k < K && k < k0 + strk; k++)
+                            blk = fmaf((float)((as ? (int8_t)ar[k] : ar[k]) - L->zpa[0]) * fa,
+                                       (float)((bs ? (int8_t)bc[k * N] : bc[k * N]) - L->zpb[0]) * fb, blk);
+                        c = k0 ? c + blk : blk;
+                    }
+                    float q = nearbyintf(c / fy) + (float)L->yzp;
+                    q = q < (float)lo ? (float)lo : q > (float)hi ? (float)hi : q;
+                    yb[(p * M + i) * N + j] = (uint8_t)(int)q;
+                    continue;
+                }
                 int64_t acc64 = 0;
                 for (int64_t k = 0; k < K; k++)
                     acc64 += ((as ? (int8_t)ar[k] : ar[k]) - L->zpa[L->nzpa > 1 ? i : 0]) *

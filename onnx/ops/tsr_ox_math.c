@@ -569,6 +569,7 @@ int tsr_ox_reduce(tsr_onnx_t *m, int ni, int op)
     T.hkind = H_REDUCE;
     T.axis = op;
     T.geo[4] = mask;
+    T.geo[5] = 1; /* a ReduceMean/Sum node: ONNX Runtime's float32 summation order */
     const int ins[1] = {x};
     return emit(m, ni, &T, ins, 1, y);
 }

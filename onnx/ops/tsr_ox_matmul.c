@@ -225,6 +225,15 @@ int tsr_ox_qdq_matmul_host(tsr_onnx_t *m, int ni)
     ox_lop_t *L = &m->lops[l];
     const int64_t g[5] = {numel(A) / (M * K), M, K, N, B->ndim > 2};
     memcpy(L->geo, g, sizeof g);
+    /* two int8 activations: ONNX Runtime (x86-64) fuses no QLinearMatMul but runs DQ -> float
+       MatMul -> Q (checked on ViT-tiny s8's Q.K^T: its float32 SGEMM, not the integer form, bit
+       for bit); the host kernel then does the same (run_matmul, geo[5..8]) */
+    if (m->vals[qa].elem == ET_INT8 && m->vals[qb].elem == ET_INT8) {
+        const float sab[3] = {A->vscale[0], B->vscale[0], o.scale};
+        L->geo[5] = 1;
+        for (int i = 0; i < 3; i++)
+            memcpy(&L->geo[6 + i], &sab[i], 4);
+    }
     L->hkind = H_QMATMUL;
     L->in = qa, L->in2 = qb, L->out = y;
     L->zpa = io.za, L->nzpa = 1, L->zpb = io.zb, L->nzpb = 1;

@@ -8,6 +8,14 @@ not in MLAS's fixed-point form (half away from zero): the two differ on exact ti
 ViT-tiny residual Add, and each such 1-LSB seed spreads through the following blocks. Here the scales are
 powers of two, so that an eighth of the sums are ties: exact (bound 0 LSB, ORT computes from integers with
 one float rounding) in u8 and s8, with each operand order of the Add.
+LayerNorm's ReduceMean (float32 on the host between DQ and Q in a QDQ ViT): ORT sums a row of trailing
+axes in Eigen's SSE order (two 4-float accumulators) and divides in float32; a double sum rounded once
+differs in the last bit of most means (a quantized value moves when such a bit crosses a rounding
+boundary). Here bit-exact (bound 0 ulp) on rows of 192 (aligned) and 190 (rows start off 16 bytes).
+The MatMul of two activations (attention's Q.K^T): u8 x u8 ORT fuses into QLinearMatMul (integers, one
+float rounding); int8 x int8 it runs unfused, DQ -> float32 SGEMM -> Q, whose rounding noise decides
+the ties. Scales with a_scale * b_scale / y_scale = 1/2 exactly make half the outputs ties: exact
+(bound 0 LSB) in both variants.
 """
 import json
 import os
@@ -62,8 +70,40 @@ def kernels(path, x):
     return {q["name"]: q["kernel"] for q in json.loads(r.stdout)["placement"]}
 
 
+def reduce_mean(shape):
+    """ReduceMean over the last axis of a float input, keepdims: float out."""
+    return T.model([helper.make_node("ReduceMean", ["x"], ["y"], axes=[-1], name="mean")],
+                   [("x", TP.FLOAT, shape)], [("y", TP.FLOAT, shape[:-1] + [1])])
+
+
+def matmul_model(act):
+    """x [1, 24, 24] -> Q/DQ (0.1) = a; Tanh(a) -> Q/DQ (0.3) = t; MatMul(a, t) -> Q/DQ (2 fl(0.1 * 0.3))."""
+    z = 128 if act == "u8" else 0
+    n1, ad, i1 = qdq("x", 0.1, z, act)
+    n2, td, i2 = qdq("t", 0.3, z, act)
+    n3, yd, i3 = qdq("y", 2 * float(np.float32(np.float32(0.1) * np.float32(0.3))), z, act)
+    nodes = (n1 + [helper.make_node("Tanh", [ad], ["t"], name="tanh")] + n2
+             + [helper.make_node("MatMul", [ad, td], ["y"], name="qk")] + n3)
+    return T.model(nodes, [("x", TP.FLOAT, [1, 24, 24])], [(yd, TP.FLOAT, [1, 24, 24])], i1 + i2 + i3)
+
+
 def main():
     T.setup()
+    rng = np.random.default_rng(4)
+    xm = (rng.standard_normal((1, 24, 24)) * 0.4).astype(np.float32)
+    for act in ("u8", "s8"):
+        T.against_ort(f"matmul of activations on ties {act}", matmul_model(act), xm, max_lsb=0)
+    rng = np.random.default_rng(2)
+    for shape in ([1, 197, 192], [1, 64, 190]):
+        # values as a LayerNorm sees them: dequantized u8 (multiples of a scale)
+        x = ((rng.integers(0, 256, shape) - 127) * np.float32(0.0478)).astype(np.float32)
+        path = T.save(reduce_mean(shape), f"mean_{shape[-1]}.onnx")
+        want = T.ort(path, x)
+        rc, got, err = T.infer(path, x)
+        ok = rc == 0 and got is not None and got.shape == want.shape and got.dtype == want.dtype
+        n = int((got.view(np.uint32) != want.view(np.uint32)).sum()) if ok else -1
+        T.check(f"reduce mean {shape[-1]}: float32 bits as ORT", ok and n == 0,
+                f"{n} of {want.size} differ" if ok else f"tessera exit {rc}: {err}")
     rng = np.random.default_rng(11)
     x = (rng.standard_normal((1, 64, 48)) * 1.5).astype(np.float32)
     for act in ("u8", "s8"):
