@@ -16,6 +16,9 @@
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
+#if defined(__SSE__) || defined(__x86_64__)
+#include <xmmintrin.h>
+#endif
 
 #include "tsr_error.h"
 #include "tsr_onnx_ir.h"
@@ -88,6 +91,30 @@ static double unary(int op, double x, float alpha, float beta)
     }
 }
 
+static float ldf(const uint8_t *b, int64_t i)
+{
+    float f;
+    memcpy(&f, b + 4 * i, 4);
+    return f;
+}
+
+/* ONNX Runtime's float Sqrt is Eigen's cwiseSqrt: with EIGEN_FAST_MATH its SSE packets (4 floats;
+ * the elements before the last n % 4 of a 64-byte aligned buffer) compute x * r, r = rsqrtps(x)
+ * refined by one Newton step (not correctly rounded: 1 ulp off sqrtf in ViT-tiny's LayerNorm,
+ * which moved a quantized value), tiny positive x flushed to 0; the tail takes sqrtf. The same
+ * instruction on the same CPU gives the same approximation, so x86-64 uses it; elsewhere sqrtf. */
+static float eigen_psqrt(float x)
+{
+#if defined(__SSE__) || defined(__x86_64__)
+    const __m128 X = _mm_set1_ps(x), mhx = _mm_mul_ps(X, _mm_set1_ps(-0.5f));
+    __m128 r = _mm_rsqrt_ps(X);
+    r = _mm_mul_ps(r, _mm_add_ps(_mm_mul_ps(mhx, _mm_mul_ps(r, r)), _mm_set1_ps(1.5f)));
+    return x < FLT_MIN && !(x < 0) ? 0.0f : _mm_cvtss_f32(_mm_mul_ps(X, r));
+#else
+    return sqrtf(x);
+#endif
+}
+
 int tsr_ox_run_funary(tsr_onnx_t *m, const ox_lop_t *L)
 {
     const int x = (int)L->geo[0];
@@ -99,6 +126,11 @@ int tsr_ox_run_funary(tsr_onnx_t *m, const ox_lop_t *L)
         for (int64_t i = 0; i < n; i++) {
             int64_t v = geti(xb, X->elem, i);
             seti(yb, Y->elem, i, L->axis == FU_NOT ? !v : L->axis == FU_ABS ? (v < 0 ? -v : v) : -v);
+        }
+    else if (L->axis == FU_SQRT && Y->elem == ET_FLOAT)
+        for (int64_t i = 0; i < n; i++) {
+            const float v = ldf(xb, i), r = i < n - n % 4 ? eigen_psqrt(v) : sqrtf(v);
+            memcpy(yb + 4 * i, &r, 4);
         }
     else
         for (int64_t i = 0; i < n; i++)
@@ -284,13 +316,6 @@ int tsr_ox_run_ftranspose(tsr_onnx_t *m, const ox_lop_t *L)
         }
     }
     return 0;
-}
-
-static float ldf(const uint8_t *b, int64_t i)
-{
-    float f;
-    memcpy(&f, b + 4 * i, 4);
-    return f;
 }
 
 /* The float32 sum of a[0..n) in the order of Eigen's vectorized redux with SSE packets (4 floats,

@@ -12,6 +12,8 @@ LayerNorm's ReduceMean (float32 on the host between DQ and Q in a QDQ ViT): ORT 
 axes in Eigen's SSE order (two 4-float accumulators) and divides in float32; a double sum rounded once
 differs in the last bit of most means (a quantized value moves when such a bit crosses a rounding
 boundary). Here bit-exact (bound 0 ulp) on rows of 192 (aligned) and 190 (rows start off 16 bytes).
+LayerNorm's Sqrt: ORT's is Eigen's fast-math packet sqrt (rsqrtps and one Newton step, not correctly
+rounded) on all but the last n % 4 elements: bit-exact (bound 0 ulp) on 197 variances.
 The MatMul of two activations (attention's Q.K^T): u8 x u8 ORT fuses into QLinearMatMul (integers, one
 float rounding); int8 x int8 it runs unfused, DQ -> float32 SGEMM -> Q, whose rounding noise decides
 the ties. Scales with a_scale * b_scale / y_scale = 1/2 exactly make half the outputs ties: exact
@@ -94,6 +96,14 @@ def main():
     for act in ("u8", "s8"):
         T.against_ort(f"matmul of activations on ties {act}", matmul_model(act), xm, max_lsb=0)
     rng = np.random.default_rng(2)
+    v = rng.uniform(0.05, 12.0, (1, 197, 1)).astype(np.float32)
+    path = T.save(T.model([helper.make_node("Sqrt", ["x"], ["y"], name="sqrt")], [("x", TP.FLOAT, [1, 197, 1])],
+                          [("y", TP.FLOAT, [1, 197, 1])]), "sqrt.onnx")
+    want = T.ort(path, v)
+    rc, got, err = T.infer(path, v)
+    ok = rc == 0 and got is not None and got.shape == want.shape and got.dtype == want.dtype
+    n = int((got.view(np.uint32) != want.view(np.uint32)).sum()) if ok else -1
+    T.check("sqrt: float32 bits as ORT", ok and n == 0, f"{n} of {want.size} differ" if ok else f"exit {rc}: {err}")
     for shape in ([1, 197, 192], [1, 64, 190]):
         # values as a LayerNorm sees them: dequantized u8 (multiples of a scale)
         x = ((rng.integers(0, 256, shape) - 127) * np.float32(0.0478)).astype(np.float32)
