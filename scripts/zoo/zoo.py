@@ -218,7 +218,7 @@ def run_cycles(a, qpath, x, d, tag):
         return {"cycles_error": f"timeout after {a.timeout} s"}
     finally:
         os.unlink(inp)
-    ts, pl = TIMING.findall(p.stdout), PLAN.search(p.stdout)
+    ts, pl = TIMING.findall(p.stdout), PLAN.findall(p.stdout)
     if p.returncode or not ts:
         lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
         return {"cycles_error": lines[-1] if lines else f"exit status {p.returncode}"}
@@ -226,7 +226,7 @@ def run_cycles(a, qpath, x, d, tag):
     cycles, bounds, mhz = sum(int(t[0]) for t in ts), sum(int(t[1]) for t in ts), int(ts[0][4])
     return {"cycles": cycles, "bound_ratio": bounds / cycles if cycles else 0.0,
             "fps": mhz * 1e6 / cycles if cycles else 0.0, "mhz": mhz, "segments_timed": len(ts),
-            "plan_ms": float(pl[1]) if pl else None}
+            "plan_ms": sum(float(v) for v in pl) if pl else None}
 
 
 TOTAL = re.compile(r"total cycles (\d+)")
