@@ -45,8 +45,8 @@ static const ox_op_t ops[] = {
     {"", "MaxPool", 1, 0, tsr_ox_maxpool, 0, 0},
     {"", "AveragePool", 1, 0, tsr_ox_qdq_avgpool, TSR_POOL_AVG, OX_QDQ_OUT},
     {"", "GlobalAveragePool", 1, 0, tsr_ox_qdq_avgpool, TSR_POOL_GLOBAL_AVG, OX_QDQ_OUT},
-    {"com.microsoft", "QLinearGlobalAveragePool", 1, 0, tsr_ox_qlinear_gap, 0, 0},
-    {"com.microsoft", "QLinearAveragePool", 1, 0, tsr_ox_qlinear_avgpool, 0, 0},
+    {"com.microsoft", "QLinearGlobalAveragePool", 1, 0, tsr_ox_qlinear_pool, TSR_POOL_GLOBAL_AVG, 0},
+    {"com.microsoft", "QLinearAveragePool", 1, 0, tsr_ox_qlinear_pool, TSR_POOL_AVG, 0},
     {"com.microsoft", "QLinearConcat", 1, 0, tsr_ox_qlinear_concat, 0, 0},   /* ops/tsr_ox_shape.c */
     {"", "ReduceMean", 1, 0, tsr_ox_qdq_reducemean, 0, OX_QDQ_OUT}, /* axes an input since 18 */
     {"", "Pad", 2, 0, tsr_ox_pad, 0, 0},                     /* zero pads only; pads an input since 11 */

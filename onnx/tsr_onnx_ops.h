@@ -56,10 +56,9 @@ int tsr_ox_qdq_matmul_host(tsr_onnx_t *m, int ni); /* QDQ MatMul of two activati
 /* ops/tsr_ox_pool.c */
 int tsr_ox_maxpool(tsr_onnx_t *m, int ni, int arg);
 int tsr_ox_qdq_avgpool(tsr_onnx_t *m, int ni, int kind);
-int tsr_ox_qlinear_gap(tsr_onnx_t *m, int ni, int arg);
+int tsr_ox_qlinear_pool(tsr_onnx_t *m, int ni, int kind); /* QLinearGlobalAveragePool, QLinearAveragePool */
 int tsr_ox_qdq_reducemean(tsr_onnx_t *m, int ni, int arg);
 int tsr_ox_pad(tsr_onnx_t *m, int ni, int arg);
-int tsr_ox_qlinear_avgpool(tsr_onnx_t *m, int ni, int arg);
 /* The device requantize (of the pools and Concat): the depthwise conv of
  * weight 1 over k windows (strides s, pads pd: top, left, bottom, right)
  * of the 4-D quantized xq (scale xs, zero point xzp) into yv, with y's
@@ -75,6 +74,8 @@ int tsr_ox_host_float(tsr_onnx_t *m, int ni, int hk);
 /* ops/tsr_ox_shape.c: relabellings and Concat */
 int tsr_ox_reshape(tsr_onnx_t *m, int ni, int flatten);
 int tsr_ox_transpose(tsr_onnx_t *m, int ni, int arg);
+/* A Transpose's perm checked against X; odims its output, *moves 1 when bytes move. */
+int tsr_ox_perm(tsr_onnx_t *m, int ni, const ox_val_t *X, int64_t *perm, int64_t *odims, int *moves);
 int tsr_ox_transpose_q(tsr_onnx_t *m, int ni, int arg); /* of a quantized view: the bytes permuted */
 int tsr_ox_slice_q(tsr_onnx_t *m, int ni, int arg); /* of a quantized view: the bytes sliced */
 int tsr_ox_concat(tsr_onnx_t *m, int ni, int arg);

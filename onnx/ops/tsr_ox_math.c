@@ -789,21 +789,10 @@ int tsr_ox_transpose_any(tsr_onnx_t *m, int ni, int arg)
     if (x < 0)
         return NERR(m, ni, "input missing");
     const ox_val_t X = m->vals[x];
-    const Onnx__AttributeProto *pa = attr(m->gp->node[ni], "perm");
-    if (pa && pa->n_ints != (size_t)X.ndim)
-        return NERR(m, ni, "perm has %zu entries for a %d-D input", pa->n_ints, X.ndim);
-    int64_t perm[MAXD], d[MAXD], last = -1;
-    int seen[MAXD] = {0}, moves = 0;
-    for (int i = 0; i < X.ndim; i++) {
-        perm[i] = pa ? pa->ints[i] : X.ndim - 1 - i;
-        if (perm[i] < 0 || perm[i] >= X.ndim || seen[perm[i]]++)
-            return NERR(m, ni, "perm is not a permutation");
-        d[i] = X.dims[perm[i]];
-        if (X.dims[perm[i]] != 1) {
-            moves |= perm[i] < last;
-            last = perm[i];
-        }
-    }
+    int64_t perm[MAXD], d[MAXD];
+    int moves, rc;
+    if ((rc = tsr_ox_perm(m, ni, &X, perm, d, &moves)))
+        return rc;
     if (!moves && !X.cdata)
         return tsr_ox_transpose(m, ni, arg);
     const int y = tsr_ox_def_out(m, ni, 0, X.elem, X.ndim, d);

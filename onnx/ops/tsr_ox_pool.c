@@ -406,38 +406,6 @@ int tsr_ox_qdq_reducemean(tsr_onnx_t *m, int ni, int arg)
     return 0;
 }
 
-/* com.microsoft QLinearGlobalAveragePool: the device pool when x and y
- * share scale and zero point, else the requantizing forms. */
-int tsr_ox_qlinear_gap(tsr_onnx_t *m, int ni, int arg)
-{
-    const Onnx__NodeProto *n = m->gp->node[ni];
-    const int x = tsr_ox_in_val(m, ni, 0);
-    int rc;
-    (void)arg;
-    double v[4];
-    static const char *const what[4] = {"x_scale", "x_zero_point", "y_scale", "y_zero_point"};
-    for (int k = 0; k < 4; k++)
-        if ((rc = tsr_ox_const_scalar(m, ni, tsr_ox_in_val(m, ni, (size_t)k + 1), what[k], &v[k])))
-            return rc;
-    if (attr_i(n, "channels_last", 0))
-        return NERR(m, ni, "channels_last is not supported");
-    if (x < 0)
-        return NERR(m, ni, "input missing");
-    int64_t od[4];
-    if ((rc = lower_pool(m, ni, x, -1, od, TSR_POOL_GLOBAL_AVG, (int32_t)v[1])))
-        return rc;
-    const int vyz = tsr_ox_in_val(m, ni, 4);
-    ox_qout_t o;
-    memset(&o, 0, sizeof o);
-    o.scale = (float)v[2], o.zp = (int32_t)v[3], o.elem = vyz >= 0 ? m->vals[vyz].elem : m->vals[x].elem;
-    int y = tsr_ox_def_out(m, ni, 0, o.elem, 4, od);
-    if (y < 0)
-        return y;
-    if ((float)v[0] == o.scale && v[1] == v[3] && o.elem == m->vals[x].elem)
-        return lower_pool(m, ni, x, y, od, TSR_POOL_GLOBAL_AVG, (int32_t)v[1]);
-    return avg_requant(m, ni, -1, x, (float)v[0], (int32_t)v[1], TSR_POOL_GLOBAL_AVG, &o, y);
-}
-
 /* Pad whose pads are all zero: an identity (torch exports one before
  * DenseNet's AveragePool), the output an alias of its input (a QDQ view
  * stays a view). Pads from the attribute before opset 11, the input
@@ -472,20 +440,23 @@ int tsr_ox_pad(tsr_onnx_t *m, int ni, int arg)
     return tsr_ox_def_alias(m, ni, x, X.ndim, X.dims) < 0 ? -1 : 0;
 }
 
-/* com.microsoft QLinearAveragePool (ONNX Runtime's fused form of the QDQ
- * AveragePool): the attributes of AveragePool, x and y each with their own
- * scale and zero point; the same forms as the QDQ node. */
-int tsr_ox_qlinear_avgpool(tsr_onnx_t *m, int ni, int arg)
+/* com.microsoft QLinearGlobalAveragePool and QLinearAveragePool (ONNX
+ * Runtime's fused forms of the QDQ pools; kind: the registry's argument):
+ * the pool's attributes, x and y each with their own scale and zero point
+ * (QLinearAveragePool's zero points optional, 0 when absent); the plain
+ * pool where both share scale and zero point, else the requantizing forms
+ * of the QDQ node. */
+int tsr_ox_qlinear_pool(tsr_onnx_t *m, int ni, int kind)
 {
     const Onnx__NodeProto *n = m->gp->node[ni];
     const int x = tsr_ox_in_val(m, ni, 0);
+    const int zp_optional = kind == TSR_POOL_AVG;
     int rc;
-    (void)arg;
     double v[4] = {0, 0, 0, 0};
     static const char *const what[4] = {"x_scale", "x_zero_point", "y_scale", "y_zero_point"};
     for (int k = 0; k < 4; k++) {
         const int vk = tsr_ox_in_val(m, ni, (size_t)k + 1);
-        if ((k == 0 || k == 2 || vk >= 0) && (rc = tsr_ox_const_scalar(m, ni, vk, what[k], &v[k])))
+        if ((k == 0 || k == 2 || vk >= 0 || !zp_optional) && (rc = tsr_ox_const_scalar(m, ni, vk, what[k], &v[k])))
             return rc;
     }
     if (attr_i(n, "channels_last", 0))
@@ -493,7 +464,7 @@ int tsr_ox_qlinear_avgpool(tsr_onnx_t *m, int ni, int arg)
     if (x < 0)
         return NERR(m, ni, "input missing");
     int64_t od[4];
-    if ((rc = lower_pool(m, ni, x, -1, od, TSR_POOL_AVG, (int32_t)v[1])))
+    if ((rc = lower_pool(m, ni, x, -1, od, (tsr_pool_kind_e)kind, (int32_t)v[1])))
         return rc;
     const int vyz = tsr_ox_in_val(m, ni, 4);
     ox_qout_t o;
@@ -503,6 +474,6 @@ int tsr_ox_qlinear_avgpool(tsr_onnx_t *m, int ni, int arg)
     if (y < 0)
         return y;
     if ((float)v[0] == o.scale && v[1] == v[3] && o.elem == m->vals[x].elem)
-        return lower_pool(m, ni, x, y, od, TSR_POOL_AVG, (int32_t)v[1]);
-    return avg_requant(m, ni, -1, x, (float)v[0], (int32_t)v[1], TSR_POOL_AVG, &o, y);
+        return lower_pool(m, ni, x, y, od, (tsr_pool_kind_e)kind, (int32_t)v[1]);
+    return avg_requant(m, ni, -1, x, (float)v[0], (int32_t)v[1], (tsr_pool_kind_e)kind, &o, y);
 }

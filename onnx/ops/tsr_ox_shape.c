@@ -527,32 +527,42 @@ int tsr_ox_split(tsr_onnx_t *m, int ni, int arg)
     return rc;
 }
 
+/* A Transpose's perm (the attribute, or the reverse when absent) checked
+ * against X's rank; odims: the output's dimensions; *moves: 1 when the
+ * dimensions of size > 1 change order, i.e. the bytes move. */
+int tsr_ox_perm(tsr_onnx_t *m, int ni, const ox_val_t *X, int64_t *perm, int64_t *odims, int *moves)
+{
+    const Onnx__AttributeProto *pa = attr(m->gp->node[ni], "perm");
+    if (pa && pa->n_ints != (size_t)X->ndim)
+        return NERR(m, ni, "perm has %zu entries for a %d-D input", pa->n_ints, X->ndim);
+    int seen[MAXD] = {0};
+    int64_t last = -1;
+    *moves = 0;
+    for (int i = 0; i < X->ndim; i++) {
+        perm[i] = pa ? pa->ints[i] : X->ndim - 1 - i;
+        if (perm[i] < 0 || perm[i] >= X->ndim || seen[perm[i]]++)
+            return NERR(m, ni, "perm is not a permutation");
+        odims[i] = X->dims[perm[i]];
+        if (X->dims[perm[i]] != 1) {
+            *moves |= perm[i] < last;
+            last = perm[i];
+        }
+    }
+    return 0;
+}
+
 /* Transpose that only relabels: the dimensions it moves are 1 except one, so
  * the bytes keep their order. Anything else moves data: refused. */
 static int lower_transpose(tsr_onnx_t *m, int ni, int x)
 {
     const ox_val_t X = m->vals[x];
     int64_t perm[MAXD], od[MAXD];
-    const Onnx__AttributeProto *pa = attr(m->gp->node[ni], "perm");
-    if (pa && pa->n_ints != (size_t)X.ndim)
-        return NERR(m, ni, "perm has %zu entries for a %d-D input", pa->n_ints, X.ndim);
-    int seen[MAXD] = {0};
-    for (int i = 0; i < X.ndim; i++) {
-        perm[i] = pa ? pa->ints[i] : X.ndim - 1 - i;
-        if (perm[i] < 0 || perm[i] >= X.ndim || seen[perm[i]]++)
-            return NERR(m, ni, "perm is not a permutation");
-        od[i] = X.dims[perm[i]];
-    }
-    /* the order of the non-1 dimensions must be kept */
-    int64_t last = -1;
-    for (int i = 0; i < X.ndim; i++) {
-        if (X.dims[perm[i]] == 1)
-            continue;
-        if (perm[i] < last)
-            return NERR(m, ni, "it moves data (dimensions of size > 1 change order): only a Transpose that "
-                        "relabels is supported");
-        last = perm[i];
-    }
+    int moves, rc;
+    if ((rc = tsr_ox_perm(m, ni, &X, perm, od, &moves)))
+        return rc;
+    if (moves)
+        return NERR(m, ni, "it moves data (dimensions of size > 1 change order): only a Transpose that "
+                    "relabels is supported");
     return tsr_ox_def_alias(m, ni, x, X.ndim, od) < 0 ? -1 : 0;
 }
 
@@ -608,18 +618,10 @@ int tsr_ox_transpose_q(tsr_onnx_t *m, int ni, int arg)
     if (X.view_of < 0 || X.cdata || m->vals[X.view_of].cdata || X.vcount != 1 ||
         (pa && pa->n_ints != (size_t)X.ndim))
         return tsr_ox_transpose_any(m, ni, arg);
-    int64_t perm[MAXD], d[MAXD], last = -1;
-    int seen[MAXD] = {0}, moves = 0;
-    for (int i = 0; i < X.ndim; i++) {
-        perm[i] = pa ? pa->ints[i] : X.ndim - 1 - i;
-        if (perm[i] < 0 || perm[i] >= X.ndim || seen[perm[i]]++)
-            return NERR(m, ni, "perm is not a permutation");
-        d[i] = X.dims[perm[i]];
-        if (X.dims[perm[i]] != 1) {
-            moves |= perm[i] < last;
-            last = perm[i];
-        }
-    }
+    int64_t perm[MAXD], d[MAXD];
+    int moves, rc;
+    if ((rc = tsr_ox_perm(m, ni, &X, perm, d, &moves)))
+        return rc;
     if (!moves)
         return tsr_ox_transpose_any(m, ni, arg);
     const int qv = X.view_of;
