@@ -108,14 +108,8 @@ def ort(path, x):
 
 def output_scale(m):
     """The scale of the DequantizeLinear that produces m's first output (a per-tensor constant), else
-    None: a float output that is a dequantized tensor is compared in its LSBs."""
-    y = m.graph.output[0].name
-    inits = {t.name: t for t in m.graph.initializer}
-    for n in m.graph.node:
-        if y in n.output and n.op_type == "DequantizeLinear" and n.input[1] in inits:
-            s = onnx.numpy_helper.to_array(inits[n.input[1]])
-            return float(s) if s.size == 1 else None
-    return None
+    None: a float output that is a dequantized tensor is compared in its LSBs (common.output_scale)."""
+    return common.output_scale(m)
 
 
 def diff_lsb(got, want, scale=None):

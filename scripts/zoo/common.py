@@ -195,3 +195,24 @@ def ort_run(model, inp, out, batch=True, opt="all", as_is=False, minmax=False, n
     if p.returncode:
         lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
         raise OrtError(lines[-1] if lines else f"ort_run.js exit {p.returncode}")
+
+
+def output_scale(m):
+    """The per-tensor scale of the DequantizeLinear that writes ModelProto m's first output, through
+    relabellings after it (squeezenet1_1 ends in DequantizeLinear -> Flatten); None if there is none:
+    a dequantized float output is compared in units of it."""
+    from onnx import numpy_helper
+    out = m.graph.output[0].name
+    inits = {t.name: t for t in m.graph.initializer}
+    writer = {o: n for n in m.graph.node for o in n.output}
+    for _ in range(len(m.graph.node)):
+        n = writer.get(out)
+        if n is None:
+            return None
+        if n.op_type == "DequantizeLinear":
+            s = numpy_helper.to_array(inits[n.input[1]]) if n.input[1] in inits else None
+            return float(s) if s is not None and s.size == 1 else None
+        if n.op_type not in ("Flatten", "Reshape", "Squeeze", "Unsqueeze", "Identity"):
+            return None
+        out = n.input[0]
+    return None

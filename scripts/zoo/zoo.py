@@ -275,24 +275,9 @@ def rtl_check(a, qpath, x, d, tag):
 
 
 def output_scale(qpath):
-    """The scale of the DequantizeLinear that writes the graph's first output, through relabellings
-    after it (squeezenet1_1 ends in DequantizeLinear -> Flatten)."""
+    """The scale of the DequantizeLinear that writes the graph's first output (common.output_scale)."""
     import onnx
-    from onnx import numpy_helper
-    m = onnx.load(qpath)
-    out = m.graph.output[0].name
-    inits = {t.name: t for t in m.graph.initializer}
-    writer = {o: n for n in m.graph.node for o in n.output}
-    for _ in range(len(m.graph.node)):
-        n = writer.get(out)
-        if n is None:
-            return None
-        if n.op_type == "DequantizeLinear":
-            return float(numpy_helper.to_array(inits[n.input[1]])) if n.input[1] in inits else None
-        if n.op_type not in ("Flatten", "Reshape", "Squeeze", "Unsqueeze", "Identity"):
-            return None
-        out = n.input[0]
-    return None
+    return common.output_scale(onnx.load(qpath))
 
 
 def do_model(a, model, timing):
