@@ -18,6 +18,9 @@ usage: test_zoo.py TESSERA WORKDIR      (exit 77 = skipped: node or ONNX Runtime
    random weights, and their top-1 margins are below the quantization noise (mobilenet_v2 at 224:
    mean margin 0.028, RMS logit error 0.035), so top-1 flips say little; a broken quantizer (a wrong
    bias scale or axis, a lost clamp) drops the correlation to about 0.
+   And tessera on them (what users bring): each imports as one device segment with every MAC on the
+   device, its top-1 equals ONNX Runtime's on >= 90% of the inputs (measured 100%), and layerdiff.py
+   finds every operator, run alone on the same input, within 1 LSB of ONNX Runtime.
    Import success is not asserted (the importer's issue 30 work will).
 """
 import json
@@ -171,6 +174,16 @@ def determinism(work):
         expect(f1.read() == f2.read(), "build.py: the same seed gives a byte-identical .onnx")
 
 
+def layerdiff(tessera, d, model, variant):
+    """layerdiff.py's rows (per quantized tensor, chain and alone against ONNX Runtime) on 2 inputs."""
+    p = run([os.path.join(HERE, "layerdiff.py"), os.path.join(d, "s32", f"{model}_{variant}.onnx"),
+             os.path.join(d, "s32", f"{model}_x20.npy"), "--tessera", tessera, "--inputs", "2", "--json"])
+    if p.returncode:
+        print("     layerdiff: " + (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1])
+        return []
+    return json.loads(p.stdout)
+
+
 def zoo_table(tessera, work):
     d = os.path.join(work, "zoo")
     p = run([os.path.join(HERE, "zoo.py"), "table", "--models", "resnet18,mobilenet_v2", "--size", "32",
@@ -188,8 +201,17 @@ def zoo_table(tessera, work):
         expect(r.get("qdq_check") == "ok", f"{tag}: qdq_check ok ({r.get('qdq_check')})")
         lo = 0.97 if r["model"] == "resnet18" else 0.65
         expect((r.get("fp32_corr") or 0) >= lo, f"{tag}: QDQ logits correlate with the float model's >= {lo}")
-        if r["imports"] == "yes":
-            expect(r.get("inputs") == 20 and r.get("top1") is not None, f"{tag}: tessera ran the 20 inputs")
+        # torchvision networks quantized as quantize_static writes them: both import whole onto the
+        # device (measured: one segment, all MACs on the device, top-1 vs ORT 100% on these 20 inputs)
+        expect(r["imports"] == "yes", f"{tag}: imports ({r['imports']})")
+        expect(r.get("device_macs") == 1.0 and r.get("segments") == 1,
+               f"{tag}: one device segment with every MAC ({r.get('segments')}, {r.get('device_macs')})")
+        expect(r.get("inputs") == 20 and (r.get("top1") or 0) >= 0.9,
+               f"{tag}: tessera's top-1 equals ONNX Runtime's on >= 90% of the 20 inputs ({r.get('top1')})")
+        layers = layerdiff(tessera, d, r["model"], r["variant"])
+        over = [x for x in layers if (x.get("alone_max") or 0) > 1]  # folded points have none
+        expect(layers and not over, f"{tag}: every operator alone within 1 LSB of ONNX Runtime "
+               f"({len(layers)} points{'; over: ' + over[0]['node'] if over else ''})")
         q = os.path.join(d, "s32", f"{r['model']}_{r['variant']}.onnx")
         x = os.path.join(d, "s32", f"{r['model']}_x20.npy")
         one = os.path.join(work, "one.npy")
