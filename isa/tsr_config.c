@@ -65,6 +65,7 @@ static const int_key_t int_keys[] = {
     {"OUT_BUFF_LUTRAM", OFF(out_buff_lutram), 0, 1, K_OPT},
     {"ACC_SINGLE_COPY", OFF(acc_single_copy), 0, 1, K_OPT},
     {"SERIAL_CORE", OFF(serial_core), 0, 1, K_OPT},
+    {"EXACT_REQUANT", OFF(exact_requant), 0, 1, K_OPT},
 };
 #define N_INT_KEYS (sizeof int_keys / sizeof int_keys[0])
 
@@ -157,6 +158,12 @@ static int derive(tsr_config_t *c, const char *cname)
                        "%s: inconsistent widths: LOG_ACC_WIDTH = %d gives %d-bit accumulators, "
                        "narrower than input (%d) + weight (%d) bits",
                        cname, c->log_acc_width, c->acc_width, c->inp_width, c->wgt_width);
+    /* fscale's operand b is a float32 bit pattern: it needs a 32-bit lane */
+    if (c->exact_requant && c->acc_width != 32)
+        return tsr_err(TSR_ECONFIG,
+                       "%s: EXACT_REQUANT = 1 needs 32-bit accumulators (LOG_ACC_WIDTH = 5), got "
+                       "LOG_ACC_WIDTH = %d",
+                       cname, c->log_acc_width);
     c->batch = 1 << c->log_batch;
     c->block_in = 1 << c->log_block_in;
     c->block_out = 1 << c->log_block_out;
@@ -457,6 +464,8 @@ void tsr_config_print(const tsr_config_t *c, void *file)
     fprintf(f, "microarchitecture %s\n",
             c->serial_core ? "serial: one instruction at a time, byte-wide DMA (SERIAL_CORE)"
                            : "pipelined: fetch, load, compute and store stages in parallel");
+    fprintf(f, "requantization    %s\n",
+            c->exact_requant ? "fixed point and float32 (fscale, EXACT_REQUANT)" : "fixed point");
     static const char *fmts[] = {"MEM", "GEMM", "ALU", "FINISH"};
     static const uint32_t ops[] = {TSR_OP_LOAD, TSR_OP_GEMM, TSR_OP_ALU, TSR_OP_FINISH};
     for (int i = 0; i < 4; i++) {

@@ -46,6 +46,8 @@ typedef struct tsr_config {
     int serial_core;        /* SERIAL_CORE: 1 = the serial microarchitecture (hw/rtl/tsr_serial_accel:
                                one instruction at a time, byte-wide DMA, one ALU lane) for
                                the smallest FPGAs; results unchanged, many times the cycles */
+    int exact_requant;      /* EXACT_REQUANT: 1 = the ALU op fscale (ONNX Runtime's float32
+                               requantizing multiply, bit for bit); needs 32-bit accumulators */
 
     /* ---- derived ---- */
     int inp_width;          /* bits per input value */

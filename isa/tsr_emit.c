@@ -72,6 +72,7 @@ int tsr_emit_sv(const tsr_config_t *c, const char *source, FILE *f)
     P("OUT_BUFF_LUTRAM", c->out_buff_lutram);
     P("ACC_SINGLE_COPY", c->acc_single_copy);
     P("SERIAL_CORE", c->serial_core);
+    P("EXACT_REQUANT", c->exact_requant);
     P("INSN_BITS", TSR_INSN_BITS);
     fprintf(f, "\n  // Opcodes, memory types, ALU operations\n");
     char name[64], up[48];
@@ -91,6 +92,14 @@ int tsr_emit_sv(const tsr_config_t *c, const char *source, FILE *f)
         P(name, i);
     }
     P("ALU_COUNT", TSR_ALU_COUNT); /* opcodes at or above are reserved: an error */
+    /* The ops this config implements: bit i set if ALU op i runs; an op
+     * whose bit is clear (reserved, or its key is off) is an error. */
+    uint32_t mask = 0;
+    for (uint32_t i = 0; i < (1u << TSR_ALU_OP_BITS); i++)
+        if (tsr_alu_op_available(c, i))
+            mask |= 1u << i;
+    fprintf(f, "  localparam logic [%d:0] ALU_OPS_MASK = %d'h%x;\n", (1 << TSR_ALU_OP_BITS) - 1,
+            1 << TSR_ALU_OP_BITS, mask);
     for (size_t k = 0; k < sizeof fmt_ops / sizeof fmt_ops[0]; k++) {
         tsr_format_t fm;
         int rc = tsr_isa_format(c, fmt_ops[k], &fm);

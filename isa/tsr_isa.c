@@ -8,6 +8,7 @@
  */
 #include "tsr_isa.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -73,7 +74,7 @@ static const field_spec_t alu_fields[] = {
     {"src_factor_out", F(src_factor_out), W_ACC, 0, 0, "acc src row step per outer iteration"},
     {"src_factor_in", F(src_factor_in), W_ACC, 0, 0, "acc src row step per inner iteration"},
     {"alu_opcode", F(alu_opcode), W_FIX, TSR_ALU_OP_BITS, 0,
-     "min 0, max 1, add 2, shr 3, mul 4, mov 5, rshr 6, mulhr 7, rqfin 8"},
+     "min 0, max 1, add 2, shr 3, mul 4, mov 5, rshr 6, mulhr 7, rqfin 8, fscale 9"},
     {"use_imm", F(use_imm), W_FIX, 1, 0, "operand b is imm instead of acc[src]"},
     {"imm", F(imm), W_FIX, TSR_IMM_BITS, 1, "signed immediate operand"},
 };
@@ -364,8 +365,19 @@ const char *tsr_mem_name(uint32_t m)
 
 const char *tsr_alu_name(uint32_t op)
 {
-    static const char *n[] = {"min", "max", "add", "shr", "mul", "mov", "rshr", "mulhr", "rqfin"};
+    static const char *n[] = {"min", "max", "add", "shr", "mul", "mov", "rshr", "mulhr", "rqfin", "fscale"};
     return op < TSR_ALU_COUNT ? n[op] : NULL;
+}
+
+const char *tsr_alu_op_key(uint32_t op) { return op == TSR_ALU_FSCALE ? "EXACT_REQUANT" : NULL; }
+
+int tsr_alu_op_available(const tsr_config_t *cfg, uint32_t op)
+{
+    if (op >= TSR_ALU_COUNT)
+        return 0;
+    if (op == TSR_ALU_FSCALE)
+        return cfg->exact_requant != 0;
+    return 1;
 }
 
 const char *tsr_stage_name(int s)
@@ -381,6 +393,31 @@ int32_t tsr_wrap(int64_t v, int width)
     if (width < 64 && (u >> (width - 1)) & 1)
         u |= ~m;
     return (int32_t)(int64_t)u;
+}
+
+/* fscale (isa/semantics.md): ONNX Runtime's requantizing multiply, done with
+ * the host's IEEE float32 arithmetic (round to nearest even, the C default;
+ * the build does not use -ffast-math), so that the integer datapath of the
+ * RTL and of tests/tsr_ref.c is checked against real float32 arithmetic. A
+ * scale that is zero, subnormal, infinite or NaN gives 0: a subnormal scale
+ * times |a| < 2^31 rounds to 0 anyway, and inf/NaN are not scales (the JIT
+ * refuses them). The result saturates to the W-bit range (the config allows
+ * the op only with W = 32). */
+static int32_t fscale_apply(int32_t a, int32_t b, int w)
+{
+    uint32_t bits = (uint32_t)b;
+    uint32_t ex = (bits >> 23) & 0xffu;
+    if (ex == 0 || ex == 0xffu)
+        return 0;
+    float sc;
+    memcpy(&sc, &bits, sizeof sc);
+    float p = (float)a * sc; /* two roundings: int32 -> float32, the product */
+    float lim = ldexpf(1.0f, w - 1);
+    if (p >= lim)
+        return (int32_t)((1ll << (w - 1)) - 1);
+    if (p <= -lim)
+        return (int32_t)-(1ll << (w - 1));
+    return (int32_t)nearbyintf(p); /* half to even in the default mode */
 }
 
 /* (static inline: tsr_alu_apply_row's lane loop has it inlined, so the
@@ -437,6 +474,7 @@ static inline int32_t alu_apply(uint32_t op, int32_t a, int32_t b, int w)
         v = v > hi ? hi : v;
         return tsr_wrap(v, w);
     }
+    case TSR_ALU_FSCALE: return fscale_apply(a, b, w);
     default: return a;
     }
 }
@@ -506,6 +544,7 @@ void tsr_alu_apply_row(uint32_t op, int32_t *a, const int32_t *b, int32_t imm, u
         TSR_ALU_ROW_CASE(TSR_ALU_RSHR)
         TSR_ALU_ROW_CASE(TSR_ALU_MULHR)
         TSR_ALU_ROW_CASE(TSR_ALU_RQFIN)
+        TSR_ALU_ROW_CASE(TSR_ALU_FSCALE)
     default:
         for (uint32_t l = 0; l < n; l++)
             a[l] = alu_apply(op, a[l], b ? b[l] : imm, w);

@@ -58,7 +58,8 @@ typedef enum {
     TSR_ALU_RSHR = 6,  /* a >> b rounding half away from zero; b <= 0 as SHR */
     TSR_ALU_MULHR = 7, /* saturating rounding doubling high multiply */
     TSR_ALU_RQFIN = 8, /* requantization finish: rounding shift, + zero point, clamp (b packs all four) */
-    TSR_ALU_COUNT = 9
+    TSR_ALU_FSCALE = 9, /* round_half_even(float32(a) * float32 bits of b), saturated (EXACT_REQUANT) */
+    TSR_ALU_COUNT = 10
 } tsr_alu_e;
 
 /* The three execution stages, joined by token queues load <-> compute <-> store. */
@@ -180,6 +181,12 @@ const char *tsr_insn_desc(const tsr_insn_t *in, char *buf, size_t n);
 const char *tsr_opcode_name(uint32_t op);   /* "load", ... or NULL */
 const char *tsr_mem_name(uint32_t mem);     /* "uop", "wgt", ... or NULL */
 const char *tsr_alu_name(uint32_t op);      /* "min", ... or NULL */
+/* The config key an ALU op needs (e.g. "EXACT_REQUANT" for fscale), or NULL
+ * when every config has it. */
+const char *tsr_alu_op_key(uint32_t op);
+/* 1 if the config implements ALU op `op` (a defined op whose key, if any, is
+ * set); an instruction carrying an op the config lacks is an error. */
+int tsr_alu_op_available(const struct tsr_config *cfg, uint32_t op);
 const char *tsr_stage_name(int stage);      /* "load", "compute", "store" */
 
 /* The ALU, defined once. a and b are W-bit two's complement values held in

@@ -339,6 +339,9 @@ static int check_loop(vstate_t *v, size_t i, const tsr_insn_t *in)
     int is_gemm = in->opcode == TSR_OP_GEMM;
     if (in->opcode == TSR_OP_ALU && in->alu_opcode >= TSR_ALU_COUNT)
         return bad(i, in, "invalid ALU opcode %u", in->alu_opcode);
+    if (in->opcode == TSR_OP_ALU && !tsr_alu_op_available(c, in->alu_opcode))
+        return bad(i, in, "ALU op %s needs config key %s = 1, which this config lacks",
+                   tsr_alu_name(in->alu_opcode), tsr_alu_op_key(in->alu_opcode));
     if (in->uop_bgn > in->uop_end)
         return bad(i, in, "uop range [%u, %u) is reversed", in->uop_bgn, in->uop_end);
     if (in->uop_end > c->uop_depth)

@@ -441,6 +441,11 @@ static int exec_gemm_alu(tsr_fsim_t *s, const tsr_insn_t *in)
         if (!is_gemm && in->alu_opcode >= TSR_ALU_COUNT)
             return tsr_err(TSR_EINVAL, "reserved ALU opcode %u (defined: 0..%d)", in->alu_opcode,
                            TSR_ALU_COUNT - 1);
+        /* an op the config lacks is as reserved: the RTL built without it
+         * flags it the same way (its error bit, when the instruction starts) */
+        if (!is_gemm && !tsr_alu_op_available(c, in->alu_opcode))
+            return tsr_err(TSR_EINVAL, "ALU op %s needs config key %s = 1", tsr_alu_name(in->alu_opcode),
+                           tsr_alu_op_key(in->alu_opcode));
         int rc = check_uops(s, in);
         if (rc)
             return rc;

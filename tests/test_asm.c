@@ -215,7 +215,7 @@ static void test_roundtrip_max_text_default(void **state)
                               "src=2047,2047 wgt=1023,1023 pop_prev pop_next push_prev push_next");
     make_insn(&cfg, TSR_OP_ALU, FILL_MAX, &rng, &in);
     assert_true(tsr_disasm_insn(&cfg, &in, text, sizeof text) > 0);
-    assert_string_equal(text, "alu rqfin reset=1 uop=8191:16383 iter=16383,16383 dst=2047,2047 "
+    assert_string_equal(text, "alu fscale reset=1 uop=8191:16383 iter=16383,16383 dst=2047,2047 "
                               "src=2047,2047 use_imm=1 imm=-1 pop_prev pop_next push_prev "
                               "push_next");
     make_insn(&cfg, TSR_OP_LOAD, FILL_MAX, &rng, &in);

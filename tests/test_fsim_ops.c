@@ -95,9 +95,9 @@ static int make_random_config(uint64_t seed, int idx, int law, cfgcase_t *cc)
                  "\"LOG_ACC_WIDTH\": %d, \"LOG_BATCH\": %d, \"LOG_BLOCK_IN\": %d, "
                  "\"LOG_BLOCK_OUT\": %d, \"LOG_UOP_BUFF_SIZE\": %d, \"LOG_INP_BUFF_SIZE\": %d, "
                  "\"LOG_WGT_BUFF_SIZE\": %d, \"LOG_ACC_BUFF_SIZE\": %d, \"CMD_QUEUE_DEPTH\": %d, "
-                 "\"DEP_QUEUE_DEPTH\": %d}",
+                 "\"DEP_QUEUE_DEPTH\": %d, \"EXACT_REQUANT\": %d}",
                  liw, lww, law, lb, lbi, lbo, 2 + ld_uop, inp_row + ld_inp, wgt_row + ld_wgt,
-                 acc_row + ld_acc, cmd, dep);
+                 acc_row + ld_acc, cmd, dep, law == 5 && idx % 2 == 0);
         snprintf(cc->name, sizeof cc->name, "random%d", idx);
         if (tsr_config_parse(cc->json, cc->name, &cc->cfg) == TSR_OK)
             return 0;
@@ -976,6 +976,71 @@ static void test_alu_unit(void **state)
     }
 }
 
+/* fscale: fsim's float32 arithmetic (tsr_alu_apply) against the reference's
+ * integer-only rounding chain (tests/tsr_ref.c, the RTL's way) on the
+ * cases where the two roundings matter: |a| above 2^24 (int -> float32
+ * rounds, ties included), products that land on .5 exactly (ties to even,
+ * both ways), scales from 2^-40 to 2^10 (requantization scales are 2^-20 ..
+ * 1), saturation, and the non-normal scales (0). 2 million random pairs on
+ * top. */
+static void test_alu_fscale(void **state)
+{
+    (void)state;
+    const uint32_t F = TSR_ALU_FSCALE;
+    static const int32_t as[] = {0, 1, -1, 2, 3, -3, 127, -128, 255, 16777216, 16777217, 16777218, 16777219,
+                                 -16777217, -16777219, 33554431, 33554433, 33554435, 2147483647, -2147483647 - 1,
+                                 2147483520, 2147483584, 2147483583, -2147483584, 1073741825, 12345678};
+    static const uint32_t bs[] = {0x3f000000u /* 0.5 */, 0x3e800000u /* 0.25 */, 0x3f800000u /* 1 */,
+                                  0x3fc00000u /* 1.5 */, 0x40000000u /* 2 */, 0xbf000000u /* -0.5 */,
+                                  0x3f800001u, 0x3f7fffffu, 0x00000000u, 0x80000000u, 0x00000001u /* subnormal */,
+                                  0x007fffffu, 0x7f800000u /* inf */, 0x7fc00000u /* NaN */, 0xff800000u,
+                                  0x4f000000u /* 2^31 */, 0x5f000000u, 0x00800000u /* smallest normal */,
+                                  0x3a83126fu /* 0.001 */, 0x38d1b717u /* 1e-4 */};
+    for (size_t i = 0; i < sizeof as / sizeof as[0]; i++)
+        for (size_t j = 0; j < sizeof bs / sizeof bs[0]; j++)
+            alu_compare(F, as[i], (int32_t)bs[j], 32);
+    /* ties: a * 2^-k for odd a lands on .5 when k = 1 */
+    for (int32_t a = -1000; a <= 1000; a++) {
+        alu_compare(F, a, 0x3f000000, 32);  /* a/2 */
+        alu_compare(F, a, 0x3e800000, 32);  /* a/4 */
+        alu_compare(F, a, 0x3eaaaaabu, 32); /* ~a/3 */
+    }
+    uint64_t r = case_seed("alu_fscale", 32, 0);
+    for (int k = 0; k < 2000000; k++) {
+        /* a: any int32, or near a power of two, or small */
+        int32_t a = (int32_t)(uint32_t)rnd_w(&r, 32);
+        uint32_t kind = rnd(&r, 4);
+        if (kind == 1)
+            a >>= rnd(&r, 31);
+        else if (kind == 2)
+            a = (int32_t)((1u << rnd(&r, 31)) + rnd(&r, 5) - 2) * (rnd(&r, 2) ? 1 : -1);
+        /* b: exponent 87..137 (2^-40 .. 2^10), any significand and sign; or any bits */
+        uint32_t b = ((87u + rnd(&r, 51)) << 23) | (uint32_t)rnd(&r, 1u << 23) | (rnd(&r, 8) == 0 ? 0x80000000u : 0);
+        if (rnd(&r, 32) == 0)
+            b = (uint32_t)rnd_w(&r, 32);
+        else if (rnd(&r, 8) == 0)
+            b &= ~0x7fffu; /* short significands: exact products and ties */
+        alu_compare(F, a, (int32_t)b, 32);
+    }
+}
+
+/* A stream with an ALU op the config lacks (fscale without EXACT_REQUANT):
+ * the verifier names the instruction and the key; fsim, when the stream
+ * bypasses the verifier, stops with an error when the op starts. */
+static void test_alu_unavailable(void **state)
+{
+    (void)state;
+    tsr_config_t cfg;
+    assert_int_equal(tsr_config_load("default", &cfg), TSR_OK);
+    assert_int_equal(cfg.exact_requant, 0);
+    assert_int_equal(tsr_alu_op_available(&cfg, TSR_ALU_FSCALE), 0);
+    assert_string_equal(tsr_alu_op_key(TSR_ALU_FSCALE), "EXACT_REQUANT");
+    assert_int_equal(tsr_alu_op_available(&cfg, TSR_ALU_RQFIN), 1);
+    cfg.exact_requant = 1;
+    assert_int_equal(tsr_alu_op_available(&cfg, TSR_ALU_FSCALE), 1);
+    assert_int_equal(tsr_alu_op_available(&cfg, TSR_ALU_COUNT), 0);
+}
+
 /* tsr_alu_apply_row (the row form fsim runs, with its own lane loops for
  * the common operators) lane by lane against the reference machine's ALU:
  * every operator at both widths, an immediate, a second row, and the row
@@ -1255,7 +1320,7 @@ static void test_gemm_loops_reset(void **state)
 
 /* ============================================================= ALU tests */
 
-static const char *alu_names[] = {"min", "max", "add", "shr", "mul", "mov", "rshr", "mulhr", "rqfin"};
+static const char *alu_names[] = {"min", "max", "add", "shr", "mul", "mov", "rshr", "mulhr", "rqfin", "fscale"};
 
 /* Each op with an immediate; every immediate acts on a fresh copy of the
  * edge rows (acc elements 0..7) in its own 8-row block, so the epilogue
@@ -1265,6 +1330,8 @@ static void test_alu_imm(void **state)
     (void)state;
     for (int c = 0; c < g_ncfg; c++) {
         for (uint32_t op = 0; op < TSR_ALU_COUNT; op++) {
+            if (!tsr_alu_op_available(&g_cfgs[c].cfg, op))
+                continue; /* (refused: test_alu_unavailable) */
             int32_t imms[96];
             int nimm = 0;
             uint64_t r = case_seed("alu_imm", c, (int)op);
@@ -1320,6 +1387,8 @@ static void test_alu_reg(void **state)
     (void)state;
     for (int c = 0; c < g_ncfg; c++) {
         for (uint32_t op = 0; op < TSR_ALU_COUNT; op++) {
+            if (!tsr_alu_op_available(&g_cfgs[c].cfg, op))
+                continue;
             uint64_t r = case_seed("alu_reg", c, (int)op);
             pb_t pb;
             pb_init(&pb, &g_cfgs[c], MODE_SERIAL, r);
@@ -1710,6 +1779,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_alu_constants),
         cmocka_unit_test(test_alu_unit),
+        cmocka_unit_test(test_alu_fscale),
+        cmocka_unit_test(test_alu_unavailable),
         cmocka_unit_test(test_alu_row),
         cmocka_unit_test(test_config_geometry),
         cmocka_unit_test(test_gemm_matmul),

@@ -730,10 +730,10 @@ static void test_stage_and_names(void **state)
     for (uint32_t i = 0; i < 6; i++)
         assert_string_equal(tsr_mem_name(i), mems[i]);
     assert_null(tsr_mem_name(6));
-    static const char *const alus[] = {"min", "max", "add", "shr", "mul", "mov", "rshr", "mulhr", "rqfin"};
-    for (uint32_t i = 0; i < 9; i++)
+    static const char *const alus[] = {"min", "max", "add", "shr", "mul", "mov", "rshr", "mulhr", "rqfin", "fscale"};
+    for (uint32_t i = 0; i < 10; i++)
         assert_string_equal(tsr_alu_name(i), alus[i]);
-    assert_null(tsr_alu_name(9));
+    assert_null(tsr_alu_name(10));
     assert_string_equal(tsr_stage_name(0), "load");
     assert_string_equal(tsr_stage_name(1), "compute");
     assert_string_equal(tsr_stage_name(2), "store");

@@ -648,6 +648,18 @@ static void pick_extents(gen_t *g, uint32_t *nu, uint32_t *io, uint32_t *ii)
     }
 }
 
+/* An ALU op the config implements, uniformly: with every optional op off
+ * the draw is the one it always was (rbelow over the base ops), so old
+ * seeds give the same streams. */
+static uint32_t pick_alu_op(rng_t *r, const tsr_config_t *c)
+{
+    uint32_t ops[TSR_ALU_COUNT], n = 0;
+    for (uint32_t op = 0; op < TSR_ALU_COUNT; op++)
+        if (tsr_alu_op_available(c, op))
+            ops[n++] = op;
+    return ops[rbelow(r, n)];
+}
+
 /* A GEMM or ALU with an empty loop: a compute-stage no-op. */
 static void make_empty_loop(gen_t *g, int gemm, tsr_insn_t *in)
 {
@@ -675,7 +687,7 @@ static void make_empty_loop(gen_t *g, int gemm, tsr_insn_t *in)
     } else {
         in->src_factor_out = rbelow(r, field_max(c->acc_idx_bits) + 1);
         in->src_factor_in = rbelow(r, field_max(c->acc_idx_bits) + 1);
-        in->alu_opcode = rbelow(r, TSR_ALU_COUNT);
+        in->alu_opcode = pick_alu_op(r, c);
         in->use_imm = chance(r, 50);
         in->imm = pick_imm(r);
     }
@@ -694,7 +706,7 @@ static int try_loop(gen_t *g, int gemm, tsr_insn_t *list, int *nl)
         op.opcode = gemm ? TSR_OP_GEMM : TSR_OP_ALU;
         op.reset = chance(r, gemm ? 10 : 6);
         if (!gemm) {
-            op.alu_opcode = rbelow(r, TSR_ALU_COUNT);
+            op.alu_opcode = pick_alu_op(r, c);
             op.use_imm = chance(r, 45);
             op.imm = pick_imm(r);
         }

@@ -58,6 +58,62 @@ static int64_t ref_shift(int64_t a, int64_t s)
     return a * ((int64_t)1 << -s); /* |a| < 2^31, -s <= 31: fits */
 }
 
+/* Round m * 2^-sh (sh >= 0) to an integer, half to even. */
+static uint64_t ref_rne_shift(uint64_t m, int sh)
+{
+    if (sh == 0)
+        return m;
+    if (sh > 62)
+        return 0;
+    uint64_t q = m >> sh, rem = m & (((uint64_t)1 << sh) - 1), half = (uint64_t)1 << (sh - 1);
+    return q + (rem > half || (rem == half && (q & 1)) ? 1 : 0);
+}
+
+/* Round m (> 0) to 24 significant bits, half to even; *e grows by the
+ * bits dropped. */
+static uint64_t ref_round24(uint64_t m, int *e)
+{
+    int msb = 63;
+    while (!(m >> msb))
+        msb--;
+    if (msb <= 23)
+        return m;
+    int sh = msb - 23;
+    m = ref_rne_shift(m, sh);
+    *e += sh;
+    if (m >> 24) { /* rounding carried to 2^24 */
+        m >>= 1;
+        *e += 1;
+    }
+    return m;
+}
+
+/* fscale in integers only (the way the RTL computes it): |a| to a 24-bit
+ * significand (the int -> float32 rounding), times the scale's significand,
+ * that product to 24 bits (the float32 multiply's rounding), then to an
+ * integer, each rounding half to even; saturated to W bits. */
+static int64_t ref_fscale(int64_t a, uint32_t bits, int W)
+{
+    int ex = (int)((bits >> 23) & 0xff);
+    if (ex == 0 || ex == 0xff || a == 0)
+        return 0;
+    int neg = (a < 0) != (int)(bits >> 31);
+    int e = 0;
+    uint64_t m = ref_round24((uint64_t)(a < 0 ? -a : a), &e);
+    m *= (uint64_t)((bits & 0x7fffffu) | 0x800000u);
+    e += ex - 127 - 23;
+    m = ref_round24(m, &e);
+    int64_t lim = (int64_t)1 << (W - 1);
+    uint64_t v;
+    if (e >= 0)
+        v = e >= 40 ? (uint64_t)1 << 63 : m << e;
+    else
+        v = ref_rne_shift(m, -e);
+    if (neg)
+        return v >= (uint64_t)lim ? -lim : -(int64_t)v;
+    return v >= (uint64_t)lim ? lim - 1 : (int64_t)v;
+}
+
 int32_t ref_alu(uint32_t op, int32_t a32, int32_t b32, int W)
 {
     int64_t a = a32, b = b32, r = 0;
@@ -129,6 +185,9 @@ int32_t ref_alu(uint32_t op, int32_t a32, int32_t b32, int W)
         r = q;
         break;
     }
+    case TSR_ALU_FSCALE:
+        r = ref_fscale(a, (uint32_t)b32, W);
+        break;
     default:
         return 0;
     }

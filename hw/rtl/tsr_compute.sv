@@ -195,8 +195,9 @@ module tsr_compute (
     cmd_err = 1'b0;
     if (is_gemm || is_alu) begin
       cmd_err = ({1'b0, uop_bgn} > uop_end) || (uop_end > (UIB + 1)'(tsr_pkg::UOP_DEPTH));
-      // ALU opcodes 9..15 are reserved: an error, whatever the loops run
-      if (is_alu && alu_op >= AOW'(tsr_pkg::ALU_COUNT)) cmd_err = 1'b1;
+      // an ALU op this config lacks (reserved, or its key off): an error,
+      // whatever the loops run
+      if (is_alu && !tsr_pkg::ALU_OPS_MASK[alu_op]) cmd_err = 1'b1;
     end else if (opcode == OPW'(tsr_pkg::OP_LOAD)) begin
       if (x_size != '0) begin
         if (mem_type == MTW'(tsr_pkg::MEM_UOP)) begin

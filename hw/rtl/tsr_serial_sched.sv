@@ -89,7 +89,6 @@ module tsr_serial_sched #(
   // Instruction field widths (the ISA field table, through tsr_pkg)
   localparam int OPW = tsr_pkg::MEM_OPCODE_W;      // opcode
   localparam int MTW = tsr_pkg::MEM_MEM_TYPE_W;    // memory type
-  localparam int AOW = tsr_pkg::ALU_ALU_OPCODE_W;  // ALU operation
   // ------------------------------------------------------------ parameters
   localparam int ILB  = $clog2(tsr_pkg::INSN_BITS / 8);  // log2(instruction bytes)
   localparam int IXW  = 32 - ILB;                    // instruction index (32-bit addresses)
@@ -336,7 +335,7 @@ module tsr_serial_sched #(
     end
   end
   assign uop_bad = ({1'b0, f_bgn} > f_end) || (32'(f_end) > 32'(tsr_pkg::UOP_DEPTH));
-  assign alu_bad = !is_gemm && (tsr_pkg::alu_alu_opcode(insn_q) >= AOW'(tsr_pkg::ALU_COUNT));
+  assign alu_bad = !is_gemm && !tsr_pkg::ALU_OPS_MASK[tsr_pkg::alu_alu_opcode(insn_q)];
 
   // header of a fetched instruction: its first two bytes, at the top of insn_q
   logic [tsr_pkg::INSN_BITS-1:0] hdr;
