@@ -151,12 +151,16 @@ static int geo_init(const tsr_config_t *c, const tsr_conv2d_params_t *p, const t
     g->cob = cdiv(p->c_out, c->block_out);
     g->kk = p->kh * p->kw;
     g->h_pad = p->x_zp - tsr_dt_off(p->x_dtype);
+    g->exact = p->fscale != NULL;
+    if (g->exact && !tsr_alu_op_available(c, TSR_ALU_FSCALE))
+        return tsr_err(TSR_EINVAL, OP ": exact (float32 scale) requantization needs the ALU op fscale, config key "
+                       "EXACT_REQUANT = 1, which this config lacks");
     int any_pos = 0;
-    for (int i = 0; i < p->rq_count; i++)
+    for (int i = 0; !g->exact && i < p->rq_count; i++)
         any_pos |= p->shift[i] > 0;
     if (p->rq_count > 1)
         g->has_shl_row = any_pos;
-    else
+    else if (!g->exact)
         g->shl_imm = imax(p->shift[0], 0);
     g->nconst = 3 + g->has_shl_row;
     return TSR_OK;
@@ -296,12 +300,13 @@ int tsr_conv2d_pack_weights(const tsr_config_t *c, const tsr_conv2d_plan_t *pl, 
         int nv = 0;
         int64_t bp = (bias ? (int64_t)bias[co] : 0) - (int64_t)pl->h_pad * sum;
         vals[nv++] = (int32_t)(uint32_t)(uint64_t)bp; /* wrap32 */
-        vals[nv++] = p->mult[r];
+        vals[nv++] = p->fscale ? tsr_requant_fscale_bits(p->fscale[r]) : p->mult[r];
         if (pl->nconst > 3) /* per-channel left shifts (shr by a negative amount) */
             vals[nv++] = -imax(p->shift[r], 0);
         /* (a fused add's input a is this output: its zero point folded, tsr_conv2d_geo.h) */
         const int32_t fz = pl->fused && tsr_conv2d_fuse_fold_zp(p, &pl->fadd) ? p->y_zp : 0;
-        vals[nv++] = tsr_requant_rqfin(imax(-p->shift[r], 0), p->y_zp - fz, p->act_min - fz, p->act_max - fz);
+        vals[nv++] = tsr_requant_rqfin(p->fscale ? 0 : imax(-p->shift[r], 0), p->y_zp - fz, p->act_min - fz,
+                                       p->act_max - fz);
         for (int k = 0; k < nv; k++)
             for (int b = 0; b < c->batch; b++) {
                 /* resident plans keep each kind of row together (one burst per kind) */
@@ -374,7 +379,10 @@ static size_t conv2d_sig(const tsr_conv2d_params_t *p, const tsr_add_params_t *f
         n = tsr_kcache_sig_i32(sig, n, v[i]);
     for (int i = 0; i < p->w_zp_count; i++)
         n = tsr_kcache_sig_i32(sig, n, p->w_zp[i]);
-    if (p->rq_count == 1) {
+    /* exact requantization: fscale in mulhr's place, no shift rows */
+    n = tsr_kcache_sig_i32(sig, n, p->fscale != NULL);
+    if (p->fscale) {
+    } else if (p->rq_count == 1) {
         n = tsr_kcache_sig_i32(sig, n, p->shift[0]);
     } else {
         int any_pos = 0, any_neg = 0;
@@ -546,8 +554,12 @@ static int own_params(const tsr_conv2d_params_t *params, tsr_conv2d_plan_t *pl)
     pl->w_zp = malloc(sizeof(int32_t) * (size_t)params->w_zp_count);
     pl->mult = malloc(sizeof(int32_t) * (size_t)params->rq_count);
     pl->shift = malloc(sizeof(int32_t) * (size_t)params->rq_count);
-    if (!pl->w_zp || !pl->mult || !pl->shift)
+    pl->fscale = params->fscale ? malloc(sizeof(float) * (size_t)params->rq_count) : NULL;
+    if (!pl->w_zp || !pl->mult || !pl->shift || (params->fscale && !pl->fscale))
         return tsr_err(TSR_ENOMEM, "out of memory");
+    if (params->fscale)
+        memcpy(pl->fscale, params->fscale, sizeof(float) * (size_t)params->rq_count);
+    pl->p.fscale = pl->fscale;
     memcpy(pl->w_zp, params->w_zp, sizeof(int32_t) * (size_t)params->w_zp_count);
     memcpy(pl->mult, params->mult, sizeof(int32_t) * (size_t)params->rq_count);
     memcpy(pl->shift, params->shift, sizeof(int32_t) * (size_t)params->rq_count);
@@ -689,6 +701,7 @@ void tsr_conv2d_plan_free(tsr_device_t *dev, tsr_conv2d_plan_t *pl)
     free(pl->w_zp);
     free(pl->mult);
     free(pl->shift);
+    free(pl->fscale);
     memset(pl, 0, sizeof *pl);
 }
 

@@ -96,6 +96,7 @@ typedef struct tsr_conv2d_params {
 typedef struct tsr_conv2d_plan {
     tsr_conv2d_params_t p;         /* copy of the parameters (arrays point into the plan's own copies) */
     int32_t *w_zp, *mult, *shift;  /* owned copies of the parameter arrays */
+    float *fscale;                 /* (and of the float32 scales, exact requantization) */
     int oh, ow;                    /* output height and width */
     int nb, cib, cob;              /* batch, input-channel and output-channel blocks */
     int wsplit;                    /* int8 parts of w - w_zp (1..3); the input is packed that many times */

@@ -120,6 +120,7 @@ int tsr_dense_plan(tsr_device_t *dev, const tsr_dense_params_t *params, tsr_dens
                             params->k);
         goto fail;
     }
+    pl->p.fscale = pl->conv.fscale; /* (the conv plan's copy; the caller's may go) */
     return TSR_OK;
 fail:
     tsr_dense_plan_free(dev, pl);

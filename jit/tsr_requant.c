@@ -1,6 +1,8 @@
 /* tsr_requant: the requantization fields' check (tsr_requant.h). */
 #include "tsr_requant.h"
 
+#include <math.h>
+
 #include "tsr_dtype.h"
 #include "tsr_error.h"
 
@@ -9,6 +11,10 @@ int tsr_requant_check(const char *op, const tsr_requant_t *rq, int channels, con
     if (!rq->mult || !rq->shift || (rq->rq_count != 1 && rq->rq_count != channels))
         return tsr_err(TSR_EINVAL, "%s: requantization: need 1 or %s = %d (multiplier, shift) pairs, got %d%s", op,
                        chname, channels, rq->rq_count, rq->mult && rq->shift ? "" : " (NULL)");
+    for (int i = 0; rq->fscale && i < rq->rq_count; i++)
+        if (!(isnormal(rq->fscale[i]) && rq->fscale[i] > 0.0f)) /* (NaN fails too) */
+            return tsr_err(TSR_EINVAL, "%s: float scale [%d] = %g is not a normal float32 > 0", op, i,
+                           (double)rq->fscale[i]);
     for (int i = 0; i < rq->rq_count; i++) {
         if (rq->mult[i] < 0)
             return tsr_err(TSR_EINVAL, "%s: multiplier [%d] = %d is negative", op, i, rq->mult[i]);

@@ -22,7 +22,10 @@
     const int32_t *mult;      /* [rq_count] multipliers, [0, 2^31 - 1] */                                            \
     const int32_t *shift;     /* [rq_count] shifts, [-31, 30] (> 0 shifts left) */                                   \
     int rq_count;             /* 1 (per tensor) or one per output channel */                                         \
-    int32_t act_min, act_max; /* output clamp, within y_dtype's range, act_min <= act_max */
+    int32_t act_min, act_max; /* output clamp, within y_dtype's range, act_min <= act_max */                        \
+    const float *fscale;      /* NULL: fixed point (mult, shift); else [rq_count] float32 scales, normal and > 0,   \
+                                 applied by the ALU's fscale (config EXACT_REQUANT): ONNX Runtime's                  \
+                                 round_half_even(float32(acc) * scale) bit for bit; mult/shift then unused */
 
 typedef struct tsr_requant {
     TSR_REQUANT_FIELDS
@@ -43,6 +46,16 @@ typedef struct tsr_requant {
  * (y_dtype and y_zp are the caller's to check first.) Messages start with
  * op. */
 int tsr_requant_check(const char *op, const tsr_requant_t *rq, int channels, const char *chname);
+
+/* The fscale operand of a float32 scale: its bit pattern. */
+static inline int32_t tsr_requant_fscale_bits(float f)
+{
+    union {
+        float f;
+        uint32_t u;
+    } v = {.f = f};
+    return (int32_t)v.u;
+}
 
 /* The rqfin operand row of one output channel (isa/semantics.md): right
  * shift in [4:0], zero point [13:5], clamp low [22:14], high [31:23]. */

@@ -360,7 +360,7 @@ static void conv_case(uint64_t seed)
     uint8_t *yr = malloc(ny);
     assert_non_null(yr);
     opref_tensor_t oy = {odt(r.y_dtype), os.n, os.c, os.h, os.w, yr, r.y_zp};
-    opref_requant_t rq = {r.rq_count, r.mult, r.shift, r.act_min, r.act_max};
+    opref_requant_t rq = {r.rq_count, r.mult, r.shift, r.act_min, r.act_max, NULL};
     if (opref_conv2d(&ox, &ow, use_bias ? bias : NULL, &cp, &rq, &oy))
         fail_msg("seed %llu: reference: %s", (unsigned long long)seed, tsr_errmsg());
     rm("y.npy");
@@ -454,7 +454,7 @@ static void dense_case(uint64_t seed)
     uint8_t *yr = malloc((size_t)n * m);
     assert_non_null(yr);
     opref_tensor_t oy = {odt(r.y_dtype), n, m, 1, 1, yr, r.y_zp};
-    opref_requant_t rq = {r.rq_count, r.mult, r.shift, r.act_min, r.act_max};
+    opref_requant_t rq = {r.rq_count, r.mult, r.shift, r.act_min, r.act_max, NULL};
     if (opref_dense(&ox, &ow, use_bias ? bias : NULL, &rq, &oy))
         fail_msg("seed %llu: reference: %s", (unsigned long long)seed, tsr_errmsg());
     rm("y.npy");

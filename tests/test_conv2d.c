@@ -18,6 +18,7 @@
 
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +52,8 @@ static uint64_t g_inside, g_total;
 static int g_split, g_coltile, g_single, g_res, g_dwsplit;
 /* 1: run_case uses the one-call tsr_conv2d_run instead of plan/pack/exec. */
 static int g_one_call;
+/* 1: random_case draws float32 scales (exact requantization, fscale) */
+static int g_exact;
 /* > 0: random_case makes a grouped case with these groups and C_in = C_out = g_force_c */
 static int g_force_groups, g_force_c;
 
@@ -58,6 +61,7 @@ static int g_force_groups, g_force_c;
 typedef struct {
     tsr_conv2d_params_t p;
     int32_t w_zp[256], mult[256], shift[256];
+    float fscale[256]; /* g_exact: the float32 scales (exact requantization) */
     int use_bias;
     int full_w; /* weights drawn from the whole dtype range (w - w_zp may leave int8) */
 } conv_case_t;
@@ -206,7 +210,7 @@ compare:;
     opref_tensor_t ty = {(opref_dtype_t)(p->y_dtype == TSR_DT_UINT8), p->n, p->c_out, oh, ow, yr, p->y_zp};
     opref_conv_params_t cp = {p->stride_h, p->stride_w, p->pad_top, p->pad_left, p->pad_bottom, p->pad_right,
                               p->groups};
-    opref_requant_t rq = {p->rq_count, k->mult, k->shift, p->act_min, p->act_max};
+    opref_requant_t rq = {p->rq_count, k->mult, k->shift, p->act_min, p->act_max, p->fscale};
     if (p->groups > 1 && p->groups != p->c_in) {
         if (grouped_ref(p, x, w, b, oh, ow, &rq, &ty))
             fail_msg("%s: grouped reference: %s", desc, tsr_errmsg());
@@ -293,7 +297,14 @@ static void random_case(uint64_t *s, conv_case_t *k, int maxn, int maxc, int max
         int r = rnd(s, 0, 9);
         k->mult[i] = r == 0 ? 0 : (int32_t)((1u << 30) + (uint32_t)rnd(s, 0, (1 << 30) - 1));
         k->shift[i] = r == 1 ? rnd(s, 1, 3) : -((k->full_w ? lg : lg / 2) + 7) + rnd(s, -2, 2);
+        /* the same real multiplier as a float32 (a random significand: ties are frequent only when it is
+           short, so a quarter of the scales keep 8 significant bits) */
+        double real = k->mult[i] ? ldexp((double)k->mult[i], k->shift[i] - 31) : 0x1p-20;
+        k->fscale[i] = (float)real;
+        if (rnd(s, 0, 3) == 0)
+            k->fscale[i] = ldexpf(roundf(ldexpf(k->fscale[i], 8 - ilogbf(k->fscale[i]))), ilogbf(k->fscale[i]) - 8);
     }
+    p->fscale = g_exact ? k->fscale : NULL;
     int full = rnd(s, 0, 2);
     p->act_min = full ? dmin(p->y_dtype) : rnd(s, dmin(p->y_dtype), p->y_zp);
     p->act_max = full ? dmax(p->y_dtype) : rnd(s, p->act_min, dmax(p->y_dtype));
@@ -381,6 +392,26 @@ static void test_one_call(void **state)
     tsr_conv2d_params_t bad = {0};
     assert_int_equal(tsr_conv2d_run(dev, &bad, "", "", NULL, (void *)""), TSR_EINVAL);
     assert_int_equal(tsr_conv2d_run(dev, NULL, "", "", NULL, (void *)""), TSR_EINVAL);
+    tsr_device_close(dev);
+}
+
+/* Exact requantization (EXACT_REQUANT): the conv's ALU sequence takes
+ * fscale by the float32 scale's bits and rqfin by shift 0; against the
+ * reference's float32 form (ONNX Runtime's). Depthwise, split weights,
+ * per-channel and per-tensor scales, u8/s8 as the random cases draw them. */
+static void test_exact(void **state)
+{
+    (void)state;
+    g_exact = 1;
+    random_cases("default+exact", 120, 2, 40, 14, 1, 3);
+    random_cases("tiny+exact", 200, 1, 11, 9, 1, 4);
+    g_exact = 0;
+    /* a config without the key refuses float scales, naming it */
+    tsr_device_t *dev = open_dev("default");
+    conv_case_t k = basic_case(1, 16, 5, 5, 16, 3, 3, 1, 1);
+    k.p.fscale = k.fscale;
+    k.fscale[0] = 0.01f;
+    expect_err(dev, &k, "EXACT_REQUANT");
     tsr_device_close(dev);
 }
 
@@ -487,7 +518,7 @@ static void test_fused_add_shortcuts(void **state)
     opref_weights_t tw = {OPREF_INT8, p->c_out, p->c_in, 1, 1, w, k.w_zp, 1};
     opref_tensor_t tc = {OPREF_INT8, 1, p->c_out, oh, ow, yc, p->y_zp};
     opref_conv_params_t cp = {1, 1, 0, 0, 0, 0, 1};
-    opref_requant_t rq = {1, k.mult, k.shift, p->act_min, p->act_max};
+    opref_requant_t rq = {1, k.mult, k.shift, p->act_min, p->act_max, NULL};
     assert_int_equal(opref_conv2d(&tx, &tw, bias, &cp, &rq, &tc), TSR_OK);
     const int sh = 20; /* MA, MB in [2^21, 2^22): tsr_ox_eltwise.c's mlas form */
     const int32_t ma = 0x2a3b4c, mb = 0x3c1d2e;
@@ -849,7 +880,7 @@ int main(void)
         cmocka_unit_test(test_random_batch2),   cmocka_unit_test(test_random_rect),
         cmocka_unit_test(test_resnet_plans),    cmocka_unit_test(test_one_call),
         cmocka_unit_test(test_presearch),       cmocka_unit_test(test_grouped),
-        cmocka_unit_test(test_fused_add_shortcuts),
+        cmocka_unit_test(test_fused_add_shortcuts), cmocka_unit_test(test_exact),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

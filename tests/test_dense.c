@@ -343,7 +343,7 @@ static int run_case(tsr_device_t *dev, const char *cfgname, dense_case_t *k, uin
     opref_tensor_t ox = {odt(p->x_dtype), p->n, p->k, 1, 1, x, p->x_zp};
     opref_weights_t ow = {odt(p->w_dtype), p->m, p->k, 1, 1, w, k->w_zp, p->w_zp_count};
     opref_tensor_t oy = {odt(p->y_dtype), p->n, p->m, 1, 1, yr, p->y_zp};
-    opref_requant_t rq = {p->rq_count, k->mult, k->shift, p->act_min, p->act_max};
+    opref_requant_t rq = {p->rq_count, k->mult, k->shift, p->act_min, p->act_max, NULL};
     if (opref_dense(&ox, &ow, b, &rq, &oy))
         fail_msg("%s: reference: %s", desc, tsr_errmsg());
     for (size_t i = 0; i < ny; i++) {

@@ -802,7 +802,7 @@ static void test_requantize(void **state)
             if (tsr_graph_exec(g, ins, outs))
                 fail_msg("case %d: exec: %s", k, tsr_errmsg());
             opref_acc_t a = {p.n, p.c, p.h, p.w, acc};
-            opref_requant_t rq = {p.rq_count, mult, shift, p.act_min, p.act_max};
+            opref_requant_t rq = {p.rq_count, mult, shift, p.act_min, p.act_max, NULL};
             opref_tensor_t yt = {p.y_dtype == TSR_DT_UINT8 ? OPREF_UINT8 : OPREF_INT8, p.n, p.c, p.h, p.w, want, p.y_zp};
             if (opref_requantize(&a, &rq, &yt))
                 fail_msg("case %d: reference: %s", k, tsr_errmsg());

@@ -200,7 +200,7 @@ static void data_make(ccase_t *k, cdata_t *d)
     opref_tensor_t ty = {OPREF_INT8, p->n, p->c_out, d->oh, d->ow, d->yr, p->y_zp};
     opref_conv_params_t cp = {p->stride_h, p->stride_w, p->pad_top, p->pad_left, p->pad_bottom, p->pad_right,
                               p->groups};
-    opref_requant_t rq = {p->rq_count, k->mult, k->shift, p->act_min, p->act_max};
+    opref_requant_t rq = {p->rq_count, k->mult, k->shift, p->act_min, p->act_max, NULL};
     if (opref_conv2d(&tx, &tw, d->bias, &cp, &rq, &ty))
         fail_msg("reference: %s", tsr_errmsg());
 }

@@ -253,7 +253,7 @@ static void test_requantize_hand(void **state)
     int32_t accv[6] = {-1000, 0, 7, 1000, 1000000, -1000000};
     opref_acc_t acc = {1, 1, 1, 6, accv};
     int32_t m = B30, s = -3;
-    opref_requant_t rq = {1, &m, &s, -128, 127};
+    opref_requant_t rq = {1, &m, &s, -128, 127, NULL};
     uint8_t yb[6];
     opref_tensor_t y = mk(OPREF_INT8, 1, 1, 1, 6, -10, yb, NULL);
     expect_ok(opref_requantize(&acc, &rq, &y));
@@ -269,6 +269,19 @@ static void test_requantize_hand(void **state)
     rq.act_max = 150;
     expect_ok(opref_requantize(&acc, &rq, &y));
     expect_tensor(&y, (const int32_t[]){100, 100, 101, 150, 150, 100});
+    /* the float32 form (ONNX Runtime's): scale 1/8 by hand, ties to even:
+     * -1000 -> -125, 0, 7 -> 0.875 -> 1, 1000 -> 125, 10^6 and -10^6
+     * saturate; then 12 -> 1.5 -> 2 and 20 -> 2.5 -> 2 (even), -20 -> -2 */
+    float f = 0.125f;
+    rq = (opref_requant_t){1, &m, &s, -128, 127, &f};
+    y = mk(OPREF_INT8, 1, 1, 1, 6, -10, yb, NULL);
+    expect_ok(opref_requantize(&acc, &rq, &y));
+    expect_tensor(&y, (const int32_t[]){-128, -10, -9, 115, 127, -128});
+    int32_t tie[6] = {12, 20, -20, 28, -12, 4};
+    opref_acc_t acct = {1, 1, 1, 6, tie};
+    y = mk(OPREF_INT8, 1, 1, 1, 6, 0, yb, NULL);
+    expect_ok(opref_requantize(&acct, &rq, &y));
+    expect_tensor(&y, (const int32_t[]){2, 2, -2, 4, -2, 0});
 }
 
 static void test_conv2d_hand(void **state)
@@ -304,7 +317,7 @@ static void test_conv2d_hand(void **state)
     for (int i = 0; i < 6; i++)
         assert_int_equal(accv[i], want_acc[i]);
     int32_t m = B30, sh = -1;
-    opref_requant_t rq = {1, &m, &sh, -128, 127};
+    opref_requant_t rq = {1, &m, &sh, -128, 127, NULL};
     opref_tensor_t y = mk(OPREF_INT8, 1, 1, 2, 3, -3, yb, NULL);
     expect_ok(opref_conv2d(&x, &w, &bias, &p, &rq, &y));
     expect_tensor(&y, (const int32_t[]){0, 1, 0, 4, 5, 1});
@@ -336,7 +349,7 @@ static void test_depthwise_hand(void **state)
     assert_int_equal(accv[0], 110);
     assert_int_equal(accv[1], 0);
     int32_t m[2] = {B30, B30}, sh[2] = {-2, 0};
-    opref_requant_t rq = {2, m, sh, -128, 127};
+    opref_requant_t rq = {2, m, sh, -128, 127, NULL};
     opref_tensor_t y = mk(OPREF_INT8, 1, 2, 1, 1, 0, yb, NULL);
     expect_ok(opref_conv2d(&x, &w, bias, &p, &rq, &y));
     expect_tensor(&y, (const int32_t[]){14, 0});
@@ -364,7 +377,7 @@ static void test_dense_hand(void **state)
     assert_int_equal(accv[2], 376);
     assert_int_equal(accv[3], 128);
     int32_t m = B30, sh = 0;
-    opref_requant_t rq = {1, &m, &sh, 0, 255};
+    opref_requant_t rq = {1, &m, &sh, 0, 255, NULL};
     opref_tensor_t y = mk(OPREF_UINT8, 2, 2, 1, 1, 128, yb, NULL);
     expect_ok(opref_dense(&x, &w, NULL, &rq, &y));
     expect_tensor(&y, (const int32_t[]){132, 129, 255, 192});
@@ -535,7 +548,7 @@ static void test_errors(void **state)
     opref_tensor_t x = mk(OPREF_INT8, 1, 2, 3, 3, 0, xb, NULL);
     opref_weights_t w = {OPREF_INT8, 2, 2, 2, 2, wb, wzp, 1};
     opref_conv_params_t p = {1, 1, 0, 0, 0, 0, 1};
-    opref_requant_t rq = {1, m, sh, -128, 127};
+    opref_requant_t rq = {1, m, sh, -128, 127, NULL};
     opref_tensor_t y = mk(OPREF_INT8, 1, 2, 2, 2, 0, yb, NULL);
     opref_acc_t acc = {1, 2, 2, 2, accv};
     expect_ok(opref_conv2d(&x, &w, NULL, &p, &rq, &y)); /* the baseline is valid */
@@ -861,7 +874,7 @@ static void test_alu_agreement(void **state)
             int32_t zp = r_zp(&s, dt), lo, hi;
             r_act(&s, dt, &lo, &hi);
             opref_acc_t acc = {1, 1, 1, 1, &a};
-            opref_requant_t rq = {1, &m, &sh, lo, hi};
+            opref_requant_t rq = {1, &m, &sh, lo, hi, NULL};
             uint8_t yb[1];
             opref_tensor_t y = mk(dt, 1, 1, 1, 1, zp, yb, NULL);
             expect_ok(opref_requantize(&acc, &rq, &y));
@@ -1243,7 +1256,7 @@ static void gen_conv(np_ctx_t *c)
     expect_ok(opref_conv2d_out_shape(&x, &w, &p, &os));
     opref_tensor_t y = alloc_tensor(ydt, os.n, os.c, os.h, os.w, r_zp(s, ydt));
     r_act(s, ydt, &lo, &hi);
-    opref_requant_t rq = {rq_count, mult, shift, lo, hi};
+    opref_requant_t rq = {rq_count, mult, shift, lo, hi, NULL};
 
     np_case_t *k = case_begin(c, "conv",
                               "conv2d x %s[%d,%d,%d,%d] zp %d, w %s[%d,%d,%d,%d] zp %s, stride (%d,%d), pads "
@@ -1300,7 +1313,7 @@ static void gen_dense(np_ctx_t *c)
     r_requant(s, rq_count, -log2((double)K) - 10, -log2((double)K) + 1, mult, shift);
     opref_tensor_t y = alloc_tensor(ydt, N, M, 1, 1, r_zp(s, ydt));
     r_act(s, ydt, &lo, &hi);
-    opref_requant_t rq = {rq_count, mult, shift, lo, hi};
+    opref_requant_t rq = {rq_count, mult, shift, lo, hi, NULL};
 
     np_case_t *k = case_begin(c, "dense",
                               "dense x %s[%d,%d,%d,%d] (K %d) zp %d, w %s[%d,%d] zp %s, bias %s, y %s zp %d, "
@@ -1471,7 +1484,7 @@ static void gen_requant(np_ctx_t *c)
     opref_tensor_t y = alloc_tensor(dt, 1, C, 1, W, r_zp(s, dt));
     r_act(s, dt, &lo, &hi);
     opref_acc_t acc = {1, C, 1, W, accv};
-    opref_requant_t rq = {count, mult, shift, lo, hi};
+    opref_requant_t rq = {count, mult, shift, lo, hi, NULL};
     np_case_t *k = case_begin(c, "requant", "requantize [1,%d,1,%d] to %s zp %d, %s, act [%d,%d]", C, W, dn(dt),
                               (int)y.zp, count == 1 ? "per-tensor" : "per-channel", (int)lo, (int)hi);
     wp(c, "N", 1);

@@ -136,7 +136,7 @@ static void ref_conv(const tsr_conv2d_params_t *p, const void *x, const void *w,
                           p->w_zp_count};
     opref_tensor_t ty = {(opref_dtype_t)(p->y_dtype == TSR_DT_UINT8), p->n, p->c_out, oh, ow, y, p->y_zp};
     opref_conv_params_t cp = {p->stride_h, p->stride_w, p->pad_top, p->pad_left, p->pad_bottom, p->pad_right, 1};
-    opref_requant_t rq = {p->rq_count, p->mult, p->shift, p->act_min, p->act_max};
+    opref_requant_t rq = {p->rq_count, p->mult, p->shift, p->act_min, p->act_max, NULL};
     if (opref_conv2d(&tx, &tw, bias, &cp, &rq, &ty))
         fail_msg("%s: reference: %s", desc, tsr_errmsg());
 }

@@ -343,6 +343,24 @@ static int32_t requant_one(int32_t acc, int32_t mult, int shift, int32_t zp, int
     return (int32_t)clamp64(v, act_min, act_max); /* act range lies inside the dtype range */
 }
 
+/* ONNX Runtime's: the product in float32 (C float, round to nearest even),
+ * clamped in float to the output range less the zero point, rounded to
+ * nearest even (MLAS: max, min, then _mm_cvtps_epi32), plus the zero point. */
+static int32_t requant_one_f(int32_t acc, float scale, int32_t zp, int32_t act_min, int32_t act_max)
+{
+    float v = (float)acc * scale;
+    v = fmaxf(v, (float)(act_min - zp));
+    v = fminf(v, (float)(act_max - zp));
+    return (int32_t)nearbyintf(v) + zp;
+}
+
+static int32_t requant_any(int32_t acc, const opref_requant_t *rq, int k, int32_t zp)
+{
+    if (rq->fscale)
+        return requant_one_f(acc, rq->fscale[k], zp, rq->act_min, rq->act_max);
+    return requant_one(acc, rq->mult[k], rq->shift[k], zp, rq->act_min, rq->act_max);
+}
+
 int opref_requantize(const opref_acc_t *acc, const opref_requant_t *rq, opref_tensor_t *y)
 {
     const char *op = "requantize";
@@ -361,8 +379,7 @@ int opref_requantize(const opref_acc_t *acc, const opref_requant_t *rq, opref_te
             for (int h = 0; h < acc->h; h++)
                 for (int w = 0; w < acc->w; w++) {
                     int64_t i = (((int64_t)n * acc->c + c) * acc->h + h) * acc->w + w;
-                    opref_set(y, i, requant_one(acc->data[i], rq->mult[k], rq->shift[k], y->zp, rq->act_min,
-                                                rq->act_max));
+                    opref_set(y, i, requant_any(acc->data[i], rq, k, y->zp));
                 }
         }
     return TSR_OK;

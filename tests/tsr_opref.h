@@ -75,6 +75,8 @@ typedef struct opref_requant {
     const int32_t *shift; /* [count], each in [-31, 30]; > 0 shifts left */
     int32_t act_min;      /* output clamp (fused activation), within the */
     int32_t act_max;      /* output dtype range, act_min <= act_max */
+    const float *fscale;  /* NULL, or [count] float32 scales: y = clamp(round_half_even((float)acc * fscale) + zp),
+                             ONNX Runtime's form (MLAS MlasRequantizeOutput), mult/shift unused */
 } opref_requant_t;
 
 typedef struct opref_conv_params {

@@ -35,6 +35,18 @@ uint64_t tsr_test_seed(const char *env, uint64_t dflt)
 
 int tsr_test_config(const char *name, tsr_config_t *cfg)
 {
+    /* "<preset>+exact": the preset with EXACT_REQUANT = 1 */
+    const char *plus = strstr(name, "+exact");
+    if (plus && !plus[6]) {
+        char base[32], json[2048];
+        snprintf(base, sizeof base, "%.*s", (int)(plus - name), name);
+        const char *pj = tsr_config_preset_json(base);
+        const char *brace = pj ? strchr(pj, '{') : NULL;
+        if (!brace)
+            return tsr_err(TSR_ECONFIG, "no preset %s", base);
+        snprintf(json, sizeof json, "{\"EXACT_REQUANT\": 1, %s", brace + 1);
+        return tsr_config_parse(json, name, cfg);
+    }
     if (!strcmp(name, "b2"))
         return tsr_config_parse(CFG_B2, "b2", cfg);
     if (!strcmp(name, "rect"))

@@ -95,7 +95,7 @@ static int post_seq(const geo_t *g, alu_step_t seq[MAX_POST])
         seq[ns++] = (alu_step_t){TSR_ALU_SHR, 2, 0, 0};
     else if (g->shl_imm)
         seq[ns++] = (alu_step_t){TSR_ALU_SHR, -1, -g->shl_imm, 0};
-    seq[ns++] = (alu_step_t){TSR_ALU_MULHR, 1, 0, 0};
+    seq[ns++] = (alu_step_t){g->exact ? TSR_ALU_FSCALE : TSR_ALU_MULHR, 1, 0, 0};
     seq[ns++] = (alu_step_t){TSR_ALU_RQFIN, 2 + g->has_shl_row, 0, 0};
     if (!g->fuse)
         return ns;

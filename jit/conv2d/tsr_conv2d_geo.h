@@ -67,6 +67,8 @@ typedef struct {
     const tsr_conv2d_params_t *p;
     int oh, ow, nb, cib, cob, dw, kk, nconst;
     int has_shl_row;
+    int exact;                  /* requantization by fscale (p->fscale, EXACT_REQUANT): the scale's bits
+                                   replace M, no shift rows, rqfin shifts by 0 */
     int inp_half, wgt_half, acc_half;
     int wsplit;                 /* int8 parts of w - w_zp (1..3), each meeting its own copy of the input
                                    (depthwise: the block itself, one uop per part) */
