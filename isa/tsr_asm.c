@@ -526,7 +526,7 @@ static int parse_insn(asm_t *a, uint32_t op)
             if (!strcmp(a->tok[1], tsr_mem_name(in.mem_type)))
                 break;
         if (in.mem_type == TSR_MEM_COUNT)
-            return perr(a, "unknown memory type, expected uop wgt inp acc out acc8 (%.*s)",
+            return perr(a, "unknown memory type, expected uop wgt inp acc out acc8 lut (%.*s)",
                         Q(a->tok[1]));
         i = 2;
     } else if (op == TSR_OP_ALU) {
@@ -536,7 +536,7 @@ static int parse_insn(asm_t *a, uint32_t op)
             if (!strcmp(a->tok[1], tsr_alu_name(in.alu_opcode)))
                 break;
         if (in.alu_opcode == TSR_ALU_COUNT)
-            return perr(a, "unknown ALU op, expected min max add shr mul mov rshr mulhr (%.*s)",
+            return perr(a, "unknown ALU op, expected min max add shr mul mov rshr mulhr rqfin fscale lut (%.*s)",
                         Q(a->tok[1]));
         i = 2;
     }
@@ -723,6 +723,8 @@ static int resolve_fixups(asm_t *a)
             return perr(a, "unknown buffer %s (%s)", fx->name, fx->tok);
         const tsr_asm_buffer_t *b = &p->bufs[idx];
         uint32_t eb = tsr_config_elem_bytes(a->cfg, (int)in->mem_type);
+        if (!eb && in->mem_type == TSR_MEM_LUT)
+            return perr(a, "memory type lut needs config key ACT_LUT > 0 (%s)", fx->tok);
         if (!eb)
             return perr(a, "memory type has no element size (%s)", fx->tok);
         if (b->addr % eb)

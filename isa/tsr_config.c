@@ -66,8 +66,13 @@ static const int_key_t int_keys[] = {
     {"ACC_SINGLE_COPY", OFF(acc_single_copy), 0, 1, K_OPT},
     {"SERIAL_CORE", OFF(serial_core), 0, 1, K_OPT},
     {"EXACT_REQUANT", OFF(exact_requant), 0, 1, K_OPT},
+    {"ACT_LUT", OFF(act_lut), 0, 8, K_OPT}, /* and a power of two (ACT_LUT_SET) */
 };
 #define N_INT_KEYS (sizeof int_keys / sizeof int_keys[0])
+
+/* The values ACT_LUT allows (a count of tables the lut op indexes by the
+ * low bits of its operand: a power of two), as messages name them. */
+#define ACT_LUT_SET "0, 1, 2, 4, 8"
 
 /* Keys handled specially (block sizes, strings, checked-for-consistency keys). */
 static const char *const other_keys[] = {
@@ -101,6 +106,11 @@ static int get_int(const cJSON *root, const char *cname, const char *key, int lo
                        cJSON_IsString(it) ? "string" : cJSON_IsBool(it) ? "boolean"
                        : cJSON_IsNull(it) ? "null" : cJSON_IsArray(it) ? "array" : "object");
     double d = it->valuedouble;
+    if (!strcmp(key, "ACT_LUT")) { /* a set, not a range */
+        /* (the range first: only then is the conversion defined) */
+        if (!(d >= 0 && d <= 8 && d == floor(d)) || ((int)d & ((int)d - 1)))
+            return tsr_err(TSR_ECONFIG, "%s: key ACT_LUT = %g is not allowed: allowed " ACT_LUT_SET, cname, d);
+    }
     if (d != floor(d) || !isfinite(d))
         return tsr_err(TSR_ECONFIG, "%s: key %s must be an integer in [%d, %d], got %g", cname,
                        key, lo, hi, d);
@@ -164,6 +174,11 @@ static int derive(tsr_config_t *c, const char *cname)
                        "%s: EXACT_REQUANT = 1 needs 32-bit accumulators (LOG_ACC_WIDTH = 5), got "
                        "LOG_ACC_WIDTH = %d",
                        cname, c->log_acc_width);
+    /* ACT_LUT counts tables; the lut op takes its table index from the low
+     * bits of its operand, so the count is a power of two */
+    if (c->act_lut < 0 || c->act_lut > 8 || (c->act_lut & (c->act_lut - 1)))
+        return tsr_err(TSR_ECONFIG, "%s: key ACT_LUT = %d is not allowed: allowed " ACT_LUT_SET, cname,
+                       c->act_lut);
     c->batch = 1 << c->log_batch;
     c->block_in = 1 << c->log_block_in;
     c->block_out = 1 << c->log_block_out;
@@ -200,6 +215,7 @@ static int derive(tsr_config_t *c, const char *cname)
     if (c->inp_idx_bits > s) s = c->inp_idx_bits;
     if (c->wgt_idx_bits > s) s = c->wgt_idx_bits;
     if (c->acc_idx_bits > s) s = c->acc_idx_bits;
+    if (ilog2u((uint64_t)c->act_lut) > s) s = ilog2u((uint64_t)c->act_lut); /* lut rows */
     c->sram_base_bits = s ? s : 1;
 
     if (c->dsp_pack && (c->inp_width != 8 || c->wgt_width != 8))
@@ -405,6 +421,7 @@ uint32_t tsr_config_elem_bytes(const tsr_config_t *c, int mem_type)
     case TSR_MEM_ACC: return c->acc_bytes;
     case TSR_MEM_OUT: return c->out_bytes;
     case TSR_MEM_ACC8: return c->acc8_bytes;
+    case TSR_MEM_LUT: return c->act_lut ? TSR_LUT_ENTRIES : 0;
     default: return 0;
     }
 }
@@ -418,6 +435,7 @@ uint32_t tsr_config_sram_depth(const tsr_config_t *c, int mem_type)
     case TSR_MEM_ACC: return c->acc_depth;
     case TSR_MEM_OUT: return c->out_depth;
     case TSR_MEM_ACC8: return c->acc_depth;
+    case TSR_MEM_LUT: return (uint32_t)c->act_lut;
     default: return 0;
     }
 }
@@ -448,6 +466,8 @@ void tsr_config_print(const tsr_config_t *c, void *file)
     ROW("wgt", TSR_MEM_WGT, c->wgt_bytes, c->wgt_depth, c->wgt_idx_bits);
     ROW("acc", TSR_MEM_ACC, c->acc_bytes, c->acc_depth, c->acc_idx_bits);
     ROW("out", TSR_MEM_OUT, c->out_bytes, c->out_depth, c->acc_idx_bits);
+    if (c->act_lut)
+        ROW("lut", TSR_MEM_LUT, (uint32_t)TSR_LUT_ENTRIES, (uint32_t)c->act_lut, 0);
 #undef ROW
     fprintf(f, "uop               %d bits used of %u bytes (dst %d, src %d, wgt %d)\n",
             c->uop_dst_bits + c->uop_src_bits + c->uop_wgt_bits, c->uop_bytes, c->uop_dst_bits,
@@ -466,6 +486,10 @@ void tsr_config_print(const tsr_config_t *c, void *file)
                            : "pipelined: fetch, load, compute and store stages in parallel");
     fprintf(f, "requantization    %s\n",
             c->exact_requant ? "fixed point and float32 (fscale, EXACT_REQUANT)" : "fixed point");
+    if (c->act_lut)
+        fprintf(f, "activation        %d table%s of 256 int8 entries (ALU op lut, ACT_LUT)\n", c->act_lut,
+                c->act_lut > 1 ? "s" : "");
+
     static const char *fmts[] = {"MEM", "GEMM", "ALU", "FINISH"};
     static const uint32_t ops[] = {TSR_OP_LOAD, TSR_OP_GEMM, TSR_OP_ALU, TSR_OP_FINISH};
     for (int i = 0; i < 4; i++) {

@@ -48,6 +48,8 @@ typedef struct tsr_config {
                                the smallest FPGAs; results unchanged, many times the cycles */
     int exact_requant;      /* EXACT_REQUANT: 1 = the ALU op fscale (ONNX Runtime's float32
                                requantizing multiply, bit for bit); needs 32-bit accumulators */
+    int act_lut;            /* ACT_LUT: activation tables of 256 int8 entries (0 = none, 1, 2, 4
+                               or 8): the memory type lut and the ALU op lut (isa/semantics.md) */
 
     /* ---- derived ---- */
     int inp_width;          /* bits per input value */
@@ -94,7 +96,8 @@ const char *tsr_config_preset_json(const char *name);
 const char *const *tsr_config_preset_names(void);
 /* Write a human-readable summary of keys and derived values. */
 void tsr_config_print(const tsr_config_t *cfg, void *file /* FILE* */);
-/* Bytes per DRAM element (= SRAM row) of a memory type (TSR_MEM_*), 0 if invalid. */
+/* Bytes per DRAM element (= SRAM row) of a memory type (TSR_MEM_*), 0 if invalid
+ * or if the config has no such buffer (lut with ACT_LUT = 0). */
 uint32_t tsr_config_elem_bytes(const tsr_config_t *cfg, int mem_type);
 /* Rows of the on-chip buffer a memory type loads into (ACC_8BIT -> acc), 0 if none. */
 uint32_t tsr_config_sram_depth(const tsr_config_t *cfg, int mem_type);

@@ -37,7 +37,7 @@ static const field_spec_t hdr[] = {
 };
 
 static const field_spec_t mem_fields[] = {
-    {"mem_type", F(mem_type), W_FIX, 3, 0, "uop 0, wgt 1, inp 2, acc 3, out 4, acc8 5"},
+    {"mem_type", F(mem_type), W_FIX, 3, 0, "uop 0, wgt 1, inp 2, acc 3, out 4, acc8 5, lut 6"},
     {"sram_base", F(sram_base), W_SRAM, 0, 0, "first on-chip row"},
     {"dram_base", F(dram_base), W_FIX, TSR_DRAM_BASE_BITS, 0,
      "first DRAM element (byte address / element bytes)"},
@@ -74,7 +74,7 @@ static const field_spec_t alu_fields[] = {
     {"src_factor_out", F(src_factor_out), W_ACC, 0, 0, "acc src row step per outer iteration"},
     {"src_factor_in", F(src_factor_in), W_ACC, 0, 0, "acc src row step per inner iteration"},
     {"alu_opcode", F(alu_opcode), W_FIX, TSR_ALU_OP_BITS, 0,
-     "min 0, max 1, add 2, shr 3, mul 4, mov 5, rshr 6, mulhr 7, rqfin 8, fscale 9"},
+     "min 0, max 1, add 2, shr 3, mul 4, mov 5, rshr 6, mulhr 7, rqfin 8, fscale 9, lut 10"},
     {"use_imm", F(use_imm), W_FIX, 1, 0, "operand b is imm instead of acc[src]"},
     {"imm", F(imm), W_FIX, TSR_IMM_BITS, 1, "signed immediate operand"},
 };
@@ -216,8 +216,8 @@ int tsr_insn_encode(const tsr_config_t *cfg, const tsr_insn_t *in, tsr_insn_bits
         set_bits(out, f->lsb, f->width, v);
     }
     if ((in->opcode == TSR_OP_LOAD || in->opcode == TSR_OP_STORE) && in->mem_type >= TSR_MEM_COUNT)
-        return tsr_err(TSR_EBOUNDS, "%s: field mem_type = %u is not a memory type (0..5)",
-                       tsr_opcode_name(in->opcode), in->mem_type);
+        return tsr_err(TSR_EBOUNDS, "%s: field mem_type = %u is not a memory type (0..%d)",
+                       tsr_opcode_name(in->opcode), in->mem_type, TSR_MEM_COUNT - 1);
     if (in->opcode == TSR_OP_ALU && in->alu_opcode >= TSR_ALU_COUNT)
         return tsr_err(TSR_EBOUNDS, "alu: field alu_opcode = %u is not an ALU op (0..%d)",
                        in->alu_opcode, TSR_ALU_COUNT - 1);
@@ -251,8 +251,8 @@ int tsr_insn_decode(const tsr_config_t *cfg, const tsr_insn_bits_t *in, tsr_insn
                            "0..%d)",
                            tsr_opcode_name(op), bit, fmt.total_bits - 1);
     if ((op == TSR_OP_LOAD || op == TSR_OP_STORE) && out->mem_type >= TSR_MEM_COUNT)
-        return tsr_err(TSR_EINVAL, "malformed %s instruction: memory type %u is not 0..5",
-                       tsr_opcode_name(op), out->mem_type);
+        return tsr_err(TSR_EINVAL, "malformed %s instruction: memory type %u is not 0..%d",
+                       tsr_opcode_name(op), out->mem_type, TSR_MEM_COUNT - 1);
     /* The 4-bit field holds more values than there are ALU ops. */
     if (op == TSR_OP_ALU && out->alu_opcode >= TSR_ALU_COUNT)
         return tsr_err(TSR_EINVAL, "malformed alu instruction: ALU op %u is not 0..%d",
@@ -304,6 +304,7 @@ tsr_stage_e tsr_insn_stage(const tsr_insn_t *in)
 {
     switch (in->opcode) {
     case TSR_OP_LOAD:
+        /* uop, acc, acc8 and lut rows are the compute stage's alone */
         return (in->mem_type == TSR_MEM_INP || in->mem_type == TSR_MEM_WGT) ? TSR_STAGE_LOAD
                                                                             : TSR_STAGE_COMPUTE;
     case TSR_OP_STORE: return TSR_STAGE_STORE;
@@ -359,17 +360,22 @@ const char *tsr_opcode_name(uint32_t op)
 
 const char *tsr_mem_name(uint32_t m)
 {
-    static const char *n[] = {"uop", "wgt", "inp", "acc", "out", "acc8"};
+    static const char *n[] = {"uop", "wgt", "inp", "acc", "out", "acc8", "lut"};
     return m < TSR_MEM_COUNT ? n[m] : NULL;
 }
 
 const char *tsr_alu_name(uint32_t op)
 {
-    static const char *n[] = {"min", "max", "add", "shr", "mul", "mov", "rshr", "mulhr", "rqfin", "fscale"};
+    static const char *n[] = {"min", "max", "add", "shr", "mul", "mov", "rshr", "mulhr", "rqfin", "fscale", "lut"};
     return op < TSR_ALU_COUNT ? n[op] : NULL;
 }
 
-const char *tsr_alu_op_key(uint32_t op) { return op == TSR_ALU_FSCALE ? "EXACT_REQUANT" : NULL; }
+const char *tsr_alu_op_key(uint32_t op)
+{
+    return op == TSR_ALU_FSCALE ? "EXACT_REQUANT" : op == TSR_ALU_LUT ? "ACT_LUT" : NULL;
+}
+
+const char *tsr_alu_op_key_value(uint32_t op) { return op == TSR_ALU_LUT ? "> 0" : "= 1"; }
 
 int tsr_alu_op_available(const tsr_config_t *cfg, uint32_t op)
 {
@@ -377,6 +383,8 @@ int tsr_alu_op_available(const tsr_config_t *cfg, uint32_t op)
         return 0;
     if (op == TSR_ALU_FSCALE)
         return cfg->exact_requant != 0;
+    if (op == TSR_ALU_LUT)
+        return cfg->act_lut > 0;
     return 1;
 }
 
@@ -475,7 +483,7 @@ static inline int32_t alu_apply(uint32_t op, int32_t a, int32_t b, int w)
         return tsr_wrap(v, w);
     }
     case TSR_ALU_FSCALE: return fscale_apply(a, b, w);
-    default: return a;
+    default: return a; /* (lut: tsr_alu_lut, which has the tables) */
     }
 }
 
@@ -545,10 +553,27 @@ void tsr_alu_apply_row(uint32_t op, int32_t *a, const int32_t *b, int32_t imm, u
         TSR_ALU_ROW_CASE(TSR_ALU_MULHR)
         TSR_ALU_ROW_CASE(TSR_ALU_RQFIN)
         TSR_ALU_ROW_CASE(TSR_ALU_FSCALE)
+    case TSR_ALU_LUT: return; /* needs the tables: tsr_alu_lut_row */
     default:
         for (uint32_t l = 0; l < n; l++)
             a[l] = alu_apply(op, a[l], b ? b[l] : imm, w);
         return;
     }
 #undef TSR_ALU_ROW_CASE
+}
+
+/* lut (isa/semantics.md): the table index is the low bits of b (ACT_LUT is
+ * a power of two, so any b selects a table, as the hardware's index mux
+ * would), the entry the low 8 bits of a, i.e. the byte an int8 STORE of a
+ * would write; entries are int8, sign-extended. */
+int32_t tsr_alu_lut(int32_t a, int32_t b, const int8_t *tables, uint32_t ntables)
+{
+    uint32_t t = (uint32_t)b & (ntables - 1u);
+    return tables[(size_t)t * TSR_LUT_ENTRIES + ((uint32_t)a & 0xffu)];
+}
+
+void tsr_alu_lut_row(int32_t *a, const int32_t *b, int32_t imm, uint32_t n, const int8_t *tables, uint32_t ntables)
+{
+    for (uint32_t l = 0; l < n; l++)
+        a[l] = tsr_alu_lut(a[l], b ? b[l] : imm, tables, ntables);
 }

@@ -45,7 +45,8 @@ typedef enum {
     TSR_MEM_ACC = 3,
     TSR_MEM_OUT = 4,
     TSR_MEM_ACC8 = 5,  /* int8 in DRAM, sign-extended into the accumulator */
-    TSR_MEM_COUNT = 6
+    TSR_MEM_LUT = 6,   /* one activation table of 256 int8 entries per element (ACT_LUT; compute stage) */
+    TSR_MEM_COUNT = 7
 } tsr_mem_e;
 
 typedef enum {
@@ -59,7 +60,8 @@ typedef enum {
     TSR_ALU_MULHR = 7, /* saturating rounding doubling high multiply */
     TSR_ALU_RQFIN = 8, /* requantization finish: rounding shift, + zero point, clamp (b packs all four) */
     TSR_ALU_FSCALE = 9, /* round_half_even(float32(a) * float32 bits of b), saturated (EXACT_REQUANT) */
-    TSR_ALU_COUNT = 10
+    TSR_ALU_LUT = 10,   /* sign-extended table[b & (ACT_LUT - 1)][a & 255] (ACT_LUT) */
+    TSR_ALU_COUNT = 11
 } tsr_alu_e;
 
 /* The three execution stages, joined by token queues load <-> compute <-> store. */
@@ -163,7 +165,7 @@ void tsr_insn_bits_load(const uint8_t in[TSR_INSN_BYTES], tsr_insn_bits_t *out);
 int tsr_uop_encode(const tsr_config_t *cfg, const tsr_uop_t *u, uint64_t *raw);
 void tsr_uop_decode(const tsr_config_t *cfg, uint64_t raw, tsr_uop_t *u);
 
-/* Stage that executes an instruction (LOAD of UOP/ACC/ACC8 runs in compute). */
+/* Stage that executes an instruction (LOAD of UOP/ACC/ACC8/LUT runs in compute). */
 tsr_stage_e tsr_insn_stage(const tsr_insn_t *in);
 /* Cycles a GEMM/ALU instruction's tensor ops occupy its pipe's issue slot: one per op, except
  * that with ACC_SINGLE_COPY an ALU op that reads a src row issues two cycles behind the op ahead,
@@ -187,15 +189,28 @@ const char *tsr_alu_op_key(uint32_t op);
 /* 1 if the config implements ALU op `op` (a defined op whose key, if any, is
  * set); an instruction carrying an op the config lacks is an error. */
 int tsr_alu_op_available(const struct tsr_config *cfg, uint32_t op);
+/* What the key of an ALU op must be set to, for messages: "= 1" (a switch)
+ * or "> 0" (a count, ACT_LUT). */
+const char *tsr_alu_op_key_value(uint32_t op);
 const char *tsr_stage_name(int stage);      /* "load", "compute", "store" */
 
 /* The ALU, defined once. a and b are W-bit two's complement values held in
- * int32_t (W = acc_width, 16 or 32); the result is wrapped to W bits. */
+ * int32_t (W = acc_width, 16 or 32); the result is wrapped to W bits.
+ * lut reads the activation tables, which these two do not have: for it
+ * they leave a unchanged; use tsr_alu_lut / tsr_alu_lut_row. */
 int32_t tsr_alu_apply(uint32_t op, int32_t a, int32_t b, int acc_width);
 /* One ALU op on n lanes: a[l] = tsr_alu_apply(op, a[l], b ? b[l] : imm, w),
  * lane l reading b[l] before writing a[l] (b may be a). One call per row:
  * the op's case is chosen once, not per lane. */
 void tsr_alu_apply_row(uint32_t op, int32_t *a, const int32_t *b, int32_t imm, uint32_t n, int acc_width);
+/* Bytes of one activation table (the lut memory type's element). */
+#define TSR_LUT_ENTRIES 256
+/* The lut ALU op: tables holds ntables (ACT_LUT, a power of two) tables of
+ * TSR_LUT_ENTRIES int8 entries, table t at t * TSR_LUT_ENTRIES; the result
+ * is the sign-extended entry [b & (ntables - 1)][a & 255] (fits every W). */
+int32_t tsr_alu_lut(int32_t a, int32_t b, const int8_t *tables, uint32_t ntables);
+/* The lut op on n lanes, b and imm as in tsr_alu_apply_row. */
+void tsr_alu_lut_row(int32_t *a, const int32_t *b, int32_t imm, uint32_t n, const int8_t *tables, uint32_t ntables);
 /* Wrap a 64-bit value to a signed W-bit value. */
 int32_t tsr_wrap(int64_t v, int width);
 

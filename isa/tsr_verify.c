@@ -44,6 +44,7 @@ typedef struct {
     tsr_uop_t *uops;     /* shadow of the uop buffer */
     uint8_t *known;      /* 1 if the shadow entry holds loaded contents */
     uint8_t *loaded;     /* 1 if a uop LOAD earlier in the stream wrote the entry */
+    uint8_t lut_loaded[8]; /* 1 if a lut LOAD earlier in the stream wrote the table (ACT_LUT <= 8) */
     uint8_t *raw;        /* one row of uop bytes as read from DRAM (uop_depth entries) */
     spanset_t uops_read; /* DRAM bytes the stream's uop LOADs read */
     spanset_t loads;     /* DRAM bytes any LOAD reads */
@@ -287,8 +288,11 @@ static int check_mem(vstate_t *v, size_t i, const tsr_insn_t *in)
         return bad(i, in, "LOAD into the out buffer is not allowed (load acc or acc8 instead)");
     if (!is_load && m != TSR_MEM_OUT)
         return bad(i, in, "STORE reads only the out buffer, not %s", tsr_mem_name(m));
+    /* (before the flag-only case: the instruction names a buffer the config lacks) */
+    if (m == TSR_MEM_LUT && !c->act_lut)
+        return bad(i, in, "LOAD of lut needs config key ACT_LUT > 0, which this config lacks");
     int padded = in->y_pad0 || in->y_pad1 || in->x_pad0 || in->x_pad1;
-    if (padded && (!is_load || m == TSR_MEM_UOP))
+    if (padded && (!is_load || m == TSR_MEM_UOP || m == TSR_MEM_LUT))
         return bad(i, in, "padding is only allowed on LOADs of wgt, inp, acc and acc8");
     if (in->pad_value && !(is_load && m == TSR_MEM_INP))
         return bad(i, in, "pad_value %d is only allowed on LOADs of inp (must be 0 here)", in->pad_value);
@@ -310,6 +314,10 @@ static int check_mem(vstate_t *v, size_t i, const tsr_insn_t *in)
     /* Track uop contents so GEMM/ALU indices can be checked exactly. */
     if (is_load && m == TSR_MEM_UOP)
         load_uops(v, in);
+    /* and which activation tables the stream has loaded (rows < ACT_LUT <= 8 here) */
+    if (is_load && m == TSR_MEM_LUT)
+        for (uint64_t k = 0; k < (uint64_t)in->y_size * in->x_size; k++)
+            v->lut_loaded[in->sram_base + k] = 1;
     if (is_load && in->y_size) {
         uint64_t eb = tsr_config_elem_bytes(c, (int)m);
         int rc = add_spans(&v->loads, i, in, eb);
@@ -340,8 +348,15 @@ static int check_loop(vstate_t *v, size_t i, const tsr_insn_t *in)
     if (in->opcode == TSR_OP_ALU && in->alu_opcode >= TSR_ALU_COUNT)
         return bad(i, in, "invalid ALU opcode %u", in->alu_opcode);
     if (in->opcode == TSR_OP_ALU && !tsr_alu_op_available(c, in->alu_opcode))
-        return bad(i, in, "ALU op %s needs config key %s = 1, which this config lacks",
-                   tsr_alu_name(in->alu_opcode), tsr_alu_op_key(in->alu_opcode));
+        return bad(i, in, "ALU op %s needs config key %s %s, which this config lacks",
+                   tsr_alu_name(in->alu_opcode), tsr_alu_op_key(in->alu_opcode),
+                   tsr_alu_op_key_value(in->alu_opcode));
+    const int is_lut = in->opcode == TSR_OP_ALU && in->alu_opcode == TSR_ALU_LUT;
+    /* The hardware would take the table index from imm's low bits; an imm
+     * naming no table is a lowering's mistake, not an intent. */
+    if (is_lut && in->use_imm && (in->imm < 0 || in->imm >= c->act_lut))
+        return bad(i, in, "ALU op lut: table imm = %d is outside [0, %d) (ACT_LUT = %d)", in->imm, c->act_lut,
+                   c->act_lut);
     if (in->uop_bgn > in->uop_end)
         return bad(i, in, "uop range [%u, %u) is reversed", in->uop_bgn, in->uop_end);
     if (in->uop_end > c->uop_depth)
@@ -349,6 +364,16 @@ static int check_loop(vstate_t *v, size_t i, const tsr_insn_t *in)
                    in->uop_end, c->uop_depth);
     if (!in->iter_out || !in->iter_in)
         return TSR_OK; /* no iteration: no uop is read */
+    /* Tables come from the stream, as uops do (lut LOADs run in the compute
+     * stage, in program order with ALU ops): a table never loaded holds
+     * whatever the device has. With imm one table is read, else any. */
+    if (is_lut && !in->reset && in->uop_bgn < in->uop_end)
+        for (int t = in->use_imm ? in->imm : 0; t < (in->use_imm ? in->imm + 1 : c->act_lut); t++)
+            if (!v->lut_loaded[t])
+                return bad(i, in,
+                           "ALU op lut reads activation table %d, which no earlier LOAD of lut of this stream "
+                           "writes (its contents would be whatever the device holds)",
+                           t);
     /* Every uop read must come from a uop LOAD of this stream, earlier in
      * it (uop LOADs, GEMM and ALU all run in the compute stage, in program
      * order). A row never loaded holds whatever the backend has: zeros in

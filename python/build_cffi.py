@@ -31,7 +31,7 @@ typedef struct tsr_config {
     int log_block_in; int log_block_out; int log_uop_buff_size; int log_inp_buff_size;
     int log_wgt_buff_size; int log_acc_buff_size;
     int dram_bus_width; int clock_mhz; int cmd_queue_depth; int dep_queue_depth;
-    int dsp_pack; int out_buff_lutram; int acc_single_copy; int serial_core; int exact_requant;
+    int dsp_pack; int out_buff_lutram; int acc_single_copy; int serial_core; int exact_requant; int act_lut;
     int inp_width; int wgt_width; int acc_width; int out_width; int batch; int block_in; int block_out;
     uint32_t uop_bytes; uint32_t inp_bytes; uint32_t wgt_bytes; uint32_t acc_bytes; uint32_t acc8_bytes;
     uint32_t out_bytes; uint32_t uop_depth; uint32_t inp_depth; uint32_t wgt_depth; uint32_t acc_depth;

@@ -26,6 +26,7 @@ struct tsr_fsim {
     int16_t *wgt;         /* [wgt_depth][BLOCK_OUT*BLOCK_IN] */
     int32_t *acc;         /* [acc_depth][BATCH*BLOCK_OUT] */
     int16_t *out;         /* [acc_depth][BATCH*BLOCK_OUT] */
+    int8_t *lut;          /* [ACT_LUT][256] activation tables (NULL without ACT_LUT) */
     uint32_t inp_row;     /* values per input row */
     uint32_t wgt_row;     /* values per weight row */
     uint32_t acc_row;     /* values per accumulator/output row */
@@ -68,7 +69,9 @@ int tsr_fsim_create(const tsr_config_t *cfg, tsr_dram_t *dram, tsr_fsim_t **out)
     s->wgt = calloc((size_t)cfg->wgt_depth * s->wgt_row, sizeof *s->wgt);
     s->acc = calloc((size_t)cfg->acc_depth * s->acc_row, sizeof *s->acc);
     s->out = calloc((size_t)cfg->acc_depth * s->acc_row, sizeof *s->out);
-    if (!s->uop || !s->inp || !s->wgt || !s->acc || !s->out) {
+    if (cfg->act_lut)
+        s->lut = calloc((size_t)cfg->act_lut, TSR_LUT_ENTRIES);
+    if (!s->uop || !s->inp || !s->wgt || !s->acc || !s->out || (cfg->act_lut && !s->lut)) {
         tsr_fsim_destroy(s);
         return tsr_err(TSR_ENOMEM, "out of memory for on-chip buffers");
     }
@@ -87,6 +90,7 @@ void tsr_fsim_destroy(tsr_fsim_t *s)
     free(s->wgt);
     free(s->acc);
     free(s->out);
+    free(s->lut);
     free(s->row);
     free(s);
 }
@@ -191,6 +195,10 @@ static void fill_rows(tsr_fsim_t *s, uint32_t m, uint32_t row, uint32_t count, c
                 dst[i] = rd_le(src + i * bytes, bytes);
         break;
     }
+    case TSR_MEM_LUT: /* (exec_load refuses padding: src is set) */
+        if (src)
+            memcpy(&s->lut[(size_t)row * TSR_LUT_ENTRIES], src, (size_t)count * TSR_LUT_ENTRIES);
+        break;
     default: break;
     }
 }
@@ -200,11 +208,17 @@ static int exec_load(tsr_fsim_t *s, const tsr_insn_t *in)
     const tsr_config_t *c = &s->cfg;
     uint32_t m = in->mem_type;
     s->ctr.loads[m < TSR_MEM_COUNT ? m : 0]++;
+    /* a memory type the config lacks is malformed even in a flag-only
+     * LOAD (the RTL built without it flags any such instruction) */
+    if (m == TSR_MEM_LUT && !c->act_lut)
+        return tsr_err(TSR_EINVAL, "LOAD of lut needs config key ACT_LUT > 0");
     if (in->x_size == 0)
         return TSR_OK;
     if (m == TSR_MEM_OUT || m >= TSR_MEM_COUNT)
         return tsr_err(TSR_EINVAL, "LOAD into memory type %s is not allowed",
                        tsr_mem_name(m) ? tsr_mem_name(m) : "?");
+    if (m == TSR_MEM_LUT && (in->y_pad0 || in->y_pad1 || in->x_pad0 || in->x_pad1))
+        return tsr_err(TSR_EINVAL, "LOAD of lut cannot pad (a table is loaded whole)");
     uint32_t eb = tsr_config_elem_bytes(c, (int)m);
     uint64_t row = (uint64_t)in->x_pad0 + in->x_size + in->x_pad1;
     uint64_t rows = (uint64_t)in->y_pad0 + in->y_size + in->y_pad1;
@@ -251,6 +265,8 @@ static int exec_load(tsr_fsim_t *s, const tsr_insn_t *in)
 static int exec_store(tsr_fsim_t *s, const tsr_insn_t *in)
 {
     const tsr_config_t *c = &s->cfg;
+    if (in->mem_type == TSR_MEM_LUT && !c->act_lut) /* as in exec_load */
+        return tsr_err(TSR_EINVAL, "STORE of lut needs config key ACT_LUT > 0 (and is never allowed)");
     if (in->x_size == 0)
         return TSR_OK;
     if (in->mem_type != TSR_MEM_OUT)
@@ -444,8 +460,8 @@ static int exec_gemm_alu(tsr_fsim_t *s, const tsr_insn_t *in)
         /* an op the config lacks is as reserved: the RTL built without it
          * flags it the same way (its error bit, when the instruction starts) */
         if (!is_gemm && !tsr_alu_op_available(c, in->alu_opcode))
-            return tsr_err(TSR_EINVAL, "ALU op %s needs config key %s = 1", tsr_alu_name(in->alu_opcode),
-                           tsr_alu_op_key(in->alu_opcode));
+            return tsr_err(TSR_EINVAL, "ALU op %s needs config key %s %s", tsr_alu_name(in->alu_opcode),
+                           tsr_alu_op_key(in->alu_opcode), tsr_alu_op_key_value(in->alu_opcode));
         int rc = check_uops(s, in);
         if (rc)
             return rc;
@@ -498,7 +514,10 @@ static int exec_gemm_alu(tsr_fsim_t *s, const tsr_insn_t *in)
                     if (!in->use_imm && src >= src_depth)
                         return index_error("src (acc)", src, src_depth, u, i, j);
                     const int32_t *b = in->use_imm ? NULL : &s->acc[src * s->acc_row];
-                    tsr_alu_apply_row(in->alu_opcode, a, b, in->imm, s->acc_row, c->acc_width);
+                    if (in->alu_opcode == TSR_ALU_LUT)
+                        tsr_alu_lut_row(a, b, in->imm, s->acc_row, s->lut, (uint32_t)c->act_lut);
+                    else
+                        tsr_alu_apply_row(in->alu_opcode, a, b, in->imm, s->acc_row, c->acc_width);
                     s->ctr.alu_ops++;
                     s->ctr.alu_lanes += s->acc_row;
                 }

@@ -531,6 +531,9 @@ int tsr_rtl_create(const tsr_config_t *cfg, tsr_dram_t *dram, const tsr_rtl_opts
     char lib[1200];
     int rc;
     *out = NULL;
+    /* a feature the RTL lacks: refused before any model is looked for or built */
+    if ((rc = tsr_emit_rtl_supported(cfg)))
+        return rc;
     tsr_rtl_t *r = calloc(1, sizeof *r);
     if (!r)
         return tsr_err(TSR_ENOMEM, "out of memory");

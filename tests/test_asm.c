@@ -215,12 +215,12 @@ static void test_roundtrip_max_text_default(void **state)
                               "src=2047,2047 wgt=1023,1023 pop_prev pop_next push_prev push_next");
     make_insn(&cfg, TSR_OP_ALU, FILL_MAX, &rng, &in);
     assert_true(tsr_disasm_insn(&cfg, &in, text, sizeof text) > 0);
-    assert_string_equal(text, "alu fscale reset=1 uop=8191:16383 iter=16383,16383 dst=2047,2047 "
+    assert_string_equal(text, "alu lut reset=1 uop=8191:16383 iter=16383,16383 dst=2047,2047 "
                               "src=2047,2047 use_imm=1 imm=-1 pop_prev pop_next push_prev "
                               "push_next");
     make_insn(&cfg, TSR_OP_LOAD, FILL_MAX, &rng, &in);
     assert_true(tsr_disasm_insn(&cfg, &in, text, sizeof text) > 0);
-    assert_string_equal(text, "load acc8 sram=8191 dram=4294967295 y=65535 x=65535 stride=65535 "
+    assert_string_equal(text, "load lut sram=8191 dram=4294967295 y=65535 x=65535 stride=65535 "
                               "pad=15,15,15,15 pad_value=-1 pop_prev pop_next push_prev push_next");
 }
 
@@ -1061,7 +1061,7 @@ static void test_disasm_small_buffer(void **state)
     in.opcode = 6; /* no such opcode */
     assert_true(tsr_disasm_insn(&cfg, &in, buf, sizeof buf) < 0);
     in.opcode = TSR_OP_LOAD;
-    in.mem_type = 6;
+    in.mem_type = 7;
     assert_true(tsr_disasm_insn(&cfg, &in, buf, sizeof buf) < 0);
 }
 

@@ -765,6 +765,46 @@ static void test_area_options(void **state)
     assert_int_equal(c.serial_core, 1);
 }
 
+/* ACT_LUT: a count of activation tables from the set 0, 1, 2, 4, 8 (the
+ * message names the set), off by default; the lut buffer's geometry. */
+static void test_act_lut(void **state)
+{
+    (void)state;
+    tsr_config_t c;
+    assert_int_equal(tsr_config_load("default", &c), TSR_OK);
+    assert_int_equal(c.act_lut, 0);
+    assert_int_equal(tsr_config_elem_bytes(&c, TSR_MEM_LUT), 0);
+    assert_int_equal(tsr_config_sram_depth(&c, TSR_MEM_LUT), 0);
+    static const char *const ok[] = {"0", "1", "2", "4", "8"};
+    for (int i = 0; i < 5; i++) {
+        expect_ok(ok[i], parse1("ACT_LUT", ok[i], &c));
+        assert_int_equal(c.act_lut, atoi(ok[i]));
+        assert_int_equal(tsr_config_sram_depth(&c, TSR_MEM_LUT), (uint32_t)c.act_lut);
+        assert_int_equal(tsr_config_elem_bytes(&c, TSR_MEM_LUT), c.act_lut ? 256 : 0);
+        assert_int_equal(tsr_config_buffer_bytes(&c, TSR_MEM_LUT), 256u * (uint32_t)c.act_lut);
+        /* (the lut op is available exactly when there are tables) */
+        assert_int_equal(tsr_alu_op_available(&c, TSR_ALU_LUT), c.act_lut > 0);
+    }
+    static const char *const bad[] = {"3", "5", "6", "7", "9", "16", "-1", "1.5", "1e300"};
+    for (int i = 0; i < 9; i++) {
+        tsr_err_clear();
+        if (parse1("ACT_LUT", bad[i], &c) != TSR_ECONFIG)
+            fail_msg("ACT_LUT = %s accepted", bad[i]);
+        char want[128];
+        snprintf(want, sizeof want, "testcfg: key ACT_LUT = %s is not allowed: allowed 0, 1, 2, 4, 8",
+                 !strcmp(bad[i], "1e300") ? "1e+300" : bad[i]);
+        assert_string_equal(tsr_errmsg(), want);
+    }
+    tsr_err_clear();
+    assert_int_equal(parse1("ACT_LUT", "\"4\"", &c), TSR_ECONFIG);
+    expect_has("ACT_LUT string", "ACT_LUT must be an integer");
+    /* the tables take the 16-bit LOG_ACC_WIDTH too (entries are int8) */
+    kv_t a16[] = {{"LOG_ACC_WIDTH", "4"}, {"LOG_ACC_BUFF_SIZE", "15"}, {"ACT_LUT", "2"}, {NULL, NULL}};
+    tsr_err_clear();
+    expect_ok("ACT_LUT with 16-bit accumulators", tsr_config_parse(mkjson(vta_default, a16), "t", &c));
+    assert_int_equal(c.act_lut, 2);
+}
+
 static void test_load_files(void **state)
 {
     (void)state;
@@ -815,6 +855,7 @@ int main(void)
         cmocka_unit_test(test_strsafe),
         cmocka_unit_test(test_isa_fit),
         cmocka_unit_test(test_area_options),
+        cmocka_unit_test(test_act_lut),
         cmocka_unit_test(test_load_files),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

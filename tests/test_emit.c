@@ -16,6 +16,12 @@
 
 #include <cmocka.h>
 
+#include "tsr_config.h"
+#include "tsr_driver.h"
+#include "tsr_emit.h"
+#include "tsr_error.h"
+#include "tsr_rtl.h"
+
 static char tmpdir[256];
 
 static int group_setup(void **state)
@@ -191,6 +197,60 @@ static void test_cli_bad_config_names_key(void **state)
     free(msg);
 }
 
+/* ACT_LUT > 0: the RTL has no activation table unit, so every way an RTL
+ * model is built refuses the config with one line: the SV package
+ * (tsr_emit_sv, which synthesis, testbenches and the FPGA flows take from
+ * `tessera config emit-sv`), the rtl backend's model build and the driver's
+ * rtl device. The same config without the key emits as before. */
+static void test_rtl_refuses_act_lut(void **state)
+{
+    (void)state;
+    static const char *const want = "ACT_LUT: the RTL has no activation table unit yet";
+    const char *json = "{\"LOG_INP_WIDTH\":3,\"LOG_WGT_WIDTH\":3,\"LOG_ACC_WIDTH\":5,\"LOG_BATCH\":0,"
+                       "\"LOG_BLOCK\":2,\"LOG_UOP_BUFF_SIZE\":10,\"LOG_INP_BUFF_SIZE\":9,"
+                       "\"LOG_WGT_BUFF_SIZE\":10,\"LOG_ACC_BUFF_SIZE\":11,\"ACT_LUT\":2}";
+    tsr_config_t c;
+    assert_int_equal(tsr_config_parse(json, "lut", &c), TSR_OK);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    assert_int_equal(tsr_emit_sv(&c, "lut", f), TSR_ECONFIG);
+    assert_string_equal(tsr_errmsg(), want);
+    fclose(f);
+    assert_int_equal(len, 0); /* nothing written */
+    free(buf);
+    tsr_rtl_t *r = NULL;
+    assert_int_equal(tsr_rtl_create(&c, NULL, NULL, &r), TSR_ECONFIG);
+    assert_null(r);
+    assert_string_equal(tsr_errmsg(), want);
+    tsr_device_t *dev = NULL;
+    assert_int_not_equal(tsr_device_open("rtl", &c, NULL, &dev), TSR_OK);
+    assert_null(dev);
+    assert_non_null(strstr(tsr_errmsg(), want));
+    /* the CLI: nonzero exit, that line */
+    char cfg[300], out[300];
+    snprintf(cfg, sizeof cfg, "%s/lut.json", tmpdir);
+    snprintf(out, sizeof out, "%s/lut.txt", tmpdir);
+    FILE *cf = fopen(cfg, "w");
+    assert_non_null(cf);
+    fputs(json, cf);
+    fclose(cf);
+    assert_int_not_equal(run("%s config emit-sv %s >/dev/null 2>%s", TSR_CLI, cfg, out), 0);
+    char *msg = slurp(out);
+    assert_non_null(msg);
+    assert_non_null(strstr(msg, want));
+    free(msg);
+    /* without the key: emitted */
+    c.act_lut = 0;
+    f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    assert_int_equal(tsr_emit_sv(&c, "lut0", f), TSR_OK);
+    fclose(f);
+    assert_true(len > 0 && strstr(buf, "MEM_LUT = 6") && strstr(buf, "ALU_LUT = 10"));
+    free(buf);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -199,6 +259,7 @@ int main(void)
         cmocka_unit_test(test_sv_package_tiny),
         cmocka_unit_test(test_sv_package_large),
         cmocka_unit_test(test_cli_bad_config_names_key),
+        cmocka_unit_test(test_rtl_refuses_act_lut),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -281,6 +281,15 @@ static void put_le(uint8_t *p, int width, int32_t v)
         p[k] = (uint8_t)(u >> (8 * k));
 }
 
+/* Little-endian signed value of bytes 1, 2 or 4. */
+static int32_t rd_le_s(const uint8_t *p, int bytes)
+{
+    uint32_t u = 0;
+    for (int k = 0; k < bytes; k++)
+        u |= (uint32_t)p[k] << (8 * k);
+    return ref_wrap((int64_t)u, 8 * bytes);
+}
+
 static const int32_t edges32[] = {INT32_MIN, INT32_MIN + 1, -1073741824, -65536, -32769, -32768,
                                   -257, -129, -128, -3, -2, -1, 0, 1, 2, 3, 127, 128, 255,
                                   32767, 32768, 65535, 1073741824, INT32_MAX - 1, INT32_MAX};
@@ -961,12 +970,14 @@ static void test_alu_unit(void **state)
         vals[nv++] = (int32_t)(lim / 2 + 1);
         vals[nv++] = (int32_t)(-lim / 2 - 1);
         for (uint32_t op = 0; op < TSR_ALU_COUNT; op++)
-            for (int i = 0; i < nv; i++)
+            for (int i = 0; i < nv && op != TSR_ALU_LUT; i++) /* (lut reads tables: test_alu_lut) */
                 for (int j = 0; j < nv; j++)
                     alu_compare(op, vals[i], vals[j], W);
         uint64_t r = case_seed("alu_unit", W, 0);
         for (int k = 0; k < 200000; k++) {
             uint32_t op = rnd(&r, TSR_ALU_COUNT);
+            if (op == TSR_ALU_LUT)
+                op = TSR_ALU_MIN;
             int32_t a = rnd_w(&r, W);
             int32_t b = rnd(&r, 3) == 0 ? (int32_t)rnd(&r, 81) - 40 : rnd_w(&r, W);
             if (rnd(&r, 16) == 0)
@@ -1041,6 +1052,146 @@ static void test_alu_unavailable(void **state)
     assert_int_equal(tsr_alu_op_available(&cfg, TSR_ALU_COUNT), 0);
 }
 
+/* The lut op (ACT_LUT) end to end, on configs with 1, 2, 4 and 8 tables,
+ * 32- and 16-bit accumulators, batch 1 and 2: random tables, random
+ * accumulator rows (edge values among them), an immediate table and a
+ * register operand (any value: its low bits pick the table). fsim runs the
+ * instructions one by one (tsr_fsim_exec); the reference machine runs them
+ * too; and each output lane is also computed here from the formula of
+ * isa/semantics.md. Then the refusals on a config without ACT_LUT. */
+static void test_alu_lut(void **state)
+{
+    (void)state;
+    static const struct {
+        int n, law, lb;
+    } cases[] = {{1, 5, 0}, {2, 5, 1}, {4, 5, 0}, {8, 5, 1}, {2, 4, 0}, {8, 4, 1}};
+    enum { R = 16 };
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        char json[512];
+        snprintf(json, sizeof json,
+                 "{\"LOG_INP_WIDTH\":3,\"LOG_WGT_WIDTH\":3,\"LOG_ACC_WIDTH\":%d,\"LOG_BATCH\":%d,"
+                 "\"LOG_BLOCK\":2,\"LOG_UOP_BUFF_SIZE\":10,\"LOG_INP_BUFF_SIZE\":9,\"LOG_WGT_BUFF_SIZE\":10,"
+                 "\"LOG_ACC_BUFF_SIZE\":11,\"ACT_LUT\":%d}",
+                 cases[ci].law, cases[ci].lb, cases[ci].n);
+        tsr_config_t c;
+        if (tsr_config_parse(json, "lut", &c))
+            fail_msg("%s: %s", json, tsr_errmsg());
+        const uint32_t nt = (uint32_t)c.act_lut, lanes = (uint32_t)(c.batch * c.block_out);
+        const int W = c.acc_width, ab = W / 8, ob = c.out_width / 8;
+        uint64_t r = case_seed("alu_lut", (int)ci, cases[ci].n);
+        /* DRAM: uops, tables, accumulators, outputs */
+        const uint64_t base = 0x100000, size = 0x40000, a_uop = base, a_lut = base + 0x1000,
+                       a_acc = base + 0x3000, a_out = base + 0x20000;
+        uint8_t *img = calloc(size, 1);
+        assert_non_null(img);
+        for (uint64_t i = 0x1000; i < 0x20000; i++)
+            img[i] = (uint8_t)rng_u64(&r);
+        for (uint32_t row = 0; row < 2 * R; row++) /* some edge values (low bytes 0x00, 0xff, 0x80, 0x7f) */
+            for (uint32_t l = 0; l < lanes; l++)
+                if (rnd(&r, 4) == 0)
+                    put_le(img + 0x3000 + ((size_t)row * lanes + l) * (size_t)ab, W,
+                           ref_wrap(edges32[rnd(&r, NEDGES32)], W));
+        const uint32_t t_imm = rnd(&r, nt);
+        tsr_uop_t u[2] = {{0, 0, 0}, {R / 2, R + R / 2, 0}};
+        for (int k = 0; k < 2; k++) {
+            uint64_t raw;
+            assert_int_equal(tsr_uop_encode(&c, &u[k], &raw), TSR_OK);
+            store_uop_bytes(img + (size_t)k * c.uop_bytes, raw, c.uop_bytes);
+        }
+        tsr_insn_t s[7];
+        memset(s, 0, sizeof s);
+        s[0].opcode = s[1].opcode = s[2].opcode = TSR_OP_LOAD;
+        s[0].mem_type = TSR_MEM_UOP, s[0].dram_base = (uint32_t)(a_uop / c.uop_bytes), s[0].y_size = 1;
+        s[0].x_size = s[0].x_stride = 2;
+        s[1].mem_type = TSR_MEM_LUT, s[1].dram_base = (uint32_t)(a_lut / 256), s[1].y_size = 1;
+        s[1].x_size = s[1].x_stride = nt;
+        s[2].mem_type = TSR_MEM_ACC, s[2].dram_base = (uint32_t)(a_acc / c.acc_bytes), s[2].y_size = 1;
+        s[2].x_size = s[2].x_stride = 2 * R;
+        for (int k = 3; k < 5; k++) {
+            s[k].opcode = TSR_OP_ALU;
+            s[k].alu_opcode = TSR_ALU_LUT;
+            s[k].uop_bgn = (uint32_t)(k - 3);
+            s[k].uop_end = (uint32_t)(k - 2);
+            s[k].iter_out = R / 2;
+            s[k].iter_in = 1;
+            s[k].dst_factor_out = s[k].src_factor_out = 1;
+        }
+        s[3].use_imm = 1;
+        s[3].imm = (int32_t)t_imm;
+        s[5].opcode = TSR_OP_STORE;
+        s[5].mem_type = TSR_MEM_OUT, s[5].dram_base = (uint32_t)(a_out / c.out_bytes), s[5].y_size = 1;
+        s[5].x_size = s[5].x_stride = R;
+        s[6].opcode = TSR_OP_FINISH;
+        assert_int_equal(c.acc_bytes * 2 * R <= 0x1d000, 1);
+
+        tsr_dram_t *d = NULL;
+        tsr_fsim_t *f = NULL;
+        assert_int_equal(tsr_dram_create(base, size, &d), TSR_OK);
+        assert_int_equal(tsr_dram_alloc_at(d, base, size), TSR_OK);
+        assert_int_equal(tsr_dram_write(d, base, img, size), TSR_OK);
+        assert_int_equal(tsr_fsim_create(&c, d, &f), TSR_OK);
+        ref_machine_t m;
+        assert_int_equal(ref_machine_init(&m, &c), 0);
+        ref_dram_t rd = {malloc(size), base, size};
+        assert_non_null(rd.bytes);
+        memcpy(rd.bytes, img, size);
+        for (int k = 0; k < 7; k++) {
+            if (tsr_fsim_exec(f, &s[k]) != TSR_OK)
+                fail_msg("%s: fsim insn #%d: %s", json, k, tsr_errmsg());
+            if (ref_exec(&m, &s[k], &rd))
+                fail_msg("%s: reference insn #%d: %s", json, k, ref_errmsg());
+        }
+        uint8_t *got = malloc((size_t)R * c.out_bytes);
+        assert_non_null(got);
+        assert_int_equal(tsr_dram_read(d, a_out, got, (uint64_t)R * c.out_bytes), TSR_OK);
+        for (uint32_t row = 0; row < R; row++)
+            for (uint32_t l = 0; l < lanes; l++) {
+                /* the formula: entry [b & (n - 1)][a & 255] of the tables as loaded, sign-extended */
+                const uint8_t *acc = img + 0x3000;
+                int32_t a = ref_wrap((int64_t)rd_le_s(acc + ((size_t)row * lanes + l) * (size_t)ab, ab), W);
+                int32_t b = row < R / 2 ? (int32_t)t_imm
+                                        : rd_le_s(acc + ((size_t)(row + R) * lanes + l) * (size_t)ab, ab);
+                int32_t want = (int8_t)img[0x1000 + ((uint32_t)b & (nt - 1)) * 256 + ((uint32_t)a & 255)];
+                const size_t o = ((size_t)row * lanes + l) * (size_t)ob;
+                int32_t g = rd_le_s(got + o, ob), rf = rd_le_s(rd.bytes + (a_out - base) + o, ob);
+                if (g != want || rf != want)
+                    fail_msg("%s: row %u lane %u (a=%d, b=%d): fsim %d, reference %d, formula %d", json, row, l, a,
+                             b, g, rf, want);
+            }
+        free(got);
+        ref_machine_free(&m);
+        free(rd.bytes);
+        tsr_fsim_destroy(f);
+        tsr_dram_destroy(d);
+        free(img);
+    }
+
+    /* without ACT_LUT: the op, a LOAD and a flag-only LOAD of lut stop fsim, naming the key */
+    tsr_config_t c0;
+    assert_int_equal(tsr_config_load("tiny", &c0), TSR_OK);
+    tsr_dram_t *d = NULL;
+    tsr_fsim_t *f = NULL;
+    assert_int_equal(tsr_dram_create(0x100000, 0x10000, &d), TSR_OK);
+    assert_int_equal(tsr_fsim_create(&c0, d, &f), TSR_OK);
+    tsr_insn_t in;
+    memset(&in, 0, sizeof in);
+    in.opcode = TSR_OP_ALU;
+    in.alu_opcode = TSR_ALU_LUT;
+    in.uop_end = 1;
+    in.iter_out = in.iter_in = 1;
+    assert_int_equal(tsr_fsim_exec(f, &in), TSR_EINVAL);
+    assert_string_equal(tsr_errmsg(), "ALU op lut needs config key ACT_LUT > 0");
+    memset(&in, 0, sizeof in);
+    in.opcode = TSR_OP_LOAD;
+    in.mem_type = TSR_MEM_LUT;
+    assert_int_equal(tsr_fsim_exec(f, &in), TSR_EINVAL);
+    assert_string_equal(tsr_errmsg(), "LOAD of lut needs config key ACT_LUT > 0");
+    in.opcode = TSR_OP_STORE;
+    assert_int_equal(tsr_fsim_exec(f, &in), TSR_EINVAL);
+    tsr_fsim_destroy(f);
+    tsr_dram_destroy(d);
+}
+
 /* tsr_alu_apply_row (the row form fsim runs, with its own lane loops for
  * the common operators) lane by lane against the reference machine's ALU:
  * every operator at both widths, an immediate, a second row, and the row
@@ -1054,7 +1205,10 @@ static void test_alu_row(void **state)
         const int W = widths[wi];
         uint64_t r = case_seed("alu_row", W, 0);
         for (int k = 0; k < 20000; k++) {
-            const uint32_t op = rnd(&r, TSR_ALU_COUNT), n = 1 + rnd(&r, N), mode = rnd(&r, 3);
+            uint32_t op = rnd(&r, TSR_ALU_COUNT);
+            const uint32_t n = 1 + rnd(&r, N), mode = rnd(&r, 3);
+            if (op == TSR_ALU_LUT) /* (reads tables: test_alu_lut) */
+                op = TSR_ALU_MAX;
             int32_t a[N], b[N], a0[N], b0[N];
             for (uint32_t l = 0; l < n; l++) {
                 /* (small values too, so equal and neighbouring operands occur) */
@@ -1781,6 +1935,7 @@ int main(void)
         cmocka_unit_test(test_alu_unit),
         cmocka_unit_test(test_alu_fscale),
         cmocka_unit_test(test_alu_unavailable),
+        cmocka_unit_test(test_alu_lut),
         cmocka_unit_test(test_alu_row),
         cmocka_unit_test(test_config_geometry),
         cmocka_unit_test(test_gemm_matmul),

@@ -711,7 +711,8 @@ static void test_stage_and_names(void **state)
     } st[] = {
         {TSR_OP_LOAD, TSR_MEM_INP, TSR_STAGE_LOAD},     {TSR_OP_LOAD, TSR_MEM_WGT, TSR_STAGE_LOAD},
         {TSR_OP_LOAD, TSR_MEM_UOP, TSR_STAGE_COMPUTE},  {TSR_OP_LOAD, TSR_MEM_ACC, TSR_STAGE_COMPUTE},
-        {TSR_OP_LOAD, TSR_MEM_ACC8, TSR_STAGE_COMPUTE}, {TSR_OP_GEMM, 0, TSR_STAGE_COMPUTE},
+        {TSR_OP_LOAD, TSR_MEM_ACC8, TSR_STAGE_COMPUTE}, {TSR_OP_LOAD, TSR_MEM_LUT, TSR_STAGE_COMPUTE},
+        {TSR_OP_GEMM, 0, TSR_STAGE_COMPUTE},
         {TSR_OP_ALU, 0, TSR_STAGE_COMPUTE},             {TSR_OP_FINISH, 0, TSR_STAGE_COMPUTE},
         {TSR_OP_STORE, TSR_MEM_OUT, TSR_STAGE_STORE},
     };
@@ -726,14 +727,15 @@ static void test_stage_and_names(void **state)
     for (uint32_t i = 0; i < 5; i++)
         assert_string_equal(tsr_opcode_name(i), ops[i]);
     assert_null(tsr_opcode_name(5));
-    static const char *const mems[] = {"uop", "wgt", "inp", "acc", "out", "acc8"};
-    for (uint32_t i = 0; i < 6; i++)
+    static const char *const mems[] = {"uop", "wgt", "inp", "acc", "out", "acc8", "lut"};
+    for (uint32_t i = 0; i < 7; i++)
         assert_string_equal(tsr_mem_name(i), mems[i]);
-    assert_null(tsr_mem_name(6));
-    static const char *const alus[] = {"min", "max", "add", "shr", "mul", "mov", "rshr", "mulhr", "rqfin", "fscale"};
-    for (uint32_t i = 0; i < 10; i++)
+    assert_null(tsr_mem_name(7));
+    static const char *const alus[] = {"min", "max", "add", "shr", "mul", "mov", "rshr", "mulhr", "rqfin", "fscale",
+                                       "lut"};
+    for (uint32_t i = 0; i < 11; i++)
         assert_string_equal(tsr_alu_name(i), alus[i]);
-    assert_null(tsr_alu_name(10));
+    assert_null(tsr_alu_name(11));
     assert_string_equal(tsr_stage_name(0), "load");
     assert_string_equal(tsr_stage_name(1), "compute");
     assert_string_equal(tsr_stage_name(2), "store");

@@ -605,7 +605,7 @@ static void test_sram_and_types(void **state)
     MUT(4, in->mem_type = TSR_MEM_INP, 0, "#4", "out");
     MUT(4, in->mem_type = TSR_MEM_ACC, 0, "#4", "out");
     MUT(1, in->mem_type = TSR_MEM_OUT, 0, "#1", "out");
-    MUT(1, in->mem_type = 6, 0, "#1", "memory type");
+    MUT(1, in->mem_type = 7, 0, "#1", "memory type");
 #undef MUT
 }
 
@@ -749,6 +749,120 @@ static void expect_unloaded(const char *what, const tsr_config_t *c, const tsr_i
     expect_err(w, verify(c, s, n, &o), TSR_EVERIFY, insn, row, "no earlier uop LOAD", (char *)NULL);
     snprintf(w, sizeof w, "%s (no read callback)", what);
     expect_err(w, verify(c, s, n, NULL), TSR_EVERIFY, insn, row, "no earlier uop LOAD", (char *)NULL);
+}
+
+/* ---- activation tables (ACT_LUT; isa/semantics.md, lut) ---- */
+
+enum { LUT_ADDR = 0x5000 }; /* 4 tables x 256 B */
+#define LUT_E (LUT_ADDR / 256)
+
+/* tiny with ACT_LUT = n. */
+static void lut_cfg(tsr_config_t *c, int n)
+{
+    char json[512];
+    snprintf(json, sizeof json,
+             "{\"TARGET\":\"sim\",\"LOG_INP_WIDTH\":3,\"LOG_WGT_WIDTH\":3,\"LOG_ACC_WIDTH\":5,"
+             "\"LOG_BATCH\":0,\"LOG_BLOCK\":2,\"LOG_UOP_BUFF_SIZE\":10,\"LOG_INP_BUFF_SIZE\":9,"
+             "\"LOG_WGT_BUFF_SIZE\":10,\"LOG_ACC_BUFF_SIZE\":11,\"ACT_LUT\":%d}",
+             n);
+    if (tsr_config_parse(json, "tiny-lut", c))
+        fail_msg("config: %s", tsr_errmsg());
+}
+
+/* uop LOAD, LOAD lut of tables [0, ntab), ALU lut (imm table 1) over uop 0, FINISH:
+ * all in the compute stage, no tokens. */
+enum { LUT_N = 4 };
+static void lut_stream(tsr_insn_t s[LUT_N], uint32_t ntab)
+{
+    s[0] = mem(TSR_OP_LOAD, TSR_MEM_UOP, 0, UOP_E, 1, 1, 1);
+    s[1] = mem(TSR_OP_LOAD, TSR_MEM_LUT, 0, LUT_E, 1, ntab, ntab);
+    s[2] = loop(TSR_OP_ALU, 0, 1, 1, 1);
+    s[2].alu_opcode = TSR_ALU_LUT;
+    s[2].use_imm = 1;
+    s[2].imm = 1;
+    s[3] = fin();
+    poison_uops();
+    put_uop(0, 0, 0, 0);
+}
+
+/* The lut rules: the key (for the op and for the memory type, flag-only
+ * LOADs too), imm within the tables, tables loaded earlier in the stream
+ * (one with imm, all without), no padding, no STORE, rows within ACT_LUT. */
+static void test_lut_rules(void **state)
+{
+    (void)state;
+    tsr_config_t c, c0;
+    tsr_insn_t s[LUT_N];
+    lut_cfg(&c, 4);
+    tiny_cfg(&c0, 9, 16, 4);
+    const tsr_region_t regs[] = {regions[0], regions[1], regions[2], regions[3], {LUT_ADDR, 4 * 256, "lut"}};
+    tsr_verify_opts_t o = {regs, 5, 1, dram_read, NULL};
+
+    lut_stream(s, 2);
+    expect_ok("lut op on a loaded table", verify(&c, s, LUT_N, &o));
+    s[2].imm = 2;
+    expect_err("lut op on table 2, tables 0..1 loaded", verify(&c, s, LUT_N, &o), TSR_EVERIFY, "insn #2 (alu)",
+               "activation table 2", "no earlier LOAD of lut", NULL);
+    s[2].imm = 4;
+    expect_err("lut imm 4 with ACT_LUT 4", verify(&c, s, LUT_N, &o), TSR_EVERIFY, "insn #2 (alu)",
+               "imm = 4 is outside [0, 4)", NULL);
+    s[2].imm = -1;
+    expect_err("lut imm -1", verify(&c, s, LUT_N, &o), TSR_EVERIFY, "imm = -1 is outside", NULL);
+    /* (imm is checked even when the loop runs nothing) */
+    s[2].iter_out = 0;
+    expect_err("lut imm -1, no iteration", verify(&c, s, LUT_N, &o), TSR_EVERIFY, "imm = -1", NULL);
+    /* a register operand may select any table: all must be loaded */
+    lut_stream(s, 2);
+    s[2].use_imm = 0;
+    expect_err("lut op by register, tables 0..1 of 4 loaded", verify(&c, s, LUT_N, &o), TSR_EVERIFY,
+               "activation table 2", NULL);
+    lut_stream(s, 4);
+    s[2].use_imm = 0;
+    expect_ok("lut op by register, every table loaded", verify(&c, s, LUT_N, &o));
+    /* the LOAD after the op does not count; a reset or empty loop reads no table */
+    lut_stream(s, 2);
+    tsr_insn_t t = s[1];
+    s[1] = s[2];
+    s[2] = t;
+    expect_err("lut load after the op", verify(&c, s, LUT_N, &o), TSR_EVERIFY, "insn #1 (alu)", "activation table 1",
+               NULL);
+    s[1].reset = 1;
+    expect_ok("reset lut op before the load", verify(&c, s, LUT_N, &o));
+    s[1].reset = 0;
+    s[1].uop_end = 0;
+    expect_ok("empty lut op before the load", verify(&c, s, LUT_N, &o));
+    /* a LOAD of no rows loads nothing */
+    lut_stream(s, 2);
+    s[1].x_size = 0;
+    expect_err("lut load of no rows", verify(&c, s, LUT_N, &o), TSR_EVERIFY, "activation table 1", NULL);
+    /* rows beyond ACT_LUT, padding, STORE */
+    lut_stream(s, 2);
+    s[1].sram_base = 3;
+    expect_err("lut rows [3, 5)", verify(&c, s, LUT_N, &o), TSR_EVERIFY, "insn #1 (load lut)",
+               "[3, 5) are outside the lut buffer (4 rows)", NULL);
+    lut_stream(s, 2);
+    s[1].x_pad1 = 1;
+    expect_err("padded lut load", verify(&c, s, LUT_N, &o), TSR_EVERIFY, "insn #1 (load lut)", "padding", NULL);
+    lut_stream(s, 2);
+    s[1].opcode = TSR_OP_STORE;
+    expect_err("store of lut", verify(&c, s, LUT_N, &o), TSR_EVERIFY, "insn #1 (store lut)", "only the out buffer",
+               NULL);
+    /* DRAM: the tables' bytes lie in a declared buffer */
+    lut_stream(s, 2);
+    s[1].dram_base = LUT_E + 3;
+    expect_err("lut load past its buffer", verify(&c, s, LUT_N, &o), TSR_EVERIFY, "runs past the end of buffer lut",
+               NULL);
+
+    /* ACT_LUT = 0: the op and the memory type are refused naming the key */
+    lut_stream(s, 2);
+    expect_err("lut load without ACT_LUT", verify(&c0, s, LUT_N, &o), TSR_EVERIFY, "insn #1 (load lut)",
+               "needs config key ACT_LUT > 0", NULL);
+    s[1].x_size = 0;
+    expect_err("flag-only lut load without ACT_LUT", verify(&c0, s, LUT_N, &o), TSR_EVERIFY, "insn #1 (load lut)",
+               "ACT_LUT", NULL);
+    s[1] = cnop();
+    expect_err("lut op without ACT_LUT", verify(&c0, s, LUT_N, &o), TSR_EVERIFY, "insn #2 (alu)",
+               "ALU op lut needs config key ACT_LUT > 0", NULL);
 }
 
 static void test_unloaded_uops(void **state)
@@ -1667,6 +1781,7 @@ int main(void)
         cmocka_unit_test(test_uop_ranges),
         cmocka_unit_test(test_uop_indices),
         cmocka_unit_test(test_unloaded_uops),
+        cmocka_unit_test(test_lut_rules),
         cmocka_unit_test(test_dram_regions),
         cmocka_unit_test(test_pipe_runs),
         cmocka_unit_test(test_races),

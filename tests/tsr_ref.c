@@ -244,6 +244,9 @@ int ref_machine_init(ref_machine_t *m, const tsr_config_t *cfg)
     m->acc8_bytes = bits_to_bytes((uint64_t)m->batch * m->block_out * 8);
     m->out_bytes = bits_to_bytes((uint64_t)m->batch * m->block_out * m->out_width);
     m->uop_bytes = cfg->uop_bytes;
+    if (cfg->act_lut < 0 || cfg->act_lut > 8)
+        return ref_fail("unsupported config (ACT_LUT %d)", cfg->act_lut);
+    m->lut_count = (uint32_t)cfg->act_lut;
     m->uop_dst_bits = cfg->uop_dst_bits;
     m->uop_src_bits = cfg->uop_src_bits;
     m->uop_wgt_bits = cfg->uop_wgt_bits;
@@ -311,6 +314,7 @@ uint32_t ref_elem_bytes(const ref_machine_t *m, uint32_t mem_type)
     case TSR_MEM_ACC: return m->acc_bytes;
     case TSR_MEM_OUT: return m->out_bytes;
     case TSR_MEM_ACC8: return m->acc8_bytes;
+    case TSR_MEM_LUT: return m->lut_count ? 256 : 0; /* 256 int8 entries */
     default: return 0;
     }
 }
@@ -324,6 +328,7 @@ uint32_t ref_sram_depth(const ref_machine_t *m, uint32_t mem_type)
     case TSR_MEM_ACC:
     case TSR_MEM_OUT:
     case TSR_MEM_ACC8: return m->acc_depth;
+    case TSR_MEM_LUT: return m->lut_count;
     default: return 0;
     }
 }
@@ -381,12 +386,14 @@ int ref_load(ref_machine_t *m, const tsr_insn_t *in, const ref_dram_t *d)
     if (in->opcode != TSR_OP_LOAD)
         return ref_fail("ref_load: opcode %u", in->opcode);
     if (mem != TSR_MEM_UOP && mem != TSR_MEM_WGT && mem != TSR_MEM_INP && mem != TSR_MEM_ACC &&
-        mem != TSR_MEM_ACC8)
+        mem != TSR_MEM_ACC8 && mem != TSR_MEM_LUT)
         return ref_fail("load: memory type %u cannot be loaded", mem);
+    if (mem == TSR_MEM_LUT && !m->lut_count)
+        return ref_fail("load lut: the config has no tables (ACT_LUT = 0)");
     if (in->x_size == 0)
         return 0;
-    if (mem == TSR_MEM_UOP && (in->y_pad0 || in->y_pad1 || in->x_pad0 || in->x_pad1))
-        return ref_fail("load uop: padding not allowed");
+    if ((mem == TSR_MEM_UOP || mem == TSR_MEM_LUT) && (in->y_pad0 || in->y_pad1 || in->x_pad0 || in->x_pad1))
+        return ref_fail("load uop/lut: padding not allowed");
     if (mem != TSR_MEM_INP && in->pad_value)
         return ref_fail("load: pad_value %d on a non-inp load", in->pad_value);
 
@@ -411,6 +418,11 @@ int ref_load(ref_machine_t *m, const tsr_insn_t *in, const ref_dram_t *d)
                     return ref_fail("load: DRAM element %llu (addr 0x%llx) outside DRAM",
                                     (unsigned long long)e, (unsigned long long)(e * ebytes));
             }
+            if (mem == TSR_MEM_LUT) { /* (never a pad row: refused above) */
+                for (int k = 0; k < 256; k++)
+                    m->lut[r][k] = get_val(src, (uint64_t)k * 8, 8);
+                continue;
+            }
             if (mem == TSR_MEM_UOP) {
                 uint64_t raw = 0;
                 for (uint32_t k = 0; k < m->uop_bytes; k++)
@@ -418,7 +430,7 @@ int ref_load(ref_machine_t *m, const tsr_insn_t *in, const ref_dram_t *d)
                 m->uop[r] = raw;
                 continue;
             }
-            int nvals, width;
+            int nvals = 0, width = 8; /* (set by row_values for every type reaching here) */
             int32_t *vals = row_values(m, mem, r, &nvals, &width);
             for (int k = 0; k < nvals; k++)
                 vals[k] = pad ? (mem == TSR_MEM_INP ? in->pad_value : 0) : get_val(src, (uint64_t)k * width, width);
@@ -521,6 +533,8 @@ int ref_alu_insn(ref_machine_t *m, const tsr_insn_t *in)
         return ref_fail("ref_alu_insn: opcode %u", in->opcode);
     if (in->alu_opcode >= TSR_ALU_COUNT)
         return ref_fail("alu: bad op %u", in->alu_opcode);
+    if (in->alu_opcode == TSR_ALU_LUT && !m->lut_count)
+        return ref_fail("alu lut: the config has no tables (ACT_LUT = 0)");
     if (in->uop_end > m->uop_depth)
         return ref_fail("alu: uop_end %u beyond uop depth %u", in->uop_end, m->uop_depth);
     /* the immediate is a 16-bit field, sign-extended */
@@ -547,6 +561,13 @@ int ref_alu_insn(ref_machine_t *m, const tsr_insn_t *in)
                     }
                     int32_t b = in->use_imm ? imm : m->acc[(size_t)src * lanes + l];
                     int32_t r = ref_alu(in->alu_opcode, a, b, m->acc_width);
+                    if (in->alu_opcode == TSR_ALU_LUT) {
+                        /* table: b modulo the count (a power of two), taken
+                         * non-negative; entry: a modulo 256, likewise (the
+                         * byte a STORE of a would write) */
+                        int64_t n = m->lut_count, t = ((int64_t)b % n + n) % n, e = ((int64_t)a % 256 + 256) % 256;
+                        r = m->lut[t][e];
+                    }
                     write_acc(m, dst, l, r);
                 }
             }

@@ -24,7 +24,8 @@
 
 /* Wrap v to a signed width-bit value (width 1..32). */
 int32_t ref_wrap(int64_t v, int width);
-/* One ALU operation on W-bit values a, b (W = 16 or 32), per semantics.md. */
+/* One ALU operation on W-bit values a, b (W = 16 or 32), per semantics.md.
+ * lut reads the machine's tables: ref_alu_insn does it (here it gives 0). */
 int32_t ref_alu(uint32_t op, int32_t a, int32_t b, int W);
 
 /* Device DRAM as one flat byte array covering [base, base + size). */
@@ -51,6 +52,9 @@ typedef struct ref_machine {
     int32_t *wgt;  /* [wgt_depth][block_out][block_in] */
     int32_t *acc;  /* [acc_depth][batch][block_out], acc_width bits */
     int32_t *out;  /* [acc_depth][batch][block_out], out_width bits */
+    /* activation tables (the config key ACT_LUT: their count, 0 = none) */
+    uint32_t lut_count;
+    int32_t lut[8][256]; /* entries, sign-extended from int8 */
 } ref_machine_t;
 
 /* Zero-initialised machine for cfg. Returns 0 or -1. */

@@ -63,7 +63,7 @@ _KEYS = [("TARGET", "target"), ("HW_VER", "hw_ver"), ("LOG_INP_WIDTH", "log_inp_
          ("DRAM_BUS_WIDTH", "dram_bus_width"), ("CLOCK_MHZ", "clock_mhz"), ("CMD_QUEUE_DEPTH", "cmd_queue_depth"),
          ("DEP_QUEUE_DEPTH", "dep_queue_depth"), ("DSP_PACK", "dsp_pack"), ("OUT_BUFF_LUTRAM", "out_buff_lutram"),
          ("ACC_SINGLE_COPY", "acc_single_copy"), ("SERIAL_CORE", "serial_core"),
-         ("EXACT_REQUANT", "exact_requant")]
+         ("EXACT_REQUANT", "exact_requant"), ("ACT_LUT", "act_lut")]
 # Derived quantities, reported in lower case (read-only: a dict passed back uses the upper-case keys).
 _DERIVED = ["inp_width", "wgt_width", "acc_width", "out_width", "batch", "block_in", "block_out", "uop_bytes",
             "inp_bytes", "wgt_bytes", "acc_bytes", "acc8_bytes", "out_bytes", "uop_depth", "inp_depth",

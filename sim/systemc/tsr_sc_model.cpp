@@ -1295,7 +1295,10 @@ void tsr_sc_compute::run()
                     continue;
                 }
                 if (in.opcode == TSR_OP_LOAD) {
-                    bool all = in.mem_type == TSR_MEM_UOP || in.push_prev || in.push_next || !in.x_size;
+                    // (a lut LOAD, ACT_LUT, is timed as a uop LOAD: its rows are no
+                    // accumulator bank's, so it waits for both pipes)
+                    bool all = in.mem_type == TSR_MEM_UOP || in.mem_type == TSR_MEM_LUT || in.push_prev ||
+                               in.push_next || !in.x_size;
                     unsigned banks = 3;
                     if (!all) {
                         uint64_t rows = (uint64_t)(in.y_pad0 + in.y_size + in.y_pad1) * (in.x_pad0 + in.x_size + in.x_pad1);
