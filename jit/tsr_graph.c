@@ -37,6 +37,7 @@ typedef struct {
     int in[2], out;        /* tensor ids (in[1] = -1 unless add) */
     tsr_conv2d_params_t conv;  /* conv, and dense as a 1x1 conv over [N, K, 1, 1] */
     int32_t *w_zp, *mult, *shift; /* owned copies of conv's arrays */
+    float *fscale;                /* (its float32 scales, kept when the config has EXACT_REQUANT) */
     void *w;               /* owned weights (OIHW bytes of the weight dtype) */
     int32_t *bias;         /* owned bias or NULL */
     union {                /* the parameters of a pool, add or clip (prm: whichever it is) */
@@ -155,6 +156,7 @@ void tsr_graph_free(tsr_graph_t *g)
         free(g->ns[i].w_zp);
         free(g->ns[i].mult);
         free(g->ns[i].shift);
+        free(g->ns[i].fscale);
         free(g->ns[i].w);
         free(g->ns[i].bias);
     }
@@ -269,9 +271,11 @@ static void free_node_arrays(gnode_t *n)
     free(n->w_zp);
     free(n->mult);
     free(n->shift);
+    free(n->fscale);
     free(n->w);
     free(n->bias);
     n->w_zp = n->mult = n->shift = n->bias = NULL;
+    n->fscale = NULL;
     n->w = NULL;
 }
 
@@ -290,10 +294,21 @@ static int match(const tsr_graph_t *g, const gnode_t *n, const char *what, int i
     return TSR_OK;
 }
 
-/* Copy conv parameters, weights and bias into the node (owned). */
-static int copy_conv(gnode_t *n, const tsr_conv2d_params_t *p, const void *w, const int32_t *bias)
+/* Copy conv parameters, weights and bias into the node (owned). Float32
+ * scales (exact requantization) are kept where the config runs them (the
+ * ALU's fscale, EXACT_REQUANT); elsewhere the node requantizes with the
+ * fixed-point (mult, shift) every caller gives too, within 1 LSB of them. */
+static int copy_conv(const tsr_graph_t *g, gnode_t *n, const tsr_conv2d_params_t *p, const void *w,
+                     const int32_t *bias)
 {
     n->conv = *p;
+    n->conv.fscale = NULL;
+    if (p->fscale && tsr_alu_op_available(&g->cfg, TSR_ALU_FSCALE)) {
+        if (!(n->fscale = malloc(sizeof(float) * (size_t)p->rq_count)))
+            return tsr_err(TSR_ENOMEM, "out of memory");
+        memcpy(n->fscale, p->fscale, sizeof(float) * (size_t)p->rq_count);
+        n->conv.fscale = n->fscale;
+    }
     const size_t nw = (size_t)p->c_out * (size_t)(p->c_in / p->groups) * (size_t)p->kh * (size_t)p->kw;
     n->w_zp = malloc(sizeof(int32_t) * (size_t)p->w_zp_count);
     n->mult = malloc(sizeof(int32_t) * (size_t)p->rq_count);
@@ -388,7 +403,7 @@ int tsr_graph_conv2d(tsr_graph_t *g, const char *name, int x, int y, const tsr_c
         w = full;
     }
     if (!(rc = check_conv(g, n, p)))
-        rc = copy_conv(n, p, w, bias);
+        rc = copy_conv(g, n, p, w, bias);
     free(full);
     if (rc)
         return rc;
@@ -434,7 +449,7 @@ int tsr_graph_dense(tsr_graph_t *g, const char *name, int x, int y, const tsr_de
     c.w_dtype = p->w_dtype;
     c.w_zp = p->w_zp;
     c.w_zp_count = p->w_zp_count;
-    if ((rc = check_conv(g, n, &c)) || (rc = copy_conv(n, &c, w, bias)))
+    if ((rc = check_conv(g, n, &c)) || (rc = copy_conv(g, n, &c, w, bias)))
         return rc;
     n->is_dense = 1;
     commit_node(g, n);
@@ -470,7 +485,7 @@ int tsr_graph_requantize(tsr_graph_t *g, const char *name, int x, int y, const t
         return tsr_err(TSR_ENOMEM, "out of memory");
     memset(ones, 1, (size_t)p->c);
     if (!(rc = check_conv(g, n, &c)))
-        rc = copy_conv(n, &c, ones, NULL);
+        rc = copy_conv(g, n, &c, ones, NULL);
     free(ones);
     if (rc)
         return rc;

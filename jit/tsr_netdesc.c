@@ -508,10 +508,12 @@ void tsr_nd_node_free(tsr_nd_node_t *nn)
         free((void *)nn->conv.w_zp);
         free((void *)nn->conv.mult);
         free((void *)nn->conv.shift);
+        free((void *)nn->conv.fscale);
     } else if (nn->kind == TSR_ND_DENSE) {
         free((void *)nn->dense.w_zp);
         free((void *)nn->dense.mult);
         free((void *)nn->dense.shift);
+        free((void *)nn->dense.fscale);
     }
     free(nn->w);
     free(nn->bias);

@@ -174,10 +174,14 @@ int tsr_ox_fx_agrees(double a, double b)
 }
 
 /* Requantization multipliers as ONNX Runtime forms them: float32
- * x_scale * w_scale / y_scale. */
+ * x_scale * w_scale / y_scale. *fscale gets those float32 scales (the
+ * graph requantizes with them, bit for bit as ONNX Runtime, on a config
+ * with EXACT_REQUANT), or NULL when the model states its own fixed-point
+ * multipliers (metadata tessera.requant: then they are its semantics). */
 int tsr_ox_rq_params(tsr_onnx_t *m, int ni, float xs, const float *ws, int cnt, float ys, int32_t **mult,
-                     int32_t **shift)
+                     int32_t **shift, float **fscale)
 {
+    *fscale = NULL;
     *mult = malloc(sizeof(int32_t) * (size_t)cnt);
     *shift = malloc(sizeof(int32_t) * (size_t)cnt);
     if (!*mult || !*shift)
@@ -215,5 +219,17 @@ int tsr_ox_rq_params(tsr_onnx_t *m, int ni, float xs, const float *ws, int cnt, 
     free(mv);
     if (rc == 1)
         m->nexact++;
+    if (rc == 0) {
+        if (!(*fscale = malloc(sizeof(float) * (size_t)cnt)))
+            return tsr_err(TSR_ENOMEM, "out of memory");
+        for (int i = 0; i < cnt; i++) {
+            (*fscale)[i] = xs * ws[i] / ys;
+            if (!isnormal((*fscale)[i])) { /* (0: no fscale form; the fixed-point one handles it) */
+                free(*fscale);
+                *fscale = NULL;
+                break;
+            }
+        }
+    }
     return rc < 0 ? rc : 0;
 }

@@ -290,7 +290,7 @@ int tsr_ox_meta_ints(tsr_onnx_t *m, int ni, int count, int64_t *vals);
 double tsr_ox_fx_real(int64_t mult, int64_t shift);
 int tsr_ox_fx_agrees(double a, double b);
 int tsr_ox_rq_params(tsr_onnx_t *m, int ni, float xs, const float *ws, int cnt, float ys, int32_t **mult,
-                     int32_t **shift);
+                     int32_t **shift, float **fscale);
 
 /* -------------------------------------------------------------- the passes */
 

@@ -202,7 +202,7 @@ static int conv_or_dense(tsr_onnx_t *m, int ni, const conv_desc_t *cd, tsr_nd_no
     tsr_dense_params_t dp = {.n = p.n, .k = p.c_in * p.h * p.w, .m = p.c_out, .x_dtype = p.x_dtype, .x_zp = p.x_zp,
                              .w_dtype = p.w_dtype, .w_zp = p.w_zp, .w_zp_count = p.w_zp_count, .y_dtype = p.y_dtype,
                              .y_zp = p.y_zp, .mult = p.mult, .shift = p.shift, .rq_count = p.rq_count,
-                             .act_min = p.act_min, .act_max = p.act_max};
+                             .act_min = p.act_min, .act_max = p.act_max, .fscale = p.fscale};
     int parts = 0;
     if (cd->gemm && p.h == 1 && p.w == 1 && !tsr_dense_check(&dp, &parts) && parts == 1) {
         memset(&nd->conv, 0, sizeof nd->conv);
@@ -240,6 +240,7 @@ int tsr_ox_lower_conv(tsr_onnx_t *m, int ni, const conv_desc_t *cd, int yv)
     memset(&nd, 0, sizeof nd);
     nd.kind = TSR_ND_CONV;
     int32_t *wzp = malloc(sizeof(int32_t) * (size_t)cd->wcnt), *mult = NULL, *shift = NULL;
+    float *fscale = NULL;
     const size_t wbytes = (size_t)M * (size_t)(p.c_in / p.groups) * (size_t)p.kh * (size_t)p.kw;
     nd.w = malloc(wbytes);
     nd.bias = malloc(sizeof(int32_t) * (size_t)M);
@@ -248,7 +249,7 @@ int tsr_ox_lower_conv(tsr_onnx_t *m, int ni, const conv_desc_t *cd, int yv)
     if (!rc && wbytes != W->nbytes)
         rc = NERR(m, ni, "weights have %zu elements, expected %zu", W->nbytes, wbytes);
     if (!rc)
-        rc = tsr_ox_rq_params(m, ni, cd->xs, cd->ws, cd->wcnt, cd->y.scale, &mult, &shift);
+        rc = tsr_ox_rq_params(m, ni, cd->xs, cd->ws, cd->wcnt, cd->y.scale, &mult, &shift, &fscale);
     if (!rc) {
         conv_weights(cd, W, &p, nd.w, wzp, wbytes);
         rc = conv_bias(m, ni, cd, M, nd.bias);
@@ -265,6 +266,7 @@ int tsr_ox_lower_conv(tsr_onnx_t *m, int ni, const conv_desc_t *cd, int yv)
         p.w_zp_count = cd->wcnt;
     p.mult = mult;
     p.shift = shift;
+    p.fscale = fscale;
     p.rq_count = cd->wcnt;
     nd.conv = p;
     if (!rc)
@@ -275,6 +277,7 @@ int tsr_ox_lower_conv(tsr_onnx_t *m, int ni, const conv_desc_t *cd, int yv)
         free(wzp);
         free(mult);
         free(shift);
+        free(fscale);
         free(nd.w);
         free(nd.bias);
         return l;

@@ -11,8 +11,10 @@ in 1e5). A Relu/Clip is exact either way: in the u8 form it is the output Quanti
 same integers. A BatchNormalization (ORT: float DQ -> BatchNormalization -> Q) is the depthwise 1x1 conv
 whose weights +-127 carry a = scale / sqrt(var + eps) exactly in their per-channel scale; its shift
 rounds to the bias grid, far below an LSB: within 1 LSB. So each single conv below must be within
-1 LSB; a chain of two within 2.
+1 LSB; a chain of two within 2. With EXACT_REQUANT (the ALU's fscale) the device requantizes as ONNX
+Runtime does: exact (exact_requant, which also shows the fixed-point form differing on exact ties).
 """
+import json
 import os
 import sys
 
@@ -94,6 +96,49 @@ def device_macs(q, x, name):
     return sum(int(r) for r in rows) if rc == 0 and rows else None
 
 
+def tie_model():
+    """A QDQ conv (x u8 scale 1/16 zp 128, w s8 per tensor 1/8, bias int32 1/128, y u8 1/64 zp 128) whose
+    requantization scale is exactly 0.5: every odd accumulator lands on a tie, which ONNX Runtime rounds
+    half to even and the fixed-point multiplier (SRDHM) rounds half up."""
+    i8, u8 = TensorProto.INT8, TensorProto.UINT8
+    w = rng.integers(-60, 61, (8, 4, 3, 3)).astype(np.int8)
+    b = rng.integers(-500, 501, 8).astype(np.int32)
+    inits = [numpy_helper.from_array(w, "wq"), numpy_helper.from_array(b, "bq"),
+             helper.make_tensor("xs", F, [], [1 / 16]), helper.make_tensor("xz", u8, [], [128]),
+             helper.make_tensor("ws", F, [], [1 / 8]), helper.make_tensor("wz", i8, [], [0]),
+             helper.make_tensor("bs", F, [], [1 / 128]), helper.make_tensor("bz", TensorProto.INT32, [], [0]),
+             helper.make_tensor("ys", F, [], [1 / 64]), helper.make_tensor("yz", u8, [], [128])]
+    nodes = [helper.make_node("QuantizeLinear", ["X", "xs", "xz"], ["Xq"], name="qx"),
+             helper.make_node("DequantizeLinear", ["Xq", "xs", "xz"], ["Xd"], name="dqx"),
+             helper.make_node("DequantizeLinear", ["wq", "ws", "wz"], ["Wd"], name="dqw"),
+             helper.make_node("DequantizeLinear", ["bq", "bs", "bz"], ["Bd"], name="dqb"),
+             helper.make_node("Conv", ["Xd", "Wd", "Bd"], ["H"], name="conv", pads=[1, 1, 1, 1]),
+             helper.make_node("QuantizeLinear", ["H", "ys", "yz"], ["Hq"], name="qh"),
+             helper.make_node("DequantizeLinear", ["Hq", "ys", "yz"], ["Y"], name="dqh")]
+    return T.model(nodes, [("X", F, [1, 4, 8, 8])], [("Y", F, [1, 8, 8, 8])], inits)
+
+
+def exact_requant(calib, x):
+    """EXACT_REQUANT (the ALU's fscale) makes a conv's requantization ONNX Runtime's, bit for bit: the
+    tie model is exact with it and differs without it (the check can fail); the u8 family cases above
+    are exact with it."""
+    cfg = json.load(open(os.path.join(T.common.ROOT, "configs", "default.json")))
+    cfg["EXACT_REQUANT"] = 1
+    path = os.path.realpath("default_exact.json")
+    json.dump(cfg, open(path, "w"))
+    xt = (rng.integers(-40, 41, (1, 4, 8, 8)) / 16).astype(np.float32)  # on the input grid
+    m = tie_model()
+    T.against_ort("conv requant ties, EXACT_REQUANT", m, xt, max_lsb=0, extra=("--config", path))
+    got = T.against_ort("conv requant ties, fixed point", m, xt, max_lsb=1)
+    if got is not None:
+        _, ndiff = T.diff_lsb(got, T.ort(T.save(m, "ties.onnx"), xt), T.output_scale(m))
+        T.check("conv requant ties: fixed point differs (half up vs even)", ndiff > 0, f"{ndiff} of {got.size}")
+    for name, model in (("conv relu", conv_act(8, 16, act="relu")), ("conv clip6", conv_act(8, 16, act="clip")),
+                        ("conv relu conv relu", conv_act(8, 16, act="relu", second=True))):
+        T.against_ort(f"{name} u8, EXACT_REQUANT", T.quantize(model, calib, "u8"), x[:1], max_lsb=0,
+                      extra=("--config", path))
+
+
 def main():
     T.setup()
     for v in ("u8", "s8"):
@@ -164,6 +209,7 @@ def main():
                 at.i = 4
     T.expect_error("conv group 4 of 6 channels", q, "group 4 does not divide the 6 input and 8 output channels",
                    x6[:1])
+    exact_requant(*data(8))  # (last: the cases above keep their random draws)
     T.finish()
 
 
