@@ -57,13 +57,20 @@ static const char *diff_backend(void)
     return v && *v ? v : "fsim";
 }
 
-/* Config for program i of a config family: a preset, or "random". */
-static void family_config(const char *family, uint64_t seed, tsr_config_t *cfg, char *json, size_t n)
+/* Backends that run the activation tables (ACT_LUT): all but the RTL,
+ * which has no table unit and refuses such a config. */
+static int runs_act_lut(const char *backend) { return strcmp(backend, "rtl") != 0; }
+
+/* Config for program i of a config family: a preset, or "random" (with
+ * ACT_LUT drawn too when act_lut is set). */
+static void family_config(const char *family, uint64_t seed, tsr_config_t *cfg, char *json, size_t n, int act_lut)
 {
     if (!strcmp(family, "random")) {
         assert_int_equal(tsr_gen_random_config(seed, json, n), TSR_OK);
         if (tsr_config_parse(json, "random", cfg))
             fail_msg("random config (seed %" PRIu64 ") rejected: %s\n%s", seed, tsr_errmsg(), json);
+        if (act_lut && tsr_gen_add_act_lut(seed, cfg, json, n))
+            fail_msg("random config (seed %" PRIu64 ") with ACT_LUT rejected: %s\n%s", seed, tsr_errmsg(), json);
     } else {
         assert_int_equal(tsr_config_load(family, cfg), TSR_OK);
         tsr_gen_config_json(cfg, json, n);
@@ -83,7 +90,7 @@ typedef struct {
     const tsr_gen_prog_t *p;
     ref_machine_t m;
     ref_dram_t d;
-    uint8_t *written[5]; /* inp, wgt, acc, out, uop rows written */
+    uint8_t *written[6]; /* inp, wgt, acc, out, uop, lut rows written */
     char *msg;
     size_t msgn;
     size_t idx;
@@ -106,11 +113,11 @@ static void walk_fail(walk_t *w, const char *fmt, ...)
     w->bad = 1;
 }
 
-enum { WR_INP, WR_WGT, WR_ACC, WR_OUT, WR_UOP };
+enum { WR_INP, WR_WGT, WR_ACC, WR_OUT, WR_UOP, WR_LUT };
 
 static void need_written(walk_t *w, int k, uint64_t row)
 {
-    static const char *names[] = {"inp", "wgt", "acc", "out", "uop"};
+    static const char *names[] = {"inp", "wgt", "acc", "out", "uop", "lut"};
     if (!w->written[k][row])
         walk_fail(w, "reads %s row %" PRIu64 " that the program never wrote", names[k], row);
 }
@@ -124,7 +131,7 @@ static void footprint(walk_t *w, const tsr_insn_t *in, walk_cov_t *cov)
     if (in->opcode == TSR_OP_LOAD && in->x_size) {
         uint64_t rows = (uint64_t)(in->y_pad0 + in->y_size + in->y_pad1) * (in->x_pad0 + in->x_size + in->x_pad1);
         int wk = in->mem_type == TSR_MEM_INP ? WR_INP : in->mem_type == TSR_MEM_WGT ? WR_WGT
-               : in->mem_type == TSR_MEM_UOP ? WR_UOP : WR_ACC;
+               : in->mem_type == TSR_MEM_UOP ? WR_UOP : in->mem_type == TSR_MEM_LUT ? WR_LUT : WR_ACC;
         if (in->sram_base + rows == ref_sram_depth(m, in->mem_type))
             cov->load_edge = 1;
         for (uint64_t k = 0; k < rows; k++)
@@ -141,6 +148,16 @@ static void footprint(walk_t *w, const tsr_insn_t *in, walk_cov_t *cov)
         int gemm = in->opcode == TSR_OP_GEMM;
         int rs = !in->reset && (gemm || !in->use_imm);
         int rd = !in->reset && (gemm || in->alu_opcode != TSR_ALU_MOV);
+        /* a lut op reads one table (imm) or any (a register operand) */
+        if (!gemm && in->alu_opcode == TSR_ALU_LUT && !in->reset && in->iter_out && in->iter_in &&
+            in->uop_bgn < in->uop_end)
+            for (uint32_t t = in->use_imm ? (uint32_t)in->imm : 0;
+                 t < (in->use_imm ? (uint32_t)in->imm + 1 : m->lut_count) && !w->bad; t++) {
+                if (t >= m->lut_count)
+                    walk_fail(w, "lut table %u outside the %u tables", t, m->lut_count);
+                else
+                    need_written(w, WR_LUT, t);
+            }
         for (uint64_t i = 0; i < in->iter_out; i++)
             for (uint64_t j = 0; j < in->iter_in; j++)
                 for (uint32_t u = in->uop_bgn; u < in->uop_end && !w->bad; u++) {
@@ -199,8 +216,8 @@ static int analyse_stream(const tsr_gen_prog_t *p, char *msg, size_t msgn, walk_
     w.msgn = msgn;
     msg[0] = 0;
     assert_int_equal(ref_machine_init(&w.m, &p->cfg), 0);
-    uint32_t wd[5] = {w.m.inp_depth, w.m.wgt_depth, w.m.acc_depth, w.m.acc_depth, w.m.uop_depth};
-    for (int k = 0; k < 5; k++)
+    uint32_t wd[6] = {w.m.inp_depth, w.m.wgt_depth, w.m.acc_depth, w.m.acc_depth, w.m.uop_depth, 8};
+    for (int k = 0; k < 6; k++)
         assert_non_null(w.written[k] = calloc(wd[k], 1));
     w.d.base = TSR_GEN_BASE_ADDR;
     for (size_t i = 0; i < p->nbufs; i++)
@@ -253,7 +270,7 @@ static int analyse_stream(const tsr_gen_prog_t *p, char *msg, size_t msgn, walk_
             }
     }
     int rc = w.bad;
-    for (int k = 0; k < 5; k++)
+    for (int k = 0; k < 6; k++)
         free(w.written[k]);
     free(w.d.bytes);
     ref_machine_free(&w.m);
@@ -279,7 +296,7 @@ static void run_family(const char *family, uint64_t salt)
         /* Random configs cycle through a pool of nconf (each RTL config is
          * a Verilator model build), or are fresh per program when 0. */
         uint64_t cseed = nconf ? tsr_gen_mix(salt * 31u + base + i % nconf) : seed;
-        family_config(family, cseed, &cfg, json, sizeof json);
+        family_config(family, cseed, &cfg, json, sizeof json, runs_act_lut(backend));
         tsr_gen_prog_t p;
         int rc = tsr_gen_program(seed, &cfg, NULL, &p);
         if (rc)
@@ -409,7 +426,7 @@ static void test_close_stream(void **state)
     for (uint64_t s = 0; s < 30; s++) {
         tsr_config_t cfg;
         char json[1024];
-        family_config(fam[s % 3], s, &cfg, json, sizeof json);
+        family_config(fam[s % 3], s, &cfg, json, sizeof json, 1);
         tsr_gen_prog_t p;
         assert_int_equal(tsr_gen_program(s, &cfg, NULL, &p), TSR_OK);
         for (size_t cut = 0; cut <= p.nbody; cut += 1 + cut / 8) {
@@ -469,7 +486,7 @@ static void test_bisect_finds_planted_store(void **state)
     for (uint64_t s = 100; s < 140 && tried < 6; s++) {
         tsr_config_t cfg;
         char json[1024];
-        family_config(s % 2 ? "tiny" : "random", s, &cfg, json, sizeof json);
+        family_config(s % 2 ? "tiny" : "random", s, &cfg, json, sizeof json, 1);
         tsr_gen_prog_t p;
         assert_int_equal(tsr_gen_program(s, &cfg, NULL, &p), TSR_OK);
         size_t stores[512], ns = 0;
@@ -529,7 +546,7 @@ static void test_generator_coverage(void **state)
     (void)state;
     enum {
         C_LOAD, C_STORE, C_GEMM, C_ALU, C_FINISH,
-        C_M_UOP, C_M_WGT, C_M_INP, C_M_ACC, C_M_ACC8,
+        C_M_UOP, C_M_WGT, C_M_INP, C_M_ACC, C_M_ACC8, C_M_LUT,
         C_YPAD0, C_YPAD1, C_XPAD0, C_XPAD1, C_ALLPAD,
         C_LSTR0, C_LSTR_LT, C_LSTR_EQ, C_LSTR_GT,
         C_S2D, C_SSTR_EQ, C_SSTR_GT,
@@ -541,7 +558,7 @@ static void test_generator_coverage(void **state)
     };
     static const char *names[C_COUNT] = {
         "load", "store", "gemm", "alu", "finish",
-        "load uop", "load wgt", "load inp", "load acc", "load acc8",
+        "load uop", "load wgt", "load inp", "load acc", "load acc8", "load lut (ACT_LUT)",
         "y_pad0", "y_pad1", "x_pad0", "x_pad1", "all-pad load (y_size 0)",
         "load stride 0", "load stride < x", "load stride == x", "load stride > x",
         "store y > 1", "store stride == x", "store stride > x",
@@ -559,7 +576,7 @@ static void test_generator_coverage(void **state)
     for (uint64_t s = 0; s < 100; s++) {
         tsr_config_t cfg;
         char json[1024];
-        family_config(fam[s % 3], tsr_gen_mix(s + 77), &cfg, json, sizeof json);
+        family_config(fam[s % 3], tsr_gen_mix(s + 77), &cfg, json, sizeof json, 1);
         tsr_gen_prog_t p;
         assert_int_equal(tsr_gen_program(tsr_gen_mix(s + 77), &cfg, NULL, &p), TSR_OK);
         for (uint32_t op = 0; op < TSR_ALU_COUNT; op++)
@@ -577,7 +594,7 @@ static void test_generator_coverage(void **state)
                 }
                 cnt[in->mem_type == TSR_MEM_UOP ? C_M_UOP : in->mem_type == TSR_MEM_WGT ? C_M_WGT
                     : in->mem_type == TSR_MEM_INP ? C_M_INP : in->mem_type == TSR_MEM_ACC ? C_M_ACC
-                    : C_M_ACC8]++;
+                    : in->mem_type == TSR_MEM_LUT ? C_M_LUT : C_M_ACC8]++;
                 cnt[C_YPAD0] += in->y_pad0 != 0;
                 cnt[C_YPAD1] += in->y_pad1 != 0;
                 cnt[C_XPAD0] += in->x_pad0 != 0;

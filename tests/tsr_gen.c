@@ -63,6 +63,10 @@ static uint32_t umax(uint32_t a, uint32_t b) { return a > b ? a : b; }
 enum { K_INP, K_WGT, K_ACC, K_COUNT };
 enum { O_LOAD, O_COMPUTE, O_STORE, O_TRANSIT };
 enum { B_INP, B_WGT, B_ACC, B_ACC8, B_OUT0, B_OUT1, B_UOP, B_COUNT };
+/* The activation tables' buffer (ACT_LUT > 0 only): index B_COUNT, placed in
+ * DRAM below the uop buffer (which grows), so the other buffers keep their
+ * indices and addresses. */
+enum { B_LUT = B_COUNT };
 
 #define MAX_REG 6   /* regions per kind: payload masks fit 32 bits */
 #define MAX_KERN 32 /* remembered uop kernels */
@@ -89,6 +93,7 @@ typedef struct {
     uint8_t *init[K_COUNT];     /* row written by this program */
     uint8_t *out_init;          /* out row written (by GEMM/ALU) */
     uint8_t *uop_init;
+    uint8_t lut_init[8];        /* activation table loaded by this program (ACT_LUT <= 8) */
     tsr_uop_t *uop_sh;          /* uop buffer contents */
     struct {
         uint32_t bgn, end;
@@ -100,8 +105,8 @@ typedef struct {
     uint32_t p_pop[TSR_Q_COUNT], p_push[TSR_Q_COUNT];
     uint32_t max_ops;
     tsr_gen_buf_t *bufs;        /* the program's buffers (B_* order) */
-    uint64_t nelem[B_COUNT];    /* elements per buffer */
-    uint64_t ebase[B_COUNT];    /* element index of each buffer start */
+    uint64_t nelem[B_COUNT + 1]; /* elements per buffer (B_LUT last) */
+    uint64_t ebase[B_COUNT + 1]; /* element index of each buffer start */
     uint64_t uop_used, uop_cap; /* uop DRAM elements written / allocated */
     int err;                    /* sticky TSR_ENOMEM */
 } gen_t;
@@ -367,6 +372,7 @@ static int mem_buf(uint32_t m)
     case TSR_MEM_WGT: return B_WGT;
     case TSR_MEM_ACC: return B_ACC;
     case TSR_MEM_ACC8: return B_ACC8;
+    case TSR_MEM_LUT: return B_LUT;
     default: return B_UOP;
     }
 }
@@ -514,6 +520,60 @@ static int make_uop_load(gen_t *g, const tsr_uop_t *k, uint32_t nu, uint32_t bgn
         g->nkern++;
     }
     return TSR_OK;
+}
+
+/* A LOAD of activation tables [lo, hi) (ACT_LUT configs): from anywhere in
+ * the lut buffer, as one row or as rows of a strided 2-D transfer (no
+ * padding: the memory type has none). */
+static void make_lut_load(gen_t *g, uint32_t lo, uint32_t hi, tsr_insn_t *in)
+{
+    rng_t *r = &g->r;
+    uint32_t n = hi - lo, y = 1, x = n;
+    if (n > 1 && chance(r, 30)) {
+        y = rrange(r, 2, n);
+        while (n % y)
+            y--;
+        x = n / y;
+    }
+    memset(in, 0, sizeof *in);
+    in->opcode = TSR_OP_LOAD;
+    in->mem_type = TSR_MEM_LUT;
+    in->sram_base = lo;
+    in->x_size = x;
+    in->y_size = y;
+    pick_dram(g, B_LUT, in, 1);
+    if (in->y_size != y) { /* shortened to fit the buffer: one row of them all instead */
+        in->x_size = n;
+        in->y_size = 1;
+        pick_dram(g, B_LUT, in, 1);
+    }
+    for (uint32_t k = lo; k < hi; k++)
+        g->lut_init[k] = 1;
+}
+
+/* A lut op's table operand and, when a table it may read is not loaded
+ * yet, a LOAD of the tables into list[*nl] first (the op reads one table
+ * with imm, any with a register operand; a reset reads none). */
+static void lut_fixup(gen_t *g, tsr_insn_t *op, tsr_insn_t *list, int *nl)
+{
+    const uint32_t n = (uint32_t)g->c->act_lut;
+    if (op->opcode != TSR_OP_ALU || op->alu_opcode != TSR_ALU_LUT)
+        return;
+    if (op->use_imm)
+        op->imm = (int32_t)rbelow(&g->r, n);
+    if (op->reset || !op->iter_out || !op->iter_in || op->uop_bgn == op->uop_end)
+        return;
+    uint32_t lo = op->use_imm ? (uint32_t)op->imm : 0, hi = op->use_imm ? lo + 1 : n, k = lo;
+    while (k < hi && g->lut_init[k])
+        k++;
+    if (k == hi)
+        return;
+    /* sometimes every table, else exactly the ones needed */
+    if (chance(&g->r, 40)) {
+        lo = 0;
+        hi = n;
+    }
+    make_lut_load(g, lo, hi, &list[(*nl)++]);
 }
 
 /* ------------------------------------------------------------ GEMM / ALU */
@@ -690,6 +750,8 @@ static void make_empty_loop(gen_t *g, int gemm, tsr_insn_t *in)
         in->alu_opcode = pick_alu_op(r, c);
         in->use_imm = chance(r, 50);
         in->imm = pick_imm(r);
+        if (in->alu_opcode == TSR_ALU_LUT && in->use_imm) /* (imm must name a table) */
+            in->imm = (int32_t)rbelow(r, (uint32_t)c->act_lut);
     }
 }
 
@@ -730,6 +792,7 @@ static int try_loop(gen_t *g, int gemm, tsr_insn_t *list, int *nl)
             if (!loop_check(g, &op, NULL, 0))
                 continue;
             loop_check(g, &op, NULL, 1);
+            lut_fixup(g, &op, list, nl);
             list[(*nl)++] = op;
             return 1;
         }
@@ -794,6 +857,7 @@ static int try_loop(gen_t *g, int gemm, tsr_insn_t *list, int *nl)
             return 0;
         (*nl)++;
         loop_check(g, &op, NULL, 1);
+        lut_fixup(g, &op, list, nl);
         list[(*nl)++] = op;
         return 1;
     }
@@ -902,7 +966,7 @@ static void step_compute(gen_t *g)
 {
     rng_t *r = &g->r;
     const tsr_config_t *c = g->c;
-    tsr_insn_t list[8];
+    tsr_insn_t list[8]; /* (2 steps of at most a uop LOAD, a lut LOAD and the op) */
     int nl = 0, pp = 0, pn = 0, sp = 0, sn = 0;
     int need_iw = !count_owned(g, O_COMPUTE, K_INP, 0) || !count_owned(g, O_COMPUTE, K_WGT, 0);
     if (g->qn[TSR_Q_L2C] && chance(r, need_iw ? 85 : g->p_pop[TSR_Q_L2C])) {
@@ -915,6 +979,12 @@ static void step_compute(gen_t *g)
     }
     int k = (int)rrange(r, 1, 2);
     for (int t = 0; t < k && !g->err; t++) {
+        /* (ACT_LUT configs only, so other configs draw as they always did) */
+        if (c->act_lut && chance(r, 6)) {
+            uint32_t lo = rbelow(r, (uint32_t)c->act_lut);
+            make_lut_load(g, lo, rrange(r, lo + 1, (uint32_t)c->act_lut), &list[nl++]);
+            continue;
+        }
         uint32_t w = rbelow(r, 100);
         /* A GEMM that cannot be built (regions elsewhere, rows unwritten)
          * falls back to an ALU, then to an acc load that writes rows. */
@@ -1178,13 +1248,17 @@ static int setup_buffers(gen_t *g, tsr_gen_prog_t *p)
     g->nelem[B_OUT1] = umax(64, span_a) + rbelow(r, 32);
     g->nelem[B_UOP] = 0;
     uint64_t addr = TSR_GEN_BASE_ADDR;
-    p->nbufs = B_COUNT;
-    for (int b = 0; b < B_COUNT; b++) {
+    p->nbufs = B_COUNT + (c->act_lut ? 1 : 0);
+    for (int k = 0; k < (int)p->nbufs; k++) {
+        /* in address order: the tables (ACT_LUT) before the uops, which grow */
+        int b = k < B_UOP ? k : k == B_UOP && c->act_lut ? B_LUT : B_UOP;
+        if (b == B_LUT) /* (drawn only for ACT_LUT configs) */
+            g->nelem[B_LUT] = (uint64_t)c->act_lut + rbelow(r, 4);
         tsr_gen_buf_t *gb = &p->bufs[b];
-        uint32_t eb = tsr_config_elem_bytes(c, (int)buf_mem[b]);
+        uint32_t eb = tsr_config_elem_bytes(c, (int)(b == B_LUT ? TSR_MEM_LUT : buf_mem[b]));
         addr = (addr + align - 1) & ~(align - 1);
-        snprintf(gb->name, sizeof gb->name, "%s", buf_names[b]);
-        gb->mem_type = buf_mem[b];
+        snprintf(gb->name, sizeof gb->name, "%s", b == B_LUT ? "lut" : buf_names[b]);
+        gb->mem_type = b == B_LUT ? TSR_MEM_LUT : buf_mem[b];
         gb->addr = addr;
         gb->size = g->nelem[b] * eb;
         if (g->o.round_sizes)
@@ -1366,6 +1440,18 @@ int tsr_gen_random_config(uint64_t seed, char *json, size_t n)
     return TSR_OK;
 }
 
+int tsr_gen_add_act_lut(uint64_t seed, tsr_config_t *cfg, char *json, size_t n)
+{
+    rng_t r = {seed ^ 0xac7107ull};
+    static const int counts[] = {0, 1, 2, 4, 8};
+    tsr_config_t c = *cfg;
+    c.act_lut = counts[rbelow(&r, 5)];
+    int rc = tsr_gen_config_json(&c, json, n);
+    if (!rc)
+        rc = tsr_config_parse(json, "random+ACT_LUT", cfg);
+    return rc;
+}
+
 int tsr_gen_config_json(const tsr_config_t *c, char *json, size_t n)
 {
     int k = snprintf(json, n,
@@ -1374,12 +1460,12 @@ int tsr_gen_config_json(const tsr_config_t *c, char *json, size_t n)
                      "\"LOG_BLOCK_OUT\": %d, \"LOG_UOP_BUFF_SIZE\": %d, \"LOG_INP_BUFF_SIZE\": %d, "
                      "\"LOG_WGT_BUFF_SIZE\": %d, \"LOG_ACC_BUFF_SIZE\": %d, \"DRAM_BUS_WIDTH\": %d, "
                      "\"CLOCK_MHZ\": %d, \"CMD_QUEUE_DEPTH\": %d, \"DEP_QUEUE_DEPTH\": %d, "
-                     "\"DSP_PACK\": %d, \"OUT_BUFF_LUTRAM\": %d, \"ACC_SINGLE_COPY\": %d}",
+                     "\"DSP_PACK\": %d, \"OUT_BUFF_LUTRAM\": %d, \"ACC_SINGLE_COPY\": %d, \"ACT_LUT\": %d}",
                      c->target, c->log_inp_width, c->log_wgt_width, c->log_acc_width, c->log_batch,
                      c->log_block_in, c->log_block_out, c->log_uop_buff_size, c->log_inp_buff_size,
                      c->log_wgt_buff_size, c->log_acc_buff_size, c->dram_bus_width, c->clock_mhz,
                      c->cmd_queue_depth, c->dep_queue_depth, c->dsp_pack, c->out_buff_lutram,
-                     c->acc_single_copy);
+                     c->acc_single_copy, c->act_lut);
     if (k < 0 || (size_t)k >= n)
         return tsr_err(TSR_EINVAL, "config json: buffer of %zu bytes is too small", n);
     return TSR_OK;

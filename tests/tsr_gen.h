@@ -79,6 +79,13 @@ int tsr_gen_verify(const tsr_gen_prog_t *p, const tsr_insn_t *insns, size_t n);
  * TSR_OK or TSR_EINVAL if n is too small. */
 int tsr_gen_random_config(uint64_t seed, char *json, size_t n);
 
+/* cfg with ACT_LUT drawn from seed (0, 1, 2, 4 or 8, each a fifth of the
+ * time) and json its tsr_gen_config_json text. The RTL has no activation
+ * table unit and refuses such configs (tsr_emit_rtl_supported), so
+ * tsr_gen_random_config never draws the key: callers whose backend runs it
+ * (fsim, SystemC, the reference machine) add it with this. */
+int tsr_gen_add_act_lut(uint64_t seed, tsr_config_t *cfg, char *json, size_t n);
+
 /* The seed mixer (splitmix64 finaliser) test_difftest and tsr_soak share, so
  * a seed printed by one reproduces the same program and interleaving in the
  * other. */
