@@ -5,8 +5,10 @@ void tsr_counters_print(const tsr_counters_t *c, FILE *f)
 {
     for (int op = 0; op < TSR_OP_COUNT; op++)
         fprintf(f, "insn_%-18s %llu\n", tsr_opcode_name((uint32_t)op), (unsigned long long)c->insns[op]);
+    /* (lut, an optional buffer, only when a stream loaded it: the report of
+     * every config without ACT_LUT stays as it was) */
     for (int m = 0; m < TSR_MEM_COUNT; m++)
-        if (m != TSR_MEM_OUT)
+        if (m != TSR_MEM_OUT && (m != TSR_MEM_LUT || c->loads[m]))
             fprintf(f, "load_%-6s insns %6llu  bytes %llu\n", tsr_mem_name((uint32_t)m),
                     (unsigned long long)c->loads[m], (unsigned long long)c->bytes_loaded[m]);
     fprintf(f, "pad_rows_loaded         %llu\n", (unsigned long long)c->pad_rows_loaded);

@@ -1141,6 +1141,25 @@ static void test_alu_lut(void **state)
             if (ref_exec(&m, &s[k], &rd))
                 fail_msg("%s: reference insn #%d: %s", json, k, ref_errmsg());
         }
+        /* counters: the lut LOAD by memory type, and printed (only) when there is one */
+        const tsr_counters_t *ct = tsr_fsim_counters(f);
+        assert_int_equal(ct->loads[TSR_MEM_LUT], 1);
+        assert_int_equal(ct->bytes_loaded[TSR_MEM_LUT], 256u * nt);
+        char *txt = NULL;
+        size_t tl = 0;
+        FILE *mf = open_memstream(&txt, &tl);
+        assert_non_null(mf);
+        tsr_counters_print(ct, mf);
+        tsr_counters_t none;
+        memset(&none, 0, sizeof none);
+        fputs("--\n", mf);
+        tsr_counters_print(&none, mf);
+        fclose(mf);
+        char want[64];
+        snprintf(want, sizeof want, "load_lut    insns      1  bytes %u\n", 256u * nt);
+        assert_non_null(strstr(txt, want));
+        assert_null(strstr(strstr(txt, "--\n"), "load_lut"));
+        free(txt);
         uint8_t *got = malloc((size_t)R * c.out_bytes);
         assert_non_null(got);
         assert_int_equal(tsr_dram_read(d, a_out, got, (uint64_t)R * c.out_bytes), TSR_OK);
