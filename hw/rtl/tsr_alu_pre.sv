@@ -5,7 +5,11 @@
 // point and clamps. tsr_alu_lane is the two back to back; the serial core
 // registers between them (a lane is two cycles there, so its clock meets
 // an iCE40's). Operands and result are W-bit two's complement; mul and
-// mulhr share one signed W x W multiplier.
+// mulhr share one signed W x W multiplier. With EXACT_REQUANT, fscale
+// (tsr_alu_fscale) is here too and uses the same multiplier for its 24 x 24
+// significand product (its operands muxed in), so the op costs no DSP
+// block and has every op's latency; without the key none of it is
+// generated and the lane is what it was.
 `include "tsr_assert.svh"
 
 module tsr_alu_pre #(
@@ -31,6 +35,8 @@ module tsr_alu_pre #(
   localparam logic [2*Width-1:0] HALF = {{(Width + 1){1'b0}}, 1'b1, {(Width - 2){1'b0}}};
 
   logic signed [Width-1:0]   a_s, b_s;
+  logic signed [Width-1:0]   mul_a, mul_b;  // the multiplier's operands (a, b; fscale's)
+  logic [Width-1:0]          base_res;      // the result of every op but fscale
   logic signed [2*Width-1:0] prod, prod_nudged;
   logic [Width-1:0] low_mask, sh_x, shr_res, shl_res, sh_res, rnd_res, ab_res;
   logic [Width+1:0] sh_z;      // {fill, operand, guard} shifted right
@@ -59,6 +65,12 @@ module tsr_alu_pre #(
   function automatic logic [Width-1:0] rev(input logic [Width-1:0] v);
     for (int i = 0; i < Width; i++) rev[i] = v[Width-1-i];
   endfunction
+
+  // The one multiplier, outside the always_comb below: with fscale its
+  // operands depend on tsr_alu_fscale, whose result depends on prod, and
+  // one block both reading and writing that chain is a (false)
+  // combinational loop to Verilator.
+  assign prod = mul_a * mul_b;
 
   // Area: shr, rshr and rqfin share one shifter (left shifts through bit
   // reversal) and one rounding term (rqfin's r is rshr's result for its own
@@ -110,19 +122,39 @@ module tsr_alu_pre #(
     // mulhr: with p = a*b and n = p >= 0 ? 2^(W-2) : 1 - 2^(W-2), (p + n)
     // truncated toward zero by 2^(W-1) equals floor((p + 2^(W-2)) / 2^(W-1))
     // for either sign of p, so one arithmetic shift does it.
-    prod = a_s * b_s;
     prod_nudged = (prod + $signed(HALF)) >>> (Width - 1);
     unused_hi = ^prod_nudged[2*Width-1:Width];
 
     case (op_i)
-      OP_RQFIN: res_o = rnd_res;                                  // rqfin: a rounded, shifted
-      OP_MIN, OP_MAX, OP_MOV: res_o = ab_res;                      // min, max, mov
-      OP_ADD: res_o = a_i + b_i;                                 // add
-      OP_SHR, OP_RSHR: res_o = sh_res;                             // shr, rshr
-      OP_MUL: res_o = prod[Width-1:0];                           // mul
-      default: res_o = (a_i == MIN_VAL && b_i == MIN_VAL) ? MAX_VAL  // mulhr
-                                                          : prod_nudged[Width-1:0];
+      OP_RQFIN: base_res = rnd_res;                                  // rqfin: a rounded, shifted
+      OP_MIN, OP_MAX, OP_MOV: base_res = ab_res;                      // min, max, mov
+      OP_ADD: base_res = a_i + b_i;                                 // add
+      OP_SHR, OP_RSHR: base_res = sh_res;                             // shr, rshr
+      OP_MUL: base_res = prod[Width-1:0];                           // mul
+      default: base_res = (a_i == MIN_VAL && b_i == MIN_VAL) ? MAX_VAL  // mulhr
+                                                             : prod_nudged[Width-1:0];
     endcase
+  end
+
+  if (tsr_pkg::EXACT_REQUANT != 0) begin : g_fscale
+    // fscale: its significands go through the lane's multiplier (both
+    // below 2^24, so positive as W-bit signed operands and their product
+    // exact in its low 48 bits)
+    localparam logic [OW-1:0] OP_FSCALE = OW'(tsr_pkg::ALU_FSCALE);
+    logic [23:0]      fs_a, fs_b;
+    logic [Width-1:0] fs_res;
+    logic             is_fs;
+    tsr_alu_fscale #(.Width(Width)) u_fscale (
+      .a_i, .b_i, .mul_a_o(fs_a), .mul_b_o(fs_b), .prod_i(prod[47:0]), .res_o(fs_res)
+    );
+    assign is_fs = (op_i == OP_FSCALE);
+    assign mul_a = is_fs ? $signed(Width'(fs_a)) : $signed(a_i);
+    assign mul_b = is_fs ? $signed(Width'(fs_b)) : $signed(b_i);
+    assign res_o = is_fs ? fs_res : base_res;
+  end else begin : g_no_fscale
+    assign mul_a = $signed(a_i);
+    assign mul_b = $signed(b_i);
+    assign res_o = base_res;
   end
 
   // HALF needs W >= 3; b64 (rqfin's shift field) needs W <= 64.

@@ -8,7 +8,9 @@
 //   src_i (the src lane, or the immediate), in two cycles: tsr_alu_pre's
 //   result is registered here (alu_pre_q) and tsr_alu_fin finishes it in the
 //   next cycle (one cycle for the whole lane was the iCE40's critical path).
-//   The scheduler holds a, b and the op still for both cycles.
+//   The scheduler holds a, b and the op still for both cycles. fscale
+//   (EXACT_REQUANT) is part of tsr_alu_pre, so it fills the first cycle and
+//   takes the two cycles of every op.
 // - The out-row view of a row (the low OUT_WIDTH bits of each lane) for the
 //   scheduler's ALU row, so both writes of an op share one definition.
 // Nothing here decides control flow; the registers the micro-steps move
