@@ -358,7 +358,7 @@ static void test_difftest_random(void **state)
 static void test_random_configs_valid(void **state)
 {
     (void)state;
-    int seen_batch2 = 0, seen_16 = 0, seen_dep1 = 0, seen_dep8 = 0;
+    int seen_batch2 = 0, seen_16 = 0, seen_dep1 = 0, seen_dep8 = 0, seen_exact = 0;
     for (uint64_t s = 0; s < 500; s++) {
         char json[1024];
         tsr_config_t c;
@@ -378,6 +378,7 @@ static void test_random_configs_valid(void **state)
         seen_16 |= c.inp_width == 16 || c.wgt_width == 16;
         seen_dep1 |= c.dep_queue_depth == 1;
         seen_dep8 |= c.dep_queue_depth == 8;
+        seen_exact |= c.exact_requant; /* fscale on every backend */
         /* tsr_gen_config_json reproduces the config. */
         char back[1024];
         tsr_config_t c2;
@@ -385,7 +386,7 @@ static void test_random_configs_valid(void **state)
         assert_int_equal(tsr_config_parse(back, "back", &c2), TSR_OK);
         assert_memory_equal(&c, &c2, sizeof c);
     }
-    assert_true(seen_batch2 && seen_16 && seen_dep1 && seen_dep8);
+    assert_true(seen_batch2 && seen_16 && seen_dep1 && seen_dep8 && seen_exact);
 }
 
 /* Same seed, same program; different seed, different program. */

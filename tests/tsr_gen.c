@@ -1427,14 +1427,19 @@ int tsr_gen_random_config(uint64_t seed, char *json, size_t n)
     /* ACC_SINGLE_COPY changes cycles (not results): drawn last, so the
      * configs drawn before it stay the same */
     int single = chance(&r, 50);
+    /* EXACT_REQUANT (ALU op fscale; every config here has the 32-bit
+     * accumulators it needs): drawn after everything else, so the other
+     * keys of a seed stay what they were */
+    int exact = chance(&r, 50);
     int k = snprintf(json, n,
                      "{\"TARGET\": \"sim\", \"LOG_INP_WIDTH\": %u, \"LOG_WGT_WIDTH\": %u, "
                      "\"LOG_ACC_WIDTH\": 5, \"LOG_BATCH\": %u, %s, \"LOG_UOP_BUFF_SIZE\": %u, "
                      "\"LOG_INP_BUFF_SIZE\": %u, \"LOG_WGT_BUFF_SIZE\": %u, "
                      "\"LOG_ACC_BUFF_SIZE\": %u, \"CMD_QUEUE_DEPTH\": %u, \"DEP_QUEUE_DEPTH\": %u, "
-                     "\"DSP_PACK\": %d, \"OUT_BUFF_LUTRAM\": %d, \"ACC_SINGLE_COPY\": %d}",
+                     "\"DSP_PACK\": %d, \"OUT_BUFF_LUTRAM\": %d, \"ACC_SINGLE_COPY\": %d, "
+                     "\"EXACT_REQUANT\": %d}",
                      iw, ww, lb, blk, uop_row + uop_idx, inp_row + inp_idx, wgt_row + wgt_idx,
-                     acc_row + acc_idx, cq, dq, pack, lutram, single);
+                     acc_row + acc_idx, cq, dq, pack, lutram, single, exact);
     if (k < 0 || (size_t)k >= n)
         return tsr_err(TSR_EINVAL, "random config: buffer of %zu bytes is too small", n);
     return TSR_OK;
@@ -1460,12 +1465,13 @@ int tsr_gen_config_json(const tsr_config_t *c, char *json, size_t n)
                      "\"LOG_BLOCK_OUT\": %d, \"LOG_UOP_BUFF_SIZE\": %d, \"LOG_INP_BUFF_SIZE\": %d, "
                      "\"LOG_WGT_BUFF_SIZE\": %d, \"LOG_ACC_BUFF_SIZE\": %d, \"DRAM_BUS_WIDTH\": %d, "
                      "\"CLOCK_MHZ\": %d, \"CMD_QUEUE_DEPTH\": %d, \"DEP_QUEUE_DEPTH\": %d, "
-                     "\"DSP_PACK\": %d, \"OUT_BUFF_LUTRAM\": %d, \"ACC_SINGLE_COPY\": %d, \"ACT_LUT\": %d}",
+                     "\"DSP_PACK\": %d, \"OUT_BUFF_LUTRAM\": %d, \"ACC_SINGLE_COPY\": %d, \"ACT_LUT\": %d, "
+                     "\"EXACT_REQUANT\": %d}",
                      c->target, c->log_inp_width, c->log_wgt_width, c->log_acc_width, c->log_batch,
                      c->log_block_in, c->log_block_out, c->log_uop_buff_size, c->log_inp_buff_size,
                      c->log_wgt_buff_size, c->log_acc_buff_size, c->dram_bus_width, c->clock_mhz,
                      c->cmd_queue_depth, c->dep_queue_depth, c->dsp_pack, c->out_buff_lutram,
-                     c->acc_single_copy, c->act_lut);
+                     c->acc_single_copy, c->act_lut, c->exact_requant);
     if (k < 0 || (size_t)k >= n)
         return tsr_err(TSR_EINVAL, "config json: buffer of %zu bytes is too small", n);
     return TSR_OK;
