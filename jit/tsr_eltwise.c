@@ -72,6 +72,9 @@ int tsr_add_check(const tsr_add_params_t *p, int64_t *count)
         if (s[i] < -31 || s[i] > smax[i])
             return tsr_err(TSR_EINVAL, "add: %s shift %d outside [-31, %d]", nm[i], s[i], smax[i]);
     }
+    if (p->round_once && (p->mult_out != 1 << 30 || p->shift_out > 0 || p->shift_out < -30))
+        return tsr_err(TSR_EINVAL, "add: round_once needs output multiplier 2^30 and shift in [-30, 0] (got %d, %d)",
+                       p->mult_out, p->shift_out);
     if (p->act_min > p->act_max || p->act_min < tsr_dt_min(p->y.dtype) || p->act_max > tsr_dt_max(p->y.dtype))
         return tsr_err(TSR_EINVAL, "add: activation range [%d, %d] is not a non-empty subrange of [%d, %d] (%s)",
                        p->act_min, p->act_max, tsr_dt_min(p->y.dtype), tsr_dt_max(p->y.dtype),
@@ -165,7 +168,9 @@ static void pack_weights(const tsr_config_t *c, const geo_t *g, uint8_t *w)
 
 void tsr_add_const_values(const tsr_add_params_t *pa, int32_t v[TSR_ADD_NCONST])
 {
-    const int32_t fin = tsr_requant_rqfin(pa->shift_out < 0 ? -pa->shift_out : 0, pa->y.zp, pa->act_min, pa->act_max);
+    /* round_once: the rqfin shift takes mult_out's 2^-1 too (no mulhr runs) */
+    const int32_t rs = pa->round_once ? 1 - pa->shift_out : pa->shift_out < 0 ? -pa->shift_out : 0;
+    const int32_t fin = tsr_requant_rqfin(rs, pa->y.zp, pa->act_min, pa->act_max);
     v[0] = pa->mult_a;
     v[1] = pa->mult_b;
     v[2] = pa->mult_out;
@@ -221,9 +226,9 @@ static size_t eltwise_sig(tsr_eltwise_kind_e kind, const tsr_add_params_t *pa, c
                 n = tsr_kcache_sig_i32(sig, n, v[i]);
         }
     if (kind == TSR_ELTWISE_ADD) {
-        const int32_t v[9] = {pa->left_shift, pa->mult_a, pa->mult_b, pa->shift_a,  pa->shift_b,
-                              pa->mult_out,   pa->shift_out, pa->act_min, pa->act_max};
-        for (int i = 0; i < 9; i++)
+        const int32_t v[10] = {pa->left_shift, pa->mult_a,    pa->mult_b,  pa->shift_a,  pa->shift_b,
+                               pa->mult_out,   pa->shift_out, pa->act_min, pa->act_max, pa->round_once};
+        for (int i = 0; i < 10; i++)
             n = tsr_kcache_sig_i32(sig, n, v[i]);
     } else {
         n = tsr_kcache_sig_i32(sig, n, pc->lo);

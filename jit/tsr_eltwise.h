@@ -89,6 +89,9 @@ typedef struct tsr_add_params {
     int32_t mult_out;              /* output multiplier, [0, 2^31 - 1] */
     int shift_out;                 /* output shift, [-31, 30] (> 0 shifts left) */
     int32_t act_min, act_max;      /* output clamp, within y's dtype range, act_min <= act_max */
+    int round_once;                /* 1: mult_out is 2^30 and the output stage rounds once:
+                                      RDBPOT(sum, 1 - shift_out) instead of SRDHM by 2^30 then
+                                      RDBPOT by -shift_out (ONNX Runtime's QLinearAdd, MLAS) */
 } tsr_add_params_t;
 
 /* clip / relu (operators.md "relu and clip"): same shape, dtype and zero

@@ -486,10 +486,11 @@ static conv_case_t basic_case(int n, int cin, int h, int w, int cout, int kh, in
  * point, a mul replaces each shl + mulhr) keep every byte of the reference
  * (the conv, then the add on its output), and the add takes 6 ALU ops per
  * accumulator row beyond the plain conv's instead of 9 (rows of a 1x1 conv:
- * NB * CB_out * OH * OW). Fails before the shortcuts on the op count. */
-static void test_fused_add_shortcuts(void **state)
+ * NB * CB_out * OH * OW). Fails before the shortcuts on the op count.
+ * once: the add rounds once (round_once, ONNX Runtime's form): no output
+ * mulhr, 5 ops per row, and the reference's one rounding. */
+static void fused_add_case(int once)
 {
-    (void)state;
     tsr_device_t *dev = open_dev("default");
     const tsr_config_t *cfg = tsr_device_config(dev);
     conv_case_t k = basic_case(1, 32, 6, 5, 48, 1, 1, 1, 0);
@@ -526,9 +527,10 @@ static void test_fused_add_shortcuts(void **state)
                            .b = {1, p->c_out, oh, ow, TSR_DT_INT8, -7},
                            .y = {1, p->c_out, oh, ow, TSR_DT_INT8, 4},
                            .left_shift = 22, .mult_a = ma * 512, .mult_b = mb * 512, .shift_a = 0, .shift_b = 0,
-                           .mult_out = 1 << 30, .shift_out = -(sh - 1), .act_min = -128, .act_max = 127};
+                           .mult_out = 1 << 30, .shift_out = -(sh - 1), .act_min = -128, .act_max = 127,
+                           .round_once = once};
     opref_add_params_t op = {ap.left_shift, ap.mult_a, ap.mult_b, ap.shift_a, ap.shift_b, ap.mult_out,
-                             ap.shift_out, ap.act_min, ap.act_max};
+                             ap.shift_out, ap.act_min, ap.act_max, ap.round_once};
     opref_tensor_t ob = {OPREF_INT8, 1, p->c_out, oh, ow, r, ap.b.zp}, oy = {OPREF_INT8, 1, p->c_out, oh, ow, yr, ap.y.zp};
     assert_int_equal(opref_add(&tc, &ob, &op, &oy), TSR_OK);
     /* the fused plan on the device */
@@ -566,9 +568,9 @@ static void test_fused_add_shortcuts(void **state)
     const uint64_t rows = (uint64_t)dy.nb * (uint64_t)dy.cb * (uint64_t)(oh * ow), add_ops = pl.alu_ops - pc.alu_ops;
     print_message("fused add shortcuts: %llu ALU ops (the conv alone %llu) over %llu accumulator rows\n",
                   (unsigned long long)pl.alu_ops, (unsigned long long)pc.alu_ops, (unsigned long long)rows);
-    if (pl.alu_ops < pc.alu_ops || add_ops != rows * 6)
-        fail_msg("fused add: %llu ALU ops for the add over %llu rows, want 6 per row", (unsigned long long)add_ops,
-                 (unsigned long long)rows);
+    if (pl.alu_ops < pc.alu_ops || add_ops != rows * (uint64_t)(6 - once))
+        fail_msg("fused add: %llu ALU ops for the add over %llu rows, want %d per row", (unsigned long long)add_ops,
+                 (unsigned long long)rows, 6 - once);
     tsr_conv2d_plan_free(dev, &pc);
     tsr_dtensor_free(dev, &dc);
     tsr_conv2d_plan_free(dev, &pl);
@@ -582,6 +584,13 @@ static void test_fused_add_shortcuts(void **state)
     free(yc);
     free(yr);
     free(y);
+}
+
+static void test_fused_add_shortcuts(void **state)
+{
+    (void)state;
+    fused_add_case(0);
+    fused_add_case(1);
 }
 
 /* Large C_in on tiny: the reduction is split across chunks. */

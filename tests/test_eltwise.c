@@ -128,7 +128,7 @@ static void reference(const elt_case_t *k, uint8_t *a, uint8_t *b, uint8_t *yr, 
         opref_tensor_t tb = {odt(p->b.dtype), p->b.n, p->b.c, p->b.h, p->b.w, b, p->b.zp};
         opref_tensor_t ty = {odt(p->y.dtype), p->y.n, p->y.c, p->y.h, p->y.w, yr, p->y.zp};
         opref_add_params_t op = {p->left_shift, p->mult_a, p->mult_b, p->shift_a, p->shift_b, p->mult_out,
-                                 p->shift_out, p->act_min, p->act_max};
+                                 p->shift_out, p->act_min, p->act_max, p->round_once};
         rc = opref_add(&ta, &tb, &op, &ty);
     } else {
         const tsr_clip_params_t *p = &k->c;
@@ -386,6 +386,69 @@ static void random_cases(const char *cfg, int count, int maxel, uint64_t salt)
            100.0 * g_inside_frac / (g_total ? g_total : 1));
     if (derived_n >= 20) /* too few cases say little */
         assert_true(g_inside_frac > 0.4 * g_total);
+    tsr_device_close(dev);
+}
+
+static tsr_eltwise_desc_t desc1(int n, tsr_dtype_e dt, int32_t zp);
+static void hand(tsr_device_t *dev, const elt_case_t *k, const int *a, const int *b, const int *want, int n);
+
+/* ONNX Runtime's QLinearAdd (MLAS): xa*MA + xb*MB rounded once by 2^Sh
+ * (round_once, MA/MB in [2^21, 2^22) as onnx/ops/tsr_ox_eltwise.c forms
+ * them): against the reference's one rounding on tiny and default, and a
+ * hand case where one rounding and two (SRDHM by 2^30, then RDBPOT) part. */
+static void test_round_once(void **state)
+{
+    (void)state;
+    static const char *cfgs[] = {"tiny", "default"};
+    for (int ci = 0; ci < 2; ci++) {
+        tsr_device_t *dev = open_dev(cfgs[ci]);
+        const tsr_config_t *c = tsr_device_config(dev);
+        for (int i = 0; i < scaled(40); i++) {
+            uint64_t seed = base_seed() ^ 0x0ce5u ^ (uint64_t)(ci * 1000 + i), s = seed;
+            elt_case_t k;
+            int n, ch, h, w;
+            memset(&k, 0, sizeof k);
+            rand_shape(&s, 3000, c->batch * c->block_out, &n, &ch, &h, &w);
+            k.is_add = 1;
+            k.a.a = rand_desc(&s, n, ch, h, w);
+            k.a.b = rand_desc(&s, n, ch, h, w);
+            k.a.y = rand_desc(&s, n, ch, h, w);
+            const int sh = rnd(&s, 13, 24);
+            k.a.left_shift = 22;
+            k.a.mult_a = rnd(&s, 1 << 21, (1 << 22) - 1) * 512;
+            k.a.mult_b = rnd(&s, 1 << 21, (1 << 22) - 1) * 512;
+            k.a.mult_out = 1 << 30;
+            k.a.shift_out = -(sh - 1);
+            k.a.act_min = dmin(k.a.y.dtype);
+            k.a.act_max = dmax(k.a.y.dtype);
+            k.a.round_once = 1;
+            run_case(dev, cfgs[ci], &k, seed, 0);
+        }
+        tsr_device_close(dev);
+    }
+    /* by hand, where the two roundings part: MA = 2^21, MB = 2^20 - 1, Sh = 21,
+     * a = b = 1: the sum 2^21 + 2^20 - 1 is just below 1.5 * 2^21, so one
+     * rounding gives 1; halving first (SRDHM by 2^30) makes it 1.5 * 2^20 and
+     * the second rounding 2 */
+    tsr_device_t *dev = open_dev("tiny");
+    elt_case_t k;
+    memset(&k, 0, sizeof k);
+    k.is_add = 1;
+    k.a.a = desc1(3, TSR_DT_INT8, 0);
+    k.a.b = desc1(3, TSR_DT_INT8, 0);
+    k.a.y = desc1(3, TSR_DT_INT8, 0);
+    k.a.left_shift = 22;
+    k.a.mult_a = (1 << 21) * 512;
+    k.a.mult_b = ((1 << 20) - 1) * 512;
+    k.a.mult_out = 1 << 30;
+    k.a.shift_out = -20;
+    k.a.act_min = -128;
+    k.a.act_max = 127;
+    k.a.round_once = 1;
+    hand(dev, &k, (int[]){1, -1, 3}, (int[]){1, -1, 0}, (int[]){1, -1, 3}, 3);
+    k.a.round_once = 0;
+    /* (a = b = -1: SRDHM's nudge rounds the negative tie toward zero, -1.5 * 2^20 + 1, so -1 either way) */
+    hand(dev, &k, (int[]){1, -1, 3}, (int[]){1, -1, 0}, (int[]){2, -1, 3}, 3);
     tsr_device_close(dev);
 }
 
@@ -947,7 +1010,7 @@ int main(void)
         cmocka_set_test_filter(filter);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_params),     cmocka_unit_test(test_hand_clip),
-        cmocka_unit_test(test_hand_add),       cmocka_unit_test(test_random_tiny),
+        cmocka_unit_test(test_hand_add),       cmocka_unit_test(test_round_once), cmocka_unit_test(test_random_tiny),
         cmocka_unit_test(test_random_default), cmocka_unit_test(test_random_large),
         cmocka_unit_test(test_random_batch2),  cmocka_unit_test(test_random_rect),
         cmocka_unit_test(test_random_wide),    cmocka_unit_test(test_random_cramped),

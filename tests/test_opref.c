@@ -481,7 +481,7 @@ static void test_add_hand(void **state)
     opref_tensor_t a = mk(OPREF_INT8, 1, 1, 1, 3, 0, ab, (const int32_t[]){10, -10, 3});
     opref_tensor_t b = mk(OPREF_INT8, 1, 1, 1, 3, 0, bb, (const int32_t[]){3, -3, -128});
     opref_tensor_t y = mk(OPREF_INT8, 1, 1, 1, 3, 5, yb, NULL);
-    opref_add_params_t p = {0, B30, B30, 0, 0, B30, 1, -128, 127};
+    opref_add_params_t p = {0, B30, B30, 0, 0, B30, 1, -128, 127, 0};
     expect_ok(opref_add(&a, &b, &p, &y));
     expect_tensor(&y, (const int32_t[]){12, -1, -57});
     p.act_min = -10;
@@ -662,7 +662,7 @@ static void test_errors(void **state)
     expect_err(opref_global_avgpool(&x, &gy), TSR_EINVAL, "global pool output [1,2,1,2]");
 
     /* add, relu, clip */
-    opref_add_params_t ap = {20, B30, B30, 0, 0, B30, -18, -128, 127};
+    opref_add_params_t ap = {20, B30, B30, 0, 0, B30, -18, -128, 127, 0};
     opref_tensor_t a = mk(OPREF_INT8, 1, 2, 3, 3, 0, wb, NULL);
     opref_tensor_t ay = mk(OPREF_INT8, 1, 2, 3, 3, 0, yb, NULL);
     expect_ok(opref_add(&x, &a, &ap, &ay));
@@ -1431,6 +1431,7 @@ static void gen_add(np_ctx_t *c)
         double so = ldexp(1.0 + (double)rr(s, 0, 999) / 1000, (int)rr(s, -9, 0));
         expect_ok(opref_add_params_from_scales(sa, sb, so, ydt, &p));
     } else { /* any valid parameters; mode 1 in realistic ranges */
+        p.round_once = 0; /* (the numpy cross-check mirrors the TFLite form) */
         p.left_shift = mode == 1 ? 20 : (int)rr(s, 0, 22);
         p.mult_a = r_mult(s);
         p.mult_b = r_mult(s);

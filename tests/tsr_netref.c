@@ -73,7 +73,8 @@ static int run_node(const tsr_netdesc_t *nd, const tsr_nd_node_t *nn, void **out
         opref_tensor_t b = view(nd, nn->in[1], outs[nn->in[1]]);
         opref_add_params_t ap = {.left_shift = p->left_shift, .mult_a = p->mult_a, .mult_b = p->mult_b,
                                  .shift_a = p->shift_a, .shift_b = p->shift_b, .mult_out = p->mult_out,
-                                 .shift_out = p->shift_out, .act_min = p->act_min, .act_max = p->act_max};
+                                 .shift_out = p->shift_out, .act_min = p->act_min, .act_max = p->act_max,
+                                 .round_once = p->round_once};
         if (x.zp != p->a.zp || b.zp != p->b.zp || y.zp != p->y.zp || x.dtype != odt(p->a.dtype) ||
             b.dtype != odt(p->b.dtype) || y.dtype != odt(p->y.dtype))
             return tsr_err(TSR_EINVAL, "add: tensor quantization differs from the node's parameters");

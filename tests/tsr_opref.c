@@ -303,6 +303,7 @@ int opref_add_params_from_scales(double scale_a, double scale_b, double scale_ou
         return tsr_err(TSR_EINVAL, "add_params_from_scales: scales %g, %g, %g must be finite and > 0", scale_a,
                        scale_b, scale_out);
     p->left_shift = 20;
+    p->round_once = 0;
     double twice_max = 2 * (scale_a > scale_b ? scale_a : scale_b);
     int rc = quantize_smaller_than_one("input a", scale_a / twice_max, &p->mult_a, &p->shift_a);
     if (!rc)
@@ -761,6 +762,8 @@ int opref_add(const opref_tensor_t *a, const opref_tensor_t *b, const opref_add_
         (rc = check_mult_shift(op, "output", p->mult_out, p->shift_out, -31, 30)) ||
         (rc = check_act(op, p->act_min, p->act_max, y->dtype)))
         return rc;
+    if (p->round_once && (p->mult_out != 1 << 30 || p->shift_out > 0 || p->shift_out < -30))
+        return tsr_err(TSR_EINVAL, "%s: round_once needs output multiplier 2^30 and shift in [-30, 0]", op);
     int64_t count = (int64_t)s.n * s.c * s.h * s.w;
     for (int64_t i = 0; i < count; i++) {
         /* |x - zp| <= 255 and left_shift <= 22: the shifted value fits int32 */
@@ -770,7 +773,14 @@ int opref_add(const opref_tensor_t *a, const opref_tensor_t *b, const opref_add_
         int32_t sa = mbqm(va, p->mult_a, p->shift_a);
         int32_t sb = mbqm(vb, p->mult_b, p->shift_b);
         int32_t raw = sa + sb;
-        opref_set(y, i, requant_one(raw, p->mult_out, p->shift_out, y->zp, p->act_min, p->act_max));
+        if (p->round_once) { /* sum / 2^(1 - shift_out), rounded half away from zero, once */
+            int32_t r = 0;
+            if ((rc = opref_rdbpot(raw, 1 - p->shift_out, &r)))
+                return rc;
+            opref_set(y, i, (int32_t)clamp64((int64_t)r + y->zp, p->act_min, p->act_max));
+        } else {
+            opref_set(y, i, requant_one(raw, p->mult_out, p->shift_out, y->zp, p->act_min, p->act_max));
+        }
     }
     return TSR_OK;
 }

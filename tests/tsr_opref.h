@@ -100,6 +100,8 @@ typedef struct opref_add_params {
     int32_t mult_out;           /* output multiplier, [0, 2^31 - 1] */
     int shift_out;              /* [-31, 30] */
     int32_t act_min, act_max;   /* output clamp, as in opref_requant_t */
+    int round_once;             /* 1: mult_out is 2^30, y = RDBPOT(sum, 1 - shift_out) + zp, clamped (one
+                                   rounding, ONNX Runtime's QLinearAdd) */
 } opref_add_params_t;
 
 /* ------------------------------------------------ fixed-point helpers */

@@ -120,7 +120,8 @@ static int post_seq(const geo_t *g, alu_step_t seq[MAX_POST])
     seq[ns++] = (alu_step_t){TSR_ALU_ADD, 0, 0, 1 + FU_A_B};
     if (a->shift_out > 0)
         seq[ns++] = (alu_step_t){TSR_ALU_SHR, -1, -a->shift_out, 1 + FU_A};
-    seq[ns++] = (alu_step_t){TSR_ALU_MULHR, 2, 0, 1 + FU_A_MO};
+    if (!a->round_once)
+        seq[ns++] = (alu_step_t){TSR_ALU_MULHR, 2, 0, 1 + FU_A_MO};
     seq[ns++] = (alu_step_t){TSR_ALU_RQFIN, 3, 0, 1 + FU_A_FIN};
     return ns;
 }

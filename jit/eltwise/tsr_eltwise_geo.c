@@ -99,7 +99,8 @@ int tsr_eltwise_geo_init(const tsr_config_t *c, tsr_eltwise_kind_e kind, const t
     if (kind == TSR_ELTWISE_ADD) {
         if (pa->shift_out > 0)
             s[n++] = (step_t){TSR_ALU_SHR, GRP_A, SRC_IMM, -pa->shift_out};
-        s[n++] = (step_t){TSR_ALU_MULHR, GRP_A, 2, 0};
+        if (!pa->round_once) /* (round_once: rqfin's shift divides by 2^30 / 2^31 too) */
+            s[n++] = (step_t){TSR_ALU_MULHR, GRP_A, 2, 0};
         /* RDBPOT by -S_o, + y_zp, clamp: one rqfin with constant row 3
          * (operators.md: exactly rshr, max, min, add) */
         s[n++] = (step_t){TSR_ALU_RQFIN, GRP_A, 3, 0};

@@ -14,12 +14,14 @@
 /* The add's fixed-point parameters from its scales (as, bs inputs, ys output). */
 static int add_multipliers(tsr_onnx_t *m, int ni, float as, float bs, float ys, tsr_add_params_t *p)
 {
-    /* ONNX Runtime (MLAS QLinearAdd) computes y = RDBPOT(xa * MA + xb * MB, Sh) + zy with
+    /* ONNX Runtime's fixed-point QLinearAdd (MLAS without AVX2: its NEON kernels, the x86 ones
+       before AVX2; an x86-64 CPU with AVX2 adds in float32 FMAs instead, tsr_onnx_hostf.c
+       tsr_ox_run_qaddc, which this form matches within 1 LSB) computes y = RDBPOT(xa * MA + xb * MB, Sh) + zy with
        ra = fl32(as / ys), Sh = 21 - exponent(max(ra, rb)), MA = lrintf(ra * 2^Sh) (< 2^22), when
        its checks pass (float otherwise). On the device: left shift 22 and multipliers MA * 2^9 make
-       each input exactly xa * MA (SRDHM of an exact product), and the output stage SRDHM by 2^30
-       then a rounding shift by Sh - 1 rounds the sum: equal to one rounding except for odd sums
-       exactly 1/2^Sh below a tie (about 2^-Sh of them). TFLite's parameters rounded each input and
+       each input exactly xa * MA (SRDHM of an exact product), and the output stage rounds the sum
+       once by 2^Sh (round_once: rqfin's RDBPOT; SRDHM by 2^30 then a rounding shift by Sh - 1
+       differed on odd sums exactly 1/2^Sh below a tie). TFLite's parameters rounded each input and
        the output twice (1 LSB off ORT on 6% of a residual test's sums). */
     const float ra = as / ys, rb = bs / ys, gr = ra > rb ? ra : rb;
     int mlas = 0;
@@ -41,6 +43,7 @@ static int add_multipliers(tsr_onnx_t *m, int ni, float as, float bs, float ys, 
         p->shift_a = p->shift_b = 0;
         p->mult_out = 1 << 30;
         p->shift_out = -(Sh - 1);
+        p->round_once = 1; /* RDBPOT(sum, Sh) once, as MLAS's fixed-point kernels: bit for bit */
     } else {
         tsr_add_quant_t q;
         if (tsr_quant_add_params(as, bs, ys, &q))
@@ -71,6 +74,7 @@ static int add_meta(tsr_onnx_t *m, int ni, float as, float bs, float ys, tsr_add
         p->left_shift = (int)mv[0];
         p->mult_a = (int32_t)mv[1], p->shift_a = (int)mv[2], p->mult_b = (int32_t)mv[3], p->shift_b = (int)mv[4];
         p->mult_out = (int32_t)mv[5], p->shift_out = (int)mv[6];
+        p->round_once = 0; /* (the model's integers are TFLite's two roundings) */
         m->nexact++;
     }
     return 0;
