@@ -37,17 +37,34 @@ static const char *config_help =
     "            exit 0 once every line is answered, 1 if stdin or stdout fails\n"
     "  --name NAME  the config's name in --batch messages (default: \"line N\")\n";
 
-/* Write one of the generated files of cfg (named cfgname) to out. */
+/* Write one of the generated files of cfg (named cfgname) to out. The text
+ * is generated in memory first: a refusal (e.g. a config the RTL cannot
+ * build) leaves out untouched. */
 static int emit(const char *sub, const tsr_config_t *cfg, const char *cfgname, const char *out)
 {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    if (!m)
+        return tsr_cli_fail(tsr_err(TSR_ENOMEM, "out of memory"));
+    int rc = !strcmp(sub, "emit-sv")           ? tsr_emit_sv(cfg, cfgname, m)
+             : !strcmp(sub, "emit-kernel-xml") ? tsr_emit_kernel_xml((unsigned)cfg->dram_bus_width, m)
+                                               : tsr_regmap_doc(m);
+    if (fclose(m) && !rc)
+        rc = tsr_err(TSR_ENOMEM, "out of memory");
+    if (rc) {
+        free(buf);
+        return tsr_cli_fail(rc);
+    }
     FILE *f = tsr_cli_open_out(out);
-    if (!f)
+    if (!f) {
+        free(buf);
         return tsr_cli_fail(TSR_EIO);
-    int rc = !strcmp(sub, "emit-sv")           ? tsr_emit_sv(cfg, cfgname, f)
-             : !strcmp(sub, "emit-kernel-xml") ? tsr_emit_kernel_xml((unsigned)cfg->dram_bus_width, f)
-                                               : tsr_regmap_doc(f);
-    int rc2 = tsr_cli_close_out(f, out);
-    return rc || rc2 ? tsr_cli_fail(rc ? rc : rc2) : 0;
+    }
+    int rc2 = fwrite(buf, 1, len, f) == len ? TSR_OK : tsr_err(TSR_EIO, "%s: write error", out ? out : "stdout");
+    free(buf);
+    int rc3 = tsr_cli_close_out(f, out);
+    return rc2 || rc3 ? tsr_cli_fail(rc2 ? rc2 : rc3) : 0;
 }
 
 /* ------------------------------------------------------------ --batch */

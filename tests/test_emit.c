@@ -241,6 +241,18 @@ static void test_rtl_refuses_act_lut(void **state)
     assert_non_null(msg);
     assert_non_null(strstr(msg, want));
     free(msg);
+    /* ... and -o FILE untouched (it used to be emptied before the refusal) */
+    char sv[300];
+    snprintf(sv, sizeof sv, "%s/keep.sv", tmpdir);
+    FILE *kf = fopen(sv, "w");
+    assert_non_null(kf);
+    fputs("keep\n", kf);
+    fclose(kf);
+    assert_int_not_equal(run("%s config emit-sv %s -o %s >/dev/null 2>&1", TSR_CLI, cfg, sv), 0);
+    msg = slurp(sv);
+    assert_non_null(msg);
+    assert_string_equal(msg, "keep\n");
+    free(msg);
     /* without the key: emitted */
     c.act_lut = 0;
     f = open_memstream(&buf, &len);
