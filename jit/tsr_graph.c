@@ -40,10 +40,11 @@ typedef struct {
     float *fscale;                /* (its float32 scales, kept when the config has EXACT_REQUANT) */
     void *w;               /* owned weights (OIHW bytes of the weight dtype) */
     int32_t *bias;         /* owned bias or NULL */
-    union {                /* the parameters of a pool, add or clip (prm: whichever it is) */
+    union {                /* the parameters of a pool, add, clip or act (prm: whichever it is) */
         tsr_pool_params_t pool;
         tsr_add_params_t add;
         tsr_clip_params_t clip;
+        tsr_op_act_t act;
         unsigned char prm[1];
     };
     int is_dense;          /* conv built from a dense node */
@@ -494,7 +495,7 @@ int tsr_graph_requantize(tsr_graph_t *g, const char *name, int x, int y, const t
     return TSR_OK;
 }
 
-/* A node whose parameters the graph keeps as they are (pool, add, clip):
+/* A node whose parameters the graph keeps as they are (pool, add, clip, act):
  * the operator's check (tsr_op.h) gives the tensors they need. */
 static int plain_node(tsr_graph_t *g, tsr_op_kind_e op, const char *name, int a, int b, int y, const void *p)
 {
@@ -503,6 +504,9 @@ static int plain_node(tsr_graph_t *g, tsr_op_kind_e op, const char *name, int a,
     if (rc)
         return rc;
     const tsr_op_def_t *d = tsr_op_def(op);
+    if (op == TSR_OPK_ACT && !g->cfg.act_lut) /* refused here, not at plan: the caller may run it elsewhere */
+        return tsr_err(TSR_EINVAL, "graph: node \"%s\": an activation table needs the config key ACT_LUT (this "
+                       "config has ACT_LUT = 0)", n->name);
     tsr_op_io_t io[3];
     if ((rc = d->check(p, io)))
         return tsr_err_prefix(rc, "graph: node \"%s\": ", n->name);
@@ -528,6 +532,21 @@ int tsr_graph_add(tsr_graph_t *g, const char *name, int a, int b, int y, const t
 int tsr_graph_clip(tsr_graph_t *g, const char *name, int x, int y, const tsr_clip_params_t *p)
 {
     return plain_node(g, TSR_OPK_CLIP, name, x, -1, y, p);
+}
+
+int tsr_graph_act(tsr_graph_t *g, const char *name, int x, int y, const tsr_act_table_t *t)
+{
+    /* the parameters are the tensors' own (the table maps any bytes to any bytes): an output of
+       another shape fails the output's match, naming the node */
+    tsr_op_act_t p;
+    memset(&p, 0, sizeof p);
+    if (g && t && x >= 0 && x < g->nt && y >= 0 && y < g->nt) {
+        const tsr_dtensor_t *a = &g->ts[x].t, *b = &g->ts[y].t;
+        p.n = a->n, p.c = a->c, p.h = a->h, p.w = a->w;
+        p.x_dtype = a->dtype, p.x_zp = a->zp, p.y_dtype = b->dtype, p.y_zp = b->zp;
+        p.table = *t;
+    }
+    return plain_node(g, TSR_OPK_ACT, name, x, -1, y, t ? &p : NULL);
 }
 
 int tsr_graph_reshape(tsr_graph_t *g, const char *name, int x, int y)
@@ -707,7 +726,7 @@ static const char *op_name(const gnode_t *n)
         return n->is_requant ? "requant" : n->conv.groups == 1 ? "conv" : n->conv.groups == n->conv.c_in ? "dwconv" : "gconv";
     case TSR_OPK_POOL:
         return n->pool.kind == TSR_POOL_MAX ? "maxpool" : n->pool.kind == TSR_POOL_AVG ? "avgpool" : "gap";
-    default: return tsr_op_name(n->op); /* "dense", "add", "clip", "reshape" */
+    default: return tsr_op_name(n->op); /* "dense", "add", "clip", "reshape", "act" */
     }
 }
 
@@ -815,7 +834,7 @@ static int plan_conv(tsr_graph_t *g, gnode_t *n, const gnode_t *cv, const tsr_co
     return rc;
 }
 
-/* A node the registry plans over its tensors as it is (pool, add, clip). */
+/* A node the registry plans over its tensors as it is (pool, add, clip, act). */
 static int plan_plain(tsr_graph_t *g, gnode_t *n)
 {
     const tsr_op_def_t *d = tsr_op_def(n->op);
@@ -1039,7 +1058,10 @@ static const tsr_insn_t *node_stream(const gnode_t *n, size_t *ni)
  * that pops the same token and pushes one to the load stage, and the next
  * layer starts with a load-stage carrier (LOAD inp, x_size 0) popping it:
  * no LOAD of the next layer reads DRAM or overwrites an on-chip buffer
- * before the previous layer's last STORE and last compute instruction. */
+ * before the previous layer's last STORE and last compute instruction. A
+ * layer with no load-stage instruction (an activation table: its LOADs are
+ * compute-stage) gets no load carrier, and the FINISH before it pushes
+ * nothing: its compute-stage LOADs follow the carrier in order. */
 static int join_streams(tsr_graph_t *g)
 {
     size_t total = 0, ni;
@@ -1059,8 +1081,18 @@ static int join_streams(tsr_graph_t *g)
             v[ni - 1].push_prev || v[ni - 1].push_next)
             return tsr_err(TSR_EINVAL, "graph: node \"%s\": its stream does not end in FINISH waiting for the "
                            "store stage (cannot be joined)", g->ns[g->order[k]].name);
-        if (last_finish)
+        int loads = 0; /* an activation table's stream has no load-stage instruction (tsr_act.h) */
+        for (size_t i = 0; i < ni && !loads; i++)
+            loads = tsr_insn_stage(&v[i]) == TSR_STAGE_LOAD;
+        if (last_finish && loads)
             tsr_stream_barrier(last_finish, &g->all[n++]);
+        else if (last_finish) {
+            /* no load-stage carrier: nothing there would pop it, and the previous FINISH as a compute
+               carrier popping the store token already orders the next compute-stage LOADs after the
+               previous layer's last STORE (one stage runs in order) */
+            tsr_stream_barrier(last_finish, &g->all[n]);
+            last_finish->push_prev = 0;
+        }
         memcpy(&g->all[n], v, ni * sizeof *v);
         n += ni;
         last_finish = &g->all[n - 1];

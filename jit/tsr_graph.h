@@ -1,7 +1,7 @@
 /*
  * tsr_graph: the graph runtime. A network is built as operators over
  * tensors (conv2d incl. depthwise and strided, dense, max/avg/global pool,
- * add, relu/clip, reshape as a relabelling), validated as it is built,
+ * add, relu/clip, activation tables, reshape as a relabelling), validated as it is built,
  * planned once for a device (every kernel generated or taken from the
  * kernel cache, every weight packed and uploaded, all activations placed in
  * one DRAM arena with lifetimes so buffers are reused between layers) and
@@ -50,6 +50,7 @@ typedef tsr_op_kind_e tsr_graph_op_e;
 #define TSR_GOP_ADD TSR_OPK_ADD         /* quantized add */
 #define TSR_GOP_CLIP TSR_OPK_CLIP       /* relu / clip */
 #define TSR_GOP_RESHAPE TSR_OPK_RESHAPE /* relabelling of the same bytes (no kernel) */
+#define TSR_GOP_ACT TSR_OPK_ACT         /* activation table (ACT_LUT) */
 
 /* Plan flags. */
 #define TSR_GRAPH_KEEP_ALL 1u    /* every tensor keeps its own buffer (readable after exec; no reuse), but a
@@ -63,7 +64,7 @@ typedef tsr_op_kind_e tsr_graph_op_e;
 /* One layer of the last execution. */
 typedef struct tsr_graph_layer {
     const char *name;       /* node name */
-    const char *op;         /* "conv", "dwconv", "dense", "maxpool", "avgpool", "gap", "add", "clip", "reshape",
+    const char *op;         /* "conv", "dwconv", "dense", "maxpool", "avgpool", "gap", "add", "clip", "act", "reshape",
                                "conv+add" / "dwconv+add" (an add fused into its conv; the conv's own entry is
                                then "fused", runs nothing and is left out of the table and totals) */
     char shape[64];         /* e.g. "56x56,64->64,3x3,s1" */
@@ -134,6 +135,13 @@ typedef struct tsr_requant_params {
     TSR_REQUANT_MEMBERS;
 } tsr_requant_params_t;
 int tsr_graph_requantize(tsr_graph_t *g, const char *name, int x, int y, const tsr_requant_params_t *p);
+/* An activation table (tsr_act.h, operators.md "Activation tables") from
+ * x to y: every byte of y is t's entry for the byte of x (device terms:
+ * entry[(x - off_x) & 255] = y - off_y), so x and y have one shape and any
+ * int8/uint8 types and zero points. Needs a config with activation tables:
+ * ACT_LUT = 0 is refused here, naming the node and the key. Planned by
+ * tsr_act_plan_tensors; the layer table names it "act". */
+int tsr_graph_act(tsr_graph_t *g, const char *name, int x, int y, const tsr_act_table_t *t);
 /* y relabels x's bytes: same N, C, dtype and zero point and H*W (the
  * blocked layout is then identical), e.g. [N,C,1,1] -> [N,C,1,1] views. */
 int tsr_graph_reshape(tsr_graph_t *g, const char *name, int x, int y);

@@ -33,6 +33,7 @@ typedef enum tsr_nd_kind {
     TSR_ND_CLIP = TSR_OPK_CLIP,   /* relu / clip: .clip */
     TSR_ND_DENSE = TSR_OPK_DENSE, /* fully connected over the flattened NCHW input + bias + requant: .dense, .w,
                                      .bias */
+    TSR_ND_ACT = TSR_OPK_ACT,     /* (additive) activation table, needs ACT_LUT: .act */
 } tsr_nd_kind_e;
 
 typedef struct tsr_nd_tensor {
@@ -52,6 +53,7 @@ typedef struct tsr_nd_node {
     tsr_pool_params_t pool;    /* TSR_ND_POOL */
     tsr_add_params_t add;      /* TSR_ND_ADD */
     tsr_clip_params_t clip;    /* TSR_ND_CLIP */
+    tsr_op_act_t act;          /* TSR_ND_ACT (additive): shape, types, zero points and the table */
     void *w;               /* CONV: OIHW weights, DENSE: [M][K] weights, bytes of the weight dtype (owned) */
     int32_t *bias;         /* CONV / DENSE: [C_out] or [M] int32 (owned), may be NULL */
 } tsr_nd_node_t;

@@ -189,6 +189,40 @@ static void elt_fig(const tsr_op_plan_t *pl, tsr_op_figures_t *f)
     *f = (tsr_op_figures_t){e->insns, e->ninsns, e->kcache, e->w_bytes, e->c_bytes};
 }
 
+/* ----------------------------------------------------------------- act */
+
+static int act_check(const void *params, tsr_op_io_t *io)
+{
+    const tsr_op_act_t *p = params;
+    if (p->n < 1 || p->c < 1 || p->h < 1 || p->w < 1)
+        return tsr_err(TSR_EINVAL, "act: shape [%d,%d,%d,%d] must be positive", p->n, p->c, p->h, p->w);
+    const tsr_dtype_e dt[2] = {p->x_dtype, p->y_dtype};
+    const int32_t zp[2] = {p->x_zp, p->y_zp};
+    for (int k = 0; k < 2; k++) {
+        if (dt[k] != TSR_DT_INT8 && dt[k] != TSR_DT_UINT8)
+            return tsr_err(TSR_EINVAL, "act: %s type %s (int8 or uint8)", k ? "output" : "input", tsr_dtype_name(dt[k]));
+        const int32_t lo = dt[k] == TSR_DT_UINT8 ? 0 : -128;
+        if (zp[k] < lo || zp[k] > lo + 255)
+            return tsr_err(TSR_EINVAL, "act: %s zero point %d outside %s", k ? "output" : "input", (int)zp[k],
+                           tsr_dtype_name(dt[k]));
+    }
+    io_of(&io[0], p->n, p->c, p->h, p->w, p->x_dtype, p->x_zp);
+    io_of(&io[1], p->n, p->c, p->h, p->w, p->y_dtype, p->y_zp);
+    return TSR_OK;
+}
+
+static int act_plan_t(tsr_device_t *dev, const void *p, const tsr_dtensor_t *const *x, const tsr_dtensor_t *y,
+                      tsr_op_plan_t *pl)
+{
+    return tsr_act_plan_tensors(dev, &((const tsr_op_act_t *)p)->table, x[0], y, &pl->act);
+}
+static void act_free(tsr_device_t *dev, tsr_op_plan_t *pl) { tsr_act_plan_free(dev, &pl->act); }
+static void act_fig(const tsr_op_plan_t *pl, tsr_op_figures_t *f)
+{
+    /* no kernel cache (the stream is the plan's own); the table and two uops are its constants */
+    *f = (tsr_op_figures_t){pl->act.insns, pl->act.ninsns, 0, 0, pl->act.insns ? TSR_ACT_ENTRIES : 0};
+}
+
 /* --------------------------------------------------------------- table */
 
 #define IO1 {"input", "output"}
@@ -216,6 +250,10 @@ static const tsr_op_def_t table[TSR_OPK_COUNT] = {
                        .read = dense_read, .figures = dense_fig},
     /* a reshape runs nothing: the graph relabels its input's bytes */
     [TSR_OPK_RESHAPE] = {.kind = TSR_OPK_RESHAPE, .name = "reshape", .n_inputs = 1, .io_names = IO1},
+    /* an activation table runs over device tensors only (graph; tsr_act_run for a single one) */
+    [TSR_OPK_ACT] = {.kind = TSR_OPK_ACT, .name = "act", .n_inputs = 1, .io_names = IO1,
+                     .params_size = sizeof(tsr_op_act_t), .check = act_check, .plan_tensors = act_plan_t,
+                     .plan_free = act_free, .figures = act_fig},
 };
 #undef IO1
 

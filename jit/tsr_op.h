@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tsr_act.h"
 #include "tsr_conv2d.h"
 #include "tsr_dense.h"
 #include "tsr_driver.h"
@@ -33,8 +34,23 @@ typedef enum tsr_op_kind {
     TSR_OPK_CLIP,     /* relu / clip: tsr_clip_params_t */
     TSR_OPK_DENSE,    /* fully connected + bias + requantization: tsr_dense_params_t */
     TSR_OPK_RESHAPE,  /* relabelling of the same bytes (graph only; no kernel, no parameters) */
+    TSR_OPK_ACT,      /* activation table over a tensor (ACT_LUT; graph only): tsr_op_act_t */
 } tsr_op_kind_e;
-#define TSR_OPK_COUNT 7 /* one past the last kind */
+#define TSR_OPK_COUNT 8 /* one past the last kind */
+
+/* An activation table node's parameters: the tensors' shape, types and
+ * zero points (what the graph matches against; the table itself maps
+ * device bytes to device bytes whatever they are, tsr_act.h) and the
+ * table. Input and output have the same shape; types and zero points
+ * may differ (a QDQ chain's DequantizeLinear and QuantizeLinear). */
+typedef struct tsr_op_act {
+    int n, c, h, w;        /* NCHW shape of x and y */
+    tsr_dtype_e x_dtype;   /* TSR_DT_INT8 or TSR_DT_UINT8 */
+    int32_t x_zp;          /* within x_dtype's range */
+    tsr_dtype_e y_dtype;
+    int32_t y_zp;
+    tsr_act_table_t table; /* device terms: entry[(x - off_x) & 255] = y - off_y */
+} tsr_op_act_t;
 
 /* A tensor an operator reads or writes, as its parameters say it must be. */
 typedef struct tsr_op_io {
@@ -49,6 +65,7 @@ typedef union tsr_op_plan {
     tsr_dense_plan_t dense;
     tsr_eltwise_plan_t elt;
     tsr_pool_plan_t pool;
+    tsr_act_plan_t act;
 } tsr_op_plan_t;
 
 /* What a plan exposes the same way for every operator. */
@@ -62,7 +79,7 @@ typedef struct tsr_op_figures {
 
 typedef struct tsr_op_def {
     tsr_op_kind_e kind;
-    const char *name;          /* "conv", "pool", "add", "clip", "dense", "reshape" */
+    const char *name;          /* "conv", "pool", "add", "clip", "dense", "reshape", "act" */
     int n_inputs;              /* tensors read: 1, or 2 (add) */
     int has_weights;           /* weights (and an optional int32 bias) come with the operator */
     int flat_input;            /* the input matches by N and C*H*W (dense over a flattened NCHW tensor) */

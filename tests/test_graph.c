@@ -564,6 +564,121 @@ static void expect_err(int rc, const char *node, const char *what)
         fail_msg("%s: error does not name node \"%s\": %s", what, node, tsr_errmsg());
 }
 
+/* ------------------------------------------------------ activation tables */
+
+/* A preset's config with ACT_LUT = n (the key the act node needs). */
+static void lut_config(const char *preset, int n, tsr_config_t *c)
+{
+    const char *js = tsr_config_preset_json(preset);
+    assert_non_null(js);
+    char buf[2048];
+    size_t len = strlen(js);
+    while (len && js[len - 1] != '}')
+        len--;
+    assert_true(len > 1 && len + 32 < sizeof buf);
+    snprintf(buf, sizeof buf, "%.*s, \"ACT_LUT\": %d}", (int)(len - 1), js, n);
+    if (tsr_config_parse(buf, preset, c))
+        fail_msg("%s + ACT_LUT %d: %s", preset, n, tsr_errmsg());
+}
+
+/* An act node x -> a new tensor of x's shape, the given type and zero point, with a random table. */
+static int rg_act(rg_t *r, int x, tsr_dtype_e dt, int32_t zp)
+{
+    const tsr_nd_tensor_t X = r->nd.tensors[x];
+    int32_t v[TSR_ACT_ENTRIES];
+    for (int i = 0; i < TSR_ACT_ENTRIES; i++)
+        v[i] = rnd(r, -128, 127);
+    int y = rg_tensor(r, X.n, X.c, X.h, X.w, dt, zp);
+    tsr_nd_node_t *n = rg_node(r, TSR_ND_ACT, x, -1);
+    n->act = (tsr_op_act_t){.n = X.n, .c = X.c, .h = X.h, .w = X.w, .x_dtype = X.dtype, .x_zp = X.zp,
+                            .y_dtype = dt, .y_zp = zp};
+    if (tsr_act_table_from_values(v, &n->act.table))
+        fail_msg("table: %s", tsr_errmsg());
+    n->out = y;
+    return y;
+}
+
+/* Activation table nodes in a graph (conv -> act -> act -> maxpool -> act,
+ * every uint8/int8 pairing, channels that leave padding lanes, batch 2 on
+ * the default preset + ACT_LUT 4) against the reference applying each table
+ * on the host (tests/tsr_netref.c), every tensor and with buffers reused;
+ * then what is refused: a config without ACT_LUT (naming the node and the
+ * key, also from a netdesc), an output of another shape, no table. */
+static void test_act_nodes(void **state)
+{
+    (void)state;
+    rg_t r;
+    memset(&r, 0, sizeof r);
+    r.s = seed() ^ 0xac7;
+    const int nb = is_rtl() ? 1 : 2;
+    int x = rg_tensor(&r, nb, 24, 6, 7, TSR_DT_UINT8, 3);
+    int c = rg_conv(&r, x, 0, 20, 3, 1, 1);
+    int a1 = rg_act(&r, c, TSR_DT_INT8, -5);
+    int a2 = rg_act(&r, a1, TSR_DT_UINT8, 200);
+    int p = rg_pool(&r, a2);
+    int a3 = rg_act(&r, p, TSR_DT_UINT8, 128);
+    int a4 = rg_act(&r, a3, TSR_DT_INT8, 0);
+    r.nd.output = a4;
+    if (tsr_netdesc_validate(&r.nd))
+        fail_msg("act netdesc: %s", tsr_errmsg());
+    tsr_device_t *dflt = tsr_test_open("default", seed());
+    tsr_graph_t *g = NULL;
+    /* ACT_LUT = 0: refused when the graph is built, naming the node and the key */
+    expect_err(tsr_graph_from_netdesc(tsr_device_config(dflt), &r.nd, &g), "n1", "act on ACT_LUT = 0");
+    if (!strstr(tsr_errmsg(), "ACT_LUT"))
+        fail_msg("act on ACT_LUT = 0 refused without naming the key: %s", tsr_errmsg());
+    assert_null(g);
+    assert_int_equal(tsr_graph_create(tsr_device_config(dflt), &g), 0);
+    int t0, t1;
+    assert_int_equal(tsr_graph_tensor(g, 1, 8, 4, 4, TSR_DT_INT8, 0, &t0), 0);
+    assert_int_equal(tsr_graph_tensor(g, 1, 8, 4, 4, TSR_DT_UINT8, 7, &t1), 0);
+    tsr_act_table_t tab;
+    memset(&tab, 0, sizeof tab);
+    expect_err(tsr_graph_act(g, "sig", t0, t1, &tab), "sig", "tsr_graph_act on ACT_LUT = 0");
+    if (!strstr(tsr_errmsg(), "ACT_LUT"))
+        fail_msg("tsr_graph_act on ACT_LUT = 0 refused without naming the key: %s", tsr_errmsg());
+    tsr_graph_free(g);
+    tsr_device_close(dflt);
+    if (is_rtl()) { /* the RTL has no table unit yet: it refuses ACT_LUT configs outright */
+        print_message("act nodes: run on fsim and systemc (the rtl backend refuses ACT_LUT)\n");
+        tsr_netdesc_free(&r.nd);
+        return;
+    }
+    tsr_config_t cfg;
+    lut_config("default", 4, &cfg);
+    tsr_device_t *dev = NULL;
+    tsr_device_opts_t o = {.seed = seed()};
+    if (tsr_device_open(tsr_test_backend(), &cfg, &o, &dev))
+        fail_msg("open default+ACT_LUT: %s", tsr_errmsg());
+    if (check_net(dev, &r.nd, seed(), "act nodes, every tensor", TSR_GRAPH_KEEP_ALL, NULL))
+        fail_msg("act nodes: a tensor differs from the host tables (above)");
+    if (check_net(dev, &r.nd, seed() + 1, "act nodes, buffers reused, one submission", TSR_GRAPH_ONE_SUBMISSION,
+                  NULL))
+        fail_msg("act nodes in one submission: the output differs from the host tables (above)");
+    /* the layer table names them */
+    assert_int_equal(tsr_graph_from_netdesc(&cfg, &r.nd, &g), 0);
+    assert_int_equal(tsr_graph_plan(g, dev, 0), 0);
+    int acts = 0;
+    for (int i = 0; tsr_graph_layer(g, i); i++)
+        acts += !strcmp(tsr_graph_layer(g, i)->op, "act");
+    assert_int_equal(acts, 4);
+    tsr_graph_free(g);
+    /* refused on a config with tables: another shape, no table, an input that does not exist */
+    assert_int_equal(tsr_graph_create(&cfg, &g), 0);
+    int u0, u1, u2;
+    assert_int_equal(tsr_graph_tensor(g, 1, 8, 4, 4, TSR_DT_INT8, 0, &u0), 0);
+    assert_int_equal(tsr_graph_tensor(g, 1, 8, 4, 5, TSR_DT_UINT8, 7, &u1), 0);
+    assert_int_equal(tsr_graph_tensor(g, 1, 8, 4, 4, TSR_DT_UINT8, 7, &u2), 0);
+    expect_err(tsr_graph_act(g, "shape", u0, u1, &tab), "shape", "act to another shape");
+    expect_err(tsr_graph_act(g, "notab", u0, u2, NULL), "notab", "act without a table");
+    expect_err(tsr_graph_act(g, "noin", 9, u2, &tab), "noin", "act of a tensor that does not exist");
+    assert_int_equal(tsr_graph_act(g, "ok", u0, u2, &tab), 0);
+    assert_int_equal(tsr_graph_nnodes(g), 1);
+    tsr_graph_free(g);
+    tsr_netdesc_free(&r.nd);
+    tsr_device_close(dev);
+}
+
 static void test_bad_graphs(void **state)
 {
     (void)state;
@@ -1005,6 +1120,9 @@ static void test_registry(void **state)
         for (int j = 0; j < 3; j++)
             assert_int_equal(same[i][j], same[i][3]);
     assert_int_equal(TSR_GOP_RESHAPE, TSR_OPK_RESHAPE);
+    assert_int_equal(TSR_ND_ACT, TSR_OPK_ACT);
+    assert_int_equal(TSR_GOP_ACT, TSR_OPK_ACT);
+    assert_string_equal(tsr_op_name(TSR_OPK_ACT), "act");
     assert_null(tsr_op_def(0));
     assert_null(tsr_op_def(TSR_OPK_COUNT));
     assert_string_equal(tsr_op_name(-1), "?");
@@ -1052,6 +1170,7 @@ int main(void)
     printf("test_graph seed %llu (TSR_GRAPH_SEED), backend %s\n", (unsigned long long)seed(), tsr_test_backend());
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_registry),
+        cmocka_unit_test(test_act_nodes),
         cmocka_unit_test(test_bad_graphs),
         cmocka_unit_test(test_plan_failure_frees),
         cmocka_unit_test(test_reshape),

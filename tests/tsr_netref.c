@@ -84,6 +84,20 @@ static int run_node(const tsr_netdesc_t *nd, const tsr_nd_node_t *nn, void **out
         if (x.zp != nn->clip.x.zp || x.dtype != odt(nn->clip.x.dtype))
             return tsr_err(TSR_EINVAL, "clip: tensor quantization differs from the node's parameters");
         return opref_clip(&x, nn->clip.lo, nn->clip.hi, &y);
+    case TSR_ND_ACT: { /* the table on the host, in its own terms: entry[(x - off_x) & 255] = y - off_y */
+        const tsr_op_act_t *p = &nn->act;
+        if (x.zp != p->x_zp || x.dtype != odt(p->x_dtype) || y.zp != p->y_zp || y.dtype != odt(p->y_dtype))
+            return tsr_err(TSR_EINVAL, "act: tensor quantization differs from the node's parameters");
+        const int offx = x.dtype == OPREF_UINT8 ? 128 : 0, offy = y.dtype == OPREF_UINT8 ? 128 : 0;
+        const int64_t cnt = (int64_t)x.n * x.c * x.h * x.w;
+        for (int64_t i = 0; i < cnt; i++) {
+            const uint8_t b = ((const uint8_t *)x.data)[i];
+            const int xv = x.dtype == OPREF_UINT8 ? b : (int8_t)b;
+            const int yv = p->table.v[(xv - offx) & 255] + offy;
+            ((uint8_t *)y.data)[i] = (uint8_t)yv;
+        }
+        return TSR_OK;
+    }
     }
     return tsr_err(TSR_EINVAL, "unknown node kind %d", (int)nn->kind);
 }
