@@ -1,12 +1,14 @@
 #!/usr/bin/python3
 # Tests of the design-space exploration (scripts/dse): run by ctest as
-#   test_dse.py TESSERA_CLI WORKDIR {space|pareto|sweep|onnx|area|hier|slurm|hostile|scale}
+#   test_dse.py TESSERA_CLI WORKDIR {space|pareto|sweep|onnx|accuracy|area|hier|slurm|hostile|scale}
 # space:  bad space files get the exact error, before anything runs
 # pareto: the front of a hand-computed example; board fit by hand from boards/pynq-z1.json
 # sweep:  a tiny sweep end to end (tiny-preset points, the small network):
 #         cycles equal a direct `tessera net` run of the same config, the
 #         table/CSV/plots are written, a rerun reuses the cache, a lost entry
 #         (an interrupted sweep) is recomputed alone
+# accuracy: an ONNX workload's reference output (workload.reference): the field checked first,
+#         mismatches / max_lsb against an exact and a perturbed reference, the content in the cache key
 # area:   the area path (fits, budget, front, plots) with a stand-in for synth.sh,
 #         --synth estimate and area-check (the estimate's error per class)
 # hier:   scripts/synth_hier.py (the estimate) on a toy design: flip-flops equal the full
@@ -36,7 +38,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
-from tsrdse import boards, evaluate, pareto, space  # noqa: E402
+from tsrdse import boards, evaluate, pareto, report, space  # noqa: E402
 
 CLI, WORK, WHICH = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2]), sys.argv[3]
 DSE = [sys.executable, os.path.join(HERE, "dse.py")]
@@ -175,6 +177,18 @@ def test_pareto():
           f"2-objective front {pareto.front(rows, (('t', +1), ('a', -1)))} == [0, 2, 3, 6]")
     check(pareto.dominates(rows[0], rows[1], objs) and not pareto.dominates(rows[0], rows[6], objs),
           "dominates: strictly better on one objective, no worse on the others")
+    # with a workload reference, agreement is an objective: a design as costly and slower but with
+    # fewer mismatches (an exact mode) stays on the front, with synthesis or without
+    acc = [{"throughput": 10, "macs_per_cycle": 16, "sram_kib": 8, "LUT": 100, "DSP": 4, "BRAM36": 2, "mismatches": 7},
+           {"throughput": 9, "macs_per_cycle": 16, "sram_kib": 8, "LUT": 100, "DSP": 4, "BRAM36": 2, "mismatches": 0},
+           {"throughput": 9, "macs_per_cycle": 16, "sram_kib": 8, "LUT": 110, "DSP": 4, "BRAM36": 2, "mismatches": 7}]
+    for synth in ("estimate", "none"):
+        plain, with_ref = pareto.objectives(synth, None), pareto.objectives(synth, "ref.npy")
+        check(pareto.front(acc, plain) == [0] and pareto.front(acc, with_ref) == [0, 1]
+              and with_ref[-1] == ("mismatches", -1) and plain == (pareto.OBJECTIVES if synth != "none"
+                                                                    else pareto.CONFIG_OBJECTIVES),
+              f"synth {synth}: front {pareto.front(acc, plain)} == [0] without a reference, "
+              f"{pareto.front(acc, with_ref)} == [0, 1] with one (fewer mismatches, slower: on the front)")
     # board fit against boards/pynq-z1.json by hand: LUT 53200 x 0.80 = 42560 usable,
     # 140 BRAM36 (a RAMB18 is half), 220 DSP, 106400 FF; clock at most the preset's 100 MHz
     b = boards.load(ROOT, "pynq-z1")
@@ -333,6 +347,73 @@ def test_onnx():
     qlinearconv_model(os.path.join(WORK, "conv.onnx"), 3)  # other weights: other content, run again
     r = dse("sweep", sp, "--out", out, "--cache", cache, "--cli", CLI)
     check(r.returncode == 0 and "0 cached, 2 to run" in r.stdout, "a changed model is run again")
+
+
+def test_accuracy():
+    """The accuracy objective (workload.reference): the field checked before anything runs, each
+    point's output compared with the reference (mismatches, max_lsb), the reference's content in
+    the cache key, a shape that is not the output's a clear point error; without a reference the
+    table is as before."""
+    import numpy as np
+    qlinearconv_model(os.path.join(WORK, "conv.onnx"), 1)
+    np.save(os.path.join(WORK, "x.npy"), np.random.default_rng(2).integers(0, 256, (2, 4, 8, 8)).astype(np.uint8))
+    # the exact reference: the model's own output on the device (fsim; the timed backends agree)
+    r = subprocess.run([CLI, "infer", "conv.onnx", "-i", "x.npy", "-o", "ref.npy", "--config", "tiny", "--quiet"],
+                       capture_output=True, text=True, cwd=WORK)
+    check(r.returncode == 0, "reference output written by tessera infer " + r.stderr.strip())
+    ref = np.load(os.path.join(WORK, "ref.npy"))
+    bad = ref.copy().reshape(-1)
+    at = np.flatnonzero(bad < 250)[:5]  # five elements off by 3 (no wrap-around)
+    bad[at] += 3
+    np.save(os.path.join(WORK, "ref-off.npy"), bad.reshape(ref.shape))
+    np.save(os.path.join(WORK, "ref-shape.npy"), ref.reshape(-1))
+    with open(os.path.join(WORK, "ref.txt"), "w") as f:
+        f.write("1 2 3\n")
+    base = {"base": "tiny", "keys": {"LOG_BLOCK": [1, 2]}, "synth": "none", "dram": {"board": "pynq-z1"}}
+    wl = {"kind": "onnx", "model": "conv.onnx", "input": "x.npy"}
+    out, cache = os.path.join(WORK, "out"), os.path.join(WORK, "cache")
+    for doc, want in (
+            (dict(wl, reference="nosuch.npy"), "workload.reference: cannot read nosuch.npy: No such file or directory"),
+            (dict(wl, reference="ref.txt"), "workload.reference: not a readable .npy file"),
+            ({"kind": "resnet18", "reference": "ref.npy"}, "workload.reference needs kind onnx")):
+        p = write_space("bad-ref", dict(base, workload=doc))
+        r = dse("sweep", p, "--out", out, "--cache", cache, "--cli", CLI)
+        lines = r.stderr.strip().splitlines()
+        check(r.returncode == 2 and len(lines) == 1 and lines[0].startswith(f"dse: {p}: {want}")
+              and not os.path.exists(out) and not os.path.exists(cache),
+              f"reference refused in one line, exit 2, nothing written: {want}"
+              + ("" if want in r.stderr else f"\n     got: {r.stderr.strip()}"))
+
+    def sweep(name, refname):
+        sp = write_space(name, dict(base, workload=dict(wl, **({"reference": refname} if refname else {}))))
+        r = dse("sweep", sp, "--out", out, "--cache", cache, "--cli", CLI, "--no-plot")
+        print(r.stdout, r.stderr)
+        return r, read_csv(out)
+    r, rows = sweep("exact", "ref.npy")
+    check(r.returncode == 0 and len(rows) == 2, "sweep with an exact reference exits 0, 2 rows")
+    check(all(x["mismatches"] == "0" and x["max_lsb"] == "0" for x in rows),
+          f"exact reference: mismatches 0, max_lsb 0 ({[(x['mismatches'], x['max_lsb']) for x in rows]})")
+    check(re.search(r"mismatch\s+LSB", r.stdout) is not None, "the summary shows the mismatches and LSB columns")
+    res = json.load(open(os.path.join(out, "results.json")))
+    check(all(p.get("mismatches") == 0 for p in res["points"]), "results.json has mismatches per point")
+    r, rows = sweep("off", "ref-off.npy")
+    check(r.returncode == 0 and "0 cached, 2 to run" in r.stdout,
+          "another reference's content is another cache entry (run again)")
+    check(all(x["mismatches"] == "5" and x["max_lsb"] == "3" for x in rows),
+          f"perturbed reference: mismatches 5, max_lsb 3 ({[(x['mismatches'], x['max_lsb']) for x in rows]})")
+    r, rows = sweep("shape", "ref-shape.npy")
+    said = re.findall(r"^p00[01] cycles failed \(log [^)]*\): (.*)$", r.stdout, re.M)
+    check(r.returncode == 1 and len(said) == 2 and all(
+        x == "p00%d cycles on systemc: workload.reference ref-shape.npy: shape [1024] is not the model output's "
+             "[2, 8, 8, 8] (- s)" % n for n, x in enumerate(said)) and all(x["status"] != "ok" for x in rows),
+          f"a reference of another shape: each point fails, the sweep says why naming the field and both shapes {said}")
+    r, rows = sweep("noref", None)
+    with open(os.path.join(out, "results.csv")) as f:
+        header = f.readline().strip().split(",")
+    res = json.load(open(os.path.join(out, "results.json")))
+    check(r.returncode == 0 and header == report.CSV_FIELDS and "mismatch" not in r.stdout
+          and not any("mismatches" in p for p in res["points"]),
+          "without a reference: the columns and summary of before")
 
 
 def test_area():
@@ -973,7 +1054,8 @@ if __name__ == "__main__":
     if os.path.isdir(WORK):
         shutil.rmtree(WORK)
     os.makedirs(WORK)
-    {"space": test_space, "pareto": test_pareto, "sweep": test_sweep, "onnx": test_onnx, "area": test_area,
+    {"space": test_space, "pareto": test_pareto, "sweep": test_sweep, "onnx": test_onnx,
+     "accuracy": test_accuracy, "area": test_area,
      "hier": test_hier, "slurm": test_slurm, "hostile": test_hostile, "scale": test_scale}[WHICH]()
     print(f"{WHICH}: {len(failures)} failures")
     sys.exit(1 if failures else 0)

@@ -65,6 +65,10 @@ def _run_local(ctx, ctx_path, todo, jobs, log, nice, part):
                 del running[i]
                 if p.returncode != 0:
                     failed.append(i)
+                    # why, in the sweep's own output (the table only says the result is missing)
+                    with open(lf.name, errors="replace") as f:
+                        last = (f.read().strip().splitlines() or [f"exit {p.returncode}"])[-1]
+                    log(f"{ctx['points'][i]['id']} {part} failed (log {lf.name}): {last}")
                 _progress(ctx, todo, t0, log, part)
     return failed
 

@@ -3,7 +3,8 @@
 # a larger sweep reuses them.
 #
 # Cache keys (sha256 of canonical JSON):
-#   cycles: config + workload + DRAM model + backend + the tessera binary
+#   cycles: config + workload (an ONNX workload's files by content, its reference
+#           too: the entry then holds the output's mismatches) + DRAM model + backend + the tessera binary
 #           (it holds the SystemC model, the JIT and the network) + for the rtl
 #           backend the RTL sources and the verilator version
 #   synth:  config + RTL sources + scripts/synth.sh + the yosys version + the mode (full
@@ -72,7 +73,7 @@ def cycles_key(ctx, cfg):
     # spellings (LOG_BLOCK = 4 or LOG_BLOCK_IN = LOG_BLOCK_OUT = 4) share one entry
     fp = ctx["fingerprints"]
     # (an ONNX workload by its files' content, not where they are)
-    w = {k: v for k, v in ctx["workload"].items() if k not in ("model", "input")}
+    w = {k: v for k, v in ctx["workload"].items() if k not in ("model", "input", "reference")}
     k = {"what": "cycles", "params": pkg_params(ctx, cfg), "workload": w, "dram": ctx["dram"],
          "backend": ctx["backend"], "cli": fp["cli"]}
     if ctx["backend"] == "rtl":
@@ -189,11 +190,38 @@ def parse_cycles(kind, out):
     raise RuntimeError("no totals line in the workload's output")
 
 
+def compare(out_path, w):
+    """mismatches (elements of the output that differ from the workload's reference) and max_lsb
+    (the largest |difference|, in units of the output's DequantizeLinear scale for a float output
+    with one, else as the values are: integers directly)."""
+    import numpy as np
+    try:
+        out = np.load(out_path, allow_pickle=False)
+    except Exception as e:  # noqa: BLE001 (numpy raises several kinds)
+        raise RuntimeError(f"the workload's output is not a readable .npy ({e})")
+    ref = np.load(w["reference"], allow_pickle=False)
+    name = os.path.basename(w["reference"])
+    if ref.shape != out.shape:
+        raise RuntimeError(f"workload.reference {name}: shape {list(ref.shape)} is not the model output's "
+                           f"{list(out.shape)}")
+    d = np.abs(out.astype(np.float64) - ref.astype(np.float64))
+    if not np.isfinite(d).all():
+        raise RuntimeError(f"workload.reference {name}: the output or the reference has NaN or infinite values")
+    biggest = float(d.max())
+    scale = w.get("output_scale") if out.dtype.kind == "f" else None
+    return {"mismatches": int((out != ref).sum()), "values": int(ref.size),
+            "max_lsb": int(round(biggest / scale)) if scale else (int(biggest) if out.dtype.kind in "biu"
+                                                                 else round(biggest, 6))}
+
+
 def run_cycles(ctx, cfg, backend, workdir):
     cfg_path = os.path.join(workdir, "config.json")
     with open(cfg_path, "w") as f:
         json.dump(cfg, f, indent=1)
     cmd = workload_cmd(ctx, cfg_path, backend)
+    ref = ctx["workload"].get("reference")
+    if ref:  # the accuracy objective: the first graph output, compared with the reference
+        cmd[cmd.index("--config"):cmd.index("--config")] = ["-o", os.path.join(workdir, "out.npy")]
     t0 = time.monotonic()
     p = subprocess.run(cmd, capture_output=True, text=True, cwd=workdir)
     wall = time.monotonic() - t0
@@ -201,8 +229,11 @@ def run_cycles(ctx, cfg, backend, workdir):
         err = (p.stderr.strip().splitlines() or ["(no message)"])[-1]
         raise RuntimeError(f"workload failed (exit {p.returncode}): {err}")
     cycles, macs = parse_cycles(ctx["workload"]["kind"], p.stdout)
-    return {"cycles": cycles, "macs": macs, "wall_s": round(wall, 3), "backend": backend,
-            "command": " ".join(os.path.basename(c) if i == 0 else c for i, c in enumerate(cmd))}
+    ent = {"cycles": cycles, "macs": macs, "wall_s": round(wall, 3), "backend": backend,
+           "command": " ".join(os.path.basename(c) if i == 0 else c for i, c in enumerate(cmd))}
+    if ref:
+        ent.update(compare(os.path.join(workdir, "out.npy"), ctx["workload"]))
+    return ent
 
 
 SYNTH_FAMILY = {"full": "xc7", "estimate": "xc7-est"}
@@ -265,7 +296,9 @@ def evaluate(ctx, index, backend=None, log=None, parts=("cycles", "synth")):
                 cache_put(c, "cycles", ck, ent)
             if log:
                 log(f"{pt['id']} cycles on {backend}: "
-                    f"{ent.get('cycles', ent.get('error'))} ({ent.get('wall_s', '-')} s)")
+                    f"{ent.get('cycles', ent.get('error'))} ({ent.get('wall_s', '-')} s)"
+                    + (f"; {ent['mismatches']} of {ent['values']} output values differ from the reference, "
+                       f"max {ent['max_lsb']} LSB" if "mismatches" in ent else ""))
         out["cycles"] = ent
         if ctx["synth"] == "none" or backend != ctx["backend"]:
             out["synth"] = None

@@ -28,3 +28,13 @@ def front(rows, objectives):
 OBJECTIVES = (("throughput", +1), ("LUT", -1), ("DSP", -1), ("BRAM36", -1))
 # Without synthesis: throughput against the config's own cost measures.
 CONFIG_OBJECTIVES = (("throughput", +1), ("macs_per_cycle", -1), ("sram_kib", -1))
+# With a workload reference (an ONNX workload's "reference"): agreement with it too, so that a
+# feature that only makes the output exact (e.g. EXACT_REQUANT: same cycles, a little more area)
+# is not dominated by the cheaper design it is otherwise equal to.
+ACCURACY_OBJECTIVE = ("mismatches", -1)
+
+
+def objectives(synth, reference):
+    """The objectives of a sweep: with or without area (synth "none"), with or without a reference."""
+    objs = OBJECTIVES if synth != "none" else CONFIG_OBJECTIVES
+    return objs + (ACCURACY_OBJECTIVE,) if reference else objs

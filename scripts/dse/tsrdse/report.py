@@ -12,6 +12,14 @@ CSV_FIELDS = ["id", "overrides", "macs_per_cycle", "sram_kib", "bram36_floor", "
               "synth_yosys_s", "status"]
 
 
+def csv_fields(ctx):
+    """The CSV's columns: with a workload reference, its comparison after the throughput."""
+    if not ctx["workload"].get("reference"):
+        return CSV_FIELDS
+    at = CSV_FIELDS.index("throughput") + 1
+    return CSV_FIELDS[:at] + ["mismatches", "max_lsb"] + CSV_FIELDS[at:]
+
+
 def build_rows(ctx, results, boards, budget):
     """One row per point; results[i] = evaluate.lookup() of point i."""
     rows = []
@@ -22,9 +30,13 @@ def build_rows(ctx, results, boards, budget):
         c, s = r["cycles"], r["synth"]
         if c is None or "error" in c:
             row["status"] = "cycles missing" if c is None else "cycles failed: " + c["error"]
+        elif ctx["workload"].get("reference") and "mismatches" not in c:
+            row["status"] = "cycles missing"  # (an entry without the comparison: not this sweep's)
         else:
             row["cycles"] = c["cycles"]
             row["cycles_wall_s"] = c["wall_s"]
+            if ctx["workload"].get("reference"):
+                row.update(mismatches=c["mismatches"], max_lsb=c["max_lsb"], values=c["values"])
             # inferences (workload runs) per second at the config's clock
             row["throughput"] = ctx["workload"].get("batch", 1) * pt["clock_mhz"] * 1e6 / c["cycles"]
         # without an area: the boards whose block RAM the buffers cannot fit even at full use
@@ -45,7 +57,7 @@ def build_rows(ctx, results, boards, budget):
                 row["in_budget"] = boards_mod.fits_budget(budget, s) if budget else True
         rows.append(row)
     done = [r for r in rows if r["status"] == "ok"]
-    objs = pareto.OBJECTIVES if ctx["synth"] != "none" else pareto.CONFIG_OBJECTIVES
+    objs = pareto.objectives(ctx["synth"], ctx["workload"].get("reference"))
     cand = [r for r in done if r.get("in_budget", True)]
     for i in pareto.front(cand, objs):
         cand[i]["pareto"] = True
@@ -68,7 +80,7 @@ def write(outdir, ctx, rows, boards):
     # one column per board: "yes"/"no" and the tightest resource class with its share, e.g. "no LUT 106%"
     board_cols = [f"fit:{b['name']}" for b in boards] if ctx["synth"] != "none" else []
     with open(os.path.join(outdir, "results.csv"), "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=CSV_FIELDS + board_cols, extrasaction="ignore")
+        w = csv.DictWriter(f, fieldnames=csv_fields(ctx) + board_cols, extrasaction="ignore")
         w.writeheader()
         for r in rows:
             d = dict(r, overrides=_fmt_ov(r["overrides"]), pareto=int(bool(r.get("pareto"))),
@@ -96,12 +108,19 @@ def summary(ctx, rows, boards, illegal, log):
         if r["status"] != "ok":
             log(f"  {r['id']}: {r['status']}")
     unit = "inf/s" if ctx["workload"]["kind"] != "resnet18-layers" else "layer sets/s"
-    hdr = (f"{'id':6} {'MAC/c':>5} {'KiB':>5} {'MHz':>4} {'cycles':>10} {unit:>12} {'LUT':>7} {'DSP':>5} {'BRAM36':>6}"
-           f" {'floor':>5}  P  fits  overrides")
+    ref = ctx["workload"].get("reference")
+    if ref:
+        log(f"reference {os.path.basename(ref)}: mismatches = output elements that differ from it, max_lsb = "
+            f"the largest difference" + (f" in LSBs of the output's scale {ctx['workload']['output_scale']:g}"
+                                         if ctx["workload"].get("output_scale") else ""))
+    hdr = (f"{'id':6} {'MAC/c':>5} {'KiB':>5} {'MHz':>4} {'cycles':>10} {unit:>12}"
+           + (f" {'mismatch':>8} {'LSB':>4}" if ref else "")
+           + f" {'LUT':>7} {'DSP':>5} {'BRAM36':>6} {'floor':>5}  P  fits  overrides")
     log(hdr)
     for r in sorted(ok, key=lambda r: -r["throughput"]):
+        acc = f" {r['mismatches']:8d} {r['max_lsb']:>4}" if ref else ""
         log(f"{r['id']:6} {r['macs_per_cycle']:5d} {r['sram_kib']:5.0f} {r['clock_mhz']:4d} {r['cycles']:10d} "
-            f"{r['throughput']:12.2f} {r.get('LUT', '-'):>7} {r.get('DSP', '-'):>5} "
+            f"{r['throughput']:12.2f}{acc} {r.get('LUT', '-'):>7} {r.get('DSP', '-'):>5} "
             f"{r.get('BRAM36', '-'):>6} {r['bram36_floor']:5d}  {'*' if r.get('pareto') else ' '}  "
             f"{','.join(r.get('fits', [])) or '-'}  {_fmt_ov(r['overrides'])}")
     for name, r in best_per_board(rows, boards).items():

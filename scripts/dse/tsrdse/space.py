@@ -396,16 +396,16 @@ def _load_workload(sp):
     if not isinstance(w, dict):
         raise SpaceError(f"{sp.path}: workload must be a name or an object")
     for k in w:
-        if k not in ("kind", "small", "layers", "batch", "model", "input"):
+        if k not in ("kind", "small", "layers", "batch", "model", "input", "reference"):
             raise SpaceError(f"{sp.path}: workload: unknown field {show(k)} (allowed: kind, small, layers, batch, "
-                             f"model, input)")
+                             f"model, input, reference)")
     kind = w.get("kind", "resnet18")
     if not isinstance(kind, str) or kind not in WORKLOADS:
         raise SpaceError(f"{sp.path}: workload.kind {show(kind)} is unknown (allowed: {', '.join(WORKLOADS)})")
     if kind == "onnx":
         sp.workload = _onnx_workload(sp, w)
         return
-    for k in ("model", "input"):
+    for k in ("model", "input", "reference"):
         if k in w:
             raise SpaceError(f"{sp.path}: workload.{k} needs kind onnx")
     out = {"kind": kind, "batch": w.get("batch", 1)}
@@ -442,7 +442,10 @@ def _onnx_workload(sp, w):
     content: a changed model is run again, a moved one is not."""
     out = {"kind": "onnx"}
     here = os.path.dirname(os.path.abspath(sp.path))
-    for k, what in (("model", "an ONNX model file"), ("input", "a .npy input file")):
+    files = (("model", "an ONNX model file"), ("input", "a .npy input file"))
+    if "reference" in w:  # optional: the accuracy objective
+        files += (("reference", "a .npy reference output file"),)
+    for k, what in files:
         v = w.get(k)
         if not isinstance(v, str) or not v:
             raise SpaceError(f"{sp.path}: workload.{k} must name {what} (kind onnx)")
@@ -467,7 +470,41 @@ def _onnx_workload(sp, w):
         if k in w:
             raise SpaceError(f"{sp.path}: workload.{k} needs kind resnet18-small / resnet18-layers, not onnx")
     out["batch"] = int(shape[0])
+    if "reference" in out:
+        _reference(sp, out)
     return out
+
+
+def _reference(sp, out):
+    """The workload's reference output (a .npy of numbers: e.g. ONNX Runtime's output on the same
+    input): each point's output is compared with it (mismatches, max_lsb). Its header is read
+    here; whether its shape is the model's output is known only when the model has run (the
+    point's error then says so). The output's DequantizeLinear scale (scripts/zoo/common.py
+    output_scale) gives max_lsb its unit for a float output."""
+    try:
+        import numpy as np
+        ref = np.load(out["reference"], mmap_mode="r", allow_pickle=False)
+    except Exception as e:  # noqa: BLE001 (numpy raises several kinds on a bad file)
+        raise SpaceError(f"{sp.path}: workload.reference: not a readable .npy file ({show(str(e))})")
+    if not isinstance(ref, np.ndarray) or ref.dtype.kind not in "biuf" or ref.size == 0:
+        raise SpaceError(f"{sp.path}: workload.reference: must hold numbers (got dtype {ref.dtype}, "
+                         f"shape {list(ref.shape)})")
+    out["output_scale"] = output_scale(out["model"])
+
+
+def output_scale(model):
+    """scripts/zoo/common.py output_scale of the ONNX file (None when the model's output is not
+    written by a per-tensor DequantizeLinear, or the file is not a model onnx can read: the
+    probe then says what is wrong with it)."""
+    zoo = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "zoo")
+    if zoo not in sys.path:
+        sys.path.insert(0, zoo)
+    try:
+        import common
+        import onnx
+        return common.output_scale(onnx.load(model, load_external_data=False))
+    except Exception:  # noqa: BLE001 (a model onnx cannot parse: tessera's probe names the problem)
+        return None
 
 
 def _load_search(sp):
