@@ -384,9 +384,9 @@ def test_accuracy():
               f"reference refused in one line, exit 2, nothing written: {want}"
               + ("" if want in r.stderr else f"\n     got: {r.stderr.strip()}"))
 
-    def sweep(name, refname):
+    def sweep(name, refname, plot=False):
         sp = write_space(name, dict(base, workload=dict(wl, **({"reference": refname} if refname else {}))))
-        r = dse("sweep", sp, "--out", out, "--cache", cache, "--cli", CLI, "--no-plot")
+        r = dse("sweep", sp, "--out", out, "--cache", cache, "--cli", CLI, *([] if plot else ["--no-plot"]))
         print(r.stdout, r.stderr)
         return r, read_csv(out)
     r, rows = sweep("exact", "ref.npy")
@@ -396,9 +396,9 @@ def test_accuracy():
     check(re.search(r"mismatch\s+LSB", r.stdout) is not None, "the summary shows the mismatches and LSB columns")
     res = json.load(open(os.path.join(out, "results.json")))
     check(all(p.get("mismatches") == 0 for p in res["points"]), "results.json has mismatches per point")
-    r, rows = sweep("off", "ref-off.npy")
-    check(r.returncode == 0 and "0 cached, 2 to run" in r.stdout,
-          "another reference's content is another cache entry (run again)")
+    r, rows = sweep("off", "ref-off.npy", plot=True)
+    check(r.returncode == 0 and "0 cached, 2 to run" in r.stdout and os.path.isfile(os.path.join(out, "throughput.png")),
+          "another reference's content is another cache entry (run again); plotted")
     check(all(x["mismatches"] == "5" and x["max_lsb"] == "3" for x in rows),
           f"perturbed reference: mismatches 5, max_lsb 3 ({[(x['mismatches'], x['max_lsb']) for x in rows]})")
     r, rows = sweep("shape", "ref-shape.npy")

@@ -190,6 +190,7 @@ def plot(outdir, ctx, rows, boards):
             if cap and cap < 4 * max(xs):
                 ax.axvline(cap, ls="--", lw=0.8, c="#2e4057")
                 ax.text(cap, max(ys), " " + b["name"], rotation=90, va="top", fontsize=7)
+        _label_mismatches(ax, ctx, ok, res)
         ax.set_xlabel(res + (" (usable share of each board dashed)" if res == "LUT" else ""))
         ax.grid(alpha=0.3)
     axes[0].set_ylabel(f"throughput ({unit})")
@@ -206,6 +207,19 @@ def plot(outdir, ctx, rows, boards):
         paths.append(p)
     plt.close(fig)
     return paths
+
+
+def _label_mismatches(ax, ctx, ok, key):
+    """With a workload reference: each point labelled with its mismatches (the accuracy objective
+    has no axis of its own)."""
+    if not ctx["workload"].get("reference"):
+        return
+    at = {}
+    for r in ok:  # points at one place (e.g. a key that changes neither cycles nor this axis): one label
+        at.setdefault((r[key], r["throughput"]), []).append(r)
+    for xy, rs in at.items():
+        ax.annotate(" / ".join(f"{r['id']} {r['mismatches']}" for r in rs) + " mismatches", xy,
+                    textcoords="offset points", xytext=(4, 4), fontsize=6, color="#6b4c9a")
 
 
 def _plot_config_axes(outdir, ctx, rows, unit, plt):
@@ -225,7 +239,9 @@ def _plot_config_axes(outdir, ctx, rows, unit, plt):
                     ms=4, lw=0.8, c=colors[n % len(colors)], label=f"{m} MACs/cycle")
         fr = [r for r in ok if r.get("pareto")]
         ax.scatter([r[key] for r in fr], [r["throughput"] for r in fr], s=60, facecolors="none",
-                   edgecolors="k", label="Pareto (throughput vs MACs/cycle, KiB)")
+                   edgecolors="k", label="Pareto (throughput vs MACs/cycle, KiB"
+                   + (", mismatches)" if ctx["workload"].get("reference") else ")"))
+        _label_mismatches(ax, ctx, ok, key)
         ax.set_xlabel(label)
         ax.grid(alpha=0.3)
     axes[0].set_xscale("log", base=2)
