@@ -200,6 +200,11 @@ static int infer_load(const infer_args_t *a, unsigned pflags, infer_state_t *s)
                      (long long)s->in.shape[0]);
     if (!rc)
         rc = tsr_onnx_load(a->model, (int)s->in.shape[0], &s->m);
+    if (!rc) { /* the placement printed is the config's (activation tables on ACT_LUT configs) */
+        tsr_config_t cfg;
+        if (!(rc = tsr_config_load(a->cfgname, &cfg)))
+            rc = tsr_onnx_set_target(s->m, &cfg);
+    }
     for (int i = 0; i < a->ntensors && !rc; i++)
         rc = tsr_onnx_check_value(s->m, a->tname[i], pflags);
     if (!rc && !a->quiet)

@@ -52,12 +52,7 @@ void tsr_onnx_free(tsr_onnx_t *m)
 {
     if (!m)
         return;
-    for (int i = 0; i < m->nsegs; i++) {
-        tsr_graph_free(m->segs[i].g);
-        free(m->segs[i].nd.nodes);
-        free(m->segs[i].nd.tensors);
-    }
-    free(m->segs);
+    tsr_ox_free_segments(m);
     for (int i = 0; i < m->nlops; i++)
         if (m->lops[i].side == SIDE_DEV)
             tsr_nd_node_free(&m->lops[i].nd);
@@ -83,6 +78,30 @@ void tsr_onnx_free(tsr_onnx_t *m)
     free(m);
 }
 
+int tsr_onnx_set_target(tsr_onnx_t *m, const tsr_config_t *cfg)
+{
+    if (!m || !cfg)
+        return tsr_err(TSR_EINVAL, "onnx: NULL model or config");
+    const int lut = cfg->act_lut > 0;
+    if (lut == m->act_lut)
+        return 0;
+    if (!lut) /* the chains' host lops are gone: only a new load brings them back */
+        return tsr_err(TSR_EINVAL, "%s: set up for a config with activation tables (ACT_LUT), the config has none "
+                       "(ACT_LUT = 0): load the model again", m->path);
+    for (int s = 0; s < m->nsegs; s++)
+        if (m->segs[s].g)
+            return tsr_err(TSR_EINVAL, "%s: already prepared for a config without activation tables (ACT_LUT = "
+                           "0): load the model again", m->path);
+    /* the segments again, after the pass: the act lops join the device runs around them */
+    tsr_ox_free_segments(m);
+    int rc = tsr_ox_act_tables(m);
+    if (!rc)
+        rc = tsr_ox_build_segments(m);
+    if (!rc)
+        m->act_lut = 1;
+    return rc;
+}
+
 int tsr_onnx_device_ops(const tsr_onnx_t *m)
 {
     int c = 0;
@@ -102,6 +121,8 @@ static const char *dev_kind(const tsr_nd_node_t *nd)
     if (nd->kind == TSR_ND_CONV)
         return nd->conv.kh * nd->conv.kw > 1 && nd->conv.h == nd->conv.kh && nd->conv.w == nd->conv.kw
                    ? "conv over the whole input = dense" : "conv";
+    if (nd->kind == TSR_ND_ACT)
+        return "activation table";
     return nd->kind == TSR_ND_ADD ? "add" : nd->kind == TSR_ND_DENSE ? "dense"
          : nd->pool.kind == TSR_POOL_MAX ? "maxpool" : "avgpool";
 }

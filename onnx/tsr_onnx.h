@@ -111,6 +111,15 @@ void tsr_onnx_print_placement(const tsr_onnx_t *m, FILE *f);
  * tsr_strsafe (control and non-UTF-8 bytes as \xNN, written "\\xNN" in
  * JSON) and not cut. TSR_OK or TSR_EIO when f fails. */
 int tsr_onnx_write_placement_json(const tsr_onnx_t *m, FILE *f);
+/* Set the model up for a config before prepare, so that the placement
+ * printed is the one that runs: on a config with activation tables
+ * (ACT_LUT > 0) the quantized elementwise chains (DequantizeLinear ->
+ * Sigmoid, HardSwish, SiLU, GELU, ... -> QuantizeLinear) become device
+ * activation tables, bit-identical to the host path (tsr_onnx_act.c), and
+ * the segments are formed again; ACT_LUT = 0 changes nothing. Once set up
+ * with tables, a config without them is refused (load the model again).
+ * tsr_onnx_prepare calls it. */
+int tsr_onnx_set_target(tsr_onnx_t *m, const tsr_config_t *cfg);
 /* Device nodes and host nodes after lowering. */
 int tsr_onnx_device_ops(const tsr_onnx_t *m);
 int tsr_onnx_host_ops(const tsr_onnx_t *m);
@@ -119,6 +128,7 @@ int tsr_onnx_host_ops(const tsr_onnx_t *m);
  * TSR_ONNX_KEEP_ALL: every device tensor keeps its buffer, so that
  * tsr_onnx_read_value can read tensors inside segments (no reuse). */
 #define TSR_ONNX_KEEP_ALL 1u
+/* (tsr_onnx_set_target first: prepare calls it with its config.) */
 int tsr_onnx_prepare(tsr_onnx_t *m, const tsr_config_t *cfg, tsr_device_t *dev, unsigned flags);
 /* Run: in is the (single) graph input, its dtype and shape as declared;
  * out receives the first graph output (allocated; int64 results are

@@ -20,6 +20,9 @@ uint8_t *tsr_ox_bytes(tsr_onnx_t *m, int v)
 int tsr_onnx_prepare(tsr_onnx_t *m, const tsr_config_t *cfg, tsr_device_t *dev, unsigned flags)
 {
     m->flags = flags;
+    int rc0 = tsr_onnx_set_target(m, cfg); /* the activation tables of ACT_LUT configs (tsr_onnx_act.c) */
+    if (rc0)
+        return rc0;
     for (int i = 0; i < m->nvals; i++) {
         ox_val_t *x = &m->vals[i];
         if (x->base != i || x->cdata || !x->defined)
@@ -75,6 +78,10 @@ static int value_check(const tsr_onnx_t *m, const char *name, unsigned flags, in
         return tsr_err(TSR_EINVAL, "%s: \"%s\" is a DequantizeLinear folded into the device operators (never "
                        "computed in float): ask for \"%s\"", m->path, TSR_SAFE(name),
                        TSR_SAFE(m->vals[Y->view_of].name));
+    if (m->vals[Y->base].in_act)
+        return tsr_err(TSR_EINVAL, "%s: \"%s\" is computed inside a device activation table (the chain from its "
+                       "quantized input to its quantized output is one table on ACT_LUT configs): never "
+                       "materialized", m->path, TSR_SAFE(name));
     const int b = Y->base;
     for (int s = 0; s < m->nsegs; s++)
         for (int i = m->segs[s].first; i <= m->segs[s].last; i++)

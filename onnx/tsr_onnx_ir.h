@@ -10,6 +10,7 @@
  *   tsr_onnx_lower.c     topological order, then each node through the op registry
  *   tsr_onnx_qdq.c       (before lowering) the QDQ groups: the Q / Relu / Clip after a target node
  *   tsr_onnx_ops.c       the registry: (domain, op type, opset range) -> handler in ops/
+ *   tsr_onnx_act.c       (configs with ACT_LUT) quantized elementwise chains as device activation tables
  *   tsr_onnx_segment.c   zero points agreed, device lops grouped into segments
  *   tsr_onnx_exec.c      planning segments, running device segments and host kernels
  *   tsr_onnx_host.c      the host kernels (a table by kind)
@@ -82,6 +83,7 @@ typedef struct ox_val {
     int has_zp;
     int seg_tensor;         /* tensor id inside its device segment while building it */
     uint8_t *rt;            /* run-time bytes (owned by the base) */
+    int in_act;             /* computed inside a device activation table only (tsr_onnx_act.c): never materialized */
 } ox_val_t;
 
 typedef struct ox_lop {
@@ -162,6 +164,7 @@ struct tsr_onnx {
     int64_t ms_opset;       /* com.microsoft opset of the model (1 when not imported: ONNX Runtime's
                                contrib operators have one version) */
     int nexact;             /* operators whose requantization integers came from tessera.requant metadata */
+    int act_lut;            /* the lops were set up for a config with activation tables (tsr_onnx_set_target) */
 };
 
 /* ------------------------------------------------------- small helpers */
@@ -304,8 +307,11 @@ int tsr_ox_qdq_output(tsr_onnx_t *m, int ni, ox_qout_t *o);
 void tsr_ox_qdq_fold(tsr_onnx_t *m, int ni);
 /* tsr_onnx_lower.c */
 int tsr_ox_lower_graph(tsr_onnx_t *m);
+/* tsr_onnx_act.c: chains of host lops whose output is a table of one quantized input, as device act lops */
+int tsr_ox_act_tables(tsr_onnx_t *m);
 /* tsr_onnx_segment.c */
 int tsr_ox_build_segments(tsr_onnx_t *m);
+void tsr_ox_free_segments(tsr_onnx_t *m);
 /* tsr_onnx_host.c */
 const char *tsr_ox_host_name(int hkind);
 int tsr_ox_host_run(tsr_onnx_t *m, const ox_lop_t *L);

@@ -62,6 +62,8 @@ static int assign_zps(tsr_onnx_t *m)
             zin = L->nd.conv.x_zp, fin = 1, zout = L->nd.conv.y_zp, fout = 1;
         if (L->side == SIDE_DEV && L->nd.kind == TSR_ND_DENSE)
             zin = L->nd.dense.x_zp, fin = 1, zout = L->nd.dense.y_zp, fout = 1;
+        if (L->side == SIDE_DEV && L->nd.kind == TSR_ND_ACT) /* the table maps any input zero point */
+            zout = L->nd.act.y_zp, fout = 1;
         if (L->side == SIDE_DEV && L->nd.kind == TSR_ND_POOL && L->nd.pool.kind != TSR_POOL_MAX)
             zin = zout = L->nd.pool.zp, fin = fout = 1;
         if (L->side == SIDE_DEV && L->nd.kind == TSR_ND_ADD) {
@@ -180,6 +182,12 @@ static int emit_segment(tsr_onnx_t *m, int i, int end, int in_val, int out_val, 
         s->nd.tensors[to].zp = m->vals[L->out].zp;
         if (L->nd.kind == TSR_ND_POOL)
             nn->pool.zp = m->vals[L->in].zp;
+        if (L->nd.kind == TSR_ND_ACT) { /* the tensors as the segment has them (bytes to bytes: any will do) */
+            const tsr_nd_tensor_t *X = &s->nd.tensors[ti];
+            nn->act.n = X->n, nn->act.c = X->c, nn->act.h = X->h, nn->act.w = X->w;
+            nn->act.x_zp = X->zp;
+            nn->act.y_zp = s->nd.tensors[to].zp;
+        }
         L->seg = si;
         s->nd.nnodes++;
     }
@@ -188,6 +196,22 @@ static int emit_segment(tsr_onnx_t *m, int i, int end, int in_val, int out_val, 
     if ((rc = tsr_netdesc_validate(&s->nd)))
         return tsr_err_prefix(rc, "%s: device segment %d: ", m->path, si);
     return 0;
+}
+
+void tsr_ox_free_segments(tsr_onnx_t *m)
+{
+    for (int i = 0; i < m->nsegs; i++) {
+        tsr_graph_free(m->segs[i].g);
+        free(m->segs[i].nd.nodes);
+        free(m->segs[i].nd.tensors);
+    }
+    free(m->segs);
+    m->segs = NULL;
+    m->nsegs = 0;
+    for (int i = 0; i < m->nlops; i++)
+        m->lops[i].seg = -1;
+    for (int v = 0; v < m->nvals; v++)
+        m->vals[v].zp = 0, m->vals[v].has_zp = 0;
 }
 
 int tsr_ox_build_segments(tsr_onnx_t *m)
