@@ -384,6 +384,9 @@ int tsr_ox_act_tables(tsr_onnx_t *m)
             }
         }
     }
+    for (int j = 0; j < nl; j++) /* an absorbed lop's outputs: never computed (tsr_onnx_read_value says so) */
+        if (dead[j])
+            m->vals[m->lops[j].out].in_act = 1;
     /* compact the lops; nodes and values follow */
     int n = 0;
     for (int j = 0; j < nl; j++) {
@@ -391,9 +394,6 @@ int tsr_ox_act_tables(tsr_onnx_t *m)
         if (!dead[j])
             m->lops[n++] = m->lops[j];
     }
-    for (int j = 0; j < nl; j++) /* an absorbed lop's outputs: never computed (tsr_onnx_read_value says so) */
-        if (dead[j])
-            m->vals[m->lops[j].out].in_act = 1;
     for (size_t i = 0; i < m->gp->n_node; i++) {
         const int l = m->node_lop[i];
         if (l < 0 || l >= nl)

@@ -159,6 +159,22 @@ def main():
             q = T.quantize(fm, cal, act)
             table_case(f"{name} {act}", q, x, cfg, ops)
 
+    # a value inside a table is never computed: asking for it is one clear line; the table's output reads
+    # as the host path's
+    np.save("tin.npy", x)
+
+    def tensor(name, extra):
+        r = subprocess.run([T.TSR, "infer", "silu_u8.onnx", "-i", "tin.npy", "-o", "tout.npy", "--quiet",
+                            "--backend", T.BACKEND, "--tensor", f"{name}=t.npy", *extra],
+                           capture_output=True, text=True, timeout=600)
+        return r.returncode, r.stderr.strip(), (np.load("t.npy") if r.returncode == 0 else None)
+    rc, err, _ = tensor("S", ("--config", cfg))
+    T.check("silu: a value inside the table", rc == 1 and len(err.splitlines()) == 1 and
+            "inside a device activation table" in err, err)
+    rc1, e1, t1 = tensor("B_QuantizeLinear_Output", ("--config", cfg))
+    rc0, e0, t0 = tensor("B_QuantizeLinear_Output", ())
+    T.check("silu: the table's output", rc0 == rc1 == 0 and np.array_equal(t0, t1), e0 or e1)
+
     # a Mul of the activation and another conv's output: two non-constant inputs, not one table
     w3 = (rng.standard_normal((SHAPE[1], SHAPE[1], 1, 1)) * 0.5).astype(np.float32)
     two = conv_act_conv([n("Conv", ["X", "w3"], ["C"], name="conv3"), n("Sigmoid", ["A"], ["S"], name="sig"),
