@@ -11,7 +11,8 @@
  * Erf, LeakyRelu, Elu, Softplus, Clip, Relu, Exp; Add/Sub/Mul/Div whose
  * operands are both functions of r or one of them a constant scalar) and
  * the quantized Add/Mul kernel (ONNX Runtime's QLinearAdd/QLinearMul: both
- * operands functions of r, or a constant scalar), ending in a quantized
+ * operands functions of r, or a constant scalar) and the lookup tables of
+ * QLinearSigmoid / QLinearLeakyRelu (QLinear models), ending in a quantized
  * 8-bit value y of r's shape (a host QuantizeLinear or that Add/Mul). Every
  * element of y then depends on the same element of r only: y is one table
  * of 256 entries, and the whole chain becomes one device act lop r -> y.
@@ -105,6 +106,11 @@ static int lop_root(const tsr_onnx_t *m, const int *root, const ox_lop_t *L)
         break;
     case H_QUANT:
         if (!is_q8(Y) || m->vals[L->in].elem != ET_FLOAT)
+            return -1;
+        ins[nin++] = L->in;
+        break;
+    case H_QLUT: /* QLinearSigmoid, QLinearLeakyRelu: already a table */
+        if (!is_q8(Y) || !is_q8(&m->vals[L->in]))
             return -1;
         ins[nin++] = L->in;
         break;

@@ -209,6 +209,17 @@ static int run_concat(tsr_onnx_t *m, const ox_lop_t *L)
     return 0;
 }
 
+/* A lookup table (H_QLUT): output byte = zpa[input byte] (256 entries, built at lowering). */
+static int run_qlut(tsr_onnx_t *m, const ox_lop_t *L)
+{
+    const uint8_t *xb = tsr_ox_bytes(m, L->in);
+    uint8_t *yb = tsr_ox_bytes(m, L->out);
+    const int64_t n = numel(&m->vals[L->in]);
+    for (int64_t i = 0; i < n; i++)
+        yb[i] = (uint8_t)L->zpa[xb[i]];
+    return 0;
+}
+
 typedef struct ox_host_kernel {
     int kind;               /* H_* */
     const char *name;       /* in the placement table: "host (name)" */
@@ -236,6 +247,7 @@ static const ox_host_kernel_t kernels[] = {
     {H_FMATMUL, "float matmul", tsr_ox_run_fmatmul},
     {H_QSOFTMAX, "quantized softmax", tsr_ox_run_qsoftmax},
     {H_QADDC, "quantized add or mul", tsr_ox_run_qaddc},
+    {H_QLUT, "quantized lookup table", run_qlut},
 };
 
 static const ox_host_kernel_t *kernel(int kind)

@@ -91,6 +91,8 @@ static double unary(int op, double x, float alpha, float beta)
     }
 }
 
+double tsr_ox_unary(int op, double x, float alpha, float beta) { return unary(op, x, alpha, beta); }
+
 static float ldf(const uint8_t *b, int64_t i)
 {
     float f;

@@ -41,7 +41,8 @@ enum { H_QUANT = 1, H_DEQUANT, H_SOFTMAX, H_ARGMAX, H_RELU, H_CONVINT, H_MATMULI
  * from the kinds above so that additions there never collide): their node's
  * own value ids (not bases: the shapes as the node sees them) in geo[0..3]. */
 enum { H_FUNARY = 64, H_FNARY, H_GATHER, H_SLICE, H_FTRANSPOSE, H_REDUCE, H_LAYERNORM, H_FMATMUL, H_QSOFTMAX,
-       H_QADDC /* quantized Add with a constant operand (ONNX Runtime's QLinearAdd) */ };
+       H_QADDC /* quantized Add with a constant operand (ONNX Runtime's QLinearAdd) */,
+       H_QLUT /* a quantized unary op as a lookup table of 256 entries (zpa; QLinearSigmoid, QLinearLeakyRelu) */ };
 /* H_FUNARY's operation (lop axis; alpha in scale, beta in mult) */
 enum { FU_SIGMOID, FU_HARDSIGMOID, FU_HARDSWISH, FU_TANH, FU_LEAKYRELU, FU_CLIP, FU_ERF, FU_GELU, FU_GELU_TANH,
        FU_SQRT, FU_RECIP, FU_NEG, FU_ABS, FU_EXP, FU_LOG, FU_ELU, FU_SOFTPLUS, FU_NOT, FU_RELU, FU_SILU };
@@ -327,6 +328,8 @@ int tsr_ox_run_layernorm(tsr_onnx_t *m, const ox_lop_t *L);
 int tsr_ox_run_fmatmul(tsr_onnx_t *m, const ox_lop_t *L);
 int tsr_ox_run_qsoftmax(tsr_onnx_t *m, const ox_lop_t *L);
 int tsr_ox_run_qaddc(tsr_onnx_t *m, const ox_lop_t *L);
+/* H_FUNARY's function (op FU_*, alpha, beta) of one value, in double: what its kernel rounds to float32 */
+double tsr_ox_unary(int op, double x, float alpha, float beta);
 /* tsr_onnx_exec.c */
 uint8_t *tsr_ox_bytes(tsr_onnx_t *m, int v);
 

@@ -54,6 +54,8 @@ static const ox_op_t ops[] = {
     {"", "Add", 7, 0, tsr_ox_add_any, 0, OX_QDQ_OUT},      /* multidirectional broadcast since 7; ops/tsr_ox_math.c:
                                                                float on the host unless two quantized views */
     {"com.microsoft", "QLinearAdd", 1, 0, tsr_ox_qlinear_add, 0, 0},
+    {"com.microsoft", "QLinearSigmoid", 1, 0, tsr_ox_qlinear_unary, FU_SIGMOID, 0},   /* ops/tsr_ox_float.c */
+    {"com.microsoft", "QLinearLeakyRelu", 1, 0, tsr_ox_qlinear_unary, FU_LEAKYRELU, 0},
     /* float operators on the host (ops/tsr_ox_float.c) */
     {"", "Relu", 6, 0, tsr_ox_host_float, H_RELU, 0},
     {"", "Softmax", 1, 0, tsr_ox_host_float, H_SOFTMAX, 0}, /* 1..12 (flattening) and 13 (one axis) */

@@ -71,6 +71,7 @@ int tsr_ox_qlinear_add(tsr_onnx_t *m, int ni, int arg);
 int tsr_ox_qdq_add(tsr_onnx_t *m, int ni, int arg);
 /* ops/tsr_ox_float.c: float operators on the host */
 int tsr_ox_host_float(tsr_onnx_t *m, int ni, int hk);
+int tsr_ox_qlinear_unary(tsr_onnx_t *m, int ni, int op); /* QLinearSigmoid, QLinearLeakyRelu (FU_*) */
 /* ops/tsr_ox_shape.c: relabellings and Concat */
 int tsr_ox_reshape(tsr_onnx_t *m, int ni, int flatten);
 int tsr_ox_transpose(tsr_onnx_t *m, int ni, int arg);

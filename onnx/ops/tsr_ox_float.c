@@ -1,8 +1,10 @@
 /*
  * tsr_ox_float: float operators the host runs (tsr_onnx_host.c): Relu,
  * Softmax (before opset 13 over the last axis only: it flattened from its
- * axis then) and ArgMax (keepdims; select_last_index refused).
+ * axis then) and ArgMax (keepdims; select_last_index refused); ONNX
+ * Runtime's QLinearSigmoid and QLinearLeakyRelu as lookup tables.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -98,5 +100,58 @@ int tsr_ox_host_float(tsr_onnx_t *m, int ni, int hk)
     if (l < 0)
         return l;
     m->lops[l].axis = (int)axis;
+    return 0;
+}
+
+/* com.microsoft QLinearSigmoid / QLinearLeakyRelu (X, X_scale, X_zero_point, Y_scale, Y_zero_point: per
+ * tensor, one 8-bit type for X and Y): ONNX Runtime computes them through a lookup table of 256 entries
+ * (QlinearBuildLookupTable): every input value dequantized in float32 ((x - zp) * scale), the function,
+ * then quantized as MlasQuantizeLinear (a float32 division rounded half to even, saturated). The same
+ * table here, with the host's function (H_FUNARY's, rounded to float32 once: MLAS's logistic is its own
+ * approximation, so a Sigmoid entry on a rounding boundary may differ by 1 LSB; LeakyRelu's float32
+ * product is exact to it); a host lookup (H_QLUT), a device activation table on ACT_LUT configs. */
+int tsr_ox_qlinear_unary(tsr_onnx_t *m, int ni, int op)
+{
+    const Onnx__NodeProto *n = m->gp->node[ni];
+    const int x = tsr_ox_in_val(m, ni, 0);
+    if (x < 0)
+        return NERR(m, ni, "input missing");
+    const ox_val_t X = m->vals[x];
+    if ((X.elem != ET_UINT8 && X.elem != ET_INT8) || X.cdata)
+        return NERR(m, ni, "X must be a computed uint8 or int8 tensor (it is %s%s)", ename(X.elem),
+                    X.cdata ? ", a constant" : "");
+    static const char *const what[4] = {"X_scale", "X_zero_point", "Y_scale", "Y_zero_point"};
+    double v[4] = {0, 0, 0, 0};
+    int rc;
+    for (int k = 0; k < 4; k++) {
+        const int vk = tsr_ox_in_val(m, ni, (size_t)k + 1);
+        if ((k == 0 || k == 2 || vk >= 0) && (rc = tsr_ox_const_scalar(m, ni, vk, what[k], &v[k])))
+            return rc;
+        if ((k == 1 || k == 3) && vk >= 0 && m->vals[vk].elem != X.elem)
+            return NERR(m, ni, "%s is %s, X is %s (one type)", what[k], ename(m->vals[vk].elem), ename(X.elem));
+    }
+    const int s8 = X.elem == ET_INT8, lo = s8 ? -128 : 0, hi = s8 ? 127 : 255;
+    const Onnx__AttributeProto *a = attr(n, "alpha");
+    const float alpha = op == FU_LEAKYRELU && a && a->has_f ? a->f : 0.01f;
+    int32_t *t = malloc(sizeof *t * 256);
+    if (!t)
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    const float xs = (float)v[0], ys = (float)v[2];
+    const int32_t xz = (int32_t)v[1], yz = (int32_t)v[3];
+    for (int b = 0; b < 256; b++) { /* by the input's byte */
+        const int32_t q = s8 ? (int8_t)b : b;
+        const float xf = (float)(q - xz) * xs, yf = (float)tsr_ox_unary(op, xf, alpha, 0);
+        float r = nearbyintf(yf / ys) + (float)yz;
+        r = r < (float)lo ? (float)lo : r > (float)hi ? (float)hi : r; /* no NaN: both functions are finite */
+        t[b] = (int32_t)(uint8_t)(int32_t)r;
+    }
+    const int y = tsr_ox_def_out(m, ni, 0, X.elem, X.ndim, X.dims);
+    const int l = y < 0 ? y : tsr_ox_host_lop(m, ni, H_QLUT, X.base, y);
+    if (l < 0) {
+        free(t);
+        return l;
+    }
+    m->lops[l].zpa = t;
+    m->lops[l].nzpa = 256;
     return 0;
 }

@@ -186,6 +186,34 @@ def main():
                        [c("pc", (1.0 + rng.random((1, SHAPE[1], 1, 1))).astype(np.float32))])
     stays_case("per-channel constant u8", T.quantize(pc, cal, "u8"), x, cfg, "Div")
 
+    # QLinear models (com.microsoft QLinearSigmoid, QLinearLeakyRelu: ONNX Runtime's lookup tables): on the
+    # host within 1 LSB of ORT (MLAS's logistic approximation; LeakyRelu exact), on the device bit-identical
+    for op, attrs in (("QLinearSigmoid", {}), ("QLinearLeakyRelu", {"alpha": 0.2})):
+        for qt, z in ((TensorProto.UINT8, np.uint8(118)), (TensorProto.INT8, np.int8(-7))):
+            inits = [numpy_helper.from_array(np.float32(0.031), "xs"), numpy_helper.from_array(z, "xz"),
+                     numpy_helper.from_array(np.float32(0.0043 if op == "QLinearSigmoid" else 0.02), "ys"),
+                     numpy_helper.from_array(z, "yz")]
+            nodes = [n("QuantizeLinear", ["X", "xs", "xz"], ["q"], name="qx"),
+                     n(op, ["q", "xs", "xz", "ys", "yz"], ["a"], name="qact", domain="com.microsoft", **attrs),
+                     n("DequantizeLinear", ["a", "ys", "yz"], ["Y"], name="dqy")]
+            g = helper.make_graph(nodes, "t", [helper.make_tensor_value_info("X", F, SHAPE)],
+                                  [helper.make_tensor_value_info("Y", F, SHAPE)], inits)
+            qm = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid("com.microsoft", 1)])
+            qm.ir_version = 7
+            name = f"{op} {'u8' if qt == TensorProto.UINT8 else 's8'}"
+            xq = (rng.standard_normal(SHAPE) * 2.5).astype(np.float32)
+            r = run_both(name, qm, xq, cfg)
+            if not r:
+                continue
+            path, y0, y1, want = r
+            m0, n0 = T.diff_lsb(y0, want, T.output_scale(qm))
+            p1, e1 = placement(path, xq, cfg)
+            dev = p1 is not None and any(p["op"] == op and p["side"] == "device" and
+                                         p["kernel"] == "activation table" for p in p1["placement"])
+            T.check(name, np.array_equal(y0, y1) and m0 <= (1 if op == "QLinearSigmoid" else 0) and dev,
+                    f"host vs ORT {m0} LSB ({n0} differ), tables bit-identical {np.array_equal(y0, y1)}, "
+                    f"on the device {dev} {e1}")
+
     # a per-channel DequantizeLinear of a computed tensor, a 16-bit QuantizeLinear: refused alike
     U8, U16 = TensorProto.UINT8, TensorProto.UINT16
     sc = numpy_helper.from_array(np.full(SHAPE[1], 0.05, np.float32), "sc")
