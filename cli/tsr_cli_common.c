@@ -132,6 +132,7 @@ int tsr_cli_device_option(int c, const char *arg)
     case TSR_CLI_OPT_TRACE: r->trace_path = arg; return 1;
     case TSR_CLI_OPT_PROFILE: r->profile_path = arg; return 1;
     case TSR_CLI_OPT_TIMELINE: r->timeline_path = arg; return 1;
+    case TSR_CLI_OPT_TIMING_ONLY: r->timing_only = 1; return 1;
     default: {
         int d = device_long(c, arg);
         return d ? d : device_u64(c, arg);
@@ -199,6 +200,10 @@ int tsr_cli_prog_parse(int argc, char **argv, const char *cmd, const char *help,
         case 'h': fputs(help, stdout); return -2;
         default: tsr_cli_usage(cmd, "bad option"); return -1;
         }
+    }
+    if (tsr_cli_devopts.rtl.timing_only) { /* (run writes every output buffer) */
+        tsr_cli_usage(cmd, TSR_CLI_TIMING_ONLY_MSG);
+        return -1;
     }
     return optind;
 }

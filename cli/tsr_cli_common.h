@@ -62,12 +62,19 @@ int tsr_cli_close_out(FILE *f, const char *path);
     "  --timeline-max MB     timeline size limit; later events are left out, with a note (256)\n" \
     "  --run-budget N        most work one run may take (any backend): fsim work units, rtl\n"   \
     "                        cycles (2^32); a stream whose bound derived from its loops and\n"   \
-    "                        transfers is larger is refused, an rtl run past it is stopped\n"
+    "                        transfers is larger is refused, an rtl run past it is stopped\n"   \
+    "  --timing-only         systemc: the cycles without computing the data (many times faster;\n" \
+    "                        outputs are not written, so commands that save them refuse it)\n"
+
+/* Why a command that writes data refuses --timing-only. */
+#define TSR_CLI_TIMING_ONLY_MSG                                                                     \
+    "--timing-only computes no data: it is for the cycles of net, bench and infer (without -o, "   \
+    "--tensor, --labels)"
 
 enum { TSR_CLI_OPT_DRAM_LAT = 1000, TSR_CLI_OPT_DRAM_BW, TSR_CLI_OPT_DRAM_OUT, TSR_CLI_OPT_TRACE,
        TSR_CLI_OPT_TRACE_START, TSR_CLI_OPT_TRACE_CYCLES, TSR_CLI_OPT_THREADS, TSR_CLI_OPT_WATCHDOG,
        TSR_CLI_OPT_PROFILE, TSR_CLI_OPT_PROFILE_WINDOW, TSR_CLI_OPT_RUN_BUDGET, TSR_CLI_OPT_TIMELINE,
-       TSR_CLI_OPT_TIMELINE_MAX };
+       TSR_CLI_OPT_TIMELINE_MAX, TSR_CLI_OPT_TIMING_ONLY };
 
 /* Entries of a getopt_long table. */
 #define TSR_CLI_DEVICE_LONG_OPTIONS                                                                \
@@ -83,7 +90,8 @@ enum { TSR_CLI_OPT_DRAM_LAT = 1000, TSR_CLI_OPT_DRAM_BW, TSR_CLI_OPT_DRAM_OUT, T
     {"profile-window", required_argument, 0, TSR_CLI_OPT_PROFILE_WINDOW},                          \
     {"run-budget", required_argument, 0, TSR_CLI_OPT_RUN_BUDGET},                                  \
     {"timeline", required_argument, 0, TSR_CLI_OPT_TIMELINE},                                      \
-    {"timeline-max", required_argument, 0, TSR_CLI_OPT_TIMELINE_MAX}
+    {"timeline-max", required_argument, 0, TSR_CLI_OPT_TIMELINE_MAX},                              \
+    {"timing-only", no_argument, 0, TSR_CLI_OPT_TIMING_ONLY}
 
 /* What the device options parsed so far set (one process, one command). */
 extern tsr_device_opts_t tsr_cli_devopts;

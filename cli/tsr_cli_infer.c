@@ -293,6 +293,8 @@ int tsr_cli_infer(int argc, char **argv, const tsr_cli_dev_t *dev)
     int st = infer_parse(argc, argv, dev, &a);
     if (st >= 0)
         return st;
+    if (tsr_cli_devopts.rtl.timing_only && (a.out_path || a.ntensors || a.labels))
+        return tsr_cli_usage("infer", TSR_CLI_TIMING_ONLY_MSG);
     infer_state_t s;
     memset(&s, 0, sizeof s);
     const unsigned pflags = a.ntensors ? TSR_ONNX_KEEP_ALL : 0;

@@ -133,8 +133,12 @@ static void net_print(const tsr_netbench_opts_t *o, const tsr_netbench_t *nb)
            "%.1f ms); network description %.1f ms; wall time per execution (batch of %d) %.3f s (%s, mean of %d)\n",
            t2->plan_ms, t2->plan_cpu_ms, t2->jit_ms, t2->kc_hits, t2->upload_ms, nb->desc_ms, o->batch, nb->wall_s,
            o->backend, o->runs);
-    printf("output: tensor %d [%d,%d,%d,%d], class %d of the first image has the largest logit (%d)\n", nb->nd.output,
-           out->n, out->c, out->h, out->w, nb->top, nb->top_logit);
+    if (o->dev && o->dev->rtl.timing_only)
+        printf("output: tensor %d [%d,%d,%d,%d], not computed (--timing-only: cycles only)\n", nb->nd.output, out->n,
+               out->c, out->h, out->w);
+    else
+        printf("output: tensor %d [%d,%d,%d,%d], class %d of the first image has the largest logit (%d)\n",
+               nb->nd.output, out->n, out->c, out->h, out->w, nb->top, nb->top_logit);
 }
 
 static void net_diff(const tsr_netbench_diff_t *d, void *ctx)
@@ -151,6 +155,8 @@ int tsr_cli_net(int argc, char **argv)
     int r = net_parse(argc, argv, &o);
     if (r)
         return r == -2 ? 0 : 2;
+    if (o.check && tsr_cli_devopts.rtl.timing_only)
+        return tsr_cli_usage("net", "--check compares data, which --timing-only does not compute");
     tsr_netbench_t nb;
     tsr_netbench_check_t chk = {0, 0, 0};
     int rc = tsr_netbench_run(&o, &nb);

@@ -1156,6 +1156,8 @@ static int op_settle(const op_desc_t *o, op_args_t *a)
         if (errno || end == ARG(a, F_SEED) || *end || ARG(a, F_SEED)[0] == '-')
             return op_usage(o->name, "--seed %s: expected a non-negative integer", ARG(a, F_SEED));
     }
+    if (tsr_cli_devopts.rtl.timing_only) /* (an op always writes its output) */
+        return op_usage(o->name, "%s", TSR_CLI_TIMING_ONLY_MSG);
     const int required[] = {o->in1, o->in2, F_OUTPUT};
     for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
         if (required[i] && !ARG(a, required[i])) {

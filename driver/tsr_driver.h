@@ -36,7 +36,8 @@ typedef struct tsr_device_opts {
                               * moved + instructions), rtl cycles. 0 = TSR_RUN_BUDGET_DEFAULT. A stream
                               * whose bound exceeds it is refused at submit; an rtl run that exceeds its
                               * stream-derived cycle bound is stopped with an error */
-    tsr_rtl_opts_t rtl;      /* RTL backend: DRAM timing, waveform, threads, watchdog (systemc: DRAM timing) */
+    tsr_rtl_opts_t rtl;      /* RTL backend: DRAM timing, waveform, threads, watchdog (systemc: DRAM timing,
+                              * and rtl.timing_only: the cycles without the data, outputs not written) */
 } tsr_device_opts_t;
 
 /* Names of the available backends, NULL-terminated. */

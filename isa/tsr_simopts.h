@@ -26,6 +26,8 @@ typedef struct tsr_rtl_opts {
     const char *timeline_path;   /* Perfetto/Chrome trace-event JSON of every run (sim/tsr_timeline.h), or NULL;
                                     the rtl backend then uses a model whose stage signals are public */
     uint64_t timeline_max;       /* timeline size limit in bytes (0 = TSR_TL_DEFAULT_MAX) */
+    int timing_only;             /* systemc only: time streams without computing their data (outputs are
+                                    not written; the cycles are the full model's); refused elsewhere */
 } tsr_rtl_opts_t;
 
 #endif

@@ -36,6 +36,7 @@ struct tsr_fsim {
     int loop_active;      /* a GEMM/ALU is part-way through its loops */
     uint32_t li, lj, lu;  /* where it resumes: outer, inner, uop */
     tsr_counters_t ctr;   /* activity counters */
+    int timing_only;      /* tsr_fsim_set_timing_only: only uop LOADs move data */
     uint8_t *row;         /* staging for a DRAM row spanning adjacent buffers */
     uint64_t row_cap;     /* its size in bytes */
 };
@@ -227,6 +228,11 @@ static int exec_load(tsr_fsim_t *s, const tsr_insn_t *in)
         return tsr_err(TSR_EBOUNDS, "on-chip rows [%u, %llu) exceed the %s buffer (%llu rows)",
                        in->sram_base, (unsigned long long)(in->sram_base + row * rows),
                        tsr_mem_name(m), (unsigned long long)depth);
+    if (s->timing_only && m != TSR_MEM_UOP) { /* the counts only (uops steer the loops: loaded) */
+        s->ctr.pad_rows_loaded += row * rows - (uint64_t)in->y_size * in->x_size;
+        s->ctr.bytes_loaded[m] += (uint64_t)in->y_size * in->x_size * eb;
+        return TSR_OK;
+    }
     uint32_t r = in->sram_base;
     for (uint64_t y = 0; y < rows; y++) {
         int pad_y = y < in->y_pad0 || y >= (uint64_t)in->y_pad0 + in->y_size;
@@ -280,6 +286,10 @@ static int exec_store(tsr_fsim_t *s, const tsr_insn_t *in)
     if (in->sram_base + n > c->out_depth)
         return tsr_err(TSR_EBOUNDS, "on-chip rows [%u, %llu) exceed the out buffer (%u rows)",
                        in->sram_base, (unsigned long long)(in->sram_base + n), c->out_depth);
+    if (s->timing_only) {
+        s->ctr.bytes_stored += n * eb;
+        return TSR_OK;
+    }
     uint32_t r = in->sram_base;
     for (uint32_t y = 0; y < in->y_size; y++) {
         uint64_t addr = ((uint64_t)in->dram_base + (uint64_t)y * in->x_stride) * eb;
@@ -469,6 +479,19 @@ static int exec_gemm_alu(tsr_fsim_t *s, const tsr_insn_t *in)
     s->loop_active = 0;
     if (in->uop_bgn == in->uop_end)
         return TSR_OK;
+    if (s->timing_only) { /* the counts of the loops, not their data (indices: the verifier's) */
+        const uint64_t n = (uint64_t)in->iter_out * in->iter_in * (in->uop_end - in->uop_bgn);
+        if (is_gemm && in->reset)
+            s->ctr.gemm_reset_ops += n;
+        else if (is_gemm) {
+            s->ctr.gemm_ops += n;
+            s->ctr.macs += n * c->macs_per_op;
+        } else {
+            s->ctr.alu_ops += n;
+            s->ctr.alu_lanes += n * s->acc_row;
+        }
+        return TSR_OK;
+    }
     /* The instruction's fields in locals: the counter updates below are
      * stores the compiler cannot prove leave *in alone, so it reloaded
      * every factor per tensor op. */
@@ -557,6 +580,8 @@ int tsr_fsim_exec(tsr_fsim_t *s, const tsr_insn_t *in)
 }
 
 const tsr_uop_t *tsr_fsim_uops(const tsr_fsim_t *s) { return s->uop; }
+
+void tsr_fsim_set_timing_only(tsr_fsim_t *s, int on) { s->timing_only = on != 0; }
 
 int tsr_fsim_start(tsr_fsim_t *s, uint64_t insn_addr, uint32_t count, uint64_t seed)
 {

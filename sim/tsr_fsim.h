@@ -38,6 +38,13 @@ void tsr_fsim_reset_counters(tsr_fsim_t *s);
  * one implementation. Counts into the fsim counters; errors as in a run. */
 int tsr_fsim_exec(tsr_fsim_t *s, const tsr_insn_t *in);
 /* The decoded uop buffer (uop_depth entries), e.g. for footprints. */
+/* Timing only (the SystemC model's fast mode): instructions keep their
+ * checks that need no data and their activity counts, uop LOADs load (the
+ * loops and issue times depend on the uops), but no other data moves or is
+ * computed: the on-chip buffers and the DRAM outputs are left as they
+ * were. For streams the verifier has accepted (it checks every index and
+ * DRAM span that a data run would), whose timing does not depend on data. */
+void tsr_fsim_set_timing_only(tsr_fsim_t *s, int on);
 const tsr_uop_t *tsr_fsim_uops(const tsr_fsim_t *s);
 
 #endif

@@ -441,6 +441,58 @@ static void test_slots(void **state)
         tsr_device_close(d[i]);
 }
 
+/* Timing only (--timing-only): the same cycles and counters as the full
+ * model on random programs of tiny, default and random configs (whose
+ * timing depends on the uops, which still load, and not on the data),
+ * while the outputs are not computed (every output buffer keeps its
+ * initial bytes on at least one program: the data path really is off);
+ * refused on other backends and with skip_verify. */
+static void test_timing_only(void **state)
+{
+    (void)state;
+    const char *fams[] = {"tiny", "default", "random"};
+    int untouched = 0, programs = 0;
+    for (int f = 0; f < 3; f++)
+        for (uint64_t ps = 1; ps <= 12; ps++) {
+            tsr_config_t cfg;
+            family(fams[f], ps, &cfg);
+            tsr_gen_prog_t p;
+            if (tsr_gen_program(ps, &cfg, NULL, &p))
+                fail_msg("generator seed %" PRIu64 ": %s", ps, tsr_errmsg());
+            uint8_t *full[TSR_GEN_MAX_BUFS], *fast[TSR_GEN_MAX_BUFS];
+            tsr_counters_t cf, ct;
+            tsr_device_opts_t o = {0};
+            o.rtl.timing_only = 1;
+            if (run_prog("systemc", &p, full, &cf) || run_prog_opts("systemc", &p, &o, fast, &ct))
+                fail_msg("%s seed %" PRIu64 ": %s", fams[f], ps, tsr_errmsg());
+            if (cf.cycles != ct.cycles || cf.gemm_ops != ct.gemm_ops || cf.alu_ops != ct.alu_ops ||
+                cf.bytes_stored != ct.bytes_stored || memcmp(cf.bytes_loaded, ct.bytes_loaded, sizeof cf.bytes_loaded) ||
+                memcmp(cf.hw, ct.hw, sizeof cf.hw))
+                fail_msg("%s seed %" PRIu64 ": timing-only %" PRIu64 " cycles, full model %" PRIu64
+                         " (or another counter differs)", fams[f], ps, ct.cycles, cf.cycles);
+            tsr_gen_diff_t d;
+            untouched += tsr_gen_compare(&p, full, fast, &d) != 0;
+            programs++;
+            tsr_gen_outputs_free(full);
+            tsr_gen_outputs_free(fast);
+            tsr_gen_free(&p);
+        }
+    print_message("timing-only: %d programs, same cycles and counters; outputs differ from the full model's on %d\n",
+                  programs, untouched);
+    assert_true(untouched > 0);
+    tsr_config_t cfg;
+    assert_int_equal(tsr_config_load("tiny", &cfg), TSR_OK);
+    tsr_device_opts_t o = {0};
+    o.rtl.timing_only = 1;
+    tsr_device_t *dev = NULL;
+    assert_int_equal(tsr_device_open("fsim", &cfg, &o, &dev), TSR_EINVAL);
+    assert_non_null(strstr(tsr_errmsg(), "timing-only is an option of the systemc backend"));
+    o.skip_verify = 1;
+    assert_int_equal(tsr_device_open("systemc", &cfg, &o, &dev), TSR_EINVAL);
+    assert_non_null(strstr(tsr_errmsg(), "verified streams"));
+    assert_null(dev);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -450,6 +502,7 @@ int main(void)
         cmocka_unit_test(test_cycles_vs_rtl),
         cmocka_unit_test(test_resnet18_layers_vs_rtl),
         cmocka_unit_test(test_timeline),
+        cmocka_unit_test(test_timing_only),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -146,6 +146,8 @@ extern "C" int tsr_sc_create(const tsr_config_t *cfg, tsr_dram_t *dram, const ts
         return rc;
     }
     s->acc->tl = s->tl;
+    /* timing only: the data path the model shares with fsim is skipped (uops still load) */
+    tsr_fsim_set_timing_only(s->acc->fsim, opts && opts->timing_only);
     g_world->used[slot] = true;
     *out = s;
     return TSR_OK;
