@@ -149,7 +149,12 @@ void tsr_onnx_print_placement(const tsr_onnx_t *m, FILE *f)
         case OX_CONST: snprintf(where, sizeof where, "constant (folded at import)"); break;
         case OX_ALIAS: snprintf(where, sizeof where, "relabel (no data movement)"); break;
         case OX_VIEW: snprintf(where, sizeof where, "folded into its consumers (quantized view)"); break;
-        case OX_FOLDED: snprintf(where, sizeof where, "folded into device op \"%s\"", m->lops[l].nd.name); break;
+        case OX_FOLDED:
+            if (m->lops[l].side == SIDE_DEV)
+                snprintf(where, sizeof where, "folded into device op \"%s\"", m->lops[l].nd.name);
+            else /* a host kernel's QDQ group (a quantized add or mul, softmax, ...): no device name */
+                snprintf(where, sizeof where, "folded into host op (%s)", tsr_ox_host_name(m->lops[l].hkind));
+            break;
         case OX_LOP:
             if (m->lops[l].side == SIDE_DEV)
                 snprintf(where, sizeof where, "device, segment %d (%s)", m->lops[l].seg, dev_kind(&m->lops[l].nd));

@@ -34,6 +34,10 @@
  * so it is left out), and constants are scalars (one element broadcast to
  * all), so the [256] run computes exactly what the tensor run would.
  *
+ * Taken only next to device work (r from a device operator, or y read by
+ * one): a table between host operators would be a device segment of its
+ * own, one more round trip.
+ *
  * Not recognized (the chain stays on the host as lowered): a per-channel
  * DequantizeLinear (a computed tensor's is refused at lowering anyway), a
  * type that is not 8-bit (int32 DequantizeLinear inputs), a second
@@ -287,7 +291,7 @@ static int value_read(const tsr_onnx_t *m, int v, const char *dead)
             continue;
         if (L->in == v || L->in2 == v)
             return 1;
-        if (L->side == SIDE_HOST && L->hkind >= H_FUNARY && L->hkind != H_QADDC)
+        if (L->side == SIDE_HOST && L->hkind >= H_FUNARY && L->hkind != H_QADDC && L->hkind != H_QLUT)
             for (int k = 0; k < 4; k++)
                 if (L->geo[k] >= 0 && L->geo[k] < m->nvals && m->vals[L->geo[k]].base == v)
                     return 1;
@@ -322,6 +326,16 @@ int tsr_ox_act_tables(tsr_onnx_t *m)
         root[L->out] = r;
         /* a chain ends in a quantized 8-bit value of r's shape */
         if (!is_q8(&m->vals[L->out]) || !same_shape(&m->vals[L->out], &m->vals[r]))
+            continue;
+        /* only next to device work: r from a device operator, or y read by one. A table between host
+           operators would be a device segment of its own (a submission and a round trip for what the
+           host does in a few microseconds: the LayerNorm epsilon Add and attention scale of a
+           transformer); it stays on the host, and a later chain through y may still take it */
+        const int pr = m->vals[r].prod;
+        int near = pr >= 0 && m->lops[pr].side == SIDE_DEV;
+        for (int j = c + 1; j < nl && !near; j++)
+            near = m->lops[j].side == SIDE_DEV && (m->lops[j].in == L->out || m->lops[j].in2 == L->out);
+        if (!near)
             continue;
         memset(inl, 0, (size_t)nl);
         mark_chain(m, c, r, inl);

@@ -11,7 +11,8 @@ directory) and on the default config (the host path):
       it moves such a difference by at most one more);
   (c) the placement (--placement-json) shows the Q node on the device as an "activation table", the
       chain's float nodes folded into it, fewer host operators and fewer segments than the host path.
-Bad input: a chain the pass must not take runs as before on the ACT_LUT config (same bytes, still on
+Tables are taken only next to device work (a table between host operators would be a segment of its
+own). Bad input: a chain the pass must not take runs as before on the ACT_LUT config (same bytes, still on
 the host): a Mul of two different tensors (a second non-constant input), a constant that is not a
 scalar; a per-channel DequantizeLinear of a computed tensor and a 16-bit QuantizeLinear are refused
 the same way on both configs (the pass changes nothing there).
@@ -187,32 +188,40 @@ def main():
     stays_case("per-channel constant u8", T.quantize(pc, cal, "u8"), x, cfg, "Div")
 
     # QLinear models (com.microsoft QLinearSigmoid, QLinearLeakyRelu: ONNX Runtime's lookup tables): on the
-    # host within 1 LSB of ORT (MLAS's logistic approximation; LeakyRelu exact), on the device bit-identical
+    # host within 1 LSB of ORT (MLAS's logistic approximation; LeakyRelu exact), after a device max pool a
+    # table, bit-identical; straight after the host's QuantizeLinear of the input (no device operator
+    # next to it) it stays on the host: a segment of its own would be one more round trip
     for op, attrs in (("QLinearSigmoid", {}), ("QLinearLeakyRelu", {"alpha": 0.2})):
         for qt, z in ((TensorProto.UINT8, np.uint8(118)), (TensorProto.INT8, np.int8(-7))):
-            inits = [numpy_helper.from_array(np.float32(0.031), "xs"), numpy_helper.from_array(z, "xz"),
-                     numpy_helper.from_array(np.float32(0.0043 if op == "QLinearSigmoid" else 0.02), "ys"),
-                     numpy_helper.from_array(z, "yz")]
-            nodes = [n("QuantizeLinear", ["X", "xs", "xz"], ["q"], name="qx"),
-                     n(op, ["q", "xs", "xz", "ys", "yz"], ["a"], name="qact", domain="com.microsoft", **attrs),
-                     n("DequantizeLinear", ["a", "ys", "yz"], ["Y"], name="dqy")]
-            g = helper.make_graph(nodes, "t", [helper.make_tensor_value_info("X", F, SHAPE)],
-                                  [helper.make_tensor_value_info("Y", F, SHAPE)], inits)
-            qm = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid("com.microsoft", 1)])
-            qm.ir_version = 7
-            name = f"{op} {'u8' if qt == TensorProto.UINT8 else 's8'}"
-            xq = (rng.standard_normal(SHAPE) * 2.5).astype(np.float32)
-            r = run_both(name, qm, xq, cfg)
-            if not r:
-                continue
-            path, y0, y1, want = r
-            m0, n0 = T.diff_lsb(y0, want, T.output_scale(qm))
-            p1, e1 = placement(path, xq, cfg)
-            dev = p1 is not None and any(p["op"] == op and p["side"] == "device" and
-                                         p["kernel"] == "activation table" for p in p1["placement"])
-            T.check(name, np.array_equal(y0, y1) and m0 <= (1 if op == "QLinearSigmoid" else 0) and dev,
-                    f"host vs ORT {m0} LSB ({n0} differ), tables bit-identical {np.array_equal(y0, y1)}, "
-                    f"on the device {dev} {e1}")
+            for pooled in (True, False):
+                inits = [numpy_helper.from_array(np.float32(0.031), "xs"), numpy_helper.from_array(z, "xz"),
+                         numpy_helper.from_array(np.float32(0.0043 if op == "QLinearSigmoid" else 0.02), "ys"),
+                         numpy_helper.from_array(z, "yz")]
+                nodes = [n("QuantizeLinear", ["X", "xs", "xz"], ["q0"], name="qx")]
+                if pooled:
+                    nodes.append(n("MaxPool", ["q0"], ["q"], name="pool", kernel_shape=[3, 3], pads=[1, 1, 1, 1]))
+                nodes += [n(op, ["q" if pooled else "q0", "xs", "xz", "ys", "yz"], ["a"], name="qact",
+                            domain="com.microsoft", **attrs),
+                          n("DequantizeLinear", ["a", "ys", "yz"], ["Y"], name="dqy")]
+                g = helper.make_graph(nodes, "t", [helper.make_tensor_value_info("X", F, SHAPE)],
+                                      [helper.make_tensor_value_info("Y", F, SHAPE)], inits)
+                qm = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13),
+                                                         helper.make_opsetid("com.microsoft", 1)])
+                qm.ir_version = 7
+                name = f"{op} {'u8' if qt == TensorProto.UINT8 else 's8'}{' after a pool' if pooled else ' alone'}"
+                xq = (rng.standard_normal(SHAPE) * 2.5).astype(np.float32)
+                r = run_both(name, qm, xq, cfg)
+                if not r:
+                    continue
+                path, y0, y1, want = r
+                m0, n0 = T.diff_lsb(y0, want, T.output_scale(qm))
+                p1, e1 = placement(path, xq, cfg)
+                where = [p["side"] + (" table" if p["kernel"] == "activation table" else "")
+                         for p in (p1["placement"] if p1 else []) if p["op"] == op]
+                T.check(name, np.array_equal(y0, y1) and m0 <= (1 if op == "QLinearSigmoid" else 0) and
+                        where == (["device table"] if pooled else ["host"]),
+                        f"host vs ORT {m0} LSB ({n0} differ), tables bit-identical {np.array_equal(y0, y1)}, "
+                        f"placed {where} {e1}")
 
     # a per-channel DequantizeLinear of a computed tensor, a 16-bit QuantizeLinear: refused alike
     U8, U16 = TensorProto.UINT8, TensorProto.UINT16
