@@ -25,12 +25,15 @@ static const uint32_t fmt_ops[] = {TSR_OP_LOAD, TSR_OP_GEMM, TSR_OP_ALU, TSR_OP_
 
 int tsr_emit_rtl_supported(const tsr_config_t *c)
 {
-    /* fsim, the SystemC model and the reference machine run the lut memory
-     * type and ALU op; the RTL would flag the op as reserved through
-     * ALU_OPS_MASK and the memory type as malformed, so a model built for
-     * such a config could only fail the streams it exists for */
-    if (c->act_lut)
-        return tsr_err(TSR_ECONFIG, "ACT_LUT: the RTL has no activation table unit yet");
+    /* The pipelined core has the activation table unit (hw/rtl
+     * tsr_alu_lut); the serial core does not: it would flag the lut op as
+     * reserved through ALU_OPS_MASK and the memory type as malformed, so a
+     * model built for such a config could only fail the streams it exists
+     * for */
+    if (c->act_lut && c->serial_core)
+        return tsr_err(TSR_ECONFIG,
+                       "ACT_LUT with SERIAL_CORE: the serial core has no activation table unit "
+                       "(the pipelined core, SERIAL_CORE = 0, has one)");
     return TSR_OK;
 }
 
@@ -87,6 +90,7 @@ int tsr_emit_sv(const tsr_config_t *c, const char *source, FILE *f)
     P("ACC_SINGLE_COPY", c->acc_single_copy);
     P("SERIAL_CORE", c->serial_core);
     P("EXACT_REQUANT", c->exact_requant);
+    P("ACT_LUT", c->act_lut);
     P("INSN_BITS", TSR_INSN_BITS);
     fprintf(f, "\n  // Opcodes, memory types, ALU operations\n");
     char name[64], up[48];

@@ -17,7 +17,10 @@
 // (a true-dual-port RAM: the ALU then issues ops that read a src row every
 // other cycle, tsr_compute_pipe); the output buffer (in
 // tsr_pipe_accel) is banked the same way, so the pipes write it through one port
-// per bank. An index out of range raises err_o (sticky) and stops the stage
+// per bank. With ACT_LUT > 0 it also runs LOAD lut: like a uop LOAD (a
+// barrier: both pipes idle), through a fourth reader of tsr_compute_load,
+// into every ALU lane's copy of the activation tables (tsr_alu_lut, in the
+// ALU pipe). An index out of range raises err_o (sticky) and stops the stage
 // until reset.
 `include "tsr_assert.svh"
 
@@ -78,7 +81,12 @@ module tsr_compute (
   localparam int AIB = tsr_pkg::ACC_IDX_BITS;
   localparam int IIB = tsr_pkg::INP_IDX_BITS;
   localparam int WIB = tsr_pkg::WGT_IDX_BITS;
-  localparam int LDW = (UIB > AIB) ? UIB : AIB;  // load row address
+  // activation tables (ACT_LUT > 0): beat address bits of all tables
+  localparam bit LUT = (tsr_pkg::ACT_LUT != 0);
+  localparam int LUT_BEATS = tsr_pkg::ACT_LUT * 256 / tsr_pkg::BUS_BYTES;
+  localparam int LAW = LUT ? $clog2(LUT_BEATS) : 1;
+  localparam int LDW0 = (UIB > AIB) ? UIB : AIB;
+  localparam int LDW = (LDW0 > LAW) ? LDW0 : LAW;  // load row (lut: beat) address
 
   // ---------------------------------------------------------------------
   // Command fields (all formats share the opcode and flag bits)
@@ -99,6 +107,7 @@ module tsr_compute (
   logic [MTW-1:0] in_mem;
   logic [AOW-1:0] alu_op;
   logic [tsr_pkg::MEM_X_SIZE_W:0] in_rows, in_row;  // of cmd_i (tsr_pad_box)
+  logic         ld_padded;    // the command in cmd_q pads (LOAD lut may not)
   logic         ld_acc_nb;    // accumulator LOAD that need not wait for both pipes
   logic [1:0]   ld_banks;     // accumulator banks it writes
 
@@ -137,7 +146,8 @@ module tsr_compute (
   );
   assign ld_size_d = 34'(in_rows) * 34'(in_row);
   assign in_mem    = tsr_pkg::mem_mem_type(cmd_i);
-  assign in_elem_log = (in_mem == MTW'(tsr_pkg::MEM_UOP)) ? 4'($clog2(tsr_pkg::UOP_BYTES)) :
+  assign in_elem_log = (LUT && in_mem == MTW'(tsr_pkg::MEM_LUT)) ? 4'd8 :  // 256 bytes a table
+                       (in_mem == MTW'(tsr_pkg::MEM_UOP)) ? 4'($clog2(tsr_pkg::UOP_BYTES)) :
                        (in_mem == MTW'(tsr_pkg::MEM_ACC8)) ? 4'($clog2(tsr_pkg::ACC8_BYTES)) :
                        4'($clog2(tsr_pkg::ACC_BYTES));
   tsr_dram_span u_span (
@@ -149,6 +159,8 @@ module tsr_compute (
     .ovf_o       (ld_ovf_d)
   );
   assign alu_op    = tsr_pkg::alu_alu_opcode(cmd_q);
+  assign ld_padded = (tsr_pkg::mem_y_pad0(cmd_q) != '0) || (tsr_pkg::mem_y_pad1(cmd_q) != '0) ||
+                     (tsr_pkg::mem_x_pad0(cmd_q) != '0) || (tsr_pkg::mem_x_pad1(cmd_q) != '0);
   assign ld_acc_nb = (opcode == OPW'(tsr_pkg::OP_LOAD)) && (x_size != '0) && !f_push_prev && !f_push_next &&
                      (mem_type == MTW'(tsr_pkg::MEM_ACC) || mem_type == MTW'(tsr_pkg::MEM_ACC8));
   localparam int ACC_HALF_ROWS = tsr_pkg::ACC_DEPTH / 2;
@@ -204,6 +216,10 @@ module tsr_compute (
           cmd_err = (ld_end > 35'(tsr_pkg::UOP_DEPTH)) || ld_ovf_q;
         end else if (mem_type == MTW'(tsr_pkg::MEM_ACC) || mem_type == MTW'(tsr_pkg::MEM_ACC8)) begin
           cmd_err = (ld_end > 35'(tsr_pkg::ACC_DEPTH)) || ld_ovf_q;
+        end else if (LUT && mem_type == MTW'(tsr_pkg::MEM_LUT)) begin
+          // tables [sram_base, sram_base + rows*row) within [0, ACT_LUT);
+          // a table is loaded whole, so padding is malformed
+          cmd_err = (ld_end > 35'(tsr_pkg::ACT_LUT)) || ld_ovf_q || ld_padded;
         end else begin
           cmd_err = 1'b1;
         end
@@ -343,6 +359,8 @@ module tsr_compute (
   logic           ld_uop_we, ld_acc_we;
   logic [LDW-1:0] ld_waddr;
   logic [ROW-1:0] ld_acc_wdata;
+  logic           ld_lut_we;
+  logic [tsr_pkg::BUS_BYTES*8-1:0] ld_lut_wdata;
   logic [1:0]     a_dre, a_sre, a_we;
   logic [2*AIB-1:0] a_draddr, a_sraddr, a_waddr;  // per pipe
   logic [2*ROW-1:0] a_drdata, a_srdata, a_wdata;
@@ -397,6 +415,9 @@ module tsr_compute (
     .acc_we_o      (a_we[PG]),
     .acc_waddr_o   (a_waddr[PG*AIB +: AIB]),
     .acc_wdata_o   (a_wdata[PG*ROW +: ROW]),
+    .lut_we_i      (1'b0),
+    .lut_waddr_i   ({LAW{1'b0}}),
+    .lut_wdata_i   ({(tsr_pkg::BUS_BYTES * 8){1'b0}}),
     .err_o         (p_err[PG]),
     .op_o          (p_op[PG])
   );
@@ -433,6 +454,9 @@ module tsr_compute (
     .acc_we_o      (a_we[PA]),
     .acc_waddr_o   (a_waddr[PA*AIB +: AIB]),
     .acc_wdata_o   (a_wdata[PA*ROW +: ROW]),
+    .lut_we_i      (ld_lut_we),
+    .lut_waddr_i   (ld_waddr[LAW-1:0]),
+    .lut_wdata_i   (ld_lut_wdata),
     .err_o         (p_err[PA]),
     .op_o          (p_op[PA])
   );
@@ -603,7 +627,9 @@ module tsr_compute (
     .acc_we_o        (ld_acc_we),
     .waddr_o         (ld_waddr),
     .uop_wdata_o     (ld_uop_wdata),
-    .acc_wdata_o     (ld_acc_wdata)
+    .acc_wdata_o     (ld_acc_wdata),
+    .lut_we_o        (ld_lut_we),
+    .lut_wdata_o     (ld_lut_wdata)
   );
 
   // ---------------------------------------------------------------------

@@ -13,8 +13,14 @@
 // top padding row. Narrower elements (uop) keep the reservation: the writer
 // takes one element per cycle, less than a beat, and without it their beats
 // would hold the shared R channel at that rate.
-// The caller checks bounds (sram_base + rows*row <= depth) and x_size != 0
-// before start_i and keeps the inputs stable while busy_o.
+// With activation tables (ACT_LUT > 0) a fourth reader serves LOAD lut: a
+// table is 256 bytes, so its elements are read as bus beats (BUS_BYTES each,
+// 256/BUS_BYTES per table; a table is contiguous in DRAM) and the writer
+// walks beats instead of tables: one beat per cycle into the lanes' table
+// copies (lut_we_o, beat address waddr_o), at the bus rate like acc rows.
+// Without the key none of it is generated.
+// The caller checks bounds (sram_base + rows*row <= depth), x_size != 0 and
+// (lut) no padding before start_i and keeps the inputs stable while busy_o.
 `include "tsr_assert.svh"
 
 module tsr_compute_load #(
@@ -23,7 +29,7 @@ module tsr_compute_load #(
   input  logic        clk_i,
   input  logic        rst_ni,
   input  logic        start_i,
-  input  logic [tsr_pkg::MEM_MEM_TYPE_W-1:0] mem_type_i,  // tsr_pkg::MEM_UOP, MEM_ACC or MEM_ACC8
+  input  logic [tsr_pkg::MEM_MEM_TYPE_W-1:0] mem_type_i,  // tsr_pkg::MEM_UOP, MEM_ACC, MEM_ACC8 (or MEM_LUT)
   input  logic [AddrW-1:0] sram_base_i,
   input  logic [31:0] dram_base_i,
   input  logic [tsr_pkg::MEM_Y_SIZE_W-1:0]   y_size_i,
@@ -48,7 +54,9 @@ module tsr_compute_load #(
   output logic        acc_we_o,
   output logic [AddrW-1:0] waddr_o,
   output logic [tsr_pkg::UOP_BYTES*8-1:0] uop_wdata_o,
-  output logic [tsr_pkg::ACC_BYTES*8-1:0] acc_wdata_o
+  output logic [tsr_pkg::ACC_BYTES*8-1:0] acc_wdata_o,
+  output logic        lut_we_o,    // a beat of tables at waddr_o (ACT_LUT > 0; else 0)
+  output logic [tsr_pkg::BUS_BYTES*8-1:0] lut_wdata_o
 );
   // Instruction field widths (the ISA field table, through tsr_pkg)
   localparam int MTW = tsr_pkg::MEM_MEM_TYPE_W;    // memory type
@@ -58,7 +66,10 @@ module tsr_compute_load #(
   localparam int A8B = tsr_pkg::ACC8_BYTES;
   localparam int AW = tsr_pkg::ACC_WIDTH;
   localparam int LANES = tsr_pkg::BATCH * tsr_pkg::BLOCK_OUT;
-  localparam int NT = 3;  // element readers: 0 uop, 1 acc, 2 acc8
+  localparam int BB = tsr_pkg::BUS_BYTES;
+  localparam int BPT = 256 / BB;  // beats per activation table
+  localparam bit LUT = (tsr_pkg::ACT_LUT != 0);
+  localparam int NT = LUT ? 4 : 3;  // element readers: 0 uop, 1 acc, 2 acc8 (3 lut)
 
   // ---- latched shape ----
   logic [1:0]  sel_q, sel_d;          // reader of the running load
@@ -138,6 +149,10 @@ module tsr_compute_load #(
         stride_bytes = 32'(x_stride_i) * 32'(A8B);
       end
     endcase
+    if (LUT && mem_type_i == MTW'(tsr_pkg::MEM_LUT)) begin
+      base_bytes = dram_base_i * 32'd256;
+      stride_bytes = 32'(x_stride_i) * 32'd256;
+    end
 
     // Reads start once the writer is in the last top padding row (the
     // readers have no buffer reservation; see the header).
@@ -189,11 +204,26 @@ module tsr_compute_load #(
         iss_left_d  = y_size_i;
         iss_count_d = {16'd0, x_size_i};
       end
+      // lut: the same walk over beats, x_size*BPT of them per row (no
+      // padding; the caller's bounds check keeps rows*row <= ACT_LUT*BPT)
+      if (LUT && mem_type_i == MTW'(tsr_pkg::MEM_LUT)) begin
+        sel_d  = 2'd3;
+        row_d  = RW'(32'(x_size_i) * 32'(BPT));
+        x_lo_d = '0;
+        x_hi_d = row_d;
+        if (x_size_i != '0 && x_stride_i == x_size_i) begin
+          iss_count_d = 32'(y_size_i) * 32'(x_size_i) * 32'(BPT);
+        end else begin
+          iss_count_d = 32'(x_size_i) * 32'(BPT);
+        end
+      end
       iss_addr_d = base_bytes;
       wr_active_d = (rows_d != '0) && (row_d != '0);
       wy_d = '0;
       wx_d = '0;
       waddr_d = sram_base_i;
+      // lut: the first beat of table sram_base
+      if (LUT && mem_type_i == MTW'(tsr_pkg::MEM_LUT)) waddr_d = AddrW'(32'(sram_base_i) * 32'(BPT));
     end
   end
 
@@ -307,6 +337,37 @@ module tsr_compute_load #(
     .stall_o         (unused_stall[2])
   );
 
+  if (LUT) begin : g_lut_reader
+    tsr_dma_rd_elems #(
+      .ElemBytes (BB),
+      .BufBeats  (0),  // one beat per element: the writer takes each as it arrives
+      .CmdDepth  (16)
+    ) u_lut_reader (
+      .clk_i           (clk_i),
+      .rst_ni          (rst_ni),
+      .cmd_valid_i     (cmd_valid[3]),
+      .cmd_ready_o     (cmd_ready[3]),
+      .cmd_addr_i      (iss_addr_q),
+      .cmd_count_i     (iss_count_q),
+      .rd_req_valid_o  (req_valid[3]),
+      .rd_req_ready_i  (rd_req_ready_i && sel_q == 2'd3),
+      .rd_req_addr_o   (req_addr[3*32 +: 32]),
+      .rd_req_beats_o  (req_beats[3*32 +: 32]),
+      .rd_data_valid_i (rd_data_valid_i && sel_q == 2'd3),
+      .rd_data_ready_o (data_ready[3]),
+      .rd_data_i       (rd_data_i),
+      .elem_valid_o    (elem_valid[3]),
+      .elem_ready_i    (elem_ready[3]),
+      .elem_o          (lut_wdata_o),
+      .busy_o          (unused_busy[3]),
+      .stall_o         (unused_stall[3])
+    );
+    assign lut_we_o = write && (sel_q == 2'd3);
+  end else begin : g_no_lut
+    assign lut_we_o = 1'b0;
+    assign lut_wdata_o = '0;
+  end
+
   always_comb begin
     rd_req_valid_o  = req_valid[sel_q];
     rd_req_addr_o   = req_addr[sel_q*32 +: 32];
@@ -314,7 +375,7 @@ module tsr_compute_load #(
     rd_data_ready_o = data_ready[sel_q];
 
     uop_we_o = write && (sel_q == 2'd0);
-    acc_we_o = write && (sel_q != 2'd0);
+    acc_we_o = write && (sel_q != 2'd0) && !(LUT && sel_q == 2'd3);
     waddr_o  = waddr_q;
     uop_wdata_o = pad ? '0 : elem_uop;
     acc_wdata_o = '0;

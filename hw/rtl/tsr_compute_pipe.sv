@@ -34,7 +34,9 @@
 `include "tsr_assert.svh"
 
 module tsr_compute_pipe #(
-  parameter int Gemm = 1
+  parameter int Gemm = 1,
+  // beat address bits of the activation tables (tsr_alu_lut; 1 without them)
+  localparam int LAW = (tsr_pkg::ACT_LUT != 0) ? $clog2(tsr_pkg::ACT_LUT * 256 / tsr_pkg::BUS_BYTES) : 1
 ) (
   input  logic         clk_i,
   input  logic         rst_ni,
@@ -70,6 +72,11 @@ module tsr_compute_pipe #(
   output logic         acc_we_o,
   output logic [tsr_pkg::ACC_IDX_BITS-1:0] acc_waddr_o,
   output logic [tsr_pkg::ACC_BYTES*8-1:0]  acc_wdata_o,
+  // activation table writes, broadcast to every lane's copy (ALU pipe with
+  // ACT_LUT > 0 only; a LOAD of lut, which runs while this pipe is idle)
+  input  logic         lut_we_i,
+  input  logic [LAW-1:0] lut_waddr_i,
+  input  logic [tsr_pkg::BUS_BYTES*8-1:0] lut_wdata_i,
   // status
   output logic         err_o,     // index out of range (pulse)
   output logic         op_o       // a counted tensor op passed P1
@@ -308,17 +315,51 @@ module tsr_compute_pipe #(
     );
     assign alu_row = '0;
     logic unused_alu;
-    assign unused_alu = ^{acc_srdata_i, alu_opc, imm_ext, p4_src_q, b_row, s_row};
+    assign unused_alu = ^{acc_srdata_i, alu_opc, imm_ext, p4_src_q, b_row, s_row,
+                          lut_we_i, lut_waddr_i, lut_wdata_i};
   end else begin : g_lanes
-    for (genvar l = 0; l < LANES; l++) begin : g_lane
-      tsr_alu_lane #(
-        .Width (AW)
-      ) u_alu (
-        .op_i  (alu_opc),
-        .a_i   (a_row[l*AW +: AW]),
-        .b_i   (b_row[l*AW +: AW]),
-        .res_o (alu_row[l*AW +: AW])
-      );
+    if (tsr_pkg::ACT_LUT != 0) begin : g_lut
+      // ALU op lut: each lane reads its own copy of the tables in P4, beside
+      // its tsr_alu_lane, so the op has every op's latency and rate.
+      logic is_lut;
+      assign is_lut = (alu_opc == AOW'(tsr_pkg::ALU_LUT));
+      for (genvar l = 0; l < LANES; l++) begin : g_lane
+        logic [AW-1:0] lane_res, lut_res;
+        tsr_alu_lane #(
+          .Width (AW)
+        ) u_alu (
+          .op_i  (alu_opc),
+          .a_i   (a_row[l*AW +: AW]),
+          .b_i   (b_row[l*AW +: AW]),
+          .res_o (lane_res)
+        );
+        tsr_alu_lut #(
+          .Width (AW)
+        ) u_lut (
+          .clk_i   (clk_i),
+          .we_i    (lut_we_i),
+          .waddr_i (lut_waddr_i),
+          .wdata_i (lut_wdata_i),
+          .re_i    (p4_valid_q && is_lut),
+          .a_i     (a_row[l*AW +: AW]),
+          .b_i     (b_row[l*AW +: AW]),
+          .res_o   (lut_res)
+        );
+        assign alu_row[l*AW +: AW] = is_lut ? lut_res : lane_res;
+      end
+    end else begin : g_no_lut
+      for (genvar l = 0; l < LANES; l++) begin : g_lane
+        tsr_alu_lane #(
+          .Width (AW)
+        ) u_alu (
+          .op_i  (alu_opc),
+          .a_i   (a_row[l*AW +: AW]),
+          .b_i   (b_row[l*AW +: AW]),
+          .res_o (alu_row[l*AW +: AW])
+        );
+      end
+      logic unused_lut;
+      assign unused_lut = ^{lut_we_i, lut_waddr_i, lut_wdata_i};
     end
     assign dot = '0;
     logic unused_mac;
