@@ -30,8 +30,15 @@ import common  # noqa: E402
 from common import UsageError  # noqa: E402
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse whose usage errors are one line, exit 2 (its default prints the usage first)."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: {message} (--help for usage)\n")
+
+
 def main():
-    ap = argparse.ArgumentParser(description="A zoo network + input + ONNX Runtime reference for the DSE.")
+    ap = Parser(description="A zoo network + input + ONNX Runtime reference for the DSE.")
     ap.add_argument("--model", default="mobilenet_v2", help="a zoo image model (default mobilenet_v2)")
     ap.add_argument("--size", default="224", help="image side (default 224)")
     ap.add_argument("--images", default="1", help="images in the input (default 1)")
