@@ -274,6 +274,20 @@ def test_sweep():
         return [{k: v for k, v in x.items() if not k.endswith("wall_s")} for x in t]
     check("3 cached, 1 to run" in r.stdout and nowall(read_csv(out)) == nowall(rows),
           "resume: the lost point alone, same table (but its wall time)")
+    # backend systemc-timing (the model's --timing-only): the same cycles, cached apart
+    doc = json.load(open(sp))
+    doc["backend"] = "systemc-timing"
+    spt = write_space("tiny2x2-timing", doc)
+    outt = os.path.join(WORK, "out-timing")
+    r = dse("sweep", spt, "-j", "2", "--out", outt, "--cache", cache, "--cli", CLI)
+    trows = read_csv(outt) if r.returncode == 0 else []
+    same = sorted((x["overrides"], x["cycles"]) for x in trows) == sorted((x["overrides"], x["cycles"]) for x in rows)
+    check(r.returncode == 0 and "0 cached, 4 to run" in r.stdout and len(trows) == 4 and same,
+          "systemc-timing sweep: the 4 points computed (not the full model's cache entries), the same cycles")
+    doc["workload"] = {"kind": "onnx", "model": "m.onnx", "input": "x.npy", "reference": "y.npy"}
+    r = dse("check", write_space("timing-ref", doc))
+    check(r.returncode == 2 and "systemc-timing computes no outputs" in r.stderr,
+          "systemc-timing with a reference: refused naming why")
 
 
 def qlinearconv_model(path, seed):

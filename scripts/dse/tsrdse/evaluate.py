@@ -155,6 +155,9 @@ def workload_cmd(ctx, cfg_path, backend):
     w, d = ctx["workload"], ctx["dram"]
     dev = ["--dram-bw", str(d["bytes_per_cycle"]), "--dram-latency", str(d["latency"]),
            "--dram-outstanding", str(d["outstanding"])]
+    if backend == "systemc-timing":  # the SystemC model's timing-only mode: same cycles, no data
+        backend = "systemc"
+        dev.append("--timing-only")
     if w["kind"] == "onnx":
         # every device segment's table is printed; host-placed operators take no device cycles
         cmd = [ctx["cli"], "infer", w["model"], "-i", w["input"], "--backend", backend,

@@ -27,7 +27,9 @@ class SpaceError(Exception):
 TOP_FIELDS = ("name", "base", "keys", "constraints", "workload", "search", "dram", "backend",
               "synth")
 WORKLOADS = ("resnet18", "resnet18-small", "resnet18-layers", "onnx")
-BACKENDS = ("systemc", "rtl", "fsim")
+# "systemc-timing": the SystemC model's timing-only mode (`--timing-only`: the same cycles without
+# computing the data, several times faster; no outputs, so no accuracy objective)
+BACKENDS = ("systemc", "systemc-timing", "rtl", "fsim")
 SYNTH_MODES = ("full", "estimate", "none")
 RESOURCES = ("LUT", "FF", "BRAM36", "DSP")
 # Limits (scripts/dse/README.md): every point of a grid is made in Python and checked by
@@ -175,6 +177,9 @@ def load(path, root, cli, check_points=True):
             raise SpaceError(f"{path}: keys: sweep LOG_BLOCK or LOG_BLOCK_IN/LOG_BLOCK_OUT, not both")
 
     _load_constraints(sp)
+    w = doc.get("workload")
+    if doc.get("backend") == "systemc-timing" and isinstance(w, dict) and "reference" in w:
+        raise SpaceError(f"{path}: backend systemc-timing computes no outputs: workload.reference needs systemc")
     _load_workload(sp)
     _load_search(sp)
     _load_dram(sp)
