@@ -30,27 +30,12 @@
 #include "tsr_error.h"
 #include "tsr_testenv.h"
 
-/* A preset with ACT_LUT = n. */
-static void lut_config(const char *preset, int n, tsr_config_t *c)
-{
-    const char *js = tsr_config_preset_json(preset);
-    assert_non_null(js);
-    char buf[2048];
-    size_t len = strlen(js);
-    while (len && js[len - 1] != '}')
-        len--;
-    assert_true(len > 1 && len + 32 < sizeof buf);
-    snprintf(buf, sizeof buf, "%.*s, \"ACT_LUT\": %d}", (int)(len - 1), js, n);
-    if (tsr_config_parse(buf, preset, c))
-        fail_msg("%s + ACT_LUT %d: %s", preset, n, tsr_errmsg());
-}
-
 static int lut_backend(void) { return strcmp(tsr_test_backend(), "rtl") != 0; }
 
 static tsr_device_t *open_lut(const char *preset, int n, uint64_t seed)
 {
     tsr_config_t c;
-    lut_config(preset, n, &c);
+    tsr_test_preset_with(preset, "ACT_LUT", n, &c);
     tsr_device_t *dev = NULL;
     tsr_device_opts_t o = {.seed = seed};
     if (tsr_device_open(tsr_test_backend(), &c, &o, &dev))
@@ -257,7 +242,7 @@ static void test_refusals(void **state)
     /* RTL: the device itself is refused (no table unit) */
     if (!lut_backend()) {
         tsr_config_t lc;
-        lut_config("tiny", 1, &lc);
+        tsr_test_preset_with("tiny", "ACT_LUT", 1, &lc);
         tsr_device_t *d2 = NULL;
         assert_int_not_equal(tsr_device_open("rtl", &lc, NULL, &d2), TSR_OK);
         assert_non_null(strstr(tsr_errmsg(), "ACT_LUT: the RTL has no activation table unit yet"));

@@ -566,21 +566,6 @@ static void expect_err(int rc, const char *node, const char *what)
 
 /* ------------------------------------------------------ activation tables */
 
-/* A preset's config with ACT_LUT = n (the key the act node needs). */
-static void lut_config(const char *preset, int n, tsr_config_t *c)
-{
-    const char *js = tsr_config_preset_json(preset);
-    assert_non_null(js);
-    char buf[2048];
-    size_t len = strlen(js);
-    while (len && js[len - 1] != '}')
-        len--;
-    assert_true(len > 1 && len + 32 < sizeof buf);
-    snprintf(buf, sizeof buf, "%.*s, \"ACT_LUT\": %d}", (int)(len - 1), js, n);
-    if (tsr_config_parse(buf, preset, c))
-        fail_msg("%s + ACT_LUT %d: %s", preset, n, tsr_errmsg());
-}
-
 /* An act node x -> a new tensor of x's shape, the given type and zero point, with a random table. */
 static int rg_act(rg_t *r, int x, tsr_dtype_e dt, int32_t zp)
 {
@@ -645,7 +630,7 @@ static void test_act_nodes(void **state)
         return;
     }
     tsr_config_t cfg;
-    lut_config("default", 4, &cfg);
+    tsr_test_preset_with("default", "ACT_LUT", 4, &cfg);
     tsr_device_t *dev = NULL;
     tsr_device_opts_t o = {.seed = seed()};
     if (tsr_device_open(tsr_test_backend(), &cfg, &o, &dev))

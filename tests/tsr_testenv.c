@@ -33,19 +33,33 @@ uint64_t tsr_test_seed(const char *env, uint64_t dflt)
     return s && *s ? strtoull(s, NULL, 0) : dflt;
 }
 
+/* The JSON of preset with "key": value added (at the front); TSR_ECONFIG if
+ * there is no such preset. */
+static int preset_with(const char *preset, const char *key, int value, const char *name, tsr_config_t *cfg)
+{
+    char json[2048];
+    const char *pj = tsr_config_preset_json(preset);
+    const char *brace = pj ? strchr(pj, '{') : NULL;
+    if (!brace)
+        return tsr_err(TSR_ECONFIG, "no preset %s", preset);
+    snprintf(json, sizeof json, "{\"%s\": %d, %s", key, value, brace + 1);
+    return tsr_config_parse(json, name, cfg);
+}
+
+void tsr_test_preset_with(const char *preset, const char *key, int value, tsr_config_t *cfg)
+{
+    if (preset_with(preset, key, value, preset, cfg))
+        fail_msg("%s + %s %d: %s", preset, key, value, tsr_errmsg());
+}
+
 int tsr_test_config(const char *name, tsr_config_t *cfg)
 {
     /* "<preset>+exact": the preset with EXACT_REQUANT = 1 */
     const char *plus = strstr(name, "+exact");
     if (plus && !plus[6]) {
-        char base[32], json[2048];
+        char base[32];
         snprintf(base, sizeof base, "%.*s", (int)(plus - name), name);
-        const char *pj = tsr_config_preset_json(base);
-        const char *brace = pj ? strchr(pj, '{') : NULL;
-        if (!brace)
-            return tsr_err(TSR_ECONFIG, "no preset %s", base);
-        snprintf(json, sizeof json, "{\"EXACT_REQUANT\": 1, %s", brace + 1);
-        return tsr_config_parse(json, name, cfg);
+        return preset_with(base, "EXACT_REQUANT", 1, name, cfg);
     }
     if (!strcmp(name, "b2"))
         return tsr_config_parse(CFG_B2, "b2", cfg);
