@@ -30,7 +30,6 @@
 #include "tsr_error.h"
 #include "tsr_testenv.h"
 
-static int lut_backend(void) { return strcmp(tsr_test_backend(), "rtl") != 0; }
 
 static tsr_device_t *open_lut(const char *preset, int n, uint64_t seed)
 {
@@ -108,8 +107,6 @@ static void random_table(uint64_t *s, tsr_act_table_t *t)
 static void test_random_tables(void **state)
 {
     (void)state;
-    if (!lut_backend())
-        skip();
     static const struct {
         const char *preset;
         int n;
@@ -183,8 +180,6 @@ static void test_function_table(void **state)
             if (t.v[(unsigned)(x - xo) & 255u] != y - yo)
                 fail_msg("sigmoid (pair %d) at %d: entry %d, want %d", d, x, t.v[(unsigned)(x - xo) & 255u], y - yo);
         }
-        if (!lut_backend())
-            continue;
         tsr_device_t *dev = open_lut("tiny", 2, 7);
         uint64_t s = 99 + (uint64_t)d;
         int tiles;
@@ -239,15 +234,6 @@ static void test_refusals(void **state)
     tsr_dtensor_free(dev, &y);
     tsr_device_close(dev);
 
-    /* RTL: the device itself is refused (no table unit) */
-    if (!lut_backend()) {
-        tsr_config_t lc;
-        tsr_test_preset_with("tiny", "ACT_LUT", 1, &lc);
-        tsr_device_t *d2 = NULL;
-        assert_int_not_equal(tsr_device_open("rtl", &lc, NULL, &d2), TSR_OK);
-        assert_non_null(strstr(tsr_errmsg(), "ACT_LUT: the RTL has no activation table unit yet"));
-        return;
-    }
     /* shapes that differ */
     dev = open_lut("tiny", 1, 1);
     c = tsr_device_config(dev);
