@@ -318,21 +318,22 @@ module tsr_compute_pipe #(
     assign unused_alu = ^{acc_srdata_i, alu_opc, imm_ext, p4_src_q, b_row, s_row,
                           lut_we_i, lut_waddr_i, lut_wdata_i};
   end else begin : g_lanes
-    if (tsr_pkg::ACT_LUT != 0) begin : g_lut
-      // ALU op lut: each lane reads its own copy of the tables in P4, beside
-      // its tsr_alu_lane, so the op has every op's latency and rate.
-      logic is_lut;
-      assign is_lut = (alu_opc == AOW'(tsr_pkg::ALU_LUT));
-      for (genvar l = 0; l < LANES; l++) begin : g_lane
-        logic [AW-1:0] lane_res, lut_res;
-        tsr_alu_lane #(
-          .Width (AW)
-        ) u_alu (
-          .op_i  (alu_opc),
-          .a_i   (a_row[l*AW +: AW]),
-          .b_i   (b_row[l*AW +: AW]),
-          .res_o (lane_res)
-        );
+    for (genvar l = 0; l < LANES; l++) begin : g_lane
+      logic [AW-1:0] lane_res;
+      tsr_alu_lane #(
+        .Width (AW)
+      ) u_alu (
+        .op_i  (alu_opc),
+        .a_i   (a_row[l*AW +: AW]),
+        .b_i   (b_row[l*AW +: AW]),
+        .res_o (lane_res)
+      );
+      if (tsr_pkg::ACT_LUT != 0) begin : g_lut
+        // ALU op lut: each lane reads its own copy of the tables in P4, beside
+        // its tsr_alu_lane, so the op has every op's latency and rate.
+        logic is_lut;
+        logic [AW-1:0] lut_res;
+        assign is_lut = (alu_opc == AOW'(tsr_pkg::ALU_LUT));
         tsr_alu_lut #(
           .Width (AW)
         ) u_lut (
@@ -346,18 +347,11 @@ module tsr_compute_pipe #(
           .res_o   (lut_res)
         );
         assign alu_row[l*AW +: AW] = is_lut ? lut_res : lane_res;
+      end else begin : g_no_lut
+        assign alu_row[l*AW +: AW] = lane_res;
       end
-    end else begin : g_no_lut
-      for (genvar l = 0; l < LANES; l++) begin : g_lane
-        tsr_alu_lane #(
-          .Width (AW)
-        ) u_alu (
-          .op_i  (alu_opc),
-          .a_i   (a_row[l*AW +: AW]),
-          .b_i   (b_row[l*AW +: AW]),
-          .res_o (alu_row[l*AW +: AW])
-        );
-      end
+    end
+    if (tsr_pkg::ACT_LUT == 0) begin : g_no_tables
       logic unused_lut;
       assign unused_lut = ^{lut_we_i, lut_waddr_i, lut_wdata_i};
     end
