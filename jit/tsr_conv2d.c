@@ -48,6 +48,34 @@ int tsr_conv2d_groups_fit(const tsr_config_t *c, const tsr_conv2d_params_t *p)
            c->block_in % (p->c_in / p->groups) == 0;
 }
 
+int tsr_conv2d_expand_groups(const tsr_conv2d_params_t *p, const void *w, tsr_conv2d_params_t *u, uint8_t **full)
+{
+    *full = NULL;
+    const int64_t G = p->groups, M = p->c_out, C = p->c_in, K = (int64_t)p->kh * p->kw;
+    if (G < 1 || C < 1 || M < 1 || K < 1 || C % G || M % G)
+        return tsr_err(TSR_EINVAL, "groups %lld does not divide the %lld input and %lld output channels",
+                       (long long)G, (long long)C, (long long)M);
+    if (!p->w_zp || (p->w_zp_count != 1 && p->w_zp_count != M))
+        return tsr_err(TSR_EINVAL, "weight zero points: need 1 or C_out = %lld values, got %d", (long long)M,
+                       p->w_zp_count);
+    const int64_t cg = C / G, mg = M / G, bytes = M * C * K;
+    if (bytes > ((int64_t)64 << 20))
+        return tsr_err(TSR_EINVAL, "groups %lld: the block-diagonal weights would take %lld MB (at most 64)",
+                       (long long)G, (long long)(bytes >> 20));
+    uint8_t *f = malloc((size_t)bytes);
+    if (!f)
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    for (int64_t o = 0; o < M; o++) {
+        const uint8_t z = (uint8_t)p->w_zp[p->w_zp_count > 1 ? o : 0]; /* the zero point's byte in w's type */
+        memset(f + o * C * K, z, (size_t)(C * K));
+        memcpy(f + (o * C + (o / mg) * cg) * K, (const uint8_t *)w + o * cg * K, (size_t)(cg * K));
+    }
+    *u = *p;
+    u->groups = 1;
+    *full = f;
+    return TSR_OK;
+}
+
 int tsr_conv2d_input_copies(const tsr_conv2d_params_t *p)
 {
     int oh, ow;

@@ -150,6 +150,15 @@ int tsr_conv2d_check(const tsr_conv2d_params_t *p, int *oh, int *ow);
  * 0 otherwise: the graph (tsr_graph_conv2d) then runs the conv as groups 1
  * with block-diagonal weights (G times the MACs); the plan refuses it. */
 int tsr_conv2d_groups_fit(const tsr_config_t *c, const tsr_conv2d_params_t *p);
+/* A grouped conv as the groups-1 conv with block-diagonal weights: output
+ * channel o of group o / (M/G) sees only its group's C/G input channels,
+ * every other weight is its channel's zero point (contributing
+ * (x - x_zp) * 0). Exact; the device does G times the grouped MACs. w is
+ * p's [M][C/G][KH][KW] weight bytes; *full gets the [M][C][KH][KW] bytes
+ * (malloc'd, the caller frees), *u p with groups 1. Refused (one line, no
+ * allocation): groups not dividing the channels, bad weight zero points,
+ * more than 64 MB of expanded weights. */
+int tsr_conv2d_expand_groups(const tsr_conv2d_params_t *p, const void *w, tsr_conv2d_params_t *u, uint8_t **full);
 /* How many copies of the input the lowering packs: 1, or for groups 1 the
  * int8 parts of w - w_zp (2-3 when the weight zero points let w - w_zp
  * leave int8). A device tensor holds one copy. 0 if p is invalid. */

@@ -332,41 +332,6 @@ static int copy_conv(const tsr_graph_t *g, gnode_t *n, const tsr_conv2d_params_t
     return TSR_OK;
 }
 
-/* A grouped conv whose groups do not fit the config's blocks
- * (tsr_conv2d_groups_fit: a group spanning two blocks, C_out != C_in, or
- * BLOCK_IN != BLOCK_OUT) as the groups-1 conv with block-diagonal weights:
- * output channel o of group o / (M/G) sees only its group's C/G input
- * channels, every other weight is its channel's zero point (contributing
- * (x - x_zp) * 0). Exact; the device does G times the grouped MACs.
- * *full: the [M][C][KH][KW] bytes (the caller frees), *u: p with groups 1. */
-static int ungroup(gnode_t *n, const tsr_conv2d_params_t *p, const void *w, tsr_conv2d_params_t *u,
-                   uint8_t **full)
-{
-    const int64_t G = p->groups, M = p->c_out, C = p->c_in, K = (int64_t)p->kh * p->kw;
-    if (G < 1 || C < 1 || M < 1 || K < 1 || C % G || M % G)
-        return tsr_err(TSR_EINVAL, "graph: node \"%s\": groups %lld does not divide the %lld input and %lld output "
-                       "channels", n->name, (long long)G, (long long)C, (long long)M);
-    if (!p->w_zp || (p->w_zp_count != 1 && p->w_zp_count != M))
-        return tsr_err(TSR_EINVAL, "graph: node \"%s\": weight zero points: need 1 or C_out = %lld values, got %d",
-                       n->name, (long long)M, p->w_zp_count);
-    const int64_t cg = C / G, mg = M / G, bytes = M * C * K;
-    if (bytes > ((int64_t)64 << 20))
-        return tsr_err(TSR_EINVAL, "graph: node \"%s\": groups %lld: the block-diagonal weights would take %lld MB "
-                       "(at most 64)", n->name, (long long)G, (long long)(bytes >> 20));
-    uint8_t *f = malloc((size_t)bytes);
-    if (!f)
-        return tsr_err(TSR_ENOMEM, "out of memory");
-    for (int64_t o = 0; o < M; o++) {
-        const uint8_t z = (uint8_t)p->w_zp[p->w_zp_count > 1 ? o : 0]; /* the zero point's byte in w's type */
-        memset(f + o * C * K, z, (size_t)(C * K));
-        memcpy(f + (o * C + (o / mg) * cg) * K, (const uint8_t *)w + o * cg * K, (size_t)(cg * K));
-    }
-    *u = *p;
-    u->groups = 1;
-    *full = f;
-    return TSR_OK;
-}
-
 /* Checks shared by conv and dense: tensors, and what device tensors cannot
  * hold (weights whose w - w_zp does not fit int8 need the input packed
  * once per int8 part, groups 1). */
@@ -397,9 +362,12 @@ int tsr_graph_conv2d(tsr_graph_t *g, const char *name, int x, int y, const tsr_c
         return rc;
     tsr_conv2d_params_t u;
     uint8_t *full = NULL;
+    /* groups that do not fit the config's blocks (tsr_conv2d_groups_fit: a
+     * group spanning two blocks, C_out != C_in, BLOCK_IN != BLOCK_OUT) run
+     * as groups 1 with block-diagonal weights */
     if (p->groups != 1 && !tsr_conv2d_groups_fit(&g->cfg, p)) {
-        if ((rc = ungroup(n, p, w, &u, &full)))
-            return rc;
+        if ((rc = tsr_conv2d_expand_groups(p, w, &u, &full)))
+            return tsr_err_prefix(rc, "graph: node \"%s\": ", n->name);
         p = &u;
         w = full;
     }

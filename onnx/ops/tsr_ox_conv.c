@@ -94,25 +94,18 @@ static int conv_ungroup(tsr_onnx_t *m, int ni, const conv_desc_t *cd, const ox_v
                         uint8_t **full)
 {
     *full = NULL;
-    const int64_t G = p->groups, M = p->c_out, C = p->c_in, K = (int64_t)p->kh * p->kw;
+    const int64_t M = p->c_out, C = p->c_in, G = p->groups, K = (int64_t)p->kh * p->kw;
     if (G == 1 || M == C)
         return 0;
-    const int64_t cg = C / G, mg = M / G, bytes = M * C * K;
-    if (bytes > ((int64_t)64 << 20))
-        return NERR(m, ni, "group %lld: the block-diagonal weights would take %lld MB (at most 64)", (long long)G,
-                    (long long)(bytes >> 20));
-    if ((size_t)(M * cg * K) != W->nbytes)
-        return NERR(m, ni, "weights have %zu elements, expected %lld", W->nbytes, (long long)(M * cg * K));
-    uint8_t *f = malloc((size_t)bytes);
-    if (!f)
-        return tsr_err(TSR_ENOMEM, "out of memory");
-    for (int64_t o = 0; o < M; o++) {
-        const uint8_t z = (uint8_t)cd->wzp[cd->wcnt > 1 ? o : 0]; /* the zero point's byte in W's type */
-        memset(f + o * C * K, z, (size_t)(C * K));
-        memcpy(f + (o * C + (o / mg) * cg) * K, W->cdata + o * cg * K, (size_t)(cg * K));
-    }
+    if (G < 1 || C % G || (size_t)(M * (C / G) * K) != W->nbytes)
+        return NERR(m, ni, "weights have %zu elements, expected %lld", W->nbytes,
+                    (long long)(G > 0 && C % G == 0 ? M * (C / G) * K : -1));
+    tsr_conv2d_params_t q = *p, u;
+    q.w_zp = cd->wzp; /* (the zero points in W's type: the expansion's fill) */
+    q.w_zp_count = cd->wcnt;
+    if (tsr_conv2d_expand_groups(&q, W->cdata, &u, full))
+        return NERR(m, ni, "%s", tsr_errmsg());
     p->groups = 1;
-    *full = f;
     return 0;
 }
 
