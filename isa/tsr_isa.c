@@ -364,28 +364,40 @@ const char *tsr_mem_name(uint32_t m)
     return m < TSR_MEM_COUNT ? n[m] : NULL;
 }
 
-const char *tsr_alu_name(uint32_t op)
-{
-    static const char *n[] = {"min", "max", "add", "shr", "mul", "mov", "rshr", "mulhr", "rqfin", "fscale", "lut"};
-    return op < TSR_ALU_COUNT ? n[op] : NULL;
-}
+/* The ALU ops: name, and for an optional op the config key that turns it
+ * on (its member: the op exists when it is > 0) and how messages state that.
+ * The one table the names, the keys and the availability come from. */
+static const struct {
+    const char *name, *key, *key_value;
+    size_t member; /* offsetof in tsr_config_t (with key) */
+} alu_ops[TSR_ALU_COUNT] = {
+    [TSR_ALU_MIN] = {"min", NULL, NULL, 0},       [TSR_ALU_MAX] = {"max", NULL, NULL, 0},
+    [TSR_ALU_ADD] = {"add", NULL, NULL, 0},       [TSR_ALU_SHR] = {"shr", NULL, NULL, 0},
+    [TSR_ALU_MUL] = {"mul", NULL, NULL, 0},       [TSR_ALU_MOV] = {"mov", NULL, NULL, 0},
+    [TSR_ALU_RSHR] = {"rshr", NULL, NULL, 0},     [TSR_ALU_MULHR] = {"mulhr", NULL, NULL, 0},
+    [TSR_ALU_RQFIN] = {"rqfin", NULL, NULL, 0},
+    [TSR_ALU_FSCALE] = {"fscale", "EXACT_REQUANT", "= 1", offsetof(tsr_config_t, exact_requant)},
+    [TSR_ALU_LUT] = {"lut", "ACT_LUT", "> 0", offsetof(tsr_config_t, act_lut)},
+};
 
-const char *tsr_alu_op_key(uint32_t op)
-{
-    return op == TSR_ALU_FSCALE ? "EXACT_REQUANT" : op == TSR_ALU_LUT ? "ACT_LUT" : NULL;
-}
+const char *tsr_alu_name(uint32_t op) { return op < TSR_ALU_COUNT ? alu_ops[op].name : NULL; }
 
-const char *tsr_alu_op_key_value(uint32_t op) { return op == TSR_ALU_LUT ? "> 0" : "= 1"; }
+const char *tsr_alu_op_key(uint32_t op) { return op < TSR_ALU_COUNT ? alu_ops[op].key : NULL; }
+
+const char *tsr_alu_op_key_value(uint32_t op)
+{
+    return op < TSR_ALU_COUNT && alu_ops[op].key_value ? alu_ops[op].key_value : "= 1";
+}
 
 int tsr_alu_op_available(const tsr_config_t *cfg, uint32_t op)
 {
     if (op >= TSR_ALU_COUNT)
         return 0;
-    if (op == TSR_ALU_FSCALE)
-        return cfg->exact_requant != 0;
-    if (op == TSR_ALU_LUT)
-        return cfg->act_lut > 0;
-    return 1;
+    if (!alu_ops[op].key)
+        return 1;
+    int v;
+    memcpy(&v, (const char *)cfg + alu_ops[op].member, sizeof v);
+    return v > 0;
 }
 
 const char *tsr_stage_name(int s)

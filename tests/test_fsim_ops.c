@@ -1493,7 +1493,6 @@ static void test_gemm_loops_reset(void **state)
 
 /* ============================================================= ALU tests */
 
-static const char *alu_names[] = {"min", "max", "add", "shr", "mul", "mov", "rshr", "mulhr", "rqfin", "fscale"};
 
 /* Each op with an immediate; every immediate acts on a fresh copy of the
  * edge rows (acc elements 0..7) in its own 8-row block, so the epilogue
@@ -1543,7 +1542,7 @@ static void test_alu_imm(void **state)
                 }
                 pb_epilogue(&pb);
                 pb_finish(&pb);
-                print_message("  alu %s imm: config %s, imms %d..%d\n", alu_names[op], g_cfgs[c].name,
+                print_message("  alu %s imm: config %s, imms %d..%d\n", tsr_alu_name(op), g_cfgs[c].name,
                               imms[start], imms[start + cnt - 1]);
                 CHECK(&pb);
                 pb_free(&pb);
@@ -1600,7 +1599,7 @@ static void test_alu_reg(void **state)
             gen_alu(&pb, &r, (int)op, 1, 1, 0); /* reset with use_imm */
             pb_epilogue(&pb);
             pb_finish(&pb);
-            print_message("  alu %s reg: config %s\n", alu_names[op], g_cfgs[c].name);
+            print_message("  alu %s reg: config %s\n", tsr_alu_name(op), g_cfgs[c].name);
             CHECK(&pb);
             pb_free(&pb);
         }

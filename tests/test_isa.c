@@ -736,6 +736,24 @@ static void test_stage_and_names(void **state)
     for (uint32_t i = 0; i < 11; i++)
         assert_string_equal(tsr_alu_name(i), alus[i]);
     assert_null(tsr_alu_name(11));
+    /* the alu_opcode field's description (isa/fields.md) names every op with its id */
+    {
+        tsr_config_t dc;
+        tsr_format_t fm;
+        assert_int_equal(tsr_config_load("default", &dc), TSR_OK);
+        assert_int_equal(tsr_isa_format(&dc, TSR_OP_ALU, &fm), TSR_OK);
+        const char *desc = NULL;
+        for (int i = 0; i < fm.nfields; i++)
+            if (!strcmp(fm.fields[i].name, "alu_opcode"))
+                desc = fm.fields[i].desc;
+        assert_non_null(desc);
+        for (uint32_t op = 0; op < TSR_ALU_COUNT; op++) {
+            char want[32];
+            snprintf(want, sizeof want, "%s %u", tsr_alu_name(op), op);
+            if (!strstr(desc, want))
+                fail_msg("alu_opcode's description \"%s\" lacks \"%s\"", desc, want);
+        }
+    }
     assert_string_equal(tsr_stage_name(0), "load");
     assert_string_equal(tsr_stage_name(1), "compute");
     assert_string_equal(tsr_stage_name(2), "store");
