@@ -21,7 +21,9 @@ usage: test_zoo.py TESSERA WORKDIR      (exit 77 = skipped: node or ONNX Runtime
    And tessera on them (what users bring): each imports as one device segment with every MAC on the
    device, its top-1 equals ONNX Runtime's on >= 90% of the inputs (measured 100%), and layerdiff.py
    finds every operator, run alone on the same input, within 1 LSB of ONNX Runtime.
-   With EXACT_REQUANT every Conv/Gemm of the u8 models is bit-identical to ONNX Runtime (exact_requant).
+   With EXACT_REQUANT every Conv/Gemm of the u8 models is bit-identical to ONNX Runtime (exact_requant);
+   with ACT_LUT torchvision's mobilenet_v3_small runs its activations as device tables, in fewer
+   segments, byte-identical to the host path (act_tables).
 """
 import json
 import os
@@ -208,6 +210,46 @@ def exact_requant(tessera, work, d):
                f"{'; off: ' + off[0]['tensor'] if off else ''}{'; over: ' + over[0]['tensor'] if over else ''}")
 
 
+def act_tables(tessera, work):
+    """With ACT_LUT (device activation tables), torchvision's mobilenet_v3_small quantized as
+    quantize_static writes it (u8 and s8, 32x32): its HardSwish/Hardsigmoid chains become device
+    tables, so it runs in fewer device segments with fewer host operators, and its outputs are
+    byte-identical to the default config's (the tables are computed by the host kernels themselves).
+    Measured 2026-12-06 at 64x64: 38 -> 27 segments, 146 -> 43 host ops."""
+    with open(os.path.join(common.ROOT, "configs", "default.json")) as f:
+        cfg = json.load(f)
+    cfg["ACT_LUT"] = 4
+    path = os.path.join(work, "default_lut.json")
+    with open(path, "w") as f:
+        json.dump(cfg, f)
+    d = os.path.join(work, "zoo")
+    rows = {}
+    for name, c in (("default", "default"), ("lut", path)):
+        p = run([os.path.join(HERE, "zoo.py"), "table", "--models", "mobilenet_v3_small", "--size", "32",
+                 "--inputs", "2", "--calib", "8", "--dir", d, "--tessera", tessera, "--config", c, "--json"])
+        expect(p.returncode == 0, f"mobilenet_v3_small table on {name} ran ({p.stderr.strip().splitlines()[-1:]})")
+        if p.returncode:
+            return
+        rows[name] = {r["variant"]: r for r in json.loads(p.stdout)["rows"]}
+    for v in ("u8", "s8"):
+        a, b = rows["default"].get(v, {}), rows["lut"].get(v, {})
+        expect(a.get("imports") == "yes" and b.get("imports") == "yes" and (b.get("segments") or 99) < (a.get("segments") or 0)
+               and (b.get("host_ops") or 999) < (a.get("host_ops") or 0),
+               f"mobilenet_v3_small {v} with ACT_LUT: fewer segments and host ops "
+               f"({a.get('segments')}/{a.get('host_ops')} -> {b.get('segments')}/{b.get('host_ops')})")
+        q = os.path.join(d, "s32", f"mobilenet_v3_small_{v}.onnx")
+        x = os.path.join(work, "mv3_x.npy")
+        np.save(x, np.load(os.path.join(d, "s32", "mobilenet_v3_small_x2.npy"))[:1])
+        outs = []
+        for c in ("default", path):
+            o = os.path.join(work, f"mv3_{v}_{len(outs)}.npy")
+            p = subprocess.run([tessera, "infer", q, "-i", x, "-o", o, "--quiet", "--config", c],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            outs.append(np.load(o) if p.returncode == 0 else None)
+        expect(all(o is not None for o in outs) and np.array_equal(outs[0], outs[1]),
+               f"mobilenet_v3_small {v}: outputs with ACT_LUT byte-identical to the default config's")
+
+
 def zoo_table(tessera, work):
     d = os.path.join(work, "zoo")
     p = run([os.path.join(HERE, "zoo.py"), "table", "--models", "resnet18,mobilenet_v2", "--size", "32",
@@ -248,6 +290,7 @@ def zoo_table(tessera, work):
             print("     " + str(e))
         expect(ok, f"{tag}: ONNX Runtime runs the file as written")
     exact_requant(tessera, work, d)
+    act_tables(tessera, work)
     r = next(r for r in rows if (r["model"], r["variant"]) == ("resnet18", "u8"))
     expect((r.get("fp32_top1") or 0) >= 0.8, "resnet18 u8: QDQ top-1 agrees with the float model on >= 80% of 20 inputs")
     # the structural check can fail: one bias scale one float32 ulp off
