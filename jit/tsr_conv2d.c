@@ -76,6 +76,14 @@ int tsr_conv2d_expand_groups(const tsr_conv2d_params_t *p, const void *w, tsr_co
     return TSR_OK;
 }
 
+tsr_conv2d_params_t tsr_conv2d_for_config(const tsr_config_t *c, const tsr_conv2d_params_t *p)
+{
+    tsr_conv2d_params_t q = *p;
+    if (!tsr_alu_op_available(c, TSR_ALU_FSCALE))
+        q.fscale = NULL;
+    return q;
+}
+
 int tsr_conv2d_input_copies(const tsr_conv2d_params_t *p)
 {
     int oh, ow;

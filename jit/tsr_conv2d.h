@@ -150,6 +150,11 @@ int tsr_conv2d_check(const tsr_conv2d_params_t *p, int *oh, int *ow);
  * 0 otherwise: the graph (tsr_graph_conv2d) then runs the conv as groups 1
  * with block-diagonal weights (G times the MACs); the plan refuses it. */
 int tsr_conv2d_groups_fit(const tsr_config_t *c, const tsr_conv2d_params_t *p);
+/* p as this config runs it: its float32 scales (exact requantization) kept
+ * when the config has the ALU op fscale (EXACT_REQUANT), else dropped (the
+ * fixed-point mult/shift every caller gives too, within 1 LSB). The one
+ * place that choice is made, for the graph and for single convs. */
+tsr_conv2d_params_t tsr_conv2d_for_config(const tsr_config_t *c, const tsr_conv2d_params_t *p);
 /* A grouped conv as the groups-1 conv with block-diagonal weights: output
  * channel o of group o / (M/G) sees only its group's C/G input channels,
  * every other weight is its channel's zero point (contributing

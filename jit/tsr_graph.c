@@ -302,9 +302,8 @@ static int match(const tsr_graph_t *g, const gnode_t *n, const char *what, int i
 static int copy_conv(const tsr_graph_t *g, gnode_t *n, const tsr_conv2d_params_t *p, const void *w,
                      const int32_t *bias)
 {
-    n->conv = *p;
-    n->conv.fscale = NULL;
-    if (p->fscale && tsr_alu_op_available(&g->cfg, TSR_ALU_FSCALE)) {
+    n->conv = tsr_conv2d_for_config(&g->cfg, p);
+    if (n->conv.fscale) {
         if (!(n->fscale = malloc(sizeof(float) * (size_t)p->rq_count)))
             return tsr_err(TSR_ENOMEM, "out of memory");
         memcpy(n->fscale, p->fscale, sizeof(float) * (size_t)p->rq_count);

@@ -150,9 +150,7 @@ int tsr_onnx_run(tsr_onnx_t *m, const tsr_tensor_t *in, tsr_tensor_t *out)
         void *outs[1] = {tsr_ox_bytes(m, s->out_val)};
         if (s->solo) {
             /* float32 scales where the device can apply them (as the graph keeps them) */
-            tsr_conv2d_params_t p = L->nd.conv;
-            if (!tsr_alu_op_available(tsr_device_config(m->dev), TSR_ALU_FSCALE))
-                p.fscale = NULL;
+            tsr_conv2d_params_t p = tsr_conv2d_for_config(tsr_device_config(m->dev), &L->nd.conv);
             rc = tsr_conv2d_run(m->dev, &p, ins[0], L->nd.w, L->nd.bias, outs[0]);
         }
         else
