@@ -68,11 +68,11 @@ typedef struct {
 /* Keys of instruction lines; flags are keys without a value. */
 enum {
     K_SRAM, K_DRAM, K_Y, K_X, K_STRIDE, K_PAD, K_RESET, K_UOP, K_ITER, K_DST, K_SRC, K_WGT,
-    K_IMM, K_USE_IMM, K_PAD_VALUE, K_POP_PREV, K_POP_NEXT, K_PUSH_PREV, K_PUSH_NEXT, K_COUNT
+    K_IMM, K_USE_IMM, K_PAD_VALUE, K_POP_PREV, K_POP_NEXT, K_PUSH_PREV, K_PUSH_NEXT, K_DEPTHWISE, K_COUNT
 };
 static const char *const key_names[K_COUNT] = {
     "sram", "dram", "y", "x", "stride", "pad", "reset", "uop", "iter", "dst", "src", "wgt",
-    "imm", "use_imm", "pad_value", "pop_prev", "pop_next", "push_prev", "push_next",
+    "imm", "use_imm", "pad_value", "pop_prev", "pop_next", "push_prev", "push_next", "depthwise",
 };
 #define B(k) (1u << (k))
 #define FLAG_KEYS (B(K_POP_PREV) | B(K_POP_NEXT) | B(K_PUSH_PREV) | B(K_PUSH_NEXT))
@@ -83,7 +83,7 @@ static const char *const key_names[K_COUNT] = {
 static const unsigned allowed_keys[TSR_OP_COUNT] = {
     [TSR_OP_LOAD] = MEM_KEYS | B(K_PAD) | B(K_PAD_VALUE) | FLAG_KEYS,
     [TSR_OP_STORE] = MEM_KEYS | B(K_PAD) | B(K_PAD_VALUE) | FLAG_KEYS,
-    [TSR_OP_GEMM] = LOOP_KEYS | B(K_WGT) | B(K_RESET) | FLAG_KEYS,
+    [TSR_OP_GEMM] = LOOP_KEYS | B(K_WGT) | B(K_RESET) | B(K_DEPTHWISE) | FLAG_KEYS,
     [TSR_OP_FINISH] = FLAG_KEYS,
     [TSR_OP_ALU] = LOOP_KEYS | B(K_RESET) | B(K_IMM) | B(K_USE_IMM) | FLAG_KEYS,
 };
@@ -566,6 +566,10 @@ static int parse_insn(asm_t *a, uint32_t op)
             in.reset = 1;
             continue;
         }
+        if (k == K_DEPTHWISE && !v) {
+            in.depthwise = 1;
+            continue;
+        }
         if (!v)
             return perr(a, "missing value for key (%.*s)", Q(t));
         uint32_t l[4];
@@ -585,6 +589,7 @@ static int parse_insn(asm_t *a, uint32_t op)
             break;
         case K_RESET: rc = bool01(a, v, t, &in.reset); break;
         case K_USE_IMM: rc = bool01(a, v, t, &in.use_imm); break;
+        case K_DEPTHWISE: rc = bool01(a, v, t, &in.depthwise); break;
         case K_IMM: rc = num_i32(a, v, t, &in.imm); break;
         case K_PAD_VALUE: rc = num_i32(a, v, t, &in.pad_value); break;
         case K_UOP:
@@ -881,6 +886,8 @@ int tsr_disasm_insn(const tsr_config_t *cfg, const tsr_insn_t *in, char *buf, si
                      in->reset, in->uop_bgn, in->uop_end, in->iter_out, in->iter_in,
                      in->dst_factor_out, in->dst_factor_in, in->src_factor_out, in->src_factor_in,
                      in->wgt_factor_out, in->wgt_factor_in);
+        if (k > 0 && in->depthwise && (size_t)k < sizeof t)
+            k += snprintf(t + k, sizeof t - (size_t)k, " depthwise");
         break;
     case TSR_OP_ALU:
         if (!tsr_alu_name(in->alu_opcode))

@@ -67,6 +67,7 @@ static const int_key_t int_keys[] = {
     {"SERIAL_CORE", OFF(serial_core), 0, 1, K_OPT},
     {"EXACT_REQUANT", OFF(exact_requant), 0, 1, K_OPT},
     {"ACT_LUT", OFF(act_lut), 0, 8, K_OPT}, /* and a power of two (ACT_LUT_SET) */
+    {"DEPTHWISE", OFF(depthwise), 0, 8, K_OPT},
 };
 #define N_INT_KEYS (sizeof int_keys / sizeof int_keys[0])
 
@@ -223,6 +224,19 @@ static int derive(tsr_config_t *c, const char *cname)
                        "%s: key DSP_PACK = 1 needs int8 inputs and weights (LOG_INP_WIDTH = "
                        "LOG_WGT_WIDTH = 3): two products share one 25 x 18-bit multiplier",
                        cname);
+    /* The depthwise mode runs tap k of lane c on the multiplier of output
+     * column k (with DSP_PACK, of the column pair k) and input c: each lane
+     * is an input and an output channel at once, and the taps must fit the
+     * columns (hw/rtl/tsr_gemm_core.sv) */
+    if (c->depthwise && c->block_in != c->block_out)
+        return tsr_err(TSR_ECONFIG,
+                       "%s: DEPTHWISE = %d needs BLOCK_IN == BLOCK_OUT (each lane is one channel), got %d and %d",
+                       cname, c->depthwise, c->block_in, c->block_out);
+    if (c->depthwise > c->block_out / (c->dsp_pack ? 2 : 1))
+        return tsr_err(TSR_ECONFIG,
+                       "%s: DEPTHWISE = %d taps do not fit the %d output columns%s (at most %d)", cname,
+                       c->depthwise, c->block_out, c->dsp_pack ? " paired by DSP_PACK" : "",
+                       c->block_out / (c->dsp_pack ? 2 : 1));
     if (c->dram_bus_width & (c->dram_bus_width - 1))
         return tsr_err(TSR_ECONFIG,
                        "%s: key DRAM_BUS_WIDTH = %d must be a power of two in [32, 512]", cname,
@@ -486,6 +500,9 @@ void tsr_config_print(const tsr_config_t *c, void *file)
                            : "pipelined: fetch, load, compute and store stages in parallel");
     fprintf(f, "requantization    %s\n",
             c->exact_requant ? "fixed point and float32 (fscale, EXACT_REQUANT)" : "fixed point");
+    if (c->depthwise)
+        fprintf(f, "depthwise         GEMM depthwise mode, %d taps per op on %d lanes (DEPTHWISE)\n",
+                c->depthwise, c->batch * c->block_out);
     if (c->act_lut)
         fprintf(f, "activation        %d table%s of 256 int8 entries (ALU op lut, ACT_LUT)\n", c->act_lut,
                 c->act_lut > 1 ? "s" : "");

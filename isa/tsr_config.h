@@ -50,6 +50,9 @@ typedef struct tsr_config {
                                requantizing multiply, bit for bit); needs 32-bit accumulators */
     int act_lut;            /* ACT_LUT: activation tables of 256 int8 entries (0 = none, 1, 2, 4
                                or 8): the memory type lut and the ALU op lut (isa/semantics.md) */
+    int depthwise;          /* DEPTHWISE: taps K of the GEMM depthwise mode (0 = none, 1..8):
+                               acc[dst][b][c] += sum_k<K inp[src+k][b][c] * wgt[wgt][k][c];
+                               needs BLOCK_IN == BLOCK_OUT and K <= BLOCK_OUT (/2 with DSP_PACK) */
 
     /* ---- derived ---- */
     int inp_width;          /* bits per input value */

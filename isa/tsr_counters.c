@@ -56,7 +56,7 @@ void tsr_counters_static(const tsr_config_t *cfg, const tsr_insn_t *insns, size_
                 c->gemm_reset_ops += iters;
             } else {
                 c->gemm_ops += iters;
-                c->macs += iters * cfg->macs_per_op;
+                c->macs += iters * tsr_insn_macs_per_op(cfg, in);
             }
             break;
         case TSR_OP_ALU:

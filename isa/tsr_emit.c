@@ -30,6 +30,10 @@ int tsr_emit_rtl_supported(const tsr_config_t *c)
      * reserved through ALU_OPS_MASK and the memory type as malformed, so a
      * model built for such a config could only fail the streams it exists
      * for */
+    if (c->depthwise && c->serial_core)
+        return tsr_err(TSR_ECONFIG,
+                       "DEPTHWISE with SERIAL_CORE: the serial core has no depthwise mode "
+                       "(the pipelined core, SERIAL_CORE = 0, has one)");
     if (c->act_lut && c->serial_core)
         return tsr_err(TSR_ECONFIG,
                        "ACT_LUT with SERIAL_CORE: the serial core has no activation table unit "
@@ -91,6 +95,7 @@ int tsr_emit_sv(const tsr_config_t *c, const char *source, FILE *f)
     P("SERIAL_CORE", c->serial_core);
     P("EXACT_REQUANT", c->exact_requant);
     P("ACT_LUT", c->act_lut);
+    P("DEPTHWISE", c->depthwise);
     P("INSN_BITS", TSR_INSN_BITS);
     fprintf(f, "\n  // Opcodes, memory types, ALU operations\n");
     char name[64], up[48];
@@ -160,6 +165,11 @@ int tsr_emit_sv(const tsr_config_t *c, const char *source, FILE *f)
                         fm.fields[i].width - 1, fm.fields[i].lsb, fm.fields[i].width);
         }
     }
+    /* The optional field has no bits without its key: the decoder then
+     * reads as 0, so the RTL names it whatever the config */
+    if (!c->depthwise)
+        fprintf(f, "  function automatic logic [0:0] gemm_depthwise(input logic [INSN_BITS-1:0] insn);\n"
+                   "    gemm_depthwise = 1'b0 & insn[0];  // no such field (DEPTHWISE = 0)\n  endfunction\n");
     fprintf(f, "\n  // AXI4-Lite register map (byte offsets), from isa/tsr_regs.h\n");
     P("BUS_BYTES", c->dram_bus_width / 8);
     size_t nreg;

@@ -272,6 +272,15 @@ static void loop_rows(tsr_hb_t *h, const tsr_insn_t *in, int kind, uint32_t dept
     minkowski(h->f, h->base[kind], h->l, h->nw);
 }
 
+/* h->f |= h->f << 1 | ... | h->f << (k-1): the rows a depthwise op reads
+ * from each src (the checks before keep src+k-1 inside the buffer). */
+static void widen_rows(tsr_hb_t *h, uint32_t k)
+{
+    memcpy(h->l, h->f, h->nw * 8);
+    for (uint32_t s = 1; s < k; s++)
+        or_shifted(h->f, h->l, h->nw, s);
+}
+
 /* Bases of uops [bgn, end) per kind; 0 if some uop is unknown. */
 static int load_bases(tsr_hb_t *h, const tsr_insn_t *in, const tsr_uop_t *uops, const uint8_t *known)
 {
@@ -363,6 +372,8 @@ int tsr_hb_insn(tsr_hb_t *h, const tsr_hb_who_t *who, const tsr_uop_t *uops, con
         return rc;
     if (in->opcode == TSR_OP_GEMM && !in->reset) {
         loop_rows(h, in, 1, h->depth[SB_INP]);
+        if (in->depthwise) /* each op also reads the K-1 rows after src */
+            widen_rows(h, (uint32_t)h->cfg->depthwise);
         if ((rc = access_set(h, who, SB_INP, h->f, 0)))
             return rc;
         loop_rows(h, in, 2, h->depth[SB_WGT]);

@@ -17,7 +17,7 @@
 #define F(member) offsetof(tsr_insn_t, member)
 
 /* Width selectors, resolved against a config. */
-enum { W_FIX, W_SRAM, W_UOP, W_UOP1, W_ACC, W_INP, W_WGT };
+enum { W_FIX, W_SRAM, W_UOP, W_UOP1, W_ACC, W_INP, W_WGT, W_DW };
 
 typedef struct {
     const char *name;
@@ -67,6 +67,10 @@ static const field_spec_t gemm_fields[] = {
     {"src_factor_in", F(src_factor_in), W_INP, 0, 0, "inp row step per inner iteration"},
     {"wgt_factor_out", F(wgt_factor_out), W_WGT, 0, 0, "wgt row step per outer iteration"},
     {"wgt_factor_in", F(wgt_factor_in), W_WGT, 0, 0, "wgt row step per inner iteration"},
+    /* last, and only with the key: every config without it keeps its layout */
+    {"depthwise", F(depthwise), W_DW, 0, 0,
+     "acc[dst][b][c] += sum over k < DEPTHWISE of inp[src+k][b][c] * wgt[wgt][k][c] (config key DEPTHWISE > 0 "
+     "only)"},
 };
 
 static const field_spec_t alu_fields[] = {
@@ -90,6 +94,7 @@ static int resolve_width(const tsr_config_t *c, const field_spec_t *s)
     case W_ACC: return nz(c->acc_idx_bits);
     case W_INP: return nz(c->inp_idx_bits);
     case W_WGT: return nz(c->wgt_idx_bits);
+    case W_DW: return c->depthwise > 0; /* 0: the field does not exist */
     default: return s->fixed;
     }
 }
@@ -97,6 +102,8 @@ static int resolve_width(const tsr_config_t *c, const field_spec_t *s)
 static void append(const tsr_config_t *c, tsr_format_t *fmt, const field_spec_t *specs, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
+        if (!resolve_width(c, &specs[i]))
+            continue; /* an optional field its config key leaves out */
         tsr_field_t *f = &fmt->fields[fmt->nfields++];
         f->name = specs[i].name;
         f->offset = specs[i].offset;
@@ -195,6 +202,9 @@ int tsr_insn_encode(const tsr_config_t *cfg, const tsr_insn_t *in, tsr_insn_bits
     if (rc)
         return rc;
     memset(out, 0, sizeof *out);
+    /* (the one optional field: without its key the format has no bit for it) */
+    if (in->opcode == TSR_OP_GEMM && in->depthwise && !cfg->depthwise)
+        return tsr_err(TSR_EBOUNDS, "gemm: depthwise mode needs config key DEPTHWISE > 0, which this config lacks");
     for (int i = 0; i < fmt.nfields; i++) {
         const tsr_field_t *f = &fmt.fields[i];
         uint64_t v;
@@ -312,12 +322,41 @@ tsr_stage_e tsr_insn_stage(const tsr_insn_t *in)
     }
 }
 
+uint64_t tsr_insn_macs_per_op(const tsr_config_t *cfg, const tsr_insn_t *in)
+{
+    return in->depthwise ? (uint64_t)cfg->batch * (uint64_t)cfg->block_in * (uint64_t)cfg->depthwise
+                         : cfg->macs_per_op;
+}
+
+/* Issue cycles of a depthwise GEMM: an op reads its K input rows src..src+K-1
+ * (K cycles) unless the op just ahead in the same instruction had src - 1:
+ * then K-1 of them are in the window already and it reads one row (one
+ * cycle). As for the ALU's src reads below: within a pass over the uops the
+ * offsets cancel; between passes src moves by (first uop's src - last uop's
+ * src) + the loop step. Without uops every op is taken as fresh. */
+static double dw_issue_cycles(const tsr_config_t *cfg, const tsr_insn_t *in, const tsr_uop_t *uops, double ops)
+{
+    const double k1 = cfg->depthwise - 1, no = in->iter_out, ni = in->iter_in;
+    if (!uops)
+        return ops * cfg->depthwise;
+    double in_pass = 0; /* fresh ops per pass after its first uop */
+    for (uint32_t u = in->uop_bgn + 1; u < in->uop_end; u++)
+        in_pass += (int64_t)uops[u].src != (int64_t)uops[u - 1].src + 1;
+    const int64_t back = (int64_t)uops[in->uop_bgn].src - uops[in->uop_end - 1].src;
+    const int64_t sfo = in->src_factor_out, sfi = in->src_factor_in;
+    const double next_i = back + sfi != 1 ? (ni - 1) * no : 0;
+    const double next_o = back + sfo - (int64_t)(in->iter_in - 1) * sfi != 1 ? no - 1 : 0;
+    return ops + k1 * (1 + no * ni * in_pass + next_i + next_o);
+}
+
 double tsr_insn_issue_cycles(const tsr_config_t *cfg, const tsr_insn_t *in, const tsr_uop_t *uops)
 {
     if (in->opcode != TSR_OP_GEMM && in->opcode != TSR_OP_ALU)
         return 0;
     const uint32_t nu = in->uop_end > in->uop_bgn ? in->uop_end - in->uop_bgn : 0;
     const double no = in->iter_out, ni = in->iter_in, ops = no * ni * nu;
+    if (ops > 0 && in->opcode == TSR_OP_GEMM && in->depthwise && !in->reset && cfg->depthwise > 1)
+        return dw_issue_cycles(cfg, in, uops, ops);
     if (ops == 0 || in->opcode != TSR_OP_ALU || !cfg->acc_single_copy || in->reset || in->use_imm)
         return ops;
     /* Ops run as for o, for i, for u; op (o, i, u) reads src row uop[u].src + o*sfo + i*sfi.

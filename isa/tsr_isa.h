@@ -104,6 +104,7 @@ typedef struct tsr_insn {
     uint32_t src_factor_in;  /* inp (GEMM) / acc (ALU) index step, inner */
     uint32_t wgt_factor_out; /* wgt index step, outer (GEMM) */
     uint32_t wgt_factor_in;  /* wgt index step, inner (GEMM) */
+    uint32_t depthwise;      /* GEMM depthwise mode (config key DEPTHWISE > 0 only) */
     uint32_t alu_opcode;     /* tsr_alu_e (ALU) */
     uint32_t use_imm;        /* ALU operand b is imm instead of acc[src] */
     int32_t imm;             /* signed immediate (ALU) */
@@ -175,6 +176,9 @@ tsr_stage_e tsr_insn_stage(const tsr_insn_t *in);
  * one uop is still exact (its src rows follow from the loop factors) and one of several counts
  * every op as reading (an upper bound). 0 for no ops or another opcode. The one issue rule of
  * the timed models (SystemC, the JIT's tiling estimate), taken from hw/rtl/tsr_compute_pipe.sv. */
+/* Multiply-accumulates one non-reset GEMM tensor op does: B*BI*BO, or
+ * B*BI*DEPTHWISE in the depthwise mode. */
+uint64_t tsr_insn_macs_per_op(const tsr_config_t *cfg, const tsr_insn_t *in);
 double tsr_insn_issue_cycles(const tsr_config_t *cfg, const tsr_insn_t *in, const tsr_uop_t *uops);
 /* Short mnemonic for messages ("load inp", "alu add", "gemm") written to buf; returns buf. */
 const char *tsr_insn_desc(const tsr_insn_t *in, char *buf, size_t n);

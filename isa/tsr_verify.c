@@ -351,6 +351,10 @@ static int check_loop(vstate_t *v, size_t i, const tsr_insn_t *in)
         return bad(i, in, "ALU op %s needs config key %s %s, which this config lacks",
                    tsr_alu_name(in->alu_opcode), tsr_alu_op_key(in->alu_opcode),
                    tsr_alu_op_key_value(in->alu_opcode));
+    if (is_gemm && in->depthwise && !c->depthwise)
+        return bad(i, in, "GEMM depthwise mode needs config key DEPTHWISE > 0, which this config lacks");
+    if (is_gemm && in->depthwise > 1)
+        return bad(i, in, "GEMM depthwise = %u is not 0 or 1", in->depthwise);
     const int is_lut = in->opcode == TSR_OP_ALU && in->alu_opcode == TSR_ALU_LUT;
     /* The hardware would take the table index from imm's low bits; an imm
      * naming no table is a lowering's mistake, not an intent. */
@@ -395,7 +399,10 @@ static int check_loop(vstate_t *v, size_t i, const tsr_insn_t *in)
         if (in->reset)
             continue;
         if (is_gemm) {
-            if ((rc = check_idx(i, in, "src (inp)", uo->src, in->src_factor_out, in->src_factor_in, c->inp_depth, u)) ||
+            /* a depthwise op reads rows src..src+K-1 */
+            const uint32_t last = in->depthwise ? (uint32_t)c->depthwise - 1 : 0;
+            if ((rc = check_idx(i, in, in->depthwise ? "src + DEPTHWISE - 1 (inp)" : "src (inp)", uo->src + last,
+                                in->src_factor_out, in->src_factor_in, c->inp_depth, u)) ||
                 (rc = check_idx(i, in, "wgt", uo->wgt, in->wgt_factor_out, in->wgt_factor_in, c->wgt_depth, u)))
                 return rc;
         } else if (!in->use_imm) {

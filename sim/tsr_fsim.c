@@ -447,6 +447,25 @@ static void gemm_op(tsr_fsim_t *s, uint32_t dst, uint32_t src, uint32_t w)
     }
 }
 
+/* The depthwise mode (isa/semantics.md): lane c of batch row b sums K taps
+ * of its own channel, tap k from input row src+k and weight row [k][c]. */
+static void gemm_dw_op(tsr_fsim_t *s, uint32_t dst, uint32_t src, uint32_t w)
+{
+    const tsr_config_t *c = &s->cfg;
+    const int bi = c->block_in, bt = c->batch, K = c->depthwise;
+    int32_t *a = &s->acc[(size_t)dst * s->acc_row];
+    const int16_t *wt = &s->wgt[(size_t)w * s->wgt_row];
+    for (int b = 0; b < bt; b++)
+        for (int ch = 0; ch < bi; ch++) {
+            int64_t d = 0;
+            for (int k = 0; k < K; k++)
+                d += (int64_t)s->inp[(size_t)(src + (uint32_t)k) * s->inp_row + (size_t)b * bi + ch] *
+                     (int64_t)wt[k * bi + ch];
+            int32_t *ap = &a[b * bi + ch];
+            *ap = tsr_wrap((int64_t)*ap + d, c->acc_width);
+        }
+}
+
 /* Tensor ops per exec call: long instructions yield (TSR_PIPE_MORE) so a
  * wait timeout is honoured even inside one instruction. */
 #define LOOP_CHUNK (1u << 16)
@@ -472,6 +491,8 @@ static int exec_gemm_alu(tsr_fsim_t *s, const tsr_insn_t *in)
         if (!is_gemm && !tsr_alu_op_available(c, in->alu_opcode))
             return tsr_err(TSR_EINVAL, "ALU op %s needs config key %s %s", tsr_alu_name(in->alu_opcode),
                            tsr_alu_op_key(in->alu_opcode), tsr_alu_op_key_value(in->alu_opcode));
+        if (is_gemm && in->depthwise && !c->depthwise)
+            return tsr_err(TSR_EINVAL, "GEMM depthwise mode needs config key DEPTHWISE > 0");
         int rc = check_uops(s, in);
         if (rc)
             return rc;
@@ -485,7 +506,7 @@ static int exec_gemm_alu(tsr_fsim_t *s, const tsr_insn_t *in)
             s->ctr.gemm_reset_ops += n;
         else if (is_gemm) {
             s->ctr.gemm_ops += n;
-            s->ctr.macs += n * c->macs_per_op;
+            s->ctr.macs += n * tsr_insn_macs_per_op(c, in);
         } else {
             s->ctr.alu_ops += n;
             s->ctr.alu_lanes += n * s->acc_row;
@@ -496,6 +517,9 @@ static int exec_gemm_alu(tsr_fsim_t *s, const tsr_insn_t *in)
      * stores the compiler cannot prove leave *in alone, so it reloaded
      * every factor per tensor op. */
     const uint32_t iter_out = in->iter_out, iter_in = in->iter_in, uop_bgn = in->uop_bgn, uop_end = in->uop_end;
+    const int dw = is_gemm && in->depthwise;
+    const uint32_t src_last = dw ? (uint32_t)c->depthwise - 1 : 0; /* the op reads rows src..src+src_last */
+    const uint64_t op_macs = tsr_insn_macs_per_op(c, in);
     const uint64_t dfo = in->dst_factor_out, dfi = in->dst_factor_in, sfo = in->src_factor_out,
                    sfi = in->src_factor_in, wfo = in->wgt_factor_out, wfi = in->wgt_factor_in;
     for (; i < iter_out; i++, j = 0) {
@@ -526,13 +550,17 @@ static int exec_gemm_alu(tsr_fsim_t *s, const tsr_insn_t *in)
                         s->ctr.alu_lanes += s->acc_row;
                     }
                 } else if (is_gemm) {
-                    if (src >= src_depth)
-                        return index_error("src (inp)", src, src_depth, u, i, j);
+                    if (src + src_last >= src_depth)
+                        return index_error(dw ? "src + DEPTHWISE - 1 (inp)" : "src (inp)", src + src_last,
+                                           src_depth, u, i, j);
                     if (wgt >= c->wgt_depth)
                         return index_error("wgt", wgt, c->wgt_depth, u, i, j);
-                    gemm_op(s, (uint32_t)dst, (uint32_t)src, (uint32_t)wgt);
+                    if (dw)
+                        gemm_dw_op(s, (uint32_t)dst, (uint32_t)src, (uint32_t)wgt);
+                    else
+                        gemm_op(s, (uint32_t)dst, (uint32_t)src, (uint32_t)wgt);
                     s->ctr.gemm_ops++;
-                    s->ctr.macs += c->macs_per_op;
+                    s->ctr.macs += op_macs;
                 } else {
                     if (!in->use_imm && src >= src_depth)
                         return index_error("src (acc)", src, src_depth, u, i, j);

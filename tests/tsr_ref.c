@@ -247,6 +247,9 @@ int ref_machine_init(ref_machine_t *m, const tsr_config_t *cfg)
     if (cfg->act_lut < 0 || cfg->act_lut > 8)
         return ref_fail("unsupported config (ACT_LUT %d)", cfg->act_lut);
     m->lut_count = (uint32_t)cfg->act_lut;
+    if (cfg->depthwise < 0 || cfg->depthwise > 8)
+        return ref_fail("unsupported config (DEPTHWISE %d)", cfg->depthwise);
+    m->dw_taps = cfg->depthwise;
     m->uop_dst_bits = cfg->uop_dst_bits;
     m->uop_src_bits = cfg->uop_src_bits;
     m->uop_wgt_bits = cfg->uop_wgt_bits;
@@ -491,6 +494,10 @@ int ref_gemm(ref_machine_t *m, const tsr_insn_t *in)
     if (in->uop_end > m->uop_depth)
         return ref_fail("gemm: uop_end %u beyond uop depth %u", in->uop_end, m->uop_depth);
     int B = m->batch, BI = m->block_in, BO = m->block_out;
+    if (in->depthwise && !m->dw_taps)
+        return ref_fail("gemm: depthwise mode without DEPTHWISE");
+    /* depthwise: the op reads input rows src .. src+K-1 (semantics.md) */
+    const uint64_t extra = in->depthwise ? (uint64_t)m->dw_taps - 1 : 0;
     for (uint64_t i = 0; i < in->iter_out; i++) {
         for (uint64_t j = 0; j < in->iter_in; j++) {
             for (uint32_t u = in->uop_bgn; u < in->uop_end; u++) {
@@ -500,7 +507,7 @@ int ref_gemm(ref_machine_t *m, const tsr_insn_t *in)
                 uint64_t src = loop_idx(us, i, in->src_factor_out, j, in->src_factor_in);
                 uint64_t wgt = loop_idx(uw, i, in->wgt_factor_out, j, in->wgt_factor_in);
                 /* operands a reset op does not read are not checked (semantics.md) */
-                if (dst >= m->acc_depth || (!in->reset && (src >= m->inp_depth || wgt >= m->wgt_depth)))
+                if (dst >= m->acc_depth || (!in->reset && (src + extra >= m->inp_depth || wgt >= m->wgt_depth)))
                     return ref_fail("gemm: i=%llu j=%llu u=%u: dst %llu src %llu wgt %llu out of range",
                                     (unsigned long long)i, (unsigned long long)j, u,
                                     (unsigned long long)dst, (unsigned long long)src,
@@ -512,6 +519,16 @@ int ref_gemm(ref_machine_t *m, const tsr_insn_t *in)
                             continue;
                         }
                         int64_t sum = 0;
+                        if (in->depthwise) { /* lane o: channel o, taps k < K from rows src+k */
+                            for (int k = 0; k < m->dw_taps; k++) {
+                                int64_t x = m->inp[(size_t)(src + (uint64_t)k) * B * BI + (size_t)b * BI + o];
+                                int64_t w = m->wgt[(size_t)wgt * BO * BI + (size_t)k * BI + o];
+                                sum += x * w;
+                            }
+                            int64_t a = m->acc[(size_t)dst * B * BO + (size_t)b * BO + o];
+                            write_acc(m, dst, b * BO + o, a + sum);
+                            continue;
+                        }
                         for (int k = 0; k < BI; k++) {
                             int64_t x = m->inp[(size_t)src * B * BI + (size_t)b * BI + k];
                             int64_t w = m->wgt[(size_t)wgt * BO * BI + (size_t)o * BI + k];

@@ -55,6 +55,8 @@ typedef struct ref_machine {
     /* activation tables (the config key ACT_LUT: their count, 0 = none) */
     uint32_t lut_count;
     int32_t lut[8][256]; /* entries, sign-extended from int8 */
+    /* taps of the GEMM depthwise mode (the config key DEPTHWISE: 0 = none) */
+    int dw_taps;
 } ref_machine_t;
 
 /* Zero-initialised machine for cfg. Returns 0 or -1. */
