@@ -186,6 +186,13 @@ static int geo_init(const tsr_config_t *c, const tsr_conv2d_params_t *p, const t
     g->cib = cdiv(p->c_in * (g->dw ? 1 : g->wsplit), c->block_in);
     g->cob = cdiv(p->c_out, c->block_out);
     g->kk = p->kh * p->kw;
+    if (c->depthwise > 0 && g->dw && p->groups == p->c_in) {
+        /* the GEMM depthwise mode (tsr_conv2d_geo.h): K taps of a kernel
+         * row per op and weight row */
+        g->dwk = c->depthwise;
+        g->dwg = cdiv(p->kw, g->dwk);
+        g->kk = p->kh * g->dwg;
+    }
     g->h_pad = p->x_zp - tsr_dt_off(p->x_dtype);
     g->exact = p->fscale != NULL;
     if (g->exact && !tsr_alu_op_available(c, TSR_ALU_FSCALE))
@@ -318,7 +325,13 @@ int tsr_conv2d_pack_weights(const tsr_config_t *c, const tsr_conv2d_plan_t *pl, 
                     }
                     const int cie = part * p->c_in + ci; /* channel of the (doubled) input */
                     size_t el, o;
-                    if (dw) {
+                    if (pl->dwk) {
+                        /* depthwise mode: weight row (ky, tap group), lane [tap in group][channel] */
+                        const int dwg = (p->kw + pl->dwk - 1) / pl->dwk, ky = k / p->kw, kx = k % p->kw;
+                        el = (((size_t)(co / c->block_out) * (size_t)split + (size_t)part) * (size_t)p->kh +
+                              (size_t)ky) * (size_t)dwg + (size_t)(kx / pl->dwk);
+                        o = el * c->wgt_bytes + (size_t)(kx % pl->dwk) * c->block_in + (size_t)(co % c->block_in);
+                    } else if (dw) {
                         el = ((size_t)(co / c->block_out) * (size_t)split + (size_t)part) * kk + k;
                         /* the input channel (co / cin_g) * cin_g + ci of co's group lies in co's own
                          * block (cin_g divides BLOCK_IN == BLOCK_OUT, C_out == C_in): a block-diagonal
@@ -400,7 +413,7 @@ void tsr_conv2d_unpack_output(const tsr_config_t *c, const tsr_conv2d_plan_t *pl
  * shifts select ALU steps, so they are in. Weight zero points are in (the
  * stream does not read them today; a zero-point correction would). If the
  * lowering starts to depend on another value, add it here. */
-static size_t conv2d_sig(const tsr_conv2d_params_t *p, const tsr_add_params_t *fadd, uint8_t *sig)
+static size_t conv2d_sig(const tsr_conv2d_params_t *p, const tsr_add_params_t *fadd, int dwk, uint8_t *sig)
 {
     size_t n = tsr_kcache_sig_bytes(sig, 0, GEN_ID, sizeof GEN_ID);
     /* the units that shape the kernel are built separately: each one's identity */
@@ -431,6 +444,9 @@ static size_t conv2d_sig(const tsr_conv2d_params_t *p, const tsr_add_params_t *f
     }
     /* a fused add: its zero points and shifts select and fill ALU steps
      * (multipliers and its rqfin row are constants, in for simplicity) */
+    /* the depthwise mode's taps (0: the block-diagonal path): one conv, two
+     * kernels, whose weight layouts differ too */
+    n = tsr_kcache_sig_i32(sig, n, dwk);
     n = tsr_kcache_sig_i32(sig, n, fadd != NULL);
     if (fadd) {
         const int32_t f[] = {fadd->a.zp,    fadd->b.zp,    fadd->y.zp,   fadd->left_shift, fadd->mult_a,
@@ -615,6 +631,7 @@ static void plan_fields(const tsr_config_t *c, const geo_t *g, const tsr_kernel_
     pl->wsplit = g->wsplit;
     pl->cob = g->cob;
     pl->depthwise = g->dw;
+    pl->dwk = g->dwk;
     pl->toh = g->t.toh;
     pl->tco = g->t.tco;
     pl->tci = g->t.tci;
@@ -681,7 +698,7 @@ static int plan_impl(tsr_device_t *dev, const tsr_conv2d_params_t *params, const
     }
     g.p = &pl->p;
     /* The kernel: from the device's cache, else generated and inserted. */
-    size_t sig_len = conv2d_sig(&pl->p, g.fadd, sig);
+    size_t sig_len = conv2d_sig(&pl->p, g.fadd, g.dwk, sig);
     if (sig_len > TSR_KCACHE_MAX_SIG) {
         rc = tsr_err(TSR_EINVAL, OP ": parameters too long for a kernel cache signature (%zu bytes)", sig_len);
         goto fail;
@@ -921,7 +938,7 @@ int tsr_conv2d_presearch(tsr_device_t *dev, const tsr_conv2d_job_t *jobs, int n,
         }
         ps->g.p = &ps->v;
         ps->g.fadd = j->add ? &ps->fv : NULL;
-        const size_t sig_len = conv2d_sig(&ps->v, ps->g.fadd, sig);
+        const size_t sig_len = conv2d_sig(&ps->v, ps->g.fadd, ps->g.dwk, sig);
         if (sig_len <= TSR_KCACHE_MAX_SIG && tsr_kcache_has(kc, sig, sig_len))
             continue; /* its plan takes the cached kernel */
         search_key(&ps->g, &ps->key);

@@ -102,6 +102,9 @@ typedef struct tsr_conv2d_plan {
     int wsplit;                    /* int8 parts of w - w_zp (1..3); the input is packed that many times */
     int depthwise;                 /* groups > 1: grouped, one input block per output block (depthwise
                                       when groups == C_in) */
+    int dwk;                       /* depthwise in the GEMM depthwise mode: its taps K (config key DEPTHWISE),
+                                      weights [COB][part][KH][ceil(KW/K)] rows of [tap k][channel c]; 0: the
+                                      block-diagonal path below */
     int toh, tco, tci;             /* tile: output rows, output-channel blocks, input-channel blocks per chunk
                                       (depthwise: weight parts per chunk) */
     int rows_in;                   /* input rows per channel block on chip per tile */

@@ -148,16 +148,27 @@ static double insn_bytes(const tsr_config_t *c, const double *eb, const tsr_insn
            (in->mem_type < TSR_MEM_COUNT ? eb[in->mem_type] : tsr_config_elem_bytes(c, (int)in->mem_type));
 }
 
+/* The uops a tensor instruction's issue cycles are computed with: those of
+ * a depthwise GEMM (whose ops cost 1 or K cycles by their src sequence)
+ * when the caller gave them and they cover its range; else NULL (every
+ * other instruction keeps the estimate it had before uops could be given). */
+static const tsr_uop_t *issue_uops(const tsr_insn_t *in, const tsr_uop_t *uops, size_t nuops)
+{
+    return uops && in->opcode == TSR_OP_GEMM && in->depthwise && in->uop_end <= nuops && in->uop_bgn < in->uop_end
+               ? uops
+               : NULL;
+}
+
 /* The work each of the GEMM pipe, the ALU pipe and the DRAM port has to do
  * (each serves its instructions one at a time, so the estimate is at
  * least each one's total). */
 static void pipe_work(const tsr_config_t *c, const double *eb, double bw, const tsr_insn_t *v, size_t n,
-                      double work[3])
+                      const tsr_uop_t *uops, size_t nuops, double work[3])
 {
     for (size_t i = 0; i < n; i++) {
         const tsr_insn_t *in = &v[i];
         if (in->opcode == TSR_OP_GEMM || in->opcode == TSR_OP_ALU)
-            work[in->opcode == TSR_OP_ALU] += tsr_insn_issue_cycles(c, in, NULL) + EST_PIPE;
+            work[in->opcode == TSR_OP_ALU] += tsr_insn_issue_cycles(c, in, issue_uops(in, uops, nuops)) + EST_PIPE;
         else if (in->opcode == TSR_OP_LOAD || in->opcode == TSR_OP_STORE)
             work[2] += dram_time(in, est_stage(in), insn_bytes(c, eb, in), bw);
     }
@@ -173,6 +184,8 @@ typedef struct {
     tokq_t q[NQ];
     double tl, ts, disp, older, total;
     double pipe[2], last_bank[2][2]; /* [GEMM, ALU] pipe clocks, and per accumulator bank */
+    const tsr_uop_t *uops;           /* the uop buffer's contents, or NULL (tsr_cost_stream_uops) */
+    size_t nuops;
 } est_t;
 
 /* A LOAD or STORE of stage st ready at `ready`: its end and push times. */
@@ -226,7 +239,7 @@ static void est_tensor(est_t *e, const tsr_insn_t *in, int bk, double ready, dou
         start = dmax(start, e->pipe[1 - u]);
     else
         start = dmax(start, e->last_bank[1 - u][bk]);
-    const double ops = tsr_insn_issue_cycles(e->c, in, NULL);
+    const double ops = tsr_insn_issue_cycles(e->c, in, issue_uops(in, e->uops, e->nuops));
     *end = start + ops + EST_PIPE;
     work[u] -= ops + EST_PIPE; /* (unused when limit is infinite) */
     *push = dmax(*end, e->older);
@@ -269,6 +282,12 @@ static int est_push(est_t *e, const tsr_insn_t *in, int st, double push)
 
 double tsr_cost_stream(const tsr_config_t *c, const tsr_insn_t *v, size_t n, const int8_t *tags, double limit)
 {
+    return tsr_cost_stream_uops(c, v, n, tags, NULL, 0, limit);
+}
+
+double tsr_cost_stream_uops(const tsr_config_t *c, const tsr_insn_t *v, size_t n, const int8_t *tags,
+                            const tsr_uop_t *uops, size_t nuops, double limit)
+{
     double eb[TSR_MEM_COUNT]; /* element bytes per memory type, looked up once */
     for (int m = 0; m < TSR_MEM_COUNT; m++)
         eb[m] = tsr_config_elem_bytes(c, m);
@@ -276,12 +295,14 @@ double tsr_cost_stream(const tsr_config_t *c, const tsr_insn_t *v, size_t n, con
     memset(&e, 0, sizeof e);
     e.c = c;
     e.bw = tsr_cost_dram_bw(c);
+    e.uops = uops;
+    e.nuops = nuops;
     /* Lower bounds of the estimate, cheap beside it: each pipe's and the
      * port's total work; and at any point of the pass, the time so far, or
      * the GEMM pipe's time plus the GEMM work still to come. */
     double work[3] = {0, 0, 0}; /* GEMM, ALU, DRAM */
     if (limit < INFINITY) {
-        pipe_work(c, eb, e.bw, v, n, work);
+        pipe_work(c, eb, e.bw, v, n, uops, nuops, work);
         const double lb = dmax(work[0], dmax(work[1], work[2]));
         if (over(lb, limit))
             return lb;

@@ -37,6 +37,13 @@ double tsr_cost_dram_bw(const tsr_config_t *c);
  * does not beat the best so far). 1e30 for a stream whose tokens do not
  * balance. */
 double tsr_cost_stream(const tsr_config_t *c, const tsr_insn_t *v, size_t n, const int8_t *tags, double limit);
+/* The same with the stream's uop buffer (uops[0..nuops), decoded): a
+ * depthwise GEMM's ops cost 1 cycle when their window follows the previous
+ * op's and K otherwise (tsr_insn_issue_cycles), which only its uops tell;
+ * without them (or for a range beyond nuops) every depthwise op counts K.
+ * Every other instruction is estimated as by tsr_cost_stream. */
+double tsr_cost_stream_uops(const tsr_config_t *c, const tsr_insn_t *v, size_t n, const int8_t *tags,
+                            const tsr_uop_t *uops, size_t nuops, double limit);
 
 /* The closed form's terms, in cycles. */
 typedef struct tsr_cost_terms {

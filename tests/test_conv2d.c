@@ -41,7 +41,31 @@ static int scaled(int n)
 static uint64_t base_seed(void) { return tsr_test_seed("TSR_CONV_SEED", 20261123u); }
 
 
-static tsr_device_t *open_dev(const char *name) { return tsr_test_open(name, base_seed() | 1); }
+/* Named configs beyond tsr_test_config's: the depthwise-mode ones
+ * (DEPTHWISE = K taps on default, tiny and a batch-2 config). */
+static const char *CFG_B2_DW3 = "{\"TARGET\": \"sim\", \"LOG_INP_WIDTH\": 3, \"LOG_WGT_WIDTH\": 3, \"LOG_ACC_WIDTH\": 5, "
+                                "\"LOG_BATCH\": 1, \"LOG_BLOCK\": 2, \"LOG_UOP_BUFF_SIZE\": 12, \"LOG_INP_BUFF_SIZE\": 11, "
+                                "\"LOG_WGT_BUFF_SIZE\": 11, \"LOG_ACC_BUFF_SIZE\": 13, \"DEPTHWISE\": 3}";
+static tsr_device_t *open_dev(const char *name)
+{
+    tsr_config_t cfg;
+    int dwk = 0;
+    char base[32];
+    const char *plus = strstr(name, "+dw");
+    if (!strcmp(name, "b2+dw3")) {
+        if (tsr_config_parse(CFG_B2_DW3, name, &cfg))
+            fail_msg("config %s: %s", name, tsr_errmsg());
+    } else if (plus && sscanf(plus, "+dw%d", &dwk) == 1) {
+        snprintf(base, sizeof base, "%.*s", (int)(plus - name), name);
+        tsr_test_preset_with(base, "DEPTHWISE", dwk, &cfg);
+    } else
+        return tsr_test_open(name, base_seed() | 1);
+    tsr_device_t *dev = NULL;
+    tsr_device_opts_t o = {.seed = base_seed() | 1};
+    if (tsr_device_open(tsr_test_backend(), &cfg, &o, &dev))
+        fail_msg("open %s/%s: %s", tsr_test_backend(), name, tsr_errmsg());
+    return dev;
+}
 
 static int rnd(uint64_t *s, int lo, int hi) { return tsr_test_rnd(s, lo, hi); }
 
@@ -50,6 +74,10 @@ static int rnd(uint64_t *s, int lo, int hi) { return tsr_test_rnd(s, lo, hi); }
 static uint64_t g_inside, g_total;
 /* Cases whose plan split the reduction, tiled the columns, single-buffered. */
 static int g_split, g_coltile, g_single, g_res, g_dwsplit;
+/* Depthwise cases planned in the GEMM depthwise mode (plan.dwk > 0). */
+static int g_dwmode;
+/* 1: random_case makes every case depthwise (groups = C_in = C_out) */
+static int g_force_dw;
 /* 1: run_case uses the one-call tsr_conv2d_run instead of plan/pack/exec. */
 static int g_one_call;
 /* 1: random_case draws float32 scales (exact requantization, fscale) */
@@ -179,11 +207,17 @@ static int run_case(tsr_device_t *dev, const char *cfgname, conv_case_t *k, uint
     g_single += pl.nbuf_inp == 1 || pl.nbuf_acc == 1;
     g_res += pl.resident;
     g_dwsplit += pl.depthwise && pl.wsplit > 1;
+    g_dwmode += pl.dwk > 0;
     if (p->groups > 1) {
-        /* grouped: one input block per output block and tap (and weight part) */
+        /* grouped: one input block per output block and tap (and weight
+         * part); in the depthwise mode (every depthwise conv on a config
+         * with DEPTHWISE = K) one op per kernel row and group of K taps */
         assert_int_equal(pl.depthwise, 1);
+        const int dwk = tsr_device_config(dev)->depthwise;
+        assert_int_equal(pl.dwk, p->groups == p->c_in ? dwk : 0);
+        const int taps = pl.dwk ? p->kh * ((p->kw + pl.dwk - 1) / pl.dwk) : p->kh * p->kw;
         const uint64_t want = (uint64_t)pl.nb * (uint64_t)pl.oh * (uint64_t)pl.ow * (uint64_t)pl.cob *
-                              (uint64_t)(p->kh * p->kw) * (uint64_t)pl.wsplit;
+                              (uint64_t)taps * (uint64_t)pl.wsplit;
         if (pl.tow == pl.ow && pl.gemm_ops != want)
             fail_msg("%s: %llu gemm ops, the grouped conv has %llu", desc, (unsigned long long)pl.gemm_ops,
                      (unsigned long long)want);
@@ -267,6 +301,10 @@ static void random_case(uint64_t *s, conv_case_t *k, int maxn, int maxc, int max
     if (allow_dw && p->c_in >= 2 && rnd(s, 0, 3) == 0) {
         p->groups = p->c_in;
         p->c_out = p->c_in;
+    }
+    if (g_force_dw) {
+        p->c_out = p->c_in;
+        p->groups = p->c_in;
     }
     if (g_force_groups > 0) {
         p->c_in = p->c_out = g_force_c;
@@ -379,6 +417,82 @@ static void test_grouped(void **state)
     k.p.groups = 6; /* 4 channels per group: fits */
     assert_int_equal(tsr_conv2d_groups_fit(tsr_device_config(dev), &k.p), 1);
     tsr_device_close(dev);
+}
+
+/* Depthwise convs in the GEMM depthwise mode (config key DEPTHWISE = K):
+ * random depthwise cases (kernels 1/3/5/7 square and mixed, so 5x5 and 7x7
+ * take 2-3 tap groups with zero-weight padding taps; strides 1 and 2;
+ * padding; channel counts off the block; u8/s8, zero points, split
+ * weights) on default + K 3, tiny + K 3 and K 2 (tiny has no DSP_PACK) and
+ * a batch-2 config + K 3, each run on the mode's device and on the same
+ * preset without the key: both byte-identical to the reference (so to each
+ * other), the mode's plans use it (run_case: plan.dwk = K and K taps per
+ * GEMM op; the fsim counters say the same) and the driver verifies every
+ * stream. Then MobileNetV2-like layers (3x3, stride 1 and 2, 96-144
+ * channels) on default + K 3, and the mode's op count against the
+ * block-diagonal path's. */
+static void dw_cases(const char *cfg, const char *plain, int count, int maxn, int maxc, int maxhw, uint64_t salt)
+{
+    tsr_device_t *dev = open_dev(cfg), *dev0 = open_dev(plain);
+    count = scaled(count);
+    g_dwmode = 0;
+    g_force_dw = 1;
+    for (int i = 0; i < count; i++) {
+        uint64_t seed = base_seed() ^ salt ^ (uint64_t)i, s = seed;
+        conv_case_t k;
+        random_case(&s, &k, maxn, maxc, maxhw, 0);
+        if (k.p.c_in == 1) /* (groups == C_in == 1 is a groups-1 conv) */
+            continue;
+        run_case(dev, cfg, &k, seed, i < 2);
+        run_case(dev0, plain, &k, seed, 0);
+    }
+    g_force_dw = 0;
+    printf("  %s: %d depthwise cases, %d in the depthwise mode\n", cfg, count, g_dwmode);
+    assert_true(g_dwmode > count / 2);
+    tsr_device_close(dev);
+    tsr_device_close(dev0);
+}
+
+static void test_depthwise_mode(void **state)
+{
+    (void)state;
+    dw_cases("default+dw3", "default", 60, 2, 40, 14, 0xd301);
+    dw_cases("tiny+dw3", "tiny", 120, 1, 11, 9, 0xd302);
+    dw_cases("tiny+dw2", "tiny", 80, 1, 11, 9, 0xd303);
+    dw_cases("b2+dw3", "b2", 80, 3, 10, 9, 0xd304);
+    /* MobileNetV2's shapes (reduced in size for fsim), u8 in/out, and the
+     * mode's work: 3 GEMM ops of K = 3 taps per pixel and block where the
+     * block-diagonal path has 9 of one tap each */
+    tsr_device_t *dev = open_dev("default+dw3"), *dev0 = open_dev("default");
+    static const int L[][4] = {{96, 28, 2, 1}, {144, 21, 1, 1}, {40, 9, 1, 1}, {24, 30, 2, 1}};
+    for (int i = 0; i < 4; i++) {
+        conv_case_t k = basic_case(1, L[i][0], L[i][1], L[i][1], L[i][0], 3, 3, L[i][2], L[i][3]);
+        k.p.groups = L[i][0];
+        k.p.x_dtype = k.p.y_dtype = k.p.w_dtype = TSR_DT_UINT8;
+        k.p.x_zp = 3 + i;
+        k.p.y_zp = 0;
+        k.w_zp[0] = 128;
+        k.p.act_min = 0;
+        k.p.act_max = 255;
+        k.shift[0] = -7;
+        run_case(dev, "default+dw3", &k, 100 + (uint64_t)i, 1);
+        run_case(dev0, "default", &k, 100 + (uint64_t)i, 0);
+        tsr_conv2d_plan_t a, b;
+        k.p.w_zp = k.w_zp;
+        k.p.mult = k.mult;
+        k.p.shift = k.shift;
+        assert_int_equal(tsr_conv2d_plan(dev, &k.p, &a), TSR_OK);
+        assert_int_equal(tsr_conv2d_plan(dev0, &k.p, &b), TSR_OK);
+        printf("    depthwise mode: %llu gemm ops, est. %.0f cycles; block-diagonal: %llu, est. %.0f\n",
+               (unsigned long long)a.gemm_ops, a.cost, (unsigned long long)b.gemm_ops, b.cost);
+        assert_int_equal(a.dwk, 3);
+        assert_int_equal(b.dwk, 0);
+        assert_true(a.gemm_ops * 3 == b.gemm_ops);
+        tsr_conv2d_plan_free(dev, &a);
+        tsr_conv2d_plan_free(dev0, &b);
+    }
+    tsr_device_close(dev);
+    tsr_device_close(dev0);
 }
 
 /* The one-call API, and a device reused across many plans (buffers freed). */
@@ -890,6 +1004,7 @@ int main(void)
         cmocka_unit_test(test_resnet_plans),    cmocka_unit_test(test_one_call),
         cmocka_unit_test(test_presearch),       cmocka_unit_test(test_grouped),
         cmocka_unit_test(test_fused_add_shortcuts), cmocka_unit_test(test_exact),
+        cmocka_unit_test(test_depthwise_mode),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -274,6 +274,32 @@ static void tile_of(const geo_t *g, int t, int *ct, int *tco, int *toh)
     *toh = r.toh;
 }
 
+/* Depthwise mode: the GEMMs of one step (input slot qi, weight slot qw,
+ * acc region pa, tco blocks of toh rows): one per weight part of the chunk
+ * and tap group, each over the tile's pixels (uops, row by row: at stride 1
+ * consecutive ops read consecutive windows), kernel rows (iter_in: src
+ * +WR, wgt +dwg) and blocks (iter_out: dst +TOH*TOW, src +ROWS_IN*WR, wgt
+ * +TCI*KK). The first waits for the step's data, the last frees its slots
+ * (free). */
+static void emit_dw_gemms(const geo_t *g, ibuf_t *b, int qi, int qw, int pa, int tco, int toh, int free)
+{
+    const tsr_conv2d_params_t *p = g->p;
+    tsr_stream_wait(&b->s, TSR_Q_LD2CMP);
+    for (int ci = 0; ci < g->nci; ci++)
+        for (int gk = 0; gk < g->dwg; gk++) {
+            const uint32_t kb = tsr_conv2d_dw_kern(g, b, qi, qw, pa, ci, gk);
+            tsr_insn_t *in = tsr_stream_gemm(&b->s, kb, kb + (uint32_t)(toh * g->t.tow), 0);
+            in->depthwise = 1;
+            tsr_stream_loops(in, (uint32_t)tco, tco > 1 ? (uint32_t)(g->t.toh * g->t.tow) : 0,
+                             tco > 1 ? (uint32_t)(g->rows_in * g->wr) : 0, (uint32_t)p->kh, 0,
+                             p->kh > 1 ? (uint32_t)(g->row_step * g->wr) : 0);
+            in->wgt_factor_out = tco > 1 ? (uint32_t)(g->nci * g->kk) : 0;
+            in->wgt_factor_in = p->kh > 1 ? (uint32_t)g->dwg : 0;
+            if (free && ci == g->nci - 1 && gk == g->dwg - 1)
+                tsr_stream_signal(&b->s, TSR_Q_CMP2LD);
+        }
+}
+
 /* Emit the whole stream for g's tiling. */
 void tsr_conv2d_build(const geo_t *g, ibuf_t *b)
 {
@@ -370,6 +396,8 @@ void tsr_conv2d_build(const geo_t *g, ibuf_t *b)
                         if (mov_done != t)
                             emit_mov(g, b, t, pa, cob0, tco, r.toh);
                     }
+                    if (g->dwk)
+                        emit_dw_gemms(g, b, islot, wslot, pa, tco, r.toh, s < g->steps - NBI);
                     /* The kernels of the tile's output blocks are contiguous
                      * in the uop buffer: with a full chunk one GEMM covers
                      * them all (one long instruction the ALU pipe can run
@@ -378,7 +406,7 @@ void tsr_conv2d_build(const geo_t *g, ibuf_t *b)
                     const int one_gemm = g->dw || nin == g->nci;
                     /* with weight groups: one GEMM per group (or per block), and
                      * each group's first pops its token */
-                    const int ngemm = one_gemm ? ngrp : tco;
+                    const int ngemm = g->dwk ? 0 : one_gemm ? ngrp : tco; /* (the depthwise mode's: above) */
                     for (int cl = 0; cl < ngemm; cl++) {
                         const int c0 = one_gemm ? cl * tco / ngrp : cl, c1 = one_gemm ? (cl + 1) * tco / ngrp : cl + 1;
                         int grp_start = one_gemm;
@@ -664,6 +692,38 @@ out:
     free(runs);
 }
 
+void tsr_conv2d_dw_uops(const geo_t *g, const int8_t set_map[2][2][4], tsr_uop_t *u)
+{
+    const tsr_conv2d_params_t *p = g->p;
+    const int sfo = g->row_step == 1 ? p->stride_h * g->wr : g->wr;
+    size_t k = 0;
+    for (int pa = 0; pa < g->t.nba; pa++)
+        for (int j = -1; j < g->nconst; j++, k++)
+            u[k] = (tsr_uop_t){tsr_conv2d_acc_base(g, pa),
+                               j < 0 ? tsr_conv2d_acc_base(g, pa) : tsr_conv2d_const_base(g, pa) + (uint32_t)j, 0};
+    for (int pa = 0; pa < g->t.nba && g->fuse; pa++) {
+        const uint32_t A = tsr_conv2d_acc_base(g, pa), B = tsr_conv2d_fuse_base(g, pa), K = tsr_conv2d_fuse_const(g, pa);
+        const uint32_t dst[FUSE_UOPS] = {A, B, A, B, A, A, A}, src[FUSE_UOPS] = {A, B, K, K + 1, B, K + 2, K + 3};
+        for (int j = 0; j < FUSE_UOPS; j++)
+            u[tsr_conv2d_fuse_uop(g, pa, j)] = (tsr_uop_t){dst[j], src[j], 0};
+    }
+    for (int qi = 0; qi < g->t.nbi; qi++)
+        for (int qw = 0; qw < g->t.nbi; qw++)
+            for (int pa = 0; pa < g->t.nba; pa++) {
+                if (!set_map[qi][qw][pa])
+                    continue;
+                k = (size_t)tsr_conv2d_n_uops_sets(g, set_map[qi][qw][pa] - 1);
+                for (int ci = 0; ci < g->nci; ci++)
+                    for (int gk = 0; gk < g->dwg; gk++)
+                        for (int oy = 0; oy < g->t.toh; oy++)
+                            for (int ox = 0; ox < g->t.tow; ox++, k++)
+                                u[k] = (tsr_uop_t){
+                                    tsr_conv2d_acc_base(g, pa) + (uint32_t)(oy * g->t.tow + ox),
+                                    (uint32_t)(qi * g->inp_half + oy * sfo + ox * p->stride_w + gk * g->dwk),
+                                    (uint32_t)(qw * g->wgt_half + ci * g->kk + gk)};
+            }
+}
+
 /* Encode the uop kernels of g's tiling (host memory, tsr_conv2d_n_uops(g) entries of
  * uop_bytes; *out is malloc'ed). Uops hold on-chip indices only. */
 int tsr_conv2d_encode_uops(const geo_t *g, uint8_t **out)
@@ -677,6 +737,24 @@ int tsr_conv2d_encode_uops(const geo_t *g, uint8_t **out)
         return tsr_err(TSR_ENOMEM, "out of memory");
     int rc = TSR_OK;
     size_t k = 0;
+    if (g->dwk) {
+        tsr_uop_t *du = calloc(n, sizeof *du);
+        if (!du) {
+            free(u8);
+            return tsr_err(TSR_ENOMEM, "out of memory");
+        }
+        tsr_conv2d_dw_uops(g, g->set_map, du);
+        for (k = 0; k < n && !rc; k++) {
+            uint64_t raw;
+            if (!(rc = tsr_uop_encode(c, &du[k], &raw)))
+                memcpy(u8 + k * c->uop_bytes, &raw, c->uop_bytes);
+        }
+        free(du);
+        if (rc)
+            goto fail;
+        *out = u8;
+        return TSR_OK;
+    }
     for (int pa = 0; pa < g->t.nba && g->fuse; pa++) {
         /* the fused add's uops of region pa: (dst, src) per FU_* */
         const uint32_t A = tsr_conv2d_acc_base(g, pa), B = tsr_conv2d_fuse_base(g, pa), K = tsr_conv2d_fuse_const(g, pa);

@@ -15,6 +15,9 @@ void tsr_conv2d_build_res(const geo_t *g, ibuf_t *b);
 /* The uop kernels of g's tiling, encoded (tsr_conv2d_n_uops(g) entries of
  * uop_bytes; *out is malloc'ed). */
 int tsr_conv2d_encode_uops(const geo_t *g, uint8_t **out);
+/* Depthwise mode: the same uops decoded (tsr_conv2d_n_uops_sets(g, sets in
+ * set_map) entries), for the encoder and the cost model's issue cycles. */
+void tsr_conv2d_dw_uops(const geo_t *g, const int8_t set_map[2][2][4], tsr_uop_t *u);
 /* Build identity of the lowering (part of every kernel-cache signature). */
 const char *tsr_conv2d_emit_id(void);
 

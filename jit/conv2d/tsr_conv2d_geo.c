@@ -33,11 +33,19 @@ uint32_t tsr_conv2d_kern_base(const geo_t *g, ibuf_t *b, int qi, int qw, int pa,
     if (!b->set_map[qi][qw][pa])
         b->set_map[qi][qw][pa] = (int8_t)++b->n_sets;
     int set = b->set_map[qi][qw][pa] - 1;
+    if (g->dwk)
+        return (uint32_t)(g->t.nba * (1 + g->nconst) + tsr_conv2d_fuse_nuops(g) + set * tsr_conv2d_dw_set_uops(g));
     return (uint32_t)(g->t.nba * (1 + g->nconst) + tsr_conv2d_fuse_nuops(g) + (set * g->t.tco + cl) * g->nci * g->kk);
+}
+int tsr_conv2d_dw_set_uops(const geo_t *g) { return g->nci * g->dwg * g->t.toh * g->t.tow; }
+uint32_t tsr_conv2d_dw_kern(const geo_t *g, ibuf_t *b, int qi, int qw, int pa, int ci, int gk)
+{
+    return tsr_conv2d_kern_base(g, b, qi, qw, pa, 0) + (uint32_t)((ci * g->dwg + gk) * g->t.toh * g->t.tow);
 }
 int tsr_conv2d_n_uops_sets(const geo_t *g, int sets)
 {
-    return g->t.nba * (1 + g->nconst) + tsr_conv2d_fuse_nuops(g) + sets * g->t.tco * g->nci * g->kk;
+    const int per_set = g->dwk ? tsr_conv2d_dw_set_uops(g) : g->t.tco * g->nci * g->kk;
+    return g->t.nba * (1 + g->nconst) + tsr_conv2d_fuse_nuops(g) + sets * per_set;
 }
 int tsr_conv2d_fuse_nuops(const geo_t *g) { return g->fuse ? FUSE_UOPS * g->t.nba : 0; }
 uint32_t tsr_conv2d_fuse_uop(const geo_t *g, int pa, int j)
@@ -172,7 +180,9 @@ void tsr_conv2d_set_tiling(geo_t *g, const tiling_t *t)
     g->rows_in = g->row_step == 1 ? (t->toh - 1) * p->stride_h + p->kh : t->toh;
     g->n_rt = cdiv(g->oh, t->toh);
     g->n_wt = cdiv(g->ow, t->tow);
-    g->wr = (t->tow - 1) * p->stride_w + p->kw;
+    /* (depthwise mode: the last group's K taps may pass KW; the row holds
+     * every column an op reads, the ones past KW meeting zero weights) */
+    g->wr = (t->tow - 1) * p->stride_w + (g->dwk ? g->dwg * g->dwk : p->kw);
     g->n_ct = cdiv(g->cob, t->tco);
     g->chunks = cdiv(g->dw ? g->wsplit : g->cib, t->tci); /* depthwise: chunks of weight parts */
     g->tiles = g->nb * g->n_rt * g->n_wt * g->n_ct;
@@ -237,6 +247,15 @@ int tsr_conv2d_tiling_fits(const geo_t *g0, const tiling_t *t)
         return 0;
     if (tow > 1 && (p->stride_w > tsr_isa_field_max(c, TSR_OP_GEMM, "src_factor_in") ||
                      1 > tsr_isa_field_max(c, TSR_OP_GEMM, "dst_factor_in")))
+        return 0;
+    /* depthwise mode: GEMMs loop over blocks (dst +TOH*TOW, src +ROWS_IN*WR,
+     * wgt +TCI*KK) and kernel rows (src +WR, wgt +dwg), uops over pixels */
+    if (g.dwk && ((t->tco > 1 && ((long)t->toh * tow > tsr_isa_field_max(c, TSR_OP_GEMM, "dst_factor_out") ||
+                                  (long)g.rows_in * g.wr > tsr_isa_field_max(c, TSR_OP_GEMM, "src_factor_out") ||
+                                  (long)t->tci * g.kk > tsr_isa_field_max(c, TSR_OP_GEMM, "wgt_factor_out"))) ||
+                  (p->kh > 1 && ((long)g.row_step * g.wr > tsr_isa_field_max(c, TSR_OP_GEMM, "src_factor_in") ||
+                                 g.dwg > tsr_isa_field_max(c, TSR_OP_GEMM, "wgt_factor_in"))) ||
+                  p->kh > loop_max))
         return 0;
     if (t->tco > 1 && ((long)t->toh * tow > tsr_isa_field_max(c, TSR_OP_ALU, "dst_factor_out") ||
                        g.nconst > tsr_isa_field_max(c, TSR_OP_ALU, "src_factor_out")))

@@ -66,6 +66,15 @@ typedef struct {
     const tsr_config_t *c;
     const tsr_conv2d_params_t *p;
     int oh, ow, nb, cib, cob, dw, kk, nconst;
+    /* The GEMM depthwise mode (config key DEPTHWISE = K > 0, a depthwise
+     * conv: groups == C_in == C_out): dwk = K, else 0 (the block-diagonal
+     * path). Each kernel row's taps are split in dwg = ceil(KW/K) groups of K
+     * (taps beyond KW have zero weights); one weight row holds a group's
+     * taps, [k][c] = tap k of channel c, so kk = KH * dwg weight rows per
+     * block and part. One op per (output pixel, ky, group) sums K taps of
+     * every lane; consecutive output columns are consecutive ops (uops over
+     * the tile's pixels), so at stride 1 most ops reuse the input window. */
+    int dwk, dwg;
     int has_shl_row;
     int exact;                  /* requantization by fscale (p->fscale, EXACT_REQUANT): the scale's bits
                                    replace M, no shift rows, rqfin shifts by 0 */
@@ -164,6 +173,11 @@ static inline int tsr_conv2d_fuse_mul(const tsr_add_params_t *a, int32_t m)
            (m & ((INT32_C(1) << (31 - a->left_shift)) - 1)) == 0;
 }
 void tsr_conv2d_set_tiling(geo_t *g, const tiling_t *t);
+/* Depthwise mode: GEMM uops per kernel set (every part of the chunk and tap
+ * group, TOH*TOW pixels each), and the uops of set `set`, part ci, group
+ * gk: pixel (oy, ox) at + oy*TOW + ox. */
+int tsr_conv2d_dw_set_uops(const geo_t *g);
+uint32_t tsr_conv2d_dw_kern(const geo_t *g, ibuf_t *b, int qi, int qw, int pa, int ci, int gk);
 int tsr_conv2d_tiling_fits(const geo_t *g0, const tiling_t *t);
 
 #endif

@@ -22,7 +22,17 @@ double tsr_conv2d_estimate_cycles(const geo_t *g, const ibuf_t *b) { return tsr_
 
 double tsr_conv2d_estimate_below(const geo_t *g, const ibuf_t *b, double limit)
 {
-    return tsr_cost_stream(g->c, b->s.v, b->s.n, b->s.tag, limit);
+    if (!g->dwk)
+        return tsr_cost_stream(g->c, b->s.v, b->s.n, b->s.tag, limit);
+    /* the depthwise mode's GEMMs cost by their uops' windows: decode them */
+    const size_t nu = (size_t)tsr_conv2d_n_uops_sets(g, b->n_sets);
+    tsr_uop_t *u = calloc(nu ? nu : 1, sizeof *u);
+    if (!u)
+        return 1e30;
+    tsr_conv2d_dw_uops(g, b->set_map, u);
+    const double est = tsr_cost_stream_uops(g->c, b->s.v, b->s.n, b->s.tag, u, nu, limit);
+    free(u);
+    return est;
 }
 
 /* The search's state: the best tiling so far and its cost (-1: none yet),
