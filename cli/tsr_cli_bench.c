@@ -15,7 +15,7 @@
 #include "tsr_util.h"
 
 static const char *bench_help =
-    "usage: tessera bench [--config CONFIG] [--backend NAME] [--kind matmul|gemm|resnet18]\n"
+    "usage: tessera bench [--config CONFIG] [--backend NAME] [--kind matmul|gemm|resnet18|mbv2-dw]\n"
     "                     [-m M] [-k K] [-n N] [--reps R]\n"
     "\n"
     "  --kind matmul  (default) the JIT's tiled, double-buffered int8 matmul\n"
@@ -30,7 +30,10 @@ static const char *bench_help =
     "utilisation and simulated cycles per second.\n"
     "  --kind resnet18  the ResNet-18 convolution table (cycles, utilisation,\n"
     "                 roofline, DRAM bytes, JIT time per layer); its options:\n"
-    "                 `tessera bench --kind resnet18 --help`\n" TSR_CLI_DEVICE_OPTIONS_HELP;
+    "                 `tessera bench --kind resnet18 --help`\n"
+    "  --kind mbv2-dw   MobileNetV2's depthwise convs without and with the GEMM\n"
+    "                 depthwise mode against their compulsory-bytes bound:\n"
+    "                 `tessera bench --kind mbv2-dw --help`\n" TSR_CLI_DEVICE_OPTIONS_HELP;
 
 /* ------------------------------------------------------------ gemm */
 
@@ -364,6 +367,121 @@ static int bench_resnet18(int argc, char **argv)
     return 0;
 }
 
+/* ------------------------------------------------ --kind mbv2-dw */
+
+static const char *bench_dw_help =
+    "usage: tessera bench --kind mbv2-dw [--layers D1,D4] [--config CONFIG] [--taps K]\n"
+    "                     [--backend NAME] [--check] [--seed N] [device options]\n"
+    "\n"
+    "The 17 depthwise 3x3 convs of MobileNetV2 (torchvision, 224x224, pad 1; int8,\n"
+    "per-channel requantization) through tsr_conv2d on two devices: the config as\n"
+    "given (the block-diagonal path: one tap of BLOCK_IN channels per GEMM op) and\n"
+    "the config plus DEPTHWISE = K (the GEMM depthwise mode, K taps per op).\n"
+    "Per layer: compulsory DRAM bytes (input, weights, bias, output once) and\n"
+    "their bound in cycles at --dram-bw bytes per cycle (8: the 64-bit port);\n"
+    "per path: cycles (device counter; - when untimed, e.g. fsim), the JIT's\n"
+    "estimate, x = cycles / bound, GEMM ops and the tile (rows x channel blocks).\n"
+    "  --config CONFIG  config without DEPTHWISE (default: default)\n"
+    "  --taps K         DEPTHWISE of the second column (default 3)\n"
+    "  --backend NAME   systemc (default), rtl, fsim (untimed: estimates only)\n"
+    "  --check          compare both paths' outputs with fsim's, byte for byte\n"
+    TSR_CLI_DEVICE_OPTIONS_HELP;
+
+static int bench_mbv2_dw(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"config", required_argument, 0, 'c'}, {"backend", required_argument, 0, 'b'},
+        {"seed", required_argument, 0, 's'},   {"kind", required_argument, 0, 'K'},
+        {"layers", required_argument, 0, 'L'}, {"check", no_argument, 0, 'C'},
+        {"taps", required_argument, 0, 't'},   {"help", no_argument, 0, 'h'},
+        TSR_CLI_DEVICE_LONG_OPTIONS,           {0, 0, 0, 0}};
+    tsr_cli_base_t base = {"default", "systemc", 1};
+    tsr_dwbench_opts_t o = {.dev = &tsr_cli_devopts, .taps = 3};
+    int sel[TSR_MBV2_DW_LAYERS] = {0}, any = 0, c;
+    char buf[256], *end;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "c:b:s:h", opts, NULL)) != -1) {
+        int r = tsr_cli_base_option("bench", c, optarg, &base);
+        if (r < 0)
+            return 2;
+        if (r > 0)
+            continue;
+        switch (c) {
+        case 'K': break;
+        case 'C': o.check = 1; break;
+        case 't':
+            o.taps = (int)strtol(optarg, &end, 10);
+            if (*end || o.taps < 1 || o.taps > 8)
+                return tsr_cli_usage("bench", "--taps is 1..8"), 2;
+            break;
+        case 'L':
+            snprintf(buf, sizeof buf, "%s", optarg);
+            for (char *t = strtok(buf, ","); t; t = strtok(NULL, ","), any = 1) {
+                int k = tsr_mbv2_dw_layer_find(t);
+                if (k < 0) {
+                    fprintf(stderr, "%s bench: unknown layer \"%s\" (D1..D17)\n", TSR_CLI_PROG, t);
+                    return tsr_cli_usage("bench", "bad --layers"), 2;
+                }
+                sel[k] = 1;
+            }
+            break;
+        case 'h': fputs(bench_dw_help, stdout); return 0;
+        default: return tsr_cli_usage("bench", "bad option"), 2;
+        }
+    }
+    if (optind != argc)
+        return tsr_cli_usage("bench", "unexpected argument"), 2;
+    o.cfgname = base.cfgname;
+    o.backend = base.backend;
+    o.seed = base.seed;
+    tsr_dwbench_t b;
+    int rc = tsr_dwbench_open(&o, &b);
+    if (rc)
+        return tsr_cli_fail(rc);
+    printf("bench: MobileNetV2 depthwise 3x3 convs, int8; config %s vs %s + DEPTHWISE %d, backend %s, DRAM %.4g "
+           "B/cycle%s\n", o.cfgname, o.cfgname, o.taps, o.backend, b.bw, o.check ? ", checked against fsim" : "");
+    printf("%-4s %-16s %10s %9s | %9s %9s %6s %9s %-8s | %9s %9s %6s %9s %-8s %s\n", "layer", "shape", "compulsory",
+           "bound", "cycles", "est", "x", "gemm_ops", "tile", "dw_cycles", "dw_est", "dw_x", "gemm_ops", "tile",
+           "check");
+    double sum[5] = {0};
+    int ndiff = 0;
+    for (int i = 0; i < TSR_MBV2_DW_LAYERS && !rc; i++) {
+        if (any && !sel[i])
+            continue;
+        tsr_dwbench_row_t r;
+        if ((rc = tsr_dwbench_layer(&b, i, &r)))
+            break;
+        const tsr_mbv2_dw_layer_t *L = r.layer;
+        char shape[32], cyc[2][24], x[2][16], tile[2][16];
+        snprintf(shape, sizeof shape, "%dx%d,%d,s%d", L->hw, L->hw, L->c, L->stride);
+        for (int k = 0; k < 2; k++) {
+            snprintf(cyc[k], sizeof cyc[k], r.timed ? "%.0f" : "-", r.cycles[k]);
+            snprintf(x[k], sizeof x[k], r.timed ? "%.3f" : "-", r.cycles[k] / r.t_mem);
+            snprintf(tile[k], sizeof tile[k], "%dx%d", r.toh[k], r.tco[k]);
+        }
+        printf("%-5s %-16s %10.0f %9.0f | %9s %9.0f %6s %9.0f %-8s | %9s %9.0f %6s %9.0f %-8s %s\n", L->name, shape,
+               r.compulsory, r.t_mem, cyc[0], r.est[0], x[0], r.gemm_ops[0], tile[0], cyc[1], r.est[1], x[1],
+               r.gemm_ops[1], tile[1], !r.checked ? "-" : r.differs ? "DIFF" : "ok");
+        fflush(stdout);
+        ndiff += r.differs;
+        sum[0] += r.compulsory;
+        sum[1] += r.t_mem;
+        sum[2] += r.cycles[0];
+        sum[3] += r.cycles[1];
+    }
+    if (!rc && sum[2] > 0)
+        printf("total %-16s %10.0f %9.0f | %9.0f %9s %6.3f %9s %-8s | %9.0f %9s %6.3f\n", "-", sum[0], sum[1], sum[2],
+               "-", sum[2] / sum[1], "-", "-", sum[3], "-", sum[3] / sum[1]);
+    tsr_dwbench_close(&b);
+    if (rc)
+        return tsr_cli_fail(rc);
+    if (ndiff) {
+        fprintf(stderr, "%s bench: %d layer(s) differ from fsim\n", TSR_CLI_PROG, ndiff);
+        return 1;
+    }
+    return 0;
+}
+
 /* ------------------------------------------------------------ the command */
 
 int tsr_cli_bench(int argc, char **argv)
@@ -374,6 +492,10 @@ int tsr_cli_bench(int argc, char **argv)
         if ((!strcmp(argv[i], "--kind") && i + 1 < argc && !strcmp(argv[i + 1], "resnet18")) ||
             !strcmp(argv[i], "--kind=resnet18"))
             return bench_resnet18(argc, argv);
+    for (int i = 1; i < argc; i++) /* and so has --kind mbv2-dw */
+        if ((!strcmp(argv[i], "--kind") && i + 1 < argc && !strcmp(argv[i + 1], "mbv2-dw")) ||
+            !strcmp(argv[i], "--kind=mbv2-dw"))
+            return bench_mbv2_dw(argc, argv);
     int r = tsr_cli_mm_parse(argc, argv, "bench", bench_help, &mo);
     if (r)
         return r == -2 ? 0 : 2;

@@ -12,6 +12,7 @@
 #include "tsr_netbench.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -443,4 +444,196 @@ void tsr_netbench_close(tsr_netbench_t *nb)
     tsr_device_close(nb->chk);
     tsr_device_close(nb->dev);
     memset(nb, 0, sizeof *nb);
+}
+
+/* ------------------------------- MobileNetV2's depthwise layers (bench) */
+
+/* torchvision's mobilenet_v2 at 224x224: the depthwise 3x3 conv (pad 1) of
+ * each inverted-residual block features[1..17]: input size, hidden
+ * channels (in * expansion), stride. */
+static const tsr_mbv2_dw_layer_t mb_layers[TSR_MBV2_DW_LAYERS] = {
+    {"D1", 112, 32, 1, 1},  {"D2", 112, 96, 2, 2},  {"D3", 56, 144, 1, 3},  {"D4", 56, 144, 2, 4},
+    {"D5", 28, 192, 1, 5},  {"D6", 28, 192, 1, 6},  {"D7", 28, 192, 2, 7},  {"D8", 14, 384, 1, 8},
+    {"D9", 14, 384, 1, 9},  {"D10", 14, 384, 1, 10}, {"D11", 14, 384, 1, 11}, {"D12", 14, 576, 1, 12},
+    {"D13", 14, 576, 1, 13}, {"D14", 14, 576, 2, 14}, {"D15", 7, 960, 1, 15}, {"D16", 7, 960, 1, 16},
+    {"D17", 7, 960, 1, 17},
+};
+
+const tsr_mbv2_dw_layer_t *tsr_mbv2_dw_layer(int i)
+{
+    return i >= 0 && i < TSR_MBV2_DW_LAYERS ? &mb_layers[i] : NULL;
+}
+
+int tsr_mbv2_dw_layer_find(const char *name)
+{
+    for (int i = 0; i < TSR_MBV2_DW_LAYERS; i++)
+        if (!strcasecmp(name, mb_layers[i].name))
+            return i;
+    return -1;
+}
+
+/* The JSON text of a preset or config file with "DEPTHWISE": taps put in
+ * front (malloc'ed into *out). */
+static int dw_config_json(const char *name, int taps, char **out)
+{
+    *out = NULL;
+    const char *pj = tsr_config_preset_json(name);
+    char *file = NULL;
+    if (!pj) {
+        FILE *f = fopen(name, "rb");
+        if (!f)
+            return tsr_err(TSR_ECONFIG, "config %s: no such preset or file", name);
+        file = malloc(TSR_CONFIG_MAX_FILE + 1);
+        size_t n = file ? fread(file, 1, TSR_CONFIG_MAX_FILE, f) : 0;
+        fclose(f);
+        if (!file)
+            return tsr_err(TSR_ENOMEM, "out of memory");
+        file[n] = 0;
+        pj = file;
+    }
+    const char *brace = strchr(pj, '{');
+    int rc = TSR_OK;
+    if (!brace)
+        rc = tsr_err(TSR_ECONFIG, "config %s: no JSON object", name);
+    else if (!(*out = malloc(strlen(brace) + 32)))
+        rc = tsr_err(TSR_ENOMEM, "out of memory");
+    else
+        sprintf(*out, "{\"DEPTHWISE\": %d, %s", taps, brace + 1);
+    free(file);
+    return rc;
+}
+
+int tsr_dwbench_open(const tsr_dwbench_opts_t *o, tsr_dwbench_t *b)
+{
+    memset(b, 0, sizeof *b);
+    b->seed = o->seed;
+    if (o->taps < 1 || o->taps > 8)
+        return tsr_err(TSR_EINVAL, "depthwise bench: taps %d outside 1..8", o->taps);
+    int rc = tsr_config_load(o->cfgname, &b->cfg[0]);
+    if (!rc && b->cfg[0].depthwise)
+        rc = tsr_err(TSR_ECONFIG, "depthwise bench: config %s has DEPTHWISE = %d already; give the config without "
+                     "it (the bench adds DEPTHWISE = %d for the second column)", o->cfgname, b->cfg[0].depthwise,
+                     o->taps);
+    char *json = NULL;
+    if (!rc)
+        rc = dw_config_json(o->cfgname, o->taps, &json);
+    if (!rc)
+        rc = tsr_config_parse(json, o->cfgname, &b->cfg[1]);
+    free(json);
+    for (int k = 0; k < 2 && !rc; k++)
+        rc = tsr_netbench_open_devices(o->backend, &b->cfg[k], o->dev, k == 0 && o->check, o->seed, &b->dev[k],
+                                       k == 0 ? &b->chk : &(tsr_device_t *){NULL});
+    if (rc) {
+        tsr_dwbench_close(b);
+        return rc;
+    }
+    b->bw = tsr_roofline_dram_bw(&b->cfg[0], o->dev ? o->dev->rtl.dram_bytes_per_cycle : 0);
+    return TSR_OK;
+}
+
+void tsr_dwbench_close(tsr_dwbench_t *b)
+{
+    tsr_device_close(b->chk);
+    tsr_device_close(b->dev[0]);
+    tsr_device_close(b->dev[1]);
+    b->chk = b->dev[0] = b->dev[1] = NULL;
+}
+
+/* One run of p on dev: plan, pack, exec with the counters reset, output
+ * into y; the plan's figures into row column k (k < 0: none). */
+static int dw_run(tsr_device_t *dev, const tsr_conv2d_params_t *p, const int8_t *x, const int8_t *w,
+                  const int32_t *bias, int8_t *y, tsr_dwbench_row_t *row, int k)
+{
+    tsr_conv2d_plan_t pl;
+    tsr_counters_t ct;
+    int rc = tsr_conv2d_plan(dev, p, &pl);
+    if (rc)
+        return rc;
+    if (!(rc = tsr_conv2d_write_weights(dev, &pl, w, bias)) && !(rc = tsr_conv2d_write_input(dev, &pl, x)) &&
+        !(rc = tsr_reset_counters(dev)) && !(rc = tsr_conv2d_exec(dev, &pl)) && !(rc = tsr_read_counters(dev, &ct)))
+        rc = tsr_conv2d_read_output(dev, &pl, y);
+    if (!rc && k >= 0) {
+        row->cycles[k] = (double)ct.cycles;
+        row->est[k] = pl.cost;
+        row->moved[k] = tsr_roofline_moved(&ct);
+        row->gemm_ops[k] = (double)ct.gemm_ops;
+        row->dwk[k] = pl.dwk;
+        row->toh[k] = pl.toh;
+        row->tco[k] = pl.tco;
+        row->tiles[k] = pl.tiles;
+    }
+    tsr_conv2d_plan_free(dev, &pl);
+    return rc;
+}
+
+int tsr_dwbench_layer(tsr_dwbench_t *b, int i, tsr_dwbench_row_t *row)
+{
+    const tsr_mbv2_dw_layer_t *L = tsr_mbv2_dw_layer(i);
+    memset(row, 0, sizeof *row);
+    if (!L)
+        return tsr_err(TSR_EINVAL, "no MobileNetV2 depthwise layer %d (0..%d)", i, TSR_MBV2_DW_LAYERS - 1);
+    row->layer = L;
+    const int C = L->c;
+    tsr_conv2d_params_t p;
+    memset(&p, 0, sizeof p);
+    p.n = 1;
+    p.c_in = p.c_out = p.groups = C;
+    p.h = p.w = L->hw;
+    p.kh = p.kw = 3;
+    p.stride_h = p.stride_w = L->stride;
+    p.pad_top = p.pad_left = p.pad_bottom = p.pad_right = 1;
+    p.x_dtype = p.w_dtype = p.y_dtype = TSR_DT_INT8;
+    p.x_zp = -128; /* post-ReLU6 activations, TFLite int8 style */
+    p.y_zp = -128;
+    p.act_min = -128;
+    p.act_max = 127;
+    int32_t w_zp = 0;
+    p.w_zp = &w_zp;
+    p.w_zp_count = 1;
+    p.rq_count = C;
+    const int oh = (L->hw + 2 - 3) / L->stride + 1;
+    const size_t nx = (size_t)C * L->hw * L->hw, nw = (size_t)C * 9, ny = (size_t)C * oh * oh;
+    int32_t *mult = malloc(sizeof(int32_t) * (size_t)C), *shift = malloc(sizeof(int32_t) * (size_t)C),
+            *bias = malloc(sizeof(int32_t) * (size_t)C);
+    int8_t *x = malloc(nx), *w = malloc(nw), *y[3] = {malloc(ny), malloc(ny), malloc(ny)};
+    int rc = TSR_OK;
+    if (!mult || !shift || !bias || !x || !w || !y[0] || !y[1] || !y[2]) {
+        rc = tsr_err(TSR_ENOMEM, "out of memory");
+        goto out;
+    }
+    p.mult = mult;
+    p.shift = shift;
+    uint64_t s = b->seed * 0x100000001b3ull + (uint64_t)i;
+    for (size_t k = 0; k < nx; k++)
+        x[k] = (int8_t)tsr_splitmix64(&s);
+    for (size_t k = 0; k < nw; k++)
+        w[k] = (int8_t)tsr_splitmix64(&s);
+    for (int o = 0; o < C; o++) { /* (9 terms of ~147 * 74: a shift of about 15 keeps outputs in range) */
+        mult[o] = (int32_t)((1u << 30) + (uint32_t)(tsr_splitmix64(&s) % (1u << 30)));
+        shift[o] = -15 - (int)(tsr_splitmix64(&s) % 2);
+        bias[o] = (int32_t)(tsr_splitmix64(&s) % 32768) - 16384;
+    }
+    row->macs = tsr_roofline_conv2d_macs(&p);
+    row->compulsory = tsr_roofline_conv2d_compulsory(&p, 0);
+    row->t_mem = row->compulsory / b->bw;
+    for (int k = 0; k < 2 && !rc; k++) {
+        const tsr_config_t *c = &b->cfg[k];
+        row->t_comp[k] = row->macs / ((double)c->batch * c->block_in * (c->depthwise ? c->depthwise : 1));
+        rc = dw_run(b->dev[k], &p, x, w, bias, y[k], row, k);
+    }
+    row->timed = row->cycles[0] > 0 && row->cycles[1] > 0;
+    if (!rc && b->chk) {
+        rc = dw_run(b->chk, &p, x, w, bias, y[2], row, -1);
+        row->checked = !rc;
+        row->differs = !rc && (memcmp(y[0], y[2], ny) || memcmp(y[1], y[2], ny));
+    }
+out:
+    free(mult);
+    free(shift);
+    free(bias);
+    free(x);
+    free(w);
+    for (int k = 0; k < 3; k++)
+        free(y[k]);
+    return rc ? tsr_err_prefix(rc, "%s: ", L->name) : TSR_OK;
 }

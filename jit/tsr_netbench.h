@@ -106,6 +106,65 @@ int tsr_lbench_layer(tsr_lbench_t *b, int i, tsr_lbench_row_t *row);
 void tsr_lbench_total_init(tsr_lbench_total_t *t);
 void tsr_lbench_total_add(const tsr_lbench_t *b, tsr_lbench_total_t *t, const tsr_lbench_row_t *row);
 
+/* ------------------------------- MobileNetV2's depthwise layers (bench) */
+
+/* One of the 17 depthwise 3x3 convs of torchvision's mobilenet_v2 at
+ * 224x224 (pad 1): input hw x hw, c channels, stride. */
+typedef struct tsr_mbv2_dw_layer {
+    const char *name; /* D1 .. D17 (the block's features[] index in the note) */
+    int hw, c, stride, block;
+} tsr_mbv2_dw_layer_t;
+
+#define TSR_MBV2_DW_LAYERS 17
+
+const tsr_mbv2_dw_layer_t *tsr_mbv2_dw_layer(int i);
+int tsr_mbv2_dw_layer_find(const char *name);
+
+/* Each layer on two devices of the same backend: the config as given
+ * (depthwise on the block-diagonal path, unless it has DEPTHWISE) and the
+ * config plus DEPTHWISE = taps (the GEMM depthwise mode), and with check
+ * on an fsim device too (outputs compared byte for byte with both). */
+typedef struct tsr_dwbench_opts {
+    const char *cfgname, *backend;
+    const tsr_device_opts_t *dev; /* device options (NULL: defaults) */
+    uint64_t seed;
+    int taps;  /* DEPTHWISE of the second config (1..8) */
+    int check; /* compare the outputs with fsim's */
+} tsr_dwbench_opts_t;
+
+typedef struct tsr_dwbench {
+    tsr_config_t cfg[2];    /* [0] as given, [1] + DEPTHWISE */
+    tsr_device_t *dev[2];
+    tsr_device_t *chk;      /* fsim (check), of cfg[0] */
+    double bw;              /* DRAM bytes per cycle of the bound */
+    uint64_t seed;
+} tsr_dwbench_t;
+
+typedef struct tsr_dwbench_row {
+    const tsr_mbv2_dw_layer_t *layer;
+    double macs, compulsory; /* unpadded MACs; compulsory bytes (input, weights, bias, output once) */
+    double t_mem;            /* compulsory bytes / DRAM bytes per cycle: the bound of these layers */
+    double t_comp[2];        /* MACs / the useful MACs per cycle of each path (B*BI on the block-diagonal
+                                path, B*BI*K in the mode) */
+    double cycles[2];        /* device counter (0: untimed backend) */
+    double est[2];           /* the JIT's estimate (plan cost) */
+    double moved[2];         /* DRAM bytes moved */
+    double gemm_ops[2];      /* GEMM tensor ops (counters) */
+    int dwk[2];              /* taps of the plan's depthwise mode (0: block-diagonal) */
+    int toh[2], tco[2], tiles[2]; /* the tiling chosen */
+    int timed;
+    int checked, differs;    /* compared with fsim (every path): a path's output differed */
+} tsr_dwbench_row_t;
+
+/* Load the config, derive the DEPTHWISE one, open the devices. Refused
+ * (one line) when the config has DEPTHWISE already or the key does not fit
+ * it. On error nothing is left open. */
+int tsr_dwbench_open(const tsr_dwbench_opts_t *o, tsr_dwbench_t *b);
+void tsr_dwbench_close(tsr_dwbench_t *b);
+/* Run layer i (random int8 data from the seed, per-channel requantization,
+ * ReLU6-like clamp) on both devices; fill row. */
+int tsr_dwbench_layer(tsr_dwbench_t *b, int i, tsr_dwbench_row_t *row);
+
 /* ------------------------------------------- the whole network (net) */
 
 typedef struct tsr_netbench_opts {

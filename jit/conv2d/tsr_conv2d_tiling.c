@@ -164,7 +164,12 @@ int tsr_conv2d_choose_tiling(geo_t *g)
             continue;
         if (nbo >= 2 && S.best >= 0)
             break; /* single-buffered fallbacks only when nothing else fits */
-        for (int wpass = 0; wpass < 2 && (wpass == 0 || S.best < 0); wpass++) /* full rows first, then column tiles */
+        if (nbo == 1 && g->dwk && S.best >= 0)
+            break; /* depthwise mode: four acc regions when they fit (below) */
+        /* full rows first, then column tiles (depthwise mode: both; its
+         * bound is the DRAM, and over wide rows column tiles let a tile
+         * be taller, reloading fewer rows between row tiles) */
+        for (int wpass = 0; wpass < 2 && (wpass == 0 || S.best < 0 || g->dwk); wpass++)
             for (int d = n_ow - 1; d >= 0; d--) {
                 if ((c_ow[d] == g->ow) != (wpass == 0))
                     continue;
