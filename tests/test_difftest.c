@@ -17,8 +17,9 @@
  * ALU ops, memory types, pad/stride cases, no-ops and token depths.
  *
  * Environment: TSR_DIFF_BACKEND (second backend, default "fsim"),
- * TSR_DIFF_COUNT (programs in all, default 300: a third each on the default
- * preset, the tiny preset and random configs), TSR_DIFF_SEED (base seed),
+ * TSR_DIFF_COUNT (default 300: a third of it each on the default preset, the
+ * tiny preset, random configs and tiny_dw, tiny with the GEMM depthwise
+ * mode), TSR_DIFF_SEED (base seed),
  * TSR_DIFF_CONFIGS (how many distinct random configs; default: a fresh one
  * per program on fsim, 2 on other backends since each RTL config is a model
  * build).
@@ -66,11 +67,19 @@ static int runs_act_lut(const char *backend)
     return 1;
 }
 
-/* Config for program i of a config family: a preset, or "random" (with
- * ACT_LUT drawn too when act_lut is set). */
+/* Config for program i of a config family: a preset, "random" (with
+ * ACT_LUT drawn too when act_lut is set), or "tiny_dw": tiny with the GEMM
+ * depthwise mode, DSP_PACK 0 and DEPTHWISE 3 (tests/rtl/tiny_dw.json). */
 static void family_config(const char *family, uint64_t seed, tsr_config_t *cfg, char *json, size_t n, int act_lut)
 {
-    if (!strcmp(family, "random")) {
+    if (!strcmp(family, "tiny_dw")) {
+        assert_int_equal(tsr_config_load("tiny", cfg), TSR_OK);
+        cfg->dsp_pack = 0;
+        cfg->depthwise = 3;
+        assert_int_equal(tsr_gen_config_json(cfg, json, n), TSR_OK);
+        if (tsr_config_parse(json, "tiny_dw", cfg))
+            fail_msg("tiny_dw config rejected: %s\n%s", tsr_errmsg(), json);
+    } else if (!strcmp(family, "random")) {
         assert_int_equal(tsr_gen_random_config(seed, json, n), TSR_OK);
         if (tsr_config_parse(json, "random", cfg))
             fail_msg("random config (seed %" PRIu64 ") rejected: %s\n%s", seed, tsr_errmsg(), json);
@@ -89,6 +98,8 @@ typedef struct {
     uint32_t max_q[TSR_Q_COUNT];     /* program-order token occupancy peak */
     int dst_edge, src_edge, wgt_edge; /* a GEMM/ALU index reached depth - 1 */
     int load_edge;                    /* a LOAD wrote its buffer's last row */
+    uint64_t dw_slide, dw_fresh;      /* depthwise GEMM ops whose src follows the previous
+                                         op's in their instruction, and the others */
 } walk_cov_t;
 
 typedef struct {
@@ -163,6 +174,9 @@ static void footprint(walk_t *w, const tsr_insn_t *in, walk_cov_t *cov)
                 else
                     need_written(w, WR_LUT, t);
             }
+        /* a depthwise GEMM reads input rows src .. src + taps - 1 */
+        const uint64_t taps = gemm && rs && in->depthwise ? (uint64_t)w->p->cfg.depthwise : 1;
+        uint64_t prev_src = UINT64_MAX;
         for (uint64_t i = 0; i < in->iter_out; i++)
             for (uint64_t j = 0; j < in->iter_in; j++)
                 for (uint32_t u = in->uop_bgn; u < in->uop_end && !w->bad; u++) {
@@ -179,11 +193,20 @@ static void footprint(walk_t *w, const tsr_insn_t *in, walk_cov_t *cov)
                     if (rd)
                         need_written(w, WR_ACC, dst);
                     if (gemm && rs) {
-                        if (src >= m->inp_depth || wgt >= m->wgt_depth)
-                            walk_fail(w, "src %" PRIu64 " or wgt %" PRIu64 " outside its buffer", src, wgt);
+                        if (src + taps - 1 >= m->inp_depth || wgt >= m->wgt_depth)
+                            walk_fail(w, "src %" PRIu64 " (+ %" PRIu64 " taps) or wgt %" PRIu64
+                                      " outside its buffer", src, taps - 1, wgt);
                         else {
-                            need_written(w, WR_INP, src);
+                            for (uint64_t t = 0; t < taps; t++)
+                                need_written(w, WR_INP, src + t);
                             need_written(w, WR_WGT, wgt);
+                        }
+                        if (in->depthwise) {
+                            if (prev_src != UINT64_MAX && src == prev_src + 1)
+                                cov->dw_slide++;
+                            else
+                                cov->dw_fresh++;
+                            prev_src = src;
                         }
                     } else if (rs) {
                         if (src >= m->acc_depth)
@@ -358,12 +381,21 @@ static void test_difftest_random(void **state)
     run_family("random", 3);
 }
 
+/* The GEMM depthwise mode on a config that has it (random configs draw
+ * DEPTHWISE only now and then, and most of their GEMMs are not depthwise). */
+static void test_difftest_tiny_dw(void **state)
+{
+    (void)state;
+    run_family("tiny_dw", 4);
+}
+
 /* ------------------------------------------------- generator self-tests */
 
 static void test_random_configs_valid(void **state)
 {
     (void)state;
-    int seen_batch2 = 0, seen_16 = 0, seen_dep1 = 0, seen_dep8 = 0, seen_exact = 0;
+    int seen_batch2 = 0, seen_16 = 0, seen_dep1 = 0, seen_dep8 = 0, seen_exact = 0, seen_dw = 0,
+        seen_dw_pack = 0;
     for (uint64_t s = 0; s < 500; s++) {
         char json[1024];
         tsr_config_t c;
@@ -384,6 +416,8 @@ static void test_random_configs_valid(void **state)
         seen_dep1 |= c.dep_queue_depth == 1;
         seen_dep8 |= c.dep_queue_depth == 8;
         seen_exact |= c.exact_requant; /* fscale on every backend */
+        seen_dw |= c.depthwise > 1;     /* the GEMM depthwise mode (with a window) */
+        seen_dw_pack |= c.depthwise > 1 && c.dsp_pack;
         /* tsr_gen_config_json reproduces the config. */
         char back[1024];
         tsr_config_t c2;
@@ -391,7 +425,7 @@ static void test_random_configs_valid(void **state)
         assert_int_equal(tsr_config_parse(back, "back", &c2), TSR_OK);
         assert_memory_equal(&c, &c2, sizeof c);
     }
-    assert_true(seen_batch2 && seen_16 && seen_dep1 && seen_dep8 && seen_exact);
+    assert_true(seen_batch2 && seen_16 && seen_dep1 && seen_dep8 && seen_exact && seen_dw && seen_dw_pack);
 }
 
 /* Same seed, same program; different seed, different program. */
@@ -428,11 +462,11 @@ static void test_deterministic(void **state)
 static void test_close_stream(void **state)
 {
     (void)state;
-    const char *fam[] = {"tiny", "default", "random"};
-    for (uint64_t s = 0; s < 30; s++) {
+    const char *fam[] = {"tiny", "default", "random", "tiny_dw"};
+    for (uint64_t s = 0; s < 32; s++) {
         tsr_config_t cfg;
         char json[1024];
-        family_config(fam[s % 3], s, &cfg, json, sizeof json, 1);
+        family_config(fam[s % 4], s, &cfg, json, sizeof json, 1);
         tsr_gen_prog_t p;
         assert_int_equal(tsr_gen_program(s, &cfg, NULL, &p), TSR_OK);
         for (size_t cut = 0; cut <= p.nbody; cut += 1 + cut / 8) {
@@ -560,6 +594,7 @@ static void test_generator_coverage(void **state)
         C_GEMM_RESET, C_ALU_RESET, C_MULTI_UOP, C_2D_LOOP,
         C_UOP_2D, C_DST_EDGE, C_SRC_EDGE, C_WGT_EDGE, C_LOAD_EDGE,
         C_Q_FULL_L2C, C_Q_FULL_C2L, C_Q_FULL_C2S, C_Q_FULL_S2C, C_Q_MULTI,
+        C_DW_GEMM, C_DW_RESET, C_DW_SLIDE, C_DW_FRESH,
         C_COUNT
     };
     static const char *names[C_COUNT] = {
@@ -575,14 +610,16 @@ static void test_generator_coverage(void **state)
         "programs filling load->compute", "programs filling compute->load",
         "programs filling compute->store", "programs filling store->compute",
         "programs with >= 2 tokens in flight",
+        "depthwise gemm (DEPTHWISE)", "depthwise gemm reset", "depthwise op, src + 1 (slide)",
+        "depthwise op, first or jump (fresh)",
     };
     uint64_t cnt[C_COUNT] = {0}, alu[TSR_ALU_COUNT][2] = {{0}};
     int avail[TSR_ALU_COUNT] = {0}; /* op implemented by one of the configs drawn */
-    const char *fam[] = {"tiny", "default", "random"};
+    const char *fam[] = {"tiny", "default", "random", "tiny_dw"};
     for (uint64_t s = 0; s < 100; s++) {
         tsr_config_t cfg;
         char json[1024];
-        family_config(fam[s % 3], tsr_gen_mix(s + 77), &cfg, json, sizeof json, 1);
+        family_config(fam[s % 4], tsr_gen_mix(s + 77), &cfg, json, sizeof json, 1);
         tsr_gen_prog_t p;
         assert_int_equal(tsr_gen_program(tsr_gen_mix(s + 77), &cfg, NULL, &p), TSR_OK);
         for (uint32_t op = 0; op < TSR_ALU_COUNT; op++)
@@ -631,6 +668,8 @@ static void test_generator_coverage(void **state)
                 if (in->opcode == TSR_OP_ALU)
                     alu[in->alu_opcode][in->use_imm ? 1 : 0]++;
                 cnt[C_GEMM_RESET] += in->opcode == TSR_OP_GEMM && in->reset;
+                cnt[C_DW_GEMM] += in->opcode == TSR_OP_GEMM && in->depthwise;
+                cnt[C_DW_RESET] += in->opcode == TSR_OP_GEMM && in->depthwise && in->reset;
                 cnt[C_ALU_RESET] += in->opcode == TSR_OP_ALU && in->reset;
                 cnt[C_MULTI_UOP] += in->uop_end - in->uop_bgn > 1;
                 cnt[C_2D_LOOP] += in->iter_out > 1 && in->iter_in > 1 &&
@@ -649,6 +688,8 @@ static void test_generator_coverage(void **state)
         cnt[C_SRC_EDGE] += cov.src_edge;
         cnt[C_WGT_EDGE] += cov.wgt_edge;
         cnt[C_LOAD_EDGE] += cov.load_edge;
+        cnt[C_DW_SLIDE] += cov.dw_slide;
+        cnt[C_DW_FRESH] += cov.dw_fresh;
         uint32_t D = (uint32_t)cfg.dep_queue_depth;
         cnt[C_Q_FULL_L2C] += cov.max_q[TSR_Q_L2C] == D;
         cnt[C_Q_FULL_C2L] += cov.max_q[TSR_Q_C2L] == D;
@@ -682,6 +723,7 @@ int main(void)
         cmocka_unit_test(test_bisect_finds_planted_store),
         cmocka_unit_test(test_difftest_tiny),
         cmocka_unit_test(test_difftest_random),
+        cmocka_unit_test(test_difftest_tiny_dw),
         cmocka_unit_test(test_difftest_default),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -605,6 +605,8 @@ static int loop_check(gen_t *g, const tsr_insn_t *in, const tsr_uop_t *ov, int a
     const tsr_config_t *c = g->c;
     int gemm = in->opcode == TSR_OP_GEMM;
     int rs = reads_src(in), rd = reads_dst(in);
+    /* a depthwise GEMM reads input rows src .. src + taps - 1 */
+    const uint32_t taps = gemm && rs && in->depthwise ? (uint32_t)c->depthwise : 1;
     for (uint32_t i = 0; i < in->iter_out; i++)
         for (uint32_t j = 0; j < in->iter_in; j++)
             for (uint32_t u = in->uop_bgn; u < in->uop_end; u++) {
@@ -619,7 +621,8 @@ static int loop_check(gen_t *g, const tsr_insn_t *in, const tsr_uop_t *ov, int a
                     g->out_init[dst] = 1;
                     g->reg[g->reg_of[K_ACC][dst]].touched = 1;
                     if (gemm && rs) {
-                        g->reg[g->reg_of[K_INP][src]].touched = 1;
+                        for (uint32_t t = 0; t < taps; t++)
+                            g->reg[g->reg_of[K_INP][src + t]].touched = 1;
                         g->reg[g->reg_of[K_WGT][wgt]].touched = 1;
                     }
                     continue;
@@ -630,11 +633,13 @@ static int loop_check(gen_t *g, const tsr_insn_t *in, const tsr_uop_t *ov, int a
                     (rd && !g->init[K_ACC][dst]))
                     return 0;
                 if (gemm) {
-                    if (src >= c->inp_depth || wgt >= c->wgt_depth)
+                    if (src + taps - 1 >= c->inp_depth || wgt >= c->wgt_depth)
                         return 0;
-                    if (rs && (!owned_by(g, K_INP, src, O_COMPUTE) || !g->init[K_INP][src] ||
-                               !owned_by(g, K_WGT, wgt, O_COMPUTE) || !g->init[K_WGT][wgt]))
+                    if (rs && (!owned_by(g, K_WGT, wgt, O_COMPUTE) || !g->init[K_WGT][wgt]))
                         return 0;
+                    for (uint32_t t = 0; rs && t < taps; t++)
+                        if (!owned_by(g, K_INP, src + t, O_COMPUTE) || !g->init[K_INP][src + t])
+                            return 0;
                 } else {
                     if (src >= c->acc_depth || (rs && !g->init[K_ACC][src]))
                         return 0;
@@ -737,6 +742,8 @@ static void make_empty_loop(gen_t *g, int gemm, tsr_insn_t *in)
     default: in->uop_end = in->uop_bgn; break;
     }
     in->reset = chance(r, 20);
+    if (gemm && c->depthwise) /* (drawn only then: other configs' streams stay as they were) */
+        in->depthwise = chance(r, 50);
     in->dst_factor_out = rbelow(r, field_max(c->acc_idx_bits) + 1);
     in->dst_factor_in = rbelow(r, field_max(c->acc_idx_bits) + 1);
     if (gemm) {
@@ -755,6 +762,32 @@ static void make_empty_loop(gen_t *g, int gemm, tsr_insn_t *in)
     }
 }
 
+/* Depthwise GEMMs: an op whose src follows the previous op's reuses its
+ * window (one input row read instead of taps: isa/tsr_isa.c's issue
+ * cycles, the RTL's fill cycles), so programs need runs of consecutive src
+ * as well as jumps. Half the time the whole loop nest is one run (uop srcs
+ * base + u, the inner loop stepping by nu, the outer by nu * iter_in: a
+ * convolution row), when it fits [slo, shi); else some uops continue the
+ * previous uop's src. src bases lie in [slo, shi - sext). */
+static void dw_slides(gen_t *g, tsr_insn_t *op, tsr_uop_t *k, uint32_t nu, uint32_t slo, uint32_t shi,
+                      uint32_t sext)
+{
+    rng_t *r = &g->r;
+    const uint32_t len = shi - slo, fmax = field_max(g->c->inp_idx_bits);
+    const uint32_t run = nu * op->iter_in * op->iter_out, fi = nu, fo = nu * op->iter_in;
+    if (chance(r, 50) && run <= len && fi <= fmax && fo <= fmax) {
+        const uint32_t base = slo + rbelow(r, len - run + 1);
+        for (uint32_t u = 0; u < nu; u++)
+            k[u].src = base + u;
+        op->src_factor_in = fi;
+        op->src_factor_out = fo;
+        return;
+    }
+    for (uint32_t u = 1; u < nu; u++)
+        if (chance(r, 60) && k[u - 1].src + 1 < shi - sext)
+            k[u].src = k[u - 1].src + 1;
+}
+
 /* Try to append a GEMM (or ALU) on regions compute owns, preceded by the
  * LOAD of a new uop kernel unless a loaded one is reused. Appends to
  * list[*nl]. Returns 1 on success. */
@@ -767,6 +800,10 @@ static int try_loop(gen_t *g, int gemm, tsr_insn_t *list, int *nl)
         memset(&op, 0, sizeof op);
         op.opcode = gemm ? TSR_OP_GEMM : TSR_OP_ALU;
         op.reset = chance(r, gemm ? 10 : 6);
+        /* Depthwise mode on configs with the key (drawn only then, so other
+         * configs' streams stay as they were); reset GEMMs may carry it too. */
+        if (gemm && c->depthwise)
+            op.depthwise = chance(r, 60);
         if (!gemm) {
             op.alu_opcode = pick_alu_op(r, c);
             op.use_imm = chance(r, 45);
@@ -831,6 +868,12 @@ static int try_loop(gen_t *g, int gemm, tsr_insn_t *list, int *nl)
             if (reads_src(&op) && !flag_run(g, g->init[K_ACC], slo, shi, &slo, &shi))
                 continue;
         }
+        /* A depthwise op reads src .. src + taps - 1: its src stays taps - 1
+         * rows below the end of the run. */
+        const uint32_t tx = gemm && reads_src(&op) && op.depthwise ? (uint32_t)c->depthwise - 1 : 0;
+        if (shi - slo <= tx)
+            continue;
+        shi -= tx;
         uint32_t nu = rrange(r, 1, umin(MAX_KUOPS, c->uop_depth));
         pick_extents(g, &nu, &op.iter_out, &op.iter_in);
         uint32_t dext, sext, wext = 0;
@@ -848,6 +891,8 @@ static int try_loop(gen_t *g, int gemm, tsr_insn_t *list, int *nl)
             k[u].src = pick_base(r, slo, shi, sext);
             k[u].wgt = gemm ? pick_base(r, wlo, whi, wext) : rbelow(r, c->wgt_depth);
         }
+        if (gemm && op.depthwise && !op.reset)
+            dw_slides(g, &op, k, nu, slo, shi, sext);
         uint32_t p = rbelow(r, 100);
         op.uop_bgn = p < 25 ? c->uop_depth - nu : p < 40 ? 0 : rbelow(r, c->uop_depth - nu + 1);
         op.uop_end = op.uop_bgn + nu;
@@ -1431,15 +1476,22 @@ int tsr_gen_random_config(uint64_t seed, char *json, size_t n)
      * accumulators it needs): drawn after everything else, so the other
      * keys of a seed stay what they were */
     int exact = chance(&r, 50);
+    /* DEPTHWISE (the GEMM depthwise mode: each lane one channel, so only
+     * with BLOCK_IN == BLOCK_OUT, and K taps within the output columns, or
+     * the column pairs with DSP_PACK): drawn after every other key, so the
+     * others of a seed stay what they were */
+    int dw = 0;
+    if (bi == bo && chance(&r, 40))
+        dw = (int)rrange(&r, 1, umin(8, (1u << bo) >> (pack ? 1 : 0)));
     int k = snprintf(json, n,
                      "{\"TARGET\": \"sim\", \"LOG_INP_WIDTH\": %u, \"LOG_WGT_WIDTH\": %u, "
                      "\"LOG_ACC_WIDTH\": 5, \"LOG_BATCH\": %u, %s, \"LOG_UOP_BUFF_SIZE\": %u, "
                      "\"LOG_INP_BUFF_SIZE\": %u, \"LOG_WGT_BUFF_SIZE\": %u, "
                      "\"LOG_ACC_BUFF_SIZE\": %u, \"CMD_QUEUE_DEPTH\": %u, \"DEP_QUEUE_DEPTH\": %u, "
                      "\"DSP_PACK\": %d, \"OUT_BUFF_LUTRAM\": %d, \"ACC_SINGLE_COPY\": %d, "
-                     "\"EXACT_REQUANT\": %d}",
+                     "\"EXACT_REQUANT\": %d, \"DEPTHWISE\": %d}",
                      iw, ww, lb, blk, uop_row + uop_idx, inp_row + inp_idx, wgt_row + wgt_idx,
-                     acc_row + acc_idx, cq, dq, pack, lutram, single, exact);
+                     acc_row + acc_idx, cq, dq, pack, lutram, single, exact, dw);
     if (k < 0 || (size_t)k >= n)
         return tsr_err(TSR_EINVAL, "random config: buffer of %zu bytes is too small", n);
     return TSR_OK;
@@ -1466,12 +1518,12 @@ int tsr_gen_config_json(const tsr_config_t *c, char *json, size_t n)
                      "\"LOG_WGT_BUFF_SIZE\": %d, \"LOG_ACC_BUFF_SIZE\": %d, \"DRAM_BUS_WIDTH\": %d, "
                      "\"CLOCK_MHZ\": %d, \"CMD_QUEUE_DEPTH\": %d, \"DEP_QUEUE_DEPTH\": %d, "
                      "\"DSP_PACK\": %d, \"OUT_BUFF_LUTRAM\": %d, \"ACC_SINGLE_COPY\": %d, \"ACT_LUT\": %d, "
-                     "\"EXACT_REQUANT\": %d}",
+                     "\"EXACT_REQUANT\": %d, \"DEPTHWISE\": %d}",
                      c->target, c->log_inp_width, c->log_wgt_width, c->log_acc_width, c->log_batch,
                      c->log_block_in, c->log_block_out, c->log_uop_buff_size, c->log_inp_buff_size,
                      c->log_wgt_buff_size, c->log_acc_buff_size, c->dram_bus_width, c->clock_mhz,
                      c->cmd_queue_depth, c->dep_queue_depth, c->dsp_pack, c->out_buff_lutram,
-                     c->acc_single_copy, c->act_lut, c->exact_requant);
+                     c->acc_single_copy, c->act_lut, c->exact_requant, c->depthwise);
     if (k < 0 || (size_t)k >= n)
         return tsr_err(TSR_EINVAL, "config json: buffer of %zu bytes is too small", n);
     return TSR_OK;

@@ -75,8 +75,11 @@ int tsr_gen_verify(const tsr_gen_prog_t *p, const tsr_insn_t *insns, size_t n);
 
 /* A random valid config as JSON text for tsr_config_parse: LOG_BATCH 0..1,
  * LOG_BLOCK_IN/OUT 1..4, 8/16-bit inputs and weights, 32-bit accumulators,
- * small buffers, DEP_QUEUE_DEPTH 1..8, CMD_QUEUE_DEPTH 2..32. Returns
- * TSR_OK or TSR_EINVAL if n is too small. */
+ * small buffers, DEP_QUEUE_DEPTH 1..8, CMD_QUEUE_DEPTH 2..32, and with
+ * square blocks now and then DEPTHWISE (drawn last: a seed's other keys are
+ * what they were before the key existed). On a config with DEPTHWISE most
+ * generated GEMMs use the depthwise mode, with runs of consecutive src
+ * (window reuse) and jumps. Returns TSR_OK or TSR_EINVAL if n is too small. */
 int tsr_gen_random_config(uint64_t seed, char *json, size_t n);
 
 /* cfg with ACT_LUT drawn from seed (0, 1, 2, 4 or 8, each a fifth of the

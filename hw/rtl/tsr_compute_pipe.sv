@@ -21,6 +21,18 @@
 // accumulator load runs beside a busy pipe only in a bank outside its
 // footprint, tsr_compute): that write is forwarded from the wb_* registers.
 //
+// Depthwise mode (GEMM pipe, config key DEPTHWISE = K > 0, a GEMM with
+// field depthwise): an op reads input rows src .. src+K-1 (the K taps, range
+// checked as src + K - 1 < INP_DEPTH). The pipe keeps the last K-1 input
+// rows it read in a window (win_q, shifted whenever read data arrives). An
+// op whose src is the previous op's src + 1 (same instruction: a slide)
+// finds src .. src+K-2 there and reads only src+K-1; any other op (the first
+// of the instruction, or a jump) holds in P1 for K-1 fill cycles reading
+// src .. src+K-2, then reads src+K-1 as it passes. So an op costs one cycle
+// or K, the timing contract of isa/tsr_isa.c (dw_issue_cycles). In P2 the
+// window and the arriving row are the taps of tsr_gemm_core's depthwise
+// mode. Without the key none of it is generated.
+//
 // Bank rule. The accumulator is split in two banks by its index MSB. When
 // the other pipe runs an OLDER instruction (check_i), an op here may pass P1
 // only once the older instruction's footprint is known (other_known_i) and
@@ -186,6 +198,12 @@ module tsr_compute_pipe #(
   // same instruction used (last_src_q), so it comes from sprev_q, not a read.
   logic            reuse, last_ok_q;
   logic [AIB-1:0]  last_src_q;
+  // Depthwise mode (g_dw below; constants without the key): the op in P1
+  // issues a fill read this cycle (and holds), the offset of this cycle's
+  // inp read from src, and src_idx plus the last row the op reads.
+  logic            dw_mode, dw_fill, hold_base;
+  logic [IIB-1:0]  dw_roff;
+  logic [OFFW:0]   src_hi;
 
   assign dst_idx = OFFW'(uop_rdata_i[tsr_pkg::UOP_DST_LSB +: tsr_pkg::UOP_DST_W]) + p1_doff_q;
   assign src_idx = OFFW'(uop_rdata_i[tsr_pkg::UOP_SRC_LSB +: tsr_pkg::UOP_SRC_W]) + p1_soff_q;
@@ -193,7 +211,7 @@ module tsr_compute_pipe #(
 
   always_comb begin
     dst_bad = dst_idx >= OFFW'(tsr_pkg::ACC_DEPTH);
-    src_bad = src_idx >= ((Gemm != 0) ? OFFW'(tsr_pkg::INP_DEPTH) : OFFW'(tsr_pkg::ACC_DEPTH));
+    src_bad = (Gemm != 0) ? (src_hi >= (OFFW + 1)'(tsr_pkg::INP_DEPTH)) : (src_idx >= OFFW'(tsr_pkg::ACC_DEPTH));
     wgt_bad = wgt_idx >= OFFW'(tsr_pkg::WGT_DEPTH);
     // Operands a reset op or an immediate ALU op does not read are not
     // checked, as in the golden model.
@@ -206,17 +224,21 @@ module tsr_compute_pipe #(
     // ACC_SINGLE_COPY: a src-reading ALU op reads its src row in P3 on the
     // port its bank writes with, so it follows the op ahead by two cycles
     // (that op's P4 write and this op's P3 read fall in different cycles).
-    hold = p1_valid_q && ((check_i && (idx_bad || !other_known_i || ((op_banks & other_banks_i) != 2'b00))) ||
-                          ((tsr_pkg::ACC_SINGLE_COPY != 0) && uses_src && !reuse && p2_valid_q));
-    p1_err = p1_valid_q && !err_q && !abort_i && idx_bad && !hold;
-    p1_ok = p1_valid_q && !err_q && !abort_i && !idx_bad && !hold;
+    hold_base = p1_valid_q && ((check_i && (idx_bad || !other_known_i || ((op_banks & other_banks_i) != 2'b00))) ||
+                               ((tsr_pkg::ACC_SINGLE_COPY != 0) && uses_src && !reuse && p2_valid_q));
   end
+
+  // A depthwise op filling the window holds too (dw_fill needs !hold_base:
+  // kept out of the block above, which dw_fill reads).
+  assign hold   = hold_base || dw_fill;
+  assign p1_err = p1_valid_q && !err_q && !abort_i && idx_bad && !hold;
+  assign p1_ok  = p1_valid_q && !err_q && !abort_i && !idx_bad && !hold;
 
   assign reuse = (tsr_pkg::ACC_SINGLE_COPY != 0) && uses_src && last_ok_q &&
                  (src_idx[AIB-1:0] == last_src_q);
 
-  assign inp_re_o    = (Gemm != 0) && p1_ok && !op_reset;
-  assign inp_raddr_o = src_idx[IIB-1:0];
+  assign inp_re_o    = (Gemm != 0) && ((p1_ok && !op_reset) || dw_fill);
+  assign inp_raddr_o = src_idx[IIB-1:0] + dw_roff;
   assign wgt_re_o    = (Gemm != 0) && p1_ok && !op_reset;
   assign wgt_raddr_o = wgt_idx[WIB-1:0];
   assign op_o        = p1_ok && ((Gemm == 0) || !op_reset);
@@ -227,6 +249,79 @@ module tsr_compute_pipe #(
   if (UOP_USED < tsr_pkg::UOP_BYTES * 8) begin : g_uop_hi
     logic unused_uop_hi;
     assign unused_uop_hi = ^uop_rdata_i[tsr_pkg::UOP_BYTES*8-1:UOP_USED];
+  end
+
+  // ---------------------------------------------------------------------
+  // Depthwise mode: fill reads, slide detection, the window of input rows
+  // ---------------------------------------------------------------------
+  localparam int DWK = (Gemm != 0) ? tsr_pkg::DEPTHWISE : 0;  // taps (0: no mode)
+  localparam int TK = (DWK > 0) ? DWK : 1;                      // tap rows to the core
+  localparam int IROW = tsr_pkg::INP_BYTES * 8;
+  logic [TK*IROW-1:0] dw_taps;  // P2: tap k's row at k
+
+  if (DWK != 0) begin : g_dw
+    localparam int CW = (DWK > 1) ? $clog2(DWK) : 1;
+    logic [CW-1:0]   cnt_q;      // fill reads the op in P1 has issued
+    logic            ok_q;       // an op of this instruction passed P1 (in last_q)
+    logic [OFFW-1:0] last_q;     // its src
+    logic            slide;
+
+    // Static per instruction (cmd_q); a reset op reads no input.
+    assign dw_mode = (tsr_pkg::gemm_depthwise(cmd_q) != 1'b0) && !op_reset;
+    assign slide   = ok_q && (src_idx == last_q + 1'b1);
+    assign dw_fill = p1_valid_q && dw_mode && !err_q && !abort_i && !hold_base && !idx_bad && !slide &&
+                     (cnt_q != CW'(DWK - 1));
+    // fill n reads src+n; the op itself reads src+K-1 (slide or not)
+    assign dw_roff = dw_fill ? IIB'(cnt_q) : dw_mode ? IIB'(DWK - 1) : '0;
+    assign src_hi  = {1'b0, src_idx} + (dw_mode ? (OFFW + 1)'(DWK - 1) : '0);
+
+    always_ff @(posedge clk_i) begin
+      if (!rst_ni) begin
+        cnt_q  <= '0;
+        ok_q   <= 1'b0;
+        last_q <= '0;
+      end else begin
+        // a slide only within an instruction (as last_ok_q)
+        if (start_q) begin
+          cnt_q <= '0;
+          ok_q  <= 1'b0;
+        end else if (p1_ok) begin
+          cnt_q <= '0;
+          ok_q  <= dw_mode;
+        end else if (dw_fill) begin
+          cnt_q <= cnt_q + 1'b1;
+        end
+        if (p1_ok) last_q <= src_idx;
+      end
+    end
+
+    if (DWK > 1) begin : g_win
+      // The last K-1 rows read, oldest at 0; shifted as each read's data
+      // arrives (the cycle after inp_re_o).
+      logic                  rd_q;
+      logic [(DWK-1)*IROW-1:0] win_q;
+      always_ff @(posedge clk_i) begin
+        if (!rst_ni) rd_q <= 1'b0;
+        else rd_q <= inp_re_o;
+      end
+      // Window data: read only by ops whose rows were all shifted in within
+      // their instruction, so no reset needed.
+      always_ff @(posedge clk_i) begin
+        if (rd_q) begin
+          for (int k = 0; k < DWK - 2; k++) win_q[k*IROW +: IROW] <= win_q[(k+1)*IROW +: IROW];
+          win_q[(DWK-2)*IROW +: IROW] <= inp_rdata_i;
+        end
+      end
+      assign dw_taps = {inp_rdata_i, win_q};
+    end else begin : g_one_tap
+      assign dw_taps = inp_rdata_i;
+    end
+  end else begin : g_no_dw
+    assign dw_mode = 1'b0;
+    assign dw_fill = 1'b0;
+    assign dw_roff = '0;
+    assign src_hi  = {1'b0, src_idx};
+    assign dw_taps = '0;
   end
 
   // ---------------------------------------------------------------------
@@ -311,6 +406,8 @@ module tsr_compute_pipe #(
       .clk_i (clk_i),
       .inp_i (inp_rdata_i),
       .wgt_i (wgt_rdata_i),
+      .dw_i  (dw_mode),
+      .taps_i(dw_taps),
       .dot_o (dot)
     );
     assign alu_row = '0;
@@ -357,7 +454,7 @@ module tsr_compute_pipe #(
     end
     assign dot = '0;
     logic unused_mac;
-    assign unused_mac = ^{inp_rdata_i, wgt_rdata_i, wgt_idx};
+    assign unused_mac = ^{inp_rdata_i, wgt_rdata_i, wgt_idx, dw_mode, dw_taps};
   end
 
   assign acc_dre_o    = p3_valid_q;

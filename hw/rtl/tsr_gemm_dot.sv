@@ -15,6 +15,10 @@
 // P[15] is set, so a*w1 = (P >>> 16) + P[15]. Both are exact: the result is
 // bit-identical to DspPack = 0 with half the multipliers and no extra cycle.
 // dot_o is each sum modulo 2^AccWidth; it follows inp_i/wgt_i by two cycles.
+// prod_o: the registered products of the first (low) lane, a[i] * w[0][i],
+// one cycle after inp_i/wgt_i: the depthwise mode of tsr_gemm_core sums
+// them across units instead of along the tree (with DspPack, a*w0 is exact
+// whatever w1 is, so that lane's product serves alone).
 
 `include "tsr_assert.svh"
 
@@ -29,7 +33,8 @@ module tsr_gemm_dot #(
   input  logic                              clk_i,
   input  logic [BlockIn*InpWidth-1:0]       inp_i,  // x[i]
   input  logic [Lanes*BlockIn*WgtWidth-1:0] wgt_i,  // row [o][i] of the unit's columns
-  output logic [Lanes*AccWidth-1:0]         dot_o   // [o]
+  output logic [Lanes*AccWidth-1:0]         dot_o,  // [o]
+  output logic [BlockIn*(InpWidth+WgtWidth)-1:0] prod_o  // [i] of lane 0
 );
   localparam int PW = InpWidth + WgtWidth;           // exact product width
   localparam int LOGN = $clog2(BlockIn);
@@ -118,6 +123,7 @@ module tsr_gemm_dot #(
   end
 
   assign dot_o = dot_q;
+  assign prod_o = prod[BlockIn*PW-1:0];
 
   // The packed product is exact only for int8 x int8 in two lanes (WP486).
   `TSR_ASSERT_INIT(chk_dsp_pack, DspPack == 0 || (InpWidth == 8 && WgtWidth == 8 && Lanes == 2))
