@@ -465,6 +465,7 @@ typedef struct {
     int8_t set_map[2][2][4]; /* kernel sets the stream uses (geo_t.set_map) */
     int32_t n_sets;          /* how many */
     int32_t nuops;           /* uops in the kernel buffer */
+    int32_t dwk;             /* the depthwise mode's taps, 0 when off (also when no tiling of it fit) */
 } conv_meta_t;
 
 /* The tiling search reads the geometry and the shape parameters, never
@@ -530,6 +531,7 @@ static int generate(tsr_kcache_t *kc, geo_t *g, const uint8_t *sig, size_t sig_l
     memcpy(meta.set_map, g->set_map, sizeof meta.set_map);
     meta.n_sets = g->n_sets;
     meta.nuops = tsr_conv2d_n_uops(g);
+    meta.dwk = g->dwk;
     meta.cost = tsr_conv2d_estimate_cycles(g, &b); /* estimated cycles */
     tsr_kernel_t k = {&meta, sizeof meta, b.s.v, b.s.n, uops, (size_t)tsr_conv2d_n_uops(g), tsr_mono_ns() - t0};
     rc = tsr_kcache_insert(kc, sig, sig_len, &k, ref);
@@ -561,6 +563,11 @@ static int kernel_fits(const tsr_kernel_t *k, void *ctx)
     if (k->meta_len != sizeof meta)
         return 0;
     memcpy(&meta, k->meta, sizeof meta);
+    if (meta.dwk != g->dwk) { /* a depthwise conv the mode could not tile */
+        if (meta.dwk)
+            return 0;
+        tsr_conv2d_dw_off(g);
+    }
     if (!tsr_conv2d_tiling_fits(g, &meta.t))
         return 0;
     tsr_conv2d_set_tiling(g, &meta.t);

@@ -46,14 +46,20 @@ static uint64_t base_seed(void) { return tsr_test_seed("TSR_CONV_SEED", 20261123
 static const char *CFG_B2_DW3 = "{\"TARGET\": \"sim\", \"LOG_INP_WIDTH\": 3, \"LOG_WGT_WIDTH\": 3, \"LOG_ACC_WIDTH\": 5, "
                                 "\"LOG_BATCH\": 1, \"LOG_BLOCK\": 2, \"LOG_UOP_BUFF_SIZE\": 12, \"LOG_INP_BUFF_SIZE\": 11, "
                                 "\"LOG_WGT_BUFF_SIZE\": 11, \"LOG_ACC_BUFF_SIZE\": 13, \"DEPTHWISE\": 3}";
+/* tiny's with 2 input rows: a depthwise op (3 rows) has no room, a 1x1
+ * conv's block-diagonal op has */
+static const char *CFG_TINY_DW3_INP2 = "{\"TARGET\": \"sim\", \"LOG_INP_WIDTH\": 3, \"LOG_WGT_WIDTH\": 3, "
+                                       "\"LOG_ACC_WIDTH\": 5, \"LOG_BATCH\": 0, \"LOG_BLOCK\": 2, "
+                                       "\"LOG_UOP_BUFF_SIZE\": 10, \"LOG_INP_BUFF_SIZE\": 3, \"LOG_WGT_BUFF_SIZE\": 10, "
+                                       "\"LOG_ACC_BUFF_SIZE\": 11, \"DEP_QUEUE_DEPTH\": 4, \"DEPTHWISE\": 3}";
 static tsr_device_t *open_dev(const char *name)
 {
     tsr_config_t cfg;
     int dwk = 0;
     char base[32];
     const char *plus = strstr(name, "+dw");
-    if (!strcmp(name, "b2+dw3")) {
-        if (tsr_config_parse(CFG_B2_DW3, name, &cfg))
+    if (!strcmp(name, "b2+dw3") || !strcmp(name, "tiny+dw3+inp2")) {
+        if (tsr_config_parse(strcmp(name, "b2+dw3") ? CFG_TINY_DW3_INP2 : CFG_B2_DW3, name, &cfg))
             fail_msg("config %s: %s", name, tsr_errmsg());
     } else if (plus && sscanf(plus, "+dw%d", &dwk) == 1) {
         snprintf(base, sizeof base, "%.*s", (int)(plus - name), name);
@@ -76,6 +82,8 @@ static uint64_t g_inside, g_total;
 static int g_split, g_coltile, g_single, g_res, g_dwsplit;
 /* Depthwise cases planned in the GEMM depthwise mode (plan.dwk > 0). */
 static int g_dwmode;
+/* 1: the depthwise cases run on a config where the mode cannot tile them */
+static int g_dw_fallback;
 /* 1: random_case makes every case depthwise (groups = C_in = C_out) */
 static int g_force_dw;
 /* 1: run_case uses the one-call tsr_conv2d_run instead of plan/pack/exec. */
@@ -214,7 +222,7 @@ static int run_case(tsr_device_t *dev, const char *cfgname, conv_case_t *k, uint
          * with DEPTHWISE = K) one op per kernel row and group of K taps */
         assert_int_equal(pl.depthwise, 1);
         const int dwk = tsr_device_config(dev)->depthwise;
-        assert_int_equal(pl.dwk, p->groups == p->c_in ? dwk : 0);
+        assert_int_equal(pl.dwk, p->groups == p->c_in && !g_dw_fallback ? dwk : 0);
         const int taps = pl.dwk ? p->kh * ((p->kw + pl.dwk - 1) / pl.dwk) : p->kh * p->kw;
         const uint64_t want = (uint64_t)pl.nb * (uint64_t)pl.oh * (uint64_t)pl.ow * (uint64_t)pl.cob *
                               (uint64_t)taps * (uint64_t)pl.wsplit;
@@ -493,6 +501,17 @@ static void test_depthwise_mode(void **state)
     }
     tsr_device_close(dev);
     tsr_device_close(dev0);
+    /* no tiling of the mode fits (2 input rows, an op reads 3): the
+     * block-diagonal path instead, the same bytes (and a second plan of the
+     * same conv takes that kernel from the cache) */
+    dev = open_dev("tiny+dw3+inp2");
+    conv_case_t k = basic_case(1, 6, 3, 4, 6, 1, 1, 1, 0);
+    k.p.groups = 6;
+    g_dw_fallback = 1;
+    run_case(dev, "tiny+dw3+inp2", &k, 7, 1);
+    run_case(dev, "tiny+dw3+inp2", &k, 8, 0);
+    g_dw_fallback = 0;
+    tsr_device_close(dev);
 }
 
 /* The one-call API, and a device reused across many plans (buffers freed). */

@@ -172,6 +172,12 @@ int tsr_conv2d_res_tiles(const geo_t *g, res_tile_t *out)
     return n;
 }
 
+void tsr_conv2d_dw_off(geo_t *g)
+{
+    g->dwk = g->dwg = 0;
+    g->kk = g->p->kh * g->p->kw;
+}
+
 void tsr_conv2d_set_tiling(geo_t *g, const tiling_t *t)
 {
     const tsr_conv2d_params_t *p = g->p;

@@ -173,6 +173,10 @@ static inline int tsr_conv2d_fuse_mul(const tsr_add_params_t *a, int32_t m)
            (m & ((INT32_C(1) << (31 - a->left_shift)) - 1)) == 0;
 }
 void tsr_conv2d_set_tiling(geo_t *g, const tiling_t *t);
+/* Leave the depthwise mode: the block-diagonal path's geometry (when no
+ * tiling of the mode fits: its rows are up to K-1 columns longer and each
+ * op reads K rows). */
+void tsr_conv2d_dw_off(geo_t *g);
 /* Depthwise mode: GEMM uops per kernel set (every part of the chunk and tap
  * group, TOH*TOW pixels each), and the uops of set `set`, part ci, group
  * gk: pixel (oy, ox) at + oy*TOW + ox. */

@@ -202,6 +202,11 @@ int tsr_conv2d_choose_tiling(geo_t *g)
     free(ch);
     tsr_stream_free(&S.b.s);
     free(S.b.kern);
+    if (S.best < 0 && g->dwk) {
+        /* nothing of the depthwise mode fits: the block-diagonal path */
+        tsr_conv2d_dw_off(g);
+        return tsr_conv2d_choose_tiling(g);
+    }
     if (S.best < 0) {
         const tsr_conv2d_params_t *p = g->p;
         return tsr_err(TSR_EINVAL,
