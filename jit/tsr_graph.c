@@ -1220,6 +1220,14 @@ const tsr_graph_layer_t *tsr_graph_layer(const tsr_graph_t *g, int i)
     return &g->ns[g->order[i]].L;
 }
 
+int tsr_graph_layer_node(const tsr_graph_t *g, int i)
+{
+    if (!g || !g->order || i < 0 || i >= g->nn)
+        return -1;
+    const gnode_t *n = &g->ns[g->order[i]];
+    return n->fconv ? n->fconv - 1 : g->order[i];
+}
+
 const tsr_insn_t *tsr_graph_stream(const tsr_graph_t *g, int i, size_t *n)
 {
     *n = 0;

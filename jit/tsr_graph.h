@@ -184,6 +184,11 @@ int tsr_graph_tensor_fused(const tsr_graph_t *g, int t);
 const char *tsr_graph_producer(const tsr_graph_t *g, int t);
 /* Layer i of the last execution, in execution order (NULL past the end). */
 const tsr_graph_layer_t *tsr_graph_layer(const tsr_graph_t *g, int i);
+/* The node layer i is named after, as its index in the order the nodes
+ * were added (= the netdesc's node index for tsr_graph_from_netdesc): its
+ * own, or for a "conv+add" layer the conv's; -1 past the end or before a
+ * plan. Lets a caller join a layer to what it built the node from. */
+int tsr_graph_layer_node(const tsr_graph_t *g, int i);
 /* The instruction stream planned for layer i (tsr_graph_layer's order; NULL and *n = 0 for a node that runs
  * nothing, a reshape), or with i = -1 the joined stream of TSR_GRAPH_ONE_SUBMISSION (NULL without it).
  * Valid until the plan is freed (stream comparisons, disassembly). */

@@ -47,7 +47,7 @@ const char *const *tsr_config_preset_names(void);
 
 typedef struct tsr_rtl_opts {
     uint32_t dram_latency; double dram_bytes_per_cycle; uint32_t dram_outstanding; int threads;
-    uint64_t watchdog_cycles;
+    uint64_t watchdog_cycles; const char *timeline_path; uint64_t timeline_max; int timing_only;
     ...;
 } tsr_rtl_opts_t;
 typedef struct tsr_device_opts {
@@ -103,17 +103,109 @@ typedef struct tsr_verify_opts {
 } tsr_verify_opts_t;
 int tsr_verify(const tsr_config_t *cfg, const tsr_insn_t *insns, size_t n, const tsr_verify_opts_t *opts);
 
+/* the per-layer report as rows (onnx/tsr_onnx_report.h) */
+typedef struct tsr_onnx_layer {
+    int segment; int index; int node; const char *name; const char *layer; const char *op; char shape[64];
+    double macs; double cycles; double util; double bound; double ratio; int memory_bound; double moved;
+    double compulsory; double wall_ms; double plan_ms; double upload_ms; int kcache; int solo; double peak;
+    double dram_bw;
+    ...;
+} tsr_onnx_layer_t;
+int tsr_onnx_report_rows(const tsr_onnx_t *m);
+int tsr_onnx_report_row(const tsr_onnx_t *m, int i, tsr_onnx_layer_t *out);
+
+/* operators (jit/): parameters (the requantization fields are members of an anonymous union in C) */
+typedef struct tsr_conv2d_params {
+    int n; int c_in; int h; int w; int c_out; int kh; int kw; int stride_h; int stride_w;
+    int pad_top; int pad_left; int pad_bottom; int pad_right; int groups;
+    tsr_dtype_e x_dtype; int32_t x_zp; tsr_dtype_e w_dtype; const int32_t *w_zp; int w_zp_count;
+    tsr_dtype_e y_dtype; int32_t y_zp; const int32_t *mult; const int32_t *shift; int rq_count;
+    int32_t act_min; int32_t act_max; const float *fscale;
+    ...;
+} tsr_conv2d_params_t;
+typedef struct tsr_dense_params {
+    int n; int k; int m; tsr_dtype_e x_dtype; int32_t x_zp; tsr_dtype_e w_dtype; const int32_t *w_zp; int w_zp_count;
+    tsr_dtype_e y_dtype; int32_t y_zp; const int32_t *mult; const int32_t *shift; int rq_count;
+    int32_t act_min; int32_t act_max; const float *fscale;
+    ...;
+} tsr_dense_params_t;
+typedef struct tsr_eltwise_desc { int n; int c; int h; int w; tsr_dtype_e dtype; int32_t zp; ...; } tsr_eltwise_desc_t;
+typedef struct tsr_add_params {
+    tsr_eltwise_desc_t a; tsr_eltwise_desc_t b; tsr_eltwise_desc_t y; int left_shift; int32_t mult_a; int32_t mult_b;
+    int shift_a; int shift_b; int32_t mult_out; int shift_out; int32_t act_min; int32_t act_max; int round_once;
+    ...;
+} tsr_add_params_t;
+typedef struct tsr_clip_params { tsr_eltwise_desc_t x; tsr_eltwise_desc_t y; int32_t lo; int32_t hi; ...; } tsr_clip_params_t;
+typedef enum { TSR_POOL_MAX = 0, TSR_POOL_AVG = 1, TSR_POOL_GLOBAL_AVG = 2 } tsr_pool_kind_e;
+typedef struct tsr_pool_params {
+    tsr_pool_kind_e kind; int n; int c; int h; int w; int kh; int kw; int stride_h; int stride_w;
+    int pad_top; int pad_left; int pad_bottom; int pad_right; int count_include_pad; tsr_dtype_e dtype; int32_t zp;
+    ...;
+} tsr_pool_params_t;
+int tsr_conv2d_check(const tsr_conv2d_params_t *p, int *oh, int *ow);
+int tsr_dense_check(const tsr_dense_params_t *p, int *parts);
+int tsr_pool_check(const tsr_pool_params_t *p, int *oh, int *ow);
+int tsr_add_check(const tsr_add_params_t *p, int64_t *count);
+int tsr_clip_check(const tsr_clip_params_t *p, int64_t *count);
+int tsr_quant_requant_params(double x_scale, const double *w_scale, int count, double y_scale, int32_t *mult,
+                             int32_t *shift);
+typedef struct tsr_add_quant {
+    int left_shift; int32_t mult_a; int32_t shift_a; int32_t mult_b; int32_t shift_b; int32_t mult_out;
+    int32_t shift_out;
+    ...;
+} tsr_add_quant_t;
+int tsr_quant_add_params(double scale_a, double scale_b, double scale_y, tsr_add_quant_t *out);
+int tsr_quantize_bound(double real, double scale, int32_t zp, tsr_dtype_e dt, int32_t *q);
+
+/* one operator (jit/tsr_oprun.h), as `tessera op` runs it */
+typedef struct tsr_counters { uint64_t macs; uint64_t cycles; uint64_t gemm_ops; uint64_t alu_ops; ...; } tsr_counters_t;
+typedef struct { double plan_ms; int kcache; double exec_s; size_t ninsns; tsr_counters_t ctr; ...; } tsr_oprun_info_t;
+#define TSR_OPRUN_CONV2D ...
+#define TSR_OPRUN_DENSE ...
+#define TSR_OPRUN_ADD ...
+#define TSR_OPRUN_CLIP ...
+#define TSR_OPRUN_POOL ...
+int tsr_oprun(tsr_device_t *dev, int op, const void *params, const void *x, const void *w,
+              const int32_t *bias, void *y, tsr_oprun_info_t *info);
+
+/* the graph runtime (jit/tsr_graph.h) */
+typedef struct tsr_graph tsr_graph_t;
+typedef struct tsr_graph_layer {
+    const char *name; const char *op; char shape[64]; double macs; double cycles; double moved; double compulsory;
+    double bound; int memory_bound; double wall_ms; double plan_ms; double upload_ms; int kcache;
+    ...;
+} tsr_graph_layer_t;
+int tsr_graph_create(const tsr_config_t *cfg, tsr_graph_t **out);
+void tsr_graph_free(tsr_graph_t *g);
+int tsr_graph_tensor(tsr_graph_t *g, int n, int c, int h, int w, tsr_dtype_e dt, int32_t zp, int *id);
+int tsr_graph_output(tsr_graph_t *g, int t);
+int tsr_graph_conv2d(tsr_graph_t *g, const char *name, int x, int y, const tsr_conv2d_params_t *p, const void *w,
+                     const int32_t *bias);
+int tsr_graph_dense(tsr_graph_t *g, const char *name, int x, int y, const tsr_dense_params_t *p, const void *w,
+                    const int32_t *bias);
+int tsr_graph_pool(tsr_graph_t *g, const char *name, int x, int y, const tsr_pool_params_t *p);
+int tsr_graph_add(tsr_graph_t *g, const char *name, int a, int b, int y, const tsr_add_params_t *p);
+int tsr_graph_clip(tsr_graph_t *g, const char *name, int x, int y, const tsr_clip_params_t *p);
+int tsr_graph_reshape(tsr_graph_t *g, const char *name, int x, int y);
+int tsr_graph_plan(tsr_graph_t *g, tsr_device_t *dev, unsigned flags);
+int tsr_graph_exec(tsr_graph_t *g, const void *const *inputs, void *const *outputs);
+int tsr_graph_nnodes(const tsr_graph_t *g);
+const tsr_graph_layer_t *tsr_graph_layer(const tsr_graph_t *g, int i);
+int tsr_graph_layer_node(const tsr_graph_t *g, int i);
+double tsr_roofline_dram_bw(const tsr_config_t *cfg, double requested);
+
 /* glue (below): what a print function writes, as a malloc'd string (free()); NULL if out of memory
  * or the writer failed */
 char *tsr_py_onnx_placement(const tsr_onnx_t *m);
 char *tsr_py_onnx_placement_json(const tsr_onnx_t *m);
 char *tsr_py_onnx_report(const tsr_onnx_t *m);
+char *tsr_py_graph_report(const tsr_graph_t *g);
 """
 
 # Compiled into the extension: the includes, and the only C of the package's own. The
-# placement (as JSON, tsr_onnx_write_placement_json) and the per-layer report (text only:
-# onnx/tsr_onnx.h has no structured accessor for it yet) are written by the library to a FILE;
-# they are captured in memory (open_memstream) and parsed in Python.
+# placement (as JSON, tsr_onnx_write_placement_json) and the printed tables (the report's rows
+# come from onnx/tsr_onnx_report.h; the text is kept for report_text) are written by the library
+# to a FILE; they are captured in memory (open_memstream).
 SOURCE = r"""
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -125,6 +217,11 @@ SOURCE = r"""
 #include "tsr_verify.h"
 #include "tsr_npy.h"
 #include "tsr_onnx.h"
+#include "tsr_onnx_report.h"
+#include "tsr_graph.h"
+#include "tsr_oprun.h"
+#include "tsr_quant.h"
+#include "tsr_roofline.h"
 
 static char *tsr_py_capture(const tsr_onnx_t *m, void (*print)(const tsr_onnx_t *, FILE *),
                              int (*write)(const tsr_onnx_t *, FILE *))
@@ -151,6 +248,21 @@ static char *tsr_py_onnx_placement_json(const tsr_onnx_t *m)
     return tsr_py_capture(m, NULL, tsr_onnx_write_placement_json);
 }
 static char *tsr_py_onnx_report(const tsr_onnx_t *m) { return tsr_py_capture(m, tsr_onnx_print_report, NULL); }
+/* the graph's printed table (Graph.report_text), captured the same way */
+static char *tsr_py_graph_report(const tsr_graph_t *g)
+{
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&buf, &n);
+    if (!f)
+        return NULL;
+    tsr_graph_print_report(g, f);
+    if (fclose(f)) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
 """
 
 
@@ -160,6 +272,7 @@ def main():
     ap.add_argument("--lib", required=True, help="libtessera.so to link")
     ap.add_argument("--out", required=True, help="package directory to assemble")
     ap.add_argument("--tmp", help="cffi's work directory (default: OUT/../cffi-tmp)")
+    ap.add_argument("--cli", default="", help="the tessera CLI (tessera.dse runs the DSE engine with it)")
     a = ap.parse_args()
     if not os.path.isfile(a.lib) or not os.path.isdir(os.path.join(a.source, "python", "tessera")):
         print("build_cffi: --lib must be libtessera.so and --source the Tessera tree", file=sys.stderr)
@@ -184,6 +297,10 @@ def main():
     # The shared library next to the extension (rpath $ORIGIN), under its soname.
     real = os.path.realpath(a.lib)
     shutil.copy2(real, os.path.join(out, "libtessera.so.0"))
+    # Where the source tree (scripts/dse) and the CLI are, for tessera.dse (generated: not in git)
+    with open(os.path.join(out, "_build.py"), "w") as f:
+        f.write('"""Generated by build_cffi.py: the tree and CLI this package was built from."""\n'
+                "SOURCE = %r\nCLI = %r\n" % (src, os.path.abspath(a.cli) if a.cli else ""))
     for f in sorted(os.listdir(os.path.join(src, "python", "tessera"))):
         if f.endswith(".py"):
             shutil.copy2(os.path.join(src, "python", "tessera", f), os.path.join(out, f))

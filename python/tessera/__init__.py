@@ -5,7 +5,8 @@
     with tessera.Device(cfg, backend="fsim") as dev:
         model = tessera.load_onnx("digits_qdq.onnx", dev)
         y = model.run(x)                                # numpy in, numpy out
-        model.placement, model.report                   # lists of dicts (report: DataFrame with pandas)
+        model.placement, model.report                   # lists of dicts (report.plot_roofline())
+        g = tessera.Graph(dev); tessera.op.conv2d(dev, x, w, ...); tessera.dse.sweep(space)
 
 Every C error becomes a tessera.Error carrying the library's one-line message; the library never
 prints. Calls into C release the GIL (cffi's default), so devices can run from several threads;
@@ -21,35 +22,13 @@ import weakref
 import numpy as np
 
 from ._tessera_c import ffi, lib
+from ._base import Error, _arg, _check, _s, _tensor_in, _tensor_out, _DT, _NP  # noqa: F401
+from .report import Report, onnx_rows as report_rows
+from .timeline import Timeline
 
 __all__ = ["Error", "config", "presets", "backends", "Device", "load_onnx", "Model", "asm", "verify", "run",
-           "Program"]
+           "Program", "Graph", "Tensor", "Report", "Timeline", "op", "dse"]
 __version__ = "0.1.0"
-
-
-class Error(Exception):
-    """A Tessera error: the C library's message (one line); .code is its code (negative), .name e.g. 'EVERIFY'."""
-
-    def __init__(self, message, code=-1):
-        super().__init__(message)
-        self.code = code
-        self.name = ffi.string(lib.tsr_errname(code)).decode() if code < 0 else ""
-
-
-def _s(p):
-    return ffi.string(p).decode("utf-8", "replace") if p != ffi.NULL else ""
-
-
-def _check(rc):
-    """Raise Error with the thread's last C message when rc is an error code."""
-    if rc != lib.TSR_OK:
-        msg = " ".join(_s(lib.tsr_errmsg()).split()) or "error %d" % rc
-        lib.tsr_err_clear()
-        raise Error(msg, rc)
-
-
-def _arg(name, why):
-    return Error("%s: %s" % (name, why), lib.TSR_EINVAL)
 
 
 # ---------------------------------------------------------------- configs
@@ -133,14 +112,17 @@ def config(name_or_path="default", **overrides):
 
 _DRAM_OPTS = {"dram_size": None, "seed": None, "run_budget": None, "dram_latency": "rtl",
               "dram_bytes_per_cycle": "rtl", "dram_outstanding": "rtl", "threads": "rtl",
-              "watchdog_cycles": "rtl"}
+              "watchdog_cycles": "rtl", "timeline_max": "rtl"}
 
 
 class Device:
     """An open device: a backend ("fsim", "rtl", "systemc", ...) with a config (preset name, JSON
     path or dict). Options: dram_size, seed, run_budget, and for rtl/systemc dram_latency,
-    dram_bytes_per_cycle, dram_outstanding, threads, watchdog_cycles. A context manager; close()
-    frees it (and every model prepared on it stops working)."""
+    dram_bytes_per_cycle, dram_outstanding, threads, watchdog_cycles, timeline (a path: every run as
+    Perfetto JSON, complete when the device closes; tessera.Timeline reads it) and timeline_max
+    (bytes); for systemc timing_only=True (the cycles without computing the data: outputs are not
+    written, as the CLI's --timing-only). A context manager; close() frees it (and every model
+    prepared on it stops working)."""
 
     def __init__(self, config="default", backend="fsim", **options):
         self._dev = None
@@ -149,9 +131,24 @@ class Device:
             raise _arg("backend", "a backend name (%s), not %s" % (", ".join(backends()), type(backend).__name__))
         self._cfg = _cfg_struct(config)
         opts = ffi.new("tsr_device_opts_t *")
+        self._keep = []  # C strings the options point to, alive as long as the device
+        self.timing_only = False
         for k, v in options.items():
+            if k == "timing_only":
+                if not isinstance(v, bool):
+                    raise _arg(k, "needs True or False")
+                opts.rtl.timing_only = int(v)
+                self.timing_only = v
+                continue
+            if k == "timeline":
+                if not isinstance(v, (str, os.PathLike)) or not os.fspath(v):
+                    raise _arg(k, "needs a file path")
+                self._keep.append(ffi.new("char[]", os.fsencode(v)))
+                opts.rtl.timeline_path = self._keep[-1]
+                continue
             if k not in _DRAM_OPTS:
-                raise _arg(k, "not a device option (%s)" % ", ".join(sorted(_DRAM_OPTS)))
+                raise _arg(k, "not a device option (%s)" % ", ".join(sorted(list(_DRAM_OPTS) +
+                                                                            ["timeline", "timing_only"])))
             if not isinstance(v, (int, float)) or isinstance(v, bool) or v < 0:
                 raise _arg(k, "needs a number >= 0")
             try:
@@ -214,116 +211,28 @@ class Device:
         return "<tessera.Device %s%s>" % (self.backend if self._dev else "?", " closed" if self._dev is None else "")
 
 
-# ---------------------------------------------------------------- arrays
-
-_DT = {np.dtype(np.int8): lib.TSR_DT_INT8, np.dtype(np.uint8): lib.TSR_DT_UINT8,
-       np.dtype(np.int16): lib.TSR_DT_INT16, np.dtype(np.int32): lib.TSR_DT_INT32,
-       np.dtype(np.float32): lib.TSR_DT_FLOAT32, np.dtype(np.int64): lib.TSR_DT_INT64}
-_NP = {v: k for k, v in _DT.items()}
-
-
-def _tensor_in(x, name, dtype=None, shape=None):
-    """A tsr_tensor_t over x's own memory (no copy); x must stay alive while it is used."""
-    if not isinstance(x, np.ndarray):
-        raise _arg(name, "needs a numpy array, not %s" % type(x).__name__)
-    if x.dtype not in _DT or not x.dtype.isnative:
-        raise _arg(name, "dtype %s not supported (int8, uint8, int16, int32, int64, float32, native byte order)"
-                   % x.dtype)
-    if dtype is not None and x.dtype != dtype:
-        raise _arg(name, "dtype %s, the model wants %s" % (x.dtype, np.dtype(dtype)))
-    if shape is not None and tuple(x.shape) != tuple(shape):
-        raise _arg(name, "shape %s, the model wants %s" % (tuple(x.shape), tuple(shape)))
-    if x.ndim > 8:
-        raise _arg(name, "%d dimensions, at most 8" % x.ndim)
-    if not x.flags.c_contiguous:
-        raise _arg(name, "not C-contiguous (use np.ascontiguousarray)")
-    t = ffi.new("tsr_tensor_t *")
-    t.dtype, t.ndim, t.nbytes = _DT[x.dtype], x.ndim, x.nbytes
-    for i, s in enumerate(x.shape):
-        t.shape[i] = s
-    t.data = ffi.from_buffer(x) if x.nbytes else ffi.NULL
-    return t
-
-
-def _tensor_out(t):
-    """A numpy array taking over t's malloc'd data (freed with the array; no copy)."""
-    if t.dtype not in _NP:
-        lib.tsr_tensor_free(t)
-        raise Error("result: dtype code %d has no numpy type" % t.dtype)
-    shape = tuple(t.shape[i] for i in range(t.ndim))
-    if t.nbytes == 0 or t.data == ffi.NULL:
-        lib.tsr_tensor_free(t)
-        return np.zeros(shape, _NP[t.dtype])
-    owner = ffi.gc(ffi.cast("char *", t.data), lib.free, size=t.nbytes)
-    t.data = ffi.NULL  # the array owns it now
-    return np.frombuffer(ffi.buffer(owner, t.nbytes), dtype=_NP[t.dtype]).reshape(shape)
-
-
 # ---------------------------------------------------------------- ONNX models
-
-_SEG = re.compile(r"^device segment (\d+)")
-_REPORT_COLS = ["layer", "op", "shape", "macs", "cycles", "util", "bound", "ratio", "limit", "moved",
-                "compulsory", "plan_ms", "jit"]
-
-
-def _num(v):
-    if v == "-":
-        return None
-    try:
-        return int(v)
-    except ValueError:
-        try:
-            return float(v)
-        except ValueError:
-            return v
-
-
-def _parse_report(text):
-    rows, seg = [], -1
-    for line in text.splitlines():
-        m = _SEG.match(line)
-        if m:
-            seg = int(m.group(1))
-            continue
-        tok = line.split()
-        if len(tok) < 14 or not tok[0].isdigit() or len(tok[0]) > 3:
-            continue
-        mid = line[4:61]  # the layer (18), op (10) and shape (26) columns, fixed width
-        right = tok[-10:]
-        row = {"segment": seg, "index": int(tok[0]), "layer": mid[0:18].strip(), "op": mid[19:29].strip(),
-               "shape": mid[30:56].strip()}
-        row.update({k: _num(v) for k, v in zip(_REPORT_COLS[3:], right)})
-        rows.append(row)
-    return rows
-
-
-def _table(rows):
-    try:
-        import pandas
-    except ImportError:
-        return rows
-    return pandas.DataFrame(rows)
-
 
 class Model:
     """An ONNX model imported and prepared on a device (tessera.load_onnx)."""
 
-    def __init__(self, path, device, batch):
+    def __init__(self, path, device, batch, _image=None):
         self._m = None
         self._dev = device
         self.path = str(path)
-        self._image = None
+        self._image = _image
         self._batch = None
         if not isinstance(device, Device):
             raise _arg("device", "needs a tessera.Device, not %s" % type(device).__name__)
         device._handle("device")
         if not isinstance(path, (str, os.PathLike)):
             raise _arg("path", "needs a file path, not %s" % type(path).__name__)
-        try:
-            with open(path, "rb") as f:
-                self._image = f.read(lib_max_file() + 1)
-        except OSError as e:
-            raise Error("%s: %s" % (path, e.strerror or e), lib.TSR_EIO) from None
+        if self._image is None:
+            try:
+                with open(path, "rb") as f:
+                    self._image = f.read(lib_max_file() + 1)
+            except OSError as e:
+                raise Error("%s: %s" % (path, e.strerror or e), lib.TSR_EIO) from None
         if len(self._image) > lib_max_file():
             raise Error("%s: larger than %d bytes" % (path, lib_max_file()), lib.TSR_EINVAL)
         self._load(batch)
@@ -344,7 +253,6 @@ class Model:
         self._release()
         self._m, self._batch = m, batch
         self._placement = json.loads(_capture(lib.tsr_py_onnx_placement_json, m))
-        self._report = None
 
     def _release(self):
         if self._m is not None:
@@ -358,7 +266,8 @@ class Model:
 
     def run(self, x):
         """Run the model on x (its first dimension is the batch when the model's is symbolic); the
-        first graph output as a new array. x is read in place (C-contiguous, the model's dtype)."""
+        first graph output as a new array. x is read in place (C-contiguous, the model's dtype). On a
+        timing_only device the data is not computed: None (the report has the cycles)."""
         self._handle()
         self._dev._handle("device")
         if isinstance(x, np.ndarray) and x.ndim >= 1 and x.shape[0] != self._batch and 1 <= x.shape[0] <= 65536:
@@ -378,8 +287,9 @@ class Model:
             if e.code == lib.TSR_EINVAL and re.search(r'input "[^"]*" must be', str(e)):
                 raise Error("x: %s" % e, e.code) from None
             raise
-        self._report = None
-        return _tensor_out(out)
+        y = _tensor_out(out)
+        # timing-only (systemc): the cycles are the full model's, the data is never computed
+        return None if self._dev.timing_only else y
 
     def value(self, name):
         """After a run: the value called name (a host tensor or a device segment's output)."""
@@ -407,12 +317,40 @@ class Model:
 
     @property
     def report(self):
-        """The per-layer table of the last run (`tessera infer`'s): one row per device layer with
-        segment, index, layer, op, shape, macs, cycles, util, bound, ratio, limit, moved,
-        compulsory, plan_ms, jit; a pandas DataFrame when pandas is installed, else a list of dicts."""
-        if self._report is None:
-            self._report = _parse_report(_capture(lib.tsr_py_onnx_report, self._handle()))
-        return _table([dict(r) for r in self._report])
+        """The per-layer table of the last run (`tessera infer`'s, from the library's rows: names in
+        full, figures unrounded): a tessera.report.Report, a list of dicts with segment, index, node
+        (the ONNX node index of Model.placement), name, layer, op, shape, macs, cycles, util, bound,
+        ratio, limit, moved, compulsory, wall_ms, plan_ms, upload_ms, jit, solo; .to_dataframe(),
+        .plot_roofline(), and an HTML table in notebooks."""
+        return Report(*report_rows(self._handle()))
+
+    def timeline(self, x, path=None, backend="systemc", **options):
+        """Run x once on a timed backend (a device of its own with this device's config: "systemc" or
+        "rtl") with its timeline on, and return it read back (tessera.Timeline: .runs, .lanes,
+        .plot() for a Gantt of the stages). path: where the Perfetto JSON goes (open it in
+        ui.perfetto.dev), default a temporary file removed after reading. options: the Device's
+        (dram_latency, timeline_max, ...)."""
+        self._handle()
+        if "timeline" in options:
+            raise _arg("timeline", "give the file as path=")
+        if backend not in ("systemc", "rtl"):  # the timed backends are the ones that write timelines
+            raise _arg("backend", "%r writes no timeline: systemc or rtl" % (backend,))
+        if path is not None and not isinstance(path, (str, os.PathLike)):
+            raise _arg("path", "needs a file path, not %s" % type(path).__name__)
+        import tempfile
+        tmp = None
+        if path is None:
+            fd, tmp = tempfile.mkstemp(prefix="tessera-timeline-", suffix=".json")
+            os.close(fd)
+        try:
+            with Device(self._dev.config, backend=backend, timeline=path or tmp, **options) as d:
+                m = Model(self.path, d, self._batch, _image=self._image)
+                m.run(x)
+                layers = [r["name"] for r in m.report]
+            return Timeline(path or tmp, layers)
+        finally:
+            if tmp:
+                os.unlink(tmp)
 
     @property
     def report_text(self):
@@ -545,3 +483,8 @@ def run(program, device, inputs=None, timeout_ms=-1):
         for a in allocated:
             lib.tsr_mem_free(dev, a)
         lock.release()
+
+
+# The graph builder, single operators and the DSE (after the names above: they import them).
+from .graph import Graph, Tensor  # noqa: E402
+from . import op, dse  # noqa: E402,F401

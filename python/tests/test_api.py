@@ -51,19 +51,27 @@ def test_placement_matches_cli(dev, digits, digits_cli):
 
 
 def test_report_rows_match_cli(dev, digits, digits_cli):
-    _, text, _ = digits_cli
+    """The library's rows (onnx/tsr_onnx_report.h) against the table `tessera infer` prints."""
+    _, text, cli_placement = digits_cli
     m = tessera.load_onnx(digits["qdq"], dev)
     m.run(np.load(digits["x"]))
-    rep = m.report
-    rows = rep.to_dict("records") if hasattr(rep, "to_dict") else rep
-    assert rows and all(r["macs"] >= 0 and r["layer"] for r in rows)
+    rows = m.report
+    assert isinstance(rows, list) and rows and all(r["macs"] >= 0 and r["name"] for r in rows)
     assert sum(r["macs"] for r in rows) > 0
     # the CLI's table row by row, but for the plan time and the kernel cache (they vary by run)
-    seg = text[text.index("device segment 0"):]
-    cli_rows = tessera._parse_report(seg)
-    drop = lambda rs: [{k: v for k, v in r.items() if k not in ("plan_ms", "jit")} for r in rs]
-    assert drop(rows) == drop(cli_rows)
-    assert len(rows) == m.device_ops  # one row per device operator (digits: all in one graph)
+    cli_rows = parse_printed_report(text[text.index("device segment 0"):])
+    assert len(rows) == len(cli_rows) == m.device_ops  # one row per device operator (digits)
+    for r, c in zip(rows, cli_rows):
+        assert (r["segment"], r["index"], r["layer"][:18], r["op"], r["shape"][:26], r["limit"]) == \
+            (c["segment"], c["index"], c["layer"], c["op"], c["shape"], c["limit"])
+        for k in ("macs", "moved", "compulsory"):
+            assert r[k] == c[k], k
+        assert round(r["bound"]) == c["bound"] and r["cycles"] == c["cycles"] is None
+    # joined to the placement by node index: the same node, its name in full
+    pl = m.placement
+    for r in rows:
+        assert pl[r["node"]]["name"] == r["name"] and pl[r["node"]]["side"] == "device"
+        assert pl[r["node"]]["segment"] == r["segment"]
 
 
 def test_batch_change_reimports(dev, digits, digits_cli):
@@ -136,6 +144,27 @@ def test_run_inputs_override(dev):
     p = tessera.asm(open(GEMM).read())
     z = tessera.run(p, dev, inputs={"inp": bytes(128)})["out"]
     assert z == bytes(128)
+
+
+def parse_printed_report(text):
+    """The per-layer table as tsr_graph_print_report prints it (fixed-width columns)."""
+    rows, seg = [], -1
+    num = lambda v: None if v == "-" else int(v) if v.lstrip("-").isdigit() else float(v)  # noqa: E731
+    for line in text.splitlines():
+        if line.startswith("device segment "):
+            seg = int(line.split()[2].rstrip(":"))
+            continue
+        tok = line.split()
+        if len(tok) < 14 or not tok[0].isdigit() or len(tok[0]) > 3:
+            continue
+        mid, right = line[4:61], tok[-10:]  # the layer (18), op (10) and shape (26) columns
+        row = {"segment": seg, "index": int(tok[0]), "layer": mid[0:18].strip(), "op": mid[19:29].strip(),
+               "shape": mid[30:56].strip()}
+        for k, v in zip(["macs", "cycles", "util", "bound", "ratio", "limit", "moved", "compulsory", "plan_ms",
+                         "jit"], right):
+            row[k] = v if k in ("limit", "jit") else num(v)
+        rows.append(row)
+    return rows
 
 
 # ---------------------------------------------------------------- refusals
