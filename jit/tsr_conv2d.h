@@ -30,6 +30,10 @@
  *           (CIBW = CIB, which counts the split copies; depthwise: CIBW =
  *           the number of parts and each element is diagonal, [o][i] =
  *           (i == o) ? part p of w'(cob*BO+o, 0) : 0)
+ *           (depthwise mode, config key DEPTHWISE = K > 0 and groups ==
+ *           C_in: [COB][part][KH][G] with G = ceil(KW/K) tap groups, each
+ *           element [k][c] = part p of w'(cob*BO+c, 0, ky, g*K+k), 0 for
+ *           g*K+k >= KW and k >= K)
  *   output  out elements [NB][COB][OH][OW],        each [b][o] = y(n, co = cob*BO+o)
  *   consts  acc elements [COB][NCONST],            each [b][o] = value for channel cob*BO+o:
  *           row 0 bias', row 1 M, then (per-channel only, if some S > 0) the
@@ -52,6 +56,16 @@
  * fits (e.g. a 7x7 kernel over a wide row), the inp/wgt and then the acc
  * rotation fall back to one buffer (correct, but loads or stores no longer
  * overlap compute).
+ * Depthwise mode (DEPTHWISE = K, depthwise convs): the same tiles, steps
+ * and rotations; per step one GEMM per weight part and tap group whose uops
+ * walk the tile's output pixels row by row (src = pixel's window start +
+ * g*K; at stride 1 consecutive ops read consecutive windows, 1 cycle each,
+ * else K), iter_in the kernel rows and iter_out the tile's blocks. The
+ * on-chip input row is (TOW-1)*SW + G*K long, so the K rows each op reads
+ * all lie in the loaded tile (taps past KW meet zero weights). The search
+ * prefers four acc regions and also tries column tiles (the layers are
+ * DRAM-bound; taller tiles reload fewer halo rows). If nothing of the mode
+ * fits, the conv takes the block-diagonal path (plan.dwk = 0).
  * Resident mode (when all weights fit the weight buffer): every weight block
  * and constant row is loaded once and stays on chip, input blocks are cached
  * in slots, the load stage runs up to 6 steps ahead, the first tile's data

@@ -30,6 +30,11 @@
  * ky*WR + kx, wgt as above; loops iter_out = rows (dst +TOW, src +sh*WR, or
  * +WR when 1xK stride-sh kernels load only every sh-th row), iter_in = TOW
  * (dst +1, src +sw).
+ * Depthwise mode (geo dwk = K): wgt q*WGT_PART + (cl*TCI + ci)*KK + ky*G + g
+ * (KK = KH*G); per (part ci, tap group g) one GEMM (emit_dw_gemms), uops
+ * (oy, ox) -> dst oy*TOW + ox, src oy*sfo + ox*sw + g*K, wgt ci*KK + g;
+ * iter_in = KH (src +WR, wgt +G), iter_out = TCO (dst +TOH*TOW, src
+ * +ROWS_IN*WR, wgt +TCI*KK).
  */
 #include "tsr_conv2d_emit.h"
 
