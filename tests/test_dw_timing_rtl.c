@@ -1,5 +1,5 @@
 /*
- * test_rtl_depthwise: the pipelined RTL core's GEMM depthwise mode keeps the
+ * test_dw_timing_rtl: the pipelined RTL core's GEMM depthwise mode keeps the
  * timing contract of isa/tsr_isa.c (tsr_insn_issue_cycles, which SystemC
  * uses): an op whose src is the previous op's src + 1 in the same
  * instruction costs one cycle (one new input row; the window holds the
