@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "tsr_conv2d.h"
+#include "tsr_cost.h"
 #include "tsr_driver.h"
 #include "tsr_error.h"
 #include "tsr_kcache.h"
@@ -461,9 +462,39 @@ static void dw_cases(const char *cfg, const char *plain, int count, int maxn, in
     tsr_device_close(dev0);
 }
 
+/* The cost model's depthwise GEMMs: with the uops, a run of windows that
+ * each follow the previous one costs 1 cycle per op after the first (K);
+ * without them (tsr_cost_stream) every op counts K. 64 ops, K = 3. */
+static void dw_cost_model(void)
+{
+    tsr_config_t cfg;
+    tsr_test_preset_with("default", "DEPTHWISE", 3, &cfg);
+    tsr_uop_t u[64];
+    for (int i = 0; i < 64; i++)
+        u[i] = (tsr_uop_t){(uint32_t)i, (uint32_t)i, 0};
+    tsr_insn_t in[2];
+    memset(in, 0, sizeof in);
+    in[0].opcode = TSR_OP_GEMM;
+    in[0].depthwise = 1;
+    in[0].uop_end = 64;
+    in[0].iter_out = in[0].iter_in = 1;
+    in[1].opcode = TSR_OP_FINISH;
+    const double with = tsr_cost_stream_uops(&cfg, in, 2, NULL, u, 64, INFINITY);
+    const double without = tsr_cost_stream(&cfg, in, 2, NULL, INFINITY);
+    printf("    cost model, 64 sliding depthwise ops: %.0f cycles with the uops, %.0f without\n", with, without);
+    assert_true(without - with > 2 * 64 - 3);
+    /* windows two apart (stride 2): every op fresh either way */
+    for (int i = 0; i < 64; i++)
+        u[i].src = (uint32_t)(2 * i);
+    assert_true(tsr_cost_stream_uops(&cfg, in, 2, NULL, u, 64, INFINITY) == without);
+    /* uops that do not cover the range: taken as fresh */
+    assert_true(tsr_cost_stream_uops(&cfg, in, 2, NULL, u, 10, INFINITY) == without);
+}
+
 static void test_depthwise_mode(void **state)
 {
     (void)state;
+    dw_cost_model();
     dw_cases("default+dw3", "default", 60, 2, 40, 14, 0xd301);
     dw_cases("tiny+dw3", "tiny", 120, 1, 11, 9, 0xd302);
     dw_cases("tiny+dw2", "tiny", 80, 1, 11, 9, 0xd303);
