@@ -380,7 +380,10 @@ static const char *bench_dw_help =
     "Per layer: compulsory DRAM bytes (input, weights, bias, output once) and\n"
     "their bound in cycles at --dram-bw bytes per cycle (8: the 64-bit port);\n"
     "per path: cycles (device counter; - when untimed, e.g. fsim), the JIT's\n"
-    "estimate, x = cycles / bound, GEMM ops and the tile (rows x channel blocks).\n"
+    "estimate, x = cycles / bound, GEMM ops and the tile (rows x columns x channel\n"
+    "blocks);\n"
+    "dw_moved = DRAM bytes the mode's run moved / compulsory (halo rows, whole\n"
+    "weight rows of which an op reads K, constant rows, uops, instructions).\n"
     "  --config CONFIG  config without DEPTHWISE (default: default)\n"
     "  --taps K         DEPTHWISE of the second column (default 3)\n"
     "  --backend NAME   systemc (default), rtl, fsim (untimed: estimates only)\n"
@@ -440,9 +443,9 @@ static int bench_mbv2_dw(int argc, char **argv)
         return tsr_cli_fail(rc);
     printf("bench: MobileNetV2 depthwise 3x3 convs, int8; config %s vs %s + DEPTHWISE %d, backend %s, DRAM %.4g "
            "B/cycle%s\n", o.cfgname, o.cfgname, o.taps, o.backend, b.bw, o.check ? ", checked against fsim" : "");
-    printf("%-4s %-16s %10s %9s | %9s %9s %6s %9s %-8s | %9s %9s %6s %9s %-8s %s\n", "layer", "shape", "compulsory",
-           "bound", "cycles", "est", "x", "gemm_ops", "tile", "dw_cycles", "dw_est", "dw_x", "gemm_ops", "tile",
-           "check");
+    printf("%-5s %-16s %10s %9s | %9s %9s %6s %9s %-10s | %9s %9s %6s %9s %-10s %8s %s\n", "layer", "shape",
+           "compulsory", "bound", "cycles", "est", "x", "gemm_ops", "tile", "dw_cycles", "dw_est", "dw_x", "gemm_ops",
+           "tile", "dw_moved", "check");
     double sum[5] = {0};
     int ndiff = 0;
     for (int i = 0; i < TSR_MBV2_DW_LAYERS && !rc; i++) {
@@ -452,16 +455,16 @@ static int bench_mbv2_dw(int argc, char **argv)
         if ((rc = tsr_dwbench_layer(&b, i, &r)))
             break;
         const tsr_mbv2_dw_layer_t *L = r.layer;
-        char shape[32], cyc[2][24], x[2][16], tile[2][16];
+        char shape[32], cyc[2][24], x[2][16], tile[2][40];
         snprintf(shape, sizeof shape, "%dx%d,%d,s%d", L->hw, L->hw, L->c, L->stride);
         for (int k = 0; k < 2; k++) {
             snprintf(cyc[k], sizeof cyc[k], r.timed ? "%.0f" : "-", r.cycles[k]);
             snprintf(x[k], sizeof x[k], r.timed ? "%.3f" : "-", r.cycles[k] / r.t_mem);
-            snprintf(tile[k], sizeof tile[k], "%dx%d", r.toh[k], r.tco[k]);
+            snprintf(tile[k], sizeof tile[k], "%dx%dx%d", r.toh[k], r.tow[k], r.tco[k]);
         }
-        printf("%-5s %-16s %10.0f %9.0f | %9s %9.0f %6s %9.0f %-8s | %9s %9.0f %6s %9.0f %-8s %s\n", L->name, shape,
-               r.compulsory, r.t_mem, cyc[0], r.est[0], x[0], r.gemm_ops[0], tile[0], cyc[1], r.est[1], x[1],
-               r.gemm_ops[1], tile[1], !r.checked ? "-" : r.differs ? "DIFF" : "ok");
+        printf("%-5s %-16s %10.0f %9.0f | %9s %9.0f %6s %9.0f %-10s | %9s %9.0f %6s %9.0f %-10s %8.3f %s\n", L->name,
+               shape, r.compulsory, r.t_mem, cyc[0], r.est[0], x[0], r.gemm_ops[0], tile[0], cyc[1], r.est[1], x[1],
+               r.gemm_ops[1], tile[1], r.moved[1] / r.compulsory, !r.checked ? "-" : r.differs ? "DIFF" : "ok");
         fflush(stdout);
         ndiff += r.differs;
         sum[0] += r.compulsory;
@@ -470,7 +473,7 @@ static int bench_mbv2_dw(int argc, char **argv)
         sum[3] += r.cycles[1];
     }
     if (!rc && sum[2] > 0)
-        printf("total %-16s %10.0f %9.0f | %9.0f %9s %6.3f %9s %-8s | %9.0f %9s %6.3f\n", "-", sum[0], sum[1], sum[2],
+        printf("total %-16s %10.0f %9.0f | %9.0f %9s %6.3f %9s %-10s | %9.0f %9s %6.3f\n", "-", sum[0], sum[1], sum[2],
                "-", sum[2] / sum[1], "-", "-", sum[3], "-", sum[3] / sum[1]);
     tsr_dwbench_close(&b);
     if (rc)

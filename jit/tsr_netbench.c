@@ -559,6 +559,7 @@ static int dw_run(tsr_device_t *dev, const tsr_conv2d_params_t *p, const int8_t 
         row->gemm_ops[k] = (double)ct.gemm_ops;
         row->dwk[k] = pl.dwk;
         row->toh[k] = pl.toh;
+        row->tow[k] = pl.tow;
         row->tco[k] = pl.tco;
         row->tiles[k] = pl.tiles;
     }

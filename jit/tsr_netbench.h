@@ -151,7 +151,7 @@ typedef struct tsr_dwbench_row {
     double moved[2];         /* DRAM bytes moved */
     double gemm_ops[2];      /* GEMM tensor ops (counters) */
     int dwk[2];              /* taps of the plan's depthwise mode (0: block-diagonal) */
-    int toh[2], tco[2], tiles[2]; /* the tiling chosen */
+    int toh[2], tow[2], tco[2], tiles[2]; /* the tiling chosen: output rows x columns x channel blocks */
     int timed;
     int checked, differs;    /* compared with fsim (every path): a path's output differed */
 } tsr_dwbench_row_t;
