@@ -28,6 +28,7 @@
 #include "tsr_driver.h"
 #include "tsr_error.h"
 #include "tsr_kcache.h"
+#include "tsr_netbench.h"
 #include "tsr_opref.h"
 #include "tsr_testenv.h"
 
@@ -491,10 +492,31 @@ static void dw_cost_model(void)
     assert_true(tsr_cost_stream_uops(&cfg, in, 2, NULL, u, 10, INFINITY) == without);
 }
 
+/* The MobileNetV2 depthwise bench (tessera bench --kind mbv2-dw) on one
+ * layer: both paths planned as they should be, outputs equal to fsim's, the
+ * compulsory bytes of a 7x7x960 3x3 depthwise conv. */
+static void dw_bench_layer(void)
+{
+    tsr_dwbench_opts_t o = {.cfgname = "default", .backend = backend(), .seed = 3, .taps = 3, .check = 1};
+    tsr_dwbench_t b;
+    tsr_dwbench_row_t r;
+    assert_int_equal(tsr_dwbench_open(&o, &b), TSR_OK);
+    assert_int_equal(tsr_dwbench_layer(&b, tsr_mbv2_dw_layer_find("D15"), &r), TSR_OK);
+    tsr_dwbench_close(&b);
+    assert_int_equal(r.dwk[0], 0);
+    assert_int_equal(r.dwk[1], 3);
+    assert_true(r.gemm_ops[0] == 3 * r.gemm_ops[1]);
+    assert_true(r.checked && !r.differs);
+    assert_true(r.compulsory == 2.0 * 960 * 49 + 960 * 9 + 4 * 960);
+    o.taps = 9; /* refused: DEPTHWISE is 1..8 */
+    assert_int_not_equal(tsr_dwbench_open(&o, &b), TSR_OK);
+}
+
 static void test_depthwise_mode(void **state)
 {
     (void)state;
     dw_cost_model();
+    dw_bench_layer();
     dw_cases("default+dw3", "default", 60, 2, 40, 14, 0xd301);
     dw_cases("tiny+dw3", "tiny", 120, 1, 11, 9, 0xd302);
     dw_cases("tiny+dw2", "tiny", 80, 1, 11, 9, 0xd303);
