@@ -1,7 +1,8 @@
 #!/usr/bin/python3
-"""The README's main job from Python: the digits CNN on the functional simulator, its accuracy.
+"""The README's main job from Python: the digits CNN on the functional simulator, its accuracy, and
+the per-layer roofline of the run (a PNG when OUT.png is given).
 
-    PYTHONPATH=build/python /usr/bin/python3 examples/python/run_digits.py [build/digits]
+    PYTHONPATH=build/python /usr/bin/python3 examples/python/run_digits.py [build/digits] [OUT.png]
 """
 import sys
 
@@ -15,3 +16,8 @@ with tessera.Device("default", backend="fsim") as dev:
     model = tessera.load_onnx(f"{d}/digits_qdq.onnx", dev)
     right = int((model.run(x).argmax(axis=1) == labels).sum())
     print(f"accuracy: {right} of {len(labels)} = {100 * right / len(labels):.2f}% (backend fsim)")
+    if len(sys.argv) > 2:
+        import matplotlib
+        matplotlib.use("Agg")
+        model.report.plot_roofline().figure.savefig(sys.argv[2], dpi=120)
+        print(f"roofline: {sys.argv[2]}")

@@ -485,6 +485,13 @@ def run(program, device, inputs=None, timeout_ms=-1):
         lock.release()
 
 
-# The graph builder, single operators and the DSE (after the names above: they import them).
+# The graph builder (after the names above: it imports them). tessera.op and tessera.dse load on
+# first use (PEP 562): the DSE's subprocess and tempfile would add to every import.
 from .graph import Graph, Tensor  # noqa: E402
-from . import op, dse  # noqa: E402,F401
+
+
+def __getattr__(name):
+    if name in ("op", "dse"):
+        import importlib
+        return importlib.import_module("." + name, __name__)
+    raise AttributeError("module 'tessera' has no attribute %r" % (name,))

@@ -84,6 +84,20 @@ class Sweep(list):
         return "<tessera.dse.Sweep %s: %d points, %d on the front>" % (self.space, len(self), len(self.front))
 
 
+def _absolute(space):
+    """A space dict with its file paths (base when a file, workload model/input/reference) made absolute
+    from the current directory: the engine resolves them next to the space file, written elsewhere."""
+    sp = dict(space)
+    if isinstance(sp.get("base"), str) and os.path.isfile(sp["base"]):
+        sp["base"] = os.path.abspath(sp["base"])
+    if isinstance(sp.get("workload"), dict):
+        w = sp["workload"] = dict(sp["workload"])
+        for k in ("model", "input", "reference"):
+            if isinstance(w.get(k), str):
+                w[k] = os.path.abspath(w[k])
+    return sp
+
+
 def sweep(space, *, jobs=1, out=None, cache=None, cli=None, synth=None, timeout=None):
     """Run a sweep (dse.py sweep SPACE --no-plot) and return its points (Sweep). space: a space file
     path, or the space as a dict (its relative file paths are then relative to the current directory).
@@ -97,11 +111,10 @@ def sweep(space, *, jobs=1, out=None, cache=None, cli=None, synth=None, timeout=
         raise _arg("synth", "none, estimate or full, not %r" % (synth,))
     with tempfile.TemporaryDirectory(prefix="tessera-dse-") as tmp:
         if isinstance(space, dict):
-            path = os.path.join(os.getcwd() if os.access(os.getcwd(), os.W_OK) else tmp,
-                                ".tessera-space-%d.json" % os.getpid())
+            path = os.path.join(tmp, "space.json")
             try:
                 with open(path, "w") as f:
-                    json.dump(space, f)
+                    json.dump(_absolute(space), f)
             except (TypeError, ValueError) as e:
                 raise _arg("space", "not JSON-serialisable: %s" % e) from None
         elif isinstance(space, (str, os.PathLike)):
@@ -122,12 +135,6 @@ def sweep(space, *, jobs=1, out=None, cache=None, cli=None, synth=None, timeout=
             r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
         except subprocess.TimeoutExpired:
             raise Error("dse: the sweep took more than %s s" % timeout, lib.TSR_ETIMEOUT) from None
-        finally:
-            if isinstance(space, dict):
-                try:
-                    os.unlink(path)
-                except OSError:
-                    pass
         res = os.path.join(outdir, "results.json")
         # exit 1: some points are missing (listed in the rows' status); 2: the space was refused
         if r.returncode not in (0, 1) or not os.path.isfile(res):

@@ -1,8 +1,6 @@
 """Per-layer reports as rows: Model.report and Graph.report (a list of dicts with a table for
 notebooks and a roofline plot). The rows come from the library (onnx/tsr_onnx_report.h,
 tsr_graph_layer), never from parsing the printed table."""
-import html
-
 from ._base import ffi, lib, _s
 
 _KCACHE = {0: "off", 1: "miss", 2: "hit", 3: "disk"}
@@ -73,6 +71,7 @@ class Report(list):
         return pandas.DataFrame(list(self))
 
     def _repr_html_(self):
+        import html
         def cell(k, v):
             if v is None:
                 return "-"
