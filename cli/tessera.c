@@ -19,6 +19,7 @@
 #include "tsr_cli_isa.h"
 #include "tsr_cli_net.h"
 #include "tsr_cli_op.h"
+#include "tsr_cli_plan.h"
 #include "tsr_cli_run.h"
 #include "tsr_cli_verify.h"
 
@@ -39,6 +40,7 @@ static const tsr_cli_cmd_t cmds[] = {
     {"run", tsr_cli_run, "assemble and run a program (.s) on a device"},
     {"net", tsr_cli_net, "run a whole network (ResNet-18) on a device: per-layer table and totals"},
     {"infer", cmd_infer, "run a quantized ONNX model on .npy inputs (device + host, placement printed)"},
+    {"plan", tsr_cli_plan, "place a network over K devices as a pipeline (optimal planner, JIT costs)"},
     {"bench", tsr_cli_bench, "measure simulator throughput on a GEMM-heavy stream"},
     {"asm", tsr_cli_asm, "assemble a program into a binary instruction stream"},
     {"disasm", tsr_cli_disasm, "print a binary stream as canonical assembly"},

@@ -18,6 +18,7 @@ PKGS=(
   nodejs                                         # ONNX Runtime (npm onnxruntime-node) as the test reference
   g++ libsystemc-dev                             # SystemC/TLM-2.0 timed model (backend systemc, sim/systemc)
   libboost-context-dev                           # the SystemC model's stages as fibers of one process
+  libglpk-dev                                    # the pipeline planner's ILP (non-contiguous splits)
   nextpnr-ice40 fpga-icestorm fpga-icestorm-chipdb  # open iCE40 flow: place and route, bitstream, timing
   libxrt-dev libxrt-utils                        # backend xrt (Alveo / Zynq with XRT), xclbinutil
   python3-matplotlib                             # design-space exploration plots

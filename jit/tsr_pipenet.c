@@ -1,0 +1,366 @@
+/* tsr_pipenet: networks as planner problems (tsr_pipenet.h). */
+#include "tsr_pipenet.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tsr_driver.h"
+#include "tsr_error.h"
+#include "tsr_jitutil.h"
+#include "tsr_op.h"
+#include "tsr_roofline.h"
+
+/* ------------------------------------------------------------ ResNet-50's shapes */
+
+/* Per-tensor requantization for every node: the values do not change a
+ * plan's tiling or cost, only its constants. */
+static const int32_t rn50_mult[1] = {1 << 30};
+static const int32_t rn50_shift[1] = {-8};
+static const int32_t rn50_wzp[1] = {0};
+
+typedef struct {
+    tsr_netdesc_t *nd;
+    int capt, capn;
+} rn50_t;
+
+static int rn50_tensor(rn50_t *b, int n, int c, int h, int w, tsr_dtype_e dt)
+{
+    tsr_netdesc_t *nd = b->nd;
+    if (nd->ntensors == b->capt) {
+        int cap = b->capt ? 2 * b->capt : 64;
+        tsr_nd_tensor_t *t = realloc(nd->tensors, sizeof *t * (size_t)cap);
+        if (!t)
+            return tsr_err(TSR_ENOMEM, "out of memory");
+        nd->tensors = t;
+        b->capt = cap;
+    }
+    nd->tensors[nd->ntensors] = (tsr_nd_tensor_t){n, c, h, w, dt, dt == TSR_DT_UINT8 && !nd->ntensors ? 128 : 0, 1.0};
+    return nd->ntensors++;
+}
+
+static tsr_nd_node_t *rn50_node(rn50_t *b, tsr_nd_kind_e kind, const char *name, int in0, int in1)
+{
+    tsr_netdesc_t *nd = b->nd;
+    if (nd->nnodes == b->capn) {
+        int cap = b->capn ? 2 * b->capn : 64;
+        tsr_nd_node_t *v = realloc(nd->nodes, sizeof *v * (size_t)cap);
+        if (!v)
+            return NULL;
+        nd->nodes = v;
+        b->capn = cap;
+    }
+    tsr_nd_node_t *nn = &nd->nodes[nd->nnodes++];
+    memset(nn, 0, sizeof *nn);
+    nn->kind = kind;
+    snprintf(nn->name, sizeof nn->name, "%s", name);
+    nn->in[0] = in0;
+    nn->in[1] = in1;
+    return nn;
+}
+
+static int rn50_conv(rn50_t *b, const char *name, int in, int cout, int k, int stride, int relu)
+{
+    tsr_nd_node_t *nn = rn50_node(b, TSR_ND_CONV, name, in, -1);
+    if (!nn)
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    tsr_nd_tensor_t x = b->nd->tensors[in];
+    int pad = k / 2;
+    nn->conv = (tsr_conv2d_params_t){.n = x.n, .c_in = x.c, .h = x.h, .w = x.w, .c_out = cout, .kh = k, .kw = k,
+                                     .stride_h = stride, .stride_w = stride, .pad_top = pad, .pad_left = pad,
+                                     .pad_bottom = pad, .pad_right = pad, .groups = 1, .x_dtype = x.dtype,
+                                     .x_zp = x.zp, .w_dtype = TSR_DT_INT8, .w_zp = rn50_wzp, .w_zp_count = 1,
+                                     .y_dtype = relu ? TSR_DT_UINT8 : TSR_DT_INT8, .y_zp = 0, .mult = rn50_mult,
+                                     .shift = rn50_shift, .rq_count = 1, .act_min = relu ? 0 : -128,
+                                     .act_max = relu ? 255 : 127};
+    int oh, ow, rc = tsr_conv2d_check(&nn->conv, &oh, &ow);
+    if (rc)
+        return tsr_err_prefix(rc, "resnet50: %s: ", name);
+    int t = rn50_tensor(b, x.n, cout, oh, ow, nn->conv.y_dtype);
+    if (t >= 0)
+        b->nd->nodes[b->nd->nnodes - 1].out = t;
+    return t;
+}
+
+int tsr_pipenet_resnet50_desc(int n, tsr_netdesc_t *out)
+{
+    if (!out)
+        return tsr_err(TSR_EINVAL, "resnet50: NULL output");
+    memset(out, 0, sizeof *out);
+    if (n < 1 || n > 64)
+        return tsr_err(TSR_EINVAL, "resnet50: batch %d, need 1..64", n);
+    rn50_t b = {out, 0, 0};
+    snprintf(out->name, sizeof out->name, "resnet50");
+    int t = rn50_tensor(&b, n, 3, 224, 224, TSR_DT_UINT8);
+    if (t >= 0)
+        t = rn50_conv(&b, "conv1", t, 64, 7, 2, 1);
+    if (t >= 0) { /* maxpool 3x3/2 pad 1 */
+        tsr_nd_node_t *nn = rn50_node(&b, TSR_ND_POOL, "maxpool", t, -1);
+        tsr_nd_tensor_t x = out->tensors[t];
+        if (!nn)
+            t = tsr_err(TSR_ENOMEM, "out of memory");
+        else {
+            nn->pool = (tsr_pool_params_t){.kind = TSR_POOL_MAX, .n = x.n, .c = x.c, .h = x.h, .w = x.w, .kh = 3,
+                                           .kw = 3, .stride_h = 2, .stride_w = 2, .pad_top = 1, .pad_left = 1,
+                                           .pad_bottom = 1, .pad_right = 1, .dtype = x.dtype, .zp = x.zp};
+            int oh, ow;
+            int rc = tsr_pool_check(&nn->pool, &oh, &ow);
+            t = rc ? rc : rn50_tensor(&b, x.n, x.c, oh, ow, x.dtype);
+            if (t >= 0)
+                out->nodes[out->nnodes - 1].out = t;
+        }
+    }
+    static const int blocks[4] = {3, 4, 6, 3}, mids[4] = {64, 128, 256, 512};
+    for (int s = 0; s < 4 && t >= 0; s++)
+        for (int k = 0; k < blocks[s] && t >= 0; k++) {
+            int stride = s > 0 && k == 0 ? 2 : 1, mid = mids[s], cout = 4 * mid, x = t, br, sc = t;
+            char nm[48];
+            snprintf(nm, sizeof nm, "layer%d.%d.conv1", s + 1, k);
+            br = rn50_conv(&b, nm, x, mid, 1, 1, 1);
+            snprintf(nm, sizeof nm, "layer%d.%d.conv2", s + 1, k);
+            if (br >= 0)
+                br = rn50_conv(&b, nm, br, mid, 3, stride, 1);
+            snprintf(nm, sizeof nm, "layer%d.%d.conv3", s + 1, k);
+            if (br >= 0)
+                br = rn50_conv(&b, nm, br, cout, 1, 1, 0);
+            if (br >= 0 && k == 0) {
+                snprintf(nm, sizeof nm, "layer%d.%d.downsample", s + 1, k);
+                sc = rn50_conv(&b, nm, x, cout, 1, stride, 0);
+            }
+            if (br < 0 || sc < 0) {
+                t = br < 0 ? br : sc;
+                break;
+            }
+            snprintf(nm, sizeof nm, "layer%d.%d.add", s + 1, k);
+            tsr_nd_node_t *nn = rn50_node(&b, TSR_ND_ADD, nm, br, sc);
+            if (!nn) {
+                t = tsr_err(TSR_ENOMEM, "out of memory");
+                break;
+            }
+            tsr_nd_tensor_t ta = out->tensors[br], tb = out->tensors[sc];
+            nn->add = (tsr_add_params_t){
+                .a = {.n = ta.n, .c = ta.c, .h = ta.h, .w = ta.w, .dtype = ta.dtype, .zp = ta.zp},
+                .b = {.n = tb.n, .c = tb.c, .h = tb.h, .w = tb.w, .dtype = tb.dtype, .zp = tb.zp},
+                .y = {.n = ta.n, .c = ta.c, .h = ta.h, .w = ta.w, .dtype = TSR_DT_UINT8, .zp = 0},
+                .left_shift = 20, .mult_a = 1 << 30, .mult_b = 1 << 30, .shift_a = -1, .shift_b = -1,
+                .mult_out = 1 << 30, .shift_out = -10, .act_min = 0, .act_max = 255};
+            int rc = tsr_add_check(&nn->add, NULL);
+            t = rc ? tsr_err_prefix(rc, "resnet50: %s: ", nm) : rn50_tensor(&b, ta.n, ta.c, ta.h, ta.w, TSR_DT_UINT8);
+            if (t >= 0)
+                out->nodes[out->nnodes - 1].out = t;
+        }
+    if (t >= 0) {
+        tsr_nd_node_t *nn = rn50_node(&b, TSR_ND_POOL, "avgpool", t, -1);
+        tsr_nd_tensor_t x = out->tensors[t];
+        if (!nn)
+            t = tsr_err(TSR_ENOMEM, "out of memory");
+        else {
+            nn->pool = (tsr_pool_params_t){.kind = TSR_POOL_GLOBAL_AVG, .n = x.n, .c = x.c, .h = x.h, .w = x.w,
+                                           .kh = 1, .kw = 1, .stride_h = 1, .stride_w = 1, .dtype = x.dtype,
+                                           .zp = x.zp};
+            t = rn50_tensor(&b, x.n, x.c, 1, 1, x.dtype);
+            if (t >= 0)
+                out->nodes[out->nnodes - 1].out = t;
+        }
+    }
+    if (t >= 0) {
+        tsr_nd_node_t *nn = rn50_node(&b, TSR_ND_DENSE, "fc", t, -1);
+        tsr_nd_tensor_t x = out->tensors[t];
+        if (!nn)
+            t = tsr_err(TSR_ENOMEM, "out of memory");
+        else {
+            nn->dense = (tsr_dense_params_t){.n = x.n, .k = x.c * x.h * x.w, .m = 1000, .x_dtype = x.dtype,
+                                             .x_zp = x.zp, .w_dtype = TSR_DT_INT8, .w_zp = rn50_wzp,
+                                             .w_zp_count = 1, .y_dtype = TSR_DT_INT8, .y_zp = 0, .mult = rn50_mult,
+                                             .shift = rn50_shift, .rq_count = 1, .act_min = -128, .act_max = 127};
+            t = rn50_tensor(&b, x.n, 1000, 1, 1, TSR_DT_INT8);
+            if (t >= 0)
+                out->nodes[out->nnodes - 1].out = t;
+        }
+    }
+    out->output = t;
+    if (t < 0) {
+        tsr_pipenet_desc_free(out);
+        return t;
+    }
+    return TSR_OK;
+}
+
+void tsr_pipenet_desc_free(tsr_netdesc_t *nd)
+{
+    if (!nd)
+        return;
+    free(nd->tensors); /* the nodes' arrays are static: nothing else to free */
+    free(nd->nodes);
+    memset(nd, 0, sizeof *nd);
+}
+
+/* ------------------------------------------------------------ costs from the JIT */
+
+static double node_macs(const tsr_nd_node_t *nn)
+{
+    if (nn->kind == TSR_ND_CONV)
+        return tsr_roofline_conv2d_macs(&nn->conv);
+    if (nn->kind == TSR_ND_DENSE)
+        return (double)nn->dense.n * nn->dense.k * nn->dense.m;
+    return 0;
+}
+
+/* The cost model's cycles of the planned operator. */
+static double plan_cycles(const tsr_config_t *cfg, const tsr_nd_node_t *nn, const tsr_op_plan_t *pl, uint64_t bytes)
+{
+    switch (nn->kind) {
+    case TSR_ND_CONV: return pl->conv.cost;
+    case TSR_ND_DENSE: return pl->dense.conv.cost;
+    case TSR_ND_POOL: return pl->pool.cost;
+    case TSR_ND_ADD:
+    case TSR_ND_CLIP: return pl->elt.est_cycles;
+    default: return (double)bytes / tsr_roofline_dram_bw(cfg, 0); /* no estimate: its traffic */
+    }
+}
+
+int tsr_pipenet_problem(const tsr_netdesc_t *nd, const tsr_config_t *cfgs, int nkinds, tsr_pp_t **out,
+                        double *plan_ms)
+{
+    if (!out)
+        return tsr_err(TSR_EINVAL, "pipenet: NULL result");
+    *out = NULL;
+    if (!nd || !cfgs || nkinds < 1 || nkinds > TSR_PP_MAX_KINDS)
+        return tsr_err(TSR_EINVAL, "pipenet: need a network and 1..%d configs", TSR_PP_MAX_KINDS);
+    uint64_t t0 = tsr_mono_ns();
+    tsr_device_t *dev[TSR_PP_MAX_KINDS] = {0};
+    tsr_pp_t *pp = NULL;
+    double *cost = calloc((size_t)nd->nnodes * (size_t)nkinds, sizeof(double));
+    uint64_t *wbytes = calloc((size_t)nd->nnodes, sizeof(uint64_t));
+    int *producer = malloc(sizeof(int) * (size_t)(nd->ntensors + 1));
+    int rc = cost && wbytes && producer ? TSR_OK : tsr_err(TSR_ENOMEM, "out of memory");
+    for (int k = 0; k < nkinds && !rc; k++)
+        if ((rc = tsr_device_open("fsim", &cfgs[k], NULL, &dev[k])))
+            tsr_err_prefix(rc, "pipenet: config %d: ", k);
+    for (int i = 0; i < nd->nnodes && !rc; i++) {
+        const tsr_nd_node_t *nn = &nd->nodes[i];
+        const tsr_op_def_t *def = tsr_op_def(nn->kind);
+        uint64_t io = tsr_netdesc_tensor_bytes(nd, nn->out) + tsr_netdesc_tensor_bytes(nd, nn->in[0]) +
+                      (nn->in[1] >= 0 ? tsr_netdesc_tensor_bytes(nd, nn->in[1]) : 0);
+        for (int k = 0; k < nkinds && !rc; k++) {
+            tsr_op_plan_t pl;
+            memset(&pl, 0, sizeof pl);
+            if (!def || !def->plan) {
+                rc = tsr_err(TSR_EINVAL, "pipenet: node \"%s\": no operator to plan", nn->name);
+                break;
+            }
+            if ((rc = def->plan(dev[k], tsr_nd_node_params(nn), &pl))) {
+                tsr_err_prefix(rc, "pipenet: node \"%s\" on config %d: ", nn->name, k);
+                break;
+            }
+            double cyc = plan_cycles(&cfgs[k], nn, &pl, io);
+            /* cycles of kind 0's clock */
+            cost[(size_t)i * (size_t)nkinds + (size_t)k] = cyc * cfgs[0].clock_mhz / cfgs[k].clock_mhz;
+            if (!k) {
+                tsr_op_figures_t f;
+                memset(&f, 0, sizeof f);
+                if (def->figures)
+                    def->figures(&pl, &f);
+                wbytes[i] = f.w_bytes + f.c_bytes;
+            }
+            def->plan_free(dev[k], &pl);
+        }
+    }
+    if (!rc)
+        rc = tsr_pp_create(nkinds, &pp);
+    for (int t = 0; t <= nd->ntensors && !rc; t++)
+        producer[t] = -1;
+    for (int i = 0; i < nd->nnodes && !rc; i++) {
+        const tsr_nd_node_t *nn = &nd->nodes[i];
+        uint64_t ob = tsr_netdesc_tensor_bytes(nd, nn->out);
+        int id;
+        rc = tsr_pp_node(pp, nn->name, &cost[(size_t)i * (size_t)nkinds], INFINITY, wbytes[i] + ob, &id);
+        if (!rc)
+            rc = tsr_pp_node_macs(pp, id, node_macs(nn));
+        producer[nn->out] = id;
+        uint64_t in_host = 0;
+        for (int j = 0; j < 2 && !rc; j++) {
+            int t = nn->in[j];
+            if (t < 0)
+                continue;
+            if (producer[t] >= 0)
+                rc = tsr_pp_edge(pp, producer[t], id, tsr_netdesc_tensor_bytes(nd, t));
+            else
+                in_host += tsr_netdesc_tensor_bytes(nd, t);
+        }
+        if (!rc)
+            rc = tsr_pp_node_io(pp, id, in_host, nn->out == nd->output ? ob : 0);
+    }
+    for (int k = 0; k < nkinds; k++)
+        if (dev[k])
+            tsr_device_close(dev[k]);
+    free(cost), free(wbytes), free(producer);
+    if (rc) {
+        tsr_pp_free(pp);
+        return rc;
+    }
+    if (plan_ms)
+        *plan_ms = (double)(tsr_mono_ns() - t0) / 1e6;
+    *out = pp;
+    return TSR_OK;
+}
+
+/* ------------------------------------------------------------ random DAGs */
+
+int tsr_pipenet_random_dag(int n, int window, int skip_pct, uint64_t seed, tsr_pp_t **out)
+{
+    if (!out)
+        return tsr_err(TSR_EINVAL, "pipenet: NULL result");
+    *out = NULL;
+    if (n < 1 || n > TSR_PP_MAX_NODES || window < 1 || window > 16 || skip_pct < 0 || skip_pct > 100)
+        return tsr_err(TSR_EINVAL, "pipenet: random DAG of %d nodes, %d branches, %d%% blocks: bad", n, window,
+                       skip_pct);
+    uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
+#define NEXT() (s ^= s << 13, s ^= s >> 7, s ^= s << 17, s)
+    tsr_pp_t *pp;
+    int rc = tsr_pp_create(1, &pp), v = 0, last = -1;
+    /* one node, named, costed, consuming `from` (-1: none) */
+#define NODE(from)                                                                                                  \
+    do {                                                                                                            \
+        char nm[24];                                                                                                \
+        snprintf(nm, sizeof nm, "v%d", v);                                                                          \
+        double c = 1000 + (double)(NEXT() % 99001);                                                                 \
+        if (!rc)                                                                                                    \
+            rc = tsr_pp_node(pp, nm, &c, INFINITY, 1024 + NEXT() % 65536, NULL);                                   \
+        if (!rc && (from) >= 0)                                                                                     \
+            rc = tsr_pp_edge(pp, (from), v, 1024 + NEXT() % 65536);                                                \
+        v++;                                                                                                        \
+    } while (0)
+    while (v < n && !rc) {
+        int nb = window > 1 && (int)(NEXT() % 100) < skip_pct ? 2 + (int)(NEXT() % (uint64_t)(window - 1)) : 1;
+        if (nb == 1 || last < 0 || n - v < 2 * nb + 1) { /* a node after the last */
+            NODE(last);
+            last = v - 1;
+            continue;
+        }
+        /* a block: nb branches of 1..4 nodes from `last`, joined by one node */
+        int ends[16], in = last;
+        for (int b = 0; b < nb && !rc; b++) {
+            int len = 1 + (int)(NEXT() % 4), from = in;
+            for (int i = 0; i < len && v < n - 1; i++) {
+                NODE(from);
+                from = v - 1;
+            }
+            ends[b] = from;
+        }
+        NODE(ends[0]);
+        for (int b = 1; b < nb && !rc; b++)
+            if (ends[b] != ends[0])
+                rc = tsr_pp_edge(pp, ends[b], v - 1, 1024 + NEXT() % 65536);
+        last = v - 1;
+    }
+#undef NODE
+#undef NEXT
+    if (rc) {
+        tsr_pp_free(pp);
+        return rc;
+    }
+    *out = pp;
+    return TSR_OK;
+}

@@ -1,0 +1,44 @@
+/*
+ * tsr_pipenet: networks as problems for the pipeline placement planner
+ * (tsr_pipeplan.h). A network description (tsr_netdesc.h: ResNet-18 from
+ * its generator, ResNet-50's shapes from here) becomes a planner graph whose
+ * node costs are the JIT's own estimates: every operator is planned on a
+ * device of each kind (a config; fsim is enough, nothing runs) and its
+ * cost-model figure taken (conv2d and dense: plan.cost, the tiling search's
+ * estimate; pool: plan.cost; add/clip: est_cycles; an activation table,
+ * which has no estimate: its bytes over the DRAM port), converted to cycles
+ * of the first kind's clock. A node's footprint is its packed weights and
+ * constants plus its output tensor; an edge carries the producer's output
+ * tensor; the network input and output go to and from the host.
+ *
+ * Also the random network-shaped DAGs of the planner's benchmark.
+ */
+#ifndef TSR_PIPENET_H
+#define TSR_PIPENET_H
+
+#include <stdint.h>
+
+#include "tsr_config.h"
+#include "tsr_netdesc.h"
+#include "tsr_pipeplan.h"
+
+/* ResNet-50 (ImageNet shape, batch n) as a description of shapes and
+ * parameters only (no weights: nothing runs it; per-tensor requantization).
+ * Free with tsr_pipenet_desc_free. */
+int tsr_pipenet_resnet50_desc(int n, tsr_netdesc_t *out);
+void tsr_pipenet_desc_free(tsr_netdesc_t *nd);
+
+/* The planner's problem for nd over nkinds device kinds cfgs[0..nkinds)
+ * (costs as above, from an fsim device per kind), no devices added yet.
+ * *plan_ms gets the time the JIT took (NULL: not wanted). */
+int tsr_pipenet_problem(const tsr_netdesc_t *nd, const tsr_config_t *cfgs, int nkinds, tsr_pp_t **out,
+                        double *plan_ms);
+
+/* A random DAG shaped like a network, for timing the planner: n nodes,
+ * a chain of single nodes and blocks (with probability skip_pct percent): a
+ * block is 2..window parallel branches of 1..4 nodes from the node before,
+ * joined by one node (inception / residual shapes); costs 1000..100000
+ * cycles, edges and footprints 1..65 KiB, one kind. */
+int tsr_pipenet_random_dag(int n, int window, int skip_pct, uint64_t seed, tsr_pp_t **out);
+
+#endif

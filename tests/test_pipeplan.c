@@ -1,0 +1,648 @@
+/*
+ * test_pipeplan: the pipeline placement planner (jit/tsr_pipeplan.h)
+ * against brute force written here from the model in the header (and
+ * nothing in the planner):
+ *  - 300 random small DAGs (2..7 nodes, 1..3 devices of 1..2 kinds with
+ *    DRAM limits, 0..1 host stages, host-only nodes, random link): every
+ *    placement enumerated; the DP's period and latency equal the best
+ *    contiguous placement's (stages whose quotient graph is acyclic),
+ *    lexicographically (period, then latency), and the DP's own placement
+ *    re-evaluated here gives the same figures; an infeasible problem is
+ *    refused. Seed printed (TSR_PP_SEED overrides it, TSR_PP_COUNT the count).
+ *  - the ILP against the best of all placements (non-contiguous) on 120
+ *    tiny graphs (skipped, with a message, when built without GLPK).
+ *  - hand-made cases: a chain, a diamond (both ends pay a transfer), a
+ *    host-only node, a DRAM limit forcing a split, the baselines.
+ *  - bad inputs refused with one line naming the node or device: a node
+ *    nothing can run, a node no DRAM holds, K above 64, a cycle, too many
+ *    ideals (the message names the heuristic).
+ *  - `tessera plan --net resnet18 --devices 2`: the plan printed, the
+ *    optimum no worse than the baselines; its refusals and usage errors.
+ * How it can fail: a period or latency above (or below: a wrong cost
+ * model) the brute force's, a refusal of a feasible problem, an accepted
+ * bad input, a message that does not name the culprit.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include <cmocka.h>
+#include <math.h>
+
+#include "tsr_error.h"
+#include "tsr_pipeplan.h"
+
+/* ---------------------------------------------------------- the random problems */
+
+#define MAXN 8
+#define MAXS 4
+
+typedef struct {
+    int n, nkinds, K, H;            /* nodes, kinds, devices, host stages */
+    double cost[MAXN][2], host[MAXN];
+    uint64_t mem[MAXN], in[MAXN], out[MAXN];
+    int ne, ef[64], et[64];
+    uint64_t eb[64];
+    int kind[MAXS];
+    uint64_t dram[MAXS];
+    double bw, lat;
+} prob_t;
+
+static uint64_t rng_state;
+static uint32_t rnd(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (uint32_t)(rng_state >> 11);
+}
+static int rint_(int lo, int hi) { return lo + (int)(rnd() % (uint32_t)(hi - lo + 1)); }
+
+static void random_problem(prob_t *p, int maxn, int maxslots)
+{
+    memset(p, 0, sizeof *p);
+    p->n = rint_(2, maxn);
+    p->nkinds = rint_(1, 2);
+    p->H = rint_(0, 1);
+    p->K = rint_(1, maxslots - p->H);
+    for (int v = 0; v < p->n; v++) {
+        for (int k = 0; k < p->nkinds; k++)
+            p->cost[v][k] = rint_(1, 100);
+        p->host[v] = rnd() % 2 ? rint_(20, 300) : INFINITY;
+        if (rnd() % 8 == 0) { /* host-only */
+            for (int k = 0; k < p->nkinds; k++)
+                p->cost[v][k] = INFINITY;
+            p->host[v] = rint_(1, 100);
+        } else if (p->nkinds == 2 && rnd() % 6 == 0) {
+            p->cost[v][rnd() % 2] = INFINITY; /* one kind cannot run it */
+        }
+        p->mem[v] = (uint64_t)rint_(0, 10);
+        if (rnd() % 4 == 0)
+            p->in[v] = (uint64_t)rint_(1, 64);
+        if (rnd() % 4 == 0)
+            p->out[v] = (uint64_t)rint_(1, 64);
+    }
+    for (int a = 0; a < p->n; a++) /* a random DAG, edges from lower to higher index, ids shuffled below */
+        for (int b = a + 1; b < p->n; b++)
+            if (rnd() % 100 < 45 && p->ne < 64) {
+                p->ef[p->ne] = a, p->et[p->ne] = b;
+                p->eb[p->ne++] = (uint64_t)rint_(0, 200);
+            }
+    if (rnd() % 4 == 0 && p->ne && p->ne < 64) { /* a duplicate edge */
+        p->ef[p->ne] = p->ef[0], p->et[p->ne] = p->et[0];
+        p->eb[p->ne++] = (uint64_t)rint_(0, 300);
+    }
+    /* relabel the nodes so that index order is not a topological order */
+    int perm[MAXN];
+    for (int i = 0; i < p->n; i++)
+        perm[i] = i;
+    for (int i = p->n - 1; i > 0; i--) {
+        int j = (int)(rnd() % (uint32_t)(i + 1)), t = perm[i];
+        perm[i] = perm[j], perm[j] = t;
+    }
+    prob_t q = *p;
+    for (int v = 0; v < p->n; v++) {
+        int w = perm[v];
+        for (int k = 0; k < 2; k++)
+            q.cost[w][k] = p->cost[v][k];
+        q.host[w] = p->host[v], q.mem[w] = p->mem[v], q.in[w] = p->in[v], q.out[w] = p->out[v];
+    }
+    for (int e = 0; e < p->ne; e++)
+        q.ef[e] = perm[p->ef[e]], q.et[e] = perm[p->et[e]];
+    *p = q;
+    for (int d = 0; d < p->K; d++) {
+        p->kind[d] = rint_(0, p->nkinds - 1);
+        p->dram[d] = (uint64_t)rint_(8, 40);
+    }
+    static const double bws[] = {1, 2, 4, 8, 16};
+    p->bw = bws[rnd() % 5];
+    p->lat = rint_(0, 20);
+    /* nothing can run a node: give the host its cost (the refusal has its own test) */
+    for (int v = 0; v < p->n; v++) {
+        int runs = 0;
+        for (int d = 0; d < p->K; d++)
+            runs |= isfinite(p->cost[v][p->kind[d]]);
+        if (!runs && (!p->H || !isfinite(p->host[v]))) {
+            p->H = 1;
+            p->host[v] = rint_(1, 100);
+            if (p->K + p->H > maxslots)
+                p->K--, runs = 0;
+        }
+    }
+    if (p->K < 1) /* keep one device */
+        p->K = 1;
+}
+
+static tsr_pp_t *build(const prob_t *p)
+{
+    tsr_pp_t *pp;
+    assert_int_equal(tsr_pp_create(p->nkinds, &pp), 0);
+    for (int v = 0; v < p->n; v++) {
+        char nm[16];
+        snprintf(nm, sizeof nm, "n%d", v);
+        int id;
+        assert_int_equal(tsr_pp_node(pp, nm, p->cost[v], p->host[v], p->mem[v], &id), 0);
+        assert_int_equal(id, v);
+        assert_int_equal(tsr_pp_node_io(pp, v, p->in[v], p->out[v]), 0);
+    }
+    for (int e = 0; e < p->ne; e++)
+        assert_int_equal(tsr_pp_edge(pp, p->ef[e], p->et[e], p->eb[e]), 0);
+    for (int d = 0; d < p->K; d++)
+        assert_int_equal(tsr_pp_device(pp, NULL, p->kind[d], p->dram[d], NULL), 0);
+    assert_int_equal(tsr_pp_set_link(pp, p->bw, p->lat), 0);
+    assert_int_equal(tsr_pp_set_host_stages(pp, p->H), 0);
+    return pp;
+}
+
+/* ---------------------------------------------------------- the brute force (the model, from the header) */
+
+static double xfer(const prob_t *p, uint64_t bytes) { return p->lat + (double)bytes / p->bw; }
+
+/* Loads of placement slot[] (period, latency); INFINITY when infeasible.
+ * *contig: the stages' quotient graph is acyclic. */
+static void brute_eval(const prob_t *p, const int *slot, double *period, double *latency, int *contig)
+{
+    int ns = p->K + p->H;
+    double load[MAXS] = {0};
+    uint64_t mem[MAXS] = {0};
+    int used[MAXS] = {0}, adj[MAXS][MAXS] = {{0}};
+    double c[MAXN];
+    for (int u = 0; u < p->n; u++) { /* c(u): the largest out-edge */
+        uint64_t b = 0;
+        int has = 0;
+        for (int e = 0; e < p->ne; e++)
+            if (p->ef[e] == u) {
+                has = 1;
+                if (p->eb[e] > b)
+                    b = p->eb[e];
+            }
+        c[u] = has ? xfer(p, b) : 0;
+    }
+    int bad = 0;
+    for (int v = 0; v < p->n; v++) {
+        int s = slot[v];
+        used[s] = 1;
+        double cst = s < p->K ? p->cost[v][p->kind[s]] : p->host[v];
+        if (!isfinite(cst))
+            bad = 1;
+        load[s] += cst;
+        if (s < p->K) {
+            mem[s] += p->mem[v];
+            if (p->in[v])
+                load[s] += xfer(p, p->in[v]);
+            if (p->out[v])
+                load[s] += xfer(p, p->out[v]);
+        }
+    }
+    for (int s = 0; s < ns; s++) {
+        if (s < p->K && mem[s] > p->dram[s])
+            bad = 1;
+        for (int u = 0; u < p->n; u++) {
+            int send = 0, recv = 0;
+            for (int e = 0; e < p->ne; e++) {
+                if (p->ef[e] != u)
+                    continue;
+                int a = slot[u], b = slot[p->et[e]];
+                if (a == s && b != s)
+                    send = 1;
+                if (a != s && b == s)
+                    recv = 1;
+                if (a != b)
+                    adj[a][b] = 1;
+            }
+            load[s] += (send + recv) * c[u];
+        }
+    }
+    /* acyclic quotient: repeatedly drop a stage nobody sends to */
+    int gone[MAXS] = {0}, left = 0;
+    for (int s = 0; s < ns; s++)
+        left += used[s];
+    for (int progress = 1; progress;) {
+        progress = 0;
+        for (int s = 0; s < ns; s++) {
+            if (!used[s] || gone[s])
+                continue;
+            int in = 0;
+            for (int a = 0; a < ns; a++)
+                in |= used[a] && !gone[a] && adj[a][s];
+            if (!in)
+                gone[s] = 1, left--, progress = 1;
+        }
+    }
+    *contig = left == 0;
+    double per = 0, lat = 0;
+    for (int s = 0; s < ns; s++)
+        if (used[s])
+            per = fmax(per, load[s]), lat += load[s];
+    *period = bad ? INFINITY : per;
+    *latency = bad ? INFINITY : lat;
+}
+
+/* Best (period, latency) over contiguous placements, and the best period over all. */
+static void brute(const prob_t *p, double *cper, double *clat, double *aper)
+{
+    int ns = p->K + p->H, slot[MAXN] = {0};
+    long total = 1;
+    for (int v = 0; v < p->n; v++)
+        total *= ns;
+    *cper = *clat = *aper = INFINITY;
+    for (long x = 0; x < total; x++) {
+        long y = x;
+        for (int v = 0; v < p->n; v++)
+            slot[v] = (int)(y % ns), y /= ns;
+        double per, lat;
+        int contig;
+        brute_eval(p, slot, &per, &lat, &contig);
+        if (!isfinite(per))
+            continue;
+        *aper = fmin(*aper, per);
+        if (contig && (per < *cper * (1 - 1e-12) || (per <= *cper * (1 + 1e-12) && lat < *clat)))
+            *cper = per, *clat = lat;
+    }
+}
+
+static int near(double a, double b, double tol) { return fabs(a - b) <= tol * fmax(1, fabs(b)); }
+
+static uint64_t test_seed(void)
+{
+    const char *s = getenv("TSR_PP_SEED");
+    return s ? strtoull(s, NULL, 0) : 0x5eed2026ull;
+}
+static int test_count(int dflt)
+{
+    const char *s = getenv("TSR_PP_COUNT");
+    return s ? atoi(s) : dflt;
+}
+
+static void test_dp_vs_brute(void **state)
+{
+    (void)state;
+    uint64_t seed = test_seed();
+    int count = test_count(300), feasible = 0, refused = 0, multi = 0;
+    rng_state = seed | 1;
+    printf("test_dp_vs_brute: seed 0x%llx, %d DAGs (TSR_PP_SEED, TSR_PP_COUNT)\n", (unsigned long long)seed, count);
+    for (int it = 0; it < count; it++) {
+        prob_t p;
+        random_problem(&p, 7, MAXS);
+        double cper, clat, aper;
+        brute(&p, &cper, &clat, &aper);
+        tsr_pp_t *pp = build(&p);
+        tsr_pp_plan_t pl;
+        int rc = tsr_pp_solve_dp(pp, NULL, &pl);
+        if (!isfinite(cper)) {
+            if (rc != TSR_EINVAL)
+                fail_msg("DAG %d (seed 0x%llx): no contiguous placement exists, DP returned %d period %g", it,
+                         (unsigned long long)seed, rc, pl.period);
+            refused++;
+        } else {
+            if (rc)
+                fail_msg("DAG %d: DP refused a feasible problem (best period %g): %s", it, cper, tsr_errmsg());
+            if (!near(pl.period, cper, 1e-9) || !near(pl.latency, clat, 1e-9))
+                fail_msg("DAG %d (seed 0x%llx, n %d, K %d, H %d): DP period %.6f latency %.6f, brute force %.6f %.6f",
+                         it, (unsigned long long)seed, p.n, p.K, p.H, pl.period, pl.latency, cper, clat);
+            double per, lat;
+            int contig;
+            brute_eval(&p, pl.slot, &per, &lat, &contig);
+            if (!contig || !pl.contiguous || !near(per, pl.period, 1e-9) || !near(lat, pl.latency, 1e-9))
+                fail_msg("DAG %d: the DP's placement evaluates to %g / %g (contiguous %d), it said %g / %g", it, per,
+                         lat, contig, pl.period, pl.latency);
+            feasible++;
+            multi += pl.nstages > 1;
+            tsr_pp_plan_free(&pl);
+        }
+        tsr_pp_free(pp);
+    }
+    printf("test_dp_vs_brute: %d optimal (%d with several stages), %d infeasible and refused\n", feasible, multi,
+           refused);
+    assert_true(feasible >= 200); /* the brief: >= 200 graphs solved and proved optimal */
+    assert_true(multi >= 50);     /* and not all trivially one stage */
+}
+
+static void test_ilp_vs_brute(void **state)
+{
+    (void)state;
+    if (!tsr_pp_have_ilp()) {
+        printf("test_ilp_vs_brute: SKIPPED, built without GLPK (install libglpk-dev and rebuild)\n");
+        tsr_pp_plan_t pl;
+        assert_int_equal(tsr_pp_solve_ilp(NULL, NULL, &pl), TSR_EBACKEND);
+        assert_non_null(strstr(tsr_errmsg(), "built without GLPK"));
+        skip();
+    }
+    uint64_t seed = test_seed() ^ 0x11f;
+    int count = test_count(300) * 2 / 5, solved = 0, noncontig_better = 0;
+    rng_state = seed | 1;
+    for (int it = 0; it < count; it++) {
+        prob_t p;
+        random_problem(&p, 6, MAXS);
+        double cper, clat, aper;
+        brute(&p, &cper, &clat, &aper);
+        tsr_pp_t *pp = build(&p);
+        tsr_pp_plan_t pl;
+        int rc = tsr_pp_solve_ilp(pp, NULL, &pl);
+        if (!isfinite(aper)) {
+            assert_int_equal(rc, TSR_EINVAL);
+        } else {
+            if (rc)
+                fail_msg("graph %d: ILP failed on a feasible problem: %s", it, tsr_errmsg());
+            if (!near(pl.period, aper, 1e-6))
+                fail_msg("graph %d (seed 0x%llx): ILP period %.6f, brute force over all placements %.6f", it,
+                         (unsigned long long)seed, pl.period, aper);
+            assert_true(pl.period <= cper * (1 + 1e-9)); /* never worse than the best contiguous */
+            noncontig_better += pl.period < cper * (1 - 1e-9);
+            solved++;
+            tsr_pp_plan_free(&pl);
+        }
+        tsr_pp_free(pp);
+    }
+    printf("test_ilp_vs_brute: %d optimal, %d of them better than every contiguous split\n", solved,
+           noncontig_better);
+    assert_true(solved >= count / 2);
+}
+
+/* ---------------------------------------------------------- hand-made cases */
+
+static tsr_pp_t *chain(int n, const double *cost, uint64_t mem, uint64_t bytes)
+{
+    tsr_pp_t *pp;
+    assert_int_equal(tsr_pp_create(1, &pp), 0);
+    for (int v = 0; v < n; v++) {
+        char nm[16];
+        snprintf(nm, sizeof nm, "c%d", v);
+        assert_int_equal(tsr_pp_node(pp, nm, &cost[v], INFINITY, mem, NULL), 0);
+        if (v)
+            assert_int_equal(tsr_pp_edge(pp, v - 1, v, bytes), 0);
+    }
+    return pp;
+}
+
+static void test_chain(void **state)
+{
+    (void)state;
+    double cost[6] = {10, 10, 10, 10, 30, 12};
+    tsr_pp_t *pp = chain(6, cost, 1, 16);
+    assert_int_equal(tsr_pp_set_link(pp, 8, 1), 0); /* each cut: 1 + 16/8 = 3 cycles on both sides */
+    for (int d = 0; d < 3; d++)
+        assert_int_equal(tsr_pp_device(pp, NULL, 0, 100, NULL), 0);
+    tsr_pp_plan_t pl;
+    if (tsr_pp_solve_dp(pp, NULL, &pl))
+        fail_msg("%s", tsr_errmsg());
+    /* best: {c0..c3} 40+3 | {c4} 3+30+3 | {c5} 3+12: period 43; {c0..c2} 33 | {c3} 16 | {c4,c5} 45 and
+     * {c0..c3} 43 | {c4,c5} 45 are worse */
+    assert_true(near(pl.period, 43, 1e-12));
+    assert_int_equal(pl.nstages, 3);
+    assert_int_equal(pl.stages[0].nnodes, 4);
+    assert_int_equal(pl.nxfers, 2);
+    assert_true(pl.contiguous);
+    tsr_pp_plan_t one;
+    assert_int_equal(tsr_pp_solve_baseline(pp, TSR_PP_SINGLE, &one), 0);
+    assert_true(near(one.period, 82, 1e-12));
+    tsr_pp_plan_t eq, gr;
+    assert_int_equal(tsr_pp_solve_baseline(pp, TSR_PP_GREEDY, &gr), 0);
+    for (int v = 0; v < 6; v++)
+        assert_int_equal(tsr_pp_node_macs(pp, v, cost[v]), 0);
+    assert_int_equal(tsr_pp_solve_baseline(pp, TSR_PP_EQUAL_MACS, &eq), 0);
+    assert_true(gr.period >= pl.period && eq.period >= pl.period); /* the DP is optimal: baselines no better */
+    tsr_pp_print(pp, &pl, one.period, stdout);
+    tsr_pp_plan_free(&pl), tsr_pp_plan_free(&one), tsr_pp_plan_free(&eq), tsr_pp_plan_free(&gr);
+    tsr_pp_free(pp);
+}
+
+static void test_diamond(void **state)
+{
+    (void)state;
+    /* a -> b, a -> c, b -> d, c -> d; every edge 8 bytes at 8 bytes per cycle: a cut costs 1 on both sides.
+     * {a,b} | {c,d}: 11 + a,b sent (2) = 13 and 11 + a,b received (2) = 13: period 13, latency 26. */
+    tsr_pp_t *pp;
+    assert_int_equal(tsr_pp_create(1, &pp), 0);
+    const double c[4] = {1, 10, 10, 1};
+    const char *nm[4] = {"a", "b", "c", "d"};
+    for (int v = 0; v < 4; v++)
+        assert_int_equal(tsr_pp_node(pp, nm[v], &c[v], INFINITY, 0, NULL), 0);
+    assert_int_equal(tsr_pp_edge(pp, 0, 1, 8), 0);
+    assert_int_equal(tsr_pp_edge(pp, 0, 2, 8), 0);
+    assert_int_equal(tsr_pp_edge(pp, 1, 3, 8), 0);
+    assert_int_equal(tsr_pp_edge(pp, 2, 3, 8), 0);
+    assert_int_equal(tsr_pp_device(pp, "d0", 0, 1, NULL), 0);
+    assert_int_equal(tsr_pp_device(pp, "d1", 0, 1, NULL), 0);
+    assert_int_equal(tsr_pp_set_host_stages(pp, 0), 0);
+    tsr_pp_plan_t pl;
+    assert_int_equal(tsr_pp_solve_dp(pp, NULL, &pl), 0);
+    assert_true(near(pl.period, 13, 1e-12));
+    assert_true(near(pl.latency, 26, 1e-12));
+    assert_int_equal(pl.nstages, 2);
+    assert_true(near(pl.stages[0].comm_out, 2, 1e-12) && near(pl.stages[1].comm_in, 2, 1e-12));
+    tsr_pp_plan_free(&pl);
+    tsr_pp_free(pp);
+}
+
+static void test_host_only(void **state)
+{
+    (void)state;
+    /* a -> h -> b, h host-only: a and b on devices, h on the host, three stages in order */
+    tsr_pp_t *pp;
+    assert_int_equal(tsr_pp_create(1, &pp), 0);
+    double c = 50, inf = INFINITY;
+    assert_int_equal(tsr_pp_node(pp, "a", &c, INFINITY, 0, NULL), 0);
+    assert_int_equal(tsr_pp_node(pp, "softmax", &inf, 5, 0, NULL), 0);
+    assert_int_equal(tsr_pp_node(pp, "b", &c, INFINITY, 0, NULL), 0);
+    assert_int_equal(tsr_pp_edge(pp, 0, 1, 64), 0);
+    assert_int_equal(tsr_pp_edge(pp, 1, 2, 64), 0);
+    assert_int_equal(tsr_pp_device(pp, NULL, 0, 1000, NULL), 0);
+    assert_int_equal(tsr_pp_device(pp, NULL, 0, 1000, NULL), 0);
+    tsr_pp_plan_t pl;
+    assert_int_equal(tsr_pp_solve_dp(pp, NULL, &pl), 0);
+    assert_int_equal(pl.slot[1], 2); /* slot K: host stage 0 */
+    assert_int_equal(pl.nstages, 3);
+    assert_true(pl.contiguous);
+    assert_int_equal(pl.stages[1].slot, 2);
+    assert_true(pl.slot[0] != pl.slot[2]); /* one device for both would be a cycle through the host */
+    tsr_pp_plan_free(&pl);
+    /* without host stages: refused, naming the node */
+    assert_int_equal(tsr_pp_set_host_stages(pp, 0), 0);
+    assert_int_equal(tsr_pp_solve_dp(pp, NULL, &pl), TSR_EINVAL);
+    assert_non_null(strstr(tsr_errmsg(), "\"softmax\""));
+    assert_non_null(strstr(tsr_errmsg(), "no device and not the host"));
+    tsr_pp_free(pp);
+}
+
+static void test_dram_split(void **state)
+{
+    (void)state;
+    /* three nodes of 6 bytes on devices of 12: one device would be fastest (the link is slow), but it
+     * cannot hold them all: two stages, each within its DRAM */
+    double cost[3] = {10, 10, 10};
+    tsr_pp_t *pp = chain(3, cost, 6, 800);
+    assert_int_equal(tsr_pp_set_link(pp, 8, 1000), 0);
+    assert_int_equal(tsr_pp_device(pp, "big", 0, 1 << 20, NULL), 0);
+    tsr_pp_plan_t pl;
+    assert_int_equal(tsr_pp_solve_dp(pp, NULL, &pl), 0);
+    assert_int_equal(pl.nstages, 1);
+    assert_true(near(pl.period, 30, 1e-12));
+    tsr_pp_plan_free(&pl);
+    tsr_pp_free(pp);
+    pp = chain(3, cost, 6, 800);
+    assert_int_equal(tsr_pp_set_link(pp, 8, 1000), 0);
+    assert_int_equal(tsr_pp_device(pp, "s0", 0, 12, NULL), 0);
+    assert_int_equal(tsr_pp_device(pp, "s1", 0, 12, NULL), 0);
+    assert_int_equal(tsr_pp_solve_dp(pp, NULL, &pl), 0);
+    assert_int_equal(pl.nstages, 2);
+    for (int k = 0; k < 2; k++)
+        assert_true(pl.stages[k].mem <= 12);
+    assert_true(near(pl.period, 20 + 1100, 1e-12));
+    tsr_pp_plan_free(&pl);
+    /* the ILP agrees */
+    if (tsr_pp_have_ilp()) {
+        assert_int_equal(tsr_pp_solve_ilp(pp, NULL, &pl), 0);
+        assert_true(near(pl.period, 1120, 1e-6));
+        tsr_pp_plan_free(&pl);
+    }
+    /* a placement over the DRAM is refused naming the device */
+    int slot[3] = {0, 0, 0};
+    assert_int_equal(tsr_pp_evaluate(pp, slot, &pl), TSR_EINVAL);
+    assert_non_null(strstr(tsr_errmsg(), "\"s0\""));
+    tsr_pp_free(pp);
+}
+
+/* ---------------------------------------------------------- bad inputs */
+
+static void test_refusals(void **state)
+{
+    (void)state;
+    tsr_pp_t *pp;
+    tsr_pp_plan_t pl;
+    double c = 1, inf = INFINITY;
+    /* a node nothing can run */
+    assert_int_equal(tsr_pp_create(1, &pp), 0);
+    assert_int_equal(tsr_pp_node(pp, "ok", &c, INFINITY, 0, NULL), 0);
+    assert_int_equal(tsr_pp_node(pp, "lonely", &inf, INFINITY, 0, NULL), 0);
+    assert_int_equal(tsr_pp_device(pp, NULL, 0, 100, NULL), 0);
+    assert_int_equal(tsr_pp_solve_dp(pp, NULL, &pl), TSR_EINVAL);
+    assert_non_null(strstr(tsr_errmsg(), "node \"lonely\": no device and not the host can run it"));
+    assert_int_equal(tsr_pp_solve_baseline(pp, TSR_PP_GREEDY, &pl), TSR_EINVAL);
+    tsr_pp_free(pp);
+    /* a node whose footprint fits no device */
+    assert_int_equal(tsr_pp_create(1, &pp), 0);
+    assert_int_equal(tsr_pp_node(pp, "huge", &c, INFINITY, 5000, NULL), 0);
+    assert_int_equal(tsr_pp_device(pp, "small", 0, 100, NULL), 0);
+    assert_int_equal(tsr_pp_device(pp, "smaller", 0, 50, NULL), 0);
+    assert_int_equal(tsr_pp_solve_dp(pp, NULL, &pl), TSR_EINVAL);
+    assert_non_null(strstr(tsr_errmsg(), "node \"huge\" needs 5000 bytes"));
+    assert_non_null(strstr(tsr_errmsg(), "device \"small\""));
+    tsr_pp_free(pp);
+    /* DRAM in all too small (every node fits some device, not all together) */
+    assert_int_equal(tsr_pp_create(1, &pp), 0);
+    for (int v = 0; v < 3; v++)
+        assert_int_equal(tsr_pp_node(pp, "x", &c, INFINITY, 60, NULL), 0);
+    assert_int_equal(tsr_pp_device(pp, "d0", 0, 100, NULL), 0);
+    assert_int_equal(tsr_pp_solve_dp(pp, NULL, &pl), TSR_EINVAL);
+    assert_non_null(strstr(tsr_errmsg(), "need 180 bytes of DRAM"));
+    tsr_pp_free(pp);
+    /* K above the limit */
+    assert_int_equal(tsr_pp_create(1, &pp), 0);
+    assert_int_equal(tsr_pp_node(pp, "a", &c, INFINITY, 0, NULL), 0);
+    for (int d = 0; d < TSR_PP_MAX_DEVICES + 1; d++)
+        assert_int_equal(tsr_pp_device(pp, NULL, 0, 100, NULL), 0);
+    assert_int_equal(tsr_pp_solve_dp(pp, NULL, &pl), TSR_EINVAL);
+    assert_non_null(strstr(tsr_errmsg(), "65 devices, above the limit of 64"));
+    tsr_pp_free(pp);
+    /* a cycle */
+    assert_int_equal(tsr_pp_create(1, &pp), 0);
+    assert_int_equal(tsr_pp_node(pp, "p", &c, INFINITY, 0, NULL), 0);
+    assert_int_equal(tsr_pp_node(pp, "q", &c, INFINITY, 0, NULL), 0);
+    assert_int_equal(tsr_pp_node(pp, "r", &c, INFINITY, 0, NULL), 0);
+    assert_int_equal(tsr_pp_edge(pp, 0, 1, 1), 0);
+    assert_int_equal(tsr_pp_edge(pp, 1, 2, 1), 0);
+    assert_int_equal(tsr_pp_edge(pp, 2, 1, 1), 0);
+    assert_int_equal(tsr_pp_device(pp, NULL, 0, 100, NULL), 0);
+    assert_int_equal(tsr_pp_solve_dp(pp, NULL, &pl), TSR_EINVAL);
+    assert_non_null(strstr(tsr_errmsg(), "cycle through node \"q\""));
+    tsr_pp_free(pp);
+    /* too many ideals: 20 independent nodes have 2^20 */
+    assert_int_equal(tsr_pp_create(1, &pp), 0);
+    for (int v = 0; v < 20; v++)
+        assert_int_equal(tsr_pp_node(pp, "w", &c, INFINITY, 0, NULL), 0);
+    assert_int_equal(tsr_pp_device(pp, NULL, 0, 100, NULL), 0);
+    tsr_pp_opts_t o = {.max_ideals = 1000};
+    assert_int_equal(tsr_pp_solve_dp(pp, &o, &pl), TSR_EINVAL);
+    assert_non_null(strstr(tsr_errmsg(), "more than 1000 ideals"));
+    assert_non_null(strstr(tsr_errmsg(), "heuristic"));
+    assert_int_equal(tsr_pp_solve_baseline(pp, TSR_PP_GREEDY, &pl), 0); /* the heuristic runs */
+    tsr_pp_plan_free(&pl);
+    tsr_pp_free(pp);
+    /* bad arguments */
+    assert_int_equal(tsr_pp_create(0, &pp), TSR_EINVAL);
+    assert_int_equal(tsr_pp_create(1, &pp), 0);
+    double neg = -1;
+    assert_int_equal(tsr_pp_node(pp, "neg", &neg, INFINITY, 0, NULL), TSR_EINVAL);
+    assert_non_null(strstr(tsr_errmsg(), "\"neg\""));
+    assert_int_equal(tsr_pp_edge(pp, 0, 1, 1), TSR_EINVAL);
+    assert_int_equal(tsr_pp_device(pp, "k9", 9, 1, NULL), TSR_EINVAL);
+    assert_int_equal(tsr_pp_set_link(pp, 0, 0), TSR_EINVAL);
+    assert_int_equal(tsr_pp_set_host_stages(pp, 99), TSR_EINVAL);
+    assert_int_equal(tsr_pp_solve_dp(pp, NULL, &pl), TSR_EINVAL); /* no nodes */
+    tsr_pp_free(pp);
+}
+
+
+/* ---------------------------------------------------------- the command */
+
+/* Run `tessera ARGS` (stderr joined); its output in buf, its exit status returned. */
+static int run_cli(const char *args, char *buf, size_t cap)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "%s %s 2>&1", TSR_CLI, args);
+    FILE *f = popen(cmd, "r");
+    assert_non_null(f);
+    size_t n = fread(buf, 1, cap - 1, f);
+    buf[n] = 0;
+    int st = pclose(f);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static double period_of(const char *out, const char *label)
+{
+    const char *p = strstr(out, label);
+    if (!p || !(p = strstr(p, "period ")))
+        fail_msg("no \"%s\" row in:\n%s", label, out);
+    return strtod(p + 7, NULL);
+}
+
+static void test_cli(void **state)
+{
+    (void)state;
+    static char out[65536];
+    /* ResNet-18 over 2 devices (its kernels from the cache after a first run): the plan, and the optimum no
+     * worse than the baselines */
+    int rc = run_cli("plan --net resnet18 --devices 2", out, sizeof out);
+    if (rc)
+        fail_msg("exit %d:\n%s", rc, out);
+    assert_non_null(strstr(out, "plan (dp, contiguous): 2 stages"));
+    assert_non_null(strstr(out, "throughput"));
+    double dp = period_of(out, "optimal (dp)"), eq = period_of(out, "equal-MAC"), gr = period_of(out, "greedy"),
+           one = period_of(out, "\n  one device ");
+    assert_true(dp > 0 && dp <= eq && dp <= gr && dp < one);
+    assert_true(one / dp > 1.5); /* two devices: well above one (the costs split evenly enough) */
+    /* refusals: one line naming the device / node / limit, exit 1; usage errors exit 2 */
+    assert_int_equal(run_cli("plan --net resnet18 --devices 65", out, sizeof out), 1);
+    assert_non_null(strstr(out, "65 devices, above the limit of 64"));
+    assert_int_equal(run_cli("plan --net resnet18 --devices 2 --dram 1", out, sizeof out), 1);
+    assert_non_null(strstr(out, "node \"layer4.0.conv1\" needs"));
+    assert_int_equal(run_cli("plan --net resnet18 --devices 2 --dram 5", out, sizeof out), 1);
+    assert_non_null(strstr(out, "bytes of DRAM, the 2 devices have"));
+    assert_int_equal(run_cli("plan --net vgg", out, sizeof out), 2);
+    assert_int_equal(run_cli("plan --net resnet18 --link-bw 0", out, sizeof out), 2);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_chain),         cmocka_unit_test(test_diamond),      cmocka_unit_test(test_host_only),
+        cmocka_unit_test(test_dram_split),    cmocka_unit_test(test_refusals),     cmocka_unit_test(test_dp_vs_brute),
+        cmocka_unit_test(test_ilp_vs_brute),  cmocka_unit_test(test_cli),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
