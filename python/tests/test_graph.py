@@ -134,6 +134,20 @@ def test_graph_refusals(dev):
     _raises(lambda: g.conv2d(y, w, **q), "planned")  # no nodes after the plan
 
 
+def test_graph_and_op_refuse_a_second_run_in_flight(dev):
+    g = tessera.Graph(dev)
+    g.relu(g.input((1, 4, 4, 4)))
+    x = np.zeros((1, 4, 4, 4), np.int8)
+    lock = dev._busy("device")  # what a run in flight holds
+    try:
+        _raises(lambda: g.run(x), "busy")
+        _raises(lambda: tessera.op.conv2d(dev, x, np.zeros((4, 4, 1, 1), np.int8), mult=1, shift=0), "busy",
+                arg="dev")
+    finally:
+        lock.release()
+    assert g.run(x).shape == (1, 4, 4, 4)
+
+
 def test_graph_device_closed():
     d = tessera.Device()
     g = tessera.Graph(d)

@@ -31,6 +31,29 @@ def test_report_names_in_full_resnet18(dev, cli, resnet18_small):
     for x, p in zip(rows, printed):
         assert x["layer"][:18] == p["layer"] and x["op"] == p["op"] and x["macs"] == p["macs"]
         assert pl[x["node"]]["name"] == x["name"] and x["name"].startswith(x["layer"][:18])
+    # a conv with its residual add in the epilogue is one row, joined to the conv's node
+    fused = [x for x in rows if x["op"] == "conv+add"]
+    assert fused and all(pl[x["node"]]["op"] == "Conv" for x in fused)
+
+
+def test_report_row_accessor_refusals(dev, digits):
+    """The C accessor: out of range and an unprepared model are one-line errors (no crash)."""
+    lib, ffi = tessera.lib, tessera.ffi
+    m = tessera.load_onnx(digits["qdq"], dev)
+    L = ffi.new("tsr_onnx_layer_t *")
+    n = lib.tsr_onnx_report_rows(m._m)
+    assert n == 4 and lib.tsr_onnx_report_row(m._m, n - 1, L) == 0 and ffi.string(L.op) == b"dense"
+    for bad in (n, -1, 1 << 30):
+        assert lib.tsr_onnx_report_row(m._m, bad, L) == lib.TSR_EINVAL
+        assert b"out of range" in ffi.string(lib.tsr_errmsg()) and L.name == ffi.NULL
+    image = open(digits["qdq"], "rb").read()
+    out = ffi.new("tsr_onnx_t **")
+    assert lib.tsr_onnx_load_buffer(image, len(image), b"x.onnx", 1, out) == 0
+    raw = ffi.gc(out[0], lib.tsr_onnx_free)
+    assert lib.tsr_onnx_report_rows(raw) == 0
+    assert lib.tsr_onnx_report_row(raw, 0, L) == lib.TSR_EINVAL
+    assert b"not prepared" in ffi.string(lib.tsr_errmsg())
+    lib.tsr_err_clear()
 
 
 def test_report_cycles_systemc(digits):
@@ -110,6 +133,18 @@ def test_timeline_same_as_cli(cli, digits, tmp_path):
     # a temporary file by default, removed
     t2 = tessera.load_onnx(digits["qdq"], tessera.Device()).timeline(x[:360])
     assert t2.cycles == t.cycles and not os.path.exists(t2.path)
+
+
+def test_device_timeline_option(digits, tmp_path):
+    """Device(timeline=PATH): every run of the device in one file, complete at close."""
+    x = np.load(digits["x"])[:16]
+    with tessera.Device(backend="systemc", timeline=str(tmp_path / "d.json")) as d:
+        m = tessera.load_onnx(digits["qdq"], d)
+        m.run(x)
+        m.run(x)
+        cyc = [r["cycles"] for r in m.report]
+    t = tessera.Timeline(str(tmp_path / "d.json"))
+    assert len(t.runs) == 8 and [r["cycles"] for r in t.runs[4:]] == cyc
 
 
 def test_timeline_refusals(dev, digits, tmp_path):
