@@ -617,6 +617,7 @@ typedef struct {
     int *cnt;            /* per position: consumers in the stage */
     double *cost;        /* [class][position]: cost (INFINITY: cannot) */
     uint64_t *mem;       /* per position */
+    double *ncbuf;       /* [depth][class]: the stage's compute sums at each depth of the enumeration */
 } pp_dp_t;
 
 static uint64_t hash_bits(const uint64_t *b, int W)
@@ -778,7 +779,7 @@ static void dp_relax(pp_dp_t *d, uint64_t sub, const double *comp, double comm, 
             double pv = from[st - stride];
             if (!isfinite(pv))
                 continue;
-            double v = d->mode ? pv + load : fmax(pv, load);
+            double v = d->mode ? pv + load : pv > load ? pv : load; /* (fmax is a libm call here) */
             if (v < to[st]) {
                 to[st] = v;
                 if (d->mode) {
@@ -794,11 +795,12 @@ static void dp_relax(pp_dp_t *d, uint64_t sub, const double *comp, double comm, 
  * maximal node below `last`, update the stage's sums, relax, recurse. The
  * sums are restored from the frame (not subtracted), so no rounding
  * accumulates. */
-static void dp_enum(pp_dp_t *d, uint64_t sub, int last, const double *comp, double comm, double hio, uint64_t mem)
+static void dp_enum(pp_dp_t *d, uint64_t sub, int last, int depth, const double *comp, double comm, double hio,
+                    uint64_t mem)
 {
     const pp_graph_t *g = d->g;
     const pp_classes_t *cl = d->cl;
-    double nc[TSR_PP_MAX_DEVICES + 1];
+    double *nc = d->ncbuf + (size_t)depth * (size_t)cl->ncls; /* this depth's sums (a small frame: deep chains) */
     for (int64_t e = d->dhead[sub]; e >= 0; e = d->dnext[e]) {
         int v = d->dnode[e];
         if (v >= last)
@@ -808,8 +810,8 @@ static void dp_enum(pp_dp_t *d, uint64_t sub, int last, const double *comp, doub
         uint64_t nm = mem + d->mem[v];
         for (int c = 0; c < cl->ncls; c++) {
             nc[c] = comp[c] + d->cost[(size_t)c * (size_t)g->n + (size_t)v];
-            if (cl->kind[c] < 0 || nm <= cl->dram[c])
-                lb = fmin(lb, nc[c]);
+            if ((cl->kind[c] < 0 || nm <= cl->dram[c]) && nc[c] < lb)
+                lb = nc[c];
         }
         if (lb > d->ub) /* only grows as the stage grows: nothing below here can be used */
             continue;
@@ -826,7 +828,7 @@ static void dp_enum(pp_dp_t *d, uint64_t sub, int last, const double *comp, doub
                 ncomm += g->c[g->pred[j]];
         double nh = hio + g->hio[v];
         dp_relax(d, below, nc, ncomm, nh, nm);
-        dp_enum(d, below, v, nc, ncomm, nh, nm);
+        dp_enum(d, below, v, depth + 1, nc, ncomm, nh, nm);
         for (int j = g->poff[v]; j < g->poff[v + 1]; j++)
             d->cnt[g->pred[j]]--;
     }
@@ -843,7 +845,7 @@ static void dp_run(pp_dp_t *d)
     for (uint64_t id = 1; id < d->nid; id++) {
         d->cur = d->bits + id * (uint64_t)d->W;
         d->curid = id;
-        dp_enum(d, id, d->g->n, zero, 0, 0, 0);
+        dp_enum(d, id, d->g->n, 0, zero, 0, 0, 0);
     }
 }
 
@@ -861,7 +863,10 @@ static int classes_build(const tsr_pp_t *pp, pp_classes_t *cl)
         }
         cl->count[c]++;
     }
-    if (pp->host_stages) {
+    int host_runs = 0; /* a host that can run nothing is no class (half the states, no dead loop) */
+    for (int v = 0; v < pp->nn && !host_runs; v++)
+        host_runs = isfinite(pp->nodes[v].host);
+    if (pp->host_stages && host_runs) {
         cl->kind[cl->ncls] = -1;
         cl->count[cl->ncls++] = pp->host_stages;
     }
@@ -889,7 +894,7 @@ static int classes_build(const tsr_pp_t *pp, pp_classes_t *cl)
 static void dp_free(pp_dp_t *d)
 {
     free(d->bits), free(d->hash), free(d->dhead), free(d->dnext), free(d->dnode), free(d->dto);
-    free(d->val), free(d->bprev), free(d->bcls), free(d->cnt), free(d->cost), free(d->mem);
+    free(d->val), free(d->bprev), free(d->bcls), free(d->cnt), free(d->cost), free(d->mem), free(d->ncbuf);
 }
 
 /* Why no contiguous split exists, for the refusal: the first node in
@@ -931,6 +936,11 @@ int tsr_pp_solve_dp(const tsr_pp_t *pp, const tsr_pp_opts_t *opts, tsr_pp_plan_t
     if ((rc = classes_build(pp, &cl)))
         goto done;
     int n = g.n;
+    if (n > TSR_PP_MAX_DP_NODES) { /* the enumeration recurses once per node of a stage */
+        rc = tsr_err(TSR_EINVAL, "plan: %d nodes, above the exact planner's %d: use the heuristic "
+                                 "(tsr_pp_solve_baseline, greedy)", n, TSR_PP_MAX_DP_NODES);
+        goto done;
+    }
     d.g = &g;
     d.cl = &cl;
     d.W = (n + 63) / 64;
@@ -951,8 +961,9 @@ int tsr_pp_solve_dp(const tsr_pp_t *pp, const tsr_pp_opts_t *opts, tsr_pp_plan_t
     d.cnt = calloc((size_t)n, sizeof(int));
     d.cost = malloc((size_t)cl.ncls * (size_t)n * sizeof(double));
     d.mem = malloc((size_t)n * sizeof(uint64_t));
+    d.ncbuf = malloc((size_t)(n + 1) * (size_t)cl.ncls * sizeof(double));
     slot = malloc((size_t)n * sizeof(int));
-    if (!d.val || !d.bprev || !d.bcls || !d.cnt || !d.cost || !d.mem || !slot) {
+    if (!d.val || !d.bprev || !d.bcls || !d.cnt || !d.cost || !d.mem || !d.ncbuf || !slot) {
         rc = tsr_err(TSR_ENOMEM, "out of memory (DP table of %zu entries)", cells);
         goto done;
     }

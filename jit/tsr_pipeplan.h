@@ -36,9 +36,10 @@
  * Everything is checked before anything runs (tsr_pp_check): a node no
  * device and not the host can run, a node whose footprint fits no device
  * that can run it (and the host cannot), K above TSR_PP_MAX_DEVICES, a
- * cycle, an ideal count above the limit (refused with a message suggesting
- * the heuristic, tsr_pp_solve_baseline): one line naming the node or
- * device, TSR_EINVAL.
+ * cycle; and by the DP: an ideal count above the limit or more than
+ * TSR_PP_MAX_DP_NODES nodes (refused with a message suggesting the
+ * heuristic, tsr_pp_solve_baseline): one line naming the node or device,
+ * TSR_EINVAL.
  */
 #ifndef TSR_PIPEPLAN_H
 #define TSR_PIPEPLAN_H
@@ -50,6 +51,7 @@
 #define TSR_PP_MAX_KINDS 16              /* device kinds (configs) */
 #define TSR_PP_MAX_NODES 100000
 #define TSR_PP_MAX_IDEALS 1000000        /* default ideal limit of the exact DP */
+#define TSR_PP_MAX_DP_NODES 20000        /* nodes the exact DP takes (its enumeration recurses per node) */
 #define TSR_PP_MAX_HOST_STAGES 8
 
 typedef struct tsr_pp tsr_pp_t;

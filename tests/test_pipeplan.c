@@ -411,6 +411,32 @@ static void test_chain(void **state)
     tsr_pp_free(pp);
 }
 
+/* A long chain: the enumeration recurses once per node of a stage (3,000 deep on one device), and the
+ * optimum over 3 devices of a uniform chain with free links is the even split. */
+static void test_long_chain(void **state)
+{
+    (void)state;
+    enum { N = 3000 };
+    static double cost[N];
+    for (int v = 0; v < N; v++)
+        cost[v] = 7;
+    tsr_pp_t *pp = chain(N, cost, 1, 0);
+    assert_int_equal(tsr_pp_set_link(pp, 8, 0), 0);
+    assert_int_equal(tsr_pp_device(pp, NULL, 0, 1 << 20, NULL), 0);
+    tsr_pp_plan_t pl;
+    assert_int_equal(tsr_pp_solve_dp(pp, NULL, &pl), 0);
+    assert_true(near(pl.period, 7.0 * N, 1e-12));
+    assert_int_equal((int)pl.ideals, N + 1);
+    tsr_pp_plan_free(&pl);
+    assert_int_equal(tsr_pp_device(pp, NULL, 0, 1 << 20, NULL), 0);
+    assert_int_equal(tsr_pp_device(pp, NULL, 0, 1 << 20, NULL), 0);
+    assert_int_equal(tsr_pp_solve_dp(pp, NULL, &pl), 0);
+    assert_true(near(pl.period, 7.0 * N / 3, 1e-12));
+    assert_int_equal(pl.nstages, 3);
+    tsr_pp_plan_free(&pl);
+    tsr_pp_free(pp);
+}
+
 static void test_diamond(void **state)
 {
     (void)state;
@@ -640,7 +666,7 @@ static void test_cli(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_chain),         cmocka_unit_test(test_diamond),      cmocka_unit_test(test_host_only),
+        cmocka_unit_test(test_chain),         cmocka_unit_test(test_long_chain),   cmocka_unit_test(test_diamond),      cmocka_unit_test(test_host_only),
         cmocka_unit_test(test_dram_split),    cmocka_unit_test(test_refusals),     cmocka_unit_test(test_dp_vs_brute),
         cmocka_unit_test(test_ilp_vs_brute),  cmocka_unit_test(test_cli),
     };
