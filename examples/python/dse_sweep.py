@@ -12,6 +12,9 @@ import matplotlib
 import tessera
 
 matplotlib.use("Agg")
+if len(sys.argv) != 2:
+    print("dse_sweep: usage: dse_sweep.py OUTDIR", file=sys.stderr)
+    sys.exit(2)
 out = sys.argv[1]
 os.makedirs(out, exist_ok=True)
 space = {"name": "example-tiny", "base": "tiny", "keys": {"LOG_BLOCK": [2, 3], "LOG_ACC_BUFF_SIZE": [11, 12]},

@@ -13,6 +13,12 @@ import numpy as np
 import tessera
 
 matplotlib.use("Agg")
+if len(sys.argv) != 3:
+    print("timeline: usage: timeline.py DIGITS_DIR OUTDIR", file=sys.stderr)
+    sys.exit(2)
+if "systemc" not in tessera.backends():
+    print("timeline: this library was built without the systemc backend")
+    sys.exit(77)  # (CTest: skipped)
 d, out = sys.argv[1], sys.argv[2]
 os.makedirs(out, exist_ok=True)
 with tessera.Device("default", backend="fsim") as dev:

@@ -15,6 +15,8 @@ import tessera  # noqa: E402
 from test_api import _raises, parse_printed_report  # noqa: E402
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
+# the timed tests need the SystemC model (libsystemc-dev: built when the setup installed it)
+systemc = pytest.mark.skipif("systemc" not in tessera.backends(), reason="built without the systemc backend")
 
 
 def test_report_names_in_full_resnet18(dev, cli, resnet18_small):
@@ -56,6 +58,7 @@ def test_report_row_accessor_refusals(dev, digits):
     lib.tsr_err_clear()
 
 
+@systemc
 def test_report_cycles_systemc(digits):
     """On a timed backend: cycles, util and ratio, as the printed table rounds them."""
     with tessera.Device(backend="systemc") as d:
@@ -83,6 +86,7 @@ def test_report_html_and_dataframe(dev, digits):
     assert list(m.report.to_dataframe()["name"]) == [r["name"] for r in m.report]
 
 
+@systemc
 def test_plot_roofline(digits):
     with tessera.Device(backend="systemc") as d:
         m = tessera.load_onnx(digits["qdq"], d)
@@ -102,6 +106,7 @@ def test_plot_roofline(digits):
     matplotlib.pyplot.close("all")
 
 
+@systemc
 def test_timeline_same_as_cli(cli, digits, tmp_path):
     x = np.load(digits["x"])
     ref = tmp_path / "cli.json"
@@ -135,6 +140,7 @@ def test_timeline_same_as_cli(cli, digits, tmp_path):
     assert t2.cycles == t.cycles and not os.path.exists(t2.path)
 
 
+@systemc
 def test_device_timeline_option(digits, tmp_path):
     """Device(timeline=PATH): every run of the device in one file, complete at close."""
     x = np.load(digits["x"])[:16]
@@ -157,6 +163,7 @@ def test_timeline_refusals(dev, digits, tmp_path):
     _raises(lambda: tessera.Timeline(str(bad)), "not a timeline")
 
 
+@systemc
 def test_timing_only(digits):
     x = np.load(digits["x"])
     with tessera.Device(backend="systemc") as d:
@@ -179,6 +186,7 @@ SPACE = {"name": "py-tiny", "base": "tiny", "keys": {"LOG_BLOCK": [2, 3], "LOG_A
          "synth": "none"}
 
 
+@systemc
 def test_dse_sweep_same_as_dse_py(cli, tmp_path):
     cache = tmp_path / "cache"
     s = tessera.dse.sweep(SPACE, cli=cli, cache=cache, jobs=2)
