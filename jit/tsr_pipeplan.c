@@ -1318,6 +1318,25 @@ int tsr_pp_solve_ilp(const tsr_pp_t *pp, const tsr_pp_opts_t *opts, tsr_pp_plan_
                     NZ(row, X + p * ns + s, (double)pp->nodes[g.topo[p]].mem);
         }
     }
+    /* Symmetry: interchangeable slots (devices of one kind and DRAM; the host's stages) are used in order,
+     * the later one only by a node after some node of the earlier one: x[p][s'] <= sum_{q<p} x[q][s] for s
+     * the previous slot of s' in its class. Every placement has an equivalent one that meets it (sort the
+     * class's slots by their first node), so the optimum stays; the solver no longer proves it K! times. */
+    for (int s2 = 1; s2 < ns; s2++) {
+        int s1 = s2 - 1;
+        while (s1 >= 0 && !(s1 >= K && s2 >= K) &&
+               !(s1 < K && s2 < K && pp->devs[s1].kind == pp->devs[s2].kind && pp->devs[s1].dram == pp->devs[s2].dram))
+            s1--;
+        if (s1 < 0)
+            continue;
+        for (int p = 0; p < n; p++) {
+            row = glp_add_rows(lp, 1);
+            glp_set_row_bnds(lp, row, GLP_UP, 0, 0);
+            NZ(row, X + p * ns + s2, 1);
+            for (int q = 0; q < p; q++)
+                NZ(row, X + q * ns + s1, -1);
+        }
+    }
 #undef NZ
     glp_load_matrix(lp, (int)nz, ia, ja, ar);
     glp_term_out(GLP_OFF);
