@@ -147,6 +147,7 @@ int tsr_dense_check(const tsr_dense_params_t *p, int *parts);
 int tsr_pool_check(const tsr_pool_params_t *p, int *oh, int *ow);
 int tsr_add_check(const tsr_add_params_t *p, int64_t *count);
 int tsr_clip_check(const tsr_clip_params_t *p, int64_t *count);
+int tsr_relu_params(const tsr_eltwise_desc_t *x, tsr_clip_params_t *out);
 int tsr_quant_requant_params(double x_scale, const double *w_scale, int count, double y_scale, int32_t *mult,
                              int32_t *shift);
 typedef struct tsr_add_quant {

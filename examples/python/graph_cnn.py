@@ -18,7 +18,7 @@ with tessera.Device("default", backend="fsim") as dev:
     d = g.conv2d(h, i8(16, 1, 3, 3), pad=1, groups=16, mult=1 << 30, shift=-8, name="dw")
     p = g.conv2d(d, i8(16, 16, 1, 1), mult=1 << 30, shift=-8, name="pw")
     r = g.add(h, p, scales=(0.05, 0.05, 0.06), name="residual")
-    y = g.dense(g.global_avgpool(g.maxpool(r, 2)), i8(10, 16), mult=1 << 30, shift=-8, name="fc")
+    y = g.dense(g.global_avgpool(g.maxpool(r, 2, stride=2)), i8(10, 16), mult=1 << 30, shift=-8, name="fc")
     for k in range(2):
         out = g.run(i8(4, 3, 32, 32))
         print(f"batch {k}: output {out.shape} {out.dtype}, first row {out.reshape(4, 10)[0].tolist()}")

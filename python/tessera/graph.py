@@ -179,8 +179,7 @@ class Graph:
             if len(k) not in (1, 2) or not all(P.is_int(v) and v >= 1 for v in k):
                 raise _arg("kernel", "needs K or (KH, KW), positive integers, not %r" % (kernel,))
             p.kh, p.kw = k[0], k[-1]
-            p.stride_h, p.stride_w, p.pad_top, p.pad_left, p.pad_bottom, p.pad_right = P.window(
-                kernel if stride is None else stride, pad)
+            p.stride_h, p.stride_w, p.pad_top, p.pad_left, p.pad_bottom, p.pad_right = P.window(stride, pad)
             p.count_include_pad = 1 if count_include_pad else 0
         oh, ow = ffi.new("int *"), ffi.new("int *")
         _check(lib.tsr_pool_check(p, oh, ow))
@@ -189,17 +188,17 @@ class Graph:
         _check(lib.tsr_graph_pool(self._g, name.encode(), x.id, y.id, p))
         return y
 
-    def maxpool(self, x, kernel, stride=None, pad=0, name=None):
-        """Max over KH x KW windows (stride defaults to the kernel); padding never wins."""
+    def maxpool(self, x, kernel, stride=1, pad=0, name=None):
+        """Max over KH x KW windows (stride 1 by default, as the CLI and ONNX); padding never wins."""
         return self._pool(lib.TSR_POOL_MAX, x, kernel, stride, pad, False, name)
 
-    def avgpool(self, x, kernel, stride=None, pad=0, count_include_pad=False, name=None):
+    def avgpool(self, x, kernel, stride=1, pad=0, count_include_pad=False, name=None):
         """Rounded average over KH x KW windows (TFLite AVERAGE_POOL_2D)."""
         return self._pool(lib.TSR_POOL_AVG, x, kernel, stride, pad, count_include_pad, name)
 
     def global_avgpool(self, x, name=None):
         """Rounded average over each H x W plane -> (N, C, 1, 1)."""
-        return self._pool(lib.TSR_POOL_GLOBAL_AVG, x, 1, None, 0, False, name)
+        return self._pool(lib.TSR_POOL_GLOBAL_AVG, x, 1, 1, 0, False, name)
 
     def clip(self, x, lo, hi, name=None):
         """y = clamp(x, lo, hi) (same dtype and zero point)."""

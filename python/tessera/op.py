@@ -12,7 +12,7 @@ import numpy as np
 from . import _params as P
 from ._base import _arg, _check, ffi, lib
 
-__all__ = ["conv2d", "dense", "add"]
+__all__ = ["conv2d", "dense", "add", "maxpool", "avgpool", "global_avgpool", "relu", "clip"]
 
 _IN = (np.int8, np.uint8)
 
@@ -132,3 +132,77 @@ def add(dev, a, b, *, a_zp=0, b_zp=0, y_zp=0, y_dtype=None, scales=None, params=
     _check(lib.tsr_add_check(p, ffi.NULL))
     y = np.empty(a.shape, yd[1])
     return _run(dev, lib.TSR_OPRUN_ADD, p, a, b, ffi.NULL, y, info)
+
+
+def _pool(dev, kind, x, kernel, stride, pad, x_zp, count_include_pad, info):
+    dev = _device(dev)
+    x = P.array(x, "x", _IN, ndim=4)
+    p = ffi.new("tsr_pool_params_t *")
+    p.kind = kind
+    p.n, p.c, p.h, p.w = x.shape
+    p.dtype, p.zp = P.qdtype(x.dtype, "x")[0], P.zp(x_zp, x.dtype, "x_zp")
+    if kind == lib.TSR_POOL_GLOBAL_AVG:
+        p.kh, p.kw, p.stride_h, p.stride_w = p.h, p.w, 1, 1
+    else:
+        k = (kernel,) if P.is_int(kernel) else tuple(kernel) if isinstance(kernel, (tuple, list)) else ()
+        if len(k) not in (1, 2) or not all(P.is_int(v) and 1 <= v <= 1 << 16 for v in k):
+            raise _arg("kernel", "needs K or (KH, KW), positive integers, not %r" % (kernel,))
+        p.kh, p.kw = k[0], k[-1]
+        p.stride_h, p.stride_w, p.pad_top, p.pad_left, p.pad_bottom, p.pad_right = P.window(stride, pad)
+        p.count_include_pad = 1 if count_include_pad else 0
+    oh, ow = ffi.new("int *"), ffi.new("int *")
+    _check(lib.tsr_pool_check(p, oh, ow))
+    y = np.empty((p.n, p.c, oh[0], ow[0]), x.dtype)
+    return _run(dev, lib.TSR_OPRUN_POOL, p, x, None, ffi.NULL, y, info)
+
+
+def maxpool(dev, x, kernel, *, stride=1, pad=0, x_zp=0, info=False):
+    """Max over KH x KW windows (padding never wins); x [N, C, H, W]; stride and pad as conv2d's
+    (default 1 and 0, as the CLI's)."""
+    return _pool(dev, lib.TSR_POOL_MAX, x, kernel, stride, pad, x_zp, False, info)
+
+
+def avgpool(dev, x, kernel, *, stride=1, pad=0, x_zp=0, count_include_pad=False, info=False):
+    """Rounded average over KH x KW windows (TFLite AVERAGE_POOL_2D)."""
+    return _pool(dev, lib.TSR_POOL_AVG, x, kernel, stride, pad, x_zp, count_include_pad, info)
+
+
+def global_avgpool(dev, x, *, x_zp=0, info=False):
+    """Rounded average over each H x W plane -> [N, C, 1, 1]."""
+    return _pool(dev, lib.TSR_POOL_GLOBAL_AVG, x, None, 1, 0, x_zp, False, info)
+
+
+def _flat(dev, x, x_zp):
+    """x as one vector (the CLI's flat descriptor: the shape does not matter to the lowering)."""
+    dev = _device(dev)
+    x = P.array(x, "x", _IN)
+    if not 1 <= x.size <= 2**31 - 1:
+        raise _arg("x", "%d elements (need 1 to 2^31 - 1)" % x.size)
+    d = ffi.new("tsr_eltwise_desc_t *")
+    d.n, d.c, d.h, d.w = 1, 1, 1, x.size
+    d.dtype, d.zp = P.qdtype(x.dtype, "x")[0], P.zp(x_zp, x.dtype, "x_zp")
+    return dev, x, d
+
+
+def _clip_run(dev, x, p, info):
+    _check(lib.tsr_clip_check(p, ffi.NULL))
+    return _run(dev, lib.TSR_OPRUN_CLIP, p, x, None, ffi.NULL, np.empty(x.shape, x.dtype), info)
+
+
+def relu(dev, x, *, x_zp=0, info=False):
+    """y = max(x, x_zp) (tsr_relu_params, as `tessera op relu`)."""
+    dev, x, d = _flat(dev, x, x_zp)
+    p = ffi.new("tsr_clip_params_t *")
+    _check(lib.tsr_relu_params(d, p))
+    return _clip_run(dev, x, p, info)
+
+
+def clip(dev, x, lo, hi, *, x_zp=0, info=False):
+    """y = clamp(x, lo, hi), integer bounds in x's type (same dtype and zero point in and out)."""
+    dev, x, d = _flat(dev, x, x_zp)
+    p = ffi.new("tsr_clip_params_t *")
+    p.x, p.y = d[0], d[0]
+    p.lo, p.hi = P.zp(lo, x.dtype, "lo"), P.zp(hi, x.dtype, "hi")
+    if p.lo > p.hi:
+        raise _arg("lo", "%d is above hi %d" % (p.lo, p.hi))
+    return _clip_run(dev, x, p, info)

@@ -30,7 +30,7 @@ def _build(g, p, n=2):
     h2 = g.conv2d(h1, p["w2"], p["b2"], pad=1, groups=16, mult=1 << 30, shift=-7, y_zp=-10, name="dw")
     h3 = g.conv2d(h2, p["w3"], None, mult=1518500250, shift=-8, y_zp=2, name="pw")
     s = g.add(h1, h3, y_zp=1, scales=ADD, name="res")
-    m = g.maxpool(s, 2, name="mp")
+    m = g.maxpool(s, 2, stride=2, name="mp")
     a = g.avgpool(m, 3, stride=1, pad=1, name="ap")
     gp = g.global_avgpool(a, name="gap")
     y = g.dense(gp, p["w4"], p["b4"], mult=1 << 30, shift=-6, y_zp=0, name="fc")

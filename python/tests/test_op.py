@@ -98,3 +98,39 @@ def test_op_refusals_name_the_argument(dev):
     d = tessera.Device()
     d.close()
     _raises(lambda: tessera.op.conv2d(d, x, w, **q), "closed", arg="dev")
+
+
+@pytest.mark.parametrize("kind", ["maxpool", "avgpool", "globalavgpool"])
+def test_pools_same_bytes_as_cli_and_numpy(dev, cli, tmp_path, kind):
+    rng = np.random.default_rng(21)
+    x = rng.integers(-128, 128, (2, 20, 9, 11)).astype(np.int8)
+    if kind == "globalavgpool":
+        y = tessera.op.global_avgpool(dev, x, x_zp=-5)
+        flags, want = ["--x-zp", -5], npref.global_avgpool(x)
+    else:
+        fn = getattr(tessera.op, kind)
+        kw = dict(stride=2, pad=(1, 0, 1, 2), x_zp=-5) | ({"count_include_pad": True} if kind == "avgpool" else {})
+        y = fn(dev, x, (3, 3), **kw)
+        flags = ["--kernel", "3,3", "--stride", 2, "--pad", "1,0,1,2", "--x-zp", -5] + \
+            (["--count-include-pad"] if kind == "avgpool" else [])
+        want = npref.maxpool(x, (3, 3), (2, 2), (1, 0, 1, 2)) if kind == "maxpool" else \
+            npref.avgpool(x, (3, 3), (2, 2), (1, 0, 1, 2), -5, count_include_pad=True)
+    ref = _cli_op(cli, tmp_path, kind, {"-x": x}, flags)
+    assert y.tobytes() == ref.tobytes() and y.shape == ref.shape
+    assert np.array_equal(y, want)
+
+
+def test_relu_clip_same_bytes_as_cli(dev, cli, tmp_path):
+    x = np.random.default_rng(4).integers(0, 256, (3, 7, 5)).astype(np.uint8)
+    y = tessera.op.relu(dev, x, x_zp=100)
+    assert y.tobytes() == _cli_op(cli, tmp_path, "relu", {"-x": x}, ["--x-zp", 100]).tobytes()
+    assert np.array_equal(y, np.maximum(x, 100))
+    y = tessera.op.clip(dev, x, 30, 200, x_zp=100)
+    assert y.tobytes() == _cli_op(cli, tmp_path, "clip", {"-x": x}, ["--x-zp", 100, "--act-min", 30,
+                                                                     "--act-max", 200]).tobytes()
+    assert np.array_equal(y, np.clip(x, 30, 200))
+    from test_api import _raises
+    _raises(lambda: tessera.op.clip(dev, x, 200, 30), "above", arg="lo")
+    _raises(lambda: tessera.op.clip(dev, x, -1, 30), arg="lo")
+    _raises(lambda: tessera.op.maxpool(dev, x, 2), "dimensions", arg="x")
+    _raises(lambda: tessera.op.maxpool(dev, x.reshape(1, 3, 7, 5), (0, 2)), arg="kernel")
