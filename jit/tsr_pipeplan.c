@@ -76,13 +76,18 @@ int tsr_pp_node(tsr_pp_t *pp, const char *name, const double *cost, double host_
         return tsr_err(TSR_EINVAL, "plan: NULL problem or costs");
     if (pp->nn >= TSR_PP_MAX_NODES)
         return tsr_err(TSR_EINVAL, "plan: more than %d nodes", TSR_PP_MAX_NODES);
+    /* Bounds that keep every sum exact enough and finite: a finite cost that summed to INFINITY would read
+     * as "cannot run", and footprints that wrapped around 2^64 as "fits". */
     for (int k = 0; k < pp->nkinds; k++)
-        if (isnan(cost[k]) || cost[k] < 0)
-            return tsr_err(TSR_EINVAL, "plan: node \"%s\": cost on kind %d is %g, need >= 0 or INFINITY",
-                           name ? name : "", k, cost[k]);
-    if (isnan(host_cost) || host_cost < 0)
-        return tsr_err(TSR_EINVAL, "plan: node \"%s\": host cost %g, need >= 0 or INFINITY", name ? name : "",
-                       host_cost);
+        if (isnan(cost[k]) || cost[k] < 0 || (isfinite(cost[k]) && cost[k] > TSR_PP_MAX_COST))
+            return tsr_err(TSR_EINVAL, "plan: node \"%s\": cost on kind %d is %g, need 0..%g or INFINITY",
+                           name ? name : "", k, cost[k], TSR_PP_MAX_COST);
+    if (isnan(host_cost) || host_cost < 0 || (isfinite(host_cost) && host_cost > TSR_PP_MAX_COST))
+        return tsr_err(TSR_EINVAL, "plan: node \"%s\": host cost %g, need 0..%g or INFINITY", name ? name : "",
+                       host_cost, TSR_PP_MAX_COST);
+    if (mem > TSR_PP_MAX_BYTES)
+        return tsr_err(TSR_EINVAL, "plan: node \"%s\": footprint %llu bytes, above %llu", name ? name : "",
+                       (unsigned long long)mem, (unsigned long long)TSR_PP_MAX_BYTES);
     if (pp->nn == pp->capn) {
         int cap = pp->capn ? 2 * pp->capn : 64;
         pp_node_t *v = realloc(pp->nodes, (size_t)cap * sizeof *v);
@@ -108,6 +113,9 @@ int tsr_pp_node_io(tsr_pp_t *pp, int node, uint64_t in_bytes, uint64_t out_bytes
 {
     if (!pp || node < 0 || node >= pp->nn)
         return tsr_err(TSR_EINVAL, "plan: no node %d", node);
+    if (in_bytes > TSR_PP_MAX_BYTES || out_bytes > TSR_PP_MAX_BYTES)
+        return tsr_err(TSR_EINVAL, "plan: node \"%s\": graph input/output bytes above %llu", pp->nodes[node].name,
+                       (unsigned long long)TSR_PP_MAX_BYTES);
     pp->nodes[node].in_bytes = in_bytes;
     pp->nodes[node].out_bytes = out_bytes;
     return TSR_OK;
@@ -127,6 +135,11 @@ int tsr_pp_edge(tsr_pp_t *pp, int from, int to, uint64_t bytes)
         return tsr_err(TSR_EINVAL, "plan: edge %d -> %d names no node", from, to);
     if (from == to)
         return tsr_err(TSR_EINVAL, "plan: edge from node \"%s\" to itself", pp->nodes[from].name);
+    if (bytes > TSR_PP_MAX_BYTES)
+        return tsr_err(TSR_EINVAL, "plan: edge \"%s\" -> \"%s\": %llu bytes, above %llu", pp->nodes[from].name,
+                       pp->nodes[to].name, (unsigned long long)bytes, (unsigned long long)TSR_PP_MAX_BYTES);
+    if (pp->ne >= 8 * TSR_PP_MAX_NODES)
+        return tsr_err(TSR_EINVAL, "plan: more than %d edges", 8 * TSR_PP_MAX_NODES);
     if (pp->ne == pp->cape) {
         int cap = pp->cape ? 2 * pp->cape : 128;
         pp_edge_t *v = realloc(pp->edges, (size_t)cap * sizeof *v);

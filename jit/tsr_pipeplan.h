@@ -53,6 +53,8 @@
 #define TSR_PP_MAX_IDEALS 1000000        /* default ideal limit of the exact DP */
 #define TSR_PP_MAX_DP_NODES 20000        /* nodes the exact DP takes (its enumeration recurses per node) */
 #define TSR_PP_MAX_HOST_STAGES 8
+#define TSR_PP_MAX_COST 1e15               /* cycles of one node (finite costs above it are refused) */
+#define TSR_PP_MAX_BYTES (1ull << 44)    /* a node's footprint, an edge, a graph input/output (16 TiB) */
 
 typedef struct tsr_pp tsr_pp_t;
 

@@ -606,6 +606,17 @@ static void test_refusals(void **state)
     assert_int_equal(tsr_pp_node(pp, "neg", &neg, INFINITY, 0, NULL), TSR_EINVAL);
     assert_non_null(strstr(tsr_errmsg(), "\"neg\""));
     assert_int_equal(tsr_pp_edge(pp, 0, 1, 1), TSR_EINVAL);
+    double big = 1e300; /* finite costs that would sum to INFINITY ("cannot run") */
+    assert_int_equal(tsr_pp_node(pp, "big", &big, INFINITY, 0, NULL), TSR_EINVAL);
+    assert_non_null(strstr(tsr_errmsg(), "\"big\""));
+    assert_int_equal(tsr_pp_node(pp, "wrap", &c, INFINITY, UINT64_MAX, NULL), TSR_EINVAL); /* sums would wrap */
+    assert_non_null(strstr(tsr_errmsg(), "\"wrap\": footprint"));
+    assert_int_equal(tsr_pp_node(pp, "a", &c, INFINITY, 0, NULL), 0);
+    assert_int_equal(tsr_pp_node(pp, "b", &c, INFINITY, 0, NULL), 0);
+    assert_int_equal(tsr_pp_edge(pp, 0, 1, UINT64_MAX), TSR_EINVAL);
+    assert_int_equal(tsr_pp_node_io(pp, 0, UINT64_MAX, 0), TSR_EINVAL);
+    tsr_pp_free(pp);
+    assert_int_equal(tsr_pp_create(1, &pp), 0);
     assert_int_equal(tsr_pp_device(pp, "k9", 9, 1, NULL), TSR_EINVAL);
     assert_int_equal(tsr_pp_set_link(pp, 0, 0), TSR_EINVAL);
     assert_int_equal(tsr_pp_set_host_stages(pp, 99), TSR_EINVAL);
