@@ -8,8 +8,8 @@
  *  - contiguous splits (every stage convex, the stages in a topological
  *    order) by dynamic programming over the graph's ideals (downsets), as
  *    Tarnawski et al., "Efficient Algorithms for Device Placement of DNN
- *    Graph Operators", NeurIPS 2020, section 4: a contiguous split is a
- *    chain of ideals {} = I0 < I1 < ... < Im = V, stage j = Ij \ Ij-1;
+ *    Graph Operators", NeurIPS 2020: a contiguous split is a chain of
+ *    ideals {} = I0 < I1 < ... < Im = V, stage j = Ij \ Ij-1;
  *  - any split (non-contiguous) on small graphs by an integer program
  *    (GLPK), the paper's ILP for the same objective.
  *
@@ -27,6 +27,11 @@
  *   period = the largest load (one input leaves the pipeline per period);
  *   latency (batch 1) = the sum of the stage loads (the stages one after
  *   another, each receiving, computing and sending).
+ * This is the load of the paper's released throughput DP (msr-fiddle/
+ * dnn-partitioning, throughput-dp: compute + the summed costs of the nodes
+ * whose outputs cross the set's boundary, each node once), with one
+ * difference: there the CPU stages pay no communication; here the host's
+ * stages pay the link like a device's (the host is the link's other end).
  * A device's stage must fit its DRAM: the sum of its nodes' footprints
  * (weights + activations as the caller counts them) <= the device's DRAM.
  * The host has no memory limit and runs what the caller gives a finite
