@@ -371,8 +371,10 @@ int tsr_ox_act_tables(tsr_onnx_t *m)
         free(L->zpa);
         free(L->zpb);
         const int node = L->node, out = L->out;
+        const int name_node = m->lops[first].side == SIDE_DEV ? m->lops[first].name_node : m->lops[first].node;
         memset(L, 0, sizeof *L);
         L->node = node;
+        L->name_node = name_node;
         L->side = SIDE_DEV;
         L->in = r;
         L->in2 = -1;

@@ -98,6 +98,8 @@ typedef struct ox_lop {
     int axis;               /* Softmax/ArgMax axis (normalized) */
     int keepdims;           /* ArgMax */
     int seg;                /* device segment, -1 for host */
+    int name_node;          /* device: the ONNX node nd.name comes from (its own, or an activation table's
+                               chain's first node), for the report's rows (tsr_onnx_report.c) */
     int64_t geo[16];        /* H_CONVINT: kh, kw, stride_h, stride_w, pad top, left, bottom, right, then
                                N, C, H, W, O, OH, OW; H_MATMULINT/H_QMATMUL: batch, M, K, N, B batched;
                                H_CONCAT: outer, bytes of in and of in2 per outer index (the shapes as

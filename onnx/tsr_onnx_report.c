@@ -4,7 +4,8 @@
  * (tsr_graph_layer in execution order, less reshapes and convs fused into an
  * add), and one row per conv run alone; each is joined to its ONNX node
  * through the graph node it is named after (tsr_graph_layer_node: the
- * segment's netdesc node j is lop first + j).
+ * segment's netdesc node j is lop first + j) and the node that lop's name
+ * came from (ox_lop_t.name_node).
  */
 #include "tsr_onnx_report.h"
 
@@ -21,20 +22,10 @@ static int printed(const tsr_graph_layer_t *L)
     return L && strcmp(L->op, "reshape") && strcmp(L->op, "fused");
 }
 
-/* The ONNX node of lop L whose name the device operator carries. Its own
- * node usually; an activation table built from a chain is named after the
- * chain's first node while L->node is its last, so when the names differ
- * the first node whose safe, cut name is the operator's is taken. */
+/* The ONNX node whose name device lop L carries (recorded when the name was given). */
 static int lop_node(const tsr_onnx_t *m, const ox_lop_t *L)
 {
-    char buf[sizeof L->nd.name];
-    if (L->node >= 0 && (size_t)L->node < m->gp->n_node &&
-        !strcmp(tsr_strsafe(nname(m, L->node), buf, sizeof buf), L->nd.name))
-        return L->node;
-    for (size_t i = 0; i < m->gp->n_node; i++)
-        if (!strcmp(tsr_strsafe(nname(m, (int)i), buf, sizeof buf), L->nd.name))
-            return (int)i;
-    return L->node >= 0 && (size_t)L->node < m->gp->n_node ? L->node : -1;
+    return L->name_node >= 0 && (size_t)L->name_node < m->gp->n_node ? L->name_node : -1;
 }
 
 int tsr_onnx_report_rows(const tsr_onnx_t *m)

@@ -174,6 +174,7 @@ int tsr_ox_dev_lop(tsr_onnx_t *m, int ni, const tsr_nd_node_t *nd, int in, int i
     L->nd = *nd;
     /* the device operator's name reaches the graph's messages and tables: made safe here, once */
     tsr_strsafe(nname(m, ni), L->nd.name, sizeof L->nd.name);
+    L->name_node = ni;
     L->in = in;
     L->in2 = in2;
     L->out = out;
