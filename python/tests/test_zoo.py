@@ -65,16 +65,20 @@ def test_zoo_activation_tables_rows(cli, zoo, tmp_path):
     cfg = {k: v for k, v in tessera.config("default", ACT_LUT=4).items() if k.isupper()}
     cf = tmp_path / "lut.json"
     cf.write_text(json.dumps(cfg))
-    model, inp = next(z for z in zoo if "mobilenet_v3_small-u8" in z[0])
-    o = str(tmp_path / "y.npy")
-    r = subprocess.run([cli, "infer", model, "-i", inp, "-o", o, "--config", str(cf)], capture_output=True,
-                       text=True)
-    assert r.returncode == 0, r.stderr
-    with tessera.Device(cfg) as dev:
-        m = tessera.load_onnx(model, dev)
-        assert m.run(np.load(inp)).tobytes() == np.load(o).tobytes()
-        rows, pl = m.report, m.placement
-    acts = [x for x in rows if x["op"] == "act"]
-    assert acts and len(rows) == len(parse_printed_report(r.stdout[r.stdout.find("device segment"):]))
-    for x in rows:
-        assert x["node"] >= 0 and pl[x["node"]]["name"] == x["name"] and x["name"].startswith(x["layer"][:18])
+    for name in ("mobilenet_v3_small-u8", "efficientnet_b0-s8"):  # HardSwish; SiLU (a table of a table)
+        model, inp = next(z for z in zoo if name in z[0])
+        o = str(tmp_path / "y.npy")
+        r = subprocess.run([cli, "infer", model, "-i", inp, "-o", o, "--config", str(cf)], capture_output=True,
+                           text=True)
+        assert r.returncode == 0, r.stderr
+        with tessera.Device(cfg) as dev:
+            m = tessera.load_onnx(model, dev)
+            assert m.run(np.load(inp)).tobytes() == np.load(o).tobytes(), name
+            rows, pl = m.report, m.placement
+        acts = [x for x in rows if x["op"] == "act"]
+        assert acts and len(rows) == len(parse_printed_report(r.stdout[r.stdout.find("device segment"):])), name
+        for x in rows:
+            assert x["node"] >= 0 and pl[x["node"]]["name"] == x["name"], name
+            assert x["name"].startswith(x["layer"][:18]), name
+        # a table is named after its chain's first operator: an activation (or a Mul of one), not its Q/DQ
+        assert all(pl[x["node"]]["op"] not in ("DequantizeLinear",) for x in acts), name
