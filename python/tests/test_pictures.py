@@ -216,3 +216,33 @@ def test_dse_refusals(cli, tmp_path):
     _raises(lambda: tessera.dse.sweep(42, cli=cli), arg="space")
     _raises(lambda: tessera.dse.sweep(str(tmp_path / "none.json"), cli=cli), arg="space")
     _raises(lambda: tessera.dse.sweep(SPACE, cli=cli, jobs=0), arg="jobs")
+
+
+def test_report_conv_run_alone(dev, cli, tmp_path):
+    """A conv whose weights need two int8 parts runs alone (no per-layer counters): one row all the
+    same, with its static figures; the MACs those of the placement."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(0)
+    c = lambda name, v, t: numpy_helper.from_array(np.array(v, t), name)  # noqa: E731
+    inits = [c("xs", 0.05, np.float32), c("xz", 128, np.uint8), c("ws", 0.01, np.float32), c("wz", 7, np.uint8),
+             c("ys", 0.2, np.float32), c("yz", 100, np.uint8),
+             numpy_helper.from_array(rng.integers(0, 256, (8, 4, 3, 3)).astype(np.uint8), "w")]
+    node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"], ["y"],
+                            name="a_conv_whose_weights_need_two_int8_parts", pads=[1, 1, 1, 1])
+    g = helper.make_graph([node], "solo", [helper.make_tensor_value_info("x", TensorProto.UINT8, [1, 4, 6, 6])],
+                          [helper.make_tensor_value_info("y", TensorProto.UINT8, [1, 8, 6, 6])], inits)
+    path, xp, yp = tmp_path / "solo.onnx", tmp_path / "x.npy", tmp_path / "y.npy"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), str(path))
+    x = rng.integers(0, 256, (1, 4, 6, 6)).astype(np.uint8)
+    np.save(xp, x)
+    r = subprocess.run([cli, "infer", str(path), "-i", str(xp), "-o", str(yp)], capture_output=True, text=True)
+    assert r.returncode == 0 and "run alone" in r.stdout, r.stderr
+    m = tessera.load_onnx(str(path), dev)
+    assert m.run(x).tobytes() == np.load(yp).tobytes()
+    (row,) = m.report
+    assert row["solo"] and row["name"] == "a_conv_whose_weights_need_two_int8_parts" and row["node"] == 0
+    assert row["macs"] == m.placement[0]["macs"] == 1 * 8 * 6 * 6 * 4 * 3 * 3
+    assert row["shape"] == "6x6,4->8,3x3,s1" and row["cycles"] is None and row["moved"] == 0
+    # input, output, weights and the int32 bias the importer gives every conv (as for a graph's conv)
+    assert row["compulsory"] == 4 * 36 + 8 * 36 + 8 * 4 * 9 + 4 * 8
