@@ -188,6 +188,16 @@ int tsr_graph_pool(tsr_graph_t *g, const char *name, int x, int y, const tsr_poo
 int tsr_graph_add(tsr_graph_t *g, const char *name, int a, int b, int y, const tsr_add_params_t *p);
 int tsr_graph_clip(tsr_graph_t *g, const char *name, int x, int y, const tsr_clip_params_t *p);
 int tsr_graph_reshape(tsr_graph_t *g, const char *name, int x, int y);
+typedef struct tsr_requant_params {
+    int n; int c; int h; int w; tsr_dtype_e x_dtype; int32_t x_zp;
+    tsr_dtype_e y_dtype; int32_t y_zp; const int32_t *mult; const int32_t *shift; int rq_count;
+    int32_t act_min; int32_t act_max; const float *fscale;
+    ...;
+} tsr_requant_params_t;
+int tsr_graph_requantize(tsr_graph_t *g, const char *name, int x, int y, const tsr_requant_params_t *p);
+typedef struct tsr_act_table { int8_t v[256]; } tsr_act_table_t;
+int tsr_act_table_from_values(const int32_t values[256], tsr_act_table_t *t);
+int tsr_graph_act(tsr_graph_t *g, const char *name, int x, int y, const tsr_act_table_t *t);
 int tsr_graph_plan(tsr_graph_t *g, tsr_device_t *dev, unsigned flags);
 int tsr_graph_exec(tsr_graph_t *g, const void *const *inputs, void *const *outputs);
 int tsr_graph_nnodes(const tsr_graph_t *g);

@@ -114,8 +114,9 @@ def quant(p, keep, x_dtype, cout, w_zp=0, y_zp=0, y_dtype=None, mult=None, shift
         _check(lib.tsr_quant_requant_params(xs[0], ffi.new("double[]", ws), len(ws), ys[0], m, s))
         nm = len(ws)
     p.mult, p.shift, p.rq_count = m, s, nm
-    wz, nwz = ivec(w_zp, "w_zp", cout, keep)
-    p.w_zp, p.w_zp_count = wz, nwz
+    if w_zp is not None:  # (a requantize node has no weights)
+        wz, nwz = ivec(w_zp, "w_zp", cout, keep)
+        p.w_zp, p.w_zp_count = wz, nwz
     p.act_min, p.act_max = clamp(ydt, p.y_zp, act_min, act_max, relu, relu6, y_scale)
 
 

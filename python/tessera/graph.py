@@ -220,6 +220,55 @@ class Graph:
         return self.clip(x, x.zp, 255 if x.dtype == np.uint8 else 127, name=P.check_name(name, "relu%d" % len(
             self._names)))
 
+    def requantize(self, x, *, y_zp=0, y_dtype=None, mult=None, shift=None, x_scale=None, y_scale=None,
+                   act_min=None, act_max=None, relu=False, relu6=False, name=None):
+        """y = clamp(requant(x - x_zp) + y_zp, ...): a tensor moved to another scale and zero point
+        (tsr_graph_requantize; the output stage of conv2d alone). mult/shift per tensor or per channel,
+        or the real ratio as x_scale and y_scale."""
+        x = self._x(x)
+        keep = []
+        p = ffi.new("tsr_requant_params_t *")
+        p.n, p.c, p.h, p.w = x.shape
+        xd = P.qdtype(x.dtype, "x")
+        p.x_dtype, p.x_zp = xd[0], x.zp
+        ws = None if x_scale is None and y_scale is None else 1.0
+        P.quant(p, keep, xd, p.c, None, y_zp, y_dtype, mult, shift, x_scale, ws, y_scale, act_min, act_max,
+                relu, relu6)
+        name = self._node_name(name, "requant")
+        y = self._tensor(x.shape, _np_dtype(p.y_dtype), p.y_zp, name)
+        _check(lib.tsr_graph_requantize(self._g, name.encode(), x.id, y.id, p))
+        return y
+
+    def act(self, x, fn, y_dtype=None, y_zp=None, name=None):
+        """An activation table (config key ACT_LUT > 0; jit/tsr_act.h): y = fn(x) for every value of x's
+        type, computed once here (fn gets all 256 values as an int64 array and returns integers in
+        y's type), applied on the device as one table lookup per element. y_dtype and y_zp default
+        to x's."""
+        x = self._x(x)
+        if not callable(fn):
+            raise _arg("fn", "needs a function of an int64 array of x's 256 values")
+        yc, ydt = P.qdtype(y_dtype, "y_dtype") if y_dtype is not None else P.qdtype(x.dtype, "x")
+        yz = P.zp(x.zp if y_zp is None else y_zp, ydt, "y_zp")
+        xs = np.arange(0, 256, dtype=np.int64) if x.dtype == np.uint8 else np.arange(-128, 128, dtype=np.int64)
+        try:
+            ys = np.asarray(fn(xs.copy()))
+        except Exception as e:  # the caller's function: its failure, named
+            raise _arg("fn", "raised %s: %s" % (type(e).__name__, e)) from None
+        lo, hi = (0, 255) if ydt == np.uint8 else (-128, 127)
+        if ys.shape != (256,) or ys.dtype.kind not in "iu" or ys.min() < lo or ys.max() > hi:
+            raise _arg("fn", "must return 256 integers in [%d, %d] (y is %s)" % (lo, hi, ydt.name))
+        # device terms (tsr_act.h): entry[(x - off_x) & 255] = y - off_y, off = 128 for uint8
+        offx, offy = (128 if x.dtype == np.uint8 else 0), (128 if ydt == np.uint8 else 0)
+        vals = ffi.new("int32_t[256]")
+        for xv, yv in zip(xs.tolist(), ys.tolist()):
+            vals[(xv - offx) & 255] = yv - offy
+        t = ffi.new("tsr_act_table_t *")
+        _check(lib.tsr_act_table_from_values(vals, t))
+        name = self._node_name(name, "act")
+        y = self._tensor(x.shape, ydt, yz, name)
+        _check(lib.tsr_graph_act(self._g, name.encode(), x.id, y.id, t))
+        return y
+
     def reshape(self, x, shape, name=None):
         """The same bytes under another (N, C, H, W) (same N, C and H*W: the device layout is unchanged)."""
         x = self._x(x)

@@ -158,3 +158,53 @@ def test_graph_device_closed():
     _raises(lambda: tessera.Graph(d), "closed", arg="device")
     with pytest.raises(tessera.Error):
         g.relu(x)
+
+
+def test_graph_activation_table():
+    """An activation table (ACT_LUT): y = fn(x) elementwise, int8 -> uint8 and uint8 -> int8, against
+    numpy; refused on a config without tables, naming the key."""
+    rng = np.random.default_rng(12)
+    sig = lambda v: np.round(255 / (1 + np.exp(-v / 16.0))).astype(np.int64)  # noqa: E731  int8 -> uint8
+    neg = lambda v: np.clip(127 - v, -128, 127)  # noqa: E731  uint8 -> int8
+    with tessera.Device(tessera.config("default", ACT_LUT=1)) as d:
+        g = tessera.Graph(d)
+        x = g.input((2, 20, 5, 7), np.int8, zp=3)
+        a = g.act(x, sig, y_dtype=np.uint8, y_zp=0)
+        g.act(a, neg, y_dtype=np.int8, y_zp=-1)
+        g.output(a, g._last)
+        xa = rng.integers(-128, 128, (2, 20, 5, 7)).astype(np.int8)
+        ya, yb = g.run(xa)
+        assert ya.dtype == np.uint8 and np.array_equal(ya, sig(xa.astype(np.int64)))
+        assert yb.dtype == np.int8 and np.array_equal(yb, neg(ya.astype(np.int64)))
+        assert [r["op"] for r in g.report] == ["act", "act"]
+        g2 = tessera.Graph(d)
+        x2 = g2.input((1, 1, 1, 1))
+        _raises(lambda: g2.act(x2, 3), arg="fn")
+        _raises(lambda: g2.act(x2, lambda v: v * 2), "[-128, 127]", arg="fn")
+        _raises(lambda: g2.act(x2, lambda v: v[:3]), arg="fn")
+        _raises(lambda: g2.act(x2, lambda v: 1 / 0), "ZeroDivisionError", arg="fn")
+    g = tessera.Graph(tessera.Device())
+    _raises(lambda: g.act(g.input((1, 4, 4, 4)), neg), "ACT_LUT")
+
+
+def test_graph_requantize():
+    rng = np.random.default_rng(13)
+    with tessera.Device() as d:
+        g = tessera.Graph(d)
+        x = g.input((2, 24, 3, 5), np.uint8, zp=128)
+        m = rng.integers(1 << 30, 1 << 31, 24)
+        g.requantize(x, mult=m, shift=-1, y_zp=-3, y_dtype=np.int8, relu=True)
+        xa = rng.integers(0, 256, (2, 24, 3, 5)).astype(np.uint8)
+        y = g.run(xa)
+        want = npref.requant(xa.astype(np.int64) - 128, m, -1, -3, -3, 127, np.int8)
+        assert y.dtype == np.int8 and np.array_equal(y, want)
+        assert [r["op"] for r in g.report] == ["requant"]
+        g2 = tessera.Graph(d)
+        y2 = g2.requantize(g2.input((1, 4, 2, 2), np.int8, zp=5), x_scale=0.1, y_scale=0.3, y_zp=1)
+        xb = rng.integers(-128, 128, (1, 4, 2, 2)).astype(np.int8)
+        mm, ss = npref.quantize_multiplier(0.1 * 1.0 / 0.3)
+        assert np.array_equal(g2.run(xb), npref.requant(xb.astype(np.int64) - 5, mm, ss, 1, -128, 127, np.int8))
+        assert y2.dtype == np.int8
+        _raises(lambda: tessera.Graph(d).requantize(tessera.Graph(d).input((1, 1, 1, 1))), "Tensor", arg="x")
+        g3 = tessera.Graph(d)
+        _raises(lambda: g3.requantize(g3.input((1, 1, 1, 1))), "no requantization", arg="mult")
