@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "tsr_cli_common.h"
+#include "tsr_cli_pipe.h"
 #include "tsr_error.h"
 #include "tsr_graph.h"
 #include "tsr_netbench.h"
@@ -18,6 +19,7 @@ static const char *net_help =
     "                            [--batch N] [--small HW,WIDTH,CLASSES] [--runs N]\n"
     "                            [--check] [--no-tappack] [--no-fuse] [--one-submission]\n"
     "                            [device options]\n"
+    "       tessera net resnet18 --devices K ...   (pipelined over K devices: --devices --help)\n"
     "\n"
     "Build ResNet-18 (ImageNet shape, int8 weights, per-channel requantization,\n"
     "uint8 activations after ReLU, seeded random weights calibrated so no\n"
@@ -152,6 +154,9 @@ int tsr_cli_net(int argc, char **argv)
 {
     tsr_netbench_opts_t o = {.cfgname = "default", .backend = "fsim", .dev = &tsr_cli_devopts, .seed = 1, .batch = 1,
                              .runs = 1};
+    for (int i = 1; i < argc; i++) /* several devices: the pipelined run has its own options */
+        if (!strcmp(argv[i], "--devices") || !strncmp(argv[i], "--devices=", 10))
+            return tsr_cli_net_devices(argc, argv);
     int r = net_parse(argc, argv, &o);
     if (r)
         return r == -2 ? 0 : 2;

@@ -220,8 +220,28 @@ static double plan_cycles(const tsr_config_t *cfg, const tsr_nd_node_t *nn, cons
     }
 }
 
+static int problem(const tsr_netdesc_t *nd, const tsr_config_t *cfgs, int nkinds, const double *given,
+                   tsr_pp_t **out, double *plan_ms);
+
 int tsr_pipenet_problem(const tsr_netdesc_t *nd, const tsr_config_t *cfgs, int nkinds, tsr_pp_t **out,
                         double *plan_ms)
+{
+    return problem(nd, cfgs, nkinds, NULL, out, plan_ms);
+}
+
+int tsr_pipenet_problem_costs(const tsr_netdesc_t *nd, const tsr_config_t *cfgs, int nkinds, const double *cost,
+                              tsr_pp_t **out)
+{
+    if (!cost) {
+        if (out)
+            *out = NULL;
+        return tsr_err(TSR_EINVAL, "pipenet: no measured costs");
+    }
+    return problem(nd, cfgs, nkinds, cost, out, NULL);
+}
+
+static int problem(const tsr_netdesc_t *nd, const tsr_config_t *cfgs, int nkinds, const double *given,
+                   tsr_pp_t **out, double *plan_ms)
 {
     if (!out)
         return tsr_err(TSR_EINVAL, "pipenet: NULL result");
@@ -255,6 +275,8 @@ int tsr_pipenet_problem(const tsr_netdesc_t *nd, const tsr_config_t *cfgs, int n
                 break;
             }
             double cyc = plan_cycles(&cfgs[k], nn, &pl, io);
+            if (given) /* measured (a calibration run): the kind's own cycles */
+                cyc = given[(size_t)i * (size_t)nkinds + (size_t)k];
             /* cycles of kind 0's clock */
             cost[(size_t)i * (size_t)nkinds + (size_t)k] = cyc * cfgs[0].clock_mhz / cfgs[k].clock_mhz;
             if (!k) {

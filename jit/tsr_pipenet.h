@@ -34,6 +34,13 @@ void tsr_pipenet_desc_free(tsr_netdesc_t *nd);
 int tsr_pipenet_problem(const tsr_netdesc_t *nd, const tsr_config_t *cfgs, int nkinds, tsr_pp_t **out,
                         double *plan_ms);
 
+/* (Added for the pipelined executor.) The same problem with the node costs
+ * given: cost[v * nkinds + k] is node v's cycles on kind k in that kind's
+ * clock (a calibration run, tsr_pipex_calibrate); footprints, edges and
+ * the operators' checks as above. */
+int tsr_pipenet_problem_costs(const tsr_netdesc_t *nd, const tsr_config_t *cfgs, int nkinds, const double *cost,
+                              tsr_pp_t **out);
+
 /* A random DAG shaped like a network, for timing the planner: n nodes,
  * a chain of single nodes and blocks (with probability skip_pct percent): a
  * block is 2..window parallel branches of 1..4 nodes from the node before,

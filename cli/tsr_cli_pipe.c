@@ -1,0 +1,301 @@
+/* tsr_cli_pipe: `tessera net resnet18 --devices K` (tsr_cli_pipe.h). The
+ * plan comes from the planner (tsr_pipeplan.h; node costs from the JIT's
+ * cost model, or with --calibrate from a run of the whole network on one
+ * device of each config on the backend), the system and the pipeline from
+ * the library (tsr_multidev.h, tsr_pipeexec.h); this file parses flags and
+ * prints. */
+#include "tsr_cli_pipe.h"
+
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tsr_cli_common.h"
+#include "tsr_config.h"
+#include "tsr_error.h"
+#include "tsr_graph.h"
+#include "tsr_multidev.h"
+#include "tsr_netdesc.h"
+#include "tsr_pipeexec.h"
+#include "tsr_pipenet.h"
+#include "tsr_pipeplan.h"
+
+static const char *pipe_help =
+    "usage: tessera net resnet18 --devices K [--configs A,B,..] [--backend NAME]\n"
+    "                            [--inputs N] [--calibrate] [--small HW,WIDTH,CLASSES]\n"
+    "                            [--link-bw BYTES] [--link-latency CYCLES] [--dram MIB]\n"
+    "                            [--seed N] [--fail-device D] [device options]\n"
+    "\n"
+    "Split ResNet-18 into pipeline stages over K devices with the optimal planner\n"
+    "(`tessera plan`), open K devices (each its own backend instance and DRAM),\n"
+    "and stream N inputs through the stages: one host thread per device, queues of\n"
+    "two between stages, transfers host-mediated and charged to both ends by the\n"
+    "link model (latency + bytes / bandwidth). Prints the plan, per stage the\n"
+    "predicted and measured cycles (device counters + link), the slowest stage\n"
+    "predicted vs measured, throughput, latency, the speed-up over one device, and\n"
+    "whether every output equals the single-device run (exit status 1 if not).\n"
+    "\n"
+    "  --devices K        devices (1..64; the systemc backend has 16 slots, one\n"
+    "                     taken by the single-device reference)\n"
+    "  --configs A,B,..   config of each device, or one for all (default: default)\n"
+    "  --backend NAME     fsim, rtl or systemc for every device (default fsim; fsim\n"
+    "                     counts no cycles: outputs only)\n"
+    "  --inputs N         inputs in the stream (default 8)\n"
+    "  --calibrate        node costs from a run of the whole network on one device\n"
+    "                     of each config on the backend (default: the JIT's cost\n"
+    "                     model); the JIT's prediction of the same stages is printed too\n"
+    "  --small H,W,K      the scaled-down ResNet-18 (input H x H, base width W, K classes)\n"
+    "  --link-bw BYTES    link bytes per cycle (default 8)\n"
+    "  --link-latency C   cycles per transfer (default 500)\n"
+    "  --dram MIB         DRAM per device, MiB (default 1024)\n"
+    "  --seed N           weights and inputs (default 1)\n"
+    "  --fail-device D    (fault injection) device D gets a run budget of 1 work unit,\n"
+    "                     so it fails its first run mid-pipeline\n" TSR_CLI_DEVICE_OPTIONS_HELP;
+
+enum { OPT_DEVICES = 2000, OPT_CONFIGS, OPT_INPUTS, OPT_CAL, OPT_SMALL, OPT_LBW, OPT_LLAT, OPT_DRAM, OPT_FAIL };
+
+typedef struct {
+    int devices, inputs, calibrate, small, hw, width, classes, fail;
+    const char *configs;
+    double link_bw, link_lat, dram_mib;
+    tsr_cli_base_t b;
+} pipe_opts_t;
+
+static int pipe_parse(int argc, char **argv, pipe_opts_t *o)
+{
+    static const struct option opts[] = {
+        {"config", required_argument, 0, 'c'},      {"backend", required_argument, 0, 'b'},
+        {"seed", required_argument, 0, 's'},        {"help", no_argument, 0, 'h'},
+        {"devices", required_argument, 0, OPT_DEVICES}, {"configs", required_argument, 0, OPT_CONFIGS},
+        {"inputs", required_argument, 0, OPT_INPUTS},   {"calibrate", no_argument, 0, OPT_CAL},
+        {"small", required_argument, 0, OPT_SMALL},     {"link-bw", required_argument, 0, OPT_LBW},
+        {"link-latency", required_argument, 0, OPT_LLAT}, {"dram", required_argument, 0, OPT_DRAM},
+        {"fail-device", required_argument, 0, OPT_FAIL}, TSR_CLI_DEVICE_LONG_OPTIONS,
+        {0, 0, 0, 0}};
+    int c;
+    long v;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "c:b:s:h", opts, NULL)) != -1) {
+        int r = tsr_cli_base_option("net", c, optarg, &o->b);
+        if (r < 0)
+            return -1;
+        if (r > 0)
+            continue;
+        switch (c) {
+        case 'h': fputs(pipe_help, stdout); return -2;
+        case OPT_DEVICES:
+            if (tsr_cli_parse_long(optarg, 1, 1000000, &v))
+                return tsr_cli_usage("net", "--devices needs a count >= 1");
+            if (v > TSR_MDEV_MAX)
+                return tsr_cli_usage("net", "--devices: at most 64 devices");
+            o->devices = (int)v;
+            break;
+        case OPT_CONFIGS: o->configs = optarg; break;
+        case OPT_INPUTS:
+            if (tsr_cli_parse_long(optarg, 1, TSR_PIPEX_MAX_INPUTS, &v))
+                return tsr_cli_usage("net", "--inputs needs 1..4096");
+            o->inputs = (int)v;
+            break;
+        case OPT_CAL: o->calibrate = 1; break;
+        case OPT_SMALL:
+            if (sscanf(optarg, "%d,%d,%d", &o->hw, &o->width, &o->classes) != 3 || o->hw < 1 || o->width < 1 ||
+                o->classes < 1)
+                return tsr_cli_usage("net", "--small needs H,WIDTH,CLASSES");
+            o->small = 1;
+            break;
+        case OPT_FAIL:
+            if (tsr_cli_parse_long(optarg, 0, TSR_MDEV_MAX - 1, &v))
+                return tsr_cli_usage("net", "--fail-device needs a device index");
+            o->fail = (int)v;
+            break;
+        case OPT_LBW:
+        case OPT_LLAT:
+        case OPT_DRAM: {
+            char *end;
+            double x = strtod(optarg, &end);
+            if (end == optarg || *end || !isfinite(x) || x < 0 || (c != OPT_LLAT && x <= 0) || x > 1e12)
+                return tsr_cli_usage("net", c == OPT_DRAM  ? "--dram needs MiB > 0"
+                                            : c == OPT_LBW ? "--link-bw needs bytes per cycle > 0"
+                                                           : "--link-latency needs cycles >= 0");
+            *(c == OPT_DRAM ? &o->dram_mib : c == OPT_LBW ? &o->link_bw : &o->link_lat) = x;
+            break;
+        }
+        default: return tsr_cli_usage("net", "bad option");
+        }
+    }
+    if (optind != argc - 1 || strcmp(argv[optind], "resnet18"))
+        return tsr_cli_usage("net", !strcmp(argv[argc - 1], "resnet50")
+                                        ? "resnet50 has shapes but no weights in the network runner: plan it with "
+                                          "`tessera plan --net resnet50`"
+                                        : "expected the network name: resnet18");
+    if (o->fail >= o->devices)
+        return tsr_cli_usage("net", "--fail-device names a device past --devices");
+    if (tsr_cli_devopts.rtl.timing_only)
+        return tsr_cli_usage("net", "--devices compares every output with the single-device run, which "
+                                    "--timing-only does not compute");
+    return 0;
+}
+
+/* The configs of the devices and their kinds (same name, same kind). */
+static int pipe_configs(const pipe_opts_t *o, tsr_config_t *cfgs, int *kind_of, tsr_config_t *kinds, int *nkinds,
+                        char names[][128])
+{
+    char list[TSR_MDEV_MAX][128];
+    int n = 0;
+    const char *p = o->configs ? o->configs : o->b.cfgname;
+    while (*p) {
+        const char *q = strchr(p, ',');
+        size_t len = q ? (size_t)(q - p) : strlen(p);
+        if (!len || len >= sizeof list[0] || n == TSR_MDEV_MAX)
+            return tsr_err(TSR_EINVAL, "net: --configs has an empty or too long name, or more than %d", TSR_MDEV_MAX);
+        memcpy(list[n], p, len);
+        list[n++][len] = 0;
+        p = q ? q + 1 : p + len;
+    }
+    if (n != 1 && n != o->devices)
+        return tsr_err(TSR_EINVAL, "net: --configs names %d configs for %d devices (give one, or one per device)", n,
+                       o->devices);
+    *nkinds = 0;
+    for (int d = 0; d < o->devices; d++) {
+        const char *nm = list[n == 1 ? 0 : d];
+        int k = 0;
+        while (k < *nkinds && strcmp(names[k], nm))
+            k++;
+        if (k == *nkinds) {
+            if (k == TSR_PP_MAX_KINDS)
+                return tsr_err(TSR_EINVAL, "net: more than %d distinct configs", TSR_PP_MAX_KINDS);
+            int rc = tsr_config_load(nm, &kinds[k]);
+            if (rc)
+                return tsr_err_prefix(rc, "net: config \"%s\": ", nm);
+            snprintf(names[k], 128, "%.127s", nm);
+            (*nkinds)++;
+        }
+        kind_of[d] = k;
+        cfgs[d] = kinds[k];
+    }
+    return TSR_OK;
+}
+
+static int add_devices(tsr_pp_t *pp, const pipe_opts_t *o, const int *kind_of, char names[][128])
+{
+    int rc = TSR_OK;
+    for (int d = 0; d < o->devices && !rc; d++) {
+        char dn[160];
+        snprintf(dn, sizeof dn, "%d:%.120s", d, names[kind_of[d]]);
+        rc = tsr_pp_device(pp, dn, kind_of[d], (uint64_t)(o->dram_mib * 1048576.0), NULL);
+    }
+    if (!rc)
+        rc = tsr_pp_set_link(pp, o->link_bw, o->link_lat);
+    if (!rc)
+        rc = tsr_pp_set_host_stages(pp, 0);
+    return rc;
+}
+
+int tsr_cli_net_devices(int argc, char **argv)
+{
+    pipe_opts_t o = {.devices = 0, .inputs = 8, .fail = -1, .link_bw = 8, .link_lat = 500, .dram_mib = 1024,
+                     .b = {"default", "fsim", 1}};
+    int r = pipe_parse(argc, argv, &o);
+    if (r)
+        return r == -2 ? 0 : 2;
+    static tsr_config_t cfgs[TSR_MDEV_MAX], kinds[TSR_PP_MAX_KINDS];
+    static char names[TSR_PP_MAX_KINDS][128];
+    static tsr_device_opts_t dopts[TSR_MDEV_MAX];
+    int kind_of[TSR_MDEV_MAX], nkinds = 0;
+    tsr_netdesc_t nd;
+    memset(&nd, 0, sizeof nd);
+    tsr_pp_t *pp = NULL, *pp_jit = NULL;
+    tsr_pp_plan_t plan, single, other;
+    memset(&plan, 0, sizeof plan), memset(&single, 0, sizeof single), memset(&other, 0, sizeof other);
+    tsr_mdev_t *m = NULL;
+    double *cost = NULL;
+    int rc = pipe_configs(&o, cfgs, kind_of, kinds, &nkinds, names);
+    if (!rc)
+        rc = o.small ? tsr_netdesc_resnet18_small(o.b.seed, 1, o.hw, o.width, o.classes, &nd)
+                     : tsr_netdesc_resnet18(o.b.seed, 1, &nd);
+    if (!rc)
+        rc = tsr_pipenet_problem(&nd, kinds, nkinds, &pp_jit, NULL);
+    if (!rc)
+        rc = add_devices(pp_jit, &o, kind_of, names);
+    if (!rc && o.calibrate) {
+        /* per kind: the whole network once on the backend, per-layer cycles */
+        if (!(cost = calloc((size_t)nd.nnodes * (size_t)nkinds, sizeof *cost)))
+            rc = tsr_err(TSR_ENOMEM, "out of memory");
+        double *one = rc ? NULL : calloc((size_t)nd.nnodes, sizeof *one);
+        if (!rc && !one)
+            rc = tsr_err(TSR_ENOMEM, "out of memory");
+        for (int k = 0; k < nkinds && !rc; k++) {
+            rc = tsr_pipex_calibrate(o.b.backend, &kinds[k], &tsr_cli_devopts, &nd, 0, o.b.seed + 7777, one);
+            for (int v = 0; v < nd.nnodes && !rc; v++)
+                cost[(size_t)v * (size_t)nkinds + (size_t)k] = one[v];
+        }
+        free(one);
+        if (!rc)
+            rc = tsr_pipenet_problem_costs(&nd, kinds, nkinds, cost, &pp);
+        if (!rc)
+            rc = add_devices(pp, &o, kind_of, names);
+    } else if (!rc) {
+        pp = pp_jit;
+        pp_jit = NULL;
+    }
+    if (!rc)
+        rc = tsr_pp_solve_dp(pp, NULL, &plan);
+    if (!rc)
+        rc = tsr_pp_solve_baseline(pp, TSR_PP_SINGLE, &single);
+    if (!rc && pp_jit)
+        rc = tsr_pp_evaluate(pp_jit, plan.slot, &other);
+    if (rc)
+        goto out;
+    printf("net: %s on %d devices (", nd.name, o.devices);
+    for (int d = 0; d < o.devices; d++)
+        printf("%s%s", d ? "," : "", names[kind_of[d]]);
+    printf("), backend %s, %d inputs, link %.4g B/cycle + %.4g cycles per transfer, costs from %s\n", o.b.backend,
+           o.inputs, o.link_bw, o.link_lat,
+           o.calibrate ? "a calibration run on the backend" : "the JIT's cost model");
+    tsr_pp_print(pp, &plan, single.period, stdout);
+    for (int d = 0; d < o.devices; d++) {
+        dopts[d] = tsr_cli_devopts;
+        if (d == o.fail)
+            dopts[d].run_budget = 1;
+    }
+    const char *backs[TSR_MDEV_MAX];
+    for (int d = 0; d < o.devices; d++)
+        backs[d] = o.b.backend;
+    for (int d = 0; d < o.devices; d++)
+        dopts[d].dram_size = (uint64_t)(o.dram_mib * 1048576.0);
+    if ((rc = tsr_mdev_open(o.devices, backs, cfgs, dopts, o.link_bw, o.link_lat, &m)))
+        goto out;
+    tsr_pipex_opts_t po = {.ninputs = o.inputs, .seed = o.b.seed + 1000};
+    tsr_pipex_result_t res;
+    rc = tsr_pipex_run(m, &nd, pp, &plan, &po, &res);
+    if (rc)
+        goto out;
+    printf("pipeline (measured: device counters + the link's cycles by the model):\n");
+    tsr_pipex_print(&res, stdout);
+    if (pp_jit && res.timed) {
+        printf("the JIT cost model's prediction of the same stages:");
+        double worst = 0;
+        for (int s = 0; s < other.nstages; s++) {
+            printf(" %.0f", other.stages[s].load);
+            if (other.stages[s].load > worst)
+                worst = other.stages[s].load;
+        }
+        printf("; slowest %.0f vs measured %.0f: %+.2f%%\n", worst, res.period_meas,
+               100.0 * (worst - res.period_meas) / res.period_meas);
+    }
+    if (res.equal != res.checked)
+        rc = 1;
+out:
+    tsr_mdev_close(m);
+    tsr_pp_plan_free(&plan), tsr_pp_plan_free(&single), tsr_pp_plan_free(&other);
+    tsr_pp_free(pp), tsr_pp_free(pp_jit);
+    free(cost);
+    tsr_netdesc_free(&nd);
+    if (rc == 1) {
+        fprintf(stderr, "tessera: net: an output differs from the single-device run\n");
+        return 1;
+    }
+    return rc ? tsr_cli_fail(rc) : 0;
+}

@@ -1,0 +1,642 @@
+/* tsr_pipeexec: a network pipelined over K devices (tsr_pipeexec.h). */
+#include "tsr_pipeexec.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tsr_error.h"
+#include "tsr_graph.h"
+#include "tsr_util.h"
+
+/* ------------------------------------------------------------ bounded queues */
+
+/* A bundle: one input's tensors that cross stage boundaries (host memory:
+ * the host-mediated side of every transfer), indexed by network tensor. */
+typedef struct {
+    int idx;
+    uint8_t **buf;
+} bundle_t;
+
+typedef struct {
+    bundle_t **ring;
+    int cap, head, n;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    const volatile int *abort;
+} queue_t;
+
+/* 0, or -1 when the pipeline stopped. */
+static int q_push(queue_t *q, bundle_t *b)
+{
+    pthread_mutex_lock(&q->mu);
+    while (q->n == q->cap && !*q->abort)
+        pthread_cond_wait(&q->cv, &q->mu);
+    int rc = *q->abort ? -1 : 0;
+    if (!rc) {
+        q->ring[(q->head + q->n) % q->cap] = b;
+        q->n++;
+        pthread_cond_broadcast(&q->cv);
+    }
+    pthread_mutex_unlock(&q->mu);
+    return rc;
+}
+
+static bundle_t *q_pop(queue_t *q)
+{
+    pthread_mutex_lock(&q->mu);
+    while (!q->n && !*q->abort)
+        pthread_cond_wait(&q->cv, &q->mu);
+    bundle_t *b = NULL;
+    if (!*q->abort) {
+        b = q->ring[q->head];
+        q->head = (q->head + 1) % q->cap;
+        q->n--;
+        pthread_cond_broadcast(&q->cv);
+    }
+    pthread_mutex_unlock(&q->mu);
+    return b;
+}
+
+static void q_wake(queue_t *q)
+{
+    pthread_mutex_lock(&q->mu);
+    pthread_cond_broadcast(&q->cv);
+    pthread_mutex_unlock(&q->mu);
+}
+
+/* ------------------------------------------------------------ the run */
+
+typedef struct stage stage_t;
+typedef struct run run_t;
+
+struct stage {
+    int s, dev;
+    tsr_graph_t *g;
+    int nin, nout;
+    int *in_t, *out_t;    /* network tensor ids, ascending (the graph's input / output order) */
+    double link;          /* link cycles per input */
+    uint64_t bytes_in, bytes_out;
+    double *cyc;          /* per input: measured device cycles */
+    run_t *run;
+};
+
+struct run {
+    tsr_mdev_t *m;
+    const tsr_netdesc_t *nd;
+    const tsr_pipex_opts_t *o;
+    int ns, n;
+    stage_t *st;
+    queue_t *q;           /* q[s]: from stage s to s + 1 */
+    volatile int abort;
+    pthread_mutex_t emu;
+    int err, err_stage;   /* the first failure */
+    char errmsg[512];
+    uint8_t **outs;       /* per input: the network output */
+    int corrupt;          /* stage whose received tensors get a byte flipped (0: none) */
+};
+
+static void bundle_free(const tsr_netdesc_t *nd, bundle_t *b)
+{
+    if (!b)
+        return;
+    for (int t = 0; t < nd->ntensors; t++)
+        free(b->buf[t]);
+    free(b->buf);
+    free(b);
+}
+
+static void run_fail(run_t *r, int s, int rc)
+{
+    pthread_mutex_lock(&r->emu);
+    if (!r->err) {
+        r->err = rc;
+        r->err_stage = s;
+        snprintf(r->errmsg, sizeof r->errmsg, "%s", tsr_errmsg());
+    }
+    r->abort = 1;
+    pthread_mutex_unlock(&r->emu);
+    for (int i = 0; i < r->ns - 1; i++)
+        q_wake(&r->q[i]);
+}
+
+static void *stage_main(void *arg)
+{
+    stage_t *st = arg;
+    run_t *r = st->run;
+    const tsr_netdesc_t *nd = r->nd;
+    const void **in = calloc((size_t)st->nin + 1, sizeof *in);
+    void **out = calloc((size_t)st->nout + 1, sizeof *out);
+    if (!in || !out) {
+        run_fail(r, st->s, tsr_err(TSR_ENOMEM, "out of memory"));
+        goto done;
+    }
+    for (int i = 0; i < r->n && !r->abort; i++) {
+        bundle_t *b;
+        int rc = TSR_OK;
+        if (st->s == 0) {
+            b = calloc(1, sizeof *b);
+            if (b && !(b->buf = calloc((size_t)nd->ntensors, sizeof *b->buf))) {
+                free(b);
+                b = NULL;
+            }
+            if (b && !(b->buf[0] = malloc(tsr_netdesc_tensor_bytes(nd, 0))))
+                bundle_free(nd, b), b = NULL;
+            if (!b) {
+                run_fail(r, st->s, tsr_err(TSR_ENOMEM, "out of memory"));
+                break;
+            }
+            b->idx = i;
+            tsr_netdesc_random_input(nd, r->o->seed + (uint64_t)i, b->buf[0]);
+        } else if (!(b = q_pop(&r->q[st->s - 1])))
+            break; /* stopped */
+        for (int j = 0; j < st->nin; j++) {
+            in[j] = b->buf[st->in_t[j]];
+            if (r->corrupt == st->s && st->in_t[j] != 0) /* the test's broken transfer */
+                b->buf[st->in_t[j]][0] ^= 0x5a;
+        }
+        for (int j = 0; j < st->nout && !rc; j++)
+            if (!(out[j] = b->buf[st->out_t[j]] = malloc(tsr_netdesc_tensor_bytes(nd, st->out_t[j]))))
+                rc = tsr_err(TSR_ENOMEM, "out of memory");
+        tsr_graph_totals_t t;
+        if (!rc) {
+            tsr_mdev_run_lock(r->m, st->dev);
+            rc = tsr_graph_exec(st->g, in, out);
+            tsr_mdev_run_unlock(r->m, st->dev);
+        }
+        if (rc) {
+            bundle_free(nd, b);
+            run_fail(r, st->s, rc);
+            break;
+        }
+        tsr_graph_totals(st->g, &t);
+        st->cyc[i] = t.cycles;
+        /* the link: this device receives its inputs and sends its outputs */
+        for (int j = 0; j < st->nin; j++)
+            tsr_mdev_charge(r->m, st->dev, tsr_netdesc_tensor_bytes(nd, st->in_t[j]));
+        for (int j = 0; j < st->nout; j++)
+            tsr_mdev_charge(r->m, st->dev, tsr_netdesc_tensor_bytes(nd, st->out_t[j]));
+        if (st->s == r->ns - 1) { /* results in order: the stream is FIFO through every stage */
+            r->outs[b->idx] = b->buf[nd->output];
+            b->buf[nd->output] = NULL;
+            bundle_free(nd, b);
+        } else if (q_push(&r->q[st->s], b)) {
+            bundle_free(nd, b);
+            break;
+        }
+    }
+done:
+    free(in);
+    free(out);
+    return NULL;
+}
+
+/* Build stage s's graph over the network's tensors it touches. */
+static int stage_graph(const tsr_netdesc_t *nd, const tsr_config_t *cfg, const tsr_pp_stage_t *ps, stage_t *st)
+{
+    int *local = malloc(sizeof(int) * (size_t)nd->ntensors);
+    char *use = calloc((size_t)nd->ntensors, 1);
+    tsr_graph_t *g = NULL;
+    int rc = local && use ? tsr_graph_create(cfg, &g) : tsr_err(TSR_ENOMEM, "out of memory");
+    for (int k = 0; k < ps->nnodes && !rc; k++) {
+        const tsr_nd_node_t *nn = &nd->nodes[ps->nodes[k]];
+        use[nn->out] = 1;
+        for (int j = 0; j < 2; j++)
+            if (nn->in[j] >= 0)
+                use[nn->in[j]] = 1;
+    }
+    for (int t = 0; t < nd->ntensors && !rc; t++) {
+        local[t] = -1;
+        if (use[t]) {
+            const tsr_nd_tensor_t *d = &nd->tensors[t];
+            rc = tsr_graph_tensor(g, d->n, d->c, d->h, d->w, d->dtype, d->zp, &local[t]);
+        }
+    }
+    for (int k = 0; k < ps->nnodes && !rc; k++) {
+        const tsr_nd_node_t *nn = &nd->nodes[ps->nodes[k]];
+        int x = local[nn->in[0]], y = local[nn->out];
+        switch (nn->kind) {
+        case TSR_ND_CONV: rc = tsr_graph_conv2d(g, nn->name, x, y, &nn->conv, nn->w, nn->bias); break;
+        case TSR_ND_DENSE: rc = tsr_graph_dense(g, nn->name, x, y, &nn->dense, nn->w, nn->bias); break;
+        case TSR_ND_POOL: rc = tsr_graph_pool(g, nn->name, x, y, &nn->pool); break;
+        case TSR_ND_ADD: rc = tsr_graph_add(g, nn->name, x, local[nn->in[1]], y, &nn->add); break;
+        case TSR_ND_CLIP: rc = tsr_graph_clip(g, nn->name, x, y, &nn->clip); break;
+        default:
+            rc = tsr_err(TSR_EINVAL, "pipeline: node \"%s\": the executor does not run activation tables yet",
+                         nn->name);
+        }
+    }
+    for (int j = 0; j < st->nout && !rc; j++)
+        rc = tsr_graph_output(g, local[st->out_t[j]]);
+    free(local);
+    free(use);
+    if (rc) {
+        tsr_graph_free(g);
+        return rc;
+    }
+    st->g = g;
+    return TSR_OK;
+}
+
+/* The plan against the network and the system: everything refused here is
+ * refused before any device runs. stage_of[v] gets node v's stage. */
+static int check_plan(tsr_mdev_t *m, const tsr_netdesc_t *nd, const tsr_pp_t *pp, const tsr_pp_plan_t *plan,
+                      int *stage_of)
+{
+    int K = tsr_mdev_count(m);
+    if (tsr_pp_ndevices(pp) != K)
+        return tsr_err(TSR_EINVAL, "pipeline: the plan is for %d devices, the system has %d", tsr_pp_ndevices(pp), K);
+    if (tsr_pp_nnodes(pp) != nd->nnodes)
+        return tsr_err(TSR_EINVAL, "pipeline: the plan has %d nodes, the network %d", tsr_pp_nnodes(pp),
+                       nd->nnodes);
+    for (int v = 0; v < nd->nnodes; v++)
+        if (strcmp(tsr_pp_node_name(pp, v), nd->nodes[v].name))
+            return tsr_err(TSR_EINVAL, "pipeline: plan node %d is \"%s\", the network's is \"%s\"", v,
+                           tsr_pp_node_name(pp, v), nd->nodes[v].name);
+    if (plan->nstages < 1 || plan->nstages > K)
+        return tsr_err(TSR_EINVAL, "pipeline: %d stages for %d devices", plan->nstages, K);
+    if (!plan->contiguous)
+        return tsr_err(TSR_EINVAL, "pipeline: the plan is not contiguous (a stage's inputs would come back from a "
+                                   "later stage); the executor runs contiguous plans (tsr_pp_solve_dp)");
+    for (int v = 0; v < nd->nnodes; v++)
+        stage_of[v] = -1;
+    int used[TSR_MDEV_MAX] = {0};
+    for (int s = 0; s < plan->nstages; s++) {
+        const tsr_pp_stage_t *ps = &plan->stages[s];
+        if (ps->slot < 0 || ps->slot >= K)
+            return tsr_err(TSR_EINVAL, "pipeline: stage %d is on the host (slot %d): the executor runs device stages "
+                                       "only", s, ps->slot);
+        if (used[ps->slot]++)
+            return tsr_err(TSR_EINVAL, "pipeline: device %d has two stages", ps->slot);
+        if (ps->mem > tsr_mdev_dram(m, ps->slot))
+            return tsr_err(TSR_EINVAL, "pipeline: stage %d (%s .. %s) needs %.1f MiB, device %d has %.1f MiB of DRAM",
+                           s, tsr_pp_node_name(pp, ps->nodes[0]), tsr_pp_node_name(pp, ps->nodes[ps->nnodes - 1]),
+                           (double)ps->mem / 1048576.0, ps->slot, (double)tsr_mdev_dram(m, ps->slot) / 1048576.0);
+        for (int k = 0; k < ps->nnodes; k++) {
+            int v = ps->nodes[k];
+            if (v < 0 || v >= nd->nnodes || stage_of[v] >= 0)
+                return tsr_err(TSR_EINVAL, "pipeline: node %d is in two stages or none", v);
+            stage_of[v] = s;
+        }
+    }
+    for (int v = 0; v < nd->nnodes; v++)
+        if (stage_of[v] < 0)
+            return tsr_err(TSR_EINVAL, "pipeline: node \"%s\" is in no stage", nd->nodes[v].name);
+    /* every tensor a stage reads comes from the host or an earlier stage */
+    int *prod = malloc(sizeof(int) * (size_t)nd->ntensors);
+    if (!prod)
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    for (int t = 0; t < nd->ntensors; t++)
+        prod[t] = -1;
+    for (int v = 0; v < nd->nnodes; v++)
+        prod[nd->nodes[v].out] = v;
+    int rc = TSR_OK;
+    for (int v = 0; v < nd->nnodes && !rc; v++)
+        for (int j = 0; j < 2 && !rc; j++) {
+            int t = nd->nodes[v].in[j];
+            int p = t >= 0 ? prod[t] : -1;
+            if (p >= 0 && stage_of[p] > stage_of[v])
+                rc = tsr_err(TSR_EINVAL, "pipeline: stage %d (device %d) reads \"%s\"'s output, which stage %d "
+                             "(device %d) produces later: the stages are not in a topological order",
+                             stage_of[v], plan->stages[stage_of[v]].slot, nd->nodes[p].name, stage_of[p],
+                             plan->stages[stage_of[p]].slot);
+        }
+    free(prod);
+    return rc;
+}
+
+/* The single-device run: outputs and cycles per input. */
+static int reference(tsr_mdev_t *m, const tsr_netdesc_t *nd, const tsr_pipex_opts_t *o, int n, uint8_t **refs,
+                     double *cycles)
+{
+    tsr_device_t *dev = NULL;
+    tsr_graph_t *g = NULL;
+    uint8_t *x = malloc(tsr_netdesc_tensor_bytes(nd, 0));
+    int rc = x ? tsr_device_open(tsr_mdev_backend(m, 0), tsr_mdev_config(m, 0), NULL, &dev)
+               : tsr_err(TSR_ENOMEM, "out of memory");
+    if (!rc)
+        rc = tsr_graph_from_netdesc(tsr_mdev_config(m, 0), nd, &g);
+    if (!rc)
+        rc = tsr_graph_plan(g, dev, o->flags);
+    *cycles = 0;
+    for (int i = 0; i < n && !rc; i++) {
+        if (!(refs[i] = malloc(tsr_netdesc_tensor_bytes(nd, nd->output)))) {
+            rc = tsr_err(TSR_ENOMEM, "out of memory");
+            break;
+        }
+        tsr_netdesc_random_input(nd, o->seed + (uint64_t)i, x);
+        const void *in[1] = {x};
+        void *out[1] = {refs[i]};
+        if (!(rc = tsr_graph_exec(g, in, out))) {
+            tsr_graph_totals_t t;
+            tsr_graph_totals(g, &t);
+            *cycles += t.cycles / n;
+        }
+    }
+    tsr_graph_free(g);
+    tsr_device_close(dev);
+    free(x);
+    return rc ? tsr_err_prefix(rc, "pipeline: the single-device reference run: ") : TSR_OK;
+}
+
+/* Replay the stream with the measured times and the bounded queues. */
+static void timeline(const run_t *r, int depth, tsr_pipex_result_t *res)
+{
+    int S = r->ns, N = r->n;
+    double *start = calloc((size_t)S * (size_t)N, sizeof(double)), *fin = calloc((size_t)S * (size_t)N, sizeof(double));
+    if (!start || !fin) {
+        free(start), free(fin);
+        return;
+    }
+#define AT(a, s, i) a[(size_t)(s) * (size_t)N + (size_t)(i)]
+    for (int i = 0; i < N; i++)
+        for (int s = 0; s < S; s++) {
+            double t0 = 0;
+            if (s > 0)
+                t0 = AT(fin, s - 1, i);
+            if (i > 0 && AT(fin, s, i - 1) > t0)
+                t0 = AT(fin, s, i - 1);
+            AT(start, s, i) = t0;
+            double f = t0 + r->st[s].cyc[i] + r->st[s].link;
+            /* the hand-over waits for room in the next queue: the next stage has taken input i - depth */
+            if (s < S - 1 && i >= depth && AT(start, s + 1, i - depth) > f)
+                f = AT(start, s + 1, i - depth);
+            AT(fin, s, i) = f;
+        }
+    res->makespan = AT(fin, S - 1, N - 1);
+    double lat = 0;
+    for (int s = 0; s < S; s++)
+        lat += r->st[s].cyc[0] + r->st[s].link;
+    res->latency = lat;
+#undef AT
+    free(start), free(fin);
+}
+
+int tsr_pipex_run(tsr_mdev_t *m, const tsr_netdesc_t *nd, const tsr_pp_t *pp, const tsr_pp_plan_t *plan,
+                 const tsr_pipex_opts_t *opts, tsr_pipex_result_t *res)
+{
+    if (!res)
+        return tsr_err(TSR_EINVAL, "pipeline: NULL result");
+    memset(res, 0, sizeof *res);
+    res->failed_device = -1;
+    res->first_diff = -1;
+    if (!m || !nd || !pp || !plan)
+        return tsr_err(TSR_EINVAL, "pipeline: NULL system, network or plan");
+    tsr_pipex_opts_t o = {0};
+    if (opts)
+        o = *opts;
+    if (!o.ninputs)
+        o.ninputs = 4;
+    if (!o.queue_depth)
+        o.queue_depth = 2;
+    if (o.ninputs < 1 || o.ninputs > TSR_PIPEX_MAX_INPUTS)
+        return tsr_err(TSR_EINVAL, "pipeline: %d inputs, need 1..%d", o.ninputs, TSR_PIPEX_MAX_INPUTS);
+    if (o.queue_depth < 1 || o.queue_depth > 16)
+        return tsr_err(TSR_EINVAL, "pipeline: queue depth %d, need 1..16", o.queue_depth);
+    int N = o.ninputs, S = plan->nstages;
+    int *stage_of = malloc(sizeof(int) * (size_t)(nd->nnodes + 1));
+    if (!stage_of)
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    int rc = check_plan(m, nd, pp, plan, stage_of);
+    if (rc) {
+        free(stage_of);
+        return rc;
+    }
+    run_t r = {.m = m, .nd = nd, .o = &o, .ns = S, .n = N, .corrupt = o.corrupt_stage};
+    pthread_mutex_init(&r.emu, NULL);
+    r.st = calloc((size_t)S, sizeof *r.st);
+    r.q = calloc((size_t)S, sizeof *r.q);
+    r.outs = calloc((size_t)N, sizeof *r.outs);
+    uint8_t **refs = calloc((size_t)N, sizeof *refs);
+    int *prod = malloc(sizeof(int) * (size_t)nd->ntensors);
+    int *last_reader = malloc(sizeof(int) * (size_t)nd->ntensors);
+    if (!r.st || !r.q || !r.outs || !refs || !prod || !last_reader)
+        rc = tsr_err(TSR_ENOMEM, "out of memory");
+    /* each stage's inputs and outputs */
+    for (int t = 0; t < nd->ntensors && !rc; t++)
+        prod[t] = -1, last_reader[t] = -1;
+    for (int v = 0; v < nd->nnodes && !rc; v++) {
+        prod[nd->nodes[v].out] = v;
+        for (int j = 0; j < 2; j++)
+            if (nd->nodes[v].in[j] >= 0 && stage_of[v] > last_reader[nd->nodes[v].in[j]])
+                last_reader[nd->nodes[v].in[j]] = stage_of[v];
+    }
+    for (int s = 0; s < S && !rc; s++) {
+        stage_t *st = &r.st[s];
+        st->s = s;
+        st->dev = plan->stages[s].slot;
+        st->run = &r;
+        st->in_t = malloc(sizeof(int) * (size_t)nd->ntensors);
+        st->out_t = malloc(sizeof(int) * (size_t)nd->ntensors);
+        st->cyc = calloc((size_t)N, sizeof(double));
+        if (!st->in_t || !st->out_t || !st->cyc) {
+            rc = tsr_err(TSR_ENOMEM, "out of memory");
+            break;
+        }
+        for (int t = 0; t < nd->ntensors; t++) {
+            int p = prod[t];
+            int reads = 0;
+            for (int v = 0; v < nd->nnodes && !reads; v++)
+                reads = stage_of[v] == s && (nd->nodes[v].in[0] == t || nd->nodes[v].in[1] == t);
+            if (reads && (p < 0 || stage_of[p] != s))
+                st->in_t[st->nin++] = t;
+            if (p >= 0 && stage_of[p] == s && (last_reader[t] > s || t == nd->output))
+                st->out_t[st->nout++] = t;
+        }
+        for (int j = 0; j < st->nin; j++) {
+            uint64_t b = tsr_netdesc_tensor_bytes(nd, st->in_t[j]);
+            st->bytes_in += b;
+            st->link += tsr_mdev_link_cycles(m, b);
+        }
+        for (int j = 0; j < st->nout; j++) {
+            uint64_t b = tsr_netdesc_tensor_bytes(nd, st->out_t[j]);
+            st->bytes_out += b;
+            st->link += tsr_mdev_link_cycles(m, b);
+        }
+    }
+    /* the single-device run first: its outputs are what every pipeline output must equal */
+    if (!rc && !o.no_reference)
+        rc = reference(m, nd, &o, N, refs, &res->single);
+    if (res->single > 0) /* one device also receives the input from the host and sends the output back */
+        res->single += tsr_mdev_link_cycles(m, tsr_netdesc_tensor_bytes(nd, 0)) +
+                       tsr_mdev_link_cycles(m, tsr_netdesc_tensor_bytes(nd, nd->output));
+    /* plan every stage's graph on its device (weights uploaded once) */
+    for (int s = 0; s < S && !rc; s++) {
+        stage_t *st = &r.st[s];
+        if ((rc = stage_graph(nd, tsr_mdev_config(m, st->dev), &plan->stages[s], st)) ||
+            (rc = tsr_graph_plan(st->g, tsr_mdev_device(m, st->dev), o.flags)))
+            tsr_err_prefix(rc, "pipeline: stage %d on device %d (%s): ", s, st->dev, tsr_mdev_backend(m, st->dev));
+    }
+    for (int s = 0; s < S - 1 && !rc; s++) {
+        queue_t *q = &r.q[s];
+        q->cap = o.queue_depth;
+        q->abort = &r.abort;
+        if (!(q->ring = calloc((size_t)q->cap, sizeof *q->ring)))
+            rc = tsr_err(TSR_ENOMEM, "out of memory");
+        pthread_mutex_init(&q->mu, NULL);
+        pthread_cond_init(&q->cv, NULL);
+    }
+    int nthreads = 0;
+    pthread_t *th = rc ? NULL : calloc((size_t)S, sizeof *th);
+    if (!rc && !th)
+        rc = tsr_err(TSR_ENOMEM, "out of memory");
+    double t0 = tsr_now_s();
+    if (!rc) {
+        tsr_mdev_clear_link(m);
+        for (int s = 0; s < S; s++) {
+            if (pthread_create(&th[s], NULL, stage_main, &r.st[s])) {
+                run_fail(&r, s, tsr_err(TSR_ENOMEM, "pipeline: cannot start the thread of stage %d", s));
+                break;
+            }
+            nthreads++;
+        }
+        for (int s = 0; s < nthreads; s++)
+            pthread_join(th[s], NULL);
+        res->wall_s = tsr_now_s() - t0;
+        if (r.err) {
+            int d = r.st[r.err_stage].dev;
+            res->failed_device = d;
+            int rr = tsr_mdev_reset_all(m, -1);
+            rc = tsr_err(r.err, "pipeline stopped: device %d (%s, stage %d) failed: %s; the other devices were %s", d,
+                         tsr_mdev_backend(m, d), r.err_stage, r.errmsg, rr ? "reset with an error" : "reset");
+        }
+    }
+    free(th);
+    /* the figures */
+    res->nstages = S;
+    res->ninputs = N;
+    for (int s = 0; s < S; s++) {
+        stage_t *st = &r.st[s];
+        tsr_pipex_stage_res_t *q = &res->st[s];
+        const tsr_pp_stage_t *ps = &plan->stages[s];
+        q->device = st->dev;
+        q->nnodes = ps->nnodes;
+        snprintf(q->first, sizeof q->first, "%s", nd->nodes[ps->nodes[0]].name);
+        snprintf(q->last, sizeof q->last, "%s", nd->nodes[ps->nodes[ps->nnodes - 1]].name);
+        q->predicted = ps->load;
+        q->pred_compute = ps->compute;
+        q->link = st->link;
+        q->bytes_in = st->bytes_in;
+        q->bytes_out = st->bytes_out;
+        q->nin = st->nin;
+        q->nout = st->nout;
+        for (int i = 0; st->cyc && i < N; i++) {
+            q->compute += st->cyc[i] / N;
+            if (st->cyc[i] > q->compute_max)
+                q->compute_max = st->cyc[i];
+        }
+        q->measured = q->compute + q->link;
+        if (q->predicted > res->period_pred)
+            res->period_pred = q->predicted, res->slowest_pred = s;
+        if (q->measured > res->period_meas)
+            res->period_meas = q->measured, res->slowest_meas = s;
+    }
+    if (!rc) {
+        res->timed = res->st[0].compute > 0;
+        timeline(&r, o.queue_depth, res);
+        if (res->makespan > 0)
+            res->throughput = N / res->makespan;
+        if (res->timed && res->single > 0) {
+            res->speedup = res->single / res->period_meas;
+            res->speedup_n = N * res->single / res->makespan;
+        }
+        uint64_t ob = tsr_netdesc_tensor_bytes(nd, nd->output);
+        for (int i = 0; i < N && !o.no_reference; i++) {
+            res->checked++;
+            if (r.outs[i] && refs[i] && !memcmp(r.outs[i], refs[i], ob))
+                res->equal++;
+            else if (res->first_diff < 0)
+                res->first_diff = i;
+        }
+    }
+    /* free every stage's plan while its device is open */
+    for (int s = 0; s < S && r.st; s++) {
+        tsr_graph_free(r.st[s].g);
+        free(r.st[s].in_t);
+        free(r.st[s].out_t);
+        free(r.st[s].cyc);
+    }
+    for (int s = 0; s < S - 1 && r.q; s++)
+        if (r.q[s].ring) {
+            for (int k = 0; k < r.q[s].n; k++) /* bundles left in a stopped pipeline */
+                bundle_free(nd, r.q[s].ring[(r.q[s].head + k) % r.q[s].cap]);
+            free(r.q[s].ring);
+            pthread_mutex_destroy(&r.q[s].mu);
+            pthread_cond_destroy(&r.q[s].cv);
+        }
+    for (int i = 0; i < N; i++) {
+        if (r.outs)
+            free(r.outs[i]);
+        if (refs)
+            free(refs[i]);
+    }
+    free(r.outs), free(refs), free(r.st), free(r.q), free(prod), free(last_reader), free(stage_of);
+    pthread_mutex_destroy(&r.emu);
+    return rc;
+}
+
+int tsr_pipex_calibrate(const char *backend, const tsr_config_t *cfg, const tsr_device_opts_t *dopts,
+                       const tsr_netdesc_t *nd, unsigned flags, uint64_t seed, double *cost)
+{
+    if (!cfg || !nd || !cost)
+        return tsr_err(TSR_EINVAL, "calibrate: NULL argument");
+    tsr_device_t *dev = NULL;
+    tsr_graph_t *g = NULL;
+    uint8_t *x = malloc(tsr_netdesc_tensor_bytes(nd, 0)), *y = malloc(tsr_netdesc_tensor_bytes(nd, nd->output));
+    int rc = x && y ? tsr_device_open(backend ? backend : "fsim", cfg, dopts, &dev) : tsr_err(TSR_ENOMEM, "out of memory");
+    if (!rc)
+        rc = tsr_graph_from_netdesc(cfg, nd, &g);
+    if (!rc)
+        rc = tsr_graph_plan(g, dev, flags);
+    if (!rc) {
+        tsr_netdesc_random_input(nd, seed, x);
+        const void *in[1] = {x};
+        void *out[1] = {y};
+        rc = tsr_graph_exec(g, in, out);
+    }
+    for (int v = 0; v < nd->nnodes; v++)
+        cost[v] = 0;
+    const tsr_graph_layer_t *L;
+    for (int i = 0; !rc && (L = tsr_graph_layer(g, i)); i++) {
+        int v = tsr_graph_layer_node(g, i);
+        if (v >= 0 && v < nd->nnodes)
+            cost[v] += L->cycles;
+    }
+    tsr_graph_free(g);
+    tsr_device_close(dev);
+    free(x), free(y);
+    return rc ? tsr_err_prefix(rc, "calibrate: ") : TSR_OK;
+}
+
+void tsr_pipex_print(const tsr_pipex_result_t *r, FILE *f)
+{
+    fprintf(f, "%-5s %-6s %5s  %-34s %12s %12s %10s %12s %7s %10s\n", "stage", "device", "nodes", "layers",
+            "pred cycles", "meas compute", "link", "meas total", "error", "sent B");
+    for (int s = 0; s < r->nstages; s++) {
+        const tsr_pipex_stage_res_t *q = &r->st[s];
+        char span[100];
+        snprintf(span, sizeof span, "%s .. %s", q->first, q->last);
+        char err[16] = "-";
+        if (r->timed && q->measured > 0)
+            snprintf(err, sizeof err, "%+.2f%%", 100.0 * (q->predicted - q->measured) / q->measured);
+        fprintf(f, "%-5d %-6d %5d  %-34.34s %12.0f %12.0f %10.0f %12.0f %7s %10llu\n", s, q->device, q->nnodes, span,
+                q->predicted, q->compute, q->link, q->measured, err, (unsigned long long)q->bytes_out);
+    }
+    if (r->timed) {
+        fprintf(f, "slowest stage: predicted %.0f cycles (stage %d), measured %.0f cycles (stage %d): %+.2f%%\n",
+                r->period_pred, r->slowest_pred, r->period_meas, r->slowest_meas,
+                100.0 * (r->period_pred - r->period_meas) / r->period_meas);
+        fprintf(f, "%d inputs: makespan %.0f cycles, throughput %.3f inputs per Mcycle, latency (batch 1) %.0f cycles\n",
+                r->ninputs, r->makespan, r->throughput * 1e6, r->latency);
+        if (r->single > 0)
+            fprintf(f, "one device: %.0f cycles per input; speed-up %.3fx steady state (one input per slowest stage), "
+                       "%.3fx over these %d inputs (pipeline fill included)\n",
+                    r->single, r->speedup, r->speedup_n, r->ninputs);
+    } else
+        fprintf(f, "untimed backend (fsim): outputs only, no cycles\n");
+    if (r->checked)
+        fprintf(f, "outputs equal to the single-device run: %s (%d of %d)\n", r->equal == r->checked ? "yes" : "NO",
+                r->equal, r->checked);
+    fprintf(f, "host wall time %.2f s (not the measure: device cycles are)\n", r->wall_s);
+}

@@ -1,0 +1,108 @@
+/*
+ * tsr_pipeexec: the pipelined executor (issue 26). A network (tsr_netdesc.h)
+ * split into stages by the placement planner (tsr_pipeplan.h; a contiguous
+ * plan whose nodes are the network's nodes in order, as tsr_pipenet_problem
+ * builds it) runs over a system of K devices (tsr_multidev.h): stage s is a
+ * graph of its nodes (tsr_graph.h) planned on its device; its inputs are
+ * the tensors it reads that earlier stages (or the host: the network input)
+ * produce, its outputs the tensors later stages read (and the network
+ * output). A stream of N inputs flows through the stages concurrently: one
+ * host thread per stage, bounded queues between stages (depth 2: double
+ * buffered: a stage computes input i while i-1 waits for the next stage),
+ * results in order. Transfers are host-mediated (a stage's outputs read from
+ * its device's DRAM, written into the next device's by the graph runtime)
+ * and each transfer's cycles charged to both ends by the link model.
+ *
+ * The measure is device cycles, not wall time: stage s's time for input i
+ * is its device's measured cycles (counters, the sum of its layers) plus
+ * the link cycles it pays (receives + sends). The makespan is the finish
+ * time of the last input in a timeline replayed from those times with the
+ * same bounded queues (a stage starts input i when input i is received and
+ * input i-1 is done; it hands input i on when the next stage's queue has
+ * room). Throughput = N / makespan; the steady state is one input per
+ * slowest stage.
+ *
+ * Every output is compared byte for byte with a single-device run of the
+ * whole network (a reference device: the first device's backend and
+ * config). A device failing mid-pipeline stops the pipeline: the error names
+ * the device and stage, the queues are drained, the threads joined and
+ * every other device reset (tsr_mdev_reset_all), so the system runs the next
+ * pipeline. Refused before anything runs (one line, TSR_EINVAL): a plan that
+ * is not contiguous or puts a stage on the host, a stage that reads a
+ * tensor a later stage produces (wrong stage order), a stage whose DRAM
+ * footprint (the planner's count) exceeds its device's DRAM, a plan for a
+ * different network or number of devices.
+ */
+#ifndef TSR_PIPEEXEC_H
+#define TSR_PIPEEXEC_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "tsr_multidev.h"
+#include "tsr_netdesc.h"
+#include "tsr_pipeplan.h"
+
+#define TSR_PIPEX_MAX_INPUTS 4096
+
+typedef struct tsr_pipex_opts {
+    int ninputs;          /* inputs in the stream (1..TSR_PIPEX_MAX_INPUTS; 0 = 4) */
+    uint64_t seed;        /* input i is tsr_netdesc_random_input(nd, seed + i) */
+    unsigned flags;       /* graph plan flags (TSR_GRAPH_*) of every stage and of the reference */
+    int queue_depth;      /* 1..16 (0 = 2, double buffering) */
+    int no_reference;     /* 1: no single-device run (no check, no speed-up) */
+    /* For tests: flip one byte of every transfer from stage corrupt_stage - 1
+     * (0: none), so the comparison with the single-device run must fail. */
+    int corrupt_stage;
+} tsr_pipex_opts_t;
+
+typedef struct tsr_pipex_stage_res {
+    int device;            /* device index */
+    int nnodes;
+    char first[48], last[48]; /* its first and last node */
+    double predicted;      /* the plan's load (compute + link) */
+    double pred_compute;   /* the plan's compute */
+    double compute;        /* measured device cycles per input (mean over the inputs) */
+    double compute_max;    /* ... the largest */
+    double link;           /* link cycles per input (receives + sends, the model) */
+    double measured;       /* compute + link */
+    uint64_t bytes_in, bytes_out; /* per input */
+    int nin, nout;         /* tensors received / sent */
+} tsr_pipex_stage_res_t;
+
+typedef struct tsr_pipex_result {
+    int nstages, ninputs, timed;  /* timed: the devices count cycles (not fsim) */
+    tsr_pipex_stage_res_t st[TSR_MDEV_MAX];
+    int slowest_pred, slowest_meas;   /* stage indices */
+    double period_pred, period_meas;  /* the slowest stage, predicted and measured */
+    double makespan;       /* cycles until the last input's output (replayed timeline) */
+    double latency;        /* cycles of the first input through every stage */
+    double throughput;     /* inputs per cycle: N / makespan */
+    double single;         /* the reference device's cycles per input (mean), plus the link cycles of
+                              receiving the input from the host and sending the output back (the
+                              planner's single-device load) */
+    double speedup;        /* single / period_meas: the steady-state multiple of one device */
+    double speedup_n;      /* N x single / makespan: the multiple over these N inputs (fill included) */
+    int checked, equal;    /* outputs compared with the single-device run / equal */
+    int first_diff;        /* first input whose output differed (-1: none) */
+    double wall_s;         /* host wall time of the pipeline (not the measure) */
+    int failed_device;     /* -1, or the device that failed */
+} tsr_pipex_result_t;
+
+/* Run plan (over pp, built from nd) on the system. r is filled as far as
+ * it got. An output that differs is not an error: r->equal < r->checked. */
+int tsr_pipex_run(tsr_mdev_t *m, const tsr_netdesc_t *nd, const tsr_pp_t *pp, const tsr_pp_plan_t *plan,
+                 const tsr_pipex_opts_t *o, tsr_pipex_result_t *r);
+
+/* Per-layer cycles of the whole network on one device of backend/cfg (a
+ * calibration run on input seed): cost[v] gets node v's cycles (a conv with
+ * a fused add carries the add's; the add gets 0). For tsr_pipenet_problem_costs. */
+int tsr_pipex_calibrate(const char *backend, const tsr_config_t *cfg, const tsr_device_opts_t *dopts,
+                       const tsr_netdesc_t *nd, unsigned flags, uint64_t seed, double *cost);
+
+/* The stages (device, nodes, predicted and measured cycles, transfers),
+ * the slowest stage predicted vs measured, throughput, latency, the
+ * speed-up over one device and whether the outputs equal the single-device run. */
+void tsr_pipex_print(const tsr_pipex_result_t *r, FILE *f);
+
+#endif
