@@ -455,19 +455,20 @@ int tsr_pipex_run(tsr_mdev_t *m, const tsr_netdesc_t *nd, const tsr_pp_t *pp, co
             st->link += tsr_mdev_link_cycles(m, b);
         }
     }
-    /* the single-device run first: its outputs are what every pipeline output must equal */
-    if (!rc && !o.no_reference)
-        rc = reference(m, nd, &o, N, refs, &res->single);
-    if (res->single > 0) /* one device also receives the input from the host and sends the output back */
-        res->single += tsr_mdev_link_cycles(m, tsr_netdesc_tensor_bytes(nd, 0)) +
-                       tsr_mdev_link_cycles(m, tsr_netdesc_tensor_bytes(nd, nd->output));
-    /* plan every stage's graph on its device (weights uploaded once) */
+    /* plan every stage's graph on its device (weights uploaded once): a stage that does not fit its
+     * device is refused before anything runs */
     for (int s = 0; s < S && !rc; s++) {
         stage_t *st = &r.st[s];
         if ((rc = stage_graph(nd, tsr_mdev_config(m, st->dev), &plan->stages[s], st)) ||
             (rc = tsr_graph_plan(st->g, tsr_mdev_device(m, st->dev), o.flags)))
             tsr_err_prefix(rc, "pipeline: stage %d on device %d (%s): ", s, st->dev, tsr_mdev_backend(m, st->dev));
     }
+    /* the single-device run: its outputs are what every pipeline output must equal */
+    if (!rc && !o.no_reference)
+        rc = reference(m, nd, &o, N, refs, &res->single);
+    if (res->single > 0) /* one device also receives the input from the host and sends the output back */
+        res->single += tsr_mdev_link_cycles(m, tsr_netdesc_tensor_bytes(nd, 0)) +
+                       tsr_mdev_link_cycles(m, tsr_netdesc_tensor_bytes(nd, nd->output));
     for (int s = 0; s < S - 1 && !rc; s++) {
         queue_t *q = &r.q[s];
         q->cap = o.queue_depth;

@@ -1,0 +1,351 @@
+/*
+ * test_pipeexec: the pipelined executor over K devices (jit/tsr_pipeexec.h,
+ * jit/tsr_multidev.h) on the scaled-down ResNet-18 (input 32x32, width 8,
+ * 10 classes; a few ms per input on fsim):
+ *  - 2 and 3 devices on fsim, planned by the DP: every output of a stream
+ *    of inputs equal byte for byte to the single-device run, as many stages
+ *    as devices, results in order (input i's output is compared with the
+ *    reference's input i);
+ *  - the check can fail: a broken transfer (a byte flipped on the way into
+ *    stage 1) gives outputs that differ, and stages in a wrong order are
+ *    refused before anything runs;
+ *  - a device failing mid-pipeline (a run budget of 1 on device 1): the
+ *    error names the device, the threads stop, and the other devices run
+ *    the next pipeline (over devices 0 and 2) with outputs equal to one
+ *    device's;
+ *  - refusals, one line naming the culprit: K above 64, a plan for another
+ *    number of devices, a stage whose footprint is over its device's DRAM, a
+ *    non-contiguous plan, a host link of 0 bytes per cycle;
+ *  - with the systemc backend built: 2 devices, costs from a calibration
+ *    run, the slowest stage predicted within 3% of the measured one and the
+ *    speed-up over one device above 1.5x;
+ *  - `tessera net resnet18 --devices 2 --small ...`: the plan, the stage
+ *    table, "outputs equal to the single-device run: yes"; --fail-device
+ *    (exit 1, naming the device), --devices 65 (exit 2).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include <cmocka.h>
+
+#include "tsr_config.h"
+#include "tsr_driver.h"
+#include "tsr_error.h"
+#include "tsr_multidev.h"
+#include "tsr_netdesc.h"
+#include "tsr_pipeexec.h"
+#include "tsr_pipenet.h"
+#include "tsr_pipeplan.h"
+
+typedef struct {
+    tsr_config_t cfg;
+    tsr_netdesc_t nd;
+    tsr_pp_t *pp;
+} net_t;
+
+/* The small network as a planner problem over k devices of the default
+ * config (JIT costs, or measured ones when cost is given). */
+static void net_make(net_t *n, int k, const double *cost)
+{
+    assert_int_equal(tsr_config_load("default", &n->cfg), 0);
+    assert_int_equal(tsr_netdesc_resnet18_small(3, 1, 32, 8, 10, &n->nd), 0);
+    int rc = cost ? tsr_pipenet_problem_costs(&n->nd, &n->cfg, 1, cost, &n->pp)
+                  : tsr_pipenet_problem(&n->nd, &n->cfg, 1, &n->pp, NULL);
+    if (rc)
+        fail_msg("%s", tsr_errmsg());
+    for (int d = 0; d < k; d++)
+        assert_int_equal(tsr_pp_device(n->pp, NULL, 0, 1ull << 30, NULL), 0);
+    assert_int_equal(tsr_pp_set_link(n->pp, 8, 500), 0);
+    assert_int_equal(tsr_pp_set_host_stages(n->pp, 0), 0);
+}
+
+static void net_free(net_t *n)
+{
+    tsr_pp_free(n->pp);
+    tsr_netdesc_free(&n->nd);
+}
+
+static tsr_mdev_t *sys_open(int k, const char *backend, const tsr_config_t *cfg, const tsr_device_opts_t *opts)
+{
+    tsr_config_t cfgs[TSR_MDEV_MAX];
+    const char *b[TSR_MDEV_MAX];
+    for (int d = 0; d < k; d++)
+        cfgs[d] = *cfg, b[d] = backend;
+    tsr_mdev_t *m = NULL;
+    if (tsr_mdev_open(k, b, cfgs, opts, 8, 500, &m))
+        fail_msg("%s", tsr_errmsg());
+    return m;
+}
+
+static void run_equal(int k)
+{
+    net_t n;
+    net_make(&n, k, NULL);
+    tsr_pp_plan_t plan;
+    assert_int_equal(tsr_pp_solve_dp(n.pp, NULL, &plan), 0);
+    assert_int_equal(plan.nstages, k);
+    tsr_mdev_t *m = sys_open(k, "fsim", &n.cfg, NULL);
+    tsr_pipex_opts_t o = {.ninputs = 5, .seed = 11};
+    tsr_pipex_result_t r;
+    if (tsr_pipex_run(m, &n.nd, n.pp, &plan, &o, &r))
+        fail_msg("%s", tsr_errmsg());
+    assert_int_equal(r.nstages, k);
+    assert_int_equal(r.checked, 5);
+    assert_int_equal(r.equal, 5);
+    assert_int_equal(r.first_diff, -1);
+    assert_int_equal(r.failed_device, -1);
+    for (int s = 0; s + 1 < k; s++) /* every stage but the last sends something on */
+        assert_true(r.st[s].bytes_out > 0 && r.st[s + 1].bytes_in > 0);
+    /* the link's charges are the model's: both ends of every transfer */
+    for (int s = 0; s < k; s++) {
+        uint64_t bytes;
+        double spent = tsr_mdev_link_spent(m, r.st[s].device, &bytes);
+        assert_true(bytes == 5 * (r.st[s].bytes_in + r.st[s].bytes_out));
+        assert_true(spent > 5 * r.st[s].link - 1e-6 && spent < 5 * r.st[s].link + 1e-6);
+    }
+    tsr_mdev_close(m);
+    tsr_pp_plan_free(&plan);
+    net_free(&n);
+}
+
+static void test_two_devices(void **state)
+{
+    (void)state;
+    run_equal(2);
+}
+
+static void test_three_devices(void **state)
+{
+    (void)state;
+    run_equal(3);
+}
+
+/* A broken transfer and a wrong stage order must not pass. */
+static void test_broken(void **state)
+{
+    (void)state;
+    net_t n;
+    net_make(&n, 2, NULL);
+    tsr_pp_plan_t plan;
+    assert_int_equal(tsr_pp_solve_dp(n.pp, NULL, &plan), 0);
+    tsr_mdev_t *m = sys_open(2, "fsim", &n.cfg, NULL);
+    tsr_pipex_opts_t o = {.ninputs = 3, .seed = 5, .corrupt_stage = 1};
+    tsr_pipex_result_t r;
+    if (tsr_pipex_run(m, &n.nd, n.pp, &plan, &o, &r))
+        fail_msg("%s", tsr_errmsg());
+    assert_int_equal(r.checked, 3);
+    assert_int_equal(r.equal, 0);
+    assert_int_equal(r.first_diff, 0);
+    /* the stages swapped: stage 0 would read what stage 1 produces */
+    tsr_pp_stage_t t = plan.stages[0];
+    plan.stages[0] = plan.stages[1];
+    plan.stages[1] = t;
+    o.corrupt_stage = 0;
+    assert_int_equal(tsr_pipex_run(m, &n.nd, n.pp, &plan, &o, &r), TSR_EINVAL);
+    assert_non_null(strstr(tsr_errmsg(), "not in a topological order"));
+    t = plan.stages[0];
+    plan.stages[0] = plan.stages[1];
+    plan.stages[1] = t;
+    tsr_mdev_close(m);
+    tsr_pp_plan_free(&plan);
+    net_free(&n);
+}
+
+/* Device 1 fails its first run; the others are reset and run the next pipeline. */
+static void test_failure(void **state)
+{
+    (void)state;
+    net_t n;
+    net_make(&n, 3, NULL);
+    tsr_pp_plan_t plan, two;
+    assert_int_equal(tsr_pp_solve_dp(n.pp, NULL, &plan), 0);
+    assert_int_equal(plan.nstages, 3);
+    tsr_device_opts_t opts[3];
+    memset(opts, 0, sizeof opts);
+    opts[1].run_budget = 1;
+    tsr_mdev_t *m = sys_open(3, "fsim", &n.cfg, opts);
+    tsr_pipex_opts_t o = {.ninputs = 6, .seed = 2};
+    tsr_pipex_result_t r;
+    int rc = tsr_pipex_run(m, &n.nd, n.pp, &plan, &o, &r);
+    assert_int_not_equal(rc, 0);
+    assert_int_equal(r.failed_device, 1);
+    const char *msg = tsr_errmsg();
+    assert_non_null(strstr(msg, "pipeline stopped: device 1"));
+    assert_non_null(strstr(msg, "run budget"));
+    assert_null(strchr(msg, '\n'));
+    /* the other two recover: the network over devices 0 and 2 */
+    int nn = tsr_pp_nnodes(n.pp), *slot = malloc(sizeof(int) * (size_t)nn);
+    assert_non_null(slot);
+    for (int v = 0; v < nn; v++)
+        slot[v] = v < nn / 2 ? 0 : 2;
+    assert_int_equal(tsr_pp_evaluate(n.pp, slot, &two), 0);
+    assert_int_equal(two.nstages, 2);
+    if (tsr_pipex_run(m, &n.nd, n.pp, &two, &o, &r))
+        fail_msg("%s", tsr_errmsg());
+    assert_int_equal(r.equal, 6);
+    assert_int_equal(r.checked, 6);
+    free(slot);
+    tsr_mdev_close(m);
+    tsr_pp_plan_free(&plan);
+    tsr_pp_plan_free(&two);
+    net_free(&n);
+}
+
+static void test_refusals(void **state)
+{
+    (void)state;
+    net_t n;
+    net_make(&n, 2, NULL);
+    tsr_config_t cfgs[TSR_MDEV_MAX + 1];
+    for (int d = 0; d <= TSR_MDEV_MAX; d++)
+        cfgs[d] = n.cfg;
+    tsr_mdev_t *m = NULL;
+    /* K above the limit, a bad link */
+    assert_int_equal(tsr_mdev_open(TSR_MDEV_MAX + 1, NULL, cfgs, NULL, 8, 0, &m), TSR_EINVAL);
+    assert_non_null(strstr(tsr_errmsg(), "K = 65"));
+    assert_null(m);
+    assert_int_equal(tsr_mdev_open(2, NULL, cfgs, NULL, 0, 0, &m), TSR_EINVAL);
+    assert_non_null(strstr(tsr_errmsg(), "link"));
+    tsr_pp_plan_t plan, alt;
+    assert_int_equal(tsr_pp_solve_dp(n.pp, NULL, &plan), 0);
+    tsr_pipex_opts_t o = {.ninputs = 2};
+    tsr_pipex_result_t r;
+    /* a plan for 2 devices on 3 */
+    m = sys_open(3, "fsim", &n.cfg, NULL);
+    assert_int_equal(tsr_pipex_run(m, &n.nd, n.pp, &plan, &o, &r), TSR_EINVAL);
+    assert_non_null(strstr(tsr_errmsg(), "the plan is for 2 devices, the system has 3"));
+    tsr_mdev_close(m);
+    /* device 1 with 64 KiB of DRAM: its stage does not fit, refused before anything runs */
+    tsr_device_opts_t opts[2];
+    memset(opts, 0, sizeof opts);
+    opts[1].dram_size = 64 << 10;
+    m = sys_open(2, "fsim", &n.cfg, opts);
+    assert_int_equal(tsr_pipex_run(m, &n.nd, n.pp, &plan, &o, &r), TSR_EINVAL);
+    assert_non_null(strstr(tsr_errmsg(), "stage 1"));
+    assert_non_null(strstr(tsr_errmsg(), "device 1 has 0.1 MiB"));
+    tsr_mdev_close(m);
+    /* a non-contiguous placement (nodes alternating between the devices) */
+    int nn = tsr_pp_nnodes(n.pp), *slot = malloc(sizeof(int) * (size_t)nn);
+    assert_non_null(slot);
+    for (int v = 0; v < nn; v++)
+        slot[v] = v & 1;
+    assert_int_equal(tsr_pp_evaluate(n.pp, slot, &alt), 0);
+    assert_false(alt.contiguous);
+    m = sys_open(2, "fsim", &n.cfg, NULL);
+    assert_int_equal(tsr_pipex_run(m, &n.nd, n.pp, &alt, &o, &r), TSR_EINVAL);
+    assert_non_null(strstr(tsr_errmsg(), "not contiguous"));
+    /* inputs out of range */
+    o.ninputs = TSR_PIPEX_MAX_INPUTS + 1;
+    assert_int_equal(tsr_pipex_run(m, &n.nd, n.pp, &plan, &o, &r), TSR_EINVAL);
+    assert_non_null(strstr(tsr_errmsg(), "inputs"));
+    tsr_mdev_close(m);
+    free(slot);
+    tsr_pp_plan_free(&alt);
+    tsr_pp_plan_free(&plan);
+    net_free(&n);
+}
+
+static int have_backend(const char *name)
+{
+    for (const char *const *b = tsr_backend_names(); *b; b++)
+        if (!strcmp(*b, name))
+            return 1;
+    return 0;
+}
+
+/* systemc: calibrated costs predict the slowest stage within 3%. */
+static void test_systemc(void **state)
+{
+    (void)state;
+    if (!have_backend("systemc")) {
+        print_message("skipped: built without the systemc backend\n");
+        return;
+    }
+    net_t n;
+    tsr_config_t cfg;
+    tsr_netdesc_t nd;
+    assert_int_equal(tsr_config_load("default", &cfg), 0);
+    assert_int_equal(tsr_netdesc_resnet18_small(3, 1, 32, 8, 10, &nd), 0);
+    double *cost = calloc((size_t)nd.nnodes, sizeof *cost);
+    assert_non_null(cost);
+    if (tsr_pipex_calibrate("systemc", &cfg, NULL, &nd, 0, 99, cost))
+        fail_msg("%s", tsr_errmsg());
+    tsr_netdesc_free(&nd);
+    net_make(&n, 2, cost);
+    tsr_pp_plan_t plan;
+    assert_int_equal(tsr_pp_solve_dp(n.pp, NULL, &plan), 0);
+    tsr_mdev_t *m = sys_open(2, "systemc", &n.cfg, NULL);
+    tsr_pipex_opts_t o = {.ninputs = 4, .seed = 8};
+    tsr_pipex_result_t r;
+    if (tsr_pipex_run(m, &n.nd, n.pp, &plan, &o, &r))
+        fail_msg("%s", tsr_errmsg());
+    assert_true(r.timed);
+    assert_int_equal(r.equal, 4);
+    double err = (r.period_pred - r.period_meas) / r.period_meas;
+    print_message("systemc, 2 devices: slowest stage predicted %.0f, measured %.0f (%+.2f%%), speed-up %.3fx\n",
+                  r.period_pred, r.period_meas, 100 * err, r.speedup);
+    assert_true(err < 0.03 && err > -0.03);
+    assert_true(r.speedup > 1.5);
+    /* the replayed timeline: N inputs take the latency plus N - 1 periods at least */
+    assert_true(r.makespan >= r.latency + 3 * r.period_meas - 1);
+    tsr_mdev_close(m);
+    tsr_pp_plan_free(&plan);
+    net_free(&n);
+    free(cost);
+}
+
+/* Run `tessera ARGS` (stderr joined); its output in buf, its exit status returned. */
+static int run_cli(const char *args, char *buf, size_t cap)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "%s %s 2>&1", TSR_CLI, args);
+    FILE *f = popen(cmd, "r");
+    assert_non_null(f);
+    size_t n = fread(buf, 1, cap - 1, f);
+    buf[n] = 0;
+    int st = pclose(f);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void test_cli(void **state)
+{
+    (void)state;
+    static char out[65536];
+    int rc = run_cli("net resnet18 --devices 2 --small 32,8,10 --inputs 3", out, sizeof out);
+    if (rc)
+        fail_msg("exit %d:\n%s", rc, out);
+    assert_non_null(strstr(out, "plan (dp, contiguous): 2 stages"));
+    assert_non_null(strstr(out, "pred cycles"));
+    assert_non_null(strstr(out, "outputs equal to the single-device run: yes (3 of 3)"));
+    rc = run_cli("net resnet18 --devices 3 --small 32,8,10 --inputs 3 --fail-device 1", out, sizeof out);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(out, "pipeline stopped: device 1"));
+    /* 0.2 MiB per device: the planner's footprints fit, the device's DRAM does not (instruction buffers,
+     * the arena): refused when the stage is planned on its device, before any input runs */
+    rc = run_cli("net resnet18 --devices 2 --small 32,8,10 --inputs 2 --dram 0.2", out, sizeof out);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(out, "on device 1 (fsim)"));
+    assert_non_null(strstr(out, "DRAM"));
+    assert_null(strstr(out, "outputs equal"));
+    rc = run_cli("net resnet18 --devices 65", out, sizeof out);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(out, "at most 64 devices"));
+    rc = run_cli("net resnet18 --devices 2 --configs default,default,default", out, sizeof out);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(out, "3 configs for 2 devices"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_two_devices), cmocka_unit_test(test_three_devices), cmocka_unit_test(test_broken),
+        cmocka_unit_test(test_failure),     cmocka_unit_test(test_refusals),      cmocka_unit_test(test_systemc),
+        cmocka_unit_test(test_cli),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
