@@ -42,6 +42,28 @@ int tsr_err_prefix(int code, const char *fmt, ...)
 
 const char *tsr_errmsg(void) { return errmsg; }
 
+static tsr_notice_fn notice_fn;
+static void *notice_ctx;
+
+void tsr_set_notice_handler(tsr_notice_fn fn, void *ctx)
+{
+    notice_fn = fn;
+    notice_ctx = ctx;
+}
+
+void tsr_notice(const char *fmt, ...)
+{
+    char line[TSR_ERRMSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (notice_fn)
+        notice_fn(notice_ctx, line);
+    else
+        fprintf(stderr, "tessera: %s\n", line);
+}
+
 void tsr_err_clear(void) { errmsg[0] = '\0'; }
 
 const char *tsr_errname(int code)

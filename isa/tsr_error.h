@@ -35,4 +35,14 @@ const char *tsr_errname(int code);
 /* Forget the last error. */
 void tsr_err_clear(void);
 
+/* Notices: what the library has to tell a user that is not an error (a
+ * timeline cut at its size limit, a kernel cache it cannot use, a model
+ * being built). One line, without "tessera: " or a newline. By default
+ * they go to stderr as "tessera: <line>"; a binding that must keep stderr
+ * clean (Python) installs a handler. The handler is process-wide; it may
+ * be called from any thread. NULL restores the default. */
+typedef void (*tsr_notice_fn)(void *ctx, const char *line);
+void tsr_set_notice_handler(tsr_notice_fn fn, void *ctx);
+void tsr_notice(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 #endif

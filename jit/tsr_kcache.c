@@ -120,12 +120,12 @@ static void warn(const tsr_kcache_t *kc, const char *fmt, ...)
 {
     if (kc->o.quiet)
         return;
+    char line[768];
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "tessera: warning: jit cache: ");
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
+    tsr_notice("warning: jit cache: %s", line);
 }
 
 /* ------------------------------------------------------------ helpers */

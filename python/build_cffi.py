@@ -24,6 +24,9 @@ enum { TSR_OK = 0, TSR_EINVAL = -1, TSR_ECONFIG = -2, TSR_EPARSE = -3, TSR_EVERI
 const char *tsr_errmsg(void);
 const char *tsr_errname(int code);
 void tsr_err_clear(void);
+typedef void (*tsr_notice_fn)(void *ctx, const char *line);
+void tsr_set_notice_handler(tsr_notice_fn fn, void *ctx);
+extern "Python" void _tsr_notice_cb(void *ctx, const char *line);
 
 typedef struct tsr_config {
     char target[32]; char hw_ver[32];
@@ -32,6 +35,7 @@ typedef struct tsr_config {
     int log_wgt_buff_size; int log_acc_buff_size;
     int dram_bus_width; int clock_mhz; int cmd_queue_depth; int dep_queue_depth;
     int dsp_pack; int out_buff_lutram; int acc_single_copy; int serial_core; int exact_requant; int act_lut;
+    int depthwise;
     int inp_width; int wgt_width; int acc_width; int out_width; int batch; int block_in; int block_out;
     uint32_t uop_bytes; uint32_t inp_bytes; uint32_t wgt_bytes; uint32_t acc_bytes; uint32_t acc8_bytes;
     uint32_t out_bytes; uint32_t uop_depth; uint32_t inp_depth; uint32_t wgt_depth; uint32_t acc_depth;

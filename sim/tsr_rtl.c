@@ -242,7 +242,7 @@ static int model_path(const tsr_config_t *cfg, const tsr_rtl_opts_t *o, char *li
     }
     fclose(pf);
     if (o->verbose)
-        fprintf(stderr, "tessera: building the RTL model for this config in %s ...\n", dir);
+        tsr_notice("building the RTL model for this config in %s ...", dir);
     char cmd[4096];
     snprintf(cmd, sizeof cmd, "'%s/scripts/build_rtl_model.sh' '%s' '%s' %d %d %d %d %s > '%s/build.log' 2>&1",
              root, dir, path, cfg->dram_bus_width / 8, trace, threads, timeline, netlist ? "ice40" : "rtl", dir);
@@ -589,11 +589,14 @@ int tsr_rtl_create(const tsr_config_t *cfg, tsr_dram_t *dram, const tsr_rtl_opts
         r->vp_mask = r->api->probe(r->m, r->vp);
         if (r->vp_mask != (1u << TSR_VP_COUNT) - 1) {
             static const char *const names[TSR_VP_COUNT] = TSR_VP_NAMES;
-            fprintf(stderr, "tessera: rtl timeline: tsr_top has no signal");
-            for (int k = 0; k < TSR_VP_COUNT; k++)
+            char missing[512] = "";
+            size_t n = 0;
+            for (int k = 0; k < TSR_VP_COUNT && n < sizeof missing; k++)
                 if (!((r->vp_mask >> k) & 1))
-                    fprintf(stderr, " %s", names[k]);
-            fprintf(stderr, " (renamed? update sim/rtl/tsr_timeline.vlt and tsr_vtop.h): those lanes stay empty\n");
+                    n += (size_t)snprintf(missing + n, sizeof missing - n, " %s", names[k]);
+            tsr_notice("rtl timeline: tsr_top has no signal%s (renamed? update sim/rtl/tsr_timeline.vlt and "
+                       "tsr_vtop.h): those lanes stay empty",
+                       missing);
         }
     }
     r->api->set(r->m, TSR_V_RST_N, 0);

@@ -442,9 +442,8 @@ int tsr_tl_close(tsr_tl_t *t)
     if (fclose(t->f) != 0)
         rc = tsr_err(TSR_EIO, "timeline: writing %s failed", t->path);
     if (t->dropped)
-        fprintf(stderr,
-                "tessera: timeline %s reached its size limit (%llu KiB): %llu events from cycle %.0f on were left "
-                "out (raise it with --timeline-max MB, or record a shorter run)\n",
+        tsr_notice("timeline %s reached its size limit (%llu KiB): %llu events from cycle %.0f on were left "
+                   "out (raise it with --timeline-max MB, or record a shorter run)",
                 t->path, (unsigned long long)(limit >> 10), (unsigned long long)t->dropped,
                 t->dropped_at);
     free(t->path);

@@ -22,11 +22,11 @@ import weakref
 import numpy as np
 
 from ._tessera_c import ffi, lib
-from ._base import Error, _arg, _check, _s, _tensor_in, _tensor_out, _DT, _NP  # noqa: F401
+from ._base import Error, Notice, _arg, _check, _s, _tensor_in, _tensor_out, _DT, _NP  # noqa: F401
 from .report import Report, onnx_rows as report_rows
 from .timeline import Timeline
 
-__all__ = ["Error", "config", "presets", "backends", "Device", "load_onnx", "Model", "asm", "verify", "run",
+__all__ = ["Error", "Notice", "config", "presets", "backends", "Device", "load_onnx", "Model", "asm", "verify", "run",
            "Program", "Graph", "Tensor", "Report", "Timeline", "op", "dse"]
 __version__ = "0.1.0"
 
@@ -42,7 +42,7 @@ _KEYS = [("TARGET", "target"), ("HW_VER", "hw_ver"), ("LOG_INP_WIDTH", "log_inp_
          ("DRAM_BUS_WIDTH", "dram_bus_width"), ("CLOCK_MHZ", "clock_mhz"), ("CMD_QUEUE_DEPTH", "cmd_queue_depth"),
          ("DEP_QUEUE_DEPTH", "dep_queue_depth"), ("DSP_PACK", "dsp_pack"), ("OUT_BUFF_LUTRAM", "out_buff_lutram"),
          ("ACC_SINGLE_COPY", "acc_single_copy"), ("SERIAL_CORE", "serial_core"),
-         ("EXACT_REQUANT", "exact_requant"), ("ACT_LUT", "act_lut")]
+         ("EXACT_REQUANT", "exact_requant"), ("ACT_LUT", "act_lut"), ("DEPTHWISE", "depthwise")]
 # Derived quantities, reported in lower case (read-only: a dict passed back uses the upper-case keys).
 _DERIVED = ["inp_width", "wgt_width", "acc_width", "out_width", "batch", "block_in", "block_out", "uop_bytes",
             "inp_bytes", "wgt_bytes", "acc_bytes", "acc8_bytes", "out_bytes", "uop_depth", "inp_depth",

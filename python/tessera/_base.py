@@ -13,6 +13,21 @@ class Error(Exception):
         self.name = ffi.string(lib.tsr_errname(code)).decode() if code < 0 else ""
 
 
+class Notice(UserWarning):
+    """Something the library tells the user that is not an error (a timeline cut at its size limit, a
+    kernel cache it cannot use): issued with warnings.warn, never printed to stderr."""
+
+
+@ffi.def_extern()
+def _tsr_notice_cb(ctx, line):
+    import warnings
+    warnings.warn(ffi.string(line).decode("utf-8", "replace"), Notice, stacklevel=2)
+
+
+# Route the library's notices here for the life of the process (its default prints to stderr).
+lib.tsr_set_notice_handler(lib._tsr_notice_cb, ffi.NULL)
+
+
 def _s(p):
     return ffi.string(p).decode("utf-8", "replace") if p != ffi.NULL else ""
 

@@ -246,3 +246,14 @@ def test_report_conv_run_alone(dev, cli, tmp_path):
     assert row["shape"] == "6x6,4->8,3x3,s1" and row["cycles"] is None and row["moved"] == 0
     # input, output, weights and the int32 bias the importer gives every conv (as for a graph's conv)
     assert row["compulsory"] == 4 * 36 + 8 * 36 + 8 * 4 * 9 + 4 * 8
+
+
+@systemc
+def test_notice_is_a_warning_not_stderr(digits, tmp_path, capfd):
+    """A timeline cut at its size limit is a notice: a tessera.Notice warning, nothing on stderr
+    (the library's default handler prints it, the package installs its own)."""
+    x = np.load(digits["x"])[:16]
+    with pytest.warns(tessera.Notice, match="size limit"):
+        with tessera.Device(backend="systemc", timeline=str(tmp_path / "d.json"), timeline_max=4096) as d:
+            tessera.load_onnx(digits["qdq"], d).run(x)
+    assert capfd.readouterr().err == ""
