@@ -19,7 +19,7 @@ static const char *net_help =
     "                            [--batch N] [--small HW,WIDTH,CLASSES] [--runs N]\n"
     "                            [--check] [--no-tappack] [--no-fuse] [--one-submission]\n"
     "                            [device options]\n"
-    "       tessera net resnet18 --devices K ...   (pipelined over K devices: --devices --help)\n"
+    "       tessera net resnet18|resnet50 --devices K ...   (pipelined over K devices: --devices --help)\n"
     "\n"
     "Build ResNet-18 (ImageNet shape, int8 weights, per-channel requantization,\n"
     "uint8 activations after ReLU, seeded random weights calibrated so no\n"

@@ -23,12 +23,13 @@
 #include "tsr_pipeplan.h"
 
 static const char *pipe_help =
-    "usage: tessera net resnet18 --devices K [--configs A,B,..] [--backend NAME]\n"
+    "usage: tessera net resnet18|resnet50 --devices K [--configs A,B,..] [--backend NAME]\n"
     "                            [--inputs N] [--calibrate] [--small HW,WIDTH,CLASSES]\n"
     "                            [--link-bw BYTES] [--link-latency CYCLES] [--dram MIB]\n"
     "                            [--seed N] [--fail-device D] [device options]\n"
     "\n"
-    "Split ResNet-18 into pipeline stages over K devices with the optimal planner\n"
+    "Split ResNet-18 (or ResNet-50: its shapes with seeded weights in -2..2 and\n"
+    "per-tensor requantization) into pipeline stages over K devices with the optimal planner\n"
     "(`tessera plan`), open K devices (each its own backend instance and DRAM),\n"
     "and stream N inputs through the stages: one host thread per device, queues of\n"
     "two between stages, transfers host-mediated and charged to both ends by the\n"
@@ -58,7 +59,7 @@ enum { OPT_DEVICES = 2000, OPT_CONFIGS, OPT_INPUTS, OPT_CAL, OPT_SMALL, OPT_LBW,
 
 typedef struct {
     int devices, inputs, calibrate, small, hw, width, classes, fail;
-    const char *configs;
+    const char *configs, *net;
     double link_bw, link_lat, dram_mib;
     tsr_cli_base_t b;
 } pipe_opts_t;
@@ -125,11 +126,11 @@ static int pipe_parse(int argc, char **argv, pipe_opts_t *o)
         default: return tsr_cli_usage("net", "bad option");
         }
     }
-    if (optind != argc - 1 || strcmp(argv[optind], "resnet18"))
-        return tsr_cli_usage("net", !strcmp(argv[argc - 1], "resnet50")
-                                        ? "resnet50 has shapes but no weights in the network runner: plan it with "
-                                          "`tessera plan --net resnet50`"
-                                        : "expected the network name: resnet18");
+    if (optind != argc - 1 || (strcmp(argv[optind], "resnet18") && strcmp(argv[optind], "resnet50")))
+        return tsr_cli_usage("net", "expected the network name: resnet18 or resnet50");
+    o->net = argv[optind];
+    if (o->small && strcmp(o->net, "resnet18"))
+        return tsr_cli_usage("net", "--small is a scaled-down resnet18");
     if (o->fail >= o->devices)
         return tsr_cli_usage("net", "--fail-device names a device past --devices");
     if (tsr_cli_devopts.rtl.timing_only)
@@ -211,10 +212,14 @@ int tsr_cli_net_devices(int argc, char **argv)
     memset(&plan, 0, sizeof plan), memset(&single, 0, sizeof single), memset(&other, 0, sizeof other);
     tsr_mdev_t *m = NULL;
     double *cost = NULL;
+    int rn50 = !strcmp(o.net, "resnet50");
     int rc = pipe_configs(&o, cfgs, kind_of, kinds, &nkinds, names);
     if (!rc)
-        rc = o.small ? tsr_netdesc_resnet18_small(o.b.seed, 1, o.hw, o.width, o.classes, &nd)
-                     : tsr_netdesc_resnet18(o.b.seed, 1, &nd);
+        rc = rn50 ? tsr_pipenet_resnet50_desc(1, &nd)
+             : o.small ? tsr_netdesc_resnet18_small(o.b.seed, 1, o.hw, o.width, o.classes, &nd)
+                       : tsr_netdesc_resnet18(o.b.seed, 1, &nd);
+    if (!rc && rn50)
+        rc = tsr_pipenet_resnet50_weights(&nd, o.b.seed);
     if (!rc)
         rc = tsr_pipenet_problem(&nd, kinds, nkinds, &pp_jit, NULL);
     if (!rc)
@@ -292,7 +297,10 @@ out:
     tsr_pp_plan_free(&plan), tsr_pp_plan_free(&single), tsr_pp_plan_free(&other);
     tsr_pp_free(pp), tsr_pp_free(pp_jit);
     free(cost);
-    tsr_netdesc_free(&nd);
+    if (rn50)
+        tsr_pipenet_desc_free(&nd);
+    else
+        tsr_netdesc_free(&nd);
     if (rc == 1) {
         fprintf(stderr, "tessera: net: an output differs from the single-device run\n");
         return 1;

@@ -23,10 +23,16 @@
 #include "tsr_pipeplan.h"
 
 /* ResNet-50 (ImageNet shape, batch n) as a description of shapes and
- * parameters only (no weights: nothing runs it; per-tensor requantization).
+ * parameters only (no weights unless tsr_pipenet_resnet50_weights adds them;
+ * per-tensor requantization).
  * Free with tsr_pipenet_desc_free. */
 int tsr_pipenet_resnet50_desc(int n, tsr_netdesc_t *out);
 void tsr_pipenet_desc_free(tsr_netdesc_t *nd);
+/* (Added for the pipelined executor.) Seeded random int8 weights in -2..2
+ * for every conv and the FC of tsr_pipenet_resnet50_desc's description (no
+ * bias), so the graph runtime can run it: the fixed requantization then
+ * keeps most activations inside their range. Freed by tsr_pipenet_desc_free. */
+int tsr_pipenet_resnet50_weights(tsr_netdesc_t *nd, uint64_t seed);
 
 /* The planner's problem for nd over nkinds device kinds cfgs[0..nkinds)
  * (costs as above, from an fsim device per kind), no devices added yet.

@@ -20,8 +20,10 @@
  *    run, the slowest stage predicted within 3% of the measured one and the
  *    speed-up over one device above 1.5x;
  *  - `tessera net resnet18 --devices 2 --small ...`: the plan, the stage
- *    table, "outputs equal to the single-device run: yes"; --fail-device
- *    (exit 1, naming the device), --devices 65 (exit 2).
+ *    table, "outputs equal to the single-device run: yes"; ResNet-50 (its
+ *    shapes with seeded weights) on 2 devices, one input; --fail-device
+ *    (exit 1, naming the device), too little DRAM (exit 1, naming the
+ *    device), --devices 65 (exit 2).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -332,6 +334,14 @@ static void test_cli(void **state)
     assert_non_null(strstr(out, "on device 1 (fsim)"));
     assert_non_null(strstr(out, "DRAM"));
     assert_null(strstr(out, "outputs equal"));
+    /* ResNet-50's shapes with seeded weights run too (one input on fsim: a few seconds) */
+    rc = run_cli("net resnet50 --devices 2 --inputs 1", out, sizeof out);
+    if (rc)
+        fail_msg("exit %d:\n%s", rc, out);
+    assert_non_null(strstr(out, "net: resnet50 on 2 devices"));
+    assert_non_null(strstr(out, "outputs equal to the single-device run: yes (1 of 1)"));
+    rc = run_cli("net resnet50 --devices 2 --small 32,8,10", out, sizeof out);
+    assert_int_equal(rc, 2);
     rc = run_cli("net resnet18 --devices 65", out, sizeof out);
     assert_int_equal(rc, 2);
     assert_non_null(strstr(out, "at most 64 devices"));
