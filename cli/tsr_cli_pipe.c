@@ -28,7 +28,7 @@ static const char *pipe_help =
     "                            [--link-bw BYTES] [--link-latency CYCLES] [--dram MIB]\n"
     "                            [--seed N] [--fail-device D] [device options]\n"
     "\n"
-    "Split ResNet-18 (or ResNet-50: its shapes with seeded weights in -2..2 and\n"
+    "Split ResNet-18 (or ResNet-50: its shapes with seeded weights in -8..8 and\n"
     "per-tensor requantization) into pipeline stages over K devices with the optimal planner\n"
     "(`tessera plan`), open K devices (each its own backend instance and DRAM),\n"
     "and stream N inputs through the stages: one host thread per device, queues of\n"

@@ -208,10 +208,11 @@ int tsr_pipenet_resnet50_weights(tsr_netdesc_t *nd, uint64_t seed)
         int8_t *w = malloc((size_t)n);
         if (!w)
             return tsr_err(TSR_ENOMEM, "out of memory");
-        /* weights in -2..2: with the fixed requantization (x 2^-9) the accumulators of a few thousand terms
-         * land mostly inside the activation range instead of saturating */
+        /* weights in -8..8: with the fixed requantization (x 2^-9) most activations stay inside their range
+         * through the 53 convs (measured: about half of each post-ReLU tensor nonzero, 81% of the logits
+         * neither 0 nor saturated; -2..2 decays to all zeros by layer1, -32..32 saturates 73% of the logits) */
         for (uint64_t k = 0; k < n; k++)
-            w[k] = (int8_t)((int)(tsr_splitmix64(&s) % 5) - 2);
+            w[k] = (int8_t)((int)(tsr_splitmix64(&s) % 17) - 8);
         nn->w = w;
     }
     return TSR_OK;

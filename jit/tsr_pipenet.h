@@ -28,7 +28,7 @@
  * Free with tsr_pipenet_desc_free. */
 int tsr_pipenet_resnet50_desc(int n, tsr_netdesc_t *out);
 void tsr_pipenet_desc_free(tsr_netdesc_t *nd);
-/* (Added for the pipelined executor.) Seeded random int8 weights in -2..2
+/* (Added for the pipelined executor.) Seeded random int8 weights in -8..8
  * for every conv and the FC of tsr_pipenet_resnet50_desc's description (no
  * bias), so the graph runtime can run it: the fixed requantization then
  * keeps most activations inside their range. Freed by tsr_pipenet_desc_free. */
