@@ -86,17 +86,21 @@ module tsr_gemm_core #(
   end
 
   if (Depthwise != 0) begin : g_dw
-    // Lane [b][c]: the sum over taps k of unit k's product of term c, modulo
-    // 2^AccWidth (the accumulate wraps anyway); registered beside the trees.
-    logic [Batch*BlockIn*AccWidth-1:0] dw_d, dw_q;
-    logic [AccWidth-1:0] s;                        // loop temporary
+    // Lane [b][c]: the sum over taps k of unit k's product of term c. K
+    // products of PW bits sum exactly in PW + clog2(K) bits (below the
+    // accumulator width), so the adders and the register are that wide and
+    // the sum is sign-extended into dot_o; registered beside the trees.
+    localparam int SW0 = PW + $clog2(Depthwise);
+    localparam int SW = (SW0 < AccWidth) ? SW0 : AccWidth;
+    logic [Batch*BlockIn*SW-1:0] dw_d, dw_q;
+    logic [SW-1:0] s;                              // loop temporary
     always_comb begin
       for (int b = 0; b < Batch; b++) begin
         for (int c = 0; c < BlockIn; c++) begin
           s = '0;
           for (int k = 0; k < Depthwise; k++)
-            s = s + AccWidth'($signed(prods[((b*(BlockOut/L) + k)*BlockIn + c)*PW +: PW]));
-          dw_d[(b*BlockIn + c)*AccWidth +: AccWidth] = s;
+            s = s + SW'($signed(prods[((b*(BlockOut/L) + k)*BlockIn + c)*PW +: PW]));
+          dw_d[(b*BlockIn + c)*SW +: SW] = s;
         end
       end
     end
@@ -104,7 +108,10 @@ module tsr_gemm_core #(
     always_ff @(posedge clk_i) begin
       dw_q <= dw_d;
     end
-    assign dot_o = dw_i ? dw_q : dot_arr;
+    for (genvar l = 0; l < Batch * BlockIn; l++) begin : g_lane
+      assign dot_o[l*AccWidth +: AccWidth] =
+          dw_i ? AccWidth'($signed(dw_q[l*SW +: SW])) : dot_arr[l*AccWidth +: AccWidth];
+    end
     // Units from Depthwise on contribute no tap; their products are unused.
     if (Depthwise < BlockOut / L) begin : g_rest
       logic unused_rest;
