@@ -78,7 +78,8 @@ struct stage {
     int *in_t, *out_t;    /* network tensor ids, ascending (the graph's input / output order) */
     double link;          /* link cycles per input */
     uint64_t bytes_in, bytes_out;
-    double *cyc;          /* per input: measured device cycles */
+    double *cyc;          /* per input: measured device cycles, in the first device's clock */
+    double clock;         /* the first device's clock / this device's (mixed configs) */
     run_t *run;
 };
 
@@ -171,7 +172,7 @@ static void *stage_main(void *arg)
             break;
         }
         tsr_graph_totals(st->g, &t);
-        st->cyc[i] = t.cycles;
+        st->cyc[i] = t.cycles * st->clock; /* cycles of the first device's clock, as the plan's */
         /* the link: this device receives its inputs and sends its outputs */
         for (int j = 0; j < st->nin; j++)
             tsr_mdev_charge(r->m, st->dev, tsr_netdesc_tensor_bytes(nd, st->in_t[j]));
@@ -427,6 +428,7 @@ int tsr_pipex_run(tsr_mdev_t *m, const tsr_netdesc_t *nd, const tsr_pp_t *pp, co
         st->s = s;
         st->dev = plan->stages[s].slot;
         st->run = &r;
+        st->clock = (double)tsr_mdev_config(m, 0)->clock_mhz / tsr_mdev_config(m, st->dev)->clock_mhz;
         st->in_t = malloc(sizeof(int) * (size_t)nd->ntensors);
         st->out_t = malloc(sizeof(int) * (size_t)nd->ntensors);
         st->cyc = calloc((size_t)N, sizeof(double));

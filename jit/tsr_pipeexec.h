@@ -15,7 +15,9 @@
  *
  * The measure is device cycles, not wall time: stage s's time for input i
  * is its device's measured cycles (counters, the sum of its layers) plus
- * the link cycles it pays (receives + sends). The makespan is the finish
+ * the link cycles it pays (receives + sends). All cycles are of the first
+ * device's clock, as the planner's (a device of another config: its
+ * counters scaled by the clocks' ratio). The makespan is the finish
  * time of the last input in a timeline replayed from those times with the
  * same bounded queues (a stage starts input i when input i is received and
  * input i-1 is done; it hands input i on when the next stage's queue has

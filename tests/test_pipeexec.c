@@ -18,7 +18,8 @@
  *    non-contiguous plan, a host link of 0 bytes per cycle;
  *  - with the systemc backend built: 2 devices, costs from a calibration
  *    run, the slowest stage predicted within 3% of the measured one and the
- *    speed-up over one device above 1.5x;
+ *    speed-up over one device above 1.5x; then large + default (250 and
+ *    100 MHz): every stage within 3% in the first device's clock;
  *  - `tessera net resnet18 --devices 2 --small ...`: the plan, the stage
  *    table, "outputs equal to the single-device run: yes"; ResNet-50 (its
  *    shapes with seeded weights) on 2 devices, one input; --fail-device
@@ -299,6 +300,49 @@ static void test_systemc(void **state)
     tsr_pp_plan_free(&plan);
     net_free(&n);
     free(cost);
+
+    /* mixed configs, mixed clocks (large 250 MHz, default 100 MHz): every stage's measured cycles in the
+     * first device's clock, as the plan's; each within 3% of its prediction (a device's own cycles would be
+     * 2.5x off) */
+    tsr_config_t kinds[2];
+    assert_int_equal(tsr_config_load("large", &kinds[0]), 0);
+    assert_int_equal(tsr_config_load("default", &kinds[1]), 0);
+    assert_int_not_equal(kinds[0].clock_mhz, kinds[1].clock_mhz);
+    assert_int_equal(tsr_netdesc_resnet18_small(3, 1, 32, 8, 10, &nd), 0);
+    double *one = calloc((size_t)nd.nnodes, sizeof *one), *cost2 = calloc((size_t)nd.nnodes * 2, sizeof *cost2);
+    assert_true(one && cost2);
+    for (int k = 0; k < 2; k++) {
+        if (tsr_pipex_calibrate("systemc", &kinds[k], NULL, &nd, 0, 99, one))
+            fail_msg("%s", tsr_errmsg());
+        for (int v = 0; v < nd.nnodes; v++)
+            cost2[2 * v + k] = one[v];
+    }
+    tsr_pp_t *pp;
+    assert_int_equal(tsr_pipenet_problem_costs(&nd, kinds, 2, cost2, &pp), 0);
+    assert_int_equal(tsr_pp_device(pp, NULL, 0, 1ull << 30, NULL), 0);
+    assert_int_equal(tsr_pp_device(pp, NULL, 1, 1ull << 30, NULL), 0);
+    assert_int_equal(tsr_pp_set_link(pp, 8, 500), 0);
+    assert_int_equal(tsr_pp_set_host_stages(pp, 0), 0);
+    assert_int_equal(tsr_pp_solve_dp(pp, NULL, &plan), 0);
+    assert_int_equal(plan.nstages, 2);
+    const char *b[2] = {"systemc", "systemc"};
+    assert_int_equal(tsr_mdev_open(2, b, kinds, NULL, 8, 500, &m), 0);
+    o.ninputs = 3;
+    if (tsr_pipex_run(m, &nd, pp, &plan, &o, &r))
+        fail_msg("%s", tsr_errmsg());
+    assert_int_equal(r.equal, 3);
+    for (int s = 0; s < r.nstages; s++) {
+        err = (r.st[s].predicted - r.st[s].measured) / r.st[s].measured;
+        print_message("large,default stage %d: predicted %.0f, measured %.0f (%+.2f%%)\n", s, r.st[s].predicted,
+                      r.st[s].measured, 100 * err);
+        assert_true(err < 0.03 && err > -0.03);
+    }
+    tsr_mdev_close(m);
+    tsr_pp_plan_free(&plan);
+    tsr_pp_free(pp);
+    tsr_netdesc_free(&nd);
+    free(one);
+    free(cost2);
 }
 
 /* Run `tessera ARGS` (stderr joined); its output in buf, its exit status returned. */
