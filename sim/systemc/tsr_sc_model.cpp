@@ -1366,12 +1366,20 @@ void tsr_sc_compute::run()
                 popsend[p] = t + span;
                 pfree[p] = std::max(end, fin);
                 pend[p] = pfree[p];
-                pknown[p] = t + (double)std::min<uint64_t>(nu, ops) + 2;
+                // The footprint is known after the first pass over the uops; a
+                // depthwise GEMM's pass costs its issue cycles (K per fresh op)
+                double first = (double)std::min<uint64_t>(nu, ops);
+                if (in.opcode == TSR_OP_GEMM && in.depthwise && ops) {
+                    tsr_insn_t one = in;
+                    one.iter_out = one.iter_in = 1;
+                    first = tsr_insn_issue_cycles(&A.cfg, &one, tsr_fsim_uops(A.fsim));
+                }
+                pknown[p] = t + first + 2;
                 pbanks[p] = banks;
                 older = std::max(older, pfree[p]);
                 A.op_t0[p] = t;
                 A.op_n[p] = (in.opcode == TSR_OP_GEMM && in.reset) ? 0 : (double)ops;
-                A.op_step[p] = span > (double)ops ? 2.0 : 1.0;
+                A.op_step[p] = in.depthwise && ops ? span / (double)ops : span > (double)ops ? 2.0 : 1.0;
                 if (A.tl)
                     tsr_tl_insn(A.tl, TSR_STAGE_COMPUTE, t0, pfree[p]);
                 if (A.tl && A.op_n[p] > 0)
