@@ -43,6 +43,13 @@ int tsr_mdev_open(int k, const char *const *backends, const tsr_config_t *cfgs, 
     if (!(bytes_per_cycle > 0) || !isfinite(bytes_per_cycle) || !(latency >= 0) || !isfinite(latency))
         return tsr_err(TSR_EINVAL, "devices: link of %g bytes/cycle and %g cycles latency: need > 0 and >= 0",
                        bytes_per_cycle, latency);
+    int nrtl = 0;
+    for (int d = 0; d < k; d++)
+        nrtl += backends && backends[d] && !strcmp(backends[d], "rtl");
+    if (nrtl > 1) /* seen: 2 rtl devices open, closing one hangs in VerilatedContextImp::scopeErase */
+        return tsr_err(TSR_EINVAL, "devices: %d devices on the rtl backend: this process can hold one Verilated "
+                       "model at a time (closing one of several deadlocks in Verilator's shared context); use "
+                       "systemc for K devices", nrtl);
     tsr_mdev_t *m = calloc(1, sizeof *m);
     if (!m)
         return tsr_err(TSR_ENOMEM, "out of memory");

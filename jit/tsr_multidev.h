@@ -32,7 +32,9 @@ typedef struct tsr_mdev tsr_mdev_t;
 /* K devices: device d on backends[d] (NULL or a NULL entry: "fsim") with
  * cfgs[d] and opts[d] (opts NULL: defaults for all). Link: bytes_per_cycle
  * > 0, latency >= 0. Refused (one line, nothing opened): K outside
- * 1..TSR_MDEV_MAX, a bad link; a device that fails to open is named
+ * 1..TSR_MDEV_MAX, a bad link, more than one rtl device (with two Verilated
+ * models open in one process, closing one deadlocks inside Verilator); a
+ * device that fails to open is named
  * ("device 2 (systemc, 1x32x32): ..."). */
 int tsr_mdev_open(int k, const char *const *backends, const tsr_config_t *cfgs, const tsr_device_opts_t *opts,
                   double bytes_per_cycle, double latency, tsr_mdev_t **out);

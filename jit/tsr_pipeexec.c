@@ -400,6 +400,9 @@ int tsr_pipex_run(tsr_mdev_t *m, const tsr_netdesc_t *nd, const tsr_pp_t *pp, co
     if (!stage_of)
         return tsr_err(TSR_ENOMEM, "out of memory");
     int rc = check_plan(m, nd, pp, plan, stage_of);
+    if (!rc && !o.no_reference && !strcmp(tsr_mdev_backend(m, 0), "rtl"))
+        rc = tsr_err(TSR_EINVAL, "pipeline: the single-device reference would be a second rtl device in this process "
+                                 "(see tsr_mdev_open): use systemc, or no reference");
     if (rc) {
         free(stage_of);
         return rc;
