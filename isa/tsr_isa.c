@@ -329,24 +329,28 @@ uint64_t tsr_insn_macs_per_op(const tsr_config_t *cfg, const tsr_insn_t *in)
 }
 
 /* Issue cycles of a depthwise GEMM: an op reads its K input rows src..src+K-1
- * (K cycles) unless the op just ahead in the same instruction had src - 1:
- * then K-1 of them are in the window already and it reads one row (one
- * cycle). As for the ALU's src reads below: within a pass over the uops the
- * offsets cancel; between passes src moves by (first uop's src - last uop's
- * src) + the loop step. Without uops every op is taken as fresh. */
+ * (K cycles) unless the op just ahead in the same instruction had src - d
+ * with 1 <= d < K: then its last K-d rows are in the window already and the
+ * op reads the d new ones (d cycles; a stride-s layer slides by s). dw_step
+ * is that cost for a src step of d. As for the ALU's src reads below: within
+ * a pass over the uops the offsets cancel; between passes src moves by
+ * (first uop's src - last uop's src) + the loop step. Without uops every op
+ * is taken as fresh. */
+static double dw_step(int64_t d, int K) { return d >= 1 && d < K ? (double)d : (double)K; }
 static double dw_issue_cycles(const tsr_config_t *cfg, const tsr_insn_t *in, const tsr_uop_t *uops, double ops)
 {
-    const double k1 = cfg->depthwise - 1, no = in->iter_out, ni = in->iter_in;
+    const int K = cfg->depthwise;
+    const double no = in->iter_out, ni = in->iter_in;
     if (!uops)
-        return ops * cfg->depthwise;
-    double in_pass = 0; /* fresh ops per pass after its first uop */
+        return ops * K;
+    double in_pass = 0; /* cycles of a pass's ops after its first */
     for (uint32_t u = in->uop_bgn + 1; u < in->uop_end; u++)
-        in_pass += (int64_t)uops[u].src != (int64_t)uops[u - 1].src + 1;
+        in_pass += dw_step((int64_t)uops[u].src - (int64_t)uops[u - 1].src, K);
     const int64_t back = (int64_t)uops[in->uop_bgn].src - uops[in->uop_end - 1].src;
     const int64_t sfo = in->src_factor_out, sfi = in->src_factor_in;
-    const double next_i = back + sfi != 1 ? (ni - 1) * no : 0;
-    const double next_o = back + sfo - (int64_t)(in->iter_in - 1) * sfi != 1 ? no - 1 : 0;
-    return ops + k1 * (1 + no * ni * in_pass + next_i + next_o);
+    const double next_i = (ni - 1) * no * dw_step(back + sfi, K);
+    const double next_o = (no - 1) * dw_step(back + sfo - (int64_t)(in->iter_in - 1) * sfi, K);
+    return K + no * ni * in_pass + next_i + next_o;
 }
 
 double tsr_insn_issue_cycles(const tsr_config_t *cfg, const tsr_insn_t *in, const tsr_uop_t *uops)

@@ -117,8 +117,8 @@ static void test_field(void **state)
 
 /* ------------------------------------------------------- timing contract */
 
-/* Brute force: walk the loops in order, K cycles for every op whose src is
- * not the previous op's + 1. */
+/* Brute force: walk the loops in order; an op whose src is the previous
+ * op's + d with 1 <= d < K costs d cycles (d new rows), any other K. */
 static double walk_cycles(const tsr_config_t *c, const tsr_insn_t *in, const tsr_uop_t *uops)
 {
     double cyc = 0;
@@ -127,7 +127,7 @@ static double walk_cycles(const tsr_config_t *c, const tsr_insn_t *in, const tsr
         for (uint32_t j = 0; j < in->iter_in; j++)
             for (uint32_t u = in->uop_bgn; u < in->uop_end; u++) {
                 int64_t src = (int64_t)uops[u].src + (int64_t)i * in->src_factor_out + (int64_t)j * in->src_factor_in;
-                cyc += src == prev + 1 ? 1 : c->depthwise;
+                cyc += src - prev >= 1 && src - prev < c->depthwise ? (double)(src - prev) : c->depthwise;
                 prev = src;
             }
     return cyc;
@@ -156,6 +156,16 @@ static void test_issue_cycles(void **state)
     /* a pass that continues where the last ended: one fresh op in all */
     in.src_factor_out = 10;
     assert_true(tsr_insn_issue_cycles(&c, &in, u) == 32);
+    /* stride 2 (src 0, 2, .., 18): one fresh op, nine slides by 2 rows */
+    for (int k = 0; k < 10; k++)
+        u[k] = (tsr_uop_t){(uint32_t)k, 2 * (uint32_t)k, 0};
+    in.iter_out = 1;
+    in.src_factor_out = 0;
+    assert_true(tsr_insn_issue_cycles(&c, &in, u) == 3 + 9 * 2);
+    /* a slide by K is no slide: src 0, 3, .., 27 are ten fresh ops */
+    for (int k = 0; k < 10; k++)
+        u[k].src = 3 * (uint32_t)k;
+    assert_true(tsr_insn_issue_cycles(&c, &in, u) == 30);
     /* random uops and factors against the brute-force walk */
     uint64_t s = tsr_test_seed("TSR_TEST_SEED", 0xd3b7);
     for (int t = 0; t < 2000; t++) {
