@@ -26,7 +26,8 @@ static const char *pipe_help =
     "usage: tessera net resnet18|resnet50 --devices K [--configs A,B,..] [--backend NAME]\n"
     "                            [--inputs N] [--calibrate] [--small HW,WIDTH,CLASSES]\n"
     "                            [--link-bw BYTES] [--link-latency CYCLES] [--dram MIB]\n"
-    "                            [--seed N] [--fail-device D] [device options]\n"
+    "                            [--seed N] [--fail-device D] [--check-on BACKEND]\n"
+    "                            [device options]\n"
     "\n"
     "Split ResNet-18 (or ResNet-50: its shapes with seeded weights in -8..8 and\n"
     "per-tensor requantization) into pipeline stages over K devices with the optimal planner\n"
@@ -53,13 +54,16 @@ static const char *pipe_help =
     "  --dram MIB         DRAM per device, MiB (default 1024)\n"
     "  --seed N           weights and inputs (default 1)\n"
     "  --fail-device D    (fault injection) device D gets a run budget of 1 work unit,\n"
-    "                     so it fails its first run mid-pipeline\n" TSR_CLI_DEVICE_OPTIONS_HELP;
+    "                     so it fails its first run mid-pipeline\n"
+    "  --check-on NAME    then run each stage alone on backend NAME (e.g. rtl), one\n"
+    "                     device at a time, and set its cycles against the prediction\n" TSR_CLI_DEVICE_OPTIONS_HELP;
 
-enum { OPT_DEVICES = 2000, OPT_CONFIGS, OPT_INPUTS, OPT_CAL, OPT_SMALL, OPT_LBW, OPT_LLAT, OPT_DRAM, OPT_FAIL };
+enum { OPT_DEVICES = 2000, OPT_CONFIGS, OPT_INPUTS, OPT_CAL, OPT_SMALL, OPT_LBW, OPT_LLAT, OPT_DRAM, OPT_FAIL,
+       OPT_CHECK_ON };
 
 typedef struct {
     int devices, inputs, calibrate, small, hw, width, classes, fail;
-    const char *configs, *net;
+    const char *configs, *net, *check_on;
     double link_bw, link_lat, dram_mib;
     tsr_cli_base_t b;
 } pipe_opts_t;
@@ -73,7 +77,8 @@ static int pipe_parse(int argc, char **argv, pipe_opts_t *o)
         {"inputs", required_argument, 0, OPT_INPUTS},   {"calibrate", no_argument, 0, OPT_CAL},
         {"small", required_argument, 0, OPT_SMALL},     {"link-bw", required_argument, 0, OPT_LBW},
         {"link-latency", required_argument, 0, OPT_LLAT}, {"dram", required_argument, 0, OPT_DRAM},
-        {"fail-device", required_argument, 0, OPT_FAIL}, TSR_CLI_DEVICE_LONG_OPTIONS,
+        {"fail-device", required_argument, 0, OPT_FAIL}, {"check-on", required_argument, 0, OPT_CHECK_ON},
+        TSR_CLI_DEVICE_LONG_OPTIONS,
         {0, 0, 0, 0}};
     int c;
     long v;
@@ -100,6 +105,7 @@ static int pipe_parse(int argc, char **argv, pipe_opts_t *o)
             o->inputs = (int)v;
             break;
         case OPT_CAL: o->calibrate = 1; break;
+        case OPT_CHECK_ON: o->check_on = optarg; break;
         case OPT_SMALL:
             if (sscanf(optarg, "%d,%d,%d", &o->hw, &o->width, &o->classes) != 3 || o->hw < 1 || o->width < 1 ||
                 o->classes < 1)
@@ -292,6 +298,33 @@ int tsr_cli_net_devices(int argc, char **argv)
     }
     if (res.equal != res.checked)
         rc = 1;
+    if (o.check_on) {
+        /* each stage alone on the other backend: the prediction against it too */
+        double worst_pred = 0, worst = 0;
+        for (int s = 0; s < res.nstages && !rc; s++) {
+            int d = res.st[s].device;
+            double cyc;
+            if ((rc = tsr_pipex_stage_alone(o.check_on, &cfgs[d], &tsr_cli_devopts, &nd, &plan, s, 0, o.b.seed + 5,
+                                            &cyc)))
+                break;
+            if (cyc <= 0) {
+                printf("stage %d alone on %s: ran, untimed (no cycles)\n", s, o.check_on);
+                continue;
+            }
+            cyc = cyc * cfgs[0].clock_mhz / cfgs[d].clock_mhz + res.st[s].link;
+            printf("stage %d alone on %s: %.0f cycles (link included), predicted %.0f: %+.2f%%; on %s %.0f: "
+                   "%+.2f%%\n", s, o.check_on, cyc, res.st[s].predicted,
+                   100.0 * (res.st[s].predicted - cyc) / cyc, o.b.backend, res.st[s].measured,
+                   100.0 * (res.st[s].measured - cyc) / cyc);
+            if (cyc > worst)
+                worst = cyc;
+            if (res.st[s].predicted > worst_pred)
+                worst_pred = res.st[s].predicted;
+        }
+        if (!rc && worst > 0)
+            printf("slowest stage on %s: %.0f cycles, predicted %.0f: %+.2f%%\n", o.check_on, worst, worst_pred,
+                   100.0 * (worst_pred - worst) / worst);
+    }
 out:
     tsr_mdev_close(m);
     tsr_pp_plan_free(&plan), tsr_pp_plan_free(&single), tsr_pp_plan_free(&other);

@@ -582,6 +582,85 @@ int tsr_pipex_run(tsr_mdev_t *m, const tsr_netdesc_t *nd, const tsr_pp_t *pp, co
     return rc;
 }
 
+int tsr_pipex_stage_alone(const char *backend, const tsr_config_t *cfg, const tsr_device_opts_t *dopts,
+                          const tsr_netdesc_t *nd, const tsr_pp_plan_t *plan, int s, unsigned flags, uint64_t seed,
+                          double *cycles)
+{
+    if (!cfg || !nd || !plan || !cycles || s < 0 || s >= plan->nstages)
+        return tsr_err(TSR_EINVAL, "stage alone: bad argument (stage %d)", s);
+    *cycles = 0;
+    const tsr_pp_stage_t *ps = &plan->stages[s];
+    int *stage_of = malloc(sizeof(int) * (size_t)(nd->nnodes + 1));
+    int *prod = malloc(sizeof(int) * (size_t)nd->ntensors);
+    stage_t st = {.s = s};
+    st.in_t = malloc(sizeof(int) * (size_t)nd->ntensors);
+    st.out_t = malloc(sizeof(int) * (size_t)nd->ntensors);
+    const void **in = calloc((size_t)nd->ntensors, sizeof *in);
+    void **out = calloc((size_t)nd->ntensors, sizeof *out);
+    int rc = stage_of && prod && st.in_t && st.out_t && in && out ? TSR_OK : tsr_err(TSR_ENOMEM, "out of memory");
+    for (int v = 0; v < nd->nnodes && !rc; v++)
+        stage_of[v] = -1;
+    for (int k = 0; k < plan->nstages && !rc; k++)
+        for (int j = 0; j < plan->stages[k].nnodes; j++)
+            if (plan->stages[k].nodes[j] >= 0 && plan->stages[k].nodes[j] < nd->nnodes)
+                stage_of[plan->stages[k].nodes[j]] = k;
+    for (int t = 0; t < nd->ntensors && !rc; t++)
+        prod[t] = -1;
+    for (int v = 0; v < nd->nnodes && !rc; v++)
+        prod[nd->nodes[v].out] = v;
+    /* the stage's inputs and outputs as the pipeline has them (outputs: read by another stage, or the network's) */
+    for (int t = 0; t < nd->ntensors && !rc; t++) {
+        int reads = 0, later = 0;
+        for (int v = 0; v < nd->nnodes; v++)
+            if (nd->nodes[v].in[0] == t || nd->nodes[v].in[1] == t) {
+                reads |= stage_of[v] == s;
+                later |= stage_of[v] != s;
+            }
+        int mine = prod[t] >= 0 && stage_of[prod[t]] == s;
+        if (reads && !mine)
+            st.in_t[st.nin++] = t;
+        if (mine && (later || t == nd->output))
+            st.out_t[st.nout++] = t;
+    }
+    tsr_device_t *dev = NULL;
+    if (!rc)
+        rc = tsr_device_open(backend ? backend : "fsim", cfg, dopts, &dev);
+    if (!rc)
+        rc = stage_graph(nd, cfg, ps, &st);
+    if (!rc)
+        rc = tsr_graph_plan(st.g, dev, flags);
+    /* inputs: seeded bytes (a layer's cycles do not depend on its data on the timed backends) */
+    for (int j = 0; j < st.nin && !rc; j++) {
+        uint64_t n = tsr_netdesc_tensor_bytes(nd, st.in_t[j]);
+        uint8_t *b = malloc(n ? n : 1);
+        if (!(in[j] = b)) {
+            rc = tsr_err(TSR_ENOMEM, "out of memory");
+            break;
+        }
+        uint64_t z = seed + (uint64_t)st.in_t[j];
+        for (uint64_t i = 0; i < n; i++)
+            b[i] = (uint8_t)tsr_splitmix64(&z);
+    }
+    for (int j = 0; j < st.nout && !rc; j++)
+        if (!(out[j] = malloc(tsr_netdesc_tensor_bytes(nd, st.out_t[j]))))
+            rc = tsr_err(TSR_ENOMEM, "out of memory");
+    if (!rc)
+        rc = tsr_graph_exec(st.g, in, out);
+    if (!rc) {
+        tsr_graph_totals_t t;
+        tsr_graph_totals(st.g, &t);
+        *cycles = t.cycles;
+    }
+    tsr_graph_free(st.g);
+    tsr_device_close(dev);
+    for (int j = 0; in && j < st.nin; j++)
+        free((void *)in[j]);
+    for (int j = 0; out && j < st.nout; j++)
+        free(out[j]);
+    free(in), free(out), free(st.in_t), free(st.out_t), free(stage_of), free(prod);
+    return rc ? tsr_err_prefix(rc, "stage %d alone on %s: ", s, backend ? backend : "fsim") : TSR_OK;
+}
+
 int tsr_pipex_calibrate(const char *backend, const tsr_config_t *cfg, const tsr_device_opts_t *dopts,
                        const tsr_netdesc_t *nd, unsigned flags, uint64_t seed, double *cost)
 {

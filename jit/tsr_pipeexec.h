@@ -102,6 +102,14 @@ int tsr_pipex_run(tsr_mdev_t *m, const tsr_netdesc_t *nd, const tsr_pp_t *pp, co
 int tsr_pipex_calibrate(const char *backend, const tsr_config_t *cfg, const tsr_device_opts_t *dopts,
                        const tsr_netdesc_t *nd, unsigned flags, uint64_t seed, double *cost);
 
+/* Stage s of plan alone on one device of backend/cfg (the stage's graph,
+ * its inputs seeded bytes), once: *cycles gets its device cycles (in cfg's
+ * clock). A check of a pipeline's stages on another backend, one device
+ * open at a time (the rtl backend holds one Verilated model per process). */
+int tsr_pipex_stage_alone(const char *backend, const tsr_config_t *cfg, const tsr_device_opts_t *dopts,
+                          const tsr_netdesc_t *nd, const tsr_pp_plan_t *plan, int s, unsigned flags, uint64_t seed,
+                          double *cycles);
+
 /* The stages (device, nodes, predicted and measured cycles, transfers),
  * the slowest stage predicted vs measured, throughput, latency, the
  * speed-up over one device and whether the outputs equal the single-device run. */

@@ -341,6 +341,13 @@ static void test_systemc(void **state)
     assert_true(r.speedup > 1.5);
     /* the replayed timeline: N inputs take the latency plus N - 1 periods at least */
     assert_true(r.makespan >= r.latency + 3 * r.period_meas - 1);
+    /* a stage alone on a device of its own runs in the cycles it ran in the pipeline */
+    for (int s = 0; s < r.nstages; s++) {
+        double alone;
+        if (tsr_pipex_stage_alone("systemc", &n.cfg, NULL, &n.nd, &plan, s, 0, 4, &alone))
+            fail_msg("%s", tsr_errmsg());
+        assert_true(alone == r.st[s].compute);
+    }
     tsr_mdev_close(m);
     tsr_pp_plan_free(&plan);
     net_free(&n);
@@ -431,6 +438,11 @@ static void test_cli(void **state)
     assert_non_null(strstr(out, "outputs equal to the single-device run: yes (1 of 1)"));
     rc = run_cli("net resnet50 --devices 2 --small 32,8,10", out, sizeof out);
     assert_int_equal(rc, 2);
+    /* each stage alone on another backend (fsim: untimed, the path only) */
+    rc = run_cli("net resnet18 --devices 2 --small 32,8,10 --inputs 1 --check-on fsim", out, sizeof out);
+    if (rc)
+        fail_msg("exit %d:\n%s", rc, out);
+    assert_non_null(strstr(out, "stage 1 alone on fsim: ran, untimed"));
     rc = run_cli("net resnet18 --devices 65", out, sizeof out);
     assert_int_equal(rc, 2);
     assert_non_null(strstr(out, "at most 64 devices"));
