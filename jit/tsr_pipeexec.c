@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,7 +25,7 @@ typedef struct {
     int cap, head, n;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    const volatile int *abort;
+    atomic_int *abort;    /* the run's stop flag (written under another lock: atomic) */
 } queue_t;
 
 /* 0, or -1 when the pipeline stopped. */
@@ -90,7 +91,7 @@ struct run {
     int ns, n;
     stage_t *st;
     queue_t *q;           /* q[s]: from stage s to s + 1 */
-    volatile int abort;
+    atomic_int abort;     /* set by the first failure; every thread and queue reads it */
     pthread_mutex_t emu;
     int err, err_stage;   /* the first failure */
     char errmsg[512];
