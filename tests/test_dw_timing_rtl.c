@@ -1,18 +1,21 @@
 /*
  * test_dw_timing_rtl: the pipelined RTL core's GEMM depthwise mode keeps the
  * timing contract of isa/tsr_isa.c (tsr_insn_issue_cycles, which SystemC
- * uses): an op whose src is the previous op's src + 1 in the same
- * instruction costs one cycle (one new input row; the window holds the
- * other K-1), any other op K cycles (K-1 fill reads, then its own).
+ * uses): an op whose src is the previous op's src + d with 1 <= d < K in
+ * the same instruction costs d cycles (d new input rows; the window holds
+ * the other K-d), any other op K cycles (K-1 fill reads, then its own).
  *
  * The same stream runs with depthwise GEMMs that differ only in their src
- * pattern: A one run of consecutive src (one fresh op, the rest slides), B
- * src stepping by 2 (every op fresh), C a kernel of slides and jumps over a
- * 2-D loop. Loads, stores and op counts are equal, so the compute-busy and
- * total cycle counts of two runs must differ by exactly the difference of
- * their issue cycles; B - A is (K-1) * (N-1). If the window were not reused
- * (every op filling), A would cost as much as B. The outputs are checked
- * against the formula of isa/semantics.md on the way.
+ * pattern: A one run of consecutive src (one fresh op, the rest slides by
+ * 1), B src stepping by 2 (a stride-2 layer: one fresh op, the rest slides
+ * by 2), C a kernel of slides and jumps over a 2-D loop, D src stepping by
+ * K (every op fresh: a step of K is no slide). Loads, stores and op counts
+ * are equal, so the compute-busy and total cycle counts of two runs must
+ * differ by exactly the difference of their issue cycles; B - A is N-1
+ * (it was (K-1) * (N-1) when only slides by 1 reused the window), D - A is
+ * (K-1) * (N-1). If the window were not reused (every op filling), A would
+ * cost as much as D. The outputs are checked against the formula of
+ * isa/semantics.md on the way.
  *
  * The range check of a depthwise op covers its last row, src + K - 1, on
  * the RTL as on fsim.
@@ -41,7 +44,8 @@
 #include "tsr_testenv.h"
 
 #define N_OPS 24   /* ops of the A and B GEMMs */
-#define N_INP 56   /* input rows loaded: B reads up to 2 * (N_OPS - 1) + K - 1 */
+#define MAX_K 3    /* DEPTHWISE of the configs run */
+#define N_INP (MAX_K * N_OPS) /* input rows loaded: D reads up to K * (N_OPS - 1) + K - 1 */
 #define N_UOP 8    /* uop rows loaded */
 
 typedef struct {
@@ -183,12 +187,13 @@ static tsr_insn_t dw_gemm(uint32_t nu, uint32_t io, uint32_t ii)
 static void check_config(const tsr_config_t *cfg)
 {
     const int K = cfg->depthwise;
+    assert_true(K >= 3 && K <= MAX_K); /* B's step of 2 a slide, D's rows loaded */
     tsr_device_t *dev = NULL;
     tsr_device_opts_t o = {.seed = 1};
     if (tsr_device_open("rtl", cfg, &o, &dev))
         fail_msg("open rtl: %s", tsr_errmsg());
     uint64_t seed = 7;
-    meas_t a, b, cc;
+    meas_t a, b, cc, dd;
 
     /* A: op j = (dst j, src j): one fresh op, N-1 slides */
     const tsr_uop_t u0 = {0, 0, 0};
@@ -196,7 +201,7 @@ static void check_config(const tsr_config_t *cfg)
     ga.dst_factor_in = 1;
     ga.src_factor_in = 1;
     run(dev, &u0, 1, &ga, N_OPS, &seed, &a);
-    /* B: src 2j, every op fresh */
+    /* B: src 2j, a stride-2 layer: slides by 2 after the first op */
     tsr_insn_t gb = ga;
     gb.src_factor_in = 2;
     run(dev, &u0, 1, &gb, N_OPS, &seed, &b);
@@ -210,19 +215,25 @@ static void check_config(const tsr_config_t *cfg)
     gc.src_factor_out = 12;
     gc.src_factor_in = 8;
     run(dev, uc, 4, &gc, N_OPS, &seed, &cc);
+    /* D: src K j, every op fresh */
+    tsr_insn_t gd = ga;
+    gd.src_factor_in = (uint32_t)K;
+    run(dev, &u0, 1, &gd, N_OPS, &seed, &dd);
     tsr_device_close(dev);
 
     printf("DEPTHWISE %d, %d ops: A (slides) %llu cycles, compute busy %llu, issue %.0f; "
-           "B (jumps) %llu, %llu, %.0f; C (mixed) %llu, %llu, %.0f\n",
+           "B (stride 2) %llu, %llu, %.0f; C (mixed) %llu, %llu, %.0f; D (jumps) %llu, %llu, %.0f\n",
            K, N_OPS, (unsigned long long)a.cycles, (unsigned long long)a.busy, a.issue,
            (unsigned long long)b.cycles, (unsigned long long)b.busy, b.issue, (unsigned long long)cc.cycles,
-           (unsigned long long)cc.busy, cc.issue);
+           (unsigned long long)cc.busy, cc.issue, (unsigned long long)dd.cycles, (unsigned long long)dd.busy,
+           dd.issue);
     /* the contract itself, as the header states it */
     assert_true(a.issue == N_OPS + (K - 1));
-    assert_true(b.issue == (double)N_OPS * K);
-    const meas_t *v[2] = {&b, &cc};
-    const char *name[2] = {"B (jumps)", "C (mixed)"};
-    for (int k = 0; k < 2; k++) {
+    assert_true(b.issue == K + 2.0 * (N_OPS - 1));
+    assert_true(dd.issue == (double)N_OPS * K);
+    const meas_t *v[3] = {&b, &cc, &dd};
+    const char *name[3] = {"B (stride 2)", "C (mixed)", "D (jumps)"};
+    for (int k = 0; k < 3; k++) {
         const int64_t want = (int64_t)(v[k]->issue - a.issue);
         const int64_t busy = (int64_t)v[k]->busy - (int64_t)a.busy, cyc = (int64_t)v[k]->cycles - (int64_t)a.cycles;
         if (busy != want || cyc != want)

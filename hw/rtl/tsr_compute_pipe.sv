@@ -25,11 +25,14 @@
 // field depthwise): an op reads input rows src .. src+K-1 (the K taps, range
 // checked as src + K - 1 < INP_DEPTH). The pipe keeps the last K-1 input
 // rows it read in a window (win_q, shifted whenever read data arrives). An
-// op whose src is the previous op's src + 1 (same instruction: a slide)
-// finds src .. src+K-2 there and reads only src+K-1; any other op (the first
-// of the instruction, or a jump) holds in P1 for K-1 fill cycles reading
-// src .. src+K-2, then reads src+K-1 as it passes. So an op costs one cycle
-// or K, the timing contract of isa/tsr_isa.c (dw_issue_cycles). In P2 the
+// op whose src is the previous op's src + d with 1 <= d < K (same
+// instruction: a slide; stride-2 layers slide by 2) finds src .. src+K-1-d
+// there, holds in P1 for d-1 fill cycles reading src+K-d .. src+K-2, then
+// reads src+K-1 as it passes; any other op (the first of the instruction, or
+// a jump) holds for K-1 fill cycles reading src .. src+K-2, then reads
+// src+K-1. Either way the window has shifted in the op's last K-1 rows by
+// P2. So an op costs d cycles or K, the timing contract of isa/tsr_isa.c
+// (dw_issue_cycles). In P2 the
 // window and the arriving row are the taps of tsr_gemm_core's depthwise
 // mode. Without the key none of it is generated.
 //
@@ -264,15 +267,23 @@ module tsr_compute_pipe #(
     logic [CW-1:0]   cnt_q;      // fill reads the op in P1 has issued
     logic            ok_q;       // an op of this instruction passed P1 (in last_q)
     logic [OFFW-1:0] last_q;     // its src
-    logic            slide;
+    logic [OFFW-1:0] step;       // src - last_q (mod 2^OFFW)
+    logic            slide;      // 1 <= step < K: the window holds src .. last_q+K-1
+    logic [CW-1:0]   nfill;      // fill reads of this op: m - 1, m = step or K
+    logic [CW-1:0]   rbase;      // its first fill reads src + K - m
 
-    // Static per instruction (cmd_q); a reset op reads no input.
+    // Static per instruction (cmd_q); a reset op reads no input. src_idx and
+    // last_q stay put while the op holds in P1, so step, nfill and rbase do.
     assign dw_mode = (tsr_pkg::gemm_depthwise(cmd_q) != 1'b0) && !op_reset;
-    assign slide   = ok_q && (src_idx == last_q + 1'b1);
-    assign dw_fill = p1_valid_q && dw_mode && !err_q && !abort_i && !hold_base && !idx_bad && !slide &&
-                     (cnt_q != CW'(DWK - 1));
-    // fill n reads src+n; the op itself reads src+K-1 (slide or not)
-    assign dw_roff = dw_fill ? IIB'(cnt_q) : dw_mode ? IIB'(DWK - 1) : '0;
+    assign step    = src_idx - last_q;
+    assign slide   = ok_q && (src_idx > last_q) && (step < OFFW'(DWK));
+    assign nfill   = slide ? CW'(step - 1'b1) : CW'(DWK - 1);
+    assign rbase   = slide ? CW'(OFFW'(DWK) - step) : '0;
+    assign dw_fill = p1_valid_q && dw_mode && !err_q && !abort_i && !hold_base && !idx_bad &&
+                     (cnt_q != nfill);
+    // fill n reads src+K-m+n (m-1 fills: the rows after the window's); the
+    // op itself reads src+K-1 (slide or not). rbase + cnt_q < K - 1.
+    assign dw_roff = dw_fill ? IIB'(rbase) + IIB'(cnt_q) : dw_mode ? IIB'(DWK - 1) : '0;
     assign src_hi  = {1'b0, src_idx} + (dw_mode ? (OFFW + 1)'(DWK - 1) : '0);
 
     always_ff @(posedge clk_i) begin
