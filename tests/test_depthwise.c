@@ -11,6 +11,7 @@
  * the loops that charges K cycles to every op not following its
  * predecessor's src + 1.
  */
+#include <inttypes.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -27,7 +28,9 @@
 #include "tsr_driver.h"
 #include "tsr_emit.h"
 #include "tsr_error.h"
+#include "tsr_gen.h"
 #include "tsr_isa.h"
+#include "tsr_ref.h"
 #include "tsr_testenv.h"
 #include "tsr_util.h"
 
@@ -186,6 +189,67 @@ static void test_issue_cycles(void **state)
             fail_msg("case %d: issue cycles %.0f, the walk gives %.0f (nu %u, iter %u,%u, src factors %u,%u)", t, got,
                      want, nu, in.iter_out, in.iter_in, in.src_factor_out, in.src_factor_in);
     }
+}
+
+/* The differential generator (tests/tsr_gen.c, dw_slides) must give the
+ * soaks every kind of depthwise step: slides by 1, slides by 2 (stride-2
+ * layers: d - 1 fill reads from src + K - d) and fresh ops, and whole
+ * stride-2 instructions (every op after the first a slide by 2). Programs on
+ * tiny + DEPTHWISE 3 run on the reference machine to know the uop buffer. */
+static void test_gen_slides(void **state)
+{
+    (void)state;
+    tsr_config_t c;
+    tsr_test_preset_with("tiny", "DEPTHWISE", 3, &c);
+    uint64_t n1 = 0, n2 = 0, fresh = 0, stride2 = 0;
+    for (uint64_t seed = 0; seed < 100; seed++) {
+        tsr_gen_prog_t p;
+        assert_int_equal(tsr_gen_program(tsr_gen_mix(seed + 1), &c, NULL, &p), TSR_OK);
+        ref_machine_t m;
+        ref_dram_t d = {.base = TSR_GEN_BASE_ADDR};
+        assert_int_equal(ref_machine_init(&m, &c), 0);
+        for (size_t i = 0; i < p.nbufs; i++)
+            if (p.bufs[i].addr + p.bufs[i].size > d.base + d.size)
+                d.size = p.bufs[i].addr + p.bufs[i].size - d.base;
+        assert_non_null(d.bytes = calloc(d.size, 1));
+        for (size_t i = 0; i < p.nbufs; i++)
+            memcpy(d.bytes + (p.bufs[i].addr - d.base), p.bufs[i].bytes, p.bufs[i].size);
+        for (size_t i = 0; i < p.ninsns; i++) {
+            const tsr_insn_t *in = &p.insns[i];
+            if (in->opcode == TSR_OP_GEMM && in->depthwise && !in->reset) {
+                int64_t prev = INT64_MIN;
+                uint64_t ops = 0, twos = 0;
+                for (uint32_t o = 0; o < in->iter_out; o++)
+                    for (uint32_t j = 0; j < in->iter_in; j++)
+                        for (uint32_t u = in->uop_bgn; u < in->uop_end; u++) {
+                            uint32_t dst, src, wgt;
+                            ref_uop_fields(&m, m.uop[u], &dst, &src, &wgt);
+                            const int64_t sr = (int64_t)src + (int64_t)o * in->src_factor_out +
+                                               (int64_t)j * in->src_factor_in;
+                            const int64_t step = prev == INT64_MIN ? 0 : sr - prev;
+                            n1 += step == 1;
+                            n2 += step == 2;
+                            twos += step == 2;
+                            fresh += step != 1 && step != 2;
+                            prev = sr;
+                            ops++;
+                        }
+                stride2 += ops >= 4 && twos == ops - 1;
+            }
+            if (ref_exec(&m, in, &d))
+                fail_msg("seed %" PRIu64 " insn %zu: reference machine: %s", seed, i, ref_errmsg());
+        }
+        free(d.bytes);
+        ref_machine_free(&m);
+        tsr_gen_free(&p);
+    }
+    printf("generator, 100 programs on tiny + DEPTHWISE 3: depthwise ops sliding by 1 %" PRIu64 ", by 2 %" PRIu64
+           ", fresh %" PRIu64 "; stride-2 instructions (>= 4 ops) %" PRIu64 "\n",
+           n1, n2, fresh, stride2);
+    assert_true(n1 > 0 && fresh > 0);
+    if (n2 * 10 < n1 || stride2 < 10)
+        fail_msg("too few slides by 2 for the soaks: %" PRIu64 " ops (by 1: %" PRIu64 "), %" PRIu64
+                 " stride-2 instructions (want >= n1 / 10 and >= 10)", n2, n1, stride2);
 }
 
 /* ---------------------------------------------------------- device runs */
@@ -525,6 +589,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_config),  cmocka_unit_test(test_field),    cmocka_unit_test(test_issue_cycles),
         cmocka_unit_test(test_results), cmocka_unit_test(test_refusals), cmocka_unit_test(test_race),
+        cmocka_unit_test(test_gen_slides),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

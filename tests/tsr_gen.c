@@ -762,30 +762,52 @@ static void make_empty_loop(gen_t *g, int gemm, tsr_insn_t *in)
     }
 }
 
-/* Depthwise GEMMs: an op whose src follows the previous op's reuses its
- * window (one input row read instead of taps: isa/tsr_isa.c's issue
- * cycles, the RTL's fill cycles), so programs need runs of consecutive src
- * as well as jumps. Half the time the whole loop nest is one run (uop srcs
- * base + u, the inner loop stepping by nu, the outer by nu * iter_in: a
- * convolution row), when it fits [slo, shi); else some uops continue the
- * previous uop's src. src bases lie in [slo, shi - sext). */
+/* A draw that leaves r's stream as it was: a choice added with it changes a
+ * program only where it fires, so the existing seeds' programs stay as they
+ * were elsewhere. salt tells choices apart. */
+static uint64_t rpeek(const rng_t *r, uint64_t salt)
+{
+    uint64_t s = r->s ^ salt;
+    return tsr_splitmix64(&s);
+}
+
+/* Depthwise GEMMs: an op whose src is the previous op's + d with d < taps
+ * reuses its window (d input rows read instead of taps: isa/tsr_isa.c's
+ * issue cycles, the RTL's fill cycles), so programs need runs of src
+ * stepping by 1 and by 2 (a stride-2 layer) as well as jumps. Half the time
+ * the whole loop nest is one run (uop srcs base + s*u, the inner loop
+ * stepping by s*nu, the outer by s*nu*iter_in: a convolution row), when it
+ * fits [slo, shi), with s = 2 a third of the time; else some uops continue
+ * the previous uop's src, a quarter of them by 2. src bases lie in
+ * [slo, shi - sext). The stride choices are peeked (rpeek), so the draws
+ * are those of the generator before stride 2 was added. */
 static void dw_slides(gen_t *g, tsr_insn_t *op, tsr_uop_t *k, uint32_t nu, uint32_t slo, uint32_t shi,
                       uint32_t sext)
 {
     rng_t *r = &g->r;
+    const uint64_t h = rpeek(r, 0x7473725f64773273ull);
     const uint32_t len = shi - slo, fmax = field_max(g->c->inp_idx_bits);
-    const uint32_t run = nu * op->iter_in * op->iter_out, fi = nu, fo = nu * op->iter_in;
-    if (chance(r, 50) && run <= len && fi <= fmax && fo <= fmax) {
-        const uint32_t base = slo + rbelow(r, len - run + 1);
+    const uint32_t run = nu * op->iter_in * op->iter_out;
+    uint32_t st = 1; /* src step of the run */
+    if (h % 3 == 0 && 2 * run - 1 <= len && 2 * nu <= fmax && 2 * nu * op->iter_in <= fmax)
+        st = 2;
+    const uint32_t span = st * (run - 1) + 1, fi = st * nu, fo = st * nu * op->iter_in;
+    if (chance(r, 50) && span <= len && fi <= fmax && fo <= fmax) {
+        const uint32_t base = slo + rbelow(r, len - span + 1);
         for (uint32_t u = 0; u < nu; u++)
-            k[u].src = base + u;
+            k[u].src = base + st * u;
         op->src_factor_in = fi;
         op->src_factor_out = fo;
         return;
     }
     for (uint32_t u = 1; u < nu; u++)
-        if (chance(r, 60) && k[u - 1].src + 1 < shi - sext)
-            k[u].src = k[u - 1].src + 1;
+        if (chance(r, 60)) {
+            const uint32_t su = ((h >> (8 + u)) & 3) == 0 ? 2 : 1;
+            if (k[u - 1].src + su < shi - sext)
+                k[u].src = k[u - 1].src + su;
+            else if (k[u - 1].src + 1 < shi - sext)
+                k[u].src = k[u - 1].src + 1;
+        }
 }
 
 /* Try to append a GEMM (or ALU) on regions compute owns, preceded by the
