@@ -18,6 +18,8 @@ typedef struct {
     double host;
     uint64_t mem, in_bytes, out_bytes;
     double macs;
+    double *scost;                          /* split parts: [r * nkinds + k] one part's cost (INFINITY: no), or NULL */
+    uint64_t smem[TSR_PP_MAX_SPLIT + 1];    /* one part's footprint */
 } pp_node_t;
 
 typedef struct {
@@ -65,6 +67,8 @@ void tsr_pp_free(tsr_pp_t *pp)
 {
     if (!pp)
         return;
+    for (int v = 0; v < pp->nn; v++)
+        free(pp->nodes[v].scost);
     free(pp->nodes);
     free(pp->edges);
     free(pp);
@@ -107,6 +111,41 @@ int tsr_pp_node(tsr_pp_t *pp, const char *name, const double *cost, double host_
         *id = pp->nn;
     pp->nn++;
     return TSR_OK;
+}
+
+int tsr_pp_node_split(tsr_pp_t *pp, int node, int parts, const double *cost, uint64_t mem)
+{
+    if (!pp || !cost || node < 0 || node >= pp->nn)
+        return tsr_err(TSR_EINVAL, "plan: split of node %d: no such node", node);
+    pp_node_t *n = &pp->nodes[node];
+    if (parts < 2 || parts > TSR_PP_MAX_SPLIT)
+        return tsr_err(TSR_EINVAL, "plan: node \"%s\": split into %d parts, need 2..%d", n->name, parts,
+                       TSR_PP_MAX_SPLIT);
+    for (int k = 0; k < pp->nkinds; k++)
+        if (isnan(cost[k]) || cost[k] < 0 || (isfinite(cost[k]) && cost[k] > TSR_PP_MAX_COST))
+            return tsr_err(TSR_EINVAL, "plan: node \"%s\": part cost on kind %d is %g, need 0..%g or INFINITY",
+                           n->name, k, cost[k], TSR_PP_MAX_COST);
+    if (mem > TSR_PP_MAX_BYTES)
+        return tsr_err(TSR_EINVAL, "plan: node \"%s\": part footprint %llu bytes, above %llu", n->name,
+                       (unsigned long long)mem, (unsigned long long)TSR_PP_MAX_BYTES);
+    if (!n->scost) {
+        n->scost = malloc(sizeof(double) * (size_t)(TSR_PP_MAX_SPLIT + 1) * (size_t)pp->nkinds);
+        if (!n->scost)
+            return tsr_err(TSR_ENOMEM, "out of memory");
+        for (int i = 0; i < (TSR_PP_MAX_SPLIT + 1) * pp->nkinds; i++)
+            n->scost[i] = INFINITY;
+    }
+    for (int k = 0; k < pp->nkinds; k++)
+        n->scost[parts * pp->nkinds + k] = cost[k];
+    n->smem[parts] = mem;
+    return TSR_OK;
+}
+
+/* One part's cycles of node v split in r on kind k (INFINITY: not splittable so). */
+static double split_cost(const tsr_pp_t *pp, int v, int r, int k)
+{
+    const pp_node_t *n = &pp->nodes[v];
+    return r >= 2 && r <= TSR_PP_MAX_SPLIT && n->scost ? n->scost[r * pp->nkinds + k] : INFINITY;
 }
 
 int tsr_pp_node_io(tsr_pp_t *pp, int node, uint64_t in_bytes, uint64_t out_bytes)
@@ -415,7 +454,8 @@ void tsr_pp_plan_free(tsr_pp_plan_t *p)
 /* Evaluate slot[] (problem numbering) over g. With strict, a node on a slot
  * that cannot run it or a stage over its device's DRAM is an error; else
  * the period is INFINITY. */
-static int evaluate(const pp_graph_t *g, const int *slot, int strict, tsr_pp_plan_t *out)
+static int evaluate(const pp_graph_t *g, const int *slot, const int *parts, const int *xslots, int strict,
+                    tsr_pp_plan_t *out)
 {
     const tsr_pp_t *pp = g->pp;
     int n = g->n, ns = tsr_pp_nslots(pp);
@@ -425,21 +465,73 @@ static int evaluate(const pp_graph_t *g, const int *slot, int strict, tsr_pp_pla
            *cout = calloc((size_t)ns, sizeof(double));
     uint64_t *mem = calloc((size_t)ns, sizeof(uint64_t));
     int *cnt = calloc((size_t)ns, sizeof(int)), *order = malloc(sizeof(int) * (size_t)ns),
-        *sidx = malloc(sizeof(int) * (size_t)ns), *seen = malloc(sizeof(int) * (size_t)ns);
+        *sidx = malloc(sizeof(int) * (size_t)ns), *seen = malloc(sizeof(int) * (size_t)ns),
+        *spart = calloc((size_t)ns, sizeof(int)), *sowner = malloc(sizeof(int) * (size_t)ns);
     char *adj = calloc((size_t)ns * (size_t)ns, 1);
     int rc = TSR_OK;
-    if (!out->slot || !comp || !cin || !cout || !mem || !cnt || !order || !sidx || !seen || !adj) {
+    if (!out->slot || !comp || !cin || !cout || !mem || !cnt || !order || !sidx || !seen || !adj || !spart ||
+        !sowner) {
         rc = tsr_err(TSR_ENOMEM, "out of memory");
         goto done;
     }
     int infeasible = 0;
+    for (int s = 0; s < ns; s++)
+        sowner[s] = -1;
+    /* split nodes first: each holds its devices alone */
+    for (int v = 0; v < n && parts; v++) {
+        int r = parts[v], s = slot[v];
+        if (r == 1)
+            continue;
+        if (r < 2 || r > TSR_PP_MAX_SPLIT || s < 0 || s >= pp->nd) {
+            rc = tsr_err(TSR_EINVAL, "plan: node \"%s\": split into %d parts on slot %d (need 2..%d parts on a device)",
+                         pp->nodes[v].name, r, s, TSR_PP_MAX_SPLIT);
+            goto done;
+        }
+        for (int j = 0; j < r; j++) {
+            int x = j ? xslots[v * TSR_PP_MAX_SPLIT + j - 1] : s;
+            if (x < 0 || x >= pp->nd || sowner[x] >= 0 || pp->devs[x].kind != pp->devs[s].kind ||
+                pp->devs[x].dram != pp->devs[s].dram) {
+                rc = tsr_err(TSR_EINVAL,
+                             "plan: node \"%s\": part %d of its split on slot %d: not a free device of the class of "
+                             "device \"%s\"",
+                             pp->nodes[v].name, j, x, pp->devs[s].name);
+                goto done;
+            }
+            sowner[x] = v;
+        }
+        spart[s] = r;
+    }
     for (int v = 0; v < n; v++) {
         int s = slot[v];
         if (s < 0 || s >= ns) {
             rc = tsr_err(TSR_EINVAL, "plan: node \"%s\" on slot %d, have %d", pp->nodes[v].name, s, ns);
             goto done;
         }
+        if (sowner[s] >= 0 && sowner[s] != v) {
+            rc = tsr_err(TSR_EINVAL, "plan: node \"%s\" on device \"%s\", which runs a part of split node \"%s\"",
+                         pp->nodes[v].name, pp->devs[s].name, pp->nodes[sowner[s]].name);
+            goto done;
+        }
         out->slot[v] = s;
+        int r = parts ? parts[v] : 1;
+        if (r > 1) { /* one part: its compute, the whole input, its slice of any graph output */
+            double cst = split_cost(pp, v, r, pp->devs[s].kind);
+            if (!isfinite(cst)) {
+                if (strict) {
+                    rc = tsr_err(TSR_EINVAL, "plan: node \"%s\" cannot be split into %d parts on device \"%s\"",
+                                 pp->nodes[v].name, r, pp->devs[s].name);
+                    goto done;
+                }
+                infeasible = 1;
+            }
+            comp[s] += cst;
+            cnt[s]++;
+            mem[s] += pp->nodes[v].smem[r];
+            int i = g->pos[v];
+            cin[s] += g->hin[i];
+            cout[s] += pp->nodes[v].out_bytes ? pp->lat + (double)pp->nodes[v].out_bytes / r / pp->bw : 0;
+            continue;
+        }
         double cst = slot_cost(pp, v, s);
         if (!isfinite(cst)) {
             if (strict) {
@@ -484,8 +576,8 @@ static int evaluate(const pp_graph_t *g, const int *slot, int strict, tsr_pp_pla
             }
             out->xfers[nx++] = (tsr_pp_xfer_t){u, su, sw, g->cbytes[i]};
         }
-        if (sent)
-            cout[su] += g->c[i];
+        if (sent) /* a split node sends its slice (the host concatenates) */
+            cout[su] += spart[su] ? pp->lat + (double)g->cbytes[i] / spart[su] / pp->bw : g->c[i];
     }
     out->nxfers = nx;
     for (int s = 0; s < pp->nd; s++)
@@ -543,6 +635,13 @@ static int evaluate(const pp_graph_t *g, const int *slot, int strict, tsr_pp_pla
         sidx[s] = k;
         tsr_pp_stage_t *st = &out->stages[k];
         st->slot = s;
+        st->parts = spart[s] ? spart[s] : 1;
+        st->slots[0] = s;
+        if (spart[s]) {
+            int v = sowner[s];
+            for (int j = 1; j < spart[s]; j++)
+                st->slots[j] = xslots[v * TSR_PP_MAX_SPLIT + j - 1];
+        }
         st->nodes = malloc(sizeof(int) * (size_t)cnt[s]);
         if (!st->nodes) {
             rc = tsr_err(TSR_ENOMEM, "out of memory");
@@ -570,6 +669,7 @@ static int evaluate(const pp_graph_t *g, const int *slot, int strict, tsr_pp_pla
     snprintf(out->method, sizeof out->method, "given");
 done:
     free(comp), free(cin), free(cout), free(mem), free(cnt), free(order), free(sidx), free(seen), free(adj);
+    free(spart), free(sowner);
     if (rc)
         tsr_pp_plan_free(out);
     return rc;
@@ -586,7 +686,24 @@ int tsr_pp_evaluate(const tsr_pp_t *pp, const int *slot, tsr_pp_plan_t *out)
     pp_graph_t g;
     if ((rc = graph_build(pp, &g)))
         return rc;
-    rc = evaluate(&g, slot, 1, out);
+    rc = evaluate(&g, slot, NULL, NULL, 1, out);
+    graph_free(&g);
+    return rc;
+}
+
+int tsr_pp_evaluate_split(const tsr_pp_t *pp, const int *slot, const int *parts, const int *xslots,
+                          tsr_pp_plan_t *out)
+{
+    if (!out || !slot || (parts && !xslots))
+        return tsr_err(TSR_EINVAL, "plan: NULL placement, split devices or result");
+    memset(out, 0, sizeof *out);
+    int rc = tsr_pp_check(pp);
+    if (rc)
+        return rc;
+    pp_graph_t g;
+    if ((rc = graph_build(pp, &g)))
+        return rc;
+    rc = evaluate(&g, slot, parts, xslots, 1, out);
     graph_free(&g);
     return rc;
 }
@@ -624,6 +741,10 @@ typedef struct {
     double *val;         /* [ideal][state] */
     int32_t *bprev;      /* mode 1: the smaller ideal */
     int16_t *bcls;       /* mode 1: the class of the stage */
+    int8_t *bpart;       /* mode 1: its parts (1, or a split stage's) */
+    int max_split;       /* 0/1: no intra-layer split */
+    double *scost;       /* [(position * (TSR_PP_MAX_SPLIT + 1) + r) * ncls + class]: one part's cost */
+    uint64_t *smem;      /* [position * (TSR_PP_MAX_SPLIT + 1) + r]: one part's footprint */
     /* the stage enumeration below the current ideal */
     const uint64_t *cur; /* its bitset */
     uint64_t curid;
@@ -798,6 +919,61 @@ static void dp_relax(pp_dp_t *d, uint64_t sub, const double *comp, double comm, 
                 if (d->mode) {
                     d->bprev[d->curid * (uint64_t)S + (uint64_t)st] = (int32_t)sub;
                     d->bcls[d->curid * (uint64_t)S + (uint64_t)st] = (int16_t)c;
+                    d->bpart[d->curid * (uint64_t)S + (uint64_t)st] = 1;
+                }
+            }
+        }
+    }
+}
+
+/* The stage {v} = cur \ ideal(sub) as a split stage: v in r parts on r
+ * devices of one class, each part's load the part's compute, the whole
+ * input (each device receives it), its slice of v's output and of any graph
+ * output; the r devices run side by side, so the stage's load is one
+ * part's, and it uses r devices of the class. */
+static void dp_relax_split(pp_dp_t *d, uint64_t sub, int v)
+{
+    const pp_graph_t *g = d->g;
+    const tsr_pp_t *pp = g->pp;
+    const pp_classes_t *cl = d->cl;
+    int S = cl->nstates;
+    double recv = 0;
+    for (int j = g->poff[v]; j < g->poff[v + 1]; j++)
+        recv += g->c[g->pred[j]];
+    uint64_t ob = pp->nodes[g->topo[v]].out_bytes;
+    double *to = d->val + d->curid * (uint64_t)S;
+    const double *from = d->val + sub * (uint64_t)S;
+    for (int c = 0; c < cl->ncls; c++) {
+        if (cl->kind[c] < 0)
+            continue;
+        for (int r = 2; r <= d->max_split && r <= cl->count[c]; r++) {
+            size_t ix = (size_t)v * (TSR_PP_MAX_SPLIT + 1) + (size_t)r;
+            double cst = d->scost[ix * (size_t)cl->ncls + (size_t)c];
+            if (!isfinite(cst) || d->smem[ix] > cl->dram[c])
+                continue;
+            double load = cst + recv + g->hin[v];
+            if (g->soff[v + 1] > g->soff[v])
+                load += pp->lat + (double)g->cbytes[v] / r / pp->bw;
+            if (ob)
+                load += pp->lat + (double)ob / r / pp->bw;
+            if (load > d->ub)
+                continue;
+            const unsigned char *dg = cl->digit + (size_t)c * (size_t)S;
+            int back = r * cl->stride[c];
+            for (int st = 0; st < S; st++) {
+                if (dg[st] < r)
+                    continue;
+                double pv = from[st - back];
+                if (!isfinite(pv))
+                    continue;
+                double nv = d->mode ? pv + load : pv > load ? pv : load;
+                if (nv < to[st]) {
+                    to[st] = nv;
+                    if (d->mode) {
+                        d->bprev[d->curid * (uint64_t)S + (uint64_t)st] = (int32_t)sub;
+                        d->bcls[d->curid * (uint64_t)S + (uint64_t)st] = (int16_t)c;
+                        d->bpart[d->curid * (uint64_t)S + (uint64_t)st] = (int8_t)r;
+                    }
                 }
             }
         }
@@ -819,6 +995,8 @@ static void dp_enum(pp_dp_t *d, uint64_t sub, int last, int depth, const double 
         if (v >= last)
             continue;
         uint64_t below = (uint64_t)d->dto[e];
+        if (depth == 0 && d->max_split >= 2) /* a stage of v alone: also split (before the prune below) */
+            dp_relax_split(d, below, v);
         double lb = INFINITY;
         uint64_t nm = mem + d->mem[v];
         for (int c = 0; c < cl->ncls; c++) {
@@ -907,6 +1085,7 @@ static int classes_build(const tsr_pp_t *pp, pp_classes_t *cl)
 static void dp_free(pp_dp_t *d)
 {
     free(d->bits), free(d->hash), free(d->dhead), free(d->dnext), free(d->dnode), free(d->dto);
+    free(d->bpart), free(d->scost), free(d->smem);
     free(d->val), free(d->bprev), free(d->bcls), free(d->cnt), free(d->cost), free(d->mem), free(d->ncbuf);
 }
 
@@ -945,10 +1124,20 @@ int tsr_pp_solve_dp(const tsr_pp_t *pp, const tsr_pp_opts_t *opts, tsr_pp_plan_t
     pp_classes_t cl;
     pp_dp_t d;
     memset(&d, 0, sizeof d);
-    int *slot = NULL;
+    int *slot = NULL, *parts = NULL, *xslots = NULL;
     if ((rc = classes_build(pp, &cl)))
         goto done;
     int n = g.n;
+    d.max_split = opts ? opts->max_split : 0;
+    if (d.max_split < 0 || d.max_split > TSR_PP_MAX_SPLIT) {
+        rc = tsr_err(TSR_EINVAL, "plan: intra-layer split into %d parts, need 0..%d", d.max_split, TSR_PP_MAX_SPLIT);
+        goto done;
+    }
+    if (d.max_split >= 2 && d.max_split > pp->nd) {
+        rc = tsr_err(TSR_EINVAL, "plan: intra-layer split into up to %d parts, but only %d devices", d.max_split,
+                     pp->nd);
+        goto done;
+    }
     if (n > TSR_PP_MAX_DP_NODES) { /* the enumeration recurses once per node of a stage */
         rc = tsr_err(TSR_EINVAL, "plan: %d nodes, above the exact planner's %d: use the heuristic "
                                  "(tsr_pp_solve_baseline, greedy)", n, TSR_PP_MAX_DP_NODES);
@@ -971,12 +1160,16 @@ int tsr_pp_solve_dp(const tsr_pp_t *pp, const tsr_pp_opts_t *opts, tsr_pp_plan_t
     d.val = malloc(cells * sizeof(double));
     d.bprev = malloc(cells * sizeof(int32_t));
     d.bcls = malloc(cells * sizeof(int16_t));
+    d.bpart = malloc(cells * sizeof(int8_t));
+    d.scost = malloc((size_t)n * (TSR_PP_MAX_SPLIT + 1) * (size_t)cl.ncls * sizeof(double));
+    d.smem = malloc((size_t)n * (TSR_PP_MAX_SPLIT + 1) * sizeof(uint64_t));
     d.cnt = calloc((size_t)n, sizeof(int));
     d.cost = malloc((size_t)cl.ncls * (size_t)n * sizeof(double));
     d.mem = malloc((size_t)n * sizeof(uint64_t));
     d.ncbuf = malloc((size_t)(n + 1) * (size_t)cl.ncls * sizeof(double));
     slot = malloc((size_t)n * sizeof(int));
-    if (!d.val || !d.bprev || !d.bcls || !d.cnt || !d.cost || !d.mem || !d.ncbuf || !slot) {
+    if (!d.val || !d.bprev || !d.bcls || !d.bpart || !d.scost || !d.smem || !d.cnt || !d.cost || !d.mem ||
+        !d.ncbuf || !slot) {
         rc = tsr_err(TSR_ENOMEM, "out of memory (DP table of %zu entries)", cells);
         goto done;
     }
@@ -992,6 +1185,13 @@ int tsr_pp_solve_dp(const tsr_pp_t *pp, const tsr_pp_opts_t *opts, tsr_pp_plan_t
             best = fmin(best, x);
             if (isfinite(x))
                 total += x;
+        }
+        for (int r = 0; r <= TSR_PP_MAX_SPLIT; r++) {
+            size_t ix = (size_t)i * (TSR_PP_MAX_SPLIT + 1) + (size_t)r;
+            d.smem[ix] = nd->smem[r];
+            for (int c = 0; c < cl.ncls; c++)
+                d.scost[ix * (size_t)cl.ncls + (size_t)c] =
+                    cl.kind[c] >= 0 ? split_cost(pp, g.topo[i], r, cl.kind[c]) : INFINITY;
         }
         lbsum += best;
         lbmax = fmax(lbmax, best);
@@ -1049,39 +1249,58 @@ int tsr_pp_solve_dp(const tsr_pp_t *pp, const tsr_pp_opts_t *opts, tsr_pp_plan_t
     }
     /* Walk back from the whole graph to the empty ideal, then give the
      * stages devices in pipeline order (a class's devices in index order). */
-    int nst = 0, scls[TSR_PP_MAX_DEVICES + TSR_PP_MAX_HOST_STAGES + 1];
+    int nst = 0, scls[TSR_PP_MAX_DEVICES + TSR_PP_MAX_HOST_STAGES + 1], spart[TSR_PP_MAX_DEVICES + TSR_PP_MAX_HOST_STAGES + 1];
     uint64_t sid[TSR_PP_MAX_DEVICES + TSR_PP_MAX_HOST_STAGES + 1], sprev[TSR_PP_MAX_DEVICES + TSR_PP_MAX_HOST_STAGES + 1];
     for (uint64_t id = d.nid - 1, st = (uint64_t)best; id;) {
         uint64_t cell = id * (uint64_t)cl.nstates + st;
         sid[nst] = id;
         sprev[nst] = (uint64_t)d.bprev[cell];
         scls[nst] = d.bcls[cell];
-        st -= (uint64_t)cl.stride[scls[nst]];
+        spart[nst] = d.bpart[cell];
+        st -= (uint64_t)cl.stride[scls[nst]] * (uint64_t)spart[nst];
         id = sprev[nst++];
     }
-    int used[TSR_PP_MAX_DEVICES + 1] = {0}, nhost = 0;
+    int used[TSR_PP_MAX_DEVICES + 1] = {0}, nhost = 0, anysplit = 0;
+    parts = malloc(sizeof(int) * (size_t)n);
+    xslots = malloc(sizeof(int) * (size_t)n * TSR_PP_MAX_SPLIT);
+    if (!parts || !xslots) {
+        rc = tsr_err(TSR_ENOMEM, "out of memory");
+        goto done;
+    }
     for (int k = nst - 1; k >= 0; k--) {
-        int c = scls[k], s = -1;
+        int c = scls[k], s = -1, sl[TSR_PP_MAX_SPLIT];
         if (cl.kind[c] < 0) {
             s = pp->nd + nhost++;
         } else {
-            for (int dv = 0; dv < pp->nd && s < 0; dv++)
-                if (pp->devs[dv].kind == cl.kind[c] && pp->devs[dv].dram == cl.dram[c] && !used[dv])
-                    s = dv;
-            used[s] = 1;
+            for (int j = 0; j < spart[k]; j++) {
+                sl[j] = -1;
+                for (int dv = 0; dv < pp->nd && sl[j] < 0; dv++)
+                    if (pp->devs[dv].kind == cl.kind[c] && pp->devs[dv].dram == cl.dram[c] && !used[dv])
+                        sl[j] = dv;
+                used[sl[j]] = 1;
+            }
+            s = sl[0];
         }
         const uint64_t *a = d.bits + sid[k] * (uint64_t)d.W, *b = d.bits + sprev[k] * (uint64_t)d.W;
         for (int i = 0; i < n; i++)
-            if (BIT(a, i) && !BIT(b, i))
-                slot[g.topo[i]] = s;
+            if (BIT(a, i) && !BIT(b, i)) {
+                int v = g.topo[i];
+                slot[v] = s;
+                parts[v] = spart[k];
+                for (int j = 1; j < spart[k]; j++)
+                    xslots[v * TSR_PP_MAX_SPLIT + j - 1] = sl[j];
+                anysplit |= spart[k] > 1;
+            }
     }
-    if ((rc = evaluate(&g, slot, 1, out)))
+    if ((rc = evaluate(&g, slot, anysplit ? parts : NULL, xslots, 1, out)))
         goto done;
     snprintf(out->method, sizeof out->method, "dp");
     out->ideals = d.nid;
     out->solve_ms = (double)(tsr_mono_ns() - t0) / 1e6;
 done:
     free(slot);
+    free(parts);
+    free(xslots);
     free(cl.digit);
     dp_free(&d);
     graph_free(&g);
@@ -1125,7 +1344,7 @@ int tsr_pp_solve_baseline(const tsr_pp_t *pp, tsr_pp_baseline_e which, tsr_pp_pl
                 if (slot[v] != K || isfinite(pp->nodes[v].cost[pp->devs[dv].kind]))
                     slot[v] = isfinite(pp->nodes[v].cost[pp->devs[dv].kind]) ? dv : K;
             tsr_pp_plan_t p;
-            if (!evaluate(&g, slot, 0, &p)) {
+            if (!evaluate(&g, slot, NULL, NULL, 0, &p)) {
                 if (p.period < bestp)
                     bestp = p.period, bestd = dv;
                 tsr_pp_plan_free(&p);
@@ -1168,7 +1387,7 @@ int tsr_pp_solve_baseline(const tsr_pp_t *pp, tsr_pp_baseline_e which, tsr_pp_pl
         for (int v = 0; v < n; v++)
             if (slot[v] >= K)
                 slot[v] = 0; /* evaluate refuses it, naming the node */
-    rc = evaluate(&g, slot, 0, out);
+    rc = evaluate(&g, slot, NULL, NULL, 0, out);
     if (!rc) {
         static const char *names[] = {"", "equal-macs", "greedy", "single"};
         snprintf(out->method, sizeof out->method, "%s", names[which]);
@@ -1189,13 +1408,19 @@ void tsr_pp_print(const tsr_pp_t *pp, const tsr_pp_plan_t *p, double single_peri
     for (int k = 0; k < p->nstages; k++) {
         const tsr_pp_stage_t *s = &p->stages[k];
         char where[64];
-        if (s->slot < pp->nd)
+        if (s->slot < pp->nd && s->parts > 1) { /* a split stage: its devices, one part each */
+            int w = snprintf(where, sizeof where, "devices ");
+            for (int j = 0; j < s->parts && w < (int)sizeof where; j++)
+                w += snprintf(where + w, sizeof where - (size_t)w, "%s%s", j ? "+" : "", pp->devs[s->slots[j]].name);
+        } else if (s->slot < pp->nd)
             snprintf(where, sizeof where, "device %s", pp->devs[s->slot].name);
         else
             snprintf(where, sizeof where, "host %d", s->slot - pp->nd);
         fprintf(f, "  stage %d  %-14s %4d nodes (%s .. %s)  compute %.0f  in %.0f  out %.0f  load %.0f", k, where,
                 s->nnodes, pp->nodes[s->nodes[0]].name, pp->nodes[s->nodes[s->nnodes - 1]].name, s->compute,
                 s->comm_in, s->comm_out, s->load);
+        if (s->parts > 1)
+            fprintf(f, "  (split in %d output-channel parts, per device)", s->parts);
         if (s->slot < pp->nd)
             fprintf(f, "  DRAM %.1f of %.1f MiB", (double)s->mem / 1048576.0,
                     (double)pp->devs[s->slot].dram / 1048576.0);
@@ -1376,7 +1601,7 @@ int tsr_pp_solve_ilp(const tsr_pp_t *pp, const tsr_pp_opts_t *opts, tsr_pp_plan_
             if (glp_mip_col_val(lp, X + p * ns + s) > 0.5)
                 slot[g.topo[p]] = s;
     }
-    if ((rc = evaluate(&g, slot, 1, out)))
+    if ((rc = evaluate(&g, slot, NULL, NULL, 1, out)))
         goto done;
     snprintf(out->method, sizeof out->method, "ilp");
     out->solve_ms = (double)(tsr_mono_ns() - t0) / 1e6;

@@ -60,6 +60,7 @@
 #define TSR_PP_MAX_HOST_STAGES 8
 #define TSR_PP_MAX_COST 1e15               /* cycles of one node (finite costs above it are refused) */
 #define TSR_PP_MAX_BYTES (1ull << 44)    /* a node's footprint, an edge, a graph input/output (16 TiB) */
+#define TSR_PP_MAX_SPLIT 8               /* parts of an intra-layer split */
 
 typedef struct tsr_pp tsr_pp_t;
 
@@ -76,6 +77,18 @@ int tsr_pp_node(tsr_pp_t *pp, const char *name, const double *cost, double host_
 /* Graph inputs the node reads from the host and outputs it gives the host
  * (bytes; paid over the link when the node is on a device). */
 int tsr_pp_node_io(tsr_pp_t *pp, int node, uint64_t in_bytes, uint64_t out_bytes);
+/* The intra-layer split (Mesh-TensorFlow style, issue 26 step 3): node may
+ * run as `parts` (2..TSR_PP_MAX_SPLIT) equal parts (its output channels cut
+ * in parts) on `parts` devices of one class (kind and DRAM) side by side, a
+ * stage of its own. cost[k] is one part's cycles on kind k (INFINITY: kind k
+ * cannot), mem one part's footprint. The split stage's load on each of its
+ * devices: the part's compute + the full input received (the host
+ * broadcasts it: each device pays latency + bytes / bw per producer, the
+ * producer sends once) + its slice of the output sent (latency + bytes /
+ * parts / bw; the host concatenates the slices, so a consumer receives the
+ * whole tensor as from an unsplit node), and graph inputs / outputs the same
+ * way. Setting a node's parts again replaces it. */
+int tsr_pp_node_split(tsr_pp_t *pp, int node, int parts, const double *cost, uint64_t mem);
 /* Work of the node in MACs (for the equal-MAC baseline only). */
 int tsr_pp_node_macs(tsr_pp_t *pp, int node, double macs);
 /* An edge: node to consumes from's output, bytes of it. */
@@ -103,6 +116,8 @@ int tsr_pp_check(const tsr_pp_t *pp);
 
 typedef struct tsr_pp_stage {
     int slot;            /* device index, or >= K: host stage slot - K */
+    int parts;           /* 1, or a split stage: its one node in parts parts on slots[0..parts) (slots[0] = slot) */
+    int slots[TSR_PP_MAX_SPLIT];
     int nnodes;
     int *nodes;          /* in topological order */
     double compute;      /* cycles of its nodes on the slot */
@@ -135,9 +150,15 @@ typedef struct tsr_pp_plan {
 typedef struct tsr_pp_opts {
     uint64_t max_ideals; /* 0: TSR_PP_MAX_IDEALS */
     double time_limit_s; /* ILP: 0 = 60 s; past it the ILP is refused (no proven optimum) */
+    int max_split;       /* DP: 0 or 1 no intra-layer split; 2..TSR_PP_MAX_SPLIT and <= K: a node with
+                            tsr_pp_node_split parts up to it may be a split stage */
 } tsr_pp_opts_t;
 
-/* The exact contiguous planner (DP over ideals). opts may be NULL. Refuses
+/* The exact contiguous planner (DP over ideals). opts may be NULL. With
+ * opts->max_split >= 2 it is exact over contiguous splits in which any
+ * stage of a single node may instead be that node split into r equal parts
+ * (2 <= r <= max_split, a part cost given by tsr_pp_node_split) over r
+ * devices of one class; without, over contiguous splits. Refuses
  * (TSR_EINVAL, the reason) a problem with no feasible contiguous split,
  * naming the constraint that binds. */
 int tsr_pp_solve_dp(const tsr_pp_t *pp, const tsr_pp_opts_t *opts, tsr_pp_plan_t *out);
@@ -161,6 +182,12 @@ int tsr_pp_solve_baseline(const tsr_pp_t *pp, tsr_pp_baseline_e which, tsr_pp_pl
  * transfers. TSR_EINVAL naming the node or device when a node is on a slot
  * that cannot run it or a device's stage exceeds its DRAM. */
 int tsr_pp_evaluate(const tsr_pp_t *pp, const int *slot, tsr_pp_plan_t *out);
+
+/* The same with intra-layer splits: parts[v] (NULL: all 1) and, for
+ * parts[v] > 1, the node's other devices xslots[v * TSR_PP_MAX_SPLIT + j],
+ * j < parts[v] - 1 (devices of slot[v]'s class, each running nothing else). */
+int tsr_pp_evaluate_split(const tsr_pp_t *pp, const int *slot, const int *parts, const int *xslots,
+                          tsr_pp_plan_t *out);
 
 void tsr_pp_plan_free(tsr_pp_plan_t *p);
 

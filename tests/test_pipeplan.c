@@ -322,6 +322,281 @@ static void test_dp_vs_brute(void **state)
     assert_true(multi >= 50);     /* and not all trivially one stage */
 }
 
+/* ---------------------------------------------------------- intra-layer splits (issue 26 step 3) */
+
+#define MAXR 3 /* parts the split test allows (<= MAXS) */
+
+typedef struct {
+    double cost[MAXN][MAXR + 1][2]; /* one part's cost per kind (INFINITY: not splittable so) */
+    uint64_t mem[MAXN][MAXR + 1];
+} split_t;
+
+static void random_split(const prob_t *p, split_t *sp)
+{
+    for (int v = 0; v < p->n; v++)
+        for (int r = 0; r <= MAXR; r++) {
+            for (int k = 0; k < 2; k++)
+                sp->cost[v][r][k] = INFINITY;
+            sp->mem[v][r] = 0;
+            if (r < 2 || rnd() % 4 == 0)
+                continue;
+            for (int k = 0; k < p->nkinds; k++)
+                if (isfinite(p->cost[v][k]))
+                    sp->cost[v][r][k] = ceil(p->cost[v][k] / r) + rint_(0, 10);
+            sp->mem[v][r] = p->mem[v] / (uint64_t)r + (uint64_t)rint_(0, 2);
+        }
+}
+
+/* The split model from the header, written again: node v in parts[v] parts
+ * on slot[v] and parts[v] - 1 more free devices of its class (chosen here
+ * in index order: devices of a class are interchangeable). Period and
+ * latency of the placement, INFINITY when infeasible or not contiguous. */
+static void brute_eval_split(const prob_t *p, const split_t *sp, const int *slot, const int *parts, int *xs,
+                             double *period, double *latency)
+{
+    *period = *latency = INFINITY;
+    int ns = p->K + p->H, cntv[MAXS] = {0}, busy[MAXS] = {0};
+    for (int v = 0; v < p->n; v++)
+        cntv[slot[v]]++, busy[slot[v]] = 1;
+    for (int v = 0; v < p->n; v++) {
+        int s = slot[v], r = parts[v];
+        if (r == 1)
+            continue;
+        if (s >= p->K || cntv[s] != 1 || !isfinite(sp->cost[v][r][p->kind[s]]) || sp->mem[v][r] > p->dram[s])
+            return;
+        for (int j = 1; j < r; j++) {
+            int x = -1;
+            for (int d = 0; d < p->K && x < 0; d++)
+                if (!busy[d] && p->kind[d] == p->kind[s] && p->dram[d] == p->dram[s])
+                    x = d;
+            if (x < 0)
+                return;
+            busy[x] = 1;
+            xs[v * TSR_PP_MAX_SPLIT + j - 1] = x;
+        }
+    }
+    double per, lat;
+    int contig;
+    brute_eval(p, slot, &per, &lat, &contig); /* contiguity (the extra devices run no node) */
+    if (!contig)
+        return;
+    int ok = 1;
+    double pmax = 0, lsum = 0;
+    for (int s = 0; s < ns && ok; s++) {
+        if (!cntv[s])
+            continue;
+        int v = -1;
+        for (int u = 0; u < p->n; u++)
+            if (slot[u] == s && parts[u] > 1)
+                v = u;
+        double load;
+        if (v < 0) { /* an unsplit stage: brute_eval's load, with a split producer's send being its slice */
+            load = 0;
+            uint64_t mem = 0;
+            for (int u = 0; u < p->n; u++) {
+                if (slot[u] != s)
+                    continue;
+                load += s < p->K ? p->cost[u][p->kind[s]] : p->host[u];
+                if (s < p->K) {
+                    mem += p->mem[u];
+                    load += (p->in[u] ? xfer(p, p->in[u]) : 0) + (p->out[u] ? xfer(p, p->out[u]) : 0);
+                }
+            }
+            if (s < p->K && mem > p->dram[s])
+                ok = 0;
+            for (int u = 0; u < p->n; u++) {
+                int send = 0, recv = 0;
+                uint64_t b = 0;
+                for (int e = 0; e < p->ne; e++)
+                    if (p->ef[e] == u) {
+                        b = p->eb[e] > b ? p->eb[e] : b;
+                        int a = slot[u], t = slot[p->et[e]];
+                        send |= a == s && t != s;
+                        recv |= a != s && t == s;
+                    }
+                int has = 0;
+                for (int e = 0; e < p->ne; e++)
+                    has |= p->ef[e] == u;
+                double cu = has ? xfer(p, b) : 0;
+                if (recv)
+                    load += cu;
+                if (send) /* a split producer sends its slice */
+                    load += parts[u] > 1 ? p->lat + (double)b / parts[u] / p->bw : cu;
+            }
+        } else {
+            int r = parts[v];
+            load = sp->cost[v][r][p->kind[s]] + (p->in[v] ? xfer(p, p->in[v]) : 0) +
+                   (p->out[v] ? p->lat + (double)p->out[v] / r / p->bw : 0);
+            uint64_t b = 0;
+            int has = 0;
+            for (int e = 0; e < p->ne; e++)
+                if (p->ef[e] == v)
+                    has = 1, b = p->eb[e] > b ? p->eb[e] : b;
+            if (has)
+                load += p->lat + (double)b / r / p->bw;
+            for (int u = 0; u < p->n; u++) { /* each part receives the whole of every input */
+                int in = 0;
+                for (int e = 0; e < p->ne; e++)
+                    in |= p->ef[e] == u && p->et[e] == v;
+                if (!in)
+                    continue;
+                uint64_t bu = 0;
+                for (int e = 0; e < p->ne; e++)
+                    if (p->ef[e] == u && p->eb[e] > bu)
+                        bu = p->eb[e];
+                load += xfer(p, bu);
+            }
+        }
+        double cst_ok = 1;
+        for (int u = 0; u < p->n; u++)
+            if (slot[u] == s && parts[u] == 1 && !isfinite(s < p->K ? p->cost[u][p->kind[s]] : p->host[u]))
+                cst_ok = 0;
+        if (!cst_ok)
+            ok = 0;
+        pmax = fmax(pmax, load);
+        lsum += load;
+    }
+    if (ok)
+        *period = pmax, *latency = lsum;
+}
+
+static void test_split_vs_brute(void **state)
+{
+    (void)state;
+    uint64_t seed = test_seed() ^ 0x5b117ull;
+    int count = test_count(250), solved = 0, better = 0, used = 0;
+    rng_state = seed | 1;
+    for (int it = 0; it < count; it++) {
+        prob_t p;
+        random_problem(&p, 6, MAXS);
+        if (p.K < 2)
+            continue;
+        int heavy = rint_(0, p.n - 1); /* one layer dominates (the case splits are for) */
+        for (int k = 0; k < p.nkinds; k++)
+            p.cost[heavy][k] *= 6;
+        if (rnd() % 4) /* devices of a class are what a split uses: mostly one DRAM size */
+            for (int d = 1; d < p.K; d++)
+                p.dram[d] = p.dram[0];
+        split_t sp;
+        random_split(&p, &sp);
+        int maxr = p.K < MAXR ? p.K : MAXR, ns = p.K + p.H;
+        /* brute force: every placement, every parts choice */
+        double bper = INFINITY, blat = INFINITY, uper = INFINITY;
+        int slot[MAXN], parts[MAXN], xs[MAXN * TSR_PP_MAX_SPLIT];
+        long total = 1;
+        for (int v = 0; v < p.n; v++)
+            total *= ns * maxr;
+        for (long x = 0; x < total; x++) {
+            long y = x;
+            for (int v = 0; v < p.n; v++) {
+                slot[v] = (int)(y % ns), y /= ns;
+                parts[v] = 1 + (int)(y % maxr), y /= maxr;
+            }
+            double per, lat;
+            brute_eval_split(&p, &sp, slot, parts, xs, &per, &lat);
+            if (!isfinite(per))
+                continue;
+            int split = 0;
+            for (int v = 0; v < p.n; v++)
+                split |= parts[v] > 1;
+            if (!split)
+                uper = fmin(uper, per);
+            if (per < bper * (1 - 1e-12) || (per <= bper * (1 + 1e-12) && lat < blat))
+                bper = per, blat = lat;
+        }
+        tsr_pp_t *pp = build(&p);
+        for (int v = 0; v < p.n; v++)
+            for (int r = 2; r <= MAXR; r++)
+                if (sp.cost[v][r][0] < INFINITY || sp.cost[v][r][1] < INFINITY)
+                    assert_int_equal(tsr_pp_node_split(pp, v, r, sp.cost[v][r], sp.mem[v][r]), 0);
+        tsr_pp_opts_t o = {0};
+        o.max_split = maxr;
+        tsr_pp_plan_t pl;
+        int rc = tsr_pp_solve_dp(pp, &o, &pl);
+        if (!isfinite(bper)) {
+            if (rc != TSR_EINVAL)
+                fail_msg("DAG %d: no placement with splits exists, DP returned %d", it, rc);
+        } else {
+            if (rc)
+                fail_msg("DAG %d: DP with splits refused a feasible problem (best %g): %s", it, bper, tsr_errmsg());
+            if (!near(pl.period, bper, 1e-9) || !near(pl.latency, blat, 1e-9))
+                fail_msg("DAG %d (seed 0x%llx, n %d, K %d, H %d): DP with splits period %.6f latency %.6f, brute "
+                         "force %.6f %.6f",
+                         it, (unsigned long long)seed, p.n, p.K, p.H, pl.period, pl.latency, bper, blat);
+            int any = 0, pparts[MAXN], pxs[MAXN * TSR_PP_MAX_SPLIT];
+            for (int k = 0; k < pl.nstages; k++) {
+                any |= pl.stages[k].parts > 1;
+                for (int j = 0; j < pl.stages[k].nnodes; j++)
+                    pparts[pl.stages[k].nodes[j]] = pl.stages[k].parts;
+            }
+            double per, lat; /* the plan as the brute force's model reads it */
+            brute_eval_split(&p, &sp, pl.slot, pparts, pxs, &per, &lat);
+            if (!near(per, pl.period, 1e-9) || !near(lat, pl.latency, 1e-9))
+                fail_msg("DAG %d: the DP's split plan evaluates to %g / %g, it said %g / %g", it, per, lat, pl.period,
+                         pl.latency);
+            used += any;
+            better += bper < uper * (1 - 1e-12);
+            solved++;
+            tsr_pp_plan_free(&pl);
+        }
+        tsr_pp_free(pp);
+    }
+    printf("test_split_vs_brute: %d optimal, %d using a split, %d better than every unsplit plan\n", solved, used,
+           better);
+    assert_true(solved >= 100);
+    assert_true(better >= 10); /* the splits matter in the instances */
+}
+
+/* A split stage's load by hand, and the refusals. */
+static void test_split_refusals(void **state)
+{
+    (void)state;
+    tsr_pp_t *pp;
+    assert_int_equal(tsr_pp_create(1, &pp), 0);
+    double c0 = 1000, c1 = 100, part = 520;
+    assert_int_equal(tsr_pp_node(pp, "big", &c0, INFINITY, 10, NULL), 0);
+    assert_int_equal(tsr_pp_node(pp, "small", &c1, INFINITY, 10, NULL), 0);
+    assert_int_equal(tsr_pp_edge(pp, 0, 1, 800), 0);
+    for (int d = 0; d < 3; d++)
+        assert_int_equal(tsr_pp_device(pp, NULL, 0, 100, NULL), 0);
+    assert_int_equal(tsr_pp_set_link(pp, 8, 10), 0);
+    assert_int_equal(tsr_pp_set_host_stages(pp, 0), 0);
+    assert_int_equal(tsr_pp_node_split(pp, 0, 2, &part, 6), 0);
+    assert_int_equal(tsr_pp_node_split(pp, 0, 1, &part, 6), TSR_EINVAL);
+    assert_int_equal(tsr_pp_node_split(pp, 0, TSR_PP_MAX_SPLIT + 1, &part, 6), TSR_EINVAL);
+    assert_int_equal(tsr_pp_node_split(pp, 7, 2, &part, 6), TSR_EINVAL);
+    tsr_pp_opts_t o = {0};
+    o.max_split = 4; /* more parts than the 3 devices */
+    tsr_pp_plan_t pl;
+    assert_int_equal(tsr_pp_solve_dp(pp, &o, &pl), TSR_EINVAL);
+    assert_non_null(strstr(tsr_errmsg(), "only 3 devices"));
+    o.max_split = 2;
+    assert_int_equal(tsr_pp_solve_dp(pp, &o, &pl), 0);
+    /* big in 2 parts: 520 + its slice 10 + 800/2/8 = 580; small: 100 + 10 + 100 = 210 */
+    assert_int_equal(pl.nstages, 2);
+    assert_int_equal(pl.stages[0].parts, 2);
+    assert_int_equal(pl.stages[0].slots[0], 0);
+    assert_int_equal(pl.stages[0].slots[1], 1);
+    assert_true(near(pl.stages[0].load, 580, 1e-12));
+    assert_true(near(pl.period, 580, 1e-12));
+    assert_true(near(pl.latency, 790, 1e-12));
+    tsr_pp_plan_free(&pl);
+    /* unsplit, the best is 1000 + 110 */
+    o.max_split = 0;
+    assert_int_equal(tsr_pp_solve_dp(pp, &o, &pl), 0);
+    assert_true(near(pl.period, 1100, 1e-12)); /* both on one device */
+    tsr_pp_plan_free(&pl);
+    /* evaluate_split refuses a part on a device that runs another node */
+    int slot[2] = {0, 1}, parts[2] = {2, 1}, xs[2 * TSR_PP_MAX_SPLIT] = {1};
+    assert_int_equal(tsr_pp_evaluate_split(pp, slot, parts, xs, &pl), TSR_EINVAL);
+    assert_non_null(strstr(tsr_errmsg(), "small"));
+    xs[0] = 2;
+    assert_int_equal(tsr_pp_evaluate_split(pp, slot, parts, xs, &pl), 0);
+    assert_true(near(pl.period, 580, 1e-12));
+    tsr_pp_plan_free(&pl);
+    tsr_pp_free(pp);
+}
+
 static void test_ilp_vs_brute(void **state)
 {
     (void)state;
@@ -679,7 +954,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_chain),         cmocka_unit_test(test_long_chain),   cmocka_unit_test(test_diamond),      cmocka_unit_test(test_host_only),
         cmocka_unit_test(test_dram_split),    cmocka_unit_test(test_refusals),     cmocka_unit_test(test_dp_vs_brute),
-        cmocka_unit_test(test_ilp_vs_brute),  cmocka_unit_test(test_cli),
+        cmocka_unit_test(test_ilp_vs_brute),  cmocka_unit_test(test_split_vs_brute), cmocka_unit_test(test_split_refusals),  cmocka_unit_test(test_cli),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
