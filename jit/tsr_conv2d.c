@@ -212,7 +212,10 @@ static int geo_init(const tsr_config_t *c, const tsr_conv2d_params_t *p, const t
 /* ------------------------------------------------------------- packing */
 
 static uint64_t x_elems(const geo_t *g) { return (uint64_t)g->nb * g->cib * g->p->h * g->p->w; }
-static uint64_t w_elems(const geo_t *g) { return (uint64_t)g->cob * (g->dw ? g->wsplit : g->cib) * g->kk; }
+static uint64_t w_elems(const geo_t *g)
+{
+    return (uint64_t)(g->wshare ? 1 : g->cob) * (g->dw ? g->wsplit : g->cib) * g->kk;
+}
 static uint64_t y_elems(const geo_t *g) { return (uint64_t)g->nb * g->cob * g->oh * g->ow; }
 /* (a fused add's constant rows behind the conv's) */
 static uint64_t c_elems(const geo_t *g) { return (uint64_t)g->cob * g->nconst + (g->fuse ? TSR_ADD_NCONST : 0); }
@@ -240,12 +243,14 @@ void tsr_conv2d_pack_input(const tsr_config_t *c, const tsr_conv2d_plan_t *pl, c
                 }
 }
 
-int tsr_conv2d_pack_weights(const tsr_config_t *c, const tsr_conv2d_plan_t *pl, const void *w,
-                            const int32_t *bias, uint8_t *wdst, uint8_t *cdst)
+/* Pack w and the constants in the unshared layout (every output-channel
+ * block's weight rows, wbytes of them), whatever pl->wshare says. */
+static int pack_weights_all(const tsr_config_t *c, const tsr_conv2d_plan_t *pl, const void *w, const int32_t *bias,
+                            uint8_t *wdst, size_t wbytes, uint8_t *cdst)
 {
     const tsr_conv2d_params_t *p = &pl->p;
     const int dw = pl->depthwise, kk = p->kh * p->kw, cin_g = p->c_in / p->groups;
-    memset(wdst, 0, pl->w_bytes);
+    memset(wdst, 0, wbytes);
     memset(cdst, 0, pl->c_bytes);
     const int split = pl->wsplit; /* > 1: w - w_zp written as int8 parts (over copies of the input; depthwise:
                                      consecutive weight blocks that all meet the block's input) */
@@ -383,6 +388,74 @@ int tsr_conv2d_pack_weights(const tsr_config_t *c, const tsr_conv2d_plan_t *pl, 
     return TSR_OK;
 }
 
+/* 1 when the nblk blocks of blk bytes at w all equal the first. */
+static int blocks_same(const uint8_t *w, size_t nblk, size_t blk)
+{
+    for (size_t b = 1; b < nblk; b++)
+        if (memcmp(w, w + b * blk, blk))
+            return 0;
+    return 1;
+}
+
+int tsr_conv2d_pack_weights(const tsr_config_t *c, const tsr_conv2d_plan_t *pl, const void *w,
+                            const int32_t *bias, uint8_t *wdst, uint8_t *cdst)
+{
+    if (!pl->wshare)
+        return pack_weights_all(c, pl, w, bias, wdst, pl->w_bytes, cdst);
+    /* shared weight rows (one block's, pl->w_bytes): pack every block's and
+     * check they are still the same, so weights other than those the plan
+     * was made for cannot run silently wrong */
+    const size_t all = pl->w_bytes * (size_t)pl->cob;
+    uint8_t *tmp = malloc(all);
+    if (!tmp)
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    int rc = pack_weights_all(c, pl, w, bias, tmp, all, cdst);
+    if (!rc && !blocks_same(tmp, (size_t)pl->cob, pl->w_bytes))
+        rc = tsr_err(TSR_EINVAL, OP ": these weights differ between output-channel blocks, but the plan shares one "
+                     "copy (planned with other weights, tsr_conv2d_params_t.w_plan)");
+    if (!rc)
+        memcpy(wdst, tmp, pl->w_bytes);
+    free(tmp);
+    return rc;
+}
+
+/* Shared weights (plan.wshare): with the weights known (p->w_plan), a
+ * depthwise-mode conv of more than one block whose blocks' packed weight
+ * rows are byte-identical keeps one copy. The rows are packed as
+ * write_weights would (the detection is the layout's, not the pool's). */
+static int geo_share(const tsr_config_t *c, geo_t *g, const tsr_conv2d_params_t *p)
+{
+    g->wshare = 0;
+    if (!g->dwk || g->cob < 2 || !p->w_plan)
+        return TSR_OK;
+    tsr_conv2d_plan_t *t = calloc(1, sizeof *t);
+    const size_t wb = w_elems(g) * c->wgt_bytes, cb = c_elems(g) * c->acc_bytes;
+    uint8_t *buf = malloc(wb + cb);
+    int rc = t && buf ? TSR_OK : tsr_err(TSR_ENOMEM, "out of memory");
+    if (!rc) {
+        t->p = *p;
+        t->depthwise = g->dw;
+        t->dwk = g->dwk;
+        t->wsplit = g->wsplit;
+        t->cib = g->cib;
+        t->cob = g->cob;
+        t->h_pad = g->h_pad;
+        t->nconst = g->nconst;
+        t->fused = g->fuse;
+        if (g->fadd)
+            t->fadd = *g->fadd;
+        t->w_bytes = wb;
+        t->c_bytes = cb;
+        if (pack_weights_all(c, t, p->w_plan, NULL, buf, wb, buf + wb))
+            tsr_err_clear(); /* (weights the plan cannot take: write_weights says so) */
+        else
+            g->wshare = blocks_same(buf, (size_t)g->cob, wb / (size_t)g->cob);
+    }
+    free(buf);
+    free(t);
+    return rc;
+}
+
 void tsr_conv2d_unpack_output(const tsr_config_t *c, const tsr_conv2d_plan_t *pl, const uint8_t *src, void *y)
 {
     if (pl->tensors_owned) {
@@ -413,7 +486,8 @@ void tsr_conv2d_unpack_output(const tsr_config_t *c, const tsr_conv2d_plan_t *pl
  * shifts select ALU steps, so they are in. Weight zero points are in (the
  * stream does not read them today; a zero-point correction would). If the
  * lowering starts to depend on another value, add it here. */
-static size_t conv2d_sig(const tsr_conv2d_params_t *p, const tsr_add_params_t *fadd, int dwk, uint8_t *sig)
+static size_t conv2d_sig(const tsr_conv2d_params_t *p, const tsr_add_params_t *fadd, int dwk, int wshare,
+                         uint8_t *sig)
 {
     size_t n = tsr_kcache_sig_bytes(sig, 0, GEN_ID, sizeof GEN_ID);
     /* the units that shape the kernel are built separately: each one's identity */
@@ -447,6 +521,8 @@ static size_t conv2d_sig(const tsr_conv2d_params_t *p, const tsr_add_params_t *f
     /* the depthwise mode's taps (0: the block-diagonal path): one conv, two
      * kernels, whose weight layouts differ too */
     n = tsr_kcache_sig_i32(sig, n, dwk);
+    /* shared weight rows: other weight loads and GEMM weight strides */
+    n = tsr_kcache_sig_i32(sig, n, wshare);
     n = tsr_kcache_sig_i32(sig, n, fadd != NULL);
     if (fadd) {
         const int32_t f[] = {fadd->a.zp,    fadd->b.zp,    fadd->y.zp,   fadd->left_shift, fadd->mult_a,
@@ -639,6 +715,7 @@ static void plan_fields(const tsr_config_t *c, const geo_t *g, const tsr_kernel_
     pl->cob = g->cob;
     pl->depthwise = g->dw;
     pl->dwk = g->dwk;
+    pl->wshare = g->wshare;
     pl->toh = g->t.toh;
     pl->tco = g->t.tco;
     pl->tci = g->t.tci;
@@ -704,8 +781,11 @@ static int plan_impl(tsr_device_t *dev, const tsr_conv2d_params_t *params, const
         goto fail;
     }
     g.p = &pl->p;
+    if ((rc = geo_share(c, &g, &pl->p)))
+        goto fail;
+    pl->p.w_plan = NULL; /* (the caller's; read only here) */
     /* The kernel: from the device's cache, else generated and inserted. */
-    size_t sig_len = conv2d_sig(&pl->p, g.fadd, g.dwk, sig);
+    size_t sig_len = conv2d_sig(&pl->p, g.fadd, g.dwk, g.wshare, sig);
     if (sig_len > TSR_KCACHE_MAX_SIG) {
         rc = tsr_err(TSR_EINVAL, OP ": parameters too long for a kernel cache signature (%zu bytes)", sig_len);
         goto fail;
@@ -945,7 +1025,12 @@ int tsr_conv2d_presearch(tsr_device_t *dev, const tsr_conv2d_job_t *jobs, int n,
         }
         ps->g.p = &ps->v;
         ps->g.fadd = j->add ? &ps->fv : NULL;
-        const size_t sig_len = conv2d_sig(&ps->v, ps->g.fadd, ps->g.dwk, sig);
+        if (geo_share(c, &ps->g, &ps->v)) {
+            tsr_err_clear();
+            continue;
+        }
+        ps->v.w_plan = NULL; /* (the search never reads it) */
+        const size_t sig_len = conv2d_sig(&ps->v, ps->g.fadd, ps->g.dwk, ps->g.wshare, sig);
         if (sig_len <= TSR_KCACHE_MAX_SIG && tsr_kcache_has(kc, sig, sig_len))
             continue; /* its plan takes the cached kernel */
         search_key(&ps->g, &ps->key);
@@ -1075,7 +1160,12 @@ int tsr_conv2d_run(tsr_device_t *dev, const tsr_conv2d_params_t *p, const void *
     if (!x || !w || !y)
         return tsr_err(TSR_EINVAL, OP ": NULL input, weight or output data");
     tsr_conv2d_plan_t pl;
-    int rc = tsr_conv2d_plan(dev, p, &pl);
+    tsr_conv2d_params_t pw;
+    if (p) {
+        pw = *p;
+        pw.w_plan = w; /* (the weights are known: identical blocks can share one copy) */
+    }
+    int rc = tsr_conv2d_plan(dev, p ? &pw : NULL, &pl);
     if (rc)
         return rc;
     if (!(rc = tsr_conv2d_write_weights(dev, &pl, w, bias)) && !(rc = tsr_conv2d_write_input(dev, &pl, x)) &&

@@ -33,7 +33,8 @@
  *           (depthwise mode, config key DEPTHWISE = K > 0 and groups ==
  *           C_in: [COB][part][KH][G] with G = ceil(KW/K) tap groups, each
  *           element [k][c] = part p of w'(cob*BO+c, 0, ky, g*K+k), 0 for
- *           g*K+k >= KW and k >= K)
+ *           g*K+k >= KW and k >= K; shared weights, plan.wshare: the
+ *           one block [part][KH][G] every block's GEMMs read)
  *   output  out elements [NB][COB][OH][OW],        each [b][o] = y(n, co = cob*BO+o)
  *   consts  acc elements [COB][NCONST],            each [b][o] = value for channel cob*BO+o:
  *           row 0 bias', row 1 M, then (per-channel only, if some S > 0) the
@@ -65,7 +66,13 @@
  * all lie in the loaded tile (taps past KW meet zero weights). The search
  * prefers four acc regions and also tries column tiles (the layers are
  * DRAM-bound; taller tiles reload fewer halo rows). If nothing of the mode
- * fits, the conv takes the block-diagonal path (plan.dwk = 0).
+ * fits, the conv takes the block-diagonal path (plan.dwk = 0). When the
+ * weights are known at plan time (p.w_plan) and every block's packed rows
+ * are byte-identical (averages lowered as convs of weight 1), one copy is
+ * packed and uploaded, a step loads its TCI*KK rows once instead of per
+ * block, the GEMMs' wgt_factor_out is 0 (every block reads them), and with
+ * one chunk the rows stay on chip for the whole kernel (plan.wshare; the
+ * kernel cache signature and the search key include it).
  * Resident mode (when all weights fit the weight buffer): every weight block
  * and constant row is loaded once and stays on chip, input blocks are cached
  * in slots, the load stage runs up to 6 steps ahead, the first tile's data
@@ -105,6 +112,11 @@ typedef struct tsr_conv2d_params {
     /* the output: y_dtype, y_zp, mult, shift, rq_count (1 per tensor or C_out per output channel),
      * act_min, act_max (tsr_requant.h), also as .rq */
     TSR_REQUANT_MEMBERS;
+    const void *w_plan;            /* optional (NULL: unknown): the weights write_weights will get (OIHW bytes
+                                      of w_dtype), known when planning. A depthwise-mode conv whose output-
+                                      channel blocks' packed weight rows are then byte-identical (a pool
+                                      lowered as a conv of weight 1) keeps one copy (plan.wshare); only read
+                                      while planning (the plan's copy of p has it NULL) */
 } tsr_conv2d_params_t;
 
 typedef struct tsr_conv2d_plan {
@@ -119,6 +131,10 @@ typedef struct tsr_conv2d_plan {
     int dwk;                       /* depthwise in the GEMM depthwise mode: its taps K (config key DEPTHWISE),
                                       weights [COB][part][KH][ceil(KW/K)] rows of [tap k][channel c]; 0: the
                                       block-diagonal path below */
+    int wshare;                    /* depthwise mode: every output-channel block's packed weight rows are the
+                                      same (p.w_plan said so): one copy [part][KH][G] in DRAM, loaded once per
+                                      step (once per kernel with one chunk) and read by every block's GEMMs;
+                                      write_weights refuses weights that break the sharing */
     int toh, tco, tci;             /* tile: output rows, output-channel blocks, input-channel blocks per chunk
                                       (depthwise: weight parts per chunk) */
     int rows_in;                   /* input rows per channel block on chip per tile */

@@ -328,6 +328,10 @@ static int copy_conv(const tsr_graph_t *g, gnode_t *n, const tsr_conv2d_params_t
     n->conv.w_zp = n->w_zp;
     n->conv.mult = n->mult;
     n->conv.shift = n->shift;
+    /* the weights are known when planning: a depthwise-mode conv whose
+     * blocks' weight rows are the same (an average lowered as a conv of
+     * weight 1) keeps one copy (tsr_conv2d_plan_t.wshare) */
+    n->conv.w_plan = n->w;
     return TSR_OK;
 }
 
@@ -865,6 +869,7 @@ static int tap_inputs(tsr_graph_t *g)
         if (!(n->tw = malloc(nw)))
             return tsr_err(TSR_ENOMEM, "out of memory");
         int rc = tsr_tappack_rewrite(&n->conv, n->w, &n->tconv, n->tw);
+        n->tconv.w_plan = n->tw; /* (the rewritten conv's weights, not the node's) */
         if (!rc)
             rc = tsr_dtensor_init(&g->cfg, n->tconv.n, n->tconv.c_in, n->tconv.h, n->tconv.w, n->tconv.x_dtype,
                                   n->tconv.x_zp, &packed);

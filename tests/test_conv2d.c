@@ -92,6 +92,10 @@ static int g_force_dw;
 static int g_one_call;
 /* 1: random_case draws float32 scales (exact requantization, fscale) */
 static int g_exact;
+/* 1: run_case gives every output-channel block the first block's weights
+ * (and weight zero points) and plans with them known (p.w_plan); g_shared
+ * counts the plans that share one copy (plan.wshare) */
+static int g_periodic_w, g_shared, g_shared_split;
 /* > 0: random_case makes a grouped case with these groups and C_in = C_out = g_force_c */
 static int g_force_groups, g_force_c;
 
@@ -201,6 +205,17 @@ static int run_case(tsr_device_t *dev, const char *cfgname, conv_case_t *k, uint
     for (int i = 0; i < p->c_out; i++)
         bias[i] = rnd(&s, -20000, 20000);
 
+    if (g_periodic_w) {
+        /* channel co's weights (and zero point) are channel co % BLOCK_OUT's */
+        const int bo = (int)tsr_device_config(dev)->block_out;
+        const size_t per = (size_t)cin_g * p->kh * p->kw;
+        for (int co = bo; co < p->c_out; co++) {
+            memcpy(w + (size_t)co * per, w + (size_t)(co % bo) * per, per);
+            if (p->w_zp_count > 1)
+                k->w_zp[co] = k->w_zp[co % bo];
+        }
+        p->w_plan = w;
+    }
     const int32_t *b = k->use_bias ? bias : NULL;
     int chunks = 0;
     if (g_one_call) {
@@ -212,6 +227,18 @@ static int run_case(tsr_device_t *dev, const char *cfgname, conv_case_t *k, uint
     if (tsr_conv2d_plan(dev, p, &pl))
         fail_msg("%s: plan: %s", desc, tsr_errmsg());
     chunks = pl.chunks;
+    p->w_plan = NULL; /* (w is freed below) */
+    if (g_periodic_w) {
+        /* the mode's layout with more than one block: one shared copy
+         * (not when the last block is partial: its padding lanes hold zero
+         * weights where the first block's hold real ones) */
+        const int bo = (int)tsr_device_config(dev)->block_out;
+        if (pl.wshare != (pl.dwk > 0 && pl.cob > 1 && p->c_out % bo == 0))
+            fail_msg("%s: wshare %d (dwk %d, %d blocks)", desc, pl.wshare, pl.dwk, pl.cob);
+        g_shared += pl.wshare;
+        g_shared_split += pl.wshare && pl.wsplit > 1; /* (parts: chunks of parts, loaded per step) */
+    } else
+        assert_int_equal(pl.wshare, 0);
     g_split += pl.chunks > 1;
     g_coltile += pl.tow < pl.ow;
     g_single += pl.nbuf_inp == 1 || pl.nbuf_acc == 1;
@@ -273,6 +300,7 @@ compare:;
                      ny, p->y_dtype == TSR_DT_UINT8 ? y[i] : (int8_t)y[i],
                      p->y_dtype == TSR_DT_UINT8 ? yr[i] : (int8_t)yr[i]);
         }
+    p->w_plan = NULL;
     free(x);
     free(w);
     free(y);
@@ -453,6 +481,23 @@ static void dw_cases(const char *cfg, const char *plain, int count, int maxn, in
         random_case(&s, &k, maxn, maxc, maxhw, 0);
         if (k.p.c_in == 1) /* (groups == C_in == 1 is a groups-1 conv) */
             continue;
+        if (g_periodic_w) {
+            /* whole blocks (a partial last block does not share): round the
+             * channels up, the new ones' per-channel values repeating */
+            const int bo = (int)tsr_device_config(dev)->block_out, c0 = k.p.c_in;
+            const int c1 = (c0 + bo - 1) / bo * bo;
+            for (int co = c0; co < c1 && c1 <= 256; co++) {
+                k.w_zp[co] = k.w_zp[co % c0];
+                k.mult[co] = k.mult[co % c0];
+                k.shift[co] = k.shift[co % c0];
+                k.fscale[co] = k.fscale[co % c0];
+            }
+            if (c1 <= 256) {
+                k.p.c_in = k.p.c_out = k.p.groups = c1;
+                k.p.w_zp_count = k.p.w_zp_count > 1 ? c1 : 1;
+                k.p.rq_count = k.p.rq_count > 1 ? c1 : 1;
+            }
+        }
         run_case(dev, cfg, &k, seed, i < 2);
         run_case(dev0, plain, &k, seed, 0);
     }
@@ -1062,6 +1107,143 @@ static void test_bad_params(void **state)
     tsr_device_close(dev);
 }
 
+/* Shared weight rows (plan.wshare): a depthwise conv whose weights are all
+ * 1 (an average lowered as a conv, onnx/ops/tsr_ox_pool.c), whole-input
+ * 7x7 (GlobalAveragePool over 7x7x1280's shape, fewer channels) and 28x28
+ * (EfficientNet's squeeze-and-excite average), on default + DEPTHWISE 3.
+ * Planned with the weights known (p.w_plan) the blocks' identical packed
+ * rows are uploaded and loaded once: the device's weight LOAD bytes are
+ * the one copy (w_bytes, loaded once per kernel), 1/blocks or less of the
+ * unshared plan's (w_plan NULL, same device: a different kernel, the
+ * signature says so); outputs equal the plain-C reference and the
+ * block-diagonal path's (default, no DEPTHWISE). Weights that differ
+ * between blocks are not shared, and a shared plan refuses them at
+ * write_weights. Fails before the sharing: wshare 0, the loads per block. */
+static uint64_t wgt_loaded_run(tsr_device_t *dev, tsr_conv2d_plan_t *pl, const uint8_t *x, const uint8_t *w,
+                               const int32_t *bias, uint8_t *y)
+{
+    tsr_counters_t a, b;
+    assert_int_equal(tsr_conv2d_write_weights(dev, pl, w, bias), TSR_OK);
+    assert_int_equal(tsr_conv2d_write_input(dev, pl, x), TSR_OK);
+    assert_int_equal(tsr_read_counters(dev, &a), TSR_OK);
+    if (tsr_conv2d_exec(dev, pl))
+        fail_msg("exec: %s", tsr_errmsg());
+    assert_int_equal(tsr_read_counters(dev, &b), TSR_OK);
+    assert_int_equal(tsr_conv2d_read_output(dev, pl, y), TSR_OK);
+    return b.bytes_loaded[TSR_MEM_WGT] - a.bytes_loaded[TSR_MEM_WGT];
+}
+
+static void test_dw_shared_weights(void **state)
+{
+    (void)state;
+    tsr_device_t *dev = open_dev("default+dw3"), *dev0 = open_dev("default");
+    static const int L[][2] = {{7, 320}, {28, 144}}; /* H = W = kernel, channels */
+    for (int li = 0; li < 2; li++) {
+        const int H = L[li][0], C = L[li][1];
+        conv_case_t k = basic_case(1, C, H, H, C, H, H, 1, 0);
+        tsr_conv2d_params_t *p = &k.p;
+        p->w_zp = k.w_zp; /* (k is a copy: its own arrays) */
+        p->mult = k.mult;
+        p->shift = k.shift;
+        p->groups = C;
+        p->x_dtype = p->y_dtype = TSR_DT_UINT8;
+        p->x_zp = 7;
+        p->y_zp = 5;
+        p->act_min = 0;
+        p->act_max = 255;
+        k.w_zp[0] = 0;
+        int sh2 = 0; /* 1 / (H*H) = mult / 2^31 * 2^-sh2 with mult in [2^30, 2^31) */
+        while ((2 << sh2) <= H * H)
+            sh2++;
+        k.mult[0] = (int32_t)((((int64_t)1 << 31) << sh2) / (H * H));
+        k.shift[0] = -sh2;
+        const size_t nx = (size_t)C * H * H, nw = (size_t)C * H * H;
+        uint8_t *x = malloc(nx), *w = malloc(nw), *ys = malloc(C), *yu = malloc(C), *y0 = malloc(C), *yr = malloc(C);
+        int32_t *bias = malloc(sizeof(int32_t) * (size_t)C);
+        assert_true(x && w && ys && yu && y0 && yr && bias);
+        uint64_t sd = 0x5eed + (uint64_t)li;
+        for (size_t i = 0; i < nx; i++)
+            x[i] = (uint8_t)rnd(&sd, 0, 255);
+        memset(w, 1, nw);
+        for (int i = 0; i < C; i++)
+            bias[i] = rnd(&sd, -300, 300);
+        tsr_conv2d_plan_t sh, un, d0;
+        p->w_plan = w;
+        if (tsr_conv2d_plan(dev, p, &sh))
+            fail_msg("shared plan: %s", tsr_errmsg());
+        p->w_plan = NULL;
+        if (tsr_conv2d_plan(dev, p, &un))
+            fail_msg("unshared plan: %s", tsr_errmsg());
+        if (tsr_conv2d_plan(dev0, p, &d0))
+            fail_msg("block-diagonal plan: %s", tsr_errmsg());
+        assert_int_equal(sh.dwk, 3);
+        assert_int_equal(un.dwk, 3);
+        assert_int_equal(sh.wshare, 1);
+        assert_int_equal(un.wshare, 0);
+        assert_true(un.kcache != TSR_KC_HIT); /* not the shared kernel: the signature differs */
+        assert_true(sh.w_bytes * (uint64_t)sh.cob == un.w_bytes);
+        const uint64_t ls = wgt_loaded_run(dev, &sh, x, w, bias, ys);
+        const uint64_t lu = wgt_loaded_run(dev, &un, x, w, bias, yu);
+        (void)wgt_loaded_run(dev0, &d0, x, w, bias, y0);
+        printf("    %dx%d,%d: weight LOAD bytes %llu shared (w_bytes %llu), %llu unshared, %d blocks; "
+               "est. %.0f vs %.0f cycles\n",
+               H, H, C, (unsigned long long)ls, (unsigned long long)sh.w_bytes, (unsigned long long)lu, sh.cob,
+               sh.cost, un.cost);
+        assert_true(ls == sh.w_bytes);          /* one copy, loaded once */
+        assert_true(ls * (uint64_t)sh.cob <= lu); /* 1/blocks of the unshared loads, or less */
+        assert_true(sh.dram_bytes < un.dram_bytes);
+        opref_tensor_t tx = {OPREF_UINT8, 1, C, H, H, x, p->x_zp};
+        opref_weights_t tw = {OPREF_UINT8, C, 1, H, H, w, k.w_zp, 1};
+        opref_tensor_t ty = {OPREF_UINT8, 1, C, 1, 1, yr, p->y_zp};
+        opref_conv_params_t cp = {1, 1, 0, 0, 0, 0, C};
+        opref_requant_t rq = {1, k.mult, k.shift, p->act_min, p->act_max, NULL};
+        assert_int_equal(opref_conv2d(&tx, &tw, bias, &cp, &rq, &ty), 0);
+        for (int i = 0; i < C; i++)
+            if (ys[i] != yr[i] || yu[i] != yr[i] || y0[i] != yr[i])
+                fail_msg("%dx%d,%d: channel %d: shared %d, unshared %d, block-diagonal %d, reference %d", H, H, C, i,
+                         ys[i], yu[i], y0[i], yr[i]);
+        /* other weights in one block: the shared plan refuses them (one
+         * line, nothing uploaded), a plan that knows them does not share */
+        w[nw - 1] = 2;
+        assert_int_equal(tsr_conv2d_write_weights(dev, &sh, w, bias), TSR_EINVAL);
+        assert_non_null(strstr(tsr_errmsg(), "differ between output-channel blocks"));
+        tsr_conv2d_plan_t ot;
+        p->w_plan = w;
+        assert_int_equal(tsr_conv2d_plan(dev, p, &ot), TSR_OK);
+        assert_int_equal(ot.wshare, 0);
+        assert_true(ot.w_bytes == un.w_bytes);
+        p->w_plan = NULL;
+        tsr_conv2d_plan_free(dev, &ot);
+        tsr_conv2d_plan_free(dev, &sh);
+        tsr_conv2d_plan_free(dev, &un);
+        tsr_conv2d_plan_free(dev0, &d0);
+        free(x);
+        free(w);
+        free(ys);
+        free(yu);
+        free(y0);
+        free(yr);
+        free(bias);
+    }
+    tsr_device_close(dev);
+    tsr_device_close(dev0);
+    /* random depthwise cases (kernels, strides, padding, batches, weight
+     * zero points that split w - w_zp in parts over chunks, per-channel
+     * requantization) whose blocks repeat the first block's weights: every
+     * one in the mode with more than one block shares, every byte equal to
+     * the reference and to the block-diagonal path (dw_cases, run_case) */
+    g_periodic_w = 1;
+    g_shared = g_shared_split = 0;
+    dw_cases("default+dw3", "default", 30, 2, 56, 14, 0x5a01);
+    dw_cases("tiny+dw3", "tiny", 60, 1, 20, 9, 0x5a02);
+    dw_cases("b2+dw3", "b2", 40, 3, 20, 9, 0x5a03);
+    printf("  %d of the cases shared one copy of the weights, %d with split weights\n", g_shared, g_shared_split);
+    g_periodic_w = 0;
+    /* (the mode tiles most cases; one with one block does not share) */
+    const int total = scaled(30) + scaled(60) + scaled(40);
+    assert_true(g_shared > total / 2 && g_shared_split > 0);
+}
+
 int main(void)
 {
     printf("test_conv2d: backend %s, base seed %llu (TSR_CONV_SEED)\n", backend(), (unsigned long long)base_seed());
@@ -1077,7 +1259,7 @@ int main(void)
         cmocka_unit_test(test_resnet_plans),    cmocka_unit_test(test_one_call),
         cmocka_unit_test(test_presearch),       cmocka_unit_test(test_grouped),
         cmocka_unit_test(test_fused_add_shortcuts), cmocka_unit_test(test_exact),
-        cmocka_unit_test(test_depthwise_mode),
+        cmocka_unit_test(test_depthwise_mode),  cmocka_unit_test(test_dw_shared_weights),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -34,7 +34,8 @@
  * (KK = KH*G); per (part ci, tap group g) one GEMM (emit_dw_gemms), uops
  * (oy, ox) -> dst oy*TOW + ox, src oy*sfo + ox*sw + g*K, wgt ci*KK + g;
  * iter_in = KH (src +WR, wgt +G), iter_out = TCO (dst +TOH*TOW, src
- * +ROWS_IN*WR, wgt +TCI*KK).
+ * +ROWS_IN*WR, wgt +TCI*KK). Shared weights (geo wshare): wgt q*WGT_PART +
+ * ci*KK + ky*G + g for every block (iter_out: wgt +0).
  */
 #include "tsr_conv2d_emit.h"
 
@@ -298,7 +299,7 @@ static void emit_dw_gemms(const geo_t *g, ibuf_t *b, int qi, int qw, int pa, int
             tsr_stream_loops(in, (uint32_t)tco, tco > 1 ? (uint32_t)(g->t.toh * g->t.tow) : 0,
                              tco > 1 ? (uint32_t)(g->rows_in * g->wr) : 0, (uint32_t)p->kh, 0,
                              p->kh > 1 ? (uint32_t)(g->row_step * g->wr) : 0);
-            in->wgt_factor_out = tco > 1 ? (uint32_t)(g->nci * g->kk) : 0;
+            in->wgt_factor_out = tco > 1 && !g->wshare ? (uint32_t)(g->nci * g->kk) : 0; /* (shared: one copy) */
             in->wgt_factor_in = p->kh > 1 ? (uint32_t)g->dwg : 0;
             if (free && ci == g->nci - 1 && gk == g->dwg - 1)
                 tsr_stream_signal(&b->s, TSR_Q_CMP2LD);
@@ -352,7 +353,7 @@ void tsr_conv2d_build(const geo_t *g, ibuf_t *b)
                     if (s >= NBI)
                         tsr_stream_wait(&b->s, TSR_Q_CMP2LD);
                     long ikey = ((long)nb * n_rw + rw) * (g->dw ? g->n_ct : 1) + (g->dw ? ct : 0);
-                    long wkey = ct;
+                    long wkey = g->wshare ? 0 : ct; /* (shared weights: the same rows for every channel tile) */
                     int reuse = g->chunks == 1;
                     if (!(reuse && cur_ikey == ikey)) {
                         islot = (islot + 1) % NBI;
@@ -364,7 +365,12 @@ void tsr_conv2d_build(const geo_t *g, ibuf_t *b)
                     if (!(reuse && cur_wkey == wkey)) {
                         wslot = (wslot + 1) % NBI;
                         const int wq = wslot;
-                        if (g->dw) {
+                        if (g->wshare) {
+                            /* one copy [part][tap] for every block: the chunk's parts */
+                            tsr_stream_load(&b->s, TSR_MEM_WGT, (uint32_t)(wq * g->wgt_half),
+                                            g->w_el + (uint32_t)(ch * TCI * g->kk), 1, (uint32_t)(TCI * g->kk),
+                                            (uint32_t)(TCI * g->kk));
+                        } else if (g->dw) {
                             /* the chunk's weight parts of each block (DRAM
                              * [block][part][tap]; TCI divides the parts) */
                             tsr_stream_load(&b->s, TSR_MEM_WGT, (uint32_t)(wq * g->wgt_half),

@@ -175,6 +175,7 @@ int tsr_conv2d_res_tiles(const geo_t *g, res_tile_t *out)
 void tsr_conv2d_dw_off(geo_t *g)
 {
     g->dwk = g->dwg = 0;
+    g->wshare = 0; /* (the block-diagonal path packs every block) */
     g->kk = g->p->kh * g->p->kw;
 }
 
@@ -235,7 +236,7 @@ int tsr_conv2d_tiling_fits(const geo_t *g0, const tiling_t *t)
     } else {
         if (in_blocks * g.rows_in * (long)g.wr > g.inp_half)
             return 0;
-        if ((long)t->tco * g.nci * g.kk > g.wgt_half)
+        if ((long)(g.wshare ? 1 : t->tco) * g.nci * g.kk > g.wgt_half)
             return 0;
         /* (a fused add: the residual region and its constant rows too) */
         if ((long)t->tco * (t->toh * tow * (g.fuse ? 2 : 1) + g.nconst) + (g.fuse ? TSR_ADD_NCONST : 0) > g.acc_half)
@@ -258,7 +259,7 @@ int tsr_conv2d_tiling_fits(const geo_t *g0, const tiling_t *t)
      * wgt +TCI*KK) and kernel rows (src +WR, wgt +dwg), uops over pixels */
     if (g.dwk && ((t->tco > 1 && ((long)t->toh * tow > tsr_isa_field_max(c, TSR_OP_GEMM, "dst_factor_out") ||
                                   (long)g.rows_in * g.wr > tsr_isa_field_max(c, TSR_OP_GEMM, "src_factor_out") ||
-                                  (long)t->tci * g.kk > tsr_isa_field_max(c, TSR_OP_GEMM, "wgt_factor_out"))) ||
+                                  (!g.wshare && (long)t->tci * g.kk > tsr_isa_field_max(c, TSR_OP_GEMM, "wgt_factor_out")))) ||
                   (p->kh > 1 && ((long)g.row_step * g.wr > tsr_isa_field_max(c, TSR_OP_GEMM, "src_factor_in") ||
                                  g.dwg > tsr_isa_field_max(c, TSR_OP_GEMM, "wgt_factor_in"))) ||
                   p->kh > loop_max))

@@ -75,6 +75,8 @@ typedef struct {
      * every lane; consecutive output columns are consecutive ops (uops over
      * the tile's pixels), so at stride 1 most ops reuse the input window. */
     int dwk, dwg;
+    int wshare;                 /* depthwise mode: every block's weight rows are the same, one copy (plan.wshare):
+                                   a step loads TCI*KK rows, every block's GEMM reads them (wgt_factor_out 0) */
     int has_shl_row;
     int exact;                  /* requantization by fscale (p->fscale, EXACT_REQUANT): the scale's bits
                                    replace M, no shift rows, rqfin shifts by 0 */
