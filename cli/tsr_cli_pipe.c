@@ -27,6 +27,7 @@ static const char *pipe_help =
     "                            [--inputs N] [--calibrate] [--small HW,WIDTH,CLASSES]\n"
     "                            [--link-bw BYTES] [--link-latency CYCLES] [--dram MIB]\n"
     "                            [--seed N] [--fail-device D] [--check-on BACKEND]\n"
+    "                            [--split R [--split-nodes H]]\n"
     "                            [device options]\n"
     "\n"
     "Split ResNet-18 (or ResNet-50: its shapes with seeded weights in -8..8 and\n"
@@ -55,14 +56,17 @@ static const char *pipe_help =
     "  --seed N           weights and inputs (default 1)\n"
     "  --fail-device D    (fault injection) device D gets a run budget of 1 work unit,\n"
     "                     so it fails its first run mid-pipeline\n"
+    "  --split R          also plan intra-layer splits: a conv alone in a stage may run\n"
+    "                     as 2..R output-channel parts on as many devices (2..8, <= K)\n"
+    "  --split-nodes H    the H heaviest splittable convs are candidates (default 4)\n"
     "  --check-on NAME    then run each stage alone on backend NAME (e.g. rtl), one\n"
     "                     device at a time, and set its cycles against the prediction\n" TSR_CLI_DEVICE_OPTIONS_HELP;
 
 enum { OPT_DEVICES = 2000, OPT_CONFIGS, OPT_INPUTS, OPT_CAL, OPT_SMALL, OPT_LBW, OPT_LLAT, OPT_DRAM, OPT_FAIL,
-       OPT_CHECK_ON };
+       OPT_CHECK_ON, OPT_SPLIT, OPT_SPLIT_NODES };
 
 typedef struct {
-    int devices, inputs, calibrate, small, hw, width, classes, fail;
+    int devices, inputs, calibrate, small, hw, width, classes, fail, split, split_nodes;
     const char *configs, *net, *check_on;
     double link_bw, link_lat, dram_mib;
     tsr_cli_base_t b;
@@ -78,6 +82,7 @@ static int pipe_parse(int argc, char **argv, pipe_opts_t *o)
         {"small", required_argument, 0, OPT_SMALL},     {"link-bw", required_argument, 0, OPT_LBW},
         {"link-latency", required_argument, 0, OPT_LLAT}, {"dram", required_argument, 0, OPT_DRAM},
         {"fail-device", required_argument, 0, OPT_FAIL}, {"check-on", required_argument, 0, OPT_CHECK_ON},
+        {"split", required_argument, 0, OPT_SPLIT},     {"split-nodes", required_argument, 0, OPT_SPLIT_NODES},
         TSR_CLI_DEVICE_LONG_OPTIONS,
         {0, 0, 0, 0}};
     int c;
@@ -105,6 +110,16 @@ static int pipe_parse(int argc, char **argv, pipe_opts_t *o)
             o->inputs = (int)v;
             break;
         case OPT_CAL: o->calibrate = 1; break;
+        case OPT_SPLIT:
+            if (tsr_cli_parse_long(optarg, 2, TSR_PP_MAX_SPLIT, &v))
+                return tsr_cli_usage("net", "--split needs parts 2..8");
+            o->split = (int)v;
+            break;
+        case OPT_SPLIT_NODES:
+            if (tsr_cli_parse_long(optarg, 1, 64, &v))
+                return tsr_cli_usage("net", "--split-nodes needs 1..64");
+            o->split_nodes = (int)v;
+            break;
         case OPT_CHECK_ON: o->check_on = optarg; break;
         case OPT_SMALL:
             if (sscanf(optarg, "%d,%d,%d", &o->hw, &o->width, &o->classes) != 3 || o->hw < 1 || o->width < 1 ||
@@ -200,6 +215,54 @@ static int add_devices(tsr_pp_t *pp, const pipe_opts_t *o, const int *kind_of, c
     return rc;
 }
 
+/* The plan's splits as tsr_pp_evaluate_split takes them. */
+static void plan_parts(const tsr_pp_plan_t *pl, int *parts, int *xslots)
+{
+    for (int k = 0; k < pl->nstages; k++)
+        for (int i = 0; i < pl->stages[k].nnodes; i++) {
+            int v = pl->stages[k].nodes[i];
+            parts[v] = pl->stages[k].parts > 1 ? pl->stages[k].parts : 1;
+            for (int j = 1; j < parts[v]; j++)
+                xslots[v * TSR_PP_MAX_SPLIT + j - 1] = pl->stages[k].slots[j];
+        }
+}
+
+/* Split candidates into pp (and the JIT's problem): the heaviest
+ * splittable convs, their parts' costs measured on the backend with
+ * --calibrate, else the JIT's. */
+static int add_splits(const pipe_opts_t *o, const tsr_netdesc_t *nd, const tsr_config_t *kinds, int nkinds,
+                      tsr_pp_t *pp, tsr_pp_t *pp_jit)
+{
+    int nodes[64];
+    int n = tsr_pipenet_split_nodes(nd, pp, o->split_nodes ? o->split_nodes : 4, nodes);
+    if (n < 0)
+        return n;
+    int rc = TSR_OK;
+    if (pp_jit)
+        rc = tsr_pipenet_add_splits(pp_jit, nd, kinds, nkinds, o->split, n, nodes, NULL);
+    if (rc || !o->calibrate)
+        return rc ? rc : tsr_pipenet_add_splits(pp, nd, kinds, nkinds, o->split, n, nodes, NULL);
+    double *given = calloc((size_t)n * (TSR_PP_MAX_SPLIT + 1) * (size_t)nkinds, sizeof *given);
+    if (!given)
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    for (int i = 0; i < n && !rc; i++)
+        for (int r = 2; r <= o->split && !rc; r++) {
+            if (tsr_pipenet_splittable(nd, nodes[i], r)) {
+                tsr_err_clear();
+                continue;
+            }
+            for (int k = 0; k < nkinds && !rc; k++)
+                rc = tsr_pipex_calibrate_split(o->b.backend, &kinds[k], &tsr_cli_devopts, nd, nodes[i], r, 0,
+                                               o->b.seed + 7777,
+                                               &given[((size_t)i * (TSR_PP_MAX_SPLIT + 1) + (size_t)r) * (size_t)nkinds +
+                                                      (size_t)k]);
+        }
+    if (!rc)
+        rc = tsr_pipenet_add_splits(pp, nd, kinds, nkinds, o->split, n, nodes, given);
+    free(given);
+    return rc;
+}
+
 int tsr_cli_net_devices(int argc, char **argv)
 {
     pipe_opts_t o = {.devices = 0, .inputs = 8, .fail = -1, .link_bw = 8, .link_lat = 500, .dram_mib = 1024,
@@ -251,12 +314,23 @@ int tsr_cli_net_devices(int argc, char **argv)
         pp = pp_jit;
         pp_jit = NULL;
     }
+    if (!rc && o.split)
+        rc = add_splits(&o, &nd, kinds, nkinds, pp, pp_jit);
+    tsr_pp_opts_t popts = {.max_split = o.split};
     if (!rc)
-        rc = tsr_pp_solve_dp(pp, NULL, &plan);
+        rc = tsr_pp_solve_dp(pp, &popts, &plan);
     if (!rc)
         rc = tsr_pp_solve_baseline(pp, TSR_PP_SINGLE, &single);
-    if (!rc && pp_jit)
-        rc = tsr_pp_evaluate(pp_jit, plan.slot, &other);
+    if (!rc && pp_jit) {
+        int *parts = malloc(sizeof(int) * (size_t)nd.nnodes),
+            *xs = malloc(sizeof(int) * (size_t)nd.nnodes * TSR_PP_MAX_SPLIT);
+        if (parts && xs) {
+            plan_parts(&plan, parts, xs);
+            rc = tsr_pp_evaluate_split(pp_jit, plan.slot, parts, xs, &other);
+        } else
+            rc = tsr_err(TSR_ENOMEM, "out of memory");
+        free(parts), free(xs);
+    }
     if (rc)
         goto out;
     printf("net: %s on %d devices (", nd.name, o.devices);

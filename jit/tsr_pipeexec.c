@@ -9,6 +9,7 @@
 
 #include "tsr_error.h"
 #include "tsr_graph.h"
+#include "tsr_pipenet.h"
 #include "tsr_util.h"
 
 /* ------------------------------------------------------------ bounded queues */
@@ -82,6 +83,15 @@ struct stage {
     double *cyc;          /* per input: measured device cycles, in the first device's clock */
     double clock;         /* the first device's clock / this device's (mixed configs) */
     run_t *run;
+    /* a split stage (parts > 1): its one conv in parts output-channel parts, part j a graph gp[j] on device
+     * devs[j] (devs[0] = dev, g unused); the host concatenates the parts' outputs pbuf[j] */
+    int parts;
+    int devs[TSR_PP_MAX_SPLIT];
+    tsr_graph_t *gp[TSR_PP_MAX_SPLIT];
+    uint8_t *pbuf[TSR_PP_MAX_SPLIT];
+    uint64_t slice;       /* bytes of one part's output per batch item */
+    int batch;
+    double clk[TSR_PP_MAX_SPLIT];
 };
 
 struct run {
@@ -123,6 +133,40 @@ static void run_fail(run_t *r, int s, int rc)
         q_wake(&r->q[i]);
 }
 
+/* A split stage on one input: each part on its device (one after another
+ * on this host thread; the devices' cycles are the measure, and the parts
+ * would run side by side on K devices), every device charged the whole
+ * input and its slice of the output; then the host concatenates the slices
+ * along C into y (NCHW: per batch item, part j's channels after part j-1's).
+ * *cyc gets the slowest part's cycles (the stage's time: the parts run in
+ * parallel). */
+static int split_exec(run_t *r, stage_t *st, const void **in, void *y, double *cyc)
+{
+    const tsr_netdesc_t *nd = r->nd;
+    double worst = 0;
+    for (int j = 0; j < st->parts; j++) {
+        void *po[1] = {st->pbuf[j]};
+        tsr_mdev_run_lock(r->m, st->devs[j]);
+        int rc = tsr_graph_exec(st->gp[j], in, po);
+        tsr_mdev_run_unlock(r->m, st->devs[j]);
+        if (rc)
+            return tsr_err_prefix(rc, "split part %d on device %d: ", j, st->devs[j]);
+        tsr_graph_totals_t t;
+        tsr_graph_totals(st->gp[j], &t);
+        if (t.cycles * st->clk[j] > worst)
+            worst = t.cycles * st->clk[j];
+        for (int k = 0; k < st->nin; k++)
+            tsr_mdev_charge(r->m, st->devs[j], tsr_netdesc_tensor_bytes(nd, st->in_t[k]));
+        tsr_mdev_charge(r->m, st->devs[j], st->slice * (uint64_t)st->batch);
+    }
+    for (int b = 0; b < st->batch; b++)
+        for (int j = 0; j < st->parts; j++)
+            memcpy((uint8_t *)y + ((size_t)b * (size_t)st->parts + (size_t)j) * st->slice,
+                   st->pbuf[j] + (size_t)b * st->slice, st->slice);
+    *cyc = worst;
+    return TSR_OK;
+}
+
 static void *stage_main(void *arg)
 {
     stage_t *st = arg;
@@ -162,7 +206,9 @@ static void *stage_main(void *arg)
             if (!(out[j] = b->buf[st->out_t[j]] = malloc(tsr_netdesc_tensor_bytes(nd, st->out_t[j]))))
                 rc = tsr_err(TSR_ENOMEM, "out of memory");
         tsr_graph_totals_t t;
-        if (!rc) {
+        if (!rc && st->parts > 1) {
+            rc = split_exec(r, st, in, out[0], &st->cyc[i]);
+        } else if (!rc) {
             tsr_mdev_run_lock(r->m, st->dev);
             rc = tsr_graph_exec(st->g, in, out);
             tsr_mdev_run_unlock(r->m, st->dev);
@@ -172,13 +218,15 @@ static void *stage_main(void *arg)
             run_fail(r, st->s, rc);
             break;
         }
-        tsr_graph_totals(st->g, &t);
-        st->cyc[i] = t.cycles * st->clock; /* cycles of the first device's clock, as the plan's */
-        /* the link: this device receives its inputs and sends its outputs */
-        for (int j = 0; j < st->nin; j++)
-            tsr_mdev_charge(r->m, st->dev, tsr_netdesc_tensor_bytes(nd, st->in_t[j]));
-        for (int j = 0; j < st->nout; j++)
-            tsr_mdev_charge(r->m, st->dev, tsr_netdesc_tensor_bytes(nd, st->out_t[j]));
+        if (st->parts == 1) {
+            tsr_graph_totals(st->g, &t);
+            st->cyc[i] = t.cycles * st->clock; /* cycles of the first device's clock, as the plan's */
+            /* the link: this device receives its inputs and sends its outputs */
+            for (int j = 0; j < st->nin; j++)
+                tsr_mdev_charge(r->m, st->dev, tsr_netdesc_tensor_bytes(nd, st->in_t[j]));
+            for (int j = 0; j < st->nout; j++)
+                tsr_mdev_charge(r->m, st->dev, tsr_netdesc_tensor_bytes(nd, st->out_t[j]));
+        }
         if (st->s == r->ns - 1) { /* results in order: the stream is FIFO through every stage */
             r->outs[b->idx] = b->buf[nd->output];
             b->buf[nd->output] = NULL;
@@ -241,6 +289,29 @@ static int stage_graph(const tsr_netdesc_t *nd, const tsr_config_t *cfg, const t
     return TSR_OK;
 }
 
+/* Part j's graph of split stage st (node v in st->parts parts): the whole
+ * input, the part's output slice. */
+static int split_graph(const tsr_netdesc_t *nd, const tsr_config_t *cfg, int v, int parts, int j, tsr_graph_t **out)
+{
+    tsr_nd_node_t part;
+    int rc = tsr_pipenet_split_part(nd, v, parts, j, &part);
+    if (rc)
+        return rc;
+    const tsr_nd_tensor_t *x = &nd->tensors[part.in[0]], *y = &nd->tensors[part.out];
+    tsr_graph_t *g = NULL;
+    int lx, ly;
+    if (!(rc = tsr_graph_create(cfg, &g)) && !(rc = tsr_graph_tensor(g, x->n, x->c, x->h, x->w, x->dtype, x->zp, &lx)) &&
+        !(rc = tsr_graph_tensor(g, y->n, part.conv.c_out, y->h, y->w, y->dtype, y->zp, &ly)) &&
+        !(rc = tsr_graph_conv2d(g, part.name, lx, ly, &part.conv, part.w, part.bias)))
+        rc = tsr_graph_output(g, ly);
+    if (rc) {
+        tsr_graph_free(g);
+        return rc;
+    }
+    *out = g;
+    return TSR_OK;
+}
+
 /* The plan against the network and the system: everything refused here is
  * refused before any device runs. stage_of[v] gets node v's stage. */
 static int check_plan(tsr_mdev_t *m, const tsr_netdesc_t *nd, const tsr_pp_t *pp, const tsr_pp_plan_t *plan,
@@ -256,7 +327,7 @@ static int check_plan(tsr_mdev_t *m, const tsr_netdesc_t *nd, const tsr_pp_t *pp
         if (strcmp(tsr_pp_node_name(pp, v), nd->nodes[v].name))
             return tsr_err(TSR_EINVAL, "pipeline: plan node %d is \"%s\", the network's is \"%s\"", v,
                            tsr_pp_node_name(pp, v), nd->nodes[v].name);
-    if (plan->nstages < 1 || plan->nstages > K)
+    if (plan->nstages < 1 || plan->nstages > K) /* (split stages: counted with their devices below) */
         return tsr_err(TSR_EINVAL, "pipeline: %d stages for %d devices", plan->nstages, K);
     if (!plan->contiguous)
         return tsr_err(TSR_EINVAL, "pipeline: the plan is not contiguous (a stage's inputs would come back from a "
@@ -271,6 +342,22 @@ static int check_plan(tsr_mdev_t *m, const tsr_netdesc_t *nd, const tsr_pp_t *pp
                                        "only", s, ps->slot);
         if (used[ps->slot]++)
             return tsr_err(TSR_EINVAL, "pipeline: device %d has two stages", ps->slot);
+        if (ps->parts > 1) { /* a split stage: one splittable node, a free device per part */
+            if (ps->parts > TSR_PP_MAX_SPLIT || ps->nnodes != 1)
+                return tsr_err(TSR_EINVAL, "pipeline: split stage %d has %d nodes in %d parts, need one node in "
+                                           "2..%d", s, ps->nnodes, ps->parts, TSR_PP_MAX_SPLIT);
+            int rc = tsr_pipenet_splittable(nd, ps->nodes[0], ps->parts);
+            if (rc)
+                return tsr_err_prefix(rc, "pipeline: stage %d: ", s);
+            for (int j = 1; j < ps->parts; j++) {
+                int d = ps->slots[j];
+                if (d < 0 || d >= K)
+                    return tsr_err(TSR_EINVAL, "pipeline: split stage %d: part %d on device %d, have %d", s, j, d, K);
+                if (used[d]++)
+                    return tsr_err(TSR_EINVAL, "pipeline: device %d has two stages (part %d of split stage %d)", d, j,
+                                   s);
+            }
+        }
         if (ps->mem > tsr_mdev_dram(m, ps->slot))
             return tsr_err(TSR_EINVAL, "pipeline: stage %d (%s .. %s) needs %.1f MiB, device %d has %.1f MiB of DRAM",
                            s, tsr_pp_node_name(pp, ps->nodes[0]), tsr_pp_node_name(pp, ps->nodes[ps->nnodes - 1]),
@@ -455,6 +542,24 @@ int tsr_pipex_run(tsr_mdev_t *m, const tsr_netdesc_t *nd, const tsr_pp_t *pp, co
             st->bytes_in += b;
             st->link += tsr_mdev_link_cycles(m, b);
         }
+        const tsr_pp_stage_t *ps = &plan->stages[s];
+        st->parts = ps->parts > 1 ? ps->parts : 1;
+        if (st->parts > 1 && st->nout != 1)
+            rc = tsr_err(TSR_EINVAL, "pipeline: split stage %d has %d outputs, need 1", s, st->nout);
+        if (st->parts > 1 && !rc) { /* each part device sends its slice (the host gathers): that is its link */
+            const tsr_nd_tensor_t *y = &nd->tensors[st->out_t[0]];
+            st->batch = y->n;
+            st->slice = tsr_netdesc_tensor_bytes(nd, st->out_t[0]) / (uint64_t)y->n / (uint64_t)st->parts;
+            st->bytes_out = st->slice * (uint64_t)y->n;
+            st->link += tsr_mdev_link_cycles(m, st->bytes_out);
+            for (int j = 0; j < st->parts && !rc; j++) {
+                st->devs[j] = ps->slots[j];
+                st->clk[j] = (double)tsr_mdev_config(m, 0)->clock_mhz / tsr_mdev_config(m, st->devs[j])->clock_mhz;
+                if (!(st->pbuf[j] = malloc(st->bytes_out)))
+                    rc = tsr_err(TSR_ENOMEM, "out of memory");
+            }
+            continue;
+        }
         for (int j = 0; j < st->nout; j++) {
             uint64_t b = tsr_netdesc_tensor_bytes(nd, st->out_t[j]);
             st->bytes_out += b;
@@ -465,6 +570,15 @@ int tsr_pipex_run(tsr_mdev_t *m, const tsr_netdesc_t *nd, const tsr_pp_t *pp, co
      * device is refused before anything runs */
     for (int s = 0; s < S && !rc; s++) {
         stage_t *st = &r.st[s];
+        if (st->parts > 1) {
+            for (int j = 0; j < st->parts && !rc; j++)
+                if ((rc = split_graph(nd, tsr_mdev_config(m, st->devs[j]), plan->stages[s].nodes[0], st->parts, j,
+                                      &st->gp[j])) ||
+                    (rc = tsr_graph_plan(st->gp[j], tsr_mdev_device(m, st->devs[j]), o.flags)))
+                    tsr_err_prefix(rc, "pipeline: split stage %d, part %d on device %d (%s): ", s, j, st->devs[j],
+                                   tsr_mdev_backend(m, st->devs[j]));
+            continue;
+        }
         if ((rc = stage_graph(nd, tsr_mdev_config(m, st->dev), &plan->stages[s], st)) ||
             (rc = tsr_graph_plan(st->g, tsr_mdev_device(m, st->dev), o.flags)))
             tsr_err_prefix(rc, "pipeline: stage %d on device %d (%s): ", s, st->dev, tsr_mdev_backend(m, st->dev));
@@ -518,6 +632,7 @@ int tsr_pipex_run(tsr_mdev_t *m, const tsr_netdesc_t *nd, const tsr_pp_t *pp, co
         tsr_pipex_stage_res_t *q = &res->st[s];
         const tsr_pp_stage_t *ps = &plan->stages[s];
         q->device = st->dev;
+        q->parts = st->parts;
         q->nnodes = ps->nnodes;
         snprintf(q->first, sizeof q->first, "%s", nd->nodes[ps->nodes[0]].name);
         snprintf(q->last, sizeof q->last, "%s", nd->nodes[ps->nodes[ps->nnodes - 1]].name);
@@ -560,6 +675,10 @@ int tsr_pipex_run(tsr_mdev_t *m, const tsr_netdesc_t *nd, const tsr_pp_t *pp, co
     /* free every stage's plan while its device is open */
     for (int s = 0; s < S && r.st; s++) {
         tsr_graph_free(r.st[s].g);
+        for (int j = 0; j < TSR_PP_MAX_SPLIT; j++) {
+            tsr_graph_free(r.st[s].gp[j]);
+            free(r.st[s].pbuf[j]);
+        }
         free(r.st[s].in_t);
         free(r.st[s].out_t);
         free(r.st[s].cyc);
@@ -591,6 +710,10 @@ int tsr_pipex_stage_alone(const char *backend, const tsr_config_t *cfg, const ts
         return tsr_err(TSR_EINVAL, "stage alone: bad argument (stage %d)", s);
     *cycles = 0;
     const tsr_pp_stage_t *ps = &plan->stages[s];
+    if (ps->parts > 1) /* a split stage: one part alone (every part has its shape and cycles) */
+        return ps->nnodes == 1 ? tsr_pipex_calibrate_split(backend, cfg, dopts, nd, ps->nodes[0], ps->parts, flags, seed,
+                                                           cycles)
+                               : tsr_err(TSR_EINVAL, "stage alone: split stage %d has %d nodes", s, ps->nnodes);
     int *stage_of = malloc(sizeof(int) * (size_t)(nd->nnodes + 1));
     int *prod = malloc(sizeof(int) * (size_t)nd->ntensors);
     stage_t st = {.s = s};
@@ -693,6 +816,43 @@ int tsr_pipex_calibrate(const char *backend, const tsr_config_t *cfg, const tsr_
     tsr_device_close(dev);
     free(x), free(y);
     return rc ? tsr_err_prefix(rc, "calibrate: ") : TSR_OK;
+}
+
+int tsr_pipex_calibrate_split(const char *backend, const tsr_config_t *cfg, const tsr_device_opts_t *dopts,
+                              const tsr_netdesc_t *nd, int v, int parts, unsigned flags, uint64_t seed, double *cycles)
+{
+    if (!cfg || !nd || !cycles)
+        return tsr_err(TSR_EINVAL, "calibrate split: NULL argument");
+    *cycles = 0;
+    tsr_device_t *dev = NULL;
+    tsr_graph_t *g = NULL;
+    int rc = split_graph(nd, cfg, v, parts, 0, &g);
+    uint8_t *x = NULL, *y = NULL;
+    if (!rc) {
+        const tsr_nd_node_t *nn = &nd->nodes[v];
+        x = malloc(tsr_netdesc_tensor_bytes(nd, nn->in[0]));
+        y = malloc(tsr_netdesc_tensor_bytes(nd, nn->out) / (uint64_t)parts);
+        rc = x && y ? tsr_device_open(backend ? backend : "fsim", cfg, dopts, &dev) : tsr_err(TSR_ENOMEM, "out of memory");
+        uint64_t z = seed;
+        for (uint64_t i = 0; x && i < tsr_netdesc_tensor_bytes(nd, nn->in[0]); i++)
+            x[i] = (uint8_t)tsr_splitmix64(&z);
+    }
+    if (!rc)
+        rc = tsr_graph_plan(g, dev, flags);
+    if (!rc) {
+        const void *in[1] = {x};
+        void *out[1] = {y};
+        rc = tsr_graph_exec(g, in, out);
+    }
+    if (!rc) {
+        tsr_graph_totals_t t;
+        tsr_graph_totals(g, &t);
+        *cycles = t.cycles;
+    }
+    tsr_graph_free(g);
+    tsr_device_close(dev);
+    free(x), free(y);
+    return rc ? tsr_err_prefix(rc, "calibrate split: ") : TSR_OK;
 }
 
 void tsr_pipex_print(const tsr_pipex_result_t *r, FILE *f)

@@ -60,6 +60,7 @@ typedef struct tsr_pipex_opts {
 
 typedef struct tsr_pipex_stage_res {
     int device;            /* device index */
+    int parts;             /* 1, or a split stage's parts (on devices device, device + ... as the plan's slots) */
     int nnodes;
     char first[48], last[48]; /* its first and last node */
     double predicted;      /* the plan's load (compute + link) */
@@ -101,6 +102,13 @@ int tsr_pipex_run(tsr_mdev_t *m, const tsr_netdesc_t *nd, const tsr_pp_t *pp, co
  * a fused add carries the add's; the add gets 0). For tsr_pipenet_problem_costs. */
 int tsr_pipex_calibrate(const char *backend, const tsr_config_t *cfg, const tsr_device_opts_t *dopts,
                        const tsr_netdesc_t *nd, unsigned flags, uint64_t seed, double *cost);
+
+/* (Intra-layer split.) Part 0 of node v split in parts (tsr_pipenet_split_part)
+ * alone on one device of backend/cfg, on a seeded input: *cycles its device
+ * cycles (cfg's clock). Every part has the same shape, so on the timed
+ * backends this is each part's cost (tsr_pipenet_add_splits' given). */
+int tsr_pipex_calibrate_split(const char *backend, const tsr_config_t *cfg, const tsr_device_opts_t *dopts,
+                              const tsr_netdesc_t *nd, int v, int parts, unsigned flags, uint64_t seed, double *cycles);
 
 /* Stage s of plan alone on one device of backend/cfg (the stage's graph,
  * its inputs seeded bytes), once: *cycles gets its device cycles (in cfg's

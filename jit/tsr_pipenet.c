@@ -385,6 +385,152 @@ static int problem(const tsr_netdesc_t *nd, const tsr_config_t *cfgs, int nkinds
     return TSR_OK;
 }
 
+/* ------------------------------------------------------------ intra-layer splits */
+
+int tsr_pipenet_splittable(const tsr_netdesc_t *nd, int v, int r)
+{
+    if (!nd || v < 0 || v >= nd->nnodes)
+        return tsr_err(TSR_EINVAL, "split: no node %d", v);
+    const tsr_nd_node_t *nn = &nd->nodes[v];
+    if (nn->kind != TSR_ND_CONV || nn->conv.groups != 1)
+        return tsr_err(TSR_EINVAL, "split: node \"%s\" is not a conv with groups 1 (only those split by output "
+                                   "channels)", nn->name);
+    if (r < 2 || r > TSR_PP_MAX_SPLIT)
+        return tsr_err(TSR_EINVAL, "split: node \"%s\" into %d parts, need 2..%d", nn->name, r, TSR_PP_MAX_SPLIT);
+    if (r > nn->conv.c_out || nn->conv.c_out % r)
+        return tsr_err(TSR_EINVAL, "split: node \"%s\" has %d output channels, not %d equal parts of one or more",
+                       nn->name, nn->conv.c_out, r);
+    for (int i = 0; i < nd->nnodes; i++)
+        if (nd->nodes[i].kind == TSR_ND_ADD && (nd->nodes[i].in[0] == nn->out || nd->nodes[i].in[1] == nn->out))
+            return tsr_err(TSR_EINVAL, "split: node \"%s\" feeds add \"%s\", which the graph runtime fuses into it",
+                           nn->name, nd->nodes[i].name);
+    return TSR_OK;
+}
+
+int tsr_pipenet_split_part(const tsr_netdesc_t *nd, int v, int r, int j, tsr_nd_node_t *part)
+{
+    if (!part)
+        return tsr_err(TSR_EINVAL, "split: NULL part");
+    int rc = tsr_pipenet_splittable(nd, v, r);
+    if (rc)
+        return rc;
+    const tsr_nd_node_t *nn = &nd->nodes[v];
+    if (j < 0 || j >= r)
+        return tsr_err(TSR_EINVAL, "split: node \"%s\": part %d of %d", nn->name, j, r);
+    int cp = nn->conv.c_out / r, c0 = j * cp;
+    *part = *nn;
+    snprintf(part->name, sizeof part->name, "%.38s/%d.%d", nn->name, j % 10, r % 10); /* j < r <= 8 */
+    tsr_conv2d_params_t *p = &part->conv;
+    p->c_out = cp;
+    p->w_plan = NULL;
+    if (nn->conv.w_zp_count == nn->conv.c_out) /* per-channel arrays: the part's slice */
+        p->w_zp = nn->conv.w_zp + c0, p->w_zp_count = cp;
+    if (nn->conv.rq_count == nn->conv.c_out) {
+        p->mult = nn->conv.mult + c0;
+        p->shift = nn->conv.shift + c0;
+        if (nn->conv.fscale)
+            p->fscale = nn->conv.fscale + c0;
+        p->rq_count = cp;
+    }
+    /* OIHW weights of one byte (int8 / uint8): output channel o's rows start at o * C_in * KH * KW */
+    part->w = nn->w ? (uint8_t *)nn->w + (size_t)c0 * (size_t)nn->conv.c_in * (size_t)nn->conv.kh * (size_t)nn->conv.kw
+                    : NULL;
+    part->bias = nn->bias ? nn->bias + c0 : NULL;
+    return TSR_OK;
+}
+
+int tsr_pipenet_split_nodes(const tsr_netdesc_t *nd, const tsr_pp_t *pp, int heaviest, int *nodes)
+{
+    if (!nd || !pp || !nodes || heaviest < 0 || tsr_pp_nnodes(pp) != nd->nnodes)
+        return tsr_err(TSR_EINVAL, "split: bad arguments");
+    int n = 0;
+    char *taken = calloc((size_t)nd->nnodes, 1);
+    if (!taken)
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    while (n < heaviest) {
+        int best = -1;
+        double bc = -1;
+        for (int v = 0; v < nd->nnodes; v++) {
+            if (taken[v] || tsr_pipenet_splittable(nd, v, 2))
+                continue;
+            double c = tsr_pp_node_cost(pp, v, 0);
+            if (c > bc)
+                bc = c, best = v;
+        }
+        if (best < 0)
+            break;
+        taken[best] = 1;
+        nodes[n++] = best;
+    }
+    tsr_err_clear();
+    free(taken);
+    return n;
+}
+
+int tsr_pipenet_add_splits(tsr_pp_t *pp, const tsr_netdesc_t *nd, const tsr_config_t *cfgs, int nkinds,
+                           int max_split, int nn, const int *nodes, const double *given)
+{
+    if (!pp || !nd || !cfgs || nkinds < 1 || nkinds > TSR_PP_MAX_KINDS || (nn && !nodes))
+        return tsr_err(TSR_EINVAL, "split: bad arguments");
+    if (max_split < 2 || max_split > TSR_PP_MAX_SPLIT)
+        return tsr_err(TSR_EINVAL, "split: into up to %d parts, need 2..%d", max_split, TSR_PP_MAX_SPLIT);
+    tsr_device_t *dev[TSR_PP_MAX_KINDS] = {0};
+    const tsr_op_def_t *def = tsr_op_def(TSR_ND_CONV);
+    int rc = def && def->plan ? TSR_OK : tsr_err(TSR_EINVAL, "split: no conv operator");
+    for (int k = 0; k < nkinds && !rc && !given; k++)
+        if ((rc = tsr_device_open("fsim", &cfgs[k], NULL, &dev[k])))
+            tsr_err_prefix(rc, "split: config %d: ", k);
+    for (int i = 0; i < nn && !rc; i++) {
+        int v = nodes[i];
+        for (int r = 2; r <= max_split && !rc; r++) {
+            tsr_nd_node_t part;
+            if (tsr_pipenet_split_part(nd, v, r, 0, &part)) {
+                tsr_err_clear();
+                continue; /* not into r parts (C_out not divisible): the planner does not get that split */
+            }
+            double cost[TSR_PP_MAX_KINDS];
+            uint64_t ob = tsr_netdesc_tensor_bytes(nd, nd->nodes[v].out) / (uint64_t)r, wb = 0;
+            /* the packed weights of a part: the whole's slice (the JIT's figure for the whole / r is close;
+             * planned below when the JIT costs it) */
+            for (int k = 0; k < nkinds && !rc; k++) {
+                if (given) {
+                    cost[k] = given[((size_t)i * (TSR_PP_MAX_SPLIT + 1) + (size_t)r) * (size_t)nkinds + (size_t)k];
+                } else {
+                    const void *params = &part.conv;
+                    tsr_conv2d_params_t tp;
+                    if (tap_packed(nd, v, &cfgs[k]) && !tsr_tappack_rewrite(&part.conv, NULL, &tp, NULL))
+                        params = &tp;
+                    tsr_op_plan_t pl;
+                    memset(&pl, 0, sizeof pl);
+                    if ((rc = def->plan(dev[k], params, &pl))) {
+                        tsr_err_prefix(rc, "split: node \"%s\" in %d parts on config %d: ", nd->nodes[v].name, r, k);
+                        break;
+                    }
+                    cost[k] = pl.conv.cost;
+                    if (!k) {
+                        tsr_op_figures_t f;
+                        memset(&f, 0, sizeof f);
+                        if (def->figures)
+                            def->figures(&pl, &f);
+                        wb = f.w_bytes + f.c_bytes;
+                    }
+                    def->plan_free(dev[k], &pl);
+                }
+                cost[k] *= (double)cfgs[0].clock_mhz / cfgs[k].clock_mhz; /* kind 0's clock */
+            }
+            if (!wb) /* measured costs: the part's weight bytes, unpacked */
+                wb = (uint64_t)part.conv.c_out * (uint64_t)part.conv.c_in * (uint64_t)part.conv.kh *
+                         (uint64_t)part.conv.kw + 12ull * (uint64_t)part.conv.c_out;
+            if (!rc)
+                rc = tsr_pp_node_split(pp, v, r, cost, wb + ob);
+        }
+    }
+    for (int k = 0; k < nkinds; k++)
+        if (dev[k])
+            tsr_device_close(dev[k]);
+    return rc;
+}
+
 /* ------------------------------------------------------------ random DAGs */
 
 int tsr_pipenet_random_dag(int n, int window, int skip_pct, uint64_t seed, tsr_pp_t **out)

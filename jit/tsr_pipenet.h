@@ -47,6 +47,30 @@ int tsr_pipenet_problem(const tsr_netdesc_t *nd, const tsr_config_t *cfgs, int n
 int tsr_pipenet_problem_costs(const tsr_netdesc_t *nd, const tsr_config_t *cfgs, int nkinds, const double *cost,
                               tsr_pp_t **out);
 
+/* (Added for the intra-layer split, issue 26 step 3.) Node v of nd split
+ * into r parts by output channels: 0 when it can be (a conv with groups 1,
+ * 2 <= r <= TSR_PP_MAX_SPLIT, r dividing C_out, its output read by no add:
+ * the graph runtime would fuse the add into the conv), else TSR_EINVAL
+ * naming the node and the reason. */
+int tsr_pipenet_splittable(const tsr_netdesc_t *nd, int v, int r);
+/* Part j (0..r-1) of that split: *part is node v with C_out / r output
+ * channels, its weights, bias and per-channel requantization the slice of
+ * channels [j C_out / r, (j + 1) C_out / r) (pointers into v's arrays, not
+ * copies: valid while nd is). An output channel's value depends on its own
+ * weights only, so the parts' outputs concatenated along C are v's output. */
+int tsr_pipenet_split_part(const tsr_netdesc_t *nd, int v, int r, int j, tsr_nd_node_t *part);
+/* The `heaviest` splittable (into 2) nodes of pp (built from nd), by their
+ * cost on kind 0, into nodes[] (at most heaviest): how many. */
+int tsr_pipenet_split_nodes(const tsr_netdesc_t *nd, const tsr_pp_t *pp, int heaviest, int *nodes);
+/* Give pp (tsr_pipenet_problem of nd over cfgs) the split parts of
+ * nodes[0..nn) for r = 2..max_split where splittable (tsr_pp_node_split):
+ * a part's cost is the JIT's estimate of the part conv (tap-packed as the
+ * whole would be), or, with given, given[(i * (TSR_PP_MAX_SPLIT + 1) + r) *
+ * nkinds + k] (measured, kind k's clock); its footprint the part's packed
+ * weights plus its output slice. */
+int tsr_pipenet_add_splits(tsr_pp_t *pp, const tsr_netdesc_t *nd, const tsr_config_t *cfgs, int nkinds,
+                           int max_split, int nn, const int *nodes, const double *given);
+
 /* A random DAG shaped like a network, for timing the planner: n nodes,
  * a chain of single nodes and blocks (with probability skip_pct percent): a
  * block is 2..window parallel branches of 1..4 nodes from the node before,

@@ -238,6 +238,10 @@ int tsr_pp_nnodes(const tsr_pp_t *pp) { return pp ? pp->nn : 0; }
 int tsr_pp_ndevices(const tsr_pp_t *pp) { return pp ? pp->nd : 0; }
 int tsr_pp_nslots(const tsr_pp_t *pp) { return pp ? pp->nd + pp->host_stages : 0; }
 const char *tsr_pp_node_name(const tsr_pp_t *pp, int v) { return pp && v >= 0 && v < pp->nn ? pp->nodes[v].name : "?"; }
+double tsr_pp_node_cost(const tsr_pp_t *pp, int v, int k)
+{
+    return pp && v >= 0 && v < pp->nn && k >= 0 && k < pp->nkinds ? pp->nodes[v].cost[k] : NAN;
+}
 const char *tsr_pp_device_name(const tsr_pp_t *pp, int d) { return pp && d >= 0 && d < pp->nd ? pp->devs[d].name : "?"; }
 
 /* ------------------------------------------------------------ the graph */

@@ -104,6 +104,8 @@ int tsr_pp_set_host_stages(tsr_pp_t *pp, int n);
 int tsr_pp_nnodes(const tsr_pp_t *pp);
 int tsr_pp_ndevices(const tsr_pp_t *pp);
 const char *tsr_pp_node_name(const tsr_pp_t *pp, int node);
+/* Node's cost on device kind k (INFINITY: cannot; NaN: no such node or kind). */
+double tsr_pp_node_cost(const tsr_pp_t *pp, int node, int kind);
 const char *tsr_pp_device_name(const tsr_pp_t *pp, int dev);
 
 /* Slots: a placement puts every node on a slot, 0..K-1 the devices,

@@ -298,6 +298,95 @@ static void test_stem_cost(void **state)
     net_free(&n);
 }
 
+static int node_id(const tsr_netdesc_t *nd, const char *name)
+{
+    for (int v = 0; v < nd->nnodes; v++)
+        if (!strcmp(nd->nodes[v].name, name))
+            return v;
+    fail_msg("no node %s", name);
+    return -1;
+}
+
+/* Run a hand-made split plan on k fsim devices: every output equal to one
+ * device's (a slice put in the wrong place, or a part computing the wrong
+ * channels, makes them differ). split[v] > 0: node v split in that many parts
+ * on devices dev[v], dev[v] + 1, ...; else node v on device dev[v]. */
+static void run_split(int k, const int *split, const int *dev, const char *what)
+{
+    net_t n;
+    net_make(&n, k, NULL);
+    int nn = n.nd.nnodes, parts[64], xs[64 * TSR_PP_MAX_SPLIT], cand[64], nc = 0;
+    assert_true(nn <= 64);
+    for (int v = 0; v < nn; v++) {
+        parts[v] = split[v] > 1 ? split[v] : 1;
+        for (int j = 1; j < parts[v]; j++)
+            xs[v * TSR_PP_MAX_SPLIT + j - 1] = dev[v] + j;
+        if (parts[v] > 1)
+            cand[nc++] = v;
+    }
+    for (int i = 0; i < nc; i++)
+        if (tsr_pipenet_add_splits(n.pp, &n.nd, &n.cfg, 1, parts[cand[i]], 1, &cand[i], NULL))
+            fail_msg("%s", tsr_errmsg());
+    tsr_pp_plan_t plan;
+    if (tsr_pp_evaluate_split(n.pp, dev, parts, xs, &plan))
+        fail_msg("%s: %s", what, tsr_errmsg());
+    tsr_mdev_t *m = sys_open(k, "fsim", &n.cfg, NULL);
+    tsr_pipex_opts_t o = {.ninputs = 3, .seed = 21};
+    tsr_pipex_result_t r;
+    if (tsr_pipex_run(m, &n.nd, n.pp, &plan, &o, &r))
+        fail_msg("%s: %s", what, tsr_errmsg());
+    print_message("%s: %d stages, outputs equal %d of %d\n", what, r.nstages, r.equal, r.checked);
+    assert_int_equal(r.checked, 3);
+    assert_int_equal(r.equal, 3);
+    int seen = 0;
+    for (int s = 0; s < r.nstages; s++)
+        seen += r.st[s].parts > 1;
+    assert_int_equal(seen, nc);
+    /* each part's device paid the whole input and its slice: the model's link, per part device */
+    for (int s = 0; s < plan.nstages; s++)
+        for (int j = 0; j < plan.stages[s].parts; j++) {
+            uint64_t bytes;
+            double spent = tsr_mdev_link_spent(m, plan.stages[s].slots[j], &bytes);
+            assert_true(bytes == 3 * (r.st[s].bytes_in + r.st[s].bytes_out));
+            assert_true(spent > 3 * r.st[s].link - 1e-6 && spent < 3 * r.st[s].link + 1e-6);
+        }
+    tsr_mdev_close(m);
+    tsr_pp_plan_free(&plan);
+    net_free(&n);
+}
+
+/* The intra-layer split: a conv's output channels over several devices,
+ * concatenated by the host, equal to the unsplit conv's output. */
+static void test_split(void **state)
+{
+    (void)state;
+    net_t n;
+    net_make(&n, 1, NULL);
+    int nn = n.nd.nnodes, split[64] = {0}, dev[64];
+    int c1 = node_id(&n.nd, "conv1"), mp = node_id(&n.nd, "maxpool"), l1 = node_id(&n.nd, "layer1.0.conv1");
+    /* refusals: parts not dividing C_out (8), more parts than channels, a conv feeding an add, not a conv */
+    assert_int_equal(n.nd.nodes[c1].conv.c_out, 8);
+    assert_int_equal(tsr_pipenet_splittable(&n.nd, c1, 3), TSR_EINVAL);
+    assert_non_null(strstr(tsr_errmsg(), "not 3 equal parts"));
+    assert_int_equal(tsr_pipenet_splittable(&n.nd, l1, 2), 0);
+    assert_int_equal(tsr_pipenet_splittable(&n.nd, node_id(&n.nd, "layer1.0.conv2"), 2), TSR_EINVAL);
+    assert_non_null(strstr(tsr_errmsg(), "layer1.0.add"));
+    assert_int_equal(tsr_pipenet_splittable(&n.nd, node_id(&n.nd, "fc"), 2), TSR_EINVAL);
+    assert_int_equal(tsr_pipenet_splittable(&n.nd, c1, TSR_PP_MAX_SPLIT + 1), TSR_EINVAL);
+    net_free(&n);
+    /* the stem in 4 parts (2 channels each) on devices 0..3, the rest on device 4 */
+    for (int v = 0; v < nn; v++)
+        dev[v] = 4;
+    split[c1] = 4, dev[c1] = 0;
+    run_split(5, split, dev, "conv1 in 4 parts");
+    /* the stem + maxpool on 0, layer1.0.conv1 in 2 parts on 1 and 2, the rest on 3 */
+    memset(split, 0, sizeof split);
+    for (int v = 0; v < nn; v++)
+        dev[v] = v <= mp ? 0 : 3;
+    split[l1] = 2, dev[l1] = 1;
+    run_split(4, split, dev, "layer1.0.conv1 in 2 parts");
+}
+
 static int have_backend(const char *name)
 {
     for (const char *const *b = tsr_backend_names(); *b; b++)
@@ -456,7 +545,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_two_devices), cmocka_unit_test(test_three_devices), cmocka_unit_test(test_broken),
         cmocka_unit_test(test_failure),     cmocka_unit_test(test_refusals),      cmocka_unit_test(test_systemc),
-        cmocka_unit_test(test_stem_cost),   cmocka_unit_test(test_cli),
+        cmocka_unit_test(test_stem_cost),   cmocka_unit_test(test_cli), cmocka_unit_test(test_split),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
