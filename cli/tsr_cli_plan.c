@@ -20,7 +20,7 @@
 static const char *plan_help =
     "usage: tessera plan --net resnet18|resnet50 [--devices K] [--configs A,B,..]\n"
     "                    [--batch N] [--dram MIB] [--link-bw BYTES] [--link-latency CYCLES]\n"
-    "                    [--host-stages N] [--ilp]\n"
+    "                    [--host-stages N] [--ilp] [--split R [--split-nodes H]]\n"
     "       tessera plan --bench [--devices K]\n"
     "\n"
     "Place a network over K devices as a pipeline, the slowest stage as fast as\n"
@@ -42,11 +42,14 @@ static const char *plan_help =
     "  --host-stages N     host threads that may run stages (default 1; these\n"
     "                      networks have no host-only node)\n"
     "  --ilp               also the non-contiguous optimum by ILP (small graphs only)\n"
+    "  --split R           intra-layer splits: a conv alone in a stage may run as 2..R\n"
+    "                      output-channel parts on as many devices (2..8, <= K)\n"
+    "  --split-nodes H     the H heaviest splittable convs are candidates (default 4)\n"
     "  --bench             time the planner on ResNet-50 and on a random 1,000-node DAG\n";
 
 typedef struct {
     const char *net;
-    int devices, batch, host_stages, ilp, bench;
+    int devices, batch, host_stages, ilp, bench, split, split_nodes;
     char *configs;
     double dram_mib, link_bw, link_lat;
 } plan_opts_t;
@@ -59,6 +62,7 @@ static int plan_parse(int argc, char **argv, plan_opts_t *o)
         {"dram", required_argument, 0, 'd'},         {"link-bw", required_argument, 0, 'w'},
         {"link-latency", required_argument, 0, 'l'}, {"host-stages", required_argument, 0, 'H'},
         {"ilp", no_argument, 0, 'I'},                {"bench", no_argument, 0, 'B'},
+        {"split", required_argument, 0, 'S'},        {"split-nodes", required_argument, 0, 'N'},
         {"help", no_argument, 0, 'h'},               {0, 0, 0, 0}};
     int c;
     long v;
@@ -95,6 +99,16 @@ static int plan_parse(int argc, char **argv, plan_opts_t *o)
             break;
         }
         case 'I': o->ilp = 1; break;
+        case 'S':
+            if (tsr_cli_parse_long(optarg, 2, TSR_PP_MAX_SPLIT, &v))
+                return tsr_cli_usage("plan", "--split needs parts 2..8");
+            o->split = (int)v;
+            break;
+        case 'N':
+            if (tsr_cli_parse_long(optarg, 1, 64, &v))
+                return tsr_cli_usage("plan", "--split-nodes needs 1..64");
+            o->split_nodes = (int)v;
+            break;
         case 'B': o->bench = 1; break;
         case 'h': fputs(plan_help, stdout); return -2;
         default: return tsr_cli_usage("plan", "bad option");
@@ -153,6 +167,14 @@ static int plan_problem(const plan_opts_t *o, const char *net, int devices, tsr_
     if (rc)
         return rc;
     rc = tsr_pipenet_problem(&nd, cfgs, *nkinds, pp, jit_ms);
+    if (!rc && o->split) { /* the heaviest splittable convs get their parts (the JIT's costs) */
+        int nodes[64], n = tsr_pipenet_split_nodes(&nd, *pp, o->split_nodes ? o->split_nodes : 4, nodes);
+        rc = n < 0 ? n : tsr_pipenet_add_splits(*pp, &nd, cfgs, *nkinds, o->split, n, nodes, NULL);
+        if (rc) {
+            tsr_pp_free(*pp);
+            *pp = NULL;
+        }
+    }
     if (!strcmp(net, "resnet18"))
         tsr_netdesc_free(&nd);
     else
@@ -193,7 +215,8 @@ static int plan_net(const plan_opts_t *o)
         return tsr_cli_fail(rc);
     tsr_pp_plan_t dp, single, eq, gr, ilp;
     memset(&ilp, 0, sizeof ilp);
-    if ((rc = tsr_pp_solve_dp(pp, NULL, &dp))) {
+    tsr_pp_opts_t popts = {.max_split = o->split};
+    if ((rc = tsr_pp_solve_dp(pp, &popts, &dp))) {
         tsr_pp_free(pp);
         return tsr_cli_fail(rc);
     }
