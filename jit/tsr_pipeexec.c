@@ -866,8 +866,16 @@ void tsr_pipex_print(const tsr_pipex_result_t *r, FILE *f)
         char err[16] = "-";
         if (r->timed && q->measured > 0)
             snprintf(err, sizeof err, "%+.2f%%", 100.0 * (q->predicted - q->measured) / q->measured);
-        fprintf(f, "%-5d %-6d %5d  %-34.34s %12.0f %12.0f %10.0f %12.0f %7s %10llu\n", s, q->device, q->nnodes, span,
+        char dev[16]; /* a split stage: its first device and its parts ("0x2": devices 0 and 1 in the plan) */
+        if (q->parts > 1)
+            snprintf(dev, sizeof dev, "%dx%d", q->device % 1000, q->parts % 10);
+        else
+            snprintf(dev, sizeof dev, "%d", q->device % 1000);
+        fprintf(f, "%-5d %-6s %5d  %-34.34s %12.0f %12.0f %10.0f %12.0f %7s %10llu\n", s, dev, q->nnodes, span,
                 q->predicted, q->compute, q->link, q->measured, err, (unsigned long long)q->bytes_out);
+        if (q->parts > 1)
+            fprintf(f, "      (split stage: %d output-channel parts, one per device; compute is the slowest part, "
+                       "link and sent bytes one part's)\n", q->parts);
     }
     if (r->timed) {
         fprintf(f, "slowest stage: predicted %.0f cycles (stage %d), measured %.0f cycles (stage %d): %+.2f%%\n",

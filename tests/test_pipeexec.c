@@ -532,6 +532,17 @@ static void test_cli(void **state)
     if (rc)
         fail_msg("exit %d:\n%s", rc, out);
     assert_non_null(strstr(out, "stage 1 alone on fsim: ran, untimed"));
+    /* --split: runs (a split is chosen or not: outputs equal either way); refusals */
+    rc = run_cli("net resnet18 --devices 3 --small 32,8,10 --inputs 2 --split 2 --split-nodes 8", out, sizeof out);
+    if (rc)
+        fail_msg("exit %d:\n%s", rc, out);
+    assert_non_null(strstr(out, "outputs equal to the single-device run: yes (2 of 2)"));
+    rc = run_cli("net resnet18 --devices 3 --small 32,8,10 --split 9", out, sizeof out);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(out, "--split needs parts 2..8"));
+    rc = run_cli("net resnet18 --devices 2 --small 32,8,10 --split 3", out, sizeof out);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(out, "only 2 devices"));
     rc = run_cli("net resnet18 --devices 65", out, sizeof out);
     assert_int_equal(rc, 2);
     assert_non_null(strstr(out, "at most 64 devices"));
