@@ -417,10 +417,13 @@ int tsr_pp_check(const tsr_pp_t *pp)
         int host = pp->host_stages > 0 && isfinite(n->host);
         int runs = 0, fits = 0, biggest = -1;
         for (int d = 0; d < pp->nd; d++) {
-            if (!isfinite(n->cost[pp->devs[d].kind]))
+            int whole = isfinite(n->cost[pp->devs[d].kind]), part = 0;
+            for (int r = 2; r <= TSR_PP_MAX_SPLIT; r++) /* its parts (an intra-layer split) may fit where it does not */
+                part |= isfinite(split_cost(pp, v, r, pp->devs[d].kind)) && n->smem[r] <= pp->devs[d].dram;
+            if (!whole && !part)
                 continue;
             runs = 1;
-            fits |= n->mem <= pp->devs[d].dram;
+            fits |= (whole && n->mem <= pp->devs[d].dram) || part;
             if (biggest < 0 || pp->devs[d].dram > pp->devs[biggest].dram)
                 biggest = d;
         }

@@ -586,6 +586,28 @@ static void test_split_refusals(void **state)
     assert_int_equal(tsr_pp_solve_dp(pp, &o, &pl), 0);
     assert_true(near(pl.period, 1100, 1e-12)); /* both on one device */
     tsr_pp_plan_free(&pl);
+    /* a node too big for any device whole but whose parts fit: planned split, not refused */
+    {
+        tsr_pp_t *q;
+        assert_int_equal(tsr_pp_create(1, &q), 0);
+        double cb = 1000, cp = 500;
+        assert_int_equal(tsr_pp_node(q, "huge", &cb, INFINITY, 150, NULL), 0);
+        assert_int_equal(tsr_pp_node_split(q, 0, 2, &cp, 75), 0);
+        for (int d = 0; d < 2; d++)
+            assert_int_equal(tsr_pp_device(q, NULL, 0, 100, NULL), 0);
+        assert_int_equal(tsr_pp_set_host_stages(q, 0), 0);
+        tsr_pp_opts_t o2 = {0};
+        o2.max_split = 2;
+        tsr_pp_plan_t p2;
+        if (tsr_pp_solve_dp(q, &o2, &p2))
+            fail_msg("%s", tsr_errmsg());
+        assert_int_equal(p2.stages[0].parts, 2);
+        assert_true(p2.stages[0].mem == 75);
+        tsr_pp_plan_free(&p2);
+        o2.max_split = 0; /* unsplit it fits nowhere: refused */
+        assert_int_equal(tsr_pp_solve_dp(q, &o2, &p2), TSR_EINVAL);
+        tsr_pp_free(q);
+    }
     /* evaluate_split refuses a part on a device that runs another node */
     int slot[2] = {0, 1}, parts[2] = {2, 1}, xs[2 * TSR_PP_MAX_SPLIT] = {1};
     assert_int_equal(tsr_pp_evaluate_split(pp, slot, parts, xs, &pl), TSR_EINVAL);
