@@ -486,7 +486,7 @@ void tsr_conv2d_unpack_output(const tsr_config_t *c, const tsr_conv2d_plan_t *pl
  * shifts select ALU steps, so they are in. Weight zero points are in (the
  * stream does not read them today; a zero-point correction would). If the
  * lowering starts to depend on another value, add it here. */
-static size_t conv2d_sig(const tsr_conv2d_params_t *p, const tsr_add_params_t *fadd, int dwk, int wshare,
+static size_t conv2d_sig(const tsr_conv2d_params_t *p, const tsr_add_params_t *fadd, int dwk, int wshare, int lut,
                          uint8_t *sig)
 {
     size_t n = tsr_kcache_sig_bytes(sig, 0, GEN_ID, sizeof GEN_ID);
@@ -523,6 +523,8 @@ static size_t conv2d_sig(const tsr_conv2d_params_t *p, const tsr_add_params_t *f
     n = tsr_kcache_sig_i32(sig, n, dwk);
     /* shared weight rows: other weight loads and GEMM weight strides */
     n = tsr_kcache_sig_i32(sig, n, wshare);
+    /* an activation table in the epilogue (its values are data: a LOAD) */
+    n = tsr_kcache_sig_i32(sig, n, lut);
     n = tsr_kcache_sig_i32(sig, n, fadd != NULL);
     if (fadd) {
         const int32_t f[] = {fadd->a.zp,    fadd->b.zp,    fadd->y.zp,   fadd->left_shift, fadd->mult_a,
@@ -587,7 +589,7 @@ static int generate(tsr_kcache_t *kc, geo_t *g, const uint8_t *sig, size_t sig_l
         goto out;
     else
         (void)tsr_kcache_memo_put(kc, &key, sizeof key, &g->t, sizeof g->t);
-    g->x_el = g->w_el = g->y_el = g->c_el = g->uop_el = g->r_el = 0; /* relocatable: every buffer at 0 */
+    g->x_el = g->w_el = g->y_el = g->c_el = g->uop_el = g->r_el = g->l_el = 0; /* relocatable: every buffer at 0 */
     if (g->t.res)
         tsr_conv2d_build_res(g, &b);
     else
@@ -671,6 +673,7 @@ static void conv_base(const tsr_conv2d_plan_t *pl, uint64_t x_addr, uint64_t y_a
     base[TSR_MEM_ACC] = pl->c_addr;
     base[TSR_MEM_OUT] = y_addr;
     base[TSR_MEM_ACC8] = pl->r_addr;
+    base[TSR_MEM_LUT] = pl->l_addr;
 }
 
 /* Rebind: the plan's stream, the cached kernel's relocated again to x, y. */
@@ -756,7 +759,8 @@ static int plan_bind(const tsr_config_t *c, tsr_conv2d_plan_t *pl)
 }
 
 static int plan_impl(tsr_device_t *dev, const tsr_conv2d_params_t *params, const tsr_add_params_t *fadd,
-                     const tsr_dtensor_t *x, const tsr_dtensor_t *r, const tsr_dtensor_t *y, tsr_conv2d_plan_t *pl)
+                     const tsr_act_table_t *act, const tsr_dtensor_t *x, const tsr_dtensor_t *r,
+                     const tsr_dtensor_t *y, tsr_conv2d_plan_t *pl)
 {
     const uint64_t t0 = tsr_mono_ns();
     if (!dev || !pl)
@@ -775,6 +779,15 @@ static int plan_impl(tsr_device_t *dev, const tsr_conv2d_params_t *params, const
         pl->r_addr = r->addr;
         g.fadd = &pl->fadd;
     }
+    if (act) {
+        if (!c->act_lut)
+            return tsr_err(TSR_EINVAL, OP ": a fused activation table needs config key ACT_LUT > 0");
+        if (fadd)
+            return tsr_err(TSR_EINVAL, OP ": an activation table and a residual add in one epilogue are not "
+                           "supported");
+        pl->act = 1;
+        g.lut = 1;
+    }
     sig = malloc(TSR_KCACHE_MAX_SIG);
     if (!sig || (rc = own_params(params, pl))) {
         rc = sig ? rc : tsr_err(TSR_ENOMEM, "out of memory");
@@ -785,7 +798,7 @@ static int plan_impl(tsr_device_t *dev, const tsr_conv2d_params_t *params, const
         goto fail;
     pl->p.w_plan = NULL; /* (the caller's; read only here) */
     /* The kernel: from the device's cache, else generated and inserted. */
-    size_t sig_len = conv2d_sig(&pl->p, g.fadd, g.dwk, g.wshare, sig);
+    size_t sig_len = conv2d_sig(&pl->p, g.fadd, g.dwk, g.wshare, g.lut, sig);
     if (sig_len > TSR_KCACHE_MAX_SIG) {
         rc = tsr_err(TSR_EINVAL, OP ": parameters too long for a kernel cache signature (%zu bytes)", sig_len);
         goto fail;
@@ -809,8 +822,11 @@ static int plan_impl(tsr_device_t *dev, const tsr_conv2d_params_t *params, const
     }
     pl->io_owned = !x;
     const tsr_opbuf_t bufs[] = {{pl->x_bytes, x, &pl->x_addr}, {pl->y_bytes, y, &pl->y_addr},
-                                {pl->w_bytes, NULL, &pl->w_addr}, {pl->c_bytes, NULL, &pl->c_addr}};
-    if ((rc = tsr_opplan_buffers(dev, OP, bufs, 4)))
+                                {pl->w_bytes, NULL, &pl->w_addr}, {pl->c_bytes, NULL, &pl->c_addr},
+                                {act ? TSR_ACT_ENTRIES : 0, NULL, &pl->l_addr}};
+    if ((rc = tsr_opplan_buffers(dev, OP, bufs, 5)))
+        goto fail;
+    if (act && (rc = tsr_mem_write(dev, pl->l_addr, act->v, TSR_ACT_ENTRIES)))
         goto fail;
     if ((rc = plan_bind(c, pl)))
         goto fail;
@@ -828,8 +844,8 @@ void tsr_conv2d_plan_free(tsr_device_t *dev, tsr_conv2d_plan_t *pl)
 {
     if (!pl)
         return;
-    uint64_t *bufs[4] = {&pl->x_addr, &pl->w_addr, &pl->y_addr, &pl->c_addr};
-    for (int i = 0; i < 4; i++)
+    uint64_t *bufs[5] = {&pl->x_addr, &pl->w_addr, &pl->y_addr, &pl->c_addr, &pl->l_addr};
+    for (int i = 0; i < 5; i++)
         if (*bufs[i] && (pl->io_owned || (i != 0 && i != 2))) /* tensors' buffers belong to the tensors */
             tsr_mem_free(dev, *bufs[i]);
     if (pl->tensors_owned) {
@@ -853,7 +869,7 @@ int tsr_conv2d_plan(tsr_device_t *dev, const tsr_conv2d_params_t *params, tsr_co
      * BLOCK_OUT, 8-bit). Else the input is packed as this lowering needs it
      * (copies per weight part; rows of BLOCK_IN) into buffers of the plan. */
     if (!dev || !pl || !params)
-        return plan_impl(dev, params, NULL, NULL, NULL, NULL, pl);
+        return plan_impl(dev, params, NULL, NULL, NULL, NULL, NULL, pl);
     const tsr_config_t *c = tsr_device_config(dev);
     int oh, ow, rc = tsr_conv2d_check(params, &oh, &ow);
     tsr_dtensor_t x, y;
@@ -861,7 +877,7 @@ int tsr_conv2d_plan(tsr_device_t *dev, const tsr_conv2d_params_t *params, tsr_co
         tsr_dtensor_init(c, params->n, params->c_in, params->h, params->w, params->x_dtype, params->x_zp, &x) ||
         tsr_dtensor_init(c, params->n, params->c_out, oh, ow, params->y_dtype, params->y_zp, &y)) {
         tsr_err_clear();
-        return plan_impl(dev, params, NULL, NULL, NULL, NULL, pl);
+        return plan_impl(dev, params, NULL, NULL, NULL, NULL, NULL, pl);
     }
     if ((rc = tsr_dtensor_alloc(dev, &x)) || (rc = tsr_dtensor_alloc(dev, &y)) ||
         (rc = tsr_conv2d_plan_tensors(dev, params, &x, &y, pl))) {
@@ -944,6 +960,15 @@ static int tensor_args(const tsr_conv2d_params_t *p, const tsr_add_params_t *add
     return TSR_OK;
 }
 
+/* The checks and device view of a plan with a fused activation table: the
+ * output is the conv's shape in the table's dtype and zero point (any). */
+static int act_args(const tsr_conv2d_params_t *p, const tsr_dtensor_t *x, const tsr_dtensor_t *y,
+                    tsr_conv2d_params_t *v)
+{
+    int oh, ow, rc = tensor_view(p, x, v, &oh, &ow);
+    return rc ? rc : tensor_is("output", y, p->n, p->c_out, oh, ow, y->dtype, y->zp);
+}
+
 int tsr_conv2d_plan_tensors(tsr_device_t *dev, const tsr_conv2d_params_t *params, const tsr_dtensor_t *x,
                             const tsr_dtensor_t *y, tsr_conv2d_plan_t *pl)
 {
@@ -953,7 +978,19 @@ int tsr_conv2d_plan_tensors(tsr_device_t *dev, const tsr_conv2d_params_t *params
         return tsr_err(TSR_EINVAL, OP ": NULL parameters or tensor");
     tsr_conv2d_params_t v;
     int rc = tensor_args(params, NULL, x, NULL, y, &v, NULL);
-    return rc ? rc : plan_impl(dev, &v, NULL, x, NULL, y, pl);
+    return rc ? rc : plan_impl(dev, &v, NULL, NULL, x, NULL, y, pl);
+}
+
+int tsr_conv2d_plan_tensors_act(tsr_device_t *dev, const tsr_conv2d_params_t *params, const tsr_act_table_t *act,
+                                const tsr_dtensor_t *x, const tsr_dtensor_t *y, tsr_conv2d_plan_t *pl)
+{
+    if (pl)
+        memset(pl, 0, sizeof *pl);
+    if (!params || !act || !x || !y)
+        return tsr_err(TSR_EINVAL, OP ": NULL parameters, table or tensor");
+    tsr_conv2d_params_t v;
+    int rc = act_args(params, x, y, &v);
+    return rc ? rc : plan_impl(dev, &v, NULL, act, x, NULL, y, pl);
 }
 
 int tsr_conv2d_plan_tensors_add(tsr_device_t *dev, const tsr_conv2d_params_t *params, const tsr_add_params_t *add,
@@ -967,7 +1004,7 @@ int tsr_conv2d_plan_tensors_add(tsr_device_t *dev, const tsr_conv2d_params_t *pa
     tsr_conv2d_params_t v;
     tsr_add_params_t fv;
     int rc = tensor_args(params, add, x, r, y, &v, &fv);
-    return rc ? rc : plan_impl(dev, &v, &fv, x, r, y, pl);
+    return rc ? rc : plan_impl(dev, &v, &fv, NULL, x, r, y, pl);
 }
 
 /* One search of tsr_conv2d_presearch: its own copies of what the search
@@ -1017,12 +1054,13 @@ int tsr_conv2d_presearch(tsr_device_t *dev, const tsr_conv2d_job_t *jobs, int n,
         presearch_t *ps = &s[m];
         /* the checks of the plan functions; a conv that fails them is left
          * to its plan, which names the problem */
-        if (!j->p || !j->x || !j->y || (j->add && !j->r) ||
-            tensor_args(j->p, j->add, j->x, j->r, j->y, &ps->v, &ps->fv) ||
+        if (!j->p || !j->x || !j->y || (j->add && !j->r) || (j->act && (j->add || !c->act_lut)) ||
+            (j->act ? act_args(j->p, j->x, j->y, &ps->v) : tensor_args(j->p, j->add, j->x, j->r, j->y, &ps->v, &ps->fv)) ||
             geo_init(c, &ps->v, j->add ? &ps->fv : NULL, &ps->g)) {
             tsr_err_clear();
             continue;
         }
+        ps->g.lut = j->act != NULL;
         ps->g.p = &ps->v;
         ps->g.fadd = j->add ? &ps->fv : NULL;
         if (geo_share(c, &ps->g, &ps->v)) {
@@ -1030,7 +1068,7 @@ int tsr_conv2d_presearch(tsr_device_t *dev, const tsr_conv2d_job_t *jobs, int n,
             continue;
         }
         ps->v.w_plan = NULL; /* (the search never reads it) */
-        const size_t sig_len = conv2d_sig(&ps->v, ps->g.fadd, ps->g.dwk, ps->g.wshare, sig);
+        const size_t sig_len = conv2d_sig(&ps->v, ps->g.fadd, ps->g.dwk, ps->g.wshare, ps->g.lut, sig);
         if (sig_len <= TSR_KCACHE_MAX_SIG && tsr_kcache_has(kc, sig, sig_len))
             continue; /* its plan takes the cached kernel */
         search_key(&ps->g, &ps->key);

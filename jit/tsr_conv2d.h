@@ -89,6 +89,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tsr_act.h"
 #include "tsr_driver.h"
 #include "tsr_dtensor.h"
 #include "tsr_eltwise.h"
@@ -152,6 +153,8 @@ typedef struct tsr_conv2d_plan {
     int fused;                     /* 1: a residual add runs in the epilogue (tsr_conv2d_plan_tensors_add) */
     tsr_add_params_t fadd;         /* its parameters, device view (fused only) */
     uint64_t r_addr;               /* its residual input's buffer (a device tensor's; fused only) */
+    int act;                       /* 1: an activation table runs in the epilogue (tsr_conv2d_plan_tensors_act) */
+    uint64_t l_addr;               /* its table's buffer (one lut element, 256 bytes; owned; act only) */
     tsr_insn_t *insns;             /* the instruction stream (owned) */
     size_t ninsns;                 /* its length */
     size_t nuops;                  /* uops in the kernel buffer */
@@ -235,6 +238,17 @@ int tsr_conv2d_plan_tensors(tsr_device_t *dev, const tsr_conv2d_params_t *p, con
 int tsr_conv2d_plan_tensors_add(tsr_device_t *dev, const tsr_conv2d_params_t *p, const tsr_add_params_t *add,
                                 const tsr_dtensor_t *x, const tsr_dtensor_t *r, const tsr_dtensor_t *y,
                                 tsr_conv2d_plan_t *plan);
+/* The same with an activation table fused into the epilogue (config key
+ * ACT_LUT; jit/tsr_act.h): y = act(conv(x)), y of the conv's output shape
+ * in the table's output dtype and zero point (any: the table says what the
+ * bytes become), p's y_dtype and y_zp those of the conv's output, which
+ * never reaches DRAM. After the requantization's last ALU step each output
+ * row goes through one ALU lut (table 0, LOADed once at the start of the
+ * stream), then the STORE: every byte equal to tsr_act over the unfused
+ * conv's output. Refused: a config without ACT_LUT, and (not yet) a
+ * fused add as well. */
+int tsr_conv2d_plan_tensors_act(tsr_device_t *dev, const tsr_conv2d_params_t *p, const tsr_act_table_t *act,
+                                const tsr_dtensor_t *x, const tsr_dtensor_t *y, tsr_conv2d_plan_t *plan);
 /* One conv of a graph whose tiling search may run ahead of its plan: the
  * arguments tsr_conv2d_plan_tensors (add, r NULL) or
  * tsr_conv2d_plan_tensors_add will get. */
@@ -242,6 +256,7 @@ typedef struct {
     const tsr_conv2d_params_t *p; /* its parameters */
     const tsr_add_params_t *add;  /* the fused add's, or NULL */
     const tsr_dtensor_t *x, *r, *y; /* input, residual (fused add only), output */
+    const tsr_act_table_t *act;     /* a fused activation table (tsr_conv2d_plan_tensors_act), or NULL */
 } tsr_conv2d_job_t;
 /* Run the tiling searches of these convs on up to nthreads threads (0:
  * tsr_jit_threads()), skipping convs whose

@@ -710,12 +710,18 @@ static void layer_static(tsr_graph_t *g, gnode_t *n)
     const gnode_t *cv = n->fconv ? &g->ns[n->fconv - 1] : NULL; /* a fused add is its conv's layer */
     L->name = cv ? cv->name : n->name;
     layer_shape(cv ? cv : n, g, L->shape, sizeof L->shape);
+    const int act = cv && n->op == TSR_OPK_ACT; /* a conv with its activation table (fuse_acts) */
     L->op = !cv                            ? op_name(n)
-            : cv->conv.groups == 1         ? "conv+add"
-            : cv->conv.groups == cv->conv.c_in ? "dwconv+add"
-                                               : "gconv+add";
+            : cv->conv.groups == 1         ? (act ? "conv+act" : "conv+add")
+            : cv->conv.groups == cv->conv.c_in ? (act ? "dwconv+act" : "dwconv+add")
+                                               : (act ? "gconv+act" : "gconv+add");
     L->kcache = -1;
-    if (cv) { /* the conv's figures, and the residual read instead of the add's own traffic */
+    if (act) { /* the conv's figures (its output written in the table's terms) */
+        L->macs = tsr_roofline_conv2d_macs(&cv->conv);
+        L->compulsory = tsr_roofline_conv2d_compulsory(&cv->conv, 0);
+        if (!cv->bias)
+            L->compulsory -= 4.0 * cv->conv.c_out;
+    } else if (cv) { /* the conv's figures, and the residual read instead of the add's own traffic */
         L->macs = tsr_roofline_conv2d_macs(&cv->conv);
         L->compulsory = tsr_roofline_conv2d_compulsory(&cv->conv, 0) + real_bytes(&g->ts[n->in[1 - n->fk]].t);
         if (!cv->bias)
@@ -771,6 +777,10 @@ static const gnode_t *conv_job(const tsr_graph_t *g, const gnode_t *n, tsr_conv2
         j->add = add;
         j->x = &g->ts[n->in[n->fk]].t;
         j->r = &g->ts[n->in[1 - n->fk]].t;
+    } else if (n->op == TSR_OPK_ACT && n->fconv) {
+        cv = &g->ns[n->fconv - 1]; /* (fuse_acts: in[0] is the conv's input) */
+        j->act = &n->act.table;
+        j->x = &g->ts[n->in[0]].t;
     } else
         return NULL;
     j->p = cv->tap ? &cv->tconv : &cv->conv;
@@ -784,8 +794,9 @@ static int plan_conv(tsr_graph_t *g, gnode_t *n, const gnode_t *cv, const tsr_co
 {
     tsr_device_t *dev = g->dev;
     tsr_conv2d_plan_t *cp = &n->pl.conv;
-    int rc = j->add ? tsr_conv2d_plan_tensors_add(dev, j->p, j->add, j->x, j->r, j->y, cp)
-                    : tsr_conv2d_plan_tensors(dev, j->p, j->x, j->y, cp);
+    int rc = j->act   ? tsr_conv2d_plan_tensors_act(dev, j->p, j->act, j->x, j->y, cp)
+             : j->add ? tsr_conv2d_plan_tensors_add(dev, j->p, j->add, j->x, j->r, j->y, cp)
+                      : tsr_conv2d_plan_tensors(dev, j->p, j->x, j->y, cp);
     if (rc)
         return rc;
     n->plan_kind = TSR_OPK_CONV;
@@ -921,6 +932,35 @@ static void fuse_adds(tsr_graph_t *g)
     }
 }
 
+/* Fuse each activation table into the conv feeding it when the conv's
+ * output has no other reader and is no graph output (and the conv runs no
+ * add): the table's lut step runs in the conv's epilogue
+ * (tsr_conv2d_plan_tensors_act), so the conv's output never reaches DRAM
+ * and the table costs no pass of its own. As for adds, the act node runs
+ * the conv (its input becomes the conv's input), the conv node runs
+ * nothing, its output gets no buffer; unplan() undoes it. */
+static void fuse_acts(tsr_graph_t *g)
+{
+    for (int i = 0; i < g->nn; i++) {
+        gnode_t *n = &g->ns[i];
+        if (n->op != TSR_OPK_ACT)
+            continue;
+        const int t = n->in[0], c = g->ts[t].producer;
+        if (c < 0 || g->ns[c].op != TSR_OPK_CONV || g->ns[c].finto || g->ts[t].is_output)
+            continue;
+        int uses = 0;
+        for (int j = 0; j < g->nn; j++)
+            uses += (g->ns[j].in[0] == t) + (g->ns[j].in[1] == t);
+        if (uses != 1)
+            continue;
+        n->fconv = c + 1;
+        n->fk = 0;
+        g->ns[c].finto = i + 1;
+        n->in[0] = g->ns[c].in[0];
+        g->ts[t].dead = 1;
+    }
+}
+
 /* Every conv's tiling search (with its fused add, if any), run ahead on
  * the CPU's cores: the searches are most of a cold plan, independent of
  * each other, and their results are the same as run one by one in
@@ -966,8 +1006,14 @@ int tsr_graph_plan(tsr_graph_t *g, tsr_device_t *dev, unsigned flags)
             g->ts[g->ns[i].out].alias = g->ns[i].in[0];
     g->dev = dev;
     int rc = (flags & TSR_GRAPH_NO_TAPPACK) ? TSR_OK : tap_inputs(g);
-    if (!rc && !(flags & TSR_GRAPH_NO_FUSE))
+    const char *fa = getenv("TESSERA_FUSE_ACT");
+    if (fa && !strcmp(fa, "1"))
+        flags |= TSR_GRAPH_FUSE_ACT;
+    if (!rc && !(flags & TSR_GRAPH_NO_FUSE)) {
         fuse_adds(g);
+        if (flags & TSR_GRAPH_FUSE_ACT)
+            fuse_acts(g);
+    }
     if (!rc)
         rc = order_nodes(g);
     uint64_t align = 64;

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tsr_act.h"
 #include "tsr_conv2d.h"
 #include "tsr_cost.h"
 #include "tsr_driver.h"
@@ -990,7 +991,7 @@ static void test_presearch(void **state)
                 tsr_dtensor_init(c, 1, k->p.c_out, oh, ow, TSR_DT_INT8, 0, &y[d][i]) ||
                 tsr_dtensor_alloc(dev[d], &x[d][i]) || tsr_dtensor_alloc(dev[d], &y[d][i]))
                 fail_msg("tensors: %s", tsr_errmsg());
-            jobs[i] = (tsr_conv2d_job_t){&k->p, NULL, &x[d][i], NULL, &y[d][i]};
+            jobs[i] = (tsr_conv2d_job_t){&k->p, NULL, &x[d][i], NULL, &y[d][i], NULL};
         }
         if (d == 1)
             assert_int_equal(tsr_conv2d_presearch(dev[d], jobs, NJ, 2), TSR_OK);
@@ -1244,6 +1245,178 @@ static void test_dw_shared_weights(void **state)
     assert_true(g_shared > total / 2 && g_shared_split > 0);
 }
 
+/* An activation table in the conv epilogue (tsr_conv2d_plan_tensors_act):
+ * y = act(conv(x)) in one pass, every byte equal to the unfused pair (the
+ * conv into an intermediate tensor, then tsr_act_run over it), for convs
+ * groups 1 (3x3, 1x1, per-channel requantization) and depthwise (the GEMM
+ * depthwise mode), on default + ACT_LUT 4 (+ DEPTHWISE 3). The fused
+ * stream: one LOAD lut (256 bytes) before its first ALU lut, one ALU lut op
+ * per output row beyond the conv's ALU ops, and the conv's DRAM traffic +
+ * the table only (the act pass's 2 bytes per element are gone). Refused
+ * without ACT_LUT and with a NULL table. */
+static const char *CFG_DW3_LUT4 = "{\"TARGET\": \"sim\", \"LOG_INP_WIDTH\": 3, \"LOG_WGT_WIDTH\": 3, "
+                                  "\"LOG_ACC_WIDTH\": 5, \"LOG_BATCH\": 0, \"LOG_BLOCK\": 4, "
+                                  "\"LOG_UOP_BUFF_SIZE\": 15, \"LOG_INP_BUFF_SIZE\": 15, \"LOG_WGT_BUFF_SIZE\": 18, "
+                                  "\"LOG_ACC_BUFF_SIZE\": 17, \"DRAM_BUS_WIDTH\": 64, \"CLOCK_MHZ\": 100, "
+                                  "\"DEPTHWISE\": 3, \"ACT_LUT\": 4}";
+
+static void act_epilogue_case(tsr_device_t *dev, conv_case_t *k, uint64_t seed)
+{
+    const tsr_config_t *cfg = tsr_device_config(dev);
+    tsr_conv2d_params_t *p = &k->p;
+    p->w_zp = k->w_zp;
+    p->mult = k->mult;
+    p->shift = k->shift;
+    int oh, ow;
+    assert_int_equal(tsr_conv2d_check(p, &oh, &ow), TSR_OK);
+    const size_t nx = (size_t)p->n * p->c_in * p->h * p->w, ny = (size_t)p->n * p->c_out * oh * ow;
+    const size_t nw = (size_t)p->c_out * (p->c_in / p->groups) * p->kh * p->kw;
+    uint8_t *x = malloc(nx), *w = malloc(nw), *y1 = malloc(ny), *y2 = malloc(ny);
+    int32_t *bias = malloc(sizeof(int32_t) * (size_t)p->c_out);
+    assert_true(x && w && y1 && y2 && bias);
+    uint64_t s = seed;
+    for (size_t i = 0; i < nx; i++)
+        x[i] = (uint8_t)tsr_test_next(&s);
+    for (size_t i = 0; i < nw; i++) /* (w - w_zp within int8: one weight part) */
+        w[i] = (uint8_t)(p->w_dtype == TSR_DT_UINT8 ? rnd(&s, 0, 255) : rnd(&s, -127, 127));
+    for (int i = 0; i < p->c_out; i++)
+        bias[i] = rnd(&s, -3000, 3000);
+    int32_t v[TSR_ACT_ENTRIES];
+    for (int i = 0; i < TSR_ACT_ENTRIES; i++)
+        v[i] = rnd(&s, -128, 127);
+    tsr_act_table_t tab;
+    assert_int_equal(tsr_act_table_from_values(v, &tab), TSR_OK);
+    tsr_dtensor_t xt, mid, ya, yb;
+    assert_int_equal(tsr_dtensor_init(cfg, p->n, p->c_in, p->h, p->w, p->x_dtype, p->x_zp, &xt), TSR_OK);
+    assert_int_equal(tsr_dtensor_init(cfg, p->n, p->c_out, oh, ow, p->y_dtype, p->y_zp, &mid), TSR_OK);
+    assert_int_equal(tsr_dtensor_init(cfg, p->n, p->c_out, oh, ow, TSR_DT_UINT8, 3, &ya), TSR_OK);
+    assert_int_equal(tsr_dtensor_init(cfg, p->n, p->c_out, oh, ow, TSR_DT_UINT8, 3, &yb), TSR_OK);
+    assert_int_equal(tsr_dtensor_alloc(dev, &xt), TSR_OK);
+    assert_int_equal(tsr_dtensor_alloc(dev, &mid), TSR_OK);
+    assert_int_equal(tsr_dtensor_alloc(dev, &ya), TSR_OK);
+    assert_int_equal(tsr_dtensor_alloc(dev, &yb), TSR_OK);
+    assert_int_equal(tsr_dtensor_write_nchw(dev, &xt, x), TSR_OK);
+    /* unfused: conv into mid, then the table over mid */
+    tsr_conv2d_plan_t pc, pf;
+    if (tsr_conv2d_plan_tensors(dev, p, &xt, &mid, &pc))
+        fail_msg("conv plan: %s", tsr_errmsg());
+    assert_int_equal(tsr_conv2d_write_weights(dev, &pc, w, bias), TSR_OK);
+    assert_int_equal(tsr_conv2d_exec(dev, &pc), TSR_OK);
+    tsr_act_plan_t pa;
+    assert_int_equal(tsr_act_plan_tensors(dev, &tab, &mid, &ya, &pa), TSR_OK);
+    assert_int_equal(tsr_act_exec(dev, &pa), TSR_OK);
+    assert_int_equal(tsr_dtensor_read_nchw(dev, &ya, y1), TSR_OK);
+    /* fused */
+    if (tsr_conv2d_plan_tensors_act(dev, p, &tab, &xt, &yb, &pf))
+        fail_msg("fused plan: %s", tsr_errmsg());
+    assert_int_equal(pf.act, 1);
+    assert_int_equal(tsr_conv2d_write_weights(dev, &pf, w, bias), TSR_OK);
+    assert_int_equal(tsr_conv2d_exec(dev, &pf), TSR_OK);
+    assert_int_equal(tsr_dtensor_read_nchw(dev, &yb, y2), TSR_OK);
+    for (size_t i = 0; i < ny; i++)
+        if (y1[i] != y2[i])
+            fail_msg("[%d,%d,%d,%d] %dx%d groups %d: element %zu: fused %u, conv then act %u", p->n, p->c_in, p->h,
+                     p->w, p->kh, p->kw, p->groups, i, y2[i], y1[i]);
+    /* the stream: one table LOAD before every lut, a lut op per output row */
+    int lut_loads = 0, lut_alus = 0, late = 0;
+    uint64_t lut_ops = 0;
+    for (size_t i = 0; i < pf.ninsns; i++) {
+        const tsr_insn_t *in = &pf.insns[i];
+        if (in->opcode == TSR_OP_LOAD && in->mem_type == TSR_MEM_LUT)
+            lut_loads++;
+        if (in->opcode == TSR_OP_ALU && in->alu_opcode == TSR_ALU_LUT) {
+            lut_alus++;
+            late |= lut_loads == 0;
+            lut_ops += (uint64_t)in->iter_out * in->iter_in * (in->uop_end - in->uop_bgn);
+        }
+    }
+    const uint64_t rows = (uint64_t)pf.nb * pf.cob * pf.oh * pf.ow;
+    printf("    %dx%d,%d->%d,%dx%d groups %d: fused %llu DRAM bytes, est. %.0f cycles; conv %llu + act %llu "
+           "bytes, est. %.0f cycles + act\n",
+           p->h, p->w, p->c_in, p->c_out, p->kh, p->kw, p->groups, (unsigned long long)pf.dram_bytes, pf.cost,
+           (unsigned long long)pc.dram_bytes, (unsigned long long)pa.dram_bytes, pc.cost);
+    assert_int_equal(lut_loads, 1);
+    assert_true(lut_alus > 0 && !late);
+    assert_true(lut_ops == rows);
+    assert_true(pf.gemm_ops == pc.gemm_ops);
+    /* (the search may pick another tiling for the longer epilogue: the
+     * conv's bytes within a few percent, plus the table) */
+    assert_true(pf.dram_bytes <= pc.dram_bytes + TSR_ACT_ENTRIES + pc.dram_bytes / 20);
+    assert_true(pf.dram_bytes + pa.dram_bytes / 2 < pc.dram_bytes + pa.dram_bytes);
+    tsr_act_plan_free(dev, &pa);
+    tsr_conv2d_plan_free(dev, &pc);
+    tsr_conv2d_plan_free(dev, &pf);
+    tsr_dtensor_free(dev, &xt);
+    tsr_dtensor_free(dev, &mid);
+    tsr_dtensor_free(dev, &ya);
+    tsr_dtensor_free(dev, &yb);
+    free(x);
+    free(w);
+    free(y1);
+    free(y2);
+    free(bias);
+}
+
+static void test_act_epilogue(void **state)
+{
+    (void)state;
+    tsr_config_t cfg;
+    if (tsr_config_parse(CFG_DW3_LUT4, "default+dw3+lut4", &cfg))
+        fail_msg("config: %s", tsr_errmsg());
+    tsr_device_t *dev = NULL;
+    tsr_device_opts_t o = {.seed = base_seed() | 1};
+    if (tsr_device_open(tsr_test_backend(), &cfg, &o, &dev))
+        fail_msg("open: %s", tsr_errmsg());
+    /* 3x3 s1 int8, 1x1 u8 per channel, depthwise 3x3 s2 and 5x5 s1 u8 */
+    conv_case_t k = basic_case(1, 24, 14, 14, 40, 3, 3, 1, 1);
+    act_epilogue_case(dev, &k, 11);
+    k = basic_case(1, 32, 7, 9, 96, 1, 1, 1, 0);
+    k.p.x_dtype = k.p.y_dtype = k.p.w_dtype = TSR_DT_UINT8;
+    k.p.x_zp = 120;
+    k.p.y_zp = 7;
+    k.p.act_min = 0;
+    k.p.act_max = 255;
+    k.w_zp[0] = 128;
+    k.p.rq_count = 96;
+    for (int i = 0; i < 96; i++) {
+        k.mult[i] = 1300000000 + i * 5000000;
+        k.shift[i] = -8 - i % 3;
+    }
+    act_epilogue_case(dev, &k, 12);
+    for (int d = 0; d < 2; d++) {
+        k = basic_case(1, 48, 15, 15, 48, d ? 5 : 3, d ? 5 : 3, d ? 1 : 2, d ? 2 : 1);
+        k.p.groups = 48;
+        k.p.x_dtype = k.p.y_dtype = k.p.w_dtype = TSR_DT_UINT8;
+        k.p.x_zp = 3;
+        k.w_zp[0] = 128;
+        k.p.act_min = 0;
+        k.p.act_max = 255;
+        k.shift[0] = -8;
+        act_epilogue_case(dev, &k, 13 + (uint64_t)d);
+    }
+    /* refusals: a NULL table; a config without tables */
+    k = basic_case(1, 16, 4, 4, 16, 1, 1, 1, 0);
+    k.p.w_zp = k.w_zp;
+    k.p.mult = k.mult;
+    k.p.shift = k.shift;
+    tsr_dtensor_t xt, yt;
+    tsr_conv2d_plan_t pl;
+    assert_int_equal(tsr_dtensor_init(&cfg, 1, 16, 4, 4, TSR_DT_INT8, 0, &xt), TSR_OK);
+    assert_int_equal(tsr_dtensor_init(&cfg, 1, 16, 4, 4, TSR_DT_INT8, 0, &yt), TSR_OK);
+    assert_int_equal(tsr_conv2d_plan_tensors_act(dev, &k.p, NULL, &xt, &yt, &pl), TSR_EINVAL);
+    tsr_device_close(dev);
+    dev = open_dev("default");
+    tsr_act_table_t tab;
+    memset(&tab, 0, sizeof tab);
+    assert_int_equal(tsr_dtensor_alloc(dev, &xt), TSR_OK);
+    assert_int_equal(tsr_dtensor_alloc(dev, &yt), TSR_OK);
+    assert_int_equal(tsr_conv2d_plan_tensors_act(dev, &k.p, &tab, &xt, &yt, &pl), TSR_EINVAL);
+    assert_non_null(strstr(tsr_errmsg(), "ACT_LUT"));
+    tsr_dtensor_free(dev, &xt);
+    tsr_dtensor_free(dev, &yt);
+    tsr_device_close(dev);
+}
+
 int main(void)
 {
     printf("test_conv2d: backend %s, base seed %llu (TSR_CONV_SEED)\n", backend(), (unsigned long long)base_seed());
@@ -1260,6 +1433,7 @@ int main(void)
         cmocka_unit_test(test_presearch),       cmocka_unit_test(test_grouped),
         cmocka_unit_test(test_fused_add_shortcuts), cmocka_unit_test(test_exact),
         cmocka_unit_test(test_depthwise_mode),  cmocka_unit_test(test_dw_shared_weights),
+        cmocka_unit_test(test_act_epilogue),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -74,6 +74,28 @@ static int fusable_adds(const tsr_netdesc_t *nd)
     return n;
 }
 
+/* Activation table nodes whose input a conv alone reads (not a graph
+ * output, not fused into an add): the graph runs the table in the conv's
+ * epilogue (fuse_acts in jit/tsr_graph.c) and the conv's output gets no
+ * buffer, as a fused add's conv. */
+static int fusable_acts(const tsr_netdesc_t *nd)
+{
+    int n = 0;
+    for (int i = 0; i < nd->nnodes; i++) {
+        const tsr_nd_node_t *a = &nd->nodes[i];
+        if (a->kind != TSR_ND_ACT)
+            continue;
+        const int t = a->in[0];
+        int conv = 0, uses = 0;
+        for (int j = 0; j < nd->nnodes; j++) {
+            conv |= nd->nodes[j].out == t && nd->nodes[j].kind == TSR_ND_CONV;
+            uses += (nd->nodes[j].in[0] == t) + (nd->nodes[j].in[1] == t);
+        }
+        n += conv && uses == 1 && t != nd->output;
+    }
+    return n;
+}
+
 /* Build nd as a graph on dev, run it on a random input and compare every
  * tensor (KEEP_ALL; but the conv outputs an add fused into the conv
  * replaced, which never reach DRAM: their adds' outputs are compared) or
@@ -105,13 +127,16 @@ static int check_net_fused(tsr_device_t *dev, const tsr_netdesc_t *nd, uint64_t 
     int fused = 0, layers = 0;
     for (int t = 0; t < nd->ntensors; t++)
         fused += tsr_graph_tensor_fused(g, t);
-    for (int i = 0; tsr_graph_layer(g, i); i++)
-        layers += !strcmp(tsr_graph_layer(g, i)->op, "conv+add") || !strcmp(tsr_graph_layer(g, i)->op, "dwconv+add");
+    for (int i = 0; tsr_graph_layer(g, i); i++) {
+        const char *op = tsr_graph_layer(g, i)->op;
+        layers += !strcmp(op, "conv+add") || !strcmp(op, "dwconv+add") || !strcmp(op, "conv+act") ||
+                  !strcmp(op, "dwconv+act");
+    }
     if (want < 0)
-        want = (flags & TSR_GRAPH_NO_FUSE) ? 0 : fusable_adds(nd);
+        want = (flags & TSR_GRAPH_NO_FUSE) ? 0 : fusable_adds(nd) + ((flags & TSR_GRAPH_FUSE_ACT) ? fusable_acts(nd) : 0);
     if (fused != want || layers != want)
-        fail_msg("%s (seed %llu): %d adds fused (%d conv+add layers), expected %d", label, (unsigned long long)s, fused,
-                 layers, want);
+        fail_msg("%s (seed %llu): %d adds/acts fused (%d conv+add/act layers), expected %d", label,
+                 (unsigned long long)s, fused, layers, want);
     int bad = 0;
     /* every tensor in node order (KEEP_ALL), else the output */
     for (int i = 0; i < nd->nnodes && !bad; i++) {
@@ -649,6 +674,52 @@ static void test_act_nodes(void **state)
         acts += !strcmp(tsr_graph_layer(g, i)->op, "act");
     assert_int_equal(acts, 4);
     tsr_graph_free(g);
+    /* TSR_GRAPH_FUSE_ACT: the first table (its input only the conv reads)
+     * runs in the conv's epilogue, every tensor as the host tables say
+     * (the conv's output has no buffer), also in one submission */
+    if (check_net(dev, &r.nd, seed(), "act nodes, fused, every tensor", TSR_GRAPH_KEEP_ALL | TSR_GRAPH_FUSE_ACT,
+                  NULL) ||
+        check_net(dev, &r.nd, seed() + 1, "act nodes, fused, one submission",
+                  TSR_GRAPH_ONE_SUBMISSION | TSR_GRAPH_FUSE_ACT, NULL))
+        fail_msg("act nodes fused into the conv: a tensor differs from the host tables (above)");
+    assert_int_equal(tsr_graph_from_netdesc(&cfg, &r.nd, &g), 0);
+    assert_int_equal(tsr_graph_plan(g, dev, TSR_GRAPH_FUSE_ACT), 0);
+    int convacts = 0;
+    acts = 0;
+    for (int i = 0; tsr_graph_layer(g, i); i++) {
+        acts += !strcmp(tsr_graph_layer(g, i)->op, "act");
+        convacts += !strcmp(tsr_graph_layer(g, i)->op, "conv+act");
+    }
+    assert_int_equal(acts, 3); /* (the first runs in the conv's epilogue) */
+    assert_int_equal(convacts, 1);
+    /* its stream: the table LOADed once before the lut ops, one lut op per
+     * output row of the conv (tsr_conv2d_plan_tensors_act) */
+    for (int i = 0; tsr_graph_layer(g, i); i++) {
+        if (strcmp(tsr_graph_layer(g, i)->op, "conv+act"))
+            continue;
+        size_t n = 0;
+        const tsr_insn_t *v = tsr_graph_stream(g, i, &n);
+        int loads = 0, early = 0;
+        uint64_t ops = 0;
+        for (size_t k = 0; k < n; k++) {
+            if (v[k].opcode == TSR_OP_LOAD && v[k].mem_type == TSR_MEM_LUT && v[k].x_size)
+                loads++;
+            if (v[k].opcode == TSR_OP_ALU && v[k].alu_opcode == TSR_ALU_LUT) {
+                early |= !loads;
+                ops += (uint64_t)v[k].iter_out * v[k].iter_in * (v[k].uop_end - v[k].uop_bgn);
+            }
+        }
+        /* rows: batch blocks x channel blocks x 6 x 7 pixels (20 channels: 2 blocks of 16) */
+        const uint64_t rows = (uint64_t)((nb + (int)cfg.batch - 1) / (int)cfg.batch) * 2 * 6 * 7;
+        if (loads != 1 || early || ops != rows)
+            fail_msg("conv+act stream: %d table LOADs, lut before its LOAD %d, %llu lut ops (want %llu)", loads,
+                     early, (unsigned long long)ops, (unsigned long long)rows);
+    }
+    tsr_graph_free(g);
+    /* TSR_GRAPH_NO_FUSE wins: every act on its own */
+    if (check_net(dev, &r.nd, seed(), "act nodes, not fused", TSR_GRAPH_KEEP_ALL | TSR_GRAPH_NO_FUSE | TSR_GRAPH_FUSE_ACT,
+                  NULL))
+        fail_msg("act nodes, not fused: a tensor differs from the host tables (above)");
     /* refused on a config with tables: another shape, no table, an input that does not exist */
     assert_int_equal(tsr_graph_create(&cfg, &g), 0);
     int u0, u1, u2;

@@ -103,6 +103,11 @@ static int post_seq(const geo_t *g, alu_step_t seq[MAX_POST])
         seq[ns++] = (alu_step_t){TSR_ALU_SHR, -1, -g->shl_imm, 0};
     seq[ns++] = (alu_step_t){g->exact ? TSR_ALU_FSCALE : TSR_ALU_MULHR, 1, 0, 0};
     seq[ns++] = (alu_step_t){TSR_ALU_RQFIN, 2 + g->has_shl_row, 0, 0};
+    /* a fused activation table: the byte the STORE would write (rqfin's
+     * low 8 bits) indexes table 0, as the standalone act's LOAD acc8 + lut
+     * (the plan refuses a table together with a fused add) */
+    if (g->lut)
+        seq[ns++] = (alu_step_t){TSR_ALU_LUT, -1, 0, 0};
     if (!g->fuse)
         return ns;
     const tsr_add_params_t *a = g->fadd;
@@ -324,6 +329,8 @@ void tsr_conv2d_build(const geo_t *g, ibuf_t *b)
     post_t pend = {0};
 
     const size_t uop_load = tsr_stream_uops(&b->s, g->uop_el, 1); /* length set once the kernel sets in use are known */
+    if (g->lut) /* the activation table, once (compute stage, before every ALU lut) */
+        tsr_stream_load(&b->s, TSR_MEM_LUT, 0, g->l_el, 1, 1, 1);
 
     const int sfo = g->row_step == 1 ? p->stride_h * g->wr : g->wr;
     int s = 0;
@@ -540,6 +547,8 @@ void tsr_conv2d_build_res(const geo_t *g, ibuf_t *b)
 
     b->nuops = tsr_conv2d_fuse_nuops(g); /* the fused add's uops open the buffer */
     const size_t uop_load = tsr_stream_uops(&b->s, g->uop_el, 1); /* length set once the kernels in use are known */
+    if (g->lut) /* the activation table, once (compute stage, before every ALU lut) */
+        tsr_stream_load(&b->s, TSR_MEM_LUT, 0, g->l_el, 1, 1, 1);
 
     /* bank 0's bias rows (the first MOV's operand) next; the rest of the
      * constants is not needed before the first requantization and loads

@@ -75,6 +75,9 @@ typedef struct {
      * every lane; consecutive output columns are consecutive ops (uops over
      * the tile's pixels), so at stride 1 most ops reuse the input window. */
     int dwk, dwg;
+    int lut;                    /* an activation table in the epilogue (operators.md "activation tables"):
+                                   table 0, LOADed once at the start, one ALU lut per output row after the
+                                   requantization's last step, before the STORE */
     int wshare;                 /* depthwise mode: every block's weight rows are the same, one copy (plan.wshare):
                                    a step loads TCI*KK rows, every block's GEMM reads them (wgt_factor_out 0) */
     int has_shl_row;
@@ -105,7 +108,7 @@ typedef struct {
      * both; fuse = 1 iff fadd (its parameters, device view) is set */
     const tsr_add_params_t *fadd;
     int fuse;
-    uint32_t x_el, w_el, y_el, c_el, uop_el;
+    uint32_t x_el, w_el, y_el, c_el, uop_el, l_el; /* (l_el: the activation table, lut elements) */
     uint32_t r_el;              /* residual (fused add's other input) DRAM element base, acc8 elements */
 } geo_t;
 
