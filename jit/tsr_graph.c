@@ -1006,12 +1006,9 @@ int tsr_graph_plan(tsr_graph_t *g, tsr_device_t *dev, unsigned flags)
             g->ts[g->ns[i].out].alias = g->ns[i].in[0];
     g->dev = dev;
     int rc = (flags & TSR_GRAPH_NO_TAPPACK) ? TSR_OK : tap_inputs(g);
-    const char *fa = getenv("TESSERA_FUSE_ACT");
-    if (fa && !strcmp(fa, "1"))
-        flags |= TSR_GRAPH_FUSE_ACT;
     if (!rc && !(flags & TSR_GRAPH_NO_FUSE)) {
         fuse_adds(g);
-        if (flags & TSR_GRAPH_FUSE_ACT)
+        if (!(flags & TSR_GRAPH_NO_FUSE_ACT))
             fuse_acts(g);
     }
     if (!rc)

@@ -60,11 +60,10 @@ typedef tsr_op_kind_e tsr_graph_op_e;
                                        (a layer's loads wait for the previous layer's last store); the report
                                        then has whole-network counters only */
 #define TSR_GRAPH_NO_FUSE 8u     /* never fuse an add into the epilogue of the conv that feeds it (below) */
-#define TSR_GRAPH_FUSE_ACT 16u   /* run an activation table whose input only a conv writes and only it reads
-                                    (not a graph output) in that conv's epilogue ("conv+act" layers; the
-                                    conv's output gets no buffer; not with TSR_GRAPH_NO_FUSE). Also set by
-                                    the environment variable TESSERA_FUSE_ACT=1. Opt-in for now: reports
-                                    and tests that expect the tables as "act" layers of their own */
+#define TSR_GRAPH_NO_FUSE_ACT 16u /* by default an activation table whose input only a conv writes and only it
+                                    reads (not a graph output) runs in that conv's epilogue ("conv+act"
+                                    layers, the conv's output gets no buffer, no DRAM pass of its own);
+                                    this flag (or TSR_GRAPH_NO_FUSE) keeps the tables as "act" layers */
 
 /* One layer of the last execution. */
 typedef struct tsr_graph_layer {
@@ -72,7 +71,7 @@ typedef struct tsr_graph_layer {
     const char *op;         /* "conv", "dwconv", "dense", "maxpool", "avgpool", "gap", "add", "clip", "act", "reshape",
                                "conv+add" / "dwconv+add" (an add fused into its conv; the conv's own entry is
                                then "fused", runs nothing and is left out of the table and totals),
-                               "conv+act" / "dwconv+act" likewise for an activation table (TSR_GRAPH_FUSE_ACT) */
+                               "conv+act" / "dwconv+act" likewise for an activation table (TSR_GRAPH_NO_FUSE_ACT) */
     char shape[64];         /* e.g. "56x56,64->64,3x3,s1" */
     double macs;            /* unpadded multiply-accumulates */
     double cycles;          /* device cycles (0 on untimed backends) */

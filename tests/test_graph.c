@@ -133,7 +133,7 @@ static int check_net_fused(tsr_device_t *dev, const tsr_netdesc_t *nd, uint64_t 
                   !strcmp(op, "dwconv+act");
     }
     if (want < 0)
-        want = (flags & TSR_GRAPH_NO_FUSE) ? 0 : fusable_adds(nd) + ((flags & TSR_GRAPH_FUSE_ACT) ? fusable_acts(nd) : 0);
+        want = (flags & TSR_GRAPH_NO_FUSE) ? 0 : fusable_adds(nd) + ((flags & TSR_GRAPH_NO_FUSE_ACT) ? 0 : fusable_acts(nd));
     if (fused != want || layers != want)
         fail_msg("%s (seed %llu): %d adds/acts fused (%d conv+add/act layers), expected %d", label,
                  (unsigned long long)s, fused, layers, want);
@@ -661,29 +661,29 @@ static void test_act_nodes(void **state)
     tsr_device_opts_t o = {.seed = seed()};
     if (tsr_device_open(tsr_test_backend(), &cfg, &o, &dev))
         fail_msg("open default+ACT_LUT: %s", tsr_errmsg());
-    if (check_net(dev, &r.nd, seed(), "act nodes, every tensor", TSR_GRAPH_KEEP_ALL, NULL))
+    if (check_net(dev, &r.nd, seed(), "act nodes, every tensor", TSR_GRAPH_KEEP_ALL | TSR_GRAPH_NO_FUSE_ACT, NULL))
         fail_msg("act nodes: a tensor differs from the host tables (above)");
-    if (check_net(dev, &r.nd, seed() + 1, "act nodes, buffers reused, one submission", TSR_GRAPH_ONE_SUBMISSION,
-                  NULL))
+    if (check_net(dev, &r.nd, seed() + 1, "act nodes, buffers reused, one submission",
+                  TSR_GRAPH_ONE_SUBMISSION | TSR_GRAPH_NO_FUSE_ACT, NULL))
         fail_msg("act nodes in one submission: the output differs from the host tables (above)");
     /* the layer table names them */
     assert_int_equal(tsr_graph_from_netdesc(&cfg, &r.nd, &g), 0);
-    assert_int_equal(tsr_graph_plan(g, dev, 0), 0);
+    assert_int_equal(tsr_graph_plan(g, dev, TSR_GRAPH_NO_FUSE_ACT), 0);
     int acts = 0;
     for (int i = 0; tsr_graph_layer(g, i); i++)
         acts += !strcmp(tsr_graph_layer(g, i)->op, "act");
     assert_int_equal(acts, 4);
     tsr_graph_free(g);
-    /* TSR_GRAPH_FUSE_ACT: the first table (its input only the conv reads)
+    /* by default the first table (its input only the conv reads)
      * runs in the conv's epilogue, every tensor as the host tables say
      * (the conv's output has no buffer), also in one submission */
-    if (check_net(dev, &r.nd, seed(), "act nodes, fused, every tensor", TSR_GRAPH_KEEP_ALL | TSR_GRAPH_FUSE_ACT,
+    if (check_net(dev, &r.nd, seed(), "act nodes, fused, every tensor", TSR_GRAPH_KEEP_ALL,
                   NULL) ||
         check_net(dev, &r.nd, seed() + 1, "act nodes, fused, one submission",
-                  TSR_GRAPH_ONE_SUBMISSION | TSR_GRAPH_FUSE_ACT, NULL))
+                  TSR_GRAPH_ONE_SUBMISSION, NULL))
         fail_msg("act nodes fused into the conv: a tensor differs from the host tables (above)");
     assert_int_equal(tsr_graph_from_netdesc(&cfg, &r.nd, &g), 0);
-    assert_int_equal(tsr_graph_plan(g, dev, TSR_GRAPH_FUSE_ACT), 0);
+    assert_int_equal(tsr_graph_plan(g, dev, 0), 0);
     int convacts = 0;
     acts = 0;
     for (int i = 0; tsr_graph_layer(g, i); i++) {
@@ -717,7 +717,7 @@ static void test_act_nodes(void **state)
     }
     tsr_graph_free(g);
     /* TSR_GRAPH_NO_FUSE wins: every act on its own */
-    if (check_net(dev, &r.nd, seed(), "act nodes, not fused", TSR_GRAPH_KEEP_ALL | TSR_GRAPH_NO_FUSE | TSR_GRAPH_FUSE_ACT,
+    if (check_net(dev, &r.nd, seed(), "act nodes, not fused", TSR_GRAPH_KEEP_ALL | TSR_GRAPH_NO_FUSE_ACT,
                   NULL))
         fail_msg("act nodes, not fused: a tensor differs from the host tables (above)");
     /* refused on a config with tables: another shape, no table, an input that does not exist */
