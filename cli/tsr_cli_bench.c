@@ -384,7 +384,7 @@ static const char *bench_dw_help =
     "blocks);\n"
     "dw_moved = DRAM bytes the mode's run moved / compulsory (halo rows, whole\n"
     "weight rows of which an op reads K, constant rows, uops, instructions).\n"
-    "  --config CONFIG  config without DEPTHWISE (default: default)\n"
+    "  --config CONFIG  the config: its DEPTHWISE is set to 0 for the first column, to K for the second (default: default)\n"
     "  --taps K         DEPTHWISE of the second column (default 3)\n"
     "  --backend NAME   systemc (default), rtl, fsim (untimed: estimates only)\n"
     "  --check          compare both paths' outputs with fsim's, byte for byte\n"

@@ -402,11 +402,44 @@ const char *const *tsr_config_preset_names(void)
     return names;
 }
 
+/* A preset's or file's JSON with one integer key set: the key's own value
+ * replaced, or the key added (the parser refuses a key given twice). */
+static int parse_with(const char *json, const char *name, const char *key, int value, tsr_config_t *cfg)
+{
+    cJSON *root = cJSON_ParseWithOpts(json, NULL, 1);
+    if (!root || !cJSON_IsObject(root)) {
+        cJSON_Delete(root);
+        return tsr_config_parse(json, name, cfg); /* its own message for the malformed text */
+    }
+    cJSON_DeleteItemFromObjectCaseSensitive(root, key);
+    char *text = cJSON_AddNumberToObject(root, key, value) ? cJSON_PrintUnformatted(root) : NULL;
+    cJSON_Delete(root);
+    if (!text)
+        return tsr_err(TSR_ENOMEM, "%s: out of memory", name);
+    int rc = tsr_config_parse(text, name, cfg);
+    free(text);
+    return rc;
+}
+
+static int load(const char *path_or_preset, const char *key, int value, tsr_config_t *cfg);
+
 int tsr_config_load(const char *path_or_preset, tsr_config_t *cfg)
+{
+    return load(path_or_preset, NULL, 0, cfg);
+}
+
+int tsr_config_load_with(const char *path_or_preset, const char *key, int value, tsr_config_t *cfg)
+{
+    if (!key)
+        return tsr_err(TSR_EINVAL, "no config key given");
+    return load(path_or_preset, key, value, cfg);
+}
+
+static int load(const char *path_or_preset, const char *key, int value, tsr_config_t *cfg)
 {
     const char *preset = tsr_config_preset_json(path_or_preset);
     if (preset)
-        return tsr_config_parse(preset, path_or_preset, cfg);
+        return key ? parse_with(preset, path_or_preset, key, value, cfg) : tsr_config_parse(preset, path_or_preset, cfg);
     if (!path_or_preset)
         return tsr_err(TSR_EINVAL, "no config given");
     uint8_t *buf = NULL;
@@ -421,7 +454,8 @@ int tsr_config_load(const char *path_or_preset, tsr_config_t *cfg)
     if (!rc && strlen((const char *)buf) != n)
         rc = tsr_err(TSR_ECONFIG, "%s: malformed JSON: file contains a NUL byte", path_or_preset);
     if (!rc)
-        rc = tsr_config_parse((const char *)buf, path_or_preset, cfg);
+        rc = key ? parse_with((const char *)buf, path_or_preset, key, value, cfg)
+                 : tsr_config_parse((const char *)buf, path_or_preset, cfg);
     free(buf);
     return rc;
 }

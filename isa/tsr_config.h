@@ -93,6 +93,9 @@ int tsr_config_parse(const char *json, const char *name, tsr_config_t *cfg);
 /* Load a config from a file path, or a preset name ("default", "tiny", "large").
  * The file must be a regular file of at most TSR_CONFIG_MAX_FILE bytes. */
 int tsr_config_load(const char *path_or_preset, tsr_config_t *cfg);
+/* The same with one integer key set to value (the preset's or file's own
+ * value of it replaced, or the key added), e.g. ("default", "DEPTHWISE", 0). */
+int tsr_config_load_with(const char *path_or_preset, const char *key, int value, tsr_config_t *cfg);
 /* JSON text of a built-in preset, or NULL. */
 const char *tsr_config_preset_json(const char *name);
 /* NULL-terminated list of preset names. */

@@ -472,54 +472,16 @@ int tsr_mbv2_dw_layer_find(const char *name)
     return -1;
 }
 
-/* The JSON text of a preset or config file with "DEPTHWISE": taps put in
- * front (malloc'ed into *out). */
-static int dw_config_json(const char *name, int taps, char **out)
-{
-    *out = NULL;
-    const char *pj = tsr_config_preset_json(name);
-    char *file = NULL;
-    if (!pj) {
-        FILE *f = fopen(name, "rb");
-        if (!f)
-            return tsr_err(TSR_ECONFIG, "config %s: no such preset or file", name);
-        file = malloc(TSR_CONFIG_MAX_FILE + 1);
-        size_t n = file ? fread(file, 1, TSR_CONFIG_MAX_FILE, f) : 0;
-        fclose(f);
-        if (!file)
-            return tsr_err(TSR_ENOMEM, "out of memory");
-        file[n] = 0;
-        pj = file;
-    }
-    const char *brace = strchr(pj, '{');
-    int rc = TSR_OK;
-    if (!brace)
-        rc = tsr_err(TSR_ECONFIG, "config %s: no JSON object", name);
-    else if (!(*out = malloc(strlen(brace) + 32)))
-        rc = tsr_err(TSR_ENOMEM, "out of memory");
-    else
-        sprintf(*out, "{\"DEPTHWISE\": %d, %s", taps, brace + 1);
-    free(file);
-    return rc;
-}
-
 int tsr_dwbench_open(const tsr_dwbench_opts_t *o, tsr_dwbench_t *b)
 {
     memset(b, 0, sizeof *b);
     b->seed = o->seed;
     if (o->taps < 1 || o->taps > 8)
         return tsr_err(TSR_EINVAL, "depthwise bench: taps %d outside 1..8", o->taps);
-    int rc = tsr_config_load(o->cfgname, &b->cfg[0]);
-    if (!rc && b->cfg[0].depthwise)
-        rc = tsr_err(TSR_ECONFIG, "depthwise bench: config %s has DEPTHWISE = %d already; give the config without "
-                     "it (the bench adds DEPTHWISE = %d for the second column)", o->cfgname, b->cfg[0].depthwise,
-                     o->taps);
-    char *json = NULL;
+    /* the config without the mode (the block-diagonal path) and with it */
+    int rc = tsr_config_load_with(o->cfgname, "DEPTHWISE", 0, &b->cfg[0]);
     if (!rc)
-        rc = dw_config_json(o->cfgname, o->taps, &json);
-    if (!rc)
-        rc = tsr_config_parse(json, o->cfgname, &b->cfg[1]);
-    free(json);
+        rc = tsr_config_load_with(o->cfgname, "DEPTHWISE", o->taps, &b->cfg[1]);
     for (int k = 0; k < 2 && !rc; k++)
         rc = tsr_netbench_open_devices(o->backend, &b->cfg[k], o->dev, k == 0 && o->check, o->seed, &b->dev[k],
                                        k == 0 ? &b->chk : &(tsr_device_t *){NULL});

@@ -805,6 +805,28 @@ static void test_act_lut(void **state)
     assert_int_equal(c.act_lut, 2);
 }
 
+/* tsr_config_load_with: one key set on a preset, replacing its own value
+ * (the default preset has DEPTHWISE) or added; the rest as the preset. */
+static void test_load_with(void **state)
+{
+    (void)state;
+    tsr_config_t d, z, l;
+    assert_int_equal(tsr_config_load("default", &d), TSR_OK);
+    assert_int_equal(d.depthwise, 3);
+    assert_int_equal(tsr_config_load_with("default", "DEPTHWISE", 0, &z), TSR_OK);
+    assert_int_equal(z.depthwise, 0);
+    assert_int_equal(tsr_config_load_with("default", "ACT_LUT", 4, &l), TSR_OK);
+    assert_int_equal(l.act_lut, 4);
+    assert_int_equal(l.depthwise, 3);
+    assert_int_equal(z.inp_depth, d.inp_depth);
+    assert_int_equal(z.dsp_pack, d.dsp_pack);
+    /* the key is checked like any other */
+    assert_int_not_equal(tsr_config_load_with("default", "DEPTHWISE", 9, &z), TSR_OK);
+    assert_non_null(strstr(tsr_errmsg(), "DEPTHWISE"));
+    assert_int_not_equal(tsr_config_load_with("default", "NO_SUCH_KEY", 1, &z), TSR_OK);
+    assert_non_null(strstr(tsr_errmsg(), "NO_SUCH_KEY"));
+}
+
 static void test_load_files(void **state)
 {
     (void)state;
@@ -856,6 +878,7 @@ int main(void)
         cmocka_unit_test(test_isa_fit),
         cmocka_unit_test(test_area_options),
         cmocka_unit_test(test_act_lut),
+        cmocka_unit_test(test_load_with),
         cmocka_unit_test(test_load_files),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

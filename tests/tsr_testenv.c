@@ -33,17 +33,13 @@ uint64_t tsr_test_seed(const char *env, uint64_t dflt)
     return s && *s ? strtoull(s, NULL, 0) : dflt;
 }
 
-/* The JSON of preset with "key": value added (at the front); TSR_ECONFIG if
- * there is no such preset. */
+/* The preset with "key": value set (added, or replacing its own value). */
 static int preset_with(const char *preset, const char *key, int value, const char *name, tsr_config_t *cfg)
 {
-    char json[2048];
-    const char *pj = tsr_config_preset_json(preset);
-    const char *brace = pj ? strchr(pj, '{') : NULL;
-    if (!brace)
+    (void)name;
+    if (!tsr_config_preset_json(preset))
         return tsr_err(TSR_ECONFIG, "no preset %s", preset);
-    snprintf(json, sizeof json, "{\"%s\": %d, %s", key, value, brace + 1);
-    return tsr_config_parse(json, name, cfg);
+    return tsr_config_load_with(preset, key, value, cfg);
 }
 
 void tsr_test_preset_with(const char *preset, const char *key, int value, tsr_config_t *cfg)
