@@ -212,7 +212,7 @@ static void test_roundtrip_max_text_default(void **state)
     make_insn(&cfg, TSR_OP_GEMM, FILL_MAX, &rng, &in);
     assert_true(tsr_disasm_insn(&cfg, &in, text, sizeof text) > 0);
     assert_string_equal(text, "gemm reset=1 uop=8191:16383 iter=16383,16383 dst=2047,2047 "
-                              "src=2047,2047 wgt=1023,1023 pop_prev pop_next push_prev push_next");
+                              "src=2047,2047 wgt=1023,1023 depthwise pop_prev pop_next push_prev push_next");
     make_insn(&cfg, TSR_OP_ALU, FILL_MAX, &rng, &in);
     assert_true(tsr_disasm_insn(&cfg, &in, text, sizeof text) > 0);
     assert_string_equal(text, "alu lut reset=1 uop=8191:16383 iter=16383,16383 dst=2047,2047 "

@@ -564,14 +564,14 @@ static void test_depthwise_mode(void **state)
     (void)state;
     dw_cost_model();
     dw_bench_layer();
-    dw_cases("default+dw3", "default", 60, 2, 40, 14, 0xd301);
+    dw_cases("default+dw3", "default+dw0", 60, 2, 40, 14, 0xd301);
     dw_cases("tiny+dw3", "tiny", 120, 1, 11, 9, 0xd302);
     dw_cases("tiny+dw2", "tiny", 80, 1, 11, 9, 0xd303);
     dw_cases("b2+dw3", "b2", 80, 3, 10, 9, 0xd304);
     /* MobileNetV2's shapes (reduced in size for fsim), u8 in/out, and the
      * mode's work: 3 GEMM ops of K = 3 taps per pixel and block where the
      * block-diagonal path has 9 of one tap each */
-    tsr_device_t *dev = open_dev("default+dw3"), *dev0 = open_dev("default");
+    tsr_device_t *dev = open_dev("default+dw3"), *dev0 = open_dev("default+dw0");
     static const int L[][4] = {{96, 28, 2, 1}, {144, 21, 1, 1}, {40, 9, 1, 1}, {24, 30, 2, 1}};
     for (int i = 0; i < 4; i++) {
         conv_case_t k = basic_case(1, L[i][0], L[i][1], L[i][1], L[i][0], 3, 3, L[i][2], L[i][3]);
@@ -584,7 +584,7 @@ static void test_depthwise_mode(void **state)
         k.p.act_max = 255;
         k.shift[0] = -7;
         run_case(dev, "default+dw3", &k, 100 + (uint64_t)i, 1);
-        run_case(dev0, "default", &k, 100 + (uint64_t)i, 0);
+        run_case(dev0, "default+dw0", &k, 100 + (uint64_t)i, 0);
         tsr_conv2d_plan_t a, b;
         k.p.w_zp = k.w_zp;
         k.p.mult = k.mult;
@@ -1137,7 +1137,7 @@ static uint64_t wgt_loaded_run(tsr_device_t *dev, tsr_conv2d_plan_t *pl, const u
 static void test_dw_shared_weights(void **state)
 {
     (void)state;
-    tsr_device_t *dev = open_dev("default+dw3"), *dev0 = open_dev("default");
+    tsr_device_t *dev = open_dev("default+dw3"), *dev0 = open_dev("default+dw0");
     static const int L[][2] = {{7, 320}, {28, 144}}; /* H = W = kernel, channels */
     for (int li = 0; li < 2; li++) {
         const int H = L[li][0], C = L[li][1];
@@ -1235,7 +1235,7 @@ static void test_dw_shared_weights(void **state)
      * the reference and to the block-diagonal path (dw_cases, run_case) */
     g_periodic_w = 1;
     g_shared = g_shared_split = 0;
-    dw_cases("default+dw3", "default", 30, 2, 56, 14, 0x5a01);
+    dw_cases("default+dw3", "default+dw0", 30, 2, 56, 14, 0x5a01);
     dw_cases("tiny+dw3", "tiny", 60, 1, 20, 9, 0x5a02);
     dw_cases("b2+dw3", "b2", 40, 3, 20, 9, 0x5a03);
     printf("  %d of the cases shared one copy of the weights, %d with split weights\n", g_shared, g_shared_split);

@@ -143,6 +143,9 @@ static void ref_layout(const tsr_config_t *c, uint32_t op, ref_fmt_t *r)
             add(r, "src_factor_in", M(src_factor_in), w.I, 0);
             add(r, "wgt_factor_out", M(wgt_factor_out), w.W, 0);
             add(r, "wgt_factor_in", M(wgt_factor_in), w.W, 0);
+            /* the depthwise mode's bit, last, only with its key (semantics.md) */
+            if (c->depthwise > 0)
+                add(r, "depthwise", M(depthwise), 1, 0);
         } else {
             /* ALU src is an accumulator row. */
             add(r, "src_factor_out", M(src_factor_out), w.A, 0);
@@ -238,7 +241,7 @@ static void test_layout_default_by_hand(void **state)
         {TSR_OP_GEMM, "iter_in", 49, 14},      {TSR_OP_GEMM, "dst_factor_out", 63, 11},
         {TSR_OP_GEMM, "dst_factor_in", 74, 11}, {TSR_OP_GEMM, "src_factor_out", 85, 11},
         {TSR_OP_GEMM, "src_factor_in", 96, 11}, {TSR_OP_GEMM, "wgt_factor_out", 107, 10},
-        {TSR_OP_GEMM, "wgt_factor_in", 117, 10},
+        {TSR_OP_GEMM, "wgt_factor_in", 117, 10}, {TSR_OP_GEMM, "depthwise", 127, 1},
         {TSR_OP_ALU, "reset", 7, 1},           {TSR_OP_ALU, "uop_bgn", 8, 13},
         {TSR_OP_ALU, "uop_end", 21, 14},       {TSR_OP_ALU, "iter_out", 35, 14},
         {TSR_OP_ALU, "iter_in", 49, 14},       {TSR_OP_ALU, "dst_factor_out", 63, 11},
@@ -260,12 +263,12 @@ static void test_layout_default_by_hand(void **state)
         if (!found)
             fail_msg("default %s: no field %s", f.name, hand[i].field);
     }
-    /* Totals: MEM 7+3+13+32+48+16+8 = 127; GEMM 7+1+13+14+28+22+22+20 = 127;
+    /* Totals: MEM 7+3+13+32+48+16+8 = 127; GEMM 7+1+13+14+28+22+22+20+1 = 128 (DEPTHWISE 3);
      * ALU 7+1+13+14+28+22+22+4+1+16 = 128; FINISH 7. */
     static const struct {
         uint32_t op;
         int total;
-    } tot[] = {{TSR_OP_LOAD, 127}, {TSR_OP_STORE, 127}, {TSR_OP_GEMM, 127}, {TSR_OP_ALU, 128},
+    } tot[] = {{TSR_OP_LOAD, 127}, {TSR_OP_STORE, 127}, {TSR_OP_GEMM, 128}, {TSR_OP_ALU, 128},
                {TSR_OP_FINISH, 7}};
     for (size_t i = 0; i < 5; i++) {
         assert_int_equal(tsr_isa_format(&c, tot[i].op, &f), TSR_OK);
