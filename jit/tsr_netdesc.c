@@ -147,19 +147,18 @@ static int add_tensor(nd_gen_t *g, int n, int c, int h, int w, tsr_dtype_e dt, i
     return id;
 }
 
-/* A new zeroed node (its arrays are filled by the caller); NULL on ENOMEM. */
-static tsr_nd_node_t *add_node(nd_gen_t *g, tsr_nd_kind_e kind, const char *name, int in0, int in1)
+tsr_nd_node_t *tsr_netdesc_add_node(tsr_netdesc_t *nd, int *cap, tsr_nd_kind_e kind, const char *name, int in0,
+                                    int in1)
 {
-    tsr_netdesc_t *nd = g->nd;
-    if (nd->nnodes == g->cap_n) {
-        int cap = g->cap_n ? 2 * g->cap_n : 16;
-        tsr_nd_node_t *p = realloc(nd->nodes, sizeof *p * (size_t)cap);
+    if (nd->nnodes == *cap) {
+        int c = *cap ? 2 * *cap : 16;
+        tsr_nd_node_t *p = realloc(nd->nodes, sizeof *p * (size_t)c);
         if (!p) {
             tsr_err(TSR_ENOMEM, "netdesc: out of memory (nodes)");
             return NULL;
         }
         nd->nodes = p;
-        g->cap_n = cap;
+        *cap = c;
     }
     tsr_nd_node_t *nn = &nd->nodes[nd->nnodes++];
     memset(nn, 0, sizeof *nn);
@@ -169,6 +168,11 @@ static tsr_nd_node_t *add_node(nd_gen_t *g, tsr_nd_kind_e kind, const char *name
     nn->in[1] = in1;
     nn->out = -1;
     return nn;
+}
+
+static tsr_nd_node_t *add_node(nd_gen_t *g, tsr_nd_kind_e kind, const char *name, int in0, int in1)
+{
+    return tsr_netdesc_add_node(g->nd, &g->cap_n, kind, name, in0, in1);
 }
 
 static double dt_top(tsr_dtype_e dt)

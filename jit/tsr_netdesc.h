@@ -82,6 +82,11 @@ uint64_t tsr_netdesc_tensor_bytes(const tsr_netdesc_t *nd, int t);
 /* A seeded random input for tensor 0 (dst: tsr_netdesc_tensor_bytes(nd, 0) bytes). */
 void tsr_netdesc_random_input(const tsr_netdesc_t *nd, uint64_t seed, void *dst);
 void tsr_netdesc_free(tsr_netdesc_t *nd);
+/* Append a zeroed node of kind with name and inputs in0/in1 (-1: none) and
+ * out -1 (its arrays are filled by the caller), growing nd->nodes; *cap is
+ * the caller's count of allocated nodes. NULL on ENOMEM (message set). */
+tsr_nd_node_t *tsr_netdesc_add_node(tsr_netdesc_t *nd, int *cap, tsr_nd_kind_e kind, const char *name, int in0,
+                                    int in1);
 /* (Added by h/onnx, additive.) Free what one node owns (CONV/DENSE
  * parameter arrays, weights, bias), as tsr_netdesc_free does for each node:
  * for nodes kept outside a desc (the ONNX importer's device operators). */

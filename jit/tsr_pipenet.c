@@ -44,22 +44,7 @@ static int rn50_tensor(rn50_t *b, int n, int c, int h, int w, tsr_dtype_e dt)
 
 static tsr_nd_node_t *rn50_node(rn50_t *b, tsr_nd_kind_e kind, const char *name, int in0, int in1)
 {
-    tsr_netdesc_t *nd = b->nd;
-    if (nd->nnodes == b->capn) {
-        int cap = b->capn ? 2 * b->capn : 64;
-        tsr_nd_node_t *v = realloc(nd->nodes, sizeof *v * (size_t)cap);
-        if (!v)
-            return NULL;
-        nd->nodes = v;
-        b->capn = cap;
-    }
-    tsr_nd_node_t *nn = &nd->nodes[nd->nnodes++];
-    memset(nn, 0, sizeof *nn);
-    nn->kind = kind;
-    snprintf(nn->name, sizeof nn->name, "%s", name);
-    nn->in[0] = in0;
-    nn->in[1] = in1;
-    return nn;
+    return tsr_netdesc_add_node(b->nd, &b->capn, kind, name, in0, in1);
 }
 
 static int rn50_conv(rn50_t *b, const char *name, int in, int cout, int k, int stride, int relu)

@@ -307,17 +307,10 @@ static void rig_close(rig_t *r)
     tsr_device_close(r->dev);
 }
 
+/* one row of n elements of memory type m between DRAM byte addr and on-chip row sram */
 static tsr_insn_t mem(uint32_t op, uint32_t m, uint32_t sram, uint64_t addr, uint32_t bytes, uint32_t n)
 {
-    tsr_insn_t in;
-    memset(&in, 0, sizeof in);
-    in.opcode = op;
-    in.mem_type = m;
-    in.sram_base = sram;
-    in.dram_base = (uint32_t)(addr / bytes);
-    in.y_size = 1;
-    in.x_size = in.x_stride = n;
-    return in;
+    return tsr_test_mem_insn(op, m, sram, addr, bytes, n);
 }
 
 static tsr_insn_t rows_op(uint32_t opcode, uint32_t uop, uint32_t n)

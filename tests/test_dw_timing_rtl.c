@@ -53,17 +53,10 @@ typedef struct {
     double issue;           /* tsr_insn_issue_cycles of its depthwise GEMM */
 } meas_t;
 
+/* one row of n elements of memory type m between DRAM byte addr and on-chip row sram */
 static tsr_insn_t mem(uint32_t op, uint32_t m, uint32_t sram, uint64_t addr, uint32_t bytes, uint32_t n)
 {
-    tsr_insn_t in;
-    memset(&in, 0, sizeof in);
-    in.opcode = op;
-    in.mem_type = m;
-    in.sram_base = sram;
-    in.dram_base = (uint32_t)(addr / bytes);
-    in.y_size = 1;
-    in.x_size = in.x_stride = n;
-    return in;
+    return tsr_test_mem_insn(op, m, sram, addr, bytes, n);
 }
 
 /* acc[dst] = sum_k inp[src+k][c] * wgt[w][k][c] over g's loops, from 0. */

@@ -162,3 +162,16 @@ int tsr_test_conv_cycles(const char *backend, const tsr_config_t *cfg, const tsr
     tsr_device_close(dev);
     return rc;
 }
+
+tsr_insn_t tsr_test_mem_insn(uint32_t op, uint32_t m, uint32_t sram, uint64_t addr, uint32_t bytes, uint32_t n)
+{
+    tsr_insn_t in;
+    memset(&in, 0, sizeof in);
+    in.opcode = op;
+    in.mem_type = m;
+    in.sram_base = sram;
+    in.dram_base = (uint32_t)(addr / bytes);
+    in.y_size = 1;
+    in.x_size = in.x_stride = n;
+    return in;
+}

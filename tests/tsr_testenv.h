@@ -44,6 +44,10 @@ void tsr_test_mov_store(tsr_device_t *dev, tsr_insn_t s[4], uint64_t addr, int v
  * Returns a tsr error code (message set). */
 int tsr_test_conv_cycles(const char *backend, const tsr_config_t *cfg, const tsr_conv2d_params_t *p, const void *w,
                          const int32_t *bias, double *cost, uint64_t *cycles, double *cpu_s);
+/* A LOAD or STORE (op) of memory type m: one row of n elements from DRAM
+ * byte address addr (elements of `bytes` bytes) at on-chip row sram, no
+ * padding or flags. */
+tsr_insn_t tsr_test_mem_insn(uint32_t op, uint32_t m, uint32_t sram, uint64_t addr, uint32_t bytes, uint32_t n);
 /* splitmix64 step, and a uniform integer in [lo, hi]. */
 uint64_t tsr_test_next(uint64_t *s);
 int tsr_test_rnd(uint64_t *s, int lo, int hi);
