@@ -26,6 +26,7 @@ PKGS=(
   python3-cffi python3-dev python3-setuptools    # the tessera Python package: cffi API mode compiles its
                                                  # extension against the headers (Python.h, setuptools' build)
   python3-pytest                                 # the Python package's tests (CTest python_api)
+  python3-pandas                                 # the Python package's report and DSE sweep as DataFrames
   slurmctld slurmd slurm-client munge            # DSE sweeps as a Slurm job array (single-node test)
 )
 SUDO=""

@@ -79,11 +79,10 @@ def test_report_html_and_dataframe(dev, digits):
     assert h.count("<tr>") == 1 + len(m.report) and "/conv2/Conv" in h
     hand = tessera.Report([dict(m.report[0], name="<b>&x")], 256, 8)
     assert "&lt;b&gt;&amp;x" in hand._repr_html_() and "<b>&x" not in hand._repr_html_()
-    try:
-        import pandas  # noqa: F401
-    except ImportError:
-        pytest.skip("no python3-pandas")
-    assert list(m.report.to_dataframe()["name"]) == [r["name"] for r in m.report]
+    # python3-pandas is in the setup: the table as a DataFrame, row for row, column for column
+    df = m.report.to_dataframe()
+    assert list(df["name"]) == [r["name"] for r in m.report]
+    assert list(df["cycles"]) == [r["cycles"] for r in m.report] and len(df.columns) == len(m.report[0])
 
 
 @systemc
@@ -202,6 +201,8 @@ def test_dse_sweep_same_as_dse_py(cli, tmp_path):
     assert [key(r) for r in s] == [key(r) for r in ref]
     assert all(r["throughput"] == pytest.approx(r["clock_mhz"] * 1e6 / r["cycles"]) for r in s)
     assert s.front and all(r.get("pareto") for r in s.front)
+    df = s.to_dataframe()  # the sweep as a DataFrame (python3-pandas is in the setup)
+    assert list(df["id"]) == [r["id"] for r in ref] and list(df["cycles"]) == [r["cycles"] for r in ref]
     ax = s.plot_pareto()
     allpts, front = ax.collections[0].get_offsets(), ax.collections[1].get_offsets()
     assert np.allclose(allpts, [(r["macs_per_cycle"], r["throughput"]) for r in s])
