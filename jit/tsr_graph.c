@@ -902,6 +902,21 @@ static int tap_inputs(tsr_graph_t *g)
  * the ordering and the lifetimes follow from the usual rules: the conv's
  * input lives until the add, the add's output is written there); the conv
  * node runs nothing and its output gets no buffer. unplan() undoes it. */
+/* The conv producing tensor t when its epilogue may take t's one consumer
+ * (an add or an activation table): t is a conv's output, that conv runs no
+ * fused node yet, t is no graph output and exactly one node input reads it.
+ * Else -1. */
+static int fusable_conv(const tsr_graph_t *g, int t)
+{
+    const int c = g->ts[t].producer;
+    if (c < 0 || g->ns[c].op != TSR_OPK_CONV || g->ns[c].finto || g->ts[t].is_output)
+        return -1;
+    int uses = 0;
+    for (int j = 0; j < g->nn; j++)
+        uses += (g->ns[j].in[0] == t) + (g->ns[j].in[1] == t);
+    return uses == 1 ? c : -1;
+}
+
 static void fuse_adds(tsr_graph_t *g)
 {
     for (int i = 0; i < g->nn; i++) {
@@ -909,13 +924,8 @@ static void fuse_adds(tsr_graph_t *g)
         if (n->op != TSR_OPK_ADD || n->in[0] == n->in[1])
             continue;
         for (int k = 0; k < 2 && !n->fconv; k++) {
-            const int t = n->in[k], c = g->ts[t].producer;
-            if (c < 0 || g->ns[c].op != TSR_OPK_CONV || g->ns[c].finto || g->ts[t].is_output)
-                continue;
-            int uses = 0;
-            for (int j = 0; j < g->nn; j++)
-                uses += (g->ns[j].in[0] == t) + (g->ns[j].in[1] == t);
-            if (uses != 1)
+            const int t = n->in[k], c = fusable_conv(g, t);
+            if (c < 0)
                 continue;
             gnode_t *cv = &g->ns[c];
             n->fk = k;
@@ -945,13 +955,8 @@ static void fuse_acts(tsr_graph_t *g)
         gnode_t *n = &g->ns[i];
         if (n->op != TSR_OPK_ACT)
             continue;
-        const int t = n->in[0], c = g->ts[t].producer;
-        if (c < 0 || g->ns[c].op != TSR_OPK_CONV || g->ns[c].finto || g->ts[t].is_output)
-            continue;
-        int uses = 0;
-        for (int j = 0; j < g->nn; j++)
-            uses += (g->ns[j].in[0] == t) + (g->ns[j].in[1] == t);
-        if (uses != 1)
+        const int t = n->in[0], c = fusable_conv(g, t);
+        if (c < 0)
             continue;
         n->fconv = c + 1;
         n->fk = 0;

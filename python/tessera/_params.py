@@ -180,3 +180,15 @@ def check_name(name, default):
 
 
 __all__ = ["Error"]
+
+
+def bias(b, count, keep):
+    """An int32 bias of count values (one per output channel) as a C pointer, or NULL for None; the
+    array is kept alive in keep for the call (Graph and op share it)."""
+    if b is None:
+        return ffi.NULL
+    b = array(b, "b", (np.int32,), ndim=1)
+    if b.shape[0] != count:
+        raise _arg("b", "shape %s, expected (%d,) (one per output channel)" % (tuple(b.shape), count))
+    keep.append(b)
+    return ffi.cast("int32_t *", ffi.from_buffer(b))

@@ -116,7 +116,7 @@ class Graph:
         p.stride_h, p.stride_w, p.pad_top, p.pad_left, p.pad_bottom, p.pad_right = P.window(stride, pad)
         xd = P.qdtype(x.dtype, "x")
         p.x_dtype, p.x_zp, p.w_dtype = xd[0], x.zp, P.qdtype(w.dtype, "w")[0]
-        bias = self._bias(b, p.c_out, keep)
+        bias = P.bias(b, p.c_out, keep)
         P.quant(p, keep, xd, p.c_out, w_zp, y_zp, y_dtype, mult, shift, x_scale, w_scale, y_scale, act_min,
                 act_max, relu, relu6)
         oh, ow = ffi.new("int *"), ffi.new("int *")
@@ -141,7 +141,7 @@ class Graph:
         p.n, p.k, p.m = x.shape[0], k, w.shape[0]
         xd = P.qdtype(x.dtype, "x")
         p.x_dtype, p.x_zp, p.w_dtype = xd[0], x.zp, P.qdtype(w.dtype, "w")[0]
-        bias = self._bias(b, p.m, keep)
+        bias = P.bias(b, p.m, keep)
         P.quant(p, keep, xd, p.m, w_zp, y_zp, y_dtype, mult, shift, x_scale, w_scale, y_scale, act_min, act_max,
                 relu, relu6)
         _check(lib.tsr_dense_check(p, ffi.NULL))
@@ -288,16 +288,6 @@ class Graph:
             _check(lib.tsr_graph_output(self._handle(), t.id))
             self._outputs.append(t)
         return ts[0] if len(ts) == 1 else ts
-
-    @staticmethod
-    def _bias(b, count, keep):
-        if b is None:
-            return ffi.NULL
-        b = P.array(b, "b", (np.int32,), ndim=1)
-        if b.shape[0] != count:
-            raise _arg("b", "shape %s, expected (%d,) (one per output channel)" % (tuple(b.shape), count))
-        keep.append(b)
-        return ffi.cast("int32_t *", ffi.from_buffer(b))
 
     # ------------------------------------------------------------ running
 

@@ -25,16 +25,6 @@ def _device(dev):
     return dev
 
 
-def _bias(b, count, keep):
-    if b is None:
-        return ffi.NULL
-    b = P.array(b, "b", (np.int32,), ndim=1)
-    if b.shape[0] != count:
-        raise _arg("b", "shape %s, expected (%d,) (one per output channel)" % (tuple(b.shape), count))
-    keep.append(b)
-    return ffi.cast("int32_t *", ffi.from_buffer(b))
-
-
 def _run(dev, kind, p, x, w, bias, y, info):
     oi = ffi.new("tsr_oprun_info_t *")
     lock = dev._busy("dev")
@@ -76,7 +66,7 @@ def conv2d(dev, x, w, b=None, *, stride=1, pad=0, groups=1, x_zp=0, w_zp=0, y_zp
     xd = P.qdtype(x.dtype, "x")
     p.x_dtype, p.x_zp = xd[0], P.zp(x_zp, x.dtype, "x_zp")
     p.w_dtype = P.qdtype(w.dtype, "w")[0]
-    bias = _bias(b, p.c_out, keep)
+    bias = P.bias(b, p.c_out, keep)
     P.quant(p, keep, xd, p.c_out, w_zp, y_zp, y_dtype, mult, shift, x_scale, w_scale, y_scale, act_min, act_max,
             relu, relu6)
     oh, ow = ffi.new("int *"), ffi.new("int *")
@@ -103,7 +93,7 @@ def dense(dev, x, w, b=None, *, x_zp=0, w_zp=0, y_zp=0, y_dtype=None, mult=None,
     xd = P.qdtype(x.dtype, "x")
     p.x_dtype, p.x_zp = xd[0], P.zp(x_zp, x.dtype, "x_zp")
     p.w_dtype = P.qdtype(w.dtype, "w")[0]
-    bias = _bias(b, p.m, keep)
+    bias = P.bias(b, p.m, keep)
     P.quant(p, keep, xd, p.m, w_zp, y_zp, y_dtype, mult, shift, x_scale, w_scale, y_scale, act_min, act_max,
             relu, relu6)
     _check(lib.tsr_dense_check(p, ffi.NULL))
