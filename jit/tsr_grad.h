@@ -1,0 +1,52 @@
+/*
+ * tsr_grad: the backward operators of dense and conv2d (input gradient dX
+ * and weight gradient dW) as int8 GEMMs on the array, for on-device
+ * training (issue 27). See jit/operators.md, "Backward operators", for the
+ * formulas and how each one lowers onto the forward dense / conv2d
+ * lowerings (one stream builder, no new streams).
+ *
+ * Gradients are int8 with zero point 0 (symmetric, per-tensor scale kept by
+ * the caller: quantization-aware scaling). Results are the exact int32 sums
+ * (int64 reference; wrap32 as jit/operators.md says).
+ */
+#ifndef TSR_GRAD_H
+#define TSR_GRAD_H
+
+#include <stdint.h>
+
+#include "tsr_driver.h"
+#include "tsr_dtype.h"
+
+typedef struct tsr_grad_stats {
+    uint64_t device_macs;   /* multiply-accumulates done by the GEMM core (useful ones: the exact count of the formula) */
+    uint64_t host_macs;     /* multiply-accumulates done on the host (0 when all on the device) */
+    uint64_t cycles;        /* device cycles (the backend's counter), summed over the calls */
+} tsr_grad_stats_t;          /* every function ADDS to *st (st may be NULL) */
+
+/* dense, weights w [M][K] int8 (zero point 0), dy [N][M] int8:
+ *   dx[n][k] = SUM_m dy[n][m] * w[m][k]                         (int32 [N][K]) */
+int tsr_grad_dense_dx(tsr_device_t *dev, int n, int k, int m, const int8_t *dy, const int8_t *w, int32_t *dx,
+                      tsr_grad_stats_t *st);
+/* x [N][K] bytes of x_dtype (TSR_DT_INT8 / TSR_DT_UINT8) with zero point x_zp:
+ *   dw[m][k] = SUM_n dy[n][m] * (x[n][k] - x_zp)                (int32 [M][K]) */
+int tsr_grad_dense_dw(tsr_device_t *dev, int n, int k, int m, const int8_t *dy, const void *x, tsr_dtype_e x_dtype,
+                      int32_t x_zp, int32_t *dw, tsr_grad_stats_t *st);
+
+typedef struct tsr_grad_conv {
+    int n, c_in, h, w;            /* forward input [N, C_in, H, W] */
+    int c_out, kh, kw;            /* weights [C_out, C_in/groups, KH, KW] */
+    int stride_h, stride_w;
+    int pad_top, pad_left, pad_bottom, pad_right;
+    int groups;                   /* 1, or C_in == C_out == groups (depthwise); other groups may be refused */
+} tsr_grad_conv_t;               /* output [N, C_out, OH, OW], OH = (H + pt + pb - KH) / stride_h + 1 (same as tsr_conv2d) */
+
+/* dx[n][ci][y][x] = SUM over (co, ky, kx) with oy*sh + ky - pt == y, ox*sw + kx - pl == x of dy[n][co][oy][ox] * w[co][ci'][ky][kx]
+ * (int32 [N, C_in, H, W]; the transposed convolution) */
+int tsr_grad_conv_dx(tsr_device_t *dev, const tsr_grad_conv_t *p, const int8_t *dy, const int8_t *w, int32_t *dx,
+                     tsr_grad_stats_t *st);
+/* dw[co][ci'][ky][kx] = SUM over (n, oy, ox) of dy[n][co][oy][ox] * (x[n][ci][oy*sh+ky-pt][ox*sw+kx-pl] - x_zp), padding
+ * contributing 0 (int32 [C_out, C_in/groups, KH, KW]) */
+int tsr_grad_conv_dw(tsr_device_t *dev, const tsr_grad_conv_t *p, const int8_t *dy, const void *x, tsr_dtype_e x_dtype,
+                     int32_t x_zp, int32_t *dw, tsr_grad_stats_t *st);
+
+#endif
