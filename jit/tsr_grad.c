@@ -1,24 +1,548 @@
 /*
- * tsr_grad: backward operators of dense and conv2d (see tsr_grad.h).
- * First commit: the API only; every function reports "not implemented yet".
+ * tsr_grad: backward operators of dense and conv2d (see tsr_grad.h and
+ * jit/operators.md "Backward operators").
+ *
+ * Every operator is one or more exact int32 GEMMs on the array ("gemm32"
+ * below), emitted through the one stream builder (jit/stream):
+ *   dense  C[P][Q] = SUM_r A[P][R] * W[R][Q]            (GEMM ops of B x BI x BO)
+ *   lanes  C[P][Q] = SUM_r A[Q][P][R] * W[R][Q]         (one channel per lane: depthwise,
+ *                                                        GEMM depthwise mode when the config has it,
+ *                                                        else diagonal weight rows)
+ * with A, W int8 built on the host (transposes, im2col, zero insertion: data
+ * movement only) and every multiply-accumulate on the device.
+ *
+ * Why a GEMM of its own rather than the forward conv2d/dense lowering: their
+ * epilogue requantizes to 8 bits (STORE keeps the low 8 bits of each
+ * accumulator, isa/semantics.md), and an exact int32 result needs the four
+ * bytes of every accumulator. Here the tile's accumulators are stored as NP
+ * byte planes: the GEMM's last write already left byte 0 in the out rows;
+ * for plane k = 1..NP-1 an ALU mov copies plane k-1's accumulators into
+ * plane k's rows and an ALU shr by 8 leaves byte k in its out rows; one
+ * STORE per plane. NP (1..4) is the fewest bytes that hold every sum the
+ * shape allows (|sum| <= R * 128 * 128), so small reductions store less.
+ * The host joins the planes (low planes unsigned, the top one signed).
+ *
+ * Zero points (dW only): x - x_zp may leave int8, so the device multiplies
+ * g = x - off (int8: off = 0 for int8, 128 for uint8) and padding holds
+ * g = x_zp - off (contributing (x_zp - off) + (off - x_zp) = 0 below); the
+ * host adds (off - x_zp) * SUM dy per output channel (the conv2d lowering's
+ * zero-point fold, counted in host_macs: one product per channel).
+ *
+ * Schedule (as jit/tsr_matmul.c, with the reduction in chunks): a tile is
+ * TP row blocks x TQ column blocks (lanes: one channel block), a step one
+ * (tile, chunk of the reduction). Step s loads into half s%2 of the inp/wgt
+ * buffers, tile t accumulates in half t%2 of the acc buffer (its NP plane
+ * regions), so the loads of the next step and the stores of the previous
+ * tile overlap this step's GEMMs. Tokens: load->compute "step loaded";
+ * compute->load "half free" (popped by step s+2's first LOAD);
+ * compute->store "tile t ready"; store->compute "acc half drained" (popped
+ * by tile t+2's reset, and by FINISH after the last tile).
  */
 #include "tsr_grad.h"
 
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "tsr_error.h"
+#include "tsr_stream.h"
+
+#define MAXPROD 16384 /* |a * w| for int8 a, w */
+
+static int imin(int a, int b) { return a < b ? a : b; }
+static int cdiv(int a, int b) { return (a + b - 1) / b; }
+static void add_stats(tsr_grad_stats_t *st, uint64_t dev_macs, uint64_t host_macs, uint64_t cycles)
+{
+    if (!st)
+        return;
+    st->device_macs += dev_macs;
+    st->host_macs += host_macs;
+    st->cycles += cycles;
+}
+
+/* ---- the exact int32 GEMM ---- */
+
+typedef struct {
+    int lanes;          /* 0: dense GEMM, 1: one channel per lane (depthwise) */
+    int p, r, q;        /* C [P][Q]; reduction length R */
+    const int8_t *a;    /* dense: [P][R]; lanes: [Q][P][R] */
+    const int8_t *w;    /* [R][Q] */
+} gemm_t;
+
+/* Geometry of one gemm32 run on a config. */
+typedef struct {
+    int pb, qb, ru;     /* row blocks, column blocks, reduction units */
+    int kdw;            /* lanes in the GEMM depthwise mode: K taps per op (0: dense or diagonal weights) */
+    int rp;             /* lanes: reduction rows per (channel block, row block) in DRAM (R rounded up to K) */
+    int a_unit, w_unit; /* inp / wgt rows one reduction unit takes (per row block / per column block) */
+    int np;             /* byte planes stored */
+    int tp, tq, rc;     /* tile rows, tile columns (blocks), reduction units per chunk */
+    uint64_t a_bytes, w_bytes, c_bytes;
+} ggeo_t;
+
+/* Planes for sums of R int8 products: |sum| <= R * 2^14. */
+static int planes_for(int64_t r)
+{
+    int64_t bound = r * MAXPROD;
+    for (int np = 1; np < 4; np++)
+        if (bound <= ((int64_t)1 << (8 * np - 1)) - 1)
+            return np;
+    return 4;
+}
+
+static int geo_init(const tsr_config_t *c, const gemm_t *g, ggeo_t *o)
+{
+    memset(o, 0, sizeof *o);
+    o->pb = cdiv(g->p, c->batch);
+    o->np = planes_for(g->r);
+    if (!g->lanes) {
+        o->qb = cdiv(g->q, c->block_out);
+        o->ru = cdiv(g->r, c->block_in);
+        o->a_unit = o->w_unit = 1;
+        o->a_bytes = (uint64_t)o->pb * (uint64_t)o->ru * c->inp_bytes;
+        o->w_bytes = (uint64_t)o->qb * (uint64_t)o->ru * c->wgt_bytes;
+    } else {
+        o->qb = cdiv(g->q, c->block_in);
+        o->kdw = c->depthwise;
+        const int k = o->kdw ? o->kdw : 1;
+        o->ru = cdiv(g->r, k);
+        o->rp = o->ru * k;
+        o->a_unit = k;
+        o->w_unit = 1;
+        o->a_bytes = (uint64_t)o->qb * (uint64_t)o->pb * (uint64_t)o->rp * c->inp_bytes;
+        o->w_bytes = (uint64_t)o->qb * (uint64_t)o->ru * c->wgt_bytes;
+    }
+    o->c_bytes = (uint64_t)o->np * (uint64_t)o->pb * (uint64_t)o->qb * c->out_bytes;
+    /* the tiling: the fewest estimated cycles over a few tile shapes (DRAM
+     * traffic at the bus width vs the GEMM ops, plus a per-instruction cost) */
+    const int loop_max = (1 << TSR_LOOP_BITS) - 1, size_max = (1 << TSR_SIZE_BITS) - 1;
+    const int inp_half = (int)c->inp_depth / 2, wgt_half = (int)c->wgt_depth / 2, acc_half = (int)c->acc_depth / 2;
+    const int uop_rc = ((int)c->uop_depth - 2 * o->np) / 4;
+    const double bus = c->dram_bus_width / 8.0;
+    const double gemm_ops = (double)o->pb * o->qb * o->ru;
+    double best = -1;
+    int cand[2][64], nc[2] = {0, 0};
+    for (int d = 0; d < 2; d++) {
+        const int nbk = d ? (g->lanes ? 1 : o->qb) : o->pb;
+        for (int v = 1; v <= nbk && nc[d] < 40; v *= 2)
+            cand[d][nc[d]++] = v;
+        for (int k = 1; k <= 16; k++)
+            cand[d][nc[d]++] = cdiv(nbk, k);
+    }
+    for (int i = 0; i < nc[0]; i++)
+        for (int j = 0; j < nc[1]; j++) {
+            const int tp = imin(cand[0][i], loop_max), tq = imin(cand[1][j], imin(loop_max, size_max));
+            if (o->np * tp * tq > acc_half || tp * o->a_unit > inp_half || tq * o->w_unit > wgt_half)
+                continue;
+            int rc = imin(o->ru, imin(inp_half / (tp * o->a_unit), wgt_half / (tq * o->w_unit)));
+            rc = imin(rc, imin(uop_rc, size_max / o->a_unit));
+            if (rc < 1)
+                continue;
+            const double tiles = (double)cdiv(o->pb, tp) * cdiv(o->qb, tq), steps = tiles * cdiv(o->ru, rc);
+            const double dram = ((double)o->a_bytes * cdiv(o->qb, tq) + (double)o->w_bytes * cdiv(o->pb, tp) +
+                                 (double)o->c_bytes) / bus;
+            const double cost = (dram > gemm_ops ? dram : gemm_ops) + 40.0 * (steps * 4 + tiles * (2 + 3 * o->np));
+            if (best < 0 || cost < best) {
+                best = cost;
+                o->tp = tp;
+                o->tq = tq;
+                o->rc = rc;
+            }
+        }
+    if (best < 0)
+        return tsr_err(TSR_EINVAL, "grad: no tiling of a %d x %d x %d GEMM fits this config's buffers", g->p, g->r,
+                       g->q);
+    return TSR_OK;
+}
+
+static void pack_a(const tsr_config_t *c, const gemm_t *g, const ggeo_t *o, uint8_t *dst)
+{
+    const int b_ = c->batch, bi = c->block_in;
+    if (!g->lanes) {
+        for (int p = 0; p < g->p; p++)
+            for (int r = 0; r < g->r; r++) {
+                size_t e = (size_t)(p / b_) * (size_t)o->ru + (size_t)(r / bi);
+                dst[e * c->inp_bytes + (size_t)(p % b_) * (size_t)bi + (size_t)(r % bi)] =
+                    (uint8_t)g->a[(size_t)p * (size_t)g->r + (size_t)r];
+            }
+        return;
+    }
+    for (int q = 0; q < g->q; q++)
+        for (int p = 0; p < g->p; p++)
+            for (int r = 0; r < g->r; r++) {
+                size_t e = ((size_t)(q / bi) * (size_t)o->pb + (size_t)(p / b_)) * (size_t)o->rp + (size_t)r;
+                dst[e * c->inp_bytes + (size_t)(p % b_) * (size_t)bi + (size_t)(q % bi)] =
+                    (uint8_t)g->a[((size_t)q * (size_t)g->p + (size_t)p) * (size_t)g->r + (size_t)r];
+            }
+}
+
+static void pack_w(const tsr_config_t *c, const gemm_t *g, const ggeo_t *o, uint8_t *dst)
+{
+    const int bi = c->block_in, bo = c->block_out;
+    for (int r = 0; r < g->r; r++)
+        for (int q = 0; q < g->q; q++) {
+            const uint8_t v = (uint8_t)g->w[(size_t)r * (size_t)g->q + (size_t)q];
+            size_t e, off;
+            if (!g->lanes) { /* [QB][RU] of [o][i] */
+                e = (size_t)(q / bo) * (size_t)o->ru + (size_t)(r / bi);
+                off = (size_t)(q % bo) * (size_t)bi + (size_t)(r % bi);
+            } else if (o->kdw) { /* [QB][RU] of [k][c]: taps k of group r / K */
+                e = (size_t)(q / bo) * (size_t)o->ru + (size_t)(r / o->kdw);
+                off = (size_t)(r % o->kdw) * (size_t)bi + (size_t)(q % bo);
+            } else { /* [QB][R] diagonal rows [c][c] */
+                e = (size_t)(q / bo) * (size_t)o->ru + (size_t)r;
+                off = (size_t)(q % bo) * (size_t)bi + (size_t)(q % bo);
+            }
+            dst[e * c->wgt_bytes + off] = v;
+        }
+}
+
+/* Build the stream of one gemm32 run (buffers at element bases). */
+static int build(const tsr_config_t *c, const gemm_t *g, const ggeo_t *o, uint64_t uop_addr, uint64_t a_addr,
+                 uint64_t w_addr, uint64_t c_addr, uint8_t *uops, tsr_insn_t **insns, size_t *ninsns)
+{
+    const uint32_t inp_half = c->inp_depth / 2, wgt_half = c->wgt_depth / 2, acc_half = c->acc_depth / 2;
+    const int tr_max = o->tp * o->tq, nuops = 4 * o->rc + 2 * o->np;
+    int rc = TSR_OK;
+    /* uops: sets (inp/wgt half qi, acc half pa) of the reduction chunk, then per pa
+     * the tile reset (plane 0) and the plane copies (plane k <- plane k-1) */
+    for (int qi = 0; qi < 2; qi++)
+        for (int pa = 0; pa < 2; pa++)
+            for (int u = 0; u < o->rc; u++) {
+                tsr_uop_t uo = {pa * acc_half, qi * inp_half + (uint32_t)(u * o->a_unit), qi * wgt_half + (uint32_t)u};
+                uint64_t raw;
+                if ((rc = tsr_uop_encode(c, &uo, &raw)))
+                    return rc;
+                memcpy(uops + (size_t)((qi * 2 + pa) * o->rc + u) * c->uop_bytes, &raw, c->uop_bytes);
+            }
+    for (int pa = 0; pa < 2; pa++)
+        for (int k = 0; k < o->np; k++) {
+            tsr_uop_t uo = {pa * acc_half + (uint32_t)(k * tr_max), pa * acc_half + (uint32_t)((k ? k - 1 : 0) * tr_max), 0};
+            uint64_t raw;
+            if ((rc = tsr_uop_encode(c, &uo, &raw)))
+                return rc;
+            memcpy(uops + (size_t)(4 * o->rc + pa * o->np + k) * c->uop_bytes, &raw, c->uop_bytes);
+        }
+
+    tsr_stream_t s;
+    tsr_stream_init(&s, c, 0, 0);
+    tsr_stream_uops(&s, (uint32_t)(uop_addr / c->uop_bytes), (uint32_t)nuops);
+    const uint32_t a_el = (uint32_t)(a_addr / c->inp_bytes), w_el = (uint32_t)(w_addr / c->wgt_bytes);
+    const uint32_t c_el = (uint32_t)(c_addr / c->out_bytes);
+    const int tiles_p = cdiv(o->pb, o->tp), tiles_q = cdiv(o->qb, o->tq), tiles = tiles_p * tiles_q;
+    const int chunks = cdiv(o->ru, o->rc), steps = tiles * chunks;
+    tsr_insn_t *in;
+    for (int t = 0, st = 0; t < tiles; t++) {
+        const int tpi = t / tiles_q, tqi = t % tiles_q, pa = t % 2;
+        const int pb0 = tpi * o->tp, qb0 = tqi * o->tq;
+        const int tp = imin(o->tp, o->pb - pb0), tq = imin(o->tq, o->qb - qb0), tr = tp * tq;
+        const uint32_t ubase_e = (uint32_t)(4 * o->rc + pa * o->np);
+        for (int ch = 0; ch < chunks; ch++, st++) {
+            const int qi = st % 2, u0 = ch * o->rc, rcn = imin(o->rc, o->ru - u0);
+            /* load stage: step st-2's GEMMs freed half qi */
+            if (st >= 2)
+                tsr_stream_wait(&s, TSR_Q_CMP2LD);
+            if (!g->lanes) {
+                tsr_stream_load(&s, TSR_MEM_INP, qi * inp_half, a_el + (uint32_t)(pb0 * o->ru + u0), (uint32_t)tp,
+                                (uint32_t)rcn, (uint32_t)o->ru);
+                tsr_stream_load(&s, TSR_MEM_WGT, qi * wgt_half, w_el + (uint32_t)(qb0 * o->ru + u0), (uint32_t)tq,
+                                (uint32_t)rcn, (uint32_t)o->ru);
+            } else {
+                tsr_stream_load(&s, TSR_MEM_INP, qi * inp_half,
+                                a_el + (uint32_t)((qb0 * o->pb + pb0) * o->rp + u0 * o->a_unit), (uint32_t)tp,
+                                (uint32_t)(rcn * o->a_unit), (uint32_t)o->rp);
+                tsr_stream_load(&s, TSR_MEM_WGT, qi * wgt_half, w_el + (uint32_t)(qb0 * o->ru + u0), 1,
+                                (uint32_t)rcn, (uint32_t)rcn);
+            }
+            tsr_stream_signal(&s, TSR_Q_LD2CMP);
+            /* compute stage */
+            if (ch == 0) {
+                if (t >= 2)
+                    tsr_stream_wait(&s, TSR_Q_ST2CMP);
+                in = tsr_stream_gemm(&s, ubase_e, ubase_e + 1, 1);
+                tsr_stream_loops(in, (uint32_t)tr, 1, 0, 1, 0, 0);
+            }
+            tsr_stream_wait(&s, TSR_Q_LD2CMP);
+            const uint32_t ub = (uint32_t)((qi * 2 + pa) * o->rc);
+            in = tsr_stream_gemm(&s, ub, ub + (uint32_t)rcn, 0);
+            if (!g->lanes) {
+                /* rows (dst +tq, src +rcn), columns (dst +1, wgt +rcn) */
+                tsr_stream_loops(in, (uint32_t)tp, (uint32_t)tq, (uint32_t)rcn, (uint32_t)tq, 1, 0);
+                in->wgt_factor_in = (uint32_t)rcn;
+            } else {
+                tsr_stream_loops(in, (uint32_t)tp, 1, (uint32_t)(rcn * o->a_unit), 1, 0, 0);
+                in->depthwise = o->kdw ? 1 : 0;
+            }
+            if (st + 2 < steps)
+                tsr_stream_signal(&s, TSR_Q_CMP2LD);
+        }
+        /* epilogue: plane k = (plane k-1) >> 8, its out rows byte k */
+        for (int k = 1; k < o->np; k++) {
+            in = tsr_stream_alu(&s, TSR_ALU_MOV, ubase_e + (uint32_t)k, ubase_e + (uint32_t)k + 1);
+            tsr_stream_loops(in, (uint32_t)tr, 1, 1, 1, 0, 0);
+            in = tsr_stream_alu(&s, TSR_ALU_SHR, ubase_e + (uint32_t)k, ubase_e + (uint32_t)k + 1);
+            in->use_imm = 1;
+            in->imm = 8;
+            tsr_stream_loops(in, (uint32_t)tr, 1, 0, 1, 0, 0);
+        }
+        tsr_stream_signal(&s, TSR_Q_CMP2ST);
+        tsr_stream_wait(&s, TSR_Q_CMP2ST);
+        for (int k = 0; k < o->np; k++)
+            tsr_stream_store(&s, pa * acc_half + (uint32_t)(k * tr_max),
+                             c_el + (uint32_t)((k * o->pb + pb0) * o->qb + qb0), (uint32_t)tp, (uint32_t)tq,
+                             (uint32_t)o->qb);
+        if (t + 2 < tiles || t == tiles - 1)
+            tsr_stream_signal(&s, TSR_Q_ST2CMP);
+    }
+    if (!(rc = tsr_stream_finish(&s)) && !(rc = tsr_stream_check(&s, "grad")))
+        tsr_stream_take(&s, insns, ninsns);
+    tsr_stream_free(&s);
+    return rc;
+}
+
+/* Largest device footprint of one run (the default device has 1 GiB). */
+#define GRAD_MAX_DEV_BYTES (UINT64_C(768) << 20)
+
+/* C [P][Q] int32 = the gemm, on the device. cycles += the run's. */
+static int gemm32(tsr_device_t *dev, const gemm_t *g, int32_t *out, uint64_t *cycles)
+{
+    const tsr_config_t *c = tsr_device_config(dev);
+    ggeo_t o;
+    int rc = geo_init(c, g, &o);
+    if (rc)
+        return rc;
+    const uint64_t uop_bytes = (uint64_t)(4 * o.rc + 2 * o.np) * c->uop_bytes;
+    if (o.a_bytes + o.w_bytes + o.c_bytes + uop_bytes > GRAD_MAX_DEV_BYTES)
+        return tsr_err(TSR_ENOMEM, "grad: a %d x %d x %d GEMM needs %llu MiB of device memory (at most %llu)", g->p,
+                       g->r, g->q, (unsigned long long)((o.a_bytes + o.w_bytes + o.c_bytes) >> 20),
+                       (unsigned long long)(GRAD_MAX_DEV_BYTES >> 20));
+    uint8_t *ha = calloc(1, o.a_bytes), *hw = calloc(1, o.w_bytes), *hc = malloc(o.c_bytes),
+            *hu = calloc(1, uop_bytes);
+    uint64_t ua = 0, aa = 0, wa = 0, ca = 0;
+    tsr_insn_t *insns = NULL;
+    size_t ninsns = 0;
+    tsr_counters_t c0, c1;
+    if (!ha || !hw || !hc || !hu) {
+        rc = tsr_err(TSR_ENOMEM, "out of memory");
+        goto out;
+    }
+    pack_a(c, g, &o, ha);
+    pack_w(c, g, &o, hw);
+    if ((rc = tsr_mem_alloc(dev, uop_bytes, &ua)) || (rc = tsr_mem_alloc(dev, o.a_bytes, &aa)) ||
+        (rc = tsr_mem_alloc(dev, o.w_bytes, &wa)) || (rc = tsr_mem_alloc(dev, o.c_bytes, &ca)))
+        goto out;
+    if ((rc = build(c, g, &o, ua, aa, wa, ca, hu, &insns, &ninsns)))
+        goto out;
+    if ((rc = tsr_mem_write(dev, ua, hu, uop_bytes)) || (rc = tsr_mem_write(dev, aa, ha, o.a_bytes)) ||
+        (rc = tsr_mem_write(dev, wa, hw, o.w_bytes)) || (rc = tsr_read_counters(dev, &c0)) ||
+        (rc = tsr_submit(dev, insns, ninsns)) || (rc = tsr_wait(dev, -1)) || (rc = tsr_read_counters(dev, &c1)) ||
+        (rc = tsr_mem_read(dev, ca, hc, o.c_bytes)))
+        goto out;
+    if (cycles)
+        *cycles += c1.cycles - c0.cycles;
+    /* join the planes: low planes unsigned, the top one signed */
+    const size_t plane = (size_t)o.pb * (size_t)o.qb * c->out_bytes;
+    const int lane_q = g->lanes ? c->block_in : c->block_out;
+    for (int p = 0; p < g->p; p++)
+        for (int q = 0; q < g->q; q++) {
+            const size_t off = ((size_t)(p / c->batch) * (size_t)o.qb + (size_t)(q / lane_q)) * c->out_bytes +
+                               (size_t)(p % c->batch) * (size_t)c->block_out + (size_t)(q % lane_q);
+            uint32_t v = 0;
+            for (int k = 0; k < o.np; k++)
+                v |= (uint32_t)hc[(size_t)k * plane + off] << (8 * k);
+            if (o.np < 4 && (v >> (8 * o.np - 1)) & 1u)
+                v |= ~UINT32_C(0) << (8 * o.np);
+            out[(size_t)p * (size_t)g->q + (size_t)q] = (int32_t)v;
+        }
+out:
+    free(insns);
+    if (ca)
+        tsr_mem_free(dev, ca);
+    if (wa)
+        tsr_mem_free(dev, wa);
+    if (aa)
+        tsr_mem_free(dev, aa);
+    if (ua)
+        tsr_mem_free(dev, ua);
+    free(ha);
+    free(hw);
+    free(hc);
+    free(hu);
+    return rc;
+}
+
+/* ---- checks ---- */
+
+/* Host memory of one call's operand copies (bytes), past which it is refused. */
+#define GRAD_MAX_HOST_BYTES (INT64_C(1) << 30)
+
+static int check_dev(const char *op, tsr_device_t *dev)
+{
+    if (!dev)
+        return tsr_err(TSR_EINVAL, "%s: NULL device", op);
+    const tsr_config_t *c = tsr_device_config(dev);
+    if (c->inp_width != 8 || c->wgt_width != 8 || c->acc_width != 32)
+        return tsr_err(TSR_EINVAL, "%s: needs int8 inputs and weights and int32 accumulators (config has %d/%d/%d bits)",
+                       op, c->inp_width, c->wgt_width, c->acc_width);
+    return TSR_OK;
+}
+
+/* |sum| of `terms` products of at most maxprod each must fit int32. */
+static int check_sum(const char *op, int64_t terms, int64_t maxprod)
+{
+    if (terms > INT32_MAX / maxprod)
+        return tsr_err(TSR_EINVAL, "%s: a sum of %lld products could overflow int32 (at most %lld terms)", op,
+                       (long long)terms, (long long)(INT32_MAX / maxprod));
+    return TSR_OK;
+}
+
+static int check_dense(const char *op, tsr_device_t *dev, int n, int k, int m, const void *a, const void *b,
+                       const void *out)
+{
+    if (n < 1)
+        return tsr_err(TSR_EINVAL, "%s: n = %d must be >= 1", op, n);
+    if (k < 1)
+        return tsr_err(TSR_EINVAL, "%s: k = %d must be >= 1", op, k);
+    if (m < 1)
+        return tsr_err(TSR_EINVAL, "%s: m = %d must be >= 1", op, m);
+    if (!a || !b || !out)
+        return tsr_err(TSR_EINVAL, "%s: NULL %s", op, !a ? "dy" : !b ? (strstr(op, "dx") ? "w" : "x") : "output");
+    if ((int64_t)n * k > GRAD_MAX_HOST_BYTES || (int64_t)n * m > GRAD_MAX_HOST_BYTES ||
+        (int64_t)m * k > GRAD_MAX_HOST_BYTES)
+        return tsr_err(TSR_EINVAL, "%s: tensors of N %d, K %d, M %d too large (more than 2^30 elements)", op, n, k, m);
+    return check_dev(op, dev);
+}
+
+static int check_x(const char *op, tsr_dtype_e dt, int32_t zp)
+{
+    if (!tsr_dt_ok(dt))
+        return tsr_err(TSR_EINVAL, "%s: x_dtype %d must be int8 or uint8", op, (int)dt);
+    if (zp < tsr_dt_min(dt) || zp > tsr_dt_max(dt))
+        return tsr_err(TSR_EINVAL, "%s: x_zp %d outside [%d, %d]", op, zp, tsr_dt_min(dt), tsr_dt_max(dt));
+    return TSR_OK;
+}
+
+/* Pick the GEMM's orientation: C or C^T, whichever takes fewer GEMM ops. */
+static int transposed_is_cheaper(const tsr_config_t *c, int p, int r, int q)
+{
+    const int64_t rb = cdiv(r, c->block_in);
+    const int64_t a = (int64_t)cdiv(p, c->batch) * cdiv(q, c->block_out) * rb;
+    const int64_t b = (int64_t)cdiv(q, c->batch) * cdiv(p, c->block_out) * rb;
+    return b < a;
+}
+
+/* C [P][Q] = X [P][R] * Y [R][Q] on the device, in whichever orientation is
+ * cheaper (C^T = Y^T X^T). x(i, j), y(i, j) read the operands. */
+typedef int8_t (*getter_t)(const void *ctx, int i, int j);
+static int gemm_any(tsr_device_t *dev, int p, int r, int q, getter_t xg, const void *xc, getter_t yg, const void *yc,
+                    int32_t *out, uint64_t *cycles)
+{
+    const tsr_config_t *c = tsr_device_config(dev);
+    const int tr = transposed_is_cheaper(c, p, r, q);
+    /* A [P'][R], W [R][Q'] with (P', Q') = (P, Q), or (Q, P) transposed */
+    const size_t pp = (size_t)(tr ? q : p), qq = (size_t)(tr ? p : q);
+    int8_t *a = malloc(pp * (size_t)r), *w = malloc((size_t)r * qq);
+    int32_t *t = tr ? malloc((size_t)p * (size_t)q * sizeof *t) : NULL;
+    int rc;
+    if (!a || !w || (tr && !t)) {
+        rc = tsr_err(TSR_ENOMEM, "out of memory");
+        goto out;
+    }
+    gemm_t g = {0, tr ? q : p, r, tr ? p : q, a, w};
+    for (int i = 0; i < p; i++)
+        for (int j = 0; j < r; j++) {
+            const int8_t v = xg(xc, i, j);
+            if (tr) /* W [R][P] = X^T */
+                w[(size_t)j * (size_t)p + (size_t)i] = v;
+            else
+                a[(size_t)i * (size_t)r + (size_t)j] = v;
+        }
+    for (int i = 0; i < r; i++)
+        for (int j = 0; j < q; j++) {
+            const int8_t v = yg(yc, i, j);
+            if (tr) /* A [Q][R] = Y^T */
+                a[(size_t)j * (size_t)r + (size_t)i] = v;
+            else
+                w[(size_t)i * (size_t)q + (size_t)j] = v;
+        }
+    rc = gemm32(dev, &g, tr ? t : out, cycles);
+    if (!rc && tr)
+        for (int i = 0; i < p; i++)
+            for (int j = 0; j < q; j++)
+                out[(size_t)i * (size_t)q + (size_t)j] = t[(size_t)j * (size_t)p + (size_t)i];
+out:
+    free(a);
+    free(w);
+    free(t);
+    return rc;
+}
+
+/* ---- dense ---- */
+
+typedef struct {
+    const void *base;
+    int ld;             /* row length */
+    int trans;          /* read [j][i] */
+    int kind;           /* 0 int8; 1 x - off of x_dtype */
+    tsr_dtype_e dt;
+} mat_t;
+
+static int8_t mat_get(const void *ctx, int i, int j)
+{
+    const mat_t *m = ctx;
+    const size_t idx = m->trans ? (size_t)j * (size_t)m->ld + (size_t)i : (size_t)i * (size_t)m->ld + (size_t)j;
+    if (m->kind == 0)
+        return ((const int8_t *)m->base)[idx];
+    return (int8_t)(tsr_dt_get(m->dt, m->base, idx) - tsr_dt_off(m->dt));
+}
 
 int tsr_grad_dense_dx(tsr_device_t *dev, int n, int k, int m, const int8_t *dy, const int8_t *w, int32_t *dx,
                       tsr_grad_stats_t *st)
 {
-    (void)dev, (void)n, (void)k, (void)m, (void)dy, (void)w, (void)dx, (void)st;
-    return tsr_err(TSR_EINVAL, "grad dense dx: not implemented yet");
+    const char *op = "grad dense dx";
+    int rc = check_dense(op, dev, n, k, m, dy, w, dx);
+    if (rc || (rc = check_sum(op, m, MAXPROD)))
+        return rc;
+    /* dx [N][K] = dy [N][M] * w [M][K] */
+    mat_t x = {dy, m, 0, 0, TSR_DT_INT8}, y = {w, k, 0, 0, TSR_DT_INT8};
+    uint64_t cyc = 0;
+    if ((rc = gemm_any(dev, n, m, k, mat_get, &x, mat_get, &y, dx, &cyc)))
+        return tsr_err_prefix(rc, "%s [%d x %d] x [%d x %d]: ", op, n, m, m, k);
+    add_stats(st, (uint64_t)n * (uint64_t)m * (uint64_t)k, 0, cyc);
+    return TSR_OK;
 }
 
 int tsr_grad_dense_dw(tsr_device_t *dev, int n, int k, int m, const int8_t *dy, const void *x, tsr_dtype_e x_dtype,
                       int32_t x_zp, int32_t *dw, tsr_grad_stats_t *st)
 {
-    (void)dev, (void)n, (void)k, (void)m, (void)dy, (void)x, (void)x_dtype, (void)x_zp, (void)dw, (void)st;
-    return tsr_err(TSR_EINVAL, "grad dense dw: not implemented yet");
+    const char *op = "grad dense dw";
+    int rc = check_dense(op, dev, n, k, m, dy, x, dw);
+    if (rc || (rc = check_x(op, x_dtype, x_zp)) || (rc = check_sum(op, n, 128 * 255)))
+        return rc;
+    /* dw [M][K] = dy^T [M][N] * g [N][K], g = x - off; then + (off - x_zp) * SUM_n dy[n][m] */
+    mat_t a = {dy, m, 1, 0, TSR_DT_INT8}, b = {x, k, 0, 1, x_dtype};
+    uint64_t cyc = 0;
+    if ((rc = gemm_any(dev, m, n, k, mat_get, &a, mat_get, &b, dw, &cyc)))
+        return tsr_err_prefix(rc, "%s [%d x %d]^T x [%d x %d]: ", op, n, m, n, k);
+    const int32_t cz = tsr_dt_off(x_dtype) - x_zp;
+    uint64_t host = 0;
+    if (cz) {
+        for (int mm = 0; mm < m; mm++) {
+            int64_t s = 0;
+            for (int nn = 0; nn < n; nn++)
+                s += dy[(size_t)nn * (size_t)m + (size_t)mm];
+            const int32_t fold = (int32_t)(s * cz);
+            for (int kk = 0; kk < k; kk++)
+                dw[(size_t)mm * (size_t)k + (size_t)kk] =
+                    (int32_t)((uint32_t)dw[(size_t)mm * (size_t)k + (size_t)kk] + (uint32_t)fold);
+        }
+        host = (uint64_t)m;
+    }
+    add_stats(st, (uint64_t)n * (uint64_t)m * (uint64_t)k, host, cyc);
+    return TSR_OK;
 }
+
+/* ---- conv2d (next commit) ---- */
 
 int tsr_grad_conv_dx(tsr_device_t *dev, const tsr_grad_conv_t *p, const int8_t *dy, const int8_t *w, int32_t *dx,
                      tsr_grad_stats_t *st)
