@@ -141,8 +141,8 @@ static int run_one(tsr_device_t *dev, const tsr_gen_prog_t *p, const tsr_insn_t 
     return rc;
 }
 
-int tsr_hostile_soak(const tsr_config_t *cfg, const char *backend, uint64_t seed, uint64_t count, int quiet,
-                     FILE *log)
+int tsr_hostile_soak(const tsr_config_t *cfg, const char *backend, uint64_t seed, uint64_t count,
+                     const tsr_shard_t *shard, int quiet, FILE *log)
 {
     tsr_device_t *dev[2] = {NULL, NULL};
     const char *names[2] = {"fsim", backend};
@@ -162,7 +162,11 @@ int tsr_hostile_soak(const tsr_config_t *cfg, const char *backend, uint64_t seed
     }
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (uint64_t i = 0; i < count; i++) {
+    uint64_t ran = 0;
+    /* the shard's programs, counted first so that i cannot wrap near 2^64 */
+    const uint64_t mine = count > shard->index ? (count - shard->index - 1) / shard->count + 1 : 0;
+    for (uint64_t j = 0; j < mine; j++, ran++) {
+        const uint64_t i = shard->index + j * shard->count;
         uint64_t ps = seed + i;
         tsr_gen_prog_t p;
         if (tsr_gen_program(ps, cfg, NULL, &p)) {
@@ -226,14 +230,14 @@ int tsr_hostile_soak(const tsr_config_t *cfg, const char *backend, uint64_t seed
         tsr_gen_outputs_free(v[1].outs);
         free(m);
         tsr_gen_free(&p);
-        if (!quiet && (i + 1) % 100 == 0)
-            fprintf(stderr, "%" PRIu64 " streams, %" PRIu64 " disagreements so far\n", i + 1, disagree);
+        if (!quiet && (ran + 1) % 100 == 0)
+            fprintf(stderr, "%" PRIu64 " streams, %" PRIu64 " disagreements so far\n", ran + 1, disagree);
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
     fprintf(log, "%" PRIu64 " streams, %" PRIu64 " disagreements (fsim vs %s; %" PRIu64 " both ok, %" PRIu64
                  " both error; %.1f s)",
-            count, disagree, backend, both_ok, both_err, secs);
+            ran, disagree, backend, both_ok, both_err, secs);
     fprintf(log, "; %" PRIu64 " streams have a data race, %" PRIu64 " of them gave different results (not counted)",
             racy_streams, racy_n);
     if (errors)

@@ -23,9 +23,18 @@ void tsr_hostile_mutate(const tsr_config_t *cfg, uint64_t seed, tsr_insn_t *insn
 /* Zero every on-chip buffer of dev (uop, inp, wgt, acc, out) with a short
  * valid stream over a driver-allocated zero element. */
 int tsr_hostile_scrub(tsr_device_t *dev);
-/* count streams from seed on config cfg: fsim vs backend. Prints the first
- * disagreements and "N streams, M disagreements"; returns 0 if none. */
-int tsr_hostile_soak(const tsr_config_t *cfg, const char *backend, uint64_t seed, uint64_t count, int quiet,
-                     FILE *log);
+/* A soak's share of the programs: program i (seed S + i) of [0, count) is
+ * this shard's when i % count == index (tsr_soak --shard I/N). Striding keeps
+ * every program's seed, and its random config, what the serial run gives it,
+ * so N shards run exactly the serial soak's programs between them. */
+typedef struct tsr_shard {
+    uint64_t index, count; /* index < count; {0, 1} is the whole soak */
+} tsr_shard_t;
+
+/* Streams i of [0, count) in shard, seed + i each, on config cfg: fsim vs
+ * backend. Prints the first disagreements and "N streams, M disagreements"
+ * (N: the shard's streams); returns 0 if none. */
+int tsr_hostile_soak(const tsr_config_t *cfg, const char *backend, uint64_t seed, uint64_t count,
+                     const tsr_shard_t *shard, int quiet, FILE *log);
 
 #endif

@@ -8,4 +8,7 @@ foreach(t space pareto sweep onnx accuracy area hier slurm hostile scale)
   add_test(NAME dse_${t} COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/scripts/dse/test_dse.py
            $<TARGET_FILE:tessera_cli> ${CMAKE_BINARY_DIR}/dse_test/${t} ${t})
   set_tests_properties(dse_${t} PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)
+  if(t STREQUAL "slurm")
+    set_tests_properties(dse_${t} PROPERTIES RESOURCE_LOCK slurm) # one single-node Slurm at a time
+  endif()
 endforeach()

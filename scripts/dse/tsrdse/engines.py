@@ -2,13 +2,13 @@
 # this machine) and `slurm` (one sbatch job array, one task per point, polled
 # with squeue). Both run the same per-point command, `dse.py point CTX INDEX`,
 # which writes its results into the content-addressed cache; the sweep reads
-# the cache afterwards, so both engines give the same table.
+# the cache afterwards, so both engines give the same table. The processes and the
+# job array themselves are tsrdse/jobarray.py (which the soak runner uses too).
 import os
-import subprocess
 import sys
 import time
 
-from . import evaluate
+from . import evaluate, jobarray
 
 DSE_PY = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "dse.py")
 
@@ -47,29 +47,19 @@ def run_local(ctx, ctx_path, todo, jobs, log, nice=0):
 
 def _run_local(ctx, ctx_path, todo, jobs, log, nice, part):
     t0 = time.monotonic()
-    queue, running, failed = list(todo), {}, []
     logdir = os.path.join(os.path.dirname(ctx_path), "logs")
-    os.makedirs(logdir, exist_ok=True)
-    while queue or running:
-        while queue and len(running) < jobs:
-            i = queue.pop(0)
-            lf = open(os.path.join(logdir, f"{ctx['points'][i]['id']}.{part}.log"), "w")
-            # workers inherit the sweep's priority (start a long sweep with `nice`)
-            cmd = (["nice", "-n", str(nice)] if nice else []) + [sys.executable, DSE_PY, "point", ctx_path,
-                                                                str(i), "--only", part]
-            running[i] = (subprocess.Popen(cmd, stdout=lf, stderr=subprocess.STDOUT), lf)
-        time.sleep(0.5)
-        for i, (p, lf) in list(running.items()):
-            if p.poll() is not None:
-                lf.close()
-                del running[i]
-                if p.returncode != 0:
-                    failed.append(i)
-                    # why, in the sweep's own output (the table only says the result is missing)
-                    with open(lf.name, errors="replace") as f:
-                        last = (f.read().strip().splitlines() or [f"exit {p.returncode}"])[-1]
-                    log(f"{ctx['points'][i]['id']} {part} failed (log {lf.name}): {last}")
-                _progress(ctx, todo, t0, log, part)
+    # workers inherit the sweep's priority (start a long sweep with `nice`)
+    cmds = [[sys.executable, DSE_PY, "point", ctx_path, str(i), "--only", part] for i in todo]
+    names = [f"{ctx['points'][i]['id']}.{part}.log" for i in todo]
+    res = jobarray.run_local(cmds, jobs, logdir, lambda done, n: _progress(ctx, todo, t0, log, part), nice, names)
+    failed = []
+    for i, (rc, out) in zip(todo, res):
+        if rc != 0:
+            failed.append(i)
+            # why, in the sweep's own output (the table only says the result is missing)
+            with open(out, errors="replace") as f:
+                last = (f.read().strip().splitlines() or [f"exit {rc}"])[-1]
+            log(f"{ctx['points'][i]['id']} {part} failed (log {out}): {last}")
     return failed
 
 
@@ -77,33 +67,8 @@ def run_slurm(ctx, ctx_path, todo, jobs, log, poll=2.0):
     """Submit the points in `todo` as one job array (at most `jobs` tasks at once when
     jobs > 0) and wait for it, polling squeue."""
     outdir = os.path.dirname(ctx_path)
-    sdir = os.path.join(outdir, "slurm")
-    os.makedirs(sdir, exist_ok=True)
-    idx_file = os.path.join(sdir, "indices.txt")
-    with open(idx_file, "w") as f:
-        f.write("\n".join(map(str, todo)) + "\n")
-    script = os.path.join(sdir, "task.sh")
-    with open(script, "w") as f:
-        f.write("#!/bin/sh\n"
-                "# one DSE point per array task: the task id selects a line of indices.txt\n"
-                f"i=$(sed -n \"$((SLURM_ARRAY_TASK_ID + 1))p\" '{idx_file}')\n"
-                f"exec '{sys.executable}' '{DSE_PY}' point '{ctx_path}' \"$i\"\n")
-    os.chmod(script, 0o755)
-    arr = f"0-{len(todo) - 1}" + (f"%{jobs}" if jobs else "")
-    cmd = ["sbatch", "--parsable", f"--array={arr}", "--job-name=tessera-dse", "--ntasks=1",
-           "--cpus-per-task=1", f"--output={sdir}/%A_%a.out", f"--chdir={outdir}", script]
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    if p.returncode != 0:
-        raise RuntimeError(f"sbatch failed: {(p.stderr.strip() or p.stdout.strip())}")
-    job = p.stdout.strip().split(";")[0]
-    log(f"slurm: submitted job array {job} ({len(todo)} tasks, {arr})")
     t0 = time.monotonic()
-    while True:
-        q = subprocess.run(["squeue", "-h", "-j", job, "-o", "%i %T"], capture_output=True, text=True)
-        if q.returncode != 0 and "Invalid job id" not in q.stderr:
-            raise RuntimeError(f"squeue failed: {q.stderr.strip()}")
-        _progress(ctx, todo, t0, log)
-        if not q.stdout.strip():
-            break
-        time.sleep(poll)
+    cmds = [[sys.executable, DSE_PY, "point", ctx_path, str(i)] for i in todo]
+    jobarray.run_slurm(cmds, jobs, os.path.join(outdir, "slurm"), lambda: _progress(ctx, todo, t0, log), poll,
+                       "tessera-dse", outdir, log)
     return [i for i in todo if not _done(ctx, i)]
