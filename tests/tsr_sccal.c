@@ -43,6 +43,7 @@
  * with --rtl the RTL's) for every convolution of ResNet-18
  * (tsr_netdesc_resnet18; conv1 planned as it is, not tap-packed).
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -210,6 +211,83 @@ static int cmp_abs(const void *a, const void *b)
     return x < y ? 1 : x > y ? -1 : 0;
 }
 
+/* Simulated cycles and CPU seconds of the runs (speeds: cycles per second). */
+typedef struct {
+    uint64_t rtl_cyc, sc_cyc;
+    double rtl_t, sc_t, fs_t;
+} speeds_t;
+
+/* The report over the kept samples s[0..n) (sorts s). */
+static void summarize(sample_t *s, uint64_t n, uint64_t bad, uint64_t count, const char *config, const char *rtl_log,
+                      uint64_t reused, const speeds_t *sp)
+{
+    double sum = 0, sabs = 0, mx = 0;
+    static const double edges[] = {0.01, 0.02, 0.05, 0.10, 0.20};
+    uint64_t hist[6] = {0};
+    for (uint64_t i = 0; i < n; i++) {
+        double e = fabs(s[i].err);
+        sum += s[i].err;
+        sabs += e;
+        mx = e > mx ? e : mx;
+        int b = 0;
+        while (b < 5 && e >= edges[b])
+            b++;
+        hist[b]++;
+    }
+    printf("programs %" PRIu64 " (config %s), compared %" PRIu64 ", failed %" PRIu64 "\n", count, config, n, bad);
+    if (reused)
+        printf("rtl cycles of %" PRIu64 " programs from %s (not run; the rtl speed below is over the rest)\n", reused,
+               rtl_log);
+    if (n) {
+        printf("cycle error systemc vs rtl: mean |err| %.2f%%, mean %+.2f%%, max |err| %.2f%%\n", 100 * sabs / n,
+               100 * sum / n, 100 * mx);
+        printf("distribution: <1%% %" PRIu64 ", 1-2%% %" PRIu64 ", 2-5%% %" PRIu64 ", 5-10%% %" PRIu64
+               ", 10-20%% %" PRIu64 ", >=20%% %" PRIu64 "\n",
+               hist[0], hist[1], hist[2], hist[3], hist[4], hist[5]);
+        qsort(s, n, sizeof *s, cmp_abs);
+        /* sorted by |err| descending: percentiles from the end */
+        printf("percentiles of |err|: p50 %.2f%%, p90 %.2f%%, p99 %.2f%%\n", 100 * fabs(s[n - 1 - (n - 1) * 50 / 100].err),
+               100 * fabs(s[n - 1 - (n - 1) * 90 / 100].err), 100 * fabs(s[n - 1 - (n - 1) * 99 / 100].err));
+        /* classes: how busy the DRAM port is (RTL bytes per cycle over the
+         * bandwidth): the model's DRAM approximations show where it is busy */
+        static const double ub[] = {0.25, 0.5, 0.75, 1e9};
+        static const char *const un[] = {"<25%", "25-50%", "50-75%", ">=75%"};
+        for (int c = 0; c < 4; c++) {
+            double cs = 0, cm = 0, cx = 0;
+            uint64_t cn = 0;
+            for (uint64_t i = 0; i < n; i++)
+                if (s[i].util < ub[c] && (c == 0 || s[i].util >= ub[c - 1])) {
+                    cn++;
+                    cs += fabs(s[i].err);
+                    cm += s[i].err;
+                    cx = fabs(s[i].err) > cx ? fabs(s[i].err) : cx;
+                }
+            if (cn)
+                printf("DRAM busy %-6s: %4" PRIu64 " programs, mean |err| %.2f%%, mean %+.2f%%, max %.2f%%\n", un[c], cn,
+                       100 * cs / cn, 100 * cm / cn, 100 * cx);
+        }
+        printf("worst:\n");
+        for (uint64_t i = 0; i < n && i < 8; i++)
+            printf("  seed %" PRIu64 ": rtl %" PRIu64 " systemc %" PRIu64 " (%+.1f%%), %zu insns, %" PRIu64
+                   " ops, %" PRIu64 " DRAM bytes (DRAM busy %.0f%%)\n",
+                   s[i].seed, s[i].rtl, s[i].sc, 100 * s[i].err, s[i].ninsns, s[i].ops, s[i].bytes, 100 * s[i].util);
+        double sc_speed = sp->sc_cyc / (sp->sc_t > 0 ? sp->sc_t : 1e-9);
+        if (sp->rtl_t > 0)
+            printf("speed (CPU time): rtl %.0f cycles/s, systemc %.0f cycles/s (%.0fx)\n", sp->rtl_cyc / sp->rtl_t, sc_speed,
+                   sc_speed / (sp->rtl_cyc / sp->rtl_t));
+        else
+            printf("speed (CPU time): systemc %.0f cycles/s\n", sc_speed);
+        /* The model computes its data with fsim's per-instruction code: fsim's
+         * own rate over the same programs (their systemc cycles over fsim's
+         * untimed run) bounds what any model that does so can reach. */
+        if (sp->fs_t > 0)
+            printf("fsim alone (the data path, no timing): %.0f systemc-cycles/s%s", sp->sc_cyc / sp->fs_t,
+                   sp->rtl_t > 0 ? "" : "\n");
+        if (sp->fs_t > 0 && sp->rtl_t > 0)
+            printf(" (%.0fx the rtl)\n", (sp->sc_cyc / sp->fs_t) / (sp->rtl_cyc / sp->rtl_t));
+    }
+}
+
 /* What the programs share: the config (or random configs), the DRAM options. */
 static struct {
     tsr_config_t fixed;  /* the config unless random */
@@ -247,22 +325,115 @@ static int prep(uint64_t ps, uint64_t i, tsr_gen_prog_t *p, tsr_rtl_opts_t *r)
     return 0;
 }
 
+/* A whole decimal or 0x number, else a one-line error. */
+static int parse_u64(const char *opt, const char *v, uint64_t *out)
+{
+    char *end;
+    if (!*v || *v == '-' || (errno = 0, *out = strtoull(v, &end, 0), errno) || *end) {
+        fprintf(stderr, "tsr_sccal: %s wants a non-negative integer, got '%s'\n", opt, v);
+        return -1;
+    }
+    return 0;
+}
+
+/* --merge: the report over the --samples outputs of a run's shards (psoak.py
+ * --tool sccal), as one run over all their programs would print it (the
+ * speeds: the shards' cycles over their summed CPU time). */
+static int merge(int nfiles, char **files)
+{
+    sample_t *s = NULL;
+    size_t n = 0, cap = 0;
+    uint64_t count = 0, bad = 0, reused = 0;
+    speeds_t sp = {0, 0, 0, 0, 0};
+    char config[512] = "";
+    int rc = 0;
+    for (int k = 0; k < nfiles && !rc; k++) {
+        FILE *f = fopen(files[k], "r");
+        char line[512];
+        int summary = 0;
+        if (!f) {
+            fprintf(stderr, "tsr_sccal --merge: cannot open %s\n", files[k]);
+            rc = 2;
+            break;
+        }
+        while (fgets(line, sizeof line, f)) {
+            sample_t x;
+            speeds_t t;
+            uint64_t c, b, r;
+            memset(&x, 0, sizeof x);
+            if (sscanf(line, "sample %" SCNu64 " %" SCNu64 " %" SCNu64 " %zu %" SCNu64 " %" SCNu64 " %lg %u %u", &x.seed,
+                       &x.rtl, &x.sc, &x.ninsns, &x.ops, &x.bytes, &x.bw, &x.lat, &x.out) == 9) {
+                if (n == cap) {
+                    cap = cap ? 2 * cap : 256;
+                    sample_t *p = realloc(s, cap * sizeof *p);
+                    if (!p) {
+                        fprintf(stderr, "tsr_sccal --merge: out of memory\n");
+                        rc = 2;
+                        break;
+                    }
+                    s = p;
+                }
+                x.err = x.rtl ? ((double)x.sc - (double)x.rtl) / (double)x.rtl : 0;
+                x.util = x.rtl ? (double)x.bytes / (double)x.rtl / (x.bw > 0 ? x.bw : 8) : 0;
+                s[n++] = x;
+            } else if (sscanf(line, "speeds %" SCNu64 " %" SCNu64 " %lg %lg %lg", &t.rtl_cyc, &t.sc_cyc, &t.rtl_t,
+                              &t.sc_t, &t.fs_t) == 5) {
+                sp.rtl_cyc += t.rtl_cyc, sp.sc_cyc += t.sc_cyc;
+                sp.rtl_t += t.rtl_t, sp.sc_t += t.sc_t, sp.fs_t += t.fs_t;
+            } else if (sscanf(line, "programs %" SCNu64 " failed %" SCNu64 " reused %" SCNu64, &c, &b, &r) == 3) {
+                count += c, bad += b, reused += r;
+                summary = 1;
+            } else if (!strncmp(line, "config ", 7) && !config[0]) {
+                snprintf(config, sizeof config, "%s", line + 7);
+                config[strcspn(config, "\n")] = 0;
+            } else if (strncmp(line, "seed ", 5) == 0) {
+                fputs(line, stdout); /* a failed program's line */
+            }
+        }
+        fclose(f);
+        if (!rc && !summary) { /* a shard that died: its programs are not in the report */
+            fprintf(stderr, "tsr_sccal --merge: %s has no summary line (the shard did not finish)\n", files[k]);
+            rc = 2;
+        }
+    }
+    if (!rc)
+        summarize(s, n, bad, count, config[0] ? config : "?", "the shards' logs", reused, &sp);
+    free(s);
+    return rc ? rc : bad ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
     uint64_t count = 100, seed = 1, nconf = 2;
     const char *config = "default";
     int verbose = 0, random_dram = 0, jit = 0, with_rtl = 0, counters = 0;
     const char *rtl_log = NULL;
+    uint64_t shard_i = 0, shard_n = 1;
+    int samples = 0, merge_at = 0;
     rtl_known_t *known = NULL;
     size_t nknown = 0;
     tsr_rtl_opts_t ro;
     memset(&ro, 0, sizeof ro);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--count") && v)
-            count = strtoull(argv[++i], NULL, 0);
-        else if (!strcmp(a, "--seed") && v)
-            seed = strtoull(argv[++i], NULL, 0);
+        if (!strcmp(a, "--count") && v) {
+            if (parse_u64(a, argv[++i], &count))
+                return 2;
+        } else if (!strcmp(a, "--seed") && v) {
+            if (parse_u64(a, argv[++i], &seed))
+                return 2;
+        } else if (!strcmp(a, "--shard") && v) {
+            if (sscanf(argv[++i], "%" SCNu64 "/%" SCNu64, &shard_i, &shard_n) != 2 || strchr(argv[i], '-') ||
+                shard_n < 1 || shard_i >= shard_n) {
+                fprintf(stderr, "tsr_sccal: --shard wants I/N with 0 <= I < N, got '%s'\n", argv[i]);
+                return 2;
+            }
+        } else if (!strcmp(a, "--samples")) {
+            samples = 1;
+        } else if (!strcmp(a, "--merge") && v) {
+            merge_at = i + 1; /* the rest of the line: the shards' --samples outputs */
+            break;
+        }
         else if (!strcmp(a, "--config") && v)
             config = argv[++i];
         else if (!strcmp(a, "--configs") && v)
@@ -295,11 +466,14 @@ int main(int argc, char **argv)
             fprintf(stderr, "usage: tsr_sccal [--count N] [--seed S] [--config PRESET|random|FILE] [--configs K]\n"
                             "                 [--dram-latency N] [--dram-bw B] [--dram-outstanding N] [--random-dram]\n"
                             "                 [--verbose [--counters]] [--rtl-cycles LOG] [--timeline PREFIX]\n"
-                            "                 [--min-insns N] [--max-insns N]\n"
+                            "                 [--min-insns N] [--max-insns N] [--shard I/N --samples]\n"
+                            "       tsr_sccal --merge SAMPLES...   (the report over shards' --samples outputs)\n"
                             "       tsr_sccal --jit-resnet18 [--rtl] [--config C]\n");
             return 2;
         }
     }
+    if (merge_at)
+        return merge(argc - merge_at, argv + merge_at);
     g.random_cfg = !strcmp(config, "random");
     g.seed = seed, g.nconf = nconf, g.random_dram = random_dram, g.ro = ro;
     tsr_config_t fixed;
@@ -313,8 +487,10 @@ int main(int argc, char **argv)
         return jit_resnet18(&fixed, with_rtl);
     if (rtl_log && load_rtl_log(rtl_log, &known, &nknown))
         return 2;
-    sample_t *s = calloc(count ? count : 1, sizeof *s);
-    uint64_t *cnt = counters ? calloc(count ? count : 1, sizeof(uint64_t) * TSR_CNT_COUNT) : NULL;
+    /* this shard's programs: i = shard_i + j * shard_n (all of them without --shard) */
+    const uint64_t shard_programs = count > shard_i ? (count - shard_i - 1) / shard_n + 1 : 0;
+    sample_t *s = calloc(shard_programs ? shard_programs : 1, sizeof *s);
+    uint64_t *cnt = counters ? calloc(shard_programs ? shard_programs : 1, sizeof(uint64_t) * TSR_CNT_COUNT) : NULL;
     if (!s || (counters && !cnt)) {
         fprintf(stderr, "tsr_sccal: out of memory for %" PRIu64 " programs\n", count);
         return 2;
@@ -331,11 +507,11 @@ int main(int argc, char **argv)
      * shared machine weighs on both alike. */
     enum { BLOCK = 25 };
     uint8_t *souts[BLOCK][TSR_GEN_MAX_BUFS];
-    for (uint64_t b0 = 0; b0 < count; b0 += BLOCK) {
-        const uint64_t b1 = b0 + BLOCK < count ? b0 + BLOCK : count, n0 = n;
+    for (uint64_t b0 = 0; b0 < shard_programs; b0 += BLOCK) {
+        const uint64_t b1 = b0 + BLOCK < shard_programs ? b0 + BLOCK : shard_programs, n0 = n;
         /* pass 1: systemc; its outputs kept for pass 2 (souts[k - n0]) */
-        for (uint64_t i = b0; i < b1; i++) {
-            uint64_t ps = seed + i;
+        for (uint64_t j = b0; j < b1; j++) {
+            const uint64_t i = shard_i + j * shard_n, ps = seed + i;
             tsr_gen_prog_t p;
             tsr_rtl_opts_t r;
             if (prep(ps, i, &p, &r)) {
@@ -441,70 +617,16 @@ int main(int argc, char **argv)
         }
         n = kept;
     }
-    double sum = 0, sabs = 0, mx = 0;
-    static const double edges[] = {0.01, 0.02, 0.05, 0.10, 0.20};
-    uint64_t hist[6] = {0};
-    for (uint64_t i = 0; i < n; i++) {
-        double e = fabs(s[i].err);
-        sum += s[i].err;
-        sabs += e;
-        mx = e > mx ? e : mx;
-        int b = 0;
-        while (b < 5 && e >= edges[b])
-            b++;
-        hist[b]++;
-    }
-    printf("programs %" PRIu64 " (config %s), compared %" PRIu64 ", failed %" PRIu64 "\n", count, config, n, bad);
-    if (reused)
-        printf("rtl cycles of %" PRIu64 " programs from %s (not run; the rtl speed below is over the rest)\n", reused,
-               rtl_log);
-    if (n) {
-        printf("cycle error systemc vs rtl: mean |err| %.2f%%, mean %+.2f%%, max |err| %.2f%%\n", 100 * sabs / n,
-               100 * sum / n, 100 * mx);
-        printf("distribution: <1%% %" PRIu64 ", 1-2%% %" PRIu64 ", 2-5%% %" PRIu64 ", 5-10%% %" PRIu64
-               ", 10-20%% %" PRIu64 ", >=20%% %" PRIu64 "\n",
-               hist[0], hist[1], hist[2], hist[3], hist[4], hist[5]);
-        qsort(s, n, sizeof *s, cmp_abs);
-        /* sorted by |err| descending: percentiles from the end */
-        printf("percentiles of |err|: p50 %.2f%%, p90 %.2f%%, p99 %.2f%%\n", 100 * fabs(s[n - 1 - (n - 1) * 50 / 100].err),
-               100 * fabs(s[n - 1 - (n - 1) * 90 / 100].err), 100 * fabs(s[n - 1 - (n - 1) * 99 / 100].err));
-        /* classes: how busy the DRAM port is (RTL bytes per cycle over the
-         * bandwidth): the model's DRAM approximations show where it is busy */
-        static const double ub[] = {0.25, 0.5, 0.75, 1e9};
-        static const char *const un[] = {"<25%", "25-50%", "50-75%", ">=75%"};
-        for (int c = 0; c < 4; c++) {
-            double cs = 0, cm = 0, cx = 0;
-            uint64_t cn = 0;
-            for (uint64_t i = 0; i < n; i++)
-                if (s[i].util < ub[c] && (c == 0 || s[i].util >= ub[c - 1])) {
-                    cn++;
-                    cs += fabs(s[i].err);
-                    cm += s[i].err;
-                    cx = fabs(s[i].err) > cx ? fabs(s[i].err) : cx;
-                }
-            if (cn)
-                printf("DRAM busy %-6s: %4" PRIu64 " programs, mean |err| %.2f%%, mean %+.2f%%, max %.2f%%\n", un[c], cn,
-                       100 * cs / cn, 100 * cm / cn, 100 * cx);
-        }
-        printf("worst:\n");
-        for (uint64_t i = 0; i < n && i < 8; i++)
-            printf("  seed %" PRIu64 ": rtl %" PRIu64 " systemc %" PRIu64 " (%+.1f%%), %zu insns, %" PRIu64
-                   " ops, %" PRIu64 " DRAM bytes (DRAM busy %.0f%%)\n",
-                   s[i].seed, s[i].rtl, s[i].sc, 100 * s[i].err, s[i].ninsns, s[i].ops, s[i].bytes, 100 * s[i].util);
-        double sc_speed = sc_cyc / (sc_t > 0 ? sc_t : 1e-9);
-        if (rtl_t > 0)
-            printf("speed (CPU time): rtl %.0f cycles/s, systemc %.0f cycles/s (%.0fx)\n", rtl_cyc / rtl_t, sc_speed,
-                   sc_speed / (rtl_cyc / rtl_t));
-        else
-            printf("speed (CPU time): systemc %.0f cycles/s\n", sc_speed);
-        /* The model computes its data with fsim's per-instruction code: fsim's
-         * own rate over the same programs (their systemc cycles over fsim's
-         * untimed run) bounds what any model that does so can reach. */
-        if (fs_t > 0)
-            printf("fsim alone (the data path, no timing): %.0f systemc-cycles/s%s", sc_cyc / fs_t,
-                   rtl_t > 0 ? "" : "\n");
-        if (fs_t > 0 && rtl_t > 0)
-            printf(" (%.0fx the rtl)\n", (sc_cyc / fs_t) / (rtl_cyc / rtl_t));
+    speeds_t sp = {rtl_cyc, sc_cyc, rtl_t, sc_t, fs_t};
+    if (samples) { /* for --merge: every kept sample, the speeds and the failures */
+        for (uint64_t i = 0; i < n; i++)
+            printf("sample %" PRIu64 " %" PRIu64 " %" PRIu64 " %zu %" PRIu64 " %" PRIu64 " %.17g %u %u\n", s[i].seed,
+                   s[i].rtl, s[i].sc, s[i].ninsns, s[i].ops, s[i].bytes, s[i].bw, s[i].lat, s[i].out);
+        printf("speeds %" PRIu64 " %" PRIu64 " %.17g %.17g %.17g\n", sp.rtl_cyc, sp.sc_cyc, sp.rtl_t, sp.sc_t, sp.fs_t);
+        printf("config %s\n", config);
+        printf("programs %" PRIu64 " failed %" PRIu64 " reused %" PRIu64 "\n", shard_programs, bad, reused);
+    } else {
+        summarize(s, n, bad, count, config, rtl_log, reused, &sp);
     }
     free(s);
     free(cnt);

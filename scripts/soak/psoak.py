@@ -1,10 +1,11 @@
 #!/usr/bin/python3
-"""Run a differential soak (tsr_soak, normal or --hostile) as shards in parallel:
-worker processes on this machine's cores, or one Slurm job array (the engine the DSE
-uses, scripts/dse/tsrdse/jobarray.py), then add the shards' results up.
+"""Run a differential soak (tsr_soak, normal or --hostile) or a calibration of the SystemC
+model against the RTL (tsr_sccal) as shards in parallel: worker processes on this
+machine's cores, or one Slurm job array (the engine the DSE uses,
+scripts/dse/tsrdse/jobarray.py), then add the shards' results up.
 
-  psoak.py [--jobs N] [--shards K] [--engine local|slurm] [--out DIR] [--soak PATH]
-           -- TSR_SOAK_ARGS...
+  psoak.py [--tool soak|sccal] [--jobs N] [--shards K] [--engine local|slurm] [--out DIR]
+           [--bin PATH] -- TOOL_ARGS...
 
 Shard k runs `tsr_soak TSR_SOAK_ARGS --shard k/K --quiet`: program i of the soak goes to
 shard i % K with the seed, config and interleaving the serial run gives it, so the K
@@ -16,11 +17,17 @@ output (its mismatch reports and summary) as `[shard k] ...`, then one line
 and exits 0 only when every shard ran to its summary, the shards' programs add up to
 --count, and nothing mismatched (1 otherwise; 2 for a bad command line). A 100 k-program
 soak on a cluster: `psoak.py --engine slurm --shards 200 -- --count 100000 --backend rtl`.
+
+--tool sccal: shard k runs `tsr_sccal TOOL_ARGS --shard k/K --samples` (its programs'
+cycles on systemc and the RTL, one line each), then `tsr_sccal --merge` prints the report
+one serial run would print (error statistics equal; the speeds are the shards' cycles over
+their summed CPU time) and gives the exit status.
 """
 import argparse
 import os
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -45,8 +52,8 @@ def parse(argv):
     ap.add_argument("--shards", type=int, default=0, help="shards (default: --jobs, at least 1)")
     ap.add_argument("--engine", choices=("local", "slurm"), default="local")
     ap.add_argument("--out", help="directory for the shards' outputs (default: a temporary one, kept on failure)")
-    ap.add_argument("--soak", default=os.path.join(os.path.dirname(os.path.dirname(HERE)), "build", "tests",
-                                                   "tsr_soak"), help="the tsr_soak binary")
+    ap.add_argument("--tool", choices=("soak", "sccal"), default="soak")
+    ap.add_argument("--bin", help="the tool's binary (default build/tests/tsr_soak or tsr_sccal)")
     if "--" not in argv:
         fail("the soak's own arguments follow `--` (e.g. psoak.py -j 2 -- --count 1000 --backend rtl)")
     cut = argv.index("--")
@@ -62,9 +69,12 @@ def parse(argv):
         fail(f"--shards {a.shards}: want 1 .. 100000")
     if any(x == "--shard" or x.startswith("--shard=") for x in a.args):
         fail("--shard is psoak's to set, not an argument to pass through")
-    if not (os.path.isfile(a.soak) and os.access(a.soak, os.X_OK)):
-        fail(f"{a.soak}: no tsr_soak binary there (build first, or pass --soak PATH)")
-    a.count = 100  # tsr_soak's default
+    a.bin = a.bin or os.path.join(os.path.dirname(os.path.dirname(HERE)), "build", "tests", "tsr_" + a.tool)
+    if not (os.path.isfile(a.bin) and os.access(a.bin, os.X_OK)):
+        fail(f"{a.bin}: no tsr_{a.tool} binary there (build first, or pass --bin PATH)")
+    if a.tool == "sccal" and any(x in ("--samples", "--merge", "--jit-resnet18") for x in a.args):
+        fail("--samples and --merge are psoak's to set; --jit-resnet18 is one run, not shards")
+    a.count = 100  # the tools' default
     for i, x in enumerate(a.args):
         if x == "--count":
             if i + 1 >= len(a.args) or not re.fullmatch(r"\d+", a.args[i + 1]):
@@ -101,11 +111,29 @@ def merge(res, out):
     return programs, mism, problems
 
 
+def merge_sccal(a, res, out, wall):
+    """tsr_sccal --merge over the shards' samples; its report, its exit status."""
+    sys.stdout.flush()
+    died = [f"shard {k}: exit {rc} (output {path})" for k, (rc, path) in enumerate(res) if rc not in (0, 1)]
+    r = subprocess.run([a.bin, "--merge"] + [path for _, path in res], capture_output=True, text=True)
+    sys.stdout.write(r.stdout)
+    for p in died + ([r.stderr.strip()] if r.stderr.strip() else []):
+        print(f"psoak: {p}")
+    ok = r.returncode == 0 and not died
+    print(f"psoak: sccal over {a.shards} shards on {a.engine}, {wall:.1f} s wall" + ("" if ok else " (failed)"))
+    if ok and not a.out:
+        shutil.rmtree(out, ignore_errors=True)
+    elif not ok:
+        print(f"psoak: the shards' outputs are in {out}")
+    return 0 if ok else 1
+
+
 def main(argv):
     a = parse(argv)
     out = a.out or tempfile.mkdtemp(prefix="psoak-")
     os.makedirs(out, exist_ok=True)
-    cmds = [[a.soak] + a.args + ["--shard", f"{k}/{a.shards}", "--quiet"] for k in range(a.shards)]
+    last = ["--quiet"] if a.tool == "soak" else ["--samples"]
+    cmds = [[a.bin] + a.args + ["--shard", f"{k}/{a.shards}"] + last for k in range(a.shards)]
     t0 = time.monotonic()
     if a.engine == "local":
         res = jobarray.run_local(cmds, a.jobs, out)
@@ -115,6 +143,8 @@ def main(argv):
         except (RuntimeError, OSError) as e:
             fail(str(e))
     wall = time.monotonic() - t0
+    if a.tool == "sccal":
+        return merge_sccal(a, res, out, wall)
     programs, mism, problems = merge(res, sys.stdout)
     for p in problems:
         print(f"psoak: {p}")

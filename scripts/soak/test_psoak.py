@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Tests of the parallel soak runner (psoak.py).
 
-  test_psoak.py TSR_SOAK WORKDIR local|slurm
+  test_psoak.py TSR_SOAK WORKDIR local|sccal|slurm
 
 local: the shards of a hostile soak (fsim against fsim with random interleavings) run the
        serial soak's streams: the counts of streams that both devices ran to the end and
@@ -9,6 +9,8 @@ local: the shards of a hostile soak (fsim against fsim with random interleavings
        soak over random configs the same; a stand-in soak that reports a mismatch in one
        shard, one that miscounts, one that crashes: each makes psoak fail and say why; bad
        command lines exit 2 with one line.
+sccal: a calibration (tsr_sccal, next to TSR_SOAK) in shards prints the serial run's error
+       statistics (tiny config: it runs the RTL); --merge refuses a shard's cut output.
 slurm: the same normal soak as one job array on a single-node Slurm started here
        (scripts/dse/slurm_local.sh; skipped, exit 77, where it cannot run).
 """
@@ -35,7 +37,7 @@ def run(cmd, env=None):
 
 
 def psoak(*args, soak=SOAK, env=None):
-    return run([sys.executable, PSOAK, "--soak", soak] + list(args), env)
+    return run([sys.executable, PSOAK, "--bin", soak] + list(args), env)
 
 
 def hostile_counts(text):
@@ -92,6 +94,27 @@ def test_local():
     check(r.returncode == 2 and "no tsr_soak binary" in r.stderr, "a missing soak binary is refused")
 
 
+def strip_speeds(text):
+    return [ln for ln in text.splitlines() if not ln.startswith(("speed", "fsim alone"))]
+
+
+def test_sccal():
+    """The calibration in shards prints the serial run's report (but its speeds)."""
+    sccal = os.path.join(os.path.dirname(SOAK), "tsr_sccal")
+    args = ["--config", "tiny", "--count", "30", "--seed", "4"]
+    serial = run([sccal] + args)
+    r = run([sys.executable, PSOAK, "--tool", "sccal", "--bin", sccal, "-j", "2", "--shards", "3", "--"] + args)
+    rep = [ln for ln in r.stdout.splitlines() if not ln.startswith("psoak:")]
+    check(serial.returncode == 0 and "mean |err|" in serial.stdout, "serial calibration runs")
+    check(r.returncode == 0 and strip_speeds("\n".join(rep)) == strip_speeds(serial.stdout),
+          "3 calibration shards print the serial report's error statistics")
+    cut = os.path.join(WORK, "cut.txt")
+    with open(cut, "w") as f:
+        f.write("sample 5 100 101 20 3 64 0 0 0\n")
+    r = run([sccal, "--merge", cut])
+    check(r.returncode == 2 and "has no summary line" in r.stderr, "--merge refuses a shard that did not finish")
+
+
 def test_slurm():
     sdir = os.path.join(WORK, "slurm")
     st = run([os.path.join(os.path.dirname(HERE), "dse", "slurm_local.sh"), "start", sdir])
@@ -116,7 +139,7 @@ def test_slurm():
 
 
 os.makedirs(WORK, exist_ok=True)
-{"local": test_local, "slurm": test_slurm}[WHICH]()
+{"local": test_local, "sccal": test_sccal, "slurm": test_slurm}[WHICH]()
 if failures:
     print(f"{len(failures)} failed")
     sys.exit(1)
