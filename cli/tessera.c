@@ -21,11 +21,13 @@
 #include "tsr_cli_op.h"
 #include "tsr_cli_plan.h"
 #include "tsr_cli_run.h"
+#include "tsr_cli_train.h"
 #include "tsr_cli_verify.h"
 
-/* op and infer take the device options as an argument. */
+/* op, infer and train take the device options as an argument. */
 static int cmd_op(int argc, char **argv) { return tsr_cli_op(argc, argv, tsr_cli_dev()); }
 static int cmd_infer(int argc, char **argv) { return tsr_cli_infer(argc, argv, tsr_cli_dev()); }
+static int cmd_train(int argc, char **argv) { return tsr_cli_train(argc, argv, tsr_cli_dev()); }
 
 typedef struct tsr_cli_cmd {
     const char *name;
@@ -40,6 +42,7 @@ static const tsr_cli_cmd_t cmds[] = {
     {"run", tsr_cli_run, "assemble and run a program (.s) on a device"},
     {"net", tsr_cli_net, "run a whole network (ResNet-18) on a device: per-layer table and totals"},
     {"infer", cmd_infer, "run a quantized ONNX model on .npy inputs (device + host, placement printed)"},
+    {"train", cmd_train, "fine-tune a quantized ONNX model's last layers on the device (on-device training)"},
     {"plan", tsr_cli_plan, "place a network over K devices as a pipeline (optimal planner, JIT costs)"},
     {"bench", tsr_cli_bench, "measure simulator throughput on a GEMM-heavy stream"},
     {"asm", tsr_cli_asm, "assemble a program into a binary instruction stream"},

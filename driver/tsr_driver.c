@@ -37,6 +37,8 @@ struct tsr_device {
     char struct_msg[512];         /* its message */
     void *ext;                    /* host-side extension object (the JIT kernel cache), or NULL */
     void (*ext_dtor)(tsr_device_t *, void *); /* destroys ext at close, or NULL */
+    uint64_t mem_in_use;          /* bytes of the user buffers and the instruction buffer now */
+    uint64_t mem_peak;            /* their most since open or tsr_mem_reset_peak */
 };
 
 /* Simulators first; the board backends (zynq; xrt when built with libxrt)
@@ -144,6 +146,24 @@ void tsr_device_set_ext(tsr_device_t *d, void *ext, void (*dtor)(tsr_device_t *d
 
 void *tsr_device_ext(const tsr_device_t *d) { return d->ext; }
 
+/* The high-water mark of the device's DRAM (tsr_mem_usage). */
+static void mem_add(tsr_device_t *d, uint64_t size)
+{
+    d->mem_in_use += size;
+    if (d->mem_in_use > d->mem_peak)
+        d->mem_peak = d->mem_in_use;
+}
+
+int tsr_mem_usage(const tsr_device_t *d, tsr_mem_usage_t *out)
+{
+    out->in_use = d->mem_in_use;
+    out->peak = d->mem_peak;
+    out->buffers = d->nbufs;
+    return TSR_OK;
+}
+
+void tsr_mem_reset_peak(tsr_device_t *d) { d->mem_peak = d->mem_in_use; }
+
 static int track(tsr_device_t *d, uint64_t addr, uint64_t size)
 {
     if (d->nbufs == d->capbufs) {
@@ -155,6 +175,7 @@ static int track(tsr_device_t *d, uint64_t addr, uint64_t size)
         d->capbufs = cap;
     }
     d->bufs[d->nbufs++] = (dbuf_t){addr, size};
+    mem_add(d, size);
     return TSR_OK;
 }
 
@@ -196,8 +217,10 @@ int tsr_mem_free(tsr_device_t *d, uint64_t addr)
                 return tsr_err(TSR_EINVAL, "cannot free buffer 0x%llx while a stream is running",
                                (unsigned long long)addr);
             int rc = d->ops->mem_free(d->state, addr);
-            if (!rc)
+            if (!rc) {
+                d->mem_in_use -= d->bufs[i].size;
                 d->bufs[i] = d->bufs[--d->nbufs];
+            }
             return rc;
         }
     return tsr_err(TSR_EINVAL, "0x%llx is not the start of a buffer allocated on this device",
@@ -290,15 +313,19 @@ int tsr_submit(tsr_device_t *d, const tsr_insn_t *insns, size_t n)
     }
     /* The instruction buffer is the driver's, not in the user's list. */
     if (d->insn_cap < n * TSR_INSN_BYTES) {
-        if (d->insn_addr)
+        if (d->insn_addr) {
             d->ops->mem_free(d->state, d->insn_addr);
+            d->mem_in_use -= d->insn_cap;
+        }
         d->insn_addr = 0;
+        d->insn_cap = 0;
         uint64_t cap = 4096;
         while (cap < n * TSR_INSN_BYTES)
             cap <<= 1;
         if ((rc = d->ops->mem_alloc(d->state, cap, 4096, &d->insn_addr)))
             goto out;
         d->insn_cap = cap;
+        mem_add(d, cap);
     }
     if ((rc = d->ops->mem_write(d->state, d->insn_addr, bytes, n * TSR_INSN_BYTES)))
         goto out;

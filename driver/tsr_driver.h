@@ -60,6 +60,18 @@ int tsr_mem_alloc_at(tsr_device_t *dev, uint64_t addr, uint64_t size);
 int tsr_mem_free(tsr_device_t *dev, uint64_t addr);
 int tsr_mem_write(tsr_device_t *dev, uint64_t addr, const void *src, uint64_t n);
 int tsr_mem_read(tsr_device_t *dev, uint64_t addr, void *dst, uint64_t n);
+/* Device DRAM in use: the bytes of the allocated buffers and of the
+ * driver's instruction buffer now, and their high-water mark since open or
+ * the last tsr_mem_reset_peak (sizes as asked, before alignment): what a
+ * run needs of the device's memory (training vs inference, issue 27). */
+typedef struct tsr_mem_usage {
+    uint64_t in_use;   /* bytes now */
+    uint64_t peak;     /* most bytes at once */
+    uint64_t buffers;  /* user buffers now */
+} tsr_mem_usage_t;
+int tsr_mem_usage(const tsr_device_t *dev, tsr_mem_usage_t *out);
+/* Start a new high-water mark from what is in use now. */
+void tsr_mem_reset_peak(tsr_device_t *dev);
 
 /* Verify, copy into an instruction buffer and start n instructions. */
 int tsr_submit(tsr_device_t *dev, const tsr_insn_t *insns, size_t n);

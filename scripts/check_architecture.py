@@ -4,7 +4,7 @@
     /usr/bin/python3 scripts/check_architecture.py [--root DIR] [--self-test]
 
 Fails (exit 1), one line per finding naming the file, when:
-  - a source file of a layer directory (isa/ sim/ driver/ jit/ onnx/ cli/ hw/rtl/, and the .py files
+  - a source file of a layer directory (isa/ sim/ driver/ jit/ onnx/ train/ cli/ hw/rtl/, and the .py files
     of python/) is not named in docs/architecture.md;
   - docs/architecture.md names a file that does not exist;
   - a file's #include of a project header goes against the layer table of docs/architecture.md
@@ -25,14 +25,14 @@ import sys
 import tempfile
 
 # The directories whose source files architecture.md must list.
-LAYER_ROOTS = ("isa", "sim", "driver", "jit", "onnx", "cli", "hw/rtl", "python")
+LAYER_ROOTS = ("isa", "sim", "driver", "jit", "onnx", "train", "cli", "hw/rtl", "python")
 SOURCE_EXT = (".c", ".h", ".cpp", ".cc", ".hpp", ".sv", ".svh", ".v")
 # The Python package (python/) is listed by its .py files (its C is compiled from build_cffi.py).
 ROOT_EXT = {"python": (".py",)}
 # What counts as naming a file in architecture.md: a path under a layer root or hw/ with an
 # extension (prose included, so a renamed file cannot survive anywhere in the doc).
 NAMED_FILE_RE = re.compile(
-    r"(?<![\w./-])((?:isa|sim|driver|jit|onnx|cli|hw)/[\w./-]*\.(?:c|h|cpp|cc|hpp|sv|svh|v|md|vlt)"
+    r"(?<![\w./-])((?:isa|sim|driver|jit|onnx|train|cli|hw)/[\w./-]*\.(?:c|h|cpp|cc|hpp|sv|svh|v|md|vlt)"
     r"|python/[\w./-]*\.py)(?![\w/-])")
 INCLUDE_RE = re.compile(r'^\s*(?:#\s*include|`include)\s+"([^"]+)"', re.M)
 ARCH_DOC = "docs/architecture.md"

@@ -1,0 +1,791 @@
+/*
+ * tsr_train: the training session (tsr_train.h): the trainable part chosen
+ * and checked, the data checked, the frozen features, the epochs, the
+ * measures, the tuned model's file. One step is tsr_train_step.c.
+ */
+#include "tsr_train.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tsr_dtype.h"
+#include "tsr_error.h"
+#include "tsr_strsafe.h"
+#include "tsr_train_int.h"
+#include "tsr_util.h"
+
+/* ---------------------------------------------------------------- choosing the trainable part */
+
+static int has_weights(const tsr_onnx_layer_t *L)
+{
+    return L->device && (L->kind == TSR_OXL_CONV || L->kind == TSR_OXL_DENSE);
+}
+
+/* name names layer L: its node name (with or without the leading '/'), the first component of
+ * its path ("fc" for "/fc/Gemm"), or its weight constant's name. */
+static int names(const tsr_onnx_layer_t *L, const char *name, size_t len)
+{
+    const char *n = L->node;
+    if (strlen(n) == len && !strncmp(n, name, len))
+        return 1;
+    if (n[0] == '/')
+        n++;
+    if (strlen(n) == len && !strncmp(n, name, len))
+        return 1;
+    if (!strncmp(n, name, len) && n[len] == '/')
+        return 1;
+    return L->w_name && strlen(L->w_name) == len && !strncmp(L->w_name, name, len);
+}
+
+/* "conv1 (/conv1/Conv), ..." : the layers with weights, for messages */
+static void weight_layers(const tsr_trainer_t *tr, char *buf, size_t n)
+{
+    size_t k = 0;
+    buf[0] = 0;
+    for (int i = 0; i < tr->nls && k < n; i++)
+        if (has_weights(&tr->ls[i]))
+            k += (size_t)snprintf(buf + k, n - k, "%s%s (%s)", k ? ", " : "", TSR_SAFE(tr->ls[i].node),
+                                  tr->ls[i].op);
+}
+
+/* mark[i] = 1 for the layers opts->trainable names. */
+static int select_layers(tsr_trainer_t *tr, int *mark)
+{
+    const char *spec = tr->o.trainable;
+    char list[1024];
+    weight_layers(tr, list, sizeof list);
+    if (!strncmp(spec, "last:", 5)) {
+        char *end;
+        errno = 0;
+        const long k = strtol(spec + 5, &end, 10);
+        int nw = 0;
+        for (int i = 0; i < tr->nls; i++)
+            nw += has_weights(&tr->ls[i]);
+        if (errno || end == spec + 5 || *end || k < 1 || k > nw)
+            return tsr_err(TSR_EINVAL, "--trainable \"%s\": last:K needs K in [1, %d] (the layers with weights: %s)",
+                           TSR_SAFE(spec), nw, list);
+        for (int i = tr->nls - 1, left = (int)k; i >= 0 && left; i--)
+            if (has_weights(&tr->ls[i]))
+                mark[i] = 1, left--;
+        return 0;
+    }
+    const char *p = spec;
+    while (1) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        while (len && (*p == ' ')) /* (spaces around the commas) */
+            p++, len--;
+        while (len && p[len - 1] == ' ')
+            len--;
+        if (!len)
+            return tsr_err(TSR_EINVAL, "--trainable \"%s\": an empty layer name (the layers with weights: %s)",
+                           TSR_SAFE(spec), list);
+        int hit = -1, other = -1, nhit = 0;
+        for (int i = 0; i < tr->nls; i++)
+            if (names(&tr->ls[i], p, len)) {
+                if (has_weights(&tr->ls[i]))
+                    nhit += hit != i, hit = i;
+                else
+                    other = i;
+            }
+        char nm[256];
+        snprintf(nm, sizeof nm, "%.*s", (int)(len < 200 ? len : 200), p);
+        if (nhit > 1)
+            return tsr_err(TSR_EINVAL, "--trainable: \"%s\" names %d layers (give the node name: %s)", TSR_SAFE(nm),
+                           nhit, list);
+        if (hit < 0 && other >= 0)
+            return tsr_err(TSR_EINVAL, "--trainable: node \"%s\" (%s) has no weights to train (the layers with "
+                           "weights: %s)", TSR_SAFE(tr->ls[other].node), tr->ls[other].op, list);
+        if (hit < 0)
+            return tsr_err(TSR_EINVAL, "--trainable: no layer \"%s\" in %s (the layers with weights: %s)",
+                           TSR_SAFE(nm), tr->path, list);
+        mark[hit] = 1;
+        if (!e)
+            break;
+        p = e + 1;
+    }
+    return 0;
+}
+
+/* The chain from the first trainable layer to the graph output, each layer checked. */
+static int build_part(tsr_trainer_t *tr, const int *mark)
+{
+    tr->first = -1;
+    for (int i = 0; i < tr->nls && tr->first < 0; i++)
+        if (mark[i])
+            tr->first = i;
+    if (!(tr->c = calloc((size_t)tr->nls, sizeof *tr->c)))
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    int prev_out = -1, dq = -1, end = -1;
+    for (int i = tr->first; i < tr->nls; i++) {
+        const tsr_onnx_layer_t *L = &tr->ls[i];
+        const char *nm = TSR_SAFE(L->node);
+        if (i > tr->first && L->in != prev_out)
+            return tsr_err(TSR_EINVAL, "node \"%s\" (%s) does not read the output of the layer before it: the "
+                           "trainable part must be a chain (no branches)", nm, L->op);
+        if (dq >= 0) { /* after the logits' DequantizeLinear: an optional Softmax, then nothing */
+            if (L->kind != TSR_OXL_SOFTMAX || end >= 0)
+                return tsr_err(TSR_EINVAL, "node \"%s\" (%s) after the logits has no backward here (the trainable "
+                               "part ends in a DequantizeLinear and at most a Softmax)", nm, L->op);
+            end = i;
+            prev_out = L->out;
+            continue;
+        }
+        if (!L->device) {
+            if (L->kind != TSR_OXL_DEQUANT || !tr->nc)
+                return tsr_err(TSR_EINVAL, "node \"%s\" (%s) runs on the host and has no backward here (the "
+                               "trainable part: conv, dense and max pool on the device, then the logits' "
+                               "DequantizeLinear)", nm, L->op);
+            dq = end = i;
+            prev_out = L->out;
+            continue;
+        }
+        if (L->kind == TSR_OXL_OTHER)
+            return tsr_err(TSR_EINVAL, "node \"%s\" (%s) has no backward here (supported in the trainable part: "
+                           "Conv with group 1, Gemm/MatMul, MaxPool; train later layers only)", nm, L->op);
+        if (L->kind == TSR_OXL_CONV && L->conv.groups != 1)
+            return tsr_err(TSR_EINVAL, "node \"%s\" (%s): a grouped or depthwise conv (group %d) has no backward "
+                           "here yet (train later layers only)", nm, L->op, L->conv.groups);
+        if (mark[i] && L->why_not)
+            return tsr_err(TSR_EINVAL, "node \"%s\" (%s) cannot be trained: %s", nm, L->op, L->why_not);
+        if (has_weights(L) && i > tr->first && (!L->w_scale || L->x_scale <= 0))
+            return tsr_err(TSR_EINVAL, "node \"%s\" (%s): its input gradient needs its weight scales, which only "
+                           "a QDQ node gives (%s)", nm, L->op, L->why_not ? L->why_not : "?");
+        trl_t *l = &tr->c[tr->nc++];
+        l->L = *L;
+        l->trainable = mark[i];
+        l->need_dx = i > tr->first;
+        prev_out = L->out;
+    }
+    if (dq < 0 || !tr->ls[end].is_output)
+        return tsr_err(TSR_EINVAL, "%s: the trainable part does not end in the graph output through the logits' "
+                       "DequantizeLinear (the last layer's output is \"%s\")", tr->path,
+                       TSR_SAFE(tr->ls[end >= 0 ? end : tr->nls - 1].out_name));
+    tr->out_scale = tr->ls[dq].q_scale;
+    tr->out_zp = tr->ls[dq].q_zp;
+    return 0;
+}
+
+/* Sizes, buffers, the master copies and the requantization of each layer of the part. */
+static int init_part(tsr_trainer_t *tr)
+{
+    const int B = tr->o.batch;
+    size_t gmax = 0, amax = 0;
+    for (int j = 0; j < tr->nc; j++) {
+        trl_t *l = &tr->c[j];
+        const tsr_onnx_layer_t *L = &l->L;
+        if (L->kind == TSR_OXL_CONV) {
+            int oh, ow;
+            if (tsr_conv2d_check(&L->conv, &oh, &ow))
+                return tsr_err_prefix(TSR_EINVAL, "node \"%s\": ", TSR_SAFE(L->node));
+            l->x_dtype = L->conv.x_dtype, l->y_dtype = L->conv.y_dtype;
+            l->x_zp = L->conv.x_zp, l->y_zp = L->conv.y_zp;
+            l->act_min = L->conv.act_min, l->act_max = L->conv.act_max;
+            l->x_elems = (size_t)L->conv.c_in * L->conv.h * L->conv.w;
+            l->y_elems = (size_t)L->conv.c_out * oh * ow;
+            l->M = L->conv.c_out;
+            l->K = L->conv.c_in * L->conv.kh * L->conv.kw;
+        } else if (L->kind == TSR_OXL_DENSE) {
+            l->x_dtype = L->dense.x_dtype, l->y_dtype = L->dense.y_dtype;
+            l->x_zp = L->dense.x_zp, l->y_zp = L->dense.y_zp;
+            l->act_min = L->dense.act_min, l->act_max = L->dense.act_max;
+            l->x_elems = (size_t)L->dense.k;
+            l->y_elems = (size_t)L->dense.m;
+            l->M = L->dense.m;
+            l->K = L->dense.k;
+        } else {
+            int oh, ow;
+            if (tsr_pool_check(&L->pool, &oh, &ow))
+                return tsr_err_prefix(TSR_EINVAL, "node \"%s\": ", TSR_SAFE(L->node));
+            l->x_dtype = l->y_dtype = L->pool.dtype;
+            l->x_zp = l->y_zp = L->pool.zp;
+            l->x_elems = (size_t)L->pool.c * L->pool.h * L->pool.w;
+            l->y_elems = (size_t)L->pool.c * oh * ow;
+        }
+        if (j && l->x_elems != tr->c[j - 1].y_elems)
+            return tsr_err(TSR_EINVAL, "node \"%s\" (%s) reads %zu values per sample, the layer before writes %zu",
+                           TSR_SAFE(L->node), L->op, l->x_elems, tr->c[j - 1].y_elems);
+        gmax = gmax > l->x_elems ? gmax : l->x_elems;
+        gmax = gmax > l->y_elems ? gmax : l->y_elems;
+        if (!(l->y = malloc((size_t)B * l->y_elems)))
+            return tsr_err(TSR_ENOMEM, "out of memory");
+        if (!l->M)
+            continue;
+        const size_t nw = (size_t)l->M * l->K;
+        amax = amax > nw ? amax : nw;
+        l->wc = L->w_count > 0 ? L->w_count : 1;
+        l->has_bias = L->bias != NULL;
+        l->wq = malloc(nw);
+        l->bq = calloc((size_t)l->M, sizeof *l->bq);
+        l->ws = malloc(sizeof(float) * (size_t)l->wc);
+        l->mult = malloc(sizeof(int32_t) * (size_t)l->wc);
+        l->shift = malloc(sizeof(int32_t) * (size_t)l->wc);
+        l->fscale = malloc(sizeof(float) * (size_t)l->wc);
+        l->wzp = calloc((size_t)l->M, sizeof(int32_t));
+        l->w = malloc(sizeof(float) * nw);
+        l->b = calloc((size_t)l->M, sizeof(float));
+        l->vw = calloc(nw, sizeof(float));
+        l->vb = calloc((size_t)l->M, sizeof(float));
+        l->gw = calloc(nw, sizeof(float));
+        l->gb = calloc((size_t)l->M, sizeof(float));
+        if (!l->wq || !l->bq || !l->ws || !l->mult || !l->shift || !l->fscale || !l->wzp || !l->w || !l->b ||
+            !l->vw || !l->vb || !l->gw || !l->gb)
+            return tsr_err(TSR_ENOMEM, "out of memory");
+        memcpy(l->wq, L->w, nw);
+        if (l->has_bias)
+            memcpy(l->bq, L->bias, sizeof(int32_t) * (size_t)l->M);
+        if (L->w_scale)
+            memcpy(l->ws, L->w_scale, sizeof(float) * (size_t)l->wc);
+        else
+            l->ws[0] = 1;
+        /* the master copy: what the file's int8 values mean */
+        for (size_t i = 0; i < nw; i++)
+            l->w[i] = (float)l->wq[i] * l->ws[l->wc > 1 ? i / (size_t)l->K : 0];
+        for (int m = 0; m < l->M; m++)
+            l->b[m] = (float)l->bq[m] * (L->x_scale * l->ws[l->wc > 1 ? m : 0]);
+        if (L->w_scale) {
+            int rc = tsr_onnx_layer_requant(tr->m, L, l->ws, l->mult, l->shift, l->fscale, &l->has_fscale);
+            if (rc)
+                return rc;
+        } else { /* a frozen operator-form layer: the importer's own requantization */
+            const tsr_requant_t *rq = L->kind == TSR_OXL_CONV ? &L->conv.rq : &L->dense.rq;
+            if (rq->rq_count != l->wc)
+                return tsr_err(TSR_EINVAL, "node \"%s\": %d requantization scales", TSR_SAFE(L->node),
+                               rq->rq_count);
+            memcpy(l->mult, rq->mult, sizeof(int32_t) * (size_t)l->wc);
+            memcpy(l->shift, rq->shift, sizeof(int32_t) * (size_t)l->wc);
+            l->has_fscale = rq->fscale != NULL;
+            if (rq->fscale)
+                memcpy(l->fscale, rq->fscale, sizeof(float) * (size_t)l->wc);
+        }
+    }
+    tr->classes = (int)tr->c[tr->nc - 1].y_elems;
+    if (tr->classes < 2 || tr->classes > 4096)
+        return tsr_err(TSR_EINVAL, "%s: the logits have %d values per sample (2..4096 classes)", tr->path, tr->classes);
+    tr->feat_dtype = tr->c[0].x_dtype;
+    tr->feat_elems = tr->c[0].x_elems;
+    tr->gcap = (size_t)B * gmax;
+    const size_t accn = tr->gcap > amax ? tr->gcap : amax;
+    tr->g = malloc(sizeof(float) * tr->gcap);
+    tr->g2 = malloc(sizeof(float) * tr->gcap);
+    tr->q = malloc(tr->gcap);
+    tr->acc = malloc(sizeof(int32_t) * accn);
+    tr->probs = malloc(sizeof(float) * (size_t)B * (size_t)tr->classes);
+    tr->x0 = malloc((size_t)B * tr->feat_elems);
+    if (!tr->g || !tr->g2 || !tr->q || !tr->acc || !tr->probs || !tr->x0)
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    return 0;
+}
+
+/* The options a run can be refused for before the model is read. */
+static int check_opts(const tsr_train_opts_t *o)
+{
+    if (!o->trainable || !o->trainable[0])
+        return tsr_err(TSR_EINVAL, "--trainable: give the layers to train (names, or last:K)");
+    if (o->epochs < 1 || o->epochs > TSR_TRAIN_MAX_EPOCHS)
+        return tsr_err(TSR_EINVAL, "--epochs %d: must be in [1, %d]", o->epochs, TSR_TRAIN_MAX_EPOCHS);
+    if (o->batch < 1 || o->batch > TSR_TRAIN_MAX_BATCH)
+        return tsr_err(TSR_EINVAL, "--batch %d: must be in [1, %d]", o->batch, TSR_TRAIN_MAX_BATCH);
+    if (!isfinite(o->lr) || !(o->lr > 0))
+        return tsr_err(TSR_EINVAL, "--lr %g: the learning rate must be finite and > 0", o->lr);
+    if (!isfinite(o->momentum) || o->momentum < 0 || o->momentum >= 1)
+        return tsr_err(TSR_EINVAL, "--momentum %g: must be in [0, 1)", o->momentum);
+    return 0;
+}
+
+/* An update that cannot fit the int32 bias: with momentum mu a constant unit gradient moves a bias
+ * by up to lr / (1 - mu) per step; that many steps of its x_scale * w_scale grid must fit int32
+ * (by a factor of 2: the bias itself is there too). Refused before training, naming the layer. */
+static int check_lr(const tsr_trainer_t *tr)
+{
+    const double step = tr->o.lr / (1.0 - tr->o.momentum);
+    for (int j = 0; j < tr->nc; j++) {
+        const trl_t *l = &tr->c[j];
+        if (!l->trainable || !l->has_bias)
+            continue;
+        for (int c = 0; c < l->wc; c++) {
+            const double grid = (double)l->L.x_scale * l->ws[c];
+            if (!(step / grid < 1073741824.0))
+                return tsr_err(TSR_EINVAL, "--lr %g (momentum %g): one update of a unit gradient would move the "
+                               "int32 bias of node \"%s\" by %.3g steps of its grid x_scale * w_scale = %.3g, past "
+                               "int32: the fixed-point update would overflow", tr->o.lr, tr->o.momentum,
+                               TSR_SAFE(l->L.node), step / grid, grid);
+        }
+    }
+    return 0;
+}
+
+int tsr_train_open(const char *path, tsr_device_t *dev, const tsr_train_opts_t *opts, tsr_trainer_t **out)
+{
+    *out = NULL;
+    int rc = check_opts(opts);
+    if (rc)
+        return rc;
+    if (strlen(path) >= sizeof ((tsr_trainer_t *)0)->path)
+        return tsr_err(TSR_EINVAL, "model path too long");
+    tsr_trainer_t *tr = calloc(1, sizeof *tr);
+    int *mark = NULL;
+    if (!tr)
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    snprintf(tr->path, sizeof tr->path, "%s", path);
+    tr->o = *opts;
+    tr->dev = dev;
+    tr->cfg = *tsr_device_config(dev);
+    if (!(rc = tsr_onnx_load(path, opts->batch, &tr->m)) && !(rc = tsr_onnx_set_target(tr->m, &tr->cfg)))
+        rc = tsr_onnx_layers(tr->m, &tr->ls, &tr->nls);
+    if (!rc && !(mark = calloc((size_t)tr->nls + 1, sizeof *mark)))
+        rc = tsr_err(TSR_ENOMEM, "out of memory");
+    if (!rc)
+        rc = select_layers(tr, mark);
+    if (!rc)
+        rc = build_part(tr, mark);
+    if (!rc && (rc = tsr_onnx_check_value(tr->m, tr->ls[tr->first].in_name, TSR_ONNX_KEEP_ALL)))
+        rc = tsr_err_prefix(rc, "the input of the trainable part (node \"%s\"): ", TSR_SAFE(tr->ls[tr->first].node));
+    if (!rc)
+        rc = init_part(tr);
+    if (!rc)
+        rc = check_lr(tr);
+    free(mark);
+    if (rc) {
+        tsr_train_free(tr);
+        return rc;
+    }
+    *out = tr;
+    return 0;
+}
+
+void tsr_train_free(tsr_trainer_t *tr)
+{
+    if (!tr)
+        return;
+    for (int j = 0; tr->c && j < tr->nc; j++) {
+        trl_t *l = &tr->c[j];
+        free(l->y), free(l->wq), free(l->bq), free(l->ws), free(l->mult), free(l->shift), free(l->fscale);
+        free(l->wzp), free(l->w), free(l->b), free(l->vw), free(l->vb), free(l->gw), free(l->gb);
+    }
+    free(tr->c);
+    free(tr->g), free(tr->g2), free(tr->q), free(tr->acc), free(tr->probs), free(tr->x0);
+    free(tr->ls);
+    tsr_onnx_free(tr->m);
+    free(tr);
+}
+
+void tsr_train_print_plan(const tsr_trainer_t *tr, FILE *f)
+{
+    fprintf(f, "trainable part of %s (%d layers; the %d before run once per sample as inference):\n", tr->path,
+            tr->nc, tr->first);
+    for (int j = 0; j < tr->nc; j++) {
+        const trl_t *l = &tr->c[j];
+        const char *kind = l->L.kind == TSR_OXL_CONV ? "conv" : l->L.kind == TSR_OXL_DENSE ? "dense" : "maxpool";
+        fprintf(f, "  %-20s %-8s %-7s %-9s", TSR_SAFE(l->L.node), l->L.op, kind,
+                l->M ? (l->trainable ? "trained" : "frozen") : "-");
+        if (l->L.kind == TSR_OXL_CONV)
+            fprintf(f, " %dx%d,%d->%d,%dx%d", l->L.conv.h, l->L.conv.w, l->L.conv.c_in, l->L.conv.c_out, l->L.conv.kh,
+                    l->L.conv.kw);
+        else if (l->L.kind == TSR_OXL_DENSE)
+            fprintf(f, " %d->%d", l->K, l->M);
+        else
+            fprintf(f, " %dx%d,%d,%dx%d,s%d", l->L.pool.h, l->L.pool.w, l->L.pool.c, l->L.pool.kh, l->L.pool.kw,
+                    l->L.pool.stride_h);
+        if (l->trainable)
+            fprintf(f, ", %d weights + %d biases, %s int8 scales", l->M * l->K, l->has_bias ? l->M : 0,
+                    l->wc > 1 ? "per-channel" : "per-tensor");
+        fputc('\n', f);
+    }
+    fprintf(f, "  logits: DequantizeLinear scale %g zero point %d, %d classes; softmax cross-entropy on the host\n",
+            (double)tr->out_scale, tr->out_zp, tr->classes);
+}
+
+/* ---------------------------------------------------------------- data */
+
+static const char *shape_str(const tsr_tensor_t *t, char *buf, size_t n)
+{
+    size_t k = (size_t)snprintf(buf, n, "%s [", tsr_dtype_name(t->dtype));
+    for (int i = 0; i < t->ndim && k < n; i++)
+        k += (size_t)snprintf(buf + k, n - k, "%s%lld", i ? "," : "", (long long)t->shape[i]);
+    if (k < n)
+        snprintf(buf + k, n - k, "]");
+    return buf;
+}
+
+int tsr_train_check_data(const tsr_trainer_t *tr, const tsr_tensor_t *x, const char *xname, const tsr_tensor_t *y,
+                         const char *yname)
+{
+    tsr_dtype_e dt;
+    int nd;
+    int64_t dims[8];
+    const char *iname;
+    int rc = tsr_onnx_input_info(tr->m, &dt, &nd, dims, &iname);
+    if (rc)
+        return rc;
+    char want[160], have[160];
+    size_t k = (size_t)snprintf(want, sizeof want, "%s [N", tsr_dtype_name(dt));
+    for (int i = 1; i < nd && k < sizeof want; i++)
+        k += (size_t)snprintf(want + k, sizeof want - k, ",%lld", (long long)dims[i]);
+    if (k < sizeof want)
+        snprintf(want + k, sizeof want - k, "]");
+    int same = x->dtype == dt && x->ndim == nd;
+    for (int i = 1; same && i < nd; i++)
+        same = x->shape[i] == dims[i];
+    if (!same)
+        return tsr_err(TSR_EINVAL, "%s: the data must be %s (the model's input \"%s\"), not %s", xname, want,
+                       TSR_SAFE(iname), shape_str(x, have, sizeof have));
+    const int64_t N = x->shape[0];
+    if (N < tr->o.batch || N > TSR_TRAIN_MAX_SAMPLES)
+        return tsr_err(TSR_EINVAL, "%s: %lld samples: need at least the batch (%d) and at most %d", xname,
+                       (long long)N, tr->o.batch, TSR_TRAIN_MAX_SAMPLES);
+    if (x->dtype == TSR_DT_FLOAT32) {
+        const float *f = x->data;
+        for (size_t i = 0; i < (size_t)tsr_tensor_numel(x); i++)
+            if (!isfinite(f[i]))
+                return tsr_err(TSR_EINVAL, "%s: element %zu (sample %lld) is not finite (%g)", xname, i,
+                               (long long)(i / ((size_t)tsr_tensor_numel(x) / (size_t)N)), (double)f[i]);
+    }
+    if ((y->dtype != TSR_DT_INT32 && y->dtype != TSR_DT_INT64) || y->ndim != 1 || y->shape[0] != N)
+        return tsr_err(TSR_EINVAL, "%s: the labels must be int32 or int64 [%lld], one per sample of %s, not %s", yname,
+                       (long long)N, xname, shape_str(y, have, sizeof have));
+    for (int64_t i = 0; i < N; i++) {
+        const int64_t v = y->dtype == TSR_DT_INT32 ? ((const int32_t *)y->data)[i] : ((const int64_t *)y->data)[i];
+        if (v < 0 || v >= tr->classes)
+            return tsr_err(TSR_EINVAL, "%s: label %lld of sample %lld is out of range (the model has %d classes: 0..%d)",
+                           yname, (long long)v, (long long)i, tr->classes, tr->classes - 1);
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- the run */
+
+static uint64_t cycles_now(tsr_device_t *dev)
+{
+    tsr_counters_t c;
+    return tsr_read_counters(dev, &c) ? 0 : c.cycles;
+}
+
+/* Rows [r0, r0 + B) of x (the last rows repeated past the end) as a model input of batch B. */
+static int batch_input(const tsr_tensor_t *x, int64_t r0, int B, tsr_tensor_t *in)
+{
+    int64_t shape[8];
+    memcpy(shape, x->shape, sizeof(int64_t) * (size_t)x->ndim);
+    shape[0] = B;
+    int rc = tsr_tensor_alloc(in, x->dtype, x->ndim, shape);
+    if (rc)
+        return rc;
+    const size_t row = (size_t)tsr_tensor_numel(x) / (size_t)x->shape[0] * tsr_dtype_size(x->dtype);
+    for (int i = 0; i < B; i++) {
+        const int64_t r = r0 + i < x->shape[0] ? r0 + i : x->shape[0] - 1;
+        memcpy((uint8_t *)in->data + (size_t)i * row, (const uint8_t *)x->data + (size_t)r * row, row);
+    }
+    return 0;
+}
+
+/* Inference of the whole model on the first batch (a model loaded for it, prepared as `tessera
+ * infer` does): its cycles and the device memory high-water mark. */
+static int measure_inference(tsr_trainer_t *tr, const tsr_tensor_t *x, tsr_train_stats_t *st)
+{
+    tsr_onnx_t *mi = NULL;
+    tsr_tensor_t in = {0}, out = {0};
+    tsr_mem_reset_peak(tr->dev);
+    int rc = tsr_onnx_load(tr->path, tr->o.batch, &mi);
+    if (!rc)
+        rc = tsr_onnx_prepare(mi, &tr->cfg, tr->dev, 0);
+    if (!rc)
+        rc = batch_input(x, 0, tr->o.batch, &in);
+    const uint64_t c0 = cycles_now(tr->dev);
+    if (!rc)
+        rc = tsr_onnx_run(mi, &in, &out);
+    st->infer_cycles = cycles_now(tr->dev) - c0;
+    tsr_mem_usage_t u;
+    tsr_mem_usage(tr->dev, &u);
+    st->peak_infer = u.peak;
+    tsr_tensor_free(&in);
+    tsr_tensor_free(&out);
+    tsr_onnx_free(mi);
+    return rc;
+}
+
+/* The frozen prefix once per sample: the part's input of every sample, *feat malloc'd. */
+static int features(tsr_trainer_t *tr, const tsr_tensor_t *x, uint8_t **feat, tsr_train_stats_t *st)
+{
+    const int B = tr->o.batch;
+    const int64_t N = x->shape[0];
+    tsr_onnx_t *mf = NULL;
+    *feat = malloc((size_t)N * tr->feat_elems);
+    if (!*feat)
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    const double t0 = tsr_now_s();
+    const uint64_t c0 = cycles_now(tr->dev);
+    int rc = tsr_onnx_load(tr->path, B, &mf);
+    if (!rc)
+        rc = tsr_onnx_prepare(mf, &tr->cfg, tr->dev, TSR_ONNX_KEEP_ALL);
+    const char *bname = tr->ls[tr->first].in_name;
+    for (int64_t r0 = 0; r0 < N && !rc; r0 += B) {
+        tsr_tensor_t in = {0}, out = {0}, f = {0};
+        rc = batch_input(x, r0, B, &in);
+        if (!rc)
+            rc = tsr_onnx_run(mf, &in, &out);
+        if (!rc)
+            rc = tsr_onnx_read_value(mf, bname, &f);
+        if (!rc && (size_t)tsr_tensor_numel(&f) != (size_t)B * tr->feat_elems)
+            rc = tsr_err(TSR_EINVAL, "%s: the trainable part's input \"%s\" has %zu values, expected %zu", tr->path,
+                         TSR_SAFE(bname), (size_t)tsr_tensor_numel(&f), (size_t)B * tr->feat_elems);
+        if (!rc) {
+            const int64_t nb = N - r0 < B ? N - r0 : B;
+            memcpy(*feat + (size_t)r0 * tr->feat_elems, f.data, (size_t)nb * tr->feat_elems);
+        }
+        tsr_tensor_free(&in), tsr_tensor_free(&out), tsr_tensor_free(&f);
+    }
+    st->feat_cycles = cycles_now(tr->dev) - c0;
+    st->feat_wall = tsr_now_s() - t0;
+    tsr_onnx_free(mf);
+    if (rc)
+        return tsr_err_prefix(rc, "the frozen layers (inference before the trainable part): ");
+    return 0;
+}
+
+/* One epoch's order: 0..N-1 shuffled by Fisher-Yates (j = splitmix64 mod (i + 1), i from N-1 down). */
+static void epoch_order(int64_t n, uint64_t *state, int64_t *order)
+{
+    for (int64_t i = 0; i < n; i++)
+        order[i] = i;
+    for (int64_t i = n - 1; i > 0; i--) {
+        const int64_t j = (int64_t)(tsr_splitmix64(state) % (uint64_t)(i + 1));
+        const int64_t t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+}
+
+int tsr_train_run(tsr_trainer_t *tr, const tsr_tensor_t *x, const tsr_tensor_t *y, tsr_train_stats_t *stats)
+{
+    tsr_train_stats_t local;
+    tsr_train_stats_t *st = stats ? stats : &local;
+    memset(st, 0, sizeof *st);
+    int rc = tsr_train_check_data(tr, x, "data", y, "labels");
+    if (rc)
+        return rc;
+    const int64_t N = x->shape[0];
+    const int B = tr->o.batch;
+    int32_t *lab = malloc(sizeof(int32_t) * (size_t)N), *blab = malloc(sizeof(int32_t) * (size_t)B);
+    int64_t *order = malloc(sizeof(int64_t) * (size_t)N);
+    uint8_t *feat = NULL;
+    if (!lab || !blab || !order) {
+        free(lab), free(blab), free(order);
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    }
+    for (int64_t i = 0; i < N; i++)
+        lab[i] = y->dtype == TSR_DT_INT32 ? ((const int32_t *)y->data)[i] : (int32_t)((const int64_t *)y->data)[i];
+    rc = measure_inference(tr, x, st);
+    if (!rc) {
+        tsr_mem_reset_peak(tr->dev);
+        rc = features(tr, x, &feat, st);
+    }
+    st->feat_bytes = (uint64_t)N * tr->feat_elems;
+    for (int j = 0; j < tr->nc; j++)
+        st->host_act_bytes += (uint64_t)B * tr->c[j].y_elems;
+    st->host_act_bytes += (uint64_t)B * tr->feat_elems;
+    tsr_mem_reset_peak(tr->dev);
+    uint64_t state = tr->o.seed;
+    for (int e = 0; e < tr->o.epochs && !rc; e++) {
+        const double t0 = tsr_now_s();
+        const uint64_t c0 = cycles_now(tr->dev);
+        uint64_t sf = 0, sb = 0, nfull = 0;
+        double loss = 0;
+        int64_t right = 0;
+        epoch_order(N, &state, order);
+        for (int64_t r0 = 0; r0 < N && !rc; r0 += B) {
+            tr->nb = (int)(N - r0 < B ? N - r0 : B);
+            for (int i = 0; i < tr->nb; i++) {
+                memcpy(tr->x0 + (size_t)i * tr->feat_elems, feat + (size_t)order[r0 + i] * tr->feat_elems,
+                       tr->feat_elems);
+                blab[i] = lab[order[r0 + i]];
+            }
+            const uint64_t a = cycles_now(tr->dev);
+            rc = tsr_train_forward(tr);
+            const uint64_t b = cycles_now(tr->dev);
+            double bl = 0;
+            int br = 0;
+            if (!rc)
+                rc = tsr_train_backward(tr, blab, &bl, &br);
+            const uint64_t c = cycles_now(tr->dev);
+            if (!rc)
+                rc = tsr_train_update(tr);
+            loss += bl;
+            right += br;
+            if (tr->nb == B)
+                sf += b - a, sb += c - b, nfull++;
+        }
+        if (rc)
+            break;
+        st->epochs = e + 1;
+        st->loss[e] = loss / (double)N;
+        st->accuracy[e] = (double)right / (double)N;
+        st->epoch_cycles[e] = cycles_now(tr->dev) - c0;
+        st->epoch_wall[e] = tsr_now_s() - t0;
+        if (nfull) {
+            st->step_fwd_cycles = sf / nfull;
+            st->step_bwd_cycles = sb / nfull;
+            st->step_cycles = st->step_fwd_cycles + st->step_bwd_cycles;
+        }
+        if (tr->o.progress) {
+            fprintf(tr->o.progress, "epoch %d/%d: loss %.4f, accuracy on the training data %.2f%% (%lld of %lld), ",
+                    e + 1, tr->o.epochs, st->loss[e], 100.0 * st->accuracy[e], (long long)right, (long long)N);
+            if (st->epoch_cycles[e])
+                fprintf(tr->o.progress, "device cycles %llu", (unsigned long long)st->epoch_cycles[e]);
+            else
+                fprintf(tr->o.progress, "device cycles - (untimed backend)");
+            fprintf(tr->o.progress, ", %.2f s\n", st->epoch_wall[e]);
+            fflush(tr->o.progress);
+        }
+    }
+    tsr_mem_usage_t u;
+    tsr_mem_usage(tr->dev, &u);
+    st->peak_train = u.peak;
+    st->bwd_device_macs = tr->gst.device_macs;
+    st->bwd_host_macs = tr->gst.host_macs + tr->host_macs;
+    st->fwd_device_macs = tr->fwd_macs;
+    st->infer_prefix_cycles = N ? st->feat_cycles * (uint64_t)B / (uint64_t)N : 0;
+    free(lab), free(blab), free(order), free(feat);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- the tuned model */
+
+int tsr_train_pack(const tsr_trainer_t *tr, uint8_t **buf, size_t *len)
+{
+    int n = 0;
+    for (int j = 0; j < tr->nc; j++)
+        n += tr->c[j].trainable ? 4 : 0;
+    tsr_onnx_const_update_t *u = calloc((size_t)n + 1, sizeof *u);
+    void **own = calloc((size_t)n + 1, sizeof *own);
+    int k = 0, rc = 0;
+    if (!u || !own)
+        rc = tsr_err(TSR_ENOMEM, "out of memory");
+    for (int j = 0; j < tr->nc && !rc; j++) {
+        const trl_t *l = &tr->c[j];
+        if (!l->trainable)
+            continue;
+        const size_t nw = (size_t)l->M * l->K;
+        int8_t *w = malloc(nw);
+        float *bs = malloc(sizeof(float) * (size_t)l->wc);
+        own[k] = w, own[k + 1] = bs;
+        if (!w || !bs) {
+            rc = tsr_err(TSR_ENOMEM, "out of memory");
+            break;
+        }
+        if (l->L.w_transposed) /* the file's [K][M] */
+            for (int m = 0; m < l->M; m++)
+                for (int i = 0; i < l->K; i++)
+                    w[(size_t)i * l->M + m] = l->wq[(size_t)m * l->K + i];
+        else
+            memcpy(w, l->wq, nw);
+        for (int c = 0; c < l->wc; c++)
+            bs[c] = l->L.x_scale * l->ws[c]; /* (float32, the product the importer and ORT form) */
+        u[k++] = (tsr_onnx_const_update_t){l->L.w_name, w, nw};
+        u[k++] = (tsr_onnx_const_update_t){l->L.ws_name, l->ws, sizeof(float) * (size_t)l->wc};
+        if (l->has_bias && l->L.b_name) {
+            u[k++] = (tsr_onnx_const_update_t){l->L.b_name, l->bq, sizeof(int32_t) * (size_t)l->M};
+            u[k++] = (tsr_onnx_const_update_t){l->L.bs_name, bs, sizeof(float) * (size_t)l->wc};
+        }
+    }
+    if (!rc)
+        rc = tsr_onnx_pack_updated(tr->path, u, k, buf, len);
+    for (int i = 0; own && i < n; i++)
+        free(own[i]);
+    free(own), free(u);
+    return rc;
+}
+
+int tsr_train_write_file(const char *path, const uint8_t *buf, size_t len)
+{
+    const size_t pl = strlen(path);
+    char *tmp = malloc(pl + 32);
+    if (!tmp)
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    /* the temporary file beside path: the rename stays in one file system, so it is atomic */
+    snprintf(tmp, pl + 32, "%s.part.XXXXXX", path);
+    const int fd = mkstemp(tmp);
+    if (fd < 0) {
+        const int e = errno;
+        free(tmp);
+        return tsr_err(TSR_EIO, "%s: cannot create a file beside it: %s", path, strerror(e));
+    }
+    int rc = 0;
+    for (size_t off = 0; off < len && !rc;) {
+        const ssize_t w = write(fd, buf + off, len - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            rc = tsr_err(TSR_EIO, "%s: write failed: %s", path, strerror(errno));
+        else
+            off += (size_t)w;
+    }
+    if (!rc && fsync(fd))
+        rc = tsr_err(TSR_EIO, "%s: write failed: %s", path, strerror(errno));
+    if (close(fd) && !rc)
+        rc = tsr_err(TSR_EIO, "%s: write failed: %s", path, strerror(errno));
+    /* mkstemp's 0600 as a normal file's mode (umask applied) */
+    const mode_t um = umask(0);
+    umask(um);
+    if (!rc && chmod(tmp, 0666 & ~um))
+        rc = tsr_err(TSR_EIO, "%s: %s", path, strerror(errno));
+    if (!rc && rename(tmp, path))
+        rc = tsr_err(TSR_EIO, "%s: cannot replace it: %s", path, strerror(errno));
+    if (rc)
+        unlink(tmp);
+    free(tmp);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- for tests */
+
+int tsr_train_nlayers(const tsr_trainer_t *tr) { return tr->nc; }
+
+int tsr_train_view(const tsr_trainer_t *tr, int j, tsr_train_view_t *v)
+{
+    if (j < 0 || j >= tr->nc)
+        return tsr_err(TSR_EINVAL, "layer %d of %d", j, tr->nc);
+    const trl_t *l = &tr->c[j];
+    *v = (tsr_train_view_t){.L = &l->L, .trainable = l->trainable, .m = l->M, .k = l->K, .w = l->w, .b = l->b,
+                            .gw = l->gw, .gb = l->gb, .s_dy = l->s_dy, .s_dx = l->s_dx,
+                            .x = j ? tr->c[j - 1].y : tr->x0, .y = l->y, .n = tr->nb, .x_elems = l->x_elems,
+                            .y_elems = l->y_elems, .x_zp = l->x_zp, .y_zp = l->y_zp, .act_min = l->act_min,
+                            .act_max = l->act_max, .x_scale = l->L.x_scale, .y_scale = l->L.y_scale};
+    return 0;
+}
+
+void tsr_train_logits_q(const tsr_trainer_t *tr, float *scale, int32_t *zp)
+{
+    *scale = tr->out_scale;
+    *zp = tr->out_zp;
+}
+
+int tsr_train_grads(tsr_trainer_t *tr, const tsr_tensor_t *x, const tsr_tensor_t *y, int n, double *loss)
+{
+    if (n < 1 || n > tr->o.batch || n > x->shape[0])
+        return tsr_err(TSR_EINVAL, "tsr_train_grads: %d samples (batch %d)", n, tr->o.batch);
+    int rc = tsr_train_check_data(tr, x, "data", y, "labels");
+    tsr_train_stats_t st;
+    uint8_t *feat = NULL;
+    int32_t lab[TSR_TRAIN_MAX_BATCH];
+    if (!rc)
+        rc = features(tr, x, &feat, &st);
+    if (!rc) {
+        tr->nb = n;
+        memcpy(tr->x0, feat, (size_t)n * tr->feat_elems);
+        for (int i = 0; i < n; i++)
+            lab[i] = y->dtype == TSR_DT_INT32 ? ((const int32_t *)y->data)[i] : (int32_t)((const int64_t *)y->data)[i];
+        rc = tsr_train_forward(tr);
+    }
+    int right;
+    if (!rc)
+        rc = tsr_train_backward(tr, lab, loss, &right);
+    if (!rc)
+        *loss /= n;
+    free(feat);
+    return rc;
+}

@@ -1,0 +1,79 @@
+/*
+ * tsr_train_int: the trainer's internal state, shared by the session
+ * (tsr_train.c: setup, refusals, the loop, the measures, the file) and the
+ * step (tsr_train_step.c: forward, loss, backward, update). Not installed.
+ */
+#ifndef TSR_TRAIN_INT_H
+#define TSR_TRAIN_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tsr_grad.h"
+#include "tsr_train.h"
+
+/* One layer of the trainable part. */
+typedef struct trl {
+    tsr_onnx_layer_t L;        /* as the importer lowered it (kind, node, parameters, scales, names) */
+    int trainable;             /* its weights and bias are updated */
+    int need_dx;               /* a layer before it in the part: its input gradient is needed */
+    tsr_dtype_e x_dtype, y_dtype;
+    int32_t x_zp, y_zp, act_min, act_max;
+    size_t x_elems, y_elems;   /* per sample */
+    /* CONV / DENSE */
+    int M, K;                  /* weights [M][K] (conv: K = C_in * KH * KW) */
+    int wc;                    /* weight scales: 1 (per tensor) or M (per output channel) */
+    int has_bias;              /* the model has a bias (trained with the weights) */
+    int8_t *wq;                /* current int8 weights (device layout) */
+    int32_t *bq;               /* current int32 bias */
+    float *ws;                 /* current weight scales */
+    int32_t *mult, *shift, *wzp; /* requantization, zero weight zero points [M] */
+    float *fscale;
+    int has_fscale;
+    float *w, *b, *vw, *vb;    /* float32 master copy and momentum (trainable) */
+    float *gw, *gb;            /* gradients of the last step */
+    float s_dy, s_dx;          /* the last step's gradient quantization scales */
+    /* per step */
+    uint8_t *y;                /* kept output activations [batch][y_elems] */
+} trl_t;
+
+struct tsr_trainer {
+    char path[4096];
+    tsr_onnx_t *m;
+    tsr_onnx_layer_t *ls;
+    int nls;
+    tsr_device_t *dev;
+    tsr_config_t cfg;
+    tsr_train_opts_t o;
+    int first;                 /* lop index of the first layer of the trainable part */
+    trl_t *c;                  /* the trainable part, in order */
+    int nc;
+    float out_scale;           /* the logits' DequantizeLinear */
+    int32_t out_zp;
+    int classes;
+    tsr_dtype_e feat_dtype;    /* the boundary tensor (the part's input) */
+    size_t feat_elems;
+    uint8_t *x0;               /* the part's input of the current batch [batch][feat_elems] */
+    int nb;                    /* the current batch */
+    float *g, *g2;             /* gradient buffers (largest activation of a batch) */
+    int8_t *q;                 /* quantized gradient */
+    int32_t *acc;              /* int32 results of the backward GEMMs */
+    size_t gcap;
+    float *probs;              /* softmax of the batch [batch][classes] */
+    tsr_grad_stats_t gst;      /* backward MACs on the device (and cycles) */
+    uint64_t host_macs;        /* backward MACs done on the host */
+    uint64_t fwd_macs;         /* forward MACs of the part */
+};
+
+/* tsr_train_step.c */
+/* Forward of the part on tr->x0 (tr->nb samples): outputs kept in c[j].y. */
+int tsr_train_forward(tsr_trainer_t *tr);
+/* Loss and gradients of the current batch for labels lab[nb]: *loss the sum of the samples' cross-entropy,
+ * *right the samples whose argmax is their label. */
+int tsr_train_backward(tsr_trainer_t *tr, const int32_t *lab, double *loss, int *right);
+/* SGD with momentum on the master copies, then re-quantization. */
+int tsr_train_update(tsr_trainer_t *tr);
+/* Weights, scales, bias and requantization of layer l from its master copy (ws recomputed). */
+int tsr_train_requantize(tsr_trainer_t *tr, trl_t *l);
+
+#endif

@@ -1,0 +1,385 @@
+/*
+ * tsr_train_step: one training step of the trainable part (tsr_train.h):
+ * forward on the device with the current int8 weights, softmax
+ * cross-entropy on the host, backward with int8 gradients (the GEMMs on
+ * the device, jit/tsr_grad.h, or on the host with host_backward), SGD with
+ * momentum on the float32 master copy, re-quantization.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tsr_dtype.h"
+#include "tsr_error.h"
+#include "tsr_strsafe.h"
+#include "tsr_train_int.h"
+
+/* The part's input of layer j: the previous layer's kept output, or the batch's frozen features. */
+static const uint8_t *layer_in(const tsr_trainer_t *tr, int j) { return j ? tr->c[j - 1].y : tr->x0; }
+
+/* "node NAME (OP): " before a library error. */
+static int node_err(int rc, const trl_t *l, const char *what)
+{
+    return tsr_err_prefix(rc, "node \"%s\" (%s): %s: ", TSR_SAFE(l->L.node), l->L.op, what);
+}
+
+/* The float32 requantization scales if this config applies them (EXACT_REQUANT), else NULL: the
+ * one rule of tsr_conv2d_for_config, for dense too. */
+static const float *cfg_fscale(const tsr_trainer_t *tr, const trl_t *l)
+{
+    tsr_conv2d_params_t p;
+    memset(&p, 0, sizeof p);
+    p.fscale = l->has_fscale ? l->fscale : NULL;
+    return tsr_conv2d_for_config(&tr->cfg, &p).fscale;
+}
+
+int tsr_train_forward(tsr_trainer_t *tr)
+{
+    const int nb = tr->nb;
+    for (int j = 0; j < tr->nc; j++) {
+        trl_t *l = &tr->c[j];
+        const void *x = layer_in(tr, j);
+        int rc = 0;
+        if (l->L.kind == TSR_OXL_CONV) {
+            tsr_conv2d_params_t p = l->L.conv;
+            p.n = nb;
+            p.w_dtype = TSR_DT_INT8;
+            p.w_zp = l->wzp;
+            p.w_zp_count = 1;
+            p.mult = l->mult;
+            p.shift = l->shift;
+            p.rq_count = l->wc;
+            p.fscale = cfg_fscale(tr, l);
+            p.w_plan = NULL;
+            rc = tsr_conv2d_run(tr->dev, &p, x, l->wq, l->has_bias ? l->bq : NULL, l->y);
+            tr->fwd_macs += (uint64_t)nb * l->y_elems * (uint64_t)l->K;
+        } else if (l->L.kind == TSR_OXL_DENSE) {
+            tsr_dense_params_t p = l->L.dense;
+            p.n = nb;
+            p.w_dtype = TSR_DT_INT8;
+            p.w_zp = l->wzp;
+            p.w_zp_count = 1;
+            p.mult = l->mult;
+            p.shift = l->shift;
+            p.rq_count = l->wc;
+            p.fscale = cfg_fscale(tr, l);
+            rc = tsr_dense_run(tr->dev, &p, x, l->wq, l->has_bias ? l->bq : NULL, l->y);
+            tr->fwd_macs += (uint64_t)nb * (uint64_t)l->M * (uint64_t)l->K;
+        } else {
+            tsr_pool_params_t p = l->L.pool;
+            p.n = nb;
+            rc = tsr_pool_run(tr->dev, &p, x, l->y);
+        }
+        if (rc)
+            return node_err(rc, l, "forward");
+    }
+    return 0;
+}
+
+/* ------------------------------------------------ host backward GEMMs (host_backward: the reference) */
+
+static void host_dense_dw(int n, int k, int m, const int8_t *dy, const void *x, tsr_dtype_e xd, int32_t xzp,
+                          int32_t *dw)
+{
+    for (int o = 0; o < m; o++)
+        for (int i = 0; i < k; i++) {
+            int64_t s = 0;
+            for (int r = 0; r < n; r++)
+                s += (int64_t)dy[(size_t)r * m + o] * (tsr_dt_get(xd, x, (size_t)r * k + i) - xzp);
+            dw[(size_t)o * k + i] = (int32_t)(uint32_t)s;
+        }
+}
+
+static void host_dense_dx(int n, int k, int m, const int8_t *dy, const int8_t *w, int32_t *dx)
+{
+    for (int r = 0; r < n; r++)
+        for (int i = 0; i < k; i++) {
+            int64_t s = 0;
+            for (int o = 0; o < m; o++)
+                s += (int64_t)dy[(size_t)r * m + o] * w[(size_t)o * k + i];
+            dx[(size_t)r * k + i] = (int32_t)(uint32_t)s;
+        }
+}
+
+/* conv, groups 1: the output positions each input position meets, walked from the output side */
+static void host_conv(const tsr_grad_conv_t *p, int oh, int ow, const int8_t *dy, const void *x, tsr_dtype_e xd,
+                      int32_t xzp, const int8_t *w, int32_t *dw, int32_t *dx)
+{
+    const int C = p->c_in, O = p->c_out, KH = p->kh, KW = p->kw, H = p->h, W = p->w;
+    int64_t *aw = dw ? calloc((size_t)O * C * KH * KW, sizeof *aw) : NULL;
+    int64_t *ax = dx ? calloc((size_t)p->n * C * H * W, sizeof *ax) : NULL;
+    if ((dw && !aw) || (dx && !ax)) {
+        free(aw), free(ax);
+        return;
+    }
+    for (int n = 0; n < p->n; n++)
+        for (int o = 0; o < O; o++)
+            for (int oy = 0; oy < oh; oy++)
+                for (int ox = 0; ox < ow; ox++) {
+                    const int g = dy[(((size_t)n * O + o) * oh + oy) * ow + ox];
+                    if (!g)
+                        continue;
+                    for (int c = 0; c < C; c++)
+                        for (int ky = 0; ky < KH; ky++) {
+                            const int iy = oy * p->stride_h + ky - p->pad_top;
+                            if (iy < 0 || iy >= H)
+                                continue;
+                            for (int kx = 0; kx < KW; kx++) {
+                                const int ix = ox * p->stride_w + kx - p->pad_left;
+                                if (ix < 0 || ix >= W)
+                                    continue;
+                                const size_t xi = (((size_t)n * C + c) * H + iy) * W + ix;
+                                const size_t wi = (((size_t)o * C + c) * KH + ky) * KW + kx;
+                                if (aw)
+                                    aw[wi] += (int64_t)g * (tsr_dt_get(xd, x, xi) - xzp);
+                                if (ax)
+                                    ax[xi] += (int64_t)g * w[wi];
+                            }
+                        }
+                }
+    for (size_t i = 0; aw && i < (size_t)O * C * KH * KW; i++)
+        dw[i] = (int32_t)(uint32_t)aw[i];
+    for (size_t i = 0; ax && i < (size_t)p->n * C * H * W; i++)
+        dx[i] = (int32_t)(uint32_t)ax[i];
+    free(aw), free(ax);
+}
+
+/* ------------------------------------------------------------------------ backward */
+
+/* Quantize g[n] per tensor to int8 (symmetric, zero point 0): the scale max|g| / 127 (0: g is all 0). */
+static float quantize_grad(const float *g, size_t n, int8_t *q)
+{
+    float amax = 0;
+    for (size_t i = 0; i < n; i++)
+        amax = fmaxf(amax, fabsf(g[i]));
+    if (!(amax > 0)) {
+        memset(q, 0, n);
+        return 0;
+    }
+    const float s = amax / 127.0f;
+    for (size_t i = 0; i < n; i++) {
+        long v = lrintf(g[i] / s);
+        q[i] = (int8_t)(v > 127 ? 127 : v < -127 ? -127 : v);
+    }
+    return s;
+}
+
+static tsr_grad_conv_t grad_conv(const trl_t *l, int nb)
+{
+    const tsr_conv2d_params_t *c = &l->L.conv;
+    return (tsr_grad_conv_t){.n = nb, .c_in = c->c_in, .h = c->h, .w = c->w, .c_out = c->c_out, .kh = c->kh,
+                             .kw = c->kw, .stride_h = c->stride_h, .stride_w = c->stride_w, .pad_top = c->pad_top,
+                             .pad_left = c->pad_left, .pad_bottom = c->pad_bottom, .pad_right = c->pad_right,
+                             .groups = c->groups};
+}
+
+/* dW (trainable) and dX (gin, when needed) of a conv or dense from g, the gradient of its real output. */
+static int weight_backward(tsr_trainer_t *tr, trl_t *l, const void *x, const float *g, float *gin)
+{
+    const int nb = tr->nb, M = l->M, K = l->K;
+    const size_t ny = (size_t)nb * l->y_elems, S = l->y_elems / (size_t)M; /* output positions per channel */
+    const int conv = l->L.kind == TSR_OXL_CONV;
+    const tsr_grad_conv_t gp = grad_conv(l, nb);
+    const int oh = conv ? (int)(S / (size_t)l->L.conv.w) : 1; /* (conv output [N, M, OH, OW]) */
+    int rc = 0;
+    if (l->trainable) {
+        for (int m = 0; m < M; m++) {
+            double s = 0;
+            for (int n = 0; n < nb; n++)
+                for (size_t i = 0; i < S; i++)
+                    s += g[((size_t)n * M + m) * S + i];
+            l->gb[m] = (float)s;
+        }
+    }
+    const float s = quantize_grad(g, ny, tr->q);
+    l->s_dy = s;
+    l->s_dx = 0;
+    if (l->trainable) {
+        const uint64_t macs = (uint64_t)nb * l->y_elems * (uint64_t)K;
+        if (s == 0)
+            memset(tr->acc, 0, sizeof(int32_t) * (size_t)M * K);
+        else if (tr->o.host_backward) {
+            if (conv)
+                host_conv(&gp, oh, (int)(S / (size_t)oh), tr->q, x, l->x_dtype, l->x_zp, NULL, tr->acc, NULL);
+            else
+                host_dense_dw(nb, K, M, tr->q, x, l->x_dtype, l->x_zp, tr->acc);
+            tr->host_macs += macs;
+        } else if (conv)
+            rc = tsr_grad_conv_dw(tr->dev, &gp, tr->q, x, l->x_dtype, l->x_zp, tr->acc, &tr->gst);
+        else
+            rc = tsr_grad_dense_dw(tr->dev, nb, K, M, tr->q, x, l->x_dtype, l->x_zp, tr->acc, &tr->gst);
+        if (rc)
+            return node_err(rc, l, "backward dW");
+        const float f = s * l->L.x_scale;
+        for (size_t i = 0; i < (size_t)M * K; i++)
+            l->gw[i] = (float)tr->acc[i] * f;
+    }
+    if (!gin)
+        return 0;
+    /* dX = dY W with W = w_scale * wq: one scale per tensor factors out of the sum; per-channel
+       scales are folded into dY first (dY * w_scale, quantized again) */
+    float sx = s * l->ws[0];
+    if (l->wc > 1) {
+        for (int n = 0; n < nb; n++)
+            for (int m = 0; m < M; m++)
+                for (size_t i = 0; i < S; i++) {
+                    const size_t k = ((size_t)n * M + m) * S + i;
+                    gin[k] = g[k] * l->ws[m]; /* (gin as scratch: dX is written after) */
+                }
+        sx = quantize_grad(gin, ny, tr->q);
+    }
+    l->s_dx = l->wc > 1 ? sx : s;
+    const size_t nx = (size_t)nb * l->x_elems;
+    if (sx == 0) {
+        memset(gin, 0, sizeof(float) * nx);
+        return 0;
+    }
+    if (tr->o.host_backward) {
+        if (conv)
+            host_conv(&gp, oh, (int)(S / (size_t)oh), tr->q, x, l->x_dtype, l->x_zp, l->wq, NULL, tr->acc);
+        else
+            host_dense_dx(nb, K, M, tr->q, l->wq, tr->acc);
+        tr->host_macs += (uint64_t)nb * l->y_elems * (uint64_t)K;
+    } else if (conv)
+        rc = tsr_grad_conv_dx(tr->dev, &gp, tr->q, l->wq, tr->acc, &tr->gst);
+    else
+        rc = tsr_grad_dense_dx(tr->dev, nb, K, M, tr->q, l->wq, tr->acc, &tr->gst);
+    if (rc)
+        return node_err(rc, l, "backward dX");
+    for (size_t i = 0; i < nx; i++)
+        gin[i] = (float)tr->acc[i] * sx;
+    return 0;
+}
+
+/* Max pool: each output's gradient to the first largest input of its window (scan order, as torch). */
+static void pool_backward(const trl_t *l, int nb, const void *x, const float *g, float *gin)
+{
+    const tsr_pool_params_t *p = &l->L.pool;
+    const int C = p->c, H = p->h, W = p->w;
+    const int OH = (H + p->pad_top + p->pad_bottom - p->kh) / p->stride_h + 1;
+    const int OW = (W + p->pad_left + p->pad_right - p->kw) / p->stride_w + 1;
+    memset(gin, 0, sizeof(float) * (size_t)nb * l->x_elems);
+    for (int n = 0; n < nb; n++)
+        for (int c = 0; c < C; c++) {
+            const size_t base = ((size_t)n * C + c) * H * W;
+            for (int oy = 0; oy < OH; oy++)
+                for (int ox = 0; ox < OW; ox++) {
+                    int32_t best = INT32_MIN;
+                    size_t at = 0;
+                    for (int ky = 0; ky < p->kh; ky++)
+                        for (int kx = 0; kx < p->kw; kx++) {
+                            const int iy = oy * p->stride_h + ky - p->pad_top, ix = ox * p->stride_w + kx - p->pad_left;
+                            if (iy < 0 || iy >= H || ix < 0 || ix >= W)
+                                continue;
+                            const int32_t v = tsr_dt_get(p->dtype, x, base + (size_t)iy * W + ix);
+                            if (v > best)
+                                best = v, at = base + (size_t)iy * W + ix;
+                        }
+                    if (best != INT32_MIN)
+                        gin[at] += g[(((size_t)n * C + c) * OH + oy) * OW + ox];
+                }
+        }
+}
+
+int tsr_train_backward(tsr_trainer_t *tr, const int32_t *lab, double *loss, int *right)
+{
+    const int nb = tr->nb, C = tr->classes;
+    const trl_t *last = &tr->c[tr->nc - 1];
+    float *g = tr->g, *g2 = tr->g2;
+    *loss = 0;
+    *right = 0;
+    for (int n = 0; n < nb; n++) {
+        float *z = tr->probs + (size_t)n * C; /* the dequantized logits, then their softmax */
+        double mx = -INFINITY, sum = 0;
+        int arg = 0;
+        for (int c = 0; c < C; c++) {
+            z[c] = (float)(tsr_dt_get(last->y_dtype, last->y, (size_t)n * C + c) - tr->out_zp) * tr->out_scale;
+            if (z[c] > mx)
+                mx = z[c], arg = c;
+        }
+        for (int c = 0; c < C; c++)
+            sum += exp(z[c] - mx);
+        *loss += -(z[lab[n]] - mx - log(sum));
+        *right += arg == lab[n];
+        for (int c = 0; c < C; c++) {
+            const double p = exp(z[c] - mx) / sum;
+            z[c] = (float)p;
+            g[(size_t)n * C + c] = (float)((p - (c == lab[n])) / nb);
+        }
+    }
+    for (int j = tr->nc - 1; j >= 0; j--) {
+        trl_t *l = &tr->c[j];
+        const void *x = layer_in(tr, j);
+        if (l->L.kind == TSR_OXL_MAXPOOL) {
+            pool_backward(l, nb, x, g, g2);
+        } else {
+            /* the clamp's derivative: 0 where the output sits on a bound narrower than the type's (a
+               folded Relu or Clip); the type's own saturation passes the gradient straight through */
+            const int lo = l->act_min > tsr_dt_min(l->y_dtype), hi = l->act_max < tsr_dt_max(l->y_dtype);
+            for (size_t i = 0; (lo || hi) && i < (size_t)nb * l->y_elems; i++) {
+                const int32_t v = tsr_dt_get(l->y_dtype, l->y, i);
+                if ((lo && v <= l->act_min) || (hi && v >= l->act_max))
+                    g[i] = 0;
+            }
+            int rc = weight_backward(tr, l, x, g, l->need_dx ? g2 : NULL);
+            if (rc)
+                return rc;
+        }
+        float *t = g;
+        g = g2;
+        g2 = t;
+    }
+    return 0;
+}
+
+int tsr_train_requantize(tsr_trainer_t *tr, trl_t *l)
+{
+    const size_t per = (size_t)l->M / (size_t)l->wc * (size_t)l->K; /* weights per scale */
+    for (int c = 0; c < l->wc; c++) {
+        float amax = 0;
+        for (size_t i = 0; i < per; i++)
+            amax = fmaxf(amax, fabsf(l->w[c * per + i]));
+        if (!isfinite(amax))
+            return tsr_err(TSR_EINVAL, "node \"%s\" (%s): the weights are no longer finite (the learning rate is "
+                           "too large)", TSR_SAFE(l->L.node), l->L.op);
+        if (amax > 0) /* (all 0: the old scale stays; any positive scale holds zeros) */
+            l->ws[c] = amax / 127.5f;
+        for (size_t i = 0; i < per; i++) {
+            const long v = lrintf(l->w[c * per + i] / l->ws[c]);
+            l->wq[c * per + i] = (int8_t)(v > 127 ? 127 : v < -128 ? -128 : v);
+        }
+    }
+    for (int m = 0; m < l->M && l->has_bias; m++) {
+        const double bs = (double)(l->L.x_scale * l->ws[l->wc > 1 ? m : 0]);
+        const double v = nearbyint((double)l->b[m] / bs);
+        if (!(fabs(v) <= 2147483647.0))
+            return tsr_err(TSR_EBOUNDS, "node \"%s\" (%s): bias %d (%g) does not fit int32 at x_scale * w_scale = "
+                           "%g: the fixed-point update overflowed (lower --lr)", TSR_SAFE(l->L.node), l->L.op, m,
+                           (double)l->b[m], bs);
+        l->bq[m] = (int32_t)v;
+    }
+    int rc = tsr_onnx_layer_requant(tr->m, &l->L, l->ws, l->mult, l->shift, l->fscale, &l->has_fscale);
+    return rc ? node_err(rc, l, "requantization of the new weights") : 0;
+}
+
+int tsr_train_update(tsr_trainer_t *tr)
+{
+    const float lr = (float)tr->o.lr, mu = (float)tr->o.momentum;
+    for (int j = 0; j < tr->nc; j++) {
+        trl_t *l = &tr->c[j];
+        if (!l->trainable)
+            continue;
+        for (size_t i = 0; i < (size_t)l->M * l->K; i++) {
+            l->vw[i] = mu * l->vw[i] + l->gw[i];
+            l->w[i] -= lr * l->vw[i];
+        }
+        for (int m = 0; m < l->M && l->has_bias; m++) {
+            l->vb[m] = mu * l->vb[m] + l->gb[m];
+            l->b[m] -= lr * l->vb[m];
+        }
+        int rc = tsr_train_requantize(tr, l);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
