@@ -542,18 +542,331 @@ int tsr_grad_dense_dw(tsr_device_t *dev, int n, int k, int m, const int8_t *dy, 
     return TSR_OK;
 }
 
-/* ---- conv2d (next commit) ---- */
+/* ---- conv2d ---- */
 
+/* Strides and pads above these are refused (the forward conv2d takes pads up to 15). */
+#define GRAD_MAX_STRIDE 15
+#define GRAD_MAX_PAD 15
+
+static int check_conv(const char *op, tsr_device_t *dev, const tsr_grad_conv_t *p, const void *dy, const void *b,
+                      const void *out, int is_dw, int *oh, int *ow)
+{
+    if (!p)
+        return tsr_err(TSR_EINVAL, "%s: NULL parameters", op);
+    const struct { const char *name; int v, lo, hi; } f[] = {
+        {"n", p->n, 1, INT_MAX},          {"c_in", p->c_in, 1, INT_MAX},     {"h", p->h, 1, INT_MAX},
+        {"w", p->w, 1, INT_MAX},          {"c_out", p->c_out, 1, INT_MAX},   {"kh", p->kh, 1, INT_MAX},
+        {"kw", p->kw, 1, INT_MAX},        {"stride_h", p->stride_h, 1, GRAD_MAX_STRIDE},
+        {"stride_w", p->stride_w, 1, GRAD_MAX_STRIDE},
+        {"pad_top", p->pad_top, 0, GRAD_MAX_PAD},       {"pad_left", p->pad_left, 0, GRAD_MAX_PAD},
+        {"pad_bottom", p->pad_bottom, 0, GRAD_MAX_PAD}, {"pad_right", p->pad_right, 0, GRAD_MAX_PAD},
+        {"groups", p->groups, 1, INT_MAX}};
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+        if (f[i].v < f[i].lo || f[i].v > f[i].hi) {
+            if (f[i].hi == INT_MAX)
+                return tsr_err(TSR_EINVAL, "%s: %s = %d must be >= %d", op, f[i].name, f[i].v, f[i].lo);
+            return tsr_err(TSR_EINVAL, "%s: %s = %d outside [%d, %d]", op, f[i].name, f[i].v, f[i].lo, f[i].hi);
+        }
+    if (p->groups != 1 && !(p->groups == p->c_in && p->groups == p->c_out))
+        return tsr_err(TSR_EINVAL, "%s: groups = %d: only 1 or depthwise (c_in == c_out == groups; here %d, %d)", op,
+                       p->groups, p->c_in, p->c_out);
+    const int64_t hp = (int64_t)p->h + p->pad_top + p->pad_bottom, wp = (int64_t)p->w + p->pad_left + p->pad_right;
+    if (p->kh > hp)
+        return tsr_err(TSR_EINVAL, "%s: kh = %d larger than the padded input height %lld", op, p->kh, (long long)hp);
+    if (p->kw > wp)
+        return tsr_err(TSR_EINVAL, "%s: kw = %d larger than the padded input width %lld", op, p->kw, (long long)wp);
+    *oh = (int)((hp - p->kh) / p->stride_h + 1);
+    *ow = (int)((wp - p->kw) / p->stride_w + 1);
+    if (!dy || !b || !out)
+        return tsr_err(TSR_EINVAL, "%s: NULL %s", op, !dy ? "dy" : !b ? (is_dw ? "x" : "w") : "output");
+    /* the longest sum: dX's taps meeting one input pixel, dW's output pixels */
+    const int64_t cog = p->c_out / p->groups;
+    const int64_t taps = (int64_t)((p->kh + p->stride_h - 1) / p->stride_h) * ((p->kw + p->stride_w - 1) / p->stride_w);
+    int rc = is_dw ? check_sum(op, (int64_t)p->n * *oh * *ow, 128 * 255) : check_sum(op, cog * taps, MAXPROD);
+    if (rc)
+        return rc;
+    /* the host copies: tensors, and dX's / dW's GEMM operands (at most the im2col of x or dy) */
+    const int64_t kk = (int64_t)p->kh * p->kw, cig = p->c_in / p->groups;
+    const int64_t sizes[] = {(int64_t)p->n * p->c_in * p->h * p->w, (int64_t)p->n * p->c_out * *oh * *ow,
+                             (int64_t)p->c_out * cig * kk, (int64_t)p->n * p->h * p->w * cog * taps * (p->groups > 1 ? p->groups : 1),
+                             (int64_t)p->n * *oh * *ow * cig * kk * (p->groups > 1 ? p->groups : 1)};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        if (sizes[i] > GRAD_MAX_HOST_BYTES / 4)
+            return tsr_err(TSR_EINVAL, "%s: tensors of [%d, %d, %d, %d] with %dx%d kernels too large (an operand of "
+                           "%lld elements; at most 2^28)", op, p->n, p->c_in, p->h, p->w, p->kh, p->kw,
+                           (long long)sizes[i]);
+    if ((rc = check_dev(op, dev)))
+        return rc;
+    const tsr_config_t *c = tsr_device_config(dev);
+    if (p->groups > 1 && c->block_in != c->block_out)
+        return tsr_err(TSR_EINVAL, "%s: depthwise needs BLOCK_IN == BLOCK_OUT (config has %d, %d)", op, c->block_in,
+                       c->block_out);
+    return TSR_OK;
+}
+
+/* Terms of the formula (input position inside the input): for every
+ * (n, c_out, c_in/groups), the (oy, ky) pairs inside times the (ox, kx) pairs. */
+static uint64_t conv_macs(const tsr_grad_conv_t *p, int oh, int ow)
+{
+    uint64_t vy = 0, vx = 0;
+    for (int oy = 0; oy < oh; oy++)
+        for (int ky = 0; ky < p->kh; ky++) {
+            const int y = oy * p->stride_h + ky - p->pad_top;
+            vy += y >= 0 && y < p->h;
+        }
+    for (int ox = 0; ox < ow; ox++)
+        for (int kx = 0; kx < p->kw; kx++) {
+            const int x = ox * p->stride_w + kx - p->pad_left;
+            vx += x >= 0 && x < p->w;
+        }
+    return (uint64_t)p->n * (uint64_t)p->c_out * (uint64_t)(p->c_in / p->groups) * vy * vx;
+}
+
+/* Split sums over huge reductions: a lanes GEMM's rows in DRAM hold R
+ * (rounded up) elements, a 16-bit stride; longer ones run in parts whose
+ * int32 results the host adds (additions, no products). */
+#define LANES_MAX_R 16384
+
+/* lanes GEMM with R split in parts of at most LANES_MAX_R (a: [Q][P][R], w: [R][Q]). */
+static int gemm_lanes(tsr_device_t *dev, int pn, int r, int qn, const int8_t *a, const int8_t *w, int32_t *out,
+                      uint64_t *cycles)
+{
+    if (r <= LANES_MAX_R) {
+        gemm_t g = {1, pn, r, qn, a, w};
+        return gemm32(dev, &g, out, cycles);
+    }
+    const int part = LANES_MAX_R;
+    int8_t *pa = malloc((size_t)qn * (size_t)pn * (size_t)part);
+    int32_t *po = malloc((size_t)pn * (size_t)qn * sizeof *po);
+    int rc = TSR_OK;
+    if (!pa || !po) {
+        rc = tsr_err(TSR_ENOMEM, "out of memory");
+        goto out;
+    }
+    memset(out, 0, (size_t)pn * (size_t)qn * sizeof *out);
+    for (int r0 = 0; r0 < r && !rc; r0 += part) {
+        const int rn = imin(part, r - r0);
+        for (size_t qp = 0; qp < (size_t)qn * (size_t)pn; qp++)
+            memcpy(pa + qp * (size_t)rn, a + qp * (size_t)r + (size_t)r0, (size_t)rn);
+        gemm_t g = {1, pn, rn, qn, pa, w + (size_t)r0 * (size_t)qn};
+        if (!(rc = gemm32(dev, &g, po, cycles)))
+            for (size_t i = 0; i < (size_t)pn * (size_t)qn; i++)
+                out[i] = (int32_t)((uint32_t)out[i] + (uint32_t)po[i]);
+    }
+out:
+    free(pa);
+    free(po);
+    return rc;
+}
+
+/* dX: per phase (a, b) = ((y + pt) % sh, (x + pl) % sw) the input pixels of
+ * that phase meet only the taps ky % sh == a, kx % sw == b, each at one
+ * output pixel oy = (y + pt - ky) / sh (when inside [0, OH)): a stride-1
+ * GEMM over those taps (the transposed convolution as sh * sw sub-convs,
+ * no zero-inserted rows). Groups 1: A [pixels][(co, ky, kx)] of dy, W
+ * [(co, ky, kx)][ci] of w; depthwise: lanes, A [c][pixels][(ky, kx)],
+ * W [(ky, kx)][c]. */
 int tsr_grad_conv_dx(tsr_device_t *dev, const tsr_grad_conv_t *p, const int8_t *dy, const int8_t *w, int32_t *dx,
                      tsr_grad_stats_t *st)
 {
-    (void)dev, (void)p, (void)dy, (void)w, (void)dx, (void)st;
-    return tsr_err(TSR_EINVAL, "grad conv dx: not implemented yet");
+    const char *op = "grad conv dx";
+    int oh, ow, rc = check_conv(op, dev, p, dy, w, dx, 0, &oh, &ow);
+    if (rc)
+        return rc;
+    const int sh = p->stride_h, sw = p->stride_w, kh = p->kh, kw = p->kw, dwise = p->groups > 1;
+    const int cin = p->c_in, cout = p->c_out, cig = cin / p->groups;
+    const size_t hw = (size_t)p->h * (size_t)p->w;
+    int *ys = malloc(sizeof(int) * (size_t)p->h), *xs = malloc(sizeof(int) * (size_t)p->w);
+    int *kys = malloc(sizeof(int) * (size_t)kh), *kxs = malloc(sizeof(int) * (size_t)kw);
+    int8_t *a = NULL, *wm = NULL;
+    int32_t *o = NULL;
+    uint64_t cyc = 0;
+    if (!ys || !xs || !kys || !kxs) {
+        rc = tsr_err(TSR_ENOMEM, "out of memory");
+        goto out;
+    }
+    memset(dx, 0, (size_t)p->n * (size_t)cin * hw * sizeof *dx);
+    for (int pa_ = 0; pa_ < sh && !rc; pa_++)
+        for (int pb_ = 0; pb_ < sw && !rc; pb_++) {
+            int ny = 0, nx = 0, nky = 0, nkx = 0;
+            for (int y = 0; y < p->h; y++)
+                if ((y + p->pad_top) % sh == pa_)
+                    ys[ny++] = y;
+            for (int x = 0; x < p->w; x++)
+                if ((x + p->pad_left) % sw == pb_)
+                    xs[nx++] = x;
+            for (int ky = pa_; ky < kh; ky += sh)
+                kys[nky++] = ky;
+            for (int kx = pb_; kx < kw; kx += sw)
+                kxs[nkx++] = kx;
+            if (!ny || !nx || !nky || !nkx)
+                continue; /* no pixel of this phase, or no tap meets it: dx stays 0 */
+            const int np_ = p->n * ny * nx, nt = nky * nkx, r = dwise ? nt : cout * nt, q = dwise ? cout : cin;
+            free(a);
+            free(wm);
+            free(o);
+            a = malloc((size_t)np_ * (size_t)r * (dwise ? (size_t)q : 1));
+            wm = malloc((size_t)r * (size_t)q);
+            o = malloc((size_t)np_ * (size_t)q * sizeof *o);
+            if (!a || !wm || !o) {
+                rc = tsr_err(TSR_ENOMEM, "out of memory");
+                goto out;
+            }
+            /* the dy value pixel pi of the phase meets at tap t of channel co (0 outside) */
+#define DY_AT(n_, co_, y_, x_, ky_, kx_, dst)                                                                          \
+    do {                                                                                                               \
+        const int oy_ = ((y_) + p->pad_top - (ky_)) / sh, ox_ = ((x_) + p->pad_left - (kx_)) / sw;                     \
+        const int in_ = (y_) + p->pad_top - (ky_) >= 0 && oy_ < oh && (x_) + p->pad_left - (kx_) >= 0 && ox_ < ow;     \
+        dst = in_ ? dy[(((size_t)(n_) * (size_t)cout + (size_t)(co_)) * (size_t)oh + (size_t)oy_) * (size_t)ow +       \
+                       (size_t)ox_]                                                                                    \
+                  : 0;                                                                                                 \
+    } while (0)
+            for (int n = 0; n < p->n; n++)
+                for (int iy = 0; iy < ny; iy++)
+                    for (int ix = 0; ix < nx; ix++) {
+                        const size_t pi = ((size_t)n * (size_t)ny + (size_t)iy) * (size_t)nx + (size_t)ix;
+                        for (int co = 0; co < cout; co++)
+                            for (int ty = 0; ty < nky; ty++)
+                                for (int tx = 0; tx < nkx; tx++) {
+                                    int8_t v;
+                                    DY_AT(n, co, ys[iy], xs[ix], kys[ty], kxs[tx], v);
+                                    const size_t t = (size_t)ty * (size_t)nkx + (size_t)tx;
+                                    if (dwise) /* A [c][pixel][tap] */
+                                        a[((size_t)co * (size_t)np_ + pi) * (size_t)nt + t] = v;
+                                    else /* A [pixel][(co, tap)] */
+                                        a[pi * (size_t)r + (size_t)co * (size_t)nt + t] = v;
+                                }
+                    }
+#undef DY_AT
+            for (int co = 0; co < cout; co++)
+                for (int cj = 0; cj < cig; cj++)
+                    for (int ty = 0; ty < nky; ty++)
+                        for (int tx = 0; tx < nkx; tx++) {
+                            const int8_t v = w[(((size_t)co * (size_t)cig + (size_t)cj) * (size_t)kh + (size_t)kys[ty]) *
+                                                   (size_t)kw + (size_t)kxs[tx]];
+                            const size_t t = (size_t)ty * (size_t)nkx + (size_t)tx;
+                            if (dwise) /* W [tap][c] */
+                                wm[t * (size_t)q + (size_t)co] = v;
+                            else /* W [(co, tap)][ci] */
+                                wm[((size_t)co * (size_t)nt + t) * (size_t)q + (size_t)cj] = v;
+                        }
+            if (dwise)
+                rc = gemm_lanes(dev, np_, r, q, a, wm, o, &cyc);
+            else {
+                mat_t ma = {a, r, 0, 0, TSR_DT_INT8}, mw = {wm, q, 0, 0, TSR_DT_INT8};
+                rc = gemm_any(dev, np_, r, q, mat_get, &ma, mat_get, &mw, o, &cyc);
+            }
+            if (rc) {
+                rc = tsr_err_prefix(rc, "%s (phase %d,%d): ", op, pa_, pb_);
+                goto out;
+            }
+            for (int n = 0; n < p->n; n++)
+                for (int iy = 0; iy < ny; iy++)
+                    for (int ix = 0; ix < nx; ix++) {
+                        const size_t pi = ((size_t)n * (size_t)ny + (size_t)iy) * (size_t)nx + (size_t)ix;
+                        for (int ci = 0; ci < cin; ci++)
+                            dx[((size_t)n * (size_t)cin + (size_t)ci) * hw + (size_t)ys[iy] * (size_t)p->w +
+                               (size_t)xs[ix]] = o[pi * (size_t)q + (size_t)ci];
+                    }
+        }
+    if (!rc)
+        add_stats(st, conv_macs(p, oh, ow), 0, cyc);
+out:
+    free(ys);
+    free(xs);
+    free(kys);
+    free(kxs);
+    free(a);
+    free(wm);
+    free(o);
+    return rc;
 }
 
+/* dW: a GEMM over (n, oy, ox). Groups 1: A [co][(n, oy, ox)] of dy, W
+ * [(n, oy, ox)][(ci, ky, kx)] the im2col of g = x - off (padding: x_zp -
+ * off); depthwise: lanes, A [c][(ky, kx)][(n, oy, ox)] of g, W [(n, oy,
+ * ox)][c] of dy. Then the zero-point fold per output channel. */
 int tsr_grad_conv_dw(tsr_device_t *dev, const tsr_grad_conv_t *p, const int8_t *dy, const void *x, tsr_dtype_e x_dtype,
                      int32_t x_zp, int32_t *dw, tsr_grad_stats_t *st)
 {
-    (void)dev, (void)p, (void)dy, (void)x, (void)x_dtype, (void)x_zp, (void)dw, (void)st;
-    return tsr_err(TSR_EINVAL, "grad conv dw: not implemented yet");
+    const char *op = "grad conv dw";
+    int oh, ow, rc = check_conv(op, dev, p, dy, x, dw, 1, &oh, &ow);
+    if (rc || (rc = check_x(op, x_dtype, x_zp)))
+        return rc;
+    const int dwise = p->groups > 1, cin = p->c_in, cout = p->c_out, cig = cin / p->groups;
+    const int kh = p->kh, kw = p->kw, kk = kh * kw, r = p->n * oh * ow;
+    const int32_t off = tsr_dt_off(x_dtype);
+    const int8_t gpad = (int8_t)(x_zp - off);
+    const int pn = dwise ? kk : cout, q = dwise ? cout : cig * kk;
+    int8_t *a = malloc((size_t)pn * (size_t)r * (dwise ? (size_t)q : 1)), *wm = malloc((size_t)r * (size_t)q);
+    int32_t *o = malloc((size_t)pn * (size_t)q * sizeof *o);
+    uint64_t cyc = 0;
+    if (!a || !wm || !o) {
+        rc = tsr_err(TSR_ENOMEM, "out of memory");
+        goto out;
+    }
+    /* g of channel ci at output pixel j = (n, oy, ox) and tap (ky, kx) */
+#define G_AT(n_, ci_, oy_, ox_, ky_, kx_)                                                                              \
+    ({                                                                                                                 \
+        const int yy_ = (oy_) * p->stride_h + (ky_) - p->pad_top, xx_ = (ox_) * p->stride_w + (kx_) - p->pad_left;     \
+        (yy_ < 0 || yy_ >= p->h || xx_ < 0 || xx_ >= p->w)                                                             \
+            ? gpad                                                                                                     \
+            : (int8_t)(tsr_dt_get(x_dtype, x,                                                                          \
+                                  (((size_t)(n_) * (size_t)cin + (size_t)(ci_)) * (size_t)p->h + (size_t)yy_) *       \
+                                          (size_t)p->w + (size_t)xx_) -                                                \
+                       off);                                                                                           \
+    })
+    for (int n = 0; n < p->n; n++)
+        for (int oy = 0; oy < oh; oy++)
+            for (int ox = 0; ox < ow; ox++) {
+                const size_t j = ((size_t)n * (size_t)oh + (size_t)oy) * (size_t)ow + (size_t)ox;
+                for (int co = 0; co < cout; co++) {
+                    const int8_t d = dy[(((size_t)n * (size_t)cout + (size_t)co) * (size_t)oh + (size_t)oy) *
+                                           (size_t)ow + (size_t)ox];
+                    if (dwise)
+                        wm[j * (size_t)q + (size_t)co] = d;
+                    else
+                        a[(size_t)co * (size_t)r + j] = d;
+                }
+                for (int ci = 0; ci < cin; ci++)
+                    for (int ky = 0; ky < kh; ky++)
+                        for (int kx = 0; kx < kw; kx++) {
+                            const int8_t g = G_AT(n, ci, oy, ox, ky, kx);
+                            const size_t t = (size_t)ky * (size_t)kw + (size_t)kx;
+                            if (dwise) /* A [c][tap][j] */
+                                a[((size_t)ci * (size_t)kk + t) * (size_t)r + j] = g;
+                            else /* W [j][(ci, tap)] */
+                                wm[j * (size_t)q + (size_t)ci * (size_t)kk + t] = g;
+                        }
+            }
+#undef G_AT
+    if (dwise)
+        rc = gemm_lanes(dev, pn, r, q, a, wm, o, &cyc);
+    else {
+        mat_t ma = {a, r, 0, 0, TSR_DT_INT8}, mw = {wm, q, 0, 0, TSR_DT_INT8};
+        rc = gemm_any(dev, pn, r, q, mat_get, &ma, mat_get, &mw, o, &cyc);
+    }
+    if (rc) {
+        rc = tsr_err_prefix(rc, "%s: ", op);
+        goto out;
+    }
+    const int32_t cz = off - x_zp;
+    for (int co = 0; co < cout; co++) {
+        int64_t sdy = 0;
+        if (cz)
+            for (int n = 0; n < p->n; n++)
+                for (int i = 0; i < oh * ow; i++)
+                    sdy += dy[((size_t)n * (size_t)cout + (size_t)co) * (size_t)oh * (size_t)ow + (size_t)i];
+        const uint32_t fold = (uint32_t)(int32_t)(sdy * cz);
+        for (int t = 0; t < cig * kk; t++) {
+            const int32_t v = dwise ? o[(size_t)t * (size_t)q + (size_t)co] : o[(size_t)co * (size_t)q + (size_t)t];
+            dw[(size_t)co * (size_t)cig * (size_t)kk + (size_t)t] = (int32_t)((uint32_t)v + fold);
+        }
+    }
+    add_stats(st, conv_macs(p, oh, ow), cz ? (uint64_t)cout : 0, cyc);
+out:
+    free(a);
+    free(wm);
+    free(o);
+    return rc;
 }

@@ -256,6 +256,29 @@ static void test_conv_default_nodw(void **state)
     dense_random("default", 0, 5);
 }
 
+/* Larger shapes on default: the digits CNN's layers at batch 32 (conv1 1->16
+ * and conv2 16->32, 3x3 pad 1 on 8x8; fc 512->10), a strided 5x5, a
+ * depthwise conv whose dW reduction (N*OH*OW = 20000) runs in parts, and a
+ * dense of several tiles and reduction chunks on tiny. */
+static void test_larger(void **state)
+{
+    (void)state;
+    tsr_device_t *dev = open_cfg("fsim", "default", -1);
+    uint64_t s = base_seed() ^ 0x1a;
+    const tsr_grad_conv_t cps[] = {{32, 1, 8, 8, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1},
+                                   {32, 16, 8, 8, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1},
+                                   {3, 20, 17, 13, 40, 5, 5, 2, 2, 2, 2, 2, 2, 1},
+                                   {2, 3, 100, 100, 3, 3, 3, 1, 1, 1, 1, 1, 1, 3}};
+    for (size_t i = 0; i < sizeof cps / sizeof cps[0]; i++)
+        conv_case(dev, "default", &s, &cps[i], (int)(i & 1), (int32_t)(i & 1 ? 77 : -9));
+    dense_case(dev, "default", &s, 32, 512, 10, 1, 0, 0);
+    dense_case(dev, "default", &s, 300, 700, 50, 0, 5, 0);
+    tsr_device_close(dev);
+    dev = open_cfg("fsim", "tiny", -1);
+    dense_case(dev, "tiny", &s, 37, 300, 45, 1, 200, 0);
+    tsr_device_close(dev);
+}
+
 /* ------------------------------------------------------------ bad input */
 
 /* The call's message names `needle`; the device has not been touched: the
@@ -313,7 +336,7 @@ static void test_bad_conv(void **state)
     int32_t out[64];
     tsr_grad_stats_t st = {0, 0, 0};
 
-    const tsr_grad_conv_t ok = {1, 2, 4, 4, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1};
+    const tsr_grad_conv_t ok = {1, 2, 4, 4, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1};
     assert_int_equal(tsr_grad_conv_dx(dev, &ok, dy, w, out, &st), TSR_OK);
     tsr_grad_conv_t p;
 #define BADC(field, val, needle)                                                                                       \
@@ -340,7 +363,16 @@ static void test_bad_conv(void **state)
     BADC(groups, 0, "groups = 0");
     BADC(kh, 9, "kh = 9");          /* larger than the padded input */
     BADC(kw, 7, "kw = 7");
-    BADC(c_in, 1 << 20, "overflow int32");
+    p = ok; /* dX: 2^20 * 9 taps; dW: 2^13 * 16 output pixels */
+    p.c_out = 1 << 20;
+    BAD(tsr_grad_conv_dx(dev, &p, dy, w, out, &st), "overflow int32");
+    p = ok;
+    p.n = 1 << 13;
+    BAD(tsr_grad_conv_dw(dev, &p, dy, x, TSR_DT_UINT8, 0, out, &st), "overflow int32");
+    p = ok;
+    p.c_in = 2;
+    p.c_out = p.groups = 4;
+    BAD(tsr_grad_conv_dx(dev, &p, dy, w, out, &st), "groups = 4");
     BAD(tsr_grad_conv_dx(dev, NULL, dy, w, out, &st), "parameters");
     BAD(tsr_grad_conv_dx(dev, &ok, NULL, w, out, &st), "dy");
     BAD(tsr_grad_conv_dx(dev, &ok, dy, NULL, out, &st), "w");
@@ -423,16 +455,11 @@ int main(void)
         const struct CMUnitTest rtl[] = {cmocka_unit_test(test_rtl_vs_fsim)};
         return cmocka_run_group_tests(rtl, NULL, NULL);
     }
-#ifndef TSR_GRAD_CONV /* conv lands in the next commit */
-    (void)test_conv_default, (void)test_conv_tiny, (void)test_conv_default_nodw, (void)test_bad_conv;
-#endif
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dense_default), cmocka_unit_test(test_dense_tiny),
         cmocka_unit_test(test_dense_extremes), cmocka_unit_test(test_bad_dense),
-#ifdef TSR_GRAD_CONV
         cmocka_unit_test(test_conv_default),   cmocka_unit_test(test_conv_tiny),
-        cmocka_unit_test(test_conv_default_nodw), cmocka_unit_test(test_bad_conv),
-#endif
+        cmocka_unit_test(test_conv_default_nodw), cmocka_unit_test(test_bad_conv), cmocka_unit_test(test_larger),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
