@@ -160,6 +160,8 @@ int tsr_onnx_layers(tsr_onnx_t *m, tsr_onnx_layer_t **out, int *n)
                 L->q_zp = P->zp;
             } else if (P->hkind == H_SOFTMAX)
                 L->kind = TSR_OXL_SOFTMAX;
+            else if (P->hkind == H_CONCAT && P->in2 == P->in && P->geo[0] == 1 && P->geo[2] == 0)
+                L->kind = TSR_OXL_COPY; /* a concat of one input (tsr_ox_math.c own_2d_bytes) */
             continue;
         }
         if (P->nd.kind == TSR_ND_POOL && P->nd.pool.kind == TSR_POOL_MAX) {

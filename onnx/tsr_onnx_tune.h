@@ -31,6 +31,8 @@ typedef enum tsr_oxl_kind {
     TSR_OXL_QUANT,          /* host QuantizeLinear of a float tensor */
     TSR_OXL_DEQUANT,        /* host DequantizeLinear of a per-tensor quantized tensor */
     TSR_OXL_SOFTMAX,        /* host Softmax */
+    TSR_OXL_COPY,           /* host copy of a tensor's bytes in row-major order (a dense's own [N, K] input
+                               when the tensor it relabels is a device tensor of another shape): the identity */
     TSR_OXL_OTHER,          /* anything else (device or host) */
 } tsr_oxl_kind_e;
 

@@ -136,6 +136,10 @@ static int build_part(tsr_trainer_t *tr, const int *mark)
             prev_out = L->out;
             continue;
         }
+        if (!L->device && L->kind == TSR_OXL_COPY && i > tr->first) { /* the same bytes: nothing to do */
+            prev_out = L->out;
+            continue;
+        }
         if (!L->device) {
             if (L->kind != TSR_OXL_DEQUANT || !tr->nc)
                 return tsr_err(TSR_EINVAL, "node \"%s\" (%s) runs on the host and has no backward here (the "

@@ -313,9 +313,10 @@ int tsr_train_backward(tsr_trainer_t *tr, const int32_t *lab, double *loss, int 
         if (l->L.kind == TSR_OXL_MAXPOOL) {
             pool_backward(l, nb, x, g, g2);
         } else {
-            /* the clamp's derivative: 0 where the output sits on a bound narrower than the type's (a
-               folded Relu or Clip); the type's own saturation passes the gradient straight through */
-            const int lo = l->act_min > tsr_dt_min(l->y_dtype), hi = l->act_max < tsr_dt_max(l->y_dtype);
+            /* a folded Relu or Clip's derivative: 0 where the output sits on its bound (the low one
+               may be the type's own, uint8 with zero point 0); without one the type's saturation
+               passes the gradient straight through */
+            const int lo = l->L.relu, hi = l->L.relu && l->act_max < tsr_dt_max(l->y_dtype);
             for (size_t i = 0; (lo || hi) && i < (size_t)nb * l->y_elems; i++) {
                 const int32_t v = tsr_dt_get(l->y_dtype, l->y, i);
                 if ((lo && v <= l->act_min) || (hi && v >= l->act_max))

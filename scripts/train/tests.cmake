@@ -1,0 +1,17 @@
+# On-device training (issue 27; train/, docs/guide/train-on-device.md), on the digits CNN
+# the build trains and the rotated digits scripts/train/make_shifted.py writes:
+#   test_train  (tests/test_train.c, cmocka) one step's gradients against a plain-C float
+#               reference within the bounds of their int8 rounding, device == host backward,
+#               steps lower the loss, the tuned file, the driver's DRAM high-water mark,
+#               refusals of options and data
+#   train_cli   (scripts/train/test_train.sh) `tessera train`: every bad input refused
+#               before training (exit 2, one line, the output untouched); the tuned model
+#               in `tessera infer` and ONNX Runtime (same predictions, logits within 1 LSB);
+#               the demo: the rotated digits learnt, the upright ones kept, against the
+#               float torch reference (scripts/train/float_finetune.py)
+target_link_libraries(test_train PRIVATE tsr_train)
+target_compile_definitions(test_train PRIVATE TSR_DIGITS_DIR="${TSR_DIGITS}")
+add_dependencies(test_train digits_model digits_shifted)
+add_test(NAME train_cli COMMAND ${CMAKE_SOURCE_DIR}/scripts/train/test_train.sh $<TARGET_FILE:tessera_cli>
+         ${CMAKE_SOURCE_DIR} ${CMAKE_BINARY_DIR}/train_cli ${TSR_DIGITS})
+set_tests_properties(train_cli PROPERTIES TIMEOUT 600 ENVIRONMENT "TESSERA_CACHE=${TSR_RTL_CACHE}")

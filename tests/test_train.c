@@ -1,0 +1,463 @@
+/*
+ * test_train: on-device training's internals (train/tsr_train.h) on the
+ * digits CNN the build trains (build/digits/digits_qdq.onnx, fine-tuned on
+ * the rotated digits of build/digits/shifted).
+ *
+ *  - test_grads_vs_float: one step's gradients of conv2 and fc (trainable
+ *    part conv2, relu, maxpool, fc) against a plain-C double reference
+ *    written here from the formulas: the same quantized activations (the
+ *    trainer's), the dequantized weights, exact softmax cross-entropy,
+ *    backward without any quantization. The trainer quantizes each output
+ *    gradient to int8 (per tensor, scale s = max|g| / 127): every gradient
+ *    element must lie within the error those roundings allow (|e| <= s/2
+ *    per element, carried through the sums), and the gradients must point
+ *    the same way (cosine > 0.999 for fc, > 0.99 for conv2).
+ *  - test_device_equals_host: the device's backward GEMMs (jit/tsr_grad.h)
+ *    and the host reference give the same gradients, bit for bit.
+ *  - test_step_moves_loss: a few steps on one batch lower its loss
+ *    (the update goes against the gradient), the tuned model's file loads
+ *    and holds the new weights and scales.
+ *  - test_mem_usage: the driver's DRAM high-water mark (tsr_mem_usage).
+ *  - test_refusals: bad options and data, each refused with its message.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tsr_driver.h"
+#include "tsr_error.h"
+#include "tsr_npy.h"
+#include "tsr_testenv.h"
+#include "tsr_train.h"
+
+#ifndef TSR_DIGITS_DIR
+#error "TSR_DIGITS_DIR: the build's digits directory (scripts/train/tests.cmake)"
+#endif
+#define MODEL TSR_DIGITS_DIR "/digits_qdq.onnx"
+#define DATA TSR_DIGITS_DIR "/shifted/train_x.npy"
+#define LABELS TSR_DIGITS_DIR "/shifted/train_y.npy"
+
+static tsr_device_t *open_dev(void)
+{
+    tsr_config_t cfg;
+    tsr_device_t *dev = NULL;
+    if (tsr_test_config("default", &cfg))
+        fail_msg("config: %s", tsr_errmsg());
+    if (tsr_device_open("fsim", &cfg, NULL, &dev))
+        fail_msg("open: %s", tsr_errmsg());
+    return dev;
+}
+
+static void load_data(tsr_tensor_t *x, tsr_tensor_t *y)
+{
+    if (tsr_npy_read(DATA, x) || tsr_npy_read(LABELS, y))
+        fail_msg("%s", tsr_errmsg());
+}
+
+static tsr_trainer_t *open_trainer(tsr_device_t *dev, const char *layers, int batch, int host)
+{
+    tsr_train_opts_t o = {.trainable = layers, .epochs = 1, .batch = batch, .lr = 0.01, .momentum = 0.9,
+                          .seed = 1, .host_backward = host};
+    tsr_trainer_t *tr = NULL;
+    if (tsr_train_open(MODEL, dev, &o, &tr))
+        fail_msg("tsr_train_open: %s", tsr_errmsg());
+    return tr;
+}
+
+static double dq(const tsr_train_view_t *v, const uint8_t *p, size_t i, int x)
+{
+    return ((double)p[i] - (x ? v->x_zp : v->y_zp)) * (x ? v->x_scale : v->y_scale);
+}
+
+static double cosine(const float *a, const double *b, size_t n)
+{
+    double ab = 0, aa = 0, bb = 0;
+    for (size_t i = 0; i < n; i++)
+        ab += a[i] * b[i], aa += (double)a[i] * a[i], bb += b[i] * b[i];
+    return ab / sqrt(aa * bb + 1e-300);
+}
+
+/* ------------------------------------------------------------------ the float reference */
+
+static void test_grads_vs_float(void **state)
+{
+    (void)state;
+    tsr_device_t *dev = open_dev();
+    tsr_trainer_t *tr = open_trainer(dev, "conv2,fc", 8, 1);
+    tsr_tensor_t x = {0}, y = {0};
+    load_data(&x, &y);
+    double loss = 0;
+    const int n = 8;
+    if (tsr_train_grads(tr, &x, &y, n, &loss))
+        fail_msg("tsr_train_grads: %s", tsr_errmsg());
+    assert_int_equal(tsr_train_nlayers(tr), 3);
+    tsr_train_view_t vc, vp, vf;
+    assert_int_equal(tsr_train_view(tr, 0, &vc), 0);
+    assert_int_equal(tsr_train_view(tr, 1, &vp), 0);
+    assert_int_equal(tsr_train_view(tr, 2, &vf), 0);
+    assert_int_equal(vc.L->kind, TSR_OXL_CONV);
+    assert_int_equal(vp.L->kind, TSR_OXL_MAXPOOL);
+    assert_int_equal(vf.L->kind, TSR_OXL_DENSE);
+    const int C = vf.m, K = vf.k; /* 10, 512 */
+    float osc;
+    int32_t ozp;
+    tsr_train_logits_q(tr, &osc, &ozp);
+
+    /* softmax cross-entropy of the logits the trainer's forward produced */
+    double *dz = calloc((size_t)n * C, sizeof *dz), rloss = 0;
+    for (int s = 0; s < n; s++) {
+        double z[16] = {0}, mx = -1e300, sum = 0;
+        for (int c = 0; c < C; c++)
+            z[c] = ((double)vf.y[s * C + c] - ozp) * osc, mx = fmax(mx, z[c]);
+        for (int c = 0; c < C; c++)
+            sum += exp(z[c] - mx);
+        const int lab = ((const int32_t *)y.data)[s];
+        rloss += -(z[lab] - mx - log(sum)) / n;
+        for (int c = 0; c < C; c++)
+            dz[s * C + c] = (exp(z[c] - mx) / sum - (c == lab)) / n;
+    }
+    assert_true(fabs(rloss - loss) < 1e-4);
+
+    /* fc: dW = dz^T x, db = sum dz, dX = dz W; bounds from the rounding of dz (s_dy / 2 each) */
+    double *gw = calloc((size_t)C * K, sizeof *gw), *gx = calloc((size_t)n * K, sizeof *gx);
+    double *ex = calloc((size_t)n * K, sizeof *ex);
+    int bad = 0;
+    for (int m = 0; m < C; m++) {
+        double gb = 0;
+        for (int s = 0; s < n; s++)
+            gb += dz[s * C + m];
+        if (fabs(gb - vf.gb[m]) > 1e-6)
+            bad++, print_error("fc db[%d] %g, reference %g\n", m, (double)vf.gb[m], gb);
+        for (int k = 0; k < K; k++) {
+            double g = 0, bound = 0;
+            for (int s = 0; s < n; s++) {
+                const double xr = dq(&vf, vf.x, (size_t)s * K + k, 1);
+                g += dz[s * C + m] * xr;
+                bound += fabs(xr) * vf.s_dy / 2;
+            }
+            gw[m * K + k] = g;
+            if (fabs(g - vf.gw[m * K + k]) > bound * 1.001 + 1e-7)
+                bad++, print_error("fc dW[%d][%d] %g, reference %g, bound %g\n", m, k, (double)vf.gw[m * K + k], g,
+                                   bound);
+        }
+    }
+    const double cf = cosine(vf.gw, gw, (size_t)C * K);
+    print_message("fc: dW cosine %.6f with the float reference, dz scale %g\n", cf, (double)vf.s_dy);
+    assert_true(cf > 0.999);
+    for (int s = 0; s < n; s++)
+        for (int k = 0; k < K; k++)
+            for (int m = 0; m < C; m++) {
+                gx[s * K + k] += dz[s * C + m] * vf.w[m * K + k];
+                ex[s * K + k] += fabs(vf.w[m * K + k]) * vf.s_dy / 2; /* (per-tensor weights: dX uses dz's rounding) */
+            }
+
+    /* max pool: each output's gradient to the first largest input of its 2x2 window; then conv2's relu */
+    const tsr_pool_params_t *pp = &vp.L->pool;
+    const int PC = pp->c, H = pp->h, W = pp->w, OH = H / 2, OW = W / 2;
+    assert_int_equal((int)vp.y_elems, K);
+    const size_t ny = vc.y_elems; /* 32 * 8 * 8 */
+    double *gy = calloc((size_t)n * ny, sizeof *gy), *ey = calloc((size_t)n * ny, sizeof *ey);
+    for (int s = 0; s < n; s++)
+        for (int c = 0; c < PC; c++)
+            for (int oy = 0; oy < OH; oy++)
+                for (int ox = 0; ox < OW; ox++) {
+                    int best = -1;
+                    size_t at = 0;
+                    for (int ky = 0; ky < 2; ky++)
+                        for (int kx = 0; kx < 2; kx++) {
+                            const size_t i = (((size_t)s * PC + c) * H + oy * 2 + ky) * W + ox * 2 + kx;
+                            if (vp.x[i] > best)
+                                best = vp.x[i], at = i;
+                        }
+                    const size_t o = (((size_t)s * PC + c) * OH + oy) * OW + ox;
+                    gy[at] += gx[o];
+                    ey[at] += ex[o];
+                }
+    for (size_t i = 0; i < (size_t)n * ny; i++)
+        if (vc.y[i] <= vc.act_min)
+            gy[i] = 0, ey[i] = 0;
+    /* conv2: dW[o][c][ky][kx] = sum dY[s][o][y][x] * x[s][c][y+ky-1][x+kx-1]; bound: the dY error (carried
+       from fc) plus conv2's own rounding of dY (s_dy / 2), times |x| */
+    const tsr_conv2d_params_t *cp = &vc.L->conv;
+    const int O = cp->c_out, CI = cp->c_in, KH = cp->kh, KW = cp->kw, IH = cp->h, IW = cp->w;
+    const size_t nw = (size_t)O * CI * KH * KW;
+    double *gc = calloc(nw, sizeof *gc), *bc = calloc(nw, sizeof *bc);
+    for (int s = 0; s < n; s++)
+        for (int o = 0; o < O; o++)
+            for (int yy = 0; yy < IH; yy++)
+                for (int xx = 0; xx < IW; xx++) {
+                    const size_t yi = (((size_t)s * O + o) * IH + yy) * IW + xx;
+                    if (!gy[yi] && !ey[yi])
+                        continue;
+                    for (int c = 0; c < CI; c++)
+                        for (int ky = 0; ky < KH; ky++)
+                            for (int kx = 0; kx < KW; kx++) {
+                                const int iy = yy + ky - cp->pad_top, ix = xx + kx - cp->pad_left;
+                                if (iy < 0 || iy >= IH || ix < 0 || ix >= IW)
+                                    continue;
+                                const double xr = dq(&vc, vc.x, (((size_t)s * CI + c) * IH + iy) * IW + ix, 1);
+                                const size_t wi = (((size_t)o * CI + c) * KH + ky) * KW + kx;
+                                gc[wi] += gy[yi] * xr;
+                                bc[wi] += (ey[yi] + vc.s_dy / 2) * fabs(xr);
+                            }
+                }
+    for (size_t i = 0; i < nw; i++)
+        if (fabs(gc[i] - vc.gw[i]) > bc[i] * 1.001 + 1e-7)
+            bad++, print_error("conv2 dW[%zu] %g, reference %g, bound %g\n", i, (double)vc.gw[i], gc[i], bc[i]);
+    const double cc = cosine(vc.gw, gc, nw);
+    double bnorm = 0, gnorm = 0;
+    for (size_t i = 0; i < nw; i++)
+        bnorm += bc[i] * bc[i], gnorm += gc[i] * gc[i];
+    print_message("conv2: dW cosine %.6f with the float reference, bound / gradient norm %.3f\n", cc,
+                  sqrt(bnorm / gnorm));
+    assert_true(cc > 0.99);
+    assert_true(sqrt(bnorm / gnorm) < 1.0); /* the bounds are not vacuous */
+    assert_int_equal(bad, 0);
+    free(dz), free(gw), free(gx), free(ex), free(gy), free(ey), free(gc), free(bc);
+    tsr_tensor_free(&x), tsr_tensor_free(&y);
+    tsr_train_free(tr);
+    tsr_device_close(dev);
+}
+
+/* ------------------------------------------------------------------ device == host */
+
+static void grads_of(const char *layers, int host, float **gw, size_t *nw)
+{
+    tsr_device_t *dev = open_dev();
+    tsr_trainer_t *tr = open_trainer(dev, layers, 16, host);
+    tsr_tensor_t x = {0}, y = {0};
+    load_data(&x, &y);
+    double loss;
+    if (tsr_train_grads(tr, &x, &y, 16, &loss))
+        fail_msg("tsr_train_grads (%s backward): %s", host ? "host" : "device", tsr_errmsg());
+    size_t tot = 0;
+    for (int j = 0; j < tsr_train_nlayers(tr); j++) {
+        tsr_train_view_t v;
+        tsr_train_view(tr, j, &v);
+        tot += v.trainable ? (size_t)v.m * v.k + (size_t)v.m : 0;
+    }
+    *gw = malloc(sizeof(float) * tot);
+    *nw = 0;
+    for (int j = 0; j < tsr_train_nlayers(tr); j++) {
+        tsr_train_view_t v;
+        tsr_train_view(tr, j, &v);
+        if (!v.trainable)
+            continue;
+        memcpy(*gw + *nw, v.gw, sizeof(float) * (size_t)v.m * v.k);
+        memcpy(*gw + *nw + (size_t)v.m * v.k, v.gb, sizeof(float) * (size_t)v.m);
+        *nw += (size_t)v.m * v.k + (size_t)v.m;
+    }
+    tsr_tensor_free(&x), tsr_tensor_free(&y);
+    tsr_train_free(tr);
+    tsr_device_close(dev);
+}
+
+static void test_device_equals_host(void **state)
+{
+    (void)state;
+    /* fc alone (dense dW), and conv2 with fc (dense dX, conv dW) */
+    const char *sets[2] = {"fc", "conv2,fc"};
+    for (int i = 0; i < 2; i++) {
+        float *a, *b;
+        size_t na, nb;
+        grads_of(sets[i], 0, &a, &na);
+        grads_of(sets[i], 1, &b, &nb);
+        assert_int_equal(na, nb);
+        assert_true(na > 5000);
+        size_t nz = 0;
+        for (size_t k = 0; k < na; k++) {
+            if (memcmp(&a[k], &b[k], sizeof(float)))
+                fail_msg("%s: gradient %zu: device %g, host %g", sets[i], k, (double)a[k], (double)b[k]);
+            nz += a[k] != 0;
+        }
+        assert_true(nz > na / 2); /* (not all zero) */
+        free(a), free(b);
+    }
+}
+
+/* ------------------------------------------------------------------ steps, the file */
+
+static void test_step_moves_loss(void **state)
+{
+    (void)state;
+    tsr_device_t *dev = open_dev();
+    tsr_trainer_t *tr = open_trainer(dev, "fc", 16, 0);
+    tsr_tensor_t x = {0}, y = {0};
+    load_data(&x, &y);
+    /* 16 samples, 5 epochs of one step each: the loss of that batch falls */
+    tsr_tensor_t xs = {0}, ys = {0};
+    int64_t shx[4] = {16, 1, 8, 8}, shy[1] = {16};
+    assert_int_equal(tsr_tensor_alloc(&xs, TSR_DT_FLOAT32, 4, shx), 0);
+    assert_int_equal(tsr_tensor_alloc(&ys, TSR_DT_INT32, 1, shy), 0);
+    memcpy(xs.data, x.data, 16 * 64 * sizeof(float));
+    memcpy(ys.data, y.data, 16 * sizeof(int32_t));
+    tsr_train_free(tr);
+    tsr_train_opts_t o = {.trainable = "fc", .epochs = 5, .batch = 16, .lr = 0.02, .momentum = 0.5, .seed = 3};
+    assert_int_equal(tsr_train_open(MODEL, dev, &o, &tr), 0);
+    tsr_train_stats_t *st = calloc(1, sizeof *st);
+    if (tsr_train_run(tr, &xs, &ys, st))
+        fail_msg("tsr_train_run: %s", tsr_errmsg());
+    assert_int_equal(st->epochs, 5);
+    print_message("loss by epoch: %.4f %.4f %.4f %.4f %.4f\n", st->loss[0], st->loss[1], st->loss[2], st->loss[3],
+                  st->loss[4]);
+    assert_true(st->loss[4] < 0.7 * st->loss[0]);
+    assert_true(st->bwd_device_macs > 0);
+    assert_true(st->bwd_device_macs >= 9 * st->bwd_host_macs); /* >= 90% on the device */
+    assert_true(st->peak_train > 0 && st->peak_infer > 0);
+    /* the file: loads, and its fc is the trainer's */
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    if (tsr_train_pack(tr, &buf, &len))
+        fail_msg("pack: %s", tsr_errmsg());
+    tsr_onnx_t *m = NULL;
+    if (tsr_onnx_load_buffer(buf, len, "tuned", 4, &m))
+        fail_msg("load tuned: %s", tsr_errmsg());
+    tsr_onnx_layer_t *ls;
+    int nls;
+    assert_int_equal(tsr_onnx_layers(m, &ls, &nls), 0);
+    tsr_train_view_t v;
+    tsr_train_view(tr, 0, &v);
+    int found = 0;
+    for (int i = 0; i < nls; i++)
+        if (ls[i].kind == TSR_OXL_DENSE) {
+            found = 1;
+            assert_int_equal(ls[i].w_count, 1);
+            /* the master copy re-quantized is what the file holds */
+            const float ws = ls[i].w_scale[0];
+            float amax = 0;
+            for (int k = 0; k < v.m * v.k; k++)
+                amax = fmaxf(amax, fabsf(v.w[k]));
+            assert_true(fabsf(ws - amax / 127.5f) <= 1e-6f * ws);
+            for (int k = 0; k < v.m * v.k; k++) {
+                const long q = lrintf(v.w[k] / ws);
+                assert_int_equal(((const int8_t *)ls[i].w)[k], q > 127 ? 127 : q < -128 ? -128 : q);
+            }
+        }
+    assert_true(found);
+    free(ls);
+    tsr_onnx_free(m);
+    free(buf);
+    free(st);
+    tsr_tensor_free(&x), tsr_tensor_free(&y), tsr_tensor_free(&xs), tsr_tensor_free(&ys);
+    tsr_train_free(tr);
+    tsr_device_close(dev);
+}
+
+/* ------------------------------------------------------------------ the driver's high-water mark */
+
+static void test_mem_usage(void **state)
+{
+    (void)state;
+    tsr_device_t *dev = open_dev();
+    tsr_mem_usage_t u;
+    assert_int_equal(tsr_mem_usage(dev, &u), 0);
+    assert_int_equal(u.in_use, 0);
+    assert_int_equal(u.peak, 0);
+    uint64_t a, b, c;
+    assert_int_equal(tsr_mem_alloc(dev, 1000, &a), 0);
+    assert_int_equal(tsr_mem_alloc(dev, 5000, &b), 0);
+    tsr_mem_usage(dev, &u);
+    assert_int_equal(u.in_use, 6000);
+    assert_int_equal(u.peak, 6000);
+    assert_int_equal(u.buffers, 2);
+    assert_int_equal(tsr_mem_free(dev, b), 0);
+    assert_int_equal(tsr_mem_alloc(dev, 2000, &c), 0);
+    tsr_mem_usage(dev, &u);
+    assert_int_equal(u.in_use, 3000);
+    assert_int_equal(u.peak, 6000);
+    tsr_mem_reset_peak(dev);
+    tsr_mem_usage(dev, &u);
+    assert_int_equal(u.peak, 3000);
+    assert_int_not_equal(tsr_mem_free(dev, c + 8), 0); /* not a buffer: refused, nothing counted */
+    tsr_mem_usage(dev, &u);
+    assert_int_equal(u.in_use, 3000);
+    /* a submitted stream's instruction buffer counts too (4096 bytes at least) */
+    tsr_insn_t fin;
+    memset(&fin, 0, sizeof fin);
+    fin.opcode = TSR_OP_FINISH;
+    assert_int_equal(tsr_submit(dev, &fin, 1), 0);
+    assert_int_equal(tsr_wait(dev, -1), 0);
+    tsr_mem_usage(dev, &u);
+    assert_int_equal(u.in_use, 3000 + 4096);
+    assert_int_equal(tsr_mem_free(dev, a), 0);
+    assert_int_equal(tsr_mem_free(dev, c), 0);
+    tsr_mem_usage(dev, &u);
+    assert_int_equal(u.in_use, 4096);
+    assert_int_equal(u.peak, 3000 + 4096);
+    tsr_device_close(dev);
+}
+
+/* ------------------------------------------------------------------ refusals */
+
+static void refused(tsr_device_t *dev, const char *layers, int batch, double lr, double mu, int epochs,
+                    const char *want)
+{
+    tsr_train_opts_t o = {.trainable = layers, .epochs = epochs, .batch = batch, .lr = lr, .momentum = mu};
+    tsr_trainer_t *tr = NULL;
+    const int rc = tsr_train_open(MODEL, dev, &o, &tr);
+    if (!rc)
+        fail_msg("%s (lr %g, momentum %g, epochs %d, batch %d) was accepted", layers, lr, mu, epochs, batch);
+    if (!strstr(tsr_errmsg(), want))
+        fail_msg("%s: message \"%s\" does not say \"%s\"", layers, tsr_errmsg(), want);
+    assert_null(tr);
+}
+
+static void test_refusals(void **state)
+{
+    (void)state;
+    tsr_device_t *dev = open_dev();
+    refused(dev, "fc9", 16, 0.01, 0.9, 1, "no layer \"fc9\"");
+    refused(dev, "pool", 16, 0.01, 0.9, 1, "/pool/MaxPool\" (MaxPool) has no weights");
+    refused(dev, "last:4", 16, 0.01, 0.9, 1, "last:K needs K in [1, 3]");
+    refused(dev, "fc,", 16, 0.01, 0.9, 1, "an empty layer name");
+    refused(dev, "fc", 16, NAN, 0.9, 1, "--lr nan");
+    refused(dev, "fc", 16, -0.1, 0.9, 1, "--lr -0.1");
+    refused(dev, "fc", 16, 1e9, 0.9, 1, "would overflow");
+    refused(dev, "fc", 16, 0.01, 1.0, 1, "--momentum 1");
+    refused(dev, "fc", 16, 0.01, 0.9, 0, "--epochs 0");
+    refused(dev, "fc", 16, 0.01, 0.9, 1001, "--epochs 1001");
+    refused(dev, "fc", 0, 0.01, 0.9, 1, "--batch 0");
+    /* data: the trainer is fine, the data is not */
+    tsr_trainer_t *tr = open_trainer(dev, "fc", 16, 0);
+    tsr_tensor_t x = {0}, y = {0}, bx = {0}, by = {0};
+    load_data(&x, &y);
+    int64_t s4[4] = {20, 1, 8, 9}, s1[1] = {20};
+    assert_int_equal(tsr_tensor_alloc(&bx, TSR_DT_FLOAT32, 4, s4), 0);
+    assert_int_not_equal(tsr_train_check_data(tr, &bx, "bx", &y, "y"), 0);
+    assert_non_null(strstr(tsr_errmsg(), "float32 [N,1,8,8]"));
+    tsr_tensor_free(&bx);
+    assert_int_equal(tsr_tensor_alloc(&by, TSR_DT_INT32, 1, s1), 0);
+    assert_int_not_equal(tsr_train_check_data(tr, &x, "x", &by, "by"), 0);
+    assert_non_null(strstr(tsr_errmsg(), "one per sample"));
+    tsr_tensor_free(&by);
+    ((int32_t *)y.data)[7] = 10;
+    assert_int_not_equal(tsr_train_check_data(tr, &x, "x", &y, "y"), 0);
+    assert_non_null(strstr(tsr_errmsg(), "label 10 of sample 7 is out of range"));
+    ((int32_t *)y.data)[7] = 1;
+    ((float *)x.data)[70] = NAN;
+    assert_int_not_equal(tsr_train_check_data(tr, &x, "x", &y, "y"), 0);
+    assert_non_null(strstr(tsr_errmsg(), "element 70 (sample 1) is not finite"));
+    ((float *)x.data)[70] = 0;
+    assert_int_equal(tsr_train_check_data(tr, &x, "x", &y, "y"), 0);
+    tsr_tensor_free(&x), tsr_tensor_free(&y);
+    tsr_train_free(tr);
+    tsr_device_close(dev);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_mem_usage),   cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_grads_vs_float), cmocka_unit_test(test_device_equals_host),
+        cmocka_unit_test(test_step_moves_loss),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
