@@ -209,7 +209,8 @@ static void print_measures(const train_args_t *a, const tsr_train_stats_t *st)
         const uint64_t with = st->step_cycles + st->infer_prefix_cycles;
         printf("  one training step: %llu cycles (forward %llu + backward %llu of the trainable part) vs one "
                "inference of the whole model on the same batch %llu cycles: %.2fx; with the frozen layers run "
-               "every step (not done: their features are computed once) %llu cycles: %.2fx\n",
+               "every step (their share of the inference; not done: their features are computed once) %llu "
+               "cycles: %.2fx\n",
                (unsigned long long)st->step_cycles, (unsigned long long)st->step_fwd_cycles,
                (unsigned long long)st->step_bwd_cycles, (unsigned long long)st->infer_cycles,
                (double)st->step_cycles / (double)st->infer_cycles, (unsigned long long)with,
@@ -217,9 +218,10 @@ static void print_measures(const train_args_t *a, const tsr_train_stats_t *st)
         printf("  frozen features: %llu cycles for all samples once\n", (unsigned long long)st->feat_cycles);
     } else
         printf("  cycles: - (backend %s is untimed: --backend systemc or rtl for cycles)\n", a->backend);
-    printf("  peak device memory: training %llu B vs inference %llu B (%.2fx); host: %llu B of activations kept "
-           "for the backward pass, %llu B of frozen features\n",
-           (unsigned long long)st->peak_train, (unsigned long long)st->peak_infer,
+    printf("  peak device memory: training %llu B (%llu B of it held before the steps: kernels cached) vs "
+           "inference %llu B: %.2fx; host: %llu B of activations kept for the backward pass, %llu B of frozen "
+           "features\n",
+           (unsigned long long)st->peak_train, (unsigned long long)st->mem_held, (unsigned long long)st->peak_infer,
            st->peak_infer ? (double)st->peak_train / (double)st->peak_infer : 0.0,
            (unsigned long long)st->host_act_bytes, (unsigned long long)st->feat_bytes);
     double w = 0;

@@ -76,7 +76,7 @@ static const char *dq_consts(const tsr_onnx_t *m, int v, const char **qname, con
 
 /* The quantization of a QDQ Conv/Gemm/MatMul node ni (lowered into L) for
  * training: scales, constants' names, or why_not. */
-static void qdq_layer(tsr_onnx_t *m, int ni, tsr_onnx_layer_t *L)
+static void qdq_layer(tsr_onnx_t *m, int ni, tsr_onnx_lowered_t *L)
 {
     const Onnx__NodeProto *n = m->gp->node[ni];
     const int xv = tsr_ox_in_val(m, ni, 0), wv = tsr_ox_in_val(m, ni, 1), bv = tsr_ox_in_val(m, ni, 2);
@@ -132,17 +132,17 @@ static void qdq_layer(tsr_onnx_t *m, int ni, tsr_onnx_layer_t *L)
                      "would contradict";
 }
 
-int tsr_onnx_layers(tsr_onnx_t *m, tsr_onnx_layer_t **out, int *n)
+int tsr_onnx_lowered_ops(tsr_onnx_t *m, tsr_onnx_lowered_t **out, int *n)
 {
     *out = NULL;
     *n = 0;
-    tsr_onnx_layer_t *ls = calloc((size_t)(m->nlops ? m->nlops : 1), sizeof *ls);
+    tsr_onnx_lowered_t *ls = calloc((size_t)(m->nlops ? m->nlops : 1), sizeof *ls);
     if (!ls)
         return tsr_err(TSR_ENOMEM, "out of memory");
     const int yb = m->vals[m->out_val].base;
     for (int i = 0; i < m->nlops; i++) {
         const ox_lop_t *P = &m->lops[i];
-        tsr_onnx_layer_t *L = &ls[i];
+        tsr_onnx_lowered_t *L = &ls[i];
         L->node_index = P->node;
         L->node = nname(m, P->node);
         L->op = m->gp->node[P->node]->op_type;
@@ -216,7 +216,7 @@ int tsr_onnx_input_info(const tsr_onnx_t *m, tsr_dtype_e *dtype, int *ndim, int6
     return 0;
 }
 
-int tsr_onnx_layer_requant(tsr_onnx_t *m, const tsr_onnx_layer_t *L, const float *w_scale, int32_t *mult,
+int tsr_onnx_lowered_requant(tsr_onnx_t *m, const tsr_onnx_lowered_t *L, const float *w_scale, int32_t *mult,
                            int32_t *shift, float *fscale, int *has_fscale)
 {
     int32_t *mu = NULL, *sh = NULL;

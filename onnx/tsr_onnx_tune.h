@@ -36,7 +36,7 @@ typedef enum tsr_oxl_kind {
     TSR_OXL_OTHER,          /* anything else (device or host) */
 } tsr_oxl_kind_e;
 
-typedef struct tsr_onnx_layer {
+typedef struct tsr_onnx_lowered {
     tsr_oxl_kind_e kind;
     int device;             /* 1: a device operator, 0: a host kernel */
     const char *node;       /* the ONNX node's name (its first output when unnamed); the model's string */
@@ -66,12 +66,12 @@ typedef struct tsr_onnx_layer {
     /* TSR_OXL_QUANT / TSR_OXL_DEQUANT */
     float q_scale;
     int32_t q_zp;
-} tsr_onnx_layer_t;
+} tsr_onnx_lowered_t;
 
 /* Every lowered operator of m in run order (host and device), as layers.
  * *out is malloc'd (free it; strings and arrays point into m, valid while
  * m lives and unchanged by tsr_onnx_prepare). */
-int tsr_onnx_layers(tsr_onnx_t *m, tsr_onnx_layer_t **out, int *n);
+int tsr_onnx_lowered_ops(tsr_onnx_t *m, tsr_onnx_lowered_t **out, int *n);
 
 /* The graph input as loaded: its element type (TSR_DT_FLOAT32, INT8, UINT8, INT32, INT64), rank and
  * concrete shape (the batch given at load first), its name. */
@@ -82,7 +82,7 @@ int tsr_onnx_input_info(const tsr_onnx_t *m, tsr_dtype_e *dtype, int *ndim, int6
  * Runtime's float32 multiplier): mult/shift[w_count] and fscale[w_count]
  * (*has_fscale 0 when the float32 form does not apply; the fixed-point one
  * then does). */
-int tsr_onnx_layer_requant(tsr_onnx_t *m, const tsr_onnx_layer_t *L, const float *w_scale, int32_t *mult,
+int tsr_onnx_lowered_requant(tsr_onnx_t *m, const tsr_onnx_lowered_t *L, const float *w_scale, int32_t *mult,
                            int32_t *shift, float *fscale, int *has_fscale);
 
 /* One constant to replace: its name, its new bytes (the same element type

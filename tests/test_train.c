@@ -320,9 +320,9 @@ static void test_step_moves_loss(void **state)
     tsr_onnx_t *m = NULL;
     if (tsr_onnx_load_buffer(buf, len, "tuned", 4, &m))
         fail_msg("load tuned: %s", tsr_errmsg());
-    tsr_onnx_layer_t *ls;
+    tsr_onnx_lowered_t *ls;
     int nls;
-    assert_int_equal(tsr_onnx_layers(m, &ls, &nls), 0);
+    assert_int_equal(tsr_onnx_lowered_ops(m, &ls, &nls), 0);
     tsr_train_view_t v;
     tsr_train_view(tr, 0, &v);
     int found = 0;

@@ -15,20 +15,21 @@
 
 #include "tsr_dtype.h"
 #include "tsr_error.h"
+#include "tsr_onnx_report.h"
 #include "tsr_strsafe.h"
 #include "tsr_train_int.h"
 #include "tsr_util.h"
 
 /* ---------------------------------------------------------------- choosing the trainable part */
 
-static int has_weights(const tsr_onnx_layer_t *L)
+static int has_weights(const tsr_onnx_lowered_t *L)
 {
     return L->device && (L->kind == TSR_OXL_CONV || L->kind == TSR_OXL_DENSE);
 }
 
 /* name names layer L: its node name (with or without the leading '/'), the first component of
  * its path ("fc" for "/fc/Gemm"), or its weight constant's name. */
-static int names(const tsr_onnx_layer_t *L, const char *name, size_t len)
+static int names(const tsr_onnx_lowered_t *L, const char *name, size_t len)
 {
     const char *n = L->node;
     if (strlen(n) == len && !strncmp(n, name, len))
@@ -123,7 +124,7 @@ static int build_part(tsr_trainer_t *tr, const int *mark)
         return tsr_err(TSR_ENOMEM, "out of memory");
     int prev_out = -1, dq = -1, end = -1;
     for (int i = tr->first; i < tr->nls; i++) {
-        const tsr_onnx_layer_t *L = &tr->ls[i];
+        const tsr_onnx_lowered_t *L = &tr->ls[i];
         const char *nm = TSR_SAFE(L->node);
         if (i > tr->first && L->in != prev_out)
             return tsr_err(TSR_EINVAL, "node \"%s\" (%s) does not read the output of the layer before it: the "
@@ -182,7 +183,7 @@ static int init_part(tsr_trainer_t *tr)
     size_t gmax = 0, amax = 0;
     for (int j = 0; j < tr->nc; j++) {
         trl_t *l = &tr->c[j];
-        const tsr_onnx_layer_t *L = &l->L;
+        const tsr_onnx_lowered_t *L = &l->L;
         if (L->kind == TSR_OXL_CONV) {
             int oh, ow;
             if (tsr_conv2d_check(&L->conv, &oh, &ow))
@@ -253,7 +254,7 @@ static int init_part(tsr_trainer_t *tr)
         for (int m = 0; m < l->M; m++)
             l->b[m] = (float)l->bq[m] * (L->x_scale * l->ws[l->wc > 1 ? m : 0]);
         if (L->w_scale) {
-            int rc = tsr_onnx_layer_requant(tr->m, L, l->ws, l->mult, l->shift, l->fscale, &l->has_fscale);
+            int rc = tsr_onnx_lowered_requant(tr->m, L, l->ws, l->mult, l->shift, l->fscale, &l->has_fscale);
             if (rc)
                 return rc;
         } else { /* a frozen operator-form layer: the importer's own requantization */
@@ -341,7 +342,7 @@ int tsr_train_open(const char *path, tsr_device_t *dev, const tsr_train_opts_t *
     tr->dev = dev;
     tr->cfg = *tsr_device_config(dev);
     if (!(rc = tsr_onnx_load(path, opts->batch, &tr->m)) && !(rc = tsr_onnx_set_target(tr->m, &tr->cfg)))
-        rc = tsr_onnx_layers(tr->m, &tr->ls, &tr->nls);
+        rc = tsr_onnx_lowered_ops(tr->m, &tr->ls, &tr->nls);
     if (!rc && !(mark = calloc((size_t)tr->nls + 1, sizeof *mark)))
         rc = tsr_err(TSR_ENOMEM, "out of memory");
     if (!rc)
@@ -506,6 +507,17 @@ static int measure_inference(tsr_trainer_t *tr, const tsr_tensor_t *x, tsr_train
     tsr_mem_usage_t u;
     tsr_mem_usage(tr->dev, &u);
     st->peak_infer = u.peak;
+    /* the frozen layers' share: the report's rows of the nodes lowered before the trainable part */
+    for (int i = 0; !rc && i < tsr_onnx_report_rows(mi); i++) {
+        tsr_onnx_layer_t row;
+        if (tsr_onnx_report_row(mi, i, &row))
+            continue;
+        for (int j = 0; j < tr->first; j++)
+            if (tr->ls[j].device && tr->ls[j].node_index == row.node) {
+                st->infer_prefix_cycles += (uint64_t)row.cycles;
+                break;
+            }
+    }
     tsr_tensor_free(&in);
     tsr_tensor_free(&out);
     tsr_onnx_free(mi);
@@ -593,6 +605,9 @@ int tsr_train_run(tsr_trainer_t *tr, const tsr_tensor_t *x, const tsr_tensor_t *
         st->host_act_bytes += (uint64_t)B * tr->c[j].y_elems;
     st->host_act_bytes += (uint64_t)B * tr->feat_elems;
     tsr_mem_reset_peak(tr->dev);
+    tsr_mem_usage_t u0;
+    tsr_mem_usage(tr->dev, &u0);
+    st->mem_held = u0.in_use;
     uint64_t state = tr->o.seed;
     for (int e = 0; e < tr->o.epochs && !rc; e++) {
         const double t0 = tsr_now_s();
@@ -652,7 +667,6 @@ int tsr_train_run(tsr_trainer_t *tr, const tsr_tensor_t *x, const tsr_tensor_t *
     st->bwd_device_macs = tr->gst.device_macs;
     st->bwd_host_macs = tr->gst.host_macs + tr->host_macs;
     st->fwd_device_macs = tr->fwd_macs;
-    st->infer_prefix_cycles = N ? st->feat_cycles * (uint64_t)B / (uint64_t)N : 0;
     free(lab), free(blab), free(order), free(feat);
     return rc;
 }

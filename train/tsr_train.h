@@ -80,9 +80,11 @@ typedef struct tsr_train_stats {
                                                     trainable part (mean over the full batches of the last epoch) */
     uint64_t step_fwd_cycles, step_bwd_cycles;   /* its two parts */
     uint64_t infer_cycles;                       /* one inference of the whole model on a full batch */
-    uint64_t infer_prefix_cycles;                /* the frozen prefix's share of it (features of one batch) */
+    uint64_t infer_prefix_cycles;                /* the frozen layers' share of it (their rows of the report) */
     uint64_t peak_infer;                         /* device DRAM high-water mark: the whole model's inference */
-    uint64_t peak_train;                         /* ... features and training (after the inference's) */
+    uint64_t peak_train;                         /* ... the training steps (the features excluded: inference) */
+    uint64_t mem_held;                           /* of it, held when the steps start (the kernel cache's uop
+                                                    buffers of the kernels planned before) */
     uint64_t host_act_bytes;                     /* host bytes of the activations kept for the backward pass */
     uint64_t feat_bytes;                         /* host bytes of the frozen features of all samples */
     double feat_wall;                            /* wall seconds of the features */
@@ -112,7 +114,7 @@ int tsr_train_write_file(const char *path, const uint8_t *buf, size_t len);
 /* ---- for tests: one step's gradients and what a reference needs to recompute them ---- */
 
 typedef struct tsr_train_view {
-    const tsr_onnx_layer_t *L; /* the layer as lowered (kind, node, params, scales) */
+    const tsr_onnx_lowered_t *L; /* the layer as lowered (kind, node, params, scales) */
     int trainable;
     int m, k;                  /* CONV/DENSE: weights [m][k] (conv: k = C_in * KH * KW) */
     const float *w, *b;        /* float master weights [m][k] and bias [m] (before the step) */

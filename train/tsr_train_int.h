@@ -14,7 +14,7 @@
 
 /* One layer of the trainable part. */
 typedef struct trl {
-    tsr_onnx_layer_t L;        /* as the importer lowered it (kind, node, parameters, scales, names) */
+    tsr_onnx_lowered_t L;        /* as the importer lowered it (kind, node, parameters, scales, names) */
     int trainable;             /* its weights and bias are updated */
     int need_dx;               /* a layer before it in the part: its input gradient is needed */
     tsr_dtype_e x_dtype, y_dtype;
@@ -40,7 +40,7 @@ typedef struct trl {
 struct tsr_trainer {
     char path[4096];
     tsr_onnx_t *m;
-    tsr_onnx_layer_t *ls;
+    tsr_onnx_lowered_t *ls;
     int nls;
     tsr_device_t *dev;
     tsr_config_t cfg;

@@ -359,7 +359,7 @@ int tsr_train_requantize(tsr_trainer_t *tr, trl_t *l)
                            (double)l->b[m], bs);
         l->bq[m] = (int32_t)v;
     }
-    int rc = tsr_onnx_layer_requant(tr->m, &l->L, l->ws, l->mult, l->shift, l->fscale, &l->has_fscale);
+    int rc = tsr_onnx_lowered_requant(tr->m, &l->L, l->ws, l->mult, l->shift, l->fscale, &l->has_fscale);
     return rc ? node_err(rc, l, "requantization of the new weights") : 0;
 }
 
