@@ -25,7 +25,7 @@ static const char *train_help =
     "usage: tessera train MODEL.onnx --data X.npy --labels Y.npy --epochs N --trainable LAYERS\n"
     "                     -o TUNED.onnx [--lr F] [--momentum F] [--batch B] [--seed S]\n"
     "                     [--backend fsim|systemc|rtl] [--config CONFIG] [--backward device|host]\n"
-    "                     [--quiet] [device options]\n"
+    "                     [--update master|int8] [--quiet] [device options]\n"
     "\n"
     "Fine-tune a quantized QDQ ONNX model on the device (on-device training,\n"
     "docs/guide/train-on-device.md): the layers before the first trainable one\n"
@@ -55,10 +55,14 @@ static const char *train_help =
     "  --config CONFIG   config file or preset (default: default)\n"
     "  --backward WHERE  device (default) or host: the backward GEMMs in plain C\n"
     "                    on the host (the reference the device's are checked against)\n"
+    "  --update HOW      master (default): SGD on a float32 copy of the weights,\n"
+    "                    re-quantized after each step; int8: the int8 weights\n"
+    "                    updated in place on their fixed grid (quantization-aware\n"
+    "                    scaling; an experiment: most updates round to 0)\n"
     "  --quiet           no trainable-part table and no progress lines\n";
 
 enum { O_DATA = 3000, O_LABELS, O_EPOCHS, O_TRAINABLE, O_LR, O_MOMENTUM, O_BATCH, O_SEED, O_BACKEND, O_CONFIG,
-       O_BACKWARD, O_QUIET, O_HELP };
+       O_BACKWARD, O_UPDATE, O_QUIET, O_HELP };
 
 typedef struct {
     const char *model, *data, *labels, *out, *backend, *cfgname, *trainable;
@@ -127,6 +131,12 @@ static int train_option(int c, char *arg, const tsr_cli_dev_t *dev, train_args_t
             return 0;
         }
         return snprintf(msg, sizeof msg, "--backward \"%.64s\": device or host", arg), bad(msg);
+    case O_UPDATE:
+        if (!strcmp(arg, "master") || !strcmp(arg, "int8")) {
+            a->o.int8_update = !strcmp(arg, "int8");
+            return 0;
+        }
+        return snprintf(msg, sizeof msg, "--update \"%.64s\": master or int8", arg), bad(msg);
     case 'h':
     case O_HELP: fputs(train_help, stdout); fputs(dev->help, stdout); return -1;
     default: fputs(train_help, stderr); return 2;
@@ -143,7 +153,8 @@ static int train_parse(int argc, char **argv, const tsr_cli_dev_t *dev, train_ar
         {"momentum", required_argument, 0, O_MOMENTUM}, {"batch", required_argument, 0, O_BATCH},
         {"seed", required_argument, 0, O_SEED},         {"backend", required_argument, 0, O_BACKEND},
         {"config", required_argument, 0, O_CONFIG},     {"backward", required_argument, 0, O_BACKWARD},
-        {"quiet", no_argument, 0, O_QUIET},             {"help", no_argument, 0, O_HELP}};
+        {"update", required_argument, 0, O_UPDATE},     {"quiet", no_argument, 0, O_QUIET},
+        {"help", no_argument, 0, O_HELP}};
     size_t no = 0;
     for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
         opts[no++] = own[i];
@@ -224,6 +235,10 @@ static void print_measures(const train_args_t *a, const tsr_train_stats_t *st)
            (unsigned long long)st->peak_train, (unsigned long long)st->mem_held, (unsigned long long)st->peak_infer,
            st->peak_infer ? (double)st->peak_train / (double)st->peak_infer : 0.0,
            (unsigned long long)st->host_act_bytes, (unsigned long long)st->feat_bytes);
+    if (a->o.int8_update)
+        printf("  int8 update: %llu of %llu weight updates moved an int8 value (%.1f%%; the rest rounded to 0)\n",
+               (unsigned long long)st->upd_moved, (unsigned long long)st->upd_n,
+               st->upd_n ? 100.0 * (double)st->upd_moved / (double)st->upd_n : 0.0);
     double w = 0;
     for (int e = 0; e < st->epochs; e++)
         w += st->epoch_wall[e];

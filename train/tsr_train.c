@@ -667,6 +667,8 @@ int tsr_train_run(tsr_trainer_t *tr, const tsr_tensor_t *x, const tsr_tensor_t *
     st->bwd_device_macs = tr->gst.device_macs;
     st->bwd_host_macs = tr->gst.host_macs + tr->host_macs;
     st->fwd_device_macs = tr->fwd_macs;
+    st->upd_n = tr->upd_n;
+    st->upd_moved = tr->upd_moved;
     free(lab), free(blab), free(order), free(feat);
     return rc;
 }

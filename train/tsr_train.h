@@ -63,6 +63,10 @@ typedef struct tsr_train_opts {
     double momentum;        /* [0, 1) */
     uint64_t seed;          /* the order of the samples (splitmix64 Fisher-Yates per epoch) */
     int host_backward;      /* 1: the backward GEMMs on the host (plain C, the reference), not the device */
+    int int8_update;        /* 1: no float32 master copy: the int8 weights updated in place on their fixed grid
+                               (w_q -= round(lr v / w_scale): Lin et al.'s quantization-aware scaling, the
+                               gradient of w_q times w_scale^-2), the int32 bias likewise; the measurement of
+                               why the master copy is there */
     FILE *progress;         /* a line per epoch (NULL: none) */
 } tsr_train_opts_t;
 
@@ -88,6 +92,7 @@ typedef struct tsr_train_stats {
     uint64_t host_act_bytes;                     /* host bytes of the activations kept for the backward pass */
     uint64_t feat_bytes;                         /* host bytes of the frozen features of all samples */
     double feat_wall;                            /* wall seconds of the features */
+    uint64_t upd_n, upd_moved;                   /* int8_update: weight updates, those that moved an int8 value */
 } tsr_train_stats_t;
 
 typedef struct tsr_trainer tsr_trainer_t;

@@ -63,6 +63,7 @@ struct tsr_trainer {
     tsr_grad_stats_t gst;      /* backward MACs on the device (and cycles) */
     uint64_t host_macs;        /* backward MACs done on the host */
     uint64_t fwd_macs;         /* forward MACs of the part */
+    uint64_t upd_n, upd_moved; /* int8_update: weight updates, and those that moved the int8 value */
 };
 
 /* tsr_train_step.c */

@@ -370,6 +370,29 @@ int tsr_train_update(tsr_trainer_t *tr)
         trl_t *l = &tr->c[j];
         if (!l->trainable)
             continue;
+        if (tr->o.int8_update) { /* the int8 values themselves, their scales fixed */
+            for (size_t i = 0; i < (size_t)l->M * l->K; i++) {
+                const float ws = l->ws[l->wc > 1 ? i / (size_t)l->K : 0];
+                l->vw[i] = mu * l->vw[i] + l->gw[i];
+                const long q = lrintf((float)l->wq[i] - lr * l->vw[i] / ws);
+                const int8_t nq = (int8_t)(q > 127 ? 127 : q < -128 ? -128 : q);
+                tr->upd_n++;
+                tr->upd_moved += nq != l->wq[i];
+                l->wq[i] = nq;
+                l->w[i] = (float)l->wq[i] * ws;
+            }
+            for (int m = 0; m < l->M && l->has_bias; m++) {
+                const double bs = (double)(l->L.x_scale * l->ws[l->wc > 1 ? m : 0]);
+                l->vb[m] = mu * l->vb[m] + l->gb[m];
+                const double q = nearbyint((double)l->bq[m] - (double)lr * l->vb[m] / bs);
+                if (!(fabs(q) <= 2147483647.0))
+                    return tsr_err(TSR_EBOUNDS, "node \"%s\" (%s): bias %d does not fit int32: the fixed-point "
+                                   "update overflowed (lower --lr)", TSR_SAFE(l->L.node), l->L.op, m);
+                l->bq[m] = (int32_t)q;
+                l->b[m] = (float)((double)l->bq[m] * bs);
+            }
+            continue;
+        }
         for (size_t i = 0; i < (size_t)l->M * l->K; i++) {
             l->vw[i] = mu * l->vw[i] + l->gw[i];
             l->w[i] -= lr * l->vw[i];

@@ -10,15 +10,40 @@
 #     (float_finetune.py); conv2+fc likewise for 2 epochs (>= 20 points, within 6);
 #  3. the tuned model in ONNX Runtime (npm onnxruntime-node, skipped without node):
 #     the same predictions as `tessera infer`, quantized logits within 1 LSB.
-# usage: test_train.sh TESSERA_BIN SOURCE_DIR WORK_DIR DIGITS_DIR
+# With MODE rtl (ctest train_cli_rtl) only: one epoch of conv2+fc on the Verilated RTL writes
+# the same tuned model, byte for byte, as on fsim and as on the SystemC model, whose
+# training-step cycles are within 3% of the RTL's.
+# usage: test_train.sh TESSERA_BIN SOURCE_DIR WORK_DIR DIGITS_DIR [MODE]
 set -euo pipefail
-TSR=$(realpath "$1") SRC=$(realpath "$2") WORK=$3 DIG=$(realpath "$4")
+TSR=$(realpath "$1") SRC=$(realpath "$2") WORK=$3 DIG=$(realpath "$4") MODE=${5:-full}
 PY=/usr/bin/python3
 SH=$DIG/shifted
 mkdir -p "$WORK"
 cd "$WORK"
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+if [ "$MODE" = rtl ]; then
+  for be in rtl systemc fsim; do
+    "$TSR" train "$DIG/digits_qdq.onnx" --data "$SH/train_x.npy" --labels "$SH/train_y.npy" --epochs 1 \
+      --trainable conv2,fc --lr 0.01 --backend $be -o tuned_$be.onnx --quiet | tee train_$be.log | grep -E "step|wrote"
+  done
+  cmp tuned_rtl.onnx tuned_fsim.onnx || fail "the RTL's tuned model differs from fsim's"
+  cmp tuned_systemc.onnx tuned_fsim.onnx || fail "the SystemC model's tuned model differs from fsim's"
+  "$PY" - <<'PY' || fail "SystemC's training-step cycles not within 3% of the RTL's"
+import re, sys
+c = {}
+for be in ("rtl", "systemc"):
+    m = re.search(r"one training step: (\d+) cycles", open(f"train_{be}.log").read())
+    c[be] = int(m.group(1))
+d = abs(c["systemc"] - c["rtl"]) / c["rtl"]
+print(f"training step: rtl {c['rtl']} cycles, systemc {c['systemc']} ({d * 100:.2f}% apart)")
+sys.exit(0 if d <= 0.03 else 1)
+PY
+  if [ $fails -ne 0 ]; then echo "$fails failure(s)"; exit 1; fi
+  echo "train_cli_rtl: all passed"
+  exit 0
+fi
 
 # ---------------------------------------------------------------- 1. refusals
 "$PY" - "$SH" <<'PY'
