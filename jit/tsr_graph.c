@@ -34,17 +34,18 @@ typedef struct {
 typedef struct {
     tsr_op_kind_e op;      /* operator (tsr_op.h) */
     char name[48];         /* for errors and the report */
-    int in[2], out;        /* tensor ids (in[1] = -1 unless add) */
+    int in[2], out;        /* tensor ids (in[1] = -1 unless add or mul) */
     tsr_conv2d_params_t conv;  /* conv, and dense as a 1x1 conv over [N, K, 1, 1] */
     int32_t *w_zp, *mult, *shift; /* owned copies of conv's arrays */
     float *fscale;                /* (its float32 scales, kept when the config has EXACT_REQUANT) */
     void *w;               /* owned weights (OIHW bytes of the weight dtype) */
     int32_t *bias;         /* owned bias or NULL */
-    union {                /* the parameters of a pool, add, clip or act (prm: whichever it is) */
+    union {                /* the parameters of a pool, add, clip, act or mul (prm: whichever it is) */
         tsr_pool_params_t pool;
         tsr_add_params_t add;
         tsr_clip_params_t clip;
         tsr_op_act_t act;
+        tsr_mul_params_t mul;
         unsigned char prm[1];
     };
     int is_dense;          /* conv built from a dense node */
@@ -466,7 +467,7 @@ int tsr_graph_requantize(tsr_graph_t *g, const char *name, int x, int y, const t
     return TSR_OK;
 }
 
-/* A node whose parameters the graph keeps as they are (pool, add, clip, act):
+/* A node whose parameters the graph keeps as they are (pool, add, clip, act, mul):
  * the operator's check (tsr_op.h) gives the tensors they need. */
 static int plain_node(tsr_graph_t *g, tsr_op_kind_e op, const char *name, int a, int b, int y, const void *p)
 {
@@ -518,6 +519,11 @@ int tsr_graph_act(tsr_graph_t *g, const char *name, int x, int y, const tsr_act_
         p.table = *t;
     }
     return plain_node(g, TSR_OPK_ACT, name, x, -1, y, t ? &p : NULL);
+}
+
+int tsr_graph_mul(tsr_graph_t *g, const char *name, int x, int s, int y, const tsr_mul_params_t *p)
+{
+    return plain_node(g, TSR_OPK_MUL, name, x, s, y, p);
 }
 
 int tsr_graph_reshape(tsr_graph_t *g, const char *name, int x, int y)
@@ -697,7 +703,7 @@ static const char *op_name(const gnode_t *n)
         return n->is_requant ? "requant" : n->conv.groups == 1 ? "conv" : n->conv.groups == n->conv.c_in ? "dwconv" : "gconv";
     case TSR_OPK_POOL:
         return n->pool.kind == TSR_POOL_MAX ? "maxpool" : n->pool.kind == TSR_POOL_AVG ? "avgpool" : "gap";
-    default: return tsr_op_name(n->op); /* "dense", "add", "clip", "reshape", "act" */
+    default: return tsr_op_name(n->op); /* "dense", "add", "clip", "reshape", "act", "mul" */
     }
 }
 

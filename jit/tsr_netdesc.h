@@ -34,6 +34,7 @@ typedef enum tsr_nd_kind {
     TSR_ND_DENSE = TSR_OPK_DENSE, /* fully connected over the flattened NCHW input + bias + requant: .dense, .w,
                                      .bias */
     TSR_ND_ACT = TSR_OPK_ACT,     /* (additive) activation table, needs ACT_LUT: .act */
+    TSR_ND_MUL = TSR_OPK_MUL,     /* (additive) in[0] [N,C,H,W] times the per-channel vector in[1] [N,C,1,1]: .mul */
 } tsr_nd_kind_e;
 
 typedef struct tsr_nd_tensor {
@@ -46,7 +47,7 @@ typedef struct tsr_nd_tensor {
 typedef struct tsr_nd_node {
     tsr_nd_kind_e kind;    /* which operator */
     char name[48];         /* "conv1", "layer1.0.conv2", "layer1.0.add", "maxpool", "avgpool", "fc" */
-    int in[2];             /* input tensor ids (in[1] = -1 unless TSR_ND_ADD) */
+    int in[2];             /* input tensor ids (in[1] = -1 unless TSR_ND_ADD or TSR_ND_MUL) */
     int out;               /* output tensor id (every tensor except 0 has exactly one producer) */
     tsr_conv2d_params_t conv;  /* TSR_ND_CONV: shapes/dtypes/zps agree with the tensors; arrays owned by the desc */
     tsr_dense_params_t dense;  /* TSR_ND_DENSE */
@@ -54,6 +55,7 @@ typedef struct tsr_nd_node {
     tsr_add_params_t add;      /* TSR_ND_ADD */
     tsr_clip_params_t clip;    /* TSR_ND_CLIP */
     tsr_op_act_t act;          /* TSR_ND_ACT (additive): shape, types, zero points and the table */
+    tsr_mul_params_t mul;      /* TSR_ND_MUL (additive) */
     void *w;               /* CONV: OIHW weights, DENSE: [M][K] weights, bytes of the weight dtype (owned) */
     int32_t *bias;         /* CONV / DENSE: [C_out] or [M] int32 (owned), may be NULL */
 } tsr_nd_node_t;

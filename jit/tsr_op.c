@@ -223,6 +223,32 @@ static void act_fig(const tsr_op_plan_t *pl, tsr_op_figures_t *f)
     *f = (tsr_op_figures_t){pl->act.insns, pl->act.ninsns, 0, 0, pl->act.insns ? TSR_ACT_ENTRIES : 0};
 }
 
+/* ----------------------------------------------------------------- mul */
+
+static int mul_check(const void *params, tsr_op_io_t *io)
+{
+    const tsr_mul_params_t *p = params;
+    int rc = tsr_mul_check(p, NULL);
+    if (rc)
+        return rc;
+    io_desc(&io[0], &p->x);
+    io_desc(&io[1], &p->s);
+    io_desc(&io[2], &p->y);
+    return TSR_OK;
+}
+
+static int mul_plan_t(tsr_device_t *dev, const void *p, const tsr_dtensor_t *const *x, const tsr_dtensor_t *y,
+                      tsr_op_plan_t *pl)
+{
+    return tsr_mul_plan_tensors(dev, p, x[0], x[1], y, &pl->mul);
+}
+static void mul_free(tsr_device_t *dev, tsr_op_plan_t *pl) { tsr_mul_plan_free(dev, &pl->mul); }
+static void mul_fig(const tsr_op_plan_t *pl, tsr_op_figures_t *f)
+{
+    /* no kernel cache (the stream is the plan's own); the two constant rows and the uops are its constants */
+    *f = (tsr_op_figures_t){pl->mul.insns, pl->mul.ninsns, 0, 0, pl->mul.c_bytes};
+}
+
 /* --------------------------------------------------------------- table */
 
 #define IO1 {"input", "output"}
@@ -254,6 +280,10 @@ static const tsr_op_def_t table[TSR_OPK_COUNT] = {
     [TSR_OPK_ACT] = {.kind = TSR_OPK_ACT, .name = "act", .n_inputs = 1, .io_names = IO1,
                      .params_size = sizeof(tsr_op_act_t), .check = act_check, .plan_tensors = act_plan_t,
                      .plan_free = act_free, .figures = act_fig},
+    /* the multiply by a per-channel vector likewise (tsr_mul_run for a single one) */
+    [TSR_OPK_MUL] = {.kind = TSR_OPK_MUL, .name = "mul", .n_inputs = 2, .io_names = {"input x", "input s", "output"},
+                     .params_size = sizeof(tsr_mul_params_t), .check = mul_check, .plan_tensors = mul_plan_t,
+                     .plan_free = mul_free, .figures = mul_fig},
 };
 #undef IO1
 

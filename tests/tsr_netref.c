@@ -84,6 +84,14 @@ static int run_node(const tsr_netdesc_t *nd, const tsr_nd_node_t *nn, void **out
         if (x.zp != nn->clip.x.zp || x.dtype != odt(nn->clip.x.dtype))
             return tsr_err(TSR_EINVAL, "clip: tensor quantization differs from the node's parameters");
         return opref_clip(&x, nn->clip.lo, nn->clip.hi, &y);
+    case TSR_ND_MUL: {
+        const tsr_mul_params_t *p = &nn->mul;
+        opref_tensor_t sv = view(nd, nn->in[1], outs[nn->in[1]]);
+        if (x.zp != p->x.zp || sv.zp != p->s.zp || y.zp != p->y.zp || x.dtype != odt(p->x.dtype) ||
+            sv.dtype != odt(p->s.dtype) || y.dtype != odt(p->y.dtype))
+            return tsr_err(TSR_EINVAL, "mul: tensor quantization differs from the node's parameters");
+        return opref_mul(&x, &sv, p->scale, p->act_min, p->act_max, &y);
+    }
     case TSR_ND_ACT: { /* the table on the host, in its own terms: entry[(x - off_x) & 255] = y - off_y */
         const tsr_op_act_t *p = &nn->act;
         if (x.zp != p->x_zp || x.dtype != odt(p->x_dtype) || y.zp != p->y_zp || y.dtype != odt(p->y_dtype))

@@ -812,3 +812,27 @@ int opref_clip(const opref_tensor_t *x, int32_t lo, int32_t hi, opref_tensor_t *
 {
     return unary("clip", x, lo, hi, y);
 }
+
+int opref_mul(const opref_tensor_t *x, const opref_tensor_t *s, float scale, int32_t act_min, int32_t act_max,
+              opref_tensor_t *y)
+{
+    int rc;
+    if ((rc = check_tensor("mul", "x", x)) || (rc = check_tensor("mul", "s", s)) ||
+        (rc = check_tensor("mul", "output", y)))
+        return rc;
+    if (s->n != x->n || s->c != x->c || s->h != 1 || s->w != 1 || y->n != x->n || y->c != x->c || y->h != x->h ||
+        y->w != x->w)
+        return tsr_err(TSR_EINVAL, "mul: s must be [N,C,1,1] and the output x's shape");
+    if ((rc = check_act("mul", act_min, act_max, y->dtype)))
+        return rc;
+    if (!(scale > 0.0f) || !isfinite(scale))
+        return tsr_err(TSR_EINVAL, "mul: scale %g must be positive and finite", (double)scale);
+    const int64_t hw = (int64_t)x->h * x->w, count = (int64_t)x->n * x->c * hw;
+    for (int64_t i = 0; i < count; i++) {
+        /* the product is exact in float32 (|p| <= 255 * 255 < 2^24); one float32 multiply, then the integer */
+        const int64_t pr = (int64_t)(opref_get(x, i) - x->zp) * (opref_get(s, i / hw) - s->zp);
+        const float v = (float)pr * scale;
+        opref_set(y, i, (int32_t)clamp64((int64_t)nearbyintf(v) + y->zp, act_min, act_max));
+    }
+    return TSR_OK;
+}

@@ -163,6 +163,14 @@ int opref_relu(const opref_tensor_t *x, opref_tensor_t *y);
 /* y = min(max(x, lo), hi), lo <= hi within the dtype range; same shape/dtype/zp. */
 int opref_clip(const opref_tensor_t *x, int32_t lo, int32_t hi, opref_tensor_t *y);
 
+/* Multiply by a per-channel vector (operators.md "mul by a per-channel
+ * vector", ONNX Runtime's QLinearMul broadcast over H, W): x [N,C,H,W],
+ * s [N,C,1,1], y of x's shape (its own dtype and zero point);
+ * y = clamp(nearbyintf(float32(float32((x - x_zp)(s - s_zp)) * scale)) +
+ * y_zp, act_min, act_max), float32 arithmetic rounded to nearest even. */
+int opref_mul(const opref_tensor_t *x, const opref_tensor_t *s, float scale, int32_t act_min, int32_t act_max,
+              opref_tensor_t *y);
+
 /* Element access (no checks): value of element i, and store (v must fit). */
 int32_t opref_get(const opref_tensor_t *t, int64_t i);
 void opref_set(opref_tensor_t *t, int64_t i, int32_t v);
