@@ -49,6 +49,17 @@
 
 #define MAXPROD 16384 /* |a * w| for int8 a, w */
 
+/* Accumulator regions: NREG = 4, tile t in region t % 4, each a quarter of
+ * the buffer, in the order (bank 0, bank 1, bank 0, bank 1) so that
+ * consecutive tiles lie in different banks (the bank is the index MSB) and
+ * a tile's epilogue and store overlap the next two tiles' GEMMs. */
+#define NREG 4
+static uint32_t reg_base(const tsr_config_t *c, int r)
+{
+    return (uint32_t)(r & 1) * (c->acc_depth / 2) + (uint32_t)(r >> 1) * (c->acc_depth / 4);
+}
+
+
 static int imin(int a, int b) { return a < b ? a : b; }
 static int cdiv(int a, int b) { return (a + b - 1) / b; }
 static void add_stats(tsr_grad_stats_t *st, uint64_t dev_macs, uint64_t host_macs, uint64_t cycles)
@@ -78,6 +89,7 @@ typedef struct {
     int np;             /* byte planes stored */
     int tp, tq, rc;     /* tile rows, tile columns (blocks), reduction units per chunk */
     uint64_t a_bytes, w_bytes, c_bytes;
+    double cost;        /* the tiling's estimated cycles */
 } ggeo_t;
 
 /* Planes for sums of R int8 products: |sum| <= R * 2^14. */
@@ -116,8 +128,8 @@ static int geo_init(const tsr_config_t *c, const gemm_t *g, ggeo_t *o)
     /* the tiling: the fewest estimated cycles over a few tile shapes (DRAM
      * traffic at the bus width vs the GEMM ops, plus a per-instruction cost) */
     const int loop_max = (1 << TSR_LOOP_BITS) - 1, size_max = (1 << TSR_SIZE_BITS) - 1;
-    const int inp_half = (int)c->inp_depth / 2, wgt_half = (int)c->wgt_depth / 2, acc_half = (int)c->acc_depth / 2;
-    const int uop_rc = ((int)c->uop_depth - 2 * o->np) / 4;
+    const int inp_half = (int)c->inp_depth / 2, wgt_half = (int)c->wgt_depth / 2, acc_reg = (int)c->acc_depth / NREG;
+    const int uop_rc = ((int)c->uop_depth - NREG * o->np) / (2 * NREG);
     const double bus = c->dram_bus_width / 8.0;
     const double gemm_ops = (double)o->pb * o->qb * o->ru;
     double best = -1;
@@ -132,7 +144,7 @@ static int geo_init(const tsr_config_t *c, const gemm_t *g, ggeo_t *o)
     for (int i = 0; i < nc[0]; i++)
         for (int j = 0; j < nc[1]; j++) {
             const int tp = imin(cand[0][i], loop_max), tq = imin(cand[1][j], imin(loop_max, size_max));
-            if (o->np * tp * tq > acc_half || tp * o->a_unit > inp_half || tq * o->w_unit > wgt_half)
+            if (o->np * tp * tq > acc_reg || tp * o->a_unit > inp_half || tq * o->w_unit > wgt_half)
                 continue;
             int rc = imin(o->ru, imin(inp_half / (tp * o->a_unit), wgt_half / (tq * o->w_unit)));
             rc = imin(rc, imin(uop_rc, size_max / o->a_unit));
@@ -152,6 +164,7 @@ static int geo_init(const tsr_config_t *c, const gemm_t *g, ggeo_t *o)
     if (best < 0)
         return tsr_err(TSR_EINVAL, "grad: no tiling of a %d x %d x %d GEMM fits this config's buffers", g->p, g->r,
                        g->q);
+    o->cost = best;
     return TSR_OK;
 }
 
@@ -197,31 +210,84 @@ static void pack_w(const tsr_config_t *c, const gemm_t *g, const ggeo_t *o, uint
         }
 }
 
+/* A 2-D transfer whose rows are contiguous in DRAM (stride == row) as one
+ * row: one DRAM burst instead of y (the rows' latency dominates short rows). */
+static void load2d(tsr_stream_t *s, uint32_t mem, uint32_t sram, uint32_t dram, uint32_t y, uint32_t x, uint32_t stride)
+{
+    if (y > 1 && stride == x && (uint64_t)y * x < (1u << TSR_SIZE_BITS))
+        tsr_stream_load(s, mem, sram, dram, 1, y * x, y * x);
+    else
+        tsr_stream_load(s, mem, sram, dram, y, x, stride);
+}
+
+static void store2d(tsr_stream_t *s, uint32_t sram, uint32_t dram, uint32_t y, uint32_t x, uint32_t stride)
+{
+    if (y > 1 && stride == x && (uint64_t)y * x < (1u << TSR_SIZE_BITS))
+        tsr_stream_store(s, sram, dram, 1, y * x, y * x);
+    else
+        tsr_stream_store(s, sram, dram, y, x, stride);
+}
+
+/* A finished tile whose byte planes are still to be made and stored: its
+ * epilogue is emitted behind the next tile's GEMMs, so that the ALU pipe
+ * works on tile t (acc bank t%2) while the GEMM pipe works on tile t+1
+ * (the other bank): the two compute pipes' bank rule, hw/ARCHITECTURE.md
+ * (emitted before them, the next tile's GEMM that pushes a token would
+ * wait for the whole epilogue). */
+typedef struct {
+    int t, tiles, np;
+    uint32_t ube;                 /* the tile's reset/plane uops */
+    uint32_t tr, tr_max;          /* accumulator rows of the tile, rows between planes */
+    uint32_t sram0, dram0, plane; /* plane 0's rows, its DRAM element, elements between planes */
+    uint32_t y, x, stride;        /* the STORE of one plane */
+} epi_t;
+
+static void emit_epi(tsr_stream_t *s, const epi_t *e)
+{
+    tsr_insn_t *in;
+    /* plane k = (plane k-1) >> 8: its out rows hold byte k */
+    for (int k = 1; k < e->np; k++) {
+        in = tsr_stream_alu(s, TSR_ALU_MOV, e->ube + (uint32_t)k, e->ube + (uint32_t)k + 1);
+        tsr_stream_loops(in, e->tr, 1, 1, 1, 0, 0);
+        in = tsr_stream_alu(s, TSR_ALU_SHR, e->ube + (uint32_t)k, e->ube + (uint32_t)k + 1);
+        in->use_imm = 1;
+        in->imm = 8;
+        tsr_stream_loops(in, e->tr, 1, 0, 1, 0, 0);
+    }
+    tsr_stream_signal(s, TSR_Q_CMP2ST);
+    tsr_stream_wait(s, TSR_Q_CMP2ST);
+    for (int k = 0; k < e->np; k++)
+        store2d(s, e->sram0 + (uint32_t)k * e->tr_max, e->dram0 + (uint32_t)k * e->plane, e->y, e->x, e->stride);
+    /* the store frees the tile's bank for tile t+2, or (last tile) for FINISH */
+    if (e->t + NREG < e->tiles || e->t == e->tiles - 1)
+        tsr_stream_signal(s, TSR_Q_ST2CMP);
+}
+
 /* Build the stream of one gemm32 run (buffers at element bases). */
 static int build(const tsr_config_t *c, const gemm_t *g, const ggeo_t *o, uint64_t uop_addr, uint64_t a_addr,
                  uint64_t w_addr, uint64_t c_addr, uint8_t *uops, tsr_insn_t **insns, size_t *ninsns)
 {
-    const uint32_t inp_half = c->inp_depth / 2, wgt_half = c->wgt_depth / 2, acc_half = c->acc_depth / 2;
-    const int tr_max = o->tp * o->tq, nuops = 4 * o->rc + 2 * o->np;
+    const uint32_t inp_half = c->inp_depth / 2, wgt_half = c->wgt_depth / 2;
+    const int tr_max = o->tp * o->tq, nuops = 2 * NREG * o->rc + NREG * o->np;
     int rc = TSR_OK;
     /* uops: sets (inp/wgt half qi, acc half pa) of the reduction chunk, then per pa
      * the tile reset (plane 0) and the plane copies (plane k <- plane k-1) */
     for (int qi = 0; qi < 2; qi++)
-        for (int pa = 0; pa < 2; pa++)
+        for (int pa = 0; pa < NREG; pa++)
             for (int u = 0; u < o->rc; u++) {
-                tsr_uop_t uo = {pa * acc_half, qi * inp_half + (uint32_t)(u * o->a_unit), qi * wgt_half + (uint32_t)u};
+                tsr_uop_t uo = {reg_base(c, pa), qi * inp_half + (uint32_t)(u * o->a_unit), qi * wgt_half + (uint32_t)u};
                 uint64_t raw;
                 if ((rc = tsr_uop_encode(c, &uo, &raw)))
                     return rc;
-                memcpy(uops + (size_t)((qi * 2 + pa) * o->rc + u) * c->uop_bytes, &raw, c->uop_bytes);
+                memcpy(uops + (size_t)((qi * NREG + pa) * o->rc + u) * c->uop_bytes, &raw, c->uop_bytes);
             }
-    for (int pa = 0; pa < 2; pa++)
+    for (int pa = 0; pa < NREG; pa++)
         for (int k = 0; k < o->np; k++) {
-            tsr_uop_t uo = {pa * acc_half + (uint32_t)(k * tr_max), pa * acc_half + (uint32_t)((k ? k - 1 : 0) * tr_max), 0};
+            tsr_uop_t uo = {reg_base(c, pa) + (uint32_t)(k * tr_max), reg_base(c, pa) + (uint32_t)((k ? k - 1 : 0) * tr_max), 0};
             uint64_t raw;
             if ((rc = tsr_uop_encode(c, &uo, &raw)))
                 return rc;
-            memcpy(uops + (size_t)(4 * o->rc + pa * o->np + k) * c->uop_bytes, &raw, c->uop_bytes);
+            memcpy(uops + (size_t)(2 * NREG * o->rc + pa * o->np + k) * c->uop_bytes, &raw, c->uop_bytes);
         }
 
     tsr_stream_t s;
@@ -231,39 +297,40 @@ static int build(const tsr_config_t *c, const gemm_t *g, const ggeo_t *o, uint64
     const uint32_t c_el = (uint32_t)(c_addr / c->out_bytes);
     const int tiles_p = cdiv(o->pb, o->tp), tiles_q = cdiv(o->qb, o->tq), tiles = tiles_p * tiles_q;
     const int chunks = cdiv(o->ru, o->rc), steps = tiles * chunks;
+    epi_t pend = {0};
     tsr_insn_t *in;
     for (int t = 0, st = 0; t < tiles; t++) {
-        const int tpi = t / tiles_q, tqi = t % tiles_q, pa = t % 2;
+        const int tpi = t / tiles_q, tqi = t % tiles_q, pa = t % NREG;
         const int pb0 = tpi * o->tp, qb0 = tqi * o->tq;
         const int tp = imin(o->tp, o->pb - pb0), tq = imin(o->tq, o->qb - qb0), tr = tp * tq;
-        const uint32_t ubase_e = (uint32_t)(4 * o->rc + pa * o->np);
+        const uint32_t ubase_e = (uint32_t)(2 * NREG * o->rc + pa * o->np);
         for (int ch = 0; ch < chunks; ch++, st++) {
             const int qi = st % 2, u0 = ch * o->rc, rcn = imin(o->rc, o->ru - u0);
             /* load stage: step st-2's GEMMs freed half qi */
             if (st >= 2)
                 tsr_stream_wait(&s, TSR_Q_CMP2LD);
             if (!g->lanes) {
-                tsr_stream_load(&s, TSR_MEM_INP, qi * inp_half, a_el + (uint32_t)(pb0 * o->ru + u0), (uint32_t)tp,
+                load2d(&s, TSR_MEM_INP, qi * inp_half, a_el + (uint32_t)(pb0 * o->ru + u0), (uint32_t)tp,
                                 (uint32_t)rcn, (uint32_t)o->ru);
-                tsr_stream_load(&s, TSR_MEM_WGT, qi * wgt_half, w_el + (uint32_t)(qb0 * o->ru + u0), (uint32_t)tq,
+                load2d(&s, TSR_MEM_WGT, qi * wgt_half, w_el + (uint32_t)(qb0 * o->ru + u0), (uint32_t)tq,
                                 (uint32_t)rcn, (uint32_t)o->ru);
             } else {
-                tsr_stream_load(&s, TSR_MEM_INP, qi * inp_half,
+                load2d(&s, TSR_MEM_INP, qi * inp_half,
                                 a_el + (uint32_t)((qb0 * o->pb + pb0) * o->rp + u0 * o->a_unit), (uint32_t)tp,
                                 (uint32_t)(rcn * o->a_unit), (uint32_t)o->rp);
-                tsr_stream_load(&s, TSR_MEM_WGT, qi * wgt_half, w_el + (uint32_t)(qb0 * o->ru + u0), 1,
+                load2d(&s, TSR_MEM_WGT, qi * wgt_half, w_el + (uint32_t)(qb0 * o->ru + u0), 1,
                                 (uint32_t)rcn, (uint32_t)rcn);
             }
             tsr_stream_signal(&s, TSR_Q_LD2CMP);
             /* compute stage */
             if (ch == 0) {
-                if (t >= 2)
+                if (t >= NREG)
                     tsr_stream_wait(&s, TSR_Q_ST2CMP);
                 in = tsr_stream_gemm(&s, ubase_e, ubase_e + 1, 1);
                 tsr_stream_loops(in, (uint32_t)tr, 1, 0, 1, 0, 0);
             }
             tsr_stream_wait(&s, TSR_Q_LD2CMP);
-            const uint32_t ub = (uint32_t)((qi * 2 + pa) * o->rc);
+            const uint32_t ub = (uint32_t)((qi * NREG + pa) * o->rc);
             in = tsr_stream_gemm(&s, ub, ub + (uint32_t)rcn, 0);
             if (!g->lanes) {
                 /* rows (dst +tq, src +rcn), columns (dst +1, wgt +rcn) */
@@ -276,24 +343,13 @@ static int build(const tsr_config_t *c, const gemm_t *g, const ggeo_t *o, uint64
             if (st + 2 < steps)
                 tsr_stream_signal(&s, TSR_Q_CMP2LD);
         }
-        /* epilogue: plane k = (plane k-1) >> 8, its out rows byte k */
-        for (int k = 1; k < o->np; k++) {
-            in = tsr_stream_alu(&s, TSR_ALU_MOV, ubase_e + (uint32_t)k, ubase_e + (uint32_t)k + 1);
-            tsr_stream_loops(in, (uint32_t)tr, 1, 1, 1, 0, 0);
-            in = tsr_stream_alu(&s, TSR_ALU_SHR, ubase_e + (uint32_t)k, ubase_e + (uint32_t)k + 1);
-            in->use_imm = 1;
-            in->imm = 8;
-            tsr_stream_loops(in, (uint32_t)tr, 1, 0, 1, 0, 0);
-        }
-        tsr_stream_signal(&s, TSR_Q_CMP2ST);
-        tsr_stream_wait(&s, TSR_Q_CMP2ST);
-        for (int k = 0; k < o->np; k++)
-            tsr_stream_store(&s, pa * acc_half + (uint32_t)(k * tr_max),
-                             c_el + (uint32_t)((k * o->pb + pb0) * o->qb + qb0), (uint32_t)tp, (uint32_t)tq,
-                             (uint32_t)o->qb);
-        if (t + 2 < tiles || t == tiles - 1)
-            tsr_stream_signal(&s, TSR_Q_ST2CMP);
+        if (pend.tiles)
+            emit_epi(&s, &pend);
+        pend = (epi_t){t, tiles, o->np, ubase_e, (uint32_t)tr, (uint32_t)tr_max, reg_base(c, pa),
+                       c_el + (uint32_t)(pb0 * o->qb + qb0), (uint32_t)(o->pb * o->qb), (uint32_t)tp, (uint32_t)tq,
+                       (uint32_t)o->qb};
     }
+    emit_epi(&s, &pend);
     if (!(rc = tsr_stream_finish(&s)) && !(rc = tsr_stream_check(&s, "grad")))
         tsr_stream_take(&s, insns, ninsns);
     tsr_stream_free(&s);
@@ -311,7 +367,7 @@ static int gemm32(tsr_device_t *dev, const gemm_t *g, int32_t *out, uint64_t *cy
     int rc = geo_init(c, g, &o);
     if (rc)
         return rc;
-    const uint64_t uop_bytes = (uint64_t)(4 * o.rc + 2 * o.np) * c->uop_bytes;
+    const uint64_t uop_bytes = (uint64_t)(2 * NREG * o.rc + NREG * o.np) * c->uop_bytes;
     if (o.a_bytes + o.w_bytes + o.c_bytes + uop_bytes > GRAD_MAX_DEV_BYTES)
         return tsr_err(TSR_ENOMEM, "grad: a %d x %d x %d GEMM needs %llu MiB of device memory (at most %llu)", g->p,
                        g->r, g->q, (unsigned long long)((o.a_bytes + o.w_bytes + o.c_bytes) >> 20),
@@ -354,6 +410,286 @@ static int gemm32(tsr_device_t *dev, const gemm_t *g, int32_t *out, uint64_t *cy
                 v |= ~UINT32_C(0) << (8 * o.np);
             out[(size_t)p * (size_t)g->q + (size_t)q] = (int32_t)v;
         }
+out:
+    free(insns);
+    if (ca)
+        tsr_mem_free(dev, ca);
+    if (wa)
+        tsr_mem_free(dev, wa);
+    if (aa)
+        tsr_mem_free(dev, aa);
+    if (ua)
+        tsr_mem_free(dev, ua);
+    free(ha);
+    free(hw);
+    free(hc);
+    free(hu);
+    return rc;
+}
+
+/* ---- the exact int32 convolution GEMM (stride 1, gathered on chip) ----
+ *
+ *   C[n][y][x][q] = SUM_(c, ty, tx) D[n][c][y + ty][x + tx] * W[(c, ty, tx)][q]
+ *
+ * over y < OY, x < OX, taps TY x TX: the im2col happens on chip, as in the
+ * forward conv2d lowering: a step loads ROWS = TYM + TY - 1 image rows of
+ * each of its RC channel blocks once and the uops (one per channel block,
+ * tap and output-channel block) read them at the tap's offset, so DRAM
+ * carries the image once per tile instead of TY*TX copies. D in DRAM:
+ * [NB][CBP][DY][DX] inp elements ([b][i]: image n = nb*B + b, channel
+ * cb*BI + i), zero past the image (the host pads rows to whole row tiles
+ * and channel blocks to whole chunks, so every step has the same on-chip
+ * layout and the uops do not depend on the tile); W: [QB][CBP][T] wgt
+ * elements; C: NP planes of [NB][OY][OX][QB] out elements. Tile = (batch
+ * block, TYM output rows, TQ output-channel blocks); the accumulators of
+ * pixel pix and block ql at pix*tq + ql. */
+
+typedef struct {
+    int n, cr, q;          /* images, reduction channels, output channels */
+    int oy, ox, ty, tx;    /* output size, taps */
+    const int8_t *d;       /* [N][CR][OY + TY - 1][OX + TX - 1] */
+    const int8_t *w;       /* [(c, ty, tx)][Q] */
+} cgemm_t;
+
+typedef struct {
+    int nb, cb, qb, t, np;
+    int tym, tq, rc, nch, cbp, nrt, rows, dy, dx;
+    int wres;           /* all weights stay on chip (at wgt row 0), loaded by the first step */
+    uint64_t a_bytes, w_bytes, c_bytes;
+    double cost;        /* the tiling's estimated cycles */
+} cgeo_t;
+
+static int cgeo_init(const tsr_config_t *c, const cgemm_t *g, cgeo_t *o)
+{
+    memset(o, 0, sizeof *o);
+    o->nb = cdiv(g->n, c->batch);
+    o->cb = cdiv(g->cr, c->block_in);
+    o->qb = cdiv(g->q, c->block_out);
+    o->t = g->ty * g->tx;
+    o->np = planes_for((int64_t)g->cr * o->t);
+    o->dx = g->ox + g->tx - 1;
+    const int loop_max = (1 << TSR_LOOP_BITS) - 1, size_max = (1 << TSR_SIZE_BITS) - 1;
+    const int inp_half = (int)c->inp_depth / 2, wgt_half = (int)c->wgt_depth / 2, acc_reg = (int)c->acc_depth / NREG;
+    const double bus = c->dram_bus_width / 8.0;
+    double best = -1;
+    if (g->ox > loop_max)
+        return tsr_err(TSR_EINVAL, "grad: output rows of %d pixels (at most %d)", g->ox, loop_max);
+    int qc[64], nq = 0;
+    for (int v = 1; v <= o->qb && nq < 40; v *= 2)
+        qc[nq++] = v;
+    for (int k = 1; k <= 16; k++)
+        qc[nq++] = cdiv(o->qb, k);
+    for (int dv = 1, prev = 0; dv <= imin(g->oy, 256); dv++) {
+        const int tym = imin(cdiv(g->oy, dv), loop_max);
+        if (tym == prev)
+            continue;
+        prev = tym;
+        const int rows = tym + g->ty - 1;
+        if ((int64_t)rows * o->dx > inp_half || (int64_t)rows * o->dx > size_max)
+            continue;
+        for (int i = 0; i < 2 * nq; i++) {
+            /* wres: all weights on chip at once, loaded by the first step (one column tile, one chunk) */
+            const int wres = i >= nq, tq = wres ? o->qb : qc[i];
+            const int wcap = wres ? (int)c->wgt_depth : wgt_half;
+            if ((int64_t)o->np * tym * g->ox * tq > acc_reg || tq * o->t > wcap || (wres && i > nq))
+                continue;
+            int rc = imin(o->cb, imin(inp_half / (rows * o->dx), wcap / (tq * o->t)));
+            rc = imin(rc, imin(((int)c->uop_depth - NREG * o->np) / (2 * NREG * tq * o->t), size_max / o->t));
+            if (rc < 1 || (wres && rc < o->cb))
+                continue;
+            const int nch = cdiv(o->cb, rc);
+            rc = cdiv(o->cb, nch);
+            const int nrt = cdiv(g->oy, tym);
+            const double tiles = (double)o->nb * nrt * cdiv(o->qb, tq), steps = tiles * nch;
+            const double gemm = (double)o->nb * nrt * tym * g->ox * o->qb * nch * rc * o->t;
+            /* a step whose weight half still holds its blocks skips the load (one chunk, at most two
+             * column tiles: step s and s-2 read the same blocks) */
+            const double wloads = wres ? 1 : nch == 1 && cdiv(o->qb, tq) <= 2 ? (steps < 4 ? steps : 4) : steps;
+            const double dram = (steps * (double)rc * rows * o->dx * c->inp_bytes + wloads * tq * rc * o->t * c->wgt_bytes +
+                                 (double)o->np * o->nb * g->oy * g->ox * o->qb * c->out_bytes) / bus;
+            const double cost = (dram > gemm ? dram : gemm) + 40.0 * (steps * 4 + tiles * (2 + 3 * o->np));
+            if (best < 0 || cost < best) {
+                best = cost;
+                o->tym = tym;
+                o->tq = tq;
+                o->rc = rc;
+                o->nch = nch;
+                o->wres = wres;
+            }
+        }
+    }
+    if (best < 0)
+        return tsr_err(TSR_EINVAL, "grad: no tiling of a %dx%d convolution GEMM (%d taps, %d channels) fits this config",
+                       g->oy, g->ox, o->t, g->cr);
+    o->cost = best;
+    o->cbp = o->nch * o->rc;
+    o->nrt = cdiv(g->oy, o->tym);
+    o->rows = o->tym + g->ty - 1;
+    o->dy = o->nrt * o->tym + g->ty - 1;
+    o->a_bytes = (uint64_t)o->nb * o->cbp * o->dy * o->dx * c->inp_bytes;
+    o->w_bytes = (uint64_t)o->qb * o->cbp * o->t * c->wgt_bytes;
+    o->c_bytes = (uint64_t)o->np * o->nb * g->oy * g->ox * o->qb * c->out_bytes;
+    return TSR_OK;
+}
+
+static void cpack(const tsr_config_t *c, const cgemm_t *g, const cgeo_t *o, uint8_t *da, uint8_t *dw)
+{
+    const int b_ = c->batch, bi = c->block_in, bo = c->block_out, hy = g->oy + g->ty - 1;
+    for (int n = 0; n < g->n; n++)
+        for (int ch = 0; ch < g->cr; ch++)
+            for (int y = 0; y < hy; y++)
+                for (int x = 0; x < o->dx; x++) {
+                    const size_t e = (((size_t)(n / b_) * (size_t)o->cbp + (size_t)(ch / bi)) * (size_t)o->dy + (size_t)y) *
+                                         (size_t)o->dx + (size_t)x;
+                    da[e * c->inp_bytes + (size_t)(n % b_) * (size_t)bi + (size_t)(ch % bi)] =
+                        (uint8_t)g->d[(((size_t)n * (size_t)g->cr + (size_t)ch) * (size_t)hy + (size_t)y) * (size_t)o->dx +
+                                      (size_t)x];
+                }
+    for (int ch = 0; ch < g->cr; ch++)
+        for (int t = 0; t < o->t; t++)
+            for (int q = 0; q < g->q; q++) {
+                const size_t e = ((size_t)(q / bo) * (size_t)o->cbp + (size_t)(ch / bi)) * (size_t)o->t + (size_t)t;
+                dw[e * c->wgt_bytes + (size_t)(q % bo) * (size_t)bi + (size_t)(ch % bi)] =
+                    (uint8_t)g->w[((size_t)ch * (size_t)o->t + (size_t)t) * (size_t)g->q + (size_t)q];
+            }
+}
+
+static int cbuild(const tsr_config_t *c, const cgemm_t *g, const cgeo_t *o, uint64_t uop_addr, uint64_t a_addr,
+                  uint64_t w_addr, uint64_t c_addr, uint8_t *uops, tsr_insn_t **insns, size_t *ninsns)
+{
+    const uint32_t inp_half = c->inp_depth / 2, wgt_half = c->wgt_depth / 2;
+    const int tr_max = o->tym * g->ox * o->tq, per_set = o->tq * o->rc * o->t;
+    int rc = TSR_OK;
+    for (int qi = 0; qi < 2; qi++)
+        for (int pa = 0; pa < NREG; pa++)
+            for (int ql = 0; ql < o->tq; ql++)
+                for (int cl = 0; cl < o->rc; cl++)
+                    for (int t = 0; t < o->t; t++) {
+                        const int ty = t / g->tx, tx = t % g->tx;
+                        tsr_uop_t uo = {reg_base(c, pa) + (uint32_t)ql,
+                                        qi * inp_half + (uint32_t)(cl * o->rows * o->dx + ty * o->dx + tx),
+                                        (o->wres ? 0 : qi) * wgt_half + (uint32_t)((ql * o->rc + cl) * o->t + t)};
+                        uint64_t raw;
+                        if ((rc = tsr_uop_encode(c, &uo, &raw)))
+                            return rc;
+                        const size_t u = (size_t)(qi * NREG + pa) * (size_t)per_set + (size_t)((ql * o->rc + cl) * o->t + t);
+                        memcpy(uops + u * c->uop_bytes, &raw, c->uop_bytes);
+                    }
+    for (int pa = 0; pa < NREG; pa++)
+        for (int k = 0; k < o->np; k++) {
+            tsr_uop_t uo = {reg_base(c, pa) + (uint32_t)(k * tr_max), reg_base(c, pa) + (uint32_t)((k ? k - 1 : 0) * tr_max), 0};
+            uint64_t raw;
+            if ((rc = tsr_uop_encode(c, &uo, &raw)))
+                return rc;
+            memcpy(uops + (size_t)(2 * NREG * per_set + pa * o->np + k) * c->uop_bytes, &raw, c->uop_bytes);
+        }
+    tsr_stream_t s;
+    tsr_stream_init(&s, c, 0, 0);
+    tsr_stream_uops(&s, (uint32_t)(uop_addr / c->uop_bytes), (uint32_t)(2 * NREG * per_set + NREG * o->np));
+    const uint32_t a_el = (uint32_t)(a_addr / c->inp_bytes), w_el = (uint32_t)(w_addr / c->wgt_bytes);
+    const uint32_t c_el = (uint32_t)(c_addr / c->out_bytes);
+    const uint32_t plane = (uint32_t)(o->nb * g->oy * g->ox * o->qb);
+    const int tiles_q = cdiv(o->qb, o->tq), tiles = o->nb * o->nrt * tiles_q, steps = tiles * o->nch;
+    int64_t whalf[2] = {-1, -1};
+    epi_t pend = {0};
+    tsr_insn_t *in;
+    for (int t = 0, st = 0; t < tiles; t++) {
+        const int nb = t / (o->nrt * tiles_q), rt = t / tiles_q % o->nrt, qb0 = t % tiles_q * o->tq, pa = t % NREG;
+        const int y0 = rt * o->tym, tyr = imin(o->tym, g->oy - y0), tq = imin(o->tq, o->qb - qb0);
+        const int tr = tyr * g->ox * tq;
+        const uint32_t ube = (uint32_t)(2 * NREG * per_set + pa * o->np);
+        for (int ch = 0; ch < o->nch; ch++, st++) {
+            const int qi = st % 2, c0 = ch * o->rc;
+            if (st >= 2)
+                tsr_stream_wait(&s, TSR_Q_CMP2LD);
+            load2d(&s, TSR_MEM_INP, qi * inp_half,
+                            a_el + (uint32_t)((((size_t)nb * o->cbp + c0) * o->dy + y0) * o->dx), (uint32_t)o->rc,
+                            (uint32_t)(o->rows * o->dx), (uint32_t)(o->dy * o->dx));
+            /* the weight half still holding these blocks (from step st-2) is not loaded again */
+            const int64_t wkey = ((int64_t)qb0 * o->cbp + c0) * 65536 + tq;
+            const int wq = o->wres ? 0 : qi;
+            if (wkey != whalf[wq]) {
+                load2d(&s, TSR_MEM_WGT, wq * wgt_half, w_el + (uint32_t)((qb0 * o->cbp + c0) * o->t),
+                                (uint32_t)tq, (uint32_t)(o->rc * o->t), (uint32_t)(o->cbp * o->t));
+                whalf[wq] = wkey;
+            }
+            tsr_stream_signal(&s, TSR_Q_LD2CMP);
+            if (ch == 0) {
+                if (t >= NREG)
+                    tsr_stream_wait(&s, TSR_Q_ST2CMP);
+                in = tsr_stream_gemm(&s, ube, ube + 1, 1);
+                tsr_stream_loops(in, (uint32_t)tr, 1, 0, 1, 0, 0);
+            }
+            tsr_stream_wait(&s, TSR_Q_LD2CMP);
+            const uint32_t ub = (uint32_t)((qi * NREG + pa) * per_set);
+            in = tsr_stream_gemm(&s, ub, ub + (uint32_t)(tq * o->rc * o->t), 0);
+            /* rows (dst +OX*tq, src +DX), columns (dst +tq, src +1) */
+            tsr_stream_loops(in, (uint32_t)tyr, (uint32_t)(g->ox * tq), (uint32_t)o->dx, (uint32_t)g->ox, (uint32_t)tq, 1);
+            if (st + 2 < steps)
+                tsr_stream_signal(&s, TSR_Q_CMP2LD);
+        }
+        if (pend.tiles)
+            emit_epi(&s, &pend);
+        pend = (epi_t){t, tiles, o->np, ube, (uint32_t)tr, (uint32_t)tr_max, reg_base(c, pa),
+                       c_el + (uint32_t)(((nb * g->oy + y0) * g->ox) * o->qb + qb0), plane, (uint32_t)(tyr * g->ox),
+                       (uint32_t)tq, (uint32_t)o->qb};
+    }
+    emit_epi(&s, &pend);
+    if (!(rc = tsr_stream_finish(&s)) && !(rc = tsr_stream_check(&s, "grad")))
+        tsr_stream_take(&s, insns, ninsns);
+    tsr_stream_free(&s);
+    return rc;
+}
+
+/* out [N][OY][OX][Q] int32 = the convolution GEMM, on the device. */
+static int cgemm32(tsr_device_t *dev, const cgemm_t *g, int32_t *out, uint64_t *cycles)
+{
+    const tsr_config_t *c = tsr_device_config(dev);
+    cgeo_t o;
+    int rc = cgeo_init(c, g, &o);
+    if (rc)
+        return rc;
+    const uint64_t uop_bytes = (uint64_t)(2 * NREG * o.tq * o.rc * o.t + NREG * o.np) * c->uop_bytes;
+    if (o.a_bytes + o.w_bytes + o.c_bytes + uop_bytes > GRAD_MAX_DEV_BYTES)
+        return tsr_err(TSR_ENOMEM, "grad: a convolution GEMM needs %llu MiB of device memory (at most %llu)",
+                       (unsigned long long)((o.a_bytes + o.w_bytes + o.c_bytes) >> 20),
+                       (unsigned long long)(GRAD_MAX_DEV_BYTES >> 20));
+    uint8_t *ha = calloc(1, o.a_bytes), *hw = calloc(1, o.w_bytes), *hc = malloc(o.c_bytes), *hu = calloc(1, uop_bytes);
+    uint64_t ua = 0, aa = 0, wa = 0, ca = 0;
+    tsr_insn_t *insns = NULL;
+    size_t ninsns = 0;
+    tsr_counters_t c0, c1;
+    if (!ha || !hw || !hc || !hu) {
+        rc = tsr_err(TSR_ENOMEM, "out of memory");
+        goto out;
+    }
+    cpack(c, g, &o, ha, hw);
+    if ((rc = tsr_mem_alloc(dev, uop_bytes, &ua)) || (rc = tsr_mem_alloc(dev, o.a_bytes, &aa)) ||
+        (rc = tsr_mem_alloc(dev, o.w_bytes, &wa)) || (rc = tsr_mem_alloc(dev, o.c_bytes, &ca)))
+        goto out;
+    if ((rc = cbuild(c, g, &o, ua, aa, wa, ca, hu, &insns, &ninsns)))
+        goto out;
+    if ((rc = tsr_mem_write(dev, ua, hu, uop_bytes)) || (rc = tsr_mem_write(dev, aa, ha, o.a_bytes)) ||
+        (rc = tsr_mem_write(dev, wa, hw, o.w_bytes)) || (rc = tsr_read_counters(dev, &c0)) ||
+        (rc = tsr_submit(dev, insns, ninsns)) || (rc = tsr_wait(dev, -1)) || (rc = tsr_read_counters(dev, &c1)) ||
+        (rc = tsr_mem_read(dev, ca, hc, o.c_bytes)))
+        goto out;
+    if (cycles)
+        *cycles += c1.cycles - c0.cycles;
+    const size_t plane = (size_t)o.nb * (size_t)g->oy * (size_t)g->ox * (size_t)o.qb * c->out_bytes;
+    for (int n = 0; n < g->n; n++)
+        for (int pix = 0; pix < g->oy * g->ox; pix++)
+            for (int q = 0; q < g->q; q++) {
+                const size_t off = (((size_t)(n / c->batch) * (size_t)g->oy * (size_t)g->ox + (size_t)pix) * (size_t)o.qb +
+                                    (size_t)(q / c->block_out)) * c->out_bytes +
+                                   (size_t)(n % c->batch) * (size_t)c->block_out + (size_t)(q % c->block_out);
+                uint32_t v = 0;
+                for (int k = 0; k < o.np; k++)
+                    v |= (uint32_t)hc[(size_t)k * plane + off] << (8 * k);
+                if (o.np < 4 && (v >> (8 * o.np - 1)) & 1u)
+                    v |= ~UINT32_C(0) << (8 * o.np);
+                out[((size_t)n * (size_t)g->oy * (size_t)g->ox + (size_t)pix) * (size_t)g->q + (size_t)q] = (int32_t)v;
+            }
 out:
     free(insns);
     if (ca)
@@ -475,6 +811,17 @@ out:
     free(w);
     free(t);
     return rc;
+}
+
+/* Estimated cycles of a dense GEMM in the orientation gemm_any takes (-1: no tiling). */
+static double est_gemm(const tsr_config_t *c, int p, int r, int q)
+{
+    const int tr = transposed_is_cheaper(c, p, r, q);
+    gemm_t g = {0, tr ? q : p, r, tr ? p : q, NULL, NULL};
+    ggeo_t o;
+    const double v = geo_init(c, &g, &o) ? -1 : o.cost;
+    tsr_err_clear();
+    return v;
 }
 
 /* ---- dense ---- */
@@ -659,6 +1006,68 @@ out:
     return rc;
 }
 
+/* The lowering of groups-1 conv dX/dW: by estimate (0), or as environment
+ * variable TESSERA_GRAD_LOWERING says: "gather" (1: on chip, where a tiling
+ * fits) or "im2col" (2: the im2col GEMM). Both give the same integers; the
+ * tests run each. */
+static int lowering_forced(void)
+{
+    const char *e = getenv("TESSERA_GRAD_LOWERING");
+    return !e ? 0 : !strcmp(e, "gather") ? 1 : !strcmp(e, "im2col") ? 2 : 0;
+}
+
+static int take_gather(double ec, double eg)
+{
+    const int f = lowering_forced();
+    if (ec < 0)
+        return 0;
+    return f == 1 || eg < 0 || (f == 0 && ec <= eg);
+}
+
+/* One phase of dX (groups 1) as a convolution GEMM gathered on chip: with
+ * c0 = (ys[0] + pt - kys[0]) / sh the pixel (iy, ix) meets tap (ty, tx) at
+ * oy = iy + c0 - ty, so over the taps flipped (ty' = nky-1-ty) it reads
+ * D[iy + ty'] with D[r] = dy[r + c0 - (nky-1)] (0 outside [0, OH)), a
+ * stride-1 correlation: D [N][C_out][ny+nky-1][nx+nkx-1], W [(co, ty', tx')][ci].
+ * out: [pixel (n, iy, ix)][ci]. */
+static int conv_dx_phase(tsr_device_t *dev, const tsr_grad_conv_t *p, const int8_t *dy, const int8_t *w, int oh,
+                         int ow, const int *ys, int ny, const int *xs, int nx, const int *kys, int nky, const int *kxs,
+                         int nkx, int32_t *out, uint64_t *cycles)
+{
+    const int cout = p->c_out, cin = p->c_in, hy = ny + nky - 1, hx = nx + nkx - 1, nt = nky * nkx;
+    const int oy0 = (ys[0] + p->pad_top - kys[0]) / p->stride_h - (nky - 1);
+    const int ox0 = (xs[0] + p->pad_left - kxs[0]) / p->stride_w - (nkx - 1);
+    int8_t *d = malloc((size_t)p->n * (size_t)cout * (size_t)hy * (size_t)hx), *wm = malloc((size_t)cout * (size_t)nt * (size_t)cin);
+    int rc;
+    if (!d || !wm) {
+        rc = tsr_err(TSR_ENOMEM, "out of memory");
+        goto out;
+    }
+    for (int n = 0; n < p->n; n++)
+        for (int co = 0; co < cout; co++)
+            for (int r = 0; r < hy; r++)
+                for (int q = 0; q < hx; q++) {
+                    const int yy = r + oy0, xx = q + ox0;
+                    d[(((size_t)n * (size_t)cout + (size_t)co) * (size_t)hy + (size_t)r) * (size_t)hx + (size_t)q] =
+                        yy >= 0 && yy < oh && xx >= 0 && xx < ow
+                            ? dy[(((size_t)n * (size_t)cout + (size_t)co) * (size_t)oh + (size_t)yy) * (size_t)ow + (size_t)xx]
+                            : 0;
+                }
+    for (int co = 0; co < cout; co++)
+        for (int ty = 0; ty < nky; ty++)
+            for (int tx = 0; tx < nkx; tx++)
+                for (int ci = 0; ci < cin; ci++)
+                    wm[((size_t)co * (size_t)nt + (size_t)(ty * nkx + tx)) * (size_t)cin + (size_t)ci] =
+                        w[(((size_t)co * (size_t)cin + (size_t)ci) * (size_t)p->kh + (size_t)kys[nky - 1 - ty]) *
+                              (size_t)p->kw + (size_t)kxs[nkx - 1 - tx]];
+    cgemm_t g = {p->n, cout, cin, ny, nx, nky, nkx, d, wm};
+    rc = cgemm32(dev, &g, out, cycles);
+out:
+    free(d);
+    free(wm);
+    return rc;
+}
+
 /* dX: per phase (a, b) = ((y + pt) % sh, (x + pl) % sw) the input pixels of
  * that phase meet only the taps ky % sh == a, kx % sw == b, each at one
  * output pixel oy = (y + pt - ky) / sh (when inside [0, OH)): a stride-1
@@ -705,10 +1114,29 @@ int tsr_grad_conv_dx(tsr_device_t *dev, const tsr_grad_conv_t *p, const int8_t *
             free(a);
             free(wm);
             free(o);
+            a = NULL;
+            wm = NULL;
+            o = malloc((size_t)np_ * (size_t)q * sizeof *o);
+            if (!o) {
+                rc = tsr_err(TSR_ENOMEM, "out of memory");
+                goto out;
+            }
+            /* groups 1: gathered on chip, unless the im2col GEMM is estimated faster (few
+             * channels: C_in = 1 has one output lane of BLOCK_OUT used) or no such tiling fits */
+            if (!dwise) {
+                const cgemm_t cg = {p->n, cout, cin, ny, nx, nky, nkx, NULL, NULL};
+                cgeo_t cgo;
+                const double ec = cgeo_init(tsr_device_config(dev), &cg, &cgo) ? -1 : cgo.cost;
+                const double eg = est_gemm(tsr_device_config(dev), np_, r, q);
+                if (take_gather(ec, eg)) {
+                    if ((rc = conv_dx_phase(dev, p, dy, w, oh, ow, ys, ny, xs, nx, kys, nky, kxs, nkx, o, &cyc)))
+                        goto phase_err;
+                    goto unpack;
+                }
+            }
             a = malloc((size_t)np_ * (size_t)r * (dwise ? (size_t)q : 1));
             wm = malloc((size_t)r * (size_t)q);
-            o = malloc((size_t)np_ * (size_t)q * sizeof *o);
-            if (!a || !wm || !o) {
+            if (!a || !wm) {
                 rc = tsr_err(TSR_ENOMEM, "out of memory");
                 goto out;
             }
@@ -757,9 +1185,11 @@ int tsr_grad_conv_dx(tsr_device_t *dev, const tsr_grad_conv_t *p, const int8_t *
                 rc = gemm_any(dev, np_, r, q, mat_get, &ma, mat_get, &mw, o, &cyc);
             }
             if (rc) {
+            phase_err:
                 rc = tsr_err_prefix(rc, "%s (phase %d,%d): ", op, pa_, pb_);
                 goto out;
             }
+        unpack:
             for (int n = 0; n < p->n; n++)
                 for (int iy = 0; iy < ny; iy++)
                     for (int ix = 0; ix < nx; ix++) {
@@ -782,10 +1212,102 @@ out:
     return rc;
 }
 
-/* dW: a GEMM over (n, oy, ox). Groups 1: A [co][(n, oy, ox)] of dy, W
- * [(n, oy, ox)][(ci, ky, kx)] the im2col of g = x - off (padding: x_zp -
- * off); depthwise: lanes, A [c][(ky, kx)][(n, oy, ox)] of g, W [(n, oy,
- * ox)][c] of dy. Then the zero-point fold per output channel. */
+/* g = x - off of channel ci of image n at input position (yy, xx); padding: x_zp - off. */
+typedef struct {
+    const tsr_grad_conv_t *p;
+    const void *x;
+    tsr_dtype_e dt;
+    int32_t off;
+    int8_t gpad;
+} gsrc_t;
+
+static int8_t g_at(const gsrc_t *g, int n, int ci, int yy, int xx)
+{
+    const tsr_grad_conv_t *p = g->p;
+    if (yy < 0 || yy >= p->h || xx < 0 || xx >= p->w)
+        return g->gpad;
+    return (int8_t)(tsr_dt_get(g->dt, g->x,
+                               (((size_t)n * (size_t)p->c_in + (size_t)ci) * (size_t)p->h + (size_t)yy) * (size_t)p->w +
+                                   (size_t)xx) -
+                    g->off);
+}
+
+/* The phases of dW as convolution GEMMs (groups 1): taps ky = a + sh*j,
+ * kx = b + sw*i meet x at oy*sh + ky - pt = sh*(oy + j) + a - pt, so with
+ * Xa[n][ci][r][t] = g(x[n][ci][sh*r + a - pt][sw*t + b - pl]) dW[co][ci][ky][kx]
+ * = SUM_(n, oy, ox) Xa[n][ci][oy + j][ox + i] * dy[n][co][oy][ox]: a stride-1
+ * correlation whose "images" are the input channels, whose reduction
+ * channels are the batch (in the BLOCK_IN lanes) and whose taps are the
+ * output pixels: D [ci][n][nj + OH - 1][ni + OW - 1], W [(n, oy, ox)][co],
+ * out [ci][j][i][co]. est: only the estimated cycles (-1: no tiling), no run.
+ * o: [co][ci*KH*KW]. */
+static int conv_dw_phases(tsr_device_t *dev, const tsr_grad_conv_t *p, const int8_t *dy, const gsrc_t *gs, int oh,
+                          int ow, int32_t *o, uint64_t *cycles, double *est)
+{
+    const tsr_config_t *c = tsr_device_config(dev);
+    const int sh = p->stride_h, sw = p->stride_w, cin = p->c_in, cout = p->c_out, kk = p->kh * p->kw;
+    int rc = TSR_OK;
+    if (est)
+        *est = 0;
+    for (int a = 0; a < sh && a < p->kh; a++)
+        for (int b = 0; b < sw && b < p->kw; b++) {
+            const int nj = (p->kh - a + sh - 1) / sh, ni = (p->kw - b + sw - 1) / sw;
+            const int hy = nj + oh - 1, hx = ni + ow - 1;
+            cgemm_t g = {cin, p->n, cout, nj, ni, oh, ow, NULL, NULL};
+            if (est) {
+                cgeo_t cg;
+                if (cgeo_init(c, &g, &cg)) {
+                    tsr_err_clear();
+                    *est = -1;
+                    return TSR_OK;
+                }
+                *est += cg.cost;
+                continue;
+            }
+            int8_t *d = malloc((size_t)cin * (size_t)p->n * (size_t)hy * (size_t)hx);
+            int8_t *wm = malloc((size_t)p->n * (size_t)oh * (size_t)ow * (size_t)cout);
+            int32_t *r = malloc((size_t)cin * (size_t)nj * (size_t)ni * (size_t)cout * sizeof *r);
+            if (!d || !wm || !r)
+                rc = tsr_err(TSR_ENOMEM, "out of memory");
+            if (!rc) {
+                for (int ci = 0; ci < cin; ci++)
+                    for (int n = 0; n < p->n; n++)
+                        for (int y = 0; y < hy; y++)
+                            for (int xx = 0; xx < hx; xx++)
+                                d[(((size_t)ci * (size_t)p->n + (size_t)n) * (size_t)hy + (size_t)y) * (size_t)hx + (size_t)xx] =
+                                    g_at(gs, n, ci, sh * y + a - p->pad_top, sw * xx + b - p->pad_left);
+                for (int n = 0; n < p->n; n++)
+                    for (int co = 0; co < cout; co++)
+                        for (int t = 0; t < oh * ow; t++)
+                            wm[((size_t)n * (size_t)oh * (size_t)ow + (size_t)t) * (size_t)cout + (size_t)co] =
+                                dy[((size_t)n * (size_t)cout + (size_t)co) * (size_t)oh * (size_t)ow + (size_t)t];
+                g.d = d;
+                g.w = wm;
+                rc = cgemm32(dev, &g, r, cycles);
+            }
+            if (!rc)
+                for (int ci = 0; ci < cin; ci++)
+                    for (int j = 0; j < nj; j++)
+                        for (int i = 0; i < ni; i++)
+                            for (int co = 0; co < cout; co++)
+                                o[(size_t)co * (size_t)cin * (size_t)kk + (size_t)ci * (size_t)kk +
+                                  (size_t)(a + sh * j) * (size_t)p->kw + (size_t)(b + sw * i)] =
+                                    r[(((size_t)ci * (size_t)nj + (size_t)j) * (size_t)ni + (size_t)i) * (size_t)cout + (size_t)co];
+            free(d);
+            free(wm);
+            free(r);
+            if (rc)
+                return rc;
+        }
+    return rc;
+}
+
+/* dW: a GEMM over (n, oy, ox). Groups 1: the phases as convolution GEMMs
+ * gathered on chip (conv_dw_phases) when their estimate is lower, else A
+ * [co][(n, oy, ox)] of dy, W [(n, oy, ox)][(ci, ky, kx)] the im2col of g = x
+ * - off (padding: x_zp - off); depthwise: lanes, A [c][(ky, kx)][(n, oy,
+ * ox)] of g, W [(n, oy, ox)][c] of dy. Then the zero-point fold per output
+ * channel. */
 int tsr_grad_conv_dw(tsr_device_t *dev, const tsr_grad_conv_t *p, const int8_t *dy, const void *x, tsr_dtype_e x_dtype,
                      int32_t x_zp, int32_t *dw, tsr_grad_stats_t *st)
 {
@@ -796,26 +1318,31 @@ int tsr_grad_conv_dw(tsr_device_t *dev, const tsr_grad_conv_t *p, const int8_t *
     const int dwise = p->groups > 1, cin = p->c_in, cout = p->c_out, cig = cin / p->groups;
     const int kh = p->kh, kw = p->kw, kk = kh * kw, r = p->n * oh * ow;
     const int32_t off = tsr_dt_off(x_dtype);
-    const int8_t gpad = (int8_t)(x_zp - off);
+    const gsrc_t gs = {p, x, x_dtype, off, (int8_t)(x_zp - off)};
     const int pn = dwise ? kk : cout, q = dwise ? cout : cig * kk;
-    int8_t *a = malloc((size_t)pn * (size_t)r * (dwise ? (size_t)q : 1)), *wm = malloc((size_t)r * (size_t)q);
+    int8_t *a = NULL, *wm = NULL;
     int32_t *o = malloc((size_t)pn * (size_t)q * sizeof *o);
     uint64_t cyc = 0;
-    if (!a || !wm || !o) {
+    if (!o) {
         rc = tsr_err(TSR_ENOMEM, "out of memory");
         goto out;
     }
-    /* g of channel ci at output pixel j = (n, oy, ox) and tap (ky, kx) */
-#define G_AT(n_, ci_, oy_, ox_, ky_, kx_)                                                                              \
-    ({                                                                                                                 \
-        const int yy_ = (oy_) * p->stride_h + (ky_) - p->pad_top, xx_ = (ox_) * p->stride_w + (kx_) - p->pad_left;     \
-        (yy_ < 0 || yy_ >= p->h || xx_ < 0 || xx_ >= p->w)                                                             \
-            ? gpad                                                                                                     \
-            : (int8_t)(tsr_dt_get(x_dtype, x,                                                                          \
-                                  (((size_t)(n_) * (size_t)cin + (size_t)(ci_)) * (size_t)p->h + (size_t)yy_) *       \
-                                          (size_t)p->w + (size_t)xx_) -                                                \
-                       off);                                                                                           \
-    })
+    if (!dwise) {
+        double ec = -1;
+        conv_dw_phases(dev, p, dy, &gs, oh, ow, NULL, NULL, &ec);
+        const double eg = est_gemm(tsr_device_config(dev), cout, r, cig * kk);
+        if (take_gather(ec, eg)) {
+            if ((rc = conv_dw_phases(dev, p, dy, &gs, oh, ow, o, &cyc, NULL)))
+                goto fail;
+            goto fold;
+        }
+    }
+    a = malloc((size_t)pn * (size_t)r * (dwise ? (size_t)q : 1));
+    wm = malloc((size_t)r * (size_t)q);
+    if (!a || !wm) {
+        rc = tsr_err(TSR_ENOMEM, "out of memory");
+        goto out;
+    }
     for (int n = 0; n < p->n; n++)
         for (int oy = 0; oy < oh; oy++)
             for (int ox = 0; ox < ow; ox++) {
@@ -831,7 +1358,8 @@ int tsr_grad_conv_dw(tsr_device_t *dev, const tsr_grad_conv_t *p, const int8_t *
                 for (int ci = 0; ci < cin; ci++)
                     for (int ky = 0; ky < kh; ky++)
                         for (int kx = 0; kx < kw; kx++) {
-                            const int8_t g = G_AT(n, ci, oy, ox, ky, kx);
+                            const int8_t g = g_at(&gs, n, ci, oy * p->stride_h + ky - p->pad_top,
+                                                  ox * p->stride_w + kx - p->pad_left);
                             const size_t t = (size_t)ky * (size_t)kw + (size_t)kx;
                             if (dwise) /* A [c][tap][j] */
                                 a[((size_t)ci * (size_t)kk + t) * (size_t)r + j] = g;
@@ -839,17 +1367,15 @@ int tsr_grad_conv_dw(tsr_device_t *dev, const tsr_grad_conv_t *p, const int8_t *
                                 wm[j * (size_t)q + (size_t)ci * (size_t)kk + t] = g;
                         }
             }
-#undef G_AT
     if (dwise)
         rc = gemm_lanes(dev, pn, r, q, a, wm, o, &cyc);
     else {
         mat_t ma = {a, r, 0, 0, TSR_DT_INT8}, mw = {wm, q, 0, 0, TSR_DT_INT8};
         rc = gemm_any(dev, pn, r, q, mat_get, &ma, mat_get, &mw, o, &cyc);
     }
-    if (rc) {
-        rc = tsr_err_prefix(rc, "%s: ", op);
-        goto out;
-    }
+    if (rc)
+        goto fail;
+fold:;
     const int32_t cz = off - x_zp;
     for (int co = 0; co < cout; co++) {
         int64_t sdy = 0;
@@ -864,6 +1390,9 @@ int tsr_grad_conv_dw(tsr_device_t *dev, const tsr_grad_conv_t *p, const int8_t *
         }
     }
     add_stats(st, conv_macs(p, oh, ow), cz ? (uint64_t)cout : 0, cyc);
+    goto out;
+fail:
+    rc = tsr_err_prefix(rc, "%s: ", op);
 out:
     free(a);
     free(wm);

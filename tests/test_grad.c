@@ -15,7 +15,7 @@
  * device and nothing run.
  *
  * On backend rtl (test_grad_rtl) only test_rtl_vs_fsim runs: one dense
- * dx/dw and one strided conv dx/dw on the tiny config, the RTL's int32
+ * dx/dw and a strided and a depthwise conv dx/dw (each lowering) on the tiny config, the RTL's int32
  * results equal fsim's and the reference's. TSR_GRAD_SEED overrides the
  * seed.
  */
@@ -237,22 +237,37 @@ static void conv_random(const char *preset, int dwk, int cases)
     tsr_device_close(dev);
 }
 
+/* The random convs three ways: groups-1 dX/dW lowered as the estimate picks,
+ * gathered on chip, and as the im2col GEMM (TESSERA_GRAD_LOWERING). */
+static void conv_random3(const char *preset, int dwk, int cases)
+{
+    const char *modes[3] = {NULL, "gather", "im2col"};
+    for (int i = 0; i < 3; i++) {
+        if (modes[i])
+            setenv("TESSERA_GRAD_LOWERING", modes[i], 1);
+        else
+            unsetenv("TESSERA_GRAD_LOWERING");
+        conv_random(preset, dwk, cases);
+    }
+    unsetenv("TESSERA_GRAD_LOWERING");
+}
+
 static void test_conv_default(void **state)
 {
     (void)state;
-    conv_random("default", -1, 30);
+    conv_random3("default", -1, 30);
 }
 
 static void test_conv_tiny(void **state)
 {
     (void)state;
-    conv_random("tiny", -1, 30);
+    conv_random3("tiny", -1, 30);
 }
 
 static void test_conv_default_nodw(void **state)
 {
     (void)state;
-    conv_random("default", 0, 30);
+    conv_random3("default", 0, 30);
     dense_random("default", 0, 5);
 }
 
@@ -416,8 +431,10 @@ static void test_rtl_vs_fsim(void **state)
 
     /* a strided, padded conv (3x3, stride 2) and a depthwise one */
     const tsr_grad_conv_t cps[2] = {{2, 3, 7, 6, 5, 3, 3, 2, 2, 1, 1, 1, 0, 1}, {1, 6, 6, 5, 6, 3, 3, 2, 1, 1, 1, 0, 1, 6}};
-    for (int i = 0; i < 2; i++) {
-        const tsr_grad_conv_t *p = &cps[i];
+    for (int i = 0; i < 4; i++) {
+        /* each conv gathered on chip and as the im2col GEMM */
+        setenv("TESSERA_GRAD_LOWERING", i < 2 ? "gather" : "im2col", 1);
+        const tsr_grad_conv_t *p = &cps[i % 2];
         const gradref_conv_t r = {p->n, p->c_in, p->h, p->w, p->c_out, p->kh, p->kw, p->stride_h, p->stride_w,
                                   p->pad_top, p->pad_left, p->pad_bottom, p->pad_right, p->groups};
         const size_t nx = (size_t)p->n * p->c_in * p->h * p->w;
@@ -441,6 +458,7 @@ static void test_rtl_vs_fsim(void **state)
         cmp32("rtl conv dw vs fsim", ca, cb, nw);
         cmp32("rtl conv dw vs reference", ca, cr, nw);
     }
+    unsetenv("TESSERA_GRAD_LOWERING");
     assert_int_equal(sr.device_macs, sf.device_macs);
     assert_true(sr.cycles > 0);
     printf("rtl tiny: %llu device MACs in %llu cycles\n", (unsigned long long)sr.device_macs,
