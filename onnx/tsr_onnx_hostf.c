@@ -567,7 +567,10 @@ int tsr_ox_run_qsoftmax(tsr_onnx_t *m, const ox_lop_t *L)
  * activation too. geo[8] bit 0 (set for every Add since the ViT check): ORT's
  * AVX2 float form instead (x86-64 CPUs with AVX2 run that kernel, the
  * fixed-point one only without AVX2), bit 1 the node's inputs swapped,
- * geo[9], geo[10] the float bits of its r0, r1. */
+ * geo[9], geo[10] the float bits of its r0, r1. geo[11] > 0 (a Mul by a
+ * per-channel vector, in [N, C, H, W] by in2 [N, C, 1, 1]): in2's element
+ * (i / geo[11]) % geo[1] for element i, i.e. each of in2's elements for
+ * geo[11] = H*W consecutive ones. */
 int tsr_ox_run_qaddc(tsr_onnx_t *m, const ox_lop_t *L)
 {
     const uint8_t *ab = tsr_ox_bytes(m, L->in), *bb = tsr_ox_bytes(m, L->in2);
@@ -575,6 +578,7 @@ int tsr_ox_run_qaddc(tsr_onnx_t *m, const ox_lop_t *L)
     const int as = m->vals[L->in].elem == ET_INT8, bs = m->vals[L->in2].elem == ET_INT8;
     const int ys8 = m->vals[L->out].elem == ET_INT8;
     const int64_t n = L->geo[0], per = L->geo[1], MA = L->geo[2], MB = L->geo[3], Sh = L->geo[4];
+    const int64_t inner = L->geo[11]; /* > 0: in2 element j is repeated for `inner` consecutive elements */
     const int32_t za = (int32_t)L->geo[5], zb = (int32_t)L->geo[6];
     const int32_t lo = ys8 ? -128 : 0, hi = ys8 ? 127 : 255;
     uint32_t ysb = (uint32_t)L->geo[7];
@@ -582,7 +586,8 @@ int tsr_ox_run_qaddc(tsr_onnx_t *m, const ox_lop_t *L)
     memcpy(&ysc, &ysb, 4);
     for (int64_t i = 0; i < n; i++) {
         const int32_t a = (as ? (int8_t)ab[i] : ab[i]) - za;
-        const int32_t b = (bs ? (int8_t)bb[i % per] : bb[i % per]) - zb;
+        const int64_t bi = inner ? i / inner % per : i % per;
+        const int32_t b = (bs ? (int8_t)bb[bi] : bb[bi]) - zb;
         int64_t q;
         if (L->axis) /* Mul */
             q = (int64_t)nearbyintf((float)(a * b) * L->scale);

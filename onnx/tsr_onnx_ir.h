@@ -312,7 +312,13 @@ void tsr_ox_qdq_fold(tsr_onnx_t *m, int ni);
 int tsr_ox_lower_graph(tsr_onnx_t *m);
 /* tsr_onnx_act.c: chains of host lops whose output is a table of one quantized input, as device act lops */
 int tsr_ox_act_tables(tsr_onnx_t *m);
-/* tsr_onnx_segment.c */
+/* ops/tsr_ox_eltwise.c: host lop l (a quantized Mul by a per-channel
+ * vector, or an Add of two activations) as a device lop when both its
+ * operands come from device lops with only device lops between them and l
+ * and the device form is bit-exact with the host kernel (the Mul) or the
+ * device add's own (the Add). 1 if it moved, 0 if not. */
+int tsr_ox_promote_lop(tsr_onnx_t *m, int l);
+/* tsr_onnx_segment.c (host lops promoted first: tsr_ox_promote_lop) */
 int tsr_ox_build_segments(tsr_onnx_t *m);
 void tsr_ox_free_segments(tsr_onnx_t *m);
 /* tsr_onnx_host.c */

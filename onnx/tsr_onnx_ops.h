@@ -66,9 +66,12 @@ int tsr_ox_pad(tsr_onnx_t *m, int ni, int arg);
  * k = s = 1, count 1 is a plain requantize. */
 int tsr_ox_sum_requant(tsr_onnx_t *m, int ni, int xq, float xs, int32_t xzp, const int64_t *k, const int64_t *s,
                        const int64_t *pd, int64_t count, const ox_qout_t *y, int yv);
-/* ops/tsr_ox_eltwise.c: quantized adds */
+/* ops/tsr_ox_eltwise.c: quantized adds, and the Mul by a per-channel vector */
 int tsr_ox_qlinear_add(tsr_onnx_t *m, int ni, int arg);
 int tsr_ox_qdq_add(tsr_onnx_t *m, int ni, int arg);
+/* QDQ Mul of [N, C, H, W] by [N, C, 1, 1] (a squeeze-and-excite gate): the
+ * host's QLinearMul kernel, the vector broadcast; 1 when not such a Mul. */
+int tsr_ox_qdq_mul_bcast(tsr_onnx_t *m, int ni);
 /* ops/tsr_ox_float.c: float operators on the host */
 int tsr_ox_host_float(tsr_onnx_t *m, int ni, int hk);
 int tsr_ox_qlinear_unary(tsr_onnx_t *m, int ni, int op); /* QLinearSigmoid, QLinearLeakyRelu (FU_*) */

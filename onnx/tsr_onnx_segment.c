@@ -1,7 +1,9 @@
 /*
- * tsr_onnx_segment: device lops grouped into segments. Zero points are
- * agreed first (a quantized value read by two device operators must mean
- * the same to both), then each longest run of consecutive device lops
+ * tsr_onnx_segment: device lops grouped into segments. Host lops that
+ * have become device work are moved to the device first (a gate's Mul and
+ * the Add after it, tsr_ox_promote_lop); zero points are agreed next (a
+ * quantized value read by two device operators must mean the same to
+ * both), then each longest run of consecutive device lops
  * with one input from outside and one tensor read outside becomes a
  * netdesc (a DAG: residual branches stay inside), later one tsr_graph.
  */
@@ -66,13 +68,16 @@ static int assign_zps(tsr_onnx_t *m)
             zout = L->nd.act.y_zp, fout = 1;
         if (L->side == SIDE_DEV && L->nd.kind == TSR_ND_POOL && L->nd.pool.kind != TSR_POOL_MAX)
             zin = zout = L->nd.pool.zp, fin = fout = 1;
-        if (L->side == SIDE_DEV && L->nd.kind == TSR_ND_ADD) {
-            zin = L->nd.add.a.zp, fin = 1, zout = L->nd.add.y.zp, fout = 1;
+        if (L->side == SIDE_DEV && (L->nd.kind == TSR_ND_ADD || L->nd.kind == TSR_ND_MUL)) {
+            const int add = L->nd.kind == TSR_ND_ADD;
+            const int32_t z2 = add ? L->nd.add.b.zp : L->nd.mul.s.zp;
+            zin = add ? L->nd.add.a.zp : L->nd.mul.x.zp, fin = 1;
+            zout = add ? L->nd.add.y.zp : L->nd.mul.y.zp, fout = 1;
             ox_val_t *I2 = &m->vals[L->in2];
-            if (I2->has_zp && I2->zp != L->nd.add.b.zp)
+            if (I2->has_zp && I2->zp != z2)
                 return tsr_err(TSR_EINVAL, "%s: node \"%s\": input zero point %d, but \"%s\" has %d", m->path,
-                               TSR_SAFE(nname(m, L->node)), L->nd.add.b.zp, TSR_SAFE(I2->name), I2->zp);
-            I2->zp = L->nd.add.b.zp, I2->has_zp = 1;
+                               TSR_SAFE(nname(m, L->node)), z2, TSR_SAFE(I2->name), I2->zp);
+            I2->zp = z2, I2->has_zp = 1;
         }
         ox_val_t *I = L->in >= 0 ? &m->vals[L->in] : NULL, *O = &m->vals[L->out];
         if (fin && I) {
@@ -216,6 +221,11 @@ void tsr_ox_free_segments(tsr_onnx_t *m)
 
 int tsr_ox_build_segments(tsr_onnx_t *m)
 {
+    /* host lops whose operands are device work now (a squeeze-and-excite Mul once its gate's activation
+       tables are device lops, then the residual Add after it): device lops, in order, so that each
+       promotion can enable the next */
+    for (int i = 0; i < m->nlops; i++)
+        tsr_ox_promote_lop(m, i);
     int rc = assign_zps(m);
     if (rc)
         return rc;

@@ -2,7 +2,15 @@
  * tsr_ox_eltwise: quantized adds on the device: com.microsoft QLinearAdd and
  * the QDQ Add (DequantizeLinear operands, [Relu | Clip], QuantizeLinear, or
  * the Relu/Clip kept between Q/DQ pairs, tsr_onnx_qdq.c), with
- * MLAS's fixed-point QLinearAdd arithmetic.
+ * MLAS's fixed-point QLinearAdd arithmetic; and the QDQ Mul of a tensor
+ * [N, C, H, W] by a per-channel vector [N, C, 1, 1] (a squeeze-and-excite
+ * block's gate) with ONNX Runtime's QLinearMul arithmetic: lowered to the
+ * host kernel (H_QADDC, the vector repeated over H*W), then moved to the
+ * device (jit/tsr_mul.h, bit for bit the host kernel's bytes) when its
+ * operands come from device operators (tsr_ox_promote_lop, run by the
+ * segment pass: a gate made by activation tables is device work only once
+ * tsr_onnx_act.c has run). An Add of two activations the host took because
+ * an operand was a host value then moves to the device add likewise.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -80,10 +88,11 @@ static int add_meta(tsr_onnx_t *m, int ni, float as, float bs, float ys, tsr_add
     return 0;
 }
 
-/* A quantized add (TFLite ADD arithmetic, tsr_quant_add_params) of the
- * quantized values a and b into the new value yv. */
-static int lower_add(tsr_onnx_t *m, int ni, int a, float as, int32_t az, int b, float bs, int32_t bz, float ys,
-                     int32_t yz, const ox_qout_t *act, int yv)
+/* The device add's parameters (*pp) for the quantized values a and b into
+ * yv (MLAS's fixed-point QLinearAdd, else TFLite ADD arithmetic,
+ * tsr_quant_add_params), with a fused Relu/Clip act (or NULL). */
+static int add_params(tsr_onnx_t *m, int ni, int a, float as, int32_t az, int b, float bs, int32_t bz, float ys,
+                      int32_t yz, const ox_qout_t *act, int yv, tsr_add_params_t *pp)
 {
     const ox_val_t *A = &m->vals[a], *B = &m->vals[b], *Y = &m->vals[yv];
     tsr_add_params_t p;
@@ -126,8 +135,19 @@ static int lower_add(tsr_onnx_t *m, int ni, int a, float as, int32_t az, int b, 
     int64_t cnt;
     if ((rc = tsr_add_check(&p, &cnt)))
         return NERR(m, ni, "the device cannot run it (%s) and the host has no quantized add", tsr_errmsg());
-    const tsr_nd_node_t nd = {.kind = TSR_ND_ADD, .add = p};
-    const int l = tsr_ox_dev_lop(m, ni, &nd, A->base, B->base, yv);
+    *pp = p;
+    return 0;
+}
+
+/* A quantized add (add_params) of the quantized values a and b into the new value yv. */
+static int lower_add(tsr_onnx_t *m, int ni, int a, float as, int32_t az, int b, float bs, int32_t bz, float ys,
+                     int32_t yz, const ox_qout_t *act, int yv)
+{
+    tsr_nd_node_t nd = {.kind = TSR_ND_ADD};
+    int rc = add_params(m, ni, a, as, az, b, bs, bz, ys, yz, act, yv, &nd.add);
+    if (rc)
+        return rc;
+    const int l = tsr_ox_dev_lop(m, ni, &nd, m->vals[a].base, m->vals[b].base, yv);
     return l < 0 ? l : 0;
 }
 
@@ -179,4 +199,145 @@ int tsr_ox_qdq_add(tsr_onnx_t *m, int ni, int arg)
         return rc;
     tsr_ox_qdq_fold(m, ni);
     return 0;
+}
+
+/* ------------------------------------------- the squeeze-and-excite Mul */
+
+/* QDQ Mul of x [N, C, H, W] by s [N, C, 1, 1] (either input order; both
+ * computed per-tensor 8-bit quantized views, no Relu/Clip before the
+ * QuantizeLinear): the host's QLinearMul kernel (tsr_ox_run_qaddc) with
+ * s's element n*C + c for every element of x's plane (n, c). Returns 1
+ * when the node is not such a Mul. */
+int tsr_ox_qdq_mul_bcast(tsr_onnx_t *m, int ni)
+{
+    int a = tsr_ox_in_val(m, ni, 0), b = tsr_ox_in_val(m, ni, 1);
+    if (a < 0 || b < 0)
+        return 1;
+    if (m->vals[a].ndim == 4 && m->vals[b].ndim == 4 && m->vals[a].dims[2] * m->vals[a].dims[3] == 1) {
+        const int t = a; /* the vector second */
+        a = b, b = t;
+    }
+    const ox_val_t *A = &m->vals[a], *B = &m->vals[b];
+    if (A->ndim != 4 || B->ndim != 4 || A->dims[0] != B->dims[0] || A->dims[1] != B->dims[1] || B->dims[2] != 1 ||
+        B->dims[3] != 1 || A->dims[2] * A->dims[3] < 2)
+        return 1;
+    if (A->cdata || B->cdata || A->view_of < 0 || B->view_of < 0 || A->vcount != 1 || B->vcount != 1 ||
+        A->elem != ET_FLOAT || B->elem != ET_FLOAT || m->vals[A->view_of].cdata || m->vals[B->view_of].cdata)
+        return 1;
+    const int ea = m->vals[A->view_of].elem, eb = m->vals[B->view_of].elem;
+    if ((ea != ET_UINT8 && ea != ET_INT8) || (eb != ET_UINT8 && eb != ET_INT8) || m->qsel[ni].status != OX_SEL_OK ||
+        m->qsel[ni].act >= 0)
+        return 1;
+    ox_qout_t o;
+    const int qn = tsr_ox_qdq_output(m, ni, &o);
+    if (qn < 0)
+        return qn;
+    if ((o.elem != ET_UINT8 && o.elem != ET_INT8) || !(o.scale > 0))
+        return 1;
+    /* (the value table may move when the output is defined: what is needed of A and B, first) */
+    int64_t d[MAXD];
+    memcpy(d, A->dims, sizeof d);
+    const int qa = m->vals[A->view_of].base, qb = m->vals[B->view_of].base;
+    const float as = A->vscale[0], bs = B->vscale[0];
+    const int64_t g[12] = {numel(A), numel(B), 0, 0, 0, A->vzp[0], B->vzp[0], 0, 0, 0, 0, d[2] * d[3]};
+    const int y = tsr_ox_def_out(m, qn, 0, o.elem, 4, d);
+    if (y < 0)
+        return y;
+    const int l = tsr_ox_host_lop(m, ni, H_QADDC, qa, y);
+    if (l < 0)
+        return l;
+    ox_lop_t *L = &m->lops[l];
+    uint32_t ysb;
+    memcpy(&ysb, &o.scale, 4);
+    memcpy(L->geo, g, sizeof g);
+    L->geo[7] = ysb;
+    L->in2 = qb;
+    L->scale = as * bs / o.scale; /* MLAS's QLinearMul: fl32(fl32(as * bs) / ys) */
+    L->mult = bs;
+    L->yzp = o.zp;
+    L->axis = 1;
+    tsr_ox_qdq_fold(m, ni);
+    return 0;
+}
+
+/* Value v's producer is a device lop, and so is every lop after the
+ * earlier of the two producers up to lop l (else they cannot share one
+ * device segment with l, which takes one input from outside). */
+static int device_operands(const tsr_onnx_t *m, int l, int a, int b)
+{
+    const int pa = m->vals[a].prod, pb = m->vals[b].prod;
+    if (pa < 0 || pb < 0 || pa >= l || pb >= l || m->lops[pa].side != SIDE_DEV || m->lops[pb].side != SIDE_DEV)
+        return 0;
+    for (int j = (pa < pb ? pa : pb) + 1; j < l; j++)
+        if (m->lops[j].side != SIDE_DEV)
+            return 0;
+    return 1;
+}
+
+/* Host lop l made a device lop with operator nd (its inputs and output kept). */
+static void make_device(tsr_onnx_t *m, int l, const tsr_nd_node_t *nd)
+{
+    ox_lop_t *L = &m->lops[l];
+    const int node = L->node, in = L->in, in2 = L->in2, out = L->out;
+    free(L->zpa);
+    free(L->zpb);
+    memset(L, 0, sizeof *L);
+    L->node = L->name_node = node;
+    L->side = SIDE_DEV;
+    L->in = in, L->in2 = in2, L->out = out;
+    L->seg = -1;
+    L->nd = *nd;
+    tsr_strsafe(nname(m, node), L->nd.name, sizeof L->nd.name);
+}
+
+int tsr_ox_promote_lop(tsr_onnx_t *m, int l)
+{
+    const ox_lop_t *L = &m->lops[l];
+    if (L->side != SIDE_HOST || L->hkind != H_QADDC || L->in2 < 0 || m->vals[L->in2].cdata ||
+        !device_operands(m, l, L->in, L->in2))
+        return 0;
+    const ox_val_t *A = &m->vals[L->in], *B = &m->vals[L->in2], *Y = &m->vals[L->out];
+    uint32_t ysb = (uint32_t)L->geo[7];
+    float ys;
+    memcpy(&ys, &ysb, 4);
+    tsr_nd_node_t nd;
+    memset(&nd, 0, sizeof nd);
+    /* the Mul by a per-channel vector: [N, C, H, W] by [N, C, 1, 1] (tsr_ox_qdq_mul_bcast), or two
+       [N, C, 1, 1] (a gate over a 1x1 feature map, lowered as a Mul of one shape by qadd_const) */
+    const int vec_mul = L->axis == 1 && (L->geo[11] > 0 || (L->geo[1] == L->geo[0] && A->ndim == 4 && B->ndim == 4 &&
+                                                           A->dims[2] * A->dims[3] == 1 && B->dims[0] == A->dims[0] &&
+                                                           B->dims[1] == A->dims[1] && B->dims[2] * B->dims[3] == 1));
+    if (vec_mul) {
+        tsr_mul_params_t *p = &nd.mul;
+        nd.kind = TSR_ND_MUL;
+        if (qdtype(A->elem, &p->x.dtype) || qdtype(B->elem, &p->s.dtype) || qdtype(Y->elem, &p->y.dtype) ||
+            A->ndim != 4 || B->ndim != 4 || Y->ndim != 4)
+            return 0;
+        p->x = (tsr_eltwise_desc_t){(int)A->dims[0], (int)A->dims[1], (int)A->dims[2], (int)A->dims[3], p->x.dtype,
+                                    (int32_t)L->geo[5]};
+        p->s = (tsr_eltwise_desc_t){(int)B->dims[0], (int)B->dims[1], 1, 1, p->s.dtype, (int32_t)L->geo[6]};
+        p->y = (tsr_eltwise_desc_t){(int)Y->dims[0], (int)Y->dims[1], (int)Y->dims[2], (int)Y->dims[3], p->y.dtype,
+                                    L->yzp};
+        p->scale = L->scale;
+        p->act_min = p->y.dtype == TSR_DT_UINT8 ? 0 : -128;
+        p->act_max = p->y.dtype == TSR_DT_UINT8 ? 255 : 127;
+        tsr_mul_fixed_t fx;
+        if (tsr_mul_fixed(p, &fx)) { /* no integer form: stays on the host (a config with EXACT_REQUANT could run
+                                        it; placement does not depend on the config) */
+            tsr_err_clear();
+            return 0;
+        }
+    } else if (L->axis == 0 && L->geo[1] == L->geo[0] && A->ndim == Y->ndim && B->ndim == Y->ndim) {
+        /* an Add of two activations of one shape (the residual after a gate): the device add */
+        nd.kind = TSR_ND_ADD;
+        const int rc = add_params(m, L->node, L->in, L->scale, (int32_t)L->geo[5], L->in2, L->mult,
+                                  (int32_t)L->geo[6], ys, L->yzp, NULL, L->out, &nd.add);
+        if (rc) {
+            tsr_err_clear();
+            return 0;
+        }
+    } else
+        return 0;
+    make_device(m, l, &nd);
+    return 1;
 }

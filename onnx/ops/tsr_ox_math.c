@@ -367,13 +367,17 @@ int tsr_ox_add_any(tsr_onnx_t *m, int ni, int arg)
 }
 
 /* Mul: a QDQ Mul of an activation and a constant or of two activations of
- * one shape as ONNX Runtime's QLinearMul on the host (tsr_ox_run_qaddc),
- * else float on the host. */
+ * one shape, or of [N, C, H, W] by [N, C, 1, 1], as ONNX Runtime's
+ * QLinearMul on the host (tsr_ox_run_qaddc; the last moves to the device
+ * next to device work, ops/tsr_ox_eltwise.c), else float on the host. */
 int tsr_ox_mul_any(tsr_onnx_t *m, int ni, int arg)
 {
     const int a = tsr_ox_in_val(m, ni, 0), b = tsr_ox_in_val(m, ni, 1);
     if (a >= 0 && b >= 0) {
-        const int rc = qadd_const(m, ni, a, b, 1);
+        int rc = tsr_ox_qdq_mul_bcast(m, ni); /* by a per-channel vector (ops/tsr_ox_eltwise.c) */
+        if (rc != 1)
+            return rc;
+        rc = qadd_const(m, ni, a, b, 1);
         if (rc != 1)
             return rc;
     }

@@ -1,0 +1,204 @@
+#!/usr/bin/python3
+"""test_op_se.py TESSERA WORKDIR [BACKEND]: the squeeze-and-excite block with its Mul on the device
+(onnx/ops/tsr_ox_eltwise.c, jit/tsr_mul.h). Small float models X -> Conv -> P -> Conv -> A, the gate
+S = Sigmoid|HardSigmoid(Conv(Relu(Conv(GlobalAveragePool(A))))), M = Mul(A, S) (or Mul(S, A)),
+Y = Conv(Add(M, P)), quantized u8 and s8 by our quantize_static (scripts/zoo/qdq.py), run on
+configs/default.json + "ACT_LUT": 4 (the gate's activation is then a device table, so the Mul's
+operands are device work) and on the default config (the gate on the host, the Mul the host's
+QLinearMul kernel):
+  (a) placement on ACT_LUT: the Mul on the device ("mul by a per-channel vector"), the Add after it
+      too, one device segment, the graph input's QuantizeLinear and the output's DequantizeLinear the
+      only host operators; on the default config the Mul is the host kernel;
+  (b) the Mul's output tensor (--tensor) is byte-identical on both configs (the device form against
+      the host kernel, on the same operands);
+  (c) against ONNX Runtime alone: the DQ -> Mul -> Q group run in ORT on tessera's own operands (its A
+      and S bytes) gives tessera's M bytes exactly (0 LSB), and the whole output is within 2 LSB of ORT
+      on both configs (the convs requantize in fixed point, <= 1 LSB each);
+  (d) a scale set without an exact integer form (x_scale = y_scale, s_scale 0.5: the float products
+      have exact ties of both parities, ties to even) keeps the Mul on the host on ACT_LUT, with the
+      same bytes as the default config's.
+"""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
+import oxtest as T  # noqa: E402
+
+F = TensorProto.FLOAT
+rng = np.random.default_rng(30)
+C, H, W = 24, 9, 11
+SHAPE = [1, C, H, W]
+BOUND = 2
+
+
+def lut_config():
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
+    with open(os.path.join(root, "configs", "default.json")) as f:
+        cfg = json.load(f)
+    cfg["ACT_LUT"] = 4
+    with open("se_lut.json", "w") as f:
+        json.dump(cfg, f)
+    return os.path.realpath("se_lut.json")
+
+
+def w(shape, s):
+    return (rng.standard_normal(shape) * s).astype(np.float32)
+
+
+def se_model(gate, swap):
+    """X -> conv0 -> P -> conv1 -> A; S = gate(conv3(relu(conv2(gap(A))))); M = A * S; Y = conv4(M + P)."""
+    n = helper.make_node
+    g = [n("Sigmoid", ["Z"], ["S"], name="gate")] if gate == "sigmoid" else \
+        [n("HardSigmoid", ["Z"], ["S"], name="gate", alpha=1.0 / 6, beta=0.5)]
+    nodes = [n("Conv", ["X", "w0"], ["P"], name="conv0", pads=[1, 1, 1, 1]),
+             n("Conv", ["P", "w1"], ["A"], name="conv1", pads=[1, 1, 1, 1]),
+             n("GlobalAveragePool", ["A"], ["G"], name="gap"),
+             n("Conv", ["G", "w2", "b2"], ["R0"], name="squeeze"),
+             n("Relu", ["R0"], ["R"], name="relu"),
+             n("Conv", ["R", "w3", "b3"], ["Z"], name="excite")] + g + \
+            [n("Mul", ["S", "A"] if swap else ["A", "S"], ["M"], name="se_mul"),
+             n("Add", ["M", "P"], ["Q"], name="res_add"),
+             n("Conv", ["Q", "w4"], ["Y"], name="conv4")]
+    inits = [numpy_helper.from_array(w((C, C, 3, 3), 0.2), "w0"), numpy_helper.from_array(w((C, C, 3, 3), 0.2), "w1"),
+             numpy_helper.from_array(w((C // 4, C, 1, 1), 0.4), "w2"),
+             numpy_helper.from_array(w((C // 4,), 0.1), "b2"),
+             numpy_helper.from_array(w((C, C // 4, 1, 1), 0.6), "w3"), numpy_helper.from_array(w((C,), 0.3), "b3"),
+             numpy_helper.from_array(w((C, C, 1, 1), 0.3), "w4")]
+    return T.model(nodes, [("X", F, SHAPE)], [("Y", F, SHAPE)], inits)
+
+
+def tessera(path, x, cfg, tensors=(), placement=False):
+    """tessera infer: (exit code, output, {tensor: bytes}, placement JSON or None, stderr)."""
+    np.save("se_in.npy", x)
+    cmd = [T.TSR, "infer", path, "-i", "se_in.npy", "-o", "se_out.npy", "--quiet", "--backend", T.BACKEND]
+    cmd += ["--config", cfg] if cfg else []
+    for t in tensors:
+        cmd += ["--tensor", f"{t}=se_t_{t}.npy"]
+    if placement:
+        cmd += ["--placement-json", "se_pl.json"]
+    r = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=600)
+    if r.returncode:
+        return r.returncode, None, {}, None, r.stderr.strip()
+    pl = None
+    if placement:
+        with open("se_pl.json") as f:
+            pl = json.load(f)
+    return 0, np.load("se_out.npy"), {t: np.load(f"se_t_{t}.npy") for t in tensors}, pl, ""
+
+
+def producer_q(q, name):
+    """The QuantizeLinear whose DequantizeLinear feeds node `name` with tensor index k: its output name,
+    scale and zero point initializers, for every input of node `name`."""
+    nodes = {o: nd for nd in q.graph.node for o in nd.output}
+    node = next(nd for nd in q.graph.node if nd.name == name)
+    out = []
+    for i in node.input:
+        dq = nodes[i]
+        assert dq.op_type == "DequantizeLinear", dq.op_type
+        out.append((dq.input[0], dq.input[1], dq.input[2]))
+    cons = [nd for nd in q.graph.node if node.output[0] in nd.input]
+    assert len(cons) == 1 and cons[0].op_type == "QuantizeLinear"
+    return out, (cons[0].output[0], cons[0].input[1], cons[0].input[2])
+
+
+def mul_alone(q, ins, out, a, s):
+    """ONNX Runtime's DQ -> Mul -> Q of the model's Mul on the quantized operands a, s (tessera's)."""
+    init = {i.name: i for i in q.graph.initializer}
+    n = helper.make_node
+    dt = TensorProto.UINT8 if a.dtype == np.uint8 else TensorProto.INT8
+    st = TensorProto.UINT8 if s.dtype == np.uint8 else TensorProto.INT8
+    yt = init[out[2]].data_type
+    names = ["qa", "qb"]
+    nodes = [n("DequantizeLinear", [names[k], ins[k][1], ins[k][2]], [f"f{k}"]) for k in range(2)]
+    nodes += [n("Mul", ["f0", "f1"], ["m"]), n("QuantizeLinear", ["m", out[1], out[2]], ["y"])]
+    inits = [init[ins[0][1]], init[ins[0][2]], init[ins[1][1]], init[ins[1][2]], init[out[1]], init[out[2]]]
+    shapes = [list(a.shape), list(s.shape)]
+    types = [dt, st]
+    m = helper.make_model(helper.make_graph(nodes, "mul", [helper.make_tensor_value_info(names[k], types[k], shapes[k])
+                                                            for k in range(2)],
+                                            [helper.make_tensor_value_info("y", yt, list(a.shape))], inits),
+                          opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 7
+    T.save(m, "mul_alone.onnx")
+    np.save("ma.npy", a)
+    np.save("mb.npy", s)
+    try:
+        T.common.ort_run("mul_alone.onnx", "ma.npy,mb.npy", "mul_alone_out.npy", batch=False)
+    except T.common.OrtError as e:
+        return None, str(e)
+    return np.load("mul_alone_out.npy"), ""
+
+
+def se_case(name, q, x, cfg):
+    path = T.save(q, name.replace(" ", "_") + ".onnx")
+    ins, out = producer_q(q, "se_mul")
+    tens = [ins[0][0], ins[1][0], out[0]]
+    rc0, y0, t0, p0, e0 = tessera(path, x, None, tens, True)
+    rc1, y1, t1, p1, e1 = tessera(path, x, cfg, tens, True)
+    if rc0 or rc1:
+        T.check(name, False, f"default exit {rc0} ({e0}), ACT_LUT exit {rc1} ({e1})")
+        return
+    mul1 = [p for p in p1["placement"] if p["name"] == "se_mul"]
+    add1 = [p for p in p1["placement"] if p["name"] == "res_add"]
+    mul0 = [p for p in p0["placement"] if p["name"] == "se_mul"]
+    ok = mul1 and mul1[0]["side"] == "device" and mul1[0]["kernel"] == "mul by a per-channel vector" and \
+        add1 and add1[0]["side"] == "device" and p1["segments"] == 1 and p1["host_ops"] == 2 and \
+        mul0 and mul0[0]["side"] == "host"
+    T.check(f"{name}: placement", bool(ok),
+            f"ACT_LUT: Mul {mul1[0]['side'] if mul1 else '?'} ({mul1[0]['kernel'] if mul1 else ''}), Add "
+            f"{add1[0]['side'] if add1 else '?'}, {p1['segments']} segment(s), {p1['host_ops']} host ops; default: "
+            f"Mul {mul0[0]['side'] if mul0 else '?'} ({mul0[0]['kernel'] if mul0 else ''}), {p0['segments']} "
+            f"segments, {p0['host_ops']} host ops")
+    same = all(np.array_equal(t0[t], t1[t]) for t in tens)
+    T.check(f"{name}: device Mul = host kernel", same,
+            f"operands and product byte-identical on both configs: {same} "
+            f"({int((t0[out[0]] != t1[out[0]]).sum())} of {t1[out[0]].size} product bytes differ)")
+    ya, why = mul_alone(q, ins, out, t1[ins[0][0]], t1[ins[1][0]])
+    if ya is None:
+        T.check(f"{name}: Mul alone vs ORT", False, why)
+    else:
+        d = int((ya.astype(np.int64) != t1[out[0]].astype(np.int64)).sum())
+        T.check(f"{name}: Mul alone vs ORT", d == 0, f"{d} of {ya.size} differ")
+    want = T.ort(path, x)
+    scale = T.output_scale(q)
+    m0, n0 = T.diff_lsb(y0, want, scale)
+    m1, n1 = T.diff_lsb(y1, want, scale)
+    T.check(f"{name}: vs ORT", m0 <= BOUND and m1 <= BOUND,
+            f"ACT_LUT {m1} LSB ({n1} differ), default {m0} LSB ({n0} differ), bound {BOUND}")
+
+
+def main():
+    T.setup()
+    cfg = lut_config()
+    cal = rng.standard_normal((16, *SHAPE[1:])).astype(np.float32)
+    x = rng.standard_normal(SHAPE).astype(np.float32)
+    for gate in ("sigmoid", "hardsigmoid"):
+        for swap in (False, True):
+            fm = se_model(gate, swap)
+            for act in ("u8", "s8"):
+                se_case(f"{gate}{' swapped' if swap else ''} {act}", T.quantize(fm, cal, act), x, cfg)
+
+    # no exact integer form: x_scale = y_scale and s_scale 0.5 make the factor exactly 0.5
+    q = T.quantize(se_model("sigmoid", False), cal, "u8")
+    ins, out = producer_q(q, "se_mul")
+    init = {i.name: i for i in q.graph.initializer}
+    xs = numpy_helper.to_array(init[ins[0][1]])
+    for nm, v in ((ins[1][1], np.float32(0.5)), (out[1], xs)):
+        init[nm].CopyFrom(numpy_helper.from_array(np.asarray(v, dtype=np.float32), nm))
+    path = T.save(q, "no_form_u8.onnx")
+    rc0, y0, _, _, e0 = tessera(path, x, None)
+    rc1, y1, _, p1, e1 = tessera(path, x, cfg, (), True)
+    mul1 = [p for p in p1["placement"] if p["name"] == "se_mul"] if p1 else []
+    T.check("no integer form: Mul stays on the host", rc0 == rc1 == 0 and mul1 and mul1[0]["side"] == "host" and
+            np.array_equal(y0.view(np.uint8), y1.view(np.uint8)),
+            e0 or e1 or f"Mul {mul1[0]['side'] if mul1 else '?'}, outputs equal {np.array_equal(y0, y1)}")
+    T.finish()
+
+
+if __name__ == "__main__":
+    main()
