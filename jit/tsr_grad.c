@@ -78,6 +78,7 @@ typedef struct {
     int p, r, q;        /* C [P][Q]; reduction length R */
     const int8_t *a;    /* dense: [P][R]; lanes: [Q][P][R] */
     const int8_t *w;    /* [R][Q] */
+    int64_t bound;      /* bound on |sum| (planes stored); 0: from the shape */
 } gemm_t;
 
 /* Geometry of one gemm32 run on a config. */
@@ -92,21 +93,54 @@ typedef struct {
     double cost;        /* the tiling's estimated cycles */
 } ggeo_t;
 
-/* Planes for sums of R int8 products: |sum| <= R * 2^14. */
-static int planes_for(int64_t r)
+/* Byte planes holding every sum of magnitude at most bound (a bound of
+ * R * 2^14 from the shape alone, or a tighter one from the operands). */
+static int planes_for(int64_t bound)
 {
-    int64_t bound = r * MAXPROD;
     for (int np = 1; np < 4; np++)
         if (bound <= ((int64_t)1 << (8 * np - 1)) - 1)
             return np;
     return 4;
 }
 
+/* A bound on |sum| from the operands (host additions over them, no
+ * products): |SUM_r a_r w_r| <= min(max row |a| sum * max |w|, max column
+ * |w| sum * max |a|). A run stores no more planes than that needs: small
+ * gradients store fewer bytes. */
+static int64_t operand_bound(int lanes, int p, int r, int q, const int8_t *a, const int8_t *w)
+{
+    int64_t amax = 0, wmax = 0, arow = 0, wcol = 0;
+    int64_t *col = calloc((size_t)q, sizeof *col);
+    if (!col)
+        return (int64_t)r * MAXPROD;
+    for (int i = 0; i < r; i++)
+        for (int j = 0; j < q; j++) {
+            const int v = abs(w[(size_t)i * (size_t)q + (size_t)j]);
+            wmax = v > wmax ? v : wmax;
+            col[j] += v;
+        }
+    for (int j = 0; j < q; j++)
+        wcol = col[j] > wcol ? col[j] : wcol;
+    free(col);
+    const size_t rows = (size_t)p * (size_t)(lanes ? q : 1);
+    for (size_t i = 0; i < rows; i++) {
+        int64_t sum = 0;
+        for (int k = 0; k < r; k++) {
+            const int v = abs(a[i * (size_t)r + (size_t)k]);
+            amax = v > amax ? v : amax;
+            sum += v;
+        }
+        arow = sum > arow ? sum : arow;
+    }
+    const int64_t b1 = arow * wmax, b2 = wcol * amax;
+    return b1 < b2 ? b1 : b2;
+}
+
 static int geo_init(const tsr_config_t *c, const gemm_t *g, ggeo_t *o)
 {
     memset(o, 0, sizeof *o);
     o->pb = cdiv(g->p, c->batch);
-    o->np = planes_for(g->r);
+    o->np = planes_for(g->bound > 0 ? g->bound : (int64_t)g->r * MAXPROD);
     if (!g->lanes) {
         o->qb = cdiv(g->q, c->block_out);
         o->ru = cdiv(g->r, c->block_in);
@@ -360,9 +394,14 @@ static int build(const tsr_config_t *c, const gemm_t *g, const ggeo_t *o, uint64
 #define GRAD_MAX_DEV_BYTES (UINT64_C(768) << 20)
 
 /* C [P][Q] int32 = the gemm, on the device. cycles += the run's. */
-static int gemm32(tsr_device_t *dev, const gemm_t *g, int32_t *out, uint64_t *cycles)
+static int gemm32(tsr_device_t *dev, const gemm_t *g0, int32_t *out, uint64_t *cycles)
 {
     const tsr_config_t *c = tsr_device_config(dev);
+    gemm_t gb = *g0;
+    const gemm_t *g = &gb;
+    gb.bound = operand_bound(g->lanes, g->p, g->r, g->q, g->a, g->w);
+    if (gb.bound < 1)
+        gb.bound = 1;
     ggeo_t o;
     int rc = geo_init(c, g, &o);
     if (rc)
@@ -449,6 +488,7 @@ typedef struct {
     int oy, ox, ty, tx;    /* output size, taps */
     const int8_t *d;       /* [N][CR][OY + TY - 1][OX + TX - 1] */
     const int8_t *w;       /* [(c, ty, tx)][Q] */
+    int64_t bound;         /* bound on |sum| (planes stored); 0: from the shape */
 } cgemm_t;
 
 typedef struct {
@@ -466,7 +506,7 @@ static int cgeo_init(const tsr_config_t *c, const cgemm_t *g, cgeo_t *o)
     o->cb = cdiv(g->cr, c->block_in);
     o->qb = cdiv(g->q, c->block_out);
     o->t = g->ty * g->tx;
-    o->np = planes_for((int64_t)g->cr * o->t);
+    o->np = planes_for(g->bound > 0 ? g->bound : (int64_t)g->cr * o->t * MAXPROD);
     o->dx = g->ox + g->tx - 1;
     const int loop_max = (1 << TSR_LOOP_BITS) - 1, size_max = (1 << TSR_SIZE_BITS) - 1;
     const int inp_half = (int)c->inp_depth / 2, wgt_half = (int)c->wgt_depth / 2, acc_reg = (int)c->acc_depth / NREG;
@@ -642,9 +682,27 @@ static int cbuild(const tsr_config_t *c, const cgemm_t *g, const cgeo_t *o, uint
 }
 
 /* out [N][OY][OX][Q] int32 = the convolution GEMM, on the device. */
-static int cgemm32(tsr_device_t *dev, const cgemm_t *g, int32_t *out, uint64_t *cycles)
+static int cgemm32(tsr_device_t *dev, const cgemm_t *g0, int32_t *out, uint64_t *cycles)
 {
     const tsr_config_t *c = tsr_device_config(dev);
+    cgemm_t gb = *g0;
+    const cgemm_t *g = &gb;
+    {
+        /* |sum| <= max |D| * (the largest output channel's |W| sum), or the shape's bound */
+        const int t = g->ty * g->tx;
+        const size_t nd = (size_t)g->n * (size_t)g->cr * (size_t)(g->oy + g->ty - 1) * (size_t)(g->ox + g->tx - 1);
+        int64_t dmax = 0;
+        for (size_t i = 0; i < nd; i++)
+            dmax = abs(g->d[i]) > dmax ? abs(g->d[i]) : dmax;
+        int64_t wcol = 0;
+        for (int q = 0; q < g->q; q++) {
+            int64_t sum = 0;
+            for (int r = 0; r < g->cr * t; r++)
+                sum += abs(g->w[(size_t)r * (size_t)g->q + (size_t)q]);
+            wcol = sum > wcol ? sum : wcol;
+        }
+        gb.bound = dmax * wcol < 1 ? 1 : dmax * wcol;
+    }
     cgeo_t o;
     int rc = cgeo_init(c, g, &o);
     if (rc)
@@ -784,7 +842,7 @@ static int gemm_any(tsr_device_t *dev, int p, int r, int q, getter_t xg, const v
         rc = tsr_err(TSR_ENOMEM, "out of memory");
         goto out;
     }
-    gemm_t g = {0, tr ? q : p, r, tr ? p : q, a, w};
+    gemm_t g = {0, tr ? q : p, r, tr ? p : q, a, w, 0};
     for (int i = 0; i < p; i++)
         for (int j = 0; j < r; j++) {
             const int8_t v = xg(xc, i, j);
@@ -817,7 +875,7 @@ out:
 static double est_gemm(const tsr_config_t *c, int p, int r, int q)
 {
     const int tr = transposed_is_cheaper(c, p, r, q);
-    gemm_t g = {0, tr ? q : p, r, tr ? p : q, NULL, NULL};
+    gemm_t g = {0, tr ? q : p, r, tr ? p : q, NULL, NULL, 0};
     ggeo_t o;
     const double v = geo_init(c, &g, &o) ? -1 : o.cost;
     tsr_err_clear();
@@ -979,7 +1037,7 @@ static int gemm_lanes(tsr_device_t *dev, int pn, int r, int qn, const int8_t *a,
                       uint64_t *cycles)
 {
     if (r <= LANES_MAX_R) {
-        gemm_t g = {1, pn, r, qn, a, w};
+        gemm_t g = {1, pn, r, qn, a, w, 0};
         return gemm32(dev, &g, out, cycles);
     }
     const int part = LANES_MAX_R;
@@ -995,7 +1053,7 @@ static int gemm_lanes(tsr_device_t *dev, int pn, int r, int qn, const int8_t *a,
         const int rn = imin(part, r - r0);
         for (size_t qp = 0; qp < (size_t)qn * (size_t)pn; qp++)
             memcpy(pa + qp * (size_t)rn, a + qp * (size_t)r + (size_t)r0, (size_t)rn);
-        gemm_t g = {1, pn, rn, qn, pa, w + (size_t)r0 * (size_t)qn};
+        gemm_t g = {1, pn, rn, qn, pa, w + (size_t)r0 * (size_t)qn, 0};
         if (!(rc = gemm32(dev, &g, po, cycles)))
             for (size_t i = 0; i < (size_t)pn * (size_t)qn; i++)
                 out[i] = (int32_t)((uint32_t)out[i] + (uint32_t)po[i]);
@@ -1060,7 +1118,7 @@ static int conv_dx_phase(tsr_device_t *dev, const tsr_grad_conv_t *p, const int8
                     wm[((size_t)co * (size_t)nt + (size_t)(ty * nkx + tx)) * (size_t)cin + (size_t)ci] =
                         w[(((size_t)co * (size_t)cin + (size_t)ci) * (size_t)p->kh + (size_t)kys[nky - 1 - ty]) *
                               (size_t)p->kw + (size_t)kxs[nkx - 1 - tx]];
-    cgemm_t g = {p->n, cout, cin, ny, nx, nky, nkx, d, wm};
+    cgemm_t g = {p->n, cout, cin, ny, nx, nky, nkx, d, wm, 0};
     rc = cgemm32(dev, &g, out, cycles);
 out:
     free(d);
@@ -1124,7 +1182,7 @@ int tsr_grad_conv_dx(tsr_device_t *dev, const tsr_grad_conv_t *p, const int8_t *
             /* groups 1: gathered on chip, unless the im2col GEMM is estimated faster (few
              * channels: C_in = 1 has one output lane of BLOCK_OUT used) or no such tiling fits */
             if (!dwise) {
-                const cgemm_t cg = {p->n, cout, cin, ny, nx, nky, nkx, NULL, NULL};
+                const cgemm_t cg = {p->n, cout, cin, ny, nx, nky, nkx, NULL, NULL, 0};
                 cgeo_t cgo;
                 const double ec = cgeo_init(tsr_device_config(dev), &cg, &cgo) ? -1 : cgo.cost;
                 const double eg = est_gemm(tsr_device_config(dev), np_, r, q);
@@ -1253,7 +1311,7 @@ static int conv_dw_phases(tsr_device_t *dev, const tsr_grad_conv_t *p, const int
         for (int b = 0; b < sw && b < p->kw; b++) {
             const int nj = (p->kh - a + sh - 1) / sh, ni = (p->kw - b + sw - 1) / sw;
             const int hy = nj + oh - 1, hx = ni + ow - 1;
-            cgemm_t g = {cin, p->n, cout, nj, ni, oh, ow, NULL, NULL};
+            cgemm_t g = {cin, p->n, cout, nj, ni, oh, ow, NULL, NULL, 0};
             if (est) {
                 cgeo_t cg;
                 if (cgeo_init(c, &g, &cg)) {

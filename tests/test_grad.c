@@ -61,6 +61,12 @@ static void fill8(uint64_t *s, int8_t *v, size_t n)
         v[i] = (int8_t)rnd(s, -128, 127);
 }
 
+static void fill_small(uint64_t *s, int8_t *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        v[i] = (int8_t)(rnd(s, 0, 3) ? 0 : rnd(s, -2, 2));
+}
+
 static void fillx(uint64_t *s, uint8_t *v, size_t n)
 {
     for (size_t i = 0; i < n; i++)
@@ -84,10 +90,17 @@ static void dense_case(tsr_device_t *dev, const char *cname, uint64_t *s, int n,
     int32_t *got = malloc(sizeof(int32_t) * (size_t)(n > m ? n : m) * k);
     int32_t *want = malloc(sizeof(int32_t) * (size_t)(n > m ? n : m) * k);
     assert_true(dy && w && x && got && want);
-    if (extreme) {
+    if (extreme == 1) {
         memset(dy, 0x80, (size_t)n * m);
         memset(w, 0x80, (size_t)m * k);
         memset(x, dtu ? 0 : 0x80, (size_t)n * k);
+    } else if (extreme == 2) { /* small values: sums of one or two bytes (fewer planes stored) */
+        fill_small(s, dy, (size_t)n * m);
+        fill_small(s, w, (size_t)m * k);
+        fill_small(s, (int8_t *)x, (size_t)n * k);
+        if (dtu)
+            for (size_t i = 0; i < (size_t)n * k; i++)
+                x[i] = (uint8_t)(x[i] + 128);
     } else {
         fill8(s, dy, (size_t)n * m);
         fill8(s, w, (size_t)m * k);
@@ -126,7 +139,7 @@ static void dense_random(const char *preset, int dwk, int cases)
     for (int i = 0; i < cases; i++) {
         const int dtu = rnd(&s, 0, 1);
         const int32_t zp = rnd(&s, 0, 3) == 0 ? (dtu ? 128 : 0) : (dtu ? rnd(&s, 0, 255) : rnd(&s, -128, 127));
-        dense_case(dev, preset, &s, rnd(&s, 1, 40), rnd(&s, 1, 70), rnd(&s, 1, 40), dtu, zp, 0);
+        dense_case(dev, preset, &s, rnd(&s, 1, 40), rnd(&s, 1, 70), rnd(&s, 1, 40), dtu, zp, i % 4 == 3 ? 2 : 0);
     }
     tsr_device_close(dev);
 }
@@ -159,7 +172,8 @@ static void test_dense_extremes(void **state)
 
 /* ----------------------------------------------------------------- conv */
 
-static void conv_case(tsr_device_t *dev, const char *cname, uint64_t *s, const tsr_grad_conv_t *p, int dtu, int32_t zp)
+static void conv_case(tsr_device_t *dev, const char *cname, uint64_t *s, const tsr_grad_conv_t *p, int dtu, int32_t zp,
+                      int small)
 {
     const gradref_conv_t r = {p->n, p->c_in, p->h, p->w, p->c_out, p->kh, p->kw, p->stride_h, p->stride_w,
                               p->pad_top, p->pad_left, p->pad_bottom, p->pad_right, p->groups};
@@ -170,9 +184,17 @@ static void conv_case(tsr_device_t *dev, const char *cname, uint64_t *s, const t
     uint8_t *x = malloc(nx);
     int32_t *got = malloc(sizeof(int32_t) * (nx > nw ? nx : nw)), *want = malloc(sizeof(int32_t) * (nx > nw ? nx : nw));
     assert_true(dy && w && x && got && want);
-    fill8(s, dy, ny);
-    fill8(s, w, nw);
-    fillx(s, x, nx);
+    if (small) {
+        fill_small(s, dy, ny);
+        fill_small(s, w, nw);
+        fill_small(s, (int8_t *)x, nx);
+        for (size_t i = 0; i < nx; i++)
+            x[i] = (uint8_t)(x[i] + zp); /* x - x_zp small */
+    } else {
+        fill8(s, dy, ny);
+        fill8(s, w, nw);
+        fillx(s, x, nx);
+    }
     char what[256];
     snprintf(what, sizeof what, "%s conv n %d c_in %d %dx%d c_out %d k %dx%d s %d,%d pad %d,%d,%d,%d g %d", cname,
              p->n, p->c_in, p->h, p->w, p->c_out, p->kh, p->kw, p->stride_h, p->stride_w, p->pad_top, p->pad_left,
@@ -232,7 +254,7 @@ static void conv_random(const char *preset, int dwk, int cases)
         }
         const int dtu = rnd(&s, 0, 1);
         const int32_t zp = rnd(&s, 0, 3) == 0 ? (dtu ? 128 : 0) : (dtu ? rnd(&s, 0, 255) : rnd(&s, -128, 127));
-        conv_case(dev, preset, &s, &p, dtu, zp);
+        conv_case(dev, preset, &s, &p, dtu, zp, i % 4 == 3);
     }
     tsr_device_close(dev);
 }
@@ -285,7 +307,7 @@ static void test_larger(void **state)
                                    {3, 20, 17, 13, 40, 5, 5, 2, 2, 2, 2, 2, 2, 1},
                                    {2, 3, 100, 100, 3, 3, 3, 1, 1, 1, 1, 1, 1, 3}};
     for (size_t i = 0; i < sizeof cps / sizeof cps[0]; i++)
-        conv_case(dev, "default", &s, &cps[i], (int)(i & 1), (int32_t)(i & 1 ? 77 : -9));
+        conv_case(dev, "default", &s, &cps[i], (int)(i & 1), (int32_t)(i & 1 ? 77 : -9), 0);
     dense_case(dev, "default", &s, 32, 512, 10, 1, 0, 0);
     dense_case(dev, "default", &s, 300, 700, 50, 0, 5, 0);
     tsr_device_close(dev);
