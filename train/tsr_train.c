@@ -382,8 +382,11 @@ void tsr_train_free(tsr_trainer_t *tr)
 
 void tsr_train_print_plan(const tsr_trainer_t *tr, FILE *f)
 {
-    fprintf(f, "trainable part of %s (%d layers; the %d before run once per sample as inference):\n", tr->path,
-            tr->nc, tr->first);
+    int before = 0;
+    for (int i = 0; i < tr->first; i++)
+        before += tr->ls[i].device;
+    fprintf(f, "trainable part of %s (%d layer%s; the %d device operator%s before it run once per sample as "
+            "inference):\n", tr->path, tr->nc, tr->nc == 1 ? "" : "s", before, before == 1 ? "" : "s");
     for (int j = 0; j < tr->nc; j++) {
         const trl_t *l = &tr->c[j];
         const char *kind = l->L.kind == TSR_OXL_CONV ? "conv" : l->L.kind == TSR_OXL_DENSE ? "dense" : "maxpool";
