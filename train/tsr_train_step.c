@@ -338,9 +338,12 @@ int tsr_train_requantize(tsr_trainer_t *tr, trl_t *l)
     const size_t per = (size_t)l->M / (size_t)l->wc * (size_t)l->K; /* weights per scale */
     for (int c = 0; c < l->wc; c++) {
         float amax = 0;
-        for (size_t i = 0; i < per; i++)
+        int finite = 1;
+        for (size_t i = 0; i < per; i++) {
             amax = fmaxf(amax, fabsf(l->w[c * per + i]));
-        if (!isfinite(amax))
+            finite &= isfinite(l->w[c * per + i]) != 0; /* (fmaxf passes a NaN by) */
+        }
+        if (!finite || !isfinite(amax))
             return tsr_err(TSR_EINVAL, "node \"%s\" (%s): the weights are no longer finite (the learning rate is "
                            "too large)", TSR_SAFE(l->L.node), l->L.op);
         if (amax > 0) /* (all 0: the old scale stays; any positive scale holds zeros) */
@@ -374,7 +377,11 @@ int tsr_train_update(tsr_trainer_t *tr)
             for (size_t i = 0; i < (size_t)l->M * l->K; i++) {
                 const float ws = l->ws[l->wc > 1 ? i / (size_t)l->K : 0];
                 l->vw[i] = mu * l->vw[i] + l->gw[i];
-                const long q = lrintf((float)l->wq[i] - lr * l->vw[i] / ws);
+                const float nw = (float)l->wq[i] - lr * l->vw[i] / ws;
+                if (!isfinite(nw))
+                    return tsr_err(TSR_EINVAL, "node \"%s\" (%s): the weights are no longer finite (the learning "
+                                   "rate is too large)", TSR_SAFE(l->L.node), l->L.op);
+                const long q = lrintf(fmaxf(fminf(nw, 127.0f), -128.0f));
                 const int8_t nq = (int8_t)(q > 127 ? 127 : q < -128 ? -128 : q);
                 tr->upd_n++;
                 tr->upd_moved += nq != l->wq[i];
