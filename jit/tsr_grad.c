@@ -49,6 +49,11 @@
 
 #define MAXPROD 16384 /* |a * w| for int8 a, w */
 
+/* Largest device footprint of one GEMM run (the default device has 1 GiB)
+ * and largest tensor or host operand copy (elements; int32 results 256 MiB). */
+#define GRAD_MAX_DEV_BYTES (UINT64_C(768) << 20)
+#define GRAD_MAX_ELEMS (INT64_C(1) << 26)
+
 /* Accumulator regions: NREG = 4, tile t in region t % 4, each a quarter of
  * the buffer, in the order (bank 0, bank 1, bank 0, bank 1) so that
  * consecutive tiles lie in different banks (the bank is the index MSB) and
@@ -199,6 +204,10 @@ static int geo_init(const tsr_config_t *c, const gemm_t *g, ggeo_t *o)
         return tsr_err(TSR_EINVAL, "grad: no tiling of a %d x %d x %d GEMM fits this config's buffers", g->p, g->r,
                        g->q);
     o->cost = best;
+    if (o->a_bytes + o->w_bytes + o->c_bytes > GRAD_MAX_DEV_BYTES)
+        return tsr_err(TSR_ENOMEM, "grad: a %d x %d x %d GEMM needs %llu MiB of device memory (at most %llu)", g->p,
+                       g->r, g->q, (unsigned long long)((o->a_bytes + o->w_bytes + o->c_bytes) >> 20),
+                       (unsigned long long)(GRAD_MAX_DEV_BYTES >> 20));
     return TSR_OK;
 }
 
@@ -390,8 +399,6 @@ static int build(const tsr_config_t *c, const gemm_t *g, const ggeo_t *o, uint64
     return rc;
 }
 
-/* Largest device footprint of one run (the default device has 1 GiB). */
-#define GRAD_MAX_DEV_BYTES (UINT64_C(768) << 20)
 
 /* C [P][Q] int32 = the gemm, on the device. cycles += the run's. */
 static int gemm32(tsr_device_t *dev, const gemm_t *g0, int32_t *out, uint64_t *cycles)
@@ -569,6 +576,10 @@ static int cgeo_init(const tsr_config_t *c, const cgemm_t *g, cgeo_t *o)
     o->a_bytes = (uint64_t)o->nb * o->cbp * o->dy * o->dx * c->inp_bytes;
     o->w_bytes = (uint64_t)o->qb * o->cbp * o->t * c->wgt_bytes;
     o->c_bytes = (uint64_t)o->np * o->nb * g->oy * g->ox * o->qb * c->out_bytes;
+    if (o->a_bytes + o->w_bytes + o->c_bytes > GRAD_MAX_DEV_BYTES)
+        return tsr_err(TSR_ENOMEM, "grad: a convolution GEMM needs %llu MiB of device memory (at most %llu)",
+                       (unsigned long long)((o->a_bytes + o->w_bytes + o->c_bytes) >> 20),
+                       (unsigned long long)(GRAD_MAX_DEV_BYTES >> 20));
     return TSR_OK;
 }
 
@@ -767,8 +778,6 @@ out:
 
 /* ---- checks ---- */
 
-/* Host memory of one call's operand copies (bytes), past which it is refused. */
-#define GRAD_MAX_HOST_BYTES (INT64_C(1) << 30)
 
 static int check_dev(const char *op, tsr_device_t *dev)
 {
@@ -801,9 +810,8 @@ static int check_dense(const char *op, tsr_device_t *dev, int n, int k, int m, c
         return tsr_err(TSR_EINVAL, "%s: m = %d must be >= 1", op, m);
     if (!a || !b || !out)
         return tsr_err(TSR_EINVAL, "%s: NULL %s", op, !a ? "dy" : !b ? (strstr(op, "dx") ? "w" : "x") : "output");
-    if ((int64_t)n * k > GRAD_MAX_HOST_BYTES || (int64_t)n * m > GRAD_MAX_HOST_BYTES ||
-        (int64_t)m * k > GRAD_MAX_HOST_BYTES)
-        return tsr_err(TSR_EINVAL, "%s: tensors of N %d, K %d, M %d too large (more than 2^30 elements)", op, n, k, m);
+    if ((int64_t)n * k > GRAD_MAX_ELEMS || (int64_t)n * m > GRAD_MAX_ELEMS || (int64_t)m * k > GRAD_MAX_ELEMS)
+        return tsr_err(TSR_EINVAL, "%s: tensors of N %d, K %d, M %d too large (more than 2^26 elements)", op, n, k, m);
     return check_dev(op, dev);
 }
 
@@ -835,6 +843,14 @@ static int gemm_any(tsr_device_t *dev, int p, int r, int q, getter_t xg, const v
     const int tr = transposed_is_cheaper(c, p, r, q);
     /* A [P'][R], W [R][Q'] with (P', Q') = (P, Q), or (Q, P) transposed */
     const size_t pp = (size_t)(tr ? q : p), qq = (size_t)(tr ? p : q);
+    {
+        /* a tiling and the device footprint, before any allocation */
+        const gemm_t g0 = {0, (int)pp, r, (int)qq, NULL, NULL, 0};
+        ggeo_t o0;
+        int rc0 = geo_init(c, &g0, &o0);
+        if (rc0)
+            return rc0;
+    }
     int8_t *a = malloc(pp * (size_t)r), *w = malloc((size_t)r * qq);
     int32_t *t = tr ? malloc((size_t)p * (size_t)q * sizeof *t) : NULL;
     int rc;
@@ -953,6 +969,13 @@ int tsr_grad_dense_dw(tsr_device_t *dev, int n, int k, int m, const int8_t *dy, 
 #define GRAD_MAX_STRIDE 15
 #define GRAD_MAX_PAD 15
 
+/* a * b for a, b >= 0, saturating at INT64_MAX (sizes checked before anything is allocated) */
+static int64_t smul(int64_t a, int64_t b)
+{
+    int64_t r;
+    return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
+}
+
 static int check_conv(const char *op, tsr_device_t *dev, const tsr_grad_conv_t *p, const void *dy, const void *b,
                       const void *out, int is_dw, int *oh, int *ow)
 {
@@ -980,25 +1003,27 @@ static int check_conv(const char *op, tsr_device_t *dev, const tsr_grad_conv_t *
         return tsr_err(TSR_EINVAL, "%s: kh = %d larger than the padded input height %lld", op, p->kh, (long long)hp);
     if (p->kw > wp)
         return tsr_err(TSR_EINVAL, "%s: kw = %d larger than the padded input width %lld", op, p->kw, (long long)wp);
-    *oh = (int)((hp - p->kh) / p->stride_h + 1);
-    *ow = (int)((wp - p->kw) / p->stride_w + 1);
+    const int64_t oh64 = (hp - p->kh) / p->stride_h + 1, ow64 = (wp - p->kw) / p->stride_w + 1;
+    *oh = (int)(oh64 < INT_MAX ? oh64 : INT_MAX); /* (an output that large is refused below) */
+    *ow = (int)(ow64 < INT_MAX ? ow64 : INT_MAX);
     if (!dy || !b || !out)
         return tsr_err(TSR_EINVAL, "%s: NULL %s", op, !dy ? "dy" : !b ? (is_dw ? "x" : "w") : "output");
     /* the longest sum: dX's taps meeting one input pixel, dW's output pixels */
-    const int64_t cog = p->c_out / p->groups;
-    const int64_t taps = (int64_t)((p->kh + p->stride_h - 1) / p->stride_h) * ((p->kw + p->stride_w - 1) / p->stride_w);
-    int rc = is_dw ? check_sum(op, (int64_t)p->n * *oh * *ow, 128 * 255) : check_sum(op, cog * taps, MAXPROD);
+    const int64_t cog = p->c_out / p->groups, cig = p->c_in / p->groups, g = p->groups > 1 ? p->groups : 1;
+    const int64_t taps = smul((p->kh + p->stride_h - 1) / p->stride_h, (p->kw + p->stride_w - 1) / p->stride_w);
+    const int64_t opix = smul(oh64, ow64), kk = smul(p->kh, p->kw);
+    int rc = is_dw ? check_sum(op, smul(p->n, opix), 128 * 255) : check_sum(op, smul(cog, taps), MAXPROD);
     if (rc)
         return rc;
     /* the host copies: tensors, and dX's / dW's GEMM operands (at most the im2col of x or dy) */
-    const int64_t kk = (int64_t)p->kh * p->kw, cig = p->c_in / p->groups;
-    const int64_t sizes[] = {(int64_t)p->n * p->c_in * p->h * p->w, (int64_t)p->n * p->c_out * *oh * *ow,
-                             (int64_t)p->c_out * cig * kk, (int64_t)p->n * p->h * p->w * cog * taps * (p->groups > 1 ? p->groups : 1),
-                             (int64_t)p->n * *oh * *ow * cig * kk * (p->groups > 1 ? p->groups : 1)};
+    const int64_t ipix = smul(p->h, p->w);
+    const int64_t sizes[] = {smul(smul(p->n, p->c_in), ipix), smul(smul(p->n, p->c_out), opix),
+                             smul(smul(p->c_out, cig), kk), smul(smul(smul(p->n, ipix), smul(cog, taps)), g),
+                             smul(smul(smul(p->n, opix), smul(cig, kk)), g)};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
-        if (sizes[i] > GRAD_MAX_HOST_BYTES / 4)
+        if (sizes[i] > GRAD_MAX_ELEMS)
             return tsr_err(TSR_EINVAL, "%s: tensors of [%d, %d, %d, %d] with %dx%d kernels too large (an operand of "
-                           "%lld elements; at most 2^28)", op, p->n, p->c_in, p->h, p->w, p->kh, p->kw,
+                           "%lld elements or more; at most 2^26)", op, p->n, p->c_in, p->h, p->w, p->kh, p->kw,
                            (long long)sizes[i]);
     if ((rc = check_dev(op, dev)))
         return rc;

@@ -359,6 +359,10 @@ static void test_bad_dense(void **state)
     BAD(tsr_grad_dense_dw(dev, 2, 2, 2, dy, NULL, TSR_DT_INT8, 0, out, &st), "x");
     BAD(tsr_grad_dense_dw(dev, INT32_MAX / (128 * 255) + 1, 1, 1, dy, x, TSR_DT_INT8, 0, out, &st), "overflow int32");
     BAD(tsr_grad_dense_dx(dev, 1 << 16, 1 << 15, 2, dy, w, out, &st), "too large");
+    /* within the host limits, but 2^26 one-element rows pad to a GiB of packed 16x16 blocks on default */
+    tsr_device_close(dev);
+    dev = open_cfg("fsim", "default", -1);
+    BAD(tsr_grad_dense_dx(dev, 1 << 26, 1, 1, dy, w, out, &st), "device memory");
     assert_int_equal(tsr_grad_dense_dx(NULL, 2, 2, 2, dy, w, out, &st), TSR_EINVAL);
     assert_non_null(strstr(tsr_errmsg(), "device"));
     tsr_device_close(dev);
@@ -420,6 +424,11 @@ static void test_bad_conv(void **state)
     p.n = 1 << 14;
     p.h = p.w = 1 << 10;
     BAD(tsr_grad_conv_dx(dev, &p, dy, w, out, &st), "too large");
+    p = ok; /* sizes whose products overflow 64 bits: saturated, refused */
+    p.n = p.c_in = p.h = p.w = INT32_MAX;
+    p.kh = p.kw = 1;
+    BAD(tsr_grad_conv_dx(dev, &p, dy, w, out, &st), "too large");
+    BAD(tsr_grad_conv_dw(dev, &p, dy, x, TSR_DT_INT8, 0, out, &st), "overflow int32");
     tsr_device_close(dev);
 }
 
