@@ -150,7 +150,12 @@ static int build_part(tsr_trainer_t *tr, const int *mark)
             prev_out = L->out;
             continue;
         }
-        if (L->kind == TSR_OXL_OTHER)
+        /* (an average pool, a BatchNormalization, a requantizing Concat also become device convs) */
+        static const char *const convs[] = {"Conv", "QLinearConv", "Gemm", "QGemm", "MatMul", "QLinearMatMul"};
+        int conv_node = 0;
+        for (size_t k = 0; k < sizeof convs / sizeof convs[0]; k++)
+            conv_node |= !strcmp(L->op, convs[k]);
+        if (L->kind == TSR_OXL_OTHER || (has_weights(L) && !conv_node))
             return tsr_err(TSR_EINVAL, "node \"%s\" (%s) has no backward here (supported in the trainable part: "
                            "Conv with group 1, Gemm/MatMul, MaxPool; train later layers only)", nm, L->op);
         if (L->kind == TSR_OXL_CONV && L->conv.groups != 1)

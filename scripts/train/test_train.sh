@@ -61,6 +61,12 @@ xn = x.copy(); xn[3, 0, 2, 2] = np.nan; np.save("x_nan.npy", xn)
 xi = x.copy(); xi[9, 0, 0, 0] = np.inf; np.save("x_inf.npy", xi)
 np.save("x_few.npy", x[:4]); np.save("y_few.npy", y[:4])
 open("garbage.onnx", "wb").write(b"not an onnx model")
+import onnx
+m = onnx.load(f"{sh}/../digits_qdq.onnx")  # the max pool as an average pool: no backward here
+for n in m.graph.node:
+    if n.op_type == "MaxPool":
+        n.op_type = "AveragePool"
+onnx.save(m, "avgpool.onnx")
 PY
 cp "$DIG/digits_qdq.onnx" model.onnx
 GOOD=(--data "$SH/train_x.npy" --labels "$SH/train_y.npy" --epochs 1 --trainable fc)
@@ -113,6 +119,8 @@ refuse "cannot be written" model.onnx "${GOOD[@]}" -o no/such/dir/t.onnx
 refuse "garbage.onnx" garbage.onnx "${GOOD[@]}" -o out.onnx
 refuse "--timing-only" model.onnx "${GOOD[@]}" --backend systemc --timing-only -o out.onnx
 refuse "-o TUNED.onnx is required" model.onnx "${GOOD[@]}"
+refuse 'node "/pool/MaxPool" (AveragePool) has no backward here' avgpool.onnx --data "$SH/train_x.npy" --labels "$SH/train_y.npy" --epochs 1 --trainable conv2 -o out.onnx
+refuse 'node "fc" (QGemm) cannot be trained: an operator-form node' "$DIG/digits_qlinear.onnx" "${GOOD[@]}" -o out.onnx
 cmp -s model.onnx "$DIG/digits_qdq.onnx" || fail "the input model changed"
 
 # ---------------------------------------------------------------- 2. the demo
