@@ -9,6 +9,7 @@
 #include "tsr_cli_common.h"
 #include "tsr_config.h"
 #include "tsr_error.h"
+#include "tsr_sampled.h"
 #include "tsr_kcache.h"
 #include "tsr_mmbench.h"
 #include "tsr_netbench.h"
@@ -319,6 +320,7 @@ static void rn_total(const tsr_lbench_t *b, const tsr_lbench_total_t *t, double 
            "from disk, %.1f ms generating, %.1f ms saved\n",
            tsr_now_s() - t_start, t->nrun, b->chk ? ", fsim check runs" : "", (unsigned long long)ks.misses,
            (unsigned long long)ks.hits, (unsigned long long)ks.disk_hits, ks.gen_ns / 1e6, ks.saved_ns / 1e6);
+    tsr_sampled_print(b->dev, stdout); /* a sampled device's RTL estimate and its bound */
 }
 
 /* Every selected layer: a row each, then the total and the notes. */

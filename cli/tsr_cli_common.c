@@ -7,6 +7,7 @@
 
 #include "tsr_error.h"
 #include "tsr_file.h"
+#include "tsr_sampled.h"
 
 tsr_device_opts_t tsr_cli_devopts;
 
@@ -133,11 +134,27 @@ int tsr_cli_device_option(int c, const char *arg)
     case TSR_CLI_OPT_PROFILE: r->profile_path = arg; return 1;
     case TSR_CLI_OPT_TIMELINE: r->timeline_path = arg; return 1;
     case TSR_CLI_OPT_TIMING_ONLY: r->timing_only = 1; return 1;
+    case TSR_CLI_OPT_SAMPLE: {
+        tsr_sample_spec_t sp;
+        if (tsr_sample_parse(arg, &sp))
+            return -1;
+        tsr_cli_devopts.sample = arg;
+        return 1;
+    }
+    case TSR_CLI_OPT_SAMPLE_SEED: return tsr_cli_parse_u64(arg, &tsr_cli_devopts.sample_seed) ? -1 : 1;
     default: {
         int d = device_long(c, arg);
         return d ? d : device_u64(c, arg);
     }
     }
+}
+
+const char *tsr_cli_device_option_msg(int c)
+{
+    /* the sample spec's own message names what is wrong with it */
+    return c == TSR_CLI_OPT_SAMPLE || c == TSR_CLI_OPT_SAMPLE_SEED
+               ? (c == TSR_CLI_OPT_SAMPLE ? tsr_errmsg() : "--sample-seed needs a non-negative integer")
+               : "bad value for a device option";
 }
 
 const tsr_cli_dev_t *tsr_cli_dev(void)
@@ -151,7 +168,7 @@ int tsr_cli_base_option(const char *cmd, int c, const char *arg, tsr_cli_base_t 
 {
     int d = tsr_cli_device_option(c, arg);
     if (d < 0) {
-        tsr_cli_usage(cmd, "bad value for a device option");
+        tsr_cli_usage(cmd, tsr_cli_device_option_msg(c));
         return -1;
     }
     if (d > 0)

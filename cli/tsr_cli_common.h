@@ -64,7 +64,12 @@ int tsr_cli_close_out(FILE *f, const char *path);
     "                        cycles (2^32); a stream whose bound derived from its loops and\n"   \
     "                        transfers is larger is refused, an rtl run past it is stopped\n"   \
     "  --timing-only         systemc: the cycles without computing the data (many times faster;\n" \
-    "                        outputs are not written, so commands that save them refuse it)\n"
+    "                        outputs are not written, so commands that save them refuse it)\n" \
+    "  --sample SPEC         sampled backend: the submissions that also run on the RTL after a\n"  \
+    "                        hand-off of DRAM: all, every:K, random:P (default random:0.1) or\n"  \
+    "                        none; the whole run's RTL cycles are estimated from them, with a\n"  \
+    "                        95% bound (docs/guide/simulate.md, Sampled RTL)\n"                 \
+    "  --sample-seed N       sampled backend: the seed of random:P (0)\n"
 
 /* Why a command that writes data refuses --timing-only. */
 #define TSR_CLI_TIMING_ONLY_MSG                                                                     \
@@ -74,7 +79,7 @@ int tsr_cli_close_out(FILE *f, const char *path);
 enum { TSR_CLI_OPT_DRAM_LAT = 1000, TSR_CLI_OPT_DRAM_BW, TSR_CLI_OPT_DRAM_OUT, TSR_CLI_OPT_TRACE,
        TSR_CLI_OPT_TRACE_START, TSR_CLI_OPT_TRACE_CYCLES, TSR_CLI_OPT_THREADS, TSR_CLI_OPT_WATCHDOG,
        TSR_CLI_OPT_PROFILE, TSR_CLI_OPT_PROFILE_WINDOW, TSR_CLI_OPT_RUN_BUDGET, TSR_CLI_OPT_TIMELINE,
-       TSR_CLI_OPT_TIMELINE_MAX, TSR_CLI_OPT_TIMING_ONLY };
+       TSR_CLI_OPT_TIMELINE_MAX, TSR_CLI_OPT_TIMING_ONLY, TSR_CLI_OPT_SAMPLE, TSR_CLI_OPT_SAMPLE_SEED };
 
 /* Entries of a getopt_long table. */
 #define TSR_CLI_DEVICE_LONG_OPTIONS                                                                \
@@ -91,12 +96,16 @@ enum { TSR_CLI_OPT_DRAM_LAT = 1000, TSR_CLI_OPT_DRAM_BW, TSR_CLI_OPT_DRAM_OUT, T
     {"run-budget", required_argument, 0, TSR_CLI_OPT_RUN_BUDGET},                                  \
     {"timeline", required_argument, 0, TSR_CLI_OPT_TIMELINE},                                      \
     {"timeline-max", required_argument, 0, TSR_CLI_OPT_TIMELINE_MAX},                              \
-    {"timing-only", no_argument, 0, TSR_CLI_OPT_TIMING_ONLY}
+    {"timing-only", no_argument, 0, TSR_CLI_OPT_TIMING_ONLY},                                      \
+    {"sample", required_argument, 0, TSR_CLI_OPT_SAMPLE},                                          \
+    {"sample-seed", required_argument, 0, TSR_CLI_OPT_SAMPLE_SEED}
 
 /* What the device options parsed so far set (one process, one command). */
 extern tsr_device_opts_t tsr_cli_devopts;
 /* Handle getopt code c: 1 if it was a device option, -1 on a bad value, 0 otherwise. */
 int tsr_cli_device_option(int c, const char *arg);
+/* What was wrong with device option c's value (after tsr_cli_device_option returned -1). */
+const char *tsr_cli_device_option_msg(int c);
 /* The device options for op and infer. */
 const tsr_cli_dev_t *tsr_cli_dev(void);
 

@@ -14,6 +14,7 @@
 
 #include "tsr_config.h"
 #include "tsr_error.h"
+#include "tsr_sampled.h"
 #include "tsr_npy.h"
 #include "tsr_onnx.h"
 
@@ -173,7 +174,7 @@ static int infer_parse(int argc, char **argv, const tsr_cli_dev_t *dev, infer_ar
     while ((c = getopt_long(argc, argv, "i:o:h", opts, NULL)) != -1) {
         int dv = dev->handle(c, optarg), r;
         if (dv < 0) {
-            fprintf(stderr, "tessera infer: bad value for a device option\n");
+            fprintf(stderr, "tessera infer: %s\n", tsr_cli_device_option_msg(c));
             return 2;
         }
         if (!dv && (r = infer_option(c, optarg, dev, a)))
@@ -236,6 +237,8 @@ static int infer_exec(const infer_args_t *a, const tsr_cli_dev_t *dev, unsigned 
         rc = tsr_onnx_run(s->m, &s->in, &s->out);
     if (!rc && !a->quiet)
         tsr_onnx_print_report(s->m, stdout);
+    if (!rc) /* a sampled device's estimate and its bound: never left out, even with --quiet */
+        tsr_sampled_print(s->d, a->quiet ? stderr : stdout);
     return rc;
 }
 

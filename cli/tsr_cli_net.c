@@ -11,6 +11,7 @@
 #include "tsr_cli_common.h"
 #include "tsr_cli_pipe.h"
 #include "tsr_error.h"
+#include "tsr_sampled.h"
 #include "tsr_graph.h"
 #include "tsr_netbench.h"
 
@@ -27,7 +28,7 @@ static const char *net_help =
     "uploaded, activations placed with lifetimes), run it on a seeded random\n"
     "image and print one row per layer and the network's totals.\n"
     "\n"
-    "  --backend NAME    fsim or rtl (default fsim)\n"
+    "  --backend NAME    fsim, rtl, systemc or sampled (default fsim; sampled: --sample)\n"
     "  --config CONFIG   config file or preset (default: default)\n"
     "  --seed N          weights and input seed (default 1)\n"
     "  --batch N         batch size (default 1)\n"
@@ -131,6 +132,7 @@ static void net_print(const tsr_netbench_opts_t *o, const tsr_netbench_t *nb)
            nb->nd.name, o->batch, o->cfgname, cfg->batch, cfg->block_in, cfg->block_out, cfg->clock_mhz, o->backend,
            nb->dram_bw, (unsigned long long)o->seed, o->check ? ", every tensor kept and checked against fsim" : "");
     tsr_graph_print_report(nb->g, stdout);
+    tsr_sampled_print(nb->dev, stdout); /* a sampled device's RTL estimate and its bound */
     printf("plan again from the in-memory kernel cache %.1f ms wall, %.1f ms CPU (operators %.1f ms, %d hits; weights "
            "%.1f ms); network description %.1f ms; wall time per execution (batch of %d) %.3f s (%s, mean of %d)\n",
            t2->plan_ms, t2->plan_cpu_ms, t2->jit_ms, t2->kc_hits, t2->upload_ms, nb->desc_ms, o->batch, nb->wall_s,

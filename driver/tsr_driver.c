@@ -50,7 +50,7 @@ struct tsr_device {
 extern const tsr_backend_ops_t tsr_backend_systemc __attribute__((weak));
 
 static const tsr_backend_ops_t *const backends[] = {&tsr_backend_fsim, &tsr_backend_rtl, &tsr_backend_systemc,
-                                                    &tsr_backend_zynq,
+                                                    &tsr_backend_sampled, &tsr_backend_zynq,
 #ifdef TSR_HAVE_XRT
                                                     &tsr_backend_xrt,
 #endif
@@ -145,6 +145,11 @@ void tsr_device_set_ext(tsr_device_t *d, void *ext, void (*dtor)(tsr_device_t *d
 }
 
 void *tsr_device_ext(const tsr_device_t *d) { return d->ext; }
+
+void *tsr_device_backend_state(const tsr_device_t *d, const tsr_backend_ops_t *ops)
+{
+    return d && d->ops == ops ? d->state : NULL;
+}
 
 /* The high-water mark of the device's DRAM (tsr_mem_usage). */
 static void mem_add(tsr_device_t *d, uint64_t size)

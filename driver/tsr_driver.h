@@ -23,6 +23,7 @@
 #include "tsr_simopts.h"
 
 typedef struct tsr_device tsr_device_t;
+typedef struct tsr_backend_ops tsr_backend_ops_t;
 
 /* Default run budget: 2^32 fsim work units (about an hour of simulation)
  * or 2^32 RTL cycles (43 s of a 100 MHz device); `--run-budget N` raises it. */
@@ -38,11 +39,14 @@ typedef struct tsr_device_opts {
                               * stream-derived cycle bound is stopped with an error */
     tsr_rtl_opts_t rtl;      /* RTL backend: DRAM timing, waveform, threads, watchdog (systemc: DRAM timing,
                               * and rtl.timing_only: the cycles without the data, outputs not written) */
+    const char *sample;      /* sampled backend: which submissions also run on the RTL (driver/tsr_sampled.h:
+                              * "all", "every:K", "random:P", "none"; NULL = TSR_SAMPLE_DEFAULT) */
+    uint64_t sample_seed;    /* sampled backend: the seed of random:P */
 } tsr_device_opts_t;
 
 /* Names of the available backends, NULL-terminated. */
 const char *const *tsr_backend_names(void);
-/* Open backend "fsim", "rtl", "systemc", "zynq" or "xrt" with a config; opts may be NULL. */
+/* Open backend "fsim", "rtl", "systemc", "sampled", "zynq" or "xrt" with a config; opts may be NULL. */
 int tsr_device_open(const char *backend, const tsr_config_t *cfg,
                     const tsr_device_opts_t *opts, tsr_device_t **out);
 void tsr_device_close(tsr_device_t *dev);
@@ -53,6 +57,9 @@ const tsr_config_t *tsr_device_config(const tsr_device_t *dev);
  * without destroying it; ext NULL clears the slot. */
 void tsr_device_set_ext(tsr_device_t *dev, void *ext, void (*dtor)(tsr_device_t *dev, void *ext));
 void *tsr_device_ext(const tsr_device_t *dev);
+/* The backend state of dev if its backend is ops, else NULL: how a backend's
+ * own query functions (driver/tsr_sampled.h) find their state. */
+void *tsr_device_backend_state(const tsr_device_t *dev, const tsr_backend_ops_t *ops);
 
 /* Device DRAM buffers. Addresses are device byte addresses. */
 int tsr_mem_alloc(tsr_device_t *dev, uint64_t size, uint64_t *addr);
@@ -90,7 +97,7 @@ int tsr_read_counters(tsr_device_t *dev, tsr_counters_t *out);
 int tsr_reset_counters(tsr_device_t *dev);
 
 /* ---- backend interface (one ops struct per backend) ---- */
-typedef struct tsr_backend_ops {
+struct tsr_backend_ops {
     const char *name;                                      /* "fsim" */
     int (*open)(const tsr_config_t *cfg, const tsr_device_opts_t *opts, void **state);
     void (*close)(void *state);
@@ -107,12 +114,13 @@ typedef struct tsr_backend_ops {
     /* Upper bound of the run's cost in budget_unit, from the stream alone. */
     uint64_t (*bound)(void *state, const tsr_config_t *cfg, const tsr_insn_t *insns, size_t n);
     const char *budget_unit;                               /* "work units", "cycles" */
-} tsr_backend_ops_t;
+};
 
 extern const tsr_backend_ops_t tsr_backend_fsim;
 extern const tsr_backend_ops_t tsr_backend_rtl;
 extern const tsr_backend_ops_t tsr_backend_systemc;
 extern const tsr_backend_ops_t tsr_backend_zynq;  /* Linux UIO + u-dma-buf (driver/tsr_backend_zynq.c) */
 extern const tsr_backend_ops_t tsr_backend_xrt;   /* XRT (driver/tsr_backend_xrt.c, built with libxrt) */
+extern const tsr_backend_ops_t tsr_backend_sampled; /* systemc + RTL windows (driver/tsr_sampled.h) */
 
 #endif
