@@ -40,6 +40,8 @@ typedef struct {
     size_t nsubs, capsubs;
     uint64_t index;         /* submissions since open (window choice, messages) */
     int synced;             /* the RTL has run every submission since open (its on-chip state is a plain rtl device's) */
+    int break_stores;       /* fault injection (TESSERA_SAMPLED_BREAK=stores): forget what the submissions that ran
+                             * on the fast model alone stored, so the test can see the check catch a stale hand-off */
     int running, window;    /* a submission is running; it is a window */
     int f_done, r_done;     /* which of the two has finished it */
     uint64_t f_c0, r_c0;    /* their cycle counters before it */
@@ -122,6 +124,8 @@ static int s_open(const tsr_config_t *cfg, const tsr_device_opts_t *opts, void *
     s->spec = spec;
     s->rng = opts->sample_seed;
     s->synced = 1;
+    const char *brk = getenv("TESSERA_SAMPLED_BREAK");
+    s->break_stores = brk && !strcmp(brk, "stores");
     /* One waveform, profile or timeline file: the RTL's (the windows). */
     tsr_device_opts_t fo = *opts;
     fo.rtl.trace_path = NULL;
@@ -360,9 +364,11 @@ static int s_start(void *st, uint64_t insn_addr, uint32_t count, uint64_t bound)
         /* The RTL's on-chip buffers hold what its last window left, not what
          * the fast model's hold now: refuse a stream that would read them. */
         if ((rc = tsr_carryin_check(&s->cfg, insns, count, fast_read_cb, s))) {
+            char why[512];
+            snprintf(why, sizeof why, "%s", tsr_errmsg());
             rc = tsr_err(rc, "sampled: submission #%llu cannot be an RTL window: %s; on-chip buffers are not handed "
                          "over, and the RTL has not run every submission before it (use --sample all)",
-                         (unsigned long long)sub, tsr_errmsg());
+                         (unsigned long long)sub, why);
             goto out;
         }
     }
@@ -385,7 +391,8 @@ static int s_start(void *st, uint64_t insn_addr, uint32_t count, uint64_t bound)
     }
     if (!window) {
         s->synced = 0;
-        dirty_stores(s, insns, count);
+        if (!s->break_stores)
+            dirty_stores(s, insns, count);
     }
     s->index++;
     s->running = 1;
