@@ -27,7 +27,7 @@ static const char *pipe_help =
     "                            [--inputs N] [--calibrate] [--small HW,WIDTH,CLASSES]\n"
     "                            [--link-bw BYTES] [--link-latency CYCLES] [--dram MIB]\n"
     "                            [--seed N] [--fail-device D] [--check-on BACKEND]\n"
-    "                            [--split R [--split-nodes H]]\n"
+    "                            [--split R [--split-nodes H]] [--share U]\n"
     "                            [device options]\n"
     "\n"
     "Split ResNet-18 (or ResNet-50: its shapes with seeded weights in -8..8 and\n"
@@ -59,14 +59,18 @@ static const char *pipe_help =
     "  --split R          also plan intra-layer splits: a conv alone in a stage may run\n"
     "                     as 2..R output-channel parts on as many devices (2..8, <= K)\n"
     "  --split-nodes H    the H heaviest splittable convs are candidates (default 4)\n"
+    "  --share U          also plan shared boundaries: two consecutive stages may share\n"
+    "                     one conv, each running some of its U (2..64) units of output\n"
+    "                     channels (whole channel blocks); the host joins the slices.\n"
+    "                     The better of this and the plan above runs\n"
     "  --check-on NAME    then run each stage alone on backend NAME (e.g. rtl), one\n"
     "                     device at a time, and set its cycles against the prediction\n" TSR_CLI_DEVICE_OPTIONS_HELP;
 
 enum { OPT_DEVICES = 2000, OPT_CONFIGS, OPT_INPUTS, OPT_CAL, OPT_SMALL, OPT_LBW, OPT_LLAT, OPT_DRAM, OPT_FAIL,
-       OPT_CHECK_ON, OPT_SPLIT, OPT_SPLIT_NODES };
+       OPT_CHECK_ON, OPT_SPLIT, OPT_SPLIT_NODES, OPT_SHARE };
 
 typedef struct {
-    int devices, inputs, calibrate, small, hw, width, classes, fail, split, split_nodes;
+    int devices, inputs, calibrate, small, hw, width, classes, fail, split, split_nodes, share;
     const char *configs, *net, *check_on;
     double link_bw, link_lat, dram_mib;
     tsr_cli_base_t b;
@@ -83,7 +87,7 @@ static int pipe_parse(int argc, char **argv, pipe_opts_t *o)
         {"link-latency", required_argument, 0, OPT_LLAT}, {"dram", required_argument, 0, OPT_DRAM},
         {"fail-device", required_argument, 0, OPT_FAIL}, {"check-on", required_argument, 0, OPT_CHECK_ON},
         {"split", required_argument, 0, OPT_SPLIT},     {"split-nodes", required_argument, 0, OPT_SPLIT_NODES},
-        TSR_CLI_DEVICE_LONG_OPTIONS,
+        {"share", required_argument, 0, OPT_SHARE},     TSR_CLI_DEVICE_LONG_OPTIONS,
         {0, 0, 0, 0}};
     int c;
     long v;
@@ -119,6 +123,11 @@ static int pipe_parse(int argc, char **argv, pipe_opts_t *o)
             if (tsr_cli_parse_long(optarg, 1, 64, &v))
                 return tsr_cli_usage("net", "--split-nodes needs 1..64");
             o->split_nodes = (int)v;
+            break;
+        case OPT_SHARE:
+            if (tsr_cli_parse_long(optarg, 2, TSR_PP_MAX_UNITS, &v))
+                return tsr_cli_usage("net", "--share needs units 2..64");
+            o->share = (int)v;
             break;
         case OPT_CHECK_ON: o->check_on = optarg; break;
         case OPT_SMALL:
@@ -263,6 +272,100 @@ static int add_splits(const pipe_opts_t *o, const tsr_netdesc_t *nd, const tsr_c
     return rc;
 }
 
+/* Shared boundaries (--share): every shareable conv gets units into pp
+ * (and pp_jit); with --calibrate their costs come from a run of the whole
+ * network with every add on its own (the conv's cycles without its add, the
+ * add's alone). Then the shared planner; its plan replaces *plan when its
+ * period is lower. Its shared nodes' parts are then measured (--calibrate)
+ * and the plan evaluated again with them: that is the prediction. */
+static int add_shares(const pipe_opts_t *o, const tsr_netdesc_t *nd, const tsr_config_t *kinds, int nkinds,
+                      tsr_pp_t *pp, tsr_pp_t *pp_jit, tsr_pp_plan_t *plan)
+{
+    double *alone = NULL;
+    int rc = TSR_OK;
+    if (o->calibrate) {
+        double *one = calloc((size_t)nd->nnodes, sizeof *one);
+        alone = calloc((size_t)nd->nnodes * (size_t)nkinds, sizeof *alone);
+        rc = one && alone ? TSR_OK : tsr_err(TSR_ENOMEM, "out of memory");
+        for (int k = 0; k < nkinds && !rc; k++) {
+            rc = tsr_pipex_calibrate(o->b.backend, &kinds[k], &tsr_cli_devopts, nd, TSR_GRAPH_NO_FUSE,
+                                     o->b.seed + 7777, one);
+            for (int v = 0; v < nd->nnodes && !rc; v++)
+                alone[(size_t)v * (size_t)nkinds + (size_t)k] = one[v];
+        }
+        free(one);
+    }
+    if (!rc)
+        rc = tsr_pipenet_add_shares(pp, nd, kinds, nkinds, o->share, alone);
+    if (!rc && pp_jit)
+        rc = tsr_pipenet_add_shares(pp_jit, nd, kinds, nkinds, o->share, NULL);
+    tsr_pp_plan_t sp;
+    memset(&sp, 0, sizeof sp);
+    if (!rc)
+        rc = tsr_pp_solve_shared(pp, NULL, &sp);
+    if (!rc)
+        printf("shared planner: period %.0f cycles (%s), %.1f ms; the plan without shared boundaries: %.0f\n",
+               sp.period, sp.shared ? "shares a node" : "no node shared", sp.solve_ms, plan->period);
+    if (!rc && sp.shared && sp.period < plan->period * (1 - 1e-9)) {
+        tsr_pp_cut_t cuts[TSR_MDEV_MAX];
+        int nc = sp.nstages - 1;
+        for (int s = 0; s < nc; s++)
+            cuts[s] = (tsr_pp_cut_t){sp.stages[s + 1].nodes[0], sp.stages[s + 1].head};
+        /* the shared nodes' parts as they run, measured */
+        for (int s = 0; s < nc && !rc && o->calibrate; s++) {
+            int v = cuts[s].node, u = cuts[s].units, q = tsr_pp_node_units(pp, v);
+            if (!u)
+                continue;
+            double *uc = malloc(sizeof(double) * (size_t)(q - 1) * (size_t)nkinds);
+            double extra[TSR_PP_MAX_KINDS];
+            rc = uc ? TSR_OK : tsr_err(TSR_ENOMEM, "out of memory");
+            int c = nd->nodes[v].conv.c_out;
+            for (int w = 1; w < q && !rc; w++)
+                for (int k = 0; k < nkinds && !rc; k++) {
+                    double clk = (double)kinds[0].clock_mhz / kinds[k].clock_mhz;
+                    uc[(size_t)(w - 1) * (size_t)nkinds + (size_t)k] =
+                        alone[(size_t)v * (size_t)nkinds + (size_t)k] * clk * w / q;
+                    if (w != u && w != q - u)
+                        continue;
+                    double cyc;
+                    rc = w == u ? tsr_pipex_calibrate_slice(o->b.backend, &kinds[k], &tsr_cli_devopts, nd, v, 0,
+                                                            c / q * w, 0, o->b.seed + 7777, &cyc)
+                                : tsr_pipex_calibrate_slice(o->b.backend, &kinds[k], &tsr_cli_devopts, nd, v,
+                                                            c / q * u, c, 0, o->b.seed + 7777, &cyc);
+                    if (!rc)
+                        uc[(size_t)(w - 1) * (size_t)nkinds + (size_t)k] = cyc * clk;
+                }
+            int a = -1;
+            for (int i = 0; i < nd->nnodes && a < 0; i++)
+                if (nd->nodes[i].kind == TSR_ND_ADD &&
+                    (nd->nodes[i].in[0] == nd->nodes[v].out || nd->nodes[i].in[1] == nd->nodes[v].out))
+                    a = i;
+            for (int k = 0; k < nkinds; k++) {
+                double clk = (double)kinds[0].clock_mhz / kinds[k].clock_mhz;
+                extra[k] = a >= 0 ? fmax(0, alone[(size_t)a * (size_t)nkinds + (size_t)k] * clk -
+                                                tsr_pp_node_cost(pp, a, k))
+                                  : 0;
+            }
+            if (!rc)
+                rc = tsr_pp_node_share(pp, v, q, uc, extra);
+            free(uc);
+        }
+        tsr_pp_plan_t ev;
+        memset(&ev, 0, sizeof ev);
+        if (!rc)
+            rc = tsr_pp_evaluate_shared(pp, cuts, nc, &ev);
+        if (!rc) {
+            snprintf(ev.method, sizeof ev.method, "shared");
+            ev.solve_ms = sp.solve_ms;
+            tsr_pp_plan_free(plan);
+            *plan = ev;
+        }
+    }
+    tsr_pp_plan_free(&sp);
+    free(alone);
+    return rc;
+}
+
 int tsr_cli_net_devices(int argc, char **argv)
 {
     pipe_opts_t o = {.devices = 0, .inputs = 8, .fail = -1, .link_bw = 8, .link_lat = 500, .dram_mib = 1024,
@@ -319,9 +422,16 @@ int tsr_cli_net_devices(int argc, char **argv)
     tsr_pp_opts_t popts = {.max_split = o.split};
     if (!rc)
         rc = tsr_pp_solve_dp(pp, &popts, &plan);
+    if (!rc && o.share)
+        rc = add_shares(&o, &nd, kinds, nkinds, pp, pp_jit, &plan);
     if (!rc)
         rc = tsr_pp_solve_baseline(pp, TSR_PP_SINGLE, &single);
-    if (!rc && pp_jit) {
+    if (!rc && pp_jit && plan.shared) {
+        tsr_pp_cut_t cuts[TSR_MDEV_MAX];
+        for (int s = 0; s + 1 < plan.nstages; s++)
+            cuts[s] = (tsr_pp_cut_t){plan.stages[s + 1].nodes[0], plan.stages[s + 1].head};
+        rc = tsr_pp_evaluate_shared(pp_jit, cuts, plan.nstages - 1, &other);
+    } else if (!rc && pp_jit) {
         int *parts = malloc(sizeof(int) * (size_t)nd.nnodes),
             *xs = malloc(sizeof(int) * (size_t)nd.nnodes * TSR_PP_MAX_SPLIT);
         if (parts && xs) {

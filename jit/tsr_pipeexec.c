@@ -18,8 +18,10 @@
  * the host-mediated side of every transfer), indexed by network tensor. */
 typedef struct {
     int idx;
-    uint8_t **buf;
+    uint8_t **buf;        /* per network tensor, then (NBUF) the tail slice stage s sends: ntensors + s */
 } bundle_t;
+
+#define NBUF(nd) ((nd)->ntensors + TSR_MDEV_MAX)
 
 typedef struct {
     bundle_t **ring;
@@ -92,6 +94,19 @@ struct stage {
     uint64_t slice;       /* bytes of one part's output per batch item */
     int batch;
     double clk[TSR_PP_MAX_SPLIT];
+    /* a shared boundary (tsr_pp_solve_shared): head node hv's channels [hc0, C) run first on this device as
+     * graph gh (its input -> slice hbuf); the host joins the earlier stage's slice (bundle slot
+     * ntensors + s - 1, channels [0, hc0)) and hbuf into hv's output, an input of g. The tail node tv's
+     * channels [0, tc1) run in g, their slice an output of g after the network tensors (bundle slot
+     * ntensors + s). */
+    int hv, hc0, tv, tc1;
+    tsr_graph_t *gh;
+    uint8_t *hbuf;
+    int gnin;
+    int *gin_t;           /* g's inputs (network tensor ids, ascending: the graph's input order) */
+    int nextra;
+    uint64_t extra[4];    /* the shared boundary's transfers: the earlier slice in, this part's slice out and
+                             back in, the tail slice out (bytes) */
 };
 
 struct run {
@@ -113,7 +128,7 @@ static void bundle_free(const tsr_netdesc_t *nd, bundle_t *b)
 {
     if (!b)
         return;
-    for (int t = 0; t < nd->ntensors; t++)
+    for (int t = 0; t < NBUF(nd); t++)
         free(b->buf[t]);
     free(b->buf);
     free(b);
@@ -172,8 +187,8 @@ static void *stage_main(void *arg)
     stage_t *st = arg;
     run_t *r = st->run;
     const tsr_netdesc_t *nd = r->nd;
-    const void **in = calloc((size_t)st->nin + 1, sizeof *in);
-    void **out = calloc((size_t)st->nout + 1, sizeof *out);
+    const void **in = calloc((size_t)st->nin + 2, sizeof *in);
+    void **out = calloc((size_t)st->nout + 2, sizeof *out);
     if (!in || !out) {
         run_fail(r, st->s, tsr_err(TSR_ENOMEM, "out of memory"));
         goto done;
@@ -183,7 +198,7 @@ static void *stage_main(void *arg)
         int rc = TSR_OK;
         if (st->s == 0) {
             b = calloc(1, sizeof *b);
-            if (b && !(b->buf = calloc((size_t)nd->ntensors, sizeof *b->buf))) {
+            if (b && !(b->buf = calloc((size_t)NBUF(nd), sizeof *b->buf))) {
                 free(b);
                 b = NULL;
             }
@@ -197,14 +212,55 @@ static void *stage_main(void *arg)
             tsr_netdesc_random_input(nd, r->o->seed + (uint64_t)i, b->buf[0]);
         } else if (!(b = q_pop(&r->q[st->s - 1])))
             break; /* stopped */
-        for (int j = 0; j < st->nin; j++) {
-            in[j] = b->buf[st->in_t[j]];
+        for (int j = 0; j < st->nin; j++)
             if (r->corrupt == st->s && st->in_t[j] != 0) /* the test's broken transfer */
                 b->buf[st->in_t[j]][0] ^= 0x5a;
-        }
         for (int j = 0; j < st->nout && !rc; j++)
             if (!(out[j] = b->buf[st->out_t[j]] = malloc(tsr_netdesc_tensor_bytes(nd, st->out_t[j]))))
                 rc = tsr_err(TSR_ENOMEM, "out of memory");
+        double hcyc = 0;
+        if (!rc && st->tv >= 0) { /* the tail slice: g's last output */
+            uint64_t nb = tsr_netdesc_tensor_bytes(nd, nd->nodes[st->tv].out) / (uint64_t)nd->nodes[st->tv].conv.c_out *
+                          (uint64_t)st->tc1;
+            if (!(out[st->nout] = b->buf[nd->ntensors + st->s] = malloc(nb)))
+                rc = tsr_err(TSR_ENOMEM, "out of memory");
+        }
+        if (!rc && st->hv >= 0) { /* the head part, then the join on the host */
+            const tsr_nd_node_t *hn = &nd->nodes[st->hv];
+            const void *hin[1] = {b->buf[hn->in[0]]};
+            void *hout[1] = {st->hbuf};
+            tsr_mdev_run_lock(r->m, st->dev);
+            rc = tsr_graph_exec(st->gh, hin, hout);
+            tsr_mdev_run_unlock(r->m, st->dev);
+            tsr_graph_totals_t ht;
+            tsr_graph_totals(st->gh, &ht);
+            hcyc = ht.cycles * st->clock;
+            const tsr_nd_tensor_t *y = &nd->tensors[hn->out];
+            uint64_t plane = (uint64_t)y->h * (uint64_t)y->w, C = (uint64_t)hn->conv.c_out, c0 = (uint64_t)st->hc0;
+            uint8_t *full = rc ? NULL : malloc(tsr_netdesc_tensor_bytes(nd, hn->out));
+            const uint8_t *a = b->buf[nd->ntensors + st->s - 1];
+            if (!rc && (!full || !a))
+                rc = tsr_err(TSR_ENOMEM, "out of memory (or no slice from stage %d)", st->s - 1);
+            for (int i = 0; !rc && i < y->n; i++) { /* NCHW: per batch item, channels [0, c0) then [c0, C) */
+                memcpy(full + (uint64_t)i * C * plane, a + (uint64_t)i * c0 * plane, c0 * plane);
+                memcpy(full + ((uint64_t)i * C + c0) * plane, st->hbuf + (uint64_t)i * (C - c0) * plane,
+                       (C - c0) * plane);
+            }
+            if (rc)
+                free(full);
+            else {
+                free(b->buf[hn->out]);
+                b->buf[hn->out] = full;
+                free(b->buf[nd->ntensors + st->s - 1]);
+                b->buf[nd->ntensors + st->s - 1] = NULL;
+            }
+        }
+        if (st->gin_t) /* the stage's graph (a split stage's parts read the stage's inputs) */
+            for (int j = 0; j < st->gnin; j++)
+                in[j] = b->buf[st->gin_t[j]];
+        else
+            for (int j = 0; j < st->nin; j++)
+                in[j] = b->buf[st->in_t[j]];
         tsr_graph_totals_t t;
         if (!rc && st->parts > 1) {
             rc = split_exec(r, st, in, out[0], &st->cyc[i]);
@@ -220,12 +276,14 @@ static void *stage_main(void *arg)
         }
         if (st->parts == 1) {
             tsr_graph_totals(st->g, &t);
-            st->cyc[i] = t.cycles * st->clock; /* cycles of the first device's clock, as the plan's */
+            st->cyc[i] = t.cycles * st->clock + hcyc; /* cycles of the first device's clock, as the plan's */
             /* the link: this device receives its inputs and sends its outputs */
             for (int j = 0; j < st->nin; j++)
                 tsr_mdev_charge(r->m, st->dev, tsr_netdesc_tensor_bytes(nd, st->in_t[j]));
             for (int j = 0; j < st->nout; j++)
                 tsr_mdev_charge(r->m, st->dev, tsr_netdesc_tensor_bytes(nd, st->out_t[j]));
+            for (int j = 0; j < st->nextra; j++)
+                tsr_mdev_charge(r->m, st->dev, st->extra[j]);
         }
         if (st->s == r->ns - 1) { /* results in order: the stream is FIFO through every stage */
             r->outs[b->idx] = b->buf[nd->output];
@@ -242,16 +300,23 @@ done:
     return NULL;
 }
 
-/* Build stage s's graph over the network's tensors it touches. */
+/* Build stage s's graph over the network's tensors it touches (a shared
+ * head node is not in it: its joined output is an input; a shared tail
+ * node is its slice, an output after the network tensors); st->gin_t gets
+ * the graph's inputs. */
 static int stage_graph(const tsr_netdesc_t *nd, const tsr_config_t *cfg, const tsr_pp_stage_t *ps, stage_t *st)
 {
     int *local = malloc(sizeof(int) * (size_t)nd->ntensors);
-    char *use = calloc((size_t)nd->ntensors, 1);
+    char *use = calloc((size_t)nd->ntensors, 1), *made = calloc((size_t)nd->ntensors, 1);
+    st->gin_t = malloc(sizeof(int) * (size_t)(nd->ntensors + 1));
+    st->gnin = 0;
     tsr_graph_t *g = NULL;
-    int rc = local && use ? tsr_graph_create(cfg, &g) : tsr_err(TSR_ENOMEM, "out of memory");
-    for (int k = 0; k < ps->nnodes && !rc; k++) {
+    int k0 = st->hv >= 0 ? 1 : 0, k1 = ps->nnodes - (st->tv >= 0 ? 1 : 0), ly = -1;
+    int rc = local && use && made && st->gin_t ? tsr_graph_create(cfg, &g) : tsr_err(TSR_ENOMEM, "out of memory");
+    for (int k = k0; k < ps->nnodes && !rc; k++) {
         const tsr_nd_node_t *nn = &nd->nodes[ps->nodes[k]];
-        use[nn->out] = 1;
+        if (k < k1)
+            use[nn->out] = made[nn->out] = 1;
         for (int j = 0; j < 2; j++)
             if (nn->in[j] >= 0)
                 use[nn->in[j]] = 1;
@@ -261,9 +326,17 @@ static int stage_graph(const tsr_netdesc_t *nd, const tsr_config_t *cfg, const t
         if (use[t]) {
             const tsr_nd_tensor_t *d = &nd->tensors[t];
             rc = tsr_graph_tensor(g, d->n, d->c, d->h, d->w, d->dtype, d->zp, &local[t]);
+            if (!made[t])
+                st->gin_t[st->gnin++] = t;
         }
     }
-    for (int k = 0; k < ps->nnodes && !rc; k++) {
+    tsr_nd_node_t tail;
+    if (!rc && st->tv >= 0 && !(rc = tsr_pipenet_slice_part(nd, st->tv, 0, st->tc1, &tail))) {
+        const tsr_nd_tensor_t *d = &nd->tensors[tail.out];
+        if (!(rc = tsr_graph_tensor(g, d->n, st->tc1, d->h, d->w, d->dtype, d->zp, &ly)))
+            rc = tsr_graph_conv2d(g, tail.name, local[tail.in[0]], ly, &tail.conv, tail.w, tail.bias);
+    }
+    for (int k = k0; k < k1 && !rc; k++) {
         const tsr_nd_node_t *nn = &nd->nodes[ps->nodes[k]];
         int x = local[nn->in[0]], y = local[nn->out];
         switch (nn->kind) {
@@ -279,8 +352,11 @@ static int stage_graph(const tsr_netdesc_t *nd, const tsr_config_t *cfg, const t
     }
     for (int j = 0; j < st->nout && !rc; j++)
         rc = tsr_graph_output(g, local[st->out_t[j]]);
+    if (!rc && ly >= 0)
+        rc = tsr_graph_output(g, ly);
     free(local);
     free(use);
+    free(made);
     if (rc) {
         tsr_graph_free(g);
         return rc;
@@ -310,6 +386,67 @@ static int split_graph(const tsr_netdesc_t *nd, const tsr_config_t *cfg, int v, 
     }
     *out = g;
     return TSR_OK;
+}
+
+/* The graph of node v's output channels [c0, c1) alone: v's input, the slice. */
+static int slice_graph(const tsr_netdesc_t *nd, const tsr_config_t *cfg, int v, int c0, int c1, tsr_graph_t **out)
+{
+    tsr_nd_node_t part;
+    int rc = tsr_pipenet_slice_part(nd, v, c0, c1, &part);
+    if (rc)
+        return rc;
+    const tsr_nd_tensor_t *x = &nd->tensors[part.in[0]], *y = &nd->tensors[part.out];
+    tsr_graph_t *g = NULL;
+    int lx, ly;
+    if (!(rc = tsr_graph_create(cfg, &g)) && !(rc = tsr_graph_tensor(g, x->n, x->c, x->h, x->w, x->dtype, x->zp, &lx)) &&
+        !(rc = tsr_graph_tensor(g, y->n, c1 - c0, y->h, y->w, y->dtype, y->zp, &ly)) &&
+        !(rc = tsr_graph_conv2d(g, part.name, lx, ly, &part.conv, part.w, part.bias)))
+        rc = tsr_graph_output(g, ly);
+    if (rc) {
+        tsr_graph_free(g);
+        return rc;
+    }
+    *out = g;
+    return TSR_OK;
+}
+
+int tsr_pipex_calibrate_slice(const char *backend, const tsr_config_t *cfg, const tsr_device_opts_t *dopts,
+                              const tsr_netdesc_t *nd, int v, int c0, int c1, unsigned flags, uint64_t seed,
+                              double *cycles)
+{
+    if (!cfg || !nd || !cycles || v < 0 || v >= nd->nnodes)
+        return tsr_err(TSR_EINVAL, "calibrate slice: bad argument");
+    *cycles = 0;
+    tsr_device_t *dev = NULL;
+    tsr_graph_t *g = NULL;
+    int rc = slice_graph(nd, cfg, v, c0, c1, &g);
+    uint8_t *x = NULL, *y = NULL;
+    if (!rc) {
+        const tsr_nd_node_t *nn = &nd->nodes[v];
+        uint64_t xb = tsr_netdesc_tensor_bytes(nd, nn->in[0]);
+        x = malloc(xb);
+        y = malloc(tsr_netdesc_tensor_bytes(nd, nn->out));
+        rc = x && y ? tsr_device_open(backend ? backend : "fsim", cfg, dopts, &dev) : tsr_err(TSR_ENOMEM, "out of memory");
+        uint64_t z = seed;
+        for (uint64_t i = 0; x && i < xb; i++)
+            x[i] = (uint8_t)tsr_splitmix64(&z);
+    }
+    if (!rc)
+        rc = tsr_graph_plan(g, dev, flags);
+    if (!rc) {
+        const void *in[1] = {x};
+        void *out[1] = {y};
+        rc = tsr_graph_exec(g, in, out);
+    }
+    if (!rc) {
+        tsr_graph_totals_t t;
+        tsr_graph_totals(g, &t);
+        *cycles = t.cycles;
+    }
+    tsr_graph_free(g);
+    tsr_device_close(dev);
+    free(x), free(y);
+    return rc ? tsr_err_prefix(rc, "calibrate slice: ") : TSR_OK;
 }
 
 /* The plan against the network and the system: everything refused here is
@@ -358,12 +495,37 @@ static int check_plan(tsr_mdev_t *m, const tsr_netdesc_t *nd, const tsr_pp_t *pp
                                    s);
             }
         }
+        if (ps->head > 0 || ps->tail > 0) { /* a shared boundary: one conv, its units over two consecutive stages */
+            int v = ps->tail > 0 ? ps->nodes[ps->nnodes - 1] : ps->nodes[0];
+            if (ps->head > 0 && ps->tail > 0 && ps->nnodes < 2)
+                return tsr_err(TSR_EINVAL, "pipeline: stage %d is a middle piece of node \"%s\"", s, nd->nodes[v].name);
+            if (ps->parts > 1)
+                return tsr_err(TSR_EINVAL, "pipeline: stage %d is both split and shared", s);
+            if (ps->tail > 0 && (s + 1 >= plan->nstages || plan->stages[s + 1].nnodes < 1 ||
+                                 plan->stages[s + 1].nodes[0] != v || plan->stages[s + 1].head != ps->tail))
+                return tsr_err(TSR_EINVAL, "pipeline: stage %d shares node \"%s\" (its first %d units) but stage %d "
+                                           "does not run the rest", s, nd->nodes[v].name, ps->tail, s + 1);
+            for (int e = 0; e < 2; e++) {
+                int w = e ? ps->nodes[ps->nnodes - 1] : ps->nodes[0], u = e ? ps->tail : ps->head;
+                if (u <= 0)
+                    continue;
+                int q = tsr_pp_node_units(pp, w);
+                const tsr_nd_node_t *wn = &nd->nodes[w];
+                if (wn->kind != TSR_ND_CONV || wn->conv.groups != 1 || q < 2 || u >= q || wn->conv.c_out % q ||
+                    wn->out == nd->output)
+                    return tsr_err(TSR_EINVAL, "pipeline: stage %d shares node \"%s\" at unit %d: not a conv with "
+                                               "groups 1 in %d units of whole channels, or the network output",
+                                   s, wn->name, u, q);
+            }
+        }
         if (ps->mem > tsr_mdev_dram(m, ps->slot))
             return tsr_err(TSR_EINVAL, "pipeline: stage %d (%s .. %s) needs %.1f MiB, device %d has %.1f MiB of DRAM",
                            s, tsr_pp_node_name(pp, ps->nodes[0]), tsr_pp_node_name(pp, ps->nodes[ps->nnodes - 1]),
                            (double)ps->mem / 1048576.0, ps->slot, (double)tsr_mdev_dram(m, ps->slot) / 1048576.0);
         for (int k = 0; k < ps->nnodes; k++) {
             int v = ps->nodes[k];
+            if (k == ps->nnodes - 1 && ps->tail > 0) /* a shared node belongs to the stage running the rest */
+                continue;
             if (v < 0 || v >= nd->nnodes || stage_of[v] >= 0)
                 return tsr_err(TSR_EINVAL, "pipeline: node %d is in two stages or none", v);
             stage_of[v] = s;
@@ -390,6 +552,11 @@ static int check_plan(tsr_mdev_t *m, const tsr_netdesc_t *nd, const tsr_pp_t *pp
                              "(device %d) produces later: the stages are not in a topological order",
                              stage_of[v], plan->stages[stage_of[v]].slot, nd->nodes[p].name, stage_of[p],
                              plan->stages[stage_of[p]].slot);
+            /* a shared node's output is joined in the stage running its rest: every reader is there */
+            if (!rc && p >= 0 && plan->stages[stage_of[p]].head > 0 && plan->stages[stage_of[p]].nodes[0] == p &&
+                stage_of[v] != stage_of[p])
+                rc = tsr_err(TSR_EINVAL, "pipeline: node \"%s\" (stage %d) reads shared node \"%s\", whose slices "
+                             "are joined in stage %d", nd->nodes[v].name, stage_of[v], nd->nodes[p].name, stage_of[p]);
         }
     free(prod);
     return rc;
@@ -519,6 +686,15 @@ int tsr_pipex_run(tsr_mdev_t *m, const tsr_netdesc_t *nd, const tsr_pp_t *pp, co
         st->s = s;
         st->dev = plan->stages[s].slot;
         st->run = &r;
+        st->hv = st->tv = -1;
+        if (plan->stages[s].head > 0) {
+            st->hv = plan->stages[s].nodes[0];
+            st->hc0 = nd->nodes[st->hv].conv.c_out / tsr_pp_node_units(pp, st->hv) * plan->stages[s].head;
+        }
+        if (plan->stages[s].tail > 0) {
+            st->tv = plan->stages[s].nodes[plan->stages[s].nnodes - 1];
+            st->tc1 = nd->nodes[st->tv].conv.c_out / tsr_pp_node_units(pp, st->tv) * plan->stages[s].tail;
+        }
         st->clock = (double)tsr_mdev_config(m, 0)->clock_mhz / tsr_mdev_config(m, st->dev)->clock_mhz;
         st->in_t = malloc(sizeof(int) * (size_t)nd->ntensors);
         st->out_t = malloc(sizeof(int) * (size_t)nd->ntensors);
@@ -531,7 +707,7 @@ int tsr_pipex_run(tsr_mdev_t *m, const tsr_netdesc_t *nd, const tsr_pp_t *pp, co
             int p = prod[t];
             int reads = 0;
             for (int v = 0; v < nd->nnodes && !reads; v++)
-                reads = stage_of[v] == s && (nd->nodes[v].in[0] == t || nd->nodes[v].in[1] == t);
+                reads = (stage_of[v] == s || v == st->tv) && (nd->nodes[v].in[0] == t || nd->nodes[v].in[1] == t);
             if (reads && (p < 0 || stage_of[p] != s))
                 st->in_t[st->nin++] = t;
             if (p >= 0 && stage_of[p] == s && (last_reader[t] > s || t == nd->output))
@@ -565,6 +741,27 @@ int tsr_pipex_run(tsr_mdev_t *m, const tsr_netdesc_t *nd, const tsr_pp_t *pp, co
             st->bytes_out += b;
             st->link += tsr_mdev_link_cycles(m, b);
         }
+        /* the shared boundary: the earlier slice in; this part's slice to the host and back; the tail slice out */
+        if (st->hv >= 0) {
+            const tsr_nd_node_t *hn = &nd->nodes[st->hv];
+            uint64_t whole = tsr_netdesc_tensor_bytes(nd, hn->out), per = whole / (uint64_t)hn->conv.c_out;
+            uint64_t a = per * (uint64_t)st->hc0, bb = whole - a;
+            st->extra[st->nextra++] = a;
+            st->extra[st->nextra++] = bb;
+            st->extra[st->nextra++] = bb;
+            st->bytes_in += a + bb;
+            st->bytes_out += bb;
+            if (!(st->hbuf = malloc(bb)))
+                rc = tsr_err(TSR_ENOMEM, "out of memory");
+        }
+        if (st->tv >= 0) {
+            const tsr_nd_node_t *tn = &nd->nodes[st->tv];
+            uint64_t b = tsr_netdesc_tensor_bytes(nd, tn->out) / (uint64_t)tn->conv.c_out * (uint64_t)st->tc1;
+            st->extra[st->nextra++] = b;
+            st->bytes_out += b;
+        }
+        for (int j = 0; j < st->nextra; j++)
+            st->link += tsr_mdev_link_cycles(m, st->extra[j]);
     }
     /* plan every stage's graph on its device (weights uploaded once): a stage that does not fit its
      * device is refused before anything runs */
@@ -582,6 +779,12 @@ int tsr_pipex_run(tsr_mdev_t *m, const tsr_netdesc_t *nd, const tsr_pp_t *pp, co
         if ((rc = stage_graph(nd, tsr_mdev_config(m, st->dev), &plan->stages[s], st)) ||
             (rc = tsr_graph_plan(st->g, tsr_mdev_device(m, st->dev), o.flags)))
             tsr_err_prefix(rc, "pipeline: stage %d on device %d (%s): ", s, st->dev, tsr_mdev_backend(m, st->dev));
+        if (!rc && st->hv >= 0 &&
+            ((rc = slice_graph(nd, tsr_mdev_config(m, st->dev), st->hv, st->hc0, nd->nodes[st->hv].conv.c_out,
+                               &st->gh)) ||
+             (rc = tsr_graph_plan(st->gh, tsr_mdev_device(m, st->dev), o.flags))))
+            tsr_err_prefix(rc, "pipeline: stage %d's part of shared node \"%s\" on device %d: ", s,
+                           nd->nodes[st->hv].name, st->dev);
     }
     /* the single-device run: its outputs are what every pipeline output must equal */
     if (!rc && !o.no_reference)
@@ -633,6 +836,8 @@ int tsr_pipex_run(tsr_mdev_t *m, const tsr_netdesc_t *nd, const tsr_pp_t *pp, co
         const tsr_pp_stage_t *ps = &plan->stages[s];
         q->device = st->dev;
         q->parts = st->parts;
+        q->head = ps->head;
+        q->tail = ps->tail;
         q->nnodes = ps->nnodes;
         snprintf(q->first, sizeof q->first, "%s", nd->nodes[ps->nodes[0]].name);
         snprintf(q->last, sizeof q->last, "%s", nd->nodes[ps->nodes[ps->nnodes - 1]].name);
@@ -675,6 +880,9 @@ int tsr_pipex_run(tsr_mdev_t *m, const tsr_netdesc_t *nd, const tsr_pp_t *pp, co
     /* free every stage's plan while its device is open */
     for (int s = 0; s < S && r.st; s++) {
         tsr_graph_free(r.st[s].g);
+        tsr_graph_free(r.st[s].gh);
+        free(r.st[s].hbuf);
+        free(r.st[s].gin_t);
         for (int j = 0; j < TSR_PP_MAX_SPLIT; j++) {
             tsr_graph_free(r.st[s].gp[j]);
             free(r.st[s].pbuf[j]);
@@ -714,9 +922,11 @@ int tsr_pipex_stage_alone(const char *backend, const tsr_config_t *cfg, const ts
         return ps->nnodes == 1 ? tsr_pipex_calibrate_split(backend, cfg, dopts, nd, ps->nodes[0], ps->parts, flags, seed,
                                                            cycles)
                                : tsr_err(TSR_EINVAL, "stage alone: split stage %d has %d nodes", s, ps->nnodes);
+    if (ps->head > 0 || ps->tail > 0)
+        return tsr_err(TSR_EINVAL, "stage alone: stage %d shares a node with a neighbour (not run alone yet)", s);
     int *stage_of = malloc(sizeof(int) * (size_t)(nd->nnodes + 1));
     int *prod = malloc(sizeof(int) * (size_t)nd->ntensors);
-    stage_t st = {.s = s};
+    stage_t st = {.s = s, .hv = -1, .tv = -1};
     st.in_t = malloc(sizeof(int) * (size_t)nd->ntensors);
     st.out_t = malloc(sizeof(int) * (size_t)nd->ntensors);
     const void **in = calloc((size_t)nd->ntensors, sizeof *in);
@@ -776,6 +986,7 @@ int tsr_pipex_stage_alone(const char *backend, const tsr_config_t *cfg, const ts
         *cycles = t.cycles;
     }
     tsr_graph_free(st.g);
+    free(st.gin_t);
     tsr_device_close(dev);
     for (int j = 0; in && j < st.nin; j++)
         free((void *)in[j]);
@@ -876,6 +1087,14 @@ void tsr_pipex_print(const tsr_pipex_result_t *r, FILE *f)
         if (q->parts > 1)
             fprintf(f, "      (split stage: %d output-channel parts, one per device; compute is the slowest part, "
                        "link and sent bytes one part's)\n", q->parts);
+        if (q->head > 0 || q->tail > 0) {
+            fprintf(f, "      (shared boundary:");
+            if (q->head > 0)
+                fprintf(f, " %s from unit %d, the stage before runs its first %d;", q->first, q->head + 1, q->head);
+            if (q->tail > 0)
+                fprintf(f, " %s's first %d units, the stage after runs the rest;", q->last, q->tail);
+            fprintf(f, " the host joins the slices)\n");
+        }
     }
     if (r->timed) {
         fprintf(f, "slowest stage: predicted %.0f cycles (stage %d), measured %.0f cycles (stage %d): %+.2f%%\n",

@@ -29,7 +29,14 @@
  * config). A device failing mid-pipeline stops the pipeline: the error names
  * the device and stage, the queues are drained, the threads joined and
  * every other device reset (tsr_mdev_reset_all), so the system runs the next
- * pipeline. Refused before anything runs (one line, TSR_EINVAL): a plan that
+ * pipeline. A plan with shared boundaries (tsr_pp_solve_shared: a conv's
+ * output channels over two consecutive stages) runs the earlier part in
+ * the earlier stage's graph (its slice sent on), and the later part first
+ * on the later stage's device, as a graph of its own; the host joins the
+ * two slices along C into the conv's output, an input of the stage's graph
+ * (an add the conv would fuse then runs on its own); the link is charged
+ * as the planner's model says (the earlier slice in, this part's slice out
+ * and back in). Refused before anything runs (one line, TSR_EINVAL): a plan that
  * is not contiguous or puts a stage on the host, a stage that reads a
  * tensor a later stage produces (wrong stage order), a stage whose DRAM
  * footprint (the planner's count) exceeds its device's DRAM, a plan for a
@@ -71,6 +78,7 @@ typedef struct tsr_pipex_stage_res {
     double measured;       /* compute + link */
     uint64_t bytes_in, bytes_out; /* per input */
     int nin, nout;         /* tensors received / sent */
+    int head, tail;        /* a shared boundary: the plan's units (tsr_pp_stage_t) */
 } tsr_pipex_stage_res_t;
 
 typedef struct tsr_pipex_result {
@@ -109,6 +117,13 @@ int tsr_pipex_calibrate(const char *backend, const tsr_config_t *cfg, const tsr_
  * backends this is each part's cost (tsr_pipenet_add_splits' given). */
 int tsr_pipex_calibrate_split(const char *backend, const tsr_config_t *cfg, const tsr_device_opts_t *dopts,
                               const tsr_netdesc_t *nd, int v, int parts, unsigned flags, uint64_t seed, double *cycles);
+
+/* (Shared boundary split.) Node v's output channels [c0, c1) alone
+ * (tsr_pipenet_slice_part) on one device of backend/cfg, on a seeded input:
+ * *cycles its device cycles (cfg's clock). */
+int tsr_pipex_calibrate_slice(const char *backend, const tsr_config_t *cfg, const tsr_device_opts_t *dopts,
+                              const tsr_netdesc_t *nd, int v, int c0, int c1, unsigned flags, uint64_t seed,
+                              double *cycles);
 
 /* Stage s of plan alone on one device of backend/cfg (the stage's graph,
  * its inputs seeded bytes), once: *cycles gets its device cycles (in cfg's

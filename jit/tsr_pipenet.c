@@ -516,6 +516,108 @@ int tsr_pipenet_add_splits(tsr_pp_t *pp, const tsr_netdesc_t *nd, const tsr_conf
     return rc;
 }
 
+/* ------------------------------------------------------------ shared boundary splits */
+
+int tsr_pipenet_share_units(const tsr_netdesc_t *nd, int v, const tsr_config_t *cfgs, int nkinds, int max_units,
+                            int *units)
+{
+    if (!nd || !cfgs || !units || v < 0 || v >= nd->nnodes || nkinds < 1 || max_units < 2)
+        return tsr_err(TSR_EINVAL, "share: bad arguments");
+    *units = 0;
+    const tsr_nd_node_t *nn = &nd->nodes[v];
+    if (nn->kind != TSR_ND_CONV || nn->conv.groups != 1 || nn->out == nd->output)
+        return TSR_OK;
+    int blk = 1; /* the least common multiple of the blocks (powers of two in practice) */
+    for (int k = 0; k < nkinds; k++) {
+        int b = cfgs[k].block_out, a = blk, r;
+        if (b < 1)
+            return TSR_OK;
+        int x = a, y = b;
+        while (y)
+            r = x % y, x = y, y = r;
+        blk = a / x * b;
+    }
+    int c = nn->conv.c_out;
+    if (c % blk)
+        return TSR_OK;
+    int ch = blk;
+    while (c / ch > max_units && c % (2 * ch) == 0)
+        ch *= 2;
+    if (c / ch >= 2 && c / ch <= max_units)
+        *units = c / ch;
+    return TSR_OK;
+}
+
+int tsr_pipenet_slice_part(const tsr_netdesc_t *nd, int v, int c0, int c1, tsr_nd_node_t *part)
+{
+    if (!nd || !part || v < 0 || v >= nd->nnodes)
+        return tsr_err(TSR_EINVAL, "share: no node %d", v);
+    const tsr_nd_node_t *nn = &nd->nodes[v];
+    if (nn->kind != TSR_ND_CONV || nn->conv.groups != 1)
+        return tsr_err(TSR_EINVAL, "share: node \"%s\" is not a conv with groups 1", nn->name);
+    if (c0 < 0 || c1 <= c0 || c1 > nn->conv.c_out)
+        return tsr_err(TSR_EINVAL, "share: node \"%s\": channels [%d, %d) of %d", nn->name, c0, c1, nn->conv.c_out);
+    int cp = c1 - c0;
+    *part = *nn;
+    char nm[64];
+    snprintf(nm, sizeof nm, "%.30s[%d:%d]", nn->name, c0 % 100000, c1 % 100000);
+    memcpy(part->name, nm, sizeof part->name);
+    part->name[sizeof part->name - 1] = 0;
+    tsr_conv2d_params_t *p = &part->conv;
+    p->c_out = cp;
+    p->w_plan = NULL;
+    if (nn->conv.w_zp_count == nn->conv.c_out) /* per-channel arrays: the part's slice */
+        p->w_zp = nn->conv.w_zp + c0, p->w_zp_count = cp;
+    if (nn->conv.rq_count == nn->conv.c_out) {
+        p->mult = nn->conv.mult + c0;
+        p->shift = nn->conv.shift + c0;
+        if (nn->conv.fscale)
+            p->fscale = nn->conv.fscale + c0;
+        p->rq_count = cp;
+    }
+    /* OIHW weights of one byte: output channel o's rows start at o * C_in * KH * KW */
+    part->w = nn->w ? (uint8_t *)nn->w + (size_t)c0 * (size_t)nn->conv.c_in * (size_t)nn->conv.kh * (size_t)nn->conv.kw
+                    : NULL;
+    part->bias = nn->bias ? nn->bias + c0 : NULL;
+    return TSR_OK;
+}
+
+int tsr_pipenet_add_shares(tsr_pp_t *pp, const tsr_netdesc_t *nd, const tsr_config_t *cfgs, int nkinds,
+                           int max_units, const double *alone)
+{
+    if (!pp || !nd || !cfgs || nkinds < 1 || nkinds > TSR_PP_MAX_KINDS || tsr_pp_nnodes(pp) != nd->nnodes)
+        return tsr_err(TSR_EINVAL, "share: bad arguments");
+    if (max_units < 2 || max_units > TSR_PP_MAX_UNITS)
+        return tsr_err(TSR_EINVAL, "share: up to %d units, need 2..%d", max_units, TSR_PP_MAX_UNITS);
+    int rc = TSR_OK;
+    double *uc = malloc(sizeof(double) * (size_t)TSR_PP_MAX_UNITS * (size_t)nkinds);
+    if (!uc)
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    for (int v = 0; v < nd->nnodes && !rc; v++) {
+        int q;
+        if ((rc = tsr_pipenet_share_units(nd, v, cfgs, nkinds, max_units, &q)) || !q)
+            continue;
+        int a = -1; /* the add it feeds, which the runtime would fuse into it */
+        for (int i = 0; i < nd->nnodes && a < 0; i++)
+            if (nd->nodes[i].kind == TSR_ND_ADD && (nd->nodes[i].in[0] == nd->nodes[v].out ||
+                                                    nd->nodes[i].in[1] == nd->nodes[v].out))
+                a = i;
+        double extra[TSR_PP_MAX_KINDS];
+        for (int k = 0; k < nkinds; k++) {
+            double clk = (double)cfgs[0].clock_mhz / cfgs[k].clock_mhz;
+            double whole = alone ? alone[(size_t)v * (size_t)nkinds + (size_t)k] * clk : tsr_pp_node_cost(pp, v, k);
+            for (int u = 1; u < q; u++)
+                uc[(size_t)(u - 1) * (size_t)nkinds + (size_t)k] = whole * u / q;
+            extra[k] = 0;
+            if (a >= 0 && alone)
+                extra[k] = fmax(0, alone[(size_t)a * (size_t)nkinds + (size_t)k] * clk - tsr_pp_node_cost(pp, a, k));
+        }
+        rc = tsr_pp_node_share(pp, v, q, uc, extra);
+    }
+    free(uc);
+    return rc;
+}
+
 /* ------------------------------------------------------------ random DAGs */
 
 int tsr_pipenet_random_dag(int n, int window, int skip_pct, uint64_t seed, tsr_pp_t **out)

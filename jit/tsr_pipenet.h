@@ -71,6 +71,28 @@ int tsr_pipenet_split_nodes(const tsr_netdesc_t *nd, const tsr_pp_t *pp, int hea
 int tsr_pipenet_add_splits(tsr_pp_t *pp, const tsr_netdesc_t *nd, const tsr_config_t *cfgs, int nkinds,
                            int max_split, int nn, const int *nodes, const double *given);
 
+/* (Issue 26, the shared boundary split: tsr_pp_node_share.) Node v of nd
+ * cut by output channels into units for configs cfgs[0..nkinds): *units
+ * (2..max_units) when it can be (a conv with groups 1, not writing the
+ * network output, its C_out a multiple of every config's BLOCK_OUT: a unit
+ * is a power-of-two multiple of it, so each part's output is whole channel
+ * blocks), else 0 (not an error). */
+int tsr_pipenet_share_units(const tsr_netdesc_t *nd, int v, const tsr_config_t *cfgs, int nkinds, int max_units,
+                            int *units);
+/* Node v with output channels [c0, c1) only: weights, bias and per-channel
+ * requantization are slices (pointers into v's arrays: valid while nd is).
+ * A channel's value depends on its own weights only, so the slices of
+ * consecutive ranges concatenated along C are v's output. */
+int tsr_pipenet_slice_part(const tsr_netdesc_t *nd, int v, int c0, int c1, tsr_nd_node_t *part);
+/* Give pp (tsr_pipenet_problem[_costs] of nd over cfgs) the shares of every
+ * node tsr_pipenet_share_units allows: u units cost alone[v] * u / units,
+ * alone[v * nkinds + k] being the node's cycles on kind k (its own clock)
+ * without a fused add (NULL: pp's cost); extra (the later part's stage runs
+ * the add the whole conv would have fused, on its own) alone[a] minus pp's
+ * cost of that add a. A calibration run with TSR_GRAPH_NO_FUSE gives alone. */
+int tsr_pipenet_add_shares(tsr_pp_t *pp, const tsr_netdesc_t *nd, const tsr_config_t *cfgs, int nkinds,
+                           int max_units, const double *alone);
+
 /* A random DAG shaped like a network, for timing the planner: n nodes,
  * a chain of single nodes and blocks (with probability skip_pct percent): a
  * block is 2..window parallel branches of 1..4 nodes from the node before,

@@ -19,6 +19,9 @@ typedef struct {
     uint64_t mem, in_bytes, out_bytes;
     double macs;
     double *scost;                          /* split parts: [r * nkinds + k] one part's cost (INFINITY: no), or NULL */
+    int units;                              /* shared boundary split: units (0/1: not shared) */
+    double *ucost;                          /* [(u - 1) * nkinds + k]: u units' cost, u = 1..units-1 */
+    double uextra[TSR_PP_MAX_KINDS];        /* added to the later part's stage */
     uint64_t smem[TSR_PP_MAX_SPLIT + 1];    /* one part's footprint */
 } pp_node_t;
 
@@ -67,8 +70,10 @@ void tsr_pp_free(tsr_pp_t *pp)
 {
     if (!pp)
         return;
-    for (int v = 0; v < pp->nn; v++)
+    for (int v = 0; v < pp->nn; v++) {
         free(pp->nodes[v].scost);
+        free(pp->nodes[v].ucost);
+    }
     free(pp->nodes);
     free(pp->edges);
     free(pp);
@@ -420,6 +425,11 @@ int tsr_pp_check(const tsr_pp_t *pp)
             int whole = isfinite(n->cost[pp->devs[d].kind]), part = 0;
             for (int r = 2; r <= TSR_PP_MAX_SPLIT; r++) /* its parts (an intra-layer split) may fit where it does not */
                 part |= isfinite(split_cost(pp, v, r, pp->devs[d].kind)) && n->smem[r] <= pp->devs[d].dram;
+            if (n->units > 1) { /* or its two parts over a shared boundary (the larger is at least half) */
+                uint64_t q = (uint64_t)n->units, half = (n->mem * ((q + 1) / 2) + q - 1) / q;
+                part |= isfinite(n->ucost[(size_t)((q + 1) / 2 - 1) * (size_t)pp->nkinds + (size_t)pp->devs[d].kind]) &&
+                        half <= pp->devs[d].dram;
+            }
             if (!whole && !part)
                 continue;
             runs = 1;
@@ -1405,6 +1415,447 @@ int tsr_pp_solve_baseline(const tsr_pp_t *pp, tsr_pp_baseline_e which, tsr_pp_pl
     return rc;
 }
 
+/* ------------------------------------------------------------ the shared boundary split */
+
+int tsr_pp_node_share(tsr_pp_t *pp, int node, int units, const double *ucost, const double *extra)
+{
+    if (!pp || !ucost || node < 0 || node >= pp->nn)
+        return tsr_err(TSR_EINVAL, "plan: shared split of node %d: no such node", node);
+    pp_node_t *n = &pp->nodes[node];
+    if (units < 2 || units > TSR_PP_MAX_UNITS)
+        return tsr_err(TSR_EINVAL, "plan: node \"%s\": shared in %d units, need 2..%d", n->name, units,
+                       TSR_PP_MAX_UNITS);
+    if (n->out_bytes)
+        return tsr_err(TSR_EINVAL, "plan: node \"%s\" writes a graph output: it cannot be shared", n->name);
+    for (int i = 0; i < (units - 1) * pp->nkinds; i++)
+        if (isnan(ucost[i]) || ucost[i] < 0 || (isfinite(ucost[i]) && ucost[i] > TSR_PP_MAX_COST))
+            return tsr_err(TSR_EINVAL, "plan: node \"%s\": cost of %d units on kind %d is %g, need 0..%g or INFINITY",
+                           n->name, i / pp->nkinds + 1, i % pp->nkinds, ucost[i], TSR_PP_MAX_COST);
+    for (int k = 0; extra && k < pp->nkinds; k++)
+        if (!isfinite(extra[k]) || extra[k] < 0 || extra[k] > TSR_PP_MAX_COST)
+            return tsr_err(TSR_EINVAL, "plan: node \"%s\": extra cost %g on kind %d, need 0..%g", n->name, extra[k], k,
+                           TSR_PP_MAX_COST);
+    double *c = malloc(sizeof(double) * (size_t)(units - 1) * (size_t)pp->nkinds);
+    if (!c)
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    memcpy(c, ucost, sizeof(double) * (size_t)(units - 1) * (size_t)pp->nkinds);
+    free(n->ucost);
+    n->ucost = c;
+    n->units = units;
+    for (int k = 0; k < pp->nkinds; k++)
+        n->uextra[k] = extra ? extra[k] : 0;
+    return TSR_OK;
+}
+
+int tsr_pp_node_units(const tsr_pp_t *pp, int v)
+{
+    return pp && v >= 0 && v < pp->nn && pp->nodes[v].units > 1 ? pp->nodes[v].units : 1;
+}
+
+/* The problem in index order: successors and predecessors (deduplicated),
+ * each node's output bytes (its largest out-edge). */
+typedef struct {
+    const tsr_pp_t *pp;
+    int n;
+    int *soff, *succ, *poff, *pred;
+    uint64_t *cb;
+    int *stamp, tick;  /* receive marks */
+} sh_t;
+
+static void sh_free(sh_t *h)
+{
+    free(h->soff), free(h->succ), free(h->poff), free(h->pred), free(h->cb), free(h->stamp);
+    memset(h, 0, sizeof *h);
+}
+
+static int sh_build(const tsr_pp_t *pp, sh_t *h)
+{
+    memset(h, 0, sizeof *h);
+    int n = pp->nn, ne = pp->ne;
+    h->pp = pp;
+    h->n = n;
+    h->soff = calloc((size_t)n + 2, sizeof(int));
+    h->poff = calloc((size_t)n + 2, sizeof(int));
+    h->succ = malloc(sizeof(int) * (size_t)(ne + 1));
+    h->pred = malloc(sizeof(int) * (size_t)(ne + 1));
+    h->cb = calloc((size_t)n + 1, sizeof(uint64_t));
+    h->stamp = calloc((size_t)n + 1, sizeof(int));
+    if (!h->soff || !h->poff || !h->succ || !h->pred || !h->cb || !h->stamp) {
+        sh_free(h);
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    }
+    for (int e = 0; e < ne; e++) {
+        const pp_edge_t *x = &pp->edges[e];
+        if (x->from >= x->to) {
+            int f = x->from, t = x->to;
+            sh_free(h);
+            return tsr_err(TSR_EINVAL,
+                           "plan: edge \"%s\" -> \"%s\" goes backwards in the node order: the shared planner needs the "
+                           "nodes in a topological order",
+                           pp->nodes[f].name, pp->nodes[t].name);
+        }
+        h->soff[x->from + 2]++;
+        h->poff[x->to + 2]++;
+        if (x->bytes > h->cb[x->from])
+            h->cb[x->from] = x->bytes;
+    }
+    for (int v = 0; v < n; v++) {
+        h->soff[v + 2] += h->soff[v + 1];
+        h->poff[v + 2] += h->poff[v + 1];
+    }
+    for (int e = 0; e < ne; e++) { /* soff[v + 1] is the fill pointer of v, ending at soff[v + 2]'s old start */
+        const pp_edge_t *x = &pp->edges[e];
+        h->succ[h->soff[x->from + 1]++] = x->to;
+        h->pred[h->poff[x->to + 1]++] = x->from;
+    }
+    /* now soff[v] .. soff[v + 1] is v's list; duplicates are harmless below (marks and "any" tests) */
+    return TSR_OK;
+}
+
+/* The load of stage [(i0, b0), (i1, b1)) on device d (INFINITY: not a
+ * stage: empty, a middle piece, a consumer of its head outside it, a node
+ * device d cannot run, over its DRAM). */
+typedef struct {
+    double compute, cin, cout, load;
+    uint64_t mem;
+} sh_load_t;
+
+static double sh_slice(const tsr_pp_t *pp, uint64_t bytes, int u, int q)
+{
+    return xfer_cycles(pp, bytes * (uint64_t)u / (uint64_t)q);
+}
+
+#define SH_WHOLE(v) (((v) > i0 || ((v) == i0 && b0 == 0)) && (v) < i1)
+
+static int sh_units(const tsr_pp_t *pp, int v) { return v < pp->nn && pp->nodes[v].units > 1 ? pp->nodes[v].units : 1; }
+
+static double sh_load(sh_t *h, int i0, int b0, int i1, int b1, int d, sh_load_t *o)
+{
+    const tsr_pp_t *pp = h->pp;
+    int k = pp->devs[d].kind;
+    memset(o, 0, sizeof *o);
+    o->load = INFINITY;
+    if (!(i0 < i1 || (i0 == i1 && b0 == 0 && b1 > 0)))
+        return INFINITY;
+    int head = b0 > 0 ? i0 : -1, tail = b1 > 0 ? i1 : -1;
+    double comp = 0, cin = 0, cout = 0;
+    uint64_t mem = 0;
+    if (head >= 0) {
+        const pp_node_t *nh = &pp->nodes[head];
+        int q = nh->units;
+        for (int j = h->soff[head]; j < h->soff[head + 1]; j++)
+            if (!SH_WHOLE(h->succ[j]))
+                return INFINITY; /* a consumer of the shared node outside the later part's stage */
+        comp += nh->ucost[(size_t)(q - b0 - 1) * (size_t)pp->nkinds + (size_t)k] + nh->uextra[k];
+        mem += (nh->mem * (uint64_t)(q - b0) + (uint64_t)q - 1) / (uint64_t)q;
+        if (nh->in_bytes)
+            cin += xfer_cycles(pp, nh->in_bytes);
+        /* the join: the earlier slice received, this part's slice to the host and back */
+        cin += sh_slice(pp, h->cb[head], b0, q) + sh_slice(pp, h->cb[head], q - b0, q);
+        cout += sh_slice(pp, h->cb[head], q - b0, q);
+    }
+    if (tail >= 0) {
+        const pp_node_t *nt = &pp->nodes[tail];
+        int q = nt->units;
+        comp += nt->ucost[(size_t)(b1 - 1) * (size_t)pp->nkinds + (size_t)k];
+        mem += (nt->mem * (uint64_t)b1 + (uint64_t)q - 1) / (uint64_t)q;
+        if (nt->in_bytes)
+            cin += xfer_cycles(pp, nt->in_bytes);
+        cout += sh_slice(pp, h->cb[tail], b1, q);
+    }
+    int first = head >= 0 ? i0 + 1 : i0;
+    for (int v = first; v < i1; v++) {
+        const pp_node_t *nv = &pp->nodes[v];
+        comp += nv->cost[k];
+        mem += nv->mem;
+        if (nv->in_bytes)
+            cin += xfer_cycles(pp, nv->in_bytes);
+        if (nv->out_bytes)
+            cout += xfer_cycles(pp, nv->out_bytes);
+        int leaves = 0;
+        for (int j = h->soff[v]; j < h->soff[v + 1] && !leaves; j++)
+            leaves = !SH_WHOLE(h->succ[j]);
+        if (leaves)
+            cout += xfer_cycles(pp, h->cb[v]);
+    }
+    if (!isfinite(comp) || mem > pp->devs[d].dram)
+        return INFINITY;
+    /* receives: every producer outside the stage (not the head: joined above) read by a member, once */
+    h->tick++;
+    int lo = head >= 0 ? i0 : first, hi = tail >= 0 ? i1 : i1 - 1;
+    for (int v = lo; v <= hi; v++)
+        for (int j = h->poff[v]; j < h->poff[v + 1]; j++) {
+            int u = h->pred[j];
+            if (u == head || SH_WHOLE(u) || h->stamp[u] == h->tick)
+                continue;
+            h->stamp[u] = h->tick;
+            cin += xfer_cycles(pp, h->cb[u]);
+        }
+    o->compute = comp;
+    o->cin = cin;
+    o->cout = cout;
+    o->mem = mem;
+    o->load = comp + cin + cout;
+    return o->load;
+}
+#undef SH_WHOLE
+
+/* The plan of cut positions (ncut + 1 stages; cut j = (cn[j], cu[j])). */
+static int sh_plan(sh_t *h, const int *cn, const int *cu, int ncut, tsr_pp_plan_t *out)
+{
+    const tsr_pp_t *pp = h->pp;
+    int n = pp->nn, S = ncut + 1;
+    memset(out, 0, sizeof *out);
+    out->stages = calloc((size_t)S, sizeof *out->stages);
+    out->slot = malloc(sizeof(int) * (size_t)n);
+    out->xfers = malloc(sizeof *out->xfers * (size_t)(2 * pp->ne + S + 1));
+    if (!out->stages || !out->slot || !out->xfers) {
+        tsr_pp_plan_free(out);
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    }
+    out->nstages = S;
+    double period = 0, lat = 0;
+    for (int s = 0; s < S; s++) {
+        int i0 = s ? cn[s - 1] : 0, b0 = s ? cu[s - 1] : 0, i1 = s < ncut ? cn[s] : n, b1 = s < ncut ? cu[s] : 0;
+        sh_load_t L;
+        sh_load(h, i0, b0, i1, b1, s, &L);
+        tsr_pp_stage_t *st = &out->stages[s];
+        st->slot = s;
+        st->slots[0] = s;
+        st->parts = 1;
+        st->head = b0;
+        st->tail = b1;
+        int last = b1 > 0 ? i1 : i1 - 1;
+        st->nodes = malloc(sizeof(int) * (size_t)(last - i0 + 1));
+        if (!st->nodes) {
+            tsr_pp_plan_free(out);
+            return tsr_err(TSR_ENOMEM, "out of memory");
+        }
+        for (int v = i0; v <= last; v++) { /* (a shared node's slot ends as the later part's stage) */
+            st->nodes[st->nnodes++] = v;
+            out->slot[v] = s;
+        }
+        st->compute = L.compute;
+        st->comm_in = L.cin;
+        st->comm_out = L.cout;
+        st->load = L.load;
+        st->mem = L.mem;
+        period = fmax(period, L.load);
+        lat += L.load;
+        out->shared |= b0 > 0 || b1 > 0;
+    }
+    /* transfers: each producer once per stage reading it (a shared node is read by both its parts' stages);
+     * a shared node's earlier slice to the later stage */
+    int *sa = malloc(sizeof(int) * (size_t)n), *sb = malloc(sizeof(int) * (size_t)n);
+    if (!sa || !sb) {
+        free(sa), free(sb);
+        tsr_pp_plan_free(out);
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    }
+    for (int v = 0; v < n; v++)
+        sa[v] = sb[v] = out->slot[v];
+    for (int s = 0; s + 1 < S; s++)
+        if (out->stages[s].tail > 0)
+            sa[out->stages[s].nodes[out->stages[s].nnodes - 1]] = s;
+    int nx = 0;
+    for (int s = 0; s < S; s++) {
+        tsr_pp_stage_t *st = &out->stages[s];
+        for (int j = 0; j < st->nnodes; j++) {
+            int u = st->nodes[j];
+            if ((j == st->nnodes - 1 && st->tail > 0) || (j == 0 && st->head > 0))
+                continue;
+            for (int e = h->soff[u]; e < h->soff[u + 1]; e++)
+                for (int side = 0; side < 2; side++) {
+                    int w = h->succ[e], t = side ? sb[w] : sa[w], dup = t == s;
+                    for (int x = 0; x < nx && !dup; x++)
+                        dup = out->xfers[x].node == u && out->xfers[x].to == t;
+                    if (!dup && nx < 2 * pp->ne + S)
+                        out->xfers[nx++] = (tsr_pp_xfer_t){u, s, t, h->cb[u]};
+                }
+        }
+        if (st->tail > 0 && nx < 2 * pp->ne + S) {
+            int v = st->nodes[st->nnodes - 1];
+            out->xfers[nx++] = (tsr_pp_xfer_t){v, s, s + 1, h->cb[v] * (uint64_t)st->tail / (uint64_t)sh_units(pp, v)};
+        }
+    }
+    free(sa), free(sb);
+    out->nxfers = nx;
+    out->period = period;
+    out->latency = lat;
+    out->contiguous = 1;
+    snprintf(out->method, sizeof out->method, "given");
+    return TSR_OK;
+}
+
+int tsr_pp_evaluate_shared(const tsr_pp_t *pp, const tsr_pp_cut_t *cuts, int ncuts, tsr_pp_plan_t *out)
+{
+    if (!out || (ncuts && !cuts))
+        return tsr_err(TSR_EINVAL, "plan: NULL cuts or result");
+    memset(out, 0, sizeof *out);
+    int rc = tsr_pp_check(pp);
+    if (rc)
+        return rc;
+    if (ncuts < 0 || ncuts + 1 > pp->nd)
+        return tsr_err(TSR_EINVAL, "plan: %d cuts make %d stages, there are %d devices", ncuts, ncuts + 1, pp->nd);
+    sh_t h;
+    if ((rc = sh_build(pp, &h)))
+        return rc;
+    int *cn = malloc(sizeof(int) * (size_t)(ncuts + 1)), *cu = malloc(sizeof(int) * (size_t)(ncuts + 1));
+    if (!cn || !cu)
+        rc = tsr_err(TSR_ENOMEM, "out of memory");
+    for (int j = 0; j < ncuts && !rc; j++) {
+        cn[j] = cuts[j].node;
+        cu[j] = cuts[j].units;
+        if (cn[j] < 0 || cn[j] >= pp->nn || cu[j] < 0 || cu[j] >= sh_units(pp, cn[j]) ||
+            (cu[j] == 0 && cn[j] == 0))
+            rc = tsr_err(TSR_EINVAL, "plan: cut %d (before node %d, %d units): %s", j, cn[j], cu[j],
+                         cn[j] >= 0 && cn[j] < pp->nn && cu[j] > 0 ? "the node has fewer units or is not shared"
+                                                                    : "no such position");
+    }
+    for (int s = 0; s <= ncuts && !rc; s++) {
+        int i0 = s ? cn[s - 1] : 0, b0 = s ? cu[s - 1] : 0, i1 = s < ncuts ? cn[s] : pp->nn, b1 = s < ncuts ? cu[s] : 0;
+        sh_load_t L;
+        if (!isfinite(sh_load(&h, i0, b0, i1, b1, s, &L)))
+            rc = tsr_err(TSR_EINVAL,
+                         "plan: stage %d (node %d unit %d to node %d unit %d) on device \"%s\" is not a stage: empty or "
+                         "out of order, a consumer of shared node \"%s\" outside it, a node the device cannot run, "
+                         "or over its DRAM",
+                         s, i0, b0, i1, b1, pp->devs[s].name, b0 > 0 ? pp->nodes[i0].name : "-");
+    }
+    if (!rc)
+        rc = sh_plan(&h, cn, cu, ncuts, out);
+    free(cn), free(cu);
+    sh_free(&h);
+    return rc;
+}
+
+int tsr_pp_solve_shared(const tsr_pp_t *pp, const tsr_pp_opts_t *opts, tsr_pp_plan_t *out)
+{
+    (void)opts;
+    if (!out)
+        return tsr_err(TSR_EINVAL, "plan: NULL result");
+    memset(out, 0, sizeof *out);
+    int rc = tsr_pp_check(pp);
+    if (rc)
+        return rc;
+    if (!pp->nd)
+        return tsr_err(TSR_EINVAL, "plan: the shared planner needs a device");
+    for (int v = 0; v < pp->nn; v++) {
+        int any = 0;
+        for (int d = 0; d < pp->nd; d++)
+            any |= isfinite(pp->nodes[v].cost[pp->devs[d].kind]);
+        if (!any)
+            return tsr_err(TSR_EINVAL, "plan: node \"%s\": no device can run it (the shared planner places device "
+                                       "stages only)", pp->nodes[v].name);
+    }
+    uint64_t t0 = tsr_mono_ns();
+    sh_t h;
+    if ((rc = sh_build(pp, &h)))
+        return rc;
+    int n = pp->nn, K = pp->nd;
+    /* positions: (v, u) for every node and unit, then the end (n, 0) */
+    int P = 1;
+    for (int v = 0; v < n; v++)
+        P += sh_units(pp, v);
+    int *pn = malloc(sizeof(int) * (size_t)P), *pu = malloc(sizeof(int) * (size_t)P);
+    double *f = malloc(sizeof(double) * (size_t)(K + 1) * (size_t)P), *g = malloc(sizeof(double) * (size_t)(K + 1) * (size_t)P);
+    int *bf = malloc(sizeof(int) * (size_t)(K + 1) * (size_t)P);
+    double *wsum = malloc(sizeof(double) * (size_t)(n + 1)); /* prefix sums of the cheapest whole costs (a bound) */
+    int *cn = malloc(sizeof(int) * (size_t)(K + 1)), *cu = malloc(sizeof(int) * (size_t)(K + 1));
+    if (!pn || !pu || !f || !g || !bf || !wsum || !cn || !cu) {
+        rc = tsr_err(TSR_ENOMEM, "out of memory");
+        goto done;
+    }
+    for (int v = 0, p = 0; v < n; v++)
+        for (int u = 0; u < sh_units(pp, v); u++, p++)
+            pn[p] = v, pu[p] = u;
+    pn[P - 1] = n, pu[P - 1] = 0;
+    wsum[0] = 0;
+    for (int v = 0; v < n; v++) {
+        double lo = INFINITY;
+        for (int d = 0; d < K; d++)
+            lo = fmin(lo, pp->nodes[v].cost[pp->devs[d].kind]);
+        wsum[v + 1] = wsum[v] + lo;
+    }
+    /* Two passes: the period (min over plans of the largest load), then the latency (min sum of loads with
+     * every load within the period). A stage's load depends on its two cuts and its device only. */
+    double period = INFINITY;
+    for (int pass = 0; pass < 2; pass++) {
+        double *val = pass ? g : f;
+        for (size_t i = 0; i < (size_t)(K + 1) * (size_t)P; i++)
+            val[i] = INFINITY;
+        val[0] = 0; /* zero stages end at position 0 */
+        double bound = pass ? period * (1 + 1e-12) + 1e-9 : INFINITY, inc = INFINITY;
+        for (int a = 0; a < P - 1; a++) {
+            int any = 0;
+            for (int j = 0; j < K && !any; j++)
+                any = isfinite(val[(size_t)j * (size_t)P + (size_t)a]);
+            if (!any)
+                continue;
+            for (int z = a + 1; z < P; z++) {
+                int i0 = pn[a], i1 = pn[z];
+                /* the nodes strictly between are whole: their compute only grows with z */
+                if (i1 > i0 + 1 && wsum[i1] - wsum[i0 + 1] > fmin(bound, inc))
+                    break;
+                for (int j = 0; j < K; j++) {
+                    double pv = val[(size_t)j * (size_t)P + (size_t)a];
+                    if (!isfinite(pv))
+                        continue;
+                    sh_load_t L;
+                    double ld = sh_load(&h, i0, pu[a], i1, pu[z], j, &L);
+                    if (!isfinite(ld) || ld > bound)
+                        continue;
+                    double nv = pass ? pv + ld : fmax(pv, ld);
+                    size_t at = (size_t)(j + 1) * (size_t)P + (size_t)z;
+                    if (nv < val[at]) {
+                        val[at] = nv;
+                        if (pass)
+                            bf[at] = a;
+                    }
+                }
+            }
+            if (!pass) /* an incumbent for the bound: the best complete plan so far (any number of stages) */
+                for (int j = 1; j <= K; j++)
+                    inc = fmin(inc, f[(size_t)j * (size_t)P + (size_t)(P - 1)]);
+        }
+        if (!pass) {
+            for (int j = 1; j <= K; j++)
+                period = fmin(period, f[(size_t)j * (size_t)P + (size_t)(P - 1)]);
+            if (!isfinite(period)) {
+                rc = tsr_err(TSR_EINVAL, "plan: no interval plan over %d devices fits (a stage over a device's DRAM or "
+                                         "with a node its device cannot run)", K);
+                goto done;
+            }
+        }
+    }
+    int bj = -1;
+    for (int j = 1; j <= K; j++)
+        if (isfinite(g[(size_t)j * (size_t)P + (size_t)(P - 1)]) &&
+            (bj < 0 || g[(size_t)j * (size_t)P + (size_t)(P - 1)] < g[(size_t)bj * (size_t)P + (size_t)(P - 1)]))
+            bj = j;
+    if (bj < 0) {
+        rc = tsr_err(TSR_EINVAL, "plan: the shared planner's latency pass found no plan");
+        goto done;
+    }
+    int z = P - 1;
+    for (int j = bj; j > 1; j--) {
+        int a = bf[(size_t)j * (size_t)P + (size_t)z];
+        cn[j - 2] = pn[a];
+        cu[j - 2] = pu[a];
+        z = a;
+    }
+    rc = sh_plan(&h, cn, cu, bj - 1, out);
+    if (!rc) {
+        snprintf(out->method, sizeof out->method, "shared");
+        out->ideals = (uint64_t)P;
+        out->solve_ms = (double)(tsr_mono_ns() - t0) / 1e6;
+    }
+done:
+    free(pn), free(pu), free(f), free(g), free(bf), free(wsum), free(cn), free(cu);
+    sh_free(&h);
+    return rc;
+}
+
 /* ------------------------------------------------------------ printing */
 
 void tsr_pp_print(const tsr_pp_t *pp, const tsr_pp_plan_t *p, double single_period, FILE *f)
@@ -1428,6 +1879,12 @@ void tsr_pp_print(const tsr_pp_t *pp, const tsr_pp_plan_t *p, double single_peri
                 s->comm_in, s->comm_out, s->load);
         if (s->parts > 1)
             fprintf(f, "  (split in %d output-channel parts, per device)", s->parts);
+        if (s->head > 0)
+            fprintf(f, "  (%s: units %d..%d of %d)", pp->nodes[s->nodes[0]].name, s->head + 1,
+                    pp->nodes[s->nodes[0]].units, pp->nodes[s->nodes[0]].units);
+        if (s->tail > 0)
+            fprintf(f, "  (%s: units 1..%d of %d)", pp->nodes[s->nodes[s->nnodes - 1]].name, s->tail,
+                    pp->nodes[s->nodes[s->nnodes - 1]].units);
         if (s->slot < pp->nd)
             fprintf(f, "  DRAM %.1f of %.1f MiB", (double)s->mem / 1048576.0,
                     (double)pp->devs[s->slot].dram / 1048576.0);

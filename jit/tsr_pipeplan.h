@@ -127,6 +127,10 @@ typedef struct tsr_pp_stage {
     double comm_out;     /* sends (incl. graph outputs to the host) */
     double load;         /* compute + comm_in + comm_out */
     uint64_t mem;        /* DRAM footprint (devices) */
+    /* (A shared boundary split, tsr_pp_solve_shared.) head > 0: nodes[0] is shared with the stage before, which
+     * runs its first head units: this stage runs units [head, units); tail > 0: nodes[nnodes - 1] is shared
+     * with the stage after: this stage runs its units [0, tail). 0: whole nodes. */
+    int head, tail;
 } tsr_pp_stage_t;
 
 typedef struct tsr_pp_xfer {
@@ -147,6 +151,7 @@ typedef struct tsr_pp_plan {
     char method[24];     /* "dp", "ilp", "equal-macs", "greedy", "single", "given" */
     uint64_t ideals;     /* dp: ideals of the graph */
     double solve_ms;     /* wall time of the solve */
+    int shared;          /* a stage has a head or a tail (tsr_pp_solve_shared) */
 } tsr_pp_plan_t;
 
 typedef struct tsr_pp_opts {
@@ -190,6 +195,51 @@ int tsr_pp_evaluate(const tsr_pp_t *pp, const int *slot, tsr_pp_plan_t *out);
  * j < parts[v] - 1 (devices of slot[v]'s class, each running nothing else). */
 int tsr_pp_evaluate_split(const tsr_pp_t *pp, const int *slot, const int *parts, const int *xslots,
                           tsr_pp_plan_t *out);
+
+/* The shared boundary split (issue 26): two consecutive stages share one
+ * node, the earlier stage's device running the first u of its `units`
+ * equal units of output channels, the later's the other units - u, so
+ * that stages balance to within a unit instead of a whole layer.
+ * tsr_pp_node_share gives node its units (2..TSR_PP_MAX_UNITS) and the
+ * costs: ucost[(u - 1) * nkinds + k] the cycles of u units on kind k
+ * (u = 1..units - 1; INFINITY: not on kind k), extra[k] (NULL: none)
+ * cycles added to the later part's stage (the node's add, which the
+ * runtime fuses into the whole node, runs on its own there). The model:
+ *  - the later part's stage holds every consumer of the node (else the
+ *    cut is not a candidate); it receives the earlier part's slice
+ *    (latency + bytes u / units / bw), and its own part's slice goes to
+ *    the host and back (the host joins the slices; the device cannot):
+ *    twice latency + bytes (units - u) / units / bw;
+ *  - the earlier stage sends its slice; both stages receive the node's
+ *    inputs (as any stage reading a tensor it does not produce) and a
+ *    graph input the node reads;
+ *  - a part's footprint is the node's times its share of the units.
+ * A node with a graph output is not shared. */
+#define TSR_PP_MAX_UNITS 64
+int tsr_pp_node_share(tsr_pp_t *pp, int node, int units, const double *ucost, const double *extra);
+/* Node's units (1: not shared). */
+int tsr_pp_node_units(const tsr_pp_t *pp, int node);
+
+/* A cut between two consecutive stages: before node `node` (index order),
+ * its first `units` units (0: none) in the earlier stage. */
+typedef struct tsr_pp_cut {
+    int node, units;
+} tsr_pp_cut_t;
+
+/* The exact planner over interval plans with shared boundaries: the nodes
+ * in index order (which must be a topological order: refused otherwise)
+ * cut into at most K consecutive stages, stage j on device j, each cut
+ * clean or through one node given units by tsr_pp_node_share (a node is
+ * in at most two stages). Minimises the period, then the latency, over
+ * every such plan (a DP over the cut positions; the loads as above and,
+ * for clean cuts, as tsr_pp_evaluate's). Devices only: a node only the
+ * host runs is refused. Every node in one stage (K = 1) is a plan. */
+int tsr_pp_solve_shared(const tsr_pp_t *pp, const tsr_pp_opts_t *opts, tsr_pp_plan_t *out);
+/* The plan of the cuts cuts[0..ncuts) (increasing; ncuts + 1 stages, stage
+ * j on device j): TSR_EINVAL naming the cut or node when a cut is out of
+ * order, through a node that is not shared, leaves a consumer of a shared
+ * node outside the later part's stage, or a stage does not fit. */
+int tsr_pp_evaluate_shared(const tsr_pp_t *pp, const tsr_pp_cut_t *cuts, int ncuts, tsr_pp_plan_t *out);
 
 void tsr_pp_plan_free(tsr_pp_plan_t *p);
 

@@ -22,6 +22,11 @@
  *    100 MHz): every stage within 3% in the first device's clock;
  *  - the planner's cost of the stem is that of the tap-packed conv the graph
  *    runtime runs, not of the conv as given;
+ *  - shared boundaries (a conv's output channels over two consecutive
+ *    stages, the host joining the slices): three of them on 4 fsim devices
+ *    (a conv alone, a conv whose add then runs on its own, 3 of 8 units),
+ *    every output equal to one device's, each device's link charges the
+ *    planner's; the shared planner's own plan too; refusals;
  *  - `tessera net resnet18 --devices 2 --small ...`: the plan, the stage
  *    table, "outputs equal to the single-device run: yes"; ResNet-50 (its
  *    shapes with seeded weights) on 2 devices, one input; --fail-device
@@ -37,6 +42,7 @@
 #include <sys/wait.h>
 
 #include <cmocka.h>
+#include <math.h>
 
 #include "tsr_config.h"
 #include "tsr_driver.h"
@@ -387,6 +393,74 @@ static void test_split(void **state)
     run_split(4, split, dev, "layer1.0.conv1 in 2 parts");
 }
 
+/* The shared boundary split: a conv's output channels over two consecutive
+ * stages, the host joining the slices; outputs equal to one device's, the
+ * link charged as the model says. The small network at width 16 (channels
+ * 16..128: units of one 16-channel block). */
+static void test_shared(void **state)
+{
+    (void)state;
+    tsr_config_t cfg;
+    tsr_netdesc_t nd;
+    tsr_pp_t *pp = NULL;
+    assert_int_equal(tsr_config_load("default", &cfg), 0);
+    assert_int_equal(tsr_netdesc_resnet18_small(3, 1, 32, 16, 10, &nd), 0);
+    if (tsr_pipenet_problem(&nd, &cfg, 1, &pp, NULL))
+        fail_msg("%s", tsr_errmsg());
+    for (int d = 0; d < 4; d++)
+        assert_int_equal(tsr_pp_device(pp, NULL, 0, 1ull << 30, NULL), 0);
+    assert_int_equal(tsr_pp_set_link(pp, 8, 500), 0);
+    assert_int_equal(tsr_pp_set_host_stages(pp, 0), 0);
+    assert_int_equal(tsr_pipenet_add_shares(pp, &nd, &cfg, 1, 8, NULL), 0);
+    int a = node_id(&nd, "layer3.0.conv1"), b = node_id(&nd, "layer3.1.conv2"), c = node_id(&nd, "layer4.1.conv1");
+    assert_int_equal(tsr_pp_node_units(pp, a), 4);  /* 64 channels */
+    assert_int_equal(tsr_pp_node_units(pp, c), 8);  /* 128 channels */
+    assert_int_equal(tsr_pp_node_units(pp, node_id(&nd, "conv1")), 1); /* 16: one block */
+    assert_int_equal(tsr_pp_node_units(pp, node_id(&nd, "fc")), 1);
+    /* three shared boundaries: a conv alone (a), a conv feeding an add (b: the add runs on its own in the
+     * later stage), a part of 3 of 8 units (c) */
+    tsr_pp_cut_t cuts[3] = {{a, 1}, {b, 2}, {c, 3}};
+    tsr_pp_plan_t plan;
+    if (tsr_pp_evaluate_shared(pp, cuts, 3, &plan))
+        fail_msg("%s", tsr_errmsg());
+    assert_true(plan.shared && plan.nstages == 4);
+    tsr_mdev_t *m = sys_open(4, "fsim", &cfg, NULL);
+    tsr_pipex_opts_t o = {.ninputs = 5, .seed = 11};
+    tsr_pipex_result_t r;
+    if (tsr_pipex_run(m, &nd, pp, &plan, &o, &r))
+        fail_msg("%s", tsr_errmsg());
+    assert_int_equal(r.checked, 5);
+    assert_int_equal(r.equal, 5);
+    for (int s = 0; s < 4; s++) { /* the link's charges: the model's, and what the devices were charged */
+        uint64_t bytes;
+        double spent = tsr_mdev_link_spent(m, r.st[s].device, &bytes);
+        double model = plan.stages[s].comm_in + plan.stages[s].comm_out;
+        if (fabs(r.st[s].link - model) > 1e-6 || fabs(spent - 5 * r.st[s].link) > 1e-6)
+            fail_msg("stage %d: link %.3f, the model %.3f, charged %.3f for 5 inputs", s, r.st[s].link, model, spent);
+        assert_true(bytes == 5 * (r.st[s].bytes_in + r.st[s].bytes_out));
+    }
+    /* the planner's own plan runs too */
+    tsr_pp_plan_t sp;
+    assert_int_equal(tsr_pp_solve_shared(pp, NULL, &sp), 0);
+    tsr_mdev_clear_link(m);
+    if (tsr_pipex_run(m, &nd, pp, &sp, &o, &r))
+        fail_msg("%s", tsr_errmsg());
+    assert_int_equal(r.equal, 5);
+    tsr_pp_plan_free(&sp);
+    /* refused: a stage that shares its last node's units with a stage that does not run the rest */
+    plan.stages[0].tail = 2;
+    assert_int_equal(tsr_pipex_run(m, &nd, pp, &plan, &o, &r), TSR_EINVAL);
+    assert_non_null(strstr(tsr_errmsg(), "does not run the rest"));
+    plan.stages[0].tail = 1;
+    plan.stages[2].nodes[0] = node_id(&nd, "layer3.1.add"); /* a head that is not the shared node */
+    assert_int_equal(tsr_pipex_run(m, &nd, pp, &plan, &o, &r), TSR_EINVAL);
+    plan.stages[2].nodes[0] = b;
+    tsr_mdev_close(m);
+    tsr_pp_plan_free(&plan);
+    tsr_pp_free(pp);
+    tsr_netdesc_free(&nd);
+}
+
 static int have_backend(const char *name)
 {
     for (const char *const *b = tsr_backend_names(); *b; b++)
@@ -543,6 +617,17 @@ static void test_cli(void **state)
     rc = run_cli("net resnet18 --devices 2 --small 32,8,10 --split 3", out, sizeof out);
     assert_int_equal(rc, 1);
     assert_non_null(strstr(out, "only 2 devices"));
+    /* --share: the shared planner beats the whole-layer plan on the small network at width 16 (JIT costs) and
+     * its plan runs, outputs equal; usage */
+    rc = run_cli("net resnet18 --devices 4 --small 32,16,10 --inputs 2 --share 8", out, sizeof out);
+    if (rc)
+        fail_msg("exit %d:\n%s", rc, out);
+    assert_non_null(strstr(out, "plan (shared, contiguous): 4 stages"));
+    assert_non_null(strstr(out, "shared boundary"));
+    assert_non_null(strstr(out, "outputs equal to the single-device run: yes (2 of 2)"));
+    rc = run_cli("net resnet18 --devices 3 --small 32,8,10 --share 1", out, sizeof out);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(out, "--share needs units 2..64"));
     rc = run_cli("net resnet18 --devices 65", out, sizeof out);
     assert_int_equal(rc, 2);
     assert_non_null(strstr(out, "at most 64 devices"));
@@ -557,6 +642,7 @@ int main(void)
         cmocka_unit_test(test_two_devices), cmocka_unit_test(test_three_devices), cmocka_unit_test(test_broken),
         cmocka_unit_test(test_failure),     cmocka_unit_test(test_refusals),      cmocka_unit_test(test_systemc),
         cmocka_unit_test(test_stem_cost),   cmocka_unit_test(test_cli), cmocka_unit_test(test_split),
+        cmocka_unit_test(test_shared),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

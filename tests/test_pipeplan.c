@@ -11,6 +11,11 @@
  *    refused. Seed printed (TSR_PP_SEED overrides it, TSR_PP_COUNT the count).
  *  - the ILP against the best of all placements (non-contiguous) on 120
  *    tiny graphs (skipped, with a message, when built without GLPK).
+ *  - the shared planner (tsr_pp_solve_shared) against every interval plan
+ *    with shared boundaries on 300 random DAGs (2..6 nodes in topological
+ *    order, units 2..4, random part costs, 1..3 devices, DRAM limits),
+ *    evaluated here from the header's model as sets; its clean-cut plans
+ *    equal tsr_pp_evaluate's; a load worked out by hand; refusals.
  *  - hand-made cases: a chain, a diamond (both ends pay a transfer), a
  *    host-only node, a DRAM limit forcing a split, the baselines.
  *  - bad inputs refused with one line naming the node or device: a node
@@ -922,6 +927,332 @@ static void test_refusals(void **state)
 }
 
 
+/* ---------------------------------------------------------- shared boundaries (tsr_pp_solve_shared) */
+
+#define MAXQ 4 /* units of a shared node in the test */
+
+typedef struct {
+    prob_t p;                       /* nodes in index order (a topological order), no host */
+    int q[MAXN];                    /* units (1: not shared) */
+    double uc[MAXN][MAXQ][2];       /* cost of u units on kind k */
+    double extra[MAXN][2];
+} sprob_t;
+
+static void random_shared(sprob_t *s)
+{
+    memset(s, 0, sizeof *s);
+    prob_t *p = &s->p;
+    p->n = rint_(2, 6);
+    p->nkinds = rint_(1, 2);
+    p->K = rint_(1, 3);
+    for (int v = 0; v < p->n; v++) {
+        for (int k = 0; k < p->nkinds; k++)
+            p->cost[v][k] = rint_(10, 300);
+        if (p->nkinds == 2 && rnd() % 8 == 0)
+            p->cost[v][rnd() % 2] = INFINITY;
+        p->host[v] = INFINITY;
+        p->mem[v] = (uint64_t)rint_(0, 12);
+        if (rnd() % 4 == 0)
+            p->in[v] = (uint64_t)rint_(1, 64);
+        s->q[v] = 1;
+        if (rnd() % 3) {
+            s->q[v] = rint_(2, MAXQ);
+            for (int k = 0; k < p->nkinds; k++) {
+                for (int u = 1; u < s->q[v]; u++) /* linear, or a random part (the model takes any cost) */
+                    s->uc[v][u][k] = !isfinite(p->cost[v][k]) ? INFINITY
+                                     : rnd() % 2          ? p->cost[v][k] * u / s->q[v]
+                                                          : rint_(1, 300);
+                s->extra[v][k] = rnd() % 2 ? rint_(0, 20) : 0;
+            }
+        } else if (rnd() % 4 == 0)
+            p->out[v] = (uint64_t)rint_(1, 64);
+    }
+    for (int a = 0; a < p->n; a++)
+        for (int b = a + 1; b < p->n; b++)
+            if (rnd() % 100 < 50 && p->ne < 64) {
+                p->ef[p->ne] = a, p->et[p->ne] = b;
+                p->eb[p->ne++] = 12 * (uint64_t)rint_(0, 20); /* divisible by every unit count */
+            }
+    for (int d = 0; d < p->K; d++) {
+        p->kind[d] = rint_(0, p->nkinds - 1);
+        p->dram[d] = (uint64_t)rint_(10, 40);
+    }
+    static const double bws[] = {1, 4, 8, 16};
+    p->bw = bws[rnd() % 4];
+    p->lat = rint_(0, 10);
+}
+
+static tsr_pp_t *build_shared(const sprob_t *s)
+{
+    tsr_pp_t *pp = build(&s->p);
+    for (int v = 0; v < s->p.n; v++)
+        if (s->q[v] > 1) {
+            double uc[MAXQ * 2];
+            for (int u = 1; u < s->q[v]; u++)
+                for (int k = 0; k < s->p.nkinds; k++)
+                    uc[(u - 1) * s->p.nkinds + k] = s->uc[v][u][k];
+            assert_int_equal(tsr_pp_node_share(pp, v, s->q[v], uc, s->extra[v]), 0);
+        }
+    return pp;
+}
+
+/* The loads of the plan whose stage j runs, of node v, units [lo[j][v], hi[j][v]) (lo = hi: none), from the
+ * header's model, stage by stage as sets. INFINITY when a stage is not one. */
+static void brute_eval_shared(const sprob_t *s, int S, int lo[MAXS][MAXN], int hi[MAXS][MAXN], double *period,
+                              double *latency)
+{
+    const prob_t *p = &s->p;
+    uint64_t cb[MAXN] = {0};
+    int has_succ[MAXN] = {0};
+    for (int e = 0; e < p->ne; e++) {
+        has_succ[p->ef[e]] = 1;
+        if (p->eb[e] > cb[p->ef[e]])
+            cb[p->ef[e]] = p->eb[e];
+    }
+    *period = 0, *latency = 0;
+    for (int j = 0; j < S; j++) {
+        int k = p->kind[j];
+        double comp = 0, cin = 0, cout = 0;
+        uint64_t mem = 0;
+        int any = 0;
+        int whole[MAXN], part[MAXN];
+        for (int v = 0; v < p->n; v++) {
+            whole[v] = lo[j][v] == 0 && hi[j][v] == s->q[v];
+            part[v] = hi[j][v] > lo[j][v] && !whole[v];
+            any |= whole[v] || part[v];
+        }
+        if (!any) {
+            *period = *latency = INFINITY;
+            return;
+        }
+        for (int v = 0; v < p->n; v++) {
+            int q = s->q[v];
+            if (whole[v]) {
+                comp += p->cost[v][k];
+                mem += p->mem[v];
+                cin += p->in[v] ? xfer(p, p->in[v]) : 0;
+                cout += p->out[v] ? xfer(p, p->out[v]) : 0;
+                int leaves = 0; /* a consumer not whole here (elsewhere, or a part here whose rest is elsewhere) */
+                for (int e = 0; e < p->ne; e++)
+                    if (p->ef[e] == v && !whole[p->et[e]])
+                        leaves = 1;
+                if (leaves)
+                    cout += has_succ[v] ? xfer(p, cb[v]) : 0;
+            } else if (part[v]) {
+                int u = hi[j][v] - lo[j][v];
+                if (lo[j][v] > 0 && hi[j][v] < q) { /* a middle piece */
+                    *period = *latency = INFINITY;
+                    return;
+                }
+                comp += s->uc[v][u][k];
+                mem += (p->mem[v] * (uint64_t)u + (uint64_t)q - 1) / (uint64_t)q;
+                cin += p->in[v] ? xfer(p, p->in[v]) : 0;
+                if (lo[j][v] > 0) { /* the later part: every consumer whole here; the join */
+                    for (int e = 0; e < p->ne; e++)
+                        if (p->ef[e] == v && !whole[p->et[e]]) {
+                            *period = *latency = INFINITY;
+                            return;
+                        }
+                    comp += s->extra[v][k];
+                    cin += xfer(p, cb[v] * (uint64_t)lo[j][v] / (uint64_t)q) + xfer(p, cb[v] * (uint64_t)u / (uint64_t)q);
+                    cout += xfer(p, cb[v] * (uint64_t)u / (uint64_t)q);
+                } else
+                    cout += xfer(p, cb[v] * (uint64_t)u / (uint64_t)q);
+            }
+        }
+        /* receives: each node not whole here (and not joined here) read by anything here, once */
+        for (int u = 0; u < p->n; u++) {
+            if (whole[u] || (part[u] && lo[j][u] > 0))
+                continue;
+            int read = 0;
+            for (int e = 0; e < p->ne; e++)
+                if (p->ef[e] == u && (whole[p->et[e]] || part[p->et[e]]))
+                    read = 1;
+            if (read)
+                cin += xfer(p, cb[u]);
+        }
+        if (!isfinite(comp) || mem > p->dram[j]) {
+            *period = *latency = INFINITY;
+            return;
+        }
+        double load = comp + cin + cout;
+        *period = fmax(*period, load);
+        *latency += load;
+    }
+}
+
+/* Every plan: cut positions (node, units) strictly increasing, up to K stages. */
+static void brute_shared_rec(const sprob_t *s, int S, int *cn, int *cu, int depth, double *bp, double *bl,
+                             int *nplans)
+{
+    const prob_t *p = &s->p;
+    if (depth == S - 1) {
+        int lo[MAXS][MAXN], hi[MAXS][MAXN];
+        for (int j = 0; j < S; j++) {
+            int a = j ? cn[j - 1] * MAXQ + cu[j - 1] : 0, b = j < S - 1 ? cn[j] * MAXQ + cu[j] : p->n * MAXQ;
+            for (int v = 0; v < p->n; v++) {
+                /* node v occupies positions v * MAXQ + [0, q): its units [x - v MAXQ] in [a, b) */
+                int l = a - v * MAXQ, h = b - v * MAXQ;
+                l = l < 0 ? 0 : l > s->q[v] ? s->q[v] : l;
+                h = h < 0 ? 0 : h > s->q[v] ? s->q[v] : h;
+                lo[j][v] = l, hi[j][v] = h > l ? h : l;
+            }
+        }
+        double per, lat;
+        brute_eval_shared(s, S, lo, hi, &per, &lat);
+        (*nplans)++;
+        if (per < *bp - 1e-9 * fmax(1, *bp) || (near(per, *bp, 1e-9) && lat < *bl))
+            *bp = per, *bl = lat;
+        return;
+    }
+    int v0 = depth ? cn[depth - 1] : 0, u0 = depth ? cu[depth - 1] + 1 : 1;
+    for (int v = v0; v < p->n; v++)
+        for (int u = v == v0 ? u0 : 0; u < s->q[v]; u++) {
+            if (v == 0 && u == 0)
+                continue;
+            cn[depth] = v, cu[depth] = u;
+            brute_shared_rec(s, S, cn, cu, depth + 1, bp, bl, nplans);
+        }
+}
+
+static void test_shared_vs_brute(void **state)
+{
+    (void)state;
+    uint64_t seed = test_seed();
+    int count = test_count(300), feasible = 0, refused = 0, shared = 0, better = 0, clean = 0;
+    rng_state = (seed ^ 0x5a5a) | 1;
+    printf("test_shared_vs_brute: seed 0x%llx, %d DAGs\n", (unsigned long long)seed, count);
+    for (int it = 0; it < count; it++) {
+        sprob_t s;
+        random_shared(&s);
+        const prob_t *p = &s.p;
+        double bp = INFINITY, bl = INFINITY, bp_clean = INFINITY;
+        int cn[MAXS], cu[MAXS], nplans = 0;
+        for (int S = 1; S <= p->K; S++)
+            brute_shared_rec(&s, S, cn, cu, 0, &bp, &bl, &nplans);
+        /* the best with clean cuts only (no node shared) */
+        sprob_t c = s;
+        for (int v = 0; v < p->n; v++)
+            c.q[v] = 1;
+        double cl = INFINITY;
+        for (int S = 1; S <= p->K; S++)
+            brute_shared_rec(&c, S, cn, cu, 0, &bp_clean, &cl, &nplans);
+        tsr_pp_t *pp = build_shared(&s);
+        tsr_pp_plan_t pl;
+        int rc = tsr_pp_solve_shared(pp, NULL, &pl);
+        if (!isfinite(bp)) {
+            if (rc != TSR_EINVAL)
+                fail_msg("DAG %d (seed 0x%llx): no plan exists, the shared planner returned %d period %g", it,
+                         (unsigned long long)seed, rc, pl.period);
+            refused++;
+        } else {
+            if (rc)
+                fail_msg("DAG %d: refused a feasible problem (best period %g): %s", it, bp, tsr_errmsg());
+            if (!near(pl.period, bp, 1e-9) || !near(pl.latency, bl, 1e-9))
+                fail_msg("DAG %d (seed 0x%llx, n %d, K %d): shared planner period %.6f latency %.6f, brute force "
+                         "%.6f %.6f",
+                         it, (unsigned long long)seed, p->n, p->K, pl.period, pl.latency, bp, bl);
+            /* its cuts evaluated again give its figures */
+            tsr_pp_cut_t cuts[MAXS];
+            for (int j = 1; j < pl.nstages; j++)
+                cuts[j - 1] = (tsr_pp_cut_t){pl.stages[j].nodes[0], pl.stages[j].head};
+            tsr_pp_plan_t ev;
+            assert_int_equal(tsr_pp_evaluate_shared(pp, cuts, pl.nstages - 1, &ev), 0);
+            assert_true(near(ev.period, pl.period, 1e-12) && near(ev.latency, pl.latency, 1e-12));
+            /* a plan with clean cuts only is an ordinary placement: tsr_pp_evaluate gives the same loads */
+            if (!pl.shared) {
+                int slot[MAXN];
+                for (int j = 0; j < pl.nstages; j++)
+                    for (int i = 0; i < pl.stages[j].nnodes; i++)
+                        slot[pl.stages[j].nodes[i]] = j;
+                tsr_pp_plan_t ord;
+                assert_int_equal(tsr_pp_evaluate(pp, slot, &ord), 0);
+                if (!near(ord.period, pl.period, 1e-9) || !near(ord.latency, pl.latency, 1e-9))
+                    fail_msg("DAG %d: clean plan %g / %g, tsr_pp_evaluate %g / %g", it, pl.period, pl.latency,
+                             ord.period, ord.latency);
+                tsr_pp_plan_free(&ord);
+                clean++;
+            }
+            shared += pl.shared;
+            better += bp < bp_clean * (1 - 1e-9);
+            feasible++;
+            tsr_pp_plan_free(&ev);
+            tsr_pp_plan_free(&pl);
+        }
+        tsr_pp_free(pp);
+    }
+    printf("test_shared_vs_brute: %d optimal (%d share a node, %d beat every clean-cut plan; %d clean plans equal "
+           "tsr_pp_evaluate's), %d infeasible and refused\n",
+           feasible, shared, better, clean, refused);
+    assert_true(feasible >= 200);
+    assert_true(better >= 30); /* sharing matters on enough of them */
+    assert_true(clean >= 30);
+}
+
+/* Shared boundaries refused: bad units, a graph output, an order that is not topological, a cut that leaves a
+ * consumer outside the later part's stage; and a hand-worked load. */
+static void test_shared_refusals(void **state)
+{
+    (void)state;
+    tsr_pp_t *pp;
+    assert_int_equal(tsr_pp_create(1, &pp), 0);
+    double c[1] = {100}, uc[3] = {25, 50, 75};
+    for (int v = 0; v < 3; v++)
+        assert_int_equal(tsr_pp_node(pp, v == 1 ? "mid" : v ? "out" : "in", c, INFINITY, 0, NULL), 0);
+    assert_int_equal(tsr_pp_edge(pp, 0, 1, 800), 0);
+    assert_int_equal(tsr_pp_edge(pp, 1, 2, 400), 0);
+    assert_int_equal(tsr_pp_node_io(pp, 2, 0, 16), 0);
+    assert_int_equal(tsr_pp_device(pp, "d0", 0, 1000, NULL), 0);
+    assert_int_equal(tsr_pp_device(pp, "d1", 0, 1000, NULL), 0);
+    assert_int_equal(tsr_pp_set_link(pp, 8, 10), 0);
+    assert_int_equal(tsr_pp_node_share(pp, 1, 1, uc, NULL), TSR_EINVAL);
+    assert_int_equal(tsr_pp_node_share(pp, 1, TSR_PP_MAX_UNITS + 1, uc, NULL), TSR_EINVAL);
+    assert_int_equal(tsr_pp_node_share(pp, 2, 4, uc, NULL), TSR_EINVAL); /* writes the graph output */
+    assert_non_null(strstr(tsr_errmsg(), "\"out\" writes a graph output"));
+    double bad[3] = {25, NAN, 75};
+    assert_int_equal(tsr_pp_node_share(pp, 1, 4, bad, NULL), TSR_EINVAL);
+    double ex[1] = {7};
+    assert_int_equal(tsr_pp_node_share(pp, 1, 4, uc, ex), 0);
+    assert_int_equal(tsr_pp_node_units(pp, 1), 4);
+    assert_int_equal(tsr_pp_node_units(pp, 0), 1);
+    /* "mid" shared at unit 1: stage 0 = in + 1 unit of mid, stage 1 = 3 units of mid + out. By hand (link
+     * 8 B/cycle + 10):
+     * stage 0: 100 + 25; sends in's 800 B (mid's rest reads it) 10 + 100, and its slice of mid's 400 B,
+     *          100 B: 10 + 12.5 -> 257.5
+     * stage 1: 75 + 7 + 100; receives in's 800 B (110); the join: the slice of 100 B in (22.5), its own
+     *          300 B out and in (2 x 47.5); the graph output 16 B (12) -> 182 + 110 + 22.5 + 95 + 12 = 421.5 */
+    tsr_pp_cut_t cut = {1, 1};
+    tsr_pp_plan_t pl;
+    assert_int_equal(tsr_pp_evaluate_shared(pp, &cut, 1, &pl), 0);
+    assert_true(pl.shared && pl.nstages == 2);
+    assert_true(near(pl.stages[0].load, 257.5, 1e-12));
+    assert_true(near(pl.stages[1].load, 421.5, 1e-12));
+    assert_int_equal(pl.stages[0].tail, 1);
+    assert_int_equal(pl.stages[1].head, 1);
+    tsr_pp_plan_free(&pl);
+    /* a cut that leaves "out" (a consumer of the shared node) outside the later part's stage */
+    tsr_pp_cut_t two[2] = {{1, 2}, {2, 0}};
+    assert_int_equal(tsr_pp_evaluate_shared(pp, two, 2, &pl), TSR_EINVAL); /* 3 stages, 2 devices */
+    assert_int_equal(tsr_pp_device(pp, "d2", 0, 1000, NULL), 0);
+    assert_int_equal(tsr_pp_evaluate_shared(pp, two, 2, &pl), TSR_EINVAL);
+    assert_non_null(strstr(tsr_errmsg(), "consumer of shared node \"mid\""));
+    tsr_pp_cut_t units[1] = {{1, 4}};
+    assert_int_equal(tsr_pp_evaluate_shared(pp, units, 1, &pl), TSR_EINVAL);
+    tsr_pp_cut_t order[2] = {{2, 0}, {1, 0}};
+    assert_int_equal(tsr_pp_evaluate_shared(pp, order, 2, &pl), TSR_EINVAL);
+    tsr_pp_free(pp);
+    /* the node order must be a topological order */
+    assert_int_equal(tsr_pp_create(1, &pp), 0);
+    assert_int_equal(tsr_pp_node(pp, "a", c, INFINITY, 0, NULL), 0);
+    assert_int_equal(tsr_pp_node(pp, "b", c, INFINITY, 0, NULL), 0);
+    assert_int_equal(tsr_pp_edge(pp, 1, 0, 8), 0);
+    assert_int_equal(tsr_pp_device(pp, "d0", 0, 1000, NULL), 0);
+    assert_int_equal(tsr_pp_solve_shared(pp, NULL, &pl), TSR_EINVAL);
+    assert_non_null(strstr(tsr_errmsg(), "\"b\" -> \"a\" goes backwards"));
+    tsr_pp_free(pp);
+}
+
+
 /* ---------------------------------------------------------- the command */
 
 /* Run `tessera ARGS` (stderr joined); its output in buf, its exit status returned. */
@@ -976,7 +1307,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_chain),         cmocka_unit_test(test_long_chain),   cmocka_unit_test(test_diamond),      cmocka_unit_test(test_host_only),
         cmocka_unit_test(test_dram_split),    cmocka_unit_test(test_refusals),     cmocka_unit_test(test_dp_vs_brute),
-        cmocka_unit_test(test_ilp_vs_brute),  cmocka_unit_test(test_split_vs_brute), cmocka_unit_test(test_split_refusals),  cmocka_unit_test(test_cli),
+        cmocka_unit_test(test_ilp_vs_brute),  cmocka_unit_test(test_split_vs_brute), cmocka_unit_test(test_split_refusals),  cmocka_unit_test(test_shared_vs_brute),
+        cmocka_unit_test(test_shared_refusals), cmocka_unit_test(test_cli),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
