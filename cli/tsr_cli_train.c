@@ -25,7 +25,8 @@ static const char *train_help =
     "usage: tessera train MODEL.onnx --data X.npy --labels Y.npy --epochs N --trainable LAYERS\n"
     "                     -o TUNED.onnx [--lr F] [--momentum F] [--batch B] [--seed S]\n"
     "                     [--backend fsim|systemc|rtl] [--config CONFIG] [--backward device|host]\n"
-    "                     [--update master|int8] [--quiet] [device options]\n"
+    "                     [--update master|int8] [--grad-round nearest|stochastic]\n"
+    "                     [--quiet] [device options]\n"
     "\n"
     "Fine-tune a quantized QDQ ONNX model on the device (on-device training,\n"
     "docs/guide/train-on-device.md): the layers before the first trainable one\n"
@@ -59,10 +60,12 @@ static const char *train_help =
     "                    re-quantized after each step; int8: the int8 weights\n"
     "                    updated in place on their fixed grid (quantization-aware\n"
     "                    scaling; an experiment: most updates round to 0)\n"
+    "  --grad-round HOW  the int8 gradients' rounding: nearest (default) or\n"
+    "                    stochastic (unbiased; seeded by --seed)\n"
     "  --quiet           no trainable-part table and no progress lines\n";
 
 enum { O_DATA = 3000, O_LABELS, O_EPOCHS, O_TRAINABLE, O_LR, O_MOMENTUM, O_BATCH, O_SEED, O_BACKEND, O_CONFIG,
-       O_BACKWARD, O_UPDATE, O_QUIET, O_HELP };
+       O_BACKWARD, O_UPDATE, O_GRAD_ROUND, O_QUIET, O_HELP };
 
 typedef struct {
     const char *model, *data, *labels, *out, *backend, *cfgname, *trainable;
@@ -137,6 +140,12 @@ static int train_option(int c, char *arg, const tsr_cli_dev_t *dev, train_args_t
             return 0;
         }
         return snprintf(msg, sizeof msg, "--update \"%.64s\": master or int8", arg), bad(msg);
+    case O_GRAD_ROUND:
+        if (!strcmp(arg, "nearest") || !strcmp(arg, "stochastic")) {
+            a->o.grad_stochastic = !strcmp(arg, "stochastic");
+            return 0;
+        }
+        return snprintf(msg, sizeof msg, "--grad-round \"%.64s\": nearest or stochastic", arg), bad(msg);
     case 'h':
     case O_HELP: fputs(train_help, stdout); fputs(dev->help, stdout); return -1;
     default: fputs(train_help, stderr); return 2;
@@ -153,7 +162,7 @@ static int train_parse(int argc, char **argv, const tsr_cli_dev_t *dev, train_ar
         {"momentum", required_argument, 0, O_MOMENTUM}, {"batch", required_argument, 0, O_BATCH},
         {"seed", required_argument, 0, O_SEED},         {"backend", required_argument, 0, O_BACKEND},
         {"config", required_argument, 0, O_CONFIG},     {"backward", required_argument, 0, O_BACKWARD},
-        {"update", required_argument, 0, O_UPDATE},     {"quiet", no_argument, 0, O_QUIET},
+        {"update", required_argument, 0, O_UPDATE}, {"grad-round", required_argument, 0, O_GRAD_ROUND},     {"quiet", no_argument, 0, O_QUIET},
         {"help", no_argument, 0, O_HELP}};
     size_t no = 0;
     for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)

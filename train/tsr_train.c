@@ -344,6 +344,7 @@ int tsr_train_open(const char *path, tsr_device_t *dev, const tsr_train_opts_t *
         return tsr_err(TSR_ENOMEM, "out of memory");
     snprintf(tr->path, sizeof tr->path, "%s", path);
     tr->o = *opts;
+    tr->round_state = opts->seed ^ 0x5eed0f6a3d1e2b7cULL; /* not the shuffle's stream */
     tr->dev = dev;
     tr->cfg = *tsr_device_config(dev);
     if (!(rc = tsr_onnx_load(path, opts->batch, &tr->m)) && !(rc = tsr_onnx_set_target(tr->m, &tr->cfg)))

@@ -67,6 +67,8 @@ typedef struct tsr_train_opts {
                                (w_q -= round(lr v / w_scale): Lin et al.'s quantization-aware scaling, the
                                gradient of w_q times w_scale^-2), the int32 bias likewise; the measurement of
                                why the master copy is there */
+    int grad_stochastic;    /* 1: the int8 gradients rounded stochastically (floor(g / s + u), u uniform in [0, 1)
+                               from splitmix64 seeded by seed: unbiased, as Lin et al. suggest), 0: to nearest */
     FILE *progress;         /* a line per epoch (NULL: none) */
 } tsr_train_opts_t;
 

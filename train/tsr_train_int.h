@@ -64,6 +64,7 @@ struct tsr_trainer {
     uint64_t host_macs;        /* backward MACs done on the host */
     uint64_t fwd_macs;         /* forward MACs of the part */
     uint64_t upd_n, upd_moved; /* int8_update: weight updates, and those that moved the int8 value */
+    uint64_t round_state;      /* grad_stochastic: the rounding's splitmix64 state (from the seed, its own stream) */
 };
 
 /* tsr_train_step.c */

@@ -13,6 +13,7 @@
 #include "tsr_error.h"
 #include "tsr_strsafe.h"
 #include "tsr_train_int.h"
+#include "tsr_util.h"
 
 /* The part's input of layer j: the previous layer's kept output, or the batch's frozen features. */
 static const uint8_t *layer_in(const tsr_trainer_t *tr, int j) { return j ? tr->c[j - 1].y : tr->x0; }
@@ -146,8 +147,10 @@ static void host_conv(const tsr_grad_conv_t *p, int oh, int ow, const int8_t *dy
 
 /* ------------------------------------------------------------------------ backward */
 
-/* Quantize g[n] per tensor to int8 (symmetric, zero point 0): the scale max|g| / 127 (0: g is all 0). */
-static float quantize_grad(const float *g, size_t n, int8_t *q)
+/* Quantize g[n] per tensor to int8 (symmetric, zero point 0): the scale max|g| / 127 (0: g is all 0).
+ * Rounded to nearest, or stochastically (grad_stochastic: floor(g / s + u), u uniform in [0, 1), so the
+ * rounding is unbiased in expectation: small gradients are not all lost to 0 as to nearest). */
+static float quantize_grad(tsr_trainer_t *tr, const float *g, size_t n, int8_t *q)
 {
     float amax = 0;
     for (size_t i = 0; i < n; i++)
@@ -158,7 +161,12 @@ static float quantize_grad(const float *g, size_t n, int8_t *q)
     }
     const float s = amax / 127.0f;
     for (size_t i = 0; i < n; i++) {
-        long v = lrintf(g[i] / s);
+        long v;
+        if (tr->o.grad_stochastic) {
+            const float u = (float)(tsr_splitmix64(&tr->round_state) >> 40) * (1.0f / 16777216.0f);
+            v = (long)floorf(g[i] / s + u);
+        } else
+            v = lrintf(g[i] / s);
         q[i] = (int8_t)(v > 127 ? 127 : v < -127 ? -127 : v);
     }
     return s;
@@ -191,7 +199,7 @@ static int weight_backward(tsr_trainer_t *tr, trl_t *l, const void *x, const flo
             l->gb[m] = (float)s;
         }
     }
-    const float s = quantize_grad(g, ny, tr->q);
+    const float s = quantize_grad(tr, g, ny, tr->q);
     l->s_dy = s;
     l->s_dx = 0;
     if (l->trainable) {
@@ -226,7 +234,7 @@ static int weight_backward(tsr_trainer_t *tr, trl_t *l, const void *x, const flo
                     const size_t k = ((size_t)n * M + m) * S + i;
                     gin[k] = g[k] * l->ws[m]; /* (gin as scratch: dX is written after) */
                 }
-        sx = quantize_grad(gin, ny, tr->q);
+        sx = quantize_grad(tr, gin, ny, tr->q);
     }
     l->s_dx = l->wc > 1 ? sx : s;
     const size_t nx = (size_t)nb * l->x_elems;
