@@ -13,6 +13,21 @@
 #               last:3; gradients rounded to nearest and stochastically) within 0.5 points (~30 s)
 #   train_cli_rtl  one epoch of conv2+fc on the Verilated RTL: the same tuned model, byte for
 #               byte, as fsim's and the SystemC model's; SystemC's step cycles within 3% (~30 s)
+#   train_cli_newclass  a new class: the digits CNN trained without digit 9 (make_newclass.py)
+#               learns it on the device from 100 samples (+200 of the others): the new class
+#               learnt, the old ones kept, both against float torch (~20 s)
+# The new-class demo's base model and data (build/digits/newclass; seeded, ~10 s).
+set(TSR_NEWCLASS ${TSR_DIGITS}/newclass)
+add_custom_command(
+  OUTPUT ${TSR_NEWCLASS}/base_qdq.onnx ${TSR_NEWCLASS}/train_x.npy ${TSR_NEWCLASS}/train_y.npy
+         ${TSR_NEWCLASS}/new_x.npy ${TSR_NEWCLASS}/new_y.npy ${TSR_NEWCLASS}/old_x.npy ${TSR_NEWCLASS}/old_y.npy
+  COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/scripts/train/make_newclass.py ${TSR_NEWCLASS}
+  DEPENDS ${CMAKE_SOURCE_DIR}/scripts/train/make_newclass.py ${CMAKE_SOURCE_DIR}/scripts/onnx/train_digits.py
+  COMMENT "the new-class demo: digits CNN without digit 9 (scripts/train/make_newclass.py -> build/digits/newclass)")
+add_custom_target(digits_newclass ALL DEPENDS ${TSR_NEWCLASS}/base_qdq.onnx)
+add_test(NAME train_cli_newclass COMMAND ${CMAKE_SOURCE_DIR}/scripts/train/test_train.sh $<TARGET_FILE:tessera_cli>
+         ${CMAKE_SOURCE_DIR} ${CMAKE_BINARY_DIR}/train_cli_newclass ${TSR_DIGITS} newclass)
+set_tests_properties(train_cli_newclass PROPERTIES TIMEOUT 600)
 target_link_libraries(test_train PRIVATE tsr_train)
 target_compile_definitions(test_train PRIVATE TSR_DIGITS_DIR="${TSR_DIGITS}")
 add_dependencies(test_train digits_model digits_shifted)
