@@ -887,13 +887,17 @@ out:
     return rc;
 }
 
-/* Estimated cycles of a dense GEMM in the orientation gemm_any takes (-1: no tiling). */
-static double est_gemm(const tsr_config_t *c, int p, int r, int q)
+/* Estimated cycles of a dense GEMM in the orientation gemm_any takes (-1: no tiling); *bytes (if
+ * not NULL) its device buffers (operands, result, uops) as gemm32 allocates them. */
+static double est_gemm(const tsr_config_t *c, int p, int r, int q, uint64_t *bytes)
 {
     const int tr = transposed_is_cheaper(c, p, r, q);
     gemm_t g = {0, tr ? q : p, r, tr ? p : q, NULL, NULL, 0};
     ggeo_t o;
-    const double v = geo_init(c, &g, &o) ? -1 : o.cost;
+    const int bad = geo_init(c, &g, &o) != TSR_OK;
+    const double v = bad ? -1 : o.cost;
+    if (bytes)
+        *bytes = bad ? 0 : o.a_bytes + o.w_bytes + o.c_bytes + (uint64_t)(2 * NREG * o.rc + NREG * o.np) * c->uop_bytes;
     tsr_err_clear();
     return v;
 }
@@ -1099,12 +1103,16 @@ static int lowering_forced(void)
     return !e ? 0 : !strcmp(e, "gather") ? 1 : !strcmp(e, "im2col") ? 2 : 0;
 }
 
-static int take_gather(double ec, double eg)
+/* ec, eg: the estimated cycles gathered on chip and as the im2col GEMM (-1: no tiling); gbytes the
+ * im2col GEMM's device buffers, budget the caller's limit on them (0: none). Over the budget the
+ * gathered lowering is taken whatever the estimate (its buffers hold the operands once, not a
+ * KH*KW-fold copy of the input). */
+static int take_gather(double ec, double eg, uint64_t gbytes, uint64_t budget)
 {
     const int f = lowering_forced();
     if (ec < 0)
         return 0;
-    return f == 1 || eg < 0 || (f == 0 && ec <= eg);
+    return f == 1 || eg < 0 || (f == 0 && (ec <= eg || (budget && gbytes > budget)));
 }
 
 /* One phase of dX (groups 1) as a convolution GEMM gathered on chip: with
@@ -1158,8 +1166,20 @@ out:
  * no zero-inserted rows). Groups 1: A [pixels][(co, ky, kx)] of dy, W
  * [(co, ky, kx)][ci] of w; depthwise: lanes, A [c][pixels][(ky, kx)],
  * W [(ky, kx)][c]. */
+static int conv_dx(tsr_device_t *dev, const tsr_grad_conv_t *p, uint64_t budget, const int8_t *dy, const int8_t *w,
+                   int32_t *dx, tsr_grad_stats_t *st);
 int tsr_grad_conv_dx(tsr_device_t *dev, const tsr_grad_conv_t *p, const int8_t *dy, const int8_t *w, int32_t *dx,
                      tsr_grad_stats_t *st)
+{
+    return conv_dx(dev, p, 0, dy, w, dx, st);
+}
+int tsr_grad_conv_dx_budget(tsr_device_t *dev, const tsr_grad_conv_t *p, uint64_t dev_budget, const int8_t *dy,
+                            const int8_t *w, int32_t *dx, tsr_grad_stats_t *st)
+{
+    return conv_dx(dev, p, dev_budget, dy, w, dx, st);
+}
+static int conv_dx(tsr_device_t *dev, const tsr_grad_conv_t *p, uint64_t budget, const int8_t *dy, const int8_t *w,
+                   int32_t *dx, tsr_grad_stats_t *st)
 {
     const char *op = "grad conv dx";
     int oh, ow, rc = check_conv(op, dev, p, dy, w, dx, 0, &oh, &ow);
@@ -1210,8 +1230,9 @@ int tsr_grad_conv_dx(tsr_device_t *dev, const tsr_grad_conv_t *p, const int8_t *
                 const cgemm_t cg = {p->n, cout, cin, ny, nx, nky, nkx, NULL, NULL, 0};
                 cgeo_t cgo;
                 const double ec = cgeo_init(tsr_device_config(dev), &cg, &cgo) ? -1 : cgo.cost;
-                const double eg = est_gemm(tsr_device_config(dev), np_, r, q);
-                if (take_gather(ec, eg)) {
+                uint64_t gb = 0;
+                const double eg = est_gemm(tsr_device_config(dev), np_, r, q, &gb);
+                if (take_gather(ec, eg, gb, budget)) {
                     if ((rc = conv_dx_phase(dev, p, dy, w, oh, ow, ys, ny, xs, nx, kys, nky, kxs, nkx, o, &cyc)))
                         goto phase_err;
                     goto unpack;
@@ -1391,8 +1412,20 @@ static int conv_dw_phases(tsr_device_t *dev, const tsr_grad_conv_t *p, const int
  * - off (padding: x_zp - off); depthwise: lanes, A [c][(ky, kx)][(n, oy,
  * ox)] of g, W [(n, oy, ox)][c] of dy. Then the zero-point fold per output
  * channel. */
+static int conv_dw(tsr_device_t *dev, const tsr_grad_conv_t *p, uint64_t budget, const int8_t *dy, const void *x,
+                   tsr_dtype_e x_dtype, int32_t x_zp, int32_t *dw, tsr_grad_stats_t *st);
 int tsr_grad_conv_dw(tsr_device_t *dev, const tsr_grad_conv_t *p, const int8_t *dy, const void *x, tsr_dtype_e x_dtype,
                      int32_t x_zp, int32_t *dw, tsr_grad_stats_t *st)
+{
+    return conv_dw(dev, p, 0, dy, x, x_dtype, x_zp, dw, st);
+}
+int tsr_grad_conv_dw_budget(tsr_device_t *dev, const tsr_grad_conv_t *p, uint64_t dev_budget, const int8_t *dy,
+                            const void *x, tsr_dtype_e x_dtype, int32_t x_zp, int32_t *dw, tsr_grad_stats_t *st)
+{
+    return conv_dw(dev, p, dev_budget, dy, x, x_dtype, x_zp, dw, st);
+}
+static int conv_dw(tsr_device_t *dev, const tsr_grad_conv_t *p, uint64_t budget, const int8_t *dy, const void *x,
+                   tsr_dtype_e x_dtype, int32_t x_zp, int32_t *dw, tsr_grad_stats_t *st)
 {
     const char *op = "grad conv dw";
     int oh, ow, rc = check_conv(op, dev, p, dy, x, dw, 1, &oh, &ow);
@@ -1413,8 +1446,9 @@ int tsr_grad_conv_dw(tsr_device_t *dev, const tsr_grad_conv_t *p, const int8_t *
     if (!dwise) {
         double ec = -1;
         conv_dw_phases(dev, p, dy, &gs, oh, ow, NULL, NULL, &ec);
-        const double eg = est_gemm(tsr_device_config(dev), cout, r, cig * kk);
-        if (take_gather(ec, eg)) {
+        uint64_t gb = 0;
+        const double eg = est_gemm(tsr_device_config(dev), cout, r, cig * kk, &gb);
+        if (take_gather(ec, eg, gb, budget)) {
             if ((rc = conv_dw_phases(dev, p, dy, &gs, oh, ow, o, &cyc, NULL)))
                 goto fail;
             goto fold;

@@ -49,4 +49,15 @@ int tsr_grad_conv_dx(tsr_device_t *dev, const tsr_grad_conv_t *p, const int8_t *
 int tsr_grad_conv_dw(tsr_device_t *dev, const tsr_grad_conv_t *p, const int8_t *dy, const void *x, tsr_dtype_e x_dtype,
                      int32_t x_zp, int32_t *dw, tsr_grad_stats_t *st);
 
+/* The same two with a device-memory budget: groups-1 convs lower either gathered on chip or as an
+ * im2col GEMM (a KH*KW-fold copy of the input or dy on the device), by estimated cycles; with
+ * dev_budget > 0 the im2col GEMM is taken only when its device buffers (operands, result, uops) are
+ * at most dev_budget bytes, else the gathered lowering (when it has a tiling). 0: no budget, as
+ * above. Same integers either way. (A trainer passes the inference's high-water mark, so that a
+ * training step's peak stays within twice the inference's.) */
+int tsr_grad_conv_dx_budget(tsr_device_t *dev, const tsr_grad_conv_t *p, uint64_t dev_budget, const int8_t *dy,
+                            const int8_t *w, int32_t *dx, tsr_grad_stats_t *st);
+int tsr_grad_conv_dw_budget(tsr_device_t *dev, const tsr_grad_conv_t *p, uint64_t dev_budget, const int8_t *dy,
+                            const void *x, tsr_dtype_e x_dtype, int32_t x_zp, int32_t *dw, tsr_grad_stats_t *st);
+
 #endif

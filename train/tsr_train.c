@@ -605,6 +605,9 @@ int tsr_train_run(tsr_trainer_t *tr, const tsr_tensor_t *x, const tsr_tensor_t *
     for (int64_t i = 0; i < N; i++)
         lab[i] = y->dtype == TSR_DT_INT32 ? ((const int32_t *)y->data)[i] : (int32_t)((const int64_t *)y->data)[i];
     rc = measure_inference(tr, x, st);
+    /* each backward conv's device buffers at most the inference's high-water mark: with the kernel
+       cache held, a step's peak stays within twice the inference's (the issue's goal) */
+    tr->dev_budget = st->peak_infer;
     if (!rc) {
         tsr_mem_reset_peak(tr->dev);
         rc = features(tr, x, &feat, st);

@@ -213,7 +213,8 @@ static int weight_backward(tsr_trainer_t *tr, trl_t *l, const void *x, const flo
                 host_dense_dw(nb, K, M, tr->q, x, l->x_dtype, l->x_zp, tr->acc);
             tr->host_macs += macs;
         } else if (conv)
-            rc = tsr_grad_conv_dw(tr->dev, &gp, tr->q, x, l->x_dtype, l->x_zp, tr->acc, &tr->gst);
+            rc = tsr_grad_conv_dw_budget(tr->dev, &gp, tr->dev_budget, tr->q, x, l->x_dtype, l->x_zp, tr->acc,
+                                         &tr->gst);
         else
             rc = tsr_grad_dense_dw(tr->dev, nb, K, M, tr->q, x, l->x_dtype, l->x_zp, tr->acc, &tr->gst);
         if (rc)
@@ -249,7 +250,7 @@ static int weight_backward(tsr_trainer_t *tr, trl_t *l, const void *x, const flo
             host_dense_dx(nb, K, M, tr->q, l->wq, tr->acc);
         tr->host_macs += (uint64_t)nb * l->y_elems * (uint64_t)K;
     } else if (conv)
-        rc = tsr_grad_conv_dx(tr->dev, &gp, tr->q, l->wq, tr->acc, &tr->gst);
+        rc = tsr_grad_conv_dx_budget(tr->dev, &gp, tr->dev_budget, tr->q, l->wq, tr->acc, &tr->gst);
     else
         rc = tsr_grad_dense_dx(tr->dev, nb, K, M, tr->q, l->wq, tr->acc, &tr->gst);
     if (rc)
