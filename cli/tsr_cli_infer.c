@@ -16,6 +16,7 @@
 #include "tsr_error.h"
 #include "tsr_sampled.h"
 #include "tsr_npy.h"
+#include "tsr_cli_pipe.h"
 #include "tsr_onnx.h"
 
 static const char *infer_help =
@@ -292,6 +293,9 @@ static void infer_free(const infer_args_t *a, infer_state_t *s)
 
 int tsr_cli_infer(int argc, char **argv, const tsr_cli_dev_t *dev)
 {
+    for (int i = 1; i < argc; i++) /* several devices: the pipelined run (tsr_cli_pipe.c) has its own options */
+        if (!strcmp(argv[i], "--devices") || !strncmp(argv[i], "--devices=", 10))
+            return tsr_cli_infer_devices(argc, argv);
     infer_args_t a = {.backend = "fsim", .cfgname = "default"};
     int st = infer_parse(argc, argv, dev, &a);
     if (st >= 0)

@@ -18,6 +18,9 @@
 #include "tsr_graph.h"
 #include "tsr_multidev.h"
 #include "tsr_netdesc.h"
+#include "tsr_npy.h"
+#include "tsr_onnx.h"
+#include "tsr_onnx_pipe.h"
 #include "tsr_pipeexec.h"
 #include "tsr_pipenet.h"
 #include "tsr_pipeplan.h"
@@ -64,7 +67,15 @@ static const char *pipe_help =
     "                     channels (whole channel blocks); the host joins the slices.\n"
     "                     The better of this and the plan above runs\n"
     "  --check-on NAME    then run each stage alone on backend NAME (e.g. rtl), one\n"
-    "                     device at a time, and set its cycles against the prediction\n" TSR_CLI_DEVICE_OPTIONS_HELP;
+    "                     device at a time, and set its cycles against the prediction\n"
+    "\n"
+    "       tessera infer MODEL.onnx -i INPUT.npy --devices K [-o OUTPUT.npy] [the options above]\n"
+    "\n"
+    "The same for an ONNX model: its device operators (one device segment, or\n"
+    "segments joined only by relabellings) are the network split into stages;\n"
+    "the host operators before and after them run on the host for each input.\n"
+    "The stream is INPUT's images, one per input (the model's batch is 1);\n"
+    "OUTPUT gets the model's outputs, written only when every one was computed.\n" TSR_CLI_DEVICE_OPTIONS_HELP;
 
 enum { OPT_DEVICES = 2000, OPT_CONFIGS, OPT_INPUTS, OPT_CAL, OPT_SMALL, OPT_LBW, OPT_LLAT, OPT_DRAM, OPT_FAIL,
        OPT_CHECK_ON, OPT_SPLIT, OPT_SPLIT_NODES, OPT_SHARE };
@@ -72,6 +83,8 @@ enum { OPT_DEVICES = 2000, OPT_CONFIGS, OPT_INPUTS, OPT_CAL, OPT_SMALL, OPT_LBW,
 typedef struct {
     int devices, inputs, calibrate, small, hw, width, classes, fail, split, split_nodes, share;
     const char *configs, *net, *check_on;
+    const char *model, *in_path, *out_path; /* tessera infer --devices */
+    int infer;
     double link_bw, link_lat, dram_mib;
     tsr_cli_base_t b;
 } pipe_opts_t;
@@ -92,53 +105,56 @@ static int pipe_parse(int argc, char **argv, pipe_opts_t *o)
     int c;
     long v;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "c:b:s:h", opts, NULL)) != -1) {
-        int r = tsr_cli_base_option("net", c, optarg, &o->b);
+    const char *cmd = o->infer ? "infer" : "net";
+    while ((c = getopt_long(argc, argv, o->infer ? "c:b:s:hi:o:" : "c:b:s:h", opts, NULL)) != -1) {
+        int r = tsr_cli_base_option(cmd, c, optarg, &o->b);
         if (r < 0)
             return -1;
         if (r > 0)
             continue;
         switch (c) {
         case 'h': fputs(pipe_help, stdout); return -2;
+        case 'i': o->in_path = optarg; break;
+        case 'o': o->out_path = optarg; break;
         case OPT_DEVICES:
             if (tsr_cli_parse_long(optarg, 1, 1000000, &v))
-                return tsr_cli_usage("net", "--devices needs a count >= 1");
+                return tsr_cli_usage(cmd, "--devices needs a count >= 1");
             if (v > TSR_MDEV_MAX)
-                return tsr_cli_usage("net", "--devices: at most 64 devices");
+                return tsr_cli_usage(cmd, "--devices: at most 64 devices");
             o->devices = (int)v;
             break;
         case OPT_CONFIGS: o->configs = optarg; break;
         case OPT_INPUTS:
             if (tsr_cli_parse_long(optarg, 1, TSR_PIPEX_MAX_INPUTS, &v))
-                return tsr_cli_usage("net", "--inputs needs 1..4096");
+                return tsr_cli_usage(cmd, "--inputs needs 1..4096");
             o->inputs = (int)v;
             break;
         case OPT_CAL: o->calibrate = 1; break;
         case OPT_SPLIT:
             if (tsr_cli_parse_long(optarg, 2, TSR_PP_MAX_SPLIT, &v))
-                return tsr_cli_usage("net", "--split needs parts 2..8");
+                return tsr_cli_usage(cmd, "--split needs parts 2..8");
             o->split = (int)v;
             break;
         case OPT_SPLIT_NODES:
             if (tsr_cli_parse_long(optarg, 1, 64, &v))
-                return tsr_cli_usage("net", "--split-nodes needs 1..64");
+                return tsr_cli_usage(cmd, "--split-nodes needs 1..64");
             o->split_nodes = (int)v;
             break;
         case OPT_SHARE:
             if (tsr_cli_parse_long(optarg, 2, TSR_PP_MAX_UNITS, &v))
-                return tsr_cli_usage("net", "--share needs units 2..64");
+                return tsr_cli_usage(cmd, "--share needs units 2..64");
             o->share = (int)v;
             break;
         case OPT_CHECK_ON: o->check_on = optarg; break;
         case OPT_SMALL:
             if (sscanf(optarg, "%d,%d,%d", &o->hw, &o->width, &o->classes) != 3 || o->hw < 1 || o->width < 1 ||
                 o->classes < 1)
-                return tsr_cli_usage("net", "--small needs H,WIDTH,CLASSES");
+                return tsr_cli_usage(cmd, "--small needs H,WIDTH,CLASSES");
             o->small = 1;
             break;
         case OPT_FAIL:
             if (tsr_cli_parse_long(optarg, 0, TSR_MDEV_MAX - 1, &v))
-                return tsr_cli_usage("net", "--fail-device needs a device index");
+                return tsr_cli_usage(cmd, "--fail-device needs a device index");
             o->fail = (int)v;
             break;
         case OPT_LBW:
@@ -147,24 +163,32 @@ static int pipe_parse(int argc, char **argv, pipe_opts_t *o)
             char *end;
             double x = strtod(optarg, &end);
             if (end == optarg || *end || !isfinite(x) || x < 0 || (c != OPT_LLAT && x <= 0) || x > 1e12)
-                return tsr_cli_usage("net", c == OPT_DRAM  ? "--dram needs MiB > 0"
+                return tsr_cli_usage(cmd, c == OPT_DRAM  ? "--dram needs MiB > 0"
                                             : c == OPT_LBW ? "--link-bw needs bytes per cycle > 0"
                                                            : "--link-latency needs cycles >= 0");
             *(c == OPT_DRAM ? &o->dram_mib : c == OPT_LBW ? &o->link_bw : &o->link_lat) = x;
             break;
         }
-        default: return tsr_cli_usage("net", "bad option");
+        default: return tsr_cli_usage(cmd, "bad option");
         }
     }
-    if (optind != argc - 1 || (strcmp(argv[optind], "resnet18") && strcmp(argv[optind], "resnet50")))
-        return tsr_cli_usage("net", "expected the network name: resnet18 or resnet50");
-    o->net = argv[optind];
+    if (o->infer) {
+        if (optind != argc - 1 || !o->in_path)
+            return tsr_cli_usage(cmd, "expected MODEL.onnx and -i INPUT.npy");
+        o->model = argv[optind];
+        o->net = "onnx";
+        if (o->small)
+            return tsr_cli_usage(cmd, "--small is a scaled-down resnet18, not a model");
+    } else if (optind != argc - 1 || (strcmp(argv[optind], "resnet18") && strcmp(argv[optind], "resnet50")))
+        return tsr_cli_usage(cmd, "expected the network name: resnet18 or resnet50");
+    else
+        o->net = argv[optind];
     if (o->small && strcmp(o->net, "resnet18"))
-        return tsr_cli_usage("net", "--small is a scaled-down resnet18");
+        return tsr_cli_usage(cmd, "--small is a scaled-down resnet18");
     if (o->fail >= o->devices)
-        return tsr_cli_usage("net", "--fail-device names a device past --devices");
+        return tsr_cli_usage(cmd, "--fail-device names a device past --devices");
     if (tsr_cli_devopts.rtl.timing_only)
-        return tsr_cli_usage("net", "--devices compares every output with the single-device run, which "
+        return tsr_cli_usage(cmd, "--devices compares every output with the single-device run, which "
                                     "--timing-only does not compute");
     return 0;
 }
@@ -366,10 +390,86 @@ static int add_shares(const pipe_opts_t *o, const tsr_netdesc_t *nd, const tsr_c
     return rc;
 }
 
-int tsr_cli_net_devices(int argc, char **argv)
+/* tessera infer --devices: the model (batch 1) and its device operators as
+ * one network (tsr_onnx_pipe.h); INPUT's images one by one through the
+ * host operators before them: ins[i] the network's input bytes of image i,
+ * outs[i] room for its output. */
+static int infer_inputs(const pipe_opts_t *o, const tsr_config_t *cfg, tsr_onnx_t **model, tsr_onnx_pipe_t **op,
+                        tsr_tensor_t *x, uint8_t ***ins, uint8_t ***outs, int *nimg, const tsr_netdesc_t **ndp)
+{
+    int rc = tsr_npy_read(o->in_path, x);
+    if (!rc && (x->ndim < 1 || x->shape[0] < 1 || x->shape[0] > TSR_PIPEX_MAX_INPUTS))
+        rc = tsr_err(TSR_EINVAL, "%s: the input needs a first dimension of 1..%d images", o->in_path,
+                     TSR_PIPEX_MAX_INPUTS);
+    if (!rc)
+        rc = tsr_onnx_load(o->model, 1, model);
+    if (!rc)
+        rc = tsr_onnx_pipe_open(*model, cfg, op);
+    if (rc)
+        return rc;
+    const tsr_netdesc_t *nd = tsr_onnx_pipe_net(*op);
+    int n = (int)x->shape[0];
+    uint64_t ib = tsr_netdesc_tensor_bytes(nd, 0), ob = tsr_netdesc_tensor_bytes(nd, nd->output);
+    *ins = calloc((size_t)n, sizeof **ins);
+    *outs = calloc((size_t)n, sizeof **outs);
+    if (!*ins || !*outs)
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    *nimg = n;
+    tsr_tensor_t one = *x; /* image i: a view of [1, ...] into x */
+    one.shape[0] = 1;
+    one.nbytes = x->nbytes / (size_t)n;
+    for (int i = 0; i < n && !rc; i++) {
+        one.data = (uint8_t *)x->data + (size_t)i * one.nbytes;
+        if (!((*ins)[i] = malloc(ib)) || !((*outs)[i] = malloc(ob)))
+            rc = tsr_err(TSR_ENOMEM, "out of memory");
+        else if ((rc = tsr_onnx_pipe_before(*op, &one, (*ins)[i])))
+            tsr_err_prefix(rc, "%s: image %d: ", o->in_path, i);
+    }
+    int hb, dv, ha, ns;
+    tsr_onnx_pipe_counts(*op, &hb, &dv, &ha, &ns);
+    if (!rc)
+        printf("model: %s: %d device operators in %d segment%s as one network, host operators %d before and %d "
+               "after (on the host); %d images\n",
+               o->model, dv, ns, ns == 1 ? "" : "s", hb, ha, n);
+    *ndp = nd;
+    return rc;
+}
+
+/* The host operators after the device operators for every image; the
+ * outputs stacked along the first dimension, written to OUTPUT. */
+static int infer_outputs(const pipe_opts_t *o, tsr_onnx_pipe_t *op, uint8_t **outs, int n, tsr_tensor_t *y)
+{
+    int rc = TSR_OK;
+    for (int i = 0; i < n && !rc; i++) {
+        tsr_tensor_t one;
+        memset(&one, 0, sizeof one);
+        if ((rc = tsr_onnx_pipe_after(op, outs[i], &one)))
+            break;
+        if (!i) {
+            int64_t shape[TSR_TENSOR_MAX_DIMS];
+            for (int d = 0; d < one.ndim; d++)
+                shape[d] = one.shape[d];
+            if (one.ndim < 1 || one.shape[0] != 1)
+                rc = tsr_err(TSR_EINVAL, "%s: the model's output has no batch dimension of 1", o->model);
+            shape[0] = n;
+            if (!rc)
+                rc = tsr_tensor_alloc(y, one.dtype, one.ndim, shape);
+        }
+        if (!rc)
+            memcpy((uint8_t *)y->data + (size_t)i * one.nbytes, one.data, one.nbytes);
+        tsr_tensor_free(&one);
+    }
+    if (!rc && o->out_path)
+        rc = tsr_npy_write(o->out_path, y);
+    if (!rc && o->out_path)
+        printf("wrote %s: the model's outputs of the %d images\n", o->out_path, n);
+    return rc;
+}
+
+static int pipe_main(int argc, char **argv, int infer)
 {
     pipe_opts_t o = {.devices = 0, .inputs = 8, .fail = -1, .link_bw = 8, .link_lat = 500, .dram_mib = 1024,
-                     .b = {"default", "fsim", 1}};
+                     .b = {"default", "fsim", 1}, .infer = infer};
     int r = pipe_parse(argc, argv, &o);
     if (r)
         return r == -2 ? 0 : 2;
@@ -379,6 +479,13 @@ int tsr_cli_net_devices(int argc, char **argv)
     int kind_of[TSR_MDEV_MAX], nkinds = 0;
     tsr_netdesc_t nd;
     memset(&nd, 0, sizeof nd);
+    const tsr_netdesc_t *ndp = &nd;
+    tsr_onnx_t *model = NULL;
+    tsr_onnx_pipe_t *op = NULL;
+    tsr_tensor_t xin, yout;
+    memset(&xin, 0, sizeof xin), memset(&yout, 0, sizeof yout);
+    uint8_t **ins = NULL, **outs = NULL;
+    int nimg = 0;
     tsr_pp_t *pp = NULL, *pp_jit = NULL;
     tsr_pp_plan_t plan, single, other;
     memset(&plan, 0, sizeof plan), memset(&single, 0, sizeof single), memset(&other, 0, sizeof other);
@@ -386,31 +493,35 @@ int tsr_cli_net_devices(int argc, char **argv)
     double *cost = NULL;
     int rn50 = !strcmp(o.net, "resnet50");
     int rc = pipe_configs(&o, cfgs, kind_of, kinds, &nkinds, names);
-    if (!rc)
+    if (!rc && infer) { /* the model's device operators as the network; its inputs through the host operators */
+        rc = infer_inputs(&o, &kinds[0], &model, &op, &xin, &ins, &outs, &nimg, &ndp);
+        o.inputs = nimg;
+    }
+    else if (!rc)
         rc = rn50 ? tsr_pipenet_resnet50_desc(1, &nd)
              : o.small ? tsr_netdesc_resnet18_small(o.b.seed, 1, o.hw, o.width, o.classes, &nd)
                        : tsr_netdesc_resnet18(o.b.seed, 1, &nd);
     if (!rc && rn50)
         rc = tsr_pipenet_resnet50_weights(&nd, o.b.seed);
     if (!rc)
-        rc = tsr_pipenet_problem(&nd, kinds, nkinds, &pp_jit, NULL);
+        rc = tsr_pipenet_problem(ndp, kinds, nkinds, &pp_jit, NULL);
     if (!rc)
         rc = add_devices(pp_jit, &o, kind_of, names);
     if (!rc && o.calibrate) {
         /* per kind: the whole network once on the backend, per-layer cycles */
-        if (!(cost = calloc((size_t)nd.nnodes * (size_t)nkinds, sizeof *cost)))
+        if (!(cost = calloc((size_t)ndp->nnodes * (size_t)nkinds, sizeof *cost)))
             rc = tsr_err(TSR_ENOMEM, "out of memory");
-        double *one = rc ? NULL : calloc((size_t)nd.nnodes, sizeof *one);
+        double *one = rc ? NULL : calloc((size_t)ndp->nnodes, sizeof *one);
         if (!rc && !one)
             rc = tsr_err(TSR_ENOMEM, "out of memory");
         for (int k = 0; k < nkinds && !rc; k++) {
-            rc = tsr_pipex_calibrate(o.b.backend, &kinds[k], &tsr_cli_devopts, &nd, 0, o.b.seed + 7777, one);
-            for (int v = 0; v < nd.nnodes && !rc; v++)
+            rc = tsr_pipex_calibrate(o.b.backend, &kinds[k], &tsr_cli_devopts, ndp, 0, o.b.seed + 7777, one);
+            for (int v = 0; v < ndp->nnodes && !rc; v++)
                 cost[(size_t)v * (size_t)nkinds + (size_t)k] = one[v];
         }
         free(one);
         if (!rc)
-            rc = tsr_pipenet_problem_costs(&nd, kinds, nkinds, cost, &pp);
+            rc = tsr_pipenet_problem_costs(ndp, kinds, nkinds, cost, &pp);
         if (!rc)
             rc = add_devices(pp, &o, kind_of, names);
     } else if (!rc) {
@@ -418,12 +529,12 @@ int tsr_cli_net_devices(int argc, char **argv)
         pp_jit = NULL;
     }
     if (!rc && o.split)
-        rc = add_splits(&o, &nd, kinds, nkinds, pp, pp_jit);
+        rc = add_splits(&o, ndp, kinds, nkinds, pp, pp_jit);
     tsr_pp_opts_t popts = {.max_split = o.split};
     if (!rc)
         rc = tsr_pp_solve_dp(pp, &popts, &plan);
     if (!rc && o.share)
-        rc = add_shares(&o, &nd, kinds, nkinds, pp, pp_jit, &plan);
+        rc = add_shares(&o, ndp, kinds, nkinds, pp, pp_jit, &plan);
     if (!rc)
         rc = tsr_pp_solve_baseline(pp, TSR_PP_SINGLE, &single);
     if (!rc && pp_jit && plan.shared) {
@@ -432,8 +543,8 @@ int tsr_cli_net_devices(int argc, char **argv)
             cuts[s] = (tsr_pp_cut_t){plan.stages[s + 1].nodes[0], plan.stages[s + 1].head};
         rc = tsr_pp_evaluate_shared(pp_jit, cuts, plan.nstages - 1, &other);
     } else if (!rc && pp_jit) {
-        int *parts = malloc(sizeof(int) * (size_t)nd.nnodes),
-            *xs = malloc(sizeof(int) * (size_t)nd.nnodes * TSR_PP_MAX_SPLIT);
+        int *parts = malloc(sizeof(int) * (size_t)ndp->nnodes),
+            *xs = malloc(sizeof(int) * (size_t)ndp->nnodes * TSR_PP_MAX_SPLIT);
         if (parts && xs) {
             plan_parts(&plan, parts, xs);
             rc = tsr_pp_evaluate_split(pp_jit, plan.slot, parts, xs, &other);
@@ -443,7 +554,7 @@ int tsr_cli_net_devices(int argc, char **argv)
     }
     if (rc)
         goto out;
-    printf("net: %s on %d devices (", nd.name, o.devices);
+    printf("net: %s on %d devices (", ndp->name, o.devices);
     for (int d = 0; d < o.devices; d++)
         printf("%s%s", d ? "," : "", names[kind_of[d]]);
     printf("), backend %s, %d inputs, link %.4g B/cycle + %.4g cycles per transfer, costs from %s\n", o.b.backend,
@@ -462,9 +573,10 @@ int tsr_cli_net_devices(int argc, char **argv)
         dopts[d].dram_size = (uint64_t)(o.dram_mib * 1048576.0);
     if ((rc = tsr_mdev_open(o.devices, backs, cfgs, dopts, o.link_bw, o.link_lat, &m)))
         goto out;
-    tsr_pipex_opts_t po = {.ninputs = o.inputs, .seed = o.b.seed + 1000};
+    tsr_pipex_opts_t po = {.ninputs = infer ? nimg : o.inputs, .seed = o.b.seed + 1000,
+                           .inputs = infer ? (const void *const *)ins : NULL, .outputs = infer ? (void *const *)outs : NULL};
     tsr_pipex_result_t res;
-    rc = tsr_pipex_run(m, &nd, pp, &plan, &po, &res);
+    rc = tsr_pipex_run(m, ndp, pp, &plan, &po, &res);
     if (rc)
         goto out;
     printf("pipeline (measured: device counters + the link's cycles by the model):\n");
@@ -482,13 +594,15 @@ int tsr_cli_net_devices(int argc, char **argv)
     }
     if (res.equal != res.checked)
         rc = 1;
+    if (!rc && infer) /* the host operators after the device operators; OUTPUT only when all are computed */
+        rc = infer_outputs(&o, op, outs, nimg, &yout);
     if (o.check_on) {
         /* each stage alone on the other backend: the prediction against it too */
         double worst_pred = 0, worst = 0;
         for (int s = 0; s < res.nstages && !rc; s++) {
             int d = res.st[s].device;
             double cyc;
-            if ((rc = tsr_pipex_stage_alone(o.check_on, &cfgs[d], &tsr_cli_devopts, &nd, &plan, s, 0, o.b.seed + 5,
+            if ((rc = tsr_pipex_stage_alone(o.check_on, &cfgs[d], &tsr_cli_devopts, ndp, &plan, s, 0, o.b.seed + 5,
                                             &cyc)))
                 break;
             if (cyc <= 0) {
@@ -516,11 +630,23 @@ out:
     free(cost);
     if (rn50)
         tsr_pipenet_desc_free(&nd);
-    else
+    else if (!infer)
         tsr_netdesc_free(&nd);
+    for (int i = 0; i < nimg; i++) {
+        free(ins ? ins[i] : NULL);
+        free(outs ? outs[i] : NULL);
+    }
+    free(ins), free(outs);
+    tsr_tensor_free(&xin), tsr_tensor_free(&yout);
+    tsr_onnx_pipe_free(op);
+    tsr_onnx_free(model);
     if (rc == 1) {
-        fprintf(stderr, "tessera: net: an output differs from the single-device run\n");
+        fprintf(stderr, "tessera: %s: an output differs from the single-device run\n", infer ? "infer" : "net");
         return 1;
     }
     return rc ? tsr_cli_fail(rc) : 0;
 }
+
+int tsr_cli_net_devices(int argc, char **argv) { return pipe_main(argc, argv, 0); }
+
+int tsr_cli_infer_devices(int argc, char **argv) { return pipe_main(argc, argv, 1); }

@@ -6,5 +6,8 @@
 /* argv[0] is "net" and argv has --devices. Returns the exit status: 0 ok,
  * 1 failure or an output that differs from the single-device run, 2 usage error. */
 int tsr_cli_net_devices(int argc, char **argv);
+/* `tessera infer MODEL.onnx -i INPUT.npy --devices K`: the same over the
+ * model's device operators (argv[0] is "infer"). */
+int tsr_cli_infer_devices(int argc, char **argv);
 
 #endif

@@ -209,7 +209,10 @@ static void *stage_main(void *arg)
                 break;
             }
             b->idx = i;
-            tsr_netdesc_random_input(nd, r->o->seed + (uint64_t)i, b->buf[0]);
+            if (r->o->inputs)
+                memcpy(b->buf[0], r->o->inputs[i], tsr_netdesc_tensor_bytes(nd, 0));
+            else
+                tsr_netdesc_random_input(nd, r->o->seed + (uint64_t)i, b->buf[0]);
         } else if (!(b = q_pop(&r->q[st->s - 1])))
             break; /* stopped */
         for (int j = 0; j < st->nin; j++)
@@ -581,7 +584,10 @@ static int reference(tsr_mdev_t *m, const tsr_netdesc_t *nd, const tsr_pipex_opt
             rc = tsr_err(TSR_ENOMEM, "out of memory");
             break;
         }
-        tsr_netdesc_random_input(nd, o->seed + (uint64_t)i, x);
+        if (o->inputs)
+            memcpy(x, o->inputs[i], tsr_netdesc_tensor_bytes(nd, 0));
+        else
+            tsr_netdesc_random_input(nd, o->seed + (uint64_t)i, x);
         const void *in[1] = {x};
         void *out[1] = {refs[i]};
         if (!(rc = tsr_graph_exec(g, in, out))) {
@@ -869,6 +875,9 @@ int tsr_pipex_run(tsr_mdev_t *m, const tsr_netdesc_t *nd, const tsr_pp_t *pp, co
             res->speedup_n = N * res->single / res->makespan;
         }
         uint64_t ob = tsr_netdesc_tensor_bytes(nd, nd->output);
+        for (int i = 0; i < N && o.outputs; i++)
+            if (o.outputs[i] && r.outs[i])
+                memcpy(o.outputs[i], r.outs[i], ob);
         for (int i = 0; i < N && !o.no_reference; i++) {
             res->checked++;
             if (r.outs[i] && refs[i] && !memcmp(r.outs[i], refs[i], ob))

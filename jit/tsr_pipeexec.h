@@ -63,6 +63,11 @@ typedef struct tsr_pipex_opts {
     /* For tests: flip one byte of every transfer from stage corrupt_stage - 1
      * (0: none), so the comparison with the single-device run must fail. */
     int corrupt_stage;
+    /* (For a model's inputs, tessera infer --devices.) inputs[i]: the bytes of network tensor 0 for input i
+     * (NULL: seeded, as above), used by the reference run too; outputs[i] (NULL: not wanted) gets input i's
+     * output bytes of the pipeline. */
+    const void *const *inputs;
+    void *const *outputs;
 } tsr_pipex_opts_t;
 
 typedef struct tsr_pipex_stage_res {

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tsr_conv2d.h"
 #include "tsr_driver.h"
 #include "tsr_error.h"
 #include "tsr_jitutil.h"
@@ -309,8 +310,18 @@ static int problem(const tsr_netdesc_t *nd, const tsr_config_t *cfgs, int nkinds
             /* the graph runtime runs a few-channel conv over a network input tap-packed (tsr_graph_plan):
              * cost what it runs (ResNet-18's stem: 2.6M cycles as given, 0.95M tap-packed on systemc) */
             const void *params = tsr_nd_node_params(nn);
-            tsr_conv2d_params_t tp;
-            if (tap_packed(nd, i, &cfgs[k]) && !tsr_tappack_rewrite(&nn->conv, NULL, &tp, NULL))
+            tsr_conv2d_params_t tp, cc;
+            tsr_dense_params_t dd;
+            if (nn->kind == TSR_ND_CONV) { /* as the graph plans it: float32 scales where the config has them */
+                cc = tsr_conv2d_for_config(&cfgs[k], &nn->conv);
+                params = &cc;
+            } else if (nn->kind == TSR_ND_DENSE) {
+                dd = nn->dense;
+                if (!tsr_alu_op_available(&cfgs[k], TSR_ALU_FSCALE))
+                    dd.fscale = NULL;
+                params = &dd;
+            }
+            if (tap_packed(nd, i, &cfgs[k]) && !tsr_tappack_rewrite(&cc, NULL, &tp, NULL))
                 params = &tp;
             if ((rc = def->plan(dev[k], params, &pl))) {
                 tsr_err_prefix(rc, "pipenet: node \"%s\" on config %d: ", nn->name, k);
@@ -481,9 +492,9 @@ int tsr_pipenet_add_splits(tsr_pp_t *pp, const tsr_netdesc_t *nd, const tsr_conf
                 if (given) {
                     cost[k] = given[((size_t)i * (TSR_PP_MAX_SPLIT + 1) + (size_t)r) * (size_t)nkinds + (size_t)k];
                 } else {
-                    const void *params = &part.conv;
-                    tsr_conv2d_params_t tp;
-                    if (tap_packed(nd, v, &cfgs[k]) && !tsr_tappack_rewrite(&part.conv, NULL, &tp, NULL))
+                    tsr_conv2d_params_t tp, cc = tsr_conv2d_for_config(&cfgs[k], &part.conv);
+                    const void *params = &cc;
+                    if (tap_packed(nd, v, &cfgs[k]) && !tsr_tappack_rewrite(&cc, NULL, &tp, NULL))
                         params = &tp;
                     tsr_op_plan_t pl;
                     memset(&pl, 0, sizeof pl);
