@@ -66,7 +66,8 @@ int tsr_cli_close_out(FILE *f, const char *path);
     "  --timing-only         systemc: the cycles without computing the data (many times faster;\n" \
     "                        outputs are not written, so commands that save them refuse it)\n" \
     "  --sample SPEC         sampled backend: the submissions that also run on the RTL after a\n"  \
-    "                        hand-off of DRAM: all, every:K, random:P (default random:0.1) or\n"  \
+    "                        hand-off of DRAM: all, every:K, random:P (default random:0.1),\n"    \
+    "                        pieces:P:K (with probability P a piece of 1/K of a submission) or\n" \
     "                        none; the whole run's RTL cycles are estimated from them, with a\n"  \
     "                        95% bound (docs/guide/simulate.md, Sampled RTL)\n"                 \
     "  --sample-seed N       sampled backend: the seed of random:P (0)\n"

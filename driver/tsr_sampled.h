@@ -20,12 +20,16 @@
  * the device was opened (it then holds what a plain rtl device would).
  *
  * The estimate. With the windows s (n of the M submissions), y_i their RTL
- * cycles and x_i their fast-model cycles, X the fast cycles of all M:
+ * cycles and x_i their fast-model cycles (pieces: the piece's cycles on the
+ * RTL and on the second fast model), X the fast cycles of all M:
  * R = sum_s y / sum_s x, estimate Y = R X (= the windows' RTL cycles plus
  * R times the others' fast cycles), standard error
  * sqrt(M^2 (1 - n/M) / n * sum_s (y_i - R x_i)^2 / (n - 1)) (the ratio
  * estimator of simple random sampling, with the finite-population
- * correction), 95% interval Y +- t(0.975, n - 1) SE. With n = M the
+ * correction), 95% interval Y +- t(0.975, n - 1) SE. Pieces: the same R,
+ * SE = X sqrt((1 - n / (M K)) s_e^2 / (n xbar^2)) with xbar the pieces'
+ * mean fast cycles (a piece's ratio stands for its neighbourhood in the
+ * run: a model assumption the figures in docs/results.md check). With n = M the
  * estimate is the RTL's own count (bound 0); with n < 2 and n < M the bound
  * is unknown, and the line says so.
  */
@@ -43,13 +47,18 @@
  *   "random:P"   each submission with probability P (0 < P <= 1), seeded
  *                (tsr_device_opts_t.sample_seed); given their number, the
  *                windows are a simple random sample of the submissions
+ *   "pieces:P:K" each submission with probability P contributes a piece of
+ *                about 1/K of its instructions from a random place, cut at
+ *                a tile start (isa/tsr_piece.h); the piece runs on the RTL
+ *                and on a second fast model from the submission's starting
+ *                DRAM, their DRAM compared after; the windows are the pieces
  *   "none"       no window: the estimate is the fast model's cycles, bound unknown */
-typedef enum { TSR_SAMPLE_ALL, TSR_SAMPLE_EVERY, TSR_SAMPLE_RANDOM, TSR_SAMPLE_NONE } tsr_sample_mode_e;
+typedef enum { TSR_SAMPLE_ALL, TSR_SAMPLE_EVERY, TSR_SAMPLE_RANDOM, TSR_SAMPLE_NONE, TSR_SAMPLE_PIECES } tsr_sample_mode_e;
 
 typedef struct tsr_sample_spec {
     int mode;       /* tsr_sample_mode_e */
-    uint64_t every; /* K of every:K */
-    double p;       /* P of random:P */
+    uint64_t every; /* K of every:K and pieces:P:K */
+    double p;       /* P of random:P and pieces:P:K */
 } tsr_sample_spec_t;
 
 #define TSR_SAMPLE_DEFAULT "random:0.1"
@@ -59,9 +68,12 @@ int tsr_sample_parse(const char *spec, tsr_sample_spec_t *out);
 
 /* One submission as the sampled device ran it. */
 typedef struct tsr_sampled_sub {
-    uint64_t fast_cycles; /* the fast model's cycles */
-    uint64_t rtl_cycles;  /* the RTL's, if a window (else 0) */
-    int window;           /* 1 if it ran on the RTL too */
+    uint64_t fast_cycles;       /* the fast model's cycles */
+    uint64_t rtl_cycles;        /* the RTL's, if a window (of its piece, if a piece; else 0) */
+    int window;                 /* 1 if it (or its piece) ran on the RTL */
+    int piece;                  /* 1 if the window is a piece */
+    uint64_t piece_fast_cycles; /* the piece's cycles on the second fast model */
+    uint64_t piece_insns;       /* the piece's instructions (prologue and FINISH included) */
 } tsr_sampled_sub_t;
 
 /* The estimate over every submission since the device was opened (a
@@ -69,7 +81,10 @@ typedef struct tsr_sampled_sub {
  * per layer still gets the whole run's estimate). */
 typedef struct tsr_sampled_est {
     uint64_t submissions; /* M */
-    uint64_t windows;     /* n */
+    uint64_t windows;     /* n (pieces in pieces mode) */
+    int pieces;           /* 1 if the windows are pieces */
+    uint64_t piece_k;     /* K of pieces:P:K */
+    uint64_t piece_refused; /* windows drawn that found no cut (their submission counted without a piece) */
     uint64_t fast_cycles; /* X: the fast model's cycles of all M */
     uint64_t win_fast;    /* sum_s x */
     uint64_t win_rtl;     /* sum_s y */

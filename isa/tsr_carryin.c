@@ -8,7 +8,8 @@
 #include "tsr_error.h"
 #include "tsr_pipe.h"
 
-enum { B_INP, B_WGT, B_ACC, B_OUT, B_UOP, B_LUT, B_COUNT };
+enum { B_INP = TSR_CARRY_INP, B_WGT = TSR_CARRY_WGT, B_ACC = TSR_CARRY_ACC, B_OUT = TSR_CARRY_OUT,
+       B_UOP = TSR_CARRY_UOP, B_LUT = TSR_CARRY_LUT, B_COUNT = TSR_CARRY_COUNT };
 static const char *const buf_name[B_COUNT] = {"inp", "wgt", "acc", "out", "uop", "lut"};
 
 typedef struct {
@@ -17,9 +18,25 @@ typedef struct {
     void *ctx;
     uint8_t *w[B_COUNT];   /* 1: the row was written by an instruction executed before */
     uint32_t depth[B_COUNT];
-    tsr_uop_t *uops;       /* uop buffer contents as loaded by this stream */
+    tsr_uop_t *uops;       /* uop buffer contents as loaded by this stream (or given) */
     uint8_t *raw;          /* one uop LOAD row of DRAM bytes */
+    uint8_t **carried;     /* collect mode: every row read before written, instead of the first as an error */
 } cstate_t;
+
+uint32_t tsr_carryin_depth(const tsr_config_t *cfg, int buf)
+{
+    switch (buf) {
+    case B_INP: return cfg->inp_depth;
+    case B_WGT: return cfg->wgt_depth;
+    case B_ACC: return cfg->acc_depth;
+    case B_OUT: return cfg->out_depth > cfg->acc_depth ? cfg->out_depth : cfg->acc_depth;
+    case B_UOP: return cfg->uop_depth;
+    case B_LUT: return (uint32_t)(cfg->act_lut > 0 ? cfg->act_lut : 0);
+    default: return 0;
+    }
+}
+
+const char *tsr_carryin_name(int buf) { return buf >= 0 && buf < B_COUNT ? buf_name[buf] : "?"; }
 
 /* Mark rows [lo, lo + n) of b written (clipped to the buffer). */
 static void mark(cstate_t *s, int b, uint64_t lo, uint64_t n)
@@ -35,7 +52,9 @@ static void mark(cstate_t *s, int b, uint64_t lo, uint64_t n)
 static int need(const cstate_t *s, int b, uint64_t lo, uint64_t n)
 {
     for (uint64_t r = lo; r < lo + n && r < s->depth[b]; r++)
-        if (!s->w[b][r])
+        if (!s->w[b][r] && s->carried)
+            s->carried[b][r] = 1;
+        else if (!s->w[b][r])
             return tsr_err(TSR_EVERIFY, "reads %s row %llu, which no earlier instruction of this stream wrote (it "
                            "would read what the device held before the stream started)",
                            buf_name[b], (unsigned long long)r);
@@ -149,19 +168,17 @@ static int exec_cb(void *ctx, uint32_t index, const tsr_insn_t *in)
     }
 }
 
-int tsr_carryin_check(const tsr_config_t *cfg, const tsr_insn_t *insns, size_t n, tsr_mem_read_fn read, void *ctx)
+static int run(const tsr_config_t *cfg, const tsr_insn_t *insns, size_t n, tsr_mem_read_fn read, void *ctx,
+               const tsr_uop_t *uops0, uint8_t **carried)
 {
     cstate_t s;
     memset(&s, 0, sizeof s);
     s.cfg = cfg;
     s.read = read;
     s.ctx = ctx;
-    s.depth[B_INP] = cfg->inp_depth;
-    s.depth[B_WGT] = cfg->wgt_depth;
-    s.depth[B_ACC] = cfg->acc_depth;
-    s.depth[B_OUT] = cfg->out_depth > cfg->acc_depth ? cfg->out_depth : cfg->acc_depth;
-    s.depth[B_UOP] = cfg->uop_depth;
-    s.depth[B_LUT] = (uint32_t)(cfg->act_lut > 0 ? cfg->act_lut : 0);
+    s.carried = carried;
+    for (int b = 0; b < B_COUNT; b++)
+        s.depth[b] = tsr_carryin_depth(cfg, b);
     int rc = TSR_OK, done = 0;
     for (int b = 0; b < B_COUNT && !rc; b++)
         if (!(s.w[b] = calloc(s.depth[b] + 1, 1)))
@@ -170,6 +187,8 @@ int tsr_carryin_check(const tsr_config_t *cfg, const tsr_insn_t *insns, size_t n
     s.raw = malloc((size_t)cfg->uop_depth * cfg->uop_bytes + 8);
     if (!rc && (!s.uops || !s.raw))
         rc = tsr_err(TSR_ENOMEM, "out of memory");
+    if (!rc && uops0)
+        memcpy(s.uops, uops0, cfg->uop_depth * sizeof *s.uops);
     tsr_pipe_t *p = NULL;
     if (!rc && !(rc = tsr_pipe_create(cfg, insns, n, exec_cb, &s, 0, &p)))
         rc = tsr_pipe_run(p, 0, &done);
@@ -179,4 +198,15 @@ int tsr_carryin_check(const tsr_config_t *cfg, const tsr_insn_t *insns, size_t n
     free(s.uops);
     free(s.raw);
     return rc;
+}
+
+int tsr_carryin_check(const tsr_config_t *cfg, const tsr_insn_t *insns, size_t n, tsr_mem_read_fn read, void *ctx)
+{
+    return run(cfg, insns, n, read, ctx, NULL, NULL);
+}
+
+int tsr_carryin_rows(const tsr_config_t *cfg, const tsr_insn_t *insns, size_t n, tsr_mem_read_fn read, void *ctx,
+                     const tsr_uop_t *uops0, uint8_t *carried[TSR_CARRY_COUNT])
+{
+    return run(cfg, insns, n, read, ctx, uops0, carried);
 }

@@ -29,6 +29,7 @@
 #define TSR_CARRYIN_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "tsr_config.h"
 #include "tsr_isa.h"
@@ -39,5 +40,18 @@
  * instruction of this stream wrote". read/ctx fetch the uop contents from
  * device DRAM (uop LOADs); a failed read is an error. */
 int tsr_carryin_check(const tsr_config_t *cfg, const tsr_insn_t *insns, size_t n, tsr_mem_read_fn read, void *ctx);
+
+/* The on-chip buffers, as indices of tsr_carryin_rows' sets. */
+enum { TSR_CARRY_INP, TSR_CARRY_WGT, TSR_CARRY_ACC, TSR_CARRY_OUT, TSR_CARRY_UOP, TSR_CARRY_LUT, TSR_CARRY_COUNT };
+/* Rows of buffer buf (the size of its set), and its name ("inp", ...). */
+uint32_t tsr_carryin_depth(const tsr_config_t *cfg, int buf);
+const char *tsr_carryin_name(int buf);
+/* Every row the stream reads before writing it: carried[buf][row] set to 1
+ * (each set tsr_carryin_depth(cfg, buf) bytes, zeroed by the caller).
+ * uops0 (uop_depth entries, or NULL) is the uop buffer's contents at the
+ * start, for the footprints of GEMM/ALUs over uops the stream did not load
+ * (a piece of a stream, tsr_piece.h). */
+int tsr_carryin_rows(const tsr_config_t *cfg, const tsr_insn_t *insns, size_t n, tsr_mem_read_fn read, void *ctx,
+                     const tsr_uop_t *uops0, uint8_t *carried[TSR_CARRY_COUNT]);
 
 #endif

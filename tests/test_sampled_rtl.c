@@ -15,6 +15,13 @@
  *    not write, after a submission the RTL did not run, is refused naming
  *    the submission and the row; under `all` the same stream runs and
  *    gives the rtl device's answer.
+ *  - pieces: every cut of the small network's streams either builds a
+ *    piece the verifier accepts, which runs on fsim and holds the range's
+ *    instructions after its prologue, or is refused in one line; most cuts
+ *    build. pieces:1:4 runs a piece of every submission on the RTL and a
+ *    second fast model (their DRAM compared after each), leaves the
+ *    program's data and the fast model's cycles as a plain run's, and its
+ *    estimate (a model: pieces stand for their submissions) is within 2%.
  *  - a hand-off that forgets the buffers written while the RTL was not
  *    running (fault injection) is caught by the DRAM check after the next
  *    window, naming the submission and the address.
@@ -40,6 +47,7 @@
 #include "tsr_error.h"
 #include "tsr_graph.h"
 #include "tsr_netbench.h"
+#include "tsr_piece.h"
 #include "tsr_sampled.h"
 #include "tsr_testenv.h"
 
@@ -131,7 +139,7 @@ static void run_sampled(const char *spec, uint64_t seed, tsr_sampled_est_t *e, i
     /* one submission per layer, in order (nothing else runs on the device) */
     assert_int_equal((int)n, ref.nl);
     for (size_t i = 0; i < n; i++)
-        if (subs[i].window && (double)subs[i].rtl_cycles != ref.cycles[i])
+        if (subs[i].window && !subs[i].piece && (double)subs[i].rtl_cycles != ref.cycles[i])
             fail_msg("%s: submission %zu: RTL window %llu cycles, the plain rtl run %.0f", spec, i,
                      (unsigned long long)subs[i].rtl_cycles, ref.cycles[i]);
     if (check_tensors) {
@@ -317,6 +325,82 @@ static void test_refusals(void **st)
         fail_msg("CLI: %s", out);
 }
 
+static int dev_read(void *ctx, uint64_t addr, void *dst, size_t n) { return tsr_mem_read(ctx, addr, dst, n); }
+
+static void test_piece_cuts(void **st)
+{
+    (void)st;
+    tsr_device_opts_t d = {0};
+    tsr_netbench_opts_t o = net_opts("fsim", &d);
+    tsr_netbench_t nb;
+    if (tsr_netbench_run(&o, &nb))
+        fail_msg("fsim run: %s", tsr_errmsg());
+    const tsr_config_t *cfg = tsr_device_config(nb.dev);
+    int built = 0, refused = 0, ran = 0;
+    const tsr_graph_layer_t *L;
+    for (int li = 0; (L = tsr_graph_layer(nb.g, li)); li++) {
+        size_t n = 0;
+        const tsr_insn_t *s = tsr_graph_stream(nb.g, li, &n);
+        if (!s || n < 3)
+            continue;
+        const size_t len = (n - 1) / 6 ? (n - 1) / 6 : 1;
+        for (size_t a = 0; a + 1 < n; a++) {
+            const size_t b = a + len < n - 1 ? a + len : n - 1;
+            tsr_insn_t *p = NULL;
+            size_t np = 0, npro = 0;
+            int rc = tsr_piece_build(cfg, s, n, a, b, dev_read, nb.dev, &p, &np, &npro);
+            if (rc) {
+                const char *m = tsr_errmsg();
+                if (rc != TSR_EVERIFY || strchr(m, '\n') || !*m)
+                    fail_msg("layer %s cut [%zu, %zu): %d %s", L->name, a, b, rc, m);
+                refused++;
+                continue;
+            }
+            built++;
+            assert_int_equal((int)np, (int)(npro + (b - a) + 1));
+            assert_int_equal(p[np - 1].opcode, TSR_OP_FINISH);
+            for (size_t i = a; i < b; i++) /* the range itself, a dropped STORE aside */
+                if (p[npro + i - a].opcode != s[i].opcode || p[npro + i - a].mem_type != s[i].mem_type)
+                    fail_msg("layer %s cut [%zu, %zu): instruction %zu is not the range's", L->name, a, b, i);
+            if (a % 7 == 0) { /* and it runs (the device's own checks; every tenth or so, for time) */
+                if (tsr_submit(nb.dev, p, np) || tsr_wait(nb.dev, -1))
+                    fail_msg("layer %s cut [%zu, %zu): the piece does not run: %s", L->name, a, b, tsr_errmsg());
+                ran++;
+            }
+            free(p);
+        }
+    }
+    printf("  pieces: %d cuts built (%d run on fsim), %d refused\n", built, ran, refused);
+    assert_true(built > 3 * refused);
+    assert_true(ran > 20);
+    tsr_netbench_close(&nb);
+}
+
+static void test_pieces_mode(void **st)
+{
+    (void)st;
+    if (!have_systemc())
+        skip();
+    run_ref();
+    /* the plain fast model's cycles */
+    tsr_device_opts_t d0 = {0};
+    tsr_netbench_opts_t o0 = net_opts("systemc", &d0);
+    tsr_netbench_t nb0;
+    if (tsr_netbench_run(&o0, &nb0))
+        fail_msg("systemc run: %s", tsr_errmsg());
+    tsr_graph_totals_t t0;
+    tsr_graph_totals(nb0.g, &t0);
+    tsr_netbench_close(&nb0);
+
+    tsr_sampled_est_t e;
+    run_sampled("pieces:1:4", 5, &e, 1);
+    assert_true(e.pieces && e.piece_k == 4);
+    assert_true(e.windows >= 2 && e.half95 > 0);
+    assert_true((double)e.fast_cycles == t0.cycles); /* the pieces' buffer does not move the program's */
+    if (fabs(e.estimate - ref.total) > 0.02 * ref.total)
+        fail_msg("pieces: estimate %.0f, the rtl run's %.0f", e.estimate, ref.total);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -325,6 +409,8 @@ int main(void)
         cmocka_unit_test(test_stale_handoff_caught),
         cmocka_unit_test(test_all_equals_rtl),
         cmocka_unit_test(test_interval_contains_rtl),
+        cmocka_unit_test(test_piece_cuts),
+        cmocka_unit_test(test_pieces_mode),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
