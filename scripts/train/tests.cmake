@@ -10,7 +10,7 @@
 #               the demo: the rotated digits learnt, the upright ones kept, against the
 #               float torch reference (scripts/train/float_finetune.py)
 #   train_cli_seeds  the device's accuracy against float in the mean over seeds 1-6 (fc, conv2+fc,
-#               last:3; gradients rounded to nearest and stochastically) within 0.5 points (~30 s)
+#               last:3; gradients rounded to nearest and stochastically) within 0.5 points (30-90 s)
 #   train_cli_rtl  one epoch of conv2+fc on the Verilated RTL: the same tuned model, byte for
 #               byte, as fsim's and the SystemC model's; SystemC's step cycles within 3% (~30 s)
 #   train_cli_newclass  a new class: the digits CNN trained without digit 9 (make_newclass.py)
