@@ -602,7 +602,7 @@ static int pipe_main(int argc, char **argv, int infer)
         for (int s = 0; s < res.nstages && !rc; s++) {
             int d = res.st[s].device;
             double cyc;
-            if ((rc = tsr_pipex_stage_alone(o.check_on, &cfgs[d], &tsr_cli_devopts, ndp, &plan, s, 0, o.b.seed + 5,
+            if ((rc = tsr_pipex_stage_alone_pp(o.check_on, &cfgs[d], &tsr_cli_devopts, ndp, pp, &plan, s, 0, o.b.seed + 5,
                                             &cyc)))
                 break;
             if (cyc <= 0) {

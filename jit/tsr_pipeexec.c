@@ -923,6 +923,13 @@ int tsr_pipex_stage_alone(const char *backend, const tsr_config_t *cfg, const ts
                           const tsr_netdesc_t *nd, const tsr_pp_plan_t *plan, int s, unsigned flags, uint64_t seed,
                           double *cycles)
 {
+    return tsr_pipex_stage_alone_pp(backend, cfg, dopts, nd, NULL, plan, s, flags, seed, cycles);
+}
+
+int tsr_pipex_stage_alone_pp(const char *backend, const tsr_config_t *cfg, const tsr_device_opts_t *dopts,
+                             const tsr_netdesc_t *nd, const tsr_pp_t *pp, const tsr_pp_plan_t *plan, int s,
+                             unsigned flags, uint64_t seed, double *cycles)
+{
     if (!cfg || !nd || !plan || !cycles || s < 0 || s >= plan->nstages)
         return tsr_err(TSR_EINVAL, "stage alone: bad argument (stage %d)", s);
     *cycles = 0;
@@ -931,21 +938,31 @@ int tsr_pipex_stage_alone(const char *backend, const tsr_config_t *cfg, const ts
         return ps->nnodes == 1 ? tsr_pipex_calibrate_split(backend, cfg, dopts, nd, ps->nodes[0], ps->parts, flags, seed,
                                                            cycles)
                                : tsr_err(TSR_EINVAL, "stage alone: split stage %d has %d nodes", s, ps->nnodes);
-    if (ps->head > 0 || ps->tail > 0)
-        return tsr_err(TSR_EINVAL, "stage alone: stage %d shares a node with a neighbour (not run alone yet)", s);
+    if ((ps->head > 0 || ps->tail > 0) && !pp)
+        return tsr_err(TSR_EINVAL, "stage alone: stage %d shares a node with a neighbour: give the problem", s);
     int *stage_of = malloc(sizeof(int) * (size_t)(nd->nnodes + 1));
     int *prod = malloc(sizeof(int) * (size_t)nd->ntensors);
     stage_t st = {.s = s, .hv = -1, .tv = -1};
+    if (ps->head > 0 && ps->nnodes > 0 && tsr_pp_node_units(pp, ps->nodes[0]) > 1) {
+        st.hv = ps->nodes[0];
+        st.hc0 = nd->nodes[st.hv].conv.c_out / tsr_pp_node_units(pp, st.hv) * ps->head;
+    }
+    if (ps->tail > 0 && ps->nnodes > 0 && tsr_pp_node_units(pp, ps->nodes[ps->nnodes - 1]) > 1) {
+        st.tv = ps->nodes[ps->nnodes - 1];
+        st.tc1 = nd->nodes[st.tv].conv.c_out / tsr_pp_node_units(pp, st.tv) * ps->tail;
+    }
+    tsr_graph_t *gh = NULL;
     st.in_t = malloc(sizeof(int) * (size_t)nd->ntensors);
     st.out_t = malloc(sizeof(int) * (size_t)nd->ntensors);
-    const void **in = calloc((size_t)nd->ntensors, sizeof *in);
-    void **out = calloc((size_t)nd->ntensors, sizeof *out);
+    const void **in = calloc((size_t)nd->ntensors + 2, sizeof *in);
+    void **out = calloc((size_t)nd->ntensors + 2, sizeof *out);
     int rc = stage_of && prod && st.in_t && st.out_t && in && out ? TSR_OK : tsr_err(TSR_ENOMEM, "out of memory");
     for (int v = 0; v < nd->nnodes && !rc; v++)
         stage_of[v] = -1;
     for (int k = 0; k < plan->nstages && !rc; k++)
         for (int j = 0; j < plan->stages[k].nnodes; j++)
-            if (plan->stages[k].nodes[j] >= 0 && plan->stages[k].nodes[j] < nd->nnodes)
+            if (plan->stages[k].nodes[j] >= 0 && plan->stages[k].nodes[j] < nd->nnodes &&
+                !(j == plan->stages[k].nnodes - 1 && plan->stages[k].tail > 0)) /* shared: the later stage's */
                 stage_of[plan->stages[k].nodes[j]] = k;
     for (int t = 0; t < nd->ntensors && !rc; t++)
         prod[t] = -1;
@@ -972,7 +989,30 @@ int tsr_pipex_stage_alone(const char *backend, const tsr_config_t *cfg, const ts
         rc = stage_graph(nd, cfg, ps, &st);
     if (!rc)
         rc = tsr_graph_plan(st.g, dev, flags);
+    /* a shared node's later part first: its input and the joined output seeded bytes (cycles do not depend
+     * on the data on the timed backends) */
+    double hcyc = 0;
+    if (!rc && st.hv >= 0 && !(rc = slice_graph(nd, cfg, st.hv, st.hc0, nd->nodes[st.hv].conv.c_out, &gh)) &&
+        !(rc = tsr_graph_plan(gh, dev, flags))) {
+        const tsr_nd_node_t *hn = &nd->nodes[st.hv];
+        uint64_t xb = tsr_netdesc_tensor_bytes(nd, hn->in[0]), yb = tsr_netdesc_tensor_bytes(nd, hn->out);
+        uint8_t *hx = malloc(xb), *hy = malloc(yb);
+        uint64_t z = seed + 99;
+        for (uint64_t i = 0; hx && i < xb; i++)
+            hx[i] = (uint8_t)tsr_splitmix64(&z);
+        const void *hin[1] = {hx};
+        void *hout[1] = {hy};
+        rc = hx && hy ? tsr_graph_exec(gh, hin, hout) : tsr_err(TSR_ENOMEM, "out of memory");
+        tsr_graph_totals_t t;
+        tsr_graph_totals(gh, &t);
+        hcyc = t.cycles;
+        free(hx), free(hy);
+    }
     /* inputs: seeded bytes (a layer's cycles do not depend on its data on the timed backends) */
+    if (!rc && st.gin_t) { /* the graph's own inputs (a shared node's joined output among them) */
+        st.nin = st.gnin;
+        memcpy(st.in_t, st.gin_t, sizeof(int) * (size_t)st.gnin);
+    }
     for (int j = 0; j < st.nin && !rc; j++) {
         uint64_t n = tsr_netdesc_tensor_bytes(nd, st.in_t[j]);
         uint8_t *b = malloc(n ? n : 1);
@@ -987,13 +1027,18 @@ int tsr_pipex_stage_alone(const char *backend, const tsr_config_t *cfg, const ts
     for (int j = 0; j < st.nout && !rc; j++)
         if (!(out[j] = malloc(tsr_netdesc_tensor_bytes(nd, st.out_t[j]))))
             rc = tsr_err(TSR_ENOMEM, "out of memory");
+    if (!rc && st.tv >= 0 && !(out[st.nout] = malloc(tsr_netdesc_tensor_bytes(nd, nd->nodes[st.tv].out))))
+        rc = tsr_err(TSR_ENOMEM, "out of memory");
     if (!rc)
         rc = tsr_graph_exec(st.g, in, out);
     if (!rc) {
         tsr_graph_totals_t t;
         tsr_graph_totals(st.g, &t);
-        *cycles = t.cycles;
+        *cycles = t.cycles + hcyc;
     }
+    if (st.tv >= 0 && out)
+        free(out[st.nout]);
+    tsr_graph_free(gh);
     tsr_graph_free(st.g);
     free(st.gin_t);
     tsr_device_close(dev);

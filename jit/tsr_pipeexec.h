@@ -137,6 +137,12 @@ int tsr_pipex_calibrate_slice(const char *backend, const tsr_config_t *cfg, cons
 int tsr_pipex_stage_alone(const char *backend, const tsr_config_t *cfg, const tsr_device_opts_t *dopts,
                           const tsr_netdesc_t *nd, const tsr_pp_plan_t *plan, int s, unsigned flags, uint64_t seed,
                           double *cycles);
+/* The same for a plan with shared boundaries (pp gives the shared nodes'
+ * units): a stage's later part of its first node, then its graph (the
+ * joined tensor seeded bytes), *cycles their sum. */
+int tsr_pipex_stage_alone_pp(const char *backend, const tsr_config_t *cfg, const tsr_device_opts_t *dopts,
+                             const tsr_netdesc_t *nd, const tsr_pp_t *pp, const tsr_pp_plan_t *plan, int s,
+                             unsigned flags, uint64_t seed, double *cycles);
 
 /* The stages (device, nodes, predicted and measured cycles, transfers),
  * the slowest stage predicted vs measured, throughput, latency, the
