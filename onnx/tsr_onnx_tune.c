@@ -150,6 +150,8 @@ int tsr_onnx_lowered_ops(tsr_onnx_t *m, tsr_onnx_lowered_t **out, int *n)
         L->in = P->in >= 0 ? m->vals[P->in].base : -1;
         L->out = P->out >= 0 ? m->vals[P->out].base : -1;
         L->in_name = L->in >= 0 ? m->vals[L->in].name : "";
+        L->in2 = P->in2 >= 0 ? m->vals[P->in2].base : -1;
+        L->in2_name = L->in2 >= 0 ? m->vals[L->in2].name : "";
         L->out_name = L->out >= 0 ? m->vals[L->out].name : "";
         L->is_output = L->out == yb;
         L->kind = TSR_OXL_OTHER;
@@ -169,8 +171,38 @@ int tsr_onnx_lowered_ops(tsr_onnx_t *m, tsr_onnx_lowered_t **out, int *n)
             L->pool = P->nd.pool;
             continue;
         }
+        if (P->nd.kind == TSR_ND_POOL &&
+            (P->nd.pool.kind == TSR_POOL_AVG || P->nd.pool.kind == TSR_POOL_GLOBAL_AVG)) {
+            L->kind = TSR_OXL_AVGPOOL;
+            L->pool = P->nd.pool;
+            continue;
+        }
+        if (P->nd.kind == TSR_ND_ADD && P->in2 >= 0) {
+            L->kind = TSR_OXL_ADD;
+            L->add = P->nd.add;
+            continue;
+        }
         if (P->nd.kind != TSR_ND_CONV && P->nd.kind != TSR_ND_DENSE)
             continue;
+        /* an average (or its requantization) as a weight-1 depthwise conv (ops/tsr_ox_pool.c): the
+           window sum of x - x_zp and a multiplier x_scale / (count * y_scale); its backward is the
+           average's, not a trained conv's */
+        if (P->nd.kind == TSR_ND_CONV && (!strcmp(L->op, "AveragePool") || !strcmp(L->op, "GlobalAveragePool") ||
+                                          !strcmp(L->op, "ReduceMean") || !strcmp(L->op, "QLinearAveragePool") ||
+                                          !strcmp(L->op, "QLinearGlobalAveragePool"))) {
+            const tsr_conv2d_params_t *c = &P->nd.conv;
+            L->kind = TSR_OXL_AVGPOOL;
+            L->avg_conv = 1;
+            L->conv = *c;
+            L->w = P->nd.w;
+            L->bias = P->nd.bias;
+            L->pool = (tsr_pool_params_t){.kind = TSR_POOL_AVG, .n = c->n, .c = c->c_in, .h = c->h, .w = c->w,
+                                          .kh = c->kh, .kw = c->kw, .stride_h = c->stride_h,
+                                          .stride_w = c->stride_w, .pad_top = c->pad_top, .pad_left = c->pad_left,
+                                          .pad_bottom = c->pad_bottom, .pad_right = c->pad_right,
+                                          .count_include_pad = 1, .dtype = c->x_dtype, .zp = c->x_zp};
+            continue;
+        }
         L->w = P->nd.w;
         L->bias = P->nd.bias;
         if (P->nd.kind == TSR_ND_DENSE) {

@@ -21,6 +21,7 @@
 
 #include "tsr_conv2d.h"
 #include "tsr_dense.h"
+#include "tsr_eltwise.h"
 #include "tsr_onnx.h"
 #include "tsr_pool.h"
 
@@ -33,6 +34,10 @@ typedef enum tsr_oxl_kind {
     TSR_OXL_SOFTMAX,        /* host Softmax */
     TSR_OXL_COPY,           /* host copy of a tensor's bytes in row-major order (a dense's own [N, K] input
                                when the tensor it relabels is a device tensor of another shape): the identity */
+    TSR_OXL_ADD,            /* device add of two activations (in and in2; a residual add): .add */
+    TSR_OXL_AVGPOOL,        /* device average or global-average pool (an AveragePool, GlobalAveragePool or
+                               spatial ReduceMean): .pool, or, with avg_conv, the weight-1 depthwise conv
+                               that averages and requantizes at once (.conv, .w, .bias; .pool the window) */
     TSR_OXL_OTHER,          /* anything else (device or host) */
 } tsr_oxl_kind_e;
 
@@ -44,6 +49,8 @@ typedef struct tsr_onnx_lowered {
     int node_index;         /* its index in the graph's nodes */
     int in, out;            /* ids of the values read and written (bases: an alias has its source's id) */
     const char *in_name, *out_name; /* their names, for tsr_onnx_read_value */
+    int in2;                /* TSR_OXL_ADD: the second input's id (-1 otherwise) */
+    const char *in2_name;
     int is_output;          /* out is the graph's first output */
     /* TSR_OXL_CONV and TSR_OXL_DENSE (a gemm whose input is a flattened [N,C,H,W] tensor and whose
        kernel covers it is given as TSR_OXL_DENSE with K = C*H*W: the same arithmetic): */
@@ -61,8 +68,11 @@ typedef struct tsr_onnx_lowered {
     const char *w_name, *ws_name, *b_name, *bs_name; /* weights, their scales, int32 bias, its scale (or NULL) */
     int w_transposed;       /* the file holds the weights as [K][M] (Gemm transB 0, MatMul) */
     const char *why_not;
-    /* TSR_OXL_MAXPOOL */
+    /* TSR_OXL_MAXPOOL, TSR_OXL_AVGPOOL */
     tsr_pool_params_t pool;
+    int avg_conv;           /* TSR_OXL_AVGPOOL: runs as the conv .conv (the pool's window in .pool) */
+    /* TSR_OXL_ADD */
+    tsr_add_params_t add;
     /* TSR_OXL_QUANT / TSR_OXL_DEQUANT */
     float q_scale;
     int32_t q_zp;

@@ -113,7 +113,20 @@ static int select_layers(tsr_trainer_t *tr, int *mark)
     return 0;
 }
 
-/* The chain from the first trainable layer to the graph output, each layer checked. */
+/* The part's layer that writes value v (-1: the part's input, the boundary value; -2: neither). */
+static int part_src(const tsr_trainer_t *tr, const int *vmap, int v)
+{
+    if (v == tr->ls[tr->first].in)
+        return -1;
+    for (int j = 0; j < tr->nc; j++)
+        if (vmap[j] == v)
+            return j;
+    return -2;
+}
+
+/* The part from the first trainable layer to the graph output, each layer checked: a DAG whose
+ * layers read the part's input (the boundary value, one tensor) or the outputs of the part's
+ * layers before them (a residual add reads two). */
 static int build_part(tsr_trainer_t *tr, const int *mark)
 {
     tr->first = -1;
@@ -122,30 +135,45 @@ static int build_part(tsr_trainer_t *tr, const int *mark)
             tr->first = i;
     if (!(tr->c = calloc((size_t)tr->nls, sizeof *tr->c)))
         return tsr_err(TSR_ENOMEM, "out of memory");
-    int prev_out = -1, dq = -1, end = -1;
-    for (int i = tr->first; i < tr->nls; i++) {
+    int *vmap = malloc(sizeof(int) * (size_t)tr->nls); /* the value each part layer writes (a host copy: its own) */
+    if (!vmap)
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    int prev_out = -1, dq = -1, end = -1, rc = 0;
+    for (int i = tr->first; i < tr->nls && !rc; i++) {
         const tsr_onnx_lowered_t *L = &tr->ls[i];
         const char *nm = TSR_SAFE(L->node);
-        if (i > tr->first && L->in != prev_out)
-            return tsr_err(TSR_EINVAL, "node \"%s\" (%s) does not read the output of the layer before it: the "
-                           "trainable part must be a chain (no branches)", nm, L->op);
         if (dq >= 0) { /* after the logits' DequantizeLinear: an optional Softmax, then nothing */
-            if (L->kind != TSR_OXL_SOFTMAX || end >= 0)
-                return tsr_err(TSR_EINVAL, "node \"%s\" (%s) after the logits has no backward here (the trainable "
-                               "part ends in a DequantizeLinear and at most a Softmax)", nm, L->op);
+            if (L->in != prev_out)
+                rc = tsr_err(TSR_EINVAL, "node \"%s\" (%s) does not read the output of the layer before it: the "
+                             "trainable part ends in the logits (no branches after them)", nm, L->op);
+            else if (L->kind != TSR_OXL_SOFTMAX || end >= 0)
+                rc = tsr_err(TSR_EINVAL, "node \"%s\" (%s) after the logits has no backward here (the trainable "
+                             "part ends in a DequantizeLinear and at most a Softmax)", nm, L->op);
             end = i;
             prev_out = L->out;
             continue;
         }
-        if (!L->device && L->kind == TSR_OXL_COPY && i > tr->first) { /* the same bytes: nothing to do */
+        const int s0 = part_src(tr, vmap, L->in), s1 = L->kind == TSR_OXL_ADD ? part_src(tr, vmap, L->in2) : -1;
+        if (s0 == -2 || s1 == -2) {
+            const char *v = s0 == -2 ? L->in_name : L->in2_name;
+            rc = tsr_err(TSR_EINVAL, "node \"%s\" (%s) reads \"%s\", which is neither the trainable part's input "
+                         "(\"%s\") nor written in the part: a branch that leaves the part (train from an earlier "
+                         "layer, so that the part has one input)", nm, L->op, TSR_SAFE(v),
+                         TSR_SAFE(tr->ls[tr->first].in_name));
+            break;
+        }
+        if (!L->device && L->kind == TSR_OXL_COPY && i > tr->first && s0 >= 0) { /* the same bytes */
+            vmap[s0] = L->out; /* (the copy's value stands for its source's from here on) */
             prev_out = L->out;
             continue;
         }
         if (!L->device) {
-            if (L->kind != TSR_OXL_DEQUANT || !tr->nc)
-                return tsr_err(TSR_EINVAL, "node \"%s\" (%s) runs on the host and has no backward here (the "
-                               "trainable part: conv, dense and max pool on the device, then the logits' "
-                               "DequantizeLinear)", nm, L->op);
+            if (L->kind != TSR_OXL_DEQUANT || !tr->nc || s0 != tr->nc - 1) {
+                rc = tsr_err(TSR_EINVAL, "node \"%s\" (%s) runs on the host and has no backward here (the "
+                             "trainable part: conv, dense, max and average pools and adds on the device, then the "
+                             "logits' DequantizeLinear)", nm, L->op);
+                break;
+            }
             dq = end = i;
             prev_out = L->out;
             continue;
@@ -155,23 +183,40 @@ static int build_part(tsr_trainer_t *tr, const int *mark)
         int conv_node = 0;
         for (size_t k = 0; k < sizeof convs / sizeof convs[0]; k++)
             conv_node |= !strcmp(L->op, convs[k]);
-        if (L->kind == TSR_OXL_OTHER || (has_weights(L) && !conv_node))
-            return tsr_err(TSR_EINVAL, "node \"%s\" (%s) has no backward here (supported in the trainable part: "
-                           "Conv with group 1, Gemm/MatMul, MaxPool; train later layers only)", nm, L->op);
-        if (L->kind == TSR_OXL_CONV && L->conv.groups != 1)
-            return tsr_err(TSR_EINVAL, "node \"%s\" (%s): a grouped or depthwise conv (group %d) has no backward "
-                           "here yet (train later layers only)", nm, L->op, L->conv.groups);
-        if (mark[i] && L->why_not)
-            return tsr_err(TSR_EINVAL, "node \"%s\" (%s) cannot be trained: %s", nm, L->op, L->why_not);
-        if (has_weights(L) && i > tr->first && (!L->w_scale || L->x_scale <= 0))
-            return tsr_err(TSR_EINVAL, "node \"%s\" (%s): its input gradient needs its weight scales, which only "
-                           "a QDQ node gives (%s)", nm, L->op, L->why_not ? L->why_not : "?");
-        trl_t *l = &tr->c[tr->nc++];
+        if (L->kind == TSR_OXL_OTHER || (has_weights(L) && !conv_node)) {
+            rc = tsr_err(TSR_EINVAL, "node \"%s\" (%s) has no backward here (supported in the trainable part: "
+                         "Conv with group 1 or depthwise, Gemm/MatMul, MaxPool, AveragePool, GlobalAveragePool, "
+                         "Add; train later layers only)", nm, L->op);
+            break;
+        }
+        if (L->kind == TSR_OXL_CONV && L->conv.groups != 1 &&
+            !(L->conv.groups == L->conv.c_in && L->conv.groups == L->conv.c_out)) {
+            rc = tsr_err(TSR_EINVAL, "node \"%s\" (%s): a grouped conv (group %d of %d channels) has no backward "
+                         "here (group 1 and depthwise do; train later layers only)", nm, L->op, L->conv.groups,
+                         L->conv.c_in);
+            break;
+        }
+        if (mark[i] && L->why_not) {
+            rc = tsr_err(TSR_EINVAL, "node \"%s\" (%s) cannot be trained: %s", nm, L->op, L->why_not);
+            break;
+        }
+        if (has_weights(L) && i > tr->first && (!L->w_scale || L->x_scale <= 0)) {
+            rc = tsr_err(TSR_EINVAL, "node \"%s\" (%s): its input gradient needs its weight scales, which only "
+                         "a QDQ node gives (%s)", nm, L->op, L->why_not ? L->why_not : "?");
+            break;
+        }
+        trl_t *l = &tr->c[tr->nc];
+        vmap[tr->nc++] = L->out;
         l->L = *L;
         l->trainable = mark[i];
-        l->need_dx = i > tr->first;
+        l->src[0] = s0;
+        l->src[1] = s1;
+        l->need_dx = s0 >= 0;
         prev_out = L->out;
     }
+    free(vmap);
+    if (rc)
+        return rc;
     if (dq < 0 || !tr->ls[end].is_output)
         return tsr_err(TSR_EINVAL, "%s: the trainable part does not end in the graph output through the logits' "
                        "DequantizeLinear (the last layer's output is \"%s\")", tr->path,
@@ -199,7 +244,22 @@ static int init_part(tsr_trainer_t *tr)
             l->x_elems = (size_t)L->conv.c_in * L->conv.h * L->conv.w;
             l->y_elems = (size_t)L->conv.c_out * oh * ow;
             l->M = L->conv.c_out;
-            l->K = L->conv.c_in * L->conv.kh * L->conv.kw;
+            l->K = L->conv.c_in / L->conv.groups * L->conv.kh * L->conv.kw;
+        } else if (L->kind == TSR_OXL_ADD) {
+            const tsr_add_params_t *a = &L->add;
+            l->x_dtype = a->a.dtype, l->y_dtype = a->y.dtype;
+            l->x_zp = a->a.zp, l->y_zp = a->y.zp;
+            l->act_min = a->act_min, l->act_max = a->act_max;
+            l->x_elems = l->y_elems = (size_t)a->y.c * a->y.h * a->y.w;
+        } else if (L->kind == TSR_OXL_AVGPOOL && L->avg_conv) {
+            int oh, ow;
+            if (tsr_conv2d_check(&L->conv, &oh, &ow))
+                return tsr_err_prefix(TSR_EINVAL, "node \"%s\": ", TSR_SAFE(L->node));
+            l->x_dtype = L->conv.x_dtype, l->y_dtype = L->conv.y_dtype;
+            l->x_zp = L->conv.x_zp, l->y_zp = L->conv.y_zp;
+            l->act_min = L->conv.act_min, l->act_max = L->conv.act_max;
+            l->x_elems = (size_t)L->conv.c_in * L->conv.h * L->conv.w;
+            l->y_elems = (size_t)L->conv.c_out * oh * ow;
         } else if (L->kind == TSR_OXL_DENSE) {
             l->x_dtype = L->dense.x_dtype, l->y_dtype = L->dense.y_dtype;
             l->x_zp = L->dense.x_zp, l->y_zp = L->dense.y_zp;
@@ -214,15 +274,21 @@ static int init_part(tsr_trainer_t *tr)
                 return tsr_err_prefix(TSR_EINVAL, "node \"%s\": ", TSR_SAFE(L->node));
             l->x_dtype = l->y_dtype = L->pool.dtype;
             l->x_zp = l->y_zp = L->pool.zp;
+            l->act_min = tsr_dt_min(l->y_dtype), l->act_max = tsr_dt_max(l->y_dtype);
             l->x_elems = (size_t)L->pool.c * L->pool.h * L->pool.w;
             l->y_elems = (size_t)L->pool.c * oh * ow;
         }
-        if (j && l->x_elems != tr->c[j - 1].y_elems)
-            return tsr_err(TSR_EINVAL, "node \"%s\" (%s) reads %zu values per sample, the layer before writes %zu",
-                           TSR_SAFE(L->node), L->op, l->x_elems, tr->c[j - 1].y_elems);
+        for (int k = 0; k < 2; k++)
+            if (l->src[k] >= 0 && l->x_elems != tr->c[l->src[k]].y_elems)
+                return tsr_err(TSR_EINVAL, "node \"%s\" (%s) reads %zu values per sample, node \"%s\" writes %zu",
+                               TSR_SAFE(L->node), L->op, l->x_elems, TSR_SAFE(tr->c[l->src[k]].L.node),
+                               tr->c[l->src[k]].y_elems);
+        if (!j && (l->src[0] != -1 || (L->kind == TSR_OXL_ADD && l->src[1] != -1)))
+            return tsr_err(TSR_EINVAL, "node \"%s\" (%s): the part's first layer reads its input", TSR_SAFE(L->node),
+                           L->op);
         gmax = gmax > l->x_elems ? gmax : l->x_elems;
         gmax = gmax > l->y_elems ? gmax : l->y_elems;
-        if (!(l->y = malloc((size_t)B * l->y_elems)))
+        if (!(l->y = malloc((size_t)B * l->y_elems)) || !(l->gy = malloc(sizeof(float) * (size_t)B * l->y_elems)))
             return tsr_err(TSR_ENOMEM, "out of memory");
         if (!l->M)
             continue;
@@ -376,7 +442,7 @@ void tsr_train_free(tsr_trainer_t *tr)
         return;
     for (int j = 0; tr->c && j < tr->nc; j++) {
         trl_t *l = &tr->c[j];
-        free(l->y), free(l->wq), free(l->bq), free(l->ws), free(l->mult), free(l->shift), free(l->fscale);
+        free(l->y), free(l->gy), free(l->wq), free(l->bq), free(l->ws), free(l->mult), free(l->shift), free(l->fscale);
         free(l->wzp), free(l->w), free(l->b), free(l->vw), free(l->vb), free(l->gw), free(l->gb);
     }
     free(tr->c);
@@ -395,7 +461,11 @@ void tsr_train_print_plan(const tsr_trainer_t *tr, FILE *f)
             "inference):\n", tr->path, tr->nc, tr->nc == 1 ? "" : "s", before, before == 1 ? "" : "s");
     for (int j = 0; j < tr->nc; j++) {
         const trl_t *l = &tr->c[j];
-        const char *kind = l->L.kind == TSR_OXL_CONV ? "conv" : l->L.kind == TSR_OXL_DENSE ? "dense" : "maxpool";
+        const tsr_oxl_kind_e k = l->L.kind;
+        const char *kind = k == TSR_OXL_CONV ? (l->L.conv.groups > 1 ? "dwconv" : "conv")
+                           : k == TSR_OXL_DENSE ? "dense" : k == TSR_OXL_ADD ? "add"
+                           : k == TSR_OXL_AVGPOOL ? (l->L.pool.kind == TSR_POOL_GLOBAL_AVG ? "gavgpool" : "avgpool")
+                                                  : "maxpool";
         fprintf(f, "  %-20s %-8s %-7s %-9s", TSR_SAFE(l->L.node), l->L.op, kind,
                 l->M ? (l->trainable ? "trained" : "frozen") : "-");
         if (l->L.kind == TSR_OXL_CONV)
@@ -403,9 +473,15 @@ void tsr_train_print_plan(const tsr_trainer_t *tr, FILE *f)
                     l->L.conv.kw);
         else if (l->L.kind == TSR_OXL_DENSE)
             fprintf(f, " %d->%d", l->K, l->M);
+        else if (l->L.kind == TSR_OXL_ADD)
+            fprintf(f, " %dx%d,%d, %s + %s", l->L.add.y.h, l->L.add.y.w, l->L.add.y.c,
+                    l->src[0] >= 0 ? TSR_SAFE(tr->c[l->src[0]].L.node) : "input",
+                    l->src[1] >= 0 ? TSR_SAFE(tr->c[l->src[1]].L.node) : "input");
+        else if (l->L.pool.kind == TSR_POOL_GLOBAL_AVG)
+            fprintf(f, " %dx%d,%d", l->L.pool.h, l->L.pool.w, l->L.pool.c);
         else
-            fprintf(f, " %dx%d,%d,%dx%d,s%d", l->L.pool.h, l->L.pool.w, l->L.pool.c, l->L.pool.kh, l->L.pool.kw,
-                    l->L.pool.stride_h);
+            fprintf(f, " %dx%d,%d,%dx%d,s%d%s", l->L.pool.h, l->L.pool.w, l->L.pool.c, l->L.pool.kh, l->L.pool.kw,
+                    l->L.pool.stride_h, l->L.avg_conv ? " (a weight-1 conv)" : "");
         if (l->trainable)
             fprintf(f, ", %d weights + %d biases, %s int8 scales", l->M * l->K, l->has_bias ? l->M : 0,
                     l->wc > 1 ? "per-channel" : "per-tensor");
@@ -784,7 +860,7 @@ int tsr_train_view(const tsr_trainer_t *tr, int j, tsr_train_view_t *v)
     const trl_t *l = &tr->c[j];
     *v = (tsr_train_view_t){.L = &l->L, .trainable = l->trainable, .m = l->M, .k = l->K, .w = l->w, .b = l->b,
                             .gw = l->gw, .gb = l->gb, .s_dy = l->s_dy, .s_dx = l->s_dx,
-                            .x = j ? tr->c[j - 1].y : tr->x0, .y = l->y, .n = tr->nb, .x_elems = l->x_elems,
+                            .x = l->src[0] >= 0 ? tr->c[l->src[0]].y : tr->x0, .y = l->y, .src = {l->src[0], l->src[1]}, .n = tr->nb, .x_elems = l->x_elems,
                             .y_elems = l->y_elems, .x_zp = l->x_zp, .y_zp = l->y_zp, .act_min = l->act_min,
                             .act_max = l->act_max, .x_scale = l->L.x_scale, .y_scale = l->L.y_scale};
     return 0;

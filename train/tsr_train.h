@@ -6,16 +6,20 @@
  * trainable layer) runs once per sample as inference through the importer
  * (tsr_onnx, on the device, the boundary tensor read with
  * TSR_ONNX_KEEP_ALL): its output does not change while training. The
- * trainable part (from the first trainable layer to the logits: conv,
- * dense and max pool operators in a chain, then the host DequantizeLinear
- * and an optional Softmax) runs per batch: forward on the device with the
+ * trainable part (from the first trainable layer to the logits: conv
+ * (groups 1 or depthwise, any stride), dense, max, average and global
+ * average pool and add operators, a DAG whose layers read the part's one
+ * input or the outputs of layers before them, then the host
+ * DequantizeLinear and an optional Softmax) runs per batch: forward on the device with the
  * current int8 weights and ONNX Runtime's requantization as the importer
  * forms it (tsr_conv2d_run, tsr_dense_run, tsr_pool_run), activations kept
  * on the host; softmax cross-entropy on the host on the dequantized logits;
  * backward: each output gradient quantized per tensor to int8 (symmetric,
  * scale max|g| / 127), dW = dY^T X and dX = dY W as int8 GEMMs with exact
  * int32 sums on the device (jit/tsr_grad.h), dequantized with the scales;
- * ReLU masks, max pool routing and bias sums on the host (no MACs).
+ * ReLU/ReLU6 masks, max pool routing, average pools' even spread, a
+ * residual add's gradient to both inputs (summed where branches meet) and
+ * bias sums on the host (no MACs).
  * Update: SGD with momentum (torch's: v = mu v + g, w -= lr v) on a float32
  * master copy of the trainable weights and biases, then the weights
  * re-quantized as the model's quantizer did (symmetric int8, per tensor or
@@ -33,8 +37,9 @@
  *
  * Refused before training, one message naming the node, op or parameter:
  * an unknown layer name, a layer without weights named trainable, a layer
- * of the trainable part with no backward here (anything but conv groups 1,
- * dense, max pool; a branch), weights that are not symmetric int8
+ * of the trainable part with no backward here (anything but conv groups 1
+ * or depthwise, dense, max/average pool, add; a layer reading a tensor
+ * computed before the part other than its input), weights that are not symmetric int8
  * constants of a QDQ node, bad options (learning rate or momentum not
  * finite or negative, an update step that would overflow the int32 bias,
  * epochs 0 or over 1000, batch 0 or over the data), and bad data (shape or
@@ -129,6 +134,8 @@ typedef struct tsr_train_view {
     float s_dy, s_dx;          /* the gradient quantization scales of that step: dY for dW (and dX, per-tensor
                                   weights), dY * w_scale for dX (per-channel weights) */
     const uint8_t *x, *y;      /* that step's input and output activations (quantized bytes, [n][...]) */
+    int src[2];                /* the layers (view indices) whose outputs it reads: x is src[0]'s (-1: the part's
+                                  input, the frozen features); an add's second input is src[1]'s (-1 otherwise) */
     int n;                     /* its batch */
     size_t x_elems, y_elems;   /* per sample */
     int32_t x_zp, y_zp, act_min, act_max;

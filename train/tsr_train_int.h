@@ -17,11 +17,13 @@ typedef struct trl {
     tsr_onnx_lowered_t L;        /* as the importer lowered it (kind, node, parameters, scales, names) */
     int trainable;             /* its weights and bias are updated */
     int need_dx;               /* a layer before it in the part: its input gradient is needed */
+    int src[2];                /* the part's layers it reads (in, and in2 of an add): their index in c, -1
+                                  for the part's input (the frozen features) or no second input */
     tsr_dtype_e x_dtype, y_dtype;
     int32_t x_zp, y_zp, act_min, act_max;
     size_t x_elems, y_elems;   /* per sample */
     /* CONV / DENSE */
-    int M, K;                  /* weights [M][K] (conv: K = C_in * KH * KW) */
+    int M, K;                  /* weights [M][K] (conv: K = C_in / groups * KH * KW) */
     int wc;                    /* weight scales: 1 (per tensor) or M (per output channel) */
     int has_bias;              /* the model has a bias (trained with the weights) */
     int8_t *wq;                /* current int8 weights (device layout) */
@@ -35,6 +37,7 @@ typedef struct trl {
     float s_dy, s_dx;          /* the last step's gradient quantization scales */
     /* per step */
     uint8_t *y;                /* kept output activations [batch][y_elems] */
+    float *gy;                 /* the gradient of its real output [batch][y_elems], summed over its readers */
 } trl_t;
 
 struct tsr_trainer {

@@ -15,8 +15,12 @@
 #include "tsr_train_int.h"
 #include "tsr_util.h"
 
-/* The part's input of layer j: the previous layer's kept output, or the batch's frozen features. */
-static const uint8_t *layer_in(const tsr_trainer_t *tr, int j) { return j ? tr->c[j - 1].y : tr->x0; }
+/* Input k of layer j: the kept output of the part's layer it reads, or the batch's frozen features. */
+static const uint8_t *layer_in(const tsr_trainer_t *tr, int j, int k)
+{
+    const int s = tr->c[j].src[k];
+    return s >= 0 ? tr->c[s].y : tr->x0;
+}
 
 /* "node NAME (OP): " before a library error. */
 static int node_err(int rc, const trl_t *l, const char *what)
@@ -39,9 +43,19 @@ int tsr_train_forward(tsr_trainer_t *tr)
     const int nb = tr->nb;
     for (int j = 0; j < tr->nc; j++) {
         trl_t *l = &tr->c[j];
-        const void *x = layer_in(tr, j);
+        const void *x = layer_in(tr, j, 0);
         int rc = 0;
-        if (l->L.kind == TSR_OXL_CONV) {
+        if (l->L.kind == TSR_OXL_ADD) {
+            tsr_add_params_t p = l->L.add;
+            p.a.n = p.b.n = p.y.n = nb;
+            rc = tsr_add_run(tr->dev, &p, x, layer_in(tr, j, 1), l->y);
+        } else if (l->L.kind == TSR_OXL_AVGPOOL && l->L.avg_conv) { /* the model's own weight-1 conv */
+            tsr_conv2d_params_t p = l->L.conv;
+            p.n = nb;
+            p.w_plan = NULL;
+            p.fscale = tsr_conv2d_for_config(&tr->cfg, &p).fscale;
+            rc = tsr_conv2d_run(tr->dev, &p, x, l->L.w, l->L.bias, l->y);
+        } else if (l->L.kind == TSR_OXL_CONV) {
             tsr_conv2d_params_t p = l->L.conv;
             p.n = nb;
             p.w_dtype = TSR_DT_INT8;
@@ -107,7 +121,8 @@ static void host_conv(const tsr_grad_conv_t *p, int oh, int ow, const int8_t *dy
                       int32_t xzp, const int8_t *w, int32_t *dw, int32_t *dx)
 {
     const int C = p->c_in, O = p->c_out, KH = p->kh, KW = p->kw, H = p->h, W = p->w;
-    int64_t *aw = dw ? calloc((size_t)O * C * KH * KW, sizeof *aw) : NULL;
+    const int G = p->groups > 1 ? p->groups : 1, CG = C / G, OG = O / G; /* channels per group in and out */
+    int64_t *aw = dw ? calloc((size_t)O * CG * KH * KW, sizeof *aw) : NULL;
     int64_t *ax = dx ? calloc((size_t)p->n * C * H * W, sizeof *ax) : NULL;
     if ((dw && !aw) || (dx && !ax)) {
         free(aw), free(ax);
@@ -120,7 +135,7 @@ static void host_conv(const tsr_grad_conv_t *p, int oh, int ow, const int8_t *dy
                     const int g = dy[(((size_t)n * O + o) * oh + oy) * ow + ox];
                     if (!g)
                         continue;
-                    for (int c = 0; c < C; c++)
+                    for (int c = o / OG * CG; c < (o / OG + 1) * CG; c++)
                         for (int ky = 0; ky < KH; ky++) {
                             const int iy = oy * p->stride_h + ky - p->pad_top;
                             if (iy < 0 || iy >= H)
@@ -130,7 +145,7 @@ static void host_conv(const tsr_grad_conv_t *p, int oh, int ow, const int8_t *dy
                                 if (ix < 0 || ix >= W)
                                     continue;
                                 const size_t xi = (((size_t)n * C + c) * H + iy) * W + ix;
-                                const size_t wi = (((size_t)o * C + c) * KH + ky) * KW + kx;
+                                const size_t wi = (((size_t)o * CG + c % CG) * KH + ky) * KW + kx;
                                 if (aw)
                                     aw[wi] += (int64_t)g * (tsr_dt_get(xd, x, xi) - xzp);
                                 if (ax)
@@ -138,7 +153,7 @@ static void host_conv(const tsr_grad_conv_t *p, int oh, int ow, const int8_t *dy
                             }
                         }
                 }
-    for (size_t i = 0; aw && i < (size_t)O * C * KH * KW; i++)
+    for (size_t i = 0; aw && i < (size_t)O * CG * KH * KW; i++)
         dw[i] = (int32_t)(uint32_t)aw[i];
     for (size_t i = 0; ax && i < (size_t)p->n * C * H * W; i++)
         dx[i] = (int32_t)(uint32_t)ax[i];
@@ -188,7 +203,8 @@ static int weight_backward(tsr_trainer_t *tr, trl_t *l, const void *x, const flo
     const size_t ny = (size_t)nb * l->y_elems, S = l->y_elems / (size_t)M; /* output positions per channel */
     const int conv = l->L.kind == TSR_OXL_CONV;
     const tsr_grad_conv_t gp = grad_conv(l, nb);
-    const int oh = conv ? (int)(S / (size_t)l->L.conv.w) : 1; /* (conv output [N, M, OH, OW]) */
+    const int oh = conv ? (gp.h + gp.pad_top + gp.pad_bottom - gp.kh) / gp.stride_h + 1 : 1; /* (conv output
+                                                                                                [N, M, OH, OW]) */
     int rc = 0;
     if (l->trainable) {
         for (int m = 0; m < M; m++) {
@@ -290,11 +306,59 @@ static void pool_backward(const trl_t *l, int nb, const void *x, const float *g,
         }
 }
 
+/* Average pool (or its weight-1 conv form): each output's gradient spread evenly over the inputs its
+ * window counted (count_include_pad 1: the window's taps, padding included; 0: the ones inside). */
+static void avg_backward(const trl_t *l, int nb, const float *g, float *gin)
+{
+    const tsr_pool_params_t *p = &l->L.pool;
+    const int C = p->c, H = p->h, W = p->w, glob = p->kind == TSR_POOL_GLOBAL_AVG;
+    const int kh = glob ? H : p->kh, kw = glob ? W : p->kw, sh = glob ? 1 : p->stride_h, sw = glob ? 1 : p->stride_w;
+    const int pt = glob ? 0 : p->pad_top, pl = glob ? 0 : p->pad_left;
+    const int OH = glob ? 1 : (H + p->pad_top + p->pad_bottom - kh) / sh + 1;
+    const int OW = glob ? 1 : (W + p->pad_left + p->pad_right - kw) / sw + 1;
+    memset(gin, 0, sizeof(float) * (size_t)nb * l->x_elems);
+    for (int n = 0; n < nb; n++)
+        for (int c = 0; c < C; c++) {
+            const size_t base = ((size_t)n * C + c) * H * W;
+            for (int oy = 0; oy < OH; oy++)
+                for (int ox = 0; ox < OW; ox++) {
+                    const int y0 = oy * sh - pt, x0 = ox * sw - pl;
+                    const int ya = y0 < 0 ? 0 : y0, yb = y0 + kh > H ? H : y0 + kh;
+                    const int xa = x0 < 0 ? 0 : x0, xb = x0 + kw > W ? W : x0 + kw;
+                    const int cnt = glob || p->count_include_pad ? kh * kw : (yb - ya) * (xb - xa);
+                    if (cnt <= 0)
+                        continue;
+                    const float v = g[(((size_t)n * C + c) * OH + oy) * OW + ox] / (float)cnt;
+                    for (int iy = ya; iy < yb; iy++)
+                        for (int ix = xa; ix < xb; ix++)
+                            gin[base + (size_t)iy * W + ix] += v;
+                }
+        }
+}
+
+/* A folded Relu or Clip's derivative: 0 where the output sits on its bound (the low one may be the
+ * type's own, uint8 with zero point 0: a Relu's); without one the type's saturation passes the
+ * gradient straight through. The high bound (ReLU6, a Clip) is masked where it is below the type's
+ * own maximum. An add's clamp is a Relu when its low end is real 0 (the output zero point). */
+static void act_mask(const trl_t *l, int nb, float *g)
+{
+    const int relu = l->L.kind == TSR_OXL_ADD ? l->act_min > tsr_dt_min(l->y_dtype) || l->act_min == l->y_zp
+                                              : l->L.relu;
+    const int lo = relu, hi = relu && l->act_max < tsr_dt_max(l->y_dtype);
+    for (size_t i = 0; (lo || hi) && i < (size_t)nb * l->y_elems; i++) {
+        const int32_t v = tsr_dt_get(l->y_dtype, l->y, i);
+        if ((lo && v <= l->act_min) || (hi && v >= l->act_max))
+            g[i] = 0;
+    }
+}
+
 int tsr_train_backward(tsr_trainer_t *tr, const int32_t *lab, double *loss, int *right)
 {
     const int nb = tr->nb, C = tr->classes;
     const trl_t *last = &tr->c[tr->nc - 1];
-    float *g = tr->g, *g2 = tr->g2;
+    for (int j = 0; j < tr->nc; j++)
+        memset(tr->c[j].gy, 0, sizeof(float) * (size_t)nb * tr->c[j].y_elems);
+    float *g = tr->c[tr->nc - 1].gy, *gin = tr->g2;
     *loss = 0;
     *right = 0;
     for (int n = 0; n < nb; n++) {
@@ -316,28 +380,42 @@ int tsr_train_backward(tsr_trainer_t *tr, const int32_t *lab, double *loss, int 
             g[(size_t)n * C + c] = (float)((p - (c == lab[n])) / nb);
         }
     }
+    /* in reverse order: every reader of a layer's output comes after it, so its gradient is complete
+       (summed over the readers: a residual's two branches) when its turn comes */
     for (int j = tr->nc - 1; j >= 0; j--) {
         trl_t *l = &tr->c[j];
-        const void *x = layer_in(tr, j);
+        const void *x = layer_in(tr, j, 0);
+        g = l->gy;
+        const size_t nx = (size_t)nb * l->x_elems;
         if (l->L.kind == TSR_OXL_MAXPOOL) {
-            pool_backward(l, nb, x, g, g2);
+            if (l->need_dx)
+                pool_backward(l, nb, x, g, gin);
+        } else if (l->L.kind == TSR_OXL_AVGPOOL) {
+            act_mask(l, nb, g); /* (a Relu folded into a requantizing average) */
+            if (l->need_dx)
+                avg_backward(l, nb, g, gin);
+        } else if (l->L.kind == TSR_OXL_ADD) {
+            /* y = a + b in real values (each input through its own scale to the output's): the same
+               gradient to both inputs, masked by the add's clamp */
+            act_mask(l, nb, g);
+            for (int k = 0; k < 2; k++)
+                if (l->src[k] >= 0) {
+                    float *d = tr->c[l->src[k]].gy;
+                    for (size_t i = 0; i < nx; i++)
+                        d[i] += g[i];
+                }
+            continue;
         } else {
-            /* a folded Relu or Clip's derivative: 0 where the output sits on its bound (the low one
-               may be the type's own, uint8 with zero point 0); without one the type's saturation
-               passes the gradient straight through */
-            const int lo = l->L.relu, hi = l->L.relu && l->act_max < tsr_dt_max(l->y_dtype);
-            for (size_t i = 0; (lo || hi) && i < (size_t)nb * l->y_elems; i++) {
-                const int32_t v = tsr_dt_get(l->y_dtype, l->y, i);
-                if ((lo && v <= l->act_min) || (hi && v >= l->act_max))
-                    g[i] = 0;
-            }
-            int rc = weight_backward(tr, l, x, g, l->need_dx ? g2 : NULL);
+            act_mask(l, nb, g);
+            int rc = weight_backward(tr, l, x, g, l->need_dx ? gin : NULL);
             if (rc)
                 return rc;
         }
-        float *t = g;
-        g = g2;
-        g2 = t;
+        if (l->need_dx) {
+            float *d = tr->c[l->src[0]].gy;
+            for (size_t i = 0; i < nx; i++)
+                d[i] += gin[i];
+        }
     }
     return 0;
 }

@@ -42,3 +42,25 @@ if(EXISTS ${CMAKE_SOURCE_DIR}/hw/rtl/tsr_compute.sv)
            ${CMAKE_SOURCE_DIR} ${CMAKE_BINARY_DIR}/train_cli_rtl ${TSR_DIGITS} rtl)
   set_tests_properties(train_cli_rtl PROPERTIES TIMEOUT 1800 ENVIRONMENT "TESSERA_CACHE=${TSR_RTL_CACHE}")
 endif()
+# The layer kinds of a zoo model's last block (a DAG: residual add, depthwise strided conv, ReLU6,
+# global average pool): the small residual model scripts/train/make_resblock.py trains and quantizes
+# with scripts/zoo/qdq.py (needs node + onnxruntime-node for the calibration; ~30 s), made once by
+# the fixture train_resblock_model for
+#   train_dag   (tests/train_dag.c, cmocka) every trainable layer's dW against a plain-C double
+#               reference within the bounds of the int8 rounding, device == host backward, refusal
+#   train_cli_resblock  (test_train.sh resblock) `tessera train` lowers the loss and learns the shifted
+#               domain; the tuned model in `tessera infer` and ONNX Runtime (same predictions);
+#               backward MACs on the device >= 90%; step cycles vs inference on systemc
+set(TSR_RESBLOCK ${CMAKE_BINARY_DIR}/train_resblock)
+add_test(NAME train_resblock_model COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/scripts/train/make_resblock.py
+         ${TSR_RESBLOCK})
+set_tests_properties(train_resblock_model PROPERTIES FIXTURES_SETUP resblock TIMEOUT 300)
+# (tests/train_dag.c is not a tests/test_*.c: its ctest needs the fixture, set here)
+add_executable(train_dag ${CMAKE_SOURCE_DIR}/tests/train_dag.c)
+target_link_libraries(train_dag PRIVATE tsr_train tsr_testsupport tessera PkgConfig::CMOCKA)
+add_test(NAME train_dag COMMAND train_dag)
+set_tests_properties(train_dag PROPERTIES FIXTURES_REQUIRED resblock TIMEOUT 600
+                     ENVIRONMENT "TSR_RESBLOCK_DIR=${TSR_RESBLOCK}")
+add_test(NAME train_cli_resblock COMMAND ${CMAKE_SOURCE_DIR}/scripts/train/test_train.sh $<TARGET_FILE:tessera_cli>
+         ${CMAKE_SOURCE_DIR} ${CMAKE_BINARY_DIR}/train_cli_resblock ${TSR_RESBLOCK} resblock)
+set_tests_properties(train_cli_resblock PROPERTIES TIMEOUT 600 FIXTURES_REQUIRED resblock)
