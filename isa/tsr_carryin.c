@@ -134,6 +134,8 @@ static int exec_loop(cstate_t *s, const tsr_insn_t *in)
             return rc;
     }
     const uint64_t k = gemm && in->depthwise && c->depthwise ? (uint64_t)c->depthwise : 1;
+    /* a depthwise op's wgt index names a tap group: row index >> dw_group_bits (isa/semantics.md) */
+    const int wsh = gemm && in->depthwise ? c->dw_group_bits : 0;
     const int reads_dst = !in->reset && (gemm || in->alu_opcode != TSR_ALU_MOV);
     const int reads_src = !in->reset && (gemm || !in->use_imm);
     for (uint64_t i = 0; i < in->iter_out; i++)
@@ -147,7 +149,7 @@ static int exec_loop(cstate_t *s, const tsr_insn_t *in)
                 if (reads_src && (rc = need(s, gemm ? B_INP : B_ACC, src, k)))
                     return rc;
                 if (gemm && !in->reset &&
-                    (rc = need(s, B_WGT, uo->wgt + i * in->wgt_factor_out + j * in->wgt_factor_in, 1)))
+                    (rc = need(s, B_WGT, (uo->wgt + i * in->wgt_factor_out + j * in->wgt_factor_in) >> wsh, 1)))
                     return rc;
                 mark(s, B_ACC, dst, 1);
                 mark(s, B_OUT, dst, 1);

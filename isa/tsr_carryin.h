@@ -15,7 +15,8 @@
  * included) of inp, wgt, acc (acc8 loads acc), uop or lut; a STORE reads
  * out rows; every GEMM/ALU iteration writes acc[dst] and out[dst]; a reset
  * reads nothing, a non-reset GEMM reads acc[dst], inp[src .. src + K - 1]
- * (K = DEPTHWISE in depthwise mode, else 1) and wgt[wgt]; an ALU reads
+ * (K = DEPTHWISE in depthwise mode, else 1) and wgt[wgt] (in depthwise
+ * mode the row of tap group wgt, wgt >> dw_group_bits); an ALU reads
  * acc[dst] (not for mov) and acc[src] (without use_imm); an ALU lut reads
  * its table (imm, or every table with a register operand); a GEMM/ALU with
  * at least one iteration reads uop rows [uop_bgn, uop_end). The order is

@@ -237,6 +237,9 @@ static int derive(tsr_config_t *c, const char *cname)
                        "%s: DEPTHWISE = %d taps do not fit the %d output columns%s (at most %d)", cname,
                        c->depthwise, c->block_out, c->dsp_pack ? " paired by DSP_PACK" : "",
                        c->block_out / (c->dsp_pack ? 2 : 1));
+    c->dw_group_bits = 0;
+    while (c->depthwise && (c->depthwise << (c->dw_group_bits + 1)) <= c->block_out)
+        c->dw_group_bits++;
     if (c->dram_bus_width & (c->dram_bus_width - 1))
         return tsr_err(TSR_ECONFIG,
                        "%s: key DRAM_BUS_WIDTH = %d must be a power of two in [32, 512]", cname,
@@ -535,8 +538,9 @@ void tsr_config_print(const tsr_config_t *c, void *file)
     fprintf(f, "requantization    %s\n",
             c->exact_requant ? "fixed point and float32 (fscale, EXACT_REQUANT)" : "fixed point");
     if (c->depthwise)
-        fprintf(f, "depthwise         GEMM depthwise mode, %d taps per op on %d lanes (DEPTHWISE)\n",
-                c->depthwise, c->batch * c->block_out);
+        fprintf(f, "depthwise         GEMM depthwise mode, %d taps per op on %d lanes, %d tap groups per weight row "
+                   "(DEPTHWISE)\n",
+                c->depthwise, c->batch * c->block_out, 1 << c->dw_group_bits);
     if (c->act_lut)
         fprintf(f, "activation        %d table%s of 256 int8 entries (ALU op lut, ACT_LUT)\n", c->act_lut,
                 c->act_lut > 1 ? "s" : "");

@@ -51,8 +51,10 @@ typedef struct tsr_config {
     int act_lut;            /* ACT_LUT: activation tables of 256 int8 entries (0 = none, 1, 2, 4
                                or 8): the memory type lut and the ALU op lut (isa/semantics.md) */
     int depthwise;          /* DEPTHWISE: taps K of the GEMM depthwise mode (0 = none, 1..8):
-                               acc[dst][b][c] += sum_k<K inp[src+k][b][c] * wgt[wgt][k][c];
-                               needs BLOCK_IN == BLOCK_OUT and K <= BLOCK_OUT (/2 with DSP_PACK) */
+                               acc[dst][b][c] += sum_k<K inp[src+k][b][c] * wgt[r][t+k][c], the
+                               index naming a tap group (row r = wgt >> dw_group_bits, t = (wgt mod
+                               G) * K); needs BLOCK_IN == BLOCK_OUT and K <= BLOCK_OUT (/2 with
+                               DSP_PACK) */
 
     /* ---- derived ---- */
     int inp_width;          /* bits per input value */
@@ -83,6 +85,9 @@ typedef struct tsr_config {
     int sram_base_bits;     /* LOAD/STORE sram_base width (max idx bits) */
     uint64_t out_buff_size; /* bytes of the output buffer */
     uint64_t macs_per_op;   /* BATCH x BLOCK_IN x BLOCK_OUT */
+    int dw_group_bits;      /* DEPTHWISE > 0: log2 of the tap groups one weight row holds, the largest
+                               power of two G <= BLOCK_OUT / DEPTHWISE (a depthwise op's wgt index
+                               names a group: row = wgt >> bits); 0 without the key */
 } tsr_config_t;
 
 /* Parse JSON text; name is used in messages. Returns TSR_OK or TSR_ECONFIG. */

@@ -96,6 +96,7 @@ int tsr_emit_sv(const tsr_config_t *c, const char *source, FILE *f)
     P("EXACT_REQUANT", c->exact_requant);
     P("ACT_LUT", c->act_lut);
     P("DEPTHWISE", c->depthwise);
+    P("DW_GROUP_BITS", c->dw_group_bits); /* log2 of the depthwise tap groups per weight row */
     P("INSN_BITS", TSR_INSN_BITS);
     fprintf(f, "\n  // Opcodes, memory types, ALU operations\n");
     char name[64], up[48];
@@ -220,8 +221,8 @@ int tsr_emit_doc(const tsr_config_t *c, const char *source, FILE *f)
         }
     }
     fprintf(f, "\n## Micro-op\n\n%u bytes; `dst` bits %d..0 (accumulator row), `src` bits %d..%d "
-               "(input row for GEMM, accumulator row for ALU), `wgt` bits %d..%d (weight row); "
-               "higher bits zero.\n",
+               "(input row for GEMM, accumulator row for ALU), `wgt` bits %d..%d (weight row; a depthwise "
+               "GEMM's tap group, semantics.md); higher bits zero.\n",
             c->uop_bytes, c->uop_dst_bits - 1, c->uop_dst_bits + c->uop_src_bits - 1,
             c->uop_dst_bits, c->uop_dst_bits + c->uop_src_bits + c->uop_wgt_bits - 1,
             c->uop_dst_bits + c->uop_src_bits);

@@ -56,6 +56,9 @@ int tsr_hb_create(const tsr_config_t *cfg, const tsr_insn_t *insns, size_t n, ts
     for (int b = 0; b < SB_DRAM; b++)
         if (h->depth[b] > maxd)
             maxd = h->depth[b];
+    /* a depthwise op's weight index names a tap group: it reaches G times the rows */
+    if (((uint64_t)cfg->wgt_depth << cfg->dw_group_bits) > maxd)
+        maxd = (uint32_t)((uint64_t)cfg->wgt_depth << cfg->dw_group_bits);
     h->nw = (maxd + 63) / 64;
     int ok = 1;
     for (int b = 0; b < SB_DRAM; b++)
@@ -281,6 +284,18 @@ static void widen_rows(tsr_hb_t *h, uint32_t k)
         or_shifted(h->f, h->l, h->nw, s);
 }
 
+/* h->f := { s >> bits : s in h->f }: the weight rows of a set of tap groups. */
+static void group_rows(tsr_hb_t *h, int bits)
+{
+    memcpy(h->l, h->f, h->nw * 8);
+    memset(h->f, 0, h->nw * 8);
+    for (size_t i = 0; i < h->nw; i++)
+        for (uint64_t w = h->l[i]; w; w &= w - 1) {
+            uint64_t r = (i * 64 + (uint64_t)__builtin_ctzll(w)) >> bits;
+            h->f[r / 64] |= 1ull << (r % 64);
+        }
+}
+
 /* Bases of uops [bgn, end) per kind; 0 if some uop is unknown. */
 static int load_bases(tsr_hb_t *h, const tsr_insn_t *in, const tsr_uop_t *uops, const uint8_t *known)
 {
@@ -376,7 +391,12 @@ int tsr_hb_insn(tsr_hb_t *h, const tsr_hb_who_t *who, const tsr_uop_t *uops, con
             widen_rows(h, (uint32_t)h->cfg->depthwise);
         if ((rc = access_set(h, who, SB_INP, h->f, 0)))
             return rc;
-        loop_rows(h, in, 2, h->depth[SB_WGT]);
+        if (in->depthwise) { /* tap groups, G per row */
+            loop_rows(h, in, 2, (uint32_t)((uint64_t)h->depth[SB_WGT] << h->cfg->dw_group_bits));
+            group_rows(h, h->cfg->dw_group_bits);
+        } else {
+            loop_rows(h, in, 2, h->depth[SB_WGT]);
+        }
         if ((rc = access_set(h, who, SB_WGT, h->f, 0)))
             return rc;
     }

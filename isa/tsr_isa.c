@@ -69,8 +69,8 @@ static const field_spec_t gemm_fields[] = {
     {"wgt_factor_in", F(wgt_factor_in), W_WGT, 0, 0, "wgt row step per inner iteration"},
     /* last, and only with the key: every config without it keeps its layout */
     {"depthwise", F(depthwise), W_DW, 0, 0,
-     "acc[dst][b][c] += sum over k < DEPTHWISE of inp[src+k][b][c] * wgt[wgt][k][c] (config key DEPTHWISE > 0 "
-     "only)"},
+     "acc[dst][b][c] += sum over k < DEPTHWISE of inp[src+k][b][c] * wgt[wgt / G][(wgt mod G) * DEPTHWISE + k][c], "
+     "G tap groups per weight row: the wgt index and factors count groups (config key DEPTHWISE > 0 only)"},
 };
 
 static const field_spec_t alu_fields[] = {

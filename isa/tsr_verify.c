@@ -401,9 +401,12 @@ static int check_loop(vstate_t *v, size_t i, const tsr_insn_t *in)
         if (is_gemm) {
             /* a depthwise op reads rows src..src+K-1 */
             const uint32_t last = in->depthwise ? (uint32_t)c->depthwise - 1 : 0;
+            /* and weight row wgt / G (its index names a tap group) */
+            const uint64_t wdepth = in->depthwise ? (uint64_t)c->wgt_depth << c->dw_group_bits : c->wgt_depth;
             if ((rc = check_idx(i, in, in->depthwise ? "src + DEPTHWISE - 1 (inp)" : "src (inp)", uo->src + last,
                                 in->src_factor_out, in->src_factor_in, c->inp_depth, u)) ||
-                (rc = check_idx(i, in, "wgt", uo->wgt, in->wgt_factor_out, in->wgt_factor_in, c->wgt_depth, u)))
+                (rc = check_idx(i, in, in->depthwise ? "wgt (tap group; row wgt / G)" : "wgt", uo->wgt,
+                                in->wgt_factor_out, in->wgt_factor_in, (uint32_t)wdepth, u)))
                 return rc;
         } else if (!in->use_imm) {
             if ((rc = check_idx(i, in, "src (acc)", uo->src, in->src_factor_out, in->src_factor_in, c->acc_depth, u)))

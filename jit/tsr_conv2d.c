@@ -193,6 +193,9 @@ static int geo_init(const tsr_config_t *c, const tsr_conv2d_params_t *p, const t
         g->dwg = cdiv(p->kw, g->dwk);
         g->kk = p->kh * g->dwg;
     }
+    /* (the mode: G tap groups per weight row; a block's KK groups in ceil(KK / G) rows) */
+    g->wgpr = g->dwk ? 1 << c->dw_group_bits : 1;
+    g->wkk = cdiv(g->kk, g->wgpr);
     g->h_pad = p->x_zp - tsr_dt_off(p->x_dtype);
     g->exact = p->fscale != NULL;
     if (g->exact && !tsr_alu_op_available(c, TSR_ALU_FSCALE))
@@ -214,7 +217,9 @@ static int geo_init(const tsr_config_t *c, const tsr_conv2d_params_t *p, const t
 static uint64_t x_elems(const geo_t *g) { return (uint64_t)g->nb * g->cib * g->p->h * g->p->w; }
 static uint64_t w_elems(const geo_t *g)
 {
-    return (uint64_t)(g->wshare ? 1 : g->cob) * (g->dw ? g->wsplit : g->cib) * g->kk;
+    if (g->wtight) /* every block's groups back to back */
+        return (uint64_t)tsr_conv2d_dw_wrows(g, g->cob);
+    return (uint64_t)(g->wshare ? 1 : g->cob) * (g->dw ? g->wsplit : g->cib) * g->wkk;
 }
 static uint64_t y_elems(const geo_t *g) { return (uint64_t)g->nb * g->cob * g->oh * g->ow; }
 /* (a fused add's constant rows behind the conv's) */
@@ -331,11 +336,18 @@ static int pack_weights_all(const tsr_config_t *c, const tsr_conv2d_plan_t *pl, 
                     const int cie = part * p->c_in + ci; /* channel of the (doubled) input */
                     size_t el, o;
                     if (pl->dwk) {
-                        /* depthwise mode: weight row (ky, tap group), lane [tap in group][channel] */
+                        /* depthwise mode: tap group gi = (ky, kx / K) of the block and part, G per
+                         * weight row; the global group gg is at row gg / G, tap rows (gg mod G) * K ..,
+                         * lane [tap][channel]. Each block and part starts a row (wkk rows), or with
+                         * wtight (one part) the blocks' groups are back to back (block b's from b*KK). */
                         const int dwg = (p->kw + pl->dwk - 1) / pl->dwk, ky = k / p->kw, kx = k % p->kw;
-                        el = (((size_t)(co / c->block_out) * (size_t)split + (size_t)part) * (size_t)p->kh +
-                              (size_t)ky) * (size_t)dwg + (size_t)(kx / pl->dwk);
-                        o = el * c->wgt_bytes + (size_t)(kx % pl->dwk) * c->block_in + (size_t)(co % c->block_in);
+                        const size_t G = (size_t)1 << c->dw_group_bits, kkg = (size_t)(p->kh * dwg);
+                        const size_t bp = (size_t)(co / c->block_out) * (size_t)split + (size_t)part;
+                        const size_t gg = (pl->wtight ? bp * kkg : bp * ((kkg + G - 1) / G) * G) +
+                                          (size_t)(ky * dwg + kx / pl->dwk);
+                        el = gg / G;
+                        o = el * c->wgt_bytes + ((gg % G) * (size_t)pl->dwk + (size_t)(kx % pl->dwk)) * c->block_in +
+                            (size_t)(co % c->block_in);
                     } else if (dw) {
                         el = ((size_t)(co / c->block_out) * (size_t)split + (size_t)part) * kk + k;
                         /* the input channel (co / cin_g) * cin_g + ci of co's group lies in co's own
@@ -719,6 +731,7 @@ static void plan_fields(const tsr_config_t *c, const geo_t *g, const tsr_kernel_
     pl->depthwise = g->dw;
     pl->dwk = g->dwk;
     pl->wshare = g->wshare;
+    pl->wtight = g->wtight;
     pl->toh = g->t.toh;
     pl->tco = g->t.tco;
     pl->tci = g->t.tci;

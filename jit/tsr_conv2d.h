@@ -66,7 +66,12 @@
  * all lie in the loaded tile (taps past KW meet zero weights). The search
  * prefers four acc regions and also tries column tiles (the layers are
  * DRAM-bound; taller tiles reload fewer halo rows). If nothing of the mode
- * fits, the conv takes the block-diagonal path (plan.dwk = 0). When the
+ * fits, the conv takes the block-diagonal path (plan.dwk = 0). A weight
+ * row holds G tap groups (isa/semantics.md; G = 4 for K = 3 on 16 lanes), so
+ * a block's KH*ceil(KW/K) groups take ceil(KH*ceil(KW/K) / G) rows (one for
+ * 3x3: a quarter of the weight bytes of one group per row); the GEMMs name
+ * groups, and the weight slots lie in the first WGT_DEPTH / G rows, the
+ * groups a uop's wgt field reaches. When the
  * weights are known at plan time (p.w_plan) and every block's packed rows
  * are byte-identical (averages lowered as convs of weight 1), one copy is
  * packed and uploaded, a step loads its TCI*KK rows once instead of per
@@ -130,10 +135,14 @@ typedef struct tsr_conv2d_plan {
     int depthwise;                 /* groups > 1: grouped, one input block per output block (depthwise
                                       when groups == C_in) */
     int dwk;                       /* depthwise in the GEMM depthwise mode: its taps K (config key DEPTHWISE),
-                                      weights [COB][part][KH][ceil(KW/K)] rows of [tap k][channel c]; 0: the
-                                      block-diagonal path below */
+                                      weights [COB][part][ceil(KH*ceil(KW/K) / G)] rows, each G tap groups
+                                      (config's dw_group_bits) of [tap k][channel c], group ky*ceil(KW/K) +
+                                      kx/K at (row, slot) = divmod(group, G); 0: the block-diagonal path below */
+    int wtight;                    /* depthwise mode with one weight part: the blocks' tap groups packed back to
+                                      back, block b's group g at (row, slot) = divmod(b*KH*ceil(KW/K) + g, G)
+                                      (the tiling keeps each channel tile's first group at a row start) */
     int wshare;                    /* depthwise mode: every output-channel block's packed weight rows are the
-                                      same (p.w_plan said so): one copy [part][KH][G] in DRAM, loaded once per
+                                      same (p.w_plan said so): one copy [part][rows] in DRAM, loaded once per
                                       step (once per kernel with one chunk) and read by every block's GEMMs;
                                       write_weights refuses weights that break the sharing */
     int toh, tco, tci;             /* tile: output rows, output-channel blocks, input-channel blocks per chunk

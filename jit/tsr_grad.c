@@ -167,7 +167,11 @@ static int geo_init(const tsr_config_t *c, const gemm_t *g, ggeo_t *o)
     /* the tiling: the fewest estimated cycles over a few tile shapes (DRAM
      * traffic at the bus width vs the GEMM ops, plus a per-instruction cost) */
     const int loop_max = (1 << TSR_LOOP_BITS) - 1, size_max = (1 << TSR_SIZE_BITS) - 1;
-    const int inp_half = (int)c->inp_depth / 2, wgt_half = (int)c->wgt_depth / 2, acc_reg = (int)c->acc_depth / NREG;
+    /* (the depthwise mode: one tap group per weight row, named as group 0 of
+     * the row, index row * G; the halves lie in the rows whose groups a
+     * uop's wgt field reaches, isa/semantics.md) */
+    const int inp_half = (int)c->inp_depth / 2, wgt_half = (int)c->wgt_depth / 2 / (o->kdw ? 1 << c->dw_group_bits : 1),
+              acc_reg = (int)c->acc_depth / NREG;
     const int uop_rc = ((int)c->uop_depth - NREG * o->np) / (2 * NREG);
     const double bus = c->dram_bus_width / 8.0;
     const double gemm_ops = (double)o->pb * o->qb * o->ru;
@@ -310,7 +314,9 @@ static void emit_epi(tsr_stream_t *s, const epi_t *e)
 static int build(const tsr_config_t *c, const gemm_t *g, const ggeo_t *o, uint64_t uop_addr, uint64_t a_addr,
                  uint64_t w_addr, uint64_t c_addr, uint8_t *uops, tsr_insn_t **insns, size_t *ninsns)
 {
-    const uint32_t inp_half = c->inp_depth / 2, wgt_half = c->wgt_depth / 2;
+    /* depthwise mode: a GEMM's wgt index names tap group 0 of each row (geo_init) */
+    const uint32_t wg = o->kdw ? 1u << c->dw_group_bits : 1;
+    const uint32_t inp_half = c->inp_depth / 2, wgt_half = c->wgt_depth / 2 / wg;
     const int tr_max = o->tp * o->tq, nuops = 2 * NREG * o->rc + NREG * o->np;
     int rc = TSR_OK;
     /* uops: sets (inp/wgt half qi, acc half pa) of the reduction chunk, then per pa
@@ -318,7 +324,8 @@ static int build(const tsr_config_t *c, const gemm_t *g, const ggeo_t *o, uint64
     for (int qi = 0; qi < 2; qi++)
         for (int pa = 0; pa < NREG; pa++)
             for (int u = 0; u < o->rc; u++) {
-                tsr_uop_t uo = {reg_base(c, pa), qi * inp_half + (uint32_t)(u * o->a_unit), qi * wgt_half + (uint32_t)u};
+                tsr_uop_t uo = {reg_base(c, pa), qi * inp_half + (uint32_t)(u * o->a_unit),
+                                (qi * wgt_half + (uint32_t)u) * wg};
                 uint64_t raw;
                 if ((rc = tsr_uop_encode(c, &uo, &raw)))
                     return rc;

@@ -454,7 +454,9 @@ static void gemm_dw_op(tsr_fsim_t *s, uint32_t dst, uint32_t src, uint32_t w)
     const tsr_config_t *c = &s->cfg;
     const int bi = c->block_in, bt = c->batch, K = c->depthwise;
     int32_t *a = &s->acc[(size_t)dst * s->acc_row];
-    const int16_t *wt = &s->wgt[(size_t)w * s->wgt_row];
+    /* w names a tap group: row w / G, first tap row (w mod G) * K */
+    const uint32_t gm = (1u << c->dw_group_bits) - 1;
+    const int16_t *wt = &s->wgt[(size_t)(w >> c->dw_group_bits) * s->wgt_row + (size_t)((w & gm) * (uint32_t)K) * bi];
     for (int b = 0; b < bt; b++)
         for (int ch = 0; ch < bi; ch++) {
             int64_t d = 0;
@@ -519,6 +521,7 @@ static int exec_gemm_alu(tsr_fsim_t *s, const tsr_insn_t *in)
     const uint32_t iter_out = in->iter_out, iter_in = in->iter_in, uop_bgn = in->uop_bgn, uop_end = in->uop_end;
     const int dw = is_gemm && in->depthwise;
     const uint32_t src_last = dw ? (uint32_t)c->depthwise - 1 : 0; /* the op reads rows src..src+src_last */
+    const int wgt_shift = dw ? c->dw_group_bits : 0;                 /* and weight row wgt >> wgt_shift */
     const uint64_t op_macs = tsr_insn_macs_per_op(c, in);
     const uint64_t dfo = in->dst_factor_out, dfi = in->dst_factor_in, sfo = in->src_factor_out,
                    sfi = in->src_factor_in, wfo = in->wgt_factor_out, wfi = in->wgt_factor_in;
@@ -553,8 +556,9 @@ static int exec_gemm_alu(tsr_fsim_t *s, const tsr_insn_t *in)
                     if (src + src_last >= src_depth)
                         return index_error(dw ? "src + DEPTHWISE - 1 (inp)" : "src (inp)", src + src_last,
                                            src_depth, u, i, j);
-                    if (wgt >= c->wgt_depth)
-                        return index_error("wgt", wgt, c->wgt_depth, u, i, j);
+                    if ((wgt >> wgt_shift) >= c->wgt_depth)
+                        return index_error(dw ? "wgt / G (row of the tap group)" : "wgt", wgt >> wgt_shift,
+                                           c->wgt_depth, u, i, j);
                     if (dw)
                         gemm_dw_op(s, (uint32_t)dst, (uint32_t)src, (uint32_t)wgt);
                     else

@@ -6,7 +6,10 @@
  *
  * Results are checked against a plain loop over the formula of
  * semantics.md written here, on all 32 bits of every accumulator (each byte
- * stored after shifting it down), not against the simulator. The timing
+ * stored after shifting it down), not against the simulator: the weight
+ * index names one of the G tap groups of a weight row (G = 4 on default +
+ * DEPTHWISE 3, 2 on tiny + DSP_PACK + DEPTHWISE 2, 1 on the others), and
+ * the loops reach groups the uop field cannot (run_high). The timing
  * contract (tsr_insn_issue_cycles) is checked against a brute-force walk of
  * the loops that charges K cycles to every op not following its
  * predecessor's src + 1.
@@ -23,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tsr_carryin.h"
 #include "tsr_config.h"
 #include "tsr_counters.h"
 #include "tsr_driver.h"
@@ -383,11 +387,16 @@ static void rig_acc(rig_t *r, int32_t *acc)
     free(b);
 }
 
-/* The formula of semantics.md over the loops, from zeroed accumulators. */
+/* The formula of semantics.md over the loops, from zeroed accumulators
+ * (written out here: not tsr_ref.c's). */
 static void plain_dw(const rig_t *r, const tsr_insn_t *g, const tsr_uop_t *u, int32_t *acc)
 {
     const tsr_config_t *c = r->c;
     const int B = c->batch, BI = c->block_in, K = c->depthwise;
+    /* G tap groups per weight row: the largest power of two with G*K <= BO */
+    uint32_t G = 1;
+    while ((G * 2) * (uint32_t)K <= (uint32_t)c->block_out)
+        G *= 2;
     memset(acc, 0, (size_t)r->na * B * BI * sizeof *acc);
     for (uint32_t i = 0; i < g->iter_out; i++)
         for (uint32_t j = 0; j < g->iter_in; j++)
@@ -400,7 +409,8 @@ static void plain_dw(const rig_t *r, const tsr_insn_t *g, const tsr_uop_t *u, in
                         int64_t sum = 0;
                         for (int k = 0; k < K; k++)
                             sum += (int64_t)r->x[(size_t)(src + (uint32_t)k) * B * BI + (size_t)b * BI + ch] *
-                                   r->w[(size_t)wr * BI * BI + (size_t)k * BI + ch];
+                                   r->w[(size_t)(wr / G) * BI * BI + (size_t)((wr % G) * (uint32_t)K + (uint32_t)k) * BI +
+                                        ch];
                         int32_t *a = &acc[((size_t)dst * B + b) * BI + ch];
                         *a = (int32_t)((uint32_t)*a + (uint32_t)sum);
                     }
@@ -465,6 +475,46 @@ static void run_case(const char *what, const tsr_config_t *cfg, uint32_t W, uint
     free(want);
 }
 
+/* The weight index names a tap group and may reach G times the buffer's
+ * rows through the loops while a uop's field holds only WGT_DEPTH values:
+ * the whole weight buffer loaded, uops x = (dst x, src x, wgt depth-1-x)
+ * and an outer loop of G passes stepping the group by depth-1 (dst by W),
+ * so the last pass reads tap groups of the buffer's top rows; checked
+ * against the formula like run_case. */
+static void run_high(const char *what, const tsr_config_t *cfg, uint32_t W, uint64_t *seed)
+{
+    const uint32_t K = (uint32_t)cfg->depthwise, G = 1u << cfg->dw_group_bits, D = cfg->wgt_depth;
+    tsr_uop_t u[32];
+    assert_true(W <= 32 && W < D);
+    for (uint32_t x = 0; x < W; x++)
+        u[x] = (tsr_uop_t){x, x, D - 1 - x};
+    rig_t r;
+    rig_open(&r, cfg, W + K, D, G * W, u, W, seed);
+    tsr_insn_t g;
+    memset(&g, 0, sizeof g);
+    g.opcode = TSR_OP_GEMM;
+    g.depthwise = 1;
+    g.uop_end = W;
+    g.iter_out = G;
+    g.iter_in = 1;
+    g.dst_factor_out = W;
+    g.wgt_factor_out = D - 1; /* the last pass: groups up to G*(D-1), row D-1 */
+    assert_int_equal(rig_run(&r, &g), TSR_OK);
+    const size_t n = (size_t)G * W * cfg->batch * cfg->block_in;
+    int32_t *got = malloc(sizeof(int32_t) * n), *want = malloc(sizeof(int32_t) * n);
+    assert_non_null(got);
+    assert_non_null(want);
+    rig_acc(&r, got);
+    plain_dw(&r, &g, u, want);
+    for (size_t e = 0; e < n; e++)
+        if (got[e] != want[e])
+            fail_msg("%s (groups past the uop field, G %u): acc element %zu (row %zu): device %d, formula %d", what, G,
+                     e, e / ((size_t)cfg->batch * cfg->block_in), got[e], want[e]);
+    rig_close(&r);
+    free(got);
+    free(want);
+}
+
 static void test_results(void **state)
 {
     (void)state;
@@ -472,12 +522,14 @@ static void test_results(void **state)
     tsr_config_t c;
     tsr_test_preset_with("default", "DEPTHWISE", 3, &c);
     run_case("default+DEPTHWISE 3", &c, 14, &seed);
+    run_high("default+DEPTHWISE 3", &c, 5, &seed);
     assert_int_equal(tsr_config_parse("{" TINY_KEYS ",\"LOG_BLOCK\":2,\"DEPTHWISE\":4}", "tiny+dw4", &c), TSR_OK);
     run_case("tiny+DEPTHWISE 4", &c, 9, &seed);
     assert_int_equal(
         tsr_config_parse("{" TINY_KEYS ",\"LOG_BLOCK\":2,\"DSP_PACK\":1,\"DEPTHWISE\":2}", "tiny+pack+dw2", &c),
         TSR_OK);
     run_case("tiny+DSP_PACK+DEPTHWISE 2", &c, 7, &seed);
+    run_high("tiny+DSP_PACK+DEPTHWISE 2", &c, 5, &seed);
     assert_int_equal(tsr_config_parse("{\"TARGET\":\"sim\",\"LOG_INP_WIDTH\":3,\"LOG_WGT_WIDTH\":3,\"LOG_ACC_WIDTH\":5,"
                                       "\"LOG_BATCH\":1,\"LOG_BLOCK\":2,\"LOG_UOP_BUFF_SIZE\":10,"
                                       "\"LOG_INP_BUFF_SIZE\":10,\"LOG_WGT_BUFF_SIZE\":10,\"LOG_ACC_BUFF_SIZE\":11,"
@@ -524,6 +576,24 @@ static void test_refusals(void **state)
     far[0].src = on.inp_depth - 3;
     rig_open(&r, &on, 8, 1, 4, far, 1, &seed);
     assert_int_equal(rig_run(&r, &g), TSR_OK);
+    rig_close(&r);
+    /* the weight index names a tap group (G = 4 per row here): the uop field reaches the first
+     * wgt_depth groups, the loops the rest; group 4092 (row 1023, the last) is fine, 4096 is not */
+    assert_int_equal(on.dw_group_bits, 2);
+    assert_int_equal(on.wgt_depth, 1024);
+    far[0].src = 0;
+    far[0].wgt = 1023;
+    g.iter_out = 4;
+    g.wgt_factor_out = 1023; /* groups 1023, 2046, 3069, 4092 */
+    rig_open(&r, &on, 8, 1, 4, far, 1, &seed);
+    assert_int_equal(rig_run(&r, &g), TSR_OK);
+    rig_close(&r);
+    g.iter_in = 2;
+    g.wgt_factor_in = 4; /* ... and 4096: row 1024 */
+    rig_open(&r, &on, 8, 1, 4, far, 1, &seed);
+    assert_int_not_equal(rig_run(&r, &g), TSR_OK);
+    if (!strstr(tsr_errmsg(), "tap group"))
+        fail_msg("want the tap group's row named: %s", tsr_errmsg());
     rig_close(&r);
 }
 
@@ -577,12 +647,52 @@ static void test_race(void **state)
     }
 }
 
+/* What a stream reads before writing it (tsr_carryin: the sampled
+ * backend's hand-over) knows the tap groups: four ops reading the four
+ * groups of weight row 0, which the stream loaded, carry no weight row in
+ * (taking the groups for rows, rows 1..3 would be). */
+static void test_carryin(void **state)
+{
+    (void)state;
+    tsr_config_t c;
+    tsr_test_preset_with("default", "DEPTHWISE", 3, &c);
+    assert_int_equal(c.dw_group_bits, 2);
+    tsr_uop_t *u0 = calloc(c.uop_depth, sizeof *u0);
+    uint8_t *carried[TSR_CARRY_COUNT];
+    assert_non_null(u0);
+    for (int b = 0; b < TSR_CARRY_COUNT; b++)
+        assert_non_null(carried[b] = calloc(tsr_carryin_depth(&c, b) + 1, 1));
+    for (uint32_t x = 0; x < 4; x++)
+        u0[x] = (tsr_uop_t){x, x, x};
+    tsr_insn_t s[4];
+    s[0] = mem(TSR_OP_LOAD, TSR_MEM_WGT, 0, 0x1000, c.wgt_bytes, 1);
+    s[1] = mem(TSR_OP_LOAD, TSR_MEM_INP, 0, 0x2000, c.inp_bytes, 8);
+    s[1].push_next = 1;
+    memset(&s[2], 0, sizeof s[2]);
+    s[2].opcode = TSR_OP_GEMM;
+    s[2].depthwise = 1;
+    s[2].reset = 0;
+    s[2].uop_end = 4;
+    s[2].iter_out = s[2].iter_in = 1;
+    s[2].pop_prev = 1;
+    memset(&s[3], 0, sizeof s[3]);
+    s[3].opcode = TSR_OP_FINISH;
+    assert_int_equal(tsr_carryin_rows(&c, s, 4, NULL, NULL, u0, carried), TSR_OK);
+    for (uint32_t r = 0; r < c.wgt_depth; r++)
+        if (carried[TSR_CARRY_WGT][r])
+            fail_msg("weight row %u taken as carried in (the ops read tap groups 0..3 of row 0)", r);
+    assert_int_equal(carried[TSR_CARRY_ACC][0], 1); /* (the GEMM accumulates onto acc rows it never wrote) */
+    for (int b = 0; b < TSR_CARRY_COUNT; b++)
+        free(carried[b]);
+    free(u0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_config),  cmocka_unit_test(test_field),    cmocka_unit_test(test_issue_cycles),
         cmocka_unit_test(test_results), cmocka_unit_test(test_refusals), cmocka_unit_test(test_race),
-        cmocka_unit_test(test_gen_slides),
+        cmocka_unit_test(test_gen_slides), cmocka_unit_test(test_carryin),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -185,7 +185,9 @@ static void footprint(walk_t *w, const tsr_insn_t *in, walk_cov_t *cov)
                     ref_uop_fields(m, m->uop[u], &ud, &us, &uw);
                     uint64_t dst = ud + i * in->dst_factor_out + j * in->dst_factor_in;
                     uint64_t src = us + i * in->src_factor_out + j * in->src_factor_in;
-                    uint64_t wgt = uw + i * in->wgt_factor_out + j * in->wgt_factor_in;
+                    /* (a depthwise op's wgt index names a tap group: row wgt / groups) */
+                    uint64_t wgt = (uw + i * in->wgt_factor_out + j * in->wgt_factor_in) /
+                                   (gemm && in->depthwise ? m->dw_groups : 1);
                     if (dst >= m->acc_depth) {
                         walk_fail(w, "dst %" PRIu64 " outside acc", dst);
                         break;

@@ -605,8 +605,10 @@ static int loop_check(gen_t *g, const tsr_insn_t *in, const tsr_uop_t *ov, int a
     const tsr_config_t *c = g->c;
     int gemm = in->opcode == TSR_OP_GEMM;
     int rs = reads_src(in), rd = reads_dst(in);
-    /* a depthwise GEMM reads input rows src .. src + taps - 1 */
+    /* a depthwise GEMM reads input rows src .. src + taps - 1, and its wgt
+     * index names a tap group: row wgt >> dw_group_bits */
     const uint32_t taps = gemm && rs && in->depthwise ? (uint32_t)c->depthwise : 1;
+    const int wshift = gemm && in->depthwise ? c->dw_group_bits : 0;
     for (uint32_t i = 0; i < in->iter_out; i++)
         for (uint32_t j = 0; j < in->iter_in; j++)
             for (uint32_t u = in->uop_bgn; u < in->uop_end; u++) {
@@ -615,7 +617,7 @@ static int loop_check(gen_t *g, const tsr_insn_t *in, const tsr_uop_t *ov, int a
                     return 0;
                 uint64_t dst = uo->dst + (uint64_t)i * in->dst_factor_out + (uint64_t)j * in->dst_factor_in;
                 uint64_t src = uo->src + (uint64_t)i * in->src_factor_out + (uint64_t)j * in->src_factor_in;
-                uint64_t wgt = uo->wgt + (uint64_t)i * in->wgt_factor_out + (uint64_t)j * in->wgt_factor_in;
+                uint64_t wgt = (uo->wgt + (uint64_t)i * in->wgt_factor_out + (uint64_t)j * in->wgt_factor_in) >> wshift;
                 if (apply) {
                     g->init[K_ACC][dst] = 1;
                     g->out_init[dst] = 1;
@@ -904,14 +906,21 @@ static int try_loop(gen_t *g, int gemm, tsr_insn_t *list, int *nl)
         pick_factors(g, shi - slo, op.iter_out, op.iter_in,
                      field_max(gemm ? c->inp_idx_bits : c->acc_idx_bits), &op.src_factor_out,
                      &op.src_factor_in, &sext);
+        /* A depthwise op's wgt index names a tap group (G per row): the run's
+         * groups are [wlo*G, whi*G), which the loops may reach beyond the
+         * uop field's WGT_DEPTH - 1 (the uop itself must stay below it). */
+        const int gb = gemm && op.depthwise ? c->dw_group_bits : 0;
+        const uint32_t glo = wlo << gb, ghi = whi << gb;
         if (gemm)
-            pick_factors(g, whi - wlo, op.iter_out, op.iter_in, field_max(c->wgt_idx_bits),
+            pick_factors(g, ghi - glo, op.iter_out, op.iter_in, field_max(c->wgt_idx_bits),
                          &op.wgt_factor_out, &op.wgt_factor_in, &wext);
+        if (gemm && glo + wext >= umin(ghi, c->wgt_depth + wext)) /* (no uop value reaches the run) */
+            continue;
         tsr_uop_t k[MAX_KUOPS];
         for (uint32_t u = 0; u < nu; u++) {
             k[u].dst = pick_base(r, dlo, dhi, dext);
             k[u].src = pick_base(r, slo, shi, sext);
-            k[u].wgt = gemm ? pick_base(r, wlo, whi, wext) : rbelow(r, c->wgt_depth);
+            k[u].wgt = gemm ? pick_base(r, glo, umin(ghi, c->wgt_depth + wext), wext) : rbelow(r, c->wgt_depth);
         }
         if (gemm && op.depthwise && !op.reset)
             dw_slides(g, &op, k, nu, slo, shi, sext);

@@ -250,6 +250,9 @@ int ref_machine_init(ref_machine_t *m, const tsr_config_t *cfg)
     if (cfg->depthwise < 0 || cfg->depthwise > 8)
         return ref_fail("unsupported config (DEPTHWISE %d)", cfg->depthwise);
     m->dw_taps = cfg->depthwise;
+    m->dw_groups = 1;
+    while (m->dw_taps && (uint64_t)m->dw_taps * m->dw_groups * 2 <= (uint64_t)m->block_out)
+        m->dw_groups *= 2;
     m->uop_dst_bits = cfg->uop_dst_bits;
     m->uop_src_bits = cfg->uop_src_bits;
     m->uop_wgt_bits = cfg->uop_wgt_bits;
@@ -507,7 +510,9 @@ int ref_gemm(ref_machine_t *m, const tsr_insn_t *in)
                 uint64_t src = loop_idx(us, i, in->src_factor_out, j, in->src_factor_in);
                 uint64_t wgt = loop_idx(uw, i, in->wgt_factor_out, j, in->wgt_factor_in);
                 /* operands a reset op does not read are not checked (semantics.md) */
-                if (dst >= m->acc_depth || (!in->reset && (src + extra >= m->inp_depth || wgt >= m->wgt_depth)))
+                /* depthwise: wgt names a tap group, row wgt / groups */
+                const uint64_t wrow = in->depthwise ? wgt / m->dw_groups : wgt;
+                if (dst >= m->acc_depth || (!in->reset && (src + extra >= m->inp_depth || wrow >= m->wgt_depth)))
                     return ref_fail("gemm: i=%llu j=%llu u=%u: dst %llu src %llu wgt %llu out of range",
                                     (unsigned long long)i, (unsigned long long)j, u,
                                     (unsigned long long)dst, (unsigned long long)src,
@@ -522,7 +527,8 @@ int ref_gemm(ref_machine_t *m, const tsr_insn_t *in)
                         if (in->depthwise) { /* lane o: channel o, taps k < K from rows src+k */
                             for (int k = 0; k < m->dw_taps; k++) {
                                 int64_t x = m->inp[(size_t)(src + (uint64_t)k) * B * BI + (size_t)b * BI + o];
-                                int64_t w = m->wgt[(size_t)wgt * BO * BI + (size_t)k * BI + o];
+                                uint64_t tap = (wgt % m->dw_groups) * (uint64_t)m->dw_taps + (uint64_t)k;
+                                int64_t w = m->wgt[(size_t)wrow * BO * BI + (size_t)tap * BI + o];
                                 sum += x * w;
                             }
                             int64_t a = m->acc[(size_t)dst * B * BO + (size_t)b * BO + o];

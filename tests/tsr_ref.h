@@ -57,6 +57,7 @@ typedef struct ref_machine {
     int32_t lut[8][256]; /* entries, sign-extended from int8 */
     /* taps of the GEMM depthwise mode (the config key DEPTHWISE: 0 = none) */
     int dw_taps;
+    uint32_t dw_groups; /* tap groups per weight row: the largest power of two with groups * taps <= block_out */
 } ref_machine_t;
 
 /* Zero-initialised machine for cfg. Returns 0 or -1. */

@@ -34,7 +34,11 @@
 // P2. So an op costs d cycles or K, the timing contract of isa/tsr_isa.c
 // (dw_issue_cycles). In P2 the
 // window and the arriving row are the taps of tsr_gemm_core's depthwise
-// mode. Without the key none of it is generated.
+// mode. The op's weight index names a tap group (G = 2^DW_GROUP_BITS per
+// weight row): it reads row wgt >> DW_GROUP_BITS (range checked against
+// WGT_DEPTH) and hands wgt mod G to the core with the row (p2_grp_q); the
+// index arithmetic is DW_GROUP_BITS wider so that the loops reach every
+// group. Without the key none of it is generated.
 //
 // Bank rule. The accumulator is split in two banks by its index MSB. When
 // the other pipe runs an OLDER instruction (check_i), an op here may pass P1
@@ -105,8 +109,11 @@ module tsr_compute_pipe #(
   localparam int AIB = tsr_pkg::ACC_IDX_BITS;
   localparam int IIB = tsr_pkg::INP_IDX_BITS;
   localparam int WIB = tsr_pkg::WGT_IDX_BITS;
+  // depthwise weight index: a tap group, DW_GROUP_BITS below the row (GEMM pipe)
+  localparam int GB = (Gemm != 0 && tsr_pkg::DEPTHWISE != 0) ? tsr_pkg::DW_GROUP_BITS : 0;
+  localparam int GBW = (GB > 0) ? GB : 1;
   localparam int MAXIB0 = (AIB > IIB) ? AIB : IIB;
-  localparam int MAXIB = (MAXIB0 > WIB) ? MAXIB0 : WIB;
+  localparam int MAXIB = (MAXIB0 > WIB + GB) ? MAXIB0 : WIB + GB;
   localparam int OFFW = MAXIB + 1;  // loop offsets and indices
   localparam int ITW = tsr_pkg::GEMM_ITER_OUT_W;
   localparam int XW = ITW + OFFW + 1;  // footprint arithmetic
@@ -196,6 +203,8 @@ module tsr_compute_pipe #(
   logic [OFFW-1:0] p1_doff_q, p1_soff_q, p1_woff_q;
   logic [OFFW-1:0] dst_idx, src_idx, wgt_idx;
   logic            dst_bad, src_bad, wgt_bad, idx_bad;
+  logic [OFFW-1:0] wgt_row;    // the weight row wgt_idx reads (depthwise: of its tap group)
+  logic [GBW-1:0]  p2_grp_q;   // depthwise: its tap group within the row, beside the row's data (P2)
   logic [1:0]      op_banks;
   // ACC_SINGLE_COPY: this op's src row is the one the previous op of the
   // same instruction used (last_src_q), so it comes from sprev_q, not a read.
@@ -215,7 +224,7 @@ module tsr_compute_pipe #(
   always_comb begin
     dst_bad = dst_idx >= OFFW'(tsr_pkg::ACC_DEPTH);
     src_bad = (Gemm != 0) ? (src_hi >= (OFFW + 1)'(tsr_pkg::INP_DEPTH)) : (src_idx >= OFFW'(tsr_pkg::ACC_DEPTH));
-    wgt_bad = wgt_idx >= OFFW'(tsr_pkg::WGT_DEPTH);
+    wgt_bad = wgt_row >= OFFW'(tsr_pkg::WGT_DEPTH);
     // Operands a reset op or an immediate ALU op does not read are not
     // checked, as in the golden model.
     idx_bad = dst_bad || (!op_reset && ((Gemm != 0) ? (src_bad || wgt_bad) : (!use_imm && src_bad)));
@@ -243,7 +252,7 @@ module tsr_compute_pipe #(
   assign inp_re_o    = (Gemm != 0) && ((p1_ok && !op_reset) || dw_fill);
   assign inp_raddr_o = src_idx[IIB-1:0] + dw_roff;
   assign wgt_re_o    = (Gemm != 0) && p1_ok && !op_reset;
-  assign wgt_raddr_o = wgt_idx[WIB-1:0];
+  assign wgt_raddr_o = wgt_row[WIB-1:0];
   assign op_o        = p1_ok && ((Gemm == 0) || !op_reset);
   assign err_o       = p1_err;
 
@@ -252,6 +261,21 @@ module tsr_compute_pipe #(
   if (UOP_USED < tsr_pkg::UOP_BYTES * 8) begin : g_uop_hi
     logic unused_uop_hi;
     assign unused_uop_hi = ^uop_rdata_i[tsr_pkg::UOP_BYTES*8-1:UOP_USED];
+  end
+
+  // Depthwise tap groups: row and group of the weight index (a plain GEMM's
+  // index is the row). The group goes to the core with the row's data.
+  if (GB > 0) begin : g_grp
+    logic dw_insn;
+    assign dw_insn = tsr_pkg::gemm_depthwise(cmd_q) != 1'b0;
+    assign wgt_row = dw_insn ? (wgt_idx >> GB) : wgt_idx;
+    // datapath register (as p2_dst_q): read only beside p2_valid_q's data
+    always_ff @(posedge clk_i) begin
+      p2_grp_q <= wgt_idx[GB-1:0];
+    end
+  end else begin : g_no_grp
+    assign wgt_row = wgt_idx;
+    assign p2_grp_q = '0;
   end
 
   // ---------------------------------------------------------------------
@@ -419,6 +443,7 @@ module tsr_compute_pipe #(
       .wgt_i (wgt_rdata_i),
       .dw_i  (dw_mode),
       .taps_i(dw_taps),
+      .grp_i (p2_grp_q),
       .dot_o (dot)
     );
     assign alu_row = '0;
@@ -465,7 +490,7 @@ module tsr_compute_pipe #(
     end
     assign dot = '0;
     logic unused_mac;
-    assign unused_mac = ^{inp_rdata_i, wgt_rdata_i, wgt_idx, dw_mode, dw_taps};
+    assign unused_mac = ^{inp_rdata_i, wgt_rdata_i, wgt_idx, wgt_row, dw_mode, dw_taps, p2_grp_q};
   end
 
   assign acc_dre_o    = p3_valid_q;

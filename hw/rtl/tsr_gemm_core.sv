@@ -18,11 +18,14 @@
 // array's multipliers: unit k < K of each batch row takes input row tap k
 // instead of the broadcast inp_i, and its low-lane weights are row k (with
 // DspPack = 0 they are already; with DspPack = 1 unit k normally holds rows
-// 2k, 2k+1, and row k replaces row 2k). A per-lane adder sums the units'
+// 2k, 2k+1, and row k replaces row 2k). A weight row holds G = 2^DwGroupBits
+// tap groups of K rows (isa/semantics.md): grp_i (static while the op's
+// weight row is on wgt_i) picks group q, and unit k takes row q*K + k, a
+// G-way mux per unit (none when G = 1). A per-lane adder sums the units'
 // registered low-lane products (tsr_gemm_dot prod_o) over k, registered in
 // the stage of the adder trees, so dot_o keeps its two-cycle latency and
 // dw_i (static for a whole instruction) only selects it. With Depthwise = 0
-// none of this is generated: dw_i and taps_i are unused.
+// none of this is generated: dw_i, taps_i and grp_i are unused.
 `include "tsr_assert.svh"
 
 module tsr_gemm_core #(
@@ -34,13 +37,16 @@ module tsr_gemm_core #(
   parameter int AccWidth = tsr_pkg::ACC_WIDTH,
   parameter int DspPack  = tsr_pkg::DSP_PACK,
   parameter int Depthwise = tsr_pkg::DEPTHWISE,
-  localparam int TK = (Depthwise > 0) ? Depthwise : 1  // tap rows on taps_i
+  parameter int DwGroupBits = tsr_pkg::DW_GROUP_BITS,
+  localparam int TK = (Depthwise > 0) ? Depthwise : 1,  // tap rows on taps_i
+  localparam int GBW = (DwGroupBits > 0) ? DwGroupBits : 1  // grp_i bits
 ) (
   input  logic                                clk_i,
   input  logic [Batch*BlockIn*InpWidth-1:0]   inp_i,  // row [b][i]
   input  logic [BlockOut*BlockIn*WgtWidth-1:0] wgt_i, // row [o][i]
   input  logic                                dw_i,   // depthwise mode (static per instruction)
   input  logic [TK*Batch*BlockIn*InpWidth-1:0] taps_i, // depthwise: tap k's row [b][i] at k
+  input  logic [GBW-1:0]                      grp_i,  // depthwise: tap group of the weight row
   output logic [Batch*BlockOut*AccWidth-1:0]  dot_o   // row [b][o]
 );
   localparam int L = (DspPack != 0) ? 2 : 1;       // output columns per unit
@@ -57,12 +63,28 @@ module tsr_gemm_core #(
       logic [L*WR-1:0] u_wgt;
       if (Depthwise != 0 && g < Depthwise) begin : g_tap
         // tap g of the depthwise mode: its own input row, weight row g low
+        // (of tap group grp_i: row grp_i*K + g)
         assign u_inp = dw_i ? taps_i[(g*Batch + b)*IR +: IR] : inp_i[b*IR +: IR];
-        if (L == 2) begin : g_pair
-          assign u_wgt[WR +: WR] = wgt_i[(2*g + 1)*WR +: WR];
-          assign u_wgt[0 +: WR] = dw_i ? wgt_i[g*WR +: WR] : wgt_i[2*g*WR +: WR];
-        end else begin : g_one
-          assign u_wgt = wgt_i[g*WR +: WR];
+        if (DwGroupBits == 0) begin : g_one_grp
+          if (L == 2) begin : g_pair
+            assign u_wgt[WR +: WR] = wgt_i[(2*g + 1)*WR +: WR];
+            assign u_wgt[0 +: WR] = dw_i ? wgt_i[g*WR +: WR] : wgt_i[2*g*WR +: WR];
+          end else begin : g_one
+            assign u_wgt = wgt_i[g*WR +: WR];
+          end
+        end else begin : g_grps
+          logic [WR-1:0] w_tap;  // row grp_i*K + g
+          always_comb begin
+            w_tap = wgt_i[g*WR +: WR];
+            for (int q = 1; q < (1 << DwGroupBits); q++)
+              if (grp_i == GBW'(q)) w_tap = wgt_i[(q*Depthwise + g)*WR +: WR];
+          end
+          if (L == 2) begin : g_pair
+            assign u_wgt[WR +: WR] = wgt_i[(2*g + 1)*WR +: WR];
+            assign u_wgt[0 +: WR] = dw_i ? w_tap : wgt_i[2*g*WR +: WR];
+          end else begin : g_one
+            assign u_wgt = dw_i ? w_tap : wgt_i[g*WR +: WR];
+          end
         end
       end else begin : g_bcast
         assign u_inp = inp_i[b*IR +: IR];
@@ -122,12 +144,18 @@ module tsr_gemm_core #(
             unused_rest = unused_rest ^ (^prods[(b*(BlockOut/L) + g)*BlockIn*PW +: BlockIn*PW]);
       end
     end
-    // each lane is one channel (BlockIn == BlockOut); the taps fit the units
-    `TSR_ASSERT_INIT(chk_dw_shape, BlockIn == BlockOut && Depthwise <= BlockOut / L)
+    if (DwGroupBits == 0) begin : g_no_grp
+      logic unused_grp;
+      assign unused_grp = ^grp_i;
+    end
+    // each lane is one channel (BlockIn == BlockOut); the taps fit the units;
+    // the groups fit the weight row
+    `TSR_ASSERT_INIT(chk_dw_shape, BlockIn == BlockOut && Depthwise <= BlockOut / L &&
+                     (Depthwise << DwGroupBits) <= BlockOut)
   end else begin : g_no_dw
     assign dot_o = dot_arr;
     logic unused_dw;
-    assign unused_dw = ^{dw_i, taps_i, prods};
+    assign unused_dw = ^{dw_i, taps_i, grp_i, prods};
   end
 
   // DSP packing pairs output columns: BlockOut must be even.

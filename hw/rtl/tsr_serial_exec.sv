@@ -55,7 +55,8 @@ module tsr_serial_exec #(
   // ------------------------------------------------------------ GEMM
   logic [AROW-1:0] dot;
   // (no depthwise mode: the serial core refuses DEPTHWISE, tsr_emit_rtl_supported)
-  tsr_gemm_core u_gemm (.clk_i, .inp_i, .wgt_i, .dw_i(1'b0), .taps_i({(tsr_pkg::INP_BYTES*8){1'b0}}), .dot_o(dot));
+  tsr_gemm_core u_gemm (.clk_i, .inp_i, .wgt_i, .dw_i(1'b0), .taps_i({(tsr_pkg::INP_BYTES*8){1'b0}}),
+                       .grp_i('0), .dot_o(dot));
   for (genvar l = 0; l < NL; l++) begin : g_acc_add
     assign acc_row_o[l*W +: W] = acc_i[l*W +: W] + dot[l*W +: W];
   end

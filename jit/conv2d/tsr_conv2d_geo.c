@@ -177,7 +177,17 @@ void tsr_conv2d_dw_off(geo_t *g)
     g->dwk = g->dwg = 0;
     g->wshare = 0; /* (the block-diagonal path packs every block) */
     g->kk = g->p->kh * g->p->kw;
+    g->wgpr = 1;
+    g->wkk = g->kk;
+    g->wtight = 0;
 }
+
+int tsr_conv2d_dw_wrows(const geo_t *g, int nblk)
+{
+    return g->wtight ? cdiv(nblk * g->kk, g->wgpr) : nblk * g->nci * g->wkk;
+}
+int tsr_conv2d_dw_part_groups(const geo_t *g) { return g->wtight ? g->kk : g->wkk * g->wgpr; }
+int tsr_conv2d_dw_blk_groups(const geo_t *g) { return g->nci * tsr_conv2d_dw_part_groups(g); }
 
 void tsr_conv2d_set_tiling(geo_t *g, const tiling_t *t)
 {
@@ -191,6 +201,8 @@ void tsr_conv2d_set_tiling(geo_t *g, const tiling_t *t)
      * every column an op reads, the ones past KW meeting zero weights) */
     g->wr = (t->tow - 1) * p->stride_w + (g->dwk ? g->dwg * g->dwk : p->kw);
     g->n_ct = cdiv(g->cob, t->tco);
+    g->wtight = g->dwk && g->wgpr > 1 && g->wsplit == 1 && !g->wshare &&
+                (g->n_ct == 1 || (t->tco * g->kk) % g->wgpr == 0);
     g->chunks = cdiv(g->dw ? g->wsplit : g->cib, t->tci); /* depthwise: chunks of weight parts */
     g->tiles = g->nb * g->n_rt * g->n_wt * g->n_ct;
     g->steps = g->tiles * g->chunks;
@@ -201,7 +213,9 @@ void tsr_conv2d_set_tiling(geo_t *g, const tiling_t *t)
      * weight buffers rotate independently, each when its contents change */
     g->kern_sets = t->nbi * t->nbi * t->nba;
     g->inp_half = (int)g->c->inp_depth / t->nbi;
-    g->wgt_half = (int)g->c->wgt_depth / t->nbi;
+    /* (depthwise mode: slots in the first WGT_DEPTH / G rows, whose groups a
+     * uop's wgt field, WGT_IDX_BITS wide, names; as many groups as rows before) */
+    g->wgt_half = (int)g->c->wgt_depth / t->nbi / g->wgpr;
     g->acc_half = (int)g->c->acc_depth / t->nba;
     if (t->res) {
         g->islot_sz = t->tci * g->rows_in * g->wr;
@@ -236,7 +250,7 @@ int tsr_conv2d_tiling_fits(const geo_t *g0, const tiling_t *t)
     } else {
         if (in_blocks * g.rows_in * (long)g.wr > g.inp_half)
             return 0;
-        if ((long)(g.wshare ? 1 : t->tco) * g.nci * g.kk > g.wgt_half)
+        if ((long)(g.dwk ? tsr_conv2d_dw_wrows(&g, g.wshare ? 1 : t->tco) : (long)t->tco * g.nci * g.kk) > g.wgt_half)
             return 0;
         /* (a fused add: the residual region and its constant rows too) */
         if ((long)t->tco * (t->toh * tow * (g.fuse ? 2 : 1) + g.nconst) + (g.fuse ? TSR_ADD_NCONST : 0) > g.acc_half)
@@ -256,10 +270,10 @@ int tsr_conv2d_tiling_fits(const geo_t *g0, const tiling_t *t)
                      1 > tsr_isa_field_max(c, TSR_OP_GEMM, "dst_factor_in")))
         return 0;
     /* depthwise mode: GEMMs loop over blocks (dst +TOH*TOW, src +ROWS_IN*WR,
-     * wgt +TCI*KK) and kernel rows (src +WR, wgt +dwg), uops over pixels */
+     * wgt +TCI*WKK*G groups) and kernel rows (src +WR, wgt +dwg), uops over pixels */
     if (g.dwk && ((t->tco > 1 && ((long)t->toh * tow > tsr_isa_field_max(c, TSR_OP_GEMM, "dst_factor_out") ||
                                   (long)g.rows_in * g.wr > tsr_isa_field_max(c, TSR_OP_GEMM, "src_factor_out") ||
-                                  (!g.wshare && (long)t->tci * g.kk > tsr_isa_field_max(c, TSR_OP_GEMM, "wgt_factor_out")))) ||
+                                  (!g.wshare && tsr_conv2d_dw_blk_groups(&g) > tsr_isa_field_max(c, TSR_OP_GEMM, "wgt_factor_out")))) ||
                   (p->kh > 1 && ((long)g.row_step * g.wr > tsr_isa_field_max(c, TSR_OP_GEMM, "src_factor_in") ||
                                  g.dwg > tsr_isa_field_max(c, TSR_OP_GEMM, "wgt_factor_in"))) ||
                   p->kh > loop_max))

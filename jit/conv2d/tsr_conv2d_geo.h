@@ -73,8 +73,19 @@ typedef struct {
      * taps, [k][c] = tap k of channel c, so kk = KH * dwg weight rows per
      * block and part. One op per (output pixel, ky, group) sums K taps of
      * every lane; consecutive output columns are consecutive ops (uops over
-     * the tile's pixels), so at stride 1 most ops reuse the input window. */
+     * the tile's pixels), so at stride 1 most ops reuse the input window.
+     * A weight row holds wgpr = G tap groups (isa/semantics.md: the op's
+     * wgt index names a group, row = wgt / G), so a block and part take
+     * wkk = ceil(KK / G) rows; the uops and wgt factors count groups. */
     int dwk, dwg;
+    int wgpr, wkk;              /* tap groups per weight row (1 off the mode) and weight rows per block and part
+                                   (= kk off the mode) */
+    int wtight;                 /* depthwise mode, one weight part, no shared copy, and every channel tile's
+                                   first group at a row start (one channel tile, or TCO*KK a multiple of G):
+                                   the blocks' groups packed back to back, block b's group k the global
+                                   group b*KK + k (row, slot) = divmod(., G); a step loads the rows of its
+                                   blocks' groups at once. Else each block and part starts a row (wkk rows).
+                                   Set with the tiling (tsr_conv2d_set_tiling); plan.wtight */
     int lut;                    /* an activation table in the epilogue (operators.md "activation tables"):
                                    table 0, LOADed once at the start, one ALU lut per output row after the
                                    requantization's last step, before the STORE */
@@ -178,6 +189,13 @@ static inline int tsr_conv2d_fuse_mul(const tsr_add_params_t *a, int32_t m)
            (m & ((INT32_C(1) << (31 - a->left_shift)) - 1)) == 0;
 }
 void tsr_conv2d_set_tiling(geo_t *g, const tiling_t *t);
+/* Depthwise mode: weight rows of nblk blocks' groups (a step's, from a
+ * channel tile's first block), and the group index step from one block to
+ * the next (the GEMMs' wgt_factor_out) and from one weight part to the next
+ * within a block. */
+int tsr_conv2d_dw_wrows(const geo_t *g, int nblk);
+int tsr_conv2d_dw_blk_groups(const geo_t *g);
+int tsr_conv2d_dw_part_groups(const geo_t *g);
 /* Leave the depthwise mode: the block-diagonal path's geometry (when no
  * tiling of the mode fits: its rows are up to K-1 columns longer and each
  * op reads K rows). */

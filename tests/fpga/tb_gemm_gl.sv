@@ -17,8 +17,8 @@ module tb_gemm_gl;
   logic [B*O*AW-1:0] dot_rtl, dot_gl;
   integer seed, n, k, bad;
 
-  tsr_gemm_core u_rtl (.clk_i(clk), .inp_i(inp), .wgt_i(wgt), .dw_i(1'b0), .taps_i({(B*I*IW){1'b0}}), .dot_o(dot_rtl));
-  tsr_gemm_core_gl u_gl (.clk_i(clk), .inp_i(inp), .wgt_i(wgt), .dw_i(1'b0), .taps_i({(B*I*IW){1'b0}}), .dot_o(dot_gl));
+  tsr_gemm_core u_rtl (.clk_i(clk), .inp_i(inp), .wgt_i(wgt), .dw_i(1'b0), .taps_i({(B*I*IW){1'b0}}), .grp_i(1'b0), .dot_o(dot_rtl));
+  tsr_gemm_core_gl u_gl (.clk_i(clk), .inp_i(inp), .wgt_i(wgt), .dw_i(1'b0), .taps_i({(B*I*IW){1'b0}}), .grp_i(1'b0), .dot_o(dot_gl));
 
   // One operand element: random, or a corner value now and then.
   function automatic logic [31:0] pick(input integer r, input integer c);

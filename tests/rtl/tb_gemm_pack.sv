@@ -24,8 +24,8 @@ module tb_gemm_pack;
   int checked = 0;
   int seed_state;
 
-  tsr_gemm_core #(.DspPack(0)) u_plain (.clk_i(clk), .inp_i(inp), .wgt_i(wgt), .dw_i(1'b0), .taps_i({(B*BI*IW){1'b0}}), .dot_o(dot0));
-  tsr_gemm_core #(.DspPack(1)) u_pack  (.clk_i(clk), .inp_i(inp), .wgt_i(wgt), .dw_i(1'b0), .taps_i({(B*BI*IW){1'b0}}), .dot_o(dot1));
+  tsr_gemm_core #(.DspPack(0)) u_plain (.clk_i(clk), .inp_i(inp), .wgt_i(wgt), .dw_i(1'b0), .taps_i({(B*BI*IW){1'b0}}), .grp_i(1'b0), .dot_o(dot0));
+  tsr_gemm_core #(.DspPack(1)) u_pack  (.clk_i(clk), .inp_i(inp), .wgt_i(wgt), .dw_i(1'b0), .taps_i({(B*BI*IW){1'b0}}), .grp_i(1'b0), .dot_o(dot1));
 
   // Reference dot products of the current operands.
   always_comb begin
