@@ -5,6 +5,7 @@
  */
 #include "tsr_onnx_tune.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 #include "tsr_error.h"
@@ -99,6 +100,7 @@ static void qdq_layer(tsr_onnx_t *m, int ni, tsr_onnx_lowered_t *L)
     }
     L->y_scale = o.scale;
     L->relu = o.relu || o.has_clip;
+    L->clip = o.has_clip && isfinite(o.clip_hi);
     if (!strcmp(n->op_type, "MatMul") || (!strcmp(n->op_type, "Gemm") && !attr_i(n, "transB", 0)))
         L->w_transposed = 1;
     if (WQ->elem != ET_INT8 || !WQ->cdata) {

@@ -62,6 +62,8 @@ typedef struct tsr_onnx_lowered {
     const float *w_scale;   /* w_count weight scales (per tensor or per output channel) */
     int w_count;
     int relu;               /* the output clamp's low end is above the type's minimum (a folded Relu/Clip) */
+    int clip;               /* a Clip was folded (ReLU6): its high end bounds the output even where it is the
+                               type's own maximum (the derivative is 0 there, not the saturation's 1) */
     /* The constants training rewrites (names of the file's initializers or Constant outputs), and
        why this layer cannot be trained (NULL when it can): not the QDQ form, weights other than
        symmetric int8 constants, a constant shared with other nodes, exact requantization metadata */

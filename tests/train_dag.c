@@ -147,14 +147,20 @@ static void check_grads(const char *layers, int expect_layers)
         /* the folded activation's mask (an add's clamp is a Relu when its low end is real 0) */
         const tsr_dtype_e yd = ydt(L);
         const int32_t tmin = yd == TSR_DT_UINT8 ? 0 : -128, tmax = yd == TSR_DT_UINT8 ? 255 : 127;
-        const int relu = L->kind == TSR_OXL_ADD ? (V->act_min > tmin || V->act_min == V->y_zp)
-                         : (L->kind == TSR_OXL_MAXPOOL || (L->kind == TSR_OXL_AVGPOOL && !L->avg_conv)) ? 0
-                                                                                                         : L->relu;
-        for (size_t i = 0; relu && i < ny; i++) {
+        /* a Relu: folded, or removed by the quantizer where the output's range starts at real 0 (the
+           float model's Relu after conv0, conv1 and the add: uint8 with zero point 0) */
+        const int relu = (L->kind == TSR_OXL_MAXPOOL || (L->kind == TSR_OXL_AVGPOOL && !L->avg_conv))
+                             ? 0
+                             : L->relu || V->act_min > tmin || (double)(V->act_min - V->y_zp) * V->y_scale == 0;
+        int at_hi = 0; /* outputs on a folded Clip's high bound (ReLU6's 6: the type's maximum here) */
+        for (size_t i = 0; (relu || L->clip) && i < ny; i++) {
             const int32_t q = get(yd, V->y, i);
-            if (q <= V->act_min || (V->act_max < tmax && q >= V->act_max))
-                g[i] = 0, e[i] = 0;
+            if ((relu && q <= V->act_min) || ((L->clip || V->act_max < tmax) && q >= V->act_max))
+                g[i] = 0, e[i] = 0, at_hi += q >= V->act_max;
         }
+        if (L->clip)
+            print_message("%s: a folded Clip, %d of %zu outputs on its high bound %d\n", L->node, at_hi, ny,
+                          V->act_max);
         double *gx = V->src[0] >= 0 ? G[V->src[0]] : NULL, *ex = V->src[0] >= 0 ? E[V->src[0]] : NULL;
         if (L->kind == TSR_OXL_ADD) {
             for (int k = 0; k < 2; k++)

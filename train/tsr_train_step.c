@@ -338,13 +338,15 @@ static void avg_backward(const trl_t *l, int nb, const float *g, float *gin)
 
 /* A folded Relu or Clip's derivative: 0 where the output sits on its bound (the low one may be the
  * type's own, uint8 with zero point 0: a Relu's); without one the type's saturation passes the
- * gradient straight through. The high bound (ReLU6, a Clip) is masked where it is below the type's
- * own maximum. An add's clamp is a Relu when its low end is real 0 (the output zero point). */
+ * gradient straight through. The high bound is masked where it is below the type's own maximum, and
+ * where a Clip (ReLU6) was folded even when it is that maximum (ReLU6 quantized to [0, 6] by its
+ * calibration: 6 is 255). A clamp whose low end is real 0 (the output zero point) is a Relu too, folded
+ * or not: ONNX Runtime's quantizer removes a Relu (and a ReLU6) whose output range its quantization
+ * already is (uint8 with zero point 0), and its saturation at 0 is then the Relu's. */
 static void act_mask(const trl_t *l, int nb, float *g)
 {
-    const int relu = l->L.kind == TSR_OXL_ADD ? l->act_min > tsr_dt_min(l->y_dtype) || l->act_min == l->y_zp
-                                              : l->L.relu;
-    const int lo = relu, hi = relu && l->act_max < tsr_dt_max(l->y_dtype);
+    const int relu = l->L.relu || l->act_min > tsr_dt_min(l->y_dtype) || l->act_min == l->y_zp;
+    const int lo = relu, hi = (relu && l->act_max < tsr_dt_max(l->y_dtype)) || l->L.clip;
     for (size_t i = 0; (lo || hi) && i < (size_t)nb * l->y_elems; i++) {
         const int32_t v = tsr_dt_get(l->y_dtype, l->y, i);
         if ((lo && v <= l->act_min) || (hi && v >= l->act_max))
