@@ -18,6 +18,8 @@
  *    per quantized gradient element, carried through the sums and the
  *    weights), and the gradients pointing the same way (cosine > 0.9999: with
  *    the skip branch's gradient lost at the add, conv0's is 0.99972).
+ *    And the model with its ReLU6 kept as a Clip node (resblock_clip_qdq.onnx):
+ *    the outputs on the Clip's 6, the uint8 type's 255, masked.
  *  - test_dag_device_equals_host: the device's backward (jit/tsr_grad.h:
  *    strided and depthwise convs) and the host reference, bit for bit.
  *  - test_dag_refusals: a part whose add reads a tensor computed before it.
@@ -40,7 +42,7 @@
 #include "tsr_testenv.h"
 #include "tsr_train.h"
 
-static char g_model[4096], g_data[4096], g_labels[4096];
+static char g_model[4096], g_clip_model[4096], g_data[4096], g_labels[4096];
 
 static tsr_device_t *open_dev(void)
 {
@@ -53,14 +55,19 @@ static tsr_device_t *open_dev(void)
     return dev;
 }
 
-static tsr_trainer_t *open_trainer(tsr_device_t *dev, const char *layers, int batch, int host)
+static tsr_trainer_t *open_model(tsr_device_t *dev, const char *model, const char *layers, int batch, int host)
 {
     tsr_train_opts_t o = {.trainable = layers, .epochs = 1, .batch = batch, .lr = 0.001, .momentum = 0.9,
                           .seed = 1, .host_backward = host};
     tsr_trainer_t *tr = NULL;
-    if (tsr_train_open(g_model, dev, &o, &tr))
+    if (tsr_train_open(model, dev, &o, &tr))
         fail_msg("tsr_train_open %s: %s", layers, tsr_errmsg());
     return tr;
+}
+
+static tsr_trainer_t *open_trainer(tsr_device_t *dev, const char *layers, int batch, int host)
+{
+    return open_model(dev, g_model, layers, batch, host);
 }
 
 static int32_t get(tsr_dtype_e d, const uint8_t *p, size_t i)
@@ -93,12 +100,14 @@ static tsr_dtype_e xdt(const tsr_onnx_lowered_t *L)
     return L->kind == TSR_OXL_CONV ? L->conv.x_dtype : L->kind == TSR_OXL_DENSE ? L->dense.x_dtype : L->pool.dtype;
 }
 
-/* One step of the part named by layers; every trainable layer's dW against the reference. */
-static void check_grads(const char *layers, int expect_layers)
+/* One step of the part named by layers; every trainable layer's dW against the reference. With
+ * want_clip: a layer with a folded Clip whose outputs sit on its high end in this batch. */
+static void check_grads(const char *model, const char *layers, int expect_layers, int want_clip)
 {
     tsr_device_t *dev = open_dev();
     const int n = 16;
-    tsr_trainer_t *tr = open_trainer(dev, layers, n, 0);
+    tsr_trainer_t *tr = open_model(dev, model, layers, n, 0);
+    int clip_hits = 0;
     tsr_tensor_t x = {0}, y = {0};
     if (tsr_npy_read(g_data, &x) || tsr_npy_read(g_labels, &y))
         fail_msg("%s", tsr_errmsg());
@@ -149,15 +158,18 @@ static void check_grads(const char *layers, int expect_layers)
         const int32_t tmin = yd == TSR_DT_UINT8 ? 0 : -128, tmax = yd == TSR_DT_UINT8 ? 255 : 127;
         /* a Relu: folded, or removed by the quantizer where the output's range starts at real 0 (the
            float model's Relu after conv0, conv1 and the add: uint8 with zero point 0) */
-        const int relu = (L->kind == TSR_OXL_MAXPOOL || (L->kind == TSR_OXL_AVGPOOL && !L->avg_conv))
-                             ? 0
-                             : L->relu || V->act_min > tmin || (double)(V->act_min - V->y_zp) * V->y_scale == 0;
+        const int relu = L->kind == TSR_OXL_MAXPOOL   ? 0
+                         : L->kind == TSR_OXL_AVGPOOL ? L->avg_conv && L->relu /* (an average of inputs >= 0 that
+                                                                                  rounds to 0 is no clamp) */
+                                                      : L->relu || V->act_min > tmin ||
+                                                            (double)(V->act_min - V->y_zp) * V->y_scale == 0;
         int at_hi = 0; /* outputs on a folded Clip's high bound (ReLU6's 6: the type's maximum here) */
         for (size_t i = 0; (relu || L->clip) && i < ny; i++) {
             const int32_t q = get(yd, V->y, i);
             if ((relu && q <= V->act_min) || ((L->clip || V->act_max < tmax) && q >= V->act_max))
                 g[i] = 0, e[i] = 0, at_hi += q >= V->act_max;
         }
+        clip_hits += at_hi;
         if (L->clip)
             print_message("%s: a folded Clip, %d of %zu outputs on its high bound %d\n", L->node, at_hi, ny,
                           V->act_max);
@@ -279,6 +291,8 @@ static void check_grads(const char *layers, int expect_layers)
     }
     assert_int_equal(bad, 0);
     assert_true(dw_seen);
+    if (want_clip)
+        assert_true(clip_hits > 0);
     assert_true(checked >= 4);
     for (int j = 0; j < nl; j++)
         free(G[j]), free(E[j]);
@@ -291,8 +305,10 @@ static void check_grads(const char *layers, int expect_layers)
 static void test_dag_grads_vs_float(void **state)
 {
     (void)state;
-    check_grads("conv0,conv1,conv2,dw,fc", 7); /* the part's input is the model's (quantized) */
-    check_grads("conv1,conv2,dw,fc", 6);       /* ... is conv0's output, read by conv1 and the add */
+    check_grads(g_model, "conv0,conv1,conv2,dw,fc", 7, 0); /* the part's input is the model's (quantized) */
+    check_grads(g_model, "conv1,conv2,dw,fc", 6, 0);       /* ... is conv0's output, read by conv1 and the add */
+    /* a ReLU6 kept as a Clip whose 6 is the uint8 output's 255: masked there (not the saturation's 1) */
+    check_grads(g_clip_model, "conv1,conv2,dw,fc", 6, 1);
 }
 
 static void grads_of(const char *layers, int host, float **gw, size_t *nw)
@@ -356,6 +372,7 @@ int main(void)
         return 1;
     }
     snprintf(g_model, sizeof g_model, "%s/resblock_qdq.onnx", d);
+    snprintf(g_clip_model, sizeof g_clip_model, "%s/resblock_clip_qdq.onnx", d);
     snprintf(g_data, sizeof g_data, "%s/train_x.npy", d);
     snprintf(g_labels, sizeof g_labels, "%s/train_y.npy", d);
     const struct CMUnitTest tests[] = {

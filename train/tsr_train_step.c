@@ -393,7 +393,10 @@ int tsr_train_backward(tsr_trainer_t *tr, const int32_t *lab, double *loss, int 
             if (l->need_dx)
                 pool_backward(l, nb, x, g, gin);
         } else if (l->L.kind == TSR_OXL_AVGPOOL) {
-            act_mask(l, nb, g); /* (a Relu folded into a requantizing average) */
+            /* only a Relu folded into a requantizing average: an average of inputs >= 0 that rounds
+               to 0 sits on the zero point without a clamp (its gradient is 1 / count, not 0) */
+            if (l->L.avg_conv && l->L.relu)
+                act_mask(l, nb, g);
             if (l->need_dx)
                 avg_backward(l, nb, g, gin);
         } else if (l->L.kind == TSR_OXL_ADD) {

@@ -10,6 +10,8 @@ the repo's own quantizer (scripts/zoo/qdq.py, ONNX Runtime's quantize_static for
 weights, uint8 activations). Writes into OUTDIR:
 
   resblock_fp32.onnx, resblock_qdq.onnx    the float and the quantized model (input [N,3,8,8])
+  resblock_clip_qdq.onnx                   the quantized model with its ReLU6 kept as a Clip node and the
+                                           depthwise conv's weights doubled (outputs on the Clip's 6)
   train_x.npy, train_y.npy                 200 samples `tessera train` fine-tunes on, of a shifted
                                            domain (the patterns' contrast inverted in one channel)
   test_x.npy, test_y.npy                   200 held-out samples of the same domain
@@ -43,10 +45,10 @@ def data(n, protos, rng, shifted):
 def main(argv):
     if len(argv) != 1 or argv[0].startswith("-"):
         fail("usage: make_resblock.py OUTDIR")
-    out = argv[0]
-    os.makedirs(out, exist_ok=True)
-    if not os.access(out, os.W_OK):
-        fail(f"{out}: not writable")
+    out_dir = argv[0]
+    os.makedirs(out_dir, exist_ok=True)
+    if not os.access(out_dir, os.W_OK):
+        fail(f"{out_dir}: not writable")
     import numpy as np
     import onnx
     import torch
@@ -93,17 +95,37 @@ def main(argv):
     net.eval()
     with torch.no_grad():
         acc = (net(X).argmax(1) == Y).float().mean().item()
-    fp32 = os.path.join(out, "resblock_fp32.onnx")
+    fp32 = os.path.join(out_dir, "resblock_fp32.onnx")
     # AdaptiveAvgPool2d(1) exports as GlobalAveragePool
     torch.onnx.export(net, torch.zeros(1, 3, 8, 8), fp32, input_names=["input"], output_names=["logits"],
                       opset_version=13, dynamic_axes={"input": {0: "N"}, "logits": {0: "N"}})
     q = qdq.quantize_model(onnx.load(fp32), xt[:64], "u8")
-    common.save_onnx(os.path.join(out, "resblock_qdq.onnx"), q)
+    common.save_onnx(os.path.join(out_dir, "resblock_qdq.onnx"), q)
+    # The same model with its ReLU6 kept as a Clip node (ONNX Runtime's quantizer removed it: its range
+    # is the uint8 output's own, 6 = 255) and the depthwise conv's weights doubled, so that many of its
+    # outputs sit on the Clip's high end, the type's maximum: the trainer must mask them (train_dag).
+    c = onnx.ModelProto()
+    c.CopyFrom(q)
+    g = c.graph
+    init = {t.name: t for t in g.initializer}
+    for nm in ("dw.weight_scale", "dw.bias_quantized_scale"):
+        t = init[nm]
+        a = onnx.numpy_helper.to_array(t) * 2
+        t.CopyFrom(onnx.numpy_helper.from_array(a.astype(np.float32), nm))
+    conv = next(n for n in g.node if n.name == "/dw/Conv")
+    out = conv.output[0]
+    conv.output[0] = out + "_preclip"
+    lo = onnx.numpy_helper.from_array(np.array(0, np.float32), "clip_lo")
+    hi = onnx.numpy_helper.from_array(np.array(6, np.float32), "clip_hi")
+    g.initializer.extend([lo, hi])
+    at = list(g.node).index(conv) + 1
+    g.node.insert(at, onnx.helper.make_node("Clip", [out + "_preclip", "clip_lo", "clip_hi"], [out], name="/dw/Clip"))
+    common.save_onnx(os.path.join(out_dir, "resblock_clip_qdq.onnx"), c)
     trx, try_ = data(200, protos, rng, True)
     tex, tey = data(200, protos, rng, True)
     for nm, a in (("train_x", trx), ("train_y", try_), ("test_x", tex), ("test_y", tey)):
-        common.save_npy(os.path.join(out, nm + ".npy"), a)
-    print(f"make_resblock: {out}/resblock_qdq.onnx (float accuracy on its training data {100 * acc:.2f}%)")
+        common.save_npy(os.path.join(out_dir, nm + ".npy"), a)
+    print(f"make_resblock: {out_dir}/resblock_qdq.onnx (float accuracy on its training data {100 * acc:.2f}%)")
     return 0
 
 
