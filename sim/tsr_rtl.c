@@ -31,6 +31,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tsr_emit.h"
@@ -100,6 +101,12 @@ struct tsr_rtl {
     int running;               /* a timeline run is open (ap_start seen, done not yet) */
     uint32_t tl_addr, tl_count;/* INSN_ADDR / INSN_COUNT as last written (the timeline decodes the stream) */
     tsr_insn_t *insns;         /* the running stream, decoded for the timeline's slice names */
+    /* simulation speed of tsr_rtl_run (the runs, not the register accesses
+     * around them): tsr_rtl_stats; with TESSERA_RTL_STATS set, printed when
+     * the model is destroyed */
+    int stats;
+    uint64_t stat_cycles;      /* cycles simulated inside tsr_rtl_run */
+    double stat_cpu;           /* thread CPU seconds spent there */
 };
 
 static void bq_push(bq_t *q, burst_t b) { q->q[(q->head + q->count++) % RD_MAX] = b; }
@@ -551,6 +558,8 @@ int tsr_rtl_create(const tsr_config_t *cfg, tsr_dram_t *dram, const tsr_rtl_opts
         r->o.dram_outstanding = RD_MAX / 2;
     if (!r->o.watchdog_cycles)
         r->o.watchdog_cycles = 200000;
+    const char *st = getenv("TESSERA_RTL_STATS");
+    r->stats = st && *st && strcmp(st, "0");
     r->bus = cfg->dram_bus_width / 8;
     r->beat = calloc(1, (size_t)r->bus);
     if (!r->beat) {
@@ -615,6 +624,9 @@ void tsr_rtl_destroy(tsr_rtl_t *r)
 {
     if (!r)
         return;
+    if (r->stats && r->stat_cycles)
+        fprintf(stderr, "rtl stats: %llu cycles in %.4f s CPU: %.0f cycles/s\n", (unsigned long long)r->stat_cycles,
+                r->stat_cpu, r->stat_cpu > 0 ? (double)r->stat_cycles / r->stat_cpu : 0.0);
     if (r->m)
         r->api->destroy(r->m);
     /* The library stays loaded: Verilator's runtime keeps global state that
@@ -682,12 +694,34 @@ int tsr_rtl_reg_write(tsr_rtl_t *r, uint32_t off, uint32_t v)
 
 int tsr_rtl_reg_read(tsr_rtl_t *r, uint32_t off, uint32_t *v) { return reg_read(r, off, v); }
 
+static double thread_cpu(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int run_cycles(tsr_rtl_t *r, uint64_t max_cycles, int *done);
+
+/* Two clock reads per call: the driver runs slices of thousands of cycles,
+ * each several milliseconds of simulation. */
 int tsr_rtl_run(tsr_rtl_t *r, uint64_t max_cycles, int *done)
+{
+    uint64_t c0 = r->cycle;
+    double t0 = thread_cpu();
+    int rc = run_cycles(r, max_cycles, done);
+    r->stat_cpu += thread_cpu() - t0;
+    r->stat_cycles += r->cycle - c0;
+    return rc;
+}
+
+static int run_cycles(tsr_rtl_t *r, uint64_t max_cycles, int *done)
 {
     *done = 0;
     uint64_t end = max_cycles ? r->cycle + max_cycles : UINT64_MAX;
     while (r->cycle < end) {
-        r->api->eval(r->m);
+        /* DONE is a register (tsr_ctrl's done_q): its value after the last
+         * rising edge is final, no evaluation needed before reading it. */
         if (r->api->get(r->m, TSR_V_DONE)) {
             if (r->prof && r->prof_next) {
                 prof_sample(r, 1); /* the last (partial) window */
@@ -722,3 +756,9 @@ int tsr_rtl_bus_check(tsr_rtl_t *r)
 }
 
 uint64_t tsr_rtl_run_cycles(const tsr_rtl_t *r) { return r->cycle - r->run_start; }
+
+void tsr_rtl_stats(const tsr_rtl_t *r, uint64_t *cycles, double *cpu_s)
+{
+    *cycles = r->stat_cycles;
+    *cpu_s = r->stat_cpu;
+}

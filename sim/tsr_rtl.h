@@ -37,5 +37,11 @@ int tsr_rtl_bus_check(tsr_rtl_t *r);
 uint64_t tsr_rtl_run_cycles(const tsr_rtl_t *r);
 /* Simulated cycles since the model was created. */
 uint64_t tsr_rtl_cycles(const tsr_rtl_t *r);
+/* Simulation speed: the cycles simulated inside tsr_rtl_run and the thread
+ * CPU seconds that took (register accesses not included). With the
+ * environment variable TESSERA_RTL_STATS set (not 0), tsr_rtl_destroy
+ * prints them as one line, "rtl stats: C cycles in S s CPU: R cycles/s",
+ * on stderr: the RTL's speed for any command that runs it. */
+void tsr_rtl_stats(const tsr_rtl_t *r, uint64_t *cycles, double *cpu_s);
 
 #endif

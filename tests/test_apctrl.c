@@ -8,6 +8,7 @@
  * only for enabled events and toggled by a write of 1; auto_restart runs
  * the stream again until it is cleared; SOFT_RESET reads RESETTING and
  * leaves AP_CTRL idle with ISR clear. The stream is a single FINISH.
+ * test_run_stats: the harness's speed counters (tsr_rtl_stats).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -110,8 +111,45 @@ static void test_ap_ctrl_hs(void **st)
     tsr_dram_destroy(d);
 }
 
+/* tsr_rtl_stats counts exactly the cycles tsr_rtl_run simulated (not the
+ * register accesses between runs) and the CPU time they took. */
+static void test_run_stats(void **st)
+{
+    (void)st;
+    tsr_config_t cfg;
+    tsr_dram_t *d;
+    tsr_rtl_t *r;
+    assert_int_equal(tsr_test_config("tiny", &cfg), 0);
+    assert_int_equal(tsr_dram_create(BASE, 1 << 20, &d), 0);
+    assert_int_equal(tsr_dram_alloc_at(d, BASE, 4096), 0);
+    tsr_rtl_opts_t o;
+    memset(&o, 0, sizeof o);
+    if (tsr_rtl_create(&cfg, d, &o, &r))
+        fail_msg("model: %s", tsr_errmsg());
+    uint64_t c = 1;
+    double cpu = 1;
+    tsr_rtl_stats(r, &c, &cpu);
+    assert_int_equal(c, 0); /* the reset cycles of create are not a run */
+    assert_true(cpu == 0);
+    uint64_t ran = 0;
+    for (int k = 0; k < 3; k++) {
+        wr(r, TSR_REG_GIE, (uint32_t)k & 1); /* register accesses between the runs */
+        uint64_t t0 = tsr_rtl_cycles(r);
+        int done = 1;
+        assert_int_equal(tsr_rtl_run(r, 1000 + 500 * (uint64_t)k, &done), 0);
+        assert_int_equal(done, 0); /* never started: every cycle asked for runs */
+        ran += tsr_rtl_cycles(r) - t0;
+    }
+    assert_int_equal(ran, 1000 + 1500 + 2000);
+    tsr_rtl_stats(r, &c, &cpu);
+    assert_int_equal(c, ran);
+    assert_true(cpu > 0 && cpu < 60);
+    tsr_rtl_destroy(r);
+    tsr_dram_destroy(d);
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_ap_ctrl_hs)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_ap_ctrl_hs), cmocka_unit_test(test_run_stats)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -26,6 +26,11 @@ struct Model {
     bool tracing = false;
 #endif
     uint64_t time = 0;
+    // An input (or the clock) changed since the last evaluation. eval()
+    // skips the model's evaluation when nothing did: it would compute the
+    // same values again (Verilator runs the input-combinational region on
+    // every eval() call, changed inputs or not).
+    bool dirty = true;
 #ifdef TSR_TIMELINE
     // The probed signals, found by name at run time so that a renamed
     // signal costs its lane (and a message) instead of the model build.
@@ -104,7 +109,14 @@ void destroy(void *p)
     delete m;
 }
 
-void eval(void *p) { ((Model *)p)->top->eval(); }
+void eval(void *p)
+{
+    Model *m = (Model *)p;
+    if (m->dirty) {
+        m->top->eval();
+        m->dirty = false;
+    }
+}
 
 void dump(Model *m)
 {
@@ -115,15 +127,28 @@ void dump(Model *m)
 #endif
 }
 
+// One clock: the rising edge is evaluated now. The falling edge triggers
+// nothing in tsr_top, so its evaluation waits for the next eval() (the
+// harness calls it after driving the next cycle's inputs, before it reads
+// an output that could depend on them): one evaluation per edge instead of
+// two. Registered outputs (done_o) are final after the rising edge. A
+// waveform still gets both edges evaluated and dumped.
 void tick(void *p)
 {
     Model *m = (Model *)p;
+    if (m->dirty) m->top->eval(); // inputs driven since the last eval settle before the edge
     m->top->clk_i = 1;
     m->top->eval();
     m->time += 5;
     dump(m);
     m->top->clk_i = 0;
-    m->top->eval();
+    m->dirty = true;
+#ifdef TSR_TRACE
+    if (m->fst && m->tracing) {
+        m->top->eval();
+        m->dirty = false;
+    }
+#endif
     m->time += 5;
     dump(m);
 }
@@ -189,34 +214,52 @@ uint64_t get(void *p, int sig)
 
 void set(void *p, int sig, uint64_t v)
 {
-    Vtsr_top *t = ((Model *)p)->top;
+    Model *m = (Model *)p;
+    Vtsr_top *t = m->top;
+// an input that changes marks the model for evaluation
+#define TSR_SET(port)                                                                                   \
+    do {                                                                                                \
+        if (t->port != (decltype(t->port))v) {                                                          \
+            t->port = (decltype(t->port))v;                                                             \
+            m->dirty = true;                                                                            \
+        }                                                                                               \
+    } while (0)
     switch (sig) {
-    case TSR_V_RST_N: t->rst_ni = v; break;
-    case TSR_V_AXIL_AWVALID: t->s_axil_awvalid_i = v; break;
-    case TSR_V_AXIL_AWADDR: t->s_axil_awaddr_i = v; break;
-    case TSR_V_AXIL_WVALID: t->s_axil_wvalid_i = v; break;
-    case TSR_V_AXIL_WDATA: t->s_axil_wdata_i = v; break;
-    case TSR_V_AXIL_WSTRB: t->s_axil_wstrb_i = v; break;
-    case TSR_V_AXIL_BREADY: t->s_axil_bready_i = v; break;
-    case TSR_V_AXIL_ARVALID: t->s_axil_arvalid_i = v; break;
-    case TSR_V_AXIL_ARADDR: t->s_axil_araddr_i = v; break;
-    case TSR_V_AXIL_RREADY: t->s_axil_rready_i = v; break;
-    case TSR_V_ARREADY: t->m_axi_arready_i = v; break;
-    case TSR_V_RVALID: t->m_axi_rvalid_i = v; break;
-    case TSR_V_RRESP: t->m_axi_rresp_i = v; break;
-    case TSR_V_RLAST: t->m_axi_rlast_i = v; break;
-    case TSR_V_RID: t->m_axi_rid_i = v; break;
-    case TSR_V_AWREADY: t->m_axi_awready_i = v; break;
-    case TSR_V_WREADY: t->m_axi_wready_i = v; break;
-    case TSR_V_BVALID: t->m_axi_bvalid_i = v; break;
-    case TSR_V_BRESP: t->m_axi_bresp_i = v; break;
-    case TSR_V_BID: t->m_axi_bid_i = v; break;
+    case TSR_V_RST_N: TSR_SET(rst_ni); break;
+    case TSR_V_AXIL_AWVALID: TSR_SET(s_axil_awvalid_i); break;
+    case TSR_V_AXIL_AWADDR: TSR_SET(s_axil_awaddr_i); break;
+    case TSR_V_AXIL_WVALID: TSR_SET(s_axil_wvalid_i); break;
+    case TSR_V_AXIL_WDATA: TSR_SET(s_axil_wdata_i); break;
+    case TSR_V_AXIL_WSTRB: TSR_SET(s_axil_wstrb_i); break;
+    case TSR_V_AXIL_BREADY: TSR_SET(s_axil_bready_i); break;
+    case TSR_V_AXIL_ARVALID: TSR_SET(s_axil_arvalid_i); break;
+    case TSR_V_AXIL_ARADDR: TSR_SET(s_axil_araddr_i); break;
+    case TSR_V_AXIL_RREADY: TSR_SET(s_axil_rready_i); break;
+    case TSR_V_ARREADY: TSR_SET(m_axi_arready_i); break;
+    case TSR_V_RVALID: TSR_SET(m_axi_rvalid_i); break;
+    case TSR_V_RRESP: TSR_SET(m_axi_rresp_i); break;
+    case TSR_V_RLAST: TSR_SET(m_axi_rlast_i); break;
+    case TSR_V_RID: TSR_SET(m_axi_rid_i); break;
+    case TSR_V_AWREADY: TSR_SET(m_axi_awready_i); break;
+    case TSR_V_WREADY: TSR_SET(m_axi_wready_i); break;
+    case TSR_V_BVALID: TSR_SET(m_axi_bvalid_i); break;
+    case TSR_V_BRESP: TSR_SET(m_axi_bresp_i); break;
+    case TSR_V_BID: TSR_SET(m_axi_bid_i); break;
     default: break;
     }
+#undef TSR_SET
 }
 
 void get_wdata(void *p, uint8_t *b) { to_bytes(((Model *)p)->top->m_axi_wdata_o, b, TSR_BUS_BYTES); }
-void set_rdata(void *p, const uint8_t *b) { from_bytes(((Model *)p)->top->m_axi_rdata_i, b, TSR_BUS_BYTES); }
+void set_rdata(void *p, const uint8_t *b)
+{
+    Model *m = (Model *)p;
+    auto &port = m->top->m_axi_rdata_i;
+    unsigned char old[sizeof port];
+    std::memcpy(old, &port, sizeof port);
+    from_bytes(port, b, TSR_BUS_BYTES);
+    if (std::memcmp(old, &port, sizeof port)) m->dirty = true;
+}
 
 } // namespace
 
