@@ -40,12 +40,13 @@ typedef struct {
     float *fscale;                /* (its float32 scales, kept when the config has EXACT_REQUANT) */
     void *w;               /* owned weights (OIHW bytes of the weight dtype) */
     int32_t *bias;         /* owned bias or NULL */
-    union {                /* the parameters of a pool, add, clip, act or mul (prm: whichever it is) */
+    union {                /* the parameters of a pool, add, clip, act, mul or gavg (prm: whichever it is) */
         tsr_pool_params_t pool;
         tsr_add_params_t add;
         tsr_clip_params_t clip;
         tsr_op_act_t act;
         tsr_mul_params_t mul;
+        tsr_gavg_params_t gavg;
         unsigned char prm[1];
     };
     int is_dense;          /* conv built from a dense node */
@@ -467,7 +468,7 @@ int tsr_graph_requantize(tsr_graph_t *g, const char *name, int x, int y, const t
     return TSR_OK;
 }
 
-/* A node whose parameters the graph keeps as they are (pool, add, clip, act, mul):
+/* A node whose parameters the graph keeps as they are (pool, add, clip, act, mul, gavg):
  * the operator's check (tsr_op.h) gives the tensors they need. */
 static int plain_node(tsr_graph_t *g, tsr_op_kind_e op, const char *name, int a, int b, int y, const void *p)
 {
@@ -524,6 +525,11 @@ int tsr_graph_act(tsr_graph_t *g, const char *name, int x, int y, const tsr_act_
 int tsr_graph_mul(tsr_graph_t *g, const char *name, int x, int s, int y, const tsr_mul_params_t *p)
 {
     return plain_node(g, TSR_OPK_MUL, name, x, s, y, p);
+}
+
+int tsr_graph_gavg(tsr_graph_t *g, const char *name, int x, int y, const tsr_gavg_params_t *p)
+{
+    return plain_node(g, TSR_OPK_GAVG, name, x, -1, y, p);
 }
 
 int tsr_graph_reshape(tsr_graph_t *g, const char *name, int x, int y)
@@ -686,7 +692,7 @@ static void layer_shape(const gnode_t *n, const tsr_graph_t *g, char *s, size_t 
                  n->conv.kw, n->conv.stride_h, n->conv.groups > 1 ? (n->conv.groups == n->conv.c_in ? ",dw" : ",g") : n->tap ? ",tap" : "");
     else if (n->op == TSR_OPK_DENSE)
         snprintf(s, len, "%d->%d", n->conv.c_in, n->conv.c_out);
-    else if (n->op == TSR_OPK_POOL && n->pool.kind == TSR_POOL_GLOBAL_AVG)
+    else if ((n->op == TSR_OPK_POOL && n->pool.kind == TSR_POOL_GLOBAL_AVG) || n->op == TSR_OPK_GAVG)
         snprintf(s, len, "%dx%d,%d->1x1", x->h, x->w, x->c);
     else if (n->op == TSR_OPK_POOL)
         snprintf(s, len, "%dx%d,%d,%dx%d,s%d", x->h, x->w, x->c, n->pool.kh, n->pool.kw, n->pool.stride_h);
@@ -703,7 +709,7 @@ static const char *op_name(const gnode_t *n)
         return n->is_requant ? "requant" : n->conv.groups == 1 ? "conv" : n->conv.groups == n->conv.c_in ? "dwconv" : "gconv";
     case TSR_OPK_POOL:
         return n->pool.kind == TSR_POOL_MAX ? "maxpool" : n->pool.kind == TSR_POOL_AVG ? "avgpool" : "gap";
-    default: return tsr_op_name(n->op); /* "dense", "add", "clip", "reshape", "act", "mul" */
+    default: return tsr_op_name(n->op); /* "dense", "add", "clip", "reshape", "act", "mul", "gavg" */
     }
 }
 

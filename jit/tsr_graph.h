@@ -2,7 +2,8 @@
  * tsr_graph: the graph runtime. A network is built as operators over
  * tensors (conv2d incl. depthwise and strided, dense, max/avg/global pool,
  * add, relu/clip, activation tables, the multiply by a per-channel vector,
- * reshape as a relabelling), validated as it is built,
+ * the global average into its own quantization, reshape as a relabelling),
+ * validated as it is built,
  * planned once for a device (every kernel generated or taken from the
  * kernel cache, every weight packed and uploaded, all activations placed in
  * one DRAM arena with lifetimes so buffers are reused between layers) and
@@ -36,6 +37,7 @@
 #include "tsr_driver.h"
 #include "tsr_dtensor.h"
 #include "tsr_eltwise.h"
+#include "tsr_gavg.h"
 #include "tsr_mul.h"
 #include "tsr_netdesc.h"
 #include "tsr_op.h"
@@ -54,6 +56,7 @@ typedef tsr_op_kind_e tsr_graph_op_e;
 #define TSR_GOP_RESHAPE TSR_OPK_RESHAPE /* relabelling of the same bytes (no kernel) */
 #define TSR_GOP_ACT TSR_OPK_ACT         /* activation table (ACT_LUT) */
 #define TSR_GOP_MUL TSR_OPK_MUL         /* a tensor times a per-channel vector (squeeze-and-excite) */
+#define TSR_GOP_GAVG TSR_OPK_GAVG       /* global average into its own quantization (any window) */
 
 /* Plan flags. */
 #define TSR_GRAPH_KEEP_ALL 1u    /* every tensor keeps its own buffer (readable after exec; no reuse), but a
@@ -71,7 +74,7 @@ typedef tsr_op_kind_e tsr_graph_op_e;
 /* One layer of the last execution. */
 typedef struct tsr_graph_layer {
     const char *name;       /* node name */
-    const char *op;         /* "conv", "dwconv", "dense", "maxpool", "avgpool", "gap", "add", "clip", "act", "mul", "reshape",
+    const char *op;         /* "conv", "dwconv", "dense", "maxpool", "avgpool", "gap", "add", "clip", "act", "mul", "gavg", "reshape",
                                "conv+add" / "dwconv+add" (an add fused into its conv; the conv's own entry is
                                then "fused", runs nothing and is left out of the table and totals),
                                "conv+act" / "dwconv+act" likewise for an activation table (TSR_GRAPH_NO_FUSE_ACT) */
@@ -158,6 +161,11 @@ int tsr_graph_act(tsr_graph_t *g, const char *name, int x, int y, const tsr_act_
  * no EXACT_REQUANT and the scales have no exact integer form,
  * tsr_mul_fixed); the layer table names it "mul". */
 int tsr_graph_mul(tsr_graph_t *g, const char *name, int x, int s, int y, const tsr_mul_params_t *p);
+/* The global average of x [N, C, H, W] into y [N, C, 1, 1] with y's own
+ * quantization (tsr_gavg.h: the window sum of x - x_zp, then the conv's
+ * requantization), over any H*W (a depthwise conv of weight 1 needs the
+ * window's rows on chip); the layer table names it "gavg". */
+int tsr_graph_gavg(tsr_graph_t *g, const char *name, int x, int y, const tsr_gavg_params_t *p);
 /* y relabels x's bytes: same N, C, dtype and zero point and H*W (the
  * blocked layout is then identical), e.g. [N,C,1,1] -> [N,C,1,1] views. */
 int tsr_graph_reshape(tsr_graph_t *g, const char *name, int x, int y);

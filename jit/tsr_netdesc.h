@@ -35,6 +35,7 @@ typedef enum tsr_nd_kind {
                                      .bias */
     TSR_ND_ACT = TSR_OPK_ACT,     /* (additive) activation table, needs ACT_LUT: .act */
     TSR_ND_MUL = TSR_OPK_MUL,     /* (additive) in[0] [N,C,H,W] times the per-channel vector in[1] [N,C,1,1]: .mul */
+    TSR_ND_GAVG = TSR_OPK_GAVG,   /* (additive) global average into its own quantization: .gavg */
 } tsr_nd_kind_e;
 
 typedef struct tsr_nd_tensor {
@@ -56,6 +57,7 @@ typedef struct tsr_nd_node {
     tsr_clip_params_t clip;    /* TSR_ND_CLIP */
     tsr_op_act_t act;          /* TSR_ND_ACT (additive): shape, types, zero points and the table */
     tsr_mul_params_t mul;      /* TSR_ND_MUL (additive) */
+    tsr_gavg_params_t gavg;    /* TSR_ND_GAVG (additive) */
     void *w;               /* CONV: OIHW weights, DENSE: [M][K] weights, bytes of the weight dtype (owned) */
     int32_t *bias;         /* CONV / DENSE: [C_out] or [M] int32 (owned), may be NULL */
 } tsr_nd_node_t;

@@ -249,6 +249,30 @@ static void mul_fig(const tsr_op_plan_t *pl, tsr_op_figures_t *f)
     *f = (tsr_op_figures_t){pl->mul.insns, pl->mul.ninsns, 0, 0, pl->mul.c_bytes};
 }
 
+/* ---------------------------------------------------------------- gavg */
+
+static int gavg_check(const void *params, tsr_op_io_t *io)
+{
+    const tsr_gavg_params_t *p = params;
+    int rc = tsr_gavg_check(p);
+    if (rc)
+        return rc;
+    io_of(&io[0], p->n, p->c, p->h, p->w, p->x_dtype, p->x_zp);
+    io_of(&io[1], p->n, p->c, 1, 1, p->y_dtype, p->y_zp);
+    return TSR_OK;
+}
+
+static int gavg_plan_t(tsr_device_t *dev, const void *p, const tsr_dtensor_t *const *x, const tsr_dtensor_t *y,
+                       tsr_op_plan_t *pl)
+{
+    return tsr_gavg_plan_tensors(dev, p, x[0], y, &pl->gavg);
+}
+static void gavg_free(tsr_device_t *dev, tsr_op_plan_t *pl) { tsr_gavg_plan_free(dev, &pl->gavg); }
+static void gavg_fig(const tsr_op_plan_t *pl, tsr_op_figures_t *f)
+{
+    *f = (tsr_op_figures_t){pl->gavg.insns, pl->gavg.ninsns, 0, 0, pl->gavg.c_bytes};
+}
+
 /* --------------------------------------------------------------- table */
 
 #define IO1 {"input", "output"}
@@ -284,6 +308,10 @@ static const tsr_op_def_t table[TSR_OPK_COUNT] = {
     [TSR_OPK_MUL] = {.kind = TSR_OPK_MUL, .name = "mul", .n_inputs = 2, .io_names = {"input x", "input s", "output"},
                      .params_size = sizeof(tsr_mul_params_t), .check = mul_check, .plan_tensors = mul_plan_t,
                      .plan_free = mul_free, .figures = mul_fig},
+    /* the global average into its own quantization likewise (tsr_gavg_run for a single one) */
+    [TSR_OPK_GAVG] = {.kind = TSR_OPK_GAVG, .name = "gavg", .n_inputs = 1, .io_names = IO1,
+                      .params_size = sizeof(tsr_gavg_params_t), .check = gavg_check, .plan_tensors = gavg_plan_t,
+                      .plan_free = gavg_free, .figures = gavg_fig},
 };
 #undef IO1
 

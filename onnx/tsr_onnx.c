@@ -125,6 +125,8 @@ static const char *dev_kind(const tsr_nd_node_t *nd)
         return "activation table";
     if (nd->kind == TSR_ND_MUL)
         return "mul by a per-channel vector";
+    if (nd->kind == TSR_ND_GAVG)
+        return "global average";
     return nd->kind == TSR_ND_ADD ? "add" : nd->kind == TSR_ND_DENSE ? "dense"
          : nd->pool.kind == TSR_POOL_MAX ? "maxpool" : "avgpool";
 }

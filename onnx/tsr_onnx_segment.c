@@ -64,6 +64,8 @@ static int assign_zps(tsr_onnx_t *m)
             zin = L->nd.conv.x_zp, fin = 1, zout = L->nd.conv.y_zp, fout = 1;
         if (L->side == SIDE_DEV && L->nd.kind == TSR_ND_DENSE)
             zin = L->nd.dense.x_zp, fin = 1, zout = L->nd.dense.y_zp, fout = 1;
+        if (L->side == SIDE_DEV && L->nd.kind == TSR_ND_GAVG)
+            zin = L->nd.gavg.x_zp, fin = 1, zout = L->nd.gavg.y_zp, fout = 1;
         if (L->side == SIDE_DEV && L->nd.kind == TSR_ND_ACT) /* the table maps any input zero point */
             zout = L->nd.act.y_zp, fout = 1;
         if (L->side == SIDE_DEV && L->nd.kind == TSR_ND_POOL && L->nd.pool.kind != TSR_POOL_MAX)

@@ -1187,7 +1187,7 @@ static void test_registry(void **state)
         const tsr_op_def_t *d = tsr_op_def(k);
         assert_non_null(d);
         assert_int_equal(d->kind, k);
-        assert_true(d->n_inputs == (k == TSR_OPK_ADD || k == TSR_OPK_MUL ? 2 : 1));
+        assert_true(d->n_inputs == (k == TSR_OPK_ADD || k == TSR_OPK_MUL ? 2 : 1)); /* (gavg: 1) */
         assert_true(d->has_weights == (k == TSR_OPK_CONV || k == TSR_OPK_DENSE));
         assert_true(!d->check == (k == TSR_OPK_RESHAPE));
     }

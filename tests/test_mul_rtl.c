@@ -7,8 +7,12 @@
  * broadcast with a src factor over blocks) and [1, 5, 9, 9] (81 rows per
  * block: chunks of one block, the vector rows kept across its tiles), u8 x
  * u8 -> s8 and s8 x u8 -> u8, with the integer form (mulhr, rounding
- * shift), and the same on tiny with EXACT_REQUANT (fscale). The cycles of
- * the RTL run are printed.
+ * shift), and the same on tiny with EXACT_REQUANT (fscale). The other
+ * operator of a squeeze-and-excite block that is new on the device, the
+ * global average into its own quantization (jit/tsr_gavg.h), likewise
+ * against opref_gavg and fsim: [2, 7, 3, 5] (seven blocks per staging
+ * load) and [1, 5, 13, 11] (143 rows per block: chunks of one block), fixed
+ * point and fscale. The cycles of the RTL runs are printed.
  *
  * Backend: rtl, unless TSR_TEST_BACKEND names another (fsim: the test runs
  * as a plain one).
@@ -20,6 +24,7 @@
 
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +33,9 @@
 #include "tsr_driver.h"
 #include "tsr_dtensor.h"
 #include "tsr_error.h"
+#include "tsr_gavg.h"
 #include "tsr_mul.h"
+#include "tsr_quant.h"
 #include "tsr_opref.h"
 #include "tsr_testenv.h"
 
@@ -113,8 +120,59 @@ static void test_mul_rtl(void **state)
     }
 }
 
+static void gavg_case(const char *cfg, int n, int c, int h, int w, tsr_dtype_e dx, tsr_dtype_e dy, uint64_t *rs)
+{
+    tsr_gavg_params_t p;
+    memset(&p, 0, sizeof p);
+    p.n = n, p.c = c, p.h = h, p.w = w, p.x_dtype = dx, p.y_dtype = dy;
+    p.x_zp = dx == TSR_DT_UINT8 ? 77 : -20, p.y_zp = dy == TSR_DT_UINT8 ? 3 : -100;
+    const float xs = 0.05f, ys = 0.013f, ws = 1.0f / (float)(h * w), r = xs * ws / ys;
+    p.mult = (int32_t)llround((double)r * 2147483648.0);
+    p.shift = 0;
+    p.fscale = r;
+    p.act_min = dy == TSR_DT_UINT8 ? 0 : -128, p.act_max = dy == TSR_DT_UINT8 ? 255 : 127;
+    const size_t nx = (size_t)n * c * h * w, ny = (size_t)n * c;
+    uint8_t *x = malloc(nx), *y = malloc(ny), *y0 = malloc(ny), *want = malloc(ny);
+    assert_true(x && y && y0 && want);
+    for (size_t i = 0; i < nx; i++)
+        x[i] = (uint8_t)tsr_test_next(rs);
+    tsr_device_t *dev = open_dev(backend(), cfg), *ref = open_dev("fsim", cfg);
+    tsr_counters_t a, b;
+    assert_int_equal(tsr_read_counters(dev, &a), TSR_OK);
+    if (tsr_gavg_run(dev, &p, x, y))
+        fail_msg("gavg %s on %s: %s", cfg, backend(), tsr_errmsg());
+    assert_int_equal(tsr_read_counters(dev, &b), TSR_OK);
+    if (tsr_gavg_run(ref, &p, x, y0))
+        fail_msg("gavg %s on fsim: %s", cfg, tsr_errmsg());
+    const int exact = tsr_device_config(dev)->exact_requant;
+    opref_tensor_t X = {odt(dx), n, c, h, w, x, p.x_zp}, Y = {odt(dy), n, c, 1, 1, want, p.y_zp};
+    opref_requant_t rq = {.count = 1, .mult = &p.mult, .shift = &p.shift, .act_min = p.act_min,
+                          .act_max = p.act_max, .fscale = exact ? &p.fscale : NULL};
+    assert_int_equal(opref_gavg(&X, &rq, &Y), TSR_OK);
+    for (size_t i = 0; i < ny; i++)
+        if (y[i] != want[i] || y0[i] != want[i])
+            fail_msg("gavg %s [%d,%d,%d,%d]: output %zu: %s %u, fsim %u, reference %u", cfg, n, c, h, w, i,
+                     backend(), y[i], y0[i], want[i]);
+    printf("  gavg %s [%d,%d,%d,%d]: %zu outputs equal on %s, fsim and the reference (%llu cycles)\n", cfg, n, c, h,
+           w, ny, backend(), (unsigned long long)(b.cycles - a.cycles));
+    tsr_device_close(dev);
+    tsr_device_close(ref);
+    free(x), free(y), free(y0), free(want);
+}
+
+static void test_gavg_rtl(void **state)
+{
+    (void)state;
+    uint64_t rs = tsr_test_seed("TSR_MUL_SEED", 0x6a7ull);
+    static const char *cfgs[] = {"tiny", "tiny+exact"};
+    for (int k = 0; k < 2; k++) {
+        gavg_case(cfgs[k], 2, 7, 3, 5, TSR_DT_UINT8, TSR_DT_UINT8, &rs);
+        gavg_case(cfgs[k], 1, 5, 13, 11, TSR_DT_INT8, TSR_DT_UINT8, &rs);
+    }
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_mul_rtl)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_mul_rtl), cmocka_unit_test(test_gavg_rtl)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -92,6 +92,15 @@ static int run_node(const tsr_netdesc_t *nd, const tsr_nd_node_t *nn, void **out
             return tsr_err(TSR_EINVAL, "mul: tensor quantization differs from the node's parameters");
         return opref_mul(&x, &sv, p->scale, p->act_min, p->act_max, &y);
     }
+    case TSR_ND_GAVG: { /* (fixed point: the configs a netdesc runs on need not have EXACT_REQUANT) */
+        const tsr_gavg_params_t *p = &nn->gavg;
+        if (x.zp != p->x_zp || x.dtype != odt(p->x_dtype) || y.zp != p->y_zp || y.dtype != odt(p->y_dtype))
+            return tsr_err(TSR_EINVAL, "gavg: tensor quantization differs from the node's parameters");
+        const int32_t mult = p->mult, shift = p->shift;
+        opref_requant_t rq = {.count = 1, .mult = &mult, .shift = &shift, .act_min = p->act_min,
+                              .act_max = p->act_max};
+        return opref_gavg(&x, &rq, &y);
+    }
     case TSR_ND_ACT: { /* the table on the host, in its own terms: entry[(x - off_x) & 255] = y - off_y */
         const tsr_op_act_t *p = &nn->act;
         if (x.zp != p->x_zp || x.dtype != odt(p->x_dtype) || y.zp != p->y_zp || y.dtype != odt(p->y_dtype))

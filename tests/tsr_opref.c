@@ -836,3 +836,26 @@ int opref_mul(const opref_tensor_t *x, const opref_tensor_t *s, float scale, int
     }
     return TSR_OK;
 }
+
+int opref_gavg(const opref_tensor_t *x, const opref_requant_t *rq, opref_tensor_t *y)
+{
+    int rc;
+    if ((rc = check_tensor("gavg", "input", x)) || (rc = check_tensor("gavg", "output", y)))
+        return rc;
+    if (y->n != x->n || y->c != x->c || y->h != 1 || y->w != 1 || !rq || rq->count != 1)
+        return tsr_err(TSR_EINVAL, "gavg: output must be [N,C,1,1] with one requantization");
+    const int64_t hw = (int64_t)x->h * x->w, nc = (int64_t)x->n * x->c;
+    int32_t *s = malloc(sizeof *s * (size_t)nc);
+    if (!s)
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    for (int64_t k = 0; k < nc; k++) {
+        int64_t sum = 0;
+        for (int64_t i = 0; i < hw; i++)
+            sum += opref_get(x, k * hw + i) - x->zp;
+        s[k] = (int32_t)sum;
+    }
+    opref_acc_t acc = {x->n, x->c, 1, 1, s};
+    rc = opref_requantize(&acc, rq, y);
+    free(s);
+    return rc;
+}

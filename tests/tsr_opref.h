@@ -171,6 +171,11 @@ int opref_clip(const opref_tensor_t *x, int32_t lo, int32_t hi, opref_tensor_t *
 int opref_mul(const opref_tensor_t *x, const opref_tensor_t *s, float scale, int32_t act_min, int32_t act_max,
               opref_tensor_t *y);
 
+/* Global average into y's own quantization: S[n][c] = sum over h, w of
+ * (x - x_zp), exact; y [N,C,1,1] = the requantization rq of S (per tensor:
+ * rq->count 1; rq->fscale for ONNX Runtime's float32 form). */
+int opref_gavg(const opref_tensor_t *x, const opref_requant_t *rq, opref_tensor_t *y);
+
 /* Element access (no checks): value of element i, and store (v must fit). */
 int32_t opref_get(const opref_tensor_t *t, int64_t i);
 void opref_set(opref_tensor_t *t, int64_t i, int32_t v);

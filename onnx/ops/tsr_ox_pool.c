@@ -16,12 +16,15 @@
  * than 1024 taps, e.g. a squeeze-and-excite average over 56x56, whose
  * input and weight rows the conv's buffers cannot hold) the pool runs in the input's quantization and a device
  * requantize (the same conv, 1x1) follows, when two roundings stay within
- * 1 LSB; else a global average runs on the host (avg_requant says which).
+ * 1 LSB; else a global average runs on the device in one rounding (the
+ * window sum, then the fused form's requantization: jit/tsr_gavg.h), or on
+ * the host when even that cannot take it (avg_requant says which).
  */
 #include <stdlib.h>
 
 #include "tsr_error.h"
 #include "tsr_onnx_ops.h"
+#include "tsr_quant.h"
 
 /* The largest window (taps) an average's fused depthwise-conv form takes. */
 #define OX_POOL_CONV_TAPS 1024
@@ -195,6 +198,57 @@ static int host_gap(tsr_onnx_t *m, int ni, int x, const ox_qout_t *o, int yv)
     return 0;
 }
 
+/* A global average of any window into its own quantization on the device
+ * (jit/tsr_gavg.h): the exact window sum of x - x_zp, then the conv's
+ * requantization by x_scale / (count * y_scale) -- the fused depthwise-conv
+ * form's bytes, without its window on chip (a squeeze-and-excite average
+ * over 56x56 or 112x112). Returns 1 when the device operator cannot take
+ * it (nothing made). */
+static int device_gavg(tsr_onnx_t *m, int ni, int qv, float xs, int32_t xzp, const ox_qout_t *o, int yv)
+{
+    const ox_val_t *X = &m->vals[qv], *Y = &m->vals[yv];
+    tsr_nd_node_t nd;
+    memset(&nd, 0, sizeof nd);
+    nd.kind = TSR_ND_GAVG;
+    tsr_gavg_params_t *p = &nd.gavg;
+    if (X->ndim != 4 || Y->ndim != 4 || qdtype(X->elem, &p->x_dtype) || qdtype(Y->elem, &p->y_dtype) ||
+        X->dims[0] > 65536 || X->dims[1] > 65536 || X->dims[2] > 65536 || X->dims[3] > 65536)
+        return 1;
+    p->n = (int)X->dims[0], p->c = (int)X->dims[1], p->h = (int)X->dims[2], p->w = (int)X->dims[3];
+    p->x_zp = xzp, p->y_zp = o->zp;
+    const float ws = 1.0f / (float)((int64_t)p->h * p->w); /* as the fused form's conv of weight 1 */
+    int32_t *mult = NULL, *shift = NULL;
+    float *fscale = NULL;
+    int rc = tsr_ox_rq_params(m, ni, xs, &ws, 1, o->scale, &mult, &shift, &fscale);
+    if (!rc) {
+        p->mult = mult[0], p->shift = shift[0];
+        p->fscale = fscale ? fscale[0] : 0.0f;
+    }
+    free(mult), free(shift), free(fscale);
+    if (rc)
+        return rc;
+    p->act_min = p->y_dtype == TSR_DT_UINT8 ? 0 : -128;
+    p->act_max = p->y_dtype == TSR_DT_UINT8 ? 255 : 127;
+    if (o->relu && p->act_min < o->zp)
+        p->act_min = o->zp;
+    if (o->has_clip) {
+        int32_t a, b;
+        if (tsr_quantize_bound(o->clip_lo, o->scale, o->zp, p->y_dtype, &a) ||
+            tsr_quantize_bound(o->clip_hi, o->scale, o->zp, p->y_dtype, &b))
+            return NERR(m, ni, "Clip bounds: %s", tsr_errmsg());
+        p->act_min = a > p->act_min ? a : p->act_min;
+        p->act_max = b < p->act_max ? b : p->act_max;
+        if (p->act_min > p->act_max)
+            return NERR(m, ni, "Clip bounds [%g, %g] leave no output value", (double)o->clip_lo, (double)o->clip_hi);
+    }
+    if (tsr_gavg_check(p)) { /* (a multiplier >= 2^.. whose shift would overflow the sum) */
+        tsr_err_clear();
+        return 1;
+    }
+    const int l = tsr_ox_dev_lop(m, ni, &nd, X->base, -1, yv);
+    return l < 0 ? l : 0;
+}
+
 /* An average (kind AVG or GLOBAL_AVG) of the quantized qv (xs, xzp; x:
  * its float view, -1 for an operator-form node) into yv with the output
  * quantization o (its own). Placed as:
@@ -205,8 +259,11 @@ static int host_gap(tsr_onnx_t *m, int ni, int x, const ox_qout_t *o, int yv)
  *  - else, when the output's scale is not finer than the input's, the
  *    device pool (rounded to the input's grid) then a device requantize:
  *    two roundings, at most 0.5 * xs / ys + 0.5 <= 1 LSB;
- *  - else a global average on the host in float (the DQ -> mean -> Q ONNX
- *    Runtime computes); another window is refused (naming why). */
+ *  - else a global average on the device in one rounding (device_gavg,
+ *    the fused form's arithmetic over any window), or, when it cannot take
+ *    it, on the host in float (the DQ -> mean -> Q ONNX Runtime computes
+ *    when it does not fuse the group); another window is refused (naming
+ *    why). */
 static int avg_requant(tsr_onnx_t *m, int ni, int x, int qv, float xs, int32_t xzp, tsr_pool_kind_e kind,
                        const ox_qout_t *o, int yv)
 {
@@ -232,6 +289,8 @@ static int avg_requant(tsr_onnx_t *m, int ni, int x, int qv, float xs, int32_t x
             return -1;
     }
     if (xs > o->scale) {
+        if (kind == TSR_POOL_GLOBAL_AVG && (rc = device_gavg(m, ni, qv, xs, xzp, o, yv)) != 1)
+            return rc;
         if (kind == TSR_POOL_GLOBAL_AVG && x >= 0 && !o->relu && !o->has_clip)
             return host_gap(m, ni, x, o, yv);
         return NERR(m, ni, "its output scale %g is finer than its input's %g and its window (count_include_pad 0 "

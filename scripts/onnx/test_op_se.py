@@ -14,7 +14,9 @@ QLinearMul kernel):
   (c) against ONNX Runtime alone: the DQ -> Mul -> Q group run in ORT on tessera's own operands (its A
       and S bytes) gives tessera's M bytes exactly (0 LSB), and the whole output is within 2 LSB of ORT
       on both configs (the convs requantize in fixed point, <= 1 LSB each);
-  (d) a scale set without an exact integer form (x_scale = y_scale, s_scale 0.5: the float products
+  (d) over a 40x40 map the block's average (1,600 taps, into a finer scale than its input's) is the
+      device's global average (jit/tsr_gavg.h), and the block is still one segment;
+  (e) a scale set without an exact integer form (x_scale = y_scale, s_scale 0.5: the float products
       have exact ties of both parities, ties to even) keeps the Mul on the host on ACT_LUT, with the
       same bytes as the default config's.
 """
@@ -50,8 +52,9 @@ def w(shape, s):
     return (rng.standard_normal(shape) * s).astype(np.float32)
 
 
-def se_model(gate, swap):
+def se_model(gate, swap, shape=None):
     """X -> conv0 -> P -> conv1 -> A; S = gate(conv3(relu(conv2(gap(A))))); M = A * S; Y = conv4(M + P)."""
+    shape = shape or SHAPE
     n = helper.make_node
     g = [n("Sigmoid", ["Z"], ["S"], name="gate")] if gate == "sigmoid" else \
         [n("HardSigmoid", ["Z"], ["S"], name="gate", alpha=1.0 / 6, beta=0.5)]
@@ -69,7 +72,7 @@ def se_model(gate, swap):
              numpy_helper.from_array(w((C // 4,), 0.1), "b2"),
              numpy_helper.from_array(w((C, C // 4, 1, 1), 0.6), "w3"), numpy_helper.from_array(w((C,), 0.3), "b3"),
              numpy_helper.from_array(w((C, C, 1, 1), 0.3), "w4")]
-    return T.model(nodes, [("X", F, SHAPE)], [("Y", F, SHAPE)], inits)
+    return T.model(nodes, [("X", F, shape)], [("Y", F, shape)], inits)
 
 
 def tessera(path, x, cfg, tensors=(), placement=False):
@@ -134,7 +137,7 @@ def mul_alone(q, ins, out, a, s):
     return np.load("mul_alone_out.npy"), ""
 
 
-def se_case(name, q, x, cfg):
+def se_case(name, q, x, cfg, gap_kernel=None):
     path = T.save(q, name.replace(" ", "_") + ".onnx")
     ins, out = producer_q(q, "se_mul")
     tens = [ins[0][0], ins[1][0], out[0]]
@@ -146,12 +149,15 @@ def se_case(name, q, x, cfg):
     mul1 = [p for p in p1["placement"] if p["name"] == "se_mul"]
     add1 = [p for p in p1["placement"] if p["name"] == "res_add"]
     mul0 = [p for p in p0["placement"] if p["name"] == "se_mul"]
+    gap1 = [p for p in p1["placement"] if p["name"] == "gap"]
     ok = mul1 and mul1[0]["side"] == "device" and mul1[0]["kernel"] == "mul by a per-channel vector" and \
         add1 and add1[0]["side"] == "device" and p1["segments"] == 1 and p1["host_ops"] == 2 and \
-        mul0 and mul0[0]["side"] == "host"
+        mul0 and mul0[0]["side"] == "host" and gap1 and gap1[0]["side"] == "device" and \
+        (gap_kernel is None or gap1[0]["kernel"] == gap_kernel)
     T.check(f"{name}: placement", bool(ok),
             f"ACT_LUT: Mul {mul1[0]['side'] if mul1 else '?'} ({mul1[0]['kernel'] if mul1 else ''}), Add "
-            f"{add1[0]['side'] if add1 else '?'}, {p1['segments']} segment(s), {p1['host_ops']} host ops; default: "
+            f"{add1[0]['side'] if add1 else '?'}, gap {gap1[0]['kernel'] if gap1 else '?'}, {p1['segments']} "
+            f"segment(s), {p1['host_ops']} host ops; default: "
             f"Mul {mul0[0]['side'] if mul0 else '?'} ({mul0[0]['kernel'] if mul0 else ''}), {p0['segments']} "
             f"segments, {p0['host_ops']} host ops")
     same = all(np.array_equal(t0[t], t1[t]) for t in tens)
@@ -182,6 +188,15 @@ def main():
             fm = se_model(gate, swap)
             for act in ("u8", "s8"):
                 se_case(f"{gate}{' swapped' if swap else ''} {act}", T.quantize(fm, cal, act), x, cfg)
+
+    # a block over a 40x40 map: its average (1,600 taps, more than the fused depthwise-conv form holds,
+    # into a finer scale than its input's) is the device's global average, so the block is one segment
+    big = [1, C, 40, 40]
+    calb = rng.standard_normal((8, *big[1:])).astype(np.float32)
+    xb = rng.standard_normal(big).astype(np.float32)
+    for act in ("u8", "s8"):
+        se_case(f"40x40 map {act}", T.quantize(se_model("sigmoid", False, big), calb, act), xb, cfg,
+                gap_kernel="global average")
 
     # no exact integer form: x_scale = y_scale and s_scale 0.5 make the factor exactly 0.5
     q = T.quantize(se_model("sigmoid", False), cal, "u8")
