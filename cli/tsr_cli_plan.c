@@ -20,7 +20,7 @@
 static const char *plan_help =
     "usage: tessera plan --net resnet18|resnet50 [--devices K] [--configs A,B,..]\n"
     "                    [--batch N] [--dram MIB] [--link-bw BYTES] [--link-latency CYCLES]\n"
-    "                    [--host-stages N] [--ilp] [--split R [--split-nodes H]]\n"
+    "                    [--host-stages N] [--ilp [--ilp-time S]] [--split R [--split-nodes H]]\n"
     "       tessera plan --bench [--devices K]\n"
     "\n"
     "Place a network over K devices as a pipeline, the slowest stage as fast as\n"
@@ -42,6 +42,7 @@ static const char *plan_help =
     "  --host-stages N     host threads that may run stages (default 1; these\n"
     "                      networks have no host-only node)\n"
     "  --ilp               also the non-contiguous optimum by ILP (small graphs only)\n"
+    "  --ilp-time S        the ILP's time limit, seconds (default 60)\n"
     "  --split R           intra-layer splits: a conv alone in a stage may run as 2..R\n"
     "                      output-channel parts on as many devices (2..8, <= K)\n"
     "  --split-nodes H     the H heaviest splittable convs are candidates (default 4)\n"
@@ -50,6 +51,7 @@ static const char *plan_help =
 typedef struct {
     const char *net;
     int devices, batch, host_stages, ilp, bench, split, split_nodes;
+    double ilp_time;
     char *configs;
     double dram_mib, link_bw, link_lat;
 } plan_opts_t;
@@ -63,6 +65,7 @@ static int plan_parse(int argc, char **argv, plan_opts_t *o)
         {"link-latency", required_argument, 0, 'l'}, {"host-stages", required_argument, 0, 'H'},
         {"ilp", no_argument, 0, 'I'},                {"bench", no_argument, 0, 'B'},
         {"split", required_argument, 0, 'S'},        {"split-nodes", required_argument, 0, 'N'},
+        {"ilp-time", required_argument, 0, 'T'},
         {"help", no_argument, 0, 'h'},               {0, 0, 0, 0}};
     int c;
     long v;
@@ -99,6 +102,11 @@ static int plan_parse(int argc, char **argv, plan_opts_t *o)
             break;
         }
         case 'I': o->ilp = 1; break;
+        case 'T':
+            if (tsr_cli_parse_long(optarg, 1, 86400, &v))
+                return tsr_cli_usage("plan", "--ilp-time needs seconds 1..86400");
+            o->ilp_time = (double)v;
+            break;
         case 'S':
             if (tsr_cli_parse_long(optarg, 2, TSR_PP_MAX_SPLIT, &v))
                 return tsr_cli_usage("plan", "--split needs parts 2..8");
@@ -244,7 +252,8 @@ static int plan_net(const plan_opts_t *o)
     row("greedy", &gr, single.period);
     row("optimal (dp)", &dp, single.period);
     if (o->ilp) {
-        rc = tsr_pp_solve_ilp(pp, NULL, &ilp);
+        tsr_pp_opts_t io = {.time_limit_s = o->ilp_time};
+        rc = tsr_pp_solve_ilp(pp, &io, &ilp);
         if (rc)
             printf("  ilp          %s\n", tsr_errmsg());
         else

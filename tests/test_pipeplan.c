@@ -1300,6 +1300,8 @@ static void test_cli(void **state)
     assert_non_null(strstr(out, "bytes of DRAM, the 2 devices have"));
     assert_int_equal(run_cli("plan --net vgg", out, sizeof out), 2);
     assert_int_equal(run_cli("plan --net resnet18 --link-bw 0", out, sizeof out), 2);
+    assert_int_equal(run_cli("plan --net resnet18 --ilp --ilp-time 0", out, sizeof out), 2);
+    assert_non_null(strstr(out, "--ilp-time needs seconds"));
 }
 
 int main(void)
