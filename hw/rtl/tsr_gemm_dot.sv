@@ -19,6 +19,16 @@
 // one cycle after inp_i/wgt_i: the depthwise mode of tsr_gemm_core sums
 // them across units instead of along the tree (with DspPack, a*w0 is exact
 // whatever w1 is, so that lane's product serves alone).
+//
+// Written for simulation speed at no area (the Verilated model spends most
+// of a GEMM cycle here): each term's multiplier and register is a generate
+// block of its own (a scalar variable to Verilator, not a field of a
+// 528-bit vector), the packed product is 32 bits (exact, see PPW; a native
+// word in C++, where 33 bits cost 64-bit sign extensions), and the adder
+// tree's nodes sit in word-aligned slots of NS bits (an aligned word, not
+// an XW-bit field straddling words; the slot bits above XW are constant 0
+// and never read, so synthesis keeps the XW-bit adders it had). yosys maps
+// the same cells as before (scripts/synth_hier.py: LUT, FF, DSP equal).
 
 `include "tsr_assert.svh"
 
@@ -42,58 +52,49 @@ module tsr_gemm_dot #(
   localparam int TW = PW + LOGN;                     // exact sum width
   localparam int XW = (TW < AccWidth) ? TW : AccWidth;  // tree width
   localparam int NODES = 2 * NP;                     // heap: node k = 2k + 2k+1
+  // a node's slot: XW bits rounded up to 8, 16 or a multiple of 32
+  localparam int NS = (XW <= 8) ? 8 : (XW <= 16) ? 16 : 32 * ((XW + 31) / 32);
 
   localparam int PKW = 25;                          // packed weight operand
-  localparam int PPW = PKW + InpWidth;              // packed product
+  // packed product: |a| <= 2^7 and |w1 * 2^16 + w0| <= 2^23 + 2^7, so
+  // |P| <= 2^30 + 2^14 and 32 bits hold it exactly (the 25 x 8 operands
+  // would allow 33)
+  localparam int PPW = InpWidth + WgtWidth + 16;
 
   logic [Lanes*BlockIn*PW-1:0] prod;                // registered products the tree sums
   logic [Lanes*AccWidth-1:0]   dot_d, dot_q;
-  logic [Lanes*NODES*XW-1:0]   tree;
+  logic [Lanes*NODES*NS-1:0]   tree;
   logic signed [PW-1:0]        leaf;                // loop temporary
 
   if (DspPack == 0) begin : g_plain
-    logic [Lanes*BlockIn*PW-1:0] prod_d, prod_q;
-    logic signed [PW-1:0]        mx, mw;            // loop temporaries
-    // Products: lane o, term i.
-    always_comb begin
-      for (int o = 0; o < Lanes; o++) begin
-        for (int i = 0; i < BlockIn; i++) begin
-          mx = PW'($signed(inp_i[i*InpWidth +: InpWidth]));
-          mw = PW'($signed(wgt_i[(o*BlockIn + i)*WgtWidth +: WgtWidth]));
-          prod_d[(o*BlockIn + i)*PW +: PW] = mx * mw;
+    // Products: lane o, term i; datapath register: no reset, no enable (the
+    // pipeline never stalls; the caller tracks validity).
+    for (genvar o = 0; o < Lanes; o++) begin : g_lane
+      for (genvar i = 0; i < BlockIn; i++) begin : g_term
+        logic signed [PW-1:0] p_d, p_q;
+        assign p_d = PW'($signed(inp_i[i*InpWidth +: InpWidth]))
+                   * PW'($signed(wgt_i[(o*BlockIn + i)*WgtWidth +: WgtWidth]));
+        always_ff @(posedge clk_i) begin
+          p_q <= p_d;
         end
+        assign prod[(o*BlockIn + i)*PW +: PW] = p_q;
       end
     end
-    // Datapath register: no reset, no enable (the pipeline never stalls; the
-    // caller tracks validity).
-    always_ff @(posedge clk_i) begin
-      prod_q <= prod_d;
-    end
-    assign prod = prod_q;
   end else begin : g_pack
-    logic [BlockIn*PPW-1:0] pp_d, pp_q;
-    logic signed [PKW-1:0]  pw;                     // loop temporaries
-    logic signed [PPW-1:0]  pa, pp;
-    // Packed products: term i holds a * (w[1] * 2^16 + w[0]).
-    always_comb begin
-      for (int i = 0; i < BlockIn; i++) begin
-        pa = PPW'($signed(inp_i[i*InpWidth +: InpWidth]));
-        pw = (PKW'($signed(wgt_i[(BlockIn + i)*WgtWidth +: WgtWidth])) <<< 16)
-           + PKW'($signed(wgt_i[i*WgtWidth +: WgtWidth]));
-        pp_d[i*PPW +: PPW] = pa * PPW'(pw);
+    // Packed products: term i holds a * (w[1] * 2^16 + w[0]); datapath
+    // register: no reset, no enable; unpacked from the registered pair (see
+    // the header).
+    for (genvar i = 0; i < BlockIn; i++) begin : g_term
+      logic signed [PKW-1:0] pw;
+      logic signed [PPW-1:0] pp_d, pp_q;
+      assign pw = (PKW'($signed(wgt_i[(BlockIn + i)*WgtWidth +: WgtWidth])) <<< 16)
+                + PKW'($signed(wgt_i[i*WgtWidth +: WgtWidth]));
+      assign pp_d = PPW'($signed(inp_i[i*InpWidth +: InpWidth])) * PPW'(pw);
+      always_ff @(posedge clk_i) begin
+        pp_q <= pp_d;
       end
-    end
-    // Datapath register: no reset, no enable.
-    always_ff @(posedge clk_i) begin
-      pp_q <= pp_d;
-    end
-    // Unpacked from the registered pairs (see the header).
-    always_comb begin
-      for (int i = 0; i < BlockIn; i++) begin
-        pp = $signed(pp_q[i*PPW +: PPW]);
-        prod[i*PW +: PW] = PW'($signed(pp[15:0]));
-        prod[(BlockIn + i)*PW +: PW] = PW'((pp >>> 16) + PPW'(pp[15]));
-      end
+      assign prod[i*PW +: PW] = PW'($signed(pp_q[15:0]));
+      assign prod[(BlockIn + i)*PW +: PW] = PW'((pp_q >>> 16) + PPW'(pp_q[15]));
     end
   end
 
@@ -102,18 +103,18 @@ module tsr_gemm_dot #(
   // low AccWidth bits, which is all the wrapping accumulate needs.
   always_comb begin
     for (int l = 0; l < Lanes; l++) begin
-      tree[(l*NODES)*XW +: XW] = '0;  // heap node 0 is unused
+      tree[(l*NODES)*NS +: NS] = '0;  // heap node 0 is unused
       for (int i = 0; i < NP; i++) begin
         leaf = '0;
         if (i < BlockIn) leaf = $signed(prod[(l*BlockIn + i)*PW +: PW]);
-        tree[(l*NODES + NP + i)*XW +: XW] = XW'(leaf);
+        tree[(l*NODES + NP + i)*NS +: NS] = NS'($unsigned(XW'(leaf)));
       end
       for (int k = NP - 1; k >= 1; k--) begin
-        tree[(l*NODES + k)*XW +: XW] = tree[(l*NODES + 2*k)*XW +: XW]
-                                     + tree[(l*NODES + 2*k + 1)*XW +: XW];
+        tree[(l*NODES + k)*NS +: NS] = NS'(XW'(tree[(l*NODES + 2*k)*NS +: XW]
+                                              + tree[(l*NODES + 2*k + 1)*NS +: XW]));
       end
       dot_d[l*AccWidth +: AccWidth] =
-          AccWidth'($signed(tree[(l*NODES + 1)*XW +: XW]));
+          AccWidth'($signed(tree[(l*NODES + 1)*NS +: XW]));
     end
   end
 
