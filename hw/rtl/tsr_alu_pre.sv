@@ -61,9 +61,26 @@ module tsr_alu_pre #(
   end
 
   // Bit-reversed copy of a W-bit value: a left shift is a right shift of
-  // the reversed operand, reversed back.
+  // the reversed operand, reversed back. Written as log2 stages of swaps
+  // (halves, quarters, ... single bits) of v in the top of an RP-bit word,
+  // RP = W rounded up to a power of two: wiring in hardware like a bit
+  // loop, but a few word operations in a simulator instead of one per bit.
+  localparam int LRP = $clog2(Width);
+  localparam int RP = 1 << LRP;
+  // stage k swaps blocks of RP >> (k+1) bits; its mask keeps the low block of each pair
+  function automatic logic [LRP*RP-1:0] rev_masks();
+    for (int k = 0; k < LRP; k++)
+      for (int i = 0; i < RP; i++) rev_masks[k*RP + i] = (i % (RP >> k)) < (RP >> (k + 1));
+  endfunction
+  localparam logic [LRP*RP-1:0] REV_MASKS = rev_masks();
   function automatic logic [Width-1:0] rev(input logic [Width-1:0] v);
-    for (int i = 0; i < Width; i++) rev[i] = v[Width-1-i];
+    logic [RP-1:0] x, m;
+    x = RP'(v) << (RP - Width);
+    for (int k = 0; k < LRP; k++) begin
+      m = REV_MASKS[k*RP +: RP];
+      x = ((x & m) << (RP >> (k + 1))) | ((x >> (RP >> (k + 1))) & m);
+    end
+    rev = x[Width-1:0];
   endfunction
 
   // The one multiplier, outside the always_comb below: with fscale its
@@ -107,7 +124,9 @@ module tsr_alu_pre #(
     // Rounding half away from zero, r = a & (2^s - 1) > ((2^s - 1) >> 1) +
     // (a < 0): for s > 0 that is a[s-1] set and, for a < 0, any bit below
     // it set too; nothing for s = 0 (guard is 0 then).
-    for (int i = 0; i < Width; i++) low_mask[i] = 32'(i + 2) <= 32'(sh);
+    // bits 0 .. s-2 set: (2^s - 1) >> 1, as a shift of ones (one word
+    // operation in a simulator, the same bit-by-bit decode of s in hardware)
+    low_mask = Width'(~({(Width + 1){1'b1}} << sh) >> 1);
     sticky = (a_i & low_mask) != '0;
     // shr does not round: shr and rshr then share one result
     round_up = guard && (!a_i[Width-1] || sticky) && (op_i != OP_SHR);
