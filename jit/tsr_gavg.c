@@ -2,23 +2,27 @@
  * tsr_gavg: the global average into its own quantization over device
  * tensors (see tsr_gavg.h for the values and the lowering).
  *
- * Accumulator rows: [0, T) the staging rows, [T, T+G) and [T+G, T+2G) the
- * two regions of sum rows, then three constant rows (the start value
- * -H*W*(x_zp - off), the multiplier or the scale's bits, the rqfin row),
- * each value in every lane.
+ * On-chip rows: inp [0, TI) and [TI, 2TI) the two halves x's rows are
+ * loaded into; wgt 0 the identity block (w[o][i] = 1 if o == i); acc [0, G)
+ * and [G, 2G) the two regions of sum rows, then three constant rows (the
+ * start value -H*W*(x_zp - off), the multiplier or the scale's bits, the
+ * rqfin row), each value in every lane.
  *
- * Stream, group g of m blocks in region r = g % 2:
- *   LOAD uop (eight uops), LOAD acc (the three constant rows)
+ * Stream (piece q: one load of at most TI rows, in half q % 2; group g: m
+ * blocks whose sums are region g % 2):
+ *   LOAD uop (twelve uops), LOAD acc (the constant rows)  -- compute stage
+ *   LOAD wgt (the identity)                               -- load stage
  *   per group: [wait store->compute: group g-2's STORE has read region r]
- *              ALU mov (region r's m rows <- the start row)
- *              per load (the group's m*H*W rows, or one chunk of its one block):
- *                LOAD acc8 -> staging; ALU add (dst the block's sum row, factor 0 over its rows)
- *              [ALU shr imm -shift] ALU mulhr|fscale ALU rqfin        (pushes "done")
+ *              ALU mov (region r's rows <- the start row)
+ *              per piece: [wait compute->load: piece q-2's GEMM has read half q%2]
+ *                         LOAD inp (pushes "loaded")
+ *                         GEMM (pops "loaded"; the block's sum row += each of its rows through the
+ *                               identity: a loop with dst factor 0; pushes "half free" for piece q+2)
+ *              [ALU shr imm -shift] ALU mulhr|fscale ALU rqfin     (pushes "done")
  *              STORE region r -> y's rows (pops "done"; pushes "drained" for g+2, the last for FINISH)
- * Everything but the STORE is in the compute stage, in program order: the
- * staging rows are reloaded only after the adds that read them. A LOAD
- * acc8 writes no out row; the sum rows' out mirrors are written by the
- * ALU ops, the first of which (the mov) pops the "drained" token.
+ * The loads run in the load stage, beside the GEMMs of the previous piece:
+ * one GEMM op per input row against the bus's bytes per row, so the
+ * operator is bound by DRAM.
  */
 #include "tsr_gavg.h"
 
@@ -74,7 +78,9 @@ void tsr_gavg_plan_free(tsr_device_t *dev, tsr_gavg_plan_t *pl)
     memset(pl, 0, sizeof *pl);
 }
 
-enum { U_INIT = 0, U_ADD = 2, U_MUL = 4, U_RQ = 6, U_COUNT = 8 }; /* each: region 0, region 1 */
+/* uops, each for sum region 0 then 1: the start mov, immediates, the multiplier, the rqfin row; then the
+   GEMMs: input half 0 (regions 0, 1), input half 1 (regions 0, 1) */
+enum { U_INIT = 0, U_IMM = 2, U_MUL = 4, U_RQ = 6, U_GEMM = 8, U_COUNT = 12 };
 
 int tsr_gavg_plan_tensors(tsr_device_t *dev, const tsr_gavg_params_t *p, const tsr_dtensor_t *x,
                           const tsr_dtensor_t *y, tsr_gavg_plan_t *pl)
@@ -108,33 +114,33 @@ int tsr_gavg_plan_tensors(tsr_device_t *dev, const tsr_gavg_params_t *p, const t
         return tsr_err(TSR_EINVAL, "gavg: tensor buffers are not [NB][CB][H][W] rows of this config (or beyond the "
                        "DRAM the instruction fields address)");
     pl->exact = c->exact_requant && p->fscale > 0.0f;
+    if (c->block_in != c->block_out || c->inp_bytes != rb)
+        return tsr_err(TSR_EINVAL, "gavg: needs BLOCK_IN == BLOCK_OUT (device tensors' rows as inp rows)");
 
-    /* groups: whole blocks per staging load when one fits (T + 2m + 3 rows, T = m*H*W), else one block per
-       group in chunks of T rows */
+    /* pieces of at most TI rows (half the input buffer); groups: whole blocks per piece when one fits
+       (2m + 3 accumulator rows), else one block per group in several pieces */
     const uint64_t depth = c->acc_depth, loop_max = (1u << TSR_LOOP_BITS) - 1, size_max = (1u << TSR_SIZE_BITS) - 1;
-    if (depth < 6)
-        return tsr_err(TSR_EINVAL, "gavg: an accumulator buffer of %llu rows is too small", (unsigned long long)depth);
-    uint64_t m = hw <= loop_max ? (depth - 3) / (hw + 2) : 0, T;
-    if (m > size_max / hw)
-        m = size_max / hw;
+    uint64_t TI = c->inp_depth / 2;
+    TI = TI > size_max ? size_max : TI;
+    if (depth < 5 || TI < 1)
+        return tsr_err(TSR_EINVAL, "gavg: buffers too small (%u accumulator, %u input rows)", c->acc_depth,
+                       c->inp_depth);
+    uint64_t m = hw <= TI ? TI / hw : 0;
+    if (m > (depth - 3) / 2)
+        m = (depth - 3) / 2;
     if (m > loop_max)
         m = loop_max;
     if (m > blocks)
         m = blocks;
-    if (m >= 1) {
-        T = m * hw;
-        pl->groups = (int)((blocks + m - 1) / m);
-        pl->group = (uint32_t)m;
-    } else {
-        T = depth - 5;
-        T = T > loop_max ? loop_max : T;
-        pl->groups = (int)blocks;
-        pl->group = 1;
-    }
-    const uint32_t G = pl->group, s0 = (uint32_t)T, cinit = (uint32_t)T + 2 * G, cmul = cinit + 1, crq = cinit + 2;
+    const uint64_t piece = m >= 1 ? m * hw : (TI > loop_max ? loop_max : TI); /* rows per full piece */
+    const uint64_t per_block = m >= 1 ? 1 : (hw + piece - 1) / piece;      /* pieces per block (chunked) */
+    pl->group = m >= 1 ? (uint32_t)m : 1;
+    pl->groups = (int)(m >= 1 ? (blocks + m - 1) / m : blocks);
+    const uint64_t npieces = m >= 1 ? (uint64_t)pl->groups : blocks * per_block;
+    const uint32_t G = pl->group, cinit = 2 * G, cmul = cinit + 1, crq = cinit + 2, ti = (uint32_t)TI;
     pl->hw = (uint32_t)hw;
     pl->blocks = (uint32_t)blocks;
-    pl->stage_rows = (uint32_t)T;
+    pl->stage_rows = (uint32_t)piece;
     pl->x_addr = x->addr, pl->y_addr = y->addr;
 
     /* device terms: x holds h = x - off; rqfin clamps y - off_y */
@@ -143,8 +149,12 @@ int tsr_gavg_plan_tensors(tsr_device_t *dev, const tsr_gavg_params_t *p, const t
     const int32_t vmul = pl->exact ? tsr_requant_fscale_bits(p->fscale) : p->mult;
     const int32_t vrq = tsr_requant_rqfin(pl->exact || p->shift > 0 ? 0 : -p->shift, p->y_zp - yo, p->act_min - yo,
                                           p->act_max - yo);
-    const uint64_t ab = c->acc_bytes, ub = c->uop_bytes;
-    pl->c_bytes = 3 * ab + U_COUNT * ub;
+    /* the constant buffer: the identity block, the three rows, the uops, each part aligned to all three sizes */
+    const uint64_t ab = c->acc_bytes, ub = c->uop_bytes, wb = c->wgt_bytes;
+    uint64_t al = ab > ub ? ab : ub;
+    al = al > wb ? al : wb;
+    const uint64_t o_acc = (wb + al - 1) / al * al, o_uop = o_acc + (3 * ab + al - 1) / al * al;
+    pl->c_bytes = o_uop + U_COUNT * ub;
     if ((rc = tsr_mem_alloc(dev, pl->c_bytes, &pl->c_addr)))
         return rc;
     uint8_t *cb = calloc(1, pl->c_bytes);
@@ -152,18 +162,21 @@ int tsr_gavg_plan_tensors(tsr_device_t *dev, const tsr_gavg_params_t *p, const t
         rc = tsr_err(TSR_ENOMEM, "out of memory");
         goto fail;
     }
+    for (int o = 0; o < c->block_out; o++) /* w[o][i] = 1 if o == i (int8) */
+        cb[(uint64_t)o * (uint64_t)c->block_in + (uint64_t)o] = 1;
     for (uint64_t l = 0; l < ab / 4; l++) {
-        memcpy(cb + 4 * l, &vinit, 4);
-        memcpy(cb + ab + 4 * l, &vmul, 4);
-        memcpy(cb + 2 * ab + 4 * l, &vrq, 4);
+        memcpy(cb + o_acc + 4 * l, &vinit, 4);
+        memcpy(cb + o_acc + ab + 4 * l, &vmul, 4);
+        memcpy(cb + o_acc + 2 * ab + 4 * l, &vrq, 4);
     }
-    const tsr_uop_t uops[U_COUNT] = {{s0, cinit, 0}, {s0 + G, cinit, 0}, {s0, 0, 0},    {s0 + G, 0, 0},
-                                     {s0, cmul, 0},  {s0 + G, cmul, 0},  {s0, crq, 0}, {s0 + G, crq, 0}};
+    const tsr_uop_t uops[U_COUNT] = {{0, cinit, 0}, {G, cinit, 0}, {0, 0, 0},  {G, 0, 0},     {0, cmul, 0},
+                                     {G, cmul, 0},  {0, crq, 0},   {G, crq, 0}, {0, 0, 0},    {G, 0, 0},
+                                     {0, ti, 0},    {G, ti, 0}};
     for (int u = 0; u < U_COUNT && !rc; u++) {
         uint64_t raw = 0;
         rc = tsr_uop_encode(c, &uops[u], &raw);
         for (uint64_t i = 0; i < ub; i++)
-            cb[3 * ab + (uint64_t)u * ub + i] = (uint8_t)(raw >> (8 * i));
+            cb[o_uop + (uint64_t)u * ub + i] = (uint8_t)(raw >> (8 * i));
     }
     if (!rc)
         rc = tsr_mem_write(dev, pl->c_addr, cb, pl->c_bytes);
@@ -173,9 +186,11 @@ int tsr_gavg_plan_tensors(tsr_device_t *dev, const tsr_gavg_params_t *p, const t
 
     tsr_stream_t b;
     tsr_stream_init(&b, c, 0, 0);
-    tsr_stream_uops(&b, (uint32_t)((pl->c_addr + 3 * ab) / ub), U_COUNT);
-    tsr_stream_load(&b, TSR_MEM_ACC, cinit, (uint32_t)(pl->c_addr / ab), 1, 3, 3);
+    tsr_stream_uops(&b, (uint32_t)((pl->c_addr + o_uop) / ub), U_COUNT);
+    tsr_stream_load(&b, TSR_MEM_ACC, cinit, (uint32_t)((pl->c_addr + o_acc) / ab), 1, 3, 3);
+    tsr_stream_load(&b, TSR_MEM_WGT, 0, (uint32_t)(pl->c_addr / wb), 1, 1, 1);
     const uint32_t xe = (uint32_t)(x->addr / rb), ye = (uint32_t)(y->addr / rb);
+    uint64_t q = 0; /* pieces so far */
     for (int g = 0; g < pl->groups; g++) {
         const uint32_t r = (uint32_t)(g % 2);
         const uint64_t k0 = (uint64_t)g * G, mg = blocks - k0 < G ? blocks - k0 : G;
@@ -183,21 +198,26 @@ int tsr_gavg_plan_tensors(tsr_device_t *dev, const tsr_gavg_params_t *p, const t
             tsr_stream_wait(&b, TSR_Q_ST2CMP);
         tsr_insn_t *in = tsr_stream_alu(&b, TSR_ALU_MOV, U_INIT + r, U_INIT + r + 1);
         tsr_stream_loops(in, (uint32_t)mg, 1, 0, 1, 0, 0);
-        if (m >= 1) { /* the group's blocks in one load, each summed into its row */
-            tsr_stream_load(&b, TSR_MEM_ACC8, 0, xe + (uint32_t)(k0 * hw), 1, (uint32_t)(mg * hw),
-                            (uint32_t)(mg * hw));
-            in = tsr_stream_alu(&b, TSR_ALU_ADD, U_ADD + r, U_ADD + r + 1);
-            tsr_stream_loops(in, (uint32_t)mg, 1, (uint32_t)hw, (uint32_t)hw, 0, 1);
-        } else
-            for (uint64_t r0 = 0; r0 < hw; r0 += T) {
-                const uint64_t R = hw - r0 < T ? hw - r0 : T;
-                tsr_stream_load(&b, TSR_MEM_ACC8, 0, xe + (uint32_t)(k0 * hw + r0), 1, (uint32_t)R, (uint32_t)R);
-                in = tsr_stream_alu(&b, TSR_ALU_ADD, U_ADD + r, U_ADD + r + 1);
+        for (uint64_t r0 = 0; r0 < (m >= 1 ? mg * hw : hw); r0 += piece, q++) {
+            const uint64_t total = m >= 1 ? mg * hw : hw, R = total - r0 < piece ? total - r0 : piece;
+            const uint32_t h = (uint32_t)(q % 2);
+            if (q >= 2)
+                tsr_stream_wait(&b, TSR_Q_CMP2LD);
+            tsr_stream_load(&b, TSR_MEM_INP, h * ti, xe + (uint32_t)(k0 * hw + r0), 1, (uint32_t)R, (uint32_t)R);
+            tsr_stream_signal(&b, TSR_Q_LD2CMP);
+            tsr_stream_wait(&b, TSR_Q_LD2CMP);
+            in = tsr_stream_gemm(&b, U_GEMM + 2 * h + r, U_GEMM + 2 * h + r + 1, 0);
+            if (m >= 1) /* each block's rows into its sum row */
+                tsr_stream_loops(in, (uint32_t)mg, 1, (uint32_t)hw, (uint32_t)hw, 0, 1);
+            else
                 tsr_stream_loops(in, 1, 0, 0, (uint32_t)R, 0, 1);
-            }
-        pl->alu_ops += mg * hw + mg;
+            if (q + 2 < npieces)
+                tsr_stream_signal(&b, TSR_Q_CMP2LD);
+            pl->gemm_ops += R;
+        }
+        pl->alu_ops += mg;
         if (!pl->exact && p->shift > 0) {
-            in = tsr_stream_alu(&b, TSR_ALU_SHR, U_ADD + r, U_ADD + r + 1);
+            in = tsr_stream_alu(&b, TSR_ALU_SHR, U_IMM + r, U_IMM + r + 1);
             tsr_stream_loops(in, (uint32_t)mg, 1, 0, 1, 0, 0);
             in->use_imm = 1, in->imm = -p->shift;
             pl->alu_ops += mg;
@@ -209,13 +229,13 @@ int tsr_gavg_plan_tensors(tsr_device_t *dev, const tsr_gavg_params_t *p, const t
         pl->alu_ops += 2 * mg;
         tsr_stream_signal(&b, TSR_Q_CMP2ST);
         tsr_stream_wait(&b, TSR_Q_CMP2ST);
-        tsr_stream_store(&b, s0 + r * G, ye + (uint32_t)k0, 1, (uint32_t)mg, (uint32_t)mg);
+        tsr_stream_store(&b, r * G, ye + (uint32_t)k0, 1, (uint32_t)mg, (uint32_t)mg);
         if (g + 2 < pl->groups || g == pl->groups - 1)
             tsr_stream_signal(&b, TSR_Q_ST2CMP);
     }
     if (!(rc = tsr_stream_finish(&b)))
         rc = tsr_stream_check(&b, "gavg");
-    pl->dram_bytes = (blocks * hw + blocks) * rb + 3 * ab + U_COUNT * ub;
+    pl->dram_bytes = (blocks * hw + blocks) * rb + 3 * ab + wb + U_COUNT * ub;
     tsr_stream_take(&b, &pl->insns, &pl->ninsns);
     tsr_stream_free(&b);
     if (rc)

@@ -15,19 +15,20 @@
  * weight 1 over the window, so both forms compute the same bytes; the
  * conv form needs the window's H*W input rows on chip, this one does not.
  *
- * Lowering (compute stage, then STORE): the sums are one accumulator row
- * per channel block (the rows of x's block k = nb*CB + cb are the H*W
- * consecutive rows from k*H*W, tsr_dtensor.h), started at -H*W*(x_zp -
- * off) by an ALU mov from a constant row; x's rows come in by LOAD acc8
- * (each lane holds h = x - off) into a staging region, whole blocks at a
- * time or chunks of one block, and one ALU add per row accumulates them
- * into the block's sum row (a loop with dst factor 0). Then per group of
- * sum rows: [shr imm -shift], mulhr by mult (or fscale by the scale's
- * bits), rqfin (rounding shift, y_zp, clamp), STORE to y's rows. Two
- * regions of sum rows alternate so that a group's STORE overlaps the next
- * group's work (tokens as jit/tsr_act.h). Cost: the acc8 load (the row's
- * bytes at the bus width) and one ALU op per x row: about 3 cycles per
- * 16-element row on default against a DRAM bound of 2.
+ * Lowering: the sums are one accumulator row per channel block (the rows
+ * of x's block k = nb*CB + cb are the H*W consecutive rows from k*H*W,
+ * tsr_dtensor.h), started at -H*W*(x_zp - off) by an ALU mov from a
+ * constant row (h = x - off is what device tensors hold). x's rows are
+ * LOADed as inp rows in the load stage (whole blocks at a time, or chunks
+ * of one block, alternating between the halves of the input buffer) and a
+ * GEMM through the identity weight block adds each row into its block's
+ * sum row (a loop with dst factor 0), one tensor op per row while the next
+ * piece loads. Then per group of sum rows: [shr imm -shift], mulhr by mult
+ * (or fscale by the scale's bits), rqfin (rounding shift, y_zp, clamp),
+ * STORE to y's rows; two regions of sum rows alternate so that a group's
+ * STORE overlaps the next group's work (tokens as jit/eltwise: loaded,
+ * half free, done, drained). DRAM-bound: one row of BATCH x BLOCK bytes
+ * read per GEMM op.
  */
 #ifndef TSR_GAVG_H
 #define TSR_GAVG_H
@@ -56,14 +57,14 @@ int tsr_gavg_check(const tsr_gavg_params_t *p);
 typedef struct tsr_gavg_plan {
     int exact;                     /* 1: fscale (EXACT_REQUANT and fscale > 0) */
     uint32_t hw, blocks;           /* rows per channel block, channel blocks (NB*CB) */
-    uint32_t stage_rows;           /* staging rows (a whole number of blocks, or a chunk of one) */
-    uint32_t group;                /* sum rows per group (blocks per staging load; 1 when chunked) */
+    uint32_t stage_rows;           /* rows per input piece (a whole number of blocks, or a chunk of one) */
+    uint32_t group;                /* sum rows per group (blocks per piece; 1 when chunked) */
     int groups;
     uint64_t x_addr, y_addr;       /* the device tensors' buffers (not owned) */
     uint64_t c_addr, c_bytes;      /* owned: three constant rows, then the uops */
     tsr_insn_t *insns;
     size_t ninsns;
-    uint64_t alu_ops, dram_bytes;
+    uint64_t gemm_ops, alu_ops, dram_bytes;
 } tsr_gavg_plan_t;
 
 /* Plan p over device tensors x [N, C, H, W] and y [N, C, 1, 1] (shapes,

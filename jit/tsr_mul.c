@@ -4,24 +4,25 @@
  * the parameter check, the search for the integer form, the plan and the
  * stream.
  *
- * Accumulator rows: [0, T) and [T, 2T) the two halves of x's tiles, 2T the
- * multiplier row (M, or scale's bits for fscale, in every lane), 2T + 1
- * the rqfin row, 2T + 2 ... the tile's vector rows (one per block).
+ * On-chip rows: inp [0, TI) and [TI, 2TI) the halves x's rows are loaded
+ * into; wgt 0 the identity block; acc [0, T) and [T, 2T) the two halves of
+ * x's tiles, 2T the multiplier row (M, or scale's bits for fscale, in every
+ * lane), 2T + 1 the rqfin row, 2T + 2 ... the tile's vector rows (one per
+ * block).
  *
  * Stream, tile t of R rows in half p covering blocks k0 .. k0 + m - 1:
- *   LOAD uop (the nine uops below), LOAD acc (the two constant rows)
+ *   LOAD uop (the eleven uops below), LOAD acc (the two constant rows), LOAD wgt (the identity)
  *   per tile: [when its blocks differ from the previous tile's]
- *             LOAD acc8 s rows k0 .. -> vector rows, [ALU add imm], [ALU shr imm]
+ *             LOAD acc8 s rows k0 .. -> vector rows, [ALU add imm], [ALU shr imm]     (compute stage)
+ *             [wait compute->load: tile t-2's GEMM has read input half p]
+ *             LOAD inp x rows of the tile -> input half p (pushes "loaded")           (load stage)
  *             [wait store->compute: tile t-2's STORE has read half p]
- *             LOAD acc8 x rows of the tile -> half p
- *             [ALU add imm -x_zp'] ALU mul (src: the block's vector row, factor 0 over its H*W rows)
+ *             ALU mov imm -x_zp', GEMM (pops "loaded"; pushes "half free" for t+2),
+ *             ALU mul (src: the block's vector row, factor 0 over its H*W rows),
  *             [ALU add imm D] ALU mulhr|fscale (src: row 2T) ALU rqfin (src: row 2T+1)  (pushes "done")
  *             STORE half p -> y rows (pops "done"; pushes "drained" for tile t+2, the last for FINISH)
- * All but the STORE run in the compute stage in program order: a tile's
- * vector rows are rewritten only after the previous tile's ops that read
- * them. A LOAD acc8 writes no out row; the ALU ops after it do, so the
- * "drained" token is popped by the tile's x LOAD (the first instruction
- * that leads to half p's out rows being written again).
+ * A tile's vector rows are rewritten only after the previous tile's ops
+ * that read them (one stage, program order).
  */
 #include "tsr_mul.h"
 
@@ -224,7 +225,7 @@ static int match(const char *what, const tsr_eltwise_desc_t *d, const tsr_dtenso
 
 /* The uops: the halves' ops reading the vector rows, the multiplier row,
  * the rqfin row, and none (immediates); then the vector rows' own. */
-enum { U_VEC = 0, U_MUL = 2, U_RQ = 4, U_IMM = 6, U_SETUP = 8, U_COUNT = 9 };
+enum { U_VEC = 0, U_MUL = 2, U_RQ = 4, U_IMM = 6, U_SETUP = 8, U_GEMM = 9, U_COUNT = 11 };
 
 int tsr_mul_plan_tensors(tsr_device_t *dev, const tsr_mul_params_t *p, const tsr_dtensor_t *x,
                          const tsr_dtensor_t *s, const tsr_dtensor_t *y, tsr_mul_plan_t *pl)
@@ -258,12 +259,19 @@ int tsr_mul_plan_tensors(tsr_device_t *dev, const tsr_mul_params_t *p, const tsr
     if (!pl->exact && (rc = tsr_mul_fixed(p, &pl->fx)))
         return rc;
 
-    /* tiles: whole blocks when one fits (2T + 2 + m rows, T = m*H*W), else chunks of one block */
-    const uint64_t depth = c->acc_depth, loop_max = (1u << TSR_LOOP_BITS) - 1;
-    if (depth < 6)
-        return tsr_err(TSR_EINVAL, "mul: an accumulator buffer of %llu rows is too small",
-                       (unsigned long long)depth);
+    /* tiles: whole blocks when one fits (T = m*H*W input rows in half the input buffer, 2T + 2 + m
+       accumulator rows), else chunks of one block */
+    if (c->block_in != c->block_out || c->inp_bytes != rb)
+        return tsr_err(TSR_EINVAL, "mul: needs BLOCK_IN == BLOCK_OUT (device tensors' rows as inp rows)");
+    const uint64_t depth = c->acc_depth, loop_max = (1u << TSR_LOOP_BITS) - 1, size_max = (1u << TSR_SIZE_BITS) - 1;
+    uint64_t TI = c->inp_depth / 2;
+    TI = TI > size_max ? size_max : TI;
+    if (depth < 6 || TI < 1)
+        return tsr_err(TSR_EINVAL, "mul: buffers too small (%u accumulator, %u input rows)", c->acc_depth,
+                       c->inp_depth);
     uint64_t m = (depth - 2) / (2 * hw + 1), T;
+    if (m > TI / hw)
+        m = TI / hw;
     if (m > loop_max / hw)
         m = loop_max / hw;
     if (m > blocks)
@@ -273,8 +281,8 @@ int tsr_mul_plan_tensors(tsr_device_t *dev, const tsr_mul_params_t *p, const tsr
         pl->tiles = (int)((blocks + m - 1) / m);
     } else {
         T = (depth - 3) / 2;
-        if (T > loop_max)
-            T = loop_max;
+        T = T > loop_max ? loop_max : T;
+        T = T > TI ? TI : T;
         const uint64_t chunks = (hw + T - 1) / T;
         if (chunks * blocks > INT32_MAX)
             return tsr_err(TSR_EINVAL, "mul: too many tiles");
@@ -287,7 +295,8 @@ int tsr_mul_plan_tensors(tsr_device_t *dev, const tsr_mul_params_t *p, const tsr
     pl->tile_rows = (uint32_t)T;
     pl->tile_blocks = (uint32_t)m;
     pl->x_addr = x->addr, pl->s_addr = s->addr, pl->y_addr = y->addr;
-    const uint32_t h0 = 0, h1 = (uint32_t)T, cmul = (uint32_t)(2 * T), crq = cmul + 1, vec = cmul + 2;
+    const uint32_t h0 = 0, h1 = (uint32_t)T, cmul = (uint32_t)(2 * T), crq = cmul + 1, vec = cmul + 2,
+                   i1 = (uint32_t)TI;
 
     /* device terms: every tensor holds v - off */
     const int32_t xz = p->x.zp - tsr_dt_off(p->x.dtype), sz = p->s.zp - tsr_dt_off(p->s.dtype);
@@ -299,11 +308,15 @@ int tsr_mul_plan_tensors(tsr_device_t *dev, const tsr_mul_params_t *p, const tsr
     else
         mrow = pl->fx.mult;
     rqrow = rq_row(p, pl->exact ? 0 : pl->fx.shift);
-    pl->ops_per_row = 3 + (xz != 0) + (dofs != 0);
+    pl->ops_per_row = 5 + (dofs != 0); /* mov, GEMM, mul, [add], mulhr|fscale, rqfin */
 
-    /* constants: the two rows (every lane), then the uops */
-    const uint64_t ab = c->acc_bytes, ub = c->uop_bytes;
-    pl->c_bytes = 2 * ab + U_COUNT * ub;
+    /* constants: the identity block, the two rows (every lane), the uops; each part aligned to all three
+       sizes */
+    const uint64_t ab = c->acc_bytes, ub = c->uop_bytes, wb = c->wgt_bytes;
+    uint64_t al = ab > ub ? ab : ub;
+    al = al > wb ? al : wb;
+    const uint64_t o_acc = (wb + al - 1) / al * al, o_uop = o_acc + (2 * ab + al - 1) / al * al;
+    pl->c_bytes = o_uop + U_COUNT * ub;
     if ((rc = tsr_mem_alloc(dev, pl->c_bytes, &pl->c_addr)))
         return rc;
     uint8_t *cb = calloc(1, pl->c_bytes);
@@ -311,17 +324,20 @@ int tsr_mul_plan_tensors(tsr_device_t *dev, const tsr_mul_params_t *p, const tsr
         rc = tsr_err(TSR_ENOMEM, "out of memory");
         goto fail;
     }
+    for (int o = 0; o < c->block_out; o++) /* w[o][i] = 1 if o == i (int8) */
+        cb[(uint64_t)o * (uint64_t)c->block_in + (uint64_t)o] = 1;
     for (uint64_t l = 0; l < ab / 4; l++) {
-        memcpy(cb + 4 * l, &mrow, 4);
-        memcpy(cb + ab + 4 * l, &rqrow, 4);
+        memcpy(cb + o_acc + 4 * l, &mrow, 4);
+        memcpy(cb + o_acc + ab + 4 * l, &rqrow, 4);
     }
     const tsr_uop_t uops[U_COUNT] = {{h0, vec, 0}, {h1, vec, 0}, {h0, cmul, 0}, {h1, cmul, 0}, {h0, crq, 0},
-                                     {h1, crq, 0}, {h0, 0, 0},   {h1, 0, 0},    {vec, 0, 0}};
+                                     {h1, crq, 0}, {h0, 0, 0},   {h1, 0, 0},    {vec, 0, 0},  {h0, 0, 0},
+                                     {h1, i1, 0}};
     for (int u = 0; u < U_COUNT && !rc; u++) {
         uint64_t raw = 0;
         rc = tsr_uop_encode(c, &uops[u], &raw);
         for (uint64_t i = 0; i < ub; i++)
-            cb[2 * ab + (uint64_t)u * ub + i] = (uint8_t)(raw >> (8 * i));
+            cb[o_uop + (uint64_t)u * ub + i] = (uint8_t)(raw >> (8 * i));
     }
     if (!rc)
         rc = tsr_mem_write(dev, pl->c_addr, cb, pl->c_bytes);
@@ -331,8 +347,9 @@ int tsr_mul_plan_tensors(tsr_device_t *dev, const tsr_mul_params_t *p, const tsr
 
     tsr_stream_t b;
     tsr_stream_init(&b, c, 0, 0);
-    tsr_stream_uops(&b, (uint32_t)((pl->c_addr + 2 * ab) / ub), U_COUNT);
-    tsr_stream_load(&b, TSR_MEM_ACC, cmul, (uint32_t)(pl->c_addr / ab), 1, 2, 2);
+    tsr_stream_uops(&b, (uint32_t)((pl->c_addr + o_uop) / ub), U_COUNT);
+    tsr_stream_load(&b, TSR_MEM_ACC, cmul, (uint32_t)((pl->c_addr + o_acc) / ab), 1, 2, 2);
+    tsr_stream_load(&b, TSR_MEM_WGT, 0, (uint32_t)(pl->c_addr / wb), 1, 1, 1);
     const uint32_t xe = (uint32_t)(x->addr / rb), se = (uint32_t)(s->addr / rb), ye = (uint32_t)(y->addr / rb);
     const double bus = c->dram_bus_width / 8.0, two = c->acc_single_copy ? 2.0 : 1.0;
     uint64_t vec_block = UINT64_MAX; /* the first block whose vector rows are loaded */
@@ -367,16 +384,24 @@ int tsr_mul_plan_tensors(tsr_device_t *dev, const tsr_mul_params_t *p, const tsr
             pl->est_cycles += (double)(mk * rb) / bus + (double)(mk * (uint64_t)((sz != 0) + (k != 0)));
             vec_block = k0;
         }
+        const uint32_t half = (uint32_t)(t % 2);
+        /* load stage: x's rows into input half `half`, once tile t-2's GEMM has read it */
+        if (t >= 2)
+            tsr_stream_wait(&b, TSR_Q_CMP2LD);
+        tsr_stream_load(&b, TSR_MEM_INP, half * i1, xe + (uint32_t)r0, 1, (uint32_t)R, (uint32_t)R);
+        tsr_stream_signal(&b, TSR_Q_LD2CMP);
+        /* a = h - x_zp': mov the start value (once tile t-2's STORE has read half p), then the GEMM adds h
+           through the identity block */
         if (t >= 2)
             tsr_stream_wait(&b, TSR_Q_ST2CMP);
-        tsr_stream_load(&b, TSR_MEM_ACC8, hp, xe + (uint32_t)r0, 1, (uint32_t)R, (uint32_t)R);
-        const uint32_t half = (uint32_t)(t % 2);
-        tsr_insn_t *in;
-        if (xz) { /* a = h - x_zp' */
-            in = tsr_stream_alu(&b, TSR_ALU_ADD, U_IMM + half, U_IMM + half + 1);
-            tsr_stream_loops(in, (uint32_t)R, 1, 0, 1, 0, 0);
-            in->use_imm = 1, in->imm = -xz;
-        }
+        tsr_insn_t *in = tsr_stream_alu(&b, TSR_ALU_MOV, U_IMM + half, U_IMM + half + 1);
+        tsr_stream_loops(in, (uint32_t)R, 1, 0, 1, 0, 0);
+        in->use_imm = 1, in->imm = -xz;
+        tsr_stream_wait(&b, TSR_Q_LD2CMP);
+        in = tsr_stream_gemm(&b, U_GEMM + half, U_GEMM + half + 1, 0);
+        tsr_stream_loops(in, 1, 0, 0, (uint32_t)R, 1, 1);
+        if (t + 2 < pl->tiles)
+            tsr_stream_signal(&b, TSR_Q_CMP2LD);
         /* a * b * 2^k: the block's vector row for each of its rows */
         in = tsr_stream_alu(&b, TSR_ALU_MUL, U_VEC + half, U_VEC + half + 1);
         if (m >= 1)
@@ -393,7 +418,7 @@ int tsr_mul_plan_tensors(tsr_device_t *dev, const tsr_mul_params_t *p, const tsr
         in = tsr_stream_alu(&b, TSR_ALU_RQFIN, U_RQ + half, U_RQ + half + 1);
         tsr_stream_loops(in, (uint32_t)R, 1, 0, 1, 0, 0);
         pl->alu_ops += R * (uint64_t)pl->ops_per_row;
-        pl->est_cycles += (double)(R * rb) / bus + (double)R * ((xz != 0) + (dofs != 0) + 3.0 * two);
+        pl->est_cycles += (double)R * (2.0 + (dofs != 0) + 3.0 * two); /* (the loads overlap in the load stage) */
         tsr_stream_signal(&b, TSR_Q_CMP2ST);
         tsr_stream_wait(&b, TSR_Q_CMP2ST);
         tsr_stream_store(&b, hp, ye + (uint32_t)r0, 1, (uint32_t)R, (uint32_t)R);

@@ -19,8 +19,10 @@
  * rows by an ALU op whose src is that row for every dst row (a loop with
  * src factor 0).
  *
- * Per accumulator row (one ALU op each; h = x - off, the device byte):
- *   LOAD acc8 (the rows sign-extended: h), [add imm -(x_zp - off)] -> a,
+ * Per accumulator row (one tensor op each; h = x - off, the device byte):
+ *   ALU mov imm -(x_zp - off), GEMM of x's inp row through the identity
+ *   weight block (x's rows are LOADed as inp rows in the load stage,
+ *   beside the previous tile's compute) -> a = h - x_zp',
  *   mul by the block's vector row -> a * b * 2^k, [add imm D],
  *   then either (config key EXACT_REQUANT) fscale by scale's bits (k = 0):
  *   round_half_even(float32(float32(p) * scale)), exactly the formula;
@@ -38,9 +40,10 @@
  * 8 bits (the device byte of y).
  *
  * Schedule: tiles of whole blocks (or, when one block's H*W rows do not
- * fit, chunks of one block), two halves of the accumulator buffer
- * alternating so that a tile's STORE overlaps the next tile's compute
- * (tokens as jit/tsr_act.h). Everything else runs in the compute stage.
+ * fit, chunks of one block), two halves of the input and accumulator
+ * buffers alternating so that a tile's LOAD and STORE overlap the compute
+ * of its neighbours (tokens as jit/eltwise: loaded, half free, done,
+ * drained).
  */
 #ifndef TSR_MUL_H
 #define TSR_MUL_H
@@ -101,8 +104,9 @@ typedef struct tsr_mul_plan {
     size_t ninsns;
     uint64_t alu_ops;              /* ALU tensor ops of the stream */
     uint64_t dram_bytes;           /* DRAM bytes its LOADs and STOREs move (real row sizes) */
-    double est_cycles;             /* compute-stage estimate: LOAD acc8 at the bus width, one cycle per ALU op
-                                      (two when it reads a second accumulator row under ACC_SINGLE_COPY) */
+    double est_cycles;             /* compute-stage estimate: one cycle per tensor op (two when an ALU op reads
+                                      a second accumulator row under ACC_SINGLE_COPY), the vector rows' acc8
+                                      loads at the bus width */
 } tsr_mul_plan_t;
 
 /* Plan p over device tensors x, s, y (their shapes, dtypes and zero points

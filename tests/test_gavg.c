@@ -3,8 +3,8 @@
  * on the device, against the plain-C reference tests/tsr_opref.c
  * opref_gavg (the exact window sum, then opref_requantize; nothing from
  * jit/):
- *  - random shapes (windows of 1 to 2,500 taps: several blocks per staging
- *    load, and blocks in chunks on tiny's 128 accumulator rows), types, zero
+ *  - random shapes (windows of 1 to 2,500 taps: several blocks per input
+ *    piece, and blocks in chunks on tiny's 64-row input halves), types, zero
  *    points, multipliers (both signs of the shift) and clamps on tiny,
  *    default and b2 (BATCH 2); the float32 form (fscale) on tiny+exact and
  *    default+exact, and the fixed-point one there when fscale is 0;
