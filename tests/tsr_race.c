@@ -227,7 +227,12 @@ int tsr_race_check(const tsr_gen_prog_t *p, const tsr_insn_t *in, size_t n, char
                         uint64_t sr = uop[u].src + (uint64_t)a * x->src_factor_out + (uint64_t)b * x->src_factor_in;
                         uint64_t w = uop[u].wgt + (uint64_t)a * x->wgt_factor_out + (uint64_t)b * x->wgt_factor_in;
                         set_rows(f->wr[2], d, d + 1, depth[2]);
-                        if (x->opcode == TSR_OP_GEMM && !x->reset) {
+                        if (x->opcode == TSR_OP_GEMM && !x->reset && x->depthwise) {
+                            /* depthwise mode: K input rows, and w names a tap group of row w >> bits */
+                            set_rows(f->rd[0], sr, sr + (uint64_t)c->depthwise, depth[0]);
+                            w >>= c->dw_group_bits;
+                            set_rows(f->rd[1], w, w + 1, depth[1]);
+                        } else if (x->opcode == TSR_OP_GEMM && !x->reset) {
                             set_rows(f->rd[0], sr, sr + 1, depth[0]);
                             set_rows(f->rd[1], w, w + 1, depth[1]);
                         }
