@@ -166,7 +166,7 @@ int tsr_mul_fixed(const tsr_mul_params_t *p, tsr_mul_fixed_t *fx)
                its target) and from above (not the next value), unless its target is a clamp bound */
             int64_t dlo = -(1 << 15), dhi = (1 << 15) - 1;
             for (int i = 0; i < np && dlo <= dhi; i++) {
-                const int64_t P0 = (int64_t)ps[i] << KSHIFT;
+                const int64_t P0 = (int64_t)ps[i] * (INT64_C(1) << KSHIFT); /* (no left shift of a negative) */
                 if (tg[i] > p->act_min) {
                     const int64_t d = p_for_m(m_for_j((int64_t)tg[i] - yz, t), mu) - P0;
                     dlo = d > dlo ? d : dlo;
@@ -187,7 +187,7 @@ int tsr_mul_fixed(const tsr_mul_params_t *p, tsr_mul_fixed_t *fx)
     /* the ALU's own semantics on every product: what the device will compute (a check of the bounds above) */
     const int32_t off = tsr_dt_off(p->y.dtype), rq = found ? rq_row(p, fx->shift) : 0;
     for (int i = 0; i < np && found; i++) {
-        const int32_t P = (int32_t)(((int64_t)ps[i] << KSHIFT) + fx->offset);
+        const int32_t P = (int32_t)((int64_t)ps[i] * (INT64_C(1) << KSHIFT) + fx->offset);
         const int32_t r = tsr_alu_apply(TSR_ALU_RQFIN, tsr_alu_apply(TSR_ALU_MULHR, P, fx->mult, 32), rq, 32) + off;
         if (r != tg[i])
             found = 0;
