@@ -27,6 +27,7 @@
 
 #include "tsr_dtype.h"
 #include "tsr_error.h"
+#include "tsr_jitutil.h"
 #include "tsr_stream.h"
 
 /* ------------------------------------------------------------- tables */
@@ -204,12 +205,7 @@ fail:
 
 int tsr_act_exec(tsr_device_t *dev, const tsr_act_plan_t *pl)
 {
-    if (!dev || !pl || !pl->insns)
-        return tsr_err(TSR_EINVAL, "act: %s", !pl || !pl->insns ? "plan not built (or freed)" : "NULL device");
-    int rc = tsr_submit(dev, pl->insns, pl->ninsns);
-    if (!rc)
-        rc = tsr_wait(dev, -1);
-    return rc;
+    return tsr_jit_run_stream(dev, "act", pl ? pl->insns : NULL, pl ? pl->ninsns : 0);
 }
 
 int tsr_act_run(tsr_device_t *dev, const tsr_act_table_t *t, const tsr_dtensor_t *x, const tsr_dtensor_t *y)

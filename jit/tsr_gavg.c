@@ -32,6 +32,7 @@
 
 #include "tsr_dtype.h"
 #include "tsr_error.h"
+#include "tsr_jitutil.h"
 #include "tsr_isa.h"
 #include "tsr_requant.h"
 #include "tsr_stream.h"
@@ -248,12 +249,7 @@ fail:
 
 int tsr_gavg_exec(tsr_device_t *dev, const tsr_gavg_plan_t *pl)
 {
-    if (!dev || !pl || !pl->insns)
-        return tsr_err(TSR_EINVAL, "gavg: %s", !pl || !pl->insns ? "plan not built (or freed)" : "NULL device");
-    int rc = tsr_submit(dev, pl->insns, pl->ninsns);
-    if (!rc)
-        rc = tsr_wait(dev, -1);
-    return rc;
+    return tsr_jit_run_stream(dev, "gavg", pl ? pl->insns : NULL, pl ? pl->ninsns : 0);
 }
 
 int tsr_gavg_run(tsr_device_t *dev, const tsr_gavg_params_t *p, const void *x, void *y)

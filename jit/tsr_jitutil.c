@@ -86,3 +86,13 @@ int tsr_jit_pack_uops(const tsr_config_t *c, const tsr_uop_t *u, size_t n, uint8
     *out = u8;
     return TSR_OK;
 }
+
+int tsr_jit_run_stream(tsr_device_t *dev, const char *op, const tsr_insn_t *insns, size_t n)
+{
+    if (!dev || !insns)
+        return tsr_err(TSR_EINVAL, "%s: %s", op, !insns ? "plan not built (or freed)" : "NULL device");
+    int rc = tsr_submit(dev, insns, n);
+    if (!rc)
+        rc = tsr_wait(dev, -1);
+    return rc;
+}

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tsr_driver.h"
 #include "tsr_isa.h"
 
 /* The positions i0, i0 + step, ..., i0 + (n-1)*step against a tensor
@@ -58,5 +59,10 @@ int tsr_jit_threads(void);
 /* Encode the n uops u into a new buffer of n * c->uop_bytes bytes (*out,
  * malloc'ed; NULL on error). */
 int tsr_jit_pack_uops(const tsr_config_t *c, const tsr_uop_t *u, size_t n, uint8_t **out);
+
+/* Run a planned operator's stream: tsr_submit (which verifies) and tsr_wait.
+ * A plan without a stream (not built, or freed) or a NULL device is refused
+ * naming op. */
+int tsr_jit_run_stream(tsr_device_t *dev, const char *op, const tsr_insn_t *insns, size_t n);
 
 #endif

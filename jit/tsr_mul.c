@@ -33,6 +33,7 @@
 
 #include "tsr_dtype.h"
 #include "tsr_error.h"
+#include "tsr_jitutil.h"
 #include "tsr_isa.h"
 #include "tsr_stream.h"
 
@@ -441,12 +442,7 @@ fail:
 
 int tsr_mul_exec(tsr_device_t *dev, const tsr_mul_plan_t *pl)
 {
-    if (!dev || !pl || !pl->insns)
-        return tsr_err(TSR_EINVAL, "mul: %s", !pl || !pl->insns ? "plan not built (or freed)" : "NULL device");
-    int rc = tsr_submit(dev, pl->insns, pl->ninsns);
-    if (!rc)
-        rc = tsr_wait(dev, -1);
-    return rc;
+    return tsr_jit_run_stream(dev, "mul", pl ? pl->insns : NULL, pl ? pl->ninsns : 0);
 }
 
 int tsr_mul_run(tsr_device_t *dev, const tsr_mul_params_t *p, const void *x, const void *s, void *y)
