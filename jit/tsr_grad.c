@@ -76,6 +76,18 @@ static void add_stats(tsr_grad_stats_t *st, uint64_t dev_macs, uint64_t host_mac
     st->cycles += cycles;
 }
 
+/* One int32 result from its np byte planes (plane k at hc[k * plane + off]):
+ * the low planes unsigned, the top one signed. */
+static int32_t join_planes(const uint8_t *hc, size_t plane, size_t off, int np)
+{
+    uint32_t v = 0;
+    for (int k = 0; k < np; k++)
+        v |= (uint32_t)hc[(size_t)k * plane + off] << (8 * k);
+    if (np < 4 && (v >> (8 * np - 1)) & 1u)
+        v |= ~UINT32_C(0) << (8 * np);
+    return (int32_t)v;
+}
+
 /* ---- the exact int32 GEMM ---- */
 
 typedef struct {
@@ -456,12 +468,7 @@ static int gemm32(tsr_device_t *dev, const gemm_t *g0, int32_t *out, uint64_t *c
         for (int q = 0; q < g->q; q++) {
             const size_t off = ((size_t)(p / c->batch) * (size_t)o.qb + (size_t)(q / lane_q)) * c->out_bytes +
                                (size_t)(p % c->batch) * (size_t)c->block_out + (size_t)(q % lane_q);
-            uint32_t v = 0;
-            for (int k = 0; k < o.np; k++)
-                v |= (uint32_t)hc[(size_t)k * plane + off] << (8 * k);
-            if (o.np < 4 && (v >> (8 * o.np - 1)) & 1u)
-                v |= ~UINT32_C(0) << (8 * o.np);
-            out[(size_t)p * (size_t)g->q + (size_t)q] = (int32_t)v;
+            out[(size_t)p * (size_t)g->q + (size_t)q] = join_planes(hc, plane, off, o.np);
         }
 out:
     free(insns);
@@ -759,12 +766,8 @@ static int cgemm32(tsr_device_t *dev, const cgemm_t *g0, int32_t *out, uint64_t 
                 const size_t off = (((size_t)(n / c->batch) * (size_t)g->oy * (size_t)g->ox + (size_t)pix) * (size_t)o.qb +
                                     (size_t)(q / c->block_out)) * c->out_bytes +
                                    (size_t)(n % c->batch) * (size_t)c->block_out + (size_t)(q % c->block_out);
-                uint32_t v = 0;
-                for (int k = 0; k < o.np; k++)
-                    v |= (uint32_t)hc[(size_t)k * plane + off] << (8 * k);
-                if (o.np < 4 && (v >> (8 * o.np - 1)) & 1u)
-                    v |= ~UINT32_C(0) << (8 * o.np);
-                out[((size_t)n * (size_t)g->oy * (size_t)g->ox + (size_t)pix) * (size_t)g->q + (size_t)q] = (int32_t)v;
+                out[((size_t)n * (size_t)g->oy * (size_t)g->ox + (size_t)pix) * (size_t)g->q + (size_t)q] =
+                    join_planes(hc, plane, off, o.np);
             }
 out:
     free(insns);
