@@ -413,22 +413,18 @@ static int slice_graph(const tsr_netdesc_t *nd, const tsr_config_t *cfg, int v, 
     return TSR_OK;
 }
 
-int tsr_pipex_calibrate_slice(const char *backend, const tsr_config_t *cfg, const tsr_device_opts_t *dopts,
-                              const tsr_netdesc_t *nd, int v, int c0, int c1, unsigned flags, uint64_t seed,
-                              double *cycles)
+/* The cycles of graph g (one input of xb bytes, seeded random; one output
+ * of yb bytes) planned and run on a fresh device; frees g. rc: the error of
+ * building g (then it only frees). what prefixes an error. */
+static int time_graph(int rc, tsr_graph_t *g, const char *backend, const tsr_config_t *cfg,
+                      const tsr_device_opts_t *dopts, uint64_t xb, uint64_t yb, unsigned flags, uint64_t seed,
+                      double *cycles, const char *what)
 {
-    if (!cfg || !nd || !cycles || v < 0 || v >= nd->nnodes)
-        return tsr_err(TSR_EINVAL, "calibrate slice: bad argument");
-    *cycles = 0;
     tsr_device_t *dev = NULL;
-    tsr_graph_t *g = NULL;
-    int rc = slice_graph(nd, cfg, v, c0, c1, &g);
     uint8_t *x = NULL, *y = NULL;
     if (!rc) {
-        const tsr_nd_node_t *nn = &nd->nodes[v];
-        uint64_t xb = tsr_netdesc_tensor_bytes(nd, nn->in[0]);
         x = malloc(xb);
-        y = malloc(tsr_netdesc_tensor_bytes(nd, nn->out));
+        y = malloc(yb);
         rc = x && y ? tsr_device_open(backend ? backend : "fsim", cfg, dopts, &dev) : tsr_err(TSR_ENOMEM, "out of memory");
         uint64_t z = seed;
         for (uint64_t i = 0; x && i < xb; i++)
@@ -449,7 +445,21 @@ int tsr_pipex_calibrate_slice(const char *backend, const tsr_config_t *cfg, cons
     tsr_graph_free(g);
     tsr_device_close(dev);
     free(x), free(y);
-    return rc ? tsr_err_prefix(rc, "calibrate slice: ") : TSR_OK;
+    return rc ? tsr_err_prefix(rc, what) : TSR_OK;
+}
+
+int tsr_pipex_calibrate_slice(const char *backend, const tsr_config_t *cfg, const tsr_device_opts_t *dopts,
+                              const tsr_netdesc_t *nd, int v, int c0, int c1, unsigned flags, uint64_t seed,
+                              double *cycles)
+{
+    if (!cfg || !nd || !cycles || v < 0 || v >= nd->nnodes)
+        return tsr_err(TSR_EINVAL, "calibrate slice: bad argument");
+    *cycles = 0;
+    tsr_graph_t *g = NULL;
+    int rc = slice_graph(nd, cfg, v, c0, c1, &g);
+    const tsr_nd_node_t *nn = &nd->nodes[v];
+    return time_graph(rc, g, backend, cfg, dopts, tsr_netdesc_tensor_bytes(nd, nn->in[0]),
+                      tsr_netdesc_tensor_bytes(nd, nn->out), flags, seed, cycles, "calibrate slice: ");
 }
 
 /* The plan against the network and the system: everything refused here is
@@ -1089,35 +1099,14 @@ int tsr_pipex_calibrate_split(const char *backend, const tsr_config_t *cfg, cons
     if (!cfg || !nd || !cycles)
         return tsr_err(TSR_EINVAL, "calibrate split: NULL argument");
     *cycles = 0;
-    tsr_device_t *dev = NULL;
     tsr_graph_t *g = NULL;
     int rc = split_graph(nd, cfg, v, parts, 0, &g);
-    uint8_t *x = NULL, *y = NULL;
-    if (!rc) {
-        const tsr_nd_node_t *nn = &nd->nodes[v];
-        x = malloc(tsr_netdesc_tensor_bytes(nd, nn->in[0]));
-        y = malloc(tsr_netdesc_tensor_bytes(nd, nn->out) / (uint64_t)parts);
-        rc = x && y ? tsr_device_open(backend ? backend : "fsim", cfg, dopts, &dev) : tsr_err(TSR_ENOMEM, "out of memory");
-        uint64_t z = seed;
-        for (uint64_t i = 0; x && i < tsr_netdesc_tensor_bytes(nd, nn->in[0]); i++)
-            x[i] = (uint8_t)tsr_splitmix64(&z);
-    }
-    if (!rc)
-        rc = tsr_graph_plan(g, dev, flags);
-    if (!rc) {
-        const void *in[1] = {x};
-        void *out[1] = {y};
-        rc = tsr_graph_exec(g, in, out);
-    }
-    if (!rc) {
-        tsr_graph_totals_t t;
-        tsr_graph_totals(g, &t);
-        *cycles = t.cycles;
-    }
-    tsr_graph_free(g);
-    tsr_device_close(dev);
-    free(x), free(y);
-    return rc ? tsr_err_prefix(rc, "calibrate split: ") : TSR_OK;
+    if (rc) /* (v is checked by split_graph) */
+        return tsr_err_prefix(rc, "calibrate split: ");
+    const tsr_nd_node_t *nn = &nd->nodes[v];
+    return time_graph(rc, g, backend, cfg, dopts, tsr_netdesc_tensor_bytes(nd, nn->in[0]),
+                      tsr_netdesc_tensor_bytes(nd, nn->out) / (uint64_t)parts, flags, seed, cycles,
+                      "calibrate split: ");
 }
 
 void tsr_pipex_print(const tsr_pipex_result_t *r, FILE *f)
