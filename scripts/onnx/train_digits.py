@@ -82,6 +82,37 @@ def accuracy(model, x, y):
         return float((model(x).argmax(1) == y).float().mean())
 
 
+def train_float(xb, yb):
+    """A fresh Net trained in float: Adam 3e-3, 12 epochs of batches of 32 in a seeded order (the
+    recipe of this model and of scripts/train/make_newclass.py's base model). Left in eval mode."""
+    model = Net()
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
+    lossf = nn.CrossEntropyLoss()
+    g = torch.Generator().manual_seed(SEED)
+    for _ in range(12):
+        perm = torch.randperm(len(xb), generator=g)
+        for i in range(0, len(perm), 32):
+            idx = perm[i:i + 32]
+            opt.zero_grad()
+            lossf(model(xb[idx]), yb[idx]).backward()
+            opt.step()
+    model.eval()
+    return model
+
+
+def quantize(model, xcal):
+    """Post-training static int8 in place (qnnpack engine, conv+relu fused), calibrated on xcal in
+    batches of 64."""
+    torch.backends.quantized.engine = "qnnpack"
+    model.qconfig = torch.quantization.get_default_qconfig("qnnpack")
+    torch.quantization.fuse_modules(model, [["conv1", "relu1"], ["conv2", "relu2"]], inplace=True)
+    torch.quantization.prepare(model, inplace=True)
+    with torch.no_grad():
+        for i in range(0, len(xcal), 64):
+            model(xcal[i:i + 64])
+    torch.quantization.convert(model, inplace=True)
+
+
 def main(out):
     torch.manual_seed(SEED)
     np.random.seed(SEED)
@@ -94,29 +125,11 @@ def main(out):
     xtr_t, ytr_t = torch.from_numpy(xtr), torch.from_numpy(ytr)
     xte_t, yte_t = torch.from_numpy(xte), torch.from_numpy(yte)
 
-    model = Net()
-    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
-    lossf = nn.CrossEntropyLoss()
-    g = torch.Generator().manual_seed(SEED)
-    for epoch in range(12):
-        perm = torch.randperm(len(xtr_t), generator=g)
-        for i in range(0, len(perm), 32):
-            idx = perm[i:i + 32]
-            opt.zero_grad()
-            lossf(model(xtr_t[idx]), ytr_t[idx]).backward()
-            opt.step()
-    model.eval()
+    model = train_float(xtr_t, ytr_t)
     facc = accuracy(model, xte_t, yte_t)
     print(f"float accuracy on the held-out split: {facc * 100:.2f}% ({len(yte)} images)")
 
-    torch.backends.quantized.engine = "qnnpack"
-    model.qconfig = torch.quantization.get_default_qconfig("qnnpack")
-    torch.quantization.fuse_modules(model, [["conv1", "relu1"], ["conv2", "relu2"]], inplace=True)
-    torch.quantization.prepare(model, inplace=True)
-    with torch.no_grad():
-        for i in range(0, len(xtr_t), 64):
-            model(xtr_t[i:i + 64])
-    torch.quantization.convert(model, inplace=True)
+    quantize(model, xtr_t)
     qacc = accuracy(model, xte_t, yte_t)
     print(f"int8 accuracy (torch qnnpack) on the held-out split: {qacc * 100:.2f}%")
 

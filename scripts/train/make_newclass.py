@@ -80,11 +80,10 @@ def parse(argv):
 def main(out, new, count, replay, seed):
     import numpy as np
     import torch
-    import torch.nn as nn
     from sklearn.datasets import load_digits
     from sklearn.model_selection import train_test_split
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "onnx"))
-    from train_digits import Net, SEED  # the same net and seed as the upright digits model
+    from train_digits import SEED, quantize, train_float  # the upright digits model's net, seed and recipe
 
     torch.manual_seed(SEED)
     np.random.seed(SEED)
@@ -98,26 +97,8 @@ def main(out, new, count, replay, seed):
     xb, yb = torch.from_numpy(xtr[old]), torch.from_numpy(ytr[old])
 
     # the base model: train_digits.py's recipe on the old classes only (10 outputs)
-    model = Net()
-    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
-    lossf = nn.CrossEntropyLoss()
-    g = torch.Generator().manual_seed(SEED)
-    for _ in range(12):
-        perm = torch.randperm(len(xb), generator=g)
-        for i in range(0, len(perm), 32):
-            idx = perm[i:i + 32]
-            opt.zero_grad()
-            lossf(model(xb[idx]), yb[idx]).backward()
-            opt.step()
-    model.eval()
-    torch.backends.quantized.engine = "qnnpack"
-    model.qconfig = torch.quantization.get_default_qconfig("qnnpack")
-    torch.quantization.fuse_modules(model, [["conv1", "relu1"], ["conv2", "relu2"]], inplace=True)
-    torch.quantization.prepare(model, inplace=True)
-    with torch.no_grad():
-        for i in range(0, len(xb), 64):
-            model(xb[i:i + 64])
-    torch.quantization.convert(model, inplace=True)
+    model = train_float(xb, yb)
+    quantize(model, xb)
     with torch.no_grad():
         pred = model(torch.from_numpy(xte)).argmax(1).numpy()
     acc_old = float((pred[yte != new] == yte[yte != new]).mean())
