@@ -253,29 +253,8 @@ static void test_graph(void **state)
                 break;
         }
         nd.output = 3;
-        assert_int_equal(tsr_netdesc_validate(&nd), TSR_OK);
-        tsr_graph_t *gr = NULL;
-        if (tsr_graph_from_netdesc(tsr_device_config(dev), &nd, &gr) || tsr_graph_plan(gr, dev, 0))
-            fail_msg("%s: graph: %s", cfgs[k], tsr_errmsg());
         const size_t cnt = (size_t)N * C * H * W;
-        uint8_t *x = malloc(cnt), *y = malloc(cnt);
-        assert_true(x && y);
-        for (size_t i = 0; i < cnt; i++)
-            x[i] = (uint8_t)tsr_test_next(&rs);
-        const void *ins[1] = {x};
-        void *outs[1] = {y};
-        assert_int_equal(tsr_graph_exec(gr, ins, outs), TSR_OK);
-        void *ref[4];
-        assert_int_equal(tsr_netref_run(&nd, x, ref), TSR_OK);
-        assert_memory_equal(y, ref[3], cnt);
-        int found = 0;
-        for (int i = 0; tsr_graph_layer(gr, i); i++)
-            found |= !strcmp(tsr_graph_layer(gr, i)->op, "gavg");
-        assert_true(found);
-        for (int t = 0; t < 4; t++)
-            free(ref[t]);
-        free(x), free(y);
-        tsr_graph_free(gr);
+        tsr_test_graph_vs_netref(dev, &nd, cnt, cnt, &rs, "gavg", cfgs[k]);
         tsr_netdesc_free(&nd);
         tsr_device_close(dev);
     }

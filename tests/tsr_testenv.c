@@ -12,6 +12,8 @@
 #include <cmocka.h>
 
 #include "tsr_error.h"
+#include "tsr_graph.h"
+#include "tsr_netref.h"
 #include "tsr_util.h"
 
 static const char *CFG_B2 = "{\"TARGET\": \"sim\", \"LOG_INP_WIDTH\": 3, \"LOG_WGT_WIDTH\": 3, \"LOG_ACC_WIDTH\": 5, "
@@ -174,4 +176,33 @@ tsr_insn_t tsr_test_mem_insn(uint32_t op, uint32_t m, uint32_t sram, uint64_t ad
     in.y_size = 1;
     in.x_size = in.x_stride = n;
     return in;
+}
+
+void tsr_test_graph_vs_netref(tsr_device_t *dev, const tsr_netdesc_t *nd, size_t in_bytes, size_t out_bytes,
+                              uint64_t *rs, const char *op, const char *what)
+{
+    assert_int_equal(tsr_netdesc_validate(nd), TSR_OK);
+    tsr_graph_t *g = NULL;
+    if (tsr_graph_from_netdesc(tsr_device_config(dev), nd, &g) || tsr_graph_plan(g, dev, 0))
+        fail_msg("%s: graph: %s", what, tsr_errmsg());
+    uint8_t *x = malloc(in_bytes), *y = malloc(out_bytes);
+    assert_true(x && y);
+    for (size_t i = 0; i < in_bytes; i++)
+        x[i] = (uint8_t)tsr_test_next(rs);
+    const void *ins[1] = {x};
+    void *outs[1] = {y};
+    assert_int_equal(tsr_graph_exec(g, ins, outs), TSR_OK);
+    void **ref = calloc((size_t)nd->ntensors, sizeof *ref);
+    assert_true(ref != NULL);
+    assert_int_equal(tsr_netref_run(nd, x, ref), TSR_OK);
+    assert_memory_equal(y, ref[nd->output], out_bytes);
+    int found = 0;
+    for (int i = 0; tsr_graph_layer(g, i); i++)
+        found |= !strcmp(tsr_graph_layer(g, i)->op, op);
+    if (!found)
+        fail_msg("%s: no %s layer in the plan", what, op);
+    for (int t = 0; t < nd->ntensors; t++)
+        free(ref[t]);
+    free(ref), free(x), free(y);
+    tsr_graph_free(g);
 }

@@ -13,6 +13,7 @@
 #include "tsr_conv2d.h"
 #include "tsr_driver.h"
 #include "tsr_isa.h"
+#include "tsr_netdesc.h"
 
 /* TSR_TEST_BACKEND, or "fsim". */
 const char *tsr_test_backend(void);
@@ -51,5 +52,11 @@ tsr_insn_t tsr_test_mem_insn(uint32_t op, uint32_t m, uint32_t sram, uint64_t ad
 /* splitmix64 step, and a uniform integer in [lo, hi]. */
 uint64_t tsr_test_next(uint64_t *s);
 int tsr_test_rnd(uint64_t *s, int lo, int hi);
+/* Run nd (one input of in_bytes, random from *rs; its output of out_bytes)
+ * as a graph planned on dev and compare every output byte with the
+ * independent reference tsr_netref_run; a layer of op must be in the plan
+ * (the operator under test really ran). Fails the test (what: the case). */
+void tsr_test_graph_vs_netref(tsr_device_t *dev, const tsr_netdesc_t *nd, size_t in_bytes, size_t out_bytes,
+                              uint64_t *rs, const char *op, const char *what);
 
 #endif
