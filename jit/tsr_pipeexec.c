@@ -445,7 +445,7 @@ static int time_graph(int rc, tsr_graph_t *g, const char *backend, const tsr_con
     tsr_graph_free(g);
     tsr_device_close(dev);
     free(x), free(y);
-    return rc ? tsr_err_prefix(rc, what) : TSR_OK;
+    return rc ? tsr_err_prefix(rc, "%s", what) : TSR_OK;
 }
 
 int tsr_pipex_calibrate_slice(const char *backend, const tsr_config_t *cfg, const tsr_device_opts_t *dopts,
