@@ -39,6 +39,8 @@ struct tsr_device {
     void (*ext_dtor)(tsr_device_t *, void *); /* destroys ext at close, or NULL */
     uint64_t mem_in_use;          /* bytes of the user buffers and the instruction buffer now */
     uint64_t mem_peak;            /* their most since open or tsr_mem_reset_peak */
+    int no_data;                  /* timing-only and a stream was submitted: DRAM holds no computed data */
+    int no_data_warned;           /* the one warning about it was printed */
 };
 
 /* Simulators first; the board backends (zynq; xrt when built with libxrt)
@@ -245,8 +247,25 @@ int tsr_mem_read(tsr_device_t *d, uint64_t addr, void *dst, uint64_t n)
     if (!find(d, addr, n))
         return tsr_err(TSR_EFAULT, "read of %llu bytes at 0x%llx is outside every allocated buffer",
                        (unsigned long long)n, (unsigned long long)addr);
+    /* A timing-only device never computed what its streams wrote: the bytes
+     * there are stale (inputs, earlier runs) and could pass for a result.
+     * Zeros instead, with one warning per device, so a host op between
+     * device segments (an ONNX model's) still runs for the cycles while no
+     * caller mistakes the read for data; tsr_device_data_valid says so. */
+    if (d->no_data) {
+        if (!d->no_data_warned) {
+            d->no_data_warned = 1;
+            fprintf(stderr, "warning: timing-only device: DRAM reads after a run return zeros (the data is not "
+                            "computed, only the cycles)\n");
+        }
+        memset(dst, 0, (size_t)n);
+        return TSR_OK;
+    }
     return d->ops->mem_read(d->state, addr, dst, n);
 }
+
+int tsr_device_data_valid(const tsr_device_t *d) { return !d->no_data; }
+int tsr_device_timing_only(const tsr_device_t *d) { return d->opts.rtl.timing_only != 0; }
 
 static int dev_read_cb(void *ctx, uint64_t addr, void *dst, size_t n)
 {
@@ -288,6 +307,8 @@ int tsr_submit(tsr_device_t *d, const tsr_insn_t *insns, size_t n)
         return tsr_err(TSR_EINVAL, "a stream is already running: call tsr_wait first");
     if (!n || n > UINT32_MAX)
         return tsr_err(TSR_EINVAL, "cannot submit %zu instructions", n);
+    if (d->opts.rtl.timing_only) /* from now on DRAM is not what the stream computes */
+        d->no_data = 1;
     if (!d->opts.skip_verify) {
         regs = malloc((d->nbufs ? d->nbufs : 1) * sizeof *regs);
         if (!regs)

@@ -67,6 +67,12 @@ int tsr_mem_alloc_at(tsr_device_t *dev, uint64_t addr, uint64_t size);
 int tsr_mem_free(tsr_device_t *dev, uint64_t addr);
 int tsr_mem_write(tsr_device_t *dev, uint64_t addr, const void *src, uint64_t n);
 int tsr_mem_read(tsr_device_t *dev, uint64_t addr, void *dst, uint64_t n);
+/* 0 once a timing-only device (rtl.timing_only) has been given a stream:
+ * its streams' data is never computed, so tsr_mem_read then returns zeros
+ * (and warns once on stderr) instead of stale bytes; 1 otherwise. */
+int tsr_device_data_valid(const tsr_device_t *dev);
+/* 1 if dev was opened with rtl.timing_only (the systemc backend's cycles-only mode). */
+int tsr_device_timing_only(const tsr_device_t *dev);
 /* Device DRAM in use: the bytes of the allocated buffers and of the
  * driver's instruction buffer now, and their high-water mark since open or
  * the last tsr_mem_reset_peak (sizes as asked, before alignment): what a

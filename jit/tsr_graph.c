@@ -1191,7 +1191,9 @@ int tsr_graph_exec(tsr_graph_t *g, const void *const *inputs, void *const *outpu
     }
     for (int i = 0; i < g->nn && !rc && !g->all; i++)
         rc = run_node(g, &g->ns[g->order[i]]);
-    for (int j = 0; j < g->nout && !rc && outputs; j++)
+    /* (a timing-only device computed no data: its outputs are not read, the
+     * caller's buffers are left as they were) */
+    for (int j = 0; j < g->nout && !rc && outputs && tsr_device_data_valid(g->dev); j++)
         if (outputs[j])
             rc = tsr_dtensor_read_nchw(g->dev, &g->ts[g->outs[j]].t, outputs[j]);
     g->exec_ms = now_ms() - t0;
