@@ -1,11 +1,11 @@
 #!/usr/bin/python3
 # tessera design-space exploration: sweep hardware configs from a space file,
-# measure each point's workload cycles (SystemC timed model by default) and
+# measure each point's workload cycles (SystemC timed model, timing-only, by default) and
 # area (yosys synth_xilinx via scripts/synth.sh), cache every result by
 # content, and report the table, the Pareto front, board fits and plots.
 #
 #   dse.py check SPACE                         check the space, list its points
-#   dse.py sweep SPACE [--engine local|slurm] [-j N] [--out DIR] [--rtl-check K]
+#   dse.py sweep SPACE [--engine local|slurm] [-j N] [--out DIR] [--rtl-check K] [--full-check K]
 #   dse.py point CONTEXT INDEX                 one point (what the engines run)
 #   dse.py area-check CONFIG[=RESULT] ...      the area estimate vs full synthesis
 #
@@ -107,8 +107,8 @@ def cmd_point(a):
     sys.exit(1 if bad else 0)
 
 
-def rtl_check(ctx, ctx_path, rows, k, log):
-    """Cycles of up to k points spread across the front on the RTL backend vs the sweep's."""
+def check_points(rows, k):
+    """Up to k points spread across the front (then the other complete points, fastest first)."""
     front = sorted((i for i, r in enumerate(rows) if r.get("pareto")), key=lambda i: rows[i]["throughput"])
     if len(front) < k:  # too few on the front: the other complete points, fastest first
         rest = sorted((i for i, r in enumerate(rows) if r["status"] == "ok" and i not in front),
@@ -116,8 +116,32 @@ def rtl_check(ctx, ctx_path, rows, k, log):
         front = sorted(front + rest[:k - len(front)], key=lambda i: rows[i]["throughput"])
     if len(front) > k:
         front = [front[round(j * (len(front) - 1) / (k - 1))] for j in range(k)] if k > 1 else front[:1]
+    return front
+
+
+def full_check(ctx, rows, k, log):
+    """The timing-only sweep's cycles of up to k points against the full SystemC model's (data
+    computed): they must be the same cycle for cycle (the mode skips the data, no cycle)."""
     out = []
-    for i in front:
+    for i in check_points(rows, k):
+        r = evaluate.evaluate(ctx, i, backend="systemc", log=log, parts=("cycles",))["cycles"]
+        if "error" in r:
+            log(f"full check {rows[i]['id']}: {r['error']}")
+            out.append({"id": rows[i]["id"], "error": r["error"]})
+            continue
+        out.append({"id": rows[i]["id"], "sweep_cycles": rows[i]["cycles"], "full_cycles": r["cycles"],
+                    "same": rows[i]["cycles"] == r["cycles"], "full_wall_s": r["wall_s"],
+                    "sweep_wall_s": rows[i]["cycles_wall_s"]})
+        log(f"full check {rows[i]['id']}: {ctx['backend']} {rows[i]['cycles']} vs systemc {r['cycles']} cycles: "
+            f"{'same' if rows[i]['cycles'] == r['cycles'] else 'DIFFERENT'} (systemc {r['wall_s']:.1f} s, "
+            f"{ctx['backend']} {rows[i]['cycles_wall_s']:.1f} s)")
+    return out
+
+
+def rtl_check(ctx, ctx_path, rows, k, log):
+    """Cycles of up to k points spread across the front on the RTL backend vs the sweep's."""
+    out = []
+    for i in check_points(rows, k):
         t0 = time.monotonic()
         r = evaluate.evaluate(ctx, i, backend="rtl", log=log)["cycles"]
         if "error" in r:
@@ -204,6 +228,9 @@ def cmd_sweep(a):
     sp = space.load(a.space, ROOT, cli)
     if a.synth:
         sp.synth = a.synth
+    if a.full_check and sp.backend != "systemc-timing":
+        die(f"--full-check compares a systemc-timing sweep with the full model; this space's backend is "
+            f"{sp.backend}")
     out = os.path.abspath(a.out or os.path.join("dse-out", sp.name))
     try:
         os.makedirs(out, exist_ok=True)
@@ -242,6 +269,15 @@ def cmd_sweep(a):
         if checks:
             worst = max(abs(c["error"]) for c in checks)
             log(f"rtl check: {len(checks)} points, largest |error| {100 * worst:.2f}%")
+    full_bad = False
+    if a.full_check:
+        checks = full_check(ctx, rows, a.full_check, log)
+        with open(os.path.join(out, "full_check.json"), "w") as f:
+            json.dump(checks, f, indent=1)
+        full_bad = any(not c.get("same") for c in checks)
+        log(f"full check: {len(checks)} points, " + (
+            "cycles differ or a run failed on " + ", ".join(c["id"] for c in checks if not c.get("same"))
+            if full_bad else "the same cycles on every one"))
     if not a.no_plot:
         paths = report.plot(out, ctx, rows, sp.boards)
         if paths:
@@ -256,7 +292,7 @@ def cmd_sweep(a):
         f"{stats(cw)}, synthesis ({ctx['synth']}) {stats(sw)}")
     log(f"results: {out}/results.csv, {out}/results.json")
     missing = [r for r in rows if r["status"] != "ok"]
-    sys.exit(1 if missing else 0)
+    sys.exit(1 if missing or full_bad else 0)
 
 
 def main():
@@ -277,6 +313,9 @@ def main():
     s.add_argument("--cli", help="the tessera binary (default build/tessera)")
     s.add_argument("--rtl-check", type=int, default=0, metavar="K",
                    help="afterwards run K points across the Pareto front on the RTL backend")
+    s.add_argument("--full-check", type=int, default=0, metavar="K",
+                   help="afterwards run K points across the Pareto front on the full SystemC model (data "
+                        "computed): a systemc-timing sweep must have its cycles exactly (exit 1 if not)")
     s.add_argument("--no-plot", action="store_true")
     s.add_argument("--report-only", action="store_true",
                    help="compute nothing: the table, front and plots of what the cache holds")
@@ -306,6 +345,8 @@ def main():
         ap.error(f"-j {a.jobs}: at most {MAX_JOBS}")
     if not 0 <= getattr(a, "rtl_check", 0) <= MAX_JOBS:
         ap.error(f"--rtl-check {a.rtl_check}: give 0..{MAX_JOBS} points")
+    if not 0 <= getattr(a, "full_check", 0) <= MAX_JOBS:
+        ap.error(f"--full-check {a.full_check}: give 0..{MAX_JOBS} points")
     a.fn(a)
 
 

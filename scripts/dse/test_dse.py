@@ -274,16 +274,40 @@ def test_sweep():
         return [{k: v for k, v in x.items() if not k.endswith("wall_s")} for x in t]
     check("3 cached, 1 to run" in r.stdout and nowall(read_csv(out)) == nowall(rows),
           "resume: the lost point alone, same table (but its wall time)")
-    # backend systemc-timing (the model's --timing-only): the same cycles, cached apart
+    # the default backend is systemc-timing (the model's --timing-only); the full model
+    # (backend systemc): the same cycles, cached apart
+    check("on systemc-timing" in r.stdout, "default backend: systemc-timing")
     doc = json.load(open(sp))
-    doc["backend"] = "systemc-timing"
-    spt = write_space("tiny2x2-timing", doc)
-    outt = os.path.join(WORK, "out-timing")
+    doc["backend"] = "systemc"
+    spt = write_space("tiny2x2-full", doc)
+    outt = os.path.join(WORK, "out-full")
     r = dse("sweep", spt, "-j", "2", "--out", outt, "--cache", cache, "--cli", CLI)
     trows = read_csv(outt) if r.returncode == 0 else []
     same = sorted((x["overrides"], x["cycles"]) for x in trows) == sorted((x["overrides"], x["cycles"]) for x in rows)
     check(r.returncode == 0 and "0 cached, 4 to run" in r.stdout and len(trows) == 4 and same,
-          "systemc-timing sweep: the 4 points computed (not the full model's cache entries), the same cycles")
+          "systemc (full model) sweep: the 4 points computed (not the timing-only cache entries), the same cycles")
+    # --full-check K: K points of the timing-only sweep on the full model, cycle for cycle
+    r = dse("sweep", sp, "--out", out, "--cache", cache, "--cli", CLI, "--full-check", "2")
+    fc = json.load(open(os.path.join(out, "full_check.json"))) if r.returncode == 0 else []
+    check(r.returncode == 0 and "full check: 2 points, the same cycles on every one" in r.stdout and len(fc) == 2
+          and all(c["same"] and c["sweep_cycles"] == c["full_cycles"] for c in fc),
+          "--full-check 2: two points, the full model's cycles equal the timing-only sweep's")
+    # a full-check that finds a difference fails the sweep: a doctored timing-only cache entry
+    ent = [os.path.join(d, f) for d, _, fs in os.walk(os.path.join(cache, "cycles")) for f in fs]
+    doctored = 0
+    for e in ent:
+        j = json.load(open(e))
+        if j.get("backend") == "systemc-timing":
+            j["cycles"] += 1
+            json.dump(j, open(e, "w"))
+            doctored += 1
+    r = dse("sweep", sp, "--out", out, "--cache", cache, "--cli", CLI, "--full-check", "1")
+    check(doctored == 4 and r.returncode == 1 and "DIFFERENT" in r.stdout and "cycles differ" in r.stdout,
+          "--full-check: a timing-only result one cycle off fails the sweep (exit 1), naming the point")
+    r = dse("sweep", spt, "--out", outt, "--cache", cache, "--cli", CLI, "--full-check", "1")
+    check(r.returncode == 2 and "--full-check compares a systemc-timing sweep" in r.stderr,
+          "--full-check on a systemc sweep: refused naming why")
+    doc["backend"] = "systemc-timing"
     doc["workload"] = {"kind": "onnx", "model": "m.onnx", "input": "x.npy", "reference": "y.npy"}
     r = dse("check", write_space("timing-ref", doc))
     check(r.returncode == 2 and "systemc-timing computes no outputs" in r.stderr,

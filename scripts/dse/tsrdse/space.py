@@ -28,7 +28,7 @@ TOP_FIELDS = ("name", "base", "keys", "constraints", "workload", "search", "dram
               "synth")
 WORKLOADS = ("resnet18", "resnet18-small", "resnet18-layers", "onnx")
 # "systemc-timing": the SystemC model's timing-only mode (`--timing-only`: the same cycles without
-# computing the data, several times faster; no outputs, so no accuracy objective)
+# computing the data, several times faster; no outputs, so no accuracy objective): the default
 BACKENDS = ("systemc", "systemc-timing", "rtl", "fsim")
 SYNTH_MODES = ("full", "estimate", "none")
 RESOURCES = ("LUT", "FF", "BRAM36", "DSP")
@@ -136,7 +136,7 @@ class Space:
         self.workload = {}
         self.search = {}
         self.dram = {}
-        self.backend = "systemc"
+        self.backend = "systemc-timing"
         self.synth = "full"
         self.points = []      # list of (overrides dict, full config dict), legal only
         self.illegal = []     # (overrides, CLI error) of the points the CLI rejected
@@ -183,7 +183,11 @@ def load(path, root, cli, check_points=True):
     _load_workload(sp)
     _load_search(sp)
     _load_dram(sp)
-    sp.backend = doc.get("backend", "systemc")
+    # Default: the timing-only model (the same cycles as the full one, several times faster; the
+    # cycles do not depend on the data, tests/test_sc_timing.c), the full model where the accuracy
+    # objective needs the outputs. `dse.py sweep --full-check K` runs K points on the full model.
+    has_ref = isinstance(w, dict) and "reference" in w
+    sp.backend = doc.get("backend", "systemc" if has_ref else "systemc-timing")
     if sp.backend not in BACKENDS:
         raise SpaceError(f"{path}: backend {show(sp.backend)} is unknown (allowed: {', '.join(BACKENDS)})")
     if sp.backend == "fsim":
