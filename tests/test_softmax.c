@@ -1,7 +1,7 @@
 /*
  * test_softmax: the quantized Softmax on the device (jit/tsr_softmax.h)
- * against a plain-C reference written here from jit/operators.md
- * ("softmax"), not from jit/: random tensors [N, C, H, W] (softmax along
+ * against the plain-C reference tests/tsr_opref.c opref_softmax (written
+ * from jit/operators.md "softmax", not from jit/): random tensors [N, C, H, W] (softmax along
  * w, lengths 1, 2, small, 197 and > 256 so that a row takes several
  * chunks on chip), input and output dtypes, zero points and scales, on
  * tiny + ACT_LUT 4 (128 accumulator rows: rows of more than 40 go in
@@ -32,60 +32,9 @@
 #include "tsr_counters.h"
 #include "tsr_driver.h"
 #include "tsr_error.h"
+#include "tsr_opref.h"
 #include "tsr_softmax.h"
 #include "tsr_testenv.h"
-
-/* ------------------------------------------------- the reference (operators.md) */
-
-/* gemmlowp SaturatingRoundingDoublingHighMul for a, b >= 0 (the only case here) */
-static int64_t ref_srdhm(int64_t a, int64_t b)
-{
-    return (a * b + ((int64_t)1 << 30)) >> 31;
-}
-
-/* gemmlowp RoundingDivideByPOT for x >= 0: half away from zero = half up */
-static int64_t ref_rdbpot(int64_t x, int e)
-{
-    return e == 0 ? x : (x + ((int64_t)1 << (e - 1))) >> e;
-}
-
-/* y[N][C][H][W] bytes of the softmax along w of x (bytes of their dtypes). */
-static void ref_softmax(const tsr_softmax_params_t *p, const uint8_t *x, uint8_t *y)
-{
-    const int sx = p->x_dtype == TSR_DT_INT8;
-    const double ys = floor((double)(1.0f / p->y_scale)); /* float32 reciprocal, then floor */
-    int P = 22;
-    while ((1LL << (30 - P)) < p->w) /* w * 2^P <= 2^30 */
-        P--;
-    while (ys * (double)(1LL << P) > 2147483647.0)
-        P--;
-    const int64_t rows = (int64_t)p->n * p->c * p->h;
-    int64_t *e = malloc(sizeof(int64_t) * (size_t)p->w);
-    assert_non_null(e);
-    for (int64_t r = 0; r < rows; r++) {
-        const uint8_t *xr = x + r * p->w;
-        int m = -1000;
-        for (int k = 0; k < p->w; k++) {
-            const int v = sx ? (int8_t)xr[k] : xr[k];
-            m = v > m ? v : m;
-        }
-        int64_t sum = 0;
-        for (int k = 0; k < p->w; k++) {
-            const int d = m - (sx ? (int8_t)xr[k] : xr[k]);
-            assert_true(d >= 0 && d <= 255);
-            e[k] = (int64_t)floor(exp(-(double)d * (double)p->x_scale) * (double)(1LL << P) + 0.5);
-            sum += e[k];
-        }
-        assert_true(sum >= (1LL << P) && sum <= (1LL << 30));
-        const int64_t R = ((int64_t)1 << (30 + P)) / sum;
-        for (int k = 0; k < p->w; k++) {
-            int64_t q = ref_rdbpot(ref_srdhm(e[k] * (int64_t)ys, R), P - 1) + p->y_zp;
-            q = q > 255 ? 255 : q;
-            y[r * p->w + k] = (uint8_t)(q & 255);
-        }
-    }
-    free(e);
-}
 
 /* ONNX Runtime 1.20's QLinearSoftmax (opset 13, last axis) in its float32 operations. */
 static void ort_softmax(const tsr_softmax_params_t *p, const uint8_t *x, uint8_t *y)
@@ -178,7 +127,9 @@ static uint64_t one_case(tsr_device_t *dev, const char *cfg, int n, int c, int h
     if (tsr_softmax_run(dev, &p, x, y))
         fail_msg("%s [%d,%d,%d,%d]: %s", cfg, n, c, h, w, tsr_errmsg());
     assert_int_equal(tsr_read_counters(dev, &b), TSR_OK);
-    ref_softmax(&p, x, want);
+    opref_tensor_t X = {p.x_dtype == TSR_DT_UINT8 ? OPREF_UINT8 : OPREF_INT8, n, c, h, w, x, p.x_zp},
+                   Y = {p.y_dtype == TSR_DT_UINT8 ? OPREF_UINT8 : OPREF_INT8, n, c, h, w, want, p.y_zp};
+    assert_int_equal(opref_softmax(&X, p.x_scale, p.y_scale, &Y), TSR_OK);
     ort_softmax(&p, x, orty);
     for (size_t i = 0; i < nx; i++)
         if (y[i] != want[i])

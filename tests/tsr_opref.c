@@ -859,3 +859,48 @@ int opref_gavg(const opref_tensor_t *x, const opref_requant_t *rq, opref_tensor_
     free(s);
     return rc;
 }
+
+int opref_softmax(const opref_tensor_t *x, float x_scale, float y_scale, opref_tensor_t *y)
+{
+    int rc;
+    if ((rc = check_tensor("softmax", "input", x)) || (rc = check_tensor("softmax", "output", y)))
+        return rc;
+    if (y->n != x->n || y->c != x->c || y->h != x->h || y->w != x->w)
+        return tsr_err(TSR_EINVAL, "softmax: output shape differs from the input's");
+    if (!(x_scale > 0.0f) || !(y_scale > 0.0f))
+        return tsr_err(TSR_EINVAL, "softmax: scales must be positive");
+    const float ysf = floorf(1.0f / y_scale); /* float32 reciprocal, then floor */
+    if (!(ysf >= 1.0f && ysf <= 32767.0f))
+        return tsr_err(TSR_EINVAL, "softmax: floor(1 / y_scale) outside [1, 32767]");
+    const int64_t ys = (int64_t)ysf;
+    int P = 22;
+    while (P > 0 && ((int64_t)1 << (30 - P)) < x->w) /* w * 2^P <= 2^30 */
+        P--;
+    while (P > 0 && (ys << P) > INT32_MAX)
+        P--;
+    if (P < 8)
+        return tsr_err(TSR_EINVAL, "softmax: P = %d < 8", P);
+    const int64_t rows = (int64_t)x->n * x->c * x->h, w = x->w;
+    int32_t *e = malloc(sizeof *e * (size_t)w);
+    if (!e)
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    for (int64_t r = 0; r < rows; r++) {
+        int32_t m = INT32_MIN;
+        for (int64_t k = 0; k < w; k++)
+            m = opref_get(x, r * w + k) > m ? opref_get(x, r * w + k) : m;
+        int64_t sum = 0;
+        for (int64_t k = 0; k < w; k++) {
+            const int32_t d = m - opref_get(x, r * w + k); /* in [0, 255] */
+            e[k] = (int32_t)floor(exp(-(double)d * (double)x_scale) * (double)((int64_t)1 << P) + 0.5);
+            sum += e[k];
+        }
+        const int32_t R = (int32_t)((((int64_t)1) << (30 + P)) / sum); /* sum in [2^P, 2^30] */
+        for (int64_t k = 0; k < w; k++) {
+            int64_t q = (int64_t)rdbpot(opref_srdhm((int32_t)(e[k] * ys), R), P - 1) + y->zp;
+            q = q > 255 ? 255 : q;
+            ((uint8_t *)y->data)[r * w + k] = (uint8_t)(q & 255); /* the low 8 bits: an int8 over 127 wraps */
+        }
+    }
+    free(e);
+    return TSR_OK;
+}

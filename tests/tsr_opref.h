@@ -176,6 +176,14 @@ int opref_mul(const opref_tensor_t *x, const opref_tensor_t *s, float scale, int
  * rq->count 1; rq->fscale for ONNX Runtime's float32 form). */
 int opref_gavg(const opref_tensor_t *x, const opref_requant_t *rq, opref_tensor_t *y);
 
+/* Softmax along w (jit/operators.md "softmax"): per row of w elements,
+ * m = max x, d = m - x, E(d) = floor(2^P exp(-d x_scale) + 1/2) (double),
+ * S = sum E, R = floor(2^(30+P) / S), y = min(RDBPOT(SRDHM(E ys, R), P - 1)
+ * + y_zp, 255) written as its low 8 bits; ys = floorf(1.0f / y_scale),
+ * P = min(22, 30 - ceil(log2 w), floor(log2((2^31 - 1) / ys))). y has x's
+ * shape. TSR_EINVAL for ys outside [1, 32767] or P < 8. */
+int opref_softmax(const opref_tensor_t *x, float x_scale, float y_scale, opref_tensor_t *y);
+
 /* Element access (no checks): value of element i, and store (v must fit). */
 int32_t opref_get(const opref_tensor_t *t, int64_t i);
 void opref_set(opref_tensor_t *t, int64_t i, int32_t v);
