@@ -68,24 +68,33 @@ static const char *pipe_help =
     "                     The better of this and the plan above runs\n"
     "  --check-on NAME    then run each stage alone on backend NAME (e.g. rtl), one\n"
     "                     device at a time, and set its cycles against the prediction\n"
+    "  --host-scale S     (infer) the host model: host operators S times slower than\n"
+    "                     measured here (e.g. an embedded core), in the plan and the\n"
+    "                     measure (default 1)\n"
+    "  --skip-host        (fault injection) the pipeline skips its host nodes, so its\n"
+    "                     outputs must differ from the single-device run's\n"
     "\n"
     "       tessera infer MODEL.onnx -i INPUT.npy --devices K [-o OUTPUT.npy] [the options above]\n"
     "\n"
-    "The same for an ONNX model: its device operators (one device segment, or\n"
-    "segments joined only by relabellings) are the network split into stages;\n"
-    "the host operators before and after them run on the host for each input.\n"
+    "The same for an ONNX model: its device operators are the network split into\n"
+    "stages; the host operators before and after them run on the host for each\n"
+    "input. Host operators between device segments are host nodes of the pipeline,\n"
+    "each timed on the host (its wall time x the first config's clock): the planner\n"
+    "puts each on a host stage (a thread of its own) or into a device's stage (run\n"
+    "on that stage's thread, plus the link to the host and back), whichever gives\n"
+    "the faster pipeline (not with --calibrate, --split, --share, --check-on).\n"
     "The stream is INPUT's images, one per input (the model's batch is 1);\n"
     "OUTPUT gets the model's outputs, written only when every one was computed.\n" TSR_CLI_DEVICE_OPTIONS_HELP;
 
 enum { OPT_DEVICES = 2000, OPT_CONFIGS, OPT_INPUTS, OPT_CAL, OPT_SMALL, OPT_LBW, OPT_LLAT, OPT_DRAM, OPT_FAIL,
-       OPT_CHECK_ON, OPT_SPLIT, OPT_SPLIT_NODES, OPT_SHARE };
+       OPT_CHECK_ON, OPT_SPLIT, OPT_SPLIT_NODES, OPT_SHARE, OPT_SKIP_HOST, OPT_HOST_SCALE };
 
 typedef struct {
-    int devices, inputs, calibrate, small, hw, width, classes, fail, split, split_nodes, share;
+    int devices, inputs, calibrate, small, hw, width, classes, fail, split, split_nodes, share, skip_host;
     const char *configs, *net, *check_on;
     const char *model, *in_path, *out_path; /* tessera infer --devices */
     int infer;
-    double link_bw, link_lat, dram_mib;
+    double link_bw, link_lat, dram_mib, host_scale;
     tsr_cli_base_t b;
 } pipe_opts_t;
 
@@ -100,7 +109,9 @@ static int pipe_parse(int argc, char **argv, pipe_opts_t *o)
         {"link-latency", required_argument, 0, OPT_LLAT}, {"dram", required_argument, 0, OPT_DRAM},
         {"fail-device", required_argument, 0, OPT_FAIL}, {"check-on", required_argument, 0, OPT_CHECK_ON},
         {"split", required_argument, 0, OPT_SPLIT},     {"split-nodes", required_argument, 0, OPT_SPLIT_NODES},
-        {"share", required_argument, 0, OPT_SHARE},     TSR_CLI_DEVICE_LONG_OPTIONS,
+        {"share", required_argument, 0, OPT_SHARE},     {"skip-host", no_argument, 0, OPT_SKIP_HOST},
+        {"host-scale", required_argument, 0, OPT_HOST_SCALE},
+        TSR_CLI_DEVICE_LONG_OPTIONS,
         {0, 0, 0, 0}};
     int c;
     long v;
@@ -146,6 +157,15 @@ static int pipe_parse(int argc, char **argv, pipe_opts_t *o)
             o->share = (int)v;
             break;
         case OPT_CHECK_ON: o->check_on = optarg; break;
+        case OPT_SKIP_HOST: o->skip_host = 1; break;
+        case OPT_HOST_SCALE: {
+            char *end;
+            double x = strtod(optarg, &end);
+            if (end == optarg || *end || !isfinite(x) || x <= 0 || x > 1e6)
+                return tsr_cli_usage(cmd, "--host-scale needs a factor in (0, 1e6]");
+            o->host_scale = x;
+            break;
+        }
         case OPT_SMALL:
             if (sscanf(optarg, "%d,%d,%d", &o->hw, &o->width, &o->classes) != 3 || o->hw < 1 || o->width < 1 ||
                 o->classes < 1)
@@ -425,12 +445,16 @@ static int infer_inputs(const pipe_opts_t *o, const tsr_config_t *cfg, tsr_onnx_
         else if ((rc = tsr_onnx_pipe_before(*op, &one, (*ins)[i])))
             tsr_err_prefix(rc, "%s: image %d: ", o->in_path, i);
     }
-    int hb, dv, ha, ns;
-    tsr_onnx_pipe_counts(*op, &hb, &dv, &ha, &ns);
+    int hb, dv, ha, ns, hm;
+    tsr_onnx_pipe_counts(*op, &hb, &dv, &ha, &ns, &hm);
+    const tsr_pipenet_host_t *H = tsr_onnx_pipe_host(*op);
     if (!rc)
         printf("model: %s: %d device operators in %d segment%s as one network, host operators %d before and %d "
                "after (on the host); %d images\n",
                o->model, dv, ns, ns == 1 ? "" : "s", hb, ha, n);
+    if (!rc && H)
+        printf("host nodes: %d (the %d host operators between device segments), each a pipeline node on the host\n",
+               H->n, hm);
     *ndp = nd;
     return rc;
 }
@@ -468,7 +492,7 @@ static int infer_outputs(const pipe_opts_t *o, tsr_onnx_pipe_t *op, uint8_t **ou
 
 static int pipe_main(int argc, char **argv, int infer)
 {
-    pipe_opts_t o = {.devices = 0, .inputs = 8, .fail = -1, .link_bw = 8, .link_lat = 500, .dram_mib = 1024,
+    pipe_opts_t o = {.devices = 0, .inputs = 8, .fail = -1, .link_bw = 8, .link_lat = 500, .dram_mib = 1024, .host_scale = 1,
                      .b = {"default", "fsim", 1}, .infer = infer};
     int r = pipe_parse(argc, argv, &o);
     if (r)
@@ -503,10 +527,25 @@ static int pipe_main(int argc, char **argv, int infer)
                        : tsr_netdesc_resnet18(o.b.seed, 1, &nd);
     if (!rc && rn50)
         rc = tsr_pipenet_resnet50_weights(&nd, o.b.seed);
+    const tsr_pipenet_host_t *host = op ? tsr_onnx_pipe_host(op) : NULL;
+    if (!rc && host && (o.calibrate || o.split || o.share || o.check_on))
+        rc = tsr_err(TSR_EINVAL, "infer: %s: --%s is not available with host operators between device segments (%d "
+                                 "host nodes)", o.model, o.calibrate ? "calibrate" : o.split ? "split" : o.share ? "share"
+                                                                                                   : "check-on",
+                     host->n);
+    if (!rc && host) { /* the host model: each host node's wall time (median of 7) at the first config's clock */
+        rc = tsr_onnx_pipe_time_host(op, kinds[0].clock_mhz, 7, o.host_scale);
+        for (int h = 0; h < host->n && !rc; h++)
+            printf("host node %d: %s: %.0f cycles (%.1f us at %d MHz%s)\n", h, host->names[h], host->cycles[h],
+                   host->cycles[h] / kinds[0].clock_mhz, kinds[0].clock_mhz, o.host_scale != 1 ? ", --host-scale" : "");
+    }
     if (!rc)
-        rc = tsr_pipenet_problem(ndp, kinds, nkinds, &pp_jit, NULL);
+        rc = host ? tsr_pipenet_problem_host(ndp, host, o.link_bw, o.link_lat, kinds, nkinds, NULL, &pp_jit)
+                  : tsr_pipenet_problem(ndp, kinds, nkinds, &pp_jit, NULL);
     if (!rc)
         rc = add_devices(pp_jit, &o, kind_of, names);
+    if (!rc && host) /* a host stage per host node at most (the planner's limit) */
+        rc = tsr_pp_set_host_stages(pp_jit, host->n < TSR_PP_MAX_HOST_STAGES ? host->n : TSR_PP_MAX_HOST_STAGES);
     if (!rc && o.calibrate) {
         /* per kind: the whole network once on the backend, per-layer cycles */
         if (!(cost = calloc((size_t)ndp->nnodes * (size_t)nkinds, sizeof *cost)))
@@ -574,7 +613,8 @@ static int pipe_main(int argc, char **argv, int infer)
     if ((rc = tsr_mdev_open(o.devices, backs, cfgs, dopts, o.link_bw, o.link_lat, &m)))
         goto out;
     tsr_pipex_opts_t po = {.ninputs = infer ? nimg : o.inputs, .seed = o.b.seed + 1000,
-                           .inputs = infer ? (const void *const *)ins : NULL, .outputs = infer ? (void *const *)outs : NULL};
+                           .inputs = infer ? (const void *const *)ins : NULL, .outputs = infer ? (void *const *)outs : NULL,
+                           .host = host, .skip_host = o.skip_host};
     tsr_pipex_result_t res;
     rc = tsr_pipex_run(m, ndp, pp, &plan, &po, &res);
     if (rc)

@@ -107,6 +107,12 @@ struct stage {
     int nextra;
     uint64_t extra[4];    /* the shared boundary's transfers: the earlier slice in, this part's slice out and
                              back in, the tail slice out (bytes) */
+    /* a stage with host nodes (dev -1: a host stage): its nodes in pieces, run in order on its thread */
+    int npc;
+    struct piece *pc;
+    int nhx;
+    uint64_t *hx;         /* a device stage's host nodes: their inputs to the host and outputs back (bytes) */
+    double *hcyc;         /* per input: measured host cycles */
 };
 
 struct run {
@@ -122,6 +128,8 @@ struct run {
     char errmsg[512];
     uint8_t **outs;       /* per input: the network output */
     int corrupt;          /* stage whose received tensors get a byte flipped (0: none) */
+    const tsr_pipenet_host_t *host; /* host nodes (NULL: none) */
+    double clock0;        /* the first device's clock (MHz): the host model's cycles */
 };
 
 static void bundle_free(const tsr_netdesc_t *nd, bundle_t *b)
@@ -182,6 +190,298 @@ static int split_exec(run_t *r, stage_t *st, const void **in, void *y, double *c
     return TSR_OK;
 }
 
+/* ------------------------------------------------------------ host nodes and pieces */
+
+/* Virtual node v: a node of nd (v < nnodes) or host node v - nnodes: its
+ * inputs and output tensor. */
+static void vnode_io(const tsr_netdesc_t *nd, const tsr_pipenet_host_t *H, int v, int in[2], int *out)
+{
+    if (v < nd->nnodes) {
+        in[0] = nd->nodes[v].in[0], in[1] = nd->nodes[v].in[1], *out = nd->nodes[v].out;
+    } else {
+        in[0] = H->in_t[v - nd->nnodes], in[1] = H->in2_t ? H->in2_t[v - nd->nnodes] : -1;
+        *out = H->out_t[v - nd->nnodes];
+    }
+}
+
+static const char *vname(const tsr_netdesc_t *nd, const tsr_pipenet_host_t *H, int v)
+{
+    if (v >= 0 && v < nd->nnodes)
+        return nd->nodes[v].name;
+    return H && v >= nd->nnodes && v < nd->nnodes + H->n && H->names[v - nd->nnodes] ? H->names[v - nd->nnodes] : "?";
+}
+
+static int nhost(const tsr_pipenet_host_t *H) { return H && H->n > 0 ? H->n : 0; }
+
+/* A piece of a stage with host nodes: one host node, or a graph of
+ * consecutive device nodes (its inputs and outputs network tensors). */
+typedef struct piece {
+    int h;                /* host node, or -1 */
+    tsr_graph_t *g;
+    int nin, nout;
+    int *in_t, *out_t;
+} piece_t;
+
+static void pieces_free(piece_t *pc, int n)
+{
+    for (int i = 0; pc && i < n; i++) {
+        tsr_graph_free(pc[i].g);
+        free(pc[i].in_t), free(pc[i].out_t);
+    }
+    free(pc);
+}
+
+/* Node nn into graph g (tensors mapped by local). */
+static int graph_add_node(tsr_graph_t *g, const tsr_nd_node_t *nn, const int *local)
+{
+    int x = local[nn->in[0]], y = local[nn->out];
+    switch (nn->kind) {
+    case TSR_ND_CONV: return tsr_graph_conv2d(g, nn->name, x, y, &nn->conv, nn->w, nn->bias);
+    case TSR_ND_DENSE: return tsr_graph_dense(g, nn->name, x, y, &nn->dense, nn->w, nn->bias);
+    case TSR_ND_POOL: return tsr_graph_pool(g, nn->name, x, y, &nn->pool);
+    case TSR_ND_ADD: return tsr_graph_add(g, nn->name, x, local[nn->in[1]], y, &nn->add);
+    case TSR_ND_CLIP: return tsr_graph_clip(g, nn->name, x, y, &nn->clip);
+    case TSR_ND_ACT: return tsr_graph_act(g, nn->name, x, y, &nn->act.table);
+    case TSR_ND_MUL: return tsr_graph_mul(g, nn->name, x, local[nn->in[1]], y, &nn->mul);
+    case TSR_ND_GAVG: return tsr_graph_gavg(g, nn->name, x, y, &nn->gavg);
+    case TSR_ND_SOFTMAX: return tsr_graph_softmax(g, nn->name, x, y, &nn->softmax);
+    }
+    return tsr_err(TSR_EINVAL, "pipeline: node \"%s\": unknown kind %d", nn->name, (int)nn->kind);
+}
+
+/* The pieces of nodes vn[0..n) (virtual nodes in a topological order):
+ * each run of device nodes a graph planned on dev (its inputs the tensors
+ * it reads and does not make, ascending; its outputs the tensors it makes
+ * that any other virtual node reads, or the network output), each host node
+ * a piece of its own. */
+static int pieces_build(const tsr_netdesc_t *nd, const tsr_pipenet_host_t *H, const tsr_config_t *cfg,
+                        tsr_device_t *dev, unsigned flags, const int *vn, int n, piece_t **out, int *np)
+{
+    int V = nd->nnodes + nhost(H);
+    *out = NULL, *np = 0;
+    piece_t *pc = calloc((size_t)n + 1, sizeof *pc);
+    int *piece_of = malloc(sizeof(int) * (size_t)V), *local = malloc(sizeof(int) * (size_t)nd->ntensors);
+    char *use = malloc((size_t)nd->ntensors), *made = malloc((size_t)nd->ntensors);
+    int rc = pc && piece_of && local && use && made ? TSR_OK : tsr_err(TSR_ENOMEM, "out of memory"), npc = 0;
+    for (int v = 0; v < V && !rc; v++)
+        piece_of[v] = -1;
+    for (int k = 0; k < n && !rc; k++) {
+        int v = vn[k];
+        if (v >= nd->nnodes || !k || vn[k - 1] >= nd->nnodes)
+            pc[npc++].h = v >= nd->nnodes ? v - nd->nnodes : -1;
+        piece_of[v] = npc - 1;
+    }
+    for (int p = 0; p < npc && !rc; p++) {
+        piece_t *q = &pc[p];
+        if (q->h >= 0)
+            continue;
+        memset(use, 0, (size_t)nd->ntensors), memset(made, 0, (size_t)nd->ntensors);
+        for (int v = 0; v < nd->nnodes; v++)
+            if (piece_of[v] == p) {
+                const tsr_nd_node_t *nn = &nd->nodes[v];
+                use[nn->out] = made[nn->out] = 1;
+                for (int j = 0; j < 2; j++)
+                    if (nn->in[j] >= 0)
+                        use[nn->in[j]] = 1;
+            }
+        q->in_t = malloc(sizeof(int) * (size_t)nd->ntensors);
+        q->out_t = malloc(sizeof(int) * (size_t)nd->ntensors);
+        if (!q->in_t || !q->out_t || (rc = tsr_graph_create(cfg, &q->g))) {
+            rc = rc ? rc : tsr_err(TSR_ENOMEM, "out of memory");
+            break;
+        }
+        for (int t = 0; t < nd->ntensors && !rc; t++) {
+            local[t] = -1;
+            if (!use[t])
+                continue;
+            const tsr_nd_tensor_t *d = &nd->tensors[t];
+            rc = tsr_graph_tensor(q->g, d->n, d->c, d->h, d->w, d->dtype, d->zp, &local[t]);
+            if (!made[t])
+                q->in_t[q->nin++] = t;
+            int outside = t == nd->output;
+            for (int w = 0; w < V && made[t] && !outside; w++) {
+                int wi[2], wo;
+                vnode_io(nd, H, w, wi, &wo);
+                outside = piece_of[w] != p && (wi[0] == t || wi[1] == t);
+            }
+            if (made[t] && outside)
+                q->out_t[q->nout++] = t;
+        }
+        for (int k = 0; k < n && !rc; k++)
+            if (piece_of[vn[k]] == p)
+                rc = graph_add_node(q->g, &nd->nodes[vn[k]], local);
+        for (int j = 0; j < q->nout && !rc; j++)
+            rc = tsr_graph_output(q->g, local[q->out_t[j]]);
+        if (!rc && dev)
+            rc = tsr_graph_plan(q->g, dev, flags);
+        if (rc)
+            tsr_err_prefix(rc, "the stage's device nodes from \"%s\": ", vname(nd, H, vn[0]));
+    }
+    free(piece_of), free(local), free(use), free(made);
+    if (rc) {
+        pieces_free(pc, npc);
+        return rc;
+    }
+    *out = pc, *np = npc;
+    return TSR_OK;
+}
+
+/* Run the pieces on one input: buf[t] the network tensors' bytes (a piece's
+ * outputs allocated here when missing). Device pieces on device d of m (its
+ * run lock; m NULL: a device of its own), their cycles times clock into
+ * *dev_cyc; host nodes' wall time by the host model (clock0 MHz) into
+ * *host_cyc. skip: host nodes not run (a test's broken pipeline). */
+static int pieces_exec(tsr_mdev_t *m, int d, double clock, double clock0, const tsr_netdesc_t *nd,
+                       const tsr_pipenet_host_t *H, int skip, const piece_t *pc, int npc, uint8_t **buf,
+                       double *dev_cyc, double *host_cyc)
+{
+    *dev_cyc = *host_cyc = 0;
+    int rc = TSR_OK;
+    for (int p = 0; p < npc && !rc; p++) {
+        const piece_t *q = &pc[p];
+        if (q->h >= 0) {
+            int a = H->in_t[q->h], a2 = H->in2_t ? H->in2_t[q->h] : -1, b = H->out_t[q->h];
+            if (!buf[b] && !(buf[b] = calloc(1, tsr_netdesc_tensor_bytes(nd, b) + 1)))
+                return tsr_err(TSR_ENOMEM, "out of memory");
+            if (!buf[a] || (a2 >= 0 && !buf[a2]))
+                return tsr_err(TSR_EINVAL, "host node \"%s\": no input", H->names[q->h]);
+            if (skip)
+                continue;
+            uint64_t t0 = tsr_pipenet_host_clock_ns();
+            if ((rc = H->run(H->ctx, q->h, buf[a], a2 >= 0 ? buf[a2] : NULL, buf[b])))
+                return tsr_err_prefix(rc, "host node \"%s\": ", H->names[q->h]);
+            *host_cyc += tsr_pipenet_host_cycles((double)(tsr_pipenet_host_clock_ns() - t0), clock0) *
+                         (H->scale > 0 ? H->scale : 1);
+            continue;
+        }
+        const void **in = calloc((size_t)q->nin + 1, sizeof *in);
+        void **out = calloc((size_t)q->nout + 1, sizeof *out);
+        if (!in || !out)
+            rc = tsr_err(TSR_ENOMEM, "out of memory");
+        for (int j = 0; j < q->nin && !rc; j++)
+            if (!(in[j] = buf[q->in_t[j]]))
+                rc = tsr_err(TSR_EINVAL, "pipeline: tensor %d is missing", q->in_t[j]);
+        for (int j = 0; j < q->nout && !rc; j++)
+            if (!(out[j] = buf[q->out_t[j]]) &&
+                !(out[j] = buf[q->out_t[j]] = malloc(tsr_netdesc_tensor_bytes(nd, q->out_t[j]) + 1)))
+                rc = tsr_err(TSR_ENOMEM, "out of memory");
+        if (!rc) {
+            if (m)
+                tsr_mdev_run_lock(m, d);
+            rc = tsr_graph_exec(q->g, in, out);
+            if (m)
+                tsr_mdev_run_unlock(m, d);
+        }
+        if (!rc) {
+            tsr_graph_totals_t t;
+            tsr_graph_totals(q->g, &t);
+            *dev_cyc += t.cycles * clock;
+        }
+        free(in), free(out);
+    }
+    return rc;
+}
+
+/* One input through a stage without host nodes: its graph (a split
+ * stage's parts, a shared boundary's head part and join); the measured
+ * cycles and the link charged. */
+static int stage_graphs(run_t *r, stage_t *st, bundle_t *b, const void **in, void **out, int i)
+{
+    const tsr_netdesc_t *nd = r->nd;
+    int rc = TSR_OK;
+    for (int j = 0; j < st->nout && !rc; j++)
+        if (!(out[j] = b->buf[st->out_t[j]] = malloc(tsr_netdesc_tensor_bytes(nd, st->out_t[j]))))
+            rc = tsr_err(TSR_ENOMEM, "out of memory");
+    double hcyc = 0;
+    if (!rc && st->tv >= 0) { /* the tail slice: g's last output */
+        uint64_t nb = tsr_netdesc_tensor_bytes(nd, nd->nodes[st->tv].out) / (uint64_t)nd->nodes[st->tv].conv.c_out *
+                      (uint64_t)st->tc1;
+        if (!(out[st->nout] = b->buf[nd->ntensors + st->s] = malloc(nb)))
+            rc = tsr_err(TSR_ENOMEM, "out of memory");
+    }
+    if (!rc && st->hv >= 0) { /* the head part, then the join on the host */
+        const tsr_nd_node_t *hn = &nd->nodes[st->hv];
+        const void *hin[1] = {b->buf[hn->in[0]]};
+        void *hout[1] = {st->hbuf};
+        tsr_mdev_run_lock(r->m, st->dev);
+        rc = tsr_graph_exec(st->gh, hin, hout);
+        tsr_mdev_run_unlock(r->m, st->dev);
+        tsr_graph_totals_t ht;
+        tsr_graph_totals(st->gh, &ht);
+        hcyc = ht.cycles * st->clock;
+        const tsr_nd_tensor_t *y = &nd->tensors[hn->out];
+        uint64_t plane = (uint64_t)y->h * (uint64_t)y->w, C = (uint64_t)hn->conv.c_out, c0 = (uint64_t)st->hc0;
+        uint8_t *full = rc ? NULL : malloc(tsr_netdesc_tensor_bytes(nd, hn->out));
+        const uint8_t *a = b->buf[nd->ntensors + st->s - 1];
+        if (!rc && (!full || !a))
+            rc = tsr_err(TSR_ENOMEM, "out of memory (or no slice from stage %d)", st->s - 1);
+        for (int i = 0; !rc && i < y->n; i++) { /* NCHW: per batch item, channels [0, c0) then [c0, C) */
+            memcpy(full + (uint64_t)i * C * plane, a + (uint64_t)i * c0 * plane, c0 * plane);
+            memcpy(full + ((uint64_t)i * C + c0) * plane, st->hbuf + (uint64_t)i * (C - c0) * plane,
+                   (C - c0) * plane);
+        }
+        if (rc)
+            free(full);
+        else {
+            free(b->buf[hn->out]);
+            b->buf[hn->out] = full;
+            free(b->buf[nd->ntensors + st->s - 1]);
+            b->buf[nd->ntensors + st->s - 1] = NULL;
+        }
+    }
+    if (st->gin_t) /* the stage's graph (a split stage's parts read the stage's inputs) */
+        for (int j = 0; j < st->gnin; j++)
+            in[j] = b->buf[st->gin_t[j]];
+    else
+        for (int j = 0; j < st->nin; j++)
+            in[j] = b->buf[st->in_t[j]];
+    tsr_graph_totals_t t;
+    if (!rc && st->parts > 1) {
+        rc = split_exec(r, st, in, out[0], &st->cyc[i]);
+    } else if (!rc) {
+        tsr_mdev_run_lock(r->m, st->dev);
+        rc = tsr_graph_exec(st->g, in, out);
+        tsr_mdev_run_unlock(r->m, st->dev);
+    }
+    if (rc)
+        return rc;
+    if (st->parts == 1) {
+        tsr_graph_totals(st->g, &t);
+        st->cyc[i] = t.cycles * st->clock + hcyc; /* cycles of the first device's clock, as the plan's */
+        /* the link: this device receives its inputs and sends its outputs */
+        for (int j = 0; j < st->nin; j++)
+            tsr_mdev_charge(r->m, st->dev, tsr_netdesc_tensor_bytes(nd, st->in_t[j]));
+        for (int j = 0; j < st->nout; j++)
+            tsr_mdev_charge(r->m, st->dev, tsr_netdesc_tensor_bytes(nd, st->out_t[j]));
+        for (int j = 0; j < st->nextra; j++)
+            tsr_mdev_charge(r->m, st->dev, st->extra[j]);
+    }
+    return TSR_OK;
+}
+
+/* One input through a stage with host nodes: its pieces in order; the
+ * measured cycles (device and host) and the link charged (a device stage:
+ * its inputs and outputs, and each host node's round trip). */
+static int stage_pieces(run_t *r, stage_t *st, bundle_t *b, int i)
+{
+    double dc = 0, hc = 0;
+    int rc = pieces_exec(st->dev >= 0 ? r->m : NULL, st->dev, st->clock, r->clock0, r->nd, r->host, r->o->skip_host,
+                         st->pc, st->npc, b->buf, &dc, &hc);
+    if (rc)
+        return rc;
+    st->cyc[i] = dc + hc;
+    st->hcyc[i] = hc;
+    if (st->dev >= 0) {
+        for (int j = 0; j < st->nin; j++)
+            tsr_mdev_charge(r->m, st->dev, tsr_netdesc_tensor_bytes(r->nd, st->in_t[j]));
+        for (int j = 0; j < st->nout; j++)
+            tsr_mdev_charge(r->m, st->dev, tsr_netdesc_tensor_bytes(r->nd, st->out_t[j]));
+        for (int j = 0; j < st->nhx; j++)
+            tsr_mdev_charge(r->m, st->dev, st->hx[j]);
+    }
+    return TSR_OK;
+}
+
 static void *stage_main(void *arg)
 {
     stage_t *st = arg;
@@ -218,75 +518,14 @@ static void *stage_main(void *arg)
         for (int j = 0; j < st->nin; j++)
             if (r->corrupt == st->s && st->in_t[j] != 0) /* the test's broken transfer */
                 b->buf[st->in_t[j]][0] ^= 0x5a;
-        for (int j = 0; j < st->nout && !rc; j++)
-            if (!(out[j] = b->buf[st->out_t[j]] = malloc(tsr_netdesc_tensor_bytes(nd, st->out_t[j]))))
-                rc = tsr_err(TSR_ENOMEM, "out of memory");
-        double hcyc = 0;
-        if (!rc && st->tv >= 0) { /* the tail slice: g's last output */
-            uint64_t nb = tsr_netdesc_tensor_bytes(nd, nd->nodes[st->tv].out) / (uint64_t)nd->nodes[st->tv].conv.c_out *
-                          (uint64_t)st->tc1;
-            if (!(out[st->nout] = b->buf[nd->ntensors + st->s] = malloc(nb)))
-                rc = tsr_err(TSR_ENOMEM, "out of memory");
-        }
-        if (!rc && st->hv >= 0) { /* the head part, then the join on the host */
-            const tsr_nd_node_t *hn = &nd->nodes[st->hv];
-            const void *hin[1] = {b->buf[hn->in[0]]};
-            void *hout[1] = {st->hbuf};
-            tsr_mdev_run_lock(r->m, st->dev);
-            rc = tsr_graph_exec(st->gh, hin, hout);
-            tsr_mdev_run_unlock(r->m, st->dev);
-            tsr_graph_totals_t ht;
-            tsr_graph_totals(st->gh, &ht);
-            hcyc = ht.cycles * st->clock;
-            const tsr_nd_tensor_t *y = &nd->tensors[hn->out];
-            uint64_t plane = (uint64_t)y->h * (uint64_t)y->w, C = (uint64_t)hn->conv.c_out, c0 = (uint64_t)st->hc0;
-            uint8_t *full = rc ? NULL : malloc(tsr_netdesc_tensor_bytes(nd, hn->out));
-            const uint8_t *a = b->buf[nd->ntensors + st->s - 1];
-            if (!rc && (!full || !a))
-                rc = tsr_err(TSR_ENOMEM, "out of memory (or no slice from stage %d)", st->s - 1);
-            for (int i = 0; !rc && i < y->n; i++) { /* NCHW: per batch item, channels [0, c0) then [c0, C) */
-                memcpy(full + (uint64_t)i * C * plane, a + (uint64_t)i * c0 * plane, c0 * plane);
-                memcpy(full + ((uint64_t)i * C + c0) * plane, st->hbuf + (uint64_t)i * (C - c0) * plane,
-                       (C - c0) * plane);
-            }
-            if (rc)
-                free(full);
-            else {
-                free(b->buf[hn->out]);
-                b->buf[hn->out] = full;
-                free(b->buf[nd->ntensors + st->s - 1]);
-                b->buf[nd->ntensors + st->s - 1] = NULL;
-            }
-        }
-        if (st->gin_t) /* the stage's graph (a split stage's parts read the stage's inputs) */
-            for (int j = 0; j < st->gnin; j++)
-                in[j] = b->buf[st->gin_t[j]];
+        if (st->npc)
+            rc = stage_pieces(r, st, b, i);
         else
-            for (int j = 0; j < st->nin; j++)
-                in[j] = b->buf[st->in_t[j]];
-        tsr_graph_totals_t t;
-        if (!rc && st->parts > 1) {
-            rc = split_exec(r, st, in, out[0], &st->cyc[i]);
-        } else if (!rc) {
-            tsr_mdev_run_lock(r->m, st->dev);
-            rc = tsr_graph_exec(st->g, in, out);
-            tsr_mdev_run_unlock(r->m, st->dev);
-        }
+            rc = stage_graphs(r, st, b, in, out, i);
         if (rc) {
             bundle_free(nd, b);
             run_fail(r, st->s, rc);
             break;
-        }
-        if (st->parts == 1) {
-            tsr_graph_totals(st->g, &t);
-            st->cyc[i] = t.cycles * st->clock + hcyc; /* cycles of the first device's clock, as the plan's */
-            /* the link: this device receives its inputs and sends its outputs */
-            for (int j = 0; j < st->nin; j++)
-                tsr_mdev_charge(r->m, st->dev, tsr_netdesc_tensor_bytes(nd, st->in_t[j]));
-            for (int j = 0; j < st->nout; j++)
-                tsr_mdev_charge(r->m, st->dev, tsr_netdesc_tensor_bytes(nd, st->out_t[j]));
-            for (int j = 0; j < st->nextra; j++)
-                tsr_mdev_charge(r->m, st->dev, st->extra[j]);
         }
         if (st->s == r->ns - 1) { /* results in order: the stream is FIFO through every stage */
             r->outs[b->idx] = b->buf[nd->output];
@@ -340,18 +579,7 @@ static int stage_graph(const tsr_netdesc_t *nd, const tsr_config_t *cfg, const t
             rc = tsr_graph_conv2d(g, tail.name, local[tail.in[0]], ly, &tail.conv, tail.w, tail.bias);
     }
     for (int k = k0; k < k1 && !rc; k++) {
-        const tsr_nd_node_t *nn = &nd->nodes[ps->nodes[k]];
-        int x = local[nn->in[0]], y = local[nn->out];
-        switch (nn->kind) {
-        case TSR_ND_CONV: rc = tsr_graph_conv2d(g, nn->name, x, y, &nn->conv, nn->w, nn->bias); break;
-        case TSR_ND_DENSE: rc = tsr_graph_dense(g, nn->name, x, y, &nn->dense, nn->w, nn->bias); break;
-        case TSR_ND_POOL: rc = tsr_graph_pool(g, nn->name, x, y, &nn->pool); break;
-        case TSR_ND_ADD: rc = tsr_graph_add(g, nn->name, x, local[nn->in[1]], y, &nn->add); break;
-        case TSR_ND_CLIP: rc = tsr_graph_clip(g, nn->name, x, y, &nn->clip); break;
-        default:
-            rc = tsr_err(TSR_EINVAL, "pipeline: node \"%s\": the executor does not run activation tables yet",
-                         nn->name);
-        }
+        rc = graph_add_node(g, &nd->nodes[ps->nodes[k]], local);
     }
     for (int j = 0; j < st->nout && !rc; j++)
         rc = tsr_graph_output(g, local[st->out_t[j]]);
@@ -464,34 +692,42 @@ int tsr_pipex_calibrate_slice(const char *backend, const tsr_config_t *cfg, cons
 
 /* The plan against the network and the system: everything refused here is
  * refused before any device runs. stage_of[v] gets node v's stage. */
-static int check_plan(tsr_mdev_t *m, const tsr_netdesc_t *nd, const tsr_pp_t *pp, const tsr_pp_plan_t *plan,
-                      int *stage_of)
+static int check_plan(tsr_mdev_t *m, const tsr_netdesc_t *nd, const tsr_pipenet_host_t *H, const tsr_pp_t *pp,
+                      const tsr_pp_plan_t *plan, int *stage_of)
 {
-    int K = tsr_mdev_count(m);
+    int K = tsr_mdev_count(m), NH = nhost(H), V = nd->nnodes + NH;
     if (tsr_pp_ndevices(pp) != K)
         return tsr_err(TSR_EINVAL, "pipeline: the plan is for %d devices, the system has %d", tsr_pp_ndevices(pp), K);
-    if (tsr_pp_nnodes(pp) != nd->nnodes)
-        return tsr_err(TSR_EINVAL, "pipeline: the plan has %d nodes, the network %d", tsr_pp_nnodes(pp),
-                       nd->nnodes);
-    for (int v = 0; v < nd->nnodes; v++)
-        if (strcmp(tsr_pp_node_name(pp, v), nd->nodes[v].name))
+    if (tsr_pp_nnodes(pp) != V)
+        return tsr_err(TSR_EINVAL, "pipeline: the plan has %d nodes, the network %d (and %d host nodes)",
+                       tsr_pp_nnodes(pp), nd->nnodes, NH);
+    for (int v = 0; v < V; v++)
+        if (strcmp(tsr_pp_node_name(pp, v), vname(nd, H, v)))
             return tsr_err(TSR_EINVAL, "pipeline: plan node %d is \"%s\", the network's is \"%s\"", v,
-                           tsr_pp_node_name(pp, v), nd->nodes[v].name);
-    if (plan->nstages < 1 || plan->nstages > K) /* (split stages: counted with their devices below) */
+                           tsr_pp_node_name(pp, v), vname(nd, H, v));
+    int hs = NH ? tsr_pp_nslots(pp) - K : 0; /* host stages: only with host nodes */
+    if (plan->nstages < 1 || plan->nstages > K + hs) /* (split stages: counted with their devices below) */
         return tsr_err(TSR_EINVAL, "pipeline: %d stages for %d devices", plan->nstages, K);
     if (!plan->contiguous)
         return tsr_err(TSR_EINVAL, "pipeline: the plan is not contiguous (a stage's inputs would come back from a "
                                    "later stage); the executor runs contiguous plans (tsr_pp_solve_dp)");
-    for (int v = 0; v < nd->nnodes; v++)
+    for (int v = 0; v < V; v++)
         stage_of[v] = -1;
-    int used[TSR_MDEV_MAX] = {0};
+    int used[TSR_PIPEX_MAX_STAGES] = {0};
     for (int s = 0; s < plan->nstages; s++) {
         const tsr_pp_stage_t *ps = &plan->stages[s];
-        if (ps->slot < 0 || ps->slot >= K)
-            return tsr_err(TSR_EINVAL, "pipeline: stage %d is on the host (slot %d): the executor runs device stages "
-                                       "only", s, ps->slot);
+        int only_host = ps->nnodes > 0;
+        for (int k = 0; k < ps->nnodes; k++)
+            only_host &= ps->nodes[k] >= nd->nnodes;
+        if (ps->slot < 0 || ps->slot >= K + hs || (ps->slot >= K && !only_host))
+            return tsr_err(TSR_EINVAL, "pipeline: stage %d is on the host (slot %d): the executor runs host nodes "
+                                       "there only", s, ps->slot);
         if (used[ps->slot]++)
-            return tsr_err(TSR_EINVAL, "pipeline: device %d has two stages", ps->slot);
+            return tsr_err(TSR_EINVAL, "pipeline: %s %d has two stages", ps->slot < K ? "device" : "host stage",
+                           ps->slot < K ? ps->slot : ps->slot - K);
+        if (NH && (ps->parts > 1 || ps->head > 0 || ps->tail > 0))
+            return tsr_err(TSR_EINVAL, "pipeline: stage %d is split or shared: the executor does not run those with "
+                                       "host nodes", s);
         if (ps->parts > 1) { /* a split stage: one splittable node, a free device per part */
             if (ps->parts > TSR_PP_MAX_SPLIT || ps->nnodes != 1)
                 return tsr_err(TSR_EINVAL, "pipeline: split stage %d has %d nodes in %d parts, need one node in "
@@ -531,7 +767,7 @@ static int check_plan(tsr_mdev_t *m, const tsr_netdesc_t *nd, const tsr_pp_t *pp
                                    s, wn->name, u, q);
             }
         }
-        if (ps->mem > tsr_mdev_dram(m, ps->slot))
+        if (ps->slot < K && ps->mem > tsr_mdev_dram(m, ps->slot))
             return tsr_err(TSR_EINVAL, "pipeline: stage %d (%s .. %s) needs %.1f MiB, device %d has %.1f MiB of DRAM",
                            s, tsr_pp_node_name(pp, ps->nodes[0]), tsr_pp_node_name(pp, ps->nodes[ps->nnodes - 1]),
                            (double)ps->mem / 1048576.0, ps->slot, (double)tsr_mdev_dram(m, ps->slot) / 1048576.0);
@@ -539,31 +775,36 @@ static int check_plan(tsr_mdev_t *m, const tsr_netdesc_t *nd, const tsr_pp_t *pp
             int v = ps->nodes[k];
             if (k == ps->nnodes - 1 && ps->tail > 0) /* a shared node belongs to the stage running the rest */
                 continue;
-            if (v < 0 || v >= nd->nnodes || stage_of[v] >= 0)
+            if (v < 0 || v >= V || stage_of[v] >= 0)
                 return tsr_err(TSR_EINVAL, "pipeline: node %d is in two stages or none", v);
             stage_of[v] = s;
         }
     }
-    for (int v = 0; v < nd->nnodes; v++)
+    for (int v = 0; v < V; v++)
         if (stage_of[v] < 0)
-            return tsr_err(TSR_EINVAL, "pipeline: node \"%s\" is in no stage", nd->nodes[v].name);
+            return tsr_err(TSR_EINVAL, "pipeline: node \"%s\" is in no stage", vname(nd, H, v));
     /* every tensor a stage reads comes from the host or an earlier stage */
     int *prod = malloc(sizeof(int) * (size_t)nd->ntensors);
     if (!prod)
         return tsr_err(TSR_ENOMEM, "out of memory");
     for (int t = 0; t < nd->ntensors; t++)
         prod[t] = -1;
-    for (int v = 0; v < nd->nnodes; v++)
-        prod[nd->nodes[v].out] = v;
+    for (int v = 0; v < V; v++) {
+        int vi[2], vo;
+        vnode_io(nd, H, v, vi, &vo);
+        prod[vo] = v;
+    }
     int rc = TSR_OK;
-    for (int v = 0; v < nd->nnodes && !rc; v++)
+    for (int v = 0; v < V && !rc; v++)
         for (int j = 0; j < 2 && !rc; j++) {
-            int t = nd->nodes[v].in[j];
+            int vi[2], vo;
+            vnode_io(nd, H, v, vi, &vo);
+            int t = vi[j];
             int p = t >= 0 ? prod[t] : -1;
             if (p >= 0 && stage_of[p] > stage_of[v])
-                rc = tsr_err(TSR_EINVAL, "pipeline: stage %d (device %d) reads \"%s\"'s output, which stage %d "
-                             "(device %d) produces later: the stages are not in a topological order",
-                             stage_of[v], plan->stages[stage_of[v]].slot, nd->nodes[p].name, stage_of[p],
+                rc = tsr_err(TSR_EINVAL, "pipeline: stage %d (slot %d) reads \"%s\"'s output, which stage %d "
+                             "(slot %d) produces later: the stages are not in a topological order",
+                             stage_of[v], plan->stages[stage_of[v]].slot, vname(nd, H, p), stage_of[p],
                              plan->stages[stage_of[p]].slot);
             /* a shared node's output is joined in the stage running its rest: every reader is there */
             if (!rc && p >= 0 && plan->stages[stage_of[p]].head > 0 && plan->stages[stage_of[p]].nodes[0] == p &&
@@ -609,6 +850,85 @@ static int reference(tsr_mdev_t *m, const tsr_netdesc_t *nd, const tsr_pipex_opt
     tsr_graph_free(g);
     tsr_device_close(dev);
     free(x);
+    return rc ? tsr_err_prefix(rc, "pipeline: the single-device reference run: ") : TSR_OK;
+}
+
+/* The single-device run with host nodes: every node in one topological
+ * order (a device node whenever one is ready, a host node only when none
+ * is: the device runs stay whole), in pieces on one device, the host nodes
+ * between them; *cycles the device and host cycles per input plus each host
+ * node's link round trip (the planner's cost of host nodes merged into one
+ * device's stage). */
+static int reference_host(tsr_mdev_t *m, const tsr_netdesc_t *nd, const tsr_pipex_opts_t *o, int n, uint8_t **refs,
+                          double *cycles)
+{
+    const tsr_pipenet_host_t *H = o->host;
+    int V = nd->nnodes + nhost(H);
+    int *order = malloc(sizeof(int) * (size_t)V);
+    char *done = calloc((size_t)V, 1), *have = calloc((size_t)nd->ntensors, 1);
+    uint8_t **buf = calloc((size_t)nd->ntensors, sizeof *buf);
+    tsr_device_t *dev = NULL;
+    piece_t *pc = NULL;
+    int npc = 0, rc = order && done && have && buf ? TSR_OK : tsr_err(TSR_ENOMEM, "out of memory");
+    /* tensors no node makes are ready (the network input) */
+    for (int t = 0; t < nd->ntensors && !rc; t++)
+        have[t] = 1;
+    for (int v = 0; v < V && !rc; v++) {
+        int vi[2], vo;
+        vnode_io(nd, H, v, vi, &vo);
+        have[vo] = 0;
+    }
+    for (int k = 0; k < V && !rc; k++) {
+        int pick = -1;
+        for (int v = 0; v < V && pick < 0; v++) {
+            int vi[2], vo;
+            vnode_io(nd, H, v, vi, &vo);
+            if (!done[v] && (vi[0] < 0 || have[vi[0]]) && (vi[1] < 0 || have[vi[1]]))
+                pick = v;
+        }
+        if (pick < 0) {
+            rc = tsr_err(TSR_EINVAL, "pipeline: the network with its host nodes has a cycle");
+            break;
+        }
+        int vi[2], vo;
+        vnode_io(nd, H, pick, vi, &vo);
+        done[pick] = have[vo] = 1;
+        order[k] = pick;
+    }
+    if (!rc)
+        rc = tsr_device_open(tsr_mdev_backend(m, 0), tsr_mdev_config(m, 0), NULL, &dev);
+    if (!rc)
+        rc = pieces_build(nd, H, tsr_mdev_config(m, 0), dev, o->flags, order, V, &pc, &npc);
+    if (!rc && !(buf[0] = malloc(tsr_netdesc_tensor_bytes(nd, 0) + 1)))
+        rc = tsr_err(TSR_ENOMEM, "out of memory");
+    double link = 0, clock0 = tsr_mdev_config(m, 0)->clock_mhz;
+    for (int h = 0; h < nhost(H); h++) {
+        link += tsr_mdev_link_cycles(m, tsr_netdesc_tensor_bytes(nd, H->in_t[h])) +
+                tsr_mdev_link_cycles(m, tsr_netdesc_tensor_bytes(nd, H->out_t[h]));
+        if (H->in2_t && H->in2_t[h] >= 0)
+            link += tsr_mdev_link_cycles(m, tsr_netdesc_tensor_bytes(nd, H->in2_t[h]));
+    }
+    *cycles = 0;
+    for (int i = 0; i < n && !rc; i++) {
+        if (o->inputs)
+            memcpy(buf[0], o->inputs[i], tsr_netdesc_tensor_bytes(nd, 0));
+        else
+            tsr_netdesc_random_input(nd, o->seed + (uint64_t)i, buf[0]);
+        double dc, hc;
+        if ((rc = pieces_exec(NULL, 0, 1.0, clock0, nd, H, 0, pc, npc, buf, &dc, &hc)))
+            break;
+        if (dc > 0) /* (an untimed backend: no cycles at all) */
+            *cycles += (dc + hc + link) / n;
+        if (!(refs[i] = malloc(tsr_netdesc_tensor_bytes(nd, nd->output) + 1)))
+            rc = tsr_err(TSR_ENOMEM, "out of memory");
+        else
+            memcpy(refs[i], buf[nd->output], tsr_netdesc_tensor_bytes(nd, nd->output));
+    }
+    pieces_free(pc, npc);
+    tsr_device_close(dev);
+    for (int t = 0; buf && t < nd->ntensors; t++)
+        free(buf[t]);
+    free(buf), free(order), free(done), free(have);
     return rc ? tsr_err_prefix(rc, "pipeline: the single-device reference run: ") : TSR_OK;
 }
 
@@ -667,10 +987,12 @@ int tsr_pipex_run(tsr_mdev_t *m, const tsr_netdesc_t *nd, const tsr_pp_t *pp, co
     if (o.queue_depth < 1 || o.queue_depth > 16)
         return tsr_err(TSR_EINVAL, "pipeline: queue depth %d, need 1..16", o.queue_depth);
     int N = o.ninputs, S = plan->nstages;
-    int *stage_of = malloc(sizeof(int) * (size_t)(nd->nnodes + 1));
+    const tsr_pipenet_host_t *H = o.host;
+    int NH = nhost(H), V = nd->nnodes + NH;
+    int *stage_of = malloc(sizeof(int) * (size_t)(V + 1));
     if (!stage_of)
         return tsr_err(TSR_ENOMEM, "out of memory");
-    int rc = check_plan(m, nd, pp, plan, stage_of);
+    int rc = check_plan(m, nd, H, pp, plan, stage_of);
     if (!rc && !o.no_reference && !strcmp(tsr_mdev_backend(m, 0), "rtl"))
         rc = tsr_err(TSR_EINVAL, "pipeline: the single-device reference would be a second rtl device in this process "
                                  "(see tsr_mdev_open): use systemc, or no reference");
@@ -678,7 +1000,9 @@ int tsr_pipex_run(tsr_mdev_t *m, const tsr_netdesc_t *nd, const tsr_pp_t *pp, co
         free(stage_of);
         return rc;
     }
-    run_t r = {.m = m, .nd = nd, .o = &o, .ns = S, .n = N, .corrupt = o.corrupt_stage};
+    int K = tsr_mdev_count(m);
+    run_t r = {.m = m, .nd = nd, .o = &o, .ns = S, .n = N, .corrupt = o.corrupt_stage, .host = NH ? H : NULL,
+               .clock0 = tsr_mdev_config(m, 0)->clock_mhz};
     pthread_mutex_init(&r.emu, NULL);
     r.st = calloc((size_t)S, sizeof *r.st);
     r.q = calloc((size_t)S, sizeof *r.q);
@@ -691,16 +1015,18 @@ int tsr_pipex_run(tsr_mdev_t *m, const tsr_netdesc_t *nd, const tsr_pp_t *pp, co
     /* each stage's inputs and outputs */
     for (int t = 0; t < nd->ntensors && !rc; t++)
         prod[t] = -1, last_reader[t] = -1;
-    for (int v = 0; v < nd->nnodes && !rc; v++) {
-        prod[nd->nodes[v].out] = v;
+    for (int v = 0; v < V && !rc; v++) {
+        int vi[2], vo;
+        vnode_io(nd, H, v, vi, &vo);
+        prod[vo] = v;
         for (int j = 0; j < 2; j++)
-            if (nd->nodes[v].in[j] >= 0 && stage_of[v] > last_reader[nd->nodes[v].in[j]])
-                last_reader[nd->nodes[v].in[j]] = stage_of[v];
+            if (vi[j] >= 0 && stage_of[v] > last_reader[vi[j]])
+                last_reader[vi[j]] = stage_of[v];
     }
     for (int s = 0; s < S && !rc; s++) {
         stage_t *st = &r.st[s];
         st->s = s;
-        st->dev = plan->stages[s].slot;
+        st->dev = plan->stages[s].slot < K ? plan->stages[s].slot : -1; /* -1: a host stage */
         st->run = &r;
         st->hv = st->tv = -1;
         if (plan->stages[s].head > 0) {
@@ -711,19 +1037,24 @@ int tsr_pipex_run(tsr_mdev_t *m, const tsr_netdesc_t *nd, const tsr_pp_t *pp, co
             st->tv = plan->stages[s].nodes[plan->stages[s].nnodes - 1];
             st->tc1 = nd->nodes[st->tv].conv.c_out / tsr_pp_node_units(pp, st->tv) * plan->stages[s].tail;
         }
-        st->clock = (double)tsr_mdev_config(m, 0)->clock_mhz / tsr_mdev_config(m, st->dev)->clock_mhz;
+        st->clock = st->dev < 0 ? 1.0 : (double)tsr_mdev_config(m, 0)->clock_mhz / tsr_mdev_config(m, st->dev)->clock_mhz;
         st->in_t = malloc(sizeof(int) * (size_t)nd->ntensors);
         st->out_t = malloc(sizeof(int) * (size_t)nd->ntensors);
         st->cyc = calloc((size_t)N, sizeof(double));
-        if (!st->in_t || !st->out_t || !st->cyc) {
+        st->hcyc = calloc((size_t)N, sizeof(double));
+        st->hx = NH ? malloc(sizeof(uint64_t) * 3 * (size_t)NH) : NULL;
+        if (!st->in_t || !st->out_t || !st->cyc || !st->hcyc || (NH && !st->hx)) {
             rc = tsr_err(TSR_ENOMEM, "out of memory");
             break;
         }
         for (int t = 0; t < nd->ntensors; t++) {
             int p = prod[t];
             int reads = 0;
-            for (int v = 0; v < nd->nnodes && !reads; v++)
-                reads = (stage_of[v] == s || v == st->tv) && (nd->nodes[v].in[0] == t || nd->nodes[v].in[1] == t);
+            for (int v = 0; v < V && !reads; v++) {
+                int vi[2], vo;
+                vnode_io(nd, H, v, vi, &vo);
+                reads = (stage_of[v] == s || v == st->tv) && (vi[0] == t || vi[1] == t);
+            }
             if (reads && (p < 0 || stage_of[p] != s))
                 st->in_t[st->nin++] = t;
             if (p >= 0 && stage_of[p] == s && (last_reader[t] > s || t == nd->output))
@@ -778,6 +1109,19 @@ int tsr_pipex_run(tsr_mdev_t *m, const tsr_netdesc_t *nd, const tsr_pp_t *pp, co
         }
         for (int j = 0; j < st->nextra; j++)
             st->link += tsr_mdev_link_cycles(m, st->extra[j]);
+        /* host nodes in a device stage: each one's input to the host and its output back (the planner's
+         * merged host node); a host stage pays its inputs and outputs only, as any stage */
+        for (int k = 0; k < plan->stages[s].nnodes && st->dev >= 0; k++) {
+            int h = plan->stages[s].nodes[k] - nd->nnodes;
+            if (h < 0)
+                continue;
+            st->hx[st->nhx++] = tsr_netdesc_tensor_bytes(nd, H->in_t[h]);
+            if (H->in2_t && H->in2_t[h] >= 0)
+                st->hx[st->nhx++] = tsr_netdesc_tensor_bytes(nd, H->in2_t[h]);
+            st->hx[st->nhx++] = tsr_netdesc_tensor_bytes(nd, H->out_t[h]);
+        }
+        for (int j = 0; j < st->nhx; j++)
+            st->link += tsr_mdev_link_cycles(m, st->hx[j]);
     }
     /* plan every stage's graph on its device (weights uploaded once): a stage that does not fit its
      * device is refused before anything runs */
@@ -792,6 +1136,17 @@ int tsr_pipex_run(tsr_mdev_t *m, const tsr_netdesc_t *nd, const tsr_pp_t *pp, co
                                    tsr_mdev_backend(m, st->devs[j]));
             continue;
         }
+        int mixed = 0; /* a stage with host nodes runs in pieces */
+        for (int k = 0; k < plan->stages[s].nnodes; k++)
+            mixed |= plan->stages[s].nodes[k] >= nd->nnodes;
+        if (mixed) {
+            if ((rc = pieces_build(nd, H, tsr_mdev_config(m, st->dev >= 0 ? st->dev : 0),
+                                   st->dev >= 0 ? tsr_mdev_device(m, st->dev) : NULL, o.flags, plan->stages[s].nodes,
+                                   plan->stages[s].nnodes, &st->pc, &st->npc)))
+                tsr_err_prefix(rc, "pipeline: stage %d on %s %d: ", s, st->dev >= 0 ? "device" : "host stage",
+                               st->dev >= 0 ? st->dev : plan->stages[s].slot - K);
+            continue;
+        }
         if ((rc = stage_graph(nd, tsr_mdev_config(m, st->dev), &plan->stages[s], st)) ||
             (rc = tsr_graph_plan(st->g, tsr_mdev_device(m, st->dev), o.flags)))
             tsr_err_prefix(rc, "pipeline: stage %d on device %d (%s): ", s, st->dev, tsr_mdev_backend(m, st->dev));
@@ -804,7 +1159,7 @@ int tsr_pipex_run(tsr_mdev_t *m, const tsr_netdesc_t *nd, const tsr_pp_t *pp, co
     }
     /* the single-device run: its outputs are what every pipeline output must equal */
     if (!rc && !o.no_reference)
-        rc = reference(m, nd, &o, N, refs, &res->single);
+        rc = NH ? reference_host(m, nd, &o, N, refs, &res->single) : reference(m, nd, &o, N, refs, &res->single);
     if (res->single > 0) /* one device also receives the input from the host and sends the output back */
         res->single += tsr_mdev_link_cycles(m, tsr_netdesc_tensor_bytes(nd, 0)) +
                        tsr_mdev_link_cycles(m, tsr_netdesc_tensor_bytes(nd, nd->output));
@@ -838,8 +1193,12 @@ int tsr_pipex_run(tsr_mdev_t *m, const tsr_netdesc_t *nd, const tsr_pp_t *pp, co
             int d = r.st[r.err_stage].dev;
             res->failed_device = d;
             int rr = tsr_mdev_reset_all(m, -1);
-            rc = tsr_err(r.err, "pipeline stopped: device %d (%s, stage %d) failed: %s; the other devices were %s", d,
-                         tsr_mdev_backend(m, d), r.err_stage, r.errmsg, rr ? "reset with an error" : "reset");
+            if (d < 0)
+                rc = tsr_err(r.err, "pipeline stopped: host stage %d failed: %s; the devices were %s", r.err_stage,
+                             r.errmsg, rr ? "reset with an error" : "reset");
+            else
+                rc = tsr_err(r.err, "pipeline stopped: device %d (%s, stage %d) failed: %s; the other devices were %s",
+                             d, tsr_mdev_backend(m, d), r.err_stage, r.errmsg, rr ? "reset with an error" : "reset");
         }
     }
     free(th);
@@ -855,8 +1214,10 @@ int tsr_pipex_run(tsr_mdev_t *m, const tsr_netdesc_t *nd, const tsr_pp_t *pp, co
         q->head = ps->head;
         q->tail = ps->tail;
         q->nnodes = ps->nnodes;
-        snprintf(q->first, sizeof q->first, "%s", nd->nodes[ps->nodes[0]].name);
-        snprintf(q->last, sizeof q->last, "%s", nd->nodes[ps->nodes[ps->nnodes - 1]].name);
+        snprintf(q->first, sizeof q->first, "%s", vname(nd, H, ps->nodes[0]));
+        snprintf(q->last, sizeof q->last, "%s", vname(nd, H, ps->nodes[ps->nnodes - 1]));
+        for (int k = 0; k < ps->nnodes; k++)
+            q->host_nodes += ps->nodes[k] >= nd->nnodes;
         q->predicted = ps->load;
         q->pred_compute = ps->compute;
         q->link = st->link;
@@ -866,6 +1227,7 @@ int tsr_pipex_run(tsr_mdev_t *m, const tsr_netdesc_t *nd, const tsr_pp_t *pp, co
         q->nout = st->nout;
         for (int i = 0; st->cyc && i < N; i++) {
             q->compute += st->cyc[i] / N;
+            q->host += st->hcyc ? st->hcyc[i] / N : 0;
             if (st->cyc[i] > q->compute_max)
                 q->compute_max = st->cyc[i];
         }
@@ -876,7 +1238,8 @@ int tsr_pipex_run(tsr_mdev_t *m, const tsr_netdesc_t *nd, const tsr_pp_t *pp, co
             res->period_meas = q->measured, res->slowest_meas = s;
     }
     if (!rc) {
-        res->timed = res->st[0].compute > 0;
+        for (int s = 0; s < S; s++) /* the devices count cycles (a host stage's time is the host model's) */
+            res->timed |= res->st[s].device >= 0 && res->st[s].compute - res->st[s].host > 0;
         timeline(&r, o.queue_depth, res);
         if (res->makespan > 0)
             res->throughput = N / res->makespan;
@@ -909,6 +1272,9 @@ int tsr_pipex_run(tsr_mdev_t *m, const tsr_netdesc_t *nd, const tsr_pp_t *pp, co
         free(r.st[s].in_t);
         free(r.st[s].out_t);
         free(r.st[s].cyc);
+        free(r.st[s].hcyc);
+        free(r.st[s].hx);
+        pieces_free(r.st[s].pc, r.st[s].npc);
     }
     for (int s = 0; s < S - 1 && r.q; s++)
         if (r.q[s].ring) {
@@ -1121,12 +1487,20 @@ void tsr_pipex_print(const tsr_pipex_result_t *r, FILE *f)
         if (r->timed && q->measured > 0)
             snprintf(err, sizeof err, "%+.2f%%", 100.0 * (q->predicted - q->measured) / q->measured);
         char dev[16]; /* a split stage: its first device and its parts ("0x2": devices 0 and 1 in the plan) */
-        if (q->parts > 1)
+        if (q->device < 0)
+            snprintf(dev, sizeof dev, "host");
+        else if (q->parts > 1)
             snprintf(dev, sizeof dev, "%dx%d", q->device % 1000, q->parts % 10);
         else
             snprintf(dev, sizeof dev, "%d", q->device % 1000);
         fprintf(f, "%-5d %-6s %5d  %-34.34s %12.0f %12.0f %10.0f %12.0f %7s %10llu\n", s, dev, q->nnodes, span,
                 q->predicted, q->compute, q->link, q->measured, err, (unsigned long long)q->bytes_out);
+        if (q->host_nodes)
+            fprintf(f, "      (%s: %d host node%s, measured %.0f host cycles per input (the host model: wall time x "
+                       "the clock)%s)\n",
+                    q->device < 0 ? "host stage, its own thread" : "on the device's host thread", q->host_nodes,
+                    q->host_nodes == 1 ? "" : "s", q->host,
+                    q->device < 0 ? "" : ", in its compute; link: their round trips too");
         if (q->parts > 1)
             fprintf(f, "      (split stage: %d output-channel parts, one per device; compute is the slowest part, "
                        "link and sent bytes one part's)\n", q->parts);
@@ -1151,6 +1525,11 @@ void tsr_pipex_print(const tsr_pipex_result_t *r, FILE *f)
                     r->single, r->speedup, r->speedup_n, r->ninputs);
     } else
         fprintf(f, "untimed backend (fsim): outputs only, no cycles\n");
+    int hp = r->nstages > 0 && r->st[r->slowest_pred].device < 0,
+        hm = r->nstages > 0 && r->timed && r->st[r->slowest_meas].device < 0;
+    if (hp || hm) /* a valid plan: the host is the slowest stage (the devices wait for it) */
+        fprintf(f, "the bottleneck is a host stage (%s): the devices wait for the host\n",
+                hp && hm ? "predicted and measured" : hp ? "predicted" : "measured");
     if (r->checked)
         fprintf(f, "outputs equal to the single-device run: %s (%d of %d)\n", r->equal == r->checked ? "yes" : "NO",
                 r->equal, r->checked);

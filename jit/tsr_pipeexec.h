@@ -36,8 +36,11 @@
  * two slices along C into the conv's output, an input of the stage's graph
  * (an add the conv would fuse then runs on its own); the link is charged
  * as the planner's model says (the earlier slice in, this part's slice out
- * and back in). Refused before anything runs (one line, TSR_EINVAL): a plan that
- * is not contiguous or puts a stage on the host, a stage that reads a
+ * and back in). Host nodes (tsr_pipex_opts_t.host: an imported model's host
+ * operators between device segments) run in host stages (a thread of their
+ * own, no device) or inside device stages, as the plan puts them. Refused
+ * before anything runs (one line, TSR_EINVAL): a plan that is not contiguous
+ * or puts device nodes on the host, a stage that reads a
  * tensor a later stage produces (wrong stage order), a stage whose DRAM
  * footprint (the planner's count) exceeds its device's DRAM, a plan for a
  * different network or number of devices.
@@ -50,9 +53,11 @@
 
 #include "tsr_multidev.h"
 #include "tsr_netdesc.h"
+#include "tsr_pipenet.h"
 #include "tsr_pipeplan.h"
 
 #define TSR_PIPEX_MAX_INPUTS 4096
+#define TSR_PIPEX_MAX_STAGES (TSR_MDEV_MAX + TSR_PP_MAX_HOST_STAGES) /* device stages and host stages */
 
 typedef struct tsr_pipex_opts {
     int ninputs;          /* inputs in the stream (1..TSR_PIPEX_MAX_INPUTS; 0 = 4) */
@@ -68,6 +73,17 @@ typedef struct tsr_pipex_opts {
      * output bytes of the pipeline. */
     const void *const *inputs;
     void *const *outputs;
+    /* (Host nodes between device nodes, e.g. an imported model's host operators between device segments;
+     * NULL or n = 0: none.) The plan's nodes nd->nnodes + h are host->... node h (tsr_pipenet_problem_host).
+     * A stage on a host slot runs host nodes only, on its own thread (a host stage); a device stage may hold
+     * host nodes too, run on its thread between its device nodes (its graph then in pieces, each planned on
+     * the device), their time part of the stage's. A host node's time is its wall time by the host model
+     * (tsr_pipenet_host_cycles, the first device's clock); in a device stage its input and output also pay
+     * the link (to the host and back), as the planner counts it. The reference runs the host nodes in the
+     * same order. Split and shared stages are refused with host nodes. */
+    const tsr_pipenet_host_t *host;
+    int skip_host;        /* for tests: the pipeline does not run its host nodes (the reference does), so the
+                             comparison must fail */
 } tsr_pipex_opts_t;
 
 typedef struct tsr_pipex_stage_res {
@@ -84,11 +100,13 @@ typedef struct tsr_pipex_stage_res {
     uint64_t bytes_in, bytes_out; /* per input */
     int nin, nout;         /* tensors received / sent */
     int head, tail;        /* a shared boundary: the plan's units (tsr_pp_stage_t) */
+    int host_nodes;        /* host nodes in the stage (device -1: a host stage, only host nodes) */
+    double host;           /* measured host cycles per input (mean; part of compute) */
 } tsr_pipex_stage_res_t;
 
 typedef struct tsr_pipex_result {
     int nstages, ninputs, timed;  /* timed: the devices count cycles (not fsim) */
-    tsr_pipex_stage_res_t st[TSR_MDEV_MAX];
+    tsr_pipex_stage_res_t st[TSR_PIPEX_MAX_STAGES];
     int slowest_pred, slowest_meas;   /* stage indices */
     double period_pred, period_meas;  /* the slowest stage, predicted and measured */
     double makespan;       /* cycles until the last input's output (replayed timeline) */
@@ -96,7 +114,8 @@ typedef struct tsr_pipex_result {
     double throughput;     /* inputs per cycle: N / makespan */
     double single;         /* the reference device's cycles per input (mean), plus the link cycles of
                               receiving the input from the host and sending the output back (the
-                              planner's single-device load) */
+                              planner's single-device load); with host nodes, their host cycles and
+                              link round trips too (the planner's cost of host nodes merged into one device) */
     double speedup;        /* single / period_meas: the steady-state multiple of one device */
     double speedup_n;      /* N x single / makespan: the multiple over these N inputs (fill included) */
     int checked, equal;    /* outputs compared with the single-device run / equal */

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "tsr_conv2d.h"
 #include "tsr_driver.h"
@@ -240,13 +241,13 @@ static double plan_cycles(const tsr_config_t *cfg, const tsr_nd_node_t *nn, cons
     }
 }
 
-static int problem(const tsr_netdesc_t *nd, const tsr_config_t *cfgs, int nkinds, const double *given,
-                   tsr_pp_t **out, double *plan_ms);
+static int problem(const tsr_netdesc_t *nd, const tsr_pipenet_host_t *host, double link_bw, double link_lat,
+                   const tsr_config_t *cfgs, int nkinds, const double *given, tsr_pp_t **out, double *plan_ms);
 
 int tsr_pipenet_problem(const tsr_netdesc_t *nd, const tsr_config_t *cfgs, int nkinds, tsr_pp_t **out,
                         double *plan_ms)
 {
-    return problem(nd, cfgs, nkinds, NULL, out, plan_ms);
+    return problem(nd, NULL, 0, 0, cfgs, nkinds, NULL, out, plan_ms);
 }
 
 int tsr_pipenet_problem_costs(const tsr_netdesc_t *nd, const tsr_config_t *cfgs, int nkinds, const double *cost,
@@ -257,7 +258,7 @@ int tsr_pipenet_problem_costs(const tsr_netdesc_t *nd, const tsr_config_t *cfgs,
             *out = NULL;
         return tsr_err(TSR_EINVAL, "pipenet: no measured costs");
     }
-    return problem(nd, cfgs, nkinds, cost, out, NULL);
+    return problem(nd, NULL, 0, 0, cfgs, nkinds, cost, out, NULL);
 }
 
 /* Node i is a conv the graph runtime runs tap-packed on cfg: it reads a
@@ -277,8 +278,52 @@ static int tap_packed(const tsr_netdesc_t *nd, int i, const tsr_config_t *cfg)
     return uses == 1;
 }
 
-static int problem(const tsr_netdesc_t *nd, const tsr_config_t *cfgs, int nkinds, const double *given,
-                   tsr_pp_t **out, double *plan_ms)
+double tsr_pipenet_host_cycles(double ns, double clock_mhz) { return ns * clock_mhz / 1000.0; }
+
+uint64_t tsr_pipenet_host_clock_ns(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts))
+        return tsr_mono_ns(); /* (no per-thread clock: wall time) */
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int tsr_pipenet_problem_host(const tsr_netdesc_t *nd, const tsr_pipenet_host_t *host, double link_bw,
+                             double link_lat, const tsr_config_t *cfgs, int nkinds, const double *cost,
+                             tsr_pp_t **out)
+{
+    if (out)
+        *out = NULL;
+    if (!nd || !out)
+        return tsr_err(TSR_EINVAL, "pipenet: NULL network or result");
+    if (host && host->n > 0) {
+        if (!host->names || !host->in_t || !host->out_t || !host->cycles || !(link_bw > 0) || !(link_lat >= 0) ||
+            !isfinite(link_bw) || !isfinite(link_lat))
+            return tsr_err(TSR_EINVAL, "pipenet: host nodes without names, tensors or costs, or a bad link");
+        for (int h = 0; h < host->n; h++) {
+            const char *nm = host->names[h] ? host->names[h] : "?";
+            int a = host->in_t[h], a2 = host->in2_t ? host->in2_t[h] : -1, b = host->out_t[h];
+            if (a < 0 || a >= nd->ntensors || a2 < -1 || a2 >= nd->ntensors || b <= 0 || b >= nd->ntensors || a == b ||
+                a2 == b)
+                return tsr_err(TSR_EINVAL, "pipenet: host node \"%s\": tensors %d, %d -> %d, the network has %d", nm, a,
+                               a2, b, nd->ntensors);
+            if (!isfinite(host->cycles[h]) || host->cycles[h] < 0 || host->cycles[h] > TSR_PP_MAX_COST)
+                return tsr_err(TSR_EINVAL, "pipenet: host node \"%s\": cost %g cycles", nm, host->cycles[h]);
+            for (int v = 0; v < nd->nnodes; v++)
+                if (nd->nodes[v].out == b)
+                    return tsr_err(TSR_EINVAL, "pipenet: host node \"%s\" writes tensor %d, which node \"%s\" produces", nm,
+                                   b, nd->nodes[v].name);
+            for (int j = 0; j < host->n; j++)
+                if (j != h && host->out_t[j] == b)
+                    return tsr_err(TSR_EINVAL, "pipenet: host node \"%s\" shares tensor %d with host node \"%s\"", nm,
+                                   host->out_t[j], host->names[j] ? host->names[j] : "?");
+        }
+    }
+    return problem(nd, host, link_bw, link_lat, cfgs, nkinds, cost, out, NULL);
+}
+
+static int problem(const tsr_netdesc_t *nd, const tsr_pipenet_host_t *host, double link_bw, double link_lat,
+                   const tsr_config_t *cfgs, int nkinds, const double *given, tsr_pp_t **out, double *plan_ms)
 {
     if (!out)
         return tsr_err(TSR_EINVAL, "pipenet: NULL result");
@@ -346,6 +391,8 @@ static int problem(const tsr_netdesc_t *nd, const tsr_config_t *cfgs, int nkinds
         rc = tsr_pp_create(nkinds, &pp);
     for (int t = 0; t <= nd->ntensors && !rc; t++)
         producer[t] = -1;
+    /* the nodes first (node i is pp node i, host node h pp node nnodes + h), then the edges: a host node's
+     * output is read by nodes before it in index order */
     for (int i = 0; i < nd->nnodes && !rc; i++) {
         const tsr_nd_node_t *nn = &nd->nodes[i];
         uint64_t ob = tsr_netdesc_tensor_bytes(nd, nn->out);
@@ -354,18 +401,49 @@ static int problem(const tsr_netdesc_t *nd, const tsr_config_t *cfgs, int nkinds
         if (!rc)
             rc = tsr_pp_node_macs(pp, id, node_macs(nn));
         producer[nn->out] = id;
+    }
+    int nh = host ? host->n : 0;
+    for (int h = 0; h < nh && !rc; h++) {
+        /* the host model (tsr_pipenet.h): on a host stage its time; merged into a device's stage its time and
+         * the round trip of its input and output over the link */
+        int a[2] = {host->in_t[h], host->in2_t ? host->in2_t[h] : -1};
+        uint64_t ob = tsr_netdesc_tensor_bytes(nd, host->out_t[h]), in_host = 0;
+        double merged = host->cycles[h] + link_lat + (double)ob / link_bw, dc[TSR_PP_MAX_KINDS];
+        for (int j = 0; j < 2; j++)
+            if (a[j] >= 0)
+                merged += link_lat + (double)tsr_netdesc_tensor_bytes(nd, a[j]) / link_bw;
+        for (int k = 0; k < nkinds; k++)
+            dc[k] = merged;
+        int id;
+        rc = tsr_pp_node(pp, host->names[h], dc, host->cycles[h], 0, &id);
+        for (int j = 0; j < 2 && !rc; j++) {
+            if (a[j] < 0)
+                continue;
+            if (producer[a[j]] >= 0) /* (producers are nodes, and host nodes before h: a host node's inputs
+                                        come from earlier nodes) */
+                rc = tsr_pp_edge(pp, producer[a[j]], id, tsr_netdesc_tensor_bytes(nd, a[j]));
+            else
+                in_host += tsr_netdesc_tensor_bytes(nd, a[j]);
+        }
+        if (!rc && in_host)
+            rc = tsr_pp_node_io(pp, id, in_host, 0);
+        producer[host->out_t[h]] = id;
+    }
+    for (int i = 0; i < nd->nnodes && !rc; i++) {
+        const tsr_nd_node_t *nn = &nd->nodes[i];
+        uint64_t ob = tsr_netdesc_tensor_bytes(nd, nn->out);
         uint64_t in_host = 0;
         for (int j = 0; j < 2 && !rc; j++) {
             int t = nn->in[j];
             if (t < 0)
                 continue;
             if (producer[t] >= 0)
-                rc = tsr_pp_edge(pp, producer[t], id, tsr_netdesc_tensor_bytes(nd, t));
+                rc = tsr_pp_edge(pp, producer[t], i, tsr_netdesc_tensor_bytes(nd, t));
             else
                 in_host += tsr_netdesc_tensor_bytes(nd, t);
         }
         if (!rc)
-            rc = tsr_pp_node_io(pp, id, in_host, nn->out == nd->output ? ob : 0);
+            rc = tsr_pp_node_io(pp, i, in_host, nn->out == nd->output ? ob : 0);
     }
     for (int k = 0; k < nkinds; k++)
         if (dev[k])

@@ -47,6 +47,51 @@ int tsr_pipenet_problem(const tsr_netdesc_t *nd, const tsr_config_t *cfgs, int n
 int tsr_pipenet_problem_costs(const tsr_netdesc_t *nd, const tsr_config_t *cfgs, int nkinds, const double *cost,
                               tsr_pp_t **out);
 
+/* (Issue 26: host operators between device segments.) Host nodes: work the
+ * host runs between device nodes (an imported model's host operators between
+ * two device segments). Host node h reads network tensor in_t[h] and, when
+ * in2_t is given and in2_t[h] >= 0, in2_t[h] (tensors a node of nd or an
+ * earlier host node produces, or tensor 0) and writes out_t[h], a tensor no
+ * node of nd produces; run(ctx, h, in, in2, out) computes it on the host (in2
+ * NULL for one input; the executor calls it from one thread at a time per h). cycles[h] is its measured host time
+ * converted to cycles of the first config's clock (the host model: its
+ * thread's CPU time x clock x scale, tsr_pipenet_host_cycles).
+ * In the planner's problem host node h is node nd->nnodes + h: on the host
+ * (a host stage: its own thread) it costs cycles[h]; merged into a device's
+ * stage (run on that stage's host thread while its device waits) it costs
+ * cycles[h] plus the link of its inputs (device to host) and of its output
+ * (host to device), latency + bytes / bytes_per_cycle each; no DRAM. */
+typedef int (*tsr_pipenet_host_fn)(void *ctx, int h, const void *in, const void *in2, void *out);
+typedef struct tsr_pipenet_host {
+    int n;                     /* host nodes (0: none) */
+    const char *const *names;  /* n names (the plan and errors print them) */
+    const int *in_t, *out_t;   /* network tensors */
+    const int *in2_t;          /* NULL, or per node a second input tensor (-1: none) */
+    const double *cycles;      /* the host model's cycles per run (first config's clock) */
+    double scale;              /* the host model's slowdown (0 or 1: this host's speed; S: a host S times slower,
+                                  e.g. an embedded core): measured times are multiplied by it too */
+    tsr_pipenet_host_fn run;
+    void *ctx;
+} tsr_pipenet_host_t;
+/* The host model: ns nanoseconds of host time as cycles of a clock of
+ * clock_mhz MHz. The time is the calling thread's CPU time
+ * (tsr_pipenet_host_clock_ns), not wall time: on a loaded machine other
+ * processes' time slices would count otherwise (a machine whose host runs
+ * only the pipeline has the same). */
+double tsr_pipenet_host_cycles(double ns, double clock_mhz);
+uint64_t tsr_pipenet_host_clock_ns(void);
+/* tsr_pipenet_problem[_costs] (cost NULL: the JIT's estimates) with host
+ * nodes: nodes 0..nd->nnodes-1 as there, then the host nodes, and the edges
+ * through them (a tensor a host node writes is no graph input). The link
+ * (bytes per cycle, latency) prices a merged host node's transfers; the
+ * caller sets the same link on the problem. Refused (TSR_EINVAL, naming the
+ * host node): a tensor out of range, an out_t that a node of nd produces or
+ * another host node writes, a host node reading its own output, a negative
+ * or non-finite cost. */
+int tsr_pipenet_problem_host(const tsr_netdesc_t *nd, const tsr_pipenet_host_t *host, double link_bw,
+                             double link_lat, const tsr_config_t *cfgs, int nkinds, const double *cost,
+                             tsr_pp_t **out);
+
 /* (Added for the intra-layer split, issue 26 step 3.) Node v of nd split
  * into r parts by output channels: 0 when it can be (a conv with groups 1,
  * 2 <= r <= TSR_PP_MAX_SPLIT, r dividing C_out, its output read by no add:

@@ -27,6 +27,13 @@
  *    (a conv alone, a conv whose add then runs on its own, 3 of 8 units),
  *    every output equal to one device's, each device's link charges the
  *    planner's; the shared planner's own plan too; refusals;
+ *  - host nodes (issue 26: an imported model's host operators between its
+ *    device segments): a copy on the host cut into the network, every
+ *    output equal to the uncut network's on one device, for a cheap host
+ *    node (merged into a device's stage), a slow one (a host stage between
+ *    the device stages, its own thread) and one slower than any device
+ *    stage (still run, reported as the bottleneck); skipping it makes the
+ *    outputs differ; refusals naming it;
  *  - `tessera net resnet18 --devices 2 --small ...`: the plan, the stage
  *    table, "outputs equal to the single-device run: yes"; ResNet-50 (its
  *    shapes with seeded weights) on 2 devices, one input; --fail-device
@@ -47,6 +54,7 @@
 #include "tsr_config.h"
 #include "tsr_driver.h"
 #include "tsr_error.h"
+#include "tsr_graph.h"
 #include "tsr_multidev.h"
 #include "tsr_netdesc.h"
 #include "tsr_pipeexec.h"
@@ -685,13 +693,168 @@ static void test_cli(void **state)
     assert_non_null(strstr(out, "3 configs for 2 devices"));
 }
 
+/* (Issue 26: host nodes.) The small network with a host node cut into it:
+ * node v's output X is read through a host node that copies it (X -> X'), so
+ * the network's outputs are the uncut network's. *nd2 gets the cut
+ * description (its own tensors and nodes arrays; the nodes' parameter arrays
+ * are nd's). */
+static int host_copy(void *ctx, int h, const void *in, const void *in2, void *out)
+{
+    (void)h, (void)in2;
+    memcpy(out, in, *(const uint64_t *)ctx);
+    return 0;
+}
+
+static void host_cut(const tsr_netdesc_t *nd, int v, tsr_netdesc_t *nd2, int *x, int *x2)
+{
+    *nd2 = *nd;
+    nd2->tensors = malloc(sizeof *nd2->tensors * (size_t)(nd->ntensors + 1));
+    nd2->nodes = malloc(sizeof *nd2->nodes * (size_t)nd->nnodes);
+    assert_non_null(nd2->tensors);
+    assert_non_null(nd2->nodes);
+    memcpy(nd2->tensors, nd->tensors, sizeof *nd->tensors * (size_t)nd->ntensors);
+    memcpy(nd2->nodes, nd->nodes, sizeof *nd->nodes * (size_t)nd->nnodes);
+    *x = nd->nodes[v].out;
+    *x2 = nd2->ntensors++;
+    nd2->tensors[*x2] = nd->tensors[*x];
+    int readers = 0;
+    for (int j = v + 1; j < nd->nnodes; j++)
+        for (int k = 0; k < 2; k++)
+            if (nd2->nodes[j].in[k] == *x)
+                nd2->nodes[j].in[k] = *x2, readers++;
+    assert_true(readers > 0);
+}
+
+/* One run of the cut network on k fsim devices, the host node costing
+ * host_cyc: the plan's host stages (slot >= k) counted into *hstages; every
+ * output equal to the uncut network's on one device (ref), unless skip. */
+static void run_host_cut(const net_t *n, const tsr_netdesc_t *nd2, tsr_pipenet_host_t *H, int k, int skip,
+                         uint8_t **ref, int *hstages, tsr_pipex_result_t *r)
+{
+    tsr_pp_t *pp = NULL;
+    if (tsr_pipenet_problem_host(nd2, H, 8, 500, &n->cfg, 1, NULL, &pp))
+        fail_msg("%s", tsr_errmsg());
+    for (int d = 0; d < k; d++)
+        assert_int_equal(tsr_pp_device(pp, NULL, 0, 1ull << 30, NULL), 0);
+    assert_int_equal(tsr_pp_set_link(pp, 8, 500), 0);
+    assert_int_equal(tsr_pp_set_host_stages(pp, 1), 0);
+    tsr_pp_plan_t plan;
+    if (tsr_pp_solve_dp(pp, NULL, &plan))
+        fail_msg("%s", tsr_errmsg());
+    *hstages = 0;
+    for (int s = 0; s < plan.nstages; s++)
+        *hstages += plan.stages[s].slot >= k;
+    tsr_mdev_t *m = sys_open(k, "fsim", &n->cfg, NULL);
+    uint64_t ob = tsr_netdesc_tensor_bytes(nd2, nd2->output);
+    uint8_t *outs[4];
+    for (int i = 0; i < 4; i++)
+        assert_non_null(outs[i] = calloc(1, ob));
+    tsr_pipex_opts_t o = {.ninputs = 4, .seed = 11, .host = H, .skip_host = skip, .outputs = (void *const *)outs};
+    if (tsr_pipex_run(m, nd2, pp, &plan, &o, r))
+        fail_msg("%s", tsr_errmsg());
+    assert_int_equal(r->checked, 4);
+    int same = 0; /* against the uncut network: the host node ran, in its place, for the right input */
+    for (int i = 0; i < 4; i++)
+        same += !memcmp(outs[i], ref[i], ob);
+    assert_int_equal(same, skip ? 0 : 4);
+    if (skip)
+        assert_true(r->equal < r->checked);
+    else
+        assert_int_equal(r->equal, 4);
+    for (int i = 0; i < 4; i++)
+        free(outs[i]);
+    tsr_mdev_close(m);
+    tsr_pp_plan_free(&plan);
+    tsr_pp_free(pp);
+}
+
+static void test_host_nodes(void **state)
+{
+    (void)state;
+    net_t n;
+    net_make(&n, 1, NULL);
+    /* the uncut network's outputs on one device: what every pipelined output must be */
+    tsr_device_t *dev = NULL;
+    tsr_graph_t *g = NULL;
+    assert_int_equal(tsr_device_open("fsim", &n.cfg, NULL, &dev), 0);
+    assert_int_equal(tsr_graph_from_netdesc(&n.cfg, &n.nd, &g), 0);
+    assert_int_equal(tsr_graph_plan(g, dev, 0), 0);
+    uint64_t xb = tsr_netdesc_tensor_bytes(&n.nd, 0), ob = tsr_netdesc_tensor_bytes(&n.nd, n.nd.output);
+    uint8_t *x = malloc(xb), *ref[4];
+    for (int i = 0; i < 4; i++) {
+        assert_non_null(ref[i] = malloc(ob));
+        tsr_netdesc_random_input(&n.nd, 11 + (uint64_t)i, x);
+        const void *in[1] = {x};
+        void *out[1] = {ref[i]};
+        assert_int_equal(tsr_graph_exec(g, in, out), 0);
+    }
+    for (int i = 1; i < 4; i++) /* distinct outputs: a reordered stream shows */
+        assert_true(memcmp(ref[i], ref[0], ob) != 0);
+    tsr_graph_free(g);
+    tsr_device_close(dev);
+    free(x);
+    tsr_netdesc_t nd2;
+    int v = n.nd.nnodes / 2, tx, tx2;
+    host_cut(&n.nd, v, &nd2, &tx, &tx2);
+    uint64_t xbytes = tsr_netdesc_tensor_bytes(&n.nd, tx);
+    const char *names[1] = {"host:copy"};
+    int in_t[1] = {tx}, out_t[1] = {tx2};
+    double cyc[1] = {100};
+    tsr_pipenet_host_t H = {.n = 1, .names = names, .in_t = in_t, .out_t = out_t, .cycles = cyc, .run = host_copy,
+                            .ctx = &xbytes};
+    tsr_pipex_result_t r;
+    int hs;
+    /* a cheap host node: merged into a device's stage (no extra stage and its link) */
+    run_host_cut(&n, &nd2, &H, 2, 0, ref, &hs, &r);
+    assert_int_equal(hs, 0);
+    assert_int_equal(r.nstages, 2);
+    assert_int_equal(r.st[0].host_nodes + r.st[1].host_nodes, 1);
+    /* a slow host node (cost on the order of a stage): a host stage of its own, on its own thread */
+    double total = 0;
+    for (int u = 0; u < n.nd.nnodes; u++)
+        total += tsr_pp_node_cost(n.pp, u, 0);
+    cyc[0] = total / 3;
+    run_host_cut(&n, &nd2, &H, 2, 0, ref, &hs, &r);
+    assert_int_equal(hs, 1);
+    assert_int_equal(r.nstages, 3);
+    int hstage = -1;
+    for (int s = 0; s < r.nstages; s++)
+        if (r.st[s].device < 0)
+            hstage = s;
+    assert_true(hstage > 0 && hstage < 2); /* between the device stages */
+    assert_int_equal(r.st[hstage].host_nodes, 1);
+    /* a host stage slower than any device stage: still a valid plan, run, and reported as the bottleneck */
+    cyc[0] = total * 2;
+    run_host_cut(&n, &nd2, &H, 2, 0, ref, &hs, &r);
+    assert_int_equal(hs, 1);
+    assert_int_equal(r.st[r.slowest_pred].device, -1);
+    /* the check can fail: the pipeline skipping its host node gives outputs that differ */
+    cyc[0] = 100;
+    run_host_cut(&n, &nd2, &H, 2, 1, ref, &hs, &r);
+    cyc[0] = total / 3;
+    run_host_cut(&n, &nd2, &H, 3, 1, ref, &hs, &r);
+    /* refusals naming the host node: it writes a tensor a node makes; it reads its own output */
+    tsr_pp_t *pp = NULL;
+    out_t[0] = tx;
+    assert_int_equal(tsr_pipenet_problem_host(&nd2, &H, 8, 500, &n.cfg, 1, NULL, &pp), TSR_EINVAL);
+    assert_non_null(strstr(tsr_errmsg(), "host:copy"));
+    out_t[0] = tx2, in_t[0] = tx2;
+    assert_int_equal(tsr_pipenet_problem_host(&nd2, &H, 8, 500, &n.cfg, 1, NULL, &pp), TSR_EINVAL);
+    assert_non_null(strstr(tsr_errmsg(), "host:copy"));
+    assert_null(pp);
+    free(nd2.tensors), free(nd2.nodes);
+    for (int i = 0; i < 4; i++)
+        free(ref[i]);
+    net_free(&n);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_two_devices), cmocka_unit_test(test_three_devices), cmocka_unit_test(test_broken),
         cmocka_unit_test(test_failure),     cmocka_unit_test(test_refusals),      cmocka_unit_test(test_systemc),
         cmocka_unit_test(test_stem_cost),   cmocka_unit_test(test_cli), cmocka_unit_test(test_split),
-        cmocka_unit_test(test_shared),      cmocka_unit_test(test_shared_systemc),
+        cmocka_unit_test(test_shared),      cmocka_unit_test(test_shared_systemc), cmocka_unit_test(test_host_nodes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
