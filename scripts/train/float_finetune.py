@@ -1,16 +1,26 @@
 #!/usr/bin/python3
 """The float reference of `tessera train` (issue 27): the same fine-tuning in float32
-with torch, starting from the float model the QDQ digits file dequantizes to (every
-weight w_q * w_scale, every bias b_q * b_scale; activations not quantized), on the
-same data, in the same order, with the same trainable layers, epochs, learning rate,
-momentum and batch; prints the accuracies on the new and the old domain before and
-after, and with --json FILE writes them as JSON.
+with torch, starting from the float model the QDQ file dequantizes to (every weight
+w_q * w_scale, every bias b_q * b_scale; activations not quantized), on the same data,
+in the same order, with the same trainable layers, epochs, learning rate, momentum and
+batch; prints the accuracies on the new and the old domain before and after, and with
+--json FILE writes them as JSON.
 
-The model is the digits CNN of scripts/onnx/train_digits.py (conv1, relu, conv2, relu,
-maxpool 2, flatten, fc): its QDQ file is read with onnx, the weights found as the
-DequantizeLinear inputs of each Conv/Gemm node, whatever their Constant or initializer
-form. Trainable layers as `tessera train --trainable` takes them: names (fc, conv2,
-/fc/Gemm, a weight's name) separated by commas, or last:K.
+Any model of the layer kinds the trainer takes (Conv, Gemm/MatMul, Relu, Clip, MaxPool,
+AveragePool, GlobalAveragePool, Add, Flatten): the QDQ file is read with onnx, its
+constants folded, the weights found as the DequantizeLinear inputs of each Conv/Gemm
+node, and its graph run in torch with every QuantizeLinear/DequantizeLinear of an
+activation an identity. ONNX Runtime's quantizer removes a Relu (or a ReLU6's Clip)
+whose range the uint8 output already is: for such a file (scripts/zoo/qdq.py's)
+--float-model FP32.onnx gives the graph, the float model it was quantized from, whose
+Conv/Gemm nodes take the QDQ file's dequantized weights and biases by node name. The
+digits CNN of scripts/onnx/train_digits.py (torch's quantizer keeps its Relus) needs none.
+
+As the C trainer: the frozen layers (before the first trainable one) run once per sample,
+their outputs the part's input; the part is every node downstream of a trainable
+weight. Trainable layers as `tessera train --trainable` takes them: node names
+(/fc/Gemm, with or without the '/'), a prefix of their path (fc, layer4/layer4.1), a
+weight's name, comma separated, or last:K (the last K Conv/Gemm nodes).
 
 Same order as the C trainer (train/tsr_train.c): per epoch the indices 0..N-1 shuffled
 by Fisher-Yates with j = splitmix64(state) mod (i + 1), i from N-1 down, one state
@@ -19,18 +29,19 @@ shorter; the loss the mean cross-entropy of the batch; torch.optim.SGD (momentum
 no dampening, no weight decay).
 
 Usage: float_finetune.py MODEL.onnx --data X.npy --labels Y.npy --test X.npy Y.npy
-         --old X.npy Y.npy --epochs N --trainable LAYERS [--lr F] [--momentum F]
-         [--batch B] [--seed S] [--json FILE]
+         [--old X.npy Y.npy] --epochs N --trainable LAYERS [--lr F] [--momentum F]
+         [--batch B] [--seed S] [--float-model FP32.onnx] [--json FILE]
 """
 import json
 import math
 import os
 import sys
 
-USAGE = ("usage: float_finetune.py MODEL.onnx --data X.npy --labels Y.npy --test X.npy Y.npy --old X.npy Y.npy "
-         "--epochs N --trainable LAYERS [--lr F] [--momentum F] [--batch B] [--seed S] [--json FILE]")
+USAGE = ("usage: float_finetune.py MODEL.onnx --data X.npy --labels Y.npy --test X.npy Y.npy [--old X.npy Y.npy] "
+         "--epochs N --trainable LAYERS [--lr F] [--momentum F] [--batch B] [--seed S] [--float-model FP32.onnx] "
+         "[--json FILE]")
 MASK = (1 << 64) - 1
-LAYERS = ("conv1", "conv2", "fc")
+WEIGHT_OPS = ("Conv", "Gemm", "MatMul")
 
 
 def fail(msg, code=2):
@@ -58,7 +69,7 @@ def epoch_order(n, state):
 
 def parse(argv):
     o = {"lr": 0.01, "momentum": 0.9, "batch": 16, "seed": 1, "json": None, "epochs": None, "trainable": None,
-         "data": None, "labels": None, "test": None, "old": None, "model": None}
+         "data": None, "labels": None, "test": None, "old": None, "model": None, "float-model": None}
     i = 0
     while i < len(argv):
         a = argv[i]
@@ -80,7 +91,7 @@ def parse(argv):
             fail(f"unexpected argument {a!r}; " + USAGE)
         o["model"] = a
         i += 1
-    for k in ("model", "data", "labels", "test", "old", "epochs", "trainable"):
+    for k in ("model", "data", "labels", "test", "epochs", "trainable"):
         if o[k] is None:
             fail(f"missing {'MODEL.onnx' if k == 'model' else '--' + k}; " + USAGE)
     try:
@@ -95,32 +106,11 @@ def parse(argv):
     return o
 
 
-def trainable_set(spec):
-    """The layer names of --trainable (names of LAYERS, ONNX node names /fc/Gemm, or last:K)."""
-    if spec.startswith("last:"):
-        try:
-            k = int(spec[5:])
-        except ValueError:
-            fail(f"--trainable {spec!r}: last:K needs an integer K")
-        if not (1 <= k <= len(LAYERS)):
-            fail(f"--trainable {spec!r}: K must be in [1, {len(LAYERS)}]")
-        return set(LAYERS[-k:])
-    out = set()
-    for name in spec.split(","):
-        s = name.strip().strip("/").split("/")[0]
-        if s not in LAYERS:
-            fail(f"--trainable: unknown layer {name!r} (layers: {', '.join(LAYERS)})")
-        out.add(s)
-    return out
-
-
-def float_params(path):
-    """{layer: (weight, bias)} as float32 numpy arrays: the QDQ file's DequantizeLinear of each Conv/Gemm input."""
+def fold_constants(g):
+    """{name: numpy array} of every constant of graph g: initializers, Constant nodes and what they fold to
+    (ConstantOfShape, Cast, Identity, DequantizeLinear of constants: the dequantized weights)."""
     import numpy as np
-    import onnx
     from onnx import numpy_helper
-    m = onnx.load(path)
-    g = m.graph
     const = {t.name: numpy_helper.to_array(t) for t in g.initializer}
     for n in g.node:  # constants, folded in graph order (the file is topologically sorted)
         ins = [const.get(x) for x in n.input]
@@ -140,26 +130,134 @@ def float_params(path):
                 shape[ax] = s.size
                 s, z = s.reshape(shape), z.reshape(shape)
             const[n.output[0]] = ((x - z) * s).astype(np.float32)
-    out = {}
-    for n in g.node:
-        if n.op_type in ("Conv", "Gemm"):
-            layer = n.name.strip("/").split("/")[0]
-            if n.input[1] not in const or len(n.input) < 3 or n.input[2] not in const:
-                fail(f"{path}: node {n.name} ({n.op_type}): weights or bias not constant")
-            out[layer] = (const[n.input[1]], const[n.input[2]])
-    if set(out) != set(LAYERS):
-        fail(f"{path}: expected the digits CNN's layers {LAYERS}, found {sorted(out)}")
-    return out
+    return const
 
 
-def load_xy(xf, yf):
+def attrs(n):
+    import onnx
+    return {a.name: onnx.helper.get_attribute_value(a) for a in n.attribute}
+
+
+class Graph:
+    """The model's compute nodes (constants folded away), in graph order, and its weights: nodes [(node,
+    attributes)], params {node name: [weight, bias or None]} of the Conv/Gemm/MatMul nodes, the input's
+    name and per-sample shape, the output's name and the number of classes."""
+
+    def __init__(self, qdq_path, float_path):
+        import onnx
+        q = onnx.load(qdq_path)
+        qc = fold_constants(q.graph)
+        qw = {}
+        for n in q.graph.node:
+            if n.op_type in WEIGHT_OPS:
+                if n.input[1] not in qc or (len(n.input) > 2 and n.input[2] and n.input[2] not in qc):
+                    fail(f"{qdq_path}: node {n.name} ({n.op_type}): weights or bias not constant")
+                b = qc[n.input[2]] if len(n.input) > 2 and n.input[2] else None
+                qw[n.name] = (qc[n.input[1]], b, n.input[1])
+        g = onnx.load(float_path).graph if float_path else q.graph
+        const = fold_constants(g) if float_path else qc
+        self.const, self.nodes, self.params, self.wnames = const, [], {}, {}
+        for n in g.node:
+            if all(o in const for o in n.output):
+                continue  # a constant (folded)
+            if n.op_type in WEIGHT_OPS:
+                if n.name not in qw:
+                    fail(f"{float_path}: node {n.name} ({n.op_type}) is not in {qdq_path}")
+                w, b, wn = qw[n.name]
+                if float_path and (const.get(n.input[1]) is None or const[n.input[1]].shape != w.shape):
+                    fail(f"{float_path}: node {n.name}: its weights' shape is not the QDQ file's")
+                self.params[n.name] = [w, b]
+                self.wnames[n.name] = wn
+            self.nodes.append((n, attrs(n)))
+        if float_path and set(self.params) != set(qw):
+            fail(f"{float_path}: its Conv/Gemm nodes are not {qdq_path}'s")
+        inputs = [i for i in g.input if i.name not in const]
+        if len(inputs) != 1:
+            fail(f"{qdq_path}: expected one graph input, found {len(inputs)}")
+        self.input = inputs[0].name
+        self.sample_shape = tuple(d.dim_value for d in inputs[0].type.tensor_type.shape.dim[1:])
+        self.output = g.output[0].name
+        last = [n for n, _ in self.nodes if n.op_type in WEIGHT_OPS][-1]
+        w = self.params[last.name][0]
+        self.classes = w.shape[0] if last.op_type == "Gemm" and attrs(last).get("transB", 0) else w.shape[-1]
+
+    def trainable_set(self, spec):
+        """The node names of --trainable (as the C trainer's `names`), in graph order."""
+        layers = [n.name for n, _ in self.nodes if n.op_type in WEIGHT_OPS]
+        if spec.startswith("last:"):
+            try:
+                k = int(spec[5:])
+            except ValueError:
+                fail(f"--trainable {spec!r}: last:K needs an integer K")
+            if not (1 <= k <= len(layers)):
+                fail(f"--trainable {spec!r}: K must be in [1, {len(layers)}]")
+            return set(layers[-k:])
+        out = set()
+        for name in spec.split(","):
+            name = name.strip()
+            hit = {nm for nm in layers
+                   if name in (nm, nm.lstrip("/"), self.wnames[nm]) or nm.lstrip("/").startswith(name + "/")}
+            if not hit:
+                fail(f"--trainable: no layer {name!r} (layers: {', '.join(layers)})")
+            out |= hit
+        return out
+
+
+def run_node(n, a, ins, torch, F):
+    """One node in float (torch): ins the input tensors (None for an absent optional input)."""
+    op = n.op_type
+    if op in ("QuantizeLinear", "DequantizeLinear", "Cast", "Identity"):
+        return ins[0]  # an activation's quantization (and torch's Cast of its type): float here
+    if op == "Conv":
+        p = a.get("pads", [0, 0, 0, 0])
+        if p[0] != p[2] or p[1] != p[3]:
+            fail(f"node {n.name}: asymmetric pads {p}")
+        return F.conv2d(ins[0], ins[1], ins[2] if len(ins) > 2 else None, stride=tuple(a.get("strides", [1, 1])),
+                        padding=(p[0], p[1]), dilation=tuple(a.get("dilations", [1, 1])), groups=a.get("group", 1))
+    if op == "Gemm":
+        if a.get("transA", 0) or a.get("alpha", 1.0) != 1.0 or a.get("beta", 1.0) != 1.0:
+            fail(f"node {n.name}: Gemm with transA, alpha or beta")
+        w = ins[1] if a.get("transB", 0) else ins[1].t()
+        return F.linear(ins[0], w, ins[2] if len(ins) > 2 else None)
+    if op == "MatMul":
+        return torch.matmul(ins[0], ins[1])
+    if op == "Relu":
+        return torch.relu(ins[0])
+    if op == "Clip":
+        lo = float(ins[1]) if len(ins) > 1 and ins[1] is not None else a.get("min", float("-inf"))
+        hi = float(ins[2]) if len(ins) > 2 and ins[2] is not None else a.get("max", float("inf"))
+        return torch.clamp(ins[0], lo, hi)
+    if op == "Add":
+        return ins[0] + ins[1]
+    if op in ("MaxPool", "AveragePool"):
+        p = a.get("pads", [0, 0, 0, 0])
+        k, st = tuple(a["kernel_shape"]), tuple(a.get("strides", [1, 1]))
+        if p[0] != p[2] or p[1] != p[3] or a.get("ceil_mode", 0):
+            fail(f"node {n.name}: asymmetric pads or ceil_mode")
+        if op == "MaxPool":
+            return F.max_pool2d(ins[0], k, st, (p[0], p[1]))
+        return F.avg_pool2d(ins[0], k, st, (p[0], p[1]), count_include_pad=bool(a.get("count_include_pad", 0)))
+    if op == "GlobalAveragePool":
+        return ins[0].mean(dim=(2, 3), keepdim=True)
+    if op == "Flatten":
+        return torch.flatten(ins[0], a.get("axis", 1))
+    if op == "Reshape":
+        shape = [int(v) for v in ins[1]]
+        return ins[0].reshape([ins[0].shape[0]] + shape[1:])  # (the batch is the data's)
+    if op == "Softmax":
+        return ins[0]  # (the loss and the argmax are of the logits)
+    fail(f"node {n.name}: {op} is not a layer kind the trainer takes")
+
+
+def load_xy(xf, yf, shape):
     import numpy as np
     try:
         x, y = np.load(xf), np.load(yf)
     except (OSError, ValueError) as e:
         fail(f"{xf} / {yf}: {e}")
-    if x.ndim != 4 or x.shape[1:] != (1, 8, 8) or x.dtype != np.float32 or y.shape != (len(x),):
-        fail(f"{xf} / {yf}: expected float32 [N,1,8,8] and labels [N] (are {x.dtype} {x.shape}, {y.shape})")
+    if x.ndim != 1 + len(shape) or x.shape[1:] != shape or x.dtype != np.float32 or y.shape != (len(x),):
+        fail(f"{xf} / {yf}: expected float32 [N,{','.join(map(str, shape))}] and labels [N] "
+             f"(are {x.dtype} {x.shape}, {y.shape})")
     return x, y.astype(np.int64)
 
 
@@ -167,48 +265,81 @@ def main(o):
     import numpy as np
     import torch
     import torch.nn as nn
+    import torch.nn.functional as F
     torch.manual_seed(0)
     torch.set_num_threads(1)
     torch.use_deterministic_algorithms(True)
 
-    class Net(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.conv1 = nn.Conv2d(1, 16, 3, padding=1)
-            self.conv2 = nn.Conv2d(16, 32, 3, padding=1)
-            self.fc = nn.Linear(32 * 4 * 4, 10)
+    G = Graph(o["model"], o["float-model"])
+    train = G.trainable_set(o["trainable"])
+    params = {}
+    for name, (w, b) in G.params.items():
+        params[name] = [nn.Parameter(torch.from_numpy(np.array(w)), requires_grad=name in train),
+                        None if b is None else nn.Parameter(torch.from_numpy(np.array(b)), requires_grad=name in train)]
+    # the part: every node downstream of a trainable weight (the first trainable layer's on)
+    produced = set()
+    part = []
+    for i, (n, a) in enumerate(G.nodes):
+        if n.name in train or any(v in produced for v in n.input):
+            part.append(i)
+            produced.update(n.output)
+    if G.output not in produced:
+        fail(f"the trainable layers do not reach the output {G.output}")
+    frozen = sorted({v for i in part for v in G.nodes[i][0].input if v and v not in produced and v not in G.const
+                     and v not in G.params})
 
-        def forward(self, x):
-            x = torch.relu(self.conv1(x))
-            x = torch.relu(self.conv2(x))
-            x = torch.max_pool2d(x, 2)
-            return self.fc(torch.flatten(x, 1))
+    def value(env, v):
+        if v in env:
+            return env[v]
+        if v in G.const:
+            return torch.from_numpy(np.array(G.const[v]))
+        fail(f"value {v} is not computed before its use")
 
-    params = float_params(o["model"])
-    train = trainable_set(o["trainable"])
-    net = Net()
-    with torch.no_grad():
-        for name in LAYERS:
-            w, b = params[name]
-            mod = getattr(net, name)
-            mod.weight.copy_(torch.from_numpy(w.reshape(mod.weight.shape)))
-            mod.bias.copy_(torch.from_numpy(b))
-            for p in mod.parameters():
-                p.requires_grad_(name in train)
-    x, y = load_xy(o["data"], o["labels"])
-    tx, ty = load_xy(*o["test"])
-    ox, oy = load_xy(*o["old"])
-    if y.min() < 0 or y.max() > 9:
-        fail(f"{o['labels']}: labels must be in [0, 9]")
+    def run(nodes, env):
+        for i in nodes:
+            n, a = G.nodes[i]
+            if n.op_type in WEIGHT_OPS:
+                w, b = params[n.name]
+                ins = [value(env, n.input[0]), w] + ([b] if b is not None else [])
+            else:
+                ins = [value(env, v) if v else None for v in n.input]
+            env[n.output[0]] = run_node(n, a, ins, torch, F)
+        return env
 
-    def acc(a, b):
+    prefix = [i for i in range(len(G.nodes)) if i not in set(part)]
+
+    def features(xa):
+        """The frozen values the part reads, for every sample (once: they do not change)."""
+        out = {v: [] for v in frozen}
         with torch.no_grad():
-            return float((net(torch.from_numpy(a)).argmax(1).numpy() == b).mean())
+            for s in range(0, len(xa), 100):
+                env = run(prefix, {G.input: torch.from_numpy(xa[s:s + 100])})
+                for v in frozen:
+                    out[v].append(env[v] if v in env else value(env, v))
+        return {v: torch.cat(t) for v, t in out.items()}
 
-    res = {"before": {"new": acc(tx, ty), "old": acc(ox, oy)}}
-    opt = torch.optim.SGD([p for p in net.parameters() if p.requires_grad], lr=o["lr"], momentum=o["momentum"])
+    def logits(feat, idx=None):
+        env = {v: (t if idx is None else t[idx]) for v, t in feat.items()}
+        return run(part, env)[G.output]
+
+    x, y = load_xy(o["data"], o["labels"], G.sample_shape)
+    sets = {"new": load_xy(*o["test"], G.sample_shape)}
+    if o["old"]:
+        sets["old"] = load_xy(*o["old"], G.sample_shape)
+    if y.min() < 0 or y.max() >= G.classes:
+        fail(f"{o['labels']}: labels must be in [0, {G.classes - 1}]")
+    fx = features(x)
+    fsets = {k: (features(a), b) for k, (a, b) in sets.items()}
+
+    def acc(f, b):
+        with torch.no_grad():
+            return float((logits(f).argmax(1).numpy() == b).mean())
+
+    res = {"before": {k: acc(*v) for k, v in fsets.items()}}
+    opt = torch.optim.SGD([p for pb in params.values() for p in pb if p is not None and p.requires_grad],
+                          lr=o["lr"], momentum=o["momentum"])
     lossf = nn.CrossEntropyLoss()
-    xt, yt = torch.from_numpy(x), torch.from_numpy(y)
+    yt = torch.from_numpy(y)
     state = o["seed"] & MASK
     res["epochs"] = []
     for e in range(o["epochs"]):
@@ -217,7 +348,7 @@ def main(o):
         for i in range(0, len(order), o["batch"]):
             idx = torch.tensor(order[i:i + o["batch"]])
             opt.zero_grad()
-            out = net(xt[idx])
+            out = logits(fx, idx)
             loss = lossf(out, yt[idx])
             loss.backward()
             opt.step()
@@ -225,10 +356,11 @@ def main(o):
             right += int((out.argmax(1) == yt[idx]).sum())
         res["epochs"].append({"loss": tot / len(x), "train_acc": right / len(x)})
         print(f"epoch {e + 1}: loss {tot / len(x):.4f}, accuracy on the training data {right / len(x) * 100:.2f}%")
-    res["after"] = {"new": acc(tx, ty), "old": acc(ox, oy)}
+    res["after"] = {k: acc(*v) for k, v in fsets.items()}
     for k in ("before", "after"):
-        print(f"float {k} fine-tuning: new domain {res[k]['new'] * 100:.2f}% ({len(ty)} images), "
-              f"old domain {res[k]['old'] * 100:.2f}% ({len(oy)} images)")
+        print(f"float {k} fine-tuning: " + ", ".join(
+            f"{'new' if d == 'new' else 'old'} domain {res[k][d] * 100:.2f}% ({len(sets[d][1])} images)"
+            for d in res[k]))
     if o["json"]:
         tmp = o["json"] + ".tmp"
         with open(tmp, "w") as f:

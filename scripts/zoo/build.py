@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """build.py: the model zoo's float models, as ONNX, from Debian's torch 1.13 / torchvision 0.14.
 
-usage: build.py [--models a,b,...|all] [--size S] [--out DIR] [--force]
+usage: build.py [--models a,b,...|all] [--size S] [--classes K] [--out DIR] [--force]
 
 Every model is built with weights=None (nothing is downloaded), seeded (torch.manual_seed(0) before it
 is constructed), its BatchNorm statistics made realistic by a few train-mode forward passes over
@@ -20,6 +20,11 @@ Two models are not torchvision's own architectures:
   input is int64 token ids [1, 128], not embeddings: that is the file a user brings (every BERT
   export takes input_ids), and the embedding lookup (a Gather of a quantized table) and the
   position-embedding Add are part of what an importer must place.
+
+--classes K gives the model a new head for a task of K classes, as a user who fine-tunes it does: its
+last Linear (resnet's fc, mobilenet's classifier[-1], ...) replaced by a Linear of the same inputs and K
+outputs, torch's default initialisation under torch.manual_seed(SEED + 1) (scripts/train/make_zoo_resnet.py
+fine-tunes such a ResNet-18 on the device).
 
 Writes DIR/MODEL.onnx (atomically) and DIR/MODEL.json (what it was built from: the cache key the
 zoo table checks before reusing a model).
@@ -44,9 +49,12 @@ def script_hash():
         return hashlib.sha256(f.read()).hexdigest()[:16]
 
 
-def build_key(model, size):
-    return {"model": model, "size": None if model in common.TOKEN_MODELS else size, "seed": common.SEED,
-            "build.py": script_hash()}
+def build_key(model, size, classes=None):
+    key = {"model": model, "size": None if model in common.TOKEN_MODELS else size, "seed": common.SEED,
+           "build.py": script_hash()}
+    if classes is not None:  # (only then: the keys of the zoo's own models stay as they were)
+        key["classes"] = classes
+    return key
 
 
 def bert_tiny():
@@ -106,8 +114,32 @@ def bert_tiny():
     return Bert()
 
 
-def construct(model, size):
-    """The torch module, seeded, untrained."""
+def new_head(m, classes):
+    """Replace m's last Linear by a Linear of the same inputs and `classes` outputs (seeded)."""
+    import torch
+    from torch import nn
+    last = None
+    for name, mod in m.named_modules():
+        if isinstance(mod, nn.Linear):
+            last = name
+    if last is None:
+        raise UsageError("--classes: the model has no Linear layer to replace")
+    parent, _, leaf = last.rpartition(".")
+    owner = m.get_submodule(parent) if parent else m
+    old = getattr(owner, leaf) if not leaf.isdigit() else owner[int(leaf)]
+    torch.manual_seed(common.SEED + 1)
+    head = nn.Linear(old.in_features, classes)
+    if leaf.isdigit():
+        owner[int(leaf)] = head
+    else:
+        setattr(owner, leaf, head)
+    return m
+
+
+def construct(model, size, classes=None):
+    """The torch module, seeded, untrained (with a new head of `classes` outputs if given)."""
+    if classes is not None:
+        return new_head(construct(model, size), classes)
     import torch
     import torchvision.models as tvm
     torch.manual_seed(common.SEED)
@@ -142,9 +174,9 @@ def calibrate_bn(m, size):
             m(torch.from_numpy(common.images(BN_BATCH, size, 500 + i)))
 
 
-def export(model, size, path):
+def export(model, size, path, classes=None):
     import torch
-    m = construct(model, size)
+    m = construct(model, size, classes)
     calibrate_bn(m, size)
     m.eval()
     x = torch.from_numpy(common.inputs(model, 1, size, 0))
@@ -153,31 +185,31 @@ def export(model, size, path):
                           training=torch.onnx.TrainingMode.EVAL, input_names=["input"], output_names=["logits"])
 
 
-def cached(out, model, size):
+def cached(out, model, size, classes=None):
     """True when DIR/MODEL.onnx exists and was built from these arguments and this script."""
     try:
         with open(os.path.join(out, model + ".json")) as f:
             meta = json.load(f)
     except (OSError, ValueError):
         return False
-    return meta.get("key") == build_key(model, size) and os.path.isfile(os.path.join(out, model + ".onnx"))
+    return meta.get("key") == build_key(model, size, classes) and os.path.isfile(os.path.join(out, model + ".onnx"))
 
 
-def build(model, size, out, force=False, log=print):
+def build(model, size, out, force=False, log=print, classes=None):
     """Build DIR/MODEL.onnx unless cached; returns (path, seconds spent, was cached)."""
     path = os.path.join(out, model + ".onnx")
-    if not force and cached(out, model, size):
+    if not force and cached(out, model, size, classes):
         return path, 0.0, True
     t0 = time.time()
     import warnings
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # torch's export warnings (tracer, constant folding) are noise here
-        common.write_atomic(path, lambda tmp: export(model, size, tmp))
+        common.write_atomic(path, lambda tmp: export(model, size, tmp, classes))
     dt = time.time() - t0
     with open(path, "rb") as f:
         digest = hashlib.sha256(f.read()).hexdigest()
     common.save_json(os.path.join(out, model + ".json"),
-                     {"key": build_key(model, size), "sha256": digest, "bytes": os.path.getsize(path),
+                     {"key": build_key(model, size, classes), "sha256": digest, "bytes": os.path.getsize(path),
                       "seconds": round(dt, 2)})
     log(f"build: {model} ({'' if model in common.TOKEN_MODELS else f'{size}x{size}, '}"
         f"{os.path.getsize(path) / 1e6:.1f} MB) in {dt:.1f} s")
@@ -188,17 +220,19 @@ def main():
     ap = argparse.ArgumentParser(description="Build the zoo's float ONNX models from torchvision (seeded).")
     ap.add_argument("--models", default="all", help="comma-separated names or 'all': " + ", ".join(common.MODELS))
     ap.add_argument("--size", default="224", help="input resolution of the image models (default 224)")
+    ap.add_argument("--classes", default=None, help="a new head of K outputs (the last Linear replaced)")
     ap.add_argument("--out", default="build/zoo", help="output directory (default build/zoo)")
     ap.add_argument("--force", action="store_true", help="rebuild even when cached")
     a = ap.parse_args()
     models = common.parse_models(a.models)
     size = common.parse_size(a.size)
+    classes = None if a.classes is None else common.parse_count(a.classes, "--classes", 2, 100000)
     if "vit_tiny" in models and size % 16:
         raise UsageError(f"--size {size}: vit_tiny needs a multiple of 16 (patch 16)")
     out = common.ensure_dir(a.out)
     t0 = time.time()
     for m in models:
-        build(m, size, out, a.force)
+        build(m, size, out, a.force, classes=classes)
     print(f"build: {len(models)} model(s) in {time.time() - t0:.1f} s -> {out}")
     return 0
 
