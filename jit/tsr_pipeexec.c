@@ -1217,7 +1217,10 @@ int tsr_pipex_run(tsr_mdev_t *m, const tsr_netdesc_t *nd, const tsr_pp_t *pp, co
         snprintf(q->first, sizeof q->first, "%s", vname(nd, H, ps->nodes[0]));
         snprintf(q->last, sizeof q->last, "%s", vname(nd, H, ps->nodes[ps->nnodes - 1]));
         for (int k = 0; k < ps->nnodes; k++)
-            q->host_nodes += ps->nodes[k] >= nd->nnodes;
+            if (ps->nodes[k] >= nd->nnodes) {
+                q->host_nodes++;
+                q->pred_host += H->cycles[ps->nodes[k] - nd->nnodes];
+            }
         q->predicted = ps->load;
         q->pred_compute = ps->compute;
         q->link = st->link;
@@ -1496,10 +1499,10 @@ void tsr_pipex_print(const tsr_pipex_result_t *r, FILE *f)
         fprintf(f, "%-5d %-6s %5d  %-34.34s %12.0f %12.0f %10.0f %12.0f %7s %10llu\n", s, dev, q->nnodes, span,
                 q->predicted, q->compute, q->link, q->measured, err, (unsigned long long)q->bytes_out);
         if (q->host_nodes)
-            fprintf(f, "      (%s: %d host node%s, measured %.0f host cycles per input (the host model: wall time x "
-                       "the clock)%s)\n",
+            fprintf(f, "      (%s: %d host node%s, host cycles per input predicted %.0f, measured %.0f (the host model: "
+                       "thread CPU time x the clock)%s)\n",
                     q->device < 0 ? "host stage, its own thread" : "on the device's host thread", q->host_nodes,
-                    q->host_nodes == 1 ? "" : "s", q->host,
+                    q->host_nodes == 1 ? "" : "s", q->pred_host, q->host,
                     q->device < 0 ? "" : ", in its compute; link: their round trips too");
         if (q->parts > 1)
             fprintf(f, "      (split stage: %d output-channel parts, one per device; compute is the slowest part, "

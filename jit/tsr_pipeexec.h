@@ -102,6 +102,7 @@ typedef struct tsr_pipex_stage_res {
     int head, tail;        /* a shared boundary: the plan's units (tsr_pp_stage_t) */
     int host_nodes;        /* host nodes in the stage (device -1: a host stage, only host nodes) */
     double host;           /* measured host cycles per input (mean; part of compute) */
+    double pred_host;      /* the plan's host cycles of its host nodes (the host model, part of pred_compute) */
 } tsr_pipex_stage_res_t;
 
 typedef struct tsr_pipex_result {
