@@ -47,6 +47,7 @@ typedef struct {
         tsr_op_act_t act;
         tsr_mul_params_t mul;
         tsr_gavg_params_t gavg;
+        tsr_softmax_params_t softmax;
         unsigned char prm[1];
     };
     int is_dense;          /* conv built from a dense node */
@@ -530,6 +531,11 @@ int tsr_graph_mul(tsr_graph_t *g, const char *name, int x, int s, int y, const t
 int tsr_graph_gavg(tsr_graph_t *g, const char *name, int x, int y, const tsr_gavg_params_t *p)
 {
     return plain_node(g, TSR_OPK_GAVG, name, x, -1, y, p);
+}
+
+int tsr_graph_softmax(tsr_graph_t *g, const char *name, int x, int y, const tsr_softmax_params_t *p)
+{
+    return plain_node(g, TSR_OPK_SOFTMAX, name, x, -1, y, p);
 }
 
 int tsr_graph_reshape(tsr_graph_t *g, const char *name, int x, int y)

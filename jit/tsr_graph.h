@@ -166,6 +166,10 @@ int tsr_graph_mul(tsr_graph_t *g, const char *name, int x, int s, int y, const t
  * requantization), over any H*W (a depthwise conv of weight 1 needs the
  * window's rows on chip); the layer table names it "gavg". */
 int tsr_graph_gavg(tsr_graph_t *g, const char *name, int x, int y, const tsr_gavg_params_t *p);
+/* y = the quantized softmax of x along w (or over h*w with p->spatial;
+ * tsr_softmax.h: integers on the device, ACT_LUT >= 4 for the exponent's
+ * tables, refused at plan without); the layer table names it "softmax". */
+int tsr_graph_softmax(tsr_graph_t *g, const char *name, int x, int y, const tsr_softmax_params_t *p);
 /* y relabels x's bytes: same N, C, dtype and zero point and H*W (the
  * blocked layout is then identical), e.g. [N,C,1,1] -> [N,C,1,1] views. */
 int tsr_graph_reshape(tsr_graph_t *g, const char *name, int x, int y);

@@ -36,6 +36,7 @@ typedef enum tsr_nd_kind {
     TSR_ND_ACT = TSR_OPK_ACT,     /* (additive) activation table, needs ACT_LUT: .act */
     TSR_ND_MUL = TSR_OPK_MUL,     /* (additive) in[0] [N,C,H,W] times the per-channel vector in[1] [N,C,1,1]: .mul */
     TSR_ND_GAVG = TSR_OPK_GAVG,   /* (additive) global average into its own quantization: .gavg */
+    TSR_ND_SOFTMAX = TSR_OPK_SOFTMAX, /* (additive) softmax along w or over h*w, needs ACT_LUT >= 4: .softmax */
 } tsr_nd_kind_e;
 
 typedef struct tsr_nd_tensor {
@@ -58,6 +59,7 @@ typedef struct tsr_nd_node {
     tsr_op_act_t act;          /* TSR_ND_ACT (additive): shape, types, zero points and the table */
     tsr_mul_params_t mul;      /* TSR_ND_MUL (additive) */
     tsr_gavg_params_t gavg;    /* TSR_ND_GAVG (additive) */
+    tsr_softmax_params_t softmax; /* TSR_ND_SOFTMAX (additive) */
     void *w;               /* CONV: OIHW weights, DENSE: [M][K] weights, bytes of the weight dtype (owned) */
     int32_t *bias;         /* CONV / DENSE: [C_out] or [M] int32 (owned), may be NULL */
 } tsr_nd_node_t;

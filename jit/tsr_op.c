@@ -273,6 +273,32 @@ static void gavg_fig(const tsr_op_plan_t *pl, tsr_op_figures_t *f)
     *f = (tsr_op_figures_t){pl->gavg.insns, pl->gavg.ninsns, 0, 0, pl->gavg.c_bytes};
 }
 
+/* ------------------------------------------------------------- softmax */
+
+static int softmax_check(const void *params, tsr_op_io_t *io)
+{
+    const tsr_softmax_params_t *p = params;
+    tsr_softmax_form_t f;
+    int rc = tsr_softmax_form(p, &f);
+    if (rc)
+        return rc;
+    io_of(&io[0], p->n, p->c, p->h, p->w, p->x_dtype, p->x_zp);
+    io_of(&io[1], p->n, p->c, p->h, p->w, p->y_dtype, p->y_zp);
+    return TSR_OK;
+}
+
+static int softmax_plan_t(tsr_device_t *dev, const void *p, const tsr_dtensor_t *const *x, const tsr_dtensor_t *y,
+                          tsr_op_plan_t *pl)
+{
+    return tsr_softmax_plan_tensors(dev, p, x[0], y, &pl->softmax);
+}
+static void softmax_free(tsr_device_t *dev, tsr_op_plan_t *pl) { tsr_softmax_plan_free(dev, &pl->softmax); }
+static void softmax_fig(const tsr_op_plan_t *pl, tsr_op_figures_t *f)
+{
+    /* the three tables, the rqfin row and the uops are its constants */
+    *f = (tsr_op_figures_t){pl->softmax.insns, pl->softmax.ninsns, 0, 0, pl->softmax.insns ? 3 * 256 : 0};
+}
+
 /* --------------------------------------------------------------- table */
 
 #define IO1 {"input", "output"}
@@ -312,6 +338,10 @@ static const tsr_op_def_t table[TSR_OPK_COUNT] = {
     [TSR_OPK_GAVG] = {.kind = TSR_OPK_GAVG, .name = "gavg", .n_inputs = 1, .io_names = IO1,
                       .params_size = sizeof(tsr_gavg_params_t), .check = gavg_check, .plan_tensors = gavg_plan_t,
                       .plan_free = gavg_free, .figures = gavg_fig},
+    /* the softmax likewise (tsr_softmax_run for a single one) */
+    [TSR_OPK_SOFTMAX] = {.kind = TSR_OPK_SOFTMAX, .name = "softmax", .n_inputs = 1, .io_names = IO1,
+                         .params_size = sizeof(tsr_softmax_params_t), .check = softmax_check,
+                         .plan_tensors = softmax_plan_t, .plan_free = softmax_free, .figures = softmax_fig},
 };
 #undef IO1
 

@@ -26,6 +26,7 @@
 #include "tsr_mul.h"
 #include "tsr_npy.h"
 #include "tsr_pool.h"
+#include "tsr_softmax.h"
 
 /* Every operator. The values are those of the network description's node
  * kinds (the first user), 0 is none. */
@@ -39,8 +40,9 @@ typedef enum tsr_op_kind {
     TSR_OPK_ACT,      /* activation table over a tensor (ACT_LUT; graph only): tsr_op_act_t */
     TSR_OPK_MUL,      /* a tensor times a per-channel vector (squeeze-and-excite; graph only): tsr_mul_params_t */
     TSR_OPK_GAVG,     /* global average into its own quantization, any window (graph only): tsr_gavg_params_t */
+    TSR_OPK_SOFTMAX,  /* quantized softmax along w or over h*w (ACT_LUT >= 4; graph only): tsr_softmax_params_t */
 } tsr_op_kind_e;
-#define TSR_OPK_COUNT 10 /* one past the last kind */
+#define TSR_OPK_COUNT 11 /* one past the last kind */
 
 /* An activation table node's parameters: the tensors' shape, types and
  * zero points (what the graph matches against; the table itself maps
@@ -72,6 +74,7 @@ typedef union tsr_op_plan {
     tsr_act_plan_t act;
     tsr_mul_plan_t mul;
     tsr_gavg_plan_t gavg;
+    tsr_softmax_plan_t softmax;
 } tsr_op_plan_t;
 
 /* What a plan exposes the same way for every operator. */
@@ -85,7 +88,7 @@ typedef struct tsr_op_figures {
 
 typedef struct tsr_op_def {
     tsr_op_kind_e kind;
-    const char *name;          /* "conv", "pool", "add", "clip", "dense", "reshape", "act", "mul", "gavg" */
+    const char *name;          /* "conv", "pool", "add", "clip", "dense", "reshape", "act", "mul", "gavg", "softmax" */
     int n_inputs;              /* tensors read: 1, or 2 (add, mul) */
     int has_weights;           /* weights (and an optional int32 bias) come with the operator */
     int flat_input;            /* the input matches by N and C*H*W (dense over a flattened NCHW tensor) */

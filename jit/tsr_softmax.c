@@ -4,7 +4,8 @@
  *
  * A device tensor's rows are (nb, cb, h, w) with the BATCH x BLOCK lanes
  * (batch items, channels) in a row, so one softmax row of every lane is
- * the w consecutive rows of one group (nb, cb, h): the reductions are ALU
+ * the w consecutive rows of one group (nb, cb, h) (spatial: the h*w rows
+ * of (nb, cb)): the reductions are ALU
  * ops whose loop steps src over a group's rows with dst factor 0.
  *
  * Accumulator rows: X [0, GL) the chunk (G groups of L rows), B and C two
@@ -75,8 +76,9 @@ int tsr_softmax_form(const tsr_softmax_params_t *p, tsr_softmax_form_t *f)
     const int32_t ys = (int32_t)ysf;
     /* P: E(0) = 2^P in three table digits; the sum w * 2^P <= 2^30 (the division's remainder doubles in
        int32); E * ys < 2^31 (the product before mulhr) */
+    const int64_t len = p->spatial ? (int64_t)p->h * p->w : p->w;
     int lw = 0;
-    while (((int64_t)1 << lw) < p->w)
+    while (((int64_t)1 << lw) < len)
         lw++;
     int P = SM_PMAX;
     if (30 - lw < P)
@@ -84,8 +86,8 @@ int tsr_softmax_form(const tsr_softmax_params_t *p, tsr_softmax_form_t *f)
     while (P > 0 && ((int64_t)ys << P) > INT32_MAX)
         P--;
     if (P < 8)
-        return tsr_err(TSR_EINVAL, "softmax: rows of %d with floor(1 / output scale) = %d leave %d bits for the "
-                       "exponent (8 needed)", p->w, (int)ys, P);
+        return tsr_err(TSR_EINVAL, "softmax: rows of %lld with floor(1 / output scale) = %d leave %d bits for the "
+                       "exponent (8 needed)", (long long)len, (int)ys, P);
     f->p = P;
     f->ys = ys;
     for (int d = 0; d < 256; d++)
@@ -232,7 +234,8 @@ int tsr_softmax_plan_tensors(tsr_device_t *dev, const tsr_softmax_params_t *p, c
     if (rb != (uint64_t)(x->batch * x->block) || c->out_bytes != rb || x->bytes != y->bytes)
         return tsr_err(TSR_EINVAL, "softmax: the tensors' rows are not this config's %u-byte acc8 rows",
                        c->acc8_bytes);
-    const uint64_t rows = x->bytes / rb, W = (uint64_t)p->w, groups = rows / W;
+    const uint64_t rows = x->bytes / rb, W = p->spatial ? (uint64_t)p->h * (uint64_t)p->w : (uint64_t)p->w,
+                   groups = rows / W;
     if (x->addr % rb || y->addr % rb || groups * W != rows ||
         (x->addr + x->bytes) / rb > UINT32_MAX || (y->addr + y->bytes) / rb > UINT32_MAX)
         return tsr_err(TSR_EINVAL, "softmax: tensor buffers not aligned to their rows or beyond the DRAM the "

@@ -5,7 +5,8 @@
  * row sum, an exact integer reciprocal and the requantization, all on the
  * device (jit/operators.md "softmax" is normative; this is a summary).
  *
- * Values (per softmax row of x, i.e. fixed n, c, h; k over w):
+ * Values (per softmax row of x, i.e. fixed n, c, h; k over w; with
+ * spatial, fixed n, c and k over the h*w positions):
  *   m    = max_k x_k                      (the quantized input; x_zp cancels)
  *   d_k  = m - x_k                        in [0, 255]
  *   E(d) = floor(2^P * exp(-d * x_scale) + 1/2)   (double, once per d at plan time)
@@ -39,7 +40,10 @@
 #include "tsr_npy.h"
 
 typedef struct tsr_softmax_params {
-    int n, c, h, w;        /* the tensor [N, C, H, W]; softmax along w */
+    int n, c, h, w;        /* the tensor [N, C, H, W]; softmax along w ... */
+    int spatial;           /* ... or, 1, over the h*w positions of each (n, c): the last axis of a 3-D
+                              [B, T, L] tensor, which a device tensor holds as [B, T, L, 1] (L the rows
+                              of a group, T in the lanes); the values are those of [N, C, 1, H*W] */
     tsr_dtype_e x_dtype;   /* int8 or uint8 */
     float x_scale;         /* > 0, normal, finite */
     int32_t x_zp;          /* within x_dtype's range (the values do not depend on it) */
@@ -61,7 +65,7 @@ int tsr_softmax_form(const tsr_softmax_params_t *p, tsr_softmax_form_t *f);
 typedef struct tsr_softmax_plan {
     tsr_softmax_form_t form;
     uint32_t groups;       /* softmax rows of device rows: NB * CB * H */
-    uint32_t len;          /* w */
+    uint32_t len;          /* w (spatial: h*w) */
     uint32_t tile_groups;  /* G: softmax rows per tile */
     uint32_t chunk;        /* L: device rows of a softmax row on chip at once (w: one pass) */
     int tiles;

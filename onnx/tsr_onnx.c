@@ -96,6 +96,8 @@ int tsr_onnx_set_target(tsr_onnx_t *m, const tsr_config_t *cfg)
     tsr_ox_free_segments(m);
     int rc = tsr_ox_act_tables(m);
     if (!rc)
+        rc = tsr_ox_softmax_device(m, cfg->act_lut);
+    if (!rc)
         rc = tsr_ox_build_segments(m);
     if (!rc)
         m->act_lut = 1;
@@ -127,6 +129,8 @@ static const char *dev_kind(const tsr_nd_node_t *nd)
         return "mul by a per-channel vector";
     if (nd->kind == TSR_ND_GAVG)
         return "global average";
+    if (nd->kind == TSR_ND_SOFTMAX)
+        return "softmax";
     return nd->kind == TSR_ND_ADD ? "add" : nd->kind == TSR_ND_DENSE ? "dense"
          : nd->pool.kind == TSR_POOL_MAX ? "maxpool" : "avgpool";
 }

@@ -312,6 +312,9 @@ void tsr_ox_qdq_fold(tsr_onnx_t *m, int ni);
 int tsr_ox_lower_graph(tsr_onnx_t *m);
 /* tsr_onnx_act.c: chains of host lops whose output is a table of one quantized input, as device act lops */
 int tsr_ox_act_tables(tsr_onnx_t *m);
+/* The quantized softmaxes (host QLinearSoftmax lops) on the device for a config with act_lut >= 4
+ * activation tables (ops/tsr_ox_float.c). */
+int tsr_ox_softmax_device(tsr_onnx_t *m, int act_lut);
 /* ops/tsr_ox_eltwise.c: host lop l (a quantized Mul by a per-channel
  * vector, or an Add of two activations) as a device lop when both its
  * operands come from device lops with only device lops between them and l

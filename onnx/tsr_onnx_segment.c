@@ -68,6 +68,8 @@ static int assign_zps(tsr_onnx_t *m)
             zin = L->nd.gavg.x_zp, fin = 1, zout = L->nd.gavg.y_zp, fout = 1;
         if (L->side == SIDE_DEV && L->nd.kind == TSR_ND_ACT) /* the table maps any input zero point */
             zout = L->nd.act.y_zp, fout = 1;
+        if (L->side == SIDE_DEV && L->nd.kind == TSR_ND_SOFTMAX) /* (the values do not depend on x_zp) */
+            zout = L->nd.softmax.y_zp, fout = 1;
         if (L->side == SIDE_DEV && L->nd.kind == TSR_ND_POOL && L->nd.pool.kind != TSR_POOL_MAX)
             zin = zout = L->nd.pool.zp, fin = fout = 1;
         if (L->side == SIDE_DEV && (L->nd.kind == TSR_ND_ADD || L->nd.kind == TSR_ND_MUL)) {
@@ -189,6 +191,8 @@ static int emit_segment(tsr_onnx_t *m, int i, int end, int in_val, int out_val, 
         s->nd.tensors[to].zp = m->vals[L->out].zp;
         if (L->nd.kind == TSR_ND_POOL)
             nn->pool.zp = m->vals[L->in].zp;
+        if (L->nd.kind == TSR_ND_SOFTMAX)
+            nn->softmax.x_zp = s->nd.tensors[ti].zp;
         if (L->nd.kind == TSR_ND_ACT) { /* the tensors as the segment has them (bytes to bytes: any will do) */
             const tsr_nd_tensor_t *X = &s->nd.tensors[ti];
             nn->act.n = X->n, nn->act.c = X->c, nn->act.h = X->h, nn->act.w = X->w;

@@ -3,7 +3,8 @@
  * against the plain-C reference tests/tsr_opref.c opref_softmax (written
  * from jit/operators.md "softmax", not from jit/): random tensors [N, C, H, W] (softmax along
  * w, lengths 1, 2, small, 197 and > 256 so that a row takes several
- * chunks on chip), input and output dtypes, zero points and scales, on
+ * chunks on chip), and over h*w (a 3-D tensor's last axis: ViT-tiny's
+ * attention [3, 197, 197]), input and output dtypes, zero points and scales, on
  * tiny + ACT_LUT 4 (128 accumulator rows: rows of more than 40 go in
  * chunks) and default + ACT_LUT 4. Every output byte must equal the
  * reference. Also against ONNX Runtime's QLinearSoftmax arithmetic
@@ -92,12 +93,13 @@ static tsr_device_t *open_cfg(const char *preset, int lut)
 
 static long ort_diff, ort_n;
 
-/* One random case; returns the device's cycle count. */
-static uint64_t one_case(tsr_device_t *dev, const char *cfg, int n, int c, int h, int w, uint64_t *rs)
+/* One random case (spatial: the softmax over h*w, tsr_softmax.h). */
+static void one_case(tsr_device_t *dev, const char *cfg, int n, int c, int h, int w, int spatial, uint64_t *rs)
 {
     tsr_softmax_params_t p;
     memset(&p, 0, sizeof p);
-    p.n = n, p.c = c, p.h = h, p.w = w;
+    p.n = n, p.c = c, p.h = h, p.w = w, p.spatial = spatial;
+    const int rh = spatial ? 1 : h, rw = spatial ? h * w : w; /* the reference's view: rows of rw */
     p.x_dtype = tsr_test_rnd(rs, 0, 1) ? TSR_DT_UINT8 : TSR_DT_INT8;
     p.y_dtype = tsr_test_rnd(rs, 0, 1) ? TSR_DT_UINT8 : TSR_DT_INT8;
     p.x_zp = p.x_dtype == TSR_DT_UINT8 ? tsr_test_rnd(rs, 0, 255) : tsr_test_rnd(rs, -128, 127);
@@ -117,27 +119,26 @@ static uint64_t one_case(tsr_device_t *dev, const char *cfg, int n, int c, int h
         x[i] = (uint8_t)v;
     }
     /* every other row spans the whole range (d = 255 occurs: a table index off by anything wraps) */
-    for (size_t r = 0; w > 1 && r < nx / (size_t)w; r += 2) {
+    for (size_t r = 0; rw > 1 && r < nx / (size_t)rw; r += 2) {
         const int lo = p.x_dtype == TSR_DT_UINT8 ? 0 : -128;
-        x[r * (size_t)w + (size_t)tsr_test_rnd(rs, 0, w - 1)] = (uint8_t)(lo + 255);
-        x[r * (size_t)w + (size_t)tsr_test_rnd(rs, 0, w - 1)] = (uint8_t)lo;
+        x[r * (size_t)rw + (size_t)tsr_test_rnd(rs, 0, rw - 1)] = (uint8_t)(lo + 255);
+        x[r * (size_t)rw + (size_t)tsr_test_rnd(rs, 0, rw - 1)] = (uint8_t)lo;
     }
-    tsr_counters_t a, b;
-    assert_int_equal(tsr_read_counters(dev, &a), TSR_OK);
     if (tsr_softmax_run(dev, &p, x, y))
         fail_msg("%s [%d,%d,%d,%d]: %s", cfg, n, c, h, w, tsr_errmsg());
-    assert_int_equal(tsr_read_counters(dev, &b), TSR_OK);
-    opref_tensor_t X = {p.x_dtype == TSR_DT_UINT8 ? OPREF_UINT8 : OPREF_INT8, n, c, h, w, x, p.x_zp},
-                   Y = {p.y_dtype == TSR_DT_UINT8 ? OPREF_UINT8 : OPREF_INT8, n, c, h, w, want, p.y_zp};
+    opref_tensor_t X = {p.x_dtype == TSR_DT_UINT8 ? OPREF_UINT8 : OPREF_INT8, n, c, rh, rw, x, p.x_zp},
+                   Y = {p.y_dtype == TSR_DT_UINT8 ? OPREF_UINT8 : OPREF_INT8, n, c, rh, rw, want, p.y_zp};
     assert_int_equal(opref_softmax(&X, p.x_scale, p.y_scale, &Y), TSR_OK);
-    ort_softmax(&p, x, orty);
+    tsr_softmax_params_t po = p; /* ORT's rows: the last axis of [N, C, rh, rw] */
+    po.h = rh, po.w = rw;
+    ort_softmax(&po, x, orty);
     for (size_t i = 0; i < nx; i++)
         if (y[i] != want[i])
             fail_msg("%s [%d,%d,%d,%d] x %s scale %g, y %s scale %g zp %d: element %zu: device %u, reference %u", cfg,
                      n, c, h, w, p.x_dtype == TSR_DT_UINT8 ? "u8" : "s8", (double)p.x_scale,
                      p.y_dtype == TSR_DT_UINT8 ? "u8" : "s8", (double)p.y_scale, (int)p.y_zp, i, y[i], want[i]);
     long nd = 0;
-    for (size_t i = 0; i < nx && w > 1; i++) { /* (w = 1: ORT overflows, above; the device gives 1.0) */
+    for (size_t i = 0; i < nx && rw > 1; i++) { /* (w = 1: ORT overflows, above; the device gives 1.0) */
         const int sy = p.y_dtype == TSR_DT_INT8;
         const int dv = sy ? (int8_t)y[i] : y[i], ov = sy ? (int8_t)orty[i] : orty[i];
         if (dv != ov) {
@@ -147,19 +148,18 @@ static uint64_t one_case(tsr_device_t *dev, const char *cfg, int n, int c, int h
                          c, h, w, i, dv, ov);
         }
     }
-    ort_diff += nd, ort_n += w > 1 ? (long)nx : 0;
+    ort_diff += nd, ort_n += rw > 1 ? (long)nx : 0;
     free(x), free(y), free(want), free(orty);
-    return b.cycles - a.cycles;
 }
 
-static void run_cases(const char *preset, const int (*shapes)[4], int count, uint64_t seed)
+static void run_cases(const char *preset, const int (*shapes)[5], int count, uint64_t seed)
 {
     uint64_t rs = tsr_test_seed("TSR_SOFTMAX_SEED", seed);
     tsr_device_t *dev = open_cfg(preset, 4);
     for (int i = 0; i < count; i++) {
-        const uint64_t cyc = one_case(dev, preset, shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3], &rs);
-        printf("  %s [%d,%d,%d,%d]: equal to the reference (%llu cycles)\n", preset, shapes[i][0], shapes[i][1],
-               shapes[i][2], shapes[i][3], (unsigned long long)cyc);
+        one_case(dev, preset, shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3], shapes[i][4], &rs);
+        printf("  %s [%d,%d,%d,%d]%s: equal to the reference\n", preset, shapes[i][0], shapes[i][1], shapes[i][2],
+               shapes[i][3], shapes[i][4] ? " over h*w" : "");
     }
     tsr_device_close(dev);
 }
@@ -168,8 +168,9 @@ static void test_tiny(void **state)
 {
     (void)state;
     /* tiny: BLOCK 4, 128 accumulator rows: w <= 40 in one pass (several groups per tile), longer in chunks */
-    static const int shapes[][4] = {{1, 1, 1, 1}, {1, 3, 2, 2},  {2, 5, 3, 7},  {1, 4, 6, 40},
-                                    {1, 2, 3, 41}, {1, 3, 2, 197}, {1, 1, 2, 300}, {2, 6, 1, 13}};
+    static const int shapes[][5] = {{1, 1, 1, 1, 0},  {1, 3, 2, 2, 0},   {2, 5, 3, 7, 0},  {1, 4, 6, 40, 0},
+                                    {1, 2, 3, 41, 0}, {1, 3, 2, 197, 0}, {1, 1, 2, 300, 0}, {2, 6, 1, 13, 0},
+                                    {3, 9, 13, 1, 1}, {2, 5, 3, 4, 1},   {1, 6, 50, 1, 1}};
     run_cases("tiny", shapes, (int)(sizeof shapes / sizeof shapes[0]), 0x50f7ull);
 }
 
@@ -177,7 +178,8 @@ static void test_default(void **state)
 {
     (void)state;
     /* default: BLOCK 16, 2048 rows: ViT-tiny's attention [1, 3, 197, 197] rows in one pass, 3 groups a tile */
-    static const int shapes[][4] = {{1, 3, 197, 197}, {1, 2, 16, 16}, {1, 17, 2, 681}, {1, 4, 3, 1}};
+    static const int shapes[][5] = {{1, 3, 197, 197, 0}, {1, 2, 16, 16, 0}, {1, 17, 2, 681, 0}, {1, 4, 3, 1, 0},
+                                    {3, 197, 197, 1, 1}};
     run_cases("default", shapes, (int)(sizeof shapes / sizeof shapes[0]), 0x50f8ull);
     printf("  against ONNX Runtime's float32 QLinearSoftmax: %ld of %ld values differ (by 1)\n", ort_diff, ort_n);
 }
@@ -193,7 +195,8 @@ static void expect_refusal(tsr_device_t *dev, const tsr_softmax_params_t *p, con
 static void test_refusals(void **state)
 {
     (void)state;
-    tsr_softmax_params_t p = {1, 2, 2, 8, TSR_DT_UINT8, 0.1f, 0, TSR_DT_UINT8, 1.0f / 255.0f, 0};
+    tsr_softmax_params_t p = {.n = 1, .c = 2, .h = 2, .w = 8, .x_dtype = TSR_DT_UINT8, .x_scale = 0.1f,
+                              .y_dtype = TSR_DT_UINT8, .y_scale = 1.0f / 255.0f};
     tsr_device_t *nolut = open_cfg("tiny", 2);
     expect_refusal(nolut, &p, "ACT_LUT >= 4");
     tsr_device_close(nolut);

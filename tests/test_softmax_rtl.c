@@ -48,7 +48,8 @@ static tsr_device_t *open_dev(const char *name)
 
 static void one_case(int n, int c, int h, int w, tsr_dtype_e dt, float xs, float ysc, int32_t yzp, uint64_t *rs)
 {
-    tsr_softmax_params_t p = {n, c, h, w, dt, xs, dt == TSR_DT_UINT8 ? 100 : -3, dt, ysc, yzp};
+    tsr_softmax_params_t p = {.n = n, .c = c, .h = h, .w = w, .x_dtype = dt, .x_scale = xs,
+                              .x_zp = dt == TSR_DT_UINT8 ? 100 : -3, .y_dtype = dt, .y_scale = ysc, .y_zp = yzp};
     const size_t nx = (size_t)n * c * h * w;
     uint8_t *x = malloc(nx), *y = malloc(nx), *y0 = malloc(nx), *want = malloc(nx);
     assert_true(x && y && y0 && want);

@@ -101,6 +101,16 @@ static int run_node(const tsr_netdesc_t *nd, const tsr_nd_node_t *nn, void **out
                               .act_max = p->act_max};
         return opref_gavg(&x, &rq, &y);
     }
+    case TSR_ND_SOFTMAX: { /* over h*w: the rows of [N, C, 1, H*W] */
+        const tsr_softmax_params_t *p = &nn->softmax;
+        if (x.zp != p->x_zp || x.dtype != odt(p->x_dtype) || y.zp != p->y_zp || y.dtype != odt(p->y_dtype))
+            return tsr_err(TSR_EINVAL, "softmax: tensor quantization differs from the node's parameters");
+        if (p->spatial) {
+            x.w *= x.h, y.w *= y.h;
+            x.h = y.h = 1;
+        }
+        return opref_softmax(&x, p->x_scale, p->y_scale, &y);
+    }
     case TSR_ND_ACT: { /* the table on the host, in its own terms: entry[(x - off_x) & 255] = y - off_y */
         const tsr_op_act_t *p = &nn->act;
         if (x.zp != p->x_zp || x.dtype != odt(p->x_dtype) || y.zp != p->y_zp || y.dtype != odt(p->y_dtype))

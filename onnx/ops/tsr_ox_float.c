@@ -53,6 +53,79 @@ static int qdq_softmax(tsr_onnx_t *m, int ni, int x, int axis)
     return 1;
 }
 
+/* The QLinearSoftmax host lops on the device (jit/tsr_softmax.h: integers, the exponent from three
+ * activation tables), for a config with at least four tables: a softmax along the last axis of a
+ * 4-D tensor (along w) or of a 3-D one (a device tensor holds [B, T, L] as [B, T, L, 1]: over h*w), whose
+ * integer form exists (tsr_softmax_form). ONNX Runtime computes it from a float32 table, a float32
+ * running sum and a float32 division; the device's integers agree with it within 1 LSB (operators.md).
+ * Placement, as the activation tables' (tsr_onnx_act.c): only next to device work (input made by a
+ * device operator or output read by one), so that a softmax between two host operators does not become
+ * a device segment of its own; TESSERA_SOFTMAX=device takes every one that fits, =host none. */
+int tsr_ox_softmax_device(tsr_onnx_t *m, int act_lut)
+{
+    const char *env = getenv("TESSERA_SOFTMAX");
+    const int force = env && !strcmp(env, "device");
+    if (act_lut < 4 || (env && !strcmp(env, "host")))
+        return 0;
+    for (int c = 0; c < m->nlops; c++) {
+        ox_lop_t *L = &m->lops[c];
+        if (L->side != SIDE_HOST || L->hkind != H_QSOFTMAX)
+            continue;
+        const int q = (int)L->geo[0], in = L->in;
+        const ox_val_t *X = &m->vals[q], *B = &m->vals[in], *Y = &m->vals[L->out];
+        if (B->ndim != X->ndim || memcmp(B->dims, X->dims, sizeof(int64_t) * (size_t)X->ndim) ||
+            m->vals[L->out].base != L->out)
+            continue; /* (a relabelled input: the device tensor would have its base's shape) */
+        tsr_softmax_params_t p;
+        memset(&p, 0, sizeof p);
+        int ok = 1;
+        for (int i = 0; i < X->ndim; i++)
+            ok = ok && X->dims[i] >= 1 && X->dims[i] <= 65536;
+        if (ok && X->ndim == 4 && L->axis == 3)
+            p.n = (int)X->dims[0], p.c = (int)X->dims[1], p.h = (int)X->dims[2], p.w = (int)X->dims[3];
+        else if (ok && X->ndim == 3 && L->axis == 2)
+            p.n = (int)X->dims[0], p.c = (int)X->dims[1], p.h = (int)X->dims[2], p.w = 1, p.spatial = 1;
+        else
+            continue;
+        if (qdtype(X->elem, &p.x_dtype) || qdtype(Y->elem, &p.y_dtype))
+            continue;
+        p.x_scale = L->scale;
+        p.y_scale = L->mult;
+        p.y_zp = L->zp;
+        p.x_zp = 0; /* (the segment's tensor's, tsr_onnx_segment.c: the values do not depend on it) */
+        tsr_softmax_form_t f;
+        if (tsr_softmax_form(&p, &f)) {
+            tsr_err_clear();
+            continue;
+        }
+        const int pr = m->vals[in].prod;
+        int near = force || (pr >= 0 && m->lops[pr].side == SIDE_DEV);
+        for (int j = c + 1; j < m->nlops && !near; j++)
+            near = m->lops[j].side == SIDE_DEV && (m->lops[j].in == L->out || m->lops[j].in2 == L->out);
+        if (!near)
+            continue;
+        tsr_nd_node_t nd;
+        memset(&nd, 0, sizeof nd);
+        nd.kind = TSR_ND_SOFTMAX;
+        nd.in[1] = -1;
+        nd.softmax = p;
+        tsr_strsafe(nname(m, L->node), nd.name, sizeof nd.name);
+        const int node = L->node, out = L->out;
+        free(L->zpa);
+        free(L->zpb);
+        memset(L, 0, sizeof *L);
+        L->node = node;
+        L->name_node = node;
+        L->side = SIDE_DEV;
+        L->in = in;
+        L->in2 = -1;
+        L->out = out;
+        L->seg = -1;
+        L->nd = nd;
+    }
+    return 0;
+}
+
 /* Relu, Softmax, ArgMax (hk: the host kernel) of real floats: a float view
  * gets its host dequantize first. */
 int tsr_ox_host_float(tsr_onnx_t *m, int ni, int hk)
