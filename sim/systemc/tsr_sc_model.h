@@ -37,6 +37,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 extern "C" {
@@ -109,6 +110,8 @@ struct tsr_sc_axi_ext : tlm::tlm_extension<tsr_sc_axi_ext> {
     int timing_only = 0;   // data moved through the direct interface: do not touch memory
     double accepted = 0;   // out: cycle the memory accepted the address
     double beat_cycles = 1; // write: cycles the source needs per beat (narrow rows)
+    double min_end = 0;     // read: the consumer takes the last beat no earlier (it holds
+                            // the in-order R channel until then)
     tlm::tlm_extension_base *clone() const override { return new tsr_sc_axi_ext(*this); }
     void copy_from(const tlm::tlm_extension_base &e) override
     {
@@ -364,6 +367,10 @@ class tsr_sc_accel : public sc_core::sc_module, public tsr_sc_sequencer {
     void wait_until(double cyc);
     void wait_start(); // for start_ev (or an abort)
     void wait_ev(tsr_sc_cond &c);
+    // For c or until cycle cyc, whichever comes first (the load stage's
+    // front waits for its next command or token while its back's
+    // instruction ends at its own time).
+    void wait_ev_until(tsr_sc_cond &c, double cyc);
     void notify(tsr_sc_cond &c); // its waiter runnable (after those runnable now)
     // Waits for and pops the next command, not before cycle `floor`: a stage
     // that knows when its current instruction ends (compute, store) does
@@ -380,9 +387,13 @@ class tsr_sc_accel : public sc_core::sc_module, public tsr_sc_sequencer {
     // *local (advanced by one cycle per burst, the AR/AW channel); returns
     // the cycle of the last beat (read) or of the last write response.
     // `between`, if given, runs after every burst (the load stage completes
-    // its previous instruction there once its time has come).
+    // its previous instruction there once its time has come). `pace`, if
+    // given, is asked for each read burst (its end address, -1) the cycle
+    // its consumer can take the last beat (min_end) and told (the end
+    // address, the burst's completion) after it.
     double axi(bool write, bool high, uint64_t addr, uint64_t bytes, sc_core::sc_time *local,
-               double beat_cycles = 1, const std::function<void()> *between = nullptr);
+               double beat_cycles = 1, const std::function<void()> *between = nullptr,
+               const std::function<double(uint64_t, double)> *pace = nullptr);
     void exec(const tsr_insn_t &in, uint32_t idx, const char *stage); // fsim data; error -> fail
     void fail(int rc, const std::string &msg);
     void finish(double at);
@@ -417,6 +428,16 @@ class tsr_sc_accel : public sc_core::sc_module, public tsr_sc_sequencer {
     // on read), ISR acknowledged by a write; GIE/IER/auto_restart/INSN_ADDR_HI
     // are stored only (the model raises no interrupt and does not restart).
     bool ap_read_ = false, isr_ack_ = false;
+    // Streams decoded at earlier STARTs, by a hash of their bytes (compared
+    // in full on a hit); cleared by configure and when they pass the bound
+    // (bytes of stream; a decoded instruction takes a few times more).
+    struct decoded_stream {
+        std::vector<uint8_t> raw;
+        std::vector<tsr_insn_t> insns;
+    };
+    std::unordered_map<uint64_t, decoded_stream> decoded_;
+    uint64_t decoded_bytes_ = 0;
+    static constexpr uint64_t kDecodedMax = 16ull << 20;
     uint32_t gie_ = 0, ier_ = 0, auto_ = 0, insn_addr_hi_ = 0;
     int err_rc_ = 0;
     std::string err_msg_;
