@@ -25,6 +25,9 @@
  *   tsr_mem_read returns zeros (not the stale bytes there), and the graph
  *   leaves its caller's output buffer alone; a full device stays valid.
  *
+ * - The driver's memo of verified streams is exact (changed uops, a freed
+ *   buffer: verified again and refused).
+ *
  * TSR_SCT_COUNT programs per family (default 5), seeds from TSR_SCT_SEED
  * (default 1).
  */
@@ -242,12 +245,60 @@ static void test_no_silent_data(void **state)
     tsr_netbench_close(&nb);
 }
 
+/* The driver's memo of verified streams (the graph's streams are not
+ * verified again on every execution) is exact: a stream is submitted
+ * unverified only if its instructions, the buffer table and the uop bytes
+ * the verifier read are all what they were. Changed uops or a freed buffer
+ * are refused as on the first submission (checked to fail with the uop
+ * comparison left out of the memo's lookup). */
+static void test_verify_memo(void **state)
+{
+    (void)state;
+    static const char *const bes[] = {"fsim", "systemc"};
+    for (int b = 0; b < 2; b++) {
+        tsr_config_t cfg;
+        family("tiny", 1, &cfg);
+        tsr_gen_prog_t p;
+        assert_int_equal(tsr_gen_program(1, &cfg, NULL, &p), TSR_OK);
+        tsr_device_t *dev = NULL;
+        assert_int_equal(tsr_device_open(bes[b], &cfg, NULL, &dev), TSR_OK);
+        assert_int_equal(tsr_gen_load(dev, &p), TSR_OK);
+        for (int k = 0; k < 2; k++) { /* verified, then from the memo */
+            assert_int_equal(tsr_submit(dev, p.insns, p.ninsns), TSR_OK);
+            assert_int_equal(tsr_wait(dev, -1), TSR_OK);
+        }
+        size_t ub = 0;
+        while (p.bufs[ub].mem_type != TSR_MEM_UOP)
+            ub++;
+        uint8_t *bad = malloc(p.bufs[ub].size);
+        assert_non_null(bad);
+        memset(bad, 0xff, p.bufs[ub].size); /* every uop index out of range */
+        assert_int_equal(tsr_mem_write(dev, p.bufs[ub].addr, bad, p.bufs[ub].size), TSR_OK);
+        if (tsr_submit(dev, p.insns, p.ninsns) != TSR_EVERIFY)
+            fail_msg("%s: a stream whose uops changed to out-of-range indices was not verified again (%s)",
+                     bes[b], tsr_errmsg());
+        free(bad);
+        assert_int_equal(tsr_mem_write(dev, p.bufs[ub].addr, p.bufs[ub].bytes, p.bufs[ub].size), TSR_OK);
+        assert_int_equal(tsr_submit(dev, p.insns, p.ninsns), TSR_OK);
+        assert_int_equal(tsr_wait(dev, -1), TSR_OK);
+        size_t ob = 0;
+        while (!p.bufs[ob].is_output)
+            ob++;
+        assert_int_equal(tsr_mem_free(dev, p.bufs[ob].addr), TSR_OK);
+        if (tsr_submit(dev, p.insns, p.ninsns) == TSR_OK)
+            fail_msg("%s: a stream storing into a freed buffer was accepted", bes[b]);
+        tsr_device_close(dev);
+        tsr_gen_free(&p);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_data_independence),
         cmocka_unit_test(test_network),
         cmocka_unit_test(test_no_silent_data),
+        cmocka_unit_test(test_verify_memo),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

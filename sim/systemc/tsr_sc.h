@@ -18,6 +18,7 @@
 
 #include "tsr_config.h"
 #include "tsr_dram.h"
+#include "tsr_isa.h"
 #include "tsr_regs.h"
 #include "tsr_simopts.h"
 
@@ -36,6 +37,10 @@ int tsr_sc_create(const tsr_config_t *cfg, tsr_dram_t *dram, const tsr_rtl_opts_
 void tsr_sc_destroy(tsr_sc_t *s);
 /* Program INSN_ADDR/INSN_COUNT and write CTRL.START through the register socket. */
 int tsr_sc_start(tsr_sc_t *s, uint64_t insn_addr, uint32_t count);
+/* The stream the last START decoded (count instructions), or NULL when
+ * that decode failed (the run then ends in its error). Valid until the
+ * next START, reset or destroy. */
+const tsr_insn_t *tsr_sc_decoded(const tsr_sc_t *s, uint32_t count);
 /* Simulate up to max_cycles (0 = until done); *done = 1 at DONE without
  * error. Errors: what the failing instruction's data semantics reported
  * (prefixed with the stage and index), TSR_EVERIFY for tokens left at

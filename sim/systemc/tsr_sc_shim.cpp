@@ -224,6 +224,14 @@ extern "C" int tsr_sc_reset(tsr_sc_t *s)
     return rc;
 }
 
+extern "C" const tsr_insn_t *tsr_sc_decoded(const tsr_sc_t *s, uint32_t count)
+{
+    const tsr_sc_accel *a = s->acc;
+    if (a->error() || !a->running() || a->insns.size() != count)
+        return nullptr;
+    return a->insns.data();
+}
+
 extern "C" uint64_t tsr_sc_run_cycles(const tsr_sc_t *s) { return s->acc->run_cycles(); }
 
 extern "C" int tsr_sc_read_counters(tsr_sc_t *s, uint64_t hw[TSR_CNT_COUNT])
