@@ -101,7 +101,7 @@ static void conv_loops(tsr_insn_t *in, int toh, int ow, int sfo, int sw)
 static int post_seq(const geo_t *g, alu_step_t seq[MAX_POST])
 {
     int ns = 0;
-    if (g->fuse)
+    if (g->fuse && !(g->t.res && g->t.rpre)) /* (else build_res places the residual's LOAD: tiling_t.rpre) */
         seq[ns++] = (alu_step_t){0, -1, 0, FU_STEP_LOAD};
     if (g->has_shl_row)
         seq[ns++] = (alu_step_t){TSR_ALU_SHR, 2, 0, 0};
@@ -168,6 +168,24 @@ static xfer_t tile_xfer(const geo_t *g, const post_t *pt, int k, uint32_t sram0,
                     full_rows ? (one && tco > 1 ? (uint32_t)plane : x) : (uint32_t)FULL_OW};
 }
 
+/* The fused add's residual rows of tile pt into region B of its acc region
+ * (compute stage; B held the region's previous tile, whose steps are all
+ * emitted before), and the add's constant rows before the region's first. */
+static void emit_resid_load(const geo_t *g, ibuf_t *b, const post_t *pt)
+{
+    const int pa = pt->pa;
+    if (!b->fconst[pa]) { /* the add's constant rows, once per region */
+        tsr_stream_load(&b->s, TSR_MEM_ACC, tsr_conv2d_fuse_const(g, pa), g->c_el + (uint32_t)(g->cob * g->nconst), 1,
+                        TSR_ADD_NCONST, TSR_ADD_NCONST);
+        b->fconst[pa] = 1;
+    }
+    int nx = 1;
+    for (int j = 0; j < nx; j++) {
+        const xfer_t x = tile_xfer(g, pt, j, tsr_conv2d_fuse_base(g, pa), g->r_el, &nx);
+        tsr_stream_load(&b->s, TSR_MEM_ACC8, x.sram, x.dram, x.y, x.x, x.stride);
+    }
+}
+
 /* Emit requantization steps [k0, k1) of tile pt and, when k1 is the last,
  * the push to the store stage and its STOREs (a tile's steps may be spread
  * over the next tile's GEMMs); with push 0 neither: the caller signals
@@ -184,19 +202,8 @@ static void emit_post_steps(const geo_t *g, ibuf_t *b, const post_t *pt, int k0,
     const int ns = post_seq(g, seq);
     for (int k = k0; k < k1; k++) {
         if (seq[k].fu == FU_STEP_LOAD) {
-            /* the residual rows into region B (compute stage, in program
-             * order with the ALU steps that read them; B held the previous
-             * tile of this region, whose steps are all emitted before) */
-            if (!b->fconst[pa]) { /* the add's constant rows, once per region */
-                tsr_stream_load(&b->s, TSR_MEM_ACC, tsr_conv2d_fuse_const(g, pa),
-                                g->c_el + (uint32_t)(g->cob * g->nconst), 1, TSR_ADD_NCONST, TSR_ADD_NCONST);
-                b->fconst[pa] = 1;
-            }
-            int nx = 1;
-            for (int j = 0; j < nx; j++) {
-                const xfer_t x = tile_xfer(g, pt, j, tsr_conv2d_fuse_base(g, pa), g->r_el, &nx);
-                tsr_stream_load(&b->s, TSR_MEM_ACC8, x.sram, x.dram, x.y, x.x, x.stride);
-            }
+            /* (in program order with the ALU steps that read the rows) */
+            emit_resid_load(g, b, pt);
             continue;
         }
         const int fu = seq[k].fu - 1;
@@ -688,6 +695,9 @@ void tsr_conv2d_build_res(const geo_t *g, ibuf_t *b)
             tsr_stream_signal(&b->s, TSR_Q_LD2CMP);
             /* ---- compute stage ---- */
             b->s.cur_tag = tsr_conv2d_acc_bank(g, pa);
+            const post_t cur = {1, t, pa, tco, cob0, nb, r, cg};
+            if (ch == 0 && g->fuse && (g->t.rpre == 1 || (g->t.rpre == 2 && !pend.valid)))
+                emit_resid_load(g, b, &cur); /* (tiling_t.rpre) */
             if (ch == 0) {
                 if (mov_done != t) {
                     res_consts(g, b, cst, pa % 2, 1);
@@ -726,7 +736,17 @@ void tsr_conv2d_build_res(const geo_t *g, ibuf_t *b)
                 if (ch == 0)
                     res_consts(g, b, cst, pend.pa % 2, 2);
                 const int k0 = imin(ch, ns), k1 = ch == g->chunks - 1 ? ns : imin(ch + 1, ns);
-                if (k1 > k0)
+                /* rpre 2: this tile's residual behind the previous tile's
+                 * add of its two inputs (never its last step) */
+                int kab = -1;
+                for (int k = 0; k < ns && g->fuse && g->t.rpre == 2; k++)
+                    if (seq[k].fu == 1 + FU_A_B)
+                        kab = k;
+                if (kab >= k0 && kab < k1) {
+                    emit_post_part(g, b, &pend, k0, kab + 1);
+                    emit_resid_load(g, b, &cur);
+                    emit_post_part(g, b, &pend, kab + 1, k1);
+                } else if (k1 > k0)
                     emit_post_part(g, b, &pend, k0, k1);
                 if (k1 == ns)
                     pend.valid = 0;

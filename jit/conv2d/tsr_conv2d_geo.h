@@ -56,6 +56,13 @@ typedef struct {
                      cached in slots, tiles may differ in output-channel blocks */
     int kq;       /* resident mode: load stage lookahead in steps (tokens) */
     int tail;     /* resident mode: the last row tile's channel tiles shrink by halves (short tail) */
+    int rpre;     /* resident mode with a fused add: where tile t's residual LOAD (acc8) goes in the
+                     stream: 0 first step of t's epilogue; 1 before t's first GEMM; 2 behind the add
+                     of the two inputs in t-1's epilogue (t = 0: as 1). The LOAD holds the dispatcher
+                     and waits for the pipes working in its bank (t's), so where it goes decides what
+                     it overlaps: in 0, nothing (t's epilogue ALU steps, its bank, wait for it); in 1,
+                     the ALU steps of t-1 (other bank) while the GEMM pipe waits; in 2, t-1's long
+                     two-row add once t's GEMMs are done (tsr_conv2d_build_res; the search picks) */
     int tow;      /* output columns per tile (OW, or fewer when a row does not fit) */
     int nbi, nba; /* buffers in the inp/wgt rotation (2 = double buffering, or 1) and in the acc
                      rotation (4: requantization and stores both overlap the next GEMMs, 2, or 1) */

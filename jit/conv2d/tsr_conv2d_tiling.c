@@ -191,7 +191,11 @@ int tsr_conv2d_choose_tiling(geo_t *g)
             }
     }
     /* resident mode (full rows): every chunk/channel-tile size, both
-     * acc rotations, with and without the shrinking last tiles; not when
+     * acc rotations, with and without the shrinking last tiles, and with a
+     * fused add each place of the residual's LOAD (tiling_t.rpre: in
+     * ResNet-50's layer1/layer2 conv+add the ALU bounds the layer, and the
+     * LOAD in the epilogue left it idle for the LOAD's whole transfer, a
+     * fifth of the layer's time); not when
      * the best so far is within 0.5% of the GEMM work (nothing to gain,
      * and large layers would pay for many more stream builds) */
     const double gemm_ops = (double)g->nb * g->oh * g->ow * g->cob * (g->dw ? 1 : g->cib) * g->kk;
@@ -199,11 +203,12 @@ int tsr_conv2d_choose_tiling(geo_t *g)
     for (int nba = 4; nba >= 2 && try_res; nba -= 2)
         for (int tail = 1; tail >= 0; tail--)
             for (int bco = n_co - 1; bco >= 0; bco--)
-                for (int cci = n_ci - 1; cci >= 0; cci--) {
-                    tiling_t t = {.tco = c_co[bco], .tci = c_ci[cci], .co_inner = 1, .res = 1, .tail = tail,
-                                  .tow = g->ow, .nbi = 2, .nba = nba};
-                    consider_heights(g, &t, c_oh, n_oh, &S);
-                }
+                for (int cci = n_ci - 1; cci >= 0; cci--)
+                    for (int rpre = 0; rpre <= (g->fuse ? 2 : 0); rpre++) {
+                        tiling_t t = {.tco = c_co[bco], .tci = c_ci[cci], .co_inner = 1, .res = 1, .tail = tail,
+                                      .tow = g->ow, .nbi = 2, .nba = nba, .rpre = rpre};
+                        consider_heights(g, &t, c_oh, n_oh, &S);
+                    }
     free(c_ow);
     free(ch);
     tsr_stream_free(&S.b.s);
