@@ -41,7 +41,9 @@ static const char *infer_help =
     "                    tensor inside a device segment: all are then kept) to\n"
     "                    FILE; repeatable (up to 64)\n"
     "  --placement-json FILE  also write where every node went as JSON (name in\n"
-    "                    full, op, side, segment, host kernel, MACs) to FILE,\n"
+    "                    full, op, side, segment, host kernel, MACs, a host\n"
+    "                    op's elements read + written; bytes to and from the\n"
+    "                    segments per run) to FILE,\n"
     "                    with the outputs (all or nothing); '-': to stdout right\n"
     "                    after the import (with --quiet, the only thing on stdout)\n"
     "  --quiet           no placement and table\n";

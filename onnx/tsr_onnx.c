@@ -218,14 +218,20 @@ int tsr_onnx_write_placement_json(const tsr_onnx_t *m, FILE *f)
     int rc = 0;
     fputs("{\"model\": ", f);
     rc = json_str(f, m->path);
-    fprintf(f, ", \"nodes\": %zu, \"device_ops\": %d, \"segments\": %d, \"host_ops\": %d, \"placement\": [",
-            m->gp->n_node, tsr_onnx_device_ops(m), m->nsegs, tsr_onnx_host_ops(m));
+    /* the bytes a run moves between the host and the device segments (each segment's input in and its
+     * output back): with "segments" and the host ops' "elements", what the DSE's host-time model costs */
+    int64_t boundary = 0;
+    for (int s = 0; s < m->nsegs; s++)
+        boundary += (int64_t)m->vals[m->segs[s].in_val].nbytes + (int64_t)m->vals[m->segs[s].out_val].nbytes;
+    fprintf(f, ", \"nodes\": %zu, \"device_ops\": %d, \"segments\": %d, \"host_ops\": %d, "
+            "\"boundary_bytes\": %lld, \"placement\": [", m->gp->n_node, tsr_onnx_device_ops(m), m->nsegs,
+            tsr_onnx_host_ops(m), (long long)boundary);
     for (size_t i = 0; i < m->gp->n_node && !rc; i++) {
         const int l = m->node_lop[i];
         const ox_lop_t *L = l >= 0 ? &m->lops[l] : NULL;
         const char *side = "?", *kernel = "";
         int seg = -1;
-        int64_t macs = 0;
+        int64_t macs = 0, elements = 0;
         switch (m->placed[i]) {
         case OX_CONST: side = "constant"; break;
         case OX_ALIAS: side = "alias"; break;
@@ -242,6 +248,7 @@ int tsr_onnx_write_placement_json(const tsr_onnx_t *m, FILE *f)
             kernel = L->side == SIDE_DEV ? dev_kind(&L->nd) : tsr_ox_host_name(L->hkind);
             seg = L->side == SIDE_DEV ? L->seg : -1;
             macs = lop_macs(m, L);
+            elements = L->side == SIDE_HOST ? host_elements(m, L) : 0;
             break;
         default: break;
         }
@@ -254,7 +261,7 @@ int tsr_onnx_write_placement_json(const tsr_onnx_t *m, FILE *f)
         fprintf(f, ", \"side\": \"%s\", \"segment\": %d, \"kernel\": ", side, seg);
         if ((rc = json_str(f, kernel)))
             break;
-        fprintf(f, ", \"macs\": %lld}", (long long)macs);
+        fprintf(f, ", \"macs\": %lld, \"elements\": %lld}", (long long)macs, (long long)elements);
     }
     fputs("\n]}\n", f);
     if (!rc && (fflush(f) || ferror(f)))

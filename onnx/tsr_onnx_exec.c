@@ -6,6 +6,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "tsr_error.h"
 #include "tsr_onnx_ir.h"
@@ -120,6 +121,16 @@ int tsr_onnx_read_value(const tsr_onnx_t *m, const char *name, tsr_tensor_t *out
     return value_tensor(m, v, out);
 }
 
+/* CPU time of the calling thread: a host kernel's own cost (single-threaded),
+ * which a shared machine's load inflates far less than wall time. */
+static int64_t thread_cpu_ns(void)
+{
+    struct timespec t;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t))
+        return 0;
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
 int tsr_onnx_run(tsr_onnx_t *m, const tsr_tensor_t *in, tsr_tensor_t *out)
 {
     memset(out, 0, sizeof *out);
@@ -141,7 +152,9 @@ int tsr_onnx_run(tsr_onnx_t *m, const tsr_tensor_t *in, tsr_tensor_t *out)
     for (int i = 0; i < m->nlops && !rc;) {
         const ox_lop_t *L = &m->lops[i];
         if (L->side == SIDE_HOST) {
+            const int64_t t0 = thread_cpu_ns();
             rc = tsr_ox_host_run(m, L);
+            m->lops[i].host_ns = thread_cpu_ns() - t0;
             i++;
             continue;
         }
@@ -164,6 +177,44 @@ int tsr_onnx_run(tsr_onnx_t *m, const tsr_tensor_t *in, tsr_tensor_t *out)
     return value_tensor(m, m->out_val, out);
 }
 
+/* The host operators of the last run by kernel and ONNX op: count, elements
+ * read + written, CPU time on this machine (the thread's: load from other
+ * processes inflates it far less than wall time). The DSE's host-time model
+ * (scripts/dse/tsrdse/hostmodel.py) is calibrated on these lines: a host op's
+ * cost per element differs by kernel (a float Sigmoid's expf against a copy). */
+static void print_host_table(const tsr_onnx_t *m, FILE *f)
+{
+    int nhost = 0;
+    int64_t el = 0, ns = 0;
+    for (int i = 0; i < m->nlops; i++)
+        if (m->lops[i].side == SIDE_HOST)
+            nhost++, el += host_elements(m, &m->lops[i]), ns += m->lops[i].host_ns;
+    if (!nhost)
+        return;
+    fprintf(f, "host operators: %d, %lld elements read + written, %.3f ms of CPU on this machine:\n", nhost,
+            (long long)el, (double)ns / 1e6);
+    fprintf(f, "  %-26s %-22s %5s %12s %10s %8s\n", "host kernel", "onnx op", "ops", "elements", "ms", "ns/elem");
+    for (int i = 0; i < m->nlops; i++) { /* one row per (kernel, op), in order of first appearance */
+        const ox_lop_t *L = &m->lops[i];
+        const char *op = m->gp->node[L->node]->op_type;
+        int first = L->side == SIDE_HOST;
+        for (int j = 0; j < i && first; j++)
+            first = !(m->lops[j].side == SIDE_HOST && m->lops[j].hkind == L->hkind &&
+                      !strcmp(m->gp->node[m->lops[j].node]->op_type, op));
+        if (!first)
+            continue;
+        int n = 0;
+        int64_t e = 0, t = 0;
+        for (int j = i; j < m->nlops; j++)
+            if (m->lops[j].side == SIDE_HOST && m->lops[j].hkind == L->hkind &&
+                !strcmp(m->gp->node[m->lops[j].node]->op_type, op))
+                n++, e += host_elements(m, &m->lops[j]), t += m->lops[j].host_ns;
+        char opn[23];
+        fprintf(f, "  %-26s %-22s %5d %12lld %10.3f %8.3f\n", tsr_ox_host_name(L->hkind),
+                tsr_strsafe(op, opn, sizeof opn), n, (long long)e, (double)t / 1e6, e ? (double)t / (double)e : 0.0);
+    }
+}
+
 void tsr_onnx_print_report(const tsr_onnx_t *m, FILE *f)
 {
     for (int s = 0; s < m->nsegs; s++) {
@@ -177,4 +228,5 @@ void tsr_onnx_print_report(const tsr_onnx_t *m, FILE *f)
         if (m->segs[s].g)
             tsr_graph_print_report(m->segs[s].g, f);
     }
+    print_host_table(m, f);
 }

@@ -108,6 +108,8 @@ typedef struct ox_lop {
     int nzpa, nzpb;         /* their counts: 1 per tensor, else per row of in / per output column or channel */
     int32_t yzp;            /* H_QMATMUL: output zero point */
     float mult;             /* H_QMATMUL: a_scale * b_scale / y_scale (float32, as ONNX Runtime) */
+    int64_t host_ns;        /* host: its kernel's CPU time in the last tsr_onnx_run (the report's host table:
+                               what the DSE's host-time model is calibrated on, scripts/dse/README.md) */
 } ox_lop_t;
 
 typedef struct ox_seg {
@@ -202,6 +204,15 @@ static inline int64_t numel(const ox_val_t *v)
     for (int i = 0; i < v->ndim; i++)
         n *= v->dims[i];
     return n;
+}
+
+/* Elements a host lop reads and writes (its inputs' and its output's, batch
+ * included): the size its cost scales with in the DSE's host-time model
+ * (placement JSON "elements", the report's host table). */
+static inline int64_t host_elements(const tsr_onnx_t *m, const ox_lop_t *L)
+{
+    return (L->in >= 0 ? numel(&m->vals[L->in]) : 0) + (L->in2 >= 0 ? numel(&m->vals[L->in2]) : 0) +
+           (L->out >= 0 ? numel(&m->vals[L->out]) : 0);
 }
 
 /* A node's name for messages: its name, else its first output. */

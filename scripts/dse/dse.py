@@ -15,6 +15,7 @@ import argparse
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -72,7 +73,7 @@ def make_context(sp, cli, cache):
                     # block RAM data bits of the buffers at full use (32 Kbit per BRAM36): a floor
                     "bram36_floor": -(-sum(show["buffers"].values()) // 4096)})
     return {"space": sp.name, "root": ROOT, "cli": cli, "cache": os.path.abspath(cache),
-            "workload": sp.workload, "dram": sp.dram, "backend": sp.backend, "synth": sp.synth,
+            "workload": sp.workload, "dram": sp.dram, "backend": sp.backend, "synth": sp.synth, "host": sp.host,
             "fingerprints": evaluate.fingerprints(ROOT, cli), "points": pts}
 
 
@@ -223,6 +224,60 @@ def cmd_area_check(a):
             json.dump(out, f, indent=1)
 
 
+def parse_host_table(out):
+    """The rows of `tessera infer`'s host table: {"kernel/op": (elements, ms)} (fixed columns:
+    the kernel in 26 characters, the ONNX op in 22, then ops, elements, ms, ns/elem)."""
+    rows, on = {}, False
+    for line in out.splitlines():
+        if line.startswith("host operators:"):
+            on = True
+            continue
+        if not on or not line.startswith("  ") or line.strip().startswith("host kernel"):
+            on = on and line.startswith("  ")
+            continue
+        kernel, op, rest = line[2:28].strip(), line[29:51].strip(), line[51:].split()
+        if len(rest) == 4:
+            rows[f"{kernel}/{op}"] = (int(rest[1]), float(rest[2]))
+    return rows
+
+
+def cmd_host_calibrate(a):
+    """ns per element of each (host kernel, ONNX op) on this machine: the minimum over --runs runs of
+    each model (`tessera infer ... --backend fsim`) of the host table's ms / elements; the table
+    tsrdse/hostmodel.py's NS_PER_ELEMENT is made from (a run's other work shares the machine, so
+    the minimum is the kernel's own time)."""
+    cli = find_cli(a.cli)
+    if not 1 <= a.runs <= 100:
+        die(f"host-calibrate: --runs {a.runs}: give 1..100")
+    pairs = []
+    for m in a.models:
+        model, sep, inp = m.partition("=")
+        if not sep or not model or not inp:
+            die(f"host-calibrate: {safeio.show(m)}: give MODEL.onnx=INPUT.npy")
+        for f in (model, inp):
+            if not os.path.isfile(f):
+                die(f"host-calibrate: {safeio.show(f)}: no such file")
+        pairs.append((model, inp))
+    # page faults of the run-time buffers in prepare (calloc touches them), not in the first host op
+    env = dict(os.environ, GLIBC_TUNABLES="glibc.malloc.perturb=1")
+    best = {}
+    for model, inp in pairs:
+        for _ in range(a.runs):
+            cmd = [cli, "infer", model, "-i", inp, "--backend", "fsim"] + (["--config", a.config] if a.config else [])
+            p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+            if p.returncode != 0:
+                sys.exit(safeio.clip(f"dse host-calibrate: {os.path.basename(model)}: "
+                                     f"{(p.stderr.strip().splitlines() or ['failed'])[-1]}"))
+            for k, (el, ms) in parse_host_table(p.stdout).items():
+                if el > 0:
+                    best[k] = min(best.get(k, float("inf")), 1e6 * ms / el)
+    for k in sorted(best):
+        log(f"  {json.dumps(k)}: {best[k]:.2f},")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({k: round(v, 3) for k, v in sorted(best.items())}, f, indent=1)
+
+
 def cmd_sweep(a):
     cli = find_cli(a.cli)
     sp = space.load(a.space, ROOT, cli)
@@ -335,6 +390,13 @@ def main():
     v.add_argument("--cli", help="the tessera binary (default build/tessera)")
     v.add_argument("--json", help="also write the figures to this JSON file")
     v.set_defaults(fn=cmd_area_check)
+    h = sub.add_parser("host-calibrate", help="measure the host kernels' ns per element on this machine")
+    h.add_argument("models", nargs="+", metavar="MODEL.onnx=INPUT.npy")
+    h.add_argument("--runs", type=int, default=5, help="runs per model; the minimum per row counts (default 5)")
+    h.add_argument("--config", help="config (default: the default preset)")
+    h.add_argument("--cli", help="the tessera binary (default build/tessera)")
+    h.add_argument("--json", help="also write the table to this JSON file")
+    h.set_defaults(fn=cmd_host_calibrate)
     a = ap.parse_args()
     if getattr(a, "cmd", "") == "sweep" and a.jobs is None:
         a.jobs = 1 if a.engine == "local" else 0

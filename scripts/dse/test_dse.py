@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # Tests of the design-space exploration (scripts/dse): run by ctest as
-#   test_dse.py TESSERA_CLI WORKDIR {space|pareto|sweep|onnx|accuracy|area|hier|slurm|hostile|scale}
+#   test_dse.py TESSERA_CLI WORKDIR {space|pareto|sweep|onnx|accuracy|host|area|hier|slurm|hostile|scale}
 # space:  bad space files get the exact error, before anything runs
 # pareto: the front of a hand-computed example; board fit by hand from boards/pynq-z1.json
 # sweep:  a tiny sweep end to end (tiny-preset points, the small network):
@@ -9,6 +9,8 @@
 #         (an interrupted sweep) is recomputed alone
 # accuracy: an ONNX workload's reference output (workload.reference): the field checked first,
 #         mismatches / max_lsb against an exact and a perturbed reference, the content in the cache key
+# host:   the host-time model (space field "host"): the placement JSON's host work by hand,
+#         frames/s = 1 / (device + host time) by hand, the front it decides (ACT_LUT), the field's errors
 # area:   the area path (fits, budget, front, plots) with a stand-in for synth.sh,
 #         --synth estimate and area-check (the estimate's error per class)
 # hier:   scripts/synth_hier.py (the estimate) on a toy design: flip-flops equal the full
@@ -95,7 +97,7 @@ def test_space():
         ({"base": "tiny", "keys": {"LOG_BLOCK": [2]}, "workload": {"kind": "vgg16"}},
          'workload.kind "vgg16" is unknown (allowed: resnet18, resnet18-small, resnet18-layers, onnx)'),
         ({"base": "tiny", "keys": {"LOG_BLOCK": [2]}, "sweep": 1},
-         'unknown field "sweep" (allowed: name, base, keys, constraints, workload, search, dram, backend, synth)'),
+         'unknown field "sweep" (allowed: name, base, keys, constraints, workload, search, dram, backend, synth, host)'),
         ({"base": "nosuch", "keys": {"LOG_BLOCK": [2]}},
          'base "nosuch" is neither a config file nor a preset in configs/'),
         # `tessera config` and the RTL take BLOCK_IN != BLOCK_OUT; the network's JIT does not
@@ -452,6 +454,117 @@ def test_accuracy():
     check(r.returncode == 0 and header == report.CSV_FIELDS and "mismatch" not in r.stdout
           and not any("mismatches" in p for p in res["points"]),
           "without a reference: the columns and summary of before")
+
+
+def qdq_conv_sigmoid_model(path):
+    """X -> QuantizeLinear -> 3x3 Conv -> Sigmoid -> 1x1 Conv -> Y in QDQ form (u8, 4 channels, 8x8): on a
+    config without activation tables the Sigmoid's DequantizeLinear, Sigmoid and QuantizeLinear run on the
+    host between two device segments; with ACT_LUT they are a table in the first conv's epilogue."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(3)
+    n, c = helper.make_node, 4
+    inits = {"xs": np.float32(0.02), "xz": np.uint8(128),
+             "w1": rng.integers(-60, 60, (c, c, 3, 3)).astype(np.int8), "w1s": np.float32(0.01), "wz": np.int8(0),
+             "b1": rng.integers(-200, 200, c).astype(np.int32), "b1s": np.float32(0.02 * 0.01), "bz": np.int32(0),
+             "as": np.float32(0.05), "az": np.uint8(128), "ss": np.float32(1 / 256), "sz": np.uint8(0),
+             "w2": rng.integers(-60, 60, (c, c, 1, 1)).astype(np.int8), "w2s": np.float32(0.01),
+             "b2": rng.integers(-200, 200, c).astype(np.int32), "b2s": np.float32(0.01 / 256),
+             "ys": np.float32(0.03), "yz": np.uint8(128)}
+    nodes = [n("QuantizeLinear", ["X", "xs", "xz"], ["Xq"]), n("DequantizeLinear", ["Xq", "xs", "xz"], ["Xd"]),
+             n("DequantizeLinear", ["w1", "w1s", "wz"], ["W1"]), n("DequantizeLinear", ["b1", "b1s", "bz"], ["B1"]),
+             n("Conv", ["Xd", "W1", "B1"], ["A"], pads=[1, 1, 1, 1], name="conv1"),
+             n("QuantizeLinear", ["A", "as", "az"], ["Aq"]), n("DequantizeLinear", ["Aq", "as", "az"], ["Ad"]),
+             n("Sigmoid", ["Ad"], ["S"], name="sig"),
+             n("QuantizeLinear", ["S", "ss", "sz"], ["Sq"]), n("DequantizeLinear", ["Sq", "ss", "sz"], ["Sd"]),
+             n("DequantizeLinear", ["w2", "w2s", "wz"], ["W2"]), n("DequantizeLinear", ["b2", "b2s", "bz"], ["B2"]),
+             n("Conv", ["Sd", "W2", "B2"], ["C"], name="conv2"),
+             n("QuantizeLinear", ["C", "ys", "yz"], ["Cq"]), n("DequantizeLinear", ["Cq", "ys", "yz"], ["Y"])]
+    g = helper.make_graph(nodes, "conv_sigmoid", [helper.make_tensor_value_info("X", TensorProto.FLOAT, [1, c, 8, 8])],
+                          [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [1, c, 8, 8])],
+                          [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    with open(path, "wb") as f:
+        f.write(m.SerializeToString())
+
+
+def test_host():
+    """The host-time model (space field "host", tsrdse/hostmodel.py): the placement JSON's host work
+    counted by hand; frames/s = 1 / (device time + host time) with the host time computed by hand from
+    it; a feature that moves host work onto the device at some device cycles (ACT_LUT) wins the front
+    with host time counted and loses it on device cycles alone; the field's errors."""
+    import numpy as np
+    qdq_conv_sigmoid_model(os.path.join(WORK, "cs.onnx"))
+    np.save(os.path.join(WORK, "x.npy"), np.random.default_rng(4).standard_normal((1, 4, 8, 8)).astype(np.float32))
+    # the plan's host work by hand: 256 values per tensor; Q of X (256 float in, 256 u8 out), the chain
+    # DQ, Sigmoid, Q (512 each), the output's DQ (512); segments conv1 and conv2, each 256 B in and out
+    r = subprocess.run([CLI, "infer", "cs.onnx", "-i", "x.npy", "--config", "tiny", "--quiet", "--placement-json", "-"],
+                       capture_output=True, text=True, cwd=WORK)
+    pl = json.loads(r.stdout) if r.returncode == 0 else {}
+    host = {p["name"]: p["elements"] for p in pl.get("placement", []) if p["side"] == "host"}
+    check(host == {"Xq": 512, "Ad": 512, "sig": 512, "Sq": 512, "Y": 512} and pl.get("segments") == 2
+          and pl.get("boundary_bytes") == 1024, f"placement JSON: host elements, segments, boundary bytes by hand "
+          f"({host}, {pl.get('segments')}, {pl.get('boundary_bytes')})")
+    check(all(p["elements"] == 0 for p in pl.get("placement", []) if p["side"] != "host"),
+          "placement JSON: elements 0 off the host")
+    base = {"base": "tiny", "keys": {"ACT_LUT": [0, 4]}, "synth": "none", "dram": {"board": "pynq-z1"},
+            "workload": {"kind": "onnx", "model": "cs.onnx", "input": "x.npy"}}
+    out, cache = os.path.join(WORK, "out"), os.path.join(WORK, "cache")
+    for doc, want in (
+            ({"factor": 0}, "host.factor must be a positive finite number"),
+            ({"round_trip_us": -1}, "host.round_trip_us must be a non-negative finite number"),
+            ({"facto": 2}, 'host: unknown field "facto" (allowed: board, factor, round_trip_us, ns_per_byte, '
+                           'ns_per_element)'),
+            ("nosuch", 'host.board: no host model for "nosuch"'),
+            ({"ns_per_element": {"quantize": "fast"}}, 'host.ns_per_element."quantize" must be a non-negative'),
+            ({"ns_per_element": [1]}, "host.ns_per_element must be an object")):
+        p = write_space("bad-host", dict(base, host=doc))
+        r = dse("check", p, "--cli", CLI)
+        lines = r.stderr.strip().splitlines()
+        check(r.returncode == 2 and len(lines) == 1 and lines[0].startswith(f"dse: {p}: {want}"),
+              f"host refused in one line, exit 2: {want}" + ("" if want in r.stderr else f"\n     got: {r.stderr.strip()}"))
+    p = write_space("bad-host", {"base": "tiny", "keys": {"LOG_BLOCK": [1]}, "host": "pynq-z1",
+                                 "workload": {"kind": "resnet18-small", "small": SMALL}})
+    r = dse("check", p, "--cli", CLI)
+    check(r.returncode == 2 and "host needs workload kind onnx" in r.stderr, "host on a network workload refused")
+
+    # 2 x this machine's time, 500 ns per element for every host kernel, 10 us per segment, 1 ns per byte
+    model = {"factor": 2, "round_trip_us": 10, "ns_per_byte": 1, "ns_per_element": {"*": 500}}
+    r = dse("sweep", write_space("host", dict(base, host=model)), "--out", out, "--cache", cache, "--cli", CLI,
+            "--no-plot")
+    print(r.stdout, r.stderr)
+    rows = {x["overrides"]: x for x in read_csv(out)}
+    check(r.returncode == 0 and set(rows) == {"ACT_LUT=0", "ACT_LUT=4"}, "host sweep: 2 points")
+    exact = {" ".join(f"{k}={v}" for k, v in p["overrides"].items()): p
+             for p in json.load(open(os.path.join(out, "results.json")))["points"]}
+    # ACT_LUT 0: 2,560 elements, 2 segments, 1,024 B; ACT_LUT 4: the input's Q and the output's DQ
+    # (1,024 elements), 1 segment, 512 B
+    for ov, el, segs, nbytes in (("ACT_LUT=0", 2560, 2, 1024), ("ACT_LUT=4", 1024, 1, 512)):
+        x = rows.get(ov, {})
+        want_host = 2 * 500e-9 * el + segs * 10e-6 + nbytes * 1e-9
+        got = exact.get(ov, {}).get("host_ms", float("nan")) / 1e3  # (the CSV's are rounded)
+        fps = 1 / (int(x.get("cycles", 0) or 1) / 50e6 + want_host)
+        check(abs(got - want_host) < 1e-12 and x.get("segments") == str(segs)
+              and abs(float(x.get("throughput", "nan")) - fps) < 1e-3,
+              f"{ov}: host {got * 1e3:.4f} ms == {want_host * 1e3:.4f} by hand, {x.get('segments')} segments, "
+              f"throughput {x.get('throughput')} == 1 / (device + host) = {fps:.3f}")
+    check(int(rows["ACT_LUT=4"]["cycles"]) > int(rows["ACT_LUT=0"]["cycles"]),
+          "the tables cost device cycles (LOAD lut)")
+    front = sorted(k for k, x in rows.items() if x["pareto"] == "1")
+    check(front == ["ACT_LUT=4"], f"with host time the tables' point alone is on the front ({front})")
+    check(re.search(r"host ms\s+segs", r.stdout) is not None and "host model: this machine, 2x" in r.stdout,
+          "the summary shows the host model and the host ms / segments columns")
+    res = json.load(open(os.path.join(out, "results.json")))
+    check(res.get("host", {}).get("factor") == 2.0, "results.json names the host model")
+    # the same points on device time alone (no "host"): the cheaper device run wins, the table is as before
+    r = dse("sweep", write_space("nohost", base), "--out", out, "--cache", cache, "--cli", CLI, "--no-plot")
+    rows = {x["overrides"]: x for x in read_csv(out)}
+    front = sorted(k for k, x in rows.items() if x["pareto"] == "1")
+    with open(os.path.join(out, "results.csv")) as f:
+        header = f.readline().strip().split(",")
+    check(r.returncode == 0 and "2 cached" in r.stdout and front == ["ACT_LUT=0"] and header == report.CSV_FIELDS,
+          f"without host: cached entries reused, device cycles alone put ACT_LUT=0 on the front ({front}), "
+          "the columns of before")
 
 
 def test_area():
@@ -1093,7 +1206,7 @@ if __name__ == "__main__":
         shutil.rmtree(WORK)
     os.makedirs(WORK)
     {"space": test_space, "pareto": test_pareto, "sweep": test_sweep, "onnx": test_onnx,
-     "accuracy": test_accuracy, "area": test_area,
+     "accuracy": test_accuracy, "host": test_host, "area": test_area,
      "hier": test_hier, "slurm": test_slurm, "hostile": test_hostile, "scale": test_scale}[WHICH]()
     print(f"{WHICH}: {len(failures)} failures")
     sys.exit(1 if failures else 0)

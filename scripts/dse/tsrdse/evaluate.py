@@ -4,7 +4,8 @@
 #
 # Cache keys (sha256 of canonical JSON):
 #   cycles: config + workload (an ONNX workload's files by content, its reference
-#           too: the entry then holds the output's mismatches) + DRAM model + backend + the tessera binary
+#           too: the entry then holds the output's mismatches; its entry holds the plan's host
+#           work too, hostmodel.facts) + DRAM model + backend + the tessera binary
 #           (it holds the SystemC model, the JIT and the network) + for the rtl
 #           backend the RTL sources and the verilator version
 #   synth:  config + RTL sources + scripts/synth.sh + the yosys version + the mode (full
@@ -20,7 +21,7 @@ import subprocess
 import tempfile
 import time
 
-from . import cfgfile
+from . import cfgfile, hostmodel
 
 
 def sha256_file(path):
@@ -76,6 +77,8 @@ def cycles_key(ctx, cfg):
     w = {k: v for k, v in ctx["workload"].items() if k not in ("model", "input", "reference")}
     k = {"what": "cycles", "params": pkg_params(ctx, cfg), "workload": w, "dram": ctx["dram"],
          "backend": ctx["backend"], "cli": fp["cli"]}
+    if w.get("kind") == "onnx":  # entries that hold the plan's host work (not those of before it)
+        k["host_facts"] = 1
     if ctx["backend"] == "rtl":
         k.update(rtl=fp["rtl"], verilator=fp["verilator"])
     return _digest(k)
@@ -225,6 +228,9 @@ def run_cycles(ctx, cfg, backend, workdir):
     ref = ctx["workload"].get("reference")
     if ref:  # the accuracy objective: the first graph output, compared with the reference
         cmd[cmd.index("--config"):cmd.index("--config")] = ["-o", os.path.join(workdir, "out.npy")]
+    onnx = ctx["workload"]["kind"] == "onnx"
+    if onnx:  # the plan's host operators and round trips: the host-time model's input
+        cmd[cmd.index("--config"):cmd.index("--config")] = ["--placement-json", os.path.join(workdir, "place.json")]
     t0 = time.monotonic()
     p = subprocess.run(cmd, capture_output=True, text=True, cwd=workdir)
     wall = time.monotonic() - t0
@@ -236,6 +242,12 @@ def run_cycles(ctx, cfg, backend, workdir):
            "command": " ".join(os.path.basename(c) if i == 0 else c for i, c in enumerate(cmd))}
     if ref:
         ent.update(compare(os.path.join(workdir, "out.npy"), ctx["workload"]))
+    if onnx:
+        try:
+            with open(os.path.join(workdir, "place.json"), encoding="utf-8") as f:
+                ent["host"] = hostmodel.facts(json.load(f))
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise RuntimeError(f"the workload's placement JSON is unreadable ({type(e).__name__} {e})")
     return ent
 
 
@@ -301,7 +313,9 @@ def evaluate(ctx, index, backend=None, log=None, parts=("cycles", "synth")):
                 log(f"{pt['id']} cycles on {backend}: "
                     f"{ent.get('cycles', ent.get('error'))} ({ent.get('wall_s', '-')} s)"
                     + (f"; {ent['mismatches']} of {ent['values']} output values differ from the reference, "
-                       f"max {ent['max_lsb']} LSB" if "mismatches" in ent else ""))
+                       f"max {ent['max_lsb']} LSB" if "mismatches" in ent else "")
+                    + (f"; {ent['host']['segments']} segments, {ent['host']['host_ops']} host operators"
+                       if "host" in ent else ""))
         out["cycles"] = ent
         if ctx["synth"] == "none" or backend != ctx["backend"]:
             out["synth"] = None

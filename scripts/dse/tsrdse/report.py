@@ -5,19 +5,27 @@ import json
 import os
 
 from . import boards as boards_mod
-from . import pareto, space
+from . import hostmodel, pareto, space
 
 CSV_FIELDS = ["id", "overrides", "macs_per_cycle", "sram_kib", "bram36_floor", "clock_mhz", "cycles", "throughput",
               "LUT", "FF", "BRAM36", "DSP", "pareto", "fits", "ruled_out", "cycles_wall_s", "synth_wall_s",
               "synth_yosys_s", "status"]
 
 
+HOST_FIELDS = ["device_ms", "host_ms", "host_ops_ms", "round_trips_ms", "segments", "host_ops"]
+
+
 def csv_fields(ctx):
-    """The CSV's columns: with a workload reference, its comparison after the throughput."""
-    if not ctx["workload"].get("reference"):
-        return CSV_FIELDS
-    at = CSV_FIELDS.index("throughput") + 1
-    return CSV_FIELDS[:at] + ["mismatches", "max_lsb"] + CSV_FIELDS[at:]
+    """The CSV's columns: with a host model, the host time before the throughput; with a workload
+    reference, its comparison after the throughput."""
+    f = list(CSV_FIELDS)
+    if ctx.get("host"):
+        at = f.index("throughput")
+        f = f[:at] + HOST_FIELDS + f[at:]
+    if ctx["workload"].get("reference"):
+        at = f.index("throughput") + 1
+        f = f[:at] + ["mismatches", "max_lsb"] + f[at:]
+    return f
 
 
 def build_rows(ctx, results, boards, budget):
@@ -32,13 +40,23 @@ def build_rows(ctx, results, boards, budget):
             row["status"] = "cycles missing" if c is None else "cycles failed: " + c["error"]
         elif ctx["workload"].get("reference") and "mismatches" not in c:
             row["status"] = "cycles missing"  # (an entry without the comparison: not this sweep's)
+        elif ctx.get("host") and "host" not in c:
+            row["status"] = "cycles missing"  # (an entry without the plan's host work: not this sweep's)
         else:
             row["cycles"] = c["cycles"]
             row["cycles_wall_s"] = c["wall_s"]
             if ctx["workload"].get("reference"):
                 row.update(mismatches=c["mismatches"], max_lsb=c["max_lsb"], values=c["values"])
-            # inferences (workload runs) per second at the config's clock
-            row["throughput"] = ctx["workload"].get("batch", 1) * pt["clock_mhz"] * 1e6 / c["cycles"]
+            # inferences (workload runs) per second at the config's clock; with a host model the host
+            # operators and round trips of the plan run in series with the device (tsrdse/hostmodel.py)
+            dev_s = c["cycles"] / (pt["clock_mhz"] * 1e6)
+            host_s = 0.0
+            if ctx.get("host"):
+                host_s, ops_s, trips_s = hostmodel.seconds(ctx["host"], c["host"])
+                row.update(device_ms=1e3 * dev_s, host_ms=1e3 * host_s, host_ops_ms=1e3 * ops_s,
+                           round_trips_ms=1e3 * trips_s, segments=c["host"]["segments"],
+                           host_ops=c["host"]["host_ops"])
+            row["throughput"] = ctx["workload"].get("batch", 1) / (dev_s + host_s)
         # without an area: the boards whose block RAM the buffers cannot fit even at full use
         row["ruled_out"] = [b["name"] for b in boards
                             if (row["bram36_floor"] or 0) > (boards_mod.usable(b, "BRAM36") or float("inf"))
@@ -87,11 +105,12 @@ def write(outdir, ctx, rows, boards):
                      fits=" ".join(r.get("fits", [])), ruled_out=" ".join(r.get("ruled_out", [])))
             for name, (ok, worst, share) in r.get("fit_marks", {}).items():
                 d[f"fit:{name}"] = f"{'yes' if ok else 'no'} {worst} {100 * share:.0f}%"
-            if "throughput" in d:
-                d["throughput"] = f"{d['throughput']:.3f}"
+            for k in ["throughput"] + HOST_FIELDS[:4]:
+                if k in d:
+                    d[k] = f"{d[k]:.3f}"
             w.writerow(d)
     best = best_per_board(rows, boards)
-    doc = {"space": ctx["space"], "workload": ctx["workload"], "dram": ctx["dram"],
+    doc = {"space": ctx["space"], "workload": ctx["workload"], "dram": ctx["dram"], "host": ctx.get("host"),
            "backend": ctx["backend"], "synth": ctx["synth"], "fingerprints": ctx["fingerprints"],
            "boards": [b["name"] for b in boards], "points": rows,
            "best_per_board": {k: (v["id"] if v else None) for k, v in best.items()}}
@@ -113,13 +132,20 @@ def summary(ctx, rows, boards, illegal, log):
         log(f"reference {os.path.basename(ref)}: mismatches = output elements that differ from it, max_lsb = "
             f"the largest difference" + (f" in LSBs of the output's scale {ctx['workload']['output_scale']:g}"
                                          if ctx["workload"].get("output_scale") else ""))
-    hdr = (f"{'id':6} {'MAC/c':>5} {'KiB':>5} {'MHz':>4} {'cycles':>10} {unit:>12}"
+    host = ctx.get("host")
+    if host:
+        log(f"host model: {host['cpu']}, {host['factor']:g}x this machine's time per element, "
+            f"{host['round_trip_us']:g} us per segment, {host['ns_per_byte']:g} ns per byte in and out: "
+            f"{unit} = 1 / (device time + host time)")
+    hdr = (f"{'id':6} {'MAC/c':>5} {'KiB':>5} {'MHz':>4} {'cycles':>10}"
+           + (f" {'host ms':>8} {'segs':>4}" if host else "") + f" {unit:>12}"
            + (f" {'mismatch':>8} {'LSB':>4}" if ref else "")
            + f" {'LUT':>7} {'DSP':>5} {'BRAM36':>6} {'floor':>5}  P  fits  overrides")
     log(hdr)
     for r in sorted(ok, key=lambda r: -r["throughput"]):
         acc = f" {r['mismatches']:8d} {r['max_lsb']:>4}" if ref else ""
-        log(f"{r['id']:6} {r['macs_per_cycle']:5d} {r['sram_kib']:5.0f} {r['clock_mhz']:4d} {r['cycles']:10d} "
+        hc = f" {r['host_ms']:8.3f} {r['segments']:4d}" if host else ""
+        log(f"{r['id']:6} {r['macs_per_cycle']:5d} {r['sram_kib']:5.0f} {r['clock_mhz']:4d} {r['cycles']:10d}{hc} "
             f"{r['throughput']:12.2f}{acc} {r.get('LUT', '-'):>7} {r.get('DSP', '-'):>5} "
             f"{r.get('BRAM36', '-'):>6} {r['bram36_floor']:5d}  {'*' if r.get('pareto') else ' '}  "
             f"{','.join(r.get('fits', [])) or '-'}  {_fmt_ov(r['overrides'])}")

@@ -16,7 +16,7 @@ import subprocess
 import sys
 
 from . import boards as boards_mod
-from . import cfgfile, safeio
+from . import cfgfile, hostmodel, safeio
 from .safeio import show
 
 
@@ -25,7 +25,7 @@ class SpaceError(Exception):
 
 
 TOP_FIELDS = ("name", "base", "keys", "constraints", "workload", "search", "dram", "backend",
-              "synth")
+              "synth", "host")
 WORKLOADS = ("resnet18", "resnet18-small", "resnet18-layers", "onnx")
 # "systemc-timing": the SystemC model's timing-only mode (`--timing-only`: the same cycles without
 # computing the data, several times faster; no outputs, so no accuracy objective): the default
@@ -138,6 +138,7 @@ class Space:
         self.dram = {}
         self.backend = "systemc-timing"
         self.synth = "full"
+        self.host = None      # the host-time model (tsrdse/hostmodel.py), None: device time only
         self.points = []      # list of (overrides dict, full config dict), legal only
         self.illegal = []     # (overrides, CLI error) of the points the CLI rejected
 
@@ -183,6 +184,7 @@ def load(path, root, cli, check_points=True):
     _load_workload(sp)
     _load_search(sp)
     _load_dram(sp)
+    _load_host(sp)
     # Default: the timing-only model (the same cycles as the full one, several times faster; the
     # cycles do not depend on the data, tests/test_sc_timing.c), the full model where the accuracy
     # objective needs the outputs. `dse.py sweep --full-check K` runs K points on the full model.
@@ -564,6 +566,19 @@ def _load_dram(sp):
         if not _is_int(out[k]) or out[k] < 1:
             raise SpaceError(f"{sp.path}: dram.{k} must be a positive integer")
     sp.dram = out
+
+
+def _load_host(sp):
+    """The host-time model (scripts/dse/README.md, "Host time"): only an ONNX workload leaves
+    operators on the host (the network workloads run wholly on the device)."""
+    if "host" not in sp.doc:
+        return
+    if sp.workload.get("kind") != "onnx":
+        raise SpaceError(f"{sp.path}: host needs workload kind onnx (the other workloads have no host operators)")
+    try:
+        sp.host = hostmodel.load(sp.doc["host"], show)
+    except hostmodel.HostModelError as e:
+        raise SpaceError(f"{sp.path}: {e}")
 
 
 def _draws(rng, total, k):
