@@ -71,6 +71,11 @@ static const char *pipe_help =
     "  --host-scale S     (infer) the host model: host operators S times slower than\n"
     "                     measured here (e.g. an embedded core), in the plan and the\n"
     "                     measure (default 1)\n"
+    "  --ilp              also the optimum over any placement (an integer program,\n"
+    "                     GLPK; small networks): it runs when its period is shorter\n"
+    "                     than the contiguous plan's, non-contiguous or not (not with\n"
+    "                     --split, --share)\n"
+    "  --ilp-time S       the ILP's time limit, seconds (default 60)\n"
     "  --skip-host        (fault injection) the pipeline skips its host nodes, so its\n"
     "                     outputs must differ from the single-device run's\n"
     "\n"
@@ -87,14 +92,15 @@ static const char *pipe_help =
     "OUTPUT gets the model's outputs, written only when every one was computed.\n" TSR_CLI_DEVICE_OPTIONS_HELP;
 
 enum { OPT_DEVICES = 2000, OPT_CONFIGS, OPT_INPUTS, OPT_CAL, OPT_SMALL, OPT_LBW, OPT_LLAT, OPT_DRAM, OPT_FAIL,
-       OPT_CHECK_ON, OPT_SPLIT, OPT_SPLIT_NODES, OPT_SHARE, OPT_SKIP_HOST, OPT_HOST_SCALE };
+       OPT_CHECK_ON, OPT_SPLIT, OPT_SPLIT_NODES, OPT_SHARE, OPT_SKIP_HOST, OPT_HOST_SCALE, OPT_ILP, OPT_ILP_TIME };
 
 typedef struct {
     int devices, inputs, calibrate, small, hw, width, classes, fail, split, split_nodes, share, skip_host;
     const char *configs, *net, *check_on;
     const char *model, *in_path, *out_path; /* tessera infer --devices */
     int infer;
-    double link_bw, link_lat, dram_mib, host_scale;
+    double link_bw, link_lat, dram_mib, host_scale, ilp_time;
+    int ilp;
     tsr_cli_base_t b;
 } pipe_opts_t;
 
@@ -110,7 +116,8 @@ static int pipe_parse(int argc, char **argv, pipe_opts_t *o)
         {"fail-device", required_argument, 0, OPT_FAIL}, {"check-on", required_argument, 0, OPT_CHECK_ON},
         {"split", required_argument, 0, OPT_SPLIT},     {"split-nodes", required_argument, 0, OPT_SPLIT_NODES},
         {"share", required_argument, 0, OPT_SHARE},     {"skip-host", no_argument, 0, OPT_SKIP_HOST},
-        {"host-scale", required_argument, 0, OPT_HOST_SCALE},
+        {"host-scale", required_argument, 0, OPT_HOST_SCALE}, {"ilp", no_argument, 0, OPT_ILP},
+        {"ilp-time", required_argument, 0, OPT_ILP_TIME},
         TSR_CLI_DEVICE_LONG_OPTIONS,
         {0, 0, 0, 0}};
     int c;
@@ -158,6 +165,15 @@ static int pipe_parse(int argc, char **argv, pipe_opts_t *o)
             break;
         case OPT_CHECK_ON: o->check_on = optarg; break;
         case OPT_SKIP_HOST: o->skip_host = 1; break;
+        case OPT_ILP: o->ilp = 1; break;
+        case OPT_ILP_TIME: {
+            char *end;
+            double x = strtod(optarg, &end);
+            if (end == optarg || *end || !isfinite(x) || x < 1 || x > 86400)
+                return tsr_cli_usage(cmd, "--ilp-time needs seconds 1..86400");
+            o->ilp_time = x;
+            break;
+        }
         case OPT_HOST_SCALE: {
             char *end;
             double x = strtod(optarg, &end);
@@ -572,6 +588,26 @@ static int pipe_main(int argc, char **argv, int infer)
     tsr_pp_opts_t popts = {.max_split = o.split};
     if (!rc)
         rc = tsr_pp_solve_dp(pp, &popts, &plan);
+    if (!rc && o.ilp && (o.split || o.share))
+        rc = tsr_err(TSR_EINVAL, "net: --ilp plans whole nodes: not with --split or --share");
+    if (!rc && o.ilp) { /* the optimum over every placement: it runs when it beats the contiguous one */
+        tsr_pp_plan_t ilp;
+        memset(&ilp, 0, sizeof ilp);
+        tsr_pp_opts_t io = {.time_limit_s = o.ilp_time};
+        rc = tsr_pp_solve_ilp(pp, &io, &ilp);
+        if (!rc) {
+            int better = ilp.period < plan.period * (1 - 1e-12);
+            printf("ilp: period %.0f cycles (%s, %.1f s), the contiguous DP's %.0f: %s\n", ilp.period,
+                   ilp.contiguous ? "contiguous" : "non-contiguous", ilp.solve_ms / 1000, plan.period,
+                   better ? "the ILP's plan runs" : "the DP's plan runs");
+            if (better) {
+                tsr_pp_plan_free(&plan);
+                plan = ilp;
+                memset(&ilp, 0, sizeof ilp);
+            }
+        }
+        tsr_pp_plan_free(&ilp);
+    }
     if (!rc && o.share)
         rc = add_shares(&o, ndp, kinds, nkinds, pp, pp_jit, &plan);
     if (!rc)

@@ -253,9 +253,11 @@ static int graph_add_node(tsr_graph_t *g, const tsr_nd_node_t *nn, const int *lo
  * each run of device nodes a graph planned on dev (its inputs the tensors
  * it reads and does not make, ascending; its outputs the tensors it makes
  * that any other virtual node reads, or the network output), each host node
- * a piece of its own. */
+ * a piece of its own; cut (NULL: none): cut[k] starts a new piece at vn[k]
+ * too (a non-contiguous stage: its nodes between other stages' nodes). */
 static int pieces_build(const tsr_netdesc_t *nd, const tsr_pipenet_host_t *H, const tsr_config_t *cfg,
-                        tsr_device_t *dev, unsigned flags, const int *vn, int n, piece_t **out, int *np)
+                        tsr_device_t *dev, unsigned flags, const int *vn, const char *cut, int n, piece_t **out,
+                        int *np)
 {
     int V = nd->nnodes + nhost(H);
     *out = NULL, *np = 0;
@@ -267,7 +269,7 @@ static int pieces_build(const tsr_netdesc_t *nd, const tsr_pipenet_host_t *H, co
         piece_of[v] = -1;
     for (int k = 0; k < n && !rc; k++) {
         int v = vn[k];
-        if (v >= nd->nnodes || !k || vn[k - 1] >= nd->nnodes)
+        if (v >= nd->nnodes || !k || vn[k - 1] >= nd->nnodes || (cut && cut[k]))
             pc[npc++].h = v >= nd->nnodes ? v - nd->nnodes : -1;
         piece_of[v] = npc - 1;
     }
@@ -708,9 +710,11 @@ static int check_plan(tsr_mdev_t *m, const tsr_netdesc_t *nd, const tsr_pipenet_
     int hs = NH ? tsr_pp_nslots(pp) - K : 0; /* host stages: only with host nodes */
     if (plan->nstages < 1 || plan->nstages > K + hs) /* (split stages: counted with their devices below) */
         return tsr_err(TSR_EINVAL, "pipeline: %d stages for %d devices", plan->nstages, K);
-    if (!plan->contiguous)
-        return tsr_err(TSR_EINVAL, "pipeline: the plan is not contiguous (a stage's inputs would come back from a "
-                                   "later stage); the executor runs contiguous plans (tsr_pp_solve_dp)");
+    /* a non-contiguous plan (the ILP's) runs as a DAG of pieces (run_dag): whole nodes only */
+    for (int s = 0; s < plan->nstages && !plan->contiguous; s++)
+        if (plan->stages[s].parts > 1 || plan->stages[s].head > 0 || plan->stages[s].tail > 0)
+            return tsr_err(TSR_EINVAL, "pipeline: the plan is not contiguous and stage %d is split or shared: the "
+                                       "executor runs non-contiguous plans of whole nodes", s);
     for (int v = 0; v < V; v++)
         stage_of[v] = -1;
     int used[TSR_PIPEX_MAX_STAGES] = {0};
@@ -801,7 +805,7 @@ static int check_plan(tsr_mdev_t *m, const tsr_netdesc_t *nd, const tsr_pipenet_
             vnode_io(nd, H, v, vi, &vo);
             int t = vi[j];
             int p = t >= 0 ? prod[t] : -1;
-            if (p >= 0 && stage_of[p] > stage_of[v])
+            if (p >= 0 && stage_of[p] > stage_of[v] && plan->contiguous)
                 rc = tsr_err(TSR_EINVAL, "pipeline: stage %d (slot %d) reads \"%s\"'s output, which stage %d "
                              "(slot %d) produces later: the stages are not in a topological order",
                              stage_of[v], plan->stages[stage_of[v]].slot, vname(nd, H, p), stage_of[p],
@@ -898,7 +902,7 @@ static int reference_host(tsr_mdev_t *m, const tsr_netdesc_t *nd, const tsr_pipe
     if (!rc)
         rc = tsr_device_open(tsr_mdev_backend(m, 0), tsr_mdev_config(m, 0), NULL, &dev);
     if (!rc)
-        rc = pieces_build(nd, H, tsr_mdev_config(m, 0), dev, o->flags, order, V, &pc, &npc);
+        rc = pieces_build(nd, H, tsr_mdev_config(m, 0), dev, o->flags, order, NULL, V, &pc, &npc);
     if (!rc && !(buf[0] = malloc(tsr_netdesc_tensor_bytes(nd, 0) + 1)))
         rc = tsr_err(TSR_ENOMEM, "out of memory");
     double link = 0, clock0 = tsr_mdev_config(m, 0)->clock_mhz;
@@ -965,6 +969,475 @@ static void timeline(const run_t *r, int depth, tsr_pipex_result_t *res)
     free(start), free(fin);
 }
 
+/* ------------------------------------------------------------ non-contiguous plans */
+
+/* A non-contiguous plan (the ILP's: a stage's nodes need another stage's
+ * work between them, so per input the stages form a DAG, not a chain). The
+ * nodes in one topological order that keeps a stage's nodes together where
+ * it can; each stage's nodes cut into pieces at the points where another
+ * stage's nodes come between them (pieces_build), so a piece's inputs are
+ * made by earlier pieces of that order. One thread per stage runs its
+ * pieces, for each input, as soon as their inputs are there: the earliest
+ * input first, then the order; at most `window` inputs in flight. Each
+ * tensor that crosses stages is received once per stage (the piece that
+ * first reads it pays the link) and sent once (the piece that makes it),
+ * as the planner counts it. The measure replays the same rule over the
+ * measured cycles: each stage starts the ready piece it can start first
+ * (the lowest input, then the order, on a tie). */
+typedef struct dag dag_t;
+
+typedef struct {
+    int s, p;             /* stage, its piece */
+    int ndeps;
+    int *deps;            /* global pieces whose outputs it reads */
+    double link;          /* its link cycles per input */
+} gpiece_t;
+
+struct dag {
+    tsr_mdev_t *m;
+    const tsr_netdesc_t *nd;
+    const tsr_pipex_opts_t *o;
+    const tsr_pipenet_host_t *H;
+    int S, G, N, window;
+    stage_t *st;
+    gpiece_t *gp;
+    int **gof;            /* gof[s][p]: the global index of stage s's piece p */
+    char *done, *busy;    /* [i * G + k] */
+    double *cyc;          /* [i * G + k]: measured cycles (device + host) */
+    uint8_t ***buf;       /* per input: the tensors (NBUF), while the input is in flight */
+    int *left;            /* per input: pieces not done */
+    int lo;               /* the lowest input not complete */
+    uint8_t **outs;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int abort, err, err_stage;
+    char errmsg[512];
+};
+
+typedef struct {
+    dag_t *d;
+    int s;
+} dag_arg_t;
+
+/* Under d->mu: the first piece of stage s ready to run (*pi, *pk), or 0. */
+static int dag_pick(dag_t *d, int s, int *pi, int *pk)
+{
+    for (int i = d->lo; i < d->N && i < d->lo + d->window; i++)
+        for (int p = 0; p < d->st[s].npc; p++) {
+            int k = d->gof[s][p];
+            if (d->done[(size_t)i * d->G + k] || d->busy[(size_t)i * d->G + k])
+                continue;
+            int ok = 1;
+            for (int j = 0; j < d->gp[k].ndeps && ok; j++)
+                ok = d->done[(size_t)i * d->G + d->gp[k].deps[j]];
+            if (ok) {
+                *pi = i, *pk = k;
+                return 1;
+            }
+        }
+    return 0;
+}
+
+static void *dag_main(void *arg)
+{
+    dag_t *d = ((dag_arg_t *)arg)->d;
+    int s = ((dag_arg_t *)arg)->s;
+    stage_t *st = &d->st[s];
+    const tsr_netdesc_t *nd = d->nd;
+    pthread_mutex_lock(&d->mu);
+    for (;;) {
+        int left = 0;
+        for (int i = d->lo; i < d->N && !left; i++)
+            for (int p = 0; p < st->npc && !left; p++)
+                left = !d->done[(size_t)i * d->G + d->gof[s][p]];
+        if (!left || d->abort)
+            break;
+        int i, k;
+        if (!dag_pick(d, s, &i, &k)) {
+            pthread_cond_wait(&d->cv, &d->mu);
+            continue;
+        }
+        int rc = TSR_OK;
+        if (!d->buf[i]) { /* the input enters the pipeline */
+            if (!(d->buf[i] = calloc((size_t)NBUF(nd), sizeof **d->buf)) ||
+                !(d->buf[i][0] = malloc(tsr_netdesc_tensor_bytes(nd, 0) + 1)))
+                rc = tsr_err(TSR_ENOMEM, "out of memory");
+            else if (d->o->inputs)
+                memcpy(d->buf[i][0], d->o->inputs[i], tsr_netdesc_tensor_bytes(nd, 0));
+            else
+                tsr_netdesc_random_input(nd, d->o->seed + (uint64_t)i, d->buf[i][0]);
+        }
+        d->busy[(size_t)i * d->G + k] = 1;
+        uint8_t **b = d->buf[i];
+        pthread_mutex_unlock(&d->mu);
+        double dc = 0, hc = 0;
+        if (!rc) /* (another thread only reads tensors of finished pieces, and writes its own) */
+            rc = pieces_exec(st->dev >= 0 ? d->m : NULL, st->dev, st->clock,
+                             (double)tsr_mdev_config(d->m, 0)->clock_mhz, nd, d->H, d->o->skip_host,
+                             &st->pc[d->gp[k].p], 1, b, &dc, &hc);
+        pthread_mutex_lock(&d->mu);
+        if (rc) {
+            if (!d->err) {
+                d->err = rc, d->err_stage = s;
+                snprintf(d->errmsg, sizeof d->errmsg, "%s", tsr_errmsg());
+            }
+            d->abort = 1;
+            pthread_cond_broadcast(&d->cv);
+            break;
+        }
+        d->cyc[(size_t)i * d->G + k] = dc + hc;
+        st->hcyc[i] += hc;
+        d->done[(size_t)i * d->G + k] = 1;
+        if (!--d->left[i]) { /* input i complete: its output kept, the rest freed */
+            d->outs[i] = b[nd->output];
+            b[nd->output] = NULL;
+            for (int t = 0; t < NBUF(nd); t++)
+                free(b[t]);
+            free(b);
+            d->buf[i] = NULL;
+            while (d->lo < d->N && !d->left[d->lo])
+                d->lo++;
+        }
+        pthread_cond_broadcast(&d->cv);
+    }
+    pthread_mutex_unlock(&d->mu);
+    return NULL;
+}
+
+/* The replay: *makespan of the N inputs; *latency of input 0 alone. */
+static void dag_replay(const dag_t *d, int n, double *makespan)
+{
+    int G = d->G, S = d->S;
+    double *fin = calloc((size_t)n * (size_t)G, sizeof(double)), *free_at = calloc((size_t)S, sizeof(double));
+    char *sched = calloc((size_t)n * (size_t)G, 1);
+    int *left = malloc(sizeof(int) * (size_t)n);
+    *makespan = 0;
+    if (!fin || !free_at || !sched || !left) {
+        free(fin), free(free_at), free(sched), free(left);
+        return;
+    }
+    for (int i = 0; i < n; i++)
+        left[i] = G;
+    int lo = 0;
+    double *done_at = calloc((size_t)n, sizeof(double)); /* input i complete (for the window) */
+    for (long step = 0; step < (long)n * G && done_at; step++) {
+        double best = INFINITY;
+        int bi = -1, bk = -1;
+        for (int i = lo; i < n && i < lo + d->window; i++)
+            for (int k = 0; k < G; k++) {
+                if (sched[(size_t)i * G + k])
+                    continue;
+                double t = free_at[d->gp[k].s];
+                int ok = 1;
+                for (int j = 0; j < d->gp[k].ndeps && ok; j++) {
+                    size_t x = (size_t)i * G + (size_t)d->gp[k].deps[j];
+                    ok = sched[x];
+                    if (ok && fin[x] > t)
+                        t = fin[x];
+                }
+                if (i >= d->window && done_at[i - d->window] > t) /* the window: input i - window complete */
+                    t = done_at[i - d->window];
+                if (ok && t < best)
+                    best = t, bi = i, bk = k;
+            }
+        if (bi < 0)
+            break; /* (cannot happen: the order is topological) */
+        size_t x = (size_t)bi * G + (size_t)bk;
+        sched[x] = 1;
+        fin[x] = best + d->cyc[x] + d->gp[bk].link;
+        free_at[d->gp[bk].s] = fin[x];
+        if (fin[x] > done_at[bi])
+            done_at[bi] = fin[x];
+        if (fin[x] > *makespan)
+            *makespan = fin[x];
+        if (!--left[bi])
+            while (lo < n && !left[lo])
+                lo++;
+    }
+    free(done_at);
+    free(fin), free(free_at), free(sched), free(left);
+}
+
+static int run_dag(tsr_mdev_t *m, const tsr_netdesc_t *nd, const tsr_pp_plan_t *plan,
+                   const tsr_pipex_opts_t *o, const int *stage_of, tsr_pipex_result_t *res)
+{
+    const tsr_pipenet_host_t *H = o->host;
+    int K = tsr_mdev_count(m), NH = nhost(H), V = nd->nnodes + NH, S = plan->nstages, N = o->ninputs;
+    dag_t d = {.m = m, .nd = nd, .o = o, .H = NH ? H : NULL, .S = S, .N = N, .window = o->queue_depth + S};
+    pthread_mutex_init(&d.mu, NULL);
+    pthread_cond_init(&d.cv, NULL);
+    int *order = malloc(sizeof(int) * (size_t)V), *pos = malloc(sizeof(int) * (size_t)V);
+    int *prod = malloc(sizeof(int) * (size_t)nd->ntensors);
+    char *have = calloc((size_t)nd->ntensors, 1), *placed = calloc((size_t)V, 1);
+    d.st = calloc((size_t)S, sizeof *d.st);
+    d.gof = calloc((size_t)S, sizeof *d.gof);
+    d.outs = calloc((size_t)N, sizeof *d.outs);
+    d.buf = calloc((size_t)N, sizeof *d.buf);
+    d.left = calloc((size_t)N, sizeof *d.left);
+    uint8_t **refs = calloc((size_t)N, sizeof *refs);
+    int rc = order && pos && prod && have && placed && d.st && d.gof && d.outs && d.buf && d.left && refs
+                 ? TSR_OK
+                 : tsr_err(TSR_ENOMEM, "out of memory");
+    /* the order: Kahn's, preferring a ready node of the last node's stage */
+    for (int t = 0; t < nd->ntensors && !rc; t++)
+        have[t] = 1, prod[t] = -1;
+    for (int v = 0; v < V && !rc; v++) {
+        int vi[2], vo;
+        vnode_io(nd, H, v, vi, &vo);
+        have[vo] = 0, prod[vo] = v;
+    }
+    for (int k = 0, last = -1; k < V && !rc; k++) {
+        int pick = -1;
+        for (int v = 0; v < V; v++) {
+            int vi[2], vo;
+            vnode_io(nd, H, v, vi, &vo);
+            if (placed[v] || (vi[0] >= 0 && !have[vi[0]]) || (vi[1] >= 0 && !have[vi[1]]))
+                continue;
+            if (pick < 0 || (last >= 0 && stage_of[v] == stage_of[last] && stage_of[pick] != stage_of[last]))
+                pick = v;
+        }
+        if (pick < 0) {
+            rc = tsr_err(TSR_EINVAL, "pipeline: the network has a cycle");
+            break;
+        }
+        int vi[2], vo;
+        vnode_io(nd, H, pick, vi, &vo);
+        placed[pick] = have[vo] = 1;
+        order[k] = pick, pos[pick] = k, last = pick;
+    }
+    /* each stage's pieces */
+    for (int s = 0; s < S && !rc; s++) {
+        stage_t *st = &d.st[s];
+        const tsr_pp_stage_t *ps = &plan->stages[s];
+        st->s = s;
+        st->dev = ps->slot < K ? ps->slot : -1;
+        st->clock = st->dev < 0 ? 1.0 : (double)tsr_mdev_config(m, 0)->clock_mhz / tsr_mdev_config(m, st->dev)->clock_mhz;
+        st->hcyc = calloc((size_t)N, sizeof(double));
+        int *vn = malloc(sizeof(int) * (size_t)ps->nnodes + 1);
+        char *cut = calloc((size_t)ps->nnodes + 1, 1);
+        if (!st->hcyc || !vn || !cut)
+            rc = tsr_err(TSR_ENOMEM, "out of memory");
+        for (int k = 0, j = 0; k < V && !rc; k++) /* its nodes in the order; a new piece after a gap */
+            if (stage_of[order[k]] == s) {
+                vn[j] = order[k];
+                cut[j] = j > 0 && pos[vn[j - 1]] != k - 1;
+                j++;
+            }
+        if (!rc && (rc = pieces_build(nd, H, tsr_mdev_config(m, st->dev >= 0 ? st->dev : 0),
+                                      st->dev >= 0 ? tsr_mdev_device(m, st->dev) : NULL, o->flags, vn, cut, ps->nnodes,
+                                      &st->pc, &st->npc)))
+            tsr_err_prefix(rc, "pipeline: stage %d on %s %d: ", s, st->dev >= 0 ? "device" : "host stage",
+                           st->dev >= 0 ? st->dev : ps->slot - K);
+        free(vn), free(cut);
+        d.G += st->npc;
+    }
+    d.gp = rc ? NULL : calloc((size_t)d.G + 1, sizeof *d.gp);
+    if (!rc && !d.gp)
+        rc = tsr_err(TSR_ENOMEM, "out of memory");
+    /* the global pieces, their dependencies and their link */
+    int *gprod = rc ? NULL : malloc(sizeof(int) * (size_t)nd->ntensors);
+    if (!rc && !gprod)
+        rc = tsr_err(TSR_ENOMEM, "out of memory");
+    for (int t = 0; t < nd->ntensors && !rc; t++)
+        gprod[t] = -1;
+    for (int s = 0, k = 0; s < S && !rc; s++) {
+        if (!(d.gof[s] = malloc(sizeof(int) * (size_t)d.st[s].npc + 1))) {
+            rc = tsr_err(TSR_ENOMEM, "out of memory");
+            break;
+        }
+        for (int p = 0; p < d.st[s].npc; p++, k++) {
+            const piece_t *q = &d.st[s].pc[p];
+            d.gof[s][p] = k, d.gp[k].s = s, d.gp[k].p = p;
+            if (q->h >= 0)
+                gprod[H->out_t[q->h]] = k;
+            for (int j = 0; j < q->nout; j++)
+                gprod[q->out_t[j]] = k;
+        }
+    }
+    for (int k = 0; k < d.G && !rc; k++) {
+        int s = d.gp[k].s;
+        stage_t *st = &d.st[s];
+        const piece_t *q = &st->pc[d.gp[k].p];
+        int nin = q->h >= 0 ? 2 : q->nin, ins[2];
+        if (q->h >= 0)
+            ins[0] = H->in_t[q->h], ins[1] = H->in2_t ? H->in2_t[q->h] : -1;
+        if (!(d.gp[k].deps = malloc(sizeof(int) * (size_t)(nin + 1)))) {
+            rc = tsr_err(TSR_ENOMEM, "out of memory");
+            break;
+        }
+        for (int j = 0; j < nin; j++) {
+            int t = q->h >= 0 ? ins[j] : q->in_t[j];
+            if (t < 0)
+                continue;
+            if (gprod[t] >= 0)
+                d.gp[k].deps[d.gp[k].ndeps++] = gprod[t];
+            /* received once per stage: the stage's first piece (in its order) to read it pays */
+            int from_other = gprod[t] < 0 || d.gp[gprod[t]].s != s, first = from_other;
+            for (int p2 = 0; p2 < d.gp[k].p && first; p2++) {
+                const piece_t *q2 = &st->pc[p2];
+                if (q2->h >= 0)
+                    first = H->in_t[q2->h] != t && !(H->in2_t && H->in2_t[q2->h] == t);
+                for (int j2 = 0; j2 < q2->nin && first && q2->h < 0; j2++)
+                    first = q2->in_t[j2] != t;
+            }
+            if (first) { /* (a host stage pays the link as any stage) */
+                d.gp[k].link += tsr_mdev_link_cycles(m, tsr_netdesc_tensor_bytes(nd, t));
+                st->bytes_in += tsr_netdesc_tensor_bytes(nd, t);
+            }
+        }
+        /* sent: each output another stage reads, or the network's */
+        int nout = q->h >= 0 ? 1 : q->nout;
+        for (int j = 0; j < nout; j++) {
+            int t = q->h >= 0 ? H->out_t[q->h] : q->out_t[j], other = t == nd->output;
+            for (int v = 0; v < V && !other; v++) {
+                int vi[2], vo;
+                vnode_io(nd, H, v, vi, &vo);
+                other = stage_of[v] != s && (vi[0] == t || vi[1] == t);
+            }
+            if (other) {
+                d.gp[k].link += tsr_mdev_link_cycles(m, tsr_netdesc_tensor_bytes(nd, t));
+                st->bytes_out += tsr_netdesc_tensor_bytes(nd, t);
+            }
+        }
+        if (q->h >= 0 && st->dev >= 0) /* a host node in a device's stage: the round trip */
+            for (int j = 0; j < 3; j++) {
+                int t = j < 2 ? ins[j] : H->out_t[q->h];
+                if (t >= 0)
+                    d.gp[k].link += tsr_mdev_link_cycles(m, tsr_netdesc_tensor_bytes(nd, t));
+            }
+        st->link += d.gp[k].link;
+    }
+    free(gprod);
+    if (!rc) {
+        d.done = calloc((size_t)N * (size_t)d.G, 1);
+        d.busy = calloc((size_t)N * (size_t)d.G, 1);
+        d.cyc = calloc((size_t)N * (size_t)d.G, sizeof(double));
+        if (!d.done || !d.busy || !d.cyc)
+            rc = tsr_err(TSR_ENOMEM, "out of memory");
+        for (int i = 0; i < N && !rc; i++)
+            d.left[i] = d.G;
+    }
+    if (!rc && !o->no_reference)
+        rc = NH ? reference_host(m, nd, o, N, refs, &res->single) : reference(m, nd, o, N, refs, &res->single);
+    if (res->single > 0)
+        res->single += tsr_mdev_link_cycles(m, tsr_netdesc_tensor_bytes(nd, 0)) +
+                       tsr_mdev_link_cycles(m, tsr_netdesc_tensor_bytes(nd, nd->output));
+    pthread_t th[TSR_PIPEX_MAX_STAGES];
+    dag_arg_t args[TSR_PIPEX_MAX_STAGES];
+    int nth = 0;
+    double t0 = tsr_now_s();
+    if (!rc) {
+        tsr_mdev_clear_link(m);
+        for (int s = 0; s < S; s++) {
+            args[s] = (dag_arg_t){&d, s};
+            if (pthread_create(&th[s], NULL, dag_main, &args[s])) {
+                pthread_mutex_lock(&d.mu);
+                d.abort = 1, d.err = TSR_ENOMEM, d.err_stage = s;
+                snprintf(d.errmsg, sizeof d.errmsg, "cannot start the thread of stage %d", s);
+                pthread_cond_broadcast(&d.cv);
+                pthread_mutex_unlock(&d.mu);
+                break;
+            }
+            nth++;
+        }
+        for (int s = 0; s < nth; s++)
+            pthread_join(th[s], NULL);
+        res->wall_s = tsr_now_s() - t0;
+        if (d.err) {
+            int dv = d.st[d.err_stage].dev;
+            res->failed_device = dv;
+            int rr = tsr_mdev_reset_all(m, -1);
+            rc = tsr_err(d.err, "pipeline stopped: %s %d (stage %d) failed: %s; the devices were %s",
+                         dv < 0 ? "host stage" : "device", dv < 0 ? d.err_stage : dv, d.err_stage, d.errmsg,
+                         rr ? "reset with an error" : "reset");
+        }
+    }
+    res->nstages = S;
+    res->ninputs = N;
+    for (int s = 0; s < S && d.st; s++) {
+        stage_t *st = &d.st[s];
+        tsr_pipex_stage_res_t *q = &res->st[s];
+        const tsr_pp_stage_t *ps = &plan->stages[s];
+        q->device = st->dev;
+        q->parts = 1;
+        q->nnodes = ps->nnodes;
+        snprintf(q->first, sizeof q->first, "%s", vname(nd, H, ps->nodes[0]));
+        snprintf(q->last, sizeof q->last, "%s", vname(nd, H, ps->nodes[ps->nnodes - 1]));
+        for (int k = 0; k < ps->nnodes; k++)
+            if (ps->nodes[k] >= nd->nnodes) {
+                q->host_nodes++;
+                q->pred_host += H->cycles[ps->nodes[k] - nd->nnodes];
+            }
+        q->predicted = ps->load;
+        q->pred_compute = ps->compute;
+        q->link = st->link;
+        q->bytes_in = st->bytes_in;
+        q->bytes_out = st->bytes_out;
+        q->nin = q->nout = st->npc; /* (pieces) */
+        for (int i = 0; i < N && d.cyc; i++) {
+            double c = 0;
+            for (int p = 0; p < st->npc; p++)
+                c += d.cyc[(size_t)i * d.G + d.gof[s][p]];
+            q->compute += c / N;
+            q->host += st->hcyc ? st->hcyc[i] / N : 0;
+            if (c > q->compute_max)
+                q->compute_max = c;
+        }
+        q->measured = q->compute + q->link;
+        if (q->predicted > res->period_pred)
+            res->period_pred = q->predicted, res->slowest_pred = s;
+        if (q->measured > res->period_meas)
+            res->period_meas = q->measured, res->slowest_meas = s;
+    }
+    if (!rc) {
+        for (int s = 0; s < S; s++)
+            res->timed |= res->st[s].device >= 0 && res->st[s].compute - res->st[s].host > 0;
+        dag_replay(&d, N, &res->makespan);
+        dag_replay(&d, 1, &res->latency);
+        if (res->makespan > 0)
+            res->throughput = N / res->makespan;
+        if (res->timed && res->single > 0) {
+            res->speedup = res->single / res->period_meas;
+            res->speedup_n = N * res->single / res->makespan;
+        }
+        uint64_t ob = tsr_netdesc_tensor_bytes(nd, nd->output);
+        for (int i = 0; i < N && o->outputs; i++)
+            if (o->outputs[i] && d.outs[i])
+                memcpy(o->outputs[i], d.outs[i], ob);
+        for (int i = 0; i < N && !o->no_reference; i++) {
+            res->checked++;
+            if (d.outs[i] && refs[i] && !memcmp(d.outs[i], refs[i], ob))
+                res->equal++;
+            else if (res->first_diff < 0)
+                res->first_diff = i;
+        }
+    }
+    for (int s = 0; s < S && d.st; s++) {
+        pieces_free(d.st[s].pc, d.st[s].npc);
+        free(d.st[s].hcyc);
+        if (d.gof)
+            free(d.gof[s]);
+    }
+    for (int k = 0; k < d.G && d.gp; k++)
+        free(d.gp[k].deps);
+    for (int i = 0; i < N; i++) {
+        if (d.buf && d.buf[i]) {
+            for (int t = 0; t < NBUF(nd); t++)
+                free(d.buf[i][t]);
+            free(d.buf[i]);
+        }
+        if (d.outs)
+            free(d.outs[i]);
+        if (refs)
+            free(refs[i]);
+    }
+    free(d.st), free(d.gof), free(d.gp), free(d.done), free(d.busy), free(d.cyc), free(d.buf), free(d.left);
+    free(d.outs), free(refs), free(order), free(pos), free(prod), free(have), free(placed);
+    pthread_mutex_destroy(&d.mu);
+    pthread_cond_destroy(&d.cv);
+    return rc;
+}
+
 int tsr_pipex_run(tsr_mdev_t *m, const tsr_netdesc_t *nd, const tsr_pp_t *pp, const tsr_pp_plan_t *plan,
                  const tsr_pipex_opts_t *opts, tsr_pipex_result_t *res)
 {
@@ -996,7 +1469,9 @@ int tsr_pipex_run(tsr_mdev_t *m, const tsr_netdesc_t *nd, const tsr_pp_t *pp, co
     if (!rc && !o.no_reference && !strcmp(tsr_mdev_backend(m, 0), "rtl"))
         rc = tsr_err(TSR_EINVAL, "pipeline: the single-device reference would be a second rtl device in this process "
                                  "(see tsr_mdev_open): use systemc, or no reference");
-    if (rc) {
+    if (!rc && !plan->contiguous)
+        rc = run_dag(m, nd, plan, &o, stage_of, res);
+    if (rc || !plan->contiguous) {
         free(stage_of);
         return rc;
     }
@@ -1142,7 +1617,7 @@ int tsr_pipex_run(tsr_mdev_t *m, const tsr_netdesc_t *nd, const tsr_pp_t *pp, co
         if (mixed) {
             if ((rc = pieces_build(nd, H, tsr_mdev_config(m, st->dev >= 0 ? st->dev : 0),
                                    st->dev >= 0 ? tsr_mdev_device(m, st->dev) : NULL, o.flags, plan->stages[s].nodes,
-                                   plan->stages[s].nnodes, &st->pc, &st->npc)))
+                                   NULL, plan->stages[s].nnodes, &st->pc, &st->npc)))
                 tsr_err_prefix(rc, "pipeline: stage %d on %s %d: ", s, st->dev >= 0 ? "device" : "host stage",
                                st->dev >= 0 ? st->dev : plan->stages[s].slot - K);
             continue;

@@ -38,9 +38,14 @@
  * as the planner's model says (the earlier slice in, this part's slice out
  * and back in). Host nodes (tsr_pipex_opts_t.host: an imported model's host
  * operators between device segments) run in host stages (a thread of their
- * own, no device) or inside device stages, as the plan puts them. Refused
- * before anything runs (one line, TSR_EINVAL): a plan that is not contiguous
- * or puts device nodes on the host, a stage that reads a
+ * own, no device) or inside device stages, as the plan puts them. A
+ * non-contiguous plan of whole nodes (the ILP's) runs as a DAG of pieces:
+ * each stage's nodes cut where another stage's nodes come between them,
+ * one thread per stage running its pieces, input by input, as soon as their
+ * inputs are there (tsr_pipeexec.c, run_dag); its timeline replays the same
+ * rule. Refused before anything runs (one line, TSR_EINVAL): a plan that
+ * puts device nodes on the host, a non-contiguous plan with split or shared
+ * stages, a contiguous plan whose stage reads a
  * tensor a later stage produces (wrong stage order), a stage whose DRAM
  * footprint (the planner's count) exceeds its device's DRAM, a plan for a
  * different network or number of devices.
