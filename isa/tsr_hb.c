@@ -198,26 +198,66 @@ static void or_shifted(uint64_t *dst, const uint64_t *src, size_t nw, uint32_t k
     }
 }
 
-static size_t popcount(const uint64_t *a, size_t nw)
+/* Bits set in a[0..nw), and the span of its nonzero words [*lo, *hi] (*lo > *hi:
+ * none). (The bit count in plain arithmetic: without -mpopcnt the builtin is
+ * a call into libgcc, which was a tenth of a verified ResNet-18.) */
+static size_t popcount(const uint64_t *a, size_t nw, size_t *lo, size_t *hi)
 {
     size_t c = 0;
-    for (size_t i = 0; i < nw; i++)
-        c += (size_t)__builtin_popcountll(a[i]);
+    *lo = nw;
+    *hi = 0;
+    for (size_t i = 0; i < nw; i++) {
+        uint64_t x = a[i];
+        if (!x)
+            continue;
+        if (*lo == nw)
+            *lo = i;
+        *hi = i;
+        x = x - ((x >> 1) & 0x5555555555555555ull);
+        x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+        x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
+        c += (size_t)((x * 0x0101010101010101ull) >> 56);
+    }
     return c;
 }
 
-/* out = {x + y : x in a, y in b}, shifting the larger set by each member of the smaller. */
+/* out = {x + y : x in a, y in b}, shifting the larger set by each member of
+ * the smaller; each shift touches only the words the larger set's nonzero
+ * span reaches (the sets are small progressions and uop bases in a buffer
+ * of thousands of rows: the whole width per shift was most of the verifier). */
 static void minkowski(uint64_t *out, const uint64_t *a, const uint64_t *b, size_t nw)
 {
-    if (popcount(a, nw) > popcount(b, nw)) {
+    size_t alo, ahi, blo, bhi;
+    if (popcount(a, nw, &alo, &ahi) > popcount(b, nw, &blo, &bhi)) {
         const uint64_t *t = a;
         a = b;
         b = t;
+        size_t u = alo;
+        alo = blo;
+        blo = u;
+        u = ahi;
+        ahi = bhi;
+        bhi = u;
     }
     memset(out, 0, nw * 8);
-    for (size_t i = 0; i < nw; i++)
-        for (uint64_t w = a[i]; w; w &= w - 1)
-            or_shifted(out, b, nw, (uint32_t)(i * 64 + (size_t)__builtin_ctzll(w)));
+    if (blo > bhi)
+        return;
+    for (size_t i = alo; i <= ahi && i < nw; i++)
+        for (uint64_t w = a[i]; w; w &= w - 1) {
+            const uint32_t k = (uint32_t)(i * 64 + (size_t)__builtin_ctzll(w));
+            const size_t ws = k / 64;
+            const unsigned bs = k % 64;
+            /* dst word j takes src words j-ws and j-ws-1: nonzero for j-ws in [blo, bhi+1] */
+            if (blo + ws >= nw)
+                break; /* (larger shifts move everything past the end) */
+            size_t top = bhi + 1 + ws < nw ? bhi + 1 + ws : nw - 1;
+            for (size_t j = top + 1; j-- > blo + ws;) {
+                uint64_t v = j - ws <= bhi ? b[j - ws] << bs : 0;
+                if (bs && j - ws > 0)
+                    v |= b[j - ws - 1] >> (64 - bs);
+                out[j] |= v;
+            }
+        }
 }
 
 /* {k * step : k < count} below depth. */
