@@ -55,6 +55,7 @@ struct tsr_device {
  * verified again. Exact: every input is compared in full (no hash decides). */
 typedef struct {
     uint64_t addr, n, off; /* a read of n bytes at addr; its bytes at off in vmemo.rd */
+    int failed;            /* the read failed (no bytes): it must fail again */
 } vmemo_read_t;
 
 struct vmemo {
@@ -350,9 +351,9 @@ static int rec_read_cb(void *ctx, uint64_t addr, void *dst, size_t n)
 {
     vrec_t *r = ctx;
     int rc = r->d->ops->mem_read(r->d->state, addr, dst, n);
-    if (rc || !r->ok)
+    if (!r->ok)
         return rc;
-    if (r->rd_bytes + n > VMEMO_MAX_READ) {
+    if (r->rd_bytes + n > VMEMO_MAX_READ) { /* (a failed read too: its size is read again) */
         r->ok = 0;
         return rc;
     }
@@ -366,6 +367,10 @@ static int rec_read_cb(void *ctx, uint64_t addr, void *dst, size_t n)
         r->reads = t;
         r->cap = c;
     }
+    if (rc) { /* (what the verifier concluded from a failed read holds while it fails) */
+        r->reads[r->nreads++] = (vmemo_read_t){addr, n, 0, 1};
+        return rc;
+    }
     if (r->rd_bytes + n > r->rd_cap) {
         uint64_t c = r->rd_cap ? r->rd_cap : 256;
         while (c < r->rd_bytes + n)
@@ -378,7 +383,7 @@ static int rec_read_cb(void *ctx, uint64_t addr, void *dst, size_t n)
         r->rd = t;
         r->rd_cap = c;
     }
-    r->reads[r->nreads++] = (vmemo_read_t){addr, n, r->rd_bytes};
+    r->reads[r->nreads++] = (vmemo_read_t){addr, n, r->rd_bytes, 0};
     memcpy(r->rd + r->rd_bytes, dst, n);
     r->rd_bytes += n;
     return rc;
@@ -409,8 +414,9 @@ static struct vmemo *vmemo_find(tsr_device_t *d, const tsr_insn_t *insns, size_t
                 tmp = t;
                 tcap = r->n;
             }
-            same = d->ops->mem_read(d->state, r->addr, tmp, (size_t)r->n) == TSR_OK &&
-                   !memcmp(tmp, m->rd + r->off, (size_t)r->n);
+            const int rc = d->ops->mem_read(d->state, r->addr, tmp, (size_t)r->n);
+            /* a failed read must fail again; a good one give the same bytes */
+            same = r->failed ? rc != TSR_OK : rc == TSR_OK && !memcmp(tmp, m->rd + r->off, (size_t)r->n);
         }
         if (same)
             hit = m;
