@@ -26,7 +26,7 @@ static const char *train_help =
     "                     -o TUNED.onnx [--lr F] [--momentum F] [--batch B] [--seed S]\n"
     "                     [--backend fsim|systemc|rtl] [--config CONFIG] [--backward device|host]\n"
     "                     [--update master|int8] [--grad-round nearest|stochastic]\n"
-    "                     [--quiet] [device options]\n"
+    "                     [--logits-range observe|fixed] [--quiet] [device options]\n"
     "\n"
     "Fine-tune a quantized QDQ ONNX model on the device (on-device training,\n"
     "docs/guide/train-on-device.md): the layers before the first trainable one\n"
@@ -62,10 +62,15 @@ static const char *train_help =
     "                    scaling; an experiment: most updates round to 0)\n"
     "  --grad-round HOW  the int8 gradients' rounding: nearest (default) or\n"
     "                    stochastic (unbiased; seeded by --seed)\n"
+    "  --logits-range HOW  observe (default): when a batch's logits saturate the\n"
+    "                    range the file's quantizer calibrated (a new head's is\n"
+    "                    that of random outputs), widen it to hold them (a MinMax\n"
+    "                    observer; the tuned file gets the new scale and zero\n"
+    "                    point); fixed: keep the file's range\n"
     "  --quiet           no trainable-part table and no progress lines\n";
 
 enum { O_DATA = 3000, O_LABELS, O_EPOCHS, O_TRAINABLE, O_LR, O_MOMENTUM, O_BATCH, O_SEED, O_BACKEND, O_CONFIG,
-       O_BACKWARD, O_UPDATE, O_GRAD_ROUND, O_QUIET, O_HELP };
+       O_BACKWARD, O_UPDATE, O_GRAD_ROUND, O_LOGITS_RANGE, O_QUIET, O_HELP };
 
 typedef struct {
     const char *model, *data, *labels, *out, *backend, *cfgname, *trainable;
@@ -146,6 +151,12 @@ static int train_option(int c, char *arg, const tsr_cli_dev_t *dev, train_args_t
             return 0;
         }
         return snprintf(msg, sizeof msg, "--grad-round \"%.64s\": nearest or stochastic", arg), bad(msg);
+    case O_LOGITS_RANGE:
+        if (!strcmp(arg, "observe") || !strcmp(arg, "fixed")) {
+            a->o.logits_fixed = !strcmp(arg, "fixed");
+            return 0;
+        }
+        return snprintf(msg, sizeof msg, "--logits-range \"%.64s\": observe or fixed", arg), bad(msg);
     case 'h':
     case O_HELP: fputs(train_help, stdout); fputs(dev->help, stdout); return -1;
     default: fputs(train_help, stderr); return 2;
@@ -163,6 +174,7 @@ static int train_parse(int argc, char **argv, const tsr_cli_dev_t *dev, train_ar
         {"seed", required_argument, 0, O_SEED},         {"backend", required_argument, 0, O_BACKEND},
         {"config", required_argument, 0, O_CONFIG},     {"backward", required_argument, 0, O_BACKWARD},
         {"update", required_argument, 0, O_UPDATE}, {"grad-round", required_argument, 0, O_GRAD_ROUND},     {"quiet", no_argument, 0, O_QUIET},
+        {"logits-range", required_argument, 0, O_LOGITS_RANGE},
         {"help", no_argument, 0, O_HELP}};
     size_t no = 0;
     for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
@@ -248,6 +260,15 @@ static void print_measures(const train_args_t *a, const tsr_train_stats_t *st)
         printf("  int8 update: %llu of %llu weight updates moved an int8 value (%.1f%%; the rest rounded to 0)\n",
                (unsigned long long)st->upd_moved, (unsigned long long)st->upd_n,
                st->upd_n ? 100.0 * (double)st->upd_moved / (double)st->upd_n : 0.0);
+    if (st->range_moves)
+        printf("  logits' range: [%g, %g] in the file, widened %d times to [%g, %g] (the observer's exact logits "
+               "of the saturated batches: %llu MACs on the host)\n",
+               (double)st->range_lo0, (double)st->range_hi0, st->range_moves, (double)st->range_lo,
+               (double)st->range_hi, (unsigned long long)st->range_host_macs);
+    else
+        printf("  logits' range: [%g, %g] as in the file (%s)\n", (double)st->range_lo0, (double)st->range_hi0,
+               a->o.logits_fixed ? "--logits-range fixed" : st->range_obs ? "never saturated" : "no observer: the "
+               "last layer is not a dense whose output quantization the file lets rewrite");
     double w = 0;
     for (int e = 0; e < st->epochs; e++)
         w += st->epoch_wall[e];

@@ -75,6 +75,48 @@ static const char *dq_consts(const tsr_onnx_t *m, int v, const char **qname, con
     return NULL;
 }
 
+/* The scale and zero point constants of the QuantizeLinear or DequantizeLinear node qi: set only when
+ * both are plain constants (float32 scalar scale, 8-bit scalar zero point) read by nothing but the
+ * QuantizeLinear / DequantizeLinear nodes of the tensor qi quantizes or dequantizes (ONNX Runtime's
+ * quantizer shares one pair between a tensor's Q and DQ; torch's export gives each its own). */
+static void q_consts(const tsr_onnx_t *m, int qi, const char **sname, const char **zname)
+{
+    const Onnx__GraphProto *g = m->gp;
+    *sname = *zname = NULL;
+    if (qi < 0 || g->node[qi]->n_input < 3)
+        return;
+    const Onnx__NodeProto *q = g->node[qi];
+    const int isq = !strcmp(q->op_type, "QuantizeLinear");
+    if (!isq && strcmp(q->op_type, "DequantizeLinear"))
+        return;
+    /* the quantized tensor: the Q's output, or the DQ's input */
+    const char *qt = isq ? q->output[0] : q->input[0];
+    const Onnx__TensorProto *s = find_const((Onnx__GraphProto *)g, q->input[1]);
+    const Onnx__TensorProto *z = find_const((Onnx__GraphProto *)g, q->input[2]);
+    if (!s || !z || s->n_dims || z->n_dims || (s->has_data_type && s->data_type != ET_FLOAT) ||
+        (z->data_type != ET_UINT8 && z->data_type != ET_INT8))
+        return;
+    for (int k = 1; k <= 2; k++) {
+        const char *c = q->input[k];
+        for (size_t i = 0; i < g->n_node; i++) {
+            const Onnx__NodeProto *n = g->node[i];
+            for (size_t a = 0; a < n->n_input; a++) {
+                if (strcmp(n->input[a], c))
+                    continue;
+                const int ok = (!strcmp(n->op_type, "QuantizeLinear") && n->n_output && !strcmp(n->output[0], qt)) ||
+                               (!strcmp(n->op_type, "DequantizeLinear") && !strcmp(n->input[0], qt));
+                if (!ok || a == 0)
+                    return;
+            }
+        }
+        for (size_t i = 0; i < g->n_output; i++)
+            if (g->output[i]->name && !strcmp(g->output[i]->name, c))
+                return;
+    }
+    *sname = q->input[1];
+    *zname = q->input[2];
+}
+
 /* The quantization of a QDQ Conv/Gemm/MatMul node ni (lowered into L) for
  * training: scales, constants' names, or why_not. */
 static void qdq_layer(tsr_onnx_t *m, int ni, tsr_onnx_lowered_t *L)
@@ -162,6 +204,7 @@ int tsr_onnx_lowered_ops(tsr_onnx_t *m, tsr_onnx_lowered_t **out, int *n)
                 L->kind = P->hkind == H_QUANT ? TSR_OXL_QUANT : TSR_OXL_DEQUANT;
                 L->q_scale = P->scale;
                 L->q_zp = P->zp;
+                q_consts(m, P->node, &L->qs_name, &L->qzp_name);
             } else if (P->hkind == H_SOFTMAX)
                 L->kind = TSR_OXL_SOFTMAX;
             else if (P->hkind == H_CONCAT && P->in2 == P->in && P->geo[0] == 1 && P->geo[2] == 0)
@@ -225,6 +268,8 @@ int tsr_onnx_lowered_ops(tsr_onnx_t *m, tsr_onnx_lowered_t **out, int *n)
             }
         }
         qdq_layer(m, P->node, L);
+        if (L->out >= 0) /* the QuantizeLinear the layer's output came from (folded into it) */
+            q_consts(m, producer(m->gp, m->vals[L->out].name), &L->qs_name, &L->qzp_name);
         if (!L->why_not && (L->kind == TSR_OXL_CONV ? L->conv.w_dtype : L->dense.w_dtype) != TSR_DT_INT8)
             L->why_not = "its device weights are not int8";
     }
@@ -274,7 +319,7 @@ static int set_payload(Onnx__TensorProto *t, const char *name, const void *data,
     int64_t cnt = 1;
     for (size_t i = 0; i < t->n_dims; i++)
         cnt *= t->dims[i];
-    if ((e != ET_INT8 && e != ET_INT32 && e != ET_FLOAT) || (size_t)cnt * esize(e) != nbytes)
+    if ((e != ET_INT8 && e != ET_UINT8 && e != ET_INT32 && e != ET_FLOAT) || (size_t)cnt * esize(e) != nbytes)
         return tsr_err(TSR_EINVAL, "constant \"%s\" is %s [%lld elements]: %zu bytes do not replace it",
                        TSR_SAFE(name), ename(e), (long long)cnt, nbytes);
     uint8_t *b = malloc(nbytes ? nbytes : 1);

@@ -78,6 +78,12 @@ typedef struct tsr_onnx_lowered {
     /* TSR_OXL_QUANT / TSR_OXL_DEQUANT */
     float q_scale;
     int32_t q_zp;
+    /* The constants of the output's quantization, for a trainer that moves the output's range (the
+       logits' range, which the untuned model calibrated): CONV / DENSE: its output QuantizeLinear's
+       scale and zero point; TSR_OXL_DEQUANT: its own. NULL unless both are plain constants (float32
+       scale, 8-bit zero point) that only QuantizeLinear / DequantizeLinear nodes of this one tensor
+       read. */
+    const char *qs_name, *qzp_name;
 } tsr_onnx_lowered_t;
 
 /* Every lowered operator of m in run order (host and device), as layers.
@@ -98,7 +104,7 @@ int tsr_onnx_lowered_requant(tsr_onnx_t *m, const tsr_onnx_lowered_t *L, const f
                            int32_t *shift, float *fscale, int *has_fscale);
 
 /* One constant to replace: its name, its new bytes (the same element type
- * and count as the file's: int8, int32 or float32). */
+ * and count as the file's: int8, uint8, int32 or float32). */
 typedef struct tsr_onnx_const_update {
     const char *name;
     const void *data;

@@ -223,6 +223,9 @@ static int build_part(tsr_trainer_t *tr, const int *mark)
                        TSR_SAFE(tr->ls[end >= 0 ? end : tr->nls - 1].out_name));
     tr->out_scale = tr->ls[dq].q_scale;
     tr->out_zp = tr->ls[dq].q_zp;
+    tr->dq = dq;
+    tr->out_scale0 = tr->out_scale;
+    tr->out_zp0 = tr->out_zp;
     return 0;
 }
 
@@ -340,6 +343,16 @@ static int init_part(tsr_trainer_t *tr)
                 memcpy(l->fscale, rq->fscale, sizeof(float) * (size_t)l->wc);
         }
     }
+    /* The logits' range observer (tsr_train_step.c): a last layer that is a dense without a folded
+       Relu/Clip, its output the logits' DequantizeLinear reads with the same quantization, all of whose
+       constants the tuned file can rewrite */
+    const trl_t *last = &tr->c[tr->nc - 1];
+    const tsr_onnx_lowered_t *dq = &tr->ls[tr->dq];
+    tr->range_obs = !tr->o.logits_fixed && last->L.kind == TSR_OXL_DENSE && !last->L.relu && !last->L.clip &&
+                    last->act_min == tsr_dt_min(last->y_dtype) && last->act_max == tsr_dt_max(last->y_dtype) &&
+                    last->L.w_scale && last->L.qs_name && last->L.qzp_name && dq->qs_name && dq->qzp_name &&
+                    last->L.y_scale == dq->q_scale && last->y_zp == dq->q_zp &&
+                    (last->y_dtype == TSR_DT_UINT8 || last->y_dtype == TSR_DT_INT8);
     tr->classes = (int)tr->c[tr->nc - 1].y_elems;
     if (tr->classes < 2 || tr->classes > 4096)
         return tsr_err(TSR_EINVAL, "%s: the logits have %d values per sample (2..4096 classes)", tr->path, tr->classes);
@@ -573,22 +586,49 @@ static int batch_input(const tsr_tensor_t *x, int64_t r0, int B, tsr_tensor_t *i
     return 0;
 }
 
+/* The batch a model loaded with tsr_onnx_load(..., B) runs: B when the file's first input dimension
+ * is symbolic, else the file's (a model exported for one image, as torch.onnx.export writes the zoo's
+ * models without dynamic axes: [1,3,H,W]). The frozen prefix and the inference then run in chunks of
+ * it; the trainable part, lowered per sample, still trains on batches of B. */
+static int model_batch(const tsr_onnx_t *m, int *mb)
+{
+    tsr_dtype_e dt;
+    int nd;
+    int64_t dims[8];
+    const char *iname;
+    int rc = tsr_onnx_input_info(m, &dt, &nd, dims, &iname);
+    if (rc)
+        return rc;
+    if (nd < 1 || dims[0] < 1 || dims[0] > TSR_TRAIN_MAX_BATCH)
+        return tsr_err(TSR_EINVAL, "the model's input \"%s\" has no batch dimension of 1..%d", TSR_SAFE(iname),
+                       TSR_TRAIN_MAX_BATCH);
+    *mb = (int)dims[0];
+    return 0;
+}
+
 /* Inference of the whole model on the first batch (a model loaded for it, prepared as `tessera
- * infer` does): its cycles and the device memory high-water mark. */
+ * infer` does; a model of a fixed smaller batch run on the batch's samples chunk by chunk, its
+ * cycles summed): its cycles and the device memory high-water mark. */
 static int measure_inference(tsr_trainer_t *tr, const tsr_tensor_t *x, tsr_train_stats_t *st)
 {
     tsr_onnx_t *mi = NULL;
     tsr_tensor_t in = {0}, out = {0};
+    int mb = 0;
     tsr_mem_reset_peak(tr->dev);
     int rc = tsr_onnx_load(tr->path, tr->o.batch, &mi);
     if (!rc)
+        rc = model_batch(mi, &mb);
+    if (!rc)
         rc = tsr_onnx_prepare(mi, &tr->cfg, tr->dev, 0);
-    if (!rc)
-        rc = batch_input(x, 0, tr->o.batch, &in);
-    const uint64_t c0 = cycles_now(tr->dev);
-    if (!rc)
-        rc = tsr_onnx_run(mi, &in, &out);
-    st->infer_cycles = cycles_now(tr->dev) - c0;
+    st->infer_cycles = 0;
+    for (int r0 = 0; !rc && r0 < tr->o.batch; r0 += mb) {
+        tsr_tensor_free(&in), tsr_tensor_free(&out);
+        rc = batch_input(x, r0, mb, &in);
+        const uint64_t c0 = cycles_now(tr->dev);
+        if (!rc)
+            rc = tsr_onnx_run(mi, &in, &out);
+        st->infer_cycles += cycles_now(tr->dev) - c0;
+    }
     tsr_mem_usage_t u;
     tsr_mem_usage(tr->dev, &u);
     st->peak_infer = u.peak;
@@ -599,7 +639,8 @@ static int measure_inference(tsr_trainer_t *tr, const tsr_tensor_t *x, tsr_train
             continue;
         for (int j = 0; j < tr->first; j++)
             if (tr->ls[j].device && tr->ls[j].node_index == row.node) {
-                st->infer_prefix_cycles += (uint64_t)row.cycles;
+                /* (the report is of the last run: each chunk's the same work) */
+                st->infer_prefix_cycles += (uint64_t)row.cycles * (uint64_t)((tr->o.batch + mb - 1) / mb);
                 break;
             }
     }
@@ -620,22 +661,25 @@ static int features(tsr_trainer_t *tr, const tsr_tensor_t *x, uint8_t **feat, ts
         return tsr_err(TSR_ENOMEM, "out of memory");
     const double t0 = tsr_now_s();
     const uint64_t c0 = cycles_now(tr->dev);
+    int mb = B;
     int rc = tsr_onnx_load(tr->path, B, &mf);
+    if (!rc)
+        rc = model_batch(mf, &mb);
     if (!rc)
         rc = tsr_onnx_prepare(mf, &tr->cfg, tr->dev, TSR_ONNX_KEEP_ALL);
     const char *bname = tr->ls[tr->first].in_name;
-    for (int64_t r0 = 0; r0 < N && !rc; r0 += B) {
+    for (int64_t r0 = 0; r0 < N && !rc; r0 += mb) {
         tsr_tensor_t in = {0}, out = {0}, f = {0};
-        rc = batch_input(x, r0, B, &in);
+        rc = batch_input(x, r0, mb, &in);
         if (!rc)
             rc = tsr_onnx_run(mf, &in, &out);
         if (!rc)
             rc = tsr_onnx_read_value(mf, bname, &f);
-        if (!rc && (size_t)tsr_tensor_numel(&f) != (size_t)B * tr->feat_elems)
+        if (!rc && (size_t)tsr_tensor_numel(&f) != (size_t)mb * tr->feat_elems)
             rc = tsr_err(TSR_EINVAL, "%s: the trainable part's input \"%s\" has %zu values, expected %zu", tr->path,
-                         TSR_SAFE(bname), (size_t)tsr_tensor_numel(&f), (size_t)B * tr->feat_elems);
+                         TSR_SAFE(bname), (size_t)tsr_tensor_numel(&f), (size_t)mb * tr->feat_elems);
         if (!rc) {
-            const int64_t nb = N - r0 < B ? N - r0 : B;
+            const int64_t nb = N - r0 < mb ? N - r0 : mb;
             memcpy(*feat + (size_t)r0 * tr->feat_elems, f.data, (size_t)nb * tr->feat_elems);
         }
         tsr_tensor_free(&in), tsr_tensor_free(&out), tsr_tensor_free(&f);
@@ -757,6 +801,14 @@ int tsr_train_run(tsr_trainer_t *tr, const tsr_tensor_t *x, const tsr_tensor_t *
     st->fwd_device_macs = tr->fwd_macs;
     st->upd_n = tr->upd_n;
     st->upd_moved = tr->upd_moved;
+    const tsr_dtype_e ydt = tr->c[tr->nc - 1].y_dtype;
+    st->range_obs = tr->range_obs;
+    st->range_moves = tr->range_moves;
+    st->range_host_macs = tr->range_macs;
+    st->range_lo0 = (float)(tsr_dt_min(ydt) - tr->out_zp0) * tr->out_scale0;
+    st->range_hi0 = (float)(tsr_dt_max(ydt) - tr->out_zp0) * tr->out_scale0;
+    st->range_lo = (float)(tsr_dt_min(ydt) - tr->out_zp) * tr->out_scale;
+    st->range_hi = (float)(tsr_dt_max(ydt) - tr->out_zp) * tr->out_scale;
     free(lab), free(blab), free(order), free(feat);
     return rc;
 }
@@ -765,7 +817,7 @@ int tsr_train_run(tsr_trainer_t *tr, const tsr_tensor_t *x, const tsr_tensor_t *
 
 int tsr_train_pack(const tsr_trainer_t *tr, uint8_t **buf, size_t *len)
 {
-    int n = 0;
+    int n = 4; /* (the logits' scale and zero point, in the QuantizeLinear and the DequantizeLinear) */
     for (int j = 0; j < tr->nc; j++)
         n += tr->c[j].trainable ? 4 : 0;
     tsr_onnx_const_update_t *u = calloc((size_t)n + 1, sizeof *u);
@@ -799,6 +851,19 @@ int tsr_train_pack(const tsr_trainer_t *tr, uint8_t **buf, size_t *len)
             u[k++] = (tsr_onnx_const_update_t){l->L.b_name, l->bq, sizeof(int32_t) * (size_t)l->M};
             u[k++] = (tsr_onnx_const_update_t){l->L.bs_name, bs, sizeof(float) * (size_t)l->wc};
         }
+    }
+    /* a range the observer moved: the output QuantizeLinear's and the DequantizeLinear's constants (one
+       pair when they share it, as ONNX Runtime's quantizer writes them) */
+    const trl_t *last = &tr->c[tr->nc - 1];
+    const tsr_onnx_lowered_t *dq = &tr->ls[tr->dq];
+    const uint8_t zp8 = (uint8_t)(tr->out_zp & 0xff); /* (the zero point's byte, uint8 or int8) */
+    if (!rc && tr->range_moves) {
+        u[k++] = (tsr_onnx_const_update_t){last->L.qs_name, &tr->out_scale, sizeof(float)};
+        u[k++] = (tsr_onnx_const_update_t){last->L.qzp_name, &zp8, 1};
+        if (strcmp(dq->qs_name, last->L.qs_name))
+            u[k++] = (tsr_onnx_const_update_t){dq->qs_name, &tr->out_scale, sizeof(float)};
+        if (strcmp(dq->qzp_name, last->L.qzp_name))
+            u[k++] = (tsr_onnx_const_update_t){dq->qzp_name, &zp8, 1};
     }
     if (!rc)
         rc = tsr_onnx_pack_updated(tr->path, u, k, buf, len);

@@ -74,6 +74,8 @@ typedef struct tsr_train_opts {
                                why the master copy is there */
     int grad_stochastic;    /* 1: the int8 gradients rounded stochastically (floor(g / s + u), u uniform in [0, 1)
                                from splitmix64 seeded by seed: unbiased, as Lin et al. suggest), 0: to nearest */
+    int logits_fixed;       /* 1: the logits keep the file's quantization range; 0 (default): a MinMax observer
+                               widens it when a batch's logits saturate it (see tsr_train_step.c) */
     FILE *progress;         /* a line per epoch (NULL: none) */
 } tsr_train_opts_t;
 
@@ -100,6 +102,11 @@ typedef struct tsr_train_stats {
     uint64_t feat_bytes;                         /* host bytes of the frozen features of all samples */
     double feat_wall;                            /* wall seconds of the features */
     uint64_t upd_n, upd_moved;                   /* int8_update: weight updates, those that moved an int8 value */
+    int range_obs;                               /* the logits' range observer is on (0: fixed, or not possible) */
+    int range_moves;                             /* times it widened the range */
+    float range_lo0, range_hi0, range_lo, range_hi; /* the logits' real range: the file's, and the tuned one's */
+    uint64_t range_host_macs;                    /* the observer's MACs on the host (exact int32 logits of the
+                                                    batches that saturated) */
 } tsr_train_stats_t;
 
 typedef struct tsr_trainer tsr_trainer_t;

@@ -70,6 +70,12 @@ struct tsr_trainer {
     uint64_t dev_budget;       /* the backward convs' device-memory budget (tsr_grad_conv_*_budget): the
                                   inference's high-water mark once measured (0 before: none) */
     uint64_t round_state;      /* grad_stochastic: the rounding's splitmix64 state (from the seed, its own stream) */
+    int dq;                    /* lop index of the logits' DequantizeLinear */
+    float out_scale0;          /* the file's logits quantization (before the observer moved it) */
+    int32_t out_zp0;
+    int range_obs;             /* the logits' range observer is on */
+    int range_moves;           /* times it widened the range */
+    uint64_t range_macs;       /* its host MACs */
 };
 
 /* tsr_train_step.c */
@@ -80,6 +86,8 @@ int tsr_train_forward(tsr_trainer_t *tr);
 int tsr_train_backward(tsr_trainer_t *tr, const int32_t *lab, double *loss, int *right);
 /* SGD with momentum on the master copies, then re-quantization. */
 int tsr_train_update(tsr_trainer_t *tr);
+/* The logits' quantization set to hold the real range [lo, hi] (ONNX Runtime's rule). */
+int tsr_train_set_logits_range(tsr_trainer_t *tr, double lo, double hi);
 /* Weights, scales, bias and requantization of layer l from its master copy (ws recomputed). */
 int tsr_train_requantize(tsr_trainer_t *tr, trl_t *l);
 

@@ -64,3 +64,18 @@ set_tests_properties(train_dag PROPERTIES FIXTURES_REQUIRED resblock TIMEOUT 600
 add_test(NAME train_cli_resblock COMMAND ${CMAKE_SOURCE_DIR}/scripts/train/test_train.sh $<TARGET_FILE:tessera_cli>
          ${CMAKE_SOURCE_DIR} ${CMAKE_BINARY_DIR}/train_cli_resblock ${TSR_RESBLOCK} resblock)
 set_tests_properties(train_cli_resblock PROPERTIES TIMEOUT 600 FIXTURES_REQUIRED resblock)
+# A model a user brings, not one written for the trainer: the zoo's torchvision ResNet-18 at 32x32 with a
+# new 10-class head (scripts/zoo/build.py --classes 10), quantized by scripts/zoo/qdq.py as ONNX Runtime's
+# quantize_static writes it (Relus removed, per-channel weights, shared Q/DQ constants), exported for one
+# image ([1,3,32,32]), and the digits upscaled to 32x32 in 3 channels: scripts/train/make_zoo_resnet.py
+# (needs node + onnxruntime-node; ~15 s), made once by the fixture train_zoo_model for
+#   train_cli_zoo  (test_train.sh zoo) its last basic block + fc fine-tuned on the device on 200 digits: the
+#               held-out digits learnt (from a guess), within 3 points of float torch on the same data and
+#               schedule; the tuned batch-1 file in `tessera infer` and ONNX Runtime, the same predictions
+set(TSR_ZOO_TRAIN ${CMAKE_BINARY_DIR}/train_zoo)
+add_test(NAME train_zoo_model COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/scripts/train/make_zoo_resnet.py
+         ${TSR_ZOO_TRAIN})
+set_tests_properties(train_zoo_model PROPERTIES FIXTURES_SETUP zoo_train TIMEOUT 300)
+add_test(NAME train_cli_zoo COMMAND ${CMAKE_SOURCE_DIR}/scripts/train/test_train.sh $<TARGET_FILE:tessera_cli>
+         ${CMAKE_SOURCE_DIR} ${CMAKE_BINARY_DIR}/train_cli_zoo ${TSR_ZOO_TRAIN} zoo)
+set_tests_properties(train_cli_zoo PROPERTIES TIMEOUT 600 FIXTURES_REQUIRED zoo_train)
