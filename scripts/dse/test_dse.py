@@ -221,6 +221,16 @@ def test_pareto():
 SMALL = [16, 8, 10]
 
 
+def test_best_tie():
+    """best_per_board: among points of equal throughput that fit, the one on the front (not the first)."""
+    b = boards.load(ROOT, "pynq-z1")
+    rows = [{"id": "p001", "status": "ok", "throughput": 5.0, "fits": ["pynq-z1"]},
+            {"id": "p002", "status": "ok", "throughput": 5.0, "fits": ["pynq-z1"], "pareto": True},
+            {"id": "p000", "status": "ok", "throughput": 1.0, "fits": ["pynq-z1"], "pareto": True}]
+    best = report.best_per_board(rows, [b])["pynq-z1"]["id"]
+    check(best == "p002", f"equal throughput: the best per board is the point on the front ({best})")
+
+
 def sweep_space(name):
     return write_space(name, {"name": name, "base": "tiny", "keys": {"LOG_BLOCK": [1, 2], "CLOCK_MHZ": [50, 100]},
                               "workload": {"kind": "resnet18-small", "small": SMALL},
@@ -1205,7 +1215,7 @@ if __name__ == "__main__":
     if os.path.isdir(WORK):
         shutil.rmtree(WORK)
     os.makedirs(WORK)
-    {"space": test_space, "pareto": test_pareto, "sweep": test_sweep, "onnx": test_onnx,
+    {"space": test_space, "pareto": lambda: (test_pareto(), test_best_tie()), "sweep": test_sweep, "onnx": test_onnx,
      "accuracy": test_accuracy, "host": test_host, "area": test_area,
      "hier": test_hier, "slurm": test_slurm, "hostile": test_hostile, "scale": test_scale}[WHICH]()
     print(f"{WHICH}: {len(failures)} failures")

@@ -86,7 +86,8 @@ def best_per_board(rows, boards):
     best = {}
     for b in boards:
         fit = [r for r in rows if r["status"] == "ok" and b["name"] in r.get("fits", []) and r.get("in_budget", True)]
-        best[b["name"]] = max(fit, key=lambda r: r["throughput"]) if fit else None
+        # equal throughput (e.g. ACT_LUT 1, 2, 4: the same cycles): the point on the front, not the first
+        best[b["name"]] = max(fit, key=lambda r: (r["throughput"], bool(r.get("pareto")))) if fit else None
     return best
 
 
