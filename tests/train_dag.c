@@ -281,7 +281,10 @@ static void check_grads(const char *model, const char *layers, int expect_layers
             const double cs = cosine(V->gw, gw, nw);
             print_message("%s (%s): dW cosine %.6f with the float reference, bound / gradient norm %.3f\n", L->node,
                           layers, cs, sqrt(bn / (gn + 1e-300)));
-            assert_true(cs > 0.9999); /* (a lost branch gradient: conv0 0.99972) */
+            /* (a lost skip gradient: conv0 0.99972, and 0.9947 with the removed ReLU6's mask; the first
+               layer, whose bound carries every rounding after it, 0.99988 with that mask: the int8
+               gradients of the 910 of 2048 dw outputs it zeroes no longer average out) */
+            assert_true(cs > (j > 0 ? 0.9999 : 0.9998));
             assert_true(gn > 0);
             if (j > 0) /* the bounds are not vacuous (the first layer's carry every rounding after it) */
                 assert_true(sqrt(bn / gn) < 0.5);
