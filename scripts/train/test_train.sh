@@ -17,7 +17,9 @@
 # device's accuracy against float in the mean over seeds 1-6 (see that section). With MODE newclass
 # (ctest train_cli_newclass) only: a new class learnt on the device (see that section). With MODE resblock
 # (ctest train_cli_resblock; DIGITS_DIR is make_resblock.py's directory) only: a residual block with a
-# depthwise conv and a global average pool trained on the device (see that section).
+# depthwise conv and a global average pool trained on the device, against float torch (see that section).
+# With MODE zoo (ctest train_cli_zoo; DIGITS_DIR is make_zoo_resnet.py's directory) only: the zoo's
+# ResNet-18 with a new head, its last block fine-tuned on the device against float torch (see that section).
 # usage: test_train.sh TESSERA_BIN SOURCE_DIR WORK_DIR DIGITS_DIR [MODE]
 set -euo pipefail
 TSR=$(realpath "$1") SRC=$(realpath "$2") WORK=$3 DIG=$(realpath "$4") MODE=${5:-full}
