@@ -119,7 +119,7 @@ static uint64_t vmemo_key(const tsr_insn_t *insns, size_t n)
 extern const tsr_backend_ops_t tsr_backend_systemc __attribute__((weak));
 
 static const tsr_backend_ops_t *const backends[] = {&tsr_backend_fsim, &tsr_backend_rtl, &tsr_backend_systemc,
-                                                    &tsr_backend_sampled, &tsr_backend_zynq,
+                                                    &tsr_backend_sampled, &tsr_backend_rtlproc, &tsr_backend_zynq,
 #ifdef TSR_HAVE_XRT
                                                     &tsr_backend_xrt,
 #endif
@@ -596,8 +596,11 @@ int tsr_wait(tsr_device_t *d, int timeout_ms)
         char msg[1024];
         snprintf(msg, sizeof msg, "%s", tsr_errmsg());
         int rr = d->ops->reset(d->state);
-        if (rr)
-            return tsr_err(rc, "%s; then the reset failed: %s", msg, tsr_errmsg());
+        if (rr) { /* copied first: tsr_err must not format from the buffer it writes */
+            char why[512];
+            snprintf(why, sizeof why, "%s", tsr_errmsg());
+            return tsr_err(rc, "%s; then the reset failed: %s", msg, why);
+        }
         tsr_err(rc, "%s", msg);
     }
     return rc;

@@ -46,7 +46,8 @@ typedef struct tsr_device_opts {
 
 /* Names of the available backends, NULL-terminated. */
 const char *const *tsr_backend_names(void);
-/* Open backend "fsim", "rtl", "systemc", "sampled", "zynq" or "xrt" with a config; opts may be NULL. */
+/* Open backend "fsim", "rtl", "rtlproc" (rtl in a child process), "systemc", "sampled", "zynq" or "xrt"
+ * with a config; opts may be NULL. */
 int tsr_device_open(const char *backend, const tsr_config_t *cfg,
                     const tsr_device_opts_t *opts, tsr_device_t **out);
 void tsr_device_close(tsr_device_t *dev);
@@ -128,5 +129,6 @@ extern const tsr_backend_ops_t tsr_backend_systemc;
 extern const tsr_backend_ops_t tsr_backend_zynq;  /* Linux UIO + u-dma-buf (driver/tsr_backend_zynq.c) */
 extern const tsr_backend_ops_t tsr_backend_xrt;   /* XRT (driver/tsr_backend_xrt.c, built with libxrt) */
 extern const tsr_backend_ops_t tsr_backend_sampled; /* systemc + RTL windows (driver/tsr_sampled.h) */
+extern const tsr_backend_ops_t tsr_backend_rtlproc; /* rtl in a child process (driver/tsr_rtlproc.h) */
 
 #endif

@@ -12,10 +12,11 @@
  * docs/guide/several-devices.md).
  *
  * Threads: a device is driven by one thread at a time. The SystemC backend
- * has one simulation kernel per process (sim/systemc/tsr_sc.h) and the rtl
- * backend's Verilated models share one context, so runs on those backends
+ * has one simulation kernel per process (sim/systemc/tsr_sc.h), so its runs
  * are serialised through tsr_mdev_run_lock (device cycles, not wall time,
- * are the measure); fsim devices run concurrently.
+ * are the measure). An rtl device is opened as backend rtlproc, a child
+ * process per device (driver/tsr_rtlproc.h: one process cannot hold two
+ * Verilated models), so rtl and fsim devices run concurrently.
  */
 #ifndef TSR_MULTIDEV_H
 #define TSR_MULTIDEV_H
@@ -32,9 +33,7 @@ typedef struct tsr_mdev tsr_mdev_t;
 /* K devices: device d on backends[d] (NULL or a NULL entry: "fsim") with
  * cfgs[d] and opts[d] (opts NULL: defaults for all). Link: bytes_per_cycle
  * > 0, latency >= 0. Refused (one line, nothing opened): K outside
- * 1..TSR_MDEV_MAX, a bad link, more than one rtl device (with two Verilated
- * models open in one process, closing one deadlocks inside Verilator); a
- * device that fails to open is named
+ * 1..TSR_MDEV_MAX, a bad link; a device that fails to open is named
  * ("device 2 (systemc, 1x32x32): ..."). */
 int tsr_mdev_open(int k, const char *const *backends, const tsr_config_t *cfgs, const tsr_device_opts_t *opts,
                   double bytes_per_cycle, double latency, tsr_mdev_t **out);

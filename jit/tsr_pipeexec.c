@@ -820,6 +820,14 @@ static int check_plan(tsr_mdev_t *m, const tsr_netdesc_t *nd, const tsr_pipenet_
     return rc;
 }
 
+/* The reference's backend: device 0's, an rtl one in a child process as the
+ * system's own rtl devices (tsr_multidev.c), so this process never holds a
+ * Verilated model beside others. */
+static const char *ref_backend(const tsr_mdev_t *m)
+{
+    return strcmp(tsr_mdev_backend(m, 0), "rtl") ? tsr_mdev_backend(m, 0) : "rtlproc";
+}
+
 /* The single-device run: outputs and cycles per input. */
 static int reference(tsr_mdev_t *m, const tsr_netdesc_t *nd, const tsr_pipex_opts_t *o, int n, uint8_t **refs,
                      double *cycles)
@@ -827,7 +835,7 @@ static int reference(tsr_mdev_t *m, const tsr_netdesc_t *nd, const tsr_pipex_opt
     tsr_device_t *dev = NULL;
     tsr_graph_t *g = NULL;
     uint8_t *x = malloc(tsr_netdesc_tensor_bytes(nd, 0));
-    int rc = x ? tsr_device_open(tsr_mdev_backend(m, 0), tsr_mdev_config(m, 0), NULL, &dev)
+    int rc = x ? tsr_device_open(ref_backend(m), tsr_mdev_config(m, 0), NULL, &dev)
                : tsr_err(TSR_ENOMEM, "out of memory");
     if (!rc)
         rc = tsr_graph_from_netdesc(tsr_mdev_config(m, 0), nd, &g);
@@ -900,7 +908,7 @@ static int reference_host(tsr_mdev_t *m, const tsr_netdesc_t *nd, const tsr_pipe
         order[k] = pick;
     }
     if (!rc)
-        rc = tsr_device_open(tsr_mdev_backend(m, 0), tsr_mdev_config(m, 0), NULL, &dev);
+        rc = tsr_device_open(ref_backend(m), tsr_mdev_config(m, 0), NULL, &dev);
     if (!rc)
         rc = pieces_build(nd, H, tsr_mdev_config(m, 0), dev, o->flags, order, NULL, V, &pc, &npc);
     if (!rc && !(buf[0] = malloc(tsr_netdesc_tensor_bytes(nd, 0) + 1)))
@@ -1466,9 +1474,6 @@ int tsr_pipex_run(tsr_mdev_t *m, const tsr_netdesc_t *nd, const tsr_pp_t *pp, co
     if (!stage_of)
         return tsr_err(TSR_ENOMEM, "out of memory");
     int rc = check_plan(m, nd, H, pp, plan, stage_of);
-    if (!rc && !o.no_reference && !strcmp(tsr_mdev_backend(m, 0), "rtl"))
-        rc = tsr_err(TSR_EINVAL, "pipeline: the single-device reference would be a second rtl device in this process "
-                                 "(see tsr_mdev_open): use systemc, or no reference");
     if (!rc && !plan->contiguous)
         rc = run_dag(m, nd, plan, &o, stage_of, res);
     if (rc || !plan->contiguous) {
@@ -1667,7 +1672,11 @@ int tsr_pipex_run(tsr_mdev_t *m, const tsr_netdesc_t *nd, const tsr_pp_t *pp, co
         if (r.err) {
             int d = r.st[r.err_stage].dev;
             res->failed_device = d;
-            int rr = tsr_mdev_reset_all(m, -1);
+            /* the others' resets are what the message reports; the failed device's may fail too (an rtl
+             * device whose process died) */
+            int rr = tsr_mdev_reset_all(m, d);
+            if (d >= 0)
+                tsr_device_reset(tsr_mdev_device(m, d));
             if (d < 0)
                 rc = tsr_err(r.err, "pipeline stopped: host stage %d failed: %s; the devices were %s", r.err_stage,
                              r.errmsg, rr ? "reset with an error" : "reset");
