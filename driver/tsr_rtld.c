@@ -3,15 +3,16 @@
  * over a socket by the driver's `rtlproc` backend (protocol:
  * driver/tsr_rtlproc.h). Started by the parent with its end of a
  * socketpair as fd 3; it serves requests until CLOSE or EOF, so a parent
- * that dies takes it along (and PR_SET_PDEATHSIG covers a parent that dies
- * while the server computes).
+ * that dies takes it along: the parent waits in slices of a second, so the
+ * server is never busy much longer before it reads the EOF. (Not
+ * PR_SET_PDEATHSIG: it fires when the thread that forked exits, which may be
+ * any thread of the parent.)
  */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -66,7 +67,6 @@ int main(int argc, char **argv)
         fprintf(stderr, "tessera-rtld: started by the driver's rtlproc backend, takes no arguments\n");
         return 2;
     }
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
     signal(SIGPIPE, SIG_IGN);
     const tsr_backend_ops_t *ops = &tsr_backend_rtl;
     void *st = NULL;
