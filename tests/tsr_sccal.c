@@ -16,6 +16,9 @@
  *             [--dram-latency N] [--dram-bw B] [--dram-outstanding N]
  *             [--random-dram] [--verbose]
  *
+ * --max-err PCT fails the run (exit 1, naming the programs) when any
+ * program's |error| is above PCT percent (the CTest tests sccal_*_rtl).
+ *
  * Program i uses generator seed S + i (random configs cycle through seeds
  * S .. S+K-1 with --configs K: every new config is an RTL model build).
  * --random-dram draws the DRAM timing per program (latency 8..96, 2..16
@@ -407,6 +410,7 @@ int main(int argc, char **argv)
     uint64_t count = 100, seed = 1, nconf = 2;
     const char *config = "default";
     int verbose = 0, random_dram = 0, jit = 0, with_rtl = 0, counters = 0;
+    double max_err = -1; /* --max-err PCT: every program's |err| at most this (else exit 1) */
     const char *rtl_log = NULL;
     uint64_t shard_i = 0, shard_n = 1;
     int samples = 0, merge_at = 0;
@@ -458,14 +462,22 @@ int main(int argc, char **argv)
             jit = 1;
         else if (!strcmp(a, "--rtl"))
             with_rtl = 1;
-        else if (!strcmp(a, "--rtl-cycles") && v)
+        else if (!strcmp(a, "--max-err") && v) {
+            char *end;
+            errno = 0;
+            max_err = strtod(argv[++i], &end);
+            if (end == argv[i] || *end || errno || !(max_err >= 0 && max_err < 1e6)) {
+                fprintf(stderr, "tsr_sccal: --max-err wants a percentage >= 0, got '%s'\n", argv[i]);
+                return 2;
+            }
+        } else if (!strcmp(a, "--rtl-cycles") && v)
             rtl_log = argv[++i];
         else if (!strcmp(a, "--timeline") && v)
             tl_prefix = argv[++i];
         else {
             fprintf(stderr, "usage: tsr_sccal [--count N] [--seed S] [--config PRESET|random|FILE] [--configs K]\n"
                             "                 [--dram-latency N] [--dram-bw B] [--dram-outstanding N] [--random-dram]\n"
-                            "                 [--verbose [--counters]] [--rtl-cycles LOG] [--timeline PREFIX]\n"
+                            "                 [--verbose [--counters]] [--rtl-cycles LOG] [--timeline PREFIX] [--max-err PCT]\n"
                             "                 [--min-insns N] [--max-insns N] [--shard I/N --samples]\n"
                             "       tsr_sccal --merge SAMPLES...   (the report over shards' --samples outputs)\n"
                             "       tsr_sccal --jit-resnet18 [--rtl] [--config C]\n");
@@ -627,6 +639,22 @@ int main(int argc, char **argv)
         printf("programs %" PRIu64 " failed %" PRIu64 " reused %" PRIu64 "\n", shard_programs, bad, reused);
     } else {
         summarize(s, n, bad, count, config, rtl_log, reused, &sp);
+    }
+    if (max_err >= 0) {
+        /* the bound is per program: one program past it fails the run */
+        uint64_t over = 0;
+        for (uint64_t i = 0; i < n; i++)
+            if (100 * fabs(s[i].err) > max_err) {
+                printf("tsr_sccal: seed %" PRIu64 ": |err| %.2f%% above --max-err %.2f%%\n", s[i].seed,
+                       100 * fabs(s[i].err), max_err);
+                over++;
+            }
+        if (!n)
+            printf("tsr_sccal: --max-err: no program compared\n");
+        else if (over)
+            printf("tsr_sccal: %" PRIu64 " of %" PRIu64 " programs above --max-err %.2f%%\n", over, n, max_err);
+        if (over || !n)
+            bad++;
     }
     free(s);
     free(cnt);

@@ -386,13 +386,14 @@ class tsr_sc_accel : public sc_core::sc_module, public tsr_sc_sequencer {
     // Issue the bursts of [addr, addr+bytes) at the current time plus
     // *local (advanced by one cycle per burst, the AR/AW channel); returns
     // the cycle of the last beat (read) or of the last write response.
-    // `between`, if given, runs after every burst (the load stage completes
-    // its previous instruction there once its time has come). `pace`, if
+    // `between`, if given, runs after every burst and while a burst waits
+    // to be requested (the load stage completes its previous instruction
+    // there once its time has come); it returns the cycle it is next due. `pace`, if
     // given, is asked for each read burst (its end address, -1) the cycle
     // its consumer can take the last beat (min_end) and told (the end
     // address, the burst's completion) after it.
     double axi(bool write, bool high, uint64_t addr, uint64_t bytes, sc_core::sc_time *local,
-               double beat_cycles = 1, const std::function<void()> *between = nullptr,
+               double beat_cycles = 1, const std::function<double()> *between = nullptr,
                const std::function<double(uint64_t, double)> *pace = nullptr);
     void exec(const tsr_insn_t &in, uint32_t idx, const char *stage); // fsim data; error -> fail
     void fail(int rc, const std::string &msg);
