@@ -13,7 +13,10 @@
  *    timeout), and the other two devices run the network (over devices 0
  *    and 2) with outputs equal to one device's;
  *  - a child that hangs (SIGSTOP, a reply timeout of 2 s): the same, "did
- *    not answer in time".
+ *    not answer in time";
+ *  - `tessera net resnet18 --small 32,8,10 --devices 2 --backend rtl`: "outputs
+ *    equal to the single-device run: yes"; with device 1's child killed, exit
+ *    status 1 and one line on stderr naming device 1.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include <cmocka.h>
 
@@ -156,12 +160,43 @@ static void test_hang(void **state)
     run_fault("stop:1:2", "did not answer in time");
 }
 
+/* Run the CLI with a shell prefix; its stdout+stderr (or stderr alone) into buf; the exit status. */
+static int run_cli(const char *env, const char *args, const char *redir, char *buf, size_t cap)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s %s %s %s", env, TSR_CLI, args, redir);
+    FILE *f = popen(cmd, "r");
+    assert_non_null(f);
+    size_t n = fread(buf, 1, cap - 1, f);
+    buf[n] = 0;
+    int st = pclose(f);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void test_cli(void **state)
+{
+    (void)state;
+    static char out[1 << 16];
+    const char *args = "net resnet18 --small 32,8,10 --devices 2 --backend rtl --inputs 3";
+    assert_int_equal(run_cli("", args, "2>&1", out, sizeof out), 0);
+    assert_non_null(strstr(out, "outputs equal to the single-device run: yes (3 of 3)"));
+    assert_non_null(strstr(out, "slowest stage: predicted"));
+    assert_int_equal(run_cli("TESSERA_RTLD_FAULT=kill:1:2", args, "2>&1 >/dev/null", out, sizeof out), 1);
+    printf("%s", out);
+    assert_non_null(strstr(out, "pipeline stopped: device 1 (rtl"));
+    assert_non_null(strstr(out, "killed by signal 9"));
+    char *nl = strchr(out, '\n');
+    assert_non_null(nl);
+    assert_int_equal(nl[1], 0); /* one line */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_two_rtl),
         cmocka_unit_test(test_kill),
         cmocka_unit_test(test_hang),
+        cmocka_unit_test(test_cli),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
