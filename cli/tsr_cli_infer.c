@@ -14,6 +14,7 @@
 
 #include "tsr_config.h"
 #include "tsr_error.h"
+#include "tsr_file.h"
 #include "tsr_sampled.h"
 #include "tsr_npy.h"
 #include "tsr_cli_pipe.h"
@@ -52,7 +53,9 @@ static const char *infer_help =
  * each is first written whole to a staging file next to its destination
  * (tsr_npy_write: itself atomic), and only when all of them are written
  * are they renamed into place, so that a failure (a directory that does
- * not exist, a full disk) replaces none of the destinations. */
+ * not exist, a full disk) replaces none of the destinations. A device or
+ * FIFO (-o /dev/null) is not staged: it is written in place, in the
+ * second pass, since renaming over it would replace it with a file. */
 static int write_text(const char *path, const char *text, size_t len)
 {
     FILE *f = fopen(path, "wb");
@@ -78,6 +81,8 @@ static int write_outputs(const char *out_path, const tsr_tensor_t *out, int nt, 
     if (json_path)
         dst[n] = json_path, src[n++] = NULL; /* the placement JSON (text) */
     for (int i = 0; i < n && !rc; i++) {
+        if (tsr_file_is_special(dst[i]))
+            continue; /* a device or FIFO: written in place below, never renamed over */
         const size_t len = strlen(dst[i]) + 48;
         if (!(stage[i] = malloc(len)))
             rc = tsr_err(TSR_ENOMEM, "%s: out of memory", dst[i]);
@@ -93,9 +98,12 @@ static int write_outputs(const char *out_path, const tsr_tensor_t *out, int nt, 
             }
         }
     }
-    for (int i = 0; i < n && !rc; i++)
-        if (rename(stage[i], dst[i]))
+    for (int i = 0; i < n && !rc; i++) {
+        if (!stage[i])
+            rc = src[i] ? tsr_npy_write(dst[i], src[i]) : write_text(dst[i], json, json_len);
+        else if (rename(stage[i], dst[i]))
             rc = tsr_err(TSR_EIO, "%s: cannot replace it: %s", dst[i], strerror(errno));
+    }
     for (int i = 0; i < n; i++) {
         if (rc && stage[i])
             unlink(stage[i]); /* (already renamed: no such file, harmless) */

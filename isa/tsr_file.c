@@ -148,3 +148,36 @@ int tsr_file_read(const char *path, uint64_t max, const char *what, uint8_t **da
     int rc = tsr_file_open(&f, path, max, what);
     return rc ? rc : tsr_file_read_all(&f, data, n);
 }
+
+int tsr_file_is_special(const char *path)
+{
+    struct stat st;
+    return path && !stat(path, &st) && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+}
+
+static int write_piece(int fd, const char *path, const void *p, size_t n)
+{
+    const uint8_t *b = p;
+    for (size_t off = 0; off < n;) {
+        const ssize_t w = write(fd, b + off, n - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return tsr_err(TSR_EIO, "%s: write failed: %s", path, w < 0 ? strerror(errno) : "no progress");
+        off += (size_t)w;
+    }
+    return TSR_OK;
+}
+
+int tsr_file_write_special(const char *path, const void *a, size_t na, const void *b, size_t nb)
+{
+    const int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return tsr_err(TSR_EIO, "%s: cannot open it for writing: %s", path, strerror(errno));
+    int rc = write_piece(fd, path, a, na);
+    if (!rc)
+        rc = write_piece(fd, path, b, nb);
+    if (close(fd) && !rc)
+        rc = tsr_err(TSR_EIO, "%s: write failed: %s", path, strerror(errno));
+    return rc;
+}

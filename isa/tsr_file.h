@@ -49,4 +49,16 @@ int tsr_file_read_all(tsr_file_t *f, uint8_t **data, size_t *n);
 /* tsr_file_open + tsr_file_read_all. */
 int tsr_file_read(const char *path, uint64_t max, const char *what, uint8_t **data, size_t *n);
 
+/* The write side's one exception. Outputs are written atomically (a
+ * temporary file beside the destination, then rename), but renaming over a
+ * path that is not a regular file replaces the device, FIFO or socket with a
+ * regular file: `-o /dev/null` run as root deleted /dev/null. So: 1 if path
+ * (symlinks followed) exists and is neither a regular file nor a directory,
+ * else 0; writers write such a path in place with tsr_file_write_special. */
+int tsr_file_is_special(const char *path);
+/* Write a (na bytes) then b (nb bytes) in place to a special path: opened
+ * without O_CREAT or O_TRUNC, no temporary file, no rename, no fsync (a
+ * device need not support it). TSR_EIO naming path on failure. */
+int tsr_file_write_special(const char *path, const void *a, size_t na, const void *b, size_t nb);
+
 #endif

@@ -716,6 +716,11 @@ int tsr_npy_write(const char *path, const tsr_tensor_t *t)
     memset(head + 10 + dlen, ' ', pad);
     head[10 + hlen - 1] = '\n';
 
+    /* A device or FIFO (-o /dev/null) is written in place: a rename would
+     * replace it with a regular file (tsr_file_is_special). */
+    if (tsr_file_is_special(path))
+        return tsr_file_write_special(path, head, 10 + hlen, t->data, nbytes);
+
     /* A new file next to the destination (same filesystem, so rename is
      * atomic); O_EXCL with a per-process counter keeps concurrent writers
      * apart, and 0666 lets the umask decide permissions as for fopen. */

@@ -27,6 +27,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -1430,6 +1431,45 @@ static void test_fuzz_tokens(void **state)
     printf("token fuzz: %d of 30000 accepted\n", accepted);
 }
 
+/* A FIFO destination (the same case as -o /dev/null) is written in place and
+ * stays a FIFO: the atomic write's rename replaced /dev/null with a regular
+ * file when a test ran `tessera infer -o /dev/null` as root. The reader is
+ * opened first, non-blocking, so the writer's open succeeds and a tensor
+ * smaller than the pipe's buffer needs no concurrent drain. */
+static void test_write_to_fifo(void **state)
+{
+    (void)state;
+    tsr_tensor_t t;
+    static const int64_t sh[] = {4, 6};
+    make_tensor(&t, TSR_DT_INT16, 2, sh);
+    const char *ref = tpath("fifo_ref.npy");
+    expect_ok("reference file", tsr_npy_write(ref, &t));
+    struct stat rs;
+    assert_int_equal(stat(ref, &rs), 0);
+    const char *p = tpath("out.fifo");
+    unlink(p);
+    assert_int_equal(mkfifo(p, 0600), 0);
+    const int rd = open(p, O_RDONLY | O_NONBLOCK);
+    assert_true(rd >= 0);
+    expect_ok("write to a fifo", tsr_npy_write(p, &t));
+    struct stat st;
+    assert_int_equal(stat(p, &st), 0);
+    if (!S_ISFIFO(st.st_mode))
+        fail_msg("%s is no longer a FIFO after the write (replaced by a rename)", p);
+    uint8_t got[4096], want[4096];
+    const ssize_t n = read(rd, got, sizeof got);
+    close(rd);
+    FILE *f = fopen(ref, "rb");
+    assert_non_null(f);
+    const size_t m = fread(want, 1, sizeof want, f);
+    fclose(f);
+    assert_int_equal((size_t)rs.st_size, m);
+    assert_int_equal(n, (ssize_t)m);
+    assert_memory_equal(got, want, m);
+    unlink(p);
+    free(t.data);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1444,6 +1484,7 @@ int main(void)
         cmocka_unit_test(test_header_limit),
         cmocka_unit_test(test_io_errors),
         cmocka_unit_test(test_atomic_write),
+        cmocka_unit_test(test_write_to_fifo),
         cmocka_unit_test(test_numpy_to_tessera),
         cmocka_unit_test(test_tessera_to_numpy),
         cmocka_unit_test(test_fuzz_truncation),

@@ -15,6 +15,7 @@
 
 #include "tsr_dtype.h"
 #include "tsr_error.h"
+#include "tsr_file.h"
 #include "tsr_onnx_report.h"
 #include "tsr_strsafe.h"
 #include "tsr_train_int.h"
@@ -875,6 +876,8 @@ int tsr_train_pack(const tsr_trainer_t *tr, uint8_t **buf, size_t *len)
 
 int tsr_train_write_file(const char *path, const uint8_t *buf, size_t len)
 {
+    if (tsr_file_is_special(path)) /* -o /dev/null: in place, a rename would replace the device */
+        return tsr_file_write_special(path, buf, len, NULL, 0);
     const size_t pl = strlen(path);
     char *tmp = malloc(pl + 32);
     if (!tmp)

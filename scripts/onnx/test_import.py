@@ -18,6 +18,7 @@ C. residual blocks, D. Gemm transB 0/1 and Concat along channels, against
 usage: test_import.py TESSERA_BIN WORK_DIR [BACKEND]
 """
 import os
+import stat
 import subprocess
 import sys
 
@@ -645,6 +646,32 @@ else:
     failures += not ok
     print(f"{'ok  ' if ok else 'FAIL'} concat qdq along channels {t.shape}: = numpy concat of the two convs' bytes "
           f"{np.array_equal(t, own)}; vs ONNX Runtime max |diff| {d.max()} LSB, {(d != 0).sum()} of {d.size} differ")
+
+# -o naming a device or FIFO (as -o /dev/null does) is written in place and stays what it was: the atomic
+# write's rename replaced /dev/null with a regular file when a test ran `tessera infer -o /dev/null` as
+# root. A FIFO stands in for the device; its reader is opened first, non-blocking, so the writer's open
+# succeeds and the small outputs fit the pipe's buffer. --tensor to a FIFO too, and to a regular file
+# beside it (the all-or-nothing staging still applies there).
+for f in ("out.fifo", "t.fifo"):
+    if os.path.lexists(f):
+        os.unlink(f)
+    os.mkfifo(f)
+rds = [os.open(f, os.O_RDONLY | os.O_NONBLOCK) for f in ("out.fifo", "t.fifo")]
+r = subprocess.run([TSR, "infer", "good.onnx", "-i", "x.npy", "-o", "out.fifo", "--quiet", "--backend", BACKEND,
+                    "--tensor", "y=t.fifo", "--tensor", "y=t_file.npy"], capture_output=True, text=True, timeout=120)
+got = []
+for fd in rds:
+    try:
+        got.append(os.read(fd, 1 << 16))
+    except BlockingIOError:
+        got.append(b"")
+    os.close(fd)
+rc2, _, _ = infer("good.onnx")
+want_y = open("y.npy", "rb").read() if rc2 == 0 else None
+kinds = [stat.S_ISFIFO(os.stat(f).st_mode) for f in ("out.fifo", "t.fifo")]
+ok = r.returncode == 0 and all(kinds) and got[0] == want_y and got[1] == open("t_file.npy", "rb").read() and got[1]
+check("-o and --tensor to a FIFO", bool(ok),
+      f"exit {r.returncode} {r.stderr.strip()[:120]}; still FIFOs {kinds}; bytes {[len(g) for g in got]}")
 
 print(f"{failures} failure(s)")
 sys.exit(1 if failures else 0)

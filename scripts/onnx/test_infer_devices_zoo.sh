@@ -44,7 +44,7 @@ for i in 0 1 2; do
 done
 "$PY" -c "import numpy as np; y = np.concatenate([np.load(f'one{i}.npy') for i in range(3)]); assert len({r.tobytes() for r in y}) == 3; np.save('one.npy', y)"
 BACK=fsim
-if "$TSR" infer "$M" -i x0.npy --backend systemc --quiet -o /dev/null > /dev/null 2>&1; then BACK=systemc; fi
+if "$TSR" infer "$M" -i x0.npy --backend systemc --quiet -o probe.npy > /dev/null 2>&1; then BACK=systemc; fi
 fail=0
 for K in 2 4; do
   "$TSR" infer "$M" -i x3.npy --devices "$K" --backend "$BACK" -o "pipe$K.npy" > "out$K.txt"

@@ -33,7 +33,7 @@ elif [ ! -s "$M" ]; then
   mv "$M.tmp" "$M"
 fi
 "$PY" -c "import numpy as np; np.save('x.npy', np.random.RandomState(29).rand(1, 3, 32, 32).astype(np.float32))"
-if ! "$TSR" infer "$M" -i x.npy --backend sampled --sample none --quiet -o /dev/null > /dev/null 2> out_probe.txt; then
+if ! "$TSR" infer "$M" -i x.npy --backend sampled --sample none --quiet -o probe.npy > /dev/null 2> out_probe.txt; then
   if grep -q "tsr_systemc not linked\|unknown backend" out_probe.txt; then
     echo "skipped: no sampled backend:"; cat out_probe.txt; exit 77
   fi

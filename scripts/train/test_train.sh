@@ -382,6 +382,17 @@ refuse "-o TUNED.onnx is required" model.onnx "${GOOD[@]}"
   || { cat avg.log; fail "the digits CNN with an AveragePool does not train conv2 through it"; }
 refuse 'node "fc" (QGemm) cannot be trained: an operator-form node' "$DIG/digits_qlinear.onnx" "${GOOD[@]}" -o out.onnx
 cmp -s model.onnx "$DIG/digits_qdq.onnx" || fail "the input model changed"
+# -o naming a device or FIFO (as -o /dev/null does) is written in place and stays what it was: the
+# atomic write's rename replaced /dev/null with a regular file when a test ran `-o /dev/null` as root
+rm -f out.fifo && mkfifo out.fifo
+timeout 120 cat out.fifo > fifo_got.onnx &
+catpid=$!
+"$TSR" train model.onnx "${GOOD[@]}" --seed 3 --quiet -o out.fifo > fifo.log 2>&1 || { cat fifo.log; fail "-o FIFO failed"; }
+[ -p out.fifo ] || { fail "-o FIFO was replaced by a regular file"; rm -f out.fifo; printf x > out.fifo; }
+wait "$catpid" || fail "nothing was written to the FIFO"
+"$TSR" train model.onnx "${GOOD[@]}" --seed 3 --quiet -o fifo_ref.onnx > /dev/null 2>&1
+cmp -s fifo_got.onnx fifo_ref.onnx || fail "-o FIFO got other bytes than -o FILE"
+rm -f out.fifo
 
 # ---------------------------------------------------------------- 2. the demo
 acc() { "$TSR" infer "$1" -i "$SH/$2_x.npy" --labels "$SH/$2_y.npy" --quiet | sed -n 's/^accuracy: [0-9]* of [0-9]* = \([0-9.]*\)%.*/\1/p'; }
