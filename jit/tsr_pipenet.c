@@ -348,9 +348,17 @@ static int problem(const tsr_netdesc_t *nd, const tsr_pipenet_host_t *host, doub
         for (int k = 0; k < nkinds && !rc; k++) {
             tsr_op_plan_t pl;
             memset(&pl, 0, sizeof pl);
-            if (!def || !def->plan) {
+            if (!def || (!def->plan && !def->plan_tensors)) {
                 rc = tsr_err(TSR_EINVAL, "pipenet: node \"%s\": no operator to plan", nn->name);
                 break;
+            }
+            if (!def->plan) {
+                /* act, mul, gavg and softmax plan only over device tensors (tsr_graph): costed by their
+                 * traffic, as plan_cycles does for a kind without an estimate; --calibrate measures them */
+                const double cyc = given ? given[(size_t)i * (size_t)nkinds + (size_t)k]
+                                         : (double)io / tsr_roofline_dram_bw(&cfgs[k], 0);
+                cost[(size_t)i * (size_t)nkinds + (size_t)k] = cyc * cfgs[0].clock_mhz / cfgs[k].clock_mhz;
+                continue;
             }
             /* the graph runtime runs a few-channel conv over a network input tap-packed (tsr_graph_plan):
              * cost what it runs (ResNet-18's stem: 2.6M cycles as given, 0.95M tap-packed on systemc) */

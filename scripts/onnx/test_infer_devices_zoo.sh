@@ -58,6 +58,17 @@ for K in 2 4; do
     echo "FAIL: $K devices: outputs differ from one device's"; fail=1
   fi
 done
+# with activation tables (ACT_LUT 2) the model is one device segment whose HardSigmoid/HardSwish/Mul/
+# GlobalAveragePool nodes the planner must cost (it refused them: "no operator to plan")
+"$PY" -c "import json; c = json.load(open('$SRC/configs/default.json')); c['ACT_LUT'] = 2; json.dump(c, open('lut.json', 'w'))"
+for i in 0 1 2; do "$TSR" infer "$M" -i "x$i.npy" --config lut.json -o "lone$i.npy" --quiet; done
+if "$TSR" infer "$M" -i x3.npy --devices 2 --config lut.json --backend "$BACK" -o plut.npy > outlut.txt 2>&1 &&
+   grep -q "outputs equal to the single-device run: yes (3 of 3)" outlut.txt &&
+   "$PY" -c "import numpy as np, sys; a = np.load('plut.npy'); b = np.concatenate([np.load(f'lone{i}.npy') for i in range(3)]); sys.exit(0 if np.array_equal(a, b) else 1)"; then
+  echo "ok: ACT_LUT 2, 2 devices ($BACK): $(grep -E '^one device:' outlut.txt)"
+else
+  echo "FAIL: ACT_LUT 2 on 2 devices:"; tail -3 outlut.txt; fail=1
+fi
 set +e
 "$TSR" infer "$M" -i x3.npy --devices 2 --skip-host -o bad.npy > out9.txt 2>&1
 rc=$?
