@@ -29,7 +29,7 @@ static pthread_mutex_t shared_run_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static int shared_backend(const char *b)
 {
-    return !strcmp(b, "systemc");
+    return !strcmp(b, "systemc") || !strcmp(b, "sampled"); /* sampled: the SystemC kernel too */
 }
 
 int tsr_mdev_open(int k, const char *const *backends, const tsr_config_t *cfgs, const tsr_device_opts_t *opts,
@@ -45,6 +45,12 @@ int tsr_mdev_open(int k, const char *const *backends, const tsr_config_t *cfgs, 
     if (!(bytes_per_cycle > 0) || !isfinite(bytes_per_cycle) || !(latency >= 0) || !isfinite(latency))
         return tsr_err(TSR_EINVAL, "devices: link of %g bytes/cycle and %g cycles latency: need > 0 and >= 0",
                        bytes_per_cycle, latency);
+    int nsampled = 0;
+    for (int d = 0; d < k; d++)
+        nsampled += backends && backends[d] && !strcmp(backends[d], "sampled");
+    if (nsampled > 1) /* its RTL windows are in-process Verilated models: two of them hang (rtl runs in children) */
+        return tsr_err(TSR_EINVAL, "devices: %d devices on the sampled backend: its RTL windows run in this process, "
+                       "which can hold one Verilated model at a time; use rtl or systemc for K devices", nsampled);
     tsr_mdev_t *m = calloc(1, sizeof *m);
     if (!m)
         return tsr_err(TSR_ENOMEM, "out of memory");

@@ -13,6 +13,7 @@
  *
  * Threads: a device is driven by one thread at a time. The SystemC backend
  * has one simulation kernel per process (sim/systemc/tsr_sc.h), so its runs
+ * (and the sampled backend's, which runs on it)
  * are serialised through tsr_mdev_run_lock (device cycles, not wall time,
  * are the measure). An rtl device is opened as backend rtlproc, a child
  * process per device (driver/tsr_rtlproc.h: one process cannot hold two
@@ -33,7 +34,8 @@ typedef struct tsr_mdev tsr_mdev_t;
 /* K devices: device d on backends[d] (NULL or a NULL entry: "fsim") with
  * cfgs[d] and opts[d] (opts NULL: defaults for all). Link: bytes_per_cycle
  * > 0, latency >= 0. Refused (one line, nothing opened): K outside
- * 1..TSR_MDEV_MAX, a bad link; a device that fails to open is named
+ * 1..TSR_MDEV_MAX, a bad link, more than one sampled device (its RTL
+ * windows are in-process Verilated models); a device that fails to open is named
  * ("device 2 (systemc, 1x32x32): ..."). */
 int tsr_mdev_open(int k, const char *const *backends, const tsr_config_t *cfgs, const tsr_device_opts_t *opts,
                   double bytes_per_cycle, double latency, tsr_mdev_t **out);

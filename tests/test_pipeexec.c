@@ -234,7 +234,12 @@ static void test_refusals(void **state)
     assert_null(m);
     assert_int_equal(tsr_mdev_open(2, NULL, cfgs, NULL, 0, 0, &m), TSR_EINVAL);
     assert_non_null(strstr(tsr_errmsg(), "link"));
-    /* two rtl devices are no longer refused: each runs in a child process (test_pipeexec_rtl) */
+    /* two rtl devices are no longer refused: each runs in a child process (test_pipeexec_rtl); two
+     * sampled devices are (their RTL windows are in-process models: they crashed in SystemC, or hung) */
+    const char *smp2[2] = {"sampled", "sampled"};
+    assert_int_equal(tsr_mdev_open(2, smp2, cfgs, NULL, 8, 0, &m), TSR_EINVAL);
+    assert_non_null(strstr(tsr_errmsg(), "2 devices on the sampled backend"));
+    assert_null(m);
     tsr_pp_plan_t plan, alt;
     assert_int_equal(tsr_pp_solve_dp(n.pp, NULL, &plan), 0);
     tsr_pipex_opts_t o = {.ninputs = 2};
