@@ -190,6 +190,22 @@ static void test_cli(void **state)
     assert_int_equal(nl[1], 0); /* one line */
 }
 
+/* A sampled device in a pipeline: its RTL windows are an in-process Verilated model, and the
+ * single-device reference on the same backend was a second one that hung closing (Verilator's
+ * scopeErase): the reference runs on systemc now. timeout turns a hang into exit 124. Two sampled
+ * devices are refused in one line. */
+static void test_cli_sampled(void **state)
+{
+    (void)state;
+    static char out[1 << 16];
+    assert_int_equal(run_cli("timeout 300", "net resnet18 --small 32,8,10 --devices 1 --backend sampled --sample all "
+                                             "--inputs 3 < /dev/null", "2>&1", out, sizeof out), 0);
+    assert_non_null(strstr(out, "outputs equal to the single-device run: yes (3 of 3)"));
+    assert_int_not_equal(run_cli("timeout 300", "net resnet18 --small 32,8,10 --devices 2 --backend sampled < /dev/null",
+                                 "2>&1 >/dev/null", out, sizeof out), 0);
+    assert_non_null(strstr(out, "sampled backend"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -197,6 +213,7 @@ int main(void)
         cmocka_unit_test(test_kill),
         cmocka_unit_test(test_hang),
         cmocka_unit_test(test_cli),
+        cmocka_unit_test(test_cli_sampled),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
