@@ -1170,6 +1170,72 @@ static void dag_replay(const dag_t *d, int n, double *makespan)
     free(fin), free(free_at), free(sched), free(left);
 }
 
+/* the result's figures both executors (the chain's stage threads, the DAG's piece threads) fill the same
+ * way; what differs - parts, head/tail, the pieces' count and cycles, the timeline - stays with each */
+
+/* a stage's plan-side figures (its nodes, the plan's predictions, its host nodes' predicted cycles) and
+ * its link figures */
+static void stage_res_plan(tsr_pipex_stage_res_t *q, const tsr_pp_stage_t *ps, const stage_t *st,
+                           const tsr_netdesc_t *nd, const tsr_pipenet_host_t *H)
+{
+    q->device = st->dev;
+    q->nnodes = ps->nnodes;
+    snprintf(q->first, sizeof q->first, "%s", vname(nd, H, ps->nodes[0]));
+    snprintf(q->last, sizeof q->last, "%s", vname(nd, H, ps->nodes[ps->nnodes - 1]));
+    for (int k = 0; k < ps->nnodes; k++)
+        if (ps->nodes[k] >= nd->nnodes) {
+            q->host_nodes++;
+            q->pred_host += H->cycles[ps->nodes[k] - nd->nnodes];
+        }
+    q->predicted = ps->load;
+    q->pred_compute = ps->compute;
+    q->link = st->link;
+    q->bytes_in = st->bytes_in;
+    q->bytes_out = st->bytes_out;
+}
+
+/* stage s's measured total (its compute is filled) and the slowest stages, predicted and measured */
+static void stage_res_period(tsr_pipex_result_t *res, int s)
+{
+    tsr_pipex_stage_res_t *q = &res->st[s];
+    q->measured = q->compute + q->link;
+    if (q->predicted > res->period_pred)
+        res->period_pred = q->predicted, res->slowest_pred = s;
+    if (q->measured > res->period_meas)
+        res->period_meas = q->measured, res->slowest_meas = s;
+}
+
+/* whether the devices counted cycles (a host stage's time is the host model's), before the timeline */
+static void res_timed(tsr_pipex_result_t *res, int S)
+{
+    for (int s = 0; s < S; s++)
+        res->timed |= res->st[s].device >= 0 && res->st[s].compute - res->st[s].host > 0;
+}
+
+/* after the timeline (makespan, latency): throughput, speed-ups, the outputs handed back and their
+ * comparison with the single-device run's */
+static void res_finish(tsr_pipex_result_t *res, const tsr_netdesc_t *nd, int N, uint8_t *const *outs,
+                       void *const *outputs, int no_reference, uint8_t *const *refs)
+{
+    if (res->makespan > 0)
+        res->throughput = N / res->makespan;
+    if (res->timed && res->single > 0) {
+        res->speedup = res->single / res->period_meas;
+        res->speedup_n = N * res->single / res->makespan;
+    }
+    uint64_t ob = tsr_netdesc_tensor_bytes(nd, nd->output);
+    for (int i = 0; i < N && outputs; i++)
+        if (outputs[i] && outs[i])
+            memcpy(outputs[i], outs[i], ob);
+    for (int i = 0; i < N && !no_reference; i++) {
+        res->checked++;
+        if (outs[i] && refs[i] && !memcmp(outs[i], refs[i], ob))
+            res->equal++;
+        else if (res->first_diff < 0)
+            res->first_diff = i;
+    }
+}
+
 static int run_dag(tsr_mdev_t *m, const tsr_netdesc_t *nd, const tsr_pp_plan_t *plan,
                    const tsr_pipex_opts_t *o, const int *stage_of, tsr_pipex_result_t *res)
 {
@@ -1370,21 +1436,8 @@ static int run_dag(tsr_mdev_t *m, const tsr_netdesc_t *nd, const tsr_pp_plan_t *
         stage_t *st = &d.st[s];
         tsr_pipex_stage_res_t *q = &res->st[s];
         const tsr_pp_stage_t *ps = &plan->stages[s];
-        q->device = st->dev;
+        stage_res_plan(q, ps, st, nd, H);
         q->parts = 1;
-        q->nnodes = ps->nnodes;
-        snprintf(q->first, sizeof q->first, "%s", vname(nd, H, ps->nodes[0]));
-        snprintf(q->last, sizeof q->last, "%s", vname(nd, H, ps->nodes[ps->nnodes - 1]));
-        for (int k = 0; k < ps->nnodes; k++)
-            if (ps->nodes[k] >= nd->nnodes) {
-                q->host_nodes++;
-                q->pred_host += H->cycles[ps->nodes[k] - nd->nnodes];
-            }
-        q->predicted = ps->load;
-        q->pred_compute = ps->compute;
-        q->link = st->link;
-        q->bytes_in = st->bytes_in;
-        q->bytes_out = st->bytes_out;
         q->nin = q->nout = st->npc; /* (pieces) */
         for (int i = 0; i < N && d.cyc; i++) {
             double c = 0;
@@ -1395,34 +1448,13 @@ static int run_dag(tsr_mdev_t *m, const tsr_netdesc_t *nd, const tsr_pp_plan_t *
             if (c > q->compute_max)
                 q->compute_max = c;
         }
-        q->measured = q->compute + q->link;
-        if (q->predicted > res->period_pred)
-            res->period_pred = q->predicted, res->slowest_pred = s;
-        if (q->measured > res->period_meas)
-            res->period_meas = q->measured, res->slowest_meas = s;
+        stage_res_period(res, s);
     }
     if (!rc) {
-        for (int s = 0; s < S; s++)
-            res->timed |= res->st[s].device >= 0 && res->st[s].compute - res->st[s].host > 0;
+        res_timed(res, S);
         dag_replay(&d, N, &res->makespan);
         dag_replay(&d, 1, &res->latency);
-        if (res->makespan > 0)
-            res->throughput = N / res->makespan;
-        if (res->timed && res->single > 0) {
-            res->speedup = res->single / res->period_meas;
-            res->speedup_n = N * res->single / res->makespan;
-        }
-        uint64_t ob = tsr_netdesc_tensor_bytes(nd, nd->output);
-        for (int i = 0; i < N && o->outputs; i++)
-            if (o->outputs[i] && d.outs[i])
-                memcpy(o->outputs[i], d.outs[i], ob);
-        for (int i = 0; i < N && !o->no_reference; i++) {
-            res->checked++;
-            if (d.outs[i] && refs[i] && !memcmp(d.outs[i], refs[i], ob))
-                res->equal++;
-            else if (res->first_diff < 0)
-                res->first_diff = i;
-        }
+        res_finish(res, nd, N, d.outs, o->outputs, o->no_reference, refs);
     }
     for (int s = 0; s < S && d.st; s++) {
         pieces_free(d.st[s].pc, d.st[s].npc);
@@ -1697,23 +1729,10 @@ int tsr_pipex_run(tsr_mdev_t *m, const tsr_netdesc_t *nd, const tsr_pp_t *pp, co
         stage_t *st = &r.st[s];
         tsr_pipex_stage_res_t *q = &res->st[s];
         const tsr_pp_stage_t *ps = &plan->stages[s];
-        q->device = st->dev;
+        stage_res_plan(q, ps, st, nd, H);
         q->parts = st->parts;
         q->head = ps->head;
         q->tail = ps->tail;
-        q->nnodes = ps->nnodes;
-        snprintf(q->first, sizeof q->first, "%s", vname(nd, H, ps->nodes[0]));
-        snprintf(q->last, sizeof q->last, "%s", vname(nd, H, ps->nodes[ps->nnodes - 1]));
-        for (int k = 0; k < ps->nnodes; k++)
-            if (ps->nodes[k] >= nd->nnodes) {
-                q->host_nodes++;
-                q->pred_host += H->cycles[ps->nodes[k] - nd->nnodes];
-            }
-        q->predicted = ps->load;
-        q->pred_compute = ps->compute;
-        q->link = st->link;
-        q->bytes_in = st->bytes_in;
-        q->bytes_out = st->bytes_out;
         q->nin = st->nin;
         q->nout = st->nout;
         for (int i = 0; st->cyc && i < N; i++) {
@@ -1722,33 +1741,12 @@ int tsr_pipex_run(tsr_mdev_t *m, const tsr_netdesc_t *nd, const tsr_pp_t *pp, co
             if (st->cyc[i] > q->compute_max)
                 q->compute_max = st->cyc[i];
         }
-        q->measured = q->compute + q->link;
-        if (q->predicted > res->period_pred)
-            res->period_pred = q->predicted, res->slowest_pred = s;
-        if (q->measured > res->period_meas)
-            res->period_meas = q->measured, res->slowest_meas = s;
+        stage_res_period(res, s);
     }
     if (!rc) {
-        for (int s = 0; s < S; s++) /* the devices count cycles (a host stage's time is the host model's) */
-            res->timed |= res->st[s].device >= 0 && res->st[s].compute - res->st[s].host > 0;
+        res_timed(res, S);
         timeline(&r, o.queue_depth, res);
-        if (res->makespan > 0)
-            res->throughput = N / res->makespan;
-        if (res->timed && res->single > 0) {
-            res->speedup = res->single / res->period_meas;
-            res->speedup_n = N * res->single / res->makespan;
-        }
-        uint64_t ob = tsr_netdesc_tensor_bytes(nd, nd->output);
-        for (int i = 0; i < N && o.outputs; i++)
-            if (o.outputs[i] && r.outs[i])
-                memcpy(o.outputs[i], r.outs[i], ob);
-        for (int i = 0; i < N && !o.no_reference; i++) {
-            res->checked++;
-            if (r.outs[i] && refs[i] && !memcmp(r.outs[i], refs[i], ob))
-                res->equal++;
-            else if (res->first_diff < 0)
-                res->first_diff = i;
-        }
+        res_finish(res, nd, N, r.outs, o.outputs, o.no_reference, refs);
     }
     /* free every stage's plan while its device is open */
     for (int s = 0; s < S && r.st; s++) {
