@@ -116,20 +116,6 @@ static int child_failed(rp_t *p, uint32_t op, const char *what)
     return tsr_err(TSR_EBACKEND, "rtl child process %d %s (during %s)", (int)pid, p->why, op_name(op));
 }
 
-static int send_all(rp_t *p, const void *buf, size_t n)
-{
-    const char *c = buf;
-    while (n) {
-        ssize_t r = send(p->fd, c, n, MSG_NOSIGNAL);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return -1;
-        c += r, n -= (size_t)r;
-    }
-    return 0;
-}
-
 /* Read n bytes by the deadline: 0, -1 on EOF/error, -2 on timeout. */
 static int recv_all(rp_t *p, void *buf, size_t n, int64_t deadline)
 {
@@ -163,7 +149,7 @@ static int call(rp_t *p, uint32_t op, uint64_t a, uint64_t b, uint64_t c, const 
     if (p->dead)
         return tsr_err(TSR_EBACKEND, "rtl child process %s earlier: the device is gone", p->why);
     tsr_rp_req_t q = {.magic = TSR_RTLPROC_MAGIC, .op = op, .a = a, .b = b, .c = c, .len = len};
-    if (send_all(p, &q, sizeof q) || (len && send_all(p, pay, (size_t)len)))
+    if (tsr_rp_send_all(p->fd, &q, sizeof q) || (len && tsr_rp_send_all(p->fd, pay, (size_t)len)))
         return child_failed(p, op, "closed its socket");
     int64_t deadline = now_ms() + timeout_ms;
     tsr_rp_rep_t h;

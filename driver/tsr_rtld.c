@@ -22,34 +22,6 @@
 
 static int fd = TSR_RTLPROC_FD;
 
-static int read_all(void *p, size_t n)
-{
-    char *c = p;
-    while (n) {
-        ssize_t r = read(fd, c, n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return -1;
-        c += r, n -= (size_t)r;
-    }
-    return 0;
-}
-
-static int write_all(const void *p, size_t n)
-{
-    const char *c = p;
-    while (n) {
-        ssize_t r = send(fd, c, n, MSG_NOSIGNAL);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return -1;
-        c += r, n -= (size_t)r;
-    }
-    return 0;
-}
-
 /* The reply: rc, the error message when rc != 0, then the payload. */
 static int reply(int rc, uint64_t v, const void *payload, uint64_t len)
 {
@@ -57,7 +29,10 @@ static int reply(int rc, uint64_t v, const void *payload, uint64_t len)
     tsr_rp_rep_t h = {.rc = rc, .msglen = (uint32_t)strlen(msg), .v = v, .len = len};
     if (h.msglen > 4096)
         h.msglen = 4096;
-    return write_all(&h, sizeof h) || write_all(msg, h.msglen) || (len && write_all(payload, (size_t)len)) ? -1 : 0;
+    return tsr_rp_send_all(fd, &h, sizeof h) || tsr_rp_send_all(fd, msg, h.msglen) ||
+                   (len && tsr_rp_send_all(fd, payload, (size_t)len))
+               ? -1
+               : 0;
 }
 
 int main(int argc, char **argv)
@@ -77,14 +52,14 @@ int main(int argc, char **argv)
         return 1;
     for (;;) {
         tsr_rp_req_t q;
-        if (read_all(&q, sizeof q))
+        if (tsr_rp_read_all(fd, &q, sizeof q))
             break; /* EOF: the parent is gone */
         if (q.magic != TSR_RTLPROC_MAGIC || q.len > TSR_RTLPROC_CHUNK + 3 * 4097) {
             fprintf(stderr, "tessera-rtld: bad request (magic %08x, %llu payload bytes)\n", q.magic,
                     (unsigned long long)q.len);
             break;
         }
-        if (q.len && read_all(buf, (size_t)q.len))
+        if (q.len && tsr_rp_read_all(fd, buf, (size_t)q.len))
             break;
         int rc = TSR_OK;
         uint64_t v = 0;

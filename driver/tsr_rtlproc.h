@@ -20,7 +20,12 @@
 #ifndef TSR_RTLPROC_H
 #define TSR_RTLPROC_H
 
+#include <errno.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <unistd.h>
 
 #define TSR_RTLPROC_MAGIC 0x54525044u /* "TRPD" + protocol version in the low byte */
 #define TSR_RTLPROC_FD 3              /* the server's socket */
@@ -55,5 +60,37 @@ typedef struct tsr_rp_rep {
     uint64_t v;      /* a result (ALLOC's address) */
     uint64_t len;    /* payload bytes after the message */
 } tsr_rp_rep_t;
+
+/* The socket I/O both ends share. Send all n bytes (MSG_NOSIGNAL: a peer that is gone is an error to
+ * report, not a SIGPIPE that kills the sender): 0, -1 on error. */
+static inline int tsr_rp_send_all(int fd, const void *buf, size_t n)
+{
+    const char *c = buf;
+    while (n) {
+        ssize_t r = send(fd, c, n, MSG_NOSIGNAL);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        c += r, n -= (size_t)r;
+    }
+    return 0;
+}
+
+/* Read all n bytes, waiting as long as it takes (the server's side; the parent's waits by a deadline):
+ * 0, -1 on EOF/error. */
+static inline int tsr_rp_read_all(int fd, void *buf, size_t n)
+{
+    char *c = buf;
+    while (n) {
+        ssize_t r = read(fd, c, n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        c += r, n -= (size_t)r;
+    }
+    return 0;
+}
 
 #endif
