@@ -113,7 +113,9 @@ def quantize(model, xcal):
     torch.quantization.convert(model, inplace=True)
 
 
-def main(out):
+def seeded_split():
+    """Seed torch and numpy (deterministic, one thread) and split the digits 80/20, stratified:
+    (xtr, xte, ytr, yte). The upright model's data and state; make_newclass.py starts from it too."""
     torch.manual_seed(SEED)
     np.random.seed(SEED)
     torch.set_num_threads(1)
@@ -121,7 +123,11 @@ def main(out):
     d = load_digits()
     x = (d.images.astype(np.float32) / 16.0)[:, None, :, :]
     y = d.target.astype(np.int64)
-    xtr, xte, ytr, yte = train_test_split(x, y, test_size=0.2, random_state=0, stratify=y)
+    return train_test_split(x, y, test_size=0.2, random_state=0, stratify=y)
+
+
+def main(out):
+    xtr, xte, ytr, yte = seeded_split()
     xtr_t, ytr_t = torch.from_numpy(xtr), torch.from_numpy(ytr)
     xte_t, yte_t = torch.from_numpy(xte), torch.from_numpy(yte)
 

@@ -80,19 +80,10 @@ def parse(argv):
 def main(out, new, count, replay, seed):
     import numpy as np
     import torch
-    from sklearn.datasets import load_digits
-    from sklearn.model_selection import train_test_split
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "onnx"))
-    from train_digits import SEED, quantize, train_float  # the upright digits model's net, seed and recipe
+    from train_digits import quantize, seeded_split, train_float  # the upright digits model's data, state, recipe
 
-    torch.manual_seed(SEED)
-    np.random.seed(SEED)
-    torch.set_num_threads(1)
-    torch.use_deterministic_algorithms(True)
-    d = load_digits()
-    x = (d.images.astype(np.float32) / 16.0)[:, None, :, :]
-    y = d.target.astype(np.int64)
-    xtr, xte, ytr, yte = train_test_split(x, y, test_size=0.2, random_state=0, stratify=y)
+    xtr, xte, ytr, yte = seeded_split()
     old = ytr != new
     xb, yb = torch.from_numpy(xtr[old]), torch.from_numpy(ytr[old])
 
