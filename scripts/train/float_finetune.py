@@ -35,6 +35,7 @@ Usage: float_finetune.py MODEL.onnx --data X.npy --labels Y.npy --test X.npy Y.n
 import json
 import math
 import os
+import stat
 import sys
 
 USAGE = ("usage: float_finetune.py MODEL.onnx --data X.npy --labels Y.npy --test X.npy Y.npy [--old X.npy Y.npy] "
@@ -362,10 +363,24 @@ def main(o):
             f"{'new' if d == 'new' else 'old'} domain {res[k][d] * 100:.2f}% ({len(sets[d][1])} images)"
             for d in res[k]))
     if o["json"]:
-        tmp = o["json"] + ".tmp"
-        with open(tmp, "w") as f:
+        write_json(o["json"], res)
+
+
+def write_json(path, res):
+    """Whole or not at all: a temporary file renamed over path; a FIFO or device (/dev/null) is
+    written into instead, since the rename would replace it with a regular file."""
+    try:
+        special = not stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        special = False
+    if special:
+        with open(path, "w") as f:
             json.dump(res, f, indent=1)
-        os.replace(tmp, o["json"])
+        return
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(res, f, indent=1)
+    os.replace(tmp, path)
 
 
 if __name__ == "__main__":

@@ -75,6 +75,25 @@ if [ "$MODE" = resblock ]; then
   "$PY" "$SRC/scripts/train/float_finetune.py" "$DIG/resblock_qdq.onnx" --float-model "$DIG/resblock_fp32.onnx" \
     --data "$DIG/train_x.npy" --labels "$DIG/train_y.npy" --test "$DIG/test_x.npy" "$DIG/test_y.npy" --epochs 4 \
     --trainable conv1,conv2,dw,fc --lr 0.001 --json rb.float.json | grep after || fail "float_finetune.py"
+  # --json to a FIFO (as to /dev/null): the same bytes as the regular file, and the FIFO stays one
+  # (renaming the temporary file over it replaced it with a regular file, and /dev/null run as root)
+  "$PY" - "$SRC/scripts/train" <<'PY' || fail "float_finetune.py --json to a FIFO"
+import json, os, stat, sys, threading
+sys.path.insert(0, sys.argv[1])
+import float_finetune
+res = json.load(open("rb.float.json"))
+if os.path.lexists("rb.fifo"):
+    os.unlink("rb.fifo")
+os.mkfifo("rb.fifo")
+got = []
+t = threading.Thread(target=lambda: got.append(open("rb.fifo").read()), daemon=True)
+t.start()
+float_finetune.write_json("rb.fifo", res)
+t.join(30)
+ok = got == [open("rb.float.json").read()] and stat.S_ISFIFO(os.lstat("rb.fifo").st_mode)
+print(f"float_finetune.py --json to a FIFO: {'same bytes, still a FIFO' if ok else 'FAILED'}")
+sys.exit(0 if ok else 1)
+PY
   "$PY" - "${tuned:-0}" <<'PY' || fail "the residual model's device accuracy not within 3 points of float's"
 import json, sys
 t, f = float(sys.argv[1]), 100 * json.load(open("rb.float.json"))["after"]["new"]

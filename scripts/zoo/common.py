@@ -2,13 +2,15 @@
 
 - Usage errors: one line on stderr and exit status 2 (UsageError, main_guard), never a traceback.
 - Outputs written whole to a temporary file next to the destination, then renamed (write_atomic), so
-  a failing run leaves every destination as it was.
+  a failing run leaves every destination as it was; a FIFO or device destination (/dev/null) is
+  written into, never renamed over.
 - Seeded inputs: "calibration-like" images (smooth random structure, ImageNet-normalized) and token ids.
 - ONNX Runtime (npm onnxruntime-node, scripts/setup.sh installs it) through scripts/onnx/ort_run.js.
 """
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -90,13 +92,38 @@ def ensure_dir(d):
     return d
 
 
+def is_special(path):
+    """True when path exists and is not a regular file (a FIFO, a device such as /dev/null, a socket)."""
+    try:
+        return not stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
 def write_atomic(path, write):
-    """write(tmp_path) then rename onto path: path is replaced whole or not at all."""
+    """write(tmp_path) then rename onto path: path is replaced whole or not at all.
+
+    A destination that is not a regular file (`-o /dev/null`, a FIFO) is never renamed over: that
+    would replace the device or FIFO with a regular file (run as root, /dev/null itself). The
+    output is written whole to a temporary file first, then copied into it."""
+    if is_special(path):
+        fd, tmp = tempfile.mkstemp(prefix=".part-", suffix=os.path.splitext(path)[1])
+        os.close(fd)
+        try:
+            write(tmp)
+            with open(tmp, "rb") as src, open(path, "wb") as dst:
+                shutil.copyfileobj(src, dst)
+        finally:
+            os.unlink(tmp)
+        return
     d = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".part-", suffix=os.path.splitext(path)[1], dir=d)
     os.close(fd)
     try:
         write(tmp)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 is not what a user's output file should get
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):

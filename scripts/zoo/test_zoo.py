@@ -27,8 +27,10 @@ usage: test_zoo.py TESSERA WORKDIR      (exit 77 = skipped: node or ONNX Runtime
 """
 import json
 import os
+import stat
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -165,6 +167,39 @@ def bad_input(work):
     with open(victim) as f:
         expect(f.read() == "untouched", "failing runs left the output file untouched")
     expect(sorted(os.listdir(out)) == before, "failing runs wrote no file")
+
+
+def special_output(work):
+    """qdq.py OUT where OUT is a FIFO (as -o /dev/null is a device): the FIFO receives the same
+    bytes as a regular file and stays a FIFO. Renaming the temporary file over it would have
+    replaced it with a regular file, and run as root, /dev/null too."""
+    model, reg, fifo = (os.path.join(work, n) for n in ("special.onnx", "special_reg.onnx", "special.fifo"))
+    w = np.random.default_rng(5).normal(0, 0.2, (4, 3, 3, 3)).astype(np.float32)
+    g = helper.make_graph([helper.make_node("Conv", ["X", "W"], ["Y"], "conv", pads=[1, 1, 1, 1])], "special",
+                          [helper.make_tensor_value_info("X", TensorProto.FLOAT, [1, 3, 16, 16])],
+                          [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [1, 4, 16, 16])],
+                          [numpy_helper.from_array(w, "W")])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), model)
+    for f in (reg, fifo):
+        if os.path.lexists(f):
+            os.unlink(f)
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(open(fifo, "rb").read()), daemon=True)
+    reader.start()
+    p = run([os.path.join(HERE, "qdq.py"), model, fifo, "--calib", "2"])
+    reader.join(60)
+    if reader.is_alive():  # nothing was written into the FIFO: release the reader
+        try:
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:
+            pass
+    q = run([os.path.join(HERE, "qdq.py"), model, reg, "--calib", "2"])
+    with open(reg, "rb") as f:
+        want = f.read() if q.returncode == 0 else None
+    expect(p.returncode == 0 and want and got == [want],
+           f"qdq.py to a FIFO: the bytes of a regular-file run ({p.returncode}: {p.stderr.strip()[-200:]})")
+    expect(stat.S_ISFIFO(os.lstat(fifo).st_mode), "qdq.py to a FIFO: the FIFO is still a FIFO")
 
 
 def determinism(work):
@@ -324,6 +359,7 @@ def main():
     t0 = time.time()
     hand_case()
     bad_input(work)
+    special_output(work)
     determinism(work)
     zoo_table(tessera, work)
     print(f"{len(FAILS)} failure(s) in {time.time() - t0:.1f} s")
