@@ -28,7 +28,8 @@
 static const char *pipe_help =
     "usage: tessera net resnet18|resnet50 --devices K [--configs A,B,..] [--backend NAME]\n"
     "                            [--inputs N] [--calibrate] [--small HW,WIDTH,CLASSES]\n"
-    "                            [--link-bw BYTES] [--link-latency CYCLES] [--dram MIB]\n"
+    "                            [--link-bw BYTES] [--link-latency CYCLES] [--link p2p|shared]\n"
+    "                            [--dram MIB]\n"
     "                            [--seed N] [--fail-device D] [--check-on BACKEND]\n"
     "                            [--split R [--split-nodes H]] [--share U]\n"
     "                            [device options]\n"
@@ -55,6 +56,11 @@ static const char *pipe_help =
     "  --small H,W,K      the scaled-down ResNet-18 (input H x H, base width W, K classes)\n"
     "  --link-bw BYTES    link bytes per cycle (default 8)\n"
     "  --link-latency C   cycles per transfer (default 500)\n"
+    "  --link KIND        p2p: a link per device, transfers charged by the model\n"
+    "                     (default); shared: one link for every device and the\n"
+    "                     host, the measured cycles replayed on a SystemC/TLM\n"
+    "                     interconnect so overlapping transfers wait (the contended\n"
+    "                     period is printed against the predicted one)\n"
     "  --dram MIB         DRAM per device, MiB (default 1024)\n"
     "  --seed N           weights and inputs (default 1)\n"
     "  --fail-device D    (fault injection) device D gets a run budget of 1 work unit,\n"
@@ -92,7 +98,7 @@ static const char *pipe_help =
     "OUTPUT gets the model's outputs, written only when every one was computed.\n" TSR_CLI_DEVICE_OPTIONS_HELP;
 
 enum { OPT_DEVICES = 2000, OPT_CONFIGS, OPT_INPUTS, OPT_CAL, OPT_SMALL, OPT_LBW, OPT_LLAT, OPT_DRAM, OPT_FAIL,
-       OPT_CHECK_ON, OPT_SPLIT, OPT_SPLIT_NODES, OPT_SHARE, OPT_SKIP_HOST, OPT_HOST_SCALE, OPT_ILP, OPT_ILP_TIME };
+       OPT_CHECK_ON, OPT_SPLIT, OPT_SPLIT_NODES, OPT_SHARE, OPT_SKIP_HOST, OPT_HOST_SCALE, OPT_ILP, OPT_ILP_TIME, OPT_LINK };
 
 typedef struct {
     int devices, inputs, calibrate, small, hw, width, classes, fail, split, split_nodes, share, skip_host;
@@ -101,6 +107,7 @@ typedef struct {
     int infer;
     double link_bw, link_lat, dram_mib, host_scale, ilp_time;
     int ilp;
+    int link_shared;
     tsr_cli_base_t b;
 } pipe_opts_t;
 
@@ -117,7 +124,7 @@ static int pipe_parse(int argc, char **argv, pipe_opts_t *o)
         {"split", required_argument, 0, OPT_SPLIT},     {"split-nodes", required_argument, 0, OPT_SPLIT_NODES},
         {"share", required_argument, 0, OPT_SHARE},     {"skip-host", no_argument, 0, OPT_SKIP_HOST},
         {"host-scale", required_argument, 0, OPT_HOST_SCALE}, {"ilp", no_argument, 0, OPT_ILP},
-        {"ilp-time", required_argument, 0, OPT_ILP_TIME},
+        {"ilp-time", required_argument, 0, OPT_ILP_TIME}, {"link", required_argument, 0, OPT_LINK},
         TSR_CLI_DEVICE_LONG_OPTIONS,
         {0, 0, 0, 0}};
     int c;
@@ -166,6 +173,11 @@ static int pipe_parse(int argc, char **argv, pipe_opts_t *o)
         case OPT_CHECK_ON: o->check_on = optarg; break;
         case OPT_SKIP_HOST: o->skip_host = 1; break;
         case OPT_ILP: o->ilp = 1; break;
+        case OPT_LINK:
+            if (strcmp(optarg, "p2p") && strcmp(optarg, "shared"))
+                return tsr_cli_usage(cmd, "--link needs p2p or shared");
+            o->link_shared = !strcmp(optarg, "shared");
+            break;
         case OPT_ILP_TIME: {
             char *end;
             double x = strtod(optarg, &end);
@@ -632,8 +644,8 @@ static int pipe_main(int argc, char **argv, int infer)
     printf("net: %s on %d devices (", ndp->name, o.devices);
     for (int d = 0; d < o.devices; d++)
         printf("%s%s", d ? "," : "", names[kind_of[d]]);
-    printf("), backend %s, %d inputs, link %.4g B/cycle + %.4g cycles per transfer, costs from %s\n", o.b.backend,
-           o.inputs, o.link_bw, o.link_lat,
+    printf("), backend %s, %d inputs, link %.4g B/cycle + %.4g cycles per transfer%s, costs from %s\n", o.b.backend,
+           o.inputs, o.link_bw, o.link_lat, o.link_shared ? " (shared by every device and the host)" : "",
            o.calibrate ? "a calibration run on the backend" : "the JIT's cost model");
     tsr_pp_print(pp, &plan, single.period, stdout);
     for (int d = 0; d < o.devices; d++) {
@@ -646,7 +658,8 @@ static int pipe_main(int argc, char **argv, int infer)
         backs[d] = o.b.backend;
     for (int d = 0; d < o.devices; d++)
         dopts[d].dram_size = (uint64_t)(o.dram_mib * 1048576.0);
-    if ((rc = tsr_mdev_open(o.devices, backs, cfgs, dopts, o.link_bw, o.link_lat, &m)))
+    if ((rc = tsr_mdev_open(o.devices, backs, cfgs, dopts, o.link_bw, o.link_lat, &m)) ||
+        (o.link_shared && (rc = tsr_mdev_set_link_mode(m, TSR_LINK_SHARED))))
         goto out;
     tsr_pipex_opts_t po = {.ninputs = infer ? nimg : o.inputs, .seed = o.b.seed + 1000,
                            .inputs = infer ? (const void *const *)ins : NULL, .outputs = infer ? (void *const *)outs : NULL,

@@ -16,6 +16,7 @@ struct tsr_mdev {
     char backend[TSR_MDEV_MAX][16];
     uint64_t dram[TSR_MDEV_MAX];
     double bw, lat;
+    tsr_link_mode_t mode;
     double spent[TSR_MDEV_MAX];    /* link cycles charged */
     uint64_t bytes[TSR_MDEV_MAX];  /* link bytes charged */
     pthread_mutex_t lock;          /* the link's counters */
@@ -163,6 +164,31 @@ int tsr_mdev_copy(tsr_mdev_t *m, int from, uint64_t src, int to, uint64_t dst, u
     }
     if (own)
         free(buf);
+    return rc;
+}
+
+int tsr_mdev_set_link_mode(tsr_mdev_t *m, tsr_link_mode_t mode)
+{
+    if (!m || (mode != TSR_LINK_P2P && mode != TSR_LINK_SHARED))
+        return tsr_err(TSR_EINVAL, "devices: link mode %d, need p2p or shared", (int)mode);
+    if (mode == TSR_LINK_SHARED && !tsr_link_available())
+        return tsr_err(TSR_EINVAL, "devices: a shared link is timed by the SystemC interconnect; this program was "
+                                   "built without SystemC: use the p2p link");
+    m->mode = mode;
+    return TSR_OK;
+}
+
+tsr_link_mode_t tsr_mdev_link_mode(const tsr_mdev_t *m) { return m ? m->mode : TSR_LINK_P2P; }
+
+int tsr_mdev_link_replay(tsr_mdev_t *m, tsr_link_problem_t *p, tsr_link_result_t *r)
+{
+    if (!m || !p)
+        return tsr_err(TSR_EINVAL, "devices: link replay without a system or problem");
+    p->bytes_per_cycle = m->bw;
+    p->latency = m->lat;
+    pthread_mutex_lock(&shared_run_lock); /* the SystemC kernel the systemc devices run on */
+    int rc = tsr_link_replay(p, r);
+    pthread_mutex_unlock(&shared_run_lock);
     return rc;
 }
 

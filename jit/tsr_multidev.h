@@ -7,8 +7,9 @@
  * bytes_per_cycle cycles, paid by BOTH ends (the sender's DMA and the
  * receiver's). A thin layer above the driver: transfers are host-mediated
  * (read from device A's DRAM, write to device B's), and the link's cycles
- * are counted by the model per device, not simulated; a TLM interconnect
- * timing contention on the SystemC backend is not modelled (see the guide,
+ * are counted by the model per device, not simulated. With a shared link
+ * (tsr_mdev_set_link_mode) the executor replays its steps on a SystemC/TLM
+ * interconnect that times the contention (tsr_link.h; see the guide,
  * docs/guide/several-devices.md).
  *
  * Threads: a device is driven by one thread at a time. The SystemC backend
@@ -26,6 +27,7 @@
 
 #include "tsr_config.h"
 #include "tsr_driver.h"
+#include "tsr_link.h"
 
 #define TSR_MDEV_MAX 64 /* devices in a system (the planner's TSR_PP_MAX_DEVICES); more are refused */
 
@@ -63,6 +65,20 @@ void tsr_mdev_charge(tsr_mdev_t *m, int d, uint64_t n);
 /* Link cycles and bytes charged to device d since open or tsr_mdev_clear_link. */
 double tsr_mdev_link_spent(const tsr_mdev_t *m, int d, uint64_t *bytes);
 void tsr_mdev_clear_link(tsr_mdev_t *m);
+
+/* The link's kind. TSR_LINK_P2P (the default): a link per device, the
+ * planner's model; transfers are charged as above, not simulated.
+ * TSR_LINK_SHARED: one link for every device and the host; the pipelined
+ * executor replays its steps on the SystemC interconnect (tsr_link.h), so
+ * transfers that overlap in time wait for each other. Refused (one line)
+ * when the program has no systemc layer. */
+int tsr_mdev_set_link_mode(tsr_mdev_t *m, tsr_link_mode_t mode);
+tsr_link_mode_t tsr_mdev_link_mode(const tsr_mdev_t *m);
+/* tsr_link_replay with the system's link, serialised with the systemc
+ * devices' runs (one SystemC kernel per process). p's bandwidth and latency
+ * are set from the system's; its mode is the caller's (a shared system
+ * replays p2p too, for the period without contention). */
+int tsr_mdev_link_replay(tsr_mdev_t *m, tsr_link_problem_t *p, tsr_link_result_t *r);
 
 /* Serialise a run on device d's backend when it shares process-wide state
  * (systemc, rtl); nothing for fsim. Every lock is paired with an unlock. */

@@ -981,6 +981,93 @@ static void timeline(const run_t *r, int depth, tsr_pipex_result_t *res)
     free(start), free(fin);
 }
 
+/* The shared link: stage s's transfers of one input as the replay's lists
+ * (receives; a shared boundary's head slices and host nodes' round trips
+ * with them; then the sends and the tail slice). */
+static int link_lists(const run_t *r, const stage_t *st, tsr_link_stage_t *ls)
+{
+    const tsr_netdesc_t *nd = r->nd;
+    int tail = st->tv >= 0; /* the last extra is the tail slice */
+    if (st->nin + st->nextra + st->nhx > TSR_LINK_MAX_XFERS || st->nout + tail > TSR_LINK_MAX_XFERS)
+        return tsr_err(TSR_EINVAL, "pipeline: stage %d has more than %d transfers each way for the shared link", st->s,
+                       TSR_LINK_MAX_XFERS);
+    for (int j = 0; j < st->nin; j++)
+        ls->rx[ls->nrx++] = tsr_netdesc_tensor_bytes(nd, st->in_t[j]);
+    for (int j = 0; j < st->nextra - tail; j++)
+        ls->rx[ls->nrx++] = st->extra[j];
+    for (int j = 0; j < st->nhx; j++)
+        ls->rx[ls->nrx++] = st->hx[j];
+    for (int j = 0; j < st->nout; j++)
+        ls->tx[ls->ntx++] = tsr_netdesc_tensor_bytes(nd, st->out_t[j]);
+    if (tail)
+        ls->tx[ls->ntx++] = st->extra[st->nextra - 1];
+    ls->compute = st->cyc;
+    return TSR_OK;
+}
+
+/* The replays of link_replay: the N inputs as measured (the makespans), and
+ * a longer stream whose inputs repeat the measured ones (input i's cycles
+ * are input i mod N's) for the steady-state periods: the window is a whole
+ * number of repeats, after the pipeline's fill and before its drain. */
+static int link_runs(tsr_mdev_t *m, tsr_link_problem_t *p, tsr_link_stage_t *ls, tsr_pipex_result_t *res)
+{
+    int S = p->nstages, N = p->ninputs, F = S * (p->depth + 1), reps = (64 + N - 1) / N, R = 2 * F + N * reps + 1;
+    tsr_link_result_t *lr = calloc(1, sizeof *lr);
+    double *cyc = malloc(sizeof(double) * (size_t)S * (size_t)R);
+    const double **orig = malloc(sizeof(double *) * (size_t)S);
+    int rc = lr && cyc && orig ? TSR_OK : tsr_err(TSR_ENOMEM, "out of memory");
+    for (int k = 0; k < 4 && !rc; k++) {
+        p->mode = k & 1 ? TSR_LINK_SHARED : TSR_LINK_P2P;
+        if (k == 2) { /* the long stream */
+            for (int st = 0; st < S; st++) {
+                orig[st] = ls[st].compute;
+                for (int i = 0; i < R; i++)
+                    cyc[(size_t)st * (size_t)R + (size_t)i] = orig[st][i % N];
+                ls[st].compute = cyc + (size_t)st * (size_t)R;
+            }
+            p->ninputs = R, p->win0 = F, p->win1 = F + N * reps;
+        }
+        if ((rc = tsr_mdev_link_replay(m, p, lr)))
+            break;
+        if (k == 0)
+            res->makespan_p2p = lr->makespan;
+        else if (k == 1)
+            res->makespan_link = lr->makespan, res->link_busy = lr->busy;
+        else if (k == 2)
+            res->period_p2p = lr->period;
+        else
+            res->period_link = lr->period;
+        for (int st = 0; st < S && k == 3; st++)
+            res->link_wait[st] = lr->wait[st];
+    }
+    free(lr), free(cyc), free(orig);
+    return rc;
+}
+
+/* Replay the stream's measured cycles over one shared link (the SystemC
+ * interconnect) and over a link per device: the contended period and
+ * makespan against the uncontended ones. */
+static int link_replay(const run_t *r, int depth, tsr_pipex_result_t *res)
+{
+    int S = r->ns;
+    tsr_link_stage_t *ls = calloc((size_t)S, sizeof *ls);
+    int rc = ls ? TSR_OK : tsr_err(TSR_ENOMEM, "out of memory");
+    res->link_floor = 0;
+    for (int s = 0; s < S && !rc; s++) {
+        rc = link_lists(r, &r->st[s], &ls[s]);
+        res->link_floor += r->st[s].link;
+    }
+    tsr_link_problem_t p = {.nstages = S, .ninputs = r->n, .depth = depth, .st = ls};
+    if (!rc)
+        rc = link_runs(r->m, &p, ls, res);
+    if (!rc) {
+        res->link_shared = 1;
+        res->speedup_link = res->period_link > 0 && res->single > 0 ? res->single / res->period_link : 0;
+    }
+    free(ls);
+    return rc ? tsr_err_prefix(rc, "pipeline: the shared link's replay: ") : TSR_OK;
+}
+
 /* ------------------------------------------------------------ non-contiguous plans */
 
 /* A non-contiguous plan (the ILP's: a stage's nodes need another stage's
@@ -1510,6 +1597,11 @@ int tsr_pipex_run(tsr_mdev_t *m, const tsr_netdesc_t *nd, const tsr_pp_t *pp, co
     if (!stage_of)
         return tsr_err(TSR_ENOMEM, "out of memory");
     int rc = check_plan(m, nd, H, pp, plan, stage_of);
+    int shared = tsr_mdev_link_mode(m) == TSR_LINK_SHARED;
+    for (int s = 0; s < S && !rc && shared; s++)
+        if (!plan->contiguous || plan->stages[s].parts > 1)
+            rc = tsr_err(TSR_EINVAL, "pipeline: the shared link replays contiguous plans without split stages (%s)",
+                         plan->contiguous ? "a split stage" : "the plan is not contiguous");
     if (!rc && !plan->contiguous)
         rc = run_dag(m, nd, plan, &o, stage_of, res);
     if (rc || !plan->contiguous) {
@@ -1747,6 +1839,8 @@ int tsr_pipex_run(tsr_mdev_t *m, const tsr_netdesc_t *nd, const tsr_pp_t *pp, co
         res_timed(res, S);
         timeline(&r, o.queue_depth, res);
         res_finish(res, nd, N, r.outs, o.outputs, o.no_reference, refs);
+        if (shared && res->timed)
+            rc = link_replay(&r, o.queue_depth, res);
     }
     /* free every stage's plan while its device is open */
     for (int s = 0; s < S && r.st; s++) {
@@ -1964,6 +2058,29 @@ int tsr_pipex_calibrate_split(const char *backend, const tsr_config_t *cfg, cons
                       "calibrate split: ");
 }
 
+/* The shared link's replay: the planner's bounds against the contended period. */
+static void link_print(const tsr_pipex_result_t *r, FILE *f)
+{
+    double bound = r->period_pred > r->link_floor ? r->period_pred : r->link_floor;
+    fprintf(f, "shared link (one link for every device and the host, FIFO; the measured cycles replayed on the "
+               "SystemC/TLM interconnect):\n");
+    fprintf(f, "  link cycles per input %.0f (the period's lower bound with one link), busy %.1f%% of the makespan\n",
+            r->link_floor, r->makespan_link > 0 ? 100.0 * r->link_busy / r->makespan_link : 0);
+    fprintf(f, "  waits for the link, cycles per input (steady state):");
+    for (int s = 0; s < r->nstages; s++)
+        fprintf(f, " stage %d %.0f%s", s, r->link_wait[s], s + 1 < r->nstages ? "," : "\n");
+    fprintf(f, "  period: predicted %.0f (no contention), with the shared link's bound %.0f; replayed, the "
+               "stream repeated: %.0f without contention (a link per device), %.0f with it (%+.2f%%)\n",
+            r->period_pred, bound, r->period_p2p, r->period_link,
+            r->period_p2p > 0 ? 100.0 * (r->period_link - r->period_p2p) / r->period_p2p : 0);
+    fprintf(f, "  makespan %.0f cycles with contention, %.0f without (the timeline's %.0f)", r->makespan_link,
+            r->makespan_p2p, r->makespan);
+    if (r->single > 0)
+        fprintf(f, "; speed-up %.3fx steady state, %.3fx over these %d inputs", r->speedup_link,
+                r->makespan_link > 0 ? r->ninputs * r->single / r->makespan_link : 0, r->ninputs);
+    fprintf(f, "\n");
+}
+
 void tsr_pipex_print(const tsr_pipex_result_t *r, FILE *f)
 {
     fprintf(f, "%-5s %-6s %5s  %-34s %12s %12s %10s %12s %7s %10s\n", "stage", "device", "nodes", "layers",
@@ -2014,6 +2131,8 @@ void tsr_pipex_print(const tsr_pipex_result_t *r, FILE *f)
                     r->single, r->speedup, r->speedup_n, r->ninputs);
     } else
         fprintf(f, "untimed backend (fsim): outputs only, no cycles\n");
+    if (r->link_shared)
+        link_print(r, f);
     int hp = r->nstages > 0 && r->st[r->slowest_pred].device < 0,
         hm = r->nstages > 0 && r->timed && r->st[r->slowest_meas].device < 0;
     if (hp || hm) /* a valid plan: the host is the slowest stage (the devices wait for it) */

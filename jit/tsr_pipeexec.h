@@ -48,7 +48,12 @@
  * stages, a contiguous plan whose stage reads a
  * tensor a later stage produces (wrong stage order), a stage whose DRAM
  * footprint (the planner's count) exceeds its device's DRAM, a plan for a
- * different network or number of devices.
+ * different network or number of devices. With a shared link
+ * (tsr_mdev_set_link_mode) the stream is also replayed from the measured
+ * cycles on the SystemC interconnect (tsr_link.h: per stage and input, its
+ * receives, its compute, its sends; a shared boundary's and host nodes'
+ * round trips with the receives), the contended period and makespan in
+ * the link_* fields; refused for non-contiguous plans and split stages.
  */
 #ifndef TSR_PIPEEXEC_H
 #define TSR_PIPEEXEC_H
@@ -127,6 +132,21 @@ typedef struct tsr_pipex_result {
     int checked, equal;    /* outputs compared with the single-device run / equal */
     int first_diff;        /* first input whose output differed (-1: none) */
     double wall_s;         /* host wall time of the pipeline (not the measure) */
+    /* The shared link (tsr_mdev_set_link_mode TSR_LINK_SHARED, timed backends): the stream replayed from the
+     * measured cycles on the SystemC interconnect (tsr_link.h), one link for every device and the host. */
+    int link_shared;       /* 1: the figures below were replayed */
+    double link_floor;     /* every stage's link cycles per input summed: one shared link carries them all, so
+                              the period is at least this (the planner's bound: max(period_pred, link_floor)) */
+    double period_link;    /* the replay's steady-state period, contention included: the mean interval of the last
+                              stage's hand-overs in a longer stream repeating the measured inputs' cycles (a window of
+                              whole repeats after the fill, before the drain) */
+    double makespan_link;  /* the replay's makespan */
+    double period_p2p, makespan_p2p; /* the same replay with a link per device (no contention; its makespan is the
+                                        timeline's, makespan above) */
+    double speedup_link;   /* single / period_link */
+    double link_busy;      /* the replay: cycles the link carried transfers */
+    double link_wait[TSR_PIPEX_MAX_STAGES]; /* per stage: cycles per input its transfers waited for the link (the
+                                               longer stream) */
     int failed_device;     /* -1, or the device that failed */
 } tsr_pipex_result_t;
 

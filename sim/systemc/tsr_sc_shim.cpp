@@ -5,15 +5,17 @@
 // Kernel once per process: SystemC elaborates a design once and cannot
 // add modules after the first sc_start, while the driver opens and closes
 // devices freely (tests open several). So the first create builds a fixed
-// world of TSR_SC_SLOTS slots (accelerator + DRAM model + host port each),
-// starts the kernel, and every device claims a free slot and reconfigures
-// it (the modules hold no config-sized state: buffers live in the slot's
-// fsim instance, made per configure). Idle slots cost nothing: their
+// world of TSR_SC_SLOTS slots (accelerator + DRAM model + host port each)
+// and the link between devices (tsr_sc_link.h), starts the kernel, and
+// every device claims a free slot and reconfigures it (the modules hold
+// no config-sized state: buffers live in the slot's fsim instance, made
+// per configure). Idle slots cost nothing: their
 // engines wait on events.
 #include <cstdlib>
 #include <memory>
 #include <string>
 
+#include "tsr_sc_link.h"
 #include "tsr_sc_model.h"
 
 extern "C" {
@@ -36,6 +38,7 @@ struct world {
     std::unique_ptr<tsr_sc_dram> mem[TSR_SC_SLOTS];
     std::unique_ptr<host_port> host[TSR_SC_SLOTS];
     bool used[TSR_SC_SLOTS] = {};
+    std::unique_ptr<tsr_sc_link> link; // the link between devices (tsr_sc_link.h), elaborated with the slots
 };
 
 world *g_world;
@@ -61,6 +64,7 @@ int build_world()
             w->mem[i]->abort_ev = &w->acc[i]->abort_ev;
             w->mem[i]->seq = w->acc[i].get();
         }
+        w->link.reset(new tsr_sc_link());
         sc_start(SC_ZERO_TIME); // end of elaboration; engines at their first wait
         g_world = w;
     } catch (std::exception &e) {
@@ -70,6 +74,8 @@ int build_world()
 }
 
 } // namespace
+
+tsr_sc_link *tsr_sc_world_link() { return build_world() ? nullptr : g_world->link.get(); }
 
 struct tsr_sc {
     int slot;
