@@ -648,6 +648,11 @@ static int pipe_main(int argc, char **argv, int infer)
            o.inputs, o.link_bw, o.link_lat, o.link_shared ? " (shared by every device and the host)" : "",
            o.calibrate ? "a calibration run on the backend" : "the JIT's cost model");
     tsr_pp_print(pp, &plan, single.period, stdout);
+    if (o.link_shared) {
+        double lb = tsr_pp_shared_link_bound(&plan);
+        printf("  shared link: one input's transfers take %.0f cycles on the one link, so the period with contention "
+               "is at least %.0f (the plan's %.0f has none)\n", lb, lb > plan.period ? lb : plan.period, plan.period);
+    }
     for (int d = 0; d < o.devices; d++) {
         dopts[d] = tsr_cli_devopts;
         if (d == o.fail)

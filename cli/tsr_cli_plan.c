@@ -20,7 +20,8 @@
 static const char *plan_help =
     "usage: tessera plan --net resnet18|resnet50 [--devices K] [--configs A,B,..]\n"
     "                    [--batch N] [--dram MIB] [--link-bw BYTES] [--link-latency CYCLES]\n"
-    "                    [--host-stages N] [--ilp [--ilp-time S]] [--split R [--split-nodes H]]\n"
+    "                    [--link p2p|shared] [--host-stages N] [--ilp [--ilp-time S]]\n"
+    "                    [--split R [--split-nodes H]]\n"
     "       tessera plan --bench [--devices K]\n"
     "\n"
     "Place a network over K devices as a pipeline, the slowest stage as fast as\n"
@@ -39,6 +40,9 @@ static const char *plan_help =
     "  --dram MIB          DRAM per device, MiB (default 1024)\n"
     "  --link-bw BYTES     link bytes per cycle (default 8)\n"
     "  --link-latency C    cycles per transfer (default 500)\n"
+    "  --link KIND         p2p (default): a link per device; shared: one link for\n"
+    "                      every device and the host, and the plan's period is\n"
+    "                      also bounded by the sum of its transfers per input\n"
     "  --host-stages N     host threads that may run stages (default 1; these\n"
     "                      networks have no host-only node)\n"
     "  --ilp               also the non-contiguous optimum by ILP (small graphs only)\n"
@@ -50,7 +54,7 @@ static const char *plan_help =
 
 typedef struct {
     const char *net;
-    int devices, batch, host_stages, ilp, bench, split, split_nodes;
+    int devices, batch, host_stages, ilp, bench, split, split_nodes, link_shared;
     double ilp_time;
     char *configs;
     double dram_mib, link_bw, link_lat;
@@ -65,7 +69,7 @@ static int plan_parse(int argc, char **argv, plan_opts_t *o)
         {"link-latency", required_argument, 0, 'l'}, {"host-stages", required_argument, 0, 'H'},
         {"ilp", no_argument, 0, 'I'},                {"bench", no_argument, 0, 'B'},
         {"split", required_argument, 0, 'S'},        {"split-nodes", required_argument, 0, 'N'},
-        {"ilp-time", required_argument, 0, 'T'},
+        {"ilp-time", required_argument, 0, 'T'},     {"link", required_argument, 0, 'L'},
         {"help", no_argument, 0, 'h'},               {0, 0, 0, 0}};
     int c;
     long v;
@@ -102,6 +106,11 @@ static int plan_parse(int argc, char **argv, plan_opts_t *o)
             break;
         }
         case 'I': o->ilp = 1; break;
+        case 'L':
+            if (strcmp(optarg, "p2p") && strcmp(optarg, "shared"))
+                return tsr_cli_usage("plan", "--link needs p2p or shared");
+            o->link_shared = !strcmp(optarg, "shared");
+            break;
         case 'T':
             if (tsr_cli_parse_long(optarg, 1, 86400, &v))
                 return tsr_cli_usage("plan", "--ilp-time needs seconds 1..86400");
@@ -246,6 +255,11 @@ static int plan_net(const plan_opts_t *o)
            o->dram_mib, o->link_bw, o->link_lat, tsr_pp_nnodes(pp), (unsigned long long)dp.ideals, jit_ms,
            dp.solve_ms);
     tsr_pp_print(pp, &dp, single.period, stdout);
+    if (o->link_shared) {
+        double lb = tsr_pp_shared_link_bound(&dp);
+        printf("  shared link: one input's transfers take %.0f cycles on the one link, so the period with contention "
+               "is at least %.0f (the plan's %.0f has none)\n", lb, lb > dp.period ? lb : dp.period, dp.period);
+    }
     printf("against one device and the baselines (cycles of %s's clock):\n", kinds[0]);
     row("one device", &single, single.period);
     row("equal-MAC", &eq, single.period);

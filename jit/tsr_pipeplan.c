@@ -1858,6 +1858,14 @@ done:
 
 /* ------------------------------------------------------------ printing */
 
+double tsr_pp_shared_link_bound(const tsr_pp_plan_t *p)
+{
+    double t = 0;
+    for (int s = 0; p && s < p->nstages; s++)
+        t += p->stages[s].comm_in + p->stages[s].comm_out;
+    return t;
+}
+
 void tsr_pp_print(const tsr_pp_t *pp, const tsr_pp_plan_t *p, double single_period, FILE *f)
 {
     fprintf(f, "plan (%s%s): %d stages, period %.0f cycles, latency %.0f cycles%s\n", p->method,

@@ -243,6 +243,14 @@ int tsr_pp_evaluate_shared(const tsr_pp_t *pp, const tsr_pp_cut_t *cuts, int ncu
 
 void tsr_pp_plan_free(tsr_pp_plan_t *p);
 
+/* One shared link instead of a link per device (tsr_multidev.h,
+ * TSR_LINK_SHARED): the link carries every stage's transfers, one at a
+ * time, so the period is at least the sum of the stages' communication
+ * (comm_in + comm_out) per input. Returns that sum; the plan's period with
+ * one shared link is at least max(p->period, it). The plans are made
+ * without contention (a link per device). */
+double tsr_pp_shared_link_bound(const tsr_pp_plan_t *p);
+
 /* The plan: one line per stage (slot, nodes, compute, transfers, load),
  * transfers, period, latency and, with single_period > 0, the throughput as
  * a multiple of it. */
