@@ -2066,7 +2066,7 @@ static void link_print(const tsr_pipex_result_t *r, FILE *f)
                "SystemC/TLM interconnect):\n");
     fprintf(f, "  link cycles per input %.0f (the period's lower bound with one link), busy %.1f%% of the makespan\n",
             r->link_floor, r->makespan_link > 0 ? 100.0 * r->link_busy / r->makespan_link : 0);
-    fprintf(f, "  waits for the link, cycles per input (steady state):");
+    fprintf(f, "  waits for the link, cycles per input (the repeated stream's, fill and drain included):");
     for (int s = 0; s < r->nstages; s++)
         fprintf(f, " stage %d %.0f%s", s, r->link_wait[s], s + 1 < r->nstages ? "," : "\n");
     fprintf(f, "  period: predicted %.0f (no contention), with the shared link's bound %.0f; replayed, the "

@@ -146,7 +146,7 @@ typedef struct tsr_pipex_result {
     double speedup_link;   /* single / period_link */
     double link_busy;      /* the replay: cycles the link carried transfers */
     double link_wait[TSR_PIPEX_MAX_STAGES]; /* per stage: cycles per input its transfers waited for the link (the
-                                               longer stream) */
+                                               longer stream's mean, its fill and drain included) */
     int failed_device;     /* -1, or the device that failed */
 } tsr_pipex_result_t;
 
