@@ -26,7 +26,8 @@ static const char *train_help =
     "                     -o TUNED.onnx [--lr F] [--momentum F] [--batch B] [--seed S]\n"
     "                     [--backend fsim|systemc|rtl] [--config CONFIG] [--backward device|host]\n"
     "                     [--update master|int8] [--grad-round nearest|stochastic]\n"
-    "                     [--logits-range observe|fixed] [--quiet] [device options]\n"
+    "                     [--logits-range observe|fixed] [--loss-logits exact|quantized]\n"
+    "                     [--quiet] [device options]\n"
     "\n"
     "Fine-tune a quantized QDQ ONNX model on the device (on-device training,\n"
     "docs/guide/train-on-device.md): the layers before the first trainable one\n"
@@ -67,10 +68,14 @@ static const char *train_help =
     "                    that of random outputs), widen it to hold them (a MinMax\n"
     "                    observer; the tuned file gets the new scale and zero\n"
     "                    point); fixed: keep the file's range\n"
+    "  --loss-logits HOW quantized (default): the loss on the 8-bit logits the\n"
+    "                    device writes; exact: where the last layer is a dense with\n"
+    "                    no Relu/Clip, on its exact outputs (its int32 sums, on the\n"
+    "                    host), as float training sees them\n"
     "  --quiet           no trainable-part table and no progress lines\n";
 
 enum { O_DATA = 3000, O_LABELS, O_EPOCHS, O_TRAINABLE, O_LR, O_MOMENTUM, O_BATCH, O_SEED, O_BACKEND, O_CONFIG,
-       O_BACKWARD, O_UPDATE, O_GRAD_ROUND, O_LOGITS_RANGE, O_QUIET, O_HELP };
+       O_BACKWARD, O_UPDATE, O_GRAD_ROUND, O_LOGITS_RANGE, O_LOSS_LOGITS, O_QUIET, O_HELP };
 
 typedef struct {
     const char *model, *data, *labels, *out, *backend, *cfgname, *trainable;
@@ -157,6 +162,12 @@ static int train_option(int c, char *arg, const tsr_cli_dev_t *dev, train_args_t
             return 0;
         }
         return snprintf(msg, sizeof msg, "--logits-range \"%.64s\": observe or fixed", arg), bad(msg);
+    case O_LOSS_LOGITS:
+        if (!strcmp(arg, "exact") || !strcmp(arg, "quantized")) {
+            a->o.loss_exact = !strcmp(arg, "exact");
+            return 0;
+        }
+        return snprintf(msg, sizeof msg, "--loss-logits \"%.64s\": exact or quantized", arg), bad(msg);
     case 'h':
     case O_HELP: fputs(train_help, stdout); fputs(dev->help, stdout); return -1;
     default: fputs(train_help, stderr); return 2;
@@ -175,6 +186,7 @@ static int train_parse(int argc, char **argv, const tsr_cli_dev_t *dev, train_ar
         {"config", required_argument, 0, O_CONFIG},     {"backward", required_argument, 0, O_BACKWARD},
         {"update", required_argument, 0, O_UPDATE}, {"grad-round", required_argument, 0, O_GRAD_ROUND},     {"quiet", no_argument, 0, O_QUIET},
         {"logits-range", required_argument, 0, O_LOGITS_RANGE},
+        {"loss-logits", required_argument, 0, O_LOSS_LOGITS},
         {"help", no_argument, 0, O_HELP}};
     size_t no = 0;
     for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
@@ -269,6 +281,12 @@ static void print_measures(const train_args_t *a, const tsr_train_stats_t *st)
         printf("  logits' range: [%g, %g] as in the file (%s)\n", (double)st->range_lo0, (double)st->range_hi0,
                a->o.logits_fixed ? "--logits-range fixed" : st->range_obs ? "never saturated" : "no observer: the "
                "last layer is not a dense whose output quantization the file lets rewrite");
+    if (st->loss_exact)
+        printf("  loss: on the last dense layer's exact outputs (its int32 sums: %llu MACs on the host)\n",
+               (unsigned long long)st->loss_host_macs);
+    else
+        printf("  loss: on the 8-bit logits%s\n", a->o.loss_exact ? " (not --loss-logits exact: the last layer is "
+               "not a dense without Relu/Clip)" : "");
     double w = 0;
     for (int e = 0; e < st->epochs; e++)
         w += st->epoch_wall[e];

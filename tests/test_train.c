@@ -12,6 +12,8 @@
  *    element must lie within the error those roundings allow (|e| <= s/2
  *    per element, carried through the sums), and the gradients must point
  *    the same way (cosine > 0.999 for fc, > 0.99 for conv2).
+ *  - test_loss_exact: --loss-logits exact's loss against a double reference
+ *    from the fc's int8 weights and int32 bias.
  *  - test_device_equals_host: the device's backward GEMMs (jit/tsr_grad.h)
  *    and the host reference give the same gradients, bit for bit.
  *  - test_step_moves_loss: a few steps on one batch lower its loss
@@ -260,6 +262,60 @@ static void grads_of(const char *layers, int host, float **gw, size_t *nw)
     tsr_device_close(dev);
 }
 
+/* --loss-logits exact: the loss of the fc's exact outputs, against a plain double reference from the
+   same quantized input and the fc's int8 weights and int32 bias (round(w / w_scale), as the forward
+   uses them); the default's loss (the 8-bit logits) is further from it by their rounding */
+static double fc_loss(tsr_device_t *dev, int exact, double *ref)
+{
+    tsr_train_opts_t o = {.trainable = "fc", .epochs = 1, .batch = 8, .lr = 0.01, .momentum = 0.9, .seed = 1,
+                          .loss_exact = exact};
+    tsr_trainer_t *tr = NULL;
+    if (tsr_train_open(MODEL, dev, &o, &tr))
+        fail_msg("tsr_train_open: %s", tsr_errmsg());
+    tsr_tensor_t x = {0}, y = {0};
+    load_data(&x, &y);
+    double loss = 0;
+    const int n = 8;
+    if (tsr_train_grads(tr, &x, &y, n, &loss))
+        fail_msg("tsr_train_grads: %s", tsr_errmsg());
+    tsr_train_view_t v;
+    assert_int_equal(tsr_train_view(tr, tsr_train_nlayers(tr) - 1, &v), 0);
+    assert_int_equal(v.L->kind, TSR_OXL_DENSE);
+    const int C = v.m, K = v.k;
+    *ref = 0;
+    for (int s = 0; s < n; s++) {
+        double z[64], mx = -1e300, sum = 0;
+        assert_true(C <= 64);
+        for (int c = 0; c < C; c++) {
+            const double ws = v.L->w_scale[v.L->w_count > 1 ? c : 0], bs = (double)v.x_scale * ws;
+            double acc = v.b ? nearbyint(v.b[c] / bs) : 0;
+            for (int k = 0; k < K; k++)
+                acc += ((double)v.x[(size_t)s * K + k] - v.x_zp) * fmax(-127, fmin(127, nearbyint(v.w[c * K + k] / ws)));
+            z[c] = acc * bs;
+            mx = fmax(mx, z[c]);
+        }
+        for (int c = 0; c < C; c++)
+            sum += exp(z[c] - mx);
+        *ref += -(z[((const int32_t *)y.data)[s]] - mx - log(sum)) / n;
+    }
+    tsr_train_free(tr);
+    tsr_tensor_free(&x), tsr_tensor_free(&y);
+    return loss;
+}
+
+static void test_loss_exact(void **state)
+{
+    (void)state;
+    tsr_device_t *dev = open_dev();
+    double ref_e, ref_q;
+    const double le = fc_loss(dev, 1, &ref_e), lq = fc_loss(dev, 0, &ref_q);
+    print_message("fc loss on 8 samples: exact logits %.6f, 8-bit logits %.6f, reference %.6f\n", le, lq, ref_e);
+    assert_true(fabs(ref_e - ref_q) < 1e-12); /* the same step */
+    assert_true(fabs(le - ref_e) < 1e-4); /* (the trainer keeps the logits in float) */
+    assert_true(fabs(lq - ref_e) > fabs(le - ref_e));
+    tsr_device_close(dev);
+}
+
 static void test_device_equals_host(void **state)
 {
     (void)state;
@@ -456,7 +512,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mem_usage),   cmocka_unit_test(test_refusals),
-        cmocka_unit_test(test_grads_vs_float), cmocka_unit_test(test_device_equals_host),
+        cmocka_unit_test(test_grads_vs_float), cmocka_unit_test(test_loss_exact),
+        cmocka_unit_test(test_device_equals_host),
         cmocka_unit_test(test_step_moves_loss),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -354,6 +354,8 @@ static int init_part(tsr_trainer_t *tr)
                     last->L.w_scale && last->L.qs_name && last->L.qzp_name && dq->qs_name && dq->qzp_name &&
                     last->L.y_scale == dq->q_scale && last->y_zp == dq->q_zp &&
                     (last->y_dtype == TSR_DT_UINT8 || last->y_dtype == TSR_DT_INT8);
+    tr->loss_exact = tr->o.loss_exact && last->L.kind == TSR_OXL_DENSE && !last->L.relu && !last->L.clip &&
+                     last->L.w_scale;
     tr->classes = (int)tr->c[tr->nc - 1].y_elems;
     if (tr->classes < 2 || tr->classes > 4096)
         return tsr_err(TSR_EINVAL, "%s: the logits have %d values per sample (2..4096 classes)", tr->path, tr->classes);
@@ -806,6 +808,8 @@ int tsr_train_run(tsr_trainer_t *tr, const tsr_tensor_t *x, const tsr_tensor_t *
     st->range_obs = tr->range_obs;
     st->range_moves = tr->range_moves;
     st->range_host_macs = tr->range_macs;
+    st->loss_exact = tr->loss_exact;
+    st->loss_host_macs = tr->loss_macs;
     st->range_lo0 = (float)(tsr_dt_min(ydt) - tr->out_zp0) * tr->out_scale0;
     st->range_hi0 = (float)(tsr_dt_max(ydt) - tr->out_zp0) * tr->out_scale0;
     st->range_lo = (float)(tsr_dt_min(ydt) - tr->out_zp) * tr->out_scale;

@@ -76,6 +76,10 @@ typedef struct tsr_train_opts {
                                from splitmix64 seeded by seed: unbiased, as Lin et al. suggest), 0: to nearest */
     int logits_fixed;       /* 1: the logits keep the file's quantization range; 0 (default): a MinMax observer
                                widens it when a batch's logits saturate it (see tsr_train_step.c) */
+    int loss_exact;         /* 0 (default): the loss on the dequantized 8-bit logits the device writes; 1: where
+                               the last layer is a dense with no folded Relu/Clip, on its exact real outputs
+                               (its int32 sums on the host, M*K MACs a sample), as float training sees them.
+                               Measured on the zoo's ResNet-18 (docs/results.md): no gain over six seeds */
     FILE *progress;         /* a line per epoch (NULL: none) */
 } tsr_train_opts_t;
 
@@ -105,6 +109,8 @@ typedef struct tsr_train_stats {
     int range_obs;                               /* the logits' range observer is on (0: fixed, or not possible) */
     int range_moves;                             /* times it widened the range */
     float range_lo0, range_hi0, range_lo, range_hi; /* the logits' real range: the file's, and the tuned one's */
+    int loss_exact;                              /* the loss on the exact logits (tsr_train_opts_t.loss_quantized) */
+    uint64_t loss_host_macs;                     /* their host MACs */
     uint64_t range_host_macs;                    /* the observer's MACs on the host (exact int32 logits of the
                                                     batches that saturated) */
 } tsr_train_stats_t;

@@ -76,6 +76,8 @@ struct tsr_trainer {
     int range_obs;             /* the logits' range observer is on */
     int range_moves;           /* times it widened the range */
     uint64_t range_macs;       /* its host MACs */
+    int loss_exact;            /* the loss on the last dense's exact real outputs, not its 8-bit ones */
+    uint64_t loss_macs;        /* their host MACs */
 };
 
 /* tsr_train_step.c */

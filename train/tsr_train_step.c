@@ -131,6 +131,18 @@ int tsr_train_set_logits_range(tsr_trainer_t *tr, double lo, double hi)
  * each epoch's range instead was tried on the ResNet-18 below and gained nothing, its logits stay wide),
  * and the layer run again. The tuned file gets the new scale and zero point. A file whose logits never
  * saturate keeps its range. */
+/* The real value of output m of sample n of the dense layer j before its requantization: its exact
+ * int32 sum (bias included) on the host, times x_scale * w_scale. */
+static double dense_real(const tsr_trainer_t *tr, int j, int n, int m)
+{
+    const trl_t *l = &tr->c[j];
+    const void *x = layer_in(tr, j, 0);
+    int64_t acc = l->has_bias ? l->bq[m] : 0;
+    for (int k = 0; k < l->K; k++)
+        acc += (int64_t)(tsr_dt_get(l->x_dtype, x, (size_t)n * l->K + k) - l->x_zp) * l->wq[(size_t)m * l->K + k];
+    return (double)acc * (double)(l->L.x_scale * l->ws[l->wc > 1 ? m : 0]);
+}
+
 static int logits_range(tsr_trainer_t *tr)
 {
     const int j = tr->nc - 1, nb = tr->nb;
@@ -143,15 +155,10 @@ static int logits_range(tsr_trainer_t *tr)
     }
     const double lo = (double)(qmin - tr->out_zp) * tr->out_scale, hi = (double)(qmax - tr->out_zp) * tr->out_scale;
     if (sat) {
-        const uint8_t *x = layer_in(tr, j, 0);
         double bmin = INFINITY, bmax = -INFINITY;
         for (int n = 0; n < nb; n++)
             for (int m = 0; m < l->M; m++) {
-                int64_t acc = l->has_bias ? l->bq[m] : 0;
-                for (int k = 0; k < l->K; k++)
-                    acc += (int64_t)(tsr_dt_get(l->x_dtype, x, (size_t)n * l->K + k) - l->x_zp) *
-                           l->wq[(size_t)m * l->K + k];
-                const double v = (double)acc * (double)(l->L.x_scale * l->ws[l->wc > 1 ? m : 0]);
+                const double v = dense_real(tr, j, n, m);
                 bmin = v < bmin ? v : bmin;
                 bmax = v > bmax ? v : bmax;
             }
@@ -450,12 +457,16 @@ int tsr_train_backward(tsr_trainer_t *tr, const int32_t *lab, double *loss, int 
     float *g = tr->c[tr->nc - 1].gy, *gin = tr->g2;
     *loss = 0;
     *right = 0;
+    if (tr->loss_exact)
+        tr->loss_macs += (uint64_t)nb * (uint64_t)last->M * (uint64_t)last->K;
     for (int n = 0; n < nb; n++) {
         float *z = tr->probs + (size_t)n * C; /* the dequantized logits, then their softmax */
         double mx = -INFINITY, sum = 0;
         int arg = 0;
         for (int c = 0; c < C; c++) {
-            z[c] = (float)(tsr_dt_get(last->y_dtype, last->y, (size_t)n * C + c) - tr->out_zp) * tr->out_scale;
+            z[c] = tr->loss_exact ? (float)dense_real(tr, tr->nc - 1, n, c)
+                                  : (float)(tsr_dt_get(last->y_dtype, last->y, (size_t)n * C + c) - tr->out_zp) *
+                                        tr->out_scale;
             if (z[c] > mx)
                 mx = z[c], arg = c;
         }
