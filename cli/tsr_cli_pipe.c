@@ -675,6 +675,8 @@ static int pipe_main(int argc, char **argv, int infer)
         goto out;
     printf("pipeline (measured: device counters + the link's cycles by the model):\n");
     tsr_pipex_print(&res, stdout);
+    if (o.link_shared && !res.timed)
+        printf("shared link: not replayed (the devices count no cycles)\n");
     if (pp_jit && res.timed) {
         printf("the JIT cost model's prediction of the same stages:");
         double worst = 0;
