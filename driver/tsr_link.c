@@ -46,8 +46,9 @@ static int check(const tsr_link_problem_t *p, const tsr_link_result_t *r)
                        p->latency);
     if (p->nstages < 1 || p->nstages > TSR_LINK_MAX_PORTS)
         return tsr_err(TSR_EINVAL, "link: %d stages, need 1..%d", p->nstages, TSR_LINK_MAX_PORTS);
-    if (p->ninputs < 1 || p->depth < 1)
-        return tsr_err(TSR_EINVAL, "link: %d inputs and queue depth %d, need >= 1", p->ninputs, p->depth);
+    if (p->ninputs < 1 || p->ninputs > TSR_LINK_MAX_INPUTS || p->depth < 1)
+        return tsr_err(TSR_EINVAL, "link: %d inputs and queue depth %d, need 1..%d and >= 1", p->ninputs, p->depth,
+                       TSR_LINK_MAX_INPUTS);
     if (p->win0 < 0 || p->win1 < 0 || p->win1 >= p->ninputs || (p->win1 && p->win0 >= p->win1))
         return tsr_err(TSR_EINVAL, "link: period window %d..%d of %d inputs", p->win0, p->win1, p->ninputs);
     for (int s = 0; s < p->nstages; s++) {

@@ -31,6 +31,7 @@
 
 #define TSR_LINK_MAX_PORTS 96    /* stages (initiators) of one replay */
 #define TSR_LINK_MAX_XFERS 64    /* transfers per stage and input, each way */
+#define TSR_LINK_MAX_INPUTS (1 << 20) /* inputs of one replay */
 
 typedef enum { TSR_LINK_P2P = 0, TSR_LINK_SHARED = 1 } tsr_link_mode_t;
 

@@ -210,6 +210,10 @@ static void test_refusals(void **state)
     assert_int_equal(tsr_link_replay(&p, &r), TSR_EINVAL);
     assert_non_null(strstr(tsr_errmsg(), "mode"));
     p.mode = TSR_LINK_SHARED;
+    p.ninputs = TSR_LINK_MAX_INPUTS + 1;
+    assert_int_equal(tsr_link_replay(&p, &r), TSR_EINVAL);
+    assert_non_null(strstr(tsr_errmsg(), "inputs"));
+    p.ninputs = 4;
     p.bytes_per_cycle = 0;
     assert_int_equal(tsr_link_replay(&p, &r), TSR_EINVAL);
     assert_null(strchr(tsr_errmsg(), '\n'));

@@ -166,15 +166,15 @@ extern "C" int tsr_sc_link_replay(const tsr_link_problem_t *p, tsr_link_result_t
     replay r;
     r.p = p;
     r.link = link;
-    r.started.assign(p->nstages, 0);
-    r.done.assign(p->nstages, 0);
-    r.fin.assign((size_t)p->nstages * p->ninputs, 0.0);
-    r.xfer.assign(p->nstages, 0.0);
-    for (int s = 0; s < p->nstages; s++)
-        r.ev.emplace_back(new sc_event());
-    link->bus->configure(p->mode == TSR_LINK_SHARED, p->bytes_per_cycle, p->latency);
     int rc;
     try {
+        r.started.assign(p->nstages, 0);
+        r.done.assign(p->nstages, 0);
+        r.fin.assign((size_t)p->nstages * p->ninputs, 0.0);
+        r.xfer.assign(p->nstages, 0.0);
+        for (int s = 0; s < p->nstages; s++)
+            r.ev.emplace_back(new sc_event());
+        link->bus->configure(p->mode == TSR_LINK_SHARED, p->bytes_per_cycle, p->latency);
         r.t0 = sc_time_stamp();
         link->bus->free_at.assign(link->bus->free_at.size(), r.t0);
         rc = run(r);
