@@ -53,13 +53,12 @@ void tsr_onnx_free(tsr_onnx_t *m)
     if (!m)
         return;
     tsr_ox_free_segments(m);
-    for (int i = 0; i < m->nlops; i++)
+    for (int i = 0; i < m->nlops; i++) {
         if (m->lops[i].side == SIDE_DEV)
             tsr_nd_node_free(&m->lops[i].nd);
-        else {
-            free(m->lops[i].zpa);
-            free(m->lops[i].zpb);
-        }
+        free(m->lops[i].zpa); /* (host lops', and a device matmul of two activations') */
+        free(m->lops[i].zpb);
+    }
     free(m->lops);
     for (int i = 0; i < m->nvals; i++) {
         free(m->vals[i].cdata);
@@ -120,6 +119,8 @@ int tsr_onnx_host_ops(const tsr_onnx_t *m)
 /* A device operator's kind as the placement table names it. */
 static const char *dev_kind(const tsr_nd_node_t *nd)
 {
+    if (!nd->kind) /* no netdesc node: a matmul of two activations (tsr_ox_is_bmm) */
+        return "matmul of two activations";
     if (nd->kind == TSR_ND_CONV)
         return nd->conv.kh * nd->conv.kw > 1 && nd->conv.h == nd->conv.kh && nd->conv.w == nd->conv.kw
                    ? "conv over the whole input = dense" : "conv";
@@ -208,7 +209,7 @@ static int64_t lop_macs(const tsr_onnx_t *m, const ox_lop_t *L)
         return (int64_t)L->nd.dense.n * L->nd.dense.k * L->nd.dense.m;
     if (L->side == SIDE_HOST && L->hkind == H_CONVINT)
         return numel(&m->vals[L->out]) * L->geo[9] * L->geo[0] * L->geo[1];
-    if (L->side == SIDE_HOST && (L->hkind == H_MATMULINT || L->hkind == H_QMATMUL))
+    if ((L->side == SIDE_HOST && L->hkind == H_MATMULINT) || L->hkind == H_QMATMUL)
         return L->geo[0] * L->geo[1] * L->geo[2] * L->geo[3];
     return 0;
 }

@@ -4,11 +4,14 @@
  * run goes through the lops in order, a device segment at a time or a
  * host kernel (tsr_onnx_host.c); values are read back by name.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
 #include "tsr_error.h"
+#include "tsr_quant.h"
+#include "tsr_roofline.h"
 #include "tsr_onnx_ir.h"
 #include "tsr_strsafe.h"
 
@@ -16,6 +19,62 @@ uint8_t *tsr_ox_bytes(tsr_onnx_t *m, int v)
 {
     const ox_val_t *x = &m->vals[m->vals[v].base];
     return x->cdata ? x->cdata : x->rt;
+}
+
+/* The matmul of two activations of segment s (tsr_ox_is_bmm): its plan,
+ * requantized by the lop's float32 a_scale * b_scale / y_scale as the
+ * importer's dense layers are (fixed point; fscale with EXACT_REQUANT). */
+static int bmm_prepare(tsr_onnx_t *m, ox_seg_t *s)
+{
+    const ox_lop_t *L = &m->lops[s->first];
+    const ox_val_t *A = &m->vals[L->in], *B = &m->vals[L->in2], *Y = &m->vals[L->out];
+    tsr_bmm_params_t p;
+    memset(&p, 0, sizeof p);
+    p.batch = (int)L->geo[0], p.m = (int)L->geo[1], p.k = (int)L->geo[2], p.n = (int)L->geo[3];
+    p.b_shared = !L->geo[4];
+    int rc = qdtype(A->elem, &p.a_dtype);
+    if (!rc)
+        rc = qdtype(B->elem, &p.b_dtype);
+    if (!rc)
+        rc = qdtype(Y->elem, &p.y_dtype);
+    if (rc)
+        return tsr_err(TSR_EINVAL, "matmul \"%s\": operands must be int8 or uint8", TSR_SAFE(L->nd.name));
+    p.a_zp = L->zpa[0], p.b_zp = L->zpb[0], p.y_zp = L->yzp;
+    p.act_min = p.y_dtype == TSR_DT_UINT8 ? 0 : -128, p.act_max = p.y_dtype == TSR_DT_UINT8 ? 255 : 127;
+    int32_t mult, shift;
+    const float r = L->mult;
+    if (r < 1.0f && r > 0x1p-20f) /* one rounding, as tsr_ox_rq_params forms the dense layers' */
+        mult = (int32_t)llround((double)r * 2147483648.0), shift = 0;
+    else if ((rc = tsr_quantize_multiplier((double)r, &mult, &shift)))
+        return rc;
+    p.mult = &mult, p.shift = &shift, p.rq_count = 1;
+    p.fscale = isnormal(r) ? &r : NULL;
+    if (!(s->bp = calloc(1, sizeof *s->bp)))
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    if ((rc = tsr_bmm_plan(m->dev, &p, s->bp))) {
+        free(s->bp);
+        s->bp = NULL;
+    }
+    return rc;
+}
+
+/* Run segment s's matmul of two activations, its counters' deltas kept for the report. */
+static int bmm_run(tsr_onnx_t *m, ox_seg_t *s, const void *a, const void *b, void *y)
+{
+    if (!s->bp)
+        return tsr_err(TSR_EINVAL, "prepare the model first");
+    tsr_counters_t c0, c1, d;
+    int rc = tsr_read_counters(m->dev, &c0);
+    if (!rc)
+        rc = tsr_bmm_exec(m->dev, s->bp, a, b, y);
+    if (!rc)
+        rc = tsr_read_counters(m->dev, &c1);
+    if (!rc) {
+        tsr_counters_delta(&c0, &c1, &d);
+        s->bmm_cycles = (double)d.cycles;
+        s->bmm_moved = tsr_roofline_moved(&d);
+    }
+    return rc;
 }
 
 int tsr_onnx_prepare(tsr_onnx_t *m, const tsr_config_t *cfg, tsr_device_t *dev, unsigned flags)
@@ -36,6 +95,12 @@ int tsr_onnx_prepare(tsr_onnx_t *m, const tsr_config_t *cfg, tsr_device_t *dev, 
     for (int s = 0; s < m->nsegs; s++) {
         if (m->segs[s].solo)
             continue;
+        if (m->segs[s].bmm) {
+            int rc = bmm_prepare(m, &m->segs[s]);
+            if (rc)
+                return tsr_err_prefix(rc, "%s: device segment %d: ", m->path, s);
+            continue;
+        }
         int rc = tsr_graph_from_netdesc(cfg, &m->segs[s].nd, &m->segs[s].g);
         if (!rc)
             rc = tsr_graph_plan(m->segs[s].g, dev, /* every tensor readable: none fused away */
@@ -161,7 +226,9 @@ int tsr_onnx_run(tsr_onnx_t *m, const tsr_tensor_t *in, tsr_tensor_t *out)
         const ox_seg_t *s = &m->segs[L->seg];
         const void *ins[1] = {tsr_ox_bytes(m, s->in_val)};
         void *outs[1] = {tsr_ox_bytes(m, s->out_val)};
-        if (s->solo) {
+        if (s->bmm)
+            rc = bmm_run(m, &m->segs[L->seg], ins[0], tsr_ox_bytes(m, L->in2), outs[0]);
+        else if (s->solo) {
             /* float32 scales where the device can apply them (as the graph keeps them) */
             tsr_conv2d_params_t p = tsr_conv2d_for_config(tsr_device_config(m->dev), &L->nd.conv);
             rc = tsr_conv2d_run(m->dev, &p, ins[0], L->nd.w, L->nd.bias, outs[0]);
@@ -215,9 +282,32 @@ static void print_host_table(const tsr_onnx_t *m, FILE *f)
     }
 }
 
+/* A matmul of two activations' segment: one line, and its cycles as a graph's totals line reads. */
+static void print_bmm(const tsr_onnx_t *m, int s, FILE *f)
+{
+    const ox_lop_t *L = &m->lops[m->segs[s].first];
+    const int64_t *g = L->geo;
+    fprintf(f, "device segment %d: matmul of two activations \"%s\" run alone (%lld x [%lld x %lld] x [%lld x %lld], "
+            "B written as the weights of each batch)\n", s, L->nd.name, (long long)g[0], (long long)g[1],
+            (long long)g[2], (long long)g[2], (long long)g[3]);
+    const double cyc = m->segs[s].bmm_cycles;
+    if (cyc <= 0 || !m->dev)
+        return;
+    const tsr_config_t *cfg = tsr_device_config(m->dev);
+    const double macs = (double)(g[0] * g[1] * g[2] * g[3]),
+                 bytes = (double)(g[0] * g[1] * g[2] + (g[4] ? g[0] : 1) * g[2] * g[3] + g[0] * g[1] * g[3]);
+    const tsr_roofline_t r = tsr_roofline_bound(cfg, macs, bytes, tsr_roofline_dram_bw(cfg, 0));
+    fprintf(f, "total cycles %.0f, sum of per-layer bounds %.0f, ratio %.3f; %.1f images/s at %d MHz (batch of 1 "
+            "per execution)\n", cyc, r.bound, r.bound / cyc, cfg->clock_mhz * 1e6 / cyc, cfg->clock_mhz);
+}
+
 void tsr_onnx_print_report(const tsr_onnx_t *m, FILE *f)
 {
     for (int s = 0; s < m->nsegs; s++) {
+        if (m->segs[s].bmm) {
+            print_bmm(m, s, f);
+            continue;
+        }
         if (m->segs[s].solo) {
             fprintf(f, "device segment %d: conv \"%s\" run alone (w - w_zp in %d int8 parts, the input packed "
                     "once per part; no per-layer counters)\n", s, m->segs[s].nd.nodes[0].name,

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "onnx.pb-c.h"
+#include "tsr_bmm.h"
 #include "tsr_graph.h"
 #include "tsr_netdesc.h"
 #include "tsr_onnx.h"
@@ -119,6 +120,10 @@ typedef struct ox_seg {
     tsr_graph_t *g;         /* planned graph (NULL when solo) */
     int solo;               /* one conv whose w - w_zp needs int8 parts (the input packed once per
                                part): device tensors hold one copy, so it runs alone by tsr_conv2d_run */
+    int bmm;                /* one matmul of two activations (tsr_ox_is_bmm): no netdesc (nd.nnodes 0), run
+                               alone by jit/tsr_bmm.h with its two operands (in_val, the lop's in2) */
+    tsr_bmm_plan_t *bp;     /* its plan (prepare), NULL otherwise */
+    double bmm_cycles, bmm_moved; /* its counters' deltas in the last run (cycles 0 on untimed backends) */
 } ox_seg_t;
 
 /* A QDQ group's output side, selected before lowering (tsr_onnx_qdq.c): the
@@ -213,6 +218,20 @@ static inline int64_t host_elements(const tsr_onnx_t *m, const ox_lop_t *L)
 {
     return (L->in >= 0 ? numel(&m->vals[L->in]) : 0) + (L->in2 >= 0 ? numel(&m->vals[L->in2]) : 0) +
            (L->out >= 0 ? numel(&m->vals[L->out]) : 0);
+}
+
+/* A device lop that is no netdesc node: a QDQ matmul of two activations
+ * (hkind H_QMATMUL, nd.kind 0, ops/tsr_ox_matmul.c) run by jit/tsr_bmm.h
+ * in a device segment of its own (ox_seg_t.bmm). */
+static inline int tsr_ox_is_bmm(const ox_lop_t *L)
+{
+    return L->side == SIDE_DEV && L->hkind == H_QMATMUL;
+}
+
+/* A device lop that joins its neighbours in one device graph (not a bmm). */
+static inline int tsr_ox_in_graph(const ox_lop_t *L)
+{
+    return L->side == SIDE_DEV && !tsr_ox_is_bmm(L);
 }
 
 /* A node's name for messages: its name, else its first output. */

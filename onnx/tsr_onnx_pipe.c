@@ -188,9 +188,9 @@ int tsr_onnx_pipe_open(tsr_onnx_t *m, const tsr_config_t *cfg, tsr_onnx_pipe_t *
     if (!m->nsegs)
         return tsr_err(TSR_EINVAL, "%s: no device operator: nothing to pipeline over devices", m->path);
     for (int s = 0; s < m->nsegs; s++)
-        if (m->segs[s].solo)
-            return tsr_err(TSR_EINVAL, "%s: device segment %d is a conv that runs alone (int8 weight parts): the "
-                                       "pipeline does not run it", m->path, s);
+        if (m->segs[s].solo || m->segs[s].bmm)
+            return tsr_err(TSR_EINVAL, "%s: device segment %d is a %s that runs alone: the pipeline does not run it",
+                           m->path, s, m->segs[s].bmm ? "matmul of two activations" : "conv (int8 weight parts)");
     tsr_onnx_pipe_t *p = calloc(1, sizeof *p);
     int *gap = calloc((size_t)m->nsegs + 1, sizeof *gap); /* gap[s + 1]: host group before segment s + 1, + 1 */
     int *tmap = malloc(sizeof(int) * (size_t)(m->nvals + 1)); /* value base -> tensor of the description */

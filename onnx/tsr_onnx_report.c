@@ -34,7 +34,7 @@ int tsr_onnx_report_rows(const tsr_onnx_t *m)
         return 0;
     int n = 0;
     for (int s = 0; s < m->nsegs; s++) {
-        if (m->segs[s].solo) {
+        if (m->segs[s].solo || m->segs[s].bmm) {
             n++;
             continue;
         }
@@ -66,6 +66,27 @@ static void solo_row(const tsr_onnx_t *m, const tsr_config_t *cfg, double bw, in
     out->node = lop_node(m, &m->lops[S->first]);
 }
 
+/* The row of a matmul of two activations (run alone, like the conv above). */
+static void bmm_row(const tsr_onnx_t *m, const tsr_config_t *cfg, double bw, int s, tsr_onnx_layer_t *out)
+{
+    const ox_lop_t *L = &m->lops[m->segs[s].first];
+    const int64_t *g = L->geo;
+    out->layer = L->nd.name;
+    out->op = "matmul";
+    snprintf(out->shape, sizeof out->shape, "%lldx%lldx%lld,%lld", (long long)g[0], (long long)g[1], (long long)g[2],
+             (long long)g[3]);
+    out->macs = (double)(g[0] * g[1] * g[2] * g[3]);
+    out->compulsory = (double)(g[0] * g[1] * g[2] + (g[4] ? g[0] : 1) * g[2] * g[3] + g[0] * g[1] * g[3]);
+    tsr_roofline_t r = tsr_roofline_bound(cfg, out->macs, out->compulsory, bw);
+    out->bound = r.bound;
+    out->memory_bound = r.memory_bound;
+    out->kcache = -1;
+    out->solo = 1;
+    out->node = lop_node(m, L);
+    out->cycles = m->segs[s].bmm_cycles;
+    out->moved = m->segs[s].bmm_moved;
+}
+
 int tsr_onnx_report_row(const tsr_onnx_t *m, int i, tsr_onnx_layer_t *out)
 {
     memset(out, 0, sizeof *out);
@@ -77,10 +98,10 @@ int tsr_onnx_report_row(const tsr_onnx_t *m, int i, tsr_onnx_layer_t *out)
     int k = 0;
     for (int s = 0; s < m->nsegs; s++) {
         const ox_seg_t *S = &m->segs[s];
-        if (S->solo) {
+        if (S->solo || S->bmm) {
             if (k++ < i)
                 continue;
-            solo_row(m, cfg, bw, s, out);
+            (S->bmm ? bmm_row : solo_row)(m, cfg, bw, s, out);
         } else {
             int row = -1, j = 0;
             for (; j < tsr_graph_nnodes(S->g); j++)

@@ -36,8 +36,9 @@ typedef struct tsr_onnx_layer {
     double compulsory;      /* DRAM bytes every correct run moves once */
     double wall_ms, plan_ms, upload_ms; /* host times of the last run, the plan, the weights' upload */
     int kcache;             /* tsr_kc_status_e of its kernel (0 off, 1 miss, 2 hit, 3 disk), -1 unknown */
-    int solo;               /* 1: a conv whose weights need several int8 parts, run alone (no per-layer
-                               counters; tsr_onnx_print_report prints one line for it) */
+    int solo;               /* 1: run alone (no per-layer counters; tsr_onnx_print_report prints one line
+                               for it): a conv whose weights need several int8 parts, or a matmul of two
+                               activations (op "matmul") */
     double peak;            /* MACs per cycle of the device (BATCH x BLOCK_IN x BLOCK_OUT) */
     double dram_bw;         /* DRAM bytes per cycle the bound assumes */
 } tsr_onnx_layer_t;

@@ -70,6 +70,14 @@ static int assign_zps(tsr_onnx_t *m)
             zout = L->nd.act.y_zp, fout = 1;
         if (L->side == SIDE_DEV && L->nd.kind == TSR_ND_SOFTMAX) /* (the values do not depend on x_zp) */
             zout = L->nd.softmax.y_zp, fout = 1;
+        if (tsr_ox_is_bmm(L)) { /* B's zero point is the lop's own (its segment packs B itself) */
+            zin = L->zpa[0], fin = 1, zout = L->yzp, fout = 1;
+            ox_val_t *I2 = &m->vals[L->in2];
+            if (I2->has_zp && I2->zp != L->zpb[0])
+                return tsr_err(TSR_EINVAL, "%s: node \"%s\": input zero point %d, but \"%s\" has %d", m->path,
+                               TSR_SAFE(nname(m, L->node)), L->zpb[0], TSR_SAFE(I2->name), I2->zp);
+            I2->zp = L->zpb[0], I2->has_zp = 1;
+        }
         if (L->side == SIDE_DEV && L->nd.kind == TSR_ND_POOL && L->nd.pool.kind != TSR_POOL_MAX)
             zin = zout = L->nd.pool.zp, fin = fout = 1;
         if (L->side == SIDE_DEV && (L->nd.kind == TSR_ND_ADD || L->nd.kind == TSR_ND_MUL)) {
@@ -209,9 +217,33 @@ static int emit_segment(tsr_onnx_t *m, int i, int end, int in_val, int out_val, 
     return 0;
 }
 
+/* Lop i, a matmul of two activations, as segment m->nsegs of its own (no
+ * netdesc: jit/tsr_bmm.h runs it, planned by prepare). */
+static int emit_bmm_segment(tsr_onnx_t *m, int i)
+{
+    ox_seg_t *ns = realloc(m->segs, sizeof *ns * (size_t)(m->nsegs + 1));
+    if (!ns)
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    m->segs = ns;
+    const int si = m->nsegs++;
+    ox_seg_t *s = &ns[si];
+    memset(s, 0, sizeof *s);
+    s->in_val = m->lops[i].in;
+    s->out_val = m->lops[i].out;
+    s->first = s->last = i;
+    s->bmm = 1;
+    snprintf(s->nd.name, sizeof s->nd.name, "segment%d", si);
+    m->lops[i].seg = si;
+    return 0;
+}
+
 void tsr_ox_free_segments(tsr_onnx_t *m)
 {
     for (int i = 0; i < m->nsegs; i++) {
+        if (m->segs[i].bp) {
+            tsr_bmm_plan_free(m->dev, m->segs[i].bp);
+            free(m->segs[i].bp);
+        }
         tsr_graph_free(m->segs[i].g);
         free(m->segs[i].nd.nodes);
         free(m->segs[i].nd.tensors);
@@ -240,10 +272,16 @@ int tsr_ox_build_segments(tsr_onnx_t *m)
             i++;
             continue;
         }
+        if (tsr_ox_is_bmm(&m->lops[i])) {
+            if ((rc = emit_bmm_segment(m, i)))
+                return rc;
+            i++;
+            continue;
+        }
         /* the longest run of device operators that is a valid device graph; a conv whose weights need
            int8 parts runs alone (device tensors hold one copy of its input) */
         int e = i, solo = 0;
-        while (e < m->nlops && m->lops[e].side == SIDE_DEV) {
+        while (e < m->nlops && tsr_ox_in_graph(&m->lops[e])) {
             const int split = m->lops[e].nd.kind == TSR_ND_CONV && tsr_conv2d_input_copies(&m->lops[e].nd.conv) > 1;
             if (split && e > i)
                 break;

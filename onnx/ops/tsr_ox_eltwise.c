@@ -266,10 +266,10 @@ int tsr_ox_qdq_mul_bcast(tsr_onnx_t *m, int ni)
 static int device_operands(const tsr_onnx_t *m, int l, int a, int b)
 {
     const int pa = m->vals[a].prod, pb = m->vals[b].prod;
-    if (pa < 0 || pb < 0 || pa >= l || pb >= l || m->lops[pa].side != SIDE_DEV || m->lops[pb].side != SIDE_DEV)
+    if (pa < 0 || pb < 0 || pa >= l || pb >= l || !tsr_ox_in_graph(&m->lops[pa]) || !tsr_ox_in_graph(&m->lops[pb]))
         return 0;
     for (int j = (pa < pb ? pa : pb) + 1; j < l; j++)
-        if (m->lops[j].side != SIDE_DEV)
+        if (!tsr_ox_in_graph(&m->lops[j]))
             return 0;
     return 1;
 }

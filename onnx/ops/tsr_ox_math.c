@@ -354,9 +354,9 @@ int tsr_ox_add_any(tsr_onnx_t *m, int ni, int arg)
         const int pa = q ? m->vals[m->vals[A->view_of].base].prod : -1,
                   pb = q ? m->vals[m->vals[B->view_of].base].prod : -1;
         const int first = pa < pb ? pa : pb;
-        q = q && pa >= 0 && pb >= 0 && m->lops[pa].side == SIDE_DEV && m->lops[pb].side == SIDE_DEV;
+        q = q && pa >= 0 && pb >= 0 && tsr_ox_in_graph(&m->lops[pa]) && tsr_ox_in_graph(&m->lops[pb]);
         for (int l = first + 1; q && l < m->nlops; l++)
-            q = m->lops[l].side == SIDE_DEV;
+            q = tsr_ox_in_graph(&m->lops[l]);
         if (q)
             return tsr_ox_qdq_add(m, ni, arg);
         const int rc = qadd_const(m, ni, a, b, 0);

@@ -175,14 +175,37 @@ int tsr_ox_qlinear_matmul(tsr_onnx_t *m, int ni, int arg)
     return tsr_ox_qlinear(m, ni, 2);
 }
 
+/* Whether the matmul of two activations lop l runs on the device
+ * (jit/tsr_bmm.h, in a segment of its own): unless TESSERA_ATTN_MATMUL is
+ * "host", when its shapes fit the operator (tsr_bmm_check; the plan at
+ * prepare sees the config). */
+static int bmm_fits(const tsr_onnx_t *m, const ox_lop_t *L)
+{
+    const char *e = getenv("TESSERA_ATTN_MATMUL");
+    if (e && !strcmp(e, "host"))
+        return 0;
+    int32_t one = 1 << 30, sh = 0;
+    tsr_bmm_params_t p = {.a_dtype = m->vals[L->in].elem == ET_UINT8 ? TSR_DT_UINT8 : TSR_DT_INT8,
+                          .b_dtype = m->vals[L->in2].elem == ET_UINT8 ? TSR_DT_UINT8 : TSR_DT_INT8,
+                          .a_zp = L->zpa[0], .b_zp = L->zpb[0], .mult = &one, .shift = &sh, .rq_count = 1};
+    for (int i = 0; i < 4; i++)
+        if (L->geo[i] < 1 || L->geo[i] > INT32_MAX)
+            return 0;
+    p.batch = (int)L->geo[0], p.m = (int)L->geo[1], p.k = (int)L->geo[2], p.n = (int)L->geo[3];
+    const int ok = !tsr_bmm_check(&p);
+    tsr_err_clear();
+    return ok;
+}
+
 /* QDQ MatMul of two quantized activations (attention's Q.K^T and
  * attention.V, batched over heads): DequantizeLinear views in,
- * QuantizeLinear out, as ONNX Runtime fuses it into a QLinearMatMul. On the
- * host, ORT's arithmetic: the int32 sum of (a - a_zp)(b - b_zp), times
- * float32 a_scale * b_scale / y_scale, rounded half to even, saturated
- * (H_QMATMUL). Not on the device: the JIT's dense takes its weights as a
- * constant at build time (tsr_graph_dense copies them), not as a device
- * tensor produced at run time. */
+ * QuantizeLinear out, as ONNX Runtime fuses it into a QLinearMatMul. ORT's
+ * arithmetic: the int32 sum of (a - a_zp)(b - b_zp), times float32 a_scale
+ * * b_scale / y_scale, rounded half to even, saturated (H_QMATMUL). On the
+ * device when it fits (bmm_fits): jit/tsr_bmm.h, each batch's B written as
+ * the weights of one dense plan (the requantization in fixed point within
+ * 1 LSB, exact with EXACT_REQUANT; two int8 activations, which ORT runs as
+ * a float32 SGEMM, within 1 LSB); else on the host, bit for bit. */
 int tsr_ox_qdq_matmul_host(tsr_onnx_t *m, int ni)
 {
     const int a = tsr_ox_in_val(m, ni, 0), b = tsr_ox_in_val(m, ni, 1);
@@ -239,6 +262,11 @@ int tsr_ox_qdq_matmul_host(tsr_onnx_t *m, int ni)
     L->zpa = io.za, L->nzpa = 1, L->zpb = io.zb, L->nzpb = 1;
     L->mult = mult, L->yzp = o.zp;
     m->vals[m->vals[y].base].prod = l;
+    if (bmm_fits(m, L)) { /* a device lop of no netdesc kind (tsr_ox_is_bmm) */
+        L->side = SIDE_DEV;
+        tsr_strsafe(nname(m, ni), L->nd.name, sizeof L->nd.name);
+        L->name_node = ni;
+    }
     tsr_ox_qdq_fold(m, ni);
     return 0;
 }

@@ -16,8 +16,10 @@ LayerNorm's Sqrt: ORT's is Eigen's fast-math packet sqrt (rsqrtps and one Newton
 rounded) on all but the last n % 4 elements: bit-exact (bound 0 ulp) on 197 variances.
 The MatMul of two activations (attention's Q.K^T): u8 x u8 ORT fuses into QLinearMatMul (integers, one
 float rounding); int8 x int8 it runs unfused, DQ -> float32 SGEMM -> Q, whose rounding noise decides
-the ties. Scales with a_scale * b_scale / y_scale = 1/2 exactly make half the outputs ties: exact
-(bound 0 LSB) in both variants.
+the ties. Scales with a_scale * b_scale / y_scale = 1/2 exactly make half the outputs ties: the host
+kernel (TESSERA_ATTN_MATMUL=host) exact (bound 0 LSB) in both variants; the device's matmul of two
+activations (jit/tsr_bmm.h, the default) exact in u8 with EXACT_REQUANT, within 1 LSB in fixed point
+(it rounds ties up) and in s8 (exact integer sums, not ORT's SGEMM noise).
 """
 import json
 import os
@@ -93,8 +95,21 @@ def main():
     T.setup()
     rng = np.random.default_rng(4)
     xm = (rng.standard_normal((1, 24, 24)) * 0.4).astype(np.float32)
+    exact_cfg = os.path.realpath("default_exact.json")
+    with open(os.path.join(os.path.dirname(os.path.realpath(__file__)), "..", "..", "configs", "default.json")) as f:
+        cfg = json.load(f)
+    cfg["EXACT_REQUANT"] = 1
+    with open(exact_cfg, "w") as f:
+        json.dump(cfg, f)
     for act in ("u8", "s8"):
-        T.against_ort(f"matmul of activations on ties {act}", matmul_model(act), xm, max_lsb=0)
+        os.environ["TESSERA_ATTN_MATMUL"] = "host"
+        try:
+            T.against_ort(f"matmul of activations on ties {act}, host", matmul_model(act), xm, max_lsb=0)
+        finally:
+            del os.environ["TESSERA_ATTN_MATMUL"]
+        T.against_ort(f"matmul of activations on ties {act}, device", matmul_model(act), xm, max_lsb=1)
+        T.against_ort(f"matmul of activations on ties {act}, device exact", matmul_model(act), xm,
+                      max_lsb=0 if act == "u8" else 1, extra=("--config", exact_cfg))
     rng = np.random.default_rng(2)
     v = rng.uniform(0.05, 12.0, (1, 197, 1)).astype(np.float32)
     path = T.save(T.model([helper.make_node("Sqrt", ["x"], ["y"], name="sqrt")], [("x", TP.FLOAT, [1, 197, 1])],
