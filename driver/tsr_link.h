@@ -17,7 +17,10 @@
  *   TSR_LINK_SHARED  one channel for every port: transfers are served one at
  *                    a time in the order they are requested (FIFO), so
  *                    transfers of different stages that overlap in time
- *                    wait for each other.
+ *                    wait for each other. Requests at the same simulated
+ *                    time are served in the order their stages' processes
+ *                    run (SystemC's, deterministic: a stage that goes on
+ *                    without waiting asks before one it has just woken).
  * The replay is a SystemC/TLM-2.0 simulation (sim/systemc/tsr_sc_link.cpp:
  * an initiator socket per port, one interconnect target, the delay returned
  * in b_transport's timing annotation); it needs the systemc layer linked
