@@ -29,6 +29,8 @@ typedef struct {
     int is_input;          /* plan: a graph input (no producer, read by some node) */
     tsr_dtensor_t orig;    /* the tensor as declared, while t is its tap-packed form */
     int dead;              /* plan: a conv's output that an add fused into the conv replaces (no buffer) */
+    uint64_t view_off;     /* plan: where its bytes start in its alias's (a concat's input: its channel slice) */
+    int slice;             /* plan: a concat's input, a view of the concat's output (alias) at view_off */
 } gtensor_t;
 
 typedef struct {
@@ -48,6 +50,7 @@ typedef struct {
         tsr_mul_params_t mul;
         tsr_gavg_params_t gavg;
         tsr_softmax_params_t softmax;
+        tsr_concat_params_t concat;
         unsigned char prm[1];
     };
     int is_dense;          /* conv built from a dense node */
@@ -482,7 +485,7 @@ static int plain_node(tsr_graph_t *g, tsr_op_kind_e op, const char *name, int a,
         return tsr_err(TSR_EINVAL, "graph: node \"%s\": an activation table needs the config key ACT_LUT (this "
                        "config has ACT_LUT = 0)", n->name);
     tsr_op_io_t io[3];
-    if ((rc = d->check(p, io)))
+    if ((rc = d->check(p, io)) || (op == TSR_OPK_CONCAT && (rc = tsr_concat_layout(&g->cfg, p))))
         return tsr_err_prefix(rc, "graph: node \"%s\": ", n->name);
     const int ids[3] = {a, d->n_inputs == 2 ? b : y, y};
     for (int k = 0; k <= d->n_inputs; k++)
@@ -538,6 +541,15 @@ int tsr_graph_softmax(tsr_graph_t *g, const char *name, int x, int y, const tsr_
     return plain_node(g, TSR_OPK_SOFTMAX, name, x, -1, y, p);
 }
 
+int tsr_graph_concat(tsr_graph_t *g, const char *name, int a, int b, int y)
+{
+    if (!g || a < 0 || b < 0 || a >= g->nt || b >= g->nt)
+        return tsr_err(TSR_EINVAL, "graph: node \"%s\": an input tensor does not exist", name ? name : "?");
+    const tsr_dtensor_t *ta = &g->ts[a].t, *tb = &g->ts[b].t;
+    const tsr_concat_params_t p = {ta->n, ta->h, ta->w, ta->c, tb->c, ta->dtype, ta->zp};
+    return plain_node(g, TSR_OPK_CONCAT, name, a, b, y, &p);
+}
+
 int tsr_graph_reshape(tsr_graph_t *g, const char *name, int x, int y)
 {
     gnode_t *n = NULL;
@@ -562,6 +574,68 @@ static int root_of(const tsr_graph_t *g, int t)
     while (g->ts[t].alias != t)
         t = g->ts[t].alias;
     return t;
+}
+
+/* Bytes from t's root's start to t's (a concat slice's offset, summed along the aliases). */
+static uint64_t view_offset(const tsr_graph_t *g, int t)
+{
+    uint64_t off = 0;
+    for (; g->ts[t].alias != t; t = g->ts[t].alias)
+        off += g->ts[t].view_off;
+    return off;
+}
+
+/* Tensor x (through its reshapes) can become a slice of another: its
+ * bytes are its own (no slice of another concat yet, no graph input, which
+ * the host writes and may hold tap-packed) and not y's (a cycle). */
+static int sliceable(const tsr_graph_t *g, int x, int y)
+{
+    for (int t = x;; t = g->ts[t].alias) {
+        if (g->ts[t].slice)
+            return 0;
+        if (g->ts[t].alias == t)
+            return g->ts[t].producer >= 0 && t != root_of(g, y);
+    }
+}
+
+/* Each concat's inputs become views of its output (tsr_concat.h): the
+ * root of each input's bytes aliases the output at the input's channel
+ * offset, so its producer writes the slice in place and the lifetimes
+ * (place) keep the output from the first producer to the last reader of
+ * any slice. An input that cannot be a slice (a graph input, a slice of
+ * another concat already: DenseNet's features in every later concat, or
+ * both inputs one tensor) is first copied on the device by an identity
+ * requantize (multiplier 2^30, shift 1: exactly x), a node added here once. */
+static int concat_views(tsr_graph_t *g)
+{
+    const int nn = g->nn;
+    for (int i = 0; i < nn; i++) {
+        if (g->ns[i].op != TSR_OPK_CONCAT)
+            continue;
+        for (int k = 0; k < 2; k++) {
+            const int x = g->ns[i].in[k], y = g->ns[i].out;
+            if (!sliceable(g, x, y) || (k == 1 && root_of(g, x) == root_of(g, g->ns[i].in[0]))) {
+                const tsr_dtensor_t t = g->ts[x].t;
+                static const int32_t mult = 1 << 30, shift = 1;
+                tsr_requant_params_t rp = {.n = t.n, .c = t.c, .h = t.h, .w = t.w, .x_dtype = t.dtype, .x_zp = t.zp};
+                rp.y_dtype = t.dtype, rp.y_zp = t.zp, rp.mult = &mult, rp.shift = &shift, rp.rq_count = 1;
+                rp.act_min = t.dtype == TSR_DT_UINT8 ? 0 : -128, rp.act_max = rp.act_min + 255;
+                char nm[48];
+                snprintf(nm, sizeof nm, "%.40s.copy%d", g->ns[i].name, k);
+                int c, rc = tsr_graph_tensor(g, t.n, t.c, t.h, t.w, t.dtype, t.zp, &c);
+                if (!rc)
+                    rc = tsr_graph_requantize(g, nm, x, c, &rp);
+                if (rc)
+                    return tsr_err_prefix(rc, "graph: node \"%s\": ", g->ns[i].name);
+                g->ns[i].in[k] = c;
+            }
+            const int r = root_of(g, g->ns[i].in[k]);
+            g->ts[r].alias = y;
+            g->ts[r].slice = 1;
+            g->ts[r].view_off = k ? tsr_concat_b_offset(&g->cfg, &g->ns[i].concat) : 0;
+        }
+    }
+    return TSR_OK;
 }
 
 /* Kahn's algorithm over the producer relation; a node left over is on (or
@@ -719,6 +793,9 @@ static const char *op_name(const gnode_t *n)
     }
 }
 
+/* A reshape or a concat: views of other tensors' bytes, no kernel. */
+static int runs_nothing(const gnode_t *n) { return n->op == TSR_OPK_RESHAPE || n->op == TSR_OPK_CONCAT; }
+
 static double real_bytes(const tsr_dtensor_t *t) { return (double)t->n * t->c * t->h * t->w; }
 
 /* Static per-layer figures: MACs, compulsory bytes, bound. */
@@ -750,7 +827,7 @@ static void layer_static(tsr_graph_t *g, gnode_t *n)
         L->compulsory = tsr_roofline_conv2d_compulsory(&n->conv, 0);
         if (!n->bias) /* no bias moves no bias bytes */
             L->compulsory -= 4.0 * n->conv.c_out;
-    } else if (n->op != TSR_OPK_RESHAPE) {
+    } else if (!runs_nothing(n)) {
         L->compulsory = real_bytes(&g->ts[n->in[0]].t) + real_bytes(&g->ts[n->out].t);
         if (n->in[1] >= 0)
             L->compulsory += real_bytes(&g->ts[n->in[1]].t);
@@ -859,7 +936,7 @@ static int plan_node(tsr_graph_t *g, gnode_t *n)
     const gnode_t *cv = conv_job(g, n, &j, &ap);
     if (cv)
         rc = plan_conv(g, n, cv, &j);
-    else if (!n->finto && n->op != TSR_OPK_RESHAPE) /* a conv fused into an add runs in the add's node */
+    else if (!n->finto && !runs_nothing(n)) /* a conv fused into an add runs in the add's node */
         rc = plan_plain(g, n);
     if (rc)
         return tsr_err_prefix(rc, "graph: node \"%s\": ", n->name);
@@ -1023,12 +1100,14 @@ int tsr_graph_plan(tsr_graph_t *g, tsr_device_t *dev, unsigned flags)
         return tsr_err(TSR_EINVAL, "graph: the device's config has another BATCH/BLOCK than the graph's");
     if (!g->nn)
         return tsr_err(TSR_EINVAL, "graph: no nodes");
-    /* reshapes alias their input's bytes */
+    /* reshapes alias their input's bytes, concats' inputs are slices of their output's */
     for (int i = 0; i < g->nn; i++)
         if (g->ns[i].op == TSR_OPK_RESHAPE)
             g->ts[g->ns[i].out].alias = g->ns[i].in[0];
+    int rc = concat_views(g);
     g->dev = dev;
-    int rc = (flags & TSR_GRAPH_NO_TAPPACK) ? TSR_OK : tap_inputs(g);
+    if (!rc && !(flags & TSR_GRAPH_NO_TAPPACK))
+        rc = tap_inputs(g);
     if (!rc && !(flags & TSR_GRAPH_NO_FUSE)) {
         fuse_adds(g);
         if (!(flags & TSR_GRAPH_NO_FUSE_ACT))
@@ -1046,7 +1125,7 @@ int tsr_graph_plan(tsr_graph_t *g, tsr_device_t *dev, unsigned flags)
     if (rc)
         goto fail;
     for (int t = 0; t < g->nt; t++) {
-        g->ts[t].t.addr = g->ts[root_of(g, t)].dead ? 0 : g->arena + g->ts[root_of(g, t)].off;
+        g->ts[t].t.addr = g->ts[root_of(g, t)].dead ? 0 : g->arena + g->ts[root_of(g, t)].off + view_offset(g, t);
         g->ts[t].is_input = 0;
         for (int i = 0; i < g->nn && g->ts[t].producer < 0; i++)
             g->ts[t].is_input |= g->ns[i].in[0] == t || g->ns[i].in[1] == t;
@@ -1071,7 +1150,7 @@ fail:
     g->pack_cap = 0;
     unplan(g);
     for (int t = 0; t < g->nt; t++)
-        g->ts[t].alias = t;
+        g->ts[t].alias = t, g->ts[t].view_off = 0, g->ts[t].slice = 0;
     return rc;
 }
 
@@ -1332,7 +1411,7 @@ void tsr_graph_totals(const tsr_graph_t *g, tsr_graph_totals_t *o)
         return;
     for (int i = 0; i < g->nn; i++) {
         const gnode_t *n = &g->ns[i];
-        if (n->op == TSR_OPK_RESHAPE || n->finto)
+        if (runs_nothing(n) || n->finto)
             continue;
         o->layers++;
         o->macs += n->L.macs;
@@ -1373,7 +1452,7 @@ void tsr_graph_print_report(const tsr_graph_t *g, FILE *f)
     int k = 0;
     for (int i = 0; i < g->nn; i++) {
         const gnode_t *n = &g->ns[g->order[i]];
-        if (n->op == TSR_OPK_RESHAPE || n->finto)
+        if (runs_nothing(n) || n->finto)
             continue;
         const tsr_graph_layer_t *L = &n->L;
         char cyc[24] = "-", util[16] = "-", ratio[16] = "-";

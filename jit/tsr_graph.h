@@ -2,7 +2,8 @@
  * tsr_graph: the graph runtime. A network is built as operators over
  * tensors (conv2d incl. depthwise and strided, dense, max/avg/global pool,
  * add, relu/clip, activation tables, the multiply by a per-channel vector,
- * the global average into its own quantization, reshape as a relabelling),
+ * the global average into its own quantization, reshape as a relabelling,
+ * concat along channels as views),
  * validated as it is built,
  * planned once for a device (every kernel generated or taken from the
  * kernel cache, every weight packed and uploaded, all activations placed in
@@ -57,6 +58,7 @@ typedef tsr_op_kind_e tsr_graph_op_e;
 #define TSR_GOP_ACT TSR_OPK_ACT         /* activation table (ACT_LUT) */
 #define TSR_GOP_MUL TSR_OPK_MUL         /* a tensor times a per-channel vector (squeeze-and-excite) */
 #define TSR_GOP_GAVG TSR_OPK_GAVG       /* global average into its own quantization (any window) */
+#define TSR_GOP_CONCAT TSR_OPK_CONCAT   /* two tensors along channels, the inputs views of the output (no kernel) */
 
 /* Plan flags. */
 #define TSR_GRAPH_KEEP_ALL 1u    /* every tensor keeps its own buffer (readable after exec; no reuse), but a
@@ -170,6 +172,16 @@ int tsr_graph_gavg(tsr_graph_t *g, const char *name, int x, int y, const tsr_gav
  * tsr_softmax.h: integers on the device, ACT_LUT >= 4 for the exponent's
  * tables, refused at plan without); the layer table names it "softmax". */
 int tsr_graph_softmax(tsr_graph_t *g, const char *name, int x, int y, const tsr_softmax_params_t *p);
+/* y = a and b along channels (tsr_concat.h): y [N, Ca + Cb, H, W], all
+ * three of one dtype and zero point; no kernel runs. The plan makes a and
+ * b views of y's buffer (their producers write their channel slices in
+ * place, y lives from the first producer to the last reader), copying on
+ * the device first (an identity requantize, "requant" in the report) an
+ * input that cannot be a view: a graph input, an input already a slice of
+ * another concat, or b = a. Refused here, naming the node, when the layout
+ * does not allow views (N > BATCH, Ca not a multiple of BLOCK). More
+ * inputs: a chain (concat(concat(a, b), c) ...), the intermediates views too. */
+int tsr_graph_concat(tsr_graph_t *g, const char *name, int a, int b, int y);
 /* y relabels x's bytes: same N, C, dtype and zero point and H*W (the
  * blocked layout is then identical), e.g. [N,C,1,1] -> [N,C,1,1] views. */
 int tsr_graph_reshape(tsr_graph_t *g, const char *name, int x, int y);

@@ -568,7 +568,7 @@ static const size_t params_at[TSR_OPK_COUNT] = {
     [TSR_OPK_POOL] = offsetof(tsr_nd_node_t, pool) + 1, [TSR_OPK_ADD] = offsetof(tsr_nd_node_t, add) + 1,
     [TSR_OPK_CLIP] = offsetof(tsr_nd_node_t, clip) + 1, [TSR_OPK_ACT] = offsetof(tsr_nd_node_t, act) + 1,
     [TSR_OPK_MUL] = offsetof(tsr_nd_node_t, mul) + 1, [TSR_OPK_GAVG] = offsetof(tsr_nd_node_t, gavg) + 1,
-    [TSR_OPK_SOFTMAX] = offsetof(tsr_nd_node_t, softmax) + 1,
+    [TSR_OPK_SOFTMAX] = offsetof(tsr_nd_node_t, softmax) + 1, [TSR_OPK_CONCAT] = offsetof(tsr_nd_node_t, concat) + 1,
 };
 
 const void *tsr_nd_node_params(const tsr_nd_node_t *nn)

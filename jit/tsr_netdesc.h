@@ -37,6 +37,7 @@ typedef enum tsr_nd_kind {
     TSR_ND_MUL = TSR_OPK_MUL,     /* (additive) in[0] [N,C,H,W] times the per-channel vector in[1] [N,C,1,1]: .mul */
     TSR_ND_GAVG = TSR_OPK_GAVG,   /* (additive) global average into its own quantization: .gavg */
     TSR_ND_SOFTMAX = TSR_OPK_SOFTMAX, /* (additive) softmax along w or over h*w, needs ACT_LUT >= 4: .softmax */
+    TSR_ND_CONCAT = TSR_OPK_CONCAT,   /* (additive) in[0] and in[1] along channels, no kernel (tsr_concat.h): .concat */
 } tsr_nd_kind_e;
 
 typedef struct tsr_nd_tensor {
@@ -49,7 +50,7 @@ typedef struct tsr_nd_tensor {
 typedef struct tsr_nd_node {
     tsr_nd_kind_e kind;    /* which operator */
     char name[48];         /* "conv1", "layer1.0.conv2", "layer1.0.add", "maxpool", "avgpool", "fc" */
-    int in[2];             /* input tensor ids (in[1] = -1 unless TSR_ND_ADD or TSR_ND_MUL) */
+    int in[2];             /* input tensor ids (in[1] = -1 unless TSR_ND_ADD, TSR_ND_MUL or TSR_ND_CONCAT) */
     int out;               /* output tensor id (every tensor except 0 has exactly one producer) */
     tsr_conv2d_params_t conv;  /* TSR_ND_CONV: shapes/dtypes/zps agree with the tensors; arrays owned by the desc */
     tsr_dense_params_t dense;  /* TSR_ND_DENSE */
@@ -60,6 +61,7 @@ typedef struct tsr_nd_node {
     tsr_mul_params_t mul;      /* TSR_ND_MUL (additive) */
     tsr_gavg_params_t gavg;    /* TSR_ND_GAVG (additive) */
     tsr_softmax_params_t softmax; /* TSR_ND_SOFTMAX (additive) */
+    tsr_concat_params_t concat;   /* TSR_ND_CONCAT (additive) */
     void *w;               /* CONV: OIHW weights, DENSE: [M][K] weights, bytes of the weight dtype (owned) */
     int32_t *bias;         /* CONV / DENSE: [C_out] or [M] int32 (owned), may be NULL */
 } tsr_nd_node_t;

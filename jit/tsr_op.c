@@ -299,6 +299,20 @@ static void softmax_fig(const tsr_op_plan_t *pl, tsr_op_figures_t *f)
     *f = (tsr_op_figures_t){pl->softmax.insns, pl->softmax.ninsns, 0, 0, pl->softmax.insns ? 3 * 256 : 0};
 }
 
+/* -------------------------------------------------------------- concat */
+
+static int concat_check(const void *params, tsr_op_io_t *io)
+{
+    const tsr_concat_params_t *p = params;
+    int rc = tsr_concat_check(p);
+    if (rc)
+        return rc;
+    io_of(&io[0], p->n, p->c_a, p->h, p->w, p->dtype, p->zp);
+    io_of(&io[1], p->n, p->c_b, p->h, p->w, p->dtype, p->zp);
+    io_of(&io[2], p->n, p->c_a + p->c_b, p->h, p->w, p->dtype, p->zp);
+    return TSR_OK;
+}
+
 /* --------------------------------------------------------------- table */
 
 #define IO1 {"input", "output"}
@@ -342,6 +356,10 @@ static const tsr_op_def_t table[TSR_OPK_COUNT] = {
     [TSR_OPK_SOFTMAX] = {.kind = TSR_OPK_SOFTMAX, .name = "softmax", .n_inputs = 1, .io_names = IO1,
                          .params_size = sizeof(tsr_softmax_params_t), .check = softmax_check,
                          .plan_tensors = softmax_plan_t, .plan_free = softmax_free, .figures = softmax_fig},
+    /* a concat runs nothing: the graph makes its inputs views of its output (tsr_concat.h) */
+    [TSR_OPK_CONCAT] = {.kind = TSR_OPK_CONCAT, .name = "concat", .n_inputs = 2,
+                        .io_names = {"input a", "input b", "output"}, .params_size = sizeof(tsr_concat_params_t),
+                        .check = concat_check},
 };
 #undef IO1
 

@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "tsr_act.h"
+#include "tsr_concat.h"
 #include "tsr_conv2d.h"
 #include "tsr_dense.h"
 #include "tsr_driver.h"
@@ -41,8 +42,9 @@ typedef enum tsr_op_kind {
     TSR_OPK_MUL,      /* a tensor times a per-channel vector (squeeze-and-excite; graph only): tsr_mul_params_t */
     TSR_OPK_GAVG,     /* global average into its own quantization, any window (graph only): tsr_gavg_params_t */
     TSR_OPK_SOFTMAX,  /* quantized softmax along w or over h*w (ACT_LUT >= 4; graph only): tsr_softmax_params_t */
+    TSR_OPK_CONCAT,   /* two tensors along channels as views of the output (graph only; no kernel): tsr_concat_params_t */
 } tsr_op_kind_e;
-#define TSR_OPK_COUNT 11 /* one past the last kind */
+#define TSR_OPK_COUNT 12 /* one past the last kind */
 
 /* An activation table node's parameters: the tensors' shape, types and
  * zero points (what the graph matches against; the table itself maps

@@ -245,6 +245,7 @@ static int graph_add_node(tsr_graph_t *g, const tsr_nd_node_t *nn, const int *lo
     case TSR_ND_MUL: return tsr_graph_mul(g, nn->name, x, local[nn->in[1]], y, &nn->mul);
     case TSR_ND_GAVG: return tsr_graph_gavg(g, nn->name, x, y, &nn->gavg);
     case TSR_ND_SOFTMAX: return tsr_graph_softmax(g, nn->name, x, y, &nn->softmax);
+    case TSR_ND_CONCAT: return tsr_graph_concat(g, nn->name, x, local[nn->in[1]], y);
     }
     return tsr_err(TSR_EINVAL, "pipeline: node \"%s\": unknown kind %d", nn->name, (int)nn->kind);
 }

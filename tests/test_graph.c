@@ -1165,6 +1165,141 @@ static void test_conv_bind(void **state)
 /* The operator registry (tsr_op.h): the network description's, the
  * graph's and the runner's kinds are its values, every row answers for
  * its kind, and a kind that names no node operator is refused by name. */
+/* ------------------------------------------------------------ concat */
+
+/* A conv from x to cout channels of type dt and zero point zp (whole range: no clamp). */
+static int rg_conv_to(rg_t *r, int x, int cout, int k, tsr_dtype_e dt, int32_t zp)
+{
+    const int y = rg_conv(r, x, 0, cout, k, 1, k / 2);
+    tsr_nd_node_t *n = &r->nd.nodes[r->nd.nnodes - 1];
+    n->conv.y_dtype = r->nd.tensors[y].dtype = dt;
+    n->conv.y_zp = r->nd.tensors[y].zp = zp;
+    n->conv.act_min = dt == TSR_DT_UINT8 ? 0 : -128;
+    n->conv.act_max = n->conv.act_min + 255;
+    return y;
+}
+
+static int rg_concat(rg_t *r, int a, int b)
+{
+    const tsr_nd_tensor_t A = r->nd.tensors[a], B = r->nd.tensors[b];
+    const int y = rg_tensor(r, A.n, A.c + B.c, A.h, A.w, A.dtype, A.zp);
+    tsr_nd_node_t *n = rg_node(r, TSR_ND_CONCAT, a, b);
+    n->concat = (tsr_concat_params_t){A.n, A.h, A.w, A.c, B.c, A.dtype, A.zp};
+    n->out = y;
+    return y;
+}
+
+/* A random network of concats: branches (convs, a max pool, an act table)
+ * of a conv over the input joined in chains of 2 to 4 inputs (channel
+ * counts multiples of BLOCK but the last's), a feature reused by a later
+ * concat (DenseNet), sometimes the graph input itself or one tensor twice
+ * as a concat's input (both copied on the device first), convs reading the
+ * concats. */
+static void rg_concat_net(uint64_t s, int block, tsr_netdesc_t *out)
+{
+    rg_t r;
+    memset(&r, 0, sizeof r);
+    r.s = s;
+    tsr_dtype_e dt;
+    int32_t zp;
+    rnd_dtype(&r, &dt, &zp);
+    const int h = rnd(&r, 3, 9), w = rnd(&r, 3, 9), cin = block * rnd(&r, 1, 2);
+    const int x = rg_tensor(&r, 1, cin, h, w, dt, zp);
+    const int stem = rg_conv_to(&r, x, block * rnd(&r, 1, 2), 1, dt, zp);
+    int feat = stem, prev = -1;
+    for (int blk = 0; blk < 2; blk++) {
+        const int nin = rnd(&r, 2, 4);
+        int cat = -1;
+        for (int i = 0; i < nin; i++) {
+            const int last = i == nin - 1;
+            const int c = last ? rnd(&r, 1, 2 * block + 3) : block * rnd(&r, 1, 2);
+            int b;
+            const int kind = rnd(&r, 0, 9);
+            if (kind == 0 && r.nd.tensors[x].c % block == 0 && !last)
+                b = x; /* the graph input: copied */
+            else if (kind == 1 && prev >= 0 && (r.nd.tensors[prev].c % block == 0 || last))
+                b = prev; /* a slice of the previous concat already: copied */
+            else if (kind == 2 && r.nd.tensors[feat].c % block == 0)
+                b = feat;
+            else {
+                b = rg_conv_to(&r, feat, c, rnd(&r, 0, 1) ? 1 : 3, dt, zp);
+                if (kind == 3) { /* through a max pool that keeps the shape */
+                    tsr_nd_node_t *n = rg_node(&r, TSR_ND_POOL, b, -1);
+                    const tsr_nd_tensor_t B = r.nd.tensors[b];
+                    n->pool = (tsr_pool_params_t){.kind = TSR_POOL_MAX, .n = 1, .c = B.c, .h = B.h, .w = B.w, .kh = 3,
+                                                  .kw = 3, .stride_h = 1, .stride_w = 1, .pad_top = 1, .pad_left = 1,
+                                                  .pad_bottom = 1, .pad_right = 1, .dtype = dt, .zp = zp};
+                    n->out = b = rg_tensor(&r, 1, B.c, B.h, B.w, dt, zp);
+                }
+            }
+            cat = cat < 0 ? b : rg_concat(&r, cat, b);
+            if (kind == 4 && cat != b && !last && r.nd.tensors[cat].c % block == 0)
+                cat = rg_concat(&r, cat, cat); /* one tensor twice */
+        }
+        prev = cat;
+        feat = rg_conv_to(&r, cat, block * rnd(&r, 1, 2), 1, dt, zp);
+    }
+    r.nd.output = rg_conv_to(&r, prev, rnd(&r, 1, 20), 3, dt, zp);
+    snprintf(r.nd.name, sizeof r.nd.name, "concat");
+    *out = r.nd;
+}
+
+/* Concats as views on the device: random concat networks against the
+ * plain-C reference (tsr_netref.c), every tensor (KEEP_ALL: each input
+ * read back from its slice) and with buffers reused between layers (the
+ * output only: a slice's producer must not overwrite a live tensor, nor a
+ * later tensor the concat's output); the report runs no layer for a
+ * concat; a channel offset that is not a multiple of BLOCK and a batch of
+ * several batch blocks are refused naming the node. */
+static void test_concat(void **state)
+{
+    (void)state;
+    const uint64_t s0 = seed();
+    const char *cfgs[2] = {"default", "tiny"};
+    int fails = 0, count = is_rtl() ? 4 : 30;
+    for (int c = 0; c < 2; c++) {
+        tsr_device_t *dev = tsr_test_open(cfgs[c], s0);
+        const int block = tsr_device_config(dev)->block_out;
+        for (int i = 0; i < count; i++) {
+            const uint64_t s = s0 * 7919u + (uint64_t)i;
+            tsr_netdesc_t nd;
+            rg_concat_net(s, block, &nd);
+            if (tsr_netdesc_validate(&nd))
+                fail_msg("concat net %d: invalid desc: %s", i, tsr_errmsg());
+            char label[64];
+            snprintf(label, sizeof label, "%s concat net %d (%d nodes)", cfgs[c], i, nd.nnodes);
+            fails += check_net(dev, &nd, s, label, TSR_GRAPH_KEEP_ALL, NULL);
+            tsr_graph_totals_t tot;
+            fails += check_net(dev, &nd, s, label, 0, &tot);
+            int cats = 0, convs = 0;
+            for (int k = 0; k < nd.nnodes; k++)
+                cats += nd.nodes[k].kind == TSR_ND_CONCAT, convs += nd.nodes[k].kind != TSR_ND_CONCAT;
+            if (tot.layers < convs || !cats)
+                fail_msg("%s: %d layers for %d kernels (the concats run nothing, copies add layers)", label,
+                         tot.layers, convs);
+            tsr_netdesc_free(&nd);
+        }
+        tsr_graph_t *g = NULL;
+        assert_int_equal(tsr_graph_create(tsr_device_config(dev), &g), 0);
+        int t[6];
+        assert_int_equal(tsr_graph_tensor(g, 1, block + 1, 4, 4, TSR_DT_INT8, 0, &t[0]), 0);
+        assert_int_equal(tsr_graph_tensor(g, 1, 3, 4, 4, TSR_DT_INT8, 0, &t[1]), 0);
+        assert_int_equal(tsr_graph_tensor(g, 1, block + 4, 4, 4, TSR_DT_INT8, 0, &t[2]), 0);
+        expect_err(tsr_graph_concat(g, "unaligned", t[0], t[1], t[2]), "unaligned", "a concat at channel BLOCK + 1");
+        assert_non_null(strstr(tsr_errmsg(), "not a multiple of BLOCK"));
+        assert_int_equal(tsr_graph_tensor(g, 1, block, 4, 4, TSR_DT_INT8, 0, &t[3]), 0);
+        assert_int_equal(tsr_graph_tensor(g, 1, block + 3, 4, 4, TSR_DT_INT8, 1, &t[4]), 0);
+        expect_err(tsr_graph_concat(g, "zp", t[3], t[1], t[4]), "zp", "a concat changing the zero point");
+        assert_int_equal(tsr_graph_tensor(g, 2, block, 4, 4, TSR_DT_INT8, 0, &t[5]), 0);
+        if (tsr_device_config(dev)->batch < 2)
+            expect_err(tsr_graph_concat(g, "batch", t[5], t[5], t[0]), "batch", "a concat of batch 2");
+        tsr_graph_free(g);
+        tsr_device_close(dev);
+    }
+    if (fails)
+        fail_msg("%d concat networks differ from the reference (above; seed %llu)", fails, (unsigned long long)s0);
+}
+
 static void test_registry(void **state)
 {
     (void)state;
@@ -1187,7 +1322,7 @@ static void test_registry(void **state)
         const tsr_op_def_t *d = tsr_op_def(k);
         assert_non_null(d);
         assert_int_equal(d->kind, k);
-        assert_true(d->n_inputs == (k == TSR_OPK_ADD || k == TSR_OPK_MUL ? 2 : 1)); /* (gavg: 1) */
+        assert_true(d->n_inputs == (k == TSR_OPK_ADD || k == TSR_OPK_MUL || k == TSR_OPK_CONCAT ? 2 : 1)); /* (gavg: 1) */
         assert_true(d->has_weights == (k == TSR_OPK_CONV || k == TSR_OPK_DENSE));
         assert_true(!d->check == (k == TSR_OPK_RESHAPE));
     }
@@ -1231,6 +1366,7 @@ int main(void)
         cmocka_unit_test(test_bad_graphs),
         cmocka_unit_test(test_plan_failure_frees),
         cmocka_unit_test(test_reshape),
+        cmocka_unit_test(test_concat),
         cmocka_unit_test(test_requantize),
         cmocka_unit_test(test_conv_bind),
         cmocka_unit_test(test_grouped_conv),

@@ -125,6 +125,17 @@ static int run_node(const tsr_netdesc_t *nd, const tsr_nd_node_t *nn, void **out
         }
         return TSR_OK;
     }
+    case TSR_ND_CONCAT: { /* NCHW bytes: per batch item a's C*H*W, then b's */
+        const opref_tensor_t b = view(nd, nn->in[1], outs[nn->in[1]]);
+        if (x.zp != y.zp || b.zp != y.zp || x.dtype != y.dtype || b.dtype != y.dtype || x.c + b.c != y.c)
+            return tsr_err(TSR_EINVAL, "concat: tensors differ from the node's parameters");
+        const size_t ea = (size_t)x.c * x.h * x.w, eb = (size_t)b.c * b.h * b.w;
+        for (int n = 0; n < y.n; n++) {
+            memcpy((uint8_t *)y.data + n * (ea + eb), (const uint8_t *)x.data + n * ea, ea);
+            memcpy((uint8_t *)y.data + n * (ea + eb) + ea, (const uint8_t *)b.data + n * eb, eb);
+        }
+        return TSR_OK;
+    }
     }
     return tsr_err(TSR_EINVAL, "unknown node kind %d", (int)nn->kind);
 }
