@@ -27,7 +27,7 @@ extern "C" {
 #endif
 
 /* Devices a process may have open on the systemc backend at once. */
-#define TSR_SC_SLOTS 16
+#define TSR_SC_SLOTS 32
 
 typedef struct tsr_sc tsr_sc_t;
 
