@@ -2,14 +2,14 @@
 """compare.py: a mixed set of devices against every homogeneous set with the same total MACs (issue 26).
 
 usage: compare.py --tessera BIN --model MODEL.onnx --images X.npy --kinds CFG.json,CFG.json,..
-                  --total MACS[,MACS..] [--backend systemc|fsim] [--max-devices N] [--check]
+                  --total MACS[,MACS..] [--backend systemc|fsim] [--jit-costs] [--max-devices N] [--check]
                   [--json] [-- EXTRA TESSERA FLAGS]
 
 For each total T (MACs per cycle) every multiset of the given device kinds whose MACs per cycle add up
 to T (1..--max-devices devices) is planned and run with the same flags: `tessera infer MODEL -i X.npy
 --devices K --configs ...` (the planner's best plan for that set; on systemc with --calibrate, so the
-node costs are the backend's own, else the JIT's cost model on fsim, which only plans and checks the
-outputs). Each kind's MACs per cycle, DRAM bus bits and on-chip buffer bytes are read from `tessera
+node costs are the backend's own; with --jit-costs the JIT's, measured on systemc; on fsim the JIT's
+cost model, which only plans and checks the outputs). Each kind's MACs per cycle, DRAM bus bits and on-chip buffer bytes are read from `tessera
 config show`, so the table shows whether the sets also have the same total bandwidth and buffer.
 
 Printed per set: the devices, their total bus bits and buffer KiB, the predicted period (cycles of the
@@ -36,7 +36,10 @@ class UsageError(Exception):
 
 
 def kind_info(tessera, cfg):
-    r = subprocess.run([tessera, "config", "show", cfg], capture_output=True, text=True)
+    try:
+        r = subprocess.run([tessera, "config", "show", cfg], capture_output=True, text=True)
+    except OSError as e:
+        raise UsageError(f"--tessera {tessera}: {e.strerror}")
     if r.returncode:
         raise UsageError(f"{cfg}: {r.stderr.strip().splitlines()[-1] if r.stderr.strip() else 'config show failed'}")
     out = r.stdout
@@ -49,16 +52,25 @@ def kind_info(tessera, cfg):
 
 def multisets(kinds, total, max_devices):
     """Counts per kind (a tuple) with sum(count * macs) == total and 1..max_devices devices."""
-    ranges = [range(0, total // k["macs"] + 1) for k in kinds]
+    ranges = [range(0, min(total // k["macs"], max_devices) + 1) for k in kinds]
+    n = 1
+    for r in ranges:
+        n *= len(r)
+    if n > 1000000:
+        raise UsageError(f"{n} combinations of {len(kinds)} kinds: give fewer kinds or a smaller --max-devices")
     for counts in itertools.product(*ranges):
         if sum(c * k["macs"] for c, k in zip(counts, kinds)) == total and 0 < sum(counts) <= max_devices:
             yield counts
 
 
+def calibrated(a):
+    return a.backend != "fsim" and not a.jit_costs
+
+
 def run_set(a, kinds, counts):
     cfgs = [k["cfg"] for c, k in zip(counts, kinds) for _ in range(c)]
     cmd = [a.tessera, "infer", a.model, "-i", a.images, "--devices", str(len(cfgs)), "--configs", ",".join(cfgs),
-           "--backend", a.backend, *(["--calibrate"] if a.backend != "fsim" else []), *a.extra]
+           "--backend", a.backend, *(["--calibrate"] if calibrated(a) else []), *a.extra]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode:
         last = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"exit status {r.returncode}"
@@ -100,7 +112,7 @@ def compare(a, kinds, total):
 
 def table(a, kinds, total, rows, best_h):
     mhz = kinds[0]["mhz"]
-    out = [f"total {total} MACs per cycle ({a.backend}{', calibrated' if a.backend != 'fsim' else ', JIT costs'}"
+    out = [f"total {total} MACs per cycle ({a.backend}{', calibrated' if calibrated(a) else ', JIT costs'}"
            f"{', ' + ' '.join(a.extra) if a.extra else ''}):", "",
            "| set | devices | bus bits | buffers KiB | predicted period | measured period | inputs/s | "
            "vs best homogeneous | outputs equal |",
@@ -127,6 +139,7 @@ def main(argv):
     ap.add_argument("--total", required=True, help="total MACs per cycle, comma-separated")
     ap.add_argument("--backend", default="systemc")
     ap.add_argument("--max-devices", type=int, default=31)
+    ap.add_argument("--jit-costs", action="store_true", help="on systemc too: plan with the JIT's costs")
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--json", action="store_true")
     try:
@@ -156,7 +169,7 @@ def main(argv):
     for t in totals:
         try:
             rows, best_h = compare(a, kinds, t)
-        except RuntimeError as e:
+        except (RuntimeError, UsageError) as e:
             print(f"compare.py: {e}", file=sys.stderr)
             return 2
         if not rows:
