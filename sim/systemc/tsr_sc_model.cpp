@@ -52,13 +52,20 @@ double kPipeLat = 5;     // compute pipe: P0..P4 after the last op issued
 double kDispatch = 3;    // compute: dispatcher cycles per instruction (queue read, decode, pop; 2 -> 3
                          // measured: random programs mean |err| default 2.11 -> 1.91%, tiny 2.53 -> 2.16%,
                          // random configs 2.11 -> 1.81%)
-double kCLoad = 5;       // compute LOAD: last element -> complete
+double kCLoad = 6;       // compute LOAD: last element -> complete (5 -> 6 with the timing of issue 25's
+                         // calibration: tsr_sccal tiny, 200 programs, mean |err| 1.09 -> 1.01%)
 double kStoreOvh = 3;    // store: start -> first write data
 double kFinish = 2;      // FINISH -> DONE
 double kTokLat = 1;      // push -> visible to the popping stage
 double kWalk = 1;        // compute LOAD: start -> its writer at the first row
-double kLoadFront = 0;   // load: command taken -> its first read request (decode, pop, issuer)
+double kLoadFront = 4;   // load: command taken -> its first read request (decode, pop, issuer, the
+                         // reader's and the AXI master's request queues)
 double kStoreEnd = 3;    // store: last write response -> complete (writer idle, push)
+double kFetchStart = 2;  // fetch: START -> its first AR
+double kFetchReq = 3;    // fetch: a chunk's room back (credit) -> the next chunk's AR
+double kLoadTok = 1;     // load: a pop token the front waited for (in its pop state) -> its first read request
+double kHoldBpe = 2;     // load: data the front requested ahead holds the R channel (no reservation) for
+                         // elements of this many beats and more (tsr_load's readers of wide elements)
 constexpr unsigned kBurstBeats = 16;
 constexpr double kQuantum = 16;    // cycles a stage may run ahead inside an instruction
 
@@ -66,7 +73,7 @@ struct tune_env {
     tune_env()
     {
         const char *e = getenv("TSR_SC_TUNE");
-        double *k[] = {&kCmdLat, &kLoadBack, &kPipeLat, &kDispatch, &kCLoad, &kStoreOvh, &kFinish, &kTokLat, &kWalk, &kStoreEnd, &kLoadFront};
+        double *k[] = {&kCmdLat, &kLoadBack, &kPipeLat, &kDispatch, &kCLoad, &kStoreOvh, &kFinish, &kTokLat, &kWalk, &kStoreEnd, &kLoadFront, &kFetchStart, &kFetchReq, &kLoadTok, &kHoldBpe};
         for (size_t i = 0; e && *e && i < sizeof k / sizeof k[0]; i++) {
             char *end;
             double v = strtod(e, &end);
@@ -808,7 +815,8 @@ double tsr_sc_accel::push_tokens(const tsr_insn_t &in, int st, double at)
 }
 
 double tsr_sc_accel::axi(bool write, bool high, uint64_t addr, uint64_t bytes, sc_time *local, double beat_cycles,
-                         const std::function<double()> *between, const std::function<double(uint64_t, double)> *pace)
+                         const std::function<double()> *between, const std::function<double(uint64_t, double)> *pace,
+                         bool blocks)
 {
     const uint64_t b = (uint64_t)bus;
     uint64_t a = addr / b * b, end = (addr + bytes + b - 1) / b * b;
@@ -833,6 +841,8 @@ double tsr_sc_accel::axi(bool write, bool high, uint64_t addr, uint64_t bytes, s
     tsr_sc_axi_ext &ext = *pb.b->ext;
     while (a < end) {
         uint64_t n = std::min<uint64_t>(end - a, kBurstBeats * b);
+        if (blocks)
+            n = std::min<uint64_t>(n, kBurstBeats * b - a % (kBurstBeats * b));
         uint64_t page = (a | 4095) + 1; // no burst crosses 4 KiB
         n = std::min(n, page - a);
         ext.high_prio = high;
@@ -860,6 +870,22 @@ double tsr_sc_accel::axi(bool write, bool high, uint64_t addr, uint64_t bytes, s
                     *local = cyc_time(nb - now());
                 }
             }
+        }
+        if (!write && !high && local->value() > 0) {
+            // A low-priority read ahead of simulated time waits for it: the
+            // DRAM serves bursts in call order, so a fetch or compute read
+            // of an earlier cycle made later would queue behind it.
+            const double at = now() + to_cyc(*local);
+            while (now() < at - 1e-9) {
+                double w = at;
+                if (between) {
+                    const double d = (*between)();
+                    if (d > now() + 1e-9)
+                        w = std::min(w, d);
+                }
+                wait_until(w);
+            }
+            *local = SC_ZERO_TIME;
         }
         ext.min_end = pace ? (*pace)(a + n, -1) : 0;
         gp.set_command(write ? tlm::TLM_WRITE_COMMAND : tlm::TLM_READ_COMMAND);
@@ -1159,19 +1185,29 @@ void tsr_sc_fetch::run()
             const uint32_t n = (uint32_t)A.insns.size();
             const uint64_t bus = (uint64_t)A.bus;
             const uint32_t per_chunk = (uint32_t)std::max<uint64_t>(1, kBurstBeats * bus / TSR_INSN_BYTES);
-            double drained[2] = {A.now(), A.now()}; // cycle the last two chunks left the buffer
-            double disp = A.now();
+            // Cycle each of the last two chunks' reserved room is back (the
+            // reader's credit, tsr_dma_rd_elems): its last beat left the
+            // buffer for the instruction register (with two beats per
+            // instruction, when the instruction before it was dispatched,
+            // then one more cycle; one beat: then; several instructions per
+            // beat: when the last is dispatched), plus the cycles from the
+            // credit to the AR (kFetchReq). The first two chunks' ARs go
+            // kFetchStart cycles after START.
+            double drained[2] = {A.now() + kFetchStart, A.now() + kFetchStart};
+            double disp = A.now(), prev_disp = A.now();
+            const double ibeats = (double)TSR_INSN_BYTES / (double)bus; // beats per instruction
             sc_time local = SC_ZERO_TIME;
             for (uint32_t c0 = 0, k = 0; c0 < n; c0 += per_chunk, k++) {
                 uint32_t cn = std::min(per_chunk, n - c0);
                 A.wait_until(drained[k & 1]); // buffer room reserved for this chunk
                 local = SC_ZERO_TIME;
                 uint64_t addr = A.reg_insn_addr() + (uint64_t)c0 * TSR_INSN_BYTES;
-                double last = A.axi(false, true, addr, (uint64_t)cn * TSR_INSN_BYTES, &local);
+                double last = A.axi(false, true, addr, (uint64_t)cn * TSR_INSN_BYTES, &local, 1, nullptr, nullptr, true);
                 double first = last - (double)((cn * TSR_INSN_BYTES + bus - 1) / bus) + 1;
                 for (uint32_t i = 0; i < cn; i++) {
                     uint32_t idx = c0 + i;
                     double arrive = first + (double)((i + 1) * TSR_INSN_BYTES + bus - 1) / (double)bus - 1;
+                    prev_disp = disp; // (the instruction before this one)
                     disp = std::max(disp + 1, std::ceil(arrive) + 1);
                     int st = (int)tsr_insn_stage(&A.insns[idx]);
                     if (A.cmdq[st].size() >= (size_t)A.cfg.cmd_queue_depth) {
@@ -1203,7 +1239,7 @@ void tsr_sc_fetch::run()
                         tsr_tl_fetch(A.tl, disp);
                     A.fetched = idx + 1;
                 }
-                drained[k & 1] = disp;
+                drained[k & 1] = (ibeats >= 2 ? prev_disp + 1 : ibeats >= 1 ? prev_disp : disp) + kFetchReq;
             }
         } catch (tsr_sc_abort &) {
             a_->idle_after_abort(tsr_sc_accel::kSeqFetch);
@@ -1215,9 +1251,38 @@ void tsr_sc_fetch::run()
 
 tsr_sc_load::tsr_sc_load(sc_module_name n, tsr_sc_accel *a) : sc_module(n), a_(a) {}
 
+// The 32-beat reservation of a load-stage reader of elements narrower than
+// a beat (tsr_dma_rd_elems' credit) spans instructions: beats requested for
+// an earlier instruction and not yet taken by the back hold room too. Per
+// reader, the beats requested so far and, per instruction, the range of
+// them and when the back starts taking them (one element per cycle).
+struct tsr_sc_rsv {
+    struct seg {
+        double lo, hi, t0;
+    };
+    double beats = 0;         // beats requested so far (the reader's count)
+    tsr_sc_ring<seg> segs;    // instructions' beats [lo, hi) taken from t0 on
+    // When beat `need` (counted as `beats`) is taken, elements of bpe beats.
+    double taken(double need, double bpe) const
+    {
+        for (size_t k = segs.size(); k > 0; k--)
+            if (segs[k - 1].lo <= need)
+                return segs[k - 1].t0 + (std::min(need, segs[k - 1].hi) - segs[k - 1].lo) / bpe;
+        return 0;
+    }
+    void add(double n, double t0)
+    {
+        segs.push_back({beats, beats + n, t0});
+        beats += n;
+        while (segs.size() > 1 && segs[1].hi <= beats - 32) // (none older is needed)
+            segs.pop_front();
+    }
+};
+
 // Reads of one LOAD/STORE's rows: one command per row, contiguous rows merged.
 static double transfer(tsr_sc_accel &A, const tsr_insn_t &in, bool write, bool high, uint32_t eb, sc_time *local,
-                       const std::function<double()> *between = nullptr, double walk0 = -1, double back0 = -1)
+                       const std::function<double()> *between = nullptr, double walk0 = -1, double back0 = -1,
+                       tsr_sc_rsv *rsv = nullptr)
 {
     // walk0 >= 0: a compute LOAD of elements at least a beat wide (acc):
     // its writer walks the padded rows in order from walk0, one row per
@@ -1232,10 +1297,10 @@ static double transfer(tsr_sc_accel &A, const tsr_insn_t &in, bool write, bool h
     // elements at least a beat wide there is no reservation either: data
     // the front requested ahead waits in the R channel (holding it) until
     // the back is on its instruction, beyond the reader's 2-beat buffer and
-    // its element register. (Timed so only for elements of 4 beats or more,
-    // e.g. default's wgt rows: with tiny's 2-beat wgt elements it made the
-    // order of compute reads behind them decide whole programs - tiny_lut
-    // max |err| 5.1 -> 9.0% over 100 programs - for no gain in the mean.)
+    // its element register (elements of kHoldBpe beats or more: with tiny's
+    // 2-beat wgt elements too once the front's request latency, kLoadFront,
+    // and the DRAM's call order of reads, axi, were modelled; before, it
+    // made the order of compute reads behind them decide whole programs).
     // Narrower elements keep a 32-beat reservation:
     // a burst is requested only once the back has taken enough of the
     // earlier ones (tsr_dma_rd_elems). (`got` -2 asks for the earliest
@@ -1245,13 +1310,19 @@ static double transfer(tsr_sc_accel &A, const tsr_insn_t &in, bool write, bool h
     double cum = 0;
     auto back_fn = [&](uint64_t end, double got) {
         const double c = cum + (double)((end - bstart) / (uint64_t)A.bus);
-        if (got == -2)
-            return bpe < 1 && c > 32 ? std::max(back0, first) + (c - 32) / bpe : 0.0;
+        if (got == -2) {
+            if (bpe >= 1)
+                return 0.0;
+            if (c > 32)
+                return std::max(back0, first) + (c - 32) / bpe;
+            // (room the reader's earlier instructions still hold)
+            return rsv && rsv->beats + c > 32 ? rsv->taken(rsv->beats + c - 32, bpe) : 0.0;
+        }
         if (got >= 0)
             return 0.0;
         cum = c;
         bstart = end;
-        return bpe >= 4 ? back0 + c - (2 + bpe) : 0.0;
+        return bpe >= kHoldBpe ? back0 + c - (2 + bpe) : 0.0;
     };
     auto pace_fn = [&](uint64_t end, double got) {
         if (back0 >= 0)
@@ -1271,6 +1342,9 @@ static double transfer(tsr_sc_accel &A, const tsr_insn_t &in, bool write, bool h
     const std::function<double(uint64_t, double)> *pp = (walk0 >= 0 || back0 >= 0) && in.x_size ? &pace : nullptr;
     // A store's source gives one row per cycle: rows narrower than a beat slow its beats.
     const double bc = write ? std::max(1.0, (double)A.bus / (double)eb) : 1.0;
+    // Readers of elements narrower than a beat reserve buffer room: their
+    // chunks are 16-beat aligned blocks (a LUT's reader has no reservation).
+    const bool blocks = !write && eb < (uint32_t)A.bus && in.mem_type != TSR_MEM_LUT;
     double last = A.now();
     if (!in.x_size || !in.y_size)
         return last;
@@ -1278,14 +1352,17 @@ static double transfer(tsr_sc_accel &A, const tsr_insn_t &in, bool write, bool h
     if (in.x_stride == in.x_size || in.y_size == 1) {
         r0 = (uint64_t)in.dram_base * eb;
         bstart = r0 / (uint64_t)A.bus * (uint64_t)A.bus;
-        return A.axi(write, high, r0, row * in.y_size, local, bc, between, pp);
+        last = A.axi(write, high, r0, row * in.y_size, local, bc, between, pp, blocks);
+    } else {
+        for (uint32_t y = 0; y < in.y_size; y++) {
+            r0 = ((uint64_t)in.dram_base + (uint64_t)y * in.x_stride) * eb;
+            y0 = y;
+            bstart = r0 / (uint64_t)A.bus * (uint64_t)A.bus;
+            last = std::max(last, A.axi(write, high, r0, row, local, bc, between, pp, blocks));
+        }
     }
-    for (uint32_t y = 0; y < in.y_size; y++) {
-        r0 = ((uint64_t)in.dram_base + (uint64_t)y * in.x_stride) * eb;
-        y0 = y;
-        bstart = r0 / (uint64_t)A.bus * (uint64_t)A.bus;
-        last = std::max(last, A.axi(write, high, r0, row, local, bc, between, pp));
-    }
+    if (rsv && back0 >= 0 && bpe < 1)
+        rsv->add(cum, std::max(back0, first));
     return last;
 }
 
@@ -1297,6 +1374,7 @@ void tsr_sc_load::run()
         double end = 0;
         double t0 = 0; // cycle the stage took it
     } pend;
+    tsr_sc_rsv rsv[2]; // the inp and wgt readers' reservations
     tsr_sc_accel &A = *a_;
     for (;;) {
         try {
@@ -1357,7 +1435,12 @@ void tsr_sc_load::run()
                 if (pend.valid && A.insns[pend.idx].push_next && A.tq[TSR_Q_L2C].tok.size() + A.tq[TSR_Q_L2C].slots.after(A.now()) >= A.tq[TSR_Q_L2C].depth)
                     finalize();
                 A.stage_at[TSR_STAGE_LOAD] = (long)c.idx;
-                sc_time local = kLoadFront > 0 ? cyc_time(kLoadFront) : SC_ZERO_TIME;
+                // The front's first request goes kLoadFront cycles after it
+                // took the command (decode, pop, issuer, the reader's and the
+                // AXI master's queues), kLoadTok after a pop token it waited
+                // for (it waited in the pop state).
+                const double lf = std::max(t0 + kLoadFront, A.now() + (A.now() > t0 + 1e-9 ? kLoadTok : 0)) - A.now();
+                sc_time local = lf > 0 ? cyc_time(lf) : SC_ZERO_TIME;
                 uint32_t eb = tsr_config_elem_bytes(&A.cfg, (int)in.mem_type);
                 double t_issue = A.now();
                 double prev_end = pend.valid ? pend.end : t_issue;
@@ -1375,7 +1458,8 @@ void tsr_sc_load::run()
                 // inline storage, which would allocate per instruction.
                 const std::function<double()> due = std::ref(due_fn);
                 const double back0 = std::max(prev_end, t_issue);
-                double data_end = transfer(A, in, false, false, eb, &local, &due, -1, back0);
+                double data_end = transfer(A, in, false, false, eb, &local, &due, -1, back0,
+                                           &rsv[in.mem_type == TSR_MEM_WGT]);
                 finalize();
                 A.stage_at[TSR_STAGE_LOAD] = (long)c.idx;
                 uint64_t rows = in.x_size ? (uint64_t)(in.y_pad0 + in.y_size + in.y_pad1) * (in.x_pad0 + in.x_size + in.x_pad1) : 0;
@@ -1384,8 +1468,17 @@ void tsr_sc_load::run()
                 // from the first data, priority), pad rows in the other
                 // cycles, also before the first data comes (tsr_load's pad
                 // walker).
+                // The pad walker steps over each data row in a cycle of its
+                // own and loses the cycles the data walker writes in while
+                // it walks: data that comes before it is done cost it all
+                // their cycles.
                 double first = in.x_size ? t_issue + A.dp.latency : t_issue;
-                double back = std::max(std::max(prev_end, t_issue) + (double)rows, first + (double)in.x_size * in.y_size);
+                const double nd = (double)in.x_size * in.y_size, s0 = std::max(prev_end, t_issue);
+                double back = std::max(s0 + (double)rows, first + nd);
+                if ((double)rows > nd && nd > 0) {
+                    const double alone = s0 + ((double)rows - nd) + in.y_size;
+                    back = std::max(first + nd, first < alone ? alone + nd : alone);
+                }
                 double end = std::max(data_end, back) + kLoadBack;
                 pend = {true, c.idx, end, t0};
                 A.hw[TSR_CNT_LOAD_BUSY] += (uint64_t)round_ll(end - t0);
@@ -1502,13 +1595,18 @@ void tsr_sc_compute::run()
                     sc_time local = SC_ZERO_TIME;
                     uint32_t eb = tsr_config_elem_bytes(&A.cfg, (int)in.mem_type);
                     const bool wide = eb >= (uint32_t)A.bus && in.mem_type != TSR_MEM_LUT;
+                    // Reads start once the writer, one padded row per cycle,
+                    // is in the last top padding row (tsr_compute_load).
+                    if (in.x_size && in.y_pad0 > 1)
+                        A.wait_until(t + (double)(in.y_pad0 - 1) * (in.x_pad0 + in.x_size + in.x_pad1));
                     double data_end = transfer(A, in, false, true, eb, &local, nullptr, wide ? t + kWalk : -1);
                     uint64_t rows = in.x_size ? (uint64_t)(in.y_pad0 + in.y_size + in.y_pad1) * (in.x_pad0 + in.x_size + in.x_pad1) : 0;
                     double first = in.x_size ? t + A.dp.latency : t;
                     // The writer walks the rows in order: the padding after the
                     // last element follows its data.
                     const double trailing = in.x_size ? (double)in.y_pad1 * (in.x_pad0 + in.x_size + in.x_pad1) + in.x_pad1 : 0;
-                    double end = std::max(data_end + trailing, first + (double)rows) + kCLoad;
+                    // (an empty LOAD goes from the pop to the push: no reader, no writer)
+                    double end = in.x_size ? std::max(data_end + trailing, first + (double)rows) + kCLoad : t;
                     A.hw[TSR_CNT_COMPUTE_STALL_MEM] += (uint64_t)round_ll(std::max(0.0, end - kCLoad - t - (double)rows));
                     // Data now, the push stamped `end` (its tokens are visible
                     // from then; only this stage's later instructions read

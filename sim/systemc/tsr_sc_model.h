@@ -391,10 +391,12 @@ class tsr_sc_accel : public sc_core::sc_module, public tsr_sc_sequencer {
     // there once its time has come); it returns the cycle it is next due. `pace`, if
     // given, is asked for each read burst (its end address, -1) the cycle
     // its consumer can take the last beat (min_end) and told (the end
-    // address, the burst's completion) after it.
+    // address, the burst's completion) after it. `blocks`: a reader with a
+    // buffer reservation (tsr_dma_rd_elems, BufBeats > 0) requests chunks
+    // aligned to 16-beat blocks, not 16-beat bursts from the start.
     double axi(bool write, bool high, uint64_t addr, uint64_t bytes, sc_core::sc_time *local,
                double beat_cycles = 1, const std::function<double()> *between = nullptr,
-               const std::function<double(uint64_t, double)> *pace = nullptr);
+               const std::function<double(uint64_t, double)> *pace = nullptr, bool blocks = false);
     void exec(const tsr_insn_t &in, uint32_t idx, const char *stage); // fsim data; error -> fail
     void fail(int rc, const std::string &msg);
     void finish(double at);
