@@ -44,7 +44,7 @@ static const char *pipe_help =
     "predicted vs measured, throughput, latency, the speed-up over one device, and\n"
     "whether every output equals the single-device run (exit status 1 if not).\n"
     "\n"
-    "  --devices K        devices (1..64; the systemc backend has 16 slots, one\n"
+    "  --devices K        devices (1..64; the systemc backend has 32 slots, one\n"
     "                     taken by the single-device reference)\n"
     "  --configs A,B,..   config of each device, or one for all (default: default)\n"
     "  --backend NAME     fsim, rtl or systemc for every device (default fsim; fsim\n"
