@@ -78,7 +78,8 @@ typedef struct tsr_graph_layer {
     const char *name;       /* node name */
     const char *op;         /* "conv", "dwconv", "dense", "maxpool", "avgpool", "gap", "add", "clip", "act", "mul", "gavg", "reshape",
                                "conv+add" / "dwconv+add" (an add fused into its conv; the conv's own entry is
-                               then "fused", runs nothing and is left out of the table and totals),
+                               then "fused", runs nothing and is left out of the table and totals; "reshape" and
+                               "concat" run nothing either),
                                "conv+act" / "dwconv+act" likewise for an activation table (TSR_GRAPH_NO_FUSE_ACT) */
     char shape[64];         /* e.g. "56x56,64->64,3x3,s1" */
     double macs;            /* unpadded multiply-accumulates */

@@ -82,23 +82,29 @@ int tsr_onnx_set_target(tsr_onnx_t *m, const tsr_config_t *cfg)
     if (!m || !cfg)
         return tsr_err(TSR_EINVAL, "onnx: NULL model or config");
     const int lut = cfg->act_lut > 0;
-    if (lut == m->act_lut)
+    /* Concats go on the device as views where the target's BLOCK and BATCH allow (ops/tsr_ox_concat.c) */
+    const int cat = m->cat_block != cfg->block_out || m->cat_batch != cfg->batch;
+    if (lut == m->act_lut && !cat)
         return 0;
-    if (!lut) /* the chains' host lops are gone: only a new load brings them back */
+    if (!lut && m->act_lut) /* the chains' host lops are gone: only a new load brings them back */
         return tsr_err(TSR_EINVAL, "%s: set up for a config with activation tables (ACT_LUT), the config has none "
                        "(ACT_LUT = 0): load the model again", m->path);
     for (int s = 0; s < m->nsegs; s++)
         if (m->segs[s].g)
-            return tsr_err(TSR_EINVAL, "%s: already prepared for a config without activation tables (ACT_LUT = "
-                           "0): load the model again", m->path);
-    /* the segments again, after the pass: the act lops join the device runs around them */
+            return tsr_err(TSR_EINVAL, "%s: already prepared for a config %s: load the model again", m->path,
+                           lut != m->act_lut ? "without activation tables (ACT_LUT = 0)" : "of another BLOCK or BATCH");
+    /* the segments again, after the passes: the act lops join the device runs around them */
     tsr_ox_free_segments(m);
-    int rc = tsr_ox_act_tables(m);
-    if (!rc)
-        rc = tsr_ox_softmax_device(m, cfg->act_lut);
+    m->cat_block = cfg->block_out, m->cat_batch = cfg->batch;
+    int rc = 0;
+    if (lut && !m->act_lut) {
+        rc = tsr_ox_act_tables(m);
+        if (!rc)
+            rc = tsr_ox_softmax_device(m, cfg->act_lut);
+    }
     if (!rc)
         rc = tsr_ox_build_segments(m);
-    if (!rc)
+    if (!rc && lut)
         m->act_lut = 1;
     return rc;
 }
@@ -132,6 +138,8 @@ static const char *dev_kind(const tsr_nd_node_t *nd)
         return "global average";
     if (nd->kind == TSR_ND_SOFTMAX)
         return "softmax";
+    if (nd->kind == TSR_ND_CONCAT)
+        return "concat (views, no copy)";
     return nd->kind == TSR_ND_ADD ? "add" : nd->kind == TSR_ND_DENSE ? "dense"
          : nd->pool.kind == TSR_POOL_MAX ? "maxpool" : "avgpool";
 }

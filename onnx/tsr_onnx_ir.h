@@ -175,6 +175,8 @@ struct tsr_onnx {
                                contrib operators have one version) */
     int nexact;             /* operators whose requantization integers came from tessera.requant metadata */
     int act_lut;            /* the lops were set up for a config with activation tables (tsr_onnx_set_target) */
+    int cat_block, cat_batch; /* the target's BLOCK and BATCH Concats were placed for (0: no target yet, on the
+                               host; ops/tsr_ox_concat.c) */
 };
 
 /* ------------------------------------------------------- small helpers */
@@ -351,6 +353,15 @@ int tsr_ox_softmax_device(tsr_onnx_t *m, int act_lut);
  * and the device form is bit-exact with the host kernel (the Mul) or the
  * device add's own (the Add). 1 if it moved, 0 if not. */
 int tsr_ox_promote_lop(tsr_onnx_t *m, int l);
+/* ops/tsr_ox_concat.c: host concat lop l (H_CONCAT) as a device concat when the target's layout makes
+ * its inputs views of its output and both come from device lops with only device lops between them
+ * and l; a device concat back to the host otherwise (run again for each target). 1 if on the device. */
+int tsr_ox_concat_place(tsr_onnx_t *m, int l);
+/* Lop l, a device concat, back to the host copy (the segment pass: its operands come from two
+ * segments, a device graph takes one input). 1 if it was one. */
+int tsr_ox_concat_demote(tsr_onnx_t *m, int l);
+/* The device concats' inputs and output agree on one zero point (after the other lops fixed theirs). */
+int tsr_ox_concat_zps(tsr_onnx_t *m);
 /* tsr_onnx_segment.c (host lops promoted first: tsr_ox_promote_lop) */
 int tsr_ox_build_segments(tsr_onnx_t *m);
 void tsr_ox_free_segments(tsr_onnx_t *m);

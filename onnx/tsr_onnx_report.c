@@ -1,7 +1,7 @@
 /*
  * tsr_onnx_report: the per-layer report as rows (tsr_onnx_report.h). The
  * rows are the layers tsr_graph_print_report prints for each segment
- * (tsr_graph_layer in execution order, less reshapes and convs fused into an
+ * (tsr_graph_layer in execution order, less reshapes, concats and convs fused into an
  * add), and one row per conv run alone; each is joined to its ONNX node
  * through the graph node it is named after (tsr_graph_layer_node: the
  * segment's netdesc node j is lop first + j) and the node that lop's name
@@ -19,7 +19,7 @@
 /* Whether the table prints graph layer L (tsr_graph_print_report's rule). */
 static int printed(const tsr_graph_layer_t *L)
 {
-    return L && strcmp(L->op, "reshape") && strcmp(L->op, "fused");
+    return L && strcmp(L->op, "reshape") && strcmp(L->op, "concat") && strcmp(L->op, "fused");
 }
 
 /* The ONNX node whose name device lop L carries (recorded when the name was given). */

@@ -201,6 +201,8 @@ static int emit_segment(tsr_onnx_t *m, int i, int end, int in_val, int out_val, 
             nn->pool.zp = m->vals[L->in].zp;
         if (L->nd.kind == TSR_ND_SOFTMAX)
             nn->softmax.x_zp = s->nd.tensors[ti].zp;
+        if (L->nd.kind == TSR_ND_CONCAT)
+            nn->concat.zp = s->nd.tensors[to].zp;
         if (L->nd.kind == TSR_ND_ACT) { /* the tensors as the segment has them (bytes to bytes: any will do) */
             const tsr_nd_tensor_t *X = &s->nd.tensors[ti];
             nn->act.n = X->n, nn->act.c = X->c, nn->act.h = X->h, nn->act.w = X->w;
@@ -262,9 +264,13 @@ int tsr_ox_build_segments(tsr_onnx_t *m)
     /* host lops whose operands are device work now (a squeeze-and-excite Mul once its gate's activation
        tables are device lops, then the residual Add after it): device lops, in order, so that each
        promotion can enable the next */
-    for (int i = 0; i < m->nlops; i++)
+    for (int i = 0; i < m->nlops; i++) {
         tsr_ox_promote_lop(m, i);
+        tsr_ox_concat_place(m, i); /* (a Concat's chain: views on the device for the target, ops/tsr_ox_concat.c) */
+    }
     int rc = assign_zps(m);
+    if (!rc)
+        rc = tsr_ox_concat_zps(m);
     if (rc)
         return rc;
     for (int i = 0; i < m->nlops;) {
@@ -294,6 +300,8 @@ int tsr_ox_build_segments(tsr_onnx_t *m)
         int end = e, in_val = -1, out_val = -1;
         while (end > i && !seg_valid(m, i, end, &in_val, &out_val))
             end--;
+        if (end == i && tsr_ox_concat_demote(m, i))
+            continue; /* a device concat whose inputs come from two segments: the host copy after all */
         if (end == i)
             return tsr_err(TSR_EINVAL, "%s: node \"%s\" (%s): its inputs come from two places outside the device "
                            "(a device graph takes one input): not supported yet", m->path,

@@ -64,13 +64,18 @@ static int concat_chain(tsr_onnx_t *m, int ni, const int *src, const size_t *byt
     size_t accb = bytes[0];
     for (int i = 1; i < n; i++) {
         int out = y;
-        if (i < n - 1) { /* the first i + 1 inputs concatenated (only its byte count matters) */
+        if (i < n - 1) { /* the first i + 1 inputs concatenated (4-D along channels, else only its byte count matters) */
             if ((out = tsr_ox_new_val(m, "")) < 0)
                 return out;
             ox_val_t *O = &m->vals[out];
             O->elem = elem, O->ndim = 1, O->defined = 1;
             O->nbytes = accb + bytes[i];
             O->dims[0] = (int64_t)(O->nbytes / esize(elem));
+            if (ndim == 4 && axis == 1 && od[0] && od[2] && od[3]) { /* [N, C so far, H, W]: a device concat's */
+                O->ndim = 4;
+                O->dims[1] = (int64_t)(O->nbytes / esize(elem)) / (od[0] * od[2] * od[3]);
+                O->dims[0] = od[0], O->dims[2] = od[2], O->dims[3] = od[3];
+            }
         }
         const int l = tsr_ox_host_lop(m, ni, H_CONCAT, m->vals[acc].base, out);
         if (l < 0)
@@ -82,7 +87,6 @@ static int concat_chain(tsr_onnx_t *m, int ni, const int *src, const size_t *byt
         acc = out;
         accb += bytes[i];
     }
-    (void)ndim;
     return 0;
 }
 

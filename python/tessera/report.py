@@ -46,7 +46,7 @@ def graph_rows(g, cfg):
     out = []
     for i in range(lib.tsr_graph_nnodes(g)):
         L = lib.tsr_graph_layer(g, i)
-        if L == ffi.NULL or _s(L.op) in ("reshape", "fused"):
+        if L == ffi.NULL or _s(L.op) in ("reshape", "concat", "fused"):
             continue
         out.append(_row(L, cfg.macs_per_op, {"segment": 0, "index": len(out), "node": lib.tsr_graph_layer_node(g, i),
                                              "name": _s(L.name), "layer": _s(L.name)}))

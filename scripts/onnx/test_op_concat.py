@@ -4,7 +4,8 @@ every input and the output with its own calibrated range), against ONNX Runtime.
 
 Bounds: an input whose parameters are the output's is copied exactly; one with its own is requantized
 on the device (the conv epilogue's fixed-point multiplier x_scale / y_scale, one rounding) where ONNX
-Runtime dequantizes and quantizes in float (one rounding): <= 1 LSB. A Concat of one input is an alias.
+Runtime dequantizes and quantizes in float (one rounding): <= 1 LSB. A Concat of one input is an alias. Along channels, with every channel offset a multiple of the config's
+BLOCK, the Concat runs on the device as views (no copy; its bytes are the host copy's exactly).
 """
 import os
 import sys
@@ -48,8 +49,56 @@ def own_params(m, cat):
     return sum(1 for i in node.input if (inits[prod[i].input[1]], inits[prod[i].input[2]]) != out)
 
 
+def conv_concat(act, chans, gains, same=False):
+    """X -> one 1x1 conv per entry of chans (its channels; gains scale the weights: each output its own
+    range, or with same the one weight tensor sliced: one range) -> Concat along channels."""
+    shape = [1, 8, 5, 7]
+    cal = rng.standard_normal((16, *shape[1:])).astype(np.float32)
+    x = rng.standard_normal(shape).astype(np.float32)
+    nodes, inits = [], []
+    w0 = (rng.standard_normal((max(chans), shape[1], 1, 1)) * 0.4).astype(np.float32)
+    for i, (c, g) in enumerate(zip(chans, gains)):
+        w = w0[:c] if same else (rng.standard_normal((c, shape[1], 1, 1)) * 0.4 * g).astype(np.float32)
+        inits.append(numpy_helper.from_array(w, f"w{i}"))
+        nodes.append(helper.make_node("Conv", ["X", f"w{i}"], [f"B{i}"], name=f"conv{i}"))
+    nodes.append(helper.make_node("Concat", [f"B{i}" for i in range(len(chans))], ["Y"], name="cat", axis=1))
+    m = T.model(nodes, [("X", F, shape)], [("Y", F, [1, sum(chans), *shape[2:]])], inits)
+    return T.quantize(m, cal, act), x
+
+
+def device_concats():
+    """Concat of 2-4 device convs on the device (issue 30): its inputs views of its output where the default
+    config's BLOCK (16) divides every channel offset, in one segment with the convs (and the requantizes of
+    inputs with their own parameters), its bytes those of the host copy (TESSERA_CONCAT=host) exactly and
+    within 1 LSB of ONNX Runtime; an offset BLOCK does not divide keeps the host copy."""
+    cases = [("2 equal scales", [16, 16], [1, 1], True, True), ("2 own scales", [16, 16], [1.0, 3.0], False, True),
+             ("3 own scales", [32, 16, 5], [2.0, 0.5, 1.0], False, True),
+             ("4 own scales", [16, 16, 48, 3], [0.5, 1.0, 2.0, 4.0], False, True),
+             ("2 unaligned", [8, 16], [1.0, 3.0], False, False)]
+    for act in ("u8", "s8"):
+        for name, chans, gains, same, dev in cases:
+            label = f"device concat {name} {act}"
+            q, x = conv_concat(act, chans, gains, same)
+            got = T.against_ort(label, q, x, max_lsb=1)
+            path = label.replace(" ", "_") + ".onnx"
+            os.environ["TESSERA_CONCAT"] = "host"
+            rc, host, err = T.infer(path, x)
+            del os.environ["TESSERA_CONCAT"]
+            T.check(f"{label} = host copy", rc == 0 and got is not None and host is not None and
+                    np.array_equal(got, host), err.strip()[:200] if rc else "")
+            rc, out = T.placement(path, x)
+            line = next((ln for ln in out.splitlines() if ln.split()[:2] == ["cat", "Concat"]), "")
+            where = "device, segment 0 (concat" in line if dev else "host" in line
+            segs = " in 1 segment," in out.splitlines()[0] if out else False
+            T.check(f"{label} placed", rc == 0 and where and (segs or not dev), (out.splitlines()[0] if out else "") + " | " +
+                    " ".join(line.split()))
+    if own_params(conv_concat("u8", [16, 16], [1, 1], True)[0], "cat"):
+        T.check("device concat equal scales are equal", False, "the quantizer gave the inputs their own ranges")
+
+
 def main():
     T.setup()
+    device_concats()
     shape = [1, 8, 6, 6]
     cal = rng.standard_normal((16, *shape[1:])).astype(np.float32)
     x = rng.standard_normal(shape).astype(np.float32)
