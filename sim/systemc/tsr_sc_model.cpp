@@ -1194,28 +1194,54 @@ void tsr_sc_fetch::run()
             // credit to the AR (kFetchReq). The first two chunks' ARs go
             // kFetchStart cycles after START.
             double drained[2] = {A.now() + kFetchStart, A.now() + kFetchStart};
-            double disp = A.now(), prev_disp = A.now();
+            const double t_start = A.now();
+            double disp = t_start;
+            dispv_.assign(n, t_start); // each instruction's dispatch
+            std::vector<double> &dispv = dispv_;
             const double ibeats = (double)TSR_INSN_BYTES / (double)bus; // beats per instruction
-            sc_time local = SC_ZERO_TIME;
+            // The chunks' requests go when their room is back, also while
+            // fetch waits to dispatch the chunk before (a full command
+            // queue): the reader requests by its credit, not by dispatch.
+            const uint32_t nch = (n + per_chunk - 1) / per_chunk;
+            uint32_t nreq = 0; // chunks requested
+            double clast[2] = {0, 0}; // each one's last beat
+            auto request = [&](uint32_t j) {
+                A.wait_until(drained[j & 1]); // buffer room reserved for this chunk
+                sc_time local = SC_ZERO_TIME;
+                const uint32_t cj = j * per_chunk;
+                const uint64_t addr = A.reg_insn_addr() + (uint64_t)cj * TSR_INSN_BYTES;
+                clast[j & 1] = A.axi(false, true, addr, (uint64_t)std::min(per_chunk, n - cj) * TSR_INSN_BYTES, &local,
+                                     1, nullptr, nullptr, true);
+                nreq = j + 1;
+            };
+            // When the request of the chunk after chunk k is due (never: none, or sent).
+            auto due = [&](uint32_t k) { return nreq == k + 1 && k + 1 < nch ? drained[(k + 1) & 1] : 1e300; };
             for (uint32_t c0 = 0, k = 0; c0 < n; c0 += per_chunk, k++) {
                 uint32_t cn = std::min(per_chunk, n - c0);
-                A.wait_until(drained[k & 1]); // buffer room reserved for this chunk
-                local = SC_ZERO_TIME;
-                uint64_t addr = A.reg_insn_addr() + (uint64_t)c0 * TSR_INSN_BYTES;
-                double last = A.axi(false, true, addr, (uint64_t)cn * TSR_INSN_BYTES, &local, 1, nullptr, nullptr, true);
+                if (nreq == k)
+                    request(k);
+                if (due(k) <= A.now() + 1e-9)
+                    request(k + 1);
+                double last = clast[k & 1];
                 double first = last - (double)((cn * TSR_INSN_BYTES + bus - 1) / bus) + 1;
                 for (uint32_t i = 0; i < cn; i++) {
                     uint32_t idx = c0 + i;
                     double arrive = first + (double)((i + 1) * TSR_INSN_BYTES + bus - 1) / (double)bus - 1;
-                    prev_disp = disp; // (the instruction before this one)
                     disp = std::max(disp + 1, std::ceil(arrive) + 1);
                     int st = (int)tsr_insn_stage(&A.insns[idx]);
                     if (A.cmdq[st].size() >= (size_t)A.cfg.cmd_queue_depth) {
                         // Full: wait for the pop that frees a slot (no wait
                         // for `disp` first: the entry's visibility follows
                         // from disp, whenever it is pushed).
-                        while (A.cmdq[st].size() >= (size_t)A.cfg.cmd_queue_depth)
-                            A.wait_ev(A.cmdq_ev[st]);
+                        while (A.cmdq[st].size() >= (size_t)A.cfg.cmd_queue_depth) {
+                            const double d = due(k);
+                            if (d <= A.now() + 1e-9)
+                                request(k + 1);
+                            else if (d < 1e300)
+                                A.wait_ev_until(A.cmdq_ev[st], d);
+                            else
+                                A.wait_ev(A.cmdq_ev[st]);
+                        }
                         A.hw[TSR_CNT_FETCH_STALL] += (uint64_t)round_ll(std::max(0.0, A.now() - disp));
                         disp = std::max(disp, A.now());
                     }
@@ -1231,6 +1257,8 @@ void tsr_sc_fetch::run()
                         A.hw[TSR_CNT_FETCH_STALL] += (uint64_t)round_ll(slot - std::max(disp, A.now()));
                         disp = slot;
                     }
+                    if (due(k) < slot)
+                        request(k + 1);
                     A.wait_until(slot);
                     A.cmdq[st].push_back({idx, disp + kCmdLat});
                     A.cmdq_slots[st].pushed();
@@ -1238,8 +1266,18 @@ void tsr_sc_fetch::run()
                     if (A.tl)
                         tsr_tl_fetch(A.tl, disp);
                     A.fetched = idx + 1;
+                    dispv[idx] = disp;
                 }
-                drained[k & 1] = (ibeats >= 2 ? prev_disp + 1 : ibeats >= 1 ? prev_disp : disp) + kFetchReq;
+                // Chunk k + 2 needs as many beats of room as it has: those
+                // of chunk k up to its own length (a last, short chunk
+                // needs fewer).
+                if (k + 2 < nch) {
+                    const uint32_t c2 = (k + 2) * per_chunk, n2 = std::min(per_chunk, n - c2);
+                    const uint64_t b2 = ((uint64_t)n2 * TSR_INSN_BYTES + bus - 1) / bus;
+                    const uint32_t j = c0 + std::min<uint32_t>(cn, (uint32_t)((b2 * bus + TSR_INSN_BYTES - 1) / TSR_INSN_BYTES)) - 1;
+                    const double dj = dispv[j], dp = j ? dispv[j - 1] : t_start;
+                    drained[k & 1] = (ibeats >= 2 ? dp + 1 : ibeats >= 1 ? dp : dj) + kFetchReq;
+                }
             }
         } catch (tsr_sc_abort &) {
             a_->idle_after_abort(tsr_sc_accel::kSeqFetch);
@@ -1282,7 +1320,7 @@ struct tsr_sc_rsv {
 // Reads of one LOAD/STORE's rows: one command per row, contiguous rows merged.
 static double transfer(tsr_sc_accel &A, const tsr_insn_t &in, bool write, bool high, uint32_t eb, sc_time *local,
                        const std::function<double()> *between = nullptr, double walk0 = -1, double back0 = -1,
-                       tsr_sc_rsv *rsv = nullptr)
+                       tsr_sc_rsv *rsv = nullptr, double *taken = nullptr)
 {
     // walk0 >= 0: a compute LOAD of elements at least a beat wide (acc):
     // its writer walks the padded rows in order from walk0, one row per
@@ -1308,7 +1346,20 @@ static double transfer(tsr_sc_accel &A, const tsr_insn_t &in, bool write, bool h
     const double bus = (double)A.bus, bpe = (double)eb / bus, first = A.now() + A.dp.latency;
     uint64_t bstart = 0;
     double cum = 0;
+    // (*taken: when the back has taken the last element, one per cycle from
+    // back0 and from each burst's first beat)
+    double bnb = 0, left = (double)nd;
+    if (taken)
+        *taken = back0;
     auto back_fn = [&](uint64_t end, double got) {
+        if (got >= 0) {
+            if (taken && left > 0) {
+                const double ne = std::min(left, bnb * bus / (double)eb);
+                *taken = std::max(*taken, got - bnb + 1) + ne;
+                left -= ne;
+            }
+            return 0.0;
+        }
         const double c = cum + (double)((end - bstart) / (uint64_t)A.bus);
         if (got == -2) {
             if (bpe >= 1)
@@ -1318,11 +1369,11 @@ static double transfer(tsr_sc_accel &A, const tsr_insn_t &in, bool write, bool h
             // (room the reader's earlier instructions still hold)
             return rsv && rsv->beats + c > 32 ? rsv->taken(rsv->beats + c - 32, bpe) : 0.0;
         }
-        if (got >= 0)
-            return 0.0;
+        bnb = c - cum;
         cum = c;
         bstart = end;
-        return bpe >= kHoldBpe ? back0 + c - (2 + bpe) : 0.0;
+        // (what fits the buffer and the element register does not wait)
+        return bpe >= kHoldBpe && c > 2 + bpe ? back0 + c - (2 + bpe) : 0.0;
     };
     auto pace_fn = [&](uint64_t end, double got) {
         if (back0 >= 0)
@@ -1458,8 +1509,9 @@ void tsr_sc_load::run()
                 // inline storage, which would allocate per instruction.
                 const std::function<double()> due = std::ref(due_fn);
                 const double back0 = std::max(prev_end, t_issue);
+                double taken = back0;
                 double data_end = transfer(A, in, false, false, eb, &local, &due, -1, back0,
-                                           &rsv[in.mem_type == TSR_MEM_WGT]);
+                                           &rsv[in.mem_type == TSR_MEM_WGT], &taken);
                 finalize();
                 A.stage_at[TSR_STAGE_LOAD] = (long)c.idx;
                 uint64_t rows = in.x_size ? (uint64_t)(in.y_pad0 + in.y_size + in.y_pad1) * (in.x_pad0 + in.x_size + in.x_pad1) : 0;
@@ -1472,13 +1524,18 @@ void tsr_sc_load::run()
                 // own and loses the cycles the data walker writes in while
                 // it walks: data that comes before it is done cost it all
                 // their cycles.
-                double first = in.x_size ? t_issue + A.dp.latency : t_issue;
+                double first = in.x_size && in.y_size ? t_issue + A.dp.latency : t_issue; // (no data: no read)
                 const double nd = (double)in.x_size * in.y_size, s0 = std::max(prev_end, t_issue);
                 double back = std::max(s0 + (double)rows, first + nd);
                 if ((double)rows > nd && nd > 0) {
                     const double alone = s0 + ((double)rows - nd) + in.y_size;
                     back = std::max(first + nd, first < alone ? alone + nd : alone);
                 }
+                // The back takes one element per cycle from each burst's
+                // first beat: narrow elements come faster than it takes
+                // them (the last is taken at `taken` - 1; its push follows
+                // sooner than kLoadBack after a last beat).
+                back = std::max(back, taken - 2);
                 double end = std::max(data_end, back) + kLoadBack;
                 pend = {true, c.idx, end, t0};
                 A.hw[TSR_CNT_LOAD_BUSY] += (uint64_t)round_ll(end - t0);
@@ -1601,7 +1658,7 @@ void tsr_sc_compute::run()
                         A.wait_until(t + (double)(in.y_pad0 - 1) * (in.x_pad0 + in.x_size + in.x_pad1));
                     double data_end = transfer(A, in, false, true, eb, &local, nullptr, wide ? t + kWalk : -1);
                     uint64_t rows = in.x_size ? (uint64_t)(in.y_pad0 + in.y_size + in.y_pad1) * (in.x_pad0 + in.x_size + in.x_pad1) : 0;
-                    double first = in.x_size ? t + A.dp.latency : t;
+                    double first = in.x_size && in.y_size ? t + A.dp.latency : t; // (no data: no read)
                     // The writer walks the rows in order: the padding after the
                     // last element follows its data.
                     const double trailing = in.x_size ? (double)in.y_pad1 * (in.x_pad0 + in.x_size + in.x_pad1) + in.x_pad1 : 0;

@@ -252,6 +252,7 @@ class tsr_sc_fetch : public sc_core::sc_module {
     void run(); // the stage's loop (a fiber of the accelerator's engine)
   private:
     tsr_sc_accel *a_;
+    std::vector<double> dispv_; // cycle each instruction of the run was dispatched
 };
 
 // Load stage (LOAD inp/wgt): front issues the reads of the next instruction
