@@ -348,6 +348,8 @@ static int problem(const tsr_netdesc_t *nd, const tsr_pipenet_host_t *host, doub
         for (int k = 0; k < nkinds && !rc; k++) {
             tsr_op_plan_t pl;
             memset(&pl, 0, sizeof pl);
+            if (def && def->kind == TSR_OPK_CONCAT) /* views of its output: no kernel, no cycles (tsr_concat.h) */
+                continue;
             if (!def || (!def->plan && !def->plan_tensors)) {
                 rc = tsr_err(TSR_EINVAL, "pipenet: node \"%s\": no operator to plan", nn->name);
                 break;
