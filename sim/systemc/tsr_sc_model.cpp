@@ -319,7 +319,10 @@ void tsr_sc_dram::b_transport(tlm::tlm_generic_payload &gp, sc_time &d)
         end = std::max(s + beats * beat_t, x ? x->min_end : 0.0);
         r_free_ = end;
         bw_free_ = std::max(bw_free_, s) + beats * bw_t;
-        rwin_.push_back({s, end});
+        // Data a consumer holds (min_end) stalls the R channel: the slave
+        // presents a beat nobody takes, its bucket fills, and writes go at
+        // full rate; the beats flow as the consumer takes them, at the end.
+        rwin_.push_back({std::max(s, end - beats * beat_t), end});
         if (rwin_.size() > 256)
             rwin_.pop_front();
         rd_bytes += (uint64_t)beats * (uint64_t)bus;
