@@ -101,6 +101,8 @@ int tsr_onnx_set_target(tsr_onnx_t *m, const tsr_config_t *cfg)
         rc = tsr_ox_act_tables(m);
         if (!rc)
             rc = tsr_ox_softmax_device(m, cfg->act_lut);
+        if (!rc)
+            rc = tsr_ox_concat_tables(m);
     }
     if (!rc)
         rc = tsr_ox_build_segments(m);

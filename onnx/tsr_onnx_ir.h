@@ -109,6 +109,9 @@ typedef struct ox_lop {
     int nzpa, nzpb;         /* their counts: 1 per tensor, else per row of in / per output column or channel */
     int32_t yzp;            /* H_QMATMUL: output zero point */
     float mult;             /* H_QMATMUL: a_scale * b_scale / y_scale (float32, as ONNX Runtime) */
+    int cat_rq;             /* device: a Concat input's requantize (scale, zp: the input's; mult, yzp: the
+                               output's), which an activation table replaces exactly with ACT_LUT
+                               (ops/tsr_ox_concat.c tsr_ox_concat_tables) */
     int64_t host_ns;        /* host: its kernel's CPU time in the last tsr_onnx_run (the report's host table:
                                what the DSE's host-time model is calibrated on, scripts/dse/README.md) */
 } ox_lop_t;
@@ -360,6 +363,9 @@ int tsr_ox_concat_place(tsr_onnx_t *m, int l);
 /* Lop l, a device concat, back to the host copy (the segment pass: its operands come from two
  * segments, a device graph takes one input). 1 if it was one. */
 int tsr_ox_concat_demote(tsr_onnx_t *m, int l);
+/* With activation tables (tsr_onnx_set_target): each Concat input's device requantize (ox_lop_t.cat_rq)
+ * becomes the table of the host kernels' QuantizeLinear(DequantizeLinear(x)), bit for bit. */
+int tsr_ox_concat_tables(tsr_onnx_t *m);
 /* The device concats' inputs and output agree on one zero point (after the other lops fixed theirs). */
 int tsr_ox_concat_zps(tsr_onnx_t *m);
 /* tsr_onnx_segment.c (host lops promoted first: tsr_ox_promote_lop) */

@@ -13,8 +13,12 @@
  * between (else the segment would take two inputs from outside). Without a
  * target, or otherwise, or with TESSERA_CONCAT=host, it stays the host
  * copy. The bytes are the same either way: a concat copies, nothing is
- * rounded.
+ * rounded. The inputs' requantizes (a device conv epilogue, within 1 LSB
+ * of ONNX Runtime's float DequantizeLinear/QuantizeLinear) become
+ * activation tables on configs with ACT_LUT: the host kernels' own
+ * function of the 256 input values, bit for bit.
  */
+#include <math.h>
 #include <stdlib.h>
 
 #include "tsr_error.h"
@@ -85,6 +89,47 @@ int tsr_ox_concat_demote(tsr_onnx_t *m, int l)
     L->side = SIDE_HOST;
     L->seg = -1;
     return 1;
+}
+
+/* The table of lop L (a Concat input's requantize): entry (x - off_x) & 255 = y - off_y, y what the host
+ * kernels give for x: DequantizeLinear (tsr_onnx_host.c run_dequant: float32 (x - zp) * scale), then
+ * QuantizeLinear (run_quant: nearbyintf(f / y_scale) + y_zp, saturated) - the same expressions. */
+static int requant_table(const tsr_onnx_t *m, const ox_lop_t *L, tsr_act_table_t *t)
+{
+    const int xe = m->vals[L->in].elem, ye = m->vals[L->out].elem;
+    const int offx = xe == ET_UINT8 ? 128 : 0, offy = ye == ET_UINT8 ? 128 : 0;
+    const int lo = ye == ET_UINT8 ? 0 : -128, hi = ye == ET_UINT8 ? 255 : 127;
+    int32_t v[TSR_ACT_ENTRIES];
+    for (int i = 0; i < TSR_ACT_ENTRIES; i++) {
+        const int32_t q = (int8_t)(uint8_t)i + offx;
+        const float f = (float)((int64_t)q - L->zp) * L->scale;
+        float r = nearbyintf(f / L->mult) + (float)L->yzp;
+        r = r < (float)lo ? (float)lo : r > (float)hi ? (float)hi : r;
+        v[i] = (int32_t)r - offy;
+    }
+    return tsr_act_table_from_values(v, t);
+}
+
+int tsr_ox_concat_tables(tsr_onnx_t *m)
+{
+    for (int i = 0; i < m->nlops; i++) {
+        ox_lop_t *L = &m->lops[i];
+        if (!L->cat_rq || L->side != SIDE_DEV || L->nd.kind != TSR_ND_CONV)
+            continue;
+        tsr_nd_node_t nd;
+        memset(&nd, 0, sizeof nd);
+        int rc = requant_table(m, L, &nd.act.table);
+        if (rc || qdtype(m->vals[L->in].elem, &nd.act.x_dtype) || qdtype(m->vals[L->out].elem, &nd.act.y_dtype))
+            return rc ? rc : tsr_err(TSR_EINVAL, "%s: node \"%s\": a requantize of a non-8-bit value", m->path,
+                                     TSR_SAFE(nname(m, L->node)));
+        nd.kind = TSR_ND_ACT;
+        nd.in[1] = -1;
+        nd.act.x_zp = L->zp, nd.act.y_zp = L->yzp;
+        memcpy(nd.name, L->nd.name, sizeof nd.name);
+        tsr_nd_node_free(&L->nd);
+        L->nd = nd;
+    }
+    return 0;
 }
 
 int tsr_ox_concat_zps(tsr_onnx_t *m)

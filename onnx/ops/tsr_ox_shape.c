@@ -145,7 +145,13 @@ static int requant_to(tsr_onnx_t *m, int ni, int qv, float xs, int32_t xzp, cons
     Y->nbytes = (size_t)numel(Y);
     static const int64_t one[2] = {1, 1}, nopad[4] = {0, 0, 0, 0};
     *t = y;
-    return tsr_ox_sum_requant(m, ni, xq, xs, xzp, one, one, nopad, 1, o, y);
+    const int rc = tsr_ox_sum_requant(m, ni, xq, xs, xzp, one, one, nopad, 1, o, y);
+    const int l = rc ? -1 : m->vals[y].prod;
+    if (l >= 0 && m->lops[l].side == SIDE_DEV && m->lops[l].nd.kind == TSR_ND_CONV) { /* a table with ACT_LUT */
+        ox_lop_t *L = &m->lops[l];
+        L->cat_rq = 1, L->scale = xs, L->zp = xzp, L->mult = o->scale, L->yzp = o->zp;
+    }
+    return rc;
 }
 
 /* Concat of any number of computed tensors of one type along any axis: a

@@ -8,6 +8,7 @@ Runtime dequantizes and quantizes in float (one rounding): <= 1 LSB. A Concat of
 BLOCK, the Concat runs on the device as views (no copy; its bytes are the host copy's exactly).
 """
 import os
+import subprocess
 import sys
 
 import numpy as np
@@ -92,8 +93,54 @@ def device_concats():
             segs = " in 1 segment," in out.splitlines()[0] if out else False
             T.check(f"{label} placed", rc == 0 and where and (segs or not dev), (out.splitlines()[0] if out else "") + " | " +
                     " ".join(line.split()))
+    lut_requant()
     if own_params(conv_concat("u8", [16, 16], [1, 1], True)[0], "cat"):
         T.check("device concat equal scales are equal", False, "the quantizer gave the inputs their own ranges")
+
+
+def lut_requant():
+    """Each input's requantization to the output's parameters, checked element by element on the quantized
+    bytes tessera computed (--tensor: the inputs' and the output's): QuantizeLinear(DequantizeLinear(x)) as
+    ONNX defines it (float32 (x - zp_i) * s_i, float32 division by s_o, round half to even, + zp_o,
+    saturate), in numpy. With activation tables (ACT_LUT) the requantizes are tables of exactly that:
+    0 differ; without, the conv epilogue's fixed-point multiplier: within 1 LSB."""
+    import json
+    with open(os.path.join(T.common.ROOT, "configs", "default.json")) as f:
+        cfg = json.load(f)
+    cfg["ACT_LUT"] = 2
+    with open("lut.json", "w") as f:
+        json.dump(cfg, f)
+    for act in ("u8", "s8"):
+        q, _ = conv_concat(act, [16, 32, 16, 7], [0.3, 1.0, 3.0, 9.0])
+        inits = {t.name: numpy_helper.to_array(t) for t in q.graph.initializer}
+        path = T.save(q, f"lut_requant_{act}.onnx")
+        # inputs spread over their whole range (ties of the requantization are met)
+        x = (rng.standard_normal((1, 8, 5, 7)) * 3).astype(np.float32)
+        names = [f"B{i}_QuantizeLinear_Output" for i in range(4)] + ["Y_QuantizeLinear_Output"]
+        for cfgname, bound in (("lut.json", 0), ("default", 1)):
+            rc, _, err = T.infer(path, x, ["--config", cfgname] + [a for k, n in enumerate(names)
+                                                                  for a in ("--tensor", f"{n}=t{k}.npy")])
+            if rc:
+                T.check(f"requant {act} {cfgname}", False, err[:200])
+                continue
+            t = [np.load(f"t{k}.npy").astype(np.int32) for k in range(5)]
+            so, zo = np.float32(inits["Y_scale"]), int(inits["Y_zero_point"])
+            lo, hi = (0, 255) if act == "u8" else (-128, 127)
+            want = []
+            for i in range(4):
+                si, zi = np.float32(inits[f"B{i}_scale"]), int(inits[f"B{i}_zero_point"])
+                f = (t[i] - zi).astype(np.float32) * si
+                want.append(np.clip(np.rint(f / so) + zo, lo, hi).astype(np.int32))
+            d = np.abs(np.concatenate(want, axis=1) - t[4])
+            T.check(f"requant {act} {cfgname} (bound {bound})", d.max() <= bound,
+                    f"{int((d > 0).sum())} of {d.size} differ, max {int(d.max())}")
+            if cfgname == "lut.json":
+                np.save("pl_lut.npy", x)
+                r = subprocess.run([T.TSR, "infer", path, "-i", "pl_lut.npy", "--config", cfgname, "--backend",
+                                    T.BACKEND], capture_output=True, text=True, errors="replace", timeout=600)
+                rc, out = r.returncode, r.stdout
+                T.check(f"requant {act} tables", rc == 0 and "in 1 segment," in out.splitlines()[0] and
+                        "conv+act" in out, out.splitlines()[0] if out else "")
 
 
 def main():
