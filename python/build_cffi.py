@@ -192,6 +192,7 @@ int tsr_graph_pool(tsr_graph_t *g, const char *name, int x, int y, const tsr_poo
 int tsr_graph_add(tsr_graph_t *g, const char *name, int a, int b, int y, const tsr_add_params_t *p);
 int tsr_graph_clip(tsr_graph_t *g, const char *name, int x, int y, const tsr_clip_params_t *p);
 int tsr_graph_reshape(tsr_graph_t *g, const char *name, int x, int y);
+int tsr_graph_concat(tsr_graph_t *g, const char *name, int a, int b, int y);
 typedef struct tsr_requant_params {
     int n; int c; int h; int w; tsr_dtype_e x_dtype; int32_t x_zp;
     tsr_dtype_e y_dtype; int32_t y_zp; const int32_t *mult; const int32_t *shift; int rq_count;

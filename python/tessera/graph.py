@@ -280,6 +280,23 @@ class Graph:
         _check(lib.tsr_graph_reshape(self._g, name.encode(), x.id, y.id))
         return y
 
+    def concat(self, *xs, name=None):
+        """xs (two or more, one dtype and zero point, the same N, H, W) along channels, as views of one
+        device tensor: no copy (each but the last needs channels a multiple of the config's BLOCK, and N
+        <= BATCH; an input that cannot be a view, such as a graph input, is copied on the device first)."""
+        if len(xs) < 2:
+            raise _arg("xs", "needs two or more tensors, not %d" % len(xs))
+        xs = [self._x(x, "xs") for x in xs]
+        name = self._node_name(name, "concat")
+        y = xs[0]
+        for k, b in enumerate(xs[1:], 1):
+            shp = (y.shape[0], y.shape[1] + b.shape[1], y.shape[2], y.shape[3])
+            nm = name if k == len(xs) - 1 else "%s.%d" % (name[:40], k)
+            t = self._tensor(shp, y.dtype, y.zp, nm)
+            _check(lib.tsr_graph_concat(self._g, nm.encode(), y.id, b.id, t.id))
+            y = t
+        return y
+
     def output(self, *ts):
         """Mark tensors as the graph's outputs (run() returns them in this order). Without any, the last
         tensor made is the output."""

@@ -106,6 +106,27 @@ def test_graph_two_outputs_and_uint8(dev):
     assert np.array_equal(yc, want) and np.array_equal(yr, np.clip(want, 100, 200))
 
 
+def test_graph_concat(dev):
+    """The graph input and three convs' outputs along channels (views of one device tensor; the input is
+    copied on the device): equal to numpy's concatenate of the numpy reference convs; a channel offset that is not a multiple of BLOCK is refused naming the node."""
+    rng = np.random.default_rng(7)
+    g = tessera.Graph(dev)
+    x = g.input((1, 16, 5, 6), zp=-3)
+    ws = [rng.integers(-60, 60, (c, 16, 1, 1), dtype=np.int8) for c in (16, 32, 5)]
+    hs = [g.conv2d(x, w, mult=1 << 30, shift=-8, y_zp=-3, name="c%d" % i) for i, w in enumerate(ws)]
+    y = g.concat(x, hs[0], hs[1], hs[2], name="cat")
+    g.output(y)
+    xa = rng.integers(-128, 127, (1, 16, 5, 6), dtype=np.int8)
+    got = g.run(xa)
+    want = np.concatenate([xa] + [npref.requant(npref.conv2d_acc(xa, w, None, (1, 1), (0,) * 4, 1, -3, 0), 1 << 30,
+                                                -8, -3, -128, 127, np.int8) for w in ws], axis=1)
+    assert got.dtype == want.dtype and np.array_equal(got, want)
+    g2 = tessera.Graph(dev)
+    a = g2.input((1, 5, 3, 3))
+    e = _raises(lambda: g2.concat(a, a, name="odd"), "BLOCK")
+    assert "odd" in str(e)
+
+
 def test_graph_refusals(dev):
     g = tessera.Graph(dev)
     x = g.input((1, 4, 5, 5), np.int8)
