@@ -546,7 +546,13 @@ static int pipe_main(int argc, char **argv, int infer)
     int rn50 = !strcmp(o.net, "resnet50");
     int rc = pipe_configs(&o, cfgs, kind_of, kinds, &nkinds, names);
     if (!rc && infer) { /* the model's device operators as the network; its inputs through the host operators */
-        rc = infer_inputs(&o, &kinds[0], &model, &op, &xin, &ins, &outs, &nimg, &ndp);
+        tsr_config_t tgt = kinds[0]; /* Concats as views need every device's layout: the largest BLOCK, the
+                                        smallest BATCH (onnx/ops/tsr_ox_concat.c) */
+        for (int k = 1; k < nkinds; k++) {
+            tgt.block_out = kinds[k].block_out > tgt.block_out ? kinds[k].block_out : tgt.block_out;
+            tgt.batch = kinds[k].batch < tgt.batch ? kinds[k].batch : tgt.batch;
+        }
+        rc = infer_inputs(&o, &tgt, &model, &op, &xin, &ins, &outs, &nimg, &ndp);
         o.inputs = nimg;
     }
     else if (!rc)
