@@ -28,9 +28,17 @@ seeded with --seed for the whole run; batches of --batch in that order, the last
 shorter; the loss the mean cross-entropy of the batch; torch.optim.SGD (momentum,
 no dampening, no weight decay).
 
+Device effects simulated in float (issue 27: where the device's accuracy gap to float comes from), one at
+a time or comma separated: --sim grad (int8 dY as the trainer quantizes it), grad-row, grad16, weight (int8
+weights in the forward, the float master updated), weight-conv, weight-gemm, weight-eval, weight-stoch, act
+(every activation on the file's uint8/int8 grid); SIMS below says what each does. --features TRAIN.npy
+TEST.npy: the part's input as the device computed it (the quantized frozen tensor that `tessera infer
+--tensor NAME_QuantizeLinear_Output=F.npy` writes) instead of float's.
+
 Usage: float_finetune.py MODEL.onnx --data X.npy --labels Y.npy --test X.npy Y.npy
          [--old X.npy Y.npy] --epochs N --trainable LAYERS [--lr F] [--momentum F]
-         [--batch B] [--seed S] [--float-model FP32.onnx] [--json FILE]
+         [--batch B] [--seed S] [--float-model FP32.onnx] [--sim EFFECTS] [--features TRAIN.npy TEST.npy]
+         [--json FILE]
 """
 import json
 import math
@@ -40,9 +48,25 @@ import sys
 
 USAGE = ("usage: float_finetune.py MODEL.onnx --data X.npy --labels Y.npy --test X.npy Y.npy [--old X.npy Y.npy] "
          "--epochs N --trainable LAYERS [--lr F] [--momentum F] [--batch B] [--seed S] [--float-model FP32.onnx] "
-         "[--json FILE]")
+         "[--sim EFFECTS] [--features TRAIN.npy TEST.npy] [--json FILE]")
 MASK = (1 << 64) - 1
 WEIGHT_OPS = ("Conv", "Gemm", "MatMul")
+# --sim: one device effect at a time, simulated in float (issue 27's gap)
+SIMS = {"grad": "dY of each trainable Conv/Gemm quantized to int8 per tensor (max|g|/127, to nearest) for dW and dX, "
+                "dX's per-channel weight scales folded into dY and quantized again, dX from the int8 weights "
+                "(as train/tsr_train_step.c)",
+        "grad-row": "as grad, but one int8 scale per sample (row of dY)",
+        "grad16": "as grad, with dY split in two int8 parts (hi on max|g|/127, the residual lo on that / 254)",
+        "weight": "the forward with the weights quantized per output channel (max|w|/127.5, int8) each step, "
+                  "the float master copy updated (straight-through)",
+        "weight-conv": "as weight, the Conv layers only",
+        "weight-gemm": "as weight, the Gemm layers only",
+        "weight-eval": "float training, the accuracies with the trained weights quantized as weight does "
+                       "(post-training quantization of the float result)",
+        "weight-stoch": "as weight, the training forward's weights rounded stochastically (floor(w / s + u), fresh u "
+                        "each step), the accuracies' to nearest",
+        "act": "every activation the QDQ file quantizes (frozen features, the part's layers' outputs) rounded to its "
+               "uint8/int8 grid with the file's scale and zero point, clamped (straight-through)"}
 
 
 def fail(msg, code=2):
@@ -70,13 +94,14 @@ def epoch_order(n, state):
 
 def parse(argv):
     o = {"lr": 0.01, "momentum": 0.9, "batch": 16, "seed": 1, "json": None, "epochs": None, "trainable": None,
-         "data": None, "labels": None, "test": None, "old": None, "model": None, "float-model": None}
+         "data": None, "labels": None, "test": None, "old": None, "model": None, "float-model": None, "sim": "",
+         "features": None}
     i = 0
     while i < len(argv):
         a = argv[i]
         if a in ("-h", "--help"):
             fail(USAGE)
-        two = a in ("--test", "--old")
+        two = a in ("--test", "--old", "--features")
         if a.startswith("--"):
             key = a[2:]
             if key not in o or key == "model":
@@ -104,6 +129,10 @@ def parse(argv):
         fail("--lr must be finite and > 0, --momentum in [0, 1)")
     if not (1 <= o["epochs"] <= 1000) or not (1 <= o["batch"] <= 4096) or not (0 <= o["seed"] < 2**64):
         fail("--epochs in [1, 1000], --batch in [1, 4096], --seed in [0, 2^64)")
+    o["sim"] = [v for v in o["sim"].split(",") if v]
+    for v in o["sim"]:
+        if v not in SIMS:
+            fail(f"--sim {v!r}: not one of {', '.join(SIMS)}")
     return o
 
 
@@ -155,6 +184,13 @@ class Graph:
                     fail(f"{qdq_path}: node {n.name} ({n.op_type}): weights or bias not constant")
                 b = qc[n.input[2]] if len(n.input) > 2 and n.input[2] else None
                 qw[n.name] = (qc[n.input[1]], b, n.input[1])
+        # the activations' quantization {tensor: (scale, zero point, qmin, qmax)} (--sim act)
+        self.aq = {}
+        for n in q.graph.node:
+            if n.op_type == "QuantizeLinear" and n.input[0] not in qc and n.input[1] in qc:
+                zp = qc[n.input[2]] if len(n.input) > 2 and n.input[2] in qc else None
+                lo, hi = (-128, 127) if zp is not None and zp.dtype.kind == "i" else (0, 255)
+                self.aq[n.input[0]] = (float(qc[n.input[1]]), 0 if zp is None else int(zp), lo, hi)
         g = onnx.load(float_path).graph if float_path else q.graph
         const = fold_constants(g) if float_path else qc
         self.const, self.nodes, self.params, self.wnames = const, [], {}, {}
@@ -250,6 +286,57 @@ def run_node(n, a, ins, torch, F):
     fail(f"node {n.name}: {op} is not a layer kind the trainer takes")
 
 
+def wscale(w):
+    """The device's per-output-channel weight scale, max|w| / 127.5 (train/tsr_train_step.c's requantize)."""
+    s = w.detach().abs().reshape(w.shape[0], -1).amax(1) / 127.5
+    return s.clamp_min(1e-30).reshape([-1] + [1] * (w.dim() - 1))
+
+
+def qgrad(g, rows, torch, split=False):
+    """g quantized to int8 as the device does (per tensor, or per row of the batch), dequantized; split: plus
+    the residual quantized to int8 on the scale / 254 (two int8 GEMMs)."""
+    a = g.abs().reshape(g.shape[0], -1).amax(1).reshape([-1] + [1] * (g.dim() - 1)) if rows else g.abs().max()
+    s = a / 127.0
+    one = torch.where(s > 0, s, torch.ones_like(s))
+    hi = torch.where(s > 0, torch.clamp(torch.round(g / one), -127, 127) * s, 0 * g)
+    if not split:
+        return hi
+    s2 = s / 254.0
+    return hi + torch.where(s2 > 0, torch.clamp(torch.round((g - hi) / (one / 254.0)), -127, 127) * s2, 0 * g)
+
+
+def sim_layer(torch, F, sims):
+    """A Conv/Gemm layer with the device effects of sims in its forward (weights) and backward (dY)."""
+    class Layer(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, w, b, conv):
+            ctx.conv, ctx.b_none = conv, b is None
+            ctx.save_for_backward(x, w)
+            return (F.conv2d(x, w, b, **conv) if conv is not None else F.linear(x, w, b))
+
+        @staticmethod
+        def backward(ctx, g):
+            x, w = ctx.saved_tensors
+            conv = ctx.conv
+            rows, split = "grad-row" in sims, "grad16" in sims
+            gq = qgrad(g, rows, torch, split)
+            gb = None if ctx.b_none else g.sum(dim=[d for d in range(g.dim()) if d != 1])
+            if conv is not None:
+                gw = torch.nn.grad.conv2d_weight(x, w.shape, gq, **conv)
+            else:
+                gw = gq.t() @ x
+            ws = wscale(w)
+            wq = torch.round(w / ws).clamp(-128, 127)  # (w is already on its grid with --sim weight)
+            cs = ws.reshape(1, -1, *([1] * (g.dim() - 2)))
+            gx = qgrad(g * cs, rows, torch, split)  # dY * w_scale per channel, quantized again; dX = that . wq
+            if conv is not None:
+                gx = torch.nn.grad.conv2d_input(x.shape, wq, gx, **conv)
+            else:
+                gx = gx @ wq
+            return gx, gw, gb, None
+    return Layer
+
+
 def load_xy(xf, yf, shape):
     import numpy as np
     try:
@@ -296,15 +383,44 @@ def main(o):
             return torch.from_numpy(np.array(G.const[v]))
         fail(f"value {v} is not computed before its use")
 
+    sims = set(o["sim"])
+    Layer = sim_layer(torch, F, sims)
+
+    def fq_act(v, t):
+        """--sim act: t on the file's grid of tensor v (straight-through)."""
+        if "act" not in sims or v not in G.aq or v == G.output:
+            return t
+        sc, zp, lo, hi = G.aq[v]
+        return t + ((torch.clamp(torch.round(t / sc) + zp, lo, hi) - zp) * sc - t).detach()
+
     def run(nodes, env):
         for i in nodes:
             n, a = G.nodes[i]
             if n.op_type in WEIGHT_OPS:
                 w, b = params[n.name]
-                ins = [value(env, n.input[0]), w] + ([b] if b is not None else [])
+                wsim = ("weight" in sims or f"weight-{n.op_type.lower()}" in sims
+                        or ("weight-eval" in sims and not torch.is_grad_enabled()))
+                if "weight-stoch" in sims and n.name in train:
+                    ws = wscale(w)
+                    r = torch.floor(w / ws + torch.rand(w.shape)) if torch.is_grad_enabled() else torch.round(w / ws)
+                    w = w + (r.clamp(-128, 127) * ws - w).detach()
+                elif wsim and n.name in train:
+                    w = w + (torch.round(w / wscale(w)).clamp(-128, 127) * wscale(w) - w).detach()
+                x = value(env, n.input[0])
+                if sims & {"grad", "grad-row", "grad16"} and n.name in train and n.op_type in ("Conv", "Gemm"):
+                    conv = None
+                    if n.op_type == "Conv":
+                        p = a.get("pads", [0, 0, 0, 0])
+                        conv = dict(stride=tuple(a.get("strides", [1, 1])), padding=(p[0], p[1]),
+                                    dilation=tuple(a.get("dilations", [1, 1])), groups=a.get("group", 1))
+                    elif not a.get("transB", 0):
+                        fail(f"node {n.name}: --sim grad takes a Gemm with transB")
+                    env[n.output[0]] = fq_act(n.output[0], Layer.apply(x, w, b, conv))
+                    continue
+                ins = [x, w] + ([b] if b is not None else [])
             else:
                 ins = [value(env, v) if v else None for v in n.input]
-            env[n.output[0]] = run_node(n, a, ins, torch, F)
+            env[n.output[0]] = fq_act(n.output[0], run_node(n, a, ins, torch, F))
         return env
 
     prefix = [i for i in range(len(G.nodes)) if i not in set(part)]
@@ -320,7 +436,7 @@ def main(o):
         return {v: torch.cat(t) for v, t in out.items()}
 
     def logits(feat, idx=None):
-        env = {v: (t if idx is None else t[idx]) for v, t in feat.items()}
+        env = {v: fq_act(v, t if idx is None else t[idx]) for v, t in feat.items()}
         return run(part, env)[G.output]
 
     x, y = load_xy(o["data"], o["labels"], G.sample_shape)
@@ -331,6 +447,18 @@ def main(o):
         fail(f"{o['labels']}: labels must be in [0, {G.classes - 1}]")
     fx = features(x)
     fsets = {k: (features(a), b) for k, (a, b) in sets.items()}
+    if o["features"]:  # the frozen part's output as the device computed it (tessera infer --tensor)
+        if len(frozen) != 1 or frozen[0] not in G.aq:
+            fail(f"--features: the part reads {len(frozen)} frozen values, not one quantized tensor")
+        sc, zp = G.aq[frozen[0]][:2]
+        for f, d in ((fx, o["features"][0]), (fsets["new"][0], o["features"][1])):
+            try:
+                a = np.load(d)
+            except (OSError, ValueError) as e:
+                fail(f"{d}: {e}")
+            if a.shape != tuple(f[frozen[0]].shape) or a.dtype.kind not in "iu":
+                fail(f"{d}: expected the quantized {frozen[0]} {tuple(f[frozen[0]].shape)}, is {a.dtype} {a.shape}")
+            f[frozen[0]] = torch.from_numpy(((a.astype(np.float64) - zp) * sc).astype(np.float32))
 
     def acc(f, b):
         with torch.no_grad():

@@ -94,6 +94,49 @@ ok = got == [open("rb.float.json").read()] and stat.S_ISFIFO(os.lstat("rb.fifo")
 print(f"float_finetune.py --json to a FIFO: {'same bytes, still a FIFO' if ok else 'FAILED'}")
 sys.exit(0 if ok else 1)
 PY
+  # --sim grad (the device's int8 dY, simulated in float): its conv and dense gradients against torch autograd's
+  # on dY quantized by hand (max|g| / 127 per tensor; dX from dY * w_scale quantized again and the int8
+  # weights); a bad --sim name refused in one line
+  "$PY" - "$SRC/scripts/train" <<'PY' || fail "float_finetune.py --sim grad"
+import sys
+import torch
+import torch.nn.functional as F
+sys.path.insert(0, sys.argv[1])
+import float_finetune as ff
+torch.manual_seed(1)
+def q8(t):
+    s = t.abs().max() / 127
+    return torch.round(t / s) * s
+ok = True
+L = ff.sim_layer(torch, F, {"grad"})
+for conv in (dict(stride=(1, 1), padding=(1, 1), dilation=(1, 1), groups=1), None):
+    x = torch.randn(4, 3, 5, 5) if conv else torch.randn(4, 7)
+    w = (torch.randn(6, 3, 3, 3) if conv else torch.randn(6, 7)).requires_grad_()
+    b = torch.randn(6).requires_grad_()
+    xx = x.clone().requires_grad_()
+    y = L.apply(xx, w, b, conv)
+    g = torch.randn_like(y) * torch.rand_like(y) ** 4  # (many small values: int8 loses them)
+    y.backward(g)
+    ws = w.detach().abs().reshape(6, -1).amax(1) / 127.5
+    wq = torch.round(w.detach() / ws.reshape(-1, *[1] * (w.dim() - 1))).clamp(-128, 127)
+    cs = ws.reshape(1, -1, *[1] * (g.dim() - 2))
+    x2, w2 = x.clone().requires_grad_(), w.detach().clone().requires_grad_()
+    (F.conv2d(x2, w2, None, **conv) if conv else F.linear(x2, w2)).backward(q8(g))
+    x3 = x.clone().requires_grad_()
+    (F.conv2d(x3, wq, None, **conv) if conv else F.linear(x3, wq)).backward(q8(g * cs))
+    gb = g.sum([0, 2, 3] if conv else [0])
+    for name, got, ref in (("dW", w.grad, w2.grad), ("dX", xx.grad, x3.grad), ("db", b.grad, gb)):
+        err = float((got - ref).abs().max() / ref.abs().max())
+        ok &= err < 1e-5
+        print(f"--sim grad {'conv' if conv else 'dense'} {name}: relative error {err:.2e} against autograd")
+    exact = float((w.grad - (torch.nn.grad.conv2d_weight(x, w.shape, g, **conv) if conv else g.t() @ x)).abs().max())
+    ok &= exact > 0  # (the quantization is there)
+sys.exit(0 if ok else 1)
+PY
+  "$PY" "$SRC/scripts/train/float_finetune.py" "$DIG/resblock_qdq.onnx" --data x --labels y --test a b --epochs 1 \
+    --trainable fc --sim nosuch 2> sim.err && fail "--sim nosuch accepted"
+  grep -q "^float_finetune: --sim 'nosuch': not one of grad," sim.err && [ "$(wc -l < sim.err)" = 1 ] \
+    || fail "--sim nosuch: $(cat sim.err)"
   "$PY" - "${tuned:-0}" <<'PY' || fail "the residual model's device accuracy not within 3 points of float's"
 import json, sys
 t, f = float(sys.argv[1]), 100 * json.load(open("rb.float.json"))["after"]["new"]
