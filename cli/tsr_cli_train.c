@@ -26,6 +26,7 @@ static const char *train_help =
     "                     -o TUNED.onnx [--lr F] [--momentum F] [--batch B] [--seed S]\n"
     "                     [--backend fsim|systemc|rtl] [--config CONFIG] [--backward device|host]\n"
     "                     [--update master|int8] [--grad-round nearest|stochastic]\n"
+    "                     [--grad-bits 8|16] [--weight-round nearest|stochastic]\n"
     "                     [--logits-range observe|fixed] [--loss-logits exact|quantized]\n"
     "                     [--quiet] [device options]\n"
     "\n"
@@ -63,6 +64,13 @@ static const char *train_help =
     "                    scaling; an experiment: most updates round to 0)\n"
     "  --grad-round HOW  the int8 gradients' rounding: nearest (default) or\n"
     "                    stochastic (unbiased; seeded by --seed)\n"
+    "  --grad-bits N     8 (default): each gradient one int8 tensor (scale\n"
+    "                    max|g| / 127); 16: two, its residual on that scale / 254\n"
+    "                    (~15 bits), each backward GEMM twice on the device\n"
+    "  --weight-round HOW  the training forward's int8 weights from the master\n"
+    "                    copy: nearest (default) or stochastic (unbiased: changes\n"
+    "                    below half a step count in expectation; seeded by\n"
+    "                    --seed); the tuned file's to nearest\n"
     "  --logits-range HOW  observe (default): when a batch's logits saturate the\n"
     "                    range the file's quantizer calibrated (a new head's is\n"
     "                    that of random outputs), widen it to hold them (a MinMax\n"
@@ -75,7 +83,7 @@ static const char *train_help =
     "  --quiet           no trainable-part table and no progress lines\n";
 
 enum { O_DATA = 3000, O_LABELS, O_EPOCHS, O_TRAINABLE, O_LR, O_MOMENTUM, O_BATCH, O_SEED, O_BACKEND, O_CONFIG,
-       O_BACKWARD, O_UPDATE, O_GRAD_ROUND, O_LOGITS_RANGE, O_LOSS_LOGITS, O_QUIET, O_HELP };
+       O_BACKWARD, O_UPDATE, O_GRAD_ROUND, O_GRAD_BITS, O_WEIGHT_ROUND, O_LOGITS_RANGE, O_LOSS_LOGITS, O_QUIET, O_HELP };
 
 typedef struct {
     const char *model, *data, *labels, *out, *backend, *cfgname, *trainable;
@@ -156,6 +164,18 @@ static int train_option(int c, char *arg, const tsr_cli_dev_t *dev, train_args_t
             return 0;
         }
         return snprintf(msg, sizeof msg, "--grad-round \"%.64s\": nearest or stochastic", arg), bad(msg);
+    case O_GRAD_BITS:
+        if (!strcmp(arg, "8") || !strcmp(arg, "16")) {
+            a->o.grad_split = !strcmp(arg, "16");
+            return 0;
+        }
+        return snprintf(msg, sizeof msg, "--grad-bits \"%.64s\": 8 or 16", arg), bad(msg);
+    case O_WEIGHT_ROUND:
+        if (!strcmp(arg, "nearest") || !strcmp(arg, "stochastic")) {
+            a->o.weight_stochastic = !strcmp(arg, "stochastic");
+            return 0;
+        }
+        return snprintf(msg, sizeof msg, "--weight-round \"%.64s\": nearest or stochastic", arg), bad(msg);
     case O_LOGITS_RANGE:
         if (!strcmp(arg, "observe") || !strcmp(arg, "fixed")) {
             a->o.logits_fixed = !strcmp(arg, "fixed");
@@ -184,7 +204,9 @@ static int train_parse(int argc, char **argv, const tsr_cli_dev_t *dev, train_ar
         {"momentum", required_argument, 0, O_MOMENTUM}, {"batch", required_argument, 0, O_BATCH},
         {"seed", required_argument, 0, O_SEED},         {"backend", required_argument, 0, O_BACKEND},
         {"config", required_argument, 0, O_CONFIG},     {"backward", required_argument, 0, O_BACKWARD},
-        {"update", required_argument, 0, O_UPDATE}, {"grad-round", required_argument, 0, O_GRAD_ROUND},     {"quiet", no_argument, 0, O_QUIET},
+        {"update", required_argument, 0, O_UPDATE}, {"grad-round", required_argument, 0, O_GRAD_ROUND},
+        {"grad-bits", required_argument, 0, O_GRAD_BITS},
+        {"weight-round", required_argument, 0, O_WEIGHT_ROUND},     {"quiet", no_argument, 0, O_QUIET},
         {"logits-range", required_argument, 0, O_LOGITS_RANGE},
         {"loss-logits", required_argument, 0, O_LOSS_LOGITS},
         {"help", no_argument, 0, O_HELP}};

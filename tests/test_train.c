@@ -12,6 +12,13 @@
  *    element must lie within the error those roundings allow (|e| <= s/2
  *    per element, carried through the sums), and the gradients must point
  *    the same way (cosine > 0.999 for fc, > 0.99 for conv2).
+ *  - test_grads_split: --grad-bits 16 (grad_split): fc's dW within the
+ *    rounding of the low part (s_dy / 254 / 2 per element, carried through
+ *    the sums) of the same double reference; the 8-bit gradient is not.
+ *  - test_weight_round: --weight-round stochastic: the master copy's
+ *    re-quantization unbiased (a weight a quarter step past a grid point
+ *    rounds up a quarter of the time; to nearest it never does), the tuned
+ *    file's last one to nearest.
  *  - test_loss_exact: --loss-logits exact's loss against a double reference
  *    from the fc's int8 weights and int32 bias.
  *  - test_device_equals_host: the device's backward GEMMs (jit/tsr_grad.h)
@@ -39,6 +46,7 @@
 #include "tsr_npy.h"
 #include "tsr_testenv.h"
 #include "tsr_train.h"
+#include "tsr_train_int.h"
 
 #ifndef TSR_DIGITS_DIR
 #error "TSR_DIGITS_DIR: the build's digits directory (scripts/train/tests.cmake)"
@@ -316,6 +324,101 @@ static void test_loss_exact(void **state)
     tsr_device_close(dev);
 }
 
+/* fc's dW of one step on 8 samples (trainable fc alone, device backward) against the double reference from
+ * the trainer's own logits and input: the number of elements past the split's bound (s_dy / 508 per |x|). */
+static int fc_split_bad(tsr_device_t *dev, int split)
+{
+    tsr_train_opts_t o = {.trainable = "fc", .epochs = 1, .batch = 8, .lr = 0.01, .momentum = 0.9, .seed = 1,
+                          .grad_split = split};
+    tsr_trainer_t *tr = NULL;
+    if (tsr_train_open(MODEL, dev, &o, &tr))
+        fail_msg("tsr_train_open: %s", tsr_errmsg());
+    tsr_tensor_t x = {0}, y = {0};
+    load_data(&x, &y);
+    double loss = 0;
+    const int n = 8;
+    if (tsr_train_grads(tr, &x, &y, n, &loss))
+        fail_msg("tsr_train_grads: %s", tsr_errmsg());
+    tsr_train_view_t vf;
+    assert_int_equal(tsr_train_view(tr, tsr_train_nlayers(tr) - 1, &vf), 0);
+    const int C = vf.m, K = vf.k;
+    float osc;
+    int32_t ozp;
+    tsr_train_logits_q(tr, &osc, &ozp);
+    int bad = 0;
+    for (int m = 0; m < C; m++)
+        for (int k = 0; k < K; k++) {
+            double g = 0, bound = 0;
+            for (int s = 0; s < n; s++) {
+                double z[16] = {0}, mx = -1e300, sum = 0;
+                for (int c = 0; c < C; c++)
+                    z[c] = ((double)vf.y[s * C + c] - ozp) * osc, mx = fmax(mx, z[c]);
+                for (int c = 0; c < C; c++)
+                    sum += exp(z[c] - mx);
+                const double dz = (exp(z[m] - mx) / sum - (m == ((const int32_t *)y.data)[s])) / n;
+                const double xr = dq(&vf, vf.x, (size_t)s * K + k, 1);
+                g += dz * xr;
+                bound += fabs(xr) * vf.s_dy / 254 / 2;
+            }
+            bad += fabs(g - vf.gw[m * K + k]) > bound * 1.001 + 1e-9;
+        }
+    tsr_tensor_free(&x), tsr_tensor_free(&y);
+    tsr_train_free(tr);
+    return bad;
+}
+
+static void test_grads_split(void **state)
+{
+    (void)state;
+    tsr_device_t *dev = open_dev();
+    const int b16 = fc_split_bad(dev, 1), b8 = fc_split_bad(dev, 0);
+    print_message("fc dW past the 16-bit split's bound: %d with --grad-bits 16, %d with 8\n", b16, b8);
+    assert_int_equal(b16, 0);
+    assert_true(b8 > 100); /* the bound is tight enough to tell */
+    tsr_device_close(dev);
+}
+
+static void test_weight_round(void **state)
+{
+    (void)state;
+    tsr_device_t *dev = open_dev();
+    tsr_train_opts_t o = {.trainable = "fc", .epochs = 1, .batch = 8, .lr = 0.01, .momentum = 0.9, .seed = 1,
+                          .weight_stochastic = 1};
+    tsr_trainer_t *tr = NULL;
+    if (tsr_train_open(MODEL, dev, &o, &tr))
+        fail_msg("tsr_train_open: %s", tsr_errmsg());
+    trl_t *l = &tr->c[tr->nc - 1];
+    assert_true(l->trainable && l->L.kind == TSR_OXL_DENSE);
+    const size_t n = (size_t)l->M * l->K, per = n / (size_t)l->wc;
+    for (size_t i = 0; i < n; i++) /* each scale's amax 127.5: the scale 1, w / s = w exactly */
+        l->w[i] = i % per ? (float)((int)(i % 7) - 3) + 0.25f : 127.5f;
+    const int R = 1000;
+    double *up = calloc(n, sizeof *up);
+    for (int r = 0; r < R; r++) {
+        assert_int_equal(tsr_train_requantize(tr, l), 0);
+        for (size_t i = 0; i < n; i++)
+            up[i] += l->wq[i] - floorf(l->w[i]);
+    }
+    double mean = 0, worst = 0;
+    size_t cnt = 0;
+    for (size_t i = 0; i < n; i++)
+        if (i % per)
+            mean += up[i] / R, worst = fmax(worst, fabs(up[i] / R - 0.25)), cnt++;
+    mean /= (double)cnt;
+    print_message("stochastic: a weight 0.25 past a grid point rounds up %.4f of the time (worst of %zu: %.4f "
+                  "off)\n", mean, cnt, worst);
+    assert_true(fabs(mean - 0.25) < 0.005);
+    assert_true(worst < 0.07); /* (5.1 standard deviations of 1000 draws) */
+    tr->wround_final = 1;
+    assert_int_equal(tsr_train_requantize(tr, l), 0);
+    for (size_t i = 0; i < n; i++)
+        if (i % per && l->wq[i] != (int8_t)lrintf(l->w[i]))
+            fail_msg("final weight %zu: %d, not %g to nearest", i, l->wq[i], (double)l->w[i]);
+    free(up);
+    tsr_train_free(tr);
+    tsr_device_close(dev);
+}
+
 static void test_device_equals_host(void **state)
 {
     (void)state;
@@ -512,7 +615,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mem_usage),   cmocka_unit_test(test_refusals),
-        cmocka_unit_test(test_grads_vs_float), cmocka_unit_test(test_loss_exact),
+        cmocka_unit_test(test_grads_vs_float), cmocka_unit_test(test_grads_split),
+        cmocka_unit_test(test_weight_round), cmocka_unit_test(test_loss_exact),
         cmocka_unit_test(test_device_equals_host),
         cmocka_unit_test(test_step_moves_loss),
     };

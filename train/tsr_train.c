@@ -366,10 +366,11 @@ static int init_part(tsr_trainer_t *tr)
     tr->g = malloc(sizeof(float) * tr->gcap);
     tr->g2 = malloc(sizeof(float) * tr->gcap);
     tr->q = malloc(tr->gcap);
+    tr->q2 = tr->o.grad_split ? malloc(tr->gcap) : NULL;
     tr->acc = malloc(sizeof(int32_t) * accn);
     tr->probs = malloc(sizeof(float) * (size_t)B * (size_t)tr->classes);
     tr->x0 = malloc((size_t)B * tr->feat_elems);
-    if (!tr->g || !tr->g2 || !tr->q || !tr->acc || !tr->probs || !tr->x0)
+    if (!tr->g || !tr->g2 || !tr->q || (tr->o.grad_split && !tr->q2) || !tr->acc || !tr->probs || !tr->x0)
         return tsr_err(TSR_ENOMEM, "out of memory");
     return 0;
 }
@@ -387,6 +388,8 @@ static int check_opts(const tsr_train_opts_t *o)
         return tsr_err(TSR_EINVAL, "--lr %g: the learning rate must be finite and > 0", o->lr);
     if (!isfinite(o->momentum) || o->momentum < 0 || o->momentum >= 1)
         return tsr_err(TSR_EINVAL, "--momentum %g: must be in [0, 1)", o->momentum);
+    if (o->weight_stochastic && o->int8_update)
+        return tsr_err(TSR_EINVAL, "--weight-round stochastic rounds the master copy: not with --update int8");
     return 0;
 }
 
@@ -427,6 +430,7 @@ int tsr_train_open(const char *path, tsr_device_t *dev, const tsr_train_opts_t *
     snprintf(tr->path, sizeof tr->path, "%s", path);
     tr->o = *opts;
     tr->round_state = opts->seed ^ 0x5eed0f6a3d1e2b7cULL; /* not the shuffle's stream */
+    tr->wround_state = opts->seed ^ 0x3c6ef372fe94f82bULL; /* nor the gradients' */
     tr->dev = dev;
     tr->cfg = *tsr_device_config(dev);
     if (!(rc = tsr_onnx_load(path, opts->batch, &tr->m)) && !(rc = tsr_onnx_set_target(tr->m, &tr->cfg)))
@@ -462,7 +466,7 @@ void tsr_train_free(tsr_trainer_t *tr)
         free(l->wzp), free(l->w), free(l->b), free(l->vw), free(l->vb), free(l->gw), free(l->gb);
     }
     free(tr->c);
-    free(tr->g), free(tr->g2), free(tr->q), free(tr->acc), free(tr->probs), free(tr->x0);
+    free(tr->g), free(tr->g2), free(tr->q), free(tr->q2), free(tr->acc), free(tr->probs), free(tr->x0);
     free(tr->ls);
     tsr_onnx_free(tr->m);
     free(tr);
@@ -772,6 +776,12 @@ int tsr_train_run(tsr_trainer_t *tr, const tsr_tensor_t *x, const tsr_tensor_t *
             right += br;
             if (tr->nb == B)
                 sf += b - a, sb += c - b, nfull++;
+        }
+        if (!rc && tr->o.weight_stochastic && e == tr->o.epochs - 1) { /* the tuned file's weights: to nearest */
+            tr->wround_final = 1;
+            for (int j = 0; j < tr->nc && !rc; j++)
+                if (tr->c[j].trainable)
+                    rc = tsr_train_requantize(tr, &tr->c[j]);
         }
         if (rc)
             break;

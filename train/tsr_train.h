@@ -74,6 +74,13 @@ typedef struct tsr_train_opts {
                                why the master copy is there */
     int grad_stochastic;    /* 1: the int8 gradients rounded stochastically (floor(g / s + u), u uniform in [0, 1)
                                from splitmix64 seeded by seed: unbiased, as Lin et al. suggest), 0: to nearest */
+    int grad_split;         /* 1: each gradient as two int8 tensors, hi on max|g| / 127 and the residual lo on
+                               that / 254 (~15 bits), each backward GEMM done twice on the device (twice the
+                               backward MACs); 0 (default): one int8 tensor */
+    int weight_stochastic;  /* 1: the master copy re-quantized for the training forward with stochastic rounding
+                               (floor(w / s + u), u uniform in [0, 1) from splitmix64 seeded by seed; unbiased:
+                               a change of the master below half a step of the int8 grid moves the forward in
+                               expectation), the tuned file's weights to nearest at the end; 0: to nearest */
     int logits_fixed;       /* 1: the logits keep the file's quantization range; 0 (default): a MinMax observer
                                widens it when a batch's logits saturate it (see tsr_train_step.c) */
     int loss_exact;         /* 0 (default): the loss on the dequantized 8-bit logits the device writes; 1: where

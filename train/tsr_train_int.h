@@ -60,6 +60,7 @@ struct tsr_trainer {
     int nb;                    /* the current batch */
     float *g, *g2;             /* gradient buffers (largest activation of a batch) */
     int8_t *q;                 /* quantized gradient */
+    int8_t *q2;                /* its low part (grad_split) */
     int32_t *acc;              /* int32 results of the backward GEMMs */
     size_t gcap;
     float *probs;              /* softmax of the batch [batch][classes] */
@@ -70,6 +71,8 @@ struct tsr_trainer {
     uint64_t dev_budget;       /* the backward convs' device-memory budget (tsr_grad_conv_*_budget): the
                                   inference's high-water mark once measured (0 before: none) */
     uint64_t round_state;      /* grad_stochastic: the rounding's splitmix64 state (from the seed, its own stream) */
+    uint64_t wround_state;     /* weight_stochastic: the weights' rounding stream */
+    int wround_final;          /* weight_stochastic: the last re-quantization (the tuned file's) is to nearest */
     int dq;                    /* lop index of the logits' DequantizeLinear */
     float out_scale0;          /* the file's logits quantization (before the observer moved it) */
     int32_t out_zp0;

@@ -290,10 +290,58 @@ static tsr_grad_conv_t grad_conv(const trl_t *l, int nb)
                              .groups = c->groups};
 }
 
+/* The residual of g after its int8 part hi (scale s) quantized to int8 on s / 254 (grad_split: dY as two int8
+ * tensors, hi * s + lo * s / 254, ~15 bits; each backward GEMM done twice on the device). */
+static float quantize_lo(const float *g, size_t n, const int8_t *hi, float s, int8_t *lo)
+{
+    const float sl = s / 254.0f;
+    for (size_t i = 0; i < n; i++) {
+        const long v = lrintf((g[i] - (float)hi[i] * s) / sl);
+        lo[i] = (int8_t)(v > 127 ? 127 : v < -127 ? -127 : v);
+    }
+    return sl;
+}
+
+/* dW's int32 sums of the int8 gradient q and the layer's input x into tr->acc (device, or host_backward). */
+static int dw_gemm(tsr_trainer_t *tr, const trl_t *l, const tsr_grad_conv_t *gp, int oh, size_t S, const int8_t *q,
+                   const void *x)
+{
+    const int nb = tr->nb, M = l->M, K = l->K;
+    if (tr->o.host_backward) {
+        if (l->L.kind == TSR_OXL_CONV)
+            host_conv(gp, oh, (int)(S / (size_t)oh), q, x, l->x_dtype, l->x_zp, NULL, tr->acc, NULL);
+        else
+            host_dense_dw(nb, K, M, q, x, l->x_dtype, l->x_zp, tr->acc);
+        tr->host_macs += (uint64_t)nb * l->y_elems * (uint64_t)K;
+        return 0;
+    }
+    if (l->L.kind == TSR_OXL_CONV)
+        return tsr_grad_conv_dw_budget(tr->dev, gp, tr->dev_budget, q, x, l->x_dtype, l->x_zp, tr->acc, &tr->gst);
+    return tsr_grad_dense_dw(tr->dev, nb, K, M, q, x, l->x_dtype, l->x_zp, tr->acc, &tr->gst);
+}
+
+/* dX's int32 sums of the int8 gradient q and the layer's int8 weights into tr->acc. */
+static int dx_gemm(tsr_trainer_t *tr, const trl_t *l, const tsr_grad_conv_t *gp, int oh, size_t S, const int8_t *q,
+                   const void *x)
+{
+    const int nb = tr->nb, M = l->M, K = l->K;
+    if (tr->o.host_backward) {
+        if (l->L.kind == TSR_OXL_CONV)
+            host_conv(gp, oh, (int)(S / (size_t)oh), q, x, l->x_dtype, l->x_zp, l->wq, NULL, tr->acc);
+        else
+            host_dense_dx(nb, K, M, q, l->wq, tr->acc);
+        tr->host_macs += (uint64_t)nb * l->y_elems * (uint64_t)K;
+        return 0;
+    }
+    if (l->L.kind == TSR_OXL_CONV)
+        return tsr_grad_conv_dx_budget(tr->dev, gp, tr->dev_budget, q, l->wq, tr->acc, &tr->gst);
+    return tsr_grad_dense_dx(tr->dev, nb, K, M, q, l->wq, tr->acc, &tr->gst);
+}
+
 /* dW (trainable) and dX (gin, when needed) of a conv or dense from g, the gradient of its real output. */
 static int weight_backward(tsr_trainer_t *tr, trl_t *l, const void *x, const float *g, float *gin)
 {
-    const int nb = tr->nb, M = l->M, K = l->K;
+    const int nb = tr->nb, M = l->M, K = l->K, split = tr->o.grad_split;
     const size_t ny = (size_t)nb * l->y_elems, S = l->y_elems / (size_t)M; /* output positions per channel */
     const int conv = l->L.kind == TSR_OXL_CONV;
     const tsr_grad_conv_t gp = grad_conv(l, nb);
@@ -310,34 +358,32 @@ static int weight_backward(tsr_trainer_t *tr, trl_t *l, const void *x, const flo
         }
     }
     const float s = quantize_grad(tr, g, ny, tr->q);
+    const float sl = split && s != 0 ? quantize_lo(g, ny, tr->q, s, tr->q2) : 0;
     l->s_dy = s;
     l->s_dx = 0;
     if (l->trainable) {
-        const uint64_t macs = (uint64_t)nb * l->y_elems * (uint64_t)K;
         if (s == 0)
             memset(tr->acc, 0, sizeof(int32_t) * (size_t)M * K);
-        else if (tr->o.host_backward) {
-            if (conv)
-                host_conv(&gp, oh, (int)(S / (size_t)oh), tr->q, x, l->x_dtype, l->x_zp, NULL, tr->acc, NULL);
-            else
-                host_dense_dw(nb, K, M, tr->q, x, l->x_dtype, l->x_zp, tr->acc);
-            tr->host_macs += macs;
-        } else if (conv)
-            rc = tsr_grad_conv_dw_budget(tr->dev, &gp, tr->dev_budget, tr->q, x, l->x_dtype, l->x_zp, tr->acc,
-                                         &tr->gst);
         else
-            rc = tsr_grad_dense_dw(tr->dev, nb, K, M, tr->q, x, l->x_dtype, l->x_zp, tr->acc, &tr->gst);
+            rc = dw_gemm(tr, l, &gp, oh, S, tr->q, x);
         if (rc)
             return node_err(rc, l, "backward dW");
         const float f = s * l->L.x_scale;
         for (size_t i = 0; i < (size_t)M * K; i++)
             l->gw[i] = (float)tr->acc[i] * f;
+        if (sl != 0) { /* the low part: a second GEMM, added */
+            if ((rc = dw_gemm(tr, l, &gp, oh, S, tr->q2, x)) != 0)
+                return node_err(rc, l, "backward dW (low part)");
+            const float fl = sl * l->L.x_scale;
+            for (size_t i = 0; i < (size_t)M * K; i++)
+                l->gw[i] += (float)tr->acc[i] * fl;
+        }
     }
     if (!gin)
         return 0;
     /* dX = dY W with W = w_scale * wq: one scale per tensor factors out of the sum; per-channel
        scales are folded into dY first (dY * w_scale, quantized again) */
-    float sx = s * l->ws[0];
+    float sx = s * l->ws[0], sxl = sl * l->ws[0];
     if (l->wc > 1) {
         for (int n = 0; n < nb; n++)
             for (int m = 0; m < M; m++)
@@ -346,6 +392,7 @@ static int weight_backward(tsr_trainer_t *tr, trl_t *l, const void *x, const flo
                     gin[k] = g[k] * l->ws[m]; /* (gin as scratch: dX is written after) */
                 }
         sx = quantize_grad(tr, gin, ny, tr->q);
+        sxl = split && sx != 0 ? quantize_lo(gin, ny, tr->q, sx, tr->q2) : 0;
     }
     l->s_dx = l->wc > 1 ? sx : s;
     const size_t nx = (size_t)nb * l->x_elems;
@@ -353,20 +400,16 @@ static int weight_backward(tsr_trainer_t *tr, trl_t *l, const void *x, const flo
         memset(gin, 0, sizeof(float) * nx);
         return 0;
     }
-    if (tr->o.host_backward) {
-        if (conv)
-            host_conv(&gp, oh, (int)(S / (size_t)oh), tr->q, x, l->x_dtype, l->x_zp, l->wq, NULL, tr->acc);
-        else
-            host_dense_dx(nb, K, M, tr->q, l->wq, tr->acc);
-        tr->host_macs += (uint64_t)nb * l->y_elems * (uint64_t)K;
-    } else if (conv)
-        rc = tsr_grad_conv_dx_budget(tr->dev, &gp, tr->dev_budget, tr->q, l->wq, tr->acc, &tr->gst);
-    else
-        rc = tsr_grad_dense_dx(tr->dev, nb, K, M, tr->q, l->wq, tr->acc, &tr->gst);
-    if (rc)
+    if ((rc = dx_gemm(tr, l, &gp, oh, S, tr->q, x)) != 0)
         return node_err(rc, l, "backward dX");
     for (size_t i = 0; i < nx; i++)
         gin[i] = (float)tr->acc[i] * sx;
+    if (sxl != 0) {
+        if ((rc = dx_gemm(tr, l, &gp, oh, S, tr->q2, x)) != 0)
+            return node_err(rc, l, "backward dX (low part)");
+        for (size_t i = 0; i < nx; i++)
+            gin[i] += (float)tr->acc[i] * sxl;
+    }
     return 0;
 }
 
@@ -538,8 +581,11 @@ int tsr_train_requantize(tsr_trainer_t *tr, trl_t *l)
                            "too large)", TSR_SAFE(l->L.node), l->L.op);
         if (amax > 0) /* (all 0: the old scale stays; any positive scale holds zeros) */
             l->ws[c] = amax / 127.5f;
+        const int stoch = tr->o.weight_stochastic && !tr->wround_final;
         for (size_t i = 0; i < per; i++) {
-            const long v = lrintf(l->w[c * per + i] / l->ws[c]);
+            const float u = stoch ? (float)(tsr_splitmix64(&tr->wround_state) >> 40) * (1.0f / 16777216.0f) : 0;
+            const float r = l->w[c * per + i] / l->ws[c];
+            const long v = stoch ? (long)floorf(r + u) : lrintf(r);
             l->wq[c * per + i] = (int8_t)(v > 127 ? 127 : v < -128 ? -128 : v);
         }
     }

@@ -418,6 +418,10 @@ refuse "--lr -0.5" model.onnx "${GOOD[@]}" --lr -0.5 -o out.onnx
 refuse "--lr 0" model.onnx "${GOOD[@]}" --lr 0 -o out.onnx
 refuse "the fixed-point update would overflow" model.onnx "${GOOD[@]}" --lr 1e9 -o out.onnx
 refuse '--grad-round "up": nearest or stochastic' model.onnx "${GOOD[@]}" --grad-round up -o out.onnx
+refuse '--grad-bits "12": 8 or 16' model.onnx "${GOOD[@]}" --grad-bits 12 -o out.onnx
+refuse '--weight-round "up": nearest or stochastic' model.onnx "${GOOD[@]}" --weight-round up -o out.onnx
+refuse '--weight-round stochastic rounds the master copy: not with --update int8' model.onnx "${GOOD[@]}" \
+  --weight-round stochastic --update int8 -o out.onnx
 refuse '--logits-range "wide": observe or fixed' model.onnx "${GOOD[@]}" --logits-range wide -o out.onnx
 refuse '--lr "0.1x"' model.onnx "${GOOD[@]}" --lr 0.1x -o out.onnx
 refuse "--momentum 1" model.onnx "${GOOD[@]}" --momentum 1 -o out.onnx
