@@ -82,6 +82,11 @@ int tsr_ox_transpose(tsr_onnx_t *m, int ni, int arg);
 int tsr_ox_perm(tsr_onnx_t *m, int ni, const ox_val_t *X, int64_t *perm, int64_t *odims, int *moves);
 int tsr_ox_transpose_q(tsr_onnx_t *m, int ni, int arg); /* of a quantized view: the bytes permuted */
 int tsr_ox_slice_q(tsr_onnx_t *m, int ni, int arg); /* of a quantized view: the bytes sliced */
+/* ops/tsr_ox_shuffle.c: a channel shuffle (x a 5-D view [N, g, C/g, H, W] of 4-D bytes, perm [0, 2, 1, 3, 4])
+ * or a channel slice (starts st, output dims d) of a quantized view as a device 1x1 conv with one-hot
+ * weights and an identity requantization; 1 when it does not apply (nothing made). */
+int tsr_ox_shuffle_q(tsr_onnx_t *m, int ni, int x, const int64_t *perm, const int64_t *d);
+int tsr_ox_chslice_q(tsr_onnx_t *m, int ni, int x, const int32_t *st, const int64_t *d);
 int tsr_ox_concat(tsr_onnx_t *m, int ni, int arg);
 int tsr_ox_split(tsr_onnx_t *m, int ni, int arg);
 int tsr_ox_qlinear_concat(tsr_onnx_t *m, int ni, int arg);

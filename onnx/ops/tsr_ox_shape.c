@@ -634,6 +634,8 @@ int tsr_ox_transpose_q(tsr_onnx_t *m, int ni, int arg)
         return rc;
     if (!moves)
         return tsr_ox_transpose_any(m, ni, arg);
+    if ((rc = tsr_ox_shuffle_q(m, ni, x, perm, d)) != 1) /* a channel shuffle: on the device */
+        return rc;
     const int qv = X.view_of;
     /* the quantized bytes in the view's shape (a relabelled view keeps the
      * quantized value of its source's shape) */
@@ -726,6 +728,11 @@ int tsr_ox_slice_q(tsr_onnx_t *m, int ni, int arg)
     if (!plain) {
         free(st), free(sp);
         return tsr_ox_slice(m, ni, arg);
+    }
+    const int dev = tsr_ox_chslice_q(m, ni, x, st, d); /* a channel slice: on the device */
+    if (dev != 1) {
+        free(st), free(sp);
+        return dev;
     }
     const int qv = X.view_of;
     const int a = tsr_ox_new_val(m, ""); /* the quantized bytes in the view's shape */

@@ -7,6 +7,9 @@ against ONNX Runtime.
 Bounds: a permutation of quantized bytes is exact, so the shuffle alone (between convs whose outputs
 tessera and ORT both requantize) must match ORT exactly where the convs do; the whole block is held
 to the convs' bound (<= 1 LSB per operator, test_op_conv.py), the shuffled output alone to 0.
+With TESSERA_SHUFFLE=device (onnx/ops/tsr_ox_shuffle.c: the shuffle and the chunk's Slices as device
+1x1 convs with one-hot weights and an identity requantization) the outputs must equal the host
+permutation's byte for byte and the unit must run in one device segment.
 """
 import os
 import sys
@@ -26,6 +29,24 @@ def export(mod, x, path):
         torch.onnx.export(mod, (torch.from_numpy(x),), path, opset_version=13, input_names=["x"],
                           output_names=["y"])
     return onnx.load(path)
+
+
+def on_device(run):
+    """run() with TESSERA_SHUFFLE=device (the shuffle and channel slices as one-hot 1x1 device convs)."""
+    os.environ["TESSERA_SHUFFLE"] = "device"
+    try:
+        return run()
+    finally:
+        del os.environ["TESSERA_SHUFFLE"]
+
+
+def same(name, host, dev):
+    """The device form's output bytes equal the host permutation's."""
+    if host is None or dev is None or host.shape != dev.shape:
+        T.check(f"{name}: device bytes = host bytes", False, "an output is missing or the shapes differ")
+        return
+    n = int((host != dev).sum())
+    T.check(f"{name}: device bytes = host bytes", n == 0, f"{n} of {host.size} values differ")
 
 
 def main():
@@ -68,7 +89,10 @@ def main():
         cal = rng.standard_normal((16, c, hw, hw)).astype(np.float32)
         fm = export(Shuffle(c, g).eval(), x, f"shuffle_c{c}_g{g}.onnx")
         for act in ("u8", "s8"):
-            T.against_ort(f"shuffle c{c} g{g} {act}", T.quantize(fm, cal, act), x, max_lsb=0)
+            q = T.quantize(fm, cal, act)
+            host = T.against_ort(f"shuffle c{c} g{g} {act}", q, x, max_lsb=0)
+            dev = on_device(lambda: T.against_ort(f"shuffle c{c} g{g} {act} device", q, x, max_lsb=0))
+            same(f"shuffle c{c} g{g} {act}", host, dev)
     x = rng.standard_normal((1, 32, 8, 8)).astype(np.float32)
     cal = rng.standard_normal((16, 32, 8, 8)).astype(np.float32)
     fm = export(Block(32).eval(), x, "shuffle_block.onnx")
@@ -86,6 +110,16 @@ def main():
                                                                   ["/Slice_1_output_0_Quantiz...", "QuantizeLinear"])]
         T.check(f"chunk on the quantized bytes {act}", rc == 0 and len(sl) == 2 and all("relabel" in ln for ln in sl),
                 "; ".join(sl) or out[-300:])
+        # TESSERA_SHUFFLE=device: the chunk's Slices and the shuffle as one-hot 1x1 convs, the Concat
+        # (16 + 16 channels: aligned) as views, the whole unit in one segment, bytes = the host path's
+        host = T.infer(f"unit_{act}.onnx", x)[1]
+        dev = on_device(lambda: T.against_ort(f"shufflenet unit {act} device", q, x, max_lsb=1))
+        same(f"shufflenet unit {act}", host, dev)
+        rc, out = on_device(lambda: T.placement(f"unit_{act}.onnx", x))
+        dv = [ln for ln in out.splitlines() if ln.split()[:1] in (["/Slice"], ["/Slice_1"], ["/Transpose"])]
+        T.check(f"chunk and shuffle on the device, one segment {act}",
+                rc == 0 and " in 1 segment," in out and len(dv) == 3 and all("device, segment 0 (conv)" in ln for ln in dv),
+                "; ".join(dv) or out[-300:])
     T.finish()
 
 
