@@ -8,9 +8,16 @@
  * requantization multiplier is x_scale * 1 / x_scale = 1.0 exactly and
  * (x - zp) * 1 + zp = x: the bytes are those of the host permutation /
  * slice (tsr_ox_transpose_q, tsr_ox_slice_q). A channel permutation or
- * selection needs no BLOCK-aligned offsets, unlike views
- * (ops/tsr_ox_concat.c), but costs C_in x C_out MACs a pixel: on
- * ShuffleNetV2 x1.0 as many as the model's own, so it is opt-in
+ * selection needs no BLOCK-aligned offsets. The Concat before a shuffle
+ * (ShuffleNetV2's 58 + 58, 116 + 116, 232 + 232 channels) becomes views
+ * (ops/tsr_ox_concat.c) when its first input's channels are a multiple of
+ * BLOCK: where they are not and that input is a device conv's output (a
+ * one-hot slice, maybe through a depthwise requantize, or a branch's last
+ * conv) read by nothing else, the conv is padded to a multiple of 32
+ * channels (the largest preset BLOCK) holding y_zp (weights = w_zp, bias
+ * 0) and the shuffle conv skips them, so the whole network is one device
+ * segment. But a one-hot conv costs C_in x C_out MACs a pixel, on
+ * ShuffleNetV2 x1.0 as many as the model's own: so it is opt-in
  * (TESSERA_SHUFFLE=device) and the host permutation stays the default
  * (docs/results.md: the measurement).
  */
@@ -92,6 +99,140 @@ static int base4(const tsr_onnx_t *m, const ox_val_t *X)
                    X->dims[3] == B->dims[2] && X->dims[4] == B->dims[3] ? b : -1;
 }
 
+/* Does anything but lop `only` read base value v's bytes: a lop so far, a later node (or node ni when
+ * skip_ni is 0) through a name that is v or a view of it, or a graph output? (A false reader only
+ * keeps the layout as it is.) */
+static int refs(const tsr_onnx_t *m, int x, int v)
+{
+    return x >= 0 && (m->vals[x].base == v || (m->vals[x].view_of >= 0 && m->vals[m->vals[x].view_of].base == v));
+}
+
+static int read_elsewhere(tsr_onnx_t *m, int ni, int v, int only, int skip_ni)
+{
+    for (int j = 0; j < m->nlops; j++) {
+        const ox_lop_t *L = &m->lops[j];
+        if (j != only && (L->in == v || L->in2 == v))
+            return 1;
+        for (int k = 0; j != only && L->side == SIDE_HOST && k < 4; k++)
+            if (L->geo[k] >= 0 && L->geo[k] < m->nvals && m->vals[L->geo[k]].base == v)
+                return 1;
+    }
+    for (size_t k = (size_t)ni + (skip_ni ? 1 : 0); k < m->gp->n_node; k++)
+        for (size_t i = 0; i < m->gp->node[k]->n_input; i++)
+            if (m->gp->node[k]->input[i][0] && refs(m, tsr_ox_find_val(m, m->gp->node[k]->input[i]), v))
+                return 1;
+    for (size_t i = 0; i < m->gp->n_output; i++)
+        if (refs(m, tsr_ox_find_val(m, m->gp->output[i]->name), v))
+            return 1;
+    return 0;
+}
+
+/* Conv lop L (groups 1) with p >= c_out output channels: the new ones' weights equal the weight zero
+ * point (w - w_zp = 0), bias 0, so they hold y_zp (the real 0). */
+static int pad_conv(ox_lop_t *L, int p)
+{
+    tsr_conv2d_params_t *q = &L->nd.conv;
+    const int c = q->c_out;
+    const size_t row = (size_t)(q->c_in / q->groups) * (size_t)q->kh * (size_t)q->kw;
+    uint8_t *w = realloc(L->nd.w, row * (size_t)p);
+    if (w)
+        L->nd.w = w;
+    int32_t *bias = realloc(L->nd.bias, sizeof *bias * (size_t)p);
+    if (bias)
+        L->nd.bias = bias;
+    int32_t *wzp = q->w_zp_count > 1 ? realloc((void *)q->w_zp, sizeof *wzp * (size_t)p) : (int32_t *)q->w_zp;
+    if (wzp)
+        q->w_zp = wzp;
+    int32_t *mult = q->rq_count > 1 ? realloc((void *)q->mult, sizeof *mult * (size_t)p) : (int32_t *)q->mult;
+    if (mult)
+        q->mult = mult;
+    int32_t *shift = q->rq_count > 1 ? realloc((void *)q->shift, sizeof *shift * (size_t)p) : (int32_t *)q->shift;
+    if (shift)
+        q->shift = shift;
+    float *fs = q->rq_count > 1 && q->fscale ? realloc((void *)q->fscale, sizeof *fs * (size_t)p) : (float *)q->fscale;
+    if (fs)
+        q->fscale = fs;
+    if (!w || !bias || !wzp || !mult || !shift || (q->fscale && !fs))
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    memset(w + row * (size_t)c, (uint8_t)wzp[0], row * (size_t)(p - c));
+    for (int j = c; j < p; j++) {
+        bias[j] = 0;
+        if (q->w_zp_count > 1)
+            wzp[j] = wzp[0];
+        if (q->rq_count > 1) {
+            mult[j] = mult[0], shift[j] = shift[0];
+            if (fs)
+                fs[j] = fs[0];
+        }
+    }
+    if (q->w_zp_count > 1)
+        q->w_zp_count = p;
+    if (q->rq_count > 1)
+        q->rq_count = p;
+    if (q->groups > 1) /* depthwise: its input padded too */
+        q->c_in = q->groups = p;
+    q->c_out = p;
+    return 0;
+}
+
+/* Value a (4-D, c channels), the output of device conv lop la read only by lop `only`, padded to p
+ * channels: a conv of groups 1 gets the new output channels; a depthwise conv (a Concat input's
+ * requantize) gets them and its input the same, recursively. 1 done, 0 not possible, < 0 an error. */
+static int pad_value(tsr_onnx_t *m, int ni, int a, int only, int64_t p)
+{
+    ox_val_t *A = &m->vals[a];
+    const int la = A->prod;
+    const int64_t c = A->dims[1];
+    if (A->ndim != 4 || A->base != a || la < 0 || la >= only || m->lops[la].out != a ||
+        m->lops[la].side != SIDE_DEV || m->lops[la].nd.kind != TSR_ND_CONV || m->lops[la].nd.conv.c_out != c ||
+        read_elsewhere(m, ni, a, only, 0))
+        return 0;
+    const tsr_conv2d_params_t *q = &m->lops[la].nd.conv;
+    if (q->groups > 1) {
+        const int x = m->lops[la].in;
+        if (q->groups != c || q->c_in != c || x < 0 || m->vals[x].dims[1] != c || m->vals[x].dims[2] != A->dims[2] ||
+            m->vals[x].dims[3] != A->dims[3] || q->stride_h != 1 || q->stride_w != 1 || q->kh != 1 || q->kw != 1)
+            return 0;
+        const int rc = pad_value(m, ni, x, la, p);
+        if (rc != 1)
+            return rc;
+    }
+    const int rc = pad_conv(&m->lops[la], (int)p);
+    if (rc)
+        return rc;
+    A->dims[1] = p, A->nbytes = (size_t)(A->dims[0] * p * A->dims[2] * A->dims[3]);
+    return 1;
+}
+
+/* The shuffle's input b, a host concat of two 4-D values whose first (a device conv's output, read by
+ * nothing else) has channels that are not a multiple of PAD: that conv padded to a multiple of PAD
+ * channels (of y_zp), so the concat can be views on any BLOCK up to PAD (ops/tsr_ox_concat.c). *ca: the
+ * first input's channels before, *pa after; 1 if padded, 0 if not, < 0 an error. */
+#define PAD 32 /* the largest BLOCK of the configs/ presets */
+static int pad_first(tsr_onnx_t *m, int ni, int b, int64_t *ca, int64_t *pa)
+{
+    const int lc = m->vals[b].prod;
+    if (lc < 0 || m->lops[lc].side != SIDE_HOST || m->lops[lc].hkind != H_CONCAT || m->lops[lc].out != b ||
+        m->lops[lc].in < 0 || m->lops[lc].in2 < 0)
+        return 0;
+    ox_lop_t *C = &m->lops[lc];
+    const int a = C->in;
+    ox_val_t *A = &m->vals[a], *B = &m->vals[b];
+    const int64_t c = A->dims[1], p = (c + PAD - 1) / PAD * PAD, hw = B->dims[2] * B->dims[3];
+    if (A->ndim != 4 || A->base != a || A->elem != B->elem || A->dims[0] != B->dims[0] || A->dims[2] != B->dims[2] ||
+        A->dims[3] != B->dims[3] || c % PAD == 0 || C->geo[0] != B->dims[0] || C->geo[1] != c * hw)
+        return 0;
+    if (read_elsewhere(m, ni, b, -1, 1))
+        return 0;
+    const int rc = pad_value(m, ni, a, lc, p);
+    if (rc != 1)
+        return rc;
+    B->dims[1] += p - c, B->nbytes = (size_t)(B->dims[0] * B->dims[1] * hw);
+    C->geo[1] = p * hw;
+    *ca = c, *pa = p;
+    return 1;
+}
+
 int tsr_ox_shuffle_q(tsr_onnx_t *m, int ni, int x, const int64_t *perm, const int64_t *d)
 {
     const ox_val_t X = m->vals[x];
@@ -100,11 +241,17 @@ int tsr_ox_shuffle_q(tsr_onnx_t *m, int ni, int x, const int64_t *perm, const in
         perm[4] != 4)
         return 1;
     const int64_t g = X.dims[1], cpg = X.dims[2], c = g * cpg;
+    int64_t ca = c, pa = c; /* the concat's first input's channels, padded */
+    const int padded = pad_first(m, ni, b, &ca, &pa);
+    if (padded < 0)
+        return padded;
     int64_t *src = malloc(sizeof *src * (size_t)c);
     if (!src)
         return tsr_err(TSR_ENOMEM, "out of memory");
-    for (int64_t j = 0; j < c; j++) /* out [n, i, k] = in [n, k, i]: channel i * g + k reads k * cpg + i */
+    for (int64_t j = 0; j < c; j++) { /* out [n, i, k] = in [n, k, i]: channel i * g + k reads k * cpg + i */
         src[j] = (j % g) * cpg + j / g;
+        src[j] += src[j] < ca ? 0 : pa - ca;
+    }
     const int y4 = new_like(m, b, c);
     int rc = y4 < 0 ? y4 : chansel(m, ni, b, X.vscale[0], X.vzp[0], src, c, y4);
     free(src);

@@ -9,7 +9,8 @@ tessera and ORT both requantize) must match ORT exactly where the convs do; the 
 to the convs' bound (<= 1 LSB per operator, test_op_conv.py), the shuffled output alone to 0.
 With TESSERA_SHUFFLE=device (onnx/ops/tsr_ox_shuffle.c: the shuffle and the chunk's Slices as device
 1x1 convs with one-hot weights and an identity requantization) the outputs must equal the host
-permutation's byte for byte and the unit must run in one device segment.
+permutation's byte for byte and the unit must run in one device segment, also when its halves
+(10 + 10 channels) are no multiple of BLOCK (the first half padded to 32 channels).
 """
 import os
 import sys
@@ -120,6 +121,23 @@ def main():
         T.check(f"chunk and shuffle on the device, one segment {act}",
                 rc == 0 and " in 1 segment," in out and len(dv) == 3 and all("device, segment 0 (conv)" in ln for ln in dv),
                 "; ".join(dv) or out[-300:])
+    # halves of 10 channels (ShuffleNetV2's are 58, 116, 232): the Concat's offset is no multiple of
+    # BLOCK, so the device form pads the first half (its slice conv and the Concat input's requantize)
+    # to 32 channels of y_zp and the shuffle conv skips the padding: still one segment, the same bytes
+    x = rng.standard_normal((1, 20, 6, 6)).astype(np.float32)
+    cal = rng.standard_normal((16, 20, 6, 6)).astype(np.float32)
+    fm = export(Block(20).eval(), x, "shuffle_block20.onnx")
+    for act in ("u8", "s8"):
+        q = T.quantize(fm, cal, act)
+        path = T.save(q, f"unit20_{act}.onnx")
+        host = T.infer(path, x)[1]
+        dev = on_device(lambda: T.against_ort(f"shufflenet unit c20 {act} device", q, x, max_lsb=1))
+        same(f"shufflenet unit c20 {act}", host, dev)
+        rc, out = on_device(lambda: T.placement(path, x))
+        cat = [ln for ln in out.splitlines() if ln.split()[:2] == ["/Concat", "Concat"]]
+        T.check(f"unaligned concat padded, one segment {act}",
+                rc == 0 and " in 1 segment," in out and len(cat) == 1 and "device, segment 0 (concat" in cat[0],
+                "; ".join(cat) or out[-300:])
     T.finish()
 
 
