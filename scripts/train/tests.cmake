@@ -1,7 +1,8 @@
 # On-device training (issue 27; train/, docs/guide/train-on-device.md), on the digits CNN
 # the build trains and the rotated digits scripts/train/make_shifted.py writes:
 #   test_train  (tests/test_train.c, cmocka) one step's gradients against a plain-C float
-#               reference within the bounds of their int8 rounding, device == host backward,
+#               reference within the bounds of their int8 rounding (and of --grad-bits 16's),
+#               --weight-round stochastic unbiased, device == host backward,
 #               steps lower the loss, the tuned file, the driver's DRAM high-water mark,
 #               refusals of options and data
 #   train_cli   (scripts/train/test_train.sh) `tessera train`: every bad input refused
@@ -50,7 +51,8 @@ endif()
 #               reference within the bounds of the int8 rounding, device == host backward, refusal
 #   train_cli_resblock  (test_train.sh resblock) `tessera train` lowers the loss and learns the shifted
 #               domain; the tuned model in `tessera infer` and ONNX Runtime (same predictions);
-#               backward MACs on the device >= 90%; step cycles vs inference on systemc
+#               backward MACs on the device >= 90%; step cycles vs inference on systemc;
+#               float_finetune.py --sim grad's gradients against torch autograd's
 set(TSR_RESBLOCK ${CMAKE_BINARY_DIR}/train_resblock)
 add_test(NAME train_resblock_model COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/scripts/train/make_resblock.py
          ${TSR_RESBLOCK})
