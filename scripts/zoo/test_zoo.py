@@ -212,10 +212,12 @@ def determinism(work):
 
 
 def layerdiff(tessera, d, model, variant, config="default", inputs=2):
-    """layerdiff.py's rows (per quantized tensor, chain and alone against ONNX Runtime) on 2 inputs."""
+    """layerdiff.py's rows (per quantized tensor, chain and alone against ONNX Runtime) on 2 inputs, its
+    scratch files in this test's directory (its default, /tmp/layerdiff, is shared with every other run
+    on the machine: two runs at once overwrite each other's files)."""
     p = run([os.path.join(HERE, "layerdiff.py"), os.path.join(d, "s32", f"{model}_{variant}.onnx"),
              os.path.join(d, "s32", f"{model}_x20.npy"), "--tessera", tessera, "--inputs", str(inputs), "--json",
-             "--config", config])
+             "--config", config, "--dir", os.path.join(d, "layerdiff")])
     if p.returncode:
         print("     layerdiff: " + (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1])
         return []
