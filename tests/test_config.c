@@ -108,6 +108,7 @@ typedef struct {
     int uop_idx, inp_idx, wgt_idx, acc_idx;
     int uop_dst, uop_src, uop_wgt, sram_base_bits;
     uint64_t out_buff_size, macs;
+    uint32_t lut_depth; /* activation tables (ACT_LUT) */
 } derived_t;
 
 #define CHECK_EQ(field, got, want)                                                                 \
@@ -150,14 +151,16 @@ static void check_derived(const char *what, const tsr_config_t *c, const derived
     CHECK_EQ("elem_bytes(acc)", tsr_config_elem_bytes(c, TSR_MEM_ACC), d->acc_bytes);
     CHECK_EQ("elem_bytes(out)", tsr_config_elem_bytes(c, TSR_MEM_OUT), d->out_bytes);
     CHECK_EQ("elem_bytes(acc8)", tsr_config_elem_bytes(c, TSR_MEM_ACC8), d->acc8_bytes);
-    CHECK_EQ("elem_bytes(6)", tsr_config_elem_bytes(c, 6), 0);
+    CHECK_EQ("elem_bytes(lut)", tsr_config_elem_bytes(c, TSR_MEM_LUT), d->lut_depth ? 256 : 0);
+    CHECK_EQ("elem_bytes(7)", tsr_config_elem_bytes(c, 7), 0);
     CHECK_EQ("sram_depth(uop)", tsr_config_sram_depth(c, TSR_MEM_UOP), d->uop_depth);
     CHECK_EQ("sram_depth(wgt)", tsr_config_sram_depth(c, TSR_MEM_WGT), d->wgt_depth);
     CHECK_EQ("sram_depth(inp)", tsr_config_sram_depth(c, TSR_MEM_INP), d->inp_depth);
     CHECK_EQ("sram_depth(acc)", tsr_config_sram_depth(c, TSR_MEM_ACC), d->acc_depth);
     CHECK_EQ("sram_depth(out)", tsr_config_sram_depth(c, TSR_MEM_OUT), d->out_depth);
     CHECK_EQ("sram_depth(acc8)", tsr_config_sram_depth(c, TSR_MEM_ACC8), d->acc_depth);
-    CHECK_EQ("sram_depth(6)", tsr_config_sram_depth(c, 6), 0);
+    CHECK_EQ("sram_depth(lut)", tsr_config_sram_depth(c, TSR_MEM_LUT), d->lut_depth);
+    CHECK_EQ("sram_depth(7)", tsr_config_sram_depth(c, 7), 0);
 }
 
 static void test_default_preset(void **state)
@@ -170,7 +173,7 @@ static void test_default_preset(void **state)
      * 2^18/256 = 1024 (10 bits); acc row 16*4 = 64 B, 2^17/64 = 2048 (11 bits); uop 11+11+10 = 32
      * bits -> 4 B, 2^15/4 = 8192 (13 bits); out 16 B x 2048 rows = 32 KiB. */
     derived_t d = {1, 16, 16, 16, 256, 64, 16, 16, 4, 8192, 2048, 1024, 2048, 2048,
-                   13, 11, 10, 11, 11, 11, 10, 13, 32768, 256};
+                   13, 11, 10, 11, 11, 11, 10, 13, 32768, 256, 2 /* ACT_LUT 2: two 256-byte tables */};
     check_derived(what, &c, &d);
     CHECK_EQ("inp_width", c.inp_width, 8);
     CHECK_EQ("wgt_width", c.wgt_width, 8);
@@ -193,7 +196,7 @@ static void test_tiny_preset(void **state)
     /* 1x4x4: inp row 4 B, 2^9/4 = 128 (7); wgt row 16 B, 2^10/16 = 64 (6); acc row 16 B,
      * 2^11/16 = 128 (7); uop 7+7+6 = 20 bits -> 4 B, 2^10/4 = 256 (8); out 4 B x 128 = 512 B. */
     derived_t d = {1, 4, 4, 4, 16, 16, 4, 4, 4, 256, 128, 64, 128, 128,
-                   8, 7, 6, 7, 7, 7, 6, 8, 512, 16};
+                   8, 7, 6, 7, 7, 7, 6, 8, 512, 16, 0};
     check_derived(what, &c, &d);
     CHECK_EQ("cmd_queue_depth", c.cmd_queue_depth, 16);
     CHECK_EQ("dep_queue_depth", c.dep_queue_depth, 4);
@@ -209,7 +212,7 @@ static void test_large_preset(void **state)
     /* 1x32x32: inp row 32 B, 2^16/32 = 2048 (11); wgt row 1024 B, 2^19/1024 = 512 (9); acc row
      * 128 B, 2^18/128 = 2048 (11); uop 11+11+9 = 31 bits -> 4 B, 8192 (13); out 32 B x 2048. */
     derived_t d = {1, 32, 32, 32, 1024, 128, 32, 32, 4, 8192, 2048, 512, 2048, 2048,
-                   13, 11, 9, 11, 11, 11, 9, 13, 65536, 1024};
+                   13, 11, 9, 11, 11, 11, 9, 13, 65536, 1024, 0};
     check_derived(what, &c, &d);
     CHECK_EQ("dram_bus_width", c.dram_bus_width, 128);
     CHECK_EQ("clock_mhz", c.clock_mhz, 250);
@@ -226,7 +229,7 @@ static void test_other_shapes(void **state)
     /* 4x16x16: inp row 64 B -> 512 (9); acc row 4*16*4 = 256 B -> 512 (9); wgt unchanged 1024
      * (10); uop 9+9+10 = 28 -> 4 B, 8192; out row 64 B x 512 = 32 KiB. */
     derived_t d1 = {4, 16, 16, 64, 256, 256, 64, 64, 4, 8192, 512, 1024, 512, 512,
-                    13, 9, 10, 9, 9, 9, 10, 13, 32768, 1024};
+                    13, 9, 10, 9, 9, 9, 10, 13, 32768, 1024, 0};
     check_derived(what, &c, &d1);
 
     what = "LOG_BLOCK_IN 4, LOG_BLOCK_OUT 5";
@@ -238,7 +241,7 @@ static void test_other_shapes(void **state)
     /* BI 16, BO 32: inp 16 B -> 2048 (11); wgt 32*16 = 512 B -> 512 (9); acc 32*4 = 128 B ->
      * 1024 (10); uop 10+11+9 = 30 -> 4 B; out 32 B x 1024 = 32 KiB; sram_base 13 (uop). */
     derived_t d2 = {1, 16, 32, 16, 512, 128, 32, 32, 4, 8192, 2048, 512, 1024, 1024,
-                    13, 11, 9, 10, 10, 11, 9, 13, 32768, 512};
+                    13, 11, 9, 10, 10, 11, 9, 13, 32768, 512, 0};
     check_derived(what, &c, &d2);
 
     what = "LOG_BLOCK with equal LOG_BLOCK_IN/OUT";
@@ -252,7 +255,7 @@ static void test_other_shapes(void **state)
     expect_ok(what, parse1("LOG_INP_BUFF_SIZE", "16", &c));
     /* inp 2^16/16 = 4096 (12): uop 11+12+10 = 33 bits -> 8 B, 2^15/8 = 4096 (12). */
     derived_t d3 = {1, 16, 16, 16, 256, 64, 16, 16, 8, 4096, 4096, 1024, 2048, 2048,
-                    12, 12, 10, 11, 11, 12, 10, 12, 32768, 256};
+                    12, 12, 10, 11, 11, 12, 10, 12, 32768, 256, 0};
     check_derived(what, &c, &d3);
 
     what = "int16 inputs";
@@ -263,7 +266,7 @@ static void test_other_shapes(void **state)
     /* 16-bit inputs/weights, 32-bit acc (16+16 <= 32): inp row 32 B -> 1024 (10); wgt row 512 B
      * -> 512 (9); acc 2048 (11); out row 32 B (input width) x 2048 = 64 KiB; uop 11+11+9. */
     derived_t d4 = {1, 16, 16, 32, 512, 64, 16, 32, 4, 8192, 1024, 512, 2048, 2048,
-                    13, 10, 9, 11, 11, 11, 9, 13, 65536, 256};
+                    13, 10, 9, 11, 11, 11, 9, 13, 65536, 256, 0};
     check_derived(what, &c, &d4);
     CHECK_EQ("out_width", c.out_width, 16);
 
@@ -766,12 +769,22 @@ static void test_area_options(void **state)
 }
 
 /* ACT_LUT: a count of activation tables from the set 0, 1, 2, 4, 8 (the
- * message names the set), off by default; the lut buffer's geometry. */
+ * message names the set), off when the key is absent; the default preset
+ * has 2 (docs/results.md, "Activation tables (ACT_LUT)": the DSE verdict);
+ * the lut buffer's geometry. */
 static void test_act_lut(void **state)
 {
     (void)state;
     tsr_config_t c;
     assert_int_equal(tsr_config_load("default", &c), TSR_OK);
+    assert_int_equal(c.act_lut, 2);
+    assert_int_equal(tsr_config_elem_bytes(&c, TSR_MEM_LUT), 256);
+    assert_int_equal(tsr_config_sram_depth(&c, TSR_MEM_LUT), 2);
+    assert_int_equal(tsr_alu_op_available(&c, TSR_ALU_LUT), 1);
+    /* a config without the key has no tables (the other presets, VTA's keys) */
+    assert_int_equal(tsr_config_load("tiny", &c), TSR_OK);
+    assert_int_equal(c.act_lut, 0);
+    expect_ok("VTA's default keys", tsr_config_parse(mkjson(vta_default, NULL), "t", &c));
     assert_int_equal(c.act_lut, 0);
     assert_int_equal(tsr_config_elem_bytes(&c, TSR_MEM_LUT), 0);
     assert_int_equal(tsr_config_sram_depth(&c, TSR_MEM_LUT), 0);
@@ -817,6 +830,10 @@ static void test_load_with(void **state)
     assert_int_equal(z.depthwise, 0);
     assert_int_equal(tsr_config_load_with("default", "ACT_LUT", 4, &l), TSR_OK);
     assert_int_equal(l.act_lut, 4);
+    assert_int_equal(d.act_lut, 2);
+    assert_int_equal(tsr_config_load_with("default", "ACT_LUT", 0, &z), TSR_OK);
+    assert_int_equal(z.act_lut, 0);
+    assert_int_equal(z.depthwise, 3);
     assert_int_equal(l.depthwise, 3);
     assert_int_equal(z.inp_depth, d.inp_depth);
     assert_int_equal(z.dsp_pack, d.dsp_pack);

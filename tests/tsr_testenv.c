@@ -5,6 +5,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -58,6 +59,14 @@ int tsr_test_config(const char *name, tsr_config_t *cfg)
         char base[32];
         snprintf(base, sizeof base, "%.*s", (int)(plus - name), name);
         return preset_with(base, "EXACT_REQUANT", 1, name, cfg);
+    }
+    /* "<preset>+lut<N>": the preset with ACT_LUT = N ("default+lut0": the default without its tables) */
+    const char *lut = strstr(name, "+lut");
+    int n = 0, end = 0;
+    if (lut && sscanf(lut, "+lut%d%n", &n, &end) == 1 && !lut[end]) {
+        char base[32];
+        snprintf(base, sizeof base, "%.*s", (int)(lut - name), name);
+        return preset_with(base, "ACT_LUT", n, name, cfg);
     }
     if (!strcmp(name, "b2"))
         return tsr_config_parse(CFG_B2, "b2", cfg);

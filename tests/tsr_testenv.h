@@ -20,8 +20,10 @@ const char *tsr_test_backend(void);
 /* The seed in environment variable env (decimal or 0x hex), else dflt. */
 uint64_t tsr_test_seed(const char *env, uint64_t dflt);
 /* Config by name: "b2" (BATCH 2, 4x4 blocks), "rect" (BLOCK_IN 8 x
- * BLOCK_OUT 4), "PRESET+exact" (the preset with EXACT_REQUANT = 1), else a
- * preset or JSON file. Returns a tsr error code. */
+ * BLOCK_OUT 4), "PRESET+exact" (the preset with EXACT_REQUANT = 1),
+ * "PRESET+lutN" (the preset with ACT_LUT = N: "default+lut0" is the default
+ * without its activation tables), else a preset or JSON file. Returns a tsr
+ * error code. */
 int tsr_test_config(const char *name, tsr_config_t *cfg);
 /* A preset with one more integer key (e.g. "ACT_LUT", 4); fails the test
  * naming both when the config is refused. */

@@ -12,6 +12,7 @@ usage inside a test:
     T.expect_error("no form", model, 'node "n" (Foo): ...', x)
     T.finish()                      # exit 1 if any check failed
 """
+import json
 import os
 import subprocess
 import sys
@@ -27,6 +28,7 @@ import qdq  # noqa: E402     (scripts/zoo/qdq.py: our quantize_static)
 
 TSR = None
 BACKEND = "fsim"
+CONFIG = None  # a config file infer() passes when its extra names none (None: the default preset)
 failures = 0
 _n = 0
 
@@ -68,6 +70,17 @@ def model(nodes, inputs, outputs, inits=(), opset=13):
     return m
 
 
+def default_config(name, **keys):
+    """configs/default.json with keys set (e.g. ACT_LUT=0: the default preset without its activation
+    tables, the host path), written to the work directory as name; its real path."""
+    with open(os.path.join(os.path.dirname(os.path.dirname(HERE)), "configs", "default.json")) as f:
+        cfg = json.load(f)
+    cfg.update(keys)
+    with open(name, "w") as f:
+        json.dump(cfg, f)
+    return os.path.realpath(name)
+
+
 def save(m, name):
     with open(name, "wb") as f:
         f.write(m.SerializeToString())
@@ -87,6 +100,8 @@ def infer(path, x, extra=()):
     _n += 1
     xin, yout = f"in{_n}.npy", f"out{_n}.npy"
     np.save(xin, x)
+    if CONFIG and "--config" not in extra:
+        extra = ("--config", CONFIG, *extra)
     try:
         r = subprocess.run([TSR, "infer", path, "-i", xin, "-o", yout, "--quiet", "--backend", BACKEND, *extra],
                            capture_output=True, text=True, errors="replace", timeout=600)

@@ -2,14 +2,16 @@
 # `tessera infer MODEL --devices K` on a zoo model whose host operators sit
 # between its device segments (issue 26; ctest onnx_infer_devices_zoo):
 # torchvision's MobileNetV3-Small at 32x32, u8 QDQ (scripts/zoo: build.py,
-# qdq.py, 8 calibration inputs), on the default config (no ACT_LUT: its
+# qdq.py, 8 calibration inputs), on the default config without activation
+# tables (configs/default.json + "ACT_LUT": 0, written here as nolut.json: its
 # Hardswish/Hardsigmoid and the residual Adds run on the host, 33 host nodes
 # between 38 device segments). Three images on 2 and 4 devices (systemc when
 # built, else fsim): every output equal to `tessera infer` on one device,
 # image by image, byte for byte (the images' outputs differ, so a reordered
 # stream fails); the throughput against one device printed; --skip-host
 # (the pipeline skips its host nodes) must fail with exit 1 and write no
-# OUTPUT.
+# OUTPUT. Then the default config itself (ACT_LUT 2: one device segment) on
+# 2 devices.
 # usage: test_infer_devices_zoo.sh TESSERA_BIN SOURCE_DIR WORK_DIR [ZOO_S32_DIR]
 #   ZOO_S32_DIR: where onnx_zoo_small left mobilenet_v3_small_u8.onnx (used when
 #   present; else built here, ~30 s). Exit 77 (skipped) when the model cannot be
@@ -39,15 +41,16 @@ np.save("x3.npy", x)
 for i in range(3):
     np.save(f"x{i}.npy", x[i:i + 1])
 PYEOF
+"$PY" -c "import json; c = json.load(open('$SRC/configs/default.json')); c['ACT_LUT'] = 0; json.dump(c, open('nolut.json', 'w'))"
 for i in 0 1 2; do
-  "$TSR" infer "$M" -i "x$i.npy" -o "one$i.npy" --quiet
+  "$TSR" infer "$M" -i "x$i.npy" --config nolut.json -o "one$i.npy" --quiet
 done
 "$PY" -c "import numpy as np; y = np.concatenate([np.load(f'one{i}.npy') for i in range(3)]); assert len({r.tobytes() for r in y}) == 3; np.save('one.npy', y)"
 BACK=fsim
-if "$TSR" infer "$M" -i x0.npy --backend systemc --quiet -o probe.npy > /dev/null 2>&1; then BACK=systemc; fi
+if "$TSR" infer "$M" -i x0.npy --config nolut.json --backend systemc --quiet -o probe.npy > /dev/null 2>&1; then BACK=systemc; fi
 fail=0
 for K in 2 4; do
-  "$TSR" infer "$M" -i x3.npy --devices "$K" --backend "$BACK" -o "pipe$K.npy" > "out$K.txt"
+  "$TSR" infer "$M" -i x3.npy --devices "$K" --config nolut.json --backend "$BACK" -o "pipe$K.npy" > "out$K.txt"
   grep -q "^host nodes: " "out$K.txt" || { echo "FAIL: $K devices: no host nodes"; fail=1; }
   grep -q "outputs equal to the single-device run: yes (3 of 3)" "out$K.txt" ||
     { echo "FAIL: $K devices: no equality line"; cat "out$K.txt"; fail=1; }
@@ -58,11 +61,11 @@ for K in 2 4; do
     echo "FAIL: $K devices: outputs differ from one device's"; fail=1
   fi
 done
-# with activation tables (ACT_LUT 2) the model is one device segment whose HardSigmoid/HardSwish/Mul/
-# GlobalAveragePool nodes the planner must cost (it refused them: "no operator to plan")
-"$PY" -c "import json; c = json.load(open('$SRC/configs/default.json')); c['ACT_LUT'] = 2; json.dump(c, open('lut.json', 'w'))"
-for i in 0 1 2; do "$TSR" infer "$M" -i "x$i.npy" --config lut.json -o "lone$i.npy" --quiet; done
-if "$TSR" infer "$M" -i x3.npy --devices 2 --config lut.json --backend "$BACK" -o plut.npy > outlut.txt 2>&1 &&
+# with activation tables (the default config: ACT_LUT 2) the model is one device segment whose
+# HardSigmoid/HardSwish/Mul/GlobalAveragePool nodes the planner must cost (it refused them: "no
+# operator to plan")
+for i in 0 1 2; do "$TSR" infer "$M" -i "x$i.npy" --config default -o "lone$i.npy" --quiet; done
+if "$TSR" infer "$M" -i x3.npy --devices 2 --config default --backend "$BACK" -o plut.npy > outlut.txt 2>&1 &&
    grep -q "outputs equal to the single-device run: yes (3 of 3)" outlut.txt &&
    "$PY" -c "import numpy as np, sys; a = np.load('plut.npy'); b = np.concatenate([np.load(f'lone{i}.npy') for i in range(3)]); sys.exit(0 if np.array_equal(a, b) else 1)"; then
   echo "ok: ACT_LUT 2, 2 devices ($BACK): $(grep -E '^one device:' outlut.txt)"
@@ -70,7 +73,7 @@ else
   echo "FAIL: ACT_LUT 2 on 2 devices:"; tail -3 outlut.txt; fail=1
 fi
 set +e
-"$TSR" infer "$M" -i x3.npy --devices 2 --skip-host -o bad.npy > out9.txt 2>&1
+"$TSR" infer "$M" -i x3.npy --devices 2 --config nolut.json --skip-host -o bad.npy > out9.txt 2>&1
 rc=$?
 set -e
 if [ "$rc" = 1 ] && grep -q "outputs equal to the single-device run: NO" out9.txt && [ ! -e bad.npy ]; then

@@ -10,6 +10,9 @@ QLinearSoftmax, which the host reproduces), the others <= 1 LSB (the host comput
 with its own float32 approximations, so a value on a rounding boundary may go either way). Ops the
 quantizer leaves in float (HardSigmoid, HardSwish, Tanh, Erf, Div, Sub, Pow, Sqrt, ReduceMean, ...) give
 a float output: |diff| <= 1e-5 * max(1, |y|).
+Config: configs/default.json + "ACT_LUT": 0 (written to the work directory): without activation tables
+the quantized activations after the conv stay host kernels (with them they would be device tables,
+test_op_act).
 """
 import os
 import sys
@@ -52,6 +55,7 @@ def c(name, a):
 
 def main():
     T.setup()
+    T.CONFIG = T.default_config("float_nolut.json", ACT_LUT=0)
     cal = rng.standard_normal((16, *SHAPE[1:])).astype(np.float32)
     x = rng.standard_normal(SHAPE).astype(np.float32)
     n = helper.make_node

@@ -113,6 +113,9 @@ def int64_input():
 
 
 def placement_json():
+    """--placement-json on conv -> Sigmoid, on configs/default.json + "ACT_LUT": 0 (without tables the
+    Sigmoid is a host node: one entry of each side)."""
+    cfg = T.default_config("pj_nolut.json", ACT_LUT=0)
     n = helper.make_node
     w = (rng.standard_normal((4, 3, 3, 3)) * 0.3).astype(np.float32)
     odd = 'conv "a"\\b\nc'
@@ -122,7 +125,7 @@ def placement_json():
     q = T.quantize(m, cal, "u8")
     path = T.save(q, "pj.onnx")
     np.save("pj_in.npy", rng.standard_normal((1, 3, 6, 6)).astype(np.float32))
-    r = subprocess.run([T.TSR, "infer", path, "-i", "pj_in.npy", "--quiet", "--placement-json", "-",
+    r = subprocess.run([T.TSR, "infer", path, "-i", "pj_in.npy", "--quiet", "--placement-json", "-", "--config", cfg,
                         "--backend", T.BACKEND], capture_output=True, text=True, errors="replace", timeout=600)
     try:
         j = json.loads(r.stdout)
@@ -140,12 +143,13 @@ def placement_json():
             conv[0]["segment"] == 0 and conv[0]["macs"] == 4 * 36 * 27, str(conv))
     T.check("placement JSON: sigmoid on the host", len(sig) == 1 and sig[0]["side"] == "host", str(sig))
     # to a file: written with the outputs; a failing run writes none
-    r = subprocess.run([T.TSR, "infer", path, "-i", "pj_in.npy", "-o", "pj_out.npy", "--quiet",
+    r = subprocess.run([T.TSR, "infer", path, "-i", "pj_in.npy", "-o", "pj_out.npy", "--quiet", "--config", cfg,
                         "--placement-json", "pj.json"], capture_output=True, text=True)
     ok = r.returncode == 0 and json.load(open("pj.json"))["segments"] == j["segments"]
     T.check("placement JSON to a file", ok, r.stderr.strip())
     np.save("pj_bad.npy", np.zeros((1, 3, 5, 5), np.float32))
-    r = subprocess.run([T.TSR, "infer", path, "-i", "pj_bad.npy", "--quiet", "--placement-json", "pj2.json"],
+    r = subprocess.run([T.TSR, "infer", path, "-i", "pj_bad.npy", "--quiet", "--config", cfg, "--placement-json",
+                        "pj2.json"],
                        capture_output=True, text=True)
     T.check("placement JSON: a failing run writes no file", r.returncode == 1 and not os.path.exists("pj2.json"),
             r.stderr.strip())

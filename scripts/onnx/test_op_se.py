@@ -4,8 +4,8 @@
 S = Sigmoid|HardSigmoid(Conv(Relu(Conv(GlobalAveragePool(A))))), M = Mul(A, S) (or Mul(S, A)),
 Y = Conv(Add(M, P)), quantized u8 and s8 by our quantize_static (scripts/zoo/qdq.py), run on
 configs/default.json + "ACT_LUT": 4 (the gate's activation is then a device table, so the Mul's
-operands are device work) and on the default config (the gate on the host, the Mul the host's
-QLinearMul kernel):
+operands are device work) and on configs/default.json + "ACT_LUT": 0 (no tables, called "default"
+below: the gate on the host, the Mul the host's QLinearMul kernel):
   (a) placement on ACT_LUT: the Mul on the device ("mul by a per-channel vector"), the Add after it
       too, one device segment, the graph input's QuantizeLinear and the output's DequantizeLinear the
       only host operators; on the default config the Mul is the host kernel;
@@ -38,14 +38,7 @@ SHAPE = [1, C, H, W]
 BOUND = 2
 
 
-def lut_config():
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
-    with open(os.path.join(root, "configs", "default.json")) as f:
-        cfg = json.load(f)
-    cfg["ACT_LUT"] = 4
-    with open("se_lut.json", "w") as f:
-        json.dump(cfg, f)
-    return os.path.realpath("se_lut.json")
+NOLUT = None  # configs/default.json with ACT_LUT 0 (main writes it): the config cfg None means
 
 
 def w(shape, s):
@@ -79,7 +72,7 @@ def tessera(path, x, cfg, tensors=(), placement=False):
     """tessera infer: (exit code, output, {tensor: bytes}, placement JSON or None, stderr)."""
     np.save("se_in.npy", x)
     cmd = [T.TSR, "infer", path, "-i", "se_in.npy", "-o", "se_out.npy", "--quiet", "--backend", T.BACKEND]
-    cmd += ["--config", cfg] if cfg else []
+    cmd += ["--config", cfg or NOLUT]
     for t in tensors:
         cmd += ["--tensor", f"{t}=se_t_{t}.npy"]
     if placement:
@@ -179,8 +172,10 @@ def se_case(name, q, x, cfg, gap_kernel=None):
 
 
 def main():
+    global NOLUT
     T.setup()
-    cfg = lut_config()
+    cfg = T.default_config("se_lut.json", ACT_LUT=4)
+    NOLUT = T.default_config("se_nolut.json", ACT_LUT=0)
     cal = rng.standard_normal((16, *SHAPE[1:])).astype(np.float32)
     x = rng.standard_normal(SHAPE).astype(np.float32)
     for gate in ("sigmoid", "hardsigmoid"):
