@@ -86,6 +86,7 @@ typedef struct ox_val {
     int seg_tensor;         /* tensor id inside its device segment while building it */
     uint8_t *rt;            /* run-time bytes (owned by the base) */
     int in_act;             /* computed inside a device activation table only (tsr_onnx_act.c): never materialized */
+    int padded;             /* held with padding channels on the device (ops/tsr_ox_shuffle.c): not readable */
 } ox_val_t;
 
 typedef struct ox_lop {

@@ -201,6 +201,7 @@ static int pad_value(tsr_onnx_t *m, int ni, int a, int only, int64_t p)
     if (rc)
         return rc;
     A->dims[1] = p, A->nbytes = (size_t)(A->dims[0] * p * A->dims[2] * A->dims[3]);
+    A->padded = 1;
     return 1;
 }
 
@@ -227,6 +228,7 @@ static int pad_first(tsr_onnx_t *m, int ni, int b, int64_t *ca, int64_t *pa)
     const int rc = pad_value(m, ni, a, lc, p);
     if (rc != 1)
         return rc;
+    B->padded = 1;
     B->dims[1] += p - c, B->nbytes = (size_t)(B->dims[0] * B->dims[1] * hw);
     C->geo[1] = p * hw;
     *ca = c, *pa = p;

@@ -138,6 +138,9 @@ def main():
         T.check(f"unaligned concat padded, one segment {act}",
                 rc == 0 and " in 1 segment," in out and len(cat) == 1 and "device, segment 0 (concat" in cat[0],
                 "; ".join(cat) or out[-300:])
+        # a padded tensor read by name: refused (its bytes hold the padding), not wrong values
+        rc, _, err = on_device(lambda: T.infer(path, x, ("--tensor", "/Concat_output_0_QuantizeLinear_Output=cat.npy")))
+        T.check(f"padded concat output not readable {act}", rc != 0 and "padding channels" in err, err[-200:])
     T.finish()
 
 
