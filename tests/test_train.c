@@ -270,22 +270,29 @@ static void grads_of(const char *layers, int host, float **gw, size_t *nw)
     tsr_device_close(dev);
 }
 
+/* A trainer of fc alone (batch 8, the given option set on top of the defaults) after one tsr_train_grads on
+ * the first 8 samples, whose data x and labels y it leaves for the caller to free. */
+static tsr_trainer_t *fc_grads(tsr_device_t *dev, tsr_train_opts_t o, tsr_tensor_t *x, tsr_tensor_t *y, double *loss)
+{
+    o.trainable = "fc", o.epochs = 1, o.batch = 8, o.lr = 0.01, o.momentum = 0.9, o.seed = 1;
+    tsr_trainer_t *tr = NULL;
+    if (tsr_train_open(MODEL, dev, &o, &tr))
+        fail_msg("tsr_train_open: %s", tsr_errmsg());
+    load_data(x, y);
+    if (tsr_train_grads(tr, x, y, 8, loss))
+        fail_msg("tsr_train_grads: %s", tsr_errmsg());
+    return tr;
+}
+
 /* --loss-logits exact: the loss of the fc's exact outputs, against a plain double reference from the
    same quantized input and the fc's int8 weights and int32 bias (round(w / w_scale), as the forward
    uses them); the default's loss (the 8-bit logits) is further from it by their rounding */
 static double fc_loss(tsr_device_t *dev, int exact, double *ref)
 {
-    tsr_train_opts_t o = {.trainable = "fc", .epochs = 1, .batch = 8, .lr = 0.01, .momentum = 0.9, .seed = 1,
-                          .loss_exact = exact};
-    tsr_trainer_t *tr = NULL;
-    if (tsr_train_open(MODEL, dev, &o, &tr))
-        fail_msg("tsr_train_open: %s", tsr_errmsg());
     tsr_tensor_t x = {0}, y = {0};
-    load_data(&x, &y);
     double loss = 0;
     const int n = 8;
-    if (tsr_train_grads(tr, &x, &y, n, &loss))
-        fail_msg("tsr_train_grads: %s", tsr_errmsg());
+    tsr_trainer_t *tr = fc_grads(dev, (tsr_train_opts_t){.loss_exact = exact}, &x, &y, &loss);
     tsr_train_view_t v;
     assert_int_equal(tsr_train_view(tr, tsr_train_nlayers(tr) - 1, &v), 0);
     assert_int_equal(v.L->kind, TSR_OXL_DENSE);
@@ -328,17 +335,10 @@ static void test_loss_exact(void **state)
  * the trainer's own logits and input: the number of elements past the split's bound (s_dy / 508 per |x|). */
 static int fc_split_bad(tsr_device_t *dev, int split)
 {
-    tsr_train_opts_t o = {.trainable = "fc", .epochs = 1, .batch = 8, .lr = 0.01, .momentum = 0.9, .seed = 1,
-                          .grad_split = split};
-    tsr_trainer_t *tr = NULL;
-    if (tsr_train_open(MODEL, dev, &o, &tr))
-        fail_msg("tsr_train_open: %s", tsr_errmsg());
     tsr_tensor_t x = {0}, y = {0};
-    load_data(&x, &y);
     double loss = 0;
     const int n = 8;
-    if (tsr_train_grads(tr, &x, &y, n, &loss))
-        fail_msg("tsr_train_grads: %s", tsr_errmsg());
+    tsr_trainer_t *tr = fc_grads(dev, (tsr_train_opts_t){.grad_split = split}, &x, &y, &loss);
     tsr_train_view_t vf;
     assert_int_equal(tsr_train_view(tr, tsr_train_nlayers(tr) - 1, &vf), 0);
     const int C = vf.m, K = vf.k;
