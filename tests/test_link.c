@@ -46,6 +46,7 @@
 #include "tsr_pipenet.h"
 #include "tsr_pipeplan.h"
 #include "tsr_util.h"
+#include "tsr_testenv.h"
 
 static int have_systemc(void)
 {
@@ -284,16 +285,10 @@ static void test_pipeline(void **state)
     free(p2p), free(sh), free(slow);
 }
 
-static int run_cli(const char *args, char *out, size_t cap)
+/* Run `tessera ARGS` (stderr joined); its output in buf, its exit status returned. */
+static int run_cli(const char *args, char *buf, size_t cap)
 {
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "%s %s 2>&1", TSR_CLI, args);
-    FILE *f = popen(cmd, "r");
-    assert_non_null(f);
-    size_t n = fread(out, 1, cap - 1, f);
-    out[n] = 0;
-    int st = pclose(f);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return tsr_test_run_cli(TSR_CLI, args, buf, cap);
 }
 
 static void test_cli(void **state)

@@ -64,6 +64,7 @@
 #include "tsr_pipenet.h"
 #include "tsr_pipeplan.h"
 #include "tsr_tappack.h"
+#include "tsr_testenv.h"
 
 typedef struct {
     tsr_config_t cfg;
@@ -635,14 +636,7 @@ static void test_systemc(void **state)
 /* Run `tessera ARGS` (stderr joined); its output in buf, its exit status returned. */
 static int run_cli(const char *args, char *buf, size_t cap)
 {
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "%s %s 2>&1", TSR_CLI, args);
-    FILE *f = popen(cmd, "r");
-    assert_non_null(f);
-    size_t n = fread(buf, 1, cap - 1, f);
-    buf[n] = 0;
-    int st = pclose(f);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return tsr_test_run_cli(TSR_CLI, args, buf, cap);
 }
 
 static void test_cli(void **state)

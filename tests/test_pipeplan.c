@@ -40,6 +40,7 @@
 
 #include "tsr_error.h"
 #include "tsr_pipeplan.h"
+#include "tsr_testenv.h"
 
 /* ---------------------------------------------------------- the random problems */
 
@@ -1258,14 +1259,7 @@ static void test_shared_refusals(void **state)
 /* Run `tessera ARGS` (stderr joined); its output in buf, its exit status returned. */
 static int run_cli(const char *args, char *buf, size_t cap)
 {
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "%s %s 2>&1", TSR_CLI, args);
-    FILE *f = popen(cmd, "r");
-    assert_non_null(f);
-    size_t n = fread(buf, 1, cap - 1, f);
-    buf[n] = 0;
-    int st = pclose(f);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return tsr_test_run_cli(TSR_CLI, args, buf, cap);
 }
 
 static double period_of(const char *out, const char *label)

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 
 #include <cmocka.h>
@@ -214,4 +215,16 @@ void tsr_test_graph_vs_netref(tsr_device_t *dev, const tsr_netdesc_t *nd, size_t
         free(ref[t]);
     free(ref), free(x), free(y);
     tsr_graph_free(g);
+}
+
+int tsr_test_run_cli(const char *cli, const char *args, char *buf, size_t cap)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s %s 2>&1", cli, args);
+    FILE *f = popen(cmd, "r");
+    assert_non_null(f);
+    size_t n = fread(buf, 1, cap - 1, f);
+    buf[n] = 0;
+    int st = pclose(f);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }

@@ -15,6 +15,10 @@
 #include "tsr_isa.h"
 #include "tsr_netdesc.h"
 
+/* Run `CLI ARGS` through the shell (stderr joined to stdout): its output in buf (cap bytes, NUL-terminated,
+ * cut at cap - 1), its exit status returned (-1 when it did not exit). Fails the running cmocka test when
+ * the command cannot be started. */
+int tsr_test_run_cli(const char *cli, const char *args, char *buf, size_t cap);
 /* TSR_TEST_BACKEND, or "fsim". */
 const char *tsr_test_backend(void);
 /* The seed in environment variable env (decimal or 0x hex), else dflt. */
