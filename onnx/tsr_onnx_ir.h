@@ -357,6 +357,9 @@ int tsr_ox_softmax_device(tsr_onnx_t *m, int act_lut);
  * and the device form is bit-exact with the host kernel (the Mul) or the
  * device add's own (the Add). 1 if it moved, 0 if not. */
 int tsr_ox_promote_lop(tsr_onnx_t *m, int l);
+/* Values a's and b's producers are device graph lops before l, and so is every lop after the earlier of
+ * them up to l: the condition for l to take both from one device segment (ops/tsr_ox_eltwise.c). */
+int tsr_ox_device_operands(const tsr_onnx_t *m, int l, int a, int b);
 /* ops/tsr_ox_concat.c: host concat lop l (H_CONCAT) as a device concat when the target's layout makes
  * its inputs views of its output and both come from device lops with only device lops between them
  * and l; a device concat back to the host otherwise (run again for each target). 1 if on the device. */

@@ -155,19 +155,29 @@ static int seg_valid(const tsr_onnx_t *m, int i, int end, int *in_val, int *out_
     return nin == 1;
 }
 
+/* One more segment, zeroed and counted (m->nsegs - 1), so that tsr_onnx_free frees what a later failure
+ * leaves in it; NULL when out of memory (the array unchanged). */
+static ox_seg_t *new_segment(tsr_onnx_t *m)
+{
+    ox_seg_t *ns = realloc(m->segs, sizeof *ns * (size_t)(m->nsegs + 1));
+    if (!ns)
+        return NULL;
+    m->segs = ns;
+    ox_seg_t *s = &ns[m->nsegs++];
+    memset(s, 0, sizeof *s);
+    return s;
+}
+
 /* Lops [i, end) as segment m->nsegs: its netdesc (tensors numbered per
  * segment, zero points agreed by assign_zps), then validated. The segment
  * is counted before it is filled, so that tsr_onnx_free frees what a
  * failure leaves. */
 static int emit_segment(tsr_onnx_t *m, int i, int end, int in_val, int out_val, int solo)
 {
-    ox_seg_t *ns = realloc(m->segs, sizeof *ns * (size_t)(m->nsegs + 1));
-    if (!ns)
+    ox_seg_t *s = new_segment(m);
+    if (!s)
         return tsr_err(TSR_ENOMEM, "out of memory");
-    m->segs = ns;
-    const int si = m->nsegs++;
-    ox_seg_t *s = &ns[si];
-    memset(s, 0, sizeof *s);
+    const int si = m->nsegs - 1;
     for (int v = 0; v < m->nvals; v++)
         m->vals[v].seg_tensor = -1;
     s->in_val = in_val;
@@ -223,13 +233,10 @@ static int emit_segment(tsr_onnx_t *m, int i, int end, int in_val, int out_val, 
  * netdesc: jit/tsr_bmm.h runs it, planned by prepare). */
 static int emit_bmm_segment(tsr_onnx_t *m, int i)
 {
-    ox_seg_t *ns = realloc(m->segs, sizeof *ns * (size_t)(m->nsegs + 1));
-    if (!ns)
+    ox_seg_t *s = new_segment(m);
+    if (!s)
         return tsr_err(TSR_ENOMEM, "out of memory");
-    m->segs = ns;
-    const int si = m->nsegs++;
-    ox_seg_t *s = &ns[si];
-    memset(s, 0, sizeof *s);
+    const int si = m->nsegs - 1;
     s->in_val = m->lops[i].in;
     s->out_val = m->lops[i].out;
     s->first = s->last = i;

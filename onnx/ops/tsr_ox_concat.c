@@ -25,19 +25,6 @@
 #include "tsr_onnx_ops.h"
 #include "tsr_strsafe.h"
 
-/* Value v's producer is a device graph lop, and so is every lop after the
- * earlier of the two producers up to lop l. */
-static int device_operands(const tsr_onnx_t *m, int l, int a, int b)
-{
-    const int pa = m->vals[a].prod, pb = m->vals[b].prod;
-    if (pa < 0 || pb < 0 || pa >= l || pb >= l || !tsr_ox_in_graph(&m->lops[pa]) || !tsr_ox_in_graph(&m->lops[pb]))
-        return 0;
-    for (int j = (pa < pb ? pa : pb) + 1; j < l; j++)
-        if (!tsr_ox_in_graph(&m->lops[j]))
-            return 0;
-    return 1;
-}
-
 /* Lop l's concat parameters (zero point 0: the segment sets it), 0 if it is no 4-D concat along channels. */
 static int concat_params(const tsr_onnx_t *m, const ox_lop_t *L, tsr_concat_params_t *p)
 {
@@ -69,7 +56,7 @@ int tsr_ox_concat_place(tsr_onnx_t *m, int l)
     tsr_concat_params_t p;
     const char *env = getenv("TESSERA_CONCAT"); /* "host": every concat the host copy (tests compare the two) */
     if ((env && !strcmp(env, "host")) || !m->cat_block || !concat_params(m, L, &p) || p.n > m->cat_batch || p.c_a % m->cat_block ||
-        !device_operands(m, l, L->in, L->in2))
+        !tsr_ox_device_operands(m, l, L->in, L->in2))
         return 0;
     L->side = SIDE_DEV;
     L->seg = -1;

@@ -260,10 +260,10 @@ int tsr_ox_qdq_mul_bcast(tsr_onnx_t *m, int ni)
     return 0;
 }
 
-/* Value v's producer is a device lop, and so is every lop after the
- * earlier of the two producers up to lop l (else they cannot share one
- * device segment with l, which takes one input from outside). */
-static int device_operands(const tsr_onnx_t *m, int l, int a, int b)
+/* Values a's and b's producers are device lops, and so is every lop after
+ * the earlier of the two up to lop l (else they cannot share one device
+ * segment with l, which takes one input from outside). */
+int tsr_ox_device_operands(const tsr_onnx_t *m, int l, int a, int b)
 {
     const int pa = m->vals[a].prod, pb = m->vals[b].prod;
     if (pa < 0 || pb < 0 || pa >= l || pb >= l || !tsr_ox_in_graph(&m->lops[pa]) || !tsr_ox_in_graph(&m->lops[pb]))
@@ -294,7 +294,7 @@ int tsr_ox_promote_lop(tsr_onnx_t *m, int l)
 {
     const ox_lop_t *L = &m->lops[l];
     if (L->side != SIDE_HOST || L->hkind != H_QADDC || L->in2 < 0 || m->vals[L->in2].cdata ||
-        !device_operands(m, l, L->in, L->in2))
+        !tsr_ox_device_operands(m, l, L->in, L->in2))
         return 0;
     const ox_val_t *A = &m->vals[L->in], *B = &m->vals[L->in2], *Y = &m->vals[L->out];
     uint32_t ysb = (uint32_t)L->geo[7];
