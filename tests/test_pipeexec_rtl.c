@@ -36,6 +36,7 @@
 #include "tsr_pipeexec.h"
 #include "tsr_pipenet.h"
 #include "tsr_pipeplan.h"
+#include "tsr_testenv.h"
 
 typedef struct {
     tsr_config_t cfg;
@@ -165,12 +166,7 @@ static int run_cli(const char *env, const char *args, const char *redir, char *b
 {
     char cmd[1024];
     snprintf(cmd, sizeof cmd, "%s %s %s %s", env, TSR_CLI, args, redir);
-    FILE *f = popen(cmd, "r");
-    assert_non_null(f);
-    size_t n = fread(buf, 1, cap - 1, f);
-    buf[n] = 0;
-    int st = pclose(f);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return tsr_test_run_cmd(cmd, buf, cap);
 }
 
 static void test_cli(void **state)

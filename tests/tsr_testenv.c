@@ -221,6 +221,11 @@ int tsr_test_run_cli(const char *cli, const char *args, char *buf, size_t cap)
 {
     char cmd[1024];
     snprintf(cmd, sizeof cmd, "%s %s 2>&1", cli, args);
+    return tsr_test_run_cmd(cmd, buf, cap);
+}
+
+int tsr_test_run_cmd(const char *cmd, char *buf, size_t cap)
+{
     FILE *f = popen(cmd, "r");
     assert_non_null(f);
     size_t n = fread(buf, 1, cap - 1, f);

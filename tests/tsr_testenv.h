@@ -19,6 +19,8 @@
  * cut at cap - 1), its exit status returned (-1 when it did not exit). Fails the running cmocka test when
  * the command cannot be started. */
 int tsr_test_run_cli(const char *cli, const char *args, char *buf, size_t cap);
+/* The same for a whole shell command line (its own redirections). */
+int tsr_test_run_cmd(const char *cmd, char *buf, size_t cap);
 /* TSR_TEST_BACKEND, or "fsim". */
 const char *tsr_test_backend(void);
 /* The seed in environment variable env (decimal or 0x hex), else dflt. */
