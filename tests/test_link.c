@@ -227,13 +227,7 @@ static void run_net(int k, double bw, int shared, tsr_pipex_result_t *r)
     tsr_config_t cfg, cfgs[4];
     tsr_netdesc_t nd;
     tsr_pp_t *pp = NULL;
-    assert_int_equal(tsr_config_load("default", &cfg), 0);
-    assert_int_equal(tsr_netdesc_resnet18_small(3, 1, 32, 16, 10, &nd), 0);
-    if (tsr_pipenet_problem(&nd, &cfg, 1, &pp, NULL))
-        fail_msg("%s", tsr_errmsg());
-    for (int d = 0; d < k; d++)
-        assert_int_equal(tsr_pp_device(pp, NULL, 0, 1ull << 30, NULL), 0);
-    assert_int_equal(tsr_pp_set_link(pp, bw, 500), 0);
+    tsr_test_small_resnet_problem(k, bw, &cfg, &nd, &pp);
     tsr_pp_plan_t plan;
     if (tsr_pp_solve_dp(pp, NULL, &plan))
         fail_msg("%s", tsr_errmsg());

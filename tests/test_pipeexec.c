@@ -427,13 +427,7 @@ static void test_shared(void **state)
     tsr_config_t cfg;
     tsr_netdesc_t nd;
     tsr_pp_t *pp = NULL;
-    assert_int_equal(tsr_config_load("default", &cfg), 0);
-    assert_int_equal(tsr_netdesc_resnet18_small(3, 1, 32, 16, 10, &nd), 0);
-    if (tsr_pipenet_problem(&nd, &cfg, 1, &pp, NULL))
-        fail_msg("%s", tsr_errmsg());
-    for (int d = 0; d < 4; d++)
-        assert_int_equal(tsr_pp_device(pp, NULL, 0, 1ull << 30, NULL), 0);
-    assert_int_equal(tsr_pp_set_link(pp, 8, 500), 0);
+    tsr_test_small_resnet_problem(4, 8, &cfg, &nd, &pp);
     assert_int_equal(tsr_pp_set_host_stages(pp, 0), 0);
     assert_int_equal(tsr_pipenet_add_shares(pp, &nd, &cfg, 1, 8, NULL), 0);
     int a = node_id(&nd, "layer3.0.conv1"), b = node_id(&nd, "layer3.1.conv2"), c = node_id(&nd, "layer4.1.conv1");

@@ -16,6 +16,7 @@
 #include "tsr_error.h"
 #include "tsr_graph.h"
 #include "tsr_netref.h"
+#include "tsr_pipenet.h"
 #include "tsr_util.h"
 
 static const char *CFG_B2 = "{\"TARGET\": \"sim\", \"LOG_INP_WIDTH\": 3, \"LOG_WGT_WIDTH\": 3, \"LOG_ACC_WIDTH\": 5, "
@@ -232,4 +233,16 @@ int tsr_test_run_cmd(const char *cmd, char *buf, size_t cap)
     buf[n] = 0;
     int st = pclose(f);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+void tsr_test_small_resnet_problem(int k, double bw, tsr_config_t *cfg, tsr_netdesc_t *nd, tsr_pp_t **pp)
+{
+    *pp = NULL;
+    assert_int_equal(tsr_config_load("default", cfg), 0);
+    assert_int_equal(tsr_netdesc_resnet18_small(3, 1, 32, 16, 10, nd), 0);
+    if (tsr_pipenet_problem(nd, cfg, 1, pp, NULL))
+        fail_msg("%s", tsr_errmsg());
+    for (int d = 0; d < k; d++)
+        assert_int_equal(tsr_pp_device(*pp, NULL, 0, 1ull << 30, NULL), 0);
+    assert_int_equal(tsr_pp_set_link(*pp, bw, 500), 0);
 }

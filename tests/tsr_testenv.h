@@ -14,11 +14,16 @@
 #include "tsr_driver.h"
 #include "tsr_isa.h"
 #include "tsr_netdesc.h"
+#include "tsr_pipeplan.h"
 
 /* Run `CLI ARGS` through the shell (stderr joined to stdout): its output in buf (cap bytes, NUL-terminated,
  * cut at cap - 1), its exit status returned (-1 when it did not exit). Fails the running cmocka test when
  * the command cannot be started. */
 int tsr_test_run_cli(const char *cli, const char *args, char *buf, size_t cap);
+/* The planning problem of the small ResNet-18 (tsr_netdesc_resnet18_small(3, 1, 32, 16, 10)) on k
+ * devices of the default config (1 GiB DRAM each) and a link of bw bytes per cycle plus 500 cycles, with
+ * the JIT's costs: *cfg, *nd and *pp set; fails the running cmocka test on error. */
+void tsr_test_small_resnet_problem(int k, double bw, tsr_config_t *cfg, tsr_netdesc_t *nd, tsr_pp_t **pp);
 /* The same for a whole shell command line (its own redirections). */
 int tsr_test_run_cmd(const char *cmd, char *buf, size_t cap);
 /* TSR_TEST_BACKEND, or "fsim". */
