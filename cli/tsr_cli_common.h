@@ -64,7 +64,8 @@ int tsr_cli_close_out(FILE *f, const char *path);
     "                        cycles (2^32); a stream whose bound derived from its loops and\n"   \
     "                        transfers is larger is refused, an rtl run past it is stopped\n"   \
     "  --timing-only         systemc: the cycles without computing the data (many times faster;\n" \
-    "                        outputs are not written, so commands that save them refuse it)\n" \
+    "                        outputs are not written, so commands that save them refuse it);\n" \
+    "                        sampled: cycles only (that model, RTL windows without data checks)\n" \
     "  --sample SPEC         sampled backend: the submissions that also run on the RTL after a\n"  \
     "                        hand-off of DRAM: all, every:K, random:P (default random:0.1),\n"    \
     "                        pieces:P:K (with probability P a piece of 1/K of a submission) or\n" \

@@ -53,6 +53,11 @@ typedef struct {
     size_t nsubs, capsubs;
     uint64_t index;         /* submissions since open (window choice, messages) */
     int synced;             /* the RTL has run every submission since open (its on-chip state is a plain rtl device's) */
+    int cycles_only;        /* opened with rtl.timing_only: the fast model computes no data, the windows run for
+                             * their cycles only (the design's cycles do not depend on the data): the hand-off
+                             * carries what the host wrote (instructions, uops, inputs), nothing is compared */
+    FILE *trace;            /* TESSERA_SAMPLED_TRACE=FILE: one line per submission (its record and features) */
+    tsr_sub_feat_t feat;    /* the running submission's features */
     int break_stores;       /* fault injection (TESSERA_SAMPLED_BREAK=stores): forget what the submissions that ran
                              * on the fast model alone stored, so the test can see the check catch a stale hand-off */
     int running, window;    /* a submission is running; it is a window (or has a piece) */
@@ -128,6 +133,8 @@ static void s_close(void *st)
         s->fo->close(s->t);
     if (s->f)
         s->fo->close(s->f);
+    if (s->trace)
+        fclose(s->trace);
     free(s->regs);
     free(s->subs);
     free(s->a);
@@ -154,6 +161,7 @@ static int s_open(const tsr_config_t *cfg, const tsr_device_opts_t *opts, void *
     s->spec = spec;
     s->rng = opts->sample_seed;
     s->synced = 1;
+    s->cycles_only = opts->rtl.timing_only != 0;
     /* the rtl and systemc backends: DRAM at 0x1000, at most up to the 32-bit AXI address space's end */
     s->dram_top = 0x1000ull + (opts->dram_size < 0xffffffffull - 0x1000ull ? opts->dram_size : 0xffffffffull - 0x1000ull);
     const char *brk = getenv("TESSERA_SAMPLED_BREAK");
@@ -168,7 +176,9 @@ static int s_open(const tsr_config_t *cfg, const tsr_device_opts_t *opts, void *
         s_close(s);
         return tsr_err_prefix(rc, "sampled: the fast model (systemc) cannot hold this device: ");
     }
-    if ((rc = s->ro->open(cfg, opts, &s->r))) {
+    tsr_device_opts_t ro = *opts; /* the RTL computes its data whatever: its cycles are the same */
+    ro.rtl.timing_only = 0;
+    if ((rc = s->ro->open(cfg, &ro, &s->r))) {
         s->r = NULL;
         s_close(s);
         return tsr_err_prefix(rc, "sampled: the RTL cannot hold this device: ");
@@ -177,6 +187,11 @@ static int s_open(const tsr_config_t *cfg, const tsr_device_opts_t *opts, void *
         s->t = NULL;
         s_close(s);
         return tsr_err_prefix(rc, "sampled: the second fast model of the pieces: ");
+    }
+    const char *tp = getenv("TESSERA_SAMPLED_TRACE");
+    if (tp && *tp && !(s->trace = fopen(tp, "w"))) {
+        s_close(s);
+        return tsr_err(TSR_EIO, "sampled: cannot write the trace TESSERA_SAMPLED_TRACE=%.200s", tp);
     }
     *state = s;
     return TSR_OK;
@@ -350,6 +365,27 @@ static void dirty_stores(smp_t *s, const tsr_insn_t *insns, uint32_t n)
 
 /* ------------------------------------------------------------------ runs */
 
+void tsr_sub_features(const tsr_insn_t *insns, size_t n, tsr_sub_feat_t *f)
+{
+    memset(f, 0, sizeof *f);
+    f->insns = n;
+    int dw = 0;
+    for (size_t i = 0; i < n; i++) {
+        const tsr_insn_t *in = &insns[i];
+        const uint64_t it = (uint64_t)(in->uop_end - in->uop_bgn) * in->iter_out * in->iter_in;
+        if (in->opcode == TSR_OP_LOAD)
+            f->loads++;
+        else if (in->opcode == TSR_OP_STORE)
+            f->stores++;
+        else if (in->opcode == TSR_OP_GEMM && !in->reset) {
+            f->gemm_iters += it;
+            dw |= in->depthwise != 0;
+        } else if (in->opcode == TSR_OP_ALU)
+            f->alu_iters += it;
+    }
+    f->kind = dw ? TSR_SUB_DW : f->gemm_iters ? TSR_SUB_GEMM : f->alu_iters ? TSR_SUB_ALU : TSR_SUB_MOVE;
+}
+
 static int choose(smp_t *s, uint64_t i)
 {
     switch (s->spec.mode) {
@@ -512,7 +548,7 @@ static int s_start(void *st, uint64_t insn_addr, uint32_t count, uint64_t bound)
         } else
             s->piece_refused++;
     }
-    if (window && !s->synced) {
+    if (window && !s->synced && !s->cycles_only) {
         /* The RTL's on-chip buffers hold what its last window left, not what
          * the fast model's hold now: refuse a stream that would read them. */
         if ((rc = tsr_carryin_check(&s->cfg, insns, count, fast_read_cb, s))) {
@@ -543,9 +579,11 @@ static int s_start(void *st, uint64_t insn_addr, uint32_t count, uint64_t bound)
             s->fo->reset(s->t);
         goto out;
     }
+    tsr_sub_features(insns, count, &s->feat);
+    s->feat.bound = bound;
     if (!window) {
         s->synced = 0;
-        if (!s->break_stores)
+        if (!s->break_stores && !s->cycles_only) /* (cycles only: the fast model stored nothing) */
             dirty_stores(s, insns, count); /* the fast device's stores, and the piece's on the other two */
         if (piece)
             dirty_stores(s, pc, (uint32_t)np);
@@ -575,6 +613,20 @@ static int add_sub(smp_t *s, tsr_sampled_sub_t sub)
     }
     s->subs[s->nsubs++] = sub;
     return TSR_OK;
+}
+
+/* TESSERA_SAMPLED_TRACE: a submission's record, one line (the header once). */
+static void trace_sub(smp_t *s, uint64_t sub, const tsr_sampled_sub_t *r)
+{
+    static const char *const kinds[] = {"move", "alu", "gemm", "dw"};
+    if (!sub)
+        fprintf(s->trace, "sub kind fast rtl window piece piece_fast insns gemm_iters alu_iters loads stores bound\n");
+    fprintf(s->trace, "%llu %s %llu %llu %d %d %llu %llu %llu %llu %llu %llu %llu\n", (unsigned long long)sub,
+            kinds[r->feat.kind], (unsigned long long)r->fast_cycles, (unsigned long long)r->rtl_cycles, r->window,
+            r->piece, (unsigned long long)r->piece_fast_cycles, (unsigned long long)r->feat.insns,
+            (unsigned long long)r->feat.gemm_iters, (unsigned long long)r->feat.alu_iters,
+            (unsigned long long)r->feat.loads, (unsigned long long)r->feat.stores, (unsigned long long)r->feat.bound);
+    fflush(s->trace);
 }
 
 /* What is left of a wait's timeout (< 0: forever). */
@@ -632,7 +684,7 @@ static int s_wait(void *st, int timeout_ms)
         s->r_done = 1;
     }
     s->running = 0;
-    tsr_sampled_sub_t rec = {0, 0, s->window, s->piece, 0, 0};
+    tsr_sampled_sub_t rec = {0, 0, s->window, s->piece, 0, 0, s->feat};
     rec.fast_cycles = cycles_of(s->fo, s->f, &rc) - s->f_c0;
     if (s->window)
         rec.rtl_cycles = cycles_of(s->ro, s->r, &rc) - s->r_c0;
@@ -640,7 +692,7 @@ static int s_wait(void *st, int timeout_ms)
         rec.piece_fast_cycles = cycles_of(s->fo, s->t, &rc) - s->t_c0;
         rec.piece_insns = s->piece_len;
     }
-    if (!rc && s->window) {
+    if (!rc && s->window && !s->cycles_only) {
         const double t0 = tsr_now_s();
         rc = compare(s, sub, s->piece);
         s->handoff_s += tsr_now_s() - t0;
@@ -648,6 +700,8 @@ static int s_wait(void *st, int timeout_ms)
             for (size_t i = 0; i < s->nregs; i++)
                 s->regs[i].dirty[T_RTL] = s->regs[i].dirty[T_TWIN] = 1;
     }
+    if (!rc && s->trace)
+        trace_sub(s, sub, &rec);
     return rc ? rc : add_sub(s, rec);
 }
 

@@ -169,8 +169,9 @@ int tsr_device_open(const char *backend, const tsr_config_t *cfg, const tsr_devi
     }
     /* timing only skips the data path, so every check a data run makes must
      * have been made before: the verifier's (it is also the model's option) */
-    if (opts && opts->rtl.timing_only && strcmp(ops->name, "systemc"))
-        return tsr_err(TSR_EINVAL, "timing-only is an option of the systemc backend (not %s)", ops->name);
+    if (opts && opts->rtl.timing_only && strcmp(ops->name, "systemc") && strcmp(ops->name, "sampled"))
+        return tsr_err(TSR_EINVAL, "timing-only is an option of the systemc backend (and of sampled: "
+                       "cycles only), not of %s", ops->name);
     if (opts && opts->rtl.timing_only && opts->skip_verify)
         return tsr_err(TSR_EINVAL, "timing-only needs verified streams (skip_verify is set)");
     tsr_device_t *d = calloc(1, sizeof *d);

@@ -19,6 +19,19 @@
  * instruction and the row, unless the RTL has run every submission since
  * the device was opened (it then holds what a plain rtl device would).
  *
+ * Cycles only (opened with rtl.timing_only, `--timing-only`): the fast
+ * model is the timing-only one (no data computed) and a window's RTL run
+ * gets only what the host wrote (instructions, uops, inputs, host
+ * operators' results), no STORE's bytes, no on-chip check and no DRAM
+ * comparison after it: the design's cycles do not depend on the data
+ * (docs/results.md, "Timing-only mode"), so each window's RTL cycles are
+ * a plain rtl run's. The device's data is then not valid (tsr_mem_read
+ * returns zeros, as on a timing-only systemc device).
+ *
+ * TESSERA_SAMPLED_TRACE=FILE writes one line per submission: its record
+ * and its features (kind, instructions, GEMM and ALU iterations, loads,
+ * stores, the cycle bound), for studying window designs offline.
+ *
  * The estimate. With the windows s (n of the M submissions), y_i their RTL
  * cycles and x_i their fast-model cycles (pieces: the piece's cycles on the
  * RTL and on the second fast model), X the fast cycles of all M:
@@ -66,6 +79,23 @@ typedef struct tsr_sample_spec {
 /* Parse a spec (NULL = TSR_SAMPLE_DEFAULT): TSR_OK or TSR_EINVAL with one line naming the problem. */
 int tsr_sample_parse(const char *spec, tsr_sample_spec_t *out);
 
+/* What a submission's stream is, known before it runs: the window choice's
+ * strata (a depthwise conv, a dense conv or matmul, ALU work alone, data
+ * movement alone) and its size. */
+typedef enum { TSR_SUB_MOVE, TSR_SUB_ALU, TSR_SUB_GEMM, TSR_SUB_DW, TSR_SUB_KINDS } tsr_sub_kind_e;
+
+typedef struct tsr_sub_feat {
+    int kind;            /* tsr_sub_kind_e: DW if a GEMM is depthwise, else GEMM if one computes, else ALU if any */
+    uint64_t insns;      /* instructions */
+    uint64_t gemm_iters; /* sum over computing GEMMs of uops x iter_out x iter_in */
+    uint64_t alu_iters;  /* the same over ALU instructions */
+    uint64_t loads, stores; /* LOAD and STORE instructions */
+    uint64_t bound;      /* the cycle bound the driver passed */
+} tsr_sub_feat_t;
+
+/* The features of a stream of n instructions (the bound set by the caller). */
+void tsr_sub_features(const tsr_insn_t *insns, size_t n, tsr_sub_feat_t *f);
+
 /* One submission as the sampled device ran it. */
 typedef struct tsr_sampled_sub {
     uint64_t fast_cycles;       /* the fast model's cycles */
@@ -74,6 +104,7 @@ typedef struct tsr_sampled_sub {
     int piece;                  /* 1 if the window is a piece */
     uint64_t piece_fast_cycles; /* the piece's cycles on the second fast model */
     uint64_t piece_insns;       /* the piece's instructions (prologue and FINISH included) */
+    tsr_sub_feat_t feat;        /* what its stream is */
 } tsr_sampled_sub_t;
 
 /* The estimate over every submission since the device was opened (a

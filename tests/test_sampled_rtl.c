@@ -22,6 +22,9 @@
  *    second fast model (their DRAM compared after each), leaves the
  *    program's data and the fast model's cycles as a plain run's, and its
  *    estimate (a model: pieces stand for their submissions) is within 2%.
+ *  - cycles only (rtl.timing_only, the fast model without data): `all`
+ *    and random:0.3 windows have the plain run's cycles, the data is
+ *    marked invalid (reads return zeros).
  *  - a hand-off that forgets the buffers written while the RTL was not
  *    running (fault injection) is caught by the DRAM check after the next
  *    window, naming the submission and the address.
@@ -125,9 +128,10 @@ static void run_ref(void)
 
 /* The small network on the sampled backend with spec and seed; the
  * per-submission records are checked against the plain run. */
-static void run_sampled(const char *spec, uint64_t seed, tsr_sampled_est_t *e, int check_tensors)
+static void run_sampled_opts(const char *spec, uint64_t seed, tsr_sampled_est_t *e, int check_tensors,
+                             int timing_only)
 {
-    tsr_device_opts_t d = {.sample = spec, .sample_seed = seed};
+    tsr_device_opts_t d = {.sample = spec, .sample_seed = seed, .rtl.timing_only = timing_only};
     tsr_netbench_opts_t o = net_opts("sampled", &d);
     tsr_netbench_t nb;
     if (tsr_netbench_run(&o, &nb))
@@ -161,7 +165,37 @@ static void run_sampled(const char *spec, uint64_t seed, tsr_sampled_est_t *e, i
     char line[512];
     printf("  %s (seed %llu): %s; plain rtl %.0f\n", spec, (unsigned long long)seed,
            tsr_sampled_format(e, line, sizeof line), ref.total);
+    if (timing_only) /* cycles only: nothing read back passes for data */
+        assert_int_equal(tsr_device_data_valid(nb.dev), 0);
     tsr_netbench_close(&nb);
+}
+
+static void run_sampled(const char *spec, uint64_t seed, tsr_sampled_est_t *e, int check_tensors)
+{
+    run_sampled_opts(spec, seed, e, check_tensors, 0);
+}
+
+/* Cycles only (rtl.timing_only): the fast model computes no data and the
+ * windows get what the host wrote (instructions, uops, inputs), nothing
+ * compared; the design's cycles do not depend on the data, so every
+ * window's RTL cycles are the plain run's (run_sampled_opts checks each)
+ * and `all` is its total exactly. Fails if a window misses its uops or
+ * instructions (a hand-off that skips them: other cycles, or a hang). */
+static void test_cycles_only(void **st)
+{
+    (void)st;
+    if (!have_systemc())
+        skip();
+    run_ref();
+    tsr_sampled_est_t e;
+    run_sampled_opts("all", 0, &e, 0, 1);
+    assert_int_equal((int)e.windows, ref.nl);
+    assert_true(e.estimate == ref.total && e.half95 == 0);
+    run_sampled_opts("random:0.3", 1, &e, 0, 1);
+    assert_true(e.windows >= 2 && e.windows < e.submissions && e.half95 > 0);
+    if (fabs(e.estimate - ref.total) > e.half95)
+        fail_msg("cycles only, random:0.3: %.0f +- %.0f does not contain the rtl run's %.0f", e.estimate, e.half95,
+                 ref.total);
 }
 
 /* A hand-off that forgets what the submissions run on the fast model
@@ -307,9 +341,9 @@ static void test_refusals(void **st)
     assert_null(dev);
     if (!strstr(tsr_errmsg(), "fast model (systemc) cannot hold") || !strstr(tsr_errmsg(), "SERIAL_CORE"))
         fail_msg("serial core: %s", tsr_errmsg());
-    /* timing-only computes no data: nothing to hand over */
+    /* timing-only is the systemc backend's and sampled's (cycles only), not the rtl's */
     tsr_device_opts_t to = {.rtl.timing_only = 1};
-    assert_int_not_equal(tsr_device_open("sampled", &cfg, &to, &dev), TSR_OK);
+    assert_int_not_equal(tsr_device_open("rtl", &cfg, &to, &dev), TSR_OK);
     assert_non_null(strstr(tsr_errmsg(), "timing-only"));
     /* the CLI: one line, exit 2 */
     char cmd[1024];
@@ -408,6 +442,7 @@ int main(void)
         cmocka_unit_test(test_onchip_state),
         cmocka_unit_test(test_stale_handoff_caught),
         cmocka_unit_test(test_all_equals_rtl),
+        cmocka_unit_test(test_cycles_only),
         cmocka_unit_test(test_interval_contains_rtl),
         cmocka_unit_test(test_piece_cuts),
         cmocka_unit_test(test_pieces_mode),
