@@ -64,6 +64,8 @@ double kStoreEnd = 3;    // store: last write response -> complete (writer idle,
 double kFetchStart = 2;  // fetch: START -> its first AR
 double kFetchReq = 3;    // fetch: a chunk's room back (credit) -> the next chunk's AR
 double kLoadTok = 1;     // load: a pop token the front waited for (in its pop state) -> its first read request
+double kRsvReq = 2;      // compute LOAD of narrow elements: a beat freed in its reader's buffer -> the
+                         // request that needed its room
 double kHoldBpe = 2;     // load: data the front requested ahead holds the R channel (no reservation) for
                          // elements of this many beats and more (tsr_load's readers of wide elements)
 constexpr unsigned kBurstBeats = 16;
@@ -73,7 +75,7 @@ struct tune_env {
     tune_env()
     {
         const char *e = getenv("TSR_SC_TUNE");
-        double *k[] = {&kCmdLat, &kLoadBack, &kPipeLat, &kDispatch, &kCLoad, &kStoreOvh, &kFinish, &kTokLat, &kWalk, &kStoreEnd, &kLoadFront, &kFetchStart, &kFetchReq, &kLoadTok, &kHoldBpe};
+        double *k[] = {&kCmdLat, &kLoadBack, &kPipeLat, &kDispatch, &kCLoad, &kStoreOvh, &kFinish, &kTokLat, &kWalk, &kStoreEnd, &kLoadFront, &kFetchStart, &kFetchReq, &kLoadTok, &kHoldBpe, &kRsvReq};
         for (size_t i = 0; e && *e && i < sizeof k / sizeof k[0]; i++) {
             char *end;
             double v = strtod(e, &end);
@@ -1378,9 +1380,50 @@ static double transfer(tsr_sc_accel &A, const tsr_insn_t &in, bool write, bool h
         // (what fits the buffer and the element register does not wait)
         return bpe >= kHoldBpe && c > 2 + bpe ? back0 + c - (2 + bpe) : 0.0;
     };
+    // A compute-stage reader of elements narrower than a beat (uop; acc8
+    // on narrow configs) keeps tsr_dma_rd_elems' 32-beat reservation too:
+    // a 16-beat block is requested once a beat of buffer is free for each
+    // of its beats, a beat freed when the writer has taken its last element
+    // (one element per cycle from each burst's first beat). With the DRAM
+    // busy its data comes a queue of bursts later, so the reader gets about
+    // 32 beats per round trip (MobileNetV2's 800-uop depthwise kernels:
+    // 39 -> 2,002 cycles on the RTL against the model's 881).
+    struct cseg {
+        double lo, nb, t0; // beats before it, its beats, its first element taken
+    };
+    tsr_sc_ring<cseg> csegs;
+    double ctake = -1; // the writer's last element taken so far
+    auto crsv_fn = [&](uint64_t end, double got) {
+        const double c = cum + (double)((end - bstart) / (uint64_t)A.bus);
+        if (got == -2) {
+            const double need = c - 32; // beats that must have left the buffer
+            if (need <= 0)
+                return 0.0;
+            for (size_t k = csegs.size(); k > 0; k--) {
+                const cseg &g = csegs[k - 1];
+                if (g.lo < need)
+                    return g.t0 + (std::min(need, g.lo + g.nb) - g.lo) / bpe + kRsvReq;
+            }
+            return 0.0;
+        }
+        if (got == -1)
+            return 0.0;
+        const double nb = c - cum, ne = std::min(left, nb * bus / (double)eb);
+        const double t0 = std::max(ctake, got - nb - 1); // (its first beat; what the uncontended end, first + rows, counts)
+        csegs.push_back({cum, nb, t0});
+        ctake = t0 + ne;
+        left -= ne;
+        cum = c;
+        bstart = end;
+        if (taken)
+            *taken = ctake;
+        return 0.0;
+    };
     auto pace_fn = [&](uint64_t end, double got) {
         if (back0 >= 0)
             return back_fn(end, got);
+        if (walk0 < 0)
+            return crsv_fn(end, got);
         if (got == -2)
             return 0.0;
         uint64_t l = end > r0 + eb ? (end - r0) / eb - 1 : 0;
@@ -1393,7 +1436,8 @@ static double transfer(tsr_sc_accel &A, const tsr_insn_t &in, bool write, bool h
         return 0.0;
     };
     const std::function<double(uint64_t, double)> pace = std::ref(pace_fn);
-    const std::function<double(uint64_t, double)> *pp = (walk0 >= 0 || back0 >= 0) && in.x_size ? &pace : nullptr;
+    const bool crsv = walk0 < 0 && back0 < 0 && !write && high && eb < (uint32_t)A.bus && in.mem_type != TSR_MEM_LUT;
+    const std::function<double(uint64_t, double)> *pp = (walk0 >= 0 || back0 >= 0 || crsv) && in.x_size ? &pace : nullptr;
     // A store's source gives one row per cycle: rows narrower than a beat slow its beats.
     const double bc = write ? std::max(1.0, (double)A.bus / (double)eb) : 1.0;
     // Readers of elements narrower than a beat reserve buffer room: their
@@ -1641,9 +1685,16 @@ void tsr_sc_compute::run()
                         uint64_t half = A.cfg.acc_depth / 2, lo = in.sram_base, hi = lo + (rows ? rows - 1 : 0);
                         banks = (lo < half ? 1u : 0u) | (hi >= half ? 2u : 0u);
                     }
+                    // (a barrier waits until both pipes are free, their
+                    // instructions retired; an accumulator LOAD only while a
+                    // pipe still has ops in flight in its banks: one whose
+                    // ops are done but which waits to push in program order
+                    // is no conflict, tsr_compute's ld_conflict)
                     for (int p = 0; p < 2; p++)
-                        if (all || (pend[p] > t && (pbanks[p] & banks)))
+                        if (all)
                             t = std::max(t, pfree[p]);
+                        else if (pend[p] > t && (pbanks[p] & banks))
+                            t = std::max(t, pend[p]);
                     if (all)
                         t = std::max(t, older);
                     // (Its reads wait for t: the DRAM serves bursts in call
@@ -1659,14 +1710,16 @@ void tsr_sc_compute::run()
                     // is in the last top padding row (tsr_compute_load).
                     if (in.x_size && in.y_pad0 > 1)
                         A.wait_until(t + (double)(in.y_pad0 - 1) * (in.x_pad0 + in.x_size + in.x_pad1));
-                    double data_end = transfer(A, in, false, true, eb, &local, nullptr, wide ? t + kWalk : -1);
+                    double taken = -1; // (narrow elements: the writer's last one taken, + 1)
+                    double data_end = transfer(A, in, false, true, eb, &local, nullptr, wide ? t + kWalk : -1, -1,
+                                               nullptr, &taken);
                     uint64_t rows = in.x_size ? (uint64_t)(in.y_pad0 + in.y_size + in.y_pad1) * (in.x_pad0 + in.x_size + in.x_pad1) : 0;
                     double first = in.x_size && in.y_size ? t + A.dp.latency : t; // (no data: no read)
                     // The writer walks the rows in order: the padding after the
                     // last element follows its data.
                     const double trailing = in.x_size ? (double)in.y_pad1 * (in.x_pad0 + in.x_size + in.x_pad1) + in.x_pad1 : 0;
                     // (an empty LOAD goes from the pop to the push: no reader, no writer)
-                    double end = in.x_size ? std::max(data_end + trailing, first + (double)rows) + kCLoad : t;
+                    double end = in.x_size ? std::max({data_end + trailing, first + (double)rows, taken}) + kCLoad : t;
                     A.hw[TSR_CNT_COMPUTE_STALL_MEM] += (uint64_t)round_ll(std::max(0.0, end - kCLoad - t - (double)rows));
                     // Data now, the push stamped `end` (its tokens are visible
                     // from then; only this stage's later instructions read
@@ -1710,7 +1763,7 @@ void tsr_sc_compute::run()
                 pops0[p] = t;
                 popsend[p] = t + span;
                 pfree[p] = std::max(end, fin);
-                pend[p] = pfree[p];
+                pend[p] = end; // (its ops in flight until then: the bank rule's)
                 // The footprint is known after the first pass over the uops; a
                 // depthwise GEMM's pass costs its issue cycles (K per fresh op)
                 double first = (double)std::min<uint64_t>(nu, ops);
