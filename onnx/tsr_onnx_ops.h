@@ -118,6 +118,7 @@ typedef struct conv_desc {
     const float *ws; const int32_t *wzp; int wcnt;
     const int32_t *bias;    /* [M] or NULL */
     float *fbias;           /* float bias to quantize, or NULL */
+    const float *rq;        /* [wcnt] requantization multipliers as given, or NULL: x_scale * w_scale / y_scale */
     ox_qout_t y;            /* output quantization, fused Relu/Clip */
     int gemm;               /* 1: w is [M][K] (trans applied), x flattened */
     int transb;             /* gemm: B given as [K][M] (0) or [M][K] (1) */

@@ -242,7 +242,8 @@ int tsr_ox_lower_conv(tsr_onnx_t *m, int ni, const conv_desc_t *cd, int yv)
     if (!rc && wbytes != W->nbytes)
         rc = NERR(m, ni, "weights have %zu elements, expected %zu", W->nbytes, wbytes);
     if (!rc)
-        rc = tsr_ox_rq_params(m, ni, cd->xs, cd->ws, cd->wcnt, cd->y.scale, &mult, &shift, &fscale);
+        rc = tsr_ox_rq_params(m, ni, cd->rq ? 1.0f : cd->xs, cd->rq ? cd->rq : cd->ws, cd->wcnt,
+                              cd->rq ? 1.0f : cd->y.scale, &mult, &shift, &fscale);
     if (!rc) {
         conv_weights(cd, W, &p, nd.w, wzp, wbytes);
         rc = conv_bias(m, ni, cd, M, nd.bias);
@@ -518,17 +519,194 @@ static int bn_param(tsr_onnx_t *m, int ni, int v, const char *what, int64_t C, f
     return 0;
 }
 
+/* One channel of a BatchNormalization after a DequantizeLinear, before a
+ * QuantizeLinear, as the device conv of weight w, int32 bias and
+ * requantization multiplier r takes it. */
+typedef struct {
+    float xs, ys;         /* input and output scales */
+    int32_t xz, yz;       /* zero points */
+    int xs8;              /* the input is int8 */
+    int lo, hi;           /* the output clamp (the type's, narrowed by a fused Relu) */
+} bn_chan_t;
+
+/* ONNX Runtime's output byte of the channel (new scale ns, new bias nb as
+ * its kernel forms them) for every input byte v: DequantizeLinear's float,
+ * x * ns + nb (no FMA), then QuantizeLinear (divide, clamp, round half to
+ * even), then the fused Relu's clamp. */
+static void bn_table(const bn_chan_t *c, float ns, float nb, int32_t *t)
+{
+    for (int v = 0; v < 256; v++) {
+        const int32_t x = c->xs8 ? (int32_t)(int8_t)(uint8_t)v : v;
+        const float xf = (float)(x - c->xz) * c->xs;
+        const float p = xf * ns;
+        const float yf = p + nb;
+        float q = yf / c->ys;
+        q = fmaxf(q, (float)(c->lo - c->yz));
+        q = fminf(q, (float)(c->hi - c->yz));
+        t[v] = (int32_t)nearbyintf(q) + c->yz;
+    }
+}
+
+/* Does the device conv (w, bias, r) give t for every input byte, in both of
+ * its requantizations: the fixed point (r < 1: SRDHM by round(r * 2^31),
+ * tsr_ox_rq_params) and fscale (round_half_even(float32(acc) * r))? */
+static int bn_dev_equal(const bn_chan_t *c, const int32_t *t, int w, int64_t bias, float r)
+{
+    if (!(r > 0x1p-20f && r < 1.0f) || bias < -(1 << 30) || bias > (1 << 30))
+        return 0;
+    const int64_t M = llround((double)r * 2147483648.0);
+    for (int v = 0; v < 256; v++) {
+        const int32_t x = c->xs8 ? (int32_t)(int8_t)(uint8_t)v : v;
+        const int64_t acc = (int64_t)w * (x - c->xz) + bias;
+        int64_t qf = ((acc * M + ((int64_t)1 << 30)) >> 31) + c->yz;
+        int64_t qe = (int64_t)nearbyintf((float)((double)(float)acc * (double)r)) + c->yz;
+        qf = qf < c->lo ? c->lo : qf > c->hi ? c->hi : qf;
+        qe = qe < c->lo ? c->lo : qe > c->hi ? c->hi : qe;
+        if (qf != t[v] || qe != t[v])
+            return 0;
+    }
+    return 1;
+}
+
+/* How many bytes nearest a tie bn_r_range tries first. */
+#define BN_NEAR 8
+
+/* The multipliers r for which round(r * acc) + yz stays in [t - 0.5, t + 0.5]
+ * (one-sided at the clamp bounds) for every input byte: [*rl, *rh]. The
+ * bytes in the order ord (nearest a tie first: the interval closes soonest). */
+static void bn_r_range(const bn_chan_t *c, const int32_t *t, const uint8_t *ord, int w, int64_t bias, double *rl,
+                       double *rh)
+{
+    *rl = 0, *rh = INFINITY;
+    for (int k = 0; k < BN_NEAR + 256 && *rl <= *rh; k++) {
+        const int v = ord[k];
+        const int32_t x = c->xs8 ? (int32_t)(int8_t)(uint8_t)v : v;
+        const double acc = (double)((int64_t)w * (x - c->xz) + bias);
+        const double L = t[v] <= c->lo ? -INFINITY : t[v] - c->yz - 0.5;
+        const double H = t[v] >= c->hi ? INFINITY : t[v] - c->yz + 0.5;
+        if (acc > 0)
+            *rl = fmax(*rl, L / acc), *rh = fmin(*rh, H / acc);
+        else if (acc < 0)
+            *rl = fmax(*rl, H / acc), *rh = fmin(*rh, L / acc);
+        else if (L > 0 || H < 0)
+            *rl = INFINITY;
+    }
+}
+
+/* ord: the BN_NEAR input bytes whose alpha * (x - xz) + beta is nearest a
+ * tie, then all 256 (bn_r_range's order). */
+static void bn_tie_order(const bn_chan_t *c, double alpha, double beta, uint8_t *ord)
+{
+    double d[BN_NEAR];
+    int n = 0;
+    for (int v = 0; v < 256; v++) {
+        const int32_t x = c->xs8 ? (int32_t)(int8_t)(uint8_t)v : v;
+        const double y = alpha * (x - c->xz) + beta, e = fabs(y - floor(y) - 0.5);
+        int k = n < BN_NEAR ? n++ : BN_NEAR;
+        for (; k > 0 && d[k - 1] > e; k--)
+            if (k < BN_NEAR)
+                d[k] = d[k - 1], ord[k] = ord[k - 1];
+        if (k < BN_NEAR)
+            d[k] = e, ord[k] = (uint8_t)v;
+    }
+    for (int v = 0; v < 256; v++)
+        ord[BN_NEAR + v] = (uint8_t)v;
+}
+
+/* A device conv (*w, *bias, *r) whose bytes are ONNX Runtime's table t for
+ * every input byte (alpha, beta: the channel's real slope on x - xz and
+ * offset, in output LSBs); 0 when none is found. */
+static int bn_exact(const bn_chan_t *c, const int32_t *t, double alpha, double beta, int8_t *w, int32_t *bias,
+                    float *r)
+{
+    uint8_t ord[BN_NEAR + 256];
+    bn_tie_order(c, alpha, beta, ord);
+    for (int k = 127; alpha != 0 && k >= 64; k--) {
+        const int wk = alpha > 0 ? k : -k;
+        const double b0 = beta * wk / alpha;
+        if (!(fabs(b0) < 1e9))
+            return 0;
+        for (int db = -2; db <= 2; db++) {
+            const int64_t b = llround(b0) + db;
+            double rl, rh;
+            bn_r_range(c, t, ord, wk, b, &rl, &rh);
+            if (!(rl <= rh))
+                continue;
+            const float cand[3] = {(float)((rl + rh) / 2), (float)rl, (float)rh};
+            for (int i = 0; i < 3; i++)
+                if (bn_dev_equal(c, t, wk, b, cand[i])) {
+                    *w = (int8_t)wk, *bias = (int32_t)b, *r = cand[i];
+                    return 1;
+                }
+        }
+    }
+    return 0;
+}
+
+/* The previous form of a channel (within 1 LSB of ORT), where bn_exact
+ * finds none: weight +-w (64..127) with the scale |a| / w, a = scale /
+ * sqrt(var + eps), and the shift b = B - mean * a rounded to the int32 bias on
+ * the x_scale * w_scale grid, w chosen to round it least (with w = 127
+ * always, 0.27% of DenseNet's outputs were 1 LSB off). */
+static int bn_near(const bn_chan_t *c, const float *p4, int8_t *w, int32_t *bias, float *r)
+{
+    const float a = p4[0] / sqrtf(p4[3] + p4[4]), fb = p4[1] - p4[2] * a;
+    if (!isfinite(a) || !isfinite(fb))
+        return -1;
+    int best = 127;
+    double berr = INFINITY;
+    for (int k = 127; a != 0 && k >= 64; k--) {
+        const double g = (double)c->xs * (double)(fabsf(a) / (float)k);
+        const double e = fabs((double)fb - nearbyint((double)fb / g) * g);
+        if (e < berr)
+            berr = e, best = k;
+    }
+    const float ws = a != 0 ? fabsf(a) / (float)best : 1.0f;
+    const double q = nearbyint((double)fb / ((double)c->xs * ws));
+    if (!(fabs(q) < 2147483647.0))
+        return -1;
+    *w = (int8_t)(a > 0 ? best : a < 0 ? -best : 0);
+    *bias = (int32_t)q;
+    *r = c->xs * ws / c->ys;
+    return 0;
+}
+
+/* Every channel's device conv (w, bias, r; par: scale, B, mean, var by
+ * channel): ONNX Runtime's bytes for every input byte where bn_exact finds
+ * such a conv (a fused Clip excepted), else bn_near's. */
+static int bn_channels(tsr_onnx_t *m, int ni, const ox_qout_t *y, float xs, int32_t xz, int xs8, float eps,
+                       const float *par, int64_t C, int8_t *w, int32_t *bias, float *r)
+{
+    bn_chan_t c = {.xs = xs, .ys = y->scale, .xz = xz, .yz = y->zp, .xs8 = xs8};
+    c.lo = y->elem == ET_INT8 ? -128 : 0;
+    c.hi = y->elem == ET_INT8 ? 127 : 255;
+    if (y->relu && c.lo < y->zp)
+        c.lo = y->zp;
+    int32_t t[256];
+    for (int64_t i = 0; i < C; i++) {
+        const float sc = par[i], B = par[C + i], mean = par[2 * C + i], var = par[3 * C + i];
+        const float inv = 1.0f / sqrtf(var + eps), ns = inv * sc, mp = mean * ns, nb = B - mp;
+        if (isfinite(ns) && isfinite(nb) && !y->has_clip) {
+            bn_table(&c, ns, nb, t);
+            if (bn_exact(&c, t, (double)xs * ns / c.ys, (double)nb / c.ys, &w[i], &bias[i], &r[i]))
+                continue;
+        }
+        const float p4[5] = {sc, B, mean, var, eps};
+        if (bn_near(&c, p4, &w[i], &bias[i], &r[i]))
+            return NERR(m, ni, "channel %lld: the scale or shift is not finite", (long long)i);
+    }
+    return 0;
+}
+
 /* QDQ BatchNormalization that follows no Conv (DenseNet's norm1 after a
  * Concat; a BatchNormalization after a Conv is folded by the exporter):
- * y = x * a + b per channel, a = scale / sqrt(var + eps), b = B - mean * a
- * (in float32, as ONNX Runtime's kernel), run as a depthwise 1x1 conv on
- * the device. Its weight of channel c is +-w (64..127) with the
- * per-channel scale |a_c| / w, so a is exact; b is the int32 bias on the
- * x_scale * w_scale grid (rounded by at most |a_c| x_scale / 128 in real
- * units, and w is chosen to round it least), and the requantization
- * rounds once as a conv's: within 1 LSB of ORT's float DQ ->
- * BatchNormalization -> Q. Folding forward into
- * the next conv is not done: DenseNet's next node is a Relu. */
+ * y = x * a + b per channel (in float32, as ONNX Runtime's kernel), run as
+ * a depthwise 1x1 conv on the device: weight w, int32 bias and
+ * requantization multiplier r per channel, chosen so that the device's
+ * bytes equal ORT's float DQ -> BatchNormalization -> Q for all 256 input
+ * bytes of the channel (bn_exact, in both the fixed-point and the fscale
+ * requantization), else within 1 LSB of them (bn_near). Folding forward
+ * into the next conv is not done: DenseNet's next node is a Relu. */
 int tsr_ox_qdq_batchnorm(tsr_onnx_t *m, int ni, int arg)
 {
     const Onnx__NodeProto *n = m->gp->node[ni];
@@ -553,39 +731,24 @@ int tsr_ox_qdq_batchnorm(tsr_onnx_t *m, int ni, int arg)
         return NERR(m, ni, "%lld channels", (long long)C);
     const Onnx__AttributeProto *ea = attr(n, "epsilon");
     const float eps = ea ? ea->f : 1e-5f;
-    float *par = malloc(sizeof(float) * 6 * (size_t)C); /* scale, B, mean, var, then ws, b */
-    int32_t *wzp = calloc((size_t)C, sizeof(int32_t));
+    conv_desc_t cd;
+    memset(&cd, 0, sizeof cd);
+    const int qn = tsr_ox_qdq_output(m, ni, &cd.y);
+    if (qn < 0)
+        return qn;
+    float *par = malloc(sizeof(float) * 5 * (size_t)C); /* scale, B, mean, var, then r */
+    int32_t *wzp = calloc((size_t)C, sizeof(int32_t)), *bias = malloc(sizeof(int32_t) * (size_t)C);
     uint8_t *wq = malloc((size_t)C);
-    if (!par || !wzp || !wq) {
-        free(par), free(wzp), free(wq);
+    if (!par || !wzp || !wq || !bias) {
+        free(par), free(wzp), free(wq), free(bias);
         return tsr_err(TSR_ENOMEM, "out of memory");
     }
     static const char *const what[4] = {"scale", "B", "input_mean", "input_var"};
     for (int k = 0; k < 4 && !rc; k++)
         rc = bn_param(m, ni, tsr_ox_in_val(m, ni, (size_t)k + 1), what[k], C, par + k * C);
-    float *ws = par + 4 * C, *fb = par + 5 * C;
-    for (int64_t i = 0; i < C && !rc; i++) {
-        const float a = par[i] / sqrtf(par[3 * C + i] + eps);
-        if (!isfinite(a) || !isfinite(par[C + i] - par[2 * C + i] * a))
-            rc = NERR(m, ni, "channel %lld: the scale or shift is not finite", (long long)i);
-        fb[i] = par[C + i] - par[2 * C + i] * a;
-        /* a = 0: weight 0 on any grid (1 keeps the multiplier in range). Else the weight w in
-           64..127 whose grid x_scale * |a| / w holds the shift b most closely: the shift's rounding
-           to the int32 bias is the one error ORT's float BatchNormalization does not make (with w
-           = 127 always, 0.27% of DenseNet's outputs were 1 LSB off) */
-        int best = 127;
-        double berr = INFINITY;
-        for (int w = 127; a != 0 && w >= 64; w--) {
-            const double g = (double)xs[0] * (double)(fabsf(a) / (float)w);
-            const double e = fabs((double)fb[i] - nearbyint((double)fb[i] / g) * g);
-            if (e < berr)
-                berr = e, best = w;
-        }
-        ws[i] = a != 0 ? fabsf(a) / (float)best : 1.0f;
-        ((int8_t *)wq)[i] = (int8_t)(a > 0 ? best : a < 0 ? -best : 0);
-    }
-    conv_desc_t cd;
-    memset(&cd, 0, sizeof cd);
+    float *rq = par + 4 * C;
+    if (!rc)
+        rc = bn_channels(m, ni, &cd.y, xs[0], xz[0], X->elem == ET_INT8, eps, par, C, (int8_t *)wq, bias, rq);
     int wv = -1, y = -1;
     if (!rc && (wv = tsr_ox_new_val(m, "")) < 0)
         rc = wv;
@@ -598,21 +761,18 @@ int tsr_ox_qdq_batchnorm(tsr_onnx_t *m, int ni, int arg)
         W->cdata = wq; /* owned by the value from here */
         W->defined = 1;
         wq = NULL;
-        cd.x = qx, cd.w = wv, cd.xs = xs[0], cd.xzp = xz[0], cd.ws = ws, cd.wzp = wzp, cd.wcnt = (int)C;
-        cd.fbias = fb;
+        cd.x = qx, cd.w = wv, cd.xs = xs[0], cd.xzp = xz[0], cd.ws = rq, cd.wzp = wzp, cd.wcnt = (int)C;
+        cd.bias = bias, cd.rq = rq;
         cd.group = C;
         cd.kshape[0] = cd.kshape[1] = 1;
         cd.strides[0] = cd.strides[1] = 1;
-        const int qn = tsr_ox_qdq_output(m, ni, &cd.y);
-        if (qn < 0)
-            rc = qn;
-        else if ((y = tsr_ox_def_out(m, qn, 0, cd.y.elem, 4, m->vals[qx].dims)) < 0)
+        if ((y = tsr_ox_def_out(m, qn, 0, cd.y.elem, 4, m->vals[qx].dims)) < 0)
             rc = y;
     }
     if (!rc)
         rc = tsr_ox_lower_conv(m, ni, &cd, y);
     if (!rc)
         tsr_ox_qdq_fold(m, ni);
-    free(par), free(wzp), free(wq);
+    free(par), free(wzp), free(wq), free(bias);
     return rc;
 }
