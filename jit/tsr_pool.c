@@ -63,6 +63,8 @@ int tsr_pool_check(const tsr_pool_params_t *p, int *oh, int *ow)
     }
     if (p->kind == TSR_POOL_AVG && p->count_include_pad != 0 && p->count_include_pad != 1)
         return tsr_err(TSR_EINVAL, OP ": %s: count_include_pad %d is not 0 or 1", k, p->count_include_pad);
+    if (p->round_even != 0 && p->round_even != 1)
+        return tsr_err(TSR_EINVAL, OP ": %s: round_even %d is not 0 or 1", k, p->round_even);
     int64_t sh = (int64_t)p->h + p->pad_top + p->pad_bottom - p->kh;
     int64_t sw = (int64_t)p->w + p->pad_left + p->pad_right - p->kw;
     if (sh < 0 || sw < 0)
@@ -149,8 +151,10 @@ static int write_consts(tsr_device_t *dev, const geo_t *g, tsr_pool_plan_t *pl)
 #define GEN_ID OP " lowering v1, built " __DATE__ " " __TIME__
 
 /* The kernel cache signature: every parameter (they all shape the stream,
- * the uops or the tiling) and the output re-centring. */
-static size_t pool_sig(const tsr_pool_params_t *p, int y_off, uint8_t *sig)
+ * the uops or the tiling), the output re-centring and the division's kind
+ * (round_even's fscale depends on the config's EXACT_REQUANT, which the
+ * cache's config hash does not hold). */
+static size_t pool_sig(const tsr_pool_params_t *p, int y_off, int div_kind, uint8_t *sig)
 {
     size_t n = tsr_kcache_sig_bytes(sig, 0, GEN_ID, sizeof GEN_ID);
     /* the units that shape the kernel are built separately: each one's identity */
@@ -160,7 +164,7 @@ static size_t pool_sig(const tsr_pool_params_t *p, int y_off, uint8_t *sig)
     const int32_t v[] = {(int32_t)p->kind, p->n,        p->c,         p->h,        p->w,
                          p->kh,            p->kw,       p->stride_h,  p->stride_w, p->pad_top,
                          p->pad_left,      p->pad_bottom, p->pad_right, p->count_include_pad, (int32_t)p->dtype,
-                         p->zp,            y_off};
+                         p->zp,            y_off,       div_kind};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
         n = tsr_kcache_sig_i32(sig, n, v[i]);
     return n;
@@ -299,7 +303,7 @@ static int plan_impl(tsr_device_t *dev, const tsr_pool_params_t *params, const t
     /* the kernel (tiling, relocatable stream, uops): from the device's
      * cache, else generated and inserted */
     uint8_t sig[512];
-    pool_kctx_t kx = {&g, sig, pool_sig(&pl->p, y_off, sig)};
+    pool_kctx_t kx = {&g, sig, pool_sig(&pl->p, y_off, g.div_kind, sig)};
     const tsr_opplan_kernel_t kk = {sig, kx.sig_len, kernel_fits, kernel_gen, &kx};
     if ((rc = tsr_opplan_fetch(dev, &kk, &pl->kref, &pl->kcache)))
         goto fail;

@@ -108,6 +108,10 @@ typedef struct tsr_pool_params {
     int count_include_pad;         /* avgpool: 0 or 1 (ignored otherwise) */
     tsr_dtype_e dtype;             /* TSR_DT_INT8 or TSR_DT_UINT8, input and output */
     int32_t zp;                    /* zero point, within dtype's range (output has the same) */
+    int round_even;                /* avgpool: 1 rounds a tie of the raw average to even (ONNX Runtime's
+                                      QLinearAveragePool) where the config has EXACT_REQUANT and every window
+                                      counts the same power of two (fscale by 2^-e); else, and with 0, half away
+                                      from zero (TFLite) */
 } tsr_pool_params_t;
 
 typedef struct tsr_pool_plan {
@@ -124,7 +128,7 @@ typedef struct tsr_pool_plan {
     int off;                       /* re-centring offset: 128 for uint8, 0 for int8 */
     int sep;                       /* 1: separable (maxpool always; avgpool when cheaper: GEMM row sums
                                       into X, ALU column sums into O), 0: direct GEMM window sums */
-    int div_kind;                  /* 0: no division, 1: rshr only, 2: shr/mulhr/rshr */
+    int div_kind;                  /* 0: no division, 1: rshr only, 2: shr/mulhr/rshr, 3: fscale (round_even) */
     int div_k, div_e;              /* left shift k, rounding right shift e (rshr amount when div_kind 1) */
     int ncounts;                   /* distinct window counts */
     int use_map;                   /* 1: per-position multiplier map (count_include_pad 0 with borders) */

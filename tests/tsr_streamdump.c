@@ -130,7 +130,7 @@ static void dump_conv(const char *cfgname, tsr_device_t *dev, const char *name, 
 static void dump_pool(const char *cfgname, tsr_device_t *dev, const char *name, tsr_pool_kind_e kind, int c, int hw,
                       int k, int s, int pad, int cip, tsr_dtype_e dt, int32_t zp)
 {
-    tsr_pool_params_t p = {kind, 1, c, hw, hw, k, k, s, s, pad, pad, pad, pad, cip, dt, zp};
+    tsr_pool_params_t p = {kind, 1, c, hw, hw, k, k, s, s, pad, pad, pad, pad, cip, dt, zp, 0};
     tsr_pool_plan_t pl;
     if (tsr_pool_plan(dev, &p, &pl)) {
         printf("%-8s %-34s plan failed: %s\n", cfgname, name, tsr_errmsg());

@@ -57,6 +57,8 @@ static tsr_insn_t *emit_division(const geo_t *g, ibuf_t *b, int pa, int tco, int
     tsr_insn_t *last = NULL;
     if (g->div_kind == 1)
         last = alu_imm(b, TSR_ALU_RSHR, g->u_imm + pa, io, dfo, ii, g->div_e);
+    if (g->div_kind == 3) /* the raw sum times 2^-e (constant row 1), rounded half to even */
+        last = loop_op(b, TSR_OP_ALU, TSR_ALU_FSCALE, g->u_mul + pa, 1, io, dfo, 0, ii, 1, 0);
     if (g->div_kind == 2) {
         if (g->div_k)
             last = alu_imm(b, TSR_ALU_SHR, g->u_imm + pa, io, dfo, ii, -g->div_k);

@@ -358,6 +358,10 @@ int tsr_pool_geo_init(const tsr_config_t *c, const tsr_pool_params_t *p, geo_t *
         g->div_kind = 1;
         while ((1 << g->div_e) < g->counts[0])
             g->div_e++;
+        if (p->round_even && c->exact_requant && g->kind == TSR_POOL_AVG) { /* fscale by 2^-e: half to even */
+            g->div_kind = 3; /* the binary32 bits of 2^-e */
+            g->mults[0] = (int32_t)((uint32_t)(127 - g->div_e) << 23);
+        }
     } else {
         g->div_kind = 2;
         if ((rc = find_division(g->off != 0, g->counts, g->ncounts, &g->div_k, &g->div_e, g->mults))) {
@@ -367,7 +371,7 @@ int tsr_pool_geo_init(const tsr_config_t *c, const tsr_pool_params_t *p, geo_t *
         g->use_map = g->ncounts > 1;
     }
     /* constants: the initial value (KK*off), then the multipliers */
-    g->nconst = 1 + (g->div_kind == 2 && !g->use_map ? 1 : 0);
+    g->nconst = 1 + ((g->div_kind == 2 && !g->use_map) || g->div_kind == 3 ? 1 : 0);
     return TSR_OK;
 }
 

@@ -108,6 +108,7 @@ static int lower_pool(tsr_onnx_t *m, int ni, int src, int yv_or_neg, int64_t *od
         return rc;
     p.kind = kind;
     p.count_include_pad = kind == TSR_POOL_AVG ? (int)attr_i(n, "count_include_pad", 0) : 0;
+    p.round_even = kind == TSR_POOL_AVG; /* ONNX Runtime's float average rounds half to even */
     p.n = (int)X->dims[0], p.c = (int)X->dims[1], p.h = (int)X->dims[2], p.w = (int)X->dims[3];
     p.kh = (int)k[0], p.kw = (int)k[1], p.stride_h = (int)s[0], p.stride_w = (int)s[1];
     p.pad_top = (int)pd[0], p.pad_left = (int)pd[1], p.pad_bottom = (int)pd[2], p.pad_right = (int)pd[3];
