@@ -171,22 +171,57 @@ int tsr_isa_check_config(const tsr_config_t *cfg)
     return TSR_OK;
 }
 
+/* Bits [lsb, lsb + width) of b, width <= 64 (one or two words, not bit by bit:
+ * encode and decode run once per instruction of every submission). */
 static uint64_t get_bits(const tsr_insn_bits_t *b, int lsb, int width)
 {
-    uint64_t v = 0;
-    for (int i = 0; i < width; i++) {
-        int bit = lsb + i;
-        v |= ((b->w[bit >> 6] >> (bit & 63)) & 1ull) << i;
-    }
-    return v;
+    const int w = lsb >> 6, s = lsb & 63;
+    uint64_t v = b->w[w] >> s;
+    if (s && s + width > 64)
+        v |= b->w[w + 1] << (64 - s);
+    return width < 64 ? v & ((1ull << width) - 1) : v;
 }
 
 static void set_bits(tsr_insn_bits_t *b, int lsb, int width, uint64_t v)
 {
-    for (int i = 0; i < width; i++) {
-        int bit = lsb + i;
-        b->w[bit >> 6] |= ((v >> i) & 1ull) << (bit & 63);
+    const int w = lsb >> 6, s = lsb & 63;
+    if (width < 64)
+        v &= (1ull << width) - 1;
+    b->w[w] |= v << s;
+    if (s && s + width > 64)
+        b->w[w + 1] |= v >> (64 - s);
+}
+
+/* The formats of the last config seen by this thread: a format depends on
+ * the config only through these widths, so a config with the same ones
+ * reuses them (building one was most of an encode or decode). */
+typedef struct {
+    int key[6];                    /* the widths resolve_width reads */
+    int valid;                     /* the entries below are for key */
+    int rc[TSR_OP_COUNT];          /* tsr_isa_format's result per opcode */
+    tsr_format_t fmt[TSR_OP_COUNT];
+} fmt_cache_t;
+
+static _Thread_local fmt_cache_t fcache;
+
+/* The format of opcode op under cfg (op < TSR_OP_COUNT) in *out, or the
+ * error tsr_isa_format gives. */
+static int format_of(const tsr_config_t *cfg, uint32_t op, const tsr_format_t **out)
+{
+    const int key[6] = {cfg->sram_base_bits, cfg->uop_idx_bits, cfg->acc_idx_bits, cfg->inp_idx_bits,
+                        cfg->wgt_idx_bits, cfg->depthwise > 0};
+    if (!fcache.valid || memcmp(fcache.key, key, sizeof key)) {
+        for (uint32_t k = 0; k < TSR_OP_COUNT; k++)
+            fcache.rc[k] = tsr_isa_format(cfg, k, &fcache.fmt[k]);
+        memcpy(fcache.key, key, sizeof key);
+        fcache.valid = 1;
     }
+    if (fcache.rc[op]) {
+        tsr_format_t f;
+        return tsr_isa_format(cfg, op, &f); /* (its message) */
+    }
+    *out = &fcache.fmt[op];
+    return TSR_OK;
 }
 
 static uint32_t *member(tsr_insn_t *in, size_t off) { return (uint32_t *)((char *)in + off); }
@@ -197,16 +232,18 @@ static const uint32_t *cmember(const tsr_insn_t *in, size_t off)
 
 int tsr_insn_encode(const tsr_config_t *cfg, const tsr_insn_t *in, tsr_insn_bits_t *out)
 {
-    tsr_format_t fmt;
-    int rc = tsr_isa_format(cfg, in->opcode, &fmt);
+    memset(out, 0, sizeof *out);
+    if (in->opcode >= TSR_OP_COUNT)
+        return tsr_err(TSR_EINVAL, "invalid opcode %u", in->opcode);
+    const tsr_format_t *fmt = NULL;
+    int rc = format_of(cfg, in->opcode, &fmt);
     if (rc)
         return rc;
-    memset(out, 0, sizeof *out);
     /* (the one optional field: without its key the format has no bit for it) */
     if (in->opcode == TSR_OP_GEMM && in->depthwise && !cfg->depthwise)
         return tsr_err(TSR_EBOUNDS, "gemm: depthwise mode needs config key DEPTHWISE > 0, which this config lacks");
-    for (int i = 0; i < fmt.nfields; i++) {
-        const tsr_field_t *f = &fmt.fields[i];
+    for (int i = 0; i < fmt->nfields; i++) {
+        const tsr_field_t *f = &fmt->fields[i];
         uint64_t v;
         if (f->is_signed) {
             int64_t s = (int32_t)*cmember(in, f->offset);
@@ -236,17 +273,17 @@ int tsr_insn_encode(const tsr_config_t *cfg, const tsr_insn_t *in, tsr_insn_bits
 
 int tsr_insn_decode(const tsr_config_t *cfg, const tsr_insn_bits_t *in, tsr_insn_t *out)
 {
-    tsr_format_t fmt;
     uint32_t op = (uint32_t)(in->w[0] & 7u);
     memset(out, 0, sizeof *out);
     if (op >= TSR_OP_COUNT)
         return tsr_err(TSR_EINVAL, "malformed instruction: opcode %u is not LOAD/STORE/GEMM/FINISH/ALU",
                        op);
-    int rc = tsr_isa_format(cfg, op, &fmt);
+    const tsr_format_t *fmt = NULL;
+    int rc = format_of(cfg, op, &fmt);
     if (rc)
         return rc;
-    for (int i = 0; i < fmt.nfields; i++) {
-        const tsr_field_t *f = &fmt.fields[i];
+    for (int i = 0; i < fmt->nfields; i++) {
+        const tsr_field_t *f = &fmt->fields[i];
         uint64_t v = get_bits(in, f->lsb, f->width);
         if (f->is_signed && (v >> (f->width - 1)) & 1)
             v |= ~0ull << f->width;
@@ -254,12 +291,14 @@ int tsr_insn_decode(const tsr_config_t *cfg, const tsr_insn_bits_t *in, tsr_insn
     }
     /* Reserved bits must be zero: a stray bit means the producer and this
      * decoder disagree about the layout. */
-    for (int bit = fmt.total_bits; bit < TSR_INSN_BITS; bit++)
-        if ((in->w[bit >> 6] >> (bit & 63)) & 1)
+    for (int bit = fmt->total_bits; bit < TSR_INSN_BITS; bit++)
+        if (!(bit & 63) && !in->w[bit >> 6])
+            bit += 63; /* (a clear word) */
+        else if ((in->w[bit >> 6] >> (bit & 63)) & 1)
             return tsr_err(TSR_EINVAL,
                            "malformed %s instruction: reserved bit %d is set (format uses bits "
                            "0..%d)",
-                           tsr_opcode_name(op), bit, fmt.total_bits - 1);
+                           tsr_opcode_name(op), bit, fmt->total_bits - 1);
     if ((op == TSR_OP_LOAD || op == TSR_OP_STORE) && out->mem_type >= TSR_MEM_COUNT)
         return tsr_err(TSR_EINVAL, "malformed %s instruction: memory type %u is not 0..%d",
                        tsr_opcode_name(op), out->mem_type, TSR_MEM_COUNT - 1);
