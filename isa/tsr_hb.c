@@ -1,6 +1,7 @@
 /*
  * tsr_hb: happens-before race detection on shared on-chip rows (see
- * tsr_hb.h). Shadow state per row; GEMM/ALU footprints as row bitsets.
+ * tsr_hb.h). Shadow state per run of rows alike; GEMM/ALU footprints as
+ * row bitsets over the words they span, kept as runs.
  */
 #include "tsr_hb.h"
 
@@ -25,18 +26,67 @@ typedef struct {
     uint32_t r_idx[TSR_STAGE_COUNT]; /* its stream index */
 } row_t;
 
+/* The shadow of a buffer as runs of rows that share what is known: seg k
+ * covers rows [v[k].lo, v[k + 1].lo) (the last one to the depth), no two
+ * neighbours equal. An instruction's rows are a few runs, and so are the
+ * rows other instructions left alike: an access costs its runs and the
+ * segments they meet (rows shared by the same instructions are one), not
+ * its rows. At most one segment per row, so never more than the rows. */
+typedef struct {
+    uint32_t lo;                     /* first row */
+    row_t st;                        /* what is known about every row of it */
+} seg_t;
+
+typedef struct {
+    seg_t *v;                        /* segments, by lo; v[0].lo = 0 */
+    uint32_t n;                      /* segments in use (0 only for a buffer of no rows) */
+} shadow_t;
+
+/* Rows [lo, hi). */
+typedef struct {
+    uint32_t lo, hi;
+} run_t;
+
+/* The rows one index kind of a GEMM/ALU reaches, as runs, and what they
+ * depend on: the uop slice at a gen (its bases), the loop and the mode.
+ * A tiled stream repeats some of them (a third of a ResNet-18's footprints
+ * are one of the 16 before), and building one from the bitsets was most of
+ * the race pass. */
+typedef struct {
+    uint64_t gen;
+    uint32_t key[8];                 /* kind, depthwise, uop_bgn, uop_end, iter_out, iter_in, factor out, in */
+    run_t *runs;
+    uint32_t n, cap;                 /* runs used / allocated */
+    int valid;
+} fp_t;
+
+#define FP_SLOTS 16
+
+/* A set of rows as a bitset whose words outside [lo, hi) are zero: the
+ * sets are progressions and uop bases a few words wide in a bitset as wide
+ * as the deepest buffer, so every pass goes over the span alone. */
+typedef struct {
+    uint64_t *w;
+    size_t lo, hi;                   /* the span (lo == hi: empty) */
+} bset_t;
+
 struct tsr_hb {
     const tsr_config_t *cfg;
     const tsr_insn_t *insns;
     size_t n;
-    row_t *rows[SB_COUNT];           /* shadow of each shared buffer */
+    shadow_t sh[SB_COUNT];           /* shadow of each shared buffer */
+    seg_t *tmp;                      /* scratch: the segments an access rebuilds (cap_tmp) */
+    uint32_t cap_tmp;
     uint32_t depth[SB_COUNT];        /* rows per shared buffer (DRAM: segments) */
     uint64_t *bounds;                /* DRAM segment boundaries (depth[SB_DRAM] + 1) */
     size_t nw;                       /* 64-bit words of a bitset over the deepest buffer */
-    uint64_t *base[3];               /* uop bases (dst, src, wgt) of the cached kernel slice */
-    uint64_t *lo, *li, *l, *f;       /* scratch: loop offsets (outer, inner, both), footprint */
-    uint32_t gen;                    /* bumped by every uop LOAD: invalidates the cache */
-    uint32_t c_bgn, c_end, c_gen;    /* slice the bases were built for */
+    bset_t base[3];                  /* uop bases (dst, src, wgt) of the cached kernel slice */
+    bset_t lo, li, l, f;             /* scratch: loop offsets (outer, inner, both), footprint */
+    uint64_t gen;                    /* bumped by every uop LOAD: invalidates the caches */
+    uint64_t c_gen;                  /* the bases were built at this gen ... */
+    uint32_t c_bgn, c_end;           /* ... for this slice */
+    fp_t fp[FP_SLOTS];               /* footprints as runs, most recent GEMM/ALU index kinds */
+    uint32_t fp_next;                /* the slot replaced next */
     int c_valid;                     /* bases hold that slice */
 };
 
@@ -61,12 +111,18 @@ int tsr_hb_create(const tsr_config_t *cfg, const tsr_insn_t *insns, size_t n, ts
         maxd = (uint32_t)((uint64_t)cfg->wgt_depth << cfg->dw_group_bits);
     h->nw = (maxd + 63) / 64;
     int ok = 1;
-    for (int b = 0; b < SB_DRAM; b++)
-        ok &= (h->rows[b] = calloc(h->depth[b] ? h->depth[b] : 1, sizeof(row_t))) != NULL;
+    for (int b = 0; b < SB_DRAM; b++) { /* one segment of nothing known (the rest is written before read) */
+        ok &= (h->sh[b].v = malloc((h->depth[b] + 1u) * sizeof(seg_t))) != NULL;
+        if (h->sh[b].v)
+            memset(&h->sh[b].v[0], 0, sizeof(seg_t));
+        h->sh[b].n = h->depth[b] > 0;
+    }
+    h->cap_tmp = maxd + 1;
+    ok &= (h->tmp = malloc(h->cap_tmp * sizeof *h->tmp)) != NULL;
     for (int k = 0; k < 3; k++)
-        ok &= (h->base[k] = calloc(h->nw, 8)) != NULL;
-    ok &= (h->lo = calloc(h->nw, 8)) && (h->li = calloc(h->nw, 8)) && (h->l = calloc(h->nw, 8)) &&
-          (h->f = calloc(h->nw, 8));
+        ok &= (h->base[k].w = calloc(h->nw, 8)) != NULL;
+    ok &= (h->lo.w = calloc(h->nw, 8)) && (h->li.w = calloc(h->nw, 8)) && (h->l.w = calloc(h->nw, 8)) &&
+          (h->f.w = calloc(h->nw, 8));
     if (!ok) {
         tsr_hb_destroy(h);
         return tsr_err(TSR_ENOMEM, "out of memory");
@@ -80,32 +136,45 @@ void tsr_hb_destroy(tsr_hb_t *h)
     if (!h)
         return;
     for (int b = 0; b < SB_COUNT; b++)
-        free(h->rows[b]);
+        free(h->sh[b].v);
+    free(h->tmp);
+    for (int k = 0; k < FP_SLOTS; k++)
+        free(h->fp[k].runs);
     for (int k = 0; k < 3; k++)
-        free(h->base[k]);
+        free(h->base[k].w);
     free(h->bounds);
-    free(h->lo);
-    free(h->li);
-    free(h->l);
-    free(h->f);
+    free(h->lo.w);
+    free(h->li.w);
+    free(h->l.w);
+    free(h->f.w);
     free(h);
 }
 
 int tsr_hb_set_dram(tsr_hb_t *h, const uint64_t *bounds, size_t n)
 {
-    free(h->rows[SB_DRAM]);
+    free(h->sh[SB_DRAM].v);
     free(h->bounds);
-    h->rows[SB_DRAM] = NULL;
+    h->sh[SB_DRAM].v = NULL;
+    h->sh[SB_DRAM].n = 0;
     h->bounds = NULL;
     h->depth[SB_DRAM] = 0;
     if (n < 2)
         return TSR_OK;
-    if (n - 1 > UINT32_MAX)
+    if (n - 1 >= UINT32_MAX)
         return tsr_err(TSR_ENOMEM, "%zu DRAM segments are too many to track", n - 1);
-    h->rows[SB_DRAM] = calloc(n - 1, sizeof(row_t));
+    h->sh[SB_DRAM].v = malloc(n * sizeof(seg_t));
     h->bounds = malloc(n * sizeof *bounds);
-    if (!h->rows[SB_DRAM] || !h->bounds)
+    if (!h->sh[SB_DRAM].v || !h->bounds)
         return tsr_err(TSR_ENOMEM, "out of memory");
+    memset(&h->sh[SB_DRAM].v[0], 0, sizeof(seg_t));
+    h->sh[SB_DRAM].n = 1;
+    if (n > h->cap_tmp) { /* (a rebuild holds at most one segment per row) */
+        seg_t *t = realloc(h->tmp, n * sizeof *t);
+        if (!t)
+            return tsr_err(TSR_ENOMEM, "out of memory");
+        h->tmp = t;
+        h->cap_tmp = (uint32_t)n;
+    }
     memcpy(h->bounds, bounds, n * sizeof *bounds);
     h->depth[SB_DRAM] = (uint32_t)(n - 1);
     return TSR_OK;
@@ -151,68 +220,173 @@ static int race(const tsr_hb_t *h, const tsr_hb_who_t *who, int b, uint32_t lo, 
                    other_writes ? "writes" : "reads");
 }
 
-/* Rows [lo, hi) of shared buffer b, read or written by `who`. */
-static int access(tsr_hb_t *h, const tsr_hb_who_t *who, int b, uint32_t lo, uint32_t hi, int write)
+/* The segment holding row r (the last one starting at or before it). */
+static uint32_t seg_find(const shadow_t *sh, uint32_t r)
 {
-    uint32_t seq = who->clock[who->stage] + 1;
-    row_t *rows = h->rows[b];
-    if (hi > h->depth[b])
-        hi = h->depth[b]; /* tsr_verify rejected anything past the end already */
-    for (uint32_t r = lo; r < hi; r++) {
-        row_t *x = &rows[r];
-        int ow = 0;
-        int64_t other = conflict(x, who, write, &ow);
-        if (other >= 0) {
-            /* Name the whole run of rows with the same conflict. */
-            uint32_t e = r + 1;
+    uint32_t a = 0, b = sh->n;
+    while (b - a > 1) {
+        const uint32_t mid = a + (b - a) / 2;
+        if (sh->v[mid].lo <= r)
+            a = mid;
+        else
+            b = mid;
+    }
+    return a;
+}
+
+static uint32_t seg_end(const tsr_hb_t *h, int b, uint32_t k)
+{
+    return k + 1 < h->sh[b].n ? h->sh[b].v[k + 1].lo : h->depth[b];
+}
+
+/* A race on the first row of runs[0..n) (ascending, disjoint, inside the
+ * buffer) that conflicts with an earlier access, naming the rows after it
+ * with the same conflict; else TSR_OK. The same first row and run the
+ * row-by-row check found: rows of one segment conflict alike. */
+static int check_runs(const tsr_hb_t *h, const tsr_hb_who_t *who, int b, const run_t *runs, uint32_t n, int write)
+{
+    const shadow_t *sh = &h->sh[b];
+    uint32_t k = n ? seg_find(sh, runs[0].lo) : 0;
+    for (uint32_t j = 0; j < n; j++) {
+        while (k + 1 < sh->n && sh->v[k + 1].lo <= runs[j].lo)
+            k++;
+        for (uint32_t r = runs[j].lo; r < runs[j].hi; r = seg_end(h, b, k), k += r < runs[j].hi) {
+            int ow = 0;
+            const int64_t other = conflict(&sh->v[k].st, who, write, &ow);
+            if (other < 0)
+                continue;
+            uint32_t e = seg_end(h, b, k);
             int ow2 = 0;
-            while (e < hi && conflict(&rows[e], who, write, &ow2) == other && ow2 == ow)
-                e++;
-            return race(h, who, b, r, e, write, (uint32_t)other, ow);
-        }
-        if (write) {
-            memset(x, 0, sizeof *x);
-            x->w_seq = seq;
-            x->w_idx = who->idx;
-            x->w_stage = (uint32_t)who->stage;
-        } else {
-            x->r_seq[who->stage] = seq;
-            x->r_idx[who->stage] = who->idx;
+            for (uint32_t m = k + 1; e < runs[j].hi && conflict(&sh->v[m].st, who, write, &ow2) == other && ow2 == ow;
+                 m++)
+                e = seg_end(h, b, m);
+            return race(h, who, b, r, e < runs[j].hi ? e : runs[j].hi, write, (uint32_t)other, ow);
         }
     }
     return TSR_OK;
 }
 
+/* st as the access of `who` leaves it. */
+static row_t after(const row_t *st, const tsr_hb_who_t *who, int write)
+{
+    const uint32_t seq = who->clock[who->stage] + 1;
+    row_t x = *st;
+    if (write) {
+        memset(&x, 0, sizeof x);
+        x.w_seq = seq;
+        x.w_idx = who->idx;
+        x.w_stage = (uint32_t)who->stage;
+    } else {
+        x.r_seq[who->stage] = seq;
+        x.r_idx[who->stage] = who->idx;
+    }
+    return x;
+}
+
+/* Append the segment [lo, ...) with st to tmp[0..*m), merged with the last
+ * one when equal. */
+static void put(seg_t *tmp, uint32_t *m, uint32_t lo, const row_t *st)
+{
+    if (*m && !memcmp(&tmp[*m - 1].st, st, sizeof *st))
+        return;
+    tmp[*m].lo = lo;
+    tmp[*m].st = *st;
+    ++*m;
+}
+
+/* Record the access of runs[0..n): the segments from the one holding the
+ * first run's first row to the one holding the last run's last row are
+ * rebuilt in one pass (linear in them and the runs), then spliced in. */
+static void update_runs(tsr_hb_t *h, const tsr_hb_who_t *who, int b, const run_t *runs, uint32_t n, int write)
+{
+    shadow_t *sh = &h->sh[b];
+    const uint32_t i0 = seg_find(sh, runs[0].lo), i1 = seg_find(sh, runs[n - 1].hi - 1);
+    const uint32_t end = seg_end(h, b, i1);
+    uint32_t m = 0, k = i0, j = 0, p = sh->v[i0].lo;
+    while (p < end) {
+        while (j < n && p >= runs[j].hi)
+            j++;
+        const int in = j < n && p >= runs[j].lo;
+        uint32_t q = seg_end(h, b, k);
+        if (j < n && (in ? runs[j].hi : runs[j].lo) < q)
+            q = in ? runs[j].hi : runs[j].lo;
+        const row_t st = in ? after(&sh->v[k].st, who, write) : sh->v[k].st;
+        put(h->tmp, &m, p, &st);
+        p = q;
+        if (p == seg_end(h, b, k))
+            k++;
+    }
+    uint32_t first = i0, last = i1 + 1; /* the old segments [first, last) are replaced */
+    uint32_t t0 = 0;
+    if (first && !memcmp(&sh->v[first - 1].st, &h->tmp[0].st, sizeof(row_t)))
+        t0 = 1; /* the segment before extends over tmp[0] */
+    if (last < sh->n && !memcmp(&sh->v[last].st, &h->tmp[m - 1].st, sizeof(row_t)))
+        last++; /* tmp's last segment extends over the one after */
+    const uint32_t add = m - t0;
+    memmove(&sh->v[first + add], &sh->v[last], (sh->n - last) * sizeof *sh->v);
+    memcpy(&sh->v[first], &h->tmp[t0], add * sizeof *sh->v);
+    sh->n = sh->n - (last - first) + add;
+}
+
+/* Rows of runs[0..n) (ascending, disjoint, clipped to the buffer) of shared
+ * buffer b, read or written by `who`. */
+static int access_runs(tsr_hb_t *h, const tsr_hb_who_t *who, int b, const run_t *runs, uint32_t n, int write)
+{
+    if (!n)
+        return TSR_OK;
+    int rc = check_runs(h, who, b, runs, n, write);
+    if (!rc)
+        update_runs(h, who, b, runs, n, write);
+    return rc;
+}
+
+/* Rows [lo, hi) of shared buffer b, read or written by `who`. */
+static int access(tsr_hb_t *h, const tsr_hb_who_t *who, int b, uint32_t lo, uint32_t hi, int write)
+{
+    if (hi > h->depth[b])
+        hi = h->depth[b]; /* tsr_verify rejected anything past the end already */
+    const run_t r = {lo, hi};
+    return access_runs(h, who, b, &r, lo < hi, write);
+}
+
 /* ---------------------------------------------------- row-set footprints */
 
-/* dst |= src << k over nw words. */
-static void or_shifted(uint64_t *dst, const uint64_t *src, size_t nw, uint32_t k)
+static void bs_clear(bset_t *s)
 {
-    size_t ws = k / 64;
-    unsigned bs = k % 64;
-    for (size_t i = nw; i-- > ws;) {
-        uint64_t v = src[i - ws] << bs;
-        if (bs && i - ws > 0)
-            v |= src[i - ws - 1] >> (64 - bs);
-        dst[i] |= v;
+    if (s->hi > s->lo)
+        memset(s->w + s->lo, 0, (s->hi - s->lo) * 8);
+    s->lo = s->hi = 0;
+}
+
+static void bs_set(bset_t *s, uint64_t r)
+{
+    const size_t i = (size_t)(r / 64);
+    s->w[i] |= 1ull << (r % 64);
+    if (s->hi == s->lo) {
+        s->lo = i;
+        s->hi = i + 1;
+    } else {
+        s->lo = i < s->lo ? i : s->lo;
+        s->hi = i + 1 > s->hi ? i + 1 : s->hi;
     }
 }
 
-/* Bits set in a[0..nw), and the span of its nonzero words [*lo, *hi] (*lo > *hi:
- * none). (The bit count in plain arithmetic: without -mpopcnt the builtin is
- * a call into libgcc, which was a tenth of a verified ResNet-18.) */
-static size_t popcount(const uint64_t *a, size_t nw, size_t *lo, size_t *hi)
+static void bs_copy(bset_t *dst, const bset_t *src)
+{
+    bs_clear(dst);
+    if (src->hi > src->lo)
+        memcpy(dst->w + src->lo, src->w + src->lo, (src->hi - src->lo) * 8);
+    dst->lo = src->lo;
+    dst->hi = src->hi;
+}
+
+/* Bits set in s (the bit count in plain arithmetic: without -mpopcnt the
+ * builtin is a call into libgcc, which was a tenth of a verified ResNet-18). */
+static size_t popcount(const bset_t *s)
 {
     size_t c = 0;
-    *lo = nw;
-    *hi = 0;
-    for (size_t i = 0; i < nw; i++) {
-        uint64_t x = a[i];
-        if (!x)
-            continue;
-        if (*lo == nw)
-            *lo = i;
-        *hi = i;
+    for (size_t i = s->lo; i < s->hi; i++) {
+        uint64_t x = s->w[i];
         x = x - ((x >> 1) & 0x5555555555555555ull);
         x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
         x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
@@ -221,86 +395,91 @@ static size_t popcount(const uint64_t *a, size_t nw, size_t *lo, size_t *hi)
     return c;
 }
 
-/* out = {x + y : x in a, y in b}, shifting the larger set by each member of
- * the smaller; each shift touches only the words the larger set's nonzero
- * span reaches (the sets are small progressions and uop bases in a buffer
- * of thousands of rows: the whole width per shift was most of the verifier). */
-static void minkowski(uint64_t *out, const uint64_t *a, const uint64_t *b, size_t nw)
+/* dst |= src << k (within nw words). */
+static void or_shifted(bset_t *dst, const bset_t *src, size_t nw, uint32_t k)
 {
-    size_t alo, ahi, blo, bhi;
-    if (popcount(a, nw, &alo, &ahi) > popcount(b, nw, &blo, &bhi)) {
-        const uint64_t *t = a;
+    const size_t ws = k / 64;
+    const unsigned bs = k % 64;
+    if (src->hi == src->lo || src->lo + ws >= nw)
+        return;
+    /* dst word j takes src words j-ws and j-ws-1: nonzero for j-ws in [lo, hi] */
+    const size_t top = src->hi + ws < nw ? src->hi + ws : nw - 1;
+    for (size_t j = top + 1; j-- > src->lo + ws;) {
+        uint64_t v = j - ws < src->hi ? src->w[j - ws] << bs : 0;
+        if (bs && j - ws > src->lo)
+            v |= src->w[j - ws - 1] >> (64 - bs);
+        if (v) {
+            dst->w[j] |= v;
+            if (dst->hi == dst->lo) {
+                dst->lo = j;
+                dst->hi = j + 1;
+            } else {
+                dst->lo = j < dst->lo ? j : dst->lo;
+                dst->hi = j + 1 > dst->hi ? j + 1 : dst->hi;
+            }
+        }
+    }
+}
+
+/* out = {x + y : x in a, y in b} within nw words, shifting the larger set
+ * by each member of the smaller. */
+static void minkowski(bset_t *out, const bset_t *a, const bset_t *b, size_t nw)
+{
+    if (popcount(a) > popcount(b)) {
+        const bset_t *t = a;
         a = b;
         b = t;
-        size_t u = alo;
-        alo = blo;
-        blo = u;
-        u = ahi;
-        ahi = bhi;
-        bhi = u;
     }
-    memset(out, 0, nw * 8);
-    if (blo > bhi)
-        return;
-    for (size_t i = alo; i <= ahi && i < nw; i++)
-        for (uint64_t w = a[i]; w; w &= w - 1) {
+    bs_clear(out);
+    for (size_t i = a->lo; i < a->hi; i++)
+        for (uint64_t w = a->w[i]; w; w &= w - 1) {
             const uint32_t k = (uint32_t)(i * 64 + (size_t)__builtin_ctzll(w));
-            const size_t ws = k / 64;
-            const unsigned bs = k % 64;
-            /* dst word j takes src words j-ws and j-ws-1: nonzero for j-ws in [blo, bhi+1] */
-            if (blo + ws >= nw)
-                break; /* (larger shifts move everything past the end) */
-            size_t top = bhi + 1 + ws < nw ? bhi + 1 + ws : nw - 1;
-            for (size_t j = top + 1; j-- > blo + ws;) {
-                uint64_t v = j - ws <= bhi ? b[j - ws] << bs : 0;
-                if (bs && j - ws > 0)
-                    v |= b[j - ws - 1] >> (64 - bs);
-                out[j] |= v;
-            }
+            if (b->lo + k / 64 >= nw)
+                return; /* (this and larger shifts move everything past the end) */
+            or_shifted(out, b, nw, k);
         }
 }
 
 /* {k * step : k < count} below depth. */
-static void progression(uint64_t *set, size_t nw, uint32_t count, uint32_t step, uint32_t depth)
+static void progression(bset_t *set, uint32_t count, uint32_t step, uint32_t depth)
 {
-    memset(set, 0, nw * 8);
-    set[0] = 1;
+    bs_clear(set);
+    bs_set(set, 0);
     if (!step)
         return;
     for (uint64_t k = 1, v = step; k < count && v < depth; k++, v += step)
-        set[v / 64] |= 1ull << (v % 64);
+        bs_set(set, v);
 }
 
-/* Access every row of bitset f (rows below depth) as runs. */
-static int access_set(tsr_hb_t *h, const tsr_hb_who_t *who, int b, const uint64_t *f, int write)
+/* The rows of bitset f below depth as runs into out (room for depth / 2 + 1:
+ * runs alternate with gaps); how many. */
+static uint32_t set_runs(const bset_t *f, uint32_t depth, run_t *out)
 {
-    uint32_t depth = h->depth[b];
-    uint32_t r = 0;
+    const size_t nw = f->hi < (depth + 63) / 64 ? f->hi : (depth + 63) / 64;
+    uint32_t n = 0, r = (uint32_t)(f->lo * 64);
     while (r < depth) {
-        /* Skip clear bits, then take the run of set ones. */
-        while (r < depth && !(f[r / 64] >> (r % 64) & 1)) {
-            if (!(r % 64) && !f[r / 64])
-                r += 64;
-            else
-                r++;
-        }
-        uint32_t e = r;
-        while (e < depth && (f[e / 64] >> (e % 64) & 1)) {
-            if (!(e % 64) && f[e / 64] == ~0ull)
-                e += 64;
-            else
-                e++;
-        }
+        size_t w = r / 64; /* the next set bit at or after r, then the next clear one after it */
+        if (w >= nw)
+            break;
+        uint64_t x = f->w[w] & (~0ull << (r % 64));
+        while (!x && ++w < nw)
+            x = f->w[w];
+        if (!x)
+            break;
+        const uint32_t s = (uint32_t)(w * 64 + (size_t)__builtin_ctzll(x));
+        if (s >= depth)
+            break;
+        w = s / 64;
+        x = ~f->w[w] & (~0ull << (s % 64));
+        while (!x && ++w < nw)
+            x = ~f->w[w];
+        uint32_t e = x ? (uint32_t)(w * 64 + (size_t)__builtin_ctzll(x)) : (uint32_t)(nw * 64);
         if (e > depth)
             e = depth;
-        if (r < e) {
-            int rc = access(h, who, b, r, e, write);
-            if (rc)
-                return rc;
-        }
+        out[n++] = (run_t){s, e};
         r = e;
     }
-    return TSR_OK;
+    return n;
 }
 
 /* The rows one index kind (0 dst, 1 src, 2 wgt) of a GEMM/ALU reaches,
@@ -309,31 +488,29 @@ static void loop_rows(tsr_hb_t *h, const tsr_insn_t *in, int kind, uint32_t dept
 {
     uint32_t fo = kind == 0 ? in->dst_factor_out : kind == 1 ? in->src_factor_out : in->wgt_factor_out;
     uint32_t fi = kind == 0 ? in->dst_factor_in : kind == 1 ? in->src_factor_in : in->wgt_factor_in;
-    progression(h->lo, h->nw, in->iter_out, fo, depth);
-    progression(h->li, h->nw, in->iter_in, fi, depth);
-    minkowski(h->l, h->lo, h->li, h->nw);
-    minkowski(h->f, h->base[kind], h->l, h->nw);
+    progression(&h->lo, in->iter_out, fo, depth);
+    progression(&h->li, in->iter_in, fi, depth);
+    minkowski(&h->l, &h->lo, &h->li, h->nw);
+    minkowski(&h->f, &h->base[kind], &h->l, h->nw);
 }
 
 /* h->f |= h->f << 1 | ... | h->f << (k-1): the rows a depthwise op reads
  * from each src (the checks before keep src+k-1 inside the buffer). */
 static void widen_rows(tsr_hb_t *h, uint32_t k)
 {
-    memcpy(h->l, h->f, h->nw * 8);
+    bs_copy(&h->l, &h->f);
     for (uint32_t s = 1; s < k; s++)
-        or_shifted(h->f, h->l, h->nw, s);
+        or_shifted(&h->f, &h->l, h->nw, s);
 }
 
 /* h->f := { s >> bits : s in h->f }: the weight rows of a set of tap groups. */
 static void group_rows(tsr_hb_t *h, int bits)
 {
-    memcpy(h->l, h->f, h->nw * 8);
-    memset(h->f, 0, h->nw * 8);
-    for (size_t i = 0; i < h->nw; i++)
-        for (uint64_t w = h->l[i]; w; w &= w - 1) {
-            uint64_t r = (i * 64 + (uint64_t)__builtin_ctzll(w)) >> bits;
-            h->f[r / 64] |= 1ull << (r % 64);
-        }
+    bs_copy(&h->l, &h->f);
+    bs_clear(&h->f);
+    for (size_t i = h->l.lo; i < h->l.hi; i++)
+        for (uint64_t w = h->l.w[i]; w; w &= w - 1)
+            bs_set(&h->f, (i * 64 + (uint64_t)__builtin_ctzll(w)) >> bits);
 }
 
 /* Bases of uops [bgn, end) per kind; 0 if some uop is unknown. */
@@ -343,7 +520,7 @@ static int load_bases(tsr_hb_t *h, const tsr_insn_t *in, const tsr_uop_t *uops, 
         return 1;
     h->c_valid = 0;
     for (int k = 0; k < 3; k++)
-        memset(h->base[k], 0, h->nw * 8);
+        bs_clear(&h->base[k]);
     uint64_t lim = (uint64_t)h->nw * 64;
     for (uint32_t u = in->uop_bgn; u < in->uop_end; u++) {
         if (!known[u])
@@ -351,7 +528,7 @@ static int load_bases(tsr_hb_t *h, const tsr_insn_t *in, const tsr_uop_t *uops, 
         const uint32_t v[3] = {uops[u].dst, uops[u].src, uops[u].wgt};
         for (int k = 0; k < 3; k++)
             if (v[k] < lim) /* out-of-range bases were rejected unless unused (reset, ALU src) */
-                h->base[k][v[k] / 64] |= 1ull << (v[k] % 64);
+                bs_set(&h->base[k], v[k]);
     }
     h->c_valid = 1;
     h->c_gen = h->gen;
@@ -394,6 +571,52 @@ static int access_dram(tsr_hb_t *h, const tsr_hb_who_t *who, const tsr_insn_t *i
     return TSR_OK;
 }
 
+/* The rows index kind (0 dst: out, 1 src: inp, 2 wgt) of GEMM/ALU `in`
+ * reaches, from the cache or built from the uop bases (with a depthwise
+ * op's K rows per src and tap groups per weight row), in *out; NULL when
+ * some uop of its slice is unknown. */
+static int footprint(tsr_hb_t *h, const tsr_insn_t *in, int kind, const tsr_uop_t *uops, const uint8_t *known,
+                     const fp_t **out)
+{
+    const uint32_t key[8] = {(uint32_t)kind, in->depthwise, in->uop_bgn, in->uop_end, in->iter_out, in->iter_in,
+                             kind == 0 ? in->dst_factor_out : kind == 1 ? in->src_factor_out : in->wgt_factor_out,
+                             kind == 0 ? in->dst_factor_in : kind == 1 ? in->src_factor_in : in->wgt_factor_in};
+    *out = NULL;
+    for (int k = 0; k < FP_SLOTS; k++)
+        if (h->fp[k].valid && h->fp[k].gen == h->gen && !memcmp(h->fp[k].key, key, sizeof key)) {
+            *out = &h->fp[k];
+            return TSR_OK;
+        }
+    if (!load_bases(h, in, uops, known))
+        return TSR_OK;
+    const int b = kind == 0 ? SB_OUT : kind == 1 ? SB_INP : SB_WGT;
+    const int dw = in->opcode == TSR_OP_GEMM && in->depthwise;
+    if (kind == 2 && dw) { /* tap groups, G per row */
+        loop_rows(h, in, 2, (uint32_t)((uint64_t)h->depth[SB_WGT] << h->cfg->dw_group_bits));
+        group_rows(h, h->cfg->dw_group_bits);
+    } else {
+        loop_rows(h, in, kind, h->depth[b]);
+        if (kind == 1 && dw) /* each op also reads the K-1 rows after src */
+            widen_rows(h, (uint32_t)h->cfg->depthwise);
+    }
+    fp_t *f = &h->fp[h->fp_next];
+    const uint32_t need = h->depth[b] / 2 + 1;
+    if (f->cap < need) {
+        run_t *r = realloc(f->runs, need * sizeof *r);
+        if (!r)
+            return tsr_err(TSR_ENOMEM, "out of memory");
+        f->runs = r;
+        f->cap = need;
+    }
+    h->fp_next = (h->fp_next + 1) % FP_SLOTS;
+    f->n = set_runs(&h->f, h->depth[b], f->runs);
+    f->gen = h->gen;
+    memcpy(f->key, key, sizeof key);
+    f->valid = 1;
+    *out = f;
+    return TSR_OK;
+}
+
 int tsr_hb_insn(tsr_hb_t *h, const tsr_hb_who_t *who, const tsr_uop_t *uops, const uint8_t *known)
 {
     const tsr_insn_t *in = &h->insns[who->idx];
@@ -418,26 +641,19 @@ int tsr_hb_insn(tsr_hb_t *h, const tsr_hb_who_t *who, const tsr_uop_t *uops, con
     }
     if (in->opcode != TSR_OP_GEMM && in->opcode != TSR_OP_ALU)
         return TSR_OK;
-    if (!in->iter_out || !in->iter_in || in->uop_bgn >= in->uop_end || !load_bases(h, in, uops, known))
+    if (!in->iter_out || !in->iter_in || in->uop_bgn >= in->uop_end)
         return TSR_OK;
-    int rc;
-    /* Every iteration writes out[dst] (GEMM, ALU, reset alike). */
-    loop_rows(h, in, 0, h->depth[SB_OUT]);
-    if ((rc = access_set(h, who, SB_OUT, h->f, 1)))
-        return rc;
-    if (in->opcode == TSR_OP_GEMM && !in->reset) {
-        loop_rows(h, in, 1, h->depth[SB_INP]);
-        if (in->depthwise) /* each op also reads the K-1 rows after src */
-            widen_rows(h, (uint32_t)h->cfg->depthwise);
-        if ((rc = access_set(h, who, SB_INP, h->f, 0)))
-            return rc;
-        if (in->depthwise) { /* tap groups, G per row */
-            loop_rows(h, in, 2, (uint32_t)((uint64_t)h->depth[SB_WGT] << h->cfg->dw_group_bits));
-            group_rows(h, h->cfg->dw_group_bits);
-        } else {
-            loop_rows(h, in, 2, h->depth[SB_WGT]);
-        }
-        if ((rc = access_set(h, who, SB_WGT, h->f, 0)))
+    /* Every iteration writes out[dst] (GEMM, ALU, reset alike); a GEMM
+     * that computes reads inp[src] and wgt[wgt]. A footprint is NULL when
+     * some uop of the slice is unknown: not checked. */
+    static const int buf[3] = {SB_OUT, SB_INP, SB_WGT};
+    const int kinds = in->opcode == TSR_OP_GEMM && !in->reset ? 3 : 1;
+    for (int k = 0; k < kinds; k++) {
+        const fp_t *f = NULL;
+        int rc = footprint(h, in, k, uops, known, &f);
+        if (!rc && f)
+            rc = access_runs(h, who, buf[k], f->runs, f->n, k == 0);
+        if (rc || !f)
             return rc;
     }
     return TSR_OK;

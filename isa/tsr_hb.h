@@ -26,10 +26,14 @@
  * clock[t] >= k. Per row the detector keeps the last write and, per
  * stage, the latest read since it (FastTrack): checking each access
  * against those finds a race if the stream has one, in any schedule.
- * Cost per instruction: linear in the rows it touches; GEMM/ALU
- * footprints are built as row bitsets (uop bases plus loop offsets, a
- * Minkowski sum by shifted ORs), so an instruction costs its uop count
- * plus a few passes over the buffer depth, never iterations x uops.
+ * Rows that share that state are kept as one segment, and an access is a
+ * few runs of rows, so an instruction costs its runs and the segments they
+ * meet, not its rows (a tile's hundreds of rows are one or a few of each).
+ * GEMM/ALU footprints are built as row bitsets (uop bases plus loop
+ * offsets, a Minkowski sum by shifted ORs over the words the sets span),
+ * turned into runs and kept for the next instructions with the same uops
+ * and loops: never iterations x uops, at worst a few passes over the
+ * buffer depth.
  */
 #ifndef TSR_HB_H
 #define TSR_HB_H

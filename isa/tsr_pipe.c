@@ -83,15 +83,15 @@ static int precheck(tsr_pipe_t *p)
         if ((in->opcode == TSR_OP_LOAD || in->opcode == TSR_OP_STORE) && in->mem_type >= TSR_MEM_COUNT)
             return tsr_err(TSR_EVERIFY, "insn #%zu: invalid memory type %u", i, in->mem_type);
         int s = tsr_insn_stage(in);
-        tsr_insn_desc(in, d, sizeof d);
+        /* (the description only for a message: formatting it for every instruction was 3% of a first run) */
         if (in->pop_prev && q_pop_prev(s) < 0)
-            return tsr_err(TSR_EVERIFY, "insn #%zu (%s): pop_prev is illegal in the %s stage (it has no previous stage)", i, d, tsr_stage_name(s));
+            return tsr_err(TSR_EVERIFY, "insn #%zu (%s): pop_prev is illegal in the %s stage (it has no previous stage)", i, tsr_insn_desc(in, d, sizeof d), tsr_stage_name(s));
         if (in->push_prev && q_push_prev(s) < 0)
-            return tsr_err(TSR_EVERIFY, "insn #%zu (%s): push_prev is illegal in the %s stage (it has no previous stage)", i, d, tsr_stage_name(s));
+            return tsr_err(TSR_EVERIFY, "insn #%zu (%s): push_prev is illegal in the %s stage (it has no previous stage)", i, tsr_insn_desc(in, d, sizeof d), tsr_stage_name(s));
         if (in->pop_next && q_pop_next(s) < 0)
-            return tsr_err(TSR_EVERIFY, "insn #%zu (%s): pop_next is illegal in the %s stage (it has no next stage)", i, d, tsr_stage_name(s));
+            return tsr_err(TSR_EVERIFY, "insn #%zu (%s): pop_next is illegal in the %s stage (it has no next stage)", i, tsr_insn_desc(in, d, sizeof d), tsr_stage_name(s));
         if (in->push_next && q_push_next(s) < 0)
-            return tsr_err(TSR_EVERIFY, "insn #%zu (%s): push_next is illegal in the %s stage (it has no next stage)", i, d, tsr_stage_name(s));
+            return tsr_err(TSR_EVERIFY, "insn #%zu (%s): push_next is illegal in the %s stage (it has no next stage)", i, tsr_insn_desc(in, d, sizeof d), tsr_stage_name(s));
         if (in->opcode == TSR_OP_FINISH) {
             if (finish_at != p->n)
                 return tsr_err(TSR_EVERIFY, "insn #%zu (finish): second FINISH (first at #%zu); FINISH must be the last instruction", i, finish_at);

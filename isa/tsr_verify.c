@@ -439,7 +439,7 @@ int tsr_verify(const tsr_config_t *cfg, const tsr_insn_t *insns, size_t n,
     memset(&v, 0, sizeof v);
     v.cfg = cfg;
     v.opts = opts;
-    v.uops = calloc(cfg->uop_depth, sizeof(tsr_uop_t));
+    v.uops = malloc(cfg->uop_depth * sizeof(tsr_uop_t)); /* (an entry is read only once known) */
     v.known = calloc(cfg->uop_depth, 1);
     v.loaded = calloc(cfg->uop_depth, 1);
     v.raw = malloc((size_t)cfg->uop_depth * cfg->uop_bytes + 8);

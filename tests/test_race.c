@@ -3,19 +3,24 @@
  * not call a race-free stream racy (every generator program is race-free
  * by construction: tsr_gen.h) and must find the race when tokens are taken
  * away (flags cleared: the load stage's writes of inp/wgt rows are no
- * longer ordered before the GEMMs that read them).
+ * longer ordered before the GEMMs that read them). And the verifier's race
+ * pass (isa/tsr_hb.c: shadow rows as segments, footprints as runs) agrees
+ * with this exact, independent check on hostile streams: it accepts none
+ * the classifier finds a race in, and names a race only where there is one.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
 #include "tsr_error.h"
 #include "tsr_gen.h"
+#include "tsr_hostile.h"
 #include "tsr_race.h"
 #include "tsr_testenv.h"
 
@@ -60,8 +65,66 @@ static void test_default(void **state)
     check_config("default", tsr_test_seed("TSR_RACE_SEED", 1), 100);
 }
 
+/* Streams of generator programs mutated (tsr_hostile_mutate) or with a
+ * third of their token flags cleared, on config name: tsr_verify against
+ * tsr_race_check. */
+static void check_verify_agrees(const char *name, uint64_t seed0, int count)
+{
+    tsr_config_t cfg;
+    assert_int_equal(tsr_test_config(name, &cfg), TSR_OK);
+    int races = 0, named = 0;
+    for (int k = 0; k < count; k++) {
+        const uint64_t seed = seed0 + (uint64_t)k;
+        tsr_gen_prog_t p;
+        if (tsr_gen_program(seed, &cfg, NULL, &p))
+            fail_msg("generator seed %llu: %s", (unsigned long long)seed, tsr_errmsg());
+        const size_t cap = p.ninsns + 4;
+        tsr_insn_t *m = malloc(cap * sizeof *m);
+        assert_non_null(m);
+        for (int h = 0; h < 6; h++) {
+            size_t n = p.ninsns;
+            char desc[200] = "tokens cleared", why[200];
+            memcpy(m, p.insns, n * sizeof *m);
+            uint64_t st = seed * 31 + (uint64_t)h;
+            if (h < 4)
+                tsr_hostile_mutate(&p.cfg, st, m, &n, cap, desc, sizeof desc);
+            else
+                for (size_t i = 0; i + 1 < n; i++)
+                    if (tsr_test_next(&st) % 3 == 0)
+                        m[i].push_next = m[i].pop_next = m[i].push_prev = m[i].pop_prev = 0;
+            const int r = tsr_race_check(&p, m, n, why, sizeof why);
+            const int v = tsr_gen_verify(&p, m, n);
+            const int vrace = v && strstr(tsr_errmsg(), "race on") != NULL;
+            if (r == TSR_RACE_FOUND && !v)
+                fail_msg("%s, seed %llu (%s): the verifier accepts a stream with a race: %s", name,
+                         (unsigned long long)seed, desc, why);
+            if (r == TSR_RACE_NONE && vrace)
+                fail_msg("%s, seed %llu (%s): the verifier names a race the exact check does not find: %s", name,
+                         (unsigned long long)seed, desc, tsr_errmsg());
+            races += r == TSR_RACE_FOUND;
+            named += vrace;
+        }
+        free(m);
+        tsr_gen_free(&p);
+    }
+    print_message("%s: %d streams, %d with a race (all rejected), %d rejected naming a race\n", name, 6 * count, races,
+                  named);
+    assert_true(races > 0);
+}
+
+static void test_verify_agrees(void **state)
+{
+    (void)state;
+    const uint64_t s = tsr_test_seed("TSR_RACE_SEED", 1);
+    check_verify_agrees("tiny", s, 120);
+    check_verify_agrees("default", s + 1000, 60);
+    check_verify_agrees("default+lut2", s + 2000, 30);
+    check_verify_agrees("rect", s + 3000, 30);
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_tiny), cmocka_unit_test(test_default)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_tiny), cmocka_unit_test(test_default),
+                                       cmocka_unit_test(test_verify_agrees)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
