@@ -210,7 +210,8 @@ int tsr_graph_plan(tsr_graph_t *g, tsr_device_t *dev, unsigned flags);
  * id order; the inputs array must have one entry per input), outputs[j]
  * receives those of the j-th marked output (NULL entries are skipped; on a
  * timing-only device, whose data is never computed, none is written:
- * tsr_device_data_valid). */
+ * tsr_device_data_valid; nor are the inputs packed into device DRAM, only
+ * checked to be there). */
 int tsr_graph_exec(tsr_graph_t *g, const void *const *inputs, void *const *outputs);
 /* NCHW bytes of tensor t after exec (an output, or any tensor with
  * TSR_GRAPH_KEEP_ALL; a graph input held tap-packed is refused). */
