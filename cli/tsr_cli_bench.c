@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "tsr_cli_common.h"
+#include "tsr_cli_firstexec.h"
 #include "tsr_config.h"
 #include "tsr_error.h"
 #include "tsr_sampled.h"
@@ -16,7 +17,7 @@
 #include "tsr_util.h"
 
 static const char *bench_help =
-    "usage: tessera bench [--config CONFIG] [--backend NAME] [--kind matmul|gemm|resnet18|mbv2-dw]\n"
+    "usage: tessera bench [--config CONFIG] [--backend NAME] [--kind matmul|gemm|resnet18|mbv2-dw|first-exec]\n"
     "                     [-m M] [-k K] [-n N] [--reps R]\n"
     "\n"
     "  --kind matmul  (default) the JIT's tiled, double-buffered int8 matmul\n"
@@ -34,7 +35,10 @@ static const char *bench_help =
     "                 `tessera bench --kind resnet18 --help`\n"
     "  --kind mbv2-dw   MobileNetV2's depthwise convs without and with the GEMM\n"
     "                 depthwise mode against their compulsory-bytes bound:\n"
-    "                 `tessera bench --kind mbv2-dw --help`\n" TSR_CLI_DEVICE_OPTIONS_HELP;
+    "                 `tessera bench --kind mbv2-dw --help`\n"
+    "  --kind first-exec  a network's first execution, timing-only SystemC vs fsim\n"
+    "                 in CPU time, each in a fresh process:\n"
+    "                 `tessera bench --kind first-exec --help`\n" TSR_CLI_DEVICE_OPTIONS_HELP;
 
 /* ------------------------------------------------------------ gemm */
 
@@ -497,6 +501,10 @@ int tsr_cli_bench(int argc, char **argv)
         if ((!strcmp(argv[i], "--kind") && i + 1 < argc && !strcmp(argv[i + 1], "resnet18")) ||
             !strcmp(argv[i], "--kind=resnet18"))
             return bench_resnet18(argc, argv);
+    for (int i = 1; i < argc; i++) /* and so has --kind first-exec (tsr_cli_firstexec.c) */
+        if ((!strcmp(argv[i], "--kind") && i + 1 < argc && !strcmp(argv[i + 1], "first-exec")) ||
+            !strcmp(argv[i], "--kind=first-exec"))
+            return tsr_cli_bench_firstexec(argc, argv);
     for (int i = 1; i < argc; i++) /* and so has --kind mbv2-dw */
         if ((!strcmp(argv[i], "--kind") && i + 1 < argc && !strcmp(argv[i + 1], "mbv2-dw")) ||
             !strcmp(argv[i], "--kind=mbv2-dw"))
