@@ -13,7 +13,9 @@
  * the quantized Add/Mul kernel (ONNX Runtime's QLinearAdd/QLinearMul: both
  * operands functions of r, or a constant scalar) and the lookup tables of
  * QLinearSigmoid / QLinearLeakyRelu (QLinear models), ending in a quantized
- * 8-bit value y of r's shape (a host QuantizeLinear or that Add/Mul). Every
+ * 8-bit value y of r's elements (a host QuantizeLinear or that Add/Mul; the
+ * shapes may differ by a relabelling: a transformer's [rows, C] device
+ * values and their [1, rows, C] ONNX shapes, rows_layout). Every
  * element of y then depends on the same element of r only: y is one table
  * of 256 entries, and the whole chain becomes one device act lop r -> y.
  * SiLU in the QDQ form (y = QLinearMul(r, Q(Sigmoid(DQ(r))))) is such a
@@ -35,8 +37,8 @@
  * all), so the [256] run computes exactly what the tensor run would.
  *
  * Taken only next to device work (r from a device operator, or y read by
- * one): a table between host operators would be a device segment of its
- * own, one more round trip.
+ * one, also through an alias: a dense over rows): a table between host
+ * operators would be a device segment of its own, one more round trip.
  *
  * Not recognized (the chain stays on the host as lowered): a per-channel
  * DequantizeLinear (a computed tensor's is refused at lowering anyway), a
@@ -79,16 +81,6 @@ static int root_of_input(const tsr_onnx_t *m, const int *root, int u)
 static int const_scalar(const tsr_onnx_t *m, int u)
 {
     return u >= 0 && m->vals[u].cdata && numel(&m->vals[u]) == 1;
-}
-
-static int same_shape(const ox_val_t *a, const ox_val_t *b)
-{
-    if (a->ndim != b->ndim)
-        return 0;
-    for (int i = 0; i < a->ndim; i++)
-        if (a->dims[i] != b->dims[i])
-            return 0;
-    return 1;
 }
 
 /* The root of lop L's output if L is an elementwise host kernel of the
@@ -171,7 +163,8 @@ static int lop_root(const tsr_onnx_t *m, const int *root, const ox_lop_t *L)
         if (q < 0 || (r >= 0 && q != r))
             return -1;
         r = q;
-        if (!same_shape(&m->vals[ins[k]], Y)) /* no broadcast of the chain's values */
+        if (numel(&m->vals[ins[k]]) != numel(Y)) /* no broadcast of the chain's values (a relabelling of
+                                                    the same row-major elements is the same elementwise op) */
             return -1;
     }
     return r;
@@ -246,8 +239,8 @@ static int chain_table(tsr_onnx_t *m, int c, int r, const char *inl, tsr_act_tab
                 continue;
             if (L->side == SIDE_DEV) { /* an earlier chain's table (of r): applied as the device will */
                 const int xs8 = m->vals[L->in].elem == ET_INT8, os8 = m->vals[L->out].elem == ET_INT8;
-                for (int k = 0; k < 256; k++) {
-                    const uint8_t b = m->vals[L->in].rt[k];
+                for (int k = 0; k < 256; k++) { /* (its input may be an alias of r: rows_layout) */
+                    const uint8_t b = m->vals[m->vals[L->in].base].rt[k];
                     const int x = xs8 ? (int8_t)b : b;
                     m->vals[L->out].rt[k] = (uint8_t)(L->nd.act.table.v[(x - (xs8 ? 0 : 128)) & 255] +
                                                       (os8 ? 0 : 128));
@@ -299,12 +292,99 @@ static int value_read(const tsr_onnx_t *m, int v, const char *dead)
     return 0;
 }
 
+/* The 4-D shape a device segment gives value v (its dims, 1s appended). */
+static void dims4(const ox_val_t *v, int64_t *d)
+{
+    for (int i = 0; i < 4; i++)
+        d[i] = i < v->ndim ? v->dims[i] : 1;
+}
+
+static int same4(const ox_val_t *a, const ox_val_t *b)
+{
+    int64_t da[4], db[4];
+    dims4(a, da), dims4(b, db);
+    return !memcmp(da, db, sizeof da);
+}
+
+/* A device reader of the table c's output y through an alias of another
+ * shape (a dense over rows, ops/tsr_ox_math.c matmul_rows: [rows, C, 1, 1]
+ * over a [1, rows, C] y), or -1. */
+static int rows_reader(const tsr_onnx_t *m, int c, int nl)
+{
+    const int y = m->lops[c].out;
+    for (int j = c + 1; j < nl; j++) {
+        const ox_lop_t *J = &m->lops[j];
+        const int ins[2] = {J->in, J->in2};
+        for (int k = 0; k < 2; k++)
+            if (J->side == SIDE_DEV && ins[k] >= 0 && ins[k] != y && m->vals[ins[k]].base == y &&
+                numel(&m->vals[ins[k]]) == numel(&m->vals[y]) && m->vals[ins[k]].ndim <= 4 &&
+                !same4(&m->vals[ins[k]], &m->vals[y]))
+                return ins[k];
+    }
+    return -1;
+}
+
+/* A new quantized value of elem with src's shape over the bytes of base (base < 0: its own). */
+static int shaped_val(tsr_onnx_t *m, int elem, int src, int base)
+{
+    const int v = tsr_ox_new_val(m, "");
+    if (v < 0)
+        return v;
+    ox_val_t *X = &m->vals[v];
+    X->elem = elem;
+    X->ndim = m->vals[src].ndim;
+    memcpy(X->dims, m->vals[src].dims, sizeof X->dims);
+    X->nbytes = (size_t)numel(X);
+    X->base = base < 0 ? v : base;
+    X->defined = 1;
+    return v;
+}
+
+/* A segment's tensors are values, not bases, in the device layout of their
+ * own shape: the table c (r -> y) writes the layout its device reader
+ * reads (an alias R of y of another shape, rows_reader), else r's when y's
+ * differs ([1, rows, C] after a bias Add on the device writing [rows, C]).
+ * Then R holds the bytes (made by c), y and its other aliases alias R,
+ * readers of y read R, and c reads r through an alias of R's shape when
+ * r's differs (a table maps bytes to bytes: the row-major bytes are the
+ * same in any of these shapes). Returns R, 0 when nothing changes, < 0 out
+ * of memory. */
+static int rows_layout(tsr_onnx_t *m, int c, int r, int nl)
+{
+    const int y = m->lops[c].out;
+    int R = rows_reader(m, c, nl);
+    if (R < 0 && same4(&m->vals[r], &m->vals[y]))
+        return 0;
+    if (R < 0 && (R = shaped_val(m, m->vals[y].elem, r, -1)) < 0)
+        return R;
+    if (!same4(&m->vals[r], &m->vals[R])) {
+        const int r2 = shaped_val(m, m->vals[r].elem, R, m->vals[r].base);
+        if (r2 < 0)
+            return r2;
+        m->lops[c].in = r2;
+    }
+    for (int v = 0; v < m->nvals; v++)
+        if (m->vals[v].base == y)
+            m->vals[v].base = R;
+    m->vals[R].base = R;
+    m->vals[R].prod = c;
+    m->vals[y].prod = -1;
+    for (int j = 0; j < m->nlops; j++) {
+        ox_lop_t *J = &m->lops[j];
+        J->in = J->in == y ? R : J->in;
+        J->in2 = J->in2 == y ? R : J->in2;
+    }
+    m->lops[c].out = R;
+    return R;
+}
+
 int tsr_ox_act_tables(tsr_onnx_t *m)
 {
     const int nl = m->nlops;
     if (nl < 1)
         return 0;
-    int *root = malloc(sizeof *root * (size_t)(m->nvals + 1));
+    /* (rows_layout adds at most two values per table) */
+    int *root = malloc(sizeof *root * (size_t)(m->nvals + 2 * nl + 1));
     int *act_of = malloc(sizeof *act_of * (size_t)(nl + 1)); /* absorbed lop -> the act lop it went into */
     char *inl = calloc((size_t)nl + 1, 1), *dead = calloc((size_t)nl + 1, 1);
     int *map = malloc(sizeof *map * (size_t)(nl + 1));
@@ -313,7 +393,7 @@ int tsr_ox_act_tables(tsr_onnx_t *m)
         rc = tsr_err(TSR_ENOMEM, "out of memory");
         goto out;
     }
-    for (int v = 0; v < m->nvals; v++)
+    for (int v = 0; v < m->nvals + 2 * nl + 1; v++)
         root[v] = -1;
     for (int j = 0; j < nl; j++)
         act_of[j] = -1;
@@ -325,7 +405,7 @@ int tsr_ox_act_tables(tsr_onnx_t *m)
             continue;
         root[L->out] = r;
         /* a chain ends in a quantized 8-bit value of r's shape */
-        if (!is_q8(&m->vals[L->out]) || !same_shape(&m->vals[L->out], &m->vals[r]))
+        if (!is_q8(&m->vals[L->out]) || numel(&m->vals[L->out]) != numel(&m->vals[r]))
             continue;
         /* only next to device work: r from a device operator, or y read by one. A table between host
            operators would be a device segment of its own (a submission and a round trip for what the
@@ -333,8 +413,9 @@ int tsr_ox_act_tables(tsr_onnx_t *m)
            transformer); it stays on the host, and a later chain through y may still take it */
         const int pr = m->vals[r].prod;
         int near = pr >= 0 && m->lops[pr].side == SIDE_DEV;
-        for (int j = c + 1; j < nl && !near; j++)
-            near = m->lops[j].side == SIDE_DEV && (m->lops[j].in == L->out || m->lops[j].in2 == L->out);
+        for (int j = c + 1; j < nl && !near; j++) /* (a dense over rows reads y through an alias) */
+            near = m->lops[j].side == SIDE_DEV && ((m->lops[j].in >= 0 && m->vals[m->lops[j].in].base == L->out) ||
+                                                   (m->lops[j].in2 >= 0 && m->vals[m->lops[j].in2].base == L->out));
         if (!near)
             continue;
         memset(inl, 0, (size_t)nl);
@@ -389,6 +470,13 @@ int tsr_ox_act_tables(tsr_onnx_t *m)
         /* its output stays a function of r: a later chain through it (SiLU's QLinearMul of r and
            the Sigmoid's table) composes, applying this table on the host in chain_table */
         root[out] = r;
+        const int rv = rows_layout(m, c, r, nl);
+        if (rv < 0) {
+            rc = rv;
+            break;
+        }
+        if (rv > 0)
+            root[rv] = r;
         nact++;
     }
     if (rc || !nact)

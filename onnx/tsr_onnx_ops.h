@@ -72,6 +72,10 @@ int tsr_ox_qdq_add(tsr_onnx_t *m, int ni, int arg);
 /* QDQ Mul of [N, C, H, W] by [N, C, 1, 1] (a squeeze-and-excite gate): the
  * host's QLinearMul kernel, the vector broadcast; 1 when not such a Mul. */
 int tsr_ox_qdq_mul_bcast(tsr_onnx_t *m, int ni);
+/* ops/tsr_ox_bias.c: host lop l, a QDQ Add of a per-channel constant to a device dense's output, as a
+ * device depthwise conv bit-exact with it on every byte (moved next to the dense). 1 if it moved, 0 if
+ * not, < 0 on an error. */
+int tsr_ox_bias_device(tsr_onnx_t *m, int l);
 /* ops/tsr_ox_float.c: float operators on the host */
 int tsr_ox_host_float(tsr_onnx_t *m, int ni, int hk);
 int tsr_ox_qlinear_unary(tsr_onnx_t *m, int ni, int op); /* QLinearSigmoid, QLinearLeakyRelu (FU_*) */

@@ -238,6 +238,8 @@ int tsr_onnx_lowered_ops(tsr_onnx_t *m, tsr_onnx_lowered_t **out, int *n)
         }
         if (P->nd.kind != TSR_ND_CONV && P->nd.kind != TSR_ND_DENSE)
             continue;
+        if (!strcmp(L->op, "Add")) /* a dense's bias as a depthwise conv (ops/tsr_ox_bias.c): no weights to train */
+            continue;
         /* an average (or its requantization) as a weight-1 depthwise conv (ops/tsr_ox_pool.c): the
            window sum of x - x_zp and a multiplier x_scale / (count * y_scale); its backward is the
            average's, not a trained conv's */

@@ -360,8 +360,10 @@ int tsr_ox_add_any(tsr_onnx_t *m, int ni, int arg)
         if (q)
             return tsr_ox_qdq_add(m, ni, arg);
         const int rc = qadd_const(m, ni, a, b, 0);
-        if (rc != 1)
-            return rc;
+        if (rc != 1) { /* a dense's bias: on the device when it has an exact form (ops/tsr_ox_bias.c) */
+            const int l = m->nlops - 1, d = rc || m->lops[l].node != ni ? 0 : tsr_ox_bias_device(m, l);
+            return rc ? rc : d < 0 ? d : 0;
+        }
     }
     return tsr_ox_fnary(m, ni, FN_ADD);
 }

@@ -130,7 +130,8 @@ def with_outputs(m, pts):
 
 def known_names(a, mpath, x, names, d):
     """The names tessera has a value for: a point folded into a device operator (the inner
-    QuantizeLinear of a Relu kept between Q/DQ pairs) has none; `tessera infer` names it."""
+    QuantizeLinear of a Relu kept between Q/DQ pairs, a chain's inside an activation table: a GELU's Erf)
+    has none; `tessera infer` names it."""
     import re
     inp = os.path.join(d, "ld_x.npy")
     np.save(inp, x[:1])
@@ -142,7 +143,8 @@ def known_names(a, mpath, x, names, d):
             for j, t in enumerate(chunk):
                 cmd += ["--tensor", f"{t}={os.path.join(d, f'ld_k{j}.npy')}"]
             p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=a.timeout)
-            mm = re.search(r'no value called "(.*)"$', p.stderr.strip())
+            mm = re.search(r'no value called "(.*)"$', p.stderr.strip()) or \
+                re.search(r'"([^"]*)" is computed inside a device activation table', p.stderr.strip())
             if p.returncode and mm and mm.group(1) in chunk:
                 names.remove(mm.group(1))
                 gone.append(mm.group(1))
