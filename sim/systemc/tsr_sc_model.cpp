@@ -70,6 +70,16 @@ double kCLoadConfl = 2;  // compute: an acc LOAD that waited for a pipe's ops in
                          // (ld_conflict clears, ld_start, the reader's request: the RTL's first AR
                          // ~3 cycles after; 3 fits EfficientNet-B0's depthwise+SiLU layers exactly
                          // but raised random programs' mean |err| 0.87 -> 0.93%, 2 -> 0.89%)
+// The pipes as tsr_compute/tsr_compute_pipe time them (a pipe's `end` is its last op's issue + 1 +
+// kPipeLat, busy_o falling one cycle before): the next instruction of a pipe starts (p_start) when
+// the one before has retired and its first op issues 2 cycles later (start_q, the loop); an op of
+// a younger instruction in the other pipe holds in P1 until the older's busy_o falls (the bank
+// rule), so it issues 2 cycles before that `end`; and passes P1 once the older's footprint is known,
+// the cycle after its first pass's last op passed P1. Found on MobileNetV2/EfficientNet-B0 timelines
+// (ALU after ALU: last op + 8 on the RTL, + 6 in the model; GEMM after a bank-sharing ALU: + 4, + 6).
+double kPipeStart = 2;   // compute: a pipe's instruction retired -> the next one's first op in it
+double kBankGap = 2;     // compute: an older instruction's end in the other pipe -> an op in its banks
+double kKnown = 0;       // compute: an instruction's first pass over its uops -> its footprint known
 double kHoldBpe = 2;     // load: data the front requested ahead holds the R channel (no reservation) for
                          // elements of this many beats and more (tsr_load's readers of wide elements)
 constexpr unsigned kBurstBeats = 16;
@@ -79,7 +89,7 @@ struct tune_env {
     tune_env()
     {
         const char *e = getenv("TSR_SC_TUNE");
-        double *k[] = {&kCmdLat, &kLoadBack, &kPipeLat, &kDispatch, &kCLoad, &kStoreOvh, &kFinish, &kTokLat, &kWalk, &kStoreEnd, &kLoadFront, &kFetchStart, &kFetchReq, &kLoadTok, &kHoldBpe, &kRsvReq, &kCLoadConfl};
+        double *k[] = {&kCmdLat, &kLoadBack, &kPipeLat, &kDispatch, &kCLoad, &kStoreOvh, &kFinish, &kTokLat, &kWalk, &kStoreEnd, &kLoadFront, &kFetchStart, &kFetchReq, &kLoadTok, &kHoldBpe, &kRsvReq, &kCLoadConfl, &kPipeStart, &kBankGap, &kKnown};
         for (size_t i = 0; e && *e && i < sizeof k / sizeof k[0]; i++) {
             char *end;
             double v = strtod(e, &end);
@@ -1742,11 +1752,11 @@ void tsr_sc_compute::run()
                 // GEMM / ALU
                 const int p = in.opcode == TSR_OP_GEMM ? 0 : 1, o = 1 - p;
                 unsigned banks = footprint(A, in);
-                t = std::max(t, pfree[p]);
-                if (pend[o] > t) { // the other pipe runs an older instruction
+                t = std::max(t, pfree[p] + kPipeStart);
+                if (pend[o] - kBankGap > t) { // the other pipe runs an older instruction
                     t = std::max(t, pknown[o]);
                     if (banks & pbanks[o])
-                        t = std::max(t, pend[o]);
+                        t = std::max(t, pend[o] - kBankGap);
                 }
                 // Issued at t: the data now (what it reads was pushed to it
                 // before; what it writes is read only after its own push),
@@ -1776,7 +1786,7 @@ void tsr_sc_compute::run()
                     one.iter_out = one.iter_in = 1;
                     first = tsr_insn_issue_cycles(&A.cfg, &one, tsr_fsim_uops(A.fsim));
                 }
-                pknown[p] = t + first + 2;
+                pknown[p] = t + first + kKnown;
                 pbanks[p] = banks;
                 older = std::max(older, pfree[p]);
                 A.op_t0[p] = t;
