@@ -36,12 +36,13 @@
  * cycles and x_i their fast-model cycles (pieces: the piece's cycles on the
  * RTL and on the second fast model), X the fast cycles of all M:
  * R = sum_s y / sum_s x, estimate Y = R X (= the windows' RTL cycles plus
- * R times the others' fast cycles), standard error
- * sqrt(M^2 (1 - n/M) / n * sum_s (y_i - R x_i)^2 / (n - 1)) (the ratio
- * estimator of simple random sampling, with the finite-population
- * correction), 95% interval Y +- t(0.975, n - 1) SE. Pieces: the same R,
- * SE = X sqrt((1 - n / (M K)) s_e^2 / (n xbar^2)) with xbar the pieces'
- * mean fast cycles (a piece's ratio stands for its neighbourhood in the
+ * R times the others' fast cycles), variance (1 - n/M) max(V_lin, V_jk):
+ * V_lin = M^2 / n * sum_s (y_i - R x_i)^2 / (n - 1) (the ratio estimator
+ * of simple random sampling by linearization), V_jk = X^2 (n - 1) / n *
+ * sum_j (R_(j) - mean R_(.))^2 (the jackknife: R_(j) without window j;
+ * larger where a few windows decide R), 95% interval Y +- t(0.975, n - 1) SE.
+ * Pieces: the same R, SE^2 = X^2 (1 - n / (M K)) max(s_e^2 / (n xbar^2),
+ * the jackknife's variance of R) with xbar the pieces' mean fast cycles (a piece's ratio stands for its neighbourhood in the
  * run: a model assumption the figures in docs/results.md check). With n = M the
  * estimate is the RTL's own count (bound 0); with n < 2 and n < M the bound
  * is unknown, and the line says so.

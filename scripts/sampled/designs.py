@@ -11,7 +11,8 @@ drawn from it many times: per design and P, the mean share of the run's RTL cycl
 |error|, and how often the printed 95% interval held (draws with >= 2 windows; the others have no
 bound, their error is counted). Designs:
   random    each submission a window with probability P, one ratio estimator (what --sample random:P
-            computes: R = sum y / sum x over the windows, SE with the finite-population correction)
+            computes: R = sum y / sum x over the windows; its variance the larger of the linearization's
+            and the jackknife's, with the finite-population correction; --linearization: the first alone)
   strata    the same draws, a separate ratio estimator per kind of submission (dw, gemm, alu+move),
             strata with fewer than 2 windows pooled (their ratio from all windows if the pool has < 2)
 """
@@ -19,6 +20,8 @@ import argparse
 import sys
 
 import numpy as np
+
+LINEARIZATION_ONLY = False  # --linearization: the linearization's variance alone (the backend before the jackknife)
 
 T975 = [0, 12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
         2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052,
@@ -46,7 +49,13 @@ def ratio(x, y, s, X, M):
     n = int(s.sum())
     R = y[s].sum() / x[s].sum()
     e = y[s] - R * x[s]
-    var = M * M * (1 - n / M) / n * (e ** 2).sum() / (n - 1) if n >= 2 else 0.0
+    var = 0.0
+    if n >= 2:  # the larger of the linearization's and the jackknife's, as tsr_sampled_estimate
+        lin = M * M / n * (e ** 2).sum() / (n - 1)
+        xs, ys = x[s], y[s]
+        rj = (ys.sum() - ys) / (xs.sum() - xs)
+        jk = X * X * (n - 1) / n * ((rj - rj.mean()) ** 2).sum()
+        var = (1 - n / M) * (lin if LINEARIZATION_ONLY else max(lin, jk))
     return R * (X - x[s].sum()) + y[s].sum(), var
 
 
@@ -112,7 +121,11 @@ def main(argv):
     ap.add_argument("traces", nargs="+")
     ap.add_argument("--p", default="0.03,0.1,0.3")
     ap.add_argument("--draws", type=int, default=2000)
+    ap.add_argument("--linearization", action="store_true",
+                    help="the ratio estimator's variance by linearization alone (the backend before the jackknife)")
     a = ap.parse_args(argv)
+    global LINEARIZATION_ONLY
+    LINEARIZATION_ONLY = a.linearization
     ps = [float(v) for v in a.p.split(",")]
     if any(not 0 < p <= 1 for p in ps) or a.draws < 1:
         sys.exit("designs.py: --p needs probabilities in (0, 1], --draws a positive count")
