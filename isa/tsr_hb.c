@@ -49,9 +49,9 @@ typedef struct {
 
 /* The rows one index kind of a GEMM/ALU reaches, as runs, and what they
  * depend on: the uop slice at a gen (its bases), the loop and the mode.
- * A tiled stream repeats some of them (a third of a ResNet-18's footprints
- * are one of the 16 before), and building one from the bitsets was most of
- * the race pass. */
+ * A tiled stream repeats many of them (of a ResNet-18's, a third are one
+ * of the 16 before, more of the 64 before), and building one from the
+ * bitsets was most of the race pass. */
 typedef struct {
     uint64_t gen;
     uint32_t key[8];                 /* kind, depthwise, uop_bgn, uop_end, iter_out, iter_in, factor out, in */
@@ -60,7 +60,7 @@ typedef struct {
     int valid;
 } fp_t;
 
-#define FP_SLOTS 16
+#define FP_SLOTS 64
 
 /* A set of rows as a bitset whose words outside [lo, hi) are zero: the
  * sets are progressions and uop bases a few words wide in a bitset as wide
