@@ -9,6 +9,9 @@
 #     sum of the RTL run's per-segment total cycles, and the output equals the RTL's byte for byte;
 #  2. `random:0.2` (seed 1): its 95% interval is printed (two or more windows), its estimate is within
 #     TOL_PCT (1.5%) of the full RTL's cycles, and its output equals the RTL's byte for byte.
+#  3. cycles only (`--timing-only`: the timing-only model, windows without data): `--sample all` is
+#     the RTL's exact count again, and `random:0.2` seed 1 (the same draws) gives the data run's
+#     estimate and bound exactly (a window's RTL cycles do not depend on the data handed over).
 # The interval is not asserted to contain the RTL's count: on this network it does not (estimate
 # +0.92% +- 0.28%: two submissions, the classifier's, are 54% of the run with a ratio of 1.002, the
 # others 1.005-1.02; docs/results.md, Sampled RTL on zoo networks).
@@ -82,4 +85,18 @@ else
 fi
 if cmp -s rtl.npy rnd.npy; then echo "ok: random:0.2: output equal to the RTL's"; else
   echo "FAIL: random:0.2: output differs from the RTL's"; fail=1; fi
+
+run out_call.txt --backend sampled --timing-only --sample all
+Y= H= N= TOTAL=
+read -r Y H N TOTAL <<< "$(est out_call.txt)" || true
+if [ "${Y:-}" = "$FULL" ] && [ "${H:-}" = 0 ] && [ "${N:-}" = "${TOTAL:-x}" ]; then
+  echo "ok: cycles only, --sample all: $Y cycles +- 0, equal to the plain RTL run"
+else
+  echo "FAIL: cycles only, --sample all: '${Y:-none} +- ${H:-none}' ($N of $TOTAL) is not the RTL's exact $FULL"; fail=1
+fi
+run out_crnd.txt --backend sampled --timing-only --sample random:0.2 --sample-seed 1
+A=$(grep -o "^rtl cycles (sampled estimate): [0-9]* +- [0-9?]*" out_rnd.txt || true)
+B=$(grep -o "^rtl cycles (sampled estimate): [0-9]* +- [0-9?]*" out_crnd.txt || true)
+if [ -n "$A" ] && [ "$A" = "$B" ]; then echo "ok: cycles only, random:0.2: the data run's estimate (${A#*: })"; else
+  echo "FAIL: cycles only, random:0.2: '${B#*: }' is not the data run's '${A#*: }'"; fail=1; fi
 [ "$fail" = 0 ] && echo "1 passed, 0 failed" || { echo "0 passed, 1 failed"; exit 1; }
