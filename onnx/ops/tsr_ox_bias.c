@@ -51,6 +51,8 @@
 #define BIAS_W 127   /* the largest weight (int8) */
 #define BIAS_WMIN 16 /* the smallest weight tried */
 #define BIAS_SPAN 4  /* multipliers tried on each side of the nearest */
+#define BIAS_CMAX 4096 /* the most channels searched (a hostile file's wide dense stays on the host: the search
+                          is up to 112 x 9 x 256 steps a channel) */
 
 /* ceil(a / b), b > 0 */
 static int64_t cdiv(int64_t a, int64_t b)
@@ -254,15 +256,14 @@ static int64_t bias_shape(const tsr_onnx_t *m, const ox_lop_t *L)
     const ox_lop_t *P = &m->lops[X->prod];
     const int64_t C = X->dims[1];
     if (!tsr_ox_in_graph(P) || P->nd.kind != TSR_ND_DENSE || L->geo[1] != C || L->geo[0] != numel(X) ||
-        numel(Y) != numel(X) || Y->ndim < 1 || Y->dims[Y->ndim - 1] != C || C < 1 || C > 65536)
+        numel(Y) != numel(X) || Y->ndim < 1 || Y->dims[Y->ndim - 1] != C || C < 1 || C > BIAS_CMAX)
         return 0;
     return C;
 }
 
 int tsr_ox_bias_device(tsr_onnx_t *m, int l)
 {
-    const char *env = getenv("TESSERA_BIAS");
-    if (env && !strcmp(env, "host"))
+    if (m->opts.place[TSR_PLACE_BIAS] == TSR_PLACE_HOST) /* --place bias=host */
         return 0;
     ox_lop_t *L = &m->lops[l];
     const int64_t C = bias_shape(m, L);
