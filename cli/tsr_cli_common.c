@@ -312,3 +312,12 @@ int tsr_cli_mm_parse(int argc, char **argv, const char *cmd, const char *help, t
         return tsr_cli_usage(cmd, "unexpected argument"), -1;
     return 0;
 }
+
+int tsr_cli_place(const char *cmd, const char *arg, tsr_onnx_opts_t *o)
+{
+    if (!tsr_onnx_parse_place(arg, o))
+        return 0;
+    fprintf(stderr, "%s %s: %s\n", TSR_CLI_PROG, cmd, tsr_errmsg());
+    tsr_err_clear();
+    return 2;
+}

@@ -17,6 +17,7 @@
 #include "tsr_asm.h"
 #include "tsr_config.h"
 #include "tsr_driver.h"
+#include "tsr_onnx.h"
 
 #define TSR_CLI_PROG "tessera"
 
@@ -40,6 +41,23 @@ int tsr_cli_parse_u64(const char *s, uint64_t *out);
 /* path NULL or "-": stdout. NULL on error (message set). */
 FILE *tsr_cli_open_out(const char *path);
 int tsr_cli_close_out(FILE *f, const char *path);
+
+/* ------------------------------------------------------- placement options */
+
+/* --place of the commands that import an ONNX model (tsr_onnx_opts_t). */
+#define TSR_CLI_PLACE_HELP                                                                          \
+    "  --place KIND=device|host[,KIND=...]  where the ops with both forms go (repeatable):\n"       \
+    "                    concat (Concat along channels as device views; default device),\n"     \
+    "                    attn-matmul (MatMul of two activations; default device),\n"             \
+    "                    shuffle (ShuffleNet's channel shuffle and chunk as 1x1 convs;\n"        \
+    "                    default host), softmax (default: on the device only next to device\n"  \
+    "                    work, ACT_LUT >= 4; device: every one that fits; host: none), bias\n"  \
+    "                    (a Linear's bias Add as an exact depthwise conv; default device).\n"   \
+    "                    device needs the device form to exist; choices other than the\n"      \
+    "                    defaults are printed with the placement\n"
+
+/* Add --place's argument to o: 0, or 2 after "tessera CMD: --place: ..." naming the bad kind or value. */
+int tsr_cli_place(const char *cmd, const char *arg, tsr_onnx_opts_t *o);
 
 /* ------------------------------------------------------- device options */
 

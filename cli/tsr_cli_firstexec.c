@@ -26,7 +26,8 @@
 
 static const char *fx_help =
     "usage: tessera bench --kind first-exec [--model resnet18|MODEL.onnx] [-i INPUT.npy]\n"
-    "                     [--rounds N] [--config CONFIG] [--seed N] [device options]\n"
+    "                     [--rounds N] [--config CONFIG] [--seed N] [--place KIND=device|host[,...]]\n"
+    "                     [device options]\n"
     "\n"
     "A network's first execution on fsim and on the timing-only SystemC model\n"
     "(--backend systemc --timing-only), each in a fresh process, alternating, N\n"
@@ -37,12 +38,13 @@ static const char *fx_help =
     "  --model NAME    resnet18 (default: `tessera net resnet18`'s network, seeded)\n"
     "                  or an ONNX file run as `tessera infer` runs it (needs -i)\n"
     "  -i INPUT.npy    the ONNX model's input\n"
-    "  --rounds N      rounds, 1..50 (default 3)\n" TSR_CLI_DEVICE_OPTIONS_HELP;
+    "  --rounds N      rounds, 1..50 (default 3)\n" TSR_CLI_PLACE_HELP TSR_CLI_DEVICE_OPTIONS_HELP;
 
 typedef struct {
     const char *model, *input, *cfgname;
     uint64_t seed;
     int rounds;
+    tsr_onnx_opts_t place; /* --place (an ONNX model) */
 } fx_args_t;
 
 /* One measurement, as the child reports it through a pipe. */
@@ -122,7 +124,7 @@ static int fx_onnx(const fx_args_t *a, const tsr_device_opts_t *d, fx_res_t *r)
     int rc = tsr_npy_read(a->input, &in);
     if (!rc && (in.ndim < 1 || in.shape[0] < 1 || in.shape[0] > 65536))
         rc = tsr_err(TSR_EINVAL, "%s: the input needs a batch dimension of 1..65536", a->input);
-    if (!rc && !(rc = tsr_config_load(a->cfgname, &cfg)) && !(rc = tsr_onnx_load(a->model, (int)in.shape[0], &m)) &&
+    if (!rc && !(rc = tsr_config_load(a->cfgname, &cfg)) && !(rc = tsr_onnx_load_opts(a->model, (int)in.shape[0], &a->place, &m)) &&
         !(rc = tsr_onnx_set_target(m, &cfg)) &&
         !(rc = tsr_device_open(d->rtl.timing_only ? "systemc" : "fsim", &cfg, d, &dev)))
         rc = tsr_onnx_prepare(m, &cfg, dev, 0);
@@ -273,7 +275,7 @@ int tsr_cli_bench_firstexec(int argc, char **argv)
         {"config", required_argument, 0, 'c'}, {"seed", required_argument, 0, 's'},
         {"kind", required_argument, 0, 'K'},   {"model", required_argument, 0, 'M'},
         {"rounds", required_argument, 0, 'r'}, {"help", no_argument, 0, 'h'},
-        TSR_CLI_DEVICE_LONG_OPTIONS,           {0, 0, 0, 0}};
+        {"place", required_argument, 0, 'P'},  TSR_CLI_DEVICE_LONG_OPTIONS, {0, 0, 0, 0}};
     tsr_cli_base_t base = {"default", "fsim", 1};
     fx_args_t a = {.model = "resnet18", .rounds = 3};
     long v;
@@ -289,6 +291,10 @@ int tsr_cli_bench_firstexec(int argc, char **argv)
         case 'K': break;
         case 'M': a.model = optarg; break;
         case 'i': a.input = optarg; break;
+        case 'P':
+            if (tsr_cli_place("bench", optarg, &a.place))
+                return 2;
+            break;
         case 'r':
             if (tsr_cli_parse_long(optarg, 1, 50, &v))
                 return tsr_cli_usage("bench", "--rounds is 1..50");
@@ -302,8 +308,9 @@ int tsr_cli_bench_firstexec(int argc, char **argv)
         return tsr_cli_usage("bench", "unexpected argument");
     if (is_onnx(&a) && !a.input)
         return tsr_cli_usage("bench", "--model MODEL.onnx needs -i INPUT.npy");
-    if (!is_onnx(&a) && a.input)
-        return tsr_cli_usage("bench", "-i is the input of an ONNX --model (resnet18 makes its own)");
+    if (!is_onnx(&a) && (a.input || memchr(a.place.place, TSR_PLACE_DEVICE, TSR_PLACE_NKINDS) ||
+                         memchr(a.place.place, TSR_PLACE_HOST, TSR_PLACE_NKINDS)))
+        return tsr_cli_usage("bench", "-i and --place are for an ONNX --model (resnet18 makes its own)");
     a.cfgname = base.cfgname;
     a.seed = base.seed;
     const int rc = fx_run(&a);

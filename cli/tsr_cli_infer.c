@@ -23,7 +23,8 @@
 static const char *infer_help =
     "usage: tessera infer MODEL.onnx -i INPUT.npy [-o OUTPUT.npy] [--backend fsim|rtl]\n"
     "                     [--config CONFIG] [--labels LABELS.npy] [--tensor NAME=FILE.npy ...]\n"
-    "                     [--placement-json FILE|-] [--quiet] [device options]\n"
+    "                     [--placement-json FILE|-] [--place KIND=device|host[,...]] [--quiet]\n"
+    "                     [device options]\n"
     "\n"
     "Import a quantized ONNX model (QLinear operator form or QDQ form), place\n"
     "every node on the device or the host, run it on INPUT (its first dimension\n"
@@ -47,6 +48,7 @@ static const char *infer_help =
     "                    segments per run) to FILE,\n"
     "                    with the outputs (all or nothing); '-': to stdout right\n"
     "                    after the import (with --quiet, the only thing on stdout)\n"
+    TSR_CLI_PLACE_HELP
     "  --quiet           no placement and table\n";
 
 /* Write out to out_path (if given) and tv[i] to tout[i], all or nothing:
@@ -118,6 +120,7 @@ typedef struct {
     const char *json_path;      /* --placement-json: a file, or "-" for stdout */
     char *tname[64], *tout[64]; /* --tensor NAME=FILE */
     int ntensors, quiet;
+    tsr_onnx_opts_t place;      /* --place */
 } infer_args_t;
 
 /* What a run holds (freed by infer_free). */
@@ -130,7 +133,7 @@ typedef struct {
 } infer_state_t;
 
 /* codes above the device options (1000..) */
-enum { O_BACKEND = 3000, O_CONFIG, O_LABELS, O_TENSOR, O_QUIET, O_HELP, O_PJSON };
+enum { O_BACKEND = 3000, O_CONFIG, O_LABELS, O_TENSOR, O_QUIET, O_HELP, O_PJSON, O_PLACE };
 
 /* --tensor NAME=FILE (arg is argv's, split in place): 0, or the exit status. */
 static int add_tensor(char *arg, infer_args_t *a)
@@ -158,6 +161,7 @@ static int infer_option(int c, char *arg, const tsr_cli_dev_t *dev, infer_args_t
     case O_TENSOR: return add_tensor(arg, a);
     case O_QUIET: a->quiet = 1; return 0;
     case O_PJSON: a->json_path = arg; return 0;
+    case O_PLACE: return tsr_cli_place("infer", arg, &a->place);
     case 'h':
     case O_HELP: fputs(infer_help, stdout); fputs(dev->help, stdout); return -1;
     default: fputs(infer_help, stderr); return 2;
@@ -173,7 +177,7 @@ static int infer_parse(int argc, char **argv, const tsr_cli_dev_t *dev, infer_ar
         {"backend", required_argument, 0, O_BACKEND}, {"config", required_argument, 0, O_CONFIG},
         {"labels", required_argument, 0, O_LABELS}, {"tensor", required_argument, 0, O_TENSOR},
         {"quiet", no_argument, 0, O_QUIET},         {"placement-json", required_argument, 0, O_PJSON},
-        {"help", no_argument, 0, O_HELP}};
+        {"place", required_argument, 0, O_PLACE},   {"help", no_argument, 0, O_HELP}};
     size_t no = 0;
     for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
         opts[no++] = own[i];
@@ -211,7 +215,7 @@ static int infer_load(const infer_args_t *a, unsigned pflags, infer_state_t *s)
         rc = tsr_err(TSR_EINVAL, "%s: labels must be int32 [%lld], one per input in the batch", a->labels,
                      (long long)s->in.shape[0]);
     if (!rc)
-        rc = tsr_onnx_load(a->model, (int)s->in.shape[0], &s->m);
+        rc = tsr_onnx_load_opts(a->model, (int)s->in.shape[0], &a->place, &s->m);
     if (!rc) { /* the placement printed is the config's (activation tables on ACT_LUT configs) */
         tsr_config_t cfg;
         if (!(rc = tsr_config_load(a->cfgname, &cfg)))

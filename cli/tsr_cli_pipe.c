@@ -85,7 +85,8 @@ static const char *pipe_help =
     "  --skip-host        (fault injection) the pipeline skips its host nodes, so its\n"
     "                     outputs must differ from the single-device run's\n"
     "\n"
-    "       tessera infer MODEL.onnx -i INPUT.npy --devices K [-o OUTPUT.npy] [the options above]\n"
+    "       tessera infer MODEL.onnx -i INPUT.npy --devices K [-o OUTPUT.npy] [--place KIND=device|host[,...]]\n"
+    "                     [the options above]\n"
     "\n"
     "The same for an ONNX model: its device operators are the network split into\n"
     "stages; the host operators before and after them run on the host for each\n"
@@ -95,15 +96,18 @@ static const char *pipe_help =
     "on that stage's thread, plus the link to the host and back), whichever gives\n"
     "the faster pipeline (not with --calibrate, --split, --share, --check-on).\n"
     "The stream is INPUT's images, one per input (the model's batch is 1);\n"
-    "OUTPUT gets the model's outputs, written only when every one was computed.\n" TSR_CLI_DEVICE_OPTIONS_HELP;
+    "OUTPUT gets the model's outputs, written only when every one was computed.\n"
+    "\n" TSR_CLI_PLACE_HELP "\n" TSR_CLI_DEVICE_OPTIONS_HELP;
 
 enum { OPT_DEVICES = 2000, OPT_CONFIGS, OPT_INPUTS, OPT_CAL, OPT_SMALL, OPT_LBW, OPT_LLAT, OPT_DRAM, OPT_FAIL,
-       OPT_CHECK_ON, OPT_SPLIT, OPT_SPLIT_NODES, OPT_SHARE, OPT_SKIP_HOST, OPT_HOST_SCALE, OPT_ILP, OPT_ILP_TIME, OPT_LINK };
+       OPT_CHECK_ON, OPT_SPLIT, OPT_SPLIT_NODES, OPT_SHARE, OPT_SKIP_HOST, OPT_HOST_SCALE, OPT_ILP, OPT_ILP_TIME, OPT_LINK,
+       OPT_PLACE };
 
 typedef struct {
     int devices, inputs, calibrate, small, hw, width, classes, fail, split, split_nodes, share, skip_host;
     const char *configs, *net, *check_on;
     const char *model, *in_path, *out_path; /* tessera infer --devices */
+    tsr_onnx_opts_t place;                  /* its --place */
     int infer;
     double link_bw, link_lat, dram_mib, host_scale, ilp_time;
     int ilp;
@@ -125,6 +129,7 @@ static int pipe_parse(int argc, char **argv, pipe_opts_t *o)
         {"share", required_argument, 0, OPT_SHARE},     {"skip-host", no_argument, 0, OPT_SKIP_HOST},
         {"host-scale", required_argument, 0, OPT_HOST_SCALE}, {"ilp", no_argument, 0, OPT_ILP},
         {"ilp-time", required_argument, 0, OPT_ILP_TIME}, {"link", required_argument, 0, OPT_LINK},
+        {"place", required_argument, 0, OPT_PLACE},
         TSR_CLI_DEVICE_LONG_OPTIONS,
         {0, 0, 0, 0}};
     int c;
@@ -171,6 +176,12 @@ static int pipe_parse(int argc, char **argv, pipe_opts_t *o)
             o->share = (int)v;
             break;
         case OPT_CHECK_ON: o->check_on = optarg; break;
+        case OPT_PLACE:
+            if (!o->infer)
+                return tsr_cli_usage(cmd, "--place is for an ONNX model (tessera infer)");
+            if (tsr_cli_place(cmd, optarg, &o->place))
+                return 2;
+            break;
         case OPT_SKIP_HOST: o->skip_host = 1; break;
         case OPT_ILP: o->ilp = 1; break;
         case OPT_LINK:
@@ -450,7 +461,7 @@ static int infer_inputs(const pipe_opts_t *o, const tsr_config_t *cfg, tsr_onnx_
         rc = tsr_err(TSR_EINVAL, "%s: the input needs a first dimension of 1..%d images", o->in_path,
                      TSR_PIPEX_MAX_INPUTS);
     if (!rc)
-        rc = tsr_onnx_load(o->model, 1, model);
+        rc = tsr_onnx_load_opts(o->model, 1, &o->place, model);
     if (!rc)
         rc = tsr_onnx_pipe_open(*model, cfg, op);
     if (rc)

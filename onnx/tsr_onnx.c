@@ -8,12 +8,75 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "tsr_error.h"
 #include "tsr_onnx_ir.h"
 #include "tsr_strsafe.h"
 
+/* --place's kinds (tsr_onnx.h's TSR_PLACE_* order) and the value each takes by default
+ * (TSR_PLACE_DEFAULT: softmax's own rule, neither all nor none). */
+static const char *const place_kind[TSR_PLACE_NKINDS] = {"concat", "attn-matmul", "shuffle", "softmax", "bias"};
+static const unsigned char place_dflt[TSR_PLACE_NKINDS] = {TSR_PLACE_DEVICE, TSR_PLACE_DEVICE, TSR_PLACE_HOST,
+                                                           TSR_PLACE_DEFAULT, TSR_PLACE_DEVICE};
+
+/* One "KIND=VALUE" of len bytes at s into o. */
+static int place_one(const char *s, size_t len, tsr_onnx_opts_t *o)
+{
+    const char *eq = memchr(s, '=', len);
+    const size_t kl = eq ? (size_t)(eq - s) : len, vl = eq ? len - kl - 1 : 0;
+    int k = 0;
+    while (k < TSR_PLACE_NKINDS && (strlen(place_kind[k]) != kl || strncmp(place_kind[k], s, kl)))
+        k++;
+    if (k == TSR_PLACE_NKINDS)
+        return tsr_err(TSR_EINVAL, "--place: unknown kind \"%.*s\" (concat, attn-matmul, shuffle, softmax, bias)",
+                       (int)(kl > 64 ? 64 : kl), s);
+    const char *v = eq ? eq + 1 : "";
+    const int val = vl == 6 && !strncmp(v, "device", 6) ? TSR_PLACE_DEVICE
+                    : vl == 4 && !strncmp(v, "host", 4) ? TSR_PLACE_HOST : -1;
+    if (val < 0)
+        return tsr_err(TSR_EINVAL, "--place: %s needs device or host, not \"%.*s\"", place_kind[k],
+                       (int)(vl > 64 ? 64 : vl), v);
+    o->place[k] = val == place_dflt[k] ? TSR_PLACE_DEFAULT : (unsigned char)val;
+    return 0;
+}
+
+int tsr_onnx_parse_place(const char *arg, tsr_onnx_opts_t *o)
+{
+    if (!arg || !o)
+        return tsr_err(TSR_EINVAL, "--place: NULL argument");
+    if (!*arg)
+        return tsr_err(TSR_EINVAL, "--place needs KIND=device|host[,KIND=...]");
+    for (const char *s = arg;;) {
+        const char *c = strchr(s, ',');
+        const size_t len = c ? (size_t)(c - s) : strlen(s);
+        int rc = place_one(s, len, o);
+        if (rc || !c)
+            return rc;
+        s = c + 1;
+    }
+}
+
+void tsr_onnx_place_str(const tsr_onnx_opts_t *o, char *buf, size_t n)
+{
+    size_t at = 0;
+    if (n)
+        buf[0] = 0;
+    for (int k = 0; o && k < TSR_PLACE_NKINDS && at < n; k++)
+        if (o->place[k] != TSR_PLACE_DEFAULT) {
+            int w = snprintf(buf + at, n - at, "%s%s=%s", at ? "," : "", place_kind[k],
+                             o->place[k] == TSR_PLACE_DEVICE ? "device" : "host");
+            at += w > 0 ? (size_t)w : 0;
+        }
+}
+
 int tsr_onnx_load_buffer(const void *buf, size_t n, const char *name, int batch, tsr_onnx_t **out)
+{
+    return tsr_onnx_load_buffer_opts(buf, n, name, batch, NULL, out);
+}
+
+int tsr_onnx_load_buffer_opts(const void *buf, size_t n, const char *name, int batch, const tsr_onnx_opts_t *o,
+                              tsr_onnx_t **out)
 {
     *out = NULL;
     if (batch < 1 || batch > 65536)
@@ -22,6 +85,8 @@ int tsr_onnx_load_buffer(const void *buf, size_t n, const char *name, int batch,
     if (!m)
         return tsr_err(TSR_ENOMEM, "out of memory");
     snprintf(m->path, sizeof m->path, "%s", name);
+    for (int k = 0; o && k < TSR_PLACE_NKINDS; k++) /* (values out of range: the default) */
+        m->opts.place[k] = o->place[k] <= TSR_PLACE_HOST && o->place[k] != place_dflt[k] ? o->place[k] : 0;
     int rc = tsr_ox_parse(m, buf, n, name, batch);
     if (!rc)
         rc = tsr_ox_lower_graph(m);
@@ -37,13 +102,18 @@ int tsr_onnx_load_buffer(const void *buf, size_t n, const char *name, int batch,
 
 int tsr_onnx_load(const char *path, int batch, tsr_onnx_t **out)
 {
+    return tsr_onnx_load_opts(path, batch, NULL, out);
+}
+
+int tsr_onnx_load_opts(const char *path, int batch, const tsr_onnx_opts_t *o, tsr_onnx_t **out)
+{
     uint8_t *buf = NULL;
     size_t n = 0;
     *out = NULL;
     int rc = tsr_ox_read_file(path, "ONNX model", &buf, &n);
     if (rc)
         return rc;
-    rc = tsr_onnx_load_buffer(buf, n, path, batch, out);
+    rc = tsr_onnx_load_buffer_opts(buf, n, path, batch, o, out);
     free(buf);
     return rc;
 }
@@ -155,6 +225,10 @@ void tsr_onnx_print_placement(const tsr_onnx_t *m, FILE *f)
         nconst += m->placed[k] == OX_CONST;
     if (nconst)
         fprintf(f, "  (%d constant node%s folded at import, not listed)\n", nconst, nconst == 1 ? "" : "s");
+    char pl[128];
+    tsr_onnx_place_str(&m->opts, pl, sizeof pl);
+    if (*pl)
+        fprintf(f, "placement options: --place %s (the rest as by default)\n", pl);
     if (m->nexact)
         fprintf(f, "requantization: the integers of %d operator%s from the model's tessera.requant metadata (checked "
                 "against the scales)\n", m->nexact, m->nexact == 1 ? "" : "s");

@@ -90,11 +90,39 @@
 
 typedef struct tsr_onnx tsr_onnx_t;
 
+/* Ops with a device form and a host form whose default a user may change
+ * (tessera infer --place KIND=device|host): the Concat along channels as
+ * device views (default: device where the config allows), the QDQ MatMul of
+ * two activations (default: device where it fits), ShuffleNet's channel
+ * shuffle and chunk as one-hot 1x1 convs (default: host), QLinearSoftmax
+ * (default: device only next to device work, ACT_LUT >= 4; device: every
+ * one that fits; host: none) and the bias Add of a device dense (default:
+ * device where an exact form exists). "device" still needs the device form
+ * to exist; "host" keeps every one of them on the host. */
+enum { TSR_PLACE_CONCAT, TSR_PLACE_ATTN_MATMUL, TSR_PLACE_SHUFFLE, TSR_PLACE_SOFTMAX, TSR_PLACE_BIAS,
+       TSR_PLACE_NKINDS };
+enum { TSR_PLACE_DEFAULT = 0, TSR_PLACE_DEVICE, TSR_PLACE_HOST };
+typedef struct {
+    unsigned char place[TSR_PLACE_NKINDS]; /* TSR_PLACE_DEFAULT, _DEVICE or _HOST per kind */
+} tsr_onnx_opts_t;
+/* Add "KIND=device|host[,KIND=...]" (KIND: concat, attn-matmul, shuffle,
+ * softmax, bias) to o; a value equal to the kind's default is stored as
+ * TSR_PLACE_DEFAULT. TSR_EINVAL naming the unknown kind or value. */
+int tsr_onnx_parse_place(const char *arg, tsr_onnx_opts_t *o);
+/* The choices of o that differ from the defaults as "KIND=VALUE,..." into
+ * buf ("" when none). */
+void tsr_onnx_place_str(const tsr_onnx_opts_t *o, char *buf, size_t n);
+
 /* Import path; batch is the size given to a symbolic first input dimension
- * (>= 1). Errors (tsr_errmsg) name the file, and the node or tensor. */
+ * (>= 1). Errors (tsr_errmsg) name the file, and the node or tensor.
+ * Placement options as all defaults. */
 int tsr_onnx_load(const char *path, int batch, tsr_onnx_t **out);
 /* Same from a file image in memory (name used in messages). */
 int tsr_onnx_load_buffer(const void *buf, size_t n, const char *name, int batch, tsr_onnx_t **out);
+/* The two with placement options (NULL: the defaults). */
+int tsr_onnx_load_opts(const char *path, int batch, const tsr_onnx_opts_t *o, tsr_onnx_t **out);
+int tsr_onnx_load_buffer_opts(const void *buf, size_t n, const char *name, int batch, const tsr_onnx_opts_t *o,
+                              tsr_onnx_t **out);
 void tsr_onnx_free(tsr_onnx_t *m);
 
 /* One line per ONNX node: where it runs (device segment, host, folded

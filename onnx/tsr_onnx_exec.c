@@ -150,7 +150,7 @@ static int value_check(const tsr_onnx_t *m, const char *name, unsigned flags, in
                        "materialized", m->path, TSR_SAFE(name));
     const int b = Y->base;
     if (m->vals[b].padded || (Y->view_of >= 0 && m->vals[m->vals[Y->view_of].base].padded))
-        return tsr_err(TSR_EINVAL, "%s: \"%s\" is held with padding channels on the device (TESSERA_SHUFFLE=device): "
+        return tsr_err(TSR_EINVAL, "%s: \"%s\" is held with padding channels on the device (--place shuffle=device): "
                        "not readable", m->path, TSR_SAFE(name));
     for (int s = 0; s < m->nsegs; s++)
         for (int i = m->segs[s].first; i <= m->segs[s].last; i++)

@@ -181,6 +181,7 @@ struct tsr_onnx {
     int act_lut;            /* the lops were set up for a config with activation tables (tsr_onnx_set_target) */
     int cat_block, cat_batch; /* the target's BLOCK and BATCH Concats were placed for (0: no target yet, on the
                                host; ops/tsr_ox_concat.c) */
+    tsr_onnx_opts_t opts;   /* placement options (tsr_onnx_load_opts): the op handlers read opts.place */
 };
 
 /* ------------------------------------------------------- small helpers */

@@ -263,8 +263,7 @@ static int64_t bias_shape(const tsr_onnx_t *m, const ox_lop_t *L)
 
 int tsr_ox_bias_device(tsr_onnx_t *m, int l)
 {
-    const char *env = getenv("TESSERA_BIAS");
-    if (env && !strcmp(env, "host"))
+    if (m->opts.place[TSR_PLACE_BIAS] == TSR_PLACE_HOST) /* --place bias=host */
         return 0;
     ox_lop_t *L = &m->lops[l];
     const int64_t C = bias_shape(m, L);

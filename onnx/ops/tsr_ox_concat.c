@@ -54,8 +54,8 @@ int tsr_ox_concat_place(tsr_onnx_t *m, int l)
         L->side = SIDE_HOST;
     }
     tsr_concat_params_t p;
-    const char *env = getenv("TESSERA_CONCAT"); /* "host": every concat the host copy (tests compare the two) */
-    if ((env && !strcmp(env, "host")) || !m->cat_block || !concat_params(m, L, &p) || p.n > m->cat_batch || p.c_a % m->cat_block ||
+    /* --place concat=host: every concat the host copy (tests compare the two) */
+    if (m->opts.place[TSR_PLACE_CONCAT] == TSR_PLACE_HOST || !m->cat_block || !concat_params(m, L, &p) || p.n > m->cat_batch || p.c_a % m->cat_block ||
         !tsr_ox_device_operands(m, l, L->in, L->in2))
         return 0;
     L->side = SIDE_DEV;

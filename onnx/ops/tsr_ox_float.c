@@ -60,12 +60,11 @@ static int qdq_softmax(tsr_onnx_t *m, int ni, int x, int axis)
  * running sum and a float32 division; the device's integers agree with it within 1 LSB (operators.md).
  * Placement, as the activation tables' (tsr_onnx_act.c): only next to device work (input made by a
  * device operator or output read by one), so that a softmax between two host operators does not become
- * a device segment of its own; TESSERA_SOFTMAX=device takes every one that fits, =host none. */
+ * a device segment of its own; --place softmax=device takes every one that fits, softmax=host none. */
 int tsr_ox_softmax_device(tsr_onnx_t *m, int act_lut)
 {
-    const char *env = getenv("TESSERA_SOFTMAX");
-    const int force = env && !strcmp(env, "device");
-    if (act_lut < 4 || (env && !strcmp(env, "host")))
+    const int force = m->opts.place[TSR_PLACE_SOFTMAX] == TSR_PLACE_DEVICE;
+    if (act_lut < 4 || m->opts.place[TSR_PLACE_SOFTMAX] == TSR_PLACE_HOST)
         return 0;
     for (int c = 0; c < m->nlops; c++) {
         ox_lop_t *L = &m->lops[c];

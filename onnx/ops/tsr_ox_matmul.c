@@ -176,13 +176,12 @@ int tsr_ox_qlinear_matmul(tsr_onnx_t *m, int ni, int arg)
 }
 
 /* Whether the matmul of two activations lop l runs on the device
- * (jit/tsr_bmm.h, in a segment of its own): unless TESSERA_ATTN_MATMUL is
- * "host", when its shapes fit the operator (tsr_bmm_check; the plan at
+ * (jit/tsr_bmm.h, in a segment of its own): unless placed on the host
+ * (--place attn-matmul=host, tsr_onnx_opts_t), when its shapes fit the operator (tsr_bmm_check; the plan at
  * prepare sees the config). */
 static int bmm_fits(const tsr_onnx_t *m, const ox_lop_t *L)
 {
-    const char *e = getenv("TESSERA_ATTN_MATMUL");
-    if (e && !strcmp(e, "host"))
+    if (m->opts.place[TSR_PLACE_ATTN_MATMUL] == TSR_PLACE_HOST)
         return 0;
     int32_t one = 1 << 30, sh = 0;
     tsr_bmm_params_t p = {.a_dtype = m->vals[L->in].elem == ET_UINT8 ? TSR_DT_UINT8 : TSR_DT_INT8,

@@ -18,7 +18,7 @@
  * 0) and the shuffle conv skips them, so the whole network is one device
  * segment. But a one-hot conv costs C_in x C_out MACs a pixel, on
  * ShuffleNetV2 x1.0 as many as the model's own: so it is opt-in
- * (TESSERA_SHUFFLE=device) and the host permutation stays the default
+ * (tessera infer --place shuffle=device: tsr_onnx_opts_t) and the host permutation stays the default
  * (docs/results.md: the measurement).
  */
 #include <stdlib.h>
@@ -27,10 +27,9 @@
 #include "tsr_error.h"
 #include "tsr_onnx_ops.h"
 
-static int shuffle_off(void)
+static int shuffle_off(const tsr_onnx_t *m)
 {
-    const char *env = getenv("TESSERA_SHUFFLE");
-    return !env || strcmp(env, "device");
+    return m->opts.place[TSR_PLACE_SHUFFLE] != TSR_PLACE_DEVICE;
 }
 
 /* Value yv ([N, cout, H, W], the input's type) = the 4-D quantized value xb's
@@ -239,7 +238,7 @@ int tsr_ox_shuffle_q(tsr_onnx_t *m, int ni, int x, const int64_t *perm, const in
 {
     const ox_val_t X = m->vals[x];
     const int b = base4(m, &X);
-    if (shuffle_off() || b < 0 || X.ndim != 5 || perm[0] != 0 || perm[1] != 2 || perm[2] != 1 || perm[3] != 3 ||
+    if (shuffle_off(m) || b < 0 || X.ndim != 5 || perm[0] != 0 || perm[1] != 2 || perm[2] != 1 || perm[3] != 3 ||
         perm[4] != 4)
         return 1;
     const int64_t g = X.dims[1], cpg = X.dims[2], c = g * cpg;
@@ -275,7 +274,7 @@ int tsr_ox_chslice_q(tsr_onnx_t *m, int ni, int x, const int32_t *st, const int6
 {
     const ox_val_t X = m->vals[x];
     const int b = base4(m, &X);
-    if (shuffle_off() || b < 0 || X.ndim != 4 || st[0] || st[2] || st[3] || d[0] != X.dims[0] || d[2] != X.dims[2] ||
+    if (shuffle_off(m) || b < 0 || X.ndim != 4 || st[0] || st[2] || st[3] || d[0] != X.dims[0] || d[2] != X.dims[2] ||
         d[3] != X.dims[3] || d[1] < 1 || d[1] == X.dims[1])
         return 1;
     int64_t *src = malloc(sizeof *src * (size_t)d[1]);

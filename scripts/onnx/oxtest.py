@@ -12,6 +12,7 @@ usage inside a test:
     T.expect_error("no form", model, 'node "n" (Foo): ...', x)
     T.finish()                      # exit 1 if any check failed
 """
+import contextlib
 import json
 import os
 import subprocess
@@ -29,6 +30,7 @@ import qdq  # noqa: E402     (scripts/zoo/qdq.py: our quantize_static)
 TSR = None
 BACKEND = "fsim"
 CONFIG = None  # a config file infer() passes when its extra names none (None: the default preset)
+PLACE = None  # a --place SPEC every tessera infer of this harness passes (placed(); None: the defaults)
 failures = 0
 _n = 0
 
@@ -94,6 +96,22 @@ def quantize(float_model, calib, activations="u8"):
     return qdq.quantize_model(m, calib, activations)
 
 
+def place_args():
+    """("--place", SPEC) while inside placed(SPEC), else ()."""
+    return ("--place", PLACE) if PLACE else ()
+
+
+@contextlib.contextmanager
+def placed(spec):
+    """Every tessera infer this harness runs inside the block passes --place spec (e.g. "concat=host")."""
+    global PLACE
+    old, PLACE = PLACE, spec
+    try:
+        yield
+    finally:
+        PLACE = old
+
+
 def infer(path, x, extra=()):
     """tessera infer on input array x: (exit code, output array or None, stderr)."""
     global _n
@@ -103,7 +121,8 @@ def infer(path, x, extra=()):
     if CONFIG and "--config" not in extra:
         extra = ("--config", CONFIG, *extra)
     try:
-        r = subprocess.run([TSR, "infer", path, "-i", xin, "-o", yout, "--quiet", "--backend", BACKEND, *extra],
+        r = subprocess.run([TSR, "infer", path, "-i", xin, "-o", yout, "--quiet", "--backend", BACKEND, *place_args(),
+                            *extra],
                            capture_output=True, text=True, errors="replace", timeout=600)
     except subprocess.TimeoutExpired:
         return 124, None, "timed out"
@@ -171,6 +190,6 @@ def placement(path, x):
     """`tessera infer` without --quiet: its stdout (the placement of every node and the per-layer
     table), for reading segment and host-operator counts."""
     np.save("pl_in.npy", x)
-    r = subprocess.run([TSR, "infer", path, "-i", "pl_in.npy", "--backend", BACKEND],
+    r = subprocess.run([TSR, "infer", path, "-i", "pl_in.npy", "--backend", BACKEND, *place_args()],
                        capture_output=True, text=True, errors="replace", timeout=600)
     return r.returncode, r.stdout

@@ -70,7 +70,7 @@ def conv_concat(act, chans, gains, same=False):
 def device_concats():
     """Concat of 2-4 device convs on the device (issue 30): its inputs views of its output where the default
     config's BLOCK (16) divides every channel offset, in one segment with the convs (and the requantizes of
-    inputs with their own parameters), its bytes those of the host copy (TESSERA_CONCAT=host) exactly and
+    inputs with their own parameters), its bytes those of the host copy (--place concat=host) exactly and
     within 1 LSB of ONNX Runtime; an offset BLOCK does not divide keeps the host copy."""
     cases = [("2 equal scales", [16, 16], [1, 1], True, True), ("2 own scales", [16, 16], [1.0, 3.0], False, True),
              ("3 own scales", [32, 16, 5], [2.0, 0.5, 1.0], False, True),
@@ -82,9 +82,7 @@ def device_concats():
             q, x = conv_concat(act, chans, gains, same)
             got = T.against_ort(label, q, x, max_lsb=1)
             path = label.replace(" ", "_") + ".onnx"
-            os.environ["TESSERA_CONCAT"] = "host"
-            rc, host, err = T.infer(path, x)
-            del os.environ["TESSERA_CONCAT"]
+            rc, host, err = T.infer(path, x, ("--place", "concat=host"))
             T.check(f"{label} = host copy", rc == 0 and got is not None and host is not None and
                     np.array_equal(got, host), err.strip()[:200] if rc else "")
             rc, out = T.placement(path, x)
@@ -143,8 +141,38 @@ def lut_requant():
                         "conv+act" in out, out.splitlines()[0] if out else "")
 
 
+def place_option():
+    """tessera infer --place (issue 30: one placement option, not environment switches): concat=host moves
+    an aligned device Concat to the host copy (more segments, the same bytes) and is printed with the
+    placement; an unknown kind or value is a one-line error naming it, refused before anything runs (no
+    output written)."""
+    q, x = conv_concat("u8", [16, 16], [1, 1], True)
+    path = T.save(q, "place_cat.onnx")
+    rc, dev = T.placement(path, x)
+    with T.placed("concat=host"):
+        rc2, host = T.placement(path, x)
+    first = [o.splitlines()[0] if o else "" for o in (dev, host)]
+    nseg = [int(f.split(" segment")[0].split()[-1]) if " segment" in f else -1 for f in first]
+    line = next((ln for ln in host.splitlines() if ln.split()[:2] == ["cat", "Concat"]), "")
+    T.check("--place concat=host: the Concat on the host, more segments", rc == 0 and rc2 == 0 and
+            nseg[0] == 1 and nseg[1] > 1 and "host" in line, " | ".join(first + [" ".join(line.split())]))
+    T.check("--place concat=host: printed with the placement",
+            "placement options: --place concat=host" in host and "placement options" not in dev, host[:300])
+    np.save("place_in.npy", x)
+    for arg, want in (("bogus=host", 'unknown kind "bogus"'), ("concat=maybe", 'concat needs device or host, not "maybe"'),
+                      ("softmax=device,bias", 'bias needs device or host')):
+        if os.path.exists("place_out.npy"):
+            os.remove("place_out.npy")
+        r = subprocess.run([T.TSR, "infer", path, "-i", "place_in.npy", "-o", "place_out.npy", "--place", arg],
+                           capture_output=True, text=True, errors="replace", timeout=60)
+        err = r.stderr.strip()
+        T.check(f"--place {arg} refused", r.returncode == 2 and len(err.splitlines()) == 1 and want in err and
+                not r.stdout and not os.path.exists("place_out.npy"), f"exit {r.returncode}: {err[:200]}")
+
+
 def main():
     T.setup()
+    place_option()
     device_concats()
     shape = [1, 8, 6, 6]
     cal = rng.standard_normal((16, *shape[1:])).astype(np.float32)

@@ -12,7 +12,7 @@ is one activation table (onnx/tsr_onnx_act.c) written in the denses' [rows, C] l
       operators, the Adds on the device (fails before: the Adds and the GELU on the host, 2 segments, 11
       host ops);
       random s8 biases: one channel of ff1's 64 has no integer form, that Add stays on the host;
-  (b) the output bytes equal the host path's (TESSERA_BIAS=host on a config without activation tables;
+  (b) the output bytes equal the host path's (--place bias=host on a config without activation tables;
       with EXACT_REQUANT, the host Adds');
   (c) each bias Add alone against ONNX Runtime (its DQ -> Add -> Q group run in ORT on tessera's own
       input of it, read with --tensor): 0 LSB; the whole block against ORT within 1 LSB (the denses'
@@ -130,21 +130,13 @@ def check_block(act, first, zero, x, calib, nolut):
                                                                      for k in ("ff1_bias", "ff2_bias")),
                 f"on the device: {on_dev}, {pl['segments']} segments")
     got = T.against_ort(name, q, x, max_lsb=1)
-    os.environ["TESSERA_BIAS"] = "host"
-    try:
-        rc, host, e = T.infer(path, x, ("--config", nolut))
-    finally:
-        del os.environ["TESSERA_BIAS"]
+    rc, host, e = T.infer(path, x, ("--config", nolut, "--place", "bias=host"))
     T.check(f"{name}: bytes = the host path's", got is not None and host is not None and
             np.array_equal(got, host), f"exit {rc} {e}" if host is None else "")
     if zero and act == "u8":  # the conv is fixed point on every config: with EXACT_REQUANT too
         exact = T.default_config("exact.json", EXACT_REQUANT=1)
         rc1, dev_x, e1 = T.infer(path, x, ("--config", exact))
-        os.environ["TESSERA_BIAS"] = "host"
-        try:
-            rc2, host_x, e2 = T.infer(path, x, ("--config", exact))
-        finally:
-            del os.environ["TESSERA_BIAS"]
+        rc2, host_x, e2 = T.infer(path, x, ("--config", exact, "--place", "bias=host"))
         T.check(f"{name}: EXACT_REQUANT, bytes = the host Adds'", dev_x is not None and host_x is not None and
                 np.array_equal(dev_x, host_x), f"exit {rc1} {e1}; {rc2} {e2}")
     groups = {node: add_alone(q, node, act) for node in ("ff1_bias", "ff2_bias")}

@@ -7,8 +7,8 @@
 - a torch-exported attention block (Linear layers, Q.K^T, softmax, attn.V, the output Linear),
   quantized: the output against ONNX Runtime, and its device share of the MACs from
   `tessera infer --placement-json`: all of them, Q.K^T and attn.V as device matmuls of two
-  activations (jit/tsr_bmm.h), each within 1 LSB of the host's ORT arithmetic (TESSERA_ATTN_MATMUL=host)
-  on its own output; with TESSERA_ATTN_MATMUL=host they are the host's integer kernel.
+  activations (jit/tsr_bmm.h), each within 1 LSB of the host's ORT arithmetic (--place attn-matmul=host)
+  on its own output; with --place attn-matmul=host they are the host's integer kernel.
 usage: test_op_matmul.py TESSERA WORKDIR [BACKEND]
 """
 import io
@@ -30,7 +30,7 @@ def device_share(path, x):
     """(share of the MatMul/Gemm/Conv MACs on the device, placement dict) from --placement-json."""
     np.save("share_in.npy", x)
     r = subprocess.run([T.TSR, "infer", path, "-i", "share_in.npy", "-o", "share_out.npy", "--quiet",
-                        "--backend", T.BACKEND, "--placement-json", "-"], capture_output=True, text=True,
+                        "--backend", T.BACKEND, "--placement-json", "-", *T.place_args()], capture_output=True, text=True,
                        errors="replace", timeout=600)
     p = zoo.parse_placement(r.stdout) if r.returncode == 0 else None
     if p is None:
@@ -173,7 +173,7 @@ def attention(act, fm):
             f"device share {share if share is None else f'{share:.1%}'}"
             f"{'' if share is None else f' ({p[0]} segments, {p[1]} host ops)'}")
     # Q.K^T and attention.V (two activations): device matmuls of two activations; on the host
-    # (TESSERA_ATTN_MATMUL=host) ORT's QLinearMatMul arithmetic (integer sums), not the float
+    # (--place attn-matmul=host) ORT's QLinearMatMul arithmetic (integer sums), not the float
     # matmul of dequantized values
     aa, qq = two_act_kernels(q)
     T.check(f"attention block {act}: Q.K^T, attn.V on the device", len(qq) == 2 and
@@ -181,13 +181,10 @@ def attention(act, fm):
     alone = matmul_alone(path, x, q)
     T.check(f"attention block {act}: each matmul alone", isinstance(alone, dict) and len(alone) == 2 and
             all(d[0] <= 1 for d in alone.values()), f"{alone} (max LSB, elements differing)")
-    os.environ["TESSERA_ATTN_MATMUL"] = "host"
-    try:
+    with T.placed("attn-matmul=host"):
         device_share(path, x)
         aa, qq = two_act_kernels(q)
-    finally:
-        del os.environ["TESSERA_ATTN_MATMUL"]
-    T.check(f"attention block {act}: TESSERA_ATTN_MATMUL=host", len(qq) == 2 and
+    T.check(f"attention block {act}: --place attn-matmul=host", len(qq) == 2 and
             all(k == "quantized batched matmul" for k in qq), f"{aa}")
     return share
 

@@ -7,7 +7,7 @@ against ONNX Runtime.
 Bounds: a permutation of quantized bytes is exact, so the shuffle alone (between convs whose outputs
 tessera and ORT both requantize) must match ORT exactly where the convs do; the whole block is held
 to the convs' bound (<= 1 LSB per operator, test_op_conv.py), the shuffled output alone to 0.
-With TESSERA_SHUFFLE=device (onnx/ops/tsr_ox_shuffle.c: the shuffle and the chunk's Slices as device
+With --place shuffle=device (onnx/ops/tsr_ox_shuffle.c: the shuffle and the chunk's Slices as device
 1x1 convs with one-hot weights and an identity requantization) the outputs must equal the host
 permutation's byte for byte and the unit must run in one device segment, also when its halves
 (10 + 10 channels) are no multiple of BLOCK (the first half padded to 32 channels).
@@ -33,12 +33,9 @@ def export(mod, x, path):
 
 
 def on_device(run):
-    """run() with TESSERA_SHUFFLE=device (the shuffle and channel slices as one-hot 1x1 device convs)."""
-    os.environ["TESSERA_SHUFFLE"] = "device"
-    try:
+    """run() with --place shuffle=device (the shuffle and channel slices as one-hot 1x1 device convs)."""
+    with T.placed("shuffle=device"):
         return run()
-    finally:
-        del os.environ["TESSERA_SHUFFLE"]
 
 
 def same(name, host, dev):
@@ -111,7 +108,7 @@ def main():
                                                                   ["/Slice_1_output_0_Quantiz...", "QuantizeLinear"])]
         T.check(f"chunk on the quantized bytes {act}", rc == 0 and len(sl) == 2 and all("relabel" in ln for ln in sl),
                 "; ".join(sl) or out[-300:])
-        # TESSERA_SHUFFLE=device: the chunk's Slices and the shuffle as one-hot 1x1 convs, the Concat
+        # --place shuffle=device: the chunk's Slices and the shuffle as one-hot 1x1 convs, the Concat
         # (16 + 16 channels: aligned) as views, the whole unit in one segment, bytes = the host path's
         host = T.infer(f"unit_{act}.onnx", x)[1]
         dev = on_device(lambda: T.against_ort(f"shufflenet unit {act} device", q, x, max_lsb=1))

@@ -16,7 +16,7 @@ ORT's bit for bit, so the softmax's input is ORT's and its output is compared al
   (b) conv -> Softmax -> conv: the Softmax's output bytes (--tensor) against configs/default.json +
       "ACT_LUT": 0's (no tables), where it is the host's QLinearSoftmax (ORT's own arithmetic): at most 1 LSB;
   (c) a 3-D softmax between host operators (ViT's attention [3, 197, 197] and a [2, 9, 300] one, rows
-      longer than 256): on the host by default (no device segment of its own); TESSERA_SOFTMAX=device puts
+      longer than 256): on the host by default (no device segment of its own); --place softmax=device puts
       it on the device: at most 1 LSB from ORT;
   (d) without ACT_LUT (configs/default.json + "ACT_LUT": 0) the Softmax is the host kernel (exact).
 """
@@ -66,7 +66,7 @@ def softmax3(shape, act, xs, ys, yz):
     return T.model(nodes, [("X", F, shape)], [("Y", F, shape)], inits)
 
 
-def run(path, x, cfg, tensors=(), env=None):
+def run(path, x, cfg, tensors=(), place=None):
     """tessera infer: (exit code, output, {tensor: array}, {node: kernel}, stderr)."""
     np.save("sm_in.npy", x)
     cmd = [T.TSR, "infer", path, "-i", "sm_in.npy", "-o", "sm_out.npy", "--quiet", "--backend", T.BACKEND,
@@ -74,8 +74,9 @@ def run(path, x, cfg, tensors=(), env=None):
     cmd += ["--config", cfg or NOLUT]
     for t in tensors:
         cmd += ["--tensor", f"{t}=sm_t.npy"]
-    r = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=600,
-                       env=dict(os.environ, **(env or {})))
+    if place:
+        cmd += ["--place", place]
+    r = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=600)
     if r.returncode:
         return r.returncode, None, None, {}, r.stderr.strip()[-300:]
     with open("sm_pl.json") as f:
@@ -83,11 +84,11 @@ def run(path, x, cfg, tensors=(), env=None):
     return 0, np.load("sm_out.npy"), np.load("sm_t.npy") if tensors else None, pl, ""
 
 
-def against_ort(name, m, x, cfg, env=None, want_kernel="softmax"):
+def against_ort(name, m, x, cfg, place=None, want_kernel="softmax"):
     """m's output (the softmax's, dequantized) against ORT in LSBs, and the softmax node's kernel."""
     path = T.save(m, name.replace(" ", "_") + ".onnx")
     want = T.ort(path, x)
-    rc, got, _, pl, err = run(path, x, cfg, env=env)
+    rc, got, _, pl, err = run(path, x, cfg, place=place)
     if rc:
         return T.check(name, False, f"tessera exit {rc}: {err}")
     mx, nd = T.diff_lsb(got, want, T.output_scale(m))
@@ -135,7 +136,7 @@ def main():
             q = softmax3(shp, act, xsc, ys, yz)
             tag = f"{shp[0]}x{shp[1]}x{shp[2]} {act} zp {yz}"
             against_ort(f"softmax {tag} auto", q, xv, cfg, want_kernel="quantized softmax")
-            nd, n = against_ort(f"softmax {tag} forced", q, xv, cfg, env={"TESSERA_SOFTMAX": "device"})
+            nd, n = against_ort(f"softmax {tag} forced", q, xv, cfg, place="softmax=device")
             total[0] += nd
             total[1] += n
     # (d) no tables: the host kernel, exact

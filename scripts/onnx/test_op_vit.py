@@ -17,7 +17,7 @@ rounded) on all but the last n % 4 elements: bit-exact (bound 0 ulp) on 197 vari
 The MatMul of two activations (attention's Q.K^T): u8 x u8 ORT fuses into QLinearMatMul (integers, one
 float rounding); int8 x int8 it runs unfused, DQ -> float32 SGEMM -> Q, whose rounding noise decides
 the ties. Scales with a_scale * b_scale / y_scale = 1/2 exactly make half the outputs ties: the host
-kernel (TESSERA_ATTN_MATMUL=host) exact (bound 0 LSB) in both variants; the device's matmul of two
+kernel (--place attn-matmul=host) exact (bound 0 LSB) in both variants; the device's matmul of two
 activations (jit/tsr_bmm.h, the default) exact in u8 with EXACT_REQUANT, within 1 LSB in fixed point
 (it rounds ties up) and in s8 (exact integer sums, not ORT's SGEMM noise).
 """
@@ -102,11 +102,8 @@ def main():
     with open(exact_cfg, "w") as f:
         json.dump(cfg, f)
     for act in ("u8", "s8"):
-        os.environ["TESSERA_ATTN_MATMUL"] = "host"
-        try:
+        with T.placed("attn-matmul=host"):
             T.against_ort(f"matmul of activations on ties {act}, host", matmul_model(act), xm, max_lsb=0)
-        finally:
-            del os.environ["TESSERA_ATTN_MATMUL"]
         T.against_ort(f"matmul of activations on ties {act}, device", matmul_model(act), xm, max_lsb=1)
         T.against_ort(f"matmul of activations on ties {act}, device exact", matmul_model(act), xm,
                       max_lsb=0 if act == "u8" else 1, extra=("--config", exact_cfg))
