@@ -28,7 +28,7 @@ static const char *train_help =
     "                     [--update master|int8] [--grad-round nearest|stochastic]\n"
     "                     [--grad-bits 8|16] [--weight-round nearest|stochastic]\n"
     "                     [--logits-range observe|fixed] [--loss-logits exact|quantized]\n"
-    "                     [--quiet] [device options]\n"
+    "                     [--place KIND=device|host[,...]] [--quiet] [device options]\n"
     "\n"
     "Fine-tune a quantized QDQ ONNX model on the device (on-device training,\n"
     "docs/guide/train-on-device.md): the layers before the first trainable one\n"
@@ -80,10 +80,12 @@ static const char *train_help =
     "                    device writes; exact: where the last layer is a dense with\n"
     "                    no Relu/Clip, on its exact outputs (its int32 sums, on the\n"
     "                    host), as float training sees them\n"
+    TSR_CLI_PLACE_HELP
     "  --quiet           no trainable-part table and no progress lines\n";
 
 enum { O_DATA = 3000, O_LABELS, O_EPOCHS, O_TRAINABLE, O_LR, O_MOMENTUM, O_BATCH, O_SEED, O_BACKEND, O_CONFIG,
-       O_BACKWARD, O_UPDATE, O_GRAD_ROUND, O_GRAD_BITS, O_WEIGHT_ROUND, O_LOGITS_RANGE, O_LOSS_LOGITS, O_QUIET, O_HELP };
+       O_BACKWARD, O_UPDATE, O_GRAD_ROUND, O_GRAD_BITS, O_WEIGHT_ROUND, O_LOGITS_RANGE, O_LOSS_LOGITS, O_QUIET, O_HELP,
+       O_PLACE };
 
 typedef struct {
     const char *model, *data, *labels, *out, *backend, *cfgname, *trainable;
@@ -188,6 +190,7 @@ static int train_option(int c, char *arg, const tsr_cli_dev_t *dev, train_args_t
             return 0;
         }
         return snprintf(msg, sizeof msg, "--loss-logits \"%.64s\": exact or quantized", arg), bad(msg);
+    case O_PLACE: return tsr_cli_place("train", arg, &a->o.place);
     case 'h':
     case O_HELP: fputs(train_help, stdout); fputs(dev->help, stdout); return -1;
     default: fputs(train_help, stderr); return 2;
@@ -209,6 +212,7 @@ static int train_parse(int argc, char **argv, const tsr_cli_dev_t *dev, train_ar
         {"weight-round", required_argument, 0, O_WEIGHT_ROUND},     {"quiet", no_argument, 0, O_QUIET},
         {"logits-range", required_argument, 0, O_LOGITS_RANGE},
         {"loss-logits", required_argument, 0, O_LOSS_LOGITS},
+        {"place", required_argument, 0, O_PLACE},
         {"help", no_argument, 0, O_HELP}};
     size_t no = 0;
     for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)

@@ -433,7 +433,7 @@ int tsr_train_open(const char *path, tsr_device_t *dev, const tsr_train_opts_t *
     tr->wround_state = opts->seed ^ 0x3c6ef372fe94f82bULL; /* nor the gradients' */
     tr->dev = dev;
     tr->cfg = *tsr_device_config(dev);
-    if (!(rc = tsr_onnx_load(path, opts->batch, &tr->m)) && !(rc = tsr_onnx_set_target(tr->m, &tr->cfg)))
+    if (!(rc = tsr_onnx_load_opts(path, opts->batch, &opts->place, &tr->m)) && !(rc = tsr_onnx_set_target(tr->m, &tr->cfg)))
         rc = tsr_onnx_lowered_ops(tr->m, &tr->ls, &tr->nls);
     if (!rc && !(mark = calloc((size_t)tr->nls + 1, sizeof *mark)))
         rc = tsr_err(TSR_ENOMEM, "out of memory");
@@ -622,7 +622,7 @@ static int measure_inference(tsr_trainer_t *tr, const tsr_tensor_t *x, tsr_train
     tsr_tensor_t in = {0}, out = {0};
     int mb = 0;
     tsr_mem_reset_peak(tr->dev);
-    int rc = tsr_onnx_load(tr->path, tr->o.batch, &mi);
+    int rc = tsr_onnx_load_opts(tr->path, tr->o.batch, &tr->o.place, &mi);
     if (!rc)
         rc = model_batch(mi, &mb);
     if (!rc)
@@ -669,7 +669,7 @@ static int features(tsr_trainer_t *tr, const tsr_tensor_t *x, uint8_t **feat, ts
     const double t0 = tsr_now_s();
     const uint64_t c0 = cycles_now(tr->dev);
     int mb = B;
-    int rc = tsr_onnx_load(tr->path, B, &mf);
+    int rc = tsr_onnx_load_opts(tr->path, B, &tr->o.place, &mf);
     if (!rc)
         rc = model_batch(mf, &mb);
     if (!rc)

@@ -54,6 +54,7 @@
 
 #include "tsr_driver.h"
 #include "tsr_npy.h"
+#include "tsr_onnx.h"
 #include "tsr_onnx_tune.h"
 
 #define TSR_TRAIN_MAX_EPOCHS 1000
@@ -88,6 +89,7 @@ typedef struct tsr_train_opts {
                                (its int32 sums on the host, M*K MACs a sample), as float training sees them.
                                Measured on the zoo's ResNet-18 (docs/results.md): no gain over six seeds */
     FILE *progress;         /* a line per epoch (NULL: none) */
+    tsr_onnx_opts_t place;  /* the importer's placement options (tessera train --place; zero: the defaults) */
 } tsr_train_opts_t;
 
 /* What a run measured (tsr_train_run fills it). */
