@@ -38,7 +38,7 @@
  * topological order and cannot read its output), so that Q, K and V's
  * dense + bias pairs make a segment each. Its output is a [rows, C] value
  * of its own (the dense's layout); the Add's [..., C] output aliases it.
- * TESSERA_BIAS=host keeps the host kernel (for comparisons).
+ * --place bias=host (tsr_onnx_opts_t) keeps the host kernel (for comparisons).
  */
 #include <math.h>
 #include <stdlib.h>

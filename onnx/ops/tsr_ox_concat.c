@@ -11,7 +11,7 @@
  * views (N <= BATCH, the first input's channels a multiple of BLOCK) and
  * both operands come from device operators with only device operators
  * between (else the segment would take two inputs from outside). Without a
- * target, or otherwise, or with TESSERA_CONCAT=host, it stays the host
+ * target, or otherwise, or with --place concat=host, it stays the host
  * copy. The bytes are the same either way: a concat copies, nothing is
  * rounded. The inputs' requantizes (a device conv epilogue, within 1 LSB
  * of ONNX Runtime's float DequantizeLinear/QuantizeLinear) become
