@@ -541,7 +541,7 @@ static size_t conv2d_sig(const tsr_conv2d_params_t *p, const tsr_add_params_t *f
     if (fadd) {
         const int32_t f[] = {fadd->a.zp,    fadd->b.zp,    fadd->y.zp,   fadd->left_shift, fadd->mult_a,
                              fadd->shift_a, fadd->mult_b,  fadd->shift_b, fadd->mult_out,  fadd->shift_out,
-                             fadd->act_min, fadd->act_max, fadd->round_once};
+                             fadd->act_min, fadd->act_max, fadd->round_once, fadd->bias_once};
         for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
             n = tsr_kcache_sig_i32(sig, n, f[i]);
     }

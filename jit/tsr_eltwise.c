@@ -75,6 +75,8 @@ int tsr_add_check(const tsr_add_params_t *p, int64_t *count)
     if (p->round_once && (p->mult_out != 1 << 30 || p->shift_out > 0 || p->shift_out < -30))
         return tsr_err(TSR_EINVAL, "add: round_once needs output multiplier 2^30 and shift in [-30, 0] (got %d, %d)",
                        p->mult_out, p->shift_out);
+    if (p->bias_once && (!p->round_once || p->bias_once < -16383 || p->bias_once > 16383))
+        return tsr_err(TSR_EINVAL, "add: bias_once %d needs round_once and |bias_once| <= 16383", p->bias_once);
     if (p->act_min > p->act_max || p->act_min < tsr_dt_min(p->y.dtype) || p->act_max > tsr_dt_max(p->y.dtype))
         return tsr_err(TSR_EINVAL, "add: activation range [%d, %d] is not a non-empty subrange of [%d, %d] (%s)",
                        p->act_min, p->act_max, tsr_dt_min(p->y.dtype), tsr_dt_max(p->y.dtype),
@@ -226,9 +228,10 @@ static size_t eltwise_sig(tsr_eltwise_kind_e kind, const tsr_add_params_t *pa, c
                 n = tsr_kcache_sig_i32(sig, n, v[i]);
         }
     if (kind == TSR_ELTWISE_ADD) {
-        const int32_t v[10] = {pa->left_shift, pa->mult_a,    pa->mult_b,  pa->shift_a,  pa->shift_b,
-                               pa->mult_out,   pa->shift_out, pa->act_min, pa->act_max, pa->round_once};
-        for (int i = 0; i < 10; i++)
+        const int32_t v[11] = {pa->left_shift, pa->mult_a,    pa->mult_b,  pa->shift_a,  pa->shift_b,
+                               pa->mult_out,   pa->shift_out, pa->act_min, pa->act_max, pa->round_once,
+                               pa->bias_once};
+        for (int i = 0; i < 11; i++)
             n = tsr_kcache_sig_i32(sig, n, v[i]);
     } else {
         n = tsr_kcache_sig_i32(sig, n, pc->lo);

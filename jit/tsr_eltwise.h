@@ -92,6 +92,8 @@ typedef struct tsr_add_params {
     int round_once;                /* 1: mult_out is 2^30 and the output stage rounds once:
                                       RDBPOT(sum, 1 - shift_out) instead of SRDHM by 2^30 then
                                       RDBPOT by -shift_out (ONNX Runtime's QLinearAdd, MLAS) */
+    int32_t bias_once;             /* round_once: added to the sum before its rounding, |.| <= 16383
+                                      (the importer's exact form of ORT's float32 QLinearAdd); 0 else */
 } tsr_add_params_t;
 
 /* clip / relu (operators.md "relu and clip"): same shape, dtype and zero

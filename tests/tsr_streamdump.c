@@ -144,7 +144,7 @@ static void dump_eltwise(const char *cfgname, tsr_device_t *dev)
 {
     tsr_eltwise_desc_t a = {1, 64, 14, 14, TSR_DT_INT8, -3}, b = {1, 64, 14, 14, TSR_DT_UINT8, 120},
                        y = {1, 64, 14, 14, TSR_DT_INT8, 5};
-    tsr_add_params_t ap = {a, b, y, 20, 1073741824, 1288490189, -1, -2, 1518500250, -19, -128, 127, 0};
+    tsr_add_params_t ap = {a, b, y, 20, 1073741824, 1288490189, -1, -2, 1518500250, -19, -128, 127, 0, 0};
     tsr_eltwise_plan_t pl;
     if (!tsr_add_plan(dev, &ap, &pl)) {
         line(cfgname, "add/64x14x14 i8+u8", tsr_device_config(dev), pl.insns, pl.ninsns, dev, pl.uop_addr,

@@ -135,6 +135,8 @@ static int post_seq(const geo_t *g, alu_step_t seq[MAX_POST])
     if (a->shift_b < 0)
         seq[ns++] = (alu_step_t){TSR_ALU_RSHR, -1, -a->shift_b, 1 + FU_B};
     seq[ns++] = (alu_step_t){TSR_ALU_ADD, 0, 0, 1 + FU_A_B};
+    if (a->bias_once) /* (round_once: the constant before the one rounding) */
+        seq[ns++] = (alu_step_t){TSR_ALU_ADD, -1, a->bias_once, 1 + FU_A};
     if (a->shift_out > 0)
         seq[ns++] = (alu_step_t){TSR_ALU_SHR, -1, -a->shift_out, 1 + FU_A};
     if (!a->round_once)

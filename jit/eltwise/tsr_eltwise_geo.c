@@ -97,6 +97,8 @@ int tsr_eltwise_geo_init(const tsr_config_t *c, tsr_eltwise_kind_e kind, const t
         s[n++] = (step_t){TSR_ALU_ADD, GRP_A, SRC_B, 0};
     }
     if (kind == TSR_ELTWISE_ADD) {
+        if (pa->bias_once) /* (round_once: the constant before the one rounding) */
+            s[n++] = (step_t){TSR_ALU_ADD, GRP_A, SRC_IMM, pa->bias_once};
         if (pa->shift_out > 0)
             s[n++] = (step_t){TSR_ALU_SHR, GRP_A, SRC_IMM, -pa->shift_out};
         if (!pa->round_once) /* (round_once: rqfin's shift divides by 2^30 / 2^31 too) */

@@ -19,6 +19,87 @@
 #include "tsr_onnx_ops.h"
 #include "tsr_quant.h"
 
+/* ONNX Runtime's QLinearAdd bytes on an x86-64 CPU with AVX2 (MlasQLinearAddKernelAvx2Helper) for every
+ * pair of raw input bytes (t[256 * a + b], a of the node's input 0): fma(x0, r0, fma(x1, r1, F)) with F = zy -
+ * (r0 za + r1 zb), its first product fused as the kernel is compiled (-mfma: 1 pair of 65,536 of a ResNet-50
+ * Add differs otherwise), rounded half to even, saturated to the output type. */
+static void add_ort_table(const tsr_add_params_t *p, float r0, float r1, uint8_t *t)
+{
+    const float F = (float)p->y.zp - fmaf(r0, (float)p->a.zp, r1 * (float)p->b.zp);
+    const int ys8 = p->y.dtype == TSR_DT_INT8;
+    for (int a = 0; a < 256; a++)
+        for (int b = 0; b < 256; b++) {
+            const float x0 = (float)(p->a.dtype == TSR_DT_INT8 ? (int8_t)a : a);
+            const float x1 = (float)(p->b.dtype == TSR_DT_INT8 ? (int8_t)b : b);
+            long q = lrintf(fmaf(x0, r0, fmaf(x1, r1, F)));
+            q = q < (ys8 ? -128 : 0) ? (ys8 ? -128 : 0) : q > (ys8 ? 127 : 255) ? (ys8 ? 127 : 255) : q;
+            t[256 * a + b] = (uint8_t)q;
+        }
+}
+
+/* Does the device's round_once add, RDBPOT(xa * MA + xb * MB + C, Sh) + zy saturated, give t for every pair?
+ * With lim (not NULL): only the interval of C (*lim: lowest, highest) the pairs allow, RDBPOT taken as a floor
+ * of acc + 2^(Sh-1) (the check proper decides the ties of negative sums). */
+static int add_table_equal(const tsr_add_params_t *p, int32_t MA, int32_t MB, int32_t C, int Sh, const uint8_t *t,
+                           int64_t *lim)
+{
+    const int ys8 = p->y.dtype == TSR_DT_INT8, lo = ys8 ? -128 : 0, hi = ys8 ? 127 : 255;
+    const int64_t half = (int64_t)1 << (Sh - 1);
+    if (lim)
+        lim[0] = INT64_MIN, lim[1] = INT64_MAX;
+    for (int a = 0; a < 256; a++)
+        for (int b = 0; b < 256; b++) {
+            const int32_t xa = (p->a.dtype == TSR_DT_INT8 ? (int8_t)a : a) - p->a.zp;
+            const int32_t xb = (p->b.dtype == TSR_DT_INT8 ? (int8_t)b : b) - p->b.zp;
+            const int64_t acc = (int64_t)xa * MA + (int64_t)xb * MB + C;
+            const int32_t want = ys8 ? (int8_t)t[256 * a + b] : t[256 * a + b];
+            if (lim) {
+                const int64_t u = (int64_t)(want - p->y.zp) * ((int64_t)1 << Sh);
+                if (want > lo && u - half - acc > lim[0])
+                    lim[0] = u - half - acc;
+                if (want < hi && u + half - 1 - acc < lim[1])
+                    lim[1] = u + half - 1 - acc;
+                continue;
+            }
+            int64_t q = (acc >= 0 ? (acc + half) >> Sh : -((-acc + half) >> Sh)) + p->y.zp;
+            q = q < lo ? lo : q > hi ? hi : q;
+            if (q != want)
+                return 0;
+        }
+    return 1;
+}
+
+/* The multipliers nearest MLAS's (*MA, *MB, within 2) and a constant *C (0 where it can be, |C| <= 16383)
+ * whose round_once add gives ONNX Runtime's AVX2 bytes for all 65,536 input pairs, in place; unchanged when
+ * there are none (then within 1 LSB: where ORT's float32 rounding of fma(x1, r1, F) moves values across a
+ * tie differently for different x1, no xa * A + xb * B + C of any precision orders the pairs as it does).
+ * 0, or an error. */
+static int add_exact_multipliers(const tsr_add_params_t *p, float r0, float r1, int Sh, int32_t *MA, int32_t *MB,
+                                 int32_t *C)
+{
+    uint8_t *t = malloc(65536);
+    if (!t)
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    add_ort_table(p, r0, r1, t);
+    int found = 0;
+    for (int d = 0; d <= 2 && !found; d++)
+        for (int da = -d; da <= d && !found; da++)
+            for (int db = -d; db <= d && !found; db++) {
+                const int32_t a = *MA + da, b = *MB + db;
+                int64_t lim[2];
+                if ((da != -d && da != d && db != -d && db != d) || a < 1 || b < 1 || a >= 0x400000 || b >= 0x400000)
+                    continue; /* (the ring at distance d only; the device's multipliers stay MLAS's range) */
+                add_table_equal(p, a, b, 0, Sh, t, lim);
+                if (lim[0] > lim[1] || lim[0] > 16383 || lim[1] < -16383)
+                    continue;
+                const int64_t c0 = lim[0] <= 0 && lim[1] >= 0 ? 0 : (lim[0] + lim[1]) / 2;
+                if (c0 >= -16383 && c0 <= 16383 && add_table_equal(p, a, b, (int32_t)c0, Sh, t, NULL))
+                    *MA = a, *MB = b, *C = (int32_t)c0, found = 1;
+            }
+    free(t);
+    return 0;
+}
+
 /* The add's fixed-point parameters from its scales (as, bs inputs, ys output). */
 static int add_multipliers(tsr_onnx_t *m, int ni, float as, float bs, float ys, tsr_add_params_t *p)
 {
@@ -45,6 +126,9 @@ static int add_multipliers(tsr_onnx_t *m, int ni, float as, float bs, float ys, 
             mlas = MA < 0x400000 && MB < 0x400000 && (MA >= 0x200000 || MB >= 0x200000);
         }
     }
+    int32_t C = 0;
+    if (mlas && add_exact_multipliers(p, ra, rb, Sh, &MA, &MB, &C))
+        return NERR(m, ni, "%s", tsr_errmsg());
     if (mlas) {
         p->left_shift = 22;
         p->mult_a = MA * 512, p->mult_b = MB * 512;
@@ -52,6 +136,7 @@ static int add_multipliers(tsr_onnx_t *m, int ni, float as, float bs, float ys, 
         p->mult_out = 1 << 30;
         p->shift_out = -(Sh - 1);
         p->round_once = 1; /* RDBPOT(sum, Sh) once, as MLAS's fixed-point kernels: bit for bit */
+        p->bias_once = C;  /* (and with C and the multipliers searched, as its AVX2 float32 kernel) */
     } else {
         tsr_add_quant_t q;
         if (tsr_quant_add_params(as, bs, ys, &q))
@@ -82,7 +167,7 @@ static int add_meta(tsr_onnx_t *m, int ni, float as, float bs, float ys, tsr_add
         p->left_shift = (int)mv[0];
         p->mult_a = (int32_t)mv[1], p->shift_a = (int)mv[2], p->mult_b = (int32_t)mv[3], p->shift_b = (int)mv[4];
         p->mult_out = (int32_t)mv[5], p->shift_out = (int)mv[6];
-        p->round_once = 0; /* (the model's integers are TFLite's two roundings) */
+        p->round_once = 0, p->bias_once = 0; /* (the model's integers are TFLite's two roundings) */
         m->nexact++;
     }
     return 0;

@@ -86,7 +86,40 @@ def main():
                        capture_output=True, text=True, timeout=60)
     T.check("layerdiff: missing model", r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1,
             r.stderr.strip())
+    every_pair()
     T.finish()
+
+
+def every_pair():
+    """The device add on every pair of input bytes its operands can take, against ONNX Runtime's QLinearAdd,
+    whose AVX2 kernel adds in float32 FMAs (fma(x0, r0, fma(x1, r1, F)), rounded half to even). The operands
+    are two identity convs of one input (channel 0 and channel 1: weight 1 with scales 1 and 1.25, outputs of
+    scale 0.05 and 0.0625, zero points 128 and 100: a takes all 256 bytes, b 0..227). MLAS's fixed-point form,
+    which the device ran before (tessera at 7d0f729), differs from ORT on 2 of these pairs. The importer now
+    searches multipliers near MLAS's and a constant added before the rounding (round_once's bias_once) that
+    equal ORT's bytes on all 65,536 pairs: exact, on the default config (identity convs are exact in fixed
+    point too), the add fused into the second conv's epilogue."""
+    F32, U8, I8 = TensorProto.FLOAT, TensorProto.UINT8, TensorProto.INT8
+    mk = helper.make_tensor
+    inits = [mk("sx", F32, [], [0.05]), mk("z128", U8, [], [128]), mk("z100", U8, [], [100]),
+             mk("sy", F32, [], [0.07472924143075943]), mk("zy", U8, [], [237]),
+             mk("sb", F32, [], [float(np.float32(0.05) * np.float32(1.25))]),
+             numpy_helper.from_array(np.array([1, 0], np.int8).reshape(1, 2, 1, 1), "wa"),
+             numpy_helper.from_array(np.array([0, 1], np.int8).reshape(1, 2, 1, 1), "wb"),
+             mk("ws", F32, [1], [1.0]), mk("wsb", F32, [1], [1.25]), mk("wz", I8, [1], [0])]
+    n = helper.make_node
+    nodes = [n("QuantizeLinear", ["X", "sx", "z128"], ["Xq"]), n("DequantizeLinear", ["Xq", "sx", "z128"], ["Xd"]),
+             n("DequantizeLinear", ["wa", "ws", "wz"], ["Wa"], axis=0),
+             n("DequantizeLinear", ["wb", "wsb", "wz"], ["Wb"], axis=0),
+             n("Conv", ["Xd", "Wa"], ["Ha"], name="conva"), n("Conv", ["Xd", "Wb"], ["Hb"], name="convb"),
+             n("QuantizeLinear", ["Ha", "sx", "z128"], ["Aq"]), n("DequantizeLinear", ["Aq", "sx", "z128"], ["A"]),
+             n("QuantizeLinear", ["Hb", "sb", "z100"], ["Bq"]), n("DequantizeLinear", ["Bq", "sb", "z100"], ["B"]),
+             n("Add", ["A", "B"], ["S"], name="add"),
+             n("QuantizeLinear", ["S", "sy", "zy"], ["Sq"]), n("DequantizeLinear", ["Sq", "sy", "zy"], ["Y"])]
+    m = T.model(nodes, [("X", F32, (1, 2, 256, 256))], [("Y", F32, (1, 1, 256, 256))], inits)
+    i = np.arange(256, dtype=np.float32) - 128
+    x = np.stack([np.repeat(i[:, None], 256, 1), np.repeat(i[None, :], 256, 0)])[None] * np.float32(0.05)
+    T.against_ort("add on every byte pair", m, x.astype(np.float32), max_lsb=0)
 
 
 if __name__ == "__main__":
