@@ -64,7 +64,6 @@ module tsr_gemm_dot #(
   logic [Lanes*BlockIn*PW-1:0] prod;                // registered products the tree sums
   logic [Lanes*AccWidth-1:0]   dot_d, dot_q;
   logic [Lanes*NODES*NS-1:0]   tree;
-  logic signed [PW-1:0]        leaf;                // loop temporary
 
   if (DspPack == 0) begin : g_plain
     // Products: lane o, term i; datapath register: no reset, no enable (the
@@ -101,20 +100,28 @@ module tsr_gemm_dot #(
   // Adder tree per lane: leaves at heap nodes NP..2NP-1, root at node 1.
   // Below the accumulator width the tree is exact; above it, it keeps the
   // low AccWidth bits, which is all the wrapping accumulate needs.
+  // The leaves are offset, not sign-extended: a product p enters as the
+  // PW-bit word p + 2^(PW-1) (its sign bit inverted, zero-extended), so the
+  // tree sums non-negative values and the root is the exact sum plus
+  // BlockIn * 2^(PW-1), which is 2^(XW-1) or 0 modulo 2^XW (BlockIn = NP is
+  // a power of two, XW = PW + LOGN or below): the root's top bit inverted
+  // (SUM_FIX) gives the sum modulo 2^XW bit for bit. In hardware an
+  // inverted bit is free and the zero-extended lower levels are narrower;
+  // in a simulator it saves a sign extension per product.
+  localparam logic [PW-1:0] LEAF_FIX = {1'b1, {(PW - 1){1'b0}}};
+  localparam logic [XW-1:0] SUM_FIX = XW'(NP) << (PW - 1);
   always_comb begin
     for (int l = 0; l < Lanes; l++) begin
       tree[(l*NODES)*NS +: NS] = '0;  // heap node 0 is unused
       for (int i = 0; i < NP; i++) begin
-        leaf = '0;
-        if (i < BlockIn) leaf = $signed(prod[(l*BlockIn + i)*PW +: PW]);
-        tree[(l*NODES + NP + i)*NS +: NS] = NS'($unsigned(XW'(leaf)));
+        tree[(l*NODES + NP + i)*NS +: NS] = NS'({prod[(l*BlockIn + i)*PW +: PW] ^ LEAF_FIX});
       end
       for (int k = NP - 1; k >= 1; k--) begin
         tree[(l*NODES + k)*NS +: NS] = NS'(XW'(tree[(l*NODES + 2*k)*NS +: XW]
                                               + tree[(l*NODES + 2*k + 1)*NS +: XW]));
       end
       dot_d[l*AccWidth +: AccWidth] =
-          AccWidth'($signed(tree[(l*NODES + 1)*NS +: XW]));
+          AccWidth'($signed(tree[(l*NODES + 1)*NS +: XW] ^ SUM_FIX));
     end
   end
 
@@ -126,6 +133,9 @@ module tsr_gemm_dot #(
   assign dot_o = dot_q;
   assign prod_o = prod[BlockIn*PW-1:0];
 
+  // The offset leaves need every leaf a product (no padding) and SUM_FIX
+  // one bit or none: BlockIn a power of two.
+  `TSR_ASSERT_INIT(chk_block_pow2, BlockIn == NP)
   // The packed product is exact only for int8 x int8 in two lanes (WP486).
   `TSR_ASSERT_INIT(chk_dsp_pack, DspPack == 0 || (InpWidth == 8 && WgtWidth == 8 && Lanes == 2))
 endmodule
