@@ -140,6 +140,7 @@ def known_names(a, mpath, x, names, d):
         while True:
             chunk = names[c0:c0 + CHUNK]
             cmd = [a.tessera, "infer", mpath, "-i", inp, "--quiet", "--backend", a.backend, "--config", a.config]
+            cmd += ["--place", a.place] if a.place else []
             for j, t in enumerate(chunk):
                 cmd += ["--tensor", f"{t}={os.path.join(d, f'ld_k{j}.npy')}"]
             p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=a.timeout)
@@ -168,6 +169,7 @@ def run_tessera(a, mpath, x, names, d):
             files = [os.path.join(d, f"ld_t{j}.npy") for j in range(len(chunk))]
             out = os.path.join(d, "ld_y.npy")
             cmd = [a.tessera, "infer", mpath, "-i", inp, "-o", out, "--quiet", "--backend", a.backend, "--config", a.config]
+            cmd += ["--place", a.place] if a.place else []
             for t, f in zip(chunk, files):
                 cmd += ["--tensor", f"{t}={f}"]
             p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=a.timeout)
@@ -269,6 +271,7 @@ def main():
     ap.add_argument("--dir", default="/tmp/layerdiff")
     ap.add_argument("--backend", default="fsim", choices=("fsim", "rtl"))
     ap.add_argument("--config", default="default", help="config file or preset for tessera (default: default)")
+    ap.add_argument("--place", default=None, help="tessera infer --place KIND=device|host[,...] for every run")
     ap.add_argument("--timeout", type=int, default=600)
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()

@@ -47,6 +47,11 @@ from common import UsageError  # noqa: E402
 VARIANTS = ("u8", "s8")
 
 
+def place_args(a):
+    """tessera infer's --place SPEC when given (--place), else nothing."""
+    return ["--place", a.place] if getattr(a, "place", None) else []
+
+
 def log(msg):
     print(msg, file=sys.stderr, flush=True)
 
@@ -161,7 +166,8 @@ def run_tessera(a, qpath, x, d, tag, macs):
     row = {"imports": None, "device_macs": None, "segments": None, "host_ops": None, "round_trips": None}
     inp = os.path.join(d, f"{tag}_x0.npy")
     common.save_npy(inp, x[:1])
-    cmd = [a.tessera, "infer", qpath, "-i", inp, "--backend", a.backend, "--config", a.config, "--quiet"]
+    cmd = [a.tessera, "infer", qpath, "-i", inp, "--backend", a.backend, "--config", a.config, "--quiet",
+           *place_args(a)]
     outs = []
     for i in range(len(x)):
         if i:
@@ -212,7 +218,8 @@ def run_cycles(a, qpath, x, d, tag):
     common.save_npy(inp, x[:1])
     env = dict(os.environ, TESSERA_JIT_CACHE="off")
     try:
-        p = subprocess.run([a.tessera, "infer", qpath, "-i", inp, "--backend", "systemc", "--config", a.config], stdout=subprocess.PIPE,
+        p = subprocess.run([a.tessera, "infer", qpath, "-i", inp, "--backend", "systemc", "--config", a.config,
+                            *place_args(a)], stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True, timeout=a.timeout, env=env)
     except subprocess.TimeoutExpired:
         return {"cycles_error": f"timeout after {a.timeout} s"}
@@ -255,7 +262,8 @@ def rtl_check(a, qpath, x, d, tag):
         for b in ("fsim", "rtl"):
             tmo = a.rtl_timeout if b == "rtl" else a.timeout
             try:
-                p = subprocess.run([a.tessera, "infer", qpath, "-i", inp, "--backend", b, "--config", a.config, "-o", outs[b]],
+                p = subprocess.run([a.tessera, "infer", qpath, "-i", inp, "--backend", b, "--config", a.config, "-o", outs[b],
+                                    *place_args(a)],
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=tmo)
             except subprocess.TimeoutExpired:
                 return {"rtl_check": f"{b}: timeout after {tmo} s"}
@@ -467,6 +475,7 @@ def main():
     t.add_argument("--tessera", default=os.path.join(common.ROOT, "build", "tessera"))
     t.add_argument("--backend", default="fsim")
     t.add_argument("--config", default="default", help="config file or preset for tessera (default: default)")
+    t.add_argument("--place", default=None, help="tessera infer --place KIND=device|host[,...] for every run")
     t.add_argument("--timeout", default="1800", help="seconds per tessera run (default 1800)")
     t.add_argument("--json", action="store_true")
     t.add_argument("--cycles", action="store_true", help="add systemc cycles, frames/s, bound ratio, cold plan time")
