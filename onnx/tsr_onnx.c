@@ -28,15 +28,19 @@ static int place_one(const char *s, size_t len, tsr_onnx_opts_t *o)
     int k = 0;
     while (k < TSR_PLACE_NKINDS && (strlen(place_kind[k]) != kl || strncmp(place_kind[k], s, kl)))
         k++;
-    if (k == TSR_PLACE_NKINDS)
-        return tsr_err(TSR_EINVAL, "--place: unknown kind \"%.*s\" (concat, attn-matmul, shuffle, softmax, bias)",
-                       (int)(kl > 64 ? 64 : kl), s);
+    char w[65]; /* the word named in a message, cut at 64 bytes, control bytes escaped (TSR_SAFE) */
+    if (k == TSR_PLACE_NKINDS) {
+        snprintf(w, sizeof w, "%.*s", (int)(kl > 64 ? 64 : kl), s);
+        return tsr_err(TSR_EINVAL, "--place: unknown kind \"%s\" (concat, attn-matmul, shuffle, softmax, bias)",
+                       TSR_SAFE(w));
+    }
     const char *v = eq ? eq + 1 : "";
     const int val = vl == 6 && !strncmp(v, "device", 6) ? TSR_PLACE_DEVICE
                     : vl == 4 && !strncmp(v, "host", 4) ? TSR_PLACE_HOST : -1;
-    if (val < 0)
-        return tsr_err(TSR_EINVAL, "--place: %s needs device or host, not \"%.*s\"", place_kind[k],
-                       (int)(vl > 64 ? 64 : vl), v);
+    if (val < 0) {
+        snprintf(w, sizeof w, "%.*s", (int)(vl > 64 ? 64 : vl), v);
+        return tsr_err(TSR_EINVAL, "--place: %s needs device or host, not \"%s\"", place_kind[k], TSR_SAFE(w));
+    }
     o->place[k] = val == place_dflt[k] ? TSR_PLACE_DEFAULT : (unsigned char)val;
     return 0;
 }
