@@ -167,6 +167,9 @@ static inline long long round_ll(double x)
     return i + (f >= 0.5) - (f <= -0.5);
 }
 
+// (here, before its callers, and inline: called several times per burst)
+inline __attribute__((always_inline)) double tsr_sc_accel::now() const { return cyc_of(mnow_); }
+
 sc_time tsr_sc_cycles(double n) { return cyc_time(n); }
 double tsr_sc_to_cycles(const sc_time &t) { return to_cyc(t); }
 
@@ -274,26 +277,22 @@ double tsr_sc_dram::credit_at(double to) const
 // A timed wait of the target until `at`: through the initiator's sequencer
 // when it has one (same-time wake-ups in its fixed order), else a plain
 // wait, cut short by the abort event if there is one.
-void tsr_sc_dram::wait_at(const sc_time &at)
+void tsr_sc_dram::wait_at(sc_dt::uint64 at)
 {
     if (seq)
         seq->seq_wait(at);
     else if (abort_ev)
-        wait(at - stamp(), *abort_ev);
+        wait(sc_time::from_value(at) - stamp(), *abort_ev);
     else
-        wait(at - stamp());
+        wait(sc_time::from_value(at) - stamp());
 }
 
 sc_dt::uint64 tsr_sc_dram::now_ticks() const { return seq ? seq->seq_now() : stamp().value(); }
 
-void tsr_sc_dram::b_transport(tlm::tlm_generic_payload &gp, sc_time &d)
+double tsr_sc_dram::serve(bool wr, unsigned len, tsr_sc_axi_ext *x, sc_dt::uint64 *d)
 {
-    tsr_sc_axi_ext *x = nullptr;
-    gp.get_extension(x);
-    const bool wr = gp.is_write();
-    const unsigned len = gp.get_data_length();
     const unsigned beats = (len + (unsigned)bus - 1) / (unsigned)bus;
-    double t = cyc_of(now_ticks() + d.value());
+    double t = cyc_of(now_ticks() + *d);
     // Slot: the burst `outstanding` places back must have completed.
     tsr_sc_ring<double> &q = wr ? wq_ : rq_;
     while (!q.empty() && q.front() <= t)
@@ -308,18 +307,17 @@ void tsr_sc_dram::b_transport(tlm::tlm_generic_payload &gp, sc_time &d)
     while (!wr && x && !x->high_prio && issue > t + 1e-3) {
         // (at least one time unit: the slot's cycle may round to now)
         const sc_dt::uint64 nt = now_ticks(), it = ticks_of(issue);
-        wait_at(sc_time::from_value(it > nt ? it : nt + 1));
+        wait_at(it > nt ? it : nt + 1);
         // (No delta wait for high-priority reads of this cycle: the
         // sequencer resumes fetch and compute before the load stage.)
         if (aborting && *aborting) {
             // Device reset: the burst is dropped before it claims a slot.
             // The transaction ends here (no exception through the socket:
             // the initiator sees the abort and unwinds its own frame).
-            gp.set_response_status(tlm::TLM_GENERIC_ERROR_RESPONSE);
-            d = SC_ZERO_TIME;
-            return;
+            *d = 0;
+            return -1;
         }
-        d = SC_ZERO_TIME;
+        *d = 0;
         t = cyc_of(now_ticks());
         while (!q.empty() && q.front() <= t)
             q.pop_front();
@@ -353,11 +351,10 @@ void tsr_sc_dram::b_transport(tlm::tlm_generic_payload &gp, sc_time &d)
             double plan = last, c = credit;
             write_walk(&plan, left, bc, 1e300, &c);
             double wake = std::max(cyc_of(now_ticks()) + 1, plan - p.latency);
-            wait_at(cyc_time(wake));
+            wait_at(ticks_of(wake));
             if (aborting && *aborting) {
-                gp.set_response_status(tlm::TLM_GENERIC_ERROR_RESPONSE);
-                d = SC_ZERO_TIME;
-                return;
+                *d = 0;
+                return -1;
             }
         }
         w_free_ = last;
@@ -370,24 +367,35 @@ void tsr_sc_dram::b_transport(tlm::tlm_generic_payload &gp, sc_time &d)
     q.push_back(end);
     if (q.size() > 64)
         q.pop_front();
+    if (x)
+        x->accepted = issue;
+    *d = ticks_of(end) - now_ticks();
+    return issue;
+}
+
+void tsr_sc_dram::b_transport(tlm::tlm_generic_payload &gp, sc_time &d)
+{
+    tsr_sc_axi_ext *x = nullptr;
+    gp.get_extension(x);
+    const bool wr = gp.is_write();
+    const unsigned len = gp.get_data_length();
+    sc_dt::uint64 dt = d.value();
+    if (serve(wr, len, x, &dt) < 0) {
+        gp.set_response_status(tlm::TLM_GENERIC_ERROR_RESPONSE);
+        d = SC_ZERO_TIME;
+        return;
+    }
+    gp.set_response_status(tlm::TLM_OK_RESPONSE);
     if (!x || !x->timing_only) {
         // A memory access through the socket (a host or another master).
         unsigned char *data = gp.get_data_ptr();
         int rc = wr ? tsr_dram_write(mem, gp.get_address(), data, len)
                     : tsr_dram_read(mem, gp.get_address(), data, len);
-        if (rc) {
+        if (rc)
             gp.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
-            if (x)
-                x->accepted = issue;
-            d = sc_time::from_value(ticks_of(end) - now_ticks());
-            return;
-        }
     }
     // The delay returns the completion, the extension the acceptance.
-    if (x)
-        x->accepted = issue;
-    gp.set_response_status(tlm::TLM_OK_RESPONSE);
-    d = sc_time::from_value(ticks_of(end) - now_ticks());
+    d = sc_time::from_value(dt);
 }
 
 // ------------------------------------------------------------ the accel
@@ -491,6 +499,20 @@ void tsr_sc_accel::wait_ticks(int s, sc_dt::uint64 t)
 {
     if (t <= mnow_) // (a time that rounds to now: nothing to wait for)
         return;
+    if (!aborting && rd_head_ >= rd_n_ && !nx_n_ && t <= stamp().value() + quantum_) {
+        // Nothing runnable now and s alone due first, within the quantum
+        // (a stage running ahead alone, most waits): what pick_ would
+        // decide, without the round through yield_.
+        bool alone = true;
+        for (int k = 0; k < kSeqN; k++)
+            alone &= k == s || seq_at_[k] > t;
+        if (alone) {
+            mnow_ = t;
+            ready_[0] = s;
+            rd_head_ = rd_n_ = 1;
+            return;
+        }
+    }
     seq_at_[s] = t;
     yield_(s);
     seq_at_[s] = kNever; // (woken by an abort: no longer due)
@@ -534,15 +556,15 @@ void tsr_sc_accel::sched_clear()
 }
 
 // A timed wait of the DRAM target, in the calling stage's fiber.
-void tsr_sc_accel::seq_wait(const sc_time &at)
+void tsr_sc_accel::seq_wait(sc_dt::uint64 at)
 {
     if (cur_ >= kSeqN || sc_get_current_process_b() != engine_proc_) {
         // not a stage (a host's transaction through the DRAM target)
-        if (at > stamp())
-            wait(at - stamp(), abort_ev);
+        if (at > stamp().value())
+            wait(sc_time::from_value(at) - stamp(), abort_ev);
         return;
     }
-    wait_ticks(cur_, at.value());
+    wait_ticks(cur_, at);
 }
 
 void tsr_sc_accel::seq_abort() { abort_ev.notify(SC_ZERO_TIME); }
@@ -645,9 +667,6 @@ int tsr_sc_accel::configure(const tsr_config_t *c, tsr_dram_t *d, const tsr_sc_d
     decoded_bytes_ = 0;
     return tsr_fsim_create(c, d, &fsim);
 }
-
-
-double tsr_sc_accel::now() const { return cyc_of(mnow_); }
 
 // While no stage runs (the model waits for SystemC time) the model is where
 // SystemC time is.
@@ -833,7 +852,7 @@ double tsr_sc_accel::push_tokens(const tsr_insn_t &in, int st, double at)
     return at;
 }
 
-double tsr_sc_accel::axi(bool write, bool high, uint64_t addr, uint64_t bytes, sc_time *local, double beat_cycles,
+double tsr_sc_accel::axi(bool write, bool high, uint64_t addr, uint64_t bytes, sc_dt::uint64 *local, double beat_cycles,
                          const std::function<double()> *between, const std::function<double(uint64_t, double)> *pace,
                          bool blocks)
 {
@@ -869,7 +888,7 @@ double tsr_sc_accel::axi(bool write, bool high, uint64_t addr, uint64_t bytes, s
         ext.beat_cycles = beat_cycles;
         if (pace) {
             // Not requested before the reader has room for it.
-            const double nb = (*pace)(a + n, -2), at = now() + to_cyc(*local);
+            const double nb = (*pace)(a + n, -2), at = now() + cyc_of(*local);
             if (nb > at + 1e-9) {
                 if (nb - now() > kQuantum) {
                     // (waiting in simulated time: `between` still runs when due)
@@ -884,17 +903,17 @@ double tsr_sc_accel::axi(bool write, bool high, uint64_t addr, uint64_t bytes, s
                     }
                     if (between)
                         (*between)();
-                    *local = SC_ZERO_TIME;
+                    *local = 0;
                 } else {
-                    *local = cyc_time(nb - now());
+                    *local = ticks_of(nb - now());
                 }
             }
         }
-        if (!write && !high && local->value() > 0) {
+        if (!write && !high && *local > 0) {
             // A low-priority read ahead of simulated time waits for it: the
             // DRAM serves bursts in call order, so a fetch or compute read
             // of an earlier cycle made later would queue behind it.
-            const double at = now() + to_cyc(*local);
+            const double at = now() + cyc_of(*local);
             while (now() < at - 1e-9) {
                 double w = at;
                 if (between) {
@@ -904,22 +923,28 @@ double tsr_sc_accel::axi(bool write, bool high, uint64_t addr, uint64_t bytes, s
                 }
                 wait_until(w);
             }
-            *local = SC_ZERO_TIME;
+            *local = 0;
         }
         ext.min_end = pace ? (*pace)(a + n, -1) : 0;
-        gp.set_command(write ? tlm::TLM_WRITE_COMMAND : tlm::TLM_READ_COMMAND);
-        gp.set_address(a);
-        gp.set_data_ptr(nullptr);
-        gp.set_data_length((unsigned)n);
-        gp.set_streaming_width((unsigned)n);
-        gp.set_byte_enable_ptr(nullptr);
-        gp.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
-        sc_time d = *local;
-        mem->b_transport(gp, d);
+        sc_dt::uint64 dt = *local;
+        if (mem_direct) {
+            mem_direct->serve(write, (unsigned)n, &ext, &dt);
+        } else {
+            gp.set_command(write ? tlm::TLM_WRITE_COMMAND : tlm::TLM_READ_COMMAND);
+            gp.set_address(a);
+            gp.set_data_ptr(nullptr);
+            gp.set_data_length((unsigned)n);
+            gp.set_streaming_width((unsigned)n);
+            gp.set_byte_enable_ptr(nullptr);
+            gp.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+            sc_time d = sc_time::from_value(*local);
+            mem->b_transport(gp, d);
+            dt = d.value();
+        }
         if (aborting) // reset while the burst waited for a slot (dropped)
             throw tsr_sc_abort();
         double issue = ext.accepted;
-        const double burst_end = cyc_of(mnow_ + d.value());
+        const double burst_end = cyc_of(mnow_ + dt);
         last = std::max(last, burst_end);
         if (pace)
             (*pace)(a + n, burst_end);
@@ -927,10 +952,10 @@ double tsr_sc_accel::axi(bool write, bool high, uint64_t addr, uint64_t bytes, s
             tsr_tl_burst(tl, write ? TSR_TL_WR : TSR_TL_RD, issue, burst_end, a, (uint32_t)n);
         // Next address one cycle after this one was accepted.
         double loc = issue + 1 - now();
-        *local = cyc_time(std::max(0.0, loc));
+        *local = ticks_of(std::max(0.0, loc));
         if (loc > kQuantum) { // quantum used up: synchronise
             wait_until(issue + 1);
-            *local = SC_ZERO_TIME;
+            *local = 0;
         }
         a += n;
         if (between)
@@ -1226,7 +1251,7 @@ void tsr_sc_fetch::run()
             double clast[2] = {0, 0}; // each one's last beat
             auto request = [&](uint32_t j) {
                 A.wait_until(drained[j & 1]); // buffer room reserved for this chunk
-                sc_time local = SC_ZERO_TIME;
+                sc_dt::uint64 local = 0;
                 const uint32_t cj = j * per_chunk;
                 const uint64_t addr = A.reg_insn_addr() + (uint64_t)cj * TSR_INSN_BYTES;
                 clast[j & 1] = A.axi(false, true, addr, (uint64_t)std::min(per_chunk, n - cj) * TSR_INSN_BYTES, &local,
@@ -1337,7 +1362,7 @@ struct tsr_sc_rsv {
 };
 
 // Reads of one LOAD/STORE's rows: one command per row, contiguous rows merged.
-static double transfer(tsr_sc_accel &A, const tsr_insn_t &in, bool write, bool high, uint32_t eb, sc_time *local,
+static double transfer(tsr_sc_accel &A, const tsr_insn_t &in, bool write, bool high, uint32_t eb, sc_dt::uint64 *local,
                        const std::function<double()> *between = nullptr, double walk0 = -1, double back0 = -1,
                        tsr_sc_rsv *rsv = nullptr, double *taken = nullptr)
 {
@@ -1552,7 +1577,7 @@ void tsr_sc_load::run()
                 // AXI master's queues), kLoadTok after a pop token it waited
                 // for (it waited in the pop state).
                 const double lf = std::max(t0 + kLoadFront, A.now() + (A.now() > t0 + 1e-9 ? kLoadTok : 0)) - A.now();
-                sc_time local = lf > 0 ? cyc_time(lf) : SC_ZERO_TIME;
+                sc_dt::uint64 local = lf > 0 ? ticks_of(lf) : 0;
                 uint32_t eb = tsr_config_elem_bytes(&A.cfg, (int)in.mem_type);
                 double t_issue = A.now();
                 double prev_end = pend.valid ? pend.end : t_issue;
@@ -1717,7 +1742,7 @@ void tsr_sc_compute::run()
                     // configs' mean |err| 1.70 -> 2.01%.)
                     A.wait_until(t);
                     lt = t;
-                    sc_time local = SC_ZERO_TIME;
+                    sc_dt::uint64 local = 0;
                     uint32_t eb = tsr_config_elem_bytes(&A.cfg, (int)in.mem_type);
                     const bool wide = eb >= (uint32_t)A.bus && in.mem_type != TSR_MEM_LUT;
                     // Reads start once the writer, one padded row per cycle,
@@ -1827,7 +1852,7 @@ void tsr_sc_store::run()
                 A.pop_tokens(in, TSR_STAGE_STORE, &stall);
                 A.exec(in, c.idx, "store");
                 double t = A.now() + kStoreOvh;
-                sc_time local = cyc_time(kStoreOvh); // its writes from t on the local offset (no wait)
+                sc_dt::uint64 local = ticks_of(kStoreOvh); // its writes from t on the local offset (no wait)
                 double end = transfer(A, in, true, false, A.cfg.out_bytes, &local);
                 if (in.x_size && in.y_size)
                     end += kStoreEnd;

@@ -129,8 +129,9 @@ struct tsr_sc_abort {};
 // own waits (a read waiting for a slot, a write for its plan) run in the
 // calling stage's fiber and use it.
 struct tsr_sc_sequencer {
-    // Wait until absolute time `at` (or the owner's abort event); no throw.
-    virtual void seq_wait(const sc_core::sc_time &at) = 0;
+    // Wait until absolute time `at`, in time units (or the owner's abort
+    // event); no throw.
+    virtual void seq_wait(sc_dt::uint64 at) = 0;
     // The owner's model time in time units (at or ahead of SystemC time).
     virtual sc_dt::uint64 seq_now() const = 0;
     virtual ~tsr_sc_sequencer() = default;
@@ -162,6 +163,13 @@ class tsr_sc_dram : public sc_core::sc_module {
     SC_HAS_PROCESS(tsr_sc_dram);
     explicit tsr_sc_dram(sc_core::sc_module_name n);
     void clear(); // forget bursts in flight (device reset)
+    // The timing of one burst of `len` bytes, b_transport's without the
+    // payload, the socket or the memory access: *d the delay in time units
+    // (in: the request's annotation, out: the completion, from the model
+    // time then). Returns the cycle the address was accepted, or -1 when a
+    // device reset dropped the burst (*d 0). The accelerator calls it
+    // directly for its timing-only bursts (tsr_sc_accel::mem_direct).
+    double serve(bool wr, unsigned len, tsr_sc_axi_ext *x, sc_dt::uint64 *d);
 
   private:
     double r_free_ = 0, w_free_ = 0, bw_free_ = 0; // cycle each resource is next free
@@ -171,7 +179,7 @@ class tsr_sc_dram : public sc_core::sc_module {
     double write_walk(double *t, double left, double bc, double h, double *credit);
     double credit_at(double to) const;
     void b_transport(tlm::tlm_generic_payload &gp, sc_core::sc_time &d);
-    void wait_at(const sc_core::sc_time &at); // a timed wait (sequencer, abort event or plain)
+    void wait_at(sc_dt::uint64 at); // a timed wait until `at` (time units) (sequencer, abort event or plain)
     sc_dt::uint64 now_ticks() const;          // the sequencer's model time, else SystemC time
 };
 
@@ -323,6 +331,11 @@ class tsr_sc_accel : public sc_core::sc_module, public tsr_sc_sequencer {
     std::string where() const;
     uint32_t reg_insn_addr() const { return insn_addr_; }
     tsr_sc_dram *dram_model = nullptr;   // cleared on reset (optional)
+    // The DRAM model `mem` is bound to with nothing between (set by whoever
+    // binds it, or null): the bursts, timing only, call its serve()
+    // directly instead of b_transport through the socket (the same cycles,
+    // without the payload, the socket's calls and the sc_time conversions).
+    tsr_sc_dram *mem_direct = nullptr;
     tsr_tl_t *tl = nullptr;              // timeline the stages report to (owned by the shim), or null
     // Set on DONE; the shim pauses the kernel with it.
     sc_core::sc_event done_ev;
@@ -359,7 +372,7 @@ class tsr_sc_accel : public sc_core::sc_module, public tsr_sc_sequencer {
     // load stage's, as the RTL's AXI master prefers fetch and compute reads),
     // load, store.
     enum { kSeqFetch, kSeqCompute, kSeqLoad, kSeqStore, kSeqN, kEngine = kSeqN };
-    void seq_wait(const sc_core::sc_time &at) override;
+    void seq_wait(sc_dt::uint64 at) override;
     sc_dt::uint64 seq_now() const override { return mnow_; }
 
     // Helpers for the stages (all may throw tsr_sc_abort).
@@ -385,7 +398,7 @@ class tsr_sc_accel : public sc_core::sc_module, public tsr_sc_sequencer {
     void take_tokens(const int *qs, int n, double t, double *stall, double t0, int stage); // (pop_tokens' end)
     double push_tokens(const tsr_insn_t &in, int stage, double at); // returns the push cycle
     // Issue the bursts of [addr, addr+bytes) at the current time plus
-    // *local (advanced by one cycle per burst, the AR/AW channel); returns
+    // *local (time units; advanced by one cycle per burst, the AR/AW channel); returns
     // the cycle of the last beat (read) or of the last write response.
     // `between`, if given, runs after every burst and while a burst waits
     // to be requested (the load stage completes its previous instruction
@@ -395,7 +408,7 @@ class tsr_sc_accel : public sc_core::sc_module, public tsr_sc_sequencer {
     // address, the burst's completion) after it. `blocks`: a reader with a
     // buffer reservation (tsr_dma_rd_elems, BufBeats > 0) requests chunks
     // aligned to 16-beat blocks, not 16-beat bursts from the start.
-    double axi(bool write, bool high, uint64_t addr, uint64_t bytes, sc_core::sc_time *local,
+    double axi(bool write, bool high, uint64_t addr, uint64_t bytes, sc_dt::uint64 *local,
                double beat_cycles = 1, const std::function<double()> *between = nullptr,
                const std::function<double(uint64_t, double)> *pace = nullptr, bool blocks = false);
     void exec(const tsr_insn_t &in, uint32_t idx, const char *stage); // fsim data; error -> fail

@@ -60,6 +60,7 @@ int build_world()
             w->acc[i]->mem.bind(w->mem[i]->tsock);
             w->host[i]->sock.bind(w->acc[i]->regs);
             w->acc[i]->dram_model = w->mem[i].get();
+            w->acc[i]->mem_direct = w->mem[i].get(); // (bound with nothing between)
             w->mem[i]->aborting = &w->acc[i]->aborting;
             w->mem[i]->abort_ev = &w->acc[i]->abort_ev;
             w->mem[i]->seq = w->acc[i].get();
