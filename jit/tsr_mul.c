@@ -127,6 +127,36 @@ static int64_t m_for_j(int64_t j, int t)
     return j > 0 ? v : v + 1;
 }
 
+/* What the integer form depends on (not the shapes): the key of the memo
+ * below. */
+typedef struct fixed_key {
+    int32_t v[8];
+    float scale;
+} fixed_key_t;
+
+/* The last forms found, per thread: the importer searches a Mul's form
+ * when it moves the Mul to the device and the plan again (each search
+ * checks every product, about 6 M instructions). */
+#define FIXED_MEMO 16
+static _Thread_local struct {
+    fixed_key_t key[FIXED_MEMO];
+    tsr_mul_fixed_t fx[FIXED_MEMO];
+    int n, next;
+} fixed_memo;
+
+static fixed_key_t fixed_key(const tsr_mul_params_t *p)
+{
+    fixed_key_t k;
+    memset(&k, 0, sizeof k);
+    const int32_t v[8] = {(int32_t)p->x.dtype, p->x.zp, (int32_t)p->s.dtype, p->s.zp,
+                          (int32_t)p->y.dtype, p->y.zp, p->act_min,          p->act_max};
+    memcpy(k.v, v, sizeof v);
+    k.scale = p->scale;
+    return k;
+}
+
+static int fixed_search(const tsr_mul_params_t *p, tsr_mul_fixed_t *fx);
+
 int tsr_mul_fixed(const tsr_mul_params_t *p, tsr_mul_fixed_t *fx)
 {
     int rc = tsr_mul_check(p, NULL);
@@ -134,6 +164,25 @@ int tsr_mul_fixed(const tsr_mul_params_t *p, tsr_mul_fixed_t *fx)
         return rc;
     if (!fx)
         return tsr_err(TSR_EINVAL, "mul: NULL result");
+    const fixed_key_t k = fixed_key(p);
+    for (int i = 0; i < fixed_memo.n; i++)
+        if (!memcmp(&fixed_memo.key[i], &k, sizeof k)) {
+            *fx = fixed_memo.fx[i];
+            return TSR_OK;
+        }
+    if ((rc = fixed_search(p, fx))) /* (a refusal is not kept: searched again, its message made again) */
+        return rc;
+    const int slot = fixed_memo.next;
+    fixed_memo.key[slot] = k;
+    fixed_memo.fx[slot] = *fx;
+    fixed_memo.next = (slot + 1) % FIXED_MEMO;
+    fixed_memo.n += fixed_memo.n < FIXED_MEMO;
+    return TSR_OK;
+}
+
+/* The search of tsr_mul_fixed (p checked). */
+static int fixed_search(const tsr_mul_params_t *p, tsr_mul_fixed_t *fx)
+{
     /* every product the operand types allow, once, with its target */
     const int32_t a0 = tsr_dt_min(p->x.dtype) - p->x.zp, b0 = tsr_dt_min(p->s.dtype) - p->s.zp;
     uint8_t *seen = calloc(2 * PMAX + 1, 1);

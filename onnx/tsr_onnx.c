@@ -142,6 +142,7 @@ void tsr_onnx_free(tsr_onnx_t *m)
             free(m->vals[i].rt);
     }
     free(m->vals);
+    free(m->vidx);
     free(m->order);
     free(m->placed);
     free(m->node_lop);

@@ -163,6 +163,9 @@ struct tsr_onnx {
     Onnx__GraphProto *gp;
     int nvals, capvals;
     ox_val_t *vals;
+    int *vidx;              /* values by name (tsr_onnx_val.c): open addressing, the lowest id of each non-empty
+                               name, -1 free; vidx_cap a power of 2 (0: none, tsr_ox_find_val scans) */
+    int vidx_cap, vidx_n;
     int *order;             /* nodes in topological order */
     int *placed;            /* per node: ox_placed_e */
     int *node_lop;          /* per node: its lop (or the lop it is folded into), -1 */

@@ -4,6 +4,7 @@
  * lops that lowering appends, on the device or the host.
  */
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -22,8 +23,65 @@ int tsr_ox_node_err(const tsr_onnx_t *m, int ni, const char *fmt, ...)
                    TSR_SAFE(m->gp->node[ni]->op_type), msg);
 }
 
+/* FNV-1a of a name: the slot it starts probing at in m->vidx. */
+static uint32_t name_hash(const char *s)
+{
+    uint32_t h = 2166136261u;
+    for (; *s; s++)
+        h = (h ^ (uint8_t)*s) * 16777619u;
+    return h;
+}
+
+/* Value i into the index, unless a lower id has its name (find_val returns
+ * the first). The table is kept at most half full. */
+static void vidx_put(tsr_onnx_t *m, int i)
+{
+    const uint32_t mask = (uint32_t)m->vidx_cap - 1;
+    for (uint32_t s = name_hash(m->vals[i].name) & mask;; s = (s + 1) & mask) {
+        const int j = m->vidx[s];
+        if (j < 0) {
+            m->vidx[s] = i;
+            m->vidx_n++;
+            return;
+        }
+        if (!strcmp(m->vals[j].name, m->vals[i].name))
+            return;
+    }
+}
+
+/* Index value i (new) by its name; without memory for the index, find_val
+ * scans the table as before (the index is dropped, never half right). */
+static void vidx_add(tsr_onnx_t *m, int i)
+{
+    if (!m->vals[i].name[0])
+        return;
+    if (2 * (m->vidx_n + 1) > m->vidx_cap) {
+        const int cap = m->vidx_cap ? 2 * m->vidx_cap : 1024;
+        int *t = malloc(sizeof *t * (size_t)cap);
+        free(m->vidx);
+        m->vidx = t;
+        m->vidx_cap = t ? cap : 0;
+        m->vidx_n = 0;
+        if (!t)
+            return;
+        memset(t, 0xff, sizeof *t * (size_t)cap); /* -1 */
+        for (int k = 0; k < i; k++)
+            if (m->vals[k].name[0])
+                vidx_put(m, k);
+    }
+    vidx_put(m, i);
+}
+
 int tsr_ox_find_val(const tsr_onnx_t *m, const char *name)
 {
+    if (m->vidx_cap && name[0]) {
+        const uint32_t mask = (uint32_t)m->vidx_cap - 1;
+        for (uint32_t s = name_hash(name) & mask;; s = (s + 1) & mask) {
+            const int j = m->vidx[s];
+            if (j < 0 || !strcmp(m->vals[j].name, name))
+                return j;
+        }
+    }
     for (int i = 0; i < m->nvals; i++)
         if (!strcmp(m->vals[i].name, name))
             return i;
@@ -48,6 +106,7 @@ int tsr_ox_new_val(tsr_onnx_t *m, const char *name)
     v->real_lop = -1;
     v->prod = -1;
     v->seg_tensor = -1;
+    vidx_add(m, m->nvals);
     return m->nvals++;
 }
 

@@ -129,18 +129,26 @@ static void conv_weights(const conv_desc_t *cd, const ox_val_t *W, tsr_conv2d_pa
     /* wq is [M][K] or OIHW: output channel i / per (checked after the transposition: a
        per-column zero point of B [K][M] belongs to a column) */
     const int64_t per = (int64_t)wbytes / M;
+    const int u8 = p->w_dtype == TSR_DT_UINT8;
     int fits = 1;
-    for (int64_t i = 0; i < (int64_t)wbytes && fits; i++) {
-        const int32_t z = wzp[cd->wcnt > 1 ? i / per : 0];
-        const int32_t d = (p->w_dtype == TSR_DT_UINT8 ? (int32_t)wq[i] : (int32_t)(int8_t)wq[i]) - z;
-        fits = d >= -128 && d <= 127;
+    for (int64_t r = 0; r < M && fits; r++) { /* row r: wq[r * per ..] */
+        const int32_t z = wzp[cd->wcnt > 1 ? r : 0];
+        const uint8_t *row = wq + r * per;
+        int32_t lo = 0, hi = 0; /* (the row's extremes, then one check) */
+        for (int64_t i = 0; i < per; i++) {
+            const int32_t v = u8 ? (int32_t)row[i] : (int32_t)(int8_t)row[i];
+            lo = i && lo < v ? lo : v;
+            hi = i && hi > v ? hi : v;
+        }
+        fits = per == 0 || (lo - z >= -128 && hi - z <= 127);
     }
-    if (!(fits && (p->w_dtype == TSR_DT_UINT8 || wzp[0] != 0 || cd->wcnt > 1)))
+    if (!(fits && (u8 || wzp[0] != 0 || cd->wcnt > 1)))
         return;
-    for (int64_t i = 0; i < (int64_t)wbytes; i++) { /* row i / per */
-        const int32_t z = wzp[cd->wcnt > 1 ? i / per : 0];
-        const uint8_t b = wq[i];
-        ((int8_t *)wq)[i] = (int8_t)((p->w_dtype == TSR_DT_UINT8 ? (int32_t)b : (int32_t)(int8_t)b) - z);
+    for (int64_t r = 0; r < M; r++) {
+        const int32_t z = wzp[cd->wcnt > 1 ? r : 0];
+        uint8_t *row = wq + r * per;
+        for (int64_t i = 0; i < per; i++)
+            ((int8_t *)row)[i] = (int8_t)((u8 ? (int32_t)row[i] : (int32_t)(int8_t)row[i]) - z);
     }
     for (int i = 0; i < cd->wcnt; i++)
         wzp[i] = 0;

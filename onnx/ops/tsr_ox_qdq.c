@@ -11,6 +11,34 @@
 #include "tsr_error.h"
 #include "tsr_onnx_ops.h"
 
+/* y's float constant (X - zp[c]) * sc[c] of the constant X, c the index
+ * along axis when cnt > 1: runs of `inner` elements share a channel, and
+ * the bytes are read by type once per run, not per element. */
+static void dequantize_const(const ox_val_t *X, ox_val_t *y, int cnt, int axis, const float *sc, const int32_t *zp)
+{
+    const int64_t n = numel(y);
+    int64_t inner = cnt > 1 ? 1 : n;
+    for (int i = axis + 1; cnt > 1 && i < X->ndim; i++)
+        inner *= X->dims[i];
+    float *out = (float *)(void *)y->cdata; /* (malloc'd: aligned for floats) */
+    for (int64_t i0 = 0, r = 0; i0 < n && inner > 0; i0 += inner, r++) {
+        const int c = cnt > 1 ? (int)(r % cnt) : 0;
+        const int32_t z = zp[c];
+        const float s = sc[c];
+        const int64_t len = inner < n - i0 ? inner : n - i0;
+        const uint8_t *b = X->cdata + i0;
+        if (X->elem == ET_UINT8)
+            for (int64_t i = 0; i < len; i++)
+                out[i0 + i] = (float)((int32_t)b[i] - z) * s;
+        else if (X->elem == ET_INT8)
+            for (int64_t i = 0; i < len; i++)
+                out[i0 + i] = (float)((int32_t)(int8_t)b[i] - z) * s;
+        else
+            for (int64_t i = i0; i < i0 + len; i++)
+                out[i] = (float)(cget_i(X, i) - z) * s;
+    }
+}
+
 /* DequantizeLinear: a float view of its quantized input (per tensor or per
  * channel along axis), and of a constant also the float constant. */
 int tsr_ox_dequantize(tsr_onnx_t *m, int ni, int arg)
@@ -52,14 +80,7 @@ int tsr_ox_dequantize(tsr_onnx_t *m, int ni, int arg)
         y->cdata = malloc(y->nbytes ? y->nbytes : 1);
         if (!y->cdata)
             return tsr_err(TSR_ENOMEM, "out of memory");
-        int64_t inner = 1;
-        for (int i = axis + 1; i < X.ndim; i++)
-            inner *= X.dims[i];
-        for (int64_t i = 0; i < numel(y); i++) {
-            int c = q.cnt > 1 ? (int)((i / inner) % q.cnt) : 0;
-            float f = (float)(cget_i(&X, i) - zp[c]) * sc[c];
-            memcpy(y->cdata + 4 * i, &f, 4);
-        }
+        dequantize_const(&X, y, q.cnt, axis, sc, zp);
         y->view_of = x;
         m->placed[ni] = OX_CONST;
     }
