@@ -189,6 +189,9 @@ void tsr_sc_dram::clear()
     credit_at_ = 0;
 }
 
+// (inline, before its callers: several per burst)
+inline sc_dt::uint64 tsr_sc_dram::now_ticks() const { return seq ? seq->seq_now() : stamp().value(); }
+
 // Where the beats of a write go. The RTL's slave (sim/tsr_rtl.c) gives a
 // write beat only the bandwidth a valid read beat leaves: its token bucket
 // (bytes_per_cycle per cycle, at most four beats) must hold two beats while
@@ -287,7 +290,6 @@ void tsr_sc_dram::wait_at(sc_dt::uint64 at)
         wait(sc_time::from_value(at) - stamp());
 }
 
-sc_dt::uint64 tsr_sc_dram::now_ticks() const { return seq ? seq->seq_now() : stamp().value(); }
 
 double tsr_sc_dram::serve(bool wr, unsigned len, tsr_sc_axi_ext *x, sc_dt::uint64 *d)
 {
@@ -434,6 +436,7 @@ tsr_sc_accel::tsr_sc_accel(sc_module_name n)
 {
     regs.register_b_transport(this, &tsr_sc_accel::reg_transport);
     start_or_abort_ = start_ev | abort_ev;
+    seq_clock = &mnow_;
     for (int s = 0; s < kSeqN; s++)
         seq_at_[s] = kNever;
     SC_THREAD(engine);

@@ -132,8 +132,11 @@ struct tsr_sc_sequencer {
     // Wait until absolute time `at`, in time units (or the owner's abort
     // event); no throw.
     virtual void seq_wait(sc_dt::uint64 at) = 0;
-    // The owner's model time in time units (at or ahead of SystemC time).
-    virtual sc_dt::uint64 seq_now() const = 0;
+    // The owner's model time in time units (at or ahead of SystemC time):
+    // read through a pointer to its clock, set by the owner (the DRAM
+    // target reads it several times per burst).
+    sc_dt::uint64 seq_now() const { return *seq_clock; }
+    const sc_dt::uint64 *seq_clock = nullptr;
     virtual ~tsr_sc_sequencer() = default;
 };
 
@@ -373,7 +376,6 @@ class tsr_sc_accel : public sc_core::sc_module, public tsr_sc_sequencer {
     // load, store.
     enum { kSeqFetch, kSeqCompute, kSeqLoad, kSeqStore, kSeqN, kEngine = kSeqN };
     void seq_wait(sc_dt::uint64 at) override;
-    sc_dt::uint64 seq_now() const override { return mnow_; }
 
     // Helpers for the stages (all may throw tsr_sc_abort).
     double now() const;      // model time (in a stage)
