@@ -3,15 +3,13 @@
 // clamped to [lo, hi], the sum and clamp done exactly in QW bits before the
 // result is cut to W. b packs zero point [13:5], lo [22:14], hi [31:23] of
 // its low 32 bits (sign-extended first). Every other op passes through.
-// Combinational. en_i as in tsr_alu_pre: while it is low the result is
-// undefined ('x), so a simulator skips the logic and synthesis drops it.
+// Combinational.
 `include "tsr_assert.svh"
 
 module tsr_alu_fin #(
   parameter int Width = tsr_pkg::ACC_WIDTH,
   localparam int OW = tsr_pkg::ALU_ALU_OPCODE_W  // ALU operation bits
 ) (
-  input  logic               en_i,
   input  logic [OW-1:0]      op_i,
   input  logic [Width-1:0] b_i,
   input  logic [Width-1:0] pre_i,  // tsr_alu_pre's result
@@ -26,19 +24,12 @@ module tsr_alu_fin #(
   assign unused_b64 = ^{b64[63:32], b64[4:0]};
 
   always_comb begin
-    q_v = 'x;
-    q_lo = 'x;
-    q_hi = 'x;
-    q_c = 'x;
-    res_o = 'x;
-    if (en_i) begin
-      q_v = QW'($signed(pre_i)) + QW'($signed(b64[13:5]));
-      q_lo = QW'($signed(b64[22:14]));
-      q_hi = QW'($signed(b64[31:23]));
-      q_c = (q_v < q_lo) ? q_lo : q_v;
-      q_c = (q_c > q_hi) ? q_hi : q_c;
-      res_o = (op_i == OW'(tsr_pkg::ALU_RQFIN)) ? q_c[Width-1:0] : pre_i;
-    end
+    q_v = QW'($signed(pre_i)) + QW'($signed(b64[13:5]));
+    q_lo = QW'($signed(b64[22:14]));
+    q_hi = QW'($signed(b64[31:23]));
+    q_c = (q_v < q_lo) ? q_lo : q_v;
+    q_c = (q_c > q_hi) ? q_hi : q_c;
+    res_o = (op_i == OW'(tsr_pkg::ALU_RQFIN)) ? q_c[Width-1:0] : pre_i;
   end
 
   // b is widened to 64 bits to read its packed fields: wider lanes would lose bits.

@@ -10,10 +10,6 @@
 // significand product (its operands muxed in), so the op costs no DSP
 // block and has every op's latency; without the key none of it is
 // generated and the lane is what it was.
-// en_i: the result is used this cycle. While it is low the result is
-// undefined ('x): a synthesizer drops the condition (a mux with an
-// undefined input is its other input), and a simulator skips the lane's
-// logic while the pipe holds no op.
 `include "tsr_assert.svh"
 
 module tsr_alu_pre #(
@@ -21,7 +17,6 @@ module tsr_alu_pre #(
   localparam int SW = $clog2(Width),  // bits of a shift amount 0..W-1
   localparam int OW = tsr_pkg::ALU_ALU_OPCODE_W  // ALU operation bits
 ) (
-  input  logic               en_i,
   input  logic [OW-1:0]      op_i,
   input  logic [Width-1:0] a_i,
   input  logic [Width-1:0] b_i,
@@ -100,90 +95,64 @@ module tsr_alu_pre #(
   // one a-or-b select and one comparator (on a tie both operands are the
   // result).
   always_comb begin
-    // every value undefined while the result is not used (en_i, above)
-    a_s = 'x;
-    b_s = 'x;
-    b_is_neg = 1'bx;
-    rsh = 'x;
-    lsh = 'x;
-    sh = 'x;
-    left = 1'bx;
-    sh_x = 'x;
-    sh_z = 'x;
-    shr_res = 'x;
-    shl_res = 'x;
-    guard = 1'bx;
-    low_mask = 'x;
-    sticky = 1'bx;
-    round_up = 1'bx;
-    rnd_res = 'x;
-    sh_res = 'x;
-    a_lt_b = 1'bx;
-    pick_a = 1'bx;
-    ab_res = 'x;
-    prod_nudged = 'x;
-    unused_hi = 1'bx;
-    base_res = 'x;
-    if (en_i) begin
-      a_s = $signed(a_i);
-      b_s = $signed(b_i);
-      b_is_neg = b_i[Width-1];
+    a_s = $signed(a_i);
+    b_s = $signed(b_i);
+    b_is_neg = b_i[Width-1];
 
-      // s = clamp(b, -(W-1), W-1): rsh = s when s >= 0, lsh = -s when s < 0.
-      rsh = '0;
-      lsh = '0;
-      if (!b_is_neg) begin
-        rsh = (b_i > MAX_SHIFT) ? SW'(Width - 1) : b_i[SW-1:0];
-      end else begin
-        // -b <= W-1 fits in SW bits, so only the low bits of b are negated.
-        lsh = (b_s < MIN_SHIFT) ? SW'(Width - 1) : -b_i[SW-1:0];
-      end
-      sh = (op_i == OP_RQFIN) ? q_sh : rsh;
-      left = b_is_neg && (op_i != OP_RQFIN);
-
-      // One shifter: {fill, x, 0} >> amount. Right: x = a, fill = sign, the
-      // guard bit below x catches a[s-1] (0 when s = 0). Left: x = rev(a),
-      // fill = 0, and rev() of the result is a << lsh.
-      sh_x = left ? rev(a_i) : a_i;
-      sh_z = {left ? 1'b0 : a_i[Width-1], sh_x, 1'b0};
-      sh_z = $unsigned($signed(sh_z) >>> (left ? lsh : sh));
-      shr_res = sh_z[Width:1];
-      shl_res = rev(sh_z[Width:1]);
-      guard = sh_z[0];
-
-      // Rounding half away from zero, r = a & (2^s - 1) > ((2^s - 1) >> 1) +
-      // (a < 0): for s > 0 that is a[s-1] set and, for a < 0, any bit below
-      // it set too; nothing for s = 0 (guard is 0 then).
-      // bits 0 .. s-2 set: (2^s - 1) >> 1, as a shift of ones (one word
-      // operation in a simulator, the same bit-by-bit decode of s in hardware)
-      low_mask = Width'(~({(Width + 1){1'b1}} << sh) >> 1);
-      sticky = (a_i & low_mask) != '0;
-      // shr does not round: shr and rshr then share one result
-      round_up = guard && (!a_i[Width-1] || sticky) && (op_i != OP_SHR);
-      rnd_res = shr_res + Width'(round_up);
-      sh_res = b_is_neg ? shl_res : rnd_res;
-
-      // min, max and mov pick a or b
-      a_lt_b = (a_s < b_s);
-      pick_a = (op_i == OP_MIN) ? a_lt_b : (op_i == OP_MAX) ? !a_lt_b : 1'b0;
-      ab_res = pick_a ? a_i : b_i;
-
-      // mulhr: with p = a*b and n = p >= 0 ? 2^(W-2) : 1 - 2^(W-2), (p + n)
-      // truncated toward zero by 2^(W-1) equals floor((p + 2^(W-2)) / 2^(W-1))
-      // for either sign of p, so one arithmetic shift does it.
-      prod_nudged = (prod + $signed(HALF)) >>> (Width - 1);
-      unused_hi = ^prod_nudged[2*Width-1:Width];
-
-      case (op_i)
-        OP_RQFIN: base_res = rnd_res;                                  // rqfin: a rounded, shifted
-        OP_MIN, OP_MAX, OP_MOV: base_res = ab_res;                      // min, max, mov
-        OP_ADD: base_res = a_i + b_i;                                 // add
-        OP_SHR, OP_RSHR: base_res = sh_res;                             // shr, rshr
-        OP_MUL: base_res = prod[Width-1:0];                           // mul
-        default: base_res = (a_i == MIN_VAL && b_i == MIN_VAL) ? MAX_VAL  // mulhr
-                                                               : prod_nudged[Width-1:0];
-      endcase
+    // s = clamp(b, -(W-1), W-1): rsh = s when s >= 0, lsh = -s when s < 0.
+    rsh = '0;
+    lsh = '0;
+    if (!b_is_neg) begin
+      rsh = (b_i > MAX_SHIFT) ? SW'(Width - 1) : b_i[SW-1:0];
+    end else begin
+      // -b <= W-1 fits in SW bits, so only the low bits of b are negated.
+      lsh = (b_s < MIN_SHIFT) ? SW'(Width - 1) : -b_i[SW-1:0];
     end
+    sh = (op_i == OP_RQFIN) ? q_sh : rsh;
+    left = b_is_neg && (op_i != OP_RQFIN);
+
+    // One shifter: {fill, x, 0} >> amount. Right: x = a, fill = sign, the
+    // guard bit below x catches a[s-1] (0 when s = 0). Left: x = rev(a),
+    // fill = 0, and rev() of the result is a << lsh.
+    sh_x = left ? rev(a_i) : a_i;
+    sh_z = {left ? 1'b0 : a_i[Width-1], sh_x, 1'b0};
+    sh_z = $unsigned($signed(sh_z) >>> (left ? lsh : sh));
+    shr_res = sh_z[Width:1];
+    shl_res = rev(sh_z[Width:1]);
+    guard = sh_z[0];
+
+    // Rounding half away from zero, r = a & (2^s - 1) > ((2^s - 1) >> 1) +
+    // (a < 0): for s > 0 that is a[s-1] set and, for a < 0, any bit below
+    // it set too; nothing for s = 0 (guard is 0 then).
+    // bits 0 .. s-2 set: (2^s - 1) >> 1, as a shift of ones (one word
+    // operation in a simulator, the same bit-by-bit decode of s in hardware)
+    low_mask = Width'(~({(Width + 1){1'b1}} << sh) >> 1);
+    sticky = (a_i & low_mask) != '0;
+    // shr does not round: shr and rshr then share one result
+    round_up = guard && (!a_i[Width-1] || sticky) && (op_i != OP_SHR);
+    rnd_res = shr_res + Width'(round_up);
+    sh_res = b_is_neg ? shl_res : rnd_res;
+
+    // min, max and mov pick a or b
+    a_lt_b = (a_s < b_s);
+    pick_a = (op_i == OP_MIN) ? a_lt_b : (op_i == OP_MAX) ? !a_lt_b : 1'b0;
+    ab_res = pick_a ? a_i : b_i;
+
+    // mulhr: with p = a*b and n = p >= 0 ? 2^(W-2) : 1 - 2^(W-2), (p + n)
+    // truncated toward zero by 2^(W-1) equals floor((p + 2^(W-2)) / 2^(W-1))
+    // for either sign of p, so one arithmetic shift does it.
+    prod_nudged = (prod + $signed(HALF)) >>> (Width - 1);
+    unused_hi = ^prod_nudged[2*Width-1:Width];
+
+    case (op_i)
+      OP_RQFIN: base_res = rnd_res;                                  // rqfin: a rounded, shifted
+      OP_MIN, OP_MAX, OP_MOV: base_res = ab_res;                      // min, max, mov
+      OP_ADD: base_res = a_i + b_i;                                 // add
+      OP_SHR, OP_RSHR: base_res = sh_res;                             // shr, rshr
+      OP_MUL: base_res = prod[Width-1:0];                           // mul
+      default: base_res = (a_i == MIN_VAL && b_i == MIN_VAL) ? MAX_VAL  // mulhr
+                                                             : prod_nudged[Width-1:0];
+    endcase
   end
 
   if (tsr_pkg::EXACT_REQUANT != 0) begin : g_fscale

@@ -456,7 +456,6 @@ module tsr_compute_pipe #(
       tsr_alu_lane #(
         .Width (AW)
       ) u_alu (
-        .en_i  (p4_valid_q),
         .op_i  (alu_opc),
         .a_i   (a_row[l*AW +: AW]),
         .b_i   (b_row[l*AW +: AW]),
@@ -499,29 +498,17 @@ module tsr_compute_pipe #(
   assign acc_sre_o    = p3_valid_q && uses_src && !p3_reuse_q;
   assign acc_sraddr_o = p3_src_q;
 
-  // ALU pipe: the P4 rows are undefined ('x) while no op is in P4: nothing
-  // reads them then (the write, wb_* and sprev_q all wait for p4_valid_q), a
-  // synthesizer drops the condition, and a simulator skips the row muxes
-  // and the ALU lanes (tsr_alu_lane en_i) of an idle pipe. Not in the GEMM
-  // pipe: busy most of the time, and there yosys mapped the same form to
-  // 245 more LUTs (synth_xilinx, default).
   always_comb begin
-    a_row = 'x;
-    s_row = 'x;
-    b_row = 'x;
-    res_row = 'x;
-    if (p4_valid_q || (Gemm != 0)) begin
-      a_row = (wb_valid_q && wb_addr_q == p4_dst_q) ? wb_data_q : acc_drdata_i;
-      s_row = (wb_valid_q && wb_addr_q == p4_src_q) ? wb_data_q : p4_reuse_q ? sprev_q : acc_srdata_i;
-      b_row = use_imm ? {LANES{imm_ext}} : s_row;
-      for (int l = 0; l < LANES; l++) begin
-        if (op_reset) begin
-          res_row[l*AW +: AW] = '0;
-        end else if (Gemm != 0) begin
-          res_row[l*AW +: AW] = a_row[l*AW +: AW] + dot[l*AW +: AW];
-        end else begin
-          res_row[l*AW +: AW] = alu_row[l*AW +: AW];
-        end
+    a_row = (wb_valid_q && wb_addr_q == p4_dst_q) ? wb_data_q : acc_drdata_i;
+    s_row = (wb_valid_q && wb_addr_q == p4_src_q) ? wb_data_q : p4_reuse_q ? sprev_q : acc_srdata_i;
+    b_row = use_imm ? {LANES{imm_ext}} : s_row;
+    for (int l = 0; l < LANES; l++) begin
+      if (op_reset) begin
+        res_row[l*AW +: AW] = '0;
+      end else if (Gemm != 0) begin
+        res_row[l*AW +: AW] = a_row[l*AW +: AW] + dot[l*AW +: AW];
+      end else begin
+        res_row[l*AW +: AW] = alu_row[l*AW +: AW];
       end
     end
     acc_we_o    = p4_valid_q;

@@ -67,8 +67,8 @@ module tsr_serial_exec #(
   logic [W-1:0] alu_a, alu_b, alu_pre, alu_pre_q;
   assign alu_a = acc_i[lane_i*W +: W];
   assign alu_b = use_imm_i ? W'($signed(imm_i)) : src_i;
-  tsr_alu_pre u_alu_pre (.en_i(1'b1), .op_i(alu_op_i), .a_i(alu_a), .b_i(alu_b), .res_o(alu_pre));
-  tsr_alu_fin u_alu_fin (.en_i(1'b1), .op_i(alu_op_i), .b_i(alu_b), .pre_i(alu_pre_q), .res_o(alu_res_o));
+  tsr_alu_pre u_alu_pre (.op_i(alu_op_i), .a_i(alu_a), .b_i(alu_b), .res_o(alu_pre));
+  tsr_alu_fin u_alu_fin (.op_i(alu_op_i), .b_i(alu_b), .pre_i(alu_pre_q), .res_o(alu_res_o));
 
   // No reset: the scheduler reads it only in a lane's second cycle.
   always_ff @(posedge clk_i) alu_pre_q <= alu_pre;

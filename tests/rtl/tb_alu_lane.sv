@@ -28,7 +28,7 @@ module tb_alu_lane;
   int checked = 0;
   int seed_state;
 
-  tsr_alu_lane #(.Width(W)) u_lane (.en_i(1'b1), .op_i(op), .a_i(a), .b_i(b), .res_o(res));
+  tsr_alu_lane #(.Width(W)) u_lane (.op_i(op), .a_i(a), .b_i(b), .res_o(res));
 
   // W-bit two's complement value of x (the result wraps to W bits).
   function automatic longint wrapw(input longint x);
