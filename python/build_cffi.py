@@ -76,6 +76,10 @@ void tsr_tensor_free(tsr_tensor_t *t);
 
 typedef struct tsr_onnx tsr_onnx_t;
 int tsr_onnx_load_buffer(const void *buf, size_t n, const char *name, int batch, tsr_onnx_t **out);
+typedef struct { ...; } tsr_onnx_opts_t;
+int tsr_onnx_parse_place(const char *arg, tsr_onnx_opts_t *o);
+int tsr_onnx_load_buffer_opts(const void *buf, size_t n, const char *name, int batch, const tsr_onnx_opts_t *o,
+                              tsr_onnx_t **out);
 void tsr_onnx_free(tsr_onnx_t *m);
 int tsr_onnx_device_ops(const tsr_onnx_t *m);
 int tsr_onnx_host_ops(const tsr_onnx_t *m);

@@ -216,12 +216,13 @@ class Device:
 class Model:
     """An ONNX model imported and prepared on a device (tessera.load_onnx)."""
 
-    def __init__(self, path, device, batch, _image=None):
+    def __init__(self, path, device, batch, _image=None, place=None):
         self._m = None
         self._dev = device
         self.path = str(path)
         self._image = _image
         self._batch = None
+        self._opts = _place_opts(place)
         if not isinstance(device, Device):
             raise _arg("device", "needs a tessera.Device, not %s" % type(device).__name__)
         device._handle("device")
@@ -243,7 +244,8 @@ class Model:
         if not isinstance(batch, int) or isinstance(batch, bool) or not 1 <= batch <= 65536:
             raise _arg("batch", "needs an int in 1..65536")
         out = ffi.new("tsr_onnx_t **")
-        _check(lib.tsr_onnx_load_buffer(self._image, len(self._image), self.path.encode(), batch, out))
+        _check(lib.tsr_onnx_load_buffer_opts(self._image, len(self._image), self.path.encode(), batch, self._opts,
+                                             out))
         m = ffi.gc(out[0], lib.tsr_onnx_free)
         lock = self._dev._busy("device")
         try:
@@ -378,10 +380,32 @@ def _capture(fn, m):
         lib.free(p)
 
 
-def load_onnx(path, device, batch=1):
+def _place_opts(place):
+    """place (None, "KIND=device|host[,...]" or {KIND: "device"|"host"}) as the importer's options,
+    parsed by the same function as `tessera infer --place`."""
+    opts = ffi.new("tsr_onnx_opts_t *")  # zeroed: every kind at its default
+    if place is None:
+        return opts
+    if isinstance(place, dict):
+        if not all(isinstance(k, str) and isinstance(v, str) for k, v in place.items()):
+            raise _arg("place", "needs str kinds and values")
+        place = ",".join("%s=%s" % kv for kv in place.items())
+    if not isinstance(place, str) or not place:
+        raise _arg("place", "needs \"KIND=device|host[,...]\" or a dict of them")
+    rc = lib.tsr_onnx_parse_place(place.encode(), opts)
+    if rc != lib.TSR_OK:
+        msg = " ".join(_s(lib.tsr_errmsg()).split())
+        lib.tsr_err_clear()
+        raise Error("place: %s" % re.sub(r"^--place:? ?", "", msg), rc)  # the CLI's option name off
+    return opts
+
+
+def load_onnx(path, device, batch=1, place=None):
     """Import a quantized ONNX model and prepare it on device; batch is the size given to a
-    symbolic first input dimension (run() re-imports for another batch size)."""
-    return Model(path, device, batch)
+    symbolic first input dimension (run() re-imports for another batch size). place chooses where
+    the ops with both a device and a host form run, as `tessera infer --place`: "KIND=device|host"
+    comma-separated or a dict (KIND: concat, attn-matmul, shuffle, softmax, bias)."""
+    return Model(path, device, batch, place=place)
 
 
 # ---------------------------------------------------------------- programs

@@ -50,6 +50,18 @@ def test_placement_matches_cli(dev, digits, digits_cli):
     assert m.placement_text in text  # the same lines `tessera infer` prints
 
 
+def test_place_refused_in_one_line(dev, digits):
+    """place= is parsed by the importer's own --place parser: a bad kind or value is refused naming it."""
+    for place, why in (("bogus=host", 'unknown kind "bogus"'), ({"softmax": "gpu"}, 'softmax needs device or host'),
+                       ("", "KIND=device|host"), ({"concat": 1}, "str kinds and values"), (3, "KIND=device|host")):
+        with pytest.raises(tessera.Error) as e:
+            tessera.load_onnx(digits["qdq"], dev, place=place)
+        assert str(e.value).startswith("place: ") and why in str(e.value) and "\n" not in str(e.value), place
+    # kinds the digits model has none of change nothing
+    a = tessera.load_onnx(digits["qdq"], dev).placement
+    assert tessera.load_onnx(digits["qdq"], dev, place="concat=host,softmax=device").placement == a
+
+
 def test_report_rows_match_cli(dev, digits, digits_cli):
     """The library's rows (onnx/tsr_onnx_report.h) against the table `tessera infer` prints."""
     _, text, cli_placement = digits_cli

@@ -83,3 +83,25 @@ def test_zoo_activation_tables_rows(cli, zoo, tmp_path):
             assert x["name"].startswith(x["layer"][:18]), name
         # a table is named after its chain's first operator: an activation (or a Mul of one), not its Q/DQ
         assert all(pl[x["node"]]["op"] not in ("DequantizeLinear",) for x in acts), name
+
+
+def test_place_as_cli(cli, zoo, tmp_path):
+    """place= moves the same ops as `tessera infer --place`: ShuffleNet's channel shuffles onto the
+    device (host by default), GoogLeNet's Concats onto the host (device by default); node by node
+    the CLI's placement, and the bytes the CLI writes."""
+    cases = (("shufflenet_v2_x1_0-u8", "shuffle=device"), ("googlenet-u8", {"concat": "host"}))
+    with tessera.Device() as dev:
+        for name, place in cases:
+            model, inp = next(z for z in zoo if os.path.basename(z[0]) == name + ".onnx")
+            arg = place if isinstance(place, str) else ",".join("%s=%s" % kv for kv in place.items())
+            o, pj = str(tmp_path / "y.npy"), str(tmp_path / "p.json")
+            r = subprocess.run([cli, "infer", model, "-i", inp, "-o", o, "--place", arg, "--placement-json", pj],
+                               capture_output=True, text=True)
+            assert r.returncode == 0, r.stderr
+            with open(pj) as f:
+                ref = json.load(f)
+            m = tessera.load_onnx(model, dev, place=place)
+            assert m.placement == ref["placement"], name
+            assert m.placement != tessera.load_onnx(model, dev).placement, name  # the option moved something
+            y = m.run(np.load(inp))
+            assert y.tobytes() == np.load(o).tobytes(), name
