@@ -22,6 +22,7 @@
 
 #include "tsr_error.h"
 #include "tsr_onnx_ir.h"
+#include "tsr_onnx_qadd.h"
 
 static double getd(const uint8_t *b, int e, int64_t i)
 {
@@ -584,6 +585,20 @@ int tsr_ox_run_qaddc(tsr_onnx_t *m, const ox_lop_t *L)
     uint32_t ysb = (uint32_t)L->geo[7];
     float ysc;
     memcpy(&ysc, &ysb, 4);
+    /* ONNX Runtime on an x86-64 CPU with AVX2 adds in float32 FMAs, not in the fixed-point form below (which
+       rounds half away from zero: 1 LSB off on the exact ties of ViT-tiny's residual Adds, 2 of 37824
+       elements, which then spread): the node's inputs in order (bit 1: input 0 is in2), but a scalar
+       operand (per 1) is always MLAS's B */
+    const int sw = (int)(L->geo[8] >> 1) & 1, ort_swap = sw && per != 1;
+    tsr_qadd_ort_t ort = {0};
+    if (L->geo[8] & 1) {
+        float r0, r1;
+        memcpy(&r0, &L->geo[9], 4), memcpy(&r1, &L->geo[10], 4);
+        if (ort_swap)
+            tsr_qadd_ort_init(&ort, r0, r1, zb, za, L->yzp, ys8);
+        else /* (r0, r1 are in the node's order) */
+            tsr_qadd_ort_init(&ort, sw ? r1 : r0, sw ? r0 : r1, za, zb, L->yzp, ys8);
+    }
     for (int64_t i = 0; i < n; i++) {
         const int32_t a = (as ? (int8_t)ab[i] : ab[i]) - za;
         const int64_t bi = inner ? i / inner % per : i % per;
@@ -591,29 +606,8 @@ int tsr_ox_run_qaddc(tsr_onnx_t *m, const ox_lop_t *L)
         int64_t q;
         if (L->axis) /* Mul */
             q = (int64_t)nearbyintf((float)(a * b) * L->scale);
-        else if (L->geo[8] & 1) {
-            /* ONNX Runtime on an x86-64 CPU with AVX2 (MlasQLinearAddKernelAvx2Helper) adds in
-               float32, not in the fixed-point form below: c = fma(a0, r0, fma(a1, r1, F)) on the
-               raw integers of the node's inputs 0 and 1 (r = fl32(s / ys), F = fl32(zy - (r0 z0 +
-               r1 z1))), rounded half to even; a scalar input 1 enters F first (mul then add).
-               The fixed-point form rounds half away from zero: 1 LSB off on the exact ties of
-               ViT-tiny's residual Adds (2 of 37824 elements), which then spread. */
-            const int sw = (int)(L->geo[8] >> 1) & 1; /* the node's input 0 is the constant (in2) */
-            const int32_t ra0 = (as ? (int8_t)ab[i] : ab[i]), rb0 = (bs ? (int8_t)bb[i % per] : bb[i % per]);
-            const float x0 = (float)(sw ? rb0 : ra0), x1 = (float)(sw ? ra0 : rb0);
-            float r0, r1, z0, z1;
-            memcpy(&r0, &L->geo[9], 4), memcpy(&r1, &L->geo[10], 4);
-            z0 = (float)(sw ? zb : za), z1 = (float)(sw ? za : zb);
-            const float F = (float)L->yzp - (r0 * z0 + r1 * z1);
-            float c;
-            if (per == 1) { /* MLAS takes a scalar operand as its B */
-                const float xs = sw ? x0 : x1, xv = sw ? x1 : x0, rs = sw ? r0 : r1, rv = sw ? r1 : r0;
-                c = fmaf(xv, rv, F + xs * rs);
-            } else
-                c = fmaf(x0, r0, fmaf(x1, r1, F));
-            q = (int64_t)nearbyintf(c);
-            q = q < lo ? lo : q > hi ? hi : q;
-            yb[i] = (uint8_t)(int32_t)q;
+        else if (L->geo[8] & 1) { /* ONNX Runtime's AVX2 float form (tsr_onnx_qadd.h), operands as set up */
+            yb[i] = (uint8_t)(ort_swap ? tsr_qadd_ort(&ort, b + zb, a + za) : tsr_qadd_ort(&ort, a + za, b + zb));
             continue;
         } else if (Sh) {
             const int64_t acc = (int64_t)a * MA + (int64_t)b * MB, half = (int64_t)1 << (Sh - 1);

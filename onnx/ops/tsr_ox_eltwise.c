@@ -17,24 +17,16 @@
 
 #include "tsr_error.h"
 #include "tsr_onnx_ops.h"
+#include "tsr_onnx_qadd.h"
 #include "tsr_quant.h"
 
-/* ONNX Runtime's QLinearAdd bytes on an x86-64 CPU with AVX2 (MlasQLinearAddKernelAvx2Helper) for every
- * pair of raw input bytes (t[256 * a + b], a of the node's input 0): fma(x0, r0, fma(x1, r1, F)) with F = zy -
- * (r0 za + r1 zb), its first product fused as the kernel is compiled (-mfma: 1 pair of 65,536 of a ResNet-50
- * Add differs otherwise), rounded half to even, saturated to the output type. */
+/* ONNX Runtime's QLinearAdd bytes on an x86-64 CPU with AVX2 for every pair of raw input bytes (t[256 * a + b],
+ * a of the node's input 0): tsr_onnx_qadd.h, as the host kernel computes them. */
 static void add_ort_table(const tsr_add_params_t *p, float r0, float r1, uint8_t *t)
 {
-    const float F = (float)p->y.zp - fmaf(r0, (float)p->a.zp, r1 * (float)p->b.zp);
-    const int ys8 = p->y.dtype == TSR_DT_INT8;
-    for (int a = 0; a < 256; a++)
-        for (int b = 0; b < 256; b++) {
-            const float x0 = (float)(p->a.dtype == TSR_DT_INT8 ? (int8_t)a : a);
-            const float x1 = (float)(p->b.dtype == TSR_DT_INT8 ? (int8_t)b : b);
-            long q = lrintf(fmaf(x0, r0, fmaf(x1, r1, F)));
-            q = q < (ys8 ? -128 : 0) ? (ys8 ? -128 : 0) : q > (ys8 ? 127 : 255) ? (ys8 ? 127 : 255) : q;
-            t[256 * a + b] = (uint8_t)q;
-        }
+    tsr_qadd_ort_t q;
+    tsr_qadd_ort_init(&q, r0, r1, p->a.zp, p->b.zp, p->y.zp, p->y.dtype == TSR_DT_INT8);
+    tsr_qadd_ort_table(&q, p->a.dtype == TSR_DT_INT8, p->b.dtype == TSR_DT_INT8, t);
 }
 
 /* Does the device's round_once add, RDBPOT(xa * MA + xb * MB + C, Sh) + zy saturated, give t for every pair?

@@ -87,6 +87,8 @@ def main():
     T.check("layerdiff: missing model", r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1,
             r.stderr.strip())
     every_pair()
+    host_fma()
+    host_scalar()
     T.finish()
 
 
@@ -120,6 +122,51 @@ def every_pair():
     i = np.arange(256, dtype=np.float32) - 128
     x = np.stack([np.repeat(i[:, None], 256, 1), np.repeat(i[None, :], 256, 0)])[None] * np.float32(0.05)
     T.against_ort("add on every byte pair", m, x.astype(np.float32), max_lsb=0)
+
+
+def host_fma():
+    """The host Add kernel (an Add whose operands come from host operators: a Split of the input) on every
+    pair of input bytes, against ONNX Runtime's AVX2 QLinearAdd. Its constant F = zy - (r0 za + r1 zb) is
+    contracted by ORT's compiler to zy - fma(r0, za, r1 zb); these scales (found by a search over random ones)
+    make F unfused differ on 3 of the 65,536 pairs (the host kernel before tsr_onnx_qadd.c: 3 differ)."""
+    F32, U8 = TensorProto.FLOAT, TensorProto.UINT8
+    mk, n = helper.make_tensor, helper.make_node
+    sa, sb, sy, za, zb, zy = 0.0979012549, 0.108664364, 0.0981891155, 234, 43, 140
+    inits = [mk("sa", F32, [], [sa]), mk("sb", F32, [], [sb]), mk("sy", F32, [], [sy]),
+             mk("za", U8, [], [za]), mk("zb", U8, [], [zb]), mk("zy", U8, [], [zy])]
+    nodes = [n("Split", ["X"], ["X0", "X1"], axis=1),
+             n("QuantizeLinear", ["X0", "sa", "za"], ["Aq"]), n("DequantizeLinear", ["Aq", "sa", "za"], ["A"]),
+             n("QuantizeLinear", ["X1", "sb", "zb"], ["Bq"]), n("DequantizeLinear", ["Bq", "sb", "zb"], ["B"]),
+             n("Add", ["A", "B"], ["S"], name="add"), n("QuantizeLinear", ["S", "sy", "zy"], ["Y"])]
+    m = T.model(nodes, [("X", F32, (1, 2, 256, 256))], [("Y", U8, (1, 1, 256, 256))], inits)
+    i = np.arange(256, dtype=np.float32)
+    x = np.stack([np.repeat(i[:, None] - za, 256, 1) * np.float32(sa),
+                  np.repeat(i[None, :] - zb, 256, 0) * np.float32(sb)])[None].astype(np.float32)
+    T.against_ort("host add on every byte pair", m, x, max_lsb=0)
+    rc, out = T.placement(T.save(m, "host_fma_pl.onnx"), x)
+    T.check("host add: on the host", rc == 0 and "quantized add or mul" in out, out[-300:] if rc else "")
+
+
+def host_scalar():
+    """The host Add of an activation and a scalar constant, in either input order, on all 256 bytes: ORT
+    passes the scalar as MLAS's B (F with the activation's ratio first) and adds it into F with an FMA,
+    fma(s, rb, F). Two scale sets on which the unfused or reordered forms differ from ORT (the host kernel before
+    tsr_onnx_qadd.c: 1 of 256 differs in each of the 4 runs)."""
+    F32, U8 = TensorProto.FLOAT, TensorProto.UINT8
+    mk, n = helper.make_tensor, helper.make_node
+    for sa, sb, sy, za, zb, zy, bq in ((0.0929201096, 0.0430337116, 0.0543452278, 251, 50, 175, 95),
+                                       (0.0766880289, 0.0597258508, 0.0445952006, 232, 152, 50, 114)):
+        for swap in (0, 1):
+            inits = [mk("sa", F32, [], [sa]), mk("sb", F32, [], [sb]), mk("sy", F32, [], [sy]),
+                     mk("za", U8, [], [za]), mk("zb", U8, [], [zb]), mk("zy", U8, [], [zy]),
+                     mk("bq", U8, [], [bq])]
+            nodes = [n("QuantizeLinear", ["X", "sa", "za"], ["Aq"]), n("DequantizeLinear", ["Aq", "sa", "za"], ["A"]),
+                     n("DequantizeLinear", ["bq", "sb", "zb"], ["B"]),
+                     n("Add", ["B", "A"] if swap else ["A", "B"], ["S"], name="add"),
+                     n("QuantizeLinear", ["S", "sy", "zy"], ["Y"])]
+            m = T.model(nodes, [("X", F32, (1, 1, 16, 16))], [("Y", U8, (1, 1, 16, 16))], inits)
+            x = ((np.arange(256, dtype=np.float32) - za) * np.float32(sa)).reshape(1, 1, 16, 16)
+            T.against_ort(f"host add of a scalar {bq}{' first' if swap else ''}", m, x.astype(np.float32), max_lsb=0)
 
 
 if __name__ == "__main__":
