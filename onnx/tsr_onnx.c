@@ -159,19 +159,28 @@ int tsr_onnx_set_target(tsr_onnx_t *m, const tsr_config_t *cfg)
     const int lut = cfg->act_lut > 0;
     /* Concats go on the device as views where the target's BLOCK and BATCH allow (ops/tsr_ox_concat.c) */
     const int cat = m->cat_block != cfg->block_out || m->cat_batch != cfg->batch;
-    if (lut == m->act_lut && !cat)
+    const int ex = cfg->exact_requant != 0;
+    if (lut == m->act_lut && !cat && ex == m->exact_rq)
         return 0;
     if (!lut && m->act_lut) /* the chains' host lops are gone: only a new load brings them back */
         return tsr_err(TSR_EINVAL, "%s: set up for a config with activation tables (ACT_LUT), the config has none "
                        "(ACT_LUT = 0): load the model again", m->path);
+    if (!ex && m->exact_rq) /* (the device forms of the Adds moved to the host are gone) */
+        return tsr_err(TSR_EINVAL, "%s: set up for a config with EXACT_REQUANT, the config has none: load the model "
+                       "again", m->path);
     for (int s = 0; s < m->nsegs; s++)
         if (m->segs[s].g)
             return tsr_err(TSR_EINVAL, "%s: already prepared for a config %s: load the model again", m->path,
-                           lut != m->act_lut ? "without activation tables (ACT_LUT = 0)" : "of another BLOCK or BATCH");
+                           lut != m->act_lut ? "without activation tables (ACT_LUT = 0)"
+                           : cat ? "of another BLOCK or BATCH" : "without EXACT_REQUANT");
     /* the segments again, after the passes: the act lops join the device runs around them */
     tsr_ox_free_segments(m);
     m->cat_block = cfg->block_out, m->cat_batch = cfg->batch;
     int rc = 0;
+    if (ex && !m->exact_rq) { /* an Add without an exact device form: ORT's bytes on the host (issue 30) */
+        tsr_ox_add_exact_host(m);
+        m->exact_rq = 1;
+    }
     if (lut && !m->act_lut) {
         rc = tsr_ox_act_tables(m);
         if (!rc)
@@ -256,6 +265,9 @@ void tsr_onnx_print_placement(const tsr_onnx_t *m, FILE *f)
         case OX_LOP:
             if (m->lops[l].side == SIDE_DEV)
                 snprintf(where, sizeof where, "device, segment %d (%s)", m->lops[l].seg, dev_kind(&m->lops[l].nd));
+            else if (m->lops[l].ort_host == 2) /* (tsr_onnx_set_target) */
+                snprintf(where, sizeof where, "host (%s: no exact integer form on the device, EXACT_REQUANT)",
+                         tsr_ox_host_name(m->lops[l].hkind));
             else
                 snprintf(where, sizeof where, "host (%s)", tsr_ox_host_name(m->lops[l].hkind));
             break;

@@ -144,8 +144,11 @@ int tsr_onnx_write_placement_json(const tsr_onnx_t *m, FILE *f);
  * (ACT_LUT > 0) the quantized elementwise chains (DequantizeLinear ->
  * Sigmoid, HardSwish, SiLU, GELU, ... -> QuantizeLinear) become device
  * activation tables, bit-identical to the host path (tsr_onnx_act.c), and
- * the segments are formed again; ACT_LUT = 0 changes nothing. Once set up
- * with tables, a config without them is refused (load the model again).
+ * the segments are formed again; ACT_LUT = 0 changes nothing. On a config
+ * with EXACT_REQUANT the quantized Adds whose device form is not ONNX
+ * Runtime's bytes (no exact integer form) become host kernels that are
+ * (the placement says so). Once set up with tables or EXACT_REQUANT, a
+ * config without them is refused (load the model again).
  * tsr_onnx_prepare calls it. */
 int tsr_onnx_set_target(tsr_onnx_t *m, const tsr_config_t *cfg);
 /* Device nodes and host nodes after lowering. */

@@ -568,7 +568,8 @@ int tsr_ox_run_qsoftmax(tsr_onnx_t *m, const ox_lop_t *L)
  * activation too. geo[8] bit 0 (set for every Add since the ViT check): ORT's
  * AVX2 float form instead (x86-64 CPUs with AVX2 run that kernel, the
  * fixed-point one only without AVX2), bit 1 the node's inputs swapped,
- * geo[9], geo[10] the float bits of its r0, r1. geo[11] > 0 (a Mul by a
+ * geo[9], geo[10] the float bits of its r0, r1; bit 2 the output clamped
+ * to [geo[12], geo[13]] (a fused Relu/Clip). geo[11] > 0 (a Mul by a
  * per-channel vector, in [N, C, H, W] by in2 [N, C, 1, 1]): in2's element
  * (i / geo[11]) % geo[1] for element i, i.e. each of in2's elements for
  * geo[11] = H*W consecutive ones. */
@@ -607,7 +608,10 @@ int tsr_ox_run_qaddc(tsr_onnx_t *m, const ox_lop_t *L)
         if (L->axis) /* Mul */
             q = (int64_t)nearbyintf((float)(a * b) * L->scale);
         else if (L->geo[8] & 1) { /* ONNX Runtime's AVX2 float form (tsr_onnx_qadd.h), operands as set up */
-            yb[i] = (uint8_t)(ort_swap ? tsr_qadd_ort(&ort, b + zb, a + za) : tsr_qadd_ort(&ort, a + za, b + zb));
+            int32_t y = ort_swap ? tsr_qadd_ort(&ort, b + zb, a + za) : tsr_qadd_ort(&ort, a + za, b + zb);
+            if (L->geo[8] & 4) /* a fused Relu/Clip's clamp (a device add moved here, tsr_ox_add_exact_host) */
+                y = y < L->geo[12] ? (int32_t)L->geo[12] : y > L->geo[13] ? (int32_t)L->geo[13] : y;
+            yb[i] = (uint8_t)y;
             continue;
         } else if (Sh) {
             const int64_t acc = (int64_t)a * MA + (int64_t)b * MB, half = (int64_t)1 << (Sh - 1);

@@ -113,6 +113,10 @@ typedef struct ox_lop {
     int cat_rq;             /* device: a Concat input's requantize (scale, zp: the input's; mult, yzp: the
                                output's), which an activation table replaces exactly with ACT_LUT
                                (ops/tsr_ox_concat.c tsr_ox_concat_tables) */
+    int ort_host;           /* a quantized Add whose device form is not ONNX Runtime's bytes (no exact integer
+                               form, ops/tsr_ox_eltwise.c): 1 on the device (the host kernel takes it on a
+                               config with EXACT_REQUANT: scale, mult, geo[7] keep its scales), 2 on the host
+                               for that reason (the placement says so) */
     int64_t host_ns;        /* host: its kernel's CPU time in the last tsr_onnx_run (the report's host table:
                                what the DSE's host-time model is calibrated on, scripts/dse/README.md) */
 } ox_lop_t;
@@ -182,6 +186,7 @@ struct tsr_onnx {
                                contrib operators have one version) */
     int nexact;             /* operators whose requantization integers came from tessera.requant metadata */
     int act_lut;            /* the lops were set up for a config with activation tables (tsr_onnx_set_target) */
+    int exact_rq;           /* ... for a config with EXACT_REQUANT: Adds without an exact device form on the host */
     int cat_block, cat_batch; /* the target's BLOCK and BATCH Concats were placed for (0: no target yet, on the
                                host; ops/tsr_ox_concat.c) */
     tsr_onnx_opts_t opts;   /* placement options (tsr_onnx_load_opts): the op handlers read opts.place */
@@ -361,6 +366,9 @@ int tsr_ox_softmax_device(tsr_onnx_t *m, int act_lut);
  * and the device form is bit-exact with the host kernel (the Mul) or the
  * device add's own (the Add). 1 if it moved, 0 if not. */
 int tsr_ox_promote_lop(tsr_onnx_t *m, int l);
+/* The device Adds whose bytes are not ONNX Runtime's (ort_host 1) as host kernels: a config with
+ * EXACT_REQUANT (tsr_onnx_set_target). How many moved. */
+int tsr_ox_add_exact_host(tsr_onnx_t *m);
 /* Values a's and b's producers are device graph lops before l, and so is every lop after the earlier of
  * them up to l: the condition for l to take both from one device segment (ops/tsr_ox_eltwise.c). */
 int tsr_ox_device_operands(const tsr_onnx_t *m, int l, int a, int b);

@@ -65,9 +65,9 @@ static int add_table_equal(const tsr_add_params_t *p, int32_t MA, int32_t MB, in
  * whose round_once add gives ONNX Runtime's AVX2 bytes for all 65,536 input pairs, in place; unchanged when
  * there are none (then within 1 LSB: where ORT's float32 rounding of fma(x1, r1, F) moves values across a
  * tie differently for different x1, no xa * A + xb * B + C of any precision orders the pairs as it does).
- * 0, or an error. */
+ * *found: 1 when they were found. 0, or an error. */
 static int add_exact_multipliers(const tsr_add_params_t *p, float r0, float r1, int Sh, int32_t *MA, int32_t *MB,
-                                 int32_t *C)
+                                 int32_t *C, int *found_out)
 {
     uint8_t *t = malloc(65536);
     if (!t)
@@ -89,11 +89,13 @@ static int add_exact_multipliers(const tsr_add_params_t *p, float r0, float r1, 
                     *MA = a, *MB = b, *C = (int32_t)c0, found = 1;
             }
     free(t);
+    *found_out = found;
     return 0;
 }
 
-/* The add's fixed-point parameters from its scales (as, bs inputs, ys output). */
-static int add_multipliers(tsr_onnx_t *m, int ni, float as, float bs, float ys, tsr_add_params_t *p)
+/* The add's fixed-point parameters from its scales (as, bs inputs, ys output); *exact: 1 when they give ONNX
+ * Runtime's AVX2 bytes on every input pair. */
+static int add_multipliers(tsr_onnx_t *m, int ni, float as, float bs, float ys, tsr_add_params_t *p, int *exact)
 {
     /* ONNX Runtime's fixed-point QLinearAdd (MLAS without AVX2: its NEON kernels, the x86 ones
        before AVX2; an x86-64 CPU with AVX2 adds in float32 FMAs instead, tsr_onnx_hostf.c
@@ -119,7 +121,8 @@ static int add_multipliers(tsr_onnx_t *m, int ni, float as, float bs, float ys, 
         }
     }
     int32_t C = 0;
-    if (mlas && add_exact_multipliers(p, ra, rb, Sh, &MA, &MB, &C))
+    *exact = 0;
+    if (mlas && add_exact_multipliers(p, ra, rb, Sh, &MA, &MB, &C, exact))
         return NERR(m, ni, "%s", tsr_errmsg());
     if (mlas) {
         p->left_shift = 22;
@@ -141,8 +144,9 @@ static int add_multipliers(tsr_onnx_t *m, int ni, float as, float bs, float ys, 
 }
 
 /* The model's exact integers for the add (tessera.requant metadata), if any,
- * replacing the scales' once checked against them. */
-static int add_meta(tsr_onnx_t *m, int ni, float as, float bs, float ys, tsr_add_params_t *p)
+ * replacing the scales' once checked against them (*exact then 1: the
+ * model's own arithmetic, not ONNX Runtime's, is the reference). */
+static int add_meta(tsr_onnx_t *m, int ni, float as, float bs, float ys, tsr_add_params_t *p, int *exact)
 {
     int rc;
     int64_t mv[7];
@@ -161,15 +165,17 @@ static int add_meta(tsr_onnx_t *m, int ni, float as, float bs, float ys, tsr_add
         p->mult_out = (int32_t)mv[5], p->shift_out = (int)mv[6];
         p->round_once = 0, p->bias_once = 0; /* (the model's integers are TFLite's two roundings) */
         m->nexact++;
+        *exact = 1;
     }
     return 0;
 }
 
 /* The device add's parameters (*pp) for the quantized values a and b into
  * yv (MLAS's fixed-point QLinearAdd, else TFLite ADD arithmetic,
- * tsr_quant_add_params), with a fused Relu/Clip act (or NULL). */
+ * tsr_quant_add_params), with a fused Relu/Clip act (or NULL); *exact: 1
+ * when its bytes are ONNX Runtime's on every input pair. */
 static int add_params(tsr_onnx_t *m, int ni, int a, float as, int32_t az, int b, float bs, int32_t bz, float ys,
-                      int32_t yz, const ox_qout_t *act, int yv, tsr_add_params_t *pp)
+                      int32_t yz, const ox_qout_t *act, int yv, tsr_add_params_t *pp, int *exact)
 {
     const ox_val_t *A = &m->vals[a], *B = &m->vals[b], *Y = &m->vals[yv];
     tsr_add_params_t p;
@@ -191,7 +197,7 @@ static int add_params(tsr_onnx_t *m, int ni, int a, float as, int32_t az, int b,
     for (int k = 0; k < 3; k++)
         ds[k]->n = (int)d[0], ds[k]->c = (int)d[1], ds[k]->h = (int)d[2], ds[k]->w = (int)d[3], ds[k]->zp = zps[k];
     int rc;
-    if ((rc = add_multipliers(m, ni, as, bs, ys, &p)) || (rc = add_meta(m, ni, as, bs, ys, &p)))
+    if ((rc = add_multipliers(m, ni, as, bs, ys, &p, exact)) || (rc = add_meta(m, ni, as, bs, ys, &p, exact)))
         return rc;
     p.act_min = p.y.dtype == TSR_DT_UINT8 ? 0 : -128;
     p.act_max = p.y.dtype == TSR_DT_UINT8 ? 255 : 127;
@@ -216,16 +222,59 @@ static int add_params(tsr_onnx_t *m, int ni, int a, float as, int32_t az, int b,
     return 0;
 }
 
-/* A quantized add (add_params) of the quantized values a and b into the new value yv. */
+/* A quantized add (add_params) of the quantized values a and b into the new value yv. One whose bytes are
+ * not ONNX Runtime's keeps its scales (scale, mult, geo[7] ys's bits) and ort_host 1: the host kernel takes it
+ * on a config with EXACT_REQUANT (tsr_ox_add_exact_host). */
 static int lower_add(tsr_onnx_t *m, int ni, int a, float as, int32_t az, int b, float bs, int32_t bz, float ys,
                      int32_t yz, const ox_qout_t *act, int yv)
 {
     tsr_nd_node_t nd = {.kind = TSR_ND_ADD};
-    int rc = add_params(m, ni, a, as, az, b, bs, bz, ys, yz, act, yv, &nd.add);
+    int exact;
+    int rc = add_params(m, ni, a, as, az, b, bs, bz, ys, yz, act, yv, &nd.add, &exact);
     if (rc)
         return rc;
     const int l = tsr_ox_dev_lop(m, ni, &nd, m->vals[a].base, m->vals[b].base, yv);
-    return l < 0 ? l : 0;
+    if (l < 0)
+        return l;
+    ox_lop_t *L = &m->lops[l];
+    uint32_t ysb;
+    memcpy(&ysb, &ys, 4);
+    L->scale = as, L->mult = bs, L->geo[7] = ysb;
+    L->ort_host = !exact;
+    return 0;
+}
+
+/* A device add lop l that is not ONNX Runtime's bytes (ort_host 1) as the host kernel's ORT form with its
+ * output clamp (tsr_ox_run_qaddc). */
+static void add_to_host(tsr_onnx_t *m, int l)
+{
+    ox_lop_t *L = &m->lops[l];
+    const tsr_add_params_t p = L->nd.add;
+    uint32_t ysb = (uint32_t)L->geo[7];
+    float ys;
+    memcpy(&ys, &ysb, 4);
+    const float r0 = L->scale / ys, r1 = L->mult / ys;
+    tsr_nd_node_free(&L->nd);
+    memset(&L->nd, 0, sizeof L->nd);
+    L->side = SIDE_HOST, L->hkind = H_QADDC, L->seg = -1;
+    memset(L->geo, 0, sizeof L->geo);
+    L->geo[0] = L->geo[1] = numel(&m->vals[L->in]);
+    L->geo[5] = p.a.zp, L->geo[6] = p.b.zp, L->geo[7] = ysb;
+    L->geo[8] = 1 | 4; /* ORT's AVX2 form, in the node's order (the operands are its inputs 0, 1), clamped */
+    memcpy(&L->geo[9], &r0, 4), memcpy(&L->geo[10], &r1, 4);
+    L->geo[12] = p.act_min, L->geo[13] = p.act_max;
+    L->yzp = p.y.zp;
+    L->axis = 0;
+    L->ort_host = 2;
+}
+
+int tsr_ox_add_exact_host(tsr_onnx_t *m)
+{
+    int k = 0;
+    for (int l = 0; l < m->nlops; l++)
+        if (m->lops[l].side == SIDE_DEV && m->lops[l].nd.kind == TSR_ND_ADD && m->lops[l].ort_host == 1)
+            add_to_host(m, l), k++;
+    return k;
 }
 
 /* com.microsoft QLinearAdd (scales and zero points constant scalars). */
@@ -379,6 +428,7 @@ int tsr_ox_promote_lop(tsr_onnx_t *m, int l)
     memcpy(&ys, &ysb, 4);
     tsr_nd_node_t nd;
     memset(&nd, 0, sizeof nd);
+    int exact = 1;
     /* the Mul by a per-channel vector: [N, C, H, W] by [N, C, 1, 1] (tsr_ox_qdq_mul_bcast), or two
        [N, C, 1, 1] (a gate over a 1x1 feature map, lowered as a Mul of one shape by qadd_const) */
     const int vec_mul = L->axis == 1 && (L->geo[11] > 0 || (L->geo[1] == L->geo[0] && A->ndim == 4 && B->ndim == 4 &&
@@ -408,13 +458,22 @@ int tsr_ox_promote_lop(tsr_onnx_t *m, int l)
         /* an Add of two activations of one shape (the residual after a gate): the device add */
         nd.kind = TSR_ND_ADD;
         const int rc = add_params(m, L->node, L->in, L->scale, (int32_t)L->geo[5], L->in2, L->mult,
-                                  (int32_t)L->geo[6], ys, L->yzp, NULL, L->out, &nd.add);
+                                  (int32_t)L->geo[6], ys, L->yzp, NULL, L->out, &nd.add, &exact);
         if (rc) {
             tsr_err_clear();
             return 0;
         }
+        if (!exact && m->exact_rq) { /* a config with EXACT_REQUANT: ORT's bytes on the host */
+            m->lops[l].ort_host = 2;
+            return 0;
+        }
     } else
         return 0;
+    const float as = L->scale, bs = L->mult;
     make_device(m, l, &nd);
+    if (nd.kind == TSR_ND_ADD) { /* (as lower_add's) */
+        m->lops[l].scale = as, m->lops[l].mult = bs, m->lops[l].geo[7] = ysb;
+        m->lops[l].ort_host = !exact;
+    }
     return 1;
 }
