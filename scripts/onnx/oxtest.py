@@ -186,6 +186,36 @@ def expect_error(name, m, want, x):
     return check(name + " (refused)", ok, err if not ok else "")
 
 
+def add_pair_model(sa, za, sb, zb, sy, zy):
+    """An Add of A (scale sa, zero point za) and B (sb, zb) into (sy, zy), both device values of one input X
+    [1, 2, 256, 256] quantized as A: conva takes channel 0 (weight 1, scale 1), convb channel 1 (weight 1 of
+    scale sb / sa and a bias za - zb: B's byte is X's), so that a = X[0] and b = X[1] take all 65,536 pairs.
+    Also the input x that gives them (x[0] row index, x[1] column index)."""
+    from onnx import TensorProto, numpy_helper
+    F32, U8, I8, I32 = TensorProto.FLOAT, TensorProto.UINT8, TensorProto.INT8, TensorProto.INT32
+    mk, n = helper.make_tensor, helper.make_node
+    ws = float(np.float32(sb) / np.float32(sa))
+    inits = [mk("sa", F32, [], [sa]), mk("za", U8, [], [za]), mk("sb", F32, [], [sb]), mk("zb", U8, [], [zb]),
+             mk("sy", F32, [], [sy]), mk("zy", U8, [], [zy]),
+             numpy_helper.from_array(np.array([1, 0], np.int8).reshape(1, 2, 1, 1), "wa"),
+             numpy_helper.from_array(np.array([0, 1], np.int8).reshape(1, 2, 1, 1), "wb"),
+             mk("ws", F32, [1], [1.0]), mk("wsb", F32, [1], [ws]), mk("wz", I8, [1], [0]),
+             mk("bb", I32, [1], [za - zb]), mk("bs", F32, [1], [float(np.float32(sa) * np.float32(ws))]),
+             mk("bz", I32, [1], [0])]
+    nodes = [n("QuantizeLinear", ["X", "sa", "za"], ["Xq"]), n("DequantizeLinear", ["Xq", "sa", "za"], ["Xd"]),
+             n("DequantizeLinear", ["wa", "ws", "wz"], ["Wa"], axis=0),
+             n("DequantizeLinear", ["wb", "wsb", "wz"], ["Wb"], axis=0),
+             n("DequantizeLinear", ["bb", "bs", "bz"], ["Bb"], axis=0),
+             n("Conv", ["Xd", "Wa"], ["Ha"], name="conva"), n("Conv", ["Xd", "Wb", "Bb"], ["Hb"], name="convb"),
+             n("QuantizeLinear", ["Ha", "sa", "za"], ["Aq"]), n("DequantizeLinear", ["Aq", "sa", "za"], ["A"]),
+             n("QuantizeLinear", ["Hb", "sb", "zb"], ["Bq"]), n("DequantizeLinear", ["Bq", "sb", "zb"], ["B"]),
+             n("Add", ["A", "B"], ["S"], name="add"), n("QuantizeLinear", ["S", "sy", "zy"], ["Y"])]
+    m = model(nodes, [("X", F32, (1, 2, 256, 256))], [("Y", U8, (1, 1, 256, 256))], inits)
+    i = np.arange(256, dtype=np.float32) - za
+    x = np.stack([np.repeat(i[:, None], 256, 1), np.repeat(i[None, :], 256, 0)])[None] * np.float32(sa)
+    return m, x.astype(np.float32)
+
+
 def placement(path, x):
     """`tessera infer` without --quiet: its stdout (the placement of every node and the per-layer
     table), for reading segment and host-operator counts."""

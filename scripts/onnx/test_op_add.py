@@ -170,35 +170,6 @@ def host_scalar():
             T.against_ort(f"host add of a scalar {bq}{' first' if swap else ''}", m, x.astype(np.float32), max_lsb=0)
 
 
-def pair_model(sa, za, sb, zb, sy, zy):
-    """An Add of A (scale sa, zero point za) and B (sb, zb) into (sy, zy), both device values of one input X
-    [1, 2, 256, 256] quantized as A: conva takes channel 0 (weight 1, scale 1), convb channel 1 (weight 1 of
-    scale sb / sa and a bias za - zb: B's byte is X's), so that a = X[0] and b = X[1] take all 65,536 pairs.
-    Also the input x that gives them (x[0] row index, x[1] column index)."""
-    F32, U8, I8, I32 = TensorProto.FLOAT, TensorProto.UINT8, TensorProto.INT8, TensorProto.INT32
-    mk, n = helper.make_tensor, helper.make_node
-    ws = float(np.float32(sb) / np.float32(sa))
-    inits = [mk("sa", F32, [], [sa]), mk("za", U8, [], [za]), mk("sb", F32, [], [sb]), mk("zb", U8, [], [zb]),
-             mk("sy", F32, [], [sy]), mk("zy", U8, [], [zy]),
-             numpy_helper.from_array(np.array([1, 0], np.int8).reshape(1, 2, 1, 1), "wa"),
-             numpy_helper.from_array(np.array([0, 1], np.int8).reshape(1, 2, 1, 1), "wb"),
-             mk("ws", F32, [1], [1.0]), mk("wsb", F32, [1], [ws]), mk("wz", I8, [1], [0]),
-             mk("bb", I32, [1], [za - zb]), mk("bs", F32, [1], [float(np.float32(sa) * np.float32(ws))]),
-             mk("bz", I32, [1], [0])]
-    nodes = [n("QuantizeLinear", ["X", "sa", "za"], ["Xq"]), n("DequantizeLinear", ["Xq", "sa", "za"], ["Xd"]),
-             n("DequantizeLinear", ["wa", "ws", "wz"], ["Wa"], axis=0),
-             n("DequantizeLinear", ["wb", "wsb", "wz"], ["Wb"], axis=0),
-             n("DequantizeLinear", ["bb", "bs", "bz"], ["Bb"], axis=0),
-             n("Conv", ["Xd", "Wa"], ["Ha"], name="conva"), n("Conv", ["Xd", "Wb", "Bb"], ["Hb"], name="convb"),
-             n("QuantizeLinear", ["Ha", "sa", "za"], ["Aq"]), n("DequantizeLinear", ["Aq", "sa", "za"], ["A"]),
-             n("QuantizeLinear", ["Hb", "sb", "zb"], ["Bq"]), n("DequantizeLinear", ["Bq", "sb", "zb"], ["B"]),
-             n("Add", ["A", "B"], ["S"], name="add"), n("QuantizeLinear", ["S", "sy", "zy"], ["Y"])]
-    m = T.model(nodes, [("X", F32, (1, 2, 256, 256))], [("Y", U8, (1, 1, 256, 256))], inits)
-    i = np.arange(256, dtype=np.float32) - za
-    x = np.stack([np.repeat(i[:, None], 256, 1), np.repeat(i[None, :], 256, 0)])[None] * np.float32(sa)
-    return m, x.astype(np.float32)
-
-
 def no_exact_form():
     """Real zoo Adds without an exact integer form (no RDBPOT(xa A + xb B + C, S) equals ORT's AVX2 bytes on
     every pair; docs/guide/model-zoo.md): resnet50 layer3.0 and mnasnet1_0 layers.8.2, u8 at 64x64
@@ -210,7 +181,7 @@ def no_exact_form():
                                            0.025518670678138733, 0)),
                     ("mnasnet1_0 layers.8.2", (0.061977319419384, 125, 0.07285384833812714, 149,
                                                0.09568716585636139, 137))):
-        m, x = pair_model(*p)
+        m, x = T.add_pair_model(*p)
         path = T.save(m, "pair.onnx")
         want = T.ort(path, x)
         rc, got, _ = T.infer(path, x)
