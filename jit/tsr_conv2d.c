@@ -387,10 +387,7 @@ static int pack_weights_all(const tsr_config_t *c, const tsr_conv2d_plan_t *pl, 
     }
     if (pl->fused) { /* the add's rows (every lane the same) behind the conv's */
         int32_t v[TSR_ADD_NCONST];
-        tsr_add_const_values(&pl->fadd, v);
-        for (int k = 0; k < 2; k++) /* mult_a, mult_b: a mul's factor where it replaces shl + mulhr */
-            if (tsr_conv2d_fuse_mul(&pl->fadd, v[k]))
-                v[k] >>= 31 - pl->fadd.left_shift;
+        tsr_conv2d_fuse_const_values(p, &pl->fadd, v);
         const size_t el0 = (size_t)pl->cob * (size_t)pl->nconst, lanes = (size_t)c->batch * c->block_out;
         for (int k = 0; k < TSR_ADD_NCONST; k++)
             for (size_t l = 0; l < lanes; l++)

@@ -721,9 +721,13 @@ static conv_case_t basic_case(int n, int cin, int h, int w, int cout, int kh, in
  * accumulator row beyond the plain conv's instead of 9 (rows of a 1x1 conv:
  * NB * CB_out * OH * OW). Fails before the shortcuts on the op count.
  * once: the add rounds once (round_once, ONNX Runtime's form): no output
- * mulhr, 5 ops per row, and the reference's one rounding. */
+ * mulhr, 5 ops per row, and the reference's one rounding. once 2: that
+ * with a bias_once (the importer's exact form) and b's zero point, both
+ * folded into one constant C (tsr_conv2d_fuse_fold_c): still 5 ops per row
+ * (6 before the fold), every byte as the add computed here in plain C. */
 static void fused_add_case(int once, int cin, int h, int wd, int cout, int overlap)
 {
+    const int32_t bias_once = once == 2 ? -45 : 0;
     tsr_device_t *dev = open_dev("default");
     const tsr_config_t *cfg = tsr_device_config(dev);
     conv_case_t k = basic_case(1, cin, h, wd, cout, 1, 1, 1, 0);
@@ -761,11 +765,19 @@ static void fused_add_case(int once, int cin, int h, int wd, int cout, int overl
                            .y = {1, p->c_out, oh, ow, TSR_DT_INT8, 4},
                            .left_shift = 22, .mult_a = ma * 512, .mult_b = mb * 512, .shift_a = 0, .shift_b = 0,
                            .mult_out = 1 << 30, .shift_out = -(sh - 1), .act_min = -128, .act_max = 127,
-                           .round_once = once};
+                           .round_once = once > 0, .bias_once = bias_once};
     opref_add_params_t op = {ap.left_shift, ap.mult_a, ap.mult_b, ap.shift_a, ap.shift_b, ap.mult_out,
                              ap.shift_out, ap.act_min, ap.act_max, ap.round_once};
     opref_tensor_t ob = {OPREF_INT8, 1, p->c_out, oh, ow, r, ap.b.zp}, oy = {OPREF_INT8, 1, p->c_out, oh, ow, yr, ap.y.zp};
     assert_int_equal(opref_add(&tc, &ob, &op, &oy), TSR_OK);
+    if (bias_once) /* (operators.md "add": y = clamp(RDBPOT(raw + bias_once, sh) + y_zp), raw exact) */
+        for (size_t i = 0; i < ny; i++) {
+            const int64_t raw = (int64_t)((int8_t)yc[i] - ap.a.zp) * ma + (int64_t)((int8_t)r[i] - ap.b.zp) * mb +
+                                bias_once;
+            const int64_t mask = ((int64_t)1 << sh) - 1, th = (mask >> 1) + (raw < 0);
+            const int64_t v = (raw >> sh) + ((raw & mask) > th) + ap.y.zp;
+            yr[i] = (uint8_t)(int8_t)(v < ap.act_min ? ap.act_min : v > ap.act_max ? ap.act_max : v);
+        }
     /* the fused plan on the device */
     tsr_dtensor_t dx, dr, dy;
     assert_int_equal(tsr_dtensor_init(cfg, 1, p->c_in, p->h, p->w, TSR_DT_INT8, p->x_zp, &dx), TSR_OK);
@@ -801,9 +813,10 @@ static void fused_add_case(int once, int cin, int h, int wd, int cout, int overl
     const uint64_t rows = (uint64_t)dy.nb * (uint64_t)dy.cb * (uint64_t)(oh * ow), add_ops = pl.alu_ops - pc.alu_ops;
     print_message("fused add shortcuts: %llu ALU ops (the conv alone %llu) over %llu accumulator rows\n",
                   (unsigned long long)pl.alu_ops, (unsigned long long)pc.alu_ops, (unsigned long long)rows);
-    if (pl.alu_ops < pc.alu_ops || add_ops != rows * (uint64_t)(6 - once))
+    const int want = once ? 5 : 6;
+    if (pl.alu_ops < pc.alu_ops || add_ops != rows * (uint64_t)want)
         fail_msg("fused add: %llu ALU ops for the add over %llu rows, want %d per row", (unsigned long long)add_ops,
-                 (unsigned long long)rows, 6 - once);
+                 (unsigned long long)rows, want);
     if (overlap) {
         /* The ALU bounds this layer (4 GEMM ops per row, 8 ALU ops): the
          * residual's LOAD must not leave it idle (tiling_t.rpre): the
@@ -839,6 +852,7 @@ static void test_fused_add_shortcuts(void **state)
     (void)state;
     fused_add_case(0, 32, 6, 5, 48, 0);
     fused_add_case(1, 32, 6, 5, 48, 0);
+    fused_add_case(2, 32, 6, 5, 48, 0);
 }
 
 /* ResNet-50's layer1 conv+add (1x1, 64 -> 256 channels, rows of 56; 16 of

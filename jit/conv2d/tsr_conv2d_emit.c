@@ -120,9 +120,10 @@ static int post_seq(const geo_t *g, alu_step_t seq[MAX_POST])
     /* (the shortcuts of tsr_conv2d_geo.h: the rqfin row then has zero point
      * 0, the constant rows m >> (31 - left_shift), tsr_conv2d.c) */
     const int mul_a = tsr_conv2d_fuse_mul(a, a->mult_a), mul_b = tsr_conv2d_fuse_mul(a, a->mult_b);
-    if (a->a.zp && !tsr_conv2d_fuse_fold_zp(g->p, a))
+    const int fold_c = tsr_conv2d_fuse_fold_c(g->p, a); /* (the zero points' adds and bias_once: one add of C) */
+    if (a->a.zp && !tsr_conv2d_fuse_fold_zp(g->p, a) && !fold_c)
         seq[ns++] = (alu_step_t){TSR_ALU_ADD, -1, -a->a.zp, 1 + FU_A};
-    if (a->b.zp)
+    if (a->b.zp && !fold_c)
         seq[ns++] = (alu_step_t){TSR_ALU_ADD, -1, -a->b.zp, 1 + FU_B};
     if (a->left_shift && !mul_a)
         seq[ns++] = (alu_step_t){TSR_ALU_SHR, -1, -a->left_shift, 1 + FU_A};
@@ -135,7 +136,9 @@ static int post_seq(const geo_t *g, alu_step_t seq[MAX_POST])
     if (a->shift_b < 0)
         seq[ns++] = (alu_step_t){TSR_ALU_RSHR, -1, -a->shift_b, 1 + FU_B};
     seq[ns++] = (alu_step_t){TSR_ALU_ADD, 0, 0, 1 + FU_A_B};
-    if (a->bias_once) /* (round_once: the constant before the one rounding) */
+    if (fold_c) /* C, in M_o's row */
+        seq[ns++] = (alu_step_t){TSR_ALU_ADD, 2, 0, 1 + FU_A_MO};
+    else if (a->bias_once) /* (round_once: the constant before the one rounding) */
         seq[ns++] = (alu_step_t){TSR_ALU_ADD, -1, a->bias_once, 1 + FU_A};
     if (a->shift_out > 0)
         seq[ns++] = (alu_step_t){TSR_ALU_SHR, -1, -a->shift_out, 1 + FU_A};

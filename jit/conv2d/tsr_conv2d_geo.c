@@ -63,6 +63,20 @@ uint32_t tsr_conv2d_fuse_const(const geo_t *g, int pa)
 {
     return tsr_conv2d_fuse_base(g, pa) + (uint32_t)(g->t.tco * g->t.toh * g->t.tow);
 }
+void tsr_conv2d_fuse_const_values(const tsr_conv2d_params_t *p, const tsr_add_params_t *a,
+                                  int32_t v[TSR_ADD_NCONST])
+{
+    tsr_add_const_values(a, v);
+    for (int k = 0; k < 2; k++) /* mult_a, mult_b: a mul's factor where it replaces shl + mulhr */
+        if (tsr_conv2d_fuse_mul(a, v[k]))
+            v[k] >>= 31 - a->left_shift;
+    if (tsr_conv2d_fuse_fold_c(p, a)) { /* (modulo 2^32: the ALU's add and mul wrap) */
+        int64_t cst = a->bias_once - (int64_t)a->b.zp * v[1];
+        if (!tsr_conv2d_fuse_fold_zp(p, a))
+            cst -= (int64_t)a->a.zp * v[0];
+        v[2] = (int32_t)(uint32_t)(uint64_t)cst;
+    }
+}
 int tsr_conv2d_n_uops(const geo_t *g) { return g->t.res ? g->nuops_res : tsr_conv2d_n_uops_sets(g, g->n_sets); }
 
 /* Resident mode: uop base of a kernel, appended on first use. */

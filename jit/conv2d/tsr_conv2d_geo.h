@@ -195,6 +195,32 @@ static inline int tsr_conv2d_fuse_mul(const tsr_add_params_t *a, int32_t m)
     return a && a->left_shift > 0 && a->left_shift <= 22 && m >= 0 &&
            (m & ((INT32_C(1) << (31 - a->left_shift)) - 1)) == 0;
 }
+/* - fold_c (round_once, where the mul shortcut makes each zero point's step
+ *   a ring step: (h - z) * m = h * m - z * m modulo 2^32, and mul, add and a
+ *   shift left all wrap modulo 2^32, so their order does not change the
+ *   32-bit sum the rounding reads): the zero points' products and bias_once
+ *   as one constant C = bias_once - z_b * m_b (- z_a * m_a) in the constant
+ *   row of M_o (round_once runs no mulhr by M_o), one ALU add of that row
+ *   after the add of the two inputs instead of an add per zero point and
+ *   one of bias_once; taken when it leaves out at least one op. (Inline
+ *   here, as the shortcuts above, so that a change reaches the emitter's
+ *   build identity in the kernel cache's signature.) */
+static inline int tsr_conv2d_fuse_fold_c(const tsr_conv2d_params_t *p, const tsr_add_params_t *a)
+{
+    if (!a || !a->round_once)
+        return 0;
+    const int za = a->a.zp && !tsr_conv2d_fuse_fold_zp(p, a), zb = a->b.zp != 0;
+    if (za && !(tsr_conv2d_fuse_mul(a, a->mult_a) && a->shift_a == 0))
+        return 0;
+    if (zb && !(tsr_conv2d_fuse_mul(a, a->mult_b) && a->shift_b == 0))
+        return 0;
+    return za + zb + (a->bias_once != 0) >= 2;
+}
+/* The fused add's TSR_ADD_NCONST constant rows (every lane the same value),
+ * with the shortcuts above: M_a, M_b (or their mul factors), M_o (or C),
+ * the rqfin row. */
+void tsr_conv2d_fuse_const_values(const tsr_conv2d_params_t *p, const tsr_add_params_t *a,
+                                  int32_t v[TSR_ADD_NCONST]);
 void tsr_conv2d_set_tiling(geo_t *g, const tiling_t *t);
 /* Depthwise mode: weight rows of nblk blocks' groups (a step's, from a
  * channel tile's first block), and the group index step from one block to
