@@ -26,7 +26,7 @@ static const char *train_help =
     "                     -o TUNED.onnx [--lr F] [--momentum F] [--batch B] [--seed S]\n"
     "                     [--backend fsim|systemc|rtl] [--config CONFIG] [--backward device|host]\n"
     "                     [--update master|int8] [--grad-round nearest|stochastic]\n"
-    "                     [--grad-bits 8|16] [--weight-round nearest|stochastic]\n"
+    "                     [--grad-bits 8|16] [--weight-bits 8|16] [--weight-round nearest|stochastic]\n"
     "                     [--logits-range observe|fixed] [--loss-logits exact|quantized]\n"
     "                     [--place KIND=device|host[,...]] [--quiet] [device options]\n"
     "\n"
@@ -67,6 +67,10 @@ static const char *train_help =
     "  --grad-bits N     8 (default): each gradient one int8 tensor (scale\n"
     "                    max|g| / 127); 16: two, its residual on that scale / 254\n"
     "                    (~15 bits), each backward GEMM twice on the device\n"
+    "  --weight-bits N   the training forward's weights of the trained convs and\n"
+    "                    denses: 16: the master copy on a 256x finer grid as two\n"
+    "                    int8 parts, two exact GEMMs on the device joined on the\n"
+    "                    host; 8: the int8 weights (the tuned file's are int8 either way)\n"
     "  --weight-round HOW  the training forward's int8 weights from the master\n"
     "                    copy: nearest (default) or stochastic (unbiased: changes\n"
     "                    below half a step count in expectation; seeded by\n"
@@ -84,8 +88,8 @@ static const char *train_help =
     "  --quiet           no trainable-part table and no progress lines\n";
 
 enum { O_DATA = 3000, O_LABELS, O_EPOCHS, O_TRAINABLE, O_LR, O_MOMENTUM, O_BATCH, O_SEED, O_BACKEND, O_CONFIG,
-       O_BACKWARD, O_UPDATE, O_GRAD_ROUND, O_GRAD_BITS, O_WEIGHT_ROUND, O_LOGITS_RANGE, O_LOSS_LOGITS, O_QUIET, O_HELP,
-       O_PLACE };
+       O_BACKWARD, O_UPDATE, O_GRAD_ROUND, O_GRAD_BITS, O_WEIGHT_BITS, O_WEIGHT_ROUND, O_LOGITS_RANGE, O_LOSS_LOGITS,
+       O_QUIET, O_HELP, O_PLACE };
 
 typedef struct {
     const char *model, *data, *labels, *out, *backend, *cfgname, *trainable;
@@ -172,6 +176,12 @@ static int train_option(int c, char *arg, const tsr_cli_dev_t *dev, train_args_t
             return 0;
         }
         return snprintf(msg, sizeof msg, "--grad-bits \"%.64s\": 8 or 16", arg), bad(msg);
+    case O_WEIGHT_BITS:
+        if (!strcmp(arg, "8") || !strcmp(arg, "16")) {
+            a->o.weight_bits = atoi(arg);
+            return 0;
+        }
+        return snprintf(msg, sizeof msg, "--weight-bits \"%.64s\": 8 or 16", arg), bad(msg);
     case O_WEIGHT_ROUND:
         if (!strcmp(arg, "nearest") || !strcmp(arg, "stochastic")) {
             a->o.weight_stochastic = !strcmp(arg, "stochastic");
@@ -208,7 +218,7 @@ static int train_parse(int argc, char **argv, const tsr_cli_dev_t *dev, train_ar
         {"seed", required_argument, 0, O_SEED},         {"backend", required_argument, 0, O_BACKEND},
         {"config", required_argument, 0, O_CONFIG},     {"backward", required_argument, 0, O_BACKWARD},
         {"update", required_argument, 0, O_UPDATE}, {"grad-round", required_argument, 0, O_GRAD_ROUND},
-        {"grad-bits", required_argument, 0, O_GRAD_BITS},
+        {"grad-bits", required_argument, 0, O_GRAD_BITS}, {"weight-bits", required_argument, 0, O_WEIGHT_BITS},
         {"weight-round", required_argument, 0, O_WEIGHT_ROUND},     {"quiet", no_argument, 0, O_QUIET},
         {"logits-range", required_argument, 0, O_LOGITS_RANGE},
         {"loss-logits", required_argument, 0, O_LOSS_LOGITS},

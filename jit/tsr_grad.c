@@ -990,6 +990,7 @@ static int64_t smul(int64_t a, int64_t b)
     return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
 }
 
+/* is_dw: 0 dX (dy, w), 1 dW (dy, x), 2 the forward's sums (x, w). */
 static int check_conv(const char *op, tsr_device_t *dev, const tsr_grad_conv_t *p, const void *dy, const void *b,
                       const void *out, int is_dw, int *oh, int *ow)
 {
@@ -1021,12 +1022,16 @@ static int check_conv(const char *op, tsr_device_t *dev, const tsr_grad_conv_t *
     *oh = (int)(oh64 < INT_MAX ? oh64 : INT_MAX); /* (an output that large is refused below) */
     *ow = (int)(ow64 < INT_MAX ? ow64 : INT_MAX);
     if (!dy || !b || !out)
-        return tsr_err(TSR_EINVAL, "%s: NULL %s", op, !dy ? "dy" : !b ? (is_dw ? "x" : "w") : "output");
+        return tsr_err(TSR_EINVAL, "%s: NULL %s", op, !dy ? (is_dw == 2 ? "x" : "dy") : !b ? (is_dw == 1 ? "x" : "w")
+                                                                                       : "output");
     /* the longest sum: dX's taps meeting one input pixel, dW's output pixels */
     const int64_t cog = p->c_out / p->groups, cig = p->c_in / p->groups, g = p->groups > 1 ? p->groups : 1;
     const int64_t taps = smul((p->kh + p->stride_h - 1) / p->stride_h, (p->kw + p->stride_w - 1) / p->stride_w);
     const int64_t opix = smul(oh64, ow64), kk = smul(p->kh, p->kw);
-    int rc = is_dw ? check_sum(op, smul(p->n, opix), 128 * 255) : check_sum(op, smul(cog, taps), MAXPROD);
+    /* (the forward's, is_dw 2: a channel group's taps) */
+    int rc = is_dw == 2 ? check_sum(op, smul(cig, kk), 128 * 255)
+             : is_dw    ? check_sum(op, smul(p->n, opix), 128 * 255)
+                        : check_sum(op, smul(cog, taps), MAXPROD);
     if (rc)
         return rc;
     /* the host copies: tensors, and dX's / dW's GEMM operands (at most the im2col of x or dy) */
@@ -1525,4 +1530,209 @@ out:
     free(wm);
     free(o);
     return rc;
+}
+
+/* ---- the forward's exact int32 sums (a training forward on weights wider than int8, as int8 parts) ---- */
+
+int tsr_grad_dense_fwd(tsr_device_t *dev, int n, int k, int m, const void *x, tsr_dtype_e x_dtype, int32_t x_zp,
+                       const int8_t *w, int32_t *y, tsr_grad_stats_t *st)
+{
+    const char *op = "grad dense fwd";
+    int rc = check_dense(op, dev, n, k, m, x, w, y);
+    if (rc || (rc = check_x(op, x_dtype, x_zp)) || (rc = check_sum(op, k, 128 * 255)))
+        return rc;
+    /* y [N][M] = g [N][K] * w^T [K][M], g = x - off; then + (off - x_zp) * SUM_k w[m][k] */
+    mat_t a = {x, k, 0, 1, x_dtype}, b = {w, k, 1, 0, TSR_DT_INT8};
+    uint64_t cyc = 0;
+    if ((rc = gemm_any(dev, n, k, m, mat_get, &a, mat_get, &b, y, &cyc)))
+        return tsr_err_prefix(rc, "%s [%d x %d] x [%d x %d]^T: ", op, n, k, m, k);
+    const int32_t cz = tsr_dt_off(x_dtype) - x_zp;
+    for (int mm = 0; cz && mm < m; mm++) {
+        int64_t s = 0;
+        for (int kk = 0; kk < k; kk++)
+            s += w[(size_t)mm * (size_t)k + (size_t)kk];
+        const uint32_t fold = (uint32_t)(int32_t)(s * cz);
+        for (int nn = 0; nn < n; nn++)
+            y[(size_t)nn * (size_t)m + (size_t)mm] = (int32_t)((uint32_t)y[(size_t)nn * (size_t)m + (size_t)mm] + fold);
+    }
+    add_stats(st, (uint64_t)n * (uint64_t)m * (uint64_t)k, cz ? (uint64_t)m : 0, cyc);
+    return TSR_OK;
+}
+
+/* The kernel's rows [*k0, *k1] that meet the input for some output row (the others meet only padding,
+ * whose real value is 0: skipped), along one axis. */
+static void fwd_crop(int in, int out, int k, int s, int pad, int *k0, int *k1)
+{
+    *k0 = k, *k1 = -1;
+    for (int t = 0; t < k; t++)
+        for (int o = 0; o < out; o++) {
+            const int i = o * s + t - pad;
+            if (i >= 0 && i < in) {
+                *k0 = t < *k0 ? t : *k0;
+                *k1 = t > *k1 ? t : *k1;
+                break;
+            }
+        }
+}
+
+/* The forward (groups 1) as one stride-1 convolution GEMM gathered on chip: the stride's phases as
+ * channels (space to depth): with taps ky = ky0 + sh*j + a (a < min(sh, KHc)), input row oy*sh + ky - pt
+ * = sh*(oy + j) + a + ky0 - pt, so D[n][(ci, a, b)][r][t] = g(x[n][ci][sh*r + a + ky0 - pt][sw*t + b +
+ * kx0 - pl]) and W[((ci, a, b), j, i)][co] = w[co][ci][ky0 + sh*j + a][kx0 + sw*i + b] (0 past the
+ * kernel). est: only the estimated cycles (-1: no tiling). out [N][OH][OW][C_out]. */
+static int conv_fwd_gather(tsr_device_t *dev, const tsr_grad_conv_t *p, const gsrc_t *gs, const int8_t *w, int oh,
+                           int ow, const int kc[4], int32_t *out, uint64_t *cycles, double *est)
+{
+    const int sh = p->stride_h, sw = p->stride_w, cin = p->c_in, cout = p->c_out;
+    const int khc = kc[1] - kc[0] + 1, kwc = kc[3] - kc[2] + 1;
+    const int pa = imin(sh, khc), pb = imin(sw, kwc), nj = cdiv(khc, sh), ni = cdiv(kwc, sw);
+    const int cr = cin * pa * pb, hy = oh + nj - 1, hx = ow + ni - 1, nt = nj * ni;
+    cgemm_t g = {p->n, cr, cout, oh, ow, nj, ni, NULL, NULL, 0};
+    if (est) {
+        cgeo_t cg;
+        *est = cgeo_init(tsr_device_config(dev), &g, &cg) ? -1 : cg.cost;
+        tsr_err_clear();
+        return TSR_OK;
+    }
+    int8_t *d = malloc((size_t)p->n * (size_t)cr * (size_t)hy * (size_t)hx);
+    int8_t *wm = calloc((size_t)cr * (size_t)nt * (size_t)cout, 1);
+    int rc = TSR_OK;
+    if (!d || !wm)
+        rc = tsr_err(TSR_ENOMEM, "out of memory");
+    for (int n = 0; !rc && n < p->n; n++)
+        for (int ci = 0; ci < cin; ci++)
+            for (int a = 0; a < pa; a++)
+                for (int b = 0; b < pb; b++)
+                    for (int r = 0; r < hy; r++)
+                        for (int t = 0; t < hx; t++)
+                            d[((((size_t)n * (size_t)cin + (size_t)ci) * (size_t)(pa * pb) + (size_t)(a * pb + b)) *
+                                   (size_t)hy + (size_t)r) * (size_t)hx + (size_t)t] =
+                                g_at(gs, n, ci, sh * r + a + kc[0] - p->pad_top, sw * t + b + kc[2] - p->pad_left);
+    for (int ci = 0; !rc && ci < cin; ci++)
+        for (int a = 0; a < pa; a++)
+            for (int b = 0; b < pb; b++)
+                for (int j = 0; j < nj; j++)
+                    for (int i = 0; i < ni; i++) {
+                        const int ky = sh * j + a, kx = sw * i + b;
+                        if (ky >= khc || kx >= kwc)
+                            continue;
+                        const size_t row = ((size_t)(ci * pa * pb + a * pb + b) * (size_t)nt + (size_t)(j * ni + i));
+                        for (int co = 0; co < cout; co++)
+                            wm[row * (size_t)cout + (size_t)co] =
+                                w[(((size_t)co * (size_t)cin + (size_t)ci) * (size_t)p->kh + (size_t)(kc[0] + ky)) *
+                                      (size_t)p->kw + (size_t)(kc[2] + kx)];
+                    }
+    if (!rc) {
+        g.d = d;
+        g.w = wm;
+        rc = cgemm32(dev, &g, out, cycles);
+    }
+    free(d);
+    free(wm);
+    return rc;
+}
+
+/* The forward as the im2col GEMM (groups 1: A [pixel][(ci, tap)] of g, W [(ci, tap)][co]) or, depthwise,
+ * lanes (A [c][pixel][tap], W [tap][c]); the kept taps kc. out [pixel][C_out]. */
+static int conv_fwd_im2col(tsr_device_t *dev, const tsr_grad_conv_t *p, const gsrc_t *gs, const int8_t *w, int oh,
+                           int ow, const int kc[4], int32_t *out, uint64_t *cycles)
+{
+    const int dwise = p->groups > 1, cin = p->c_in, cout = p->c_out, cig = cin / p->groups;
+    const int khc = kc[1] - kc[0] + 1, kwc = kc[3] - kc[2] + 1, nt = khc * kwc;
+    const int np_ = p->n * oh * ow, r = cig * nt, q = cout;
+    int8_t *a = malloc((size_t)np_ * (size_t)r * (dwise ? (size_t)q : 1)), *wm = malloc((size_t)r * (size_t)q);
+    int rc = TSR_OK;
+    if (!a || !wm)
+        rc = tsr_err(TSR_ENOMEM, "out of memory");
+    for (int n = 0; !rc && n < p->n; n++)
+        for (int oy = 0; oy < oh; oy++)
+            for (int ox = 0; ox < ow; ox++) {
+                const size_t pi = ((size_t)n * (size_t)oh + (size_t)oy) * (size_t)ow + (size_t)ox;
+                for (int ci = 0; ci < cin; ci++)
+                    for (int ty = 0; ty < khc; ty++)
+                        for (int tx = 0; tx < kwc; tx++) {
+                            const int8_t v = g_at(gs, n, ci, oy * p->stride_h + kc[0] + ty - p->pad_top,
+                                                  ox * p->stride_w + kc[2] + tx - p->pad_left);
+                            const size_t t = (size_t)ty * (size_t)kwc + (size_t)tx;
+                            if (dwise)
+                                a[((size_t)ci * (size_t)np_ + pi) * (size_t)nt + t] = v;
+                            else
+                                a[pi * (size_t)r + (size_t)ci * (size_t)nt + t] = v;
+                        }
+            }
+    for (int co = 0; !rc && co < cout; co++)
+        for (int cj = 0; cj < cig; cj++)
+            for (int ty = 0; ty < khc; ty++)
+                for (int tx = 0; tx < kwc; tx++) {
+                    const int8_t v = w[(((size_t)co * (size_t)cig + (size_t)cj) * (size_t)p->kh + (size_t)(kc[0] + ty)) *
+                                           (size_t)p->kw + (size_t)(kc[2] + tx)];
+                    const size_t t = (size_t)ty * (size_t)kwc + (size_t)tx;
+                    wm[(dwise ? t : (size_t)cj * (size_t)nt + t) * (size_t)q + (size_t)co] = v;
+                }
+    if (!rc && dwise)
+        rc = gemm_lanes(dev, np_, r, q, a, wm, out, cycles);
+    else if (!rc) {
+        mat_t ma = {a, r, 0, 0, TSR_DT_INT8}, mw = {wm, q, 0, 0, TSR_DT_INT8};
+        rc = gemm_any(dev, np_, r, q, mat_get, &ma, mat_get, &mw, out, cycles);
+    }
+    free(a);
+    free(wm);
+    return rc;
+}
+
+int tsr_grad_conv_fwd(tsr_device_t *dev, const tsr_grad_conv_t *p, uint64_t dev_budget, const void *x,
+                      tsr_dtype_e x_dtype, int32_t x_zp, const int8_t *w, int32_t *y, tsr_grad_stats_t *st)
+{
+    const char *op = "grad conv fwd";
+    int oh, ow, rc = check_conv(op, dev, p, x, w, y, 2, &oh, &ow);
+    if (rc || (rc = check_x(op, x_dtype, x_zp)))
+        return rc;
+    const int dwise = p->groups > 1, cout = p->c_out, cig = p->c_in / p->groups;
+    const int32_t off = tsr_dt_off(x_dtype);
+    const gsrc_t gs = {p, x, x_dtype, off, (int8_t)(x_zp - off)};
+    int kc[4];
+    fwd_crop(p->h, oh, p->kh, p->stride_h, p->pad_top, &kc[0], &kc[1]);
+    fwd_crop(p->w, ow, p->kw, p->stride_w, p->pad_left, &kc[2], &kc[3]);
+    const size_t opix = (size_t)oh * (size_t)ow, np_ = (size_t)p->n * opix;
+    if (kc[1] < 0 || kc[3] < 0) { /* every tap on padding: the sums are 0 */
+        memset(y, 0, np_ * (size_t)cout * sizeof *y);
+        return TSR_OK;
+    }
+    int32_t *o = malloc(np_ * (size_t)cout * sizeof *o);
+    uint64_t cyc = 0;
+    if (!o)
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    int gather = 0;
+    if (!dwise) {
+        double ec = -1;
+        conv_fwd_gather(dev, p, &gs, w, oh, ow, kc, NULL, NULL, &ec);
+        uint64_t gb = 0;
+        const int nt = (kc[1] - kc[0] + 1) * (kc[3] - kc[2] + 1);
+        const double eg = est_gemm(tsr_device_config(dev), (int)np_, cig * nt, cout, &gb);
+        gather = take_gather(ec, eg, gb, dev_budget);
+    }
+    rc = gather ? conv_fwd_gather(dev, p, &gs, w, oh, ow, kc, o, &cyc, NULL)
+                : conv_fwd_im2col(dev, p, &gs, w, oh, ow, kc, o, &cyc);
+    if (rc) {
+        free(o);
+        return tsr_err_prefix(rc, "%s: ", op);
+    }
+    /* [pixel][co] -> [n][co][pixel], plus the zero-point fold over the kept taps */
+    const int32_t cz = off - x_zp;
+    for (int co = 0; co < cout; co++) {
+        int64_t sw_ = 0;
+        for (int cj = 0; cz && cj < cig; cj++)
+            for (int ky = kc[0]; ky <= kc[1]; ky++)
+                for (int kx = kc[2]; kx <= kc[3]; kx++)
+                    sw_ += w[(((size_t)co * (size_t)cig + (size_t)cj) * (size_t)p->kh + (size_t)ky) * (size_t)p->kw +
+                             (size_t)kx];
+        const uint32_t fold = (uint32_t)(int32_t)(sw_ * cz);
+        for (int n = 0; n < p->n; n++)
+            for (size_t i = 0; i < opix; i++)
+                y[((size_t)n * (size_t)cout + (size_t)co) * opix + i] =
+                    (int32_t)((uint32_t)o[((size_t)n * opix + i) * (size_t)cout + (size_t)co] + fold);
+    }
+    free(o);
+    add_stats(st, conv_macs(p, oh, ow), cz ? (uint64_t)cout : 0, cyc);
+    return TSR_OK;
 }

@@ -60,4 +60,19 @@ int tsr_grad_conv_dx_budget(tsr_device_t *dev, const tsr_grad_conv_t *p, uint64_
 int tsr_grad_conv_dw_budget(tsr_device_t *dev, const tsr_grad_conv_t *p, uint64_t dev_budget, const int8_t *dy,
                             const void *x, tsr_dtype_e x_dtype, int32_t x_zp, int32_t *dw, tsr_grad_stats_t *st);
 
+/* The forward's exact int32 sums, before any requantization: for a training forward whose weights are
+ * wider than int8, run once per int8 part of them and combined by the caller (tsr_train --weight-bits 16).
+ * dense, w [M][K] int8, x [N][K] of x_dtype (int8 / uint8) with zero point x_zp:
+ *   y[n][m] = SUM_k w[m][k] * (x[n][k] - x_zp)                  (int32 [N][M]) */
+int tsr_grad_dense_fwd(tsr_device_t *dev, int n, int k, int m, const void *x, tsr_dtype_e x_dtype, int32_t x_zp,
+                       const int8_t *w, int32_t *y, tsr_grad_stats_t *st);
+/* conv (groups 1 or depthwise), w [C_out][C_in/groups][KH][KW]:
+ *   y[n][co][oy][ox] = SUM over (ci', ky, kx) of w[co][ci'][ky][kx] * (x[n][ci][oy*sh+ky-pt][ox*sw+kx-pl] - x_zp),
+ * ci the channel ci' of co's group, padding contributing 0 (int32 [N, C_out, OH, OW]). Kernel rows and
+ * columns that meet only padding are skipped (a 3x3 conv on a 1x1 input runs its centre tap); groups 1
+ * gathered on chip (the stride's phases as channels) or as the im2col GEMM, by estimated cycles under
+ * dev_budget as the _budget functions above; depthwise as lanes. */
+int tsr_grad_conv_fwd(tsr_device_t *dev, const tsr_grad_conv_t *p, uint64_t dev_budget, const void *x,
+                      tsr_dtype_e x_dtype, int32_t x_zp, const int8_t *w, int32_t *y, tsr_grad_stats_t *st);
+
 #endif

@@ -5,6 +5,9 @@
  * multiply-accumulates, host_macs only the zero-point fold of dW (one
  * product per output channel when x_zp differs from the dtype's offset).
  *
+ * The forward's exact sums (tsr_grad_*_fwd: a training forward on weights
+ * wider than int8, one part at a time) on the same cases.
+ *
  * Random shapes (sizes not multiples of the blocks), strides 1-2, pads,
  * kernels 1/3/5, depthwise, x int8/uint8 with random zero points, dy over
  * the whole int8 range (-128 included), and the extremes (every product
@@ -87,8 +90,9 @@ static void dense_case(tsr_device_t *dev, const char *cname, uint64_t *s, int n,
 {
     int8_t *dy = malloc((size_t)n * m), *w = malloc((size_t)m * k);
     uint8_t *x = malloc((size_t)n * k);
-    int32_t *got = malloc(sizeof(int32_t) * (size_t)(n > m ? n : m) * k);
-    int32_t *want = malloc(sizeof(int32_t) * (size_t)(n > m ? n : m) * k);
+    const size_t nk = (size_t)n * k, mk = (size_t)m * k, nm = (size_t)n * m;
+    const size_t big = nk > mk ? (nk > nm ? nk : nm) : (mk > nm ? mk : nm); /* (dx, dw and the forward's) */
+    int32_t *got = malloc(sizeof(int32_t) * big), *want = malloc(sizeof(int32_t) * big);
     assert_true(dy && w && x && got && want);
     if (extreme == 1) {
         memset(dy, 0x80, (size_t)n * m);
@@ -123,6 +127,15 @@ static void dense_case(tsr_device_t *dev, const char *cname, uint64_t *s, int n,
         fail_msg("%s: %s", what, tsr_errmsg());
     gradref_dense_dw(n, k, m, dy, x, dtu, zp, want);
     cmp32(what, got, want, (size_t)m * k);
+    assert_int_equal(st.device_macs, (uint64_t)n * k * m);
+    assert_int_equal(st.host_macs, zp == (dtu ? 128 : 0) ? 0 : (uint64_t)m);
+
+    snprintf(what, sizeof what, "%s dense fwd n %d k %d m %d %s zp %d", cname, n, k, m, dtu ? "u8" : "i8", zp);
+    memset(&st, 0, sizeof st);
+    if (tsr_grad_dense_fwd(dev, n, k, m, x, dt, zp, w, got, &st))
+        fail_msg("%s: %s", what, tsr_errmsg());
+    gradref_dense_fwd(n, k, m, x, dtu, zp, w, want);
+    cmp32(what, got, want, (size_t)n * m);
     assert_int_equal(st.device_macs, (uint64_t)n * k * m);
     assert_int_equal(st.host_macs, zp == (dtu ? 128 : 0) ? 0 : (uint64_t)m);
     free(dy);
@@ -167,6 +180,7 @@ static void test_dense_extremes(void **state)
     dense_case(dev, "default", &s, 1, 3, INT32_MAX / 16384, 0, 0, 1);
     dense_case(dev, "default", &s, INT32_MAX / (128 * 255), 2, 1, 1, 255, 1);
     dense_case(dev, "default", &s, 2, 1, 1, 0, 127, 1);
+    dense_case(dev, "default", &s, 1, INT32_MAX / (128 * 255), 2, 1, 255, 1); /* the forward's longest */
     tsr_device_close(dev);
 }
 
@@ -182,7 +196,8 @@ static void conv_case(tsr_device_t *dev, const char *cname, uint64_t *s, const t
     const size_t nw = (size_t)p->c_out * (p->c_in / p->groups) * p->kh * p->kw;
     int8_t *dy = malloc(ny), *w = malloc(nw);
     uint8_t *x = malloc(nx);
-    int32_t *got = malloc(sizeof(int32_t) * (nx > nw ? nx : nw)), *want = malloc(sizeof(int32_t) * (nx > nw ? nx : nw));
+    const size_t nmax = nx > nw ? (nx > ny ? nx : ny) : (nw > ny ? nw : ny);
+    int32_t *got = malloc(sizeof(int32_t) * nmax), *want = malloc(sizeof(int32_t) * nmax);
     assert_true(dy && w && x && got && want);
     if (small) {
         fill_small(s, dy, ny);
@@ -217,6 +232,15 @@ static void conv_case(tsr_device_t *dev, const char *cname, uint64_t *s, const t
     const uint64_t host = zp == (dtu ? 128 : 0) ? 0 : (uint64_t)p->c_out;
     if (st.device_macs != macs || st.host_macs != host)
         fail_msg("%s dw (%s zp %d): device_macs %llu (formula %llu), host_macs %llu (want %llu)", what,
+                 dtu ? "u8" : "i8", zp, (unsigned long long)st.device_macs, (unsigned long long)macs,
+                 (unsigned long long)st.host_macs, (unsigned long long)host);
+    memset(&st, 0, sizeof st);
+    if (tsr_grad_conv_fwd(dev, p, 0, x, dt, zp, w, got, &st))
+        fail_msg("%s fwd: %s", what, tsr_errmsg());
+    gradref_conv_fwd(&r, x, dtu, zp, w, want);
+    cmp32(what, got, want, ny);
+    if (st.device_macs != macs || st.host_macs != (macs ? host : 0)) /* (every tap on padding: nothing run) */
+        fail_msg("%s fwd (%s zp %d): device_macs %llu (formula %llu), host_macs %llu (want %llu)", what,
                  dtu ? "u8" : "i8", zp, (unsigned long long)st.device_macs, (unsigned long long)macs,
                  (unsigned long long)st.host_macs, (unsigned long long)host);
     free(dy);
@@ -305,7 +329,13 @@ static void test_larger(void **state)
     const tsr_grad_conv_t cps[] = {{32, 1, 8, 8, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1},
                                    {32, 16, 8, 8, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1},
                                    {3, 20, 17, 13, 40, 5, 5, 2, 2, 2, 2, 2, 2, 1},
-                                   {2, 3, 100, 100, 3, 3, 3, 1, 1, 1, 1, 1, 1, 3}};
+                                   {2, 3, 100, 100, 3, 3, 3, 1, 1, 1, 1, 1, 1, 3},
+                                   /* the forward's skipped taps: a 3x3 conv on a 1x1 input (its centre tap, the
+                                      zoo ResNet-18's last block), on a row one tap of which meets it, and a
+                                      strided one whose middle tap meets only padding */
+                                   {16, 64, 1, 1, 48, 3, 3, 1, 1, 1, 1, 1, 1, 1},
+                                   {3, 4, 1, 5, 7, 3, 3, 1, 1, 2, 0, 0, 2, 1},
+                                   {2, 5, 1, 1, 6, 3, 3, 2, 2, 2, 2, 2, 2, 1}};
     for (size_t i = 0; i < sizeof cps / sizeof cps[0]; i++)
         conv_case(dev, "default", &s, &cps[i], (int)(i & 1), (int32_t)(i & 1 ? 77 : -9), 0);
     dense_case(dev, "default", &s, 32, 512, 10, 1, 0, 0);

@@ -19,6 +19,9 @@
  *    re-quantization unbiased (a weight a quarter step past a grid point
  *    rounds up a quarter of the time; to nearest it never does), the tuned
  *    file's last one to nearest.
+ *  - test_forward_wide: --weight-bits 16: conv2's and fc's forward outputs
+ *    within the 16-bit grid's error of a double reference from the float
+ *    master weights (moved off the int8 grid); the int8 forward is not.
  *  - test_loss_exact: --loss-logits exact's loss against a double reference
  *    from the fc's int8 weights and int32 bias.
  *  - test_device_equals_host: the device's backward GEMMs (jit/tsr_grad.h)
@@ -47,6 +50,7 @@
 #include "tsr_testenv.h"
 #include "tsr_train.h"
 #include "tsr_train_int.h"
+#include "tsr_util.h"
 
 #ifndef TSR_DIGITS_DIR
 #error "TSR_DIGITS_DIR: the build's digits directory (scripts/train/tests.cmake)"
@@ -419,6 +423,97 @@ static void test_weight_round(void **state)
     tsr_device_close(dev);
 }
 
+/* --weight-bits 16: conv2's and fc's forward outputs (trainable conv2, relu, maxpool, fc) against a plain
+ * double reference from the float32 master weights themselves, moved off the int8 grid by up to 0.45 of a
+ * step: sum over the layer's kept input of (x - x_zp) x_scale w + b, over y_scale, rounded, the zero point,
+ * the clamp. The 16-bit grid (w_scale / 256) puts every output within its error bound of the reference
+ * (x_scale SUM |x - x_zp| w_scale / 512 + the bias's, over y_scale, + 1/2 for the output's rounding); the int8
+ * forward (--weight-bits 8) is not. Returns the outputs past the bound, of *total. */
+static int wide_bad(tsr_device_t *dev, int bits, int *total)
+{
+    tsr_train_opts_t o = {.trainable = "conv2,fc", .epochs = 1, .batch = 8, .lr = 0.01, .momentum = 0.9,
+                          .seed = 1, .weight_bits = bits};
+    tsr_trainer_t *tr = NULL;
+    if (tsr_train_open(MODEL, dev, &o, &tr))
+        fail_msg("tsr_train_open: %s", tsr_errmsg());
+    uint64_t rs = 12345;
+    for (int j = 0; j < tr->nc; j++) {
+        trl_t *l = &tr->c[j];
+        if (!l->trainable)
+            continue;
+        const size_t per = (size_t)l->M / (size_t)l->wc * (size_t)l->K;
+        for (size_t i = 0; i < (size_t)l->M * l->K; i++) {
+            const double u = (double)(tsr_splitmix64(&rs) >> 11) / 9007199254740992.0;
+            l->w[i] += (float)((u - 0.5) * 0.9 * l->ws[i / per]);
+        }
+        for (int m = 0; m < l->M; m++)
+            l->b[m] *= 1.01f;
+        assert_int_equal(tsr_train_requantize(tr, l), 0);
+    }
+    tsr_tensor_t x = {0}, y = {0};
+    load_data(&x, &y);
+    double loss;
+    if (tsr_train_grads(tr, &x, &y, 8, &loss))
+        fail_msg("tsr_train_grads: %s", tsr_errmsg());
+    int bad = 0;
+    *total = 0;
+    for (int j = 0; j < tr->nc; j++) {
+        const trl_t *l = &tr->c[j];
+        if (!l->trainable)
+            continue;
+        assert_true(bits == 16 ? l->wlo != NULL : l->wlo == NULL);
+        tsr_train_view_t v;
+        assert_int_equal(tsr_train_view(tr, j, &v), 0);
+        const int conv = l->L.kind == TSR_OXL_CONV;
+        const tsr_conv2d_params_t *c = &l->L.conv;
+        const int C = conv ? c->c_in : l->K, H = conv ? c->h : 1, W = conv ? c->w : 1;
+        const int KH = conv ? c->kh : 1, KW = conv ? c->kw : 1, OH = conv ? (H + c->pad_top + c->pad_bottom - KH) / c->stride_h + 1 : 1;
+        const int OW = conv ? (W + c->pad_left + c->pad_right - KW) / c->stride_w + 1 : 1;
+        for (int n = 0; n < v.n; n++)
+            for (int m = 0; m < v.m; m++)
+                for (int oy = 0; oy < OH; oy++)
+                    for (int ox = 0; ox < OW; ox++) {
+                        const double ws = l->ws[l->wc > 1 ? m : 0];
+                        double acc = v.b[m] / v.x_scale, ax = 0;
+                        for (int ci = 0; ci < C; ci++)
+                            for (int ky = 0; ky < KH; ky++)
+                                for (int kx = 0; kx < KW; kx++) {
+                                    const int iy = conv ? oy * c->stride_h + ky - c->pad_top : 0;
+                                    const int ix = conv ? ox * c->stride_w + kx - c->pad_left : 0;
+                                    if (iy < 0 || iy >= H || ix < 0 || ix >= W)
+                                        continue;
+                                    const double xv =
+                                        (double)v.x[(size_t)n * v.x_elems + ((size_t)ci * H + iy) * W + ix] - v.x_zp;
+                                    acc += xv * v.w[(((size_t)m * C + ci) * KH + ky) * KW + kx];
+                                    ax += fabs(xv);
+                                }
+                        const double r = acc * v.x_scale / v.y_scale + v.y_zp;
+                        const double bound = ((ax + 1) * ws / 512) * v.x_scale / v.y_scale + 0.5 + 1e-6;
+                        const double got = v.y[(size_t)n * v.y_elems + ((size_t)m * OH + oy) * OW + ox];
+                        const double want = fmin(fmax(r, v.act_min), v.act_max);
+                        bad += fabs(got - want) > bound;
+                        ++*total;
+                    }
+    }
+    tsr_tensor_free(&x), tsr_tensor_free(&y);
+    tsr_train_free(tr);
+    return bad;
+}
+
+static void test_forward_wide(void **state)
+{
+    (void)state;
+    tsr_device_t *dev = open_dev();
+    int n16, n8;
+    const int b16 = wide_bad(dev, 16, &n16), b8 = wide_bad(dev, 8, &n8);
+    print_message("conv2 and fc outputs past the 16-bit grid's bound of the float weights: %d of %d with "
+                  "--weight-bits 16, %d of %d with 8\n", b16, n16, b8, n8);
+    assert_true(n16 > 1000);
+    assert_int_equal(b16, 0);
+    assert_true(b8 > n8 / 100); /* the bound is tight enough to tell */
+    tsr_device_close(dev);
+}
+
 static void test_device_equals_host(void **state)
 {
     (void)state;
@@ -584,6 +679,19 @@ static void test_refusals(void **state)
     refused(dev, "fc", 16, 0.01, 0.9, 0, "--epochs 0");
     refused(dev, "fc", 16, 0.01, 0.9, 1001, "--epochs 1001");
     refused(dev, "fc", 0, 0.01, 0.9, 1, "--batch 0");
+    const struct { tsr_train_opts_t o; const char *want; } bo[] = {
+        {{.weight_bits = 12}, "--weight-bits 12: 8 or 16"},
+        {{.weight_bits = 16, .int8_update = 1}, "not with --update int8"},
+        {{.weight_bits = 16, .weight_stochastic = 1}, "choose one"}};
+    for (size_t i = 0; i < sizeof bo / sizeof bo[0]; i++) {
+        tsr_train_opts_t o = bo[i].o;
+        o.trainable = "fc", o.epochs = 1, o.batch = 16, o.lr = 0.01, o.momentum = 0.9;
+        tsr_trainer_t *t = NULL;
+        assert_int_not_equal(tsr_train_open(MODEL, dev, &o, &t), 0);
+        if (!strstr(tsr_errmsg(), bo[i].want))
+            fail_msg("message \"%s\" does not say \"%s\"", tsr_errmsg(), bo[i].want);
+        assert_null(t);
+    }
     /* data: the trainer is fine, the data is not */
     tsr_trainer_t *tr = open_trainer(dev, "fc", 16, 0);
     tsr_tensor_t x = {0}, y = {0}, bx = {0}, by = {0};
@@ -616,7 +724,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mem_usage),   cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_grads_vs_float), cmocka_unit_test(test_grads_split),
-        cmocka_unit_test(test_weight_round), cmocka_unit_test(test_loss_exact),
+        cmocka_unit_test(test_weight_round), cmocka_unit_test(test_loss_exact), cmocka_unit_test(test_forward_wide),
         cmocka_unit_test(test_device_equals_host),
         cmocka_unit_test(test_step_moves_loss),
     };

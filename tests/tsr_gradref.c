@@ -93,3 +93,27 @@ uint64_t gradref_conv_macs(const gradref_conv_t *p)
     FOR_TERMS(p, (void)iy; (void)iw; (void)ix; c++);
     return c;
 }
+
+void gradref_dense_fwd(int n, int k, int m, const void *x, int x_unsigned, int32_t x_zp, const int8_t *w, int32_t *y)
+{
+    for (int i = 0; i < n; i++)
+        for (int o = 0; o < m; o++) {
+            int64_t s = 0;
+            for (int j = 0; j < k; j++)
+                s += (int64_t)w[(size_t)o * k + j] * (xval(x, x_unsigned, (size_t)i * k + j) - x_zp);
+            y[(size_t)i * m + o] = wrap32(s);
+        }
+}
+
+void gradref_conv_fwd(const gradref_conv_t *p, const void *x, int x_unsigned, int32_t x_zp, const int8_t *w,
+                      int32_t *y)
+{
+    const size_t ny = (size_t)p->n * p->c_out * gradref_conv_oh(p) * gradref_conv_ow(p);
+    int64_t *s = calloc(ny, sizeof *s);
+    if (!s)
+        abort();
+    FOR_TERMS(p, s[iy] += (int64_t)w[iw] * (xval(x, x_unsigned, ix) - x_zp));
+    for (size_t i = 0; i < ny; i++)
+        y[i] = wrap32(s[i]);
+    free(s);
+}

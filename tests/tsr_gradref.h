@@ -26,6 +26,11 @@ void gradref_conv_dx(const gradref_conv_t *p, const int8_t *dy, const int8_t *w,
 /* dw [C_out][C_in/groups][KH][KW]; padding contributes 0 */
 void gradref_conv_dw(const gradref_conv_t *p, const int8_t *dy, const void *x, int x_unsigned, int32_t x_zp,
                      int32_t *dw);
+/* the forward's sums: y[n][m] = SUM_k w[m][k] * (x[n][k] - x_zp) */
+void gradref_dense_fwd(int n, int k, int m, const void *x, int x_unsigned, int32_t x_zp, const int8_t *w, int32_t *y);
+/* y [N][C_out][OH][OW] = the convolution of x - x_zp with w; padding contributes 0 */
+void gradref_conv_fwd(const gradref_conv_t *p, const void *x, int x_unsigned, int32_t x_zp, const int8_t *w,
+                      int32_t *y);
 /* terms of either formula whose input position lies inside the input */
 uint64_t gradref_conv_macs(const gradref_conv_t *p);
 

@@ -328,6 +328,14 @@ static int init_part(tsr_trainer_t *tr)
             l->w[i] = (float)l->wq[i] * l->ws[l->wc > 1 ? i / (size_t)l->K : 0];
         for (int m = 0; m < l->M; m++)
             l->b[m] = (float)l->bq[m] * (L->x_scale * l->ws[l->wc > 1 ? m : 0]);
+        if (tr->wide && l->trainable) { /* 16-bit weights: the file's are the master copy, lo 0 */
+            l->wlo = calloc(nw, 1);
+            l->b16 = malloc(sizeof(int64_t) * (size_t)l->M);
+            if (!l->wlo || !l->b16)
+                return tsr_err(TSR_ENOMEM, "out of memory");
+            for (int m = 0; m < l->M; m++)
+                l->b16[m] = 256 * (int64_t)l->bq[m];
+        }
         if (L->w_scale) {
             int rc = tsr_onnx_lowered_requant(tr->m, L, l->ws, l->mult, l->shift, l->fscale, &l->has_fscale);
             if (rc)
@@ -368,9 +376,11 @@ static int init_part(tsr_trainer_t *tr)
     tr->q = malloc(tr->gcap);
     tr->q2 = tr->o.grad_split ? malloc(tr->gcap) : NULL;
     tr->acc = malloc(sizeof(int32_t) * accn);
+    tr->facc = tr->wide ? malloc(sizeof(int32_t) * tr->gcap) : NULL;
     tr->probs = malloc(sizeof(float) * (size_t)B * (size_t)tr->classes);
     tr->x0 = malloc((size_t)B * tr->feat_elems);
-    if (!tr->g || !tr->g2 || !tr->q || (tr->o.grad_split && !tr->q2) || !tr->acc || !tr->probs || !tr->x0)
+    if (!tr->g || !tr->g2 || !tr->q || (tr->o.grad_split && !tr->q2) || !tr->acc || (tr->wide && !tr->facc) ||
+        !tr->probs || !tr->x0)
         return tsr_err(TSR_ENOMEM, "out of memory");
     return 0;
 }
@@ -390,6 +400,13 @@ static int check_opts(const tsr_train_opts_t *o)
         return tsr_err(TSR_EINVAL, "--momentum %g: must be in [0, 1)", o->momentum);
     if (o->weight_stochastic && o->int8_update)
         return tsr_err(TSR_EINVAL, "--weight-round stochastic rounds the master copy: not with --update int8");
+    if (o->weight_bits != 0 && o->weight_bits != 8 && o->weight_bits != 16)
+        return tsr_err(TSR_EINVAL, "--weight-bits %d: 8 or 16", o->weight_bits);
+    if (o->weight_bits == 16 && o->int8_update)
+        return tsr_err(TSR_EINVAL, "--weight-bits 16 runs the forward on the master copy: not with --update int8");
+    if (o->weight_bits == 16 && o->weight_stochastic)
+        return tsr_err(TSR_EINVAL, "--weight-bits 16 and --weight-round stochastic: two ways to see the master "
+                       "copy's changes below the int8 grid; choose one");
     return 0;
 }
 
@@ -429,6 +446,11 @@ int tsr_train_open(const char *path, tsr_device_t *dev, const tsr_train_opts_t *
         return tsr_err(TSR_ENOMEM, "out of memory");
     snprintf(tr->path, sizeof tr->path, "%s", path);
     tr->o = *opts;
+    /* 16-bit forward weights unless 8 asked for (or implied: no master copy, or its stochastic rounding) */
+    const int wb = opts->weight_bits ? opts->weight_bits
+                   : opts->int8_update || opts->weight_stochastic ? 8 : TSR_TRAIN_WEIGHT_BITS_DEFAULT;
+    tr->o.weight_bits = wb;
+    tr->wide = wb == 16;
     tr->round_state = opts->seed ^ 0x5eed0f6a3d1e2b7cULL; /* not the shuffle's stream */
     tr->wround_state = opts->seed ^ 0x3c6ef372fe94f82bULL; /* nor the gradients' */
     tr->dev = dev;
@@ -464,9 +486,10 @@ void tsr_train_free(tsr_trainer_t *tr)
         trl_t *l = &tr->c[j];
         free(l->y), free(l->gy), free(l->wq), free(l->bq), free(l->ws), free(l->mult), free(l->shift), free(l->fscale);
         free(l->wzp), free(l->w), free(l->b), free(l->vw), free(l->vb), free(l->gw), free(l->gb);
+        free(l->wlo), free(l->b16);
     }
     free(tr->c);
-    free(tr->g), free(tr->g2), free(tr->q), free(tr->q2), free(tr->acc), free(tr->probs), free(tr->x0);
+    free(tr->g), free(tr->g2), free(tr->q), free(tr->q2), free(tr->acc), free(tr->facc), free(tr->probs), free(tr->x0);
     free(tr->ls);
     tsr_onnx_free(tr->m);
     free(tr);
@@ -503,8 +526,9 @@ void tsr_train_print_plan(const tsr_trainer_t *tr, FILE *f)
             fprintf(f, " %dx%d,%d,%dx%d,s%d%s", l->L.pool.h, l->L.pool.w, l->L.pool.c, l->L.pool.kh, l->L.pool.kw,
                     l->L.pool.stride_h, l->L.avg_conv ? " (a weight-1 conv)" : "");
         if (l->trainable)
-            fprintf(f, ", %d weights + %d biases, %s int8 scales", l->M * l->K, l->has_bias ? l->M : 0,
-                    l->wc > 1 ? "per-channel" : "per-tensor");
+            fprintf(f, ", %d weights + %d biases, %s int8 scales%s", l->M * l->K, l->has_bias ? l->M : 0,
+                    l->wc > 1 ? "per-channel" : "per-tensor",
+                    l->wlo ? "; forward on 16-bit weights (two int8 parts, two GEMMs)" : "");
         fputc('\n', f);
     }
     fprintf(f, "  logits: DequantizeLinear scale %g zero point %d, %d classes; softmax cross-entropy on the host\n",

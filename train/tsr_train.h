@@ -25,7 +25,10 @@
  * re-quantized as the model's quantizer did (symmetric int8, per tensor or
  * per output channel as the file has it, scale max|w| / 127.5 as torch's
  * MinMax observer), the biases to int32 at x_scale * w_scale, the
- * requantization multipliers formed again.
+ * requantization multipliers formed again. With weight_bits 16 the
+ * training forward of the trained convs and denses sees the master copy
+ * on a 256x finer grid (two int8 parts, two exact int32 GEMMs on the
+ * device, jit/tsr_grad.h tsr_grad_*_fwd), the tuned file the int8 part.
  *
  * Why a float32 master copy: one step changes a weight by lr * g, mostly
  * far below half a step of its int8 grid (digits fc: w_scale 3.4e-3, lr *
@@ -60,6 +63,7 @@
 #define TSR_TRAIN_MAX_EPOCHS 1000
 #define TSR_TRAIN_MAX_BATCH 1024
 #define TSR_TRAIN_MAX_SAMPLES 1000000
+#define TSR_TRAIN_WEIGHT_BITS_DEFAULT 8 /* tsr_train_opts_t.weight_bits 0 */
 
 typedef struct tsr_train_opts {
     const char *trainable;  /* "fc,conv2" (node names, their first path component, weight names) or "last:K" */
@@ -82,6 +86,12 @@ typedef struct tsr_train_opts {
                                (floor(w / s + u), u uniform in [0, 1) from splitmix64 seeded by seed; unbiased:
                                a change of the master below half a step of the int8 grid moves the forward in
                                expectation), the tuned file's weights to nearest at the end; 0: to nearest */
+    int weight_bits;        /* the training forward's weights of the trained convs and denses: 8 (the int8 weights
+                               the tuned file gets), 16: the master copy on a 256x finer grid, w_scale / 256, as
+                               two int8 parts (hi: the int8 weights, lo: the residual) run as two exact int32
+                               GEMMs on the device (jit/tsr_grad.h, tsr_grad_*_fwd) joined on the host in int64
+                               and requantized there; the tuned file's weights are hi. 0: the default (8: on the
+                               zoo's ResNet-18 16 gains 0.21 +- 0.54 points over 12 seeds, docs/results.md) */
     int logits_fixed;       /* 1: the logits keep the file's quantization range; 0 (default): a MinMax observer
                                widens it when a batch's logits saturate it (see tsr_train_step.c) */
     int loss_exact;         /* 0 (default): the loss on the dequantized 8-bit logits the device writes; 1: where

@@ -38,9 +38,47 @@ static const float *cfg_fscale(const tsr_trainer_t *tr, const trl_t *l)
     return tsr_conv2d_for_config(&tr->cfg, &p).fscale;
 }
 
+static tsr_grad_conv_t grad_conv(const trl_t *l, int nb);
+
+/* The forward of a trained conv or dense on 16-bit weights (weight_bits 16): the master copy as 256 wq +
+ * wlo on w_scale / 256 (wq the int8 weights the tuned file gets, wlo the residual), each part's exact
+ * int32 sums on the device (tsr_grad_conv_fwd / tsr_grad_dense_fwd: two GEMMs), joined on the host in
+ * int64 (256 hi + lo + the bias on x_scale * w_scale / 256: exact) and requantized there (the multiplier
+ * x_scale * w_scale / 256 / y_scale in double, rounded half to even, the zero point, the clamp). */
+static int forward_wide(tsr_trainer_t *tr, int j)
+{
+    trl_t *l = &tr->c[j];
+    const int nb = tr->nb, M = l->M;
+    const void *x = layer_in(tr, j, 0);
+    const size_t ny = (size_t)nb * l->y_elems, S = l->y_elems / (size_t)M;
+    int rc = 0;
+    for (int part = 0; part < 2 && !rc; part++) {
+        const int8_t *w = part ? l->wlo : l->wq;
+        int32_t *o = part ? tr->facc : tr->acc;
+        if (l->L.kind == TSR_OXL_CONV) {
+            const tsr_grad_conv_t gp = grad_conv(l, nb);
+            rc = tsr_grad_conv_fwd(tr->dev, &gp, tr->dev_budget, x, l->x_dtype, l->x_zp, w, o, NULL);
+        } else
+            rc = tsr_grad_dense_fwd(tr->dev, nb, l->K, M, x, l->x_dtype, l->x_zp, w, o, NULL);
+    }
+    if (rc)
+        return node_err(rc, l, "forward on 16-bit weights");
+    for (size_t i = 0; i < ny; i++) {
+        const int m = (int)(i / S % (size_t)M);
+        const int64_t a = 256 * (int64_t)tr->acc[i] + tr->facc[i] + (l->has_bias ? l->b16[m] : 0);
+        const double r = (double)l->L.x_scale * (double)l->ws[l->wc > 1 ? m : 0] / 256.0 / (double)l->L.y_scale;
+        const double v = nearbyint((double)a * r) + l->y_zp;
+        l->y[i] = (uint8_t)(int32_t)(v < l->act_min ? l->act_min : v > l->act_max ? l->act_max : v);
+    }
+    tr->fwd_macs += 2 * (uint64_t)nb * l->y_elems * (uint64_t)l->K;
+    return 0;
+}
+
 /* Forward of layer j of the part on the current batch (its output kept in c[j].y). */
 static int forward_layer(tsr_trainer_t *tr, int j)
 {
+    if (tr->c[j].wlo)
+        return forward_wide(tr, j);
     const int nb = tr->nb;
     trl_t *l = &tr->c[j];
     const void *x = layer_in(tr, j, 0);
@@ -137,10 +175,14 @@ static double dense_real(const tsr_trainer_t *tr, int j, int n, int m)
 {
     const trl_t *l = &tr->c[j];
     const void *x = layer_in(tr, j, 0);
-    int64_t acc = l->has_bias ? l->bq[m] : 0;
-    for (int k = 0; k < l->K; k++)
-        acc += (int64_t)(tsr_dt_get(l->x_dtype, x, (size_t)n * l->K + k) - l->x_zp) * l->wq[(size_t)m * l->K + k];
-    return (double)acc * (double)(l->L.x_scale * l->ws[l->wc > 1 ? m : 0]);
+    const int64_t f = l->wlo ? 256 : 1; /* (16-bit weights: 256 wq + wlo on w_scale / 256) */
+    int64_t acc = l->has_bias ? (l->wlo ? l->b16[m] : l->bq[m]) : 0;
+    for (int k = 0; k < l->K; k++) {
+        const size_t i = (size_t)m * l->K + k;
+        acc += (int64_t)(tsr_dt_get(l->x_dtype, x, (size_t)n * l->K + k) - l->x_zp) *
+               (f * l->wq[i] + (l->wlo ? l->wlo[i] : 0));
+    }
+    return (double)acc * (double)(l->L.x_scale * l->ws[l->wc > 1 ? m : 0]) / (double)f;
 }
 
 static int logits_range(tsr_trainer_t *tr)
@@ -587,6 +629,10 @@ int tsr_train_requantize(tsr_trainer_t *tr, trl_t *l)
             const float r = l->w[c * per + i] / l->ws[c];
             const long v = stoch ? (long)floorf(r + u) : lrintf(r);
             l->wq[c * per + i] = (int8_t)(v > 127 ? 127 : v < -128 ? -128 : v);
+            if (l->wlo) { /* the residual on w_scale / 256: |r - wq| <= 1/2 (but at a clamp), lo in [-128, 127] */
+                const long lo = lrint(((double)r - l->wq[c * per + i]) * 256.0);
+                l->wlo[c * per + i] = (int8_t)(lo > 127 ? 127 : lo < -128 ? -128 : lo);
+            }
         }
     }
     for (int m = 0; m < l->M && l->has_bias; m++) {
@@ -597,6 +643,8 @@ int tsr_train_requantize(tsr_trainer_t *tr, trl_t *l)
                            "%g: the fixed-point update overflowed (lower --lr)", TSR_SAFE(l->L.node), l->L.op, m,
                            (double)l->b[m], bs);
         l->bq[m] = (int32_t)v;
+        if (l->b16)
+            l->b16[m] = (int64_t)nearbyint((double)l->b[m] / (bs / 256.0));
     }
     int rc = tsr_onnx_lowered_requant(tr->m, &l->L, l->ws, l->mult, l->shift, l->fscale, &l->has_fscale);
     return rc ? node_err(rc, l, "requantization of the new weights") : 0;

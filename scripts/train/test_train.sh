@@ -420,6 +420,9 @@ refuse "the fixed-point update would overflow" model.onnx "${GOOD[@]}" --lr 1e9 
 refuse '--grad-round "up": nearest or stochastic' model.onnx "${GOOD[@]}" --grad-round up -o out.onnx
 refuse '--grad-bits "12": 8 or 16' model.onnx "${GOOD[@]}" --grad-bits 12 -o out.onnx
 refuse '--weight-round "up": nearest or stochastic' model.onnx "${GOOD[@]}" --weight-round up -o out.onnx
+refuse '--weight-bits "12": 8 or 16' model.onnx "${GOOD[@]}" --weight-bits 12 -o out.onnx
+refuse '--weight-bits 16 runs the forward on the master copy: not with --update int8' model.onnx "${GOOD[@]}" \
+  --weight-bits 16 --update int8 -o out.onnx
 refuse '--weight-round stochastic rounds the master copy: not with --update int8' model.onnx "${GOOD[@]}" \
   --weight-round stochastic --update int8 -o out.onnx
 refuse '--logits-range "wide": observe or fixed' model.onnx "${GOOD[@]}" --logits-range wide -o out.onnx
