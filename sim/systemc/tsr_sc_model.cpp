@@ -346,7 +346,7 @@ double tsr_sc_dram::serve(bool wr, unsigned len, tsr_sc_axi_ext *x, sc_dt::uint6
             rwin_.pop_front();
         rd_bytes += (uint64_t)beats * (uint64_t)bus;
     } else {
-        double s = std::max(issue, w_free_);
+        double s = std::max(issue + (x ? x->w_lead : 0.0), w_free_);
         const double bc = std::max(beat_t, x ? x->beat_cycles : 1.0);
         // Past what is known the beats are planned as if no read came; wait
         // in simulated time until the plan is known (the reads that come
@@ -892,6 +892,9 @@ double tsr_sc_accel::axi(bool write, bool high, uint64_t addr, uint64_t bytes, s
         ext.high_prio = high;
         ext.timing_only = 1;
         ext.beat_cycles = beat_cycles;
+        // (a store's first beat: a cycle after its address, the row read
+        // behind it; narrow rows' beats take that cycle anyway)
+        ext.w_lead = write && a == addr / b * b ? std::max(0.0, 2 - beat_cycles) : 0;
         if (pace) {
             // Not requested before the reader has room for it.
             const double nb = (*pace)(a + n, -2), at = now() + cyc_of(*local);

@@ -110,6 +110,7 @@ struct tsr_sc_axi_ext : tlm::tlm_extension<tsr_sc_axi_ext> {
     int timing_only = 0;   // data moved through the direct interface: do not touch memory
     double accepted = 0;   // out: cycle the memory accepted the address
     double beat_cycles = 1; // write: cycles the source needs per beat (narrow rows)
+    double w_lead = 0;      // write: cycles from its address to its first beat
     double min_end = 0;     // read: the consumer takes the last beat no earlier (it holds
                             // the in-order R channel until then)
     tlm::tlm_extension_base *clone() const override { return new tsr_sc_axi_ext(*this); }
