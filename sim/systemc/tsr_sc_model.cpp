@@ -336,6 +336,13 @@ double tsr_sc_dram::serve(bool wr, unsigned len, tsr_sc_axi_ext *x, sc_dt::uint6
     if (!wr) {
         double s = std::max({issue + p.latency, r_free_, bw_free_ - 4.0 * bw_t});
         end = std::max(s + beats * beat_t, x ? x->min_end : 0.0);
+        if (x) {
+            // (a consumer that waits for the burst's first element walks on from it)
+            if (x->hold_span > 0)
+                end = std::max(end, s + x->hold_first + x->hold_span);
+            x->data_start = s;
+            x->stream_end = s + beats * beat_t;
+        }
         r_free_ = end;
         bw_free_ = std::max(bw_free_, s) + beats * bw_t;
         // Data a consumer holds (min_end) stalls the R channel: the slave
@@ -934,7 +941,14 @@ double tsr_sc_accel::axi(bool write, bool high, uint64_t addr, uint64_t bytes, s
             }
             *local = 0;
         }
+        ext.hold_first = ext.hold_span = 0;
         ext.min_end = pace ? (*pace)(a + n, -1) : 0;
+        if (pace) {
+            hold_first_ = hold_span_ = 0;
+            (*pace)(a + n, -3); // (the hold relative to the data)
+            ext.hold_first = hold_first_;
+            ext.hold_span = hold_span_;
+        }
         sc_dt::uint64 dt = *local;
         if (mem_direct) {
             mem_direct->serve(write, (unsigned)n, &ext, &dt);
@@ -955,8 +969,11 @@ double tsr_sc_accel::axi(bool write, bool high, uint64_t addr, uint64_t bytes, s
         double issue = ext.accepted;
         const double burst_end = cyc_of(mnow_ + dt);
         last = std::max(last, burst_end);
-        if (pace)
+        if (pace) {
+            rd_start_ = ext.data_start;
+            rd_stream_end_ = ext.stream_end;
             (*pace)(a + n, burst_end);
+        }
         if (tl)
             tsr_tl_burst(tl, write ? TSR_TL_WR : TSR_TL_RD, issue, burst_end, a, (uint32_t)n);
         // Next address one cycle after this one was accepted.
@@ -1467,20 +1484,50 @@ static double transfer(tsr_sc_accel &A, const tsr_insn_t &in, bool write, bool h
             *taken = ctake;
         return 0.0;
     };
+    // The walker's burst starts where the one before ended (a row command's
+    // bursts are consecutive; r0 starts each).
+    uint64_t wa = 0, wr0 = ~(uint64_t)0;
+    auto cell_of = [&](uint64_t g) { // (g: the element's index in the instruction)
+        g = std::min<uint64_t>(g, nd ? nd - 1 : 0);
+        const uint64_t y = g / in.x_size, x = g % in.x_size;
+        return (double)((in.y_pad0 + y) * rowlen + in.x_pad0 + x);
+    };
     auto pace_fn = [&](uint64_t end, double got) {
         if (back0 >= 0)
-            return back_fn(end, got);
+            return got == -3 ? 0.0 : back_fn(end, got);
         if (walk0 < 0)
-            return crsv_fn(end, got);
+            return got == -3 ? 0.0 : crsv_fn(end, got);
         if (got == -2)
             return 0.0;
-        uint64_t l = end > r0 + eb ? (end - r0) / eb - 1 : 0;
-        l = std::min<uint64_t>(l, nd ? nd - 1 : 0);
-        const uint64_t y = y0 + l / in.x_size, x = l % in.x_size;
-        const double cell = (double)((in.y_pad0 + y) * rowlen + in.x_pad0 + x);
-        if (got < 0)
-            return wbase + cell;
-        wbase = std::max(wbase, got - cell); // the writer waited for this data
+        if (wr0 != r0)
+            wa = (wr0 = r0) / (uint64_t)A.bus * (uint64_t)A.bus;
+        // Its first element (the first to complete in it), its last, and the
+        // element whose take frees the room of its last beat: the reader
+        // buffers 2 beats behind a gather register of one element, so with
+        // elements of at most 2 beats the last beat goes when the writer has
+        // taken the element 1 + 2/E before the last, 2 + E cycles after (E
+        // beats per element; wider ones: when it takes the last).
+        const uint64_t g0 = (uint64_t)y0 * in.x_size; // (rows read one command each: this row's first)
+        const uint64_t l = g0 + (end > r0 + eb ? (end - r0) / eb - 1 : 0);
+        const uint64_t lf = g0 + (wa > r0 ? (wa - r0) / eb : 0);
+        const double E = (double)eb / bus;
+        const uint64_t back = E <= 2 ? 1 + (uint64_t)(2 / E) : 0;
+        const double c = E <= 2 ? 2 + E : 0;
+        const uint64_t r = l >= lf + back ? l - back : lf;
+        const double kf = std::ceil((double)(r0 + (lf - g0 + 1) * eb - wa) / bus);
+        if (got == -1)
+            return l >= back ? wbase + cell_of(l - back) + c : 0.0;
+        if (got == -3) {
+            if (l >= lf + back) {
+                A.hold_first_ = std::max(1.0, kf);
+                A.hold_span_ = cell_of(r) - cell_of(lf) + c;
+            }
+            return 0.0;
+        }
+        // The writer waited for this data: for its first element, or for the
+        // stream (the last element with its last beat).
+        wbase = std::max({wbase, A.rd_start_ + std::max(1.0, kf) - cell_of(lf), A.rd_stream_end_ - cell_of(l)});
+        wa = end;
         return 0.0;
     };
     const std::function<double(uint64_t, double)> pace = std::ref(pace_fn);
@@ -1509,6 +1556,8 @@ static double transfer(tsr_sc_accel &A, const tsr_insn_t &in, bool write, bool h
     }
     if (rsv && back0 >= 0 && bpe < 1)
         rsv->add(cum, std::max(back0, first));
+    if (walk0 >= 0 && nd) // (the writer's last element: its burst went before it with short elements)
+        last = std::max(last, wbase + (double)((in.y_pad0 + in.y_size - 1) * rowlen + in.x_pad0 + in.x_size - 1));
     return last;
 }
 

@@ -113,6 +113,11 @@ struct tsr_sc_axi_ext : tlm::tlm_extension<tsr_sc_axi_ext> {
     double w_lead = 0;      // write: cycles from its address to its first beat
     double min_end = 0;     // read: the consumer takes the last beat no earlier (it holds
                             // the in-order R channel until then)
+    double hold_first = 0;  // read: beats of the burst its consumer's first element needs and
+    double hold_span = 0;   // the cycles from taking that element to taking the last beat
+                            // (0: none; a consumer waiting for the burst's first data)
+    double data_start = 0;  // out: read: cycle the burst's first beat could go
+    double stream_end = 0;  // out: read: its last beat's end were it not held
     tlm::tlm_extension_base *clone() const override { return new tsr_sc_axi_ext(*this); }
     void copy_from(const tlm::tlm_extension_base &e) override
     {
@@ -442,6 +447,11 @@ class tsr_sc_accel : public sc_core::sc_module, public tsr_sc_sequencer {
     void clear_queues();
     void seq_abort(); // wake the engine (with abort_ev)
     std::vector<std::unique_ptr<tsr_sc_burst>> burst_pool_; // free burst transactions (axi)
+public:
+    // A paced read's exchange with its pace function (axi): the hold relative to the data
+    // it sets (got -3), the last burst's first beat and unheld end it reads.
+    double hold_first_ = 0, hold_span_ = 0, rd_start_ = 0, rd_stream_end_ = 0;
+private:
     sc_core::sc_event_or_list start_or_abort_;
     uint32_t status_ = 0, insn_addr_ = 0, insn_count_ = 0, hi_latch_ = 0;
     // ap_ctrl_hs (isa/tsr_regs.h): ap_done/ap_ready read once per run (clear
