@@ -294,6 +294,13 @@ void tsr_sc_dram::wait_at(sc_dt::uint64 at)
 }
 
 
+double tsr_sc_dram::rd_slot_at(double t)
+{
+    while (!rq_.empty() && rq_.front() <= t)
+        rq_.pop_front();
+    return rq_.size() >= p.outstanding ? rq_[rq_.size() - p.outstanding] : t;
+}
+
 double tsr_sc_dram::serve(bool wr, unsigned len, tsr_sc_axi_ext *x, sc_dt::uint64 *d)
 {
     const unsigned beats = (len + (unsigned)bus - 1) / (unsigned)bus;
@@ -940,6 +947,22 @@ double tsr_sc_accel::axi(bool write, bool high, uint64_t addr, uint64_t bytes, s
                 wait_until(w);
             }
             *local = 0;
+        }
+        if (!write && !high && between && mem_direct) {
+            // A low-priority read waits for a free slot here, where the
+            // stage's back completes its instructions (their pushes) when
+            // due meanwhile, rather than inside the DRAM target.
+            for (;;) {
+                const double at = now() + cyc_of(*local), sl = mem_direct->rd_slot_at(at);
+                if (sl <= at + 1e-9)
+                    break;
+                double w = sl;
+                const double d = (*between)();
+                if (d > now() + 1e-9)
+                    w = std::min(w, d);
+                wait_until(w);
+                *local = 0;
+            }
         }
         ext.hold_first = ext.hold_span = 0;
         ext.min_end = pace ? (*pace)(a + n, -1) : 0;

@@ -179,6 +179,7 @@ class tsr_sc_dram : public sc_core::sc_module {
     // device reset dropped the burst (*d 0). The accelerator calls it
     // directly for its timing-only bursts (tsr_sc_accel::mem_direct).
     double serve(bool wr, unsigned len, tsr_sc_axi_ext *x, sc_dt::uint64 *d);
+    double rd_slot_at(double t); // cycle a read slot is free, from cycle t on
 
   private:
     double r_free_ = 0, w_free_ = 0, bw_free_ = 0; // cycle each resource is next free
