@@ -16,9 +16,11 @@
  *   8  u32 version       TSR_KCACHE_FORMAT_VERSION
  *   12 u32 header bytes  64
  *   16 u64 config hash   tsr_kcache_config_hash
+ *   (56: the hash of tsr_kcache_source_id(), which also enters the file name:
+ *   every jit/ and isa/ source, so another build's kernels are never used)
  *   24 u64 gen_ns        generation time of the kernel
  *   32 u32 sig_len, 36 u32 meta_len, 40 u32 ninsns, 44 u32 nuops
- *   48 u32 uop_bytes, 52 u32 insn_bytes (16), 56 u64 zero
+ *   48 u32 uop_bytes, 52 u32 insn_bytes (16), 56 u64 source hash
  *   64 signature, metadata, instructions (encoded, 16 bytes each), uops
  *   then u64 FNV-1a 64 of every byte before it.
  */
@@ -71,6 +73,7 @@ struct tsr_kcache {
     tsr_kcache_opts_t o;          /* options, defaults filled in */
     char dir[1024];               /* on-disk directory ("" = none) */
     uint64_t cfg_hash;            /* identity of the device's config */
+    uint64_t src_hash;            /* identity of the JIT's sources (tsr_kcache_source_id) */
     struct tsr_kcache_entry *head, *tail; /* LRU list, most recent first */
     tsr_kcache_stats_t st;        /* counters */
     uint64_t written;             /* file bytes written since the last prune of the directory (a prune
@@ -130,12 +133,19 @@ static void warn(const tsr_kcache_t *kc, const char *fmt, ...)
 
 /* ------------------------------------------------------------ helpers */
 
+/* Generated (scripts/source_id.cmake, build/gen/tsr_kcache_srcid.c). */
+extern const char tsr_kcache_source_id_str[];
+
+const char *tsr_kcache_source_id(void) { return tsr_kcache_source_id_str; }
+
 uint64_t tsr_kcache_config_hash(const tsr_config_t *c)
 {
     const int32_t keys[] = {c->log_inp_width,     c->log_wgt_width,     c->log_acc_width,     c->log_batch,
                             c->log_block_in,      c->log_block_out,     c->log_uop_buff_size, c->log_inp_buff_size,
                             c->log_wgt_buff_size, c->log_acc_buff_size, c->dram_bus_width,    c->clock_mhz,
-                            c->cmd_queue_depth,   c->dep_queue_depth};
+                            c->cmd_queue_depth,   c->dep_queue_depth,   c->dsp_pack,          c->out_buff_lutram,
+                            c->acc_single_copy,   c->serial_core,       c->exact_requant,     c->act_lut,
+                            c->depthwise};
     uint8_t b[sizeof keys];
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         put32(b + 4 * i, (uint32_t)keys[i]);
@@ -350,6 +360,8 @@ static void file_name(const tsr_kcache_t *kc, const void *sig, size_t sig_len, c
     uint8_t hb[8];
     put64(hb, kc->cfg_hash);
     uint64_t h = fnv(fnv(FNV0, hb, 8), sig, sig_len);
+    put64(hb, kc->src_hash);
+    h = fnv(h, hb, 8);
     snprintf(buf, n, "%s/%016llx.tkc", kc->dir, (unsigned long long)h);
 }
 
@@ -459,7 +471,7 @@ static void write_file(tsr_kcache_t *kc, const struct tsr_kcache_entry *e, const
     put32(b + 44, (uint32_t)e->k.nuops);
     put32(b + 48, c->uop_bytes);
     put32(b + 52, TSR_INSN_BYTES);
-    put64(b + 56, 0);
+    put64(b + 56, kc->src_hash);
     uint8_t *p = b + HDR_BYTES;
     memcpy(p, e->sig, e->sig_len);
     p += e->sig_len;
@@ -570,6 +582,8 @@ static const char *parse_file(const tsr_kcache_t *kc, const uint8_t *b, size_t n
         return "checksum mismatch (corrupted)";
     if (get64(b + 16) != kc->cfg_hash)
         return "stale (written for another config)";
+    if (get64(b + 56) != kc->src_hash)
+        return "stale (written by another build of the JIT's sources)";
     if (sl != sig_len || memcmp(b + HDR_BYTES, sig, sig_len))
         return "stale (another signature or generator version under this name)";
     if (nu > c->uop_depth)
@@ -666,6 +680,7 @@ int tsr_kcache_create(tsr_device_t *dev, const tsr_kcache_opts_t *opts, tsr_kcac
     if (!kc->o.max_disk_bytes)
         kc->o.max_disk_bytes = TSR_KCACHE_DEFAULT_DISK_BYTES;
     kc->cfg_hash = tsr_kcache_config_hash(tsr_device_config(dev));
+    kc->src_hash = fnv(FNV0, tsr_kcache_source_id(), strlen(tsr_kcache_source_id()));
     if (kc->o.disabled)
         kc->dir[0] = 0;
     else if (kc->o.dir) {

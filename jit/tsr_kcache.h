@@ -170,6 +170,11 @@ int tsr_kcache_memo_put(tsr_kcache_t *kc, const void *key, size_t key_len, const
 /* Identity of a config: FNV-1a 64 over every key (derived values follow
  * from them). */
 uint64_t tsr_kcache_config_hash(const tsr_config_t *cfg);
+/* The JIT's source identity (64 hex digits): a SHA-256 over every jit/ and
+ * isa/ source file, made at build time. A cache file carries its hash and
+ * one from another build is not used ("stale"): the per-file generator
+ * identities in the signatures miss files that have none. */
+const char *tsr_kcache_source_id(void);
 
 /* Add the element offset of the buffer each LOAD/STORE names to its
  * dram_base: base[m] is the byte address of the buffer of memory type m

@@ -592,6 +592,10 @@ static void wr32(uint8_t *p, uint32_t v)
 static void test_disk_corruption(void **state)
 {
     (void)state;
+    /* the source identity: a SHA-256 in hex, made by the build */
+    const char *sid = tsr_kcache_source_id();
+    assert_int_equal(strlen(sid), 64);
+    assert_int_equal(strspn(sid, "0123456789abcdef"), 64);
     char dir[64], file[600];
     make_dir(dir, sizeof dir);
     ccase_t a = mk(20, 7, 7, 24, 3, 1, 1, 1);
@@ -610,7 +614,7 @@ static void test_disk_corruption(void **state)
     const size_t sig_at = 64, meta_at = sig_at + sig_len, insn_at = meta_at + meta_len, uop_at = insn_at + 16 * ninsns;
     assert_true(uop_at < n - 8);
 
-    enum { FLIP, TRUNC, APPEND, VERSION, CONFIG, SIGBYTE, BADTILING, BADINSN, BADMAGIC, EMPTY };
+    enum { FLIP, TRUNC, APPEND, VERSION, CONFIG, SOURCE, SIGBYTE, BADTILING, BADINSN, BADMAGIC, EMPTY };
     struct {
         int kind;
         size_t at;
@@ -624,6 +628,7 @@ static void test_disk_corruption(void **state)
         {TRUNC, n / 2, "truncated to half"},     {TRUNC, 10, "truncated to 10 bytes"},
         {EMPTY, 0, "empty file"},                {APPEND, 0, "trailing byte"},
         {VERSION, 0, "other format version (resealed)"}, {CONFIG, 0, "other config hash (resealed)"},
+        {SOURCE, 0, "written by another build of the JIT's sources (resealed)"},
         {SIGBYTE, 0, "other signature under this name (resealed)"},
         {BADTILING, 0, "tiling that does not fit (resealed)"},
         {BADINSN, 0, "undecodable instruction (resealed)"}, {BADMAGIC, 0, "bad magic"},
@@ -639,6 +644,7 @@ static void test_disk_corruption(void **state)
         case APPEND: b[m++] = 0; break;
         case VERSION: wr32(b + 8, rd32(b + 8) + 1); reseal(b, m); break;
         case CONFIG: b[16] ^= 1; reseal(b, m); break;
+        case SOURCE: b[60] ^= 1; reseal(b, m); break; /* the source hash at 56 */
         case SIGBYTE: b[sig_at + sig_len - 1] ^= 1; reseal(b, m); break;
         case BADTILING: wr32(b + meta_at, 100000); reseal(b, m); break; /* toh */
         case BADINSN: memset(b + insn_at + 16, 0xff, 16); reseal(b, m); break;
