@@ -1,7 +1,7 @@
 /*
  * tsr_hb: happens-before race detection on shared on-chip rows (see
- * tsr_hb.h). Shadow state per run of rows alike; GEMM/ALU footprints as
- * row bitsets over the words they span, kept as runs.
+ * tsr_hb.h). Shadow state per row as flat ordinal arrays; GEMM/ALU
+ * footprints as row bitsets over the words they span, kept as runs.
  */
 #include "tsr_hb.h"
 
@@ -16,30 +16,23 @@ enum { SB_INP, SB_WGT, SB_OUT, SB_DRAM, SB_COUNT };
 
 static const char *const sb_name[SB_COUNT] = {"inp", "wgt", "out", "DRAM"};
 
-/* What is known about one row: the last write and, per stage, the latest
- * read since it. Ordinals are 1-based within the stage (0 = none). */
-typedef struct {
-    uint32_t w_seq;                  /* writer's ordinal in its stage */
-    uint32_t w_idx;                  /* writer's stream index */
-    uint32_t w_stage;                /* writer's stage */
-    uint32_t r_seq[TSR_STAGE_COUNT]; /* latest reader's ordinal, per stage */
-    uint32_t r_idx[TSR_STAGE_COUNT]; /* its stream index */
-} row_t;
+/* One stage writes each shared buffer (tsr_insn_stage): LOADs of inp and
+ * wgt run in the load stage, every GEMM/ALU (out's writer) in compute,
+ * STOREs (DRAM's) in store. So a write never races with a write, and what
+ * is known about a row is the last write's ordinal in that stage and, per
+ * reading stage, the latest read since it. */
+static const int sb_writer[SB_COUNT] = {TSR_STAGE_LOAD, TSR_STAGE_LOAD, TSR_STAGE_COMPUTE, TSR_STAGE_STORE};
 
-/* The shadow of a buffer as runs of rows that share what is known: seg k
- * covers rows [v[k].lo, v[k + 1].lo) (the last one to the depth), no two
- * neighbours equal. An instruction's rows are a few runs, and so are the
- * rows other instructions left alike: an access costs its runs and the
- * segments they meet (rows shared by the same instructions are one), not
- * its rows. At most one segment per row, so never more than the rows. */
+/* The shadow of a buffer, row by row as flat arrays of ordinals (1-based
+ * within their stage, 0 = none): an access checks and stamps its runs with
+ * a few vector operations per row, whatever other instructions left there
+ * (rows kept as segments alike fragmented under the GEMMs' read stamps and
+ * cost a third of a ResNet-50's first execution). Ordinals, not stream
+ * indices: the stamp is one word, the index is ord[stage][ordinal]. */
 typedef struct {
-    uint32_t lo;                     /* first row */
-    row_t st;                        /* what is known about every row of it */
-} seg_t;
-
-typedef struct {
-    seg_t *v;                        /* segments, by lo; v[0].lo = 0 */
-    uint32_t n;                      /* segments in use (0 only for a buffer of no rows) */
+    uint32_t *w;                     /* w[r]: the last write (writer-stage ordinal) */
+    uint32_t *rd[TSR_STAGE_COUNT];   /* rd[t][r]: the latest stage-t read (a write leaves it: stamp_runs) */
+    unsigned readers;                /* bit t: rd[t] may hold a read */
 } shadow_t;
 
 /* Rows [lo, hi). */
@@ -75,8 +68,7 @@ struct tsr_hb {
     const tsr_insn_t *insns;
     size_t n;
     shadow_t sh[SB_COUNT];           /* shadow of each shared buffer */
-    seg_t *tmp;                      /* scratch: the segments an access rebuilds (cap_tmp) */
-    uint32_t cap_tmp;
+    uint32_t *ord[TSR_STAGE_COUNT];  /* ord[t][k]: stream index of stage t's k-th instruction */
     uint32_t depth[SB_COUNT];        /* rows per shared buffer (DRAM: segments) */
     uint64_t *bounds;                /* DRAM segment boundaries (depth[SB_DRAM] + 1) */
     size_t nw;                       /* 64-bit words of a bitset over the deepest buffer */
@@ -90,12 +82,37 @@ struct tsr_hb {
     int c_valid;                     /* bases hold that slice */
 };
 
+/* Nothing known about any of the rows (the rest is written before read). */
+static int shadow_alloc(shadow_t *sh, uint32_t depth)
+{
+    const size_t d = depth ? depth : 1;
+    int ok = (sh->w = calloc(d, sizeof(uint32_t))) != NULL;
+    for (int t = 0; t < TSR_STAGE_COUNT; t++)
+        ok &= (sh->rd[t] = calloc(d, sizeof(uint32_t))) != NULL;
+    sh->readers = 0;
+    return ok ? TSR_OK : TSR_ENOMEM;
+}
+
+static void shadow_free(shadow_t *sh)
+{
+    free(sh->w);
+    sh->w = NULL;
+    for (int t = 0; t < TSR_STAGE_COUNT; t++) {
+        free(sh->rd[t]);
+        sh->rd[t] = NULL;
+    }
+}
+
 int tsr_hb_create(const tsr_config_t *cfg, const tsr_insn_t *insns, size_t n, tsr_hb_t **out)
 {
     tsr_hb_t *h = calloc(1, sizeof *h);
     *out = NULL;
     if (!h)
         return tsr_err(TSR_ENOMEM, "out of memory");
+    if (n >= (size_t)INT32_MAX) { /* (ordinals compare as signed 32-bit differences) */
+        free(h);
+        return tsr_err(TSR_ENOMEM, "%zu instructions are too many to check for races", n);
+    }
     h->cfg = cfg;
     h->insns = insns;
     h->n = n;
@@ -111,14 +128,10 @@ int tsr_hb_create(const tsr_config_t *cfg, const tsr_insn_t *insns, size_t n, ts
         maxd = (uint32_t)((uint64_t)cfg->wgt_depth << cfg->dw_group_bits);
     h->nw = (maxd + 63) / 64;
     int ok = 1;
-    for (int b = 0; b < SB_DRAM; b++) { /* one segment of nothing known (the rest is written before read) */
-        ok &= (h->sh[b].v = malloc((h->depth[b] + 1u) * sizeof(seg_t))) != NULL;
-        if (h->sh[b].v)
-            memset(&h->sh[b].v[0], 0, sizeof(seg_t));
-        h->sh[b].n = h->depth[b] > 0;
-    }
-    h->cap_tmp = maxd + 1;
-    ok &= (h->tmp = malloc(h->cap_tmp * sizeof *h->tmp)) != NULL;
+    for (int b = 0; b < SB_DRAM; b++)
+        ok &= shadow_alloc(&h->sh[b], h->depth[b]) == TSR_OK;
+    for (int t = 0; t < TSR_STAGE_COUNT; t++) /* (ordinals are 1-based: n + 1 entries) */
+        ok &= (h->ord[t] = malloc((n + 1) * sizeof(uint32_t))) != NULL;
     for (int k = 0; k < 3; k++)
         ok &= (h->base[k].w = calloc(h->nw, 8)) != NULL;
     ok &= (h->lo.w = calloc(h->nw, 8)) && (h->li.w = calloc(h->nw, 8)) && (h->l.w = calloc(h->nw, 8)) &&
@@ -136,8 +149,9 @@ void tsr_hb_destroy(tsr_hb_t *h)
     if (!h)
         return;
     for (int b = 0; b < SB_COUNT; b++)
-        free(h->sh[b].v);
-    free(h->tmp);
+        shadow_free(&h->sh[b]);
+    for (int t = 0; t < TSR_STAGE_COUNT; t++)
+        free(h->ord[t]);
     for (int k = 0; k < FP_SLOTS; k++)
         free(h->fp[k].runs);
     for (int k = 0; k < 3; k++)
@@ -152,29 +166,17 @@ void tsr_hb_destroy(tsr_hb_t *h)
 
 int tsr_hb_set_dram(tsr_hb_t *h, const uint64_t *bounds, size_t n)
 {
-    free(h->sh[SB_DRAM].v);
+    shadow_free(&h->sh[SB_DRAM]);
     free(h->bounds);
-    h->sh[SB_DRAM].v = NULL;
-    h->sh[SB_DRAM].n = 0;
     h->bounds = NULL;
     h->depth[SB_DRAM] = 0;
     if (n < 2)
         return TSR_OK;
     if (n - 1 >= UINT32_MAX)
         return tsr_err(TSR_ENOMEM, "%zu DRAM segments are too many to track", n - 1);
-    h->sh[SB_DRAM].v = malloc(n * sizeof(seg_t));
     h->bounds = malloc(n * sizeof *bounds);
-    if (!h->sh[SB_DRAM].v || !h->bounds)
+    if (!h->bounds || shadow_alloc(&h->sh[SB_DRAM], (uint32_t)(n - 1)))
         return tsr_err(TSR_ENOMEM, "out of memory");
-    memset(&h->sh[SB_DRAM].v[0], 0, sizeof(seg_t));
-    h->sh[SB_DRAM].n = 1;
-    if (n > h->cap_tmp) { /* (a rebuild holds at most one segment per row) */
-        seg_t *t = realloc(h->tmp, n * sizeof *t);
-        if (!t)
-            return tsr_err(TSR_ENOMEM, "out of memory");
-        h->tmp = t;
-        h->cap_tmp = (uint32_t)n;
-    }
     memcpy(h->bounds, bounds, n * sizeof *bounds);
     h->depth[SB_DRAM] = (uint32_t)(n - 1);
     return TSR_OK;
@@ -182,19 +184,26 @@ int tsr_hb_set_dram(tsr_hb_t *h, const uint64_t *bounds, size_t n)
 
 /* ---------------------------------------------------------- shadow rows */
 
-/* The instruction an access by `who` conflicts with on row x, or -1. */
-static int64_t conflict(const row_t *x, const tsr_hb_who_t *who, int write, int *other_writes)
+/* The instruction an access by `who` conflicts with on row x of buffer b,
+ * or -1: for a read the last write, unless known done; for a write the
+ * first stage's latest read since it that is not (the writer's own stage
+ * neither writes twice unordered nor reads). */
+static int64_t conflict(const tsr_hb_t *h, int b, uint32_t x, const tsr_hb_who_t *who, int write, int *other_writes)
 {
-    if (x->w_seq && (int)x->w_stage != who->stage && who->clock[x->w_stage] < x->w_seq) {
-        *other_writes = 1;
-        return x->w_idx;
+    const shadow_t *sh = &h->sh[b];
+    const int ws = sb_writer[b];
+    if (!write) {
+        if (ws != who->stage && sh->w[x] > who->clock[ws]) {
+            *other_writes = 1;
+            return h->ord[ws][sh->w[x]];
+        }
+        return -1;
     }
-    if (write)
-        for (int t = 0; t < TSR_STAGE_COUNT; t++)
-            if (t != who->stage && x->r_seq[t] && who->clock[t] < x->r_seq[t]) {
-                *other_writes = 0;
-                return x->r_idx[t];
-            }
+    for (int t = 0; t < TSR_STAGE_COUNT; t++)
+        if (t != who->stage && (sh->readers >> t & 1) && sh->rd[t][x] > who->clock[t]) {
+            *other_writes = 0;
+            return h->ord[t][sh->rd[t][x]];
+        }
     return -1;
 }
 
@@ -220,112 +229,88 @@ static int race(const tsr_hb_t *h, const tsr_hb_who_t *who, int b, uint32_t lo, 
                    other_writes ? "writes" : "reads");
 }
 
-/* The segment holding row r (the last one starting at or before it). */
-static uint32_t seg_find(const shadow_t *sh, uint32_t r)
+/* d[lo..hi) = x while checking v[lo..hi) against c: bit 31 of the result
+ * is set iff some v[r] > c. (Ordinals are below 2^31, so c - v[r] is
+ * negative exactly then: an OR of differences, which the compiler
+ * vectorizes with the stores.) v may be NULL: nothing to check. */
+static uint32_t check_stamp(const uint32_t *restrict v, uint32_t *restrict d, uint32_t lo, uint32_t hi, uint32_t c,
+                            uint32_t x)
 {
-    uint32_t a = 0, b = sh->n;
-    while (b - a > 1) {
-        const uint32_t mid = a + (b - a) / 2;
-        if (sh->v[mid].lo <= r)
-            a = mid;
-        else
-            b = mid;
+    uint32_t acc = 0;
+    if (!v) {
+        for (uint32_t r = lo; r < hi; r++)
+            d[r] = x;
+        return 0;
     }
-    return a;
-}
-
-static uint32_t seg_end(const tsr_hb_t *h, int b, uint32_t k)
-{
-    return k + 1 < h->sh[b].n ? h->sh[b].v[k + 1].lo : h->depth[b];
-}
-
-/* A race on the first row of runs[0..n) (ascending, disjoint, inside the
- * buffer) that conflicts with an earlier access, naming the rows after it
- * with the same conflict; else TSR_OK. The same first row and run the
- * row-by-row check found: rows of one segment conflict alike. */
-static int check_runs(const tsr_hb_t *h, const tsr_hb_who_t *who, int b, const run_t *runs, uint32_t n, int write)
-{
-    const shadow_t *sh = &h->sh[b];
-    uint32_t k = n ? seg_find(sh, runs[0].lo) : 0;
-    for (uint32_t j = 0; j < n; j++) {
-        while (k + 1 < sh->n && sh->v[k + 1].lo <= runs[j].lo)
-            k++;
-        for (uint32_t r = runs[j].lo; r < runs[j].hi; r = seg_end(h, b, k), k += r < runs[j].hi) {
-            int ow = 0;
-            const int64_t other = conflict(&sh->v[k].st, who, write, &ow);
-            if (other < 0)
-                continue;
-            uint32_t e = seg_end(h, b, k);
-            int ow2 = 0;
-            for (uint32_t m = k + 1; e < runs[j].hi && conflict(&sh->v[m].st, who, write, &ow2) == other && ow2 == ow;
-                 m++)
-                e = seg_end(h, b, m);
-            return race(h, who, b, r, e < runs[j].hi ? e : runs[j].hi, write, (uint32_t)other, ow);
-        }
+    for (uint32_t r = lo; r < hi; r++) {
+        acc |= c - v[r];
+        d[r] = x;
     }
-    return TSR_OK;
+    return acc;
 }
 
-/* st as the access of `who` leaves it. */
-static row_t after(const row_t *st, const tsr_hb_who_t *who, int write)
+static uint32_t check_only(const uint32_t *v, uint32_t lo, uint32_t hi, uint32_t c)
 {
-    const uint32_t seq = who->clock[who->stage] + 1;
-    row_t x = *st;
-    if (write) {
-        memset(&x, 0, sizeof x);
-        x.w_seq = seq;
-        x.w_idx = who->idx;
-        x.w_stage = (uint32_t)who->stage;
-    } else {
-        x.r_seq[who->stage] = seq;
-        x.r_idx[who->stage] = who->idx;
-    }
-    return x;
+    uint32_t acc = 0;
+    for (uint32_t r = lo; r < hi; r++)
+        acc |= c - v[r];
+    return acc;
 }
 
-/* Append the segment [lo, ...) with st to tmp[0..*m), merged with the last
- * one when equal. */
-static void put(seg_t *tmp, uint32_t *m, uint32_t lo, const row_t *st)
-{
-    if (*m && !memcmp(&tmp[*m - 1].st, st, sizeof *st))
-        return;
-    tmp[*m].lo = lo;
-    tmp[*m].st = *st;
-    ++*m;
-}
-
-/* Record the access of runs[0..n): the segments from the one holding the
- * first run's first row to the one holding the last run's last row are
- * rebuilt in one pass (linear in them and the runs), then spliced in. */
-static void update_runs(tsr_hb_t *h, const tsr_hb_who_t *who, int b, const run_t *runs, uint32_t n, int write)
+/* Stamp the access of runs[0..n) and say whether it may conflict: a read
+ * is the latest of its stage (checked against the last write), a write the
+ * rows' last write (checked against each other stage's latest read). One
+ * pass per run: what a read stamps (its stage's reads) a read's conflict
+ * does not look at, nor does a write's conflict look at the writes; a
+ * race ends the pass, so the stamps of a racing access are never read.
+ * A write leaves the reads before it in place: a stage's clock only grows
+ * (tsr_pipe merges clocks at token pops), so a read this write did not
+ * conflict with cannot conflict with a later write of the same stage. */
+static int stamp_runs(tsr_hb_t *h, const tsr_hb_who_t *who, int b, const run_t *runs, uint32_t n, int write)
 {
     shadow_t *sh = &h->sh[b];
-    const uint32_t i0 = seg_find(sh, runs[0].lo), i1 = seg_find(sh, runs[n - 1].hi - 1);
-    const uint32_t end = seg_end(h, b, i1);
-    uint32_t m = 0, k = i0, j = 0, p = sh->v[i0].lo;
-    while (p < end) {
-        while (j < n && p >= runs[j].hi)
-            j++;
-        const int in = j < n && p >= runs[j].lo;
-        uint32_t q = seg_end(h, b, k);
-        if (j < n && (in ? runs[j].hi : runs[j].lo) < q)
-            q = in ? runs[j].hi : runs[j].lo;
-        const row_t st = in ? after(&sh->v[k].st, who, write) : sh->v[k].st;
-        put(h->tmp, &m, p, &st);
-        p = q;
-        if (p == seg_end(h, b, k))
-            k++;
+    const int ws = sb_writer[b];
+    const uint32_t seq = who->clock[who->stage] + 1;
+    uint32_t acc = 0;
+    if (!write) {
+        const uint32_t *v = ws != who->stage ? sh->w : NULL;
+        for (uint32_t j = 0; j < n; j++)
+            acc |= check_stamp(v, sh->rd[who->stage], runs[j].lo, runs[j].hi, who->clock[ws], seq);
+        sh->readers |= 1u << who->stage;
+        return (int)(acc >> 31);
     }
-    uint32_t first = i0, last = i1 + 1; /* the old segments [first, last) are replaced */
-    uint32_t t0 = 0;
-    if (first && !memcmp(&sh->v[first - 1].st, &h->tmp[0].st, sizeof(row_t)))
-        t0 = 1; /* the segment before extends over tmp[0] */
-    if (last < sh->n && !memcmp(&sh->v[last].st, &h->tmp[m - 1].st, sizeof(row_t)))
-        last++; /* tmp's last segment extends over the one after */
-    const uint32_t add = m - t0;
-    memmove(&sh->v[first + add], &sh->v[last], (sh->n - last) * sizeof *sh->v);
-    memcpy(&sh->v[first], &h->tmp[t0], add * sizeof *sh->v);
-    sh->n = sh->n - (last - first) + add;
+    int first = -1; /* the reading stage checked while stamping */
+    for (int t = 0; t < TSR_STAGE_COUNT; t++)
+        if (t != who->stage && (sh->readers >> t & 1)) {
+            if (first < 0)
+                first = t;
+            else
+                for (uint32_t j = 0; j < n; j++)
+                    acc |= check_only(sh->rd[t], runs[j].lo, runs[j].hi, who->clock[t]);
+        }
+    for (uint32_t j = 0; j < n; j++)
+        acc |= check_stamp(first < 0 ? NULL : sh->rd[first], sh->w, runs[j].lo, runs[j].hi,
+                           first < 0 ? 0 : who->clock[first], seq);
+    return (int)(acc >> 31);
+}
+
+/* The race on the first row of runs[0..n) (ascending, disjoint, inside the
+ * buffer) that conflicts with an earlier access, naming the rows after it
+ * in its run with the same conflict. */
+static int report(const tsr_hb_t *h, const tsr_hb_who_t *who, int b, const run_t *runs, uint32_t n, int write)
+{
+    for (uint32_t j = 0; j < n; j++)
+        for (uint32_t r = runs[j].lo; r < runs[j].hi; r++) {
+            int ow = 0, ow2 = 0;
+            const int64_t other = conflict(h, b, r, who, write, &ow);
+            if (other < 0)
+                continue;
+            uint32_t e = r + 1;
+            while (e < runs[j].hi && conflict(h, b, e, who, write, &ow2) == other && ow2 == ow)
+                e++;
+            return race(h, who, b, r, e, write, (uint32_t)other, ow);
+        }
+    return tsr_err(TSR_EVERIFY, "internal: a race on %s rows that none of them shows", sb_name[b]);
 }
 
 /* Rows of runs[0..n) (ascending, disjoint, clipped to the buffer) of shared
@@ -334,10 +319,10 @@ static int access_runs(tsr_hb_t *h, const tsr_hb_who_t *who, int b, const run_t 
 {
     if (!n)
         return TSR_OK;
-    int rc = check_runs(h, who, b, runs, n, write);
-    if (!rc)
-        update_runs(h, who, b, runs, n, write);
-    return rc;
+    if (write && who->stage != sb_writer[b])
+        return tsr_err(TSR_EVERIFY, "internal: a %s-stage instruction writes %s", tsr_stage_name(who->stage),
+                       sb_name[b]);
+    return stamp_runs(h, who, b, runs, n, write) ? report(h, who, b, runs, n, write) : TSR_OK;
 }
 
 /* Rows [lo, hi) of shared buffer b, read or written by `who`. */
@@ -620,6 +605,7 @@ static int footprint(tsr_hb_t *h, const tsr_insn_t *in, int kind, const tsr_uop_
 int tsr_hb_insn(tsr_hb_t *h, const tsr_hb_who_t *who, const tsr_uop_t *uops, const uint8_t *known)
 {
     const tsr_insn_t *in = &h->insns[who->idx];
+    h->ord[who->stage][who->clock[who->stage] + 1] = who->idx;
     if (in->opcode == TSR_OP_LOAD || in->opcode == TSR_OP_STORE) {
         int rc = access_dram(h, who, in);
         if (rc)

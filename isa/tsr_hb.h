@@ -26,9 +26,13 @@
  * clock[t] >= k. Per row the detector keeps the last write and, per
  * stage, the latest read since it (FastTrack): checking each access
  * against those finds a race if the stream has one, in any schedule.
- * Rows that share that state are kept as one segment, and an access is a
- * few runs of rows, so an instruction costs its runs and the segments they
- * meet, not its rows (a tile's hundreds of rows are one or a few of each).
+ * One stage writes each shared buffer, so that state is the last write's
+ * ordinal and each reading stage's latest read's, in flat arrays by row:
+ * an access is a few runs of rows, checked and stamped in one vectorized
+ * pass each. A stage's clock
+ * must only grow (tsr_pipe's do), so a write need not clear the reads
+ * before it: one it did not conflict with cannot conflict with a later
+ * write of the same stage.
  * GEMM/ALU footprints are built as row bitsets (uop bases plus loop
  * offsets, a Minkowski sum by shifted ORs over the words the sets span),
  * turned into runs and kept for the next instructions with the same uops

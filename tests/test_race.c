@@ -4,7 +4,7 @@
  * by construction: tsr_gen.h) and must find the race when tokens are taken
  * away (flags cleared: the load stage's writes of inp/wgt rows are no
  * longer ordered before the GEMMs that read them). And the verifier's race
- * pass (isa/tsr_hb.c: shadow rows as segments, footprints as runs) agrees
+ * pass (isa/tsr_hb.c: shadow rows as flat ordinal arrays, footprints as runs) agrees
  * with this exact, independent check on hostile streams: it accepts none
  * the classifier finds a race in, and names a race only where there is one.
  */
