@@ -331,8 +331,10 @@ static int init_part(tsr_trainer_t *tr)
         if (tr->wide && l->trainable) { /* 16-bit weights: the file's are the master copy, lo 0 */
             l->wlo = calloc(nw, 1);
             l->b16 = malloc(sizeof(int64_t) * (size_t)l->M);
-            if (!l->wlo || !l->b16)
+            l->w2 = calloc(2 * nw, 1);
+            if (!l->wlo || !l->b16 || !l->w2)
                 return tsr_err(TSR_ENOMEM, "out of memory");
+            memcpy(l->w2, l->wq, nw);
             for (int m = 0; m < l->M; m++)
                 l->b16[m] = 256 * (int64_t)l->bq[m];
         }
@@ -376,7 +378,7 @@ static int init_part(tsr_trainer_t *tr)
     tr->q = malloc(tr->gcap);
     tr->q2 = tr->o.grad_split ? malloc(tr->gcap) : NULL;
     tr->acc = malloc(sizeof(int32_t) * accn);
-    tr->facc = tr->wide ? malloc(sizeof(int32_t) * tr->gcap) : NULL;
+    tr->facc = tr->wide ? malloc(sizeof(int32_t) * 2 * tr->gcap) : NULL;
     tr->probs = malloc(sizeof(float) * (size_t)B * (size_t)tr->classes);
     tr->x0 = malloc((size_t)B * tr->feat_elems);
     if (!tr->g || !tr->g2 || !tr->q || (tr->o.grad_split && !tr->q2) || !tr->acc || (tr->wide && !tr->facc) ||
@@ -486,7 +488,7 @@ void tsr_train_free(tsr_trainer_t *tr)
         trl_t *l = &tr->c[j];
         free(l->y), free(l->gy), free(l->wq), free(l->bq), free(l->ws), free(l->mult), free(l->shift), free(l->fscale);
         free(l->wzp), free(l->w), free(l->b), free(l->vw), free(l->vb), free(l->gw), free(l->gb);
-        free(l->wlo), free(l->b16);
+        free(l->wlo), free(l->b16), free(l->w2);
     }
     free(tr->c);
     free(tr->g), free(tr->g2), free(tr->q), free(tr->q2), free(tr->acc), free(tr->facc), free(tr->probs), free(tr->x0);

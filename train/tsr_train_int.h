@@ -36,6 +36,7 @@ typedef struct trl {
     int8_t *wlo;               /* 16-bit weights (trainable, weight_bits 16): the master copy's residual after wq on
                                   w_scale / 256, so that w ~ (256 wq + wlo) * w_scale / 256 (NULL: 8-bit forward) */
     int64_t *b16;              /* ... and the bias on x_scale * w_scale / 256 */
+    int8_t *w2;                /* ... wq and wlo as one weight tensor of 2M outputs (one forward GEMM) */
     float *gw, *gb;            /* gradients of the last step */
     float s_dy, s_dx;          /* the last step's gradient quantization scales */
     /* per step */
@@ -65,7 +66,7 @@ struct tsr_trainer {
     int8_t *q;                 /* quantized gradient */
     int8_t *q2;                /* its low part (grad_split) */
     int32_t *acc;              /* int32 results of the backward GEMMs */
-    int32_t *facc;             /* the low part's forward sums (16-bit weights; the high part's in acc) */
+    int32_t *facc;             /* the forward sums of both parts (16-bit weights; [2][batch][largest output]) */
     int wide;                  /* the trained convs and denses run their forward on 16-bit weights */
     size_t gcap;
     float *probs;              /* softmax of the batch [batch][classes] */

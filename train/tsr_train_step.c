@@ -42,7 +42,7 @@ static tsr_grad_conv_t grad_conv(const trl_t *l, int nb);
 
 /* The forward of a trained conv or dense on 16-bit weights (weight_bits 16): the master copy as 256 wq +
  * wlo on w_scale / 256 (wq the int8 weights the tuned file gets, wlo the residual), each part's exact
- * int32 sums on the device (tsr_grad_conv_fwd / tsr_grad_dense_fwd: two GEMMs), joined on the host in
+ * int32 sums on the device (tsr_grad_conv_fwd / tsr_grad_dense_fwd: one GEMM of 2M outputs, or two), joined on the host in
  * int64 (256 hi + lo + the bias on x_scale * w_scale / 256: exact) and requantized there (the multiplier
  * x_scale * w_scale / 256 / y_scale in double, rounded half to even, the zero point, the clamp). */
 static int forward_wide(tsr_trainer_t *tr, int j)
@@ -51,21 +51,32 @@ static int forward_wide(tsr_trainer_t *tr, int j)
     const int nb = tr->nb, M = l->M;
     const void *x = layer_in(tr, j, 0);
     const size_t ny = (size_t)nb * l->y_elems, S = l->y_elems / (size_t)M;
+    /* one GEMM of both parts as 2M outputs (hi's then lo's: the input read once, the calls' overhead
+       once) unless depthwise (C_out is C_in) or its int32 output (8 bytes an output) is over 1.5x the
+       device-memory budget (the inference's high-water mark; the digits' conv2 at batch 16: 262,144 B,
+       a step's peak 2.54x the inference's, 1.50x with two GEMMs) */
+    const int conv = l->L.kind == TSR_OXL_CONV;
+    const int two = (conv && l->L.conv.groups > 1) || (tr->dev_budget && 8 * ny > tr->dev_budget * 3 / 2);
     int rc = 0;
-    for (int part = 0; part < 2 && !rc; part++) {
-        const int8_t *w = part ? l->wlo : l->wq;
-        int32_t *o = part ? tr->facc : tr->acc;
-        if (l->L.kind == TSR_OXL_CONV) {
-            const tsr_grad_conv_t gp = grad_conv(l, nb);
-            rc = tsr_grad_conv_fwd(tr->dev, &gp, tr->dev_budget, x, l->x_dtype, l->x_zp, w, o, NULL);
-        } else
-            rc = tsr_grad_dense_fwd(tr->dev, nb, l->K, M, x, l->x_dtype, l->x_zp, w, o, NULL);
+    if (!two) {
+        tsr_grad_conv_t gp = grad_conv(l, nb);
+        gp.c_out = 2 * M;
+        rc = conv ? tsr_grad_conv_fwd(tr->dev, &gp, tr->dev_budget, x, l->x_dtype, l->x_zp, l->w2, tr->facc, NULL)
+                  : tsr_grad_dense_fwd(tr->dev, nb, l->K, 2 * M, x, l->x_dtype, l->x_zp, l->w2, tr->facc, NULL);
+    }
+    for (int part = 0; two && part < 2 && !rc; part++) {
+        const tsr_grad_conv_t gp = grad_conv(l, nb);
+        rc = tsr_grad_conv_fwd(tr->dev, &gp, tr->dev_budget, x, l->x_dtype, l->x_zp, part ? l->wlo : l->wq,
+                               tr->facc + (size_t)part * ny, NULL);
     }
     if (rc)
         return node_err(rc, l, "forward on 16-bit weights");
     for (size_t i = 0; i < ny; i++) {
         const int m = (int)(i / S % (size_t)M);
-        const int64_t a = 256 * (int64_t)tr->acc[i] + tr->facc[i] + (l->has_bias ? l->b16[m] : 0);
+        /* hi and lo of output i: [N][2M][S] (one GEMM) or two [N][M][S] */
+        const size_t ih = two ? i : i / l->y_elems * 2 * l->y_elems + i % l->y_elems;
+        const size_t il = two ? ny + i : ih + l->y_elems;
+        const int64_t a = 256 * (int64_t)tr->facc[ih] + tr->facc[il] + (l->has_bias ? l->b16[m] : 0);
         const double r = (double)l->L.x_scale * (double)l->ws[l->wc > 1 ? m : 0] / 256.0 / (double)l->L.y_scale;
         const double v = nearbyint((double)a * r) + l->y_zp;
         l->y[i] = (uint8_t)(int32_t)(v < l->act_min ? l->act_min : v > l->act_max ? l->act_max : v);
@@ -634,6 +645,11 @@ int tsr_train_requantize(tsr_trainer_t *tr, trl_t *l)
                 l->wlo[c * per + i] = (int8_t)(lo > 127 ? 127 : lo < -128 ? -128 : lo);
             }
         }
+    }
+    if (l->wlo) { /* both parts as one weight tensor of 2M outputs (wq's then wlo's) */
+        const size_t nw = (size_t)l->M * l->K;
+        memcpy(l->w2, l->wq, nw);
+        memcpy(l->w2 + nw, l->wlo, nw);
     }
     for (int m = 0; m < l->M && l->has_bias; m++) {
         const double bs = (double)(l->L.x_scale * l->ws[l->wc > 1 ? m : 0]);
