@@ -43,8 +43,7 @@ typedef struct {
 /* The rows one index kind of a GEMM/ALU reaches, as runs, and what they
  * depend on: the uop slice at a gen (its bases), the loop and the mode.
  * A tiled stream repeats many of them (of a ResNet-18's, a third are one
- * of the 16 before, more of the 64 before), and building one from the
- * bitsets was most of the race pass. */
+ * of the 16 before), kept in slots by a hash of the key. */
 typedef struct {
     uint64_t gen;
     uint32_t key[8];                 /* kind, depthwise, uop_bgn, uop_end, iter_out, iter_in, factor out, in */
@@ -53,7 +52,15 @@ typedef struct {
     int valid;
 } fp_t;
 
-#define FP_SLOTS 64
+#define FP_SLOTS 64 /* a power of two */
+
+/* Rows [lo, hi) before clipping to a buffer. */
+typedef struct {
+    uint64_t lo, hi;
+} iv_t;
+
+/* The intervals a footprint is built from without bitsets, at most. */
+#define IV_MAX 4096
 
 /* A set of rows as a bitset whose words outside [lo, hi) are zero: the
  * sets are progressions and uop bases a few words wide in a bitset as wide
@@ -77,8 +84,9 @@ struct tsr_hb {
     uint64_t gen;                    /* bumped by every uop LOAD: invalidates the caches */
     uint64_t c_gen;                  /* the bases were built at this gen ... */
     uint32_t c_bgn, c_end;           /* ... for this slice */
-    fp_t fp[FP_SLOTS];               /* footprints as runs, most recent GEMM/ALU index kinds */
-    uint32_t fp_next;                /* the slot replaced next */
+    fp_t fp[FP_SLOTS];               /* footprints as runs, in the slot of their key's hash */
+    iv_t *iv, *ivl;                  /* scratch: a footprint's intervals, the loop's (IV_MAX each) */
+    uint32_t *bases;                 /* scratch: a uop slice's bases (uop_depth) */
     int c_valid;                     /* bases hold that slice */
 };
 
@@ -136,6 +144,8 @@ int tsr_hb_create(const tsr_config_t *cfg, const tsr_insn_t *insns, size_t n, ts
         ok &= (h->base[k].w = calloc(h->nw, 8)) != NULL;
     ok &= (h->lo.w = calloc(h->nw, 8)) && (h->li.w = calloc(h->nw, 8)) && (h->l.w = calloc(h->nw, 8)) &&
           (h->f.w = calloc(h->nw, 8));
+    ok &= (h->iv = malloc(IV_MAX * sizeof *h->iv)) && (h->ivl = malloc(IV_MAX * sizeof *h->ivl)) &&
+          (h->bases = malloc((cfg->uop_depth ? cfg->uop_depth : 1) * sizeof *h->bases));
     if (!ok) {
         tsr_hb_destroy(h);
         return tsr_err(TSR_ENOMEM, "out of memory");
@@ -157,6 +167,9 @@ void tsr_hb_destroy(tsr_hb_t *h)
     for (int k = 0; k < 3; k++)
         free(h->base[k].w);
     free(h->bounds);
+    free(h->iv);
+    free(h->ivl);
+    free(h->bases);
     free(h->lo.w);
     free(h->li.w);
     free(h->l.w);
@@ -556,36 +569,150 @@ static int access_dram(tsr_hb_t *h, const tsr_hb_who_t *who, const tsr_insn_t *i
     return TSR_OK;
 }
 
+/* ----------------------------------------------- footprints as intervals */
+
+/* The loop offsets {i*fo + j*fi : i < iter_out, j < iter_in} as ascending
+ * disjoint intervals into iv (room for IV_MAX): how many, 0 when more or
+ * when both loops step over gaps (the bitsets build those). A tiled
+ * stream's loops are nearly all one interval or a few. */
+static uint32_t loop_intervals(uint32_t iter_out, uint32_t fo, uint32_t iter_in, uint32_t fi, iv_t *iv)
+{
+    uint64_t len = 1; /* the inner loop as [0, len), or points j*fi */
+    if (iter_in > 1 && fi == 1)
+        len = iter_in;
+    else if (iter_in > 1 && fi > 1) {
+        if ((iter_out > 1 && fo) || iter_in > IV_MAX)
+            return 0;
+        for (uint32_t j = 0; j < iter_in; j++)
+            iv[j] = (iv_t){(uint64_t)j * fi, (uint64_t)j * fi + 1};
+        return iter_in;
+    }
+    if (iter_out <= 1 || !fo || fo <= len) { /* one interval (past every buffer beyond 2^62) */
+        const uint64_t top = (uint64_t)(iter_out ? iter_out - 1 : 0) * fo;
+        iv[0] = (iv_t){0, (top < (1ull << 62) ? top : 1ull << 62) + len};
+        return 1;
+    }
+    if (iter_out > IV_MAX)
+        return 0;
+    for (uint32_t i = 0; i < iter_out; i++)
+        iv[i] = (iv_t){(uint64_t)i * fo, (uint64_t)i * fo + len};
+    return iter_out;
+}
+
+/* The distinct bases (index kind 0 dst, 1 src, 2 wgt) of uops [bgn, end),
+ * ascending, into out; how many, or -1 if some uop is unknown. */
+static int64_t slice_bases(const tsr_insn_t *in, int kind, const tsr_uop_t *uops, const uint8_t *known,
+                           uint32_t *out)
+{
+    uint32_t n = 0;
+    for (uint32_t u = in->uop_bgn; u < in->uop_end; u++) {
+        if (!known[u])
+            return -1;
+        uint32_t v = kind == 0 ? uops[u].dst : kind == 1 ? uops[u].src : uops[u].wgt, k = n++;
+        for (; k && out[k - 1] > v; k--) /* (insertion: slices are a few uops, mostly in order) */
+            out[k] = out[k - 1];
+        out[k] = v;
+    }
+    uint32_t m = 0;
+    for (uint32_t k = 0; k < n; k++)
+        if (!m || out[k] != out[m - 1])
+            out[m++] = out[k];
+    return m;
+}
+
+/* Ascending intervals iv[0..n) (overlapping or touching allowed), each
+ * [lo, hi + widen - 1) then >> shift, clipped to depth, as maximal runs into
+ * out; how many. */
+static uint32_t merge_runs(const iv_t *iv, uint32_t n, uint32_t widen, int shift, uint32_t depth, run_t *out)
+{
+    uint32_t m = 0;
+    for (uint32_t k = 0; k < n; k++) {
+        uint64_t lo = iv[k].lo >> shift, hi = ((iv[k].hi + widen - 2) >> shift) + 1; /* (last row, then past it) */
+        if (lo >= depth)
+            break;
+        if (hi > depth)
+            hi = depth;
+        if (m && lo <= out[m - 1].hi) {
+            if (hi > out[m - 1].hi)
+                out[m - 1].hi = (uint32_t)hi;
+        } else
+            out[m++] = (run_t){(uint32_t)lo, (uint32_t)hi};
+    }
+    return m;
+}
+
+/* The rows index kind `kind` of `in` reaches as runs into out, from the
+ * uop bases and the loop's intervals (with a depthwise op's K rows per src
+ * and tap groups per weight row): how many, -1 if some uop is unknown,
+ * -2 when the bitsets must build them. The same rows as they do. */
+static int64_t fast_runs(tsr_hb_t *h, const tsr_insn_t *in, int kind, const tsr_uop_t *uops, const uint8_t *known,
+                         run_t *out)
+{
+    const uint32_t fo = kind == 0 ? in->dst_factor_out : kind == 1 ? in->src_factor_out : in->wgt_factor_out;
+    const uint32_t fi = kind == 0 ? in->dst_factor_in : kind == 1 ? in->src_factor_in : in->wgt_factor_in;
+    const uint32_t nl = loop_intervals(in->iter_out, fo, in->iter_in, fi, h->ivl);
+    const int64_t nb = slice_bases(in, kind, uops, known, h->bases);
+    if (nb < 0)
+        return -1;
+    if (!nl || (nl > 1 && nb > 1) || (uint64_t)nb * nl > IV_MAX)
+        return -2; /* (bases x several intervals would need a sort) */
+    uint32_t n = 0;
+    for (int64_t k = 0; k < nb; k++)
+        for (uint32_t j = 0; j < nl; j++)
+            h->iv[n++] = (iv_t){h->ivl[j].lo + h->bases[k], h->ivl[j].hi + h->bases[k]};
+    const int dw = in->opcode == TSR_OP_GEMM && in->depthwise;
+    const int b = kind == 0 ? SB_OUT : kind == 1 ? SB_INP : SB_WGT;
+    const uint32_t widen = kind == 1 && dw ? (uint32_t)h->cfg->depthwise : 1;
+    return merge_runs(h->iv, n, widen, kind == 2 && dw ? h->cfg->dw_group_bits : 0, h->depth[b], out);
+}
+
 /* The rows index kind (0 dst: out, 1 src: inp, 2 wgt) of GEMM/ALU `in`
  * reaches, from the cache or built from the uop bases (with a depthwise
  * op's K rows per src and tap groups per weight row), in *out; NULL when
  * some uop of its slice is unknown. */
+/* The bitsets' footprint of kind `kind` of `in` into h->f; 0 if some uop
+ * of its slice is unknown. */
+static int bitset_rows(tsr_hb_t *h, const tsr_insn_t *in, int kind, const tsr_uop_t *uops, const uint8_t *known)
+{
+    if (!load_bases(h, in, uops, known))
+        return 0;
+    const int dw = in->opcode == TSR_OP_GEMM && in->depthwise;
+    if (kind == 2 && dw) { /* tap groups, G per row */
+        loop_rows(h, in, 2, (uint32_t)((uint64_t)h->depth[SB_WGT] << h->cfg->dw_group_bits));
+        group_rows(h, h->cfg->dw_group_bits);
+    } else {
+        loop_rows(h, in, kind, h->depth[kind == 0 ? SB_OUT : kind == 1 ? SB_INP : SB_WGT]);
+        if (kind == 1 && dw) /* each op also reads the K-1 rows after src */
+            widen_rows(h, (uint32_t)h->cfg->depthwise);
+    }
+    return 1;
+}
+
+static uint32_t key_slot(const uint32_t key[8], uint64_t gen)
+{
+    uint64_t x = gen * 0x9e3779b97f4a7c15ull;
+    for (int k = 0; k < 8; k++)
+        x = (x ^ key[k]) * 0x100000001b3ull;
+    return (uint32_t)(x >> 32) & (FP_SLOTS - 1);
+}
+
+/* The rows index kind (0 dst: out, 1 src: inp, 2 wgt) of GEMM/ALU `in`
+ * reaches, from the cache or built (from intervals, else from the uop
+ * bases' bitsets), in *out; NULL when some uop of its slice is unknown. */
 static int footprint(tsr_hb_t *h, const tsr_insn_t *in, int kind, const tsr_uop_t *uops, const uint8_t *known,
                      const fp_t **out)
 {
     const uint32_t key[8] = {(uint32_t)kind, in->depthwise, in->uop_bgn, in->uop_end, in->iter_out, in->iter_in,
                              kind == 0 ? in->dst_factor_out : kind == 1 ? in->src_factor_out : in->wgt_factor_out,
                              kind == 0 ? in->dst_factor_in : kind == 1 ? in->src_factor_in : in->wgt_factor_in};
+    fp_t *f = &h->fp[key_slot(key, h->gen)];
     *out = NULL;
-    for (int k = 0; k < FP_SLOTS; k++)
-        if (h->fp[k].valid && h->fp[k].gen == h->gen && !memcmp(h->fp[k].key, key, sizeof key)) {
-            *out = &h->fp[k];
-            return TSR_OK;
-        }
-    if (!load_bases(h, in, uops, known))
+    if (f->valid && f->gen == h->gen && !memcmp(f->key, key, sizeof key)) {
+        *out = f;
         return TSR_OK;
-    const int b = kind == 0 ? SB_OUT : kind == 1 ? SB_INP : SB_WGT;
-    const int dw = in->opcode == TSR_OP_GEMM && in->depthwise;
-    if (kind == 2 && dw) { /* tap groups, G per row */
-        loop_rows(h, in, 2, (uint32_t)((uint64_t)h->depth[SB_WGT] << h->cfg->dw_group_bits));
-        group_rows(h, h->cfg->dw_group_bits);
-    } else {
-        loop_rows(h, in, kind, h->depth[b]);
-        if (kind == 1 && dw) /* each op also reads the K-1 rows after src */
-            widen_rows(h, (uint32_t)h->cfg->depthwise);
     }
-    fp_t *f = &h->fp[h->fp_next];
-    const uint32_t need = h->depth[b] / 2 + 1;
+    const int b = kind == 0 ? SB_OUT : kind == 1 ? SB_INP : SB_WGT;
+    const uint32_t need = h->depth[b] / 2 + 1; /* (runs alternate with gaps) */
     if (f->cap < need) {
         run_t *r = realloc(f->runs, need * sizeof *r);
         if (!r)
@@ -593,8 +720,13 @@ static int footprint(tsr_hb_t *h, const tsr_insn_t *in, int kind, const tsr_uop_
         f->runs = r;
         f->cap = need;
     }
-    h->fp_next = (h->fp_next + 1) % FP_SLOTS;
-    f->n = set_runs(&h->f, h->depth[b], f->runs);
+    f->valid = 0;
+    int64_t n = fast_runs(h, in, kind, uops, known, f->runs);
+    if (n == -2 && bitset_rows(h, in, kind, uops, known))
+        n = set_runs(&h->f, h->depth[b], f->runs);
+    if (n < 0)
+        return TSR_OK;
+    f->n = (uint32_t)n;
     f->gen = h->gen;
     memcpy(f->key, key, sizeof key);
     f->valid = 1;

@@ -33,11 +33,13 @@
  * must only grow (tsr_pipe's do), so a write need not clear the reads
  * before it: one it did not conflict with cannot conflict with a later
  * write of the same stage.
- * GEMM/ALU footprints are built as row bitsets (uop bases plus loop
- * offsets, a Minkowski sum by shifted ORs over the words the sets span),
- * turned into runs and kept for the next instructions with the same uops
- * and loops: never iterations x uops, at worst a few passes over the
- * buffer depth.
+ * GEMM/ALU footprints are built as runs from intervals when the loop's
+ * offsets are one interval (or a few, over one uop base): each uop base
+ * plus them, sorted and merged, a few instructions per uop; other loops as
+ * row bitsets (uop bases plus loop offsets, a Minkowski sum by shifted ORs
+ * over the words the sets span). Either is kept, by a hash of the slice
+ * and loop, for the next instructions with the same: never iterations x
+ * uops, at worst a few passes over the buffer depth.
  */
 #ifndef TSR_HB_H
 #define TSR_HB_H
