@@ -149,17 +149,42 @@ static int add_spans(spanset_t *set, size_t i, const tsr_insn_t *in, uint64_t eb
     return TSR_OK;
 }
 
-static int span_cmp(const void *a, const void *b)
+/* Sort the spans by lo, then by instruction: they were added in stream
+ * order, so a stable LSD radix sort over the bytes lo uses does it (spans
+ * alike in lo and instruction are alike in hi too). qsort's comparator
+ * calls were 3% of a ResNet-50's first execution. */
+static int span_sort(spanset_t *set)
 {
-    const span_t *x = a, *y = b;
-    return x->lo < y->lo ? -1 : x->lo > y->lo ? 1 : (x->idx > y->idx) - (x->idx < y->idx);
+    uint64_t any = 0;
+    for (size_t k = 0; k < set->n; k++)
+        any |= set->v[k].lo;
+    span_t *tmp = NULL;
+    for (int sh = 0; sh < 64 && (any >> sh); sh += 8) {
+        size_t at[257] = {0};
+        if (!tmp && !(tmp = malloc(set->n * sizeof *tmp)))
+            return tsr_err(TSR_ENOMEM, "out of memory");
+        for (size_t k = 0; k < set->n; k++)
+            at[((set->v[k].lo >> sh) & 255) + 1]++;
+        for (int d = 0; d < 256; d++)
+            at[d + 1] += at[d];
+        for (size_t k = 0; k < set->n; k++)
+            tmp[at[(set->v[k].lo >> sh) & 255]++] = set->v[k];
+        span_t *t = set->v;
+        set->v = tmp;
+        tmp = t;
+    }
+    free(tmp);
+    set->cap = set->n; /* (v may be the scratch now; nothing is added after sealing) */
+    return TSR_OK;
 }
 
 static int seal(spanset_t *set)
 {
     if (!set->n)
         return TSR_OK;
-    qsort(set->v, set->n, sizeof *set->v, span_cmp);
+    int rc = span_sort(set);
+    if (rc)
+        return rc;
     if (!(set->reach = malloc(set->n * sizeof *set->reach)))
         return tsr_err(TSR_ENOMEM, "out of memory");
     for (size_t k = 0; k < set->n; k++)
