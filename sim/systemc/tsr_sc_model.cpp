@@ -89,8 +89,9 @@ double kLoadHand = 1;    // load: the front's first request after a command it t
 double kLoadWalk = 1;    // load: the back's walk over pad and data rows done -> instruction complete
                          // (tsr_load's B_PUSH cycle; kLoadBack from its last data beat. 3 -> 1: tsr_sccal
                          // 200 programs, mean |err| tiny 0.79 -> 0.74%, tiny_lut 0.83 -> 0.73%)
-double kHoldBpe = 2;     // load: data the front requested ahead holds the R channel (no reservation) for
-                         // elements of this many beats and more (tsr_load's readers of wide elements)
+double kHoldBpe = 1;     // load: data the front requested ahead holds the R channel (no reservation) for
+                         // elements of this many beats and more (tsr_load's readers of elements a beat wide
+                         // or wider: BufBeats 0; 2 -> 1: random configs' 1-beat inp, program 130 -5.84 -> -1.22%)
 constexpr unsigned kBurstBeats = 16;
 constexpr double kQuantum = 16;    // cycles a stage may run ahead inside an instruction
 
