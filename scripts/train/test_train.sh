@@ -31,9 +31,12 @@ fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
 if [ "$MODE" = rtl ]; then
+  # (TSR_TRAIN_EXTRA adds options: "--weight-bits 16" checks the 16-bit forward's GEMMs the same way)
   for be in rtl systemc fsim; do
+    # shellcheck disable=SC2086
     "$TSR" train "$DIG/digits_qdq.onnx" --data "$SH/train_x.npy" --labels "$SH/train_y.npy" --epochs 1 \
-      --trainable conv2,fc --lr 0.01 --backend $be -o tuned_$be.onnx --quiet | tee train_$be.log | grep -E "step|wrote"
+      --trainable conv2,fc --lr 0.01 --backend $be ${TSR_TRAIN_EXTRA:-} -o tuned_$be.onnx --quiet |
+      tee train_$be.log | grep -E "step|wrote"
   done
   cmp tuned_rtl.onnx tuned_fsim.onnx || fail "the RTL's tuned model differs from fsim's"
   cmp tuned_systemc.onnx tuned_fsim.onnx || fail "the SystemC model's tuned model differs from fsim's"
