@@ -366,6 +366,38 @@ static int check_idx(size_t i, const tsr_insn_t *in, const char *what, uint32_t 
     return TSR_OK;
 }
 
+/* 1 when every uop of in's slice was loaded and none of the known ones
+ * reaches outside a buffer: the largest base of each index kind checked
+ * once (an index grows with its base), so the per-uop checks below, which
+ * name the first uop at fault, run only when one may be. Most of a
+ * network's GEMMs; the per-uop loop was 3% of a ResNet-50's first run. */
+static int slice_fits(const vstate_t *v, const tsr_insn_t *in)
+{
+    const tsr_config_t *c = v->cfg;
+    uint32_t md = 0, ms = 0, mw = 0, all = 1;
+    for (uint32_t u = in->uop_bgn; u < in->uop_end; u++) {
+        all &= v->loaded[u];
+        if (!v->known[u])
+            continue;
+        const tsr_uop_t *uo = &v->uops[u];
+        md = uo->dst > md ? uo->dst : md;
+        ms = uo->src > ms ? uo->src : ms;
+        mw = uo->wgt > mw ? uo->wgt : mw;
+    }
+    const uint64_t to = in->iter_out - 1, ti = in->iter_in - 1;
+    if (!all || md + to * in->dst_factor_out + ti * in->dst_factor_in >= c->acc_depth)
+        return 0;
+    if (in->reset)
+        return 1;
+    if (in->opcode == TSR_OP_GEMM) {
+        const uint64_t last = in->depthwise ? (uint64_t)c->depthwise - 1 : 0;
+        const uint64_t wdepth = in->depthwise ? (uint64_t)c->wgt_depth << c->dw_group_bits : c->wgt_depth;
+        return ms + last + to * in->src_factor_out + ti * in->src_factor_in < c->inp_depth &&
+               mw + to * in->wgt_factor_out + ti * in->wgt_factor_in < wdepth;
+    }
+    return in->use_imm || ms + to * in->src_factor_out + ti * in->src_factor_in < c->acc_depth;
+}
+
 static int check_loop(vstate_t *v, size_t i, const tsr_insn_t *in)
 {
     const tsr_config_t *c = v->cfg;
@@ -408,6 +440,8 @@ static int check_loop(vstate_t *v, size_t i, const tsr_insn_t *in)
      * order). A row never loaded holds whatever the backend has: zeros in
      * fsim, the previous stream's kernel on the RTL; its indices are
      * unchecked and the result would differ across backends and runs. */
+    if (slice_fits(v, in))
+        return TSR_OK;
     for (uint32_t u = in->uop_bgn; u < in->uop_end; u++)
         if (!v->loaded[u])
             return bad(i, in,
