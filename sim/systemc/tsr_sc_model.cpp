@@ -1314,14 +1314,39 @@ void tsr_sc_fetch::run()
                                      1, nullptr, nullptr, true);
                 nreq = j + 1;
             };
-            // When the request of the chunk after chunk k is due (never: none, or sent).
-            auto due = [&](uint32_t k) { return nreq == k + 1 && k + 1 < nch ? drained[(k + 1) & 1] : 1e300; };
+            // When the next chunk's request is due (never: none left, or its
+            // room's time not known yet: chunks up to `known` have it).
+            uint32_t known = 1;
+            auto due = [&]() { return nreq < nch && nreq <= known ? drained[nreq & 1] : 1e300; };
             for (uint32_t c0 = 0, k = 0; c0 < n; c0 += per_chunk, k++) {
                 uint32_t cn = std::min(per_chunk, n - c0);
                 if (nreq == k)
                     request(k);
-                if (due(k) <= A.now() + 1e-9)
-                    request(k + 1);
+                while (due() <= A.now() + 1e-9)
+                    request(nreq);
+                // Chunk k + 2 needs as many beats of room as it has: those
+                // of chunk k up to its own length (a last, short chunk
+                // needs fewer), back once instruction j's last beat has
+                // left the buffer: with a beat or more per instruction when
+                // the one before it was dispatched (j then waits in the
+                // element register, its beats taken, also while a full
+                // command queue holds it), else when j was.
+                uint32_t j = UINT32_MAX;
+                if (k + 2 < nch) {
+                    const uint32_t c2 = (k + 2) * per_chunk, n2 = std::min(per_chunk, n - c2);
+                    const uint64_t b2 = ((uint64_t)n2 * TSR_INSN_BYTES + bus - 1) / bus;
+                    j = c0 + std::min<uint32_t>(cn, (uint32_t)((b2 * bus + TSR_INSN_BYTES - 1) / TSR_INSN_BYTES)) - 1;
+                }
+                auto room_back = [&](uint32_t done) { // instruction `done` dispatched (UINT32_MAX: before any)
+                    if (j == UINT32_MAX || known >= k + 2)
+                        return;
+                    if (ibeats >= 1 ? done + 1 != j && !(done == UINT32_MAX && j == c0) : done != j)
+                        return;
+                    const double dj = dispv[j], dp = j ? dispv[j - 1] : t_start;
+                    drained[k & 1] = (ibeats >= 2 ? dp + 1 : ibeats >= 1 ? dp : dj) + kFetchReq;
+                    known = k + 2;
+                };
+                room_back(UINT32_MAX);
                 double last = clast[k & 1];
                 double first = last - (double)((cn * TSR_INSN_BYTES + bus - 1) / bus) + 1;
                 for (uint32_t i = 0; i < cn; i++) {
@@ -1334,9 +1359,9 @@ void tsr_sc_fetch::run()
                         // for `disp` first: the entry's visibility follows
                         // from disp, whenever it is pushed).
                         while (A.cmdq[st].size() >= (size_t)A.cfg.cmd_queue_depth) {
-                            const double d = due(k);
+                            const double d = due();
                             if (d <= A.now() + 1e-9)
-                                request(k + 1);
+                                request(nreq);
                             else if (d < 1e300)
                                 A.wait_ev_until(A.cmdq_ev[st], d);
                             else
@@ -1357,8 +1382,8 @@ void tsr_sc_fetch::run()
                         A.hw[TSR_CNT_FETCH_STALL] += (uint64_t)round_ll(slot - std::max(disp, A.now()));
                         disp = slot;
                     }
-                    if (due(k) < slot)
-                        request(k + 1);
+                    while (due() < slot)
+                        request(nreq);
                     A.wait_until(slot);
                     A.cmdq[st].push_back({idx, disp + kCmdLat});
                     A.cmdq_slots[st].pushed();
@@ -1367,16 +1392,7 @@ void tsr_sc_fetch::run()
                         tsr_tl_fetch(A.tl, disp);
                     A.fetched = idx + 1;
                     dispv[idx] = disp;
-                }
-                // Chunk k + 2 needs as many beats of room as it has: those
-                // of chunk k up to its own length (a last, short chunk
-                // needs fewer).
-                if (k + 2 < nch) {
-                    const uint32_t c2 = (k + 2) * per_chunk, n2 = std::min(per_chunk, n - c2);
-                    const uint64_t b2 = ((uint64_t)n2 * TSR_INSN_BYTES + bus - 1) / bus;
-                    const uint32_t j = c0 + std::min<uint32_t>(cn, (uint32_t)((b2 * bus + TSR_INSN_BYTES - 1) / TSR_INSN_BYTES)) - 1;
-                    const double dj = dispv[j], dp = j ? dispv[j - 1] : t_start;
-                    drained[k & 1] = (ibeats >= 2 ? dp + 1 : ibeats >= 1 ? dp : dj) + kFetchReq;
+                    room_back(idx);
                 }
             }
         } catch (tsr_sc_abort &) {
