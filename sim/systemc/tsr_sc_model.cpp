@@ -1762,8 +1762,10 @@ namespace {
 // What one GEMM/ALU instruction touches in the accumulator: bank bits.
 unsigned footprint(const tsr_sc_accel &A, const tsr_insn_t &in)
 {
-    if (in.uop_bgn >= in.uop_end || in.uop_end > A.cfg.uop_depth)
+    if (in.uop_end > A.cfg.uop_depth)
         return 3;
+    if (in.uop_bgn >= in.uop_end || !in.iter_out || !in.iter_in)
+        return 0; // no ops: no bank (tsr_compute_pipe's empty_insn)
     const tsr_uop_t *u = tsr_fsim_uops(A.fsim);
     uint64_t lo = UINT64_MAX, hi = 0, slo = UINT64_MAX, shi = 0;
     for (uint32_t k = in.uop_bgn; k < in.uop_end; k++) {
