@@ -177,8 +177,9 @@ int tsr_onnx_set_target(tsr_onnx_t *m, const tsr_config_t *cfg)
     tsr_ox_free_segments(m);
     m->cat_block = cfg->block_out, m->cat_batch = cfg->batch;
     int rc = 0;
-    if (ex && !m->exact_rq) { /* an Add without an exact device form: ORT's bytes on the host (issue 30) */
+    if (ex && !m->exact_rq) { /* an Add or BN without an exact device form: ORT's bytes on the host (issue 30) */
         tsr_ox_add_exact_host(m);
+        tsr_ox_bn_exact_host(m);
         m->exact_rq = 1;
     }
     if (lut && !m->act_lut) {

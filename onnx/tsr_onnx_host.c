@@ -220,6 +220,21 @@ static int run_qlut(tsr_onnx_t *m, const ox_lop_t *L)
     return 0;
 }
 
+/* A table per channel (H_QLUTC): output byte = zpa[256 c + input byte] for an element of channel c, in
+ * [N, C, inner] order (geo[0] = C, geo[1] = inner; ORT's BatchNormalization bytes, ops/tsr_ox_conv.c). */
+static int run_qlutc(tsr_onnx_t *m, const ox_lop_t *L)
+{
+    const uint8_t *xb = tsr_ox_bytes(m, L->in);
+    uint8_t *yb = tsr_ox_bytes(m, L->out);
+    const int64_t n = numel(&m->vals[L->in]), C = L->geo[0], inner = L->geo[1];
+    if (C < 1 || inner < 1 || n % (C * inner) || L->nzpa != 256 * C)
+        return tsr_err(TSR_EINVAL, "per-channel table: %lld elements for %lld channels of %lld", (long long)n,
+                       (long long)C, (long long)inner);
+    for (int64_t i = 0; i < n; i++)
+        yb[i] = (uint8_t)L->zpa[256 * ((i / inner) % C) + xb[i]];
+    return 0;
+}
+
 typedef struct ox_host_kernel {
     int kind;               /* H_* */
     const char *name;       /* in the placement table: "host (name)" */
@@ -248,6 +263,7 @@ static const ox_host_kernel_t kernels[] = {
     {H_QSOFTMAX, "quantized softmax", tsr_ox_run_qsoftmax},
     {H_QADDC, "quantized add or mul", tsr_ox_run_qaddc},
     {H_QLUT, "quantized lookup table", run_qlut},
+    {H_QLUTC, "quantized per-channel lookup table", run_qlutc},
 };
 
 static const ox_host_kernel_t *kernel(int kind)

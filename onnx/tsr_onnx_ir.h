@@ -36,7 +36,9 @@ enum { ET_FLOAT = 1, ET_UINT8 = 2, ET_INT8 = 3, ET_INT32 = 6, ET_INT64 = 7 };
 enum { ET_BOOL = 9 };       /* Equal/Less/Not results and Where's condition (one byte, 0 or 1) */
 enum { SIDE_NONE = 0, SIDE_DEV, SIDE_HOST };
 /* Host kernels (tsr_onnx_host.c has their table). */
-enum { H_QUANT = 1, H_DEQUANT, H_SOFTMAX, H_ARGMAX, H_RELU, H_CONVINT, H_MATMULINT, H_QMATMUL, H_CONCAT };
+enum { H_QUANT = 1, H_DEQUANT, H_SOFTMAX, H_ARGMAX, H_RELU, H_CONVINT, H_MATMULINT, H_QMATMUL, H_CONCAT,
+       H_QLUTC /* a table of 256 entries per channel (zpa; geo[0] channels, geo[1] elements per channel and image):
+                  a BatchNormalization without an exact device form on a config with EXACT_REQUANT */ };
 
 /* The float and integer host kernels of tsr_onnx_hostf.c (numbered apart
  * from the kinds above so that additions there never collide): their node's
@@ -113,10 +115,11 @@ typedef struct ox_lop {
     int cat_rq;             /* device: a Concat input's requantize (scale, zp: the input's; mult, yzp: the
                                output's), which an activation table replaces exactly with ACT_LUT
                                (ops/tsr_ox_concat.c tsr_ox_concat_tables) */
-    int ort_host;           /* a quantized Add whose device form is not ONNX Runtime's bytes (no exact integer
-                               form, ops/tsr_ox_eltwise.c): 1 on the device (the host kernel takes it on a
-                               config with EXACT_REQUANT: scale, mult, geo[7] keep its scales), 2 on the host
-                               for that reason (the placement says so) */
+    int ort_host;           /* a quantized Add or BatchNormalization whose device form is not ONNX Runtime's
+                               bytes (no exact integer form, ops/tsr_ox_eltwise.c, ops/tsr_ox_conv.c): 1 on the
+                               device (the host kernel takes it on a config with EXACT_REQUANT: an Add's scale,
+                               mult, geo[7] keep its scales, a BN's zpa holds ORT's bytes per channel), 2 on the
+                               host for that reason (the placement says so) */
     int64_t host_ns;        /* host: its kernel's CPU time in the last tsr_onnx_run (the report's host table:
                                what the DSE's host-time model is calibrated on, scripts/dse/README.md) */
 } ox_lop_t;
@@ -369,6 +372,9 @@ int tsr_ox_promote_lop(tsr_onnx_t *m, int l);
 /* The device Adds whose bytes are not ONNX Runtime's (ort_host 1) as host kernels: a config with
  * EXACT_REQUANT (tsr_onnx_set_target). How many moved. */
 int tsr_ox_add_exact_host(tsr_onnx_t *m);
+/* The same for the BatchNormalizations (ort_host 1: a channel without an exact device conv) as per-channel
+ * lookup tables of ONNX Runtime's bytes (H_QLUTC; ops/tsr_ox_conv.c). How many moved. */
+int tsr_ox_bn_exact_host(tsr_onnx_t *m);
 /* Values a's and b's producers are device graph lops before l, and so is every lop after the earlier of
  * them up to l: the condition for l to take both from one device segment (ops/tsr_ox_eltwise.c). */
 int tsr_ox_device_operands(const tsr_onnx_t *m, int l, int a, int b);

@@ -681,23 +681,27 @@ static int bn_near(const bn_chan_t *c, const float *p4, int8_t *w, int32_t *bias
 
 /* Every channel's device conv (w, bias, r; par: scale, B, mean, var by
  * channel): ONNX Runtime's bytes for every input byte where bn_exact finds
- * such a conv (a fused Clip excepted), else bn_near's. */
+ * such a conv (a fused Clip excepted), else bn_near's. tab: ORT's bytes,
+ * 256 per channel; *nx: the channels without an exact conv that have them
+ * (0 with a fused Clip: no table then). */
 static int bn_channels(tsr_onnx_t *m, int ni, const ox_qout_t *y, float xs, int32_t xz, int xs8, float eps,
-                       const float *par, int64_t C, int8_t *w, int32_t *bias, float *r)
+                       const float *par, int64_t C, int8_t *w, int32_t *bias, float *r, int32_t *tab, int64_t *nx)
 {
     bn_chan_t c = {.xs = xs, .ys = y->scale, .xz = xz, .yz = y->zp, .xs8 = xs8};
     c.lo = y->elem == ET_INT8 ? -128 : 0;
     c.hi = y->elem == ET_INT8 ? 127 : 255;
     if (y->relu && c.lo < y->zp)
         c.lo = y->zp;
-    int32_t t[256];
+    *nx = 0;
     for (int64_t i = 0; i < C; i++) {
         const float sc = par[i], B = par[C + i], mean = par[2 * C + i], var = par[3 * C + i];
         const float inv = 1.0f / sqrtf(var + eps), ns = inv * sc, mp = mean * ns, nb = B - mp;
+        int32_t *t = tab + 256 * i;
         if (isfinite(ns) && isfinite(nb) && !y->has_clip) {
             bn_table(&c, ns, nb, t);
             if (bn_exact(&c, t, (double)xs * ns / c.ys, (double)nb / c.ys, &w[i], &bias[i], &r[i]))
                 continue;
+            ++*nx;
         }
         const float p4[5] = {sc, B, mean, var, eps};
         if (bn_near(&c, p4, &w[i], &bias[i], &r[i]))
@@ -713,8 +717,11 @@ static int bn_channels(tsr_onnx_t *m, int ni, const ox_qout_t *y, float xs, int3
  * requantization multiplier r per channel, chosen so that the device's
  * bytes equal ORT's float DQ -> BatchNormalization -> Q for all 256 input
  * bytes of the channel (bn_exact, in both the fixed-point and the fscale
- * requantization), else within 1 LSB of them (bn_near). Folding forward
- * into the next conv is not done: DenseNet's next node is a Relu. */
+ * requantization), else within 1 LSB of them (bn_near); a BN with such a
+ * channel keeps ORT's bytes of every channel (zpa, ort_host 1), which a
+ * config with EXACT_REQUANT runs on the host instead (tsr_ox_bn_exact_host).
+ * Folding forward into the next conv is not done: DenseNet's next node is
+ * a Relu. */
 int tsr_ox_qdq_batchnorm(tsr_onnx_t *m, int ni, int arg)
 {
     const Onnx__NodeProto *n = m->gp->node[ni];
@@ -746,9 +753,11 @@ int tsr_ox_qdq_batchnorm(tsr_onnx_t *m, int ni, int arg)
         return qn;
     float *par = malloc(sizeof(float) * 5 * (size_t)C); /* scale, B, mean, var, then r */
     int32_t *wzp = calloc((size_t)C, sizeof(int32_t)), *bias = malloc(sizeof(int32_t) * (size_t)C);
+    int32_t *tab = malloc(sizeof(int32_t) * 256 * (size_t)C);
     uint8_t *wq = malloc((size_t)C);
-    if (!par || !wzp || !wq || !bias) {
-        free(par), free(wzp), free(wq), free(bias);
+    int64_t nx = 0;
+    if (!par || !wzp || !wq || !bias || !tab) {
+        free(par), free(wzp), free(wq), free(bias), free(tab);
         return tsr_err(TSR_ENOMEM, "out of memory");
     }
     static const char *const what[4] = {"scale", "B", "input_mean", "input_var"};
@@ -756,7 +765,8 @@ int tsr_ox_qdq_batchnorm(tsr_onnx_t *m, int ni, int arg)
         rc = bn_param(m, ni, tsr_ox_in_val(m, ni, (size_t)k + 1), what[k], C, par + k * C);
     float *rq = par + 4 * C;
     if (!rc)
-        rc = bn_channels(m, ni, &cd.y, xs[0], xz[0], X->elem == ET_INT8, eps, par, C, (int8_t *)wq, bias, rq);
+        rc = bn_channels(m, ni, &cd.y, xs[0], xz[0], X->elem == ET_INT8, eps, par, C, (int8_t *)wq, bias, rq, tab,
+                         &nx);
     int wv = -1, y = -1;
     if (!rc && (wv = tsr_ox_new_val(m, "")) < 0)
         rc = wv;
@@ -779,8 +789,35 @@ int tsr_ox_qdq_batchnorm(tsr_onnx_t *m, int ni, int arg)
     }
     if (!rc)
         rc = tsr_ox_lower_conv(m, ni, &cd, y);
+    if (!rc && nx > 0) { /* ORT's bytes for the host, on a config with EXACT_REQUANT (tsr_ox_bn_exact_host) */
+        ox_lop_t *L = &m->lops[m->vals[m->vals[y].base].prod];
+        L->zpa = tab, L->nzpa = (int)(256 * C), L->ort_host = 1;
+        tab = NULL;
+    }
     if (!rc)
         tsr_ox_qdq_fold(m, ni);
-    free(par), free(wzp), free(wq), free(bias);
+    free(par), free(wzp), free(wq), free(bias), free(tab);
     return rc;
+}
+
+/* A BatchNormalization's device conv l (ort_host 1) as the host's per-channel table of ORT's bytes. */
+static void bn_to_host(tsr_onnx_t *m, int l)
+{
+    ox_lop_t *L = &m->lops[l];
+    const ox_val_t *X = &m->vals[L->in];
+    tsr_nd_node_free(&L->nd);
+    memset(&L->nd, 0, sizeof L->nd);
+    L->side = SIDE_HOST, L->hkind = H_QLUTC, L->seg = -1;
+    memset(L->geo, 0, sizeof L->geo);
+    L->geo[0] = X->dims[1], L->geo[1] = X->dims[2] * X->dims[3];
+    L->ort_host = 2;
+}
+
+int tsr_ox_bn_exact_host(tsr_onnx_t *m)
+{
+    int k = 0;
+    for (int l = 0; l < m->nlops; l++)
+        if (m->lops[l].side == SIDE_DEV && m->lops[l].nd.kind == TSR_ND_CONV && m->lops[l].ort_host == 1)
+            bn_to_host(m, l), k++;
+    return k;
 }
