@@ -259,6 +259,12 @@ static int pack_weights_all(const tsr_config_t *c, const tsr_conv2d_plan_t *pl, 
     memset(cdst, 0, pl->c_bytes);
     const int split = pl->wsplit; /* > 1: w - w_zp written as int8 parts (over copies of the input; depthwise:
                                      consecutive weight blocks that all meet the block's input) */
+    /* (the layout's numbers as locals: a byte store may alias the structs,
+     * so the per-weight arithmetic below reloaded and redivided them) */
+    const size_t wgt_bytes = c->wgt_bytes, bin = c->block_in, bout = c->block_out, cib = pl->cib;
+    const int kw = p->kw, dwk = pl->dwk, wtight = pl->wtight, c_in = p->c_in;
+    const size_t G = (size_t)1 << c->dw_group_bits, dwg = dwk ? (size_t)((kw + dwk - 1) / dwk) : 0;
+    const size_t kkg = (size_t)p->kh * dwg;
     for (int co = 0; co < p->c_out; co++) {
         int32_t zp = p->w_zp[p->w_zp_count == 1 ? 0 : co];
         int64_t sum = 0;
@@ -333,31 +339,28 @@ static int pack_weights_all(const tsr_config_t *c, const tsr_conv2d_plan_t *pl, 
                                            v + zp, zp, v, co, ci, k / p->kw, k % p->kw);
                         sum += v;
                     }
-                    const int cie = part * p->c_in + ci; /* channel of the (doubled) input */
+                    const int cie = part * c_in + ci; /* channel of the (doubled) input */
                     size_t el, o;
-                    if (pl->dwk) {
+                    if (dwk) {
                         /* depthwise mode: tap group gi = (ky, kx / K) of the block and part, G per
                          * weight row; the global group gg is at row gg / G, tap rows (gg mod G) * K ..,
                          * lane [tap][channel]. Each block and part starts a row (wkk rows), or with
                          * wtight (one part) the blocks' groups are back to back (block b's from b*KK). */
-                        const int dwg = (p->kw + pl->dwk - 1) / pl->dwk, ky = k / p->kw, kx = k % p->kw;
-                        const size_t G = (size_t)1 << c->dw_group_bits, kkg = (size_t)(p->kh * dwg);
-                        const size_t bp = (size_t)(co / c->block_out) * (size_t)split + (size_t)part;
-                        const size_t gg = (pl->wtight ? bp * kkg : bp * ((kkg + G - 1) / G) * G) +
-                                          (size_t)(ky * dwg + kx / pl->dwk);
+                        const int ky = k / kw, kx = k % kw;
+                        const size_t bp = (size_t)co / bout * (size_t)split + (size_t)part;
+                        const size_t gg = (wtight ? bp * kkg : bp * ((kkg + G - 1) / G) * G) +
+                                          (size_t)ky * dwg + (size_t)(kx / dwk);
                         el = gg / G;
-                        o = el * c->wgt_bytes + ((gg % G) * (size_t)pl->dwk + (size_t)(kx % pl->dwk)) * c->block_in +
-                            (size_t)(co % c->block_in);
+                        o = el * wgt_bytes + ((gg % G) * (size_t)dwk + (size_t)(kx % dwk)) * bin + (size_t)co % bin;
                     } else if (dw) {
-                        el = ((size_t)(co / c->block_out) * (size_t)split + (size_t)part) * kk + k;
+                        el = ((size_t)co / bout * (size_t)split + (size_t)part) * kk + k;
                         /* the input channel (co / cin_g) * cin_g + ci of co's group lies in co's own
                          * block (cin_g divides BLOCK_IN == BLOCK_OUT, C_out == C_in): a block-diagonal
                          * weight block (diagonal when depthwise) */
-                        o = el * c->wgt_bytes + (size_t)(co % c->block_out) * c->block_in +
-                            (size_t)((co / cin_g * cin_g + ci) % c->block_in);
+                        o = el * wgt_bytes + (size_t)co % bout * bin + (size_t)(co / cin_g * cin_g + ci) % bin;
                     } else {
-                        el = ((size_t)(co / c->block_out) * pl->cib + (size_t)(cie / c->block_in)) * kk + k;
-                        o = el * c->wgt_bytes + (size_t)(co % c->block_out) * c->block_in + (size_t)(cie % c->block_in);
+                        el = ((size_t)co / bout * cib + (size_t)cie / bin) * kk + k;
+                        o = el * wgt_bytes + (size_t)co % bout * bin + (size_t)cie % bin;
                     }
                     wdst[o] = (uint8_t)(int8_t)v;
                 }
