@@ -86,6 +86,7 @@ double kLoadHand = 1;    // load: the front's first request after a command it t
                          // Timed for elements of 4+ beats only: for all, tsr_sccal 200 programs
                          // default_dw 0.28 -> 0.22% but tiny_exact 0.68 -> 0.70%, random configs
                          // 0.80 -> 0.82% (programs above 3%: 0 -> 2, 4 -> 6)
+double kCLoadPadRoom = 1; // compute LOAD of 2-beat elements: a row's padding cycles its data hides
 double kLoadWalk = 1;    // load: the back's walk over pad and data rows done -> instruction complete
                          // (tsr_load's B_PUSH cycle; kLoadBack from its last data beat. 3 -> 1: tsr_sccal
                          // 200 programs, mean |err| tiny 0.79 -> 0.74%, tiny_lut 0.83 -> 0.73%)
@@ -1533,9 +1534,16 @@ static double transfer(tsr_sc_accel &A, const tsr_insn_t &in, bool write, bool h
     // The walker's burst starts where the one before ended (a row command's
     // bursts are consecutive; r0 starts each).
     uint64_t wa = 0, wr0 = ~(uint64_t)0;
+    // With 2-beat elements the writer assembles an element every 2 cycles
+    // (its data comes a beat a cycle through the 2-beat buffer); the row's
+    // padding overlaps that but for a cycle's room (kCLoadPadRoom).
+    const bool two = walk0 >= 0 && eb == 2 * (uint32_t)A.bus;
+    const double rowt = (double)rowlen + (double)in.x_size - std::min(kCLoadPadRoom, (double)(in.x_pad0 + in.x_pad1));
     auto cell_of = [&](uint64_t g) { // (g: the element's index in the instruction)
         g = std::min<uint64_t>(g, nd ? nd - 1 : 0);
         const uint64_t y = g / in.x_size, x = g % in.x_size;
+        if (two)
+            return (double)(in.y_pad0 * rowlen + in.x_pad0) + (double)y * rowt + 2.0 * (double)x;
         return (double)((in.y_pad0 + y) * rowlen + in.x_pad0 + x);
     };
     auto pace_fn = [&](uint64_t end, double got) {
@@ -1875,7 +1883,13 @@ void tsr_sc_compute::run()
                     double data_end = transfer(A, in, false, true, eb, &local, nullptr, wide ? t + kWalk : -1, -1,
                                                nullptr, &taken);
                     uint64_t rows = in.x_size ? (uint64_t)(in.y_pad0 + in.y_size + in.y_pad1) * (in.x_pad0 + in.x_size + in.x_pad1) : 0;
-                    double first = in.x_size && in.y_size ? t + A.dp.latency : t; // (no data: no read)
+                    // The writer walks the rows before the first element
+                    // while the first read is on its way: every row after
+                    // it goes once that element is there, one per cycle.
+                    const double pre = in.x_size && in.y_size && wide ? (double)in.y_pad0 * (in.x_pad0 + in.x_size + in.x_pad1) + in.x_pad0 : 0;
+                    const double rd0 = in.x_size && in.y_pad0 > 1 ? t + (double)(in.y_pad0 - 1) * (in.x_pad0 + in.x_size + in.x_pad1) : t;
+                    double first = !in.x_size || !in.y_size ? t // (no data: no read)
+                                   : wide ? std::max(rd0 + A.dp.latency, t + pre) - pre : t + A.dp.latency;
                     // The writer walks the rows in order: the padding after the
                     // last element follows its data.
                     const double trailing = in.x_size ? (double)in.y_pad1 * (in.x_pad0 + in.x_size + in.x_pad1) + in.x_pad1 : 0;
