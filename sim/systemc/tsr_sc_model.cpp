@@ -323,8 +323,8 @@ double tsr_sc_dram::serve(bool wr, unsigned len, tsr_sc_axi_ext *x, sc_dt::uint6
     // Read priority: a low-priority read (the load stage's prefetch) does
     // not claim a slot ahead of time: it waits until one is free and lets
     // fetch and compute-stage reads that come meanwhile go first, as the
-    // RTL's AXI master arbitrates per burst.
-    while (!wr && x && !x->high_prio && issue > t + 1e-3) {
+    // RTL's AXI master arbitrates per burst (a wait_slot read waits too).
+    while (!wr && x && (!x->high_prio || x->wait_slot) && issue > t + 1e-3) {
         // (at least one time unit: the slot's cycle may round to now)
         const sc_dt::uint64 nt = now_ticks(), it = ticks_of(issue);
         wait_at(it > nt ? it : nt + 1);
@@ -912,6 +912,12 @@ double tsr_sc_accel::axi(bool write, bool high, uint64_t addr, uint64_t bytes, s
         uint64_t page = (a | 4095) + 1; // no burst crosses 4 KiB
         n = std::min(n, page - a);
         ext.high_prio = high;
+        // A compute LOAD of elements at least a beat wide (its writer paces
+        // the reads) does not claim a DRAM read slot ahead of time: its
+        // request waits at the AXI master, whose round robin among the
+        // high-priority ports lets a fetch that comes meanwhile go first
+        // (tiny_exact program 103: the fetch's burst at 208 on the RTL).
+        ext.wait_slot = high && pace && !blocks;
         ext.timing_only = 1;
         ext.beat_cycles = beat_cycles;
         // (a store's first beat: a cycle after its address, the row read

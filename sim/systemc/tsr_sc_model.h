@@ -107,6 +107,7 @@ struct tsr_sc_dram_params {
 // Burst attributes the AXI master attaches to its transactions.
 struct tsr_sc_axi_ext : tlm::tlm_extension<tsr_sc_axi_ext> {
     int high_prio = 0;     // fetch and compute-stage reads (they stall their stage)
+    int wait_slot = 0;     // a high-priority read that waits for a free slot (no claim ahead)
     int timing_only = 0;   // data moved through the direct interface: do not touch memory
     double accepted = 0;   // out: cycle the memory accepted the address
     double beat_cycles = 1; // write: cycles the source needs per beat (narrow rows)
