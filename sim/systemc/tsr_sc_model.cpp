@@ -145,16 +145,21 @@ static inline __attribute__((always_inline)) sc_time cyc_time(double n) { return
 
 // Time units as cycles. The last conversion is kept: the stages convert the
 // same time stamp many times between two waits, and the division is the
-// costly part.
-static sc_dt::uint64 g_last_ticks = 0;
-static double g_last_cyc = 0;
-static inline __attribute__((always_inline)) double cyc_of(sc_dt::uint64 v)
+// costly part. The model clock (now) and a burst's local offset have a memo
+// each: a burst alternates them with its other times, which otherwise
+// missed the one memo a few times per burst (the same quotient either way).
+struct cyc_memo {
+    sc_dt::uint64 ticks = 0;
+    double cyc = 0;
+};
+static cyc_memo g_cyc_any, g_cyc_now, g_cyc_local;
+static inline __attribute__((always_inline)) double cyc_of(sc_dt::uint64 v, cyc_memo &m = g_cyc_any)
 {
-    if (v != g_last_ticks) {
-        g_last_ticks = v;
-        g_last_cyc = (double)v / ticks_per_cycle();
+    if (v != m.ticks) {
+        m.ticks = v;
+        m.cyc = (double)v / ticks_per_cycle();
     }
-    return g_last_cyc;
+    return m.cyc;
 }
 
 static inline __attribute__((always_inline)) double to_cyc(const sc_time &t) { return cyc_of(t.value()); }
@@ -179,7 +184,7 @@ static inline long long round_ll(double x)
 }
 
 // (here, before its callers, and inline: called several times per burst)
-inline __attribute__((always_inline)) double tsr_sc_accel::now() const { return cyc_of(mnow_); }
+inline __attribute__((always_inline)) double tsr_sc_accel::now() const { return cyc_of(mnow_, g_cyc_now); }
 
 sc_time tsr_sc_cycles(double n) { return cyc_time(n); }
 double tsr_sc_to_cycles(const sc_time &t) { return to_cyc(t); }
@@ -217,7 +222,7 @@ inline sc_dt::uint64 tsr_sc_dram::now_ticks() const { return seq ? seq->seq_now(
 // returns the bytes still to write (0: *t is when the last beat went).
 double tsr_sc_dram::write_walk(double *t, double left, double bc, double h, double *credit)
 {
-    const double now = cyc_of(now_ticks());
+    const double now = cyc_of(now_ticks(), g_cyc_now);
     while (!rwin_.empty() && rwin_.front().second <= std::min(*t, now))
         rwin_.pop_front();
     const double busy = std::min(std::max(0.0, p.bytes_per_cycle - bus), bus / bc); // bytes/cycle beside reads
@@ -338,7 +343,7 @@ double tsr_sc_dram::serve(bool wr, unsigned len, tsr_sc_axi_ext *x, sc_dt::uint6
             return -1;
         }
         *d = 0;
-        t = cyc_of(now_ticks());
+        t = cyc_of(now_ticks(), g_cyc_now);
         while (!q.empty() && q.front() <= t)
             q.pop_front();
         issue = t;
@@ -374,10 +379,10 @@ double tsr_sc_dram::serve(bool wr, unsigned len, tsr_sc_axi_ext *x, sc_dt::uint6
         // in simulated time until the plan is known (the reads that come
         // meanwhile take the bandwidth first, then plan the rest again).
         double last = s, left = (double)beats * bus, credit = credit_at(std::max(s, credit_at_));
-        while ((left = write_walk(&last, left, bc, cyc_of(now_ticks()) + p.latency, &credit)) > 0) {
+        while ((left = write_walk(&last, left, bc, cyc_of(now_ticks(), g_cyc_now) + p.latency, &credit)) > 0) {
             double plan = last, c = credit;
             write_walk(&plan, left, bc, 1e300, &c);
-            double wake = std::max(cyc_of(now_ticks()) + 1, plan - p.latency);
+            double wake = std::max(cyc_of(now_ticks(), g_cyc_now) + 1, plan - p.latency);
             wait_at(ticks_of(wake));
             if (aborting && *aborting) {
                 *d = 0;
@@ -925,7 +930,7 @@ double tsr_sc_accel::axi(bool write, bool high, uint64_t addr, uint64_t bytes, s
         ext.w_lead = write && a == addr / b * b ? std::max(0.0, 2 - beat_cycles) : 0;
         if (pace) {
             // Not requested before the reader has room for it.
-            const double nb = (*pace)(a + n, -2), at = now() + cyc_of(*local);
+            const double nb = (*pace)(a + n, -2), at = now() + cyc_of(*local, g_cyc_local);
             if (nb > at + 1e-9) {
                 if (nb - now() > kQuantum) {
                     // (waiting in simulated time: `between` still runs when due)
@@ -950,7 +955,7 @@ double tsr_sc_accel::axi(bool write, bool high, uint64_t addr, uint64_t bytes, s
             // A low-priority read ahead of simulated time waits for it: the
             // DRAM serves bursts in call order, so a fetch or compute read
             // of an earlier cycle made later would queue behind it.
-            const double at = now() + cyc_of(*local);
+            const double at = now() + cyc_of(*local, g_cyc_local);
             while (now() < at - 1e-9) {
                 double w = at;
                 if (between) {
@@ -967,7 +972,7 @@ double tsr_sc_accel::axi(bool write, bool high, uint64_t addr, uint64_t bytes, s
             // stage's back completes its instructions (their pushes) when
             // due meanwhile, rather than inside the DRAM target.
             for (;;) {
-                const double at = now() + cyc_of(*local), sl = mem_direct->rd_slot_at(at);
+                const double at = now() + cyc_of(*local, g_cyc_local), sl = mem_direct->rd_slot_at(at);
                 if (sl <= at + 1e-9)
                     break;
                 double w = sl;
