@@ -307,7 +307,8 @@ void tsr_sc_dram::wait_at(sc_dt::uint64 at)
 }
 
 
-double tsr_sc_dram::rd_slot_at(double t)
+// (inline: a low-priority read asks once or twice per burst)
+inline __attribute__((always_inline)) double tsr_sc_dram::rd_slot_at(double t)
 {
     while (!rq_.empty() && rq_.front() <= t)
         rq_.pop_front();
@@ -705,7 +706,8 @@ int tsr_sc_accel::configure(const tsr_config_t *c, tsr_dram_t *d, const tsr_sc_d
 // SystemC time is.
 double tsr_sc_accel::host_now() const { return cyc_of(std::max(mnow_, stamp().value())); }
 
-void tsr_sc_accel::wait_until(double cyc)
+// (inline: a stage waits several times per burst; wait_ticks stays out of line)
+inline __attribute__((always_inline)) void tsr_sc_accel::wait_until(double cyc)
 {
     double n = now();
     if (cyc > n + 1e-9)
@@ -1488,10 +1490,10 @@ static double transfer(tsr_sc_accel &A, const tsr_insn_t &in, bool write, bool h
             }
             return 0.0;
         }
+        if (got == -2 && bpe >= 1)
+            return 0.0;
         const double c = cum + (double)((end - bstart) / (uint64_t)A.bus);
         if (got == -2) {
-            if (bpe >= 1)
-                return 0.0;
             if (c > 32)
                 return std::max(back0, first) + (c - 32) / bpe;
             // (room the reader's earlier instructions still hold)
