@@ -133,12 +133,20 @@ static inline double ticks_per_cycle()
 // Cycles as time units: what sc_time(n, SC_NS) computes (n * scale + 0.5,
 // truncated) when the resolution divides 1 ns (the scale is then this
 // integer), without constructing an sc_time.
-static inline __attribute__((always_inline)) sc_dt::uint64 ticks_of(double n)
+// (Out of line: the scale not looked up yet, or not a whole number of units.)
+static __attribute__((noinline)) sc_dt::uint64 ticks_of_slow(double n)
 {
     const double t = ticks_per_cycle();
     if (n > 0 && t >= 1)
         return (sc_dt::uint64)(n * t + 0.5);
     return sc_time(n, SC_NS).value();
+}
+static inline __attribute__((always_inline)) sc_dt::uint64 ticks_of(double n)
+{
+    const double t = g_ticks_per_cycle; // (0 until looked up: the slow path looks it up)
+    if (n > 0 && t >= 1)
+        return (sc_dt::uint64)(n * t + 0.5);
+    return ticks_of_slow(n);
 }
 
 static inline __attribute__((always_inline)) sc_time cyc_time(double n) { return sc_time::from_value(ticks_of(n)); }
