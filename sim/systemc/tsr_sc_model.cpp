@@ -994,10 +994,11 @@ double tsr_sc_accel::axi(bool write, bool high, uint64_t addr, uint64_t bytes, s
             }
         }
         ext.hold_first = ext.hold_span = 0;
-        ext.min_end = pace ? (*pace)(a + n, -1) : 0;
+        ext.min_end = 0;
         if (pace) {
+            // (with the earliest last beat, a walker's hold relative to the data)
             hold_first_ = hold_span_ = 0;
-            (*pace)(a + n, -3); // (the hold relative to the data)
+            ext.min_end = (*pace)(a + n, -1);
             ext.hold_first = hold_first_;
             ext.hold_span = hold_span_;
         }
@@ -1569,9 +1570,9 @@ static double transfer(tsr_sc_accel &A, const tsr_insn_t &in, bool write, bool h
     };
     auto pace_fn = [&](uint64_t end, double got) {
         if (back0 >= 0)
-            return got == -3 ? 0.0 : back_fn(end, got);
+            return back_fn(end, got);
         if (walk0 < 0)
-            return got == -3 ? 0.0 : crsv_fn(end, got);
+            return crsv_fn(end, got);
         if (got == -2)
             return 0.0;
         if (wr0 != r0)
@@ -1590,14 +1591,13 @@ static double transfer(tsr_sc_accel &A, const tsr_insn_t &in, bool write, bool h
         const double c = E <= 2 ? 2 + E : 0;
         const uint64_t r = l >= lf + back ? l - back : lf;
         const double kf = std::ceil((double)(r0 + (lf - g0 + 1) * eb - wa) / bus);
-        if (got == -1)
-            return l >= back ? wbase + cell_of(l - back) + c : 0.0;
-        if (got == -3) {
+        if (got == -1) {
+            // (and the hold relative to the data, in hold_first_/hold_span_)
             if (l >= lf + back) {
                 A.hold_first_ = std::max(1.0, kf);
                 A.hold_span_ = cell_of(r) - cell_of(lf) + c;
             }
-            return 0.0;
+            return l >= back ? wbase + cell_of(l - back) + c : 0.0;
         }
         // The writer waited for this data: for its first element, or for the
         // stream (the last element with its last beat).
