@@ -74,6 +74,30 @@ void tsr_onnx_place_str(const tsr_onnx_opts_t *o, char *buf, size_t n)
         }
 }
 
+void tsr_ox_lop_to_host(ox_lop_t *L, int hkind)
+{
+    tsr_nd_node_free(&L->nd);
+    memset(&L->nd, 0, sizeof L->nd);
+    L->side = SIDE_HOST, L->hkind = hkind, L->seg = -1;
+    memset(L->geo, 0, sizeof L->geo);
+    L->ort_host = 2;
+}
+
+int tsr_ox_exact_to_host(tsr_onnx_t *m)
+{
+    int k = 0;
+    for (int l = 0; l < m->nlops; l++) {
+        const ox_lop_t *L = &m->lops[l];
+        if (L->side != SIDE_DEV || L->ort_host != 1)
+            continue;
+        if (L->nd.kind == TSR_ND_ADD)
+            tsr_ox_add_to_host(m, l), k++;
+        else if (L->nd.kind == TSR_ND_CONV)
+            tsr_ox_bn_to_host(m, l), k++;
+    }
+    return k;
+}
+
 int tsr_onnx_load_buffer(const void *buf, size_t n, const char *name, int batch, tsr_onnx_t **out)
 {
     return tsr_onnx_load_buffer_opts(buf, n, name, batch, NULL, out);
@@ -178,8 +202,7 @@ int tsr_onnx_set_target(tsr_onnx_t *m, const tsr_config_t *cfg)
     m->cat_block = cfg->block_out, m->cat_batch = cfg->batch;
     int rc = 0;
     if (ex && !m->exact_rq) { /* an Add or BN without an exact device form: ORT's bytes on the host (issue 30) */
-        tsr_ox_add_exact_host(m);
-        tsr_ox_bn_exact_host(m);
+        tsr_ox_exact_to_host(m);
         m->exact_rq = 1;
     }
     if (lut && !m->act_lut) {

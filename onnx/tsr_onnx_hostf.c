@@ -609,7 +609,7 @@ int tsr_ox_run_qaddc(tsr_onnx_t *m, const ox_lop_t *L)
             q = (int64_t)nearbyintf((float)(a * b) * L->scale);
         else if (L->geo[8] & 1) { /* ONNX Runtime's AVX2 float form (tsr_onnx_qadd.h), operands as set up */
             int32_t y = ort_swap ? tsr_qadd_ort(&ort, b + zb, a + za) : tsr_qadd_ort(&ort, a + za, b + zb);
-            if (L->geo[8] & 4) /* a fused Relu/Clip's clamp (a device add moved here, tsr_ox_add_exact_host) */
+            if (L->geo[8] & 4) /* a fused Relu/Clip's clamp (a device add moved here, tsr_ox_exact_to_host) */
                 y = y < L->geo[12] ? (int32_t)L->geo[12] : y > L->geo[13] ? (int32_t)L->geo[13] : y;
             yb[i] = (uint8_t)y;
             continue;

@@ -369,12 +369,19 @@ int tsr_ox_softmax_device(tsr_onnx_t *m, int act_lut);
  * and the device form is bit-exact with the host kernel (the Mul) or the
  * device add's own (the Add). 1 if it moved, 0 if not. */
 int tsr_ox_promote_lop(tsr_onnx_t *m, int l);
-/* The device Adds whose bytes are not ONNX Runtime's (ort_host 1) as host kernels: a config with
- * EXACT_REQUANT (tsr_onnx_set_target). How many moved. */
-int tsr_ox_add_exact_host(tsr_onnx_t *m);
-/* The same for the BatchNormalizations (ort_host 1: a channel without an exact device conv) as per-channel
- * lookup tables of ONNX Runtime's bytes (H_QLUTC; ops/tsr_ox_conv.c). How many moved. */
-int tsr_ox_bn_exact_host(tsr_onnx_t *m);
+/* On a config with EXACT_REQUANT (tsr_onnx_set_target): every device lop whose bytes are not ONNX
+ * Runtime's (ort_host 1: an Add with no exact integer form, a BatchNormalization with a channel no
+ * device conv gives) becomes the host kernel of ORT's bytes, by its kind's converter below. How many
+ * moved (tsr_onnx.c). */
+int tsr_ox_exact_to_host(tsr_onnx_t *m);
+/* What every such move shares: L's device node freed, L a host lop of kind hkind (no segment, geo
+ * cleared, ort_host 2: ORT's bytes on the host). The converter fills geo after it. */
+void tsr_ox_lop_to_host(ox_lop_t *L, int hkind);
+/* The converters: an Add's lop as the host kernel's ORT form with its output clamp (H_QADDC,
+ * tsr_ox_run_qaddc; ops/tsr_ox_eltwise.c); a BatchNormalization's device conv as the per-channel lookup
+ * table of ORT's bytes (H_QLUTC; ops/tsr_ox_conv.c). */
+void tsr_ox_add_to_host(tsr_onnx_t *m, int l);
+void tsr_ox_bn_to_host(tsr_onnx_t *m, int l);
 /* Values a's and b's producers are device graph lops before l, and so is every lop after the earlier of
  * them up to l: the condition for l to take both from one device segment (ops/tsr_ox_eltwise.c). */
 int tsr_ox_device_operands(const tsr_onnx_t *m, int l, int a, int b);

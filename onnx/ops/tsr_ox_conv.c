@@ -719,7 +719,7 @@ static int bn_channels(tsr_onnx_t *m, int ni, const ox_qout_t *y, float xs, int3
  * bytes of the channel (bn_exact, in both the fixed-point and the fscale
  * requantization), else within 1 LSB of them (bn_near); a BN with such a
  * channel keeps ORT's bytes of every channel (zpa, ort_host 1), which a
- * config with EXACT_REQUANT runs on the host instead (tsr_ox_bn_exact_host).
+ * config with EXACT_REQUANT runs on the host instead (tsr_ox_exact_to_host).
  * Folding forward into the next conv is not done: DenseNet's next node is
  * a Relu. */
 int tsr_ox_qdq_batchnorm(tsr_onnx_t *m, int ni, int arg)
@@ -789,7 +789,7 @@ int tsr_ox_qdq_batchnorm(tsr_onnx_t *m, int ni, int arg)
     }
     if (!rc)
         rc = tsr_ox_lower_conv(m, ni, &cd, y);
-    if (!rc && nx > 0) { /* ORT's bytes for the host, on a config with EXACT_REQUANT (tsr_ox_bn_exact_host) */
+    if (!rc && nx > 0) { /* ORT's bytes for the host, on a config with EXACT_REQUANT (tsr_ox_exact_to_host) */
         ox_lop_t *L = &m->lops[m->vals[m->vals[y].base].prod];
         L->zpa = tab, L->nzpa = (int)(256 * C), L->ort_host = 1;
         tab = NULL;
@@ -800,24 +800,10 @@ int tsr_ox_qdq_batchnorm(tsr_onnx_t *m, int ni, int arg)
     return rc;
 }
 
-/* A BatchNormalization's device conv l (ort_host 1) as the host's per-channel table of ORT's bytes. */
-static void bn_to_host(tsr_onnx_t *m, int l)
+void tsr_ox_bn_to_host(tsr_onnx_t *m, int l)
 {
     ox_lop_t *L = &m->lops[l];
     const ox_val_t *X = &m->vals[L->in];
-    tsr_nd_node_free(&L->nd);
-    memset(&L->nd, 0, sizeof L->nd);
-    L->side = SIDE_HOST, L->hkind = H_QLUTC, L->seg = -1;
-    memset(L->geo, 0, sizeof L->geo);
+    tsr_ox_lop_to_host(L, H_QLUTC);
     L->geo[0] = X->dims[1], L->geo[1] = X->dims[2] * X->dims[3];
-    L->ort_host = 2;
-}
-
-int tsr_ox_bn_exact_host(tsr_onnx_t *m)
-{
-    int k = 0;
-    for (int l = 0; l < m->nlops; l++)
-        if (m->lops[l].side == SIDE_DEV && m->lops[l].nd.kind == TSR_ND_CONV && m->lops[l].ort_host == 1)
-            bn_to_host(m, l), k++;
-    return k;
 }

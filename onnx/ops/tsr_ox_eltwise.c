@@ -224,7 +224,7 @@ static int add_params(tsr_onnx_t *m, int ni, int a, float as, int32_t az, int b,
 
 /* A quantized add (add_params) of the quantized values a and b into the new value yv. One whose bytes are
  * not ONNX Runtime's keeps its scales (scale, mult, geo[7] ys's bits) and ort_host 1: the host kernel takes it
- * on a config with EXACT_REQUANT (tsr_ox_add_exact_host). */
+ * on a config with EXACT_REQUANT (tsr_ox_exact_to_host). */
 static int lower_add(tsr_onnx_t *m, int ni, int a, float as, int32_t az, int b, float bs, int32_t bz, float ys,
                      int32_t yz, const ox_qout_t *act, int yv)
 {
@@ -244,9 +244,7 @@ static int lower_add(tsr_onnx_t *m, int ni, int a, float as, int32_t az, int b, 
     return 0;
 }
 
-/* A device add lop l that is not ONNX Runtime's bytes (ort_host 1) as the host kernel's ORT form with its
- * output clamp (tsr_ox_run_qaddc). */
-static void add_to_host(tsr_onnx_t *m, int l)
+void tsr_ox_add_to_host(tsr_onnx_t *m, int l)
 {
     ox_lop_t *L = &m->lops[l];
     const tsr_add_params_t p = L->nd.add;
@@ -254,10 +252,7 @@ static void add_to_host(tsr_onnx_t *m, int l)
     float ys;
     memcpy(&ys, &ysb, 4);
     const float r0 = L->scale / ys, r1 = L->mult / ys;
-    tsr_nd_node_free(&L->nd);
-    memset(&L->nd, 0, sizeof L->nd);
-    L->side = SIDE_HOST, L->hkind = H_QADDC, L->seg = -1;
-    memset(L->geo, 0, sizeof L->geo);
+    tsr_ox_lop_to_host(L, H_QADDC);
     L->geo[0] = L->geo[1] = numel(&m->vals[L->in]);
     L->geo[5] = p.a.zp, L->geo[6] = p.b.zp, L->geo[7] = ysb;
     L->geo[8] = 1 | 4; /* ORT's AVX2 form, in the node's order (the operands are its inputs 0, 1), clamped */
@@ -265,16 +260,6 @@ static void add_to_host(tsr_onnx_t *m, int l)
     L->geo[12] = p.act_min, L->geo[13] = p.act_max;
     L->yzp = p.y.zp;
     L->axis = 0;
-    L->ort_host = 2;
-}
-
-int tsr_ox_add_exact_host(tsr_onnx_t *m)
-{
-    int k = 0;
-    for (int l = 0; l < m->nlops; l++)
-        if (m->lops[l].side == SIDE_DEV && m->lops[l].nd.kind == TSR_ND_ADD && m->lops[l].ort_host == 1)
-            add_to_host(m, l), k++;
-    return k;
 }
 
 /* com.microsoft QLinearAdd (scales and zero points constant scalars). */
