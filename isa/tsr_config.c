@@ -463,6 +463,18 @@ static int load(const char *path_or_preset, const char *key, int value, tsr_conf
     return rc;
 }
 
+size_t tsr_config_key_values(const tsr_config_t *c, int32_t *out, size_t n)
+{
+    const size_t total = N_INT_KEYS + 2;
+    for (size_t i = 0; i < N_INT_KEYS && i < n; i++)
+        out[i] = *(const int *)((const char *)c + int_keys[i].offset);
+    if (N_INT_KEYS < n)
+        out[N_INT_KEYS] = c->log_block_in;
+    if (N_INT_KEYS + 1 < n)
+        out[N_INT_KEYS + 1] = c->log_block_out;
+    return total;
+}
+
 uint32_t tsr_config_elem_bytes(const tsr_config_t *c, int mem_type)
 {
     switch (mem_type) {

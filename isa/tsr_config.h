@@ -109,6 +109,11 @@ const char *const *tsr_config_preset_names(void);
 void tsr_config_print(const tsr_config_t *cfg, void *file /* FILE* */);
 /* Bytes per DRAM element (= SRAM row) of a memory type (TSR_MEM_*), 0 if invalid
  * or if the config has no such buffer (lut with ACT_LUT = 0). */
+/* The values of every integer key of c, in the key table's order, then LOG_BLOCK_IN and LOG_BLOCK_OUT
+ * (the keys a config is parsed from; derived values follow from them): up to n into out; how many there
+ * are. One source for whoever identifies a config by its keys (the kernel cache), so a new key is never
+ * left out of such an identity. */
+size_t tsr_config_key_values(const tsr_config_t *c, int32_t *out, size_t n);
 uint32_t tsr_config_elem_bytes(const tsr_config_t *cfg, int mem_type);
 /* Rows of the on-chip buffer a memory type loads into (ACC_8BIT -> acc), 0 if none. */
 uint32_t tsr_config_sram_depth(const tsr_config_t *cfg, int mem_type);

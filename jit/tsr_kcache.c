@@ -140,16 +140,12 @@ const char *tsr_kcache_source_id(void) { return tsr_kcache_source_id_str; }
 
 uint64_t tsr_kcache_config_hash(const tsr_config_t *c)
 {
-    const int32_t keys[] = {c->log_inp_width,     c->log_wgt_width,     c->log_acc_width,     c->log_batch,
-                            c->log_block_in,      c->log_block_out,     c->log_uop_buff_size, c->log_inp_buff_size,
-                            c->log_wgt_buff_size, c->log_acc_buff_size, c->dram_bus_width,    c->clock_mhz,
-                            c->cmd_queue_depth,   c->dep_queue_depth,   c->dsp_pack,          c->out_buff_lutram,
-                            c->acc_single_copy,   c->serial_core,       c->exact_requant,     c->act_lut,
-                            c->depthwise};
-    uint8_t b[sizeof keys];
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+    int32_t keys[64]; /* every key the config is parsed from (tsr_config_key_values: its one key table) */
+    const size_t n = tsr_config_key_values(c, keys, 64);
+    uint8_t b[4 * 64];
+    for (size_t i = 0; i < n && i < 64; i++)
         put32(b + 4 * i, (uint32_t)keys[i]);
-    return fnv(FNV0, b, sizeof b);
+    return fnv(FNV0, b, 4 * (n < 64 ? n : 64));
 }
 
 size_t tsr_kcache_sig_i32(uint8_t *sig, size_t len, int32_t v)

@@ -837,6 +837,17 @@ static void test_generic_api(void **state)
     tsr_config_t other;
     assert_int_equal(tsr_config_load("default", &other), TSR_OK);
     assert_true(tsr_kcache_config_hash(c) != tsr_kcache_config_hash(&other));
+    /* every key counts, the late ones too (they were once left out of a hand-kept list) */
+    static const struct { const char *key; int value; } one[] = {
+        {"DEPTHWISE", 0}, {"ACT_LUT", 0}, {"EXACT_REQUANT", 1}, {"DSP_PACK", 0}, {"ACC_SINGLE_COPY", 0},
+        {"OUT_BUFF_LUTRAM", 1}, {"CLOCK_MHZ", 150}, {"DEP_QUEUE_DEPTH", 8}};
+    tsr_config_t dflt, moved;
+    assert_int_equal(tsr_config_load("default", &dflt), TSR_OK);
+    for (size_t i = 0; i < sizeof one / sizeof one[0]; i++) {
+        assert_int_equal(tsr_config_load_with("default", one[i].key, one[i].value, &moved), TSR_OK);
+        if (tsr_kcache_config_hash(&dflt) == tsr_kcache_config_hash(&moved))
+            fail_msg("default and default with %s %d hash alike", one[i].key, one[i].value);
+    }
     char path[256];
     assert_int_equal(tsr_kcache_file(kc, sig, 4, path, sizeof path), TSR_OK);
     assert_string_equal(path, ""); /* memory only */
