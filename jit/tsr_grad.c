@@ -947,6 +947,24 @@ int tsr_grad_dense_dx(tsr_device_t *dev, int n, int k, int m, const int8_t *dy, 
     return TSR_OK;
 }
 
+/* The zero-point fold of a dense GEMM on offset inputs: for each of m lines j, every element of out's
+ * line j (no of them, o_step apart; lines o_line apart) gains cz * SUM of v's line j (nv int8 values,
+ * v_step apart; lines v_line apart), modulo 2^32 as the device's int32 accumulators wrap. */
+static void dense_zp_fold(int m, int32_t cz, const int8_t *v, size_t v_line, size_t v_step, int nv, int32_t *out,
+                          size_t o_line, size_t o_step, int no)
+{
+    for (int j = 0; cz && j < m; j++) {
+        int64_t s = 0;
+        for (int i = 0; i < nv; i++)
+            s += v[(size_t)j * v_line + (size_t)i * v_step];
+        const uint32_t fold = (uint32_t)(int32_t)(s * cz);
+        for (int i = 0; i < no; i++) {
+            int32_t *o = &out[(size_t)j * o_line + (size_t)i * o_step];
+            *o = (int32_t)((uint32_t)*o + fold);
+        }
+    }
+}
+
 int tsr_grad_dense_dw(tsr_device_t *dev, int n, int k, int m, const int8_t *dy, const void *x, tsr_dtype_e x_dtype,
                       int32_t x_zp, int32_t *dw, tsr_grad_stats_t *st)
 {
@@ -960,20 +978,8 @@ int tsr_grad_dense_dw(tsr_device_t *dev, int n, int k, int m, const int8_t *dy, 
     if ((rc = gemm_any(dev, m, n, k, mat_get, &a, mat_get, &b, dw, &cyc)))
         return tsr_err_prefix(rc, "%s [%d x %d]^T x [%d x %d]: ", op, n, m, n, k);
     const int32_t cz = tsr_dt_off(x_dtype) - x_zp;
-    uint64_t host = 0;
-    if (cz) {
-        for (int mm = 0; mm < m; mm++) {
-            int64_t s = 0;
-            for (int nn = 0; nn < n; nn++)
-                s += dy[(size_t)nn * (size_t)m + (size_t)mm];
-            const int32_t fold = (int32_t)(s * cz);
-            for (int kk = 0; kk < k; kk++)
-                dw[(size_t)mm * (size_t)k + (size_t)kk] =
-                    (int32_t)((uint32_t)dw[(size_t)mm * (size_t)k + (size_t)kk] + (uint32_t)fold);
-        }
-        host = (uint64_t)m;
-    }
-    add_stats(st, (uint64_t)n * (uint64_t)m * (uint64_t)k, host, cyc);
+    dense_zp_fold(m, cz, dy, 1, (size_t)m, n, dw, (size_t)k, 1, k); /* dw[mm][*] += cz * SUM_n dy[n][mm] */
+    add_stats(st, (uint64_t)n * (uint64_t)m * (uint64_t)k, cz ? (uint64_t)m : 0, cyc);
     return TSR_OK;
 }
 
@@ -1547,14 +1553,7 @@ int tsr_grad_dense_fwd(tsr_device_t *dev, int n, int k, int m, const void *x, ts
     if ((rc = gemm_any(dev, n, k, m, mat_get, &a, mat_get, &b, y, &cyc)))
         return tsr_err_prefix(rc, "%s [%d x %d] x [%d x %d]^T: ", op, n, k, m, k);
     const int32_t cz = tsr_dt_off(x_dtype) - x_zp;
-    for (int mm = 0; cz && mm < m; mm++) {
-        int64_t s = 0;
-        for (int kk = 0; kk < k; kk++)
-            s += w[(size_t)mm * (size_t)k + (size_t)kk];
-        const uint32_t fold = (uint32_t)(int32_t)(s * cz);
-        for (int nn = 0; nn < n; nn++)
-            y[(size_t)nn * (size_t)m + (size_t)mm] = (int32_t)((uint32_t)y[(size_t)nn * (size_t)m + (size_t)mm] + fold);
-    }
+    dense_zp_fold(m, cz, w, (size_t)k, 1, k, y, 1, (size_t)m, n); /* y[*][mm] += cz * SUM_k w[mm][k] */
     add_stats(st, (uint64_t)n * (uint64_t)m * (uint64_t)k, cz ? (uint64_t)m : 0, cyc);
     return TSR_OK;
 }
