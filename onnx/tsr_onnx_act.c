@@ -284,7 +284,7 @@ static int value_read(const tsr_onnx_t *m, int v, const char *dead)
             continue;
         if (L->in == v || L->in2 == v)
             return 1;
-        if (L->side == SIDE_HOST && L->hkind >= H_FUNARY && L->hkind != H_QADDC && L->hkind != H_QLUT)
+        if (L->side == SIDE_HOST && tsr_ox_host_geo_vals(L->hkind))
             for (int k = 0; k < 4; k++)
                 if (L->geo[k] >= 0 && L->geo[k] < m->nvals && m->vals[L->geo[k]].base == v)
                     return 1;

@@ -239,31 +239,33 @@ typedef struct ox_host_kernel {
     int kind;               /* H_* */
     const char *name;       /* in the placement table: "host (name)" */
     int (*run)(tsr_onnx_t *m, const ox_lop_t *L);
+    int geo_vals;           /* 1: geo[0..3] hold the node's own value ids (tsr_onnx_hostf.c's float kernels);
+                               0: sizes, counts or parameters */
 } ox_host_kernel_t;
 
 static const ox_host_kernel_t kernels[] = {
-    {H_QUANT, "quantize", run_quant},
-    {H_DEQUANT, "dequantize", run_dequant},
-    {H_SOFTMAX, "softmax", run_softmax_argmax},
-    {H_ARGMAX, "argmax", run_softmax_argmax},
-    {H_RELU, "relu", run_relu},
-    {H_CONVINT, "int32 conv", run_convint},
-    {H_MATMULINT, "int32 matmul", run_matmul},
-    {H_QMATMUL, "quantized batched matmul", run_matmul},
-    {H_CONCAT, "concat", run_concat},
+    {H_QUANT, "quantize", run_quant, 0},
+    {H_DEQUANT, "dequantize", run_dequant, 0},
+    {H_SOFTMAX, "softmax", run_softmax_argmax, 0},
+    {H_ARGMAX, "argmax", run_softmax_argmax, 0},
+    {H_RELU, "relu", run_relu, 0},
+    {H_CONVINT, "int32 conv", run_convint, 0},
+    {H_MATMULINT, "int32 matmul", run_matmul, 0},
+    {H_QMATMUL, "quantized batched matmul", run_matmul, 0},
+    {H_CONCAT, "concat", run_concat, 0},
     /* the float and int64 kernels of the standard ops (tsr_onnx_hostf.c) */
-    {H_FUNARY, "float elementwise", tsr_ox_run_funary},
-    {H_FNARY, "float broadcast", tsr_ox_run_fnary},
-    {H_GATHER, "gather", tsr_ox_run_gather},
-    {H_SLICE, "slice", tsr_ox_run_slice},
-    {H_FTRANSPOSE, "transpose", tsr_ox_run_ftranspose},
-    {H_REDUCE, "float reduce", tsr_ox_run_reduce},
-    {H_LAYERNORM, "float layernorm", tsr_ox_run_layernorm},
-    {H_FMATMUL, "float matmul", tsr_ox_run_fmatmul},
-    {H_QSOFTMAX, "quantized softmax", tsr_ox_run_qsoftmax},
-    {H_QADDC, "quantized add or mul", tsr_ox_run_qaddc},
-    {H_QLUT, "quantized lookup table", run_qlut},
-    {H_QLUTC, "quantized per-channel lookup table", run_qlutc},
+    {H_FUNARY, "float elementwise", tsr_ox_run_funary, 1},
+    {H_FNARY, "float broadcast", tsr_ox_run_fnary, 1},
+    {H_GATHER, "gather", tsr_ox_run_gather, 1},
+    {H_SLICE, "slice", tsr_ox_run_slice, 1},
+    {H_FTRANSPOSE, "transpose", tsr_ox_run_ftranspose, 1},
+    {H_REDUCE, "float reduce", tsr_ox_run_reduce, 1},
+    {H_LAYERNORM, "float layernorm", tsr_ox_run_layernorm, 1},
+    {H_FMATMUL, "float matmul", tsr_ox_run_fmatmul, 1},
+    {H_QSOFTMAX, "quantized softmax", tsr_ox_run_qsoftmax, 1},
+    {H_QADDC, "quantized add or mul", tsr_ox_run_qaddc, 0},
+    {H_QLUT, "quantized lookup table", run_qlut, 0},
+    {H_QLUTC, "quantized per-channel lookup table", run_qlutc, 0},
 };
 
 static const ox_host_kernel_t *kernel(int kind)
@@ -272,6 +274,12 @@ static const ox_host_kernel_t *kernel(int kind)
         if (kernels[i].kind == kind)
             return &kernels[i];
     return NULL;
+}
+
+int tsr_ox_host_geo_vals(int hkind)
+{
+    const ox_host_kernel_t *k = kernel(hkind);
+    return k && k->geo_vals;
 }
 
 const char *tsr_ox_host_name(int hkind)

@@ -39,6 +39,8 @@ enum { SIDE_NONE = 0, SIDE_DEV, SIDE_HOST };
 enum { H_QUANT = 1, H_DEQUANT, H_SOFTMAX, H_ARGMAX, H_RELU, H_CONVINT, H_MATMULINT, H_QMATMUL, H_CONCAT,
        H_QLUTC /* a table of 256 entries per channel (zpa; geo[0] channels, geo[1] elements per channel and image):
                   a BatchNormalization without an exact device form on a config with EXACT_REQUANT */ };
+/* Which kernels read values through geo[0..3] is their table row's geo_vals (tsr_ox_host_geo_vals), not
+ * their number. */
 
 /* The float and integer host kernels of tsr_onnx_hostf.c (numbered apart
  * from the kinds above so that additions there never collide): their node's
@@ -402,6 +404,9 @@ int tsr_ox_build_segments(tsr_onnx_t *m);
 void tsr_ox_free_segments(tsr_onnx_t *m);
 /* tsr_onnx_host.c */
 const char *tsr_ox_host_name(int hkind);
+/* 1 when host kernel hkind's geo[0..3] are the node's own value ids (a value is read through them), as
+ * its row of the kernel table says; 0 for the kinds whose geo holds sizes or parameters. */
+int tsr_ox_host_geo_vals(int hkind);
 int tsr_ox_host_run(tsr_onnx_t *m, const ox_lop_t *L);
 /* tsr_onnx_hostf.c: the float and integer host kernels (H_FUNARY ...), also
  * run at import to fold nodes whose inputs are all constants */
