@@ -21,6 +21,9 @@
  *
  * Program i uses generator seed S + i (random configs cycle through seeds
  * S .. S+K-1 with --configs K: every new config is an RTL model build).
+ * --only P runs the one program that a run with the same options prints
+ * as "seed P" (S <= P < S + N), with the config and DRAM timing the whole
+ * run draws for it: its cycles are that line's.
  * --random-dram draws the DRAM timing per program (latency 8..96, 2..16
  * bytes per cycle, 1..16 outstanding). --min-insns/--max-insns set the
  * generator's program length (default 24..140 instructions before the
@@ -405,6 +408,31 @@ static int merge(int nfiles, char **files)
     return rc ? rc : bad ? 1 : 0;
 }
 
+/* --only P: the run's program printed as seed P is program i = P - seed,
+ * run as the one program of shard i of count shards (prep draws its config
+ * and DRAM timing from i and P, as the whole run does). */
+static int only_program(uint64_t p, uint64_t seed, uint64_t count, uint64_t shard_n, uint64_t *si, uint64_t *sn)
+{
+    if (shard_n != 1) {
+        fprintf(stderr, "tsr_sccal: --only and --shard do not go together\n");
+        return -1;
+    }
+    if (!count) {
+        fprintf(stderr, "tsr_sccal: --only %" PRIu64 ": the run has no programs (--count 0)\n", p);
+        return -1;
+    }
+    if (p < seed || p - seed >= count) {
+        fprintf(stderr,
+                "tsr_sccal: --only %" PRIu64 " is not a program of this run (seeds %" PRIu64 " .. %" PRIu64
+                " with --seed %" PRIu64 " --count %" PRIu64 ")\n",
+                p, seed, seed + count - 1, seed, count);
+        return -1;
+    }
+    *si = p - seed;
+    *sn = count;
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     uint64_t count = 100, seed = 1, nconf = 2;
@@ -412,7 +440,8 @@ int main(int argc, char **argv)
     int verbose = 0, random_dram = 0, jit = 0, with_rtl = 0, counters = 0;
     double max_err = -1; /* --max-err PCT: every program's |err| at most this (else exit 1) */
     const char *rtl_log = NULL;
-    uint64_t shard_i = 0, shard_n = 1;
+    uint64_t shard_i = 0, shard_n = 1, only = 0;
+    int only_set = 0;
     int samples = 0, merge_at = 0;
     rtl_known_t *known = NULL;
     size_t nknown = 0;
@@ -432,6 +461,10 @@ int main(int argc, char **argv)
                 fprintf(stderr, "tsr_sccal: --shard wants I/N with 0 <= I < N, got '%s'\n", argv[i]);
                 return 2;
             }
+        } else if (!strcmp(a, "--only") && v) {
+            if (parse_u64(a, argv[++i], &only))
+                return 2;
+            only_set = 1;
         } else if (!strcmp(a, "--samples")) {
             samples = 1;
         } else if (!strcmp(a, "--merge") && v) {
@@ -478,7 +511,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "usage: tsr_sccal [--count N] [--seed S] [--config PRESET|random|FILE] [--configs K]\n"
                             "                 [--dram-latency N] [--dram-bw B] [--dram-outstanding N] [--random-dram]\n"
                             "                 [--verbose [--counters]] [--rtl-cycles LOG] [--timeline PREFIX] [--max-err PCT]\n"
-                            "                 [--min-insns N] [--max-insns N] [--shard I/N --samples]\n"
+                            "                 [--min-insns N] [--max-insns N] [--shard I/N --samples] [--only SEED]\n"
                             "       tsr_sccal --merge SAMPLES...   (the report over shards' --samples outputs)\n"
                             "       tsr_sccal --jit-resnet18 [--rtl] [--config C]\n");
             return 2;
@@ -497,6 +530,8 @@ int main(int argc, char **argv)
     g.fixed = fixed;
     if (jit)
         return jit_resnet18(&fixed, with_rtl);
+    if (only_set && only_program(only, seed, count, shard_n, &shard_i, &shard_n))
+        return 2;
     if (rtl_log && load_rtl_log(rtl_log, &known, &nknown))
         return 2;
     /* this shard's programs: i = shard_i + j * shard_n (all of them without --shard) */
@@ -638,7 +673,7 @@ int main(int argc, char **argv)
         printf("config %s\n", config);
         printf("programs %" PRIu64 " failed %" PRIu64 " reused %" PRIu64 "\n", shard_programs, bad, reused);
     } else {
-        summarize(s, n, bad, count, config, rtl_log, reused, &sp);
+        summarize(s, n, bad, only_set ? 1 : count, config, rtl_log, reused, &sp);
     }
     if (max_err >= 0) {
         /* the bound is per program: one program past it fails the run */
