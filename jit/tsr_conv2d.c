@@ -400,6 +400,29 @@ static int pack_weights_all(const tsr_config_t *c, const tsr_conv2d_plan_t *pl, 
     return TSR_OK;
 }
 
+static int all_zero(const uint8_t *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (b[i])
+            return 0;
+    return 1;
+}
+
+/* write_weights' check of block skipping: every skipped block of the
+ * packed weights w is zero. */
+static int skip_check(const tsr_config_t *c, const tsr_conv2d_plan_t *pl, const uint8_t *w)
+{
+    const size_t blk = (size_t)pl->p.kh * (size_t)pl->p.kw * c->wgt_bytes;
+    for (int ob = 0; pl->wnz && ob < pl->cob; ob++)
+        for (int ib = 0; ib < pl->cib; ib++) {
+            const size_t i = (size_t)ob * (size_t)pl->cib + (size_t)ib;
+            if (!((pl->wnz[i >> 3] >> (i & 7)) & 1) && !all_zero(w + i * blk, blk))
+                return tsr_err(TSR_EINVAL, OP ": weight block (output block %d, input block %d) is not zero, but "
+                               "the plan skips it (planned with other weights, tsr_conv2d_params_t.w_plan)", ob, ib);
+        }
+    return TSR_OK;
+}
+
 /* 1 when the nblk blocks of blk bytes at w all equal the first. */
 static int blocks_same(const uint8_t *w, size_t nblk, size_t blk)
 {
@@ -412,8 +435,10 @@ static int blocks_same(const uint8_t *w, size_t nblk, size_t blk)
 int tsr_conv2d_pack_weights(const tsr_config_t *c, const tsr_conv2d_plan_t *pl, const void *w,
                             const int32_t *bias, uint8_t *wdst, uint8_t *cdst)
 {
-    if (!pl->wshare)
-        return pack_weights_all(c, pl, w, bias, wdst, pl->w_bytes, cdst);
+    if (!pl->wshare) {
+        const int rc = pack_weights_all(c, pl, w, bias, wdst, pl->w_bytes, cdst);
+        return rc ? rc : skip_check(c, pl, wdst);
+    }
     /* shared weight rows (one block's, pl->w_bytes): pack every block's and
      * check they are still the same, so weights other than those the plan
      * was made for cannot run silently wrong */
@@ -431,18 +456,17 @@ int tsr_conv2d_pack_weights(const tsr_config_t *c, const tsr_conv2d_plan_t *pl, 
     return rc;
 }
 
-/* Shared weights (plan.wshare): with the weights known (p->w_plan), a
- * depthwise-mode conv of more than one block whose blocks' packed weight
- * rows are byte-identical keeps one copy. The rows are packed as
- * write_weights would (the detection is the layout's, not the pool's). */
-static int geo_share(const tsr_config_t *c, geo_t *g, const tsr_conv2d_params_t *p)
+/* p->w_plan packed as write_weights would (the unshared layout) into *out
+ * (malloc'ed, *wb weight bytes, then the constants), or *out NULL when the
+ * plan cannot take those weights (write_weights says so later). */
+static int pack_known(const tsr_config_t *c, const geo_t *g, const tsr_conv2d_params_t *p, uint8_t **out,
+                      size_t *wb)
 {
-    g->wshare = 0;
-    if (!g->dwk || g->cob < 2 || !p->w_plan)
-        return TSR_OK;
+    *out = NULL;
     tsr_conv2d_plan_t *t = calloc(1, sizeof *t);
-    const size_t wb = w_elems(g) * c->wgt_bytes, cb = c_elems(g) * c->acc_bytes;
-    uint8_t *buf = malloc(wb + cb);
+    *wb = w_elems(g) * c->wgt_bytes;
+    const size_t cb = c_elems(g) * c->acc_bytes;
+    uint8_t *buf = malloc(*wb + cb);
     int rc = t && buf ? TSR_OK : tsr_err(TSR_ENOMEM, "out of memory");
     if (!rc) {
         t->p = *p;
@@ -456,16 +480,86 @@ static int geo_share(const tsr_config_t *c, geo_t *g, const tsr_conv2d_params_t 
         t->fused = g->fuse;
         if (g->fadd)
             t->fadd = *g->fadd;
-        t->w_bytes = wb;
+        t->w_bytes = *wb;
         t->c_bytes = cb;
-        if (pack_weights_all(c, t, p->w_plan, NULL, buf, wb, buf + wb))
-            tsr_err_clear(); /* (weights the plan cannot take: write_weights says so) */
+        if (pack_weights_all(c, t, p->w_plan, NULL, buf, *wb, buf + *wb))
+            tsr_err_clear();
         else
-            g->wshare = blocks_same(buf, (size_t)g->cob, wb / (size_t)g->cob);
+            *out = buf, buf = NULL;
     }
     free(buf);
     free(t);
     return rc;
+}
+
+/* Shared weights (plan.wshare): with the weights known (p->w_plan), a
+ * depthwise-mode conv of more than one block whose blocks' packed weight
+ * rows are byte-identical keeps one copy. The rows are packed as
+ * write_weights would (the detection is the layout's, not the pool's). */
+static int geo_share(const tsr_config_t *c, geo_t *g, const tsr_conv2d_params_t *p)
+{
+    g->wshare = 0;
+    if (!g->dwk || g->cob < 2 || !p->w_plan)
+        return TSR_OK;
+    uint8_t *buf;
+    size_t wb;
+    const int rc = pack_known(c, g, p, &buf, &wb);
+    if (buf)
+        g->wshare = blocks_same(buf, (size_t)g->cob, wb / (size_t)g->cob);
+    free(buf);
+    return rc;
+}
+
+/* The bytes of the block-skipping bits (geo_t.wnz) and where the prefix counts follow them. */
+static size_t wnz_bytes(const geo_t *g) { return ((size_t)g->cob * (size_t)g->cib + 7) / 8; }
+static size_t wnz_pre_off(const geo_t *g) { return (wnz_bytes(g) + 7) & ~(size_t)7; }
+
+/* Block skipping (geo_t.wnz): with the weights known (p->w_plan), a groups-1
+ * conv whose packed weights have an all-zero (output block, input block)
+ * gets the bits of the kept pairs and their prefix counts in *mem
+ * (malloc'ed, the caller frees it after the plan's search); nothing to
+ * skip, or weights the plan cannot take: *mem NULL and g->wnz NULL. */
+static int geo_skip(const tsr_config_t *c, geo_t *g, const tsr_conv2d_params_t *p, uint8_t **mem)
+{
+    *mem = NULL;
+    g->wnz = NULL, g->wpre = NULL, g->wnz_hash = 0;
+    if (g->dw || !p->w_plan)
+        return TSR_OK;
+    uint8_t *buf;
+    size_t wb;
+    int rc = pack_known(c, g, p, &buf, &wb);
+    if (rc || !buf)
+        return rc;
+    const size_t blk = (size_t)g->kk * c->wgt_bytes, nblk = (size_t)g->cob * (size_t)g->cib;
+    uint8_t *m = calloc(wnz_pre_off(g) + sizeof(int32_t) * (size_t)(g->cob + 1), 1);
+    if (!m) {
+        free(buf);
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    }
+    int32_t *pre = (int32_t *)(void *)(m + wnz_pre_off(g));
+    for (int ob = 0; ob < g->cob; ob++) {
+        int n = 0;
+        for (int ib = 0; ib <= g->cib; ib++) {
+            /* (ib == cib: an output block without a nonzero block keeps input block 0) */
+            const size_t i = (size_t)ob * (size_t)g->cib + (size_t)(ib < g->cib ? ib : 0);
+            if ((ib < g->cib && !all_zero(buf + i * blk, blk)) || (ib == g->cib && !n)) {
+                m[i >> 3] |= (uint8_t)(1u << (i & 7));
+                n++;
+            }
+        }
+        pre[ob + 1] = pre[ob] + n;
+    }
+    free(buf);
+    if ((size_t)pre[g->cob] == nblk) {
+        free(m);
+        return TSR_OK;
+    }
+    uint64_t h = 1469598103934665603ull; /* FNV-1a of the bits */
+    for (size_t i = 0; i < wnz_bytes(g); i++)
+        h = (h ^ m[i]) * 1099511628211ull;
+    g->wnz = m, g->wpre = pre, g->wnz_hash = h;
+    *mem = m;
+    return TSR_OK;
 }
 
 void tsr_conv2d_unpack_output(const tsr_config_t *c, const tsr_conv2d_plan_t *pl, const uint8_t *src, void *y)
@@ -499,7 +593,7 @@ void tsr_conv2d_unpack_output(const tsr_config_t *c, const tsr_conv2d_plan_t *pl
  * stream does not read them today; a zero-point correction would). If the
  * lowering starts to depend on another value, add it here. */
 static size_t conv2d_sig(const tsr_conv2d_params_t *p, const tsr_add_params_t *fadd, int dwk, int wshare, int lut,
-                         uint8_t *sig)
+                         const geo_t *g, uint8_t *sig)
 {
     size_t n = tsr_kcache_sig_bytes(sig, 0, GEN_ID, sizeof GEN_ID);
     /* the units that shape the kernel are built separately: each one's identity */
@@ -537,6 +631,10 @@ static size_t conv2d_sig(const tsr_conv2d_params_t *p, const tsr_add_params_t *f
     n = tsr_kcache_sig_i32(sig, n, wshare);
     /* an activation table in the epilogue (its values are data: a LOAD) */
     n = tsr_kcache_sig_i32(sig, n, lut);
+    /* block skipping: the kept pairs shape the uop kernels and loads */
+    n = tsr_kcache_sig_i32(sig, n, g->wnz != NULL);
+    if (g->wnz)
+        n = tsr_kcache_sig_bytes(sig, n, g->wnz, wnz_bytes(g));
     n = tsr_kcache_sig_i32(sig, n, fadd != NULL);
     if (fadd) {
         const int32_t f[] = {fadd->a.zp,    fadd->b.zp,    fadd->y.zp,   fadd->left_shift, fadd->mult_a,
@@ -575,6 +673,8 @@ static void search_key(const geo_t *g, search_key_t *key)
     key->g.p = NULL;
     key->g.kern = NULL;
     key->g.fadd = NULL; /* (key.g.fuse says whether there is one; its values do not shape the tiling) */
+    key->g.wnz = NULL;  /* (key.g.wnz_hash stands for the skipped blocks) */
+    key->g.wpre = NULL;
     const tsr_conv2d_params_t *p = g->p;
     const int32_t pv[18] = {p->n,       p->c_in,     p->h,       p->w,         p->c_out,    p->kh,
                             p->kw,      p->stride_h, p->stride_w, p->pad_top,  p->pad_left, p->pad_bottom,
@@ -807,11 +907,17 @@ static int plan_impl(tsr_device_t *dev, const tsr_conv2d_params_t *params, const
         goto fail;
     }
     g.p = &pl->p;
-    if ((rc = geo_share(c, &g, &pl->p)))
+    if ((rc = geo_share(c, &g, &pl->p)) || (rc = geo_skip(c, &g, &pl->p, &pl->wnz)))
         goto fail;
     pl->p.w_plan = NULL; /* (the caller's; read only here) */
     /* The kernel: from the device's cache, else generated and inserted. */
-    size_t sig_len = conv2d_sig(&pl->p, g.fadd, g.dwk, g.wshare, g.lut, sig);
+    size_t sig_len = conv2d_sig(&pl->p, g.fadd, g.dwk, g.wshare, g.lut, &g, sig);
+    if (sig_len > TSR_KCACHE_MAX_SIG && pl->wnz) { /* (too many blocks to name: none skipped) */
+        free(pl->wnz);
+        pl->wnz = NULL;
+        g.wnz = NULL, g.wpre = NULL, g.wnz_hash = 0;
+        sig_len = conv2d_sig(&pl->p, g.fadd, g.dwk, g.wshare, g.lut, &g, sig);
+    }
     if (sig_len > TSR_KCACHE_MAX_SIG) {
         rc = tsr_err(TSR_EINVAL, OP ": parameters too long for a kernel cache signature (%zu bytes)", sig_len);
         goto fail;
@@ -824,6 +930,10 @@ static int plan_impl(tsr_device_t *dev, const tsr_conv2d_params_t *params, const
     conv_meta_t meta;
     memcpy(&meta, k->meta, sizeof meta);
     plan_fields(c, &g, k, pl);
+    if (!g.wskip) { /* (a tiling that does not skip: nothing for write_weights to check) */
+        free(pl->wnz);
+        pl->wnz = NULL;
+    }
     /* over device tensors, the plan's input and output are exactly theirs
      * (wsplit 1, the tensors' blocked layout); else its own */
     if (x && pl->wsplit > 1 && !pl->depthwise) {
@@ -871,6 +981,7 @@ void tsr_conv2d_plan_free(tsr_device_t *dev, tsr_conv2d_plan_t *pl)
     free(pl->mult);
     free(pl->shift);
     free(pl->fscale);
+    free(pl->wnz);
     memset(pl, 0, sizeof *pl);
 }
 
@@ -1027,6 +1138,7 @@ typedef struct {
     tsr_add_params_t fv;   /* device view of the fused add */
     geo_t g;               /* geometry; the chosen tiling in g.t */
     search_key_t key;      /* memo key */
+    uint8_t *wnz;          /* block skipping's bits (g.wnz; owned) */
     int rc;                /* the search's result */
 } presearch_t;
 
@@ -1076,14 +1188,16 @@ int tsr_conv2d_presearch(tsr_device_t *dev, const tsr_conv2d_job_t *jobs, int n,
         ps->g.lut = j->act != NULL;
         ps->g.p = &ps->v;
         ps->g.fadd = j->add ? &ps->fv : NULL;
-        if (geo_share(c, &ps->g, &ps->v)) {
+        free(ps->wnz); /* (a slot taken again) */
+        ps->wnz = NULL;
+        if (geo_share(c, &ps->g, &ps->v) || geo_skip(c, &ps->g, &ps->v, &ps->wnz)) {
             tsr_err_clear();
             continue;
         }
         ps->v.w_plan = NULL; /* (the search never reads it) */
-        const size_t sig_len = conv2d_sig(&ps->v, ps->g.fadd, ps->g.dwk, ps->g.wshare, ps->g.lut, sig);
-        if (sig_len <= TSR_KCACHE_MAX_SIG && tsr_kcache_has(kc, sig, sig_len))
-            continue; /* its plan takes the cached kernel */
+        const size_t sig_len = conv2d_sig(&ps->v, ps->g.fadd, ps->g.dwk, ps->g.wshare, ps->g.lut, &ps->g, sig);
+        if (sig_len > TSR_KCACHE_MAX_SIG || tsr_kcache_has(kc, sig, sig_len))
+            continue; /* its plan takes the cached kernel (or plans without skipping) */
         search_key(&ps->g, &ps->key);
         tiling_t t;
         int dup = tsr_kcache_memo_get(kc, &ps->key, sizeof ps->key, &t, sizeof t);
@@ -1115,6 +1229,8 @@ int tsr_conv2d_presearch(tsr_device_t *dev, const tsr_conv2d_job_t *jobs, int n,
         if (s[k].rc == TSR_OK)
             rc = tsr_kcache_memo_put(kc, &s[k].key, sizeof s[k].key, &s[k].g.t, sizeof s[k].g.t);
     tsr_err_clear(); /* (a failed search's message: its plan says it again) */
+    for (int k = 0; k <= m && k < n; k++)
+        free(s[k].wnz);
     free(s);
     return rc;
 }

@@ -78,6 +78,13 @@
  * block, the GEMMs' wgt_factor_out is 0 (every block reads them), and with
  * one chunk the rows stay on chip for the whole kernel (plan.wshare; the
  * kernel cache signature and the search key include it).
+ * Block skipping (groups 1, weights known at plan time): a weight block
+ * (output block, input block) whose packed bytes are all zero adds 0 to
+ * the accumulators; with one chunk and one channel tile (step mode) each
+ * output block's uop kernel lists only its nonzero blocks' uops, and input
+ * blocks none of them reads are not loaded (plan.wnz; one-hot channel
+ * permutations and slices, block-sparse weights; signature and search key
+ * include the bits). The values are the dense kernel's.
  * Resident mode (when all weights fit the weight buffer): every weight block
  * and constant row is loaded once and stays on chip, input blocks are cached
  * in slots, the load stage runs up to 6 steps ahead, the first tile's data
@@ -121,7 +128,8 @@ typedef struct tsr_conv2d_params {
     const void *w_plan;            /* optional (NULL: unknown): the weights write_weights will get (OIHW bytes
                                       of w_dtype), known when planning. A depthwise-mode conv whose output-
                                       channel blocks' packed weight rows are then byte-identical (a pool
-                                      lowered as a conv of weight 1) keeps one copy (plan.wshare); only read
+                                      lowered as a conv of weight 1) keeps one copy (plan.wshare), and a groups-1
+                                      conv skips its all-zero weight blocks (plan.wnz); only read
                                       while planning (the plan's copy of p has it NULL) */
 } tsr_conv2d_params_t;
 
@@ -145,6 +153,12 @@ typedef struct tsr_conv2d_plan {
                                       same (p.w_plan said so): one copy [part][rows] in DRAM, loaded once per
                                       step (once per kernel with one chunk) and read by every block's GEMMs;
                                       write_weights refuses weights that break the sharing */
+    uint8_t *wnz;                  /* block skipping (owned; NULL: none): groups 1 with the weights known at plan
+                                      time (p.w_plan), some packed weight block [cob][cib] all zero, and a tiling
+                                      of one chunk and one channel tile: bit ob*cib + ib set when output block
+                                      ob's GEMM meets input block ib; the others are neither multiplied nor
+                                      (read by no output block) loaded; write_weights refuses weights nonzero
+                                      in a skipped block */
     int toh, tco, tci;             /* tile: output rows, output-channel blocks, input-channel blocks per chunk
                                       (depthwise: weight parts per chunk) */
     int rows_in;                   /* input rows per channel block on chip per tile */

@@ -1288,6 +1288,101 @@ static void test_dw_shared_weights(void **state)
     assert_true(g_shared > total / 2 && g_shared_split > 0);
 }
 
+/* Block skipping (plan.wnz): groups-1 convs with all-zero BLOCK_OUT x
+ * BLOCK_IN weight blocks, planned with the weights known (p.w_plan): a 1x1
+ * one-hot channel shuffle of 128 channels (ShuffleNetV2's groups 2: output
+ * channel j reads input (j % 2) * 64 + j / 2, identity requantization)
+ * and a 3x3 conv with random zero blocks and one output block of zeros.
+ * Every byte equals the plain-C reference (opref) and the dense plan's
+ * (w_plan NULL: another kernel); the device counts fewer GEMM ops (the
+ * shuffle at most half: two of eight input blocks per output block, plus
+ * a zero pair per input block a small resident tile does not meet) and, on a
+ * timed backend, fewer cycles. Weights nonzero in a skipped block are
+ * refused at write_weights. Fails without the skipping (wnz NULL). */
+static void skip_run(tsr_device_t *dev, tsr_conv2d_plan_t *pl, const int8_t *x, const int8_t *w,
+                     const int32_t *bias, int8_t *y, tsr_counters_t *d)
+{
+    tsr_counters_t a, b;
+    if (tsr_conv2d_write_weights(dev, pl, w, bias) || tsr_conv2d_write_input(dev, pl, x) ||
+        tsr_read_counters(dev, &a) || tsr_conv2d_exec(dev, pl) || tsr_read_counters(dev, &b) ||
+        tsr_conv2d_read_output(dev, pl, y))
+        fail_msg("block skipping run: %s", tsr_errmsg());
+    d->gemm_ops = b.gemm_ops - a.gemm_ops;
+    d->cycles = b.cycles - a.cycles;
+}
+
+static void skip_case(tsr_device_t *dev, int shuffle, uint64_t sd)
+{
+    const int C = shuffle ? 128 : 64, M = shuffle ? 128 : 48, K = shuffle ? 1 : 3, H = 8;
+    conv_case_t k = basic_case(1, C, H, H, M, K, K, 1, K / 2);
+    tsr_conv2d_params_t *p = &k.p;
+    p->w_zp = k.w_zp, p->mult = k.mult, p->shift = k.shift;
+    k.mult[0] = 1 << 30, k.shift[0] = shuffle ? 1 : -12; /* (1.0 for the shuffle) */
+    const size_t nx = (size_t)C * H * H, nw = (size_t)M * C * K * K, ny = (size_t)M * H * H;
+    int8_t *x = malloc(nx), *w = calloc(nw, 1), *ys = malloc(ny), *yd = malloc(ny), *yr = malloc(ny);
+    int32_t *bias = calloc((size_t)M, sizeof *bias);
+    assert_true(x && w && ys && yd && yr && bias);
+    for (size_t i = 0; i < nx; i++)
+        x[i] = (int8_t)rnd(&sd, -128, 127);
+    const int bo = (int)tsr_device_config(dev)->block_out, bi = (int)tsr_device_config(dev)->block_in;
+    for (int o = 0; o < M; o++)
+        if (shuffle)
+            w[(size_t)o * C + (size_t)((o % 2) * (C / 2) + o / 2)] = 1;
+        else {
+            bias[o] = rnd(&sd, -5000, 5000);
+            for (int c = 0; c < C; c++)
+                for (int t = 0; t < K * K; t++) /* zero blocks: (o/bo + 2*(c/bi)) % 3 == 0, and output block 1 */
+                    if ((o / bo + 2 * (c / bi)) % 3 && o / bo != 1)
+                        w[((size_t)o * C + (size_t)c) * K * K + (size_t)t] = (int8_t)rnd(&sd, -128, 127);
+        }
+    tsr_conv2d_plan_t sk, de;
+    p->w_plan = w;
+    if (tsr_conv2d_plan(dev, p, &sk))
+        fail_msg("skipping plan: %s", tsr_errmsg());
+    p->w_plan = NULL;
+    if (tsr_conv2d_plan(dev, p, &de))
+        fail_msg("dense plan: %s", tsr_errmsg());
+    assert_non_null(sk.wnz);
+    assert_null(de.wnz);
+    tsr_counters_t cs, cd;
+    skip_run(dev, &sk, x, w, bias, ys, &cs);
+    skip_run(dev, &de, x, w, bias, yd, &cd);
+    printf("    %s %dx%d %d->%d: gemm ops %llu skipping, %llu dense; cycles %llu, %llu; est. %.0f, %.0f\n",
+           shuffle ? "shuffle" : "conv", K, K, C, M, (unsigned long long)cs.gemm_ops, (unsigned long long)cd.gemm_ops,
+           (unsigned long long)cs.cycles, (unsigned long long)cd.cycles, sk.cost, de.cost);
+    opref_tensor_t tx = {OPREF_INT8, 1, C, H, H, x, 0};
+    opref_weights_t tw = {OPREF_INT8, M, C, K, K, w, k.w_zp, 1};
+    opref_tensor_t ty = {OPREF_INT8, 1, M, H, H, yr, 0};
+    opref_conv_params_t cp = {1, 1, K / 2, K / 2, K / 2, K / 2, 1};
+    opref_requant_t rq = {1, k.mult, k.shift, p->act_min, p->act_max, NULL};
+    assert_int_equal(opref_conv2d(&tx, &tw, bias, &cp, &rq, &ty), 0);
+    for (size_t i = 0; i < ny; i++) {
+        const size_t o = i / (size_t)(H * H), px = i % (size_t)(H * H);
+        const int8_t perm = shuffle ? x[(size_t)((o % 2) * (size_t)(C / 2) + o / 2) * (size_t)(H * H) + px] : yr[i];
+        if (ys[i] != yr[i] || yd[i] != yr[i] || perm != yr[i])
+            fail_msg("%s: output %zu: skipping %d, dense %d, reference %d (permutation %d)",
+                     shuffle ? "shuffle" : "conv", i, ys[i], yd[i], yr[i], perm);
+    }
+    assert_true(cs.gemm_ops < cd.gemm_ops && (!shuffle || cs.gemm_ops * 2 <= cd.gemm_ops));
+    assert_true(cs.cycles <= cd.cycles && (cd.cycles == 0 || cs.cycles < cd.cycles));
+    /* a nonzero weight in a skipped block: refused, one line */
+    w[shuffle ? 16 : 0] = 3; /* (output 0, input 16 or 0: a block that output block 0 skips) */
+    assert_int_equal(tsr_conv2d_write_weights(dev, &sk, w, bias), TSR_EINVAL);
+    assert_non_null(strstr(tsr_errmsg(), "the plan skips it"));
+    tsr_conv2d_plan_free(dev, &sk);
+    tsr_conv2d_plan_free(dev, &de);
+    free(x), free(w), free(ys), free(yd), free(yr), free(bias);
+}
+
+static void test_block_skip(void **state)
+{
+    (void)state;
+    tsr_device_t *dev = open_dev("default");
+    skip_case(dev, 1, base_seed() ^ 0x5c1);
+    skip_case(dev, 0, base_seed() ^ 0x5c2);
+    tsr_device_close(dev);
+}
+
 /* An activation table in the conv epilogue (tsr_conv2d_plan_tensors_act):
  * y = act(conv(x)) in one pass, every byte equal to the unfused pair (the
  * conv into an intermediate tensor, then tsr_act_run over it), for convs
@@ -1477,6 +1572,7 @@ int main(void)
         cmocka_unit_test(test_fused_add_shortcuts), cmocka_unit_test(test_fused_add_overlap),
         cmocka_unit_test(test_exact),
         cmocka_unit_test(test_depthwise_mode),  cmocka_unit_test(test_dw_shared_weights),
+        cmocka_unit_test(test_block_skip),
         cmocka_unit_test(test_act_epilogue),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -26,6 +26,10 @@
  *   inp  q*INP_PART + j*ROWS_IN*WR + y*WR + x     (channel block j of the step)
  *   wgt  q*WGT_PART + (cl*TCI + ci)*KK + ky*KW + kx   (depthwise: cl*KK + ...)
  *   acc  pa*ACC_PART + cl*TOH*TOW + oy*TOW + ox   then TCO*NCONST constant rows
+ * Block skipping (geo wskip, tsr_conv2d_geo.h): a block's uops list only
+ * the input blocks whose weight block is nonzero, and input blocks no
+ * listed uop reads are not loaded (step mode; in resident mode the loads
+ * stay and a kernel keeps one uop per input block at least).
  * GEMM for block cl: uops (ci, ky, kx) -> dst cl*TOH*TOW, src ci*ROWS_IN*WR +
  * ky*WR + kx, wgt as above; loops iter_out = rows (dst +TOW, src +sh*WR, or
  * +WR when 1xK stride-sh kernels load only every sh-th row), iter_in = TOW
@@ -397,7 +401,8 @@ void tsr_conv2d_build(const geo_t *g, ibuf_t *b)
                     if (!(reuse && cur_ikey == ikey)) {
                         islot = (islot + 1) % NBI;
                         for (int j = 0; j < nin; j++)
-                            emit_inp_block(g, b, (uint32_t)(islot * g->inp_half + j * g->rows_in * g->wr),
+                            if (tsr_conv2d_in_used(g, cob0, cob0 + tco, cib0 + j)) /* (block skipping) */
+                                emit_inp_block(g, b, (uint32_t)(islot * g->inp_half + j * g->rows_in * g->wr),
                                            nb * g->cib + cib0 + j, &r, &cg);
                         cur_ikey = ikey;
                     }
@@ -470,7 +475,8 @@ void tsr_conv2d_build(const geo_t *g, ibuf_t *b)
                         if (grp_start) /* the (group's) data is in */
                             tsr_stream_wait(&b->s, TSR_Q_LD2CMP);
                         const uint32_t kb = tsr_conv2d_kern_base(g, b, islot, wslot, pa, c0);
-                        in = tsr_stream_gemm(&b->s, kb, kb + (uint32_t)(per_blk * (c1 - c0)), 0);
+                        const int len = g->wskip ? tsr_conv2d_kern_len(g, c0, c1) : per_blk * (c1 - c0);
+                        in = tsr_stream_gemm(&b->s, kb, kb + (uint32_t)len, 0);
                         conv_loops(in, r.toh, OW, sfo, p->stride_w);
                         if (cl == ngemm - 1 && s < g->steps - NBI) /* the step's slots are free again */
                             tsr_stream_signal(&b->s, TSR_Q_CMP2LD);
@@ -711,12 +717,15 @@ void tsr_conv2d_build_res(const geo_t *g, ibuf_t *b)
             }
             /* the kernel runs input block by input block (all output blocks
              * each), so a group of blocks is a uop range */
-            const int per_in = tco * g->kk;
-            const uint32_t kb = tsr_conv2d_res_kernel(b, 0, pa, islot, cob0, cob0 + tco, ch, nin * per_in);
+            /* (block skipping: each input block's kept pairs, tsr_conv2d_res_len) */
+            const int c1 = cob0 + tco;
+            const uint32_t kb =
+                tsr_conv2d_res_kernel(b, 0, pa, islot, cob0, c1, ch, tsr_conv2d_res_len(g, cob0, c1, cib0, 0, nin));
             for (int gi = 0; gi < ngrp; gi++) {
                 const int i0 = gi * nin / ngrp, i1 = (gi + 1) * nin / ngrp;
                 tsr_stream_wait(&b->s, TSR_Q_LD2CMP);
-                in = tsr_stream_gemm(&b->s, kb + (uint32_t)(i0 * per_in), kb + (uint32_t)(i1 * per_in), 0);
+                in = tsr_stream_gemm(&b->s, kb + (uint32_t)tsr_conv2d_res_len(g, cob0, c1, cib0, 0, i0),
+                                     kb + (uint32_t)tsr_conv2d_res_len(g, cob0, c1, cib0, 0, i1), 0);
                 conv_loops(in, r.toh, OW, sfo, p->stride_w);
             }
             glast[s] = b->s.n - 1;
@@ -883,7 +892,8 @@ int tsr_conv2d_encode_uops(const geo_t *g, uint8_t **out)
             const uint32_t wbase = (uint32_t)(kn->j * g->cob * g->t.tci * g->kk);
             for (int ci = 0; ci < nin; ci++)
                 for (int cl = kn->c0; cl < kn->c1; cl++)
-                    for (int ky = 0; ky < p->kh; ky++)
+                    for (int ky = 0; ky < p->kh && tsr_conv2d_res_keep(g, kn->c0, kn->c1, cl, kn->j * g->t.tci + ci);
+                         ky++)
                         for (int kx = 0; kx < p->kw; kx++, k++) {
                             tsr_uop_t u;
                             u.dst = dst0 + (uint32_t)((cl - kn->c0) * g->t.toh * g->t.tow);
@@ -912,10 +922,10 @@ int tsr_conv2d_encode_uops(const geo_t *g, uint8_t **out)
                 if (!g->set_map[qi][qw][pa])
                     continue;
                 k = (size_t)g->t.nba * (1 + g->nconst) + (size_t)tsr_conv2d_fuse_nuops(g) +
-                    (size_t)(g->set_map[qi][qw][pa] - 1) * g->t.tco * g->nci * g->kk;
+                    (size_t)(g->set_map[qi][qw][pa] - 1) * (size_t)tsr_conv2d_kern_len(g, 0, g->t.tco);
                 for (int cl = 0; cl < g->t.tco; cl++)
                     for (int ci = 0; ci < g->nci; ci++)
-                        for (int ky = 0; ky < p->kh; ky++)
+                        for (int ky = 0; ky < p->kh && tsr_conv2d_wkeep(g, cl, ci); ky++)
                             for (int kx = 0; kx < p->kw; kx++, k++) {
                                 int blk = g->dw ? cl : ci;
                                 tsr_uop_t u;

@@ -35,7 +35,33 @@ uint32_t tsr_conv2d_kern_base(const geo_t *g, ibuf_t *b, int qi, int qw, int pa,
     int set = b->set_map[qi][qw][pa] - 1;
     if (g->dwk)
         return (uint32_t)(g->t.nba * (1 + g->nconst) + tsr_conv2d_fuse_nuops(g) + set * tsr_conv2d_dw_set_uops(g));
-    return (uint32_t)(g->t.nba * (1 + g->nconst) + tsr_conv2d_fuse_nuops(g) + (set * g->t.tco + cl) * g->nci * g->kk);
+    return (uint32_t)(g->t.nba * (1 + g->nconst) + tsr_conv2d_fuse_nuops(g) +
+                      set * tsr_conv2d_kern_len(g, 0, g->t.tco) + tsr_conv2d_kern_len(g, 0, cl));
+}
+int tsr_conv2d_kern_len(const geo_t *g, int c0, int c1)
+{
+    return (g->wskip ? g->wpre[c1] - g->wpre[c0] : (c1 - c0) * g->nci) * g->kk;
+}
+int tsr_conv2d_in_used(const geo_t *g, int c0, int c1, int ib)
+{
+    for (int ob = c0; ob < c1; ob++)
+        if (tsr_conv2d_wkeep(g, ob, ib))
+            return 1;
+    return 0;
+}
+int tsr_conv2d_res_keep(const geo_t *g, int c0, int c1, int ob, int ib)
+{
+    return tsr_conv2d_wkeep(g, ob, ib) || (ob == c0 && !tsr_conv2d_in_used(g, c0, c1, ib));
+}
+int tsr_conv2d_res_len(const geo_t *g, int c0, int c1, int cib0, int i0, int i1)
+{
+    if (!g->wskip)
+        return (i1 - i0) * (c1 - c0) * g->kk;
+    int n = 0;
+    for (int i = i0; i < i1; i++)
+        for (int ob = c0; ob < c1; ob++)
+            n += tsr_conv2d_res_keep(g, c0, c1, ob, cib0 + i);
+    return n * g->kk;
 }
 int tsr_conv2d_dw_set_uops(const geo_t *g) { return g->nci * g->dwg * g->t.toh * g->t.tow; }
 uint32_t tsr_conv2d_dw_kern(const geo_t *g, ibuf_t *b, int qi, int qw, int pa, int ci, int gk)
@@ -44,7 +70,7 @@ uint32_t tsr_conv2d_dw_kern(const geo_t *g, ibuf_t *b, int qi, int qw, int pa, i
 }
 int tsr_conv2d_n_uops_sets(const geo_t *g, int sets)
 {
-    const int per_set = g->dwk ? tsr_conv2d_dw_set_uops(g) : g->t.tco * g->nci * g->kk;
+    const int per_set = g->dwk ? tsr_conv2d_dw_set_uops(g) : tsr_conv2d_kern_len(g, 0, g->t.tco);
     return g->t.nba * (1 + g->nconst) + tsr_conv2d_fuse_nuops(g) + sets * per_set;
 }
 int tsr_conv2d_fuse_nuops(const geo_t *g) { return g->fuse ? FUSE_UOPS * g->t.nba : 0; }
@@ -221,6 +247,7 @@ void tsr_conv2d_set_tiling(geo_t *g, const tiling_t *t)
     g->tiles = g->nb * g->n_rt * g->n_wt * g->n_ct;
     g->steps = g->tiles * g->chunks;
     g->nci = t->tci; /* uops per output block and tap: input blocks, or (depthwise) weight parts */
+    g->wskip = g->wnz && !g->dw && !g->dwk && (t->res || (g->chunks == 1 && g->n_ct == 1));
     /* With one chunk per tile and equal rotations, step s = tile t: the
      * inp/wgt buffer and the acc buffer always agree. */
     /* one kernel per (input slot, weight slot, acc region): the input and

@@ -98,6 +98,25 @@ typedef struct {
                                    requantization's last step, before the STORE */
     int wshare;                 /* depthwise mode: every block's weight rows are the same, one copy (plan.wshare):
                                    a step loads TCI*KK rows, every block's GEMM reads them (wgt_factor_out 0) */
+    /* Block skipping (groups 1, weights known at plan time: tsr_conv2d.c
+     * geo_skip): wnz holds cob * cib bits, bit ob * cib + ib set when the
+     * GEMM of output block ob meets input block ib (its packed weight block
+     * has a nonzero byte; an output block without one keeps input block 0,
+     * a GEMM of zeros, so no GEMM is empty); NULL when every block is kept.
+     * wpre[ob]: the kept blocks of output blocks before ob (cob + 1 values);
+     * wnz_hash: a hash of the bits (the tiling memo's key). wskip: the
+     * tiling applies it (tsr_conv2d_set_tiling): in the step mode with one
+     * chunk and one channel tile the uop kernel of block ob lists only its
+     * kept input blocks, and input blocks no kept pair reads are not
+     * loaded; in the resident mode a kernel (blocks [c0, c1), a chunk)
+     * lists, input block by input block, the kept pairs, or (c0, ib) when
+     * none of [c0, c1) meets ib (a group of input blocks is then never an
+     * empty uop range; its loads stay). A
+     * skipped block's accumulation is 0, so the values are the dense ones. */
+    const uint8_t *wnz;
+    const int32_t *wpre;
+    uint64_t wnz_hash;
+    int wskip;
     int has_shl_row;
     int exact;                  /* requantization by fscale (p->fscale, EXACT_REQUANT): the scale's bits
                                    replace M, no shift rows, rqfin shifts by 0 */
@@ -239,5 +258,21 @@ void tsr_conv2d_dw_off(geo_t *g);
 int tsr_conv2d_dw_set_uops(const geo_t *g);
 uint32_t tsr_conv2d_dw_kern(const geo_t *g, ibuf_t *b, int qi, int qw, int pa, int ci, int gk);
 int tsr_conv2d_tiling_fits(const geo_t *g0, const tiling_t *t);
+/* Block skipping (geo_t.wnz): does output block ob's GEMM meet input block
+ * ib (1 when nothing is skipped), and the uops of output blocks [c0, c1)'s
+ * kernels in the step mode. */
+static inline int tsr_conv2d_wkeep(const geo_t *g, int ob, int ib)
+{
+    const int i = ob * g->cib + ib;
+    return !g->wskip || ((g->wnz[i >> 3] >> (i & 7)) & 1);
+}
+int tsr_conv2d_kern_len(const geo_t *g, int c0, int c1);
+/* Resident mode: does the kernel of output blocks [c0, c1) list the pair
+ * (ob, ib), and the uops of its input blocks [cib0 + i0, cib0 + i1). */
+int tsr_conv2d_res_keep(const geo_t *g, int c0, int c1, int ob, int ib);
+int tsr_conv2d_res_len(const geo_t *g, int c0, int c1, int cib0, int i0, int i1);
+/* Step mode: does any kept pair of the tile's output blocks [c0, c1) read
+ * input block ib? */
+int tsr_conv2d_in_used(const geo_t *g, int c0, int c1, int ib);
 
 #endif
