@@ -10,7 +10,9 @@ local: the shards of a hostile soak (fsim against fsim with random interleavings
        shard, one that miscounts, one that crashes: each makes psoak fail and say why; bad
        command lines exit 2 with one line.
 sccal: a calibration (tsr_sccal, next to TSR_SOAK) in shards prints the serial run's error
-       statistics (tiny config: it runs the RTL); --merge refuses a shard's cut output.
+       statistics (tiny config: it runs the RTL); --merge refuses a shard's cut output;
+       --only P runs the program of a random-config run printed as seed P with that line's
+       cycles (model only: the RTL's from a log), P outside the run is one line, exit 2.
 slurm: the same normal soak as one job array on a single-node Slurm started here
        (scripts/dse/slurm_local.sh; skipped, exit 77, where it cannot run).
 """
@@ -113,6 +115,26 @@ def test_sccal():
         f.write("sample 5 100 101 20 3 64 0 0 0\n")
     r = run([sccal, "--merge", cut])
     check(r.returncode == 2 and "has no summary line" in r.stderr, "--merge refuses a shard that did not finish")
+    test_sccal_only(sccal)
+
+
+def test_sccal_only(sccal):
+    """--only P: the whole run's line for seed P (its random config: the run's config seed for P)."""
+    log = os.path.join(WORK, "rtl_cycles.txt")
+    with open(log, "w") as f:  # (the RTL's cycles: made up, so only the model runs)
+        f.write("".join(f"seed {s}: rtl 1000 systemc 0\n" for s in range(4, 12)))
+    args = ["--config", "random", "--configs", "4", "--count", "8", "--seed", "4", "--verbose", "--rtl-cycles", log]
+    full = run([sccal] + args)
+    lines = {m.group(1): m.group(0) for m in re.finditer(r"^seed (\d+): rtl .*$", full.stdout, re.M)}
+    check(full.returncode == 0 and len(lines) == 8, "a random-config run of 8 programs")
+    for p in ("6", "11"):
+        r = run([sccal] + args + ["--only", p])
+        got = re.findall(r"^seed \d+: rtl .*$", r.stdout, re.M)
+        check(r.returncode == 0 and got == [lines.get(p)], f"--only {p} prints the run's line for seed {p} ({got})")
+    for p in ("3", "12"):
+        r = run([sccal] + args + ["--only", p])
+        check(r.returncode == 2 and len(r.stderr.splitlines()) == 1 and "not a program of this run" in r.stderr,
+              f"--only {p} (outside seeds 4..11): one line, exit 2")
 
 
 def test_slurm():
