@@ -50,7 +50,7 @@ int tsr_cli_close_out(FILE *f, const char *path);
     "                    concat (Concat along channels as device views; default device),\n"     \
     "                    attn-matmul (MatMul of two activations; default device),\n"             \
     "                    shuffle (ShuffleNet's channel shuffle and chunk as 1x1 convs;\n"        \
-    "                    default host), softmax (default: on the device only next to device\n"  \
+    "                    default device), softmax (default: on the device only next to device\n"\
     "                    work, ACT_LUT >= 4; device: every one that fits; host: none), bias\n"  \
     "                    (a Linear's bias Add as an exact depthwise conv; default device).\n"   \
     "                    device needs the device form to exist; choices other than the\n"      \

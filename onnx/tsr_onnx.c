@@ -17,7 +17,7 @@
 /* --place's kinds (tsr_onnx.h's TSR_PLACE_* order) and the value each takes by default
  * (TSR_PLACE_DEFAULT: softmax's own rule, neither all nor none). */
 static const char *const place_kind[TSR_PLACE_NKINDS] = {"concat", "attn-matmul", "shuffle", "softmax", "bias"};
-static const unsigned char place_dflt[TSR_PLACE_NKINDS] = {TSR_PLACE_DEVICE, TSR_PLACE_DEVICE, TSR_PLACE_HOST,
+static const unsigned char place_dflt[TSR_PLACE_NKINDS] = {TSR_PLACE_DEVICE, TSR_PLACE_DEVICE, TSR_PLACE_DEVICE,
                                                            TSR_PLACE_DEFAULT, TSR_PLACE_DEVICE};
 
 /* One "KIND=VALUE" of len bytes at s into o. */

@@ -94,7 +94,7 @@ typedef struct tsr_onnx tsr_onnx_t;
  * (tessera infer --place KIND=device|host): the Concat along channels as
  * device views (default: device where the config allows), the QDQ MatMul of
  * two activations (default: device where it fits), ShuffleNet's channel
- * shuffle and chunk as one-hot 1x1 convs (default: host), QLinearSoftmax
+ * shuffle and chunk as one-hot 1x1 convs (default: device), QLinearSoftmax
  * (default: device only next to device work, ACT_LUT >= 4; device: every
  * one that fits; host: none) and the bias Add of a device dense (default:
  * device where an exact form exists). "device" still needs the device form

@@ -91,6 +91,10 @@ int tsr_ox_slice_q(tsr_onnx_t *m, int ni, int arg); /* of a quantized view: the 
  * weights and an identity requantization; 1 when it does not apply (nothing made). */
 int tsr_ox_shuffle_q(tsr_onnx_t *m, int ni, int x, const int64_t *perm, const int64_t *d);
 int tsr_ox_chslice_q(tsr_onnx_t *m, int ni, int x, const int32_t *st, const int64_t *d);
+/* Device 1x1 conv lop l (the last) of node ni reading a channel selection's output that nothing else
+ * reads: the selection composed into its weights (it reads the selection's input), the selection's
+ * lop gone. 0 (done or not applicable) or an error. */
+int tsr_ox_chansel_into_conv(tsr_onnx_t *m, int ni, int l);
 int tsr_ox_concat(tsr_onnx_t *m, int ni, int arg);
 int tsr_ox_split(tsr_onnx_t *m, int ni, int arg);
 int tsr_ox_qlinear_concat(tsr_onnx_t *m, int ni, int arg);

@@ -284,7 +284,7 @@ int tsr_ox_lower_conv(tsr_onnx_t *m, int ni, const conv_desc_t *cd, int yv)
         free(nd.bias);
         return l;
     }
-    return 0;
+    return tsr_ox_chansel_into_conv(m, ni, l); /* (its input a channel selection's: composed) */
 }
 
 int tsr_ox_conv_geometry(tsr_onnx_t *m, int ni, conv_desc_t *cd, const ox_val_t *X, const ox_val_t *W,

@@ -16,10 +16,18 @@
  * conv) read by nothing else, the conv is padded to a multiple of 32
  * channels (the largest preset BLOCK) holding y_zp (weights = w_zp, bias
  * 0) and the shuffle conv skips them, so the whole network is one device
- * segment. But a one-hot conv costs C_in x C_out MACs a pixel, on
- * ShuffleNetV2 x1.0 as many as the model's own: so it is opt-in
- * (tessera infer --place shuffle=device: tsr_onnx_opts_t) and the host permutation stays the default
- * (docs/results.md: the measurement).
+ * segment. A one-hot conv would cost C_in x C_out MACs a pixel (on
+ * ShuffleNetV2 x1.0 as many as the model's own), so three things keep it
+ * near free: the conv lowering skips all-zero weight blocks (jit/tsr_conv2d.h
+ * "Block skipping": an output block of the shuffle reads 2-3 input blocks,
+ * not C/BLOCK); a Slice of a shuffle's output selects the shuffle's input
+ * channels directly (one conv, not two: the shuffle's conv is dropped once
+ * its last Slice is lowered); and a selection read only by a 1x1 conv is
+ * composed into that conv's weights (tsr_ox_chansel_into_conv: w' over the
+ * selection's input, w_zp elsewhere, the same sums), so a ShuffleNetV2 unit
+ * keeps one selection (the half passed on) beside its own convs. Default
+ * since issue 30; tessera infer --place shuffle=host keeps the host
+ * permutation (docs/results.md: the measurement).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +37,7 @@
 
 static int shuffle_off(const tsr_onnx_t *m)
 {
-    return m->opts.place[TSR_PLACE_SHUFFLE] != TSR_PLACE_DEVICE;
+    return m->opts.place[TSR_PLACE_SHUFFLE] == TSR_PLACE_HOST;
 }
 
 /* Value yv ([N, cout, H, W], the input's type) = the 4-D quantized value xb's
@@ -270,23 +278,118 @@ int tsr_ox_shuffle_q(tsr_onnx_t *m, int ni, int x, const int64_t *perm, const in
     return y < 0 ? y : tsr_ox_set_view(&m->vals[y], q, X.vscale[0], X.vzp[0]);
 }
 
+/* The channel selection lop producing base value b (a device one-hot conv of a Transpose or Slice node:
+ * tsr_ox_shuffle_q, tsr_ox_chslice_q), else -1. */
+static int chansel_lop(const tsr_onnx_t *m, int b)
+{
+    const int l = m->vals[b].prod;
+    if (l < 0 || l >= m->nlops)
+        return -1;
+    const ox_lop_t *L = &m->lops[l];
+    const char *op = L->node >= 0 ? m->gp->node[L->node]->op_type : "";
+    return L->side == SIDE_DEV && L->nd.kind == TSR_ND_CONV && L->out == b &&
+                   (!strcmp(op, "Transpose") || !strcmp(op, "Slice")) ? l : -1;
+}
+
+/* Channels [s0, s0 + n) of selection lop l's output as channels of its input: src[j] = the channel row
+ * s0 + j's one weight 1 reads; 0 if a row is not one-hot (then nothing is composed). */
+static int chansel_src(const tsr_onnx_t *m, int l, int64_t s0, int64_t n, int64_t *src)
+{
+    const tsr_conv2d_params_t *q = &m->lops[l].nd.conv;
+    const int8_t *w = m->lops[l].nd.w;
+    if (q->kh != 1 || q->kw != 1 || q->groups != 1 || q->w_zp_count != 1 || q->w_zp[0] || s0 + n > q->c_out || !w)
+        return 0;
+    for (int64_t j = 0; j < n; j++) {
+        src[j] = -1;
+        for (int64_t c = 0; c < q->c_in; c++) {
+            const int8_t v = w[(s0 + j) * q->c_in + c];
+            if (v && (v != 1 || src[j] >= 0))
+                return 0;
+            src[j] = v ? c : src[j];
+        }
+        if (src[j] < 0)
+            return 0;
+    }
+    return 1;
+}
+
+/* Remove device lop d, whose output nothing reads any more; the nodes it stood for are folded into lop
+ * `into` (> d); every lop index follows (as tsr_ox_bias.c's move_lop). */
+static void drop_lop(tsr_onnx_t *m, int d, int into)
+{
+    tsr_nd_node_free(&m->lops[d].nd);
+    m->vals[m->vals[m->lops[d].out].base].prod = -1;
+    memmove(&m->lops[d], &m->lops[d + 1], sizeof *m->lops * (size_t)(m->nlops - d - 1));
+    m->nlops--;
+#define REMAP(x) ((x) == d ? into - 1 : (x) > d ? (x) - 1 : (x))
+    for (size_t i = 0; i < m->gp->n_node; i++) {
+        if (m->node_lop[i] == d)
+            m->placed[i] = OX_FOLDED;
+        m->node_lop[i] = REMAP(m->node_lop[i]);
+    }
+    for (int v = 0; v < m->nvals; v++) {
+        m->vals[v].prod = REMAP(m->vals[v].prod);
+        m->vals[v].real_lop = REMAP(m->vals[v].real_lop);
+    }
+#undef REMAP
+}
+
+int tsr_ox_chansel_into_conv(tsr_onnx_t *m, int ni, int l)
+{
+    ox_lop_t *L = &m->lops[l];
+    const int x = L->in, lc = x >= 0 && !shuffle_off(m) ? chansel_lop(m, x) : -1;
+    tsr_conv2d_params_t *q = &L->nd.conv;
+    if (lc < 0 || lc >= l || l != m->nlops - 1 || L->nd.kind != TSR_ND_CONV || q->groups != 1 || q->kh != 1 ||
+        q->kw != 1 || q->stride_h != 1 || q->stride_w != 1 || q->pad_top || q->pad_left || q->pad_bottom ||
+        q->pad_right || m->vals[x].padded || q->c_in != m->lops[lc].nd.conv.c_out || read_elsewhere(m, ni, x, l, 1))
+        return 0;
+    const int64_t cin = q->c_in, cin2 = m->lops[lc].nd.conv.c_in, M = q->c_out;
+    int64_t *src = malloc(sizeof *src * (size_t)cin);
+    uint8_t *w2 = malloc((size_t)(M * cin2));
+    if (!src || !w2 || !chansel_src(m, lc, 0, cin, src)) {
+        free(src), free(w2);
+        return src && w2 ? 0 : tsr_err(TSR_ENOMEM, "out of memory");
+    }
+    /* w'[o][src[j]] = w[o][j], the other channels w - w_zp = 0: the same sums over the selection's input */
+    const uint8_t *w = L->nd.w;
+    for (int64_t o = 0; o < M; o++) {
+        memset(w2 + o * cin2, (uint8_t)q->w_zp[q->w_zp_count > 1 ? o : 0], (size_t)cin2);
+        for (int64_t j = 0; j < cin; j++)
+            w2[o * cin2 + src[j]] = w[o * cin + j];
+    }
+    free(src);
+    free(L->nd.w);
+    L->nd.w = w2;
+    q->c_in = (int)cin2;
+    L->in = m->lops[lc].in;
+    drop_lop(m, lc, l);
+    return 0;
+}
+
 int tsr_ox_chslice_q(tsr_onnx_t *m, int ni, int x, const int32_t *st, const int64_t *d)
 {
     const ox_val_t X = m->vals[x];
-    const int b = base4(m, &X);
+    int b = base4(m, &X);
     if (shuffle_off(m) || b < 0 || X.ndim != 4 || st[0] || st[2] || st[3] || d[0] != X.dims[0] || d[2] != X.dims[2] ||
         d[3] != X.dims[3] || d[1] < 1 || d[1] == X.dims[1])
         return 1;
     int64_t *src = malloc(sizeof *src * (size_t)d[1]);
     if (!src)
         return tsr_err(TSR_ENOMEM, "out of memory");
-    for (int64_t j = 0; j < d[1]; j++)
-        src[j] = st[1] + j;
+    /* a slice of a shuffle's output: the shuffle's channels of its input (one conv, not two) */
+    const int ls = chansel_lop(m, b), sb = b;
+    if (ls >= 0 && !strcmp(m->gp->node[m->lops[ls].node]->op_type, "Transpose") && chansel_src(m, ls, st[1], d[1], src))
+        b = m->lops[ls].in;
+    else
+        for (int64_t j = 0; j < d[1]; j++)
+            src[j] = st[1] + j;
     const int y4 = new_like(m, b, d[1]);
     int rc = y4 < 0 ? y4 : chansel(m, ni, b, X.vscale[0], X.vzp[0], src, d[1], y4);
     free(src);
     if (rc)
         return rc;
+    if (b != sb && !read_elsewhere(m, ni, sb, -1, 1)) /* the shuffle's conv is gone, its Transpose in this lop */
+        drop_lop(m, ls, m->nlops - 1);
     const int y = tsr_ox_def_out(m, ni, 0, ET_FLOAT, 4, d);
     return y < 0 ? y : tsr_ox_set_view(&m->vals[y], y4, X.vscale[0], X.vzp[0]);
 }

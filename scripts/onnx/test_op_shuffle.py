@@ -7,10 +7,11 @@ against ONNX Runtime.
 Bounds: a permutation of quantized bytes is exact, so the shuffle alone (between convs whose outputs
 tessera and ORT both requantize) must match ORT exactly where the convs do; the whole block is held
 to the convs' bound (<= 1 LSB per operator, test_op_conv.py), the shuffled output alone to 0.
-With --place shuffle=device (onnx/ops/tsr_ox_shuffle.c: the shuffle and the chunk's Slices as device
-1x1 convs with one-hot weights and an identity requantization) the outputs must equal the host
-permutation's byte for byte and the unit must run in one device segment, also when its halves
-(10 + 10 channels) are no multiple of BLOCK (the first half padded to 32 channels).
+By default (onnx/ops/tsr_ox_shuffle.c: the shuffle and the chunk's Slices as device 1x1 convs with
+one-hot weights and an identity requantization, a Slice of the shuffle composed onto the shuffle's
+input, a selection read by a 1x1 conv composed into its weights) the outputs must equal the host
+permutation's (--place shuffle=host) byte for byte and the unit must run in one device segment, also
+when its halves (10 + 10 channels) are no multiple of BLOCK (the first half padded to 32 channels).
 """
 import os
 import sys
@@ -33,8 +34,15 @@ def export(mod, x, path):
 
 
 def on_device(run):
-    """run() with --place shuffle=device (the shuffle and channel slices as one-hot 1x1 device convs)."""
+    """run() with --place shuffle=device (the default: the shuffle and channel slices as one-hot 1x1
+    device convs, composed where they meet)."""
     with T.placed("shuffle=device"):
+        return run()
+
+
+def on_host(run):
+    """run() with --place shuffle=host (the quantized bytes permuted on the host)."""
+    with T.placed("shuffle=host"):
         return run()
 
 
@@ -88,7 +96,7 @@ def main():
         fm = export(Shuffle(c, g).eval(), x, f"shuffle_c{c}_g{g}.onnx")
         for act in ("u8", "s8"):
             q = T.quantize(fm, cal, act)
-            host = T.against_ort(f"shuffle c{c} g{g} {act}", q, x, max_lsb=0)
+            host = on_host(lambda: T.against_ort(f"shuffle c{c} g{g} {act}", q, x, max_lsb=0))
             dev = on_device(lambda: T.against_ort(f"shuffle c{c} g{g} {act} device", q, x, max_lsb=0))
             same(f"shuffle c{c} g{g} {act}", host, dev)
     x = rng.standard_normal((1, 32, 8, 8)).astype(np.float32)
@@ -96,10 +104,10 @@ def main():
     fm = export(Block(32).eval(), x, "shuffle_block.onnx")
     for act in ("u8", "s8"):
         q = T.quantize(fm, cal, act)
-        T.against_ort(f"shufflenet unit {act}", q, x, max_lsb=1)
-        # the bytes are permuted as they are: the Transpose's QuantizeLinear is a relabelling (no host
-        # dequantize / float transpose / quantize)
-        rc, out = T.placement(T.save(q, f"unit_{act}.onnx"), x)
+        on_host(lambda: T.against_ort(f"shufflenet unit {act}", q, x, max_lsb=1))
+        # on the host the bytes are permuted as they are: the Transpose's QuantizeLinear is a
+        # relabelling (no host dequantize / float transpose / quantize)
+        rc, out = on_host(lambda: T.placement(T.save(q, f"unit_{act}.onnx"), x))
         line = next((ln for ln in out.splitlines() if ln.split()[:2] == ["/Transpose_output_0_Quant...",
                                                                            "QuantizeLinear"]), "")
         T.check(f"shuffle on the quantized bytes {act}", rc == 0 and "relabel" in line, line or out[-300:])
@@ -108,16 +116,19 @@ def main():
                                                                   ["/Slice_1_output_0_Quantiz...", "QuantizeLinear"])]
         T.check(f"chunk on the quantized bytes {act}", rc == 0 and len(sl) == 2 and all("relabel" in ln for ln in sl),
                 "; ".join(sl) or out[-300:])
-        # --place shuffle=device: the chunk's Slices and the shuffle as one-hot 1x1 convs, the Concat
-        # (16 + 16 channels: aligned) as views, the whole unit in one segment, bytes = the host path's
-        host = T.infer(f"unit_{act}.onnx", x)[1]
-        dev = on_device(lambda: T.against_ort(f"shufflenet unit {act} device", q, x, max_lsb=1))
+        # by default: the chunk's Slices and the shuffle as one-hot 1x1 convs, the Concat (16 + 16
+        # channels: aligned) as views, the whole unit in one segment, bytes = the host path's. The
+        # Slice the branch's 1x1 conv reads is composed into that conv's weights, and so is the
+        # shuffle into the conv after it: one selection conv is left (the half passed on)
+        host = on_host(lambda: T.infer(f"unit_{act}.onnx", x)[1])
+        dev = T.against_ort(f"shufflenet unit {act} device", q, x, max_lsb=1)
         same(f"shufflenet unit {act}", host, dev)
-        rc, out = on_device(lambda: T.placement(f"unit_{act}.onnx", x))
-        dv = [ln for ln in out.splitlines() if ln.split()[:1] in (["/Slice"], ["/Slice_1"], ["/Transpose"])]
+        rc, out = T.placement(f"unit_{act}.onnx", x)
+        dv = {ln.split()[0]: ln for ln in out.splitlines() if ln.split()[:1] in (["/Slice"], ["/Slice_1"], ["/Transpose"])}
         T.check(f"chunk and shuffle on the device, one segment {act}",
-                rc == 0 and " in 1 segment," in out and len(dv) == 3 and all("device, segment 0 (conv)" in ln for ln in dv),
-                "; ".join(dv) or out[-300:])
+                rc == 0 and " in 1 segment," in out and len(dv) == 3 and "device, segment 0 (conv)" in dv["/Slice"] and
+                'folded into device op "/b1/Conv"' in dv["/Slice_1"] and
+                'folded into device op "/post/Conv"' in dv["/Transpose"], "; ".join(dv.values()) or out[-300:])
     # halves of 10 channels (ShuffleNetV2's are 58, 116, 232): the Concat's offset is no multiple of
     # BLOCK, so the device form pads the first half (its slice conv and the Concat input's requantize)
     # to 32 channels of y_zp and the shuffle conv skips the padding: still one segment, the same bytes
@@ -127,16 +138,16 @@ def main():
     for act in ("u8", "s8"):
         q = T.quantize(fm, cal, act)
         path = T.save(q, f"unit20_{act}.onnx")
-        host = T.infer(path, x)[1]
+        host = on_host(lambda: T.infer(path, x)[1])
         dev = on_device(lambda: T.against_ort(f"shufflenet unit c20 {act} device", q, x, max_lsb=1))
         same(f"shufflenet unit c20 {act}", host, dev)
-        rc, out = on_device(lambda: T.placement(path, x))
+        rc, out = T.placement(path, x)
         cat = [ln for ln in out.splitlines() if ln.split()[:2] == ["/Concat", "Concat"]]
         T.check(f"unaligned concat padded, one segment {act}",
                 rc == 0 and " in 1 segment," in out and len(cat) == 1 and "device, segment 0 (concat" in cat[0],
                 "; ".join(cat) or out[-300:])
         # a padded tensor read by name: refused (its bytes hold the padding), not wrong values
-        rc, _, err = on_device(lambda: T.infer(path, x, ("--tensor", "/Concat_output_0_QuantizeLinear_Output=cat.npy")))
+        rc, _, err = T.infer(path, x, ("--tensor", "/Concat_output_0_QuantizeLinear_Output=cat.npy"))
         T.check(f"padded concat output not readable {act}", rc != 0 and "padding channels" in err, err[-200:])
     T.finish()
 
