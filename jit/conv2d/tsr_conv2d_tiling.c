@@ -198,7 +198,8 @@ int tsr_conv2d_choose_tiling(geo_t *g)
      * fifth of the layer's time); not when
      * the best so far is within 0.5% of the GEMM work (nothing to gain,
      * and large layers would pay for many more stream builds) */
-    const double gemm_ops = (double)g->nb * g->oh * g->ow * g->cob * (g->dw ? 1 : g->cib) * g->kk;
+    const double pairs = g->wnz ? (double)g->wpre[g->cob] : (double)g->cob * (g->dw ? 1 : g->cib); /* (kept) */
+    const double gemm_ops = (double)g->nb * g->oh * g->ow * pairs * g->kk;
     const int try_res = !g->dw && !(S.best >= 0 && S.best < 1.005 * gemm_ops);
     for (int nba = 4; nba >= 2 && try_res; nba -= 2)
         for (int tail = 1; tail >= 0; tail--)
