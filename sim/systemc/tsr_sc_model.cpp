@@ -153,9 +153,10 @@ static inline __attribute__((always_inline)) sc_time cyc_time(double n) { return
 
 // Time units as cycles. The last conversion is kept: the stages convert the
 // same time stamp many times between two waits, and the division is the
-// costly part. The model clock (now) and a burst's local offset have a memo
-// each: a burst alternates them with its other times, which otherwise
-// missed the one memo a few times per burst (the same quotient either way).
+// costly part. A burst's local offset and the DRAM target's clock (when
+// it has no sequencer's) have a memo each: a burst alternates them with its
+// other times, which otherwise missed the one memo a few times per burst
+// (the same quotient either way). The model clock keeps its own (set_now).
 struct cyc_memo {
     sc_dt::uint64 ticks = 0;
     double cyc = 0;
@@ -191,8 +192,15 @@ static inline long long round_ll(double x)
     return i + (f >= 0.5) - (f <= -0.5);
 }
 
-// (here, before its callers, and inline: called several times per burst)
-inline __attribute__((always_inline)) double tsr_sc_accel::now() const { return cyc_of(mnow_, g_cyc_now); }
+// The model clock moves only through set_now, which keeps it in cycles too:
+// now() reads that (called a dozen times per burst), with no conversion.
+// (here, before its callers, and inline)
+inline __attribute__((always_inline)) double tsr_sc_accel::now() const { return mnow_c_; }
+inline __attribute__((always_inline)) void tsr_sc_accel::set_now(sc_dt::uint64 t)
+{
+    mnow_ = t;
+    mnow_c_ = (double)t / ticks_per_cycle(); // (what cyc_of(t) gives)
+}
 
 sc_time tsr_sc_cycles(double n) { return cyc_time(n); }
 double tsr_sc_to_cycles(const sc_time &t) { return to_cyc(t); }
@@ -215,6 +223,10 @@ void tsr_sc_dram::clear()
 
 // (inline, before its callers: several per burst)
 inline sc_dt::uint64 tsr_sc_dram::now_ticks() const { return seq ? seq->seq_now() : stamp().value(); }
+inline __attribute__((always_inline)) double tsr_sc_dram::now_cyc() const
+{
+    return seq && seq->seq_clock_cyc ? *seq->seq_clock_cyc : cyc_of(now_ticks(), g_cyc_now);
+}
 
 // Where the beats of a write go. The RTL's slave (sim/tsr_rtl.c) gives a
 // write beat only the bandwidth a valid read beat leaves: its token bucket
@@ -230,7 +242,7 @@ inline sc_dt::uint64 tsr_sc_dram::now_ticks() const { return seq ? seq->seq_now(
 // returns the bytes still to write (0: *t is when the last beat went).
 double tsr_sc_dram::write_walk(double *t, double left, double bc, double h, double *credit)
 {
-    const double now = cyc_of(now_ticks(), g_cyc_now);
+    const double now = now_cyc();
     while (!rwin_.empty() && rwin_.front().second <= std::min(*t, now))
         rwin_.pop_front();
     const double busy = std::min(std::max(0.0, p.bytes_per_cycle - bus), bus / bc); // bytes/cycle beside reads
@@ -352,7 +364,7 @@ double tsr_sc_dram::serve(bool wr, unsigned len, tsr_sc_axi_ext *x, sc_dt::uint6
             return -1;
         }
         *d = 0;
-        t = cyc_of(now_ticks(), g_cyc_now);
+        t = now_cyc();
         while (!q.empty() && q.front() <= t)
             q.pop_front();
         issue = t;
@@ -388,10 +400,10 @@ double tsr_sc_dram::serve(bool wr, unsigned len, tsr_sc_axi_ext *x, sc_dt::uint6
         // in simulated time until the plan is known (the reads that come
         // meanwhile take the bandwidth first, then plan the rest again).
         double last = s, left = (double)beats * bus, credit = credit_at(std::max(s, credit_at_));
-        while ((left = write_walk(&last, left, bc, cyc_of(now_ticks(), g_cyc_now) + p.latency, &credit)) > 0) {
+        while ((left = write_walk(&last, left, bc, now_cyc() + p.latency, &credit)) > 0) {
             double plan = last, c = credit;
             write_walk(&plan, left, bc, 1e300, &c);
-            double wake = std::max(cyc_of(now_ticks(), g_cyc_now) + 1, plan - p.latency);
+            double wake = std::max(now_cyc() + 1, plan - p.latency);
             wait_at(ticks_of(wake));
             if (aborting && *aborting) {
                 *d = 0;
@@ -476,6 +488,7 @@ tsr_sc_accel::tsr_sc_accel(sc_module_name n)
     regs.register_b_transport(this, &tsr_sc_accel::reg_transport);
     start_or_abort_ = start_ev | abort_ev;
     seq_clock = &mnow_;
+    seq_clock_cyc = &mnow_c_;
     for (int s = 0; s < kSeqN; s++)
         seq_at_[s] = kNever;
     SC_THREAD(engine);
@@ -502,7 +515,7 @@ int tsr_sc_accel::pick_(sc_dt::uint64 *sync)
         *sync = t;
         return kPickSync;
     }
-    mnow_ = std::max(mnow_, t);
+    set_now(std::max(mnow_, t));
     rd_head_ = rd_n_ = 0;
     for (int s = 0; s < kSeqN; s++)
         if (seq_at_[s] == t) {
@@ -549,7 +562,7 @@ void tsr_sc_accel::wait_ticks(int s, sc_dt::uint64 t)
         for (int k = 0; k < kSeqN; k++)
             alone &= k == s || seq_at_[k] > t;
         if (alone) {
-            mnow_ = t;
+            set_now(t);
             ready_[0] = s;
             rd_head_ = rd_n_ = 1;
             return;
@@ -664,7 +677,7 @@ void tsr_sc_accel::engine()
         sc_dt::uint64 sync = 0;
         int n = -1;
         const sc_dt::uint64 real = stamp().value();
-        mnow_ = std::max(mnow_, real);
+        set_now(std::max(mnow_, real));
         if (real_sync_ >= 0) {
             if (mnow_ > real) {
                 wait(sc_time::from_value(mnow_ - real), abort_ev);
@@ -1208,7 +1221,7 @@ void tsr_sc_accel::reg_write(uint32_t addr, uint32_t v)
             for (int s = 0; s < TSR_STAGE_COUNT; s++)
                 stage_done[s] = 0;
             clear_queues();
-            mnow_ = std::max(mnow_, stamp().value());
+            set_now(std::max(mnow_, stamp().value()));
             run_start = now();
             run_end = run_start;
             status_ = TSR_STATUS_BUSY;

@@ -144,6 +144,9 @@ struct tsr_sc_sequencer {
     // target reads it several times per burst).
     sc_dt::uint64 seq_now() const { return *seq_clock; }
     const sc_dt::uint64 *seq_clock = nullptr;
+    // The same time in cycles (the time units over the units per cycle),
+    // kept beside it by the owner, or null (the target converts).
+    const double *seq_clock_cyc = nullptr;
     virtual ~tsr_sc_sequencer() = default;
 };
 
@@ -192,6 +195,7 @@ class tsr_sc_dram : public sc_core::sc_module {
     void b_transport(tlm::tlm_generic_payload &gp, sc_core::sc_time &d);
     void wait_at(sc_dt::uint64 at); // a timed wait until `at` (time units) (sequencer, abort event or plain)
     sc_dt::uint64 now_ticks() const;          // the sequencer's model time, else SystemC time
+    double now_cyc() const;                   // the same in cycles
 };
 
 // A condition a stage waits on (a queue changed): the stage waiting
@@ -432,6 +436,8 @@ class tsr_sc_accel : public sc_core::sc_module, public tsr_sc_sequencer {
     // the stage waiting for SystemC time to catch up (-1: none), fetch
     // waiting for START, the stages parked after an abort.
     sc_dt::uint64 mnow_ = 0, quantum_ = 0; // time units
+    double mnow_c_ = 0;                    // mnow_ in cycles (now(): set with it by set_now)
+    void set_now(sc_dt::uint64 t);
     int cur_ = kEngine, from_ = kEngine;
     sc_dt::uint64 seq_at_[kSeqN];
     int ready_[kSeqN], rd_head_ = 0, rd_n_ = 0, next_[kSeqN], nx_n_ = 0;
