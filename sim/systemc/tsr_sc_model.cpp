@@ -203,6 +203,8 @@ inline __attribute__((always_inline)) void tsr_sc_accel::set_now(sc_dt::uint64 t
 }
 
 sc_time tsr_sc_cycles(double n) { return cyc_time(n); }
+// (axi's `between` or `pace` when there is none)
+static tsr_sc_nofn *const kNoFn = nullptr;
 double tsr_sc_to_cycles(const sc_time &t) { return to_cyc(t); }
 
 // ------------------------------------------------------------------ DRAM
@@ -908,10 +910,11 @@ double tsr_sc_accel::push_tokens(const tsr_insn_t &in, int st, double at)
     return at;
 }
 
+template <class Between, class Pace>
 double tsr_sc_accel::axi(bool write, bool high, uint64_t addr, uint64_t bytes, sc_dt::uint64 *local, double beat_cycles,
-                         const std::function<double()> *between, const std::function<double(uint64_t, double)> *pace,
-                         bool blocks)
+                         Between *between, Pace *pace, bool blocks)
 {
+    constexpr bool kBetween = !std::is_same<Between, tsr_sc_nofn>::value, kPace = !std::is_same<Pace, tsr_sc_nofn>::value;
     const uint64_t b = (uint64_t)bus;
     uint64_t a = addr / b * b, end = (addr + bytes + b - 1) / b * b;
     double last = now();
@@ -945,13 +948,13 @@ double tsr_sc_accel::axi(bool write, bool high, uint64_t addr, uint64_t bytes, s
         // request waits at the AXI master, whose round robin among the
         // high-priority ports lets a fetch that comes meanwhile go first
         // (tiny_exact program 103: the fetch's burst at 208 on the RTL).
-        ext.wait_slot = high && pace && !blocks;
+        ext.wait_slot = high && kPace && !blocks;
         ext.timing_only = 1;
         ext.beat_cycles = beat_cycles;
         // (a store's first beat: a cycle after its address, the row read
         // behind it; narrow rows' beats take that cycle anyway)
         ext.w_lead = write && a == addr / b * b ? std::max(0.0, 2 - beat_cycles) : 0;
-        if (pace) {
+        if constexpr (kPace) {
             // Not requested before the reader has room for it.
             const double nb = (*pace)(a + n, -2), at = now() + cyc_of(*local, g_cyc_local);
             if (nb > at + 1e-9) {
@@ -959,14 +962,14 @@ double tsr_sc_accel::axi(bool write, bool high, uint64_t addr, uint64_t bytes, s
                     // (waiting in simulated time: `between` still runs when due)
                     while (now() < nb - 1e-9) {
                         double w = nb;
-                        if (between) {
+                        if constexpr (kBetween) {
                             const double d = (*between)();
                             if (d > now() + 1e-9)
                                 w = std::min(w, d);
                         }
                         wait_until(w);
                     }
-                    if (between)
+                    if constexpr (kBetween)
                         (*between)();
                     *local = 0;
                 } else {
@@ -981,7 +984,7 @@ double tsr_sc_accel::axi(bool write, bool high, uint64_t addr, uint64_t bytes, s
             const double at = now() + cyc_of(*local, g_cyc_local);
             while (now() < at - 1e-9) {
                 double w = at;
-                if (between) {
+                if constexpr (kBetween) {
                     const double d = (*between)();
                     if (d > now() + 1e-9)
                         w = std::min(w, d);
@@ -990,7 +993,7 @@ double tsr_sc_accel::axi(bool write, bool high, uint64_t addr, uint64_t bytes, s
             }
             *local = 0;
         }
-        if (!write && !high && between && mem_direct) {
+        if (kBetween && !write && !high && mem_direct) {
             // A low-priority read waits for a free slot here, where the
             // stage's back completes its instructions (their pushes) when
             // due meanwhile, rather than inside the DRAM target.
@@ -1008,7 +1011,7 @@ double tsr_sc_accel::axi(bool write, bool high, uint64_t addr, uint64_t bytes, s
         }
         ext.hold_first = ext.hold_span = 0;
         ext.min_end = 0;
-        if (pace) {
+        if constexpr (kPace) {
             // (with the earliest last beat, a walker's hold relative to the data)
             hold_first_ = hold_span_ = 0;
             ext.min_end = (*pace)(a + n, -1);
@@ -1035,7 +1038,7 @@ double tsr_sc_accel::axi(bool write, bool high, uint64_t addr, uint64_t bytes, s
         double issue = ext.accepted;
         const double burst_end = cyc_of(mnow_ + dt);
         last = std::max(last, burst_end);
-        if (pace) {
+        if constexpr (kPace) {
             rd_start_ = ext.data_start;
             rd_stream_end_ = ext.stream_end;
             (*pace)(a + n, burst_end);
@@ -1050,7 +1053,7 @@ double tsr_sc_accel::axi(bool write, bool high, uint64_t addr, uint64_t bytes, s
             *local = 0;
         }
         a += n;
-        if (between)
+        if constexpr (kBetween)
             (*between)();
     }
     if (write)
@@ -1347,7 +1350,7 @@ void tsr_sc_fetch::run()
                 const uint32_t cj = j * per_chunk;
                 const uint64_t addr = A.reg_insn_addr() + (uint64_t)cj * TSR_INSN_BYTES;
                 clast[j & 1] = A.axi(false, true, addr, (uint64_t)std::min(per_chunk, n - cj) * TSR_INSN_BYTES, &local,
-                                     1, nullptr, nullptr, true);
+                                     1, kNoFn, kNoFn, true);
                 nreq = j + 1;
             };
             // When the next chunk's request is due (never: none left, or its
@@ -1470,9 +1473,11 @@ struct tsr_sc_rsv {
 };
 
 // Reads of one LOAD/STORE's rows: one command per row, contiguous rows merged.
+// (`between` as axi's: a lambda, or kNoFn)
+template <class Between = tsr_sc_nofn>
 static double transfer(tsr_sc_accel &A, const tsr_insn_t &in, bool write, bool high, uint32_t eb, sc_dt::uint64 *local,
-                       const std::function<double()> *between = nullptr, double walk0 = -1, double back0 = -1,
-                       tsr_sc_rsv *rsv = nullptr, double *taken = nullptr)
+                       Between *between = kNoFn, double walk0 = -1, double back0 = -1, tsr_sc_rsv *rsv = nullptr,
+                       double *taken = nullptr)
 {
     // walk0 >= 0: a compute LOAD of elements at least a beat wide (acc):
     // its writer walks the padded rows in order from walk0, one row per
@@ -1586,11 +1591,7 @@ static double transfer(tsr_sc_accel &A, const tsr_insn_t &in, bool write, bool h
         const uint64_t y = g / in.x_size, x = g % in.x_size;
         return (double)(in.y_pad0 * rowlen + in.x_pad0) + (double)y * rowt + E_w * (double)x;
     };
-    auto pace_fn = [&](uint64_t end, double got) {
-        if (back0 >= 0)
-            return back_fn(end, got);
-        if (walk0 < 0)
-            return crsv_fn(end, got);
+    auto walk_fn = [&](uint64_t end, double got) {
         if (got == -2)
             return 0.0;
         if (wr0 != r0)
@@ -1623,9 +1624,10 @@ static double transfer(tsr_sc_accel &A, const tsr_insn_t &in, bool write, bool h
         wa = end;
         return 0.0;
     };
-    const std::function<double(uint64_t, double)> pace = std::ref(pace_fn);
     const bool crsv = walk0 < 0 && back0 < 0 && !write && high && eb < (uint32_t)A.bus && in.mem_type != TSR_MEM_LUT;
-    const std::function<double(uint64_t, double)> *pp = (walk0 >= 0 || back0 >= 0 || crsv) && in.x_size ? &pace : nullptr;
+    // The pace: the load stage's back (back0), the compute LOAD's walker
+    // (walk0) or its reservation (crsv), or none.
+    const int pmode = !in.x_size ? 0 : back0 >= 0 ? 1 : walk0 >= 0 ? 2 : crsv ? 3 : 0;
     // A store's source gives one row per cycle: rows narrower than a beat slow its beats.
     const double bc = write ? std::max(1.0, (double)A.bus / (double)eb) : 1.0;
     // Readers of elements narrower than a beat reserve buffer room: their
@@ -1635,18 +1637,28 @@ static double transfer(tsr_sc_accel &A, const tsr_insn_t &in, bool write, bool h
     if (!in.x_size || !in.y_size)
         return last;
     uint64_t row = (uint64_t)in.x_size * eb;
-    if (in.x_stride == in.x_size || in.y_size == 1) {
-        r0 = (uint64_t)in.dram_base * eb;
-        bstart = r0 / (uint64_t)A.bus * (uint64_t)A.bus;
-        last = A.axi(write, high, r0, row * in.y_size, local, bc, between, pp, blocks);
-    } else {
-        for (uint32_t y = 0; y < in.y_size; y++) {
-            r0 = ((uint64_t)in.dram_base + (uint64_t)y * in.x_stride) * eb;
-            y0 = y;
+    auto rows = [&](auto *pace) {
+        if (in.x_stride == in.x_size || in.y_size == 1) {
+            r0 = (uint64_t)in.dram_base * eb;
             bstart = r0 / (uint64_t)A.bus * (uint64_t)A.bus;
-            last = std::max(last, A.axi(write, high, r0, row, local, bc, between, pp, blocks));
+            last = A.axi(write, high, r0, row * in.y_size, local, bc, between, pace, blocks);
+        } else {
+            for (uint32_t y = 0; y < in.y_size; y++) {
+                r0 = ((uint64_t)in.dram_base + (uint64_t)y * in.x_stride) * eb;
+                y0 = y;
+                bstart = r0 / (uint64_t)A.bus * (uint64_t)A.bus;
+                last = std::max(last, A.axi(write, high, r0, row, local, bc, between, pace, blocks));
+            }
         }
-    }
+    };
+    if (pmode == 1)
+        rows(&back_fn);
+    else if (pmode == 2)
+        rows(&walk_fn);
+    else if (pmode == 3)
+        rows(&crsv_fn);
+    else
+        rows(kNoFn);
     if (rsv && back0 >= 0 && bpe < 1)
         rsv->add(cum, std::max(back0, first));
     if (walk0 >= 0 && nd) // (the writer's last element: its burst went before it with short elements)
@@ -1751,12 +1763,9 @@ void tsr_sc_load::run()
                     }
                     return pend.valid ? pend.end : 1e300;
                 };
-                // By reference: the lambda's captures do not fit std::function's
-                // inline storage, which would allocate per instruction.
-                const std::function<double()> due = std::ref(due_fn);
                 const double back0 = std::max(prev_end, t_issue);
                 double taken = back0;
-                double data_end = transfer(A, in, false, false, eb, &local, &due, -1, back0,
+                double data_end = transfer(A, in, false, false, eb, &local, &due_fn, -1, back0,
                                            &rsv[in.mem_type == TSR_MEM_WGT], &taken);
                 {
                     // (the front runs one instruction ahead of the back: it
@@ -1919,7 +1928,7 @@ void tsr_sc_compute::run()
                     if (in.x_size && in.y_pad0 > 1)
                         A.wait_until(t + (double)(in.y_pad0 - 1) * (in.x_pad0 + in.x_size + in.x_pad1));
                     double taken = -1; // (narrow elements: the writer's last one taken, + 1)
-                    double data_end = transfer(A, in, false, true, eb, &local, nullptr, wide ? t + kWalk : -1, -1,
+                    double data_end = transfer(A, in, false, true, eb, &local, kNoFn, wide ? t + kWalk : -1, -1,
                                                nullptr, &taken);
                     uint64_t rows = in.x_size ? (uint64_t)(in.y_pad0 + in.y_size + in.y_pad1) * (in.x_pad0 + in.x_size + in.x_pad1) : 0;
                     // The writer walks the rows before the first element

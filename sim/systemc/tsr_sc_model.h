@@ -34,7 +34,6 @@
 
 #include <boost/context/fiber.hpp>
 
-#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -307,6 +306,12 @@ class tsr_sc_store : public sc_core::sc_module {
     tsr_sc_accel *a_;
 };
 
+// No callback (tsr_sc_accel::axi's `between` or `pace`).
+struct tsr_sc_nofn {
+    double operator()() const { return 0; }
+    double operator()(uint64_t, double) const { return 0; }
+};
+
 // A command queue entry: instruction index and the cycle it is visible.
 struct tsr_sc_cmd {
     uint32_t idx;
@@ -422,9 +427,13 @@ class tsr_sc_accel : public sc_core::sc_module, public tsr_sc_sequencer {
     // address, the burst's completion) after it. `blocks`: a reader with a
     // buffer reservation (tsr_dma_rd_elems, BufBeats > 0) requests chunks
     // aligned to 16-beat blocks, not 16-beat bursts from the start.
-    double axi(bool write, bool high, uint64_t addr, uint64_t bytes, sc_dt::uint64 *local,
-               double beat_cycles = 1, const std::function<double()> *between = nullptr,
-               const std::function<double(uint64_t, double)> *pace = nullptr, bool blocks = false);
+    // `between` and `pace` are the callers' lambdas, of type tsr_sc_nofn
+    // (and null) for none: called directly, several times per burst, where
+    // std::function's indirect calls were a tenth of a timing-only run.
+    // (Defined, and so instantiated, in the .cpp: its stages' callers.)
+    template <class Between, class Pace>
+    double axi(bool write, bool high, uint64_t addr, uint64_t bytes, sc_dt::uint64 *local, double beat_cycles,
+               Between *between, Pace *pace, bool blocks);
     void exec(const tsr_insn_t &in, uint32_t idx, const char *stage); // fsim data; error -> fail
     void fail(int rc, const std::string &msg);
     void finish(double at);
