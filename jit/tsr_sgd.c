@@ -1,0 +1,417 @@
+/*
+ * tsr_sgd: the SGD-with-momentum update on the device ALU (see tsr_sgd.h,
+ * which defines it).
+ *
+ * Accumulator layout: NREG regions of `tile` rows (g, v, w_m, the lr term,
+ * q, the acc8 loads of w_m's and v's four planes, q's upper planes), then
+ * NCONST constant rows (every lane the same value: the multipliers and
+ * clamp bounds, which do not fit the ALU's 16-bit immediate), loaded once.
+ * A tile of rows: the compute stage loads g_raw (acc) and the eight state
+ * planes (acc8), runs the ALU sequence, and hands the out rows of the new
+ * planes (and q's) to the store stage; the next tile's compute waits for
+ * those stores (its ALU ops rewrite the rows), FINISH for the last ones.
+ * Every ALU op covers the tile's rows with one instruction (iter_out =
+ * rows, dst +1 per row, src +1 or +0 for a constant row).
+ */
+#include "tsr_sgd.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tsr_error.h"
+#include "tsr_stream.h"
+
+enum { R_G, R_V, R_W, R_T, R_Q, R_PW0, R_PV0 = R_PW0 + 4, R_QS1 = R_PV0 + 4, NREG = R_QS1 + 3 };
+enum { C_MG, C_GLO, C_GHI, C_MMU, C_VLO, C_VHI, C_MLR, C_WLO, C_WHI, C_QLO, C_QHI, NCONST };
+#define MAXUOPS 64
+#define SGD_MAX_N (INT64_C(1) << 26)
+
+static int in_lim(int32_t v) { return v >= -TSR_SGD_LIM && v < TSR_SGD_LIM; }
+
+int tsr_sgd_check(const tsr_sgd_params_t *p)
+{
+    if (p->n < 1 || p->n > SGD_MAX_N)
+        return tsr_err(TSR_EINVAL, "sgd: n %lld outside 1..%lld", (long long)p->n, (long long)SGD_MAX_N);
+    if (p->frac < 0 || p->frac > 30)
+        return tsr_err(TSR_EINVAL, "sgd: frac %d outside 0..30", p->frac);
+    if (p->mg < 0 || p->mmu < 0 || p->mlr < 0)
+        return tsr_err(TSR_EINVAL, "sgd: a negative multiplier (mg %d, mmu %d, mlr %d)", (int)p->mg, (int)p->mmu,
+                       (int)p->mlr);
+    if (p->sg < -30 || p->sg > 31 || p->slr < 0 || p->slr > 31)
+        return tsr_err(TSR_EINVAL, "sgd: shift sg %d outside -30..31 or slr %d outside 0..31", p->sg, p->slr);
+    if (!in_lim(p->w_lo) || !in_lim(p->w_hi) || p->w_lo > p->w_hi)
+        return tsr_err(TSR_EINVAL, "sgd: w_m clamp [%d, %d] empty or outside [-2^30, 2^30 - 1]", (int)p->w_lo,
+                       (int)p->w_hi);
+    if (p->q_bytes != 1 && p->q_bytes != 4)
+        return tsr_err(TSR_EINVAL, "sgd: q_bytes %d (1 or 4)", p->q_bytes);
+    const int32_t lo = p->q_bytes == 1 ? -128 : -TSR_SGD_LIM, hi = p->q_bytes == 1 ? 127 : TSR_SGD_LIM - 1;
+    if (p->q_lo < lo || p->q_hi > hi || p->q_lo > p->q_hi)
+        return tsr_err(TSR_EINVAL, "sgd: q clamp [%d, %d] empty or outside [%d, %d]", (int)p->q_lo, (int)p->q_hi,
+                       (int)lo, (int)hi);
+    return TSR_OK;
+}
+
+int tsr_sgd_multiplier(double r, int smin, int32_t *m, int *s)
+{
+    if (!isfinite(r) || r < 0)
+        return tsr_err(TSR_EINVAL, "sgd: multiplier %g not finite and >= 0", r);
+    *m = 0;
+    *s = 0;
+    if (r == 0)
+        return TSR_OK;
+    int e;
+    const double f = frexp(r, &e); /* r = f * 2^e, f in [0.5, 1) */
+    int64_t q = llround(f * 2147483648.0);
+    if (q == INT64_C(2147483648)) {
+        q /= 2;
+        e++;
+    }
+    if (-e > 31) /* below the smallest: m / 2^31 / 2^31 */
+        return TSR_OK;
+    if (-e < smin)
+        return tsr_err(TSR_EINVAL, "sgd: multiplier %g too large (a shift of %d, at least %d)", r, -e, smin);
+    *m = (int32_t)q;
+    *s = -e;
+    return TSR_OK;
+}
+
+/* ---- the host's form of the planes ---- */
+
+static void split_host(const int32_t *x, int64_t n, int64_t vals, uint8_t *planes)
+{
+    memset(planes, 0, (size_t)(4 * vals));
+    for (int64_t i = 0; i < n; i++) {
+        int64_t v = x[i];
+        for (int k = 0; k < 4; k++) {
+            planes[k * vals + i] = (uint8_t)(v & 255);
+            v = (v + 128) >> 8;
+        }
+    }
+}
+
+static int32_t join_host(const uint8_t *planes, int64_t vals, int64_t i, int np)
+{
+    uint32_t v = 0;
+    for (int k = np - 1; k >= 0; k--)
+        v = (v << 8) + (uint32_t)(int32_t)(int8_t)planes[k * vals + i];
+    return (int32_t)v;
+}
+
+/* ---- the stream ---- */
+
+typedef struct {
+    tsr_stream_t s;
+    const tsr_sgd_t *g;
+    uint32_t cbase;                /* first constant row */
+    tsr_uop_t uops[MAXUOPS];
+    int nuops;
+    int rows;                      /* rows of the current tile */
+    int rc;
+} bld_t;
+
+static uint32_t reg(const bld_t *b, int r) { return (uint32_t)(r * b->g->tile); }
+
+static uint32_t uop_of(bld_t *b, uint32_t dst, uint32_t src)
+{
+    for (int i = 0; i < b->nuops; i++)
+        if (b->uops[i].dst == dst && b->uops[i].src == src)
+            return (uint32_t)i;
+    if (b->nuops == MAXUOPS) {
+        b->rc = tsr_err(TSR_EINVAL, "sgd: more than %d micro-ops", MAXUOPS);
+        return 0;
+    }
+    b->uops[b->nuops] = (tsr_uop_t){dst, src, 0};
+    return (uint32_t)b->nuops++;
+}
+
+/* region d op= region s (row by row) */
+static void op_rr(bld_t *b, uint32_t op, int d, int s)
+{
+    const uint32_t u = uop_of(b, reg(b, d), reg(b, s));
+    tsr_stream_loops(tsr_stream_alu(&b->s, op, u, u + 1), (uint32_t)b->rows, 1, 1, 1, 0, 0);
+}
+
+/* region d op= constant row c */
+static void op_rc(bld_t *b, uint32_t op, int d, int c)
+{
+    const uint32_t u = uop_of(b, reg(b, d), b->cbase + (uint32_t)c);
+    tsr_stream_loops(tsr_stream_alu(&b->s, op, u, u + 1), (uint32_t)b->rows, 1, 0, 1, 0, 0);
+}
+
+/* region d op= imm */
+static void op_ri(bld_t *b, uint32_t op, int d, int imm)
+{
+    const uint32_t u = uop_of(b, reg(b, d), reg(b, d));
+    tsr_insn_t *in = tsr_stream_alu(&b->s, op, u, u + 1);
+    in->use_imm = 1;
+    in->imm = (uint32_t)imm;
+    tsr_stream_loops(in, (uint32_t)b->rows, 1, 0, 1, 0, 0);
+}
+
+/* x = the four acc8 planes in regions p0..p0+3 joined */
+static void join(bld_t *b, int x, int p0)
+{
+    op_rr(b, TSR_ALU_MOV, x, p0 + 3);
+    for (int k = 2; k >= 0; k--) {
+        op_ri(b, TSR_ALU_SHR, x, -8);
+        op_rr(b, TSR_ALU_ADD, x, p0 + k);
+    }
+}
+
+/* regions s1..s1+2 = x_1..x_3 (their out rows: digits 1..3; x's own out rows hold digit 0) */
+static void split(bld_t *b, int x, int s1)
+{
+    for (int k = 0; k < 3; k++) {
+        op_rr(b, TSR_ALU_MOV, s1 + k, k ? s1 + k - 1 : x);
+        op_ri(b, TSR_ALU_ADD, s1 + k, 128);
+        op_ri(b, TSR_ALU_SHR, s1 + k, 8);
+    }
+}
+
+static void alu_seq(bld_t *b)
+{
+    const tsr_sgd_params_t *p = &b->g->p;
+    op_rc(b, TSR_ALU_MULHR, R_G, C_MG);
+    op_rc(b, TSR_ALU_MAX, R_G, C_GLO);
+    op_rc(b, TSR_ALU_MIN, R_G, C_GHI);
+    op_ri(b, TSR_ALU_RSHR, R_G, p->sg);
+    join(b, R_V, R_PV0);
+    op_rc(b, TSR_ALU_MULHR, R_V, C_MMU);
+    op_rr(b, TSR_ALU_ADD, R_V, R_G);
+    op_rc(b, TSR_ALU_MAX, R_V, C_VLO);
+    op_rc(b, TSR_ALU_MIN, R_V, C_VHI);
+    join(b, R_W, R_PW0);
+    op_rr(b, TSR_ALU_MOV, R_T, R_V);
+    op_rc(b, TSR_ALU_MULHR, R_T, C_MLR);
+    op_ri(b, TSR_ALU_RSHR, R_T, p->slr);
+    op_ri(b, TSR_ALU_MUL, R_T, -1);
+    op_rr(b, TSR_ALU_ADD, R_W, R_T);
+    op_rc(b, TSR_ALU_MAX, R_W, C_WLO);
+    op_rc(b, TSR_ALU_MIN, R_W, C_WHI);
+    op_rr(b, TSR_ALU_MOV, R_Q, R_W);
+    op_ri(b, TSR_ALU_RSHR, R_Q, p->frac);
+    op_rc(b, TSR_ALU_MAX, R_Q, C_QLO);
+    op_rc(b, TSR_ALU_MIN, R_Q, C_QHI);
+    split(b, R_W, R_PW0 + 1);
+    split(b, R_V, R_PV0 + 1);
+    if (p->q_bytes == 4)
+        split(b, R_Q, R_QS1);
+}
+
+/* element indices of the buffers */
+typedef struct {
+    uint32_t g, w, v, q, c, u;
+} els_t;
+
+static void tile_insns(bld_t *b, const els_t *e, int t)
+{
+    const tsr_sgd_t *g = b->g;
+    const uint32_t r0 = (uint32_t)((int64_t)t * g->tile), rows = (uint32_t)b->rows, pl = (uint32_t)g->rows;
+    if (t > 0)
+        tsr_stream_wait(&b->s, TSR_Q_ST2CMP);
+    tsr_stream_load(&b->s, TSR_MEM_ACC, reg(b, R_G), e->g + r0, 1, rows, rows);
+    for (int k = 0; k < 4; k++) {
+        tsr_stream_load(&b->s, TSR_MEM_ACC8, reg(b, R_PW0 + k), e->w + (uint32_t)k * pl + r0, 1, rows, rows);
+        tsr_stream_load(&b->s, TSR_MEM_ACC8, reg(b, R_PV0 + k), e->v + (uint32_t)k * pl + r0, 1, rows, rows);
+    }
+    alu_seq(b);
+    tsr_stream_signal(&b->s, TSR_Q_CMP2ST);
+    tsr_stream_wait(&b->s, TSR_Q_CMP2ST);
+    for (int k = 0; k < 4; k++) {
+        tsr_stream_store(&b->s, reg(b, k ? R_PW0 + k : R_W), e->w + (uint32_t)k * pl + r0, 1, rows, rows);
+        tsr_stream_store(&b->s, reg(b, k ? R_PV0 + k : R_V), e->v + (uint32_t)k * pl + r0, 1, rows, rows);
+    }
+    for (int k = 0; k < g->p.q_bytes; k++)
+        tsr_stream_store(&b->s, reg(b, k ? R_QS1 + k - 1 : R_Q), e->q + (uint32_t)k * pl + r0, 1, rows, rows);
+    tsr_stream_signal(&b->s, TSR_Q_ST2CMP);
+}
+
+/* Build the step's stream and write its uops (the uop buffer holds MAXUOPS rows). */
+static int build(tsr_sgd_t *g)
+{
+    const tsr_config_t *c = tsr_device_config(g->dev);
+    bld_t *b = calloc(1, sizeof *b);
+    if (!b)
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    b->g = g;
+    b->cbase = (uint32_t)(NREG * g->tile);
+    const els_t e = {(uint32_t)(g->ga / c->acc_bytes), (uint32_t)(g->wa / c->out_bytes),
+                     (uint32_t)(g->va / c->out_bytes), (uint32_t)(g->qa / c->out_bytes),
+                     (uint32_t)(g->ca / c->acc_bytes), (uint32_t)(g->ua / c->uop_bytes)};
+    tsr_stream_init(&b->s, c, 0, 0);
+    const size_t ui = tsr_stream_uops(&b->s, e.u, 0);
+    tsr_stream_load(&b->s, TSR_MEM_ACC, b->cbase, e.c, 1, NCONST, NCONST);
+    const int tiles = (int)((g->rows + g->tile - 1) / g->tile);
+    for (int t = 0; t < tiles; t++) {
+        b->rows = (int)(g->rows - (int64_t)t * g->tile < g->tile ? g->rows - (int64_t)t * g->tile : g->tile);
+        tile_insns(b, &e, t);
+    }
+    tsr_stream_set_uops(&b->s, ui, (uint32_t)b->nuops);
+    int rc = b->rc;
+    uint8_t *hu = calloc(MAXUOPS, c->uop_bytes);
+    if (!rc && !hu)
+        rc = tsr_err(TSR_ENOMEM, "out of memory");
+    for (int i = 0; !rc && i < b->nuops; i++) {
+        uint64_t raw;
+        if (!(rc = tsr_uop_encode(c, &b->uops[i], &raw)))
+            memcpy(hu + (size_t)i * c->uop_bytes, &raw, c->uop_bytes);
+    }
+    if (!rc && !(rc = tsr_mem_write(g->dev, g->ua, hu, (uint64_t)MAXUOPS * c->uop_bytes)) &&
+        !(rc = tsr_stream_finish(&b->s)) && !(rc = tsr_stream_check(&b->s, "sgd"))) {
+        g->alu_ops = 0;
+        tsr_stream_take(&b->s, &g->insns, &g->ninsns);
+        for (size_t i = 0; i < g->ninsns; i++)
+            if (g->insns[i].opcode == TSR_OP_ALU)
+                g->alu_ops += (uint64_t)g->insns[i].iter_out * g->insns[i].iter_in;
+    }
+    tsr_stream_free(&b->s);
+    free(hu);
+    free(b);
+    return rc;
+}
+
+/* ---- buffers and runs ---- */
+
+static int geometry(tsr_sgd_t *g, const tsr_config_t *c)
+{
+    if (c->acc_width != 32 || c->inp_width != 8)
+        return tsr_err(TSR_ECONFIG, "sgd: needs 32-bit accumulators and 8-bit inputs (config has %d and %d)",
+                       c->acc_width, c->inp_width);
+    const int lanes = c->batch * c->block_out;
+    g->rows = (g->p.n + lanes - 1) / lanes;
+    int64_t tile = ((int64_t)c->acc_depth - NCONST) / NREG;
+    const int64_t lim = (1 << TSR_LOOP_BITS) - 1;
+    tile = tile < lim ? tile : lim;
+    tile = tile < g->rows ? tile : g->rows;
+    if (tile < 1 || c->uop_depth < MAXUOPS)
+        return tsr_err(TSR_ECONFIG, "sgd: the accumulator buffer (%u rows) or uop buffer (%u) is too small",
+                       c->acc_depth, c->uop_depth);
+    g->tile = (int)tile;
+    return TSR_OK;
+}
+
+static int write_consts(tsr_sgd_t *g, const tsr_config_t *c)
+{
+    const tsr_sgd_params_t *p = &g->p;
+    const int32_t gl = TSR_SGD_LIM >> (p->sg < 0 ? -p->sg : 0);
+    const int32_t v[NCONST] = {p->mg, -gl, gl, p->mmu, -(TSR_SGD_LIM - 1), TSR_SGD_LIM - 1, p->mlr,
+                               p->w_lo, p->w_hi, p->q_lo, p->q_hi};
+    const int lanes = c->batch * c->block_out;
+    int32_t *h = malloc((size_t)NCONST * c->acc_bytes);
+    if (!h)
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    for (int k = 0; k < NCONST; k++)
+        for (int l = 0; l < lanes; l++)
+            h[k * lanes + l] = v[k];
+    const int rc = tsr_mem_write(g->dev, g->ca, h, (uint64_t)NCONST * c->acc_bytes);
+    free(h);
+    return rc;
+}
+
+static int write_state(tsr_sgd_t *g, const int32_t *w_m0, int64_t vals)
+{
+    uint8_t *pl = malloc((size_t)(4 * vals));
+    int32_t *z = calloc((size_t)g->p.n, sizeof *z);
+    int rc = TSR_OK;
+    if (!pl || !z)
+        rc = tsr_err(TSR_ENOMEM, "out of memory");
+    if (!rc) {
+        split_host(w_m0, g->p.n, vals, pl);
+        rc = tsr_mem_write(g->dev, g->wa, pl, (uint64_t)(4 * vals));
+    }
+    if (!rc) {
+        split_host(z, g->p.n, vals, pl);
+        rc = tsr_mem_write(g->dev, g->va, pl, (uint64_t)(4 * vals));
+    }
+    free(pl);
+    free(z);
+    return rc;
+}
+
+int tsr_sgd_init(tsr_sgd_t *g, tsr_device_t *dev, const tsr_sgd_params_t *p, const int32_t *w_m0)
+{
+    memset(g, 0, sizeof *g);
+    int rc = tsr_sgd_check(p);
+    if (rc)
+        return rc;
+    for (int64_t i = 0; i < p->n; i++)
+        if (w_m0[i] < p->w_lo || w_m0[i] > p->w_hi)
+            return tsr_err(TSR_EINVAL, "sgd: initial w_m[%lld] = %d outside [%d, %d]", (long long)i, (int)w_m0[i],
+                           (int)p->w_lo, (int)p->w_hi);
+    const tsr_config_t *c = tsr_device_config(dev);
+    g->dev = dev;
+    g->p = *p;
+    if ((rc = geometry(g, c)))
+        return rc;
+    const int64_t vals = g->rows * c->batch * c->block_out;
+    if ((rc = tsr_mem_alloc(dev, (uint64_t)MAXUOPS * c->uop_bytes, &g->ua)) ||
+        (rc = tsr_mem_alloc(dev, (uint64_t)NCONST * c->acc_bytes, &g->ca)) ||
+        (rc = tsr_mem_alloc(dev, (uint64_t)g->rows * c->acc_bytes, &g->ga)) ||
+        (rc = tsr_mem_alloc(dev, (uint64_t)(4 * vals), &g->wa)) || (rc = tsr_mem_alloc(dev, (uint64_t)(4 * vals), &g->va)) ||
+        (rc = tsr_mem_alloc(dev, (uint64_t)(p->q_bytes * vals), &g->qa)) || (rc = write_consts(g, c)) ||
+        (rc = write_state(g, w_m0, vals)) || (rc = build(g))) {
+        tsr_sgd_free(g);
+        return rc;
+    }
+    return TSR_OK;
+}
+
+int tsr_sgd_step(tsr_sgd_t *g, const int32_t *g_raw, void *q, uint64_t *cycles)
+{
+    const tsr_config_t *c = tsr_device_config(g->dev);
+    const int64_t vals = g->rows * c->batch * c->block_out;
+    int32_t *hg = calloc((size_t)vals, sizeof *hg);
+    uint8_t *hq = malloc((size_t)(g->p.q_bytes * vals));
+    tsr_counters_t c0, c1;
+    int rc = TSR_OK;
+    if (!hg || !hq)
+        rc = tsr_err(TSR_ENOMEM, "out of memory");
+    if (!rc) {
+        memcpy(hg, g_raw, (size_t)g->p.n * sizeof *hg);
+        if (!(rc = tsr_mem_write(g->dev, g->ga, hg, (uint64_t)vals * 4)) && !(rc = tsr_read_counters(g->dev, &c0)) &&
+            !(rc = tsr_submit(g->dev, g->insns, g->ninsns)) && !(rc = tsr_wait(g->dev, -1)) &&
+            !(rc = tsr_read_counters(g->dev, &c1)))
+            rc = tsr_mem_read(g->dev, g->qa, hq, (uint64_t)(g->p.q_bytes * vals));
+    }
+    if (!rc) {
+        if (cycles)
+            *cycles += c1.cycles - c0.cycles;
+        for (int64_t i = 0; i < g->p.n; i++) {
+            if (g->p.q_bytes == 1)
+                ((int8_t *)q)[i] = (int8_t)hq[i];
+            else
+                ((int32_t *)q)[i] = join_host(hq, vals, i, 4);
+        }
+    }
+    free(hg);
+    free(hq);
+    return rc;
+}
+
+int tsr_sgd_read_state(const tsr_sgd_t *g, int32_t *w_m, int32_t *v)
+{
+    const tsr_config_t *c = tsr_device_config(g->dev);
+    const int64_t vals = g->rows * c->batch * c->block_out;
+    uint8_t *pl = malloc((size_t)(4 * vals));
+    int rc = pl ? TSR_OK : tsr_err(TSR_ENOMEM, "out of memory");
+    for (int k = 0; k < 2 && !rc; k++) {
+        int32_t *dst = k ? v : w_m;
+        if (!dst || (rc = tsr_mem_read(g->dev, k ? g->va : g->wa, pl, (uint64_t)(4 * vals))))
+            continue;
+        for (int64_t i = 0; i < g->p.n; i++)
+            dst[i] = join_host(pl, vals, i, 4);
+    }
+    free(pl);
+    return rc;
+}
+
+void tsr_sgd_free(tsr_sgd_t *g)
+{
+    const uint64_t a[6] = {g->qa, g->va, g->wa, g->ga, g->ca, g->ua};
+    for (int i = 0; i < 6; i++)
+        if (a[i])
+            tsr_mem_free(g->dev, a[i]);
+    free(g->insns);
+    memset(g, 0, sizeof *g);
+}

@@ -1,0 +1,77 @@
+/*
+ * tsr_sgd: the SGD-with-momentum update on the device ALU, exact in int32
+ * (issue 27). The formulas below are its normative definition (bit for
+ * bit; tests/test_sgd.c holds an independent plain-C reference of them).
+ *
+ * State of one trained tensor of n values, resident in device DRAM for the
+ * life of the operator: its master copy w_m (int32 fixed point: the value
+ * on its quantization grid times 2^frac) and its momentum v (int32, the
+ * same fixed point). Each step takes the tensor's exact int32 gradient sums
+ * g_raw (the dW sums of jit/tsr_grad.h, or bias gradients) and computes on
+ * the ALU, per element, with mulhr / rshr as isa/semantics.md defines them:
+ *
+ *   g  = rshr(clamp(mulhr(g_raw, mg), -gl, gl), sg)   gl = 2^30 >> max(0, -sg)
+ *   v  = clamp(mulhr(v, mmu) + g, -(2^30 - 1), 2^30 - 1)
+ *   w_m = clamp(w_m - rshr(mulhr(v, mlr), slr), w_lo, w_hi)
+ *   q  = clamp(rshr(w_m, frac), q_lo, q_hi)
+ *
+ * q (int8, q_bytes 1: the weights the next forward uses; int32, q_bytes 4:
+ * a bias) is read back. No step can leave int32: every sum's operands are
+ * bounded by 2^30 by the clamps before it (the parameter check refuses the
+ * ranges that would not be).
+ *
+ * The state is kept in DRAM as four int8 planes per tensor (a STORE keeps
+ * 8 bits of each accumulator): digit k of x is sext8(x_k), x_0 = x,
+ * x_(k+1) = (x_k + 128) >> 8, and x = SUM_k digit_k * 256^k (mod 2^32):
+ * the device splits with add/shr and joins the acc8 loads with shr/add.
+ */
+#ifndef TSR_SGD_H
+#define TSR_SGD_H
+
+#include <stdint.h>
+
+#include "tsr_driver.h"
+
+#define TSR_SGD_LIM (INT32_C(1) << 30) /* bound of v (exclusive), w_m, q and each ALU sum's operands */
+
+typedef struct tsr_sgd_params {
+    int64_t n;        /* values of the tensor, 1 .. 2^26 */
+    int frac;         /* fractional bits F of w_m, 0 .. 30 */
+    int32_t mg;       /* gradient multiplier (mulhr), 0 .. 2^31 - 1 */
+    int sg;           /* and its rounding right shift, -30 .. 31 (negative: left) */
+    int32_t mmu;      /* momentum as mulhr multiplier: round(mu * 2^31), 0 .. 2^31 - 1 */
+    int32_t mlr;      /* learning rate: lr = mlr / 2^31 / 2^slr, mlr 0 .. 2^31 - 1 */
+    int slr;          /* 0 .. 31 */
+    int32_t w_lo, w_hi; /* clamp of w_m, within [-2^30, 2^30 - 1] */
+    int32_t q_lo, q_hi; /* clamp of q, within [-2^30, 2^30 - 1] (q_bytes 1: within [-128, 127]) */
+    int q_bytes;      /* 1 (int8 q) or 4 (int32 q) */
+} tsr_sgd_params_t;
+
+typedef struct tsr_sgd {
+    tsr_device_t *dev;
+    tsr_sgd_params_t p;
+    int64_t rows;             /* accumulator rows of the tensor (n / lanes rounded up) */
+    int tile;                 /* rows per tile */
+    uint64_t ua, ca, ga, wa, va, qa; /* device buffers: uops, constants, g_raw, w planes, v planes, q planes */
+    tsr_insn_t *insns;        /* one step's stream */
+    size_t ninsns;
+    uint64_t alu_ops;         /* ALU tensor ops of one step */
+} tsr_sgd_t;
+
+/* Check p (one-line error naming the parameter). */
+int tsr_sgd_check(const tsr_sgd_params_t *p);
+/* Allocate the state on dev, write w_m0 (n values within [w_lo, w_hi]) and v = 0, build the step's stream. */
+int tsr_sgd_init(tsr_sgd_t *s, tsr_device_t *dev, const tsr_sgd_params_t *p, const int32_t *w_m0);
+/* One step with gradient sums g_raw [n]; q [n] gets the new q (int8_t or int32_t by q_bytes). cycles += the run's
+ * (may be NULL). */
+int tsr_sgd_step(tsr_sgd_t *s, const int32_t *g_raw, void *q, uint64_t *cycles);
+/* The state as the device holds it: w_m and v [n] (either may be NULL). */
+int tsr_sgd_read_state(const tsr_sgd_t *s, int32_t *w_m, int32_t *v);
+/* Release the device buffers and the stream. */
+void tsr_sgd_free(tsr_sgd_t *s);
+
+/* A real multiplier r >= 0 as (m, s) with r ~ m / 2^31 / 2^s, m in [2^30, 2^31) (0 for r == 0), s within
+ * [smin, 31]; TSR_EINVAL when r needs a shift below smin (too large) or is not finite. */
+int tsr_sgd_multiplier(double r, int smin, int32_t *m, int *s);
+
+#endif
