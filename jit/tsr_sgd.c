@@ -23,7 +23,7 @@
 #include "tsr_stream.h"
 
 enum { R_G, R_V, R_W, R_T, R_Q, R_PW0, R_PV0 = R_PW0 + 4, R_QS1 = R_PV0 + 4, NREG = R_QS1 + 3 };
-enum { C_MG, C_GLO, C_GHI, C_MMU, C_VLO, C_VHI, C_MLR, C_WLO, C_WHI, C_QLO, C_QHI, NCONST };
+enum { C_MG, C_GLO, C_GHI, C_SG, C_MMU, C_VLO, C_VHI, C_MLR, C_WLO, C_WHI, C_QLO, C_QHI, NCONST };
 #define MAXUOPS 64
 #define SGD_MAX_N (INT64_C(1) << 26)
 
@@ -35,11 +35,10 @@ int tsr_sgd_check(const tsr_sgd_params_t *p)
         return tsr_err(TSR_EINVAL, "sgd: n %lld outside 1..%lld", (long long)p->n, (long long)SGD_MAX_N);
     if (p->frac < 0 || p->frac > 30)
         return tsr_err(TSR_EINVAL, "sgd: frac %d outside 0..30", p->frac);
-    if (p->mg < 0 || p->mmu < 0 || p->mlr < 0)
-        return tsr_err(TSR_EINVAL, "sgd: a negative multiplier (mg %d, mmu %d, mlr %d)", (int)p->mg, (int)p->mmu,
-                       (int)p->mlr);
-    if (p->sg < -30 || p->sg > 31 || p->slr < 0 || p->slr > 31)
-        return tsr_err(TSR_EINVAL, "sgd: shift sg %d outside -30..31 or slr %d outside 0..31", p->sg, p->slr);
+    if (p->mmu < 0 || p->mlr < 0)
+        return tsr_err(TSR_EINVAL, "sgd: a negative multiplier (mmu %d, mlr %d)", (int)p->mmu, (int)p->mlr);
+    if (p->slr < 0 || p->slr > 31)
+        return tsr_err(TSR_EINVAL, "sgd: shift slr %d outside 0..31", p->slr);
     if (!in_lim(p->w_lo) || !in_lim(p->w_hi) || p->w_lo > p->w_hi)
         return tsr_err(TSR_EINVAL, "sgd: w_m clamp [%d, %d] empty or outside [-2^30, 2^30 - 1]", (int)p->w_lo,
                        (int)p->w_hi);
@@ -175,7 +174,7 @@ static void alu_seq(bld_t *b)
     op_rc(b, TSR_ALU_MULHR, R_G, C_MG);
     op_rc(b, TSR_ALU_MAX, R_G, C_GLO);
     op_rc(b, TSR_ALU_MIN, R_G, C_GHI);
-    op_ri(b, TSR_ALU_RSHR, R_G, p->sg);
+    op_rc(b, TSR_ALU_RSHR, R_G, C_SG);
     join(b, R_V, R_PV0);
     op_rc(b, TSR_ALU_MULHR, R_V, C_MMU);
     op_rr(b, TSR_ALU_ADD, R_V, R_G);
@@ -291,11 +290,14 @@ static int geometry(tsr_sgd_t *g, const tsr_config_t *c)
     return TSR_OK;
 }
 
-static int write_consts(tsr_sgd_t *g, const tsr_config_t *c)
+static int write_consts(tsr_sgd_t *g, const tsr_config_t *c, int32_t mg, int sg)
 {
     const tsr_sgd_params_t *p = &g->p;
-    const int32_t gl = TSR_SGD_LIM >> (p->sg < 0 ? -p->sg : 0);
-    const int32_t v[NCONST] = {p->mg, -gl, gl, p->mmu, -(TSR_SGD_LIM - 1), TSR_SGD_LIM - 1, p->mlr,
+    if (mg < 0 || sg < -30 || sg > 31)
+        return tsr_err(TSR_EINVAL, "sgd: gradient multiplier %d outside 0..2^31-1 or shift %d outside -30..31",
+                       (int)mg, sg);
+    const int32_t gl = TSR_SGD_LIM >> (sg < 0 ? -sg : 0);
+    const int32_t v[NCONST] = {mg, -gl, gl, sg, p->mmu, -(TSR_SGD_LIM - 1), TSR_SGD_LIM - 1, p->mlr,
                                p->w_lo, p->w_hi, p->q_lo, p->q_hi};
     const int lanes = c->batch * c->block_out;
     int32_t *h = malloc((size_t)NCONST * c->acc_bytes);
@@ -349,7 +351,7 @@ int tsr_sgd_init(tsr_sgd_t *g, tsr_device_t *dev, const tsr_sgd_params_t *p, con
         (rc = tsr_mem_alloc(dev, (uint64_t)NCONST * c->acc_bytes, &g->ca)) ||
         (rc = tsr_mem_alloc(dev, (uint64_t)g->rows * c->acc_bytes, &g->ga)) ||
         (rc = tsr_mem_alloc(dev, (uint64_t)(4 * vals), &g->wa)) || (rc = tsr_mem_alloc(dev, (uint64_t)(4 * vals), &g->va)) ||
-        (rc = tsr_mem_alloc(dev, (uint64_t)(p->q_bytes * vals), &g->qa)) || (rc = write_consts(g, c)) ||
+        (rc = tsr_mem_alloc(dev, (uint64_t)(p->q_bytes * vals), &g->qa)) || (rc = write_consts(g, c, 0, 0)) ||
         (rc = write_state(g, w_m0, vals)) || (rc = build(g))) {
         tsr_sgd_free(g);
         return rc;
@@ -357,14 +359,16 @@ int tsr_sgd_init(tsr_sgd_t *g, tsr_device_t *dev, const tsr_sgd_params_t *p, con
     return TSR_OK;
 }
 
-int tsr_sgd_step(tsr_sgd_t *g, const int32_t *g_raw, void *q, uint64_t *cycles)
+int tsr_sgd_step(tsr_sgd_t *g, const int32_t *g_raw, int32_t mg, int sg, void *q, uint64_t *cycles)
 {
     const tsr_config_t *c = tsr_device_config(g->dev);
+    int rc = write_consts(g, c, mg, sg);
+    if (rc)
+        return rc;
     const int64_t vals = g->rows * c->batch * c->block_out;
     int32_t *hg = calloc((size_t)vals, sizeof *hg);
     uint8_t *hq = malloc((size_t)(g->p.q_bytes * vals));
     tsr_counters_t c0, c1;
-    int rc = TSR_OK;
     if (!hg || !hq)
         rc = tsr_err(TSR_ENOMEM, "out of memory");
     if (!rc) {

@@ -10,7 +10,7 @@
  * g_raw (the dW sums of jit/tsr_grad.h, or bias gradients) and computes on
  * the ALU, per element, with mulhr / rshr as isa/semantics.md defines them:
  *
- *   g  = rshr(clamp(mulhr(g_raw, mg), -gl, gl), sg)   gl = 2^30 >> max(0, -sg)
+ *   g  = rshr(clamp(mulhr(g_raw, mg), -gl, gl), sg)   gl = 2^30 >> max(0, -sg), mg and sg of the step
  *   v  = clamp(mulhr(v, mmu) + g, -(2^30 - 1), 2^30 - 1)
  *   w_m = clamp(w_m - rshr(mulhr(v, mlr), slr), w_lo, w_hi)
  *   q  = clamp(rshr(w_m, frac), q_lo, q_hi)
@@ -37,8 +37,6 @@
 typedef struct tsr_sgd_params {
     int64_t n;        /* values of the tensor, 1 .. 2^26 */
     int frac;         /* fractional bits F of w_m, 0 .. 30 */
-    int32_t mg;       /* gradient multiplier (mulhr), 0 .. 2^31 - 1 */
-    int sg;           /* and its rounding right shift, -30 .. 31 (negative: left) */
     int32_t mmu;      /* momentum as mulhr multiplier: round(mu * 2^31), 0 .. 2^31 - 1 */
     int32_t mlr;      /* learning rate: lr = mlr / 2^31 / 2^slr, mlr 0 .. 2^31 - 1 */
     int slr;          /* 0 .. 31 */
@@ -62,9 +60,10 @@ typedef struct tsr_sgd {
 int tsr_sgd_check(const tsr_sgd_params_t *p);
 /* Allocate the state on dev, write w_m0 (n values within [w_lo, w_hi]) and v = 0, build the step's stream. */
 int tsr_sgd_init(tsr_sgd_t *s, tsr_device_t *dev, const tsr_sgd_params_t *p, const int32_t *w_m0);
-/* One step with gradient sums g_raw [n]; q [n] gets the new q (int8_t or int32_t by q_bytes). cycles += the run's
- * (may be NULL). */
-int tsr_sgd_step(tsr_sgd_t *s, const int32_t *g_raw, void *q, uint64_t *cycles);
+/* One step with gradient sums g_raw [n] and this step's gradient multiplier mg (mulhr, 0 .. 2^31 - 1) and its
+ * rounding right shift sg (-30 .. 31, negative: left; both constant rows, so the stream stays); q [n] gets the
+ * new q (int8_t or int32_t by q_bytes). cycles += the run's (may be NULL). */
+int tsr_sgd_step(tsr_sgd_t *s, const int32_t *g_raw, int32_t mg, int sg, void *q, uint64_t *cycles);
 /* The state as the device holds it: w_m and v [n] (either may be NULL). */
 int tsr_sgd_read_state(const tsr_sgd_t *s, int32_t *w_m, int32_t *v);
 /* Release the device buffers and the stream. */

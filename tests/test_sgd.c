@@ -71,11 +71,12 @@ static int64_t ref_rshr(int64_t a, int s)
     return q;
 }
 
-static void ref_step(const tsr_sgd_params_t *p, const int32_t *graw, int32_t *w, int32_t *v, int32_t *q)
+static void ref_step(const tsr_sgd_params_t *p, const int32_t *graw, int32_t mg, int sg, int32_t *w, int32_t *v,
+                     int32_t *q)
 {
-    const int64_t gl = LIM >> (p->sg < 0 ? -p->sg : 0);
+    const int64_t gl = LIM >> (sg < 0 ? -sg : 0);
     for (int64_t i = 0; i < p->n; i++) {
-        const int64_t g = ref_rshr(clamp64(ref_mulhr(graw[i], p->mg), -gl, gl), p->sg);
+        const int64_t g = ref_rshr(clamp64(ref_mulhr(graw[i], mg), -gl, gl), sg);
         const int64_t vn = clamp64(fits(ref_mulhr(v[i], p->mmu) + g), -(LIM - 1), LIM - 1);
         const int64_t t = ref_rshr(ref_mulhr(vn, p->mlr), p->slr);
         const int64_t wn = clamp64(fits(w[i] - t), p->w_lo, p->w_hi);
@@ -104,8 +105,6 @@ static void rnd_params(uint64_t *s, int64_t n, tsr_sgd_params_t *p)
     memset(p, 0, sizeof *p);
     p->n = n;
     p->frac = rnd(s, 0, 30);
-    p->mg = rnd(s, 0, 4) ? rnd32(s, 0, INT32_MAX) : (rnd(s, 0, 1) ? INT32_MAX : 0);
-    p->sg = rnd(s, -30, 31);
     p->mmu = rnd(s, 0, 4) ? rnd32(s, 0, INT32_MAX) : (rnd(s, 0, 1) ? INT32_MAX : 0);
     p->mlr = rnd(s, 0, 4) ? rnd32(s, 0, INT32_MAX) : INT32_MAX;
     p->slr = rnd(s, 0, 31);
@@ -146,15 +145,17 @@ static uint64_t run_case(tsr_device_t *dev, uint64_t *s, int64_t n, int steps, c
     for (int st = 0; st < steps; st++) {
         for (int64_t i = 0; i < n; i++)
             g[i] = rnd_grad(s, small);
+        const int32_t mg = rnd(s, 0, 4) ? rnd32(s, 0, INT32_MAX) : (rnd(s, 0, 1) ? INT32_MAX : 0);
+        const int sh = rnd(s, -30, 31);
         memset(qd, 0, (size_t)n * 4);
-        if (tsr_sgd_step(&sg, g, qd, &cycles))
+        if (tsr_sgd_step(&sg, g, mg, sh, qd, &cycles))
             fail_msg("%s: step %d: %s", what, st, tsr_errmsg());
-        ref_step(&p, g, w, v, q);
+        ref_step(&p, g, mg, sh, w, v, q);
         for (int64_t i = 0; i < n; i++) {
             const int32_t dq = p.q_bytes == 1 ? ((int8_t *)qd)[i] : qd[i];
             if (dq != q[i])
                 fail_msg("%s (n %lld frac %d mg %d sg %d mmu %d mlr %d slr %d q_bytes %d): step %d q[%lld] = %d, "
-                         "reference %d", what, (long long)n, p.frac, (int)p.mg, p.sg, (int)p.mmu, (int)p.mlr, p.slr,
+                         "reference %d", what, (long long)n, p.frac, (int)mg, sh, (int)p.mmu, (int)p.mlr, p.slr,
                          p.q_bytes, st, (long long)i, (int)dq, (int)q[i]);
         }
     }
@@ -212,7 +213,7 @@ static void test_bad(void **st)
 {
     (void)st;
     tsr_device_t *dev = open_cfg("fsim", "default");
-    const tsr_sgd_params_t ok = {10, 16, 1 << 30, 0, 0, 1 << 30, 8, -(127 << 16), 127 << 16, -127, 127, 1};
+    const tsr_sgd_params_t ok = {10, 16, 0, 1 << 30, 8, -(127 << 16), 127 << 16, -127, 127, 1};
     int32_t w[10] = {0};
     tsr_sgd_params_t p = ok;
     p.frac = 31;
@@ -223,14 +224,20 @@ static void test_bad(void **st)
     expect_bad(dev, &p, w, "q clamp");
     p = ok, p.w_hi = 1 << 30;
     expect_bad(dev, &p, w, "w_m clamp");
-    p = ok, p.sg = -31;
-    expect_bad(dev, &p, w, "sg -31");
     p = ok, p.mlr = -1;
     expect_bad(dev, &p, w, "negative multiplier");
     p = ok, p.n = 0;
     expect_bad(dev, &p, w, "n 0");
     w[3] = 128 << 16;
     expect_bad(dev, &ok, w, "initial w_m[3]");
+    w[3] = 0;
+    tsr_sgd_t sg;
+    int8_t q[10];
+    assert_int_equal(tsr_sgd_init(&sg, dev, &ok, w), TSR_OK);
+    assert_int_equal(tsr_sgd_step(&sg, w, 1, -31, q, NULL), TSR_EINVAL);
+    assert_non_null(strstr(tsr_errmsg(), "shift -31"));
+    assert_int_equal(tsr_sgd_step(&sg, w, -1, 0, q, NULL), TSR_EINVAL);
+    tsr_sgd_free(&sg);
     tsr_device_close(dev);
 }
 
