@@ -128,6 +128,17 @@ def with_outputs(m, pts):
     return c
 
 
+def named(shown, chunk):
+    """The name of chunk a tessera message shows as shown: the whole name, or (a name over 80 bytes,
+    isa/tsr_strsafe.h) its first 80 bytes and "..."; None when none or several match."""
+    if shown in chunk:
+        return shown
+    if not shown.endswith("..."):
+        return None
+    hits = [t for t in chunk if len(t.encode()) > 80 and t.startswith(shown[:-3])]
+    return hits[0] if len(hits) == 1 else None
+
+
 def known_names(a, mpath, x, names, d):
     """The names tessera has a value for: a point folded into a device operator (the inner
     QuantizeLinear of a Relu kept between Q/DQ pairs, a chain's inside an activation table: a GELU's Erf)
@@ -146,9 +157,10 @@ def known_names(a, mpath, x, names, d):
             p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=a.timeout)
             mm = re.search(r'no value called "(.*)"$', p.stderr.strip()) or \
                 re.search(r'"([^"]*)" is computed inside a device activation table', p.stderr.strip())
-            if p.returncode and mm and mm.group(1) in chunk:
-                names.remove(mm.group(1))
-                gone.append(mm.group(1))
+            nm = mm and named(mm.group(1), chunk)
+            if p.returncode and nm:
+                names.remove(nm)
+                gone.append(nm)
                 continue
             if p.returncode:
                 lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
