@@ -83,10 +83,13 @@ int tsr_mul_check(const tsr_mul_params_t *p, int64_t *count)
 /* --------------------------------------------------- the integer form */
 
 /* The formula of tsr_mul.h for the product pr (the reference every form
- * must equal; the importer's host kernel computes the same). */
+ * must equal; the importer's host kernel computes the same): MLAS adds the
+ * zero point in float32 before it rounds, so an odd y_zp turns a tie of
+ * the product the other way. */
 static int32_t target(const tsr_mul_params_t *p, int32_t pr)
 {
-    int64_t q = (int64_t)nearbyintf((float)pr * p->scale) + p->y.zp;
+    const float v = (float)pr * p->scale;
+    const int64_t q = (int64_t)nearbyintf(v + (float)p->y.zp);
     return (int32_t)(q < p->act_min ? p->act_min : q > p->act_max ? p->act_max : q);
 }
 
@@ -180,26 +183,53 @@ int tsr_mul_fixed(const tsr_mul_params_t *p, tsr_mul_fixed_t *fx)
     return TSR_OK;
 }
 
-/* The search of tsr_mul_fixed (p checked). */
-static int fixed_search(const tsr_mul_params_t *p, tsr_mul_fixed_t *fx)
+/* Every product the operand types of p allow, once, in *ps (ascending), its
+ * target in *tg (both allocated, 2 * PMAX + 1 entries); their number. */
+static int products(const tsr_mul_params_t *p, int32_t **ps, int32_t **tg, int *np)
 {
-    /* every product the operand types allow, once, with its target */
     const int32_t a0 = tsr_dt_min(p->x.dtype) - p->x.zp, b0 = tsr_dt_min(p->s.dtype) - p->s.zp;
     uint8_t *seen = calloc(2 * PMAX + 1, 1);
-    int32_t *ps = malloc(sizeof *ps * (2 * PMAX + 1)), *tg = malloc(sizeof *tg * (2 * PMAX + 1));
-    if (!seen || !ps || !tg) {
-        free(seen), free(ps), free(tg);
+    *ps = malloc(sizeof **ps * (2 * PMAX + 1)), *tg = malloc(sizeof **tg * (2 * PMAX + 1));
+    if (!seen || !*ps || !*tg) {
+        free(seen), free(*ps), free(*tg);
+        *ps = *tg = NULL;
         return tsr_err(TSR_ENOMEM, "out of memory");
     }
     for (int32_t a = a0; a < a0 + 256; a++)
         for (int32_t b = b0; b < b0 + 256; b++)
             seen[a * b + PMAX] = 1;
-    int np = 0;
+    *np = 0;
     for (int32_t q = -PMAX; q <= PMAX; q++)
         if (seen[q + PMAX]) {
-            ps[np] = q;
-            tg[np++] = target(p, q);
+            (*ps)[*np] = q;
+            (*tg)[(*np)++] = target(p, q);
         }
+    free(seen);
+    return TSR_OK;
+}
+
+int tsr_mul_fscale_exact(const tsr_mul_params_t *p)
+{
+    int32_t *ps, *tg, bits;
+    int np, ok = 1;
+    if (tsr_mul_check(p, NULL) || products(p, &ps, &tg, &np))
+        return -1;
+    memcpy(&bits, &p->scale, 4);
+    const int32_t off = tsr_dt_off(p->y.dtype), rq = rq_row(p, 0);
+    for (int i = 0; i < np && ok; i++) /* (the ALU's own semantics: fscale, then rqfin with shift 0) */
+        ok = tsr_alu_apply(TSR_ALU_RQFIN, tsr_alu_apply(TSR_ALU_FSCALE, ps[i], bits, 32), rq, 32) + off == tg[i];
+    free(ps), free(tg);
+    return ok;
+}
+
+/* The search of tsr_mul_fixed (p checked). */
+static int fixed_search(const tsr_mul_params_t *p, tsr_mul_fixed_t *fx)
+{
+    int32_t *ps, *tg;
+    int np;
+    int rc = products(p, &ps, &tg, &np);
+    if (rc)
+        return rc;
     const int32_t yz = p->y.zp;
     int found = 0;
     int tmax = 31;
@@ -242,7 +272,7 @@ static int fixed_search(const tsr_mul_params_t *p, tsr_mul_fixed_t *fx)
         if (r != tg[i])
             found = 0;
     }
-    free(seen), free(ps), free(tg);
+    free(ps), free(tg);
     if (!found)
         return tsr_err(TSR_EINVAL, "mul: no exact integer form for scale %a (%.9g) with zero points %d, %d: the "
                        "float32 product's roundings need the ALU op fscale (config key EXACT_REQUANT)",
@@ -305,9 +335,15 @@ int tsr_mul_plan_tensors(tsr_device_t *dev, const tsr_mul_params_t *p, const tsr
     if ((x->addr + x->bytes) / rb > UINT32_MAX || (s->addr + s->bytes) / rb > UINT32_MAX ||
         (y->addr + y->bytes) / rb > UINT32_MAX)
         return tsr_err(TSR_EINVAL, "mul: tensor beyond the DRAM the instruction fields address");
-    pl->exact = c->exact_requant;
+    /* fscale where it gives every product's bytes (not where the zero point, which MLAS adds before the
+       rounding, turns a tie: then the integer form) */
+    pl->exact = c->exact_requant && tsr_mul_fscale_exact(p) == 1;
     if (!pl->exact && (rc = tsr_mul_fixed(p, &pl->fx)))
-        return rc;
+        return c->exact_requant ? tsr_err(rc, "mul: no exact integer form for scale %a (%.9g) with zero points %d, "
+                                          "%d, %d, and fscale is not exact either (it rounds before the output "
+                                          "zero point is added; MLAS adds it in float32 first)", (double)p->scale,
+                                          (double)p->scale, (int)p->x.zp, (int)p->s.zp, (int)p->y.zp)
+                                : rc;
 
     /* tiles: whole blocks when one fits (T = m*H*W input rows in half the input buffer, 2T + 2 + m
        accumulator rows), else chunks of one block */

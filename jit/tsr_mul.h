@@ -7,10 +7,13 @@
  * onnx/tsr_onnx_hostf.c tsr_ox_run_qaddc, is the same formula):
  *
  *   p = (x[n][c][h][w] - x_zp) * (s[n][c] - s_zp)          exact, |p| <= 65025
- *   y[n][c][h][w] = clamp(nearbyintf(float32(float32(p) * scale)) + y_zp, act_min, act_max)
+ *   y[n][c][h][w] = clamp(nearbyintf(float32(float32(float32(p) * scale) + y_zp)), act_min, act_max)
  *
- * with scale = float32(float32(x_scale * s_scale) / y_scale) and both
- * roundings to nearest, ties to even (float32's product, then the integer).
+ * with scale = float32(float32(x_scale * s_scale) / y_scale) and every
+ * rounding to nearest, ties to even (float32's product, its sum with the
+ * zero point - MLAS's SSE2 kernel adds y_zp in float32 before it converts,
+ * so an odd y_zp turns a tie of the product up where it would go down -
+ * then the integer).
  *
  * Layout. A device tensor's rows are [NB][CB][H][W] of BATCH x BLOCK lanes,
  * so the x rows of channel block k = nb*CB + cb are the H*W consecutive
@@ -24,9 +27,10 @@
  *   weight block (x's rows are LOADed as inp rows in the load stage,
  *   beside the previous tile's compute) -> a = h - x_zp',
  *   mul by the block's vector row -> a * b * 2^k, [add imm D],
- *   then either (config key EXACT_REQUANT) fscale by scale's bits (k = 0):
- *   round_half_even(float32(float32(p) * scale)), exactly the formula;
- *   or (any config) mulhr by an integer multiplier M (k = 15: |p| * 2^15 <
+ *   then either (config key EXACT_REQUANT, where it gives the formula's
+ *   bytes for every product: tsr_mul_fscale_exact) fscale by scale's bits
+ *   (k = 0): round_half_even(float32(float32(p) * scale)), y_zp added
+ *   after the rounding; or (any config) mulhr by an integer multiplier M (k = 15: |p| * 2^15 <
  *   2^31), which together with the rounding shift t of the last op
  *   computes round(p * M / 2^(16 + t)) -- with (M, t, D) chosen at plan
  *   time so that the result equals the formula for EVERY product p the
@@ -86,6 +90,13 @@ int tsr_mul_check(const tsr_mul_params_t *p, int64_t *count);
  * EXACT_REQUANT (or the host). */
 int tsr_mul_fixed(const tsr_mul_params_t *p, tsr_mul_fixed_t *fx);
 
+/* 1 when fscale by p's scale, then y_zp and the clamp (the EXACT_REQUANT
+ * form), equals the formula for every product p's operand types allow:
+ * not when y_zp is odd and a product's float32 value is a tie, or when
+ * adding y_zp rounds the float32 sum; 0 then; -1 on invalid p (message
+ * set). */
+int tsr_mul_fscale_exact(const tsr_mul_params_t *p);
+
 typedef struct tsr_mul_plan {
     int exact;                     /* 1: fscale (EXACT_REQUANT); 0: the integer form fx */
     tsr_mul_fixed_t fx;
@@ -110,7 +121,8 @@ typedef struct tsr_mul_plan {
 } tsr_mul_plan_t;
 
 /* Plan p over device tensors x, s, y (their shapes, dtypes and zero points
- * must be p's). With EXACT_REQUANT the fscale form, else the integer form
+ * must be p's). With EXACT_REQUANT the fscale form where it is exact
+ * (tsr_mul_fscale_exact), else the integer form
  * (tsr_mul_fixed's refusal is this one's). Refused: a NULL argument, a
  * config whose accumulators are not 32-bit, tensors without buffers. */
 int tsr_mul_plan_tensors(tsr_device_t *dev, const tsr_mul_params_t *p, const tsr_dtensor_t *x,

@@ -563,8 +563,9 @@ int tsr_ox_run_qsoftmax(tsr_onnx_t *m, const ox_lop_t *L)
  * geo[1] elements of the geo[0]; geo[2..4] MA, MB, Sh (Sh 0: the float
  * form); geo[5], geo[6] za, zb; scale as, mult bs, geo[7] ys's bits; yzp.)
  * axis 1: a Mul as ONNX Runtime's QLinearMul (MLAS, x86), in2 the constant
- * or an activation of in's shape: nearbyintf(float((a - za)(b - zb)) * scale)
- * + zy, saturated, scale = fl32(as * bs / ys). Add: in2 may be such an
+ * or an activation of in's shape: nearbyintf(float((a - za)(b - zb)) * scale
+ * + zy) (the zero point added in float32 before the rounding, as MLAS's
+ * SSE2 kernel does), saturated, scale = fl32(as * bs / ys). Add: in2 may be such an
  * activation too. geo[8] bit 0 (set for every Add since the ViT check): ORT's
  * AVX2 float form instead (x86-64 CPUs with AVX2 run that kernel, the
  * fixed-point one only without AVX2), bit 1 the node's inputs swapped,
@@ -605,9 +606,10 @@ int tsr_ox_run_qaddc(tsr_onnx_t *m, const ox_lop_t *L)
         const int64_t bi = inner ? i / inner % per : i % per;
         const int32_t b = (bs ? (int8_t)bb[bi] : bb[bi]) - zb;
         int64_t q;
-        if (L->axis) /* Mul */
-            q = (int64_t)nearbyintf((float)(a * b) * L->scale);
-        else if (L->geo[8] & 1) { /* ONNX Runtime's AVX2 float form (tsr_onnx_qadd.h), operands as set up */
+        if (L->axis) { /* Mul: MLAS (SSE2) adds the zero point in float32, before it rounds */
+            const float v = (float)(a * b) * L->scale;
+            q = (int64_t)nearbyintf(v + (float)L->yzp) - L->yzp;
+        } else if (L->geo[8] & 1) { /* ONNX Runtime's AVX2 float form (tsr_onnx_qadd.h), operands as set up */
             int32_t y = ort_swap ? tsr_qadd_ort(&ort, b + zb, a + za) : tsr_qadd_ort(&ort, a + za, b + zb);
             if (L->geo[8] & 4) /* a fused Relu/Clip's clamp (a device add moved here, tsr_ox_exact_to_host) */
                 y = y < L->geo[12] ? (int32_t)L->geo[12] : y > L->geo[13] ? (int32_t)L->geo[13] : y;

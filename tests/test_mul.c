@@ -15,7 +15,8 @@
  *    and one with both zero points at the re-centring offset (the skipped
  *    immediates), run on the device; scale 0.5 (exact ties of both
  *    parities) has no integer form: refused naming the key, and exact on
- *    default+exact;
+ *    default+exact; a real SE Mul whose odd output zero point turns a tie
+ *    (fscale not exact: the integer form on both configs);
  *  - in a graph (tsr_graph_from_netdesc): x -> global average pool -> mul
  *    (x, pool) -> add (x) against the whole-network reference
  *    tests/tsr_netref.c;
@@ -62,7 +63,8 @@ static float ort_scale(float xs, float ss, float ys)
 
 /* p on device dev over host bytes x, s (random unless given): its output
  * against opref_mul, element by element; returns 0, or 1 when the
- * integer form refuses p (and the config has no EXACT_REQUANT). */
+ * integer form refuses p (and the config has no EXACT_REQUANT, or fscale
+ * is not exact for p). */
 static int run_case(tsr_device_t *dev, const tsr_mul_params_t *p, const uint8_t *xv, const uint8_t *sv, uint64_t *rs,
                     const char *what)
 {
@@ -77,7 +79,7 @@ static int run_case(tsr_device_t *dev, const tsr_mul_params_t *p, const uint8_t 
         for (size_t i = 0; i < nx; i += nx / 8) /* the types' extremes */
             x[i] = (uint8_t)(i & 1 ? 0x80 : 0x7f);
     tsr_mul_fixed_t fx;
-    if (!tsr_device_config(dev)->exact_requant && tsr_mul_fixed(p, &fx)) {
+    if ((!tsr_device_config(dev)->exact_requant || tsr_mul_fscale_exact(p) != 1) && tsr_mul_fixed(p, &fx)) {
         if (!strstr(tsr_errmsg(), "no exact integer form"))
             fail_msg("%s: refused for another reason: %s", what, tsr_errmsg());
         free(x), free(s), free(y), free(want);
@@ -159,8 +161,8 @@ static void test_every_product(void **state)
             assert_true(i < 100);
             tsr_mul_params_t p = rnd_params(&rs, 1, 1, 1, 1);
             tsr_mul_fixed_t fx;
-            if (!k && tsr_mul_fixed(&p, &fx))
-                continue; /* (the rare set without an integer form: test_fixed) */
+            if ((!k || tsr_mul_fscale_exact(&p) != 1) && tsr_mul_fixed(&p, &fx))
+                continue; /* (the rare set without an integer form, or fscale: test_fixed) */
             char what[64];
             snprintf(what, sizeof what, "%s, every product, set %d", cfgs[k], done);
             every_product(dev, &p, what);
@@ -258,6 +260,19 @@ static void test_fixed(void **state)
     tsr_device_close(dev);
     dev = tsr_test_open("default+exact", 4);
     every_product(dev, &p, "scale 0.5 with fscale");
+    /* EfficientNet-B0 u8 224x224 features.4.1's SE Mul: y_zp 7 is odd and p = 25,803 gives float32(p) * f =
+       138.5, so MLAS's float32 sum with the zero point, 145.5, goes to 146 where fscale then + 7 gives 145: the
+       plan takes the integer form on this config (and it is the only form on default) */
+    p.x = desc(1, 256, 16, 16, TSR_DT_UINT8, 5);
+    p.s = desc(1, 256, 1, 1, TSR_DT_UINT8, 0);
+    p.y = desc(1, 256, 16, 16, TSR_DT_UINT8, 7);
+    p.scale = ort_scale(0.053469732f, 0.0028141001f, 0.028032897f);
+    p.act_min = 0, p.act_max = 255;
+    assert_int_equal(tsr_mul_fscale_exact(&p), 0);
+    every_product(dev, &p, "odd zero point at a tie, EXACT_REQUANT");
+    tsr_device_close(dev);
+    dev = tsr_test_open("default", 5);
+    every_product(dev, &p, "odd zero point at a tie, integer form");
     tsr_device_close(dev);
 }
 

@@ -829,10 +829,11 @@ int opref_mul(const opref_tensor_t *x, const opref_tensor_t *s, float scale, int
         return tsr_err(TSR_EINVAL, "mul: scale %g must be positive and finite", (double)scale);
     const int64_t hw = (int64_t)x->h * x->w, count = (int64_t)x->n * x->c * hw;
     for (int64_t i = 0; i < count; i++) {
-        /* the product is exact in float32 (|p| <= 255 * 255 < 2^24); one float32 multiply, then the integer */
+        /* the product is exact in float32 (|p| <= 255 * 255 < 2^24); one float32 multiply, the zero point
+           added in float32, then the integer */
         const int64_t pr = (int64_t)(opref_get(x, i) - x->zp) * (opref_get(s, i / hw) - s->zp);
         const float v = (float)pr * scale;
-        opref_set(y, i, (int32_t)clamp64((int64_t)nearbyintf(v) + y->zp, act_min, act_max));
+        opref_set(y, i, (int32_t)clamp64((int64_t)nearbyintf(v + (float)y->zp), act_min, act_max));
     }
     return TSR_OK;
 }

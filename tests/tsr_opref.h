@@ -166,8 +166,9 @@ int opref_clip(const opref_tensor_t *x, int32_t lo, int32_t hi, opref_tensor_t *
 /* Multiply by a per-channel vector (operators.md "mul by a per-channel
  * vector", ONNX Runtime's QLinearMul broadcast over H, W): x [N,C,H,W],
  * s [N,C,1,1], y of x's shape (its own dtype and zero point);
- * y = clamp(nearbyintf(float32(float32((x - x_zp)(s - s_zp)) * scale)) +
- * y_zp, act_min, act_max), float32 arithmetic rounded to nearest even. */
+ * y = clamp(nearbyintf(float32(float32(float32((x - x_zp)(s - s_zp)) *
+ * scale) + y_zp)), act_min, act_max), float32 arithmetic rounded to
+ * nearest even (the zero point added before the integer rounding). */
 int opref_mul(const opref_tensor_t *x, const opref_tensor_t *s, float scale, int32_t act_min, int32_t act_max,
               opref_tensor_t *y);
 

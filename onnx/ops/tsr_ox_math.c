@@ -335,7 +335,7 @@ static int qadd_const(tsr_onnx_t *m, int ni, int a, int b, int mul)
         L->geo[8] = 1 | (swapped << 1);
         memcpy(&L->geo[9], &r0, 4), memcpy(&L->geo[10], &r1, 4);
     }
-    if (mul) /* MLAS's QLinearMul (x86): nearbyintf(float((a - za)(b - zb)) * fl32(as * bs / ys)) + zy */
+    if (mul) /* MLAS's QLinearMul (x86): nearbyintf(float((a - za)(b - zb)) * fl32(as * bs / ys) + zy) */
         L->scale = as * bs / o.scale;
     tsr_ox_qdq_fold(m, ni);
     return 0;

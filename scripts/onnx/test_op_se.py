@@ -18,7 +18,11 @@ below: the gate on the host, the Mul the host's QLinearMul kernel):
       device's global average (jit/tsr_gavg.h), and the block is still one segment;
   (e) a scale set without an exact integer form (x_scale = y_scale, s_scale 0.5: the float products
       have exact ties of both parities, ties to even) keeps the Mul on the host on ACT_LUT, with the
-      same bytes as the default config's.
+      same bytes as the default config's;
+  (f) a real SE Mul (EfficientNet-B0 u8 at 224x224, features.4.1) on every (x, s) byte pair, on the
+      device, against ONNX Runtime, on the default config and with EXACT_REQUANT: its odd output zero
+      point meets a tie (MLAS adds the zero point in float32 before it rounds), 2 of 65,536 pairs 1 LSB
+      off on both before; and the host's QLinearMul kernel on the same pairs (2 off before).
 """
 import json
 import os
@@ -171,6 +175,77 @@ def se_case(name, q, x, cfg, gap_kernel=None):
             f"ACT_LUT {m1} LSB ({n1} differ), default {m0} LSB ({n0} differ), bound {BOUND}")
 
 
+def every_pair_mul(xs, xz, ss, sz, ys, yz):
+    """A Mul of A [1, 256, 16, 16] (scale xs, zero point xz) by S [1, 256, 1, 1] (ss, sz) into (ys, yz), both
+    device values of one input X [1, 512, 16, 16] quantized as A: conva takes channels 0..255 (weight 1), convb
+    channels 256..511 (weight 1 of scale ss / xs and a bias xz - sz: its byte is X's), averaged over the plane
+    into S. A's channel c holds every byte (a permutation), X's channel 256 + c the byte c, so that S[c] = c and
+    the (A, S) pairs are all 65,536. Also that input."""
+    F32, U8, I8, I32 = TensorProto.FLOAT, TensorProto.UINT8, TensorProto.INT8, TensorProto.INT32
+    mk, n = helper.make_tensor, helper.make_node
+    ws = float(np.float32(ss) / np.float32(xs))
+    wa, wb = np.zeros((256, 512, 1, 1), np.int8), np.zeros((256, 512, 1, 1), np.int8)
+    wa[np.arange(256), np.arange(256)] = 1
+    wb[np.arange(256), 256 + np.arange(256)] = 1
+    inits = [mk("xs", F32, [], [xs]), mk("xz", U8, [], [xz]), mk("ss", F32, [], [ss]), mk("sz", U8, [], [sz]),
+             mk("ys", F32, [], [ys]), mk("yz", U8, [], [yz]), numpy_helper.from_array(wa, "wa"),
+             numpy_helper.from_array(wb, "wb"), mk("w1", F32, [1], [1.0]), mk("wsb", F32, [1], [ws]),
+             mk("wz", I8, [1], [0]), mk("bb", I32, [256], [xz - sz] * 256),
+             mk("bs", F32, [1], [float(np.float32(xs) * np.float32(ws))]), mk("bz", I32, [1], [0])]
+    nodes = [n("QuantizeLinear", ["X", "xs", "xz"], ["Xq"]), n("DequantizeLinear", ["Xq", "xs", "xz"], ["Xd"]),
+             n("DequantizeLinear", ["wa", "w1", "wz"], ["Wa"], axis=0),
+             n("DequantizeLinear", ["wb", "wsb", "wz"], ["Wb"], axis=0),
+             n("DequantizeLinear", ["bb", "bs", "bz"], ["Bb"], axis=0),
+             n("Conv", ["Xd", "Wa"], ["Ha"], name="conva"), n("Conv", ["Xd", "Wb", "Bb"], ["Hb"], name="convb"),
+             n("QuantizeLinear", ["Ha", "xs", "xz"], ["Aq"]), n("DequantizeLinear", ["Aq", "xs", "xz"], ["A"]),
+             n("QuantizeLinear", ["Hb", "ss", "sz"], ["Bq"]), n("DequantizeLinear", ["Bq", "ss", "sz"], ["B"]),
+             n("GlobalAveragePool", ["B"], ["G"], name="gap"),
+             n("QuantizeLinear", ["G", "ss", "sz"], ["Gq"]), n("DequantizeLinear", ["Gq", "ss", "sz"], ["S"]),
+             n("Mul", ["A", "S"], ["M"], name="se_mul"), n("QuantizeLinear", ["M", "ys", "yz"], ["Y"])]
+    m = T.model(nodes, [("X", F32, (1, 512, 16, 16))], [("Y", U8, (1, 256, 16, 16))], inits)
+    c = np.arange(256)
+    xb = np.concatenate([(np.arange(256)[None, :] * 7 + c[:, None]) % 256, np.repeat(c[:, None], 256, 1)])
+    x = ((xb.astype(np.float32) - np.float32(xz)) * np.float32(xs)).reshape(1, 512, 16, 16)
+    return m, x.astype(np.float32)
+
+
+def real_tie():
+    """(f): EfficientNet-B0 u8 224x224 features.4.1's SE Mul (scripts/zoo build.py + qdq.py, 16 calibration
+    inputs): x_scale 0.053469732 zp 5, s_scale 0.0028141001 zp 0, y_scale 0.028032897 zp 7. x 146, s 183:
+    p = 25,803, float32(p) * f = 138.5, ORT 146 (138.5 + 7 = 145.5, to even), not 145."""
+    exact_cfg = T.default_config("se_exact.json", EXACT_REQUANT=1)
+    m, x = every_pair_mul(0.053469732, 5, 0.0028141001, 0, 0.028032897, 7)
+    path = T.save(m, "se_tie.onnx")
+    want = T.ort(path, x)
+    for nm, cfg in (("default", T.default_config("se_default.json")), ("EXACT_REQUANT", exact_cfg)):
+        rc, got, err = T.infer(path, x, ("--config", cfg))
+        mx, nd = T.diff_lsb(got, want) if rc == 0 else (None, None)
+        T.check(f"real SE Mul every pair, {nm}", rc == 0 and mx == 0,
+                err if rc else f"max |diff| {mx} LSB, {nd} of 65536 differ (bound 0)")
+        np.save("se_tie_x.npy", x)
+        r = subprocess.run([T.TSR, "infer", path, "-i", "se_tie_x.npy", "--backend", T.BACKEND, "--config", cfg,
+                            "--placement-json", "se_tie_pl.json"], capture_output=True, text=True, errors="replace",
+                           timeout=600)
+        pl = json.load(open("se_tie_pl.json")) if r.returncode == 0 else {"placement": []}
+        mul = [p for p in pl["placement"] if p["name"] == "se_mul"]
+        T.check(f"real SE Mul, {nm}: on the device", bool(mul) and mul[0]["side"] == "device",
+                mul[0]["side"] if mul else r.stderr.strip()[-200:])
+    # the host's QLinearMul kernel (operands from a Split, host values), also what activation tables are made of
+    F32, U8 = TensorProto.FLOAT, TensorProto.UINT8
+    mk, n = helper.make_tensor, helper.make_node
+    inits = [mk("xs", F32, [], [0.053469732]), mk("xz", U8, [], [5]), mk("ss", F32, [], [0.0028141001]),
+             mk("sz", U8, [], [0]), mk("ys", F32, [], [0.028032897]), mk("yz", U8, [], [7])]
+    nodes = [n("Split", ["X"], ["X0", "X1"], axis=1),
+             n("QuantizeLinear", ["X0", "xs", "xz"], ["Aq"]), n("DequantizeLinear", ["Aq", "xs", "xz"], ["A"]),
+             n("QuantizeLinear", ["X1", "ss", "sz"], ["Sq"]), n("DequantizeLinear", ["Sq", "ss", "sz"], ["S"]),
+             n("Mul", ["A", "S"], ["M"], name="mul"), n("QuantizeLinear", ["M", "ys", "yz"], ["Y"])]
+    hm = T.model(nodes, [("X", F32, (1, 2, 256, 256))], [("Y", U8, (1, 1, 256, 256))], inits)
+    i = np.arange(256, dtype=np.float32)
+    hx = np.stack([np.repeat(i[:, None] - 5, 256, 1) * np.float32(0.053469732),
+                   np.repeat(i[None, :], 256, 0) * np.float32(0.0028141001)])[None].astype(np.float32)
+    T.against_ort("real SE Mul every pair, host kernel", hm, hx, max_lsb=0)
+
+
 def main():
     global NOLUT
     T.setup()
@@ -207,6 +282,7 @@ def main():
     T.check("no integer form: Mul stays on the host", rc0 == rc1 == 0 and mul1 and mul1[0]["side"] == "host" and
             np.array_equal(y0.view(np.uint8), y1.view(np.uint8)),
             e0 or e1 or f"Mul {mul1[0]['side'] if mul1 else '?'}, outputs equal {np.array_equal(y0, y1)}")
+    real_tie()
     T.finish()
 
 
