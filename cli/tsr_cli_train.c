@@ -25,7 +25,7 @@ static const char *train_help =
     "usage: tessera train MODEL.onnx --data X.npy --labels Y.npy --epochs N --trainable LAYERS\n"
     "                     -o TUNED.onnx [--lr F] [--momentum F] [--batch B] [--seed S]\n"
     "                     [--backend fsim|systemc|rtl] [--config CONFIG] [--backward device|host]\n"
-    "                     [--update master|int8] [--grad-round nearest|stochastic]\n"
+    "                     [--update master|int8|device] [--grad-round nearest|stochastic]\n"
     "                     [--grad-bits 8|16] [--weight-bits 8|16] [--weight-round nearest|stochastic]\n"
     "                     [--logits-range observe|fixed] [--loss-logits exact|quantized]\n"
     "                     [--place KIND=device|host[,...]] [--quiet] [device options]\n"
@@ -61,7 +61,10 @@ static const char *train_help =
     "  --update HOW      master (default): SGD on a float32 copy of the weights,\n"
     "                    re-quantized after each step; int8: the int8 weights\n"
     "                    updated in place on their fixed grid (quantization-aware\n"
-    "                    scaling; an experiment: most updates round to 0)\n"
+    "                    scaling; an experiment: most updates round to 0);\n"
+    "                    device: on the device ALU, exact in int32: the master\n"
+    "                    copy as fixed point on the int8 grid (2^20 a step) and\n"
+    "                    its momentum in device DRAM (per-tensor scales only)\n"
     "  --grad-round HOW  the int8 gradients' rounding: nearest (default) or\n"
     "                    stochastic (unbiased; seeded by --seed)\n"
     "  --grad-bits N     8 (default): each gradient one int8 tensor (scale\n"
@@ -159,11 +162,12 @@ static int train_option(int c, char *arg, const tsr_cli_dev_t *dev, train_args_t
         }
         return snprintf(msg, sizeof msg, "--backward \"%.64s\": device or host", arg), bad(msg);
     case O_UPDATE:
-        if (!strcmp(arg, "master") || !strcmp(arg, "int8")) {
+        if (!strcmp(arg, "master") || !strcmp(arg, "int8") || !strcmp(arg, "device")) {
             a->o.int8_update = !strcmp(arg, "int8");
+            a->o.device_update = !strcmp(arg, "device");
             return 0;
         }
-        return snprintf(msg, sizeof msg, "--update \"%.64s\": master or int8", arg), bad(msg);
+        return snprintf(msg, sizeof msg, "--update \"%.64s\": master, int8 or device", arg), bad(msg);
     case O_GRAD_ROUND:
         if (!strcmp(arg, "nearest") || !strcmp(arg, "stochastic")) {
             a->o.grad_stochastic = !strcmp(arg, "stochastic");
@@ -304,6 +308,15 @@ static void print_measures(const train_args_t *a, const tsr_train_stats_t *st)
            (unsigned long long)st->peak_train, (unsigned long long)st->mem_held, (unsigned long long)st->peak_infer,
            st->peak_infer ? (double)st->peak_train / (double)st->peak_infer : 0.0,
            (unsigned long long)st->host_act_bytes, (unsigned long long)st->feat_bytes);
+    if (a->o.device_update) {
+        printf("  device update: %llu of %llu weight updates moved an int8 value (%.1f%%)",
+               (unsigned long long)st->upd_moved, (unsigned long long)st->upd_n, st->upd_n ? 100.0 * (double)st->upd_moved / (double)st->upd_n : 0.0);
+        if (st->upd_cycles)
+            printf("; %llu cycles a step on the ALU (%.2fx the step's forward + backward)",
+                   (unsigned long long)st->upd_cycles,
+                   st->step_cycles ? (double)st->upd_cycles / (double)st->step_cycles : 0.0);
+        printf("\n");
+    }
     if (a->o.int8_update)
         printf("  int8 update: %llu of %llu weight updates moved an int8 value (%.1f%%; the rest rounded to 0)\n",
                (unsigned long long)st->upd_moved, (unsigned long long)st->upd_n,

@@ -682,10 +682,12 @@ static void test_refusals(void **state)
     const struct { tsr_train_opts_t o; const char *want; } bo[] = {
         {{.weight_bits = 12}, "--weight-bits 12: 8 or 16"},
         {{.weight_bits = 16, .int8_update = 1}, "not with --update int8"},
-        {{.weight_bits = 16, .weight_stochastic = 1}, "choose one"}};
+        {{.weight_bits = 16, .weight_stochastic = 1}, "choose one"},
+        {{.device_update = 1, .grad_split = 1}, "--grad-bits 16"},
+        {{.device_update = 1, .lr = 1.5}, "--lr 1.5: the device update of node \"/fc/Gemm\" (Gemm) needs"}};
     for (size_t i = 0; i < sizeof bo / sizeof bo[0]; i++) {
         tsr_train_opts_t o = bo[i].o;
-        o.trainable = "fc", o.epochs = 1, o.batch = 16, o.lr = 0.01, o.momentum = 0.9;
+        o.trainable = "fc", o.epochs = 1, o.batch = 16, o.lr = o.lr ? o.lr : 0.01, o.momentum = 0.9;
         tsr_trainer_t *t = NULL;
         assert_int_not_equal(tsr_train_open(MODEL, dev, &o, &t), 0);
         if (!strstr(tsr_errmsg(), bo[i].want))

@@ -406,6 +406,10 @@ static int check_opts(const tsr_train_opts_t *o)
         return tsr_err(TSR_EINVAL, "--weight-bits %d: 8 or 16", o->weight_bits);
     if (o->weight_bits == 16 && o->int8_update)
         return tsr_err(TSR_EINVAL, "--weight-bits 16 runs the forward on the master copy: not with --update int8");
+    if (o->device_update && (o->int8_update || o->weight_stochastic || o->weight_bits == 16 || o->grad_split))
+        return tsr_err(TSR_EINVAL, "--update device keeps the master copy on the int8 grid's fixed point with one "
+                       "gradient scale a step: not with --update int8, --weight-round stochastic, --weight-bits 16 "
+                       "or --grad-bits 16");
     if (o->weight_bits == 16 && o->weight_stochastic)
         return tsr_err(TSR_EINVAL, "--weight-bits 16 and --weight-round stochastic: two ways to see the master "
                        "copy's changes below the int8 grid; choose one");
@@ -449,8 +453,8 @@ int tsr_train_open(const char *path, tsr_device_t *dev, const tsr_train_opts_t *
     snprintf(tr->path, sizeof tr->path, "%s", path);
     tr->o = *opts;
     /* 16-bit forward weights unless 8 asked for (or implied: no master copy, or its stochastic rounding) */
-    const int wb = opts->weight_bits ? opts->weight_bits
-                   : opts->int8_update || opts->weight_stochastic ? 8 : TSR_TRAIN_WEIGHT_BITS_DEFAULT;
+    const int no_master = opts->int8_update || opts->device_update || opts->weight_stochastic;
+    const int wb = opts->weight_bits ? opts->weight_bits : no_master ? 8 : TSR_TRAIN_WEIGHT_BITS_DEFAULT;
     tr->o.weight_bits = wb;
     tr->wide = wb == 16;
     tr->round_state = opts->seed ^ 0x5eed0f6a3d1e2b7cULL; /* not the shuffle's stream */
@@ -471,6 +475,8 @@ int tsr_train_open(const char *path, tsr_device_t *dev, const tsr_train_opts_t *
         rc = init_part(tr);
     if (!rc)
         rc = check_lr(tr);
+    if (!rc && opts->device_update)
+        rc = tsr_train_device_update_init(tr);
     free(mark);
     if (rc) {
         tsr_train_free(tr);
@@ -488,7 +494,12 @@ void tsr_train_free(tsr_trainer_t *tr)
         trl_t *l = &tr->c[j];
         free(l->y), free(l->gy), free(l->wq), free(l->bq), free(l->ws), free(l->mult), free(l->shift), free(l->fscale);
         free(l->wzp), free(l->w), free(l->b), free(l->vw), free(l->vb), free(l->gw), free(l->gb);
-        free(l->wlo), free(l->b16), free(l->w2);
+        free(l->wlo), free(l->b16), free(l->w2), free(l->gwi), free(l->gbi);
+        if (l->sgd_w)
+            tsr_sgd_free(l->sgd_w);
+        if (l->sgd_b)
+            tsr_sgd_free(l->sgd_b);
+        free(l->sgd_w), free(l->sgd_b);
     }
     free(tr->c);
     free(tr->g), free(tr->g2), free(tr->q), free(tr->q2), free(tr->acc), free(tr->facc), free(tr->probs), free(tr->x0);
@@ -777,7 +788,7 @@ int tsr_train_run(tsr_trainer_t *tr, const tsr_tensor_t *x, const tsr_tensor_t *
     for (int e = 0; e < tr->o.epochs && !rc; e++) {
         const double t0 = tsr_now_s();
         const uint64_t c0 = cycles_now(tr->dev);
-        uint64_t sf = 0, sb = 0, nfull = 0;
+        uint64_t sf = 0, sb = 0, su = 0, nfull = 0;
         double loss = 0;
         int64_t right = 0;
         epoch_order(N, &state, order);
@@ -798,10 +809,11 @@ int tsr_train_run(tsr_trainer_t *tr, const tsr_tensor_t *x, const tsr_tensor_t *
             const uint64_t c = cycles_now(tr->dev);
             if (!rc)
                 rc = tsr_train_update(tr);
+            const uint64_t d = cycles_now(tr->dev);
             loss += bl;
             right += br;
             if (tr->nb == B)
-                sf += b - a, sb += c - b, nfull++;
+                sf += b - a, sb += c - b, su += d - c, nfull++;
         }
         if (!rc && tr->o.weight_stochastic && e == tr->o.epochs - 1) { /* the tuned file's weights: to nearest */
             tr->wround_final = 1;
@@ -820,6 +832,7 @@ int tsr_train_run(tsr_trainer_t *tr, const tsr_tensor_t *x, const tsr_tensor_t *
             st->step_fwd_cycles = sf / nfull;
             st->step_bwd_cycles = sb / nfull;
             st->step_cycles = st->step_fwd_cycles + st->step_bwd_cycles;
+            st->upd_cycles = tr->o.device_update ? su / nfull : 0;
         }
         if (tr->o.progress) {
             fprintf(tr->o.progress, "epoch %d/%d: loss %.4f, accuracy on the training data %.2f%% (%lld of %lld), ",

@@ -77,6 +77,14 @@ typedef struct tsr_train_opts {
                                (w_q -= round(lr v / w_scale): Lin et al.'s quantization-aware scaling, the
                                gradient of w_q times w_scale^-2), the int32 bias likewise; the measurement of
                                why the master copy is there */
+    int device_update;      /* 1: the update on the device ALU, exact in int32 (jit/tsr_sgd.h): per trained layer
+                               the master copy as int32 fixed point on the int8 grid (w / w_scale * 2^20, the
+                               scales fixed as with int8_update) and its momentum, resident in device DRAM; per
+                               step g = the exact int32 dW sums times a per-tensor multiplier (s_dy * x_scale /
+                               w_scale * 2^20), v = mu v + g, w_m -= lr v, the int8 weights round(w_m / 2^20); the
+                               bias likewise over its x_scale * w_scale grid (its gradient the int8 dy's sums).
+                               Per-tensor weight scales only; not with weight_bits 16, weight_stochastic or
+                               grad_split */
     int grad_stochastic;    /* 1: the int8 gradients rounded stochastically (floor(g / s + u), u uniform in [0, 1)
                                from splitmix64 seeded by seed: unbiased, as Lin et al. suggest), 0: to nearest */
     int grad_split;         /* 1: each gradient as two int8 tensors, hi on max|g| / 127 and the residual lo on
@@ -124,7 +132,10 @@ typedef struct tsr_train_stats {
     uint64_t host_act_bytes;                     /* host bytes of the activations kept for the backward pass */
     uint64_t feat_bytes;                         /* host bytes of the frozen features of all samples */
     double feat_wall;                            /* wall seconds of the features */
-    uint64_t upd_n, upd_moved;                   /* int8_update: weight updates, those that moved an int8 value */
+    uint64_t upd_n, upd_moved;                   /* int8_update, device_update: weight updates, those that moved an
+                                                    int8 value */
+    uint64_t upd_cycles;                         /* device_update: device cycles of one step's update (mean over
+                                                    the steps of the last epoch) */
     int range_obs;                               /* the logits' range observer is on (0: fixed, or not possible) */
     int range_moves;                             /* times it widened the range */
     float range_lo0, range_hi0, range_lo, range_hi; /* the logits' real range: the file's, and the tuned one's */

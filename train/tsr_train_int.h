@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "tsr_grad.h"
+#include "tsr_sgd.h"
 #include "tsr_train.h"
 
 /* One layer of the trainable part. */
@@ -38,6 +39,10 @@ typedef struct trl {
     int64_t *b16;              /* ... and the bias on x_scale * w_scale / 256 */
     int8_t *w2;                /* ... wq and wlo as one weight tensor of 2M outputs (one forward GEMM) */
     float *gw, *gb;            /* gradients of the last step */
+    tsr_sgd_t *sgd_w, *sgd_b;  /* device_update: the weights' and the bias's state on the device (NULL: none) */
+    int32_t *gwi, *gbi;        /* device_update: the last step's exact int32 dW sums [M][K] and the int8 dy's sums
+                                  per output channel [M] (their scale s_dy) */
+    int fb;                    /* device_update: fractional bits of the bias's master copy */
     float s_dy, s_dx;          /* the last step's gradient quantization scales */
     /* per step */
     uint8_t *y;                /* kept output activations [batch][y_elems] */
@@ -73,7 +78,8 @@ struct tsr_trainer {
     tsr_grad_stats_t gst;      /* backward MACs on the device (and cycles) */
     uint64_t host_macs;        /* backward MACs done on the host */
     uint64_t fwd_macs;         /* forward MACs of the part */
-    uint64_t upd_n, upd_moved; /* int8_update: weight updates, and those that moved the int8 value */
+    uint64_t upd_n, upd_moved; /* int8_update, device_update: weight updates, and those that moved the int8 value */
+    uint64_t upd_cycles;       /* device_update: device cycles of the updates (summed) */
     uint64_t dev_budget;       /* the backward convs' device-memory budget (tsr_grad_conv_*_budget): the
                                   inference's high-water mark once measured (0 before: none) */
     uint64_t round_state;      /* grad_stochastic: the rounding's splitmix64 state (from the seed, its own stream) */
@@ -95,8 +101,11 @@ int tsr_train_forward(tsr_trainer_t *tr);
 /* Loss and gradients of the current batch for labels lab[nb]: *loss the sum of the samples' cross-entropy,
  * *right the samples whose argmax is their label. */
 int tsr_train_backward(tsr_trainer_t *tr, const int32_t *lab, double *loss, int *right);
-/* SGD with momentum on the master copies, then re-quantization. */
+/* SGD with momentum on the master copies, then re-quantization (device_update: on the device ALU). */
 int tsr_train_update(tsr_trainer_t *tr);
+/* device_update: the refusals (per-channel scales, an lr the ALU's multiplier cannot hold, a bias too large for
+ * its fixed point) and each trained layer's state on the device (tsr_train_step.c). */
+int tsr_train_device_update_init(tsr_trainer_t *tr);
 /* The logits' quantization set to hold the real range [lo, hi] (ONNX Runtime's rule). */
 int tsr_train_set_logits_range(tsr_trainer_t *tr, double lo, double hi);
 /* Weights, scales, bias and requantization of layer l from its master copy (ws recomputed). */

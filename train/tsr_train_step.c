@@ -392,6 +392,20 @@ static int dx_gemm(tsr_trainer_t *tr, const trl_t *l, const tsr_grad_conv_t *gp,
 }
 
 /* dW (trainable) and dX (gin, when needed) of a conv or dense from g, the gradient of its real output. */
+/* device_update: the exact int32 dW sums and the int8 dy's sums per output channel (the bias's gradient on
+   the scale s_dy), for the update on the device */
+static void keep_int_grads(tsr_trainer_t *tr, trl_t *l, size_t S)
+{
+    memcpy(l->gwi, tr->acc, sizeof(int32_t) * (size_t)l->M * (size_t)l->K);
+    for (int m = 0; m < l->M; m++) {
+        int64_t s = 0;
+        for (int n = 0; n < tr->nb && l->s_dy != 0; n++)
+            for (size_t i = 0; i < S; i++)
+                s += tr->q[((size_t)n * (size_t)l->M + (size_t)m) * S + i];
+        l->gbi[m] = (int32_t)(s > INT32_MAX ? INT32_MAX : s < INT32_MIN ? INT32_MIN : s); /* (the update clamps) */
+    }
+}
+
 static int weight_backward(tsr_trainer_t *tr, trl_t *l, const void *x, const float *g, float *gin)
 {
     const int nb = tr->nb, M = l->M, K = l->K, split = tr->o.grad_split;
@@ -424,6 +438,8 @@ static int weight_backward(tsr_trainer_t *tr, trl_t *l, const void *x, const flo
         const float f = s * l->L.x_scale;
         for (size_t i = 0; i < (size_t)M * K; i++)
             l->gw[i] = (float)tr->acc[i] * f;
+        if (l->gwi)
+            keep_int_grads(tr, l, S);
         if (sl != 0) { /* the low part: a second GEMM, added */
             if ((rc = dw_gemm(tr, l, &gp, oh, S, tr->q2, x)) != 0)
                 return node_err(rc, l, "backward dW (low part)");
@@ -666,6 +682,111 @@ int tsr_train_requantize(tsr_trainer_t *tr, trl_t *l)
     return rc ? node_err(rc, l, "requantization of the new weights") : 0;
 }
 
+/* ---- the update on the device ALU (device_update; jit/tsr_sgd.h) ---- */
+
+#define DEV_FRAC 20 /* fractional bits of the weights' master copy: |w_m| <= 128 * 2^20 = 2^27 */
+
+/* One tensor's gradient multiplier r >= 0 as (mg, sg) for tsr_sgd_step. */
+static int dev_mult(const trl_t *l, double r, int32_t *mg, int *sg, const char *what)
+{
+    int rc = tsr_sgd_multiplier(r, -30, mg, sg);
+    return rc ? tsr_err(TSR_EBOUNDS, "node \"%s\" (%s): the %s gradient's multiplier %g needs more than 30 bits of "
+                        "left shift (the device update)", TSR_SAFE(l->L.node), l->L.op, what, r) : 0;
+}
+
+static int dev_update(tsr_trainer_t *tr, trl_t *l)
+{
+    const size_t nw = (size_t)l->M * (size_t)l->K;
+    const double ws = l->ws[0], bs = (double)l->L.x_scale * ws;
+    int32_t mg;
+    int sg, rc;
+    int8_t *nq = malloc(nw);
+    if (!nq)
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    if (!(rc = dev_mult(l, (double)l->s_dy * l->L.x_scale / ws * (double)(1 << DEV_FRAC), &mg, &sg, "weight")))
+        rc = tsr_sgd_step(l->sgd_w, l->gwi, mg, sg, nq, &tr->upd_cycles);
+    for (size_t i = 0; i < nw && !rc; i++) {
+        tr->upd_n++;
+        tr->upd_moved += nq[i] != l->wq[i];
+        l->wq[i] = nq[i];
+        l->w[i] = (float)(nq[i] * ws);
+    }
+    free(nq);
+    if (!rc && l->sgd_b && !(rc = dev_mult(l, (double)l->s_dy / bs * ldexp(1.0, l->fb), &mg, &sg, "bias")) &&
+        !(rc = tsr_sgd_step(l->sgd_b, l->gbi, mg, sg, l->bq, &tr->upd_cycles)))
+        for (int m = 0; m < l->M; m++)
+            l->b[m] = (float)((double)l->bq[m] * bs);
+    return rc ? node_err(rc, l, "the update on the device") : 0;
+}
+
+/* The bias's fractional bits: its int32 values (the file's, with 16x room to grow) within 2^(30 - fb), at most
+   DEV_FRAC; -1 when even fb 0 leaves no room. */
+static int bias_frac(const trl_t *l)
+{
+    int64_t amax = 1 << 12;
+    for (int m = 0; m < l->M; m++)
+        amax = llabs((long long)l->bq[m]) * 16 > amax ? llabs((long long)l->bq[m]) * 16 : amax;
+    int fb = DEV_FRAC;
+    while (fb >= 0 && amax > (INT64_C(1) << (30 - fb)) - 1)
+        fb--;
+    return fb;
+}
+
+static int dev_init_layer(tsr_trainer_t *tr, trl_t *l, int32_t mmu, int32_t mlr, int slr)
+{
+    const size_t nw = (size_t)l->M * (size_t)l->K;
+    l->sgd_w = calloc(1, sizeof *l->sgd_w);
+    l->gwi = calloc(nw, sizeof *l->gwi);
+    l->gbi = calloc((size_t)l->M, sizeof *l->gbi);
+    int32_t *w0 = malloc(sizeof(int32_t) * (nw > (size_t)l->M ? nw : (size_t)l->M));
+    int rc = 0;
+    if (!l->sgd_w || !l->gwi || !l->gbi || !w0)
+        rc = tsr_err(TSR_ENOMEM, "out of memory");
+    tsr_sgd_params_t p = {(int64_t)nw, DEV_FRAC, mmu, mlr, slr, -(128 << DEV_FRAC),
+                          (127 << DEV_FRAC) + (1 << (DEV_FRAC - 1)) - 1, -128, 127, 1};
+    for (size_t i = 0; i < nw && !rc; i++)
+        w0[i] = (int32_t)l->wq[i] * (1 << DEV_FRAC);
+    if (!rc && (rc = tsr_sgd_init(l->sgd_w, tr->dev, &p, w0)))
+        free(l->sgd_w), l->sgd_w = NULL;
+    if (!rc && l->has_bias) {
+        p = (tsr_sgd_params_t){l->M, l->fb, mmu, mlr, slr, -TSR_SGD_LIM, TSR_SGD_LIM - 1,
+                               -(TSR_SGD_LIM >> l->fb), (TSR_SGD_LIM >> l->fb) - 1, 4};
+        for (int m = 0; m < l->M; m++)
+            w0[m] = l->bq[m] * (1 << l->fb);
+        if (!(l->sgd_b = calloc(1, sizeof *l->sgd_b)))
+            rc = tsr_err(TSR_ENOMEM, "out of memory");
+        else if ((rc = tsr_sgd_init(l->sgd_b, tr->dev, &p, w0)))
+            free(l->sgd_b), l->sgd_b = NULL;
+    }
+    free(w0);
+    return rc ? node_err(rc, l, "the device update's state") : 0;
+}
+
+int tsr_train_device_update_init(tsr_trainer_t *tr)
+{
+    int32_t mlr, mmu = (int32_t)fmin(llround(tr->o.momentum * 2147483648.0), 2147483647.0);
+    int slr;
+    for (int j = 0; j < tr->nc; j++) {
+        trl_t *l = &tr->c[j];
+        if (!l->trainable)
+            continue;
+        if (l->wc > 1)
+            return tsr_err(TSR_EINVAL, "--update device: node \"%s\" (%s) has per-channel weight scales (%d); the "
+                           "device update takes per-tensor ones", TSR_SAFE(l->L.node), l->L.op, l->wc);
+        if (tsr_sgd_multiplier(tr->o.lr, 0, &mlr, &slr) || mlr == 0)
+            return tsr_err(TSR_EINVAL, "--lr %g: the device update of node \"%s\" (%s) needs 2^-62 < lr < 1 (a "
+                           "multiplier below 1: v up to 2^30 times lr must stay in int32)", tr->o.lr,
+                           TSR_SAFE(l->L.node), l->L.op);
+        if (l->has_bias && (l->fb = bias_frac(l)) < 0)
+            return tsr_err(TSR_EINVAL, "--update device: node \"%s\" (%s): its int32 bias is too large for the "
+                           "device update's fixed point (|b| * 16 over 2^30)", TSR_SAFE(l->L.node), l->L.op);
+        int rc = dev_init_layer(tr, l, mmu, mlr, slr);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
 int tsr_train_update(tsr_trainer_t *tr)
 {
     const float lr = (float)tr->o.lr, mu = (float)tr->o.momentum;
@@ -673,6 +794,12 @@ int tsr_train_update(tsr_trainer_t *tr)
         trl_t *l = &tr->c[j];
         if (!l->trainable)
             continue;
+        if (tr->o.device_update) {
+            int rc = dev_update(tr, l);
+            if (rc)
+                return rc;
+            continue;
+        }
         if (tr->o.int8_update) { /* the int8 values themselves, their scales fixed */
             for (size_t i = 0; i < (size_t)l->M * l->K; i++) {
                 const float ws = l->ws[l->wc > 1 ? i / (size_t)l->K : 0];

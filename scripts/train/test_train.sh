@@ -9,6 +9,7 @@
 #     points), both within 3 points of the same fine-tuning in float with torch
 #     (float_finetune.py); conv2+fc likewise for 2 epochs (>= 20 points, within 6);
 #     peak device memory of the training steps at most 2x one inference's (conv2+fc, last:3);
+#     fc with --update device (the SGD update on the device ALU) likewise within 3 points of float;
 #  3. the tuned model in ONNX Runtime (npm onnxruntime-node, skipped without node):
 #     the same predictions as `tessera infer`, quantized logits within 1 LSB.
 # With MODE rtl (ctest train_cli_rtl) only: one epoch of conv2+fc on the Verilated RTL writes
@@ -387,6 +388,21 @@ for n in m.graph.node:
     if n.op_type == "MaxPool":
         n.op_type = "AveragePool"
 onnx.save(m, "avgpool.onnx")
+from onnx import numpy_helper as nh, helper as h  # fc with per-channel weight (and bias) scales, all equal
+m = onnx.load(f"{sh}/../digits_qdq.onnx")
+const = {n.output[0]: n for n in m.graph.node if n.op_type == "Constant"}
+prod = {o: n for n in m.graph.node for o in n.output}
+gemm = next(n for n in m.graph.node if n.op_type == "Gemm")
+wdq, bdq = prod[gemm.input[1]], prod[gemm.input[2]]
+rows = nh.to_array(const[wdq.input[0]].attribute[0].t).shape[0]
+del bdq.input[2]  # (the int32 bias's zero point 0 by default)
+for dq, ks in ((wdq, (1, 2)), (bdq, (1,))):
+    for k in ks:
+        t = const[dq.input[k]].attribute[0].t
+        a = nh.to_array(t)
+        t.CopyFrom(nh.from_array(np.full(rows, a, a.dtype), dq.input[k]))
+    dq.attribute.append(h.make_attribute("axis", 0))
+onnx.save(m, "perchannel.onnx")
 PY
 cp "$DIG/digits_qdq.onnx" model.onnx
 GOOD=(--data "$SH/train_x.npy" --labels "$SH/train_y.npy" --epochs 1 --trainable fc)
@@ -428,6 +444,13 @@ refuse '--weight-bits 16 runs the forward on the master copy: not with --update 
   --weight-bits 16 --update int8 -o out.onnx
 refuse '--weight-round stochastic rounds the master copy: not with --update int8' model.onnx "${GOOD[@]}" \
   --weight-round stochastic --update int8 -o out.onnx
+refuse '--update "sgd": master, int8 or device' model.onnx "${GOOD[@]}" --update sgd -o out.onnx
+refuse '--update device keeps the master copy on the int8 grid' model.onnx "${GOOD[@]}" --update device \
+  --grad-bits 16 -o out.onnx
+refuse '--lr 1.5: the device update of node "/fc/Gemm" (Gemm) needs 2^-62 < lr < 1' model.onnx "${GOOD[@]}" \
+  --update device --lr 1.5 -o out.onnx
+refuse '--update device: node "/fc/Gemm" (Gemm) has per-channel weight scales (10)' perchannel.onnx "${GOOD[@]}" \
+  --update device -o out.onnx
 refuse '--logits-range "wide": observe or fixed' model.onnx "${GOOD[@]}" --logits-range wide -o out.onnx
 refuse '--lr "0.1x"' model.onnx "${GOOD[@]}" --lr 0.1x -o out.onnx
 refuse "--momentum 1" model.onnx "${GOOD[@]}" --momentum 1 -o out.onnx
@@ -491,6 +514,19 @@ PY
 }
 demo fc 3 0.005 tuned_fc.onnx
 demo conv2,fc 2 0.01 tuned_c2.onnx
+# the update on the device ALU (--update device, jit/tsr_sgd.h): fc as the demo, against the same float run
+"$TSR" train model.onnx --data "$SH/train_x.npy" --labels "$SH/train_y.npy" --epochs 3 --trainable fc --lr 0.005 \
+  --momentum 0.9 --batch 16 --seed 1 --update device -o tuned_dev.onnx > tuned_dev.onnx.log || fail "--update device"
+grep -E '^wrote|device update' tuned_dev.onnx.log || fail "--update device: no 'device update' measure"
+dnew=$(acc tuned_dev.onnx test) dold=$(acc tuned_dev.onnx old)
+"$PY" - "$base_new" "$base_old" "${dnew:-0}" "${dold:-0}" tuned_fc.onnx.float.json <<'PY' || fail "--update device, fc"
+import json, sys
+bn, bo, n, o = map(float, sys.argv[1:5])
+f = json.load(open(sys.argv[5]))["after"]
+fn, fo = 100 * f["new"], 100 * f["old"]
+print(f"fc --update device: new {bn:.2f} -> {n:.2f} (float {fn:.2f}), old {bo:.2f} -> {o:.2f} (float {fo:.2f})")
+sys.exit(0 if n >= bn + 20 and o >= bo - 6 and abs(n - fn) <= 3 and abs(o - fo) <= 3 else 1)
+PY
 grep -q "100.0% on the device" tuned_fc.onnx.log || fail "backward MACs not all on the device (fc)"
 
 # peak device memory of the training steps <= 2x one inference's (the issue's goal): conv2+fc from
@@ -515,7 +551,7 @@ else
     (cd "$ORT_DIR" && npm install onnxruntime-node@1.20.1 --ignore-scripts --no-audit --no-fund >/dev/null)
   fi
   Q=/fc/QuantizeLinear_output_0
-  for t in tuned_fc tuned_c2; do
+  for t in tuned_fc tuned_c2 tuned_dev; do
     "$PY" - "$t.onnx" <<'PY'
 import sys, onnx, onnx.helper as h
 from onnx import TensorProto
