@@ -508,9 +508,7 @@ int tsr_sc_accel::pick_(sc_dt::uint64 *sync)
         rd_head_ = 1;
         return ready_[0];
     }
-    sc_dt::uint64 t = kNever;
-    for (int s = 0; s < kSeqN; s++)
-        t = std::min(t, seq_at_[s]);
+    const sc_dt::uint64 t = seq_min_;
     if (t == kNever)
         return -1;
     if (t > stamp().value() + quantum_) {
@@ -524,7 +522,18 @@ int tsr_sc_accel::pick_(sc_dt::uint64 *sync)
             seq_at_[s] = kNever;
             ready_[rd_n_++] = s;
         }
+    seq_set(ready_[0], kNever); // (the earliest of the rest)
     return ready_[rd_head_++];
+}
+
+// Stage s due at t (kNever: not), the earliest wake time kept beside.
+void tsr_sc_accel::seq_set(int s, sc_dt::uint64 t)
+{
+    seq_at_[s] = t;
+    sc_dt::uint64 m = seq_at_[0];
+    for (int k = 1; k < kSeqN; k++)
+        m = std::min(m, seq_at_[k]);
+    seq_min_ = m;
 }
 
 // From the running context (a stage or the engine) to context n: returns
@@ -559,20 +568,18 @@ void tsr_sc_accel::wait_ticks(int s, sc_dt::uint64 t)
     if (!aborting && rd_head_ >= rd_n_ && !nx_n_ && t <= stamp().value() + quantum_) {
         // Nothing runnable now and s alone due first, within the quantum
         // (a stage running ahead alone, most waits): what pick_ would
-        // decide, without the round through yield_.
-        bool alone = true;
-        for (int k = 0; k < kSeqN; k++)
-            alone &= k == s || seq_at_[k] > t;
-        if (alone) {
+        // decide, without the round through yield_. (A running stage is
+        // due at no time, kNever: the earliest is another's.)
+        if (seq_min_ > t) {
             set_now(t);
             ready_[0] = s;
             rd_head_ = rd_n_ = 1;
             return;
         }
     }
-    seq_at_[s] = t;
+    seq_set(s, t);
     yield_(s);
-    seq_at_[s] = kNever; // (woken by an abort: no longer due)
+    seq_set(s, kNever); // (woken by an abort: no longer due)
 }
 
 // Until SystemC time has reached the model's (a host sees DONE then),
@@ -606,6 +613,7 @@ void tsr_sc_accel::sched_clear()
     real_sync_ = -1;
     for (int s = 0; s < kSeqN; s++)
         seq_at_[s] = kNever;
+    seq_min_ = kNever;
     for (auto &c : cmdq_ev)
         c.waiter = -1;
     for (auto &q : tq)
@@ -774,9 +782,9 @@ void tsr_sc_accel::wait_ev_until(tsr_sc_cond &c, double cyc)
     const sc_dt::uint64 t = ticks_of(cyc);
     if (t > mnow_) {
         c.waiter = s;
-        seq_at_[s] = t;
+        seq_set(s, t);
         yield_(s);
-        seq_at_[s] = kNever;
+        seq_set(s, kNever);
         if (c.waiter == s)
             c.waiter = -1;
         // Woken by one of the two: a wake-up by the other queued meanwhile

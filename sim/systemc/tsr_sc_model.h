@@ -449,6 +449,8 @@ class tsr_sc_accel : public sc_core::sc_module, public tsr_sc_sequencer {
     void set_now(sc_dt::uint64 t);
     int cur_ = kEngine, from_ = kEngine;
     sc_dt::uint64 seq_at_[kSeqN];
+    sc_dt::uint64 seq_min_ = ~(sc_dt::uint64)0; // the earliest of them (seq_set keeps it)
+    void seq_set(int s, sc_dt::uint64 t);
     int ready_[kSeqN], rd_head_ = 0, rd_n_ = 0, next_[kSeqN], nx_n_ = 0;
     int real_sync_ = -1;
     bool fetch_idle_ = false, parked_[kSeqN] = {};
