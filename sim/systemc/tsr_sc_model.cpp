@@ -340,7 +340,7 @@ inline __attribute__((always_inline)) double tsr_sc_dram::rd_slot_at(double t)
 double tsr_sc_dram::serve(bool wr, unsigned len, tsr_sc_axi_ext *x, sc_dt::uint64 *d)
 {
     const unsigned beats = (len + (unsigned)bus - 1) / (unsigned)bus;
-    double t = cyc_of(now_ticks() + *d);
+    double t = *d ? cyc_of(now_ticks() + *d) : now_cyc(); // (the same quotient: no offset, the clock's)
     // Slot: the burst `outstanding` places back must have completed.
     tsr_sc_ring<double> &q = wr ? wq_ : rq_;
     while (!q.empty() && q.front() <= t)
