@@ -605,6 +605,63 @@ static void test_step_moves_loss(void **state)
     tsr_device_close(dev);
 }
 
+/* --update device (jit/tsr_sgd.h): one step of 16 samples moves the int8 weights where the float update
+ * w - lr g (v = g at the first step) moves them, to within the fixed point's last rounding: fails when
+ * the step's gradient does not reach the device (no weight moves) or is scaled wrongly */
+static void test_device_update(void **state)
+{
+    (void)state;
+    tsr_device_t *dev = open_dev();
+    tsr_tensor_t x = {0}, y = {0}, xs = {0}, ys = {0};
+    load_data(&x, &y);
+    int64_t shx[4] = {16, 1, 8, 8}, shy[1] = {16};
+    assert_int_equal(tsr_tensor_alloc(&xs, TSR_DT_FLOAT32, 4, shx), 0);
+    assert_int_equal(tsr_tensor_alloc(&ys, TSR_DT_INT32, 1, shy), 0);
+    memcpy(xs.data, x.data, 16 * 64 * sizeof(float));
+    memcpy(ys.data, y.data, 16 * sizeof(int32_t));
+    const double lr = 0.3;
+    tsr_train_opts_t o = {.trainable = "fc", .epochs = 1, .batch = 16, .lr = lr, .momentum = 0.9, .seed = 3,
+                          .device_update = 1, .logits_fixed = 1};
+    tsr_trainer_t *tr = NULL;
+    if (tsr_train_open(MODEL, dev, &o, &tr))
+        fail_msg("open: %s", tsr_errmsg());
+    double loss;
+    assert_int_equal(tsr_train_grads(tr, &xs, &ys, 16, &loss), 0);
+    tsr_train_view_t v;
+    tsr_train_view(tr, 0, &v);
+    const int nw = v.m * v.k;
+    const double ws = v.L->w_scale[0], bs = (double)v.L->x_scale * ws, sdy = v.s_dy;
+    double *want = malloc(sizeof(double) * (size_t)(nw + v.m));
+    for (int i = 0; i < nw; i++)
+        want[i] = (double)v.w[i] / ws - lr * v.gw[i] / ws;
+    for (int m = 0; m < v.m; m++)
+        want[nw + m] = (double)v.b[m] / bs - lr * v.gb[m] / bs;
+    tsr_train_stats_t *st = calloc(1, sizeof *st);
+    if (tsr_train_run(tr, &xs, &ys, st))
+        fail_msg("run: %s", tsr_errmsg());
+    tsr_train_view(tr, 0, &v);
+    int moved = 0, off = 0;
+    for (int i = 0; i < nw; i++) {
+        const long q = lrint(fmin(fmax(want[i], -128), 127)), got = lrint(v.w[i] / ws);
+        off += got != q;
+        if (labs(got - q) > 1)
+            fail_msg("weight %d: %ld, the float update %.4f", i, got, want[i]);
+    }
+    for (int i = 0; i < nw; i++)
+        moved += lrint(v.w[i] / ws) != lrint(want[i] + lr * v.gw[i] / ws);
+    /* the bias's gradient is the int8 dy's sums: within 16 samples' half steps of s_dy */
+    for (int m = 0; m < v.m; m++)
+        if (fabs(v.b[m] / bs - want[nw + m]) > lr * 8 * sdy / bs + 1)
+            fail_msg("bias %d: %.1f, the float update %.1f", m, v.b[m] / bs, want[nw + m]);
+    print_message("--update device, one step: %d of %d weights moved, %d off the float update by 1\n", moved, nw,
+                  off);
+    assert_true(moved >= 100 && off * 100 <= nw);
+    free(want), free(st);
+    tsr_tensor_free(&x), tsr_tensor_free(&y), tsr_tensor_free(&xs), tsr_tensor_free(&ys);
+    tsr_train_free(tr);
+    tsr_device_close(dev);
+}
+
 /* ------------------------------------------------------------------ the driver's high-water mark */
 
 static void test_mem_usage(void **state)
@@ -728,7 +785,7 @@ int main(void)
         cmocka_unit_test(test_grads_vs_float), cmocka_unit_test(test_grads_split),
         cmocka_unit_test(test_weight_round), cmocka_unit_test(test_loss_exact), cmocka_unit_test(test_forward_wide),
         cmocka_unit_test(test_device_equals_host),
-        cmocka_unit_test(test_step_moves_loss),
+        cmocka_unit_test(test_step_moves_loss), cmocka_unit_test(test_device_update),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

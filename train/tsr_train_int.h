@@ -104,7 +104,7 @@ int tsr_train_backward(tsr_trainer_t *tr, const int32_t *lab, double *loss, int 
 /* SGD with momentum on the master copies, then re-quantization (device_update: on the device ALU). */
 int tsr_train_update(tsr_trainer_t *tr);
 /* device_update: the refusals (per-channel scales, an lr the ALU's multiplier cannot hold, a bias too large for
- * its fixed point) and each trained layer's state on the device (tsr_train_step.c). */
+ * its fixed point; tsr_train_step.c). Each trained layer's state goes to the device at its first update. */
 int tsr_train_device_update_init(tsr_trainer_t *tr);
 /* The logits' quantization set to hold the real range [lo, hi] (ONNX Runtime's rule). */
 int tsr_train_set_logits_range(tsr_trainer_t *tr, double lo, double hi);

@@ -694,12 +694,17 @@ static int dev_mult(const trl_t *l, double r, int32_t *mg, int *sg, const char *
                         "left shift (the device update)", TSR_SAFE(l->L.node), l->L.op, what, r) : 0;
 }
 
+static int dev_init_layer(tsr_trainer_t *tr, trl_t *l);
+
 static int dev_update(tsr_trainer_t *tr, trl_t *l)
 {
     const size_t nw = (size_t)l->M * (size_t)l->K;
     const double ws = l->ws[0], bs = (double)l->L.x_scale * ws;
     int32_t mg;
     int sg, rc;
+    if (!l->sgd_w && (rc = dev_init_layer(tr, l))) /* (at the first step: the inference measured before is not
+                                                       charged with the state) */
+        return rc;
     int8_t *nq = malloc(nw);
     if (!nq)
         return tsr_err(TSR_ENOMEM, "out of memory");
@@ -732,15 +737,18 @@ static int bias_frac(const trl_t *l)
     return fb;
 }
 
-static int dev_init_layer(tsr_trainer_t *tr, trl_t *l, int32_t mmu, int32_t mlr, int slr)
+/* The layer's state on the device: the master copy from the current int8 weights and bias, momentum 0. */
+static int dev_init_layer(tsr_trainer_t *tr, trl_t *l)
 {
+    int32_t mlr, mmu = (int32_t)fmin(llround(tr->o.momentum * 2147483648.0), 2147483647.0);
+    int slr;
+    if (tsr_sgd_multiplier(tr->o.lr, 0, &mlr, &slr))
+        return node_err(TSR_EINVAL, l, "the device update's learning rate");
     const size_t nw = (size_t)l->M * (size_t)l->K;
     l->sgd_w = calloc(1, sizeof *l->sgd_w);
-    l->gwi = calloc(nw, sizeof *l->gwi);
-    l->gbi = calloc((size_t)l->M, sizeof *l->gbi);
     int32_t *w0 = malloc(sizeof(int32_t) * (nw > (size_t)l->M ? nw : (size_t)l->M));
     int rc = 0;
-    if (!l->sgd_w || !l->gwi || !l->gbi || !w0)
+    if (!l->sgd_w || !w0)
         rc = tsr_err(TSR_ENOMEM, "out of memory");
     tsr_sgd_params_t p = {(int64_t)nw, DEV_FRAC, mmu, mlr, slr, -(128 << DEV_FRAC),
                           (127 << DEV_FRAC) + (1 << (DEV_FRAC - 1)) - 1, -128, 127, 1};
@@ -764,7 +772,7 @@ static int dev_init_layer(tsr_trainer_t *tr, trl_t *l, int32_t mmu, int32_t mlr,
 
 int tsr_train_device_update_init(tsr_trainer_t *tr)
 {
-    int32_t mlr, mmu = (int32_t)fmin(llround(tr->o.momentum * 2147483648.0), 2147483647.0);
+    int32_t mlr;
     int slr;
     for (int j = 0; j < tr->nc; j++) {
         trl_t *l = &tr->c[j];
@@ -780,9 +788,11 @@ int tsr_train_device_update_init(tsr_trainer_t *tr)
         if (l->has_bias && (l->fb = bias_frac(l)) < 0)
             return tsr_err(TSR_EINVAL, "--update device: node \"%s\" (%s): its int32 bias is too large for the "
                            "device update's fixed point (|b| * 16 over 2^30)", TSR_SAFE(l->L.node), l->L.op);
-        int rc = dev_init_layer(tr, l, mmu, mlr, slr);
-        if (rc)
-            return rc;
+        /* the integer gradients the backward keeps for the update (the state itself at the first update) */
+        l->gwi = calloc((size_t)l->M * (size_t)l->K, sizeof *l->gwi);
+        l->gbi = calloc((size_t)l->M, sizeof *l->gbi);
+        if (!l->gwi || !l->gbi)
+            return tsr_err(TSR_ENOMEM, "out of memory");
     }
     return 0;
 }
