@@ -2,14 +2,16 @@
  * tsr_sgd: the SGD-with-momentum update on the device ALU (see tsr_sgd.h,
  * which defines it).
  *
- * Accumulator layout: NREG regions of `tile` rows (g, v, w_m, the lr term,
- * q, the acc8 loads of w_m's and v's four planes, q's upper planes), then
- * NCONST constant rows (every lane the same value: the multipliers and
- * clamp bounds, which do not fit the ALU's 16-bit immediate), loaded once.
- * A tile of rows: the compute stage loads g_raw (acc) and the eight state
- * planes (acc8), runs the ALU sequence, and hands the out rows of the new
- * planes (and q's) to the store stage; the next tile's compute waits for
- * those stores (its ALU ops rewrite the rows), FINISH for the last ones.
+ * Accumulator layout: two sets (tiles alternate between them) of NREG
+ * regions of `tile` rows (g, v, w_m, the lr term, q, the acc8 loads of w_m's
+ * and v's four planes, q's upper planes), then NCONST constant rows (every
+ * lane the same value: the multipliers and clamp bounds, which do not fit
+ * the ALU's 16-bit immediate), loaded once. A tile of rows: the compute
+ * stage loads g_raw (acc) and the eight state planes (acc8), runs the ALU
+ * sequence, and hands the out rows of the new planes (and q's) to the store
+ * stage, which stores them while the compute stage works on the next tile
+ * in the other set; tile t+2's compute waits for tile t's stores (its ALU
+ * ops rewrite those rows), FINISH for the last tile's.
  * Every ALU op covers the tile's rows with one instruction (iter_out =
  * rows, dst +1 per row, src +1 or +0 for a constant row).
  */
@@ -24,7 +26,7 @@
 
 enum { R_G, R_V, R_W, R_T, R_Q, R_PW0, R_PV0 = R_PW0 + 4, R_QS1 = R_PV0 + 4, NREG = R_QS1 + 3 };
 enum { C_MG, C_GLO, C_GHI, C_SG, C_MMU, C_VLO, C_VHI, C_MLR, C_WLO, C_WHI, C_QLO, C_QHI, NCONST };
-#define MAXUOPS 64
+#define MAXUOPS 128
 #define SGD_MAX_N (INT64_C(1) << 26)
 
 static int in_lim(int32_t v) { return v >= -TSR_SGD_LIM && v < TSR_SGD_LIM; }
@@ -106,10 +108,11 @@ typedef struct {
     tsr_uop_t uops[MAXUOPS];
     int nuops;
     int rows;                      /* rows of the current tile */
+    int set;                       /* its region set (tile parity) */
     int rc;
 } bld_t;
 
-static uint32_t reg(const bld_t *b, int r) { return (uint32_t)(r * b->g->tile); }
+static uint32_t reg(const bld_t *b, int r) { return (uint32_t)((b->set * NREG + r) * b->g->tile); }
 
 static uint32_t uop_of(bld_t *b, uint32_t dst, uint32_t src)
 {
@@ -203,11 +206,12 @@ typedef struct {
     uint32_t g, w, v, q, c, u;
 } els_t;
 
-static void tile_insns(bld_t *b, const els_t *e, int t)
+static void tile_insns(bld_t *b, const els_t *e, int t, int tiles)
 {
     const tsr_sgd_t *g = b->g;
     const uint32_t r0 = (uint32_t)((int64_t)t * g->tile), rows = (uint32_t)b->rows, pl = (uint32_t)g->rows;
-    if (t > 0)
+    b->set = t % 2;
+    if (t >= 2) /* tile t-2's stores are done with this set's rows */
         tsr_stream_wait(&b->s, TSR_Q_ST2CMP);
     tsr_stream_load(&b->s, TSR_MEM_ACC, reg(b, R_G), e->g + r0, 1, rows, rows);
     for (int k = 0; k < 4; k++) {
@@ -223,7 +227,8 @@ static void tile_insns(bld_t *b, const els_t *e, int t)
     }
     for (int k = 0; k < g->p.q_bytes; k++)
         tsr_stream_store(&b->s, reg(b, k ? R_QS1 + k - 1 : R_Q), e->q + (uint32_t)k * pl + r0, 1, rows, rows);
-    tsr_stream_signal(&b->s, TSR_Q_ST2CMP);
+    if (t + 2 < tiles || t == tiles - 1) /* for tile t+2, or (the last) for FINISH */
+        tsr_stream_signal(&b->s, TSR_Q_ST2CMP);
 }
 
 /* Build the step's stream and write its uops (the uop buffer holds MAXUOPS rows). */
@@ -234,7 +239,7 @@ static int build(tsr_sgd_t *g)
     if (!b)
         return tsr_err(TSR_ENOMEM, "out of memory");
     b->g = g;
-    b->cbase = (uint32_t)(NREG * g->tile);
+    b->cbase = (uint32_t)(2 * NREG * g->tile);
     const els_t e = {(uint32_t)(g->ga / c->acc_bytes), (uint32_t)(g->wa / c->out_bytes),
                      (uint32_t)(g->va / c->out_bytes), (uint32_t)(g->qa / c->out_bytes),
                      (uint32_t)(g->ca / c->acc_bytes), (uint32_t)(g->ua / c->uop_bytes)};
@@ -244,7 +249,7 @@ static int build(tsr_sgd_t *g)
     const int tiles = (int)((g->rows + g->tile - 1) / g->tile);
     for (int t = 0; t < tiles; t++) {
         b->rows = (int)(g->rows - (int64_t)t * g->tile < g->tile ? g->rows - (int64_t)t * g->tile : g->tile);
-        tile_insns(b, &e, t);
+        tile_insns(b, &e, t, tiles);
     }
     tsr_stream_set_uops(&b->s, ui, (uint32_t)b->nuops);
     int rc = b->rc;
@@ -279,7 +284,7 @@ static int geometry(tsr_sgd_t *g, const tsr_config_t *c)
                        c->acc_width, c->inp_width);
     const int lanes = c->batch * c->block_out;
     g->rows = (g->p.n + lanes - 1) / lanes;
-    int64_t tile = ((int64_t)c->acc_depth - NCONST) / NREG;
+    int64_t tile = ((int64_t)c->acc_depth - NCONST) / (2 * NREG);
     const int64_t lim = (1 << TSR_LOOP_BITS) - 1;
     tile = tile < lim ? tile : lim;
     tile = tile < g->rows ? tile : g->rows;
