@@ -1,7 +1,8 @@
 /*
  * tsr_sgd: the SGD-with-momentum update on the device ALU, exact in int32
- * (issue 27). The formulas below are its normative definition (bit for
- * bit; tests/test_sgd.c holds an independent plain-C reference of them).
+ * (issue 27). The formulas below are its definition, bit for bit, as in
+ * jit/operators.md "SGD update" (tests/test_sgd.c holds an independent
+ * plain-C reference of them).
  *
  * State of one trained tensor of n values, resident in device DRAM for the
  * life of the operator: its master copy w_m (int32 fixed point: the value
