@@ -561,22 +561,27 @@ void tsr_sc_accel::yield_(int s)
     switch_to(n >= 0 ? n : kEngine);
 }
 
-void tsr_sc_accel::wait_ticks(int s, sc_dt::uint64 t)
+// (inline: a stage waits a few times per burst, most of them on the fast
+// path; the rest out of line)
+inline __attribute__((always_inline)) void tsr_sc_accel::wait_ticks(int s, sc_dt::uint64 t)
 {
     if (t <= mnow_) // (a time that rounds to now: nothing to wait for)
         return;
-    if (!aborting && rd_head_ >= rd_n_ && !nx_n_ && t <= stamp().value() + quantum_) {
-        // Nothing runnable now and s alone due first, within the quantum
-        // (a stage running ahead alone, most waits): what pick_ would
-        // decide, without the round through yield_. (A running stage is
-        // due at no time, kNever: the earliest is another's.)
-        if (seq_min_ > t) {
-            set_now(t);
-            ready_[0] = s;
-            rd_head_ = rd_n_ = 1;
-            return;
-        }
+    // Nothing runnable now and s alone due first, within the quantum (a
+    // stage running ahead alone, most waits): what pick_ would decide,
+    // without the round through yield_. (A running stage is due at no
+    // time, kNever: the earliest is another's.)
+    if (!aborting && rd_head_ >= rd_n_ && !nx_n_ && seq_min_ > t && t <= stamp().value() + quantum_) {
+        set_now(t);
+        ready_[0] = s;
+        rd_head_ = rd_n_ = 1;
+        return;
     }
+    wait_ticks_slow(s, t);
+}
+
+void tsr_sc_accel::wait_ticks_slow(int s, sc_dt::uint64 t)
+{
     seq_set(s, t);
     yield_(s);
     seq_set(s, kNever); // (woken by an abort: no longer due)
@@ -737,7 +742,7 @@ int tsr_sc_accel::configure(const tsr_config_t *c, tsr_dram_t *d, const tsr_sc_d
 // SystemC time is.
 double tsr_sc_accel::host_now() const { return cyc_of(std::max(mnow_, stamp().value())); }
 
-// (inline: a stage waits several times per burst; wait_ticks stays out of line)
+// (inline: a stage waits several times per burst)
 inline __attribute__((always_inline)) void tsr_sc_accel::wait_until(double cyc)
 {
     double n = now();

@@ -459,6 +459,7 @@ class tsr_sc_accel : public sc_core::sc_module, public tsr_sc_sequencer {
     boost::context::fiber make_fiber(int s);
     void switch_to(int n);                   // from the running context to context n
     void wait_ticks(int s, sc_dt::uint64 t); // stage s waits until model time t
+    void wait_ticks_slow(int s, sc_dt::uint64 t); // (its round through the schedule)
     void yield_(int s);                      // stage s waits: run the next stage due
     int pick_(sc_dt::uint64 *sync);          // that stage (or -1, or kPickSync)
     void sync_real(int s);                   // stage s waits until SystemC time reaches the model's
