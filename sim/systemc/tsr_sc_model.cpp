@@ -172,6 +172,10 @@ static inline __attribute__((always_inline)) double cyc_of(sc_dt::uint64 v, cyc_
 }
 
 static inline __attribute__((always_inline)) double to_cyc(const sc_time &t) { return cyc_of(t.value()); }
+// A burst's local offset in cycles: none (most of the load stage's bursts,
+// after their wait) is 0 without the conversion, which would also evict the
+// offset's memo (the same value either way).
+static inline __attribute__((always_inline)) double local_cyc(sc_dt::uint64 v) { return v ? cyc_of(v, g_cyc_local) : 0.0; }
 
 // sc_time_stamp() without the call into the library (the same member it
 // returns): the stages read the time several times per instruction.
@@ -969,7 +973,7 @@ double tsr_sc_accel::axi(bool write, bool high, uint64_t addr, uint64_t bytes, s
         ext.w_lead = write && a == addr / b * b ? std::max(0.0, 2 - beat_cycles) : 0;
         if constexpr (kPace) {
             // Not requested before the reader has room for it.
-            const double nb = (*pace)(a + n, -2), at = now() + cyc_of(*local, g_cyc_local);
+            const double nb = (*pace)(a + n, -2), at = now() + local_cyc(*local);
             if (nb > at + 1e-9) {
                 if (nb - now() > kQuantum) {
                     // (waiting in simulated time: `between` still runs when due)
@@ -994,7 +998,7 @@ double tsr_sc_accel::axi(bool write, bool high, uint64_t addr, uint64_t bytes, s
             // A low-priority read ahead of simulated time waits for it: the
             // DRAM serves bursts in call order, so a fetch or compute read
             // of an earlier cycle made later would queue behind it.
-            const double at = now() + cyc_of(*local, g_cyc_local);
+            const double at = now() + local_cyc(*local);
             while (now() < at - 1e-9) {
                 double w = at;
                 if constexpr (kBetween) {
@@ -1011,7 +1015,7 @@ double tsr_sc_accel::axi(bool write, bool high, uint64_t addr, uint64_t bytes, s
             // stage's back completes its instructions (their pushes) when
             // due meanwhile, rather than inside the DRAM target.
             for (;;) {
-                const double at = now() + cyc_of(*local, g_cyc_local), sl = mem_direct->rd_slot_at(at);
+                const double at = now() + local_cyc(*local), sl = mem_direct->rd_slot_at(at);
                 if (sl <= at + 1e-9)
                     break;
                 double w = sl;
