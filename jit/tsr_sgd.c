@@ -29,24 +29,28 @@ enum { C_MG, C_GLO, C_GHI, C_SG, C_MMU, C_VLO, C_VHI, C_MLR, C_WLO, C_WHI, C_QLO
 #define MAXUOPS 128
 #define SGD_MAX_N (INT64_C(1) << 26)
 
-static int in_lim(int32_t v) { return v >= -TSR_SGD_LIM && v < TSR_SGD_LIM; }
+static int nplanes(const tsr_sgd_params_t *p) { return p->planes ? p->planes : 4; }
+static int32_t lim(const tsr_sgd_params_t *p) { return TSR_SGD_LIM_OF(nplanes(p)); }
+static int in_lim(const tsr_sgd_params_t *p, int32_t v) { return v >= -lim(p) && v < lim(p); }
 
 int tsr_sgd_check(const tsr_sgd_params_t *p)
 {
     if (p->n < 1 || p->n > SGD_MAX_N)
         return tsr_err(TSR_EINVAL, "sgd: n %lld outside 1..%lld", (long long)p->n, (long long)SGD_MAX_N);
+    if (p->planes != 0 && p->planes != 3 && p->planes != 4)
+        return tsr_err(TSR_EINVAL, "sgd: planes %d (3 or 4)", p->planes);
     if (p->frac < 0 || p->frac > 30)
         return tsr_err(TSR_EINVAL, "sgd: frac %d outside 0..30", p->frac);
     if (p->mmu < 0 || p->mlr < 0)
         return tsr_err(TSR_EINVAL, "sgd: a negative multiplier (mmu %d, mlr %d)", (int)p->mmu, (int)p->mlr);
     if (p->slr < 0 || p->slr > 31)
         return tsr_err(TSR_EINVAL, "sgd: shift slr %d outside 0..31", p->slr);
-    if (!in_lim(p->w_lo) || !in_lim(p->w_hi) || p->w_lo > p->w_hi)
-        return tsr_err(TSR_EINVAL, "sgd: w_m clamp [%d, %d] empty or outside [-2^30, 2^30 - 1]", (int)p->w_lo,
-                       (int)p->w_hi);
+    if (!in_lim(p, p->w_lo) || !in_lim(p, p->w_hi) || p->w_lo > p->w_hi)
+        return tsr_err(TSR_EINVAL, "sgd: w_m clamp [%d, %d] empty or outside [%d, %d]", (int)p->w_lo, (int)p->w_hi,
+                       (int)-lim(p), (int)(lim(p) - 1));
     if (p->q_bytes != 1 && p->q_bytes != 4)
         return tsr_err(TSR_EINVAL, "sgd: q_bytes %d (1 or 4)", p->q_bytes);
-    const int32_t lo = p->q_bytes == 1 ? -128 : -TSR_SGD_LIM, hi = p->q_bytes == 1 ? 127 : TSR_SGD_LIM - 1;
+    const int32_t lo = p->q_bytes == 1 ? -128 : -lim(p), hi = p->q_bytes == 1 ? 127 : lim(p) - 1;
     if (p->q_lo < lo || p->q_hi > hi || p->q_lo > p->q_hi)
         return tsr_err(TSR_EINVAL, "sgd: q clamp [%d, %d] empty or outside [%d, %d]", (int)p->q_lo, (int)p->q_hi,
                        (int)lo, (int)hi);
@@ -79,12 +83,12 @@ int tsr_sgd_multiplier(double r, int smin, int32_t *m, int *s)
 
 /* ---- the host's form of the planes ---- */
 
-static void split_host(const int32_t *x, int64_t n, int64_t vals, uint8_t *planes)
+static void split_host(const int32_t *x, int64_t n, int64_t vals, int np, uint8_t *planes)
 {
-    memset(planes, 0, (size_t)(4 * vals));
+    memset(planes, 0, (size_t)(np * vals));
     for (int64_t i = 0; i < n; i++) {
         int64_t v = x[i];
-        for (int k = 0; k < 4; k++) {
+        for (int k = 0; k < np; k++) {
             planes[k * vals + i] = (uint8_t)(v & 255);
             v = (v + 128) >> 8;
         }
@@ -151,20 +155,20 @@ static void op_ri(bld_t *b, uint32_t op, int d, int imm)
     tsr_stream_loops(in, (uint32_t)b->rows, 1, 0, 1, 0, 0);
 }
 
-/* x = the four acc8 planes in regions p0..p0+3 joined */
-static void join(bld_t *b, int x, int p0)
+/* x = the np acc8 planes in regions p0..p0+np-1 joined */
+static void join(bld_t *b, int x, int p0, int np)
 {
-    op_rr(b, TSR_ALU_MOV, x, p0 + 3);
-    for (int k = 2; k >= 0; k--) {
+    op_rr(b, TSR_ALU_MOV, x, p0 + np - 1);
+    for (int k = np - 2; k >= 0; k--) {
         op_ri(b, TSR_ALU_SHR, x, -8);
         op_rr(b, TSR_ALU_ADD, x, p0 + k);
     }
 }
 
-/* regions s1..s1+2 = x_1..x_3 (their out rows: digits 1..3; x's own out rows hold digit 0) */
-static void split(bld_t *b, int x, int s1)
+/* regions s1..s1+np-2 = x_1..x_(np-1) (their out rows: digits 1..; x's own out rows hold digit 0) */
+static void split(bld_t *b, int x, int s1, int np)
 {
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < np - 1; k++) {
         op_rr(b, TSR_ALU_MOV, s1 + k, k ? s1 + k - 1 : x);
         op_ri(b, TSR_ALU_ADD, s1 + k, 128);
         op_ri(b, TSR_ALU_SHR, s1 + k, 8);
@@ -174,16 +178,17 @@ static void split(bld_t *b, int x, int s1)
 static void alu_seq(bld_t *b)
 {
     const tsr_sgd_params_t *p = &b->g->p;
+    const int np = b->g->np;
     op_rc(b, TSR_ALU_MULHR, R_G, C_MG);
     op_rc(b, TSR_ALU_MAX, R_G, C_GLO);
     op_rc(b, TSR_ALU_MIN, R_G, C_GHI);
     op_rc(b, TSR_ALU_RSHR, R_G, C_SG);
-    join(b, R_V, R_PV0);
+    join(b, R_V, R_PV0, 4);
     op_rc(b, TSR_ALU_MULHR, R_V, C_MMU);
     op_rr(b, TSR_ALU_ADD, R_V, R_G);
     op_rc(b, TSR_ALU_MAX, R_V, C_VLO);
     op_rc(b, TSR_ALU_MIN, R_V, C_VHI);
-    join(b, R_W, R_PW0);
+    join(b, R_W, R_PW0, np);
     op_rr(b, TSR_ALU_MOV, R_T, R_V);
     op_rc(b, TSR_ALU_MULHR, R_T, C_MLR);
     op_ri(b, TSR_ALU_RSHR, R_T, p->slr);
@@ -195,10 +200,10 @@ static void alu_seq(bld_t *b)
     op_ri(b, TSR_ALU_RSHR, R_Q, p->frac);
     op_rc(b, TSR_ALU_MAX, R_Q, C_QLO);
     op_rc(b, TSR_ALU_MIN, R_Q, C_QHI);
-    split(b, R_W, R_PW0 + 1);
-    split(b, R_V, R_PV0 + 1);
+    split(b, R_W, R_PW0 + 1, np);
+    split(b, R_V, R_PV0 + 1, 4);
     if (p->q_bytes == 4)
-        split(b, R_Q, R_QS1);
+        split(b, R_Q, R_QS1, 4);
 }
 
 /* element indices of the buffers */
@@ -215,14 +220,16 @@ static void tile_insns(bld_t *b, const els_t *e, int t, int tiles)
         tsr_stream_wait(&b->s, TSR_Q_ST2CMP);
     tsr_stream_load(&b->s, TSR_MEM_ACC, reg(b, R_G), e->g + r0, 1, rows, rows);
     for (int k = 0; k < 4; k++) {
-        tsr_stream_load(&b->s, TSR_MEM_ACC8, reg(b, R_PW0 + k), e->w + (uint32_t)k * pl + r0, 1, rows, rows);
+        if (k < g->np)
+            tsr_stream_load(&b->s, TSR_MEM_ACC8, reg(b, R_PW0 + k), e->w + (uint32_t)k * pl + r0, 1, rows, rows);
         tsr_stream_load(&b->s, TSR_MEM_ACC8, reg(b, R_PV0 + k), e->v + (uint32_t)k * pl + r0, 1, rows, rows);
     }
     alu_seq(b);
     tsr_stream_signal(&b->s, TSR_Q_CMP2ST);
     tsr_stream_wait(&b->s, TSR_Q_CMP2ST);
     for (int k = 0; k < 4; k++) {
-        tsr_stream_store(&b->s, reg(b, k ? R_PW0 + k : R_W), e->w + (uint32_t)k * pl + r0, 1, rows, rows);
+        if (k < g->np)
+            tsr_stream_store(&b->s, reg(b, k ? R_PW0 + k : R_W), e->w + (uint32_t)k * pl + r0, 1, rows, rows);
         tsr_stream_store(&b->s, reg(b, k ? R_PV0 + k : R_V), e->v + (uint32_t)k * pl + r0, 1, rows, rows);
     }
     for (int k = 0; k < g->p.q_bytes; k++)
@@ -301,7 +308,9 @@ static int write_consts(tsr_sgd_t *g, const tsr_config_t *c, int32_t mg, int sg)
     if (mg < 0 || sg < -30 || sg > 31)
         return tsr_err(TSR_EINVAL, "sgd: gradient multiplier %d outside 0..2^31-1 or shift %d outside -30..31",
                        (int)mg, sg);
-    const int32_t gl = TSR_SGD_LIM >> (sg < 0 ? -sg : 0);
+    /* the clamp before the shift: g within L after it (L << sg over int32: 2^31 - 1, which rshr brings to L) */
+    const int64_t L = TSR_SGD_LIM;
+    const int32_t gl = sg < 0 ? (int32_t)(L >> -sg) : (int32_t)(L << sg > INT32_MAX ? INT32_MAX : L << sg);
     const int32_t v[NCONST] = {mg, -gl, gl, sg, p->mmu, -(TSR_SGD_LIM - 1), TSR_SGD_LIM - 1, p->mlr,
                                p->w_lo, p->w_hi, p->q_lo, p->q_hi};
     const int lanes = c->batch * c->block_out;
@@ -318,18 +327,26 @@ static int write_consts(tsr_sgd_t *g, const tsr_config_t *c, int32_t mg, int sg)
 
 static int write_state(tsr_sgd_t *g, const int32_t *w_m0, int64_t vals)
 {
-    uint8_t *pl = malloc((size_t)(4 * vals));
+    const int np = g->np;
+    uint8_t *pl = malloc((size_t)(np * vals));
     int32_t *z = calloc((size_t)g->p.n, sizeof *z);
     int rc = TSR_OK;
     if (!pl || !z)
         rc = tsr_err(TSR_ENOMEM, "out of memory");
     if (!rc) {
-        split_host(w_m0, g->p.n, vals, pl);
-        rc = tsr_mem_write(g->dev, g->wa, pl, (uint64_t)(4 * vals));
+        split_host(w_m0, g->p.n, vals, np, pl);
+        rc = tsr_mem_write(g->dev, g->wa, pl, (uint64_t)(np * vals));
     }
     if (!rc) {
-        split_host(z, g->p.n, vals, pl);
-        rc = tsr_mem_write(g->dev, g->va, pl, (uint64_t)(4 * vals));
+        uint8_t *pv = np == 4 ? pl : malloc((size_t)(4 * vals));
+        if (!pv)
+            rc = tsr_err(TSR_ENOMEM, "out of memory");
+        else {
+            split_host(z, g->p.n, vals, 4, pv);
+            rc = tsr_mem_write(g->dev, g->va, pv, (uint64_t)(4 * vals));
+        }
+        if (pv != pl)
+            free(pv);
     }
     free(pl);
     free(z);
@@ -349,14 +366,21 @@ int tsr_sgd_init(tsr_sgd_t *g, tsr_device_t *dev, const tsr_sgd_params_t *p, con
     const tsr_config_t *c = tsr_device_config(dev);
     g->dev = dev;
     g->p = *p;
+    g->np = nplanes(p);
+    g->own_g = !p->g_buf;
+    g->own_q = !p->q_buf;
+    g->ga = p->g_buf;
+    g->qa = p->q_buf;
     if ((rc = geometry(g, c)))
         return rc;
     const int64_t vals = g->rows * c->batch * c->block_out;
     if ((rc = tsr_mem_alloc(dev, (uint64_t)MAXUOPS * c->uop_bytes, &g->ua)) ||
         (rc = tsr_mem_alloc(dev, (uint64_t)NCONST * c->acc_bytes, &g->ca)) ||
-        (rc = tsr_mem_alloc(dev, (uint64_t)g->rows * c->acc_bytes, &g->ga)) ||
-        (rc = tsr_mem_alloc(dev, (uint64_t)(4 * vals), &g->wa)) || (rc = tsr_mem_alloc(dev, (uint64_t)(4 * vals), &g->va)) ||
-        (rc = tsr_mem_alloc(dev, (uint64_t)(p->q_bytes * vals), &g->qa)) || (rc = write_consts(g, c, 0, 0)) ||
+        (g->own_g && (rc = tsr_mem_alloc(dev, (uint64_t)g->rows * c->acc_bytes, &g->ga))) ||
+        (rc = tsr_mem_alloc(dev, (uint64_t)(g->np * vals), &g->wa)) ||
+        (rc = tsr_mem_alloc(dev, (uint64_t)(4 * vals), &g->va)) ||
+        (g->own_q && (rc = tsr_mem_alloc(dev, (uint64_t)(p->q_bytes * vals), &g->qa))) ||
+        (rc = write_consts(g, c, 0, 0)) ||
         (rc = write_state(g, w_m0, vals)) || (rc = build(g))) {
         tsr_sgd_free(g);
         return rc;
@@ -406,10 +430,11 @@ int tsr_sgd_read_state(const tsr_sgd_t *g, int32_t *w_m, int32_t *v)
     int rc = pl ? TSR_OK : tsr_err(TSR_ENOMEM, "out of memory");
     for (int k = 0; k < 2 && !rc; k++) {
         int32_t *dst = k ? v : w_m;
-        if (!dst || (rc = tsr_mem_read(g->dev, k ? g->va : g->wa, pl, (uint64_t)(4 * vals))))
+        const int np = k ? 4 : g->np;
+        if (!dst || (rc = tsr_mem_read(g->dev, k ? g->va : g->wa, pl, (uint64_t)(np * vals))))
             continue;
         for (int64_t i = 0; i < g->p.n; i++)
-            dst[i] = join_host(pl, vals, i, 4);
+            dst[i] = join_host(pl, vals, i, np);
     }
     free(pl);
     return rc;
@@ -417,7 +442,7 @@ int tsr_sgd_read_state(const tsr_sgd_t *g, int32_t *w_m, int32_t *v)
 
 void tsr_sgd_free(tsr_sgd_t *g)
 {
-    const uint64_t a[6] = {g->qa, g->va, g->wa, g->ga, g->ca, g->ua};
+    const uint64_t a[6] = {g->own_q ? g->qa : 0, g->va, g->wa, g->own_g ? g->ga : 0, g->ca, g->ua};
     for (int i = 0; i < 6; i++)
         if (a[i])
             tsr_mem_free(g->dev, a[i]);

@@ -11,18 +11,19 @@
  * g_raw (the dW sums of jit/tsr_grad.h, or bias gradients) and computes on
  * the ALU, per element, with mulhr / rshr as isa/semantics.md defines them:
  *
- *   g  = rshr(clamp(mulhr(g_raw, mg), -gl, gl), sg)   gl = 2^30 >> max(0, -sg), mg and sg of the step
- *   v  = clamp(mulhr(v, mmu) + g, -(2^30 - 1), 2^30 - 1)
+ *   g  = rshr(clamp(mulhr(g_raw, mg), -gl, gl), sg)   mg and sg of the step; gl = L >> -sg for sg < 0,
+ *                                                      else min(L << sg, 2^31 - 1): |g| <= L = 2^30
+ *   v  = clamp(mulhr(v, mmu) + g, -(L - 1), L - 1)
  *   w_m = clamp(w_m - rshr(mulhr(v, mlr), slr), w_lo, w_hi)
  *   q  = clamp(rshr(w_m, frac), q_lo, q_hi)
  *
  * q (int8, q_bytes 1: the weights the next forward uses; int32, q_bytes 4:
  * a bias) is read back. No step can leave int32: every sum's operands are
  * bounded by 2^30 by the clamps before it (the parameter check refuses the
- * ranges that would not be).
+ * ranges that would not be; w_m in three planes: within 2^22).
  *
- * The state is kept in DRAM as four int8 planes per tensor (a STORE keeps
- * 8 bits of each accumulator): digit k of x is sext8(x_k), x_0 = x,
+ * The state is kept in DRAM as four int8 planes per tensor (w_m: or three; a
+ * STORE keeps 8 bits of each accumulator): digit k of x is sext8(x_k), x_0 = x,
  * x_(k+1) = (x_k + 128) >> 8, and x = SUM_k digit_k * 256^k (mod 2^32):
  * the device splits with add/shr and joins the acc8 loads with shr/add.
  */
@@ -33,7 +34,10 @@
 
 #include "tsr_driver.h"
 
-#define TSR_SGD_LIM (INT32_C(1) << 30) /* bound of v (exclusive), w_m, q and each ALU sum's operands */
+/* Bound of g, v (exclusive) and each ALU sum's operands: 2^30; of w_m and q with w_m in P planes (3 or 4):
+ * 2^(8P - 2) */
+#define TSR_SGD_LIM_OF(P) (INT32_C(1) << (8 * (P) - 2))
+#define TSR_SGD_LIM TSR_SGD_LIM_OF(4)
 
 typedef struct tsr_sgd_params {
     int64_t n;        /* values of the tensor, 1 .. 2^26 */
@@ -44,6 +48,10 @@ typedef struct tsr_sgd_params {
     int32_t w_lo, w_hi; /* clamp of w_m, within [-2^30, 2^30 - 1] */
     int32_t q_lo, q_hi; /* clamp of q, within [-2^30, 2^30 - 1] (q_bytes 1: within [-128, 127]) */
     int q_bytes;      /* 1 (int8 q) or 4 (int32 q) */
+    int planes;       /* w_m's bytes per value: 4 (or 0), or 3: w_m's and q's bounds are then 2^22, not 2^30 */
+    uint64_t g_buf;   /* device buffer for g_raw of at least rows * acc_bytes shared with other tensors (their steps
+                         run one after another; the caller frees it), or 0: one of its own */
+    uint64_t q_buf;   /* the same for q: at least q_bytes * rows * BATCH * BLOCK_OUT bytes, or 0 */
 } tsr_sgd_params_t;
 
 typedef struct tsr_sgd {
@@ -52,6 +60,8 @@ typedef struct tsr_sgd {
     int64_t rows;             /* accumulator rows of the tensor (n / lanes rounded up) */
     int tile;                 /* rows per tile */
     uint64_t ua, ca, ga, wa, va, qa; /* device buffers: uops, constants, g_raw, w planes, v planes, q planes */
+    int np;                   /* planes of the state (3 or 4) */
+    int own_g, own_q;         /* ga, qa are its own (not params' g_buf, q_buf) */
     tsr_insn_t *insns;        /* one step's stream */
     size_t ninsns;
     uint64_t alu_ops;         /* ALU tensor ops of one step */

@@ -29,7 +29,6 @@
 #include "tsr_sgd.h"
 #include "tsr_testenv.h"
 
-#define LIM (INT64_C(1) << 30)
 
 static uint64_t base_seed(void) { return tsr_test_seed("TSR_SGD_SEED", 20261207u); }
 static int rnd(uint64_t *s, int lo, int hi) { return tsr_test_rnd(s, lo, hi); }
@@ -71,12 +70,18 @@ static int64_t ref_rshr(int64_t a, int s)
     return q;
 }
 
+/* the bound of w_m and q: 2^30 with w_m in four planes, 2^22 with three (g and v: always 2^30) */
+static int64_t lim_of(const tsr_sgd_params_t *p) { return p->planes == 3 ? INT64_C(1) << 22 : INT64_C(1) << 30; }
+
 static void ref_step(const tsr_sgd_params_t *p, const int32_t *graw, int32_t mg, int sg, int32_t *w, int32_t *v,
                      int32_t *q)
 {
-    const int64_t gl = LIM >> (sg < 0 ? -sg : 0);
+    const int64_t LIM = INT64_C(1) << 30;
+    const int64_t gl = sg < 0 ? LIM >> -sg : (LIM << sg > INT32_MAX ? INT32_MAX : LIM << sg);
     for (int64_t i = 0; i < p->n; i++) {
         const int64_t g = ref_rshr(clamp64(ref_mulhr(graw[i], mg), -gl, gl), sg);
+        if (g < -LIM || g > LIM)
+            fail_msg("reference: g %lld past %lld", (long long)g, (long long)LIM);
         const int64_t vn = clamp64(fits(ref_mulhr(v[i], p->mmu) + g), -(LIM - 1), LIM - 1);
         const int64_t t = ref_rshr(ref_mulhr(vn, p->mlr), p->slr);
         const int64_t wn = clamp64(fits(w[i] - t), p->w_lo, p->w_hi);
@@ -104,6 +109,8 @@ static void rnd_params(uint64_t *s, int64_t n, tsr_sgd_params_t *p)
 {
     memset(p, 0, sizeof *p);
     p->n = n;
+    p->planes = rnd(s, 0, 2) ? 4 : 3;
+    const int64_t LIM = lim_of(p);
     p->frac = rnd(s, 0, 30);
     p->mmu = rnd(s, 0, 4) ? rnd32(s, 0, INT32_MAX) : (rnd(s, 0, 1) ? INT32_MAX : 0);
     p->mlr = rnd(s, 0, 4) ? rnd32(s, 0, INT32_MAX) : INT32_MAX;
@@ -138,6 +145,17 @@ static uint64_t run_case(tsr_device_t *dev, uint64_t *s, int64_t n, int steps, c
     assert_non_null(w && v && g && q && qd && wd && vd);
     for (int64_t i = 0; i < n; i++)
         w[i] = rnd(s, 0, 9) ? rnd32(s, p.w_lo, p.w_hi) : (rnd(s, 0, 1) ? p.w_lo : p.w_hi);
+    /* half the cases take g_raw and q through buffers of the caller's (shared by a trainer's tensors) */
+    const tsr_config_t *cfg = tsr_device_config(dev);
+    const int64_t lanes = (int64_t)cfg->batch * cfg->block_out;
+    uint64_t gbuf = 0, qbuf = 0;
+    const int64_t rows = (n + lanes - 1) / lanes;
+    if (rnd(s, 0, 1)) {
+        assert_int_equal(tsr_mem_alloc(dev, (uint64_t)rows * cfg->acc_bytes, &gbuf), TSR_OK);
+        assert_int_equal(tsr_mem_alloc(dev, (uint64_t)(rows * lanes * p.q_bytes), &qbuf), TSR_OK);
+    }
+    p.g_buf = gbuf;
+    p.q_buf = qbuf;
     tsr_sgd_t sg;
     if (tsr_sgd_init(&sg, dev, &p, w))
         fail_msg("%s: init: %s", what, tsr_errmsg());
@@ -154,9 +172,9 @@ static uint64_t run_case(tsr_device_t *dev, uint64_t *s, int64_t n, int steps, c
         for (int64_t i = 0; i < n; i++) {
             const int32_t dq = p.q_bytes == 1 ? ((int8_t *)qd)[i] : qd[i];
             if (dq != q[i])
-                fail_msg("%s (n %lld frac %d mg %d sg %d mmu %d mlr %d slr %d q_bytes %d): step %d q[%lld] = %d, "
-                         "reference %d", what, (long long)n, p.frac, (int)mg, sh, (int)p.mmu, (int)p.mlr, p.slr,
-                         p.q_bytes, st, (long long)i, (int)dq, (int)q[i]);
+                fail_msg("%s (n %lld planes %d frac %d mg %d sg %d mmu %d mlr %d slr %d q_bytes %d): step %d q[%lld] = "
+                         "%d, reference %d", what, (long long)n, p.planes, p.frac, (int)mg, sh, (int)p.mmu, (int)p.mlr,
+                         p.slr, p.q_bytes, st, (long long)i, (int)dq, (int)q[i]);
         }
     }
     assert_int_equal(tsr_sgd_read_state(&sg, wd, vd), TSR_OK);
@@ -165,6 +183,8 @@ static uint64_t run_case(tsr_device_t *dev, uint64_t *s, int64_t n, int steps, c
             fail_msg("%s: state [%lld]: w_m %d v %d, reference %d %d", what, (long long)i, (int)wd[i], (int)vd[i],
                      (int)w[i], (int)v[i]);
     tsr_sgd_free(&sg);
+    if (gbuf)
+        tsr_mem_free(dev, gbuf), tsr_mem_free(dev, qbuf);
     free(w), free(v), free(g), free(q), free(qd), free(wd), free(vd);
     return cycles;
 }
@@ -213,7 +233,7 @@ static void test_bad(void **st)
 {
     (void)st;
     tsr_device_t *dev = open_cfg("fsim", "default");
-    const tsr_sgd_params_t ok = {10, 16, 0, 1 << 30, 8, -(127 << 16), 127 << 16, -127, 127, 1};
+    const tsr_sgd_params_t ok = {10, 16, 0, 1 << 30, 8, -(127 << 16), 127 << 16, -127, 127, 1, 0, 0, 0};
     int32_t w[10] = {0};
     tsr_sgd_params_t p = ok;
     p.frac = 31;
@@ -228,6 +248,10 @@ static void test_bad(void **st)
     expect_bad(dev, &p, w, "negative multiplier");
     p = ok, p.n = 0;
     expect_bad(dev, &p, w, "n 0");
+    p = ok, p.planes = 2;
+    expect_bad(dev, &p, w, "planes 2");
+    p = ok, p.planes = 3; /* 127 << 16 is past three planes' 2^22 */
+    expect_bad(dev, &p, w, "outside [-4194304, 4194303]");
     w[3] = 128 << 16;
     expect_bad(dev, &ok, w, "initial w_m[3]");
     w[3] = 0;

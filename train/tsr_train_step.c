@@ -684,7 +684,8 @@ int tsr_train_requantize(tsr_trainer_t *tr, trl_t *l)
 
 /* ---- the update on the device ALU (device_update; jit/tsr_sgd.h) ---- */
 
-#define DEV_FRAC 20 /* fractional bits of the weights' master copy: |w_m| <= 128 * 2^20 = 2^27 */
+#define DEV_FRAC 15  /* fractional bits of the weights' master copy: |w_m| <= 128 * 2^15 = 2^22, three planes */
+#define BIAS_FRAC 20 /* at most, for a bias (four planes) */
 
 /* One tensor's gradient multiplier r >= 0 as (mg, sg) for tsr_sgd_step. */
 static int dev_mult(const trl_t *l, double r, int32_t *mg, int *sg, const char *what)
@@ -696,14 +697,34 @@ static int dev_mult(const trl_t *l, double r, int32_t *mg, int *sg, const char *
 
 static int dev_init_layer(tsr_trainer_t *tr, trl_t *l);
 
+/* The gradient and result buffers the trained tensors' updates share (they run one after another): the
+   largest's rows (int32 g; int8 weights or int32 biases). */
+static int dev_gbuf(tsr_trainer_t *tr)
+{
+    const uint64_t lanes = (uint64_t)tr->cfg.batch * (uint64_t)tr->cfg.block_out;
+    uint64_t rows = 1, qb = 1;
+    for (int j = 0; j < tr->nc; j++) {
+        const trl_t *l = &tr->c[j];
+        const uint64_t r = ((uint64_t)l->M * (uint64_t)l->K + lanes - 1) / lanes;
+        const uint64_t rb = ((uint64_t)l->M + lanes - 1) / lanes;
+        if (!l->trainable)
+            continue;
+        rows = r > rows ? r : rows;
+        qb = r * lanes > qb ? r * lanes : qb;
+        qb = l->has_bias && 4 * rb * lanes > qb ? 4 * rb * lanes : qb;
+    }
+    int rc = tsr_mem_alloc(tr->dev, rows * tr->cfg.acc_bytes, &tr->sgd_gbuf);
+    return rc ? rc : tsr_mem_alloc(tr->dev, qb, &tr->sgd_qbuf);
+}
+
 static int dev_update(tsr_trainer_t *tr, trl_t *l)
 {
     const size_t nw = (size_t)l->M * (size_t)l->K;
     const double ws = l->ws[0], bs = (double)l->L.x_scale * ws;
     int32_t mg;
     int sg, rc;
-    if (!l->sgd_w && (rc = dev_init_layer(tr, l))) /* (at the first step: the inference measured before is not
-                                                       charged with the state) */
+    /* (at the first step: the inference measured before is not charged with the state) */
+    if ((!tr->sgd_qbuf && (rc = dev_gbuf(tr))) || (!l->sgd_w && (rc = dev_init_layer(tr, l))))
         return rc;
     int8_t *nq = malloc(nw);
     if (!nq)
@@ -725,13 +746,13 @@ static int dev_update(tsr_trainer_t *tr, trl_t *l)
 }
 
 /* The bias's fractional bits: its int32 values (the file's, with 16x room to grow) within 2^(30 - fb), at most
-   DEV_FRAC; -1 when even fb 0 leaves no room. */
+   BIAS_FRAC; -1 when even fb 0 leaves no room. */
 static int bias_frac(const trl_t *l)
 {
     int64_t amax = 1 << 12;
     for (int m = 0; m < l->M; m++)
         amax = llabs((long long)l->bq[m]) * 16 > amax ? llabs((long long)l->bq[m]) * 16 : amax;
-    int fb = DEV_FRAC;
+    int fb = BIAS_FRAC;
     while (fb >= 0 && amax > (INT64_C(1) << (30 - fb)) - 1)
         fb--;
     return fb;
@@ -751,14 +772,15 @@ static int dev_init_layer(tsr_trainer_t *tr, trl_t *l)
     if (!l->sgd_w || !w0)
         rc = tsr_err(TSR_ENOMEM, "out of memory");
     tsr_sgd_params_t p = {(int64_t)nw, DEV_FRAC, mmu, mlr, slr, -(128 << DEV_FRAC),
-                          (127 << DEV_FRAC) + (1 << (DEV_FRAC - 1)) - 1, -128, 127, 1};
+                          (127 << DEV_FRAC) + (1 << (DEV_FRAC - 1)) - 1, -128, 127, 1, 3, tr->sgd_gbuf, tr->sgd_qbuf};
     for (size_t i = 0; i < nw && !rc; i++)
         w0[i] = (int32_t)l->wq[i] * (1 << DEV_FRAC);
     if (!rc && (rc = tsr_sgd_init(l->sgd_w, tr->dev, &p, w0)))
         free(l->sgd_w), l->sgd_w = NULL;
     if (!rc && l->has_bias) {
         p = (tsr_sgd_params_t){l->M, l->fb, mmu, mlr, slr, -TSR_SGD_LIM, TSR_SGD_LIM - 1,
-                               -(TSR_SGD_LIM >> l->fb), (TSR_SGD_LIM >> l->fb) - 1, 4};
+                               -(TSR_SGD_LIM >> l->fb), (TSR_SGD_LIM >> l->fb) - 1, 4, 4, tr->sgd_gbuf,
+                               tr->sgd_qbuf};
         for (int m = 0; m < l->M; m++)
             w0[m] = l->bq[m] * (1 << l->fb);
         if (!(l->sgd_b = calloc(1, sizeof *l->sgd_b)))
