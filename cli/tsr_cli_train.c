@@ -63,7 +63,7 @@ static const char *train_help =
     "                    updated in place on their fixed grid (quantization-aware\n"
     "                    scaling; an experiment: most updates round to 0);\n"
     "                    device: on the device ALU, exact in int32: the master\n"
-    "                    copy as fixed point on the int8 grid (2^20 a step) and\n"
+    "                    copy as fixed point on the int8 grid (2^15 a step) and\n"
     "                    its momentum in device DRAM (per-tensor scales only)\n"
     "  --grad-round HOW  the int8 gradients' rounding: nearest (default) or\n"
     "                    stochastic (unbiased; seeded by --seed)\n"

@@ -78,10 +78,10 @@ typedef struct tsr_train_opts {
                                gradient of w_q times w_scale^-2), the int32 bias likewise; the measurement of
                                why the master copy is there */
     int device_update;      /* 1: the update on the device ALU, exact in int32 (jit/tsr_sgd.h): per trained layer
-                               the master copy as int32 fixed point on the int8 grid (w / w_scale * 2^20, the
+                               the master copy as int32 fixed point on the int8 grid (w / w_scale * 2^15, the
                                scales fixed as with int8_update) and its momentum, resident in device DRAM; per
                                step g = the exact int32 dW sums times a per-tensor multiplier (s_dy * x_scale /
-                               w_scale * 2^20), v = mu v + g, w_m -= lr v, the int8 weights round(w_m / 2^20); the
+                               w_scale * 2^15), v = mu v + g, w_m -= lr v, the int8 weights round(w_m / 2^15); the
                                bias likewise over its x_scale * w_scale grid (its gradient the int8 dy's sums).
                                Per-tensor weight scales only; not with weight_bits 16, weight_stochastic or
                                grad_split */
