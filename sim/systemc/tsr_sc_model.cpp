@@ -120,10 +120,16 @@ struct tune_env {
 // (A plain global with an out-of-line first lookup rather than a function
 // static: the guard kept the lookup out of line in every conversion.)
 static double g_ticks_per_cycle = 0;
+// Cycles below which a whole number c of them is c * scale time units exactly
+// (and back): 2^52 / scale when the scale is a whole number, else 0 (cyc_whole).
+static double g_whole_below = 0;
 static __attribute__((noinline)) double ticks_per_cycle_init()
 {
-    g_ticks_per_cycle = sc_time(1, SC_NS).to_double();
-    return g_ticks_per_cycle;
+    const double t = sc_time(1, SC_NS).to_double();
+    if (t >= 1 && t < 4294967296.0 && t == (double)(sc_dt::uint64)t)
+        g_whole_below = 4503599627370496.0 / t;
+    g_ticks_per_cycle = t;
+    return t;
 }
 static inline double ticks_per_cycle()
 {
@@ -172,6 +178,19 @@ static inline __attribute__((always_inline)) double cyc_of(sc_dt::uint64 v, cyc_
 }
 
 static inline __attribute__((always_inline)) double to_cyc(const sc_time &t) { return cyc_of(t.value()); }
+
+// ticks_of(c) as cycles again (t = ticks_of(c)): c itself when it is a
+// whole number of cycles (t is then c * scale exactly, and the quotient c),
+// without the division, whose latency held up the burst path (a load
+// stage's burst ends and waits mostly at whole cycles); else cyc_of(t, m).
+static inline __attribute__((always_inline)) bool whole_cycles(double c)
+{
+    return c > 0 && c < g_whole_below && c == (double)(long long)c;
+}
+static inline __attribute__((always_inline)) double cyc_whole(double c, sc_dt::uint64 t, cyc_memo &m)
+{
+    return whole_cycles(c) ? c : cyc_of(t, m);
+}
 // A burst's local offset in cycles: none (most of the load stage's bursts,
 // after their wait) is 0 without the conversion, which would also evict the
 // offset's memo (the same value either way).
@@ -200,10 +219,11 @@ static inline long long round_ll(double x)
 // now() reads that (called a dozen times per burst), with no conversion.
 // (here, before its callers, and inline)
 inline __attribute__((always_inline)) double tsr_sc_accel::now() const { return mnow_c_; }
-inline __attribute__((always_inline)) void tsr_sc_accel::set_now(sc_dt::uint64 t)
+inline __attribute__((always_inline)) void tsr_sc_accel::set_now(sc_dt::uint64 t, double c)
 {
     mnow_ = t;
-    mnow_c_ = (double)t / ticks_per_cycle(); // (what cyc_of(t) gives)
+    // (what cyc_of(t) gives; with c, t = ticks_of(c): see cyc_whole)
+    mnow_c_ = whole_cycles(c) ? c : (double)t / ticks_per_cycle();
 }
 
 sc_time tsr_sc_cycles(double n) { return cyc_time(n); }
@@ -428,6 +448,8 @@ double tsr_sc_dram::serve(bool wr, unsigned len, tsr_sc_axi_ext *x, sc_dt::uint6
         q.pop_front();
     if (x)
         x->accepted = issue;
+    if (x)
+        x->end = end;
     *d = ticks_of(end) - now_ticks();
     return issue;
 }
@@ -567,7 +589,7 @@ void tsr_sc_accel::yield_(int s)
 
 // (inline: a stage waits a few times per burst, most of them on the fast
 // path; the rest out of line)
-inline __attribute__((always_inline)) void tsr_sc_accel::wait_ticks(int s, sc_dt::uint64 t)
+inline __attribute__((always_inline)) void tsr_sc_accel::wait_ticks(int s, sc_dt::uint64 t, double c)
 {
     if (t <= mnow_) // (a time that rounds to now: nothing to wait for)
         return;
@@ -576,7 +598,7 @@ inline __attribute__((always_inline)) void tsr_sc_accel::wait_ticks(int s, sc_dt
     // without the round through yield_. (A running stage is due at no
     // time, kNever: the earliest is another's.)
     if (!aborting && rd_head_ >= rd_n_ && !nx_n_ && seq_min_ > t && t <= stamp().value() + quantum_) {
-        set_now(t);
+        set_now(t, c);
         ready_[0] = s;
         rd_head_ = rd_n_ = 1;
         return;
@@ -751,7 +773,7 @@ inline __attribute__((always_inline)) void tsr_sc_accel::wait_until(double cyc)
 {
     double n = now();
     if (cyc > n + 1e-9)
-        wait_ticks(cur_, ticks_of(cyc));
+        wait_ticks(cur_, ticks_of(cyc), cyc);
     if (aborting)
         throw tsr_sc_abort();
 }
@@ -1028,6 +1050,7 @@ double tsr_sc_accel::axi(bool write, bool high, uint64_t addr, uint64_t bytes, s
         }
         ext.hold_first = ext.hold_span = 0;
         ext.min_end = 0;
+        ext.end = -1;
         if constexpr (kPace) {
             // (with the earliest last beat, a walker's hold relative to the data)
             hold_first_ = hold_span_ = 0;
@@ -1053,7 +1076,8 @@ double tsr_sc_accel::axi(bool write, bool high, uint64_t addr, uint64_t bytes, s
         if (aborting) // reset while the burst waited for a slot (dropped)
             throw tsr_sc_abort();
         double issue = ext.accepted;
-        const double burst_end = cyc_of(mnow_ + dt);
+        // (mnow_ + dt: ticks_of(ext.end) when the target set it)
+        const double burst_end = ext.end >= 0 ? cyc_whole(ext.end, mnow_ + dt, g_cyc_any) : cyc_of(mnow_ + dt);
         last = std::max(last, burst_end);
         if constexpr (kPace) {
             rd_start_ = ext.data_start;

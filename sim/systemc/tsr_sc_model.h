@@ -118,6 +118,7 @@ struct tsr_sc_axi_ext : tlm::tlm_extension<tsr_sc_axi_ext> {
                             // (0: none; a consumer waiting for the burst's first data)
     double data_start = 0;  // out: read: cycle the burst's first beat could go
     double stream_end = 0;  // out: read: its last beat's end were it not held
+    double end = -1;        // out: the completion's cycle (the delay: to ticks_of(end))
     tlm::tlm_extension_base *clone() const override { return new tsr_sc_axi_ext(*this); }
     void copy_from(const tlm::tlm_extension_base &e) override
     {
@@ -446,7 +447,7 @@ class tsr_sc_accel : public sc_core::sc_module, public tsr_sc_sequencer {
     // waiting for START, the stages parked after an abort.
     sc_dt::uint64 mnow_ = 0, quantum_ = 0; // time units
     double mnow_c_ = 0;                    // mnow_ in cycles (now(): set with it by set_now)
-    void set_now(sc_dt::uint64 t);
+    void set_now(sc_dt::uint64 t, double c = -1); // (c: t's cycles, t = ticks_of(c), if known)
     int cur_ = kEngine, from_ = kEngine;
     sc_dt::uint64 seq_at_[kSeqN];
     sc_dt::uint64 seq_min_ = ~(sc_dt::uint64)0; // the earliest of them (seq_set keeps it)
@@ -458,7 +459,7 @@ class tsr_sc_accel : public sc_core::sc_module, public tsr_sc_sequencer {
     void engine();                           // the SystemC process (SC_THREAD)
     boost::context::fiber make_fiber(int s);
     void switch_to(int n);                   // from the running context to context n
-    void wait_ticks(int s, sc_dt::uint64 t); // stage s waits until model time t
+    void wait_ticks(int s, sc_dt::uint64 t, double c = -1); // stage s waits until model time t (c: set_now's)
     void wait_ticks_slow(int s, sc_dt::uint64 t); // (its round through the schedule)
     void yield_(int s);                      // stage s waits: run the next stage due
     int pick_(sc_dt::uint64 *sync);          // that stage (or -1, or kPickSync)
