@@ -248,6 +248,45 @@ void tsr_conv2d_pack_input(const tsr_config_t *c, const tsr_conv2d_plan_t *pl, c
                 }
 }
 
+/* 1 when every weight of the n at w minus zp fits int8 (the minimum and
+ * maximum only: a loop the compiler vectorizes). */
+static int wrange_fits(const uint8_t *w, size_t n, int u8, int32_t zp)
+{
+    int32_t lo = 255, hi = -128;
+    if (u8)
+        for (size_t i = 0; i < n; i++) {
+            lo = w[i] < lo ? w[i] : lo;
+            hi = w[i] > hi ? w[i] : hi;
+        }
+    else
+        for (size_t i = 0; i < n; i++) {
+            const int32_t v = (int8_t)w[i];
+            lo = v < lo ? v : lo;
+            hi = v > hi ? v : hi;
+        }
+    return n == 0 || (lo - zp >= -128 && hi - zp <= 127);
+}
+
+/* One BLOCK_IN segment of a 1x1 conv's weight row: n consecutive weights
+ * minus zp as int8 into row; their sum. */
+static int64_t pack_seg1(uint8_t *restrict row, const uint8_t *restrict sr, int n, int32_t zp, int u8)
+{
+    int64_t sum = 0;
+    if (u8)
+        for (int ci = 0; ci < n; ci++) {
+            const int32_t v = (int32_t)sr[ci] - zp;
+            sum += v;
+            row[ci] = (uint8_t)(int8_t)v;
+        }
+    else
+        for (int ci = 0; ci < n; ci++) {
+            const int32_t v = (int32_t)(int8_t)sr[ci] - zp;
+            sum += v;
+            row[ci] = (uint8_t)(int8_t)v;
+        }
+    return sum;
+}
+
 /* Pack w and the constants in the unshared layout (every output-channel
  * block's weight rows, wbytes of them), whatever pl->wshare says. */
 static int pack_weights_all(const tsr_config_t *c, const tsr_conv2d_plan_t *pl, const void *w, const int32_t *bias,
@@ -277,9 +316,10 @@ static int pack_weights_all(const tsr_config_t *c, const tsr_conv2d_plan_t *pl, 
             const size_t orow = (size_t)(co / c->block_out) * pl->cib, olane = (size_t)(co % c->block_out) * c->block_in;
             /* every w - w_zp of the dtype fits int8 (int8 with zp 0, uint8
              * with zp 128): no per-weight check; else this channel's
-             * weights are checked first, in [ci][k] order, so the error
-             * names the first one that does not fit */
-            const int checked = (u8 ? 0 : -128) - zp < -128 || (u8 ? 255 : 127) - zp > 127;
+             * weights are checked first (their range; in [ci][k] order only
+             * when one does not fit, so the error names the first one) */
+            const int checked = (u8 ? 0 : -128) - zp < -128 || (u8 ? 255 : 127) - zp > 127 ?
+                                    !wrange_fits(src, (size_t)cin_g * (size_t)kk, u8, zp) : 0;
             for (int i = 0; checked && i < cin_g * kk; i++) {
                 const int32_t v = (u8 ? (int32_t)src[i] : (int32_t)(int8_t)src[i]) - zp;
                 if (v < -128 || v > 127)
@@ -296,6 +336,10 @@ static int pack_weights_all(const tsr_config_t *c, const tsr_conv2d_plan_t *pl, 
                 const int nci = imin(bi, cin_g - ci0);
                 uint8_t *row = wdst + (orow + (size_t)cb) * (size_t)kk * c->wgt_bytes + olane;
                 const uint8_t *sr = src + (size_t)ci0 * kk;
+                if (kk == 1) { /* (1x1: the channels' weights are consecutive) */
+                    sum += pack_seg1(row, sr, nci, zp, u8);
+                    continue;
+                }
                 for (int k = 0; k < kk; k++, row += c->wgt_bytes) {
                     if (u8)
                         for (int ci = 0; ci < nci; ci++) {
@@ -492,21 +536,72 @@ static int pack_known(const tsr_config_t *c, const geo_t *g, const tsr_conv2d_pa
     return rc;
 }
 
+/* The memo key (tsr_kcache_memo_put) of what geo_share and geo_skip find in
+ * the packed weight rows: every number those rows depend on, and the
+ * weights and their zero points by a 64-bit hash of their bytes. The
+ * presearch and the plan of a conv pack them once between them. A
+ * collision cannot run wrong: write_weights checks that skipped blocks are
+ * zero and shared blocks the same (and names the problem). */
+typedef struct wmemo_key {
+    char tag[4];
+    int32_t v[17];
+    uint64_t hw, hz;
+} wmemo_key_t;
+
+static uint64_t bytes_hash(const void *b, size_t n)
+{
+    const uint8_t *s = b;
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ (uint64_t)n;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
+    }
+    for (; i < n; i++)
+        h = (h ^ s[i]) * 0x100000001b3ull;
+    return h;
+}
+
+static wmemo_key_t wmemo_key(const char *tag, const geo_t *g, const tsr_conv2d_params_t *p)
+{
+    wmemo_key_t k;
+    memset(&k, 0, sizeof k);
+    memcpy(k.tag, tag, sizeof k.tag);
+    const int32_t v[17] = {g->dw,     g->dwk,   g->wsplit, g->cib,    g->cob,   g->kk,
+                           g->wkk,    g->wgpr,  g->nci,    g->wtight, p->c_out, p->c_in,
+                           p->groups, p->kh,    p->kw,     (int32_t)p->w_dtype, p->w_zp_count};
+    memcpy(k.v, v, sizeof v);
+    k.hw = bytes_hash(p->w_plan, (size_t)p->c_out * (size_t)(p->c_in / p->groups) * (size_t)p->kh * (size_t)p->kw);
+    k.hz = bytes_hash(p->w_zp, sizeof *p->w_zp * (size_t)p->w_zp_count);
+    return k;
+}
+
 /* Shared weights (plan.wshare): with the weights known (p->w_plan), a
  * depthwise-mode conv of more than one block whose blocks' packed weight
  * rows are byte-identical keeps one copy. The rows are packed as
  * write_weights would (the detection is the layout's, not the pool's). */
-static int geo_share(const tsr_config_t *c, geo_t *g, const tsr_conv2d_params_t *p)
+static int geo_share(const tsr_config_t *c, tsr_kcache_t *kc, geo_t *g, const tsr_conv2d_params_t *p)
 {
     g->wshare = 0;
     if (!g->dwk || g->cob < 2 || !p->w_plan)
         return TSR_OK;
+    const wmemo_key_t key = wmemo_key("shar", g, p);
+    uint8_t share = 0;
+    if (tsr_kcache_memo_get(kc, &key, sizeof key, &share, 1)) {
+        g->wshare = share;
+        return TSR_OK;
+    }
     uint8_t *buf;
     size_t wb;
     const int rc = pack_known(c, g, p, &buf, &wb);
     if (buf)
         g->wshare = blocks_same(buf, (size_t)g->cob, wb / (size_t)g->cob);
     free(buf);
+    share = (uint8_t)g->wshare;
+    if (!rc && tsr_kcache_memo_put(kc, &key, sizeof key, &share, 1))
+        tsr_err_clear(); /* (not kept: packed again next time) */
     return rc;
 }
 
@@ -514,17 +609,12 @@ static int geo_share(const tsr_config_t *c, geo_t *g, const tsr_conv2d_params_t 
 static size_t wnz_bytes(const geo_t *g) { return ((size_t)g->cob * (size_t)g->cib + 7) / 8; }
 static size_t wnz_pre_off(const geo_t *g) { return (wnz_bytes(g) + 7) & ~(size_t)7; }
 
-/* Block skipping (geo_t.wnz): with the weights known (p->w_plan), a groups-1
- * conv whose packed weights have an all-zero (output block, input block)
- * gets the bits of the kept pairs and their prefix counts in *mem
- * (malloc'ed, the caller frees it after the plan's search); nothing to
- * skip, or weights the plan cannot take: *mem NULL and g->wnz NULL. */
-static int geo_skip(const tsr_config_t *c, geo_t *g, const tsr_conv2d_params_t *p, uint8_t **mem)
+/* The bits of geo_skip from the packed weights: *out (malloc'ed, wnz_pre_off
+ * bytes of bits then cob + 1 prefix counts), or *out NULL when every block is
+ * kept or the plan cannot take the weights. */
+static int skip_bits(const tsr_config_t *c, const geo_t *g, const tsr_conv2d_params_t *p, uint8_t **out)
 {
-    *mem = NULL;
-    g->wnz = NULL, g->wpre = NULL, g->wnz_hash = 0;
-    if (g->dw || !p->w_plan)
-        return TSR_OK;
+    *out = NULL;
     uint8_t *buf;
     size_t wb;
     int rc = pack_known(c, g, p, &buf, &wb);
@@ -550,14 +640,52 @@ static int geo_skip(const tsr_config_t *c, geo_t *g, const tsr_conv2d_params_t *
         pre[ob + 1] = pre[ob] + n;
     }
     free(buf);
-    if ((size_t)pre[g->cob] == nblk) {
+    if ((size_t)pre[g->cob] == nblk)
         free(m);
+    else
+        *out = m;
+    return TSR_OK;
+}
+
+/* Block skipping (geo_t.wnz): with the weights known (p->w_plan), a groups-1
+ * conv whose packed weights have an all-zero (output block, input block)
+ * gets the bits of the kept pairs and their prefix counts in *mem
+ * (malloc'ed, the caller frees it after the plan's search); nothing to
+ * skip, or weights the plan cannot take: *mem NULL and g->wnz NULL. The
+ * bits are kept in the memo (a status byte, then skip_bits' bytes). */
+static int geo_skip(const tsr_config_t *c, tsr_kcache_t *kc, geo_t *g, const tsr_conv2d_params_t *p, uint8_t **mem)
+{
+    *mem = NULL;
+    g->wnz = NULL, g->wpre = NULL, g->wnz_hash = 0;
+    if (g->dw || !p->w_plan)
         return TSR_OK;
+    const size_t msz = wnz_pre_off(g) + sizeof(int32_t) * (size_t)(g->cob + 1);
+    const wmemo_key_t key = wmemo_key("skip", g, p);
+    uint8_t *val = calloc(1 + msz, 1), *m = NULL;
+    if (!val)
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    int rc = TSR_OK;
+    if (tsr_kcache_memo_get(kc, &key, sizeof key, val, 1 + msz)) {
+        if (val[0] && !(m = malloc(msz)))
+            rc = tsr_err(TSR_ENOMEM, "out of memory");
+        if (m)
+            memcpy(m, val + 1, msz);
+    } else if (!(rc = skip_bits(c, g, p, &m))) {
+        val[0] = m != NULL;
+        if (m)
+            memcpy(val + 1, m, msz);
+        if (tsr_kcache_memo_put(kc, &key, sizeof key, val, 1 + msz))
+            tsr_err_clear(); /* (not kept: packed again next time) */
+    }
+    free(val);
+    if (rc || !m) {
+        free(m);
+        return rc;
     }
     uint64_t h = 1469598103934665603ull; /* FNV-1a of the bits */
     for (size_t i = 0; i < wnz_bytes(g); i++)
         h = (h ^ m[i]) * 1099511628211ull;
-    g->wnz = m, g->wpre = pre, g->wnz_hash = h;
+    g->wnz = m, g->wpre = (int32_t *)(void *)(m + wnz_pre_off(g)), g->wnz_hash = h;
     *mem = m;
     return TSR_OK;
 }
@@ -907,7 +1035,8 @@ static int plan_impl(tsr_device_t *dev, const tsr_conv2d_params_t *params, const
         goto fail;
     }
     g.p = &pl->p;
-    if ((rc = geo_share(c, &g, &pl->p)) || (rc = geo_skip(c, &g, &pl->p, &pl->wnz)))
+    tsr_kcache_t *kc = tsr_kcache_get(dev);
+    if ((rc = geo_share(c, kc, &g, &pl->p)) || (rc = geo_skip(c, kc, &g, &pl->p, &pl->wnz)))
         goto fail;
     pl->p.w_plan = NULL; /* (the caller's; read only here) */
     /* The kernel: from the device's cache, else generated and inserted. */
@@ -1190,7 +1319,7 @@ int tsr_conv2d_presearch(tsr_device_t *dev, const tsr_conv2d_job_t *jobs, int n,
         ps->g.fadd = j->add ? &ps->fv : NULL;
         free(ps->wnz); /* (a slot taken again) */
         ps->wnz = NULL;
-        if (geo_share(c, &ps->g, &ps->v) || geo_skip(c, &ps->g, &ps->v, &ps->wnz)) {
+        if (geo_share(c, kc, &ps->g, &ps->v) || geo_skip(c, kc, &ps->g, &ps->v, &ps->wnz)) {
             tsr_err_clear();
             continue;
         }

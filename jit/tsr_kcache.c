@@ -867,9 +867,10 @@ const char *tsr_kcache_dir(const tsr_kcache_t *kc) { return kc ? kc->dir : ""; }
 
 /* ---------------------------------------------------------------- memo */
 
-/* Entries kept: far more than the distinct layer shapes of a network; the
- * oldest go first. */
-#define MEMO_MAX 256
+/* Entries kept: far more than the distinct layer shapes of a network (a
+ * conv's tiling, and the blocks its weights share or skip, tsr_conv2d.c);
+ * the oldest go first. */
+#define MEMO_MAX 1024
 
 int tsr_kcache_memo_get(tsr_kcache_t *kc, const void *key, size_t key_len, void *val, size_t val_len)
 {

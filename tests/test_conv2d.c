@@ -1369,6 +1369,20 @@ static void skip_case(tsr_device_t *dev, int shuffle, uint64_t sd)
     w[shuffle ? 16 : 0] = 3; /* (output 0, input 16 or 0: a block that output block 0 skips) */
     assert_int_equal(tsr_conv2d_write_weights(dev, &sk, w, bias), TSR_EINVAL);
     assert_non_null(strstr(tsr_errmsg(), "the plan skips it"));
+    /* planned again with these weights (same address, same shapes): the
+     * block is kept, not taken from the memo of the first plan's bits */
+    tsr_conv2d_plan_t s2;
+    p->w_plan = w;
+    if (tsr_conv2d_plan(dev, p, &s2))
+        fail_msg("second skipping plan: %s", tsr_errmsg());
+    p->w_plan = NULL;
+    const size_t kept = (size_t)((shuffle ? 16 : 0) / bi); /* (output block 0's bit of that input block) */
+    assert_non_null(s2.wnz);
+    if (!((s2.wnz[kept >> 3] >> (kept & 7)) & 1))
+        fail_msg("%s: planned again with a nonzero weight in block (0, %zu), the plan still skips it",
+                 shuffle ? "shuffle" : "conv", kept);
+    assert_int_equal(tsr_conv2d_write_weights(dev, &s2, w, bias), TSR_OK);
+    tsr_conv2d_plan_free(dev, &s2);
     tsr_conv2d_plan_free(dev, &sk);
     tsr_conv2d_plan_free(dev, &de);
     free(x), free(w), free(ys), free(yd), free(yr), free(bias);
