@@ -16,7 +16,15 @@ Weights are the constant B operands: QLinearConv/QLinearMatMul/com.microsoft QGe
 (zero point 5), ConvInteger/MatMulInteger input 1 (zero point 3), and a DequantizeLinear of
 a constant int8 tensor that feeds a Conv, Gemm or MatMul as its second input.
 
-usage: ort_exact.py IN.onnx OUT.onnx   (prints how many weights it moved)
+With --s8-as-u8 (zoo.py table --ort-s8-as-u8) every activation QuantizeLinear/DequantizeLinear with an int8
+zero point gets the uint8 one 128 above it: the same dequantized values (int8 [-128, 127] on zero point z is
+uint8 [0, 255] on z + 128). ONNX Runtime makes that move itself (QDQS8ToU8Transformer) only for a
+QuantizeLinear that feeds one DequantizeLinear, and on x86 fuses DQ -> Conv -> Q into a QLinearConv only
+for uint8 activations; so an int8 tensor read by two nodes (a residual block's input: its conv and the Add)
+leaves the conv reading it a float Conv (im2col + SGEMM in float32, then QuantizeLinear), whose sums part
+from QLinearConv's exact integers near ties. Moved, every conv is a QLinearConv, as in the u8 models.
+
+usage: ort_exact.py [--s8-as-u8] IN.onnx OUT.onnx   (prints how many weights it moved)
 """
 import sys
 
@@ -30,7 +38,27 @@ DIRECT = {"QLinearConv": (3, 5), "QLinearMatMul": (3, 5), "QGemm": (3, 5),
 WEIGHT_USERS = {"Conv": 1, "Gemm": 1, "MatMul": 1}
 
 
-def main(src, dst):
+def s8_as_u8(g, const):
+    """Every activation Q/DQ with a constant int8 zero point reads a uint8 one 128 above it; the count."""
+    made, count = {}, 0
+    for n in g.node:
+        if n.op_type not in ("QuantizeLinear", "DequantizeLinear") or len(n.input) < 3 or n.input[0] in const:
+            continue
+        zp = n.input[2]
+        if zp not in const or const[zp].data_type != onnx.TensorProto.INT8:
+            continue
+        if zp not in made:
+            v = numpy_helper.to_array(const[zp]).astype(np.int16) + 128
+            t = numpy_helper.from_array(v.astype(np.uint8), name=zp + "__s8_as_u8")
+            g.initializer.append(t)
+            const[t.name] = t
+            made[zp] = t.name
+        n.input[2] = made[zp]
+        count += 1
+    return count
+
+
+def main(src, dst, move_s8=False):
     m = onnx.load(src)
     g = m.graph
     const = {t.name: t for t in g.initializer}
@@ -39,6 +67,8 @@ def main(src, dst):
             for a in n.attribute:
                 if a.name == "value":
                     const[n.output[0]] = a.t
+    if move_s8:
+        print(f"ort_exact: {s8_as_u8(g, const)} int8 activation Q/DQ(s) moved to uint8")
     consumers = {}
     for n in g.node:
         for k, name in enumerate(n.input):
@@ -102,6 +132,10 @@ def main(src, dst):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
-        sys.exit("usage: ort_exact.py IN.onnx OUT.onnx")
-    main(sys.argv[1], sys.argv[2])
+    args = sys.argv[1:]
+    move = bool(args) and args[0] == "--s8-as-u8"
+    if move:
+        args = args[1:]
+    if len(args) != 2:
+        sys.exit("usage: ort_exact.py [--s8-as-u8] IN.onnx OUT.onnx")
+    main(args[0], args[1], move)

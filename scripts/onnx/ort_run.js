@@ -12,6 +12,8 @@
 //   --opt LEVEL    graph optimisation: all (default), extended, basic or disabled
 //   --as-is        run MODEL itself, without ort_exact.py's int8 -> uint8 weight move
 //                  (to show that ORT accepts the file exactly as written)
+//   --s8-as-u8     ort_exact.py --s8-as-u8: int8 activation Q/DQ pairs moved to uint8 too, so
+//                  every QDQ conv runs as a QLinearConv (ort_exact.py says why)
 //   --minmax       OUT is a .json file instead: {output name: [min, max]} of every
 //                  output over every sample (a MinMax calibration pass)
 'use strict';
@@ -80,17 +82,19 @@ function concat(ts) {
 
 (async () => {
   const argv = process.argv.slice(2);
-  const flags = { batch: false, opt: 'all', asIs: false, minmax: false };
+  const flags = { batch: false, opt: 'all', asIs: false, minmax: false, s8AsU8: false };
   while (argv.length && argv[0].startsWith('--')) {
     const f = argv.shift();
     if (f === '--batch') flags.batch = true;
     else if (f === '--as-is') flags.asIs = true;
     else if (f === '--minmax') flags.minmax = true;
+    else if (f === '--s8-as-u8') flags.s8AsU8 = true;
     else if (f === '--opt' && ['all', 'extended', 'basic', 'disabled'].includes(argv[0])) flags.opt = argv.shift();
     else throw new Error('unknown option ' + f);
   }
   const [model, inp, out, ...named] = argv;
-  if (!model || !inp || !out) throw new Error('usage: ort_run.js [--batch] [--opt L] [--as-is] [--minmax] MODEL IN.npy OUT');
+  if (!model || !inp || !out) throw new Error('usage: ort_run.js [--batch] [--opt L] [--as-is] [--minmax] [--s8-as-u8] MODEL IN.npy OUT');
+  if (flags.asIs && flags.s8AsU8) throw new Error('--as-is and --s8-as-u8 exclude each other');
   const opts = { graphOptimizationLevel: flags.opt, intraOpNumThreads: 1 };
   // int8 weights moved to uint8 first: ORT's u8 x s8 kernel saturates on AVX2-only CPUs
   // (scripts/onnx/ort_exact.py says why); the result is the model's exact integers.
@@ -101,7 +105,7 @@ function concat(ts) {
     const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ort_exact-'));
     const exact = path.join(tmp, 'model.onnx');
     try {
-      execFileSync('/usr/bin/python3', [path.join(__dirname, 'ort_exact.py'), model, exact], { stdio: ['ignore', 'ignore', 'inherit'] });
+      execFileSync('/usr/bin/python3', [path.join(__dirname, 'ort_exact.py'), ...(flags.s8AsU8 ? ['--s8-as-u8'] : []), model, exact], { stdio: ['ignore', 'ignore', 'inherit'] });
       s = await ort.InferenceSession.create(exact, opts);
     } finally {
       fs.rmSync(tmp, { recursive: true, force: true });

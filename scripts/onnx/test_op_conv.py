@@ -139,6 +139,64 @@ def exact_requant(calib, x):
                       extra=("--config", path))
 
 
+def shared_s8_block(c=32, hw=16, n=4):
+    """X -> Q (int8) -> DQ -> Conv 3x3 (per-channel int8 weights) -> Q -> DQ -> Add (+ the same DQ of X)
+    -> Q -> DQ -> Y: the input's Q/DQ pair read by two nodes, as a ResNet block's input. Its own draws
+    (seed 1: one element of 32,768 lands within float32's sums of a tie)."""
+    r = np.random.default_rng(1)
+    i8 = TensorProto.INT8
+    xs, ws = np.float32(r.uniform(0.01, 0.05)), r.uniform(0.002, 0.01, c).astype(np.float32)
+    ys, zs = np.float32(r.uniform(0.02, 0.08)), np.float32(r.uniform(0.03, 0.1))
+    w = r.integers(-127, 128, (c, c, 3, 3)).astype(np.int8)
+    b = r.integers(-3000, 3001, c).astype(np.int32)
+    inits = [numpy_helper.from_array(w, "wq"), numpy_helper.from_array(b, "bq"),
+             numpy_helper.from_array(np.array(xs), "xs"), helper.make_tensor("z0", i8, [], [0]),
+             numpy_helper.from_array(ws, "ws"), numpy_helper.from_array(np.zeros(c, np.int8), "wz"),
+             numpy_helper.from_array((xs * ws).astype(np.float32), "bs"),
+             numpy_helper.from_array(np.zeros(c, np.int32), "bz"),
+             numpy_helper.from_array(np.array(ys), "ys"), numpy_helper.from_array(np.array(zs), "zs")]
+    nodes = [helper.make_node("QuantizeLinear", ["X", "xs", "z0"], ["Xq"], name="qx"),
+             helper.make_node("DequantizeLinear", ["Xq", "xs", "z0"], ["Xd"], name="dqx"),
+             helper.make_node("DequantizeLinear", ["wq", "ws", "wz"], ["Wd"], name="dqw", axis=0),
+             helper.make_node("DequantizeLinear", ["bq", "bs", "bz"], ["Bd"], name="dqb", axis=0),
+             helper.make_node("Conv", ["Xd", "Wd", "Bd"], ["H"], name="conv", pads=[1, 1, 1, 1]),
+             helper.make_node("QuantizeLinear", ["H", "ys", "z0"], ["Hq"], name="qh"),
+             helper.make_node("DequantizeLinear", ["Hq", "ys", "z0"], ["Hd"], name="dqh"),
+             helper.make_node("Add", ["Hd", "Xd"], ["S"], name="add"),
+             helper.make_node("QuantizeLinear", ["S", "zs", "z0"], ["Sq"], name="qs"),
+             helper.make_node("DequantizeLinear", ["Sq", "zs", "z0"], ["Y"], name="dqs")]
+    x = (r.integers(-127, 128, (n, c, hw, hw)) * xs).astype(np.float32)
+    return T.model(nodes, [("X", F, [n, c, hw, hw])], [("Y", F, [n, c, hw, hw])], inits), x
+
+
+def s8_shared_input():
+    """ONNX Runtime on x86 fuses DQ -> Conv -> Q into a QLinearConv only for uint8 activations, and moves an
+    int8 Q/DQ pair to uint8 only where the Q feeds one DQ: a conv reading an int8 tensor that a second node
+    reads too runs as a float Conv (im2col + SGEMM in float32, then QuantizeLinear), whose sums part from
+    the exact integers near ties. With the pairs moved to uint8 (ort_run.js --s8-as-u8, zoo.py table
+    --ort-s8-as-u8) it is a QLinearConv, and tessera with EXACT_REQUANT is exact against it; the plain run
+    differs (the check can fail)."""
+    cfg = json.load(open(os.path.join(T.common.ROOT, "configs", "default.json")))
+    cfg["EXACT_REQUANT"] = 1
+    path = os.path.realpath("default_exact_s8.json")
+    json.dump(cfg, open(path, "w"))
+    m, x = shared_s8_block()
+    name = T.save(m, "shared_s8.onnx")
+    rc, got, err = T.infer(name, x, ("--config", path))
+    if got is None:
+        T.check("s8 shared input, EXACT_REQUANT: runs", False, err)
+        return
+    np.save("shared_s8_x.npy", x)
+    T.common.ort_run(name, "shared_s8_x.npy", "shared_s8_u8.npy", batch=False, s8_as_u8=True)
+    sc = T.output_scale(m)
+    _, n_moved = T.diff_lsb(got, np.load("shared_s8_u8.npy"), sc)
+    _, n_plain = T.diff_lsb(got, T.ort(name, x), sc)
+    T.check("s8 shared input, EXACT_REQUANT: exact against ORT with int8 pairs as uint8", n_moved == 0,
+            f"{n_moved} of {got.size} differ")
+    T.check("s8 shared input: ORT's float conv (pairs as written) differs", n_plain > 0,
+            f"{n_plain} of {got.size} differ")
+
+
 def main():
     T.setup()
     for v in ("u8", "s8"):
@@ -209,6 +267,7 @@ def main():
                 at.i = 4
     T.expect_error("conv group 4 of 6 channels", q, "group 4 does not divide the 6 input and 8 output channels",
                    x6[:1])
+    s8_shared_input()
     exact_requant(*data(8))  # (last: the cases above keep their random draws)
     T.finish()
 

@@ -205,13 +205,16 @@ class OrtError(Exception):
     """ONNX Runtime refused or failed: its message, one line."""
 
 
-def ort_run(model, inp, out, batch=True, opt="all", as_is=False, minmax=False, named=()):
-    """Run scripts/onnx/ort_run.js; named = [(output name, file)] for extra outputs."""
+def ort_run(model, inp, out, batch=True, opt="all", as_is=False, minmax=False, named=(), s8_as_u8=False):
+    """Run scripts/onnx/ort_run.js; named = [(output name, file)] for extra outputs; s8_as_u8: int8
+    activation Q/DQ pairs moved to uint8 first (scripts/onnx/ort_exact.py --s8-as-u8)."""
     args = ["node", ORT_RUN]
     if batch:
         args.append("--batch")
     if as_is:
         args.append("--as-is")
+    if s8_as_u8:
+        args.append("--s8-as-u8")
     if minmax:
         args.append("--minmax")
     args += ["--opt", opt, model, inp, out]

@@ -152,10 +152,10 @@ def round_trips(placed):
 
 # --- one model, one variant ---------------------------------------------------------------------
 
-def ort_outputs(cache, model_path, x_path, out_path, key, timing):
+def ort_outputs(cache, model_path, x_path, out_path, key, timing, s8_as_u8=False):
     if cache.get(out_path, key) is None:
         t0 = time.time()
-        common.ort_run(model_path, x_path, out_path, batch=True)
+        common.ort_run(model_path, x_path, out_path, batch=True, s8_as_u8=s8_as_u8)
         timing["ort"] += time.time() - t0
         cache.put(out_path, key)
     return np.load(out_path)
@@ -332,8 +332,10 @@ def do_model(a, model, timing):
         problems = qdq_check.check(qmodel, v, fp32)
         row["qdq_check"] = "ok" if not problems else f"{len(problems)} problems: {problems[0]}"
         try:
-            q_out = ort_outputs(cache, qpath, x_path, os.path.join(d, f"{model}_{v}_out{a.inputs}.npy"),
-                                [qsha, a.inputs], timing)
+            mv = a.ort_s8_as_u8 and v == "s8"
+            q_name = f"{model}_{v}_out{a.inputs}{'_asu8' if mv else ''}.npy"
+            q_out = ort_outputs(cache, qpath, x_path, os.path.join(d, q_name),
+                                [qsha, a.inputs] + (["s8_as_u8"] if mv else []), timing, s8_as_u8=mv)
             row["fp32_top1"] = float((q_out.argmax(-1) == f_out.argmax(-1)).mean())
             # random-weight networks have small top-1 margins: the logits' correlation says more
             row["fp32_corr"] = round(float(np.mean([np.corrcoef(p, q)[0, 1] for p, q in
@@ -477,6 +479,9 @@ def main():
     t.add_argument("--config", default="default", help="config file or preset for tessera (default: default)")
     t.add_argument("--place", default=None, help="tessera infer --place KIND=device|host[,...] for every run")
     t.add_argument("--timeout", default="1800", help="seconds per tessera run (default 1800)")
+    t.add_argument("--ort-s8-as-u8", action="store_true",
+                   help="ONNX Runtime runs the s8 variants with their activation Q/DQ pairs moved to uint8 "
+                        "(scripts/onnx/ort_exact.py --s8-as-u8): every QDQ conv a QLinearConv")
     t.add_argument("--json", action="store_true")
     t.add_argument("--cycles", action="store_true", help="add systemc cycles, frames/s, bound ratio, cold plan time")
     t.add_argument("--rtl-check", action="store_true",
