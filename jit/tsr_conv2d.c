@@ -287,6 +287,49 @@ static int64_t pack_seg1(uint8_t *restrict row, const uint8_t *restrict sr, int 
     return sum;
 }
 
+/* Output channel co's constant rows (bias - h_pad * sum of its w - w_zp,
+ * the requantization) into cdst. */
+static void pack_consts_co(const tsr_config_t *c, const tsr_conv2d_plan_t *pl, const int32_t *bias, int co, int64_t sum,
+                           uint8_t *cdst)
+{
+    const tsr_conv2d_params_t *p = &pl->p;
+    int r = p->rq_count == 1 ? 0 : co;
+    int32_t vals[4];
+    int nv = 0;
+    int64_t bp = (bias ? (int64_t)bias[co] : 0) - (int64_t)pl->h_pad * sum;
+    vals[nv++] = (int32_t)(uint32_t)(uint64_t)bp; /* wrap32 */
+    vals[nv++] = p->fscale ? tsr_requant_fscale_bits(p->fscale[r]) : p->mult[r];
+    if (pl->nconst > 3) /* per-channel left shifts (shr by a negative amount) */
+        vals[nv++] = -imax(p->shift[r], 0);
+    /* (a fused add's input a is this output: its zero point folded, tsr_conv2d_geo.h) */
+    const int32_t fz = pl->fused && tsr_conv2d_fuse_fold_zp(p, &pl->fadd) ? p->y_zp : 0;
+    vals[nv++] = tsr_requant_rqfin(p->fscale ? 0 : imax(-p->shift[r], 0), p->y_zp - fz, p->act_min - fz,
+                                   p->act_max - fz);
+    for (int k = 0; k < nv; k++)
+        for (int b = 0; b < c->batch; b++) {
+            /* resident plans keep each kind of row together (one burst per kind) */
+            size_t el = pl->resident ? (size_t)tsr_conv2d_sec_off(p->rq_count, pl->cob, k) +
+                                           (tsr_conv2d_sec_shared(p->rq_count, k) ? 0 : (size_t)(co / c->block_out))
+                                     : (size_t)(co / c->block_out) * pl->nconst + k;
+            size_t o = el * c->acc_bytes + ((size_t)b * c->block_out + (size_t)(co % c->block_out)) * 4;
+            uint32_t u = (uint32_t)vals[k];
+            for (int j = 0; j < 4; j++)
+                cdst[o + j] = (uint8_t)(u >> (8 * j));
+        }
+}
+
+/* A fused add's constant rows (every lane the same) behind the conv's. */
+static void pack_consts_fused(const tsr_config_t *c, const tsr_conv2d_plan_t *pl, uint8_t *cdst)
+{
+    int32_t v[TSR_ADD_NCONST];
+    tsr_conv2d_fuse_const_values(&pl->p, &pl->fadd, v);
+    const size_t el0 = (size_t)pl->cob * (size_t)pl->nconst, lanes = (size_t)c->batch * c->block_out;
+    for (int k = 0; k < TSR_ADD_NCONST; k++)
+        for (size_t l = 0; l < lanes; l++)
+            for (int j = 0; j < 4; j++)
+                cdst[(el0 + (size_t)k) * c->acc_bytes + l * 4 + (size_t)j] = (uint8_t)((uint32_t)v[k] >> (8 * j));
+}
+
 /* Pack w and the constants in the unshared layout (every output-channel
  * block's weight rows, wbytes of them), whatever pl->wshare says. */
 static int pack_weights_all(const tsr_config_t *c, const tsr_conv2d_plan_t *pl, const void *w, const int32_t *bias,
@@ -408,39 +451,10 @@ static int pack_weights_all(const tsr_config_t *c, const tsr_conv2d_plan_t *pl, 
                     }
                     wdst[o] = (uint8_t)(int8_t)v;
                 }
-        int r = p->rq_count == 1 ? 0 : co;
-        int32_t vals[4];
-        int nv = 0;
-        int64_t bp = (bias ? (int64_t)bias[co] : 0) - (int64_t)pl->h_pad * sum;
-        vals[nv++] = (int32_t)(uint32_t)(uint64_t)bp; /* wrap32 */
-        vals[nv++] = p->fscale ? tsr_requant_fscale_bits(p->fscale[r]) : p->mult[r];
-        if (pl->nconst > 3) /* per-channel left shifts (shr by a negative amount) */
-            vals[nv++] = -imax(p->shift[r], 0);
-        /* (a fused add's input a is this output: its zero point folded, tsr_conv2d_geo.h) */
-        const int32_t fz = pl->fused && tsr_conv2d_fuse_fold_zp(p, &pl->fadd) ? p->y_zp : 0;
-        vals[nv++] = tsr_requant_rqfin(p->fscale ? 0 : imax(-p->shift[r], 0), p->y_zp - fz, p->act_min - fz,
-                                       p->act_max - fz);
-        for (int k = 0; k < nv; k++)
-            for (int b = 0; b < c->batch; b++) {
-                /* resident plans keep each kind of row together (one burst per kind) */
-                size_t el = pl->resident ? (size_t)tsr_conv2d_sec_off(p->rq_count, pl->cob, k) +
-                                               (tsr_conv2d_sec_shared(p->rq_count, k) ? 0 : (size_t)(co / c->block_out))
-                                         : (size_t)(co / c->block_out) * pl->nconst + k;
-                size_t o = el * c->acc_bytes + ((size_t)b * c->block_out + (size_t)(co % c->block_out)) * 4;
-                uint32_t u = (uint32_t)vals[k];
-                for (int j = 0; j < 4; j++)
-                    cdst[o + j] = (uint8_t)(u >> (8 * j));
-            }
+        pack_consts_co(c, pl, bias, co, sum, cdst);
     }
-    if (pl->fused) { /* the add's rows (every lane the same) behind the conv's */
-        int32_t v[TSR_ADD_NCONST];
-        tsr_conv2d_fuse_const_values(p, &pl->fadd, v);
-        const size_t el0 = (size_t)pl->cob * (size_t)pl->nconst, lanes = (size_t)c->batch * c->block_out;
-        for (int k = 0; k < TSR_ADD_NCONST; k++)
-            for (size_t l = 0; l < lanes; l++)
-                for (int j = 0; j < 4; j++)
-                    cdst[(el0 + (size_t)k) * c->acc_bytes + l * 4 + (size_t)j] = (uint8_t)((uint32_t)v[k] >> (8 * j));
-    }
+    if (pl->fused)
+        pack_consts_fused(c, pl, cdst);
     return TSR_OK;
 }
 
@@ -578,6 +592,20 @@ static wmemo_key_t wmemo_key(const char *tag, const geo_t *g, const tsr_conv2d_p
     return k;
 }
 
+/* The memo key of a groups-1, one-part conv's packed weight rows (tag
+ * "wimg", skip_bits keeps them): the layout's numbers, w and the zero points. */
+static wmemo_key_t wimg_key(int cib, int cob, const tsr_conv2d_params_t *p, const void *w)
+{
+    wmemo_key_t k;
+    memset(&k, 0, sizeof k);
+    memcpy(k.tag, "wimg", sizeof k.tag);
+    const int32_t v[9] = {cib, cob, p->c_out, p->c_in, p->groups, p->kh, p->kw, (int32_t)p->w_dtype, p->w_zp_count};
+    memcpy(k.v, v, sizeof v);
+    k.hw = bytes_hash(w, (size_t)p->c_out * (size_t)(p->c_in / p->groups) * (size_t)p->kh * (size_t)p->kw);
+    k.hz = bytes_hash(p->w_zp, sizeof *p->w_zp * (size_t)p->w_zp_count);
+    return k;
+}
+
 /* Shared weights (plan.wshare): with the weights known (p->w_plan), a
  * depthwise-mode conv of more than one block whose blocks' packed weight
  * rows are byte-identical keeps one copy. The rows are packed as
@@ -612,7 +640,8 @@ static size_t wnz_pre_off(const geo_t *g) { return (wnz_bytes(g) + 7) & ~(size_t
 /* The bits of geo_skip from the packed weights: *out (malloc'ed, wnz_pre_off
  * bytes of bits then cob + 1 prefix counts), or *out NULL when every block is
  * kept or the plan cannot take the weights. */
-static int skip_bits(const tsr_config_t *c, const geo_t *g, const tsr_conv2d_params_t *p, uint8_t **out)
+static int skip_bits(const tsr_config_t *c, tsr_kcache_t *kc, const geo_t *g, const tsr_conv2d_params_t *p,
+                     uint8_t **out)
 {
     *out = NULL;
     uint8_t *buf;
@@ -620,6 +649,11 @@ static int skip_bits(const tsr_config_t *c, const geo_t *g, const tsr_conv2d_par
     int rc = pack_known(c, g, p, &buf, &wb);
     if (rc || !buf)
         return rc;
+    if (g->wsplit == 1) { /* (the rows write_weights packs again: pack_from_memo) */
+        const wmemo_key_t key = wimg_key(g->cib, g->cob, p, p->w_plan);
+        if (tsr_kcache_memo_put(kc, &key, sizeof key, buf, wb))
+            tsr_err_clear(); /* (not kept: packed again) */
+    }
     const size_t blk = (size_t)g->kk * c->wgt_bytes, nblk = (size_t)g->cob * (size_t)g->cib;
     uint8_t *m = calloc(wnz_pre_off(g) + sizeof(int32_t) * (size_t)(g->cob + 1), 1);
     if (!m) {
@@ -670,7 +704,7 @@ static int geo_skip(const tsr_config_t *c, tsr_kcache_t *kc, geo_t *g, const tsr
             rc = tsr_err(TSR_ENOMEM, "out of memory");
         if (m)
             memcpy(m, val + 1, msz);
-    } else if (!(rc = skip_bits(c, g, p, &m))) {
+    } else if (!(rc = skip_bits(c, kc, g, p, &m))) {
         val[0] = m != NULL;
         if (m)
             memcpy(val + 1, m, msz);
@@ -1413,10 +1447,46 @@ int tsr_conv2d_write_input(tsr_device_t *dev, const tsr_conv2d_plan_t *pl, const
     return rc;
 }
 
+/* write_weights' pack from the memo: a groups-1 conv with one weight part
+ * whose weights (by their hash) skip_bits packed at plan time takes those
+ * rows; the constants from the weights' sums, the skipped blocks checked.
+ * 1 when taken (*rc the check's result), 0: pack them. */
+static int pack_from_memo(tsr_device_t *dev, const tsr_conv2d_plan_t *pl, const void *w, const int32_t *bias,
+                          uint8_t *wdst, uint8_t *cdst, int *rc)
+{
+    const tsr_conv2d_params_t *p = &pl->p;
+    if (!w || pl->wshare || pl->depthwise || pl->wsplit != 1 || p->groups != 1 || !tsr_dt_ok(p->w_dtype))
+        return 0;
+    const wmemo_key_t key = wimg_key(pl->cib, pl->cob, p, w);
+    if (!tsr_kcache_memo_get(tsr_kcache_get(dev), &key, sizeof key, wdst, pl->w_bytes))
+        return 0;
+    const tsr_config_t *c = tsr_device_config(dev);
+    const uint8_t *src = w;
+    const size_t n = (size_t)p->c_in * (size_t)p->kh * (size_t)p->kw;
+    const int u8 = p->w_dtype == TSR_DT_UINT8;
+    memset(cdst, 0, pl->c_bytes);
+    for (int co = 0; co < p->c_out; co++, src += n) {
+        int64_t sum = 0;
+        if (u8)
+            for (size_t i = 0; i < n; i++)
+                sum += src[i];
+        else
+            for (size_t i = 0; i < n; i++)
+                sum += (int8_t)src[i];
+        pack_consts_co(c, pl, bias, co, sum - (int64_t)p->w_zp[p->w_zp_count == 1 ? 0 : co] * (int64_t)n, cdst);
+    }
+    if (pl->fused)
+        pack_consts_fused(c, pl, cdst);
+    *rc = skip_check(c, pl, wdst);
+    return 1;
+}
+
 int tsr_conv2d_write_weights_buf(tsr_device_t *dev, const tsr_conv2d_plan_t *pl, const void *w, const int32_t *bias,
                                  uint8_t *buf)
 {
-    int rc = tsr_conv2d_pack_weights(tsr_device_config(dev), pl, w, bias, buf, buf + pl->w_bytes);
+    int rc = TSR_OK;
+    if (!pack_from_memo(dev, pl, w, bias, buf, buf + pl->w_bytes, &rc))
+        rc = tsr_conv2d_pack_weights(tsr_device_config(dev), pl, w, bias, buf, buf + pl->w_bytes);
     if (!rc && !(rc = tsr_mem_write(dev, pl->w_addr, buf, pl->w_bytes)))
         rc = tsr_mem_write(dev, pl->c_addr, buf + pl->w_bytes, pl->c_bytes);
     return rc;
