@@ -14,6 +14,7 @@
 #include "tsr_error.h"
 #include "tsr_pipe.h"
 #include "tsr_verify.h"
+#include "tsr_util.h"
 
 #define TSR_BUF_ALIGN 4096ull
 
@@ -93,22 +94,7 @@ static void vmemo_clear(struct vmemo *m)
     memset(m, 0, sizeof *m);
 }
 
-static uint64_t vmemo_key(const tsr_insn_t *insns, size_t n)
-{
-    const uint8_t *p = (const uint8_t *)insns;
-    const size_t nb = n * sizeof *insns;
-    uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
-    size_t i = 0;
-    for (; i + 8 <= nb; i += 8) {
-        uint64_t w;
-        memcpy(&w, p + i, 8);
-        h = (h ^ w) * 0xff51afd7ed558ccdull;
-        h ^= h >> 29;
-    }
-    for (; i < nb; i++)
-        h = (h ^ p[i]) * 0x100000001b3ull;
-    return h;
-}
+static uint64_t vmemo_key(const tsr_insn_t *insns, size_t n) { return tsr_hash64(insns, n * sizeof *insns); }
 
 /* Simulators first; the board backends (zynq; xrt when built with libxrt)
  * fail at open without their device. The systemc backend lives in its own

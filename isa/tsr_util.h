@@ -10,6 +10,7 @@
 #ifndef TSR_UTIL_H
 #define TSR_UTIL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* One step of splitmix64 (Steele, Lea, Flood 2014; Vigna's reference
@@ -24,6 +25,13 @@ static inline uint64_t tsr_splitmix64(uint64_t *state)
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
 }
+
+/* A 64-bit hash of n bytes (a word-at-a-time multiply-xorshift, FNV-1a for
+ * the tail): keys of in-memory memos whose hits are checked or harmless
+ * (the verifier's stream memo compares its reads, the conv plan's packed
+ * weights are checked when written). Not for anything on disk or
+ * adversarial: use SHA-256 there (tsr_kcache). */
+uint64_t tsr_hash64(const void *b, size_t n);
 
 /* Seconds on CLOCK_MONOTONIC (wall time that never steps back). */
 double tsr_now_s(void);
