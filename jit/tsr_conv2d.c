@@ -22,6 +22,7 @@
 #include "tsr_jitutil.h"
 #include "tsr_kcache.h"
 #include "tsr_opplan.h"
+#include "tsr_util.h"
 
 #define OP "conv2d"
 
@@ -562,22 +563,6 @@ typedef struct wmemo_key {
     uint64_t hw, hz;
 } wmemo_key_t;
 
-static uint64_t bytes_hash(const void *b, size_t n)
-{
-    const uint8_t *s = b;
-    uint64_t h = 0x9e3779b97f4a7c15ull ^ (uint64_t)n;
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t w;
-        memcpy(&w, s + i, 8);
-        h = (h ^ w) * 0xff51afd7ed558ccdull;
-        h ^= h >> 32;
-    }
-    for (; i < n; i++)
-        h = (h ^ s[i]) * 0x100000001b3ull;
-    return h;
-}
-
 static wmemo_key_t wmemo_key(const char *tag, const geo_t *g, const tsr_conv2d_params_t *p)
 {
     wmemo_key_t k;
@@ -587,8 +572,8 @@ static wmemo_key_t wmemo_key(const char *tag, const geo_t *g, const tsr_conv2d_p
                            g->wkk,    g->wgpr,  g->nci,    g->wtight, p->c_out, p->c_in,
                            p->groups, p->kh,    p->kw,     (int32_t)p->w_dtype, p->w_zp_count};
     memcpy(k.v, v, sizeof v);
-    k.hw = bytes_hash(p->w_plan, (size_t)p->c_out * (size_t)(p->c_in / p->groups) * (size_t)p->kh * (size_t)p->kw);
-    k.hz = bytes_hash(p->w_zp, sizeof *p->w_zp * (size_t)p->w_zp_count);
+    k.hw = tsr_hash64(p->w_plan, (size_t)p->c_out * (size_t)(p->c_in / p->groups) * (size_t)p->kh * (size_t)p->kw);
+    k.hz = tsr_hash64(p->w_zp, sizeof *p->w_zp * (size_t)p->w_zp_count);
     return k;
 }
 
@@ -601,9 +586,30 @@ static wmemo_key_t wimg_key(int cib, int cob, const tsr_conv2d_params_t *p, cons
     memcpy(k.tag, "wimg", sizeof k.tag);
     const int32_t v[9] = {cib, cob, p->c_out, p->c_in, p->groups, p->kh, p->kw, (int32_t)p->w_dtype, p->w_zp_count};
     memcpy(k.v, v, sizeof v);
-    k.hw = bytes_hash(w, (size_t)p->c_out * (size_t)(p->c_in / p->groups) * (size_t)p->kh * (size_t)p->kw);
-    k.hz = bytes_hash(p->w_zp, sizeof *p->w_zp * (size_t)p->w_zp_count);
+    k.hw = tsr_hash64(w, (size_t)p->c_out * (size_t)(p->c_in / p->groups) * (size_t)p->kh * (size_t)p->kw);
+    k.hz = tsr_hash64(p->w_zp, sizeof *p->w_zp * (size_t)p->w_zp_count);
     return k;
+}
+
+/* wimg_key followed by the weights and zero points themselves: the memo
+ * compares whole keys, so a packed image is taken only for these very
+ * weights (two convs whose weights merely hash alike - a crafted model -
+ * must not share rows; nothing downstream would notice). malloc'd, NULL
+ * when out of memory (then no memo: the rows are packed again). */
+static uint8_t *wimg_keybuf(int cib, int cob, const tsr_conv2d_params_t *p, const void *w, size_t *len)
+{
+    const wmemo_key_t k = wimg_key(cib, cob, p, w);
+    const size_t nw = (size_t)p->c_out * (size_t)(p->c_in / p->groups) * (size_t)p->kh * (size_t)p->kw;
+    const size_t nz = sizeof *p->w_zp * (size_t)p->w_zp_count;
+    uint8_t *b = malloc(sizeof k + nw + nz);
+    if (!b)
+        return NULL;
+    memcpy(b, &k, sizeof k);
+    memcpy(b + sizeof k, w, nw);
+    if (nz)
+        memcpy(b + sizeof k + nw, p->w_zp, nz);
+    *len = sizeof k + nw + nz;
+    return b;
 }
 
 /* Shared weights (plan.wshare): with the weights known (p->w_plan), a
@@ -650,9 +656,11 @@ static int skip_bits(const tsr_config_t *c, tsr_kcache_t *kc, const geo_t *g, co
     if (rc || !buf)
         return rc;
     if (g->wsplit == 1) { /* (the rows write_weights packs again: pack_from_memo) */
-        const wmemo_key_t key = wimg_key(g->cib, g->cob, p, p->w_plan);
-        if (tsr_kcache_memo_put(kc, &key, sizeof key, buf, wb))
+        size_t klen = 0;
+        uint8_t *key = wimg_keybuf(g->cib, g->cob, p, p->w_plan, &klen);
+        if (key && tsr_kcache_memo_put(kc, key, klen, buf, wb))
             tsr_err_clear(); /* (not kept: packed again) */
+        free(key);
     }
     const size_t blk = (size_t)g->kk * c->wgt_bytes, nblk = (size_t)g->cob * (size_t)g->cib;
     uint8_t *m = calloc(wnz_pre_off(g) + sizeof(int32_t) * (size_t)(g->cob + 1), 1);
@@ -1448,7 +1456,7 @@ int tsr_conv2d_write_input(tsr_device_t *dev, const tsr_conv2d_plan_t *pl, const
 }
 
 /* write_weights' pack from the memo: a groups-1 conv with one weight part
- * whose weights (by their hash) skip_bits packed at plan time takes those
+ * whose weights (the very bytes: wimg_keybuf) skip_bits packed at plan time takes those
  * rows; the constants from the weights' sums, the skipped blocks checked.
  * 1 when taken (*rc the check's result), 0: pack them. */
 static int pack_from_memo(tsr_device_t *dev, const tsr_conv2d_plan_t *pl, const void *w, const int32_t *bias,
@@ -1457,8 +1465,11 @@ static int pack_from_memo(tsr_device_t *dev, const tsr_conv2d_plan_t *pl, const 
     const tsr_conv2d_params_t *p = &pl->p;
     if (!w || pl->wshare || pl->depthwise || pl->wsplit != 1 || p->groups != 1 || !tsr_dt_ok(p->w_dtype))
         return 0;
-    const wmemo_key_t key = wimg_key(pl->cib, pl->cob, p, w);
-    if (!tsr_kcache_memo_get(tsr_kcache_get(dev), &key, sizeof key, wdst, pl->w_bytes))
+    size_t klen = 0;
+    uint8_t *key = wimg_keybuf(pl->cib, pl->cob, p, w, &klen);
+    const int hit = key && tsr_kcache_memo_get(tsr_kcache_get(dev), key, klen, wdst, pl->w_bytes);
+    free(key);
+    if (!hit)
         return 0;
     const tsr_config_t *c = tsr_device_config(dev);
     const uint8_t *src = w;

@@ -70,6 +70,7 @@ struct tsr_kcache {
     tsr_device_t *dev;            /* the device the cache is attached to */
     struct tsr_kcache_memo *memo; /* search results (tsr_kcache_memo_put), in memory only */
     int nmemo;                    /* entries in memo */
+    size_t memo_bytes;            /* their keys and values */
     tsr_kcache_opts_t o;          /* options, defaults filled in */
     char dir[1024];               /* on-disk directory ("" = none) */
     uint64_t cfg_hash;            /* identity of the device's config */
@@ -869,8 +870,12 @@ const char *tsr_kcache_dir(const tsr_kcache_t *kc) { return kc ? kc->dir : ""; }
 
 /* Entries kept: far more than the distinct layer shapes of a network (a
  * conv's tiling, and the blocks its weights share or skip, tsr_conv2d.c);
- * the oldest go first. */
+ * the oldest go first. Bytes kept: packed weight images are values too
+ * (ResNet-50's about 25 MB), so a network with larger weights would keep
+ * them all until the device closes; past the bound the oldest go, and a
+ * plan that misses one packs its weights again (slower, the same bytes). */
 #define MEMO_MAX 1024
+#define MEMO_MAX_BYTES ((size_t)64 << 20)
 
 int tsr_kcache_memo_get(tsr_kcache_t *kc, const void *key, size_t key_len, void *val, size_t val_len)
 {
@@ -896,10 +901,13 @@ int tsr_kcache_memo_put(tsr_kcache_t *kc, const void *key, size_t key_len, const
     memcpy(m->data + key_len, val, val_len);
     m->next = kc->memo;
     kc->memo = m;
-    if (++kc->nmemo > MEMO_MAX) { /* drop the oldest */
+    kc->nmemo++;
+    kc->memo_bytes += key_len + val_len;
+    while (kc->memo->next && (kc->nmemo > MEMO_MAX || kc->memo_bytes > MEMO_MAX_BYTES)) { /* drop the oldest */
         struct tsr_kcache_memo **pp = &kc->memo;
         while ((*pp)->next)
             pp = &(*pp)->next;
+        kc->memo_bytes -= (*pp)->key_len + (*pp)->val_len;
         free(*pp);
         *pp = NULL;
         kc->nmemo--;

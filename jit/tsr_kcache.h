@@ -163,7 +163,8 @@ int tsr_kcache_file(const tsr_kcache_t *kc, const void *sig, size_t sig_len, cha
  * requantization values) finds the result of an earlier search of the same
  * key. memo_get copies the value of key into val (val_len bytes) and
  * returns 1 (counted in memo_hits), or returns 0; memo_put records it (TSR_ENOMEM: not recorded,
- * harmless). kc NULL: nothing found, nothing kept. */
+ * harmless). Keys match by their whole bytes. At most 1024 entries and 64 MiB of keys and values
+ * are kept, the oldest dropped first. kc NULL: nothing found, nothing kept. */
 int tsr_kcache_memo_get(tsr_kcache_t *kc, const void *key, size_t key_len, void *val, size_t val_len);
 int tsr_kcache_memo_put(tsr_kcache_t *kc, const void *key, size_t key_len, const void *val, size_t val_len);
 

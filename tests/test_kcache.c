@@ -454,6 +454,37 @@ static void test_cached_vs_uncached(void **state)
     tsr_device_close(dc);
 }
 
+/* The memo keeps at most 64 MiB of keys and values (packed weight images
+ * are values): past it the oldest entries go, the newest stays, and a key
+ * is found only by its whole bytes. Fails with the entry count as the only
+ * bound (the first entry would still be there). */
+static void test_memo_bytes(void **state)
+{
+    (void)state;
+    tsr_device_t *d = open_dev("default");
+    make_cache(d, "", 0, 0);
+    tsr_kcache_t *kc = tsr_kcache_get(d);
+    const size_t n = (size_t)9 << 20; /* eight 9 MiB values: 72 MiB, so the first goes */
+    uint8_t *v = malloc(n), *back = malloc(n);
+    assert_non_null(v);
+    assert_non_null(back);
+    for (uint32_t k = 0; k < 8; k++) {
+        memset(v, (int)k + 1, n);
+        assert_int_equal(tsr_kcache_memo_put(kc, &k, sizeof k, v, n), TSR_OK);
+    }
+    uint32_t k0 = 0, k7 = 7;
+    assert_int_equal(tsr_kcache_memo_get(kc, &k7, sizeof k7, back, n), 1);
+    assert_int_equal(back[n - 1], 8);
+    assert_int_equal(tsr_kcache_memo_get(kc, &k0, sizeof k0, back, n), 0); /* 72 MiB > 64: gone */
+    uint32_t k1 = 1;
+    assert_int_equal(tsr_kcache_memo_get(kc, &k1, sizeof k1, back, n), 1);
+    const uint8_t longer[5] = {1, 0, 0, 0, 0}; /* the key 1 and one byte more: not key 1 */
+    assert_int_equal(tsr_kcache_memo_get(kc, longer, sizeof longer, back, n), 0);
+    free(v);
+    free(back);
+    tsr_device_close(d);
+}
+
 /* Two layers of one shape whose requantization differs (different
  * signatures, so two kernels) share one tiling search: the second finds the
  * first's tiling in the memo, and its stream is the one a device that never
@@ -1077,7 +1108,7 @@ int main(void)
     setenv("TESSERA_JIT_CACHE", "mem", 1);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hits_misses),     cmocka_unit_test(test_cached_vs_uncached),
-        cmocka_unit_test(test_tiling_memo),
+        cmocka_unit_test(test_tiling_memo),     cmocka_unit_test(test_memo_bytes),
         cmocka_unit_test(test_disk_roundtrip),  cmocka_unit_test(test_disk_corruption),
         cmocka_unit_test(test_eviction),        cmocka_unit_test(test_generic_api),
         cmocka_unit_test(test_slots),
