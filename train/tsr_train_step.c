@@ -804,7 +804,7 @@ int tsr_train_device_update_init(tsr_trainer_t *tr)
             return tsr_err(TSR_EINVAL, "--update device: node \"%s\" (%s) has per-channel weight scales (%d); the "
                            "device update takes per-tensor ones", TSR_SAFE(l->L.node), l->L.op, l->wc);
         if (tsr_sgd_multiplier(tr->o.lr, 0, &mlr, &slr) || mlr == 0)
-            return tsr_err(TSR_EINVAL, "--lr %g: the device update of node \"%s\" (%s) needs 2^-62 < lr < 1 (a "
+            return tsr_err(TSR_EINVAL, "--lr %g: the device update of node \"%s\" (%s) needs 2^-32 <= lr < 1 (a "
                            "multiplier below 1: v up to 2^30 times lr must stay in int32)", tr->o.lr,
                            TSR_SAFE(l->L.node), l->L.op);
         if (l->has_bias && (l->fb = bias_frac(l)) < 0)

@@ -447,7 +447,7 @@ refuse '--weight-round stochastic rounds the master copy: not with --update int8
 refuse '--update "sgd": master, int8 or device' model.onnx "${GOOD[@]}" --update sgd -o out.onnx
 refuse '--update device keeps the master copy on the int8 grid' model.onnx "${GOOD[@]}" --update device \
   --grad-bits 16 -o out.onnx
-refuse '--lr 1.5: the device update of node "/fc/Gemm" (Gemm) needs 2^-62 < lr < 1' model.onnx "${GOOD[@]}" \
+refuse '--lr 1.5: the device update of node "/fc/Gemm" (Gemm) needs 2^-32 <= lr < 1' model.onnx "${GOOD[@]}" \
   --update device --lr 1.5 -o out.onnx
 refuse '--update device: node "/fc/Gemm" (Gemm) has per-channel weight scales (10)' perchannel.onnx "${GOOD[@]}" \
   --update device -o out.onnx
