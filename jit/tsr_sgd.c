@@ -284,20 +284,43 @@ static int build(tsr_sgd_t *g)
 
 /* ---- buffers and runs ---- */
 
-static int geometry(tsr_sgd_t *g, const tsr_config_t *c)
+/* the smallest log2 of bytes holding `need` rows of `bytes` */
+static int log2_for(uint64_t need, uint32_t bytes)
+{
+    int k = 0;
+    while ((UINT64_C(1) << k) < need * bytes)
+        k++;
+    return k;
+}
+
+int tsr_sgd_config_check(const tsr_config_t *c)
 {
     if (c->acc_width != 32 || c->inp_width != 8)
         return tsr_err(TSR_ECONFIG, "sgd: needs 32-bit accumulators and 8-bit inputs (config has %d and %d)",
                        c->acc_width, c->inp_width);
+    if (c->uop_depth < MAXUOPS)
+        return tsr_err(TSR_ECONFIG, "sgd: the uop buffer holds %u micro-ops (LOG_UOP_BUFF_SIZE %d), the update "
+                       "needs %d (LOG_UOP_BUFF_SIZE >= %d)", c->uop_depth, c->log_uop_buff_size, MAXUOPS,
+                       log2_for(MAXUOPS, c->uop_bytes));
+    const uint64_t need = NCONST + 2 * NREG; /* the constants and two tiles of one row */
+    if (c->acc_depth < need)
+        return tsr_err(TSR_ECONFIG, "sgd: the accumulator buffer holds %u rows (LOG_ACC_BUFF_SIZE %d), the "
+                       "update needs %llu (LOG_ACC_BUFF_SIZE >= %d)", c->acc_depth, c->log_acc_buff_size,
+                       (unsigned long long)need, log2_for(need, c->acc_bytes));
+    return TSR_OK;
+}
+
+static int geometry(tsr_sgd_t *g, const tsr_config_t *c)
+{
+    int rc = tsr_sgd_config_check(c);
+    if (rc)
+        return rc;
     const int lanes = c->batch * c->block_out;
     g->rows = (g->p.n + lanes - 1) / lanes;
     int64_t tile = ((int64_t)c->acc_depth - NCONST) / (2 * NREG);
     const int64_t lim = (1 << TSR_LOOP_BITS) - 1;
     tile = tile < lim ? tile : lim;
     tile = tile < g->rows ? tile : g->rows;
-    if (tile < 1 || c->uop_depth < MAXUOPS)
-        return tsr_err(TSR_ECONFIG, "sgd: the accumulator buffer (%u rows) or uop buffer (%u) is too small",
-                       c->acc_depth, c->uop_depth);
     g->tile = (int)tile;
     return TSR_OK;
 }

@@ -67,6 +67,10 @@ typedef struct tsr_sgd {
     uint64_t alu_ops;         /* ALU tensor ops of one step */
 } tsr_sgd_t;
 
+/* Check that config c can run the update (32-bit accumulators, 8-bit inputs, the uop and accumulator
+ * buffers' sizes): a one-line error naming the buffer and the size it needs. tsr_sgd_init checks it too;
+ * a caller checks it before it starts work the update would follow. */
+int tsr_sgd_config_check(const tsr_config_t *c);
 /* Check p (one-line error naming the parameter). */
 int tsr_sgd_check(const tsr_sgd_params_t *p);
 /* Allocate the state on dev, write w_m0 (n values within [w_lo, w_hi]) and v = 0, build the step's stream. */

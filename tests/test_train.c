@@ -751,6 +751,27 @@ static void test_refusals(void **state)
             fail_msg("message \"%s\" does not say \"%s\"", tsr_errmsg(), bo[i].want);
         assert_null(t);
     }
+    /* a config the device update cannot run on: refused at open, before any step (it was refused at the
+       first update, after the first batch's forward and backward), the buffer and the size it needs named */
+    const struct { const char *key; int v; const char *want; } cf[] = {
+        {"LOG_UOP_BUFF_SIZE", 8, "--update device: sgd: the uop buffer holds 64 micro-ops (LOG_UOP_BUFF_SIZE 8), "
+                                 "the update needs 128 (LOG_UOP_BUFF_SIZE >= 9)"},
+        {"LOG_ACC_BUFF_SIZE", 10, "--update device: sgd: the accumulator buffer holds 16 rows (LOG_ACC_BUFF_SIZE "
+                                  "10), the update needs 44 (LOG_ACC_BUFF_SIZE >= 12)"}};
+    for (size_t i = 0; i < sizeof cf / sizeof cf[0]; i++) {
+        tsr_config_t small;
+        tsr_device_t *sd = NULL;
+        if (tsr_config_load_with("default", cf[i].key, cf[i].v, &small) || tsr_device_open("fsim", &small, NULL, &sd))
+            fail_msg("config %s %d: %s", cf[i].key, cf[i].v, tsr_errmsg());
+        tsr_train_opts_t o = {.trainable = "fc", .epochs = 1, .batch = 16, .lr = 0.01, .momentum = 0.9,
+                              .device_update = 1};
+        tsr_trainer_t *t = NULL;
+        assert_int_not_equal(tsr_train_open(MODEL, sd, &o, &t), 0);
+        if (strcmp(tsr_errmsg(), cf[i].want))
+            fail_msg("message \"%s\", want \"%s\"", tsr_errmsg(), cf[i].want);
+        assert_null(t);
+        tsr_device_close(sd);
+    }
     /* data: the trainer is fine, the data is not */
     tsr_trainer_t *tr = open_trainer(dev, "fc", 16, 0);
     tsr_tensor_t x = {0}, y = {0}, bx = {0}, by = {0};

@@ -758,29 +758,41 @@ static int bias_frac(const trl_t *l)
     return fb;
 }
 
-/* The layer's state on the device: the master copy from the current int8 weights and bias, momentum 0. */
-static int dev_init_layer(tsr_trainer_t *tr, trl_t *l)
+/* The parameters of the layer's weights' (bias 0) or bias's (1) update. */
+static int dev_params(const tsr_trainer_t *tr, const trl_t *l, int bias, tsr_sgd_params_t *p)
 {
     int32_t mlr, mmu = (int32_t)fmin(llround(tr->o.momentum * 2147483648.0), 2147483647.0);
     int slr;
     if (tsr_sgd_multiplier(tr->o.lr, 0, &mlr, &slr))
         return node_err(TSR_EINVAL, l, "the device update's learning rate");
+    if (!bias)
+        *p = (tsr_sgd_params_t){(int64_t)l->M * l->K, DEV_FRAC, mmu, mlr, slr, -(128 << DEV_FRAC),
+                                (127 << DEV_FRAC) + (1 << (DEV_FRAC - 1)) - 1, -128, 127, 1, 3, tr->sgd_gbuf,
+                                tr->sgd_qbuf};
+    else
+        *p = (tsr_sgd_params_t){l->M, l->fb, mmu, mlr, slr, -TSR_SGD_LIM, TSR_SGD_LIM - 1,
+                                -(TSR_SGD_LIM >> l->fb), (TSR_SGD_LIM >> l->fb) - 1, 4, 4, tr->sgd_gbuf,
+                                tr->sgd_qbuf};
+    return 0;
+}
+
+/* The layer's state on the device: the master copy from the current int8 weights and bias, momentum 0. */
+static int dev_init_layer(tsr_trainer_t *tr, trl_t *l)
+{
     const size_t nw = (size_t)l->M * (size_t)l->K;
+    tsr_sgd_params_t p;
+    int rc = dev_params(tr, l, 0, &p);
+    if (rc)
+        return rc;
     l->sgd_w = calloc(1, sizeof *l->sgd_w);
     int32_t *w0 = malloc(sizeof(int32_t) * (nw > (size_t)l->M ? nw : (size_t)l->M));
-    int rc = 0;
     if (!l->sgd_w || !w0)
         rc = tsr_err(TSR_ENOMEM, "out of memory");
-    tsr_sgd_params_t p = {(int64_t)nw, DEV_FRAC, mmu, mlr, slr, -(128 << DEV_FRAC),
-                          (127 << DEV_FRAC) + (1 << (DEV_FRAC - 1)) - 1, -128, 127, 1, 3, tr->sgd_gbuf, tr->sgd_qbuf};
     for (size_t i = 0; i < nw && !rc; i++)
         w0[i] = (int32_t)l->wq[i] * (1 << DEV_FRAC);
     if (!rc && (rc = tsr_sgd_init(l->sgd_w, tr->dev, &p, w0)))
         free(l->sgd_w), l->sgd_w = NULL;
-    if (!rc && l->has_bias) {
-        p = (tsr_sgd_params_t){l->M, l->fb, mmu, mlr, slr, -TSR_SGD_LIM, TSR_SGD_LIM - 1,
-                               -(TSR_SGD_LIM >> l->fb), (TSR_SGD_LIM >> l->fb) - 1, 4, 4, tr->sgd_gbuf,
-                               tr->sgd_qbuf};
+    if (!rc && l->has_bias && !(rc = dev_params(tr, l, 1, &p))) {
         for (int m = 0; m < l->M; m++)
             w0[m] = l->bq[m] * (1 << l->fb);
         if (!(l->sgd_b = calloc(1, sizeof *l->sgd_b)))
@@ -796,6 +808,9 @@ int tsr_train_device_update_init(tsr_trainer_t *tr)
 {
     int32_t mlr;
     int slr;
+    /* what the operator would refuse at the first update, refused before any step */
+    if (tsr_sgd_config_check(&tr->cfg))
+        return tsr_err_prefix(TSR_ECONFIG, "--update device: ");
     for (int j = 0; j < tr->nc; j++) {
         trl_t *l = &tr->c[j];
         if (!l->trainable)
@@ -810,6 +825,12 @@ int tsr_train_device_update_init(tsr_trainer_t *tr)
         if (l->has_bias && (l->fb = bias_frac(l)) < 0)
             return tsr_err(TSR_EINVAL, "--update device: node \"%s\" (%s): its int32 bias is too large for the "
                            "device update's fixed point (|b| * 16 over 2^30)", TSR_SAFE(l->L.node), l->L.op);
+        tsr_sgd_params_t p;
+        int rc = dev_params(tr, l, 0, &p);
+        if (!rc && !(rc = tsr_sgd_check(&p)) && l->has_bias && !(rc = dev_params(tr, l, 1, &p)))
+            rc = tsr_sgd_check(&p);
+        if (rc)
+            return tsr_err_prefix(rc, "--update device: node \"%s\" (%s): ", TSR_SAFE(l->L.node), l->L.op);
         /* the integer gradients the backward keeps for the update (the state itself at the first update) */
         l->gwi = calloc((size_t)l->M * (size_t)l->K, sizeof *l->gwi);
         l->gbi = calloc((size_t)l->M, sizeof *l->gbi);

@@ -451,6 +451,11 @@ refuse '--lr 1.5: the device update of node "/fc/Gemm" (Gemm) needs 2^-32 <= lr 
   --update device --lr 1.5 -o out.onnx
 refuse '--update device: node "/fc/Gemm" (Gemm) has per-channel weight scales (10)' perchannel.onnx "${GOOD[@]}" \
   --update device -o out.onnx
+# a config the device update cannot run on: refused before the first step (it was at the first update,
+# after the first batch's forward and backward), the buffer and the size it needs named
+sed 's/"LOG_UOP_BUFF_SIZE": [0-9]*/"LOG_UOP_BUFF_SIZE": 8/' "$SRC/configs/default.json" > small_uop.json
+refuse '--update device: sgd: the uop buffer holds 64 micro-ops (LOG_UOP_BUFF_SIZE 8), the update needs 128' \
+  model.onnx "${GOOD[@]}" --update device --config small_uop.json -o out.onnx
 refuse '--logits-range "wide": observe or fixed' model.onnx "${GOOD[@]}" --logits-range wide -o out.onnx
 refuse '--lr "0.1x"' model.onnx "${GOOD[@]}" --lr 0.1x -o out.onnx
 refuse "--momentum 1" model.onnx "${GOOD[@]}" --momentum 1 -o out.onnx
