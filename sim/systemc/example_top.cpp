@@ -6,8 +6,16 @@
 // INSN_COUNT, CTRL.START, poll STATUS, read the cycle counter) and checks
 // the result against a plain dot product. Exit status 0 when it matches.
 //   ./build/tsr_sc_example
+// --bridge-delay N also runs a second platform whose DRAM sits behind an
+// interconnect that adds N cycles to every burst's completion (the delay
+// it returns); it must take more cycles than the first when N > 0 and the
+// same when N is 0 (a CTest: the model must not take the DRAM target's
+// own completion cycle for the burst's end when something delays it).
+//   ./build/tsr_sc_example --bridge-delay 3
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "tsr_sc_model.h"
@@ -23,6 +31,7 @@ struct host : sc_module {
     tsr_dram_t *mem;
     const tsr_config_t *cfg;
     int ok = 0, finished = 0;
+    uint32_t cycles = 0; // the accelerator's cycle counter at DONE
     SC_HAS_PROCESS(host);
     host(sc_module_name n, tsr_dram_t *m, const tsr_config_t *c) : sc_module(n), regs("regs"), mem(m), cfg(c)
     {
@@ -121,7 +130,7 @@ struct host : sc_module {
         while (!(reg(false, TSR_REG_AP_CTRL) & TSR_AP_DONE)) // ap_ctrl_hs: poll ap_done (clear on read)
             wait(tsr_sc_cycles(16));
         uint32_t s = reg(false, TSR_REG_STATUS);
-        uint32_t cycles = reg(false, tsr_cnt_offset(TSR_CNT_CYCLES));
+        cycles = reg(false, tsr_cnt_offset(TSR_CNT_CYCLES));
         std::vector<int8_t> y((size_t)bt * bo);
         tsr_dram_read(mem, a_out, y.data(), y.size());
         int bad = 0;
@@ -139,24 +148,76 @@ struct host : sc_module {
     }
 };
 
-int sc_main(int, char *[])
-{
-    tsr_config_t cfg;
+// An interconnect on the AXI path: forwards each burst to the DRAM and adds
+// `cycles` to the delay it returns (the completion).
+struct bridge : sc_module {
+    tlm_utils::simple_target_socket<bridge> tsock;
+    tlm_utils::simple_initiator_socket<bridge> isock;
+    double cycles;
+    bridge(sc_module_name n, double c) : sc_module(n), tsock("tsock"), isock("isock"), cycles(c)
+    {
+        tsock.register_b_transport(this, &bridge::b_transport);
+    }
+    void b_transport(tlm::tlm_generic_payload &gp, sc_time &d)
+    {
+        isock->b_transport(gp, d);
+        d += tsr_sc_cycles(cycles);
+    }
+};
+
+// One platform: memory, its DRAM model, the accelerator, the host; the
+// accelerator's AXI port bound to the DRAM model directly or through `br`.
+struct platform {
     tsr_dram_t *mem = nullptr;
-    if (tsr_config_load("default", &cfg) || tsr_dram_create(0x1000, 1 << 20, &mem)) {
+    tsr_sc_dram dram;
+    tsr_sc_accel acc;
+    host h;
+    platform(const std::string &n, tsr_dram_t *m, const tsr_config_t *cfg, bridge *br)
+        : mem(m), dram((n + "dram").c_str()), acc((n + "accel").c_str()), h((n + "host").c_str(), m, cfg)
+    {
+        dram.mem = m;
+        dram.bus = cfg->dram_bus_width / 8;
+        if (br) {
+            acc.mem.bind(br->tsock);
+            br->isock.bind(dram.tsock);
+        } else {
+            acc.mem.bind(dram.tsock);
+        }
+        h.regs.bind(acc.regs);
+        acc.dram_model = &dram;
+        dram.seq = &acc; // its waits in the stages' fixed same-time order
+    }
+};
+
+int sc_main(int argc, char *argv[])
+{
+    double delay = -1; // --bridge-delay N: the second platform's (none: no second platform)
+    if (argc == 3 && std::string(argv[1]) == "--bridge-delay") {
+        char *e = nullptr;
+        delay = strtod(argv[2], &e);
+        if (!*argv[2] || *e || !(delay >= 0 && delay <= 1000)) {
+            printf("example_top: --bridge-delay takes cycles 0..1000, not '%s'\n", argv[2]);
+            return 1;
+        }
+    } else if (argc != 1) {
+        printf("usage: tsr_sc_example [--bridge-delay N]\n");
+        return 1;
+    }
+    tsr_config_t cfg;
+    tsr_dram_t *mem = nullptr, *mem2 = nullptr;
+    if (tsr_config_load("default", &cfg) || tsr_dram_create(0x1000, 1 << 20, &mem) ||
+        (delay >= 0 && tsr_dram_create(0x1000, 1 << 20, &mem2))) {
         printf("example_top: %s\n", tsr_errmsg());
         return 1;
     }
-    tsr_sc_dram dram("dram");
-    dram.mem = mem;
-    dram.bus = cfg.dram_bus_width / 8;
-    tsr_sc_accel acc("accel");
-    host h("host", mem, &cfg);
-    acc.mem.bind(dram.tsock);
-    h.regs.bind(acc.regs);
-    acc.dram_model = &dram;
-    dram.seq = &acc; // its waits in the stages' fixed same-time order
-    if (acc.configure(&cfg, mem, dram.p)) {
+    platform p("", mem, &cfg, nullptr);
+    std::unique_ptr<bridge> br;
+    std::unique_ptr<platform> p2;
+    if (delay >= 0) {
+        br.reset(new bridge("bridge", delay));
+        p2.reset(new platform("b_", mem2, &cfg, br.get()));
+    }
+    if (p.acc.configure(&cfg, mem, p.dram.p) || (p2 && p2->acc.configure(&cfg, mem2, p2->dram.p))) {
         printf("example_top: %s\n", tsr_errmsg());
         return 1;
     }
@@ -164,7 +225,15 @@ int sc_main(int, char *[])
     // step it; a platform just resumes.
     do
         sc_start();
-    while (!h.finished && sc_pending_activity());
+    while (!(p.h.finished && (!p2 || p2->h.finished)) && sc_pending_activity());
+    int ok = p.h.ok && (!p2 || p2->h.ok);
+    if (p2) {
+        const bool timed = delay > 0 ? p2->h.cycles > p.h.cycles : p2->h.cycles == p.h.cycles;
+        printf("example_top: behind a %g-cycle interconnect %u cycles, direct %u (%s)\n", delay, p2->h.cycles,
+               p.h.cycles, timed ? "as expected" : delay > 0 ? "the delay was lost" : "differ");
+        ok = ok && timed;
+    }
     tsr_dram_destroy(mem);
-    return h.ok ? 0 : 1;
+    tsr_dram_destroy(mem2);
+    return ok ? 0 : 1;
 }

@@ -975,6 +975,8 @@ double tsr_sc_accel::axi(bool write, bool high, uint64_t addr, uint64_t bytes, s
     }
     tlm::tlm_generic_payload &gp = pb.b->gp;
     tsr_sc_axi_ext &ext = *pb.b->ext;
+    // (the direct DRAM model's delay counts from this model's clock, mnow_)
+    const bool end_exact = mem_direct && mem_direct->seq == this && seq_clock == &mnow_;
     while (a < end) {
         uint64_t n = std::min<uint64_t>(end - a, kBurstBeats * b);
         if (blocks)
@@ -1076,8 +1078,14 @@ double tsr_sc_accel::axi(bool write, bool high, uint64_t addr, uint64_t bytes, s
         if (aborting) // reset while the burst waited for a slot (dropped)
             throw tsr_sc_abort();
         double issue = ext.accepted;
-        // (mnow_ + dt: ticks_of(ext.end) when the target set it)
-        const double burst_end = ext.end >= 0 ? cyc_whole(ext.end, mnow_ + dt, g_cyc_any) : cyc_of(mnow_ + dt);
+        // The completion's cycle as the target reports it, where it is
+        // provably the delay's end (mnow_ + dt = ticks_of(ext.end)): the DRAM
+        // model called directly on this model's clock (end_exact), else
+        // checked (a target without the sequencer counts from SystemC time,
+        // an interconnect between may add its own delay); or the division.
+        const sc_dt::uint64 end_t = mnow_ + dt;
+        const double burst_end =
+            ext.end >= 0 && (end_exact || ticks_of(ext.end) == end_t) ? cyc_whole(ext.end, end_t, g_cyc_any) : cyc_of(end_t);
         last = std::max(last, burst_end);
         if constexpr (kPace) {
             rd_start_ = ext.data_start;
