@@ -14,6 +14,11 @@
  * ops rewrite those rows), FINISH for the last tile's.
  * Every ALU op covers the tile's rows with one instruction (iter_out =
  * rows, dst +1 per row, src +1 or +0 for a constant row).
+ *
+ * Per-channel multipliers (chans > 1): the rows are channel groups of K rows
+ * (a row's lanes are lanes channels, the same k: tsr_sgd.h), tiles lie within
+ * a group, and each tile first loads its group's multiplier row over the
+ * constant row of mg; every other instruction is the per-tensor stream's.
  */
 #include "tsr_sgd.h"
 
@@ -48,6 +53,8 @@ int tsr_sgd_check(const tsr_sgd_params_t *p)
     if (!in_lim(p, p->w_lo) || !in_lim(p, p->w_hi) || p->w_lo > p->w_hi)
         return tsr_err(TSR_EINVAL, "sgd: w_m clamp [%d, %d] empty or outside [%d, %d]", (int)p->w_lo, (int)p->w_hi,
                        (int)-lim(p), (int)(lim(p) - 1));
+    if (p->chans < 0 || p->chans > p->n || (p->chans > 1 && p->n % p->chans))
+        return tsr_err(TSR_EINVAL, "sgd: chans %lld does not divide n %lld", (long long)p->chans, (long long)p->n);
     if (p->q_bytes != 1 && p->q_bytes != 4)
         return tsr_err(TSR_EINVAL, "sgd: q_bytes %d (1 or 4)", p->q_bytes);
     const int32_t lo = p->q_bytes == 1 ? -128 : -lim(p), hi = p->q_bytes == 1 ? 127 : lim(p) - 1;
@@ -83,13 +90,30 @@ int tsr_sgd_multiplier(double r, int smin, int32_t *m, int *s)
 
 /* ---- the host's form of the planes ---- */
 
-static void split_host(const int32_t *x, int64_t n, int64_t vals, int np, uint8_t *planes)
+static int64_t lanes_of(const tsr_sgd_t *g)
 {
+    const tsr_config_t *c = tsr_device_config(g->dev);
+    return (int64_t)c->batch * c->block_out;
+}
+
+/* value i's place in the device's rows x lanes (tsr_sgd.h: chans > 1, channel groups) */
+static int64_t pos_of(const tsr_sgd_t *g, int64_t lanes, int64_t i)
+{
+    if (g->p.chans <= 1)
+        return i;
+    const int64_t K = g->grows, c = i / K, k = i % K;
+    return ((c / lanes) * K + k) * lanes + c % lanes;
+}
+
+static void split_host(const tsr_sgd_t *g, const int32_t *x, int64_t vals, int np, uint8_t *planes)
+{
+    const int64_t lanes = lanes_of(g);
     memset(planes, 0, (size_t)(np * vals));
-    for (int64_t i = 0; i < n; i++) {
+    for (int64_t i = 0; i < g->p.n; i++) {
         int64_t v = x[i];
+        const int64_t at = pos_of(g, lanes, i);
         for (int k = 0; k < np; k++) {
-            planes[k * vals + i] = (uint8_t)(v & 255);
+            planes[k * vals + at] = (uint8_t)(v & 255);
             v = (v + 128) >> 8;
         }
     }
@@ -208,13 +232,14 @@ static void alu_seq(bld_t *b)
 
 /* element indices of the buffers */
 typedef struct {
-    uint32_t g, w, v, q, c, u;
+    uint32_t g, w, v, q, c, u, m;
 } els_t;
 
-static void tile_insns(bld_t *b, const els_t *e, int t, int tiles)
+/* tile t (rows from r0, within channel group grp) */
+static void tile_insns(bld_t *b, const els_t *e, int t, int tiles, uint32_t r0, uint32_t grp)
 {
     const tsr_sgd_t *g = b->g;
-    const uint32_t r0 = (uint32_t)((int64_t)t * g->tile), rows = (uint32_t)b->rows, pl = (uint32_t)g->rows;
+    const uint32_t rows = (uint32_t)b->rows, pl = (uint32_t)g->rows;
     b->set = t % 2;
     if (t >= 2) /* tile t-2's stores are done with this set's rows */
         tsr_stream_wait(&b->s, TSR_Q_ST2CMP);
@@ -224,6 +249,8 @@ static void tile_insns(bld_t *b, const els_t *e, int t, int tiles)
             tsr_stream_load(&b->s, TSR_MEM_ACC8, reg(b, R_PW0 + k), e->w + (uint32_t)k * pl + r0, 1, rows, rows);
         tsr_stream_load(&b->s, TSR_MEM_ACC8, reg(b, R_PV0 + k), e->v + (uint32_t)k * pl + r0, 1, rows, rows);
     }
+    if (g->p.chans > 1) /* the group's multipliers (the previous tile's ALU ops are done with the row) */
+        tsr_stream_load(&b->s, TSR_MEM_ACC, b->cbase + C_MG, e->m + grp, 1, 1, 1);
     alu_seq(b);
     tsr_stream_signal(&b->s, TSR_Q_CMP2ST);
     tsr_stream_wait(&b->s, TSR_Q_CMP2ST);
@@ -249,14 +276,17 @@ static int build(tsr_sgd_t *g)
     b->cbase = (uint32_t)(2 * NREG * g->tile);
     const els_t e = {(uint32_t)(g->ga / c->acc_bytes), (uint32_t)(g->wa / c->out_bytes),
                      (uint32_t)(g->va / c->out_bytes), (uint32_t)(g->qa / c->out_bytes),
-                     (uint32_t)(g->ca / c->acc_bytes), (uint32_t)(g->ua / c->uop_bytes)};
+                     (uint32_t)(g->ca / c->acc_bytes), (uint32_t)(g->ua / c->uop_bytes),
+                     (uint32_t)(g->ma / c->acc_bytes)};
     tsr_stream_init(&b->s, c, 0, 0);
     const size_t ui = tsr_stream_uops(&b->s, e.u, 0);
     tsr_stream_load(&b->s, TSR_MEM_ACC, b->cbase, e.c, 1, NCONST, NCONST);
-    const int tiles = (int)((g->rows + g->tile - 1) / g->tile);
+    const int64_t per = (g->grows + g->tile - 1) / g->tile; /* tiles of a group */
+    const int tiles = (int)(per * g->groups);
     for (int t = 0; t < tiles; t++) {
-        b->rows = (int)(g->rows - (int64_t)t * g->tile < g->tile ? g->rows - (int64_t)t * g->tile : g->tile);
-        tile_insns(b, &e, t, tiles);
+        const int64_t grp = t / per, c0 = (t % per) * g->tile, left = g->grows - c0;
+        b->rows = (int)(left < g->tile ? left : g->tile);
+        tile_insns(b, &e, t, tiles, (uint32_t)(grp * g->grows + c0), (uint32_t)grp);
     }
     tsr_stream_set_uops(&b->s, ui, (uint32_t)b->nuops);
     int rc = b->rc;
@@ -310,17 +340,27 @@ int tsr_sgd_config_check(const tsr_config_t *c)
     return TSR_OK;
 }
 
+int64_t tsr_sgd_rows(const tsr_config_t *c, const tsr_sgd_params_t *p)
+{
+    const int64_t lanes = (int64_t)c->batch * c->block_out;
+    if (p->chans > 1)
+        return p->n / p->chans * ((p->chans + lanes - 1) / lanes);
+    return (p->n + lanes - 1) / lanes;
+}
+
 static int geometry(tsr_sgd_t *g, const tsr_config_t *c)
 {
     int rc = tsr_sgd_config_check(c);
     if (rc)
         return rc;
-    const int lanes = c->batch * c->block_out;
-    g->rows = (g->p.n + lanes - 1) / lanes;
+    const int64_t lanes = (int64_t)c->batch * c->block_out;
+    g->rows = tsr_sgd_rows(c, &g->p);
+    g->groups = g->p.chans > 1 ? (g->p.chans + lanes - 1) / lanes : 1;
+    g->grows = g->rows / g->groups;
     int64_t tile = ((int64_t)c->acc_depth - NCONST) / (2 * NREG);
     const int64_t lim = (1 << TSR_LOOP_BITS) - 1;
     tile = tile < lim ? tile : lim;
-    tile = tile < g->rows ? tile : g->rows;
+    tile = tile < g->grows ? tile : g->grows;
     g->tile = (int)tile;
     return TSR_OK;
 }
@@ -357,7 +397,7 @@ static int write_state(tsr_sgd_t *g, const int32_t *w_m0, int64_t vals)
     if (!pl || !z)
         rc = tsr_err(TSR_ENOMEM, "out of memory");
     if (!rc) {
-        split_host(w_m0, g->p.n, vals, np, pl);
+        split_host(g, w_m0, vals, np, pl);
         rc = tsr_mem_write(g->dev, g->wa, pl, (uint64_t)(np * vals));
     }
     if (!rc) {
@@ -365,7 +405,7 @@ static int write_state(tsr_sgd_t *g, const int32_t *w_m0, int64_t vals)
         if (!pv)
             rc = tsr_err(TSR_ENOMEM, "out of memory");
         else {
-            split_host(z, g->p.n, vals, 4, pv);
+            split_host(g, z, vals, 4, pv);
             rc = tsr_mem_write(g->dev, g->va, pv, (uint64_t)(4 * vals));
         }
         if (pv != pl)
@@ -403,6 +443,7 @@ int tsr_sgd_init(tsr_sgd_t *g, tsr_device_t *dev, const tsr_sgd_params_t *p, con
         (rc = tsr_mem_alloc(dev, (uint64_t)(g->np * vals), &g->wa)) ||
         (rc = tsr_mem_alloc(dev, (uint64_t)(4 * vals), &g->va)) ||
         (g->own_q && (rc = tsr_mem_alloc(dev, (uint64_t)(p->q_bytes * vals), &g->qa))) ||
+        (p->chans > 1 && (rc = tsr_mem_alloc(dev, (uint64_t)g->groups * c->acc_bytes, &g->ma))) ||
         (rc = write_consts(g, c, 0, 0)) ||
         (rc = write_state(g, w_m0, vals)) || (rc = build(g))) {
         tsr_sgd_free(g);
@@ -411,20 +452,55 @@ int tsr_sgd_init(tsr_sgd_t *g, tsr_device_t *dev, const tsr_sgd_params_t *p, con
     return TSR_OK;
 }
 
+/* the groups' multiplier rows (chans > 1) */
+static int write_mults(tsr_sgd_t *g, const tsr_config_t *c, const int32_t *mg)
+{
+    const int64_t lanes = lanes_of(g);
+    for (int64_t ch = 0; ch < g->p.chans; ch++)
+        if (mg[ch] < 0)
+            return tsr_err(TSR_EINVAL, "sgd: gradient multiplier %d of channel %lld outside 0..2^31-1", (int)mg[ch],
+                           (long long)ch);
+    int32_t *h = calloc((size_t)(g->groups * lanes), sizeof *h);
+    if (!h)
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    memcpy(h, mg, (size_t)g->p.chans * sizeof *h);
+    const int rc = tsr_mem_write(g->dev, g->ma, h, (uint64_t)g->groups * c->acc_bytes);
+    free(h);
+    return rc;
+}
+
 int tsr_sgd_step(tsr_sgd_t *g, const int32_t *g_raw, int32_t mg, int sg, void *q, uint64_t *cycles)
 {
+    if (g->p.chans <= 1)
+        return tsr_sgd_step_ch(g, g_raw, &mg, sg, q, cycles);
+    int32_t *m = malloc((size_t)g->p.chans * sizeof *m);
+    if (!m)
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    for (int64_t ch = 0; ch < g->p.chans; ch++)
+        m[ch] = mg;
+    const int rc = tsr_sgd_step_ch(g, g_raw, m, sg, q, cycles);
+    free(m);
+    return rc;
+}
+
+int tsr_sgd_step_ch(tsr_sgd_t *g, const int32_t *g_raw, const int32_t *mg, int sg, void *q, uint64_t *cycles)
+{
     const tsr_config_t *c = tsr_device_config(g->dev);
-    int rc = write_consts(g, c, mg, sg);
-    if (rc)
+    int rc = write_consts(g, c, mg[0], sg);
+    if (rc || (g->p.chans > 1 && (rc = write_mults(g, c, mg))))
         return rc;
-    const int64_t vals = g->rows * c->batch * c->block_out;
+    const int64_t vals = g->rows * c->batch * c->block_out, lanes = lanes_of(g);
     int32_t *hg = calloc((size_t)vals, sizeof *hg);
     uint8_t *hq = malloc((size_t)(g->p.q_bytes * vals));
     tsr_counters_t c0, c1;
     if (!hg || !hq)
         rc = tsr_err(TSR_ENOMEM, "out of memory");
     if (!rc) {
-        memcpy(hg, g_raw, (size_t)g->p.n * sizeof *hg);
+        if (g->p.chans > 1)
+            for (int64_t i = 0; i < g->p.n; i++)
+                hg[pos_of(g, lanes, i)] = g_raw[i];
+        else
+            memcpy(hg, g_raw, (size_t)g->p.n * sizeof *hg);
         if (!(rc = tsr_mem_write(g->dev, g->ga, hg, (uint64_t)vals * 4)) && !(rc = tsr_read_counters(g->dev, &c0)) &&
             !(rc = tsr_submit(g->dev, g->insns, g->ninsns)) && !(rc = tsr_wait(g->dev, -1)) &&
             !(rc = tsr_read_counters(g->dev, &c1)))
@@ -434,10 +510,11 @@ int tsr_sgd_step(tsr_sgd_t *g, const int32_t *g_raw, int32_t mg, int sg, void *q
         if (cycles)
             *cycles += c1.cycles - c0.cycles;
         for (int64_t i = 0; i < g->p.n; i++) {
+            const int64_t at = pos_of(g, lanes, i);
             if (g->p.q_bytes == 1)
-                ((int8_t *)q)[i] = (int8_t)hq[i];
+                ((int8_t *)q)[i] = (int8_t)hq[at];
             else
-                ((int32_t *)q)[i] = join_host(hq, vals, i, 4);
+                ((int32_t *)q)[i] = join_host(hq, vals, at, 4);
         }
     }
     free(hg);
@@ -457,7 +534,7 @@ int tsr_sgd_read_state(const tsr_sgd_t *g, int32_t *w_m, int32_t *v)
         if (!dst || (rc = tsr_mem_read(g->dev, k ? g->va : g->wa, pl, (uint64_t)(np * vals))))
             continue;
         for (int64_t i = 0; i < g->p.n; i++)
-            dst[i] = join_host(pl, vals, i, np);
+            dst[i] = join_host(pl, vals, pos_of(g, lanes_of(g), i), np);
     }
     free(pl);
     return rc;
@@ -465,8 +542,8 @@ int tsr_sgd_read_state(const tsr_sgd_t *g, int32_t *w_m, int32_t *v)
 
 void tsr_sgd_free(tsr_sgd_t *g)
 {
-    const uint64_t a[6] = {g->own_q ? g->qa : 0, g->va, g->wa, g->own_g ? g->ga : 0, g->ca, g->ua};
-    for (int i = 0; i < 6; i++)
+    const uint64_t a[7] = {g->ma, g->own_q ? g->qa : 0, g->va, g->wa, g->own_g ? g->ga : 0, g->ca, g->ua};
+    for (int i = 0; i < 7; i++)
         if (a[i])
             tsr_mem_free(g->dev, a[i]);
     free(g->insns);

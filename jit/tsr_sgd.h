@@ -17,6 +17,9 @@
  *   w_m = clamp(w_m - rshr(mulhr(v, mlr), slr), w_lo, w_hi)
  *   q  = clamp(rshr(w_m, frac), q_lo, q_hi)
  *
+ * With per-channel scales (chans C > 1: the tensor is C channels of K = n / C
+ * consecutive values) mg is channel c's own, mg_c, and sg the tensor's.
+ *
  * q (int8, q_bytes 1: the weights the next forward uses; int32, q_bytes 4:
  * a bias) is read back. No step can leave int32: every sum's operands are
  * bounded by 2^30 by the clamps before it (the parameter check refuses the
@@ -52,14 +55,20 @@ typedef struct tsr_sgd_params {
     uint64_t g_buf;   /* device buffer for g_raw of at least rows * acc_bytes shared with other tensors (their steps
                          run one after another; the caller frees it), or 0: one of its own */
     uint64_t q_buf;   /* the same for q: at least q_bytes * rows * BATCH * BLOCK_OUT bytes, or 0 */
+    int64_t chans;    /* 0 or 1: one gradient multiplier; C > 1 (dividing n): channel c = values c*K .. c*K+K-1
+                         (K = n / C) has its own (tsr_sgd_step_ch). The device holds value (c, k) at row
+                         (c / lanes) * K + k, lane c % lanes: a row's lanes are lanes channels, so a tile of a
+                         channel group's rows takes their multipliers as one constant row */
 } tsr_sgd_params_t;
 
 typedef struct tsr_sgd {
     tsr_device_t *dev;
     tsr_sgd_params_t p;
-    int64_t rows;             /* accumulator rows of the tensor (n / lanes rounded up) */
+    int64_t rows;             /* accumulator rows of the tensor (n / lanes rounded up; chans > 1: groups * K) */
+    int64_t grows, groups;    /* rows of a channel group (K; chans <= 1: rows) and the groups (1) */
     int tile;                 /* rows per tile */
     uint64_t ua, ca, ga, wa, va, qa; /* device buffers: uops, constants, g_raw, w planes, v planes, q planes */
+    uint64_t ma;              /* chans > 1: the groups' multiplier rows (lane l of row j: mg of channel j*lanes+l) */
     int np;                   /* planes of the state (3 or 4) */
     int own_g, own_q;         /* ga, qa are its own (not params' g_buf, q_buf) */
     tsr_insn_t *insns;        /* one step's stream */
@@ -79,6 +88,10 @@ int tsr_sgd_init(tsr_sgd_t *s, tsr_device_t *dev, const tsr_sgd_params_t *p, con
  * rounding right shift sg (-30 .. 31, negative: left; both constant rows, so the stream stays); q [n] gets the
  * new q (int8_t or int32_t by q_bytes). cycles += the run's (may be NULL). */
 int tsr_sgd_step(tsr_sgd_t *s, const int32_t *g_raw, int32_t mg, int sg, void *q, uint64_t *cycles);
+/* The same with per-channel multipliers mg [chans] (chans <= 1: mg [1]), one shift sg for the tensor. */
+int tsr_sgd_step_ch(tsr_sgd_t *s, const int32_t *g_raw, const int32_t *mg, int sg, void *q, uint64_t *cycles);
+/* Accumulator rows of the state of p on config c (a g_buf's rows; q_buf's values are rows * lanes). */
+int64_t tsr_sgd_rows(const tsr_config_t *c, const tsr_sgd_params_t *p);
 /* The state as the device holds it: w_m and v [n] (either may be NULL). */
 int tsr_sgd_read_state(const tsr_sgd_t *s, int32_t *w_m, int32_t *v);
 /* Release the device buffers and the stream. */

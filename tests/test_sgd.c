@@ -9,9 +9,11 @@
  * Random sizes (not multiples of a row, several tiles), every parameter
  * over its whole legal range, gradients over the whole int32 range with
  * INT32_MIN and INT32_MAX (saturating the clamps), w_m on its bounds; int8
- * and int32 q; configs default and tiny. Bad parameters: each refused with
- * its message. On backend rtl (test_sgd_rtl) two cases on tiny, the RTL
- * against the reference. TSR_SGD_SEED overrides the seed.
+ * and int32 q; configs default and tiny; half the cases with per-channel
+ * multipliers (chans C > 1: channel c = values c*K .. c*K+K-1, its own mg_c,
+ * C not a multiple of a row's lanes). Bad parameters: each refused with
+ * its message. On backend rtl (test_sgd_rtl) three cases on tiny (one
+ * per-channel), the RTL against the reference. TSR_SGD_SEED overrides the seed.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -73,13 +75,15 @@ static int64_t ref_rshr(int64_t a, int s)
 /* the bound of w_m and q: 2^30 with w_m in four planes, 2^22 with three (g and v: always 2^30) */
 static int64_t lim_of(const tsr_sgd_params_t *p) { return p->planes == 3 ? INT64_C(1) << 22 : INT64_C(1) << 30; }
 
-static void ref_step(const tsr_sgd_params_t *p, const int32_t *graw, int32_t mg, int sg, int32_t *w, int32_t *v,
-                     int32_t *q)
+/* mg [chans] (chans <= 1: mg [1]): value i's multiplier is its channel's, channel i / (n / chans) */
+static void ref_step(const tsr_sgd_params_t *p, const int32_t *graw, const int32_t *mg, int sg, int32_t *w,
+                     int32_t *v, int32_t *q)
 {
     const int64_t LIM = INT64_C(1) << 30;
     const int64_t gl = sg < 0 ? LIM >> -sg : (LIM << sg > INT32_MAX ? INT32_MAX : LIM << sg);
+    const int64_t per = p->chans > 1 ? p->n / p->chans : p->n;
     for (int64_t i = 0; i < p->n; i++) {
-        const int64_t g = ref_rshr(clamp64(ref_mulhr(graw[i], mg), -gl, gl), sg);
+        const int64_t g = ref_rshr(clamp64(ref_mulhr(graw[i], mg[i / per]), -gl, gl), sg);
         if (g < -LIM || g > LIM)
             fail_msg("reference: g %lld past %lld", (long long)g, (long long)LIM);
         const int64_t vn = clamp64(fits(ref_mulhr(v[i], p->mmu) + g), -(LIM - 1), LIM - 1);
@@ -133,12 +137,19 @@ static int32_t rnd_grad(uint64_t *s, int small)
     }
 }
 
-/* steps of one random case on dev, every q and the final state against the reference */
-static uint64_t run_case(tsr_device_t *dev, uint64_t *s, int64_t n, int steps, const char *what)
+static int32_t rnd_mult(uint64_t *s) { return rnd(s, 0, 4) ? rnd32(s, 0, INT32_MAX) : (rnd(s, 0, 1) ? INT32_MAX : 0); }
+
+/* steps of one random case of n values (chans > 1: chans channels of n / chans) on dev, every q and the final
+   state against the reference */
+static uint64_t run_case(tsr_device_t *dev, uint64_t *s, int64_t n, int64_t chans, int steps, const char *what)
 {
     uint64_t cycles = 0;
     tsr_sgd_params_t p;
     rnd_params(s, n, &p);
+    p.chans = chans;
+    const int64_t nm = chans > 1 ? chans : 1;
+    int32_t *mg = malloc((size_t)nm * 4);
+    assert_non_null(mg);
     int32_t *w = malloc((size_t)n * 4), *v = calloc((size_t)n, 4), *g = malloc((size_t)n * 4);
     int32_t *q = malloc((size_t)n * 4), *qd = malloc((size_t)n * 4), *wd = malloc((size_t)n * 4),
             *vd = malloc((size_t)n * 4);
@@ -149,7 +160,7 @@ static uint64_t run_case(tsr_device_t *dev, uint64_t *s, int64_t n, int steps, c
     const tsr_config_t *cfg = tsr_device_config(dev);
     const int64_t lanes = (int64_t)cfg->batch * cfg->block_out;
     uint64_t gbuf = 0, qbuf = 0;
-    const int64_t rows = (n + lanes - 1) / lanes;
+    const int64_t rows = tsr_sgd_rows(cfg, &p);
     if (rnd(s, 0, 1)) {
         assert_int_equal(tsr_mem_alloc(dev, (uint64_t)rows * cfg->acc_bytes, &gbuf), TSR_OK);
         assert_int_equal(tsr_mem_alloc(dev, (uint64_t)(rows * lanes * p.q_bytes), &qbuf), TSR_OK);
@@ -163,18 +174,22 @@ static uint64_t run_case(tsr_device_t *dev, uint64_t *s, int64_t n, int steps, c
     for (int st = 0; st < steps; st++) {
         for (int64_t i = 0; i < n; i++)
             g[i] = rnd_grad(s, small);
-        const int32_t mg = rnd(s, 0, 4) ? rnd32(s, 0, INT32_MAX) : (rnd(s, 0, 1) ? INT32_MAX : 0);
+        for (int64_t c = 0; c < nm; c++)
+            mg[c] = rnd_mult(s);
         const int sh = rnd(s, -30, 31);
         memset(qd, 0, (size_t)n * 4);
-        if (tsr_sgd_step(&sg, g, mg, sh, qd, &cycles))
+        /* (per tensor: tsr_sgd_step, or tsr_sgd_step_ch with one multiplier) */
+        if ((chans > 1 || (st % 2) ? tsr_sgd_step_ch(&sg, g, mg, sh, qd, &cycles)
+                                   : tsr_sgd_step(&sg, g, mg[0], sh, qd, &cycles)))
             fail_msg("%s: step %d: %s", what, st, tsr_errmsg());
         ref_step(&p, g, mg, sh, w, v, q);
         for (int64_t i = 0; i < n; i++) {
             const int32_t dq = p.q_bytes == 1 ? ((int8_t *)qd)[i] : qd[i];
             if (dq != q[i])
-                fail_msg("%s (n %lld planes %d frac %d mg %d sg %d mmu %d mlr %d slr %d q_bytes %d): step %d q[%lld] = "
-                         "%d, reference %d", what, (long long)n, p.planes, p.frac, (int)mg, sh, (int)p.mmu, (int)p.mlr,
-                         p.slr, p.q_bytes, st, (long long)i, (int)dq, (int)q[i]);
+                fail_msg("%s (n %lld chans %lld planes %d frac %d mg %d sg %d mmu %d mlr %d slr %d q_bytes %d): step "
+                         "%d q[%lld] = %d, reference %d", what, (long long)n, (long long)chans, p.planes, p.frac,
+                         (int)mg[chans > 1 ? i / (n / chans) : 0], sh, (int)p.mmu, (int)p.mlr, p.slr, p.q_bytes, st,
+                         (long long)i, (int)dq, (int)q[i]);
         }
     }
     assert_int_equal(tsr_sgd_read_state(&sg, wd, vd), TSR_OK);
@@ -185,7 +200,7 @@ static uint64_t run_case(tsr_device_t *dev, uint64_t *s, int64_t n, int steps, c
     tsr_sgd_free(&sg);
     if (gbuf)
         tsr_mem_free(dev, gbuf), tsr_mem_free(dev, qbuf);
-    free(w), free(v), free(g), free(q), free(qd), free(wd), free(vd);
+    free(w), free(v), free(g), free(q), free(qd), free(wd), free(vd), free(mg);
     return cycles;
 }
 
@@ -196,7 +211,11 @@ static void test_random(const char *preset, int cases, int64_t nmax)
     for (int k = 0; k < cases; k++) {
         char what[64];
         snprintf(what, sizeof what, "%s case %d", preset, k);
-        run_case(dev, &s, rnd(&s, 0, 3) ? rnd(&s, 1, (int)nmax) : nmax, 3, what);
+        if (k % 2) { /* per channel: C channels of K values, C from 2 (past a row's lanes too) */
+            const int64_t C = rnd(&s, 2, 70), K = rnd(&s, 1, (int)(nmax / C));
+            run_case(dev, &s, C * K, C, 3, what);
+        } else
+            run_case(dev, &s, rnd(&s, 0, 3) ? rnd(&s, 1, (int)nmax) : nmax, 0, 3, what);
     }
     tsr_device_close(dev);
 }
@@ -233,7 +252,7 @@ static void test_bad(void **st)
 {
     (void)st;
     tsr_device_t *dev = open_cfg("fsim", "default");
-    const tsr_sgd_params_t ok = {10, 16, 0, 1 << 30, 8, -(127 << 16), 127 << 16, -127, 127, 1, 0, 0, 0};
+    const tsr_sgd_params_t ok = {10, 16, 0, 1 << 30, 8, -(127 << 16), 127 << 16, -127, 127, 1, 0, 0, 0, 0};
     int32_t w[10] = {0};
     tsr_sgd_params_t p = ok;
     p.frac = 31;
@@ -250,6 +269,8 @@ static void test_bad(void **st)
     expect_bad(dev, &p, w, "n 0");
     p = ok, p.planes = 2;
     expect_bad(dev, &p, w, "planes 2");
+    p = ok, p.chans = 3;
+    expect_bad(dev, &p, w, "chans 3 does not divide n 10");
     p = ok, p.planes = 3; /* 127 << 16 is past three planes' 2^22 */
     expect_bad(dev, &p, w, "outside [-4194304, 4194303]");
     w[3] = 128 << 16;
@@ -262,6 +283,13 @@ static void test_bad(void **st)
     assert_non_null(strstr(tsr_errmsg(), "shift -31"));
     assert_int_equal(tsr_sgd_step(&sg, w, -1, 0, q, NULL), TSR_EINVAL);
     tsr_sgd_free(&sg);
+    tsr_sgd_params_t pc = ok;
+    pc.chans = 5;
+    const int32_t mgs[5] = {1, 2, -3, 4, 5};
+    assert_int_equal(tsr_sgd_init(&sg, dev, &pc, w), TSR_OK);
+    assert_int_equal(tsr_sgd_step_ch(&sg, w, mgs, 0, q, NULL), TSR_EINVAL);
+    assert_non_null(strstr(tsr_errmsg(), "multiplier -3 of channel 2"));
+    tsr_sgd_free(&sg);
     tsr_device_close(dev);
 }
 
@@ -271,10 +299,11 @@ static void test_rtl(void **st)
     (void)st;
     tsr_device_t *dev = open_cfg("rtl", "tiny");
     uint64_t s = base_seed() ^ 77;
-    const uint64_t c1 = run_case(dev, &s, 300, 2, "rtl tiny 300"), c2 = run_case(dev, &s, 37, 2, "rtl tiny 37");
-    assert_true(c1 > c2 && c2 > 0);
-    printf("rtl tiny: 2 steps of 300 values %llu cycles, of 37 values %llu\n", (unsigned long long)c1,
-           (unsigned long long)c2);
+    const uint64_t c1 = run_case(dev, &s, 300, 0, 2, "rtl tiny 300"), c2 = run_case(dev, &s, 37, 0, 2, "rtl tiny 37");
+    const uint64_t c3 = run_case(dev, &s, 13 * 23, 13, 2, "rtl tiny 13 channels of 23");
+    assert_true(c1 > c2 && c2 > 0 && c3 > 0);
+    printf("rtl tiny: 2 steps of 300 values %llu cycles, of 37 values %llu, of 13 channels of 23 values %llu\n",
+           (unsigned long long)c1, (unsigned long long)c2, (unsigned long long)c3);
     tsr_device_close(dev);
 }
 

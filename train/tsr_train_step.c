@@ -696,6 +696,7 @@ static int dev_mult(const trl_t *l, double r, int32_t *mg, int *sg, const char *
 }
 
 static int dev_init_layer(tsr_trainer_t *tr, trl_t *l);
+static int dev_params(const tsr_trainer_t *tr, const trl_t *l, int bias, tsr_sgd_params_t *p);
 
 /* The gradient and result buffers the trained tensors' updates share (they run one after another): the
    largest's rows (int32 g; int8 weights or int32 biases). */
@@ -705,16 +706,65 @@ static int dev_gbuf(tsr_trainer_t *tr)
     uint64_t rows = 1, qb = 1;
     for (int j = 0; j < tr->nc; j++) {
         const trl_t *l = &tr->c[j];
-        const uint64_t r = ((uint64_t)l->M * (uint64_t)l->K + lanes - 1) / lanes;
-        const uint64_t rb = ((uint64_t)l->M + lanes - 1) / lanes;
+        tsr_sgd_params_t pw, pb;
         if (!l->trainable)
             continue;
+        int rc = dev_params(tr, l, 0, &pw);
+        if (rc || (rc = dev_params(tr, l, 1, &pb)))
+            return rc;
+        /* (the rows of the state's layout: per-channel, channel groups of K rows) */
+        const uint64_t r = (uint64_t)tsr_sgd_rows(&tr->cfg, &pw), rb = (uint64_t)tsr_sgd_rows(&tr->cfg, &pb);
         rows = r > rows ? r : rows;
         qb = r * lanes > qb ? r * lanes : qb;
         qb = l->has_bias && 4 * rb * lanes > qb ? 4 * rb * lanes : qb;
     }
     int rc = tsr_mem_alloc(tr->dev, rows * tr->cfg.acc_bytes, &tr->sgd_gbuf);
     return rc ? rc : tsr_mem_alloc(tr->dev, qb, &tr->sgd_qbuf);
+}
+
+/* Per-channel multipliers r [n] >= 0 as mg [n] on one shift sg: the largest's (mg < 2^31), the others on it
+   (mg_c = round(r_c * 2^31 * 2^sg): the bits a smaller scale's multiplier has fewer, it keeps 31 - log2 of the
+   ratio) */
+static int dev_mults(const trl_t *l, const double *r, int n, int32_t *mg, int *sg, const char *what)
+{
+    double rmax = 0;
+    for (int c = 0; c < n; c++)
+        rmax = r[c] > rmax ? r[c] : rmax;
+    int32_t m0;
+    int rc = dev_mult(l, rmax, &m0, sg, what);
+    for (int c = 0; c < n && !rc; c++) {
+        const long long v = m0 ? llround(ldexp(r[c], 31 + *sg)) : 0;
+        mg[c] = (int32_t)(v > INT32_MAX ? INT32_MAX : v);
+    }
+    return rc;
+}
+
+/* dev_update with per-channel weight scales (wc == M): channel m's multipliers over its own w_scale[m] */
+static int dev_update_ch(tsr_trainer_t *tr, trl_t *l)
+{
+    const size_t nw = (size_t)l->M * (size_t)l->K;
+    double *r = malloc(sizeof *r * (size_t)l->M);
+    int32_t *mg = malloc(sizeof *mg * (size_t)l->M);
+    int8_t *nq = malloc(nw);
+    int sg, rc = r && mg && nq ? 0 : tsr_err(TSR_ENOMEM, "out of memory");
+    for (int m = 0; m < l->M && !rc; m++)
+        r[m] = (double)l->s_dy * l->L.x_scale / l->ws[m] * (double)(1 << DEV_FRAC);
+    if (!rc && !(rc = dev_mults(l, r, l->M, mg, &sg, "weight")))
+        rc = tsr_sgd_step_ch(l->sgd_w, l->gwi, mg, sg, nq, &tr->upd_cycles);
+    for (size_t i = 0; i < nw && !rc; i++) {
+        tr->upd_n++;
+        tr->upd_moved += nq[i] != l->wq[i];
+        l->wq[i] = nq[i];
+        l->w[i] = (float)(nq[i] * l->ws[i / (size_t)l->K]);
+    }
+    for (int m = 0; m < l->M && !rc && l->sgd_b; m++)
+        r[m] = (double)l->s_dy / ((double)l->L.x_scale * l->ws[m]) * ldexp(1.0, l->fb);
+    if (!rc && l->sgd_b && !(rc = dev_mults(l, r, l->M, mg, &sg, "bias")) &&
+        !(rc = tsr_sgd_step_ch(l->sgd_b, l->gbi, mg, sg, l->bq, &tr->upd_cycles)))
+        for (int m = 0; m < l->M; m++)
+            l->b[m] = (float)((double)l->bq[m] * ((double)l->L.x_scale * l->ws[m]));
+    free(r), free(mg), free(nq);
+    return rc ? node_err(rc, l, "the update on the device") : 0;
 }
 
 static int dev_update(tsr_trainer_t *tr, trl_t *l)
@@ -726,6 +776,8 @@ static int dev_update(tsr_trainer_t *tr, trl_t *l)
     /* (at the first step: the inference measured before is not charged with the state) */
     if ((!tr->sgd_qbuf && (rc = dev_gbuf(tr))) || (!l->sgd_w && (rc = dev_init_layer(tr, l))))
         return rc;
+    if (l->wc > 1)
+        return dev_update_ch(tr, l);
     int8_t *nq = malloc(nw);
     if (!nq)
         return tsr_err(TSR_ENOMEM, "out of memory");
@@ -765,14 +817,15 @@ static int dev_params(const tsr_trainer_t *tr, const trl_t *l, int bias, tsr_sgd
     int slr;
     if (tsr_sgd_multiplier(tr->o.lr, 0, &mlr, &slr))
         return node_err(TSR_EINVAL, l, "the device update's learning rate");
+    const int64_t chans = l->wc > 1 ? l->M : 0; /* per-channel scales: a multiplier per output channel */
     if (!bias)
         *p = (tsr_sgd_params_t){(int64_t)l->M * l->K, DEV_FRAC, mmu, mlr, slr, -(128 << DEV_FRAC),
                                 (127 << DEV_FRAC) + (1 << (DEV_FRAC - 1)) - 1, -128, 127, 1, 3, tr->sgd_gbuf,
-                                tr->sgd_qbuf};
+                                tr->sgd_qbuf, chans};
     else
         *p = (tsr_sgd_params_t){l->M, l->fb, mmu, mlr, slr, -TSR_SGD_LIM, TSR_SGD_LIM - 1,
                                 -(TSR_SGD_LIM >> l->fb), (TSR_SGD_LIM >> l->fb) - 1, 4, 4, tr->sgd_gbuf,
-                                tr->sgd_qbuf};
+                                tr->sgd_qbuf, chans};
     return 0;
 }
 
@@ -815,9 +868,10 @@ int tsr_train_device_update_init(tsr_trainer_t *tr)
         trl_t *l = &tr->c[j];
         if (!l->trainable)
             continue;
-        if (l->wc > 1)
-            return tsr_err(TSR_EINVAL, "--update device: node \"%s\" (%s) has per-channel weight scales (%d); the "
-                           "device update takes per-tensor ones", TSR_SAFE(l->L.node), l->L.op, l->wc);
+        if (l->wc > 1 && l->wc != l->M)
+            return tsr_err(TSR_EINVAL, "--update device: node \"%s\" (%s) has %d weight scales for %d output "
+                           "channels; the device update takes one per tensor or one per output channel",
+                           TSR_SAFE(l->L.node), l->L.op, l->wc, l->M);
         if (tsr_sgd_multiplier(tr->o.lr, 0, &mlr, &slr) || mlr == 0)
             return tsr_err(TSR_EINVAL, "--lr %g: the device update of node \"%s\" (%s) needs 2^-32 <= lr < 1 (a "
                            "multiplier below 1: v up to 2^30 times lr must stay in int32)", tr->o.lr,

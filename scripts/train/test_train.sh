@@ -449,8 +449,24 @@ refuse '--update device keeps the master copy on the int8 grid' model.onnx "${GO
   --grad-bits 16 -o out.onnx
 refuse '--lr 1.5: the device update of node "/fc/Gemm" (Gemm) needs 2^-32 <= lr < 1' model.onnx "${GOOD[@]}" \
   --update device --lr 1.5 -o out.onnx
-refuse '--update device: node "/fc/Gemm" (Gemm) has per-channel weight scales (10)' perchannel.onnx "${GOOD[@]}" \
-  --update device -o out.onnx
+# per-channel weight scales with --update device (a multiplier per output channel, jit/tsr_sgd.h): fc's
+# scales all equal, so every channel's multiplier is the per-tensor one and the tuned fc is the per-tensor
+# model's, byte for byte (refused before: "has per-channel weight scales (10)")
+"$TSR" train perchannel.onnx "${GOOD[@]}" --update device -o pc_dev.onnx --quiet > pc_dev.log 2>&1 &&
+  "$TSR" train model.onnx "${GOOD[@]}" --update device -o pt_dev.onnx --quiet > pt_dev.log 2>&1 ||
+  { cat pc_dev.log pt_dev.log; fail "--update device on per-channel weight scales"; }
+"$PY" - <<'PY' || fail "--update device: per-channel scales (all equal) do not give the per-tensor model's fc"
+import numpy as np, onnx
+from onnx import numpy_helper as nh
+def consts(f):
+    return {n.output[0]: nh.to_array(n.attribute[0].t) for n in onnx.load(f).graph.node if n.op_type == "Constant"}
+pc, pt, base = consts("pc_dev.onnx"), consts("pt_dev.onnx"), consts("model.onnx")
+diff = [k for k in pt if k in pc and not np.array_equal(np.broadcast_to(pt[k], pc[k].shape), pc[k])]
+moved = sum(int(np.sum(pt[k] != base[k])) for k in pt if pt[k].dtype == np.int8 and pt[k].shape == base[k].shape)
+print(f"--update device, per-channel scales: {len(diff)} tensors differ from the per-tensor run's; {moved} int8 "
+      "weights moved")
+assert not diff and moved > 100, diff
+PY
 # a config the device update cannot run on: refused before the first step (it was at the first update,
 # after the first batch's forward and backward), the buffer and the size it needs named
 sed 's/"LOG_UOP_BUFF_SIZE": [0-9]*/"LOG_UOP_BUFF_SIZE": 8/' "$SRC/configs/default.json" > small_uop.json
