@@ -653,6 +653,123 @@ static void test_decode_rejects(void **state)
 
 /* ---- uops ---- */
 
+/* Field f of b, bit by bit (sign-extended into 32 bits where signed). */
+static uint32_t ref_get(const tsr_insn_bits_t *b, const ref_field_t *f)
+{
+    uint64_t v = 0;
+    for (int k = 0; k < f->width; k++) {
+        int bit = f->lsb + k;
+        v |= ((b->w[bit / 64] >> (bit % 64)) & 1) << k;
+    }
+    if (f->is_signed && (v >> (f->width - 1)) & 1)
+        v |= ~0ull << f->width;
+    return (uint32_t)v;
+}
+
+/* Whether encode must take in (op's format r): every field fits its bits,
+ * the memory type and ALU op exist, no depthwise bit without the key. */
+static int ref_fits(const tsr_config_t *c, const ref_fmt_t *r, const tsr_insn_t *in)
+{
+    for (int i = 0; i < r->n; i++) {
+        const ref_field_t *f = &r->f[i];
+        uint32_t v = getm(in, f->offset);
+        if (f->is_signed) {
+            int64_t s = (int32_t)v;
+            if (s < -(1ll << (f->width - 1)) || s >= (1ll << (f->width - 1)))
+                return 0;
+        } else if (f->width < 32 && v >> f->width) {
+            return 0;
+        }
+    }
+    if ((in->opcode == TSR_OP_LOAD || in->opcode == TSR_OP_STORE) && in->mem_type >= TSR_MEM_COUNT)
+        return 0;
+    if (in->opcode == TSR_OP_ALU && in->alu_opcode >= TSR_ALU_COUNT)
+        return 0;
+    return !(in->opcode == TSR_OP_GEMM && in->depthwise && !c->depthwise);
+}
+
+/* Any 32-bit value in any member (also the members outside the format,
+ * which encode ignores): encode succeeds exactly when ref_fits, with the
+ * reference packer's bits, else fails EBOUNDS naming it; decode of any 128
+ * bits succeeds exactly when the bits above the format are clear and the
+ * memory type / ALU op exist, with the fields unpacked bit by bit, else
+ * fails EINVAL naming it. (The library's fast paths fall back to the
+ * field-by-field ones on a failed check: this holds both to the reference.) */
+static void test_any_words(void **state)
+{
+    (void)state;
+    rng_state = seed_from_env() ^ 0x5eedull;
+    for (size_t p = 0; p < 4; p++) {
+        tsr_config_t c;
+        load_cfg(presets[p % 3], &c);
+        if (p == 3)
+            c.depthwise = 3; /* (the format's optional last field) */
+        int ok_enc = 0, ok_dec = 0;
+        for (int n = 0; n < 20000; n++) {
+            const uint32_t op = (uint32_t)(rnd() % TSR_OP_COUNT);
+            ref_fmt_t r;
+            ref_layout(&c, op, &r);
+            tsr_insn_t in;
+            for (size_t k = 0; k + 4 <= sizeof in; k += 4)
+                setm(&in, k, (uint32_t)rnd());
+            for (int i = 0; i < r.n; i++)
+                if (rnd() % 16)
+                    setm(&in, r.f[i].offset, rand_field(&r.f[i], op));
+            in.opcode = op;
+            if (rnd() % 4)
+                in.depthwise = 0;
+            char what[160];
+            snprintf(what, sizeof what, "%s%s %s #%d (seed 0x%llx)", presets[p % 3], p == 3 ? "+dw" : "", r.name,
+                     n, (unsigned long long)seed_from_env());
+            tsr_insn_bits_t bits;
+            tsr_err_clear();
+            int rc = tsr_insn_encode(&c, &in, &bits);
+            if (ref_fits(&c, &r, &in)) {
+                tsr_insn_bits_t want = ref_encode(&r, &in);
+                if (rc || bits.w[0] != want.w[0] || bits.w[1] != want.w[1])
+                    fail_msg("%s: encode rc %d (%s), bits %016llx%016llx, want %016llx%016llx", what, rc,
+                             tsr_errmsg(), (unsigned long long)bits.w[1], (unsigned long long)bits.w[0],
+                             (unsigned long long)want.w[1], (unsigned long long)want.w[0]);
+                ok_enc++;
+            } else if (rc != TSR_EBOUNDS || !tsr_errmsg()[0]) {
+                fail_msg("%s: encode of a value that does not fit: rc %d \"%s\", want EBOUNDS", what, rc,
+                         tsr_errmsg());
+            }
+            tsr_insn_bits_t b = {{rnd(), rnd()}};
+            b.w[0] = (b.w[0] & ~7ull) | op;
+            if (rnd() % 2) { /* clear the reserved bits */
+                for (int bit = r.total; bit < TSR_INSN_BITS; bit++)
+                    b.w[bit / 64] &= ~(1ull << (bit % 64));
+            }
+            int reserved = 0;
+            for (int bit = r.total; bit < TSR_INSN_BITS; bit++)
+                reserved |= (int)((b.w[bit / 64] >> (bit % 64)) & 1);
+            tsr_insn_t want, out;
+            memset(&want, 0, sizeof want);
+            for (int i = 0; i < r.n; i++)
+                setm(&want, r.f[i].offset, ref_get(&b, &r.f[i]));
+            const int valid = !reserved &&
+                              !((op == TSR_OP_LOAD || op == TSR_OP_STORE) && want.mem_type >= TSR_MEM_COUNT) &&
+                              !(op == TSR_OP_ALU && want.alu_opcode >= TSR_ALU_COUNT);
+            tsr_err_clear();
+            rc = tsr_insn_decode(&c, &b, &out);
+            if (valid) {
+                if (rc)
+                    fail_msg("%s: decode of %016llx%016llx: %s", what, (unsigned long long)b.w[1],
+                             (unsigned long long)b.w[0], tsr_errmsg());
+                compare_insn(what, &r, &want, &out);
+                ok_dec++;
+            } else if (rc != TSR_EINVAL || !tsr_errmsg()[0]) {
+                fail_msg("%s: decode of malformed %016llx%016llx: rc %d, want EINVAL", what,
+                         (unsigned long long)b.w[1], (unsigned long long)b.w[0], rc);
+            }
+        }
+        /* (both outcomes drawn often) */
+        assert_true(ok_enc > 2000 && ok_enc < 18000);
+        assert_true(ok_dec > 2000 && ok_dec < 18000);
+    }
+}
+
 static void test_uop(void **state)
 {
     (void)state;
@@ -771,6 +888,7 @@ int main(void)
         cmocka_unit_test(test_single_bit),
         cmocka_unit_test(test_encode_bounds),
         cmocka_unit_test(test_decode_rejects),
+        cmocka_unit_test(test_any_words),
         cmocka_unit_test(test_uop),
         cmocka_unit_test(test_stage_and_names),
     };

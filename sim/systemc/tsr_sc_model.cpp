@@ -1303,9 +1303,10 @@ void tsr_sc_accel::reg_write(uint32_t addr, uint32_t v)
             for (uint32_t i = 0; i < insn_count_ && !hit; i++) {
                 uint8_t b[TSR_INSN_BYTES];
                 tsr_insn_bits_t bits;
-                int rc = tsr_dram_read(dram, (uint64_t)insn_addr_ + (uint64_t)i * TSR_INSN_BYTES, b, sizeof b);
+                // (the bytes in place where DRAM has them in one piece)
+                int rc = raw ? 0 : tsr_dram_read(dram, (uint64_t)insn_addr_ + (uint64_t)i * TSR_INSN_BYTES, b, sizeof b);
                 if (!rc) {
-                    tsr_insn_bits_load(b, &bits);
+                    tsr_insn_bits_load(raw ? raw + (size_t)i * TSR_INSN_BYTES : b, &bits);
                     rc = tsr_insn_decode(&cfg, &bits, &insns[i]);
                 }
                 if (rc) {
