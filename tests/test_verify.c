@@ -1274,6 +1274,22 @@ static void test_dram_races(void **state)
     check_schedules("acc load of stored bytes", &c, s, 7, TSR_OK);
     expect_err("acc load of stored bytes", verify(&c, s, 7, &o), TSR_EVERIFY, "race on DRAM bytes",
                "insn #5 (load acc)", (char *)NULL);
+    /* Stores to elements 0 and 7 that an earlier, ordered LOAD reads (their bytes bound the race pass's
+       segments), a store to element 2 no LOAD reads, and an unordered LOAD of element 4, between: bytes
+       no store writes, in the same segment [0x4004, 0x401c) as element 2's. No race (there was one,
+       reported on that segment: the SGD update's per-channel stream met it); a LOAD of element 2 races. */
+    tsr_insn_t t[9];
+    base_stream(t);
+    t[1] = mem(TSR_OP_LOAD, TSR_MEM_INP, 0, OUT_E, 2, 1, 7);
+    t[4] = fl(mem(TSR_OP_STORE, TSR_MEM_OUT, 0, OUT_E, 1, 1, 1), 1, 0, 0, 0);
+    t[5] = mem(TSR_OP_STORE, TSR_MEM_OUT, 0, OUT_E + 7, 1, 1, 1);
+    t[6] = fl(mem(TSR_OP_STORE, TSR_MEM_OUT, 0, OUT_E + 2, 1, 1, 1), 0, 0, 1, 0);
+    t[7] = fl(mem(TSR_OP_LOAD, TSR_MEM_INP, 2, OUT_E + 4, 1, 1, 1), 0, 0, 0, 1);
+    t[8] = fl(fin(), 1, 1, 0, 0);
+    expect_ok("a load beside a store no load reads, in one segment", verify(&c, t, 9, &o));
+    t[7].dram_base = OUT_E + 2;
+    expect_err("a load of that store's bytes", verify(&c, t, 9, &o), TSR_EVERIFY, "insn #6 (store out)",
+               "race on DRAM bytes [0x4008, 0x400c)", "insn #7 (load inp)", (char *)NULL);
 }
 
 /* ---- self-modifying streams ---- */
