@@ -290,7 +290,11 @@ static int build(tsr_sgd_t *g)
     }
     tsr_stream_set_uops(&b->s, ui, (uint32_t)b->nuops);
     int rc = b->rc;
-    uint8_t *hu = calloc(MAXUOPS, c->uop_bytes);
+    free(g->hu);
+    free(g->insns);
+    g->insns = NULL;
+    g->ninsns = 0;
+    uint8_t *hu = g->hu = calloc(MAXUOPS, c->uop_bytes);
     if (!rc && !hu)
         rc = tsr_err(TSR_ENOMEM, "out of memory");
     for (int i = 0; !rc && i < b->nuops; i++) {
@@ -305,9 +309,10 @@ static int build(tsr_sgd_t *g)
         for (size_t i = 0; i < g->ninsns; i++)
             if (g->insns[i].opcode == TSR_OP_ALU)
                 g->alu_ops += (uint64_t)g->insns[i].iter_out * g->insns[i].iter_in;
+        const uint64_t at[5] = {g->ua, g->ca, g->ga, g->qa, g->ma};
+        memcpy(g->built, at, sizeof at);
     }
     tsr_stream_free(&b->s);
-    free(hu);
     free(b);
     return rc;
 }
@@ -416,6 +421,31 @@ static int write_state(tsr_sgd_t *g, const int32_t *w_m0, int64_t vals)
     return rc;
 }
 
+/* the buffers of a step besides the state: uops, constants, own g and q, the multiplier rows */
+static void scratch_free(tsr_sgd_t *g)
+{
+    uint64_t *a[5] = {&g->ma, g->own_q ? &g->qa : NULL, g->own_g ? &g->ga : NULL, &g->ca, &g->ua};
+    for (int i = 0; i < 5; i++)
+        if (a[i] && *a[i]) {
+            tsr_mem_free(g->dev, *a[i]);
+            *a[i] = 0;
+        }
+}
+
+static int scratch_alloc(tsr_sgd_t *g)
+{
+    const tsr_config_t *c = tsr_device_config(g->dev);
+    const int64_t vals = g->rows * c->batch * c->block_out;
+    int rc;
+    if ((rc = tsr_mem_alloc(g->dev, (uint64_t)MAXUOPS * c->uop_bytes, &g->ua)) ||
+        (rc = tsr_mem_alloc(g->dev, (uint64_t)NCONST * c->acc_bytes, &g->ca)) ||
+        (g->own_g && (rc = tsr_mem_alloc(g->dev, (uint64_t)g->rows * c->acc_bytes, &g->ga))) ||
+        (g->own_q && (rc = tsr_mem_alloc(g->dev, (uint64_t)(g->p.q_bytes * vals), &g->qa))) ||
+        (g->p.chans > 1 && (rc = tsr_mem_alloc(g->dev, (uint64_t)g->groups * c->acc_bytes, &g->ma))))
+        scratch_free(g);
+    return rc;
+}
+
 int tsr_sgd_init(tsr_sgd_t *g, tsr_device_t *dev, const tsr_sgd_params_t *p, const int32_t *w_m0)
 {
     memset(g, 0, sizeof *g);
@@ -437,18 +467,14 @@ int tsr_sgd_init(tsr_sgd_t *g, tsr_device_t *dev, const tsr_sgd_params_t *p, con
     if ((rc = geometry(g, c)))
         return rc;
     const int64_t vals = g->rows * c->batch * c->block_out;
-    if ((rc = tsr_mem_alloc(dev, (uint64_t)MAXUOPS * c->uop_bytes, &g->ua)) ||
-        (rc = tsr_mem_alloc(dev, (uint64_t)NCONST * c->acc_bytes, &g->ca)) ||
-        (g->own_g && (rc = tsr_mem_alloc(dev, (uint64_t)g->rows * c->acc_bytes, &g->ga))) ||
-        (rc = tsr_mem_alloc(dev, (uint64_t)(g->np * vals), &g->wa)) ||
-        (rc = tsr_mem_alloc(dev, (uint64_t)(4 * vals), &g->va)) ||
-        (g->own_q && (rc = tsr_mem_alloc(dev, (uint64_t)(p->q_bytes * vals), &g->qa))) ||
-        (p->chans > 1 && (rc = tsr_mem_alloc(dev, (uint64_t)g->groups * c->acc_bytes, &g->ma))) ||
-        (rc = write_consts(g, c, 0, 0)) ||
-        (rc = write_state(g, w_m0, vals)) || (rc = build(g))) {
+    if ((rc = tsr_mem_alloc(dev, (uint64_t)(g->np * vals), &g->wa)) ||
+        (rc = tsr_mem_alloc(dev, (uint64_t)(4 * vals), &g->va)) || (rc = scratch_alloc(g)) ||
+        (rc = write_consts(g, c, 0, 0)) || (rc = write_state(g, w_m0, vals)) || (rc = build(g))) {
         tsr_sgd_free(g);
         return rc;
     }
+    if (p->transient)
+        scratch_free(g);
     return TSR_OK;
 }
 
@@ -483,7 +509,28 @@ int tsr_sgd_step(tsr_sgd_t *g, const int32_t *g_raw, int32_t mg, int sg, void *q
     return rc;
 }
 
+static int run_step(tsr_sgd_t *g, const int32_t *g_raw, const int32_t *mg, int sg, void *q, uint64_t *cycles);
+
 int tsr_sgd_step_ch(tsr_sgd_t *g, const int32_t *g_raw, const int32_t *mg, int sg, void *q, uint64_t *cycles)
+{
+    if (!g->p.transient)
+        return run_step(g, g_raw, mg, sg, q, cycles);
+    const tsr_config_t *c = tsr_device_config(g->dev);
+    int rc = scratch_alloc(g);
+    if (rc)
+        return rc;
+    const uint64_t at[5] = {g->ua, g->ca, g->ga, g->qa, g->ma};
+    if (memcmp(at, g->built, sizeof at)) /* elsewhere than the stream's: built again (it writes the uops) */
+        rc = build(g);
+    else
+        rc = tsr_mem_write(g->dev, g->ua, g->hu, (uint64_t)MAXUOPS * c->uop_bytes);
+    if (!rc)
+        rc = run_step(g, g_raw, mg, sg, q, cycles);
+    scratch_free(g);
+    return rc;
+}
+
+static int run_step(tsr_sgd_t *g, const int32_t *g_raw, const int32_t *mg, int sg, void *q, uint64_t *cycles)
 {
     const tsr_config_t *c = tsr_device_config(g->dev);
     int rc = write_consts(g, c, mg[0], sg);
@@ -542,10 +589,13 @@ int tsr_sgd_read_state(const tsr_sgd_t *g, int32_t *w_m, int32_t *v)
 
 void tsr_sgd_free(tsr_sgd_t *g)
 {
-    const uint64_t a[7] = {g->ma, g->own_q ? g->qa : 0, g->va, g->wa, g->own_g ? g->ga : 0, g->ca, g->ua};
-    for (int i = 0; i < 7; i++)
+    if (g->dev)
+        scratch_free(g);
+    const uint64_t a[2] = {g->va, g->wa};
+    for (int i = 0; i < 2; i++)
         if (a[i])
             tsr_mem_free(g->dev, a[i]);
     free(g->insns);
+    free(g->hu);
     memset(g, 0, sizeof *g);
 }

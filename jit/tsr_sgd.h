@@ -59,6 +59,10 @@ typedef struct tsr_sgd_params {
                          (K = n / C) has its own (tsr_sgd_step_ch). The device holds value (c, k) at row
                          (c / lanes) * K + k, lane c % lanes: a row's lanes are lanes channels, so a tile of a
                          channel group's rows takes their multipliers as one constant row */
+    int transient;    /* 1: only the state (w_m's and v's planes) stays in device DRAM between steps; the uops,
+                         constants, multiplier rows and own g and q buffers are allocated by each step and freed
+                         after it (a trainer's peak then holds them only while an update runs; the stream is
+                         built again when they land elsewhere) */
 } tsr_sgd_params_t;
 
 typedef struct tsr_sgd {
@@ -69,6 +73,8 @@ typedef struct tsr_sgd {
     int tile;                 /* rows per tile */
     uint64_t ua, ca, ga, wa, va, qa; /* device buffers: uops, constants, g_raw, w planes, v planes, q planes */
     uint64_t ma;              /* chans > 1: the groups' multiplier rows (lane l of row j: mg of channel j*lanes+l) */
+    uint64_t built[5];        /* ua, ca, ga, qa, ma as the stream was built with */
+    uint8_t *hu;              /* the encoded uops (MAXUOPS rows; transient: written each step) */
     int np;                   /* planes of the state (3 or 4) */
     int own_g, own_q;         /* ga, qa are its own (not params' g_buf, q_buf) */
     tsr_insn_t *insns;        /* one step's stream */

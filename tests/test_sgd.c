@@ -11,7 +11,8 @@
  * INT32_MIN and INT32_MAX (saturating the clamps), w_m on its bounds; int8
  * and int32 q; configs default and tiny; half the cases with per-channel
  * multipliers (chans C > 1: channel c = values c*K .. c*K+K-1, its own mg_c,
- * C not a multiple of a row's lanes). Bad parameters: each refused with
+ * C not a multiple of a row's lanes); a quarter with the step's buffers
+ * allocated by each step (transient), at times moved by a buffer in the way. Bad parameters: each refused with
  * its message. On backend rtl (test_sgd_rtl) three cases on tiny (one
  * per-channel), the RTL against the reference. TSR_SGD_SEED overrides the seed.
  */
@@ -167,6 +168,9 @@ static uint64_t run_case(tsr_device_t *dev, uint64_t *s, int64_t n, int64_t chan
     }
     p.g_buf = gbuf;
     p.q_buf = qbuf;
+    /* half the others with the step's buffers allocated by each step (transient), landing elsewhere at times */
+    p.transient = !gbuf && rnd(s, 0, 1);
+    uint64_t other = 0;
     tsr_sgd_t sg;
     if (tsr_sgd_init(&sg, dev, &p, w))
         fail_msg("%s: init: %s", what, tsr_errmsg());
@@ -174,6 +178,12 @@ static uint64_t run_case(tsr_device_t *dev, uint64_t *s, int64_t n, int64_t chan
     for (int st = 0; st < steps; st++) {
         for (int64_t i = 0; i < n; i++)
             g[i] = rnd_grad(s, small);
+        if (p.transient && rnd(s, 0, 1)) { /* a buffer in the way: the step's buffers move, the stream follows */
+            if (other)
+                tsr_mem_free(dev, other), other = 0;
+            else
+                assert_int_equal(tsr_mem_alloc(dev, (uint64_t)rnd(s, 1, 4096), &other), TSR_OK);
+        }
         for (int64_t c = 0; c < nm; c++)
             mg[c] = rnd_mult(s);
         const int sh = rnd(s, -30, 31);
@@ -186,8 +196,9 @@ static uint64_t run_case(tsr_device_t *dev, uint64_t *s, int64_t n, int64_t chan
         for (int64_t i = 0; i < n; i++) {
             const int32_t dq = p.q_bytes == 1 ? ((int8_t *)qd)[i] : qd[i];
             if (dq != q[i])
-                fail_msg("%s (n %lld chans %lld planes %d frac %d mg %d sg %d mmu %d mlr %d slr %d q_bytes %d): step "
-                         "%d q[%lld] = %d, reference %d", what, (long long)n, (long long)chans, p.planes, p.frac,
+                fail_msg("%s (n %lld chans %lld transient %d planes %d frac %d mg %d sg %d mmu %d mlr %d slr %d "
+                         "q_bytes %d): step %d q[%lld] = %d, reference %d", what, (long long)n, (long long)chans,
+                         p.transient, p.planes, p.frac,
                          (int)mg[chans > 1 ? i / (n / chans) : 0], sh, (int)p.mmu, (int)p.mlr, p.slr, p.q_bytes, st,
                          (long long)i, (int)dq, (int)q[i]);
         }
@@ -200,6 +211,8 @@ static uint64_t run_case(tsr_device_t *dev, uint64_t *s, int64_t n, int64_t chan
     tsr_sgd_free(&sg);
     if (gbuf)
         tsr_mem_free(dev, gbuf), tsr_mem_free(dev, qbuf);
+    if (other)
+        tsr_mem_free(dev, other);
     free(w), free(v), free(g), free(q), free(qd), free(wd), free(vd), free(mg);
     return cycles;
 }
@@ -252,7 +265,7 @@ static void test_bad(void **st)
 {
     (void)st;
     tsr_device_t *dev = open_cfg("fsim", "default");
-    const tsr_sgd_params_t ok = {10, 16, 0, 1 << 30, 8, -(127 << 16), 127 << 16, -127, 127, 1, 0, 0, 0, 0};
+    const tsr_sgd_params_t ok = {10, 16, 0, 1 << 30, 8, -(127 << 16), 127 << 16, -127, 127, 1, 0, 0, 0, 0, 0};
     int32_t w[10] = {0};
     tsr_sgd_params_t p = ok;
     p.frac = 31;

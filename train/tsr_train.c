@@ -502,10 +502,6 @@ void tsr_train_free(tsr_trainer_t *tr)
         free(l->sgd_w), free(l->sgd_b);
     }
     free(tr->c);
-    if (tr->sgd_gbuf)
-        tsr_mem_free(tr->dev, tr->sgd_gbuf);
-    if (tr->sgd_qbuf)
-        tsr_mem_free(tr->dev, tr->sgd_qbuf);
     free(tr->g), free(tr->g2), free(tr->q), free(tr->q2), free(tr->acc), free(tr->facc), free(tr->probs), free(tr->x0);
     free(tr->ls);
     tsr_onnx_free(tr->m);

@@ -80,8 +80,6 @@ struct tsr_trainer {
     uint64_t fwd_macs;         /* forward MACs of the part */
     uint64_t upd_n, upd_moved; /* int8_update, device_update: weight updates, and those that moved the int8 value */
     uint64_t upd_cycles;       /* device_update: device cycles of the updates (summed) */
-    uint64_t sgd_gbuf, sgd_qbuf; /* device_update: the gradient and result buffers the layers' updates share (0:
-                                    none yet) */
     uint64_t dev_budget;       /* the backward convs' device-memory budget (tsr_grad_conv_*_budget): the
                                   inference's high-water mark once measured (0 before: none) */
     uint64_t round_state;      /* grad_stochastic: the rounding's splitmix64 state (from the seed, its own stream) */

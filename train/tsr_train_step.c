@@ -696,31 +696,6 @@ static int dev_mult(const trl_t *l, double r, int32_t *mg, int *sg, const char *
 }
 
 static int dev_init_layer(tsr_trainer_t *tr, trl_t *l);
-static int dev_params(const tsr_trainer_t *tr, const trl_t *l, int bias, tsr_sgd_params_t *p);
-
-/* The gradient and result buffers the trained tensors' updates share (they run one after another): the
-   largest's rows (int32 g; int8 weights or int32 biases). */
-static int dev_gbuf(tsr_trainer_t *tr)
-{
-    const uint64_t lanes = (uint64_t)tr->cfg.batch * (uint64_t)tr->cfg.block_out;
-    uint64_t rows = 1, qb = 1;
-    for (int j = 0; j < tr->nc; j++) {
-        const trl_t *l = &tr->c[j];
-        tsr_sgd_params_t pw, pb;
-        if (!l->trainable)
-            continue;
-        int rc = dev_params(tr, l, 0, &pw);
-        if (rc || (rc = dev_params(tr, l, 1, &pb)))
-            return rc;
-        /* (the rows of the state's layout: per-channel, channel groups of K rows) */
-        const uint64_t r = (uint64_t)tsr_sgd_rows(&tr->cfg, &pw), rb = (uint64_t)tsr_sgd_rows(&tr->cfg, &pb);
-        rows = r > rows ? r : rows;
-        qb = r * lanes > qb ? r * lanes : qb;
-        qb = l->has_bias && 4 * rb * lanes > qb ? 4 * rb * lanes : qb;
-    }
-    int rc = tsr_mem_alloc(tr->dev, rows * tr->cfg.acc_bytes, &tr->sgd_gbuf);
-    return rc ? rc : tsr_mem_alloc(tr->dev, qb, &tr->sgd_qbuf);
-}
 
 /* Per-channel multipliers r [n] >= 0 as mg [n] on one shift sg: the largest's (mg < 2^31), the others on it
    (mg_c = round(r_c * 2^31 * 2^sg): the bits a smaller scale's multiplier has fewer, it keeps 31 - log2 of the
@@ -774,7 +749,7 @@ static int dev_update(tsr_trainer_t *tr, trl_t *l)
     int32_t mg;
     int sg, rc;
     /* (at the first step: the inference measured before is not charged with the state) */
-    if ((!tr->sgd_qbuf && (rc = dev_gbuf(tr))) || (!l->sgd_w && (rc = dev_init_layer(tr, l))))
+    if (!l->sgd_w && (rc = dev_init_layer(tr, l)))
         return rc;
     if (l->wc > 1)
         return dev_update_ch(tr, l);
@@ -820,12 +795,10 @@ static int dev_params(const tsr_trainer_t *tr, const trl_t *l, int bias, tsr_sgd
     const int64_t chans = l->wc > 1 ? l->M : 0; /* per-channel scales: a multiplier per output channel */
     if (!bias)
         *p = (tsr_sgd_params_t){(int64_t)l->M * l->K, DEV_FRAC, mmu, mlr, slr, -(128 << DEV_FRAC),
-                                (127 << DEV_FRAC) + (1 << (DEV_FRAC - 1)) - 1, -128, 127, 1, 3, tr->sgd_gbuf,
-                                tr->sgd_qbuf, chans};
+                                (127 << DEV_FRAC) + (1 << (DEV_FRAC - 1)) - 1, -128, 127, 1, 3, 0, 0, chans, 1};
     else
         *p = (tsr_sgd_params_t){l->M, l->fb, mmu, mlr, slr, -TSR_SGD_LIM, TSR_SGD_LIM - 1,
-                                -(TSR_SGD_LIM >> l->fb), (TSR_SGD_LIM >> l->fb) - 1, 4, 4, tr->sgd_gbuf,
-                                tr->sgd_qbuf, chans};
+                                -(TSR_SGD_LIM >> l->fb), (TSR_SGD_LIM >> l->fb) - 1, 4, 4, 0, 0, chans, 1};
     return 0;
 }
 
