@@ -23,6 +23,8 @@
  *  - test_dag_device_equals_host: the device's backward (jit/tsr_grad.h:
  *    strided and depthwise convs) and the host reference, bit for bit.
  *  - test_dag_refusals: a part whose add reads a tensor computed before it.
+ *  - test_dag_device_update_per_channel: --update device on qdq.py's per-channel
+ *    weight scales, one step against the float update on each channel's scale.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -352,6 +354,74 @@ static void test_dag_device_equals_host(void **state)
     free(a), free(b);
 }
 
+/* --update device on per-channel weight scales (qdq.py's, different per output channel): one step of 16
+ * samples moves every layer's int8 weights where the float update w - lr g (v = g at the first step) on
+ * the channel's own scale moves them, to within the fixed point's last rounding; fails when a channel's
+ * multiplier is not its own (a per-tensor multiplier, or the channels' order crossed) */
+static void test_dag_device_update_per_channel(void **state)
+{
+    (void)state;
+    tsr_device_t *dev = open_dev();
+    tsr_tensor_t x = {0}, y = {0}, xs = {0}, ys = {0};
+    if (tsr_npy_read(g_data, &x) || tsr_npy_read(g_labels, &y))
+        fail_msg("%s", tsr_errmsg());
+    int64_t shx[TSR_TENSOR_MAX_DIMS], shy[1] = {16};
+    memcpy(shx, x.shape, sizeof(int64_t) * (size_t)x.ndim);
+    shx[0] = 16;
+    assert_int_equal(tsr_tensor_alloc(&xs, TSR_DT_FLOAT32, x.ndim, shx), 0);
+    assert_int_equal(tsr_tensor_alloc(&ys, y.dtype, 1, shy), 0);
+    memcpy(xs.data, x.data, xs.nbytes);
+    memcpy(ys.data, y.data, ys.nbytes);
+    const double lr = 0.05;
+    tsr_train_opts_t o = {.trainable = "conv0,conv1,conv2,dw,fc", .epochs = 1, .batch = 16, .lr = lr,
+                          .momentum = 0.9, .seed = 3, .device_update = 1, .logits_fixed = 1};
+    tsr_trainer_t *tr = NULL;
+    if (tsr_train_open(g_model, dev, &o, &tr))
+        fail_msg("open: %s", tsr_errmsg());
+    double loss;
+    assert_int_equal(tsr_train_grads(tr, &xs, &ys, 16, &loss), 0);
+    const int nl = tsr_train_nlayers(tr);
+    double **want = calloc((size_t)nl, sizeof *want);
+    tsr_train_view_t v;
+    for (int j = 0; j < nl; j++) {
+        tsr_train_view(tr, j, &v);
+        if (!v.trainable)
+            continue;
+        assert_int_equal(v.L->w_count, v.m); /* per output channel */
+        want[j] = malloc(sizeof(double) * (size_t)v.m * (size_t)v.k);
+        for (size_t i = 0; i < (size_t)v.m * (size_t)v.k; i++) {
+            const double ws = v.L->w_scale[i / (size_t)v.k];
+            want[j][i] = (double)v.w[i] / ws - lr * v.gw[i] / ws;
+        }
+    }
+    tsr_train_stats_t *st = calloc(1, sizeof *st);
+    if (tsr_train_run(tr, &xs, &ys, st))
+        fail_msg("run: %s", tsr_errmsg());
+    int moved = 0, off = 0, n = 0, layers = 0;
+    for (int j = 0; j < nl; j++) {
+        if (!want[j])
+            continue;
+        tsr_train_view(tr, j, &v);
+        layers++;
+        for (size_t i = 0; i < (size_t)v.m * (size_t)v.k; i++, n++) {
+            const double ws = v.L->w_scale[i / (size_t)v.k];
+            const long q = lrint(fmin(fmax(want[j][i], -128), 127)), got = lrint(v.w[i] / ws);
+            off += got != q;
+            moved += got != lrint(want[j][i] + lr * v.gw[i] / ws);
+            if (labs(got - q) > 1)
+                fail_msg("layer %d weight %zu: %ld, the float update %.4f", j, i, got, want[j][i]);
+        }
+        free(want[j]);
+    }
+    print_message("--update device, per-channel scales, one step: %d layers, %d of %d weights moved, %d off the "
+                  "float update by 1\n", layers, moved, n, off);
+    assert_true(layers == 5 && moved >= 100 && off * 100 <= n);
+    free(want), free(st);
+    tsr_tensor_free(&x), tsr_tensor_free(&y), tsr_tensor_free(&xs), tsr_tensor_free(&ys);
+    tsr_train_free(tr);
+    tsr_device_close(dev);
+}
+
 static void test_dag_refusals(void **state)
 {
     (void)state;
@@ -382,6 +452,7 @@ int main(void)
         cmocka_unit_test(test_dag_grads_vs_float),
         cmocka_unit_test(test_dag_device_equals_host),
         cmocka_unit_test(test_dag_refusals),
+        cmocka_unit_test(test_dag_device_update_per_channel),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
