@@ -264,14 +264,19 @@ static int fixed_search(const tsr_mul_params_t *p, tsr_mul_fixed_t *fx)
             found = 1;
         }
     }
-    /* the ALU's own semantics on every product: what the device will compute (a check of the bounds above) */
+    /* the ALU's own semantics on every product: what the device will compute (a check of the bounds above),
+       as the device's rows compute it (mulhr, then rqfin, each with its operand as the immediate: in place,
+       over all products at once) */
     const int32_t off = tsr_dt_off(p->y.dtype), rq = found ? rq_row(p, fx->shift) : 0;
-    for (int i = 0; i < np && found; i++) {
-        const int32_t P = (int32_t)((int64_t)ps[i] * (INT64_C(1) << KSHIFT) + fx->offset);
-        const int32_t r = tsr_alu_apply(TSR_ALU_RQFIN, tsr_alu_apply(TSR_ALU_MULHR, P, fx->mult, 32), rq, 32) + off;
-        if (r != tg[i])
-            found = 0;
+    for (int i = 0; i < np && found; i++)
+        ps[i] = (int32_t)((int64_t)ps[i] * (INT64_C(1) << KSHIFT) + fx->offset);
+    if (found) {
+        tsr_alu_apply_row(TSR_ALU_MULHR, ps, NULL, fx->mult, (uint32_t)np, 32);
+        tsr_alu_apply_row(TSR_ALU_RQFIN, ps, NULL, rq, (uint32_t)np, 32);
     }
+    for (int i = 0; i < np && found; i++)
+        if (ps[i] + off != tg[i])
+            found = 0;
     free(ps), free(tg);
     if (!found)
         return tsr_err(TSR_EINVAL, "mul: no exact integer form for scale %a (%.9g) with zero points %d, %d: the "

@@ -167,6 +167,7 @@ void tsr_onnx_free(tsr_onnx_t *m)
     }
     free(m->vals);
     free(m->vidx);
+    tsr_ox_names_free(&m->cons);
     free(m->order);
     free(m->placed);
     free(m->node_lop);

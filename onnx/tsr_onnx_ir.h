@@ -166,6 +166,14 @@ typedef struct ox_qout {
     float clip_lo, clip_hi;
 } ox_qout_t;
 
+/* A table of names owned elsewhere (the model's strings), each once with
+ * an int (tsr_onnx_val.c): open addressing, at most half full. */
+typedef struct ox_names {
+    const char **key;       /* NULL: a free slot */
+    int *val;
+    uint32_t cap;           /* a power of 2 (0: none) */
+} ox_names_t;
+
 struct tsr_onnx {
     char path[256];         /* file name for messages */
     Onnx__ModelProto *mp;   /* unpacked model */
@@ -175,6 +183,8 @@ struct tsr_onnx {
     int *vidx;              /* values by name (tsr_onnx_val.c): open addressing, the lowest id of each non-empty
                                name, -1 free; vidx_cap a power of 2 (0: none, tsr_ox_find_val scans) */
     int vidx_cap, vidx_n;
+    ox_names_t cons;        /* per input name: tsr_ox_sole_consumer's answer (built at its first call) */
+    int cons_built;         /* 1: cons is built (cap 0: no memory for it, scans) */
     int *order;             /* nodes in topological order */
     int *placed;            /* per node: ox_placed_e */
     int *node_lop;          /* per node: its lop (or the lop it is folded into), -1 */
@@ -322,6 +332,12 @@ int tsr_ox_host_lop(tsr_onnx_t *m, int ni, int hk, int in, int out);
 int tsr_ox_dev_lop(tsr_onnx_t *m, int ni, const tsr_nd_node_t *nd, int in, int in2, int out);
 int tsr_ox_need_real(tsr_onnx_t *m, int ni, int v);
 int tsr_ox_sole_consumer(const tsr_onnx_t *m, const char *name);
+/* A table for n names (TSR_ENOMEM without the memory); the int of name
+ * (added with *added set and the int 0 when new); the int of name or NULL. */
+int tsr_ox_names_init(ox_names_t *t, size_t n);
+int *tsr_ox_names_put(ox_names_t *t, const char *name, int *added);
+const int *tsr_ox_names_get(const ox_names_t *t, const char *name);
+void tsr_ox_names_free(ox_names_t *t);
 
 /* ----------------------- attributes, constants, quantization parameters (tsr_onnx_attr.c) */
 

@@ -25,25 +25,38 @@ static int topo_sort(tsr_onnx_t *m)
         nin += m->gp->node[i]->n_input;
     int *done = calloc(nn + 1, sizeof(int)), *prod = malloc(sizeof(int) * (nin + 1));
     m->order = malloc(sizeof(int) * (nn + 1));
-    if (!done || !prod || !m->order) {
+    /* Where each name comes from: -1 a graph input or initializer, else the
+     * first node that outputs it (the producer of every node input by one
+     * look-up, not a scan of the graph's names per input). */
+    ox_names_t src = {0};
+    size_t nsrc = m->gp->n_input + m->gp->n_initializer;
+    for (size_t j = 0; j < nn; j++)
+        nsrc += m->gp->node[j]->n_output;
+    if (!done || !prod || !m->order || tsr_ox_names_init(&src, nsrc)) {
         free(done);
         free(prod);
         return tsr_err(TSR_ENOMEM, "out of memory");
     }
+    int added;
+    for (size_t g = 0; g < m->gp->n_input; g++)
+        if (m->gp->input[g]->name)
+            *tsr_ox_names_put(&src, m->gp->input[g]->name, &added) = -1;
+    for (size_t g = 0; g < m->gp->n_initializer; g++)
+        if (m->gp->initializer[g]->name)
+            *tsr_ox_names_put(&src, m->gp->initializer[g]->name, &added) = -1;
+    for (size_t j = 0; j < nn; j++)
+        for (size_t o = 0; o < m->gp->node[j]->n_output; o++) {
+            int *v = tsr_ox_names_put(&src, m->gp->node[j]->output[o], &added);
+            if (added)
+                *v = (int)j;
+        }
     int rc = 0;
     for (size_t i = 0, k0 = 0; i < nn && !rc; k0 += m->gp->node[i]->n_input, i++) {
         const Onnx__NodeProto *n = m->gp->node[i];
         for (size_t k = 0; k < n->n_input && !rc; k++) {
             const char *nm = n->input[k];
-            int found = !nm[0], p = -1;
-            for (size_t g = 0; g < m->gp->n_input && !found; g++)
-                found = m->gp->input[g]->name && !strcmp(m->gp->input[g]->name, nm);
-            for (size_t g = 0; g < m->gp->n_initializer && !found; g++)
-                found = m->gp->initializer[g]->name && !strcmp(m->gp->initializer[g]->name, nm);
-            for (size_t j = 0; j < nn && !found && p < 0; j++)
-                for (size_t o = 0; o < m->gp->node[j]->n_output; o++)
-                    if (!strcmp(m->gp->node[j]->output[o], nm))
-                        p = (int)j;
+            const int *v = nm[0] ? tsr_ox_names_get(&src, nm) : NULL;
+            int found = !nm[0] || (v && *v < 0), p = v && *v >= 0 ? *v : -1;
             if (!found && p < 0)
                 rc = NERR(m, (int)i, "input \"%s\" is neither a graph input, an initializer nor a node output "
                           "(a missing initializer?)", TSR_SAFE(nm));
@@ -82,6 +95,7 @@ static int topo_sort(tsr_onnx_t *m)
     }
     free(done);
     free(prod);
+    tsr_ox_names_free(&src);
     return rc;
 }
 

@@ -267,9 +267,88 @@ int tsr_ox_need_real(tsr_onnx_t *m, int ni, int v)
     return 0;
 }
 
-/* The (only) consumer node of value name, -1 if none, -2 if several or a graph output. */
+int tsr_ox_names_init(ox_names_t *t, size_t n)
+{
+    uint32_t cap = 16;
+    while (cap < 2 * n + 2 && cap < (1u << 30))
+        cap *= 2;
+    t->key = calloc(cap, sizeof *t->key);
+    t->val = malloc(cap * sizeof *t->val);
+    t->cap = t->key && t->val ? cap : 0;
+    if (!t->cap) {
+        tsr_ox_names_free(t);
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    }
+    return TSR_OK;
+}
+
+int *tsr_ox_names_put(ox_names_t *t, const char *name, int *added)
+{
+    const uint32_t mask = t->cap - 1;
+    for (uint32_t s = name_hash(name) & mask;; s = (s + 1) & mask) {
+        if (!t->key[s]) { /* (init sized the table for every name: never full) */
+            t->key[s] = name;
+            t->val[s] = 0;
+            *added = 1;
+            return &t->val[s];
+        }
+        if (!strcmp(t->key[s], name)) {
+            *added = 0;
+            return &t->val[s];
+        }
+    }
+}
+
+const int *tsr_ox_names_get(const ox_names_t *t, const char *name)
+{
+    const uint32_t mask = t->cap - 1;
+    for (uint32_t s = name_hash(name) & mask; t->cap && t->key[s]; s = (s + 1) & mask)
+        if (!strcmp(t->key[s], name))
+            return &t->val[s];
+    return NULL;
+}
+
+void tsr_ox_names_free(ox_names_t *t)
+{
+    free(t->key);
+    free(t->val);
+    memset(t, 0, sizeof *t);
+}
+
+/* tsr_ox_sole_consumer's answer for every name a node reads or the graph
+ * outputs, in m->cons (none without the memory: the callers scan). */
+static void cons_build(tsr_onnx_t *m)
+{
+    size_t n = m->gp->n_output;
+    m->cons_built = 1;
+    for (size_t i = 0; i < m->gp->n_node; i++)
+        n += m->gp->node[i]->n_input;
+    if (tsr_ox_names_init(&m->cons, n)) {
+        tsr_err_clear(); /* (the scans instead) */
+        return;
+    }
+    int added;
+    for (size_t i = 0; i < m->gp->n_node; i++)
+        for (size_t k = 0; k < m->gp->node[i]->n_input; k++) {
+            int *c = tsr_ox_names_put(&m->cons, m->gp->node[i]->input[k], &added);
+            *c = added || *c == (int)i ? (int)i : -2;
+        }
+    for (size_t i = 0; i < m->gp->n_output; i++)
+        if (m->gp->output[i]->name)
+            *tsr_ox_names_put(&m->cons, m->gp->output[i]->name, &added) = -2;
+}
+
+/* The (only) consumer node of value name, -1 if none, -2 if several or a
+ * graph output: from the table of every name's (the graph does not change
+ * after loading; the importer asks for hundreds of names), else a scan. */
 int tsr_ox_sole_consumer(const tsr_onnx_t *m, const char *name)
 {
+    if (!m->cons_built)
+        cons_build((tsr_onnx_t *)m); /* (a cache: m's meaning does not change) */
+    if (m->cons.cap) {
+        const int *c = tsr_ox_names_get(&m->cons, name);
+        return c ? *c : -1;
+    }
     int c = -1;
     for (size_t i = 0; i < m->gp->n_node; i++)
         for (size_t k = 0; k < m->gp->node[i]->n_input; k++)

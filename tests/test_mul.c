@@ -276,6 +276,112 @@ static void test_fixed(void **state)
     tsr_device_close(dev);
 }
 
+/* tsr_mul_fixed's search as it was at 8fef84a, before its check ran on
+ * rows (each product through tsr_alu_apply twice), kept to compare: the
+ * form found (or the refusal) must be the same. */
+static int32_t old_target(const tsr_mul_params_t *p, int32_t pr)
+{
+    const int64_t q = (int64_t)nearbyintf((float)pr * p->scale + (float)p->y.zp);
+    return (int32_t)(q < p->act_min ? p->act_min : q > p->act_max ? p->act_max : q);
+}
+
+static int64_t old_p_for_m(int64_t mm, int64_t mu)
+{
+    if (mm > INT32_MAX)
+        return INT64_MAX / 4;
+    if (mm <= INT32_MIN)
+        return INT64_MIN / 4;
+    const int64_t a = (2 * mm - 1) * (INT64_C(1) << 30), q = a / mu;
+    return q + (a % mu > 0);
+}
+
+static int64_t old_m_for_j(int64_t j, int t)
+{
+    if (!t)
+        return j;
+    const int64_t v = j * (INT64_C(1) << t) - (INT64_C(1) << (t - 1));
+    return j > 0 ? v : v + 1;
+}
+
+static int old_fixed(const tsr_mul_params_t *p, tsr_mul_fixed_t *fx)
+{
+    static int32_t ps[2 * 65025 + 1], tg[2 * 65025 + 1];
+    static uint8_t seen[2 * 65025 + 1];
+    memset(seen, 0, sizeof seen);
+    const int32_t a0 = (p->x.dtype == TSR_DT_UINT8 ? 0 : -128) - p->x.zp, b0 = (p->s.dtype == TSR_DT_UINT8 ? 0 : -128) - p->s.zp;
+    for (int32_t a = a0; a < a0 + 256; a++)
+        for (int32_t b = b0; b < b0 + 256; b++)
+            seen[a * b + 65025] = 1;
+    int np = 0;
+    for (int32_t q = -65025; q <= 65025; q++)
+        if (seen[q + 65025]) {
+            ps[np] = q;
+            tg[np++] = old_target(p, q);
+        }
+    int found = 0, tmax = 31;
+    while (tmax >= 0 && ldexp((double)p->scale, 16 + tmax) >= 2147483647.0)
+        tmax--;
+    for (int t = tmax; t >= 0 && t >= tmax - 2 && !found; t--) {
+        const int64_t mu0 = llround(ldexp((double)p->scale, 16 + t));
+        for (int k = 0; k <= 1024 && !found; k++) {
+            const int64_t mu = mu0 + (k & 1 ? (k + 1) / 2 : -(k / 2));
+            if (mu <= 0 || mu > INT32_MAX)
+                continue;
+            int64_t dlo = -(1 << 15), dhi = (1 << 15) - 1;
+            for (int i = 0; i < np && dlo <= dhi; i++) {
+                const int64_t P0 = (int64_t)ps[i] * 32768;
+                if (tg[i] > p->act_min) {
+                    const int64_t d = old_p_for_m(old_m_for_j((int64_t)tg[i] - p->y.zp, t), mu) - P0;
+                    dlo = d > dlo ? d : dlo;
+                }
+                if (tg[i] < p->act_max) {
+                    const int64_t d = old_p_for_m(old_m_for_j((int64_t)tg[i] + 1 - p->y.zp, t), mu) - 1 - P0;
+                    dhi = d < dhi ? d : dhi;
+                }
+            }
+            if (dlo > dhi)
+                continue;
+            fx->mult = (int32_t)mu;
+            fx->shift = t;
+            fx->offset = (int32_t)(dlo <= 0 && dhi >= 0 ? 0 : dlo > 0 ? dlo : dhi);
+            found = 1;
+        }
+    }
+    const int32_t off = p->y.dtype == TSR_DT_UINT8 ? 128 : 0;
+    const uint32_t zp = (uint32_t)(p->y.zp - off) & 511u, lo = (uint32_t)(p->act_min - off) & 511u,
+                   hi = (uint32_t)(p->act_max - off) & 511u;
+    const int32_t rq = found ? (int32_t)((uint32_t)fx->shift | zp << 5 | lo << 14 | hi << 23) : 0;
+    for (int i = 0; i < np && found; i++) {
+        const int32_t P = (int32_t)((int64_t)ps[i] * 32768 + fx->offset);
+        if (tsr_alu_apply(TSR_ALU_RQFIN, tsr_alu_apply(TSR_ALU_MULHR, P, fx->mult, 32), rq, 32) + off != tg[i])
+            found = 0;
+    }
+    return found ? TSR_OK : TSR_EINVAL;
+}
+
+/* The form tsr_mul_fixed finds equals the old search's on random parameter
+ * sets (u8/s8, zero points, scales, clamps), refusals included. */
+static void test_fixed_same(void **state)
+{
+    (void)state;
+    uint64_t rs = tsr_test_seed("TSR_MUL_SEED", 0xf1e5ull);
+    int refused = 0;
+    for (int i = 0; i < 80; i++) {
+        tsr_mul_params_t p = rnd_params(&rs, 1, 1, 1, 1);
+        if (i % 20 == 19)
+            p.scale = ldexpf(1.0f, -(int)tsr_test_rnd(&rs, 1, 9)); /* exact ties: mostly refused */
+        tsr_mul_fixed_t a, b;
+        memset(&a, 0, sizeof a), memset(&b, 0, sizeof b);
+        const int ra = tsr_mul_fixed(&p, &a), rb = old_fixed(&p, &b);
+        if (ra != rb || (!ra && (a.mult != b.mult || a.shift != b.shift || a.offset != b.offset)))
+            fail_msg("set %d (scale %a, zps %d %d %d): rc %d form %d/%d/%d, the old search rc %d form %d/%d/%d", i,
+                     (double)p.scale, (int)p.x.zp, (int)p.s.zp, (int)p.y.zp, ra, (int)a.mult, a.shift,
+                     (int)a.offset, rb, (int)b.mult, b.shift, (int)b.offset);
+        refused += ra != 0;
+    }
+    assert_true(refused > 0 && refused < 80);
+}
+
 /* x -> gap -> mul(x, gap) -> add(mul, x), against the network reference. */
 static void test_graph(void **state)
 {
@@ -389,6 +495,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_product), cmocka_unit_test(test_random), cmocka_unit_test(test_fixed),
+        cmocka_unit_test(test_fixed_same),
         cmocka_unit_test(test_graph),         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
