@@ -83,14 +83,33 @@ int tsr_onnx_prepare(tsr_onnx_t *m, const tsr_config_t *cfg, tsr_device_t *dev, 
     int rc0 = tsr_onnx_set_target(m, cfg); /* the activation tables of ACT_LUT configs (tsr_onnx_act.c) */
     if (rc0)
         return rc0;
+    /* No host copy for what value_check calls never materialized: a value
+     * that stays inside a device segment (not its output, not a solo conv's,
+     * not kept: the device holds it) and a value inside a device activation
+     * table. Nothing on the host reads or writes them (zeroed, they were a
+     * tenth of a small network's page faults). (A DequantizeLinear folded
+     * into the device operators is not one: squeezenet's host ops read such
+     * a view's buffer.) */
+    uint8_t *inside = calloc((size_t)m->nvals + 1, 1);
+    if (!inside)
+        return tsr_err(TSR_ENOMEM, "out of memory");
+    for (int s = 0; s < m->nsegs && !(flags & TSR_ONNX_KEEP_ALL); s++)
+        for (int i = m->segs[s].first; i <= m->segs[s].last && !m->segs[s].solo; i++)
+            if (m->lops[i].out >= 0 && m->lops[i].out != m->segs[s].out_val)
+                inside[m->lops[i].out] = 1;
     for (int i = 0; i < m->nvals; i++) {
         ox_val_t *x = &m->vals[i];
         if (x->base != i || x->cdata || !x->defined)
             continue;
         free(x->rt);
-        if (!(x->rt = calloc(1, x->nbytes ? x->nbytes : 1)))
+        x->rt = NULL;
+        if (!inside[i] && !x->in_act &&
+            !(x->rt = calloc(1, x->nbytes ? x->nbytes : 1))) {
+            free(inside);
             return tsr_err(TSR_ENOMEM, "out of memory");
+        }
     }
+    free(inside);
     m->dev = dev;
     for (int s = 0; s < m->nsegs; s++) {
         if (m->segs[s].solo)
