@@ -29,6 +29,9 @@
  *  - test_step_moves_loss: a few steps on one batch lower its loss
  *    (the update goes against the gradient), the tuned model's file loads
  *    and holds the new weights and scales.
+ *  - test_host_update: one step of the host update (float32 master copy)
+ *    against a plain reference: the file's scale kept, the master copy
+ *    clamped to its grid's range, the int8 weights to nearest.
  *  - test_mem_usage: the driver's DRAM high-water mark (tsr_mem_usage).
  *  - test_refusals: bad options and data, each refused with its message.
  */
@@ -394,7 +397,9 @@ static void test_weight_round(void **state)
     trl_t *l = &tr->c[tr->nc - 1];
     assert_true(l->trainable && l->L.kind == TSR_OXL_DENSE);
     const size_t n = (size_t)l->M * l->K, per = n / (size_t)l->wc;
-    for (size_t i = 0; i < n; i++) /* each scale's amax 127.5: the scale 1, w / s = w exactly */
+    for (int c = 0; c < l->wc; c++) /* the scale 1: w / s = w exactly */
+        l->ws[c] = 1;
+    for (size_t i = 0; i < n; i++)
         l->w[i] = i % per ? (float)((int)(i % 7) - 3) + 0.25f : 127.5f;
     const int R = 1000;
     double *up = calloc(n, sizeof *up);
@@ -584,12 +589,9 @@ static void test_step_moves_loss(void **state)
         if (ls[i].kind == TSR_OXL_DENSE) {
             found = 1;
             assert_int_equal(ls[i].w_count, 1);
-            /* the master copy re-quantized is what the file holds */
+            /* the master copy re-quantized on the input file's scale is what the file holds */
             const float ws = ls[i].w_scale[0];
-            float amax = 0;
-            for (int k = 0; k < v.m * v.k; k++)
-                amax = fmaxf(amax, fabsf(v.w[k]));
-            assert_true(fabsf(ws - amax / 127.5f) <= 1e-6f * ws);
+            assert_true(ws == v.L->w_scale[0]);
             for (int k = 0; k < v.m * v.k; k++) {
                 const long q = lrintf(v.w[k] / ws);
                 assert_int_equal(((const int8_t *)ls[i].w)[k], q > 127 ? 127 : q < -128 ? -128 : q);
@@ -656,6 +658,72 @@ static void test_device_update(void **state)
     print_message("--update device, one step: %d of %d weights moved, %d off the float update by 1\n", moved, nw,
                   off);
     assert_true(moved >= 100 && off * 100 <= nw);
+    free(want), free(st);
+    tsr_tensor_free(&x), tsr_tensor_free(&y), tsr_tensor_free(&xs), tsr_tensor_free(&ys);
+    tsr_train_free(tr);
+    tsr_device_close(dev);
+}
+
+/* The host update (the float32 master copy, the default): one step of 16 samples against a plain reference,
+ * SGD's first step w - lr g in double, clamped to the range the file's int8 grid holds ([-128, 127.5] steps
+ * of its scale, which stays the file's), the int8 weights that rounded to nearest. A fifth of fc's weights are
+ * set 0.3 of a step inside either end of the range first, so the step pushes some past it. Fails when the
+ * update re-fits the scale to max|w| / 127.5 (it did: the scale moved, a step with no gradient changed the
+ * model) or leaves the master copy past the range the forward sees. */
+static void test_host_update(void **state)
+{
+    (void)state;
+    tsr_device_t *dev = open_dev();
+    tsr_tensor_t x = {0}, y = {0}, xs = {0}, ys = {0};
+    load_data(&x, &y);
+    int64_t shx[4] = {16, 1, 8, 8}, shy[1] = {16};
+    assert_int_equal(tsr_tensor_alloc(&xs, TSR_DT_FLOAT32, 4, shx), 0);
+    assert_int_equal(tsr_tensor_alloc(&ys, TSR_DT_INT32, 1, shy), 0);
+    memcpy(xs.data, x.data, 16 * 64 * sizeof(float));
+    memcpy(ys.data, y.data, 16 * sizeof(int32_t));
+    const double lr = 0.3;
+    tsr_train_opts_t o = {.trainable = "fc", .epochs = 1, .batch = 16, .lr = lr, .momentum = 0.9, .seed = 3,
+                          .logits_fixed = 1};
+    tsr_trainer_t *tr = NULL;
+    if (tsr_train_open(MODEL, dev, &o, &tr))
+        fail_msg("open: %s", tsr_errmsg());
+    trl_t *l = &tr->c[tr->nc - 1];
+    assert_true(l->trainable && l->wc == 1);
+    const double ws = l->ws[0];
+    for (size_t i = 0; i < (size_t)l->M * l->K; i += 5)
+        l->w[i] = (float)((i / 5 % 2 ? 127.2 : -127.7) * ws);
+    assert_int_equal(tsr_train_requantize(tr, l), 0);
+    assert_true(l->ws[0] == (float)ws); /* nothing moved yet: the scale is the file's */
+    double loss;
+    assert_int_equal(tsr_train_grads(tr, &xs, &ys, 16, &loss), 0);
+    tsr_train_view_t v;
+    tsr_train_view(tr, 0, &v);
+    const int nw = v.m * v.k;
+    double *want = malloc(sizeof(double) * (size_t)nw);
+    int clamped = 0;
+    for (int i = 0; i < nw; i++) {
+        const double r = (double)v.w[i] - lr * v.gw[i];
+        want[i] = fmin(fmax(r, -128 * ws), 127.5 * ws);
+        clamped += want[i] != r;
+    }
+    tsr_train_stats_t *st = calloc(1, sizeof *st);
+    if (tsr_train_run(tr, &xs, &ys, st))
+        fail_msg("run: %s", tsr_errmsg());
+    tsr_train_view(tr, 0, &v);
+    if (l->ws[0] != (float)ws)
+        fail_msg("the weight scale moved: %g, the file's %g", (double)l->ws[0], ws);
+    int moved = 0;
+    for (int i = 0; i < nw; i++) {
+        if (fabs(v.w[i] - want[i]) > 1e-4 * ws)
+            fail_msg("master weight %d: %.6f steps, the reference %.6f", i, v.w[i] / ws, want[i] / ws);
+        const long q = lrint(want[i] / ws);
+        if (fabs(want[i] / ws - (double)q) < 0.49 && l->wq[i] != (q > 127 ? 127 : q))
+            fail_msg("int8 weight %d: %d, the reference %.4f steps", i, l->wq[i], want[i] / ws);
+        moved += l->wq[i] != (int8_t)lrint(fmin(fmax((want[i] + lr * v.gw[i]) / ws, -128), 127));
+    }
+    print_message("host update, one step: %d of %d weights moved, %d clamped to the grid's range\n", moved, nw,
+                  clamped);
+    assert_true(moved >= 100 && clamped >= 10);
     free(want), free(st);
     tsr_tensor_free(&x), tsr_tensor_free(&y), tsr_tensor_free(&xs), tsr_tensor_free(&ys);
     tsr_train_free(tr);
@@ -806,7 +874,7 @@ int main(void)
         cmocka_unit_test(test_grads_vs_float), cmocka_unit_test(test_grads_split),
         cmocka_unit_test(test_weight_round), cmocka_unit_test(test_loss_exact), cmocka_unit_test(test_forward_wide),
         cmocka_unit_test(test_device_equals_host),
-        cmocka_unit_test(test_step_moves_loss), cmocka_unit_test(test_device_update),
+        cmocka_unit_test(test_step_moves_loss), cmocka_unit_test(test_device_update), cmocka_unit_test(test_host_update),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -22,9 +22,10 @@
  * bias sums on the host (no MACs).
  * Update: SGD with momentum (torch's: v = mu v + g, w -= lr v) on a float32
  * master copy of the trainable weights and biases, then the weights
- * re-quantized as the model's quantizer did (symmetric int8, per tensor or
- * per output channel as the file has it, scale max|w| / 127.5 as torch's
- * MinMax observer), the biases to int32 at x_scale * w_scale, the
+ * re-quantized on the file's own grid (symmetric int8, per tensor or per
+ * output channel as the file has it, the file's scales kept, the master
+ * copy clamped to the range they hold: [-128, 127.5] steps, as the device
+ * update's), the biases to int32 at x_scale * w_scale, the
  * requantization multipliers formed again. With weight_bits 16 the
  * training forward of the trained convs and denses sees the master copy
  * on a 256x finer grid (two int8 parts, two exact int32 GEMMs on the
