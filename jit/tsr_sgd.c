@@ -294,6 +294,8 @@ static int build(tsr_sgd_t *g)
     free(g->insns);
     g->insns = NULL;
     g->ninsns = 0;
+    /* the old stream is gone: a failed build must not leave it looking current to the next step */
+    memset(g->built, 0, sizeof g->built);
     uint8_t *hu = g->hu = calloc(MAXUOPS, c->uop_bytes);
     if (!rc && !hu)
         rc = tsr_err(TSR_ENOMEM, "out of memory");
@@ -533,6 +535,8 @@ int tsr_sgd_step_ch(tsr_sgd_t *g, const int32_t *g_raw, const int32_t *mg, int s
 static int run_step(tsr_sgd_t *g, const int32_t *g_raw, const int32_t *mg, int sg, void *q, uint64_t *cycles)
 {
     const tsr_config_t *c = tsr_device_config(g->dev);
+    if (!g->insns || !g->hu)
+        return tsr_err(TSR_EINVAL, "sgd: no update stream (an earlier build failed)");
     int rc = write_consts(g, c, mg[0], sg);
     if (rc || (g->p.chans > 1 && (rc = write_mults(g, c, mg))))
         return rc;
