@@ -11,7 +11,8 @@
  * INT32_MIN and INT32_MAX (saturating the clamps), w_m on its bounds; int8
  * and int32 q; configs default and tiny; half the cases with per-channel
  * multipliers (chans C > 1: channel c = values c*K .. c*K+K-1, its own mg_c,
- * C not a multiple of a row's lanes); a quarter with the step's buffers
+ * C not a multiple of a row's lanes; their second step is tsr_sgd_step's one
+ * multiplier copied to every channel); a quarter with the step's buffers
  * allocated by each step (transient), at times moved by a buffer in the way. Bad parameters: each refused with
  * its message. On backend rtl (test_sgd_rtl) three cases on tiny (one
  * per-channel), the RTL against the reference. TSR_SGD_SEED overrides the seed.
@@ -188,9 +189,13 @@ static uint64_t run_case(tsr_device_t *dev, uint64_t *s, int64_t n, int64_t chan
             mg[c] = rnd_mult(s);
         const int sh = rnd(s, -30, 31);
         memset(qd, 0, (size_t)n * 4);
+        /* per channel, the second step: tsr_sgd_step's one multiplier, copied to every channel */
+        const int one = chans > 1 && st == 1;
+        for (int64_t c = 1; c < nm && one; c++)
+            mg[c] = mg[0];
         /* (per tensor: tsr_sgd_step, or tsr_sgd_step_ch with one multiplier) */
-        if ((chans > 1 || (st % 2) ? tsr_sgd_step_ch(&sg, g, mg, sh, qd, &cycles)
-                                   : tsr_sgd_step(&sg, g, mg[0], sh, qd, &cycles)))
+        if ((!one && (chans > 1 || (st % 2)) ? tsr_sgd_step_ch(&sg, g, mg, sh, qd, &cycles)
+                                             : tsr_sgd_step(&sg, g, mg[0], sh, qd, &cycles)))
             fail_msg("%s: step %d: %s", what, st, tsr_errmsg());
         ref_step(&p, g, mg, sh, w, v, q);
         for (int64_t i = 0; i < n; i++) {
