@@ -28,6 +28,7 @@ static const char *train_help =
     "                     [--update master|int8|device] [--grad-round nearest|stochastic]\n"
     "                     [--grad-bits 8|16] [--weight-bits 8|16] [--weight-round nearest|stochastic]\n"
     "                     [--logits-range observe|fixed] [--loss-logits exact|quantized]\n"
+    "                     [--weight-scale file|refit]\n"
     "                     [--place KIND=device|host[,...]] [--quiet] [device options]\n"
     "\n"
     "Fine-tune a quantized QDQ ONNX model on the device (on-device training,\n"
@@ -78,6 +79,10 @@ static const char *train_help =
     "                    copy: nearest (default) or stochastic (unbiased: changes\n"
     "                    below half a step count in expectation; seeded by\n"
     "                    --seed); the tuned file's to nearest\n"
+    "  --weight-scale HOW  file (default): the trained weights keep the file's\n"
+    "                    scales, the master copy clamped to the range they hold\n"
+    "                    (as --update device); refit: each step re-fits them to\n"
+    "                    max|w| / 127.5 of the master copy (the rule before 115d2f1)\n"
     "  --logits-range HOW  observe (default): when a batch's logits saturate the\n"
     "                    range the file's quantizer calibrated (a new head's is\n"
     "                    that of random outputs), widen it to hold them (a MinMax\n"
@@ -91,7 +96,7 @@ static const char *train_help =
     "  --quiet           no trainable-part table and no progress lines\n";
 
 enum { O_DATA = 3000, O_LABELS, O_EPOCHS, O_TRAINABLE, O_LR, O_MOMENTUM, O_BATCH, O_SEED, O_BACKEND, O_CONFIG,
-       O_BACKWARD, O_UPDATE, O_GRAD_ROUND, O_GRAD_BITS, O_WEIGHT_BITS, O_WEIGHT_ROUND, O_LOGITS_RANGE, O_LOSS_LOGITS,
+       O_BACKWARD, O_UPDATE, O_GRAD_ROUND, O_GRAD_BITS, O_WEIGHT_BITS, O_WEIGHT_ROUND, O_LOGITS_RANGE, O_LOSS_LOGITS, O_WEIGHT_SCALE,
        O_QUIET, O_HELP, O_PLACE };
 
 typedef struct {
@@ -198,6 +203,12 @@ static int train_option(int c, char *arg, const tsr_cli_dev_t *dev, train_args_t
             return 0;
         }
         return snprintf(msg, sizeof msg, "--logits-range \"%.64s\": observe or fixed", arg), bad(msg);
+    case O_WEIGHT_SCALE:
+        if (!strcmp(arg, "file") || !strcmp(arg, "refit")) {
+            a->o.weight_refit = !strcmp(arg, "refit");
+            return 0;
+        }
+        return snprintf(msg, sizeof msg, "--weight-scale \"%.64s\": file or refit", arg), bad(msg);
     case O_LOSS_LOGITS:
         if (!strcmp(arg, "exact") || !strcmp(arg, "quantized")) {
             a->o.loss_exact = !strcmp(arg, "exact");
@@ -226,6 +237,7 @@ static int train_parse(int argc, char **argv, const tsr_cli_dev_t *dev, train_ar
         {"weight-round", required_argument, 0, O_WEIGHT_ROUND},     {"quiet", no_argument, 0, O_QUIET},
         {"logits-range", required_argument, 0, O_LOGITS_RANGE},
         {"loss-logits", required_argument, 0, O_LOSS_LOGITS},
+        {"weight-scale", required_argument, 0, O_WEIGHT_SCALE},
         {"place", required_argument, 0, O_PLACE},
         {"help", no_argument, 0, O_HELP}};
     size_t no = 0;

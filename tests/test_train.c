@@ -725,6 +725,15 @@ static void test_host_update(void **state)
                   clamped);
     assert_true(moved >= 100 && clamped >= 10);
     free(want), free(st);
+    tsr_train_free(tr);
+    /* --weight-scale refit (the rule before): the scale re-fitted to max|w| / 127.5, the master not clamped */
+    o.weight_refit = 1;
+    if (tsr_train_open(MODEL, dev, &o, &tr))
+        fail_msg("open: %s", tsr_errmsg());
+    l = &tr->c[tr->nc - 1];
+    l->w[0] = (float)(130.0 * ws);
+    assert_int_equal(tsr_train_requantize(tr, l), 0);
+    assert_true(l->w[0] == (float)(130.0 * ws) && l->ws[0] == (float)(130.0 * ws) / 127.5f && l->wq[0] == 127);
     tsr_tensor_free(&x), tsr_tensor_free(&y), tsr_tensor_free(&xs), tsr_tensor_free(&ys);
     tsr_train_free(tr);
     tsr_device_close(dev);

@@ -406,6 +406,9 @@ static int check_opts(const tsr_train_opts_t *o)
         return tsr_err(TSR_EINVAL, "--weight-bits %d: 8 or 16", o->weight_bits);
     if (o->weight_bits == 16 && o->int8_update)
         return tsr_err(TSR_EINVAL, "--weight-bits 16 runs the forward on the master copy: not with --update int8");
+    if (o->weight_refit && (o->int8_update || o->device_update))
+        return tsr_err(TSR_EINVAL, "--weight-scale refit re-fits the master copy's scales: not with --update int8 or "
+                       "device (their scales are the file's)");
     if (o->device_update && (o->int8_update || o->weight_stochastic || o->weight_bits == 16 || o->grad_split))
         return tsr_err(TSR_EINVAL, "--update device keeps the master copy on the int8 grid's fixed point with one "
                        "gradient scale a step: not with --update int8, --weight-round stochastic, --weight-bits 16 "

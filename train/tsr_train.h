@@ -101,6 +101,9 @@ typedef struct tsr_train_opts {
                                GEMMs on the device (jit/tsr_grad.h, tsr_grad_*_fwd) joined on the host in int64
                                and requantized there; the tuned file's weights are hi. 0: the default (8: on the
                                zoo's ResNet-18 16 gains 0.21 +- 0.54 points over 12 seeds, docs/results.md) */
+    int weight_refit;       /* 1: each step re-fits the trained weights' scales to max|w| / 127.5 of the master copy
+                               (the rule before 115d2f1); 0 (default): the file's scales kept, the master copy
+                               clamped to the range they hold, [-128, 127.5] steps (as device_update) */
     int logits_fixed;       /* 1: the logits keep the file's quantization range; 0 (default): a MinMax observer
                                widens it when a batch's logits saturate it (see tsr_train_step.c) */
     int loss_exact;         /* 0 (default): the loss on the dequantized 8-bit logits the device writes; 1: where

@@ -646,12 +646,19 @@ int tsr_train_requantize(tsr_trainer_t *tr, trl_t *l)
 {
     const size_t per = (size_t)l->M / (size_t)l->wc * (size_t)l->K; /* weights per scale */
     for (int c = 0; c < l->wc; c++) {
-        const float lo = -128.0f * l->ws[c], hi = 127.5f * l->ws[c];
+        float amax = 0;
         for (size_t i = 0; i < per; i++) {
-            float *w = &l->w[c * per + i];
-            if (!isfinite(*w))
+            const float w = l->w[c * per + i];
+            if (!isfinite(w))
                 return tsr_err(TSR_EINVAL, "node \"%s\" (%s): the weights are no longer finite (the learning rate "
                                "is too large)", TSR_SAFE(l->L.node), l->L.op);
+            amax = fmaxf(amax, fabsf(w));
+        }
+        if (tr->o.weight_refit && amax > 0) /* (all 0: the old scale stays; any positive scale holds zeros) */
+            l->ws[c] = amax / 127.5f;
+        const float lo = -128.0f * l->ws[c], hi = 127.5f * l->ws[c];
+        for (size_t i = 0; i < per && !tr->o.weight_refit; i++) {
+            float *w = &l->w[c * per + i];
             *w = *w < lo ? lo : *w > hi ? hi : *w;
         }
         const int stoch = tr->o.weight_stochastic && !tr->wround_final;
