@@ -441,6 +441,40 @@ static int check_lr(const tsr_trainer_t *tr)
     return 0;
 }
 
+/* With the file's weight scales kept (the default, --update int8 and device), a trained channel's weights
+ * stay within [-128, 127.5] steps of its scale. A channel the file stores all zero may carry a placeholder
+ * scale (torch's observer writes eps, 1.2e-7), on which it could never grow: training would leave it at
+ * zero without a word. Such a channel (all zero, its scale below a thousandth of the layer's largest, or
+ * below 1e-6 when the layer has one scale) is refused before training, naming the layer and the way out. */
+static int check_scales(const tsr_trainer_t *tr)
+{
+    if (tr->o.weight_refit)
+        return 0;
+    for (int j = 0; j < tr->nc; j++) {
+        const trl_t *l = &tr->c[j];
+        if (!l->trainable)
+            continue;
+        const size_t per = (size_t)l->M / (size_t)l->wc * (size_t)l->K;
+        float smax = 0;
+        for (int c = 0; c < l->wc; c++)
+            smax = fmaxf(smax, l->ws[c]);
+        const float floor = l->wc > 1 ? smax * 1e-3f : 1e-6f;
+        for (int c = 0; c < l->wc; c++) {
+            size_t i = 0;
+            while (i < per && l->wq[c * per + i] == 0)
+                i++;
+            if (i == per && l->ws[c] < floor)
+                return tsr_err(TSR_EINVAL, "node \"%s\" (%s): weight %s %d is all zero in the file with scale %.3g "
+                               "(the layer's largest %.3g): its int8 grid holds |w| <= %.3g, so training cannot move "
+                               "it; give it nonzero initial weights%s", TSR_SAFE(l->L.node), l->L.op,
+                               l->wc > 1 ? "channel" : "tensor", c, (double)l->ws[c], (double)smax,
+                               128.0 * l->ws[c],
+                               tr->o.int8_update || tr->o.device_update ? "" : " or use --weight-scale refit");
+        }
+    }
+    return 0;
+}
+
 int tsr_train_open(const char *path, tsr_device_t *dev, const tsr_train_opts_t *opts, tsr_trainer_t **out)
 {
     *out = NULL;
@@ -478,6 +512,8 @@ int tsr_train_open(const char *path, tsr_device_t *dev, const tsr_train_opts_t *
         rc = init_part(tr);
     if (!rc)
         rc = check_lr(tr);
+    if (!rc)
+        rc = check_scales(tr);
     if (!rc && opts->device_update)
         rc = tsr_train_device_update_init(tr);
     free(mark);

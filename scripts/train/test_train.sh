@@ -403,6 +403,16 @@ for dq, ks in ((wdq, (1, 2)), (bdq, (1,))):
         t.CopyFrom(nh.from_array(np.full(rows, a, a.dtype), dq.input[k]))
     dq.attribute.append(h.make_attribute("axis", 0))
 onnx.save(m, "perchannel.onnx")
+t = const[wdq.input[0]].attribute[0].t  # the same with output channel 3's int8 weights all zero ...
+a = nh.to_array(t).copy()
+a[3] = 0
+t.CopyFrom(nh.from_array(a, t.name))
+onnx.save(m, "zerochan_ok.onnx")  # (on the others' scale: it trains)
+t = const[wdq.input[1]].attribute[0].t  # ... and on a placeholder scale, torch's eps
+a = nh.to_array(t).copy()
+a[3] = np.finfo(np.float32).eps
+t.CopyFrom(nh.from_array(a, t.name))
+onnx.save(m, "zerochan.onnx")
 PY
 cp "$DIG/digits_qdq.onnx" model.onnx
 GOOD=(--data "$SH/train_x.npy" --labels "$SH/train_y.npy" --epochs 1 --trainable fc)
@@ -449,6 +459,14 @@ refuse '--update device keeps the master copy on the int8 grid' model.onnx "${GO
   --grad-bits 16 -o out.onnx
 refuse '--lr 1.5: the device update of node "/fc/Gemm" (Gemm) needs 2^-32 <= lr < 1' model.onnx "${GOOD[@]}" \
   --update device --lr 1.5 -o out.onnx
+# a trained channel stored all zero on a placeholder scale cannot leave zero with the file's scales (kept by default)
+refuse 'node "/fc/Gemm" (Gemm): weight channel 3 is all zero in the file with scale 1.19e-07' zerochan.onnx "${GOOD[@]}" -o out.onnx
+refuse 'give it nonzero initial weights or use --weight-scale refit' zerochan.onnx "${GOOD[@]}" -o out.onnx
+refuse 'weight channel 3 is all zero' zerochan.onnx "${GOOD[@]}" --update device -o out.onnx
+"$TSR" train zerochan.onnx "${GOOD[@]}" --weight-scale refit -o zc_refit.onnx --quiet > zc.log 2>&1 ||
+  { cat zc.log; fail "--weight-scale refit on an all-zero channel"; }
+"$TSR" train zerochan_ok.onnx "${GOOD[@]}" -o zc_ok.onnx --quiet > zc.log 2>&1 ||
+  { cat zc.log; fail "an all-zero channel on the others' scale"; }
 # per-channel weight scales with --update device (a multiplier per output channel, jit/tsr_sgd.h): fc's
 # scales all equal, so every channel's multiplier is the per-tensor one and the tuned fc is the per-tensor
 # model's, byte for byte (refused before: "has per-channel weight scales (10)")
