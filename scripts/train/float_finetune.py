@@ -57,8 +57,9 @@ SIMS = {"grad": "dY of each trainable Conv/Gemm quantized to int8 per tensor (ma
                 "(as train/tsr_train_step.c)",
         "grad-row": "as grad, but one int8 scale per sample (row of dY)",
         "grad16": "as grad, with dY split in two int8 parts (hi on max|g|/127, the residual lo on that / 254)",
-        "weight": "the forward with the weights quantized per output channel (max|w|/127.5, int8) each step, "
-                  "the float master copy updated (straight-through)",
+        "weight": "the forward with the weights quantized per output channel (max|w|/127.5, int8: the trainer's "
+                  "--weight-scale refit, not its default file scales) each step, the float master copy updated "
+                  "(straight-through)",
         "weight-conv": "as weight, the Conv layers only",
         "weight-gemm": "as weight, the Gemm layers only",
         "weight-eval": "float training, the accuracies with the trained weights quantized as weight does "
@@ -287,7 +288,9 @@ def run_node(n, a, ins, torch, F):
 
 
 def wscale(w):
-    """The device's per-output-channel weight scale, max|w| / 127.5 (train/tsr_train_step.c's requantize)."""
+    """The per-output-channel weight scale max|w| / 127.5: the trainer's rule under --weight-scale refit (its
+    default before 115d2f1). The trainer's default now keeps the file's scales and clamps the master copy to
+    their int8 range; --sim does not model that yet (the effects measured with it were under the re-fit)."""
     s = w.detach().abs().reshape(w.shape[0], -1).amax(1) / 127.5
     return s.clamp_min(1e-30).reshape([-1] + [1] * (w.dim() - 1))
 
