@@ -79,6 +79,17 @@ static void load_data(tsr_tensor_t *x, tsr_tensor_t *y)
         fail_msg("%s", tsr_errmsg());
 }
 
+/* The data, and its first 16 samples as their own tensors (one batch). */
+static void load_first16(tsr_tensor_t *x, tsr_tensor_t *y, tsr_tensor_t *xs, tsr_tensor_t *ys)
+{
+    load_data(x, y);
+    int64_t shx[4] = {16, 1, 8, 8}, shy[1] = {16};
+    assert_int_equal(tsr_tensor_alloc(xs, TSR_DT_FLOAT32, 4, shx), 0);
+    assert_int_equal(tsr_tensor_alloc(ys, TSR_DT_INT32, 1, shy), 0);
+    memcpy(xs->data, x->data, 16 * 64 * sizeof(float));
+    memcpy(ys->data, y->data, 16 * sizeof(int32_t));
+}
+
 static tsr_trainer_t *open_trainer(tsr_device_t *dev, const char *layers, int batch, int host)
 {
     tsr_train_opts_t o = {.trainable = layers, .epochs = 1, .batch = batch, .lr = 0.01, .momentum = 0.9,
@@ -549,15 +560,9 @@ static void test_step_moves_loss(void **state)
     (void)state;
     tsr_device_t *dev = open_dev();
     tsr_trainer_t *tr = open_trainer(dev, "fc", 16, 0);
-    tsr_tensor_t x = {0}, y = {0};
-    load_data(&x, &y);
     /* 16 samples, 5 epochs of one step each: the loss of that batch falls */
-    tsr_tensor_t xs = {0}, ys = {0};
-    int64_t shx[4] = {16, 1, 8, 8}, shy[1] = {16};
-    assert_int_equal(tsr_tensor_alloc(&xs, TSR_DT_FLOAT32, 4, shx), 0);
-    assert_int_equal(tsr_tensor_alloc(&ys, TSR_DT_INT32, 1, shy), 0);
-    memcpy(xs.data, x.data, 16 * 64 * sizeof(float));
-    memcpy(ys.data, y.data, 16 * sizeof(int32_t));
+    tsr_tensor_t x = {0}, y = {0}, xs = {0}, ys = {0};
+    load_first16(&x, &y, &xs, &ys);
     tsr_train_free(tr);
     tsr_train_opts_t o = {.trainable = "fc", .epochs = 5, .batch = 16, .lr = 0.02, .momentum = 0.5, .seed = 3};
     assert_int_equal(tsr_train_open(MODEL, dev, &o, &tr), 0);
@@ -615,12 +620,7 @@ static void test_device_update(void **state)
     (void)state;
     tsr_device_t *dev = open_dev();
     tsr_tensor_t x = {0}, y = {0}, xs = {0}, ys = {0};
-    load_data(&x, &y);
-    int64_t shx[4] = {16, 1, 8, 8}, shy[1] = {16};
-    assert_int_equal(tsr_tensor_alloc(&xs, TSR_DT_FLOAT32, 4, shx), 0);
-    assert_int_equal(tsr_tensor_alloc(&ys, TSR_DT_INT32, 1, shy), 0);
-    memcpy(xs.data, x.data, 16 * 64 * sizeof(float));
-    memcpy(ys.data, y.data, 16 * sizeof(int32_t));
+    load_first16(&x, &y, &xs, &ys);
     const double lr = 0.3;
     tsr_train_opts_t o = {.trainable = "fc", .epochs = 1, .batch = 16, .lr = lr, .momentum = 0.9, .seed = 3,
                           .device_update = 1, .logits_fixed = 1};
@@ -675,12 +675,7 @@ static void test_host_update(void **state)
     (void)state;
     tsr_device_t *dev = open_dev();
     tsr_tensor_t x = {0}, y = {0}, xs = {0}, ys = {0};
-    load_data(&x, &y);
-    int64_t shx[4] = {16, 1, 8, 8}, shy[1] = {16};
-    assert_int_equal(tsr_tensor_alloc(&xs, TSR_DT_FLOAT32, 4, shx), 0);
-    assert_int_equal(tsr_tensor_alloc(&ys, TSR_DT_INT32, 1, shy), 0);
-    memcpy(xs.data, x.data, 16 * 64 * sizeof(float));
-    memcpy(ys.data, y.data, 16 * sizeof(int32_t));
+    load_first16(&x, &y, &xs, &ys);
     const double lr = 0.3;
     tsr_train_opts_t o = {.trainable = "fc", .epochs = 1, .batch = 16, .lr = lr, .momentum = 0.9, .seed = 3,
                           .logits_fixed = 1};
