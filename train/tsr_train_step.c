@@ -725,61 +725,48 @@ static int dev_mults(const trl_t *l, const double *r, int n, int32_t *mg, int *s
     return rc;
 }
 
-/* dev_update with per-channel weight scales (wc == M): channel m's multipliers over its own w_scale[m] */
-static int dev_update_ch(tsr_trainer_t *tr, trl_t *l)
+/* One update of a tensor's state: its gradient multipliers r [l->wc] (one per tensor or per output channel)
+   on the device, the new int8 values into q. */
+static int dev_step(tsr_trainer_t *tr, const trl_t *l, tsr_sgd_t *g, const int32_t *graw, const double *r,
+                    int32_t *mg, const char *what, void *q)
 {
-    const size_t nw = (size_t)l->M * (size_t)l->K;
-    double *r = malloc(sizeof *r * (size_t)l->M);
-    int32_t *mg = malloc(sizeof *mg * (size_t)l->M);
-    int8_t *nq = malloc(nw);
-    int sg, rc = r && mg && nq ? 0 : tsr_err(TSR_ENOMEM, "out of memory");
-    for (int m = 0; m < l->M && !rc; m++)
-        r[m] = (double)l->s_dy * l->L.x_scale / l->ws[m] * (double)(1 << DEV_FRAC);
-    if (!rc && !(rc = dev_mults(l, r, l->M, mg, &sg, "weight")))
-        rc = tsr_sgd_step_ch(l->sgd_w, l->gwi, mg, sg, nq, &tr->upd_cycles);
-    for (size_t i = 0; i < nw && !rc; i++) {
-        tr->upd_n++;
-        tr->upd_moved += nq[i] != l->wq[i];
-        l->wq[i] = nq[i];
-        l->w[i] = (float)(nq[i] * l->ws[i / (size_t)l->K]);
-    }
-    for (int m = 0; m < l->M && !rc && l->sgd_b; m++)
-        r[m] = (double)l->s_dy / ((double)l->L.x_scale * l->ws[m]) * ldexp(1.0, l->fb);
-    if (!rc && l->sgd_b && !(rc = dev_mults(l, r, l->M, mg, &sg, "bias")) &&
-        !(rc = tsr_sgd_step_ch(l->sgd_b, l->gbi, mg, sg, l->bq, &tr->upd_cycles)))
-        for (int m = 0; m < l->M; m++)
-            l->b[m] = (float)((double)l->bq[m] * ((double)l->L.x_scale * l->ws[m]));
-    free(r), free(mg), free(nq);
-    return rc ? node_err(rc, l, "the update on the device") : 0;
+    int sg, rc;
+    if (l->wc == 1)
+        return (rc = dev_mult(l, r[0], &mg[0], &sg, what)) ? rc
+                                                           : tsr_sgd_step(g, graw, mg[0], sg, q, &tr->upd_cycles);
+    return (rc = dev_mults(l, r, l->wc, mg, &sg, what)) ? rc : tsr_sgd_step_ch(g, graw, mg, sg, q, &tr->upd_cycles);
 }
 
+/* The step's update of layer l on the device: the weights over their scales (one per tensor, or one per
+   output channel, wc == M, each channel's multipliers over its own w_scale[m]), then the bias. */
 static int dev_update(tsr_trainer_t *tr, trl_t *l)
 {
-    const size_t nw = (size_t)l->M * (size_t)l->K;
-    const double ws = l->ws[0], bs = (double)l->L.x_scale * ws;
-    int32_t mg;
-    int sg, rc;
+    int rc;
     /* (at the first step: the inference measured before is not charged with the state) */
     if (!l->sgd_w && (rc = dev_init_layer(tr, l)))
         return rc;
-    if (l->wc > 1)
-        return dev_update_ch(tr, l);
+    const size_t nw = (size_t)l->M * (size_t)l->K;
+    const int n = l->wc;
+    double *r = malloc(sizeof *r * (size_t)n);
+    int32_t *mg = malloc(sizeof *mg * (size_t)n);
     int8_t *nq = malloc(nw);
-    if (!nq)
-        return tsr_err(TSR_ENOMEM, "out of memory");
-    if (!(rc = dev_mult(l, (double)l->s_dy * l->L.x_scale / ws * (double)(1 << DEV_FRAC), &mg, &sg, "weight")))
-        rc = tsr_sgd_step(l->sgd_w, l->gwi, mg, sg, nq, &tr->upd_cycles);
+    rc = r && mg && nq ? 0 : tsr_err(TSR_ENOMEM, "out of memory");
+    for (int c = 0; c < n && !rc; c++)
+        r[c] = (double)l->s_dy * l->L.x_scale / l->ws[c] * (double)(1 << DEV_FRAC);
+    if (!rc)
+        rc = dev_step(tr, l, l->sgd_w, l->gwi, r, mg, "weight", nq);
     for (size_t i = 0; i < nw && !rc; i++) {
         tr->upd_n++;
         tr->upd_moved += nq[i] != l->wq[i];
         l->wq[i] = nq[i];
-        l->w[i] = (float)(nq[i] * ws);
+        l->w[i] = (float)(nq[i] * (double)l->ws[n > 1 ? i / (size_t)l->K : 0]);
     }
-    free(nq);
-    if (!rc && l->sgd_b && !(rc = dev_mult(l, (double)l->s_dy / bs * ldexp(1.0, l->fb), &mg, &sg, "bias")) &&
-        !(rc = tsr_sgd_step(l->sgd_b, l->gbi, mg, sg, l->bq, &tr->upd_cycles)))
+    for (int c = 0; c < n && !rc && l->sgd_b; c++)
+        r[c] = (double)l->s_dy / ((double)l->L.x_scale * l->ws[c]) * ldexp(1.0, l->fb);
+    if (!rc && l->sgd_b && !(rc = dev_step(tr, l, l->sgd_b, l->gbi, r, mg, "bias", l->bq)))
         for (int m = 0; m < l->M; m++)
-            l->b[m] = (float)((double)l->bq[m] * bs);
+            l->b[m] = (float)((double)l->bq[m] * ((double)l->L.x_scale * l->ws[n > 1 ? m : 0]));
+    free(r), free(mg), free(nq);
     return rc ? node_err(rc, l, "the update on the device") : 0;
 }
 
