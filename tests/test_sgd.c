@@ -270,7 +270,8 @@ static void test_bad(void **st)
 {
     (void)st;
     tsr_device_t *dev = open_cfg("fsim", "default");
-    const tsr_sgd_params_t ok = {10, 16, 0, 1 << 30, 8, -(127 << 16), 127 << 16, -127, 127, 1, 0, 0, 0, 0, 0};
+    const tsr_sgd_params_t ok = {.n = 10, .frac = 16, .mmu = 0, .mlr = 1 << 30, .slr = 8, .w_lo = -(127 << 16),
+                                 .w_hi = 127 << 16, .q_lo = -127, .q_hi = 127, .q_bytes = 1};
     int32_t w[10] = {0};
     tsr_sgd_params_t p = ok;
     p.frac = 31;

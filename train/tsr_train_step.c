@@ -792,11 +792,15 @@ static int dev_params(const tsr_trainer_t *tr, const trl_t *l, int bias, tsr_sgd
         return node_err(TSR_EINVAL, l, "the device update's learning rate");
     const int64_t chans = l->wc > 1 ? l->M : 0; /* per-channel scales: a multiplier per output channel */
     if (!bias)
-        *p = (tsr_sgd_params_t){(int64_t)l->M * l->K, DEV_FRAC, mmu, mlr, slr, -(128 << DEV_FRAC),
-                                (127 << DEV_FRAC) + (1 << (DEV_FRAC - 1)) - 1, -128, 127, 1, 3, 0, 0, chans, 1};
+        *p = (tsr_sgd_params_t){.n = (int64_t)l->M * l->K, .frac = DEV_FRAC, .mmu = mmu, .mlr = mlr, .slr = slr,
+                                .w_lo = -(128 << DEV_FRAC), .w_hi = (127 << DEV_FRAC) + (1 << (DEV_FRAC - 1)) - 1,
+                                .q_lo = -128, .q_hi = 127, .q_bytes = 1, .planes = 3, .chans = chans,
+                                .transient = 1};
     else
-        *p = (tsr_sgd_params_t){l->M, l->fb, mmu, mlr, slr, -TSR_SGD_LIM, TSR_SGD_LIM - 1,
-                                -(TSR_SGD_LIM >> l->fb), (TSR_SGD_LIM >> l->fb) - 1, 4, 4, 0, 0, chans, 1};
+        *p = (tsr_sgd_params_t){.n = l->M, .frac = l->fb, .mmu = mmu, .mlr = mlr, .slr = slr, .w_lo = -TSR_SGD_LIM,
+                                .w_hi = TSR_SGD_LIM - 1, .q_lo = -(TSR_SGD_LIM >> l->fb),
+                                .q_hi = (TSR_SGD_LIM >> l->fb) - 1, .q_bytes = 4, .planes = 4, .chans = chans,
+                                .transient = 1};
     return 0;
 }
 
