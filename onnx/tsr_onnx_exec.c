@@ -77,6 +77,14 @@ static int bmm_run(tsr_onnx_t *m, ox_seg_t *s, const void *a, const void *b, voi
     return rc;
 }
 
+/* Whether lowered op i of device segment s writes a value that stays inside s (not the segment's output):
+ * one rule for the host buffers prepare leaves out, the values value_check refuses and those read_value
+ * fetches from the device. */
+static int stays_inside(const tsr_onnx_t *m, int s, int i)
+{
+    return m->lops[i].out >= 0 && m->lops[i].out != m->segs[s].out_val;
+}
+
 int tsr_onnx_prepare(tsr_onnx_t *m, const tsr_config_t *cfg, tsr_device_t *dev, unsigned flags)
 {
     m->flags = flags;
@@ -95,7 +103,7 @@ int tsr_onnx_prepare(tsr_onnx_t *m, const tsr_config_t *cfg, tsr_device_t *dev, 
         return tsr_err(TSR_ENOMEM, "out of memory");
     for (int s = 0; s < m->nsegs && !(flags & TSR_ONNX_KEEP_ALL); s++)
         for (int i = m->segs[s].first; i <= m->segs[s].last && !m->segs[s].solo; i++)
-            if (m->lops[i].out >= 0 && m->lops[i].out != m->segs[s].out_val)
+            if (stays_inside(m, s, i))
                 inside[m->lops[i].out] = 1;
     for (int i = 0; i < m->nvals; i++) {
         ox_val_t *x = &m->vals[i];
@@ -173,8 +181,7 @@ static int value_check(const tsr_onnx_t *m, const char *name, unsigned flags, in
                        "not readable", m->path, TSR_SAFE(name));
     for (int s = 0; s < m->nsegs; s++)
         for (int i = m->segs[s].first; i <= m->segs[s].last; i++)
-            if (m->lops[i].out == b && b != m->segs[s].out_val &&
-                (!(flags & TSR_ONNX_KEEP_ALL) || m->segs[s].solo))
+            if (m->lops[i].out == b && stays_inside(m, s, i) && (!(flags & TSR_ONNX_KEEP_ALL) || m->segs[s].solo))
                 return tsr_err(TSR_EINVAL, "%s: \"%s\" stays inside device segment %d (only its output comes "
                                "back; keep all tensors to read it)", m->path, TSR_SAFE(name), s);
     *vp = v;
@@ -196,7 +203,7 @@ int tsr_onnx_read_value(const tsr_onnx_t *m, const char *name, tsr_tensor_t *out
     const int b = m->vals[v].base;
     for (int s = 0; s < m->nsegs; s++)
         for (int i = m->segs[s].first; i <= m->segs[s].last; i++)
-            if (m->lops[i].out == b && b != m->segs[s].out_val) {
+            if (m->lops[i].out == b && stays_inside(m, s, i)) {
                 if (!m->segs[s].g)
                     return tsr_err(TSR_EINVAL, "%s: \"%s\": prepare the model first", m->path, TSR_SAFE(name));
                 if ((rc = tsr_graph_read_tensor(m->segs[s].g, m->segs[s].nd.nodes[i - m->segs[s].first].out,
