@@ -73,7 +73,8 @@ set_tests_properties(train_cli_resblock PROPERTIES TIMEOUT 600 FIXTURES_REQUIRED
 # (needs node + onnxruntime-node; ~15 s), made once by the fixture train_zoo_model for
 #   train_cli_zoo  (test_train.sh zoo) its last basic block + fc fine-tuned on the device on 200 digits: the
 #               held-out digits learnt (from a guess), within 3 points of float torch on the same data and
-#               schedule; the tuned batch-1 file in `tessera infer` and ONNX Runtime, the same predictions
+#               schedule; the tuned batch-1 file in `tessera infer` and ONNX Runtime, the same predictions;
+#               fc for one epoch with --update device on the file's per-channel scales against the host update
 set(TSR_ZOO_TRAIN ${CMAKE_BINARY_DIR}/train_zoo)
 add_test(NAME train_zoo_model COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/scripts/train/make_zoo_resnet.py
          ${TSR_ZOO_TRAIN})
